@@ -1,0 +1,146 @@
+//! Newtype ids for tasks, stages, agents, steps and wait ids, plus `StageRef` ("a stage id, or
+//! `no_relative`"), so that an id of one kind can never be passed where another is expected.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+macro_rules! string_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// A fresh random id (UUID v4).
+            pub fn random() -> Self {
+                Self(uuid::Uuid::new_v4().to_string())
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_owned())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(s: String) -> Self {
+                Self(s)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+string_id!(
+    /// Identifies one task (and its task group).
+    TaskId
+);
+string_id!(
+    /// Identifies one stage of a task.
+    StageId
+);
+string_id!(
+    /// Identifies one agent; for configured agents it is the id written in the team config.
+    AgentId
+);
+string_id!(
+    /// Identifies one step of one agent.
+    StepId
+);
+string_id!(
+    /// One fresh id per receiver of a message whose sender waits for the reply.
+    WaitId
+);
+
+/// The wire word for "not tied to any stage".
+pub const NO_RELATIVE: &str = "no_relative";
+
+/// Which stage a step or message belongs to: a stage, or none (`"no_relative"` on the wire).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StageRef {
+    Stage(StageId),
+    NoRelative,
+}
+
+impl StageRef {
+    pub fn stage(&self) -> Option<&StageId> {
+        match self {
+            StageRef::Stage(id) => Some(id),
+            StageRef::NoRelative => None,
+        }
+    }
+
+    /// Parses the wire form: `no_relative` (or an empty string) means no stage.
+    pub fn parse(s: &str) -> Self {
+        let s = s.trim();
+        if s.is_empty() || s == NO_RELATIVE || s == "no_stage" {
+            StageRef::NoRelative
+        } else {
+            StageRef::Stage(StageId::from(s))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            StageRef::Stage(id) => id.as_str(),
+            StageRef::NoRelative => NO_RELATIVE,
+        }
+    }
+}
+
+impl From<StageId> for StageRef {
+    fn from(id: StageId) -> Self {
+        StageRef::Stage(id)
+    }
+}
+
+impl fmt::Display for StageRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for StageRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for StageRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Option::<String>::deserialize(d)?;
+        Ok(s.map(|s| StageRef::parse(&s)).unwrap_or(StageRef::NoRelative))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_ref_round_trips_through_its_wire_form() {
+        let s: StageRef = serde_json::from_str("\"no_relative\"").unwrap();
+        assert_eq!(s, StageRef::NoRelative);
+        let s: StageRef = serde_json::from_str("null").unwrap();
+        assert_eq!(s, StageRef::NoRelative);
+        let s: StageRef = serde_json::from_str("\"abc\"").unwrap();
+        assert_eq!(s, StageRef::Stage(StageId::from("abc")));
+        assert_eq!(serde_json::to_string(&s).unwrap(), "\"abc\"");
+        assert_eq!(serde_json::to_string(&StageRef::NoRelative).unwrap(), "\"no_relative\"");
+    }
+
+    #[test]
+    fn random_ids_differ() {
+        assert_ne!(TaskId::random(), TaskId::random());
+    }
+}

@@ -1,0 +1,56 @@
+//! LLM providers behind one trait: `openai` (async-openai against any OpenAI-compatible
+//! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests).
+
+pub mod openai;
+
+use crate::ids::{AgentId, StageRef, StepId, TaskId};
+use crate::state::TokenUsage;
+use futures::future::BoxFuture;
+use std::time::Duration;
+
+/// One LLM call made by one step.
+#[derive(Clone, Debug)]
+pub struct ChatRequest {
+    /// The assembled prompt (system → role → current step → history → memory).
+    pub prompt: String,
+    /// Who asks and for what, so providers can log and scripts can select a reply.
+    pub agent_id: AgentId,
+    /// The executor name of the step (a skill name).
+    pub skill: String,
+    pub task_id: TaskId,
+    pub stage_id: StageRef,
+    pub step_id: StepId,
+}
+
+/// The model's answer and what it cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatReply {
+    pub text: String,
+    pub usage: TokenUsage,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("the LLM endpoint answered HTTP {status}: {body}")]
+    Http { status: u16, body: String },
+    #[error("the LLM endpoint kept rate-limiting (HTTP 429) after {attempts} attempts: {body}")]
+    RateLimited { attempts: u32, body: String },
+    #[error("the LLM call timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("could not reach the LLM endpoint: {0}")]
+    Connection(String),
+    #[error("the LLM endpoint sent an answer without text: {0}")]
+    EmptyAnswer(String),
+    #[error("environment variable {0} (the API key the config names) is not set")]
+    MissingApiKey(String),
+    #[error("the script has no reply left for agent `{agent}` skill `{skill}` (it had {used})")]
+    ScriptExhausted { agent: String, skill: String, used: usize },
+    #[error("script: {0}")]
+    Script(String),
+}
+
+/// A chat model. The returned future owns everything it needs, so an agent actor can spawn it
+/// and keep handling messages while the call runs.
+pub trait ChatModel: Send + Sync + 'static {
+    fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>>;
+}

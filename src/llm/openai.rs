@@ -1,0 +1,1 @@
+//! The `openai` provider (being written).

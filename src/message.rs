@@ -1,0 +1,189 @@
+//! Message (SPEC §3), the `<instruction>` payloads a message may carry for the runtime, and
+//! `ExecuteOutput`, what an executed step hands to SyncState (SPEC §6).
+
+use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
+use crate::state::{StageAgentState, TokenUsage};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Sender id of system notices from a task (stage completion, task judgement).
+pub const TASK_STATE_SENDER: &str = "[TaskState]";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub task_id: TaskId,
+    pub sender_id: AgentId,
+    pub receiver: Vec<AgentId>,
+    /// Text; an instruction for the runtime is embedded as `<instruction>{json}</instruction>`.
+    pub message: String,
+    pub stage_relative: StageRef,
+    pub need_reply: bool,
+    /// One fresh wait id per receiver when the sender waits for replies.
+    pub waiting: Option<Vec<WaitId>>,
+    /// The wait id this message answers.
+    pub return_waiting_id: Option<WaitId>,
+}
+
+impl Message {
+    /// A message that needs no reply.
+    pub fn notice(task_id: TaskId, sender: AgentId, receiver: Vec<AgentId>, stage: StageRef, text: String) -> Self {
+        Message {
+            task_id,
+            sender_id: sender,
+            receiver,
+            message: text,
+            stage_relative: stage,
+            need_reply: false,
+            waiting: None,
+            return_waiting_id: None,
+        }
+    }
+
+    /// A message carrying one runtime instruction.
+    pub fn instruction(task_id: TaskId, sender: AgentId, receiver: Vec<AgentId>, stage: StageRef, i: &Instruction) -> Self {
+        Self::notice(task_id, sender, receiver, stage, i.embed())
+    }
+
+    /// The wait id this receiver must return when answering, if the sender waits.
+    pub fn wait_id_for(&self, me: &AgentId) -> Option<&WaitId> {
+        let i = self.receiver.iter().position(|r| r == me)?;
+        self.waiting.as_ref()?.get(i)
+    }
+}
+
+/// Instructions the runtime embeds in messages to agents.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Instruction {
+    StartStage { stage_id: StageId },
+    FinishStage { stage_id: StageId },
+    FinishTask { task_id: TaskId },
+    UpdateWorkingMemory { task_id: TaskId, stage_id: Option<StageRef> },
+    AddToolDecision { tool_name: String },
+}
+
+impl Instruction {
+    pub fn embed(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        format!("<instruction>{json}</instruction>")
+    }
+}
+
+/// One stage as `add_stage` or `retry_stage` describes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StagePlan {
+    pub stage_intention: String,
+    pub agent_allocation: BTreeMap<AgentId, String>,
+}
+
+/// How a finished task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskOutcome {
+    #[default]
+    Finished,
+    Failed,
+}
+
+/// The task_manager skill's instructions (`<task_instruction>{"action": …}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum TaskInstruction {
+    AddTask {
+        /// Chosen by the skill so the step that created the task records its id.
+        #[serde(default = "TaskId::random")]
+        task_id: TaskId,
+        #[serde(default)]
+        task_name: String,
+        task_intention: String,
+    },
+    AddStage { task_id: TaskId, stages: Vec<StagePlan> },
+    FinishStage { task_id: TaskId, stage_id: StageId },
+    FinishTask {
+        task_id: TaskId,
+        #[serde(default)]
+        task_summary: String,
+        #[serde(default)]
+        outcome: TaskOutcome,
+    },
+    RetryStage {
+        task_id: TaskId,
+        stage_id: StageId,
+        #[serde(default)]
+        stage_intention: Option<String>,
+        agent_allocation: BTreeMap<AgentId, String>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageAgentUpdate {
+    pub task_id: TaskId,
+    pub stage_id: StageId,
+    pub agent_id: AgentId,
+    pub state: StageAgentState,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedInfoUpdate {
+    pub task_id: TaskId,
+    pub stage_id: StageRef,
+    pub agent_id: AgentId,
+    pub role: String,
+    pub content: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompletionUpdate {
+    pub task_id: TaskId,
+    pub stage_id: StageId,
+    pub agent_id: AgentId,
+    pub completion_summary: String,
+}
+
+/// What one executed step asks SyncState to do. Every field is optional.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecuteOutput {
+    /// The agent whose step produced this (SyncState checks permissions against it).
+    pub agent_id: Option<AgentId>,
+    pub update_stage_agent_state: Option<StageAgentUpdate>,
+    pub send_shared_info: Option<SharedInfoUpdate>,
+    pub update_stage_agent_completion: Option<CompletionUpdate>,
+    pub send_message: Option<Message>,
+    pub task_instruction: Option<TaskInstruction>,
+    /// Tokens the step spent, added to its task's total.
+    pub token_usage: Option<(TaskId, TokenUsage)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions_embed_as_tagged_json() {
+        let i = Instruction::StartStage { stage_id: "s1".into() };
+        assert_eq!(i.embed(), r#"<instruction>{"start_stage":{"stage_id":"s1"}}</instruction>"#);
+        let i = Instruction::UpdateWorkingMemory { task_id: "t".into(), stage_id: None };
+        assert!(i.embed().contains(r#""update_working_memory""#));
+    }
+
+    #[test]
+    fn task_instruction_reads_the_action_tag() {
+        let v = serde_json::json!({"action": "finish_stage", "task_id": "t", "stage_id": "s"});
+        let i: TaskInstruction = serde_json::from_value(v).unwrap();
+        assert_eq!(i, TaskInstruction::FinishStage { task_id: "t".into(), stage_id: "s".into() });
+        let v = serde_json::json!({"action": "add_task", "task_intention": "x"});
+        match serde_json::from_value::<TaskInstruction>(v).unwrap() {
+            TaskInstruction::AddTask { task_intention, .. } => assert_eq!(task_intention, "x"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn wait_id_is_picked_by_receiver_index() {
+        let mut m = Message::notice("t".into(), "a".into(), vec!["b".into(), "c".into()], StageRef::NoRelative, "hi".into());
+        assert_eq!(m.wait_id_for(&"c".into()), None);
+        m.waiting = Some(vec!["w1".into(), "w2".into()]);
+        assert_eq!(m.wait_id_for(&"c".into()), Some(&WaitId::from("w2")));
+        assert_eq!(m.wait_id_for(&"z".into()), None);
+    }
+}

@@ -1,0 +1,1 @@
+//! LLM answer text → typed skill answers (being written).

@@ -1,0 +1,1 @@
+//! Prompt sets and prompt assembly (being written).

@@ -1,0 +1,73 @@
+//! Lifecycle enums of tasks, stages, agents and steps, with the SPEC's wire names.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Lifecycle of a task or a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionState {
+    #[default]
+    Init,
+    Running,
+    Finished,
+    Failed,
+}
+
+impl ExecutionState {
+    /// Finished or failed: nothing will change it any more.
+    pub fn is_over(self) -> bool {
+        matches!(self, ExecutionState::Finished | ExecutionState::Failed)
+    }
+}
+
+/// Lifecycle of one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StepExecutionState {
+    #[default]
+    Init,
+    Pending,
+    Running,
+    Finished,
+    Failed,
+}
+
+impl StepExecutionState {
+    pub fn is_over(self) -> bool {
+        matches!(self, StepExecutionState::Finished | StepExecutionState::Failed)
+    }
+}
+
+/// What an agent is doing right now, across all its tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkingState {
+    #[default]
+    Idle,
+    Working,
+    Waiting,
+}
+
+/// An agent's progress inside one stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StageAgentState {
+    #[default]
+    Idle,
+    Working,
+    Finished,
+    Failed,
+}
+
+macro_rules! display_as_serde {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let v = serde_json::to_value(self).map_err(|_| fmt::Error)?;
+                f.write_str(v.as_str().unwrap_or_default())
+            }
+        }
+    )*};
+}
+display_as_serde!(ExecutionState, StepExecutionState, WorkingState, StageAgentState);

@@ -1,0 +1,21 @@
+//! The four kinds of state (task, stage, agent, step), the agent's step queue and the enums of
+//! their lifecycles. Plain data with the transitions that belong to it; no I/O, no actors.
+
+mod agent;
+mod agent_step;
+mod enums;
+mod executor;
+mod stage;
+mod step;
+mod task;
+
+pub use agent::{
+    AgentState, ConversationPool, HumanConfig, LlmSettings, MemoryOp, PrivateMessage, WorkingMemory,
+    memory_key,
+};
+pub use agent_step::AgentStep;
+pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
+pub use executor::{Executor, Skill};
+pub use stage::StageState;
+pub use step::{PlannedStep, StepState, TokenUsage};
+pub use task::{ConversationEntry, SharedInfo, TaskState};

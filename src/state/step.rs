@@ -1,0 +1,98 @@
+//! StepState: the smallest unit of work, one skill or tool call by one agent.
+
+use super::{Executor, StepExecutionState};
+use crate::ids::{AgentId, StageRef, StepId, TaskId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Prompt and completion tokens spent, per step and summed per agent and per task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl TokenUsage {
+    pub fn add(&mut self, other: TokenUsage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// One step of one agent (SPEC §2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepState {
+    pub task_id: TaskId,
+    pub stage_id: StageRef,
+    pub agent_id: AgentId,
+    pub step_id: StepId,
+    pub step_intention: String,
+    #[serde(flatten)]
+    pub executor: Executor,
+    pub execution_state: StepExecutionState,
+    pub text_content: String,
+    /// The tool call to make (tool steps), filled by instruction_generation.
+    pub instruction_content: Option<Value>,
+    /// What the skill parsed or the tool returned; on failure `{"error": reason}`.
+    pub execute_result: Option<Value>,
+    #[serde(default)]
+    pub token_usage: TokenUsage,
+}
+
+impl StepState {
+    pub fn new(
+        task_id: TaskId,
+        stage_id: StageRef,
+        agent_id: AgentId,
+        executor: Executor,
+        step_intention: impl Into<String>,
+        text_content: impl Into<String>,
+    ) -> Self {
+        StepState {
+            task_id,
+            stage_id,
+            agent_id,
+            step_id: StepId::random(),
+            step_intention: step_intention.into(),
+            executor,
+            execution_state: StepExecutionState::Init,
+            text_content: text_content.into(),
+            instruction_content: None,
+            execute_result: None,
+            token_usage: TokenUsage::default(),
+        }
+    }
+
+    /// The reason a failed step failed, if it recorded one.
+    pub fn failure_reason(&self) -> Option<&str> {
+        if self.execution_state != StepExecutionState::Failed {
+            return None;
+        }
+        self.execute_result.as_ref()?.get("error")?.as_str()
+    }
+}
+
+/// A step as a plan names it (the JSON objects inside `<planned_step>`), before it gets ids.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlannedStep {
+    pub step_intention: String,
+    #[serde(flatten)]
+    pub executor: Executor,
+    #[serde(default)]
+    pub text_content: String,
+}
+
+impl PlannedStep {
+    pub fn new(executor: Executor, step_intention: impl Into<String>, text: impl Into<String>) -> Self {
+        PlannedStep { step_intention: step_intention.into(), executor, text_content: text.into() }
+    }
+
+    /// Gives the plan a place: the task and stage of the step that planned it, and ids.
+    pub fn into_step(self, task_id: TaskId, stage_id: StageRef, agent_id: AgentId) -> StepState {
+        StepState::new(task_id, stage_id, agent_id, self.executor, self.step_intention, self.text_content)
+    }
+}

@@ -1,0 +1,68 @@
+//! TaskState: one goal, its task group, its ordered stages, its shared info and conversation
+//! pools. Stages run one after another; at most one is running.
+
+use super::{ExecutionState, TokenUsage};
+use crate::ids::{AgentId, StageId, StageRef, TaskId};
+use crate::message::Message;
+use serde::{Deserialize, Serialize};
+
+/// One line of the task's shared info pool: what an agent did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedInfo {
+    pub agent_id: AgentId,
+    pub role: String,
+    pub stage_id: StageRef,
+    pub content: String,
+    pub timestamp: String,
+}
+
+/// One delivered message in the task's conversation pool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConversationEntry {
+    pub timestamp: String,
+    pub message: Message,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    pub task_id: TaskId,
+    pub task_name: String,
+    pub task_intention: String,
+    pub task_manager: AgentId,
+    pub task_group: Vec<AgentId>,
+    pub shared_info_pool: Vec<SharedInfo>,
+    pub shared_conversation_pool: Vec<ConversationEntry>,
+    /// Stage ids in execution order; the stages themselves are published as stage state.
+    pub stage_list: Vec<StageId>,
+    pub execution_state: ExecutionState,
+    pub task_summary: Option<String>,
+    #[serde(default)]
+    pub token_usage: TokenUsage,
+}
+
+impl TaskState {
+    pub fn new(task_id: TaskId, task_name: String, task_intention: String, manager: AgentId) -> Self {
+        TaskState {
+            task_id,
+            task_name,
+            task_intention,
+            task_group: vec![manager.clone()],
+            task_manager: manager,
+            shared_info_pool: Vec::new(),
+            shared_conversation_pool: Vec::new(),
+            stage_list: Vec::new(),
+            execution_state: ExecutionState::Init,
+            task_summary: None,
+            token_usage: TokenUsage::default(),
+        }
+    }
+
+    /// Adds agents to the task group, keeping order and skipping those already in it.
+    pub fn join(&mut self, agents: impl IntoIterator<Item = AgentId>) {
+        for a in agents {
+            if !self.task_group.contains(&a) {
+                self.task_group.push(a);
+            }
+        }
+    }
+}
