@@ -1,1 +1,136 @@
-fn main() {}
+//! The `cohort` command line: parse arguments, load the team, call the library, map the
+//! result to output and an exit code (0 done, 1 task failed, 2 a limit hit, 3 bad input).
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use cohort::config::load_team;
+use cohort::run::{RunOptions, RunOutcome, run_goal};
+use cohort::state::{StepExecutionState, StepState};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "cohort", version, about = "An actor-based multi-agent runtime")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a team, give the goal to its manager and run until the task it creates ends.
+    Run {
+        /// The team configuration file.
+        #[arg(long)]
+        team: PathBuf,
+        /// The goal, as the operator would say it.
+        #[arg(long)]
+        goal: String,
+        /// Print the final states as one JSON object on stdout instead of the summary.
+        #[arg(long)]
+        json: bool,
+        /// Stop (exit 2) once this many steps have run and the task is still open.
+        #[arg(long)]
+        max_steps: Option<usize>,
+        /// Stop (exit 2) after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// Which manager receives the goal (default: the first agent with task_manager).
+        #[arg(long)]
+        manager: Option<String>,
+    },
+    /// Validate a team configuration (and the script and prompts it uses); list every problem.
+    Check {
+        #[arg(long)]
+        team: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("COHORT_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Check { team } => check(&team),
+        Command::Run { team, goal, json, max_steps, timeout, manager } => {
+            let opts = RunOptions {
+                manager: manager.map(Into::into),
+                max_steps,
+                timeout: Duration::from_secs(timeout),
+                ..Default::default()
+            };
+            let system = actix::System::new();
+            let code = system.block_on(async move {
+                match run(&team, &goal, json, &opts).await {
+                    Ok(code) => code,
+                    Err(e) => {
+                        eprintln!("error: {e:#}");
+                        ExitCode::from(3)
+                    }
+                }
+            });
+            actix::System::current().stop();
+            code
+        }
+    }
+}
+
+fn check(team: &PathBuf) -> ExitCode {
+    match load_team(team) {
+        Ok(cfg) => {
+            println!("{}: ok ({} agents, prompts: {})", team.display(), cfg.agents.len(), cfg.language);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let problems = e.problems();
+            for p in &problems {
+                println!("{p}");
+            }
+            eprintln!("{} problem(s) found", problems.len());
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(team: &PathBuf, goal: &str, json: bool, opts: &RunOptions) -> anyhow::Result<ExitCode> {
+    let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
+    let env = |k: &str| std::env::var(k).ok();
+    let report = run_goal(&cfg, goal, opts, &env, progress).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.states)?);
+    } else if let Some(t) = &report.task {
+        println!("# {}\n\n{}", t.task_name, t.task_summary.as_deref().unwrap_or("(no summary)"));
+    }
+    let tokens = report.task.as_ref().map(|t| t.token_usage).unwrap_or_default();
+    eprintln!(
+        "{} ({} steps, {} prompt + {} completion tokens in the task)",
+        report.outcome.describe(opts.timeout),
+        report.steps_run,
+        tokens.prompt_tokens,
+        tokens.completion_tokens
+    );
+    Ok(match report.outcome {
+        RunOutcome::Finished => ExitCode::SUCCESS,
+        RunOutcome::Failed => ExitCode::from(1),
+        _ => ExitCode::from(2),
+    })
+}
+
+/// One readable line per step on stderr.
+fn progress(s: &StepState) {
+    let mark = if s.execution_state == StepExecutionState::Finished { "ok  " } else { "FAIL" };
+    let mut line = format!(
+        "{mark} {:<10} {:<22} {} ({}+{} tok)",
+        s.agent_id.as_str(),
+        s.executor.name(),
+        s.step_intention.lines().next().unwrap_or_default(),
+        s.token_usage.prompt_tokens,
+        s.token_usage.completion_tokens
+    );
+    if let Some(reason) = s.failure_reason() {
+        line.push_str(&format!("\n       reason: {reason}"));
+    }
+    eprintln!("{line}");
+}

@@ -55,7 +55,17 @@ impl Message {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Instruction {
-    StartStage { stage_id: StageId },
+    /// Carries what the agent needs to plan: the task's and the stage's intention and this
+    /// agent's goal in the stage.
+    StartStage {
+        stage_id: StageId,
+        #[serde(default)]
+        task_intention: String,
+        #[serde(default)]
+        stage_intention: String,
+        #[serde(default)]
+        goal: String,
+    },
     FinishStage { stage_id: StageId },
     FinishTask { task_id: TaskId },
     UpdateWorkingMemory { task_id: TaskId, stage_id: Option<StageRef> },
@@ -160,8 +170,8 @@ mod tests {
 
     #[test]
     fn instructions_embed_as_tagged_json() {
-        let i = Instruction::StartStage { stage_id: "s1".into() };
-        assert_eq!(i.embed(), r#"<instruction>{"start_stage":{"stage_id":"s1"}}</instruction>"#);
+        let i = Instruction::FinishStage { stage_id: "s1".into() };
+        assert_eq!(i.embed(), r#"<instruction>{"finish_stage":{"stage_id":"s1"}}</instruction>"#);
         let i = Instruction::UpdateWorkingMemory { task_id: "t".into(), stage_id: None };
         assert!(i.embed().contains(r#""update_working_memory""#));
     }

@@ -2,6 +2,7 @@
 //! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests).
 
 pub mod openai;
+pub mod scripted;
 
 use crate::ids::{AgentId, StageRef, StepId, TaskId};
 use crate::state::TokenUsage;
@@ -41,8 +42,14 @@ pub enum LlmError {
     Connection(String),
     #[error("the LLM endpoint sent an answer without text: {0}")]
     EmptyAnswer(String),
+    #[error("the LLM endpoint answered 2xx with a body that is not a chat completion: {0}")]
+    InvalidResponse(String),
+    #[error("invalid LLM provider settings: {0}")]
+    InvalidSettings(String),
     #[error("environment variable {0} (the API key the config names) is not set")]
     MissingApiKey(String),
+    #[error("no model name: set the environment variable {0} or `model` in the config")]
+    MissingModel(String),
     #[error("the script has no reply left for agent `{agent}` skill `{skill}` (it had {used})")]
     ScriptExhausted { agent: String, skill: String, used: usize },
     #[error("script: {0}")]

@@ -1,0 +1,181 @@
+//! The agent actor: owns one AgentState. It runs the next step whenever it runs none, its step
+//! lock is empty and `todo` is not; the step's LLM call runs as a spawned future, so the
+//! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
+
+use super::sync_state::{ApplyOutput, SyncStateActor};
+use crate::agent::{complete_step, receive_message, settle_step};
+use crate::ids::StepId;
+use crate::llm::{ChatModel, ChatRequest};
+use crate::message::Message;
+use crate::monitor::{Monitor, StateKind};
+use crate::prompt::{PromptContext, PromptSet, build_prompt};
+use crate::state::{AgentState, Executor, StepState};
+use actix::prelude::*;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+pub struct AgentActor {
+    state: AgentState,
+    llm: Arc<dyn ChatModel>,
+    prompts: Arc<PromptSet>,
+    tool_descriptions: Arc<BTreeMap<String, String>>,
+    sync: Addr<SyncStateActor>,
+    monitor: Monitor,
+    /// A step is in flight: its LLM call or SyncState's answer is outstanding.
+    busy: bool,
+    /// Steps already published once, so new ones are published when they appear.
+    published: HashSet<StepId>,
+}
+
+impl AgentActor {
+    pub fn new(
+        state: AgentState,
+        llm: Arc<dyn ChatModel>,
+        prompts: Arc<PromptSet>,
+        tool_descriptions: Arc<BTreeMap<String, String>>,
+        sync: Addr<SyncStateActor>,
+        monitor: Monitor,
+    ) -> Self {
+        AgentActor { state, llm, prompts, tool_descriptions, sync, monitor, busy: false, published: HashSet::new() }
+    }
+
+    /// Publishes the agent, the given steps, and every step not yet published.
+    fn publish(&mut self, changed: &[&StepState]) {
+        self.state.working_state = self.state.derive_working_state();
+        for s in changed {
+            self.published.insert(s.step_id.clone());
+            self.monitor.publish(StateKind::Step, s.step_id.as_str(), s);
+        }
+        for s in self.state.agent_step.steps() {
+            if self.published.insert(s.step_id.clone()) {
+                self.monitor.publish(StateKind::Step, s.step_id.as_str(), s);
+            }
+        }
+        self.monitor.publish(StateKind::Agent, self.state.agent_id.as_str(), &self.state);
+    }
+
+    fn publish_step(&mut self, id: &StepId) {
+        if let Some(s) = self.state.agent_step.get(id).cloned() {
+            self.publish(&[&s]);
+        }
+    }
+
+    fn try_run(&mut self, ctx: &mut Context<Self>) {
+        if self.busy || !self.state.step_lock.is_empty() {
+            return;
+        }
+        let Some(step) = self.state.agent_step.start_next().cloned() else {
+            self.publish(&[]);
+            return;
+        };
+        self.busy = true;
+        self.publish(&[&step]);
+        let skill = match &step.executor {
+            Executor::Skill(s) => *s,
+            Executor::Tool(server) => {
+                let reason = format!("tool steps need MCP servers, which this version does not support yet (server `{server}`)");
+                self.on_answer(step.step_id, Err(reason), ctx);
+                return;
+            }
+        };
+        let prompt = build_prompt(
+            &self.prompts,
+            skill,
+            &PromptContext {
+                agent: &self.state,
+                step: &step,
+                tool_descriptions: &self.tool_descriptions,
+                tool_step: None,
+                tool_history: None,
+            },
+        );
+        let request = ChatRequest {
+            prompt,
+            agent_id: self.state.agent_id.clone(),
+            skill: skill.name().to_owned(),
+            task_id: step.task_id.clone(),
+            stage_id: step.stage_id.clone(),
+            step_id: step.step_id.clone(),
+        };
+        let id = step.step_id.clone();
+        ctx.spawn(
+            self.llm
+                .chat(request)
+                .into_actor(self)
+                .map(move |res, act, ctx| act.on_answer(id, res.map_err(|e| e.to_string()), ctx)),
+        );
+    }
+
+    fn on_answer(&mut self, id: StepId, reply: Result<crate::llm::ChatReply, String>, ctx: &mut Context<Self>) {
+        let now = chrono::Local::now().naive_local();
+        let completion = complete_step(&mut self.state, &id, reply, now);
+        self.publish_step(&id);
+        let failure = completion.failure;
+        let waits = completion.added_waits;
+        ctx.spawn(self.sync.send(ApplyOutput(completion.output)).into_actor(self).map(move |res, act, ctx| {
+            let failure = match res {
+                Ok(Ok(())) => failure,
+                Ok(Err(refused)) => Some(match failure {
+                    Some(f) => format!("{f}; SyncState also refused the output: {refused}"),
+                    None => format!("SyncState refused the step's output: {refused}"),
+                }),
+                Err(e) => Some(format!("SyncState is unreachable: {e}")),
+            };
+            act.settle(&id, failure, &waits, ctx);
+        }));
+    }
+
+    fn settle(&mut self, id: &StepId, failure: Option<String>, waits: &[crate::ids::WaitId], ctx: &mut Context<Self>) {
+        if let Some(f) = &failure {
+            tracing::warn!(agent = %self.state.agent_id, step = %id, "step failed: {f}");
+        }
+        settle_step(&mut self.state, id, failure, waits);
+        self.publish_step(id);
+        // A step whose stage or task was finished while it ran leaves the queue once done.
+        if let Some(s) = self.state.agent_step.get(id) {
+            if !self.state.holds(&s.task_id, &s.stage_id) {
+                self.state.agent_step.remove(id);
+            }
+        }
+        self.busy = false;
+        self.try_run(ctx);
+    }
+}
+
+impl Actor for AgentActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        self.publish(&[]);
+    }
+}
+
+/// A message for this agent, from the dispatcher.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Deliver(pub Message);
+
+/// A copy of the agent's state.
+#[derive(Message)]
+#[rtype(result = "AgentState")]
+pub struct GetAgentState;
+
+impl Handler<Deliver> for AgentActor {
+    type Result = ();
+    fn handle(&mut self, Deliver(m): Deliver, ctx: &mut Context<Self>) {
+        let received = receive_message(&mut self.state, &m);
+        if let Some(p) = received.problem {
+            tracing::warn!(agent = %self.state.agent_id, "{p}");
+        }
+        let dropped: Vec<&StepState> = received.dropped.iter().collect();
+        self.publish(&dropped);
+        self.try_run(ctx);
+    }
+}
+
+impl Handler<GetAgentState> for AgentActor {
+    type Result = MessageResult<GetAgentState>;
+    fn handle(&mut self, _: GetAgentState, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.state.clone())
+    }
+}

@@ -1,0 +1,12 @@
+//! Thin actix shells around the pure core: one actor per agent, SyncState (owner of tasks and
+//! stages), the Dispatcher (routes messages in order), and the System that wires a team.
+
+mod agent;
+mod dispatcher;
+mod sync_state;
+mod system;
+
+pub use agent::{AgentActor, Deliver, GetAgentState};
+pub use dispatcher::{Dispatcher, Register, Route};
+pub use sync_state::{ApplyOutput, Delivered, SubmitMessage, SyncStateActor};
+pub use system::{OPERATOR, SystemError, Team, start_team};

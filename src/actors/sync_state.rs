@@ -1,0 +1,95 @@
+//! The SyncState actor: the only writer of tasks and stages. It applies executed steps'
+//! outputs with the pure `SyncCore`, routes the resulting messages and publishes the changes.
+
+use super::dispatcher::{Dispatcher, Route, SetSync};
+use crate::message::{ExecuteOutput, Message};
+use crate::monitor::{Monitor, StateKind};
+use crate::sync::{Applied, SyncCore, SyncError};
+use actix::prelude::*;
+
+pub struct SyncStateActor {
+    core: SyncCore,
+    dispatcher: Addr<Dispatcher>,
+    monitor: Monitor,
+}
+
+impl SyncStateActor {
+    pub fn new(core: SyncCore, dispatcher: Addr<Dispatcher>, monitor: Monitor) -> Self {
+        SyncStateActor { core, dispatcher, monitor }
+    }
+
+    fn effect(&mut self, applied: Applied) {
+        for id in &applied.tasks {
+            if let Some(t) = self.core.task(id) {
+                self.monitor.publish(StateKind::Task, id.as_str(), t);
+            }
+        }
+        for id in &applied.stages {
+            if let Some(s) = self.core.stage(id) {
+                self.monitor.publish(StateKind::Stage, id.as_str(), s);
+            }
+        }
+        for m in applied.messages {
+            self.dispatcher.do_send(Route(m));
+        }
+    }
+}
+
+fn now() -> String {
+    chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+impl Actor for SyncStateActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        self.dispatcher.do_send(SetSync(ctx.address()));
+        for t in self.core.tasks() {
+            self.monitor.publish(StateKind::Task, t.task_id.as_str(), t);
+        }
+    }
+}
+
+/// An executed step's output; answered with SyncState's refusal if it refused it.
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct ApplyOutput(pub ExecuteOutput);
+
+/// A message from outside the agents' steps (the operator's goal).
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct SubmitMessage(pub Message);
+
+/// The dispatcher delivered this message: record it in its task's conversation pool.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Delivered(pub Message);
+
+impl Handler<ApplyOutput> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, ApplyOutput(out): ApplyOutput, _: &mut Context<Self>) -> Self::Result {
+        let applied = self.core.apply(&out, &now())?;
+        self.effect(applied);
+        Ok(())
+    }
+}
+
+impl Handler<SubmitMessage> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, SubmitMessage(m): SubmitMessage, _: &mut Context<Self>) -> Self::Result {
+        let applied = self.core.submit(m)?;
+        self.effect(applied);
+        Ok(())
+    }
+}
+
+impl Handler<Delivered> for SyncStateActor {
+    type Result = ();
+    fn handle(&mut self, Delivered(m): Delivered, _: &mut Context<Self>) {
+        if let Some(task) = self.core.record_delivery(m, &now()) {
+            if let Some(t) = self.core.task(&task) {
+                self.monitor.publish(StateKind::Task, task.as_str(), t);
+            }
+        }
+    }
+}

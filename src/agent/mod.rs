@@ -1,0 +1,10 @@
+//! The agent's step machine as plain functions on `AgentState`: how a message becomes steps
+//! (`receive`), and how a finished LLM call becomes a finished or failed step plus the
+//! `ExecuteOutput` for SyncState (`complete`). The actor in `actors/agent.rs` only performs
+//! the effects these return.
+
+mod complete;
+mod receive;
+
+pub use complete::{StepCompletion, complete_step, drop_reason, mark_dropped, settle_step};
+pub use receive::{Received, receive_message};

@@ -1,0 +1,8 @@
+//! Team configuration: the raw YAML shape (`raw.rs`, unknown fields rejected) and its
+//! validation into a `TeamConfig` (`team.rs`) whose errors name the file and the field.
+
+mod raw;
+mod team;
+
+pub use raw::{RawAgent, RawLlm, RawTeam};
+pub use team::{AgentConfig, ConfigError, ConfigProblem, LlmConfig, TeamConfig, load_team};

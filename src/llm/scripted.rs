@@ -1,0 +1,218 @@
+//! The `scripted` provider: replies from a YAML script, selected by agent id and skill and
+//! consumed in order, for offline runs and tests. A reply may name the ids of the step that
+//! asks (`{{task_id}}`, `{{stage_id}}`, `{{step_id}}`, `{{agent_id}}`); agents are named by their
+//! configured id. A script that runs out fails that step with a clear message.
+//!
+//! ```yaml
+//! replies:
+//!   writer:                      # agent id
+//!     think:                     # skill
+//!       - "<think>…</think>"
+//!       - text: "<think>…</think>"
+//!         delay_ms: 200          # optional: answer after a pause
+//! ```
+
+use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use crate::state::{Skill, TokenUsage};
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum Entry {
+    Text(String),
+    Timed {
+        text: String,
+        #[serde(default)]
+        delay_ms: u64,
+    },
+}
+
+impl Entry {
+    fn text(&self) -> &str {
+        match self {
+            Entry::Text(t) | Entry::Timed { text: t, .. } => t,
+        }
+    }
+    fn delay(&self) -> Duration {
+        match self {
+            Entry::Text(_) => Duration::ZERO,
+            Entry::Timed { delay_ms, .. } => Duration::from_millis(*delay_ms),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptFile {
+    replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
+}
+
+/// A loaded script: `agent → skill → replies in order`.
+#[derive(Clone, Debug)]
+pub struct Script {
+    replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
+}
+
+const PLACEHOLDERS: [&str; 4] = ["task_id", "stage_id", "step_id", "agent_id"];
+
+impl Script {
+    pub fn load(path: &Path) -> Result<Script, LlmError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LlmError::Script(format!("cannot read {}: {e}", path.display())))?;
+        Self::parse(&text).map_err(|e| LlmError::Script(format!("{}: {e}", path.display())))
+    }
+
+    pub fn parse(text: &str) -> Result<Script, String> {
+        let f: ScriptFile = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        Ok(Script { replies: f.replies })
+    }
+
+    /// Problems as (field, message): replies for agents the team lacks, unknown skills, and
+    /// placeholders that do not exist.
+    pub fn check_against(&self, agent_ids: &[String]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (agent, skills) in &self.replies {
+            if !agent_ids.iter().any(|a| a == agent) {
+                out.push((format!("replies.{agent}"), format!("the team has no agent `{agent}`")));
+            }
+            for (skill, entries) in skills {
+                if skill.parse::<Skill>().is_err() {
+                    out.push((format!("replies.{agent}.{skill}"), format!("unknown skill `{skill}`")));
+                }
+                for (i, e) in entries.iter().enumerate() {
+                    if let Err(bad) = render(e.text(), &HashMap::new(), true) {
+                        out.push((format!("replies.{agent}.{skill}[{i}]"), bad));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Serves a script; one cursor per (agent, skill), shared by every agent that uses it.
+pub struct ScriptedModel {
+    script: Script,
+    cursors: Mutex<HashMap<(String, String), usize>>,
+}
+
+impl ScriptedModel {
+    pub fn new(script: Script) -> Arc<Self> {
+        Arc::new(ScriptedModel { script, cursors: Mutex::new(HashMap::new()) })
+    }
+
+    fn next(&self, req: &ChatRequest) -> Result<Entry, LlmError> {
+        let agent = req.agent_id.as_str();
+        let list = self.script.replies.get(agent).and_then(|s| s.get(&req.skill));
+        let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
+        let used = cursors.entry((agent.to_owned(), req.skill.clone())).or_insert(0);
+        let entry = list.and_then(|l| l.get(*used)).cloned().ok_or_else(|| LlmError::ScriptExhausted {
+            agent: agent.to_owned(),
+            skill: req.skill.clone(),
+            used: *used,
+        })?;
+        *used += 1;
+        Ok(entry)
+    }
+}
+
+impl ChatModel for ScriptedModel {
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
+        let answer = self.next(&req).and_then(|entry| {
+            let vars: HashMap<&str, String> = [
+                ("task_id", req.task_id.to_string()),
+                ("stage_id", req.stage_id.to_string()),
+                ("step_id", req.step_id.to_string()),
+                ("agent_id", req.agent_id.to_string()),
+            ]
+            .into_iter()
+            .collect();
+            let text = render(entry.text(), &vars, false).map_err(LlmError::Script)?;
+            Ok((text, entry.delay()))
+        });
+        let prompt_tokens = estimate_tokens(&req.prompt);
+        Box::pin(async move {
+            let (text, delay) = answer?;
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            let usage = TokenUsage { prompt_tokens, completion_tokens: estimate_tokens(&text) };
+            Ok(ChatReply { text, usage })
+        })
+    }
+}
+
+/// A scripted model has no tokenizer; it counts about four characters a token, as a rough
+/// stand-in so usage figures are non-zero and comparable between runs.
+fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// Replaces `{{name}}` placeholders. With `dry`, only checks that every name is known.
+fn render(text: &str, vars: &HashMap<&str, String>, dry: bool) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = after[..end].trim();
+        if !PLACEHOLDERS.contains(&name) {
+            return Err(format!("unknown placeholder {{{{{name}}}}} (known: {})", PLACEHOLDERS.join(", ")));
+        }
+        if !dry {
+            out.push_str(&vars[name]);
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{StageId, StageRef};
+
+    fn req(agent: &str, skill: &str) -> ChatRequest {
+        ChatRequest {
+            prompt: "p".repeat(40),
+            agent_id: agent.into(),
+            skill: skill.into(),
+            task_id: "T1".into(),
+            stage_id: StageRef::Stage(StageId::from("S1")),
+            step_id: "P1".into(),
+        }
+    }
+
+    const SCRIPT: &str = "replies:\n  w:\n    think:\n      - \"<think>in {{task_id}}/{{stage_id}} by {{agent_id}}</think>\"\n      - {text: second, delay_ms: 5}\n";
+
+    #[tokio::test]
+    async fn replies_come_in_order_with_ids_filled_in_then_run_out() {
+        let m = ScriptedModel::new(Script::parse(SCRIPT).unwrap());
+        let r = m.chat(req("w", "think")).await.unwrap();
+        assert_eq!(r.text, "<think>in T1/S1 by w</think>");
+        assert_eq!(r.usage.prompt_tokens, 10);
+        assert_eq!(m.chat(req("w", "think")).await.unwrap().text, "second");
+        let err = m.chat(req("w", "think")).await.unwrap_err().to_string();
+        assert!(err.contains("no reply left for agent `w` skill `think`"), "{err}");
+        let err = m.chat(req("x", "planning")).await.unwrap_err().to_string();
+        assert!(err.contains("agent `x` skill `planning`"), "{err}");
+    }
+
+    #[test]
+    fn check_reports_unknown_agents_skills_and_placeholders() {
+        let s = Script::parse("replies:\n  ghost:\n    dance: [\"{{nope}}\"]\n").unwrap();
+        let p = s.check_against(&["w".into()]);
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p[2].1.contains("unknown placeholder {{nope}}"));
+    }
+}

@@ -1,0 +1,427 @@
+//! Instructions for the runtime: task_manager's `<task_instruction>` and the `<instruction>` a
+//! message may carry (SPEC §5, §6).
+//!
+//! The shapes are the serde derives of [`TaskInstruction`] and [`Instruction`], so a field added
+//! there is read here without a second copy of the schema. This module only forgives what models
+//! write differently, and turns serde's errors into ones that name the field.
+
+use super::ParseError;
+use super::fields::tagged_json;
+use super::tags::has_tag;
+use crate::message::{Instruction, TaskInstruction};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// Models write `Add_Task`, `add-task` or `add task` for `add_task`.
+fn action_name(raw: &str) -> String {
+    raw.trim().to_ascii_lowercase().replace(['-', ' '], "_")
+}
+
+/// A list holding exactly one object stands for that object.
+fn single_object(value: Value) -> Value {
+    match value {
+        Value::Array(mut items) if items.len() == 1 && items[0].is_object() => items.remove(0),
+        other => other,
+    }
+}
+
+/// `null` fields count as absent, so that defaults apply and required ones read as missing.
+fn drop_nulls(map: &mut Map<String, Value>) {
+    map.retain(|_, v| !v.is_null());
+}
+
+/// `<task_instruction>{"action": …, …}`. An unknown action is an error that lists the valid ones.
+/// `stages` may be a single stage instead of a list.
+pub fn task_instruction(text: &str) -> Result<TaskInstruction, ParseError> {
+    const TAG: &str = "task_instruction";
+    let mut value = single_object(tagged_json(text, TAG)?);
+    let Some(map) = value.as_object_mut() else {
+        return Err(not_an_object(TAG, &value));
+    };
+    drop_nulls(map);
+    let mut action = None;
+    if let Some(Value::String(raw)) = map.get_mut("action") {
+        *raw = action_name(raw);
+        action = Some(raw.clone());
+    }
+    if let Some(stage @ Value::Object(_)) = map.get_mut("stages") {
+        *stage = Value::Array(vec![stage.take()]);
+    }
+    typed(TAG, value, action.as_deref(), Value::as_object_mut)
+}
+
+/// The `<instruction>{json}</instruction>` embedded in a message, `None` when there is none.
+///
+/// The runtime writes `{"start_stage": {"stage_id": …}}` ([`Instruction::embed`]); the flat form
+/// `{"action": "start_stage", "stage_id": …}` is accepted too, for instructions typed by people.
+pub fn instruction(message_text: &str) -> Option<Result<Instruction, ParseError>> {
+    const TAG: &str = "instruction";
+    if !has_tag(message_text, TAG) {
+        return None;
+    }
+    let read = || {
+        let mut value = single_object(tagged_json(message_text, TAG)?);
+        let Some(map) = value.as_object_mut() else {
+            return Err(not_an_object(TAG, &value));
+        };
+        let (name, mut fields) = match map.remove("action") {
+            Some(Value::String(name)) => (action_name(&name), std::mem::take(map)),
+            Some(other) => return Err(wrong_action_type(TAG, &other)),
+            None if map.len() == 1 => match std::mem::take(map).into_iter().next() {
+                Some((name, Value::Object(fields))) => (action_name(&name), fields),
+                // `{"finish_task": null}`: no fields, so the missing one gets named.
+                Some((name, _)) => (action_name(&name), Map::new()),
+                None => (String::new(), Map::new()),
+            },
+            None => {
+                return Err(ParseError::MissingField {
+                    tag: TAG,
+                    at: String::new(),
+                    field: "action".into(),
+                });
+            }
+        };
+        drop_nulls(&mut fields);
+        let key = name.clone();
+        let tagged = Value::Object(Map::from_iter([(name.clone(), Value::Object(fields))]));
+        typed(TAG, tagged, Some(&name), move |v| {
+            v.get_mut(&key).and_then(Value::as_object_mut)
+        })
+    };
+    Some(read())
+}
+
+fn not_an_object(tag: &'static str, value: &Value) -> ParseError {
+    ParseError::WrongShape {
+        tag,
+        at: String::new(),
+        expected: "a JSON object",
+        found: super::fields::kind(value),
+    }
+}
+
+fn wrong_action_type(tag: &'static str, value: &Value) -> ParseError {
+    ParseError::WrongType {
+        tag,
+        at: String::new(),
+        field: "action".into(),
+        expected: "a string",
+        found: super::fields::kind(value),
+    }
+}
+
+/// Deserializes `value` as `T`, naming the field at fault when it fails. `fields` reaches the
+/// object that holds the variant's fields, so a faulty one can be found by taking it away.
+fn typed<T: DeserializeOwned>(
+    tag: &'static str,
+    value: Value,
+    action: Option<&str>,
+    fields: impl Fn(&mut Value) -> Option<&mut Map<String, Value>>,
+) -> Result<T, ParseError> {
+    let err = match serde_json::from_value::<T>(value.clone()) {
+        Ok(t) => return Ok(t),
+        Err(e) => e.to_string(),
+    };
+    if let Some(field) = quoted_after(&err, "missing field ") {
+        return Err(ParseError::MissingField {
+            tag,
+            at: String::new(),
+            field,
+        });
+    }
+    if let Some(unknown) = quoted_after(&err, "unknown variant ")
+        && action == Some(unknown.as_str())
+    {
+        return Err(ParseError::UnknownAction {
+            tag,
+            action: unknown,
+            valid: expected_names(&err),
+        });
+    }
+    // A string action is fine (serde would have said so above); taking it away would only change
+    // the error to its absence.
+    let skip = if action.is_some() { "action" } else { "" };
+    let Some(field) = culprit::<T>(&value, &err, skip, &fields) else {
+        return Err(ParseError::Invalid { tag, reason: err });
+    };
+    match quoted_after(&err, "unknown variant ") {
+        Some(value) => Err(ParseError::UnknownValue {
+            tag,
+            at: String::new(),
+            field,
+            value,
+            valid: expected_names(&err),
+        }),
+        None => Err(ParseError::InvalidField {
+            tag,
+            at: String::new(),
+            field,
+            reason: err,
+        }),
+    }
+}
+
+/// The field whose removal changes the error: serde reports a bad value while it reads the
+/// fields, before it checks for missing ones, so without the culprit the error becomes another.
+fn culprit<T: DeserializeOwned>(
+    value: &Value,
+    err: &str,
+    skip: &str,
+    fields: &impl Fn(&mut Value) -> Option<&mut Map<String, Value>>,
+) -> Option<String> {
+    let mut probe = value.clone();
+    let keys: Vec<String> = fields(&mut probe)?
+        .keys()
+        .filter(|k| *k != skip)
+        .cloned()
+        .collect();
+    keys.into_iter().find(|key| {
+        let mut probe = value.clone();
+        if let Some(map) = fields(&mut probe) {
+            map.remove(key);
+        }
+        serde_json::from_value::<T>(probe)
+            .map_err(|e| e.to_string())
+            .err()
+            .as_deref()
+            != Some(err)
+    })
+}
+
+/// The `` `name` `` right after `prefix` at the start of a serde message. Anchored at the start
+/// because later parts of the message may quote the model's own text.
+fn quoted_after(msg: &str, prefix: &str) -> Option<String> {
+    let rest = msg.strip_prefix(prefix)?.strip_prefix('`')?;
+    Some(rest[..rest.find('`')?].to_owned())
+}
+
+/// The names serde lists after "expected" (`` expected one of `a`, `b` ``), comma-separated.
+fn expected_names(msg: &str) -> String {
+    let Some(at) = msg.find("expected") else {
+        return String::new();
+    };
+    msg[at..]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{AgentId, StageRef};
+    use crate::message::{StagePlan, TaskOutcome};
+    use std::collections::BTreeMap;
+
+    fn task(json: &str) -> Result<TaskInstruction, ParseError> {
+        task_instruction(&format!("<task_instruction>{json}</task_instruction>"))
+    }
+
+    fn start_stage(stage: &str) -> Instruction {
+        Instruction::StartStage {
+            stage_id: stage.into(),
+            task_intention: String::new(),
+            stage_intention: String::new(),
+            goal: String::new(),
+        }
+    }
+
+    #[test]
+    fn every_task_action_is_read() {
+        match task(r#"{"action": "add_task", "task_name": "诗", "task_intention": "写一首诗 🎋"}"#)
+            .unwrap()
+        {
+            TaskInstruction::AddTask {
+                task_name,
+                task_intention,
+                task_id,
+            } => {
+                assert_eq!(
+                    (task_name.as_str(), task_intention.as_str()),
+                    ("诗", "写一首诗 🎋")
+                );
+                assert!(!task_id.as_str().is_empty());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            task(r#"{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "draft", "agent_allocation": {"a": "write"}}]}"#).unwrap(),
+            TaskInstruction::AddStage {
+                task_id: "t".into(),
+                stages: vec![StagePlan {
+                    stage_intention: "draft".into(),
+                    agent_allocation: BTreeMap::from([(AgentId::from("a"), "write".to_owned())]),
+                }],
+            }
+        );
+        assert_eq!(
+            task(r#"{"action": "finish_stage", "task_id": "t", "stage_id": "s"}"#).unwrap(),
+            TaskInstruction::FinishStage {
+                task_id: "t".into(),
+                stage_id: "s".into()
+            }
+        );
+        assert_eq!(
+            task(r#"{"action": "finish_task", "task_id": "t", "task_summary": "ok", "outcome": "failed"}"#).unwrap(),
+            TaskInstruction::FinishTask { task_id: "t".into(), task_summary: "ok".into(), outcome: TaskOutcome::Failed }
+        );
+        assert_eq!(
+            task(r#"{"action": "retry_stage", "task_id": "t", "stage_id": "s", "stage_intention": null, "agent_allocation": {"b": "fix"}}"#).unwrap(),
+            TaskInstruction::RetryStage {
+                task_id: "t".into(),
+                stage_id: "s".into(),
+                stage_intention: None,
+                agent_allocation: BTreeMap::from([(AgentId::from("b"), "fix".to_owned())]),
+            }
+        );
+    }
+
+    #[test]
+    fn a_noisy_task_instruction_is_read() {
+        let text = "I'll close the stage.\n```json\n<task_instruction>\n{\n  'action': 'Finish-Stage', // done\n  \
+                    'task_id': 't1', 'stage_id': 's1', 'extra': None,\n}\n</task_instruction>\n```";
+        assert_eq!(
+            task_instruction(text).unwrap(),
+            TaskInstruction::FinishStage {
+                task_id: "t1".into(),
+                stage_id: "s1".into()
+            }
+        );
+        let text = "Format: <task_instruction>{\"action\": \"...\"}</task_instruction>\n\
+                    <task_instruction>[{\"action\": \"add_task\", \"task_id\": null, \"task_intention\": \"x\"}]";
+        assert!(matches!(
+            task_instruction(text).unwrap(),
+            TaskInstruction::AddTask { .. }
+        ));
+        let one_stage = r#"{"action": "add_stage", "task_id": "t", "stages": {"stage_intention": "x", "agent_allocation": {}}}"#;
+        assert!(
+            matches!(task(one_stage).unwrap(), TaskInstruction::AddStage { stages, .. } if stages.len() == 1)
+        );
+    }
+
+    #[test]
+    fn broken_task_instructions_say_what_is_wrong() {
+        let err = |json: &str| task(json).unwrap_err().to_string();
+        assert_eq!(
+            err(r#"{"action": "dance"}"#),
+            "<task_instruction> has unknown action `dance`; valid actions: add_task, add_stage, finish_stage, finish_task, retry_stage"
+        );
+        assert_eq!(
+            err(r#"{"task_id": "t"}"#),
+            "<task_instruction> field `action` is missing"
+        );
+        assert_eq!(
+            err(r#"{"action": "finish_stage", "task_id": "t"}"#),
+            "<task_instruction> field `stage_id` is missing"
+        );
+        assert_eq!(
+            err(r#"{"action": "finish_stage", "task_id": 3, "stage_id": "s"}"#),
+            "<task_instruction> field `task_id` is invalid: invalid type: integer `3`, expected a string"
+        );
+        assert_eq!(
+            err(
+                r#"{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "x", "agent_allocation": {}}, {"stage_intention": "y"}]}"#
+            ),
+            "<task_instruction> field `agent_allocation` is missing"
+        );
+        assert!(
+            err(r#"{"action": "retry_stage", "task_id": "t", "stage_id": "s", "agent_allocation": ["a"]}"#)
+                .starts_with("<task_instruction> field `agent_allocation` is invalid: invalid type: sequence")
+        );
+        assert_eq!(
+            err(r#"{"action": "finish_task", "task_id": "t", "outcome": "won"}"#),
+            "<task_instruction> field `outcome` has unknown value `won`; valid values: finished, failed"
+        );
+        // The model's own text inside serde's message must not be taken for serde's words.
+        assert_eq!(
+            err(
+                r#"{"action": "retry_stage", "task_id": "t", "stage_id": "s", "agent_allocation": "missing field `x`"}"#
+            ),
+            "<task_instruction> field `agent_allocation` is invalid: invalid type: string \"missing field `x`\", expected a map"
+        );
+        assert_eq!(
+            err("[1]"),
+            "<task_instruction> should be a JSON object, found a list"
+        );
+        assert_eq!(
+            task_instruction("no tag").unwrap_err().to_string(),
+            "the answer has no <task_instruction> tag"
+        );
+    }
+
+    #[test]
+    fn embedded_instructions_round_trip() {
+        let all = [
+            start_stage("s1"),
+            Instruction::StartStage {
+                stage_id: "s1".into(),
+                task_intention: "写诗".into(),
+                stage_intention: "draft".into(),
+                goal: "write 🎋".into(),
+            },
+            Instruction::FinishStage {
+                stage_id: "s1".into(),
+            },
+            Instruction::FinishTask {
+                task_id: "t".into(),
+            },
+            Instruction::UpdateWorkingMemory {
+                task_id: "t".into(),
+                stage_id: Some(StageRef::NoRelative),
+            },
+            Instruction::UpdateWorkingMemory {
+                task_id: "t".into(),
+                stage_id: None,
+            },
+            Instruction::AddToolDecision {
+                tool_name: "web".into(),
+            },
+        ];
+        for i in all {
+            let text = format!("Stage starts now 🚀 {}\nThanks.", i.embed());
+            assert_eq!(instruction(&text), Some(Ok(i)));
+        }
+    }
+
+    #[test]
+    fn messages_without_instructions_give_none() {
+        assert_eq!(instruction("Just a chat message, 中文."), None);
+    }
+
+    #[test]
+    fn the_flat_form_is_accepted() {
+        let text =
+            "<instruction>{'action': 'start_stage', 'stage_id': 's2', 'goal': None,}</instruction>";
+        assert_eq!(instruction(text), Some(Ok(start_stage("s2"))));
+    }
+
+    #[test]
+    fn broken_instructions_say_what_is_wrong() {
+        let err = |t: &str| instruction(t).unwrap().unwrap_err().to_string();
+        assert_eq!(
+            err("<instruction>{\"dance\": {}}</instruction>"),
+            "<instruction> has unknown action `dance`; valid actions: start_stage, finish_stage, finish_task, update_working_memory, add_tool_decision"
+        );
+        assert_eq!(
+            err("<instruction>{\"start_stage\": {}}</instruction>"),
+            "<instruction> field `stage_id` is missing"
+        );
+        assert_eq!(
+            err("<instruction>{\"finish_task\": null}</instruction>"),
+            "<instruction> field `task_id` is missing"
+        );
+        assert_eq!(
+            err("<instruction>{\"a\": 1, \"b\": 2}</instruction>"),
+            "<instruction> field `action` is missing"
+        );
+        assert_eq!(
+            err("<instruction>{\"finish_stage\": {\"stage_id\": [1]}}</instruction>"),
+            "<instruction> field `stage_id` is invalid: invalid type: sequence, expected a string"
+        );
+        assert!(
+            err("<instruction>{oops</instruction>").starts_with("<instruction> is not valid JSON")
+        );
+    }
+}

@@ -1,0 +1,296 @@
+//! Assembling one skill's prompt from an agent's state, in the section order of SPEC §7:
+//! system → role & permissions → current step → history → persistent memory. Data written by
+//! agents or tools (contents, results, memory) is embedded so it cannot open sections of its own.
+
+use super::markdown::{block, bullet, fenced, one_line};
+use super::set::PromptSet;
+use crate::state::{AgentState, Executor, Skill, StepState};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Everything a skill prompt is built from.
+pub struct PromptContext<'a> {
+    pub agent: &'a AgentState,
+    /// The step being executed.
+    pub step: &'a StepState,
+    /// MCP server name → description, for the agent's tool list.
+    pub tool_descriptions: &'a BTreeMap<String, String>,
+    /// instruction_generation: the tool step it writes the call for.
+    pub tool_step: Option<&'a StepState>,
+    /// tool_decision: this tool's call chain in the stage, oldest first.
+    pub tool_history: Option<&'a [StepState]>,
+}
+
+/// Which history section a skill's prompt has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HistoryKind {
+    None,
+    /// Every other step of the current task and stage.
+    Stage,
+    /// The tool's call chain (tool_decision).
+    ToolChain,
+}
+
+pub(crate) fn history_kind(skill: Skill) -> HistoryKind {
+    match skill {
+        Skill::Reflection
+        | Skill::Summary
+        | Skill::Think
+        | Skill::SendMessage
+        | Skill::ProcessMessage
+        | Skill::TaskManager
+        | Skill::AgentManager
+        | Skill::Decision => HistoryKind::Stage,
+        Skill::ToolDecision => HistoryKind::ToolChain,
+        Skill::Planning | Skill::QuickThink | Skill::InstructionGeneration | Skill::AskInfo => {
+            HistoryKind::None
+        }
+    }
+}
+
+/// The agent's other steps in the current step's task and stage, split into executed
+/// (finished or failed) and not yet executed, each in execution order.
+pub(crate) fn stage_history<'a>(
+    agent: &'a AgentState,
+    current: &StepState,
+) -> (Vec<&'a StepState>, Vec<&'a StepState>) {
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| {
+            s.step_id != current.step_id
+                && s.task_id == current.task_id
+                && s.stage_id == current.stage_id
+        })
+        .partition(|s| s.execution_state.is_over())
+}
+
+/// The prompt for one step of `skill`.
+pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> String {
+    let mut doc = Doc::default();
+    doc.push(set.system_prompt());
+    push_role(&mut doc, set, ctx);
+    push_current_step(&mut doc, set, skill, ctx);
+    match history_kind(skill) {
+        HistoryKind::Stage => push_stage_history(&mut doc, set, ctx),
+        HistoryKind::ToolChain => push_tool_history(&mut doc, set, ctx),
+        HistoryKind::None => {}
+    }
+    push_memory(&mut doc, set, ctx.agent);
+    doc.finish()
+}
+
+/// Markdown blocks separated by blank lines.
+#[derive(Default)]
+struct Doc(String);
+
+impl Doc {
+    fn push(&mut self, text: &str) {
+        self.0.push_str(text.trim_end());
+        self.0.push_str("\n\n");
+    }
+
+    fn heading(&mut self, level: usize, text: &str) {
+        self.push(&format!("{} {}", "#".repeat(level), one_line(text)));
+    }
+
+    fn finish(self) -> String {
+        let mut s = self.0;
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    }
+}
+
+fn push_role(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    let agent = ctx.agent;
+    doc.heading(1, &h.role);
+    doc.heading(2, &h.role_info);
+    let info = [
+        format!(
+            "- {}: {} ({})",
+            p.agent_id,
+            one_line(agent.agent_id.as_str()),
+            p.own_id_note
+        ),
+        bullet(&p.name, &agent.name, 3, &p.none),
+        bullet(&p.role, &agent.role, 3, &p.none),
+        bullet(&p.profile, &agent.profile, 3, &p.none),
+    ];
+    doc.push(&info.join("\n"));
+    doc.heading(2, &h.permissions);
+    doc.heading(3, &h.skills);
+    let skills: Vec<_> = agent
+        .skills
+        .iter()
+        .map(|s| {
+            format!(
+                "- **{}**: {}",
+                s.name(),
+                one_line(&set.skill(*s).description)
+            )
+        })
+        .collect();
+    doc.push(&list_or(&skills, &p.none));
+    doc.heading(3, &h.tools);
+    let tools: Vec<_> = agent
+        .tools
+        .iter()
+        .map(|t| {
+            let d = ctx
+                .tool_descriptions
+                .get(t)
+                .map(|d| one_line(d))
+                .filter(|d| !d.is_empty());
+            format!(
+                "- **{}**: {}",
+                one_line(t),
+                d.unwrap_or_else(|| p.no_description.clone())
+            )
+        })
+        .collect();
+    doc.push(&list_or(&tools, &p.none));
+}
+
+fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    let step = ctx.step;
+    doc.heading(1, &h.current_step);
+    doc.push(&step_ids(step));
+    doc.heading(2, &h.intention);
+    doc.push(&block(&one_line(&step.step_intention), 3, &p.none));
+    doc.heading(2, &h.content);
+    doc.push(&block(&step.text_content, 3, &p.none));
+    if skill == Skill::InstructionGeneration {
+        doc.heading(2, &h.tool_step);
+        match ctx.tool_step {
+            Some(tool) => {
+                doc.push(&step_ids(tool));
+                doc.heading(3, &h.intention);
+                doc.push(&block(&one_line(&tool.step_intention), 4, &p.none));
+                doc.heading(3, &h.content);
+                doc.push(&block(&tool.text_content, 4, &p.none));
+                let server = tool.executor.name();
+                doc.heading(3, &format!("{}: {}", h.server, server));
+                let d = ctx
+                    .tool_descriptions
+                    .get(server)
+                    .map(|d| block(d, 4, &p.no_description));
+                doc.push(&d.unwrap_or_else(|| p.no_description.clone()));
+            }
+            None => doc.push(&p.none),
+        }
+    }
+    if matches!(skill, Skill::InstructionGeneration | Skill::ToolDecision) {
+        doc.heading(2, &h.mcp_base);
+        doc.push(set.mcp_base_prompt());
+    }
+    let sp = set.skill(skill);
+    doc.heading(2, &h.rules);
+    doc.push(&sp.skill_prompt);
+    doc.heading(2, &h.return_format);
+    doc.push(&sp.return_format);
+}
+
+/// The ids and executor of a step, as a short list.
+fn step_ids(step: &StepState) -> String {
+    [
+        format!("- task_id: {}", one_line(step.task_id.as_str())),
+        format!("- stage_id: {}", one_line(step.stage_id.as_str())),
+        format!("- step_id: {}", one_line(step.step_id.as_str())),
+        format!(
+            "- executor: {} ({})",
+            one_line(step.executor.name()),
+            step_type(&step.executor)
+        ),
+    ]
+    .join("\n")
+}
+
+fn step_type(e: &Executor) -> &'static str {
+    match e {
+        Executor::Skill(_) => "skill",
+        Executor::Tool(_) => "tool",
+    }
+}
+
+fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    let (done, pending) = stage_history(ctx.agent, ctx.step);
+    doc.heading(1, &h.history);
+    doc.push(&p.history_note);
+    doc.heading(2, &h.history_done);
+    push_steps(doc, set, &done, 3);
+    doc.heading(2, &h.history_pending);
+    push_steps(doc, set, &pending, 3);
+}
+
+fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    doc.heading(1, &h.tool_history);
+    doc.push(&p.tool_history_note);
+    let chain: Vec<&StepState> = ctx.tool_history.unwrap_or_default().iter().collect();
+    push_steps(doc, set, &chain, 2);
+}
+
+/// Steps as numbered entries with headings of `level`; `(none)` for an empty list.
+fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize) {
+    let none = &set.phrases().none;
+    if steps.is_empty() {
+        doc.push(none);
+        return;
+    }
+    for (i, s) in steps.iter().enumerate() {
+        let title = format!(
+            "{}. {} ({}) · {}",
+            i + 1,
+            s.executor.name(),
+            step_type(&s.executor),
+            s.execution_state
+        );
+        doc.heading(level, &title);
+        let mut lines = vec![
+            format!("- step_id: {}", one_line(s.step_id.as_str())),
+            format!("- step_intention: {}", one_line(&s.step_intention)),
+            bullet("text_content", &s.text_content, level + 1, none),
+        ];
+        if let Some(v) = &s.instruction_content {
+            lines.push(format!("- instruction_content:\n{}", json_block(v)));
+        }
+        if let Some(v) = &s.execute_result {
+            lines.push(format!("- execute_result:\n{}", json_block(v)));
+        }
+        doc.push(&lines.join("\n"));
+    }
+}
+
+fn json_block(v: &Value) -> String {
+    fenced(
+        &serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()),
+        "json",
+    )
+}
+
+fn push_memory(doc: &mut Doc, set: &PromptSet, agent: &AgentState) {
+    let (h, p) = (set.headings(), set.phrases());
+    doc.heading(1, &h.memory);
+    doc.heading(2, &h.memory_rules);
+    doc.push(set.persistent_memory_prompt());
+    doc.heading(2, &h.memory_content);
+    let entries: Vec<_> = agent
+        .persistent_memory
+        .iter()
+        .map(|(k, v)| bullet(&one_line(k), v, 3, &p.none))
+        .collect();
+    doc.push(&list_or(&entries, &p.none));
+}
+
+fn list_or(items: &[String], none: &str) -> String {
+    if items.is_empty() {
+        none.to_owned()
+    } else {
+        items.join("\n")
+    }
+}

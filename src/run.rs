@@ -1,0 +1,171 @@
+//! `cohort run`: start a team, give the goal to a manager, follow the task it creates until it
+//! is finished or failed (or a limit hits), and report the final states.
+
+use crate::actors::{SystemError, Team, start_team};
+use crate::config::TeamConfig;
+use crate::ids::{AgentId, TaskId};
+use crate::monitor::{StateEvent, StateKind};
+use crate::state::{ExecutionState, StepExecutionState, StepState, TaskState, WorkingState};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub manager: Option<AgentId>,
+    pub max_steps: Option<usize>,
+    pub timeout: Duration,
+    /// With no step running anywhere and nothing published for this long, the team is stuck.
+    pub stall_after: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { manager: None, max_steps: None, timeout: Duration::from_secs(600), stall_after: Duration::from_secs(10) }
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunOutcome {
+    Finished,
+    Failed,
+    TimedOut,
+    MaxSteps(usize),
+    /// Nothing runs and nothing changes, but the task is not over.
+    Stalled,
+}
+
+impl RunOutcome {
+    pub fn describe(&self, timeout: Duration) -> String {
+        match self {
+            RunOutcome::Finished => "task finished".into(),
+            RunOutcome::Failed => "task failed".into(),
+            RunOutcome::TimedOut => format!("timed out after {}s before the task finished", timeout.as_secs()),
+            RunOutcome::MaxSteps(n) => format!("stopped after {n} steps (--max-steps) before the task finished"),
+            RunOutcome::Stalled => "the team stalled: no agent has a step it can run, and the task is not over".into(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct RunReport {
+    pub outcome: RunOutcome,
+    /// The task the manager created for the goal, if it created one.
+    pub task: Option<TaskState>,
+    /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}`, the final states.
+    pub states: Value,
+    pub steps_run: usize,
+}
+
+/// Runs one goal to its end. Must run inside an actix system; the team's actors stay up until
+/// the caller stops the system. `on_step` sees every step as it finishes or fails.
+pub async fn run_goal(
+    cfg: &TeamConfig,
+    goal: &str,
+    opts: &RunOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+    mut on_step: impl FnMut(&StepState),
+) -> Result<RunReport, SystemError> {
+    let team = start_team(cfg, env)?;
+    let mut events = team.monitor.subscribe();
+    team.submit_goal(opts.manager.as_ref(), goal).await?;
+
+    let deadline = Instant::now() + opts.timeout;
+    let mut task: Option<TaskId> = None;
+    let mut over: HashSet<String> = HashSet::new();
+    let mut last_event = Instant::now();
+    let outcome = loop {
+        let stall_check = tokio::time::sleep(Duration::from_millis(250));
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(ev) => {
+                    last_event = Instant::now();
+                    if let Some(o) = observe(&team, &ev, &mut task, &mut over, &mut on_step, opts) {
+                        break o;
+                    }
+                }
+                // Fell behind: the index still has every latest state, so just go on.
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => break RunOutcome::Stalled,
+            },
+            _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
+            _ = stall_check => {
+                if last_event.elapsed() >= opts.stall_after && !anyone_working(&team) {
+                    break RunOutcome::Stalled;
+                }
+            }
+        }
+    };
+    settle(&team).await;
+    let task = task.and_then(|t| team.monitor.get(StateKind::Task, t.as_str())).and_then(|v| serde_json::from_value(v).ok());
+    Ok(RunReport { outcome, task, states: team.monitor.all(), steps_run: over.len() })
+}
+
+fn observe(
+    team: &Team,
+    ev: &StateEvent,
+    task: &mut Option<TaskId>,
+    over: &mut HashSet<String>,
+    on_step: &mut impl FnMut(&StepState),
+    opts: &RunOptions,
+) -> Option<RunOutcome> {
+    match ev.kind {
+        StateKind::Step => {
+            let step: StepState = serde_json::from_value(ev.state.clone()).ok()?;
+            if step.execution_state.is_over() && over.insert(ev.id.clone()) {
+                on_step(&step);
+                if opts.max_steps.is_some_and(|m| over.len() >= m) && !task_over(team, task) {
+                    return Some(RunOutcome::MaxSteps(over.len()));
+                }
+            }
+            None
+        }
+        StateKind::Task if ev.id != team.base_task.as_str() => {
+            let t: TaskState = serde_json::from_value(ev.state.clone()).ok()?;
+            if task.is_none() {
+                *task = Some(t.task_id.clone());
+            }
+            if task.as_ref() != Some(&t.task_id) {
+                return None;
+            }
+            match t.execution_state {
+                ExecutionState::Finished => Some(RunOutcome::Finished),
+                ExecutionState::Failed => Some(RunOutcome::Failed),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn task_over(team: &Team, task: &Option<TaskId>) -> bool {
+    task.as_ref()
+        .and_then(|t| team.monitor.get(StateKind::Task, t.as_str()))
+        .and_then(|v| v.get("execution_state").and_then(|s| s.as_str()).map(|s| s == "finished" || s == "failed"))
+        .unwrap_or(false)
+}
+
+fn anyone_working(team: &Team) -> bool {
+    team.monitor.snapshot(StateKind::Agent).values().any(|a| {
+        a.get("working_state").and_then(|w| serde_json::from_value::<WorkingState>(w.clone()).ok()) == Some(WorkingState::Working)
+    })
+}
+
+/// Lets the steps the task's end triggered (finish_task cleanup, in-flight answers) land, so
+/// the reported states are the settled ones. Bounded: a real LLM step may still be running.
+async fn settle(team: &Team) {
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let running = team.monitor.snapshot(StateKind::Step).values().any(|s| {
+            s.get("execution_state").and_then(|v| serde_json::from_value::<StepExecutionState>(v.clone()).ok())
+                == Some(StepExecutionState::Running)
+        });
+        if !running || Instant::now() >= until {
+            return;
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The skills: each turns an LLM answer into effects on the agent (new steps, memory, step
+//! lock) and into what SyncState must do. Prompt assembly lives in `prompt/`, the LLM call in
+//! the actor; `interpret` here is pure, so every skill is unit-tested on plain data.
+
+mod plan;
+mod process_message;
+mod send_message;
+mod summary;
+mod task_manager;
+mod think;
+
+use crate::message::{Message, TaskInstruction};
+use crate::parse::{self, ParseError};
+use crate::state::{AgentState, Skill, StageAgentState, StepState};
+use chrono::NaiveDateTime;
+use serde_json::Value;
+
+/// What a skill made of an answer.
+#[derive(Debug, Default)]
+pub struct SkillOutcome {
+    /// Stored in the step's `execute_result`.
+    pub result: Value,
+    /// The agent's state in the stage after this step: `working`, or `finished` for summary.
+    pub stage_state: StageAgentState,
+    pub send_message: Option<Message>,
+    pub task_instruction: Option<TaskInstruction>,
+    /// The agent's completion summary for the stage (summary skill).
+    pub completion: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SkillError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error("the plan has no usable step: {0}")]
+    EmptyPlan(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("skill `{0}` is not available in this version of Cohort")]
+    Unsupported(Skill),
+    #[error("tool steps need MCP servers, which this version does not support yet (server `{0}`)")]
+    NoTools(String),
+}
+
+/// Interprets `answer` as the result of `step` (a skill step of `agent`), applying the agent's
+/// local effects. Persistent-memory instructions in the answer are applied when the skill's
+/// own answer is good; a broken memory block is recorded in the result, not fatal.
+pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str, now: NaiveDateTime) -> Result<SkillOutcome, SkillError> {
+    let skill = match step.executor.skill() {
+        Some(s) => s,
+        None => return Err(SkillError::NoTools(step.executor.to_string())),
+    };
+    let mut outcome = match skill {
+        Skill::Planning | Skill::Reflection | Skill::Decision => plan::interpret(skill, agent, step, answer)?,
+        Skill::Summary => summary::interpret(step, answer)?,
+        Skill::Think | Skill::QuickThink => think::interpret(skill, answer)?,
+        Skill::SendMessage => send_message::interpret(agent, step, answer)?,
+        Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
+        Skill::TaskManager => task_manager::interpret(answer)?,
+        Skill::AgentManager | Skill::AskInfo | Skill::InstructionGeneration | Skill::ToolDecision => {
+            return Err(SkillError::Unsupported(skill));
+        }
+    };
+    match parse::persistent_memory(answer) {
+        Ok(ops) if !ops.is_empty() => {
+            agent.apply_memory_ops(&ops, now);
+            set(&mut outcome.result, "persistent_memory", serde_json::to_value(&ops).unwrap_or_default());
+        }
+        Ok(_) => {}
+        Err(e) => set(&mut outcome.result, "persistent_memory_error", Value::String(e.to_string())),
+    }
+    Ok(outcome)
+}
+
+fn set(result: &mut Value, key: &str, v: Value) {
+    if !result.is_object() {
+        *result = serde_json::json!({ "result": result.take() });
+    }
+    if let Some(map) = result.as_object_mut() {
+        map.insert(key.to_owned(), v);
+    }
+}
+
+fn working(result: Value) -> SkillOutcome {
+    SkillOutcome { result, stage_state: StageAgentState::Working, ..Default::default() }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use crate::ids::{StageId, StageRef};
+    use crate::state::{AgentState, Executor, Skill, StepState};
+
+    pub fn agent(skills: &[Skill]) -> AgentState {
+        let mut a = AgentState::new("w".into(), "Wren".into(), "writer".into(), "writes".into());
+        a.skills = skills.to_vec();
+        a
+    }
+
+    /// Adds a running step of `skill` in task t / stage s and returns a copy of it.
+    pub fn running(a: &mut AgentState, skill: Skill, text: &str) -> StepState {
+        let s = StepState::new("t".into(), StageRef::Stage(StageId::from("s")), a.agent_id.clone(), Executor::Skill(skill), "do it", text);
+        a.add_steps(vec![s]);
+        a.agent_step.start_next().unwrap().clone()
+    }
+
+    pub fn now() -> chrono::NaiveDateTime {
+        chrono::NaiveDate::from_ymd_opt(2025, 6, 13).unwrap().and_hms_opt(10, 30, 22).unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn memory_instructions_are_applied_alongside_the_answer() {
+        let mut a = agent(&[Skill::Think]);
+        let step = running(&mut a, Skill::Think, "");
+        let o = interpret(&mut a, &step, "<think>ok</think><persistent_memory>[{\"add\": \"remember\"}]</persistent_memory>", now()).unwrap();
+        assert_eq!(a.persistent_memory.get("20250613T103022").unwrap(), "remember");
+        assert!(o.result.get("persistent_memory").is_some());
+    }
+
+    #[test]
+    fn a_broken_memory_block_is_recorded_not_fatal() {
+        let mut a = agent(&[Skill::Think]);
+        let step = running(&mut a, Skill::Think, "");
+        let o = interpret(&mut a, &step, "<think>ok</think><persistent_memory>[{\"add\": </persistent_memory>", now()).unwrap();
+        assert!(a.persistent_memory.is_empty());
+        assert!(o.result.get("persistent_memory_error").is_some());
+    }
+
+    #[test]
+    fn unsupported_skills_fail_with_a_reason() {
+        let mut a = agent(&[Skill::AskInfo]);
+        let step = running(&mut a, Skill::AskInfo, "");
+        let e = interpret(&mut a, &step, "<ask_info>{}</ask_info>", now()).unwrap_err();
+        assert!(e.to_string().contains("ask_info"));
+    }
+}

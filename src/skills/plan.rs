@@ -1,0 +1,149 @@
+//! planning, reflection and decision: a `<planned_step>` list checked against what the agent
+//! may use, then appended (planning, reflection) or inserted next (decision).
+
+use super::{SkillError, SkillOutcome, working};
+use crate::parse::{self, RawPlannedStep};
+use crate::state::{AgentState, Executor, PlannedStep, Skill, StepState};
+use serde_json::json;
+
+pub fn interpret(planner: Skill, agent: &mut AgentState, step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
+    let raw = parse::planned_steps(answer)?;
+    let asked = raw.len();
+    let (mut accepted, rejected) = check_plan(raw, agent, planner);
+    if accepted.is_empty() && asked > 0 {
+        return Err(SkillError::EmptyPlan(rejected.join("; ")));
+    }
+    let mut note = None;
+    if planner == Skill::Reflection && asked == 0 {
+        // A reflection that plans nothing means nothing is left to correct: close the stage.
+        accepted.push(PlannedStep::new(
+            Executor::Skill(Skill::Summary),
+            "Summarise my work in this stage",
+            "Reflection found nothing left to do; summarise what was achieved.",
+        ));
+        note = Some("empty reflection: a summary step was added");
+    }
+    let key = match planner {
+        Skill::Planning => "planned_step",
+        Skill::Reflection => "reflection_step",
+        _ => "decision_step",
+    };
+    let mut result = json!({ key: accepted, "rejected": rejected });
+    if let Some(n) = note {
+        result["note"] = json!(n);
+    }
+    let steps: Vec<StepState> = accepted
+        .into_iter()
+        .map(|p| p.into_step(step.task_id.clone(), step.stage_id.clone(), agent.agent_id.clone()))
+        .collect();
+    if planner == Skill::Decision {
+        agent.add_next_steps(steps);
+    } else {
+        agent.add_steps(steps);
+    }
+    Ok(working(result))
+}
+
+/// Splits a raw plan into steps the agent may run and reasons for the ones it may not.
+pub fn check_plan(raw: Vec<RawPlannedStep>, agent: &AgentState, planner: Skill) -> (Vec<PlannedStep>, Vec<String>) {
+    let mut ok = Vec::new();
+    let mut rejected = Vec::new();
+    for (i, r) in raw.into_iter().enumerate() {
+        let executor = match r.step_type.trim().to_ascii_lowercase().as_str() {
+            "skill" => match r.executor.parse::<Skill>() {
+                Err(e) => Err(e),
+                Ok(s) if !agent.skills.contains(&s) => Err(format!("the agent has no `{s}` skill")),
+                Ok(s) if !s.plannable_by(planner) => Err(format!("`{s}` may not be planned by {planner}")),
+                Ok(s) => Ok(Executor::Skill(s)),
+            },
+            "tool" if agent.tools.iter().any(|t| t == r.executor.trim()) => Ok(Executor::Tool(r.executor.trim().to_owned())),
+            "tool" => Err(format!("the agent may not use tool `{}`", r.executor)),
+            other => Err(format!("type must be skill or tool, not `{other}`")),
+        };
+        match executor {
+            Ok(e) => ok.push(PlannedStep::new(e, r.step_intention, r.text_content)),
+            Err(why) => rejected.push(format!("step {} ({}): {why}", i + 1, r.step_intention)),
+        }
+    }
+    (ok, rejected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::test_support::*;
+
+    const PLAN: &str = r#"<planned_step>[
+        {"step_intention": "think", "type": "skill", "executor": "think", "text_content": "t"},
+        {"step_intention": "reflect", "type": "skill", "executor": "reflection", "text_content": "r"}
+    ]</planned_step>"#;
+
+    fn todo_executors(a: &AgentState) -> Vec<String> {
+        a.agent_step.todo().map(|id| a.agent_step.get(id).unwrap().executor.to_string()).collect()
+    }
+
+    #[test]
+    fn planning_appends_steps_in_the_same_task_and_stage() {
+        let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
+        let step = running(&mut a, Skill::Planning, "");
+        a.add_steps(vec![StepState::new("t".into(), step.stage_id.clone(), "w".into(), Executor::Skill(Skill::Think), "old", "")]);
+        let o = interpret(Skill::Planning, &mut a, &step, PLAN).unwrap();
+        assert_eq!(todo_executors(&a), ["think", "think", "reflection"]);
+        assert_eq!(o.result["planned_step"].as_array().unwrap().len(), 2);
+        assert!(a.agent_step.steps().iter().all(|s| s.stage_id == step.stage_id));
+    }
+
+    #[test]
+    fn decision_inserts_steps_before_pending_ones() {
+        let mut a = agent(&[Skill::Decision, Skill::Think, Skill::Reflection]);
+        let step = running(&mut a, Skill::Decision, "");
+        a.add_steps(vec![StepState::new("t".into(), step.stage_id.clone(), "w".into(), Executor::Skill(Skill::QuickThink), "old", "")]);
+        interpret(Skill::Decision, &mut a, &step, PLAN).unwrap();
+        assert_eq!(todo_executors(&a), ["think", "reflection", "quick_think"]);
+    }
+
+    #[test]
+    fn planning_may_not_plan_summary_or_unknown_or_unpermitted_steps() {
+        let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Summary]);
+        let step = running(&mut a, Skill::Planning, "");
+        let answer = r#"<planned_step>[
+            {"step_intention": "a", "type": "skill", "executor": "summary", "text_content": ""},
+            {"step_intention": "b", "type": "skill", "executor": "send_message", "text_content": ""},
+            {"step_intention": "c", "type": "tool", "executor": "web", "text_content": ""},
+            {"step_intention": "d", "type": "skill", "executor": "think", "text_content": ""}
+        ]</planned_step>"#;
+        let o = interpret(Skill::Planning, &mut a, &step, answer).unwrap();
+        assert_eq!(todo_executors(&a), ["think"]);
+        let rejected = o.result["rejected"].as_array().unwrap();
+        assert_eq!(rejected.len(), 3);
+        assert!(rejected[0].as_str().unwrap().contains("may not be planned by planning"));
+    }
+
+    #[test]
+    fn a_plan_with_nothing_usable_fails_the_step() {
+        let mut a = agent(&[Skill::Planning]);
+        let step = running(&mut a, Skill::Planning, "");
+        let e = interpret(Skill::Planning, &mut a, &step, PLAN).unwrap_err();
+        assert!(e.to_string().contains("no `think` skill"), "{e}");
+    }
+
+    #[test]
+    fn reflection_may_plan_summary_and_an_empty_reflection_closes_with_one() {
+        let mut a = agent(&[Skill::Reflection, Skill::Summary]);
+        let step = running(&mut a, Skill::Reflection, "");
+        interpret(Skill::Reflection, &mut a, &step, r#"<planned_step>[{"step_intention": "s", "type": "skill", "executor": "summary", "text_content": ""}]</planned_step>"#).unwrap();
+        assert_eq!(todo_executors(&a), ["summary"]);
+        let mut b = agent(&[Skill::Reflection, Skill::Summary]);
+        let step = running(&mut b, Skill::Reflection, "");
+        let o = interpret(Skill::Reflection, &mut b, &step, "<planned_step>[]</planned_step>").unwrap();
+        assert_eq!(todo_executors(&b), ["summary"]);
+        assert!(o.result["note"].is_string());
+    }
+
+    #[test]
+    fn a_missing_tag_fails() {
+        let mut a = agent(&[Skill::Planning]);
+        let step = running(&mut a, Skill::Planning, "");
+        assert!(interpret(Skill::Planning, &mut a, &step, "I will think about it.").is_err());
+    }
+}

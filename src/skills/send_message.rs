@@ -1,0 +1,121 @@
+//! send_message: either send (`<send_message>`; when waiting, one fresh wait id per receiver
+//! goes on the step lock) or, lacking information, insert a decision step and a copy of this
+//! send_message step (`<get_more_info>`).
+
+use super::{SkillError, SkillOutcome, working};
+use crate::ids::{StageRef, WaitId};
+use crate::message::Message;
+use crate::parse::{self, SendMessageAnswer};
+use crate::state::{AgentState, Executor, Skill, StepState};
+use serde_json::json;
+
+pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
+    match parse::send_message(answer)? {
+        SendMessageAnswer::GetMoreInfo(req) => {
+            let decision = StepState::new(
+                step.task_id.clone(),
+                step.stage_id.clone(),
+                agent.agent_id.clone(),
+                Executor::Skill(Skill::Decision),
+                req.step_intention.clone(),
+                req.text_content.clone(),
+            );
+            let again = StepState::new(
+                step.task_id.clone(),
+                step.stage_id.clone(),
+                agent.agent_id.clone(),
+                Executor::Skill(Skill::SendMessage),
+                step.step_intention.clone(),
+                step.text_content.clone(),
+            );
+            agent.add_next_steps(vec![decision, again]);
+            Ok(working(json!({ "get_more_info": { "step_intention": req.step_intention, "text_content": req.text_content } })))
+        }
+        SendMessageAnswer::Send(draft) => {
+            let mut receiver = Vec::new();
+            for r in draft.receiver {
+                if !receiver.contains(&r) {
+                    receiver.push(r);
+                }
+            }
+            if receiver.is_empty() {
+                return Err(SkillError::Invalid("<send_message> names no receiver".into()));
+            }
+            if receiver.contains(&agent.agent_id) {
+                return Err(SkillError::Invalid("an agent cannot send a message to itself".into()));
+            }
+            // Models often copy a stage id wrongly; a message about a stage belongs to the
+            // stage of the step that sends it.
+            let stage_relative = match draft.stage_relative {
+                StageRef::NoRelative => StageRef::NoRelative,
+                StageRef::Stage(_) => step.stage_id.clone(),
+            };
+            let waiting = draft.waiting.then(|| receiver.iter().map(|_| WaitId::random()).collect::<Vec<_>>());
+            if let Some(w) = &waiting {
+                agent.step_lock.extend(w.iter().cloned());
+            }
+            let message = Message {
+                task_id: step.task_id.clone(),
+                sender_id: agent.agent_id.clone(),
+                receiver,
+                message: draft.message,
+                stage_relative,
+                // Waiting for a reply nobody owes would lock the sender forever.
+                need_reply: draft.need_reply || waiting.is_some(),
+                waiting,
+                return_waiting_id: parse::return_waiting_id(&step.text_content),
+            };
+            Ok(SkillOutcome { send_message: Some(message.clone()), ..working(json!({ "send_message": message })) })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::test_support::*;
+
+    #[test]
+    fn waiting_takes_one_wait_id_per_receiver_onto_the_step_lock() {
+        let mut a = agent(&[Skill::SendMessage]);
+        let step = running(&mut a, Skill::SendMessage, "ask them");
+        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["x", "y"], "message": "q?", "stage_relative": "s", "need_reply": true, "waiting": true}</send_message>"#).unwrap();
+        let m = o.send_message.unwrap();
+        assert_eq!(m.waiting.as_ref().unwrap().len(), 2);
+        assert_eq!(&a.step_lock, m.waiting.as_ref().unwrap());
+        assert_eq!(m.sender_id.as_str(), "w");
+        assert_eq!(m.stage_relative, step.stage_id);
+        assert_eq!(m.return_waiting_id, None);
+    }
+
+    #[test]
+    fn a_reply_returns_the_wait_id_from_the_step_text() {
+        let mut a = agent(&[Skill::SendMessage]);
+        let step = running(&mut a, Skill::SendMessage, "q?\n\n<return_waiting_id>w-1</return_waiting_id>");
+        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": "x", "message": "a", "stage_relative": "no_relative", "need_reply": false, "waiting": false}</send_message>"#).unwrap();
+        let m = o.send_message.unwrap();
+        assert_eq!(m.return_waiting_id, Some(WaitId::from("w-1")));
+        assert!(a.step_lock.is_empty());
+        assert_eq!(m.stage_relative, StageRef::NoRelative);
+    }
+
+    #[test]
+    fn get_more_info_inserts_a_decision_and_a_copy_of_the_send_step() {
+        let mut a = agent(&[Skill::SendMessage]);
+        let step = running(&mut a, Skill::SendMessage, "tell them the total");
+        let o = interpret(&mut a, &step, r#"<get_more_info>{"step_intention": "find total", "text_content": "sum it"}</get_more_info>"#).unwrap();
+        assert!(o.send_message.is_none());
+        let todo: Vec<_> = a.agent_step.todo().map(|id| a.agent_step.get(id).unwrap().clone()).collect();
+        assert_eq!(todo[0].executor, Executor::Skill(Skill::Decision));
+        assert_eq!(todo[1].executor, Executor::Skill(Skill::SendMessage));
+        assert_eq!(todo[1].text_content, "tell them the total");
+    }
+
+    #[test]
+    fn no_receiver_or_self_is_refused() {
+        let mut a = agent(&[Skill::SendMessage]);
+        let step = running(&mut a, Skill::SendMessage, "");
+        assert!(interpret(&mut a, &step, r#"<send_message>{"receiver": [], "message": "a"}</send_message>"#).is_err());
+        assert!(interpret(&mut a, &step, r#"<send_message>{"receiver": ["w"], "message": "a"}</send_message>"#).is_err());
+    }
+}

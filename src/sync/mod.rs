@@ -1,0 +1,189 @@
+//! SyncState's core: every TaskState and StageState, and the pure function that applies an
+//! executed step's `ExecuteOutput` to them (SPEC §6), returning the messages to route and what
+//! changed. The actor in `actors/sync_state.rs` only routes and publishes.
+
+mod instructions;
+mod notices;
+
+use crate::ids::{AgentId, StageId, TaskId};
+use crate::message::{ExecuteOutput, Message};
+use crate::state::{ConversationEntry, ExecutionState, SharedInfo, StageState, TaskState};
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SyncError {
+    #[error("there is no task `{0}`")]
+    UnknownTask(TaskId),
+    #[error("task `{task}` has no stage `{stage}`")]
+    UnknownStage { task: TaskId, stage: StageId },
+    #[error("there is no agent `{0}` in the team")]
+    UnknownAgent(AgentId),
+    #[error("agent `{agent}` is not the manager of task `{task}`")]
+    NotManager { agent: AgentId, task: TaskId },
+    #[error("task `{0}` is already {1}")]
+    TaskOver(TaskId, ExecutionState),
+    #[error("the base task never finishes and has no stages")]
+    BaseTask,
+    #[error("stage `{stage}` is {state}, not running")]
+    StageNotRunning { stage: StageId, state: ExecutionState },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What applying an output changed: messages to route, and which tasks and stages to publish.
+#[derive(Debug, Default, PartialEq)]
+pub struct Applied {
+    pub messages: Vec<Message>,
+    pub tasks: BTreeSet<TaskId>,
+    pub stages: BTreeSet<StageId>,
+}
+
+/// One agent as SyncState knows it: enough to validate allocations and describe the team.
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub id: AgentId,
+    pub role: String,
+}
+
+pub struct SyncCore {
+    tasks: BTreeMap<TaskId, TaskState>,
+    stages: BTreeMap<StageId, StageState>,
+    roster: Vec<Member>,
+    base_task: TaskId,
+}
+
+impl SyncCore {
+    /// Creates the base task, run by the first manager, with every manager in its group.
+    pub fn new(roster: Vec<Member>, managers: &[AgentId]) -> Self {
+        let base_task = TaskId::random();
+        let first = managers.first().cloned().unwrap_or_else(|| AgentId::from("[nobody]"));
+        let mut base = TaskState::new(
+            base_task.clone(),
+            "MAS base task".into(),
+            "Receive the operator's instructions and turn them into tasks.".into(),
+            first,
+        );
+        base.join(managers.iter().cloned());
+        base.execution_state = ExecutionState::Running;
+        SyncCore { tasks: [(base_task.clone(), base)].into(), stages: BTreeMap::new(), roster, base_task }
+    }
+
+    pub fn base_task(&self) -> &TaskId {
+        &self.base_task
+    }
+
+    pub fn task(&self, id: &TaskId) -> Option<&TaskState> {
+        self.tasks.get(id)
+    }
+
+    pub fn stage(&self, id: &StageId) -> Option<&StageState> {
+        self.stages.get(id)
+    }
+
+    pub fn tasks(&self) -> impl Iterator<Item = &TaskState> {
+        self.tasks.values()
+    }
+
+    pub fn stages(&self) -> impl Iterator<Item = &StageState> {
+        self.stages.values()
+    }
+
+    fn knows(&self, a: &AgentId) -> bool {
+        self.roster.iter().any(|m| &m.id == a)
+    }
+
+    /// Applies one step's output. Everything that can be refused is checked before anything
+    /// changes, so a refused output changes nothing.
+    pub fn apply(&mut self, out: &ExecuteOutput, now: &str) -> Result<Applied, SyncError> {
+        let agent = out.agent_id.clone().unwrap_or_else(|| AgentId::from("[unknown]"));
+        if let Some(m) = &out.send_message {
+            self.check_message(m)?;
+        }
+        if let Some(i) = &out.task_instruction {
+            self.check_instruction(&agent, i)?;
+        }
+
+        let mut applied = Applied::default();
+        if let Some((task, usage)) = &out.token_usage {
+            if let Some(t) = self.tasks.get_mut(task) {
+                t.token_usage.add(*usage);
+                applied.tasks.insert(task.clone());
+            }
+        }
+        if let Some(u) = &out.update_stage_agent_state {
+            if let Some(s) = self.stages.get_mut(&u.stage_id).filter(|s| s.execution_state == ExecutionState::Running) {
+                if s.set_agent_state(&u.agent_id, u.state) {
+                    applied.stages.insert(u.stage_id.clone());
+                }
+            }
+        }
+        if let Some(info) = &out.send_shared_info {
+            if let Some(t) = self.tasks.get_mut(&info.task_id) {
+                t.shared_info_pool.push(SharedInfo {
+                    agent_id: info.agent_id.clone(),
+                    role: info.role.clone(),
+                    stage_id: info.stage_id.clone(),
+                    content: info.content.clone(),
+                    timestamp: now.to_owned(),
+                });
+                applied.tasks.insert(info.task_id.clone());
+            }
+        }
+        if let Some(c) = &out.update_stage_agent_completion {
+            self.record_completion(c, &mut applied);
+        }
+        if let Some(m) = &out.send_message {
+            applied.messages.push(m.clone());
+        }
+        if let Some(i) = &out.task_instruction {
+            self.run_instruction(&agent, i, &mut applied);
+        }
+        Ok(applied)
+    }
+
+    /// A message from outside the team's steps (the operator's goal): checked, then routed.
+    pub fn submit(&mut self, m: Message) -> Result<Applied, SyncError> {
+        self.check_message(&m)?;
+        Ok(Applied { messages: vec![m], ..Default::default() })
+    }
+
+    fn check_message(&self, m: &Message) -> Result<(), SyncError> {
+        if !self.tasks.contains_key(&m.task_id) {
+            return Err(SyncError::UnknownTask(m.task_id.clone()));
+        }
+        if m.receiver.is_empty() {
+            return Err(SyncError::Invalid("the message has no receiver".into()));
+        }
+        if let Some(r) = m.receiver.iter().find(|r| !self.knows(r)) {
+            return Err(SyncError::UnknownAgent(r.clone()));
+        }
+        if m.waiting.as_ref().is_some_and(|w| w.len() != m.receiver.len()) {
+            return Err(SyncError::Invalid("a waiting message needs one wait id per receiver".into()));
+        }
+        Ok(())
+    }
+
+    fn record_completion(&mut self, c: &crate::message::CompletionUpdate, applied: &mut Applied) {
+        let Some(stage) = self.stages.get_mut(&c.stage_id) else { return };
+        if stage.execution_state != ExecutionState::Running {
+            return;
+        }
+        applied.stages.insert(c.stage_id.clone());
+        if stage.record_completion(&c.agent_id, c.completion_summary.clone()) {
+            let stage = stage.clone();
+            if let Some(task) = self.tasks.get(&c.task_id) {
+                applied.messages.push(notices::stage_complete(task, &stage));
+            }
+        }
+    }
+
+    /// Appends a delivered message to its task's conversation pool.
+    pub fn record_delivery(&mut self, m: Message, now: &str) -> Option<TaskId> {
+        let t = self.tasks.get_mut(&m.task_id)?;
+        t.shared_conversation_pool.push(ConversationEntry { timestamp: now.to_owned(), message: m });
+        Some(t.task_id.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests;

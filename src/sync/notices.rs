@@ -1,0 +1,72 @@
+//! The system messages a task sends its manager: a task was created, a stage is complete,
+//! every stage is done. They carry ids so the manager's next instruction can name them.
+
+use super::Member;
+use crate::ids::{AgentId, StageRef};
+use crate::message::{Message, TASK_STATE_SENDER};
+use crate::state::{StageState, TaskState};
+
+fn from_task(task: &TaskState, stage: StageRef, text: String) -> Message {
+    Message::notice(task.task_id.clone(), AgentId::from(TASK_STATE_SENDER), vec![task.task_manager.clone()], stage, text)
+}
+
+pub fn task_created(task: &TaskState, roster: &[Member]) -> Message {
+    let team = roster.iter().map(|m| format!("- `{}` ({})", m.id, m.role)).collect::<Vec<_>>().join("\n");
+    from_task(
+        task,
+        StageRef::NoRelative,
+        format!(
+            "[TaskState] Task \"{}\" was created with you as its manager.\n\
+             task_id: {}\nTask intention: {}\n\n\
+             Next, split it into stages with the task_manager skill (action add_stage, task_id {}), \
+             giving each stage an intention and an allocation {{agent_id: that agent's goal}}.\n\
+             Agents of the team:\n{team}",
+            task.task_name, task.task_id, task.task_intention, task.task_id
+        ),
+    )
+}
+
+pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
+    let lines = stage
+        .agent_allocation
+        .iter()
+        .map(|(a, goal)| {
+            let summary = stage.completion_summary.get(a).map(String::as_str).unwrap_or("(none)");
+            format!("- agent `{a}`\n  goal: {goal}\n  completion summary: {summary}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    from_task(
+        task,
+        StageRef::Stage(stage.stage_id.clone()),
+        format!(
+            "[TaskState] Every agent of stage {} of task {} has submitted its completion summary.\n\
+             Stage intention: {}\n{lines}\n\n\
+             As the manager, judge the stage: if it met its goal, end it with task_manager \
+             finish_stage (task_id {}, stage_id {}); if not, correct course, e.g. with task_manager \
+             retry_stage and a corrected allocation.",
+            stage.stage_id, task.task_id, stage.stage_intention, task.task_id, stage.stage_id
+        ),
+    )
+}
+
+pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageState>) -> Message {
+    let lines = stages
+        .map(|s| {
+            let sums = s.completion_summary.iter().map(|(a, t)| format!("  - `{a}`: {t}")).collect::<Vec<_>>().join("\n");
+            format!("- stage {} ({}): {}\n{sums}", s.stage_id, s.execution_state, s.stage_intention)
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    from_task(
+        task,
+        StageRef::NoRelative,
+        format!(
+            "[TaskState] Task {} has no stage left to run.\nTask intention: {}\nStages:\n{lines}\n\n\
+             As the manager, judge the whole task: if its goal is reached, end it with task_manager \
+             finish_task (task_id {}, a task_summary for the operator); if not, add the missing work \
+             with add_stage.",
+            task.task_id, task.task_intention, task.task_id
+        ),
+    )
+}

@@ -1,0 +1,55 @@
+//! `cohort check`: a good team passes; broken ones list every problem with file and field.
+
+use std::process::Command;
+
+fn check(path: &std::path::Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort")).args(["check", "--team"]).arg(path).output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn temp(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cohort-check-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("team.yaml");
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+#[test]
+fn the_examples_pass_check() {
+    for team in ["examples/quickstart/team.yaml", "examples/openai/team.yaml", "tests/fixtures/retry/team.yaml"] {
+        let (code, out) = check(std::path::Path::new(team));
+        assert_eq!(code, 0, "{team}: {out}");
+    }
+}
+
+#[test]
+fn malformed_yaml_names_file_and_field() {
+    let f = temp("yaml", "agents:\n  - id: a\n    role: r\n    skills: planning\n");
+    let (code, out) = check(&f);
+    assert_eq!(code, 1);
+    assert!(out.contains(&f.display().to_string()), "{out}");
+    assert!(out.contains("agents[0].skills"), "{out}");
+}
+
+#[test]
+fn every_problem_is_listed_including_the_script() {
+    let dir = temp("sem", "").parent().unwrap().to_path_buf();
+    std::fs::write(dir.join("script.yaml"), "replies:\n  ghost:\n    planning: [x]\n").unwrap();
+    let f = temp(
+        "sem",
+        "llm: {provider: scripted, script: script.yaml}\nagents:\n  - {id: m, role: r, skills: [task_manager, telepathy]}\n  - {id: m, role: r, skills: [think]}\n",
+    );
+    let (code, out) = check(&f);
+    assert_eq!(code, 1);
+    assert!(out.contains("agents[0].skills[1]: unknown skill `telepathy`"), "{out}");
+    assert!(out.contains("agents[1].id: agent id `m` is used twice"), "{out}");
+    assert!(out.contains("script.yaml: replies.ghost: the team has no agent `ghost`"), "{out}");
+}
+
+#[test]
+fn a_missing_file_is_a_clear_error() {
+    let (code, out) = check(std::path::Path::new("no/such/team.yaml"));
+    assert_eq!(code, 1);
+    assert!(out.contains("no/such/team.yaml") && out.contains("cannot read"), "{out}");
+}

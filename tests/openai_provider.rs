@@ -1,0 +1,317 @@
+//! The `openai` provider over real HTTP against a local OpenAI-compatible stub: what it sends,
+//! what it returns, and the retry contract (which failures retry, which fail at once, how long
+//! it waits, and which error each exhausted failure becomes).
+
+#[path = "support/openai_stub.rs"]
+mod openai_stub;
+
+use cohort::ids::{AgentId, StageRef, StepId, TaskId};
+use cohort::llm::openai::{OpenAiModel, OpenAiSettings};
+use cohort::llm::{ChatModel, ChatRequest, LlmError};
+use cohort::state::TokenUsage;
+use openai_stub::{OpenAiStub, StubResponse};
+use std::time::{Duration, Instant};
+
+/// Tiny backoffs so retries cost milliseconds; a generous timeout unless a test is about it.
+fn settings(base_url: String) -> OpenAiSettings {
+    OpenAiSettings {
+        base_url,
+        model: "test-model".into(),
+        api_key: Some("sk-test".into()),
+        temperature: Some(0.25),
+        max_tokens: Some(321),
+        request_timeout: Duration::from_secs(10),
+        max_retries: 3,
+        backoff_base: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(40),
+    }
+}
+
+fn model(settings: OpenAiSettings) -> OpenAiModel {
+    OpenAiModel::new(settings).expect("valid settings")
+}
+
+fn request(prompt: &str) -> ChatRequest {
+    ChatRequest {
+        prompt: prompt.into(),
+        agent_id: AgentId::from("writer"),
+        skill: "think".into(),
+        task_id: TaskId::from("task-1"),
+        stage_id: StageRef::NoRelative,
+        step_id: StepId::from("step-1"),
+    }
+}
+
+#[tokio::test]
+async fn a_normal_reply_returns_text_and_usage_and_sends_the_settings() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::reply_with_usage(
+        "Hello from the model",
+        42,
+        7,
+    ));
+
+    let reply = model(settings(stub.base_url()))
+        .chat(request("SYSTEM: be brief\nUSER: say hello"))
+        .await
+        .expect("a reply");
+
+    assert_eq!(reply.text, "Hello from the model");
+    assert_eq!(
+        reply.usage,
+        TokenUsage {
+            prompt_tokens: 42,
+            completion_tokens: 7
+        }
+    );
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = &requests[0];
+    assert_eq!(sent.model(), Some("test-model"));
+    assert_eq!(sent.body["temperature"].as_f64(), Some(0.25));
+    assert_eq!(sent.body["max_tokens"].as_u64(), Some(321));
+    assert_eq!(sent.authorization(), Some("Bearer sk-test"));
+    // The prompt goes whole, as the only message, from the user.
+    let messages = sent.body["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(sent.prompt(), Some("SYSTEM: be brief\nUSER: say hello"));
+    assert_eq!(sent.body.get("stream").and_then(|s| s.as_bool()), None);
+}
+
+#[tokio::test]
+async fn without_a_key_no_authorization_header_is_sent_and_missing_usage_counts_zero() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::reply("local answer"));
+    let mut settings = settings(stub.base_url());
+    settings.api_key = None;
+    settings.temperature = None;
+    settings.max_tokens = None;
+
+    let reply = model(settings).chat(request("hi")).await.expect("a reply");
+
+    assert_eq!(reply.text, "local answer");
+    assert_eq!(reply.usage, TokenUsage::default());
+    let sent = &stub.requests()[0];
+    assert_eq!(sent.authorization(), None);
+    assert!(sent.body.get("temperature").is_none());
+    assert!(sent.body.get("max_tokens").is_none());
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_retried_after_the_asked_delay() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::rate_limited(Some(1)));
+    stub.push(StubResponse::reply("after the wait"));
+
+    let started = Instant::now();
+    let reply = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect("a reply after one retry");
+
+    assert_eq!(reply.text, "after the wait");
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 2);
+    // Retry-After: 1 wins over the 10 ms backoff.
+    let gap = requests[1].received_at - requests[0].received_at;
+    assert!(
+        gap >= Duration::from_millis(900),
+        "second attempt came {gap:?} after the first"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(900));
+}
+
+#[tokio::test]
+async fn a_500_is_retried() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::error(500, "The server had an error"));
+    stub.push(StubResponse::reply("second time lucky"));
+
+    let reply = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect("a reply after one retry");
+
+    assert_eq!(reply.text, "second time lucky");
+    assert_eq!(stub.attempts(), 2);
+}
+
+#[tokio::test]
+async fn a_400_fails_at_once_with_the_servers_message() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::error(
+        400,
+        "Invalid value for 'temperature': must be <= 2",
+    ));
+    stub.set_default(StubResponse::reply("must not be reached"));
+
+    let error = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect_err("a 400 is final");
+
+    match error {
+        LlmError::Http { status, body } => {
+            assert_eq!(status, 400);
+            assert!(
+                body.contains("Invalid value for 'temperature'"),
+                "body: {body}"
+            );
+        }
+        other => panic!("expected Http 400, got {other:?}"),
+    }
+    assert_eq!(stub.attempts(), 1);
+}
+
+#[tokio::test]
+async fn a_401_with_a_plain_text_body_fails_at_once_carrying_that_text() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::raw(401, "no such key"));
+
+    let error = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect_err("a 401 is final");
+
+    assert!(
+        matches!(&error, LlmError::Http { status: 401, body } if body == "no such key"),
+        "{error:?}"
+    );
+    assert_eq!(stub.attempts(), 1);
+}
+
+#[tokio::test]
+async fn endless_429s_end_as_rate_limited_after_all_retries() {
+    let stub = OpenAiStub::start().await;
+    stub.set_default(StubResponse::rate_limited(None));
+    let mut settings = settings(stub.base_url());
+    settings.max_retries = 2;
+
+    let error = model(settings)
+        .chat(request("hi"))
+        .await
+        .expect_err("never succeeds");
+
+    match error {
+        LlmError::RateLimited { attempts, body } => {
+            assert_eq!(attempts, 3);
+            assert!(body.contains("Rate limit reached"), "body: {body}");
+        }
+        other => panic!("expected RateLimited, got {other:?}"),
+    }
+    assert_eq!(stub.attempts(), 3);
+}
+
+#[tokio::test]
+async fn endless_503s_end_as_http_with_the_last_status() {
+    let stub = OpenAiStub::start().await;
+    stub.set_default(StubResponse::error(503, "overloaded"));
+    let mut settings = settings(stub.base_url());
+    settings.max_retries = 1;
+
+    let error = model(settings)
+        .chat(request("hi"))
+        .await
+        .expect_err("never succeeds");
+
+    assert!(
+        matches!(&error, LlmError::Http { status: 503, body } if body.contains("overloaded")),
+        "{error:?}"
+    );
+    assert_eq!(stub.attempts(), 2);
+}
+
+#[tokio::test]
+async fn a_refused_connection_ends_as_connection_after_retries() {
+    // Bind then drop a listener: the port was free a moment ago and nothing listens on it now.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut settings = settings(format!("http://127.0.0.1:{port}/v1"));
+    settings.max_retries = 2;
+
+    let started = Instant::now();
+    let error = model(settings)
+        .chat(request("hi"))
+        .await
+        .expect_err("nothing listens");
+
+    assert!(matches!(error, LlmError::Connection(_)), "{error:?}");
+    // Two backoffs (10 ms, 20 ms) prove the retries happened.
+    assert!(started.elapsed() >= Duration::from_millis(30));
+}
+
+#[tokio::test]
+async fn a_server_slower_than_the_timeout_ends_as_timeout() {
+    let stub = OpenAiStub::start().await;
+    stub.set_default(StubResponse::reply("too late").with_delay(Duration::from_secs(30)));
+    let mut settings = settings(stub.base_url());
+    settings.request_timeout = Duration::from_millis(200);
+    settings.max_retries = 1;
+
+    let error = model(settings)
+        .chat(request("hi"))
+        .await
+        .expect_err("the server hangs");
+
+    assert!(
+        matches!(error, LlmError::Timeout(t) if t == Duration::from_millis(200)),
+        "{error:?}"
+    );
+    // Timeouts are retried too.
+    assert_eq!(stub.attempts(), 2);
+}
+
+#[tokio::test]
+async fn a_200_without_content_is_an_empty_answer() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::no_content());
+
+    let error = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect_err("no text");
+
+    assert!(matches!(error, LlmError::EmptyAnswer(_)), "{error:?}");
+    assert_eq!(stub.attempts(), 1);
+}
+
+#[tokio::test]
+async fn a_200_that_is_not_a_chat_completion_is_an_invalid_response() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::raw(200, "<html>captive portal</html>"));
+
+    let error = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect_err("not JSON");
+
+    assert!(
+        matches!(&error, LlmError::InvalidResponse(why) if why.contains("captive portal")),
+        "{error:?}"
+    );
+    assert_eq!(stub.attempts(), 1);
+}
+
+#[test]
+fn settings_without_a_model_or_with_a_bad_url_are_rejected() {
+    let mut no_model = settings("http://127.0.0.1:1/v1".into());
+    no_model.model = " ".into();
+    assert!(matches!(
+        OpenAiModel::new(no_model),
+        Err(LlmError::InvalidSettings(_))
+    ));
+    assert!(matches!(
+        OpenAiModel::new(settings("localhost:11434/v1".into())),
+        Err(LlmError::InvalidSettings(_))
+    ));
+}
+
+#[test]
+fn debug_output_never_shows_the_key() {
+    let shown = format!("{:?}", settings("http://127.0.0.1:1/v1".into()));
+    assert!(!shown.contains("sk-test"), "{shown}");
+    assert!(shown.contains("<redacted>"));
+}

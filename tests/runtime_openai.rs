@@ -1,0 +1,93 @@
+//! The runtime on the `openai` provider against a local OpenAI-compatible server: real HTTP,
+//! real async-openai types. A malformed answer fails that step only; the agent lives on.
+
+#[path = "support/openai_stub.rs"]
+mod openai_stub;
+
+use cohort::actors::start_team;
+use cohort::config::load_team;
+use cohort::monitor::StateKind;
+use openai_stub::{OpenAiStub, StubResponse};
+use serde_json::Value;
+use std::time::Duration;
+
+fn team_file(base_url: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cohort-rt-openai-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("team.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "llm: {{provider: openai, base_url: '{base_url}', model: test-model, api_key_env: COHORT_TEST_KEY, temperature: 0.1, max_tokens: 256, max_retries: 1}}\n\
+             agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n"
+        ),
+    )
+    .unwrap();
+    f
+}
+
+/// Waits until `pred` holds on the step states, or fails after a few seconds.
+async fn wait_for_steps(monitor: &cohort::monitor::Monitor, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..200 {
+        let steps: Vec<Value> = monitor.snapshot(StateKind::Step).into_values().collect();
+        if pred(&steps) {
+            return steps;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for {what}: {:#?}", monitor.snapshot(StateKind::Step));
+}
+
+fn with(steps: &[Value], executor: &str, state: &str) -> usize {
+    steps.iter().filter(|s| s["executor"] == executor && s["execution_state"] == state).count()
+}
+
+#[actix::test]
+async fn an_answer_without_its_tag_fails_that_step_and_the_agent_runs_its_next_one() {
+    let stub = OpenAiStub::start().await;
+    stub.push_all([
+        StubResponse::reply_with_usage(
+            "A goal arrived.\n<react_action>{\"step_intention\": \"act\", \"text_content\": \"plan it\"}</react_action>",
+            120,
+            30,
+        ),
+        StubResponse::reply("I would create a task now."), // decision without <planned_step>
+        StubResponse::reply("Second goal noted; nothing to do."),
+    ]);
+    let cfg = load_team(&team_file(&stub.base_url())).unwrap();
+    let team = start_team(&cfg, &|k| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned())).unwrap();
+
+    team.submit_goal(None, "first goal").await.unwrap();
+    let steps = wait_for_steps(&team.monitor, "the decision step to fail", |s| with(s, "decision", "failed") == 1).await;
+    let failed = steps.iter().find(|s| s["executor"] == "decision").unwrap();
+    let reason = failed["execute_result"]["error"].as_str().unwrap();
+    assert!(reason.contains("planned_step"), "reason names the missing tag: {reason}");
+    assert_eq!(failed["execute_result"]["answer"], "I would create a task now.");
+
+    team.submit_goal(None, "second goal").await.unwrap();
+    wait_for_steps(&team.monitor, "the next step to run", |s| with(s, "process_message", "finished") == 2).await;
+
+    let reqs = stub.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[0].model(), Some("test-model"));
+    assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
+    assert!(reqs[0].prompt().unwrap().contains("first goal"));
+    let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
+    assert_eq!(agent["token_usage"]["prompt_tokens"], 120 + reqs_usage_default(&reqs));
+    assert_eq!(agent["working_state"], "idle");
+}
+
+/// Prompt tokens the stub reports for replies made without explicit usage.
+fn reqs_usage_default(reqs: &[openai_stub::RecordedRequest]) -> u64 {
+    let _ = reqs;
+    let probe = StubResponse::reply("x");
+    let body: Value = serde_json::from_str(&probe.body).unwrap();
+    2 * body["usage"]["prompt_tokens"].as_u64().unwrap_or(0)
+}
+
+#[actix::test]
+async fn a_missing_api_key_variable_is_a_clear_startup_error() {
+    let cfg = load_team(&team_file("http://127.0.0.1:9")).unwrap();
+    let err = start_team(&cfg, &|_| None).err().expect("start must fail").to_string();
+    assert!(err.contains("COHORT_TEST_KEY"), "{err}");
+}
