@@ -119,7 +119,8 @@ impl Serialize for StageRef {
 impl<'de> Deserialize<'de> for StageRef {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = Option::<String>::deserialize(d)?;
-        Ok(s.map(|s| StageRef::parse(&s)).unwrap_or(StageRef::NoRelative))
+        Ok(s.map(|s| StageRef::parse(&s))
+            .unwrap_or(StageRef::NoRelative))
     }
 }
 
@@ -136,7 +137,10 @@ mod tests {
         let s: StageRef = serde_json::from_str("\"abc\"").unwrap();
         assert_eq!(s, StageRef::Stage(StageId::from("abc")));
         assert_eq!(serde_json::to_string(&s).unwrap(), "\"abc\"");
-        assert_eq!(serde_json::to_string(&StageRef::NoRelative).unwrap(), "\"no_relative\"");
+        assert_eq!(
+            serde_json::to_string(&StageRef::NoRelative).unwrap(),
+            "\"no_relative\""
+        );
     }
 
     #[test]

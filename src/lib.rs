@@ -5,16 +5,16 @@
 //! - [`state`]: the four kinds of state, the agent's step queue, lifecycle enums.
 //! - [`message`]: `Message`, runtime `<instruction>`s, `ExecuteOutput`.
 
-pub mod ids;
-pub mod message;
-pub mod state;
-pub mod llm;
-pub mod parse;
-pub mod prompt;
 pub mod actors;
 pub mod agent;
 pub mod config;
+pub mod ids;
+pub mod llm;
+pub mod message;
 pub mod monitor;
-pub mod skills;
-pub mod sync;
+pub mod parse;
+pub mod prompt;
 pub mod run;
+pub mod skills;
+pub mod state;
+pub mod sync;

@@ -49,12 +49,22 @@ enum Command {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("COHORT_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("COHORT_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
         Command::Check { team } => check(&team),
-        Command::Run { team, goal, json, max_steps, timeout, manager } => {
+        Command::Run {
+            team,
+            goal,
+            json,
+            max_steps,
+            timeout,
+            manager,
+        } => {
             let opts = RunOptions {
                 manager: manager.map(Into::into),
                 max_steps,
@@ -80,7 +90,12 @@ fn main() -> ExitCode {
 fn check(team: &PathBuf) -> ExitCode {
     match load_team(team) {
         Ok(cfg) => {
-            println!("{}: ok ({} agents, prompts: {})", team.display(), cfg.agents.len(), cfg.language);
+            println!(
+                "{}: ok ({} agents, prompts: {})",
+                team.display(),
+                cfg.agents.len(),
+                cfg.language
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -94,16 +109,29 @@ fn check(team: &PathBuf) -> ExitCode {
     }
 }
 
-async fn run(team: &PathBuf, goal: &str, json: bool, opts: &RunOptions) -> anyhow::Result<ExitCode> {
+async fn run(
+    team: &PathBuf,
+    goal: &str,
+    json: bool,
+    opts: &RunOptions,
+) -> anyhow::Result<ExitCode> {
     let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
     let env = |k: &str| std::env::var(k).ok();
     let report = run_goal(&cfg, goal, opts, &env, progress).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report.states)?);
     } else if let Some(t) = &report.task {
-        println!("# {}\n\n{}", t.task_name, t.task_summary.as_deref().unwrap_or("(no summary)"));
+        println!(
+            "# {}\n\n{}",
+            t.task_name,
+            t.task_summary.as_deref().unwrap_or("(no summary)")
+        );
     }
-    let tokens = report.task.as_ref().map(|t| t.token_usage).unwrap_or_default();
+    let tokens = report
+        .task
+        .as_ref()
+        .map(|t| t.token_usage)
+        .unwrap_or_default();
     eprintln!(
         "{} ({} steps, {} prompt + {} completion tokens in the task)",
         report.outcome.describe(opts.timeout),
@@ -120,7 +148,11 @@ async fn run(team: &PathBuf, goal: &str, json: bool, opts: &RunOptions) -> anyho
 
 /// One readable line per step on stderr.
 fn progress(s: &StepState) {
-    let mark = if s.execution_state == StepExecutionState::Finished { "ok  " } else { "FAIL" };
+    let mark = if s.execution_state == StepExecutionState::Finished {
+        "ok  "
+    } else {
+        "FAIL"
+    };
     let mut line = format!(
         "{mark} {:<10} {:<22} {} ({}+{} tok)",
         s.agent_id.as_str(),

@@ -26,7 +26,13 @@ pub struct Message {
 
 impl Message {
     /// A message that needs no reply.
-    pub fn notice(task_id: TaskId, sender: AgentId, receiver: Vec<AgentId>, stage: StageRef, text: String) -> Self {
+    pub fn notice(
+        task_id: TaskId,
+        sender: AgentId,
+        receiver: Vec<AgentId>,
+        stage: StageRef,
+        text: String,
+    ) -> Self {
         Message {
             task_id,
             sender_id: sender,
@@ -40,7 +46,13 @@ impl Message {
     }
 
     /// A message carrying one runtime instruction.
-    pub fn instruction(task_id: TaskId, sender: AgentId, receiver: Vec<AgentId>, stage: StageRef, i: &Instruction) -> Self {
+    pub fn instruction(
+        task_id: TaskId,
+        sender: AgentId,
+        receiver: Vec<AgentId>,
+        stage: StageRef,
+        i: &Instruction,
+    ) -> Self {
         Self::notice(task_id, sender, receiver, stage, i.embed())
     }
 
@@ -66,10 +78,19 @@ pub enum Instruction {
         #[serde(default)]
         goal: String,
     },
-    FinishStage { stage_id: StageId },
-    FinishTask { task_id: TaskId },
-    UpdateWorkingMemory { task_id: TaskId, stage_id: Option<StageRef> },
-    AddToolDecision { tool_name: String },
+    FinishStage {
+        stage_id: StageId,
+    },
+    FinishTask {
+        task_id: TaskId,
+    },
+    UpdateWorkingMemory {
+        task_id: TaskId,
+        stage_id: Option<StageRef>,
+    },
+    AddToolDecision {
+        tool_name: String,
+    },
 }
 
 impl Instruction {
@@ -107,8 +128,14 @@ pub enum TaskInstruction {
         task_name: String,
         task_intention: String,
     },
-    AddStage { task_id: TaskId, stages: Vec<StagePlan> },
-    FinishStage { task_id: TaskId, stage_id: StageId },
+    AddStage {
+        task_id: TaskId,
+        stages: Vec<StagePlan>,
+    },
+    FinishStage {
+        task_id: TaskId,
+        stage_id: StageId,
+    },
     FinishTask {
         task_id: TaskId,
         #[serde(default)]
@@ -170,9 +197,17 @@ mod tests {
 
     #[test]
     fn instructions_embed_as_tagged_json() {
-        let i = Instruction::FinishStage { stage_id: "s1".into() };
-        assert_eq!(i.embed(), r#"<instruction>{"finish_stage":{"stage_id":"s1"}}</instruction>"#);
-        let i = Instruction::UpdateWorkingMemory { task_id: "t".into(), stage_id: None };
+        let i = Instruction::FinishStage {
+            stage_id: "s1".into(),
+        };
+        assert_eq!(
+            i.embed(),
+            r#"<instruction>{"finish_stage":{"stage_id":"s1"}}</instruction>"#
+        );
+        let i = Instruction::UpdateWorkingMemory {
+            task_id: "t".into(),
+            stage_id: None,
+        };
         assert!(i.embed().contains(r#""update_working_memory""#));
     }
 
@@ -180,7 +215,13 @@ mod tests {
     fn task_instruction_reads_the_action_tag() {
         let v = serde_json::json!({"action": "finish_stage", "task_id": "t", "stage_id": "s"});
         let i: TaskInstruction = serde_json::from_value(v).unwrap();
-        assert_eq!(i, TaskInstruction::FinishStage { task_id: "t".into(), stage_id: "s".into() });
+        assert_eq!(
+            i,
+            TaskInstruction::FinishStage {
+                task_id: "t".into(),
+                stage_id: "s".into()
+            }
+        );
         let v = serde_json::json!({"action": "add_task", "task_intention": "x"});
         match serde_json::from_value::<TaskInstruction>(v).unwrap() {
             TaskInstruction::AddTask { task_intention, .. } => assert_eq!(task_intention, "x"),
@@ -190,7 +231,13 @@ mod tests {
 
     #[test]
     fn wait_id_is_picked_by_receiver_index() {
-        let mut m = Message::notice("t".into(), "a".into(), vec!["b".into(), "c".into()], StageRef::NoRelative, "hi".into());
+        let mut m = Message::notice(
+            "t".into(),
+            "a".into(),
+            vec!["b".into(), "c".into()],
+            StageRef::NoRelative,
+            "hi".into(),
+        );
         assert_eq!(m.wait_id_for(&"c".into()), None);
         m.waiting = Some(vec!["w1".into(), "w2".into()]);
         assert_eq!(m.wait_id_for(&"c".into()), Some(&WaitId::from("w2")));

@@ -23,7 +23,12 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { manager: None, max_steps: None, timeout: Duration::from_secs(600), stall_after: Duration::from_secs(10) }
+        RunOptions {
+            manager: None,
+            max_steps: None,
+            timeout: Duration::from_secs(600),
+            stall_after: Duration::from_secs(10),
+        }
     }
 }
 
@@ -43,9 +48,16 @@ impl RunOutcome {
         match self {
             RunOutcome::Finished => "task finished".into(),
             RunOutcome::Failed => "task failed".into(),
-            RunOutcome::TimedOut => format!("timed out after {}s before the task finished", timeout.as_secs()),
-            RunOutcome::MaxSteps(n) => format!("stopped after {n} steps (--max-steps) before the task finished"),
-            RunOutcome::Stalled => "the team stalled: no agent has a step it can run, and the task is not over".into(),
+            RunOutcome::TimedOut => format!(
+                "timed out after {}s before the task finished",
+                timeout.as_secs()
+            ),
+            RunOutcome::MaxSteps(n) => {
+                format!("stopped after {n} steps (--max-steps) before the task finished")
+            }
+            RunOutcome::Stalled => {
+                "the team stalled: no agent has a step it can run, and the task is not over".into()
+            }
         }
     }
 }
@@ -100,8 +112,15 @@ pub async fn run_goal(
         }
     };
     settle(&team).await;
-    let task = task.and_then(|t| team.monitor.get(StateKind::Task, t.as_str())).and_then(|v| serde_json::from_value(v).ok());
-    Ok(RunReport { outcome, task, states: team.monitor.all(), steps_run: over.len() })
+    let task = task
+        .and_then(|t| team.monitor.get(StateKind::Task, t.as_str()))
+        .and_then(|v| serde_json::from_value(v).ok());
+    Ok(RunReport {
+        outcome,
+        task,
+        states: team.monitor.all(),
+        steps_run: over.len(),
+    })
 }
 
 fn observe(
@@ -144,13 +163,19 @@ fn observe(
 fn task_over(team: &Team, task: &Option<TaskId>) -> bool {
     task.as_ref()
         .and_then(|t| team.monitor.get(StateKind::Task, t.as_str()))
-        .and_then(|v| v.get("execution_state").and_then(|s| s.as_str()).map(|s| s == "finished" || s == "failed"))
+        .and_then(|v| {
+            v.get("execution_state")
+                .and_then(|s| s.as_str())
+                .map(|s| s == "finished" || s == "failed")
+        })
         .unwrap_or(false)
 }
 
 fn anyone_working(team: &Team) -> bool {
     team.monitor.snapshot(StateKind::Agent).values().any(|a| {
-        a.get("working_state").and_then(|w| serde_json::from_value::<WorkingState>(w.clone()).ok()) == Some(WorkingState::Working)
+        a.get("working_state")
+            .and_then(|w| serde_json::from_value::<WorkingState>(w.clone()).ok())
+            == Some(WorkingState::Working)
     })
 }
 
@@ -161,7 +186,8 @@ async fn settle(team: &Team) {
     loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let running = team.monitor.snapshot(StateKind::Step).values().any(|s| {
-            s.get("execution_state").and_then(|v| serde_json::from_value::<StepExecutionState>(v.clone()).ok())
+            s.get("execution_state")
+                .and_then(|v| serde_json::from_value::<StepExecutionState>(v.clone()).ok())
                 == Some(StepExecutionState::Running)
         });
         if !running || Instant::now() >= until {

@@ -3,8 +3,15 @@
 use std::process::Command;
 
 fn check(path: &std::path::Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cohort")).args(["check", "--team"]).arg(path).output().unwrap();
-    (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(["check", "--team"])
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 fn temp(name: &str, text: &str) -> std::path::PathBuf {
@@ -17,7 +24,11 @@ fn temp(name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn the_examples_pass_check() {
-    for team in ["examples/quickstart/team.yaml", "examples/openai/team.yaml", "tests/fixtures/retry/team.yaml"] {
+    for team in [
+        "examples/quickstart/team.yaml",
+        "examples/openai/team.yaml",
+        "tests/fixtures/retry/team.yaml",
+    ] {
         let (code, out) = check(std::path::Path::new(team));
         assert_eq!(code, 0, "{team}: {out}");
     }
@@ -25,7 +36,10 @@ fn the_examples_pass_check() {
 
 #[test]
 fn malformed_yaml_names_file_and_field() {
-    let f = temp("yaml", "agents:\n  - id: a\n    role: r\n    skills: planning\n");
+    let f = temp(
+        "yaml",
+        "agents:\n  - id: a\n    role: r\n    skills: planning\n",
+    );
     let (code, out) = check(&f);
     assert_eq!(code, 1);
     assert!(out.contains(&f.display().to_string()), "{out}");
@@ -35,21 +49,37 @@ fn malformed_yaml_names_file_and_field() {
 #[test]
 fn every_problem_is_listed_including_the_script() {
     let dir = temp("sem", "").parent().unwrap().to_path_buf();
-    std::fs::write(dir.join("script.yaml"), "replies:\n  ghost:\n    planning: [x]\n").unwrap();
+    std::fs::write(
+        dir.join("script.yaml"),
+        "replies:\n  ghost:\n    planning: [x]\n",
+    )
+    .unwrap();
     let f = temp(
         "sem",
         "llm: {provider: scripted, script: script.yaml}\nagents:\n  - {id: m, role: r, skills: [task_manager, telepathy]}\n  - {id: m, role: r, skills: [think]}\n",
     );
     let (code, out) = check(&f);
     assert_eq!(code, 1);
-    assert!(out.contains("agents[0].skills[1]: unknown skill `telepathy`"), "{out}");
-    assert!(out.contains("agents[1].id: agent id `m` is used twice"), "{out}");
-    assert!(out.contains("script.yaml: replies.ghost: the team has no agent `ghost`"), "{out}");
+    assert!(
+        out.contains("agents[0].skills[1]: unknown skill `telepathy`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("agents[1].id: agent id `m` is used twice"),
+        "{out}"
+    );
+    assert!(
+        out.contains("script.yaml: replies.ghost: the team has no agent `ghost`"),
+        "{out}"
+    );
 }
 
 #[test]
 fn a_missing_file_is_a_clear_error() {
     let (code, out) = check(std::path::Path::new("no/such/team.yaml"));
     assert_eq!(code, 1);
-    assert!(out.contains("no/such/team.yaml") && out.contains("cannot read"), "{out}");
+    assert!(
+        out.contains("no/such/team.yaml") && out.contains("cannot read"),
+        "{out}"
+    );
 }

@@ -16,28 +16,69 @@ const TEAM: &str = "examples/quickstart/team.yaml";
 fn assert_quickstart(s: &Value) {
     let task = the_task(s);
     assert_eq!(task["execution_state"], "finished");
-    assert!(task["task_summary"].as_str().unwrap().contains("Cold rain on the eaves"));
+    assert!(
+        task["task_summary"]
+            .as_str()
+            .unwrap()
+            .contains("Cold rain on the eaves")
+    );
     assert_eq!(stages_of(s, task).len(), 2);
     assert_stages_finished(s, task);
     assert_quiet(s);
     assert_wait_round_trip(task, "writer", "reviewer");
     let run = executors_run(s);
-    for skill in ["planning", "think", "quick_think", "send_message", "process_message", "reflection", "summary", "decision", "task_manager"] {
+    for skill in [
+        "planning",
+        "think",
+        "quick_think",
+        "send_message",
+        "process_message",
+        "reflection",
+        "summary",
+        "decision",
+        "task_manager",
+    ] {
         assert!(run.iter().any(|e| e == skill), "no finished {skill} step");
     }
-    assert_eq!(run.iter().filter(|e| *e == "task_manager").count(), 5, "add_task, add_stage, 2 × finish_stage, finish_task");
-    let failed: Vec<_> = steps(s).into_iter().filter(|st| st["execution_state"] == "failed").collect();
+    assert_eq!(
+        run.iter().filter(|e| *e == "task_manager").count(),
+        5,
+        "add_task, add_stage, 2 × finish_stage, finish_task"
+    );
+    let failed: Vec<_> = steps(s)
+        .into_iter()
+        .filter(|st| st["execution_state"] == "failed")
+        .collect();
     assert!(failed.is_empty(), "steps failed: {failed:?}");
     assert!(task["token_usage"]["prompt_tokens"].as_u64().unwrap() > 0);
-    assert!(s["agent"]["writer"]["token_usage"]["completion_tokens"].as_u64().unwrap() > 0);
-    assert!(s["agent"]["writer"]["persistent_memory"].as_object().unwrap().len() == 1);
+    assert!(
+        s["agent"]["writer"]["token_usage"]["completion_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        s["agent"]["writer"]["persistent_memory"]
+            .as_object()
+            .unwrap()
+            .len()
+            == 1
+    );
 }
 
 #[actix::test]
 async fn quickstart_runs_to_a_finished_task_in_process() {
     let cfg = load_team(Path::new(TEAM)).unwrap();
     let mut seen = 0;
-    let report = run_goal(&cfg, "Write a haiku about autumn rain", &RunOptions::default(), &|_| None, |_| seen += 1).await.unwrap();
+    let report = run_goal(
+        &cfg,
+        "Write a haiku about autumn rain",
+        &RunOptions::default(),
+        &|_| None,
+        |_| seen += 1,
+    )
+    .await
+    .unwrap();
     assert_eq!(report.outcome, RunOutcome::Finished);
     assert!(seen >= 25, "progress saw {seen} steps");
     assert_quickstart(&report.states);
@@ -46,7 +87,14 @@ async fn quickstart_runs_to_a_finished_task_in_process() {
 #[test]
 fn cohort_run_json_prints_the_final_states_and_exits_zero() {
     let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
-        .args(["run", "--team", TEAM, "--goal", "Write a haiku about autumn rain", "--json"])
+        .args([
+            "run",
+            "--team",
+            TEAM,
+            "--goal",
+            "Write a haiku about autumn rain",
+            "--json",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -56,7 +104,10 @@ fn cohort_run_json_prints_the_final_states_and_exits_zero() {
         assert!(s[kind].is_object(), "no {kind} map");
     }
     assert_quickstart(&s);
-    assert!(stderr.contains("writer") && stderr.contains("send_message"), "progress lines on stderr:\n{stderr}");
+    assert!(
+        stderr.contains("writer") && stderr.contains("send_message"),
+        "progress lines on stderr:\n{stderr}"
+    );
 }
 
 #[test]
@@ -69,7 +120,15 @@ fn cohort_run_prints_the_summary_and_a_limit_exits_two() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("# Autumn rain haiku"));
 
     let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
-        .args(["run", "--team", TEAM, "--goal", "Write a haiku", "--max-steps", "5"])
+        .args([
+            "run",
+            "--team",
+            TEAM,
+            "--goal",
+            "Write a haiku",
+            "--max-steps",
+            "5",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -12,7 +12,15 @@ use std::path::Path;
 #[actix::test]
 async fn a_retried_stage_runs_again_with_the_corrected_allocation() {
     let cfg = load_team(Path::new("tests/fixtures/retry/team.yaml")).unwrap();
-    let report = run_goal(&cfg, "List three primes", &RunOptions::default(), &|_| None, |_| {}).await.unwrap();
+    let report = run_goal(
+        &cfg,
+        "List three primes",
+        &RunOptions::default(),
+        &|_| None,
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert_eq!(report.outcome, RunOutcome::Finished);
     let s = &report.states;
     let task = the_task(s);
@@ -23,8 +31,16 @@ async fn a_retried_stage_runs_again_with_the_corrected_allocation() {
     assert_eq!(stages[1]["execution_state"], "finished");
     assert_eq!(stages[1]["stage_intention"], stages[0]["stage_intention"]);
     assert_eq!(stages[1]["completion_summary"]["writer"], "2, 3, 5");
-    assert_eq!(stages[1]["completion_summary"]["checker"], "all three are prime");
-    let group: Vec<_> = task["task_group"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(
+        stages[1]["completion_summary"]["checker"],
+        "all three are prime"
+    );
+    let group: Vec<_> = task["task_group"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
     assert_eq!(group, ["manager", "writer", "checker"]);
     assert_eq!(task["task_summary"], "2, 3, 5 (checked)");
     assert_quiet(s);

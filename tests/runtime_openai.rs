@@ -27,7 +27,11 @@ fn team_file(base_url: &str) -> std::path::PathBuf {
 }
 
 /// Waits until `pred` holds on the step states, or fails after a few seconds.
-async fn wait_for_steps(monitor: &cohort::monitor::Monitor, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+async fn wait_for_steps(
+    monitor: &cohort::monitor::Monitor,
+    what: &str,
+    pred: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
     for _ in 0..200 {
         let steps: Vec<Value> = monitor.snapshot(StateKind::Step).into_values().collect();
         if pred(&steps) {
@@ -35,11 +39,17 @@ async fn wait_for_steps(monitor: &cohort::monitor::Monitor, what: &str, pred: im
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("timed out waiting for {what}: {:#?}", monitor.snapshot(StateKind::Step));
+    panic!(
+        "timed out waiting for {what}: {:#?}",
+        monitor.snapshot(StateKind::Step)
+    );
 }
 
 fn with(steps: &[Value], executor: &str, state: &str) -> usize {
-    steps.iter().filter(|s| s["executor"] == executor && s["execution_state"] == state).count()
+    steps
+        .iter()
+        .filter(|s| s["executor"] == executor && s["execution_state"] == state)
+        .count()
 }
 
 #[actix::test]
@@ -55,17 +65,32 @@ async fn an_answer_without_its_tag_fails_that_step_and_the_agent_runs_its_next_o
         StubResponse::reply("Second goal noted; nothing to do."),
     ]);
     let cfg = load_team(&team_file(&stub.base_url())).unwrap();
-    let team = start_team(&cfg, &|k| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned())).unwrap();
+    let team = start_team(&cfg, &|k| {
+        (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned())
+    })
+    .unwrap();
 
     team.submit_goal(None, "first goal").await.unwrap();
-    let steps = wait_for_steps(&team.monitor, "the decision step to fail", |s| with(s, "decision", "failed") == 1).await;
+    let steps = wait_for_steps(&team.monitor, "the decision step to fail", |s| {
+        with(s, "decision", "failed") == 1
+    })
+    .await;
     let failed = steps.iter().find(|s| s["executor"] == "decision").unwrap();
     let reason = failed["execute_result"]["error"].as_str().unwrap();
-    assert!(reason.contains("planned_step"), "reason names the missing tag: {reason}");
-    assert_eq!(failed["execute_result"]["answer"], "I would create a task now.");
+    assert!(
+        reason.contains("planned_step"),
+        "reason names the missing tag: {reason}"
+    );
+    assert_eq!(
+        failed["execute_result"]["answer"],
+        "I would create a task now."
+    );
 
     team.submit_goal(None, "second goal").await.unwrap();
-    wait_for_steps(&team.monitor, "the next step to run", |s| with(s, "process_message", "finished") == 2).await;
+    wait_for_steps(&team.monitor, "the next step to run", |s| {
+        with(s, "process_message", "finished") == 2
+    })
+    .await;
 
     let reqs = stub.requests();
     assert_eq!(reqs.len(), 3);
@@ -73,7 +98,10 @@ async fn an_answer_without_its_tag_fails_that_step_and_the_agent_runs_its_next_o
     assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
     assert!(reqs[0].prompt().unwrap().contains("first goal"));
     let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
-    assert_eq!(agent["token_usage"]["prompt_tokens"], 120 + reqs_usage_default(&reqs));
+    assert_eq!(
+        agent["token_usage"]["prompt_tokens"],
+        120 + reqs_usage_default(&reqs)
+    );
     assert_eq!(agent["working_state"], "idle");
 }
 
@@ -88,6 +116,9 @@ fn reqs_usage_default(reqs: &[openai_stub::RecordedRequest]) -> u64 {
 #[actix::test]
 async fn a_missing_api_key_variable_is_a_clear_startup_error() {
     let cfg = load_team(&team_file("http://127.0.0.1:9")).unwrap();
-    let err = start_team(&cfg, &|_| None).err().expect("start must fail").to_string();
+    let err = start_team(&cfg, &|_| None)
+        .err()
+        .expect("start must fail")
+        .to_string();
     assert!(err.contains("COHORT_TEST_KEY"), "{err}");
 }

@@ -36,7 +36,16 @@ impl AgentActor {
         sync: Addr<SyncStateActor>,
         monitor: Monitor,
     ) -> Self {
-        AgentActor { state, llm, prompts, tool_descriptions, sync, monitor, busy: false, published: HashSet::new() }
+        AgentActor {
+            state,
+            llm,
+            prompts,
+            tool_descriptions,
+            sync,
+            monitor,
+            busy: false,
+            published: HashSet::new(),
+        }
     }
 
     /// Publishes the agent, the given steps, and every step not yet published.
@@ -51,7 +60,8 @@ impl AgentActor {
                 self.monitor.publish(StateKind::Step, s.step_id.as_str(), s);
             }
         }
-        self.monitor.publish(StateKind::Agent, self.state.agent_id.as_str(), &self.state);
+        self.monitor
+            .publish(StateKind::Agent, self.state.agent_id.as_str(), &self.state);
     }
 
     fn publish_step(&mut self, id: &StepId) {
@@ -73,7 +83,9 @@ impl AgentActor {
         let skill = match &step.executor {
             Executor::Skill(s) => *s,
             Executor::Tool(server) => {
-                let reason = format!("tool steps need MCP servers, which this version does not support yet (server `{server}`)");
+                let reason = format!(
+                    "tool steps need MCP servers, which this version does not support yet (server `{server}`)"
+                );
                 self.on_answer(step.step_id, Err(reason), ctx);
                 return;
             }
@@ -106,26 +118,42 @@ impl AgentActor {
         );
     }
 
-    fn on_answer(&mut self, id: StepId, reply: Result<crate::llm::ChatReply, String>, ctx: &mut Context<Self>) {
+    fn on_answer(
+        &mut self,
+        id: StepId,
+        reply: Result<crate::llm::ChatReply, String>,
+        ctx: &mut Context<Self>,
+    ) {
         let now = chrono::Local::now().naive_local();
         let completion = complete_step(&mut self.state, &id, reply, now);
         self.publish_step(&id);
         let failure = completion.failure;
         let waits = completion.added_waits;
-        ctx.spawn(self.sync.send(ApplyOutput(completion.output)).into_actor(self).map(move |res, act, ctx| {
-            let failure = match res {
-                Ok(Ok(())) => failure,
-                Ok(Err(refused)) => Some(match failure {
-                    Some(f) => format!("{f}; SyncState also refused the output: {refused}"),
-                    None => format!("SyncState refused the step's output: {refused}"),
+        ctx.spawn(
+            self.sync
+                .send(ApplyOutput(completion.output))
+                .into_actor(self)
+                .map(move |res, act, ctx| {
+                    let failure = match res {
+                        Ok(Ok(())) => failure,
+                        Ok(Err(refused)) => Some(match failure {
+                            Some(f) => format!("{f}; SyncState also refused the output: {refused}"),
+                            None => format!("SyncState refused the step's output: {refused}"),
+                        }),
+                        Err(e) => Some(format!("SyncState is unreachable: {e}")),
+                    };
+                    act.settle(&id, failure, &waits, ctx);
                 }),
-                Err(e) => Some(format!("SyncState is unreachable: {e}")),
-            };
-            act.settle(&id, failure, &waits, ctx);
-        }));
+        );
     }
 
-    fn settle(&mut self, id: &StepId, failure: Option<String>, waits: &[crate::ids::WaitId], ctx: &mut Context<Self>) {
+    fn settle(
+        &mut self,
+        id: &StepId,
+        failure: Option<String>,
+        waits: &[crate::ids::WaitId],
+        ctx: &mut Context<Self>,
+    ) {
         if let Some(f) = &failure {
             tracing::warn!(agent = %self.state.agent_id, step = %id, "step failed: {f}");
         }

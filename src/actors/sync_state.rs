@@ -15,7 +15,11 @@ pub struct SyncStateActor {
 
 impl SyncStateActor {
     pub fn new(core: SyncCore, dispatcher: Addr<Dispatcher>, monitor: Monitor) -> Self {
-        SyncStateActor { core, dispatcher, monitor }
+        SyncStateActor {
+            core,
+            dispatcher,
+            monitor,
+        }
     }
 
     fn effect(&mut self, applied: Applied) {

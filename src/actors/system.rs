@@ -51,13 +51,27 @@ pub struct Team {
 
 impl Team {
     /// Gives the operator's goal to a manager (the first one by default) in the base task.
-    pub async fn submit_goal(&self, manager: Option<&AgentId>, goal: &str) -> Result<(), SystemError> {
+    pub async fn submit_goal(
+        &self,
+        manager: Option<&AgentId>,
+        goal: &str,
+    ) -> Result<(), SystemError> {
         let to = match manager {
             Some(m) if self.managers.contains(m) => m.clone(),
             Some(m) => return Err(SystemError::UnknownManager(m.clone())),
-            None => self.managers.first().cloned().ok_or(SystemError::NoManager)?,
+            None => self
+                .managers
+                .first()
+                .cloned()
+                .ok_or(SystemError::NoManager)?,
         };
-        let m = Message::notice(self.base_task.clone(), AgentId::from(OPERATOR), vec![to], StageRef::NoRelative, goal.to_owned());
+        let m = Message::notice(
+            self.base_task.clone(),
+            AgentId::from(OPERATOR),
+            vec![to],
+            StageRef::NoRelative,
+            goal.to_owned(),
+        );
         self.sync.send(SubmitMessage(m)).await??;
         Ok(())
     }
@@ -65,14 +79,24 @@ impl Team {
 
 /// Starts a team. Must run inside an actix system. `env` looks up environment variables (the
 /// API keys the config names), so nothing deeper reads the process environment.
-pub fn start_team(cfg: &TeamConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Team, SystemError> {
+pub fn start_team(
+    cfg: &TeamConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Team, SystemError> {
     let prompts = Arc::new(match &cfg.prompts_dir {
         Some(dir) => PromptSet::load(dir, cfg.language)?,
         None => PromptSet::builtin(cfg.language),
     });
     let monitor = Monitor::new(4096);
     let managers: Vec<AgentId> = cfg.managers().map(|a| a.id.clone()).collect();
-    let roster = cfg.agents.iter().map(|a| Member { id: a.id.clone(), role: a.role.clone() }).collect();
+    let roster = cfg
+        .agents
+        .iter()
+        .map(|a| Member {
+            id: a.id.clone(),
+            role: a.role.clone(),
+        })
+        .collect();
     let core = SyncCore::new(roster, &managers);
     let base_task = core.base_task().clone();
 
@@ -83,15 +107,34 @@ pub fn start_team(cfg: &TeamConfig, env: &dyn Fn(&str) -> Option<String>) -> Res
             LlmConfig::Scripted { script } => match scripts.get(script) {
                 Some(m) => m.clone(),
                 None => {
-                    let s = Script::load(script).map_err(|source| SystemError::Llm { agent: a.id.clone(), source })?;
+                    let s = Script::load(script).map_err(|source| SystemError::Llm {
+                        agent: a.id.clone(),
+                        source,
+                    })?;
                     let m = ScriptedModel::new(s);
                     scripts.insert(script.clone(), m.clone());
                     m
                 }
             },
-            LlmConfig::OpenAi { base_url, model, api_key_env, base_url_env, model_env, temperature, max_tokens, timeout, max_retries } => {
-                let base_url = base_url_env.as_deref().and_then(env).unwrap_or_else(|| base_url.clone());
-                let model = model_env.as_deref().and_then(env).unwrap_or_else(|| model.clone());
+            LlmConfig::OpenAi {
+                base_url,
+                model,
+                api_key_env,
+                base_url_env,
+                model_env,
+                temperature,
+                max_tokens,
+                timeout,
+                max_retries,
+            } => {
+                let base_url = base_url_env
+                    .as_deref()
+                    .and_then(env)
+                    .unwrap_or_else(|| base_url.clone());
+                let model = model_env
+                    .as_deref()
+                    .and_then(env)
+                    .unwrap_or_else(|| model.clone());
                 if model.trim().is_empty() {
                     return Err(SystemError::Llm {
                         agent: a.id.clone(),
@@ -116,7 +159,12 @@ pub fn start_team(cfg: &TeamConfig, env: &dyn Fn(&str) -> Option<String>) -> Res
                     backoff_base: Duration::from_millis(500),
                     backoff_max: Duration::from_secs(30),
                 };
-                Arc::new(OpenAiModel::new(settings).map_err(|source| SystemError::Llm { agent: a.id.clone(), source })?)
+                Arc::new(
+                    OpenAiModel::new(settings).map_err(|source| SystemError::Llm {
+                        agent: a.id.clone(),
+                        source,
+                    })?,
+                )
             }
         };
         models.push(model);
@@ -127,20 +175,46 @@ pub fn start_team(cfg: &TeamConfig, env: &dyn Fn(&str) -> Option<String>) -> Res
     let tool_descriptions = Arc::new(BTreeMap::new());
     let mut agents = BTreeMap::new();
     for (a, llm) in cfg.agents.iter().zip(models) {
-        let mut state = AgentState::new(a.id.clone(), a.name.clone(), a.role.clone(), a.profile.clone());
+        let mut state = AgentState::new(
+            a.id.clone(),
+            a.name.clone(),
+            a.role.clone(),
+            a.profile.clone(),
+        );
         state.skills = a.skills.clone();
         state.tools = a.tools.clone();
         state.llm_config = Some(match &a.llm {
-            LlmConfig::Scripted { script } => {
-                LlmSettings { provider: "scripted".into(), model: script.display().to_string(), base_url: None }
-            }
-            LlmConfig::OpenAi { base_url, model, .. } => {
-                LlmSettings { provider: "openai".into(), model: model.clone(), base_url: Some(base_url.clone()) }
-            }
+            LlmConfig::Scripted { script } => LlmSettings {
+                provider: "scripted".into(),
+                model: script.display().to_string(),
+                base_url: None,
+            },
+            LlmConfig::OpenAi {
+                base_url, model, ..
+            } => LlmSettings {
+                provider: "openai".into(),
+                model: model.clone(),
+                base_url: Some(base_url.clone()),
+            },
         });
-        let addr = AgentActor::new(state, llm, prompts.clone(), tool_descriptions.clone(), sync.clone(), monitor.clone()).start();
+        let addr = AgentActor::new(
+            state,
+            llm,
+            prompts.clone(),
+            tool_descriptions.clone(),
+            sync.clone(),
+            monitor.clone(),
+        )
+        .start();
         dispatcher.do_send(Register(a.id.clone(), addr.clone().recipient()));
         agents.insert(a.id.clone(), addr);
     }
-    Ok(Team { monitor, sync, dispatcher, agents, base_task, managers })
+    Ok(Team {
+        monitor,
+        sync,
+        dispatcher,
+        agents,
+        base_task,
+        managers,
+    })
 }

@@ -28,17 +28,29 @@ pub fn complete_step(
     now: NaiveDateTime,
 ) -> StepCompletion {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
-        return StepCompletion { output: ExecuteOutput::default(), failure: Some("step vanished".into()), added_waits: vec![] };
+        return StepCompletion {
+            output: ExecuteOutput::default(),
+            failure: Some("step vanished".into()),
+            added_waits: vec![],
+        };
     };
     let lock_before = agent.step_lock.len();
     let (result, failure, mut output, stage_state) = match reply {
-        Err(e) => (json!({ "error": e }), Some(e), ExecuteOutput::default(), StageAgentState::Failed),
+        Err(e) => (
+            json!({ "error": e }),
+            Some(e),
+            ExecuteOutput::default(),
+            StageAgentState::Failed,
+        ),
         Ok(reply) => {
             agent.token_usage.add(reply.usage);
             if let Some(s) = agent.agent_step.get_mut(step_id) {
                 s.token_usage = reply.usage;
             }
-            let mut output = ExecuteOutput { token_usage: Some((step.task_id.clone(), reply.usage)), ..Default::default() };
+            let mut output = ExecuteOutput {
+                token_usage: Some((step.task_id.clone(), reply.usage)),
+                ..Default::default()
+            };
             match skills::interpret(agent, &step, &reply.text, now) {
                 Ok(o) => {
                     output.send_message = o.send_message;
@@ -55,7 +67,12 @@ pub fn complete_step(
                 }
                 Err(e) => {
                     let reason = format!("{} step failed: {e}", step.executor);
-                    (json!({ "error": reason, "answer": reply.text }), Some(reason), output, StageAgentState::Failed)
+                    (
+                        json!({ "error": reason, "answer": reply.text }),
+                        Some(reason),
+                        output,
+                        StageAgentState::Failed,
+                    )
                 }
             }
         }
@@ -74,12 +91,21 @@ pub fn complete_step(
     }
     output.send_shared_info = Some(shared_info(agent, &step, failure.is_none()));
     let added_waits = agent.step_lock[lock_before..].to_vec();
-    StepCompletion { output, failure, added_waits }
+    StepCompletion {
+        output,
+        failure,
+        added_waits,
+    }
 }
 
 /// Closes a step once SyncState answered: finished, or failed with SyncState's reason (then
 /// the wait ids it added are taken back, since its message was never sent).
-pub fn settle_step(agent: &mut AgentState, step_id: &StepId, failure: Option<String>, added_waits: &[WaitId]) {
+pub fn settle_step(
+    agent: &mut AgentState,
+    step_id: &StepId,
+    failure: Option<String>,
+    added_waits: &[WaitId],
+) {
     if failure.is_some() {
         agent.step_lock.retain(|w| !added_waits.contains(w));
     }
@@ -88,7 +114,11 @@ pub fn settle_step(agent: &mut AgentState, step_id: &StepId, failure: Option<Str
             None => s.execution_state = StepExecutionState::Finished,
             Some(reason) => {
                 s.execution_state = StepExecutionState::Failed;
-                let answer = s.execute_result.as_ref().and_then(|r| r.get("answer")).cloned();
+                let answer = s
+                    .execute_result
+                    .as_ref()
+                    .and_then(|r| r.get("answer"))
+                    .cloned();
                 s.execute_result = Some(match answer {
                     Some(a) => json!({ "error": reason, "answer": a }),
                     None => json!({ "error": reason }),
@@ -118,11 +148,16 @@ pub fn drop_reason(why: &str) -> String {
     format!("dropped before it ran: {why}")
 }
 
-/// Marks steps removed by finish_stage/finish_task as failed with the reason, for publishing.
-pub fn mark_dropped(mut steps: Vec<StepState>, why: &str) -> Vec<StepState> {
-    for s in &mut steps {
-        s.execution_state = StepExecutionState::Failed;
-        s.execute_result = Some(json!({ "error": drop_reason(why) }));
-    }
+/// Of the steps finish_stage/finish_task removed, returns those that never ran, marked failed
+/// with the reason (for publishing); steps already finished or failed keep their record.
+pub fn mark_dropped(steps: Vec<StepState>, why: &str) -> Vec<StepState> {
     steps
+        .into_iter()
+        .filter(|s| !s.execution_state.is_over())
+        .map(|mut s| {
+            s.execution_state = StepExecutionState::Failed;
+            s.execute_result = Some(json!({ "error": drop_reason(why) }));
+            s
+        })
+        .collect()
 }

@@ -19,13 +19,21 @@ pub struct Received {
 pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
     let mut out = Received::default();
     // 1. A reply to something we wait for frees that wait id.
-    let answers_wait = msg.return_waiting_id.as_ref().is_some_and(|w| agent.release_wait(w));
+    let answers_wait = msg
+        .return_waiting_id
+        .as_ref()
+        .is_some_and(|w| agent.release_wait(w));
 
     // 2. Runtime instructions.
     if let Some(parsed) = parse::instruction(&msg.message) {
         match parsed {
             Ok(i) => out.dropped = apply_instruction(agent, msg, i),
-            Err(e) => out.problem = Some(format!("ignored a broken instruction from {}: {e}", msg.sender_id)),
+            Err(e) => {
+                out.problem = Some(format!(
+                    "ignored a broken instruction from {}: {e}",
+                    msg.sender_id
+                ))
+            }
         }
         return out;
     }
@@ -35,12 +43,21 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
     if msg.need_reply {
         // 3. A reply is owed: a send_message step addressed back to the sender. If the sender
         // waits, the reply jumps the queue and carries the wait id it must return.
-        let mut text = format!("Message from agent `{sender}` (reply to it):\n\n{}", msg.message);
+        let mut text = format!(
+            "Message from agent `{sender}` (reply to it):\n\n{}",
+            msg.message
+        );
         let wait = msg.wait_id_for(&me).cloned();
         if let Some(w) = &wait {
             text.push_str(&format!("\n\n<return_waiting_id>{w}</return_waiting_id>"));
         }
-        let step = new_step(agent, msg, Skill::SendMessage, format!("Reply to the message from agent `{sender}`"), text);
+        let step = new_step(
+            agent,
+            msg,
+            Skill::SendMessage,
+            format!("Reply to the message from agent `{sender}`"),
+            text,
+        );
         if wait.is_some() {
             agent.add_next_steps(vec![step]);
         } else {
@@ -49,7 +66,13 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
     } else {
         // 4. Nothing owed: digest it; a reply we were waiting for is digested first.
         let text = format!("Message from agent `{sender}`:\n\n{}", msg.message);
-        let step = new_step(agent, msg, Skill::ProcessMessage, format!("Process the message from agent `{sender}`"), text);
+        let step = new_step(
+            agent,
+            msg,
+            Skill::ProcessMessage,
+            format!("Process the message from agent `{sender}`"),
+            text,
+        );
         if answers_wait {
             agent.add_next_steps(vec![step]);
         } else {
@@ -59,7 +82,13 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
     out
 }
 
-fn new_step(agent: &AgentState, msg: &Message, skill: Skill, intention: String, text: String) -> StepState {
+fn new_step(
+    agent: &AgentState,
+    msg: &Message,
+    skill: Skill,
+    intention: String,
+    text: String,
+) -> StepState {
     StepState::new(
         msg.task_id.clone(),
         msg.stage_relative.clone(),
@@ -73,7 +102,12 @@ fn new_step(agent: &AgentState, msg: &Message, skill: Skill, intention: String, 
 fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState> {
     let task = msg.task_id.clone();
     match i {
-        Instruction::StartStage { stage_id, task_intention, stage_intention, goal } => {
+        Instruction::StartStage {
+            stage_id,
+            task_intention,
+            stage_intention,
+            goal,
+        } => {
             let text = format!(
                 "A new stage starts and you take part in it. Plan the steps that reach your goal.\n\n\
                  Task intention: {task_intention}\nStage id: {stage_id}\nStage intention: {stage_intention}\n\
@@ -90,10 +124,13 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             agent.add_steps(vec![step]);
             Vec::new()
         }
-        Instruction::FinishStage { stage_id } => {
-            mark_dropped(agent.finish_stage(&task, &StageRef::Stage(stage_id)), "its stage was finished")
+        Instruction::FinishStage { stage_id } => mark_dropped(
+            agent.finish_stage(&task, &StageRef::Stage(stage_id)),
+            "its stage was finished",
+        ),
+        Instruction::FinishTask { task_id } => {
+            mark_dropped(agent.finish_task(&task_id), "its task was finished")
         }
-        Instruction::FinishTask { task_id } => mark_dropped(agent.finish_task(&task_id), "its task was finished"),
         Instruction::UpdateWorkingMemory { task_id, stage_id } => {
             agent.note_working_memory(task_id, stage_id);
             Vec::new()
@@ -105,7 +142,9 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                 agent.agent_id.clone(),
                 Executor::Skill(Skill::ToolDecision),
                 format!("Decide whether and how to go on using `{tool_name}`"),
-                format!("The last call to `{tool_name}` returned; its result is in the tool history."),
+                format!(
+                    "The last call to `{tool_name}` returned; its result is in the tool history."
+                ),
             );
             agent.add_next_steps(vec![step]);
             Vec::new()
@@ -124,17 +163,33 @@ mod tests {
     }
 
     fn msg(text: &str) -> Message {
-        Message::notice("t".into(), "a".into(), vec!["b".into()], StageRef::Stage(StageId::from("s")), text.into())
+        Message::notice(
+            "t".into(),
+            "a".into(),
+            vec!["b".into()],
+            StageRef::Stage(StageId::from("s")),
+            text.into(),
+        )
     }
 
     fn executors(a: &AgentState) -> Vec<String> {
-        a.agent_step.todo().map(|id| a.agent_step.get(id).unwrap().executor.to_string()).collect()
+        a.agent_step
+            .todo()
+            .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
+            .collect()
     }
 
     #[test]
     fn a_message_needing_no_reply_becomes_a_process_message_step_at_the_end() {
         let mut a = agent();
-        a.add_steps(vec![StepState::new("t".into(), StageRef::NoRelative, "b".into(), Executor::Skill(Skill::Think), "x", "")]);
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "x",
+            "",
+        )]);
         receive_message(&mut a, &msg("hello"));
         assert_eq!(executors(&a), ["think", "process_message"]);
         let last = a.agent_step.steps().last().unwrap();
@@ -145,33 +200,65 @@ mod tests {
     #[test]
     fn a_waiting_sender_gets_a_reply_step_next_carrying_its_wait_id() {
         let mut a = agent();
-        a.add_steps(vec![StepState::new("t".into(), StageRef::NoRelative, "b".into(), Executor::Skill(Skill::Think), "x", "")]);
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "x",
+            "",
+        )]);
         let mut m = msg("question?");
         m.receiver = vec!["c".into(), "b".into()];
         m.need_reply = true;
         m.waiting = Some(vec!["w-c".into(), "w-b".into()]);
         receive_message(&mut a, &m);
         assert_eq!(executors(&a), ["send_message", "think"]);
-        let reply = a.agent_step.get(a.agent_step.todo().next().unwrap()).unwrap();
-        assert!(reply.text_content.ends_with("<return_waiting_id>w-b</return_waiting_id>"));
+        let reply = a
+            .agent_step
+            .get(a.agent_step.todo().next().unwrap())
+            .unwrap();
+        assert!(
+            reply
+                .text_content
+                .ends_with("<return_waiting_id>w-b</return_waiting_id>")
+        );
     }
 
     #[test]
     fn a_reply_without_waiting_is_appended() {
         let mut a = agent();
-        a.add_steps(vec![StepState::new("t".into(), StageRef::NoRelative, "b".into(), Executor::Skill(Skill::Think), "x", "")]);
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "x",
+            "",
+        )]);
         let mut m = msg("q");
         m.need_reply = true;
         receive_message(&mut a, &m);
         assert_eq!(executors(&a), ["think", "send_message"]);
-        assert!(!a.agent_step.steps()[1].text_content.contains("return_waiting_id"));
+        assert!(
+            !a.agent_step.steps()[1]
+                .text_content
+                .contains("return_waiting_id")
+        );
     }
 
     #[test]
     fn the_answer_to_a_wait_frees_the_lock_and_is_processed_next() {
         let mut a = agent();
         a.step_lock = vec![WaitId::from("w1")];
-        a.add_steps(vec![StepState::new("t".into(), StageRef::NoRelative, "b".into(), Executor::Skill(Skill::Think), "x", "")]);
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "x",
+            "",
+        )]);
         let mut m = msg("answer");
         m.return_waiting_id = Some("w1".into());
         receive_message(&mut a, &m);
@@ -201,14 +288,60 @@ mod tests {
         let mut a = agent();
         let s = StageRef::Stage(StageId::from("s"));
         a.add_steps(vec![
-            StepState::new("t".into(), s.clone(), "b".into(), Executor::Skill(Skill::Think), "1", ""),
-            StepState::new("t".into(), StageRef::NoRelative, "b".into(), Executor::Skill(Skill::Think), "2", ""),
+            StepState::new(
+                "t".into(),
+                s.clone(),
+                "b".into(),
+                Executor::Skill(Skill::Think),
+                "done",
+                "",
+            ),
+            StepState::new(
+                "t".into(),
+                s.clone(),
+                "b".into(),
+                Executor::Skill(Skill::Think),
+                "1",
+                "",
+            ),
+            StepState::new(
+                "t".into(),
+                StageRef::NoRelative,
+                "b".into(),
+                Executor::Skill(Skill::Think),
+                "2",
+                "",
+            ),
         ]);
-        let r = receive_message(&mut a, &msg(&Instruction::FinishStage { stage_id: "s".into() }.embed()));
-        assert_eq!(r.dropped.len(), 1);
+        let done = a.agent_step.start_next().unwrap().step_id.clone();
+        crate::agent::settle_step(&mut a, &done, None, &[]);
+        let r = receive_message(
+            &mut a,
+            &msg(&Instruction::FinishStage {
+                stage_id: "s".into(),
+            }
+            .embed()),
+        );
+        assert_eq!(
+            r.dropped.len(),
+            1,
+            "the finished step keeps its record; only the unrun one is failed"
+        );
+        assert_eq!(r.dropped[0].step_intention, "1");
         assert_eq!(r.dropped[0].execution_state, StepExecutionState::Failed);
-        assert!(r.dropped[0].failure_reason().unwrap().contains("stage was finished"));
-        let r = receive_message(&mut a, &msg(&Instruction::FinishTask { task_id: "t".into() }.embed()));
+        assert!(
+            r.dropped[0]
+                .failure_reason()
+                .unwrap()
+                .contains("stage was finished")
+        );
+        let r = receive_message(
+            &mut a,
+            &msg(&Instruction::FinishTask {
+                task_id: "t".into(),
+            }
+            .embed()),
+        );
         assert_eq!(r.dropped.len(), 1);
         assert_eq!(a.agent_step.steps().len(), 0);
         assert!(a.working_memory.is_empty());

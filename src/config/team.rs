@@ -21,14 +21,23 @@ pub struct ConfigProblem {
 
 impl fmt::Display for ConfigProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.file.display(), self.field, self.message)
+        write!(
+            f,
+            "{}: {}: {}",
+            self.file.display(),
+            self.field,
+            self.message
+        )
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{file}: cannot read: {source}")]
-    Read { file: PathBuf, source: std::io::Error },
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{file}: {message}")]
     Yaml { file: PathBuf, message: String },
     #[error("{} problem(s):\n{}", .0.len(), .0.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
@@ -41,11 +50,19 @@ impl ConfigError {
         match self {
             ConfigError::Invalid(p) => p.clone(),
             ConfigError::Read { file, source } => {
-                vec![ConfigProblem { file: file.clone(), field: "(file)".into(), message: format!("cannot read: {source}") }]
+                vec![ConfigProblem {
+                    file: file.clone(),
+                    field: "(file)".into(),
+                    message: format!("cannot read: {source}"),
+                }]
             }
             ConfigError::Yaml { file, message } => {
                 let (field, msg) = split_yaml_message(message);
-                vec![ConfigProblem { file: file.clone(), field, message: msg }]
+                vec![ConfigProblem {
+                    file: file.clone(),
+                    field,
+                    message: msg,
+                }]
             }
         }
     }
@@ -75,7 +92,9 @@ pub enum LlmConfig {
         timeout: Duration,
         max_retries: u32,
     },
-    Scripted { script: PathBuf },
+    Scripted {
+        script: PathBuf,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -102,24 +121,40 @@ impl TeamConfig {
     /// Agents that can turn a goal into a task: those with the task_manager skill. They join
     /// the base task.
     pub fn managers(&self) -> impl Iterator<Item = &AgentConfig> {
-        self.agents.iter().filter(|a| a.skills.contains(&Skill::TaskManager))
+        self.agents
+            .iter()
+            .filter(|a| a.skills.contains(&Skill::TaskManager))
     }
 }
 
 /// Skills that need parts this version does not ship yet; naming them is an error, not a
 /// silent no-op.
 const UNSUPPORTED: [(Skill, &str); 4] = [
-    (Skill::AgentManager, "agent_manager is not available in this version"),
+    (
+        Skill::AgentManager,
+        "agent_manager is not available in this version",
+    ),
     (Skill::AskInfo, "ask_info is not available in this version"),
-    (Skill::InstructionGeneration, "instruction_generation needs MCP tool servers, which this version does not support yet"),
-    (Skill::ToolDecision, "tool_decision needs MCP tool servers, which this version does not support yet"),
+    (
+        Skill::InstructionGeneration,
+        "instruction_generation needs MCP tool servers, which this version does not support yet",
+    ),
+    (
+        Skill::ToolDecision,
+        "tool_decision needs MCP tool servers, which this version does not support yet",
+    ),
 ];
 
 /// Reads and validates a team file (and the script or prompts it names).
 pub fn load_team(path: &Path) -> Result<TeamConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { file: path.into(), source })?;
-    let raw: RawTeam =
-        serde_yaml::from_str(&text).map_err(|e| ConfigError::Yaml { file: path.into(), message: e.to_string() })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        file: path.into(),
+        source,
+    })?;
+    let raw: RawTeam = serde_yaml::from_str(&text).map_err(|e| ConfigError::Yaml {
+        file: path.into(),
+        message: e.to_string(),
+    })?;
     validate(raw, path)
 }
 
@@ -127,13 +162,23 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let base = file.parent().unwrap_or(Path::new("."));
     let mut problems = Vec::new();
     let mut problem = |field: String, message: String| {
-        problems.push(ConfigProblem { file: file.to_path_buf(), field, message });
+        problems.push(ConfigProblem {
+            file: file.to_path_buf(),
+            field,
+            message,
+        });
     };
 
     let language = match raw.language.as_deref().unwrap_or("en").parse::<Language>() {
         Ok(l) => l,
         Err(_) => {
-            problem("language".into(), format!("`{}` is not a prompt language (use en or zh)", raw.language.unwrap_or_default()));
+            problem(
+                "language".into(),
+                format!(
+                    "`{}` is not a prompt language (use en or zh)",
+                    raw.language.unwrap_or_default()
+                ),
+            );
             Language::En
         }
     };
@@ -142,7 +187,10 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let mut prompt_problems = Vec::new();
     if let Some(dir) = &prompts_dir {
         if !dir.is_dir() {
-            problem("prompts_dir".into(), format!("{} is not a folder", dir.display()));
+            problem(
+                "prompts_dir".into(),
+                format!("{} is not a folder", dir.display()),
+            );
         } else {
             prompt_problems = check_prompt_dir(dir);
         }
@@ -158,17 +206,28 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     for (i, a) in raw.agents.iter().enumerate() {
         let at = format!("agents[{i}]");
         let id = a.id.trim();
-        if id.is_empty() || id.chars().any(|c| c.is_whitespace() || c == '<' || c == '>') {
-            problem(format!("{at}.id"), format!("`{}` is not a usable agent id (no spaces or angle brackets)", a.id));
+        if id.is_empty()
+            || id
+                .chars()
+                .any(|c| c.is_whitespace() || c == '<' || c == '>')
+        {
+            problem(
+                format!("{at}.id"),
+                format!(
+                    "`{}` is not a usable agent id (no spaces or angle brackets)",
+                    a.id
+                ),
+            );
         } else if !seen.insert(id.to_owned()) {
             problem(format!("{at}.id"), format!("agent id `{id}` is used twice"));
         }
         let mut skills = Vec::new();
         for (j, s) in a.skills.iter().enumerate() {
             match s.parse::<Skill>() {
-                Ok(skill) if skills.contains(&skill) => {
-                    problem(format!("{at}.skills[{j}]"), format!("skill `{skill}` is listed twice"))
-                }
+                Ok(skill) if skills.contains(&skill) => problem(
+                    format!("{at}.skills[{j}]"),
+                    format!("skill `{skill}` is listed twice"),
+                ),
                 Ok(skill) => {
                     if let Some((_, why)) = UNSUPPORTED.iter().find(|(u, _)| *u == skill) {
                         problem(format!("{at}.skills[{j}]"), (*why).to_owned());
@@ -179,18 +238,32 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
                     format!("{at}.skills[{j}]"),
                     format!(
                         "unknown skill `{s}`; skills are: {}",
-                        Skill::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+                        Skill::ALL
+                            .iter()
+                            .map(|k| k.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ),
             }
         }
         for (j, t) in a.tools.iter().enumerate() {
-            problem(format!("{at}.tools[{j}]"), format!("unknown MCP server `{t}`: this team defines no MCP servers"));
+            problem(
+                format!("{at}.tools[{j}]"),
+                format!("unknown MCP server `{t}`: this team defines no MCP servers"),
+            );
         }
-        let llm_source = a.llm.as_ref().map(|l| (format!("{at}.llm"), l)).or(raw.llm.as_ref().map(|l| ("llm".to_owned(), l)));
+        let llm_source = a
+            .llm
+            .as_ref()
+            .map(|l| (format!("{at}.llm"), l))
+            .or(raw.llm.as_ref().map(|l| ("llm".to_owned(), l)));
         let llm = match llm_source {
             None => {
-                problem(format!("{at}.llm"), "no LLM configured (set `llm` at the top of the file or on the agent)".into());
+                problem(
+                    format!("{at}.llm"),
+                    "no LLM configured (set `llm` at the top of the file or on the agent)".into(),
+                );
                 None
             }
             Some((field, l)) => match llm_config(l, base) {
@@ -218,8 +291,16 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
             });
         }
     }
-    if !raw.agents.is_empty() && !raw.agents.iter().any(|a| a.skills.iter().any(|s| s == "task_manager")) {
-        problem("agents".into(), "no agent has the task_manager skill, so nobody can turn a goal into a task".into());
+    if !raw.agents.is_empty()
+        && !raw
+            .agents
+            .iter()
+            .any(|a| a.skills.iter().any(|s| s == "task_manager"))
+    {
+        problem(
+            "agents".into(),
+            "no agent has the task_manager skill, so nobody can turn a goal into a task".into(),
+        );
     }
 
     // A script is checked once, against the agents and skills of the team.
@@ -230,15 +311,32 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         }
         match Script::load(&path) {
             Ok(script) => {
-                for p in script.check_against(&raw.agents.iter().map(|a| a.id.trim().to_owned()).collect::<Vec<_>>()) {
-                    problems.push(ConfigProblem { file: path.clone(), field: p.0, message: p.1 });
+                for p in script.check_against(
+                    &raw.agents
+                        .iter()
+                        .map(|a| a.id.trim().to_owned())
+                        .collect::<Vec<_>>(),
+                ) {
+                    problems.push(ConfigProblem {
+                        file: path.clone(),
+                        field: p.0,
+                        message: p.1,
+                    });
                 }
             }
-            Err(e) => problems.push(ConfigProblem { file: path.clone(), field: format!("({field}.script)"), message: e.to_string() }),
+            Err(e) => problems.push(ConfigProblem {
+                file: path.clone(),
+                field: format!("({field}.script)"),
+                message: e.to_string(),
+            }),
         }
     }
     for p in prompt_problems {
-        problems.push(ConfigProblem { file: p.file.clone(), field: p.field.clone(), message: p.message.clone() });
+        problems.push(ConfigProblem {
+            file: p.file.clone(),
+            field: p.field.clone(),
+            message: p.message.clone(),
+        });
     }
 
     if !problems.is_empty() {
@@ -258,7 +356,10 @@ fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, String)> {
         "openai" => {
             let model = l.model.clone().filter(|m| !m.trim().is_empty());
             if model.is_none() && l.model_env.is_none() {
-                return Err(("model".to_owned(), "the openai provider needs a model (or model_env)".to_owned()));
+                return Err((
+                    "model".to_owned(),
+                    "the openai provider needs a model (or model_env)".to_owned(),
+                ));
             }
             if let Some(t) = l.temperature {
                 if !(0.0..=2.0).contains(&t) {
@@ -269,10 +370,16 @@ fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, String)> {
                 return Err(("max_tokens".into(), "must be at least 1".into()));
             }
             if l.script.is_some() {
-                return Err(("script".into(), "only the scripted provider takes a script".into()));
+                return Err((
+                    "script".into(),
+                    "only the scripted provider takes a script".into(),
+                ));
             }
             Ok(LlmConfig::OpenAi {
-                base_url: l.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into()),
+                base_url: l
+                    .base_url
+                    .clone()
+                    .unwrap_or_else(|| "https://api.openai.com/v1".into()),
                 model: model.unwrap_or_default(),
                 api_key_env: l.api_key_env.clone(),
                 base_url_env: l.base_url_env.clone(),
@@ -284,14 +391,23 @@ fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, String)> {
             })
         }
         "scripted" => {
-            let script = l.script.as_ref().ok_or(("script".to_owned(), "the scripted provider needs a script file".to_owned()))?;
+            let script = l.script.as_ref().ok_or((
+                "script".to_owned(),
+                "the scripted provider needs a script file".to_owned(),
+            ))?;
             let path = base.join(script);
             if !path.is_file() {
-                return Err(("script".into(), format!("{} does not exist", path.display())));
+                return Err((
+                    "script".into(),
+                    format!("{} does not exist", path.display()),
+                ));
             }
             Ok(LlmConfig::Scripted { script: path })
         }
-        other => Err(("provider".into(), format!("unknown provider `{other}` (use openai or scripted)"))),
+        other => Err((
+            "provider".into(),
+            format!("unknown provider `{other}` (use openai or scripted)"),
+        )),
     }
 }
 
@@ -314,7 +430,11 @@ mod tests {
     #[test]
     fn malformed_yaml_names_the_file_and_the_field() {
         let d = tmp("yaml");
-        let f = write(&d, "team.yaml", "agents:\n  - id: a\n    role: r\n    skills: [planning]\n    colour: blue\n");
+        let f = write(
+            &d,
+            "team.yaml",
+            "agents:\n  - id: a\n    role: r\n    skills: [planning]\n    colour: blue\n",
+        );
         let err = load_team(&f).unwrap_err();
         let p = &err.problems()[0];
         assert_eq!(p.file, f);
@@ -332,7 +452,15 @@ mod tests {
         );
         let problems = load_team(&f).unwrap_err().problems();
         let fields: Vec<_> = problems.iter().map(|p| p.field.as_str()).collect();
-        for want in ["language", "llm.model", "agents[0].skills[1]", "agents[1].id", "agents[1].skills[1]", "agents[1].tools[0]", "agents"] {
+        for want in [
+            "language",
+            "llm.model",
+            "agents[0].skills[1]",
+            "agents[1].id",
+            "agents[1].skills[1]",
+            "agents[1].tools[0]",
+            "agents",
+        ] {
             assert!(fields.contains(&want), "missing {want} in {fields:?}");
         }
     }
@@ -340,10 +468,19 @@ mod tests {
     #[test]
     fn openai_defaults_apply() {
         let d = tmp("ok");
-        let f = write(&d, "team.yaml", "llm: {provider: openai, model: m, api_key_env: KEY}\nagents:\n  - {id: m, role: manager, skills: [task_manager, process_message]}\n");
+        let f = write(
+            &d,
+            "team.yaml",
+            "llm: {provider: openai, model: m, api_key_env: KEY}\nagents:\n  - {id: m, role: manager, skills: [task_manager, process_message]}\n",
+        );
         let t = load_team(&f).unwrap();
         match &t.agents[0].llm {
-            LlmConfig::OpenAi { base_url, timeout, max_retries, .. } => {
+            LlmConfig::OpenAi {
+                base_url,
+                timeout,
+                max_retries,
+                ..
+            } => {
                 assert_eq!(base_url, "https://api.openai.com/v1");
                 assert_eq!(*timeout, Duration::from_secs(120));
                 assert_eq!(*max_retries, 3);

@@ -51,7 +51,11 @@ pub enum LlmError {
     #[error("no model name: set the environment variable {0} or `model` in the config")]
     MissingModel(String),
     #[error("the script has no reply left for agent `{agent}` skill `{skill}` (it had {used})")]
-    ScriptExhausted { agent: String, skill: String, used: usize },
+    ScriptExhausted {
+        agent: String,
+        skill: String,
+        used: usize,
+    },
     #[error("script: {0}")]
     Script(String),
 }

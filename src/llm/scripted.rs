@@ -78,11 +78,17 @@ impl Script {
         let mut out = Vec::new();
         for (agent, skills) in &self.replies {
             if !agent_ids.iter().any(|a| a == agent) {
-                out.push((format!("replies.{agent}"), format!("the team has no agent `{agent}`")));
+                out.push((
+                    format!("replies.{agent}"),
+                    format!("the team has no agent `{agent}`"),
+                ));
             }
             for (skill, entries) in skills {
                 if skill.parse::<Skill>().is_err() {
-                    out.push((format!("replies.{agent}.{skill}"), format!("unknown skill `{skill}`")));
+                    out.push((
+                        format!("replies.{agent}.{skill}"),
+                        format!("unknown skill `{skill}`"),
+                    ));
                 }
                 for (i, e) in entries.iter().enumerate() {
                     if let Err(bad) = render(e.text(), &HashMap::new(), true) {
@@ -103,19 +109,31 @@ pub struct ScriptedModel {
 
 impl ScriptedModel {
     pub fn new(script: Script) -> Arc<Self> {
-        Arc::new(ScriptedModel { script, cursors: Mutex::new(HashMap::new()) })
+        Arc::new(ScriptedModel {
+            script,
+            cursors: Mutex::new(HashMap::new()),
+        })
     }
 
     fn next(&self, req: &ChatRequest) -> Result<Entry, LlmError> {
         let agent = req.agent_id.as_str();
-        let list = self.script.replies.get(agent).and_then(|s| s.get(&req.skill));
+        let list = self
+            .script
+            .replies
+            .get(agent)
+            .and_then(|s| s.get(&req.skill));
         let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
-        let used = cursors.entry((agent.to_owned(), req.skill.clone())).or_insert(0);
-        let entry = list.and_then(|l| l.get(*used)).cloned().ok_or_else(|| LlmError::ScriptExhausted {
-            agent: agent.to_owned(),
-            skill: req.skill.clone(),
-            used: *used,
-        })?;
+        let used = cursors
+            .entry((agent.to_owned(), req.skill.clone()))
+            .or_insert(0);
+        let entry =
+            list.and_then(|l| l.get(*used))
+                .cloned()
+                .ok_or_else(|| LlmError::ScriptExhausted {
+                    agent: agent.to_owned(),
+                    skill: req.skill.clone(),
+                    used: *used,
+                })?;
         *used += 1;
         Ok(entry)
     }
@@ -141,7 +159,10 @@ impl ChatModel for ScriptedModel {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            let usage = TokenUsage { prompt_tokens, completion_tokens: estimate_tokens(&text) };
+            let usage = TokenUsage {
+                prompt_tokens,
+                completion_tokens: estimate_tokens(&text),
+            };
             Ok(ChatReply { text, usage })
         })
     }
@@ -166,7 +187,10 @@ fn render(text: &str, vars: &HashMap<&str, String>, dry: bool) -> Result<String,
         };
         let name = after[..end].trim();
         if !PLACEHOLDERS.contains(&name) {
-            return Err(format!("unknown placeholder {{{{{name}}}}} (known: {})", PLACEHOLDERS.join(", ")));
+            return Err(format!(
+                "unknown placeholder {{{{{name}}}}} (known: {})",
+                PLACEHOLDERS.join(", ")
+            ));
         }
         if !dry {
             out.push_str(&vars[name]);
@@ -203,7 +227,10 @@ mod tests {
         assert_eq!(r.usage.prompt_tokens, 10);
         assert_eq!(m.chat(req("w", "think")).await.unwrap().text, "second");
         let err = m.chat(req("w", "think")).await.unwrap_err().to_string();
-        assert!(err.contains("no reply left for agent `w` skill `think`"), "{err}");
+        assert!(
+            err.contains("no reply left for agent `w` skill `think`"),
+            "{err}"
+        );
         let err = m.chat(req("x", "planning")).await.unwrap_err().to_string();
         assert!(err.contains("agent `x` skill `planning`"), "{err}");
     }

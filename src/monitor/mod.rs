@@ -20,7 +20,12 @@ pub enum StateKind {
 }
 
 impl StateKind {
-    pub const ALL: [StateKind; 4] = [StateKind::Task, StateKind::Stage, StateKind::Agent, StateKind::Step];
+    pub const ALL: [StateKind; 4] = [
+        StateKind::Task,
+        StateKind::Stage,
+        StateKind::Agent,
+        StateKind::Step,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -57,7 +62,13 @@ impl Monitor {
     /// `buffer` bounds how many events a slow subscriber may fall behind before it lags.
     pub fn new(buffer: usize) -> Self {
         let (tx, _) = broadcast::channel(buffer.max(16));
-        Monitor { inner: Arc::new(Inner { index: DashMap::new(), version: AtomicU64::new(0), tx }) }
+        Monitor {
+            inner: Arc::new(Inner {
+                index: DashMap::new(),
+                version: AtomicU64::new(0),
+                tx,
+            }),
+        }
     }
 
     pub fn publish<T: Serialize>(&self, kind: StateKind, id: &str, state: &T) {
@@ -69,12 +80,21 @@ impl Monitor {
             }
         };
         // Take the version while holding the index entry, so the index never goes backwards.
-        let mut entry = self.inner.index.entry((kind, id.to_owned())).or_insert((0, Value::Null));
+        let mut entry = self
+            .inner
+            .index
+            .entry((kind, id.to_owned()))
+            .or_insert((0, Value::Null));
         let version = self.inner.version.fetch_add(1, Ordering::SeqCst) + 1;
         *entry = (version, state.clone());
         drop(entry);
         // No subscriber is fine: the index still has the state.
-        let _ = self.inner.tx.send(StateEvent { kind, id: id.to_owned(), version, state });
+        let _ = self.inner.tx.send(StateEvent {
+            kind,
+            id: id.to_owned(),
+            version,
+            state,
+        });
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<StateEvent> {
@@ -87,19 +107,30 @@ impl Monitor {
     }
 
     pub fn get(&self, kind: StateKind, id: &str) -> Option<Value> {
-        self.inner.index.get(&(kind, id.to_owned())).map(|e| e.1.clone())
+        self.inner
+            .index
+            .get(&(kind, id.to_owned()))
+            .map(|e| e.1.clone())
     }
 
     /// `{id: state}` for one kind.
     pub fn snapshot(&self, kind: StateKind) -> BTreeMap<String, Value> {
-        self.inner.index.iter().filter(|e| e.key().0 == kind).map(|e| (e.key().1.clone(), e.value().1.clone())).collect()
+        self.inner
+            .index
+            .iter()
+            .filter(|e| e.key().0 == kind)
+            .map(|e| (e.key().1.clone(), e.value().1.clone()))
+            .collect()
     }
 
     /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}`.
     pub fn all(&self) -> Value {
         let mut out = serde_json::Map::new();
         for k in StateKind::ALL {
-            out.insert(k.name().to_owned(), serde_json::to_value(self.snapshot(k)).unwrap_or_default());
+            out.insert(
+                k.name().to_owned(),
+                serde_json::to_value(self.snapshot(k)).unwrap_or_default(),
+            );
         }
         Value::Object(out)
     }

@@ -45,29 +45,47 @@ pub enum SkillError {
 /// Interprets `answer` as the result of `step` (a skill step of `agent`), applying the agent's
 /// local effects. Persistent-memory instructions in the answer are applied when the skill's
 /// own answer is good; a broken memory block is recorded in the result, not fatal.
-pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str, now: NaiveDateTime) -> Result<SkillOutcome, SkillError> {
+pub fn interpret(
+    agent: &mut AgentState,
+    step: &StepState,
+    answer: &str,
+    now: NaiveDateTime,
+) -> Result<SkillOutcome, SkillError> {
     let skill = match step.executor.skill() {
         Some(s) => s,
         None => return Err(SkillError::NoTools(step.executor.to_string())),
     };
     let mut outcome = match skill {
-        Skill::Planning | Skill::Reflection | Skill::Decision => plan::interpret(skill, agent, step, answer)?,
+        Skill::Planning | Skill::Reflection | Skill::Decision => {
+            plan::interpret(skill, agent, step, answer)?
+        }
         Skill::Summary => summary::interpret(step, answer)?,
         Skill::Think | Skill::QuickThink => think::interpret(skill, answer)?,
         Skill::SendMessage => send_message::interpret(agent, step, answer)?,
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
         Skill::TaskManager => task_manager::interpret(answer)?,
-        Skill::AgentManager | Skill::AskInfo | Skill::InstructionGeneration | Skill::ToolDecision => {
+        Skill::AgentManager
+        | Skill::AskInfo
+        | Skill::InstructionGeneration
+        | Skill::ToolDecision => {
             return Err(SkillError::Unsupported(skill));
         }
     };
     match parse::persistent_memory(answer) {
         Ok(ops) if !ops.is_empty() => {
             agent.apply_memory_ops(&ops, now);
-            set(&mut outcome.result, "persistent_memory", serde_json::to_value(&ops).unwrap_or_default());
+            set(
+                &mut outcome.result,
+                "persistent_memory",
+                serde_json::to_value(&ops).unwrap_or_default(),
+            );
         }
         Ok(_) => {}
-        Err(e) => set(&mut outcome.result, "persistent_memory_error", Value::String(e.to_string())),
+        Err(e) => set(
+            &mut outcome.result,
+            "persistent_memory_error",
+            Value::String(e.to_string()),
+        ),
     }
     Ok(outcome)
 }
@@ -82,7 +100,11 @@ fn set(result: &mut Value, key: &str, v: Value) {
 }
 
 fn working(result: Value) -> SkillOutcome {
-    SkillOutcome { result, stage_state: StageAgentState::Working, ..Default::default() }
+    SkillOutcome {
+        result,
+        stage_state: StageAgentState::Working,
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]
@@ -98,13 +120,23 @@ pub(crate) mod test_support {
 
     /// Adds a running step of `skill` in task t / stage s and returns a copy of it.
     pub fn running(a: &mut AgentState, skill: Skill, text: &str) -> StepState {
-        let s = StepState::new("t".into(), StageRef::Stage(StageId::from("s")), a.agent_id.clone(), Executor::Skill(skill), "do it", text);
+        let s = StepState::new(
+            "t".into(),
+            StageRef::Stage(StageId::from("s")),
+            a.agent_id.clone(),
+            Executor::Skill(skill),
+            "do it",
+            text,
+        );
         a.add_steps(vec![s]);
         a.agent_step.start_next().unwrap().clone()
     }
 
     pub fn now() -> chrono::NaiveDateTime {
-        chrono::NaiveDate::from_ymd_opt(2025, 6, 13).unwrap().and_hms_opt(10, 30, 22).unwrap()
+        chrono::NaiveDate::from_ymd_opt(2025, 6, 13)
+            .unwrap()
+            .and_hms_opt(10, 30, 22)
+            .unwrap()
     }
 }
 
@@ -117,8 +149,17 @@ mod tests {
     fn memory_instructions_are_applied_alongside_the_answer() {
         let mut a = agent(&[Skill::Think]);
         let step = running(&mut a, Skill::Think, "");
-        let o = interpret(&mut a, &step, "<think>ok</think><persistent_memory>[{\"add\": \"remember\"}]</persistent_memory>", now()).unwrap();
-        assert_eq!(a.persistent_memory.get("20250613T103022").unwrap(), "remember");
+        let o = interpret(
+            &mut a,
+            &step,
+            "<think>ok</think><persistent_memory>[{\"add\": \"remember\"}]</persistent_memory>",
+            now(),
+        )
+        .unwrap();
+        assert_eq!(
+            a.persistent_memory.get("20250613T103022").unwrap(),
+            "remember"
+        );
         assert!(o.result.get("persistent_memory").is_some());
     }
 
@@ -126,7 +167,13 @@ mod tests {
     fn a_broken_memory_block_is_recorded_not_fatal() {
         let mut a = agent(&[Skill::Think]);
         let step = running(&mut a, Skill::Think, "");
-        let o = interpret(&mut a, &step, "<think>ok</think><persistent_memory>[{\"add\": </persistent_memory>", now()).unwrap();
+        let o = interpret(
+            &mut a,
+            &step,
+            "<think>ok</think><persistent_memory>[{\"add\": </persistent_memory>",
+            now(),
+        )
+        .unwrap();
         assert!(a.persistent_memory.is_empty());
         assert!(o.result.get("persistent_memory_error").is_some());
     }

@@ -6,7 +6,12 @@ use crate::parse::{self, RawPlannedStep};
 use crate::state::{AgentState, Executor, PlannedStep, Skill, StepState};
 use serde_json::json;
 
-pub fn interpret(planner: Skill, agent: &mut AgentState, step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
+pub fn interpret(
+    planner: Skill,
+    agent: &mut AgentState,
+    step: &StepState,
+    answer: &str,
+) -> Result<SkillOutcome, SkillError> {
     let raw = parse::planned_steps(answer)?;
     let asked = raw.len();
     let (mut accepted, rejected) = check_plan(raw, agent, planner);
@@ -34,7 +39,13 @@ pub fn interpret(planner: Skill, agent: &mut AgentState, step: &StepState, answe
     }
     let steps: Vec<StepState> = accepted
         .into_iter()
-        .map(|p| p.into_step(step.task_id.clone(), step.stage_id.clone(), agent.agent_id.clone()))
+        .map(|p| {
+            p.into_step(
+                step.task_id.clone(),
+                step.stage_id.clone(),
+                agent.agent_id.clone(),
+            )
+        })
         .collect();
     if planner == Skill::Decision {
         agent.add_next_steps(steps);
@@ -45,7 +56,11 @@ pub fn interpret(planner: Skill, agent: &mut AgentState, step: &StepState, answe
 }
 
 /// Splits a raw plan into steps the agent may run and reasons for the ones it may not.
-pub fn check_plan(raw: Vec<RawPlannedStep>, agent: &AgentState, planner: Skill) -> (Vec<PlannedStep>, Vec<String>) {
+pub fn check_plan(
+    raw: Vec<RawPlannedStep>,
+    agent: &AgentState,
+    planner: Skill,
+) -> (Vec<PlannedStep>, Vec<String>) {
     let mut ok = Vec::new();
     let mut rejected = Vec::new();
     for (i, r) in raw.into_iter().enumerate() {
@@ -53,10 +68,14 @@ pub fn check_plan(raw: Vec<RawPlannedStep>, agent: &AgentState, planner: Skill) 
             "skill" => match r.executor.parse::<Skill>() {
                 Err(e) => Err(e),
                 Ok(s) if !agent.skills.contains(&s) => Err(format!("the agent has no `{s}` skill")),
-                Ok(s) if !s.plannable_by(planner) => Err(format!("`{s}` may not be planned by {planner}")),
+                Ok(s) if !s.plannable_by(planner) => {
+                    Err(format!("`{s}` may not be planned by {planner}"))
+                }
                 Ok(s) => Ok(Executor::Skill(s)),
             },
-            "tool" if agent.tools.iter().any(|t| t == r.executor.trim()) => Ok(Executor::Tool(r.executor.trim().to_owned())),
+            "tool" if agent.tools.iter().any(|t| t == r.executor.trim()) => {
+                Ok(Executor::Tool(r.executor.trim().to_owned()))
+            }
             "tool" => Err(format!("the agent may not use tool `{}`", r.executor)),
             other => Err(format!("type must be skill or tool, not `{other}`")),
         };
@@ -79,25 +98,47 @@ mod tests {
     ]</planned_step>"#;
 
     fn todo_executors(a: &AgentState) -> Vec<String> {
-        a.agent_step.todo().map(|id| a.agent_step.get(id).unwrap().executor.to_string()).collect()
+        a.agent_step
+            .todo()
+            .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
+            .collect()
     }
 
     #[test]
     fn planning_appends_steps_in_the_same_task_and_stage() {
         let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
         let step = running(&mut a, Skill::Planning, "");
-        a.add_steps(vec![StepState::new("t".into(), step.stage_id.clone(), "w".into(), Executor::Skill(Skill::Think), "old", "")]);
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            step.stage_id.clone(),
+            "w".into(),
+            Executor::Skill(Skill::Think),
+            "old",
+            "",
+        )]);
         let o = interpret(Skill::Planning, &mut a, &step, PLAN).unwrap();
         assert_eq!(todo_executors(&a), ["think", "think", "reflection"]);
         assert_eq!(o.result["planned_step"].as_array().unwrap().len(), 2);
-        assert!(a.agent_step.steps().iter().all(|s| s.stage_id == step.stage_id));
+        assert!(
+            a.agent_step
+                .steps()
+                .iter()
+                .all(|s| s.stage_id == step.stage_id)
+        );
     }
 
     #[test]
     fn decision_inserts_steps_before_pending_ones() {
         let mut a = agent(&[Skill::Decision, Skill::Think, Skill::Reflection]);
         let step = running(&mut a, Skill::Decision, "");
-        a.add_steps(vec![StepState::new("t".into(), step.stage_id.clone(), "w".into(), Executor::Skill(Skill::QuickThink), "old", "")]);
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            step.stage_id.clone(),
+            "w".into(),
+            Executor::Skill(Skill::QuickThink),
+            "old",
+            "",
+        )]);
         interpret(Skill::Decision, &mut a, &step, PLAN).unwrap();
         assert_eq!(todo_executors(&a), ["think", "reflection", "quick_think"]);
     }
@@ -116,7 +157,12 @@ mod tests {
         assert_eq!(todo_executors(&a), ["think"]);
         let rejected = o.result["rejected"].as_array().unwrap();
         assert_eq!(rejected.len(), 3);
-        assert!(rejected[0].as_str().unwrap().contains("may not be planned by planning"));
+        assert!(
+            rejected[0]
+                .as_str()
+                .unwrap()
+                .contains("may not be planned by planning")
+        );
     }
 
     #[test]
@@ -135,7 +181,13 @@ mod tests {
         assert_eq!(todo_executors(&a), ["summary"]);
         let mut b = agent(&[Skill::Reflection, Skill::Summary]);
         let step = running(&mut b, Skill::Reflection, "");
-        let o = interpret(Skill::Reflection, &mut b, &step, "<planned_step>[]</planned_step>").unwrap();
+        let o = interpret(
+            Skill::Reflection,
+            &mut b,
+            &step,
+            "<planned_step>[]</planned_step>",
+        )
+        .unwrap();
         assert_eq!(todo_executors(&b), ["summary"]);
         assert!(o.result["note"].is_string());
     }

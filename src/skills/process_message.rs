@@ -5,12 +5,17 @@ use crate::parse;
 use crate::state::{AgentState, Executor, Skill, StepState};
 use serde_json::json;
 
-pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
+pub fn interpret(
+    agent: &mut AgentState,
+    step: &StepState,
+    answer: &str,
+) -> Result<SkillOutcome, SkillError> {
     let react = parse::react_action(answer)?;
     let digest = parse::process_message_digest(answer);
     let mut result = json!({ "process_message": digest });
     if let Some(r) = react {
-        result["react_action"] = json!({ "step_intention": r.step_intention, "text_content": r.text_content });
+        result["react_action"] =
+            json!({ "step_intention": r.step_intention, "text_content": r.text_content });
         let decision = StepState::new(
             step.task_id.clone(),
             step.stage_id.clone(),
@@ -33,9 +38,19 @@ mod tests {
     fn react_action_inserts_a_decision_step_next() {
         let mut a = agent(&[Skill::ProcessMessage]);
         let step = running(&mut a, Skill::ProcessMessage, "msg");
-        a.add_steps(vec![StepState::new("t".into(), step.stage_id.clone(), "w".into(), Executor::Skill(Skill::Think), "later", "")]);
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            step.stage_id.clone(),
+            "w".into(),
+            Executor::Skill(Skill::Think),
+            "later",
+            "",
+        )]);
         let o = interpret(&mut a, &step, "Noted.\n<react_action>{\"step_intention\": \"act\", \"text_content\": \"do X\"}</react_action>").unwrap();
-        let next = a.agent_step.get(a.agent_step.todo().next().unwrap()).unwrap();
+        let next = a
+            .agent_step
+            .get(a.agent_step.todo().next().unwrap())
+            .unwrap();
         assert_eq!(next.executor, Executor::Skill(Skill::Decision));
         assert_eq!(next.text_content, "do X");
         assert_eq!(o.result["process_message"], "Noted.");

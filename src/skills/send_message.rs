@@ -9,7 +9,11 @@ use crate::parse::{self, SendMessageAnswer};
 use crate::state::{AgentState, Executor, Skill, StepState};
 use serde_json::json;
 
-pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
+pub fn interpret(
+    agent: &mut AgentState,
+    step: &StepState,
+    answer: &str,
+) -> Result<SkillOutcome, SkillError> {
     match parse::send_message(answer)? {
         SendMessageAnswer::GetMoreInfo(req) => {
             let decision = StepState::new(
@@ -29,7 +33,9 @@ pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str) -> Resu
                 step.text_content.clone(),
             );
             agent.add_next_steps(vec![decision, again]);
-            Ok(working(json!({ "get_more_info": { "step_intention": req.step_intention, "text_content": req.text_content } })))
+            Ok(working(
+                json!({ "get_more_info": { "step_intention": req.step_intention, "text_content": req.text_content } }),
+            ))
         }
         SendMessageAnswer::Send(draft) => {
             let mut receiver = Vec::new();
@@ -39,10 +45,14 @@ pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str) -> Resu
                 }
             }
             if receiver.is_empty() {
-                return Err(SkillError::Invalid("<send_message> names no receiver".into()));
+                return Err(SkillError::Invalid(
+                    "<send_message> names no receiver".into(),
+                ));
             }
             if receiver.contains(&agent.agent_id) {
-                return Err(SkillError::Invalid("an agent cannot send a message to itself".into()));
+                return Err(SkillError::Invalid(
+                    "an agent cannot send a message to itself".into(),
+                ));
             }
             // Models often copy a stage id wrongly; a message about a stage belongs to the
             // stage of the step that sends it.
@@ -50,7 +60,12 @@ pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str) -> Resu
                 StageRef::NoRelative => StageRef::NoRelative,
                 StageRef::Stage(_) => step.stage_id.clone(),
             };
-            let waiting = draft.waiting.then(|| receiver.iter().map(|_| WaitId::random()).collect::<Vec<_>>());
+            let waiting = draft.waiting.then(|| {
+                receiver
+                    .iter()
+                    .map(|_| WaitId::random())
+                    .collect::<Vec<_>>()
+            });
             if let Some(w) = &waiting {
                 agent.step_lock.extend(w.iter().cloned());
             }
@@ -65,7 +80,10 @@ pub fn interpret(agent: &mut AgentState, step: &StepState, answer: &str) -> Resu
                 waiting,
                 return_waiting_id: parse::return_waiting_id(&step.text_content),
             };
-            Ok(SkillOutcome { send_message: Some(message.clone()), ..working(json!({ "send_message": message })) })
+            Ok(SkillOutcome {
+                send_message: Some(message.clone()),
+                ..working(json!({ "send_message": message }))
+            })
         }
     }
 }
@@ -91,7 +109,11 @@ mod tests {
     #[test]
     fn a_reply_returns_the_wait_id_from_the_step_text() {
         let mut a = agent(&[Skill::SendMessage]);
-        let step = running(&mut a, Skill::SendMessage, "q?\n\n<return_waiting_id>w-1</return_waiting_id>");
+        let step = running(
+            &mut a,
+            Skill::SendMessage,
+            "q?\n\n<return_waiting_id>w-1</return_waiting_id>",
+        );
         let o = interpret(&mut a, &step, r#"<send_message>{"receiver": "x", "message": "a", "stage_relative": "no_relative", "need_reply": false, "waiting": false}</send_message>"#).unwrap();
         let m = o.send_message.unwrap();
         assert_eq!(m.return_waiting_id, Some(WaitId::from("w-1")));
@@ -105,7 +127,11 @@ mod tests {
         let step = running(&mut a, Skill::SendMessage, "tell them the total");
         let o = interpret(&mut a, &step, r#"<get_more_info>{"step_intention": "find total", "text_content": "sum it"}</get_more_info>"#).unwrap();
         assert!(o.send_message.is_none());
-        let todo: Vec<_> = a.agent_step.todo().map(|id| a.agent_step.get(id).unwrap().clone()).collect();
+        let todo: Vec<_> = a
+            .agent_step
+            .todo()
+            .map(|id| a.agent_step.get(id).unwrap().clone())
+            .collect();
         assert_eq!(todo[0].executor, Executor::Skill(Skill::Decision));
         assert_eq!(todo[1].executor, Executor::Skill(Skill::SendMessage));
         assert_eq!(todo[1].text_content, "tell them the total");
@@ -115,7 +141,21 @@ mod tests {
     fn no_receiver_or_self_is_refused() {
         let mut a = agent(&[Skill::SendMessage]);
         let step = running(&mut a, Skill::SendMessage, "");
-        assert!(interpret(&mut a, &step, r#"<send_message>{"receiver": [], "message": "a"}</send_message>"#).is_err());
-        assert!(interpret(&mut a, &step, r#"<send_message>{"receiver": ["w"], "message": "a"}</send_message>"#).is_err());
+        assert!(
+            interpret(
+                &mut a,
+                &step,
+                r#"<send_message>{"receiver": [], "message": "a"}</send_message>"#
+            )
+            .is_err()
+        );
+        assert!(
+            interpret(
+                &mut a,
+                &step,
+                r#"<send_message>{"receiver": ["w"], "message": "a"}</send_message>"#
+            )
+            .is_err()
+        );
     }
 }

@@ -8,7 +8,9 @@ use serde_json::json;
 
 pub fn interpret(step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
     if step.stage_id.stage().is_none() {
-        return Err(SkillError::Invalid("a summary closes a stage, but this step belongs to no stage".into()));
+        return Err(SkillError::Invalid(
+            "a summary closes a stage, but this step belongs to no stage".into(),
+        ));
     }
     let summary = parse::completion_summary(answer)?;
     Ok(SkillOutcome {
@@ -29,7 +31,11 @@ mod tests {
     fn summary_finishes_the_agent_in_its_stage() {
         let mut a = agent(&[Skill::Summary]);
         let step = running(&mut a, Skill::Summary, "");
-        let o = interpret(&step, "Done.\n<completion_summary>wrote the draft</completion_summary>").unwrap();
+        let o = interpret(
+            &step,
+            "Done.\n<completion_summary>wrote the draft</completion_summary>",
+        )
+        .unwrap();
         assert_eq!(o.completion.as_deref(), Some("wrote the draft"));
         assert_eq!(o.stage_state, StageAgentState::Finished);
     }

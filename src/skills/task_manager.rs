@@ -9,9 +9,16 @@ use serde_json::json;
 
 pub fn interpret(answer: &str) -> Result<SkillOutcome, SkillError> {
     let mut instruction = parse::task_instruction(answer)?;
-    if let TaskInstruction::AddTask { task_id, task_name, task_intention } = &mut instruction {
+    if let TaskInstruction::AddTask {
+        task_id,
+        task_name,
+        task_intention,
+    } = &mut instruction
+    {
         if task_intention.trim().is_empty() {
-            return Err(SkillError::Invalid("add_task needs a task_intention".into()));
+            return Err(SkillError::Invalid(
+                "add_task needs a task_intention".into(),
+            ));
         }
         // Never trust a model-made id for a new task: it could collide with an existing one.
         *task_id = TaskId::random();
@@ -24,7 +31,10 @@ pub fn interpret(answer: &str) -> Result<SkillOutcome, SkillError> {
             return Err(SkillError::Invalid("add_stage lists no stages".into()));
         }
     }
-    Ok(SkillOutcome { task_instruction: Some(instruction.clone()), ..working(json!({ "task_instruction": instruction })) })
+    Ok(SkillOutcome {
+        task_instruction: Some(instruction.clone()),
+        ..working(json!({ "task_instruction": instruction }))
+    })
 }
 
 #[cfg(test)]
@@ -35,7 +45,9 @@ mod tests {
     fn add_task_gets_a_fresh_id_and_a_name() {
         let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#).unwrap();
         match o.task_instruction.unwrap() {
-            TaskInstruction::AddTask { task_id, task_name, .. } => {
+            TaskInstruction::AddTask {
+                task_id, task_name, ..
+            } => {
                 assert_ne!(task_id.as_str(), "t1");
                 assert_eq!(task_name, "write a poem");
             }
@@ -47,6 +59,8 @@ mod tests {
     #[test]
     fn empty_stage_lists_and_unknown_actions_fail() {
         assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#).is_err());
-        assert!(interpret(r#"<task_instruction>{"action": "explode"}</task_instruction>"#).is_err());
+        assert!(
+            interpret(r#"<task_instruction>{"action": "explode"}</task_instruction>"#).is_err()
+        );
     }
 }

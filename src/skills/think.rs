@@ -19,8 +19,16 @@ mod tests {
 
     #[test]
     fn think_and_quick_think_read_their_own_tags() {
-        assert_eq!(interpret(Skill::Think, "<think>a</think>").unwrap().result["think"], "a");
-        assert_eq!(interpret(Skill::QuickThink, "<quick_think>b</quick_think>").unwrap().result["quick_think"], "b");
+        assert_eq!(
+            interpret(Skill::Think, "<think>a</think>").unwrap().result["think"],
+            "a"
+        );
+        assert_eq!(
+            interpret(Skill::QuickThink, "<quick_think>b</quick_think>")
+                .unwrap()
+                .result["quick_think"],
+            "b"
+        );
         assert!(interpret(Skill::QuickThink, "<think>a</think>").is_err());
     }
 }

@@ -147,7 +147,9 @@ impl AgentState {
     /// Whether a step's task and stage are still held in working memory (false once the stage
     /// or task was finished while the step ran).
     pub fn holds(&self, task: &TaskId, stage: &StageRef) -> bool {
-        self.working_memory.get(task).is_some_and(|t| t.contains_key(stage))
+        self.working_memory
+            .get(task)
+            .is_some_and(|t| t.contains_key(stage))
     }
 
     /// Frees one wait id; false when the id was not held (a late or duplicate reply).
@@ -168,7 +170,8 @@ impl AgentState {
                     while self.persistent_memory.contains_key(&memory_key(t)) {
                         t += chrono::Duration::seconds(1);
                     }
-                    self.persistent_memory.insert(memory_key(t), demote_headings(text));
+                    self.persistent_memory
+                        .insert(memory_key(t), demote_headings(text));
                 }
                 MemoryOp::Delete(key) => {
                     self.persistent_memory.remove(key.trim());
@@ -213,7 +216,10 @@ mod tests {
     use chrono::NaiveDate;
 
     fn at(h: u32, m: u32, s: u32) -> NaiveDateTime {
-        NaiveDate::from_ymd_opt(2025, 6, 13).unwrap().and_hms_opt(h, m, s).unwrap()
+        NaiveDate::from_ymd_opt(2025, 6, 13)
+            .unwrap()
+            .and_hms_opt(h, m, s)
+            .unwrap()
     }
 
     fn agent() -> AgentState {
@@ -221,13 +227,23 @@ mod tests {
     }
 
     fn step(task: &str, stage: StageRef) -> StepState {
-        StepState::new(task.into(), stage, "a".into(), Executor::Skill(Skill::Think), "i", "")
+        StepState::new(
+            task.into(),
+            stage,
+            "a".into(),
+            Executor::Skill(Skill::Think),
+            "i",
+            "",
+        )
     }
 
     #[test]
     fn memory_add_uses_timestamp_keys_and_delete_removes() {
         let mut a = agent();
-        a.apply_memory_ops(&[MemoryOp::Add("one".into()), MemoryOp::Add("two".into())], at(10, 30, 22));
+        a.apply_memory_ops(
+            &[MemoryOp::Add("one".into()), MemoryOp::Add("two".into())],
+            at(10, 30, 22),
+        );
         assert_eq!(a.persistent_memory.get("20250613T103022").unwrap(), "one");
         assert_eq!(a.persistent_memory.get("20250613T103023").unwrap(), "two");
         a.apply_memory_ops(&[MemoryOp::Delete("20250613T103022".into())], at(11, 0, 0));
@@ -239,7 +255,12 @@ mod tests {
     #[test]
     fn memory_text_keeps_only_level_three_headings_and_below() {
         let mut a = agent();
-        a.apply_memory_ops(&[MemoryOp::Add("# Top\n## Sub\n### ok\n#### deep\n#tag".into())], at(1, 0, 0));
+        a.apply_memory_ops(
+            &[MemoryOp::Add(
+                "# Top\n## Sub\n### ok\n#### deep\n#tag".into(),
+            )],
+            at(1, 0, 0),
+        );
         let v = a.persistent_memory.values().next().unwrap();
         assert_eq!(v, "### Top\n### Sub\n### ok\n#### deep\n#tag");
     }
@@ -274,6 +295,9 @@ mod tests {
         assert!(a.release_wait(&"w2".into()));
         assert_eq!(a.derive_working_state(), WorkingState::Working);
         a.agent_step.start_next();
-        assert_eq!(a.agent_step.running().unwrap().execution_state, StepExecutionState::Running);
+        assert_eq!(
+            a.agent_step.running().unwrap().execution_state,
+            StepExecutionState::Running
+        );
     }
 }

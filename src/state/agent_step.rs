@@ -36,7 +36,9 @@ impl AgentStep {
 
     /// The step now running, if any.
     pub fn running(&self) -> Option<&StepState> {
-        self.step_list.iter().find(|s| s.execution_state == StepExecutionState::Running)
+        self.step_list
+            .iter()
+            .find(|s| s.execution_state == StepExecutionState::Running)
     }
 
     /// Appends steps at the end of the queue, in order.
@@ -75,9 +77,12 @@ impl AgentStep {
                 && stage.is_none_or(|st| &s.stage_id == st)
                 && s.execution_state != StepExecutionState::Running
         };
-        let (dropped, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.step_list).into_iter().partition(hit);
+        let (dropped, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.step_list)
+            .into_iter()
+            .partition(hit);
         self.step_list = kept;
-        self.todo.retain(|id| !dropped.iter().any(|d| &d.step_id == id));
+        self.todo
+            .retain(|id| !dropped.iter().any(|d| &d.step_id == id));
         dropped
     }
 
@@ -101,7 +106,11 @@ impl Serialize for AgentStep {
             step_list: Vec<&'a StepId>,
             todo: &'a VecDeque<StepId>,
         }
-        Ids { step_list: self.step_list.iter().map(|s| &s.step_id).collect(), todo: &self.todo }.serialize(s)
+        Ids {
+            step_list: self.step_list.iter().map(|s| &s.step_id).collect(),
+            todo: &self.todo,
+        }
+        .serialize(s)
     }
 }
 
@@ -127,7 +136,9 @@ mod tests {
     }
 
     fn todo(a: &AgentStep) -> Vec<String> {
-        a.todo().map(|id| a.get(id).unwrap().step_intention.clone()).collect()
+        a.todo()
+            .map(|id| a.get(id).unwrap().step_intention.clone())
+            .collect()
     }
 
     #[test]
@@ -165,7 +176,10 @@ mod tests {
         let mut a = AgentStep::default();
         a.add_steps(vec![step("1", "s"), step("2", "s"), step("o", "other")]);
         a.start_next();
-        let dropped = a.drop_steps(&TaskId::from("t"), Some(&StageRef::Stage(StageId::from("s"))));
+        let dropped = a.drop_steps(
+            &TaskId::from("t"),
+            Some(&StageRef::Stage(StageId::from("s"))),
+        );
         assert_eq!(dropped.len(), 1);
         assert_eq!(dropped[0].step_intention, "2");
         assert_eq!(order(&a), ["1", "o"]);

@@ -35,7 +35,10 @@ pub enum StepExecutionState {
 
 impl StepExecutionState {
     pub fn is_over(self) -> bool {
-        matches!(self, StepExecutionState::Finished | StepExecutionState::Failed)
+        matches!(
+            self,
+            StepExecutionState::Finished | StepExecutionState::Failed
+        )
     }
 }
 
@@ -70,4 +73,9 @@ macro_rules! display_as_serde {
         }
     )*};
 }
-display_as_serde!(ExecutionState, StepExecutionState, WorkingState, StageAgentState);
+display_as_serde!(
+    ExecutionState,
+    StepExecutionState,
+    WorkingState,
+    StageAgentState
+);

@@ -126,8 +126,13 @@ mod tests {
     fn executor_serializes_as_type_and_executor_fields() {
         let e = Executor::Skill(Skill::QuickThink);
         let v = serde_json::to_value(&e).unwrap();
-        assert_eq!(v, serde_json::json!({"type": "skill", "executor": "quick_think"}));
-        let t: Executor = serde_json::from_value(serde_json::json!({"type": "tool", "executor": "workspace"})).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "skill", "executor": "quick_think"})
+        );
+        let t: Executor =
+            serde_json::from_value(serde_json::json!({"type": "tool", "executor": "workspace"}))
+                .unwrap();
         assert_eq!(t, Executor::Tool("workspace".into()));
     }
 
@@ -135,7 +140,10 @@ mod tests {
     fn skill_names_round_trip() {
         for s in Skill::ALL {
             assert_eq!(s.name().parse::<Skill>().unwrap(), s);
-            assert_eq!(serde_json::to_value(s).unwrap(), serde_json::json!(s.name()));
+            assert_eq!(
+                serde_json::to_value(s).unwrap(),
+                serde_json::json!(s.name())
+            );
         }
         assert!("dance".parse::<Skill>().is_err());
     }

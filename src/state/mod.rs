@@ -10,8 +10,8 @@ mod step;
 mod task;
 
 pub use agent::{
-    AgentState, ConversationPool, HumanConfig, LlmSettings, MemoryOp, PrivateMessage, WorkingMemory,
-    memory_key,
+    AgentState, ConversationPool, HumanConfig, LlmSettings, MemoryOp, PrivateMessage,
+    WorkingMemory, memory_key,
 };
 pub use agent_step::AgentStep;
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};

@@ -18,8 +18,15 @@ pub struct StageState {
 }
 
 impl StageState {
-    pub fn new(task_id: TaskId, stage_intention: String, agent_allocation: BTreeMap<AgentId, String>) -> Self {
-        let every_agent_state = agent_allocation.keys().map(|a| (a.clone(), StageAgentState::Idle)).collect();
+    pub fn new(
+        task_id: TaskId,
+        stage_intention: String,
+        agent_allocation: BTreeMap<AgentId, String>,
+    ) -> Self {
+        let every_agent_state = agent_allocation
+            .keys()
+            .map(|a| (a.clone(), StageAgentState::Idle))
+            .collect();
         StageState {
             task_id,
             stage_id: StageId::random(),
@@ -36,7 +43,9 @@ impl StageState {
     /// A finished agent stays finished unless it failed afterwards.
     pub fn set_agent_state(&mut self, agent: &AgentId, state: StageAgentState) -> bool {
         match self.every_agent_state.get_mut(agent) {
-            Some(s) if *s == StageAgentState::Finished && state == StageAgentState::Working => false,
+            Some(s) if *s == StageAgentState::Finished && state == StageAgentState::Working => {
+                false
+            }
             Some(s) => {
                 *s = state;
                 true
@@ -53,13 +62,17 @@ impl StageState {
         }
         let was_complete = self.is_complete();
         self.completion_summary.insert(agent.clone(), summary);
-        self.every_agent_state.insert(agent.clone(), StageAgentState::Finished);
+        self.every_agent_state
+            .insert(agent.clone(), StageAgentState::Finished);
         !was_complete && self.is_complete()
     }
 
     pub fn is_complete(&self) -> bool {
         !self.agent_allocation.is_empty()
-            && self.agent_allocation.keys().all(|a| self.completion_summary.contains_key(a))
+            && self
+                .agent_allocation
+                .keys()
+                .all(|a| self.completion_summary.contains_key(a))
     }
 }
 
@@ -68,7 +81,9 @@ mod tests {
     use super::*;
 
     fn stage() -> StageState {
-        let alloc = [("a".into(), "do A".into()), ("b".into(), "do B".into())].into_iter().collect();
+        let alloc = [("a".into(), "do A".into()), ("b".into(), "do B".into())]
+            .into_iter()
+            .collect();
         StageState::new("t".into(), "goal".into(), alloc)
     }
 
@@ -79,7 +94,10 @@ mod tests {
         assert!(!s.record_completion(&"stranger".into(), "x".into()));
         assert!(s.record_completion(&"b".into(), "done b".into()));
         assert!(!s.record_completion(&"b".into(), "again".into()));
-        assert_eq!(s.every_agent_state[&AgentId::from("a")], StageAgentState::Finished);
+        assert_eq!(
+            s.every_agent_state[&AgentId::from("a")],
+            StageAgentState::Finished
+        );
     }
 
     #[test]

@@ -87,12 +87,27 @@ pub struct PlannedStep {
 }
 
 impl PlannedStep {
-    pub fn new(executor: Executor, step_intention: impl Into<String>, text: impl Into<String>) -> Self {
-        PlannedStep { step_intention: step_intention.into(), executor, text_content: text.into() }
+    pub fn new(
+        executor: Executor,
+        step_intention: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        PlannedStep {
+            step_intention: step_intention.into(),
+            executor,
+            text_content: text.into(),
+        }
     }
 
     /// Gives the plan a place: the task and stage of the step that planned it, and ids.
     pub fn into_step(self, task_id: TaskId, stage_id: StageRef, agent_id: AgentId) -> StepState {
-        StepState::new(task_id, stage_id, agent_id, self.executor, self.step_intention, self.text_content)
+        StepState::new(
+            task_id,
+            stage_id,
+            agent_id,
+            self.executor,
+            self.step_intention,
+            self.text_content,
+        )
     }
 }

@@ -41,7 +41,12 @@ pub struct TaskState {
 }
 
 impl TaskState {
-    pub fn new(task_id: TaskId, task_name: String, task_intention: String, manager: AgentId) -> Self {
+    pub fn new(
+        task_id: TaskId,
+        task_name: String,
+        task_intention: String,
+        manager: AgentId,
+    ) -> Self {
         TaskState {
             task_id,
             task_name,

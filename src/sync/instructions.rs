@@ -7,11 +7,17 @@ use crate::message::{Instruction, Message, StagePlan, TaskInstruction, TaskOutco
 use crate::state::{ExecutionState, StageState, TaskState};
 
 impl SyncCore {
-    pub(super) fn check_instruction(&self, agent: &AgentId, i: &TaskInstruction) -> Result<(), SyncError> {
+    pub(super) fn check_instruction(
+        &self,
+        agent: &AgentId,
+        i: &TaskInstruction,
+    ) -> Result<(), SyncError> {
         match i {
             TaskInstruction::AddTask { task_id, .. } => {
                 if self.tasks.contains_key(task_id) {
-                    return Err(SyncError::Invalid(format!("task `{task_id}` exists already")));
+                    return Err(SyncError::Invalid(format!(
+                        "task `{task_id}` exists already"
+                    )));
                 }
                 Ok(())
             }
@@ -23,29 +29,51 @@ impl SyncCore {
                 self.managed_open_task(agent, task_id)?;
                 let s = self.stage_of(task_id, stage_id)?;
                 if s.execution_state != ExecutionState::Running {
-                    return Err(SyncError::StageNotRunning { stage: stage_id.clone(), state: s.execution_state });
+                    return Err(SyncError::StageNotRunning {
+                        stage: stage_id.clone(),
+                        state: s.execution_state,
+                    });
                 }
                 Ok(())
             }
-            TaskInstruction::FinishTask { task_id, .. } => self.managed_open_task(agent, task_id).map(|_| ()),
-            TaskInstruction::RetryStage { task_id, stage_id, agent_allocation, stage_intention } => {
+            TaskInstruction::FinishTask { task_id, .. } => {
+                self.managed_open_task(agent, task_id).map(|_| ())
+            }
+            TaskInstruction::RetryStage {
+                task_id,
+                stage_id,
+                agent_allocation,
+                stage_intention,
+            } => {
                 self.managed_open_task(agent, task_id)?;
                 let old = self.stage_of(task_id, stage_id)?;
                 self.check_plan(&StagePlan {
-                    stage_intention: stage_intention.clone().unwrap_or_else(|| old.stage_intention.clone()),
+                    stage_intention: stage_intention
+                        .clone()
+                        .unwrap_or_else(|| old.stage_intention.clone()),
                     agent_allocation: agent_allocation.clone(),
                 })
             }
         }
     }
 
-    fn managed_open_task(&self, agent: &AgentId, task_id: &TaskId) -> Result<&TaskState, SyncError> {
+    fn managed_open_task(
+        &self,
+        agent: &AgentId,
+        task_id: &TaskId,
+    ) -> Result<&TaskState, SyncError> {
         if task_id == &self.base_task {
             return Err(SyncError::BaseTask);
         }
-        let t = self.tasks.get(task_id).ok_or_else(|| SyncError::UnknownTask(task_id.clone()))?;
+        let t = self
+            .tasks
+            .get(task_id)
+            .ok_or_else(|| SyncError::UnknownTask(task_id.clone()))?;
         if &t.task_manager != agent {
-            return Err(SyncError::NotManager { agent: agent.clone(), task: task_id.clone() });
+            return Err(SyncError::NotManager {
+                agent: agent.clone(),
+                task: task_id.clone(),
+            });
         }
         if t.execution_state.is_over() {
             return Err(SyncError::TaskOver(task_id.clone(), t.execution_state));
@@ -57,12 +85,18 @@ impl SyncCore {
         self.stages
             .get(stage_id)
             .filter(|s| &s.task_id == task_id)
-            .ok_or_else(|| SyncError::UnknownStage { task: task_id.clone(), stage: stage_id.clone() })
+            .ok_or_else(|| SyncError::UnknownStage {
+                task: task_id.clone(),
+                stage: stage_id.clone(),
+            })
     }
 
     fn check_plan(&self, s: &StagePlan) -> Result<(), SyncError> {
         if s.agent_allocation.is_empty() {
-            return Err(SyncError::Invalid(format!("stage \"{}\" allocates no agent", s.stage_intention)));
+            return Err(SyncError::Invalid(format!(
+                "stage \"{}\" allocates no agent",
+                s.stage_intention
+            )));
         }
         match s.agent_allocation.keys().find(|a| !self.knows(a)) {
             Some(a) => Err(SyncError::UnknownAgent(a.clone())),
@@ -71,17 +105,33 @@ impl SyncCore {
     }
 
     /// Carries out an instruction that `check_instruction` accepted.
-    pub(super) fn run_instruction(&mut self, agent: &AgentId, i: &TaskInstruction, applied: &mut Applied) {
+    pub(super) fn run_instruction(
+        &mut self,
+        agent: &AgentId,
+        i: &TaskInstruction,
+        applied: &mut Applied,
+    ) {
         match i.clone() {
-            TaskInstruction::AddTask { task_id, task_name, task_intention } => {
-                let task = TaskState::new(task_id.clone(), task_name, task_intention, agent.clone());
-                applied.messages.push(notices::task_created(&task, &self.roster));
+            TaskInstruction::AddTask {
+                task_id,
+                task_name,
+                task_intention,
+            } => {
+                let task =
+                    TaskState::new(task_id.clone(), task_name, task_intention, agent.clone());
+                applied
+                    .messages
+                    .push(notices::task_created(&task, &self.roster));
                 self.tasks.insert(task_id.clone(), task);
                 applied.tasks.insert(task_id);
             }
             TaskInstruction::AddStage { task_id, stages } => {
                 for plan in stages {
-                    let stage = StageState::new(task_id.clone(), plan.stage_intention, plan.agent_allocation);
+                    let stage = StageState::new(
+                        task_id.clone(),
+                        plan.stage_intention,
+                        plan.agent_allocation,
+                    );
                     let task = self.tasks.get_mut(&task_id).expect("checked");
                     task.join(stage.agent_allocation.keys().cloned());
                     task.stage_list.push(stage.stage_id.clone());
@@ -98,10 +148,16 @@ impl SyncCore {
                 stage.execution_state = ExecutionState::Finished;
                 let agents: Vec<AgentId> = stage.agent_allocation.keys().cloned().collect();
                 applied.stages.insert(stage_id.clone());
-                applied.messages.push(finish_stage_message(&task_id, &stage_id, agents));
+                applied
+                    .messages
+                    .push(finish_stage_message(&task_id, &stage_id, agents));
                 self.start_next_stage(&task_id, applied);
             }
-            TaskInstruction::FinishTask { task_id, task_summary, outcome } => {
+            TaskInstruction::FinishTask {
+                task_id,
+                task_summary,
+                outcome,
+            } => {
                 for sid in self.tasks[&task_id].stage_list.clone() {
                     let s = self.stages.get_mut(&sid).expect("stage of task");
                     if !s.execution_state.is_over() {
@@ -120,11 +176,18 @@ impl SyncCore {
                     AgentId::from(crate::message::TASK_STATE_SENDER),
                     task.task_group.clone(),
                     StageRef::NoRelative,
-                    &Instruction::FinishTask { task_id: task_id.clone() },
+                    &Instruction::FinishTask {
+                        task_id: task_id.clone(),
+                    },
                 ));
                 applied.tasks.insert(task_id);
             }
-            TaskInstruction::RetryStage { task_id, stage_id, stage_intention, agent_allocation } => {
+            TaskInstruction::RetryStage {
+                task_id,
+                stage_id,
+                stage_intention,
+                agent_allocation,
+            } => {
                 let old = self.stages.get_mut(&stage_id).expect("checked");
                 let was_running = old.execution_state == ExecutionState::Running;
                 old.execution_state = ExecutionState::Failed;
@@ -134,12 +197,18 @@ impl SyncCore {
                 let new_id = new.stage_id.clone();
                 let task = self.tasks.get_mut(&task_id).expect("checked");
                 task.join(new.agent_allocation.keys().cloned());
-                let at = task.stage_list.iter().position(|s| s == &stage_id).map_or(task.stage_list.len(), |i| i + 1);
+                let at = task
+                    .stage_list
+                    .iter()
+                    .position(|s| s == &stage_id)
+                    .map_or(task.stage_list.len(), |i| i + 1);
                 task.stage_list.insert(at, new_id.clone());
                 self.stages.insert(new_id.clone(), new);
                 applied.stages.extend([stage_id.clone(), new_id]);
                 applied.tasks.insert(task_id.clone());
-                applied.messages.push(finish_stage_message(&task_id, &stage_id, old_agents));
+                applied
+                    .messages
+                    .push(finish_stage_message(&task_id, &stage_id, old_agents));
                 if was_running || !self.has_running_stage(&task_id) {
                     self.start_next_stage(&task_id, applied);
                 }
@@ -148,16 +217,26 @@ impl SyncCore {
     }
 
     fn has_running_stage(&self, task: &TaskId) -> bool {
-        self.tasks[task].stage_list.iter().any(|s| self.stages[s].execution_state == ExecutionState::Running)
+        self.tasks[task]
+            .stage_list
+            .iter()
+            .any(|s| self.stages[s].execution_state == ExecutionState::Running)
     }
 
     /// Starts the first stage not yet started; with none left, asks the manager to judge the task.
     fn start_next_stage(&mut self, task_id: &TaskId, applied: &mut Applied) {
         let task = self.tasks.get_mut(task_id).expect("task");
-        let next = task.stage_list.iter().find(|s| self.stages[*s].execution_state == ExecutionState::Init).cloned();
+        let next = task
+            .stage_list
+            .iter()
+            .find(|s| self.stages[*s].execution_state == ExecutionState::Init)
+            .cloned();
         applied.tasks.insert(task_id.clone());
         let Some(next) = next else {
-            applied.messages.push(notices::judge_task(task, task.stage_list.iter().map(|s| &self.stages[s])));
+            applied.messages.push(notices::judge_task(
+                task,
+                task.stage_list.iter().map(|s| &self.stages[s]),
+            ));
             return;
         };
         task.execution_state = ExecutionState::Running;
@@ -188,6 +267,8 @@ fn finish_stage_message(task: &TaskId, stage: &StageId, agents: Vec<AgentId>) ->
         AgentId::from(crate::message::TASK_STATE_SENDER),
         agents,
         StageRef::Stage(stage.clone()),
-        &Instruction::FinishStage { stage_id: stage.clone() },
+        &Instruction::FinishStage {
+            stage_id: stage.clone(),
+        },
     )
 }

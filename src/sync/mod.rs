@@ -25,7 +25,10 @@ pub enum SyncError {
     #[error("the base task never finishes and has no stages")]
     BaseTask,
     #[error("stage `{stage}` is {state}, not running")]
-    StageNotRunning { stage: StageId, state: ExecutionState },
+    StageNotRunning {
+        stage: StageId,
+        state: ExecutionState,
+    },
     #[error("{0}")]
     Invalid(String),
 }
@@ -56,7 +59,10 @@ impl SyncCore {
     /// Creates the base task, run by the first manager, with every manager in its group.
     pub fn new(roster: Vec<Member>, managers: &[AgentId]) -> Self {
         let base_task = TaskId::random();
-        let first = managers.first().cloned().unwrap_or_else(|| AgentId::from("[nobody]"));
+        let first = managers
+            .first()
+            .cloned()
+            .unwrap_or_else(|| AgentId::from("[nobody]"));
         let mut base = TaskState::new(
             base_task.clone(),
             "MAS base task".into(),
@@ -65,7 +71,12 @@ impl SyncCore {
         );
         base.join(managers.iter().cloned());
         base.execution_state = ExecutionState::Running;
-        SyncCore { tasks: [(base_task.clone(), base)].into(), stages: BTreeMap::new(), roster, base_task }
+        SyncCore {
+            tasks: [(base_task.clone(), base)].into(),
+            stages: BTreeMap::new(),
+            roster,
+            base_task,
+        }
     }
 
     pub fn base_task(&self) -> &TaskId {
@@ -95,7 +106,10 @@ impl SyncCore {
     /// Applies one step's output. Everything that can be refused is checked before anything
     /// changes, so a refused output changes nothing.
     pub fn apply(&mut self, out: &ExecuteOutput, now: &str) -> Result<Applied, SyncError> {
-        let agent = out.agent_id.clone().unwrap_or_else(|| AgentId::from("[unknown]"));
+        let agent = out
+            .agent_id
+            .clone()
+            .unwrap_or_else(|| AgentId::from("[unknown]"));
         if let Some(m) = &out.send_message {
             self.check_message(m)?;
         }
@@ -111,7 +125,11 @@ impl SyncCore {
             }
         }
         if let Some(u) = &out.update_stage_agent_state {
-            if let Some(s) = self.stages.get_mut(&u.stage_id).filter(|s| s.execution_state == ExecutionState::Running) {
+            if let Some(s) = self
+                .stages
+                .get_mut(&u.stage_id)
+                .filter(|s| s.execution_state == ExecutionState::Running)
+            {
                 if s.set_agent_state(&u.agent_id, u.state) {
                     applied.stages.insert(u.stage_id.clone());
                 }
@@ -144,7 +162,10 @@ impl SyncCore {
     /// A message from outside the team's steps (the operator's goal): checked, then routed.
     pub fn submit(&mut self, m: Message) -> Result<Applied, SyncError> {
         self.check_message(&m)?;
-        Ok(Applied { messages: vec![m], ..Default::default() })
+        Ok(Applied {
+            messages: vec![m],
+            ..Default::default()
+        })
     }
 
     fn check_message(&self, m: &Message) -> Result<(), SyncError> {
@@ -157,14 +178,21 @@ impl SyncCore {
         if let Some(r) = m.receiver.iter().find(|r| !self.knows(r)) {
             return Err(SyncError::UnknownAgent(r.clone()));
         }
-        if m.waiting.as_ref().is_some_and(|w| w.len() != m.receiver.len()) {
-            return Err(SyncError::Invalid("a waiting message needs one wait id per receiver".into()));
+        if m.waiting
+            .as_ref()
+            .is_some_and(|w| w.len() != m.receiver.len())
+        {
+            return Err(SyncError::Invalid(
+                "a waiting message needs one wait id per receiver".into(),
+            ));
         }
         Ok(())
     }
 
     fn record_completion(&mut self, c: &crate::message::CompletionUpdate, applied: &mut Applied) {
-        let Some(stage) = self.stages.get_mut(&c.stage_id) else { return };
+        let Some(stage) = self.stages.get_mut(&c.stage_id) else {
+            return;
+        };
         if stage.execution_state != ExecutionState::Running {
             return;
         }
@@ -180,7 +208,10 @@ impl SyncCore {
     /// Appends a delivered message to its task's conversation pool.
     pub fn record_delivery(&mut self, m: Message, now: &str) -> Option<TaskId> {
         let t = self.tasks.get_mut(&m.task_id)?;
-        t.shared_conversation_pool.push(ConversationEntry { timestamp: now.to_owned(), message: m });
+        t.shared_conversation_pool.push(ConversationEntry {
+            timestamp: now.to_owned(),
+            message: m,
+        });
         Some(t.task_id.clone())
     }
 }

@@ -7,11 +7,21 @@ use crate::message::{Message, TASK_STATE_SENDER};
 use crate::state::{StageState, TaskState};
 
 fn from_task(task: &TaskState, stage: StageRef, text: String) -> Message {
-    Message::notice(task.task_id.clone(), AgentId::from(TASK_STATE_SENDER), vec![task.task_manager.clone()], stage, text)
+    Message::notice(
+        task.task_id.clone(),
+        AgentId::from(TASK_STATE_SENDER),
+        vec![task.task_manager.clone()],
+        stage,
+        text,
+    )
 }
 
 pub fn task_created(task: &TaskState, roster: &[Member]) -> Message {
-    let team = roster.iter().map(|m| format!("- `{}` ({})", m.id, m.role)).collect::<Vec<_>>().join("\n");
+    let team = roster
+        .iter()
+        .map(|m| format!("- `{}` ({})", m.id, m.role))
+        .collect::<Vec<_>>()
+        .join("\n");
     from_task(
         task,
         StageRef::NoRelative,
@@ -31,7 +41,11 @@ pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
         .agent_allocation
         .iter()
         .map(|(a, goal)| {
-            let summary = stage.completion_summary.get(a).map(String::as_str).unwrap_or("(none)");
+            let summary = stage
+                .completion_summary
+                .get(a)
+                .map(String::as_str)
+                .unwrap_or("(none)");
             format!("- agent `{a}`\n  goal: {goal}\n  completion summary: {summary}")
         })
         .collect::<Vec<_>>()
@@ -53,8 +67,16 @@ pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
 pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageState>) -> Message {
     let lines = stages
         .map(|s| {
-            let sums = s.completion_summary.iter().map(|(a, t)| format!("  - `{a}`: {t}")).collect::<Vec<_>>().join("\n");
-            format!("- stage {} ({}): {}\n{sums}", s.stage_id, s.execution_state, s.stage_intention)
+            let sums = s
+                .completion_summary
+                .iter()
+                .map(|(a, t)| format!("  - `{a}`: {t}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            format!(
+                "- stage {} ({}): {}\n{sums}",
+                s.stage_id, s.execution_state, s.stage_intention
+            )
         })
         .collect::<Vec<_>>()
         .join("\n");

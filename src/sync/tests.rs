@@ -6,18 +6,31 @@ use crate::message::{CompletionUpdate, Instruction, StagePlan, TaskInstruction, 
 use crate::parse;
 
 fn core() -> SyncCore {
-    let roster = ["m", "a", "b"].iter().map(|id| Member { id: AgentId::from(*id), role: "r".into() }).collect();
+    let roster = ["m", "a", "b"]
+        .iter()
+        .map(|id| Member {
+            id: AgentId::from(*id),
+            role: "r".into(),
+        })
+        .collect();
     SyncCore::new(roster, &["m".into()])
 }
 
 fn by(agent: &str, i: TaskInstruction) -> ExecuteOutput {
-    ExecuteOutput { agent_id: Some(agent.into()), task_instruction: Some(i), ..Default::default() }
+    ExecuteOutput {
+        agent_id: Some(agent.into()),
+        task_instruction: Some(i),
+        ..Default::default()
+    }
 }
 
 fn plan(intention: &str, agents: &[&str]) -> StagePlan {
     StagePlan {
         stage_intention: intention.into(),
-        agent_allocation: agents.iter().map(|a| (AgentId::from(*a), format!("{a}'s goal"))).collect(),
+        agent_allocation: agents
+            .iter()
+            .map(|a| (AgentId::from(*a), format!("{a}'s goal")))
+            .collect(),
     }
 }
 
@@ -29,10 +42,36 @@ fn instruction_of(m: &Message) -> Option<Instruction> {
 fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
     let mut c = core();
     let t = TaskId::random();
-    let out = c.apply(&by("m", TaskInstruction::AddTask { task_id: t.clone(), task_name: "n".into(), task_intention: "i".into() }), "now").unwrap();
+    let out = c
+        .apply(
+            &by(
+                "m",
+                TaskInstruction::AddTask {
+                    task_id: t.clone(),
+                    task_name: "n".into(),
+                    task_intention: "i".into(),
+                },
+            ),
+            "now",
+        )
+        .unwrap();
     assert_eq!(out.messages.len(), 1);
-    assert!(out.messages[0].message.contains(t.as_str()), "the manager learns the new task's id");
-    let out = c.apply(&by("m", TaskInstruction::AddStage { task_id: t.clone(), stages: vec![plan("one", &["a", "b"]), plan("two", &["a"])] }), "now").unwrap();
+    assert!(
+        out.messages[0].message.contains(t.as_str()),
+        "the manager learns the new task's id"
+    );
+    let out = c
+        .apply(
+            &by(
+                "m",
+                TaskInstruction::AddStage {
+                    task_id: t.clone(),
+                    stages: vec![plan("one", &["a", "b"]), plan("two", &["a"])],
+                },
+            ),
+            "now",
+        )
+        .unwrap();
     let starts: Vec<_> = out.messages.iter().filter_map(instruction_of).collect();
     assert_eq!(starts.len(), 2, "start_stage to a and b");
     let stages = c.task(&t).unwrap().stage_list.clone();
@@ -57,10 +96,19 @@ fn complete(c: &mut SyncCore, t: &TaskId, s: &StageId, agent: &str) -> Applied {
 fn add_stage_joins_agents_and_starts_only_the_first_stage() {
     let (c, t, stages) = two_stage_task();
     let task = c.task(&t).unwrap();
-    assert_eq!(task.task_group, vec![AgentId::from("m"), "a".into(), "b".into()]);
+    assert_eq!(
+        task.task_group,
+        vec![AgentId::from("m"), "a".into(), "b".into()]
+    );
     assert_eq!(task.execution_state, ExecutionState::Running);
-    assert_eq!(c.stage(&stages[0]).unwrap().execution_state, ExecutionState::Running);
-    assert_eq!(c.stage(&stages[1]).unwrap().execution_state, ExecutionState::Init);
+    assert_eq!(
+        c.stage(&stages[0]).unwrap().execution_state,
+        ExecutionState::Running
+    );
+    assert_eq!(
+        c.stage(&stages[1]).unwrap().execution_state,
+        ExecutionState::Init
+    );
 }
 
 #[test]
@@ -80,36 +128,136 @@ fn the_manager_is_told_once_every_allocated_agent_has_summarised() {
 #[test]
 fn finish_stage_hands_over_to_the_next_stage_then_asks_for_a_task_judgement() {
     let (mut c, t, stages) = two_stage_task();
-    let out = c.apply(&by("m", TaskInstruction::FinishStage { task_id: t.clone(), stage_id: stages[0].clone() }), "now").unwrap();
-    assert_eq!(c.stage(&stages[0]).unwrap().execution_state, ExecutionState::Finished);
-    assert_eq!(c.stage(&stages[1]).unwrap().execution_state, ExecutionState::Running);
-    let kinds: Vec<_> = out.messages.iter().map(|m| instruction_of(m).map(|i| format!("{i:?}"))).collect();
+    let out = c
+        .apply(
+            &by(
+                "m",
+                TaskInstruction::FinishStage {
+                    task_id: t.clone(),
+                    stage_id: stages[0].clone(),
+                },
+            ),
+            "now",
+        )
+        .unwrap();
+    assert_eq!(
+        c.stage(&stages[0]).unwrap().execution_state,
+        ExecutionState::Finished
+    );
+    assert_eq!(
+        c.stage(&stages[1]).unwrap().execution_state,
+        ExecutionState::Running
+    );
+    let kinds: Vec<_> = out
+        .messages
+        .iter()
+        .map(|m| instruction_of(m).map(|i| format!("{i:?}")))
+        .collect();
     assert!(kinds[0].as_ref().unwrap().starts_with("FinishStage"));
     assert!(kinds[1].as_ref().unwrap().starts_with("StartStage"));
-    let out = c.apply(&by("m", TaskInstruction::FinishStage { task_id: t.clone(), stage_id: stages[1].clone() }), "now").unwrap();
+    let out = c
+        .apply(
+            &by(
+                "m",
+                TaskInstruction::FinishStage {
+                    task_id: t.clone(),
+                    stage_id: stages[1].clone(),
+                },
+            ),
+            "now",
+        )
+        .unwrap();
     let judge = out.messages.last().unwrap();
     assert!(instruction_of(judge).is_none());
     assert!(judge.message.contains("finish_task"));
-    let out = c.apply(&by("m", TaskInstruction::FinishTask { task_id: t.clone(), task_summary: "all done".into(), outcome: TaskOutcome::Finished }), "now").unwrap();
-    assert_eq!(c.task(&t).unwrap().execution_state, ExecutionState::Finished);
-    assert_eq!(c.task(&t).unwrap().task_summary.as_deref(), Some("all done"));
-    assert_eq!(out.messages[0].receiver.len(), 3, "finish_task goes to the whole group");
+    let out = c
+        .apply(
+            &by(
+                "m",
+                TaskInstruction::FinishTask {
+                    task_id: t.clone(),
+                    task_summary: "all done".into(),
+                    outcome: TaskOutcome::Finished,
+                },
+            ),
+            "now",
+        )
+        .unwrap();
+    assert_eq!(
+        c.task(&t).unwrap().execution_state,
+        ExecutionState::Finished
+    );
+    assert_eq!(
+        c.task(&t).unwrap().task_summary.as_deref(),
+        Some("all done")
+    );
+    assert_eq!(
+        out.messages[0].receiver.len(),
+        3,
+        "finish_task goes to the whole group"
+    );
 }
 
 #[test]
 fn only_the_manager_may_steer_and_bad_ids_change_nothing() {
     let (mut c, t, stages) = two_stage_task();
-    let e = c.apply(&by("a", TaskInstruction::FinishStage { task_id: t.clone(), stage_id: stages[0].clone() }), "now");
+    let e = c.apply(
+        &by(
+            "a",
+            TaskInstruction::FinishStage {
+                task_id: t.clone(),
+                stage_id: stages[0].clone(),
+            },
+        ),
+        "now",
+    );
     assert!(matches!(e, Err(SyncError::NotManager { .. })));
-    let e = c.apply(&by("m", TaskInstruction::FinishStage { task_id: t.clone(), stage_id: "nope".into() }), "now");
+    let e = c.apply(
+        &by(
+            "m",
+            TaskInstruction::FinishStage {
+                task_id: t.clone(),
+                stage_id: "nope".into(),
+            },
+        ),
+        "now",
+    );
     assert!(matches!(e, Err(SyncError::UnknownStage { .. })));
-    let e = c.apply(&by("m", TaskInstruction::FinishStage { task_id: t.clone(), stage_id: stages[1].clone() }), "now");
+    let e = c.apply(
+        &by(
+            "m",
+            TaskInstruction::FinishStage {
+                task_id: t.clone(),
+                stage_id: stages[1].clone(),
+            },
+        ),
+        "now",
+    );
     assert!(matches!(e, Err(SyncError::StageNotRunning { .. })));
-    let e = c.apply(&by("m", TaskInstruction::AddStage { task_id: t.clone(), stages: vec![plan("x", &["ghost"])] }), "now");
+    let e = c.apply(
+        &by(
+            "m",
+            TaskInstruction::AddStage {
+                task_id: t.clone(),
+                stages: vec![plan("x", &["ghost"])],
+            },
+        ),
+        "now",
+    );
     assert_eq!(e, Err(SyncError::UnknownAgent("ghost".into())));
     assert_eq!(c.task(&t).unwrap().stage_list.len(), 2);
     let base = c.base_task().clone();
-    let e = c.apply(&by("m", TaskInstruction::FinishTask { task_id: base, task_summary: String::new(), outcome: TaskOutcome::Finished }), "now");
+    let e = c.apply(
+        &by(
+            "m",
+            TaskInstruction::FinishTask {
+                task_id: base,
+                task_summary: String::new(),
+                outcome: TaskOutcome::Finished,
+            },
+        ),
+        "now",
+    );
     assert_eq!(e, Err(SyncError::BaseTask));
 }
 
@@ -119,7 +267,18 @@ fn retry_stage_inserts_a_corrected_stage_right_after_and_starts_it() {
     let mut alloc = plan("", &["b"]).agent_allocation;
     alloc.insert("m".into(), "help".into());
     let out = c
-        .apply(&by("m", TaskInstruction::RetryStage { task_id: t.clone(), stage_id: stages[0].clone(), stage_intention: None, agent_allocation: alloc }), "now")
+        .apply(
+            &by(
+                "m",
+                TaskInstruction::RetryStage {
+                    task_id: t.clone(),
+                    stage_id: stages[0].clone(),
+                    stage_intention: None,
+                    agent_allocation: alloc,
+                },
+            ),
+            "now",
+        )
         .unwrap();
     let list = c.task(&t).unwrap().stage_list.clone();
     assert_eq!(list.len(), 3);
@@ -128,20 +287,47 @@ fn retry_stage_inserts_a_corrected_stage_right_after_and_starts_it() {
     let new = c.stage(&list[1]).unwrap();
     assert_eq!(new.stage_intention, "one");
     assert_eq!(new.execution_state, ExecutionState::Running);
-    assert_eq!(c.stage(&stages[0]).unwrap().execution_state, ExecutionState::Failed);
-    assert_eq!(c.stage(&stages[1]).unwrap().execution_state, ExecutionState::Init);
+    assert_eq!(
+        c.stage(&stages[0]).unwrap().execution_state,
+        ExecutionState::Failed
+    );
+    assert_eq!(
+        c.stage(&stages[1]).unwrap().execution_state,
+        ExecutionState::Init
+    );
     let finish = instruction_of(&out.messages[0]).unwrap();
-    assert_eq!(finish, Instruction::FinishStage { stage_id: stages[0].clone() });
-    assert_eq!(out.messages[0].receiver, vec![AgentId::from("a"), "b".into()]);
-    assert_eq!(out.messages.len(), 3, "finish_stage + start_stage to b and m");
+    assert_eq!(
+        finish,
+        Instruction::FinishStage {
+            stage_id: stages[0].clone()
+        }
+    );
+    assert_eq!(
+        out.messages[0].receiver,
+        vec![AgentId::from("a"), "b".into()]
+    );
+    assert_eq!(
+        out.messages.len(),
+        3,
+        "finish_stage + start_stage to b and m"
+    );
 }
 
 #[test]
 fn messages_to_unknown_agents_or_tasks_are_refused_and_deliveries_are_recorded() {
     let mut c = core();
     let base = c.base_task().clone();
-    let mut m = Message::notice(base.clone(), "m".into(), vec!["ghost".into()], StageRef::NoRelative, "hi".into());
-    assert_eq!(c.submit(m.clone()), Err(SyncError::UnknownAgent("ghost".into())));
+    let mut m = Message::notice(
+        base.clone(),
+        "m".into(),
+        vec!["ghost".into()],
+        StageRef::NoRelative,
+        "hi".into(),
+    );
+    assert_eq!(
+        c.submit(m.clone()),
+        Err(SyncError::UnknownAgent("ghost".into()))
+    );
     m.receiver = vec!["a".into()];
     m.waiting = Some(vec![WaitId::random(), WaitId::random()]);
     assert!(c.submit(m.clone()).is_err());
