@@ -134,3 +134,12 @@ fn cohort_run_prints_the_summary_and_a_limit_exits_two() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--max-steps"));
 }
+
+#[actix::test]
+async fn quickstart_runs_with_the_chinese_prompt_set_too() {
+    let mut cfg = load_team(Path::new(TEAM)).unwrap();
+    cfg.language = cohort::prompt::Language::Zh;
+    let report = run_goal(&cfg, "写一首关于秋雨的俳句", &RunOptions::default(), &|_| None, |_| {}).await.unwrap();
+    assert_eq!(report.outcome, RunOutcome::Finished);
+    assert_quickstart(&report.states);
+}

@@ -114,6 +114,24 @@ fn reqs_usage_default(reqs: &[openai_stub::RecordedRequest]) -> u64 {
 }
 
 #[actix::test]
+async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
+    let stub = OpenAiStub::start().await;
+    stub.push_all([StubResponse::error(400, "model `test-model` does not support this"), StubResponse::reply("Noted.")]);
+    let cfg = load_team(&team_file(&stub.base_url())).unwrap();
+    let team = start_team(&cfg, &|_| Some("sk-test".to_owned())).unwrap();
+    team.submit_goal(None, "first goal").await.unwrap();
+    team.submit_goal(None, "second goal").await.unwrap();
+    let steps = wait_for_steps(&team.monitor, "one failed and one finished step", |s| {
+        with(s, "process_message", "failed") == 1 && with(s, "process_message", "finished") == 1
+    })
+    .await;
+    let failed = steps.iter().find(|s| s["execution_state"] == "failed").unwrap();
+    let reason = failed["execute_result"]["error"].as_str().unwrap();
+    assert!(reason.contains("400") && reason.contains("does not support this"), "{reason}");
+    assert_eq!(stub.attempts(), 2, "no retry on a 400");
+}
+
+#[actix::test]
 async fn a_missing_api_key_variable_is_a_clear_startup_error() {
     let cfg = load_team(&team_file("http://127.0.0.1:9")).unwrap();
     let err = start_team(&cfg, &|_| None)

@@ -1,0 +1,59 @@
+//! The agent actor's contract: its mailbox keeps working while a step's LLM call is in
+//! flight, and it runs its steps strictly one at a time, in queue order.
+
+use cohort::actors::{GetAgentState, start_team};
+use cohort::config::load_team;
+use cohort::state::{StepExecutionState, WorkingState};
+use std::path::Path;
+use std::time::Duration;
+
+#[actix::test]
+async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
+    let cfg = load_team(Path::new("tests/fixtures/slow/team.yaml")).unwrap();
+    let team = start_team(&cfg, &|_| None).unwrap();
+    let manager = &team.agents[&"manager".into()];
+    team.submit_goal(None, "first").await.unwrap();
+
+    // The first step is running: its answer is 1.5 s away.
+    let mut state = manager.send(GetAgentState).await.unwrap();
+    for _ in 0..100 {
+        if state.agent_step.running().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        state = manager.send(GetAgentState).await.unwrap();
+    }
+    let first = state.agent_step.running().expect("a running step").step_id.clone();
+
+    // A second message arrives and is queued while the first step still runs.
+    team.submit_goal(None, "second").await.unwrap();
+    let mut queued = false;
+    for _ in 0..100 {
+        state = manager.send(GetAgentState).await.unwrap();
+        if state.agent_step.todo_len() == 1 {
+            queued = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(queued, "the second message never became a queued step");
+    assert_eq!(state.agent_step.running().map(|s| s.step_id.clone()), Some(first.clone()), "still on the first step");
+    assert_eq!(state.working_state, WorkingState::Working);
+    let next = state.agent_step.get(state.agent_step.todo().next().unwrap()).unwrap();
+    assert!(next.text_content.contains("second"));
+
+    // Then both run, in order, one at a time.
+    for _ in 0..400 {
+        state = manager.send(GetAgentState).await.unwrap();
+        if state.agent_step.todo_len() == 0 && state.agent_step.running().is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let steps = state.agent_step.steps();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0].step_id, first);
+    assert!(steps.iter().all(|s| s.execution_state == StepExecutionState::Finished));
+    assert_eq!(steps[1].execute_result.as_ref().unwrap()["process_message"], "The second message is noted.");
+    assert_eq!(state.working_state, WorkingState::Idle);
+}
