@@ -13,6 +13,7 @@ pub mod llm;
 pub mod message;
 pub mod monitor;
 pub mod parse;
+pub mod problem;
 pub mod prompt;
 pub mod run;
 pub mod skills;

@@ -7,29 +7,10 @@ use crate::llm::scripted::Script;
 use crate::prompt::{Language, check_prompt_dir};
 use crate::state::Skill;
 use std::collections::BTreeSet;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// One thing wrong in a configuration file.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConfigProblem {
-    pub file: PathBuf,
-    pub field: String,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {}: {}",
-            self.file.display(),
-            self.field,
-            self.message
-        )
-    }
-}
+pub use crate::problem::Problem;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -41,16 +22,16 @@ pub enum ConfigError {
     #[error("{file}: {message}")]
     Yaml { file: PathBuf, message: String },
     #[error("{} problem(s):\n{}", .0.len(), .0.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
-    Invalid(Vec<ConfigProblem>),
+    Invalid(Vec<Problem>),
 }
 
 impl ConfigError {
     /// Every problem as (file, field, message) lines, for `cohort check`.
-    pub fn problems(&self) -> Vec<ConfigProblem> {
+    pub fn problems(&self) -> Vec<Problem> {
         match self {
             ConfigError::Invalid(p) => p.clone(),
             ConfigError::Read { file, source } => {
-                vec![ConfigProblem {
+                vec![Problem {
                     file: file.clone(),
                     field: "(file)".into(),
                     message: format!("cannot read: {source}"),
@@ -58,7 +39,7 @@ impl ConfigError {
             }
             ConfigError::Yaml { file, message } => {
                 let (field, msg) = split_yaml_message(message);
-                vec![ConfigProblem {
+                vec![Problem {
                     file: file.clone(),
                     field,
                     message: msg,
@@ -162,7 +143,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let base = file.parent().unwrap_or(Path::new("."));
     let mut problems = Vec::new();
     let mut problem = |field: String, message: String| {
-        problems.push(ConfigProblem {
+        problems.push(Problem {
             file: file.to_path_buf(),
             field,
             message,
@@ -317,14 +298,14 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
                         .map(|a| a.id.trim().to_owned())
                         .collect::<Vec<_>>(),
                 ) {
-                    problems.push(ConfigProblem {
+                    problems.push(Problem {
                         file: path.clone(),
                         field: p.0,
                         message: p.1,
                     });
                 }
             }
-            Err(e) => problems.push(ConfigProblem {
+            Err(e) => problems.push(Problem {
                 file: path.clone(),
                 field: format!("({field}.script)"),
                 message: e.to_string(),
@@ -332,7 +313,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         }
     }
     for p in prompt_problems {
-        problems.push(ConfigProblem {
+        problems.push(Problem {
             file: p.file.clone(),
             field: p.field.clone(),
             message: p.message.clone(),

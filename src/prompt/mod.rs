@@ -24,7 +24,6 @@ pub use set::{PromptSet, check_prompt_dir};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
 
 /// The language of a prompt set (`prompts/en/`, `prompts/zh/`).
@@ -78,26 +77,7 @@ pub struct SkillPrompt {
     pub return_format: String,
 }
 
-/// One problem in a prompts folder: which file, which field (a dotted path such as
-/// `headings.role`; `(file)` for the whole file; `line N` for a YAML syntax error), and what.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PromptProblem {
-    pub file: PathBuf,
-    pub field: String,
-    pub message: String,
-}
-
-impl fmt::Display for PromptProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {}: {}",
-            self.file.display(),
-            self.field,
-            self.message
-        )
-    }
-}
+pub use crate::problem::Problem;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
@@ -105,10 +85,10 @@ pub enum PromptError {
     UnknownLanguage(String),
     /// Every problem found in the files of the language being loaded.
     #[error("invalid prompt files:{}", list(.0))]
-    Invalid(Vec<PromptProblem>),
+    Invalid(Vec<Problem>),
 }
 
-fn list(problems: &[PromptProblem]) -> String {
+fn list(problems: &[Problem]) -> String {
     problems.iter().map(|p| format!("\n  {p}")).collect()
 }
 
@@ -133,8 +113,8 @@ mod tests {
 
     #[test]
     fn problems_display_file_field_and_message() {
-        let p = PromptProblem {
-            file: PathBuf::from("prompts/zh/skills/think.yaml"),
+        let p = Problem {
+            file: std::path::PathBuf::from("prompts/zh/skills/think.yaml"),
             field: "skill_prompt".into(),
             message: "missing".into(),
         };

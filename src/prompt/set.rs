@@ -2,7 +2,7 @@
 //! disk; and `check_prompt_dir`, which reports every problem of both languages at once.
 
 use super::schema::{Headings, Phrases, PromptFile};
-use super::{Language, PromptError, PromptProblem, SkillPrompt};
+use super::{Language, Problem, PromptError, SkillPrompt};
 use crate::state::Skill;
 use serde_yaml::Value;
 use std::collections::BTreeMap;
@@ -106,7 +106,7 @@ impl PromptSet {
 
 /// Every problem in a prompts folder, both languages: missing files, YAML syntax errors (with
 /// their line), missing, empty or malformed fields, and fields that only one language has.
-pub fn check_prompt_dir(dir: &Path) -> Vec<PromptProblem> {
+pub fn check_prompt_dir(dir: &Path) -> Vec<Problem> {
     let read = |rel: &str| read_disk(dir, rel);
     let mut problems = Vec::new();
     for file in PromptFile::all() {
@@ -184,8 +184,8 @@ fn path_of(root: &Path, lang: Language, file: PromptFile) -> PathBuf {
     root.join(lang.code()).join(file.rel())
 }
 
-fn problem(file: &Path, field: &str, message: impl Into<String>) -> PromptProblem {
-    PromptProblem {
+fn problem(file: &Path, field: &str, message: impl Into<String>) -> Problem {
+    Problem {
         file: file.to_path_buf(),
         field: field.to_owned(),
         message: message.into(),
@@ -198,7 +198,7 @@ fn parse_file(
     lang: Language,
     file: PromptFile,
     read: &dyn Fn(&str) -> Read,
-) -> (Option<Flat>, Vec<PromptProblem>) {
+) -> (Option<Flat>, Vec<Problem>) {
     let path = path_of(root, lang, file);
     let text = match read(&format!("{}/{}", lang.code(), file.rel())) {
         Read::Text(t) => t,
@@ -280,7 +280,7 @@ fn check_known_fields(
     path: &Path,
     file: PromptFile,
     flat: &Flat,
-) -> (BTreeMap<String, String>, Vec<PromptProblem>) {
+) -> (BTreeMap<String, String>, Vec<Problem>) {
     let mut texts = BTreeMap::new();
     let mut problems = Vec::new();
     for key in file.keys() {
@@ -406,10 +406,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(
-            check_prompt_dir(&manifest_prompts()),
-            Vec::<PromptProblem>::new()
-        );
+        assert_eq!(check_prompt_dir(&manifest_prompts()), Vec::<Problem>::new());
         assert_eq!(
             PromptSet::load(&manifest_prompts(), Language::Zh).unwrap(),
             PromptSet::builtin(Language::Zh)
