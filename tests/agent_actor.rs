@@ -23,7 +23,12 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
         tokio::time::sleep(Duration::from_millis(10)).await;
         state = manager.send(GetAgentState).await.unwrap();
     }
-    let first = state.agent_step.running().expect("a running step").step_id.clone();
+    let first = state
+        .agent_step
+        .running()
+        .expect("a running step")
+        .step_id
+        .clone();
 
     // A second message arrives and is queued while the first step still runs.
     team.submit_goal(None, "second").await.unwrap();
@@ -37,9 +42,16 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(queued, "the second message never became a queued step");
-    assert_eq!(state.agent_step.running().map(|s| s.step_id.clone()), Some(first.clone()), "still on the first step");
+    assert_eq!(
+        state.agent_step.running().map(|s| s.step_id.clone()),
+        Some(first.clone()),
+        "still on the first step"
+    );
     assert_eq!(state.working_state, WorkingState::Working);
-    let next = state.agent_step.get(state.agent_step.todo().next().unwrap()).unwrap();
+    let next = state
+        .agent_step
+        .get(state.agent_step.todo().next().unwrap())
+        .unwrap();
     assert!(next.text_content.contains("second"));
 
     // Then both run, in order, one at a time.
@@ -53,7 +65,14 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
     let steps = state.agent_step.steps();
     assert_eq!(steps.len(), 2);
     assert_eq!(steps[0].step_id, first);
-    assert!(steps.iter().all(|s| s.execution_state == StepExecutionState::Finished));
-    assert_eq!(steps[1].execute_result.as_ref().unwrap()["process_message"], "The second message is noted.");
+    assert!(
+        steps
+            .iter()
+            .all(|s| s.execution_state == StepExecutionState::Finished)
+    );
+    assert_eq!(
+        steps[1].execute_result.as_ref().unwrap()["process_message"],
+        "The second message is noted."
+    );
     assert_eq!(state.working_state, WorkingState::Idle);
 }

@@ -139,7 +139,15 @@ fn cohort_run_prints_the_summary_and_a_limit_exits_two() {
 async fn quickstart_runs_with_the_chinese_prompt_set_too() {
     let mut cfg = load_team(Path::new(TEAM)).unwrap();
     cfg.language = cohort::prompt::Language::Zh;
-    let report = run_goal(&cfg, "写一首关于秋雨的俳句", &RunOptions::default(), &|_| None, |_| {}).await.unwrap();
+    let report = run_goal(
+        &cfg,
+        "写一首关于秋雨的俳句",
+        &RunOptions::default(),
+        &|_| None,
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert_eq!(report.outcome, RunOutcome::Finished);
     assert_quickstart(&report.states);
 }

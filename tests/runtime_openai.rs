@@ -116,7 +116,10 @@ fn reqs_usage_default(reqs: &[openai_stub::RecordedRequest]) -> u64 {
 #[actix::test]
 async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
     let stub = OpenAiStub::start().await;
-    stub.push_all([StubResponse::error(400, "model `test-model` does not support this"), StubResponse::reply("Noted.")]);
+    stub.push_all([
+        StubResponse::error(400, "model `test-model` does not support this"),
+        StubResponse::reply("Noted."),
+    ]);
     let cfg = load_team(&team_file(&stub.base_url())).unwrap();
     let team = start_team(&cfg, &|_| Some("sk-test".to_owned())).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
@@ -125,9 +128,15 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         with(s, "process_message", "failed") == 1 && with(s, "process_message", "finished") == 1
     })
     .await;
-    let failed = steps.iter().find(|s| s["execution_state"] == "failed").unwrap();
+    let failed = steps
+        .iter()
+        .find(|s| s["execution_state"] == "failed")
+        .unwrap();
     let reason = failed["execute_result"]["error"].as_str().unwrap();
-    assert!(reason.contains("400") && reason.contains("does not support this"), "{reason}");
+    assert!(
+        reason.contains("400") && reason.contains("does not support this"),
+        "{reason}"
+    );
     assert_eq!(stub.attempts(), 2, "no retry on a 400");
 }
 
