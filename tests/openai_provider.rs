@@ -295,6 +295,92 @@ async fn a_200_that_is_not_a_chat_completion_is_an_invalid_response() {
     assert_eq!(stub.attempts(), 1);
 }
 
+#[tokio::test]
+async fn a_minimal_body_from_a_local_server_is_still_a_reply() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::raw(
+        200,
+        r#"{"choices":[{"message":{"role":"assistant","content":"hi"}}]}"#,
+    ));
+    stub.push(StubResponse::minimal_reply("again"));
+    let model = model(settings(stub.base_url()));
+
+    let reply = model.chat(request("hi")).await.expect("a lenient reply");
+    assert_eq!(reply.text, "hi");
+    assert_eq!(reply.usage, TokenUsage::default());
+    let reply = model.chat(request("hi")).await.expect("a lenient reply");
+    assert_eq!(reply.text, "again");
+    assert_eq!(stub.attempts(), 2);
+}
+
+#[tokio::test]
+async fn an_unknown_finish_reason_and_partial_usage_still_give_text_and_tokens() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::raw(
+        200,
+        r#"{"model":"llama","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"eos"}],"usage":{"prompt_tokens":9,"completion_tokens":4}}"#,
+    ));
+
+    let reply = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect("a lenient reply");
+
+    assert_eq!(reply.text, "ok");
+    assert_eq!(
+        reply.usage,
+        TokenUsage {
+            prompt_tokens: 9,
+            completion_tokens: 4
+        }
+    );
+}
+
+#[tokio::test]
+async fn no_retry_happens_beyond_ours() {
+    // async-openai's default client would retry a 429 or a 500 up to 3 times on its own; with
+    // `max_retries: 0` exactly one request may go out.
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::rate_limited(Some(0)));
+    stub.push(StubResponse::error(500, "boom"));
+    stub.set_default(StubResponse::reply("must not be reached"));
+    let mut settings = settings(stub.base_url());
+    settings.max_retries = 0;
+    let model = model(settings);
+
+    let error = model.chat(request("hi")).await.expect_err("one 429");
+    assert!(
+        matches!(&error, LlmError::RateLimited { attempts: 1, .. }),
+        "{error:?}"
+    );
+    assert_eq!(stub.attempts(), 1);
+
+    let error = model.chat(request("hi")).await.expect_err("one 500");
+    assert!(
+        matches!(&error, LlmError::Http { status: 500, body } if body.contains("boom")),
+        "{error:?}"
+    );
+    assert_eq!(stub.attempts(), 2);
+}
+
+#[tokio::test]
+async fn an_ollama_style_404_fails_at_once_with_its_message() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::raw(404, r#"{"error":"model 'x' not found"}"#));
+    stub.set_default(StubResponse::reply("must not be reached"));
+
+    let error = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect_err("a 404 is final");
+
+    assert!(
+        matches!(&error, LlmError::Http { status: 404, body } if body == "model 'x' not found"),
+        "{error:?}"
+    );
+    assert_eq!(stub.attempts(), 1);
+}
+
 #[test]
 fn settings_without_a_model_or_with_a_bad_url_are_rejected() {
     let mut no_model = settings("http://127.0.0.1:1/v1".into());

@@ -1,32 +1,51 @@
 //! The `openai` provider: one chat completion per call against any OpenAI-compatible endpoint
 //! (OpenAI, Ollama, vLLM, llama.cpp server, DeepSeek, …), with our retry policy as the only one.
 //!
-//! # Why async-openai's types but not its `Client`
+//! # How async-openai's `Client` is used
 //!
-//! async-openai 0.43 wraps every `Client` (`new`, `with_config`, `build`, `with_http_client`)
-//! in its own `OpenAIRetryLayer` with 3 retries: it retries 429 (unless the body says
-//! `insufficient_quota`), 5xx and connect errors with its own backoff (100 ms doubling to 8 s,
-//! or `Retry-After`). Only `Client::with_http_service`, behind the crate's `middleware` feature
-//! (not enabled here), can replace that layer. And what a failed call returns drops what our
-//! policy needs: the headers (so `Retry-After`) are gone, and a non-JSON error body (a proxy's
-//! HTML page, a plain-text 4xx from a local server) becomes `JSONDeserialize` with no status.
-//! Behind that client our retries would multiply with its retries and could not honour
-//! `Retry-After`. So async-openai gives us the wire format (`CreateChatCompletionRequest`,
-//! `CreateChatCompletionResponse`, `WrappedError`) and the same `reqwest` it uses sends one
-//! POST per attempt; everything about retrying lives in [`call_with_retries`].
+//! Every call goes through async-openai's own [`Client`]: it builds the request (URL, headers,
+//! JSON body), hands it to its executor, reads the 2xx body and deserializes it into
+//! `CreateChatCompletionResponse`. Two things in async-openai 0.43 do not fit our contract, and
+//! both are handled at the one place the crate lets us in, `Client::with_http_service` (the
+//! `middleware` feature):
+//!
+//! * Its default executor (every `Client::new`, `with_config`, `build`, `with_http_client`)
+//!   wraps requests in its own `OpenAIRetryLayer` (3 retries, its own backoff), which would
+//!   multiply with ours. `with_http_service` replaces that whole executor, so the service
+//!   installed here ([`OneAttempt`], plain reqwest underneath) is the only thing that sends, and
+//!   it sends exactly once per `create`.
+//! * A failed call's `OpenAIError` drops what our policy needs: the headers (so `Retry-After`)
+//!   are gone, and a non-JSON error body (a proxy's HTML page, a plain-text 4xx from a local
+//!   server) becomes `JSONDeserialize` without its status. So [`OneAttempt`] answers a non-2xx
+//!   response itself: it reads status, `Retry-After` and body and returns them as a typed
+//!   [`HttpStatus`] inside `OpenAIError::Boxed` (the middleware error channel), which
+//!   [`classify`] downcasts. 2xx responses pass through to async-openai untouched.
+//!
+//! Everything about retrying lives in [`call_with_retries`]; each attempt is one
+//! `client.chat().create(..)` bounded by `request_timeout`.
+//!
+//! Local servers (llama.cpp, Ollama, vLLM variants) sometimes omit `id`, `object`, `created` or
+//! `usage.total_tokens`, or send a `finish_reason` async-openai does not know. Its strict types
+//! reject such a body (`JSONDeserialize`, which still carries the body), and [`reply_leniently`]
+//! then reads `choices[0].message.content` and `usage` from the JSON itself.
+
+mod reply;
+mod transport;
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
-use crate::state::TokenUsage;
-use async_openai::error::WrappedError;
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
 use async_openai::types::chat::{
     ChatCompletionRequestMessage, ChatCompletionRequestUserMessage, CreateChatCompletionRequest,
-    CreateChatCompletionResponse,
 };
 use futures::future::BoxFuture;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reply::{reply_from_response, reply_leniently};
+use reqwest::header::HeaderValue;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+use transport::{HttpStatus, OneAttempt};
 
 /// The longest `Retry-After` we honour: a server asking for more still gets a retry after this
 /// long, so one step never sleeps for minutes on a header.
@@ -75,8 +94,9 @@ impl fmt::Debug for OpenAiSettings {
     }
 }
 
-/// A [`ChatModel`] that talks to one OpenAI-compatible endpoint. Cheap to share: the HTTP
-/// connection pool and settings sit behind an `Arc`, and each call's future owns a clone of it.
+/// A [`ChatModel`] that talks to one OpenAI-compatible endpoint. Cheap to share: the
+/// async-openai client (and its HTTP connection pool) and the settings sit behind an `Arc`, and
+/// each call's future owns a clone of it.
 #[derive(Clone, Debug)]
 pub struct OpenAiModel {
     inner: Arc<Inner>,
@@ -84,13 +104,13 @@ pub struct OpenAiModel {
 
 #[derive(Debug)]
 struct Inner {
-    http: reqwest::Client,
-    url: reqwest::Url,
+    /// Executes through [`OneAttempt`] only: no retry layer of async-openai's own.
+    client: Client<OpenAIConfig>,
     settings: OpenAiSettings,
 }
 
 impl OpenAiModel {
-    /// Checks the settings and builds the HTTP client; sends nothing.
+    /// Checks the settings and builds the client; sends nothing.
     pub fn new(settings: OpenAiSettings) -> Result<Self, LlmError> {
         if settings.model.trim().is_empty() {
             return Err(LlmError::InvalidSettings("the model name is empty".into()));
@@ -100,17 +120,38 @@ impl OpenAiModel {
                 "request_timeout must be greater than zero".into(),
             ));
         }
-        let url = chat_completions_url(&settings.base_url)?;
+        chat_completions_url(&settings.base_url)?;
+        let api_key = settings.api_key.as_deref().filter(|k| !k.is_empty());
+        // async-openai builds `Authorization: Bearer <key>` with `parse().unwrap()`: a key that
+        // cannot be a header value would panic inside it, so it is refused here.
+        if let Some(key) = api_key
+            && HeaderValue::from_str(&format!("Bearer {key}")).is_err()
+        {
+            return Err(LlmError::InvalidSettings(
+                "the API key contains characters an HTTP header cannot carry".into(),
+            ));
+        }
         let http = reqwest::Client::builder()
             .user_agent(concat!("cohort/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| LlmError::InvalidSettings(format!("HTTP client: {}", error_chain(&e))))?;
+        // Every field set explicitly: `OpenAIConfig::new()` fills them from `OPENAI_BASE_URL`,
+        // `OPENAI_API_KEY`, `OPENAI_ORG_ID` and `OPENAI_PROJECT_ID`, and none of those may reach
+        // an endpoint the team config did not name (the org/project headers are only sent when
+        // non-empty).
+        let config = OpenAIConfig::new()
+            .with_api_base(settings.base_url.trim_end_matches('/'))
+            .with_api_key(api_key.unwrap_or_default())
+            .with_org_id("")
+            .with_project_id("");
+        // `build` shares our reqwest client for building requests; `with_http_service` then
+        // replaces its retrying executor with the single-attempt service.
+        let client = Client::build(http.clone(), config).with_http_service(OneAttempt {
+            http,
+            authorize: api_key.is_some(),
+        });
         Ok(Self {
-            inner: Arc::new(Inner {
-                http,
-                url,
-                settings,
-            }),
+            inner: Arc::new(Inner { client, settings }),
         })
     }
 
@@ -126,7 +167,8 @@ impl ChatModel for OpenAiModel {
     }
 }
 
-/// `base_url` + `/chat/completions`, accepting a base with or without a trailing slash.
+/// `base_url` + `/chat/completions`, accepting a base with or without a trailing slash. The
+/// same join async-openai makes (`api_base` + `/chat/completions`), checked up front.
 fn chat_completions_url(base_url: &str) -> Result<reqwest::Url, LlmError> {
     let joined = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let url = reqwest::Url::parse(&joined)
@@ -160,14 +202,12 @@ fn completion_request(settings: &OpenAiSettings, prompt: &str) -> CreateChatComp
 /// Runs attempts until one succeeds, one fails in a way retrying cannot fix, or retries run out.
 async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatReply, LlmError> {
     let settings = &inner.settings;
-    // Serialized once: every attempt sends the same bytes.
-    let body = serde_json::to_vec(&completion_request(settings, &request.prompt))
-        .map_err(|e| LlmError::InvalidSettings(format!("cannot encode the request: {e}")))?;
+    let body = completion_request(settings, &request.prompt);
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let failure = match attempt(inner, &body).await {
-            Ok(reply) => return reply_from_body(&reply),
+        let failure = match attempt(inner, body.clone()).await {
+            Ok(reply) => return Ok(reply),
             Err(failure) => failure,
         };
         let retries_done = attempts - 1;
@@ -192,19 +232,32 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
     }
 }
 
-/// Why one attempt did not produce a 2xx body.
+/// One `client.chat().create(..)`, bounded as a whole (connect, send, wait, read and parse the
+/// body) by `request_timeout`, so a server that stalls mid-body cannot hold the step forever.
+async fn attempt(
+    inner: &Inner,
+    body: CreateChatCompletionRequest,
+) -> Result<ChatReply, AttemptFailure> {
+    let chat = inner.client.chat();
+    match tokio::time::timeout(inner.settings.request_timeout, chat.create(body)).await {
+        Err(_elapsed) => Err(AttemptFailure::Timeout),
+        Ok(Ok(response)) => reply_from_response(response).map_err(AttemptFailure::Final),
+        Ok(Err(error)) => classify(error),
+    }
+}
+
+/// Why one attempt did not produce a reply.
 #[derive(Debug)]
 enum AttemptFailure {
-    /// A non-2xx answer; `retry_after` is the server's `Retry-After`, if it sent a usable one.
-    Status {
-        status: u16,
-        body: String,
-        retry_after: Option<Duration>,
-    },
+    /// A non-2xx answer.
+    Status(HttpStatus),
     /// No whole answer within `request_timeout`.
     Timeout,
     /// The request never got an HTTP answer: refused, reset, DNS, TLS, a broken body…
     Connection(String),
+    /// An answer no retry can improve: a 2xx without text or that is no chat completion, a
+    /// request that cannot be built.
+    Final(LlmError),
 }
 
 impl AttemptFailure {
@@ -212,26 +265,32 @@ impl AttemptFailure {
     /// (400, 401, 403, 404, 422, …) will fail the same way again.
     fn is_retryable(&self) -> bool {
         match self {
-            AttemptFailure::Status { status, .. } => *status == 429 || (500..600).contains(status),
+            AttemptFailure::Status(HttpStatus { status, .. }) => {
+                *status == 429 || (500..600).contains(status)
+            }
             AttemptFailure::Timeout | AttemptFailure::Connection(_) => true,
+            AttemptFailure::Final(_) => false,
         }
     }
 
     fn retry_after(&self) -> Option<Duration> {
         match self {
-            AttemptFailure::Status { retry_after, .. } => *retry_after,
+            AttemptFailure::Status(status) => status.retry_after,
             _ => None,
         }
     }
 
     fn into_error(self, attempts: u32, timeout: Duration) -> LlmError {
         match self {
-            AttemptFailure::Status {
+            AttemptFailure::Status(HttpStatus {
                 status: 429, body, ..
-            } => LlmError::RateLimited { attempts, body },
-            AttemptFailure::Status { status, body, .. } => LlmError::Http { status, body },
+            }) => LlmError::RateLimited { attempts, body },
+            AttemptFailure::Status(HttpStatus { status, body, .. }) => {
+                LlmError::Http { status, body }
+            }
             AttemptFailure::Timeout => LlmError::Timeout(timeout),
             AttemptFailure::Connection(reason) => LlmError::Connection(reason),
+            AttemptFailure::Final(error) => error,
         }
     }
 }
@@ -239,116 +298,48 @@ impl AttemptFailure {
 impl fmt::Display for AttemptFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AttemptFailure::Status { status, body, .. } => write!(f, "HTTP {status}: {body}"),
+            AttemptFailure::Status(status) => status.fmt(f),
             AttemptFailure::Timeout => f.write_str("timed out"),
             AttemptFailure::Connection(reason) => write!(f, "connection failed: {reason}"),
+            AttemptFailure::Final(error) => error.fmt(f),
         }
     }
 }
 
-/// One POST, bounded as a whole (connect, send, wait, read the body) by `request_timeout`, so a
-/// server that stalls mid-body cannot hold the step forever.
-async fn attempt(inner: &Inner, body: &[u8]) -> Result<Vec<u8>, AttemptFailure> {
-    let settings = &inner.settings;
-    let exchange = async {
-        let mut builder = inner
-            .http
-            .post(inner.url.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec());
-        if let Some(key) = settings.api_key.as_deref().filter(|k| !k.is_empty()) {
-            builder = builder.bearer_auth(key);
+/// What async-openai's client returned on failure → our view of the attempt. A body its strict
+/// types rejected may still be a usable reply from a less strict server.
+fn classify(error: OpenAIError) -> Result<ChatReply, AttemptFailure> {
+    Err(match error {
+        OpenAIError::Boxed(boxed) => match boxed.downcast::<HttpStatus>() {
+            Ok(status) => AttemptFailure::Status(*status),
+            Err(other) => AttemptFailure::Connection(error_chain(other.as_ref())),
+        },
+        OpenAIError::Reqwest(error) if error.is_timeout() => AttemptFailure::Timeout,
+        OpenAIError::Reqwest(error) if error.is_builder() => {
+            AttemptFailure::Final(LlmError::InvalidSettings(error_chain(&error)))
         }
-        let response = builder.send().await.map_err(transport_failure)?;
-        let status = response.status();
-        let retry_after = parse_retry_after(response.headers());
-        let bytes = response.bytes().await.map_err(transport_failure)?;
-        if status.is_success() {
-            Ok(bytes.to_vec())
-        } else {
-            Err(AttemptFailure::Status {
-                status: status.as_u16(),
-                body: error_text(&bytes),
-                retry_after,
-            })
+        OpenAIError::Reqwest(error) => AttemptFailure::Connection(error_chain(&error)),
+        // Non-2xx answers are [`HttpStatus`]; this is for completeness.
+        OpenAIError::ApiError(api) => AttemptFailure::Status(HttpStatus {
+            status: api.status_code.as_u16(),
+            body: api.api_error.to_string(),
+            retry_after: None,
+        }),
+        // Only a 2xx body reaches async-openai's deserialization (see [`OneAttempt`]).
+        OpenAIError::JSONDeserialize(strict, body) => {
+            return reply_leniently(&body, &strict).map_err(AttemptFailure::Final);
         }
-    };
-    match tokio::time::timeout(settings.request_timeout, exchange).await {
-        Ok(result) => result,
-        Err(_elapsed) => Err(AttemptFailure::Timeout),
-    }
+        OpenAIError::InvalidArgument(why) => AttemptFailure::Final(LlmError::InvalidSettings(why)),
+        other => AttemptFailure::Final(LlmError::InvalidResponse(other.to_string())),
+    })
 }
 
-fn transport_failure(error: reqwest::Error) -> AttemptFailure {
-    // reqwest has no timeout of its own here (ours wraps the attempt), but keep the mapping
-    // honest should one be configured later.
-    if error.is_timeout() {
-        AttemptFailure::Timeout
-    } else {
-        AttemptFailure::Connection(error_chain(&error))
-    }
-}
-
-/// The 2xx body → text and usage. A missing first choice or empty content is `EmptyAnswer`: the
-/// step failed, and retrying the same prompt is the caller's decision, not this provider's.
-fn reply_from_body(body: &[u8]) -> Result<ChatReply, LlmError> {
-    let response: CreateChatCompletionResponse = serde_json::from_slice(body)
-        .map_err(|e| LlmError::InvalidResponse(format!("{e}; body: {}", snippet(body))))?;
-    let usage = response
-        .usage
-        .map(|u| TokenUsage {
-            prompt_tokens: u64::from(u.prompt_tokens),
-            completion_tokens: u64::from(u.completion_tokens),
-        })
-        .unwrap_or_default();
-    let Some(choice) = response.choices.into_iter().next() else {
-        return Err(LlmError::EmptyAnswer("the response has no choices".into()));
-    };
-    match choice.message.content {
-        Some(text) if !text.trim().is_empty() => Ok(ChatReply { text, usage }),
-        _ => {
-            let mut why = String::from("the first choice has no content");
-            if let Some(reason) = &choice.finish_reason {
-                why.push_str(&format!(" (finish_reason: {reason:?})"));
-            }
-            if let Some(refusal) = &choice.message.refusal {
-                why.push_str(&format!(" (refusal: {refusal})"));
-            }
-            Err(LlmError::EmptyAnswer(why))
-        }
-    }
-}
-
-/// The server's error text: OpenAI's `{"error": {"message", "type", "code"}}` rendered the way
-/// async-openai renders it, Ollama's `{"error": "…"}`, or else the raw body.
-fn error_text(body: &[u8]) -> String {
-    if let Ok(wrapped) = serde_json::from_slice::<WrappedError>(body) {
-        return wrapped.error.to_string();
-    }
-    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body)
-        && let Some(message) = value.get("error").and_then(|e| e.as_str())
-    {
-        return message.to_owned();
-    }
-    snippet(body)
-}
-
-fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
+fn snippet(text: &str) -> String {
     let text = text.trim();
     match text.char_indices().nth(BODY_SNIPPET_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
-}
-
-/// `Retry-After` in (possibly fractional) seconds. The HTTP-date form is ignored and falls back to
-/// our backoff: LLM endpoints send seconds, and a date would need a trustworthy local clock.
-fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    let seconds: f64 = value.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0)
-        .then(|| Duration::from_secs_f64(seconds.min(RETRY_AFTER_CAP.as_secs_f64())))
 }
 
 /// The delay before retry number `retries_done + 1`: `base · 2^retries_done`, capped by `max`.
@@ -373,23 +364,6 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    fn retry_after(value: &str) -> Option<Duration> {
-        let mut headers = HeaderMap::new();
-        headers.insert(RETRY_AFTER, HeaderValue::from_str(value).unwrap());
-        parse_retry_after(&headers)
-    }
-
-    #[test]
-    fn retry_after_reads_whole_and_fractional_seconds_and_caps_them() {
-        assert_eq!(retry_after("2"), Some(Duration::from_secs(2)));
-        assert_eq!(retry_after(" 0.5 "), Some(Duration::from_millis(500)));
-        assert_eq!(retry_after("3600"), Some(RETRY_AFTER_CAP));
-        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
-        assert_eq!(retry_after("-1"), None);
-        assert_eq!(parse_retry_after(&HeaderMap::new()), None);
-    }
 
     #[test]
     fn backoff_doubles_from_base_and_stops_at_max() {
@@ -406,20 +380,6 @@ mod tests {
     }
 
     #[test]
-    fn error_text_prefers_the_servers_message() {
-        let openai = br#"{"error":{"message":"bad model","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#;
-        assert_eq!(
-            error_text(openai),
-            "invalid_request_error: bad model (code: model_not_found)"
-        );
-        assert_eq!(
-            error_text(br#"{"error":"model 'x' not found"}"#),
-            "model 'x' not found"
-        );
-        assert_eq!(error_text(b"  upstream exploded \n"), "upstream exploded");
-    }
-
-    #[test]
     fn base_url_with_or_without_slash_gives_one_endpoint() {
         let a = chat_completions_url("http://127.0.0.1:1/v1").unwrap();
         let b = chat_completions_url("http://127.0.0.1:1/v1/").unwrap();
@@ -430,11 +390,79 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_without_usage_counts_zero_tokens() {
-        let body = br#"{"id":"x","object":"chat.completion","created":1,"model":"m",
-            "choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#;
-        let reply = reply_from_body(body).unwrap();
+    fn the_client_is_configured_from_the_settings_only() {
+        let settings = OpenAiSettings {
+            base_url: "http://127.0.0.1:1/v1/".into(),
+            model: "m".into(),
+            api_key: Some("sk-x".into()),
+            temperature: None,
+            max_tokens: None,
+            request_timeout: Duration::from_secs(1),
+            max_retries: 0,
+            backoff_base: Duration::from_millis(1),
+            backoff_max: Duration::from_millis(1),
+        };
+        let model = OpenAiModel::new(settings.clone()).unwrap();
+        let config = model.inner.client.config();
+        assert_eq!(
+            async_openai::config::Config::url(config, "/chat/completions"),
+            "http://127.0.0.1:1/v1/chat/completions"
+        );
+        let headers = async_openai::config::Config::headers(config);
+        assert_eq!(headers.len(), 1, "{headers:?}");
+        assert_eq!(headers["authorization"], "Bearer sk-x");
+
+        // async-openai would panic building this header; we refuse it up front.
+        let bad_key = OpenAiSettings {
+            api_key: Some("sk-\nx".into()),
+            ..settings
+        };
+        assert!(matches!(
+            OpenAiModel::new(bad_key),
+            Err(LlmError::InvalidSettings(_))
+        ));
+    }
+
+    #[test]
+    fn the_services_status_error_survives_async_openai_and_keeps_retry_after() {
+        let error = OpenAIError::Boxed(Box::new(HttpStatus {
+            status: 429,
+            body: "slow down".into(),
+            retry_after: Some(Duration::from_secs(3)),
+        }));
+        let failure = classify(error).unwrap_err();
+        assert!(failure.is_retryable());
+        assert_eq!(failure.retry_after(), Some(Duration::from_secs(3)));
+        assert!(matches!(
+            failure.into_error(4, Duration::from_secs(1)),
+            LlmError::RateLimited { attempts: 4, body } if body == "slow down"
+        ));
+
+        let not_found = OpenAIError::Boxed(Box::new(HttpStatus {
+            status: 404,
+            body: "no such model".into(),
+            retry_after: None,
+        }));
+        let failure = classify(not_found).unwrap_err();
+        assert!(!failure.is_retryable());
+        assert!(matches!(
+            failure.into_error(1, Duration::from_secs(1)),
+            LlmError::Http { status: 404, .. }
+        ));
+    }
+
+    #[test]
+    fn a_body_async_openai_rejected_is_read_leniently_and_is_final_if_unusable() {
+        let body = r#"{"choices":[{"message":{"role":"assistant","content":"hi"}}]}"#;
+        let strict =
+            serde_json::from_str::<async_openai::types::chat::CreateChatCompletionResponse>(body)
+                .unwrap_err();
+        let reply = classify(OpenAIError::JSONDeserialize(strict, body.into())).unwrap();
         assert_eq!(reply.text, "hi");
-        assert_eq!(reply.usage, TokenUsage::default());
+
+        let junk = "<html>oops</html>";
+        let strict = serde_json::from_str::<serde_json::Value>(junk).unwrap_err();
+        let failure = classify(OpenAIError::JSONDeserialize(strict, junk.into())).unwrap_err();
+        assert!(!failure.is_retryable());
     }
 }

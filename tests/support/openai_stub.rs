@@ -51,6 +51,13 @@ impl StubResponse {
         )
     }
 
+    /// A 200 answer as some local servers (llama.cpp, Ollama, vLLM variants) send it: no `id`,
+    /// `object`, `created`, `model`, `index` or `finish_reason`, only the first choice's message.
+    pub fn minimal_reply(text: &str) -> Self {
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": text}}]});
+        Self::raw(200, body.to_string())
+    }
+
     /// A 200 chat completion whose first choice has `content: null`.
     pub fn no_content() -> Self {
         Self::completion(json!({"role": "assistant", "content": null}), None)
