@@ -77,6 +77,9 @@ pub enum Instruction {
         stage_intention: String,
         #[serde(default)]
         goal: String,
+        /// Everyone allocated to the stage, so the agent knows whom it works with.
+        #[serde(default)]
+        colleagues: Vec<Colleague>,
     },
     FinishStage {
         stage_id: StageId,
@@ -91,6 +94,14 @@ pub enum Instruction {
     AddToolDecision {
         tool_name: String,
     },
+}
+
+/// One agent of a stage as a start_stage instruction lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Colleague {
+    pub agent_id: AgentId,
+    pub role: String,
+    pub goal: String,
 }
 
 impl Instruction {
@@ -158,6 +169,10 @@ pub struct StageAgentUpdate {
     pub stage_id: StageId,
     pub agent_id: AgentId,
     pub state: StageAgentState,
+    /// Set with `failed` when the agent cannot go on in the stage (its last step there failed
+    /// and nothing is left to run): SyncState tells the manager, who can retry the stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

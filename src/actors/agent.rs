@@ -2,8 +2,8 @@
 //! lock is empty and `todo` is not; the step's LLM call runs as a spawned future, so the
 //! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
 
-use super::sync_state::{ApplyOutput, SyncStateActor};
-use crate::agent::{complete_step, receive_message, settle_step};
+use super::sync_state::{ApplyOutput, SubmitMessage, SyncStateActor};
+use crate::agent::{complete_step, receive_message, release_for, settle_step};
 use crate::ids::StepId;
 use crate::llm::{ChatModel, ChatRequest};
 use crate::message::Message;
@@ -71,7 +71,16 @@ impl AgentActor {
     }
 
     fn try_run(&mut self, ctx: &mut Context<Self>) {
-        if self.busy || !self.state.step_lock.is_empty() {
+        // A reply owed to a waiting sender runs even while this agent waits itself: two agents
+        // waiting on each other would otherwise block both for good.
+        let may_run = self.state.step_lock.is_empty()
+            || self
+                .state
+                .agent_step
+                .next()
+                .is_some_and(StepState::answers_a_wait);
+        if self.busy || !may_run {
+            self.publish(&[]);
             return;
         }
         let Some(step) = self.state.agent_step.start_next().cloned() else {
@@ -147,6 +156,18 @@ impl AgentActor {
         );
     }
 
+    /// A reply this agent owed a waiting sender will not come: return the wait id anyway.
+    fn release_waiter(&self, step: StepState, why: &str) {
+        if let Some(m) = release_for(&self.state, &step, why) {
+            let sync = self.sync.clone();
+            actix::spawn(async move {
+                if let Ok(Err(e)) = sync.send(SubmitMessage(m)).await {
+                    tracing::warn!("could not return a wait id: {e}");
+                }
+            });
+        }
+    }
+
     fn settle(
         &mut self,
         id: &StepId,
@@ -156,6 +177,9 @@ impl AgentActor {
     ) {
         if let Some(f) = &failure {
             tracing::warn!(agent = %self.state.agent_id, step = %id, "step failed: {f}");
+        }
+        if let (Some(f), Some(step)) = (&failure, self.state.agent_step.get(id)) {
+            self.release_waiter(step.clone(), f);
         }
         settle_step(&mut self.state, id, failure, waits);
         self.publish_step(id);
@@ -194,6 +218,9 @@ impl Handler<Deliver> for AgentActor {
         let received = receive_message(&mut self.state, &m);
         if let Some(p) = received.problem {
             tracing::warn!(agent = %self.state.agent_id, "{p}");
+        }
+        for step in &received.dropped {
+            self.release_waiter(step.clone(), "its stage or task was finished before it ran");
         }
         let dropped: Vec<&StepState> = received.dropped.iter().collect();
         self.publish(&dropped);

@@ -72,9 +72,10 @@ pub struct Delivered(pub Message);
 impl Handler<ApplyOutput> for SyncStateActor {
     type Result = Result<(), SyncError>;
     fn handle(&mut self, ApplyOutput(out): ApplyOutput, _: &mut Context<Self>) -> Self::Result {
-        let applied = self.core.apply(&out, &now())?;
+        let mut applied = self.core.apply(&out, &now());
+        let refused = applied.refused.take();
         self.effect(applied);
-        Ok(())
+        refused.map_or(Ok(()), Err)
     }
 }
 

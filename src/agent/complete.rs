@@ -2,11 +2,13 @@
 //! record tokens, and build the `ExecuteOutput` for SyncState. The step stays `running` until
 //! SyncState has applied that output (`settle_step`), so "finished" means its effects happened.
 
-use crate::ids::{StepId, WaitId};
+use crate::ids::{StageRef, StepId, WaitId};
 use crate::llm::ChatReply;
-use crate::message::{CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate};
+use crate::message::{
+    CompletionUpdate, ExecuteOutput, Message, SharedInfoUpdate, StageAgentUpdate,
+};
 use crate::skills;
-use crate::state::{AgentState, StageAgentState, StepExecutionState, StepState};
+use crate::state::{AgentState, Executor, Skill, StageAgentState, StepExecutionState, StepState};
 use chrono::NaiveDateTime;
 use serde_json::json;
 
@@ -34,68 +36,119 @@ pub fn complete_step(
             added_waits: vec![],
         };
     };
-    let lock_before = agent.step_lock.len();
-    let (result, failure, mut output, stage_state) = match reply {
-        Err(e) => (
-            json!({ "error": e }),
-            Some(e),
-            ExecuteOutput::default(),
-            StageAgentState::Failed,
-        ),
-        Ok(reply) => {
-            agent.token_usage.add(reply.usage);
-            if let Some(s) = agent.agent_step.get_mut(step_id) {
-                s.token_usage = reply.usage;
-            }
-            let mut output = ExecuteOutput {
-                token_usage: Some((step.task_id.clone(), reply.usage)),
-                ..Default::default()
-            };
-            match skills::interpret(agent, &step, &reply.text, now) {
-                Ok(o) => {
-                    output.send_message = o.send_message;
-                    output.task_instruction = o.task_instruction;
-                    if let (Some(summary), Some(stage)) = (o.completion, step.stage_id.stage()) {
-                        output.update_stage_agent_completion = Some(CompletionUpdate {
-                            task_id: step.task_id.clone(),
-                            stage_id: stage.clone(),
-                            agent_id: agent.agent_id.clone(),
-                            completion_summary: summary,
-                        });
-                    }
-                    (o.result, None, output, o.stage_state)
-                }
-                Err(e) => {
-                    let reason = format!("{} step failed: {e}", step.executor);
-                    (
-                        json!({ "error": reason, "answer": reply.text }),
-                        Some(reason),
-                        output,
-                        StageAgentState::Failed,
-                    )
-                }
-            }
+    let mut output = ExecuteOutput {
+        agent_id: Some(agent.agent_id.clone()),
+        ..Default::default()
+    };
+    if let Ok(reply) = &reply {
+        agent.token_usage.add(reply.usage);
+        if let Some(s) = agent.agent_step.get_mut(step_id) {
+            s.token_usage = reply.usage;
         }
+        output.token_usage = Some((step.task_id.clone(), reply.usage));
+    }
+    let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
+    let mut stage_state = StageAgentState::Working;
+    let (result, failure) = match reply {
+        // Its stage or task ended while the LLM answered: acting on the answer would re-open
+        // closed work, so the answer is kept for the record and nothing else happens.
+        _ if !agent.holds(&step.task_id, &step.stage_id) => (
+            json!({ "error": "its stage or task was finished while the step ran" }),
+            Some("its stage or task was finished while the step ran".to_owned()),
+        ),
+        Err(e) => {
+            stage_state = StageAgentState::Failed;
+            (json!({ "error": e }), Some(e))
+        }
+        Ok(reply) => match skills::interpret(agent, &step, &reply.text, now) {
+            Ok(o) => {
+                output.send_message = o.send_message;
+                output.task_instruction = o.task_instruction;
+                if let (Some(summary), Some(stage)) = (o.completion, step.stage_id.stage()) {
+                    output.update_stage_agent_completion = Some(CompletionUpdate {
+                        task_id: step.task_id.clone(),
+                        stage_id: stage.clone(),
+                        agent_id: agent.agent_id.clone(),
+                        completion_summary: summary,
+                    });
+                }
+                stage_state = o.stage_state;
+                (o.result, None)
+            }
+            Err(e) => {
+                stage_state = StageAgentState::Failed;
+                let reason = format!("{} step failed: {e}", step.executor);
+                (
+                    json!({ "error": reason, "answer": reply.text }),
+                    Some(reason),
+                )
+            }
+        },
     };
     if let Some(s) = agent.agent_step.get_mut(step_id) {
         s.execute_result = Some(result);
     }
-    output.agent_id = Some(agent.agent_id.clone());
-    if let Some(stage) = step.stage_id.stage() {
+    let open = agent.holds(&step.task_id, &step.stage_id);
+    if let (Some(stage), true) = (step.stage_id.stage(), open) {
+        let goal = (step.task_id.clone(), stage.clone());
+        if stage_state == StageAgentState::Finished {
+            agent.open_goals.remove(&goal);
+        }
+        let mut stuck = None;
+        if agent.open_goals.contains(&goal) && nothing_left_in_stage(agent, &step) {
+            match &failure {
+                // The agent cannot go on here by itself; the manager must decide.
+                Some(f) => stuck = Some(f.clone()),
+                // The plan ran dry without a summary: look back before giving up the stage.
+                None => add_closing_reflection(agent, &step),
+            }
+        }
         output.update_stage_agent_state = Some(StageAgentUpdate {
             task_id: step.task_id.clone(),
             stage_id: stage.clone(),
             agent_id: agent.agent_id.clone(),
             state: stage_state,
+            stuck,
         });
     }
     output.send_shared_info = Some(shared_info(agent, &step, failure.is_none()));
-    let added_waits = agent.step_lock[lock_before..].to_vec();
+    let added_waits = agent
+        .step_lock
+        .ids()
+        .filter(|w| !lock_before.contains(w))
+        .cloned()
+        .collect();
     StepCompletion {
         output,
         failure,
         added_waits,
     }
+}
+
+/// No step of this stage is queued and the agent waits for no reply in it.
+fn nothing_left_in_stage(agent: &AgentState, step: &StepState) -> bool {
+    let queued = agent
+        .agent_step
+        .todo()
+        .filter_map(|id| agent.agent_step.get(id))
+        .any(|s| same_work(s, step));
+    !queued && !agent.step_lock.holds_in(&step.task_id, &step.stage_id)
+}
+
+fn same_work(a: &StepState, b: &StepState) -> bool {
+    a.task_id == b.task_id && a.stage_id == b.stage_id
+}
+
+fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
+    let s = StepState::new(
+        step.task_id.clone(),
+        step.stage_id.clone(),
+        agent.agent_id.clone(),
+        Executor::Skill(Skill::Reflection),
+        "Check my goal in this stage: every planned step has run",
+        "All planned steps of this stage have run and no summary was written yet. Compare the results with your goal: plan the missing steps, or plan the summary if the goal is met.",
+    );
+    agent.add_steps(vec![s]);
 }
 
 /// Closes a step once SyncState answered: finished, or failed with SyncState's reason (then
@@ -107,7 +160,9 @@ pub fn settle_step(
     added_waits: &[WaitId],
 ) {
     if failure.is_some() {
-        agent.step_lock.retain(|w| !added_waits.contains(w));
+        for w in added_waits {
+            agent.step_lock.release(w);
+        }
     }
     if let Some(s) = agent.agent_step.get_mut(step_id) {
         match failure {
@@ -126,6 +181,28 @@ pub fn settle_step(
             }
         }
     }
+}
+
+/// When a step that owed a waiting sender its reply fails or is dropped, the sender must still
+/// get its wait id back, with the reason, or it would wait forever.
+pub fn release_for(agent: &AgentState, step: &StepState, reason: &str) -> Option<Message> {
+    let reply_to = step.reply_to.as_ref()?;
+    let wait = reply_to.wait_id.clone()?;
+    let mut m = Message::notice(
+        step.task_id.clone(),
+        agent.agent_id.clone(),
+        vec![reply_to.agent_id.clone()],
+        match &step.stage_id {
+            StageRef::Stage(s) => StageRef::Stage(s.clone()),
+            StageRef::NoRelative => StageRef::NoRelative,
+        },
+        format!(
+            "[{} could not answer your message: {reason}]",
+            agent.agent_id
+        ),
+    );
+    m.return_waiting_id = Some(wait);
+    Some(m)
 }
 
 fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpdate {
@@ -156,7 +233,7 @@ pub fn mark_dropped(steps: Vec<StepState>, why: &str) -> Vec<StepState> {
         .filter(|s| !s.execution_state.is_over())
         .map(|mut s| {
             s.execution_state = StepExecutionState::Failed;
-            s.execute_result = Some(json!({ "error": drop_reason(why) }));
+            s.execute_result = Some(json!({ "error": drop_reason(why), "dropped": true }));
             s
         })
         .collect()

@@ -6,5 +6,7 @@
 mod complete;
 mod receive;
 
-pub use complete::{StepCompletion, complete_step, drop_reason, mark_dropped, settle_step};
+pub use complete::{
+    StepCompletion, complete_step, drop_reason, mark_dropped, release_for, settle_step,
+};
 pub use receive::{Received, receive_message};

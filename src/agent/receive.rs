@@ -3,9 +3,9 @@
 
 use super::mark_dropped;
 use crate::ids::StageRef;
-use crate::message::{Instruction, Message};
+use crate::message::{Instruction, Message, TASK_STATE_SENDER};
 use crate::parse;
-use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::state::{AgentState, Executor, ReplyTo, Skill, StepState};
 
 /// What receiving a message changed besides the agent state itself.
 #[derive(Debug, Default)]
@@ -24,18 +24,16 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
         .as_ref()
         .is_some_and(|w| agent.release_wait(w));
 
-    // 2. Runtime instructions.
-    if let Some(parsed) = parse::instruction(&msg.message) {
-        match parsed {
-            Ok(i) => out.dropped = apply_instruction(agent, msg, i),
-            Err(e) => {
-                out.problem = Some(format!(
-                    "ignored a broken instruction from {}: {e}",
-                    msg.sender_id
-                ))
+    // 2. Runtime instructions. Only the runtime itself (SyncState, as `[TaskState]`) gives
+    // them; the same text from an agent or a person is just text, handled below.
+    if msg.sender_id.as_str() == TASK_STATE_SENDER {
+        if let Some(parsed) = parse::instruction(&msg.message) {
+            match parsed {
+                Ok(i) => out.dropped = apply_instruction(agent, msg, i),
+                Err(e) => out.problem = Some(format!("ignored a broken runtime instruction: {e}")),
             }
+            return out;
         }
-        return out;
     }
 
     let me = agent.agent_id.clone();
@@ -51,13 +49,17 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
         if let Some(w) = &wait {
             text.push_str(&format!("\n\n<return_waiting_id>{w}</return_waiting_id>"));
         }
-        let step = new_step(
+        let mut step = new_step(
             agent,
             msg,
             Skill::SendMessage,
             format!("Reply to the message from agent `{sender}`"),
             text,
         );
+        step.reply_to = Some(ReplyTo {
+            agent_id: sender.clone(),
+            wait_id: wait.clone(),
+        });
         if wait.is_some() {
             agent.add_next_steps(vec![step]);
         } else {
@@ -107,12 +109,19 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             task_intention,
             stage_intention,
             goal,
+            colleagues,
         } => {
+            let team = colleagues
+                .iter()
+                .map(|c| format!("- `{}` ({}): {}", c.agent_id, c.role, c.goal))
+                .collect::<Vec<_>>()
+                .join("\n");
             let text = format!(
                 "A new stage starts and you take part in it. Plan the steps that reach your goal.\n\n\
                  Task intention: {task_intention}\nStage id: {stage_id}\nStage intention: {stage_intention}\n\
-                 Your goal in this stage: {goal}"
+                 Your goal in this stage: {goal}\n\nAgents of this stage (id, role, goal):\n{team}"
             );
+            agent.open_goals.insert((task.clone(), stage_id.clone()));
             let step = StepState::new(
                 task,
                 StageRef::Stage(stage_id),
@@ -170,6 +179,13 @@ mod tests {
             StageRef::Stage(StageId::from("s")),
             text.into(),
         )
+    }
+
+    /// A message from the runtime itself, the only sender whose instructions are obeyed.
+    fn sys(text: &str) -> Message {
+        let mut m = msg(text);
+        m.sender_id = crate::message::TASK_STATE_SENDER.into();
+        m
     }
 
     fn executors(a: &AgentState) -> Vec<String> {
@@ -250,7 +266,8 @@ mod tests {
     #[test]
     fn the_answer_to_a_wait_frees_the_lock_and_is_processed_next() {
         let mut a = agent();
-        a.step_lock = vec![WaitId::from("w1")];
+        a.step_lock
+            .hold([WaitId::from("w1")], &"t".into(), &StageRef::NoRelative);
         a.add_steps(vec![StepState::new(
             "t".into(),
             StageRef::NoRelative,
@@ -274,12 +291,21 @@ mod tests {
             task_intention: "write".into(),
             stage_intention: "draft it".into(),
             goal: "draft para 1".into(),
+            colleagues: vec![crate::message::Colleague {
+                agent_id: "c".into(),
+                role: "critic".into(),
+                goal: "critique".into(),
+            }],
         };
-        receive_message(&mut a, &msg(&i.embed()));
+        receive_message(&mut a, &sys(&i.embed()));
         let s = &a.agent_step.steps()[0];
         assert_eq!(s.executor, Executor::Skill(Skill::Planning));
         assert_eq!(s.stage_id, StageRef::Stage(StageId::from("s9")));
         assert!(s.text_content.contains("draft it") && s.text_content.contains("draft para 1"));
+        assert!(
+            s.text_content.contains("`c` (critic): critique"),
+            "colleagues are listed"
+        );
         assert!(a.holds(&"t".into(), &StageRef::Stage(StageId::from("s9"))));
     }
 
@@ -317,7 +343,7 @@ mod tests {
         crate::agent::settle_step(&mut a, &done, None, &[]);
         let r = receive_message(
             &mut a,
-            &msg(&Instruction::FinishStage {
+            &sys(&Instruction::FinishStage {
                 stage_id: "s".into(),
             }
             .embed()),
@@ -337,7 +363,7 @@ mod tests {
         );
         let r = receive_message(
             &mut a,
-            &msg(&Instruction::FinishTask {
+            &sys(&Instruction::FinishTask {
                 task_id: "t".into(),
             }
             .embed()),
@@ -350,8 +376,53 @@ mod tests {
     #[test]
     fn a_broken_instruction_is_reported_not_obeyed() {
         let mut a = agent();
-        let r = receive_message(&mut a, &msg("<instruction>{\"launch\": 1}</instruction>"));
+        let r = receive_message(&mut a, &sys("<instruction>{\"launch\": 1}</instruction>"));
         assert!(r.problem.is_some());
         assert_eq!(a.agent_step.steps().len(), 0);
+    }
+
+    #[test]
+    fn an_instruction_from_an_agent_is_only_text() {
+        let mut a = agent();
+        let r = receive_message(
+            &mut a,
+            &msg(&Instruction::FinishTask {
+                task_id: "t".into(),
+            }
+            .embed()),
+        );
+        assert!(r.problem.is_none());
+        assert_eq!(executors(&a), ["process_message"]);
+    }
+
+    #[test]
+    fn finishing_a_stage_frees_the_waits_taken_in_it() {
+        let mut a = agent();
+        let s = StageRef::Stage(StageId::from("s"));
+        a.step_lock.hold(["w".into()], &"t".into(), &s);
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "x",
+            "",
+        )]);
+        assert_eq!(
+            a.derive_working_state(),
+            crate::state::WorkingState::Waiting
+        );
+        receive_message(
+            &mut a,
+            &sys(&Instruction::FinishStage {
+                stage_id: "s".into(),
+            }
+            .embed()),
+        );
+        assert!(a.step_lock.is_empty());
+        assert_eq!(
+            a.derive_working_state(),
+            crate::state::WorkingState::Working
+        );
     }
 }

@@ -225,6 +225,7 @@ mod tests {
             task_intention: String::new(),
             stage_intention: String::new(),
             goal: String::new(),
+            colleagues: Vec::new(),
         }
     }
 
@@ -360,6 +361,11 @@ mod tests {
                 task_intention: "写诗".into(),
                 stage_intention: "draft".into(),
                 goal: "write 🎋".into(),
+                colleagues: vec![crate::message::Colleague {
+                    agent_id: "w".into(),
+                    role: "writer".into(),
+                    goal: "写".into(),
+                }],
             },
             Instruction::FinishStage {
                 stage_id: "s1".into(),

@@ -38,7 +38,7 @@ const MORE: &str = "get_more_info";
 
 /// `<send_message>{receiver, message, stage_relative?, need_reply?, waiting?}` or
 /// `<get_more_info>{step_intention, text_content}`; when both appear, the message is sent.
-/// `receiver` may be one id or a list; `need_reply` defaults to true, `waiting` to false,
+/// `receiver` may be one id or a list; `need_reply` defaults to false (an omitted field must not start a reply ping-pong), `waiting` to false,
 /// `stage_relative` to `no_relative`.
 pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
     if has_tag(text, SEND) {
@@ -55,7 +55,7 @@ pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
                 .collect(),
             message: o.str("message")?,
             stage_relative,
-            need_reply: o.bool_or("need_reply", true)?,
+            need_reply: o.bool_or("need_reply", false)?,
             waiting: o.bool_or("waiting", false)?,
         }))
     } else if has_tag(text, MORE) {
@@ -148,7 +148,7 @@ mod tests {
             receiver: receiver.iter().map(|r| AgentId::from(*r)).collect(),
             message: message.into(),
             stage_relative: StageRef::NoRelative,
-            need_reply: true,
+            need_reply: false,
             waiting: false,
         }
     }

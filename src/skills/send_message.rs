@@ -39,6 +39,10 @@ pub fn interpret(
         }
         SendMessageAnswer::Send(draft) => {
             let mut receiver = Vec::new();
+            // A reply always reaches the one it answers, whatever the model wrote.
+            if let Some(r) = &step.reply_to {
+                receiver.push(r.agent_id.clone());
+            }
             for r in draft.receiver {
                 if !receiver.contains(&r) {
                     receiver.push(r);
@@ -67,7 +71,9 @@ pub fn interpret(
                     .collect::<Vec<_>>()
             });
             if let Some(w) = &waiting {
-                agent.step_lock.extend(w.iter().cloned());
+                agent
+                    .step_lock
+                    .hold(w.iter().cloned(), &step.task_id, &step.stage_id);
             }
             let message = Message {
                 task_id: step.task_id.clone(),
@@ -78,7 +84,11 @@ pub fn interpret(
                 // Waiting for a reply nobody owes would lock the sender forever.
                 need_reply: draft.need_reply || waiting.is_some(),
                 waiting,
-                return_waiting_id: parse::return_waiting_id(&step.text_content),
+                return_waiting_id: step
+                    .reply_to
+                    .as_ref()
+                    .and_then(|r| r.wait_id.clone())
+                    .or_else(|| parse::return_waiting_id(&step.text_content)),
             };
             Ok(SkillOutcome {
                 send_message: Some(message.clone()),
@@ -100,7 +110,10 @@ mod tests {
         let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["x", "y"], "message": "q?", "stage_relative": "s", "need_reply": true, "waiting": true}</send_message>"#).unwrap();
         let m = o.send_message.unwrap();
         assert_eq!(m.waiting.as_ref().unwrap().len(), 2);
-        assert_eq!(&a.step_lock, m.waiting.as_ref().unwrap());
+        assert_eq!(
+            a.step_lock.ids().collect::<Vec<_>>(),
+            m.waiting.as_ref().unwrap().iter().collect::<Vec<_>>()
+        );
         assert_eq!(m.sender_id.as_str(), "w");
         assert_eq!(m.stage_relative, step.stage_id);
         assert_eq!(m.return_waiting_id, None);
@@ -157,5 +170,22 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_reply_always_goes_back_to_the_sender_it_answers() {
+        let mut a = agent(&[Skill::SendMessage]);
+        let mut step = running(&mut a, Skill::SendMessage, "q?");
+        step.reply_to = Some(crate::state::ReplyTo {
+            agent_id: "asker".into(),
+            wait_id: Some("w-9".into()),
+        });
+        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["x"], "message": "a", "need_reply": false}</send_message>"#).unwrap();
+        let m = o.send_message.unwrap();
+        assert_eq!(
+            m.receiver,
+            vec![crate::ids::AgentId::from("asker"), "x".into()]
+        );
+        assert_eq!(m.return_waiting_id, Some(WaitId::from("w-9")));
     }
 }

@@ -1,11 +1,11 @@
 //! AgentState: who an agent is, what it may use, its working and persistent memory, its steps
 //! and its step lock. LLM agents and human agents are the same type; they differ by data.
 
-use super::{AgentStep, Skill, StepState, TokenUsage, WorkingState};
-use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
+use super::{AgentStep, Skill, StepLock, StepState, TokenUsage, WorkingState};
+use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
 use chrono::NaiveDateTime;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `{task_id: {stage_id: [step_id]}}`: the unfinished work an agent holds.
 pub type WorkingMemory = BTreeMap<TaskId, BTreeMap<StageRef, Vec<StepId>>>;
@@ -58,11 +58,15 @@ pub struct AgentState {
     /// `{"%Y%m%dT%H%M%S": markdown}`, written only through [`AgentState::apply_memory_ops`].
     pub persistent_memory: BTreeMap<String, String>,
     pub agent_step: AgentStep,
-    pub step_lock: Vec<WaitId>,
+    pub step_lock: StepLock,
     pub skills: Vec<Skill>,
     pub tools: Vec<String>,
     pub conversation_pool: Option<ConversationPool>,
     pub token_usage: TokenUsage,
+    /// Stages this agent was started in and owes a summary for (internal bookkeeping: an
+    /// agent whose plan runs dry in such a stage is given a closing reflection).
+    #[serde(skip)]
+    pub open_goals: BTreeSet<(TaskId, StageId)>,
 }
 
 /// One persistent-memory instruction from an LLM answer.
@@ -91,11 +95,12 @@ impl AgentState {
             working_memory: WorkingMemory::new(),
             persistent_memory: BTreeMap::new(),
             agent_step: AgentStep::default(),
-            step_lock: Vec::new(),
+            step_lock: StepLock::default(),
             skills: Vec::new(),
             tools: Vec::new(),
             conversation_pool: None,
             token_usage: TokenUsage::default(),
+            open_goals: BTreeSet::new(),
         }
     }
 
@@ -130,17 +135,24 @@ impl AgentState {
         }
     }
 
-    /// `finish_stage`: drops the stage's steps (returned, for publishing) and working memory.
+    /// `finish_stage`: drops the stage's steps (returned, for publishing), its working memory
+    /// and the waits taken in it.
     pub fn finish_stage(&mut self, task: &TaskId, stage: &StageRef) -> Vec<StepState> {
         if let Some(t) = self.working_memory.get_mut(task) {
             t.remove(stage);
         }
+        if let Some(s) = stage.stage() {
+            self.open_goals.remove(&(task.clone(), s.clone()));
+        }
+        self.step_lock.release_work(task, Some(stage));
         self.agent_step.drop_steps(task, Some(stage))
     }
 
-    /// `finish_task`: drops every step and the working memory of the task.
+    /// `finish_task`: drops every step, the working memory and the waits of the task.
     pub fn finish_task(&mut self, task: &TaskId) -> Vec<StepState> {
         self.working_memory.remove(task);
+        self.open_goals.retain(|(t, _)| t != task);
+        self.step_lock.release_work(task, None);
         self.agent_step.drop_steps(task, None)
     }
 
@@ -154,9 +166,7 @@ impl AgentState {
 
     /// Frees one wait id; false when the id was not held (a late or duplicate reply).
     pub fn release_wait(&mut self, id: &WaitId) -> bool {
-        let before = self.step_lock.len();
-        self.step_lock.retain(|w| w != id);
-        before != self.step_lock.len()
+        self.step_lock.release(id)
     }
 
     /// Applies `<persistent_memory>` instructions. `add` stores under the timestamp key of `now`
@@ -287,7 +297,11 @@ mod tests {
     fn step_lock_blocks_until_every_wait_id_is_returned() {
         let mut a = agent();
         a.add_steps(vec![step("t", StageRef::NoRelative)]);
-        a.step_lock = vec!["w1".into(), "w2".into()];
+        a.step_lock.hold(
+            ["w1".into(), "w2".into()],
+            &"t".into(),
+            &StageRef::NoRelative,
+        );
         assert_eq!(a.derive_working_state(), WorkingState::Waiting);
         assert!(a.release_wait(&"w1".into()));
         assert!(!a.release_wait(&"w1".into()));

@@ -34,6 +34,11 @@ impl AgentStep {
         self.step_list.iter_mut().find(|s| &s.step_id == id)
     }
 
+    /// The step that would run next.
+    pub fn next(&self) -> Option<&StepState> {
+        self.todo.front().and_then(|id| self.get(id))
+    }
+
     /// The step now running, if any.
     pub fn running(&self) -> Option<&StepState> {
         self.step_list

@@ -7,6 +7,7 @@ mod enums;
 mod executor;
 mod stage;
 mod step;
+mod step_lock;
 mod task;
 
 pub use agent::{
@@ -17,5 +18,6 @@ pub use agent_step::AgentStep;
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
 pub use executor::{Executor, Skill};
 pub use stage::StageState;
-pub use step::{PlannedStep, StepState, TokenUsage};
+pub use step::{PlannedStep, ReplyTo, StepState, TokenUsage};
+pub use step_lock::StepLock;
 pub use task::{ConversationEntry, SharedInfo, TaskState};

@@ -40,10 +40,16 @@ impl StageState {
 
     /// Records an allocated agent's progress; agents not allocated here are ignored (a manager
     /// handling the stage's completion notice works "in" the stage without being part of it).
-    /// A finished agent stays finished unless it failed afterwards.
+    /// A finished agent stays finished unless it failed afterwards; a failed one stays failed
+    /// until its summary arrives.
     pub fn set_agent_state(&mut self, agent: &AgentId, state: StageAgentState) -> bool {
         match self.every_agent_state.get_mut(agent) {
-            Some(s) if *s == StageAgentState::Finished && state == StageAgentState::Working => {
+            // A finished agent stays finished, and a failure stays visible until the agent
+            // summarises, even if later steps of it succeed.
+            Some(s)
+                if matches!(*s, StageAgentState::Finished | StageAgentState::Failed)
+                    && state == StageAgentState::Working =>
+            {
                 false
             }
             Some(s) => {
@@ -109,5 +115,15 @@ mod tests {
         s.record_completion(&"a".into(), "x".into());
         assert!(!s.set_agent_state(&"a".into(), StageAgentState::Working));
         assert!(s.set_agent_state(&"a".into(), StageAgentState::Failed));
+        assert!(s.set_agent_state(&"b".into(), StageAgentState::Failed));
+        assert!(
+            !s.set_agent_state(&"b".into(), StageAgentState::Working),
+            "a failure stays visible"
+        );
+        s.record_completion(&"b".into(), "recovered".into());
+        assert_eq!(
+            s.every_agent_state[&AgentId::from("b")],
+            StageAgentState::Finished
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! StepState: the smallest unit of work, one skill or tool call by one agent.
 
 use super::{Executor, StepExecutionState};
-use crate::ids::{AgentId, StageRef, StepId, TaskId};
+use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -23,6 +23,15 @@ impl TokenUsage {
     }
 }
 
+/// On a send_message step that answers a message: whom it answers, and the wait id to return
+/// when that sender waits. The runtime keeps the sender among the receivers and, if the step
+/// cannot deliver, still returns the wait id so the sender is never left blocked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplyTo {
+    pub agent_id: AgentId,
+    pub wait_id: Option<WaitId>,
+}
+
 /// One step of one agent (SPEC §2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepState {
@@ -41,6 +50,8 @@ pub struct StepState {
     pub execute_result: Option<Value>,
     #[serde(default)]
     pub token_usage: TokenUsage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<ReplyTo>,
 }
 
 impl StepState {
@@ -64,7 +75,22 @@ impl StepState {
             instruction_content: None,
             execute_result: None,
             token_usage: TokenUsage::default(),
+            reply_to: None,
         }
+    }
+
+    /// Whether this step answers a sender that waits for it.
+    pub fn answers_a_wait(&self) -> bool {
+        self.reply_to.as_ref().is_some_and(|r| r.wait_id.is_some())
+    }
+
+    /// A step removed by finish_stage/finish_task before it ran.
+    pub fn was_dropped(&self) -> bool {
+        self.execute_result
+            .as_ref()
+            .and_then(|r| r.get("dropped"))
+            .and_then(|d| d.as_bool())
+            == Some(true)
     }
 
     /// The reason a failed step failed, if it recorded one.

@@ -3,7 +3,7 @@
 
 use super::{Applied, SyncCore, SyncError, notices};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
-use crate::message::{Instruction, Message, StagePlan, TaskInstruction, TaskOutcome};
+use crate::message::{Colleague, Instruction, Message, StagePlan, TaskInstruction, TaskOutcome};
 use crate::state::{ExecutionState, StageState, TaskState};
 
 impl SyncCore {
@@ -47,6 +47,14 @@ impl SyncCore {
             } => {
                 self.managed_open_task(agent, task_id)?;
                 let old = self.stage_of(task_id, stage_id)?;
+                // Only the running stage can be retried: retrying a finished or already
+                // retried stage would queue work out of order.
+                if old.execution_state != ExecutionState::Running {
+                    return Err(SyncError::StageNotRunning {
+                        stage: stage_id.clone(),
+                        state: old.execution_state,
+                    });
+                }
                 self.check_plan(&StagePlan {
                     stage_intention: stage_intention
                         .clone()
@@ -189,7 +197,6 @@ impl SyncCore {
                 agent_allocation,
             } => {
                 let old = self.stages.get_mut(&stage_id).expect("checked");
-                let was_running = old.execution_state == ExecutionState::Running;
                 old.execution_state = ExecutionState::Failed;
                 let old_agents: Vec<AgentId> = old.agent_allocation.keys().cloned().collect();
                 let intention = stage_intention.unwrap_or_else(|| old.stage_intention.clone());
@@ -209,9 +216,7 @@ impl SyncCore {
                 applied
                     .messages
                     .push(finish_stage_message(&task_id, &stage_id, old_agents));
-                if was_running || !self.has_running_stage(&task_id) {
-                    self.start_next_stage(&task_id, applied);
-                }
+                self.start_next_stage(&task_id, applied);
             }
         }
     }
@@ -243,16 +248,31 @@ impl SyncCore {
         let stage = self.stages.get_mut(&next).expect("stage");
         stage.execution_state = ExecutionState::Running;
         applied.stages.insert(next.clone());
+        let colleagues: Vec<Colleague> = stage
+            .agent_allocation
+            .iter()
+            .map(|(a, goal)| Colleague {
+                agent_id: a.clone(),
+                role: self
+                    .roster
+                    .iter()
+                    .find(|m| &m.id == a)
+                    .map(|m| m.role.clone())
+                    .unwrap_or_default(),
+                goal: goal.clone(),
+            })
+            .collect();
         for (agent, goal) in &stage.agent_allocation {
             let i = Instruction::StartStage {
                 stage_id: next.clone(),
                 task_intention: task.task_intention.clone(),
                 stage_intention: stage.stage_intention.clone(),
                 goal: goal.clone(),
+                colleagues: colleagues.clone(),
             };
             applied.messages.push(Message::instruction(
                 task_id.clone(),
-                task.task_manager.clone(),
+                AgentId::from(crate::message::TASK_STATE_SENDER),
                 vec![agent.clone()],
                 StageRef::Stage(next.clone()),
                 &i,

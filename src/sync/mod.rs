@@ -6,8 +6,10 @@ mod instructions;
 mod notices;
 
 use crate::ids::{AgentId, StageId, TaskId};
-use crate::message::{ExecuteOutput, Message};
-use crate::state::{ConversationEntry, ExecutionState, SharedInfo, StageState, TaskState};
+use crate::message::{ExecuteOutput, Message, StageAgentUpdate};
+use crate::state::{
+    ConversationEntry, ExecutionState, SharedInfo, StageAgentState, StageState, TaskState,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -39,6 +41,8 @@ pub struct Applied {
     pub messages: Vec<Message>,
     pub tasks: BTreeSet<TaskId>,
     pub stages: BTreeSet<StageId>,
+    /// Why the step's message or instruction was refused, if it was.
+    pub refused: Option<SyncError>,
 }
 
 /// One agent as SyncState knows it: enough to validate allocations and describe the team.
@@ -53,6 +57,8 @@ pub struct SyncCore {
     stages: BTreeMap<StageId, StageState>,
     roster: Vec<Member>,
     base_task: TaskId,
+    /// (stage, agent) pairs the manager was already told about, so it is told once.
+    stuck_reported: BTreeSet<(StageId, AgentId)>,
 }
 
 impl SyncCore {
@@ -76,6 +82,7 @@ impl SyncCore {
             stages: BTreeMap::new(),
             roster,
             base_task,
+            stuck_reported: BTreeSet::new(),
         }
     }
 
@@ -103,19 +110,25 @@ impl SyncCore {
         self.roster.iter().any(|m| &m.id == a)
     }
 
-    /// Applies one step's output. Everything that can be refused is checked before anything
-    /// changes, so a refused output changes nothing.
-    pub fn apply(&mut self, out: &ExecuteOutput, now: &str) -> Result<Applied, SyncError> {
+    /// Applies one step's output. What the step reports about itself (tokens, shared info, its
+    /// state in the stage, its summary) always lands; its message and task instruction are
+    /// checked first and, if refused, dropped together, with the agent marked failed in the
+    /// stage and the refusal returned in `Applied::refused`.
+    pub fn apply(&mut self, out: &ExecuteOutput, now: &str) -> Applied {
         let agent = out
             .agent_id
             .clone()
             .unwrap_or_else(|| AgentId::from("[unknown]"));
-        if let Some(m) = &out.send_message {
-            self.check_message(m)?;
-        }
-        if let Some(i) = &out.task_instruction {
-            self.check_instruction(&agent, i)?;
-        }
+        let refused = out
+            .send_message
+            .as_ref()
+            .map_or(Ok(()), |m| self.check_message(m))
+            .and_then(|()| {
+                out.task_instruction
+                    .as_ref()
+                    .map_or(Ok(()), |i| self.check_instruction(&agent, i))
+            })
+            .err();
 
         let mut applied = Applied::default();
         if let Some((task, usage)) = &out.token_usage {
@@ -125,23 +138,22 @@ impl SyncCore {
             }
         }
         if let Some(u) = &out.update_stage_agent_state {
-            if let Some(s) = self
-                .stages
-                .get_mut(&u.stage_id)
-                .filter(|s| s.execution_state == ExecutionState::Running)
-            {
-                if s.set_agent_state(&u.agent_id, u.state) {
-                    applied.stages.insert(u.stage_id.clone());
-                }
+            let mut u = u.clone();
+            if let Some(why) = &refused {
+                u.state = StageAgentState::Failed;
+                u.stuck
+                    .get_or_insert_with(|| format!("SyncState refused its step: {why}"));
             }
+            self.update_agent_in_stage(&u, &mut applied);
         }
         if let Some(info) = &out.send_shared_info {
             if let Some(t) = self.tasks.get_mut(&info.task_id) {
+                let refused_note = if refused.is_some() { " (refused)" } else { "" };
                 t.shared_info_pool.push(SharedInfo {
                     agent_id: info.agent_id.clone(),
                     role: info.role.clone(),
                     stage_id: info.stage_id.clone(),
-                    content: info.content.clone(),
+                    content: format!("{}{refused_note}", info.content),
                     timestamp: now.to_owned(),
                 });
                 applied.tasks.insert(info.task_id.clone());
@@ -150,17 +162,57 @@ impl SyncCore {
         if let Some(c) = &out.update_stage_agent_completion {
             self.record_completion(c, &mut applied);
         }
-        if let Some(m) = &out.send_message {
-            applied.messages.push(m.clone());
+        if refused.is_none() {
+            if let Some(m) = &out.send_message {
+                applied.messages.push(m.clone());
+            }
+            if let Some(i) = &out.task_instruction {
+                self.run_instruction(&agent, i, &mut applied);
+            }
         }
-        if let Some(i) = &out.task_instruction {
-            self.run_instruction(&agent, i, &mut applied);
-        }
-        Ok(applied)
+        applied.refused = refused;
+        applied
     }
 
-    /// A message from outside the team's steps (the operator's goal): checked, then routed.
+    fn update_agent_in_stage(&mut self, u: &StageAgentUpdate, applied: &mut Applied) {
+        let Some(stage) = self
+            .stages
+            .get_mut(&u.stage_id)
+            .filter(|s| s.execution_state == ExecutionState::Running)
+        else {
+            return;
+        };
+        if stage.set_agent_state(&u.agent_id, u.state) {
+            applied.stages.insert(u.stage_id.clone());
+        }
+        // An allocated agent that cannot go on would hold the stage open forever: the manager
+        // is told (once per agent and stage), so it can retry or finish the stage.
+        if let (StageAgentState::Failed, Some(why)) = (u.state, &u.stuck) {
+            if stage.agent_allocation.contains_key(&u.agent_id)
+                && !stage.completion_summary.contains_key(&u.agent_id)
+                && self
+                    .stuck_reported
+                    .insert((u.stage_id.clone(), u.agent_id.clone()))
+            {
+                let stage = stage.clone();
+                if let Some(task) = self.tasks.get(&u.task_id) {
+                    applied
+                        .messages
+                        .push(notices::agent_stuck(task, &stage, &u.agent_id, why));
+                }
+            }
+        }
+    }
+
+    /// A message from outside the team's steps (an operator's, or an agent returning a wait id
+    /// it could not answer): checked, then routed. Nobody outside may speak as the runtime.
     pub fn submit(&mut self, m: Message) -> Result<Applied, SyncError> {
+        if m.sender_id.as_str() == crate::message::TASK_STATE_SENDER {
+            return Err(SyncError::Invalid(format!(
+                "`{}` is reserved for the runtime",
+                m.sender_id
+            )));
+        }
         self.check_message(&m)?;
         Ok(Applied {
             messages: vec![m],
@@ -169,8 +221,20 @@ impl SyncCore {
     }
 
     fn check_message(&self, m: &Message) -> Result<(), SyncError> {
-        if !self.tasks.contains_key(&m.task_id) {
-            return Err(SyncError::UnknownTask(m.task_id.clone()));
+        let task = self
+            .tasks
+            .get(&m.task_id)
+            .ok_or_else(|| SyncError::UnknownTask(m.task_id.clone()))?;
+        if task.execution_state.is_over() {
+            return Err(SyncError::TaskOver(m.task_id.clone(), task.execution_state));
+        }
+        if let Some(stage) = m.stage_relative.stage().and_then(|s| self.stages.get(s)) {
+            if stage.execution_state.is_over() {
+                return Err(SyncError::Invalid(format!(
+                    "stage `{}` is already {}",
+                    stage.stage_id, stage.execution_state
+                )));
+            }
         }
         if m.receiver.is_empty() {
             return Err(SyncError::Invalid("the message has no receiver".into()));

@@ -92,3 +92,23 @@ pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageSt
         ),
     )
 }
+
+pub fn agent_stuck(task: &TaskState, stage: &StageState, agent: &AgentId, why: &str) -> Message {
+    let goal = stage
+        .agent_allocation
+        .get(agent)
+        .map(String::as_str)
+        .unwrap_or("(none)");
+    from_task(
+        task,
+        StageRef::Stage(stage.stage_id.clone()),
+        format!(
+            "[TaskState] Agent `{agent}` cannot go on in stage {} of task {}: its last step failed and \
+             it has nothing left to run there.\nReason: {why}\nIts goal: {goal}\nStage intention: {}\n\n\
+             As the manager, decide: retry the stage with task_manager retry_stage (task_id {}, \
+             stage_id {}) and a corrected allocation, or end it with finish_stage if its goal is met \
+             anyway.",
+            stage.stage_id, task.task_id, stage.stage_intention, task.task_id, stage.stage_id
+        ),
+    )
+}

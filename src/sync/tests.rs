@@ -5,6 +5,21 @@ use crate::ids::{StageRef, WaitId};
 use crate::message::{CompletionUpdate, Instruction, StagePlan, TaskInstruction, TaskOutcome};
 use crate::parse;
 
+/// `apply` with its refusal as an error, as the SyncState actor answers it.
+trait TryApply {
+    fn try_apply(&mut self, out: &ExecuteOutput, now: &str) -> Result<Applied, SyncError>;
+}
+
+impl TryApply for SyncCore {
+    fn try_apply(&mut self, out: &ExecuteOutput, now: &str) -> Result<Applied, SyncError> {
+        let mut a = self.apply(out, now);
+        match a.refused.take() {
+            Some(e) => Err(e),
+            None => Ok(a),
+        }
+    }
+}
+
 fn core() -> SyncCore {
     let roster = ["m", "a", "b"]
         .iter()
@@ -43,7 +58,7 @@ fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
     let mut c = core();
     let t = TaskId::random();
     let out = c
-        .apply(
+        .try_apply(
             &by(
                 "m",
                 TaskInstruction::AddTask {
@@ -61,7 +76,7 @@ fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
         "the manager learns the new task's id"
     );
     let out = c
-        .apply(
+        .try_apply(
             &by(
                 "m",
                 TaskInstruction::AddStage {
@@ -89,7 +104,7 @@ fn complete(c: &mut SyncCore, t: &TaskId, s: &StageId, agent: &str) -> Applied {
         }),
         ..Default::default()
     };
-    c.apply(&out, "now").unwrap()
+    c.try_apply(&out, "now").unwrap()
 }
 
 #[test]
@@ -129,7 +144,7 @@ fn the_manager_is_told_once_every_allocated_agent_has_summarised() {
 fn finish_stage_hands_over_to_the_next_stage_then_asks_for_a_task_judgement() {
     let (mut c, t, stages) = two_stage_task();
     let out = c
-        .apply(
+        .try_apply(
             &by(
                 "m",
                 TaskInstruction::FinishStage {
@@ -156,7 +171,7 @@ fn finish_stage_hands_over_to_the_next_stage_then_asks_for_a_task_judgement() {
     assert!(kinds[0].as_ref().unwrap().starts_with("FinishStage"));
     assert!(kinds[1].as_ref().unwrap().starts_with("StartStage"));
     let out = c
-        .apply(
+        .try_apply(
             &by(
                 "m",
                 TaskInstruction::FinishStage {
@@ -171,7 +186,7 @@ fn finish_stage_hands_over_to_the_next_stage_then_asks_for_a_task_judgement() {
     assert!(instruction_of(judge).is_none());
     assert!(judge.message.contains("finish_task"));
     let out = c
-        .apply(
+        .try_apply(
             &by(
                 "m",
                 TaskInstruction::FinishTask {
@@ -201,7 +216,7 @@ fn finish_stage_hands_over_to_the_next_stage_then_asks_for_a_task_judgement() {
 #[test]
 fn only_the_manager_may_steer_and_bad_ids_change_nothing() {
     let (mut c, t, stages) = two_stage_task();
-    let e = c.apply(
+    let e = c.try_apply(
         &by(
             "a",
             TaskInstruction::FinishStage {
@@ -212,7 +227,7 @@ fn only_the_manager_may_steer_and_bad_ids_change_nothing() {
         "now",
     );
     assert!(matches!(e, Err(SyncError::NotManager { .. })));
-    let e = c.apply(
+    let e = c.try_apply(
         &by(
             "m",
             TaskInstruction::FinishStage {
@@ -223,7 +238,7 @@ fn only_the_manager_may_steer_and_bad_ids_change_nothing() {
         "now",
     );
     assert!(matches!(e, Err(SyncError::UnknownStage { .. })));
-    let e = c.apply(
+    let e = c.try_apply(
         &by(
             "m",
             TaskInstruction::FinishStage {
@@ -234,7 +249,7 @@ fn only_the_manager_may_steer_and_bad_ids_change_nothing() {
         "now",
     );
     assert!(matches!(e, Err(SyncError::StageNotRunning { .. })));
-    let e = c.apply(
+    let e = c.try_apply(
         &by(
             "m",
             TaskInstruction::AddStage {
@@ -247,7 +262,7 @@ fn only_the_manager_may_steer_and_bad_ids_change_nothing() {
     assert_eq!(e, Err(SyncError::UnknownAgent("ghost".into())));
     assert_eq!(c.task(&t).unwrap().stage_list.len(), 2);
     let base = c.base_task().clone();
-    let e = c.apply(
+    let e = c.try_apply(
         &by(
             "m",
             TaskInstruction::FinishTask {
@@ -267,7 +282,7 @@ fn retry_stage_inserts_a_corrected_stage_right_after_and_starts_it() {
     let mut alloc = plan("", &["b"]).agent_allocation;
     alloc.insert("m".into(), "help".into());
     let out = c
-        .apply(
+        .try_apply(
             &by(
                 "m",
                 TaskInstruction::RetryStage {
@@ -335,4 +350,130 @@ fn messages_to_unknown_agents_or_tasks_are_refused_and_deliveries_are_recorded()
     assert_eq!(c.submit(m.clone()).unwrap().messages.len(), 1);
     c.record_delivery(m, "now");
     assert_eq!(c.task(&base).unwrap().shared_conversation_pool.len(), 1);
+}
+
+#[test]
+fn a_refused_step_still_counts_its_tokens_and_marks_its_agent_failed_for_the_manager() {
+    let (mut c, t, stages) = two_stage_task();
+    let out = ExecuteOutput {
+        agent_id: Some("a".into()),
+        token_usage: Some((
+            t.clone(),
+            crate::state::TokenUsage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+            },
+        )),
+        update_stage_agent_state: Some(crate::message::StageAgentUpdate {
+            task_id: t.clone(),
+            stage_id: stages[0].clone(),
+            agent_id: "a".into(),
+            state: crate::state::StageAgentState::Working,
+            stuck: None,
+        }),
+        send_message: Some(Message::notice(
+            t.clone(),
+            "a".into(),
+            vec!["ghost".into()],
+            StageRef::Stage(stages[0].clone()),
+            "hi".into(),
+        )),
+        ..Default::default()
+    };
+    let applied = c.apply(&out, "now");
+    assert_eq!(
+        applied.refused,
+        Some(SyncError::UnknownAgent("ghost".into()))
+    );
+    assert_eq!(c.task(&t).unwrap().token_usage.total(), 15);
+    assert_eq!(
+        c.stage(&stages[0]).unwrap().every_agent_state[&AgentId::from("a")],
+        crate::state::StageAgentState::Failed
+    );
+    let notice = applied
+        .messages
+        .iter()
+        .find(|m| m.receiver == vec![AgentId::from("m")])
+        .expect("the manager is told");
+    assert!(notice.message.contains("cannot go on") && notice.message.contains("ghost"));
+}
+
+#[test]
+fn messages_into_finished_tasks_or_stages_are_refused_and_nobody_speaks_as_the_runtime() {
+    let (mut c, t, stages) = two_stage_task();
+    c.try_apply(
+        &by(
+            "m",
+            TaskInstruction::FinishStage {
+                task_id: t.clone(),
+                stage_id: stages[0].clone(),
+            },
+        ),
+        "now",
+    )
+    .unwrap();
+    let late = Message::notice(
+        t.clone(),
+        "a".into(),
+        vec!["b".into()],
+        StageRef::Stage(stages[0].clone()),
+        "late".into(),
+    );
+    assert!(c.submit(late).is_err());
+    let spoof = Message::notice(
+        t.clone(),
+        crate::message::TASK_STATE_SENDER.into(),
+        vec!["b".into()],
+        StageRef::NoRelative,
+        "x".into(),
+    );
+    assert!(c.submit(spoof).is_err());
+    c.try_apply(
+        &by(
+            "m",
+            TaskInstruction::FinishTask {
+                task_id: t.clone(),
+                task_summary: "s".into(),
+                outcome: TaskOutcome::Failed,
+            },
+        ),
+        "now",
+    )
+    .unwrap();
+    let after = Message::notice(
+        t.clone(),
+        "a".into(),
+        vec!["b".into()],
+        StageRef::NoRelative,
+        "after".into(),
+    );
+    assert!(matches!(c.submit(after), Err(SyncError::TaskOver(..))));
+}
+
+#[test]
+fn only_the_running_stage_can_be_retried() {
+    let (mut c, t, stages) = two_stage_task();
+    let retry = |s: &StageId| {
+        by(
+            "m",
+            TaskInstruction::RetryStage {
+                task_id: t.clone(),
+                stage_id: s.clone(),
+                stage_intention: None,
+                agent_allocation: plan("", &["b"]).agent_allocation,
+            },
+        )
+    };
+    assert!(matches!(
+        c.try_apply(&retry(&stages[1]), "now"),
+        Err(SyncError::StageNotRunning { .. })
+    ));
+    c.try_apply(&retry(&stages[0]), "now").unwrap();
+    assert!(
+        matches!(
+            c.try_apply(&retry(&stages[0]), "now"),
+            Err(SyncError::StageNotRunning { .. })
+        ),
+        "a retried stage is failed"
+    );
 }
