@@ -112,6 +112,12 @@ pub async fn run_goal(
         }
     };
     settle(&team).await;
+    // Report what landed while settling (e.g. the finish_task step itself).
+    while let Ok(ev) = events.try_recv() {
+        if ev.kind == StateKind::Step {
+            count_step(&ev, &mut over, &mut on_step);
+        }
+    }
     let task = task
         .and_then(|t| team.monitor.get(StateKind::Task, t.as_str()))
         .and_then(|v| serde_json::from_value(v).ok());
@@ -133,12 +139,11 @@ fn observe(
 ) -> Option<RunOutcome> {
     match ev.kind {
         StateKind::Step => {
-            let step: StepState = serde_json::from_value(ev.state.clone()).ok()?;
-            if step.execution_state.is_over() && over.insert(ev.id.clone()) {
-                on_step(&step);
-                if opts.max_steps.is_some_and(|m| over.len() >= m) && !task_over(team, task) {
-                    return Some(RunOutcome::MaxSteps(over.len()));
-                }
+            if count_step(ev, over, on_step)
+                && opts.max_steps.is_some_and(|m| over.len() >= m)
+                && !task_over(team, task)
+            {
+                return Some(RunOutcome::MaxSteps(over.len()));
             }
             None
         }
@@ -158,6 +163,22 @@ fn observe(
         }
         _ => None,
     }
+}
+
+/// Counts a step that ran to its end (once); steps dropped before they ran do not count.
+fn count_step(
+    ev: &StateEvent,
+    over: &mut HashSet<String>,
+    on_step: &mut impl FnMut(&StepState),
+) -> bool {
+    let Ok(step) = serde_json::from_value::<StepState>(ev.state.clone()) else {
+        return false;
+    };
+    if step.execution_state.is_over() && !step.was_dropped() && over.insert(ev.id.clone()) {
+        on_step(&step);
+        return true;
+    }
+    false
 }
 
 fn task_over(team: &Team, task: &Option<TaskId>) -> bool {

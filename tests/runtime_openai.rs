@@ -11,8 +11,9 @@ use openai_stub::{OpenAiStub, StubResponse};
 use serde_json::Value;
 use std::time::Duration;
 
-fn team_file(base_url: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-rt-openai-{}", std::process::id()));
+/// Each test gets its own folder: the tests run in parallel with different endpoints.
+fn team_file(test: &str, base_url: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cohort-rt-openai-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("team.yaml");
     std::fs::write(
@@ -64,7 +65,7 @@ async fn an_answer_without_its_tag_fails_that_step_and_the_agent_runs_its_next_o
         StubResponse::reply("I would create a task now."), // decision without <planned_step>
         StubResponse::reply("Second goal noted; nothing to do."),
     ]);
-    let cfg = load_team(&team_file(&stub.base_url())).unwrap();
+    let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
     let team = start_team(&cfg, &|k| {
         (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned())
     })
@@ -120,7 +121,7 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         StubResponse::error(400, "model `test-model` does not support this"),
         StubResponse::reply("Noted."),
     ]);
-    let cfg = load_team(&team_file(&stub.base_url())).unwrap();
+    let cfg = load_team(&team_file("http-400", &stub.base_url())).unwrap();
     let team = start_team(&cfg, &|_| Some("sk-test".to_owned())).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
     team.submit_goal(None, "second goal").await.unwrap();
@@ -142,7 +143,7 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
 
 #[actix::test]
 async fn a_missing_api_key_variable_is_a_clear_startup_error() {
-    let cfg = load_team(&team_file("http://127.0.0.1:9")).unwrap();
+    let cfg = load_team(&team_file("missing-key", "http://127.0.0.1:9")).unwrap();
     let err = start_team(&cfg, &|_| None)
         .err()
         .expect("start must fail")

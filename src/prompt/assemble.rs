@@ -48,6 +48,9 @@ pub(crate) fn history_kind(skill: Skill) -> HistoryKind {
     }
 }
 
+/// At most this many executed steps are shown in a stage's history (the newest ones).
+pub const MAX_EXECUTED_IN_HISTORY: usize = 24;
+
 /// The agent's other steps in the current step's task and stage, split into executed
 /// (finished or failed) and not yet executed, each in execution order.
 pub(crate) fn stage_history<'a>(
@@ -222,7 +225,13 @@ fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
     doc.heading(1, &h.history);
     doc.push(&p.history_note);
     doc.heading(2, &h.history_done);
-    push_steps(doc, set, &done, 3);
+    // The base task never ends, so a manager's history there only grows; the newest executed
+    // steps are what a step needs, and the prompt must stay bounded.
+    let skipped = done.len().saturating_sub(MAX_EXECUTED_IN_HISTORY);
+    if skipped > 0 {
+        doc.push(&format!("{} {skipped}", p.history_omitted));
+    }
+    push_steps(doc, set, &done[skipped..], 3);
     doc.heading(2, &h.history_pending);
     push_steps(doc, set, &pending, 3);
 }

@@ -417,3 +417,46 @@ fn memory_lists_entries_by_key_after_the_rules() {
         "{memory}"
     );
 }
+
+#[test]
+fn a_long_history_shows_only_the_newest_executed_steps() {
+    let mut a = AgentState::new("a1".into(), "Ada".into(), "manager".into(), "".into());
+    a.skills = vec![Skill::Think];
+    let total = super::assemble::MAX_EXECUTED_IN_HISTORY + 6;
+    let mut steps = Vec::new();
+    for i in 0..total {
+        let mut s = step(
+            "base",
+            StageRef::NoRelative,
+            Executor::Skill(Skill::Think),
+            &format!("OLD_{i:03}"),
+            "",
+        );
+        s.execution_state = StepExecutionState::Finished;
+        steps.push(s);
+    }
+    let current = step(
+        "base",
+        StageRef::NoRelative,
+        Executor::Skill(Skill::Think),
+        "NOW",
+        "",
+    );
+    let id = current.step_id.clone();
+    steps.push(current);
+    a.add_steps(steps);
+    let set = PromptSet::builtin(Language::En);
+    let tools = BTreeMap::new();
+    let step = a.agent_step.get(&id).unwrap().clone();
+    let ctx = PromptContext {
+        agent: &a,
+        step: &step,
+        tool_descriptions: &tools,
+        tool_step: None,
+        tool_history: None,
+    };
+    let p = build_prompt(&set, Skill::Think, &ctx);
+    assert!(!p.contains("OLD_005"), "the oldest steps are left out");
+    assert!(p.contains("OLD_006") && p.contains(&format!("OLD_{:03}", total - 1)));
+    assert!(p.contains(&format!("{} 6", set.phrases().history_omitted)));
+}

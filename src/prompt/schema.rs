@@ -53,6 +53,8 @@ text_group!(
         no_description,
         agent_id, own_id_note, name, role, profile,
         history_note, tool_history_note,
+        /// Stands before the shown executed steps when older ones are left out.
+        history_omitted,
     }
 );
 
