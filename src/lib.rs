@@ -10,6 +10,7 @@ pub mod agent;
 pub mod config;
 pub mod ids;
 pub mod llm;
+pub mod mcp;
 pub mod message;
 pub mod monitor;
 pub mod parse;

@@ -1,0 +1,291 @@
+//! `mcp_servers/*.yaml`: one MCP server per file — its name, the description agents see, and
+//! how to reach it: a child process (`command`/`args`/`env`), a server shipped inside the
+//! `cohort` binary (`builtin`/`args`), or streamable HTTP (`url`).
+
+use crate::problem::Problem;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    name: String,
+    description: String,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    builtin: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    timeout_secs: Option<u64>,
+}
+
+/// How to reach a server.
+#[derive(Clone, Debug, PartialEq)]
+pub enum McpTransport {
+    /// A child process speaking MCP on stdio. It gets only `env` (never the parent's
+    /// environment, so LLM keys cannot leak), and runs in `cwd`.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: PathBuf,
+    },
+    /// A server shipped inside the `cohort` binary (`cohort mcp serve NAME ARGS…`), run as a
+    /// child process like `Stdio`.
+    Builtin {
+        server: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: PathBuf,
+    },
+    /// Streamable HTTP.
+    Http { url: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpServerConfig {
+    pub name: String,
+    pub description: String,
+    pub transport: McpTransport,
+    /// How long one call may take before it fails.
+    pub call_timeout: Duration,
+    /// The file it came from, for error messages.
+    pub file: PathBuf,
+}
+
+/// Names of the servers the `cohort` binary ships.
+pub const BUILTIN_SERVERS: [&str; 2] = ["workspace", "notes"];
+
+/// Reads one server file; every problem is reported with the file and the field.
+pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
+    let problem = |field: &str, message: String| Problem {
+        file: file.to_path_buf(),
+        field: field.into(),
+        message,
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| vec![problem("(file)", format!("cannot read: {e}"))])?;
+    let raw: RawServer = serde_yaml::from_str(&text).map_err(|e| {
+        let m = e.to_string();
+        match m.split_once(": ") {
+            Some((path, rest)) if !path.contains(' ') => vec![problem(path, rest.to_owned())],
+            _ => vec![problem("(document)", m)],
+        }
+    })?;
+    let mut problems = Vec::new();
+    let name = raw.name.trim().to_owned();
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace()) {
+        problems.push(problem(
+            "name",
+            format!("`{}` is not a usable server name (no spaces)", raw.name),
+        ));
+    }
+    if raw.description.trim().is_empty() {
+        problems.push(problem(
+            "description",
+            "agents choose tools by their description; it cannot be empty".into(),
+        ));
+    }
+    let base = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let cwd = raw.cwd.as_ref().map(|c| base.join(c)).unwrap_or(base);
+    let kinds = [
+        raw.command.is_some(),
+        raw.builtin.is_some(),
+        raw.url.is_some(),
+    ]
+    .iter()
+    .filter(|k| **k)
+    .count();
+    let transport = if kinds != 1 {
+        problems.push(problem(
+            "(server)",
+            "give exactly one of `command`, `builtin` or `url`".into(),
+        ));
+        None
+    } else if let Some(command) = raw.command {
+        Some(McpTransport::Stdio {
+            command,
+            args: raw.args,
+            env: raw.env,
+            cwd,
+        })
+    } else if let Some(server) = raw.builtin {
+        if !BUILTIN_SERVERS.contains(&server.as_str()) {
+            problems.push(problem(
+                "builtin",
+                format!(
+                    "no built-in server `{server}` (there are: {})",
+                    BUILTIN_SERVERS.join(", ")
+                ),
+            ));
+        }
+        Some(McpTransport::Builtin {
+            server,
+            args: raw.args,
+            env: raw.env,
+            cwd,
+        })
+    } else {
+        let url = raw.url.unwrap_or_default();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            problems.push(problem("url", format!("`{url}` is not an http(s) URL")));
+        }
+        if !raw.args.is_empty() || !raw.env.is_empty() {
+            problems.push(problem(
+                "args",
+                "`args` and `env` only apply to servers started as processes".into(),
+            ));
+        }
+        Some(McpTransport::Http { url })
+    };
+    if raw.timeout_secs == Some(0) {
+        problems.push(problem("timeout_secs", "must be at least 1".into()));
+    }
+    match transport {
+        Some(transport) if problems.is_empty() => Ok(McpServerConfig {
+            name,
+            description: raw.description.trim().to_owned(),
+            transport,
+            call_timeout: Duration::from_secs(raw.timeout_secs.unwrap_or(60)),
+            file: file.to_path_buf(),
+        }),
+        _ => Err(problems),
+    }
+}
+
+/// Reads servers from files and folders (a folder means every `*.yaml`/`*.yml` in it). Server
+/// names must be unique across them.
+pub fn load_servers(paths: &[PathBuf]) -> Result<Vec<McpServerConfig>, Vec<Problem>> {
+    let mut files = Vec::new();
+    let mut problems = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            match std::fs::read_dir(p) {
+                Ok(entries) => {
+                    let mut found: Vec<PathBuf> = entries
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|f| f.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                        .collect();
+                    found.sort();
+                    files.extend(found);
+                }
+                Err(e) => problems.push(Problem {
+                    file: p.clone(),
+                    field: "(folder)".into(),
+                    message: format!("cannot read: {e}"),
+                }),
+            }
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let mut servers: Vec<McpServerConfig> = Vec::new();
+    for f in files {
+        match load_server(&f) {
+            Ok(s) => {
+                if let Some(first) = servers.iter().find(|o| o.name == s.name) {
+                    problems.push(Problem {
+                        file: f.clone(),
+                        field: "name".into(),
+                        message: format!(
+                            "server name `{}` is also used by {}",
+                            s.name,
+                            first.file.display()
+                        ),
+                    });
+                } else {
+                    servers.push(s);
+                }
+            }
+            Err(p) => problems.extend(p),
+        }
+    }
+    if problems.is_empty() {
+        Ok(servers)
+    } else {
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("cohort-mcpcfg-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn each_transport_reads_and_relative_paths_resolve_from_the_file() {
+        let d = dir("ok");
+        std::fs::write(
+            d.join("a.yaml"),
+            "name: files\ndescription: d\nbuiltin: workspace\nargs: [--root, ws]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("b.yaml"),
+            "name: time\ndescription: d\ncommand: uvx\nargs: [mcp-server-time]\nenv: {TZ: UTC}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("c.yml"),
+            "name: web\ndescription: d\nurl: http://127.0.0.1:1/mcp\ntimeout_secs: 5\n",
+        )
+        .unwrap();
+        let s = load_servers(&[d.clone()]).unwrap();
+        assert_eq!(s.len(), 3);
+        assert!(matches!(&s[0].transport, McpTransport::Builtin { cwd, .. } if cwd == &d));
+        assert!(matches!(&s[1].transport, McpTransport::Stdio { env, .. } if env["TZ"] == "UTC"));
+        assert_eq!(s[2].call_timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn problems_name_file_and_field() {
+        let d = dir("bad");
+        let f = d.join("x.yaml");
+        std::fs::write(&f, "name: a b\ndescription: ''\ncommand: x\nurl: ftp://x\n").unwrap();
+        let p = load_server(&f).unwrap_err();
+        let fields: Vec<_> = p.iter().map(|p| p.field.as_str()).collect();
+        assert!(
+            fields.contains(&"name")
+                && fields.contains(&"description")
+                && fields.contains(&"(server)"),
+            "{fields:?}"
+        );
+        std::fs::write(&f, "name: a\ndescription: d\nbuiltin: x\ncolour: red\n").unwrap();
+        let p = load_server(&f).unwrap_err();
+        assert!(p[0].message.contains("colour"), "{:?}", p);
+        std::fs::write(&f, "name: a\ndescription: d\nbuiltin: nope\n").unwrap();
+        assert_eq!(load_server(&f).unwrap_err()[0].field, "builtin");
+    }
+
+    #[test]
+    fn duplicate_names_are_refused() {
+        let d = dir("dup");
+        std::fs::write(
+            d.join("a.yaml"),
+            "name: s\ndescription: d\nurl: http://x/mcp\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("b.yaml"),
+            "name: s\ndescription: d\nurl: http://y/mcp\n",
+        )
+        .unwrap();
+        let p = load_servers(&[d]).unwrap_err();
+        assert!(p[0].message.contains("also used by"));
+    }
+}

@@ -1,0 +1,144 @@
+//! A tool step's `instruction_content` (SPEC §8), typed: list the server's capabilities, or
+//! call one tool, read one resource, or get one prompt.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// One call to an MCP server.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum McpCall {
+    /// The server's tools, resources (and templates) and prompts, with their schemas.
+    Describe,
+    Tool {
+        name: String,
+        arguments: Map<String, Value>,
+    },
+    Resource {
+        uri: String,
+    },
+    Prompt {
+        name: String,
+        arguments: Map<String, Value>,
+    },
+}
+
+/// Parsed `instruction_content`.
+pub type ToolInstruction = McpCall;
+
+impl McpCall {
+    /// Reads `{"instruction_type": "get_description"}`, `{"tool_name", "arguments"}`,
+    /// `{"resource_name", "arguments": {"uri"}}` or `{"prompt_name", "arguments"}`.
+    pub fn from_instruction(v: &Value) -> Result<McpCall, String> {
+        let o = v
+            .as_object()
+            .ok_or("the tool instruction must be a JSON object")?;
+        let args = || -> Result<Map<String, Value>, String> {
+            match o.get("arguments") {
+                None | Some(Value::Null) => Ok(Map::new()),
+                Some(Value::Object(m)) => Ok(m.clone()),
+                Some(other) => Err(format!("`arguments` must be an object, not {other}")),
+            }
+        };
+        let text = |k: &str| {
+            o.get(k)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        };
+        if text("instruction_type") == Some("get_description") {
+            return Ok(McpCall::Describe);
+        }
+        if let Some(name) = text("tool_name") {
+            return Ok(McpCall::Tool {
+                name: name.to_owned(),
+                arguments: args()?,
+            });
+        }
+        if o.contains_key("resource_name")
+            || o.contains_key("resource_uri")
+            || o.contains_key("uri")
+        {
+            let a = args()?;
+            let uri = a
+                .get("uri")
+                .or_else(|| o.get("uri"))
+                .or_else(|| o.get("resource_uri"))
+                .and_then(Value::as_str)
+                .or(text("resource_name").filter(|n| n.contains("://")))
+                .ok_or("a resource read needs `arguments.uri`")?;
+            return Ok(McpCall::Resource {
+                uri: uri.to_owned(),
+            });
+        }
+        if let Some(name) = text("prompt_name") {
+            return Ok(McpCall::Prompt {
+                name: name.to_owned(),
+                arguments: args()?,
+            });
+        }
+        Err("the tool instruction names no capability: give instruction_type get_description, tool_name, resource_name or prompt_name".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_instruction_shape_reads() {
+        assert_eq!(
+            McpCall::from_instruction(&json!({"instruction_type": "get_description"})).unwrap(),
+            McpCall::Describe
+        );
+        let t =
+            McpCall::from_instruction(&json!({"tool_name": "write", "arguments": {"path": "a"}}))
+                .unwrap();
+        assert_eq!(
+            t,
+            McpCall::Tool {
+                name: "write".into(),
+                arguments: json!({"path": "a"}).as_object().unwrap().clone()
+            }
+        );
+        let r = McpCall::from_instruction(
+            &json!({"resource_name": "notes", "arguments": {"uri": "file:///a"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            McpCall::Resource {
+                uri: "file:///a".into()
+            }
+        );
+        let p = McpCall::from_instruction(&json!({"prompt_name": "review"})).unwrap();
+        assert_eq!(
+            p,
+            McpCall::Prompt {
+                name: "review".into(),
+                arguments: Map::new()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_instructions_say_why() {
+        assert!(McpCall::from_instruction(&json!("x")).is_err());
+        assert!(
+            McpCall::from_instruction(&json!({"tool_name": "w", "arguments": [1]}))
+                .unwrap_err()
+                .contains("arguments")
+        );
+        assert!(
+            McpCall::from_instruction(&json!({"resource_name": "r"}))
+                .unwrap_err()
+                .contains("uri")
+        );
+        assert!(
+            McpCall::from_instruction(&json!({"foo": 1}))
+                .unwrap_err()
+                .contains("names no capability")
+        );
+    }
+}

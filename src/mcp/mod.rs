@@ -1,0 +1,9 @@
+//! Tools are MCP servers (SPEC §8): server configs (`config`), the one shared rmcp client of a
+//! team (`client`), the argument check against a tool's input schema (`schema`), and the tool
+//! step's instruction (`instruction`).
+
+pub mod config;
+pub mod instruction;
+
+pub use config::{McpServerConfig, McpTransport, load_server, load_servers};
+pub use instruction::{McpCall, ToolInstruction};
