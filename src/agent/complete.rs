@@ -88,6 +88,59 @@ pub fn complete_step(
     if let Some(s) = agent.agent_step.get_mut(step_id) {
         s.execute_result = Some(result);
     }
+    finish_output(agent, &step, stage_state, failure, output, &lock_before)
+}
+
+/// A tool step's result (`execute_result` holds the server's full answer, or the reason it
+/// failed). A tool_decision step goes in right after it, so the agent decides how to go on —
+/// also after a failure, whose reason the decision then sees.
+pub fn complete_tool_step(agent: &mut AgentState, step_id: &StepId, result: Result<serde_json::Value, String>) -> StepCompletion {
+    let Some(step) = agent.agent_step.get(step_id).cloned() else {
+        return StepCompletion { output: ExecuteOutput::default(), failure: Some("step vanished".into()), added_waits: vec![] };
+    };
+    let output = ExecuteOutput { agent_id: Some(agent.agent_id.clone()), ..Default::default() };
+    let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
+    let (value, failure, stage_state) = match result {
+        _ if !agent.holds(&step.task_id, &step.stage_id) => {
+            let why = "its stage or task was finished while the step ran".to_owned();
+            (json!({ "error": why }), Some(why), StageAgentState::Working)
+        }
+        Ok(v) => (v, None, StageAgentState::Working),
+        Err(e) => (json!({ "error": e }), Some(e), StageAgentState::Failed),
+    };
+    if let Some(s) = agent.agent_step.get_mut(step_id) {
+        s.execute_result = Some(value);
+    }
+    if agent.holds(&step.task_id, &step.stage_id) {
+        let decision = StepState::new(
+            step.task_id.clone(),
+            step.stage_id.clone(),
+            agent.agent_id.clone(),
+            Executor::Skill(Skill::ToolDecision),
+            format!("Decide how to go on after calling `{}`", step.executor),
+            format!(
+                "The call to MCP server `{}` ({}) {}. Its result is the last entry of the tool history. \
+                 Decide whether the goal of this tool use is reached, or plan the next call.",
+                step.executor,
+                step.step_intention,
+                if failure.is_some() { "failed" } else { "returned" }
+            ),
+        );
+        agent.add_next_steps(vec![decision]);
+    }
+    finish_output(agent, &step, stage_state, failure, output, &lock_before)
+}
+
+/// The part every step shares once its result is recorded: the agent's state in the stage
+/// (and whether it is stuck there), the shared-info line, and the waits it took.
+fn finish_output(
+    agent: &mut AgentState,
+    step: &StepState,
+    stage_state: StageAgentState,
+    failure: Option<String>,
+    mut output: ExecuteOutput,
+    lock_before: &[WaitId],
+) -> StepCompletion {
     let open = agent.holds(&step.task_id, &step.stage_id);
     if let (Some(stage), true) = (step.stage_id.stage(), open) {
         let goal = (step.task_id.clone(), stage.clone());
@@ -95,12 +148,12 @@ pub fn complete_step(
             agent.open_goals.remove(&goal);
         }
         let mut stuck = None;
-        if agent.open_goals.contains(&goal) && nothing_left_in_stage(agent, &step) {
+        if agent.open_goals.contains(&goal) && nothing_left_in_stage(agent, step) {
             match &failure {
                 // The agent cannot go on here by itself; the manager must decide.
                 Some(f) => stuck = Some(f.clone()),
                 // The plan ran dry without a summary: look back before giving up the stage.
-                None => add_closing_reflection(agent, &step),
+                None => add_closing_reflection(agent, step),
             }
         }
         output.update_stage_agent_state = Some(StageAgentUpdate {
@@ -111,7 +164,7 @@ pub fn complete_step(
             stuck,
         });
     }
-    output.send_shared_info = Some(shared_info(agent, &step, failure.is_none()));
+    output.send_shared_info = Some(shared_info(agent, step, failure.is_none()));
     let added_waits = agent
         .step_lock
         .ids()

@@ -5,8 +5,10 @@
 
 mod complete;
 mod receive;
+mod tool_history;
 
 pub use complete::{
     StepCompletion, complete_step, drop_reason, mark_dropped, release_for, settle_step,
 };
 pub use receive::{Received, receive_message};
+pub use tool_history::tool_chain;

@@ -14,6 +14,9 @@ pub struct RawTeam {
     /// A prompts folder (with `en/` and `zh/`) to use instead of the built-in prompts.
     #[serde(default)]
     pub prompts_dir: Option<String>,
+    /// MCP server files or folders (relative to this file) the team may use.
+    #[serde(default)]
+    pub mcp_servers: Option<OneOrMany>,
     /// The LLM every agent uses unless it names its own.
     #[serde(default)]
     pub llm: Option<RawLlm>,
@@ -64,4 +67,21 @@ pub struct RawLlm {
     // scripted
     #[serde(default)]
     pub script: Option<String>,
+}
+
+/// A single path or a list of them.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn items(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
 }

@@ -4,6 +4,7 @@
 use super::raw::{RawLlm, RawTeam};
 use crate::ids::AgentId;
 use crate::llm::scripted::Script;
+use crate::mcp::{McpServerConfig, load_servers};
 use crate::prompt::{Language, check_prompt_dir};
 use crate::state::Skill;
 use std::collections::BTreeSet;
@@ -96,6 +97,8 @@ pub struct TeamConfig {
     pub language: Language,
     pub prompts_dir: Option<PathBuf>,
     pub agents: Vec<AgentConfig>,
+    /// The MCP servers the team may use.
+    pub servers: Vec<McpServerConfig>,
 }
 
 impl TeamConfig {
@@ -110,20 +113,12 @@ impl TeamConfig {
 
 /// Skills that need parts this version does not ship yet; naming them is an error, not a
 /// silent no-op.
-const UNSUPPORTED: [(Skill, &str); 4] = [
+const UNSUPPORTED: [(Skill, &str); 2] = [
     (
         Skill::AgentManager,
         "agent_manager is not available in this version",
     ),
     (Skill::AskInfo, "ask_info is not available in this version"),
-    (
-        Skill::InstructionGeneration,
-        "instruction_generation needs MCP tool servers, which this version does not support yet",
-    ),
-    (
-        Skill::ToolDecision,
-        "tool_decision needs MCP tool servers, which this version does not support yet",
-    ),
 ];
 
 /// Reads and validates a team file (and the script or prompts it names).
@@ -177,6 +172,17 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         }
     }
 
+    let (servers, server_problems) = match &raw.mcp_servers {
+        None => (Vec::new(), Vec::new()),
+        Some(paths) => {
+            let paths: Vec<PathBuf> = paths.items().iter().map(|p| base.join(p)).collect();
+            match load_servers(&paths) {
+                Ok(s) => (s, Vec::new()),
+                Err(p) => (Vec::new(), p),
+            }
+        }
+    };
+
     if raw.agents.is_empty() {
         problem("agents".into(), "the team has no agents".into());
     }
@@ -229,9 +235,23 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
             }
         }
         for (j, t) in a.tools.iter().enumerate() {
+            if !servers.iter().any(|s| &s.name == t) {
+                let known = servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>();
+                let known = if known.is_empty() {
+                    "the team names no mcp_servers".to_owned()
+                } else {
+                    format!("known: {}", known.join(", "))
+                };
+                problem(
+                    format!("{at}.tools[{j}]"),
+                    format!("unknown MCP server `{t}` ({known})"),
+                );
+            }
+        }
+        if !a.tools.is_empty() && !a.skills.iter().any(|s| s == "instruction_generation") {
             problem(
-                format!("{at}.tools[{j}]"),
-                format!("unknown MCP server `{t}`: this team defines no MCP servers"),
+                format!("{at}.skills"),
+                "an agent with tools needs the instruction_generation skill to call them".into(),
             );
         }
         let llm_source = a
@@ -312,13 +332,8 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
             }),
         }
     }
-    for p in prompt_problems {
-        problems.push(Problem {
-            file: p.file.clone(),
-            field: p.field.clone(),
-            message: p.message.clone(),
-        });
-    }
+    problems.extend(prompt_problems);
+    problems.extend(server_problems);
 
     if !problems.is_empty() {
         return Err(ConfigError::Invalid(problems));
@@ -329,6 +344,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         language,
         prompts_dir,
         agents,
+        servers,
     })
 }
 

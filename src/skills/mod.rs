@@ -8,6 +8,9 @@ mod send_message;
 mod summary;
 mod task_manager;
 mod think;
+mod tool_steps;
+
+pub use tool_steps::next_tool_step;
 
 use crate::message::{Message, TaskInstruction};
 use crate::parse::{self, ParseError};
@@ -38,7 +41,7 @@ pub enum SkillError {
     Invalid(String),
     #[error("skill `{0}` is not available in this version of Cohort")]
     Unsupported(Skill),
-    #[error("tool steps need MCP servers, which this version does not support yet (server `{0}`)")]
+    #[error("step `{0}` is a tool step; tool steps are run by the MCP tool executor, not a skill")]
     NoTools(String),
 }
 
@@ -64,12 +67,9 @@ pub fn interpret(
         Skill::SendMessage => send_message::interpret(agent, step, answer)?,
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
         Skill::TaskManager => task_manager::interpret(answer)?,
-        Skill::AgentManager
-        | Skill::AskInfo
-        | Skill::InstructionGeneration
-        | Skill::ToolDecision => {
-            return Err(SkillError::Unsupported(skill));
-        }
+        Skill::InstructionGeneration => tool_steps::instruction_generation(agent, step, answer)?,
+        Skill::ToolDecision => tool_steps::tool_decision(agent, step, answer)?,
+        Skill::AgentManager | Skill::AskInfo => return Err(SkillError::Unsupported(skill)),
     };
     match parse::persistent_memory(answer) {
         Ok(ops) if !ops.is_empty() => {

@@ -58,11 +58,12 @@ impl Skill {
         }
     }
 
-    /// Skills an agent may put in a plan (planning/reflection/decision). `summary` only
-    /// reflection may plan; `tool_decision` is only ever inserted after a tool step.
+    /// Skills an agent may put in a plan (planning/reflection/decision/tool_decision).
+    /// `summary` only reflection may plan; `tool_decision` is never planned: the runtime
+    /// inserts it after every tool step.
     pub fn plannable_by(self, planner: Skill) -> bool {
         match self {
-            Skill::ToolDecision => planner == Skill::ToolDecision,
+            Skill::ToolDecision => false,
             Skill::Summary => planner == Skill::Reflection,
             _ => true,
         }
