@@ -3,6 +3,7 @@
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use cohort::state::{StepExecutionState, StepState};
@@ -116,8 +117,9 @@ async fn run(
     opts: &RunOptions,
 ) -> anyhow::Result<ExitCode> {
     let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
-    let env = |k: &str| std::env::var(k).ok();
-    let report = run_goal(&cfg, goal, opts, &env, progress).await?;
+    let vars = |k: &str| std::env::var(k).ok();
+    let host = Host::new(&vars, std::env::current_exe().context("locating the cohort binary")?);
+    let report = run_goal(&cfg, goal, opts, &host, progress).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report.states)?);
     } else if let Some(t) = &report.task {

@@ -1,7 +1,7 @@
 //! `cohort run`: start a team, give the goal to a manager, follow the task it creates until it
 //! is finished or failed (or a limit hits), and report the final states.
 
-use crate::actors::{SystemError, Team, start_team};
+use crate::actors::{Host, SystemError, Team, start_team};
 use crate::config::TeamConfig;
 use crate::ids::{AgentId, TaskId};
 use crate::monitor::{StateEvent, StateKind};
@@ -78,10 +78,10 @@ pub async fn run_goal(
     cfg: &TeamConfig,
     goal: &str,
     opts: &RunOptions,
-    env: &dyn Fn(&str) -> Option<String>,
+    host: &Host<'_>,
     mut on_step: impl FnMut(&StepState),
 ) -> Result<RunReport, SystemError> {
-    let team = start_team(cfg, env)?;
+    let team = start_team(cfg, host)?;
     let mut events = team.monitor.subscribe();
     team.submit_goal(opts.manager.as_ref(), goal).await?;
 

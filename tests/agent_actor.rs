@@ -1,6 +1,7 @@
 //! The agent actor's contract: its mailbox keeps working while a step's LLM call is in
 //! flight, and it runs its steps strictly one at a time, in queue order.
 
+use cohort::actors::Host;
 use cohort::actors::{GetAgentState, start_team};
 use cohort::config::load_team;
 use cohort::state::{StepExecutionState, WorkingState};
@@ -10,7 +11,7 @@ use std::time::Duration;
 #[actix::test]
 async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
     let cfg = load_team(Path::new("tests/fixtures/slow/team.yaml")).unwrap();
-    let team = start_team(&cfg, &|_| None).unwrap();
+    let team = start_team(&cfg, &host(&|_| None)).unwrap();
     let manager = &team.agents[&"manager".into()];
     team.submit_goal(None, "first").await.unwrap();
 
@@ -75,4 +76,9 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
         "The second message is noted."
     );
     assert_eq!(state.working_state, WorkingState::Idle);
+}
+
+/// The host a test runs the team in: the given variables and the built `cohort` binary.
+fn host(vars: &dyn Fn(&str) -> Option<String>) -> Host<'_> {
+    Host::new(vars, env!("CARGO_BIN_EXE_cohort"))
 }

@@ -4,6 +4,7 @@
 #[path = "support/states.rs"]
 mod states;
 
+use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use states::*;
@@ -16,7 +17,7 @@ async fn a_failed_reply_frees_the_waiter_and_a_stuck_agent_reaches_the_manager()
         &cfg,
         "Write and review a line",
         &RunOptions::default(),
-        &|_| None,
+        &host(&|_| None),
         |_| {},
     )
     .await
@@ -87,4 +88,9 @@ async fn a_failed_reply_frees_the_waiter_and_a_stuck_agent_reaches_the_manager()
     );
     assert_eq!(stage["every_agent_state"]["reviewer"], "failed");
     assert_eq!(stage["execution_state"], "finished");
+}
+
+/// The host a test runs the team in: the given variables and the built `cohort` binary.
+fn host(vars: &dyn Fn(&str) -> Option<String>) -> Host<'_> {
+    Host::new(vars, env!("CARGO_BIN_EXE_cohort"))
 }

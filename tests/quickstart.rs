@@ -4,6 +4,7 @@
 #[path = "support/states.rs"]
 mod states;
 
+use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use serde_json::Value;
@@ -74,7 +75,7 @@ async fn quickstart_runs_to_a_finished_task_in_process() {
         &cfg,
         "Write a haiku about autumn rain",
         &RunOptions::default(),
-        &|_| None,
+        &host(&|_| None),
         |_| seen += 1,
     )
     .await
@@ -143,11 +144,16 @@ async fn quickstart_runs_with_the_chinese_prompt_set_too() {
         &cfg,
         "写一首关于秋雨的俳句",
         &RunOptions::default(),
-        &|_| None,
+        &host(&|_| None),
         |_| {},
     )
     .await
     .unwrap();
     assert_eq!(report.outcome, RunOutcome::Finished);
     assert_quickstart(&report.states);
+}
+
+/// The host a test runs the team in: the given variables and the built `cohort` binary.
+fn host(vars: &dyn Fn(&str) -> Option<String>) -> Host<'_> {
+    Host::new(vars, env!("CARGO_BIN_EXE_cohort"))
 }

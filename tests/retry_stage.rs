@@ -4,6 +4,7 @@
 #[path = "support/states.rs"]
 mod states;
 
+use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use states::*;
@@ -16,7 +17,7 @@ async fn a_retried_stage_runs_again_with_the_corrected_allocation() {
         &cfg,
         "List three primes",
         &RunOptions::default(),
-        &|_| None,
+        &host(&|_| None),
         |_| {},
     )
     .await
@@ -44,4 +45,9 @@ async fn a_retried_stage_runs_again_with_the_corrected_allocation() {
     assert_eq!(group, ["manager", "writer", "checker"]);
     assert_eq!(task["task_summary"], "2, 3, 5 (checked)");
     assert_quiet(s);
+}
+
+/// The host a test runs the team in: the given variables and the built `cohort` binary.
+fn host(vars: &dyn Fn(&str) -> Option<String>) -> Host<'_> {
+    Host::new(vars, env!("CARGO_BIN_EXE_cohort"))
 }

@@ -4,6 +4,7 @@
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
 
+use cohort::actors::Host;
 use cohort::actors::start_team;
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
@@ -66,10 +67,8 @@ async fn an_answer_without_its_tag_fails_that_step_and_the_agent_runs_its_next_o
         StubResponse::reply("Second goal noted; nothing to do."),
     ]);
     let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
-    let team = start_team(&cfg, &|k| {
-        (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned())
-    })
-    .unwrap();
+    let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
+    let team = start_team(&cfg, &host(&vars)).unwrap();
 
     team.submit_goal(None, "first goal").await.unwrap();
     let steps = wait_for_steps(&team.monitor, "the decision step to fail", |s| {
@@ -122,7 +121,7 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         StubResponse::reply("Noted."),
     ]);
     let cfg = load_team(&team_file("http-400", &stub.base_url())).unwrap();
-    let team = start_team(&cfg, &|_| Some("sk-test".to_owned())).unwrap();
+    let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
     team.submit_goal(None, "second goal").await.unwrap();
     let steps = wait_for_steps(&team.monitor, "one failed and one finished step", |s| {
@@ -144,9 +143,14 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
 #[actix::test]
 async fn a_missing_api_key_variable_is_a_clear_startup_error() {
     let cfg = load_team(&team_file("missing-key", "http://127.0.0.1:9")).unwrap();
-    let err = start_team(&cfg, &|_| None)
+    let err = start_team(&cfg, &host(&|_| None))
         .err()
         .expect("start must fail")
         .to_string();
     assert!(err.contains("COHORT_TEST_KEY"), "{err}");
+}
+
+/// The host a test runs the team in: the given variables and the built `cohort` binary.
+fn host(vars: &dyn Fn(&str) -> Option<String>) -> Host<'_> {
+    Host::new(vars, env!("CARGO_BIN_EXE_cohort"))
 }

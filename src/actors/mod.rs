@@ -9,4 +9,4 @@ mod system;
 pub use agent::{AgentActor, Deliver, GetAgentState};
 pub use dispatcher::{Dispatcher, Register, Route};
 pub use sync_state::{ApplyOutput, Delivered, SubmitMessage, SyncStateActor};
-pub use system::{OPERATOR, SystemError, Team, start_team};
+pub use system::{Host, OPERATOR, SystemError, Team, start_team};

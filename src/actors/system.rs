@@ -77,12 +77,26 @@ impl Team {
     }
 }
 
-/// Starts a team. Must run inside an actix system. `env` looks up environment variables (the
-/// API keys the config names), so nothing deeper reads the process environment.
-pub fn start_team(
-    cfg: &TeamConfig,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Team, SystemError> {
+/// What the runtime takes from the process around it, handed in at the edge so nothing deeper
+/// reads the environment: variables (the API keys the config names) and the `cohort` binary
+/// (which runs the bundled MCP servers).
+pub struct Host<'a> {
+    pub vars: &'a dyn Fn(&str) -> Option<String>,
+    pub cohort_exe: PathBuf,
+}
+
+impl<'a> Host<'a> {
+    pub fn new(vars: &'a dyn Fn(&str) -> Option<String>, cohort_exe: impl Into<PathBuf>) -> Self {
+        Host {
+            vars,
+            cohort_exe: cohort_exe.into(),
+        }
+    }
+}
+
+/// Starts a team. Must run inside an actix system.
+pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
+    let env = host.vars;
     let prompts = Arc::new(match &cfg.prompts_dir {
         Some(dir) => PromptSet::load(dir, cfg.language)?,
         None => PromptSet::builtin(cfg.language),
