@@ -46,6 +46,42 @@ enum Command {
         #[arg(long)]
         team: PathBuf,
     },
+    /// Work with MCP servers directly: describe one, call it, or serve a bundled one.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum McpCommand {
+    /// Print a server's tools, resources and prompts (with their schemas) as JSON.
+    Describe {
+        /// The server's YAML file (as in mcp_servers/).
+        server: PathBuf,
+    },
+    /// Call one tool, read one resource or get one prompt, and print the result as JSON.
+    Call {
+        server: PathBuf,
+        #[arg(long, conflicts_with_all = ["resource", "prompt"], required_unless_present_any = ["resource", "prompt"])]
+        tool: Option<String>,
+        #[arg(long, conflicts_with = "prompt")]
+        resource: Option<String>,
+        #[arg(long)]
+        prompt: Option<String>,
+        /// The arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+    },
+    /// Serve a server bundled in this binary (workspace, notes) on stdio, or over streamable
+    /// HTTP with --http; its own arguments follow `--` (e.g. `-- --root DIR`).
+    Serve {
+        name: String,
+        #[arg(long)]
+        http: Option<std::net::SocketAddr>,
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -58,6 +94,7 @@ fn main() -> ExitCode {
         .init();
     match Cli::parse().command {
         Command::Check { team } => check(&team),
+        Command::Mcp { command } => mcp(command),
         Command::Run {
             team,
             goal,
@@ -167,4 +204,48 @@ fn progress(s: &StepState) {
         line.push_str(&format!("\n       reason: {reason}"));
     }
     eprintln!("{line}");
+}
+
+fn mcp(command: McpCommand) -> ExitCode {
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let result = rt.block_on(async move {
+        let exe = std::env::current_exe().context("locating the cohort binary")?;
+        match command {
+            McpCommand::Describe { server } => {
+                let v = cohort::mcp::cli::describe(&server, exe).await?;
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            }
+            McpCommand::Call { server, tool, resource, prompt, args } => {
+                let call = cohort::mcp::cli::call_from_flags(tool, resource, prompt, &args)?;
+                let v = cohort::mcp::cli::call(&server, exe, &call).await?;
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            }
+            McpCommand::Serve { name, http: None, args } => cohort::bundled::serve_stdio(&name, &args).await?,
+            McpCommand::Serve { name, http: Some(addr), args } => {
+                if !addr.ip().is_loopback() {
+                    tracing::warn!("serving `{name}` beyond loopback on {addr}: anyone who can reach it can use it");
+                }
+                let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+                eprintln!("serving `{name}` on http://{}/mcp (Ctrl-C to stop)", listener.local_addr()?);
+                let stop = async {
+                    let _ = tokio::signal::ctrl_c().await;
+                };
+                cohort::bundled::serve_http(&name, &args, listener, stop).await?;
+            }
+        }
+        anyhow::Ok(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
 }

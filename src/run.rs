@@ -118,6 +118,7 @@ pub async fn run_goal(
             count_step(&ev, &mut over, &mut on_step);
         }
     }
+    team.shutdown().await;
     let task = task
         .and_then(|t| team.monitor.get(StateKind::Task, t.as_str()))
         .and_then(|v| serde_json::from_value(v).ok());

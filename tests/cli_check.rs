@@ -27,6 +27,8 @@ fn the_examples_pass_check() {
     for team in [
         "examples/quickstart/team.yaml",
         "examples/openai/team.yaml",
+        "examples/tools/team.yaml",
+        "tests/fixtures/failures/team.yaml",
         "tests/fixtures/retry/team.yaml",
     ] {
         let (code, out) = check(std::path::Path::new(team));

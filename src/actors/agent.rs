@@ -3,22 +3,37 @@
 //! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
 
 use super::sync_state::{ApplyOutput, SubmitMessage, SyncStateActor};
-use crate::agent::{complete_step, receive_message, release_for, settle_step};
+use crate::agent::{
+    StepCompletion, complete_step, complete_tool_step, receive_message, release_for, settle_step,
+    tool_call_for, tool_chain,
+};
 use crate::ids::StepId;
 use crate::llm::{ChatModel, ChatRequest};
+use crate::mcp::McpClient;
 use crate::message::Message;
 use crate::monitor::{Monitor, StateKind};
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
-use crate::state::{AgentState, Executor, StepState};
+use crate::skills::next_tool_step;
+use crate::state::{AgentState, Executor, Skill, StepState};
 use actix::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+
+/// What an agent needs to use tools: the servers' descriptions (for its prompts) and the
+/// team's shared MCP client.
+#[derive(Clone, Default)]
+pub struct AgentTools {
+    pub descriptions: Arc<BTreeMap<String, String>>,
+    pub mcp: Option<Arc<McpClient>>,
+}
 
 pub struct AgentActor {
     state: AgentState,
     llm: Arc<dyn ChatModel>,
     prompts: Arc<PromptSet>,
     tool_descriptions: Arc<BTreeMap<String, String>>,
+    /// The team's one MCP client (None when the team has no servers).
+    mcp: Option<Arc<McpClient>>,
     sync: Addr<SyncStateActor>,
     monitor: Monitor,
     /// A step is in flight: its LLM call or SyncState's answer is outstanding.
@@ -32,15 +47,20 @@ impl AgentActor {
         state: AgentState,
         llm: Arc<dyn ChatModel>,
         prompts: Arc<PromptSet>,
-        tool_descriptions: Arc<BTreeMap<String, String>>,
+        tools: AgentTools,
         sync: Addr<SyncStateActor>,
         monitor: Monitor,
     ) -> Self {
+        let AgentTools {
+            descriptions: tool_descriptions,
+            mcp,
+        } = tools;
         AgentActor {
             state,
             llm,
             prompts,
             tool_descriptions,
+            mcp,
             sync,
             monitor,
             busy: false,
@@ -92,13 +112,15 @@ impl AgentActor {
         let skill = match &step.executor {
             Executor::Skill(s) => *s,
             Executor::Tool(server) => {
-                let reason = format!(
-                    "tool steps need MCP servers, which this version does not support yet (server `{server}`)"
-                );
-                self.on_answer(step.step_id, Err(reason), ctx);
+                let server = server.clone();
+                self.run_tool(step, server, ctx);
                 return;
             }
         };
+        let tool_step = (skill == Skill::InstructionGeneration)
+            .then(|| next_tool_step(&self.state, &step).cloned())
+            .flatten();
+        let tool_history = (skill == Skill::ToolDecision).then(|| tool_chain(&self.state, &step));
         let prompt = build_prompt(
             &self.prompts,
             skill,
@@ -106,8 +128,8 @@ impl AgentActor {
                 agent: &self.state,
                 step: &step,
                 tool_descriptions: &self.tool_descriptions,
-                tool_step: None,
-                tool_history: None,
+                tool_step: tool_step.as_ref(),
+                tool_history: tool_history.as_deref(),
             },
         );
         let request = ChatRequest {
@@ -127,6 +149,39 @@ impl AgentActor {
         );
     }
 
+    /// A tool step goes to the one shared MCP client; the call runs as a spawned future too.
+    fn run_tool(&mut self, step: StepState, server: String, ctx: &mut Context<Self>) {
+        let id = step.step_id.clone();
+        match (tool_call_for(&self.state, &step, &server), &self.mcp) {
+            (Err(why), _) => self.on_tool_result(id, Err(why), ctx),
+            (Ok(_), None) => self.on_tool_result(
+                id,
+                Err(format!("the team has no MCP server `{server}`")),
+                ctx,
+            ),
+            (Ok(call), Some(client)) => {
+                let client = client.clone();
+                let call_server =
+                    async move { client.call(&server, &call).await.map_err(|e| e.to_string()) };
+                ctx.spawn(
+                    call_server
+                        .into_actor(self)
+                        .map(move |res, act, ctx| act.on_tool_result(id, res, ctx)),
+                );
+            }
+        }
+    }
+
+    fn on_tool_result(
+        &mut self,
+        id: StepId,
+        result: Result<serde_json::Value, String>,
+        ctx: &mut Context<Self>,
+    ) {
+        let completion = complete_tool_step(&mut self.state, &id, result);
+        self.apply_completion(id, completion, ctx);
+    }
+
     fn on_answer(
         &mut self,
         id: StepId,
@@ -135,6 +190,16 @@ impl AgentActor {
     ) {
         let now = chrono::Local::now().naive_local();
         let completion = complete_step(&mut self.state, &id, reply, now);
+        self.apply_completion(id, completion, ctx);
+    }
+
+    /// Hands a finished step's output to SyncState and settles the step with its answer.
+    fn apply_completion(
+        &mut self,
+        id: StepId,
+        completion: StepCompletion,
+        ctx: &mut Context<Self>,
+    ) {
         self.publish_step(&id);
         let failure = completion.failure;
         let waits = completion.added_waits;

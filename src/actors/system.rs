@@ -1,7 +1,7 @@
 //! The System: turns a validated `TeamConfig` into running actors (dispatcher, SyncState with
 //! the base task, one actor per agent, the LLM clients) and hands back a `Team` handle.
 
-use super::agent::AgentActor;
+use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Register};
 use super::sync_state::{SubmitMessage, SyncStateActor};
 use crate::config::{LlmConfig, TeamConfig};
@@ -9,6 +9,7 @@ use crate::ids::{AgentId, StageRef, TaskId};
 use crate::llm::openai::{OpenAiModel, OpenAiSettings};
 use crate::llm::scripted::{Script, ScriptedModel};
 use crate::llm::{ChatModel, LlmError};
+use crate::mcp::{McpClient, McpOptions};
 use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptError, PromptSet};
@@ -47,9 +48,18 @@ pub struct Team {
     pub agents: BTreeMap<AgentId, Addr<AgentActor>>,
     pub base_task: TaskId,
     pub managers: Vec<AgentId>,
+    /// The team's MCP client; `shutdown` stops every server process it started.
+    pub mcp: Option<Arc<McpClient>>,
 }
 
 impl Team {
+    /// Stops what the team started outside this process (MCP server children).
+    pub async fn shutdown(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
+    }
+
     /// Gives the operator's goal to a manager (the first one by default) in the base task.
     pub async fn submit_goal(
         &self,
@@ -186,7 +196,22 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
 
     let dispatcher = Dispatcher::default().start();
     let sync = SyncStateActor::new(core, dispatcher.clone(), monitor.clone()).start();
-    let tool_descriptions = Arc::new(BTreeMap::new());
+    let tools = AgentTools {
+        descriptions: Arc::new(
+            cfg.servers
+                .iter()
+                .map(|s| (s.name.clone(), s.description.clone()))
+                .collect(),
+        ),
+        mcp: (!cfg.servers.is_empty()).then(|| {
+            McpClient::new(
+                cfg.servers.clone(),
+                McpOptions {
+                    cohort_exe: host.cohort_exe.clone(),
+                },
+            )
+        }),
+    };
     let mut agents = BTreeMap::new();
     for (a, llm) in cfg.agents.iter().zip(models) {
         let mut state = AgentState::new(
@@ -215,7 +240,7 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             state,
             llm,
             prompts.clone(),
-            tool_descriptions.clone(),
+            tools.clone(),
             sync.clone(),
             monitor.clone(),
         )
@@ -230,5 +255,6 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         agents,
         base_task,
         managers,
+        mcp: tools.mcp,
     })
 }

@@ -94,11 +94,22 @@ pub fn complete_step(
 /// A tool step's result (`execute_result` holds the server's full answer, or the reason it
 /// failed). A tool_decision step goes in right after it, so the agent decides how to go on —
 /// also after a failure, whose reason the decision then sees.
-pub fn complete_tool_step(agent: &mut AgentState, step_id: &StepId, result: Result<serde_json::Value, String>) -> StepCompletion {
+pub fn complete_tool_step(
+    agent: &mut AgentState,
+    step_id: &StepId,
+    result: Result<serde_json::Value, String>,
+) -> StepCompletion {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
-        return StepCompletion { output: ExecuteOutput::default(), failure: Some("step vanished".into()), added_waits: vec![] };
+        return StepCompletion {
+            output: ExecuteOutput::default(),
+            failure: Some("step vanished".into()),
+            added_waits: vec![],
+        };
     };
-    let output = ExecuteOutput { agent_id: Some(agent.agent_id.clone()), ..Default::default() };
+    let output = ExecuteOutput {
+        agent_id: Some(agent.agent_id.clone()),
+        ..Default::default()
+    };
     let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
     let (value, failure, stage_state) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
@@ -123,7 +134,11 @@ pub fn complete_tool_step(agent: &mut AgentState, step_id: &StepId, result: Resu
                  Decide whether the goal of this tool use is reached, or plan the next call.",
                 step.executor,
                 step.step_intention,
-                if failure.is_some() { "failed" } else { "returned" }
+                if failure.is_some() {
+                    "failed"
+                } else {
+                    "returned"
+                }
             ),
         );
         agent.add_next_steps(vec![decision]);

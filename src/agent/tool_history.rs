@@ -6,7 +6,10 @@
 use crate::state::{AgentState, Executor, Skill, StepState};
 
 fn is_gap(s: &StepState) -> bool {
-    matches!(s.executor, Executor::Skill(Skill::InstructionGeneration | Skill::SendMessage))
+    matches!(
+        s.executor,
+        Executor::Skill(Skill::InstructionGeneration | Skill::SendMessage)
+    )
 }
 
 fn is_decision(s: &StepState) -> bool {
@@ -20,10 +23,17 @@ pub fn tool_chain(agent: &AgentState, current: &StepState) -> Vec<StepState> {
         .steps()
         .iter()
         .take_while(|s| s.step_id != current.step_id)
-        .filter(|s| s.task_id == current.task_id && s.stage_id == current.stage_id && s.execution_state.is_over())
+        .filter(|s| {
+            s.task_id == current.task_id
+                && s.stage_id == current.stage_id
+                && s.execution_state.is_over()
+        })
         .collect();
     // The newest tool step is where the chain ends.
-    let Some(end) = before.iter().rposition(|s| matches!(s.executor, Executor::Tool(_))) else {
+    let Some(end) = before
+        .iter()
+        .rposition(|s| matches!(s.executor, Executor::Tool(_)))
+    else {
         return Vec::new();
     };
     let tool = before[end].executor.clone();
@@ -72,12 +82,26 @@ mod tests {
                     "ws" | "notes" => Executor::Tool((*e).into()),
                     other => Executor::Skill(other.parse().unwrap()),
                 };
-                let mut s = StepState::new("t".into(), stage.clone(), "w".into(), ex, format!("{i}:{e}"), "");
+                let mut s = StepState::new(
+                    "t".into(),
+                    stage.clone(),
+                    "w".into(),
+                    ex,
+                    format!("{i}:{e}"),
+                    "",
+                );
                 s.execution_state = StepExecutionState::Finished;
                 s
             })
             .collect();
-        let current = StepState::new("t".into(), stage, "w".into(), Executor::Skill(Skill::ToolDecision), "now", "");
+        let current = StepState::new(
+            "t".into(),
+            stage,
+            "w".into(),
+            Executor::Skill(Skill::ToolDecision),
+            "now",
+            "",
+        );
         steps.push(current.clone());
         a.add_steps(steps);
         (a, current)
@@ -89,19 +113,45 @@ mod tests {
 
     #[test]
     fn a_long_tail_chain_is_recovered_in_order() {
-        let (a, cur) = agent(&["planning", "instruction_generation", "ws", "tool_decision", "instruction_generation", "ws", "tool_decision", "instruction_generation", "ws"]);
-        assert_eq!(names(&tool_chain(&a, &cur)), ["2:ws", "3:tool_decision", "5:ws", "6:tool_decision", "8:ws"]);
+        let (a, cur) = agent(&[
+            "planning",
+            "instruction_generation",
+            "ws",
+            "tool_decision",
+            "instruction_generation",
+            "ws",
+            "tool_decision",
+            "instruction_generation",
+            "ws",
+        ]);
+        assert_eq!(
+            names(&tool_chain(&a, &cur)),
+            ["2:ws", "3:tool_decision", "5:ws", "6:tool_decision", "8:ws"]
+        );
     }
 
     #[test]
     fn an_earlier_separate_use_of_the_tool_is_not_mixed_in() {
-        let (a, cur) = agent(&["instruction_generation", "ws", "tool_decision", "think", "instruction_generation", "ws"]);
+        let (a, cur) = agent(&[
+            "instruction_generation",
+            "ws",
+            "tool_decision",
+            "think",
+            "instruction_generation",
+            "ws",
+        ]);
         assert_eq!(names(&tool_chain(&a, &cur)), ["5:ws"]);
     }
 
     #[test]
     fn another_tool_breaks_the_chain_and_no_tool_gives_none() {
-        let (a, cur) = agent(&["instruction_generation", "notes", "tool_decision", "instruction_generation", "ws"]);
+        let (a, cur) = agent(&[
+            "instruction_generation",
+            "notes",
+            "tool_decision",
+            "instruction_generation",
+            "ws",
+        ]);
         assert_eq!(names(&tool_chain(&a, &cur)), ["4:ws"]);
         let (a, cur) = agent(&["think"]);
         assert!(tool_chain(&a, &cur).is_empty());

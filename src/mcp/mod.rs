@@ -2,8 +2,12 @@
 //! team (`client`), the argument check against a tool's input schema (`schema`), and the tool
 //! step's instruction (`instruction`).
 
+pub mod cli;
+pub mod client;
 pub mod config;
 pub mod instruction;
+pub mod schema;
 
+pub use client::{McpClient, McpError, McpOptions};
 pub use config::{McpServerConfig, McpTransport, load_server, load_servers};
 pub use instruction::{McpCall, ToolInstruction};

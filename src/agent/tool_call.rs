@@ -1,0 +1,75 @@
+//! What a tool step asks of its MCP server: the agent must be allowed that server, and an
+//! instruction_generation step must have written the call. Checked before anything is sent.
+
+use crate::mcp::McpCall;
+use crate::state::{AgentState, StepState};
+
+pub fn tool_call_for(
+    agent: &AgentState,
+    step: &StepState,
+    server: &str,
+) -> Result<McpCall, String> {
+    if !agent.tools.iter().any(|t| t == server) {
+        return Err(format!(
+            "agent `{}` may not use the MCP server `{server}` (its tools: {})",
+            agent.agent_id,
+            agent.tools.join(", ")
+        ));
+    }
+    let instruction = step
+        .instruction_content
+        .as_ref()
+        .ok_or("no instruction was written for this tool step (an instruction_generation step must come right before it)")?;
+    McpCall::from_instruction(instruction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StageRef;
+    use crate::state::Executor;
+    use serde_json::json;
+
+    fn setup(tools: &[&str], instruction: Option<serde_json::Value>) -> (AgentState, StepState) {
+        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+        a.tools = tools.iter().map(|t| t.to_string()).collect();
+        let mut s = StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "w".into(),
+            Executor::Tool("ws".into()),
+            "i",
+            "",
+        );
+        s.instruction_content = instruction;
+        (a, s)
+    }
+
+    #[test]
+    fn a_permitted_server_with_an_instruction_gives_the_call() {
+        let (a, s) = setup(
+            &["ws"],
+            Some(json!({"tool_name": "read_file", "arguments": {"path": "a"}})),
+        );
+        assert!(matches!(
+            tool_call_for(&a, &s, "ws"),
+            Ok(McpCall::Tool { .. })
+        ));
+    }
+
+    #[test]
+    fn a_forbidden_server_or_a_missing_instruction_is_refused_before_sending() {
+        let (a, s) = setup(&["notes"], Some(json!({"tool_name": "x"})));
+        assert!(
+            tool_call_for(&a, &s, "ws")
+                .unwrap_err()
+                .contains("may not use")
+        );
+        let (a, s) = setup(&["ws"], None);
+        assert!(
+            tool_call_for(&a, &s, "ws")
+                .unwrap_err()
+                .contains("no instruction")
+        );
+    }
+}

@@ -1,0 +1,673 @@
+//! The one shared MCP client of a team (SPEC §8). It connects to a server lazily on first use,
+//! keeps the session, caches the server's description, and serves every agent's calls
+//! concurrently through that one session: no lock is held across a call, only a per-server
+//! lock while connecting. A child server that dies fails the calls in flight at once
+//! (`ServerGone`) and the next call starts it again; `shutdown` — or dropping the client —
+//! stops every child process.
+
+use super::config::{McpServerConfig, McpTransport};
+use super::instruction::McpCall;
+use super::schema::check_arguments;
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorCode, GetPromptRequestParams,
+    Implementation, JsonObject, ReadResourceRequestParams,
+};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::OsString;
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStderr, Command};
+use tokio::sync::{oneshot, watch};
+
+/// How long starting a server and the MCP handshake may take at least (`npx`/`uvx` may first
+/// download the package); a longer `call_timeout` raises it.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a child may take to exit after its stdin closed at `shutdown`, before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How many of a child's last stderr lines are kept to explain a failed start or a death.
+const STDERR_TAIL: usize = 8;
+/// The only variables of our own environment a child inherits: without PATH and HOME,
+/// `npx`, `uvx` and `python` cannot even start. Everything else (LLM API keys above all)
+/// stays with us; a server gets what its config's `env` gives it.
+const INHERITED_VARS: [&str; 2] = ["PATH", "HOME"];
+
+/// What the client needs besides the server configs.
+#[derive(Clone, Debug)]
+pub struct McpOptions {
+    /// The `cohort` binary: built-in servers run as `cohort mcp serve NAME -- ARGS…`.
+    pub cohort_exe: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("no MCP server named `{0}`")]
+    UnknownServer(String),
+    #[error("cannot connect to MCP server `{server}`: {reason}")]
+    Connect { server: String, reason: String },
+    #[error("MCP server `{server}` did not answer within {after:?}")]
+    Timeout { server: String, after: Duration },
+    #[error("MCP server `{server}` went away during the call: {reason}")]
+    ServerGone { server: String, reason: String },
+    #[error("MCP server `{server}` has no tool `{tool}` (it has: {})", available.join(", "))]
+    UnknownTool {
+        server: String,
+        tool: String,
+        available: Vec<String>,
+    },
+    #[error("invalid arguments for tool `{tool}` of MCP server `{server}`: {reason}")]
+    InvalidArguments {
+        server: String,
+        tool: String,
+        reason: String,
+    },
+    #[error("tool `{tool}` of MCP server `{server}` failed: {message}")]
+    ToolFailed {
+        server: String,
+        tool: String,
+        message: String,
+    },
+    #[error("MCP server `{server}` refused the request: {reason}")]
+    Request { server: String, reason: String },
+}
+
+/// The shared client; hand it to agents as `Arc<McpClient>`.
+pub struct McpClient {
+    servers: Vec<McpServerConfig>,
+    /// One per server, in the same order as `servers`.
+    slots: Vec<Slot>,
+    opts: McpOptions,
+    /// `INHERITED_VARS` as they were when the client was built.
+    inherited: Vec<(OsString, OsString)>,
+    closed: AtomicBool,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// Held only while looking up or (re)connecting the session, never across a call.
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    description: Mutex<Option<Arc<Description>>>,
+}
+
+struct Description {
+    json: Value,
+    /// Tool name → input schema, for the argument check.
+    schemas: BTreeMap<String, Value>,
+}
+
+struct Session {
+    peer: Peer<RoleClient>,
+    /// Taken by `close`; dropping it also ends the session.
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    process: Option<Process>,
+}
+
+/// A child server process, owned by its reaper task (`reap`).
+struct Process {
+    /// `Some(why)` once the process has exited and was reaped.
+    gone: watch::Receiver<Option<String>>,
+    /// Sent (or dropped, with the session) to make the reaper stop the process.
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl McpClient {
+    pub fn new(servers: Vec<McpServerConfig>, opts: McpOptions) -> Arc<McpClient> {
+        let inherited = INHERITED_VARS
+            .iter()
+            .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
+            .collect();
+        Arc::new(McpClient {
+            slots: servers.iter().map(|_| Slot::default()).collect(),
+            servers,
+            opts,
+            inherited,
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub fn server(&self, name: &str) -> Option<&McpServerConfig> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    pub fn servers(&self) -> &[McpServerConfig] {
+        &self.servers
+    }
+
+    /// `{"tools": [{name, description, input_schema}], "resources": [{uri, name, description,
+    /// mime_type}], "resource_templates": [{uri_template, …}], "prompts": [{name, description,
+    /// arguments}]}`; a capability the server lacks is an empty list. Cached after the first
+    /// success.
+    pub async fn describe(&self, server: &str) -> Result<Value, McpError> {
+        Ok(self.description(server, false).await?.json.clone())
+    }
+
+    /// Runs one call; a tool's result is the full `CallToolResult` as JSON.
+    pub async fn call(&self, server: &str, call: &McpCall) -> Result<Value, McpError> {
+        match call {
+            McpCall::Describe => self.describe(server).await,
+            McpCall::Tool { name, arguments } => self.call_tool(server, name, arguments).await,
+            McpCall::Resource { uri } => {
+                let params = ReadResourceRequestParams::new(uri.clone());
+                let result = self
+                    .request(
+                        server,
+                        |peer| async move { peer.read_resource(params).await },
+                    )
+                    .await?;
+                Ok(to_json(&result))
+            }
+            McpCall::Prompt { name, arguments } => {
+                // Prompt arguments are strings in MCP; other JSON values go as their JSON
+                // text, and a null means the argument was left out.
+                let arguments: JsonObject = arguments
+                    .iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| {
+                        let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                        (k.clone(), Value::String(text))
+                    })
+                    .collect();
+                let params = GetPromptRequestParams::new(name.clone()).with_arguments(arguments);
+                let result = self
+                    .request(server, |peer| async move { peer.get_prompt(params).await })
+                    .await?;
+                Ok(to_json(&result))
+            }
+        }
+    }
+
+    /// Closes every session and stops every child process (each gets its stdin closed and
+    /// `EXIT_GRACE` to exit, then is killed). Idempotent; later calls fail with `Connect`.
+    pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let closing = self.slots.iter().map(|slot| async move {
+            let session = slot.session.lock().await.take();
+            if let Some(session) = session {
+                session.close().await;
+            }
+        });
+        futures::future::join_all(closing).await;
+    }
+
+    async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        let mut description = self.description(server, false).await?;
+        if !description.schemas.contains_key(tool) {
+            // The server's tools may have changed since they were cached: look once more.
+            description = self.description(server, true).await?;
+        }
+        let Some(schema) = description.schemas.get(tool) else {
+            return Err(McpError::UnknownTool {
+                server: server.into(),
+                tool: tool.into(),
+                available: description.schemas.keys().cloned().collect(),
+            });
+        };
+        check_arguments(schema, arguments).map_err(|reason| McpError::InvalidArguments {
+            server: server.into(),
+            tool: tool.into(),
+            reason,
+        })?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+        let result = self
+            .request(server, |peer| async move { peer.call_tool(params).await })
+            .await?;
+        let json = to_json(&result);
+        if result.is_error == Some(true) {
+            return Err(McpError::ToolFailed {
+                server: server.into(),
+                tool: tool.into(),
+                message: text_of(&json["content"]),
+            });
+        }
+        Ok(json)
+    }
+
+    async fn description(&self, server: &str, refresh: bool) -> Result<Arc<Description>, McpError> {
+        let (_, slot) = self.lookup(server)?;
+        if !refresh && let Some(cached) = slot.description.lock().expect("poisoned").clone() {
+            return Ok(cached);
+        }
+        let listed = Arc::new(self.request(server, list).await?);
+        *slot.description.lock().expect("poisoned") = Some(listed.clone());
+        Ok(listed)
+    }
+
+    fn lookup(&self, server: &str) -> Result<(&McpServerConfig, &Slot), McpError> {
+        let i = self
+            .servers
+            .iter()
+            .position(|s| s.name == server)
+            .ok_or_else(|| McpError::UnknownServer(server.into()))?;
+        Ok((&self.servers[i], &self.slots[i]))
+    }
+
+    /// Runs one request on the server's session (connecting first if needed), bounded by the
+    /// server's `call_timeout` and cut short if the server process dies meanwhile.
+    async fn request<T, F, Fut>(&self, server: &str, f: F) -> Result<T, McpError>
+    where
+        F: FnOnce(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let (config, slot) = self.lookup(server)?;
+        let session = self.session(config, slot).await?;
+        let after = config.call_timeout;
+        // Dropping the request future (timeout, death) tells the server it was cancelled.
+        let outcome = tokio::select! {
+            result = tokio::time::timeout(after, f(session.peer.clone())) => match result {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(e)) => Err(self.service_error(server, &session, e).await),
+                Err(_) => Err(McpError::Timeout { server: server.into(), after }),
+            },
+            reason = session.died() => Err(McpError::ServerGone { server: server.into(), reason }),
+        };
+        if matches!(outcome, Err(McpError::ServerGone { .. })) {
+            // Forget the dead session (unless someone already replaced it): the next call
+            // starts the server again.
+            let mut current = slot.session.lock().await;
+            if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &session)) {
+                *current = None;
+            }
+        }
+        outcome
+    }
+
+    async fn service_error(&self, server: &str, session: &Session, e: ServiceError) -> McpError {
+        let server = server.to_owned();
+        match e {
+            ServiceError::McpError(data) => McpError::Request {
+                server,
+                reason: data.message.into_owned(),
+            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                // The connection broke; if a child died, wait briefly for its exit status.
+                let exited = match session.process {
+                    Some(_) => tokio::time::timeout(Duration::from_millis(500), session.died())
+                        .await
+                        .ok(),
+                    None => None,
+                };
+                McpError::ServerGone {
+                    server,
+                    reason: exited.unwrap_or_else(|| format!("the connection closed ({e})")),
+                }
+            }
+            ServiceError::Timeout { timeout } => McpError::Timeout {
+                server,
+                after: timeout,
+            },
+            other => McpError::Request {
+                server,
+                reason: other.to_string(),
+            },
+        }
+    }
+
+    /// The live session of a server, started if there is none or the last one died.
+    async fn session(
+        &self,
+        config: &McpServerConfig,
+        slot: &Slot,
+    ) -> Result<Arc<Session>, McpError> {
+        let mut current = slot.session.lock().await;
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(McpError::Connect {
+                server: config.name.clone(),
+                reason: "the MCP client has been shut down".into(),
+            });
+        }
+        if let Some(session) = current.as_ref().filter(|s| s.alive()) {
+            return Ok(session.clone());
+        }
+        if let Some(dead) = current.take() {
+            dead.close().await;
+        }
+        let session = Arc::new(self.connect(config).await?);
+        *current = Some(session.clone());
+        Ok(session)
+    }
+
+    async fn connect(&self, config: &McpServerConfig) -> Result<Session, McpError> {
+        let failed = |reason: String| McpError::Connect {
+            server: config.name.clone(),
+            reason,
+        };
+        let budget = config.call_timeout.max(CONNECT_TIMEOUT);
+        let handler = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("cohort", env!("CARGO_PKG_VERSION")),
+        );
+        let mut command = match &config.transport {
+            McpTransport::Http { url } => {
+                // rmcp's client speaks streamable HTTP only; an SSE-only server fails here.
+                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                let service = tokio::time::timeout(budget, handler.serve(transport))
+                    .await
+                    .map_err(|_| failed(format!("no answer from {url} within {budget:?}")))?
+                    .map_err(|e| failed(format!("{url}: {e}")))?;
+                return Ok(Session::new(service, None));
+            }
+            McpTransport::Stdio { command, args, .. } => {
+                let mut c = Command::new(command);
+                c.args(args);
+                c
+            }
+            McpTransport::Builtin { server, args, .. } => {
+                let mut c = Command::new(&self.opts.cohort_exe);
+                c.args(["mcp", "serve", server.as_str(), "--"]).args(args);
+                c
+            }
+        };
+        let (McpTransport::Stdio { env, cwd, .. } | McpTransport::Builtin { env, cwd, .. }) =
+            &config.transport
+        else {
+            unreachable!("HTTP servers returned above")
+        };
+        command
+            .env_clear()
+            .envs(self.inherited.iter().map(|(k, v)| (k, v)))
+            .envs(env)
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Should our reaper task never run again (the runtime is gone), dropping the
+            // child still kills it.
+            .kill_on_drop(false);
+        // Its own process group, so that what the server starts in turn (npx → node) can be
+        // stopped with it, and a Ctrl-C meant for us does not hit it first.
+        #[cfg(unix)]
+        command.process_group(0);
+        let program = command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        let mut child = command.spawn().map_err(|e| {
+            failed(format!(
+                "cannot start `{program}` in {}: {e}",
+                cwd.display()
+            ))
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            unreachable!("all three streams were piped")
+        };
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        tokio::spawn(forward_stderr(
+            config.name.clone(),
+            stderr,
+            stderr_tail.clone(),
+        ));
+        let (gone_tx, gone) = watch::channel(None);
+        let (stop_tx, stop) = oneshot::channel();
+        tokio::spawn(reap(child, stop, gone_tx));
+        let process = Process {
+            gone,
+            stop: Mutex::new(Some(stop_tx)),
+            stderr_tail,
+        };
+        // On any failure below, dropping `process` makes the reaper kill the child.
+        let service = tokio::select! {
+            result = tokio::time::timeout(budget, handler.serve((stdout, stdin))) => match result {
+                Ok(Ok(service)) => service,
+                Ok(Err(e)) => {
+                    // Most often the process exited: say how, with its last stderr lines.
+                    let why = tokio::time::timeout(Duration::from_millis(500), process.died())
+                        .await
+                        .unwrap_or_else(|_| format!("it is still running{}", process.stderr_note()));
+                    return Err(failed(format!("{e}; {why}")));
+                }
+                Err(_) => return Err(failed(format!(
+                    "`{program}` did not complete the MCP handshake within {budget:?}{}",
+                    process.stderr_note()
+                ))),
+            },
+            reason = process.died() => return Err(failed(reason)),
+        };
+        Ok(Session::new(service, Some(process)))
+    }
+}
+
+impl Session {
+    fn new(service: RunningService<RoleClient, ClientConfig>, process: Option<Process>) -> Session {
+        Session {
+            peer: service.peer().clone(),
+            service: tokio::sync::Mutex::new(Some(service)),
+            process,
+        }
+    }
+
+    fn alive(&self) -> bool {
+        !self.peer.is_transport_closed()
+            && self
+                .process
+                .as_ref()
+                .is_none_or(|p| p.gone.borrow().is_none())
+    }
+
+    /// Resolves (with the reason) when the server process has exited; never for HTTP.
+    async fn died(&self) -> String {
+        match &self.process {
+            Some(p) => p.died().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Ends the session, then stops the child (closing its stdin first lets it exit cleanly).
+    async fn close(&self) {
+        let service = self.service.lock().await.take();
+        if let Some(mut service) = service {
+            let _ = service.close_with_timeout(EXIT_GRACE).await;
+        }
+        if let Some(p) = &self.process {
+            if let Some(stop) = p.stop.lock().expect("poisoned").take() {
+                let _ = stop.send(());
+            }
+            p.died().await;
+        }
+    }
+}
+
+impl Process {
+    async fn died(&self) -> String {
+        let mut gone = self.gone.clone();
+        let reason = match gone.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone().unwrap_or_default(),
+            Err(_) => "the server process was lost".to_owned(),
+        };
+        format!("{reason}{}", self.stderr_note())
+    }
+
+    fn stderr_note(&self) -> String {
+        let tail = self.stderr_tail.lock().expect("poisoned");
+        if tail.is_empty() {
+            String::new()
+        } else {
+            let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+            format!("; its stderr ended with: {}", lines.join(" | "))
+        }
+    }
+}
+
+/// Owns a child server process: waits for it to exit, or stops it when asked (or when the
+/// session that owns `stop` is dropped), and then reports how it ended through `gone`.
+async fn reap(mut child: Child, stop: oneshot::Receiver<()>, gone: watch::Sender<Option<String>>) {
+    let pid = child.id();
+    let status = tokio::select! {
+        status = child.wait() => status,
+        asked = stop => {
+            // Asked by `shutdown` (stdin is closed by now): give it a moment to exit.
+            // Dropped with the client: kill at once.
+            let graceful = if asked.is_ok() {
+                Some(std::future::pending().await)
+            } else {
+                None
+            };
+            match graceful {
+                Some(status) => status,
+                None => match std::future::pending::<std::io::Result<()>>().await {
+                    Ok(()) => child.wait().await,
+                    Err(e) => Err(e),
+                },
+            }
+        }
+    };
+    if let Some(pid) = pid {
+        kill_group(pid).await;
+    }
+    let reason = match status {
+        Ok(status) => format!("the server process ended ({status})"),
+        Err(e) => format!("lost track of the server process: {e}"),
+    };
+    let _ = gone.send(Some(reason));
+}
+
+/// Kills what is left of the child's process group (grandchildren such as the node process
+/// behind `npx`). std has no call to signal a group, so this uses kill(1).
+async fn kill_group(pgid: u32) {
+    #[cfg(target_os = "linux")]
+    {
+        if !group_has_members(pgid) {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await;
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pgid;
+}
+
+/// Whether some process still belongs to process group `pgid` (`/proc/PID/stat` field 5).
+#[cfg(target_os = "linux")]
+fn group_has_members(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.filter_map(Result::ok).any(|e| {
+        std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+            // After the `(command)`, which may hold spaces: state, ppid, pgrp, …
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
+                == Some(pgid)
+        })
+    })
+}
+
+/// A child's stderr goes to our log at debug level (never into the MCP stream); the last
+/// lines are kept to explain a failed start or a death.
+async fn forward_stderr(server: String, stderr: ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    while reader
+        .read_until(b'\n', &mut line)
+        .await
+        .is_ok_and(|n| n > 0)
+    {
+        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+        line.clear();
+        if text.is_empty() {
+            continue;
+        }
+        tracing::debug!(target: "cohort::mcp::stderr", server = %server, "{text}");
+        let mut tail = tail.lock().expect("poisoned");
+        if tail.len() == STDERR_TAIL {
+            tail.pop_front();
+        }
+        tail.push_back(text);
+    }
+}
+
+/// Lists a server's tools, resources, resource templates and prompts; a capability the
+/// server does not declare (or a list method it does not know) is an empty list.
+async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
+    let caps = peer.peer_info().map(|info| info.capabilities.clone());
+    let declared =
+        |has: fn(&rmcp::model::ServerCapabilities) -> bool| caps.as_ref().is_none_or(has);
+    let tools = if declared(|c| c.tools.is_some()) {
+        or_empty(peer.list_all_tools().await)?
+    } else {
+        Vec::new()
+    };
+    let (resources, templates) = if declared(|c| c.resources.is_some()) {
+        (
+            or_empty(peer.list_all_resources().await)?,
+            or_empty(peer.list_all_resource_templates().await)?,
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let prompts = if declared(|c| c.prompts.is_some()) {
+        or_empty(peer.list_all_prompts().await)?
+    } else {
+        Vec::new()
+    };
+    let schemas = tools
+        .iter()
+        .map(|t| (t.name.to_string(), Value::Object((*t.input_schema).clone())))
+        .collect();
+    let json = json!({
+        "tools": tools.iter().map(|t| json!({
+            "name": t.name, "description": t.description, "input_schema": t.input_schema,
+        })).collect::<Vec<_>>(),
+        "resources": resources.iter().map(|r| json!({
+            "uri": r.uri, "name": r.name, "description": r.description, "mime_type": r.mime_type,
+        })).collect::<Vec<_>>(),
+        "resource_templates": templates.iter().map(|r| json!({
+            "uri_template": r.uri_template, "name": r.name, "description": r.description,
+            "mime_type": r.mime_type,
+        })).collect::<Vec<_>>(),
+        "prompts": prompts.iter().map(|p| json!({
+            "name": p.name, "description": p.description,
+            "arguments": p.arguments.iter().flatten().map(|a| json!({
+                "name": a.name, "description": a.description, "required": a.required.unwrap_or(false),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    });
+    Ok(Description { json, schemas })
+}
+
+fn or_empty<T>(listed: Result<Vec<T>, ServiceError>) -> Result<Vec<T>, ServiceError> {
+    match listed {
+        Err(ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => Ok(Vec::new()),
+        other => other,
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_else(|e| json!({"unserializable": e.to_string()}))
+}
+
+/// The text blocks of a result's content, joined; the whole content if there are none.
+fn text_of(content: &Value) -> String {
+    let texts: Vec<&str> = content
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|block| block["type"] == "text")
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    if texts.is_empty() {
+        content.to_string()
+    } else {
+        texts.join("\n")
+    }
+}
