@@ -7,7 +7,8 @@
 
 pub mod actors;
 pub mod agent;
-#[path = "../mcp_servers/src/mod.rs"] pub mod bundled;
+#[path = "../mcp_servers/src/mod.rs"]
+pub mod bundled;
 pub mod config;
 pub mod ids;
 pub mod llm;

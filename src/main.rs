@@ -155,10 +155,13 @@ async fn run(
 ) -> anyhow::Result<ExitCode> {
     let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
     let vars = |k: &str| std::env::var(k).ok();
-    let host = Host::new(&vars, std::env::current_exe().context("locating the cohort binary")?);
+    let host = Host::new(
+        &vars,
+        std::env::current_exe().context("locating the cohort binary")?,
+    );
     let report = run_goal(&cfg, goal, opts, &host, progress).await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report.states)?);
+        print_json(&report.states)?;
     } else if let Some(t) = &report.task {
         println!(
             "# {}\n\n{}",
@@ -216,15 +219,15 @@ fn mcp(command: McpCommand) -> ExitCode {
     };
     let result = rt.block_on(async move {
         let exe = std::env::current_exe().context("locating the cohort binary")?;
+        let vars = |k: &str| std::env::var(k).ok();
+        let opts = cohort::mcp::McpOptions::new(exe, &vars);
         match command {
             McpCommand::Describe { server } => {
-                let v = cohort::mcp::cli::describe(&server, exe).await?;
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                print_json(&cohort::mcp::cli::describe(&server, opts).await?)?;
             }
             McpCommand::Call { server, tool, resource, prompt, args } => {
                 let call = cohort::mcp::cli::call_from_flags(tool, resource, prompt, &args)?;
-                let v = cohort::mcp::cli::call(&server, exe, &call).await?;
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                print_json(&cohort::mcp::cli::call(&server, opts, &call).await?)?;
             }
             McpCommand::Serve { name, http: None, args } => cohort::bundled::serve_stdio(&name, &args).await?,
             McpCommand::Serve { name, http: Some(addr), args } => {
@@ -247,5 +250,18 @@ fn mcp(command: McpCommand) -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Prints JSON on stdout; a reader that went away (`| head`) is not an error worth a panic.
+fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match serde_json::to_writer_pretty(&mut out, v)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
     }
 }

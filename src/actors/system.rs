@@ -206,9 +206,7 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         mcp: (!cfg.servers.is_empty()).then(|| {
             McpClient::new(
                 cfg.servers.clone(),
-                McpOptions {
-                    cohort_exe: host.cohort_exe.clone(),
-                },
+                McpOptions::new(host.cohort_exe.clone(), host.vars),
             )
         }),
     };

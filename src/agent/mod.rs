@@ -9,7 +9,8 @@ mod tool_call;
 mod tool_history;
 
 pub use complete::{
-    StepCompletion, complete_step, complete_tool_step, drop_reason, mark_dropped, release_for, settle_step,
+    StepCompletion, complete_step, complete_tool_step, drop_reason, mark_dropped, release_for,
+    settle_step,
 };
 pub use receive::{Received, receive_message};
 pub use tool_call::tool_call_for;

@@ -4,7 +4,7 @@
 use super::client::{McpClient, McpOptions};
 use super::{McpCall, load_server};
 use serde_json::{Map, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -18,27 +18,36 @@ pub enum CliError {
     Mcp(#[from] super::client::McpError),
 }
 
-async fn with_server<T>(file: &Path, exe: PathBuf, f: impl AsyncFnOnce(&McpClient, &str) -> Result<T, CliError>) -> Result<T, CliError> {
+async fn with_server<T>(
+    file: &Path,
+    opts: McpOptions,
+    f: impl AsyncFnOnce(&McpClient, &str) -> Result<T, CliError>,
+) -> Result<T, CliError> {
     let server = load_server(file).map_err(CliError::Config)?;
     let name = server.name.clone();
-    let client = McpClient::new(vec![server], McpOptions { cohort_exe: exe });
+    let client = McpClient::new(vec![server], opts);
     let out = f(&client, &name).await;
     client.shutdown().await;
     out
 }
 
 /// The server's tools, resources, resource templates and prompts.
-pub async fn describe(file: &Path, exe: PathBuf) -> Result<Value, CliError> {
-    with_server(file, exe, async |c, name| Ok(c.describe(name).await?)).await
+pub async fn describe(file: &Path, opts: McpOptions) -> Result<Value, CliError> {
+    with_server(file, opts, async |c, name| Ok(c.describe(name).await?)).await
 }
 
 /// One call; the server's full answer.
-pub async fn call(file: &Path, exe: PathBuf, call: &McpCall) -> Result<Value, CliError> {
-    with_server(file, exe, async |c, name| Ok(c.call(name, call).await?)).await
+pub async fn call(file: &Path, opts: McpOptions, call: &McpCall) -> Result<Value, CliError> {
+    with_server(file, opts, async |c, name| Ok(c.call(name, call).await?)).await
 }
 
 /// The call the command-line flags describe.
-pub fn call_from_flags(tool: Option<String>, resource: Option<String>, prompt: Option<String>, args: &str) -> Result<McpCall, CliError> {
+pub fn call_from_flags(
+    tool: Option<String>,
+    resource: Option<String>,
+    prompt: Option<String>,
+    args: &str,
+) -> Result<McpCall, CliError> {
     let arguments: Map<String, Value> = match serde_json::from_str::<Value>(args) {
         Ok(Value::Object(m)) => m,
         Ok(other) => return Err(CliError::Args(format!("got {other}"))),

@@ -7,6 +7,7 @@
 
 use super::config::{McpServerConfig, McpTransport};
 use super::instruction::McpCall;
+use super::process::{EXIT_GRACE, INHERITED_VARS, Process, spawn};
 use super::schema::check_arguments;
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -16,35 +17,39 @@ use rmcp::model::{
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, VecDeque};
-use std::ffi::OsString;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStderr, Command};
-use tokio::sync::{oneshot, watch};
 
 /// How long starting a server and the MCP handshake may take at least (`npx`/`uvx` may first
 /// download the package); a longer `call_timeout` raises it.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a child may take to exit after its stdin closed at `shutdown`, before it is killed.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
-/// How many of a child's last stderr lines are kept to explain a failed start or a death.
-const STDERR_TAIL: usize = 8;
-/// The only variables of our own environment a child inherits: without PATH and HOME,
-/// `npx`, `uvx` and `python` cannot even start. Everything else (LLM API keys above all)
-/// stays with us; a server gets what its config's `env` gives it.
-const INHERITED_VARS: [&str; 2] = ["PATH", "HOME"];
 
 /// What the client needs besides the server configs.
 #[derive(Clone, Debug)]
 pub struct McpOptions {
     /// The `cohort` binary: built-in servers run as `cohort mcp serve NAME -- ARGS…`.
     pub cohort_exe: PathBuf,
+    /// The variables of our own environment children inherit (`INHERITED_VARS`: PATH, HOME).
+    pub inherited_env: Vec<(String, String)>,
+}
+
+impl McpOptions {
+    /// Options for a client started by `cohort_exe`; `vars` reads our environment, of which
+    /// only `INHERITED_VARS` is passed on.
+    pub fn new(cohort_exe: impl Into<PathBuf>, vars: &dyn Fn(&str) -> Option<String>) -> Self {
+        let inherited_env = INHERITED_VARS
+            .iter()
+            .filter_map(|k| vars(k).map(|v| ((*k).to_owned(), v)))
+            .collect();
+        McpOptions {
+            cohort_exe: cohort_exe.into(),
+            inherited_env,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,8 +90,6 @@ pub struct McpClient {
     /// One per server, in the same order as `servers`.
     slots: Vec<Slot>,
     opts: McpOptions,
-    /// `INHERITED_VARS` as they were when the client was built.
-    inherited: Vec<(OsString, OsString)>,
     closed: AtomicBool,
 }
 
@@ -110,26 +113,12 @@ struct Session {
     process: Option<Process>,
 }
 
-/// A child server process, owned by its reaper task (`reap`).
-struct Process {
-    /// `Some(why)` once the process has exited and was reaped.
-    gone: watch::Receiver<Option<String>>,
-    /// Sent (or dropped, with the session) to make the reaper stop the process.
-    stop: Mutex<Option<oneshot::Sender<()>>>,
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
-}
-
 impl McpClient {
     pub fn new(servers: Vec<McpServerConfig>, opts: McpOptions) -> Arc<McpClient> {
-        let inherited = INHERITED_VARS
-            .iter()
-            .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
-            .collect();
         Arc::new(McpClient {
             slots: servers.iter().map(|_| Slot::default()).collect(),
             servers,
             opts,
-            inherited,
             closed: AtomicBool::new(false),
         })
     }
@@ -266,15 +255,20 @@ impl McpClient {
         let session = self.session(config, slot).await?;
         let after = config.call_timeout;
         // Dropping the request future (timeout, death) tells the server it was cancelled.
-        let outcome = tokio::select! {
+        let mut outcome = tokio::select! {
             result = tokio::time::timeout(after, f(session.peer.clone())) => match result {
-                Ok(Ok(value)) => Ok(value),
-                Ok(Err(e)) => Err(self.service_error(server, &session, e).await),
+                Ok(result) => result.map_err(|e| service_error(server, e)),
                 Err(_) => Err(McpError::Timeout { server: server.into(), after }),
             },
             reason = session.died() => Err(McpError::ServerGone { server: server.into(), reason }),
         };
-        if matches!(outcome, Err(McpError::ServerGone { .. })) {
+        if let Err(McpError::ServerGone { reason, .. }) = &mut outcome {
+            // If the connection broke because the child died, say how it ended.
+            if let Some(p) = &session.process
+                && let Ok(died) = tokio::time::timeout(Duration::from_millis(500), p.died()).await
+            {
+                *reason = died;
+            }
             // Forget the dead session (unless someone already replaced it): the next call
             // starts the server again.
             let mut current = slot.session.lock().await;
@@ -283,37 +277,6 @@ impl McpClient {
             }
         }
         outcome
-    }
-
-    async fn service_error(&self, server: &str, session: &Session, e: ServiceError) -> McpError {
-        let server = server.to_owned();
-        match e {
-            ServiceError::McpError(data) => McpError::Request {
-                server,
-                reason: data.message.into_owned(),
-            },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                // The connection broke; if a child died, wait briefly for its exit status.
-                let exited = match session.process {
-                    Some(_) => tokio::time::timeout(Duration::from_millis(500), session.died())
-                        .await
-                        .ok(),
-                    None => None,
-                };
-                McpError::ServerGone {
-                    server,
-                    reason: exited.unwrap_or_else(|| format!("the connection closed ({e})")),
-                }
-            }
-            ServiceError::Timeout { timeout } => McpError::Timeout {
-                server,
-                after: timeout,
-            },
-            other => McpError::Request {
-                server,
-                reason: other.to_string(),
-            },
-        }
     }
 
     /// The live session of a server, started if there is none or the last one died.
@@ -350,7 +313,7 @@ impl McpClient {
             ClientCapabilities::default(),
             Implementation::new("cohort", env!("CARGO_PKG_VERSION")),
         );
-        let mut command = match &config.transport {
+        let (program, fixed, args, env, cwd) = match &config.transport {
             McpTransport::Http { url } => {
                 // rmcp's client speaks streamable HTTP only; an SSE-only server fails here.
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
@@ -360,67 +323,33 @@ impl McpClient {
                     .map_err(|e| failed(format!("{url}: {e}")))?;
                 return Ok(Session::new(service, None));
             }
-            McpTransport::Stdio { command, args, .. } => {
-                let mut c = Command::new(command);
-                c.args(args);
-                c
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => (PathBuf::from(command), vec![], args, env, cwd),
+            McpTransport::Builtin {
+                server,
+                args,
+                env,
+                cwd,
+            } => {
+                let fixed = vec!["mcp", "serve", server.as_str(), "--"];
+                (self.opts.cohort_exe.clone(), fixed, args, env, cwd)
             }
-            McpTransport::Builtin { server, args, .. } => {
-                let mut c = Command::new(&self.opts.cohort_exe);
-                c.args(["mcp", "serve", server.as_str(), "--"]).args(args);
-                c
-            }
         };
-        let (McpTransport::Stdio { env, cwd, .. } | McpTransport::Builtin { env, cwd, .. }) =
-            &config.transport
-        else {
-            unreachable!("HTTP servers returned above")
-        };
-        command
-            .env_clear()
-            .envs(self.inherited.iter().map(|(k, v)| (k, v)))
-            .envs(env)
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Should our reaper task never run again (the runtime is gone), dropping the
-            // child still kills it.
-            .kill_on_drop(false);
-        // Its own process group, so that what the server starts in turn (npx → node) can be
-        // stopped with it, and a Ctrl-C meant for us does not hit it first.
-        #[cfg(unix)]
-        command.process_group(0);
-        let program = command
-            .as_std()
-            .get_program()
-            .to_string_lossy()
-            .into_owned();
-        let mut child = command.spawn().map_err(|e| {
-            failed(format!(
-                "cannot start `{program}` in {}: {e}",
-                cwd.display()
-            ))
-        })?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            unreachable!("all three streams were piped")
-        };
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        tokio::spawn(forward_stderr(
-            config.name.clone(),
-            stderr,
-            stderr_tail.clone(),
-        ));
-        let (gone_tx, gone) = watch::channel(None);
-        let (stop_tx, stop) = oneshot::channel();
-        tokio::spawn(reap(child, stop, gone_tx));
-        let process = Process {
-            gone,
-            stop: Mutex::new(Some(stop_tx)),
-            stderr_tail,
-        };
+        let (process, stdin, stdout) = spawn(
+            &config.name,
+            &program,
+            &fixed,
+            args,
+            env,
+            cwd,
+            &self.opts.inherited_env,
+        )
+        .map_err(failed)?;
+        let program = program.display();
         // On any failure below, dropping `process` makes the reaper kill the child.
         let service = tokio::select! {
             result = tokio::time::timeout(budget, handler.serve((stdout, stdin))) => match result {
@@ -483,116 +412,25 @@ impl Session {
     }
 }
 
-impl Process {
-    async fn died(&self) -> String {
-        let mut gone = self.gone.clone();
-        let reason = match gone.wait_for(Option::is_some).await {
-            Ok(reason) => reason.clone().unwrap_or_default(),
-            Err(_) => "the server process was lost".to_owned(),
-        };
-        format!("{reason}{}", self.stderr_note())
-    }
-
-    fn stderr_note(&self) -> String {
-        let tail = self.stderr_tail.lock().expect("poisoned");
-        if tail.is_empty() {
-            String::new()
-        } else {
-            let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
-            format!("; its stderr ended with: {}", lines.join(" | "))
-        }
-    }
-}
-
-/// Owns a child server process: waits for it to exit, or stops it when asked (or when the
-/// session that owns `stop` is dropped), and then reports how it ended through `gone`.
-async fn reap(mut child: Child, stop: oneshot::Receiver<()>, gone: watch::Sender<Option<String>>) {
-    let pid = child.id();
-    let status = tokio::select! {
-        status = child.wait() => status,
-        asked = stop => {
-            // Asked by `shutdown` (stdin is closed by now): give it a moment to exit.
-            // Dropped with the client: kill at once.
-            let graceful = if asked.is_ok() {
-                Some(std::future::pending().await)
-            } else {
-                None
-            };
-            match graceful {
-                Some(status) => status,
-                None => match std::future::pending::<std::io::Result<()>>().await {
-                    Ok(()) => child.wait().await,
-                    Err(e) => Err(e),
-                },
-            }
-        }
-    };
-    if let Some(pid) = pid {
-        kill_group(pid).await;
-    }
-    let reason = match status {
-        Ok(status) => format!("the server process ended ({status})"),
-        Err(e) => format!("lost track of the server process: {e}"),
-    };
-    let _ = gone.send(Some(reason));
-}
-
-/// Kills what is left of the child's process group (grandchildren such as the node process
-/// behind `npx`). std has no call to signal a group, so this uses kill(1).
-async fn kill_group(pgid: u32) {
-    #[cfg(target_os = "linux")]
-    {
-        if !group_has_members(pgid) {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pgid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .await;
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = pgid;
-}
-
-/// Whether some process still belongs to process group `pgid` (`/proc/PID/stat` field 5).
-#[cfg(target_os = "linux")]
-fn group_has_members(pgid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.filter_map(Result::ok).any(|e| {
-        std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
-            // After the `(command)`, which may hold spaces: state, ppid, pgrp, …
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
-                == Some(pgid)
-        })
-    })
-}
-
-/// A child's stderr goes to our log at debug level (never into the MCP stream); the last
-/// lines are kept to explain a failed start or a death.
-async fn forward_stderr(server: String, stderr: ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
-    let mut reader = BufReader::new(stderr);
-    let mut line = Vec::new();
-    while reader
-        .read_until(b'\n', &mut line)
-        .await
-        .is_ok_and(|n| n > 0)
-    {
-        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-        line.clear();
-        if text.is_empty() {
-            continue;
-        }
-        tracing::debug!(target: "cohort::mcp::stderr", server = %server, "{text}");
-        let mut tail = tail.lock().expect("poisoned");
-        if tail.len() == STDERR_TAIL {
-            tail.pop_front();
-        }
-        tail.push_back(text);
+fn service_error(server: &str, e: ServiceError) -> McpError {
+    let server = server.to_owned();
+    match e {
+        ServiceError::McpError(data) => McpError::Request {
+            server,
+            reason: data.message.into_owned(),
+        },
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => McpError::ServerGone {
+            server,
+            reason: format!("the connection closed ({e})"),
+        },
+        ServiceError::Timeout { timeout } => McpError::Timeout {
+            server,
+            after: timeout,
+        },
+        other => McpError::Request {
+            server,
+            reason: other.to_string(),
+        },
     }
 }
 
@@ -602,24 +440,11 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
     let caps = peer.peer_info().map(|info| info.capabilities.clone());
     let declared =
         |has: fn(&rmcp::model::ServerCapabilities) -> bool| caps.as_ref().is_none_or(has);
-    let tools = if declared(|c| c.tools.is_some()) {
-        or_empty(peer.list_all_tools().await)?
-    } else {
-        Vec::new()
-    };
-    let (resources, templates) = if declared(|c| c.resources.is_some()) {
-        (
-            or_empty(peer.list_all_resources().await)?,
-            or_empty(peer.list_all_resource_templates().await)?,
-        )
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let prompts = if declared(|c| c.prompts.is_some()) {
-        or_empty(peer.list_all_prompts().await)?
-    } else {
-        Vec::new()
-    };
+    let tools = listed(declared(|c| c.tools.is_some()), peer.list_all_tools()).await?;
+    let has_resources = declared(|c| c.resources.is_some());
+    let resources = listed(has_resources, peer.list_all_resources()).await?;
+    let templates = listed(has_resources, peer.list_all_resource_templates()).await?;
+    let prompts = listed(declared(|c| c.prompts.is_some()), peer.list_all_prompts()).await?;
     let schemas = tools
         .iter()
         .map(|t| (t.name.to_string(), Value::Object((*t.input_schema).clone())))
@@ -645,8 +470,17 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
     Ok(Description { json, schemas })
 }
 
-fn or_empty<T>(listed: Result<Vec<T>, ServiceError>) -> Result<Vec<T>, ServiceError> {
-    match listed {
+/// Runs a list request only if the capability is declared; a server that does not know the
+/// method has nothing to list either.
+async fn listed<T>(
+    declared: bool,
+    request: impl Future<Output = Result<Vec<T>, ServiceError>>,
+) -> Result<Vec<T>, ServiceError> {
+    match if declared {
+        request.await
+    } else {
+        Ok(Vec::new())
+    } {
         Err(ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => Ok(Vec::new()),
         other => other,
     }

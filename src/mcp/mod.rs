@@ -6,6 +6,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod instruction;
+mod process;
 pub mod schema;
 
 pub use client::{McpClient, McpError, McpOptions};
