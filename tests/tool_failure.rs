@@ -75,8 +75,11 @@ async fn an_unknown_tool_fails_the_step_and_the_decision_after_it_sees_why() {
     let prompts = stub.requests();
     assert_eq!(prompts.len(), 4);
     let prompt = prompts[3].prompt().unwrap();
-    assert!(prompt.contains(reason), "the decision sees the failure reason:
-{prompt}");
+    assert!(
+        prompt.contains(reason),
+        "the decision sees the failure reason:
+{prompt}"
+    );
     assert!(!dir.join("ws/a.txt").exists());
     team.shutdown().await;
 }

@@ -121,6 +121,10 @@ impl AgentActor {
             .then(|| next_tool_step(&self.state, &step).cloned())
             .flatten();
         let tool_history = (skill == Skill::ToolDecision).then(|| tool_chain(&self.state, &step));
+        let tool_capabilities = tool_step
+            .as_ref()
+            .zip(self.mcp.as_ref())
+            .and_then(|(s, mcp)| mcp.cached_description(s.executor.name()));
         let prompt = build_prompt(
             &self.prompts,
             skill,
@@ -129,6 +133,7 @@ impl AgentActor {
                 step: &step,
                 tool_descriptions: &self.tool_descriptions,
                 tool_step: tool_step.as_ref(),
+                tool_capabilities: tool_capabilities.as_ref(),
                 tool_history: tool_history.as_deref(),
             },
         );

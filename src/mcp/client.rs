@@ -131,6 +131,17 @@ impl McpClient {
         &self.servers
     }
 
+    /// The server's description if it was fetched already (never connects).
+    pub fn cached_description(&self, server: &str) -> Option<Value> {
+        let i = self.servers.iter().position(|s| s.name == server)?;
+        let cached = self.slots[i]
+            .description
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        cached.map(|d| d.json.clone())
+    }
+
     /// `{"tools": [{name, description, input_schema}], "resources": [{uri, name, description,
     /// mime_type}], "resource_templates": [{uri_template, …}], "prompts": [{name, description,
     /// arguments}]}`; a capability the server lacks is an empty list. Cached after the first

@@ -17,6 +17,9 @@ pub struct PromptContext<'a> {
     pub tool_descriptions: &'a BTreeMap<String, String>,
     /// instruction_generation: the tool step it writes the call for.
     pub tool_step: Option<&'a StepState>,
+    /// instruction_generation: that server's tools, resources and prompts with their schemas,
+    /// when the client already knows them (so the call can be written without guessing).
+    pub tool_capabilities: Option<&'a serde_json::Value>,
     /// tool_decision: this tool's call chain in the stage, oldest first.
     pub tool_history: Option<&'a [StepState]>,
 }
@@ -182,6 +185,10 @@ fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptC
                     .get(server)
                     .map(|d| block(d, 4, &p.no_description));
                 doc.push(&d.unwrap_or_else(|| p.no_description.clone()));
+                if let Some(caps) = ctx.tool_capabilities {
+                    doc.push(&p.capabilities_note);
+                    doc.push(&json_block(caps));
+                }
             }
             None => doc.push(&p.none),
         }

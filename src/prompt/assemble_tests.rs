@@ -150,6 +150,7 @@ fn prompt_for(set: &PromptSet, skill: Skill, agent: &AgentState, current: &StepI
         step: agent.agent_step.get(current).unwrap(),
         tool_descriptions: &descriptions,
         tool_step: (skill == Skill::InstructionGeneration).then_some(&target),
+        tool_capabilities: None,
         tool_history: (skill == Skill::ToolDecision).then_some(chain.as_slice()),
     };
     build_prompt(set, skill, &ctx)
@@ -453,10 +454,50 @@ fn a_long_history_shows_only_the_newest_executed_steps() {
         step: &step,
         tool_descriptions: &tools,
         tool_step: None,
+        tool_capabilities: None,
         tool_history: None,
     };
     let p = build_prompt(&set, Skill::Think, &ctx);
     assert!(!p.contains("OLD_005"), "the oldest steps are left out");
     assert!(p.contains("OLD_006") && p.contains(&format!("OLD_{:03}", total - 1)));
     assert!(p.contains(&format!("{} 6", set.phrases().history_omitted)));
+}
+
+#[test]
+fn instruction_generation_shows_the_servers_known_capabilities() {
+    let mut a = AgentState::new("a1".into(), "Ada".into(), "clerk".into(), "".into());
+    a.skills = vec![Skill::InstructionGeneration];
+    a.tools = vec!["ws".into()];
+    let ig = step(
+        "t",
+        stage("s"),
+        Executor::Skill(Skill::InstructionGeneration),
+        "prepare",
+        "write a file",
+    );
+    let tool = step(
+        "t",
+        stage("s"),
+        Executor::Tool("ws".into()),
+        "write",
+        "write a.txt",
+    );
+    let caps = json!({"tools": [{"name": "write_file", "input_schema": {"required": ["path", "content"]}}]});
+    let set = PromptSet::builtin(Language::En);
+    let descriptions: BTreeMap<String, String> = [("ws".to_owned(), "files".to_owned())].into();
+    let ctx = PromptContext {
+        agent: &a,
+        step: &ig,
+        tool_descriptions: &descriptions,
+        tool_step: Some(&tool),
+        tool_capabilities: Some(&caps),
+        tool_history: None,
+    };
+    let p = build_prompt(&set, Skill::InstructionGeneration, &ctx);
+    assert!(p.contains(&set.phrases().capabilities_note) && p.contains("write_file"));
+    let without = PromptContext {
+        tool_capabilities: None,
+        ..ctx
+    };
+    assert!(!build_prompt(&set, Skill::InstructionGeneration, &without).contains("write_file"));
 }

@@ -55,6 +55,8 @@ text_group!(
         history_note, tool_history_note,
         /// Stands before the shown executed steps when older ones are left out.
         history_omitted,
+        /// Introduces the target server's known capabilities (instruction_generation).
+        capabilities_note,
     }
 );
 
