@@ -107,6 +107,7 @@ fn main() -> ExitCode {
                 manager: manager.map(Into::into),
                 max_steps,
                 timeout: Duration::from_secs(timeout),
+                stop_on_ctrl_c: true,
                 ..Default::default()
             };
             let system = actix::System::new();

@@ -19,6 +19,8 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// With no step running anywhere and nothing published for this long, the team is stuck.
     pub stall_after: Duration,
+    /// End the run (cleanly: servers stopped) on Ctrl-C / SIGINT.
+    pub stop_on_ctrl_c: bool,
 }
 
 impl Default for RunOptions {
@@ -28,6 +30,7 @@ impl Default for RunOptions {
             max_steps: None,
             timeout: Duration::from_secs(600),
             stall_after: Duration::from_secs(10),
+            stop_on_ctrl_c: false,
         }
     }
 }
@@ -41,6 +44,8 @@ pub enum RunOutcome {
     MaxSteps(usize),
     /// Nothing runs and nothing changes, but the task is not over.
     Stalled,
+    /// The operator pressed Ctrl-C.
+    Interrupted,
 }
 
 impl RunOutcome {
@@ -58,6 +63,7 @@ impl RunOutcome {
             RunOutcome::Stalled => {
                 "the team stalled: no agent has a step it can run, and the task is not over".into()
             }
+            RunOutcome::Interrupted => "interrupted before the task finished".into(),
         }
     }
 }
@@ -104,6 +110,7 @@ pub async fn run_goal(
                 Err(RecvError::Closed) => break RunOutcome::Stalled,
             },
             _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
+            _ = ctrl_c(opts.stop_on_ctrl_c) => break RunOutcome::Interrupted,
             _ = stall_check => {
                 if last_event.elapsed() >= opts.stall_after && !anyone_working(&team) {
                     break RunOutcome::Stalled;
@@ -215,5 +222,12 @@ async fn settle(team: &Team) {
         if !running || Instant::now() >= until {
             return;
         }
+    }
+}
+
+/// Resolves on Ctrl-C when asked to watch for it; otherwise never.
+async fn ctrl_c(watch: bool) {
+    if !watch || tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
