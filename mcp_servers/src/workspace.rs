@@ -55,7 +55,7 @@ pub struct ListArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
-    /// Text to look for: a literal, case-sensitive substring (not a regular expression).
+    /// A regular expression (Rust regex syntax, case-sensitive; `(?i)` for case-insensitive).
     pub pattern: String,
     /// File or folder to search, relative to the workspace root; the whole root if omitted.
     #[serde(default)]
@@ -157,7 +157,7 @@ impl WorkspaceServer {
     }
 
     #[tool(
-        description = "Find lines containing a literal text (case-sensitive substring, not a regex) in a file or folder of the workspace (the whole root if `path` is omitted). Returns `path:line:text`, at most 200 matches; files over 1 MiB or not UTF-8 are skipped.",
+        description = "Find lines matching a regular expression (Rust regex syntax; `(?i)` makes it case-insensitive) in a file or folder of the workspace (the whole root if `path` is omitted). Returns `path:line:text`, at most 200 matches; files over 1 MiB or not UTF-8 are skipped.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn search(&self, Parameters(a): Parameters<SearchArgs>) -> Result<String, String> {

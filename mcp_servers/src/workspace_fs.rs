@@ -1,5 +1,5 @@
 //! The workspace server's file operations, plain blocking functions over a [`Sandbox`] (no MCP
-//! here, so they are tested directly): read, write, append, list, literal search, and the file
+//! here, so they are tested directly): read, write, append, list, regex search, and the file
 //! list behind `resources/list`. Outputs are bounded so one call cannot flood an agent's context.
 
 use crate::bundled::sandbox::{Sandbox, SandboxError};
@@ -37,6 +37,8 @@ pub enum FsError {
     NotText(String),
     #[error("the search pattern is empty")]
     EmptyPattern,
+    #[error("`{pattern}` is not a valid regular expression: {reason}")]
+    BadPattern { pattern: String, reason: String },
     #[error("`{path}`: {source}")]
     Io { path: String, source: io::Error },
 }
@@ -160,12 +162,21 @@ impl Workspace {
         Ok(all)
     }
 
-    /// Lines containing `pattern` (a literal, case-sensitive substring) in the file or folder
-    /// `path` (the whole root if empty). Files that are too large or not text are skipped.
+    /// Lines matching the regular expression `pattern` (Rust `regex` syntax; a plain word is
+    /// a literal) in the file or folder `path` (the whole root if empty). Files that are too
+    /// large or not text are skipped. The regex engine runs in linear time, so a hostile
+    /// pattern cannot hang the server; its compiled size is bounded too.
     pub fn search(&self, pattern: &str, path: &str) -> Result<Bounded<Match>, FsError> {
         if pattern.is_empty() {
             return Err(FsError::EmptyPattern);
         }
+        let re = regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| FsError::BadPattern {
+                pattern: pattern.to_owned(),
+                reason: e.to_string(),
+            })?;
         let real = self.sandbox.resolve(path)?;
         let shown = self.shown(&real, path);
         let files = match fs::metadata(&real) {
@@ -189,7 +200,7 @@ impl Workspace {
                 continue;
             };
             for (i, line) in text.lines().enumerate() {
-                if !line.contains(pattern) {
+                if !re.is_match(line) {
                     continue;
                 }
                 if found.items.len() == MAX_MATCHES {
@@ -327,7 +338,7 @@ mod tests {
     }
 
     #[test]
-    fn search_finds_literal_lines_and_skips_non_text() {
+    fn search_finds_matching_lines_and_skips_non_text() {
         let (d, ws) = workspace("search");
         ws.write("src/a.rs", "fn main() {}\nlet x = a.*b;\n")
             .unwrap();
@@ -339,9 +350,21 @@ mod tests {
             .map(|m| format!("{}:{}", m.path, m.line))
             .collect();
         assert_eq!(shown, ["notes.md:1", "src/a.rs:1"]);
-        // Literal, not a regex: `.*` matches only itself.
-        assert_eq!(ws.search("a.*b", "src").unwrap().items[0].line, 2);
-        assert!(ws.search("a.*b", "notes.md").unwrap().items.is_empty());
+        // A regular expression: `^fn` only matches at a line start, `a\.\*b` only itself.
+        let starts: Vec<_> = ws
+            .search("^fn ", "")
+            .unwrap()
+            .items
+            .iter()
+            .map(|m| m.line)
+            .collect();
+        assert_eq!(starts, [1]);
+        assert_eq!(ws.search(r"a\.\*b", "src").unwrap().items[0].line, 2);
+        assert!(ws.search(r"a\.\*b", "notes.md").unwrap().items.is_empty());
+        assert!(matches!(
+            ws.search("(unclosed", ""),
+            Err(FsError::BadPattern { .. })
+        ));
         assert!(matches!(ws.search("", ""), Err(FsError::EmptyPattern)));
     }
 
