@@ -8,9 +8,9 @@ mod send_message;
 mod summary;
 mod task_manager;
 mod think;
-mod tool_steps;
+mod instruction_generation;
 
-pub use tool_steps::next_tool_step;
+pub use instruction_generation::next_tool_step;
 
 use crate::message::{Message, TaskInstruction};
 use crate::parse::{self, ParseError};
@@ -59,7 +59,7 @@ pub fn interpret(
         None => return Err(SkillError::NoTools(step.executor.to_string())),
     };
     let mut outcome = match skill {
-        Skill::Planning | Skill::Reflection | Skill::Decision => {
+        Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
             plan::interpret(skill, agent, step, answer)?
         }
         Skill::Summary => summary::interpret(step, answer)?,
@@ -67,8 +67,7 @@ pub fn interpret(
         Skill::SendMessage => send_message::interpret(agent, step, answer)?,
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
         Skill::TaskManager => task_manager::interpret(answer)?,
-        Skill::InstructionGeneration => tool_steps::instruction_generation(agent, step, answer)?,
-        Skill::ToolDecision => tool_steps::tool_decision(agent, step, answer)?,
+        Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
         Skill::AgentManager | Skill::AskInfo => return Err(SkillError::Unsupported(skill)),
     };
     match parse::persistent_memory(answer) {

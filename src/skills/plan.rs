@@ -1,5 +1,6 @@
-//! planning, reflection and decision: a `<planned_step>` list checked against what the agent
-//! may use, then appended (planning, reflection) or inserted next (decision).
+//! planning, reflection, decision and tool_decision: a `<planned_step>` list checked against
+//! what the agent may use, then appended (planning, reflection) or inserted next (decision,
+//! tool_decision, whose empty list means: stop using the tool).
 
 use super::{SkillError, SkillOutcome, working};
 use crate::parse::{self, RawPlannedStep};
@@ -31,11 +32,16 @@ pub fn interpret(
     let key = match planner {
         Skill::Planning => "planned_step",
         Skill::Reflection => "reflection_step",
+        Skill::ToolDecision => "tool_decision",
         _ => "decision_step",
     };
     let mut result = json!({ key: accepted, "rejected": rejected });
     if let Some(n) = note {
         result["note"] = json!(n);
+    }
+    if planner == Skill::ToolDecision {
+        // An empty list ends the long-tail use of the tool.
+        result["stop"] = json!(asked == 0);
     }
     let steps: Vec<StepState> = accepted
         .into_iter()
@@ -47,7 +53,8 @@ pub fn interpret(
             )
         })
         .collect();
-    if planner == Skill::Decision {
+    // decision and tool_decision act right away; planning and reflection queue up.
+    if matches!(planner, Skill::Decision | Skill::ToolDecision) {
         agent.add_next_steps(steps);
     } else {
         agent.add_steps(steps);
@@ -197,5 +204,40 @@ mod tests {
         let mut a = agent(&[Skill::Planning]);
         let step = running(&mut a, Skill::Planning, "");
         assert!(interpret(Skill::Planning, &mut a, &step, "I will think about it.").is_err());
+    }
+
+    #[test]
+    fn tool_decision_continues_with_a_pair_inserted_next_or_stops() {
+        let mut a = agent(&[
+            Skill::ToolDecision,
+            Skill::InstructionGeneration,
+            Skill::Reflection,
+        ]);
+        a.tools = vec!["ws".into()];
+        let td = running(&mut a, Skill::ToolDecision, "");
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            td.stage_id.clone(),
+            "w".into(),
+            Executor::Skill(Skill::Reflection),
+            "later",
+            "",
+        )]);
+        let o = interpret(Skill::ToolDecision, &mut a, &td, r#"<planned_step>[{"step_intention": "next call", "type": "skill", "executor": "instruction_generation", "text_content": "read a.txt"}, {"step_intention": "read", "type": "tool", "executor": "ws", "text_content": "read it"}]</planned_step>"#).unwrap();
+        assert_eq!(o.result["stop"], false);
+        let todo: Vec<String> = a
+            .agent_step
+            .todo()
+            .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
+            .collect();
+        assert_eq!(todo, ["instruction_generation", "ws", "reflection"]);
+        let o = interpret(
+            Skill::ToolDecision,
+            &mut a,
+            &td,
+            "<planned_step>[]</planned_step>",
+        )
+        .unwrap();
+        assert_eq!(o.result["stop"], true);
     }
 }

@@ -1,8 +1,6 @@
-//! instruction_generation (writes the next tool step's `instruction_content` from
-//! `<tool_instruction>`) and tool_decision (after a tool step: `<planned_step>` with an
-//! instruction_generation + tool pair to go on, inserted next, or `[]` to stop).
+//! instruction_generation: writes the next tool step's `instruction_content` from
+//! `<tool_instruction>`. (tool_decision, which follows every tool step, is a plan: `plan.rs`.)
 
-use super::plan::check_plan;
 use super::{SkillError, SkillOutcome, working};
 use crate::mcp::McpCall;
 use crate::parse;
@@ -23,7 +21,7 @@ pub fn next_tool_step<'a>(agent: &'a AgentState, ig: &StepState) -> Option<&'a S
         })
 }
 
-pub fn instruction_generation(
+pub fn interpret(
     agent: &mut AgentState,
     step: &StepState,
     answer: &str,
@@ -42,34 +40,6 @@ pub fn instruction_generation(
     Ok(working(
         json!({ "instruction_generation": instruction, "tool_step_id": target }),
     ))
-}
-
-pub fn tool_decision(
-    agent: &mut AgentState,
-    step: &StepState,
-    answer: &str,
-) -> Result<SkillOutcome, SkillError> {
-    let raw = parse::planned_steps(answer)?;
-    if raw.is_empty() {
-        return Ok(working(json!({ "tool_decision": [], "stop": true })));
-    }
-    let (accepted, rejected) = check_plan(raw, agent, Skill::ToolDecision);
-    if accepted.is_empty() {
-        return Err(SkillError::EmptyPlan(rejected.join("; ")));
-    }
-    let result = json!({ "tool_decision": accepted, "rejected": rejected, "stop": false });
-    let steps = accepted
-        .into_iter()
-        .map(|p| {
-            p.into_step(
-                step.task_id.clone(),
-                step.stage_id.clone(),
-                agent.agent_id.clone(),
-            )
-        })
-        .collect();
-    agent.add_next_steps(steps);
-    Ok(working(result))
 }
 
 #[cfg(test)]
@@ -95,7 +65,7 @@ mod tests {
         let mut a = agent(&[Skill::InstructionGeneration]);
         let ig = running(&mut a, Skill::InstructionGeneration, "");
         with_tool(&mut a, &ig);
-        let o = instruction_generation(&mut a, &ig, r#"<tool_instruction>{"tool_name": "write_file", "arguments": {"path": "a.txt", "content": "hi"}}</tool_instruction>"#).unwrap();
+        let o = interpret(&mut a, &ig, r#"<tool_instruction>{"tool_name": "write_file", "arguments": {"path": "a.txt", "content": "hi"}}</tool_instruction>"#).unwrap();
         let tool = next_tool_step(&a, &ig).unwrap();
         assert_eq!(
             tool.instruction_content.as_ref().unwrap()["tool_name"],
@@ -108,7 +78,7 @@ mod tests {
     fn instruction_generation_without_a_tool_step_or_with_a_bad_call_fails() {
         let mut a = agent(&[Skill::InstructionGeneration]);
         let ig = running(&mut a, Skill::InstructionGeneration, "");
-        let e = instruction_generation(
+        let e = interpret(
             &mut a,
             &ig,
             r#"<tool_instruction>{"tool_name": "x"}</tool_instruction>"#,
@@ -116,41 +86,12 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("no tool step follows"));
         with_tool(&mut a, &ig);
-        let e = instruction_generation(
+        let e = interpret(
             &mut a,
             &ig,
             r#"<tool_instruction>{"what": "x"}</tool_instruction>"#,
         )
         .unwrap_err();
         assert!(e.to_string().contains("names no capability"), "{e}");
-    }
-
-    #[test]
-    fn tool_decision_continues_with_a_pair_inserted_next_or_stops() {
-        let mut a = agent(&[
-            Skill::ToolDecision,
-            Skill::InstructionGeneration,
-            Skill::Reflection,
-        ]);
-        a.tools = vec!["ws".into()];
-        let td = running(&mut a, Skill::ToolDecision, "");
-        a.add_steps(vec![StepState::new(
-            "t".into(),
-            td.stage_id.clone(),
-            "w".into(),
-            Executor::Skill(Skill::Reflection),
-            "later",
-            "",
-        )]);
-        let o = tool_decision(&mut a, &td, r#"<planned_step>[{"step_intention": "next call", "type": "skill", "executor": "instruction_generation", "text_content": "read a.txt"}, {"step_intention": "read", "type": "tool", "executor": "ws", "text_content": "read it"}]</planned_step>"#).unwrap();
-        assert_eq!(o.result["stop"], false);
-        let todo: Vec<String> = a
-            .agent_step
-            .todo()
-            .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
-            .collect();
-        assert_eq!(todo, ["instruction_generation", "ws", "reflection"]);
-        let o = tool_decision(&mut a, &td, "<planned_step>[]</planned_step>").unwrap();
-        assert_eq!(o.result["stop"], true);
     }
 }
