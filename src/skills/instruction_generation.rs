@@ -4,7 +4,7 @@
 use super::{SkillError, SkillOutcome, working};
 use crate::mcp::McpCall;
 use crate::parse;
-use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::state::{AgentState, Executor, StepState};
 use serde_json::json;
 
 /// The tool step an instruction_generation step writes for: the next pending tool step of the
@@ -46,6 +46,7 @@ pub fn interpret(
 mod tests {
     use super::*;
     use crate::skills::test_support::*;
+    use crate::state::Skill;
 
     fn with_tool(a: &mut AgentState, stage_of: &StepState) {
         a.tools = vec!["ws".into()];
