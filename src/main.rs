@@ -218,32 +218,17 @@ fn mcp(command: McpCommand) -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    // A signal drops the work in progress, and with it the MCP client, which stops its children.
+    // For a server we serve, stopping on a signal is the normal end.
+    let serving = matches!(command, McpCommand::Serve { .. });
     let result = rt.block_on(async move {
-        let exe = std::env::current_exe().context("locating the cohort binary")?;
-        let vars = |k: &str| std::env::var(k).ok();
-        let opts = cohort::mcp::McpOptions::new(exe, &vars);
-        match command {
-            McpCommand::Describe { server } => {
-                print_json(&cohort::mcp::cli::describe(&server, opts).await?)?;
-            }
-            McpCommand::Call { server, tool, resource, prompt, args } => {
-                let call = cohort::mcp::cli::call_from_flags(tool, resource, prompt, &args)?;
-                print_json(&cohort::mcp::cli::call(&server, opts, &call).await?)?;
-            }
-            McpCommand::Serve { name, http: None, args } => cohort::bundled::serve_stdio(&name, &args).await?,
-            McpCommand::Serve { name, http: Some(addr), args } => {
-                if !addr.ip().is_loopback() {
-                    tracing::warn!("serving `{name}` beyond loopback on {addr}: anyone who can reach it can use it");
-                }
-                let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
-                eprintln!("serving `{name}` on http://{}/mcp (Ctrl-C to stop)", listener.local_addr()?);
-                let stop = async {
-                    let _ = tokio::signal::ctrl_c().await;
-                };
-                cohort::bundled::serve_http(&name, &args, listener, stop).await?;
-            }
+        tokio::select! {
+            r = mcp_work(command) => r,
+            _ = cohort::run::stop_signal() => match serving {
+                true => Ok(()),
+                false => Err(anyhow::anyhow!("interrupted")),
+            },
         }
-        anyhow::Ok(())
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -252,6 +237,53 @@ fn mcp(command: McpCommand) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating the cohort binary")?;
+    let vars = |k: &str| std::env::var(k).ok();
+    let opts = cohort::mcp::McpOptions::new(exe, &vars);
+    match command {
+        McpCommand::Describe { server } => {
+            print_json(&cohort::mcp::cli::describe(&server, opts).await?)?;
+        }
+        McpCommand::Call {
+            server,
+            tool,
+            resource,
+            prompt,
+            args,
+        } => {
+            let call = cohort::mcp::cli::call_from_flags(tool, resource, prompt, &args)?;
+            print_json(&cohort::mcp::cli::call(&server, opts, &call).await?)?;
+        }
+        McpCommand::Serve {
+            name,
+            http: None,
+            args,
+        } => cohort::bundled::serve_stdio(&name, &args).await?,
+        McpCommand::Serve {
+            name,
+            http: Some(addr),
+            args,
+        } => {
+            // rmcp's server refuses requests whose Host is not loopback (DNS-rebinding
+            // protection), so a wider bind would only answer 403s.
+            anyhow::ensure!(
+                addr.ip().is_loopback(),
+                "bundled servers serve on loopback addresses only (127.0.0.1, ::1), not {addr}"
+            );
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            eprintln!(
+                "serving `{name}` on http://{}/mcp (Ctrl-C to stop)",
+                listener.local_addr()?
+            );
+            cohort::bundled::serve_http(&name, &args, listener, cohort::run::stop_signal()).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Prints JSON on stdout; a reader that went away (`| head`) is not an error worth a panic.

@@ -225,9 +225,33 @@ async fn settle(team: &Team) {
     }
 }
 
-/// Resolves on Ctrl-C when asked to watch for it; otherwise never.
+/// Resolves on Ctrl-C or SIGTERM when asked to watch for them; otherwise never.
 async fn ctrl_c(watch: bool) {
-    if !watch || tokio::signal::ctrl_c().await.is_err() {
+    if !watch {
         std::future::pending::<()>().await;
+    }
+    stop_signal().await;
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM: the operator or the system asks us to stop. Catching them lets
+/// the caller stop MCP server children, which live in their own process groups and would
+/// otherwise outlive us.
+pub async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -515,6 +515,7 @@ async fn bundled_workspace_and_notes_servers_run_as_children_of_the_real_binary(
             cwd: dir.clone(),
         },
         call_timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(60),
         file: PathBuf::from(format!("{name}.yaml")),
     };
     let c = client(vec![

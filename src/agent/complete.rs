@@ -117,7 +117,9 @@ pub fn complete_tool_step(
             (json!({ "error": why }), Some(why), StageAgentState::Working)
         }
         Ok(v) => (v, None, StageAgentState::Working),
-        Err(e) => (json!({ "error": e }), Some(e), StageAgentState::Failed),
+        // A failed call is a result the agent handles (the tool_decision after it sees why),
+        // not a failure of the agent in its stage.
+        Err(e) => (json!({ "error": e }), Some(e), StageAgentState::Working),
     };
     if let Some(s) = agent.agent_step.get_mut(step_id) {
         s.execute_result = Some(value);

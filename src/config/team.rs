@@ -135,7 +135,10 @@ pub fn load_team(path: &Path) -> Result<TeamConfig, ConfigError> {
 }
 
 fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
-    let base = file.parent().unwrap_or(Path::new("."));
+    let base = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut problems = Vec::new();
     let mut problem = |field: String, message: String| {
         problems.push(Problem {

@@ -16,6 +16,8 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::FixedInterval;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -23,10 +25,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// How long starting a server and the MCP handshake may take at least (`npx`/`uvx` may first
-/// download the package); a longer `call_timeout` raises it.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What the client needs besides the server configs.
 #[derive(Clone, Debug)]
@@ -319,7 +317,7 @@ impl McpClient {
             server: config.name.clone(),
             reason,
         };
-        let budget = config.call_timeout.max(CONNECT_TIMEOUT);
+        let budget = config.connect_timeout;
         let handler = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("cohort", env!("CARGO_PKG_VERSION")),
@@ -327,7 +325,13 @@ impl McpClient {
         let (program, fixed, args, env, cwd) = match &config.transport {
             McpTransport::Http { url } => {
                 // rmcp's client speaks streamable HTTP only; an SSE-only server fails here.
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                // A server that went away must fail the call in flight, not be reconnected to
+                // forever (rmcp's default): two retries, a second apart.
+                let mut retry = FixedInterval::default();
+                retry.max_times = Some(2);
+                let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                http.retry_config = Arc::new(retry);
+                let transport = StreamableHttpClientTransport::from_config(http);
                 let service = tokio::time::timeout(budget, handler.serve(transport))
                     .await
                     .map_err(|_| failed(format!("no answer from {url} within {budget:?}")))?
@@ -460,7 +464,11 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
         .iter()
         .map(|t| (t.name.to_string(), Value::Object((*t.input_schema).clone())))
         .collect();
+    // The server's own instructions (e.g. the workspace root and its URI scheme) help an agent
+    // write correct calls.
+    let instructions = peer.peer_info().and_then(|info| info.instructions.clone());
     let json = json!({
+        "instructions": instructions,
         "tools": tools.iter().map(|t| json!({
             "name": t.name, "description": t.description, "input_schema": t.input_schema,
         })).collect::<Vec<_>>(),

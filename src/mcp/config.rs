@@ -27,6 +27,8 @@ struct RawServer {
     url: Option<String>,
     #[serde(default)]
     timeout_secs: Option<u64>,
+    #[serde(default)]
+    connect_timeout_secs: Option<u64>,
 }
 
 /// How to reach a server.
@@ -59,6 +61,9 @@ pub struct McpServerConfig {
     pub transport: McpTransport,
     /// How long one call may take before it fails.
     pub call_timeout: Duration,
+    /// How long starting the server and the MCP handshake may take (`npx`/`uvx` may first
+    /// download the package, so the default is generous).
+    pub connect_timeout: Duration,
     /// The file it came from, for error messages.
     pub file: PathBuf,
 }
@@ -96,7 +101,12 @@ pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
             "agents choose tools by their description; it cannot be empty".into(),
         ));
     }
-    let base = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+    // `Path::new("x.yaml").parent()` is `Some("")`: a bare file name lives in the current folder.
+    let base = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
     let cwd = raw.cwd.as_ref().map(|c| base.join(c)).unwrap_or(base);
     let kinds = [
         raw.command.is_some(),
@@ -151,12 +161,16 @@ pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
     if raw.timeout_secs == Some(0) {
         problems.push(problem("timeout_secs", "must be at least 1".into()));
     }
+    if raw.connect_timeout_secs == Some(0) {
+        problems.push(problem("connect_timeout_secs", "must be at least 1".into()));
+    }
     match transport {
         Some(transport) if problems.is_empty() => Ok(McpServerConfig {
             name,
             description: raw.description.trim().to_owned(),
             transport,
             call_timeout: Duration::from_secs(raw.timeout_secs.unwrap_or(60)),
+            connect_timeout: Duration::from_secs(raw.connect_timeout_secs.unwrap_or(60)),
             file: file.to_path_buf(),
         }),
         _ => Err(problems),
@@ -246,6 +260,7 @@ mod tests {
         )
         .unwrap();
         let s = load_servers(&[d.clone()]).unwrap();
+        assert_eq!(s[0].connect_timeout, Duration::from_secs(60));
         assert_eq!(s.len(), 3);
         assert!(matches!(&s[0].transport, McpTransport::Builtin { cwd, .. } if cwd == &d));
         assert!(matches!(&s[1].transport, McpTransport::Stdio { env, .. } if env["TZ"] == "UTC"));
@@ -287,5 +302,23 @@ mod tests {
         .unwrap();
         let p = load_servers(&[d]).unwrap_err();
         assert!(p[0].message.contains("also used by"));
+    }
+
+    #[test]
+    fn a_bare_file_name_resolves_from_the_current_folder() {
+        let d = dir("bare");
+        std::fs::write(
+            d.join("w.yaml"),
+            "name: w\ndescription: d\nbuiltin: workspace\nargs: [--root, ws]\n",
+        )
+        .unwrap();
+        let prev = std::env::current_dir().unwrap();
+        std::env::set_current_dir(&d).unwrap();
+        let s = load_server(Path::new("w.yaml"));
+        std::env::set_current_dir(prev).unwrap();
+        match s.unwrap().transport {
+            McpTransport::Builtin { cwd, .. } => assert_eq!(cwd, PathBuf::from(".")),
+            other => panic!("{other:?}"),
+        }
     }
 }

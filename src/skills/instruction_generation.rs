@@ -27,16 +27,17 @@ pub fn interpret(
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
     let instruction = parse::tool_instruction(answer)?;
-    // Checked here so a malformed call fails this step, with the reason, not the tool step.
-    McpCall::from_instruction(&instruction).map_err(SkillError::Invalid)?;
     let target = next_tool_step(agent, step)
         .map(|s| s.step_id.clone())
         .ok_or_else(|| {
             SkillError::Invalid("no tool step follows this instruction_generation step".into())
         })?;
+    // Written even when malformed: the tool step then fails with the exact reason, and the
+    // tool_decision after it sees that reason in the tool's call chain.
     if let Some(tool) = agent.agent_step.get_mut(&target) {
         tool.instruction_content = Some(instruction.clone());
     }
+    McpCall::from_instruction(&instruction).map_err(SkillError::Invalid)?;
     Ok(working(
         json!({ "instruction_generation": instruction, "tool_step_id": target }),
     ))
@@ -66,7 +67,12 @@ mod tests {
         let mut a = agent(&[Skill::InstructionGeneration]);
         let ig = running(&mut a, Skill::InstructionGeneration, "");
         with_tool(&mut a, &ig);
-        let o = interpret(&mut a, &ig, r#"<tool_instruction>{"tool_name": "write_file", "arguments": {"path": "a.txt", "content": "hi"}}</tool_instruction>"#).unwrap();
+        let o = interpret(
+            &mut a,
+            &ig,
+            r#"<tool_instruction>{"tool_name": "write_file", "arguments": {"path": "a.txt", "content": "hi"}}</tool_instruction>"#,
+        )
+        .unwrap();
         let tool = next_tool_step(&a, &ig).unwrap();
         assert_eq!(
             tool.instruction_content.as_ref().unwrap()["tool_name"],
@@ -94,5 +100,10 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("names no capability"), "{e}");
+        // The malformed call still reaches the tool step, which then fails with this reason.
+        let tool = next_tool_step(&a, &ig).unwrap();
+        assert_eq!(tool.instruction_content.as_ref().unwrap()["what"], "x");
+        let why = crate::agent::tool_call_for(&a, tool, "ws").unwrap_err();
+        assert!(why.contains("names no capability"), "{why}");
     }
 }

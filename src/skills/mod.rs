@@ -2,13 +2,13 @@
 //! lock) and into what SyncState must do. Prompt assembly lives in `prompt/`, the LLM call in
 //! the actor; `interpret` here is pure, so every skill is unit-tested on plain data.
 
+mod instruction_generation;
 mod plan;
 mod process_message;
 mod send_message;
 mod summary;
 mod task_manager;
 mod think;
-mod instruction_generation;
 
 pub use instruction_generation::next_tool_step;
 

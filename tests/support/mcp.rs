@@ -81,6 +81,7 @@ pub fn stdio(
             cwd: std::env::temp_dir(),
         },
         call_timeout: timeout,
+        connect_timeout: Duration::from_secs(60),
         file: PathBuf::from(format!("{name}.yaml")),
     }
 }
