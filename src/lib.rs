@@ -7,6 +7,7 @@
 
 pub mod actors;
 pub mod agent;
+pub mod auth;
 #[path = "../mcp_servers/src/mod.rs"]
 pub mod bundled;
 pub mod config;

@@ -4,8 +4,8 @@
 
 use super::sync_state::{ApplyOutput, SubmitMessage, SyncStateActor};
 use crate::agent::{
-    StepCompletion, complete_step, complete_tool_step, receive_message, release_for, settle_step,
-    tool_call_for, tool_chain,
+    HumanMessage, StepCompletion, complete_step, complete_tool_step, human_send, receive_as_human,
+    receive_message, release_for, settle_step, tool_call_for, tool_chain,
 };
 use crate::ids::StepId;
 use crate::llm::{ChatModel, ChatRequest};
@@ -29,7 +29,8 @@ pub struct AgentTools {
 
 pub struct AgentActor {
     state: AgentState,
-    llm: Arc<dyn ChatModel>,
+    /// None for a human agent: its steps record what the person did and never run.
+    llm: Option<Arc<dyn ChatModel>>,
     prompts: Arc<PromptSet>,
     tool_descriptions: Arc<BTreeMap<String, String>>,
     /// The team's one MCP client (None when the team has no servers).
@@ -45,7 +46,7 @@ pub struct AgentActor {
 impl AgentActor {
     pub fn new(
         state: AgentState,
-        llm: Arc<dyn ChatModel>,
+        llm: Option<Arc<dyn ChatModel>>,
         prompts: Arc<PromptSet>,
         tools: AgentTools,
         sync: Addr<SyncStateActor>,
@@ -146,9 +147,16 @@ impl AgentActor {
             step_id: step.step_id.clone(),
         };
         let id = step.step_id.clone();
+        let Some(llm) = &self.llm else {
+            self.on_answer(
+                id,
+                Err("this agent has no LLM (a human agent's steps never run)".into()),
+                ctx,
+            );
+            return;
+        };
         ctx.spawn(
-            self.llm
-                .chat(request)
+            llm.chat(request)
                 .into_actor(self)
                 .map(move |res, act, ctx| act.on_answer(id, res.map_err(|e| e.to_string()), ctx)),
         );
@@ -285,6 +293,13 @@ pub struct GetAgentState;
 impl Handler<Deliver> for AgentActor {
     type Result = ();
     fn handle(&mut self, Deliver(m): Deliver, ctx: &mut Context<Self>) {
+        if self.state.human_config.is_some() {
+            let now = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
+            let dropped = receive_as_human(&mut self.state, &m, &now);
+            let dropped: Vec<&StepState> = dropped.iter().collect();
+            self.publish(&dropped);
+            return;
+        }
         let received = receive_message(&mut self.state, &m);
         if let Some(p) = received.problem {
             tracing::warn!(agent = %self.state.agent_id, "{p}");
@@ -302,5 +317,35 @@ impl Handler<GetAgentState> for AgentActor {
     type Result = MessageResult<GetAgentState>;
     fn handle(&mut self, _: GetAgentState, _: &mut Context<Self>) -> Self::Result {
         MessageResult(self.state.clone())
+    }
+}
+
+/// A person's message, sent as this human agent (one message per receiver, each answering
+/// that receiver's pending wait). Answered with the messages sent, or why nothing was sent.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<Message>, String>")]
+pub struct HumanSend(pub HumanMessage);
+
+impl Handler<HumanSend> for AgentActor {
+    type Result = ResponseActFuture<Self, Result<Vec<Message>, String>>;
+    fn handle(&mut self, HumanSend(m): HumanSend, _: &mut Context<Self>) -> Self::Result {
+        let now = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
+        let sent = human_send(&mut self.state, &m, &now).map_err(|e| e.to_string());
+        self.publish(&[]);
+        let sync = self.sync.clone();
+        Box::pin(
+            async move {
+                let sent = sent?;
+                for msg in &sent {
+                    match sync.send(SubmitMessage(msg.clone())).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => return Err(e.to_string()),
+                        Err(e) => return Err(format!("the team is not running: {e}")),
+                    }
+                }
+                Ok(sent)
+            }
+            .into_actor(self),
+        )
     }
 }

@@ -6,7 +6,7 @@ mod dispatcher;
 mod sync_state;
 mod system;
 
-pub use agent::{AgentActor, AgentTools, Deliver, GetAgentState};
+pub use agent::{AgentActor, AgentTools, Deliver, GetAgentState, HumanSend};
 pub use dispatcher::{Dispatcher, Register, Route};
 pub use sync_state::{ApplyOutput, Delivered, SubmitMessage, SyncStateActor};
 pub use system::{Host, OPERATOR, SystemError, Team, start_team};

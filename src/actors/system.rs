@@ -13,7 +13,7 @@ use crate::mcp::{McpClient, McpOptions};
 use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptError, PromptSet};
-use crate::state::{AgentState, LlmSettings};
+use crate::state::{AgentState, ConversationPool, HumanConfig, LlmSettings};
 use crate::sync::{Member, SyncCore, SyncError};
 use actix::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -48,6 +48,8 @@ pub struct Team {
     pub agents: BTreeMap<AgentId, Addr<AgentActor>>,
     pub base_task: TaskId,
     pub managers: Vec<AgentId>,
+    /// The human agents, in config order.
+    pub humans: Vec<AgentId>,
     /// The team's MCP client; `shutdown` stops every server process it started.
     pub mcp: Option<Arc<McpClient>>,
 }
@@ -113,6 +115,7 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
     });
     let monitor = Monitor::new(4096);
     let managers: Vec<AgentId> = cfg.managers().map(|a| a.id.clone()).collect();
+    let humans: Vec<AgentId> = cfg.humans.iter().map(|h| h.id.clone()).collect();
     let roster = cfg
         .agents
         .iter()
@@ -120,8 +123,12 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             id: a.id.clone(),
             role: a.role.clone(),
         })
+        .chain(cfg.humans.iter().map(|h| Member {
+            id: h.id.clone(),
+            role: h.role.clone(),
+        }))
         .collect();
-    let core = SyncCore::new(roster, &managers);
+    let core = SyncCore::new(roster, &managers, &humans);
     let base_task = core.base_task().clone();
 
     let mut scripts: HashMap<PathBuf, Arc<ScriptedModel>> = HashMap::new();
@@ -236,7 +243,7 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         });
         let addr = AgentActor::new(
             state,
-            llm,
+            Some(llm),
             prompts.clone(),
             tools.clone(),
             sync.clone(),
@@ -246,6 +253,30 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         dispatcher.do_send(Register(a.id.clone(), addr.clone().recipient()));
         agents.insert(a.id.clone(), addr);
     }
+    // People are agents too: same actor, a human_config and a conversation pool, no LLM.
+    for h in &cfg.humans {
+        let mut state = AgentState::new(
+            h.id.clone(),
+            h.name.clone(),
+            h.role.clone(),
+            h.profile.clone(),
+        );
+        state.human_config = Some(HumanConfig {
+            display_name: h.name.clone(),
+        });
+        state.conversation_pool = Some(ConversationPool::default());
+        let addr = AgentActor::new(
+            state,
+            None,
+            prompts.clone(),
+            AgentTools::default(),
+            sync.clone(),
+            monitor.clone(),
+        )
+        .start();
+        dispatcher.do_send(Register(h.id.clone(), addr.clone().recipient()));
+        agents.insert(h.id.clone(), addr);
+    }
     Ok(Team {
         monitor,
         sync,
@@ -253,6 +284,7 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         agents,
         base_task,
         managers,
+        humans,
         mcp: tools.mcp,
     })
 }

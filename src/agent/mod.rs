@@ -4,6 +4,7 @@
 //! the effects these return.
 
 mod complete;
+mod human;
 mod receive;
 mod tool_call;
 mod tool_history;
@@ -12,6 +13,7 @@ pub use complete::{
     StepCompletion, complete_step, complete_tool_step, drop_reason, mark_dropped, release_for,
     settle_step,
 };
+pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
 pub use receive::{Received, receive_message};
 pub use tool_call::tool_call_for;
 pub use tool_history::tool_chain;

@@ -5,4 +5,4 @@ mod raw;
 mod team;
 
 pub use raw::{RawAgent, RawLlm, RawTeam};
-pub use team::{AgentConfig, ConfigError, LlmConfig, Problem, TeamConfig, load_team};
+pub use team::{AgentConfig, ConfigError, HumanEntry, LlmConfig, Problem, TeamConfig, load_team};

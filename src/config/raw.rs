@@ -21,6 +21,23 @@ pub struct RawTeam {
     #[serde(default)]
     pub llm: Option<RawLlm>,
     pub agents: Vec<RawAgent>,
+    /// People who take part: they log in to the console and talk to agents.
+    #[serde(default)]
+    pub humans: Vec<RawHuman>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawHuman {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub profile: String,
+    /// An Argon2id hash (`cohort hash-password` prints one); never the password itself.
+    pub password_hash: String,
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -99,6 +99,19 @@ pub struct TeamConfig {
     pub agents: Vec<AgentConfig>,
     /// The MCP servers the team may use.
     pub servers: Vec<McpServerConfig>,
+    /// The people of the team (human agents).
+    pub humans: Vec<HumanEntry>,
+}
+
+/// A person of the team: who they are and how they log in.
+#[derive(Clone, Debug)]
+pub struct HumanEntry {
+    pub id: AgentId,
+    pub name: String,
+    pub role: String,
+    pub profile: String,
+    /// Argon2id PHC string; checked with `crate::auth::verify_password`.
+    pub password_hash: String,
 }
 
 impl TeamConfig {
@@ -295,6 +308,40 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
             });
         }
     }
+    let mut humans = Vec::new();
+    for (i, h) in raw.humans.iter().enumerate() {
+        let at = format!("humans[{i}]");
+        let id = h.id.trim();
+        if id.is_empty()
+            || id
+                .chars()
+                .any(|c| c.is_whitespace() || c == '<' || c == '>')
+        {
+            problem(
+                format!("{at}.id"),
+                format!(
+                    "`{}` is not a usable id (no spaces or angle brackets)",
+                    h.id
+                ),
+            );
+        } else if !seen.insert(id.to_owned()) {
+            problem(
+                format!("{at}.id"),
+                format!("id `{id}` is used twice (agents and humans share one id space)"),
+            );
+        }
+        if let Err(why) = crate::auth::check_hash(&h.password_hash) {
+            problem(format!("{at}.password_hash"), why);
+        }
+        humans.push(HumanEntry {
+            id: AgentId::from(id),
+            name: h.name.clone().unwrap_or_else(|| id.to_owned()),
+            role: h.role.clone().unwrap_or_else(|| "operator".to_owned()),
+            profile: h.profile.clone(),
+            password_hash: h.password_hash.clone(),
+        });
+    }
+
     if !raw.agents.is_empty()
         && !raw
             .agents
@@ -348,6 +395,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         prompts_dir,
         agents,
         servers,
+        humans,
     })
 }
 

@@ -36,6 +36,9 @@ pub struct PrivateMessage {
     pub need_reply: bool,
     pub waiting: bool,
     pub return_waiting_id: Option<WaitId>,
+    /// For a message the human must answer: whether the human has answered it.
+    #[serde(default)]
+    pub replied: bool,
 }
 
 /// A human agent's private conversations and global notices.

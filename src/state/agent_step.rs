@@ -54,6 +54,11 @@ impl AgentStep {
         }
     }
 
+    /// Records a step that is already over (what a person did); it never enters `todo`.
+    pub fn add_done(&mut self, step: StepState) {
+        self.step_list.push(step);
+    }
+
     /// Inserts steps, in order, before the next pending step (or at the end if none is pending).
     pub fn add_next_steps(&mut self, steps: Vec<StepState>) {
         let at = match self.todo.front() {

@@ -62,8 +62,9 @@ pub struct SyncCore {
 }
 
 impl SyncCore {
-    /// Creates the base task, run by the first manager, with every manager in its group.
-    pub fn new(roster: Vec<Member>, managers: &[AgentId]) -> Self {
+    /// Creates the base task, run by the first manager, with every manager and every human
+    /// (`others`) in its group.
+    pub fn new(roster: Vec<Member>, managers: &[AgentId], others: &[AgentId]) -> Self {
         let base_task = TaskId::random();
         let first = managers
             .first()
@@ -76,6 +77,7 @@ impl SyncCore {
             first,
         );
         base.join(managers.iter().cloned());
+        base.join(others.iter().cloned());
         base.execution_state = ExecutionState::Running;
         SyncCore {
             tasks: [(base_task.clone(), base)].into(),

@@ -28,7 +28,7 @@ fn core() -> SyncCore {
             role: "r".into(),
         })
         .collect();
-    SyncCore::new(roster, &["m".into()])
+    SyncCore::new(roster, &["m".into()], &[])
 }
 
 fn by(agent: &str, i: TaskInstruction) -> ExecuteOutput {

@@ -1,0 +1,338 @@
+//! The human agent (SPEC §9): what receiving a message means for a person (it lands in their
+//! private conversation; a message needing a reply raises a notice, with the wait id kept so
+//! the answer can return it), and what the person's own sending does (one message per
+//! receiver, each answering that receiver's pending wait, recorded as a finished step).
+
+use super::mark_dropped;
+use crate::ids::{AgentId, StageRef, TaskId, WaitId};
+use crate::message::{Instruction, Message, TASK_STATE_SENDER};
+use crate::parse;
+use crate::state::{
+    AgentState, ConversationPool, Executor, PrivateMessage, Skill, StepExecutionState, StepState,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// What a person sends (the body of `POST /api/send_message`, minus who they are).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HumanMessage {
+    pub task_id: TaskId,
+    pub receiver: Vec<AgentId>,
+    pub content: String,
+    #[serde(default = "no_relative")]
+    pub stage_relative: StageRef,
+    #[serde(default = "yes")]
+    pub need_reply: bool,
+    #[serde(default)]
+    pub waiting: bool,
+}
+
+fn no_relative() -> StageRef {
+    StageRef::NoRelative
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum HumanError {
+    #[error("`{0}` is not a human agent")]
+    NotHuman(AgentId),
+    #[error("the message has no receiver")]
+    NoReceiver,
+    #[error("the message is empty")]
+    Empty,
+    #[error("a person cannot send a message to themselves")]
+    ToSelf,
+}
+
+fn pool(agent: &mut AgentState) -> &mut ConversationPool {
+    agent
+        .conversation_pool
+        .get_or_insert_with(ConversationPool::default)
+}
+
+/// receive_message for a human agent.
+pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec<StepState> {
+    if let Some(w) = &msg.return_waiting_id {
+        agent.release_wait(w);
+    }
+    if msg.sender_id.as_str() == TASK_STATE_SENDER {
+        if let Some(Ok(i)) = parse::instruction(&msg.message) {
+            return obey(agent, msg, i);
+        }
+    }
+    let me = agent.agent_id.clone();
+    let wait = msg.wait_id_for(&me).cloned();
+    let entry = PrivateMessage {
+        task_id: msg.task_id.clone(),
+        sender_id: msg.sender_id.clone(),
+        content: msg.message.clone(),
+        stage_relative: msg.stage_relative.clone(),
+        timestamp: now.to_owned(),
+        need_reply: msg.need_reply,
+        waiting: wait.is_some(),
+        return_waiting_id: wait.clone(),
+        replied: false,
+    };
+    let sender = msg.sender_id.clone();
+    let p = pool(agent);
+    p.conversation_privates
+        .entry(sender.clone())
+        .or_default()
+        .push(entry);
+    if msg.need_reply {
+        p.global_messages.push(match wait {
+            Some(_) => format!(
+                "Agent `{sender}` is waiting for your reply (task {}).",
+                msg.task_id
+            ),
+            None => format!(
+                "Agent `{sender}` asks for your reply (task {}).",
+                msg.task_id
+            ),
+        });
+    }
+    Vec::new()
+}
+
+fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState> {
+    let note = |agent: &mut AgentState, text: String| pool(agent).global_messages.push(text);
+    match i {
+        Instruction::StartStage {
+            stage_id,
+            stage_intention,
+            goal,
+            ..
+        } => {
+            agent.note_working_memory(msg.task_id.clone(), Some(StageRef::Stage(stage_id.clone())));
+            note(
+                agent,
+                format!(
+                    "Stage {stage_id} of task {} starts with you in it: {stage_intention}. Your part: {goal}",
+                    msg.task_id
+                ),
+            );
+            Vec::new()
+        }
+        Instruction::FinishStage { stage_id } => {
+            note(
+                agent,
+                format!("Stage {stage_id} of task {} is finished.", msg.task_id),
+            );
+            mark_dropped(
+                agent.finish_stage(&msg.task_id, &StageRef::Stage(stage_id)),
+                "its stage was finished",
+            )
+        }
+        Instruction::FinishTask { task_id } => {
+            note(agent, format!("Task {task_id} is finished."));
+            mark_dropped(agent.finish_task(&task_id), "its task was finished")
+        }
+        Instruction::UpdateWorkingMemory { task_id, stage_id } => {
+            agent.note_working_memory(task_id, stage_id);
+            Vec::new()
+        }
+        Instruction::AddToolDecision { .. } => Vec::new(),
+    }
+}
+
+/// What a person's send becomes: one message per receiver (each answers that receiver's
+/// oldest unanswered waiting message, if any), recorded in the private conversations and as a
+/// finished send_message step. With `waiting`, the person holds a wait id per receiver.
+pub fn human_send(
+    agent: &mut AgentState,
+    m: &HumanMessage,
+    now: &str,
+) -> Result<Vec<Message>, HumanError> {
+    if agent.human_config.is_none() {
+        return Err(HumanError::NotHuman(agent.agent_id.clone()));
+    }
+    if m.content.trim().is_empty() {
+        return Err(HumanError::Empty);
+    }
+    let mut receivers: Vec<AgentId> = Vec::new();
+    for r in &m.receiver {
+        if !receivers.contains(r) {
+            receivers.push(r.clone());
+        }
+    }
+    if receivers.is_empty() {
+        return Err(HumanError::NoReceiver);
+    }
+    if receivers.contains(&agent.agent_id) {
+        return Err(HumanError::ToSelf);
+    }
+    let me = agent.agent_id.clone();
+    let mut out = Vec::new();
+    for r in receivers {
+        let answers = answer_pending(agent, &r, &m.task_id);
+        let wait = m.waiting.then(WaitId::random);
+        if let Some(w) = &wait {
+            agent
+                .step_lock
+                .hold([w.clone()], &m.task_id, &m.stage_relative);
+        }
+        let message = Message {
+            task_id: m.task_id.clone(),
+            sender_id: me.clone(),
+            receiver: vec![r.clone()],
+            message: m.content.clone(),
+            stage_relative: m.stage_relative.clone(),
+            need_reply: m.need_reply || wait.is_some(),
+            waiting: wait.map(|w| vec![w]),
+            return_waiting_id: answers,
+        };
+        pool(agent)
+            .conversation_privates
+            .entry(r.clone())
+            .or_default()
+            .push(PrivateMessage {
+                task_id: m.task_id.clone(),
+                sender_id: me.clone(),
+                content: m.content.clone(),
+                stage_relative: m.stage_relative.clone(),
+                timestamp: now.to_owned(),
+                need_reply: message.need_reply,
+                waiting: message.waiting.is_some(),
+                return_waiting_id: message.return_waiting_id.clone(),
+                replied: false,
+            });
+        out.push(message);
+    }
+    // The step records what the person did; it never runs.
+    let mut step = StepState::new(
+        m.task_id.clone(),
+        m.stage_relative.clone(),
+        me,
+        Executor::Skill(Skill::SendMessage),
+        "Message sent by a person",
+        m.content.clone(),
+    );
+    step.execution_state = StepExecutionState::Finished;
+    step.execute_result = Some(json!({ "send_message": out }));
+    agent.agent_step.add_done(step);
+    Ok(out)
+}
+
+/// Marks the oldest unanswered message from `from` in `task` that needed a reply as answered,
+/// returning its wait id if its sender waits.
+fn answer_pending(agent: &mut AgentState, from: &AgentId, task: &TaskId) -> Option<WaitId> {
+    let chat = pool(agent).conversation_privates.get_mut(from)?;
+    let pending = chat
+        .iter_mut()
+        .find(|p| &p.sender_id == from && &p.task_id == task && p.need_reply && !p.replied)?;
+    pending.replied = true;
+    pending.return_waiting_id.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::HumanConfig;
+
+    fn human() -> AgentState {
+        let mut a = AgentState::new("op".into(), "Op".into(), "operator".into(), "".into());
+        a.human_config = Some(HumanConfig {
+            display_name: "Op".into(),
+        });
+        a.conversation_pool = Some(ConversationPool::default());
+        a
+    }
+
+    fn from(sender: &str, text: &str) -> Message {
+        Message::notice(
+            "t".into(),
+            sender.into(),
+            vec!["op".into()],
+            StageRef::NoRelative,
+            text.into(),
+        )
+    }
+
+    #[test]
+    fn a_waiting_question_is_kept_with_its_wait_id_and_raises_a_notice() {
+        let mut h = human();
+        let mut m = from("mgr", "Which colour?");
+        m.need_reply = true;
+        m.waiting = Some(vec!["w1".into()]);
+        receive_as_human(&mut h, &m, "now");
+        let p = h.conversation_pool.as_ref().unwrap();
+        let q = &p.conversation_privates[&AgentId::from("mgr")][0];
+        assert!(q.waiting && q.return_waiting_id == Some("w1".into()) && !q.replied);
+        assert!(p.global_messages[0].contains("waiting for your reply"));
+    }
+
+    #[test]
+    fn the_answer_carries_the_wait_id_once_and_is_recorded_as_a_step() {
+        let mut h = human();
+        let mut m = from("mgr", "Which colour?");
+        m.need_reply = true;
+        m.waiting = Some(vec!["w1".into()]);
+        receive_as_human(&mut h, &m, "now");
+        let send = HumanMessage {
+            task_id: "t".into(),
+            receiver: vec!["mgr".into(), "other".into()],
+            content: "Blue".into(),
+            stage_relative: StageRef::NoRelative,
+            need_reply: false,
+            waiting: false,
+        };
+        let out = human_send(&mut h, &send, "later").unwrap();
+        assert_eq!(out.len(), 2, "one message per receiver");
+        assert_eq!(out[0].return_waiting_id, Some("w1".into()));
+        assert_eq!(out[1].return_waiting_id, None);
+        let again = human_send(&mut h, &send, "later").unwrap();
+        assert_eq!(again[0].return_waiting_id, None, "a wait is answered once");
+        assert_eq!(h.agent_step.steps().len(), 2);
+        assert_eq!(
+            h.agent_step.steps()[0].execution_state,
+            StepExecutionState::Finished
+        );
+        assert_eq!(h.agent_step.todo_len(), 0);
+    }
+
+    #[test]
+    fn bad_sends_are_refused() {
+        let mut h = human();
+        let mut send = HumanMessage {
+            task_id: "t".into(),
+            receiver: vec![],
+            content: "x".into(),
+            stage_relative: StageRef::NoRelative,
+            need_reply: true,
+            waiting: false,
+        };
+        assert_eq!(human_send(&mut h, &send, "n"), Err(HumanError::NoReceiver));
+        send.receiver = vec!["op".into()];
+        assert_eq!(human_send(&mut h, &send, "n"), Err(HumanError::ToSelf));
+        send.receiver = vec!["a".into()];
+        send.content = "  ".into();
+        assert_eq!(human_send(&mut h, &send, "n"), Err(HumanError::Empty));
+        let mut llm = human();
+        llm.human_config = None;
+        send.content = "x".into();
+        assert!(matches!(
+            human_send(&mut llm, &send, "n"),
+            Err(HumanError::NotHuman(_))
+        ));
+    }
+
+    #[test]
+    fn runtime_instructions_become_notices() {
+        let mut h = human();
+        let i = Instruction::FinishTask {
+            task_id: "t".into(),
+        };
+        receive_as_human(&mut h, &from(TASK_STATE_SENDER, &i.embed()), "n");
+        assert!(h.conversation_pool.as_ref().unwrap().global_messages[0].contains("finished"));
+        assert!(
+            h.conversation_pool
+                .as_ref()
+                .unwrap()
+                .conversation_privates
+                .is_empty()
+        );
+    }
+}
