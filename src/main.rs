@@ -46,6 +46,12 @@ enum Command {
         #[arg(long)]
         team: PathBuf,
     },
+    /// Print an Argon2id hash of a password, for a human's `password_hash` in a team file.
+    /// The password is read from stdin (one line), or given with --password.
+    HashPassword {
+        #[arg(long)]
+        password: Option<String>,
+    },
     /// Work with MCP servers directly: describe one, call it, or serve a bundled one.
     Mcp {
         #[command(subcommand)]
@@ -95,6 +101,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Check { team } => check(&team),
         Command::Mcp { command } => mcp(command),
+        Command::HashPassword { password } => hash_password(password),
         Command::Run {
             team,
             goal,
@@ -296,5 +303,33 @@ fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
     {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
+    }
+}
+
+fn hash_password(password: Option<String>) -> ExitCode {
+    let password = match password {
+        Some(p) => p,
+        None => {
+            let mut line = String::new();
+            if let Err(e) = std::io::stdin().read_line(&mut line) {
+                eprintln!("error: reading the password from stdin: {e}");
+                return ExitCode::from(3);
+            }
+            line.trim_end_matches(['\n', '\r']).to_owned()
+        }
+    };
+    if password.is_empty() {
+        eprintln!("error: the password is empty");
+        return ExitCode::from(3);
+    }
+    match cohort::auth::hash_password(&password) {
+        Ok(h) => {
+            println!("{h}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
+        }
     }
 }

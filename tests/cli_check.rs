@@ -29,6 +29,7 @@ fn the_examples_pass_check() {
         "examples/openai/team.yaml",
         "examples/tools/team.yaml",
         "tests/fixtures/failures/team.yaml",
+        "examples/operator/team.yaml",
         "tests/fixtures/retry/team.yaml",
     ] {
         let (code, out) = check(std::path::Path::new(team));

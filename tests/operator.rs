@@ -1,0 +1,96 @@
+//! The operator example without the web: the person gives the goal as the human agent, the
+//! manager asks a waiting question, the person answers it (the answer returns the wait id and
+//! the manager's step lock is released), and the task finishes.
+
+use cohort::actors::{GetAgentState, Host, HumanSend, start_team};
+use cohort::agent::HumanMessage;
+use cohort::config::load_team;
+use cohort::ids::{AgentId, StageRef};
+use cohort::monitor::StateKind;
+use std::path::Path;
+use std::time::Duration;
+
+#[actix::test]
+async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes() {
+    let cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let operator = &team.agents[&AgentId::from("operator")];
+    let manager = &team.agents[&AgentId::from("manager")];
+    let goal = HumanMessage {
+        task_id: team.base_task.clone(),
+        receiver: vec!["manager".into()],
+        content: "Write a haiku".into(),
+        stage_relative: StageRef::NoRelative,
+        need_reply: false,
+        waiting: false,
+    };
+    operator.send(HumanSend(goal)).await.unwrap().unwrap();
+
+    // The manager's question arrives, waiting, and the manager is locked.
+    let mut question = None;
+    for _ in 0..400 {
+        let me = operator.send(GetAgentState).await.unwrap();
+        let pool = me.conversation_pool.unwrap();
+        if let Some(q) = pool
+            .conversation_privates
+            .get(&AgentId::from("manager"))
+            .and_then(|c| c.iter().find(|m| m.waiting))
+        {
+            question = Some(q.clone());
+            assert!(
+                pool.global_messages
+                    .iter()
+                    .any(|n| n.contains("waiting for your reply"))
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let question = question.expect("the manager asked a waiting question");
+    assert_eq!(
+        manager.send(GetAgentState).await.unwrap().step_lock.len(),
+        1
+    );
+
+    let answer = HumanMessage {
+        task_id: question.task_id.clone(),
+        receiver: vec!["manager".into()],
+        content: "Autumn".into(),
+        stage_relative: StageRef::NoRelative,
+        need_reply: false,
+        waiting: false,
+    };
+    let sent = operator.send(HumanSend(answer)).await.unwrap().unwrap();
+    assert_eq!(sent[0].return_waiting_id, question.return_waiting_id);
+
+    let mut finished = false;
+    for _ in 0..400 {
+        let tasks = team.monitor.snapshot(StateKind::Task);
+        if tasks.values().any(|t| {
+            t["task_name"] == "Haiku for the operator" && t["execution_state"] == "finished"
+        }) {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        finished,
+        "the task never finished: {:#?}",
+        team.monitor.snapshot(StateKind::Task)
+    );
+    assert!(
+        manager
+            .send(GetAgentState)
+            .await
+            .unwrap()
+            .step_lock
+            .is_empty()
+    );
+    let me = operator.send(GetAgentState).await.unwrap();
+    assert!(
+        me.agent_step.steps().len() >= 2,
+        "the person's sends are recorded as steps"
+    );
+}
