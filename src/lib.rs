@@ -7,6 +7,7 @@
 
 pub mod actors;
 pub mod agent;
+pub mod api;
 pub mod auth;
 #[path = "../mcp_servers/src/mod.rs"]
 pub mod bundled;
@@ -20,6 +21,7 @@ pub mod parse;
 pub mod problem;
 pub mod prompt;
 pub mod run;
+pub mod serve;
 pub mod skills;
 pub mod state;
 pub mod sync;

@@ -41,6 +41,18 @@ enum Command {
         #[arg(long)]
         manager: Option<String>,
     },
+    /// Run a team as a long-lived process with the HTTP API, the live websocket monitor and the
+    /// web console, until Ctrl-C / SIGTERM.
+    Serve {
+        #[arg(long)]
+        team: PathBuf,
+        /// Where to listen; anything beyond loopback must be given explicitly.
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        bind: std::net::SocketAddr,
+        /// The console's folder (default: the `web/` shipped with Cohort).
+        #[arg(long)]
+        web: Option<PathBuf>,
+    },
     /// Validate a team configuration (and the script and prompts it uses); list every problem.
     Check {
         #[arg(long)]
@@ -100,6 +112,7 @@ fn main() -> ExitCode {
         .init();
     match Cli::parse().command {
         Command::Check { team } => check(&team),
+        Command::Serve { team, bind, web } => serve(&team, bind, web),
         Command::Mcp { command } => mcp(command),
         Command::HashPassword { password } => hash_password(password),
         Command::Run {
@@ -332,4 +345,35 @@ fn hash_password(password: Option<String>) -> ExitCode {
             ExitCode::from(3)
         }
     }
+}
+
+fn serve(team: &std::path::Path, bind: std::net::SocketAddr, web: Option<PathBuf>) -> ExitCode {
+    let system = actix::System::new();
+    let code = system.block_on(async move {
+        let run = async {
+            let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
+            let vars = |k: &str| std::env::var(k).ok();
+            let host = Host::new(
+                &vars,
+                std::env::current_exe().context("locating the cohort binary")?,
+            );
+            cohort::serve::serve_team(&cfg, &host, bind, web, cohort::run::stop_signal(), |addr| {
+                eprintln!(
+                    "Cohort is serving {} on http://{addr} (Ctrl-C to stop)",
+                    team.display()
+                );
+            })
+            .await?;
+            anyhow::Ok(())
+        };
+        match run.await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(3)
+            }
+        }
+    });
+    actix::System::current().stop();
+    code
 }

@@ -118,7 +118,7 @@ pub async fn run_goal(
             }
         }
     };
-    settle(&team).await;
+    wait_for_running_steps(&team, Duration::from_secs(3)).await;
     // Report what landed while settling (e.g. the finish_task step itself).
     while let Ok(ev) = events.try_recv() {
         if ev.kind == StateKind::Step {
@@ -208,10 +208,10 @@ fn anyone_working(team: &Team) -> bool {
     })
 }
 
-/// Lets the steps the task's end triggered (finish_task cleanup, in-flight answers) land, so
-/// the reported states are the settled ones. Bounded: a real LLM step may still be running.
-async fn settle(team: &Team) {
-    let until = Instant::now() + Duration::from_secs(3);
+/// Lets steps in flight land (finish_task cleanup, answers on their way), so reported states
+/// are settled ones. Bounded: a real LLM step may still be running when `max` is up.
+pub async fn wait_for_running_steps(team: &Team, max: Duration) {
+    let until = Instant::now() + max;
     loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let running = team.monitor.snapshot(StateKind::Step).values().any(|s| {

@@ -1,0 +1,248 @@
+//! The human REST API: log in as a human agent, send as that human (through its agent actor,
+//! so a reply carries the wait id it answers), read the human's conversations and the
+//! questions still waiting for an answer.
+
+use super::error::{ApiJson, ApiPath};
+use super::{ApiState, AppError, Caller};
+use crate::actors::{GetAgentState, HumanSend};
+use crate::agent::HumanMessage;
+use crate::auth::verify_password;
+use crate::ids::{AgentId, StageRef, TaskId, WaitId};
+use crate::monitor::StateKind;
+use crate::state::{ConversationPool, PrivateMessage};
+use axum::Json;
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::net::{IpAddr, SocketAddr};
+
+/// An Argon2id hash (default parameters) of a password nobody has: checked against when the
+/// id is unknown, so an unknown id costs as much time as a wrong password.
+const DECOY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$qIVw8Eu6JsTGe+zNRuUUXA$tGtxKMJ1YzfoJr2OQJ0mAH+O4pxycXXphB26DCfRazY";
+
+const LOGIN_FAILED: &str = "wrong human_agent_id or password";
+
+#[derive(Deserialize)]
+pub struct BindBody {
+    pub human_agent_id: String,
+    pub password: String,
+}
+
+/// The client's IP when the server runs with connect info (see `serve`); None under tests
+/// that call the router directly, and then failures are counted per human id only.
+pub struct ClientIp(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientIp(
+            ConnectInfo::<SocketAddr>::from_request_parts(parts, state)
+                .await
+                .ok()
+                .map(|c| c.0.ip()),
+        ))
+    }
+}
+
+/// `POST /api/bind_human_agent {human_agent_id, password}` → `{success, human_agent_id, token}`.
+pub async fn bind(
+    State(state): State<ApiState>,
+    ClientIp(ip): ClientIp,
+    ApiJson(body): ApiJson<BindBody>,
+) -> Result<Json<Value>, AppError> {
+    let inner = &state.inner;
+    let attempt = inner
+        .limiter
+        .begin(&body.human_agent_id, ip)
+        .map_err(AppError::TooManyRequests)?;
+    let id = AgentId::from(body.human_agent_id);
+    let known = inner.humans.get(&id).map(|h| h.password_hash.clone());
+    let is_known = known.is_some();
+    let hash = known.unwrap_or_else(|| DECOY_HASH.to_owned());
+    let password = body.password;
+    // Argon2 is deliberately slow: keep it off the async workers.
+    let verified = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .map_err(|e| AppError::Internal(format!("password check failed: {e}")))?;
+    if !(verified && is_known) {
+        tracing::info!(human = %id, ?ip, "failed login");
+        return Err(AppError::Unauthorized(LOGIN_FAILED.into()));
+    }
+    inner.limiter.succeeded(attempt);
+    let token = inner.sessions.open(id.clone());
+    Ok(Json(
+        json!({ "success": true, "human_agent_id": id, "token": token }),
+    ))
+}
+
+/// The body of `POST /api/send_message`.
+#[derive(Deserialize)]
+pub struct SendBody {
+    pub human_agent_id: AgentId,
+    #[serde(flatten)]
+    pub message: HumanMessage,
+}
+
+/// `POST /api/send_message` → `{success, message, sent: [Message]}`.
+pub async fn send_message(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<SendBody>,
+) -> Result<Json<Value>, AppError> {
+    caller.must_be(&body.human_agent_id)?;
+    let human = state.human(&body.human_agent_id)?;
+    let m = body.message;
+    // Checked here first because the agent records the send (and marks the question it
+    // answers as replied) before SyncState sees the message.
+    let monitor = &state.inner.monitor;
+    if monitor.get(StateKind::Task, m.task_id.as_str()).is_none() {
+        return Err(AppError::NotFound(format!(
+            "there is no task `{}`",
+            m.task_id
+        )));
+    }
+    if let Some(r) = m
+        .receiver
+        .iter()
+        .find(|r| monitor.get(StateKind::Agent, r.as_str()).is_none())
+    {
+        return Err(AppError::BadRequest(format!(
+            "there is no agent `{r}` in the team"
+        )));
+    }
+    let sent = human
+        .send(HumanSend(m))
+        .await?
+        .map_err(AppError::BadRequest)?;
+    let note = match sent.len() {
+        1 => "sent to 1 receiver".to_owned(),
+        n => format!("sent to {n} receivers"),
+    };
+    Ok(Json(
+        json!({ "success": true, "message": note, "sent": sent }),
+    ))
+}
+
+/// `GET /api/human/{id}/conversations` → the human's `conversation_pool`.
+pub async fn conversations(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<AgentId>,
+) -> Result<Json<ConversationPool>, AppError> {
+    caller.must_be(&id)?;
+    Ok(Json(state.conversation_pool(&id).await?))
+}
+
+/// One message the human has not answered yet.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct Pending {
+    pub task_id: TaskId,
+    pub sender_id: AgentId,
+    pub content: String,
+    pub stage_relative: StageRef,
+    pub timestamp: String,
+    /// Whether the sender is blocked until the answer arrives.
+    pub waiting: bool,
+    /// The wait id the answer will carry back (sent automatically by `/api/send_message`).
+    pub return_waiting_id: Option<WaitId>,
+}
+
+/// `GET /api/human/{id}/pending` → `{human_agent_id, pending: [Pending]}`, oldest first.
+pub async fn pending(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<AgentId>,
+) -> Result<Json<Value>, AppError> {
+    caller.must_be(&id)?;
+    let pool = state.conversation_pool(&id).await?;
+    Ok(Json(
+        json!({ "human_agent_id": id, "pending": pending_in(&pool, &id) }),
+    ))
+}
+
+/// Messages from others that need a reply and have none yet, oldest first.
+pub fn pending_in(pool: &ConversationPool, me: &AgentId) -> Vec<Pending> {
+    let mut out: Vec<Pending> = pool
+        .conversation_privates
+        .values()
+        .flatten()
+        .filter(|p: &&PrivateMessage| &p.sender_id != me && p.need_reply && !p.replied)
+        .map(|p| Pending {
+            task_id: p.task_id.clone(),
+            sender_id: p.sender_id.clone(),
+            content: p.content.clone(),
+            stage_relative: p.stage_relative.clone(),
+            timestamp: p.timestamp.clone(),
+            waiting: p.waiting,
+            return_waiting_id: p.return_waiting_id.clone(),
+        })
+        .collect();
+    // Timestamps are "%Y-%m-%d %H:%M:%S", so text order is time order; the sort is stable.
+    out.sort_by(|a, b| a.timestamp.cmp(&b.timestamp));
+    out
+}
+
+impl ApiState {
+    fn human(&self, id: &AgentId) -> Result<&actix::Addr<crate::actors::AgentActor>, AppError> {
+        self.inner
+            .humans
+            .get(id)
+            .map(|h| &h.addr)
+            .ok_or_else(|| AppError::NotFound(format!("there is no human `{id}`")))
+    }
+
+    async fn conversation_pool(&self, id: &AgentId) -> Result<ConversationPool, AppError> {
+        let state = self.human(id)?.send(GetAgentState).await?;
+        Ok(state.conversation_pool.unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(sender: &str, need_reply: bool, replied: bool, ts: &str) -> PrivateMessage {
+        PrivateMessage {
+            task_id: "t".into(),
+            sender_id: sender.into(),
+            content: format!("from {sender}"),
+            stage_relative: StageRef::NoRelative,
+            timestamp: ts.into(),
+            need_reply,
+            waiting: need_reply,
+            return_waiting_id: need_reply.then(|| WaitId::from("w")),
+            replied,
+        }
+    }
+
+    #[test]
+    fn pending_lists_unanswered_questions_from_others_oldest_first() {
+        let mut pool = ConversationPool::default();
+        pool.conversation_privates.insert(
+            "mgr".into(),
+            vec![
+                msg("mgr", true, true, "2025-01-01 10:00:00"),
+                msg("mgr", true, false, "2025-01-01 10:05:00"),
+                msg("alice", true, false, "2025-01-01 10:06:00"),
+            ],
+        );
+        pool.conversation_privates.insert(
+            "dev".into(),
+            vec![
+                msg("dev", false, false, "2025-01-01 09:00:00"),
+                msg("dev", true, false, "2025-01-01 10:01:00"),
+            ],
+        );
+        let p = pending_in(&pool, &"alice".into());
+        let from: Vec<_> = p.iter().map(|p| p.sender_id.as_str()).collect();
+        assert_eq!(from, ["dev", "mgr"]);
+        assert_eq!(p[1].return_waiting_id, Some("w".into()));
+    }
+
+    #[test]
+    fn the_decoy_hash_is_a_valid_argon2id_hash() {
+        crate::auth::check_hash(DECOY_HASH).unwrap();
+    }
+}

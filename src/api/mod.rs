@@ -1,0 +1,316 @@
+//! The HTTP face of a running team (SPEC §9): the human REST API (login, send, conversations,
+//! pending questions), the states API, the websocket monitor feed and the web console's static
+//! files, as one axum `Router` over an `ApiState` that holds only actor addresses and the
+//! monitor. Handlers ask actors; they never touch actor state.
+//!
+//! - [`error`]: `AppError` (every failure as `{"success": false, "error": …}`) and extractors
+//!   whose rejections become `AppError`s.
+//! - [`session`]: the session table and the failed-login limiter.
+//! - [`human`]: `POST /api/bind_human_agent`, `POST /api/send_message`, a human's conversations
+//!   and pending questions.
+//! - [`states`]: `GET /api/states?type=…` and `GET /api/state/{id}`.
+//! - [`ws`]: `GET /ws?token=…`, the monitor feed (snapshot, then live events).
+
+pub mod error;
+pub mod human;
+pub mod session;
+pub mod states;
+pub mod ws;
+
+pub use error::AppError;
+pub use session::{LoginLimits, SESSION_TTL};
+pub use ws::FeedConfig;
+
+use crate::actors::{AgentActor, Team};
+use crate::config::HumanEntry;
+use crate::ids::AgentId;
+use crate::monitor::Monitor;
+use actix::Addr;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{MethodRouter, any, get, post};
+use session::{LoginLimiter, Sessions};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Largest request body accepted (larger ones get 413).
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// What the handlers share: actor addresses, the monitor, sessions. Cheap to clone.
+#[derive(Clone)]
+pub struct ApiState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    monitor: Monitor,
+    humans: HashMap<AgentId, HumanAccount>,
+    sessions: Sessions,
+    limiter: LoginLimiter,
+    web_dir: Option<PathBuf>,
+    allowed_origins: Vec<String>,
+    feed: FeedConfig,
+    /// Turns true when the server shuts down, so websocket feeds (which outlive the HTTP
+    /// connection they were upgraded from) end too.
+    closing: watch::Sender<bool>,
+}
+
+/// A person who can log in: their agent's address and their password hash.
+struct HumanAccount {
+    addr: Addr<AgentActor>,
+    password_hash: String,
+}
+
+impl ApiState {
+    /// `humans` are the team config's people (with their password hashes); each must be an
+    /// agent of `team`. `allowed_origins` lists the exact `Origin`s (e.g.
+    /// `http://localhost:8080`, or `*` for any) a browser may open the websocket from.
+    pub fn new(
+        team: &Team,
+        humans: &[HumanEntry],
+        web_dir: Option<PathBuf>,
+        allowed_origins: Vec<String>,
+    ) -> Self {
+        let humans = humans
+            .iter()
+            .filter_map(|h| match team.agents.get(&h.id) {
+                Some(addr) => Some((
+                    h.id.clone(),
+                    HumanAccount {
+                        addr: addr.clone(),
+                        password_hash: h.password_hash.clone(),
+                    },
+                )),
+                None => {
+                    tracing::warn!(human = %h.id, "not an agent of the team; cannot log in");
+                    None
+                }
+            })
+            .collect();
+        ApiState {
+            inner: Arc::new(Inner {
+                monitor: team.monitor.clone(),
+                humans,
+                sessions: Sessions::default(),
+                limiter: LoginLimiter::new(LoginLimits::default()),
+                web_dir,
+                allowed_origins,
+                feed: FeedConfig::default(),
+                closing: watch::Sender::new(false),
+            }),
+        }
+    }
+
+    /// Other failed-login limits (call before the state is cloned).
+    pub fn with_login_limits(mut self, limits: LoginLimits) -> Self {
+        self.inner_mut().limiter = LoginLimiter::new(limits);
+        self
+    }
+
+    /// Other websocket feed settings (call before the state is cloned).
+    pub fn with_feed_config(mut self, feed: FeedConfig) -> Self {
+        self.inner_mut().feed = feed;
+        self
+    }
+
+    fn inner_mut(&mut self) -> &mut Inner {
+        Arc::get_mut(&mut self.inner).expect("configure ApiState before cloning it")
+    }
+
+    /// Ends every open websocket feed (also done by `serve` when its shutdown signal fires).
+    pub fn close_feeds(&self) {
+        self.inner.closing.send_replace(true);
+    }
+}
+
+/// One route that needs `Authorization: Bearer <token>`. The router is built from
+/// `PROTECTED_ROUTES`, so every route listed there is protected and every protected route is
+/// listed (the tests walk the table).
+pub struct ApiRoute {
+    pub method: &'static str,
+    pub path: &'static str,
+    /// A concrete path for this route (path parameters filled with the example human
+    /// `alice`), for tests and docs.
+    pub example: &'static str,
+    handler: fn() -> MethodRouter<ApiState>,
+}
+
+pub const PROTECTED_ROUTES: &[ApiRoute] = &[
+    ApiRoute {
+        method: "POST",
+        path: "/api/send_message",
+        example: "/api/send_message",
+        handler: || post(human::send_message),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/human/{id}/conversations",
+        example: "/api/human/alice/conversations",
+        handler: || get(human::conversations),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/human/{id}/pending",
+        example: "/api/human/alice/pending",
+        handler: || get(human::pending),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/states",
+        example: "/api/states?type=agent",
+        handler: || get(states::states),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/state/{id}",
+        example: "/api/state/alice",
+        handler: || get(states::state),
+    },
+];
+
+/// The whole API: public login, the protected routes, the websocket, and the web console
+/// (when `web_dir` is set) for everything else.
+pub fn router(state: ApiState) -> Router {
+    let protected = PROTECTED_ROUTES
+        .iter()
+        .fold(Router::new(), |r, route| {
+            r.route(route.path, (route.handler)())
+        })
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    let app = Router::new()
+        .route("/api/bind_human_agent", post(human::bind))
+        .merge(protected)
+        .route("/api/{*rest}", any(no_such_route))
+        .route("/ws", get(ws::upgrade));
+    let app = match &state.inner.web_dir {
+        Some(dir) => app.fallback_service(
+            tower_http::services::ServeDir::new(dir).append_index_html_on_directories(true),
+        ),
+        None => app.fallback(no_such_route),
+    };
+    app.layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state)
+}
+
+/// Serves the API on `listener` until `shutdown` completes, then closes the websocket feeds
+/// and waits for open requests to finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: ApiState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let closer = state.clone();
+    let app = router(state);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        closer.close_feeds();
+    })
+    .await
+}
+
+async fn no_such_route() -> AppError {
+    AppError::NotFound("no such route".into())
+}
+
+/// The human a request's bearer token belongs to (set by `require_token`).
+#[derive(Clone, Debug)]
+pub struct Caller(pub AgentId);
+
+impl Caller {
+    /// 403 unless the caller is `human`.
+    pub fn must_be(&self, human: &AgentId) -> Result<(), AppError> {
+        if &self.0 == human {
+            Ok(())
+        } else {
+            Err(AppError::Forbidden(format!(
+                "this token belongs to `{}`, not to `{human}`",
+                self.0
+            )))
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = AppError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| AppError::Unauthorized("not logged in".into()))
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Runs before every protected route (and before its body is read): 401 without a live token.
+async fn require_token(
+    State(state): State<ApiState>,
+    mut req: Request,
+    next: Next,
+) -> Result<Response, AppError> {
+    let token = bearer(req.headers()).ok_or_else(|| {
+        AppError::Unauthorized(
+            "send `Authorization: Bearer <token>` (from /api/bind_human_agent)".into(),
+        )
+    })?;
+    let human = state
+        .inner
+        .sessions
+        .human(token)
+        .ok_or_else(|| AppError::Unauthorized("the token is invalid or expired".into()))?;
+    req.extensions_mut().insert(Caller(human));
+    Ok(next.run(req).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn bearer_tokens_are_read_from_the_authorization_header() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), None);
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
+        assert_eq!(bearer(&h), Some("abc"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("bearer  abc "),
+        );
+        assert_eq!(bearer(&h), Some("abc"));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer(&h), None);
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer "));
+        assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn every_protected_route_has_an_example_path() {
+        for r in PROTECTED_ROUTES {
+            assert!(r.path.starts_with("/api/") && r.example.starts_with("/api/"));
+            assert!(matches!(r.method, "GET" | "POST"));
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! `cohort serve`: a long-running team with its HTTP API, websocket monitor and web console,
+//! until Ctrl-C / SIGTERM; then steps in flight get a moment to finish and the team's MCP
+//! servers are stopped.
+
+use crate::actors::{Host, SystemError, start_team};
+use crate::api::{ApiState, serve};
+use crate::config::TeamConfig;
+use crate::run::wait_for_running_steps;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Start(#[from] SystemError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the HTTP server failed: {0}")]
+    Http(std::io::Error),
+}
+
+/// The console shipped with the source (`web/`), when no other folder is given.
+pub fn default_web_dir() -> Option<PathBuf> {
+    [
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("web"),
+        PathBuf::from("web"),
+    ]
+    .into_iter()
+    .find(|d| d.join("index.html").is_file())
+}
+
+/// Origins a browser may open the websocket from: the address we serve on, and its
+/// `localhost` / `127.0.0.1` spellings.
+pub fn allowed_origins(bound: SocketAddr) -> Vec<String> {
+    let port = bound.port();
+    let mut origins = vec![format!("http://{bound}")];
+    if bound.ip().is_loopback() {
+        origins.push(format!("http://localhost:{port}"));
+        origins.push(format!("http://127.0.0.1:{port}"));
+    }
+    origins
+}
+
+/// Runs the team and its server on `bind` until `stop` resolves. `on_ready` gets the bound
+/// address (useful with port 0).
+pub async fn serve_team(
+    cfg: &TeamConfig,
+    host: &Host<'_>,
+    bind: SocketAddr,
+    web_dir: Option<PathBuf>,
+    stop: impl Future<Output = ()> + Send + 'static,
+    on_ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    if !bind.ip().is_loopback() {
+        tracing::warn!(
+            "serving beyond loopback on {bind}: anyone who can reach it can try to log in"
+        );
+    }
+    let team = start_team(cfg, host)?;
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|source| ServeError::Bind { addr: bind, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServeError::Bind { addr: bind, source })?;
+    let state = ApiState::new(
+        &team,
+        &cfg.humans,
+        web_dir.or_else(default_web_dir),
+        allowed_origins(bound),
+    );
+    on_ready(bound);
+    let served = serve(listener, state, stop).await;
+    // Shutting down: let running steps land (bounded), then stop what the team started.
+    wait_for_running_steps(&team, Duration::from_secs(10)).await;
+    team.shutdown().await;
+    served.map_err(ServeError::Http)
+}

@@ -1,0 +1,577 @@
+//! The REST API through the real router (tower `oneshot`) over a running team: tokens on
+//! every protected route, one human never acting as another, login and its rate limit,
+//! malformed requests, the states API, and a waiting question answered by a person.
+
+#[path = "fixtures/api/common.rs"]
+mod common;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::connect_info::MockConnectInfo;
+use axum::http::{Method, Request, StatusCode, header};
+use cohort::actors::GetAgentState;
+use cohort::api::{ApiState, BODY_LIMIT, LoginLimits, PROTECTED_ROUTES, router};
+use cohort::state::{Skill, StepExecutionState};
+use common::*;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tower::ServiceExt;
+
+struct Reply {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: Value,
+    text: String,
+}
+
+async fn call(
+    app: &Router,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<String>,
+) -> Reply {
+    let mut req = Request::builder()
+        .method(Method::from_bytes(method.as_bytes()).unwrap())
+        .uri(uri);
+    if let Some(t) = token {
+        req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+    }
+    if body.is_some() {
+        req = req.header(header::CONTENT_TYPE, "application/json");
+    }
+    let req = req.body(body.map(Body::from).unwrap_or_default()).unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Reply {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        text,
+    }
+}
+
+async fn get(app: &Router, uri: &str, token: &str) -> Reply {
+    call(app, "GET", uri, Some(token), None).await
+}
+
+async fn post(app: &Router, uri: &str, token: Option<&str>, body: Value) -> Reply {
+    call(app, "POST", uri, token, Some(body.to_string())).await
+}
+
+/// A JSON error: the status and a non-empty reason.
+fn assert_error(r: &Reply, status: StatusCode, what: &str) {
+    assert_eq!(r.status, status, "{what}: {}", r.text);
+    assert!(
+        r.body["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{what}: no error reason in {}",
+        r.text
+    );
+}
+
+fn base_task(team: &cohort::actors::Team) -> String {
+    team.base_task.as_str().to_owned()
+}
+
+#[actix::test]
+async fn every_protected_route_refuses_requests_without_a_valid_token() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let body = json!({"human_agent_id": "alice", "task_id": base_task(&team),
+        "receiver": ["manager"], "content": "hi"});
+    assert!(PROTECTED_ROUTES.len() >= 5);
+    for route in PROTECTED_ROUTES {
+        let what = format!("{} {}", route.method, route.example);
+        let payload = (route.method == "POST").then(|| body.to_string());
+        for token in [None, Some("not-a-token"), Some("")] {
+            let r = call(&app, route.method, route.example, token, payload.clone()).await;
+            assert_error(
+                &r,
+                StatusCode::UNAUTHORIZED,
+                &format!("{what} with {token:?}"),
+            );
+        }
+        // The example really is the route: with a good token it is neither refused nor missing.
+        let r = call(&app, route.method, route.example, Some(&alice), payload).await;
+        assert!(
+            r.status.is_success(),
+            "{what} with a valid token: {} {}",
+            r.status,
+            r.text
+        );
+    }
+    // A token in the wrong scheme is no token.
+    let req = Request::get("/api/states?type=task")
+        .header(header::AUTHORIZATION, format!("Basic {alice}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[actix::test]
+async fn a_token_for_one_human_cannot_act_as_another() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let bob = login(&state, "bob", BOB_PASSWORD).await;
+    for path in ["/api/human/alice/pending", "/api/human/alice/conversations"] {
+        assert_error(&get(&app, path, &bob).await, StatusCode::FORBIDDEN, path);
+    }
+    let as_alice = json!({"human_agent_id": "alice", "task_id": base_task(&team),
+        "receiver": ["manager"], "content": "Pretending to be alice"});
+    let r = post(&app, "/api/send_message", Some(&bob), as_alice).await;
+    assert_error(&r, StatusCode::FORBIDDEN, "send as alice with bob's token");
+    // Nothing was sent in alice's name.
+    let alice_state = team.agents[&"alice".into()]
+        .send(GetAgentState)
+        .await
+        .unwrap();
+    assert!(alice_state.agent_step.steps().is_empty());
+    // Bob's own routes work.
+    assert_eq!(
+        get(&app, "/api/human/bob/pending", &bob).await.status,
+        StatusCode::OK
+    );
+}
+
+#[actix::test]
+async fn login_gives_a_token_for_the_right_password_only() {
+    let (team, cfg) = start();
+    let app = router(api(&team, &cfg));
+    let good = json!({"human_agent_id": "alice", "password": ALICE_PASSWORD});
+    let r = post(&app, "/api/bind_human_agent", None, good).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["success"], true);
+    assert_eq!(r.body["human_agent_id"], "alice");
+    let token = r.body["token"].as_str().unwrap();
+    assert!(token.len() >= 32, "at least 128 bits");
+    assert_eq!(
+        get(&app, "/api/human/alice/pending", token).await.status,
+        StatusCode::OK
+    );
+
+    let wrong = post(
+        &app,
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "alice", "password": BOB_PASSWORD}),
+    )
+    .await;
+    assert_error(&wrong, StatusCode::UNAUTHORIZED, "wrong password");
+    assert_eq!(wrong.body["success"], false);
+    assert!(wrong.body.get("token").is_none());
+    let unknown = post(
+        &app,
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "mallory", "password": ALICE_PASSWORD}),
+    )
+    .await;
+    assert_error(&unknown, StatusCode::UNAUTHORIZED, "unknown human");
+    assert_eq!(
+        wrong.body, unknown.body,
+        "an unknown id and a wrong password look the same"
+    );
+    // An LLM agent is not a person and cannot log in.
+    let agent = post(
+        &app,
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "manager", "password": ""}),
+    )
+    .await;
+    assert_error(&agent, StatusCode::UNAUTHORIZED, "an LLM agent");
+}
+
+fn limited(state: ApiState) -> ApiState {
+    state.with_login_limits(LoginLimits {
+        per_human: 3,
+        per_ip: 4,
+        window: Duration::from_secs(60),
+    })
+}
+
+#[actix::test]
+async fn failed_logins_are_rate_limited_per_human() {
+    let (team, cfg) = start();
+    let app = router(limited(api(&team, &cfg)));
+    let bind = |human: &str, password: &str| json!({"human_agent_id": human, "password": password});
+    for i in 0..3 {
+        let r = post(&app, "/api/bind_human_agent", None, bind("alice", "guess")).await;
+        assert_error(&r, StatusCode::UNAUTHORIZED, &format!("failure {i}"));
+    }
+    // Even the right password is refused now, with a hint when to retry.
+    let r = post(
+        &app,
+        "/api/bind_human_agent",
+        None,
+        bind("alice", ALICE_PASSWORD),
+    )
+    .await;
+    assert_error(&r, StatusCode::TOO_MANY_REQUESTS, "fourth attempt");
+    let retry: u64 = r.headers[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "Retry-After {retry}");
+    // Others are not locked out.
+    let r = post(
+        &app,
+        "/api/bind_human_agent",
+        None,
+        bind("bob", BOB_PASSWORD),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+}
+
+#[actix::test]
+async fn failed_logins_are_rate_limited_per_client_ip() {
+    let (team, cfg) = start();
+    let state = limited(api(&team, &cfg));
+    let from = |ip: &str| {
+        router(state.clone()).layer(MockConnectInfo(
+            format!("{ip}:40000").parse::<SocketAddr>().unwrap(),
+        ))
+    };
+    let guesser = from("10.0.0.66");
+    // Spread over several ids, so only the per-IP limit can trip.
+    for id in ["u1", "u2", "u3", "u4"] {
+        let r = post(
+            &guesser,
+            "/api/bind_human_agent",
+            None,
+            json!({"human_agent_id": id, "password": "guess"}),
+        )
+        .await;
+        assert_error(&r, StatusCode::UNAUTHORIZED, id);
+    }
+    let r = post(
+        &guesser,
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "bob", "password": BOB_PASSWORD}),
+    )
+    .await;
+    assert_error(
+        &r,
+        StatusCode::TOO_MANY_REQUESTS,
+        "fifth attempt from one IP",
+    );
+    assert!(r.headers.contains_key(header::RETRY_AFTER));
+    // Another client still gets in.
+    let r = post(
+        &from("10.0.0.7"),
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "bob", "password": BOB_PASSWORD}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
+#[actix::test]
+async fn malformed_requests_get_a_4xx_with_a_reason_and_never_break_the_server() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let task = base_task(&team);
+    let huge = format!(
+        r#"{{"human_agent_id": "alice", "password": "{}"}}"#,
+        "x".repeat(BODY_LIMIT + 1)
+    );
+    let raw = |uri: &'static str, token: Option<&'static str>, body: String| (uri, token, body);
+    let login_cases = [
+        (
+            "not JSON",
+            raw("/api/bind_human_agent", None, "not json".into()),
+        ),
+        (
+            "truncated JSON",
+            raw(
+                "/api/bind_human_agent",
+                None,
+                r#"{"human_agent_id": "#.into(),
+            ),
+        ),
+        (
+            "wrong types",
+            raw(
+                "/api/bind_human_agent",
+                None,
+                r#"{"human_agent_id": 5, "password": true}"#.into(),
+            ),
+        ),
+        (
+            "missing fields",
+            raw("/api/bind_human_agent", None, "{}".into()),
+        ),
+        ("an array", raw("/api/bind_human_agent", None, "[]".into())),
+        (
+            "too large",
+            raw("/api/bind_human_agent", None, huge.clone()),
+        ),
+    ];
+    for (what, (uri, token, body)) in login_cases {
+        let r = call(&app, "POST", uri, token, Some(body)).await;
+        assert!(
+            r.status.is_client_error(),
+            "{what}: {} {}",
+            r.status,
+            r.text
+        );
+        assert!(r.body["error"].is_string(), "{what}: {}", r.text);
+    }
+    let send_cases: Vec<(&str, String, StatusCode)> = vec![
+        ("not JSON", "{{{".into(), StatusCode::BAD_REQUEST),
+        ("missing fields", r#"{"human_agent_id": "alice"}"#.into(), StatusCode::UNPROCESSABLE_ENTITY),
+        (
+            "receiver not a list",
+            json!({"human_agent_id": "alice", "task_id": task, "receiver": "manager", "content": "x"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "content null",
+            json!({"human_agent_id": "alice", "task_id": task, "receiver": ["manager"], "content": null}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "waiting not a bool",
+            json!({"human_agent_id": "alice", "task_id": task, "receiver": ["manager"], "content": "x", "waiting": "yes"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "too large",
+            json!({"human_agent_id": "alice", "task_id": task, "receiver": ["manager"], "content": "x".repeat(BODY_LIMIT)}).to_string(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+        ),
+        (
+            "empty content",
+            json!({"human_agent_id": "alice", "task_id": task, "receiver": ["manager"], "content": "  "}).to_string(),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "no receiver",
+            json!({"human_agent_id": "alice", "task_id": task, "receiver": [], "content": "x"}).to_string(),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "to oneself",
+            json!({"human_agent_id": "alice", "task_id": task, "receiver": ["alice"], "content": "x"}).to_string(),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "unknown receiver",
+            json!({"human_agent_id": "alice", "task_id": task, "receiver": ["nobody"], "content": "x"}).to_string(),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "unknown task",
+            json!({"human_agent_id": "alice", "task_id": "no-such-task", "receiver": ["manager"], "content": "x"}).to_string(),
+            StatusCode::NOT_FOUND,
+        ),
+    ];
+    for (what, body, status) in send_cases {
+        let r = call(&app, "POST", "/api/send_message", Some(&alice), Some(body)).await;
+        assert_error(&r, status, what);
+    }
+    // No content type.
+    let req = Request::post("/api/bind_human_agent")
+        .body(Body::from(
+            r#"{"human_agent_id": "alice", "password": "x"}"#,
+        ))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    // Bad query strings and unknown routes.
+    for (uri, status) in [
+        ("/api/states", StatusCode::BAD_REQUEST),
+        ("/api/states?type=planet", StatusCode::BAD_REQUEST),
+        ("/api/states?type=", StatusCode::BAD_REQUEST),
+        ("/api/state/no-such-id", StatusCode::NOT_FOUND),
+        ("/api/no/such/route", StatusCode::NOT_FOUND),
+    ] {
+        assert_error(&get(&app, uri, &alice).await, status, uri);
+    }
+    // Nothing was sent, nothing marked, and the server still answers.
+    let alice_state = team.agents[&"alice".into()]
+        .send(GetAgentState)
+        .await
+        .unwrap();
+    assert!(alice_state.agent_step.steps().is_empty());
+    assert_eq!(
+        get(&app, "/api/states?type=agent", &alice).await.status,
+        StatusCode::OK
+    );
+}
+
+#[actix::test]
+async fn states_and_state_read_the_monitor() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let agents = get(&app, "/api/states?type=agent", &alice).await;
+    assert_eq!(agents.status, StatusCode::OK);
+    let ids: Vec<&String> = agents.body.as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["alice", "bob", "manager"]);
+    assert_eq!(agents.body["manager"]["role"], "manager");
+    assert!(agents.body["alice"]["conversation_pool"].is_object());
+    let tasks = get(&app, "/api/states?type=task", &alice).await;
+    let base = base_task(&team);
+    assert_eq!(tasks.body[&base]["task_name"], "MAS base task");
+    for kind in ["stage", "step"] {
+        let r = get(&app, &format!("/api/states?type={kind}"), &alice).await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert!(r.body.is_object(), "{kind}: {}", r.text);
+    }
+    let one = get(&app, "/api/state/manager", &alice).await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.body["kind"], "agent");
+    assert_eq!(one.body["state"]["agent_id"], "manager");
+    let one = get(&app, &format!("/api/state/{base}"), &alice).await;
+    assert_eq!(one.body["kind"], "task");
+    assert_eq!(one.body["state"]["task_id"], base.as_str());
+}
+
+/// Polls `check` until it returns Some, for up to ten seconds.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    for _ in 0..500 {
+        if let Some(v) = check().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[actix::test]
+async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let manager = team.agents[&"manager".into()].clone();
+    team.submit_goal(None, "Design a logo").await.unwrap();
+
+    // The manager asks alice and waits.
+    let pending = eventually("alice's pending question", || async {
+        let r = get(&app, "/api/human/alice/pending", &alice).await;
+        let list = r.body["pending"].as_array()?.clone();
+        (!list.is_empty()).then_some(list)
+    })
+    .await;
+    assert_eq!(pending.len(), 1);
+    let q = &pending[0];
+    assert_eq!(q["sender_id"], "manager");
+    assert_eq!(q["content"], "Which colour should the logo be?");
+    assert_eq!(q["waiting"], true);
+    let wait_id = q["return_waiting_id"].as_str().unwrap().to_owned();
+    let held = manager.send(GetAgentState).await.unwrap();
+    assert!(
+        held.step_lock.ids().any(|w| w.as_str() == wait_id),
+        "the manager holds the wait id alice sees"
+    );
+
+    // Alice answers; the answer carries the wait id by itself.
+    let answer = json!({"human_agent_id": "alice", "task_id": q["task_id"],
+        "receiver": ["manager"], "content": "Blue, please.", "need_reply": false});
+    let r = post(&app, "/api/send_message", Some(&alice), answer).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["success"], true);
+    let sent = r.body["sent"].as_array().unwrap();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["return_waiting_id"], wait_id.as_str());
+    assert_eq!(sent[0]["receiver"], json!(["manager"]));
+    let r = get(&app, "/api/human/alice/pending", &alice).await;
+    assert_eq!(
+        r.body["pending"],
+        json!([]),
+        "answered questions are not pending"
+    );
+    let convo = get(&app, "/api/human/alice/conversations", &alice).await;
+    let with_manager = convo.body["conversation_privates"]["manager"]
+        .as_array()
+        .unwrap();
+    assert_eq!(with_manager.len(), 2);
+    assert_eq!(with_manager[0]["replied"], true);
+    assert_eq!(with_manager[1]["content"], "Blue, please.");
+
+    // The manager's lock is released and it digests the answer.
+    let done = eventually("the manager to digest the answer", || async {
+        let s = manager.send(GetAgentState).await.ok()?;
+        let digested = s.agent_step.steps().iter().any(|st| {
+            st.executor.name() == Skill::ProcessMessage.name()
+                && st.text_content.contains("Blue, please.")
+                && st.execution_state == StepExecutionState::Finished
+        });
+        (s.step_lock.is_empty() && digested).then_some(s)
+    })
+    .await;
+    assert_eq!(done.agent_step.todo_len(), 0);
+    // The monitor saw the release too.
+    let seen = get(&app, "/api/state/manager", &alice).await;
+    assert_eq!(seen.body["state"]["step_lock"], json!([]));
+}
+
+#[actix::test]
+async fn the_console_is_served_from_web_dir_without_escaping_it() {
+    let (team, cfg) = start();
+    let root = std::env::temp_dir().join(format!("cohort-api-web-{}", std::process::id()));
+    let dir = root.join("web");
+    std::fs::create_dir_all(dir.join("js")).unwrap();
+    std::fs::write(root.join("secret.txt"), "TOP SECRET").unwrap();
+    std::fs::write(dir.join("index.html"), "<h1>Cohort</h1>").unwrap();
+    std::fs::write(dir.join("js/app.js"), "console.log(1)").unwrap();
+    let app = router(ApiState::new(&team, &cfg.humans, Some(dir.clone()), vec![]));
+    let r = call(&app, "GET", "/", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.text, "<h1>Cohort</h1>");
+    assert!(
+        r.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let r = call(&app, "GET", "/js/app.js", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(
+        r.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .contains("javascript")
+    );
+    for escape in [
+        "/../secret.txt",
+        "/js/../../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/js/%2e%2e/%2e%2e/secret.txt",
+        "/..%2fsecret.txt",
+    ] {
+        let r = call(&app, "GET", escape, None, None).await;
+        assert!(r.status.is_client_error(), "{escape}: {}", r.status);
+        assert!(
+            !r.text.contains("TOP SECRET"),
+            "{escape} escaped the web dir"
+        );
+    }
+    // The API is not shadowed by the console.
+    let r = call(&app, "GET", "/api/states?type=task", None, None).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    std::fs::remove_dir_all(&root).ok();
+}

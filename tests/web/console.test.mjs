@@ -1,0 +1,260 @@
+// Drives the Cohort web console in headless Chromium (Debian's /usr/bin/chromium) the way an
+// operator would: sign in, give the manager a goal in the base task, watch the task appear,
+// answer the manager's waiting question from the inbox, see the manager's step lock released,
+// the stages run and the task finish; then keep a screenshot.
+//
+//   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
+//   COHORT_SCREENSHOT=target/web-console.png node tests/web/console.test.mjs
+//
+// Optional: COHORT_MANAGER (the manager's agent id, default "manager"), COHORT_GOAL,
+// COHORT_ANSWER, COHORT_WAIT_MS (default 60000). Exit code 0 on success, 1 with the reason.
+
+import { chromium } from 'playwright-core';
+
+const env = (name, fallback) => {
+  const v = process.env[name];
+  if (v !== undefined && v !== '') return v;
+  if (fallback !== undefined) return fallback;
+  console.error(`console test: set ${name}`);
+  process.exit(2);
+};
+
+const BASE_URL = env('COHORT_URL').replace(/\/+$/, '');
+const USER = env('COHORT_USER');
+const PASSWORD = env('COHORT_PASSWORD');
+const SHOT = env('COHORT_SCREENSHOT', 'web-console.png');
+const MANAGER = env('COHORT_MANAGER', 'manager');
+const GOAL = env('COHORT_GOAL', 'Write a haiku about the season I choose.');
+const ANSWER = env('COHORT_ANSWER', 'Autumn, please.');
+const WAIT = Number(env('COHORT_WAIT_MS', '60000'));
+const CHROMIUM = env('COHORT_CHROMIUM', '/usr/bin/chromium');
+
+const started = Date.now();
+const log = (msg) => console.log(`[web ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
+
+class Failure extends Error {}
+
+let phase = 'start';
+async function step(name, fn) {
+  phase = name;
+  log(name);
+  try {
+    return await fn();
+  } catch (e) {
+    throw e instanceof Failure ? e : new Failure(firstLine(e));
+  }
+}
+
+function firstLine(e) {
+  // eslint-disable-next-line no-control-regex
+  const s = String((e && e.message) || e).replace(/\x1b\[[0-9;]*m/g, '');
+  // Playwright's messages carry a call log; the first lines say what timed out.
+  return s.split('\n').slice(0, 3).join(' | ');
+}
+
+const q = {
+  task: (id) => `[data-testid="task-item"][data-task-id="${id}"]`,
+  agent: (id) => `[data-testid="agent-item"][data-agent-id="${id}"]`,
+  pendingFrom: (id) => `[data-testid="private-message"][data-pending="true"][data-sender="${id}"]`,
+};
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const pageErrors = [];
+let page;
+let ok = false;
+try {
+  const context = await browser.newContext({ viewport: { width: 1366, height: 768 }, deviceScaleFactor: 1 });
+  page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
+  });
+
+  await step(`open ${BASE_URL}`, async () => {
+    const res = await page.goto(`${BASE_URL}/`, { waitUntil: 'domcontentloaded' });
+    if (!res || !res.ok()) throw new Failure(`GET / answered ${res ? res.status() : 'nothing'}`);
+    await page.getByTestId('login-form').waitFor({ state: 'visible' });
+  });
+
+  await step('a wrong password is refused', async () => {
+    await page.getByTestId('login-user').fill(USER);
+    await page.getByTestId('login-password').fill(`${PASSWORD}-wrong`);
+    await page.getByTestId('login-submit').click();
+    await page.getByTestId('login-error').waitFor({ state: 'visible' });
+    // The browser logs the refused request (401) as a console error; that one is expected.
+    pageErrors.length = 0;
+  });
+
+  await step(`sign in as ${USER}`, async () => {
+    await page.getByTestId('login-password').fill(PASSWORD);
+    await page.getByTestId('login-submit').click();
+    await page.getByTestId('app').waitFor({ state: 'visible' });
+    await page.locator('[data-testid="conn-status"][data-state="live"]').waitFor();
+    const who = await page.getByTestId('current-user').textContent();
+    if (who !== USER) throw new Failure(`the header shows "${who}", not "${USER}"`);
+    const token = await page.evaluate(() => sessionStorage.getItem('cohort.session'));
+    if (!token || !token.includes('token')) throw new Failure('no session in sessionStorage');
+  });
+
+  await step('the state store applies events by version', async () => {
+    const got = await page.evaluate(async () => {
+      const { Store } = await import('./store.js');
+      const s = new Store();
+      s.loadSnapshot(10, { task: { t: { task_id: 't', n: 1 } }, stage: {}, agent: {}, step: {} });
+      return [
+        s.apply({ kind: 'task', id: 't', version: 9, state: { task_id: 't', n: 0 } }), // covered by the snapshot
+        s.apply({ kind: 'task', id: 't', version: 12, state: { task_id: 't', n: 2 } }),
+        s.apply({ kind: 'task', id: 't', version: 11, state: { task_id: 't', n: 1.5 } }), // late
+        s.apply({ kind: 'task', id: 'u', version: 5, state: { task_id: 'u' } }), // not in the snapshot
+        s.get('task', 't').n,
+      ];
+    });
+    if (JSON.stringify(got) !== JSON.stringify([false, true, false, true, 2])) throw new Failure(`got ${JSON.stringify(got)}`);
+    // Everything after this point must arrive live: this marker is lost on a reload.
+    await page.evaluate(() => {
+      window.__noReload = true;
+    });
+  });
+
+  const baseId = await step('the base task and the manager are shown', async () => {
+    const base = page.locator('[data-testid="task-item"][data-base="true"]');
+    await base.first().waitFor();
+    await page.locator(q.agent(MANAGER)).waitFor();
+    return base.first().getAttribute('data-task-id');
+  });
+
+  await step(`send the goal to ${MANAGER} in the base task`, async () => {
+    await page.getByTestId('composer-task').selectOption(baseId);
+    const box = page.locator(`[data-testid="receiver-option"][data-agent-id="${MANAGER}"] input`);
+    if (!(await box.count())) await page.getByTestId('receivers-all').click();
+    await box.check();
+    await page.getByTestId('composer-need-reply').uncheck();
+    await page.getByTestId('composer-waiting').uncheck();
+    await page.getByTestId('composer-content').fill(GOAL);
+    await page.getByTestId('composer-send').click();
+    await waitSent();
+  });
+
+  const task = await step('a task (not the base task) appears', async () => {
+    const item = page.locator('[data-testid="task-item"][data-base="false"]').first();
+    await item.waitFor();
+    const id = await item.getAttribute('data-task-id');
+    const name = await item.getAttribute('data-task-name');
+    await item.click();
+    await page.locator(`[data-testid="task-detail"][data-task-id="${id}"]`).waitFor();
+    log(`  task "${name}" (${id})`);
+    return { id, name };
+  });
+
+  const question = await step(`${MANAGER}'s waiting question is pending in the inbox`, async () => {
+    const msg = page.locator(q.pendingFrom(MANAGER)).first();
+    await msg.waitFor();
+    if ((await msg.getAttribute('data-waiting')) !== 'true') throw new Failure('the pending message is not marked as waiting');
+    await page.locator('[data-testid="pending-count"]:not([data-count="0"])').waitFor();
+    const text = (await msg.locator('.msg-body').textContent()).trim();
+    log(`  question: ${text}`);
+    return { msg, taskId: await msg.getAttribute('data-task-id') };
+  });
+
+  await step(`${MANAGER} is waiting with a step lock`, async () => {
+    await page.locator(`${q.agent(MANAGER)}[data-locked="true"]`).waitFor();
+    await page.locator(`${q.agent(MANAGER)}[data-working-state="waiting"]`).waitFor();
+  });
+
+  await step('answer the question from the inbox', async () => {
+    await question.msg.getByTestId('answer-button').click();
+    // The answer action prefills the task, the receiver and the flags.
+    await page.getByTestId('composer-replying').waitFor({ state: 'visible' });
+    const chosen = await page.getByTestId('composer-task').inputValue();
+    if (chosen !== question.taskId) throw new Failure(`the composer's task is ${chosen}, not the question's ${question.taskId}`);
+    const checked = await page.locator('[data-testid="receiver-option"] input:checked').evaluateAll((els) => els.map((e) => e.value));
+    if (checked.length !== 1 || checked[0] !== MANAGER) throw new Failure(`receivers prefilled as [${checked}], not [${MANAGER}]`);
+    if (await page.getByTestId('composer-need-reply').isChecked()) throw new Failure('need_reply should start unchecked for an answer');
+    await page.getByTestId('composer-content').fill(ANSWER);
+    await page.getByTestId('composer-send').click();
+    await waitSent();
+  });
+
+  await step(`the answer is recorded and ${MANAGER}'s step lock is released`, async () => {
+    await page.locator(q.pendingFrom(MANAGER)).first().waitFor({ state: 'detached' });
+    await page.locator(`${q.agent(MANAGER)}[data-locked="false"]`).waitFor();
+    await page.locator('[data-testid="pending-count"][data-count="0"]').waitFor({ state: 'attached' });
+  });
+
+  await step('the task shows its stages', async () => {
+    await page.locator(q.task(task.id)).click();
+    await page.getByTestId('tab-stages').click();
+    await page.locator('[data-testid="stage-list"] [data-testid="stage-item"]').first().waitFor();
+  });
+
+  await step('the task reaches finished, with every stage finished and a summary', async () => {
+    await page.locator(`${q.task(task.id)}[data-state="finished"]`).waitFor();
+    await page.getByTestId('task-summary').waitFor();
+    const states = await page.locator('[data-testid="stage-item"]').evaluateAll((els) => els.map((e) => e.dataset.state));
+    if (!states.length || states.some((s) => s !== 'finished')) throw new Failure(`stage states: ${states.join(', ')}`);
+    await page.locator('[data-testid="stage-summary"]').first().waitFor();
+  });
+
+  await step("the task's group conversation holds the messages", async () => {
+    await page.getByTestId('tab-chat').click();
+    await page.locator('[data-testid="group-chat"] [data-testid="group-message"]').first().waitFor();
+    await page.locator(`[data-testid="group-chat"] [data-testid="group-message"][data-sender="${USER}"]`).first().waitFor();
+  });
+
+  await step("the agents panel shows the manager's finished steps with their results", async () => {
+    await page.getByTestId('tab-agents').click();
+    const card = page.locator(`[data-testid="agent-card"][data-agent-id="${MANAGER}"]`);
+    await card.waitFor();
+    if ((await card.getAttribute('data-locked')) !== 'false') throw new Failure('the manager card still shows a step lock');
+    const first = card.locator('[data-testid="steps-finished"] [data-testid="step-item"]').first();
+    await first.waitFor();
+    await first.locator('summary').click();
+    await first.locator('pre.json').first().waitFor();
+    await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-agents.png') });
+  });
+
+  await step(`screenshot to ${SHOT}`, async () => {
+    await page.getByTestId('tab-stages').click();
+    await page.locator(`[data-testid="conversation-tab"][data-agent-id="${MANAGER}"]`).click();
+    await page.screenshot({ path: SHOT });
+  });
+
+  if (!(await page.evaluate(() => window.__noReload === true))) throw new Failure('the page reloaded; updates must arrive live');
+  if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
+  ok = true;
+  log(`passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+} catch (e) {
+  console.error(`\nWEB CONSOLE TEST FAILED at "${phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
+  if (pageErrors.length) console.error(`page errors:\n  ${pageErrors.join('\n  ')}`);
+  if (page) {
+    try {
+      const state = await page.evaluate(() => ({
+        conn: document.querySelector('[data-testid="conn-status"]')?.textContent,
+        tasks: [...document.querySelectorAll('[data-testid="task-item"]')].map((e) => `${e.dataset.taskName} [${e.dataset.state}] stages=${e.dataset.stageCount}`),
+        agents: [...document.querySelectorAll('[data-testid="agent-item"]')].map((e) => `${e.dataset.agentId} ${e.dataset.workingState} locked=${e.dataset.locked}`),
+        inbox: [...document.querySelectorAll('[data-testid="private-message"]')].map((e) => `${e.dataset.sender} pending=${e.dataset.pending}: ${e.querySelector('.msg-body')?.textContent}`),
+        composer: document.querySelector('[data-testid="composer-status"]')?.textContent,
+      }));
+      console.error(`what the page showed: ${JSON.stringify(state, null, 2)}`);
+      await page.screenshot({ path: SHOT });
+      console.error(`screenshot of the failure: ${SHOT}`);
+    } catch {
+      /* the page itself is gone */
+    }
+  }
+} finally {
+  await browser.close().catch(() => {});
+}
+process.exit(ok ? 0 : 1);
+
+async function waitSent() {
+  const status = page.getByTestId('composer-status');
+  await page.locator('[data-testid="composer-status"]:is([data-state="sent"], [data-state="error"])').waitFor();
+  if ((await status.getAttribute('data-state')) === 'error') throw new Failure(`the console says: ${await status.textContent()}`);
+  // Ready for the next message.
+  await page.locator('[data-testid="composer-status"][data-state="sent"]').waitFor();
+}

@@ -1,0 +1,219 @@
+//! The web console in a real browser: `cohort serve` runs the operator example (a person,
+//! `operator`, and a scripted team whose manager asks the person a waiting question), and
+//! `tests/web/console.test.mjs` drives headless Chromium through it with playwright-core: log
+//! in, send the manager a goal, watch the task and its stages appear, answer the waiting
+//! question, see the manager's step lock released and the task finish.
+//!
+//! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
+//! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
+//! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`
+//! and `target/web-console-server.log`.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const USER: &str = "operator";
+const PASSWORD: &str = "cohort-demo";
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// The browser script waits up to 60 s per phase; this bounds the whole run.
+const BROWSER_DEADLINE: Duration = Duration::from_secs(480);
+const SERVER_DEADLINE: Duration = Duration::from_secs(60);
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A child process that is stopped when dropped, also when the test panics.
+struct Guard {
+    child: Child,
+    what: &'static str,
+}
+
+impl Guard {
+    fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // SIGTERM first so the server shuts down its team cleanly, then SIGKILL.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!("{} did not stop on SIGTERM; killing it", self.what);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
+}
+
+fn tail(path: &Path, max: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let start = text.len().saturating_sub(max);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    text[start..].to_owned()
+}
+
+/// `GET /` answers 200 (the console's index.html is served).
+fn console_served(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 64];
+    let n = s.read(&mut head).unwrap_or(0);
+    let status = String::from_utf8_lossy(&head[..n]);
+    status.starts_with("HTTP/1.1 200") || status.starts_with("HTTP/1.0 200")
+}
+
+fn require_prerequisites(root: &Path) {
+    let pw = root.join("tests/web/node_modules/playwright-core/package.json");
+    assert!(
+        pw.is_file(),
+        "{} is missing: run .ci/run (it runs `npm install --prefix tests/web`) to install the browser test's client",
+        pw.display()
+    );
+    assert!(
+        Path::new(CHROMIUM).is_file(),
+        "{CHROMIUM} is missing: run .ci/run (it installs Debian's chromium package) before the web console test"
+    );
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.as_ref().is_ok_and(|o| o.status.success()),
+        "node is not on PATH ({:?}): run .ci/run, the web console test needs Node.js",
+        node.err()
+    );
+}
+
+#[test]
+fn the_console_in_chromium_runs_the_operator_example_to_its_end() {
+    let root = root();
+    require_prerequisites(&root);
+    let target = root.join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let screenshot = target.join("web-console.png");
+    let _ = std::fs::remove_file(&screenshot);
+    let server_log = target.join("web-console-server.log");
+
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let log = File::create(&server_log).unwrap();
+    let server = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .current_dir(&root)
+        .args([
+            "serve",
+            "--team",
+            "examples/operator/team.yaml",
+            "--bind",
+            &addr.to_string(),
+        ])
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("cohort serve starts");
+    let mut server = Guard {
+        child: server,
+        what: "cohort serve",
+    };
+
+    let until = Instant::now() + SERVER_DEADLINE;
+    loop {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            panic!(
+                "cohort serve exited ({status}) before serving the console:\n{}",
+                tail(&server_log, 4000)
+            );
+        }
+        if console_served(addr) {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "cohort serve did not serve GET / on {addr} within {SERVER_DEADLINE:?}:\n{}",
+            tail(&server_log, 4000)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let browser_log = target.join("web-console-browser.log");
+    let out = File::create(&browser_log).unwrap();
+    let browser = Command::new("node")
+        .current_dir(&root)
+        .arg("tests/web/console.test.mjs")
+        .env("COHORT_URL", format!("http://{addr}"))
+        .env("COHORT_USER", USER)
+        .env("COHORT_PASSWORD", PASSWORD)
+        .env("COHORT_SCREENSHOT", &screenshot)
+        .env("COHORT_CHROMIUM", CHROMIUM)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .expect("node starts");
+    let mut browser = Guard {
+        child: browser,
+        what: "the browser test",
+    };
+    let until = Instant::now() + BROWSER_DEADLINE;
+    let status = loop {
+        if let Some(status) = browser.child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() >= until {
+            browser.stop();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = std::fs::read_to_string(&browser_log).unwrap_or_default();
+    println!("{output}");
+    server.stop();
+
+    match status {
+        Some(s) if s.success() => {}
+        Some(s) => panic!(
+            "the browser test failed ({s}):\n{output}\n--- cohort serve log (end) ---\n{}\nscreenshot: {}",
+            tail(&server_log, 4000),
+            screenshot.display()
+        ),
+        None => panic!(
+            "the browser test did not finish within {BROWSER_DEADLINE:?}:\n{output}\n--- cohort serve log (end) ---\n{}",
+            tail(&server_log, 4000)
+        ),
+    }
+    assert!(
+        screenshot.is_file(),
+        "the browser test passed but left no screenshot at {}",
+        screenshot.display()
+    );
+    println!("screenshot: {}", screenshot.display());
+}

@@ -1,0 +1,165 @@
+// REST calls and the live websocket. The session (token and human agent id) is kept in
+// sessionStorage: it lasts as long as the browser tab and is never written anywhere else.
+
+const SESSION_KEY = 'cohort.session';
+
+export class AuthError extends Error {}
+
+export const session = {
+  load() {
+    try {
+      const s = JSON.parse(sessionStorage.getItem(SESSION_KEY) || 'null');
+      return s && s.token && s.human_agent_id ? s : null;
+    } catch {
+      return null;
+    }
+  },
+  save(s) {
+    sessionStorage.setItem(SESSION_KEY, JSON.stringify({ token: s.token, human_agent_id: s.human_agent_id }));
+  },
+  clear() {
+    sessionStorage.removeItem(SESSION_KEY);
+  },
+};
+
+async function request(method, path, { token, body } = {}) {
+  const headers = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (token) headers.Authorization = `Bearer ${token}`;
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    throw new Error(`the server cannot be reached (${e.message})`);
+  }
+  let data = null;
+  const text = await res.text();
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = { error: text };
+    }
+  }
+  if (res.status === 401) throw new AuthError(errorText(data) || 'not signed in');
+  if (!res.ok) throw new Error(errorText(data) || `${res.status} ${res.statusText}`);
+  return data;
+}
+
+function errorText(data) {
+  if (!data) return '';
+  if (typeof data === 'string') return data;
+  return data.error || data.message || data.detail || '';
+}
+
+export async function bind(humanAgentId, password) {
+  const data = await request('POST', '/api/bind_human_agent', { body: { human_agent_id: humanAgentId, password } }).catch((e) => {
+    if (e instanceof AuthError) throw new Error(e.message || 'wrong human agent id or password');
+    throw e;
+  });
+  if (!data || data.success === false || !data.token) throw new Error(errorText(data) || 'wrong human agent id or password');
+  return { token: data.token, human_agent_id: data.human_agent_id || humanAgentId };
+}
+
+export function api(s) {
+  const me = encodeURIComponent(s.human_agent_id);
+  return {
+    states: (type) => request('GET', `/api/states?type=${encodeURIComponent(type)}`, { token: s.token }),
+    conversations: () => request('GET', `/api/human/${me}/conversations`, { token: s.token }),
+    sendMessage: (m) => request('POST', '/api/send_message', { token: s.token, body: { human_agent_id: s.human_agent_id, ...m } }),
+  };
+}
+
+/**
+ * The live connection: calls onSnapshot(version, states) for every snapshot (the first message
+ * after each connect) and onEvent(event) for each change; reconnects with exponential backoff
+ * (0.5 s doubling to 15 s, with jitter) and reports its status through onStatus(status, detail).
+ */
+export class Live {
+  constructor(token, { onSnapshot, onEvent, onStatus, onAuthLost }) {
+    this.token = token;
+    this.cb = { onSnapshot, onEvent, onStatus, onAuthLost };
+    this.attempt = 0;
+    this.ws = null;
+    this.timer = null;
+    this.stopped = false;
+    this.wake = () => {
+      if (!this.stopped && !this.ws && this.timer) {
+        clearTimeout(this.timer);
+        this.timer = null;
+        this.connect();
+      }
+    };
+    window.addEventListener('online', this.wake);
+    document.addEventListener('visibilitychange', this.wake);
+  }
+
+  connect() {
+    if (this.stopped) return;
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const url = `${proto}//${location.host}/ws?token=${encodeURIComponent(this.token)}`;
+    this.cb.onStatus(this.attempt ? 'reconnecting' : 'connecting');
+    let ws;
+    try {
+      ws = new WebSocket(url);
+    } catch (e) {
+      this.retry();
+      return;
+    }
+    this.ws = ws;
+    let gotSnapshot = false;
+    ws.onmessage = (m) => {
+      let msg;
+      try {
+        msg = JSON.parse(m.data);
+      } catch {
+        return;
+      }
+      if (msg.type === 'snapshot') {
+        gotSnapshot = true;
+        this.attempt = 0;
+        this.cb.onSnapshot(Number(msg.version) || 0, msg.states || {});
+        this.cb.onStatus('live');
+      } else if (msg.type === 'event' && gotSnapshot) {
+        this.cb.onEvent(msg);
+      }
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      if (this.stopped) return;
+      this.retry(!gotSnapshot);
+    };
+    ws.onerror = () => {
+      /* onclose follows */
+    };
+  }
+
+  async retry(failedEarly) {
+    this.attempt += 1;
+    // A connection refused before its snapshot may be a token the server no longer knows.
+    if (failedEarly && this.attempt >= 2 && this.cb.onAuthLost) {
+      const lost = await this.cb.onAuthLost();
+      if (lost || this.stopped) return;
+    }
+    const base = Math.min(15000, 500 * 2 ** Math.min(this.attempt - 1, 5));
+    const delay = Math.round(base * (0.8 + Math.random() * 0.4));
+    this.cb.onStatus('offline', delay);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.connect();
+    }, delay);
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    window.removeEventListener('online', this.wake);
+    document.removeEventListener('visibilitychange', this.wake);
+    if (this.ws) {
+      const ws = this.ws;
+      this.ws = null;
+      ws.close();
+    }
+  }
+}

@@ -1,0 +1,152 @@
+// Small DOM helpers. Every piece of text goes through text nodes or attributes, never through
+// innerHTML, so whatever an agent writes is shown as text and never interpreted as markup.
+
+/**
+ * h('div', {class: 'x', testid: 'y', onclick: fn, 'data-id': id}, 'text', child, [more])
+ * Strings and numbers become text nodes; null, undefined and false are skipped.
+ */
+export function h(tag, props, ...children) {
+  const el = document.createElement(tag);
+  if (props) {
+    for (const [k, v] of Object.entries(props)) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'class') el.className = v;
+      else if (k === 'testid') el.dataset.testid = v;
+      else if (k === 'text') el.textContent = v;
+      else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+      else if (k === 'value') el.value = v;
+      else if (k === 'checked' || k === 'disabled' || k === 'selected' || k === 'open' || k === 'hidden') el[k] = !!v;
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else if (c instanceof Node) el.appendChild(c);
+    else el.appendChild(document.createTextNode(String(c)));
+  }
+}
+
+/**
+ * Keyed reconciliation of a container's children: an item whose signature did not change keeps
+ * its element (and so its scroll position, focus and open <details>); only changed items are
+ * rendered again, and elements are moved, not recreated, when the order changes.
+ */
+export function keyed(container, items, key, sig, render) {
+  const old = container._keyed || new Map();
+  const next = new Map();
+  let cursor = container.firstChild;
+  for (const item of items) {
+    const k = key(item);
+    const s = sig(item);
+    let entry = old.get(k);
+    if (!entry || entry.sig !== s) {
+      const el = render(item);
+      if (entry) {
+        entry.el.replaceWith(el);
+        if (cursor === entry.el) cursor = el;
+      }
+      entry = { el, sig: s };
+    }
+    next.set(k, entry);
+    if (entry.el !== cursor) container.insertBefore(entry.el, cursor);
+    else cursor = cursor.nextSibling;
+  }
+  for (const [k, entry] of old) if (!next.has(k)) entry.el.remove();
+  // Anything that is not a keyed element (an empty-state line, say) goes too.
+  const kept = new Set([...next.values()].map((e) => e.el));
+  for (const child of [...container.childNodes]) if (!kept.has(child)) child.remove();
+  container._keyed = next;
+}
+
+/** Remembers which <details> are open across re-renders, by a stable key. */
+const openDetails = new Set();
+
+/**
+ * A <details> whose body is built only when it is opened (large JSON costs nothing while
+ * closed) and whose open state survives re-rendering.
+ */
+export function lazyDetails(key, summary, body, props = {}) {
+  const d = h('details', { class: props.class || 'fold', testid: props.testid });
+  d.appendChild(h('summary', null, summary));
+  const fill = () => {
+    if (d.open && d.childNodes.length === 1) d.appendChild(body());
+  };
+  if (openDetails.has(key)) {
+    d.open = true;
+    fill();
+  }
+  d.addEventListener('toggle', () => {
+    if (d.open) openDetails.add(key);
+    else openDetails.delete(key);
+    fill();
+  });
+  return d;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+/** A small padlock icon (no emoji font is needed). */
+export function lockIcon() {
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', '0 0 16 16');
+  svg.setAttribute('width', '11');
+  svg.setAttribute('height', '11');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('class', 'icon');
+  const body = document.createElementNS(SVG, 'rect');
+  for (const [k, v] of Object.entries({ x: '2.5', y: '7', width: '11', height: '8', rx: '1.5', fill: 'currentColor' })) body.setAttribute(k, v);
+  const shackle = document.createElementNS(SVG, 'path');
+  for (const [k, v] of Object.entries({ d: 'M5 7V5a3 3 0 0 1 6 0v2', fill: 'none', stroke: 'currentColor', 'stroke-width': '1.8' })) shackle.setAttribute(k, v);
+  svg.append(body, shackle);
+  return svg;
+}
+
+export function jsonBlock(value) {
+  let text;
+  try {
+    text = typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+  } catch {
+    text = String(value);
+  }
+  return h('pre', { class: 'json' }, text);
+}
+
+/** Keeps a scrolled list pinned to its bottom when it was at the bottom before a change. */
+export function stickToBottom(el, wasAtBottom) {
+  if (wasAtBottom) el.scrollTop = el.scrollHeight;
+}
+
+export function atBottom(el) {
+  return el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+}
+
+export const fmt = {
+  int(n) {
+    return Number(n || 0).toLocaleString('en-US');
+  },
+  tokens(u) {
+    if (!u) return null;
+    const p = u.prompt_tokens || 0;
+    const c = u.completion_tokens || 0;
+    if (!p && !c) return null;
+    return `${fmt.int(p)} in · ${fmt.int(c)} out`;
+  },
+  /** "2026-11-22 05:20:06" → "05:20:06" (the date only when it is not today). */
+  time(ts) {
+    if (!ts) return '';
+    const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})/.exec(ts);
+    if (!m) return ts;
+    const today = new Date();
+    const iso = `${today.getFullYear()}-${String(today.getMonth() + 1).padStart(2, '0')}-${String(today.getDate()).padStart(2, '0')}`;
+    return m[1] === iso ? m[2] : `${m[1]} ${m[2]}`;
+  },
+  short(id) {
+    return id && id.length > 12 ? id.slice(0, 8) : id;
+  },
+};

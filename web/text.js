@@ -1,0 +1,99 @@
+// Turning message text into readable DOM, always as text nodes: runtime instructions embedded
+// as <instruction>{json}</instruction> become a labelled, foldable chip; a trailing
+// <return_waiting_id> becomes a small marker; task and stage ids become their names.
+
+import { h, jsonBlock } from './dom.js';
+
+const TAGS = /<(instruction|return_waiting_id)>([\s\S]*?)<\/\1>/g;
+const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+const LONG = 700;
+
+/** The body of a chat message. `lookups` = {task(id), stage(id), onTask(id)}. */
+export function messageBody(text, lookups) {
+  const body = h('div', { class: 'msg-body' });
+  let last = 0;
+  const plain = [];
+  for (const m of text.matchAll(TAGS)) {
+    plain.push(text.slice(last, m.index));
+    last = m.index + m[0].length;
+    if (m[1] === 'instruction') plain.push(instructionChip(m[2]));
+    else plain.push(h('span', { class: 'flag flag-answer', title: `answers wait ${m[2].trim()}` }, 'answers a wait'));
+  }
+  plain.push(text.slice(last));
+  for (const part of plain) {
+    if (typeof part !== 'string') body.appendChild(part);
+    else if (part.trim()) body.appendChild(textPart(part.replace(/^\s*\n|\n\s*$/g, ''), lookups));
+  }
+  return body;
+}
+
+function textPart(s, lookups) {
+  if (s.length <= LONG) return h('span', { class: 'pre' }, linkIds(s, lookups));
+  const el = h('span', { class: 'pre' }, linkIds(`${s.slice(0, LONG)}…`, lookups));
+  const more = h('button', { type: 'button', class: 'btn btn-link small' }, 'show all');
+  more.addEventListener('click', () => {
+    el.replaceChildren(linkIds(s, lookups));
+    more.remove();
+  });
+  return h('span', null, el, ' ', more);
+}
+
+function instructionChip(raw) {
+  let obj = null;
+  try {
+    obj = JSON.parse(raw);
+  } catch {
+    /* shown raw */
+  }
+  let action = 'instruction';
+  if (obj && typeof obj === 'object') {
+    if (typeof obj.action === 'string') action = obj.action;
+    else if (Object.keys(obj).length === 1) action = Object.keys(obj)[0];
+  }
+  const inner = obj && typeof obj === 'object' && Object.keys(obj).length === 1 ? Object.values(obj)[0] : null;
+  const hint = inner && typeof inner === 'object' ? inner.stage_intention || inner.goal || '' : '';
+  const d = h('details', { class: 'instr' });
+  d.appendChild(h('summary', null, h('span', { class: 'instr-name' }, action.replace(/_/g, ' ')), hint ? h('span', { class: 'instr-hint' }, hint) : null));
+  d.addEventListener(
+    'toggle',
+    () => {
+      if (d.open && d.childNodes.length === 1) d.appendChild(jsonBlock(obj ?? raw));
+    },
+    { once: false },
+  );
+  return d;
+}
+
+/** Text with known task/stage ids replaced by chips showing their names, `code` as code. */
+export function linkIds(text, lookups) {
+  const frag = document.createDocumentFragment();
+  const parts = String(text).split(/`([^`\n]{1,80})`/);
+  parts.forEach((part, i) => frag.appendChild(i % 2 ? h('code', null, part) : linkPlain(part, lookups)));
+  return frag;
+}
+
+function linkPlain(text, lookups) {
+  const frag = document.createDocumentFragment();
+  let last = 0;
+  for (const m of String(text).matchAll(UUID)) {
+    const id = m[0];
+    const task = lookups.task(id);
+    const stage = task ? null : lookups.stage(id);
+    if (!task && !stage) continue;
+    frag.appendChild(document.createTextNode(text.slice(last, m.index)));
+    last = m.index + id.length;
+    if (task) {
+      const chip = h('button', { type: 'button', class: 'chip chip-link', title: id }, task.task_name);
+      chip.addEventListener('click', (e) => {
+        e.preventDefault();
+        e.stopPropagation();
+        lookups.onTask(id);
+      });
+      frag.appendChild(chip);
+    } else {
+      frag.appendChild(h('span', { class: 'chip', title: id }, `stage: ${stage.stage_intention}`));
+    }
+  }
+  frag.appendChild(document.createTextNode(text.slice(last)));
+  return frag;
+}
