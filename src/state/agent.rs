@@ -64,6 +64,9 @@ pub struct AgentState {
     pub step_lock: StepLock,
     pub skills: Vec<Skill>,
     pub tools: Vec<String>,
+    /// A human's private chats and notices. Never published with the rest of the state (every
+    /// observer sees agent states); only its owner reads it, via `/api/human/{id}/conversations`.
+    #[serde(skip_serializing)]
     pub conversation_pool: Option<ConversationPool>,
     pub token_usage: TokenUsage,
     /// Stages this agent was started in and owes a summary for (internal bookkeeping: an
