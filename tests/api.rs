@@ -427,7 +427,10 @@ async fn states_and_state_read_the_monitor() {
     let ids: Vec<&String> = agents.body.as_object().unwrap().keys().collect();
     assert_eq!(ids, ["alice", "bob", "manager"]);
     assert_eq!(agents.body["manager"]["role"], "manager");
-    assert!(agents.body["alice"]["conversation_pool"].is_null(), "private chats are not published to every observer");
+    assert!(
+        agents.body["alice"]["conversation_pool"].is_null(),
+        "private chats are not published to every observer"
+    );
     let tasks = get(&app, "/api/states?type=task", &alice).await;
     let base = base_task(&team);
     assert_eq!(tasks.body[&base]["task_name"], "MAS base task");
