@@ -67,10 +67,7 @@ fn every_problem_is_listed_including_the_script() {
         out.contains("agents[0].skills[1]: unknown skill `telepathy`"),
         "{out}"
     );
-    assert!(
-        out.contains("agents[1].id: agent id `m` is used twice"),
-        "{out}"
-    );
+    assert!(out.contains("agents[1].id: id `m` is used twice"), "{out}");
     assert!(
         out.contains("script.yaml: replies.ghost: the team has no agent `ghost`"),
         "{out}"

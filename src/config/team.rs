@@ -209,20 +209,8 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     for (i, a) in raw.agents.iter().enumerate() {
         let at = format!("agents[{i}]");
         let id = a.id.trim();
-        if id.is_empty()
-            || id
-                .chars()
-                .any(|c| c.is_whitespace() || c == '<' || c == '>')
-        {
-            problem(
-                format!("{at}.id"),
-                format!(
-                    "`{}` is not a usable agent id (no spaces or angle brackets)",
-                    a.id
-                ),
-            );
-        } else if !seen.insert(id.to_owned()) {
-            problem(format!("{at}.id"), format!("agent id `{id}` is used twice"));
+        if let Err(why) = claim_id(id, &mut seen) {
+            problem(format!("{at}.id"), why);
         }
         let mut skills = Vec::new();
         for (j, s) in a.skills.iter().enumerate() {
@@ -312,23 +300,8 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     for (i, h) in raw.humans.iter().enumerate() {
         let at = format!("humans[{i}]");
         let id = h.id.trim();
-        if id.is_empty()
-            || id
-                .chars()
-                .any(|c| c.is_whitespace() || c == '<' || c == '>')
-        {
-            problem(
-                format!("{at}.id"),
-                format!(
-                    "`{}` is not a usable id (no spaces or angle brackets)",
-                    h.id
-                ),
-            );
-        } else if !seen.insert(id.to_owned()) {
-            problem(
-                format!("{at}.id"),
-                format!("id `{id}` is used twice (agents and humans share one id space)"),
-            );
+        if let Err(why) = claim_id(id, &mut seen) {
+            problem(format!("{at}.id"), why);
         }
         if let Err(why) = crate::auth::check_hash(&h.password_hash) {
             problem(format!("{at}.password_hash"), why);
@@ -397,6 +370,26 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         servers,
         humans,
     })
+}
+
+/// Takes an id for an agent or a person: usable, and not taken (agents and humans share one
+/// id space, since both receive messages).
+fn claim_id(id: &str, seen: &mut BTreeSet<String>) -> Result<(), String> {
+    if id.is_empty()
+        || id
+            .chars()
+            .any(|c| c.is_whitespace() || c == '<' || c == '>')
+    {
+        return Err(format!(
+            "`{id}` is not a usable id (no spaces or angle brackets)"
+        ));
+    }
+    if !seen.insert(id.to_owned()) {
+        return Err(format!(
+            "id `{id}` is used twice (agents and people share one id space)"
+        ));
+    }
+    Ok(())
 }
 
 fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, String)> {
@@ -536,5 +529,21 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(t.managers().count(), 1);
+    }
+
+    #[test]
+    fn people_need_an_argon2id_hash_and_an_id_no_agent_has() {
+        let d = tmp("humans");
+        let f = write(
+            &d,
+            "team.yaml",
+            "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\nhumans:\n  - {id: m, password_hash: x}\n",
+        );
+        let problems = load_team(&f).unwrap_err().problems();
+        let fields: Vec<_> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert!(
+            fields.contains(&"humans[0].id") && fields.contains(&"humans[0].password_hash"),
+            "{fields:?}"
+        );
     }
 }
