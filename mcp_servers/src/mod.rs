@@ -234,6 +234,21 @@ async fn run_http<S: ServerHandler + Clone>(
         .map_err(BundledError::Http)
 }
 
+/// What every bundled server announces: tools, resources and prompts, its name and version,
+/// and instructions an agent reads before writing calls.
+fn server_info(name: &str, instructions: String) -> rmcp::model::ServerConfig {
+    use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .build(),
+    )
+    .with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")))
+    .with_instructions(instructions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

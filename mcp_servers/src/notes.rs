@@ -8,9 +8,8 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    Implementation, ListResourcesResult, PaginatedRequestParams, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role, ServerCapabilities, ServerConfig,
+    ListResourcesResult, PaginatedRequestParams, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{
@@ -171,23 +170,15 @@ impl NotesServer {
 #[prompt_handler(router = self.prompt_router)]
 impl ServerHandler for NotesServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_prompts()
-                .enable_resources()
-                .enable_tools()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
+        super::server_info(
             "cohort-notes",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(format!(
-            "The team's shared notes, kept in {}. Each note is a text under a short key \
+            format!(
+                "The team's shared notes, kept in {}. Each note is a text under a short key \
              (e.g. `design/api`); `/` groups notes so `list_notes` can filter by prefix. Notes \
              are also resources with URIs `{SCHEME}:///KEY`.",
-            self.store.file().display()
-        ))
+                self.store.file().display()
+            ),
+        )
     }
 
     async fn list_resources(

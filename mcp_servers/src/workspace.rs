@@ -8,9 +8,9 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{
@@ -219,24 +219,16 @@ impl WorkspaceServer {
 #[prompt_handler(router = self.prompt_router)]
 impl ServerHandler for WorkspaceServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_prompts()
-                .enable_resources()
-                .enable_tools()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
+        super::server_info(
             "cohort-workspace",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(format!(
-            "Files inside one workspace folder ({}). Every path is relative to that folder, with \
+            format!(
+                "Files inside one workspace folder ({}). Every path is relative to that folder, with \
              `/` between names (e.g. `docs/plan.md`); absolute paths, `..` above the folder and \
              symlinks leading out of it are refused. Files are also resources with URIs \
              `{SCHEME}:///PATH`.",
-            self.root().display()
-        ))
+                self.root().display()
+            ),
+        )
     }
 
     async fn list_resources(

@@ -23,6 +23,17 @@ pub struct StepCompletion {
     pub added_waits: Vec<WaitId>,
 }
 
+impl StepCompletion {
+    /// The step left the agent while its call ran (nothing to record, nothing to apply).
+    fn vanished() -> Self {
+        StepCompletion {
+            output: ExecuteOutput::default(),
+            failure: Some("step vanished".into()),
+            added_waits: vec![],
+        }
+    }
+}
+
 pub fn complete_step(
     agent: &mut AgentState,
     step_id: &StepId,
@@ -30,11 +41,7 @@ pub fn complete_step(
     now: NaiveDateTime,
 ) -> StepCompletion {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
-        return StepCompletion {
-            output: ExecuteOutput::default(),
-            failure: Some("step vanished".into()),
-            added_waits: vec![],
-        };
+        return StepCompletion::vanished();
     };
     let mut output = ExecuteOutput {
         agent_id: Some(agent.agent_id.clone()),
@@ -100,11 +107,7 @@ pub fn complete_tool_step(
     result: Result<serde_json::Value, String>,
 ) -> StepCompletion {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
-        return StepCompletion {
-            output: ExecuteOutput::default(),
-            failure: Some("step vanished".into()),
-            added_waits: vec![],
-        };
+        return StepCompletion::vanished();
     };
     let output = ExecuteOutput {
         agent_id: Some(agent.agent_id.clone()),
@@ -290,11 +293,6 @@ fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpda
     }
 }
 
-/// The reason recorded on steps removed before they could run.
-pub fn drop_reason(why: &str) -> String {
-    format!("dropped before it ran: {why}")
-}
-
 /// Of the steps finish_stage/finish_task removed, returns those that never ran, marked failed
 /// with the reason (for publishing); steps already finished or failed keep their record.
 pub fn mark_dropped(steps: Vec<StepState>, why: &str) -> Vec<StepState> {
@@ -303,7 +301,8 @@ pub fn mark_dropped(steps: Vec<StepState>, why: &str) -> Vec<StepState> {
         .filter(|s| !s.execution_state.is_over())
         .map(|mut s| {
             s.execution_state = StepExecutionState::Failed;
-            s.execute_result = Some(json!({ "error": drop_reason(why), "dropped": true }));
+            s.execute_result =
+                Some(json!({ "error": format!("dropped before it ran: {why}"), "dropped": true }));
             s
         })
         .collect()

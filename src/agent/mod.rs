@@ -10,8 +10,7 @@ mod tool_call;
 mod tool_history;
 
 pub use complete::{
-    StepCompletion, complete_step, complete_tool_step, drop_reason, mark_dropped, release_for,
-    settle_step,
+    StepCompletion, complete_step, complete_tool_step, mark_dropped, release_for, settle_step,
 };
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
 pub use receive::{Received, receive_message};

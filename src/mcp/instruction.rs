@@ -23,9 +23,6 @@ pub enum McpCall {
     },
 }
 
-/// Parsed `instruction_content`.
-pub type ToolInstruction = McpCall;
-
 impl McpCall {
     /// Reads `{"instruction_type": "get_description"}`, `{"tool_name", "arguments"}`,
     /// `{"resource_name", "arguments": {"uri"}}` or `{"prompt_name", "arguments"}`.

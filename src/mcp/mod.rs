@@ -11,4 +11,4 @@ pub mod schema;
 
 pub use client::{McpClient, McpError, McpOptions};
 pub use config::{McpServerConfig, McpTransport, load_server, load_servers};
-pub use instruction::{McpCall, ToolInstruction};
+pub use instruction::McpCall;
