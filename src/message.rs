@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 /// Sender id of system notices from a task (stage completion, task judgement).
 pub const TASK_STATE_SENDER: &str = "[TaskState]";
 
+/// Sender id of SyncState's answers to ask_info queries.
+pub const SYNC_STATE_SENDER: &str = "[SyncState]";
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub task_id: TaskId,
@@ -163,6 +166,67 @@ pub enum TaskInstruction {
     },
 }
 
+/// The agent_manager skill's instructions (`<agent_instruction>{"action": …}`, SPEC §6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum AgentInstruction {
+    /// Start a new live agent from one of the team's agent templates.
+    InitNewAgent {
+        template: String,
+        agent_id: AgentId,
+        /// Display name; the agent id when absent.
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// Add an existing agent to a task's group.
+    AddTaskParticipant { task_id: TaskId, agent_id: AgentId },
+}
+
+/// The eleven ask_info queries (`<ask_info>{"type": …}`, SPEC §7).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AskInfoQuery {
+    /// The tasks the asker manages, with their stages.
+    ManagedTasks,
+    /// The tasks the asker takes part in, with the stages it is allocated in.
+    JoinedTasks,
+    Task {
+        task_id: TaskId,
+    },
+    /// Stage ids are unique, so the task id may be left out.
+    Stage {
+        #[serde(default)]
+        task_id: Option<TaskId>,
+        stage_id: StageId,
+    },
+    AgentTemplates,
+    AllAgentProfiles,
+    TeamProfiles,
+    TaskGroupProfiles {
+        task_id: TaskId,
+    },
+    StageProfiles {
+        #[serde(default)]
+        task_id: Option<TaskId>,
+        stage_id: StageId,
+    },
+    AgentStates {
+        agent_ids: Vec<AgentId>,
+    },
+    SkillsAndTools,
+}
+
+/// An ask_info query as SyncState receives it: where the asking step runs, and the wait id
+/// the answer must return.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AskInfoRequest {
+    #[serde(flatten)]
+    pub query: AskInfoQuery,
+    pub waiting_id: WaitId,
+    pub sender_task_id: TaskId,
+    pub sender_stage: StageRef,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageAgentUpdate {
     pub task_id: TaskId,
@@ -202,6 +266,9 @@ pub struct ExecuteOutput {
     pub update_stage_agent_completion: Option<CompletionUpdate>,
     pub send_message: Option<Message>,
     pub task_instruction: Option<TaskInstruction>,
+    pub agent_instruction: Option<AgentInstruction>,
+    /// A query SyncState answers with a message carrying `waiting_id`.
+    pub ask_info: Option<AskInfoRequest>,
     /// Tokens the step spent, added to its task's total.
     pub token_usage: Option<(TaskId, TokenUsage)>,
 }

@@ -39,6 +39,7 @@ fn request(prompt: &str) -> ChatRequest {
         task_id: TaskId::from("task-1"),
         stage_id: StageRef::NoRelative,
         step_id: StepId::from("step-1"),
+        template: None,
     }
 }
 

@@ -145,6 +145,7 @@ impl AgentActor {
             task_id: step.task_id.clone(),
             stage_id: step.stage_id.clone(),
             step_id: step.step_id.clone(),
+            template: self.state.template.clone(),
         };
         let id = step.step_id.clone();
         let Some(llm) = &self.llm else {

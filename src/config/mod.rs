@@ -3,6 +3,8 @@
 
 mod raw;
 mod team;
+mod templates;
 
 pub use raw::{RawAgent, RawLlm, RawTeam};
+pub use templates::AgentTemplate;
 pub use team::{AgentConfig, ConfigError, HumanEntry, LlmConfig, Problem, TeamConfig, load_team};

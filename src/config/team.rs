@@ -101,6 +101,8 @@ pub struct TeamConfig {
     pub servers: Vec<McpServerConfig>,
     /// The people of the team (human agents).
     pub humans: Vec<HumanEntry>,
+    /// Templates managers can instantiate new agents from (agent_manager).
+    pub templates: Vec<super::AgentTemplate>,
 }
 
 /// A person of the team: who they are and how they log in.
@@ -369,6 +371,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         agents,
         servers,
         humans,
+        templates: Vec::new(),
     })
 }
 

@@ -21,6 +21,9 @@ pub struct ChatRequest {
     pub task_id: TaskId,
     pub stage_id: StageRef,
     pub step_id: StepId,
+    /// The agent template the asking agent was created from, if any (scripts may key replies
+    /// by template name for agents a manager creates).
+    pub template: Option<String>,
 }
 
 /// The model's answer and what it cost.

@@ -214,6 +214,7 @@ mod tests {
             task_id: "T1".into(),
             stage_id: StageRef::Stage(StageId::from("S1")),
             step_id: "P1".into(),
+            template: None,
         }
     }
 

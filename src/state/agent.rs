@@ -64,6 +64,9 @@ pub struct AgentState {
     pub step_lock: StepLock,
     pub skills: Vec<Skill>,
     pub tools: Vec<String>,
+    /// The agent template this agent was created from by a manager (agent_manager), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
     /// A human's private chats and notices. Never published with the rest of the state (every
     /// observer sees agent states); only its owner reads it, via `/api/human/{id}/conversations`.
     #[serde(skip_serializing)]
@@ -104,6 +107,7 @@ impl AgentState {
             step_lock: StepLock::default(),
             skills: Vec::new(),
             tools: Vec::new(),
+            template: None,
             conversation_pool: None,
             token_usage: TokenUsage::default(),
             open_goals: BTreeSet::new(),
