@@ -3,10 +3,12 @@
 
 mod agent;
 mod dispatcher;
+mod factory;
 mod sync_state;
 mod system;
 
 pub use agent::{AgentActor, AgentTools, Deliver, GetAgentState, HumanSend};
 pub use dispatcher::{Dispatcher, Register, Route};
+pub use factory::AgentFactory;
 pub use sync_state::{ApplyOutput, Delivered, SubmitMessage, SyncStateActor};
 pub use system::{Host, OPERATOR, SystemError, Team, start_team};

@@ -1,7 +1,9 @@
 //! The SyncState actor: the only writer of tasks and stages. It applies executed steps'
-//! outputs with the pure `SyncCore`, routes the resulting messages and publishes the changes.
+//! outputs with the pure `SyncCore`, starts the agents a manager created, routes the resulting
+//! messages, answers ask_info queries and publishes the changes.
 
 use super::dispatcher::{Dispatcher, Route, SetSync};
+use super::factory::AgentFactory;
 use crate::message::{ExecuteOutput, Message};
 use crate::monitor::{Monitor, StateKind};
 use crate::sync::{Applied, SyncCore, SyncError};
@@ -11,18 +13,27 @@ pub struct SyncStateActor {
     core: SyncCore,
     dispatcher: Addr<Dispatcher>,
     monitor: Monitor,
+    factory: AgentFactory,
 }
 
 impl SyncStateActor {
-    pub fn new(core: SyncCore, dispatcher: Addr<Dispatcher>, monitor: Monitor) -> Self {
+    pub fn new(core: SyncCore, factory: AgentFactory) -> Self {
         SyncStateActor {
             core,
-            dispatcher,
-            monitor,
+            dispatcher: factory.dispatcher.clone(),
+            monitor: factory.monitor.clone(),
+            factory,
         }
     }
 
-    fn effect(&mut self, applied: Applied) {
+    fn effect(&mut self, applied: Applied, ctx: &mut Context<Self>) {
+        // New agents first: their registration reaches the dispatcher before any message
+        // routed below (one mailbox, in order), so they can be allocated at once.
+        for m in &applied.new_agents {
+            if self.factory.spawn_member(m, ctx.address()).is_none() {
+                tracing::error!(agent = %m.id, "no template to start the new agent from");
+            }
+        }
         for id in &applied.tasks {
             if let Some(t) = self.core.task(id) {
                 self.monitor.publish(StateKind::Task, id.as_str(), t);
@@ -35,6 +46,13 @@ impl SyncStateActor {
         }
         for m in applied.messages {
             self.dispatcher.do_send(Route(m));
+        }
+        for (asker, q) in &applied.queries {
+            let monitor = &self.monitor;
+            let answer = self
+                .core
+                .answer(asker, q, &|id| monitor.get(StateKind::Agent, id.as_str()));
+            self.dispatcher.do_send(Route(answer));
         }
     }
 }
@@ -71,19 +89,19 @@ pub struct Delivered(pub Message);
 
 impl Handler<ApplyOutput> for SyncStateActor {
     type Result = Result<(), SyncError>;
-    fn handle(&mut self, ApplyOutput(out): ApplyOutput, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, ApplyOutput(out): ApplyOutput, ctx: &mut Context<Self>) -> Self::Result {
         let mut applied = self.core.apply(&out, &now());
         let refused = applied.refused.take();
-        self.effect(applied);
+        self.effect(applied, ctx);
         refused.map_or(Ok(()), Err)
     }
 }
 
 impl Handler<SubmitMessage> for SyncStateActor {
     type Result = Result<(), SyncError>;
-    fn handle(&mut self, SubmitMessage(m): SubmitMessage, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, SubmitMessage(m): SubmitMessage, ctx: &mut Context<Self>) -> Self::Result {
         let applied = self.core.submit(m)?;
-        self.effect(applied);
+        self.effect(applied, ctx);
         Ok(())
     }
 }

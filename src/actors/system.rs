@@ -2,24 +2,22 @@
 //! the base task, one actor per agent, the LLM clients) and hands back a `Team` handle.
 
 use super::agent::{AgentActor, AgentTools};
-use super::dispatcher::{Dispatcher, Register};
+use super::dispatcher::Dispatcher;
+use super::factory::{AgentFactory, ModelBuilder, llm_agent_state};
 use super::sync_state::{SubmitMessage, SyncStateActor};
-use crate::config::{LlmConfig, TeamConfig};
+use crate::config::TeamConfig;
 use crate::ids::{AgentId, StageRef, TaskId};
-use crate::llm::openai::{OpenAiModel, OpenAiSettings};
-use crate::llm::scripted::{Script, ScriptedModel};
-use crate::llm::{ChatModel, LlmError};
+use crate::llm::LlmError;
 use crate::mcp::{McpClient, McpOptions};
 use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptError, PromptSet};
-use crate::state::{AgentState, ConversationPool, HumanConfig, LlmSettings};
-use crate::sync::{Member, SyncCore, SyncError};
+use crate::state::{AgentState, ConversationPool, HumanConfig, Skill};
+use crate::sync::{Catalog, Member, SyncCore, SyncError};
 use actix::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Sender id of goals given on the command line.
 pub const OPERATOR: &str = "operator";
@@ -28,8 +26,8 @@ pub const OPERATOR: &str = "operator";
 pub enum SystemError {
     #[error(transparent)]
     Prompt(#[from] PromptError),
-    #[error("agent `{agent}`: {source}")]
-    Llm { agent: AgentId, source: LlmError },
+    #[error("{agent}: {source}")]
+    Llm { agent: String, source: LlmError },
     #[error("the team has no agent with the task_manager skill to give the goal to")]
     NoManager,
     #[error("there is no manager `{0}` in the team")]
@@ -108,7 +106,6 @@ impl<'a> Host<'a> {
 
 /// Starts a team. Must run inside an actix system.
 pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
-    let env = host.vars;
     let prompts = Arc::new(match &cfg.prompts_dir {
         Some(dir) => PromptSet::load(dir, cfg.language)?,
         None => PromptSet::builtin(cfg.language),
@@ -121,88 +118,59 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         .iter()
         .map(|a| Member {
             id: a.id.clone(),
+            name: a.name.clone(),
             role: a.role.clone(),
+            profile: a.profile.clone(),
+            skills: a.skills.clone(),
+            tools: a.tools.clone(),
+            human: false,
+            template: None,
         })
         .chain(cfg.humans.iter().map(|h| Member {
-            id: h.id.clone(),
-            role: h.role.clone(),
+            name: h.name.clone(),
+            profile: h.profile.clone(),
+            human: true,
+            ..Member::new(h.id.clone(), h.role.clone())
         }))
         .collect();
-    let core = SyncCore::new(roster, &managers, &humans);
+    let catalog = Catalog {
+        templates: cfg.templates.clone(),
+        skills: Skill::ALL
+            .iter()
+            .map(|s| (*s, prompts.skill(*s).description.clone()))
+            .collect(),
+        tools: cfg
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.description.clone()))
+            .collect(),
+    };
+    let core = SyncCore::new(roster, &managers, &humans).with_catalog(catalog);
     let base_task = core.base_task().clone();
 
-    let mut scripts: HashMap<PathBuf, Arc<ScriptedModel>> = HashMap::new();
-    let mut models = Vec::new();
-    for a in &cfg.agents {
-        let model: Arc<dyn ChatModel> = match &a.llm {
-            LlmConfig::Scripted { script } => match scripts.get(script) {
-                Some(m) => m.clone(),
-                None => {
-                    let s = Script::load(script).map_err(|source| SystemError::Llm {
-                        agent: a.id.clone(),
-                        source,
-                    })?;
-                    let m = ScriptedModel::new(s);
-                    scripts.insert(script.clone(), m.clone());
-                    m
-                }
-            },
-            LlmConfig::OpenAi {
-                base_url,
-                model,
-                api_key_env,
-                base_url_env,
-                model_env,
-                temperature,
-                max_tokens,
-                timeout,
-                max_retries,
-            } => {
-                let base_url = base_url_env
-                    .as_deref()
-                    .and_then(env)
-                    .unwrap_or_else(|| base_url.clone());
-                let model = model_env
-                    .as_deref()
-                    .and_then(env)
-                    .unwrap_or_else(|| model.clone());
-                if model.trim().is_empty() {
-                    return Err(SystemError::Llm {
-                        agent: a.id.clone(),
-                        source: LlmError::MissingModel(model_env.clone().unwrap_or_default()),
-                    });
-                }
-                let api_key = match api_key_env {
-                    Some(var) => Some(env(var).ok_or_else(|| SystemError::Llm {
-                        agent: a.id.clone(),
-                        source: LlmError::MissingApiKey(var.clone()),
-                    })?),
-                    None => None,
-                };
-                let settings = OpenAiSettings {
-                    base_url,
-                    model,
-                    api_key,
-                    temperature: *temperature,
-                    max_tokens: *max_tokens,
-                    request_timeout: *timeout,
-                    max_retries: *max_retries,
-                    backoff_base: Duration::from_millis(500),
-                    backoff_max: Duration::from_secs(30),
-                };
-                Arc::new(
-                    OpenAiModel::new(settings).map_err(|source| SystemError::Llm {
-                        agent: a.id.clone(),
-                        source,
-                    })?,
-                )
-            }
-        };
-        models.push(model);
+    // Every model is built before anything starts, so a missing API key stops start-up with
+    // the agent (or template) that needs it.
+    let mut builder = ModelBuilder::new(host.vars);
+    let models = cfg
+        .agents
+        .iter()
+        .map(|a| {
+            builder.build(&a.llm).map_err(|source| SystemError::Llm {
+                agent: format!("agent `{}`", a.id),
+                source,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut templates = HashMap::new();
+    for t in &cfg.templates {
+        let model = builder.build(&t.llm).map_err(|source| SystemError::Llm {
+            agent: format!("agent template `{}`", t.name),
+            source,
+        })?;
+        templates.insert(t.name.clone(), (t.clone(), model));
     }
 
     let dispatcher = Dispatcher::default().start();
-    let sync = SyncStateActor::new(core, dispatcher.clone(), monitor.clone()).start();
     let tools = AgentTools {
         descriptions: Arc::new(
             cfg.servers
@@ -217,41 +185,26 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             )
         }),
     };
+    let factory = AgentFactory {
+        prompts,
+        tools: tools.clone(),
+        monitor: monitor.clone(),
+        dispatcher: dispatcher.clone(),
+        templates: Arc::new(templates),
+    };
+    let sync = SyncStateActor::new(core, factory.clone()).start();
     let mut agents = BTreeMap::new();
     for (a, llm) in cfg.agents.iter().zip(models) {
-        let mut state = AgentState::new(
+        let state = llm_agent_state(
             a.id.clone(),
             a.name.clone(),
             a.role.clone(),
             a.profile.clone(),
+            a.skills.clone(),
+            a.tools.clone(),
+            &a.llm,
         );
-        state.skills = a.skills.clone();
-        state.tools = a.tools.clone();
-        state.llm_config = Some(match &a.llm {
-            LlmConfig::Scripted { script } => LlmSettings {
-                provider: "scripted".into(),
-                model: script.display().to_string(),
-                base_url: None,
-            },
-            LlmConfig::OpenAi {
-                base_url, model, ..
-            } => LlmSettings {
-                provider: "openai".into(),
-                model: model.clone(),
-                base_url: Some(base_url.clone()),
-            },
-        });
-        let addr = AgentActor::new(
-            state,
-            Some(llm),
-            prompts.clone(),
-            tools.clone(),
-            sync.clone(),
-            monitor.clone(),
-        )
-        .start();
-        dispatcher.do_send(Register(a.id.clone(), addr.clone().recipient()));
-        agents.insert(a.id.clone(), addr);
+        agents.insert(a.id.clone(), factory.spawn(state, Some(llm), sync.clone()));
     }
     // People are agents too: same actor, a human_config and a conversation pool, no LLM.
     for h in &cfg.humans {
@@ -265,17 +218,7 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             display_name: h.name.clone(),
         });
         state.conversation_pool = Some(ConversationPool::default());
-        let addr = AgentActor::new(
-            state,
-            None,
-            prompts.clone(),
-            AgentTools::default(),
-            sync.clone(),
-            monitor.clone(),
-        )
-        .start();
-        dispatcher.do_send(Register(h.id.clone(), addr.clone().recipient()));
-        agents.insert(h.id.clone(), addr);
+        agents.insert(h.id.clone(), factory.spawn(state, None, sync.clone()));
     }
     Ok(Team {
         monitor,

@@ -71,6 +71,8 @@ pub fn complete_step(
             Ok(o) => {
                 output.send_message = o.send_message;
                 output.task_instruction = o.task_instruction;
+                output.agent_instruction = o.agent_instruction;
+                output.ask_info = o.ask_info;
                 if let (Some(summary), Some(stage)) = (o.completion, step.stage_id.stage()) {
                     output.update_stage_agent_completion = Some(CompletionUpdate {
                         task_id: step.task_id.clone(),

@@ -8,7 +8,7 @@
 use super::ParseError;
 use super::fields::tagged_json;
 use super::tags::has_tag;
-use crate::message::{Instruction, TaskInstruction};
+use crate::message::{AgentInstruction, AskInfoQuery, Instruction, TaskInstruction};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -33,21 +33,47 @@ fn drop_nulls(map: &mut Map<String, Value>) {
 /// `<task_instruction>{"action": …, …}`. An unknown action is an error that lists the valid ones.
 /// `stages` may be a single stage instead of a list.
 pub fn task_instruction(text: &str) -> Result<TaskInstruction, ParseError> {
-    const TAG: &str = "task_instruction";
-    let mut value = single_object(tagged_json(text, TAG)?);
+    selected(text, "task_instruction", "action", |map| {
+        if let Some(stage @ Value::Object(_)) = map.get_mut("stages") {
+            *stage = Value::Array(vec![stage.take()]);
+        }
+    })
+}
+
+/// `<agent_instruction>{"action": "init_new_agent" | "add_task_participant", …}`.
+pub fn agent_instruction(text: &str) -> Result<AgentInstruction, ParseError> {
+    selected(text, "agent_instruction", "action", |_| {})
+}
+
+/// `<ask_info>{"type": …, …}`. A single id where `agent_ids` wants a list is taken as that list.
+pub fn ask_info(text: &str) -> Result<AskInfoQuery, ParseError> {
+    selected(text, "ask_info", "type", |map| {
+        if let Some(id @ Value::String(_)) = map.get_mut("agent_ids") {
+            *id = Value::Array(vec![id.take()]);
+        }
+    })
+}
+
+/// A tagged JSON object whose `key` field (`action` or `type`) selects the variant of `T`;
+/// `fix` forgives shapes models get wrong before serde reads it.
+fn selected<T: DeserializeOwned>(
+    text: &str,
+    tag: &'static str,
+    key: &'static str,
+    fix: impl Fn(&mut Map<String, Value>),
+) -> Result<T, ParseError> {
+    let mut value = single_object(tagged_json(text, tag)?);
     let Some(map) = value.as_object_mut() else {
-        return Err(not_an_object(TAG, &value));
+        return Err(not_an_object(tag, &value));
     };
     drop_nulls(map);
     let mut action = None;
-    if let Some(Value::String(raw)) = map.get_mut("action") {
+    if let Some(Value::String(raw)) = map.get_mut(key) {
         *raw = action_name(raw);
         action = Some(raw.clone());
     }
-    if let Some(stage @ Value::Object(_)) = map.get_mut("stages") {
-        *stage = Value::Array(vec![stage.take()]);
-    }
-    typed(TAG, value, action.as_deref(), Value::as_object_mut)
+    fix(map);
+    typed(tag, key, value, action.as_deref(), Value::as_object_mut)
 }
 
 /// The `<instruction>{json}</instruction>` embedded in a message, `None` when there is none.
@@ -84,7 +110,7 @@ pub fn instruction(message_text: &str) -> Option<Result<Instruction, ParseError>
         drop_nulls(&mut fields);
         let key = name.clone();
         let tagged = Value::Object(Map::from_iter([(name.clone(), Value::Object(fields))]));
-        typed(TAG, tagged, Some(&name), move |v| {
+        typed(TAG, "action", tagged, Some(&name), move |v| {
             v.get_mut(&key).and_then(Value::as_object_mut)
         })
     };
@@ -114,6 +140,7 @@ fn wrong_action_type(tag: &'static str, value: &Value) -> ParseError {
 /// object that holds the variant's fields, so a faulty one can be found by taking it away.
 fn typed<T: DeserializeOwned>(
     tag: &'static str,
+    key: &'static str,
     value: Value,
     action: Option<&str>,
     fields: impl Fn(&mut Value) -> Option<&mut Map<String, Value>>,
@@ -134,13 +161,14 @@ fn typed<T: DeserializeOwned>(
     {
         return Err(ParseError::UnknownAction {
             tag,
+            key,
             action: unknown,
             valid: expected_names(&err),
         });
     }
     // A string action is fine (serde would have said so above); taking it away would only change
     // the error to its absence.
-    let skip = if action.is_some() { "action" } else { "" };
+    let skip = if action.is_some() { key } else { "" };
     let Some(field) = culprit::<T>(&value, &err, skip, &fields) else {
         return Err(ParseError::Invalid { tag, reason: err });
     };
@@ -428,6 +456,100 @@ mod tests {
         );
         assert!(
             err("<instruction>{oops</instruction>").starts_with("<instruction> is not valid JSON")
+        );
+    }
+
+    #[test]
+    fn agent_instructions_are_read_with_forgiving_action_names() {
+        let i = agent_instruction(r#"<agent_instruction>{"action": "Init-New-Agent", "template": "analyst", "agent_id": "ana", "name": null}</agent_instruction>"#).unwrap();
+        assert_eq!(
+            i,
+            AgentInstruction::InitNewAgent {
+                template: "analyst".into(),
+                agent_id: "ana".into(),
+                name: None
+            }
+        );
+        let i = agent_instruction(r#"<agent_instruction>[{"action": "add_task_participant", "task_id": "t", "agent_id": "a"}]</agent_instruction>"#).unwrap();
+        assert_eq!(
+            i,
+            AgentInstruction::AddTaskParticipant {
+                task_id: "t".into(),
+                agent_id: "a".into()
+            }
+        );
+        let e =
+            agent_instruction(r#"<agent_instruction>{"action": "fire_agent"}</agent_instruction>"#)
+                .unwrap_err();
+        assert!(e.to_string().contains("init_new_agent"), "{e}");
+        let e = agent_instruction(r#"<agent_instruction>{"action": "init_new_agent", "agent_id": "x"}</agent_instruction>"#).unwrap_err();
+        assert!(e.to_string().contains("template"), "{e}");
+    }
+
+    #[test]
+    fn every_ask_info_type_is_read() {
+        let q = |json: &str| ask_info(&format!("<ask_info>{json}</ask_info>"));
+        for (json, want) in [
+            (r#"{"type": "managed_tasks"}"#, AskInfoQuery::ManagedTasks),
+            (r#"{"type": "joined_tasks"}"#, AskInfoQuery::JoinedTasks),
+            (
+                r#"{"type": "task", "task_id": "t"}"#,
+                AskInfoQuery::Task {
+                    task_id: "t".into(),
+                },
+            ),
+            (
+                r#"{"type": "stage", "stage_id": "s"}"#,
+                AskInfoQuery::Stage {
+                    task_id: None,
+                    stage_id: "s".into(),
+                },
+            ),
+            (
+                r#"{"type": "Agent Templates"}"#,
+                AskInfoQuery::AgentTemplates,
+            ),
+            (
+                r#"{"type": "all_agent_profiles"}"#,
+                AskInfoQuery::AllAgentProfiles,
+            ),
+            (r#"{"type": "team_profiles"}"#, AskInfoQuery::TeamProfiles),
+            (
+                r#"{"type": "task_group_profiles", "task_id": "t"}"#,
+                AskInfoQuery::TaskGroupProfiles {
+                    task_id: "t".into(),
+                },
+            ),
+            (
+                r#"{"type": "stage_profiles", "task_id": "t", "stage_id": "s"}"#,
+                AskInfoQuery::StageProfiles {
+                    task_id: Some("t".into()),
+                    stage_id: "s".into(),
+                },
+            ),
+            (
+                r#"{"type": "agent_states", "agent_ids": "a"}"#,
+                AskInfoQuery::AgentStates {
+                    agent_ids: vec!["a".into()],
+                },
+            ),
+            (
+                r#"{"type": "skills_and_tools"}"#,
+                AskInfoQuery::SkillsAndTools,
+            ),
+        ] {
+            assert_eq!(q(json).unwrap(), want, "{json}");
+        }
+        let e = q(r#"{"type": "weather"}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown type `weather`"), "{e}");
+        assert!(e.to_string().contains("skills_and_tools"), "{e}");
+        let e = q(r#"{"type": "task"}"#).unwrap_err();
+        assert!(e.to_string().contains("task_id"), "{e}");
+        assert!(
+            q(r#"{"task_id": "t"}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("type")
         );
     }
 }

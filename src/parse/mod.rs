@@ -24,7 +24,7 @@ pub use answers::{
     RawPlannedStep, completion_summary, persistent_memory, planned_steps, quick_think, think,
     tool_instruction,
 };
-pub use instructions::{instruction, task_instruction};
+pub use instructions::{agent_instruction, ask_info, instruction, task_instruction};
 pub use json::lenient_json;
 pub use messages::{
     SendMessageAnswer, SendMessageDraft, StepRequest, process_message_digest, react_action,
@@ -83,9 +83,11 @@ pub enum ParseError {
     },
     #[error("<{tag}> is invalid: {reason}")]
     Invalid { tag: &'static str, reason: String },
-    #[error("<{tag}> has unknown action `{action}`; valid actions: {valid}")]
+    #[error("<{tag}> has unknown {key} `{action}`; valid {key}s: {valid}")]
     UnknownAction {
         tag: &'static str,
+        /// The field that selects the variant: `action`, or `type` for ask_info.
+        key: &'static str,
         action: String,
         valid: String,
     },

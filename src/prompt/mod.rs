@@ -11,7 +11,7 @@
 //! - `markdown`: heading and fence helpers that keep embedded data from breaking sections.
 
 mod assemble;
-mod markdown;
+pub(crate) mod markdown;
 mod schema;
 mod set;
 

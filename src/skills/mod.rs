@@ -2,6 +2,8 @@
 //! lock) and into what SyncState must do. Prompt assembly lives in `prompt/`, the LLM call in
 //! the actor; `interpret` here is pure, so every skill is unit-tested on plain data.
 
+mod agent_manager;
+mod ask_info;
 mod instruction_generation;
 mod plan;
 mod process_message;
@@ -12,7 +14,7 @@ mod think;
 
 pub use instruction_generation::next_tool_step;
 
-use crate::message::{Message, TaskInstruction};
+use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
 use crate::parse::{self, ParseError};
 use crate::state::{AgentState, Skill, StageAgentState, StepState};
 use chrono::NaiveDateTime;
@@ -27,6 +29,9 @@ pub struct SkillOutcome {
     pub stage_state: StageAgentState,
     pub send_message: Option<Message>,
     pub task_instruction: Option<TaskInstruction>,
+    pub agent_instruction: Option<AgentInstruction>,
+    /// A query for SyncState; its wait id is already on the agent's step lock.
+    pub ask_info: Option<AskInfoRequest>,
     /// The agent's completion summary for the stage (summary skill).
     pub completion: Option<String>,
 }
@@ -39,8 +44,6 @@ pub enum SkillError {
     EmptyPlan(String),
     #[error("{0}")]
     Invalid(String),
-    #[error("skill `{0}` is not available in this version of Cohort")]
-    Unsupported(Skill),
     #[error("step `{0}` is a tool step; tool steps are run by the MCP tool executor, not a skill")]
     NoTools(String),
 }
@@ -68,7 +71,8 @@ pub fn interpret(
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
         Skill::TaskManager => task_manager::interpret(answer)?,
         Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
-        Skill::AgentManager | Skill::AskInfo => return Err(SkillError::Unsupported(skill)),
+        Skill::AgentManager => agent_manager::interpret(answer)?,
+        Skill::AskInfo => ask_info::interpret(agent, step, answer)?,
     };
     match parse::persistent_memory(answer) {
         Ok(ops) if !ops.is_empty() => {
@@ -175,13 +179,5 @@ mod tests {
         .unwrap();
         assert!(a.persistent_memory.is_empty());
         assert!(o.result.get("persistent_memory_error").is_some());
-    }
-
-    #[test]
-    fn unsupported_skills_fail_with_a_reason() {
-        let mut a = agent(&[Skill::AskInfo]);
-        let step = running(&mut a, Skill::AskInfo, "");
-        let e = interpret(&mut a, &step, "<ask_info>{}</ask_info>", now()).unwrap_err();
-        assert!(e.to_string().contains("ask_info"));
     }
 }

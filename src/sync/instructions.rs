@@ -143,6 +143,18 @@ impl SyncCore {
                     let task = self.tasks.get_mut(&task_id).expect("checked");
                     task.join(stage.agent_allocation.keys().cloned());
                     task.stage_list.push(stage.stage_id.clone());
+                    // Each allocated agent records the stage in its working memory now, so it
+                    // knows the work ahead before the stage starts (seed §2.4.1).
+                    applied.messages.push(Message::instruction(
+                        task_id.clone(),
+                        AgentId::from(crate::message::TASK_STATE_SENDER),
+                        stage.agent_allocation.keys().cloned().collect(),
+                        StageRef::NoRelative,
+                        &Instruction::UpdateWorkingMemory {
+                            task_id: task_id.clone(),
+                            stage_id: Some(StageRef::Stage(stage.stage_id.clone())),
+                        },
+                    ));
                     applied.stages.insert(stage.stage_id.clone());
                     self.stages.insert(stage.stage_id.clone(), stage);
                 }

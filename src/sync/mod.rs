@@ -2,13 +2,16 @@
 //! executed step's `ExecuteOutput` to them (SPEC §6), returning the messages to route and what
 //! changed. The actor in `actors/sync_state.rs` only routes and publishes.
 
+mod agents;
+mod ask_info;
 mod instructions;
 mod notices;
 
+use crate::config::AgentTemplate;
 use crate::ids::{AgentId, StageId, TaskId};
-use crate::message::{ExecuteOutput, Message, StageAgentUpdate};
+use crate::message::{AskInfoRequest, ExecuteOutput, Message, StageAgentUpdate};
 use crate::state::{
-    ConversationEntry, ExecutionState, SharedInfo, StageAgentState, StageState, TaskState,
+    ConversationEntry, ExecutionState, SharedInfo, Skill, StageAgentState, StageState, TaskState,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,19 +46,58 @@ pub struct Applied {
     pub stages: BTreeSet<StageId>,
     /// Why the step's message or instruction was refused, if it was.
     pub refused: Option<SyncError>,
+    /// Agents to start (init_new_agent), already on the roster; the actor creates them from
+    /// their template before it routes `messages`.
+    pub new_agents: Vec<Member>,
+    /// ask_info queries to answer, with who asked. Answering needs the agents' live states,
+    /// which SyncState does not own, so the actor calls [`SyncCore::answer`] with them.
+    pub queries: Vec<(AgentId, AskInfoRequest)>,
 }
 
 /// One agent as SyncState knows it: enough to validate allocations and describe the team.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Member {
     pub id: AgentId,
+    pub name: String,
     pub role: String,
+    pub profile: String,
+    pub skills: Vec<Skill>,
+    pub tools: Vec<String>,
+    pub human: bool,
+    /// The template a manager created it from, if any.
+    pub template: Option<String>,
+}
+
+impl Member {
+    pub fn new(id: impl Into<AgentId>, role: impl Into<String>) -> Self {
+        let id = id.into();
+        Member {
+            name: id.to_string(),
+            id,
+            role: role.into(),
+            profile: String::new(),
+            skills: Vec::new(),
+            tools: Vec::new(),
+            human: false,
+            template: None,
+        }
+    }
+}
+
+/// What SyncState can tell about the system besides tasks and agents: the templates new agents
+/// are made from, and every skill and tool (MCP server) with its description.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    pub templates: Vec<AgentTemplate>,
+    pub skills: Vec<(Skill, String)>,
+    pub tools: Vec<(String, String)>,
 }
 
 pub struct SyncCore {
     tasks: BTreeMap<TaskId, TaskState>,
     stages: BTreeMap<StageId, StageState>,
     roster: Vec<Member>,
+    catalog: Catalog,
     base_task: TaskId,
     /// (stage, agent) pairs the manager was already told about, so it is told once.
     stuck_reported: BTreeSet<(StageId, AgentId)>,
@@ -83,9 +125,16 @@ impl SyncCore {
             tasks: [(base_task.clone(), base)].into(),
             stages: BTreeMap::new(),
             roster,
+            catalog: Catalog::default(),
             base_task,
             stuck_reported: BTreeSet::new(),
         }
+    }
+
+    /// Gives SyncState the templates, skills and tools it describes and instantiates.
+    pub fn with_catalog(mut self, catalog: Catalog) -> Self {
+        self.catalog = catalog;
+        self
     }
 
     pub fn base_task(&self) -> &TaskId {
@@ -109,7 +158,11 @@ impl SyncCore {
     }
 
     fn knows(&self, a: &AgentId) -> bool {
-        self.roster.iter().any(|m| &m.id == a)
+        self.member(a).is_some()
+    }
+
+    pub fn member(&self, a: &AgentId) -> Option<&Member> {
+        self.roster.iter().find(|m| &m.id == a)
     }
 
     /// Applies one step's output. What the step reports about itself (tokens, shared info, its
@@ -129,6 +182,11 @@ impl SyncCore {
                 out.task_instruction
                     .as_ref()
                     .map_or(Ok(()), |i| self.check_instruction(&agent, i))
+            })
+            .and_then(|()| {
+                out.agent_instruction
+                    .as_ref()
+                    .map_or(Ok(()), |i| self.check_agent_instruction(&agent, i))
             })
             .err();
 
@@ -171,6 +229,14 @@ impl SyncCore {
             if let Some(i) = &out.task_instruction {
                 self.run_instruction(&agent, i, &mut applied);
             }
+            if let Some(i) = &out.agent_instruction {
+                self.run_agent_instruction(i, &mut applied);
+            }
+        }
+        // A query is always answered, even beside a refused instruction: the asker holds a
+        // wait id for it.
+        if let Some(q) = &out.ask_info {
+            applied.queries.push((agent.clone(), q.clone()));
         }
         applied.refused = refused;
         applied
@@ -209,7 +275,12 @@ impl SyncCore {
     /// A message from outside the team's steps (an operator's, or an agent returning a wait id
     /// it could not answer): checked, then routed. Nobody outside may speak as the runtime.
     pub fn submit(&mut self, m: Message) -> Result<Applied, SyncError> {
-        if m.sender_id.as_str() == crate::message::TASK_STATE_SENDER {
+        if [
+            crate::message::TASK_STATE_SENDER,
+            crate::message::SYNC_STATE_SENDER,
+        ]
+        .contains(&m.sender_id.as_str())
+        {
             return Err(SyncError::Invalid(format!(
                 "`{}` is reserved for the runtime",
                 m.sender_id

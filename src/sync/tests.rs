@@ -23,10 +23,7 @@ impl TryApply for SyncCore {
 fn core() -> SyncCore {
     let roster = ["m", "a", "b"]
         .iter()
-        .map(|id| Member {
-            id: AgentId::from(*id),
-            role: "r".into(),
-        })
+        .map(|id| Member::new(*id, "r"))
         .collect();
     SyncCore::new(roster, &["m".into()], &[])
 }
@@ -87,8 +84,20 @@ fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
             "now",
         )
         .unwrap();
-    let starts: Vec<_> = out.messages.iter().filter_map(instruction_of).collect();
-    assert_eq!(starts.len(), 2, "start_stage to a and b");
+    let instructions: Vec<_> = out.messages.iter().filter_map(instruction_of).collect();
+    let starts = instructions
+        .iter()
+        .filter(|i| matches!(i, Instruction::StartStage { .. }))
+        .count();
+    assert_eq!(starts, 2, "start_stage to a and b");
+    // Every allocated agent records each stage in its working memory when it is added.
+    let noted: Vec<_> = out
+        .messages
+        .iter()
+        .filter(|m| matches!(instruction_of(m), Some(Instruction::UpdateWorkingMemory { .. })))
+        .map(|m| m.receiver.len())
+        .collect();
+    assert_eq!(noted, vec![2, 1], "update_working_memory per stage, to its agents");
     let stages = c.task(&t).unwrap().stage_list.clone();
     (c, t, stages)
 }

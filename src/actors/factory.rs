@@ -1,0 +1,187 @@
+//! The AgentFactory: the one place agents are created, from the team config at start-up and
+//! from a template when a manager asks (init_new_agent). It builds the agent's state, starts
+//! its actor and registers it with the dispatcher; the actor publishes itself on start.
+
+use super::agent::{AgentActor, AgentTools};
+use super::dispatcher::{Dispatcher, Register};
+use super::sync_state::SyncStateActor;
+use crate::config::{AgentTemplate, LlmConfig};
+use crate::ids::AgentId;
+use crate::llm::ChatModel;
+use crate::llm::LlmError;
+use crate::llm::openai::{OpenAiModel, OpenAiSettings};
+use crate::llm::scripted::{Script, ScriptedModel};
+use crate::monitor::Monitor;
+use crate::prompt::PromptSet;
+use crate::state::{AgentState, LlmSettings, Skill};
+use crate::sync::Member;
+use actix::prelude::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone)]
+pub struct AgentFactory {
+    pub prompts: Arc<PromptSet>,
+    pub tools: AgentTools,
+    pub monitor: Monitor,
+    pub dispatcher: Addr<Dispatcher>,
+    /// Each template with its model, built at start-up so a missing API key is found then,
+    /// not when a manager first hires.
+    pub templates: Arc<HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>>,
+}
+
+impl AgentFactory {
+    /// Starts an agent actor for `state` and registers it with the dispatcher. Registration
+    /// is queued before any message SyncState routes afterwards, so the new agent can be
+    /// allocated at once.
+    pub fn spawn(
+        &self,
+        state: AgentState,
+        llm: Option<Arc<dyn ChatModel>>,
+        sync: Addr<SyncStateActor>,
+    ) -> Addr<AgentActor> {
+        // People never call tools themselves.
+        let tools = if llm.is_some() {
+            self.tools.clone()
+        } else {
+            AgentTools::default()
+        };
+        let id = state.agent_id.clone();
+        let addr = AgentActor::new(
+            state,
+            llm,
+            self.prompts.clone(),
+            tools,
+            sync,
+            self.monitor.clone(),
+        )
+        .start();
+        self.dispatcher
+            .do_send(Register(id, addr.clone().recipient()));
+        addr
+    }
+
+    /// Starts an agent a manager created from a template (already on SyncState's roster).
+    pub fn spawn_member(
+        &self,
+        member: &Member,
+        sync: Addr<SyncStateActor>,
+    ) -> Option<Addr<AgentActor>> {
+        let (template, llm) = self.templates.get(member.template.as_deref()?)?;
+        let mut state = llm_agent_state(
+            member.id.clone(),
+            member.name.clone(),
+            member.role.clone(),
+            member.profile.clone(),
+            template.skills.clone(),
+            template.tools.clone(),
+            &template.llm,
+        );
+        state.template = Some(template.name.clone());
+        Some(self.spawn(state, Some(llm.clone()), sync))
+    }
+}
+
+/// The state of a new LLM agent.
+pub fn llm_agent_state(
+    id: AgentId,
+    name: String,
+    role: String,
+    profile: String,
+    skills: Vec<Skill>,
+    tools: Vec<String>,
+    llm: &LlmConfig,
+) -> AgentState {
+    let mut state = AgentState::new(id, name, role, profile);
+    state.skills = skills;
+    state.tools = tools;
+    state.llm_config = Some(match llm {
+        LlmConfig::Scripted { script } => LlmSettings {
+            provider: "scripted".into(),
+            model: script.display().to_string(),
+            base_url: None,
+        },
+        LlmConfig::OpenAi {
+            base_url, model, ..
+        } => LlmSettings {
+            provider: "openai".into(),
+            model: model.clone(),
+            base_url: Some(base_url.clone()),
+        },
+    });
+    state
+}
+
+/// Builds chat models, sharing one scripted model per script file (its cursors are shared by
+/// every agent that uses the script).
+pub struct ModelBuilder<'a> {
+    env: &'a dyn Fn(&str) -> Option<String>,
+    scripts: HashMap<PathBuf, Arc<ScriptedModel>>,
+}
+
+impl<'a> ModelBuilder<'a> {
+    pub fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        ModelBuilder {
+            env,
+            scripts: HashMap::new(),
+        }
+    }
+
+    pub fn build(&mut self, llm: &LlmConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
+        let env = self.env;
+        Ok(match llm {
+            LlmConfig::Scripted { script } => match self.scripts.get(script) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = ScriptedModel::new(Script::load(script)?);
+                    self.scripts.insert(script.clone(), m.clone());
+                    m
+                }
+            },
+            LlmConfig::OpenAi {
+                base_url,
+                model,
+                api_key_env,
+                base_url_env,
+                model_env,
+                temperature,
+                max_tokens,
+                timeout,
+                max_retries,
+            } => {
+                let base_url = base_url_env
+                    .as_deref()
+                    .and_then(env)
+                    .unwrap_or_else(|| base_url.clone());
+                let model = model_env
+                    .as_deref()
+                    .and_then(env)
+                    .unwrap_or_else(|| model.clone());
+                if model.trim().is_empty() {
+                    return Err(LlmError::MissingModel(
+                        model_env.clone().unwrap_or_default(),
+                    ));
+                }
+                let api_key = match api_key_env {
+                    Some(var) => {
+                        Some(env(var).ok_or_else(|| LlmError::MissingApiKey(var.clone()))?)
+                    }
+                    None => None,
+                };
+                Arc::new(OpenAiModel::new(OpenAiSettings {
+                    base_url,
+                    model,
+                    api_key,
+                    temperature: *temperature,
+                    max_tokens: *max_tokens,
+                    request_timeout: *timeout,
+                    max_retries: *max_retries,
+                    backoff_base: Duration::from_millis(500),
+                    backoff_max: Duration::from_secs(30),
+                })?)
+            }
+        })
+    }
+}
