@@ -69,9 +69,31 @@ fn every_problem_is_listed_including_the_script() {
     );
     assert!(out.contains("agents[1].id: id `m` is used twice"), "{out}");
     assert!(
-        out.contains("script.yaml: replies.ghost: the team has no agent `ghost`"),
+        out.contains("script.yaml: replies.ghost: the team has no agent or agent template `ghost`"),
         "{out}"
     );
+}
+
+#[test]
+fn a_bad_template_file_is_named_with_its_field() {
+    let f = temp(
+        "template",
+        "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: r, skills: [task_manager, agent_manager]}\nagent_templates: [templates]\n",
+    );
+    let templates = f.parent().unwrap().join("templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::write(
+        templates.join("coder.yaml"),
+        "role: coder\nskills: [planning, telepathy]\n",
+    )
+    .unwrap();
+    let (code, out) = check(&f);
+    assert_eq!(code, 1);
+    let want = format!(
+        "{}: skills[1]: unknown skill `telepathy`",
+        templates.join("coder.yaml").display()
+    );
+    assert!(out.contains(&want), "{out}");
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The team file exactly as written (serde, `deny_unknown_fields`), before any validation.
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::fmt;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +26,9 @@ pub struct RawTeam {
     /// People who take part: they log in to the console and talk to agents.
     #[serde(default)]
     pub humans: Vec<RawHuman>,
+    /// What managers may create new agents from (agent_manager `init_new_agent`).
+    #[serde(default)]
+    pub agent_templates: Option<RawTemplates>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -84,6 +89,81 @@ pub struct RawLlm {
     // scripted
     #[serde(default)]
     pub script: Option<String>,
+}
+
+/// One agent template as written, inline in the team file or alone in its own file.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawTemplate {
+    /// Required inline; in its own file it defaults to the file stem.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub role: String,
+    #[serde(default)]
+    pub profile: String,
+    pub skills: Vec<String>,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Defaults to the team's top-level `llm`.
+    #[serde(default)]
+    pub llm: Option<RawLlm>,
+}
+
+/// `agent_templates:` — one path, or a list of paths and inline templates.
+#[derive(Debug, Clone)]
+pub enum RawTemplates {
+    One(String),
+    Many(Vec<RawTemplateItem>),
+}
+
+/// One entry of an `agent_templates:` list.
+#[derive(Debug, Clone)]
+pub enum RawTemplateItem {
+    /// A template file, or a folder whose `*.yaml`/`*.yml` files each hold one template.
+    Path(String),
+    Inline(RawTemplate),
+}
+
+// These two are hand-written rather than `#[serde(untagged)]`: untagged buffers the value and
+// then reports only "data did not match any variant", losing which field was wrong. Choosing the
+// variant by the YAML node's kind keeps serde_yaml's path (`agent_templates[1].colour`).
+impl<'de> Deserialize<'de> for RawTemplates {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawTemplates;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a path, or a list of paths and inline templates")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawTemplates, E> {
+                Ok(RawTemplates::One(v.to_owned()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawTemplates, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(RawTemplates::Many)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawTemplateItem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawTemplateItem;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a template file or folder path, or an inline template")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawTemplateItem, E> {
+                Ok(RawTemplateItem::Path(v.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawTemplateItem, A::Error> {
+                RawTemplate::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawTemplateItem::Inline)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A single path or a list of them.

@@ -1,7 +1,9 @@
 //! Validation of a raw team file into a `TeamConfig`. Every problem found is reported at once,
 //! each naming the file and the field (`agents[1].skills[2]`), so a user fixes them in one go.
 
-use super::raw::{RawLlm, RawTeam};
+use super::agent::{Findings, Site, TeamLlm, check_body, check_tools};
+use super::raw::RawTeam;
+use super::templates::{AgentTemplate, load_templates};
 use crate::ids::AgentId;
 use crate::llm::scripted::Script;
 use crate::mcp::{McpServerConfig, load_servers};
@@ -9,8 +11,8 @@ use crate::prompt::{Language, check_prompt_dir};
 use crate::state::Skill;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
+pub use super::agent::LlmConfig;
 pub use crate::problem::Problem;
 
 #[derive(Debug, thiserror::Error)]
@@ -51,32 +53,25 @@ impl ConfigError {
 }
 
 /// serde_yaml writes `agents[0].skills[1]: unknown variant …`; split the path off as the field.
-fn split_yaml_message(m: &str) -> (String, String) {
-    match m.split_once(": ") {
-        Some((path, rest)) if !path.contains(' ') => (path.to_owned(), rest.to_owned()),
-        _ => ("(document)".to_owned(), m.to_owned()),
-    }
-}
-
-/// Which LLM an agent calls.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LlmConfig {
-    OpenAi {
-        base_url: String,
-        model: String,
-        /// The env var holding the API key; read only when the team starts.
-        api_key_env: Option<String>,
-        /// Env vars overriding base_url and model when set (read when the team starts).
-        base_url_env: Option<String>,
-        model_env: Option<String>,
-        temperature: Option<f32>,
-        max_tokens: Option<u32>,
-        timeout: Duration,
-        max_retries: u32,
-    },
-    Scripted {
-        script: PathBuf,
-    },
+/// An unknown key is named in the message only, so it is appended to the path: the field a user
+/// must delete is `agents[0].colour`, not `agents[0]` (and `colour`, not the whole document, at
+/// the top of a file).
+pub(super) fn split_yaml_message(m: &str) -> (String, String) {
+    let (path, rest) = match m.split_once(": ") {
+        Some((path, rest)) if !path.contains(' ') => (Some(path), rest),
+        _ => (None, m),
+    };
+    let unknown = rest
+        .strip_prefix("unknown field `")
+        .and_then(|r| r.split_once('`'))
+        .map(|(key, _)| key);
+    let field = match (path, unknown) {
+        (Some(p), Some(k)) => format!("{p}.{k}"),
+        (None, Some(k)) => k.to_owned(),
+        (Some(p), None) => p.to_owned(),
+        (None, None) => "(document)".to_owned(),
+    };
+    (field, rest.to_owned())
 }
 
 #[derive(Clone, Debug)]
@@ -102,7 +97,7 @@ pub struct TeamConfig {
     /// The people of the team (human agents).
     pub humans: Vec<HumanEntry>,
     /// Templates managers can instantiate new agents from (agent_manager).
-    pub templates: Vec<super::AgentTemplate>,
+    pub templates: Vec<AgentTemplate>,
 }
 
 /// A person of the team: who they are and how they log in.
@@ -124,17 +119,12 @@ impl TeamConfig {
             .iter()
             .filter(|a| a.skills.contains(&Skill::TaskManager))
     }
-}
 
-/// Skills that need parts this version does not ship yet; naming them is an error, not a
-/// silent no-op.
-const UNSUPPORTED: [(Skill, &str); 2] = [
-    (
-        Skill::AgentManager,
-        "agent_manager is not available in this version",
-    ),
-    (Skill::AskInfo, "ask_info is not available in this version"),
-];
+    /// The template a manager names in `init_new_agent`.
+    pub fn template(&self, name: &str) -> Option<&AgentTemplate> {
+        self.templates.iter().find(|t| t.name == name)
+    }
+}
 
 /// Reads and validates a team file (and the script or prompts it names).
 pub fn load_team(path: &Path) -> Result<TeamConfig, ConfigError> {
@@ -154,23 +144,17 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut problems = Vec::new();
-    let mut problem = |field: String, message: String| {
-        problems.push(Problem {
-            file: file.to_path_buf(),
-            field,
-            message,
-        });
-    };
+    let mut out = Findings::default();
 
     let language = match raw.language.as_deref().unwrap_or("en").parse::<Language>() {
         Ok(l) => l,
         Err(_) => {
-            problem(
-                "language".into(),
+            out.add(
+                file,
+                "language",
                 format!(
                     "`{}` is not a prompt language (use en or zh)",
-                    raw.language.unwrap_or_default()
+                    raw.language.clone().unwrap_or_default()
                 ),
             );
             Language::En
@@ -181,8 +165,9 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let mut prompt_problems = Vec::new();
     if let Some(dir) = &prompts_dir {
         if !dir.is_dir() {
-            problem(
-                "prompts_dir".into(),
+            out.add(
+                file,
+                "prompts_dir",
                 format!("{} is not a folder", dir.display()),
             );
         } else {
@@ -202,97 +187,41 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     };
 
     if raw.agents.is_empty() {
-        problem("agents".into(), "the team has no agents".into());
+        out.add(file, "agents", "the team has no agents");
     }
+
+    // Checked once here, so a broken team `llm` is one problem, not one per agent using it.
+    let team_llm = TeamLlm::check(raw.llm.as_ref(), file, base, &mut out);
 
     let mut seen = BTreeSet::new();
     let mut agents = Vec::new();
-    let mut scripts: Vec<(String, PathBuf)> = Vec::new();
     for (i, a) in raw.agents.iter().enumerate() {
-        let at = format!("agents[{i}]");
+        let site = Site {
+            file,
+            prefix: format!("agents[{i}]."),
+            base,
+        };
         let id = a.id.trim();
         if let Err(why) = claim_id(id, &mut seen) {
-            problem(format!("{at}.id"), why);
+            out.add(file, site.field("id"), why);
         }
-        let mut skills = Vec::new();
-        for (j, s) in a.skills.iter().enumerate() {
-            match s.parse::<Skill>() {
-                Ok(skill) if skills.contains(&skill) => problem(
-                    format!("{at}.skills[{j}]"),
-                    format!("skill `{skill}` is listed twice"),
-                ),
-                Ok(skill) => {
-                    if let Some((_, why)) = UNSUPPORTED.iter().find(|(u, _)| *u == skill) {
-                        problem(format!("{at}.skills[{j}]"), (*why).to_owned());
-                    }
-                    skills.push(skill);
-                }
-                Err(_) => problem(
-                    format!("{at}.skills[{j}]"),
-                    format!(
-                        "unknown skill `{s}`; skills are: {}",
-                        Skill::ALL
-                            .iter()
-                            .map(|k| k.name())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ),
-            }
-        }
-        for (j, t) in a.tools.iter().enumerate() {
-            if !servers.iter().any(|s| &s.name == t) {
-                let known = servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>();
-                let known = if known.is_empty() {
-                    "the team names no mcp_servers".to_owned()
-                } else {
-                    format!("known: {}", known.join(", "))
-                };
-                problem(
-                    format!("{at}.tools[{j}]"),
-                    format!("unknown MCP server `{t}` ({known})"),
-                );
-            }
-        }
-        if !a.tools.is_empty() && !a.skills.iter().any(|s| s == "instruction_generation") {
-            problem(
-                format!("{at}.skills"),
-                "an agent with tools needs the instruction_generation skill to call them".into(),
-            );
-        }
-        let llm_source = a
-            .llm
-            .as_ref()
-            .map(|l| (format!("{at}.llm"), l))
-            .or(raw.llm.as_ref().map(|l| ("llm".to_owned(), l)));
-        let llm = match llm_source {
-            None => {
-                problem(
-                    format!("{at}.llm"),
-                    "no LLM configured (set `llm` at the top of the file or on the agent)".into(),
-                );
-                None
-            }
-            Some((field, l)) => match llm_config(l, base) {
-                Ok(c) => {
-                    if let LlmConfig::Scripted { script } = &c {
-                        scripts.push((field, script.clone()));
-                    }
-                    Some(c)
-                }
-                Err((sub, msg)) => {
-                    problem(format!("{field}.{sub}"), msg);
-                    None
-                }
-            },
-        };
-        if let Some(llm) = llm {
+        let body = check_body(
+            &site,
+            "an agent",
+            &a.skills,
+            &a.tools,
+            a.llm.as_ref(),
+            &team_llm,
+            &mut out,
+        );
+        check_tools(&site, &a.tools, &servers, &mut out);
+        if let Some(llm) = body.llm {
             agents.push(AgentConfig {
                 id: AgentId::from(id),
                 name: a.name.clone().unwrap_or_else(|| id.to_owned()),
                 role: a.role.clone(),
                 profile: a.profile.clone(),
-                skills,
+                skills: body.skills,
                 tools: a.tools.clone(),
                 llm,
             });
@@ -303,10 +232,10 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         let at = format!("humans[{i}]");
         let id = h.id.trim();
         if let Err(why) = claim_id(id, &mut seen) {
-            problem(format!("{at}.id"), why);
+            out.add(file, format!("{at}.id"), why);
         }
         if let Err(why) = crate::auth::check_hash(&h.password_hash) {
-            problem(format!("{at}.password_hash"), why);
+            out.add(file, format!("{at}.password_hash"), why);
         }
         humans.push(HumanEntry {
             id: AgentId::from(id),
@@ -323,40 +252,38 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
             .iter()
             .any(|a| a.skills.iter().any(|s| s == "task_manager"))
     {
-        problem(
-            "agents".into(),
-            "no agent has the task_manager skill, so nobody can turn a goal into a task".into(),
+        out.add(
+            file,
+            "agents",
+            "no agent has the task_manager skill, so nobody can turn a goal into a task",
         );
     }
 
-    // A script is checked once, against the agents and skills of the team.
+    let templates = load_templates(&raw, file, base, &team_llm, &mut out);
+
+    // A script is checked once, against the agents, templates and skills of the team: replies
+    // may be keyed by an agent id or, for agents a manager creates, by a template name.
+    let keys: Vec<String> = raw
+        .agents
+        .iter()
+        .map(|a| a.id.trim().to_owned())
+        .chain(templates.iter().map(|t| t.name.clone()))
+        .collect();
     let mut checked = BTreeSet::new();
-    for (field, path) in scripts {
+    for (field, path) in std::mem::take(&mut out.scripts) {
         if !checked.insert(path.clone()) {
             continue;
         }
         match Script::load(&path) {
             Ok(script) => {
-                for p in script.check_against(
-                    &raw.agents
-                        .iter()
-                        .map(|a| a.id.trim().to_owned())
-                        .collect::<Vec<_>>(),
-                ) {
-                    problems.push(Problem {
-                        file: path.clone(),
-                        field: p.0,
-                        message: p.1,
-                    });
+                for (sub, message) in script.check_against(&keys) {
+                    out.add(&path, sub, message);
                 }
             }
-            Err(e) => problems.push(Problem {
-                file: path.clone(),
-                field: format!("({field}.script)"),
-                message: e.to_string(),
-            }),
+            Err(e) => out.add(&path, format!("({field}.script)"), e.to_string()),
         }
     }
+    let mut problems = out.problems;
     problems.extend(prompt_problems);
     problems.extend(server_problems);
 
@@ -371,20 +298,24 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         agents,
         servers,
         humans,
-        templates: Vec::new(),
+        templates,
     })
 }
 
 /// Takes an id for an agent or a person: usable, and not taken (agents and humans share one
 /// id space, since both receive messages).
 fn claim_id(id: &str, seen: &mut BTreeSet<String>) -> Result<(), String> {
+    // `[`-names are how runtime senders sign their messages (`[TaskState]`, `[SyncState]`); an
+    // agent called that could pass for the runtime.
     if id.is_empty()
+        || id.starts_with('[')
         || id
             .chars()
             .any(|c| c.is_whitespace() || c == '<' || c == '>')
     {
         return Err(format!(
-            "`{id}` is not a usable id (no spaces or angle brackets)"
+            "`{id}` is not a usable id (no spaces or angle brackets, and no leading `[`, which \
+             is kept for runtime senders such as `[TaskState]`)"
         ));
     }
     if !seen.insert(id.to_owned()) {
@@ -395,69 +326,10 @@ fn claim_id(id: &str, seen: &mut BTreeSet<String>) -> Result<(), String> {
     Ok(())
 }
 
-fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, String)> {
-    match l.provider.as_str() {
-        "openai" => {
-            let model = l.model.clone().filter(|m| !m.trim().is_empty());
-            if model.is_none() && l.model_env.is_none() {
-                return Err((
-                    "model".to_owned(),
-                    "the openai provider needs a model (or model_env)".to_owned(),
-                ));
-            }
-            if let Some(t) = l.temperature {
-                if !(0.0..=2.0).contains(&t) {
-                    return Err(("temperature".into(), format!("{t} is outside 0.0..=2.0")));
-                }
-            }
-            if l.max_tokens == Some(0) {
-                return Err(("max_tokens".into(), "must be at least 1".into()));
-            }
-            if l.script.is_some() {
-                return Err((
-                    "script".into(),
-                    "only the scripted provider takes a script".into(),
-                ));
-            }
-            Ok(LlmConfig::OpenAi {
-                base_url: l
-                    .base_url
-                    .clone()
-                    .unwrap_or_else(|| "https://api.openai.com/v1".into()),
-                model: model.unwrap_or_default(),
-                api_key_env: l.api_key_env.clone(),
-                base_url_env: l.base_url_env.clone(),
-                model_env: l.model_env.clone(),
-                temperature: l.temperature,
-                max_tokens: l.max_tokens,
-                timeout: Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1)),
-                max_retries: l.max_retries.unwrap_or(3),
-            })
-        }
-        "scripted" => {
-            let script = l.script.as_ref().ok_or((
-                "script".to_owned(),
-                "the scripted provider needs a script file".to_owned(),
-            ))?;
-            let path = base.join(script);
-            if !path.is_file() {
-                return Err((
-                    "script".into(),
-                    format!("{} does not exist", path.display()),
-                ));
-            }
-            Ok(LlmConfig::Scripted { script: path })
-        }
-        other => Err((
-            "provider".into(),
-            format!("unknown provider `{other}` (use openai or scripted)"),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);
@@ -547,6 +419,80 @@ mod tests {
         assert!(
             fields.contains(&"humans[0].id") && fields.contains(&"humans[0].password_hash"),
             "{fields:?}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_as_the_field() {
+        let d = tmp("unknown-key");
+        let f = write(&d, "team.yaml", "colour: blue\nagents: []\n");
+        let p = &load_team(&f).unwrap_err().problems()[0];
+        assert_eq!(p.field, "colour", "{p}");
+    }
+
+    #[test]
+    fn agent_manager_and_ask_info_are_supported_skills() {
+        let d = tmp("skills");
+        let f = write(
+            &d,
+            "team.yaml",
+            "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager, agent_manager, ask_info]}\n",
+        );
+        let t = load_team(&f).unwrap();
+        assert!(t.agents[0].skills.contains(&Skill::AgentManager));
+        assert!(t.agents[0].skills.contains(&Skill::AskInfo));
+    }
+
+    #[test]
+    fn ids_starting_with_a_bracket_are_kept_for_the_runtime() {
+        let d = tmp("bracket");
+        let f = write(
+            &d,
+            "team.yaml",
+            "llm: {provider: openai, model: m}\nagents:\n  - {id: \"[TaskState]\", role: manager, skills: [task_manager]}\n  - {id: \"a[1]\", role: r, skills: [think]}\n",
+        );
+        let problems = load_team(&f).unwrap_err().problems();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].field, "agents[0].id");
+        assert!(problems[0].message.contains("[TaskState]"), "{problems:?}");
+    }
+
+    #[test]
+    fn scripts_may_key_replies_by_agent_or_template_and_all_are_checked() {
+        let d = tmp("script-keys");
+        write(
+            &d,
+            "team-script.yaml",
+            "replies:\n  m:\n    think: [a]\n  coder:\n    think: [b]\n  ghost:\n    think: [c]\n",
+        );
+        // Used by a template only: still checked, and against the same names.
+        write(
+            &d,
+            "critic-script.yaml",
+            "replies:\n  critic:\n    think: [d]\n  phantom:\n    think: [e]\n",
+        );
+        let f = write(
+            &d,
+            "team.yaml",
+            "llm: {provider: scripted, script: team-script.yaml}\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\nagent_templates:\n  - {name: coder, role: r, skills: [think]}\n  - {name: critic, role: r, skills: [think], llm: {provider: scripted, script: critic-script.yaml}}\n",
+        );
+        let problems = load_team(&f).unwrap_err().problems();
+        let got: Vec<_> = problems
+            .iter()
+            .map(|p| {
+                (
+                    p.file.file_name().unwrap().to_str().unwrap(),
+                    p.field.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("team-script.yaml", "replies.ghost"),
+                ("critic-script.yaml", "replies.phantom")
+            ],
+            "{problems:?}"
         );
     }
 }

@@ -1,11 +1,13 @@
-//! The `scripted` provider: replies from a YAML script, selected by agent id and skill and
-//! consumed in order, for offline runs and tests. A reply may name the ids of the step that
-//! asks (`{{task_id}}`, `{{stage_id}}`, `{{step_id}}`, `{{agent_id}}`); agents are named by their
-//! configured id. A script that runs out fails that step with a clear message.
+//! The `scripted` provider: replies from a YAML script, selected by agent and skill and
+//! consumed in order, for offline runs and tests. Replies are keyed by agent id or, for agents
+//! a manager creates at run time (whose ids a script cannot know in advance), by the name of
+//! the template they were created from; an agent's own id wins when the script has both. A
+//! reply may name the ids of the step that asks (`{{task_id}}`, `{{stage_id}}`, `{{step_id}}`,
+//! `{{agent_id}}`). A script that runs out fails that step with a clear message.
 //!
 //! ```yaml
 //! replies:
-//!   writer:                      # agent id
+//!   writer:                      # agent id (or template name)
 //!     think:                     # skill
 //!       - "<think>…</think>"
 //!       - text: "<think>…</think>"
@@ -52,7 +54,7 @@ struct ScriptFile {
     replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
 }
 
-/// A loaded script: `agent → skill → replies in order`.
+/// A loaded script: `agent id or template name → skill → replies in order`.
 #[derive(Clone, Debug)]
 pub struct Script {
     replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
@@ -72,15 +74,15 @@ impl Script {
         Ok(Script { replies: f.replies })
     }
 
-    /// Problems as (field, message): replies for agents the team lacks, unknown skills, and
-    /// placeholders that do not exist.
-    pub fn check_against(&self, agent_ids: &[String]) -> Vec<(String, String)> {
+    /// Problems as (field, message): replies keyed by a name that is neither one of `keys` (the
+    /// team's agent ids and template names), unknown skills, and placeholders that do not exist.
+    pub fn check_against(&self, keys: &[String]) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for (agent, skills) in &self.replies {
-            if !agent_ids.iter().any(|a| a == agent) {
+            if !keys.iter().any(|a| a == agent) {
                 out.push((
                     format!("replies.{agent}"),
-                    format!("the team has no agent `{agent}`"),
+                    format!("the team has no agent or agent template `{agent}`"),
                 ));
             }
             for (skill, entries) in skills {
@@ -101,7 +103,8 @@ impl Script {
     }
 }
 
-/// Serves a script; one cursor per (agent, skill), shared by every agent that uses it.
+/// Serves a script; one cursor per (script key, skill), shared by every agent that uses it — so
+/// agents made from one template take that template's replies in turn.
 pub struct ScriptedModel {
     script: Script,
     cursors: Mutex<HashMap<(String, String), usize>>,
@@ -117,20 +120,26 @@ impl ScriptedModel {
 
     fn next(&self, req: &ChatRequest) -> Result<Entry, LlmError> {
         let agent = req.agent_id.as_str();
-        let list = self
-            .script
-            .replies
-            .get(agent)
-            .and_then(|s| s.get(&req.skill));
+        // The agent's own id first; its template only when the script never names the agent.
+        let named = |key: &str| self.script.replies.contains_key(key);
+        let template = match req.template.as_deref() {
+            Some(t) if !named(agent) && named(t) => Some(t),
+            _ => None,
+        };
+        let key = template.unwrap_or(agent);
+        let list = self.script.replies.get(key).and_then(|s| s.get(&req.skill));
         let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
         let used = cursors
-            .entry((agent.to_owned(), req.skill.clone()))
+            .entry((key.to_owned(), req.skill.clone()))
             .or_insert(0);
         let entry =
             list.and_then(|l| l.get(*used))
                 .cloned()
                 .ok_or_else(|| LlmError::ScriptExhausted {
-                    agent: agent.to_owned(),
+                    agent: match template {
+                        Some(t) => format!("{agent} (template {t})"),
+                        None => agent.to_owned(),
+                    },
                     skill: req.skill.clone(),
                     used: *used,
                 })?;
@@ -207,6 +216,10 @@ mod tests {
     use crate::ids::{StageId, StageRef};
 
     fn req(agent: &str, skill: &str) -> ChatRequest {
+        req_from(agent, None, skill)
+    }
+
+    fn req_from(agent: &str, template: Option<&str>, skill: &str) -> ChatRequest {
         ChatRequest {
             prompt: "p".repeat(40),
             agent_id: agent.into(),
@@ -214,7 +227,7 @@ mod tests {
             task_id: "T1".into(),
             stage_id: StageRef::Stage(StageId::from("S1")),
             step_id: "P1".into(),
-            template: None,
+            template: template.map(str::to_owned),
         }
     }
 
@@ -242,5 +255,45 @@ mod tests {
         let p = s.check_against(&["w".into()]);
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[2].1.contains("unknown placeholder {{nope}}"));
+    }
+
+    #[tokio::test]
+    async fn agents_made_from_a_template_take_its_replies_in_turn() {
+        let m = ScriptedModel::new(
+            Script::parse("replies:\n  coder:\n    think: [one, two]\n  c1:\n    think: [own]\n")
+                .unwrap(),
+        );
+        let ask = |agent: &str| m.chat(req_from(agent, Some("coder"), "think"));
+        assert_eq!(ask("c2").await.unwrap().text, "one");
+        assert_eq!(ask("c3").await.unwrap().text, "two");
+        // Named in the script itself: its own replies win over the template's.
+        assert_eq!(ask("c1").await.unwrap().text, "own");
+        let err = ask("c4").await.unwrap_err().to_string();
+        assert!(
+            err.contains("agent `c4 (template coder)` skill `think`"),
+            "{err}"
+        );
+        // A template the script does not name: the agent id is what is missing.
+        let err = m
+            .chat(req_from("c5", Some("critic"), "think"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("agent `c5` skill `think`"), "{err}");
+    }
+
+    #[test]
+    fn check_accepts_agent_ids_and_template_names_only() {
+        let s = Script::parse(
+            "replies:\n  w:\n    think: [a]\n  coder:\n    think: [b]\n  ghost:\n    think: [c]\n",
+        )
+        .unwrap();
+        let p = s.check_against(&["w".into(), "coder".into()]);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].0, "replies.ghost");
+        assert!(
+            p[0].1.contains("no agent or agent template `ghost`"),
+            "{p:?}"
+        );
     }
 }

@@ -1,0 +1,254 @@
+//! What an agent is made of — skills, tools and an LLM — checked the same way whether it is a
+//! configured agent or an agent template, so both get the same rules and the same messages.
+
+use super::raw::RawLlm;
+use crate::mcp::McpServerConfig;
+use crate::problem::Problem;
+use crate::state::Skill;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which LLM an agent calls.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LlmConfig {
+    OpenAi {
+        base_url: String,
+        model: String,
+        /// The env var holding the API key; read only when the team starts.
+        api_key_env: Option<String>,
+        /// Env vars overriding base_url and model when set (read when the team starts).
+        base_url_env: Option<String>,
+        model_env: Option<String>,
+        temperature: Option<f32>,
+        max_tokens: Option<u32>,
+        timeout: Duration,
+        max_retries: u32,
+    },
+    Scripted {
+        script: PathBuf,
+    },
+}
+
+/// What validation collects as it goes: every problem, and the scripts to check once at the end
+/// (with the field that named each, for a script that cannot be read).
+#[derive(Default)]
+pub(super) struct Findings {
+    pub problems: Vec<Problem>,
+    pub scripts: Vec<(String, PathBuf)>,
+}
+
+impl Findings {
+    pub fn add(&mut self, file: &Path, field: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem {
+            file: file.to_path_buf(),
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+}
+
+/// Where an agent or template was written: its file, the prefix its fields carry there
+/// (`agents[2].`, `agent_templates[0].`, or nothing in a template's own file), and the folder
+/// its relative paths (a script) start from.
+pub(super) struct Site<'a> {
+    pub file: &'a Path,
+    pub prefix: String,
+    pub base: &'a Path,
+}
+
+impl Site<'_> {
+    pub fn field(&self, sub: &str) -> String {
+        format!("{}{sub}", self.prefix)
+    }
+}
+
+/// The team's top-level `llm`, checked once (in the team file) and then lent to every agent
+/// and template that sets none of its own.
+pub(super) enum TeamLlm {
+    Unset,
+    /// Set but wrong; already reported, so borrowers stay quiet about it.
+    Invalid,
+    Valid(LlmConfig),
+}
+
+impl TeamLlm {
+    pub fn check(raw: Option<&RawLlm>, team_file: &Path, base: &Path, out: &mut Findings) -> Self {
+        let Some(l) = raw else {
+            return TeamLlm::Unset;
+        };
+        match llm_config(l, base) {
+            Ok(c) => {
+                if let LlmConfig::Scripted { script } = &c {
+                    out.scripts.push(("llm".into(), script.clone()));
+                }
+                TeamLlm::Valid(c)
+            }
+            Err((sub, msg)) => {
+                out.add(team_file, format!("llm.{sub}"), msg);
+                TeamLlm::Invalid
+            }
+        }
+    }
+}
+
+/// The checked skills and LLM of an agent or template. `llm` is `None` when it could not be
+/// had; the reason is already in the findings.
+pub(super) struct Body {
+    pub skills: Vec<Skill>,
+    pub llm: Option<LlmConfig>,
+}
+
+/// Checks what agents and templates share: skills known and listed once, tools only with the
+/// instruction_generation skill (the only way a tool step gets its call), and an LLM that is
+/// configured and valid. `what` names the thing in messages ("an agent", "a template").
+pub(super) fn check_body(
+    site: &Site,
+    what: &str,
+    skills: &[String],
+    tools: &[String],
+    llm: Option<&RawLlm>,
+    team_llm: &TeamLlm,
+    out: &mut Findings,
+) -> Body {
+    let mut known = Vec::new();
+    for (j, s) in skills.iter().enumerate() {
+        match s.parse::<Skill>() {
+            Ok(skill) if known.contains(&skill) => out.add(
+                site.file,
+                site.field(&format!("skills[{j}]")),
+                format!("skill `{skill}` is listed twice"),
+            ),
+            Ok(skill) => known.push(skill),
+            Err(_) => out.add(
+                site.file,
+                site.field(&format!("skills[{j}]")),
+                format!(
+                    "unknown skill `{s}`; skills are: {}",
+                    Skill::ALL
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        }
+    }
+    if !tools.is_empty() && !known.contains(&Skill::InstructionGeneration) {
+        out.add(
+            site.file,
+            site.field("skills"),
+            format!("{what} with tools needs the instruction_generation skill to call them"),
+        );
+    }
+    let llm = match (llm, team_llm) {
+        (Some(l), _) => match llm_config(l, site.base) {
+            Ok(c) => {
+                if let LlmConfig::Scripted { script } = &c {
+                    out.scripts.push((site.field("llm"), script.clone()));
+                }
+                Some(c)
+            }
+            Err((sub, msg)) => {
+                out.add(site.file, site.field(&format!("llm.{sub}")), msg);
+                None
+            }
+        },
+        (None, TeamLlm::Valid(c)) => Some(c.clone()),
+        (None, TeamLlm::Invalid) => None,
+        (None, TeamLlm::Unset) => {
+            out.add(
+                site.file,
+                site.field("llm"),
+                format!("no LLM configured (set `llm` at the top of the team file or on {what})"),
+            );
+            None
+        }
+    };
+    Body { skills: known, llm }
+}
+
+/// A configured agent may only name MCP servers the team lists. (Templates are not held to
+/// this: see `templates.rs`.)
+pub(super) fn check_tools(
+    site: &Site,
+    tools: &[String],
+    servers: &[McpServerConfig],
+    out: &mut Findings,
+) {
+    for (j, t) in tools.iter().enumerate() {
+        if !servers.iter().any(|s| &s.name == t) {
+            let known = servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>();
+            let known = if known.is_empty() {
+                "the team names no mcp_servers".to_owned()
+            } else {
+                format!("known: {}", known.join(", "))
+            };
+            out.add(
+                site.file,
+                site.field(&format!("tools[{j}]")),
+                format!("unknown MCP server `{t}` ({known})"),
+            );
+        }
+    }
+}
+
+/// Checks one raw LLM block; an error is (sub-field, message), e.g. ("model", "…").
+pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, String)> {
+    match l.provider.as_str() {
+        "openai" => {
+            let model = l.model.clone().filter(|m| !m.trim().is_empty());
+            if model.is_none() && l.model_env.is_none() {
+                return Err((
+                    "model".to_owned(),
+                    "the openai provider needs a model (or model_env)".to_owned(),
+                ));
+            }
+            if let Some(t) = l.temperature {
+                if !(0.0..=2.0).contains(&t) {
+                    return Err(("temperature".into(), format!("{t} is outside 0.0..=2.0")));
+                }
+            }
+            if l.max_tokens == Some(0) {
+                return Err(("max_tokens".into(), "must be at least 1".into()));
+            }
+            if l.script.is_some() {
+                return Err((
+                    "script".into(),
+                    "only the scripted provider takes a script".into(),
+                ));
+            }
+            Ok(LlmConfig::OpenAi {
+                base_url: l
+                    .base_url
+                    .clone()
+                    .unwrap_or_else(|| "https://api.openai.com/v1".into()),
+                model: model.unwrap_or_default(),
+                api_key_env: l.api_key_env.clone(),
+                base_url_env: l.base_url_env.clone(),
+                model_env: l.model_env.clone(),
+                temperature: l.temperature,
+                max_tokens: l.max_tokens,
+                timeout: Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1)),
+                max_retries: l.max_retries.unwrap_or(3),
+            })
+        }
+        "scripted" => {
+            let script = l.script.as_ref().ok_or((
+                "script".to_owned(),
+                "the scripted provider needs a script file".to_owned(),
+            ))?;
+            let path = base.join(script);
+            if !path.is_file() {
+                return Err((
+                    "script".into(),
+                    format!("{} does not exist", path.display()),
+                ));
+            }
+            Ok(LlmConfig::Scripted { script: path })
+        }
+        other => Err((
+            "provider".into(),
+            format!("unknown provider `{other}` (use openai or scripted)"),
+        )),
+    }
+}

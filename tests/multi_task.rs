@@ -1,0 +1,216 @@
+//! Several tasks at once (seed §10.3): one manager runs two tasks and one worker is allocated in
+//! a stage of each, so its queue interleaves the two stages' steps. Every agent talks to a local
+//! OpenAI-compatible server that answers by what each prompt asks, so the test can read every
+//! prompt: a stage's prompts must show only that stage's steps.
+
+#[path = "support/openai_stub.rs"]
+mod openai_stub;
+
+use cohort::actors::{Host, start_team};
+use cohort::config::load_team;
+use cohort::monitor::StateKind;
+use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The first `- key: value` line of a prompt: the current step's, which comes before history.
+fn field<'a>(prompt: &'a str, key: &str) -> &'a str {
+    let tag = format!("- {key}: ");
+    prompt
+        .lines()
+        .find_map(|l| l.strip_prefix(&tag))
+        .unwrap_or_default()
+        .split(' ')
+        .next()
+        .unwrap_or_default()
+}
+
+/// The current step's content: what this step is about (history and rules left out).
+fn content(prompt: &str) -> String {
+    prompt
+        .lines()
+        .skip_while(|l| l.trim() != "## Content")
+        .skip(1)
+        .take_while(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Answers as a manager or a worker would, from the current step of the prompt.
+fn answer(req: &RecordedRequest) -> StubResponse {
+    let prompt = req.prompt().unwrap_or_default();
+    let (skill, task, stage) = (
+        field(prompt, "executor"),
+        field(prompt, "task_id"),
+        field(prompt, "stage_id"),
+    );
+    let p = content(prompt);
+    let text = match skill {
+        "process_message" => {
+            let act = |what: &str| {
+                format!(r#"<react_action>{{"step_intention": "{what}", "text_content": "{what}"}}</react_action>"#)
+            };
+            // The runtime's notices first: they quote the task intention, which names a goal.
+            if p.contains("was created with you as its manager") {
+                act("add_stage")
+            } else if p.contains("has submitted its completion summary") {
+                act("finish_stage")
+            } else if p.contains("has no stage left to run") {
+                act("finish_task")
+            } else if p.contains("goal ALPHA") {
+                act("add_task ALPHA")
+            } else if p.contains("goal BETA") {
+                act("add_task BETA")
+            } else {
+                "Noted.".into()
+            }
+        }
+        "decision" => {
+            let what = ["add_task ALPHA", "add_task BETA", "add_stage", "finish_stage", "finish_task"]
+                .into_iter()
+                .find(|w| p.contains(w))
+                .unwrap_or("finish_task");
+            format!(
+                r#"<planned_step>[{{"step_intention": "{what}", "type": "skill", "executor": "task_manager", "text_content": "{what}"}}]</planned_step>"#
+            )
+        }
+        "task_manager" => {
+            if p.contains("add_task ALPHA") || p.contains("add_task BETA") {
+                let goal = if p.contains("add_task ALPHA") { "ALPHA" } else { "BETA" };
+                format!(r#"<task_instruction>{{"action": "add_task", "task_name": "{goal}", "task_intention": "Reach goal {goal}"}}</task_instruction>"#)
+            } else if p.contains("add_stage") {
+                format!(
+                    r#"<task_instruction>{{"action": "add_stage", "task_id": "{task}", "stages": [{{"stage_intention": "Work on {task}", "agent_allocation": {{"w": "Do the work of {task}"}}}}]}}</task_instruction>"#
+                )
+            } else if p.contains("finish_stage") {
+                format!(r#"<task_instruction>{{"action": "finish_stage", "task_id": "{task}", "stage_id": "{stage}"}}</task_instruction>"#)
+            } else {
+                format!(r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "task_summary": "done"}}</task_instruction>"#)
+            }
+        }
+        "planning" => {
+            // Slow planning: the other task's stage starts meanwhile, so the worker's queue
+            // holds both stages at once.
+            let plan = r#"<planned_step>[{"step_intention": "Take notes", "type": "skill", "executor": "think", "text_content": "Take notes"}, {"step_intention": "Check", "type": "skill", "executor": "reflection", "text_content": "Check"}]</planned_step>"#;
+            return StubResponse::reply(plan).with_delay(Duration::from_millis(300));
+        }
+        "think" => format!("<think>notes for stage {stage}</think>"),
+        "reflection" => r#"<planned_step>[{"step_intention": "Sum up", "type": "skill", "executor": "summary", "text_content": "Sum up"}]</planned_step>"#.into(),
+        "summary" => format!("<completion_summary>done {stage}</completion_summary>"),
+        other => panic!("unexpected skill {other:?} in prompt:\n{prompt}"),
+    };
+    StubResponse::reply(&text).with_delay(Duration::from_millis(20))
+}
+
+#[actix::test]
+async fn two_tasks_share_one_worker_and_keep_their_stages_apart() {
+    let stub = OpenAiStub::start().await;
+    stub.set_fallback(answer);
+    let dir = std::env::temp_dir().join(format!("cohort-multi-task-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("team.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0}}\n\
+             agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n  \
+             - {{id: w, role: worker, skills: [planning, reflection, summary, think]}}\n",
+            stub.base_url()
+        ),
+    )
+    .unwrap();
+    let cfg = load_team(&file).unwrap();
+    let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    team.submit_goal(None, "Please reach goal ALPHA")
+        .await
+        .unwrap();
+    team.submit_goal(None, "Please reach goal BETA")
+        .await
+        .unwrap();
+
+    let tasks = |team: &cohort::actors::Team| -> Vec<Value> {
+        team.monitor
+            .snapshot(StateKind::Task)
+            .into_values()
+            .filter(|t| t["task_id"] != team.base_task.as_str())
+            .collect()
+    };
+    let mut done = false;
+    for _ in 0..600 {
+        let ts = tasks(&team);
+        if ts.len() == 2 && ts.iter().all(|t| t["execution_state"] == "finished") {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(done, "both tasks finish: {:#?}", tasks(&team));
+    cohort::run::wait_for_running_steps(&team, Duration::from_secs(3)).await;
+
+    let ts = tasks(&team);
+    let stages: Vec<(String, String)> = ts
+        .iter()
+        .map(|t| {
+            let list = t["stage_list"].as_array().unwrap();
+            assert_eq!(list.len(), 1);
+            (
+                t["task_id"].as_str().unwrap().to_owned(),
+                list[0].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // Each stage's summary is the worker's summary of that stage.
+    for (_, s) in &stages {
+        let stage = team.monitor.get(StateKind::Stage, s).unwrap();
+        assert_eq!(stage["execution_state"], "finished");
+        assert_eq!(stage["completion_summary"]["w"], format!("done {s}"));
+    }
+
+    // Every prompt of the worker belongs to one stage and mentions no id of the other task.
+    let worker: Vec<(String, String)> = stub
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let p = r.prompt()?.to_owned();
+            ["planning", "think", "reflection", "summary"]
+                .contains(&field(&p, "executor"))
+                .then(|| (field(&p, "stage_id").to_owned(), p))
+        })
+        .collect();
+    assert_eq!(
+        worker.len(),
+        8,
+        "plan, think, reflect, summarise in each stage"
+    );
+    for (stage, prompt) in &worker {
+        let (mine, other) = if stage == &stages[0].1 {
+            (&stages[0], &stages[1])
+        } else {
+            (&stages[1], &stages[0])
+        };
+        assert_eq!(stage, &mine.1);
+        assert!(
+            !prompt.contains(&other.0) && !prompt.contains(&other.1),
+            "a prompt of stage {stage} shows the other task:\n{prompt}"
+        );
+        if field(prompt, "executor") == "summary" {
+            assert!(
+                prompt.contains(&format!("notes for stage {stage}")),
+                "the summary sees its own notes:\n{prompt}"
+            );
+        }
+    }
+    // The two stages really were in flight together: the worker went back to a stage after
+    // running a step of the other one.
+    let order: Vec<&str> = worker.iter().map(|(s, _)| s.as_str()).collect();
+    let switches = order.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(switches >= 2, "the stages interleave: {order:?}");
+
+    // Both tasks are gone from the worker: no steps, no working memory, no waits.
+    let w = team.monitor.get(StateKind::Agent, "w").unwrap();
+    assert_eq!(w["working_memory"], serde_json::json!({}), "{w:#}");
+    assert_eq!(w["agent_step"]["todo"], serde_json::json!([]));
+    assert_eq!(w["step_lock"], serde_json::json!([]));
+    assert_eq!(w["working_state"], "idle");
+    team.shutdown().await;
+}
