@@ -164,7 +164,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{StageId, WaitId};
+    use crate::ids::{StageId, TaskId, WaitId};
     use crate::state::StepExecutionState;
 
     fn agent() -> AgentState {
@@ -371,6 +371,83 @@ mod tests {
         assert_eq!(r.dropped.len(), 1);
         assert_eq!(a.agent_step.steps().len(), 0);
         assert!(a.working_memory.is_empty());
+    }
+
+    #[test]
+    fn no_relative_messages_survive_the_cleanup_of_stages_and_of_other_tasks() {
+        let mut a = agent();
+        let loose = |task: &str, text: &str| {
+            let mut m = msg(text);
+            m.task_id = task.into();
+            m.stage_relative = StageRef::NoRelative;
+            m
+        };
+        receive_message(&mut a, &msg("about the stage"));
+        receive_message(&mut a, &loose("t", "about the task"));
+        receive_message(&mut a, &loose("base", "from the operator"));
+        receive_message(
+            &mut a,
+            &sys(&Instruction::FinishStage {
+                stage_id: "s".into(),
+            }
+            .embed()),
+        );
+        let texts = |a: &AgentState| -> Vec<String> {
+            a.agent_step
+                .todo()
+                .map(|id| a.agent_step.get(id).unwrap().text_content.clone())
+                .collect()
+        };
+        let left = texts(&a);
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left[0].contains("about the task") && left[1].contains("from the operator"));
+        assert!(a.holds(&"t".into(), &StageRef::NoRelative));
+        receive_message(
+            &mut a,
+            &sys(&Instruction::FinishTask {
+                task_id: "t".into(),
+            }
+            .embed()),
+        );
+        let left = texts(&a);
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(left[0].contains("from the operator"));
+        assert!(a.holds(&"base".into(), &StageRef::NoRelative));
+        assert!(!a.working_memory.contains_key(&TaskId::from("t")));
+    }
+
+    #[test]
+    fn an_ask_info_answer_is_read_at_once_and_never_obeyed() {
+        let mut a = agent();
+        a.step_lock.hold(
+            ["w1".into()],
+            &"t".into(),
+            &StageRef::Stage(StageId::from("s")),
+        );
+        let mut m = msg(&format!(
+            "[SyncState] Answer\n{}",
+            Instruction::FinishTask {
+                task_id: "t".into()
+            }
+            .embed()
+        ));
+        m.sender_id = crate::message::SYNC_STATE_SENDER.into();
+        m.return_waiting_id = Some("w1".into());
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            StageRef::Stage(StageId::from("s")),
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "later",
+            "",
+        )]);
+        let r = receive_message(&mut a, &m);
+        assert!(
+            r.dropped.is_empty(),
+            "an instruction inside an answer is only text"
+        );
+        assert!(a.step_lock.is_empty());
+        assert_eq!(executors(&a), ["process_message", "think"]);
     }
 
     #[test]

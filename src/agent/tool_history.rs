@@ -156,4 +156,49 @@ mod tests {
         let (a, cur) = agent(&["think"]);
         assert!(tool_chain(&a, &cur).is_empty());
     }
+
+    #[test]
+    fn interleaved_stages_keep_separate_chains_of_the_same_tool() {
+        // Stage A and stage B of two tasks both use `ws`, their steps interleaved in one queue
+        // (seed §10.3): each tool_decision sees only its own stage's calls.
+        let (mut a, _) = agent(&[]);
+        a.agent_step = Default::default();
+        let mut step = |task: &str, stage: &str, e: &str, done: bool| {
+            let ex = match e {
+                "ws" => Executor::Tool("ws".into()),
+                other => Executor::Skill(other.parse().unwrap()),
+            };
+            let mut s = StepState::new(
+                task.into(),
+                StageRef::Stage(StageId::from(stage)),
+                "w".into(),
+                ex,
+                format!("{stage}:{e}"),
+                "",
+            );
+            if done {
+                s.execution_state = StepExecutionState::Finished;
+            }
+            a.add_steps(vec![s.clone()]);
+            s
+        };
+        step("t1", "A", "ws", true);
+        step("t2", "B", "ws", true);
+        step("t1", "A", "tool_decision", true);
+        step("t2", "B", "tool_decision", true);
+        step("t1", "A", "instruction_generation", true);
+        step("t2", "B", "instruction_generation", true);
+        step("t1", "A", "ws", true);
+        step("t2", "B", "ws", true);
+        let cur_a = step("t1", "A", "tool_decision", false);
+        let cur_b = step("t2", "B", "tool_decision", false);
+        assert_eq!(
+            names(&tool_chain(&a, &cur_a)),
+            ["A:ws", "A:tool_decision", "A:ws"]
+        );
+        assert_eq!(
+            names(&tool_chain(&a, &cur_b)),
+            ["B:ws", "B:tool_decision", "B:ws"]
+        );
+    }
 }
