@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
-use cohort::state::{StepExecutionState, StepState};
+use cohort::state::{StepExecutionState, StepState, TokenUsage};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -183,24 +183,30 @@ async fn run(
     let report = run_goal(&cfg, goal, opts, &host, progress).await?;
     if json {
         print_json(&report.states)?;
-    } else if let Some(t) = &report.task {
-        println!(
-            "# {}\n\n{}",
-            t.task_name,
-            t.task_summary.as_deref().unwrap_or("(no summary)")
-        );
+    } else {
+        for t in &report.tasks {
+            println!(
+                "# {}\n\n{}\n",
+                t.task_name,
+                t.task_summary.as_deref().unwrap_or("(no summary)")
+            );
+        }
     }
     let tokens = report
-        .task
-        .as_ref()
-        .map(|t| t.token_usage)
-        .unwrap_or_default();
+        .tasks
+        .iter()
+        .fold(TokenUsage::default(), |mut sum, t| {
+            sum.add(t.token_usage);
+            sum
+        });
     eprintln!(
-        "{} ({} steps, {} prompt + {} completion tokens in the task)",
+        "{} ({} steps, {} prompt + {} completion tokens in {} task{})",
         report.outcome.describe(opts.timeout),
         report.steps_run,
         tokens.prompt_tokens,
-        tokens.completion_tokens
+        tokens.completion_tokens,
+        report.tasks.len(),
+        if report.tasks.len() == 1 { "" } else { "s" }
     );
     Ok(match report.outcome {
         RunOutcome::Finished => ExitCode::SUCCESS,

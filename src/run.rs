@@ -1,5 +1,5 @@
-//! `cohort run`: start a team, give the goal to a manager, follow the task it creates until it
-//! is finished or failed (or a limit hits), and report the final states.
+//! `cohort run`: start a team, give the goal to a manager, follow the tasks it creates until
+//! every one is finished or failed (or a limit hits), and report the final states.
 
 use crate::actors::{Host, SystemError, Team, start_team};
 use crate::config::TeamConfig;
@@ -52,7 +52,7 @@ impl RunOutcome {
     pub fn describe(&self, timeout: Duration) -> String {
         match self {
             RunOutcome::Finished => "task finished".into(),
-            RunOutcome::Failed => "task failed".into(),
+            RunOutcome::Failed => "task failed (or, of several tasks, one failed)".into(),
             RunOutcome::TimedOut => format!(
                 "timed out after {}s before the task finished",
                 timeout.as_secs()
@@ -71,8 +71,8 @@ impl RunOutcome {
 #[derive(Debug)]
 pub struct RunReport {
     pub outcome: RunOutcome,
-    /// The task the manager created for the goal, if it created one.
-    pub task: Option<TaskState>,
+    /// The tasks the manager created for the goal, in the order they appeared.
+    pub tasks: Vec<TaskState>,
     /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}`, the final states.
     pub states: Value,
     pub steps_run: usize,
@@ -92,7 +92,7 @@ pub async fn run_goal(
     team.submit_goal(opts.manager.as_ref(), goal).await?;
 
     let deadline = Instant::now() + opts.timeout;
-    let mut task: Option<TaskId> = None;
+    let mut tasks: Vec<TaskId> = Vec::new();
     let mut over: HashSet<String> = HashSet::new();
     let mut last_event = Instant::now();
     let outcome = loop {
@@ -101,7 +101,7 @@ pub async fn run_goal(
             ev = events.recv() => match ev {
                 Ok(ev) => {
                     last_event = Instant::now();
-                    if let Some(o) = observe(&team, &ev, &mut task, &mut over, &mut on_step, opts) {
+                    if let Some(o) = observe(&team, &ev, &mut tasks, &mut over, &mut on_step, opts) {
                         break o;
                     }
                 }
@@ -126,12 +126,14 @@ pub async fn run_goal(
         }
     }
     team.shutdown().await;
-    let task = task
-        .and_then(|t| team.monitor.get(StateKind::Task, t.as_str()))
-        .and_then(|v| serde_json::from_value(v).ok());
+    let tasks = tasks
+        .iter()
+        .filter_map(|t| team.monitor.get(StateKind::Task, t.as_str()))
+        .filter_map(|v| serde_json::from_value(v).ok())
+        .collect();
     Ok(RunReport {
         outcome,
-        task,
+        tasks,
         states: team.monitor.all(),
         steps_run: over.len(),
     })
@@ -140,7 +142,7 @@ pub async fn run_goal(
 fn observe(
     team: &Team,
     ev: &StateEvent,
-    task: &mut Option<TaskId>,
+    tasks: &mut Vec<TaskId>,
     over: &mut HashSet<String>,
     on_step: &mut impl FnMut(&StepState),
     opts: &RunOptions,
@@ -149,28 +151,48 @@ fn observe(
         StateKind::Step => {
             if count_step(ev, over, on_step)
                 && opts.max_steps.is_some_and(|m| over.len() >= m)
-                && !task_over(team, task)
+                && !all_over(team, tasks)
             {
                 return Some(RunOutcome::MaxSteps(over.len()));
             }
             None
         }
         StateKind::Task if ev.id != team.base_task.as_str() => {
-            let t: TaskState = serde_json::from_value(ev.state.clone()).ok()?;
-            if task.is_none() {
-                *task = Some(t.task_id.clone());
+            let id = TaskId::from(ev.id.as_str());
+            if !tasks.contains(&id) {
+                tasks.push(id);
             }
-            if task.as_ref() != Some(&t.task_id) {
+            // A manager may split a goal into several tasks: the run ends when every task it
+            // created is over, and counts as finished only if none failed.
+            if !all_over(team, tasks) {
                 return None;
             }
-            match t.execution_state {
-                ExecutionState::Finished => Some(RunOutcome::Finished),
-                ExecutionState::Failed => Some(RunOutcome::Failed),
-                _ => None,
-            }
+            let failed = tasks
+                .iter()
+                .any(|t| state_of(team, t) == Some(ExecutionState::Failed));
+            Some(if failed {
+                RunOutcome::Failed
+            } else {
+                RunOutcome::Finished
+            })
         }
         _ => None,
     }
+}
+
+fn state_of(team: &Team, task: &TaskId) -> Option<ExecutionState> {
+    team.monitor
+        .get(StateKind::Task, task.as_str())
+        .and_then(|v| serde_json::from_value::<TaskState>(v).ok())
+        .map(|t| t.execution_state)
+}
+
+/// Whether the run created tasks and every one of them is finished or failed.
+fn all_over(team: &Team, tasks: &[TaskId]) -> bool {
+    !tasks.is_empty()
+        && tasks
+            .iter()
+            .all(|t| state_of(team, t).is_some_and(ExecutionState::is_over))
 }
 
 /// Counts a step that ran to its end (once); steps dropped before they ran do not count.
@@ -187,17 +209,6 @@ fn count_step(
         return true;
     }
     false
-}
-
-fn task_over(team: &Team, task: &Option<TaskId>) -> bool {
-    task.as_ref()
-        .and_then(|t| team.monitor.get(StateKind::Task, t.as_str()))
-        .and_then(|v| {
-            v.get("execution_state")
-                .and_then(|s| s.as_str())
-                .map(|s| s == "finished" || s == "failed")
-        })
-        .unwrap_or(false)
 }
 
 fn anyone_working(team: &Team) -> bool {

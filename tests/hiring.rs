@@ -6,7 +6,6 @@ mod states;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
-use cohort::monitor::StateKind;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use serde_json::Value;
 use states::*;

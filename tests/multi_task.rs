@@ -9,6 +9,7 @@ mod openai_stub;
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
+use cohort::run::{RunOptions, RunOutcome, run_goal};
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
 use serde_json::Value;
 use std::time::Duration;
@@ -57,6 +58,8 @@ fn answer(req: &RecordedRequest) -> StubResponse {
                 act("finish_stage")
             } else if p.contains("has no stage left to run") {
                 act("finish_task")
+            } else if p.contains("goal ALPHA and goal BETA") {
+                act("add_task ALPHA, then add_task BETA")
             } else if p.contains("goal ALPHA") {
                 act("add_task ALPHA")
             } else if p.contains("goal BETA") {
@@ -66,13 +69,15 @@ fn answer(req: &RecordedRequest) -> StubResponse {
             }
         }
         "decision" => {
-            let what = ["add_task ALPHA", "add_task BETA", "add_stage", "finish_stage", "finish_task"]
+            let plan = |what: &str| {
+                format!(r#"{{"step_intention": "{what}", "type": "skill", "executor": "task_manager", "text_content": "{what}"}}"#)
+            };
+            let steps: Vec<String> = ["add_task ALPHA", "add_task BETA", "add_stage", "finish_stage", "finish_task"]
                 .into_iter()
-                .find(|w| p.contains(w))
-                .unwrap_or("finish_task");
-            format!(
-                r#"<planned_step>[{{"step_intention": "{what}", "type": "skill", "executor": "task_manager", "text_content": "{what}"}}]</planned_step>"#
-            )
+                .filter(|w| p.contains(w))
+                .map(plan)
+                .collect();
+            format!("<planned_step>[{}]</planned_step>", steps.join(", "))
         }
         "task_manager" => {
             if p.contains("add_task ALPHA") || p.contains("add_task BETA") {
@@ -102,6 +107,16 @@ fn answer(req: &RecordedRequest) -> StubResponse {
     StubResponse::reply(&text).with_delay(Duration::from_millis(20))
 }
 
+/// A manager and one worker, both on the stub.
+fn team_yaml(stub: &OpenAiStub) -> String {
+    format!(
+        "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0}}\n\
+         agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n  \
+         - {{id: w, role: worker, skills: [planning, reflection, summary, think]}}\n",
+        stub.base_url()
+    )
+}
+
 #[actix::test]
 async fn two_tasks_share_one_worker_and_keep_their_stages_apart() {
     let stub = OpenAiStub::start().await;
@@ -109,16 +124,7 @@ async fn two_tasks_share_one_worker_and_keep_their_stages_apart() {
     let dir = std::env::temp_dir().join(format!("cohort-multi-task-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("team.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0}}\n\
-             agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n  \
-             - {{id: w, role: worker, skills: [planning, reflection, summary, think]}}\n",
-            stub.base_url()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&file, team_yaml(&stub)).unwrap();
     let cfg = load_team(&file).unwrap();
     let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     team.submit_goal(None, "Please reach goal ALPHA")
@@ -213,4 +219,35 @@ async fn two_tasks_share_one_worker_and_keep_their_stages_apart() {
     assert_eq!(w["step_lock"], serde_json::json!([]));
     assert_eq!(w["working_state"], "idle");
     team.shutdown().await;
+}
+
+/// `cohort run` follows every task the manager creates for the goal, not just the first.
+#[actix::test]
+async fn a_run_whose_goal_becomes_two_tasks_ends_when_both_are_over() {
+    let stub = OpenAiStub::start().await;
+    stub.set_fallback(answer);
+    let dir = std::env::temp_dir().join(format!("cohort-multi-task-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("team.yaml");
+    std::fs::write(&file, team_yaml(&stub)).unwrap();
+    let cfg = load_team(&file).unwrap();
+    let report = run_goal(
+        &cfg,
+        "Please reach goal ALPHA and goal BETA",
+        &RunOptions::default(),
+        &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort")),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.outcome, RunOutcome::Finished);
+    let names: Vec<&str> = report.tasks.iter().map(|t| t.task_name.as_str()).collect();
+    assert_eq!(names, ["ALPHA", "BETA"]);
+    for t in &report.tasks {
+        assert_eq!(
+            t.execution_state,
+            cohort::state::ExecutionState::Finished,
+            "{t:#?}"
+        );
+    }
 }
