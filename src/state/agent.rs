@@ -166,12 +166,17 @@ impl AgentState {
         self.agent_step.drop_steps(task, None)
     }
 
-    /// Whether a step's task and stage are still held in working memory (false once the stage
-    /// or task was finished while the step ran).
+    /// Whether a step's task and stage are still held in working memory: false once the stage
+    /// or task was finished while the step ran. Callers ask it for a step they run or settle,
+    /// so it is also false while a step of this work that was cut loose by that finish still
+    /// runs: a late message or `update_working_memory` may have re-opened the stage's entry
+    /// meanwhile, and that must not adopt the old step (it would act on closed work and stay
+    /// in the step list without a working-memory record).
     pub fn holds(&self, task: &TaskId, stage: &StageRef) -> bool {
         self.working_memory
             .get(task)
             .is_some_and(|t| t.contains_key(stage))
+            && !self.agent_step.cut_loose_in(task, stage)
     }
 
     /// Frees one wait id; false when the id was not held (a late or duplicate reply).
@@ -301,6 +306,69 @@ mod tests {
         assert_eq!(dropped.len(), 2);
         assert!(a.working_memory.is_empty());
         assert_eq!(a.agent_step.steps().len(), 0);
+    }
+
+    #[test]
+    fn update_working_memory_with_a_stage_keeps_the_step_ids_already_there() {
+        let mut a = agent();
+        let s1 = StageRef::Stage(StageId::from("s1"));
+        let st = step("t", s1.clone());
+        let id = st.step_id.clone();
+        a.add_steps(vec![st]);
+        a.note_working_memory("t".into(), Some(s1.clone()));
+        assert_eq!(a.working_memory[&TaskId::from("t")][&s1], [id]);
+        // A stage not seen yet gets an empty entry, and is held from then on.
+        let s2 = StageRef::Stage(StageId::from("s2"));
+        a.note_working_memory("t".into(), Some(s2.clone()));
+        assert!(a.working_memory[&TaskId::from("t")][&s2].is_empty());
+        assert!(a.holds(&"t".into(), &s2));
+        assert_eq!(a.working_memory[&TaskId::from("t")].len(), 2);
+    }
+
+    #[test]
+    fn update_working_memory_without_a_stage_keeps_the_tasks_stages() {
+        let mut a = agent();
+        let s1 = StageRef::Stage(StageId::from("s1"));
+        a.add_steps(vec![step("t", s1.clone()), step("t", StageRef::NoRelative)]);
+        let before = a.working_memory.clone();
+        // The seed's Python assigned the stage id over the task's entry; it must not wipe it.
+        a.note_working_memory("t".into(), None);
+        assert_eq!(a.working_memory, before);
+        a.note_working_memory("u".into(), None);
+        assert!(a.working_memory[&TaskId::from("u")].is_empty());
+        assert!(!a.holds(&"u".into(), &StageRef::NoRelative));
+        assert_eq!(
+            a.working_memory[&TaskId::from("t")],
+            before[&TaskId::from("t")]
+        );
+    }
+
+    #[test]
+    fn a_step_running_when_its_stage_finished_stays_cut_loose_when_the_stage_reopens() {
+        let mut a = agent();
+        let s = StageRef::Stage(StageId::from("s"));
+        a.add_steps(vec![step("t", s.clone()), step("t", s.clone())]);
+        let running = a.agent_step.start_next().unwrap().step_id.clone();
+        assert_eq!(
+            a.finish_stage(&"t".into(), &s).len(),
+            1,
+            "the pending one is dropped"
+        );
+        assert!(!a.holds(&"t".into(), &s));
+        // A late message re-opens the stage while the old step still runs.
+        a.add_steps(vec![step("t", s.clone())]);
+        assert!(
+            !a.holds(&"t".into(), &s),
+            "the old step must not act on the re-opened stage"
+        );
+        // Settling as the agent actor does: finished, then removed as no longer held.
+        a.agent_step.get_mut(&running).unwrap().execution_state = StepExecutionState::Finished;
+        assert!(!a.holds(&"t".into(), &s));
+        a.agent_step.remove(&running);
+        assert!(a.holds(&"t".into(), &s), "the new step's work is held");
+        let ids: Vec<_> = a.agent_step.steps().iter().map(|s| &s.step_id).collect();
+        assert_eq!(ids.len(), 1);
+        assert_eq!(a.working_memory[&TaskId::from("t")][&s], [ids[0].clone()]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! AgentStep: an agent's steps in execution order (`step_list`) and the ids still to run
 //! (`todo`). `add_step` appends; `add_next_step` puts steps before the next pending one, never
-//! before or into the step now running (which has already left `todo`).
+//! before or into the step now running (which has already left `todo`). A step still running
+//! when its stage or task is finished is spared by the cleanup but cut loose from that work.
 
 use super::{StepExecutionState, StepState};
 use crate::ids::{StageRef, StepId, TaskId};
@@ -11,6 +12,10 @@ use std::collections::VecDeque;
 pub struct AgentStep {
     step_list: Vec<StepState>,
     todo: VecDeque<StepId>,
+    /// Steps that were running when finish_stage/finish_task dropped their work. They stay so
+    /// their call can end and be recorded, but no longer belong to the work: if the same stage
+    /// gets new steps meanwhile, its re-opened working memory must not adopt them.
+    cut_loose: Vec<StepId>,
 }
 
 impl AgentStep {
@@ -80,25 +85,49 @@ impl AgentStep {
     }
 
     /// Drops every step of one stage (or of a whole task when `stage` is None) except the one
-    /// now running, and returns them marked failed (they never ran, or never will finish).
+    /// now running, and returns the dropped ones as they were (the caller marks those that never
+    /// ran). The running step is cut loose: it is removed once it settles.
     pub fn drop_steps(&mut self, task: &TaskId, stage: Option<&StageRef>) -> Vec<StepState> {
-        let hit = |s: &StepState| {
-            &s.task_id == task
-                && stage.is_none_or(|st| &s.stage_id == st)
-                && s.execution_state != StepExecutionState::Running
-        };
+        let of_work =
+            |s: &StepState| &s.task_id == task && stage.is_none_or(|st| &s.stage_id == st);
+        for s in &self.step_list {
+            if of_work(s)
+                && s.execution_state == StepExecutionState::Running
+                && !self.cut_loose.contains(&s.step_id)
+            {
+                self.cut_loose.push(s.step_id.clone());
+            }
+        }
         let (dropped, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.step_list)
             .into_iter()
-            .partition(hit);
+            .partition(|s| of_work(s) && s.execution_state != StepExecutionState::Running);
         self.step_list = kept;
         self.todo
             .retain(|id| !dropped.iter().any(|d| &d.step_id == id));
+        // A cut-loose step that settled without being removed goes with its work's next cleanup.
+        let list = &self.step_list;
+        self.cut_loose
+            .retain(|id| list.iter().any(|s| &s.step_id == id));
         dropped
+    }
+
+    /// Whether a step of this task and stage was cut loose from it by finish_stage/finish_task
+    /// while it ran.
+    pub fn cut_loose_in(&self, task: &TaskId, stage: &StageRef) -> bool {
+        self.cut_loose.iter().any(|id| {
+            self.get(id)
+                .is_some_and(|s| &s.task_id == task && &s.stage_id == stage)
+        })
+    }
+
+    pub fn is_cut_loose(&self, id: &StepId) -> bool {
+        self.cut_loose.contains(id)
     }
 
     /// Removes one step (used for a running step whose stage was cleaned up meanwhile).
     pub fn remove(&mut self, id: &StepId) -> Option<StepState> {
         self.todo.retain(|t| t != id);
+        self.cut_loose.retain(|t| t != id);
         let i = self.position(id)?;
         Some(self.step_list.remove(i))
     }

@@ -5,6 +5,8 @@ mod agent;
 mod agent_step;
 mod enums;
 mod executor;
+#[cfg(test)]
+mod props;
 mod stage;
 mod step;
 mod step_lock;
