@@ -119,11 +119,6 @@ impl TeamConfig {
             .iter()
             .filter(|a| a.skills.contains(&Skill::TaskManager))
     }
-
-    /// The template a manager names in `init_new_agent`.
-    pub fn template(&self, name: &str) -> Option<&AgentTemplate> {
-        self.templates.iter().find(|t| t.name == name)
-    }
 }
 
 /// Reads and validates a team file (and the script or prompts it names).

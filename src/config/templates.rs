@@ -265,7 +265,14 @@ mod tests {
         assert_eq!(coder.file, f);
         assert!(matches!(&coder.llm, LlmConfig::OpenAi { model, .. } if model == "m"));
         assert!(matches!(&t.templates[1].llm, LlmConfig::OpenAi { model, .. } if model == "other"));
-        assert_eq!(t.template("critic").unwrap().role, "critic");
+        assert_eq!(
+            t.templates
+                .iter()
+                .find(|x| x.name == "critic")
+                .unwrap()
+                .role,
+            "critic"
+        );
     }
 
     #[test]
