@@ -104,6 +104,9 @@ pub async fn run_goal(
                     if let Some(o) = observe(&team, &ev, &mut tasks, &mut over, &mut on_step, opts) {
                         break o;
                     }
+                    if let Some(o) = concluded(&team, &tasks) {
+                        break o;
+                    }
                 }
                 // Fell behind: the index still has every latest state, so just go on.
                 Err(RecvError::Lagged(_)) => continue,
@@ -162,22 +165,46 @@ fn observe(
             if !tasks.contains(&id) {
                 tasks.push(id);
             }
-            // A manager may split a goal into several tasks: the run ends when every task it
-            // created is over, and counts as finished only if none failed.
-            if !all_over(team, tasks) {
-                return None;
-            }
-            let failed = tasks
-                .iter()
-                .any(|t| state_of(team, t) == Some(ExecutionState::Failed));
-            Some(if failed {
-                RunOutcome::Failed
-            } else {
-                RunOutcome::Finished
-            })
+            None
         }
         _ => None,
     }
+}
+
+/// A manager may split a goal into several tasks, one after another: the run is over when
+/// every task it created is over and the managers have nothing left to do (a manager that
+/// finishes one task and then adds the next is still working). It counts as finished only if
+/// no task failed.
+fn concluded(team: &Team, tasks: &[TaskId]) -> Option<RunOutcome> {
+    if !all_over(team, tasks) {
+        return None;
+    }
+    let managers = tasks
+        .iter()
+        .filter_map(|t| team.monitor.get(StateKind::Task, t.as_str()))
+        .filter_map(|t| {
+            t.get("task_manager")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .chain(team.managers.iter().map(|m| m.to_string()));
+    let busy = managers.into_iter().any(|m| {
+        team.monitor
+            .get(StateKind::Agent, &m)
+            .and_then(|a| serde_json::from_value::<WorkingState>(a["working_state"].clone()).ok())
+            .is_some_and(|w| w != WorkingState::Idle)
+    });
+    if busy {
+        return None;
+    }
+    let failed = tasks
+        .iter()
+        .any(|t| state_of(team, t) == Some(ExecutionState::Failed));
+    Some(if failed {
+        RunOutcome::Failed
+    } else {
+        RunOutcome::Finished
+    })
 }
 
 fn state_of(team: &Team, task: &TaskId) -> Option<ExecutionState> {

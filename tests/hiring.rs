@@ -158,6 +158,7 @@ replies:
     process_message:
       - '<react_action>{"step_intention": "Hire", "text_content": "hire"}</react_action>'
       - "Noted."
+      - "Noted."
     decision:
       - |
         <planned_step>[
@@ -165,6 +166,7 @@ replies:
           {"step_intention": "Hire under a taken id", "type": "skill", "executor": "agent_manager", "text_content": "writer"},
           {"step_intention": "Hire a browser", "type": "skill", "executor": "agent_manager", "text_content": "browser"},
           {"step_intention": "Hire an analyst", "type": "skill", "executor": "agent_manager", "text_content": "analyst"},
+          {"step_intention": "Look at the new agent and myself", "type": "skill", "executor": "ask_info", "text_content": "agent_states"},
           {"step_intention": "Ask about a task that does not exist", "type": "skill", "executor": "ask_info", "text_content": "task"}
         ]</planned_step>
     agent_manager:
@@ -173,6 +175,7 @@ replies:
       - '<agent_instruction>{"action": "init_new_agent", "template": "browser", "agent_id": "b1"}</agent_instruction>'
       - '<agent_instruction>{"action": "init_new_agent", "template": "analyst", "agent_id": "an1", "name": "Ann"}</agent_instruction>'
     ask_info:
+      - '<ask_info>{"type": "agent_states", "agent_ids": ["an1", "manager"]}</ask_info>'
       - '<ask_info>{"type": "task", "task_id": "no-such-task"}</ask_info>'
 "#;
 
@@ -196,7 +199,7 @@ async fn unknown_template_taken_id_and_a_missing_tool_fail_the_step_with_the_rea
                 && st["text_content"]
                     .as_str()
                     .unwrap_or("")
-                    .contains("[SyncState]")
+                    .contains("There is no task `no-such-task`.")
         });
         if read {
             break;
@@ -229,6 +232,28 @@ async fn unknown_template_taken_id_and_a_missing_tool_fail_the_step_with_the_rea
     assert_eq!(s["agent"]["an1"]["template"], "analyst");
     assert!(s["agent"].get("p1").is_none() && s["agent"].get("b1").is_none());
 
+    // agent_states shows live states, with what each agent is running right now.
+    let states = steps(&s)
+        .into_iter()
+        .find(|st| {
+            st["executor"] == "process_message"
+                && st["text_content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("query `agent_states`")
+        })
+        .expect("the agent_states answer was read");
+    let text = states["text_content"].as_str().unwrap();
+    for want in [
+        "#### Agent `an1`",
+        "created from template `analyst`",
+        "#### Agent `manager`",
+        "running: `ask_info` running: Look at the new agent and myself",
+        "next steps (1 queued):",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+
     // A query about an unknown task is answered with that fact; the asker's lock is free.
     let answered = steps(&s)
         .into_iter()
@@ -237,15 +262,16 @@ async fn unknown_template_taken_id_and_a_missing_tool_fail_the_step_with_the_rea
                 && st["text_content"]
                     .as_str()
                     .unwrap_or("")
-                    .contains("[SyncState]")
+                    .contains("query `task`")
         })
-        .unwrap();
+        .expect("the answer about the unknown task was read");
     assert!(
         answered["text_content"]
             .as_str()
             .unwrap()
             .contains("There is no task `no-such-task`.")
     );
+    assert_eq!(answered["execution_state"], "finished");
     assert_eq!(s["agent"]["manager"]["step_lock"], serde_json::json!([]));
     assert_eq!(s["agent"]["manager"]["working_state"], "idle");
     team.shutdown().await;

@@ -51,10 +51,25 @@ impl SyncStateActor {
             let monitor = &self.monitor;
             let answer = self
                 .core
-                .answer(asker, q, &|id| monitor.get(StateKind::Agent, id.as_str()));
+                .answer(asker, q, &|id| agent_with_steps(monitor, id));
             self.dispatcher.do_send(Route(answer));
         }
     }
+}
+
+/// An agent's published state with its steps (the state lists them by id) under `steps`.
+fn agent_with_steps(monitor: &Monitor, id: &crate::ids::AgentId) -> Option<serde_json::Value> {
+    let mut agent = monitor.get(StateKind::Agent, id.as_str())?;
+    let steps: Vec<serde_json::Value> = agent
+        .pointer("/agent_step/step_list")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str())
+        .filter_map(|s| monitor.get(StateKind::Step, s))
+        .collect();
+    agent["steps"] = serde_json::Value::Array(steps);
+    Some(agent)
 }
 
 fn now() -> String {

@@ -3,7 +3,7 @@
 
 use super::mark_dropped;
 use crate::ids::StageRef;
-use crate::message::{Instruction, Message, TASK_STATE_SENDER};
+use crate::message::{Instruction, Message, SYNC_STATE_SENDER, TASK_STATE_SENDER};
 use crate::parse;
 use crate::state::{AgentState, Executor, ReplyTo, Skill, StepState};
 
@@ -23,6 +23,13 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
         .return_waiting_id
         .as_ref()
         .is_some_and(|w| agent.release_wait(w));
+
+    // An ask_info answer whose wait is no longer held arrived after the work that asked was
+    // finished: reading it would re-open that closed stage or task.
+    if msg.sender_id.as_str() == SYNC_STATE_SENDER && !answers_wait {
+        out.problem = Some("ignored an ask_info answer for work that was already finished".into());
+        return out;
+    }
 
     // 2. Runtime instructions. Only the runtime itself (SyncState, as `[TaskState]`) gives
     // them; the same text from an agent or a person is just text, handled below.
@@ -448,6 +455,40 @@ mod tests {
         );
         assert!(a.step_lock.is_empty());
         assert_eq!(executors(&a), ["process_message", "think"]);
+    }
+
+    #[test]
+    fn an_ask_info_answer_after_its_stage_finished_reopens_nothing() {
+        let mut a = agent();
+        let s = StageRef::Stage(StageId::from("s"));
+        a.add_steps(vec![StepState::new(
+            "t".into(),
+            s.clone(),
+            "b".into(),
+            Executor::Skill(Skill::AskInfo),
+            "ask",
+            "",
+        )]);
+        a.agent_step.start_next();
+        a.step_lock.hold(["w1".into()], &"t".into(), &s);
+        receive_message(
+            &mut a,
+            &sys(&Instruction::FinishStage {
+                stage_id: "s".into(),
+            }
+            .embed()),
+        );
+        let mut answer = msg("[SyncState] Answer");
+        answer.sender_id = SYNC_STATE_SENDER.into();
+        answer.return_waiting_id = Some("w1".into());
+        let r = receive_message(&mut a, &answer);
+        assert!(r.problem.unwrap().contains("already finished"));
+        assert_eq!(a.agent_step.todo_len(), 0);
+        assert!(
+            !a.working_memory
+                .get(&TaskId::from("t"))
+                .is_some_and(|t| t.contains_key(&s))
+        );
     }
 
     #[test]

@@ -11,6 +11,8 @@ use serde_json::Value;
 
 /// How many of a task's latest shared-info lines the `task` query shows.
 const SHARED_INFO_SHOWN: usize = 20;
+/// How many queued steps the `agent_states` query lists per agent.
+const QUEUED_SHOWN: usize = 5;
 
 impl SyncCore {
     /// The answer to `req`, asked by `asker`. `agent_state` gives an agent's published state
@@ -394,7 +396,15 @@ fn full(m: &Member) -> String {
     )
 }
 
-/// The parts of a published agent state that say what the agent is doing.
+fn s_of(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The parts of a published agent state that say what the agent is doing (`steps` holds its
+/// step states, when the caller has them).
 fn state_lines(v: &Value) -> String {
     let s = |k: &str| {
         v.get(k)
@@ -422,6 +432,20 @@ fn state_lines(v: &Value) -> String {
         format!("- skills: {}", names("skills")),
         format!("- tools: {}", names("tools")),
     ];
+    if let Some(llm) = v.get("llm_config").filter(|l| l.is_object()) {
+        lines.push(format!(
+            "- llm: {} {}",
+            s_of(llm, "provider"),
+            s_of(llm, "model")
+        ));
+    }
+    if let Some(t) = v.get("token_usage") {
+        lines.push(format!(
+            "- tokens spent: {} prompt + {} completion",
+            t["prompt_tokens"].as_u64().unwrap_or(0),
+            t["completion_tokens"].as_u64().unwrap_or(0)
+        ));
+    }
     let todo = v
         .pointer("/agent_step/todo")
         .and_then(Value::as_array)
@@ -436,6 +460,35 @@ fn state_lines(v: &Value) -> String {
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
     lines.push(format!("- replies waited for: {waits}"));
+    let steps: Vec<&Value> = v
+        .get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .collect();
+    let line = |st: &Value| {
+        format!(
+            "`{}` {}: {} (task `{}`, stage {})",
+            s_of(st, "executor"),
+            s_of(st, "execution_state"),
+            one_line(&s_of(st, "step_intention")),
+            s_of(st, "task_id"),
+            s_of(st, "stage_id")
+        )
+    };
+    if let Some(r) = steps.iter().find(|st| st["execution_state"] == "running") {
+        lines.push(format!("- running: {}", line(r)));
+    }
+    let queued: Vec<&&Value> = steps
+        .iter()
+        .filter(|st| st["execution_state"] == "init")
+        .collect();
+    if !queued.is_empty() {
+        lines.push(format!("- next steps ({} queued):", queued.len()));
+        for st in queued.iter().take(QUEUED_SHOWN) {
+            lines.push(format!("  - {}", line(st)));
+        }
+    }
     lines.push("- working memory (task → stage: steps):".into());
     match v.get("working_memory").and_then(Value::as_object) {
         Some(wm) if !wm.is_empty() => {

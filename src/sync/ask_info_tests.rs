@@ -104,7 +104,13 @@ fn ask(c: &SyncCore, asker: &str, query: AskInfoQuery) -> Message {
                    "skills": ["planning"], "tools": [], "step_lock": ["w9"],
                    "agent_step": {"step_list": ["s1", "s2"], "todo": ["s2"]},
                    "working_memory": {"t1": {"st": ["s1", "s2"]}},
-                   "persistent_memory": {"20250613T103022": "likes tables"}})
+                   "persistent_memory": {"20250613T103022": "likes tables"},
+                   "llm_config": {"provider": "openai", "model": "gpt-x"},
+                   "token_usage": {"prompt_tokens": 120, "completion_tokens": 7},
+                   "steps": [
+                       {"executor": "think", "execution_state": "finished", "step_intention": "old", "task_id": "t1", "stage_id": "st"},
+                       {"executor": "send_message", "execution_state": "running", "step_intention": "Ask b", "task_id": "t1", "stage_id": "st"},
+                       {"executor": "summary", "execution_state": "init", "step_intention": "Sum up", "task_id": "t1", "stage_id": "st"}]})
         })
     };
     let m = c.answer(&asker.into(), &req, &states);
@@ -388,6 +394,11 @@ fn agent_states_renders_live_state_and_names_unknown_agents() {
             "replies waited for: 1",
             "task `t1`: st: 2",
             "likes tables",
+            "llm: openai gpt-x",
+            "tokens spent: 120 prompt + 7 completion",
+            "running: `send_message` running: Ask b (task `t1`, stage st)",
+            "next steps (1 queued):",
+            "`summary` init: Sum up",
             "Agent `b`",
             "not been published yet",
             "There is no agent `zed` in the team.",
