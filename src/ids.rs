@@ -41,6 +41,24 @@ macro_rules! string_id {
     };
 }
 
+/// Whether `id` can name an agent or a person: not empty, no whitespace or angle brackets (ids
+/// appear inside tags), and no leading `[`, which runtime senders sign with (`[TaskState]`,
+/// `[SyncState]`) so that nobody can pass for the runtime.
+pub fn check_agent_id(id: &str) -> Result<(), String> {
+    if id.is_empty()
+        || id.starts_with('[')
+        || id
+            .chars()
+            .any(|c| c.is_whitespace() || c == '<' || c == '>')
+    {
+        return Err(format!(
+            "`{id}` is not a usable id (no spaces or angle brackets, and no leading `[`, which \
+             is kept for runtime senders such as `[TaskState]`)"
+        ));
+    }
+    Ok(())
+}
+
 string_id!(
     /// Identifies one task (and its task group).
     TaskId

@@ -150,11 +150,27 @@ fn check(team: &PathBuf) -> ExitCode {
     match load_team(team) {
         Ok(cfg) => {
             println!(
-                "{}: ok ({} agents, prompts: {})",
+                "{}: ok ({} agents, {} agent templates, prompts: {})",
                 team.display(),
                 cfg.agents.len(),
+                cfg.templates.len(),
                 cfg.language
             );
+            // Not an error (a templates folder may serve several teams), but worth knowing now
+            // rather than when a manager's hire is refused.
+            for t in &cfg.templates {
+                for tool in t
+                    .tools
+                    .iter()
+                    .filter(|x| !cfg.servers.iter().any(|s| &s.name == *x))
+                {
+                    println!(
+                        "note: {}: template `{}` names MCP server `{tool}`, which this team lacks; hiring from it will be refused",
+                        t.file.display(),
+                        t.name
+                    );
+                }
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

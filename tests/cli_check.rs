@@ -30,6 +30,7 @@ fn the_examples_pass_check() {
         "examples/tools/team.yaml",
         "tests/fixtures/failures/team.yaml",
         "examples/operator/team.yaml",
+        "examples/hiring/team.yaml",
         "tests/fixtures/retry/team.yaml",
     ] {
         let (code, out) = check(std::path::Path::new(team));
@@ -94,6 +95,28 @@ fn a_bad_template_file_is_named_with_its_field() {
         templates.join("coder.yaml").display()
     );
     assert!(out.contains(&want), "{out}");
+}
+
+#[test]
+fn check_counts_templates_and_notes_one_this_team_cannot_hire_from() {
+    let (code, out) = check(std::path::Path::new("examples/hiring/team.yaml"));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("2 agents, 2 agent templates"), "{out}");
+    let f = temp(
+        "tool-note",
+        "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager, agent_manager]}\n\
+         agent_templates:\n  - {name: browser, role: r, skills: [instruction_generation], tools: [web]}\n",
+    );
+    let (code, out) = check(&f);
+    assert_eq!(
+        code, 0,
+        "a template the team cannot hire from is not an error: {out}"
+    );
+    assert!(
+        out.contains("note:")
+            && out.contains("template `browser` names MCP server `web`, which this team lacks"),
+        "{out}"
+    );
 }
 
 #[test]

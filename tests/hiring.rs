@@ -220,7 +220,7 @@ async fn unknown_template_taken_id_and_a_missing_tool_fail_the_step_with_the_rea
     for (step, why) in hires.iter().zip([
         "there is no agent template `poet` (templates: analyst, browser)",
         "agent id `writer` is taken",
-        "template `browser` names MCP server `web`, which this team does not have",
+        "names MCP server `web`, which this team does not have",
     ]) {
         assert_eq!(step["execution_state"], "failed", "{step:#}");
         let error = step["execute_result"]["error"].as_str().unwrap();

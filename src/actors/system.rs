@@ -43,6 +43,8 @@ pub struct Team {
     pub monitor: Monitor,
     pub sync: Addr<SyncStateActor>,
     pub dispatcher: Addr<Dispatcher>,
+    /// The configured agents and people. Agents a manager creates later are registered with
+    /// the dispatcher and published to the monitor, not listed here.
     pub agents: BTreeMap<AgentId, Addr<AgentActor>>,
     pub base_task: TaskId,
     pub managers: Vec<AgentId>,

@@ -300,19 +300,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
 /// Takes an id for an agent or a person: usable, and not taken (agents and humans share one
 /// id space, since both receive messages).
 fn claim_id(id: &str, seen: &mut BTreeSet<String>) -> Result<(), String> {
-    // `[`-names are how runtime senders sign their messages (`[TaskState]`, `[SyncState]`); an
-    // agent called that could pass for the runtime.
-    if id.is_empty()
-        || id.starts_with('[')
-        || id
-            .chars()
-            .any(|c| c.is_whitespace() || c == '<' || c == '>')
-    {
-        return Err(format!(
-            "`{id}` is not a usable id (no spaces or angle brackets, and no leading `[`, which \
-             is kept for runtime senders such as `[TaskState]`)"
-        ));
-    }
+    crate::ids::check_agent_id(id)?;
     if !seen.insert(id.to_owned()) {
         return Err(format!(
             "id `{id}` is used twice (agents and people share one id space)"

@@ -113,6 +113,14 @@ impl Loader<'_> {
                     .filter(|f| f.extension().is_some_and(|x| x == "yaml" || x == "yml"))
                     .collect();
                 found.sort();
+                if found.is_empty() {
+                    // Most likely a wrong path: a manager would find nobody to hire.
+                    self.out.add(
+                        team_file,
+                        at,
+                        format!("{} holds no template (*.yaml or *.yml)", path.display()),
+                    );
+                }
                 found
             }
             Err(e) => {
@@ -394,6 +402,20 @@ mod tests {
         assert_eq!(
             got,
             ["agent_templates[0].llm", "agent_templates[1].llm.model"],
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn an_empty_templates_folder_is_a_problem() {
+        let d = tmp("empty");
+        std::fs::create_dir_all(d.join("none")).unwrap();
+        let f = write(&d, "team.yaml", &format!("{HEAD}agent_templates: none/\n"));
+        let problems = load_team(&f).unwrap_err().problems();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.field == "agent_templates" && p.message.contains("holds no template")),
             "{problems:?}"
         );
     }

@@ -10,16 +10,7 @@ pub fn interpret(answer: &str) -> Result<SkillOutcome, SkillError> {
     let mut instruction = parse::agent_instruction(answer)?;
     if let AgentInstruction::InitNewAgent { agent_id, name, .. } = &mut instruction {
         let id = agent_id.as_str().trim().to_owned();
-        if id.is_empty()
-            || id.starts_with('[')
-            || id
-                .chars()
-                .any(|c| c.is_whitespace() || c == '<' || c == '>')
-        {
-            return Err(SkillError::Invalid(format!(
-                "`{id}` is not a usable agent id (no spaces, angle brackets or leading `[`)"
-            )));
-        }
+        crate::ids::check_agent_id(&id).map_err(SkillError::Invalid)?;
         *agent_id = id.as_str().into();
         if name.as_deref().is_none_or(|n| n.trim().is_empty()) {
             *name = Some(id);

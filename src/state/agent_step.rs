@@ -120,6 +120,7 @@ impl AgentStep {
         })
     }
 
+    #[cfg(test)]
     pub fn is_cut_loose(&self, id: &StepId) -> bool {
         self.cut_loose.contains(id)
     }

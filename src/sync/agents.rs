@@ -37,13 +37,10 @@ impl SyncCore {
                         "agent id `{agent_id}` is taken; choose another"
                     )));
                 }
-                if let Some(missing) = t
-                    .tools
-                    .iter()
-                    .find(|tool| !self.catalog.tools.iter().any(|(name, _)| name == *tool))
-                {
+                if let Some(missing) = self.catalog.missing_tools(t).first() {
                     return Err(SyncError::Invalid(format!(
-                        "template `{template}` names MCP server `{missing}`, which this team does not have"
+                        "template `{template}` ({}) names MCP server `{missing}`, which this team does not have",
+                        t.file.display()
                     )));
                 }
                 Ok(())
@@ -229,7 +226,7 @@ mod tests {
             (hire("analyst", "m"), "agent id `m` is taken"),
             (
                 hire("browser", "b1"),
-                "template `browser` names MCP server `web`, which this team does not have",
+                "template `browser` (team.yaml) names MCP server `web`, which this team does not have",
             ),
         ] {
             let a = c.apply(&agent_out("m", i), "now");

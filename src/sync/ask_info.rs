@@ -202,12 +202,7 @@ impl SyncCore {
             out.push_str("\nThe team has no agent templates.\n");
         }
         for t in &self.catalog.templates {
-            let missing: Vec<&str> = t
-                .tools
-                .iter()
-                .filter(|tool| !self.catalog.tools.iter().any(|(n, _)| n == *tool))
-                .map(String::as_str)
-                .collect();
+            let missing = self.catalog.missing_tools(t);
             out.push_str(&format!("\n#### Template `{}`\n", t.name));
             let mut lines = vec![
                 format!("- role: {}", one_line(&t.role)),

@@ -93,6 +93,17 @@ pub struct Catalog {
     pub tools: Vec<(String, String)>,
 }
 
+impl Catalog {
+    /// The MCP servers a template names that this team does not have.
+    pub fn missing_tools<'a>(&self, t: &'a AgentTemplate) -> Vec<&'a str> {
+        t.tools
+            .iter()
+            .filter(|tool| !self.tools.iter().any(|(name, _)| name == *tool))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
 pub struct SyncCore {
     tasks: BTreeMap<TaskId, TaskState>,
     stages: BTreeMap<StageId, StageState>,
@@ -166,9 +177,10 @@ impl SyncCore {
     }
 
     /// Applies one step's output. What the step reports about itself (tokens, shared info, its
-    /// state in the stage, its summary) always lands; its message and task instruction are
-    /// checked first and, if refused, dropped together, with the agent marked failed in the
-    /// stage and the refusal returned in `Applied::refused`.
+    /// state in the stage, its summary) always lands; its message, task instruction and agent
+    /// instruction are checked first and, if one is refused, all are dropped, with the agent
+    /// marked failed in the stage and the refusal returned in `Applied::refused`. An ask_info
+    /// query is handed on in `Applied::queries` to be answered.
     pub fn apply(&mut self, out: &ExecuteOutput, now: &str) -> Applied {
         let agent = out
             .agent_id
@@ -233,8 +245,8 @@ impl SyncCore {
                 self.run_agent_instruction(i, &mut applied);
             }
         }
-        // A query is always answered, even beside a refused instruction: the asker holds a
-        // wait id for it.
+        // A query is never refused: whatever it asks about, the answer (possibly "there is no
+        // such task") is what frees the asker's wait.
         if let Some(q) = &out.ask_info {
             applied.queries.push((agent.clone(), q.clone()));
         }

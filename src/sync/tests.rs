@@ -94,10 +94,19 @@ fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
     let noted: Vec<_> = out
         .messages
         .iter()
-        .filter(|m| matches!(instruction_of(m), Some(Instruction::UpdateWorkingMemory { .. })))
+        .filter(|m| {
+            matches!(
+                instruction_of(m),
+                Some(Instruction::UpdateWorkingMemory { .. })
+            )
+        })
         .map(|m| m.receiver.len())
         .collect();
-    assert_eq!(noted, vec![2, 1], "update_working_memory per stage, to its agents");
+    assert_eq!(
+        noted,
+        vec![2, 1],
+        "update_working_memory per stage, to its agents"
+    );
     let stages = c.task(&t).unwrap().stage_list.clone();
     (c, t, stages)
 }
