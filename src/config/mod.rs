@@ -9,3 +9,25 @@ mod templates;
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
 pub use team::{AgentConfig, ConfigError, HumanEntry, LlmConfig, Problem, TeamConfig, load_team};
 pub use templates::AgentTemplate;
+
+/// Files for the config tests: a fresh folder per test, and files written into it.
+#[cfg(test)]
+pub(crate) mod test_files {
+    use std::path::{Path, PathBuf};
+
+    /// An empty folder for one test (`tag` names it; the process id keeps runs apart).
+    pub fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("cohort-config-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Writes `text` to `dir/name` (creating sub-folders) and returns its path.
+    pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}

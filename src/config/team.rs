@@ -314,17 +314,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-        let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-
-    fn tmp(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cohort-config-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::config::test_files::{tmp, write};
 
     #[test]
     fn malformed_yaml_names_the_file_and_the_field() {

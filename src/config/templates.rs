@@ -222,20 +222,12 @@ fn check_name(name: &str) -> Result<(), String> {
 mod tests {
     use crate::config::{LlmConfig, load_team};
     use crate::state::Skill;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
+
+    use crate::config::test_files::write;
 
     fn tmp(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cohort-templates-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-        let p = dir.join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, text).unwrap();
-        p
+        crate::config::test_files::tmp(&format!("templates-{tag}"))
     }
 
     const HEAD: &str = "llm: {provider: openai, model: m}\nagents:\n  - {id: boss, role: manager, skills: [task_manager, agent_manager]}\n";
