@@ -146,6 +146,7 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             .iter()
             .map(|s| (s.name.clone(), s.description.clone()))
             .collect(),
+        max_hired: cfg.max_hired_agents,
     };
     let core = SyncCore::new(roster, &managers, &humans).with_catalog(catalog);
     let base_task = core.base_task().clone();

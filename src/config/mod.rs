@@ -7,7 +7,10 @@ mod team;
 mod templates;
 
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
-pub use team::{AgentConfig, ConfigError, HumanEntry, LlmConfig, Problem, TeamConfig, load_team};
+pub use team::{
+    AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, HumanEntry, LlmConfig, Problem, TeamConfig,
+    load_team,
+};
 pub use templates::AgentTemplate;
 
 /// Files for the config tests: a fresh folder per test, and files written into it.

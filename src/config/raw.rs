@@ -29,6 +29,9 @@ pub struct RawTeam {
     /// What managers may create new agents from (agent_manager `init_new_agent`).
     #[serde(default)]
     pub agent_templates: Option<RawTemplates>,
+    /// How many agents managers may create in one run of the team (default 32).
+    #[serde(default)]
+    pub max_hired_agents: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

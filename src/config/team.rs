@@ -98,7 +98,13 @@ pub struct TeamConfig {
     pub humans: Vec<HumanEntry>,
     /// Templates managers can instantiate new agents from (agent_manager).
     pub templates: Vec<AgentTemplate>,
+    /// The most agents managers may create while the team runs: a model that keeps hiring
+    /// would otherwise start actors without end.
+    pub max_hired_agents: usize,
 }
+
+/// `max_hired_agents` when the team file does not set it.
+pub const DEFAULT_MAX_HIRED_AGENTS: usize = 32;
 
 /// A person of the team: who they are and how they log in.
 #[derive(Clone, Debug)]
@@ -294,6 +300,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         servers,
         humans,
         templates,
+        max_hired_agents: raw.max_hired_agents.unwrap_or(DEFAULT_MAX_HIRED_AGENTS),
     })
 }
 
@@ -377,6 +384,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(t.managers().count(), 1);
+        assert_eq!(t.max_hired_agents, DEFAULT_MAX_HIRED_AGENTS);
+        let f = write(
+            &d,
+            "limited.yaml",
+            "llm: {provider: openai, model: m}\nmax_hired_agents: 3\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n",
+        );
+        assert_eq!(load_team(&f).unwrap().max_hired_agents, 3);
     }
 
     #[test]

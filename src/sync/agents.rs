@@ -32,6 +32,13 @@ impl SyncCore {
                         }
                     )));
                 };
+                let hired = self.roster.iter().filter(|m| m.template.is_some()).count();
+                if hired >= self.catalog.max_hired {
+                    return Err(SyncError::Invalid(format!(
+                        "the team already has {hired} agents created by managers, its limit \
+                         (max_hired_agents in the team file)"
+                    )));
+                }
                 if self.knows(agent_id) {
                     return Err(SyncError::Invalid(format!(
                         "agent id `{agent_id}` is taken; choose another"
@@ -124,6 +131,10 @@ mod tests {
     use crate::state::Skill;
 
     fn core() -> SyncCore {
+        core_with_limit(3)
+    }
+
+    fn core_with_limit(max_hired: usize) -> SyncCore {
         let template = |name: &str, tools: &[&str]| AgentTemplate {
             name: name.into(),
             role: format!("{name} role"),
@@ -139,6 +150,7 @@ mod tests {
             templates: vec![template("analyst", &[]), template("browser", &["web"])],
             skills: vec![],
             tools: vec![("workspace".into(), "files".into())],
+            max_hired,
         };
         SyncCore::new(
             vec![Member::new("m", "manager"), Member::new("a", "worker")],
@@ -245,6 +257,25 @@ mod tests {
             .refused
             .unwrap();
         assert!(why.to_string().contains("`ana` is taken"));
+    }
+
+    #[test]
+    fn hiring_stops_at_the_teams_limit() {
+        let mut c = core_with_limit(2);
+        for id in ["h1", "h2"] {
+            assert!(
+                c.apply(&agent_out("m", hire("analyst", id)), "now")
+                    .refused
+                    .is_none()
+            );
+        }
+        let a = c.apply(&agent_out("m", hire("analyst", "h3")), "now");
+        let why = a.refused.expect("over the limit").to_string();
+        assert!(
+            why.contains("already has 2 agents created by managers"),
+            "{why}"
+        );
+        assert!(a.new_agents.is_empty() && !c.knows(&"h3".into()));
     }
 
     #[test]

@@ -54,6 +54,7 @@ fn setup() -> (SyncCore, TaskId, Vec<StageId>) {
             (Skill::AskInfo, "Ask the runtime.".into()),
         ],
         tools: vec![("workspace".into(), "Files in a sandbox.".into())],
+        ..Default::default()
     };
     let mut c = SyncCore::new(roster, &["m".into()], &["h".into()]).with_catalog(catalog);
     let t = TaskId::from("t1");

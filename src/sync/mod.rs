@@ -86,11 +86,24 @@ impl Member {
 
 /// What SyncState can tell about the system besides tasks and agents: the templates new agents
 /// are made from, and every skill and tool (MCP server) with its description.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Catalog {
     pub templates: Vec<AgentTemplate>,
     pub skills: Vec<(Skill, String)>,
     pub tools: Vec<(String, String)>,
+    /// How many agents init_new_agent may create in all.
+    pub max_hired: usize,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog {
+            templates: Vec::new(),
+            skills: Vec::new(),
+            tools: Vec::new(),
+            max_hired: crate::config::DEFAULT_MAX_HIRED_AGENTS,
+        }
+    }
 }
 
 impl Catalog {
