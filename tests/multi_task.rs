@@ -251,3 +251,47 @@ async fn a_run_whose_goal_becomes_two_tasks_ends_when_both_are_over() {
         );
     }
 }
+
+/// The base task never ends: a long-lived manager keeps only its newest finished base-task
+/// steps in its own state (all stay published), so its memory does not grow with every goal.
+#[actix::test]
+async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
+    let stub = OpenAiStub::start().await;
+    stub.set_fallback(answer);
+    let dir = std::env::temp_dir().join(format!("cohort-multi-task-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("team.yaml");
+    std::fs::write(&file, team_yaml(&stub)).unwrap();
+    let cfg = load_team(&file).unwrap();
+    let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    const NOTES: usize = 80;
+    for i in 0..NOTES {
+        team.submit_goal(None, &format!("note {i}")).await.unwrap();
+    }
+    let done = |team: &cohort::actors::Team| {
+        team.monitor
+            .snapshot(StateKind::Step)
+            .values()
+            .filter(|s| s["executor"] == "process_message" && s["execution_state"] == "finished")
+            .count()
+    };
+    for _ in 0..800 {
+        if done(&team) == NOTES {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(done(&team), NOTES, "every note was processed and published");
+    let m = team.monitor.get(StateKind::Agent, "manager").unwrap();
+    let kept = m["agent_step"]["step_list"].as_array().unwrap().len();
+    assert_eq!(kept, 64, "the manager keeps its newest 64 base-task steps");
+    let base = team.base_task.as_str();
+    assert_eq!(
+        m["working_memory"][base]["no_relative"]
+            .as_array()
+            .unwrap()
+            .len(),
+        kept
+    );
+    team.shutdown().await;
+}

@@ -7,7 +7,7 @@ use crate::agent::{
     HumanMessage, StepCompletion, complete_step, complete_tool_step, human_send, receive_as_human,
     receive_message, release_for, settle_step, tool_call_for, tool_chain,
 };
-use crate::ids::StepId;
+use crate::ids::{StageRef, StepId};
 use crate::llm::{ChatModel, ChatRequest};
 use crate::mcp::McpClient;
 use crate::message::Message;
@@ -26,6 +26,10 @@ pub struct AgentTools {
     pub descriptions: Arc<BTreeMap<String, String>>,
     pub mcp: Option<Arc<McpClient>>,
 }
+
+/// How many finished `no_relative` steps of a task an agent keeps in its step list (the base
+/// task never ends; see `AgentState::trim_loose_history`). Prompts show fewer than this.
+const LOOSE_HISTORY_KEPT: usize = 64;
 
 pub struct AgentActor {
     state: AgentState,
@@ -261,6 +265,15 @@ impl AgentActor {
             self.release_waiter(step.clone(), f);
         }
         settle_step(&mut self.state, id, failure, waits);
+        if let Some(task) = self
+            .state
+            .agent_step
+            .get(id)
+            .filter(|s| s.stage_id == StageRef::NoRelative)
+            .map(|s| s.task_id.clone())
+        {
+            self.state.trim_loose_history(&task, LOOSE_HISTORY_KEPT);
+        }
         self.publish_step(id);
         // A step whose stage or task was finished while it ran leaves the queue once done.
         if let Some(s) = self.state.agent_step.get(id) {
@@ -332,6 +345,8 @@ impl Handler<HumanSend> for AgentActor {
     fn handle(&mut self, HumanSend(m): HumanSend, _: &mut Context<Self>) -> Self::Result {
         let now = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
         let sent = human_send(&mut self.state, &m, &now).map_err(|e| e.to_string());
+        self.state
+            .trim_loose_history(&m.task_id, LOOSE_HISTORY_KEPT);
         self.publish(&[]);
         let sync = self.sync.clone();
         Box::pin(

@@ -166,6 +166,22 @@ impl AgentState {
         self.agent_step.drop_steps(task, None)
     }
 
+    /// Keeps at most `keep` finished or failed `no_relative` steps of a task in the step list
+    /// and working memory, dropping the oldest. The base task never ends, so without this a
+    /// long-lived manager's or person's list would only grow. The steps stay published (the
+    /// monitor has each one), and prompts show only the newest few anyway.
+    pub fn trim_loose_history(&mut self, task: &TaskId, keep: usize) -> usize {
+        let gone = self.agent_step.trim_over(task, &StageRef::NoRelative, keep);
+        if let Some(ids) = self
+            .working_memory
+            .get_mut(task)
+            .and_then(|t| t.get_mut(&StageRef::NoRelative))
+        {
+            ids.retain(|id| !gone.contains(id));
+        }
+        gone.len()
+    }
+
     /// Whether a step's task and stage are still held in working memory: false once the stage
     /// or task was finished while the step ran. Callers ask it for a step they run or settle,
     /// so it is also false while a step of this work that was cut loose by that finish still
@@ -369,6 +385,47 @@ mod tests {
         let ids: Vec<_> = a.agent_step.steps().iter().map(|s| &s.step_id).collect();
         assert_eq!(ids.len(), 1);
         assert_eq!(a.working_memory[&TaskId::from("t")][&s], [ids[0].clone()]);
+    }
+
+    #[test]
+    fn loose_history_is_trimmed_to_the_newest_steps_that_are_over() {
+        let mut a = agent();
+        let s1 = StageRef::Stage(StageId::from("s1"));
+        a.add_steps((0..5).map(|_| step("base", StageRef::NoRelative)).collect());
+        a.add_steps(vec![step("base", s1.clone())]);
+        let ids: Vec<StepId> = a
+            .agent_step
+            .steps()
+            .iter()
+            .map(|s| s.step_id.clone())
+            .collect();
+        // Three over (one failed), one running, one still to run.
+        for _ in 0..4 {
+            a.agent_step.start_next();
+        }
+        for (i, id) in ids[..3].iter().enumerate() {
+            a.agent_step.get_mut(id).unwrap().execution_state = if i == 1 {
+                StepExecutionState::Failed
+            } else {
+                StepExecutionState::Finished
+            };
+        }
+        assert_eq!(a.trim_loose_history(&"base".into(), 5), 0);
+        assert_eq!(a.trim_loose_history(&"base".into(), 1), 2);
+        let left: Vec<&StepId> = a.agent_step.steps().iter().map(|s| &s.step_id).collect();
+        assert_eq!(
+            left,
+            [&ids[2], &ids[3], &ids[4], &ids[5]],
+            "the newest over, the running, the pending, the stage's"
+        );
+        assert_eq!(
+            a.working_memory[&TaskId::from("base")][&StageRef::NoRelative],
+            ids[2..5]
+        );
+        assert_eq!(
+            a.working_memory[&TaskId::from("base")][&s1],
+            [ids[5].clone()]
+        );
     }
 
     #[test]

@@ -125,6 +125,23 @@ impl AgentStep {
         self.cut_loose.contains(id)
     }
 
+    /// Removes the oldest steps of one task and stage that are over, keeping the newest `keep`
+    /// of them; returns the removed ids. Steps still to run and the running one stay.
+    pub fn trim_over(&mut self, task: &TaskId, stage: &StageRef, keep: usize) -> Vec<StepId> {
+        let over: Vec<StepId> = self
+            .step_list
+            .iter()
+            .filter(|s| &s.task_id == task && &s.stage_id == stage && s.execution_state.is_over())
+            .map(|s| s.step_id.clone())
+            .collect();
+        let Some(excess) = over.len().checked_sub(keep).filter(|n| *n > 0) else {
+            return Vec::new();
+        };
+        let gone: Vec<StepId> = over.into_iter().take(excess).collect();
+        self.step_list.retain(|s| !gone.contains(&s.step_id));
+        gone
+    }
+
     /// Removes one step (used for a running step whose stage was cleaned up meanwhile).
     pub fn remove(&mut self, id: &StepId) -> Option<StepState> {
         self.todo.retain(|t| t != id);
