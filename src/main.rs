@@ -146,14 +146,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// `1 agent`, `2 agents`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 fn check(team: &PathBuf) -> ExitCode {
     match load_team(team) {
         Ok(cfg) => {
             println!(
-                "{}: ok ({} agents, {} agent templates, prompts: {})",
+                "{}: ok ({}, {}, prompts: {})",
                 team.display(),
-                cfg.agents.len(),
-                cfg.templates.len(),
+                count(cfg.agents.len(), "agent"),
+                count(cfg.templates.len(), "agent template"),
                 cfg.language
             );
             // Not an error (a templates folder may serve several teams), but worth knowing now

@@ -503,7 +503,7 @@ function agentCard(a) {
         'div',
         { class: 'agent-card-title' },
         h('div', null, h('b', null, a.name || a.agent_id), ' ', h('span', { class: 'muted mono small' }, a.agent_id)),
-        h('div', { class: 'muted small' }, a.role !== a.agent_id ? a.role : null, a.human_config ? h('span', { class: 'tag tag-human' }, 'human') : null, a.agent_id === sess.human_agent_id ? h('span', { class: 'tag tag-human' }, 'you') : null),
+        h('div', { class: 'muted small' }, a.role !== a.agent_id ? a.role : null, a.human_config ? h('span', { class: 'tag tag-human' }, 'human') : null, a.template ? h('span', { class: 'tag', testid: 'agent-card-template', title: 'created by a manager from this agent template' }, `hired · ${a.template}`) : null, a.agent_id === sess.human_agent_id ? h('span', { class: 'tag tag-human' }, 'you') : null),
       ),
       h('span', { class: 'spacer' }),
       h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-card-state' }, a.working_state),

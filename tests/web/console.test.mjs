@@ -214,6 +214,10 @@ try {
     await first.waitFor();
     await first.locator('summary').click();
     await first.locator('pre.json').first().waitFor();
+    // The writer was hired during the run: its card arrived live and names its template.
+    const hired = page.locator('[data-testid="agent-card"][data-agent-id="writer"] [data-testid="agent-card-template"]');
+    await hired.waitFor();
+    if ((await hired.textContent()).trim() !== 'hired · writer') throw new Failure(`the hired writer's card says "${await hired.textContent()}"`);
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-agents.png') });
   });
 
