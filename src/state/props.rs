@@ -3,14 +3,16 @@
 //! a plain model. A failure names its seed and the operations that led to it; set
 //! `COHORT_PROPS_SEED=<seed>` to rerun just that sequence.
 
-use super::{
-    AgentState, Executor, Skill, StepExecutionState, StepState, WorkingMemory, WorkingState,
-};
-use crate::ids::{NO_RELATIVE, StageRef, StepId, TaskId, WaitId};
+use super::{AgentState, Executor, Skill, StepExecutionState, StepState, WorkingState};
+use crate::ids::{NO_RELATIVE, StageRef, TaskId, WaitId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::fmt;
 use std::sync::OnceLock;
+
+#[path = "props_model.rs"]
+mod model;
+use model::{Model, Phase};
 
 const SEQUENCES: u64 = 2000;
 const OPS_PER_SEQUENCE: usize = 32;
@@ -135,98 +137,6 @@ fn random_op(rng: &mut StdRng) -> Op {
         },
         85..91 => Op::Hold(rng.random_range(1..=2)),
         _ => Op::Release(rng.random_range(0..4)),
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Phase {
-    Pending,
-    Running,
-    Over,
-}
-
-struct ModelStep {
-    id: StepId,
-    work: Work,
-    phase: Phase,
-}
-
-/// What the agent should look like, kept by the simplest rules that say it.
-#[derive(Default)]
-struct Model {
-    /// The expected `step_list`, in order.
-    steps: Vec<ModelStep>,
-    working_memory: WorkingMemory,
-    waits: Vec<(WaitId, Work)>,
-    /// The running step whose stage or task was finished while it ran.
-    cut_loose: Option<StepId>,
-    /// Ids of the steps still listed, in the order they started: `step_list` must be this,
-    /// then the pending steps (the execution order).
-    started: Vec<StepId>,
-    next_id: usize,
-    next_wait: usize,
-}
-
-impl Model {
-    fn running(&self) -> Option<&ModelStep> {
-        self.steps.iter().find(|s| s.phase == Phase::Running)
-    }
-
-    fn pending(&self) -> impl Iterator<Item = &ModelStep> {
-        self.steps.iter().filter(|s| s.phase == Phase::Pending)
-    }
-
-    /// Fresh steps with readable ids (`t1/s2#7`), recorded in working memory.
-    fn new_steps(&mut self, works: &[Work]) -> (Vec<StepState>, Vec<ModelStep>) {
-        let mut states = Vec::new();
-        let mut model = Vec::new();
-        for &work in works {
-            self.next_id += 1;
-            let id = StepId::from(format!("{work:?}#{}", self.next_id));
-            let (task, stage) = work.ids();
-            let (task, stage) = (task.clone(), stage.clone());
-            self.working_memory
-                .entry(task.clone())
-                .or_default()
-                .entry(stage.clone())
-                .or_default()
-                .push(id.clone());
-            states.push(StepState {
-                task_id: task,
-                stage_id: stage,
-                step_id: id.clone(),
-                ..blank_step()
-            });
-            model.push(ModelStep {
-                id,
-                work,
-                phase: Phase::Pending,
-            });
-        }
-        (states, model)
-    }
-
-    /// Drops the steps of the finished work but the running one, which is cut loose.
-    fn finish(&mut self, (task, stage): Finish) -> Vec<StepId> {
-        let hit = |w: Work| w.task == task && stage.is_none_or(|s| w.stage == s);
-        let mut dropped = Vec::new();
-        for s in &self.steps {
-            if hit(s.work) {
-                if s.phase == Phase::Running {
-                    self.cut_loose = Some(s.id.clone());
-                } else {
-                    dropped.push(s.id.clone());
-                }
-            }
-        }
-        self.steps.retain(|s| !dropped.contains(&s.id));
-        self.started.retain(|id| !dropped.contains(id));
-        match finish_ids((task, stage)) {
-            (t, Some(s)) => self.working_memory.get_mut(t).map(|t| t.remove(s)),
-            (t, None) => self.working_memory.remove(t).map(|_| None),
-        };
-        self.waits.retain(|(_, w)| !hit(*w));
-        dropped
     }
 }
 
