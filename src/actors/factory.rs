@@ -70,13 +70,14 @@ impl AgentFactory {
         sync: Addr<SyncStateActor>,
     ) -> Option<Addr<AgentActor>> {
         let (template, llm) = self.templates.get(member.template.as_deref()?)?;
+        // The member already carries the template's role, profile, skills and tools.
         let mut state = llm_agent_state(
             member.id.clone(),
             member.name.clone(),
             member.role.clone(),
             member.profile.clone(),
-            template.skills.clone(),
-            template.tools.clone(),
+            member.skills.clone(),
+            member.tools.clone(),
             &template.llm,
         );
         state.template = Some(template.name.clone());

@@ -16,7 +16,7 @@ impl SyncCore {
             AgentInstruction::InitNewAgent {
                 template, agent_id, ..
             } => {
-                let Some(t) = self.catalog.templates.iter().find(|t| &t.name == template) else {
+                let Some(t) = self.catalog.template(template) else {
                     let known: Vec<&str> = self
                         .catalog
                         .templates
@@ -82,7 +82,7 @@ impl SyncCore {
                 agent_id,
                 name,
             } => {
-                let Some(t) = self.catalog.templates.iter().find(|t| &t.name == template) else {
+                let Some(t) = self.catalog.template(template) else {
                     return;
                 };
                 let member = Member {

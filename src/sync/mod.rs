@@ -107,6 +107,10 @@ impl Default for Catalog {
 }
 
 impl Catalog {
+    pub fn template(&self, name: &str) -> Option<&AgentTemplate> {
+        self.templates.iter().find(|t| t.name == name)
+    }
+
     /// The MCP servers a template names that this team does not have.
     pub fn missing_tools<'a>(&self, t: &'a AgentTemplate) -> Vec<&'a str> {
         t.tools
