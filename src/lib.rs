@@ -12,6 +12,7 @@ pub mod auth;
 #[path = "../mcp_servers/src/mod.rs"]
 pub mod bundled;
 pub mod config;
+pub mod event;
 pub mod ids;
 pub mod llm;
 pub mod mcp;

@@ -80,9 +80,12 @@ pub enum Instruction {
         stage_intention: String,
         #[serde(default)]
         goal: String,
-        /// Everyone allocated to the stage, so the agent knows whom it works with.
+        /// Agents allocated to the stage (the first few), so the agent knows whom it works with.
         #[serde(default)]
         colleagues: Vec<Colleague>,
+        /// How many more agents the stage has than `colleagues` lists.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        colleagues_unlisted: usize,
     },
     FinishStage {
         stage_id: StageId,
@@ -97,6 +100,10 @@ pub enum Instruction {
     AddToolDecision {
         tool_name: String,
     },
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One agent of a stage as a start_stage instruction lists it.

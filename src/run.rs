@@ -3,11 +3,10 @@
 
 use crate::actors::{Host, SystemError, Team, start_team};
 use crate::config::TeamConfig;
-use crate::ids::{AgentId, TaskId};
-use crate::monitor::{StateEvent, StateKind};
+use crate::event::{Change, Event, States, StepChange};
+use crate::ids::AgentId;
 use crate::state::{ExecutionState, StepExecutionState, StepState, TaskState, WorkingState};
 use serde_json::Value;
-use std::collections::HashSet;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
@@ -80,6 +79,10 @@ pub struct RunReport {
 
 /// Runs one goal to its end. Must run inside an actix system; the team's actors stay up until
 /// the caller stops the system. `on_step` sees every step as it finishes or fails.
+///
+/// It follows the monitor's change stream: it wakes on each change, never polls, and reads the
+/// outcome and the step count from the monitor's exact states and counters, so a burst of
+/// changes that outruns it can cost progress lines but never a wrong result.
 pub async fn run_goal(
     cfg: &TeamConfig,
     goal: &str,
@@ -92,82 +95,85 @@ pub async fn run_goal(
     team.submit_goal(opts.manager.as_ref(), goal).await?;
 
     let deadline = Instant::now() + opts.timeout;
-    let mut tasks: Vec<TaskId> = Vec::new();
-    let mut over: HashSet<String> = HashSet::new();
     let mut last_event = Instant::now();
     let outcome = loop {
-        let stall_check = tokio::time::sleep(Duration::from_millis(250));
         tokio::select! {
             ev = events.recv() => match ev {
                 Ok(ev) => {
                     last_event = Instant::now();
-                    if let Some(o) = observe(&team, &ev, &mut tasks, &mut over, &mut on_step, opts) {
-                        break o;
-                    }
-                    if let Some(o) = concluded(&team, &tasks) {
-                        break o;
-                    }
+                    report_step(&team, &ev.event, &mut on_step);
                 }
-                // Fell behind: the index still has every latest state, so just go on.
-                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "progress fell behind; {missed} changes not shown");
+                }
                 Err(RecvError::Closed) => break RunOutcome::Stalled,
             },
             _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
             _ = ctrl_c(opts.stop_on_ctrl_c) => break RunOutcome::Interrupted,
-            _ = stall_check => {
-                if last_event.elapsed() >= opts.stall_after && !anyone_working(&team) {
+            _ = tokio::time::sleep_until(last_event + opts.stall_after) => {
+                let c = team.monitor.read(States::counters);
+                if c.agents_working == 0 && c.steps_running == 0 {
                     break RunOutcome::Stalled;
                 }
+                last_event = Instant::now();
             }
+        }
+        let (concluded, all_over, steps_run) = team.monitor.read(|s| {
+            (
+                concluded(s, &team),
+                all_over(s, &team),
+                s.counters().steps_run,
+            )
+        });
+        if let Some(o) = concluded {
+            break o;
+        }
+        if opts.max_steps.is_some_and(|m| steps_run >= m as u64) && !all_over {
+            break RunOutcome::MaxSteps(steps_run as usize);
         }
     };
     wait_for_running_steps(&team, Duration::from_secs(3)).await;
     // Report what landed while settling (e.g. the finish_task step itself).
     while let Ok(ev) = events.try_recv() {
-        if ev.kind == StateKind::Step {
-            count_step(&ev, &mut over, &mut on_step);
-        }
+        report_step(&team, &ev.event, &mut on_step);
     }
     team.shutdown().await;
-    let tasks = tasks
-        .iter()
-        .filter_map(|t| team.monitor.get(StateKind::Task, t.as_str()))
-        .filter_map(|v| serde_json::from_value(v).ok())
-        .collect();
+    let (tasks, steps_run) = team.monitor.read(|s| {
+        let tasks = s
+            .tasks_in_order()
+            .into_iter()
+            .filter(|t| t.task_id != team.base_task)
+            .cloned()
+            .collect();
+        (tasks, s.counters().steps_run as usize)
+    });
     Ok(RunReport {
         outcome,
         tasks,
         states: team.monitor.all(),
-        steps_run: over.len(),
+        steps_run,
     })
 }
 
-fn observe(
-    team: &Team,
-    ev: &StateEvent,
-    tasks: &mut Vec<TaskId>,
-    over: &mut HashSet<String>,
-    on_step: &mut impl FnMut(&StepState),
-    opts: &RunOptions,
-) -> Option<RunOutcome> {
-    match ev.kind {
-        StateKind::Step => {
-            if count_step(ev, over, on_step)
-                && opts.max_steps.is_some_and(|m| over.len() >= m)
-                && !all_over(team, tasks)
-            {
-                return Some(RunOutcome::MaxSteps(over.len()));
-            }
-            None
+/// Shows a step that ran to its end (steps dropped before they ran are not shown).
+fn report_step(team: &Team, ev: &Event, on_step: &mut impl FnMut(&StepState)) {
+    let Change::Step(StepChange::Updated {
+        step_id, update, ..
+    }) = &ev.change
+    else {
+        return;
+    };
+    let ended = update
+        .execution_state
+        .is_some_and(StepExecutionState::is_over);
+    let dropped = update
+        .execute_result
+        .as_ref()
+        .is_some_and(|r| r.get("dropped").is_some());
+    if ended && !dropped {
+        if let Some(step) = team.monitor.read(|s| s.step(step_id).cloned()) {
+            on_step(&step);
         }
-        StateKind::Task if ev.id != team.base_task.as_str() => {
-            let id = TaskId::from(ev.id.as_str());
-            if !tasks.contains(&id) {
-                tasks.push(id);
-            }
-            None
-        }
-        _ => None,
     }
 }
 
@@ -175,31 +181,24 @@ fn observe(
 /// every task it created is over and the managers have nothing left to do (a manager that
 /// finishes one task and then adds the next is still working). It counts as finished only if
 /// no task failed.
-fn concluded(team: &Team, tasks: &[TaskId]) -> Option<RunOutcome> {
-    if !all_over(team, tasks) {
+fn concluded(s: &States, team: &Team) -> Option<RunOutcome> {
+    if !all_over(s, team) {
         return None;
     }
-    let managers = tasks
-        .iter()
-        .filter_map(|t| team.monitor.get(StateKind::Task, t.as_str()))
-        .filter_map(|t| {
-            t.get("task_manager")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .chain(team.managers.iter().map(|m| m.to_string()));
-    let busy = managers.into_iter().any(|m| {
-        team.monitor
-            .get(StateKind::Agent, &m)
-            .and_then(|a| serde_json::from_value::<WorkingState>(a["working_state"].clone()).ok())
-            .is_some_and(|w| w != WorkingState::Idle)
+    let mut managers = goal_tasks(s, team)
+        .map(|t| &t.task_manager)
+        .chain(team.managers.iter());
+    let busy = managers.any(|m| {
+        s.agents
+            .get(m)
+            .is_some_and(|a| a.working_state != WorkingState::Idle)
     });
     if busy {
         return None;
     }
-    let failed = tasks
-        .iter()
-        .any(|t| state_of(team, t) == Some(ExecutionState::Failed));
+    let failed = goal_tasks(s, team).any(|t| t.execution_state == ExecutionState::Failed)
+        || s.summaries()
+            .any(|t| t.execution_state == ExecutionState::Failed);
     Some(if failed {
         RunOutcome::Failed
     } else {
@@ -207,58 +206,37 @@ fn concluded(team: &Team, tasks: &[TaskId]) -> Option<RunOutcome> {
     })
 }
 
-fn state_of(team: &Team, task: &TaskId) -> Option<ExecutionState> {
-    team.monitor
-        .get(StateKind::Task, task.as_str())
-        .and_then(|v| serde_json::from_value::<TaskState>(v).ok())
-        .map(|t| t.execution_state)
+/// The tasks of the goal: every task but the base task (one run, one goal).
+fn goal_tasks<'a>(s: &'a States, team: &'a Team) -> impl Iterator<Item = &'a TaskState> {
+    s.tasks.values().filter(|t| t.task_id != team.base_task)
 }
 
 /// Whether the run created tasks and every one of them is finished or failed.
-fn all_over(team: &Team, tasks: &[TaskId]) -> bool {
-    !tasks.is_empty()
-        && tasks
-            .iter()
-            .all(|t| state_of(team, t).is_some_and(ExecutionState::is_over))
-}
-
-/// Counts a step that ran to its end (once); steps dropped before they ran do not count.
-fn count_step(
-    ev: &StateEvent,
-    over: &mut HashSet<String>,
-    on_step: &mut impl FnMut(&StepState),
-) -> bool {
-    let Ok(step) = serde_json::from_value::<StepState>(ev.state.clone()) else {
-        return false;
-    };
-    if step.execution_state.is_over() && !step.was_dropped() && over.insert(ev.id.clone()) {
-        on_step(&step);
-        return true;
+fn all_over(s: &States, team: &Team) -> bool {
+    let mut any = s.summaries().next().is_some();
+    for t in goal_tasks(s, team) {
+        if !t.execution_state.is_over() {
+            return false;
+        }
+        any = true;
     }
-    false
-}
-
-fn anyone_working(team: &Team) -> bool {
-    team.monitor.snapshot(StateKind::Agent).values().any(|a| {
-        a.get("working_state")
-            .and_then(|w| serde_json::from_value::<WorkingState>(w.clone()).ok())
-            == Some(WorkingState::Working)
-    })
+    any
 }
 
 /// Lets steps in flight land (finish_task cleanup, answers on their way), so reported states
 /// are settled ones. Bounded: a real LLM step may still be running when `max` is up.
 pub async fn wait_for_running_steps(team: &Team, max: Duration) {
     let until = Instant::now() + max;
+    let mut changes = team.monitor.watch();
     loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let running = team.monitor.snapshot(StateKind::Step).values().any(|s| {
-            s.get("execution_state")
-                .and_then(|v| serde_json::from_value::<StepExecutionState>(v.clone()).ok())
-                == Some(StepExecutionState::Running)
-        });
-        if !running || Instant::now() >= until {
+        // Give changes already on their way through mailboxes a moment to land.
+        tokio::task::yield_now().await;
+        if team.monitor.read(|s| s.counters().steps_running) == 0 {
             return;
+        }
+        tokio::select! {
+            r = changes.changed() => if r.is_err() { return },
+            _ = tokio::time::sleep_until(until) => return,
         }
     }
 }

@@ -7,10 +7,12 @@ mod common;
 
 use cohort::actors::{GetAgentState, Team};
 use cohort::api::{ApiState, FeedConfig, serve};
+use cohort::event::{Change, TaskChange};
 use cohort::monitor::StateKind;
+use cohort::state::TaskState;
 use common::*;
 use futures::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -80,6 +82,24 @@ async fn refused(req: impl IntoClientRequest + Unpin) -> u16 {
     }
 }
 
+/// A change that (re)creates task `id` with `intention`.
+fn task(id: &str, intention: &str) -> Vec<Change> {
+    vec![Change::Task(TaskChange::Created {
+        task: TaskState::new(
+            id.into(),
+            "probe".into(),
+            intention.into(),
+            "manager".into(),
+        ),
+    })]
+}
+
+/// The events of an `events` frame.
+fn events(f: &Value) -> Vec<Value> {
+    assert_eq!(f["type"], "events", "{f}");
+    f["events"].as_array().unwrap().clone()
+}
+
 async fn setup(feed: FeedConfig) -> (Team, ApiState, String) {
     let (team, cfg) = start();
     let state = api(&team, &cfg).with_feed_config(feed);
@@ -101,11 +121,7 @@ async fn a_snapshot_comes_first_then_every_later_event_once_in_version_order() {
         move || {
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                monitor.publish(
-                    StateKind::Step,
-                    &format!("probe-{}", i % 50),
-                    &json!({ "i": i }),
-                );
+                monitor.publish(task(&format!("probe-{}", i % 50), &i.to_string()));
                 i += 1;
                 if i.is_multiple_of(4) {
                     std::thread::sleep(Duration::from_micros(200));
@@ -116,7 +132,7 @@ async fn a_snapshot_comes_first_then_every_later_event_once_in_version_order() {
     struct View {
         client: Client,
         version: u64,
-        steps: serde_json::Map<String, Value>,
+        tasks: serde_json::Map<String, Value>,
     }
     let mut views = Vec::new();
     for _ in 0..5 {
@@ -131,7 +147,7 @@ async fn a_snapshot_comes_first_then_every_later_event_once_in_version_order() {
         views.push(View {
             client,
             version: snap["version"].as_u64().unwrap(),
-            steps: snap["states"]["step"].as_object().unwrap().clone(),
+            tasks: snap["states"]["task"].as_object().unwrap().clone(),
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -140,35 +156,36 @@ async fn a_snapshot_comes_first_then_every_later_event_once_in_version_order() {
     let last = monitor.version();
     for (n, view) in views.iter_mut().enumerate() {
         while view.version < last {
-            let ev = next_json(&mut view.client).await;
-            assert_eq!(ev["type"], "event", "client {n}");
-            let v = ev["version"].as_u64().unwrap();
-            assert_eq!(
-                v,
-                view.version + 1,
-                "client {n}: events come once each, in order, with no gap"
-            );
-            view.version = v;
-            if ev["kind"] == "step" {
-                view.steps
-                    .insert(ev["id"].as_str().unwrap().to_owned(), ev["state"].clone());
+            for ev in events(&next_json(&mut view.client).await) {
+                let v = ev["version"].as_u64().unwrap();
+                assert_eq!(
+                    v,
+                    view.version + 1,
+                    "client {n}: events come once each, in order, with no gap"
+                );
+                view.version = v;
+                if ev["op"] == "created" {
+                    let t = &ev["task"];
+                    view.tasks
+                        .insert(t["task_id"].as_str().unwrap().to_owned(), t.clone());
+                }
             }
         }
         // What the client pieced together is what the monitor holds.
-        for (id, st) in monitor.snapshot(StateKind::Step) {
-            assert_eq!(view.steps.get(&id), Some(&st), "client {n}: step {id}");
+        for (id, t) in monitor.snapshot(StateKind::Task) {
+            assert_eq!(view.tasks.get(&id), Some(&t), "client {n}: task {id}");
         }
     }
 
     // And later events are pushed as they happen.
-    monitor.publish(StateKind::Task, "live", &json!({ "task_id": "live" }));
+    monitor.publish(task("live", "now"));
     for view in &mut views {
-        let ev = next_json(&mut view.client).await;
+        let ev = events(&next_json(&mut view.client).await);
         assert_eq!(
             (
-                ev["kind"].as_str(),
-                ev["id"].as_str(),
-                ev["version"].as_u64()
+                ev[0]["kind"].as_str(),
+                ev[0]["task"]["task_id"].as_str(),
+                ev[0]["version"].as_u64()
             ),
             (Some("task"), Some("live"), Some(last + 1))
         );
@@ -208,6 +225,7 @@ async fn browsers_from_other_origins_and_clients_without_a_valid_token_are_refus
 async fn a_client_that_never_reads_cannot_slow_the_runtime() {
     let feed = FeedConfig {
         send_timeout: Duration::from_secs(1),
+        ..FeedConfig::default()
     };
     let (team, state, token) = setup(feed).await;
     let server = Server::start(state).await;
@@ -240,11 +258,7 @@ async fn a_client_that_never_reads_cannot_slow_the_runtime() {
     let blob = "x".repeat(16 * 1024);
     let started = Instant::now();
     for i in 0..1_000 {
-        monitor.publish(
-            StateKind::Step,
-            &format!("load-{}", i % 10),
-            &json!({ "i": i, "blob": blob }),
-        );
+        monitor.publish(task(&format!("load-{}", i % 10), &format!("{i}{blob}")));
     }
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -261,18 +275,16 @@ async fn a_client_that_never_reads_cannot_slow_the_runtime() {
             .await
             .expect("the healthy client keeps receiving")
             .unwrap();
-        reached = f["version"].as_u64() == Some(last)
+        reached = f["type"] == "events"
+            && events(&f).last().and_then(|e| e["version"].as_u64()) == Some(last)
             || f["type"] == "snapshot" && f["version"].as_u64() >= Some(last);
     }
-    monitor.publish(StateKind::Task, "after", &json!({ "task_id": "after" }));
+    monitor.publish(task("after", "done"));
     let f = tokio::time::timeout(Duration::from_secs(10), seen_rx.recv())
         .await
         .expect("a live event after the load")
         .unwrap();
-    assert_eq!(
-        (f["type"].as_str(), f["id"].as_str()),
-        (Some("event"), Some("after"))
-    );
+    assert_eq!(events(&f)[0]["task"]["task_id"], "after");
 
     // The actors never noticed.
     let alice = team.agents[&"alice".into()].clone();

@@ -72,7 +72,8 @@ export function api(s) {
 
 /**
  * The live connection: calls onSnapshot(version, states) for every snapshot (the first message
- * after each connect) and onEvent(event) for each change; reconnects with exponential backoff
+ * after each connect, and again whenever the client fell behind) and onEvent(event) for each
+ * change event, in version order; reconnects with exponential backoff
  * (0.5 s doubling to 15 s, with jitter) and reports its status through onStatus(status, detail).
  */
 export class Live {
@@ -120,8 +121,8 @@ export class Live {
         this.attempt = 0;
         this.cb.onSnapshot(Number(msg.version) || 0, msg.states || {});
         this.cb.onStatus('live');
-      } else if (msg.type === 'event' && gotSnapshot) {
-        this.cb.onEvent(msg);
+      } else if (msg.type === 'events' && gotSnapshot) {
+        for (const ev of msg.events || []) this.cb.onEvent(ev);
       }
     };
     ws.onclose = () => {

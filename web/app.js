@@ -949,23 +949,27 @@ function onSnapshot(version, states) {
 }
 
 function onEvent(ev) {
-  if (!store.apply(ev)) return;
-  switch (ev.kind) {
+  for (const t of store.apply(ev)) onTouched(t);
+}
+
+/** Marks what a changed record shows; a person's own record changing may mean new chats. */
+function onTouched({ kind, id, state }) {
+  switch (kind) {
     case 'task':
       mark('tasks', 'summary', 'composer');
-      if (ev.id === ui.taskId || !ui.taskPicked) mark('detail', 'chat');
+      if (id === ui.taskId || !ui.taskPicked) mark('detail', 'chat');
       break;
     case 'stage':
       mark('tasks', 'composer');
-      if (ev.state && ev.state.task_id === ui.taskId) mark('detail');
+      if (state && state.task_id === ui.taskId) mark('detail');
       break;
     case 'agent':
       mark('team', 'agents', 'summary');
-      if (ev.id === sess.human_agent_id) refreshConversations();
+      if (id === sess.human_agent_id) refreshConversations();
       break;
     case 'step':
       mark('team', 'agents');
-      if (ev.state && ev.state.agent_id === sess.human_agent_id) refreshConversations();
+      if (state && state.agent_id === sess.human_agent_id) refreshConversations();
       break;
   }
 }

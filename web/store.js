@@ -1,5 +1,6 @@
 // The console's copy of the four states (task, stage, agent, step), kept current from the
-// websocket: a snapshot replaces everything, events are applied by version and older ones are
+// websocket: a snapshot replaces everything, then each change event is applied in version
+// order, exactly as the runtime's own `apply` does (src/event/apply.rs); older ones are
 // dropped. Each record remembers its version (a cheap "did it change" signature for
 // rendering) and the order in which it was first seen.
 
@@ -43,16 +44,194 @@ export class Store {
     }
   }
 
-  /** Applies one event; false when it is not newer than what the store holds. */
+  /**
+   * Applies one change event (`{version, kind, op, …}`, see src/event/mod.rs) the way the
+   * runtime's own `apply` does. Returns the records it touched as [{kind, id, state}] (empty
+   * when the event is not newer than the store).
+   */
   apply(ev) {
-    const map = this.maps[ev.kind];
-    if (!map || typeof ev.id !== 'string') return false;
     const v = Number(ev.version) || 0;
-    const cur = map.get(ev.id);
-    if (cur && cur.version >= v) return false;
-    this.put(ev.kind, ev.id, ev.state, v);
-    if (v > this.version) this.version = v;
-    return true;
+    if (v <= this.version) return [];
+    this.version = v;
+    const touched = [];
+    const touch = (kind, id) => {
+      const r = this.maps[kind].get(id);
+      if (!r) return null;
+      r.version = v;
+      touched.push({ kind, id, state: r.state });
+      return r.state;
+    };
+    switch (`${ev.kind}/${ev.op}`) {
+      case 'task/created':
+        this.put('task', ev.task.task_id, ev.task, v);
+        touch('task', ev.task.task_id);
+        break;
+      case 'task/joined': {
+        const t = touch('task', ev.task_id);
+        if (t) for (const a of ev.agents) if (!t.task_group.includes(a)) t.task_group.push(a);
+        break;
+      }
+      case 'task/state': {
+        const t = touch('task', ev.task_id);
+        if (t) {
+          t.execution_state = ev.execution_state;
+          if (ev.task_summary !== undefined) t.task_summary = ev.task_summary;
+        }
+        break;
+      }
+      case 'task/shared_info': {
+        const t = touch('task', ev.task_id);
+        if (t) t.shared_info_pool.push(ev.entry);
+        break;
+      }
+      case 'task/conversation': {
+        const t = touch('task', ev.task_id);
+        if (t) t.shared_conversation_pool.push(ev.entry);
+        break;
+      }
+      case 'task/trimmed': {
+        const t = touch('task', ev.task_id);
+        if (t) {
+          const info = t.shared_info_pool.splice(0, ev.shared_info).length;
+          const conv = t.shared_conversation_pool.splice(0, ev.conversation).length;
+          t.shared_info_omitted = (t.shared_info_omitted || 0) + info;
+          t.shared_conversation_omitted = (t.shared_conversation_omitted || 0) + conv;
+        }
+        break;
+      }
+      case 'task/tokens': {
+        const t = touch('task', ev.task_id);
+        if (t) addTokens(t, ev.usage);
+        break;
+      }
+      case 'task/evicted': {
+        const t = this.get('task', ev.task_id);
+        for (const sid of (t && t.stage_list) || []) this.maps.stage.delete(sid);
+        this.maps.task.delete(ev.task_id);
+        this.stagesByTask.delete(ev.task_id);
+        touched.push({ kind: 'task', id: ev.task_id, state: null });
+        break;
+      }
+      case 'stage/added': {
+        const s = ev.stage;
+        const t = touch('task', s.task_id);
+        if (t) t.stage_list.splice(Math.min(ev.at, t.stage_list.length), 0, s.stage_id);
+        this.put('stage', s.stage_id, s, v);
+        touch('stage', s.stage_id);
+        break;
+      }
+      case 'stage/state': {
+        const s = touch('stage', ev.stage_id);
+        if (s) s.execution_state = ev.execution_state;
+        break;
+      }
+      case 'stage/agent': {
+        const s = touch('stage', ev.stage_id);
+        if (s) s.every_agent_state[ev.agent_id] = ev.state;
+        break;
+      }
+      case 'stage/completion': {
+        const s = touch('stage', ev.stage_id);
+        if (s) {
+          s.completion_summary[ev.agent_id] = ev.summary;
+          s.every_agent_state[ev.agent_id] = 'finished';
+        }
+        break;
+      }
+      case 'agent/added':
+        this.put('agent', ev.agent.agent_id, ev.agent, v);
+        touch('agent', ev.agent.agent_id);
+        break;
+      case 'step/added': {
+        const st = ev.step;
+        this.put('step', st.step_id, st, v);
+        touch('step', st.step_id);
+        const a = touch('agent', ev.agent_id);
+        if (a) {
+          const list = a.agent_step.step_list;
+          list.splice(Math.min(ev.list_at, list.length), 0, st.step_id);
+          if (ev.todo_at !== undefined && ev.todo_at !== null) {
+            const todo = a.agent_step.todo;
+            todo.splice(Math.min(ev.todo_at, todo.length), 0, st.step_id);
+          }
+          if (ev.remember) {
+            const t = (a.working_memory[st.task_id] ||= {});
+            (t[st.stage_id] ||= []).push(st.step_id);
+          }
+        }
+        break;
+      }
+      case 'step/started': {
+        const st = touch('step', ev.step_id);
+        if (st) st.execution_state = 'running';
+        const a = touch('agent', ev.agent_id);
+        if (a) a.agent_step.todo = a.agent_step.todo.filter((id) => id !== ev.step_id);
+        break;
+      }
+      case 'step/updated': {
+        const st = touch('step', ev.step_id);
+        if (st) {
+          for (const f of ['execution_state', 'execute_result', 'instruction_content', 'token_usage']) {
+            if (ev[f] !== undefined) st[f] = ev[f];
+          }
+        }
+        break;
+      }
+      case 'step/removed': {
+        const gone = new Set(ev.step_ids);
+        const a = touch('agent', ev.agent_id);
+        if (a) {
+          a.agent_step.step_list = a.agent_step.step_list.filter((id) => !gone.has(id));
+          a.agent_step.todo = a.agent_step.todo.filter((id) => !gone.has(id));
+          for (const t of Object.values(a.working_memory)) {
+            for (const [stage, ids] of Object.entries(t)) t[stage] = ids.filter((id) => !gone.has(id));
+          }
+        }
+        break;
+      }
+      default:
+        this.applyToAgent(ev, touch);
+    }
+    return touched;
+  }
+
+  /** The agent changes (and the changes a person alone sees, which only say "look again"). */
+  applyToAgent(ev, touch) {
+    const a = ev.kind === 'agent' ? touch('agent', ev.agent_id) : null;
+    if (!a) return;
+    switch (ev.op) {
+      case 'working_state':
+        a.working_state = ev.state;
+        break;
+      case 'work_noted': {
+        const t = (a.working_memory[ev.task_id] ||= {});
+        if (ev.stage_id !== undefined) t[ev.stage_id] ||= [];
+        break;
+      }
+      case 'work_cleared':
+        if (ev.stage_id === undefined) delete a.working_memory[ev.task_id];
+        else if (a.working_memory[ev.task_id]) delete a.working_memory[ev.task_id][ev.stage_id];
+        break;
+      case 'waits_held':
+        a.step_lock.push(...ev.ids);
+        break;
+      case 'waits_released':
+        a.step_lock = a.step_lock.filter((w) => !ev.ids.includes(w));
+        break;
+      case 'memory_added':
+        a.persistent_memory[ev.key] = ev.text;
+        break;
+      case 'memory_deleted':
+        delete a.persistent_memory[ev.key];
+        break;
+      case 'tokens':
+        addTokens(a, ev.usage);
+        break;
+      default:
+        // goal_opened/closed (bookkeeping), a person's own chats and notices: nothing shown
+        // in the state itself.
+        break;
+    }
   }
 
   put(kind, id, state, version) {
@@ -96,6 +275,12 @@ export class Store {
     const ids = this.stepsByAgent.get(agentId) || new Set();
     return [...ids].map((id) => this.maps.step.get(id)).filter(Boolean).sort((a, b) => a.seq - b.seq);
   }
+}
+
+function addTokens(rec, usage) {
+  const u = (rec.token_usage ||= { prompt_tokens: 0, completion_tokens: 0 });
+  u.prompt_tokens += usage.prompt_tokens || 0;
+  u.completion_tokens += usage.completion_tokens || 0;
 }
 
 function index(map, owner, id, oldOwner) {

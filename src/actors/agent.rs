@@ -11,12 +11,12 @@ use crate::ids::{StageRef, StepId};
 use crate::llm::{ChatModel, ChatRequest};
 use crate::mcp::McpClient;
 use crate::message::Message;
-use crate::monitor::{Monitor, StateKind};
+use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
 use crate::skills::next_tool_step;
 use crate::state::{AgentState, Executor, Skill, StepState};
 use actix::prelude::*;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What an agent needs to use tools: the servers' descriptions (for its prompts) and the
@@ -43,8 +43,6 @@ pub struct AgentActor {
     monitor: Monitor,
     /// A step is in flight: its LLM call or SyncState's answer is outstanding.
     busy: bool,
-    /// Steps already published once, so new ones are published when they appear.
-    published: HashSet<StepId>,
 }
 
 impl AgentActor {
@@ -69,30 +67,13 @@ impl AgentActor {
             sync,
             monitor,
             busy: false,
-            published: HashSet::new(),
         }
     }
 
-    /// Publishes the agent, the given steps, and every step not yet published.
-    fn publish(&mut self, changed: &[&StepState]) {
-        self.state.working_state = self.state.derive_working_state();
-        for s in changed {
-            self.published.insert(s.step_id.clone());
-            self.monitor.publish(StateKind::Step, s.step_id.as_str(), s);
-        }
-        for s in self.state.agent_step.steps() {
-            if self.published.insert(s.step_id.clone()) {
-                self.monitor.publish(StateKind::Step, s.step_id.as_str(), s);
-            }
-        }
-        self.monitor
-            .publish(StateKind::Agent, self.state.agent_id.as_str(), &self.state);
-    }
-
-    fn publish_step(&mut self, id: &StepId) {
-        if let Some(s) = self.state.agent_step.get(id).cloned() {
-            self.publish(&[&s]);
-        }
+    /// Publishes the changes this agent made to itself since it last published.
+    fn publish(&mut self) {
+        self.state.refresh_working_state();
+        self.monitor.publish(self.state.take_changes());
     }
 
     fn try_run(&mut self, ctx: &mut Context<Self>) {
@@ -105,15 +86,15 @@ impl AgentActor {
                 .next()
                 .is_some_and(StepState::answers_a_wait);
         if self.busy || !may_run {
-            self.publish(&[]);
+            self.publish();
             return;
         }
-        let Some(step) = self.state.agent_step.start_next().cloned() else {
-            self.publish(&[]);
+        let Some(step) = self.state.start_next() else {
+            self.publish();
             return;
         };
         self.busy = true;
-        self.publish(&[&step]);
+        self.publish();
         let skill = match &step.executor {
             Executor::Skill(s) => *s,
             Executor::Tool(server) => {
@@ -218,7 +199,7 @@ impl AgentActor {
         completion: StepCompletion,
         ctx: &mut Context<Self>,
     ) {
-        self.publish_step(&id);
+        self.publish();
         let failure = completion.failure;
         let waits = completion.added_waits;
         ctx.spawn(
@@ -274,11 +255,10 @@ impl AgentActor {
         {
             self.state.trim_loose_history(&task, LOOSE_HISTORY_KEPT);
         }
-        self.publish_step(id);
         // A step whose stage or task was finished while it ran leaves the queue once done.
         if let Some(s) = self.state.agent_step.get(id) {
             if !self.state.holds(&s.task_id, &s.stage_id) {
-                self.state.agent_step.remove(id);
+                self.state.remove_step(id);
             }
         }
         self.busy = false;
@@ -290,7 +270,9 @@ impl Actor for AgentActor {
     type Context = Context<Self>;
 
     fn started(&mut self, _: &mut Context<Self>) {
-        self.publish(&[]);
+        self.state.refresh_working_state();
+        self.state.take_changes();
+        self.monitor.publish(vec![self.state.added()]);
     }
 }
 
@@ -309,9 +291,8 @@ impl Handler<Deliver> for AgentActor {
     fn handle(&mut self, Deliver(m): Deliver, ctx: &mut Context<Self>) {
         if self.state.human_config.is_some() {
             let now = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
-            let dropped = receive_as_human(&mut self.state, &m, &now);
-            let dropped: Vec<&StepState> = dropped.iter().collect();
-            self.publish(&dropped);
+            receive_as_human(&mut self.state, &m, &now);
+            self.publish();
             return;
         }
         let received = receive_message(&mut self.state, &m);
@@ -321,8 +302,6 @@ impl Handler<Deliver> for AgentActor {
         for step in &received.dropped {
             self.release_waiter(step.clone(), "its stage or task was finished before it ran");
         }
-        let dropped: Vec<&StepState> = received.dropped.iter().collect();
-        self.publish(&dropped);
         self.try_run(ctx);
     }
 }
@@ -347,7 +326,7 @@ impl Handler<HumanSend> for AgentActor {
         let sent = human_send(&mut self.state, &m, &now).map_err(|e| e.to_string());
         self.state
             .trim_loose_history(&m.task_id, LOOSE_HISTORY_KEPT);
-        self.publish(&[]);
+        self.publish();
         let sync = self.sync.clone();
         Box::pin(
             async move {

@@ -5,7 +5,7 @@
 use super::dispatcher::{Dispatcher, Route, SetSync};
 use super::factory::AgentFactory;
 use crate::message::{ExecuteOutput, Message};
-use crate::monitor::{Monitor, StateKind};
+use crate::monitor::Monitor;
 use crate::sync::{Applied, SyncCore, SyncError};
 use actix::prelude::*;
 
@@ -34,16 +34,7 @@ impl SyncStateActor {
                 tracing::error!(agent = %m.id, "no template to start the new agent from");
             }
         }
-        for id in &applied.tasks {
-            if let Some(t) = self.core.task(id) {
-                self.monitor.publish(StateKind::Task, id.as_str(), t);
-            }
-        }
-        for id in &applied.stages {
-            if let Some(s) = self.core.stage(id) {
-                self.monitor.publish(StateKind::Stage, id.as_str(), s);
-            }
-        }
+        self.monitor.publish(applied.changes);
         for m in applied.messages {
             self.dispatcher.do_send(Route(m));
         }
@@ -59,17 +50,12 @@ impl SyncStateActor {
 
 /// An agent's published state with its steps (the state lists them by id) under `steps`.
 fn agent_with_steps(monitor: &Monitor, id: &crate::ids::AgentId) -> Option<serde_json::Value> {
-    let mut agent = monitor.get(StateKind::Agent, id.as_str())?;
-    let steps: Vec<serde_json::Value> = agent
-        .pointer("/agent_step/step_list")
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.as_str())
-        .filter_map(|s| monitor.get(StateKind::Step, s))
-        .collect();
-    agent["steps"] = serde_json::Value::Array(steps);
-    Some(agent)
+    monitor.read(|s| {
+        let agent = s.agents.get(id)?;
+        let mut v = serde_json::to_value(agent).ok()?;
+        v["steps"] = serde_json::to_value(agent.agent_step.steps()).ok()?;
+        Some(v)
+    })
 }
 
 fn now() -> String {
@@ -81,9 +67,7 @@ impl Actor for SyncStateActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.dispatcher.do_send(SetSync(ctx.address()));
-        for t in self.core.tasks() {
-            self.monitor.publish(StateKind::Task, t.task_id.as_str(), t);
-        }
+        self.monitor.publish(self.core.initial_changes());
     }
 }
 
@@ -124,10 +108,6 @@ impl Handler<SubmitMessage> for SyncStateActor {
 impl Handler<Delivered> for SyncStateActor {
     type Result = ();
     fn handle(&mut self, Delivered(m): Delivered, _: &mut Context<Self>) {
-        if let Some(task) = self.core.record_delivery(m, &now()) {
-            if let Some(t) = self.core.task(&task) {
-                self.monitor.publish(StateKind::Task, task.as_str(), t);
-            }
-        }
+        self.monitor.publish(self.core.record_delivery(m, &now()));
     }
 }

@@ -2,6 +2,7 @@
 //! record tokens, and build the `ExecuteOutput` for SyncState. The step stays `running` until
 //! SyncState has applied that output (`settle_step`), so "finished" means its effects happened.
 
+use crate::event::StepUpdate;
 use crate::ids::{StageRef, StepId, WaitId};
 use crate::llm::ChatReply;
 use crate::message::{
@@ -48,10 +49,14 @@ pub fn complete_step(
         ..Default::default()
     };
     if let Ok(reply) = &reply {
-        agent.token_usage.add(reply.usage);
-        if let Some(s) = agent.agent_step.get_mut(step_id) {
-            s.token_usage = reply.usage;
-        }
+        agent.add_tokens(reply.usage);
+        agent.update_step(
+            step_id,
+            StepUpdate {
+                token_usage: Some(reply.usage),
+                ..Default::default()
+            },
+        );
         output.token_usage = Some((step.task_id.clone(), reply.usage));
     }
     let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
@@ -94,9 +99,7 @@ pub fn complete_step(
             }
         },
     };
-    if let Some(s) = agent.agent_step.get_mut(step_id) {
-        s.execute_result = Some(result);
-    }
+    agent.update_step(step_id, result_update(result));
     finish_output(agent, &step, stage_state, failure, output, &lock_before)
 }
 
@@ -126,9 +129,7 @@ pub fn complete_tool_step(
         // not a failure of the agent in its stage.
         Err(e) => (json!({ "error": e }), Some(e), StageAgentState::Working),
     };
-    if let Some(s) = agent.agent_step.get_mut(step_id) {
-        s.execute_result = Some(value);
-    }
+    agent.update_step(step_id, result_update(value));
     if agent.holds(&step.task_id, &step.stage_id) {
         let decision = StepState::new(
             step.task_id.clone(),
@@ -167,7 +168,7 @@ fn finish_output(
     if let (Some(stage), true) = (step.stage_id.stage(), open) {
         let goal = (step.task_id.clone(), stage.clone());
         if stage_state == StageAgentState::Finished {
-            agent.open_goals.remove(&goal);
+            agent.close_goal(&goal.0, &goal.1);
         }
         let mut stuck = None;
         if agent.open_goals.contains(&goal) && nothing_left_in_stage(agent, step) {
@@ -235,26 +236,39 @@ pub fn settle_step(
     added_waits: &[WaitId],
 ) {
     if failure.is_some() {
-        for w in added_waits {
-            agent.step_lock.release(w);
-        }
+        agent.release_waits(added_waits);
     }
-    if let Some(s) = agent.agent_step.get_mut(step_id) {
-        match failure {
-            None => s.execution_state = StepExecutionState::Finished,
-            Some(reason) => {
-                s.execution_state = StepExecutionState::Failed;
-                let answer = s
-                    .execute_result
-                    .as_ref()
-                    .and_then(|r| r.get("answer"))
-                    .cloned();
-                s.execute_result = Some(match answer {
+    let Some(s) = agent.agent_step.get(step_id) else {
+        return;
+    };
+    let update = match failure {
+        None => StepUpdate {
+            execution_state: Some(StepExecutionState::Finished),
+            ..Default::default()
+        },
+        Some(reason) => {
+            let answer = s
+                .execute_result
+                .as_ref()
+                .and_then(|r| r.get("answer"))
+                .cloned();
+            StepUpdate {
+                execution_state: Some(StepExecutionState::Failed),
+                execute_result: Some(match answer {
                     Some(a) => json!({ "error": reason, "answer": a }),
                     None => json!({ "error": reason }),
-                });
+                }),
+                ..Default::default()
             }
         }
+    };
+    agent.update_step(step_id, update);
+}
+
+fn result_update(result: serde_json::Value) -> StepUpdate {
+    StepUpdate {
+        execute_result: Some(result),
+        ..Default::default()
     }
 }
 
@@ -293,19 +307,4 @@ fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpda
             if ok { "finished" } else { "failed" }
         ),
     }
-}
-
-/// Of the steps finish_stage/finish_task removed, returns those that never ran, marked failed
-/// with the reason (for publishing); steps already finished or failed keep their record.
-pub fn mark_dropped(steps: Vec<StepState>, why: &str) -> Vec<StepState> {
-    steps
-        .into_iter()
-        .filter(|s| !s.execution_state.is_over())
-        .map(|mut s| {
-            s.execution_state = StepExecutionState::Failed;
-            s.execute_result =
-                Some(json!({ "error": format!("dropped before it ran: {why}"), "dropped": true }));
-            s
-        })
-        .collect()
 }

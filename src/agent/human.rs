@@ -3,13 +3,10 @@
 //! the answer can return it), and what the person's own sending does (one message per
 //! receiver, each answering that receiver's pending wait, recorded as a finished step).
 
-use super::mark_dropped;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
 use crate::parse;
-use crate::state::{
-    AgentState, ConversationPool, Executor, PrivateMessage, Skill, StepExecutionState, StepState,
-};
+use crate::state::{AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepState};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -47,12 +44,6 @@ pub enum HumanError {
     ToSelf,
 }
 
-fn pool(agent: &mut AgentState) -> &mut ConversationPool {
-    agent
-        .conversation_pool
-        .get_or_insert_with(ConversationPool::default)
-}
-
 /// receive_message for a human agent.
 pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec<StepState> {
     if let Some(w) = &msg.return_waiting_id {
@@ -77,13 +68,9 @@ pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec
         replied: false,
     };
     let sender = msg.sender_id.clone();
-    let p = pool(agent);
-    p.conversation_privates
-        .entry(sender.clone())
-        .or_default()
-        .push(entry);
+    agent.add_private(&sender, entry);
     if msg.need_reply {
-        p.global_messages.push(match wait {
+        agent.add_notice(match wait {
             Some(_) => format!(
                 "Agent `{sender}` is waiting for your reply (task {}).",
                 msg.task_id
@@ -98,7 +85,7 @@ pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec
 }
 
 fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState> {
-    let note = |agent: &mut AgentState, text: String| pool(agent).global_messages.push(text);
+    let note = |agent: &mut AgentState, text: String| agent.add_notice(text);
     match i {
         Instruction::StartStage {
             stage_id,
@@ -121,14 +108,15 @@ fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState>
                 agent,
                 format!("Stage {stage_id} of task {} is finished.", msg.task_id),
             );
-            mark_dropped(
-                agent.finish_stage(&msg.task_id, &StageRef::Stage(stage_id)),
+            agent.finish_stage(
+                &msg.task_id,
+                &StageRef::Stage(stage_id),
                 "its stage was finished",
             )
         }
         Instruction::FinishTask { task_id } => {
             note(agent, format!("Task {task_id} is finished."));
-            mark_dropped(agent.finish_task(&task_id), "its task was finished")
+            agent.finish_task(&task_id, "its task was finished")
         }
         Instruction::UpdateWorkingMemory { task_id, stage_id } => {
             agent.note_working_memory(task_id, stage_id);
@@ -170,9 +158,7 @@ pub fn human_send(
         let answers = answer_pending(agent, &r, &m.task_id);
         let wait = m.waiting.then(WaitId::random);
         if let Some(w) = &wait {
-            agent
-                .step_lock
-                .hold([w.clone()], &m.task_id, &m.stage_relative);
+            agent.hold_waits(vec![w.clone()], &m.task_id, &m.stage_relative);
         }
         let message = Message {
             task_id: m.task_id.clone(),
@@ -184,11 +170,9 @@ pub fn human_send(
             waiting: wait.map(|w| vec![w]),
             return_waiting_id: answers,
         };
-        pool(agent)
-            .conversation_privates
-            .entry(r.clone())
-            .or_default()
-            .push(PrivateMessage {
+        agent.add_private(
+            &r,
+            PrivateMessage {
                 task_id: m.task_id.clone(),
                 sender_id: me.clone(),
                 content: m.content.clone(),
@@ -198,7 +182,8 @@ pub fn human_send(
                 waiting: message.waiting.is_some(),
                 return_waiting_id: message.return_waiting_id.clone(),
                 replied: false,
-            });
+            },
+        );
         out.push(message);
     }
     // The step records what the person did; it never runs.
@@ -212,24 +197,31 @@ pub fn human_send(
     );
     step.execution_state = StepExecutionState::Finished;
     step.execute_result = Some(json!({ "send_message": out }));
-    agent.agent_step.add_done(step);
+    agent.add_done(step);
     Ok(out)
 }
 
 /// Marks the oldest unanswered message from `from` in `task` that needed a reply as answered,
 /// returning its wait id if its sender waits.
 fn answer_pending(agent: &mut AgentState, from: &AgentId, task: &TaskId) -> Option<WaitId> {
-    let chat = pool(agent).conversation_privates.get_mut(from)?;
-    let pending = chat
-        .iter_mut()
-        .find(|p| &p.sender_id == from && &p.task_id == task && p.need_reply && !p.replied)?;
-    pending.replied = true;
-    pending.return_waiting_id.clone()
+    let chat = agent
+        .conversation_pool
+        .as_ref()?
+        .conversation_privates
+        .get(from)?;
+    let (index, pending) = chat
+        .iter()
+        .enumerate()
+        .find(|(_, p)| &p.sender_id == from && &p.task_id == task && p.need_reply && !p.replied)?;
+    let wait = pending.return_waiting_id.clone();
+    agent.mark_replied(from, index);
+    wait
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::ConversationPool;
     use crate::state::HumanConfig;
 
     fn human() -> AgentState {

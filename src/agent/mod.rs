@@ -9,9 +9,7 @@ mod receive;
 mod tool_call;
 mod tool_history;
 
-pub use complete::{
-    StepCompletion, complete_step, complete_tool_step, mark_dropped, release_for, settle_step,
-};
+pub use complete::{StepCompletion, complete_step, complete_tool_step, release_for, settle_step};
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
 pub use receive::{Received, receive_message};
 pub use tool_call::tool_call_for;

@@ -1,7 +1,6 @@
 //! receive_message for LLM agents (SPEC §5): free a wait id, obey a runtime instruction, or
 //! turn the message into a reply (`send_message`) or a `process_message` step.
 
-use super::mark_dropped;
 use crate::ids::StageRef;
 use crate::message::{Instruction, Message, SYNC_STATE_SENDER, TASK_STATE_SENDER};
 use crate::parse;
@@ -117,18 +116,24 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             stage_intention,
             goal,
             colleagues,
+            colleagues_unlisted,
         } => {
-            let team = colleagues
+            let mut team = colleagues
                 .iter()
                 .map(|c| format!("- `{}` ({}): {}", c.agent_id, c.role, c.goal))
                 .collect::<Vec<_>>()
                 .join("\n");
+            if colleagues_unlisted > 0 {
+                team.push_str(&format!(
+                    "\n- … and {colleagues_unlisted} more agents (ask_info stage_profiles lists them all)"
+                ));
+            }
             let text = format!(
                 "A new stage starts and you take part in it. Plan the steps that reach your goal.\n\n\
                  Task intention: {task_intention}\nStage id: {stage_id}\nStage intention: {stage_intention}\n\
                  Your goal in this stage: {goal}\n\nAgents of this stage (id, role, goal):\n{team}"
             );
-            agent.open_goals.insert((task.clone(), stage_id.clone()));
+            agent.open_goal(&task, &stage_id);
             let step = StepState::new(
                 task,
                 StageRef::Stage(stage_id),
@@ -140,13 +145,10 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             agent.add_steps(vec![step]);
             Vec::new()
         }
-        Instruction::FinishStage { stage_id } => mark_dropped(
-            agent.finish_stage(&task, &StageRef::Stage(stage_id)),
-            "its stage was finished",
-        ),
-        Instruction::FinishTask { task_id } => {
-            mark_dropped(agent.finish_task(&task_id), "its task was finished")
+        Instruction::FinishStage { stage_id } => {
+            agent.finish_stage(&task, &StageRef::Stage(stage_id), "its stage was finished")
         }
+        Instruction::FinishTask { task_id } => agent.finish_task(&task_id, "its task was finished"),
         Instruction::UpdateWorkingMemory { task_id, stage_id } => {
             agent.note_working_memory(task_id, stage_id);
             Vec::new()
@@ -303,6 +305,7 @@ mod tests {
                 role: "critic".into(),
                 goal: "critique".into(),
             }],
+            colleagues_unlisted: 40,
         };
         receive_message(&mut a, &sys(&i.embed()));
         let s = &a.agent_step.steps()[0];
@@ -312,6 +315,10 @@ mod tests {
         assert!(
             s.text_content.contains("`c` (critic): critique"),
             "colleagues are listed"
+        );
+        assert!(
+            s.text_content.contains("and 40 more agents"),
+            "the rest are counted"
         );
         assert!(a.holds(&"t".into(), &StageRef::Stage(StageId::from("s9"))));
     }
@@ -346,7 +353,7 @@ mod tests {
                 "",
             ),
         ]);
-        let done = a.agent_step.start_next().unwrap().step_id.clone();
+        let done = a.start_next().unwrap().step_id.clone();
         crate::agent::settle_step(&mut a, &done, None, &[]);
         let r = receive_message(
             &mut a,
@@ -469,7 +476,7 @@ mod tests {
             "ask",
             "",
         )]);
-        a.agent_step.start_next();
+        a.start_next();
         a.step_lock.hold(["w1".into()], &"t".into(), &s);
         receive_message(
             &mut a,

@@ -57,6 +57,7 @@ struct Inner {
     web_dir: Option<PathBuf>,
     allowed_origins: Vec<String>,
     feed: FeedConfig,
+    feed_slots: Arc<ws::FeedSlots>,
     /// Turns true when the server shuts down, so websocket feeds (which outlive the HTTP
     /// connection they were upgraded from) end too.
     closing: watch::Sender<bool>,
@@ -103,6 +104,7 @@ impl ApiState {
                 web_dir,
                 allowed_origins,
                 feed: FeedConfig::default(),
+                feed_slots: Arc::default(),
                 closing: watch::Sender::new(false),
             }),
         }

@@ -1,27 +1,33 @@
-//! The websocket monitor feed, `GET /ws?token=…`: a snapshot of every state, then each
-//! `StateEvent` as it happens.
+//! The websocket monitor feed, `GET /ws?token=…`: a snapshot of every state at version V,
+//! then the changes after V, as `{"type": "events", "events": [event, …]}` frames (each event
+//! as the monitor serialised it once for every client; a client applies them in order).
 //!
 //! Backpressure: the runtime never waits for a client. Events reach a feed through the
 //! monitor's bounded broadcast channel, whose sender never blocks; a feed that falls behind
-//! gets `Lagged` and is sent a fresh snapshot instead of the events it missed. Each frame is
-//! sent with a timeout, and a client that accepts nothing for that long is disconnected.
+//! gets `Lagged` and is sent a fresh snapshot instead of the events it missed (never a silent
+//! gap). Each frame is sent with a timeout, and a client that accepts nothing for that long is
+//! disconnected. Events waiting for a feed go out together in one frame, so a busy team costs a
+//! client fewer, larger frames rather than falling behind. A person's private changes (their
+//! chats and notices) go only to that person's feeds.
 //!
 //! The feed loop (`run_feed`) is generic over the socket's `Sink`/`Stream` halves so it can be
 //! tested without a socket.
 
 use super::error::ApiQuery;
 use super::{ApiState, AppError};
-use crate::monitor::{Monitor, StateEvent};
+use crate::ids::AgentId;
+use crate::monitor::{Monitor, Published};
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{CloseFrame, Message, WebSocketUpgrade, close_code};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocketUpgrade, close_code};
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use serde::Deserialize;
-use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio::sync::watch;
 
 /// Settings of every websocket feed.
@@ -30,12 +36,21 @@ pub struct FeedConfig {
     /// How long one frame may wait for the client before the client counts as stalled and
     /// is disconnected.
     pub send_timeout: Duration,
+    /// Open feeds one person may have at once (tabs, devices).
+    pub max_per_human: usize,
+    /// Open feeds in all.
+    pub max_total: usize,
+    /// At most this many events go in one frame.
+    pub max_batch: usize,
 }
 
 impl Default for FeedConfig {
     fn default() -> Self {
         FeedConfig {
             send_timeout: Duration::from_secs(10),
+            max_per_human: 8,
+            max_total: 256,
+            max_batch: 512,
         }
     }
 }
@@ -53,6 +68,56 @@ pub enum FeedEnd {
     ServerClosing,
     /// The monitor (the team) is gone.
     MonitorGone,
+    /// Over the connection limits: refused with this reason.
+    Refused(String),
+}
+
+/// Open feeds, per person and in all; a feed's slot is given back when it ends.
+#[derive(Default)]
+pub struct FeedSlots {
+    open: Mutex<HashMap<AgentId, usize>>,
+}
+
+/// One open feed's place in [`FeedSlots`].
+pub struct FeedSlot {
+    slots: Arc<FeedSlots>,
+    human: AgentId,
+}
+
+impl FeedSlots {
+    /// A slot for one more feed of `human`, or why there is none.
+    pub fn take(self: &Arc<Self>, human: &AgentId, cfg: &FeedConfig) -> Result<FeedSlot, String> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let total: usize = open.values().sum();
+        let mine = open.get(human).copied().unwrap_or(0);
+        if mine >= cfg.max_per_human {
+            return Err(format!(
+                "`{human}` already has {mine} live connections (the limit); close one first"
+            ));
+        }
+        if total >= cfg.max_total {
+            return Err(format!(
+                "the server already has {total} live connections (the limit); try again later"
+            ));
+        }
+        *open.entry(human.clone()).or_default() += 1;
+        Ok(FeedSlot {
+            slots: self.clone(),
+            human: human.clone(),
+        })
+    }
+}
+
+impl Drop for FeedSlot {
+    fn drop(&mut self) {
+        let mut open = self.slots.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.human) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.human);
+            }
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -85,9 +150,21 @@ pub async fn upgrade(
     let monitor = inner.monitor.clone();
     let closing = inner.closing.subscribe();
     let cfg = inner.feed;
+    // Taken before the upgrade, so a burst of connections cannot overshoot the limits.
+    let slot = inner.feed_slots.take(&human, &cfg);
     Ok(ws.on_upgrade(move |socket| async move {
-        let (sink, stream) = socket.split();
-        let end = run_feed(sink, stream, &monitor, cfg, closing).await;
+        let (mut sink, stream) = socket.split();
+        let end = match slot {
+            Ok(_slot) => run_feed(sink, stream, &monitor, &human, cfg, closing).await,
+            Err(why) => {
+                let bye = Message::Close(Some(CloseFrame {
+                    code: close_code::AGAIN,
+                    reason: why.clone().into(),
+                }));
+                let _ = tokio::time::timeout(cfg.send_timeout, sink.send(bye)).await;
+                FeedEnd::Refused(why)
+            }
+        };
         tracing::debug!(human = %human, ?end, "websocket feed ended");
     }))
 }
@@ -112,7 +189,7 @@ fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), AppError>
     }
 }
 
-/// Streams the monitor to one client until it leaves, stalls, or the server closes.
+/// Streams the monitor to `viewer` until it leaves, stalls, or the server closes.
 ///
 /// It subscribes *before* taking the snapshot and drops events whose version the snapshot
 /// already covers, so nothing is lost between the two and nothing arrives twice.
@@ -120,6 +197,7 @@ pub async fn run_feed<S, R, E>(
     sink: S,
     incoming: R,
     monitor: &Monitor,
+    viewer: &AgentId,
     cfg: FeedConfig,
     closing: watch::Receiver<bool>,
 ) -> FeedEnd
@@ -128,16 +206,17 @@ where
     R: Stream<Item = Result<Message, E>> + Unpin,
 {
     let events = monitor.subscribe();
-    feed_from(events, sink, incoming, monitor, cfg, closing).await
+    feed_from(events, sink, incoming, monitor, viewer, cfg, closing).await
 }
 
 /// `run_feed` from a subscription taken before this call: events in it that the snapshot
 /// already holds are skipped.
 async fn feed_from<S, R, E>(
-    mut events: broadcast::Receiver<StateEvent>,
+    mut events: broadcast::Receiver<Arc<Published>>,
     mut sink: S,
     mut incoming: R,
     monitor: &Monitor,
+    viewer: &AgentId,
     cfg: FeedConfig,
     mut closing: watch::Receiver<bool>,
 ) -> FeedEnd
@@ -151,24 +230,42 @@ where
     };
     loop {
         tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(ev) if ev.version <= seen => {}
-                Ok(ev) => {
-                    seen = ev.version;
-                    if let Err(end) = send(&mut sink, event_frame(&ev), cfg).await {
-                        return end;
+            ev = events.recv() => {
+                let mut batch = Vec::new();
+                let mut lagged = false;
+                match ev {
+                    Ok(ev) => batch.push(ev),
+                    Err(RecvError::Lagged(_)) => lagged = true,
+                    Err(RecvError::Closed) => return FeedEnd::MonitorGone,
+                }
+                // Whatever else is waiting goes in the same frame.
+                while !lagged && batch.len() < cfg.max_batch {
+                    match events.try_recv() {
+                        Ok(ev) => batch.push(ev),
+                        Err(TryRecvError::Lagged(_)) => lagged = true,
+                        Err(TryRecvError::Empty | TryRecvError::Closed) => break,
                     }
                 }
-                Err(RecvError::Lagged(missed)) => {
-                    tracing::debug!(missed, "websocket client lagged; sending a fresh snapshot");
+                if lagged {
+                    tracing::debug!("websocket client lagged; sending a fresh snapshot");
                     // Start again from the newest event rather than wading through the backlog.
                     events = events.resubscribe();
                     seen = match send_snapshot(&mut sink, monitor, cfg).await {
                         Ok(v) => v,
                         Err(end) => return end,
                     };
+                    continue;
                 }
-                Err(RecvError::Closed) => return FeedEnd::MonitorGone,
+                batch.retain(|p| {
+                    p.event.version > seen
+                        && p.event.change.private_to().is_none_or(|owner| owner == viewer)
+                });
+                if let Some(last) = batch.last() {
+                    seen = last.event.version;
+                    if let Err(end) = send(&mut sink, events_frame(&batch), cfg).await {
+                        return end;
+                    }
+                }
             },
             msg = incoming.next() => match msg {
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return FeedEnd::ClientGone,
@@ -193,37 +290,41 @@ async fn shutting_down(closing: &mut watch::Receiver<bool>) {
     let _ = closing.wait_for(|c| *c).await.is_ok();
 }
 
-/// Sends `{"type": "snapshot", "version", "states"}`; returns its version. The version is read
-/// before the states, so every event up to it is in the snapshot (some later ones may be too;
-/// they are sent again as events, in order, and applying them changes nothing).
+/// Sends the monitor's shared snapshot frame `{"type": "snapshot", "version", "states"}`;
+/// returns its version. Every event up to that version is in it.
 async fn send_snapshot<S: Sink<Message> + Unpin>(
     sink: &mut S,
     monitor: &Monitor,
     cfg: FeedConfig,
 ) -> Result<u64, FeedEnd> {
-    let version = monitor.version();
-    let frame = json!({ "type": "snapshot", "version": version, "states": monitor.all() });
-    send(sink, frame.to_string(), cfg).await?;
+    let (version, frame) = monitor.snapshot_json();
+    let text = Utf8Bytes::try_from(frame).map_err(|_| FeedEnd::MonitorGone)?;
+    send(sink, text, cfg).await?;
     Ok(version)
 }
 
-fn event_frame(ev: &StateEvent) -> String {
-    json!({
-        "type": "event",
-        "kind": ev.kind,
-        "id": ev.id,
-        "version": ev.version,
-        "state": ev.state,
-    })
-    .to_string()
+/// `{"type": "events", "events": [...]}` from the events' shared JSON.
+fn events_frame(batch: &[Arc<Published>]) -> Utf8Bytes {
+    let len: usize = batch.iter().map(|p| p.json().len() + 1).sum();
+    let mut out = Vec::with_capacity(len + 32);
+    out.extend_from_slice(br#"{"type":"events","events":["#);
+    for (i, p) in batch.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(p.json());
+    }
+    out.extend_from_slice(b"]}");
+    // Made of serde_json's own output, so it is UTF-8.
+    Utf8Bytes::try_from(out).unwrap_or_default()
 }
 
 async fn send<S: Sink<Message> + Unpin>(
     sink: &mut S,
-    text: String,
+    text: Utf8Bytes,
     cfg: FeedConfig,
 ) -> Result<(), FeedEnd> {
-    match tokio::time::timeout(cfg.send_timeout, sink.send(Message::Text(text.into()))).await {
+    match tokio::time::timeout(cfg.send_timeout, sink.send(Message::Text(text))).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(_)) => Err(FeedEnd::SendFailed),
         Err(_) => Err(FeedEnd::Stalled),
@@ -233,7 +334,8 @@ async fn send<S: Sink<Message> + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::monitor::StateKind;
+    use crate::event::{Change, TaskChange};
+    use crate::state::TaskState;
     use futures::channel::mpsc;
     use serde_json::Value;
     use std::pin::Pin;
@@ -242,6 +344,26 @@ mod tests {
     fn cfg(ms: u64) -> FeedConfig {
         FeedConfig {
             send_timeout: Duration::from_millis(ms),
+            ..FeedConfig::default()
+        }
+    }
+
+    fn me() -> AgentId {
+        "alice".into()
+    }
+
+    /// A change that puts a task `id` with `n` in its summary into the states.
+    fn task(id: &str, n: u64) -> Vec<Change> {
+        let mut t = TaskState::new(id.into(), "n".into(), "i".into(), "m".into());
+        t.task_summary = Some(n.to_string());
+        vec![Change::Task(TaskChange::Created { task: t })]
+    }
+
+    /// The events of a frame, or the frame itself if it is a snapshot.
+    fn events(f: &Value) -> Vec<Value> {
+        match f["type"].as_str() {
+            Some("events") => f["events"].as_array().unwrap().clone(),
+            _ => vec![f.clone()],
         }
     }
 
@@ -277,28 +399,33 @@ mod tests {
     #[tokio::test]
     async fn a_snapshot_comes_first_then_each_later_event_once_in_order() {
         let m = Monitor::new(64);
-        m.publish(StateKind::Task, "t1", &json!({"n": 1}));
-        m.publish(StateKind::Agent, "a1", &json!({"n": 2}));
+        m.publish(task("t1", 1));
+        m.publish(task("t2", 2));
         let (tx, mut rx) = mpsc::channel(64);
         let (_close, closing) = watch::channel(false);
         let feed = tokio::spawn({
             let m = m.clone();
-            async move { run_feed(tx, silent(), &m, cfg(5_000), closing).await }
+            async move { run_feed(tx, silent(), &m, &me(), cfg(5_000), closing).await }
         });
         let snap = text(rx.next().await.unwrap());
         assert_eq!(snap["type"], "snapshot");
         assert_eq!(snap["version"], 2);
-        assert_eq!(snap["states"]["task"]["t1"]["n"], 1);
-        assert_eq!(snap["states"]["agent"]["a1"]["n"], 2);
+        assert_eq!(snap["states"]["task"]["t1"]["task_summary"], "1");
+        assert_eq!(snap["states"]["task"]["t2"]["task_summary"], "2");
         for i in 3..=6 {
-            m.publish(StateKind::Step, &format!("s{i}"), &json!({"i": i}));
+            m.publish(task(&format!("t{i}"), i));
         }
-        for want in 3..=6u64 {
-            let ev = text(rx.next().await.unwrap());
-            assert_eq!(ev["type"], "event");
-            assert_eq!(ev["kind"], "step");
+        let mut got = Vec::new();
+        while got.len() < 4 {
+            got.extend(events(&text(rx.next().await.unwrap())));
+        }
+        for (ev, want) in got.iter().zip(3..=6u64) {
+            assert_eq!(
+                (ev["kind"].as_str(), ev["op"].as_str()),
+                (Some("task"), Some("created"))
+            );
             assert_eq!(ev["version"], want);
-            assert_eq!(ev["state"]["i"], want);
+            assert_eq!(ev["task"]["task_summary"], want.to_string());
         }
         feed.abort();
     }
@@ -307,23 +434,24 @@ mod tests {
     async fn events_already_in_the_snapshot_are_not_sent_again() {
         let m = Monitor::new(64);
         // Subscribed first, as run_feed does: these three are both queued and in the snapshot.
-        let events = m.subscribe();
+        let events_rx = m.subscribe();
         for i in 1..=3 {
-            m.publish(StateKind::Step, "s", &json!({"i": i}));
+            m.publish(task(&format!("t{i}"), i));
         }
         let (tx, mut rx) = mpsc::channel(64);
         let (_close, closing) = watch::channel(false);
         let feed = tokio::spawn({
             let m = m.clone();
-            async move { feed_from(events, tx, silent(), &m, cfg(5_000), closing).await }
+            async move { feed_from(events_rx, tx, silent(), &m, &me(), cfg(5_000), closing).await }
         });
         let snap = text(rx.next().await.unwrap());
         assert_eq!(snap["version"], 3);
-        assert_eq!(snap["states"]["step"]["s"]["i"], 3);
-        m.publish(StateKind::Step, "s", &json!({"i": 4}));
-        let ev = text(rx.next().await.unwrap());
+        assert_eq!(snap["states"]["task"].as_object().unwrap().len(), 3);
+        m.publish(task("t4", 4));
+        let ev = events(&text(rx.next().await.unwrap()));
+        assert_eq!(ev.len(), 1);
         assert_eq!(
-            ev["version"], 4,
+            ev[0]["version"], 4,
             "the first event after the snapshot comes next"
         );
         feed.abort();
@@ -332,12 +460,12 @@ mod tests {
     #[tokio::test]
     async fn a_lagging_client_gets_a_fresh_snapshot_instead_of_the_missed_events() {
         let m = Monitor::new(16);
-        // Room for the snapshot and a few events; then the feed waits on the client.
-        let (tx, mut rx) = mpsc::channel(2);
+        // Room for the snapshot and a frame; then the feed waits on the client.
+        let (tx, mut rx) = mpsc::channel(1);
         let (_close, closing) = watch::channel(false);
         let feed = tokio::spawn({
             let m = m.clone();
-            async move { run_feed(tx, silent(), &m, cfg(5_000), closing).await }
+            async move { run_feed(tx, silent(), &m, &me(), cfg(5_000), closing).await }
         });
         let first = text(rx.next().await.unwrap());
         assert_eq!(
@@ -345,13 +473,13 @@ mod tests {
             (Some("snapshot"), Some(0))
         );
         for i in 1..=200u64 {
-            m.publish(StateKind::Step, "s", &json!({"i": i}));
+            m.publish(task(&format!("t{i}"), i));
         }
         let mut frames = vec![first];
         loop {
             let f = text(rx.next().await.unwrap());
-            let done = f["type"] == "snapshot" && f["states"]["step"]["s"]["i"] == 200
-                || f["type"] == "event" && f["version"] == 200;
+            let done = f["type"] == "snapshot" && f["version"] == 200
+                || events(&f).last().is_some_and(|e| e["version"] == 200);
             frames.push(f);
             if done {
                 break;
@@ -359,13 +487,79 @@ mod tests {
         }
         let snapshots = frames.iter().filter(|f| f["type"] == "snapshot").count();
         assert!(snapshots >= 2, "the lag was answered with a new snapshot");
-        assert!(frames.len() < 60, "the missed events were not replayed");
-        let versions: Vec<u64> = frames
+        let replayed: usize = frames
             .iter()
-            .filter(|f| f["type"] == "event")
-            .map(|f| f["version"].as_u64().unwrap())
-            .collect();
-        assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
+            .filter(|f| f["type"] == "events")
+            .map(|f| events(f).len())
+            .sum();
+        assert!(replayed < 60, "the missed events were not replayed");
+        // Nothing is lost: the last snapshot and the events after it hold every task.
+        let last = frames
+            .iter()
+            .rposition(|f| f["type"] == "snapshot")
+            .unwrap();
+        let mut tasks = frames[last]["states"]["task"].as_object().unwrap().len();
+        let mut version = frames[last]["version"].as_u64().unwrap();
+        for f in &frames[last + 1..] {
+            for e in events(f) {
+                assert!(e["version"].as_u64().unwrap() > version, "in order, once");
+                version = e["version"].as_u64().unwrap();
+                tasks += 1;
+            }
+        }
+        assert_eq!(tasks, 200);
+        feed.abort();
+    }
+
+    #[tokio::test]
+    async fn events_waiting_for_a_client_go_out_in_one_frame() {
+        let m = Monitor::new(1024);
+        let (tx, mut rx) = mpsc::channel(1);
+        let (_close, closing) = watch::channel(false);
+        let feed = tokio::spawn({
+            let m = m.clone();
+            async move { run_feed(tx, silent(), &m, &me(), cfg(5_000), closing).await }
+        });
+        text(rx.next().await.unwrap());
+        for i in 1..=50u64 {
+            m.publish(task(&format!("t{i}"), i));
+        }
+        let mut frames = 0;
+        let mut n = 0;
+        while n < 50 {
+            n += events(&text(rx.next().await.unwrap())).len();
+            frames += 1;
+        }
+        assert!(frames < 50, "{frames} frames for 50 events");
+        feed.abort();
+    }
+
+    #[tokio::test]
+    async fn a_persons_private_changes_reach_only_their_own_feed() {
+        use crate::event::AgentChange;
+        let m = Monitor::new(64);
+        let (tx, mut rx) = mpsc::channel(64);
+        let (_close, closing) = watch::channel(false);
+        let feed = tokio::spawn({
+            let m = m.clone();
+            async move { run_feed(tx, silent(), &m, &me(), cfg(5_000), closing).await }
+        });
+        text(rx.next().await.unwrap());
+        let notice = |who: &str| {
+            vec![Change::Agent(AgentChange::Notice {
+                agent_id: who.into(),
+                text: format!("for {who}"),
+            })]
+        };
+        m.publish(notice("bob"));
+        m.publish(notice("alice"));
+        m.publish(task("t", 1));
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            got.extend(events(&text(rx.next().await.unwrap())));
+        }
+        assert_eq!(got[0]["text"], "for alice");
+        assert_eq!(got[1]["op"], "created");
         feed.abort();
     }
 
@@ -375,10 +569,10 @@ mod tests {
         let (_close, closing) = watch::channel(false);
         let feed = tokio::spawn({
             let m = m.clone();
-            async move { run_feed(Stuck, silent(), &m, cfg(50), closing).await }
+            async move { run_feed(Stuck, silent(), &m, &me(), cfg(50), closing).await }
         });
         for i in 0..1_000 {
-            m.publish(StateKind::Step, "s", &json!({"i": i}));
+            m.publish(task(&format!("t{i}"), i));
         }
         assert_eq!(feed.await.unwrap(), FeedEnd::Stalled);
     }
@@ -390,15 +584,37 @@ mod tests {
         let (_close, closing) = watch::channel(false);
         let incoming = futures::stream::iter([Ok::<_, ()>(Message::Close(None))]);
         assert_eq!(
-            run_feed(tx, incoming, &m, cfg(1_000), closing).await,
+            run_feed(tx, incoming, &m, &me(), cfg(1_000), closing).await,
             FeedEnd::ClientGone
         );
         let (tx, _rx) = mpsc::channel(8);
         let (close, closing) = watch::channel(false);
         close.send_replace(true);
         assert_eq!(
-            run_feed(tx, silent(), &m, cfg(1_000), closing).await,
+            run_feed(tx, silent(), &m, &me(), cfg(1_000), closing).await,
             FeedEnd::ServerClosing
+        );
+    }
+
+    #[test]
+    fn connections_are_capped_per_person_and_in_all() {
+        let slots = Arc::new(FeedSlots::default());
+        let cfg = FeedConfig {
+            max_per_human: 2,
+            max_total: 3,
+            ..FeedConfig::default()
+        };
+        let a1 = slots.take(&"a".into(), &cfg).unwrap();
+        let _a2 = slots.take(&"a".into(), &cfg).unwrap();
+        let why = slots.take(&"a".into(), &cfg).err().unwrap();
+        assert!(why.contains("`a` already has 2 live connections"), "{why}");
+        let _b1 = slots.take(&"b".into(), &cfg).unwrap();
+        let why = slots.take(&"b".into(), &cfg).err().unwrap();
+        assert!(why.contains("server already has 3"), "{why}");
+        drop(a1);
+        assert!(
+            slots.take(&"b".into(), &cfg).is_ok(),
+            "a closed feed frees its slot"
         );
     }
 

@@ -1,50 +1,35 @@
-//! The monitor: every change to a task, stage, agent or step is published here as a
-//! `StateEvent`; the monitor keeps the latest state of each (a dashmap index, for
-//! `/api/states` and `--json`) and broadcasts the event to live subscribers.
+//! The monitor: the reader of the team's change stream that everything else reads through.
+//! Owners publish their changes here; the monitor gives each a team-wide version, applies it to
+//! its `States` (the latest state of every task, stage, agent and step, for `/api/states`,
+//! `--json` and snapshots) and broadcasts it to live subscribers (websocket feeds, `cohort
+//! run`). An event is serialised at most once, however many clients read it, and a snapshot is
+//! built at most once per version and shared.
 
-use dashmap::DashMap;
-use serde::{Deserialize, Serialize};
+pub use crate::event::StateKind;
+use crate::event::{Change, Event, States};
+use bytes::Bytes;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::sync::broadcast;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use tokio::sync::{broadcast, watch};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StateKind {
-    Task,
-    Stage,
-    Agent,
-    Step,
+/// One published event, shared by every subscriber; its JSON is made once, on first use.
+#[derive(Debug)]
+pub struct Published {
+    pub event: Event,
+    json: OnceLock<Bytes>,
 }
 
-impl StateKind {
-    pub const ALL: [StateKind; 4] = [
-        StateKind::Task,
-        StateKind::Stage,
-        StateKind::Agent,
-        StateKind::Step,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            StateKind::Task => "task",
-            StateKind::Stage => "stage",
-            StateKind::Agent => "agent",
-            StateKind::Step => "step",
-        }
+impl Published {
+    /// The event as JSON (`{"version", "at", "kind", "op", …}`).
+    pub fn json(&self) -> &Bytes {
+        self.json.get_or_init(|| {
+            Bytes::from(serde_json::to_vec(&self.event).unwrap_or_else(|e| {
+                tracing::error!("an event did not serialise: {e}");
+                b"{}".to_vec()
+            }))
+        })
     }
-}
-
-/// One published change. `version` grows by one with every event of the whole team, so a
-/// client can order events and drop ones older than what it has.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct StateEvent {
-    pub kind: StateKind,
-    pub id: String,
-    pub version: u64,
-    pub state: Value,
 }
 
 #[derive(Clone)]
@@ -53,9 +38,16 @@ pub struct Monitor {
 }
 
 struct Inner {
-    index: DashMap<(StateKind, String), (u64, Value)>,
-    version: AtomicU64,
-    tx: broadcast::Sender<StateEvent>,
+    shared: Mutex<Shared>,
+    tx: broadcast::Sender<Arc<Published>>,
+    version: watch::Sender<u64>,
+}
+
+struct Shared {
+    version: u64,
+    states: States,
+    /// The last snapshot built, as `{"version", "states"}` JSON, with its version.
+    snapshot: Option<(u64, Bytes)>,
 }
 
 impl Monitor {
@@ -64,94 +56,155 @@ impl Monitor {
         let (tx, _) = broadcast::channel(buffer.max(16));
         Monitor {
             inner: Arc::new(Inner {
-                index: DashMap::new(),
-                version: AtomicU64::new(0),
+                shared: Mutex::new(Shared {
+                    version: 0,
+                    states: States::default(),
+                    snapshot: None,
+                }),
                 tx,
+                version: watch::Sender::new(0),
             }),
         }
     }
 
-    pub fn publish<T: Serialize>(&self, kind: StateKind, id: &str, state: &T) {
-        let state = match serde_json::to_value(state) {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::error!(kind = kind.name(), id, "state did not serialize: {e}");
-                return;
-            }
-        };
-        // Take the version while holding the index entry, so the index never goes backwards.
-        let mut entry = self
-            .inner
-            .index
-            .entry((kind, id.to_owned()))
-            .or_insert((0, Value::Null));
-        let version = self.inner.version.fetch_add(1, Ordering::SeqCst) + 1;
-        *entry = (version, state.clone());
-        drop(entry);
-        // No subscriber is fine: the index still has the state.
-        let _ = self.inner.tx.send(StateEvent {
-            kind,
-            id: id.to_owned(),
-            version,
-            state,
-        });
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        // A panic while applying leaves the states as they were between two changes.
+        self.inner
+            .shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<StateEvent> {
+    /// Publishes changes in order: each gets the next version, is applied to the states and is
+    /// sent to subscribers (in version order: the lock is held while sending).
+    pub fn publish(&self, changes: Vec<Change>) {
+        if changes.is_empty() {
+            return;
+        }
+        let at = chrono::Utc::now().timestamp_millis();
+        let mut shared = self.lock();
+        for change in changes {
+            shared.version += 1;
+            shared.states.apply(&change);
+            let event = Event {
+                version: shared.version,
+                at,
+                change,
+            };
+            // No subscriber is fine: the states still have the change.
+            let _ = self.inner.tx.send(Arc::new(Published {
+                event,
+                json: OnceLock::new(),
+            }));
+        }
+        let version = shared.version;
+        drop(shared);
+        self.inner.version.send_replace(version);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {
         self.inner.tx.subscribe()
+    }
+
+    /// Wakes on every publish (the value is the newest version).
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.inner.version.subscribe()
     }
 
     /// The newest version published so far.
     pub fn version(&self) -> u64 {
-        self.inner.version.load(Ordering::SeqCst)
+        self.lock().version
     }
 
+    /// Reads the states (keep `f` short: publishers wait meanwhile).
+    pub fn read<R>(&self, f: impl FnOnce(&States) -> R) -> R {
+        f(&self.lock().states)
+    }
+
+    /// One state as clients read it.
     pub fn get(&self, kind: StateKind, id: &str) -> Option<Value> {
-        self.inner
-            .index
-            .get(&(kind, id.to_owned()))
-            .map(|e| e.1.clone())
+        self.read(|s| s.json(kind, id))
     }
 
     /// `{id: state}` for one kind.
     pub fn snapshot(&self, kind: StateKind) -> BTreeMap<String, Value> {
-        self.inner
-            .index
-            .iter()
-            .filter(|e| e.key().0 == kind)
-            .map(|e| (e.key().1.clone(), e.value().1.clone()))
-            .collect()
+        self.read(|s| s.kind_json(kind).into_iter().collect())
     }
 
     /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}`.
     pub fn all(&self) -> Value {
-        let mut out = serde_json::Map::new();
-        for k in StateKind::ALL {
-            out.insert(
-                k.name().to_owned(),
-                serde_json::to_value(self.snapshot(k)).unwrap_or_default(),
-            );
+        self.read(States::all_json)
+    }
+
+    /// Every state at one version, as the websocket frame `{"type": "snapshot", "version": V,
+    /// "states": {…}}`. Built once per version and shared by everyone who asks at that version.
+    pub fn snapshot_json(&self) -> (u64, Bytes) {
+        let mut shared = self.lock();
+        if let Some((v, json)) = &shared.snapshot {
+            if *v == shared.version {
+                return (*v, json.clone());
+            }
         }
-        Value::Object(out)
+        let version = shared.version;
+        let mut out = Vec::with_capacity(4096);
+        let body = serde_json::json!({
+            "type": "snapshot",
+            "version": version,
+            "states": shared.states.all_json(),
+        });
+        if let Err(e) = serde_json::to_writer(&mut out, &body) {
+            tracing::error!("the snapshot did not serialise: {e}");
+        }
+        let json = Bytes::from(out);
+        shared.snapshot = Some((version, json.clone()));
+        (version, json)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::TaskChange;
+    use crate::state::TaskState;
+
+    fn created(id: &str) -> Change {
+        Change::Task(TaskChange::Created {
+            task: TaskState::new(id.into(), "n".into(), "i".into(), "m".into()),
+        })
+    }
 
     #[test]
-    fn the_index_keeps_the_latest_state_and_events_carry_growing_versions() {
+    fn the_states_follow_the_changes_and_events_carry_growing_versions() {
         let m = Monitor::new(16);
         let mut rx = m.subscribe();
-        m.publish(StateKind::Task, "t1", &serde_json::json!({"n": 1}));
-        m.publish(StateKind::Task, "t1", &serde_json::json!({"n": 2}));
-        m.publish(StateKind::Step, "s1", &serde_json::json!({"x": true}));
-        assert_eq!(m.snapshot(StateKind::Task)["t1"]["n"], 2);
+        m.publish(vec![created("t1"), created("t2")]);
+        m.publish(vec![Change::Task(TaskChange::Joined {
+            task_id: "t1".into(),
+            agents: vec!["w".into()],
+        })]);
+        assert_eq!(m.snapshot(StateKind::Task)["t1"]["task_group"][1], "w");
         let a = rx.try_recv().unwrap();
         let b = rx.try_recv().unwrap();
-        assert!(b.version > a.version);
-        assert_eq!(m.all()["step"]["s1"]["x"], true);
+        assert!(b.event.version > a.event.version);
         assert_eq!(m.version(), 3);
+        let json: Value = serde_json::from_slice(b.json()).unwrap();
+        assert_eq!(
+            (json["kind"].as_str(), json["op"].as_str()),
+            (Some("task"), Some("created"))
+        );
+    }
+
+    #[test]
+    fn a_snapshot_is_built_once_per_version() {
+        let m = Monitor::new(16);
+        m.publish(vec![created("t1")]);
+        let (v1, a) = m.snapshot_json();
+        let (_, b) = m.snapshot_json();
+        assert_eq!(a.as_ptr(), b.as_ptr(), "shared, not rebuilt");
+        m.publish(vec![created("t2")]);
+        let (v2, c) = m.snapshot_json();
+        assert!(v2 > v1);
+        let json: Value = serde_json::from_slice(&c).unwrap();
+        assert_eq!(json["states"]["task"].as_object().unwrap().len(), 2);
     }
 }

@@ -254,6 +254,7 @@ mod tests {
             stage_intention: String::new(),
             goal: String::new(),
             colleagues: Vec::new(),
+            colleagues_unlisted: 0,
         }
     }
 
@@ -394,6 +395,7 @@ mod tests {
                     role: "writer".into(),
                     goal: "写".into(),
                 }],
+                colleagues_unlisted: 3,
             },
             Instruction::FinishStage {
                 stage_id: "s1".into(),

@@ -16,9 +16,7 @@ pub fn interpret(
 ) -> Result<SkillOutcome, SkillError> {
     let query = parse::ask_info(answer)?;
     let waiting_id = WaitId::random();
-    agent
-        .step_lock
-        .hold([waiting_id.clone()], &step.task_id, &step.stage_id);
+    agent.hold_waits(vec![waiting_id.clone()], &step.task_id, &step.stage_id);
     let request = AskInfoRequest {
         query,
         waiting_id,

@@ -2,6 +2,7 @@
 //! `<tool_instruction>`. (tool_decision, which follows every tool step, is a plan: `plan.rs`.)
 
 use super::{SkillError, SkillOutcome, working};
+use crate::event::StepUpdate;
 use crate::mcp::McpCall;
 use crate::parse;
 use crate::state::{AgentState, Executor, StepState};
@@ -34,9 +35,13 @@ pub fn interpret(
         })?;
     // Written even when malformed: the tool step then fails with the exact reason, and the
     // tool_decision after it sees that reason in the tool's call chain.
-    if let Some(tool) = agent.agent_step.get_mut(&target) {
-        tool.instruction_content = Some(instruction.clone());
-    }
+    agent.update_step(
+        &target,
+        StepUpdate {
+            instruction_content: Some(instruction.clone()),
+            ..Default::default()
+        },
+    );
     McpCall::from_instruction(&instruction).map_err(SkillError::Invalid)?;
     Ok(working(
         json!({ "instruction_generation": instruction, "tool_step_id": target }),

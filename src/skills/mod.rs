@@ -132,7 +132,7 @@ pub(crate) mod test_support {
             text,
         );
         a.add_steps(vec![s]);
-        a.agent_step.start_next().unwrap().clone()
+        a.start_next().unwrap()
     }
 
     pub fn now() -> chrono::NaiveDateTime {

@@ -71,9 +71,7 @@ pub fn interpret(
                     .collect::<Vec<_>>()
             });
             if let Some(w) = &waiting {
-                agent
-                    .step_lock
-                    .hold(w.iter().cloned(), &step.task_id, &step.stage_id);
+                agent.hold_waits(w.clone(), &step.task_id, &step.stage_id);
             }
             let message = Message {
                 task_id: step.task_id.clone(),

@@ -1,7 +1,7 @@
 //! AgentState: who an agent is, what it may use, its working and persistent memory, its steps
 //! and its step lock. LLM agents and human agents are the same type; they differ by data.
 
-use super::{AgentStep, Skill, StepLock, StepState, TokenUsage, WorkingState};
+use super::{AgentStep, Skill, StepLock, TokenUsage, WorkingState};
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
 use chrono::NaiveDateTime;
 use serde::{Deserialize, Serialize};
@@ -48,7 +48,7 @@ pub struct ConversationPool {
     pub global_messages: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AgentState {
     pub agent_id: AgentId,
     pub name: String,
@@ -76,6 +76,9 @@ pub struct AgentState {
     /// agent whose plan runs dry in such a stage is given a closing reflection).
     #[serde(skip)]
     pub open_goals: BTreeSet<(TaskId, StageId)>,
+    /// Changes made and not yet published (see `agent_changes.rs`).
+    #[serde(skip)]
+    pub(crate) outbox: Vec<crate::event::Change>,
 }
 
 /// One persistent-memory instruction from an LLM answer.
@@ -111,75 +114,8 @@ impl AgentState {
             conversation_pool: None,
             token_usage: TokenUsage::default(),
             open_goals: BTreeSet::new(),
+            outbox: Vec::new(),
         }
-    }
-
-    /// Appends steps and records them in working memory.
-    pub fn add_steps(&mut self, steps: Vec<StepState>) {
-        self.remember(&steps);
-        self.agent_step.add_steps(steps);
-    }
-
-    /// Inserts steps before the next pending one and records them in working memory.
-    pub fn add_next_steps(&mut self, steps: Vec<StepState>) {
-        self.remember(&steps);
-        self.agent_step.add_next_steps(steps);
-    }
-
-    fn remember(&mut self, steps: &[StepState]) {
-        for s in steps {
-            self.working_memory
-                .entry(s.task_id.clone())
-                .or_default()
-                .entry(s.stage_id.clone())
-                .or_default()
-                .push(s.step_id.clone());
-        }
-    }
-
-    /// `update_working_memory`: make sure the task (and stage) has an entry.
-    pub fn note_working_memory(&mut self, task: TaskId, stage: Option<StageRef>) {
-        let entry = self.working_memory.entry(task).or_default();
-        if let Some(stage) = stage {
-            entry.entry(stage).or_default();
-        }
-    }
-
-    /// `finish_stage`: drops the stage's steps (returned, for publishing), its working memory
-    /// and the waits taken in it.
-    pub fn finish_stage(&mut self, task: &TaskId, stage: &StageRef) -> Vec<StepState> {
-        if let Some(t) = self.working_memory.get_mut(task) {
-            t.remove(stage);
-        }
-        if let Some(s) = stage.stage() {
-            self.open_goals.remove(&(task.clone(), s.clone()));
-        }
-        self.step_lock.release_work(task, Some(stage));
-        self.agent_step.drop_steps(task, Some(stage))
-    }
-
-    /// `finish_task`: drops every step, the working memory and the waits of the task.
-    pub fn finish_task(&mut self, task: &TaskId) -> Vec<StepState> {
-        self.working_memory.remove(task);
-        self.open_goals.retain(|(t, _)| t != task);
-        self.step_lock.release_work(task, None);
-        self.agent_step.drop_steps(task, None)
-    }
-
-    /// Keeps at most `keep` finished or failed `no_relative` steps of a task in the step list
-    /// and working memory, dropping the oldest. The base task never ends, so without this a
-    /// long-lived manager's or person's list would only grow. The steps stay published (the
-    /// monitor has each one), and prompts show only the newest few anyway.
-    pub fn trim_loose_history(&mut self, task: &TaskId, keep: usize) -> usize {
-        let gone = self.agent_step.trim_over(task, &StageRef::NoRelative, keep);
-        if let Some(ids) = self
-            .working_memory
-            .get_mut(task)
-            .and_then(|t| t.get_mut(&StageRef::NoRelative))
-        {
-            ids.retain(|id| !gone.contains(id));
-        }
-        gone.len()
     }
 
     /// Whether a step's task and stage are still held in working memory: false once the stage
@@ -193,32 +129,6 @@ impl AgentState {
             .get(task)
             .is_some_and(|t| t.contains_key(stage))
             && !self.agent_step.cut_loose_in(task, stage)
-    }
-
-    /// Frees one wait id; false when the id was not held (a late or duplicate reply).
-    pub fn release_wait(&mut self, id: &WaitId) -> bool {
-        self.step_lock.release(id)
-    }
-
-    /// Applies `<persistent_memory>` instructions. `add` stores under the timestamp key of `now`
-    /// (moved forward a second at a time if that key is taken); `delete` removes a key.
-    /// Headings above level 3 are demoted, as the SPEC allows only `###` and below.
-    pub fn apply_memory_ops(&mut self, ops: &[MemoryOp], now: NaiveDateTime) {
-        let mut t = now;
-        for op in ops {
-            match op {
-                MemoryOp::Add(text) => {
-                    while self.persistent_memory.contains_key(&memory_key(t)) {
-                        t += chrono::Duration::seconds(1);
-                    }
-                    self.persistent_memory
-                        .insert(memory_key(t), demote_headings(text));
-                }
-                MemoryOp::Delete(key) => {
-                    self.persistent_memory.remove(key.trim());
-                }
-            }
-        }
     }
 
     /// idle / working / waiting, derived from the queue and the lock.
@@ -235,7 +145,7 @@ impl AgentState {
     }
 }
 
-fn demote_headings(text: &str) -> String {
+pub(crate) fn demote_headings(text: &str) -> String {
     text.lines()
         .map(|l| {
             let hashes = l.chars().take_while(|c| *c == '#').count();
@@ -252,9 +162,17 @@ fn demote_headings(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::StepUpdate;
     use crate::ids::StageId;
-    use crate::state::{Executor, StepExecutionState};
+    use crate::state::{Executor, StepExecutionState, StepState};
     use chrono::NaiveDate;
+
+    fn finished() -> StepUpdate {
+        StepUpdate {
+            execution_state: Some(StepExecutionState::Finished),
+            ..Default::default()
+        }
+    }
 
     fn at(h: u32, m: u32, s: u32) -> NaiveDateTime {
         NaiveDate::from_ymd_opt(2025, 6, 13)
@@ -314,11 +232,11 @@ mod tests {
         a.add_steps(vec![step("t", s1.clone()), step("t", s2.clone())]);
         a.add_next_steps(vec![step("t", StageRef::NoRelative)]);
         assert_eq!(a.working_memory[&TaskId::from("t")].len(), 3);
-        let dropped = a.finish_stage(&"t".into(), &s1);
+        let dropped = a.finish_stage(&"t".into(), &s1, "done");
         assert_eq!(dropped.len(), 1);
         assert!(!a.holds(&"t".into(), &s1));
         assert!(a.holds(&"t".into(), &s2));
-        let dropped = a.finish_task(&"t".into());
+        let dropped = a.finish_task(&"t".into(), "done");
         assert_eq!(dropped.len(), 2);
         assert!(a.working_memory.is_empty());
         assert_eq!(a.agent_step.steps().len(), 0);
@@ -364,9 +282,9 @@ mod tests {
         let mut a = agent();
         let s = StageRef::Stage(StageId::from("s"));
         a.add_steps(vec![step("t", s.clone()), step("t", s.clone())]);
-        let running = a.agent_step.start_next().unwrap().step_id.clone();
+        let running = a.start_next().unwrap().step_id.clone();
         assert_eq!(
-            a.finish_stage(&"t".into(), &s).len(),
+            a.finish_stage(&"t".into(), &s, "done").len(),
             1,
             "the pending one is dropped"
         );
@@ -378,9 +296,9 @@ mod tests {
             "the old step must not act on the re-opened stage"
         );
         // Settling as the agent actor does: finished, then removed as no longer held.
-        a.agent_step.get_mut(&running).unwrap().execution_state = StepExecutionState::Finished;
+        a.update_step(&running, finished());
         assert!(!a.holds(&"t".into(), &s));
-        a.agent_step.remove(&running);
+        a.remove_step(&running);
         assert!(a.holds(&"t".into(), &s), "the new step's work is held");
         let ids: Vec<_> = a.agent_step.steps().iter().map(|s| &s.step_id).collect();
         assert_eq!(ids.len(), 1);
@@ -401,14 +319,21 @@ mod tests {
             .collect();
         // Three over (one failed), one running, one still to run.
         for _ in 0..4 {
-            a.agent_step.start_next();
+            a.start_next();
         }
         for (i, id) in ids[..3].iter().enumerate() {
-            a.agent_step.get_mut(id).unwrap().execution_state = if i == 1 {
+            let state = if i == 1 {
                 StepExecutionState::Failed
             } else {
                 StepExecutionState::Finished
             };
+            a.update_step(
+                id,
+                StepUpdate {
+                    execution_state: Some(state),
+                    ..Default::default()
+                },
+            );
         }
         assert_eq!(a.trim_loose_history(&"base".into(), 5), 0);
         assert_eq!(a.trim_loose_history(&"base".into(), 1), 2);
@@ -432,8 +357,8 @@ mod tests {
     fn step_lock_blocks_until_every_wait_id_is_returned() {
         let mut a = agent();
         a.add_steps(vec![step("t", StageRef::NoRelative)]);
-        a.step_lock.hold(
-            ["w1".into(), "w2".into()],
+        a.hold_waits(
+            vec!["w1".into(), "w2".into()],
             &"t".into(),
             &StageRef::NoRelative,
         );
@@ -443,7 +368,7 @@ mod tests {
         assert_eq!(a.derive_working_state(), WorkingState::Waiting);
         assert!(a.release_wait(&"w2".into()));
         assert_eq!(a.derive_working_state(), WorkingState::Working);
-        a.agent_step.start_next();
+        a.start_next();
         assert_eq!(
             a.agent_step.running().unwrap().execution_state,
             StepExecutionState::Running

@@ -1,14 +1,16 @@
 //! AgentStep: an agent's steps in execution order (`step_list`) and the ids still to run
-//! (`todo`). `add_step` appends; `add_next_step` puts steps before the next pending one, never
-//! before or into the step now running (which has already left `todo`). A step still running
-//! when its stage or task is finished is spared by the cleanup but cut loose from that work.
+//! (`todo`). It holds the primitives the pure `apply` uses (insert at a place, start, remove,
+//! cut loose) and answers where a change would go; `AgentState` decides the changes (append,
+//! insert next, drop a stage's steps, trim history) and applies them through `event::apply`.
+//! A step still running when its stage or task is finished is spared by the cleanup but cut
+//! loose from that work.
 
 use super::{StepExecutionState, StepState};
 use crate::ids::{StageRef, StepId, TaskId};
 use serde::{Serialize, Serializer};
 use std::collections::VecDeque;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct AgentStep {
     step_list: Vec<StepState>,
     todo: VecDeque<StepId>,
@@ -16,6 +18,15 @@ pub struct AgentStep {
     /// their call can end and be recorded, but no longer belong to the work: if the same stage
     /// gets new steps meanwhile, its re-opened working memory must not adopt them.
     cut_loose: Vec<StepId>,
+}
+
+/// Which steps finishing a piece of work touches.
+#[derive(Debug, Default, PartialEq)]
+pub struct DropPlan {
+    /// Running steps of the work, not cut loose yet.
+    pub cut: Vec<StepId>,
+    /// Every other step of the work, in list order.
+    pub dropped: Vec<StepId>,
 }
 
 impl AgentStep {
@@ -35,7 +46,7 @@ impl AgentStep {
         self.step_list.iter().find(|s| &s.step_id == id)
     }
 
-    pub fn get_mut(&mut self, id: &StepId) -> Option<&mut StepState> {
+    pub(crate) fn get_mut(&mut self, id: &StepId) -> Option<&mut StepState> {
         self.step_list.iter_mut().find(|s| &s.step_id == id)
     }
 
@@ -51,64 +62,50 @@ impl AgentStep {
             .find(|s| s.execution_state == StepExecutionState::Running)
     }
 
-    /// Appends steps at the end of the queue, in order.
-    pub fn add_steps(&mut self, steps: Vec<StepState>) {
-        for step in steps {
-            self.todo.push_back(step.step_id.clone());
-            self.step_list.push(step);
-        }
+    /// Where appended steps go: the end of the list and of the queue.
+    pub(crate) fn append_place(&self) -> (usize, usize) {
+        (self.step_list.len(), self.todo.len())
     }
 
-    /// Records a step that is already over (what a person did); it never enters `todo`.
-    pub fn add_done(&mut self, step: StepState) {
-        self.step_list.push(step);
-    }
-
-    /// Inserts steps, in order, before the next pending step (or at the end if none is pending).
-    pub fn add_next_steps(&mut self, steps: Vec<StepState>) {
-        let at = match self.todo.front() {
+    /// Where steps inserted next go: before the next pending step in the list (the end if
+    /// none is pending) and at the front of the queue. Never before or into the running step,
+    /// which has already left the queue.
+    pub(crate) fn next_place(&self) -> usize {
+        match self.todo.front() {
             Some(next) => self.position(next).unwrap_or(self.step_list.len()),
             None => self.step_list.len(),
-        };
-        for (i, step) in steps.into_iter().enumerate() {
-            self.todo.insert(i, step.step_id.clone());
-            self.step_list.insert(at + i, step);
         }
     }
 
-    /// Takes the next step to run off `todo` and marks it running.
-    pub fn start_next(&mut self) -> Option<&StepState> {
-        let id = self.todo.pop_front()?;
-        let step = self.get_mut(&id)?;
-        step.execution_state = StepExecutionState::Running;
-        Some(step)
-    }
-
-    /// Drops every step of one stage (or of a whole task when `stage` is None) except the one
-    /// now running, and returns the dropped ones as they were (the caller marks those that never
-    /// ran). The running step is cut loose: it is removed once it settles.
-    pub fn drop_steps(&mut self, task: &TaskId, stage: Option<&StageRef>) -> Vec<StepState> {
-        let of_work =
-            |s: &StepState| &s.task_id == task && stage.is_none_or(|st| &s.stage_id == st);
+    /// Which steps finishing one stage (or a whole task, when `stage` is None) drops or cuts
+    /// loose.
+    pub(crate) fn drop_plan(&self, task: &TaskId, stage: Option<&StageRef>) -> DropPlan {
+        let mut plan = DropPlan::default();
         for s in &self.step_list {
-            if of_work(s)
-                && s.execution_state == StepExecutionState::Running
-                && !self.cut_loose.contains(&s.step_id)
-            {
-                self.cut_loose.push(s.step_id.clone());
+            if &s.task_id != task || stage.is_some_and(|st| &s.stage_id != st) {
+                continue;
+            }
+            if s.execution_state == StepExecutionState::Running {
+                if !self.cut_loose.contains(&s.step_id) {
+                    plan.cut.push(s.step_id.clone());
+                }
+            } else {
+                plan.dropped.push(s.step_id.clone());
             }
         }
-        let (dropped, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.step_list)
-            .into_iter()
-            .partition(|s| of_work(s) && s.execution_state != StepExecutionState::Running);
-        self.step_list = kept;
-        self.todo
-            .retain(|id| !dropped.iter().any(|d| &d.step_id == id));
-        // A cut-loose step that settled without being removed goes with its work's next cleanup.
-        let list = &self.step_list;
-        self.cut_loose
-            .retain(|id| list.iter().any(|s| &s.step_id == id));
-        dropped
+        plan
+    }
+
+    /// The oldest steps of one task and stage that are over, beyond the newest `keep`.
+    pub(crate) fn trim_plan(&self, task: &TaskId, stage: &StageRef, keep: usize) -> Vec<StepId> {
+        let over: Vec<&StepId> = self
+            .step_list
+            .iter()
+            .filter(|s| &s.task_id == task && &s.stage_id == stage && s.execution_state.is_over())
+            .map(|s| &s.step_id)
+            .collect();
+        let excess = over.len().saturating_sub(keep);
+        over.into_iter().take(excess).cloned().collect()
     }
 
     /// Whether a step of this task and stage was cut loose from it by finish_stage/finish_task
@@ -120,34 +117,54 @@ impl AgentStep {
         })
     }
 
-    #[cfg(test)]
     pub fn is_cut_loose(&self, id: &StepId) -> bool {
         self.cut_loose.contains(id)
     }
 
-    /// Removes the oldest steps of one task and stage that are over, keeping the newest `keep`
-    /// of them; returns the removed ids. Steps still to run and the running one stay.
-    pub fn trim_over(&mut self, task: &TaskId, stage: &StageRef, keep: usize) -> Vec<StepId> {
-        let over: Vec<StepId> = self
-            .step_list
-            .iter()
-            .filter(|s| &s.task_id == task && &s.stage_id == stage && s.execution_state.is_over())
-            .map(|s| s.step_id.clone())
-            .collect();
-        let Some(excess) = over.len().checked_sub(keep).filter(|n| *n > 0) else {
+    // ---- primitives of `event::apply` ----
+
+    /// Puts a step at `list_at` in the list and, if it is to run, at `todo_at` in the queue.
+    pub(crate) fn insert(&mut self, step: StepState, list_at: usize, todo_at: Option<usize>) {
+        if let Some(t) = todo_at {
+            self.todo
+                .insert(t.min(self.todo.len()), step.step_id.clone());
+        }
+        let at = list_at.min(self.step_list.len());
+        self.step_list.insert(at, step);
+    }
+
+    /// The step leaves the queue and runs.
+    pub(crate) fn start(&mut self, id: &StepId) {
+        if self.todo.front() == Some(id) {
+            self.todo.pop_front();
+        } else {
+            self.todo.retain(|t| t != id);
+        }
+        if let Some(s) = self.get_mut(id) {
+            s.execution_state = StepExecutionState::Running;
+        }
+    }
+
+    /// Removes steps from the list, the queue and the cut-loose set; returns them.
+    pub(crate) fn remove_all(&mut self, ids: &[StepId]) -> Vec<StepState> {
+        if ids.is_empty() {
             return Vec::new();
-        };
-        let gone: Vec<StepId> = over.into_iter().take(excess).collect();
-        self.step_list.retain(|s| !gone.contains(&s.step_id));
+        }
+        self.todo.retain(|t| !ids.contains(t));
+        self.cut_loose.retain(|t| !ids.contains(t));
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.step_list)
+            .into_iter()
+            .partition(|s| ids.contains(&s.step_id));
+        self.step_list = kept;
         gone
     }
 
-    /// Removes one step (used for a running step whose stage was cleaned up meanwhile).
-    pub fn remove(&mut self, id: &StepId) -> Option<StepState> {
-        self.todo.retain(|t| t != id);
-        self.cut_loose.retain(|t| t != id);
-        let i = self.position(id)?;
-        Some(self.step_list.remove(i))
+    pub(crate) fn cut_loose(&mut self, ids: &[StepId]) {
+        for id in ids {
+            if !self.cut_loose.contains(id) {
+                self.cut_loose.push(id.clone());
+            }
+        }
     }
 
     fn position(&self, id: &StepId) -> Option<usize> {
@@ -175,7 +192,7 @@ impl Serialize for AgentStep {
 mod tests {
     use super::*;
     use crate::ids::{AgentId, StageId};
-    use crate::state::{Executor, Skill};
+    use crate::state::{AgentState, Executor, Skill};
 
     fn step(name: &str, stage: &str) -> StepState {
         StepState::new(
@@ -188,19 +205,25 @@ mod tests {
         )
     }
 
-    fn order(a: &AgentStep) -> Vec<String> {
-        a.steps().iter().map(|s| s.step_intention.clone()).collect()
+    fn agent() -> AgentState {
+        AgentState::new("a".into(), "A".into(), "r".into(), "p".into())
     }
 
-    fn todo(a: &AgentStep) -> Vec<String> {
-        a.todo()
-            .map(|id| a.get(id).unwrap().step_intention.clone())
+    fn order(a: &AgentState) -> Vec<String> {
+        let s = &a.agent_step;
+        s.steps().iter().map(|s| s.step_intention.clone()).collect()
+    }
+
+    fn todo(a: &AgentState) -> Vec<String> {
+        let s = &a.agent_step;
+        s.todo()
+            .map(|id| s.get(id).unwrap().step_intention.clone())
             .collect()
     }
 
     #[test]
     fn add_step_appends_in_order() {
-        let mut a = AgentStep::default();
+        let mut a = agent();
         a.add_steps(vec![step("1", "s"), step("2", "s")]);
         a.add_steps(vec![step("3", "s")]);
         assert_eq!(order(&a), ["1", "2", "3"]);
@@ -209,18 +232,18 @@ mod tests {
 
     #[test]
     fn add_next_step_while_a_step_runs_goes_after_the_running_step_and_before_the_next() {
-        let mut a = AgentStep::default();
+        let mut a = agent();
         a.add_steps(vec![step("1", "s"), step("2", "s"), step("3", "s")]);
         assert_eq!(a.start_next().unwrap().step_intention, "1");
         a.add_next_steps(vec![step("x", "s"), step("y", "s")]);
         assert_eq!(order(&a), ["1", "x", "y", "2", "3"]);
         assert_eq!(todo(&a), ["x", "y", "2", "3"]);
-        assert_eq!(a.running().unwrap().step_intention, "1");
+        assert_eq!(a.agent_step.running().unwrap().step_intention, "1");
     }
 
     #[test]
     fn add_next_step_with_nothing_pending_appends() {
-        let mut a = AgentStep::default();
+        let mut a = agent();
         a.add_steps(vec![step("1", "s")]);
         a.start_next();
         a.add_next_steps(vec![step("x", "s")]);
@@ -230,12 +253,13 @@ mod tests {
 
     #[test]
     fn dropping_a_stage_keeps_other_stages_and_the_running_step() {
-        let mut a = AgentStep::default();
+        let mut a = agent();
         a.add_steps(vec![step("1", "s"), step("2", "s"), step("o", "other")]);
         a.start_next();
-        let dropped = a.drop_steps(
+        let dropped = a.finish_stage(
             &TaskId::from("t"),
-            Some(&StageRef::Stage(StageId::from("s"))),
+            &StageRef::Stage(StageId::from("s")),
+            "done",
         );
         assert_eq!(dropped.len(), 1);
         assert_eq!(dropped[0].step_intention, "2");
@@ -245,20 +269,20 @@ mod tests {
 
     #[test]
     fn dropping_a_task_drops_all_its_stages() {
-        let mut a = AgentStep::default();
+        let mut a = agent();
         a.add_steps(vec![step("1", "s"), step("o", "other")]);
         let mut other = step("z", "s");
         other.task_id = TaskId::from("t2");
         a.add_steps(vec![other]);
-        a.drop_steps(&TaskId::from("t"), None);
+        a.finish_task(&TaskId::from("t"), "done");
         assert_eq!(order(&a), ["z"]);
     }
 
     #[test]
     fn serializes_as_ids() {
-        let mut a = AgentStep::default();
+        let mut a = agent();
         a.add_steps(vec![step("1", "s")]);
-        let v = serde_json::to_value(&a).unwrap();
+        let v = serde_json::to_value(&a.agent_step).unwrap();
         assert_eq!(v["step_list"].as_array().unwrap().len(), 1);
         assert_eq!(v["todo"], v["step_list"]);
     }

@@ -2,6 +2,7 @@
 //! their lifecycles. Plain data with the transitions that belong to it; no I/O, no actors.
 
 mod agent;
+mod agent_changes;
 mod agent_step;
 mod enums;
 mod executor;
@@ -16,7 +17,8 @@ pub use agent::{
     AgentState, ConversationPool, HumanConfig, LlmSettings, MemoryOp, PrivateMessage,
     WorkingMemory, memory_key,
 };
-pub use agent_step::AgentStep;
+pub use agent_changes::PRIVATE_KEPT;
+pub use agent_step::{AgentStep, DropPlan};
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
 pub use executor::{Executor, Skill};
 pub use stage::StageState;

@@ -182,7 +182,7 @@ fn apply(agent: &mut AgentState, model: &mut Model, op: &Op) -> Result<(), Strin
                 return Ok(());
             }
             let expected = model.pending().next().map(|s| s.id.clone());
-            let got = agent.agent_step.start_next().map(|s| s.step_id.clone());
+            let got = agent.start_next().map(|s| s.step_id.clone());
             if got != expected {
                 return Err(format!("start_next ran {got:?}, expected {expected:?}"));
             }
@@ -207,18 +207,22 @@ fn apply(agent: &mut AgentState, model: &mut Model, op: &Op) -> Result<(), Strin
                     if cut_loose { "cut loose" } else { "held" }
                 ));
             }
-            let s = agent
-                .agent_step
-                .get_mut(&id)
-                .ok_or("running step missing")?;
-            s.execution_state = if *failed {
+            agent.agent_step.get(&id).ok_or("running step missing")?;
+            let state = if *failed {
                 StepExecutionState::Failed
             } else {
                 StepExecutionState::Finished
             };
+            agent.update_step(
+                &id,
+                crate::event::StepUpdate {
+                    execution_state: Some(state),
+                    ..Default::default()
+                },
+            );
             // AgentActor::settle: a step no longer held leaves the queue once done.
             if !agent.holds(task, stage) {
-                agent.agent_step.remove(&id);
+                agent.remove_step(&id);
             }
             if cut_loose {
                 model.steps.retain(|s| s.id != id);
@@ -232,8 +236,8 @@ fn apply(agent: &mut AgentState, model: &mut Model, op: &Op) -> Result<(), Strin
             let finish = op.finished().unwrap();
             let expected = model.finish(finish);
             let dropped = match finish_ids(finish) {
-                (t, Some(s)) => agent.finish_stage(t, s),
-                (t, None) => agent.finish_task(t),
+                (t, Some(s)) => agent.finish_stage(t, s, "finished"),
+                (t, None) => agent.finish_task(t, "finished"),
             };
             differ(
                 "the finish dropped",
@@ -264,7 +268,7 @@ fn apply(agent: &mut AgentState, model: &mut Model, op: &Op) -> Result<(), Strin
                 .collect();
             model.next_wait += n;
             let (task, stage) = work.ids();
-            agent.step_lock.hold(ids.clone(), task, stage);
+            agent.hold_waits(ids.clone(), task, stage);
             model.waits.extend(ids.into_iter().map(|w| (w, work)));
         }
         Op::Release(i) => {
@@ -442,11 +446,14 @@ fn check_finish(agent: &AgentState, (task, stage): Finish) -> Result<(), String>
 fn run_sequence(seed: u64) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut agent = AgentState::new("a".into(), "A".into(), "r".into(), "p".into());
+    // A reader that starts from the agent as it was added and sees only its changes.
+    let mut reader = agent.clone();
     let mut model = Model::default();
     for n in 0..OPS_PER_SEQUENCE {
         let op = random_op(&mut rng);
         let result = apply(&mut agent, &mut model, &op)
             .and_then(|()| check(&agent, &model))
+            .and_then(|()| same_as_reader(&mut agent, &mut reader))
             .and_then(|()| match op.finished() {
                 Some(finished) => check_finish(&agent, finished),
                 None => Ok(()),
@@ -457,6 +464,20 @@ fn run_sequence(seed: u64) -> Result<(), String> {
                 replay(seed, n)
             ));
         }
+    }
+    Ok(())
+}
+
+/// Applies the agent's new changes to the reader's copy, as the monitor does; the copy must be
+/// the agent (the changes say everything, and say it exactly).
+fn same_as_reader(agent: &mut AgentState, reader: &mut AgentState) -> Result<(), String> {
+    for c in agent.take_changes() {
+        crate::event::apply_agent(reader, &c);
+    }
+    if agent != reader {
+        return Err(format!(
+            "a reader rebuilt from the changes differs from the agent:\nagent:  {agent:?}\nreader: {reader:?}"
+        ));
     }
     Ok(())
 }

@@ -74,15 +74,20 @@ impl Model {
     }
 
     /// Drops the steps of the finished work but the running one, which is cut loose.
+    /// Finishes a stage or task; returns the steps it drops that never ran.
     pub(super) fn finish(&mut self, (task, stage): Finish) -> Vec<StepId> {
         let hit = |w: Work| w.task == task && stage.is_none_or(|s| w.stage == s);
         let mut dropped = Vec::new();
+        let mut never_ran = Vec::new();
         for s in &self.steps {
             if hit(s.work) {
                 if s.phase == Phase::Running {
                     self.cut_loose = Some(s.id.clone());
                 } else {
                     dropped.push(s.id.clone());
+                    if s.phase == Phase::Pending {
+                        never_ran.push(s.id.clone());
+                    }
                 }
             }
         }
@@ -93,6 +98,6 @@ impl Model {
             (t, None) => self.working_memory.remove(t).map(|_| None),
         };
         self.waits.retain(|(_, w)| !hit(*w));
-        dropped
+        never_ran
     }
 }

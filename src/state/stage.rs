@@ -1,6 +1,7 @@
 //! StageState: one sub-goal of a task, its allocation and each allocated agent's progress.
 
 use super::{ExecutionState, StageAgentState};
+use crate::event::StageChange;
 use crate::ids::{AgentId, StageId, TaskId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,39 +39,35 @@ impl StageState {
         }
     }
 
-    /// Records an allocated agent's progress; agents not allocated here are ignored (a manager
-    /// handling the stage's completion notice works "in" the stage without being part of it).
-    /// A finished agent stays finished unless it failed afterwards; a failed one stays failed
-    /// until its summary arrives.
-    pub fn set_agent_state(&mut self, agent: &AgentId, state: StageAgentState) -> bool {
-        match self.every_agent_state.get_mut(agent) {
-            // A finished agent stays finished, and a failure stays visible until the agent
-            // summarises, even if later steps of it succeed.
-            Some(s)
-                if matches!(*s, StageAgentState::Finished | StageAgentState::Failed)
-                    && state == StageAgentState::Working =>
-            {
-                false
-            }
-            Some(s) => {
-                *s = state;
-                true
-            }
-            None => false,
-        }
+    /// The change that records an allocated agent's progress, if it changes anything. Agents
+    /// not allocated here are ignored (a manager handling the stage's completion notice works
+    /// "in" the stage without being part of it). A finished agent stays finished unless it
+    /// failed afterwards; a failed one stays failed until its summary arrives.
+    pub fn agent_state_change(
+        &self,
+        agent: &AgentId,
+        state: StageAgentState,
+    ) -> Option<StageChange> {
+        let now = *self.every_agent_state.get(agent)?;
+        let keep = matches!(now, StageAgentState::Finished | StageAgentState::Failed)
+            && state == StageAgentState::Working;
+        (!keep && now != state).then(|| StageChange::Agent {
+            stage_id: self.stage_id.clone(),
+            agent_id: agent.clone(),
+            state,
+        })
     }
 
-    /// Stores an allocated agent's completion summary; true when this completes the stage
-    /// (every allocated agent has now submitted one, and it was not complete before).
-    pub fn record_completion(&mut self, agent: &AgentId, summary: String) -> bool {
-        if !self.agent_allocation.contains_key(agent) {
-            return false;
-        }
-        let was_complete = self.is_complete();
-        self.completion_summary.insert(agent.clone(), summary);
-        self.every_agent_state
-            .insert(agent.clone(), StageAgentState::Finished);
-        !was_complete && self.is_complete()
+    /// The change that stores an allocated agent's completion summary (None for an agent not
+    /// allocated here).
+    pub fn completion_change(&self, agent: &AgentId, summary: String) -> Option<StageChange> {
+        self.agent_allocation
+            .contains_key(agent)
+            .then(|| StageChange::Completion {
+                stage_id: self.stage_id.clone(),
+                agent_id: agent.clone(),
+                summary,
+            })
     }
 
     pub fn is_complete(&self) -> bool {
@@ -85,6 +82,7 @@ impl StageState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::apply_stage;
 
     fn stage() -> StageState {
         let alloc = [("a".into(), "do A".into()), ("b".into(), "do B".into())]
@@ -93,13 +91,33 @@ mod tests {
         StageState::new("t".into(), "goal".into(), alloc)
     }
 
+    /// Records a summary as SyncState does; true when it completes the stage.
+    fn complete(s: &mut StageState, agent: &str, text: &str) -> bool {
+        let was = s.is_complete();
+        match s.completion_change(&agent.into(), text.into()) {
+            Some(c) => apply_stage(s, &c),
+            None => return false,
+        }
+        !was && s.is_complete()
+    }
+
+    fn set(s: &mut StageState, agent: &str, state: StageAgentState) -> bool {
+        match s.agent_state_change(&agent.into(), state) {
+            Some(c) => {
+                apply_stage(s, &c);
+                true
+            }
+            None => false,
+        }
+    }
+
     #[test]
     fn stage_completes_exactly_once_when_every_allocated_agent_has_a_summary() {
         let mut s = stage();
-        assert!(!s.record_completion(&"a".into(), "done a".into()));
-        assert!(!s.record_completion(&"stranger".into(), "x".into()));
-        assert!(s.record_completion(&"b".into(), "done b".into()));
-        assert!(!s.record_completion(&"b".into(), "again".into()));
+        assert!(!complete(&mut s, "a", "done a"));
+        assert!(!complete(&mut s, "stranger", "x"));
+        assert!(complete(&mut s, "b", "done b"));
+        assert!(!complete(&mut s, "b", "again"));
         assert_eq!(
             s.every_agent_state[&AgentId::from("a")],
             StageAgentState::Finished
@@ -109,18 +127,19 @@ mod tests {
     #[test]
     fn agent_state_ignores_unallocated_agents_and_keeps_finished() {
         let mut s = stage();
-        assert!(s.set_agent_state(&"a".into(), StageAgentState::Working));
-        assert!(!s.set_agent_state(&"m".into(), StageAgentState::Working));
+        assert!(set(&mut s, "a", StageAgentState::Working));
+        assert!(!set(&mut s, "a", StageAgentState::Working), "no change");
+        assert!(!set(&mut s, "m", StageAgentState::Working));
         assert!(!s.every_agent_state.contains_key(&AgentId::from("m")));
-        s.record_completion(&"a".into(), "x".into());
-        assert!(!s.set_agent_state(&"a".into(), StageAgentState::Working));
-        assert!(s.set_agent_state(&"a".into(), StageAgentState::Failed));
-        assert!(s.set_agent_state(&"b".into(), StageAgentState::Failed));
+        complete(&mut s, "a", "x");
+        assert!(!set(&mut s, "a", StageAgentState::Working));
+        assert!(set(&mut s, "a", StageAgentState::Failed));
+        assert!(set(&mut s, "b", StageAgentState::Failed));
         assert!(
-            !s.set_agent_state(&"b".into(), StageAgentState::Working),
+            !set(&mut s, "b", StageAgentState::Working),
             "a failure stays visible"
         );
-        s.record_completion(&"b".into(), "recovered".into());
+        complete(&mut s, "b", "recovered");
         assert_eq!(
             s.every_agent_state[&AgentId::from("b")],
             StageAgentState::Finished

@@ -42,7 +42,12 @@ impl StepLock {
     }
 
     /// Takes wait ids for a message sent from `task`/`stage`.
-    pub fn hold(&mut self, ids: impl IntoIterator<Item = WaitId>, task: &TaskId, stage: &StageRef) {
+    pub(crate) fn hold(
+        &mut self,
+        ids: impl IntoIterator<Item = WaitId>,
+        task: &TaskId,
+        stage: &StageRef,
+    ) {
         for id in ids {
             self.waits.push(Wait {
                 id,
@@ -53,18 +58,19 @@ impl StepLock {
     }
 
     /// Frees one wait id; false when it was not held (a late or duplicate reply).
-    pub fn release(&mut self, id: &WaitId) -> bool {
+    pub(crate) fn release(&mut self, id: &WaitId) -> bool {
         let before = self.waits.len();
         self.waits.retain(|w| &w.id != id);
         before != self.waits.len()
     }
 
-    /// Frees every wait taken in a stage (`Some`) or in a whole task (`None`).
-    pub fn release_work(&mut self, task: &TaskId, stage: Option<&StageRef>) -> usize {
-        let before = self.waits.len();
+    /// The waits taken in a stage (`Some`) or in a whole task (`None`).
+    pub fn ids_in(&self, task: &TaskId, stage: Option<&StageRef>) -> Vec<WaitId> {
         self.waits
-            .retain(|w| !(&w.task == task && stage.is_none_or(|s| &w.stage == s)));
-        before - self.waits.len()
+            .iter()
+            .filter(|w| &w.task == task && stage.is_none_or(|s| &w.stage == s))
+            .map(|w| w.id.clone())
+            .collect()
     }
 }
 
@@ -81,16 +87,18 @@ mod tests {
     use crate::ids::StageId;
 
     #[test]
-    fn finishing_a_stage_or_task_frees_the_waits_taken_in_it() {
+    fn waits_are_found_by_the_stage_or_task_they_were_taken_in() {
         let s1 = StageRef::Stage(StageId::from("s1"));
         let s2 = StageRef::Stage(StageId::from("s2"));
         let mut l = StepLock::default();
         l.hold(["a".into()], &"t".into(), &s1);
         l.hold(["b".into()], &"t".into(), &s2);
         l.hold(["c".into()], &"u".into(), &s1);
-        assert_eq!(l.release_work(&"t".into(), Some(&s1)), 1);
-        assert!(!l.holds(&"a".into()));
-        assert_eq!(l.release_work(&"t".into(), None), 1);
+        assert_eq!(l.ids_in(&"t".into(), Some(&s1)), [WaitId::from("a")]);
+        assert_eq!(l.ids_in(&"t".into(), None).len(), 2);
+        for id in l.ids_in(&"t".into(), None) {
+            l.release(&id);
+        }
         assert_eq!(l.ids().collect::<Vec<_>>(), [&WaitId::from("c")]);
         assert!(l.release(&"c".into()));
         assert!(!l.release(&"c".into()));

@@ -32,6 +32,12 @@ pub struct TaskState {
     pub task_group: Vec<AgentId>,
     pub shared_info_pool: Vec<SharedInfo>,
     pub shared_conversation_pool: Vec<ConversationEntry>,
+    /// How many of the oldest shared-info lines and conversation entries left memory (the
+    /// pools of a long-lived task are capped).
+    #[serde(default)]
+    pub shared_info_omitted: u64,
+    #[serde(default)]
+    pub shared_conversation_omitted: u64,
     /// Stage ids in execution order; the stages themselves are published as stage state.
     pub stage_list: Vec<StageId>,
     pub execution_state: ExecutionState,
@@ -55,6 +61,8 @@ impl TaskState {
             task_manager: manager,
             shared_info_pool: Vec::new(),
             shared_conversation_pool: Vec::new(),
+            shared_info_omitted: 0,
+            shared_conversation_omitted: 0,
             stage_list: Vec::new(),
             execution_state: ExecutionState::Init,
             task_summary: None,

@@ -3,6 +3,7 @@
 //! adds an existing agent to a task's group.
 
 use super::{Applied, Member, SyncCore, SyncError};
+use crate::event::{Change, TaskChange};
 use crate::ids::{AgentId, StageRef};
 use crate::message::{AgentInstruction, Instruction, Message, TASK_STATE_SENDER};
 
@@ -99,11 +100,16 @@ impl SyncCore {
                 applied.new_agents.push(member);
             }
             AgentInstruction::AddTaskParticipant { task_id, agent_id } => {
-                let Some(task) = self.tasks.get_mut(task_id) else {
+                if !self.tasks.contains_key(task_id) {
                     return;
-                };
-                task.join([agent_id.clone()]);
-                applied.tasks.insert(task_id.clone());
+                }
+                self.emit(
+                    applied,
+                    Change::Task(TaskChange::Joined {
+                        task_id: task_id.clone(),
+                        agents: vec![agent_id.clone()],
+                    }),
+                );
                 // The agent now holds the task in its working memory (seed §2.4.1).
                 applied.messages.push(Message::instruction(
                     task_id.clone(),

@@ -2,6 +2,7 @@
 //! finish_stage, finish_task, retry_stage, and the stage hand-over they trigger.
 
 use super::{Applied, SyncCore, SyncError, notices};
+use crate::event::{Change, StageChange, TaskChange};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Colleague, Instruction, Message, StagePlan, TaskInstruction, TaskOutcome};
 use crate::state::{ExecutionState, StageState, TaskState};
@@ -125,13 +126,11 @@ impl SyncCore {
                 task_name,
                 task_intention,
             } => {
-                let task =
-                    TaskState::new(task_id.clone(), task_name, task_intention, agent.clone());
+                let task = TaskState::new(task_id, task_name, task_intention, agent.clone());
                 applied
                     .messages
                     .push(notices::task_created(&task, &self.roster));
-                self.tasks.insert(task_id.clone(), task);
-                applied.tasks.insert(task_id);
+                self.emit(applied, Change::Task(TaskChange::Created { task }));
             }
             TaskInstruction::AddStage { task_id, stages } => {
                 for plan in stages {
@@ -140,9 +139,7 @@ impl SyncCore {
                         plan.stage_intention,
                         plan.agent_allocation,
                     );
-                    let task = self.tasks.get_mut(&task_id).expect("checked");
-                    task.join(stage.agent_allocation.keys().cloned());
-                    task.stage_list.push(stage.stage_id.clone());
+                    self.join(&task_id, stage.agent_allocation.keys(), applied);
                     // Each allocated agent records the stage in its working memory now, so it
                     // knows the work ahead before the stage starts (seed §2.4.1).
                     applied.messages.push(Message::instruction(
@@ -155,19 +152,20 @@ impl SyncCore {
                             stage_id: Some(StageRef::Stage(stage.stage_id.clone())),
                         },
                     ));
-                    applied.stages.insert(stage.stage_id.clone());
-                    self.stages.insert(stage.stage_id.clone(), stage);
+                    let at = self.tasks[&task_id].stage_list.len();
+                    self.emit(applied, Change::Stage(StageChange::Added { stage, at }));
                 }
-                applied.tasks.insert(task_id.clone());
                 if !self.has_running_stage(&task_id) {
                     self.start_next_stage(&task_id, applied);
                 }
             }
             TaskInstruction::FinishStage { task_id, stage_id } => {
-                let stage = self.stages.get_mut(&stage_id).expect("checked");
-                stage.execution_state = ExecutionState::Finished;
-                let agents: Vec<AgentId> = stage.agent_allocation.keys().cloned().collect();
-                applied.stages.insert(stage_id.clone());
+                let agents: Vec<AgentId> = self.stages[&stage_id]
+                    .agent_allocation
+                    .keys()
+                    .cloned()
+                    .collect();
+                self.set_stage_state(&stage_id, ExecutionState::Finished, applied);
                 applied
                     .messages
                     .push(finish_stage_message(&task_id, &stage_id, agents));
@@ -179,28 +177,31 @@ impl SyncCore {
                 outcome,
             } => {
                 for sid in self.tasks[&task_id].stage_list.clone() {
-                    let s = self.stages.get_mut(&sid).expect("stage of task");
-                    if !s.execution_state.is_over() {
-                        s.execution_state = ExecutionState::Failed;
-                        applied.stages.insert(sid);
+                    if !self.stages[&sid].execution_state.is_over() {
+                        self.set_stage_state(&sid, ExecutionState::Failed, applied);
                     }
                 }
-                let task = self.tasks.get_mut(&task_id).expect("checked");
-                task.execution_state = match outcome {
+                let execution_state = match outcome {
                     TaskOutcome::Finished => ExecutionState::Finished,
                     TaskOutcome::Failed => ExecutionState::Failed,
                 };
-                task.task_summary = Some(task_summary);
+                self.emit(
+                    applied,
+                    Change::Task(TaskChange::State {
+                        task_id: task_id.clone(),
+                        execution_state,
+                        task_summary: Some(task_summary),
+                    }),
+                );
                 applied.messages.push(Message::instruction(
                     task_id.clone(),
                     AgentId::from(crate::message::TASK_STATE_SENDER),
-                    task.task_group.clone(),
+                    self.tasks[&task_id].task_group.clone(),
                     StageRef::NoRelative,
                     &Instruction::FinishTask {
                         task_id: task_id.clone(),
                     },
                 ));
-                applied.tasks.insert(task_id);
             }
             TaskInstruction::RetryStage {
                 task_id,
@@ -208,29 +209,62 @@ impl SyncCore {
                 stage_intention,
                 agent_allocation,
             } => {
-                let old = self.stages.get_mut(&stage_id).expect("checked");
-                old.execution_state = ExecutionState::Failed;
+                let old = &self.stages[&stage_id];
                 let old_agents: Vec<AgentId> = old.agent_allocation.keys().cloned().collect();
                 let intention = stage_intention.unwrap_or_else(|| old.stage_intention.clone());
+                self.set_stage_state(&stage_id, ExecutionState::Failed, applied);
                 let new = StageState::new(task_id.clone(), intention, agent_allocation);
-                let new_id = new.stage_id.clone();
-                let task = self.tasks.get_mut(&task_id).expect("checked");
-                task.join(new.agent_allocation.keys().cloned());
-                let at = task
-                    .stage_list
+                self.join(&task_id, new.agent_allocation.keys(), applied);
+                let list = &self.tasks[&task_id].stage_list;
+                let at = list
                     .iter()
                     .position(|s| s == &stage_id)
-                    .map_or(task.stage_list.len(), |i| i + 1);
-                task.stage_list.insert(at, new_id.clone());
-                self.stages.insert(new_id.clone(), new);
-                applied.stages.extend([stage_id.clone(), new_id]);
-                applied.tasks.insert(task_id.clone());
+                    .map_or(list.len(), |i| i + 1);
+                self.emit(
+                    applied,
+                    Change::Stage(StageChange::Added { stage: new, at }),
+                );
                 applied
                     .messages
                     .push(finish_stage_message(&task_id, &stage_id, old_agents));
                 self.start_next_stage(&task_id, applied);
             }
         }
+    }
+
+    /// Adds the agents not in the task group yet to it.
+    fn join<'a>(
+        &mut self,
+        task: &TaskId,
+        agents: impl Iterator<Item = &'a AgentId>,
+        applied: &mut Applied,
+    ) {
+        let group = &self.tasks[task].task_group;
+        let mut new: Vec<AgentId> = Vec::new();
+        for a in agents {
+            if !group.contains(a) && !new.contains(a) {
+                new.push(a.clone());
+            }
+        }
+        if !new.is_empty() {
+            self.emit(
+                applied,
+                Change::Task(TaskChange::Joined {
+                    task_id: task.clone(),
+                    agents: new,
+                }),
+            );
+        }
+    }
+
+    fn set_stage_state(&mut self, stage: &StageId, state: ExecutionState, applied: &mut Applied) {
+        self.emit(
+            applied,
+            Change::Stage(StageChange::State {
+                stage_id: stage.clone(),
+                execution_state: state,
+            }),
+        );
     }
 
     fn has_running_stage(&self, task: &TaskId) -> bool {
@@ -242,13 +276,12 @@ impl SyncCore {
 
     /// Starts the first stage not yet started; with none left, asks the manager to judge the task.
     fn start_next_stage(&mut self, task_id: &TaskId, applied: &mut Applied) {
-        let task = self.tasks.get_mut(task_id).expect("task");
+        let task = &self.tasks[task_id];
         let next = task
             .stage_list
             .iter()
             .find(|s| self.stages[*s].execution_state == ExecutionState::Init)
             .cloned();
-        applied.tasks.insert(task_id.clone());
         let Some(next) = next else {
             applied.messages.push(notices::judge_task(
                 task,
@@ -256,24 +289,35 @@ impl SyncCore {
             ));
             return;
         };
-        task.execution_state = ExecutionState::Running;
-        let stage = self.stages.get_mut(&next).expect("stage");
-        stage.execution_state = ExecutionState::Running;
-        applied.stages.insert(next.clone());
+        if task.execution_state != ExecutionState::Running {
+            self.emit(
+                applied,
+                Change::Task(TaskChange::State {
+                    task_id: task_id.clone(),
+                    execution_state: ExecutionState::Running,
+                    task_summary: None,
+                }),
+            );
+        }
+        self.set_stage_state(&next, ExecutionState::Running, applied);
+        let task = &self.tasks[task_id];
+        let stage = &self.stages[&next];
+        // Each agent learns who else works in the stage, but a stage of thousands would make
+        // that list quadratic in messages and prompts: the first few are named, the rest counted.
         let colleagues: Vec<Colleague> = stage
             .agent_allocation
             .iter()
+            .take(COLLEAGUES_LISTED)
             .map(|(a, goal)| Colleague {
                 agent_id: a.clone(),
-                role: self
-                    .roster
-                    .iter()
-                    .find(|m| &m.id == a)
-                    .map(|m| m.role.clone())
-                    .unwrap_or_default(),
+                role: self.member(a).map(|m| m.role.clone()).unwrap_or_default(),
                 goal: goal.clone(),
             })
             .collect();
+        let unlisted = stage
+            .agent_allocation
+            .len()
+            .saturating_sub(colleagues.len());
         for (agent, goal) in &stage.agent_allocation {
             let i = Instruction::StartStage {
                 stage_id: next.clone(),
@@ -281,6 +325,7 @@ impl SyncCore {
                 stage_intention: stage.stage_intention.clone(),
                 goal: goal.clone(),
                 colleagues: colleagues.clone(),
+                colleagues_unlisted: unlisted,
             };
             applied.messages.push(Message::instruction(
                 task_id.clone(),
@@ -292,6 +337,9 @@ impl SyncCore {
         }
     }
 }
+
+/// How many of a stage's agents a start_stage instruction names (the rest are counted).
+pub const COLLEAGUES_LISTED: usize = 12;
 
 fn finish_stage_message(task: &TaskId, stage: &StageId, agents: Vec<AgentId>) -> Message {
     Message::instruction(

@@ -8,6 +8,7 @@ mod instructions;
 mod notices;
 
 use crate::config::AgentTemplate;
+use crate::event::{Change, TaskChange, apply::apply_sync};
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{AskInfoRequest, ExecuteOutput, Message, StageAgentUpdate};
 use crate::state::{
@@ -38,12 +39,12 @@ pub enum SyncError {
     Invalid(String),
 }
 
-/// What applying an output changed: messages to route, and which tasks and stages to publish.
+/// What applying an output changed: messages to route, and the changes to tasks and stages
+/// (already applied to SyncState's own state) to publish.
 #[derive(Debug, Default, PartialEq)]
 pub struct Applied {
     pub messages: Vec<Message>,
-    pub tasks: BTreeSet<TaskId>,
-    pub stages: BTreeSet<StageId>,
+    pub changes: Vec<Change>,
     /// Why the step's message or instruction was refused, if it was.
     pub refused: Option<SyncError>,
     /// Agents to start (init_new_agent), already on the roster; the actor creates them from
@@ -129,7 +130,12 @@ pub struct SyncCore {
     base_task: TaskId,
     /// (stage, agent) pairs the manager was already told about, so it is told once.
     stuck_reported: BTreeSet<(StageId, AgentId)>,
+    /// How many entries of each shared pool a task keeps in memory (the oldest leave first).
+    pool_kept: usize,
 }
+
+/// Default of how many shared-info lines and conversation entries a task keeps in memory.
+pub const SHARED_POOL_KEPT: usize = 1_000;
 
 impl SyncCore {
     /// Creates the base task, run by the first manager, with every manager and every human
@@ -156,6 +162,49 @@ impl SyncCore {
             catalog: Catalog::default(),
             base_task,
             stuck_reported: BTreeSet::new(),
+            pool_kept: SHARED_POOL_KEPT,
+        }
+    }
+
+    /// Another cap on the shared pools a task keeps in memory.
+    pub fn with_pool_kept(mut self, kept: usize) -> Self {
+        self.pool_kept = kept.max(1);
+        self
+    }
+
+    /// The changes that introduce SyncState's tasks and stages to a reader that has nothing.
+    pub fn initial_changes(&self) -> Vec<Change> {
+        self.tasks
+            .values()
+            .map(|t| Change::Task(TaskChange::Created { task: t.clone() }))
+            .collect()
+    }
+
+    /// Applies a change to SyncState's tasks and stages and keeps it for publishing.
+    fn emit(&mut self, applied: &mut Applied, c: Change) {
+        apply_sync(&mut self.tasks, &mut self.stages, &c);
+        applied.changes.push(c);
+    }
+
+    /// Keeps a task's shared pools within `pool_kept` (the oldest entries leave).
+    fn trim_pools(&mut self, task: &TaskId, applied: &mut Applied) {
+        let Some(t) = self.tasks.get(task) else {
+            return;
+        };
+        let info = t.shared_info_pool.len().saturating_sub(self.pool_kept);
+        let conversation = t
+            .shared_conversation_pool
+            .len()
+            .saturating_sub(self.pool_kept);
+        if info + conversation > 0 {
+            self.emit(
+                applied,
+                Change::Task(TaskChange::Trimmed {
+                    task_id: task.clone(),
+                    shared_info: info,
+                    conversation,
+                }),
+            );
         }
     }
 
@@ -221,9 +270,12 @@ impl SyncCore {
 
         let mut applied = Applied::default();
         if let Some((task, usage)) = &out.token_usage {
-            if let Some(t) = self.tasks.get_mut(task) {
-                t.token_usage.add(*usage);
-                applied.tasks.insert(task.clone());
+            if self.tasks.contains_key(task) && *usage != Default::default() {
+                let c = Change::Task(TaskChange::Tokens {
+                    task_id: task.clone(),
+                    usage: *usage,
+                });
+                self.emit(&mut applied, c);
             }
         }
         if let Some(u) = &out.update_stage_agent_state {
@@ -236,16 +288,21 @@ impl SyncCore {
             self.update_agent_in_stage(&u, &mut applied);
         }
         if let Some(info) = &out.send_shared_info {
-            if let Some(t) = self.tasks.get_mut(&info.task_id) {
+            if self.tasks.contains_key(&info.task_id) {
                 let refused_note = if refused.is_some() { " (refused)" } else { "" };
-                t.shared_info_pool.push(SharedInfo {
+                let entry = SharedInfo {
                     agent_id: info.agent_id.clone(),
                     role: info.role.clone(),
                     stage_id: info.stage_id.clone(),
                     content: format!("{}{refused_note}", info.content),
                     timestamp: now.to_owned(),
+                };
+                let c = Change::Task(TaskChange::SharedInfo {
+                    task_id: info.task_id.clone(),
+                    entry,
                 });
-                applied.tasks.insert(info.task_id.clone());
+                self.emit(&mut applied, c);
+                self.trim_pools(&info.task_id, &mut applied);
             }
         }
         if let Some(c) = &out.update_stage_agent_completion {
@@ -274,14 +331,15 @@ impl SyncCore {
     fn update_agent_in_stage(&mut self, u: &StageAgentUpdate, applied: &mut Applied) {
         let Some(stage) = self
             .stages
-            .get_mut(&u.stage_id)
+            .get(&u.stage_id)
             .filter(|s| s.execution_state == ExecutionState::Running)
         else {
             return;
         };
-        if stage.set_agent_state(&u.agent_id, u.state) {
-            applied.stages.insert(u.stage_id.clone());
+        if let Some(c) = stage.agent_state_change(&u.agent_id, u.state) {
+            self.emit(applied, Change::Stage(c));
         }
+        let stage = &self.stages[&u.stage_id];
         // An allocated agent that cannot go on would hold the stage open forever: the manager
         // is told (once per agent and stage), so it can retry or finish the stage.
         if let (StageAgentState::Failed, Some(why)) = (u.state, &u.stuck) {
@@ -356,29 +414,42 @@ impl SyncCore {
     }
 
     fn record_completion(&mut self, c: &crate::message::CompletionUpdate, applied: &mut Applied) {
-        let Some(stage) = self.stages.get_mut(&c.stage_id) else {
+        let Some(stage) = self.stages.get(&c.stage_id) else {
             return;
         };
         if stage.execution_state != ExecutionState::Running {
             return;
         }
-        applied.stages.insert(c.stage_id.clone());
-        if stage.record_completion(&c.agent_id, c.completion_summary.clone()) {
-            let stage = stage.clone();
+        let was_complete = stage.is_complete();
+        let Some(change) = stage.completion_change(&c.agent_id, c.completion_summary.clone())
+        else {
+            return;
+        };
+        self.emit(applied, Change::Stage(change));
+        let stage = &self.stages[&c.stage_id];
+        if !was_complete && stage.is_complete() {
             if let Some(task) = self.tasks.get(&c.task_id) {
-                applied.messages.push(notices::stage_complete(task, &stage));
+                applied.messages.push(notices::stage_complete(task, stage));
             }
         }
     }
 
-    /// Appends a delivered message to its task's conversation pool.
-    pub fn record_delivery(&mut self, m: Message, now: &str) -> Option<TaskId> {
-        let t = self.tasks.get_mut(&m.task_id)?;
-        t.shared_conversation_pool.push(ConversationEntry {
-            timestamp: now.to_owned(),
-            message: m,
-        });
-        Some(t.task_id.clone())
+    /// Appends a delivered message to its task's conversation pool; returns the changes.
+    pub fn record_delivery(&mut self, m: Message, now: &str) -> Vec<Change> {
+        let mut applied = Applied::default();
+        let task = m.task_id.clone();
+        if self.tasks.contains_key(&task) {
+            let c = Change::Task(TaskChange::Conversation {
+                task_id: task.clone(),
+                entry: ConversationEntry {
+                    timestamp: now.to_owned(),
+                    message: m,
+                },
+            });
+            self.emit(&mut applied, c);
+            self.trim_pools(&task, &mut applied);
+        }
+        applied.changes
     }
 }
 

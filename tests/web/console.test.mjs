@@ -100,20 +100,48 @@ try {
     if (!token || !token.includes('token')) throw new Failure('no session in sessionStorage');
   });
 
-  await step('the state store applies events by version', async () => {
+  await step('the state store applies change events in version order, as the runtime does', async () => {
     const got = await page.evaluate(async () => {
       const { Store } = await import('./store.js');
       const s = new Store();
-      s.loadSnapshot(10, { task: { t: { task_id: 't', n: 1 } }, stage: {}, agent: {}, step: {} });
-      return [
-        s.apply({ kind: 'task', id: 't', version: 9, state: { task_id: 't', n: 0 } }), // covered by the snapshot
-        s.apply({ kind: 'task', id: 't', version: 12, state: { task_id: 't', n: 2 } }),
-        s.apply({ kind: 'task', id: 't', version: 11, state: { task_id: 't', n: 1.5 } }), // late
-        s.apply({ kind: 'task', id: 'u', version: 5, state: { task_id: 'u' } }), // not in the snapshot
-        s.get('task', 't').n,
+      const task = { task_id: 't', task_group: ['m'], stage_list: [], shared_info_pool: [], shared_conversation_pool: [], execution_state: 'init' };
+      const agent = { agent_id: 'a', working_state: 'idle', working_memory: {}, persistent_memory: {}, agent_step: { step_list: [], todo: [] }, step_lock: [] };
+      s.loadSnapshot(10, { task: { t: task }, stage: {}, agent: { a: agent }, step: {} });
+      const step = { step_id: 'x', task_id: 't', stage_id: 's1', agent_id: 'a', execution_state: 'init' };
+      const out = [
+        s.apply({ version: 9, kind: 'task', op: 'state', task_id: 't', execution_state: 'failed' }).length, // covered by the snapshot
+        s.apply({ version: 11, kind: 'task', op: 'state', task_id: 't', execution_state: 'running' }).length,
+        s.apply({ version: 11, kind: 'task', op: 'state', task_id: 't', execution_state: 'failed' }).length, // a repeat
+        s.apply({ version: 12, kind: 'stage', op: 'added', at: 0, stage: { stage_id: 's1', task_id: 't', every_agent_state: {}, completion_summary: {} } }).length,
+        s.apply({ version: 13, kind: 'task', op: 'joined', task_id: 't', agents: ['a', 'm'] }).length,
+        s.apply({ version: 14, kind: 'step', op: 'added', agent_id: 'a', step, list_at: 0, todo_at: 0, remember: true }).length,
+        s.apply({ version: 15, kind: 'step', op: 'started', agent_id: 'a', step_id: 'x' }).length,
+        s.apply({ version: 16, kind: 'step', op: 'updated', agent_id: 'a', step_id: 'x', execution_state: 'finished', execute_result: { ok: 1 } }).length,
+        s.apply({ version: 17, kind: 'agent', op: 'waits_held', agent_id: 'a', task_id: 't', stage_id: 's1', ids: ['w'] }).length,
       ];
+      const mid = JSON.parse(JSON.stringify(s.get('agent', 'a')));
+      s.apply({ version: 18, kind: 'step', op: 'removed', agent_id: 'a', step_ids: ['x'] });
+      s.apply({ version: 19, kind: 'agent', op: 'waits_released', agent_id: 'a', ids: ['w'] });
+      return {
+        out,
+        state: s.get('task', 't').execution_state,
+        group: s.get('task', 't').task_group,
+        stages: s.get('task', 't').stage_list,
+        mid,
+        step: s.get('step', 'x'),
+        after: s.get('agent', 'a'),
+      };
     });
-    if (JSON.stringify(got) !== JSON.stringify([false, true, false, true, 2])) throw new Failure(`got ${JSON.stringify(got)}`);
+    const want = {
+      out: [0, 1, 0, 2, 1, 2, 2, 1, 1],
+      state: 'running',
+      group: ['m', 'a'],
+      stages: ['s1'],
+      mid: { agent_id: 'a', working_state: 'idle', working_memory: { t: { s1: ['x'] } }, persistent_memory: {}, agent_step: { step_list: ['x'], todo: [] }, step_lock: ['w'] },
+      step: { step_id: 'x', task_id: 't', stage_id: 's1', agent_id: 'a', execution_state: 'finished', execute_result: { ok: 1 } },
+      after: { agent_id: 'a', working_state: 'idle', working_memory: { t: { s1: [] } }, persistent_memory: {}, agent_step: { step_list: [], todo: [] }, step_lock: [] },
+    };
+    if (JSON.stringify(got) !== JSON.stringify(want)) throw new Failure(`got ${JSON.stringify(got)}`);
     // Everything after this point must arrive live: this marker is lost on a reload.
     await page.evaluate(() => {
       window.__noReload = true;

@@ -1,0 +1,278 @@
+//! The pure `apply` functions: one change to a task, a stage, or an agent with its steps. The
+//! owner of a state and every reader call these same functions, so a state rebuilt from the
+//! changes is the owner's state. A change that names something the state does not have is
+//! ignored (a reader may have started late, or the thing left memory).
+
+use super::{AgentChange, Change, StageChange, StepChange, TaskChange};
+use crate::ids::{StageId, TaskId};
+use crate::state::{AgentState, StageAgentState, StageState, StepState, TaskState};
+use std::collections::BTreeMap;
+
+/// A change to one task (`Created` and `Evicted` are for the map that holds tasks, see
+/// [`apply_sync`]).
+pub fn apply_task(task: &mut TaskState, c: &TaskChange) {
+    match c {
+        TaskChange::Created { .. } | TaskChange::Evicted { .. } => {}
+        TaskChange::Joined { agents, .. } => task.join(agents.iter().cloned()),
+        TaskChange::State {
+            execution_state,
+            task_summary,
+            ..
+        } => {
+            task.execution_state = *execution_state;
+            if let Some(s) = task_summary {
+                task.task_summary = Some(s.clone());
+            }
+        }
+        TaskChange::SharedInfo { entry, .. } => task.shared_info_pool.push(entry.clone()),
+        TaskChange::Conversation { entry, .. } => task.shared_conversation_pool.push(entry.clone()),
+        TaskChange::Trimmed {
+            shared_info,
+            conversation,
+            ..
+        } => {
+            let info = (*shared_info).min(task.shared_info_pool.len());
+            task.shared_info_pool.drain(..info);
+            task.shared_info_omitted += info as u64;
+            let conv = (*conversation).min(task.shared_conversation_pool.len());
+            task.shared_conversation_pool.drain(..conv);
+            task.shared_conversation_omitted += conv as u64;
+        }
+        TaskChange::Tokens { usage, .. } => task.token_usage.add(*usage),
+    }
+}
+
+/// A change to one stage (`Added` is for the maps, see [`apply_sync`]).
+pub fn apply_stage(stage: &mut StageState, c: &StageChange) {
+    match c {
+        StageChange::Added { .. } => {}
+        StageChange::State {
+            execution_state, ..
+        } => stage.execution_state = *execution_state,
+        StageChange::Agent {
+            agent_id, state, ..
+        } => {
+            stage.every_agent_state.insert(agent_id.clone(), *state);
+        }
+        StageChange::Completion {
+            agent_id, summary, ..
+        } => {
+            stage
+                .completion_summary
+                .insert(agent_id.clone(), summary.clone());
+            stage
+                .every_agent_state
+                .insert(agent_id.clone(), StageAgentState::Finished);
+        }
+    }
+}
+
+/// A task or stage change to the maps SyncState (and every reader) holds them in.
+pub fn apply_sync(
+    tasks: &mut BTreeMap<TaskId, TaskState>,
+    stages: &mut BTreeMap<StageId, StageState>,
+    c: &Change,
+) {
+    match c {
+        Change::Task(TaskChange::Created { task }) => {
+            tasks.insert(task.task_id.clone(), task.clone());
+        }
+        Change::Task(TaskChange::Evicted { task_id, .. }) => {
+            if let Some(t) = tasks.remove(task_id) {
+                for s in &t.stage_list {
+                    stages.remove(s);
+                }
+            }
+        }
+        Change::Task(t) => {
+            if let Some(task) = c.task_id().and_then(|id| tasks.get_mut(id)) {
+                apply_task(task, t);
+            }
+        }
+        Change::Stage(StageChange::Added { stage, at }) => {
+            if let Some(task) = tasks.get_mut(&stage.task_id) {
+                let at = (*at).min(task.stage_list.len());
+                task.stage_list.insert(at, stage.stage_id.clone());
+            }
+            stages.insert(stage.stage_id.clone(), stage.clone());
+        }
+        Change::Stage(s) => {
+            let id = match s {
+                StageChange::State { stage_id, .. }
+                | StageChange::Agent { stage_id, .. }
+                | StageChange::Completion { stage_id, .. } => stage_id,
+                StageChange::Added { .. } => return,
+            };
+            if let Some(stage) = stages.get_mut(id) {
+                apply_stage(stage, s);
+            }
+        }
+        Change::Agent(_) | Change::Step(_) => {}
+    }
+}
+
+/// An agent or step change to the agent it belongs to. Returns the steps a `Removed` took out
+/// of the agent's list (a reader may keep them; the owner has published them already).
+pub fn apply_agent(agent: &mut AgentState, c: &Change) -> Vec<StepState> {
+    match c {
+        Change::Agent(a) => {
+            apply_agent_change(agent, a);
+            Vec::new()
+        }
+        Change::Step(s) => apply_step_change(agent, s),
+        Change::Task(_) | Change::Stage(_) => Vec::new(),
+    }
+}
+
+fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
+    match c {
+        AgentChange::Added { .. } => {}
+        AgentChange::WorkingState { state, .. } => agent.working_state = *state,
+        AgentChange::WorkNoted {
+            task_id, stage_id, ..
+        } => {
+            let entry = agent.working_memory.entry(task_id.clone()).or_default();
+            if let Some(stage) = stage_id {
+                entry.entry(stage.clone()).or_default();
+            }
+        }
+        AgentChange::WorkCleared {
+            task_id, stage_id, ..
+        } => match stage_id {
+            Some(stage) => {
+                if let Some(t) = agent.working_memory.get_mut(task_id) {
+                    t.remove(stage);
+                }
+            }
+            None => {
+                agent.working_memory.remove(task_id);
+            }
+        },
+        AgentChange::WaitsHeld {
+            task_id,
+            stage_id,
+            ids,
+            ..
+        } => agent.step_lock.hold(ids.iter().cloned(), task_id, stage_id),
+        AgentChange::WaitsReleased { ids, .. } => {
+            for id in ids {
+                agent.step_lock.release(id);
+            }
+        }
+        AgentChange::MemoryAdded { key, text, .. } => {
+            agent.persistent_memory.insert(key.clone(), text.clone());
+        }
+        AgentChange::MemoryDeleted { key, .. } => {
+            agent.persistent_memory.remove(key);
+        }
+        AgentChange::Tokens { usage, .. } => agent.token_usage.add(*usage),
+        AgentChange::GoalOpened {
+            task_id, stage_id, ..
+        } => {
+            agent.open_goals.insert((task_id.clone(), stage_id.clone()));
+        }
+        AgentChange::GoalClosed {
+            task_id, stage_id, ..
+        } => {
+            agent
+                .open_goals
+                .remove(&(task_id.clone(), stage_id.clone()));
+        }
+        AgentChange::PrivateMessage { with, entry, .. } => {
+            agent
+                .conversation_pool
+                .get_or_insert_with(Default::default)
+                .conversation_privates
+                .entry(with.clone())
+                .or_default()
+                .push(entry.clone());
+        }
+        AgentChange::PrivateReplied { with, index, .. } => {
+            if let Some(m) = agent
+                .conversation_pool
+                .as_mut()
+                .and_then(|p| p.conversation_privates.get_mut(with))
+                .and_then(|c| c.get_mut(*index))
+            {
+                m.replied = true;
+            }
+        }
+        AgentChange::Notice { text, .. } => agent
+            .conversation_pool
+            .get_or_insert_with(Default::default)
+            .global_messages
+            .push(text.clone()),
+        AgentChange::PrivateTrimmed { with, count, .. } => {
+            let Some(pool) = agent.conversation_pool.as_mut() else {
+                return;
+            };
+            match with {
+                Some(w) => {
+                    if let Some(c) = pool.conversation_privates.get_mut(w) {
+                        c.drain(..(*count).min(c.len()));
+                    }
+                }
+                None => {
+                    let n = (*count).min(pool.global_messages.len());
+                    pool.global_messages.drain(..n);
+                }
+            }
+        }
+    }
+}
+
+fn apply_step_change(agent: &mut AgentState, c: &StepChange) -> Vec<StepState> {
+    match c {
+        StepChange::Added {
+            step,
+            list_at,
+            todo_at,
+            remember,
+            ..
+        } => {
+            if *remember {
+                agent
+                    .working_memory
+                    .entry(step.task_id.clone())
+                    .or_default()
+                    .entry(step.stage_id.clone())
+                    .or_default()
+                    .push(step.step_id.clone());
+            }
+            agent
+                .agent_step
+                .insert((**step).clone(), *list_at, *todo_at);
+        }
+        StepChange::Started { step_id, .. } => agent.agent_step.start(step_id),
+        StepChange::Updated {
+            step_id, update, ..
+        } => {
+            if let Some(s) = agent.agent_step.get_mut(step_id) {
+                if let Some(v) = update.execution_state {
+                    s.execution_state = v;
+                }
+                if let Some(v) = &update.execute_result {
+                    s.execute_result = Some(v.clone());
+                }
+                if let Some(v) = &update.instruction_content {
+                    s.instruction_content = Some(v.clone());
+                }
+                if let Some(v) = update.token_usage {
+                    s.token_usage = v;
+                }
+            }
+        }
+        StepChange::Removed { step_ids, .. } => {
+            for ids in agent
+                .working_memory
+                .values_mut()
+                .flat_map(|t| t.values_mut())
+            {
+                ids.retain(|id| !step_ids.contains(id));
+            }
+            return agent.agent_step.remove_all(step_ids);
+        }
+        StepChange::CutLoose { step_ids, .. } => agent.agent_step.cut_loose(step_ids),
+    }
+    Vec::new()
+}

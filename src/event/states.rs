@@ -1,0 +1,301 @@
+//! `States`: a reader's copy of the whole team, built by applying changes with the owners' own
+//! `apply` functions. Besides the four kinds of state it keeps what a reader needs and an owner
+//! does not: the steps that left their agent (a finished stage's, trimmed history) until their
+//! task leaves memory, the one-line summaries of evicted tasks, and exact counters.
+
+use super::apply::{apply_agent, apply_sync};
+use super::{AgentChange, Change, StateKind, StepChange, TaskChange};
+use crate::ids::{AgentId, StageId, StepId, TaskId};
+use crate::state::{
+    AgentState, ExecutionState, StageState, StepExecutionState, StepState, TaskState, TokenUsage,
+    WorkingState,
+};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// What is left in memory of a finished task after it was evicted.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TaskSummaryLine {
+    pub task_id: TaskId,
+    pub task_name: String,
+    pub execution_state: ExecutionState,
+    /// The first line of the task summary (at most 200 characters).
+    pub summary: String,
+    pub stages: usize,
+    pub token_usage: TokenUsage,
+}
+
+impl TaskSummaryLine {
+    pub fn of(task: &TaskState) -> Self {
+        let summary: String = task
+            .task_summary
+            .as_deref()
+            .and_then(|s| s.lines().next())
+            .unwrap_or_default()
+            .chars()
+            .take(200)
+            .collect();
+        TaskSummaryLine {
+            task_id: task.task_id.clone(),
+            task_name: task.task_name.clone(),
+            execution_state: task.execution_state,
+            summary,
+            stages: task.stage_list.len(),
+            token_usage: task.token_usage,
+        }
+    }
+}
+
+/// How many steps that left their agent a reader keeps per task (the oldest leave first; the
+/// base task never ends).
+pub const RETIRED_STEPS_KEPT: usize = 2_000;
+/// How many evicted tasks' summary lines a reader keeps.
+pub const SUMMARIES_KEPT: usize = 10_000;
+
+/// Exact figures kept while applying, so readers never count by scanning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Steps that ran to their end (finished or failed; not those dropped before they ran).
+    pub steps_run: u64,
+    /// Steps running now.
+    pub steps_running: u64,
+    /// Agents whose working state is `working`.
+    pub agents_working: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct States {
+    pub tasks: BTreeMap<TaskId, TaskState>,
+    pub stages: BTreeMap<StageId, StageState>,
+    pub agents: BTreeMap<AgentId, AgentState>,
+    /// Which agent holds each step still in an agent's list.
+    live: HashMap<StepId, AgentId>,
+    /// Steps that left their agent's list, and per task their ids, oldest first.
+    retired: HashMap<StepId, StepState>,
+    retired_by_task: HashMap<TaskId, VecDeque<StepId>>,
+    summaries: VecDeque<TaskSummaryLine>,
+    counters: Counters,
+    /// When each task was created, as a sequence number (for listing tasks in that order).
+    created: HashMap<TaskId, u64>,
+    next_created: u64,
+}
+
+impl States {
+    pub fn apply(&mut self, c: &Change) {
+        match c {
+            Change::Task(TaskChange::Evicted { task_id, summary }) => {
+                apply_sync(&mut self.tasks, &mut self.stages, c);
+                for id in self.retired_by_task.remove(task_id).unwrap_or_default() {
+                    self.retired.remove(&id);
+                }
+                self.created.remove(task_id);
+                self.summaries.push_back(summary.clone());
+                if self.summaries.len() > SUMMARIES_KEPT {
+                    self.summaries.pop_front();
+                }
+            }
+            Change::Task(TaskChange::Created { task }) => {
+                self.next_created += 1;
+                self.created.insert(task.task_id.clone(), self.next_created);
+                apply_sync(&mut self.tasks, &mut self.stages, c);
+            }
+            Change::Task(_) | Change::Stage(_) => apply_sync(&mut self.tasks, &mut self.stages, c),
+            Change::Agent(AgentChange::Added { agent }) => {
+                for s in agent.agent_step.steps() {
+                    self.live.insert(s.step_id.clone(), agent.agent_id.clone());
+                }
+                if agent.working_state == WorkingState::Working {
+                    self.counters.agents_working += 1;
+                }
+                if let Some(old) = self
+                    .agents
+                    .insert(agent.agent_id.clone(), (**agent).clone())
+                {
+                    if old.working_state == WorkingState::Working {
+                        self.counters.agents_working -= 1;
+                    }
+                }
+            }
+            Change::Agent(_) | Change::Step(_) => self.apply_to_agent(c),
+        }
+    }
+
+    fn apply_to_agent(&mut self, c: &Change) {
+        let Some(agent) = c.agent_id().and_then(|id| self.agents.get_mut(id)) else {
+            return;
+        };
+        let counters = &mut self.counters;
+        match c {
+            Change::Agent(AgentChange::WorkingState { state, .. }) => {
+                let was = agent.working_state == WorkingState::Working;
+                let is = *state == WorkingState::Working;
+                match (was, is) {
+                    (false, true) => counters.agents_working += 1,
+                    (true, false) => counters.agents_working -= 1,
+                    _ => {}
+                }
+            }
+            Change::Step(StepChange::Added { step, .. }) => {
+                self.live
+                    .insert(step.step_id.clone(), agent.agent_id.clone());
+            }
+            Change::Step(StepChange::Started { .. }) => counters.steps_running += 1,
+            Change::Step(StepChange::Updated {
+                step_id, update, ..
+            }) => {
+                if let (Some(s), Some(new)) =
+                    (agent.agent_step.get(step_id), update.execution_state)
+                {
+                    let dropped = update
+                        .execute_result
+                        .as_ref()
+                        .and_then(|r| r.get("dropped"))
+                        .is_some();
+                    if s.execution_state == StepExecutionState::Running && new != s.execution_state
+                    {
+                        counters.steps_running -= 1;
+                    }
+                    if !s.execution_state.is_over() && new.is_over() && !dropped {
+                        counters.steps_run += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+        let removed = apply_agent(agent, c);
+        for gone in removed {
+            if gone.execution_state == StepExecutionState::Running {
+                self.counters.steps_running -= 1;
+            }
+            self.live.remove(&gone.step_id);
+            self.retire(gone);
+        }
+    }
+
+    fn retire(&mut self, step: StepState) {
+        let ids = self
+            .retired_by_task
+            .entry(step.task_id.clone())
+            .or_default();
+        ids.push_back(step.step_id.clone());
+        if ids.len() > RETIRED_STEPS_KEPT {
+            if let Some(old) = ids.pop_front() {
+                self.retired.remove(&old);
+            }
+        }
+        self.retired.insert(step.step_id.clone(), step);
+    }
+
+    /// The tasks in memory in the order they were created.
+    pub fn tasks_in_order(&self) -> Vec<&TaskState> {
+        let mut tasks: Vec<&TaskState> = self.tasks.values().collect();
+        tasks.sort_by_key(|t| self.created.get(&t.task_id).copied().unwrap_or(0));
+        tasks
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Evicted tasks' summary lines, oldest first.
+    pub fn summaries(&self) -> impl Iterator<Item = &TaskSummaryLine> {
+        self.summaries.iter()
+    }
+
+    pub fn step(&self, id: &StepId) -> Option<&StepState> {
+        match self.live.get(id) {
+            Some(agent) => self.agents.get(agent)?.agent_step.get(id),
+            None => self.retired.get(id),
+        }
+    }
+
+    /// Every step readers can see: those in agents' lists, then those that left them.
+    pub fn steps(&self) -> impl Iterator<Item = &StepState> {
+        self.agents
+            .values()
+            .flat_map(|a| a.agent_step.steps())
+            .chain(self.retired.values())
+    }
+
+    /// One state as clients read it.
+    pub fn json(&self, kind: StateKind, id: &str) -> Option<Value> {
+        let v = match kind {
+            StateKind::Task => serde_json::to_value(self.tasks.get(&TaskId::from(id))?),
+            StateKind::Stage => serde_json::to_value(self.stages.get(&StageId::from(id))?),
+            StateKind::Agent => serde_json::to_value(self.agents.get(&AgentId::from(id))?),
+            StateKind::Step => serde_json::to_value(self.step(&StepId::from(id))?),
+        };
+        v.ok()
+    }
+
+    /// The ids of one kind, sorted, optionally only those of one task.
+    pub fn ids(&self, kind: StateKind, task: Option<&TaskId>) -> Vec<String> {
+        let mut ids: Vec<String> = match kind {
+            StateKind::Task => self
+                .tasks
+                .keys()
+                .filter(|t| task.is_none_or(|x| *t == x))
+                .map(|t| t.to_string())
+                .collect(),
+            StateKind::Stage => self
+                .stages
+                .values()
+                .filter(|s| task.is_none_or(|x| &s.task_id == x))
+                .map(|s| s.stage_id.to_string())
+                .collect(),
+            StateKind::Agent => {
+                let group = task.and_then(|t| self.tasks.get(t)).map(|t| &t.task_group);
+                self.agents
+                    .keys()
+                    .filter(|a| task.is_none() || group.is_some_and(|g| g.contains(a)))
+                    .map(|a| a.to_string())
+                    .collect()
+            }
+            StateKind::Step => self
+                .steps()
+                .filter(|s| task.is_none_or(|x| &s.task_id == x))
+                .map(|s| s.step_id.to_string())
+                .collect(),
+        };
+        ids.sort_unstable();
+        ids
+    }
+
+    /// `{id: state}` for one kind.
+    pub fn kind_json(&self, kind: StateKind) -> Map<String, Value> {
+        let mut out = Map::new();
+        let mut put = |id: String, v: Result<Value, serde_json::Error>| {
+            if let Ok(v) = v {
+                out.insert(id, v);
+            }
+        };
+        match kind {
+            StateKind::Task => self
+                .tasks
+                .iter()
+                .for_each(|(k, v)| put(k.to_string(), serde_json::to_value(v))),
+            StateKind::Stage => self
+                .stages
+                .iter()
+                .for_each(|(k, v)| put(k.to_string(), serde_json::to_value(v))),
+            StateKind::Agent => self
+                .agents
+                .iter()
+                .for_each(|(k, v)| put(k.to_string(), serde_json::to_value(v))),
+            StateKind::Step => self
+                .steps()
+                .for_each(|s| put(s.step_id.to_string(), serde_json::to_value(s))),
+        }
+        out
+    }
+
+    /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}`.
+    pub fn all_json(&self) -> Value {
+        let mut out = Map::new();
+        for k in StateKind::ALL {
+            out.insert(k.name().to_owned(), Value::Object(self.kind_json(k)));
+        }
+        Value::Object(out)
+    }
+}

@@ -1,0 +1,369 @@
+//! The changes an agent makes to itself. Each operation decides one or more `Change`s from the
+//! agent's state, applies them with `event::apply_agent` (the function every reader uses) and
+//! keeps them in the agent's outbox, which its actor publishes after each message it handles.
+//! Nothing else writes an agent's steps, queue, lock or memory.
+
+use super::{
+    AgentState, MemoryOp, PrivateMessage, StepExecutionState, StepState, TokenUsage, memory_key,
+};
+use crate::event::{AgentChange, Change, StepChange, StepUpdate, apply_agent};
+use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
+use chrono::NaiveDateTime;
+use serde_json::json;
+
+/// How many messages of one private conversation, and how many notices, a person's state keeps
+/// (the oldest leave first).
+pub const PRIVATE_KEPT: usize = 500;
+
+impl AgentState {
+    /// Applies a change to this agent and keeps it for publishing; returns the steps it removed.
+    pub fn emit(&mut self, c: Change) -> Vec<StepState> {
+        let removed = apply_agent(self, &c);
+        self.outbox.push(c);
+        removed
+    }
+
+    /// The changes made since the last call, in order.
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// The change that introduces this agent to readers.
+    pub fn added(&self) -> Change {
+        let mut agent = self.clone();
+        agent.outbox.clear();
+        Change::Agent(AgentChange::Added {
+            agent: Box::new(agent),
+        })
+    }
+
+    fn id(&self) -> AgentId {
+        self.agent_id.clone()
+    }
+
+    fn step_added(&mut self, step: StepState, list_at: usize, todo_at: Option<usize>) {
+        let remember = todo_at.is_some();
+        self.emit(Change::Step(StepChange::Added {
+            agent_id: self.id(),
+            step: Box::new(step),
+            list_at,
+            todo_at,
+            remember,
+        }));
+    }
+
+    /// Appends steps to the queue and records them in working memory.
+    pub fn add_steps(&mut self, steps: Vec<StepState>) {
+        for step in steps {
+            let (list_at, todo_at) = self.agent_step.append_place();
+            self.step_added(step, list_at, Some(todo_at));
+        }
+    }
+
+    /// Inserts steps, in order, before the next pending one, and records them in working memory.
+    pub fn add_next_steps(&mut self, steps: Vec<StepState>) {
+        let at = self.agent_step.next_place();
+        for (i, step) in steps.into_iter().enumerate() {
+            self.step_added(step, at + i, Some(i));
+        }
+    }
+
+    /// Records a step that is already over (what a person did); it never enters the queue.
+    pub fn add_done(&mut self, step: StepState) {
+        let at = self.agent_step.steps().len();
+        self.step_added(step, at, None);
+    }
+
+    /// Takes the next step off the queue and marks it running.
+    pub fn start_next(&mut self) -> Option<StepState> {
+        let id = self.agent_step.todo().next()?.clone();
+        self.emit(Change::Step(StepChange::Started {
+            agent_id: self.id(),
+            step_id: id.clone(),
+        }));
+        self.agent_step.get(&id).cloned()
+    }
+
+    pub fn update_step(&mut self, id: &StepId, update: StepUpdate) {
+        if self.agent_step.get(id).is_some() {
+            self.emit(Change::Step(StepChange::Updated {
+                agent_id: self.id(),
+                step_id: id.clone(),
+                update,
+            }));
+        }
+    }
+
+    /// Removes one step (a running step whose stage was cleaned up while it ran).
+    pub fn remove_step(&mut self, id: &StepId) {
+        if self.agent_step.get(id).is_some() {
+            self.emit(Change::Step(StepChange::Removed {
+                agent_id: self.id(),
+                step_ids: vec![id.clone()],
+            }));
+        }
+    }
+
+    /// `finish_stage`: drops the stage's steps, its working memory and the waits taken in it.
+    /// Returns the dropped steps that never ran, marked failed with `why`.
+    pub fn finish_stage(&mut self, task: &TaskId, stage: &StageRef, why: &str) -> Vec<StepState> {
+        self.emit(Change::Agent(AgentChange::WorkCleared {
+            agent_id: self.id(),
+            task_id: task.clone(),
+            stage_id: Some(stage.clone()),
+        }));
+        if let Some(s) = stage.stage() {
+            self.close_goal(task, s);
+        }
+        self.finish_work(task, Some(stage), why)
+    }
+
+    /// `finish_task`: drops every step, the working memory and the waits of the task.
+    pub fn finish_task(&mut self, task: &TaskId, why: &str) -> Vec<StepState> {
+        self.emit(Change::Agent(AgentChange::WorkCleared {
+            agent_id: self.id(),
+            task_id: task.clone(),
+            stage_id: None,
+        }));
+        let goals: Vec<StageId> = self
+            .open_goals
+            .iter()
+            .filter(|(t, _)| t == task)
+            .map(|(_, s)| s.clone())
+            .collect();
+        for s in &goals {
+            self.close_goal(task, s);
+        }
+        self.finish_work(task, None, why)
+    }
+
+    fn finish_work(
+        &mut self,
+        task: &TaskId,
+        stage: Option<&StageRef>,
+        why: &str,
+    ) -> Vec<StepState> {
+        let waits = self.step_lock.ids_in(task, stage);
+        self.release_waits(&waits);
+        let plan = self.agent_step.drop_plan(task, stage);
+        if !plan.cut.is_empty() {
+            self.emit(Change::Step(StepChange::CutLoose {
+                agent_id: self.id(),
+                step_ids: plan.cut,
+            }));
+        }
+        let mut never_ran = Vec::new();
+        for id in &plan.dropped {
+            if self
+                .agent_step
+                .get(id)
+                .is_some_and(|s| !s.execution_state.is_over())
+            {
+                self.update_step(
+                    id,
+                    StepUpdate {
+                        execution_state: Some(StepExecutionState::Failed),
+                        execute_result: Some(json!({
+                            "error": format!("dropped before it ran: {why}"),
+                            "dropped": true
+                        })),
+                        ..Default::default()
+                    },
+                );
+                never_ran.push(id.clone());
+            }
+        }
+        if plan.dropped.is_empty() {
+            return Vec::new();
+        }
+        let removed = self.emit(Change::Step(StepChange::Removed {
+            agent_id: self.id(),
+            step_ids: plan.dropped,
+        }));
+        removed
+            .into_iter()
+            .filter(|s| never_ran.contains(&s.step_id))
+            .collect()
+    }
+
+    /// Keeps at most `keep` finished or failed `no_relative` steps of a task in the step list
+    /// and working memory, dropping the oldest. The base task never ends, so without this a
+    /// long-lived manager's or person's list would only grow. The steps stay readable where
+    /// they were published, and prompts show only the newest few anyway.
+    pub fn trim_loose_history(&mut self, task: &TaskId, keep: usize) -> usize {
+        let gone = self.agent_step.trim_plan(task, &StageRef::NoRelative, keep);
+        let n = gone.len();
+        if n > 0 {
+            self.emit(Change::Step(StepChange::Removed {
+                agent_id: self.id(),
+                step_ids: gone,
+            }));
+        }
+        n
+    }
+
+    /// `update_working_memory`: make sure the task (and stage) has an entry.
+    pub fn note_working_memory(&mut self, task: TaskId, stage: Option<StageRef>) {
+        self.emit(Change::Agent(AgentChange::WorkNoted {
+            agent_id: self.id(),
+            task_id: task,
+            stage_id: stage,
+        }));
+    }
+
+    /// Takes wait ids for a message sent from `task`/`stage`.
+    pub fn hold_waits(&mut self, ids: Vec<WaitId>, task: &TaskId, stage: &StageRef) {
+        if ids.is_empty() {
+            return;
+        }
+        self.emit(Change::Agent(AgentChange::WaitsHeld {
+            agent_id: self.id(),
+            task_id: task.clone(),
+            stage_id: stage.clone(),
+            ids,
+        }));
+    }
+
+    /// Frees one wait id; false when the id was not held (a late or duplicate reply).
+    pub fn release_wait(&mut self, id: &WaitId) -> bool {
+        if !self.step_lock.holds(id) {
+            return false;
+        }
+        self.release_waits(std::slice::from_ref(id));
+        true
+    }
+
+    pub fn release_waits(&mut self, ids: &[WaitId]) {
+        let ids: Vec<WaitId> = ids
+            .iter()
+            .filter(|w| self.step_lock.holds(w))
+            .cloned()
+            .collect();
+        if !ids.is_empty() {
+            self.emit(Change::Agent(AgentChange::WaitsReleased {
+                agent_id: self.id(),
+                ids,
+            }));
+        }
+    }
+
+    /// Applies `<persistent_memory>` instructions. `add` stores under the timestamp key of `now`
+    /// (moved forward a second at a time if that key is taken); `delete` removes a key.
+    /// Headings above level 3 are demoted, as the SPEC allows only `###` and below.
+    pub fn apply_memory_ops(&mut self, ops: &[MemoryOp], now: NaiveDateTime) {
+        let mut t = now;
+        for op in ops {
+            let c = match op {
+                MemoryOp::Add(text) => {
+                    while self.persistent_memory.contains_key(&memory_key(t)) {
+                        t += chrono::Duration::seconds(1);
+                    }
+                    AgentChange::MemoryAdded {
+                        agent_id: self.id(),
+                        key: memory_key(t),
+                        text: super::agent::demote_headings(text),
+                    }
+                }
+                MemoryOp::Delete(key) if self.persistent_memory.contains_key(key.trim()) => {
+                    AgentChange::MemoryDeleted {
+                        agent_id: self.id(),
+                        key: key.trim().to_owned(),
+                    }
+                }
+                MemoryOp::Delete(_) => continue,
+            };
+            self.emit(Change::Agent(c));
+        }
+    }
+
+    pub fn add_tokens(&mut self, usage: TokenUsage) {
+        if usage != TokenUsage::default() {
+            self.emit(Change::Agent(AgentChange::Tokens {
+                agent_id: self.id(),
+                usage,
+            }));
+        }
+    }
+
+    /// The agent owes a summary in this stage.
+    pub fn open_goal(&mut self, task: &TaskId, stage: &StageId) {
+        if !self.open_goals.contains(&(task.clone(), stage.clone())) {
+            self.emit(Change::Agent(AgentChange::GoalOpened {
+                agent_id: self.id(),
+                task_id: task.clone(),
+                stage_id: stage.clone(),
+            }));
+        }
+    }
+
+    pub fn close_goal(&mut self, task: &TaskId, stage: &StageId) {
+        if self.open_goals.contains(&(task.clone(), stage.clone())) {
+            self.emit(Change::Agent(AgentChange::GoalClosed {
+                agent_id: self.id(),
+                task_id: task.clone(),
+                stage_id: stage.clone(),
+            }));
+        }
+    }
+
+    /// Brings `working_state` up to date with the queue and the lock.
+    pub fn refresh_working_state(&mut self) {
+        let now = self.derive_working_state();
+        if now != self.working_state {
+            self.emit(Change::Agent(AgentChange::WorkingState {
+                agent_id: self.id(),
+                state: now,
+            }));
+        }
+    }
+
+    /// A message in a person's private conversation with `with` (the oldest leave past
+    /// [`PRIVATE_KEPT`]).
+    pub fn add_private(&mut self, with: &AgentId, entry: PrivateMessage) {
+        self.emit(Change::Agent(AgentChange::PrivateMessage {
+            agent_id: self.id(),
+            with: with.clone(),
+            entry,
+        }));
+        let len = self
+            .conversation_pool
+            .as_ref()
+            .and_then(|p| p.conversation_privates.get(with))
+            .map_or(0, Vec::len);
+        if len > PRIVATE_KEPT {
+            self.emit(Change::Agent(AgentChange::PrivateTrimmed {
+                agent_id: self.id(),
+                with: Some(with.clone()),
+                count: len - PRIVATE_KEPT,
+            }));
+        }
+    }
+
+    /// A notice for a person (the oldest leave past [`PRIVATE_KEPT`]).
+    pub fn add_notice(&mut self, text: String) {
+        self.emit(Change::Agent(AgentChange::Notice {
+            agent_id: self.id(),
+            text,
+        }));
+        let len = self
+            .conversation_pool
+            .as_ref()
+            .map_or(0, |p| p.global_messages.len());
+        if len > PRIVATE_KEPT {
+            self.emit(Change::Agent(AgentChange::PrivateTrimmed {
+                agent_id: self.id(),
+                with: None,
+                count: len - PRIVATE_KEPT,
+            }));
+        }
+    }
+
+    /// Marks the message at `index` of the conversation with `with` as answered.
+    pub fn mark_replied(&mut self, with: &AgentId, index: usize) {
+        self.emit(Change::Agent(AgentChange::PrivateReplied {
+            agent_id: self.id(),
+            with: with.clone(),
+            index,
+        }));
+    }
+}
