@@ -9,6 +9,7 @@ use crate::config::{AgentTemplate, LlmConfig};
 use crate::ids::AgentId;
 use crate::llm::ChatModel;
 use crate::llm::LlmError;
+use crate::llm::limit::Limited;
 use crate::llm::openai::{OpenAiModel, OpenAiSettings};
 use crate::llm::scripted::{Script, ScriptedModel};
 use crate::monitor::Monitor;
@@ -17,8 +18,8 @@ use crate::state::{AgentState, LlmSettings, Skill};
 use crate::sync::Member;
 use actix::prelude::*;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 #[derive(Clone)]
@@ -30,6 +31,41 @@ pub struct AgentFactory {
     /// Each template with its model, built at start-up so a missing API key is found then,
     /// not when a manager first hires.
     pub templates: Arc<HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>>,
+    /// The threads agents run on, one per core; agents are placed on them in turn.
+    pub workers: Arc<Workers>,
+}
+
+/// The agents' threads: one actix arbiter per core, so a team uses every core. They stop when
+/// the last handle to them goes (the team is done).
+pub struct Workers {
+    arbiters: Vec<Arbiter>,
+    next: AtomicUsize,
+}
+
+impl Workers {
+    /// One thread per core (`threads` overrides it). Must run inside an actix system.
+    pub fn start(threads: Option<usize>) -> Self {
+        let n = threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        Workers {
+            arbiters: (0..n).map(|_| Arbiter::new()).collect(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    fn pick(&self) -> ArbiterHandle {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.arbiters.len();
+        self.arbiters[i].handle()
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for a in &self.arbiters {
+            a.stop();
+        }
+    }
 }
 
 impl AgentFactory {
@@ -49,15 +85,15 @@ impl AgentFactory {
             AgentTools::default()
         };
         let id = state.agent_id.clone();
-        let addr = AgentActor::new(
+        let actor = AgentActor::new(
             state,
             llm,
             self.prompts.clone(),
             tools,
             sync,
             self.monitor.clone(),
-        )
-        .start();
+        );
+        let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);
         self.dispatcher
             .do_send(Register(id, addr.clone().recipient()));
         addr
@@ -99,7 +135,7 @@ pub fn llm_agent_state(
     state.skills = skills;
     state.tools = tools;
     state.llm_config = Some(match llm {
-        LlmConfig::Scripted { script } => LlmSettings {
+        LlmConfig::Scripted { script, .. } => LlmSettings {
             provider: "scripted".into(),
             model: script.display().to_string(),
             base_url: None,
@@ -119,28 +155,36 @@ pub fn llm_agent_state(
 /// every agent that uses the script).
 pub struct ModelBuilder<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
-    scripts: HashMap<PathBuf, Arc<ScriptedModel>>,
+    /// One model per endpoint (a script file, or a base URL and model name), with its cap on
+    /// calls in flight, shared by every agent that uses the endpoint.
+    endpoints: HashMap<String, Arc<dyn ChatModel>>,
 }
 
 impl<'a> ModelBuilder<'a> {
     pub fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Self {
         ModelBuilder {
             env,
-            scripts: HashMap::new(),
+            endpoints: HashMap::new(),
         }
     }
 
+    /// The model for `llm`: the endpoint's shared one if another agent uses the same settings.
     pub fn build(&mut self, llm: &LlmConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
+        // The whole configuration names the endpoint (two agents with different temperatures
+        // get two clients), and its Debug form is a stable key for it.
+        let key = format!("{llm:?}");
+        if let Some(m) = self.endpoints.get(&key) {
+            return Ok(m.clone());
+        }
+        let model: Arc<dyn ChatModel> = Limited::new(self.connect(llm)?, llm.max_in_flight());
+        self.endpoints.insert(key, model.clone());
+        Ok(model)
+    }
+
+    fn connect(&mut self, llm: &LlmConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
         let env = self.env;
         Ok(match llm {
-            LlmConfig::Scripted { script } => match self.scripts.get(script) {
-                Some(m) => m.clone(),
-                None => {
-                    let m = ScriptedModel::new(Script::load(script)?);
-                    self.scripts.insert(script.clone(), m.clone());
-                    m
-                }
-            },
+            LlmConfig::Scripted { script, .. } => ScriptedModel::new(Script::load(script)?),
             LlmConfig::OpenAi {
                 base_url,
                 model,
@@ -151,6 +195,7 @@ impl<'a> ModelBuilder<'a> {
                 max_tokens,
                 timeout,
                 max_retries,
+                ..
             } => {
                 let base_url = base_url_env
                     .as_deref()

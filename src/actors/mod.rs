@@ -9,6 +9,6 @@ mod system;
 
 pub use agent::{AgentActor, AgentTools, Deliver, GetAgentState, HumanSend};
 pub use dispatcher::{Dispatcher, Register, Route};
-pub use factory::AgentFactory;
+pub use factory::{AgentFactory, Workers};
 pub use sync_state::{ApplyOutput, Delivered, SubmitMessage, SyncStateActor};
 pub use system::{Host, OPERATOR, SystemError, Team, start_team};

@@ -3,7 +3,7 @@
 
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::Dispatcher;
-use super::factory::{AgentFactory, ModelBuilder, llm_agent_state};
+use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state};
 use super::sync_state::{SubmitMessage, SyncStateActor};
 use crate::config::TeamConfig;
 use crate::ids::{AgentId, StageRef, TaskId};
@@ -52,6 +52,8 @@ pub struct Team {
     pub humans: Vec<AgentId>,
     /// The team's MCP client; `shutdown` stops every server process it started.
     pub mcp: Option<Arc<McpClient>>,
+    /// The threads the agents run on (stopped when the team is dropped).
+    pub workers: Arc<Workers>,
 }
 
 impl Team {
@@ -188,12 +190,14 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             )
         }),
     };
+    let workers = Arc::new(Workers::start(None));
     let factory = AgentFactory {
         prompts,
         tools: tools.clone(),
         monitor: monitor.clone(),
         dispatcher: dispatcher.clone(),
         templates: Arc::new(templates),
+        workers: workers.clone(),
     };
     let sync = SyncStateActor::new(core, factory.clone()).start();
     let mut agents = BTreeMap::new();
@@ -232,5 +236,6 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         managers,
         humans,
         mcp: tools.mcp,
+        workers,
     })
 }

@@ -23,10 +23,29 @@ pub enum LlmConfig {
         max_tokens: Option<u32>,
         timeout: Duration,
         max_retries: u32,
+        /// At most this many calls in flight to this endpoint (base URL and model), shared by
+        /// every agent that uses it.
+        max_in_flight: usize,
     },
     Scripted {
         script: PathBuf,
+        /// At most this many calls in flight to this script, shared by every agent using it.
+        max_in_flight: usize,
     },
+}
+
+/// Calls in flight to one endpoint unless `max_in_flight` says otherwise: enough for a busy
+/// team, few enough that a thousand agents do not open a thousand requests at once.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+
+impl LlmConfig {
+    pub fn max_in_flight(&self) -> usize {
+        match self {
+            LlmConfig::OpenAi { max_in_flight, .. } | LlmConfig::Scripted { max_in_flight, .. } => {
+                *max_in_flight
+            }
+        }
+    }
 }
 
 /// What validation collects as it goes: every problem, and the scripts to check once at the end
@@ -78,7 +97,7 @@ impl TeamLlm {
         };
         match llm_config(l, base) {
             Ok(c) => {
-                if let LlmConfig::Scripted { script } = &c {
+                if let LlmConfig::Scripted { script, .. } = &c {
                     out.scripts.push(("llm".into(), script.clone()));
                 }
                 TeamLlm::Valid(c)
@@ -143,7 +162,7 @@ pub(super) fn check_body(
     let llm = match (llm, team_llm) {
         (Some(l), _) => match llm_config(l, site.base) {
             Ok(c) => {
-                if let LlmConfig::Scripted { script } = &c {
+                if let LlmConfig::Scripted { script, .. } = &c {
                     out.scripts.push((site.field("llm"), script.clone()));
                 }
                 Some(c)
@@ -194,6 +213,10 @@ pub(super) fn check_tools(
 
 /// Checks one raw LLM block; an error is (sub-field, message), e.g. ("model", "…").
 pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, String)> {
+    if l.max_in_flight == Some(0) {
+        return Err(("max_in_flight".into(), "must be at least 1".into()));
+    }
+    let max_in_flight = l.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT);
     match l.provider.as_str() {
         "openai" => {
             let model = l.model.clone().filter(|m| !m.trim().is_empty());
@@ -230,6 +253,7 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 max_tokens: l.max_tokens,
                 timeout: Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1)),
                 max_retries: l.max_retries.unwrap_or(3),
+                max_in_flight,
             })
         }
         "scripted" => {
@@ -244,7 +268,10 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                     format!("{} does not exist", path.display()),
                 ));
             }
-            Ok(LlmConfig::Scripted { script: path })
+            Ok(LlmConfig::Scripted {
+                script: path,
+                max_in_flight,
+            })
         }
         other => Err((
             "provider".into(),

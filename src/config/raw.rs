@@ -89,6 +89,9 @@ pub struct RawLlm {
     pub timeout_secs: Option<u64>,
     #[serde(default)]
     pub max_retries: Option<u32>,
+    /// At most this many calls in flight to this endpoint (default 64).
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
     // scripted
     #[serde(default)]
     pub script: Option<String>,

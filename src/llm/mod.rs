@@ -1,6 +1,7 @@
 //! LLM providers behind one trait: `openai` (async-openai against any OpenAI-compatible
 //! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests).
 
+pub mod limit;
 pub mod openai;
 pub mod scripted;
 

@@ -149,6 +149,7 @@ mod tests {
             tools: tools.iter().map(|t| t.to_string()).collect(),
             llm: LlmConfig::Scripted {
                 script: "s.yaml".into(),
+                max_in_flight: 1,
             },
             file: "team.yaml".into(),
         };

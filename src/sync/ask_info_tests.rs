@@ -27,6 +27,7 @@ fn template(name: &str, tools: &[&str]) -> AgentTemplate {
         tools: tools.iter().map(|t| t.to_string()).collect(),
         llm: LlmConfig::Scripted {
             script: "s.yaml".into(),
+            max_in_flight: 1,
         },
         file: "team.yaml".into(),
     }
