@@ -9,8 +9,10 @@ pub mod actors;
 pub mod agent;
 pub mod api;
 pub mod auth;
+pub mod bench;
 #[path = "../mcp_servers/src/mod.rs"]
 pub mod bundled;
+pub mod clock;
 pub mod config;
 pub mod event;
 pub mod ids;

@@ -64,6 +64,27 @@ enum Command {
         #[arg(long)]
         password: Option<String>,
     },
+    /// Run the benchmarks (scale, latency, messages, memory, autogen-core side by side) and
+    /// print a table of figures beside their targets. Takes a few minutes; --quick, seconds.
+    Bench {
+        /// Smaller sizes: a quick check that every scenario runs.
+        #[arg(long)]
+        quick: bool,
+        /// Only the scenarios whose names contain one of these (comma-separated): step_overhead,
+        /// workers, latency, messages, idle.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Skip the autogen-core comparison (it installs autogen-core from PyPI into a
+        /// throwaway venv).
+        #[arg(long)]
+        no_autogen: bool,
+        /// Also write the table (Markdown) to this file.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Internal: run one scenario (JSON) in this process and print its figures.
+        #[arg(long, hide = true)]
+        child: Option<String>,
+    },
     /// Work with MCP servers directly: describe one, call it, or serve a bundled one.
     Mcp {
         #[command(subcommand)]
@@ -114,6 +135,13 @@ fn main() -> ExitCode {
         Command::Check { team } => check(&team),
         Command::Serve { team, bind, web } => serve(&team, bind, web),
         Command::Mcp { command } => mcp(command),
+        Command::Bench {
+            quick,
+            only,
+            no_autogen,
+            out,
+            child,
+        } => bench(quick, only, no_autogen, out, child),
         Command::HashPassword { password } => hash_password(password),
         Command::Run {
             team,
@@ -255,6 +283,61 @@ fn progress(s: &StepState) {
         line.push_str(&format!("\n       reason: {reason}"));
     }
     eprintln!("{line}");
+}
+
+fn bench(
+    quick: bool,
+    only: Vec<String>,
+    no_autogen: bool,
+    out: Option<PathBuf>,
+    child: Option<String>,
+) -> ExitCode {
+    use cohort::bench::{BenchOptions, Job, run, table};
+    if let Some(job) = child {
+        let figures = serde_json::from_str::<Job>(&job)
+            .map_err(|e| e.to_string())
+            .and_then(|j| j.run());
+        return match figures {
+            Ok(v) => {
+                println!("{v}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: locating the cohort binary: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let started = std::time::Instant::now();
+    let rows = run(
+        &exe,
+        &BenchOptions {
+            quick,
+            only,
+            no_autogen,
+        },
+    );
+    let md = table(&rows);
+    println!("{md}");
+    eprintln!("bench: done in {:.0} s", started.elapsed().as_secs_f64());
+    if let Some(path) = out {
+        if let Err(e) = std::fs::write(&path, &md) {
+            eprintln!("error: writing {}: {e}", path.display());
+            return ExitCode::from(3);
+        }
+    }
+    if rows.iter().any(|r| r.figure == "error") {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn mcp(command: McpCommand) -> ExitCode {

@@ -270,16 +270,15 @@ impl Actor for AgentActor {
     type Context = Context<Self>;
 
     fn started(&mut self, _: &mut Context<Self>) {
-        self.state.refresh_working_state();
-        self.state.take_changes();
-        self.monitor.publish(vec![self.state.added()]);
+        // The factory published the agent before starting it; anything since goes out now.
+        self.publish();
     }
 }
 
 /// A message for this agent, from the dispatcher.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Deliver(pub Message);
+pub struct Deliver(pub Arc<Message>);
 
 /// A copy of the agent's state.
 #[derive(Message)]
@@ -290,7 +289,7 @@ impl Handler<Deliver> for AgentActor {
     type Result = ();
     fn handle(&mut self, Deliver(m): Deliver, ctx: &mut Context<Self>) {
         if self.state.human_config.is_some() {
-            let now = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
+            let now = crate::clock::local_timestamp();
             receive_as_human(&mut self.state, &m, &now);
             self.publish();
             return;
@@ -322,7 +321,7 @@ pub struct HumanSend(pub HumanMessage);
 impl Handler<HumanSend> for AgentActor {
     type Result = ResponseActFuture<Self, Result<Vec<Message>, String>>;
     fn handle(&mut self, HumanSend(m): HumanSend, _: &mut Context<Self>) -> Self::Result {
-        let now = chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string();
+        let now = crate::clock::local_timestamp();
         let sent = human_send(&mut self.state, &m, &now).map_err(|e| e.to_string());
         self.state
             .trim_loose_history(&m.task_id, LOOSE_HISTORY_KEPT);

@@ -7,6 +7,7 @@ use crate::ids::AgentId;
 use crate::message::Message;
 use actix::prelude::*;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 #[derive(Default)]
 pub struct Dispatcher {
@@ -47,6 +48,9 @@ impl Handler<SetSync> for Dispatcher {
 impl Handler<Route> for Dispatcher {
     type Result = ();
     fn handle(&mut self, Route(m): Route, _: &mut Context<Self>) {
+        // One message shared by every receiver and the record: a broadcast to a thousand
+        // agents copies nothing.
+        let m = Arc::new(m);
         for r in &m.receiver {
             match self.agents.get(r) {
                 Some(agent) => agent.do_send(Deliver(m.clone())),

@@ -1,6 +1,6 @@
 //! The AgentFactory: the one place agents are created, from the team config at start-up and
-//! from a template when a manager asks (init_new_agent). It builds the agent's state, starts
-//! its actor and registers it with the dispatcher; the actor publishes itself on start.
+//! from a template when a manager asks (init_new_agent). It builds the agent's state, publishes
+//! it, starts its actor on a worker thread and registers it with the dispatcher.
 
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Register};
@@ -85,6 +85,12 @@ impl AgentFactory {
             AgentTools::default()
         };
         let id = state.agent_id.clone();
+        // Published before it starts, so whoever learns of the agent next (an ask_info
+        // answer, a client) finds it.
+        let mut state = state;
+        state.refresh_working_state();
+        state.take_changes();
+        self.monitor.publish(vec![state.added()]);
         let actor = AgentActor::new(
             state,
             llm,

@@ -1,14 +1,17 @@
 //! Thin actix shells around the pure core: one actor per agent, SyncState (owner of tasks and
-//! stages), the Dispatcher (routes messages in order), and the System that wires a team.
+//! stages), the Dispatcher (routes messages in order), the Supervisor (starts hired agents),
+//! and the System that wires a team.
 
 mod agent;
 mod dispatcher;
 mod factory;
+mod supervisor;
 mod sync_state;
 mod system;
 
 pub use agent::{AgentActor, AgentTools, Deliver, GetAgentState, HumanSend};
-pub use dispatcher::{Dispatcher, Register, Route};
+pub use dispatcher::{Dispatcher, Register, Route, SetSync};
 pub use factory::{AgentFactory, Workers};
+pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{ApplyOutput, Delivered, SubmitMessage, SyncStateActor};
 pub use system::{Host, OPERATOR, SystemError, Team, start_team};

@@ -1,9 +1,9 @@
 //! The SyncState actor: the only writer of tasks and stages. It applies executed steps'
-//! outputs with the pure `SyncCore`, starts the agents a manager created, routes the resulting
-//! messages, answers ask_info queries and publishes the changes.
+//! outputs with the pure `SyncCore`, publishes the changes, asks the supervisor to start the
+//! agents a manager hired, routes the resulting messages and answers ask_info queries.
 
 use super::dispatcher::{Dispatcher, Route, SetSync};
-use super::factory::AgentFactory;
+use super::supervisor::Hire;
 use crate::message::{ExecuteOutput, Message};
 use crate::monitor::Monitor;
 use crate::sync::{Applied, SyncCore, SyncError};
@@ -13,28 +13,59 @@ pub struct SyncStateActor {
     core: SyncCore,
     dispatcher: Addr<Dispatcher>,
     monitor: Monitor,
-    factory: AgentFactory,
+    /// Where hires go (None: this team cannot hire).
+    hiring: Option<Recipient<Hire>>,
 }
 
 impl SyncStateActor {
-    pub fn new(core: SyncCore, factory: AgentFactory) -> Self {
+    pub fn new(
+        core: SyncCore,
+        dispatcher: Addr<Dispatcher>,
+        monitor: Monitor,
+        hiring: Option<Recipient<Hire>>,
+    ) -> Self {
         SyncStateActor {
             core,
-            dispatcher: factory.dispatcher.clone(),
-            monitor: factory.monitor.clone(),
-            factory,
+            dispatcher,
+            monitor,
+            hiring,
         }
     }
 
-    fn effect(&mut self, applied: Applied, ctx: &mut Context<Self>) {
-        // New agents first: their registration reaches the dispatcher before any message
-        // routed below (one mailbox, in order), so they can be allocated at once.
-        for m in &applied.new_agents {
-            if self.factory.spawn_member(m, ctx.address()).is_none() {
-                tracing::error!(agent = %m.id, "no template to start the new agent from");
+    fn effect(&mut self, mut applied: Applied, ctx: &mut Context<Self>) {
+        self.monitor.publish(std::mem::take(&mut applied.changes));
+        let hires = std::mem::take(&mut applied.new_agents);
+        match (&self.hiring, hires.is_empty()) {
+            (_, true) => self.route(applied),
+            (None, false) => {
+                tracing::error!("a hire was accepted, but this team has no supervisor");
+                self.route(applied);
+            }
+            // New agents first: SyncState takes no other message until the supervisor has
+            // started them and registered them with the dispatcher, so whatever is routed
+            // next, here or later, can already reach them.
+            (Some(hiring), false) => {
+                let hiring = hiring.clone();
+                let started = async move {
+                    for m in hires {
+                        let id = m.id.clone();
+                        match hiring.send(Hire(m)).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => tracing::error!(agent = %id, "hire failed: {e}"),
+                            Err(e) => tracing::error!(agent = %id, "hire failed: {e}"),
+                        }
+                    }
+                };
+                ctx.wait(
+                    started
+                        .into_actor(self)
+                        .map(move |(), act, _| act.route(applied)),
+                );
             }
         }
-        self.monitor.publish(applied.changes);
+    }
+
+    fn route(&mut self, applied: Applied) {
         for m in applied.messages {
             self.dispatcher.do_send(Route(m));
         }
@@ -59,7 +90,7 @@ fn agent_with_steps(monitor: &Monitor, id: &crate::ids::AgentId) -> Option<serde
 }
 
 fn now() -> String {
-    chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string()
+    crate::clock::local_timestamp()
 }
 
 impl Actor for SyncStateActor {
@@ -84,7 +115,7 @@ pub struct SubmitMessage(pub Message);
 /// The dispatcher delivered this message: record it in its task's conversation pool.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Delivered(pub Message);
+pub struct Delivered(pub std::sync::Arc<Message>);
 
 impl Handler<ApplyOutput> for SyncStateActor {
     type Result = Result<(), SyncError>;

@@ -4,6 +4,7 @@
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::Dispatcher;
 use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state};
+use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
 use crate::config::TeamConfig;
 use crate::ids::{AgentId, StageRef, TaskId};
@@ -199,7 +200,16 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         templates: Arc::new(templates),
         workers: workers.clone(),
     };
-    let sync = SyncStateActor::new(core, factory.clone()).start();
+    // The supervisor starts hired agents; SyncState only asks it to.
+    let supervisor = Supervisor::new(factory.clone()).start();
+    let sync = SyncStateActor::new(
+        core,
+        dispatcher.clone(),
+        monitor.clone(),
+        Some(supervisor.clone().recipient()),
+    )
+    .start();
+    supervisor.do_send(Wire(sync.clone()));
     let mut agents = BTreeMap::new();
     for (a, llm) in cfg.agents.iter().zip(models) {
         let state = llm_agent_state(

@@ -24,8 +24,10 @@ pub fn apply_task(task: &mut TaskState, c: &TaskChange) {
                 task.task_summary = Some(s.clone());
             }
         }
-        TaskChange::SharedInfo { entry, .. } => task.shared_info_pool.push(entry.clone()),
-        TaskChange::Conversation { entry, .. } => task.shared_conversation_pool.push(entry.clone()),
+        TaskChange::SharedInfo { entry, .. } => task.shared_info_pool.push_back(entry.clone()),
+        TaskChange::Conversation { entry, .. } => {
+            task.shared_conversation_pool.push_back(entry.clone())
+        }
         TaskChange::Trimmed {
             shared_info,
             conversation,

@@ -5,6 +5,8 @@ use super::{ExecutionState, TokenUsage};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::Message;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// One line of the task's shared info pool: what an agent did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -20,7 +22,8 @@ pub struct SharedInfo {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConversationEntry {
     pub timestamp: String,
-    pub message: Message,
+    /// Shared with the receivers' deliveries and every reader's copy (never copied).
+    pub message: Arc<Message>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,8 +33,8 @@ pub struct TaskState {
     pub task_intention: String,
     pub task_manager: AgentId,
     pub task_group: Vec<AgentId>,
-    pub shared_info_pool: Vec<SharedInfo>,
-    pub shared_conversation_pool: Vec<ConversationEntry>,
+    pub shared_info_pool: VecDeque<SharedInfo>,
+    pub shared_conversation_pool: VecDeque<ConversationEntry>,
     /// How many of the oldest shared-info lines and conversation entries left memory (the
     /// pools of a long-lived task are capped).
     #[serde(default)]
@@ -59,8 +62,8 @@ impl TaskState {
             task_intention,
             task_group: vec![manager.clone()],
             task_manager: manager,
-            shared_info_pool: Vec::new(),
-            shared_conversation_pool: Vec::new(),
+            shared_info_pool: VecDeque::new(),
+            shared_conversation_pool: VecDeque::new(),
             shared_info_omitted: 0,
             shared_conversation_omitted: 0,
             stage_list: Vec::new(),

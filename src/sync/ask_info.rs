@@ -121,7 +121,10 @@ impl SyncCore {
         if pool.is_empty() {
             out.push_str("none\n");
         }
-        for i in &pool[pool.len().saturating_sub(SHARED_INFO_SHOWN)..] {
+        for i in pool
+            .iter()
+            .skip(pool.len().saturating_sub(SHARED_INFO_SHOWN))
+        {
             out.push_str(&format!(
                 "- {} `{}` ({}), stage {}: {}\n",
                 i.timestamp,

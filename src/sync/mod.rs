@@ -186,16 +186,21 @@ impl SyncCore {
         applied.changes.push(c);
     }
 
-    /// Keeps a task's shared pools within `pool_kept` (the oldest entries leave).
+    /// Keeps a task's shared pools within `pool_kept` (the oldest entries leave). A pool is
+    /// trimmed once it is a tenth over the cap, so trimming is one change per many entries.
     fn trim_pools(&mut self, task: &TaskId, applied: &mut Applied) {
         let Some(t) = self.tasks.get(task) else {
             return;
         };
-        let info = t.shared_info_pool.len().saturating_sub(self.pool_kept);
-        let conversation = t
-            .shared_conversation_pool
-            .len()
-            .saturating_sub(self.pool_kept);
+        let over = |len: usize| {
+            if len > self.pool_kept + self.pool_kept / 10 {
+                len - self.pool_kept
+            } else {
+                0
+            }
+        };
+        let info = over(t.shared_info_pool.len());
+        let conversation = over(t.shared_conversation_pool.len());
         if info + conversation > 0 {
             self.emit(
                 applied,
@@ -435,7 +440,7 @@ impl SyncCore {
     }
 
     /// Appends a delivered message to its task's conversation pool; returns the changes.
-    pub fn record_delivery(&mut self, m: Message, now: &str) -> Vec<Change> {
+    pub fn record_delivery(&mut self, m: std::sync::Arc<Message>, now: &str) -> Vec<Change> {
         let mut applied = Applied::default();
         let task = m.task_id.clone();
         if self.tasks.contains_key(&task) {

@@ -1,0 +1,365 @@
+//! `cohort bench`: runs every benchmark scenario and prints one table of figures beside the
+//! targets they are held to. Each scenario runs in a child process of the same binary (so its
+//! peak memory and its threads are its own) and answers one JSON object; the side-by-side
+//! scenario runs autogen-core (Python) from a throwaway venv on the same machine.
+//!
+//! - [`team`]: the generated benchmark team (a manager and N scripted workers).
+//! - [`scenarios`]: the scenarios themselves.
+
+pub mod scenarios;
+pub mod team;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Instant;
+use team::{MANAGER_CALLS, worker_calls};
+
+/// One scenario run, as the parent asks a child for it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "scenario", rename_all = "snake_case")]
+pub enum Job {
+    StepOverhead {
+        history: usize,
+        iterations: usize,
+    },
+    Workers {
+        workers: usize,
+        steps: usize,
+        delay_ms: u64,
+        max_in_flight: usize,
+    },
+    Messages {
+        messages: usize,
+        round_trips: usize,
+    },
+    IdleAgents {
+        agents: usize,
+    },
+}
+
+impl Job {
+    /// Runs the scenario in this process.
+    pub fn run(&self) -> scenarios::Figures {
+        match *self {
+            Job::StepOverhead {
+                history,
+                iterations,
+            } => scenarios::step_overhead(history, iterations),
+            Job::Workers {
+                workers,
+                steps,
+                delay_ms,
+                max_in_flight,
+            } => scenarios::workers(workers, steps, delay_ms, max_in_flight),
+            Job::Messages {
+                messages,
+                round_trips,
+            } => scenarios::messages(messages, round_trips),
+            Job::IdleAgents { agents } => scenarios::idle_agents(agents),
+        }
+    }
+}
+
+/// One line of the table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub scenario: String,
+    pub figure: String,
+    pub value: String,
+    pub target: String,
+}
+
+fn row(scenario: &str, figure: impl Into<String>, value: String, target: &str) -> Row {
+    Row {
+        scenario: scenario.to_owned(),
+        figure: figure.into(),
+        value,
+        target: target.to_owned(),
+    }
+}
+
+pub struct BenchOptions {
+    /// Smaller sizes, for a check that everything runs (seconds, not minutes).
+    pub quick: bool,
+    /// Only scenarios whose name contains one of these.
+    pub only: Vec<String>,
+    /// Skip the autogen-core side-by-side (it installs a package from PyPI).
+    pub no_autogen: bool,
+}
+
+/// Runs `job` in a child process of `exe`; its JSON answer.
+pub fn in_child(exe: &Path, job: &Job) -> Result<Value, String> {
+    let arg = serde_json::to_string(job).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(exe)
+        .args(["bench", "--child", &arg])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!("{job:?} failed ({}): {}", out.status, text.trim()));
+    }
+    serde_json::from_str(text.trim()).map_err(|e| format!("{job:?} answered `{text}`: {e}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// Runs the selected scenarios; prints progress on stderr; returns the table.
+pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
+    let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| name.contains(o));
+    let q = opts.quick;
+    let mut rows = Vec::new();
+    let mut note = |name: &str, r: Result<Value, String>| -> Option<Value> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                eprintln!("bench: {name}: {e}");
+                rows.push(row(name, "error", e, ""));
+                None
+            }
+        }
+    };
+    let mut out = Vec::new();
+
+    if wanted("step_overhead") {
+        for history in [1, 20, 100] {
+            let started = Instant::now();
+            let job = Job::StepOverhead {
+                history,
+                iterations: if q { 300 } else { 3000 },
+            };
+            eprintln!("bench: step overhead at a history of {history} …");
+            if let Some(v) = note("step_overhead", in_child(exe, &job)) {
+                let target = if history == 20 {
+                    "p50 ≤ 200 µs, p99 ≤ 1 ms"
+                } else {
+                    "linear in history"
+                };
+                out.push(row(
+                    "step_overhead",
+                    format!("history {history}: p50 / p99"),
+                    format!("{:.0} µs / {:.0} µs", f(&v["p50_us"]), f(&v["p99_us"])),
+                    target,
+                ));
+            }
+            eprintln!("bench:   {:.1}s", started.elapsed().as_secs_f64());
+        }
+    }
+
+    if wanted("workers") {
+        let sizes: &[usize] = if q { &[10, 100] } else { &[10, 100, 1000] };
+        let mut at = Vec::new();
+        for &n in sizes {
+            eprintln!("bench: {n} workers × 10 think steps, no latency …");
+            let job = Job::Workers {
+                workers: n,
+                steps: 10,
+                delay_ms: 0,
+                max_in_flight: 64,
+            };
+            if let Some(v) = note("workers", in_child(exe, &job)) {
+                out.push(row(
+                    "workers",
+                    format!(
+                        "N={n}: time, peak RSS, steps ({})",
+                        v["outcome"].as_str().unwrap_or("?")
+                    ),
+                    format!(
+                        "{:.2} s, {:.0} MiB, {}",
+                        f(&v["seconds"]),
+                        f(&v["peak_rss_mib"]),
+                        v["steps"]
+                    ),
+                    if n == 1000 { "≤ 10 s, ≤ 1 GiB" } else { "" },
+                ));
+                at.push((n, f(&v["seconds"])));
+            }
+        }
+        if let (Some(a), Some(b)) = (at.iter().find(|x| x.0 == 100), at.last()) {
+            if b.0 > a.0 {
+                out.push(row(
+                    "workers",
+                    format!("time N={} / time N=100", b.0),
+                    format!("{:.1}×", b.1 / a.1),
+                    "≤ 12× at N=1000",
+                ));
+            }
+        }
+    }
+
+    if wanted("latency") {
+        let (n, delay, cap) = if q { (100, 50, 64) } else { (1000, 200, 256) };
+        eprintln!("bench: {n} workers × 10 steps at {delay} ms a call, {cap} in flight …");
+        let job = Job::Workers {
+            workers: n,
+            steps: 10,
+            delay_ms: delay,
+            max_in_flight: cap,
+        };
+        if let Some(v) = note("latency", in_child(exe, &job)) {
+            let calls = worker_calls(10);
+            let rounds = (calls as f64).max((n as u64 * calls) as f64 / cap as f64);
+            let ideal = (MANAGER_CALLS as f64 + rounds) * delay as f64 / 1000.0;
+            let took = f(&v["seconds"]);
+            out.push(row(
+                "latency",
+                format!("N={n}, {delay} ms/call, {cap} in flight: time vs ideal"),
+                format!(
+                    "{took:.2} s vs {ideal:.2} s ({:+.1} %)",
+                    (took / ideal - 1.0) * 100.0
+                ),
+                "within 10 %",
+            ));
+        }
+    }
+
+    if wanted("messages") {
+        let job = Job::Messages {
+            messages: if q { 2_000 } else { 20_000 },
+            round_trips: if q { 2_000 } else { 20_000 },
+        };
+        eprintln!("bench: messages through the dispatcher …");
+        if let Some(v) = note("messages", in_child(exe, &job)) {
+            for b in v["broadcast"].as_array().into_iter().flatten() {
+                out.push(row(
+                    "messages",
+                    format!("fire-and-forget to 100 agents, {} messages", b["messages"]),
+                    format!(
+                        "{:.0} deliveries/s ({:.0} messages/s recorded)",
+                        f(&b["deliveries_per_s"]),
+                        f(&b["recorded_per_s"])
+                    ),
+                    "≥ 500k deliveries/s, flat",
+                ));
+            }
+            for p in v["pingpong"].as_array().into_iter().flatten() {
+                out.push(row(
+                    "messages",
+                    format!("waiting round trips, {} in a row", p["round_trips"]),
+                    format!(
+                        "{:.0}/s, p50 {:.1} µs, p99 {:.1} µs",
+                        f(&p["per_s"]),
+                        f(&p["p50_us"]),
+                        f(&p["p99_us"])
+                    ),
+                    "p50 ≤ 20 µs, flat",
+                ));
+            }
+            if !opts.no_autogen {
+                eprintln!("bench: autogen-core (Python) on the same machine …");
+                match autogen(q) {
+                    Ok(a) => {
+                        let ours = v["pingpong"]
+                            .as_array()
+                            .and_then(|p| p.last())
+                            .map_or(f64::NAN, |p| f(&p["per_s"]));
+                        for p in a["pingpong"].as_array().into_iter().flatten() {
+                            out.push(row(
+                                "autogen-core",
+                                format!(
+                                    "ping-pong, {} round trips ({})",
+                                    p["round_trips"],
+                                    a["autogen_core_version"].as_str().unwrap_or("?")
+                                ),
+                                format!("{:.0}/s, p50 {:.0} µs", f(&p["per_s"]), f(&p["p50_us"])),
+                                "",
+                            ));
+                        }
+                        let theirs = a["pingpong"]
+                            .as_array()
+                            .and_then(|p| p.last())
+                            .map_or(f64::NAN, |p| f(&p["per_s"]));
+                        out.push(row(
+                            "autogen-core",
+                            "Cohort ping-pong / autogen-core ping-pong",
+                            format!("{:.1}×", ours / theirs),
+                            "≥ 50×",
+                        ));
+                        let b = &a["broadcast"];
+                        out.push(row(
+                            "autogen-core",
+                            format!("broadcast to {} agents", b["agents"]),
+                            format!("{:.0} deliveries/s", f(&b["deliveries_per_s"])),
+                            "",
+                        ));
+                    }
+                    Err(e) => out.push(row("autogen-core", "not run", e, "")),
+                }
+            }
+        }
+    }
+
+    if wanted("idle") {
+        let agents = if q { 1_000 } else { 10_000 };
+        eprintln!("bench: {agents} idle agents …");
+        if let Some(v) = note("idle", in_child(exe, &Job::IdleAgents { agents })) {
+            out.push(row(
+                "idle",
+                format!("{agents} idle agents: RSS per agent (start-up time)"),
+                format!(
+                    "{:.1} KiB ({:.2} s)",
+                    f(&v["kib_per_agent"]),
+                    f(&v["start_seconds"])
+                ),
+                "≤ 64 KiB",
+            ));
+        }
+    }
+    rows.extend(out);
+    rows
+}
+
+/// Installs autogen-core into a throwaway venv and runs `bench/autogen/bench.py` there.
+fn autogen(quick: bool) -> Result<Value, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/autogen/bench.py");
+    if !script.is_file() {
+        return Err(format!("{} is missing", script.display()));
+    }
+    let venv = team::Scratch::new("autogen-venv").map_err(|e| e.to_string())?;
+    let run = |cmd: &mut std::process::Command| -> Result<std::process::Output, String> {
+        let out = cmd.output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(out)
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("failed")
+                .to_owned())
+        }
+    };
+    run(std::process::Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv.0))?;
+    let bin = venv.0.join("bin");
+    run(std::process::Command::new(bin.join("pip")).args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "autogen-core",
+    ]))?;
+    let mut cmd = std::process::Command::new(bin.join("python"));
+    cmd.arg(&script);
+    if quick {
+        cmd.arg("--quick");
+    }
+    let out = run(&mut cmd)?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    serde_json::from_str(last).map_err(|e| format!("autogen bench answered `{last}`: {e}"))
+}
+
+/// The table as Markdown.
+pub fn table(rows: &[Row]) -> String {
+    let mut s = String::from("| scenario | figure | measured | target |\n|---|---|---|---|\n");
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            r.scenario, r.figure, r.value, r.target
+        ));
+    }
+    s
+}

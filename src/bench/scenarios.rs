@@ -1,0 +1,390 @@
+//! The benchmark scenarios, each run in a process of its own (so its peak memory is its own)
+//! and answering one JSON object of figures.
+
+use super::team::{Scratch, TeamShape, write_team};
+use crate::actors::{Deliver, Dispatcher, Host, Register, SyncStateActor, start_team};
+use crate::agent::{complete_step, settle_step};
+use crate::config::load_team;
+use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
+use crate::llm::{ChatModel, ChatRequest};
+use crate::message::Message;
+use crate::monitor::Monitor;
+use crate::prompt::{PromptContext, PromptSet, build_prompt};
+use crate::run::{RunOptions, run_goal};
+use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::sync::{Member, SyncCore};
+use actix::prelude::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+pub type Figures = Result<Value, String>;
+
+/// Peak and current resident memory of this process, in MiB (Linux; 0 elsewhere).
+pub fn rss_mib() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+fn host_exe() -> std::path::PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| "cohort".into())
+}
+
+/// N workers × `steps` think steps in one stage (`cohort run`, end to end).
+pub fn workers(workers: usize, steps: usize, delay_ms: u64, max_in_flight: usize) -> Figures {
+    let scratch = Scratch::new(&format!("workers-{workers}")).map_err(|e| e.to_string())?;
+    let shape = TeamShape {
+        workers,
+        steps,
+        delay_ms,
+        max_in_flight,
+        goals: 1,
+    };
+    let team = write_team(&scratch.0, shape, None).map_err(|e| e.to_string())?;
+    let cfg = load_team(&team).map_err(|e| e.to_string())?;
+    let opts = RunOptions {
+        timeout: Duration::from_secs(900),
+        stall_after: Duration::from_secs(60),
+        ..RunOptions::default()
+    };
+    let vars = |_: &str| None;
+    let host = Host::new(&vars, host_exe());
+    let system = actix::System::new();
+    let started = Instant::now();
+    let report = system
+        .block_on(async { run_goal(&cfg, "think together", &opts, &host, |_| {}).await })
+        .map_err(|e| e.to_string())?;
+    let seconds = started.elapsed().as_secs_f64();
+    let (peak, _) = rss_mib();
+    Ok(json!({
+        "workers": workers,
+        "seconds": seconds,
+        "steps": report.steps_run,
+        "outcome": format!("{:?}", report.outcome),
+        "peak_rss_mib": peak,
+    }))
+}
+
+/// A bench endpoint registered with the dispatcher in place of an agent: it counts what it
+/// gets, forwards it to the driver, or answers a waiting message at once (no LLM, like
+/// autogen-core's ping-pong agents).
+struct Endpoint {
+    delivered: Arc<AtomicU64>,
+    forward: Option<tokio::sync::mpsc::UnboundedSender<Arc<Message>>>,
+    echo: Option<Addr<Dispatcher>>,
+}
+
+impl Actor for Endpoint {
+    type Context = Context<Self>;
+}
+
+impl Handler<Deliver> for Endpoint {
+    type Result = ();
+    fn handle(&mut self, Deliver(m): Deliver, _: &mut Context<Self>) {
+        self.delivered.fetch_add(1, Ordering::Relaxed);
+        if let Some(tx) = &self.forward {
+            let _ = tx.send(m);
+        } else if let (Some(d), Some(w)) = (&self.echo, m.wait_id_for(&"echo".into())) {
+            let mut reply = Message::notice(
+                m.task_id.clone(),
+                "echo".into(),
+                vec![m.sender_id.clone()],
+                StageRef::NoRelative,
+                "pong".into(),
+            );
+            reply.return_waiting_id = Some(w.clone());
+            d.do_send(crate::actors::Route(reply));
+        }
+    }
+}
+
+/// Messages through the dispatcher (with SyncState recording each in the conversation pool
+/// and the monitor publishing it): fire-and-forget to 100 receivers, and waiting round trips.
+pub fn messages(messages: usize, round_trips: usize) -> Figures {
+    let system = actix::System::new();
+    system.block_on(async move {
+        let monitor = Monitor::new(65_536);
+        let sinks: Vec<AgentId> = (0..100)
+            .map(|i| AgentId::from(format!("s{i:03}")))
+            .collect();
+        let roster = sinks
+            .iter()
+            .cloned()
+            .chain(["pinger".into(), "echo".into()])
+            .map(|id: AgentId| Member::new(id, "endpoint"))
+            .collect();
+        let core = SyncCore::new(roster, &[], &[]);
+        let task = core.base_task().clone();
+        let dispatcher = Dispatcher::default().start();
+        let sync = SyncStateActor::new(core, dispatcher.clone(), monitor.clone(), None).start();
+        // SyncState tells the dispatcher itself once it runs; say it now, so the very first
+        // message is recorded too.
+        dispatcher
+            .send(crate::actors::SetSync(sync))
+            .await
+            .map_err(|e| e.to_string())?;
+        let delivered = Arc::new(AtomicU64::new(0));
+        for id in &sinks {
+            let e = Endpoint {
+                delivered: delivered.clone(),
+                forward: None,
+                echo: None,
+            }
+            .start();
+            dispatcher.do_send(Register(id.clone(), e.recipient()));
+        }
+        let (tx, mut replies) = tokio::sync::mpsc::unbounded_channel();
+        let pinger = Endpoint {
+            delivered: Arc::new(AtomicU64::new(0)),
+            forward: Some(tx),
+            echo: None,
+        }
+        .start();
+        dispatcher.do_send(Register("pinger".into(), pinger.recipient()));
+        let echo = Endpoint {
+            delivered: Arc::new(AtomicU64::new(0)),
+            forward: None,
+            echo: Some(dispatcher.clone()),
+        }
+        .start();
+        dispatcher.do_send(Register("echo".into(), echo.recipient()));
+
+        // Fire and forget: every message to all 100 receivers, at two sizes.
+        let mut broadcast = Vec::new();
+        let mut recorded_before = 0u64;
+        for n in [messages / 4, messages] {
+            let before = delivered.load(Ordering::Relaxed);
+            let started = Instant::now();
+            for i in 0..n {
+                let m = Message::notice(
+                    task.clone(),
+                    "pinger".into(),
+                    sinks.clone(),
+                    StageRef::NoRelative,
+                    format!("m{i}"),
+                );
+                dispatcher.do_send(crate::actors::Route(m));
+            }
+            let want = before + (n * sinks.len()) as u64;
+            while delivered.load(Ordering::Relaxed) < want {
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+            let delivered_in = started.elapsed().as_secs_f64();
+            // Recorded too: the conversation pool counts every message (kept or trimmed).
+            let want_recorded = recorded_before + n as u64;
+            loop {
+                let recorded = monitor.read(|s| {
+                    s.tasks.get(&task).map_or(0, |t| {
+                        t.shared_conversation_pool.len() as u64 + t.shared_conversation_omitted
+                    })
+                });
+                if recorded >= want_recorded {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+            recorded_before = want_recorded;
+            let recorded_in = started.elapsed().as_secs_f64();
+            broadcast.push(json!({
+                "messages": n,
+                "deliveries": n * sinks.len(),
+                "deliveries_per_s": (n * sinks.len()) as f64 / delivered_in,
+                "recorded_per_s": n as f64 / recorded_in,
+            }));
+        }
+
+        // Waiting round trips, one at a time, at two sizes.
+        let mut pingpong = Vec::new();
+        for n in [round_trips / 4, round_trips] {
+            let mut took = Vec::with_capacity(n);
+            let started = Instant::now();
+            for _ in 0..n {
+                let wait = WaitId::random();
+                let mut m = Message::notice(
+                    task.clone(),
+                    "pinger".into(),
+                    vec!["echo".into()],
+                    StageRef::NoRelative,
+                    "ping".into(),
+                );
+                m.need_reply = true;
+                m.waiting = Some(vec![wait.clone()]);
+                let t = Instant::now();
+                dispatcher.do_send(crate::actors::Route(m));
+                loop {
+                    match replies.recv().await {
+                        Some(r) if r.return_waiting_id.as_ref() == Some(&wait) => break,
+                        Some(_) => continue,
+                        None => return Err("the pinger endpoint went away".to_owned()),
+                    }
+                }
+                took.push(t.elapsed());
+            }
+            let per_s = n as f64 / started.elapsed().as_secs_f64();
+            took.sort_unstable();
+            pingpong.push(json!({
+                "round_trips": n,
+                "per_s": per_s,
+                "p50_us": micros(percentile(&took, 0.5)),
+                "p99_us": micros(percentile(&took, 0.99)),
+            }));
+        }
+        let (peak, _) = rss_mib();
+        Ok(json!({ "broadcast": broadcast, "pingpong": pingpong, "peak_rss_mib": peak }))
+    })
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The step path with no actor in between: pick → prompt → LLM (scripted, no delay) → parse
+/// → apply (agent and SyncState) → publish, at a stage history of `history` finished steps.
+pub fn step_overhead(history: usize, iterations: usize) -> Figures {
+    let scratch = Scratch::new("overhead").map_err(|e| e.to_string())?;
+    let script = scratch.0.join("script.yaml");
+    let replies: String = (0..iterations + 1)
+        .map(|i| format!("      - \"<think>thought {i}</think>\"\n"))
+        .collect();
+    std::fs::write(&script, format!("replies:\n  w:\n    think:\n{replies}"))
+        .map_err(|e| e.to_string())?;
+    let model = crate::llm::scripted::ScriptedModel::new(
+        crate::llm::scripted::Script::load(&script).map_err(|e| e.to_string())?,
+    );
+    let prompts = PromptSet::builtin(crate::prompt::Language::En);
+    let monitor = Monitor::new(1024);
+    let mut sync = SyncCore::new(vec![Member::new("w", "worker")], &[], &[]);
+    let task = TaskId::from("t");
+    let stage = StageRef::Stage(StageId::from("s"));
+    let mut agent = AgentState::new("w".into(), "W".into(), "worker".into(), "thinks".into());
+    agent.skills = vec![
+        Skill::Think,
+        Skill::Planning,
+        Skill::Reflection,
+        Skill::Summary,
+    ];
+    agent.note_working_memory(task.clone(), Some(stage.clone()));
+    monitor.publish(sync.initial_changes());
+    monitor.publish(vec![agent.added()]);
+    let think = |i: usize| {
+        StepState::new(
+            task.clone(),
+            stage.clone(),
+            "w".into(),
+            Executor::Skill(Skill::Think),
+            format!("think {i}"),
+            "Think about the goal.",
+        )
+    };
+    // The history: finished steps of the stage.
+    for i in 0..history {
+        agent.add_steps(vec![think(i)]);
+        let s = agent.start_next().ok_or("no step")?;
+        settle_step(&mut agent, &s.step_id, None, &[]);
+    }
+    monitor.publish(agent.take_changes());
+    let tools = BTreeMap::new();
+    let mut took = Vec::with_capacity(iterations);
+    for i in 0..iterations {
+        agent.add_steps(vec![think(history + i)]);
+        let t = Instant::now();
+        let step = agent.start_next().ok_or("no step")?;
+        let prompt = build_prompt(
+            &prompts,
+            Skill::Think,
+            &PromptContext {
+                agent: &agent,
+                step: &step,
+                tool_descriptions: &tools,
+                tool_step: None,
+                tool_capabilities: None,
+                tool_history: None,
+            },
+        );
+        let reply = futures::executor::block_on(model.chat(ChatRequest {
+            prompt,
+            agent_id: "w".into(),
+            skill: "think".into(),
+            task_id: task.clone(),
+            stage_id: stage.clone(),
+            step_id: step.step_id.clone(),
+            template: None,
+        }))
+        .map_err(|e| e.to_string());
+        let now = chrono::Local::now().naive_local();
+        let done = complete_step(&mut agent, &step.step_id, reply, now);
+        let applied = sync.apply(&done.output, "now");
+        settle_step(&mut agent, &step.step_id, done.failure, &done.added_waits);
+        // Keep the history where it is: the oldest step leaves as the new one lands.
+        if let Some(old) = agent.agent_step.steps().first().map(|s| s.step_id.clone()) {
+            if history > 0 || old != step.step_id {
+                agent.remove_step(&old);
+            }
+        }
+        agent.refresh_working_state();
+        monitor.publish(applied.changes);
+        monitor.publish(agent.take_changes());
+        took.push(t.elapsed());
+    }
+    took.sort_unstable();
+    Ok(json!({
+        "history": history,
+        "iterations": iterations,
+        "p50_us": micros(percentile(&took, 0.5)),
+        "p99_us": micros(percentile(&took, 0.99)),
+    }))
+}
+
+/// Memory of idle agents: a team of `agents` started, nothing to do.
+pub fn idle_agents(agents: usize) -> Figures {
+    let scratch = Scratch::new("idle").map_err(|e| e.to_string())?;
+    let shape = TeamShape {
+        workers: agents,
+        steps: 0,
+        delay_ms: 0,
+        max_in_flight: 64,
+        goals: 0,
+    };
+    let team = write_team(&scratch.0, shape, None).map_err(|e| e.to_string())?;
+    let cfg = load_team(&team).map_err(|e| e.to_string())?;
+    let vars = |_: &str| None;
+    let host = Host::new(&vars, host_exe());
+    let system = actix::System::new();
+    system.block_on(async {
+        let (_, before) = rss_mib();
+        let started = Instant::now();
+        let team = start_team(&cfg, &host).map_err(|e| e.to_string())?;
+        // Every agent (and the manager) published itself: all are up.
+        while team.monitor.read(|s| s.agents.len()) < agents + 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let up = started.elapsed().as_secs_f64();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (_, after) = rss_mib();
+        Ok(json!({
+            "agents": agents,
+            "start_seconds": up,
+            "rss_before_mib": before,
+            "rss_after_mib": after,
+            "kib_per_agent": (after - before) * 1024.0 / agents as f64,
+        }))
+    })
+}

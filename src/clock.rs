@@ -1,0 +1,35 @@
+//! Wall-clock timestamps for records (conversation pools, shared info, private chats), in the
+//! team's local time as `%Y-%m-%d %H:%M:%S`. Formatting a date costs more than the rest of
+//! recording a message, so each thread formats a given second only once.
+
+use std::cell::RefCell;
+
+thread_local! {
+    static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+}
+
+/// Now, as `2025-06-13 10:30:22` (local time).
+pub fn local_timestamp() -> String {
+    let now = chrono::Local::now();
+    let second = now.timestamp();
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != second {
+            *last = (second, now.format("%Y-%m-%d %H:%M:%S").to_string());
+        }
+        last.1.clone()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps_have_the_record_format() {
+        let t = super::local_timestamp();
+        assert!(
+            chrono::NaiveDateTime::parse_from_str(&t, "%Y-%m-%d %H:%M:%S").is_ok(),
+            "{t}"
+        );
+        assert_eq!(super::local_timestamp().len(), t.len());
+    }
+}
