@@ -55,6 +55,8 @@ pub struct Team {
     pub mcp: Option<Arc<McpClient>>,
     /// The threads the agents run on (stopped when the team is dropped).
     pub workers: Arc<Workers>,
+    /// What the team keeps in memory and the largest message it takes.
+    pub retention: crate::config::Retention,
 }
 
 impl Team {
@@ -151,7 +153,9 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             .collect(),
         max_hired: cfg.max_hired_agents,
     };
-    let core = SyncCore::new(roster, &managers, &humans).with_catalog(catalog);
+    let core = SyncCore::new(roster, &managers, &humans)
+        .with_catalog(catalog)
+        .with_retention(cfg.retention);
     let base_task = core.base_task().clone();
 
     // Every model is built before anything starts, so a missing API key stops start-up with
@@ -247,5 +251,6 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         humans,
         mcp: tools.mcp,
         workers,
+        retention: cfg.retention,
     })
 }

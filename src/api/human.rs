@@ -8,9 +8,9 @@ use crate::actors::{GetAgentState, HumanSend};
 use crate::agent::HumanMessage;
 use crate::auth::verify_password;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
-use crate::monitor::StateKind;
 use crate::state::{ConversationPool, PrivateMessage};
 use axum::Json;
+use axum::http::StatusCode;
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -96,18 +96,33 @@ pub async fn send_message(
     let m = body.message;
     // Checked here first because the agent records the send (and marks the question it
     // answers as replied) before SyncState sees the message.
-    let monitor = &state.inner.monitor;
-    if monitor.get(StateKind::Task, m.task_id.as_str()).is_none() {
+    let limit = state.inner.message_chars;
+    let chars = m.content.chars().count();
+    if chars > limit {
+        return Err(AppError::Rejected(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the message has {chars} characters; this team accepts at most {limit} \
+                 (retention.message_chars in the team file)"
+            ),
+        ));
+    }
+    let (task_known, unknown) = state.inner.monitor.read(|s| {
+        (
+            s.tasks.contains_key(&m.task_id),
+            m.receiver
+                .iter()
+                .find(|r| !s.agents.contains_key(*r))
+                .cloned(),
+        )
+    });
+    if !task_known {
         return Err(AppError::NotFound(format!(
             "there is no task `{}`",
             m.task_id
         )));
     }
-    if let Some(r) = m
-        .receiver
-        .iter()
-        .find(|r| monitor.get(StateKind::Agent, r.as_str()).is_none())
-    {
+    if let Some(r) = unknown {
         return Err(AppError::BadRequest(format!(
             "there is no agent `{r}` in the team"
         )));

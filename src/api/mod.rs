@@ -58,6 +58,8 @@ struct Inner {
     allowed_origins: Vec<String>,
     feed: FeedConfig,
     feed_slots: Arc<ws::FeedSlots>,
+    /// The longest message a person may send, in characters (the team's retention setting).
+    message_chars: usize,
     /// Turns true when the server shuts down, so websocket feeds (which outlive the HTTP
     /// connection they were upgraded from) end too.
     closing: watch::Sender<bool>,
@@ -105,6 +107,7 @@ impl ApiState {
                 allowed_origins,
                 feed: FeedConfig::default(),
                 feed_slots: Arc::default(),
+                message_chars: team.retention.message_chars,
                 closing: watch::Sender::new(false),
             }),
         }

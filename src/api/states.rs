@@ -1,31 +1,45 @@
-//! The states API, read from the monitor's latest-state index (never from the actors):
-//! `GET /api/states?type=task|stage|agent|step` → `{id: state}`, and `GET /api/state/{id}` →
-//! `{"kind", "state"}` for whichever kind has that id.
+//! The states API, read from the monitor's states (never from the actors):
+//! `GET /api/states?type=task|stage|agent|step` → `{id: state}` a page at a time, and
+//! `GET /api/state/{id}` → `{"kind", "state"}` for whichever kind has that id.
 
 use super::error::{ApiPath, ApiQuery};
 use super::{ApiState, AppError};
+use crate::ids::TaskId;
 use crate::monitor::StateKind;
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use serde_json::{Map, Value, json};
 
 #[derive(Deserialize)]
 pub struct StatesQuery {
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    /// At most this many states (default and maximum: [`PAGE_MAX`]).
+    pub limit: Option<usize>,
+    /// Only states whose id sorts after this one (the `x-cohort-next-after` of the page before).
+    pub after: Option<String>,
+    /// Only the states of this task (its stages, steps, group's agents; or the task itself).
+    pub task: Option<TaskId>,
 }
+
+/// The most states one `/api/states` answer holds.
+pub const PAGE_MAX: usize = 1_000;
 
 /// The kind a `type=` names.
 pub fn parse_kind(name: &str) -> Option<StateKind> {
-    StateKind::ALL.into_iter().find(|k| k.name() == name)
+    StateKind::parse(name)
 }
 
+/// `GET /api/states?type=…[&limit=N][&after=ID][&task=ID]` → `{id: state}`, ids in order, one
+/// page at a time. When more remain, the `x-cohort-next-after` header names the id to ask
+/// `after`; `x-cohort-total` counts every match.
 pub async fn states(
     State(state): State<ApiState>,
     ApiQuery(q): ApiQuery<StatesQuery>,
-) -> Result<Json<BTreeMap<String, Value>>, AppError> {
+) -> Result<Response, AppError> {
     let kinds = || {
         StateKind::ALL
             .iter()
@@ -39,7 +53,39 @@ pub async fn states(
     let kind = parse_kind(&name).ok_or_else(|| {
         AppError::BadRequest(format!("unknown type `{name}`; expected {}", kinds()))
     })?;
-    Ok(Json(state.inner.monitor.snapshot(kind)))
+    let limit = match q.limit {
+        Some(0) => return Err(AppError::BadRequest("`limit` must be at least 1".into())),
+        Some(n) if n > PAGE_MAX => {
+            return Err(AppError::BadRequest(format!(
+                "`limit` is at most {PAGE_MAX}; page with `after`"
+            )));
+        }
+        Some(n) => n,
+        None => PAGE_MAX,
+    };
+    let (page, total, next) = state.inner.monitor.read(|s| {
+        let ids = s.ids(kind, q.task.as_ref());
+        let start = match &q.after {
+            Some(a) => ids.partition_point(|id| id <= a),
+            None => 0,
+        };
+        let end = (start + limit).min(ids.len());
+        let page: Map<String, Value> = ids[start..end]
+            .iter()
+            .filter_map(|id| s.json(kind, id).map(|v| (id.clone(), v)))
+            .collect();
+        let next = (end < ids.len()).then(|| ids[end - 1].clone());
+        (page, ids.len(), next)
+    });
+    let mut res = Json(Value::Object(page)).into_response();
+    let headers = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&total.to_string()) {
+        headers.insert("x-cohort-total", v);
+    }
+    if let Some(Ok(v)) = next.map(|n| HeaderValue::from_str(&n)) {
+        headers.insert("x-cohort-next-after", v);
+    }
+    Ok(res)
 }
 
 pub async fn state(

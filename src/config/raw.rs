@@ -32,6 +32,20 @@ pub struct RawTeam {
     /// How many agents managers may create in one run of the team (default 32).
     #[serde(default)]
     pub max_hired_agents: Option<usize>,
+    /// How much a long-running team keeps in memory (see `Retention`).
+    #[serde(default)]
+    pub retention: Option<RawRetention>,
+}
+
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetention {
+    #[serde(default)]
+    pub finished_tasks: Option<usize>,
+    #[serde(default)]
+    pub shared_pool_entries: Option<usize>,
+    #[serde(default)]
+    pub message_chars: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

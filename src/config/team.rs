@@ -101,6 +101,29 @@ pub struct TeamConfig {
     /// The most agents managers may create while the team runs: a model that keeps hiring
     /// would otherwise start actors without end.
     pub max_hired_agents: usize,
+    pub retention: Retention,
+}
+
+/// What a team that runs for months keeps in memory (`retention:` in the team file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Finished (or failed) tasks kept in full; older ones leave memory, leaving a one-line
+    /// summary (default 100).
+    pub finished_tasks: usize,
+    /// Entries of each shared pool (info, conversation) a task keeps (default 1,000).
+    pub shared_pool_entries: usize,
+    /// The longest message text accepted, in characters (default 16,384).
+    pub message_chars: usize,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            finished_tasks: 100,
+            shared_pool_entries: crate::sync::SHARED_POOL_KEPT,
+            message_chars: 16 * 1024,
+        }
+    }
 }
 
 /// `max_hired_agents` when the team file does not set it.
@@ -261,6 +284,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     }
 
     let templates = load_templates(&raw, file, base, &team_llm, &mut out);
+    let retention = retention(raw.retention.clone().unwrap_or_default(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -301,7 +325,30 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         humans,
         templates,
         max_hired_agents: raw.max_hired_agents.unwrap_or(DEFAULT_MAX_HIRED_AGENTS),
+        retention,
     })
+}
+
+/// The retention settings; a zero is refused (it would keep nothing).
+fn retention(r: super::raw::RawRetention, file: &Path, out: &mut Findings) -> Retention {
+    let d = Retention::default();
+    let mut pick = |v: Option<usize>, field: &str, default: usize| match v {
+        Some(0) => {
+            out.add(file, format!("retention.{field}"), "must be at least 1");
+            default
+        }
+        Some(n) => n,
+        None => default,
+    };
+    Retention {
+        finished_tasks: pick(r.finished_tasks, "finished_tasks", d.finished_tasks),
+        shared_pool_entries: pick(
+            r.shared_pool_entries,
+            "shared_pool_entries",
+            d.shared_pool_entries,
+        ),
+        message_chars: pick(r.message_chars, "message_chars", d.message_chars),
+    }
 }
 
 /// Takes an id for an agent or a person: usable, and not taken (agents and humans share one

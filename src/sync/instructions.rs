@@ -202,6 +202,7 @@ impl SyncCore {
                         task_id: task_id.clone(),
                     },
                 ));
+                self.retire_task(&task_id, applied);
             }
             TaskInstruction::RetryStage {
                 task_id,

@@ -8,13 +8,14 @@ mod instructions;
 mod notices;
 
 use crate::config::AgentTemplate;
-use crate::event::{Change, TaskChange, apply::apply_sync};
+use crate::config::Retention;
+use crate::event::{Change, TaskChange, TaskSummaryLine, apply::apply_sync};
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{AskInfoRequest, ExecuteOutput, Message, StageAgentUpdate};
 use crate::state::{
     ConversationEntry, ExecutionState, SharedInfo, Skill, StageAgentState, StageState, TaskState,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SyncError {
@@ -132,6 +133,11 @@ pub struct SyncCore {
     stuck_reported: BTreeSet<(StageId, AgentId)>,
     /// How many entries of each shared pool a task keeps in memory (the oldest leave first).
     pool_kept: usize,
+    /// The longest message text accepted, in characters.
+    message_chars: usize,
+    /// Finished tasks kept in full, oldest first; past `finished_kept` the oldest leaves.
+    finished: VecDeque<TaskId>,
+    finished_kept: usize,
 }
 
 /// Default of how many shared-info lines and conversation entries a task keeps in memory.
@@ -163,13 +169,42 @@ impl SyncCore {
             base_task,
             stuck_reported: BTreeSet::new(),
             pool_kept: SHARED_POOL_KEPT,
+            message_chars: Retention::default().message_chars,
+            finished: VecDeque::new(),
+            finished_kept: Retention::default().finished_tasks,
         }
     }
 
-    /// Another cap on the shared pools a task keeps in memory.
-    pub fn with_pool_kept(mut self, kept: usize) -> Self {
-        self.pool_kept = kept.max(1);
+    /// What a long-running team keeps in memory.
+    pub fn with_retention(mut self, r: Retention) -> Self {
+        self.pool_kept = r.shared_pool_entries.max(1);
+        self.message_chars = r.message_chars.max(1);
+        self.finished_kept = r.finished_tasks.max(1);
         self
+    }
+
+    /// A task is over: it stays in memory among the newest `finished_kept` finished tasks;
+    /// the oldest of them leaves, with a one-line summary for readers.
+    fn retire_task(&mut self, task: &TaskId, applied: &mut Applied) {
+        self.finished.push_back(task.clone());
+        while self.finished.len() > self.finished_kept {
+            let Some(old) = self.finished.pop_front() else {
+                break;
+            };
+            let Some(t) = self.tasks.get(&old) else {
+                continue;
+            };
+            let summary = TaskSummaryLine::of(t);
+            let stages: Vec<StageId> = t.stage_list.clone();
+            self.stuck_reported.retain(|(s, _)| !stages.contains(s));
+            self.emit(
+                applied,
+                Change::Task(TaskChange::Evicted {
+                    task_id: old,
+                    summary,
+                }),
+            );
+        }
     }
 
     /// The changes that introduce SyncState's tasks and stages to a reader that has nothing.
@@ -403,6 +438,14 @@ impl SyncCore {
         }
         if m.receiver.is_empty() {
             return Err(SyncError::Invalid("the message has no receiver".into()));
+        }
+        let chars = m.message.chars().count();
+        if chars > self.message_chars {
+            return Err(SyncError::Invalid(format!(
+                "the message has {chars} characters, more than the team's limit of {} \
+                 (retention.message_chars)",
+                self.message_chars
+            )));
         }
         if let Some(r) = m.receiver.iter().find(|r| !self.knows(r)) {
             return Err(SyncError::UnknownAgent(r.clone()));
