@@ -448,6 +448,63 @@ async fn states_and_state_read_the_monitor() {
     assert_eq!(one.body["state"]["task_id"], base.as_str());
 }
 
+#[actix::test]
+async fn states_come_a_page_at_a_time_in_id_order() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let page = get(&app, "/api/states?type=agent&limit=2", &alice).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let ids: Vec<&String> = page.body.as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["alice", "bob"]);
+    assert_eq!(page.headers["x-cohort-total"], "3");
+    assert_eq!(page.headers["x-cohort-next-after"], "bob");
+    let rest = get(&app, "/api/states?type=agent&limit=2&after=bob", &alice).await;
+    let ids: Vec<&String> = rest.body.as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["manager"]);
+    assert!(
+        !rest.headers.contains_key("x-cohort-next-after"),
+        "the last page"
+    );
+    // By task: the base task's group is every agent here; an unknown task has nothing.
+    let base = base_task(&team);
+    let in_base = get(&app, &format!("/api/states?type=task&task={base}"), &alice).await;
+    assert_eq!(in_base.body.as_object().unwrap().len(), 1);
+    let none = get(&app, "/api/states?type=agent&task=nope", &alice).await;
+    assert!(none.body.as_object().unwrap().is_empty());
+    for bad in ["limit=0", "limit=100000"] {
+        let r = get(&app, &format!("/api/states?type=agent&{bad}"), &alice).await;
+        assert_error(&r, StatusCode::BAD_REQUEST, bad);
+    }
+}
+
+#[actix::test]
+async fn a_message_over_the_size_limit_is_refused_with_413_and_nothing_is_sent() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let limit = team.retention.message_chars;
+    let big = json!({"human_agent_id": "alice", "task_id": base_task(&team),
+        "receiver": ["manager"], "content": "x".repeat(limit + 1)});
+    let r = post(&app, "/api/send_message", Some(&alice), big).await;
+    assert_error(&r, StatusCode::PAYLOAD_TOO_LARGE, "an oversized message");
+    assert!(r.text.contains("retention.message_chars"), "{}", r.text);
+    let alice_state = team.agents[&"alice".into()]
+        .send(GetAgentState)
+        .await
+        .unwrap();
+    assert!(
+        alice_state.agent_step.steps().is_empty(),
+        "nothing was recorded"
+    );
+    let fits = json!({"human_agent_id": "alice", "task_id": base_task(&team),
+        "receiver": ["manager"], "content": "x".repeat(limit)});
+    let r = post(&app, "/api/send_message", Some(&alice), fits).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
 /// Polls `check` until it returns Some, for up to ten seconds.
 async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where

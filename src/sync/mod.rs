@@ -222,13 +222,14 @@ impl SyncCore {
     }
 
     /// Keeps a task's shared pools within `pool_kept` (the oldest entries leave). A pool is
-    /// trimmed once it is a tenth over the cap, so trimming is one change per many entries.
+    /// trimmed once it is a tenth (at least 16 entries) over the cap, so trimming is one change
+    /// per many entries.
     fn trim_pools(&mut self, task: &TaskId, applied: &mut Applied) {
         let Some(t) = self.tasks.get(task) else {
             return;
         };
         let over = |len: usize| {
-            if len > self.pool_kept + self.pool_kept / 10 {
+            if len > self.pool_kept + (self.pool_kept / 10).max(16) {
                 len - self.pool_kept
             } else {
                 0
