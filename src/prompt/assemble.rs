@@ -53,6 +53,8 @@ pub(crate) fn history_kind(skill: Skill) -> HistoryKind {
 
 /// At most this many executed steps are shown in a stage's history (the newest ones).
 pub const MAX_EXECUTED_IN_HISTORY: usize = 24;
+/// At most this many steps still to run are shown in a stage's history (the next ones).
+pub const MAX_PENDING_IN_HISTORY: usize = 12;
 
 /// The agent's other steps in the current step's task and stage, split into executed
 /// (finished or failed) and not yet executed, each in execution order.
@@ -240,7 +242,13 @@ fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
     }
     push_steps(doc, set, &done[skipped..], 3);
     doc.heading(2, &h.history_pending);
-    push_steps(doc, set, &pending, 3);
+    // The next steps are what matters; a long queue (a flood of messages) must not grow the
+    // prompt with it.
+    let shown = pending.len().min(MAX_PENDING_IN_HISTORY);
+    push_steps(doc, set, &pending[..shown], 3);
+    if pending.len() > shown {
+        doc.push(&format!("{} {}", p.pending_omitted, pending.len() - shown));
+    }
 }
 
 fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {

@@ -1,7 +1,7 @@
 //! Tests of prompt assembly: section order for every skill in both languages, which history a
 //! skill sees, and that data written by agents or tools cannot break the section structure.
 
-use super::assemble::{HistoryKind, history_kind};
+use super::assemble::{HistoryKind, MAX_PENDING_IN_HISTORY, history_kind};
 use super::markdown::headings;
 use super::{Language, PromptContext, PromptSet, build_prompt};
 use crate::ids::{StageId, StageRef, StepId, TaskId};
@@ -461,6 +461,42 @@ fn a_long_history_shows_only_the_newest_executed_steps() {
     assert!(!p.contains("OLD_005"), "the oldest steps are left out");
     assert!(p.contains("OLD_006") && p.contains(&format!("OLD_{:03}", total - 1)));
     assert!(p.contains(&format!("{} 6", set.phrases().history_omitted)));
+}
+
+#[test]
+fn a_long_queue_shows_only_the_next_steps_and_counts_the_rest() {
+    let mut a = AgentState::new("a1".into(), "Ada".into(), "clerk".into(), "".into());
+    a.skills = vec![Skill::Think];
+    let step = |i: usize| {
+        StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "a1".into(),
+            Executor::Skill(Skill::Think),
+            format!("QUEUED_{i:03}"),
+            "",
+        )
+    };
+    a.add_steps((0..40).map(step).collect());
+    let current = a.start_next().unwrap();
+    let set = PromptSet::builtin(Language::En);
+    let tools = BTreeMap::new();
+    let ctx = PromptContext {
+        agent: &a,
+        step: &current,
+        tool_descriptions: &tools,
+        tool_step: None,
+        tool_capabilities: None,
+        tool_history: None,
+    };
+    let p = build_prompt(&set, Skill::Think, &ctx);
+    assert!(p.contains("QUEUED_001") && p.contains(&format!("QUEUED_{MAX_PENDING_IN_HISTORY:03}")));
+    assert!(!p.contains(&format!("QUEUED_{:03}", MAX_PENDING_IN_HISTORY + 1)));
+    assert!(p.contains(&format!(
+        "{} {}",
+        set.phrases().pending_omitted,
+        39 - MAX_PENDING_IN_HISTORY
+    )));
 }
 
 #[test]

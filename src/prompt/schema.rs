@@ -55,6 +55,8 @@ text_group!(
         history_note, tool_history_note,
         /// Stands before the shown executed steps when older ones are left out.
         history_omitted,
+        /// Stands after the shown steps still to run when more are queued.
+        pending_omitted,
         /// Introduces the target server's known capabilities (instruction_generation).
         capabilities_note,
     }

@@ -96,7 +96,7 @@ impl SyncCore {
                     human: false,
                     template: Some(t.name.clone()),
                 };
-                self.roster.push(member.clone());
+                self.enrol(member.clone());
                 applied.new_agents.push(member);
             }
             AgentInstruction::AddTaskParticipant { task_id, agent_id } => {

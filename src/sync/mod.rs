@@ -15,7 +15,7 @@ use crate::message::{AskInfoRequest, ExecuteOutput, Message, StageAgentUpdate};
 use crate::state::{
     ConversationEntry, ExecutionState, SharedInfo, Skill, StageAgentState, StageState, TaskState,
 };
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SyncError {
@@ -127,6 +127,8 @@ pub struct SyncCore {
     tasks: BTreeMap<TaskId, TaskState>,
     stages: BTreeMap<StageId, StageState>,
     roster: Vec<Member>,
+    /// Where each member is in `roster` (a team of thousands is looked up on every message).
+    roster_index: HashMap<AgentId, usize>,
     catalog: Catalog,
     base_task: TaskId,
     /// (stage, agent) pairs the manager was already told about, so it is told once.
@@ -164,6 +166,11 @@ impl SyncCore {
         SyncCore {
             tasks: [(base_task.clone(), base)].into(),
             stages: BTreeMap::new(),
+            roster_index: roster
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.id.clone(), i))
+                .collect(),
             roster,
             catalog: Catalog::default(),
             base_task,
@@ -280,7 +287,13 @@ impl SyncCore {
     }
 
     pub fn member(&self, a: &AgentId) -> Option<&Member> {
-        self.roster.iter().find(|m| &m.id == a)
+        self.roster.get(*self.roster_index.get(a)?)
+    }
+
+    /// Puts a member on the roster (and in its index).
+    fn enrol(&mut self, m: Member) {
+        self.roster_index.insert(m.id.clone(), self.roster.len());
+        self.roster.push(m);
     }
 
     /// Applies one step's output. What the step reports about itself (tokens, shared info, its

@@ -16,12 +16,30 @@ fn from_task(task: &TaskState, stage: StageRef, text: String) -> Message {
     )
 }
 
+/// How many agents a notice to the manager names one by one; a team or stage of thousands is
+/// summed up after that (ask_info lists everything), so the manager's prompt stays bounded.
+pub const AGENTS_LISTED: usize = 30;
+
+/// "- … and N more" when `total` is over what was listed.
+fn more(total: usize, listed: usize, what: &str) -> String {
+    if total > listed {
+        format!(
+            "\n- … and {} more {what} (ask_info lists them all)",
+            total - listed
+        )
+    } else {
+        String::new()
+    }
+}
+
 pub fn task_created(task: &TaskState, roster: &[Member]) -> Message {
-    let team = roster
+    let mut team = roster
         .iter()
+        .take(AGENTS_LISTED)
         .map(|m| format!("- `{}` ({})", m.id, m.role))
         .collect::<Vec<_>>()
         .join("\n");
+    team.push_str(&more(roster.len(), AGENTS_LISTED, "agents"));
     from_task(
         task,
         StageRef::NoRelative,
@@ -37,9 +55,10 @@ pub fn task_created(task: &TaskState, roster: &[Member]) -> Message {
 }
 
 pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
-    let lines = stage
+    let mut lines = stage
         .agent_allocation
         .iter()
+        .take(AGENTS_LISTED)
         .map(|(a, goal)| {
             let summary = stage
                 .completion_summary
@@ -50,6 +69,11 @@ pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
         })
         .collect::<Vec<_>>()
         .join("\n");
+    lines.push_str(&more(
+        stage.agent_allocation.len(),
+        AGENTS_LISTED,
+        "agents, each with a summary",
+    ));
     from_task(
         task,
         StageRef::Stage(stage.stage_id.clone()),
@@ -67,12 +91,18 @@ pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
 pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageState>) -> Message {
     let lines = stages
         .map(|s| {
-            let sums = s
+            let mut sums = s
                 .completion_summary
                 .iter()
+                .take(AGENTS_LISTED)
                 .map(|(a, t)| format!("  - `{a}`: {t}"))
                 .collect::<Vec<_>>()
                 .join("\n");
+            sums.push_str(&more(
+                s.completion_summary.len(),
+                AGENTS_LISTED,
+                "summaries",
+            ));
             format!(
                 "- stage {} ({}): {}\n{sums}",
                 s.stage_id, s.execution_state, s.stage_intention

@@ -645,3 +645,40 @@ fn a_message_over_the_teams_size_limit_is_refused() {
         "{why}"
     );
 }
+
+#[test]
+fn notices_to_the_manager_name_a_few_agents_and_count_the_rest() {
+    let roster: Vec<Member> = std::iter::once(Member::new("m", "manager"))
+        .chain((0..50).map(|i| Member::new(format!("w{i:02}"), "worker")))
+        .collect();
+    let task = TaskState::new("t".into(), "n".into(), "i".into(), "m".into());
+    let created = notices::task_created(&task, &roster);
+    assert!(created.message.contains("`w28`") && !created.message.contains("`w29`"));
+    assert!(
+        created.message.contains("… and 21 more agents"),
+        "{}",
+        created.message
+    );
+    let mut stage = StageState::new(
+        "t".into(),
+        "all".into(),
+        roster[1..]
+            .iter()
+            .map(|m| (m.id.clone(), "go".to_owned()))
+            .collect(),
+    );
+    for m in &roster[1..] {
+        stage.completion_summary.insert(m.id.clone(), "done".into());
+    }
+    let done = notices::stage_complete(&task, &stage);
+    assert!(
+        done.message.contains("… and 20 more agents"),
+        "{}",
+        done.message
+    );
+    assert!(
+        done.message.len() < 4_000,
+        "bounded: {} bytes",
+        done.message.len()
+    );
+}
