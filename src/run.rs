@@ -96,6 +96,7 @@ pub async fn run_goal(
 
     let deadline = Instant::now() + opts.timeout;
     let mut last_event = Instant::now();
+    let mut not_shown = 0u64;
     let outcome = loop {
         tokio::select! {
             ev = events.recv() => match ev {
@@ -103,9 +104,7 @@ pub async fn run_goal(
                     last_event = Instant::now();
                     report_step(&team, &ev.event, &mut on_step);
                 }
-                Err(RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "progress fell behind; {missed} changes not shown");
-                }
+                Err(RecvError::Lagged(missed)) => not_shown += missed,
                 Err(RecvError::Closed) => break RunOutcome::Stalled,
             },
             _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
@@ -132,6 +131,9 @@ pub async fn run_goal(
             break RunOutcome::MaxSteps(steps_run as usize);
         }
     };
+    if not_shown > 0 {
+        tracing::warn!("progress fell behind the team: {not_shown} changes were not shown");
+    }
     wait_for_running_steps(&team, Duration::from_secs(3)).await;
     // Report what landed while settling (e.g. the finish_task step itself).
     while let Ok(ev) = events.try_recv() {

@@ -24,6 +24,31 @@ pub enum ServeError {
     Http(std::io::Error),
 }
 
+/// Runs the HTTP API (REST, websocket feeds, console) until `stop` on a runtime of its own
+/// with one worker per core, so requests and feeds use every core and never queue behind the
+/// actors. Answers once the server has stopped.
+pub fn spawn_http(
+    listener: std::net::TcpListener,
+    state: ApiState,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<tokio::sync::oneshot::Receiver<std::io::Result<()>>> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("cohort-http")
+        .build()?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("cohort-http".into())
+        .spawn(move || {
+            let served = rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                serve(listener, state, stop).await
+            });
+            let _ = tx.send(served);
+        })?;
+    Ok(rx)
+}
+
 /// The console shipped with the source (`web/`), when no other folder is given.
 pub fn default_web_dir() -> Option<PathBuf> {
     [
@@ -62,8 +87,8 @@ pub async fn serve_team(
         );
     }
     let team = start_team(cfg, host)?;
-    let listener = tokio::net::TcpListener::bind(bind)
-        .await
+    let listener = std::net::TcpListener::bind(bind)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|source| ServeError::Bind { addr: bind, source })?;
     let bound = listener
         .local_addr()
@@ -75,7 +100,12 @@ pub async fn serve_team(
         allowed_origins(bound),
     );
     on_ready(bound);
-    let served = serve(listener, state, stop).await;
+    let served = match spawn_http(listener, state, stop) {
+        Ok(done) => done
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("the HTTP runtime stopped"))),
+        Err(e) => Err(e),
+    };
     // Shutting down: let running steps land (bounded), then stop what the team started.
     wait_for_running_steps(&team, Duration::from_secs(10)).await;
     team.shutdown().await;

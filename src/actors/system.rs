@@ -117,7 +117,9 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         Some(dir) => PromptSet::load(dir, cfg.language)?,
         None => PromptSet::builtin(cfg.language),
     });
-    let monitor = Monitor::new(4096);
+    // Events are small and shared (an Arc each), so a deep buffer is cheap; it lets readers
+    // ride out a burst (a thousand agents starting a stage) without falling behind.
+    let monitor = Monitor::new(65_536);
     let managers: Vec<AgentId> = cfg.managers().map(|a| a.id.clone()).collect();
     let humans: Vec<AgentId> = cfg.humans.iter().map(|h| h.id.clone()).collect();
     let roster = cfg

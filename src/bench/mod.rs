@@ -4,9 +4,12 @@
 //! scenario runs autogen-core (Python) from a throwaway venv on the same machine.
 //!
 //! - [`team`]: the generated benchmark team (a manager and N scripted workers).
-//! - [`scenarios`]: the scenarios themselves.
+//! - [`scenarios`]: the scenarios in one process: step overhead, N workers, messages, idle
+//!   agents.
+//! - [`serve`]: the served scenarios: goals in a row over HTTP, the websocket under load.
 
 pub mod scenarios;
+pub mod serve;
 pub mod team;
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +39,14 @@ pub enum Job {
     IdleAgents {
         agents: usize,
     },
+    Goals {
+        goals: usize,
+    },
+    Websocket {
+        clients: usize,
+        rate: usize,
+        seconds: u64,
+    },
 }
 
 impl Job {
@@ -57,6 +68,12 @@ impl Job {
                 round_trips,
             } => scenarios::messages(messages, round_trips),
             Job::IdleAgents { agents } => scenarios::idle_agents(agents),
+            Job::Goals { goals } => serve::goals(goals),
+            Job::Websocket {
+                clients,
+                rate,
+                seconds,
+            } => serve::websocket(clients, rate, seconds),
         }
     }
 }
@@ -305,6 +322,66 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
                     f(&v["start_seconds"])
                 ),
                 "≤ 64 KiB",
+            ));
+        }
+    }
+    if wanted("goals") {
+        let goals = if q { 200 } else { 1_000 };
+        eprintln!("bench: cohort serve, {goals} goals in a row over HTTP …");
+        if let Some(v) = note("goals", in_child(exe, &Job::Goals { goals })) {
+            out.push(row(
+                "goals",
+                format!("{goals} goals: ms per goal, first 100 → last 100"),
+                format!(
+                    "{:.1} → {:.1} ({:.2}×)",
+                    f(&v["first_ms_per_goal"]),
+                    f(&v["last_ms_per_goal"]),
+                    f(&v["last_ms_per_goal"]) / f(&v["first_ms_per_goal"])
+                ),
+                "≤ 1.5×",
+            ));
+            out.push(row(
+                "goals",
+                "RSS after 100 goals → after the last (tasks in memory)",
+                format!(
+                    "{:.0} → {:.0} MiB ({:+.0} MiB; {} tasks)",
+                    f(&v["rss_after_first_100_mib"]),
+                    f(&v["rss_at_end_mib"]),
+                    f(&v["rss_at_end_mib"]) - f(&v["rss_after_first_100_mib"]),
+                    v["tasks_in_memory"]
+                ),
+                "within 64 MiB",
+            ));
+        }
+    }
+
+    if wanted("websocket") {
+        let (clients, rate, seconds) = if q { (20, 2_000, 2) } else { (100, 10_000, 5) };
+        eprintln!("bench: {clients} websocket clients (+1 that never reads), {rate} changes/s …");
+        let job = Job::Websocket {
+            clients,
+            rate,
+            seconds,
+        };
+        if let Some(v) = note("websocket", in_child(exe, &job)) {
+            out.push(row(
+                "websocket",
+                format!(
+                    "{clients} clients + 1 stalled, {:.0} changes/s: change-to-client p50 / p95 / p99",
+                    f(&v["events_per_s"])
+                ),
+                format!(
+                    "{:.1} / {:.1} / {:.1} ms{}",
+                    f(&v["p50_ms"]),
+                    f(&v["p95_ms"]),
+                    f(&v["p99_ms"]),
+                    if v["every_event_reached_every_measuring_client"] == true {
+                        ""
+                    } else {
+                        " (some clients fell behind and were resynced)"
+                    }
+                ),
+                "p95 ≤ 10 ms",
             ));
         }
     }
