@@ -2,8 +2,30 @@
 //!
 //! # Layout
 //! - [`ids`]: newtype ids (`TaskId`, `StageId`, `AgentId`, `StepId`, `WaitId`) and `StageRef`.
-//! - [`state`]: the four kinds of state, the agent's step queue, lifecycle enums.
+//! - [`state`]: the four kinds of state, the agent's step queue and lock, lifecycle enums, and
+//!   the changes an agent makes to itself.
+//! - [`event`]: the core vocabulary of change: `Change` (one small typed event per change to a
+//!   task, stage, agent or step), the pure `apply` functions owners and readers share, and
+//!   `States`, a reader's copy of the team.
 //! - [`message`]: `Message`, runtime `<instruction>`s, `ExecuteOutput`.
+//! - [`config`]: team files (agents, templates, people, LLMs, retention) checked into
+//!   `TeamConfig`, every problem naming its file and field.
+//! - [`prompt`]: prompt files and the assembly of a skill's prompt from state (pure).
+//! - [`parse`]: LLM answers into typed skill answers (pure, total).
+//! - [`skills`]: each skill's interpretation of its answer.
+//! - [`agent`]: the agent's step machine: receiving messages, completing steps, humans.
+//! - [`sync`]: SyncState's core: tasks and stages, execute outputs, instructions, ask_info,
+//!   retention of finished tasks.
+//! - [`actors`]: thin actix shells: agents (on one arbiter per core), SyncState, the
+//!   Dispatcher, the Supervisor, and the System that wires a team.
+//! - [`monitor`]: the reader everything reads through: versions, states, broadcast, snapshots.
+//! - [`llm`]: the `ChatModel` trait, the openai and scripted providers, the in-flight cap.
+//! - [`mcp`]: the one shared MCP client; [`bundled`]: the MCP servers shipped in the binary.
+//! - [`api`]: the axum router: human REST API, paged states, the websocket feed.
+//! - [`run`]: `cohort run`, following the change stream to the goal's end.
+//! - [`serve`]: `cohort serve`, the long-running team with its HTTP API.
+//! - [`bench`]: `cohort bench`, every benchmark scenario and its table.
+//! - [`auth`], [`clock`], [`problem`]: password hashes, record timestamps, config problems.
 
 pub mod actors;
 pub mod agent;

@@ -389,13 +389,14 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
     rows
 }
 
+/// The autogen-core side of the comparison (`bench/autogen/bench.py`), carried in the binary.
+const AUTOGEN_BENCH: &str = include_str!("../../bench/autogen/bench.py");
+
 /// Installs autogen-core into a throwaway venv and runs `bench/autogen/bench.py` there.
 fn autogen(quick: bool) -> Result<Value, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/autogen/bench.py");
-    if !script.is_file() {
-        return Err(format!("{} is missing", script.display()));
-    }
     let venv = team::Scratch::new("autogen-venv").map_err(|e| e.to_string())?;
+    let script = venv.0.join("bench.py");
+    std::fs::write(&script, AUTOGEN_BENCH).map_err(|e| e.to_string())?;
     let run = |cmd: &mut std::process::Command| -> Result<std::process::Output, String> {
         let out = cmd.output().map_err(|e| e.to_string())?;
         if out.status.success() {
