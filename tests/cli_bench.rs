@@ -1,0 +1,30 @@
+//! `cohort bench` as a user runs it (quick sizes, without the autogen-core download): every
+//! selected scenario runs in its child process and lands in the table.
+
+use std::process::Command;
+
+#[test]
+fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args([
+            "bench",
+            "--quick",
+            "--no-autogen",
+            "--only",
+            "step_overhead,workers,messages,goals",
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{table}\n{log}");
+    for want in [
+        "| step_overhead | history 20: p50 / p99 |",
+        "| workers | N=100: time, peak RSS, steps (Finished) |",
+        "| messages | waiting round trips, 2000 in a row |",
+        "| goals | 200 goals: ms per goal, first 100 → last 100 |",
+    ] {
+        assert!(table.contains(want), "missing {want:?} in:\n{table}");
+    }
+    assert!(!table.contains("| error |"), "{table}");
+}
