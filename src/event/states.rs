@@ -113,7 +113,8 @@ impl States {
                     .insert(agent.agent_id.clone(), (**agent).clone())
                 {
                     if old.working_state == WorkingState::Working {
-                        self.counters.agents_working -= 1;
+                        self.counters.agents_working =
+                            self.counters.agents_working.saturating_sub(1);
                     }
                 }
             }
@@ -132,7 +133,9 @@ impl States {
                 let is = *state == WorkingState::Working;
                 match (was, is) {
                     (false, true) => counters.agents_working += 1,
-                    (true, false) => counters.agents_working -= 1,
+                    (true, false) => {
+                        counters.agents_working = counters.agents_working.saturating_sub(1)
+                    }
                     _ => {}
                 }
             }
@@ -154,7 +157,7 @@ impl States {
                         .is_some();
                     if s.execution_state == StepExecutionState::Running && new != s.execution_state
                     {
-                        counters.steps_running -= 1;
+                        counters.steps_running = counters.steps_running.saturating_sub(1);
                     }
                     if !s.execution_state.is_over() && new.is_over() && !dropped {
                         counters.steps_run += 1;
@@ -166,7 +169,7 @@ impl States {
         let removed = apply_agent(agent, c);
         for gone in removed {
             if gone.execution_state == StepExecutionState::Running {
-                self.counters.steps_running -= 1;
+                self.counters.steps_running = self.counters.steps_running.saturating_sub(1);
             }
             self.live.remove(&gone.step_id);
             self.retire(gone);
