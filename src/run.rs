@@ -229,7 +229,7 @@ fn all_over(s: &States, team: &Team) -> bool {
 /// are settled ones. Bounded: a real LLM step may still be running when `max` is up.
 pub async fn wait_for_running_steps(team: &Team, max: Duration) {
     let until = Instant::now() + max;
-    let mut changes = team.monitor.watch();
+    let mut changes = team.monitor.subscribe();
     loop {
         // Give changes already on their way through mailboxes a moment to land.
         tokio::task::yield_now().await;
@@ -237,7 +237,7 @@ pub async fn wait_for_running_steps(team: &Team, max: Duration) {
             return;
         }
         tokio::select! {
-            r = changes.changed() => if r.is_err() { return },
+            r = changes.recv() => if matches!(r, Err(RecvError::Closed)) { return },
             _ = tokio::time::sleep_until(until) => return,
         }
     }

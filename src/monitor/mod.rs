@@ -11,7 +11,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::broadcast;
 
 /// One published event, shared by every subscriber; its JSON is made once, on first use.
 #[derive(Debug)]
@@ -40,7 +40,6 @@ pub struct Monitor {
 struct Inner {
     shared: Mutex<Shared>,
     tx: broadcast::Sender<Arc<Published>>,
-    version: watch::Sender<u64>,
 }
 
 struct Shared {
@@ -62,7 +61,6 @@ impl Monitor {
                     snapshot: None,
                 }),
                 tx,
-                version: watch::Sender::new(0),
             }),
         }
     }
@@ -97,18 +95,10 @@ impl Monitor {
                 json: OnceLock::new(),
             }));
         }
-        let version = shared.version;
-        drop(shared);
-        self.inner.version.send_replace(version);
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {
         self.inner.tx.subscribe()
-    }
-
-    /// Wakes on every publish (the value is the newest version).
-    pub fn watch(&self) -> watch::Receiver<u64> {
-        self.inner.version.subscribe()
     }
 
     /// The newest version published so far.
