@@ -320,7 +320,10 @@ function renderGroupChat() {
     view._keyed = null;
     view.dataset.taskId = key;
   }
-  const entries = pool.map((e, i) => ({ e, i }));
+  // Keyed by the entry's place in the whole conversation: when the oldest entries leave
+  // (the pool is capped), the others keep their keys.
+  const omitted = (t && t.shared_conversation_omitted) || 0;
+  const entries = pool.map((e, i) => ({ e, i: omitted + i }));
   keyed(view, entries, (x) => `${key}:${x.i}`, () => '1', (x) => groupMessage(x.e));
   if (!pool.length) view.replaceChildren(h('div', { class: 'empty' }, t ? 'No messages in this task yet.' : ''));
   if (stick || view.dataset.fresh !== key) view.scrollTop = view.scrollHeight;

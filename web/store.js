@@ -109,6 +109,13 @@ export class Store {
         for (const sid of (t && t.stage_list) || []) this.maps.stage.delete(sid);
         this.maps.task.delete(ev.task_id);
         this.stagesByTask.delete(ev.task_id);
+        // Its steps leave with it, as they do on the server.
+        for (const [id, r] of this.maps.step) {
+          if (r.state.task_id === ev.task_id) {
+            this.maps.step.delete(id);
+            this.stepsByAgent.get(r.state.agent_id)?.delete(id);
+          }
+        }
         touched.push({ kind: 'task', id: ev.task_id, state: null });
         break;
       }

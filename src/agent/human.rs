@@ -244,6 +244,42 @@ mod tests {
     }
 
     #[test]
+    fn a_long_chat_keeps_its_newest_messages_and_an_unanswered_question() {
+        let mut h = human();
+        let mut q = from("m", "a waiting question");
+        q.need_reply = true;
+        q.waiting = Some(vec!["w1".into()]);
+        q.receiver = vec!["op".into()];
+        receive_as_human(&mut h, &q, "now");
+        for i in 0..crate::state::PRIVATE_KEPT + 50 {
+            receive_as_human(&mut h, &from("m", &format!("note {i}")), "now");
+        }
+        let chat =
+            &h.conversation_pool.as_ref().unwrap().conversation_privates[&AgentId::from("m")];
+        assert_eq!(
+            chat[0].content, "a waiting question",
+            "still there to be answered"
+        );
+        assert!(chat.len() <= crate::state::PRIVATE_KEPT + 51);
+        // Once answered, it may leave with the rest.
+        let reply = HumanMessage {
+            task_id: "t".into(),
+            receiver: vec!["m".into()],
+            content: "answer".into(),
+            stage_relative: StageRef::NoRelative,
+            need_reply: false,
+            waiting: false,
+        };
+        let sent = human_send(&mut h, &reply, "now").unwrap();
+        assert_eq!(sent[0].return_waiting_id, Some("w1".into()));
+        receive_as_human(&mut h, &from("m", "one more"), "now");
+        let chat =
+            &h.conversation_pool.as_ref().unwrap().conversation_privates[&AgentId::from("m")];
+        assert_eq!(chat.len(), crate::state::PRIVATE_KEPT);
+        assert_eq!(chat.last().unwrap().content, "one more");
+    }
+
+    #[test]
     fn a_waiting_question_is_kept_with_its_wait_id_and_raises_a_notice() {
         let mut h = human();
         let mut m = from("mgr", "Which colour?");

@@ -177,6 +177,10 @@ impl States {
     }
 
     fn retire(&mut self, step: StepState) {
+        // A step of a task that already left memory (it ran on past its task's end) goes too.
+        if !self.tasks.contains_key(&step.task_id) {
+            return;
+        }
         let ids = self
             .retired_by_task
             .entry(step.task_id.clone())

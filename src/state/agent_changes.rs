@@ -12,7 +12,7 @@ use chrono::NaiveDateTime;
 use serde_json::json;
 
 /// How many messages of one private conversation, and how many notices, a person's state keeps
-/// (the oldest leave first).
+/// (the oldest leave first; an unanswered question stays until the chat is twice this size).
 pub const PRIVATE_KEPT: usize = 500;
 
 impl AgentState {
@@ -325,16 +325,30 @@ impl AgentState {
             with: with.clone(),
             entry,
         }));
-        let len = self
+        let Some(chat) = self
             .conversation_pool
             .as_ref()
             .and_then(|p| p.conversation_privates.get(with))
-            .map_or(0, Vec::len);
-        if len > PRIVATE_KEPT {
+        else {
+            return;
+        };
+        // The oldest leave first, but a question the person has not answered yet stays (its
+        // sender may be waiting for the answer) until the chat is twice its size.
+        let excess = chat.len().saturating_sub(PRIVATE_KEPT);
+        let unanswered = |m: &PrivateMessage| m.need_reply && !m.replied;
+        let count = if chat.len() > 2 * PRIVATE_KEPT {
+            excess
+        } else {
+            chat.iter()
+                .take(excess)
+                .take_while(|m| !unanswered(m))
+                .count()
+        };
+        if count > 0 {
             self.emit(Change::Agent(AgentChange::PrivateTrimmed {
                 agent_id: self.id(),
                 with: Some(with.clone()),
-                count: len - PRIVATE_KEPT,
+                count,
             }));
         }
     }
