@@ -36,18 +36,16 @@ pub struct AgentFactory {
 }
 
 /// The agents' threads: one actix arbiter per core, so a team uses every core. They stop when
-/// the last handle to them goes (the team is done).
+/// the last handle to them goes (SyncState's supervisor and the team's factory are done).
 pub struct Workers {
     arbiters: Vec<Arbiter>,
     next: AtomicUsize,
 }
 
 impl Workers {
-    /// One thread per core (`threads` overrides it). Must run inside an actix system.
-    pub fn start(threads: Option<usize>) -> Self {
-        let n = threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1);
+    /// One thread per core. Must run inside an actix system.
+    pub fn start() -> Self {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         Workers {
             arbiters: (0..n).map(|_| Arbiter::new()).collect(),
             next: AtomicUsize::new(0),
@@ -74,7 +72,7 @@ impl AgentFactory {
     /// allocated at once.
     pub fn spawn(
         &self,
-        state: AgentState,
+        mut state: AgentState,
         llm: Option<Arc<dyn ChatModel>>,
         sync: Addr<SyncStateActor>,
     ) -> Addr<AgentActor> {
@@ -87,7 +85,6 @@ impl AgentFactory {
         let id = state.agent_id.clone();
         // Published before it starts, so whoever learns of the agent next (an ask_info
         // answer, a client) finds it.
-        let mut state = state;
         state.refresh_working_state();
         state.take_changes();
         self.monitor.publish(vec![state.added()]);

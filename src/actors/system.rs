@@ -53,8 +53,6 @@ pub struct Team {
     pub humans: Vec<AgentId>,
     /// The team's MCP client; `shutdown` stops every server process it started.
     pub mcp: Option<Arc<McpClient>>,
-    /// The threads the agents run on (stopped when the team is dropped).
-    pub workers: Arc<Workers>,
     /// What the team keeps in memory and the largest message it takes.
     pub retention: crate::config::Retention,
 }
@@ -197,14 +195,14 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             )
         }),
     };
-    let workers = Arc::new(Workers::start(None));
+    let workers = Arc::new(Workers::start());
     let factory = AgentFactory {
         prompts,
         tools: tools.clone(),
         monitor: monitor.clone(),
         dispatcher: dispatcher.clone(),
         templates: Arc::new(templates),
-        workers: workers.clone(),
+        workers,
     };
     // The supervisor starts hired agents; SyncState only asks it to.
     let supervisor = Supervisor::new(factory.clone()).start();
@@ -252,7 +250,6 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         managers,
         humans,
         mcp: tools.mcp,
-        workers,
         retention: cfg.retention,
     })
 }

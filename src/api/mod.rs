@@ -10,8 +10,10 @@
 //!   and pending questions.
 //! - [`states`]: `GET /api/states?type=…` and `GET /api/state/{id}`.
 //! - [`ws`]: `GET /ws?token=…`, the monitor feed (snapshot, then live events).
+//! - [`feed_slots`]: the caps on open feeds, per person and in all.
 
 pub mod error;
+pub mod feed_slots;
 pub mod human;
 pub mod session;
 pub mod states;
@@ -57,7 +59,7 @@ struct Inner {
     web_dir: Option<PathBuf>,
     allowed_origins: Vec<String>,
     feed: FeedConfig,
-    feed_slots: Arc<ws::FeedSlots>,
+    feed_slots: Arc<feed_slots::FeedSlots>,
     /// The longest message a person may send, in characters (the team's retention setting).
     message_chars: usize,
     /// Turns true when the server shuts down, so websocket feeds (which outlive the HTTP

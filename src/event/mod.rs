@@ -264,15 +264,6 @@ impl StateKind {
 }
 
 impl Change {
-    pub fn kind(&self) -> StateKind {
-        match self {
-            Change::Task(_) => StateKind::Task,
-            Change::Stage(_) => StateKind::Stage,
-            Change::Agent(_) => StateKind::Agent,
-            Change::Step(_) => StateKind::Step,
-        }
-    }
-
     /// The task a task change belongs to.
     pub fn task_id(&self) -> Option<&TaskId> {
         match self {

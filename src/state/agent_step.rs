@@ -22,7 +22,7 @@ pub struct AgentStep {
 
 /// Which steps finishing a piece of work touches.
 #[derive(Debug, Default, PartialEq)]
-pub struct DropPlan {
+pub(crate) struct DropPlan {
     /// Running steps of the work, not cut loose yet.
     pub cut: Vec<StepId>,
     /// Every other step of the work, in list order.
@@ -117,6 +117,7 @@ impl AgentStep {
         })
     }
 
+    #[cfg(test)]
     pub fn is_cut_loose(&self, id: &StepId) -> bool {
         self.cut_loose.contains(id)
     }

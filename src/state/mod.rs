@@ -18,7 +18,7 @@ pub use agent::{
     WorkingMemory, memory_key,
 };
 pub use agent_changes::PRIVATE_KEPT;
-pub use agent_step::{AgentStep, DropPlan};
+pub use agent_step::AgentStep;
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
 pub use executor::{Executor, Skill};
 pub use stage::StageState;

@@ -516,4 +516,6 @@ impl SyncCore {
 }
 
 #[cfg(test)]
+mod retention_tests;
+#[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use crate::message::{CompletionUpdate, Instruction, StagePlan, TaskInstruction, 
 use crate::parse;
 
 /// `apply` with its refusal as an error, as the SyncState actor answers it.
-trait TryApply {
+pub(super) trait TryApply {
     fn try_apply(&mut self, out: &ExecuteOutput, now: &str) -> Result<Applied, SyncError>;
 }
 
@@ -20,7 +20,7 @@ impl TryApply for SyncCore {
     }
 }
 
-fn core() -> SyncCore {
+pub(super) fn core() -> SyncCore {
     let roster = ["m", "a", "b"]
         .iter()
         .map(|id| Member::new(*id, "r"))
@@ -28,7 +28,7 @@ fn core() -> SyncCore {
     SyncCore::new(roster, &["m".into()], &[])
 }
 
-fn by(agent: &str, i: TaskInstruction) -> ExecuteOutput {
+pub(super) fn by(agent: &str, i: TaskInstruction) -> ExecuteOutput {
     ExecuteOutput {
         agent_id: Some(agent.into()),
         task_instruction: Some(i),
@@ -493,192 +493,5 @@ fn only_the_running_stage_can_be_retried() {
             Err(SyncError::StageNotRunning { .. })
         ),
         "a retried stage is failed"
-    );
-}
-
-/// Adds and finishes a task; returns its id and every change that made.
-fn finished_task(c: &mut SyncCore, name: &str) -> (TaskId, Vec<Change>) {
-    let t = TaskId::from(name);
-    let added = c
-        .try_apply(
-            &by(
-                "m",
-                TaskInstruction::AddTask {
-                    task_id: t.clone(),
-                    task_name: name.into(),
-                    task_intention: "i".into(),
-                },
-            ),
-            "now",
-        )
-        .unwrap();
-    let done = c
-        .try_apply(
-            &by(
-                "m",
-                TaskInstruction::FinishTask {
-                    task_id: t.clone(),
-                    task_summary: format!("{name} is done\nmore detail"),
-                    outcome: TaskOutcome::Finished,
-                },
-            ),
-            "now",
-        )
-        .unwrap();
-    (t, [added.changes, done.changes].concat())
-}
-
-#[test]
-fn finished_tasks_past_retention_leave_memory_as_one_line_summaries() {
-    let retention = Retention {
-        finished_tasks: 2,
-        ..Retention::default()
-    };
-    let mut c = core().with_retention(retention);
-    let mut reader = crate::event::States::default();
-    for ch in c.initial_changes() {
-        reader.apply(&ch);
-    }
-    let mut ids = Vec::new();
-    for name in ["t1", "t2", "t3", "t4"] {
-        let (t, changes) = finished_task(&mut c, name);
-        for ch in &changes {
-            reader.apply(ch);
-        }
-        ids.push(t);
-    }
-    assert!(c.task(&ids[0]).is_none() && c.task(&ids[1]).is_none());
-    assert!(c.task(&ids[2]).is_some() && c.task(&ids[3]).is_some());
-    assert!(
-        c.task(c.base_task()).is_some(),
-        "the base task never leaves"
-    );
-    assert_eq!(reader.tasks.len(), 3, "the reader follows: base, t3, t4");
-    let lines: Vec<_> = reader.summaries().collect();
-    assert_eq!(lines.len(), 2);
-    assert_eq!(lines[0].task_name, "t1");
-    assert_eq!(
-        lines[0].summary, "t1 is done",
-        "the first line of the summary"
-    );
-    // A message into an evicted task is refused like one into any unknown task.
-    let m = Message::notice(
-        ids[0].clone(),
-        "m".into(),
-        vec!["a".into()],
-        StageRef::NoRelative,
-        "hi".into(),
-    );
-    assert_eq!(
-        c.submit(m).unwrap_err(),
-        SyncError::UnknownTask(ids[0].clone())
-    );
-}
-
-#[test]
-fn shared_pools_are_trimmed_in_batches_and_count_what_left() {
-    let retention = Retention {
-        shared_pool_entries: 100,
-        ..Retention::default()
-    };
-    let mut c = core().with_retention(retention);
-    let base = c.base_task().clone();
-    let mut trims = 0;
-    for i in 0..250 {
-        let m = Message::notice(
-            base.clone(),
-            "m".into(),
-            vec!["a".into()],
-            StageRef::NoRelative,
-            format!("m{i}"),
-        );
-        trims += c
-            .record_delivery(m.into(), "now")
-            .iter()
-            .filter(|ch| matches!(ch, Change::Task(TaskChange::Trimmed { .. })))
-            .count();
-    }
-    let t = c.task(&base).unwrap();
-    assert!(
-        t.shared_conversation_pool.len() <= 116,
-        "{}",
-        t.shared_conversation_pool.len()
-    );
-    assert_eq!(
-        t.shared_conversation_pool.len() as u64 + t.shared_conversation_omitted,
-        250,
-        "every message is kept or counted"
-    );
-    assert_eq!(
-        t.shared_conversation_pool.back().unwrap().message.message,
-        "m249"
-    );
-    // Trimmed in batches of 17 (16 over the cap, and one), not once per message.
-    assert_eq!(
-        trims as u64 * 17,
-        t.shared_conversation_omitted,
-        "{trims} trims"
-    );
-}
-
-#[test]
-fn a_message_over_the_teams_size_limit_is_refused() {
-    let retention = Retention {
-        message_chars: 5,
-        ..Retention::default()
-    };
-    let mut c = core().with_retention(retention);
-    let base = c.base_task().clone();
-    let m = |text: &str| {
-        Message::notice(
-            base.clone(),
-            "m".into(),
-            vec!["a".into()],
-            StageRef::NoRelative,
-            text.into(),
-        )
-    };
-    assert!(c.submit(m("héllo")).is_ok(), "characters, not bytes");
-    let why = c.submit(m("hello!")).unwrap_err().to_string();
-    assert!(
-        why.contains("6 characters") && why.contains("limit of 5"),
-        "{why}"
-    );
-}
-
-#[test]
-fn notices_to_the_manager_name_a_few_agents_and_count_the_rest() {
-    let roster: Vec<Member> = std::iter::once(Member::new("m", "manager"))
-        .chain((0..50).map(|i| Member::new(format!("w{i:02}"), "worker")))
-        .collect();
-    let task = TaskState::new("t".into(), "n".into(), "i".into(), "m".into());
-    let created = notices::task_created(&task, &roster);
-    assert!(created.message.contains("`w28`") && !created.message.contains("`w29`"));
-    assert!(
-        created.message.contains("… and 21 more agents"),
-        "{}",
-        created.message
-    );
-    let mut stage = StageState::new(
-        "t".into(),
-        "all".into(),
-        roster[1..]
-            .iter()
-            .map(|m| (m.id.clone(), "go".to_owned()))
-            .collect(),
-    );
-    for m in &roster[1..] {
-        stage.completion_summary.insert(m.id.clone(), "done".into());
-    }
-    let done = notices::stage_complete(&task, &stage);
-    assert!(
-        done.message.contains("… and 20 more agents"),
-        "{}",
-        done.message
-    );
-    assert!(
-        done.message.len() < 4_000,
-        "bounded: {} bytes",
-        done.message.len()
     );
 }
