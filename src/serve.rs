@@ -98,7 +98,8 @@ pub async fn serve_team(
         &cfg.humans,
         web_dir.or_else(default_web_dir),
         allowed_origins(bound),
-    );
+    )
+    .with_feed_config(cfg.feeds.into());
     on_ready(bound);
     let served = match spawn_http(listener, state, stop) {
         Ok(done) => done

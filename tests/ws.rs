@@ -332,3 +332,38 @@ async fn shutting_the_server_down_closes_open_feeds() {
     assert!(end.is_ok(), "the feed closed with the server");
     let _ = c.send(Message::Close(None)).await;
 }
+
+/// The server's end of a connection sends small frames at once (TCP_NODELAY): without it a
+/// change waits for the client's delayed ACK, up to 40 ms. Found among this process's own
+/// sockets as the one whose peer is the client.
+#[actix::test]
+async fn the_servers_end_of_a_feed_sends_small_frames_without_delay() {
+    use std::os::fd::FromRawFd;
+    let (_team, state, token) = setup(FeedConfig::default()).await;
+    let server = Server::start(state).await;
+    let (mut c, _) = connect_async(server.url(&token)).await.unwrap();
+    assert_eq!(next_json(&mut c).await["type"], "snapshot");
+    let client_addr = match c.get_ref() {
+        MaybeTlsStream::Plain(s) => s.local_addr().unwrap(),
+        _ => unreachable!("a plain ws:// connection"),
+    };
+    let mut found = None;
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let is_socket = std::fs::read_link(entry.path())
+            .is_ok_and(|l| l.to_string_lossy().starts_with("socket:"));
+        let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if !is_socket {
+            continue;
+        }
+        // SAFETY: borrowed only for two getsockopt-style calls; ManuallyDrop never closes it.
+        let s = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
+        if s.peer_addr().is_ok_and(|p| p == client_addr) {
+            found = Some(s.nodelay().unwrap());
+        }
+    }
+    assert_eq!(found, Some(true), "the server's socket has TCP_NODELAY set");
+    let _ = c.send(Message::Close(None)).await;
+    server.stop().await;
+}

@@ -625,8 +625,11 @@ function renderInbox() {
 
   // Notices, newest first.
   const notices = ui.pool.global_messages || [];
-  $('notice-count').textContent = String(notices.length);
-  const unseen = notices.length - ui.noticesSeen;
+  // Counted over every notice ever received: only the newest are kept, so a length would
+  // stop growing once the list is full.
+  const total = (ui.pool.global_messages_omitted || 0) + notices.length;
+  $('notice-count').textContent = String(total);
+  const unseen = Math.min(total - ui.noticesSeen, notices.length);
   $('notice-new').hidden = !(unseen > 0);
   $('notice-new').textContent = unseen > 0 ? `${unseen} new` : '';
   if ($('notices').open) markNoticesSeen();
@@ -713,7 +716,7 @@ function privateMessage(m) {
 }
 
 function markNoticesSeen() {
-  const n = (ui.pool.global_messages || []).length;
+  const n = (ui.pool.global_messages_omitted || 0) + (ui.pool.global_messages || []).length;
   if (ui.noticesSeen !== n) {
     ui.noticesSeen = n;
     sessionStorage.setItem(`cohort.noticesSeen.${sess.human_agent_id}`, String(n));
@@ -739,7 +742,11 @@ async function fetchConversations() {
   convInFlight = true;
   try {
     const pool = await client.conversations();
-    const next = { conversation_privates: (pool && pool.conversation_privates) || {}, global_messages: (pool && pool.global_messages) || [] };
+    const next = {
+      conversation_privates: (pool && pool.conversation_privates) || {},
+      global_messages: (pool && pool.global_messages) || [],
+      global_messages_omitted: (pool && pool.global_messages_omitted) || 0,
+    };
     const sig = JSON.stringify(next);
     if (sig !== ui.poolSig) {
       ui.pool = next;

@@ -33,6 +33,8 @@ pub struct AgentFactory {
     pub templates: Arc<HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>>,
     /// The threads agents run on, one per core; agents are placed on them in turn.
     pub workers: Arc<Workers>,
+    /// `retention.step_chars`, given to every agent.
+    pub step_chars: usize,
 }
 
 /// The agents' threads: one actix arbiter per core, so a team uses every core. They stop when
@@ -83,6 +85,7 @@ impl AgentFactory {
             AgentTools::default()
         };
         let id = state.agent_id.clone();
+        state.step_chars = self.step_chars;
         // Published before it starts, so whoever learns of the agent next (an ask_info
         // answer, a client) finds it.
         state.refresh_working_state();

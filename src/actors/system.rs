@@ -203,6 +203,7 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         dispatcher: dispatcher.clone(),
         templates: Arc::new(templates),
         workers,
+        step_chars: cfg.retention.step_chars,
     };
     // The supervisor starts hired agents; SyncState only asks it to.
     let supervisor = Supervisor::new(factory.clone()).start();

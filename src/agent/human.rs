@@ -280,6 +280,19 @@ mod tests {
     }
 
     #[test]
+    fn notices_past_the_cap_leave_and_are_counted() {
+        let mut h = human();
+        let kept = crate::state::PRIVATE_KEPT;
+        for i in 0..kept + 3 {
+            h.add_notice(format!("notice {i}"));
+        }
+        let p = h.conversation_pool.as_ref().unwrap();
+        assert_eq!(p.global_messages.len(), kept);
+        assert_eq!(p.global_messages[0], "notice 3");
+        assert_eq!(p.global_messages_omitted, 3, "every notice can still be numbered");
+    }
+
+    #[test]
     fn a_waiting_question_is_kept_with_its_wait_id_and_raises_a_notice() {
         let mut h = human();
         let mut m = from("mgr", "Which colour?");

@@ -213,8 +213,16 @@ pub async fn serve(
     state: ApiState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
     let closer = state.clone();
     let app = router(state);
+    // Without TCP_NODELAY a small websocket frame waits for the client's delayed ACK
+    // (Nagle's algorithm): up to 40 ms on every change a console is sent.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("could not set TCP_NODELAY on a connection: {e}");
+        }
+    });
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),

@@ -41,15 +41,26 @@ pub struct FeedConfig {
     pub max_total: usize,
     /// At most this many events go in one frame.
     pub max_batch: usize,
+    /// The shortest time between two event frames of one feed. Events that arrive sooner wait
+    /// and go out together: a busy team costs each client a few larger frames a second rather
+    /// than one per change, which is what keeps a hundred clients cheap to serve.
+    pub frame_interval: Duration,
 }
 
 impl Default for FeedConfig {
     fn default() -> Self {
+        FeedConfig::from(crate::config::Feeds::default())
+    }
+}
+
+impl From<crate::config::Feeds> for FeedConfig {
+    fn from(f: crate::config::Feeds) -> Self {
         FeedConfig {
-            send_timeout: Duration::from_secs(10),
-            max_per_human: 8,
-            max_total: 256,
+            send_timeout: f.send_timeout,
+            max_per_human: f.per_human,
+            max_total: f.total,
             max_batch: 512,
+            frame_interval: f.frame_interval,
         }
     }
 }
@@ -179,6 +190,7 @@ where
         Ok(v) => v,
         Err(end) => return end,
     };
+    let mut last_frame = tokio::time::Instant::now();
     loop {
         tokio::select! {
             ev = events.recv() => {
@@ -189,6 +201,8 @@ where
                     Err(RecvError::Lagged(_)) => lagged = true,
                     Err(RecvError::Closed) => return FeedEnd::MonitorGone,
                 }
+                // Let what follows soon join this frame (see `frame_interval`).
+                tokio::time::sleep_until(last_frame + cfg.frame_interval).await;
                 // Whatever else is waiting goes in the same frame.
                 while !lagged && batch.len() < cfg.max_batch {
                     match events.try_recv() {
@@ -216,6 +230,7 @@ where
                     if let Err(end) = send(&mut sink, events_frame(&batch), cfg).await {
                         return end;
                     }
+                    last_frame = tokio::time::Instant::now();
                 }
             },
             msg = incoming.next() => match msg {
@@ -378,6 +393,33 @@ mod tests {
             assert_eq!(ev["version"], want);
             assert_eq!(ev["task"]["task_summary"], want.to_string());
         }
+        feed.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changes_within_the_frame_interval_go_out_in_one_frame() {
+        let m = Monitor::new(64);
+        let (tx, mut rx) = mpsc::channel(64);
+        let (_close, closing) = watch::channel(false);
+        let cfg = FeedConfig {
+            frame_interval: Duration::from_millis(200),
+            ..cfg(5_000)
+        };
+        let feed = tokio::spawn({
+            let m = m.clone();
+            async move { run_feed(tx, silent(), &m, &me(), cfg, closing).await }
+        });
+        assert_eq!(text(rx.next().await.unwrap())["type"], "snapshot");
+        m.publish(task("t1", 1));
+        // The feed has the first change by now, and holds it for the rest of the interval.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        m.publish(task("t2", 2));
+        m.publish(task("t3", 3));
+        let versions: Vec<_> = events(&text(rx.next().await.unwrap()))
+            .iter()
+            .map(|e| e["version"].as_u64().unwrap())
+            .collect();
+        assert_eq!(versions, [1, 2, 3]);
         feed.abort();
     }
 

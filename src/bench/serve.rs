@@ -165,6 +165,14 @@ pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
         goals: 1,
     };
     let (_scratch, cfg) = team_with_operator("ws", shape)?;
+    // The clients read on threads of their own, as browsers would: on the publisher's
+    // thread they would measure their own queueing rather than the server's.
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let client_rt = client_rt.handle().clone();
     let system = actix::System::new();
     system.block_on(async move {
         // Every client plus the stalled one (a person's default limit is 8 feeds).
@@ -178,14 +186,19 @@ pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
         let mut readers = Vec::new();
         let (lat_tx, mut lat_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u64>>();
         let measuring = clients.min(10);
+        let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
         for c in 0..clients {
-            let (ws, _) = tokio_tungstenite::connect_async(&url)
-                .await
-                .map_err(|e| format!("client {c}: {e}"))?;
+            let ready_tx = ready_tx.clone();
             let published = published.clone();
             let lat_tx = (c < measuring).then(|| lat_tx.clone());
-            readers.push(tokio::spawn(async move {
-                let mut ws = ws;
+            let url = url.clone();
+            readers.push(client_rt.spawn(async move {
+                let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
+                    let _ = ready_tx.send(false);
+                    return;
+                };
+                let _ = ready_tx.send(true);
+                drop(ready_tx);
                 let mut got = Vec::new();
                 while let Some(Ok(m)) = ws.next().await {
                     let Message::Text(t) = m else { continue };
@@ -217,6 +230,12 @@ pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
             }));
         }
         drop(lat_tx);
+        drop(ready_tx);
+        for _ in 0..clients {
+            if ready_rx.recv().await != Some(true) {
+                return Err(format!("a client could not connect to {url}"));
+            }
+        }
         // The stalled client: connected, then never reads.
         let socket = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
         socket

@@ -35,6 +35,9 @@ pub struct RawTeam {
     /// How much a long-running team keeps in memory (see `Retention`).
     #[serde(default)]
     pub retention: Option<RawRetention>,
+    /// Limits of the websocket feeds (see `Feeds`).
+    #[serde(default)]
+    pub feeds: Option<RawFeeds>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]
@@ -46,6 +49,22 @@ pub struct RawRetention {
     pub shared_pool_entries: Option<usize>,
     #[serde(default)]
     pub message_chars: Option<usize>,
+    #[serde(default)]
+    pub step_chars: Option<usize>,
+}
+
+/// `feeds:`, the websocket monitor feeds `cohort serve` gives the console.
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawFeeds {
+    #[serde(default)]
+    pub per_human: Option<usize>,
+    #[serde(default)]
+    pub total: Option<usize>,
+    #[serde(default)]
+    pub frame_interval_ms: Option<u64>,
+    #[serde(default)]
+    pub send_timeout_s: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -102,6 +102,7 @@ pub struct TeamConfig {
     /// would otherwise start actors without end.
     pub max_hired_agents: usize,
     pub retention: Retention,
+    pub feeds: Feeds,
 }
 
 /// What a team that runs for months keeps in memory (`retention:` in the team file).
@@ -114,6 +115,35 @@ pub struct Retention {
     pub shared_pool_entries: usize,
     /// The longest message text accepted, in characters (default 16,384).
     pub message_chars: usize,
+    /// The longest text a step keeps (an intention, a result, a tool's arguments), in
+    /// characters; longer text is cut in the middle, the cut said (default 65,536).
+    pub step_chars: usize,
+}
+
+/// The websocket monitor feeds of `cohort serve` (`feeds:` in the team file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Feeds {
+    /// Open feeds one person may have at once (tabs, devices; default 8).
+    pub per_human: usize,
+    /// Open feeds in all (default 256).
+    pub total: usize,
+    /// The shortest time between two frames of one feed: changes that come sooner go out
+    /// together (default 2 ms; 0 sends each wake-up at once).
+    pub frame_interval: std::time::Duration,
+    /// How long a frame may wait for a client before it counts as stalled and is
+    /// disconnected (default 10 s).
+    pub send_timeout: std::time::Duration,
+}
+
+impl Default for Feeds {
+    fn default() -> Self {
+        Feeds {
+            per_human: 8,
+            total: 256,
+            frame_interval: std::time::Duration::from_millis(2),
+            send_timeout: std::time::Duration::from_secs(10),
+        }
+    }
 }
 
 impl Default for Retention {
@@ -122,6 +152,7 @@ impl Default for Retention {
             finished_tasks: 100,
             shared_pool_entries: crate::sync::SHARED_POOL_KEPT,
             message_chars: 16 * 1024,
+            step_chars: crate::state::DEFAULT_STEP_CHARS,
         }
     }
 }
@@ -285,6 +316,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
 
     let templates = load_templates(&raw, file, base, &team_llm, &mut out);
     let retention = retention(raw.retention.clone().unwrap_or_default(), file, &mut out);
+    let feeds = feeds(raw.feeds.clone().unwrap_or_default(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -326,6 +358,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         templates,
         max_hired_agents: raw.max_hired_agents.unwrap_or(DEFAULT_MAX_HIRED_AGENTS),
         retention,
+        feeds,
     })
 }
 
@@ -348,6 +381,34 @@ fn retention(r: super::raw::RawRetention, file: &Path, out: &mut Findings) -> Re
             d.shared_pool_entries,
         ),
         message_chars: pick(r.message_chars, "message_chars", d.message_chars),
+        step_chars: pick(r.step_chars, "step_chars", d.step_chars),
+    }
+}
+
+/// The feed limits; a limit of zero connections or a zero timeout is refused.
+fn feeds(r: super::raw::RawFeeds, file: &Path, out: &mut Findings) -> Feeds {
+    use std::time::Duration;
+    let d = Feeds::default();
+    let mut at_least_one = |v: Option<u64>, field: &str, default: u64| match v {
+        Some(0) => {
+            out.add(file, format!("feeds.{field}"), "must be at least 1");
+            default
+        }
+        Some(n) => n,
+        None => default,
+    };
+    Feeds {
+        per_human: at_least_one(r.per_human.map(|n| n as u64), "per_human", d.per_human as u64)
+            as usize,
+        total: at_least_one(r.total.map(|n| n as u64), "total", d.total as u64) as usize,
+        send_timeout: Duration::from_secs(at_least_one(
+            r.send_timeout_s,
+            "send_timeout_s",
+            d.send_timeout.as_secs(),
+        )),
+        frame_interval: r
+            .frame_interval_ms
+            .map_or(d.frame_interval, Duration::from_millis),
     }
 }
 
@@ -438,6 +499,46 @@ mod tests {
             "llm: {provider: openai, model: m}\nmax_hired_agents: 3\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n",
         );
         assert_eq!(load_team(&f).unwrap().max_hired_agents, 3);
+    }
+
+    #[test]
+    fn retention_and_feed_limits_are_read_and_zeros_refused() {
+        let d = tmp("limits");
+        let head = "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
+        let t = load_team(&write(&d, "default.yaml", head)).unwrap();
+        assert_eq!(t.retention, Retention::default());
+        assert_eq!(t.feeds, Feeds::default());
+        let set = format!(
+            "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\n"
+        );
+        let t = load_team(&write(&d, "set.yaml", &set)).unwrap();
+        assert_eq!((t.retention.step_chars, t.retention.message_chars), (100, 50));
+        assert_eq!(
+            t.feeds,
+            Feeds {
+                per_human: 2,
+                total: 9,
+                frame_interval: Duration::ZERO,
+                send_timeout: Duration::from_secs(3),
+            }
+        );
+        let zeros = format!(
+            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, colour: 1}}\n"
+        );
+        let problems = load_team(&write(&d, "zeros.yaml", &zeros)).unwrap_err().problems();
+        assert!(problems[0].message.contains("colour"), "{problems:?}");
+        let zeros = format!("{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0}}\n");
+        let problems = load_team(&write(&d, "zeros2.yaml", &zeros)).unwrap_err().problems();
+        let fields: Vec<_> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "retention.step_chars",
+                "feeds.per_human",
+                "feeds.total",
+                "feeds.send_timeout_s"
+            ]
+        );
     }
 
     #[test]

@@ -217,6 +217,7 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
                 None => {
                     let n = (*count).min(pool.global_messages.len());
                     pool.global_messages.drain(..n);
+                    pool.global_messages_omitted += n as u64;
                 }
             }
         }

@@ -46,6 +46,10 @@ pub struct PrivateMessage {
 pub struct ConversationPool {
     pub conversation_privates: BTreeMap<AgentId, Vec<PrivateMessage>>,
     pub global_messages: Vec<String>,
+    /// Notices dropped from the front of `global_messages` (only the newest are kept), so a
+    /// reader can number every notice ever received (the console's "new" count).
+    #[serde(default)]
+    pub global_messages_omitted: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -76,6 +80,10 @@ pub struct AgentState {
     /// agent whose plan runs dry in such a stage is given a closing reflection).
     #[serde(skip)]
     pub open_goals: BTreeSet<(TaskId, StageId)>,
+    /// The longest text a step of this agent keeps (`retention.step_chars`); longer text is
+    /// cut in the middle when the step is added or updated.
+    #[serde(skip)]
+    pub step_chars: usize,
     /// Changes made and not yet published (see `agent_changes.rs`).
     #[serde(skip)]
     pub(crate) outbox: Vec<crate::event::Change>,
@@ -114,6 +122,7 @@ impl AgentState {
             conversation_pool: None,
             token_usage: TokenUsage::default(),
             open_goals: BTreeSet::new(),
+            step_chars: super::DEFAULT_STEP_CHARS,
             outbox: Vec::new(),
         }
     }

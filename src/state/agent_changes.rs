@@ -41,8 +41,14 @@ impl AgentState {
         self.agent_id.clone()
     }
 
-    fn step_added(&mut self, step: StepState, list_at: usize, todo_at: Option<usize>) {
+    fn step_added(&mut self, mut step: StepState, list_at: usize, todo_at: Option<usize>) {
         let remember = todo_at.is_some();
+        let max = self.step_chars;
+        super::cap_str(&mut step.step_intention, max);
+        super::cap_str(&mut step.text_content, max);
+        for v in [&mut step.instruction_content, &mut step.execute_result] {
+            v.iter_mut().for_each(|v| super::cap_value(v, max));
+        }
         self.emit(Change::Step(StepChange::Added {
             agent_id: self.id(),
             step: Box::new(step),
@@ -84,8 +90,11 @@ impl AgentState {
         self.agent_step.get(&id).cloned()
     }
 
-    pub fn update_step(&mut self, id: &StepId, update: StepUpdate) {
+    pub fn update_step(&mut self, id: &StepId, mut update: StepUpdate) {
         if self.agent_step.get(id).is_some() {
+            for v in [&mut update.instruction_content, &mut update.execute_result] {
+                v.iter_mut().for_each(|v| super::cap_value(v, self.step_chars));
+            }
             self.emit(Change::Step(StepChange::Updated {
                 agent_id: self.id(),
                 step_id: id.clone(),

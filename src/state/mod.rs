@@ -12,6 +12,7 @@ mod stage;
 mod step;
 mod step_lock;
 mod task;
+mod text_cap;
 
 pub use agent::{
     AgentState, ConversationPool, HumanConfig, LlmSettings, MemoryOp, PrivateMessage,
@@ -25,3 +26,4 @@ pub use stage::StageState;
 pub use step::{PlannedStep, ReplyTo, StepState, TokenUsage};
 pub use step_lock::StepLock;
 pub use task::{ConversationEntry, SharedInfo, TaskState};
+pub use text_cap::{DEFAULT_STEP_CHARS, cap_str, cap_value};
