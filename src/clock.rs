@@ -10,11 +10,15 @@ thread_local! {
 
 /// Now, as `2025-06-13 10:30:22` (local time).
 pub fn local_timestamp() -> String {
-    let now = chrono::Local::now();
-    let second = now.timestamp();
+    // The second from the system clock alone: finding the local offset is the costly part,
+    // done only when the second changes.
+    let second = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     LAST.with(|last| {
         let mut last = last.borrow_mut();
         if last.0 != second {
+            let now = chrono::Local::now();
             *last = (second, now.format("%Y-%m-%d %H:%M:%S").to_string());
         }
         last.1.clone()
