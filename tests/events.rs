@@ -107,3 +107,83 @@ async fn the_monitor_rebuilds_each_agent_exactly_and_a_reader_of_the_changes_get
     }
     team.shutdown().await;
 }
+
+/// What the store will rely on: the states at one version, kept as a full record and read
+/// back, plus every later event read back from the JSON it was published as, give the
+/// monitor's states exactly (every kind, and the counters).
+#[actix::test]
+async fn a_record_of_the_states_and_the_events_after_it_read_back_give_the_same_states() {
+    use cohort::event::{Event, StatesRecord};
+    let workers = 6;
+    let (_dir, cfg) = bench_team("events-record", workers);
+    let vars = |_: &str| None;
+    let host = Host::new(&vars, env!("CARGO_BIN_EXE_cohort"));
+    let team = start_team(&cfg, &host).unwrap();
+    let mut events = team.monitor.subscribe();
+    // The team is idle until it is given a goal: nothing moves between these two reads.
+    let v0 = team.monitor.version();
+    let record0 = team
+        .monitor
+        .read(|s| serde_json::to_string(&StatesRecord::of(s)).unwrap());
+    assert_eq!(team.monitor.version(), v0);
+    team.submit_goal(None, "think").await.unwrap();
+    let mut done = false;
+    for _ in 0..1_000 {
+        done = team.monitor.read(|s| {
+            s.tasks
+                .values()
+                .any(|t| t.task_id != team.base_task && t.execution_state.is_over())
+                && s.counters().steps_running == 0
+                && s.counters().agents_working == 0
+        });
+        if done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(done, "the task ended");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let mut reader = serde_json::from_str::<StatesRecord>(&record0)
+        .unwrap()
+        .into_states();
+    let mut applied = 0;
+    while let Ok(p) = events.try_recv() {
+        if p.event.version <= v0 {
+            continue;
+        }
+        let back: Event = serde_json::from_slice(p.json()).unwrap();
+        assert_eq!(back, p.event, "an event reads back as it was published");
+        reader.apply(&back.change);
+        applied += 1;
+    }
+    assert!(applied > 50, "the run made changes ({applied})");
+    let (all, counters) = team.monitor.read(|s| (s.all_json(), s.counters()));
+    assert_eq!(reader.all_json(), all);
+    assert_eq!(reader.counters(), counters);
+
+    // And the final states, recorded and read back, are the states.
+    let json = team
+        .monitor
+        .read(|s| serde_json::to_string(&StatesRecord::of(s)).unwrap());
+    let back = serde_json::from_str::<StatesRecord>(&json)
+        .unwrap()
+        .into_states();
+    assert_eq!(back.all_json(), all);
+    assert_eq!(back.counters(), counters);
+    assert_eq!(
+        back.tasks_in_order()
+            .iter()
+            .map(|t| &t.task_id)
+            .collect::<Vec<_>>(),
+        team.monitor
+            .read(|s| s
+                .tasks_in_order()
+                .iter()
+                .map(|t| t.task_id.clone())
+                .collect::<Vec<_>>())
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    team.shutdown().await;
+}

@@ -351,7 +351,11 @@ async fn the_servers_end_of_a_feed_sends_small_frames_without_delay() {
     for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
         let is_socket = std::fs::read_link(entry.path())
             .is_ok_and(|l| l.to_string_lossy().starts_with("socket:"));
-        let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         if !is_socket {

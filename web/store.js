@@ -122,7 +122,7 @@ export class Store {
       case 'stage/added': {
         const s = ev.stage;
         const t = touch('task', s.task_id);
-        if (t) t.stage_list.splice(Math.min(ev.at, t.stage_list.length), 0, s.stage_id);
+        if (t) t.stage_list.splice(Math.min(ev.list_at, t.stage_list.length), 0, s.stage_id);
         this.put('stage', s.stage_id, s, v);
         touch('stage', s.stage_id);
         break;

@@ -289,7 +289,10 @@ mod tests {
         let p = h.conversation_pool.as_ref().unwrap();
         assert_eq!(p.global_messages.len(), kept);
         assert_eq!(p.global_messages[0], "notice 3");
-        assert_eq!(p.global_messages_omitted, 3, "every notice can still be numbered");
+        assert_eq!(
+            p.global_messages_omitted, 3,
+            "every notice can still be numbered"
+        );
     }
 
     #[test]

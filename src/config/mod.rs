@@ -8,8 +8,8 @@ mod templates;
 
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
 pub use team::{
-    AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, Feeds, HumanEntry, LlmConfig, Problem, Retention,
-    TeamConfig, load_team,
+    AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, Feeds, HumanEntry, LlmConfig, Problem,
+    Retention, TeamConfig, load_team,
 };
 pub use templates::AgentTemplate;
 

@@ -398,8 +398,11 @@ fn feeds(r: super::raw::RawFeeds, file: &Path, out: &mut Findings) -> Feeds {
         None => default,
     };
     Feeds {
-        per_human: at_least_one(r.per_human.map(|n| n as u64), "per_human", d.per_human as u64)
-            as usize,
+        per_human: at_least_one(
+            r.per_human.map(|n| n as u64),
+            "per_human",
+            d.per_human as u64,
+        ) as usize,
         total: at_least_one(r.total.map(|n| n as u64), "total", d.total as u64) as usize,
         send_timeout: Duration::from_secs(at_least_one(
             r.send_timeout_s,
@@ -512,7 +515,10 @@ mod tests {
             "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\n"
         );
         let t = load_team(&write(&d, "set.yaml", &set)).unwrap();
-        assert_eq!((t.retention.step_chars, t.retention.message_chars), (100, 50));
+        assert_eq!(
+            (t.retention.step_chars, t.retention.message_chars),
+            (100, 50)
+        );
         assert_eq!(
             t.feeds,
             Feeds {
@@ -525,10 +531,16 @@ mod tests {
         let zeros = format!(
             "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, colour: 1}}\n"
         );
-        let problems = load_team(&write(&d, "zeros.yaml", &zeros)).unwrap_err().problems();
+        let problems = load_team(&write(&d, "zeros.yaml", &zeros))
+            .unwrap_err()
+            .problems();
         assert!(problems[0].message.contains("colour"), "{problems:?}");
-        let zeros = format!("{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0}}\n");
-        let problems = load_team(&write(&d, "zeros2.yaml", &zeros)).unwrap_err().problems();
+        let zeros = format!(
+            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0}}\n"
+        );
+        let problems = load_team(&write(&d, "zeros2.yaml", &zeros))
+            .unwrap_err()
+            .problems();
         let fields: Vec<_> = problems.iter().map(|p| p.field.as_str()).collect();
         assert_eq!(
             fields,

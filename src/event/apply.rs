@@ -91,7 +91,7 @@ pub fn apply_sync(
                 apply_task(task, t);
             }
         }
-        Change::Stage(StageChange::Added { stage, at }) => {
+        Change::Stage(StageChange::Added { stage, list_at: at }) => {
             if let Some(task) = tasks.get_mut(&stage.task_id) {
                 let at = (*at).min(task.stage_list.len());
                 task.stage_list.insert(at, stage.stage_id.clone());

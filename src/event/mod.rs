@@ -7,10 +7,12 @@
 //! reader would have to work out again, so applying it is simple and exact.
 //!
 //! - [`apply`]: the pure `apply` of a change to a task, a stage or an agent (with its steps).
+//! - [`record`]: the whole of a state as the store keeps it (the wire form leaves parts out).
 //! - [`states`]: `States`, a reader's copy of the whole team built from changes, with the
 //!   bookkeeping a reader needs (steps that left their agent, evicted tasks, counters).
 
 pub mod apply;
+pub mod record;
 pub mod states;
 
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
@@ -18,15 +20,16 @@ use crate::state::{
     AgentState, ConversationEntry, ExecutionState, PrivateMessage, SharedInfo, StageAgentState,
     StageState, StepExecutionState, StepState, TaskState, TokenUsage, WorkingState,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use apply::{apply_agent, apply_stage, apply_task};
+pub use record::{AgentRecord, StatesRecord};
 pub use states::{States, TaskSummaryLine};
 
 /// One change to the team's state. On the wire: `{"kind": "task"|"stage"|"agent"|"step",
 /// "op": …, …fields}`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Change {
     Task(TaskChange),
@@ -35,7 +38,7 @@ pub enum Change {
     Step(StepChange),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum TaskChange {
     Created {
@@ -77,11 +80,12 @@ pub enum TaskChange {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum StageChange {
-    /// A new stage, placed at `at` in its task's stage list.
-    Added { stage: StageState, at: usize },
+    /// A new stage, placed at `list_at` in its task's stage list (not `at`: an event's `at`
+    /// is its time).
+    Added { stage: StageState, list_at: usize },
     State {
         stage_id: StageId,
         execution_state: ExecutionState,
@@ -99,7 +103,7 @@ pub enum StageChange {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum AgentChange {
     Added {
@@ -185,7 +189,7 @@ pub enum AgentChange {
 }
 
 /// What an update sets on a step; fields left `None` keep their value.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepUpdate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution_state: Option<StepExecutionState>,
@@ -197,7 +201,7 @@ pub struct StepUpdate {
     pub token_usage: Option<TokenUsage>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum StepChange {
     /// A new step at `list_at` in the agent's step list and, when it is to run, at `todo_at`
@@ -232,7 +236,7 @@ pub enum StepChange {
 }
 
 /// The four kinds of state a change belongs to (and that clients read).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StateKind {
     Task,
@@ -329,7 +333,7 @@ impl Change {
 
 /// A change with its place in the team's history: `version` grows by one with every change of
 /// the whole team, so a reader can order changes and drop those it already has.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub version: u64,
     /// When it was published, in milliseconds since the Unix epoch.

@@ -10,12 +10,12 @@ use crate::state::{
     AgentState, ExecutionState, StageState, StepExecutionState, StepState, TaskState, TokenUsage,
     WorkingState,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// What is left in memory of a finished task after it was evicted.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskSummaryLine {
     pub task_id: TaskId,
     pub task_name: String,
@@ -203,6 +203,62 @@ impl States {
 
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// Steps that left their agent, task by task in creation order, oldest first.
+    pub fn retired_in_order(&self) -> impl Iterator<Item = &StepState> {
+        self.tasks_in_order().into_iter().flat_map(|t| {
+            self.retired_by_task
+                .get(&t.task_id)
+                .into_iter()
+                .flatten()
+                .filter_map(|id| self.retired.get(id))
+        })
+    }
+
+    /// States rebuilt from a store's record of them (tasks in creation order, retired steps
+    /// oldest first); the counters of what is there now are counted again.
+    pub fn restore(
+        tasks: Vec<TaskState>,
+        stages: Vec<StageState>,
+        agents: impl IntoIterator<Item = AgentState>,
+        retired: Vec<StepState>,
+        summaries: Vec<TaskSummaryLine>,
+        counters: Counters,
+    ) -> States {
+        let mut s = States {
+            counters: Counters {
+                steps_run: counters.steps_run,
+                ..Counters::default()
+            },
+            summaries: summaries.into(),
+            ..States::default()
+        };
+        for t in tasks {
+            s.next_created += 1;
+            s.created.insert(t.task_id.clone(), s.next_created);
+            s.tasks.insert(t.task_id.clone(), t);
+        }
+        s.stages = stages
+            .into_iter()
+            .map(|st| (st.stage_id.clone(), st))
+            .collect();
+        for a in agents {
+            for step in a.agent_step.steps() {
+                s.live.insert(step.step_id.clone(), a.agent_id.clone());
+                if step.execution_state == StepExecutionState::Running {
+                    s.counters.steps_running += 1;
+                }
+            }
+            if a.working_state == WorkingState::Working {
+                s.counters.agents_working += 1;
+            }
+            s.agents.insert(a.agent_id.clone(), a);
+        }
+        for step in retired {
+            s.retire(step);
+        }
+        s
     }
 
     /// Evicted tasks' summary lines, oldest first.

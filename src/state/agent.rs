@@ -52,7 +52,10 @@ pub struct ConversationPool {
     pub global_messages_omitted: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Serialised, this is the SPEC's wire form: steps and waits by id, no private pool, no
+/// bookkeeping. Read back, those parts come out empty (what a new agent has); the store keeps
+/// the whole of an agent as an `event::AgentRecord`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
     pub agent_id: AgentId,
     pub name: String,
@@ -64,7 +67,9 @@ pub struct AgentState {
     pub working_memory: WorkingMemory,
     /// `{"%Y%m%dT%H%M%S": markdown}`, written only through [`AgentState::apply_memory_ops`].
     pub persistent_memory: BTreeMap<String, String>,
+    #[serde(skip_deserializing)]
     pub agent_step: AgentStep,
+    #[serde(skip_deserializing)]
     pub step_lock: StepLock,
     pub skills: Vec<Skill>,
     pub tools: Vec<String>,
@@ -73,7 +78,7 @@ pub struct AgentState {
     pub template: Option<String>,
     /// A human's private chats and notices. Never published with the rest of the state (every
     /// observer sees agent states); only its owner reads it, via `/api/human/{id}/conversations`.
-    #[serde(skip_serializing)]
+    #[serde(skip)]
     pub conversation_pool: Option<ConversationPool>,
     pub token_usage: TokenUsage,
     /// Stages this agent was started in and owes a summary for (internal bookkeeping: an
@@ -82,7 +87,7 @@ pub struct AgentState {
     pub open_goals: BTreeSet<(TaskId, StageId)>,
     /// The longest text a step of this agent keeps (`retention.step_chars`); longer text is
     /// cut in the middle when the step is added or updated.
-    #[serde(skip)]
+    #[serde(skip, default = "super::default_step_chars")]
     pub step_chars: usize,
     /// Changes made and not yet published (see `agent_changes.rs`).
     #[serde(skip)]

@@ -93,7 +93,8 @@ impl AgentState {
     pub fn update_step(&mut self, id: &StepId, mut update: StepUpdate) {
         if self.agent_step.get(id).is_some() {
             for v in [&mut update.instruction_content, &mut update.execute_result] {
-                v.iter_mut().for_each(|v| super::cap_value(v, self.step_chars));
+                v.iter_mut()
+                    .for_each(|v| super::cap_value(v, self.step_chars));
             }
             self.emit(Change::Step(StepChange::Updated {
                 agent_id: self.id(),

@@ -30,6 +30,23 @@ pub(crate) struct DropPlan {
 }
 
 impl AgentStep {
+    /// An agent's steps as the store keeps them: the list, the queue, and the ids cut loose.
+    pub fn from_parts(
+        step_list: Vec<StepState>,
+        todo: VecDeque<StepId>,
+        cut_loose: Vec<StepId>,
+    ) -> Self {
+        AgentStep {
+            step_list,
+            todo,
+            cut_loose,
+        }
+    }
+
+    pub fn parts(&self) -> (&[StepState], &VecDeque<StepId>, &[StepId]) {
+        (&self.step_list, &self.todo, &self.cut_loose)
+    }
+
     pub fn steps(&self) -> &[StepState] {
         &self.step_list
     }

@@ -454,6 +454,11 @@ fn run_sequence(seed: u64) -> Result<(), String> {
         let result = apply(&mut agent, &mut model, &op)
             .and_then(|()| check(&agent, &model))
             .and_then(|()| same_as_reader(&mut agent, &mut reader))
+            // The full record costs a copy of the agent: every few operations is enough.
+            .and_then(|()| match n % 8 {
+                7 => same_record(&agent),
+                _ => Ok(()),
+            })
             .and_then(|()| match op.finished() {
                 Some(finished) => check_finish(&agent, finished),
                 None => Ok(()),
@@ -468,16 +473,35 @@ fn run_sequence(seed: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Applies the agent's new changes to the reader's copy, as the monitor does; the copy must be
-/// the agent (the changes say everything, and say it exactly).
+/// Applies the agent's new changes to the reader's copy, as the monitor does, each read back
+/// from its JSON as the store replays it; the copy must be the agent (the changes say
+/// everything, and say it exactly).
 fn same_as_reader(agent: &mut AgentState, reader: &mut AgentState) -> Result<(), String> {
     for c in agent.take_changes() {
-        crate::event::apply_agent(reader, &c);
+        let json = serde_json::to_string(&c).map_err(|e| e.to_string())?;
+        let stored: crate::event::Change =
+            serde_json::from_str(&json).map_err(|e| format!("{e}: {json}"))?;
+        if stored != c {
+            return Err(format!("a change reads back different:\n{c:?}\n{stored:?}"));
+        }
+        crate::event::apply_agent(reader, &stored);
     }
     if agent != reader {
         return Err(format!(
             "a reader rebuilt from the changes differs from the agent:\nagent:  {agent:?}\nreader: {reader:?}"
         ));
+    }
+    Ok(())
+}
+
+/// The agent's full record (what the store keeps) reads back as the agent.
+fn same_record(agent: &AgentState) -> Result<(), String> {
+    let record = crate::event::AgentRecord::of(agent);
+    let json = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+    let back: crate::event::AgentRecord =
+        serde_json::from_str(&json).map_err(|e| format!("{e}: {json}"))?;
+    if back.into_state() != *agent {
+        return Err(format!("the agent's record reads back different: {json}"));
     }
     Ok(())
 }

@@ -18,6 +18,20 @@ pub struct StepLock {
 }
 
 impl StepLock {
+    /// A lock as the store keeps it: each wait id with the task and stage it was taken in.
+    pub fn from_parts(waits: impl IntoIterator<Item = (WaitId, TaskId, StageRef)>) -> Self {
+        StepLock {
+            waits: waits
+                .into_iter()
+                .map(|(id, task, stage)| Wait { id, task, stage })
+                .collect(),
+        }
+    }
+
+    pub fn parts(&self) -> impl Iterator<Item = (&WaitId, &TaskId, &StageRef)> {
+        self.waits.iter().map(|w| (&w.id, &w.task, &w.stage))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.waits.is_empty()
     }

@@ -8,6 +8,10 @@ use serde_json::Value;
 /// `retention.step_chars` when the team file does not set it.
 pub const DEFAULT_STEP_CHARS: usize = 64 * 1024;
 
+pub(crate) fn default_step_chars() -> usize {
+    DEFAULT_STEP_CHARS
+}
+
 /// Cuts the middle out of `s` if it has more than `max` characters, keeping its start and
 /// end; says how much was cut. Returns whether it cut.
 pub fn cap_str(s: &mut String, max: usize) -> bool {
@@ -19,7 +23,10 @@ pub fn cap_str(s: &mut String, max: usize) -> bool {
     let head = max / 2;
     let tail = max - head;
     let start_end = s.char_indices().nth(head).map_or(s.len(), |(i, _)| i);
-    let end_start = s.char_indices().nth(chars - tail).map_or(s.len(), |(i, _)| i);
+    let end_start = s
+        .char_indices()
+        .nth(chars - tail)
+        .map_or(s.len(), |(i, _)| i);
     let mut out = String::with_capacity(max * 4 + 96);
     out.push_str(&s[..start_end]);
     out.push_str(&format!(
@@ -67,11 +74,17 @@ mod tests {
 
     #[test]
     fn every_string_in_a_value_is_capped() {
-        let mut v = json!({"result": ["x".repeat(50), {"deep": "y".repeat(50)}], "n": 7, "ok": "short"});
+        let mut v =
+            json!({"result": ["x".repeat(50), {"deep": "y".repeat(50)}], "n": 7, "ok": "short"});
         cap_value(&mut v, 10);
         let deep = v["result"][1]["deep"].as_str().unwrap();
         assert!(deep.starts_with("yyyyy") && deep.contains("40 characters cut"));
-        assert!(v["result"][0].as_str().unwrap().contains("40 characters cut"));
+        assert!(
+            v["result"][0]
+                .as_str()
+                .unwrap()
+                .contains("40 characters cut")
+        );
         assert_eq!(v["n"], 7);
         assert_eq!(v["ok"], "short");
     }
@@ -106,8 +119,12 @@ mod tests {
         for text in [
             kept.step_intention.as_str(),
             kept.text_content.as_str(),
-            kept.instruction_content.as_ref().unwrap()["path"].as_str().unwrap(),
-            kept.execute_result.as_ref().unwrap()["text"].as_str().unwrap(),
+            kept.instruction_content.as_ref().unwrap()["path"]
+                .as_str()
+                .unwrap(),
+            kept.execute_result.as_ref().unwrap()["text"]
+                .as_str()
+                .unwrap(),
         ] {
             assert!(text.contains("20 characters cut"), "{text}");
         }

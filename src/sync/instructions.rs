@@ -153,7 +153,10 @@ impl SyncCore {
                         },
                     ));
                     let at = self.tasks[&task_id].stage_list.len();
-                    self.emit(applied, Change::Stage(StageChange::Added { stage, at }));
+                    self.emit(
+                        applied,
+                        Change::Stage(StageChange::Added { stage, list_at: at }),
+                    );
                 }
                 if !self.has_running_stage(&task_id) {
                     self.start_next_stage(&task_id, applied);
@@ -223,7 +226,10 @@ impl SyncCore {
                     .map_or(list.len(), |i| i + 1);
                 self.emit(
                     applied,
-                    Change::Stage(StageChange::Added { stage: new, at }),
+                    Change::Stage(StageChange::Added {
+                        stage: new,
+                        list_at: at,
+                    }),
                 );
                 applied
                     .messages

@@ -112,7 +112,7 @@ try {
         s.apply({ version: 9, kind: 'task', op: 'state', task_id: 't', execution_state: 'failed' }).length, // covered by the snapshot
         s.apply({ version: 11, kind: 'task', op: 'state', task_id: 't', execution_state: 'running' }).length,
         s.apply({ version: 11, kind: 'task', op: 'state', task_id: 't', execution_state: 'failed' }).length, // a repeat
-        s.apply({ version: 12, kind: 'stage', op: 'added', at: 0, stage: { stage_id: 's1', task_id: 't', every_agent_state: {}, completion_summary: {} } }).length,
+        s.apply({ version: 12, kind: 'stage', op: 'added', at: 1700000000000, list_at: 0, stage: { stage_id: 's1', task_id: 't', every_agent_state: {}, completion_summary: {} } }).length,
         s.apply({ version: 13, kind: 'task', op: 'joined', task_id: 't', agents: ['a', 'm'] }).length,
         s.apply({ version: 14, kind: 'step', op: 'added', agent_id: 'a', step, list_at: 0, todo_at: 0, remember: true }).length,
         s.apply({ version: 15, kind: 'step', op: 'started', agent_id: 'a', step_id: 'x' }).length,
