@@ -19,6 +19,7 @@
 //! - [`actors`]: thin actix shells: agents (on one arbiter per core), SyncState, the
 //!   Dispatcher, the Supervisor, and the System that wires a team.
 //! - [`monitor`]: the reader everything reads through: versions, states, broadcast, snapshots.
+//! - [`store`]: durability: the event log and snapshots on SQLite or Postgres (sqlx).
 //! - [`llm`]: the `ChatModel` trait, the openai and scripted providers, the in-flight cap.
 //! - [`mcp`]: the one shared MCP client; [`bundled`]: the MCP servers shipped in the binary.
 //! - [`api`]: the axum router: human REST API, paged states, the websocket feed.
@@ -49,4 +50,5 @@ pub mod run;
 pub mod serve;
 pub mod skills;
 pub mod state;
+pub mod store;
 pub mod sync;

@@ -1,0 +1,95 @@
+//! Durability: the state event stream written to a store, and read back after a restart.
+//!
+//! The store is an append-only log of [`Event`]s plus periodic snapshots of the whole
+//! [`States`](crate::event::States) (as a [`StatesRecord`]), so recovery reads the newest
+//! snapshot and only the events after it. [`Store`] is the one small trait the runtime uses;
+//! [`SqlStore`] implements it for SQLite (embedded, the default: a file, nothing to install)
+//! and Postgres (shared, backed up), with one query layer (sqlx's `Any` driver) and the
+//! migrations in `migrations/`.
+//!
+//! - [`sql`]: `SqlStore`, opening, locking and migrating a database, and its queries.
+
+pub mod sql;
+
+use crate::event::{Event, StatesRecord};
+use crate::ids::TaskId;
+use futures::future::BoxFuture;
+use std::path::PathBuf;
+
+pub use sql::{SCHEMA_VERSION, SqlStore};
+
+/// An event with the task it belongs to (for exporting one task), as the store keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredEvent {
+    pub event: Event,
+    pub task_id: Option<TaskId>,
+}
+
+/// The newest snapshot and how many events follow it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    pub version: u64,
+    pub states: StatesRecord,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the data at {url}: {source}")]
+    Open {
+        url: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error(
+        "the data at {url} is in use by another cohort process (lock file {lock}); stop it first"
+    )]
+    Locked { url: String, lock: PathBuf },
+    #[error(
+        "the data at {url} has schema version {found}, newer than this cohort knows ({supported}); \
+         upgrade cohort to use it"
+    )]
+    SchemaNewer {
+        url: String,
+        found: i64,
+        supported: i64,
+    },
+    #[error("the data at {url} is not a cohort store or is damaged: {why}")]
+    Corrupt { url: String, why: String },
+    #[error("the store failed: {0}")]
+    Query(#[from] sqlx::Error),
+    #[error("event {version} in the store cannot be read: {why}")]
+    BadEvent { version: i64, why: String },
+    #[error("the snapshot at version {version} cannot be read: {why}")]
+    BadSnapshot { version: i64, why: String },
+    #[error("events must be appended in version order: {version} after {last}")]
+    OutOfOrder { version: u64, last: u64 },
+}
+
+/// Where the runtime keeps its state events. Every method is one transaction.
+pub trait Store: Send + Sync {
+    /// Appends events, in version order and after every event already stored, all or none.
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Keeps a snapshot of the states at `version` (every event up to it applied).
+    fn put_snapshot<'a>(
+        &'a self,
+        version: u64,
+        states: &'a StatesRecord,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// The newest snapshot, if any.
+    fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>>;
+    /// Up to `limit` events after `version`, in order.
+    fn events_after(
+        &self,
+        version: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Event>, StoreError>>;
+    /// Up to `limit` events of one task after `version`, in order.
+    fn task_events<'a>(
+        &'a self,
+        task: &'a TaskId,
+        version: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>>;
+    /// The version of the last event stored (0 when there is none).
+    fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
+}

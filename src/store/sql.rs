@@ -1,0 +1,425 @@
+//! `SqlStore`: the store on SQLite or Postgres through sqlx's `Any` driver, so one set of
+//! queries (portable SQL, `$n` parameters) serves both. Opening a store takes its lock (a lock
+//! file beside a SQLite database, an advisory lock on Postgres), so two processes never write
+//! the same team; checks the schema version; and runs the migrations it lacks.
+
+use super::{Snapshot, Store, StoreError, StoredEvent};
+use crate::event::{Event, StatesRecord};
+use crate::ids::TaskId;
+use futures::future::BoxFuture;
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection, Executor, Row};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The schema this binary reads and writes; a store with a newer one is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The migrations, in order: migration `i` brings the schema to version `i + 1`.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_events.sql")];
+
+/// Events per INSERT: few round trips, well under both databases' parameter limits.
+const ROWS_PER_INSERT: usize = 500;
+
+/// Which advisory lock a Postgres store takes (any fixed number; "cohort" in ASCII).
+const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
+
+pub struct SqlStore {
+    pool: AnyPool,
+    /// The URL without its password, for messages.
+    url: String,
+    /// The last version stored, to refuse events out of order before touching the database.
+    last: AtomicU64,
+    /// Held while the store is open: the lock file of a SQLite store, the connection holding a
+    /// Postgres store's advisory lock.
+    _lock: Lock,
+}
+
+enum Lock {
+    File(#[allow(dead_code)] File),
+    Postgres(#[allow(dead_code)] tokio::sync::Mutex<AnyConnection>),
+}
+
+impl SqlStore {
+    /// Opens (creating if need be) the SQLite database at `path`, WAL mode.
+    pub async fn open_sqlite(path: &Path) -> Result<SqlStore, StoreError> {
+        let url = format!("sqlite://{}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                url: url.clone(),
+                source: sqlx::Error::Io(e),
+            })?;
+        }
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::Open {
+                url: url.clone(),
+                source: sqlx::Error::Io(e),
+            })?;
+        if lock.try_lock().is_err() {
+            return Err(StoreError::Locked {
+                url,
+                lock: lock_path,
+            });
+        }
+        sqlx::any::install_default_drivers();
+        let conn_url = format!("{url}?mode=rwc");
+        // One connection first, so a file that is not a database fails at once and clearly
+        // (a pool would retry it until its timeout).
+        let mut probe =
+            AnyConnection::connect(&conn_url)
+                .await
+                .map_err(|source| StoreError::Open {
+                    url: url.clone(),
+                    source,
+                })?;
+        let probed = sqlx::raw_sql("SELECT count(*) FROM sqlite_master")
+            .execute(&mut probe)
+            .await;
+        let _ = probe.close().await;
+        if let Err(e) = probed {
+            return Err(StoreError::Corrupt {
+                url,
+                why: e.to_string(),
+            });
+        }
+        let pool = AnyPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    // WAL: readers never wait for the writer. FULL: a commit is on disk when it
+                    // returns (group commit makes that cheap).
+                    conn.execute(
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+                         PRAGMA busy_timeout = 5000;",
+                    )
+                    .await?;
+                    Ok(())
+                })
+            })
+            .connect(&conn_url)
+            .await
+            .map_err(|source| StoreError::Open {
+                url: url.clone(),
+                source,
+            })?;
+        Self::ready(pool, url, Lock::File(lock)).await
+    }
+
+    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
+    pub async fn open_postgres(url: &str) -> Result<SqlStore, StoreError> {
+        let shown = without_password(url);
+        sqlx::any::install_default_drivers();
+        let open = |source| StoreError::Open {
+            url: shown.clone(),
+            source,
+        };
+        let mut locker = AnyConnection::connect(url).await.map_err(open)?;
+        let got: bool = sqlx::query("SELECT pg_try_advisory_lock($1)")
+            .bind(PG_LOCK_KEY)
+            .fetch_one(&mut locker)
+            .await
+            .and_then(|r| r.try_get(0))
+            .map_err(open)?;
+        if !got {
+            return Err(StoreError::Locked {
+                url: shown,
+                lock: PathBuf::from(format!("pg_advisory_lock({PG_LOCK_KEY})")),
+            });
+        }
+        let pool = AnyPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .connect(url)
+            .await
+            .map_err(open)?;
+        Self::ready(pool, shown, Lock::Postgres(tokio::sync::Mutex::new(locker))).await
+    }
+
+    /// Opens `spec`: a `postgres://` URL, or else a SQLite file path.
+    pub async fn open(spec: &str) -> Result<SqlStore, StoreError> {
+        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+            Self::open_postgres(spec).await
+        } else {
+            Self::open_sqlite(Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec))).await
+        }
+    }
+
+    /// Where the data lives, as shown to people (no password).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    async fn ready(pool: AnyPool, url: String, lock: Lock) -> Result<SqlStore, StoreError> {
+        migrate(&pool, &url).await?;
+        let store = SqlStore {
+            pool,
+            url,
+            last: AtomicU64::new(0),
+            _lock: lock,
+        };
+        let last = store.query_last_version().await?;
+        store.last.store(last, Ordering::SeqCst);
+        Ok(store)
+    }
+
+    async fn query_last_version(&self) -> Result<u64, StoreError> {
+        let v: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) FROM events")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        Ok(v as u64)
+    }
+
+    async fn insert(&self, events: &[StoredEvent]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let last = self.last.load(Ordering::SeqCst);
+        let mut prev = last;
+        for e in events {
+            if e.event.version <= prev {
+                return Err(StoreError::OutOfOrder {
+                    version: e.event.version,
+                    last: prev,
+                });
+            }
+            prev = e.event.version;
+        }
+        let mut tx = self.pool.begin().await?;
+        for chunk in events.chunks(ROWS_PER_INSERT) {
+            let mut sql = String::from("INSERT INTO events (version, at, task_id, body) VALUES ");
+            for i in 0..chunk.len() {
+                let p = i * 4;
+                if i > 0 {
+                    sql.push(',');
+                }
+                sql.push_str(&format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4));
+            }
+            // Only placeholders are put together here; the data goes in as parameters.
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for e in chunk {
+                let body = serde_json::to_string(&e.event).map_err(|err| StoreError::BadEvent {
+                    version: e.event.version as i64,
+                    why: err.to_string(),
+                })?;
+                q = q
+                    .bind(e.event.version as i64)
+                    .bind(e.event.at)
+                    .bind(e.task_id.as_ref().map(|t| t.as_str().to_owned()))
+                    .bind(body);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        self.last.store(prev, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn snapshot_put(&self, version: u64, states: &StatesRecord) -> Result<(), StoreError> {
+        let body = serde_json::to_string(states).map_err(|e| StoreError::BadSnapshot {
+            version: version as i64,
+            why: e.to_string(),
+        })?;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO snapshots (version, at, body) VALUES ($1, $2, $3) \
+             ON CONFLICT (version) DO UPDATE SET body = excluded.body, at = excluded.at",
+        )
+        .bind(version as i64)
+        .bind(chrono::Utc::now().timestamp_millis())
+        .bind(body)
+        .execute(&mut *tx)
+        .await?;
+        // The newest two are kept: one to recover from, one in case it cannot be read.
+        sqlx::query(
+            "DELETE FROM snapshots WHERE version < (SELECT MIN(version) FROM \
+             (SELECT version FROM snapshots ORDER BY version DESC LIMIT 2) AS newest)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn snapshot_latest(&self) -> Result<Option<Snapshot>, StoreError> {
+        let Some(row) =
+            sqlx::query("SELECT version, body FROM snapshots ORDER BY version DESC LIMIT 1")
+                .fetch_optional(&self.pool)
+                .await?
+        else {
+            return Ok(None);
+        };
+        let version: i64 = row.try_get(0)?;
+        let body: String = row.try_get(1)?;
+        let states = serde_json::from_str(&body).map_err(|e| StoreError::BadSnapshot {
+            version,
+            why: e.to_string(),
+        })?;
+        Ok(Some(Snapshot {
+            version: version as u64,
+            states,
+        }))
+    }
+
+    async fn select_events(
+        &self,
+        task: Option<&TaskId>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows =
+            match task {
+                None => sqlx::query(
+                    "SELECT version, body FROM events WHERE version > $1 ORDER BY version LIMIT $2",
+                )
+                .bind(after as i64)
+                .bind(limit as i64)
+                .fetch_all(&self.pool)
+                .await?,
+                Some(t) => {
+                    sqlx::query(
+                        "SELECT version, body FROM events WHERE task_id = $1 AND version > $2 \
+                     ORDER BY version LIMIT $3",
+                    )
+                    .bind(t.as_str().to_owned())
+                    .bind(after as i64)
+                    .bind(limit as i64)
+                    .fetch_all(&self.pool)
+                    .await?
+                }
+            };
+        rows.iter()
+            .map(|row| {
+                let version: i64 = row.try_get(0)?;
+                let body: String = row.try_get(1)?;
+                serde_json::from_str(&body).map_err(|e| StoreError::BadEvent {
+                    version,
+                    why: e.to_string(),
+                })
+            })
+            .collect()
+    }
+}
+
+impl Store for SqlStore {
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.insert(events))
+    }
+
+    fn put_snapshot<'a>(
+        &'a self,
+        version: u64,
+        states: &'a StatesRecord,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.snapshot_put(version, states))
+    }
+
+    fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
+        Box::pin(self.snapshot_latest())
+    }
+
+    fn events_after(
+        &self,
+        version: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Event>, StoreError>> {
+        Box::pin(self.select_events(None, version, limit))
+    }
+
+    fn task_events<'a>(
+        &'a self,
+        task: &'a TaskId,
+        version: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
+        Box::pin(self.select_events(Some(task), version, limit))
+    }
+
+    fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move { Ok(self.last.load(Ordering::SeqCst)) })
+    }
+}
+
+/// Brings the schema up to [`SCHEMA_VERSION`], refusing a store whose schema is newer.
+async fn migrate(pool: &AnyPool, url: &str) -> Result<(), StoreError> {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt {
+        url: url.to_owned(),
+        why: e.to_string(),
+    };
+    sqlx::raw_sql(
+        "CREATE TABLE IF NOT EXISTS cohort_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    )
+    .execute(pool)
+    .await
+    .map_err(corrupt)?;
+    let found: i64 = match sqlx::query("SELECT value FROM cohort_meta WHERE key = 'schema_version'")
+        .fetch_optional(pool)
+        .await
+        .map_err(corrupt)?
+    {
+        None => 0,
+        Some(row) => {
+            let v: String = row.try_get(0).map_err(corrupt)?;
+            v.trim().parse().map_err(|_| StoreError::Corrupt {
+                url: url.to_owned(),
+                why: format!("its schema version is `{v}`"),
+            })?
+        }
+    };
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaNewer {
+            url: url.to_owned(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+        let mut tx = pool.begin().await?;
+        sqlx::raw_sql(*sql).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO cohort_meta (key, value) VALUES ('schema_version', $1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind((i as i64 + 1).to_string())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((creds, host)) if creds.contains(':') => {
+            let user = creds.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            super::without_password("postgres://me:secret@db:5432/team"),
+            "postgres://me:***@db:5432/team"
+        );
+        assert_eq!(
+            super::without_password("postgres://db/team"),
+            "postgres://db/team"
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! The store, one suite run against both backends: SQLite in a file and a real Postgres
+//! cluster started for the test. Appending in order (all or none), reading back by version and
+//! by task, snapshots, reopening, the lock against a second writer, a schema newer than the
+//! binary, and a damaged file.
+
+#[path = "support/postgres.rs"]
+mod postgres;
+
+use cohort::event::{Change, Event, StatesRecord, TaskChange};
+use cohort::ids::TaskId;
+use cohort::state::{TaskState, TokenUsage};
+use cohort::store::{SqlStore, Store, StoreError, StoredEvent};
+use std::future::Future;
+
+fn task_created(version: u64, task: &str) -> StoredEvent {
+    let t = TaskState::new(task.into(), format!("task {task}"), "i".into(), "m".into());
+    StoredEvent {
+        event: Event {
+            version,
+            at: 1_700_000_000_000 + version as i64,
+            change: Change::Task(TaskChange::Created { task: t }),
+        },
+        task_id: Some(task.into()),
+    }
+}
+
+fn tokens(version: u64, task: &str) -> StoredEvent {
+    StoredEvent {
+        event: Event {
+            version,
+            at: 1_700_000_000_000 + version as i64,
+            change: Change::Task(TaskChange::Tokens {
+                task_id: task.into(),
+                usage: TokenUsage {
+                    prompt_tokens: version,
+                    completion_tokens: 1,
+                },
+            }),
+        },
+        task_id: Some(task.into()),
+    }
+}
+
+fn versions(events: &[Event]) -> Vec<u64> {
+    events.iter().map(|e| e.version).collect()
+}
+
+/// Everything a store must do, against a fresh, empty store that `reopen` opens again.
+async fn suite<F, Fut>(reopen: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<SqlStore, StoreError>>,
+{
+    let store = reopen().await.unwrap();
+    assert_eq!(store.last_version().await.unwrap(), 0);
+    assert!(store.latest_snapshot().await.unwrap().is_none());
+    assert!(store.events_after(0, 100).await.unwrap().is_empty());
+
+    // One batch, two tasks; read back whole, in pages, and by task.
+    let batch = vec![
+        task_created(1, "a"),
+        task_created(2, "b"),
+        tokens(3, "a"),
+        tokens(4, "b"),
+    ];
+    store.append(&batch).await.unwrap();
+    assert_eq!(store.last_version().await.unwrap(), 4);
+    let all = store.events_after(0, 100).await.unwrap();
+    assert_eq!(
+        all,
+        batch.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
+        "events read back as they were written"
+    );
+    assert_eq!(versions(&store.events_after(1, 2).await.unwrap()), [2, 3]);
+    let a: TaskId = "a".into();
+    assert_eq!(
+        versions(&store.task_events(&a, 0, 100).await.unwrap()),
+        [1, 3]
+    );
+    assert_eq!(versions(&store.task_events(&a, 1, 100).await.unwrap()), [3]);
+
+    // Out of order: refused, and nothing of that batch is written.
+    let err = store
+        .append(&[tokens(5, "a"), tokens(5, "a")])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::OutOfOrder {
+                version: 5,
+                last: 5
+            }
+        ),
+        "{err}"
+    );
+    let err = store.append(&[tokens(2, "a")]).await.unwrap_err();
+    assert!(matches!(err, StoreError::OutOfOrder { .. }), "{err}");
+    assert_eq!(store.last_version().await.unwrap(), 4);
+
+    // A batch larger than one INSERT holds.
+    let big: Vec<StoredEvent> = (5..=1_204).map(|v| tokens(v, "b")).collect();
+    store.append(&big).await.unwrap();
+    assert_eq!(store.events_after(4, 5_000).await.unwrap().len(), 1_200);
+
+    // Snapshots: the newest is read back whole.
+    let mut states = cohort::event::States::default();
+    for e in &batch {
+        states.apply(&e.event.change);
+    }
+    let record = StatesRecord::of(&states);
+    store.put_snapshot(2, &record).await.unwrap();
+    store.put_snapshot(4, &record).await.unwrap();
+    store.put_snapshot(3, &record).await.unwrap();
+    let snap = store.latest_snapshot().await.unwrap().unwrap();
+    assert_eq!(snap.version, 4);
+    assert_eq!(snap.states, record);
+    assert_eq!(snap.states.tasks.len(), 2);
+
+    // A second writer is refused while the store is open.
+    let err = reopen().await.err().expect("a second open is refused");
+    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+    assert!(
+        err.to_string().contains("in use by another cohort process"),
+        "{err}"
+    );
+
+    // Closed and opened again: everything is there, and appending carries on.
+    drop(store);
+    let store = reopen().await.unwrap();
+    assert_eq!(store.last_version().await.unwrap(), 1_204);
+    assert_eq!(store.latest_snapshot().await.unwrap().unwrap().version, 4);
+    store.append(&[tokens(1_205, "a")]).await.unwrap();
+    assert_eq!(
+        versions(&store.task_events(&a, 3, 100).await.unwrap()),
+        [1_205]
+    );
+    drop(store);
+}
+
+/// Sets the stored schema version, as a newer cohort would have left it.
+async fn set_schema_version(url: &str, v: i64) {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let mut c = sqlx::AnyConnection::connect(url).await.unwrap();
+    sqlx::query("UPDATE cohort_meta SET value = $1 WHERE key = 'schema_version'")
+        .bind(v.to_string())
+        .execute(&mut c)
+        .await
+        .unwrap();
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("cohort-store-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[tokio::test]
+async fn sqlite_store() {
+    let dir = scratch("sqlite");
+    let file = dir.join("data/team.db");
+    suite(|| SqlStore::open_sqlite(&file)).await;
+
+    // WAL mode, as promised.
+    assert!(dir.join("data/team.db-wal").exists() || dir.join("data/team.db").exists());
+
+    // A schema newer than this binary: a clear error, and the file is left alone.
+    set_schema_version(&format!("sqlite://{}", file.display()), 99).await;
+    let err = SqlStore::open_sqlite(&file).await.err().unwrap();
+    assert!(
+        matches!(err, StoreError::SchemaNewer { found: 99, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("newer than this cohort knows"),
+        "{err}"
+    );
+
+    // A file that is not a database: a clear error, never a fresh start over it.
+    let junk = dir.join("junk.db");
+    std::fs::write(
+        &junk,
+        "this is not a database, it is a shopping list\n".repeat(200),
+    )
+    .unwrap();
+    let before = std::fs::read(&junk).unwrap();
+    let err = SqlStore::open_sqlite(&junk).await.err().unwrap();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("junk.db"), "{err}");
+    assert_eq!(
+        std::fs::read(&junk).unwrap(),
+        before,
+        "the file is untouched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn postgres_store() {
+    let pg = postgres::Cluster::start("store");
+    let url = pg.url();
+    suite(|| SqlStore::open_postgres(&url)).await;
+    set_schema_version(&url, 99).await;
+    let err = SqlStore::open_postgres(&url).await.err().unwrap();
+    assert!(
+        matches!(err, StoreError::SchemaNewer { found: 99, .. }),
+        "{err}"
+    );
+}
