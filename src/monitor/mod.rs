@@ -4,10 +4,18 @@
 //! `--json` and snapshots) and broadcasts it to live subscribers (websocket feeds, `cohort
 //! run`). An event is serialised at most once, however many clients read it, and a snapshot is
 //! built at most once per version and shared.
+//!
+//! With a store ([`Monitor::with_store`]) the monitor writes ahead: changes reach the states
+//! and subscribers only once the [`journal`] has committed them, and effects queued with them
+//! ([`Monitor::publish_then`]) run after that.
+
+pub mod journal;
 
 pub use crate::event::StateKind;
 use crate::event::{Change, Event, States};
+use crate::store::Store;
 use bytes::Bytes;
+use journal::{Effect, Entry, Journal};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -40,9 +48,23 @@ pub struct Monitor {
 struct Inner {
     shared: Mutex<Shared>,
     tx: broadcast::Sender<Arc<Published>>,
+    /// Set when the monitor writes ahead to a store.
+    journal: OnceLock<Journal>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        // A panic while applying leaves the states as they were between two changes.
+        self.shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 struct Shared {
+    /// The newest version given to a change (ahead of `version` while the journal commits).
+    assigned: u64,
+    /// The newest version applied to the states and sent to subscribers.
     version: u64,
     states: States,
     /// The last snapshot built, as `{"version", "states"}` JSON, with its version.
@@ -52,35 +74,86 @@ struct Shared {
 impl Monitor {
     /// `buffer` bounds how many events a slow subscriber may fall behind before it lags.
     pub fn new(buffer: usize) -> Self {
+        Self::starting_at(buffer, States::default(), 0)
+    }
+
+    fn starting_at(buffer: usize, states: States, version: u64) -> Self {
         let (tx, _) = broadcast::channel(buffer.max(16));
         Monitor {
             inner: Arc::new(Inner {
                 shared: Mutex::new(Shared {
-                    version: 0,
-                    states: States::default(),
+                    assigned: version,
+                    version,
+                    states,
                     snapshot: None,
                 }),
                 tx,
+                journal: OnceLock::new(),
             }),
         }
     }
 
+    /// A monitor that writes every change to `store` before anyone sees it, starting from
+    /// `states` at `version` (what the store holds: empty and 0 for a new store).
+    pub fn with_store(buffer: usize, store: Arc<dyn Store>, states: States, version: u64) -> Self {
+        let m = Self::starting_at(buffer, states, version);
+        let journal = Journal::start(Arc::downgrade(&m.inner), store, version);
+        let _ = m.inner.journal.set(journal);
+        m
+    }
+
+    /// Waits until every change up to `version` is stored (at once without a store); false if
+    /// the journal stopped first. Callers bound the wait with their own deadline.
+    pub async fn durable(&self, version: u64) -> bool {
+        let Some(j) = self.inner.journal.get() else {
+            return true;
+        };
+        let mut rx = j.durable();
+        rx.wait_for(|v| *v >= version).await.is_ok()
+    }
+
+    /// Commits what is queued, takes a last snapshot and stops writing (with a store; nothing
+    /// to do without one). Changes published afterwards are not stored.
+    pub fn close(&self) {
+        if let Some(j) = self.inner.journal.get() {
+            j.close();
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Shared> {
-        // A panic while applying leaves the states as they were between two changes.
-        self.inner
-            .shared
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner.lock()
     }
 
     /// Publishes changes in order: each gets the next version, is applied to the states and is
-    /// sent to subscribers (in version order: the lock is held while sending).
-    pub fn publish(&self, changes: Vec<Change>) {
-        if changes.is_empty() {
-            return;
-        }
+    /// sent to subscribers (in version order: the lock is held while sending). With a store,
+    /// that happens once the journal has committed them. Returns the last version given.
+    pub fn publish(&self, changes: Vec<Change>) -> u64 {
+        self.publish_inner(changes, None)
+    }
+
+    /// Publishes changes, then runs `effect` once they are visible: at once without a store,
+    /// after their commit with one (a message is routed only once its record is safe).
+    pub fn publish_then(&self, changes: Vec<Change>, effect: Effect) -> u64 {
+        self.publish_inner(changes, Some(effect))
+    }
+
+    fn publish_inner(&self, changes: Vec<Change>, effect: Option<Effect>) -> u64 {
         let at = chrono::Utc::now().timestamp_millis();
         let mut shared = self.lock();
+        if let Some(journal) = self.inner.journal.get() {
+            let mut events = Vec::with_capacity(changes.len());
+            for change in changes {
+                shared.assigned += 1;
+                events.push(Event {
+                    version: shared.assigned,
+                    at,
+                    change,
+                });
+            }
+            // Queued under the lock, so the journal gets them in version order.
+            journal.push(Entry { events, effect });
+            return shared.assigned;
+        }
         for change in changes {
             shared.version += 1;
             shared.states.apply(&change);
@@ -95,6 +168,13 @@ impl Monitor {
                 json: OnceLock::new(),
             }));
         }
+        shared.assigned = shared.version;
+        let version = shared.version;
+        drop(shared);
+        if let Some(effect) = effect {
+            effect();
+        }
+        version
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {

@@ -1,0 +1,245 @@
+//! The monitor's journal: with a store, a change is committed before anyone sees it.
+//!
+//! `publish` gives changes their versions and queues them (in version order, under the
+//! monitor's lock) for the journal's writer thread. The writer takes whatever is queued, up to
+//! a batch, appends it to the store in one transaction (group commit: many changes, one sync),
+//! and only then applies it to the monitor's states, broadcasts it and runs the effects queued
+//! with it (a message routed once its record is safe). A full queue makes publishers wait
+//! for the writer: a store that cannot keep up slows the team instead of filling memory.
+
+use super::{Inner, Published};
+use crate::event::{Change, Event, StatesRecord, StepChange};
+use crate::ids::{StepId, TaskId};
+use crate::store::{Store, StoredEvent};
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Something to do once the changes queued with it are committed (and visible).
+pub type Effect = Box<dyn FnOnce() + Send>;
+
+/// Changes waiting for the writer, at most this many entries (each one `publish`).
+const QUEUE: usize = 8_192;
+/// At most this many events per transaction.
+const BATCH: usize = 4_096;
+/// A snapshot of the states after this many events, so recovery replays at most that many.
+pub const SNAPSHOT_EVERY: u64 = 10_000;
+
+pub(super) struct Entry {
+    pub events: Vec<Event>,
+    pub effect: Option<Effect>,
+}
+
+pub(super) enum Item {
+    Entry(Entry),
+    /// Commit everything queued so far, snapshot, and stop.
+    Close,
+}
+
+/// The publishers' side of the journal.
+pub(super) struct Journal {
+    queue: SyncSender<Item>,
+    durable: watch::Receiver<u64>,
+    writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Journal {
+    /// Starts the writer thread for `inner`'s monitor; `stored` is the last version already in
+    /// the store.
+    pub(super) fn start(inner: Weak<Inner>, store: Arc<dyn Store>, stored: u64) -> Journal {
+        let (queue, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let (durable_tx, durable) = watch::channel(stored);
+        let writer = std::thread::Builder::new()
+            .name("cohort-journal".into())
+            .spawn(move || write_loop(inner, store, rx, durable_tx, stored))
+            .expect("start the journal thread");
+        Journal {
+            queue,
+            durable,
+            writer: std::sync::Mutex::new(Some(writer)),
+        }
+    }
+
+    /// Queues an entry; waits while the queue is full.
+    pub(super) fn push(&self, entry: Entry) {
+        match self.queue.try_send(Item::Entry(entry)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(item)) => {
+                tracing::debug!("the journal is behind; the publisher waits for the store");
+                let _ = self.queue.send(item);
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                tracing::error!("the journal has stopped: a change was not stored");
+            }
+        }
+    }
+
+    pub(super) fn durable(&self) -> watch::Receiver<u64> {
+        self.durable.clone()
+    }
+
+    /// Commits what is queued, takes a last snapshot and stops the writer.
+    pub(super) fn close(&self) {
+        let _ = self.queue.send(Item::Close);
+        if let Some(w) = self.writer.lock().ok().and_then(|mut w| w.take()) {
+            let _ = w.join();
+        }
+    }
+}
+
+fn write_loop(
+    inner: Weak<Inner>,
+    store: Arc<dyn Store>,
+    rx: Receiver<Item>,
+    durable: watch::Sender<u64>,
+    stored: u64,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("the journal could not start its runtime: {e}");
+            return;
+        }
+    };
+    let mut since_snapshot = 0u64;
+    let mut closing = false;
+    while !closing {
+        // Wait for work; wake now and then to notice a monitor that went away.
+        let first = match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(item) => item,
+            Err(RecvTimeoutError::Timeout) => {
+                if inner.strong_count() == 0 {
+                    break;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let mut entries = Vec::new();
+        let mut count = 0;
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            match item {
+                Item::Close => closing = true,
+                Item::Entry(e) => {
+                    count += e.events.len();
+                    entries.push(e);
+                }
+            }
+            if closing || count >= BATCH {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        let Some(inner) = inner.upgrade() else {
+            break;
+        };
+        if !entries.is_empty() {
+            let stored = with_tasks(&inner, &entries);
+            commit(&rt, store.as_ref(), &stored);
+            let last = stored.last().map_or(0, |e| e.event.version);
+            reveal(&inner, entries);
+            durable.send_replace(last);
+            since_snapshot += count as u64;
+        }
+        if since_snapshot >= SNAPSHOT_EVERY || (closing && since_snapshot > 0) {
+            let (version, record) = {
+                let shared = inner.lock();
+                (shared.version, StatesRecord::of(&shared.states))
+            };
+            if let Err(e) = rt.block_on(store.put_snapshot(version, &record)) {
+                tracing::error!("a snapshot of the states was not stored: {e}");
+            }
+            since_snapshot = 0;
+        }
+    }
+    let _ = stored;
+}
+
+/// The events of a batch as the store keeps them, each with the task it belongs to (a step's
+/// task from the states, or from a step added earlier in the same batch).
+fn with_tasks(inner: &Inner, entries: &[Entry]) -> Vec<StoredEvent> {
+    let shared = inner.lock();
+    let mut added: HashMap<&StepId, &TaskId> = HashMap::new();
+    let mut out = Vec::with_capacity(entries.iter().map(|e| e.events.len()).sum());
+    for e in entries.iter().flat_map(|e| &e.events) {
+        let task_id = match &e.change {
+            Change::Step(StepChange::Added { step, .. }) => {
+                added.insert(&step.step_id, &step.task_id);
+                Some(step.task_id.clone())
+            }
+            // The steps of one change are of one piece of work, so of one task.
+            Change::Step(
+                StepChange::Started { step_id, .. } | StepChange::Updated { step_id, .. },
+            ) => task_of(step_id, &added, &shared.states),
+            Change::Step(
+                StepChange::Removed { step_ids, .. } | StepChange::CutLoose { step_ids, .. },
+            ) => step_ids
+                .first()
+                .and_then(|id| task_of(id, &added, &shared.states)),
+            other => other.task_id().cloned(),
+        };
+        out.push(StoredEvent {
+            event: e.clone(),
+            task_id,
+        });
+    }
+    out
+}
+
+fn task_of(
+    id: &StepId,
+    added: &HashMap<&StepId, &TaskId>,
+    states: &crate::event::States,
+) -> Option<TaskId> {
+    added
+        .get(id)
+        .map(|t| (*t).clone())
+        .or_else(|| states.step(id).map(|s| s.task_id.clone()))
+}
+
+/// Appends a batch, retrying (with growing pauses, each failure logged) until the store takes
+/// it: nothing is shown before it is stored, and nothing is dropped.
+fn commit(rt: &tokio::runtime::Runtime, store: &dyn Store, events: &[StoredEvent]) {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match rt.block_on(store.append(events)) {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::error!(
+                    "storing {} events failed (retrying in {pause:?}): {e}",
+                    events.len()
+                );
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Applies committed events to the states and broadcasts them, then runs their effects.
+fn reveal(inner: &Inner, entries: Vec<Entry>) {
+    let mut effects = Vec::new();
+    {
+        let mut shared = inner.lock();
+        for entry in entries {
+            for event in entry.events {
+                shared.version = event.version;
+                shared.states.apply(&event.change);
+                let _ = inner.tx.send(Arc::new(Published {
+                    event,
+                    json: OnceLock::new(),
+                }));
+            }
+            effects.extend(entry.effect);
+        }
+    }
+    for effect in effects {
+        effect();
+    }
+}

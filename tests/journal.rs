@@ -1,0 +1,171 @@
+//! The monitor writing ahead to a real store (SQLite in a file): a change is visible (states,
+//! subscribers, effects) only once committed; everything published is stored in version order;
+//! closing takes a snapshot the states can be rebuilt from; a store that fails for a while
+//! loses nothing.
+
+use cohort::event::{Change, Event, States, TaskChange};
+use cohort::monitor::Monitor;
+use cohort::state::{TaskState, TokenUsage};
+use cohort::store::{Snapshot, SqlStore, Store, StoreError, StoredEvent};
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+fn created(id: &str) -> Change {
+    Change::Task(TaskChange::Created {
+        task: TaskState::new(id.into(), "n".into(), "i".into(), "m".into()),
+    })
+}
+
+fn tokens(id: &str, n: u64) -> Change {
+    Change::Task(TaskChange::Tokens {
+        task_id: id.into(),
+        usage: TokenUsage {
+            prompt_tokens: n,
+            completion_tokens: 0,
+        },
+    })
+}
+
+fn db(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("cohort-journal-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d.join("team.db")
+}
+
+async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took over 20 s"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_are_stored_before_anyone_sees_them_and_a_snapshot_rebuilds_the_states() {
+    let file = db("ahead");
+    let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+    let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
+    let mut rx = m.subscribe();
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+    let v = m.publish_then(
+        vec![created("t1"), tokens("t1", 5)],
+        Box::new({
+            let m = m.clone();
+            move || {
+                // Runs once visible: the states already hold what was published with it.
+                let _ = seen_tx.send(m.read(|s| s.tasks.contains_key(&"t1".into())));
+            }
+        }),
+    );
+    assert_eq!(v, 2);
+    assert!(within("the commit", m.durable(v)).await);
+    // Stored, in order, by the time it is durable.
+    let stored = store.events_after(0, 10).await.unwrap();
+    assert_eq!(stored.iter().map(|e| e.version).collect::<Vec<_>>(), [1, 2]);
+    assert!(seen_rx.recv_timeout(Duration::from_secs(10)).unwrap());
+    let first = within("the broadcast", rx.recv()).await.unwrap();
+    assert_eq!(first.event, stored[0], "subscribers get what was stored");
+
+    // Many small publishes from several threads: every one stored once, versions 1..=n.
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                for i in 0..500u64 {
+                    m.publish(vec![tokens("t1", t * 1_000 + i)]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let last = m.publish(vec![created("t2")]);
+    assert_eq!(last, 2 + 2_000 + 1);
+    assert!(within("the commit", m.durable(last)).await);
+    let all = store.events_after(0, 10_000).await.unwrap();
+    assert_eq!(
+        all.iter().map(|e| e.version).collect::<Vec<_>>(),
+        (1..=last).collect::<Vec<_>>()
+    );
+    let t1: cohort::ids::TaskId = "t1".into();
+    assert_eq!(
+        store.task_events(&t1, 0, 10_000).await.unwrap().len(),
+        2_002
+    );
+
+    // Closing commits and snapshots: the states rebuilt from the store are the monitor's.
+    m.close();
+    let Snapshot { version, states } = store.latest_snapshot().await.unwrap().unwrap();
+    assert_eq!(version, last);
+    assert_eq!(states.into_states().all_json(), m.all());
+    drop(store);
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}
+
+/// A real SQLite store whose first appends fail, as a store that is briefly unreachable.
+struct Flaky {
+    inner: SqlStore,
+    failures_left: AtomicUsize,
+}
+
+impl Store for Flaky {
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
+        if self
+            .failures_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Box::pin(async { Err(StoreError::Query(sqlx::Error::PoolTimedOut)) });
+        }
+        self.inner.append(events)
+    }
+    fn put_snapshot<'a>(
+        &'a self,
+        version: u64,
+        states: &'a cohort::event::StatesRecord,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.put_snapshot(version, states)
+    }
+    fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
+        self.inner.latest_snapshot()
+    }
+    fn events_after(&self, v: u64, limit: usize) -> BoxFuture<'_, Result<Vec<Event>, StoreError>> {
+        self.inner.events_after(v, limit)
+    }
+    fn task_events<'a>(
+        &'a self,
+        t: &'a cohort::ids::TaskId,
+        v: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
+        self.inner.task_events(t, v, limit)
+    }
+    fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.last_version()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_fails_for_a_while_delays_changes_and_loses_none() {
+    let file = db("flaky");
+    let store = Arc::new(Flaky {
+        inner: SqlStore::open_sqlite(&file).await.unwrap(),
+        failures_left: AtomicUsize::new(3),
+    });
+    let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
+    let v = m.publish(vec![created("t1")]);
+    // Not visible while the store refuses it.
+    assert_eq!(m.version(), 0);
+    assert!(m.read(|s| s.tasks.is_empty()));
+    assert!(within("the retried commit", m.durable(v)).await);
+    assert_eq!(
+        store.failures_left.load(Ordering::SeqCst),
+        0,
+        "it was retried"
+    );
+    assert!(m.read(|s| s.tasks.contains_key(&"t1".into())));
+    assert_eq!(store.events_after(0, 10).await.unwrap().len(), 1);
+    m.close();
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}
