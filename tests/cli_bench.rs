@@ -11,7 +11,7 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
             "--quick",
             "--no-autogen",
             "--only",
-            "step_overhead,workers,messages,goals",
+            "step_overhead,workers,messages,goals,store",
         ])
         .output()
         .unwrap();
@@ -23,8 +23,11 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
         "| workers | N=100: time, peak RSS, steps (Finished) |",
         "| messages | waiting round trips, 2000 in a row |",
         "| goals | 200 goals: ms per goal, first 100 → last 100 |",
+        "| step_overhead | history 20, with the SQLite store: p50 / p99 |",
+        "| store | 20000 events, 8 a publish, SQLite (WAL, synchronous=FULL) |",
     ] {
         assert!(table.contains(want), "missing {want:?} in:\n{table}");
     }
     assert!(!table.contains("| error |"), "{table}");
+    assert!(!table.contains("NOT all committed"), "{table}");
 }

@@ -169,3 +169,40 @@ async fn a_store_that_fails_for_a_while_delays_changes_and_loses_none() {
     m.close();
     let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
+
+/// Publishing far faster than the store commits fills the journal's queue: publishers then
+/// wait for the writer (never the other way round), and everything is committed in the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publisher_faster_than_the_store_waits_for_it_and_nothing_is_dropped() {
+    let file = db("full");
+    let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+    let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
+    m.publish(vec![created("t1")]);
+    let publisher = std::thread::spawn({
+        let m = m.clone();
+        // Many more single publishes than the journal queues.
+        move || (0..30_000u64).map(|i| m.publish(vec![tokens("t1", i)])).last()
+    });
+    // Readers keep taking the states' lock meanwhile, as REST and websocket feeds do.
+    let reader = std::thread::spawn({
+        let m = m.clone();
+        move || {
+            for _ in 0..2_000 {
+                m.read(|s| s.tasks.len());
+            }
+        }
+    });
+    let last = within(
+        "publishing into a full journal",
+        tokio::task::spawn_blocking(move || publisher.join().unwrap().unwrap()),
+    )
+    .await
+    .unwrap();
+    reader.join().unwrap();
+    assert_eq!(last, 30_001);
+    assert!(within("the commit of everything", m.durable(last)).await);
+    assert_eq!(store.last_version().await.unwrap(), 30_001);
+    assert_eq!(m.version(), 30_001);
+    m.close();
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}

@@ -7,9 +7,11 @@
 //! - [`scenarios`]: the scenarios in one process: step overhead, N workers, messages, idle
 //!   agents.
 //! - [`serve`]: the served scenarios: goals in a row over HTTP, the websocket under load.
+//! - [`store`]: the store: events committed a second, the wait for one commit.
 
 pub mod scenarios;
 pub mod serve;
+pub mod store;
 pub mod team;
 
 use serde::{Deserialize, Serialize};
@@ -25,6 +27,12 @@ pub enum Job {
     StepOverhead {
         history: usize,
         iterations: usize,
+        #[serde(default)]
+        store: bool,
+    },
+    Store {
+        events: usize,
+        per_publish: usize,
     },
     Workers {
         workers: usize,
@@ -56,7 +64,12 @@ impl Job {
             Job::StepOverhead {
                 history,
                 iterations,
-            } => scenarios::step_overhead(history, iterations),
+                store,
+            } => scenarios::step_overhead(history, iterations, store),
+            Job::Store {
+                events,
+                per_publish,
+            } => store::throughput(events, per_publish),
             Job::Workers {
                 workers,
                 steps,
@@ -147,6 +160,7 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
             let job = Job::StepOverhead {
                 history,
                 iterations: if q { 300 } else { 3000 },
+                store: false,
             };
             eprintln!("bench: step overhead at a history of {history} …");
             if let Some(v) = note("step_overhead", in_child(exe, &job)) {
@@ -163,6 +177,65 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
                 ));
             }
             eprintln!("bench:   {:.1}s", started.elapsed().as_secs_f64());
+        }
+        // The same at a history of 20 with the monitor writing ahead to a SQLite file.
+        let job = Job::StepOverhead {
+            history: 20,
+            iterations: if q { 300 } else { 3000 },
+            store: true,
+        };
+        eprintln!("bench: step overhead at a history of 20, with the store …");
+        if let Some(v) = note("step_overhead", in_child(exe, &job)) {
+            out.push(row(
+                "step_overhead",
+                "history 20, with the SQLite store: p50 / p99",
+                format!(
+                    "{:.0} µs / {:.0} µs{}",
+                    f(&v["p50_us"]),
+                    f(&v["p99_us"]),
+                    if v["all_committed"] == true {
+                        ""
+                    } else {
+                        " (NOT all committed)"
+                    }
+                ),
+                "≤ 1.2× without the store",
+            ));
+        }
+    }
+
+    if wanted("store") {
+        let job = Job::Store {
+            events: if q { 20_000 } else { 200_000 },
+            per_publish: 8,
+        };
+        eprintln!("bench: the store: state events committed to SQLite …");
+        if let Some(v) = note("store", in_child(exe, &job)) {
+            out.push(row(
+                "store",
+                format!("{} events, 8 a publish, SQLite (WAL, synchronous=FULL)", v["events"]),
+                format!(
+                    "{:.0} events/s committed{}",
+                    f(&v["events_per_s"]),
+                    if v["all_committed"] == true {
+                        ""
+                    } else {
+                        " (NOT all committed)"
+                    }
+                ),
+                "≥ 20k events/s",
+            ));
+            out.push(row(
+                "store",
+                "one change alone: wait for its commit p50 / p99; bytes per event",
+                format!(
+                    "{:.2} ms / {:.2} ms; {:.0} B",
+                    f(&v["commit_wait_p50_ms"]),
+                    f(&v["commit_wait_p99_ms"]),
+                    f(&v["bytes_per_event"])
+                ),
+                "",
+            ));
         }
     }
 

@@ -258,7 +258,9 @@ fn micros(d: Duration) -> f64 {
 
 /// The step path with no actor in between: pick → prompt → LLM (scripted, no delay) → parse
 /// → apply (agent and SyncState) → publish, at a stage history of `history` finished steps.
-pub fn step_overhead(history: usize, iterations: usize) -> Figures {
+/// With `store`, the monitor writes ahead to a SQLite file (the commit itself happens on the
+/// journal's thread, which the step does not wait for; the run waits for all at the end).
+pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures {
     let scratch = Scratch::new("overhead").map_err(|e| e.to_string())?;
     let script = scratch.0.join("script.yaml");
     let replies: String = (0..iterations + 1)
@@ -270,7 +272,18 @@ pub fn step_overhead(history: usize, iterations: usize) -> Figures {
         crate::llm::scripted::Script::load(&script).map_err(|e| e.to_string())?,
     );
     let prompts = PromptSet::builtin(crate::prompt::Language::En);
-    let monitor = Monitor::new(1024);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let monitor = if store {
+        let store = rt
+            .block_on(crate::store::SqlStore::open_sqlite(&scratch.0.join("data.db")))
+            .map_err(|e| e.to_string())?;
+        Monitor::with_store(1024, std::sync::Arc::new(store), Default::default(), 0)
+    } else {
+        Monitor::new(1024)
+    };
     let mut sync = SyncCore::new(vec![Member::new("w", "worker")], &[], &[]);
     let task = TaskId::from("t");
     let stage = StageRef::Stage(StageId::from("s"));
@@ -344,10 +357,14 @@ pub fn step_overhead(history: usize, iterations: usize) -> Figures {
         monitor.publish(agent.take_changes());
         took.push(t.elapsed());
     }
+    let committed = rt.block_on(monitor.durable(monitor.assigned_version()));
+    monitor.close();
     took.sort_unstable();
     Ok(json!({
         "history": history,
         "iterations": iterations,
+        "store": store,
+        "all_committed": committed,
         "p50_us": micros(percentile(&took, 0.5)),
         "p99_us": micros(percentile(&took, 0.99)),
     }))

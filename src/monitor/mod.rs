@@ -50,6 +50,10 @@ struct Inner {
     tx: broadcast::Sender<Arc<Published>>,
     /// Set when the monitor writes ahead to a store.
     journal: OnceLock<Journal>,
+    /// With a journal: the newest version given to a change (ahead of the states' while the
+    /// journal commits). A lock of its own: a publisher may wait on a full journal while
+    /// holding it, and the journal needs the states' lock, never this one, to drain.
+    assigned: Mutex<u64>,
 }
 
 impl Inner {
@@ -62,8 +66,6 @@ impl Inner {
 }
 
 struct Shared {
-    /// The newest version given to a change (ahead of `version` while the journal commits).
-    assigned: u64,
     /// The newest version applied to the states and sent to subscribers.
     version: u64,
     states: States,
@@ -82,13 +84,13 @@ impl Monitor {
         Monitor {
             inner: Arc::new(Inner {
                 shared: Mutex::new(Shared {
-                    assigned: version,
                     version,
                     states,
                     snapshot: None,
                 }),
                 tx,
                 journal: OnceLock::new(),
+                assigned: Mutex::new(version),
             }),
         }
     }
@@ -139,21 +141,22 @@ impl Monitor {
 
     fn publish_inner(&self, changes: Vec<Change>, effect: Option<Effect>) -> u64 {
         let at = chrono::Utc::now().timestamp_millis();
-        let mut shared = self.lock();
         if let Some(journal) = self.inner.journal.get() {
+            let mut assigned = self.assigned();
             let mut events = Vec::with_capacity(changes.len());
             for change in changes {
-                shared.assigned += 1;
+                *assigned += 1;
                 events.push(Event {
-                    version: shared.assigned,
+                    version: *assigned,
                     at,
                     change,
                 });
             }
             // Queued under the lock, so the journal gets them in version order.
             journal.push(Entry { events, effect });
-            return shared.assigned;
+            return *assigned;
         }
+        let mut shared = self.lock();
         for change in changes {
             shared.version += 1;
             shared.states.apply(&change);
@@ -168,7 +171,6 @@ impl Monitor {
                 json: OnceLock::new(),
             }));
         }
-        shared.assigned = shared.version;
         let version = shared.version;
         drop(shared);
         if let Some(effect) = effect {
@@ -181,9 +183,24 @@ impl Monitor {
         self.inner.tx.subscribe()
     }
 
-    /// The newest version published so far.
+    /// The newest version applied to the states (with a store: committed).
     pub fn version(&self) -> u64 {
         self.lock().version
+    }
+
+    /// The newest version given to a change (with a store it may not be committed yet).
+    pub fn assigned_version(&self) -> u64 {
+        match self.inner.journal.get() {
+            Some(_) => *self.assigned(),
+            None => self.version(),
+        }
+    }
+
+    fn assigned(&self) -> MutexGuard<'_, u64> {
+        self.inner
+            .assigned
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Reads the states (keep `f` short: publishers wait meanwhile).
