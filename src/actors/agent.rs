@@ -269,9 +269,11 @@ impl AgentActor {
 impl Actor for AgentActor {
     type Context = Context<Self>;
 
-    fn started(&mut self, _: &mut Context<Self>) {
+    fn started(&mut self, ctx: &mut Context<Self>) {
         // The factory published the agent before starting it; anything since goes out now.
         self.publish();
+        // An agent carried over from a store may have steps waiting.
+        self.try_run(ctx);
     }
 }
 

@@ -74,9 +74,30 @@ impl AgentFactory {
     /// allocated at once.
     pub fn spawn(
         &self,
+        state: AgentState,
+        llm: Option<Arc<dyn ChatModel>>,
+        sync: Addr<SyncStateActor>,
+    ) -> Addr<AgentActor> {
+        self.start(state, llm, sync, true)
+    }
+
+    /// Starts an agent carried over from a store: readers already have it, so it is not
+    /// published as added (its own changes since, if any, go out when it starts).
+    pub fn spawn_restored(
+        &self,
+        state: AgentState,
+        llm: Option<Arc<dyn ChatModel>>,
+        sync: Addr<SyncStateActor>,
+    ) -> Addr<AgentActor> {
+        self.start(state, llm, sync, false)
+    }
+
+    fn start(
+        &self,
         mut state: AgentState,
         llm: Option<Arc<dyn ChatModel>>,
         sync: Addr<SyncStateActor>,
+        announce: bool,
     ) -> Addr<AgentActor> {
         // People never call tools themselves.
         let tools = if llm.is_some() {
@@ -86,11 +107,13 @@ impl AgentFactory {
         };
         let id = state.agent_id.clone();
         state.step_chars = self.step_chars;
-        // Published before it starts, so whoever learns of the agent next (an ask_info
-        // answer, a client) finds it.
-        state.refresh_working_state();
-        state.take_changes();
-        self.monitor.publish(vec![state.added()]);
+        if announce {
+            // Published before it starts, so whoever learns of the agent next (an ask_info
+            // answer, a client) finds it.
+            state.refresh_working_state();
+            state.take_changes();
+            self.monitor.publish(vec![state.added()]);
+        }
         let actor = AgentActor::new(
             state,
             llm,

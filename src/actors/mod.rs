@@ -14,4 +14,4 @@ pub use dispatcher::{Dispatcher, Register, Route, SetSync};
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{ApplyOutput, Delivered, SubmitMessage, SyncStateActor};
-pub use system::{Host, OPERATOR, SystemError, Team, start_team};
+pub use system::{Host, OPERATOR, SystemError, Team, start_team, start_team_stored};

@@ -14,7 +14,9 @@ use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptError, PromptSet};
 use crate::state::{AgentState, ConversationPool, HumanConfig, Skill};
+use crate::store::{Loaded, Store};
 use crate::sync::{Catalog, Member, SyncCore, SyncError};
+use crate::agent::resume_after_restart;
 use actix::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -37,6 +39,8 @@ pub enum SystemError {
     Refused(#[from] SyncError),
     #[error("the team is not running: {0}")]
     Mailbox(#[from] MailboxError),
+    #[error("the stored team cannot be carried on: {0}")]
+    Resume(String),
 }
 
 /// A running team.
@@ -111,16 +115,41 @@ impl<'a> Host<'a> {
 
 /// Starts a team. Must run inside an actix system.
 pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
+    // Events are small and shared (an Arc each), so a deep buffer is cheap; it lets readers
+    // ride out a burst (a thousand agents starting a stage) without falling behind.
+    start(cfg, host, Monitor::new(MONITOR_BUFFER), false)
+}
+
+/// Starts a team that keeps its state in `store`, carrying on from what it holds (`loaded`;
+/// a new team when the store is empty): tasks, stages, every agent (hired ones with their
+/// templates) with its steps, queue, waits and memory. A step that was running when the
+/// process stopped is settled by [`crate::agent::resume_after_restart`].
+pub fn start_team_stored(
+    cfg: &TeamConfig,
+    host: &Host,
+    store: Arc<dyn Store>,
+    loaded: Loaded,
+) -> Result<Team, SystemError> {
+    let resumed = loaded.version > 0;
+    let monitor = Monitor::with_store(MONITOR_BUFFER, store, loaded.states, loaded.version);
+    start(cfg, host, monitor, resumed)
+}
+
+const MONITOR_BUFFER: usize = 65_536;
+
+fn start(
+    cfg: &TeamConfig,
+    host: &Host,
+    monitor: Monitor,
+    resumed: bool,
+) -> Result<Team, SystemError> {
     let prompts = Arc::new(match &cfg.prompts_dir {
         Some(dir) => PromptSet::load(dir, cfg.language)?,
         None => PromptSet::builtin(cfg.language),
     });
-    // Events are small and shared (an Arc each), so a deep buffer is cheap; it lets readers
-    // ride out a burst (a thousand agents starting a stage) without falling behind.
-    let monitor = Monitor::new(65_536);
     let managers: Vec<AgentId> = cfg.managers().map(|a| a.id.clone()).collect();
     let humans: Vec<AgentId> = cfg.humans.iter().map(|h| h.id.clone()).collect();
-    let roster = cfg
+    let mut roster: Vec<Member> = cfg
         .agents
         .iter()
         .map(|a| Member {
@@ -153,9 +182,36 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
             .collect(),
         max_hired: cfg.max_hired_agents,
     };
-    let core = SyncCore::new(roster, &managers, &humans)
-        .with_catalog(catalog)
-        .with_retention(cfg.retention);
+    // Carrying on: the stored agents (hired ones join the roster) and SyncState's tasks.
+    let mut stored: BTreeMap<AgentId, AgentState> = BTreeMap::new();
+    let core = if resumed {
+        let (tasks, stages, agents) = monitor.read(|s| {
+            (
+                s.tasks_in_order().into_iter().cloned().collect::<Vec<_>>(),
+                s.stages.values().cloned().collect::<Vec<_>>(),
+                s.agents.clone(),
+            )
+        });
+        for a in agents.values().filter(|a| a.template.is_some()) {
+            roster.push(Member {
+                id: a.agent_id.clone(),
+                name: a.name.clone(),
+                role: a.role.clone(),
+                profile: a.profile.clone(),
+                skills: a.skills.clone(),
+                tools: a.tools.clone(),
+                human: false,
+                template: a.template.clone(),
+            });
+        }
+        stored = agents;
+        SyncCore::restore(tasks, stages, roster)
+            .ok_or_else(|| SystemError::Resume("the stored data has no base task".into()))?
+    } else {
+        SyncCore::new(roster, &managers, &humans)
+    }
+    .with_catalog(catalog)
+    .with_retention(cfg.retention);
     let base_task = core.base_task().clone();
 
     // Every model is built before anything starts, so a missing API key stops start-up with
@@ -217,6 +273,14 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
     supervisor.do_send(Wire(sync.clone()));
     let mut agents = BTreeMap::new();
     for (a, llm) in cfg.agents.iter().zip(models) {
+        if let Some(mut state) = stored.remove(&a.id) {
+            resume_after_restart(&mut state);
+            agents.insert(
+                a.id.clone(),
+                factory.spawn_restored(state, Some(llm), sync.clone()),
+            );
+            continue;
+        }
         let state = llm_agent_state(
             a.id.clone(),
             a.name.clone(),
@@ -230,6 +294,10 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
     }
     // People are agents too: same actor, a human_config and a conversation pool, no LLM.
     for h in &cfg.humans {
+        if let Some(state) = stored.remove(&h.id) {
+            agents.insert(h.id.clone(), factory.spawn_restored(state, None, sync.clone()));
+            continue;
+        }
         let mut state = AgentState::new(
             h.id.clone(),
             h.name.clone(),
@@ -241,6 +309,17 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
         });
         state.conversation_pool = Some(ConversationPool::default());
         agents.insert(h.id.clone(), factory.spawn(state, None, sync.clone()));
+    }
+    // Agents managers created: back from their templates. Stored agents the team file no
+    // longer has stay in the record but do not run.
+    for (id, mut state) in stored {
+        let Some((_, llm)) = state.template.as_ref().and_then(|t| factory.templates.get(t)) else {
+            tracing::warn!("agent `{id}` is in the stored data but not in the team file: not started");
+            continue;
+        };
+        let llm = llm.clone();
+        resume_after_restart(&mut state);
+        factory.spawn_restored(state, Some(llm), sync.clone());
     }
     Ok(Team {
         monitor,

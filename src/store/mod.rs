@@ -65,6 +65,42 @@ pub enum StoreError {
     OutOfOrder { version: u64, last: u64 },
 }
 
+/// What a store holds, read back: the states at `version` (empty and 0 for a new store).
+pub struct Loaded {
+    pub states: crate::event::States,
+    pub version: u64,
+    /// Events replayed on top of the snapshot.
+    pub replayed: u64,
+}
+
+/// Reads a store back: its newest snapshot, then every event after it, in pages.
+pub async fn load(store: &dyn Store) -> Result<Loaded, StoreError> {
+    const PAGE: usize = 10_000;
+    let (mut states, mut version) = match store.latest_snapshot().await? {
+        Some(s) => (s.states.into_states(), s.version),
+        None => (crate::event::States::default(), 0),
+    };
+    let mut replayed = 0;
+    loop {
+        let page = store.events_after(version, PAGE).await?;
+        let Some(last) = page.last() else { break };
+        let last = last.version;
+        for e in &page {
+            states.apply(&e.change);
+        }
+        replayed += page.len() as u64;
+        version = last;
+        if page.len() < PAGE {
+            break;
+        }
+    }
+    Ok(Loaded {
+        states,
+        version,
+        replayed,
+    })
+}
+
 /// Where the runtime keeps its state events. Every method is one transaction.
 pub trait Store: Send + Sync {
     /// Appends events, in version order and after every event already stored, all or none.

@@ -182,6 +182,41 @@ impl SyncCore {
         }
     }
 
+    /// SyncState as it was, from the tasks and stages a store kept (`tasks` in creation order,
+    /// the base task first) and the roster of the agents it kept.
+    pub fn restore(
+        tasks: Vec<TaskState>,
+        stages: impl IntoIterator<Item = StageState>,
+        roster: Vec<Member>,
+    ) -> Option<Self> {
+        let base_task = tasks.first()?.task_id.clone();
+        let finished = tasks
+            .iter()
+            .filter(|t| t.execution_state.is_over())
+            .map(|t| t.task_id.clone())
+            .collect();
+        Some(SyncCore {
+            tasks: tasks.into_iter().map(|t| (t.task_id.clone(), t)).collect(),
+            stages: stages
+                .into_iter()
+                .map(|s| (s.stage_id.clone(), s))
+                .collect(),
+            roster_index: roster
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.id.clone(), i))
+                .collect(),
+            roster,
+            catalog: Catalog::default(),
+            base_task,
+            stuck_reported: BTreeSet::new(),
+            pool_kept: SHARED_POOL_KEPT,
+            message_chars: Retention::default().message_chars,
+            finished,
+            finished_kept: Retention::default().finished_tasks,
+        })
+    }
+
     /// What a long-running team keeps in memory.
     pub fn with_retention(mut self, r: Retention) -> Self {
         self.pool_kept = r.shared_pool_entries.max(1);
