@@ -21,6 +21,35 @@ struct Cli {
     command: Command,
 }
 
+/// Where a team's state is stored.
+#[derive(clap::Args, Clone, Debug)]
+struct DataArgs {
+    /// A SQLite file for the team's state (created if missing; default for `serve`:
+    /// `.cohort/<team>.db` beside the team file).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// A Postgres database instead (`postgres://user:password@host/db`).
+    #[arg(long, env = "COHORT_DATABASE_URL", conflicts_with = "data")]
+    database: Option<String>,
+}
+
+impl DataArgs {
+    /// Opens the store asked for, or `default` when neither flag is given; None for neither.
+    async fn open(
+        &self,
+        default: Option<PathBuf>,
+    ) -> Result<Option<std::sync::Arc<dyn cohort::store::Store>>, cohort::store::StoreError> {
+        use cohort::store::SqlStore;
+        let store = match (&self.database, self.data.clone().or(default)) {
+            (Some(url), _) => SqlStore::open_postgres(url).await?,
+            (None, Some(path)) => SqlStore::open_sqlite(&path).await?,
+            (None, None) => return Ok(None),
+        };
+        eprintln!("The team's data is in {}", store.url());
+        Ok(Some(std::sync::Arc::new(store)))
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Start a team, give the goal to its manager and run until the task it creates ends.
@@ -55,6 +84,11 @@ enum Command {
         /// The console's folder (default: the `web/` shipped with Cohort).
         #[arg(long)]
         web: Option<PathBuf>,
+        #[command(flatten)]
+        data: DataArgs,
+        /// Keep nothing: the team's state lives in memory only and is lost when it stops.
+        #[arg(long, conflicts_with_all = ["data", "database"])]
+        no_data: bool,
     },
     /// Validate a team configuration (and the script and prompts it uses); list every problem.
     Check {
@@ -136,7 +170,13 @@ fn main() -> ExitCode {
         .init();
     match Cli::parse().command {
         Command::Check { team } => check(&team),
-        Command::Serve { team, bind, web } => serve(&team, bind, web),
+        Command::Serve {
+            team,
+            bind,
+            web,
+            data,
+            no_data,
+        } => serve(&team, bind, web, (!no_data).then_some(data)),
         Command::Mcp { command } => mcp(command),
         Command::Bench {
             quick,
@@ -460,7 +500,12 @@ fn hash_password(password: Option<String>) -> ExitCode {
     }
 }
 
-fn serve(team: &std::path::Path, bind: std::net::SocketAddr, web: Option<PathBuf>) -> ExitCode {
+fn serve(
+    team: &std::path::Path,
+    bind: std::net::SocketAddr,
+    web: Option<PathBuf>,
+    data: Option<DataArgs>,
+) -> ExitCode {
     let system = actix::System::new();
     let code = system.block_on(async move {
         let run = async {
@@ -470,7 +515,11 @@ fn serve(team: &std::path::Path, bind: std::net::SocketAddr, web: Option<PathBuf
                 &vars,
                 std::env::current_exe().context("locating the cohort binary")?,
             );
-            cohort::serve::serve_team(&cfg, &host, bind, web, cohort::run::stop_signal(), |addr| {
+            let store = match &data {
+                Some(d) => d.open(Some(cohort::store::default_path(team))).await?,
+                None => None,
+            };
+            cohort::serve::serve_team(&cfg, &host, bind, web, store, cohort::run::stop_signal(), |addr| {
                 eprintln!(
                     "Cohort is serving {} on http://{addr} (Ctrl-C to stop)",
                     team.display()

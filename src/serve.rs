@@ -2,7 +2,9 @@
 //! until Ctrl-C / SIGTERM; then steps in flight get a moment to finish and the team's MCP
 //! servers are stopped.
 
-use crate::actors::{Host, SystemError, start_team};
+use crate::actors::{Host, SystemError, start_team, start_team_stored};
+use crate::store::Store;
+use std::sync::Arc;
 use crate::api::{ApiState, serve};
 use crate::config::TeamConfig;
 use crate::run::wait_for_running_steps;
@@ -22,6 +24,8 @@ pub enum ServeError {
     },
     #[error("the HTTP server failed: {0}")]
     Http(std::io::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// Runs the HTTP API (REST, websocket feeds, console) until `stop` on a runtime of its own
@@ -71,13 +75,15 @@ pub fn allowed_origins(bound: SocketAddr) -> Vec<String> {
     origins
 }
 
-/// Runs the team and its server on `bind` until `stop` resolves. `on_ready` gets the bound
-/// address (useful with port 0).
+/// Runs the team and its server on `bind` until `stop` resolves, keeping its state in `store`
+/// when given (and carrying on from what it holds). `on_ready` gets the bound address
+/// (useful with port 0).
 pub async fn serve_team(
     cfg: &TeamConfig,
     host: &Host<'_>,
     bind: SocketAddr,
     web_dir: Option<PathBuf>,
+    store: Option<Arc<dyn Store>>,
     stop: impl Future<Output = ()> + Send + 'static,
     on_ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
@@ -86,7 +92,20 @@ pub async fn serve_team(
             "serving beyond loopback on {bind}: anyone who can reach it can try to log in"
         );
     }
-    let team = start_team(cfg, host)?;
+    let team = match store {
+        Some(store) => {
+            let loaded = crate::store::load(store.as_ref()).await?;
+            if loaded.version > 0 {
+                tracing::info!(
+                    "carrying on from the stored state at version {} ({} events replayed)",
+                    loaded.version,
+                    loaded.replayed
+                );
+            }
+            start_team_stored(cfg, host, store, loaded)?
+        }
+        None => start_team(cfg, host)?,
+    };
     let listener = std::net::TcpListener::bind(bind)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|source| ServeError::Bind { addr: bind, source })?;
@@ -110,5 +129,7 @@ pub async fn serve_team(
     // Shutting down: let running steps land (bounded), then stop what the team started.
     wait_for_running_steps(&team, Duration::from_secs(10)).await;
     team.shutdown().await;
+    // Whatever was published is committed, and a snapshot taken for a quick start next time.
+    team.monitor.close();
     served.map_err(ServeError::Http)
 }

@@ -125,6 +125,9 @@ fn the_console_in_chromium_runs_the_operator_example_to_its_end() {
     let port = free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let log = File::create(&server_log).unwrap();
+    // A fresh store each run, as a new user starts: the console shows a new team.
+    let data = target.join("web-console-data/team.db");
+    let _ = std::fs::remove_dir_all(data.parent().unwrap());
     let server = Command::new(env!("CARGO_BIN_EXE_cohort"))
         .current_dir(&root)
         .args([
@@ -133,6 +136,8 @@ fn the_console_in_chromium_runs_the_operator_example_to_its_end() {
             "examples/operator/team.yaml",
             "--bind",
             &addr.to_string(),
+            "--data",
+            data.to_str().unwrap(),
         ])
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())

@@ -65,6 +65,19 @@ pub enum StoreError {
     OutOfOrder { version: u64, last: u64 },
 }
 
+/// Where a team keeps its data unless told otherwise: `.cohort/<team file name>.db` in the
+/// team file's folder.
+pub fn default_path(team_file: &std::path::Path) -> PathBuf {
+    let stem = team_file
+        .file_stem()
+        .map_or_else(|| "team".into(), |s| s.to_string_lossy().into_owned());
+    team_file
+        .parent()
+        .unwrap_or_else(|| std::path::Path::new("."))
+        .join(".cohort")
+        .join(format!("{stem}.db"))
+}
+
 /// What a store holds, read back: the states at `version` (empty and 0 for a new store).
 pub struct Loaded {
     pub states: crate::event::States,
