@@ -90,6 +90,19 @@ enum Command {
         #[arg(long, conflicts_with_all = ["data", "database"])]
         no_data: bool,
     },
+    /// List a stored team's tasks and agents without starting it (also while it runs).
+    Inspect {
+        #[command(flatten)]
+        data: DataArgs,
+    },
+    /// Write a stored team's state events (or one task's) to stdout as JSON lines.
+    Export {
+        #[command(flatten)]
+        data: DataArgs,
+        /// Only this task's events.
+        #[arg(long)]
+        task: Option<String>,
+    },
     /// Validate a team configuration (and the script and prompts it uses); list every problem.
     Check {
         #[arg(long)]
@@ -170,6 +183,8 @@ fn main() -> ExitCode {
         .init();
     match Cli::parse().command {
         Command::Check { team } => check(&team),
+        Command::Inspect { data } => read_store(&data, None, false),
+        Command::Export { data, task } => read_store(&data, task, true),
         Command::Serve {
             team,
             bind,
@@ -493,6 +508,48 @@ fn hash_password(password: Option<String>) -> ExitCode {
             println!("{h}");
             ExitCode::SUCCESS
         }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// `cohort inspect` (a table) and `cohort export` (JSON lines), from a store opened to read.
+fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCode {
+    use cohort::store::{SqlStore, inspect, load};
+    let spec = match (&data.database, &data.data) {
+        (Some(url), _) => url.clone(),
+        (None, Some(path)) => path.display().to_string(),
+        (None, None) => {
+            eprintln!("error: say which data to read: --data PATH or --database URL");
+            return ExitCode::from(3);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = rt.block_on(async {
+        let store = SqlStore::open_reader(&spec).await?;
+        if export {
+            let task = task.map(cohort::ids::TaskId::from);
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let n = inspect::export(&store, task.as_ref(), &mut out).await?;
+            drop(out);
+            eprintln!("{n} events from {}", store.url());
+        } else {
+            let loaded = load(&store).await?;
+            print!("{}", inspect::describe(store.url(), &loaded));
+        }
+        Ok::<_, cohort::store::StoreError>(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(3)

@@ -8,7 +8,9 @@
 //! migrations in `migrations/`.
 //!
 //! - [`sql`]: `SqlStore`, opening, locking and migrating a database, and its queries.
+//! - [`inspect`]: `cohort inspect` and `cohort export`, reading a store without the team.
 
+pub mod inspect;
 pub mod sql;
 
 use crate::event::{Event, StatesRecord};
@@ -53,6 +55,8 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
+    #[error("there is no cohort data at {url}")]
+    Missing { url: String },
     #[error("the data at {url} is not a cohort store or is damaged: {why}")]
     Corrupt { url: String, why: String },
     #[error("the store failed: {0}")]

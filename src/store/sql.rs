@@ -39,6 +39,8 @@ pub struct SqlStore {
 enum Lock {
     File(#[allow(dead_code)] File),
     Postgres(#[allow(dead_code)] tokio::sync::Mutex<AnyConnection>),
+    /// A reader takes no lock.
+    None,
 }
 
 impl SqlStore {
@@ -149,6 +151,52 @@ impl SqlStore {
         } else {
             Self::open_sqlite(Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec))).await
         }
+    }
+
+    /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a
+    /// running team may keep writing; nothing is created or migrated.
+    pub async fn open_reader(spec: &str) -> Result<SqlStore, StoreError> {
+        sqlx::any::install_default_drivers();
+        let (url, shown) = if spec.starts_with("postgres://") || spec.starts_with("postgresql://")
+        {
+            (spec.to_owned(), without_password(spec))
+        } else {
+            let path = Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec));
+            let shown = format!("sqlite://{}", path.display());
+            if !path.is_file() {
+                return Err(StoreError::Missing { url: shown });
+            }
+            (format!("{shown}?mode=ro"), shown)
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .connect(&url)
+            .await
+            .map_err(|source| StoreError::Open {
+                url: shown.clone(),
+                source,
+            })?;
+        let found = schema_version(&pool, &shown).await?;
+        if found == 0 {
+            return Err(StoreError::Missing { url: shown });
+        }
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::SchemaNewer {
+                url: shown,
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let store = SqlStore {
+            pool,
+            url: shown,
+            last: AtomicU64::new(0),
+            _lock: Lock::None,
+        };
+        let last = store.query_last_version().await?;
+        store.last.store(last, Ordering::SeqCst);
+        Ok(store)
     }
 
     /// Where the data lives, as shown to people (no password).
@@ -359,20 +407,7 @@ async fn migrate(pool: &AnyPool, url: &str) -> Result<(), StoreError> {
     .execute(pool)
     .await
     .map_err(corrupt)?;
-    let found: i64 = match sqlx::query("SELECT value FROM cohort_meta WHERE key = 'schema_version'")
-        .fetch_optional(pool)
-        .await
-        .map_err(corrupt)?
-    {
-        None => 0,
-        Some(row) => {
-            let v: String = row.try_get(0).map_err(corrupt)?;
-            v.trim().parse().map_err(|_| StoreError::Corrupt {
-                url: url.to_owned(),
-                why: format!("its schema version is `{v}`"),
-            })?
-        }
-    };
+    let found = schema_version(pool, url).await?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::SchemaNewer {
             url: url.to_owned(),
@@ -393,6 +428,29 @@ async fn migrate(pool: &AnyPool, url: &str) -> Result<(), StoreError> {
         tx.commit().await?;
     }
     Ok(())
+}
+
+/// The schema version a store records (0 for a database cohort never wrote).
+async fn schema_version(pool: &AnyPool, url: &str) -> Result<i64, StoreError> {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt {
+        url: url.to_owned(),
+        why: e.to_string(),
+    };
+    let row = match sqlx::query("SELECT value FROM cohort_meta WHERE key = 'schema_version'")
+        .fetch_optional(pool)
+        .await
+    {
+        Ok(row) => row,
+        // No meta table: not a cohort store (yet).
+        Err(sqlx::Error::Database(e)) if e.message().contains("cohort_meta") => None,
+        Err(e) => return Err(corrupt(e)),
+    };
+    let Some(row) = row else { return Ok(0) };
+    let v: String = row.try_get(0).map_err(corrupt)?;
+    v.trim().parse().map_err(|_| StoreError::Corrupt {
+        url: url.to_owned(),
+        why: format!("its schema version is `{v}`"),
+    })
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.

@@ -1,0 +1,84 @@
+//! `cohort inspect` and `cohort export` on a store a team wrote (here through the monitor's
+//! journal, as a running team writes it): the table of tasks, the events as JSON lines (all,
+//! or one task's), and clear errors for missing data.
+
+use cohort::event::{Change, States, TaskChange};
+use cohort::monitor::Monitor;
+use cohort::state::{TaskState, TokenUsage};
+use cohort::store::SqlStore;
+use std::process::Command;
+use std::sync::Arc;
+
+fn cohort(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
+    let dir = std::env::temp_dir().join(format!("cohort-cli-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = dir.join("team.db");
+    let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+    let m = Monitor::with_store(1_024, store, States::default(), 0);
+    let mut t1 = TaskState::new("t-one".into(), "Write a haiku".into(), "i".into(), "m".into());
+    t1.execution_state = cohort::state::ExecutionState::Running;
+    let t2 = TaskState::new("t-two".into(), "Plan a trip".into(), "i".into(), "m".into());
+    let last = m.publish(vec![
+        Change::Task(TaskChange::Created { task: t1 }),
+        Change::Task(TaskChange::Created { task: t2 }),
+        Change::Task(TaskChange::Tokens {
+            task_id: "t-one".into(),
+            usage: TokenUsage {
+                prompt_tokens: 3,
+                completion_tokens: 1,
+            },
+        }),
+    ]);
+    assert!(m.durable(last).await);
+    let path = file.to_str().unwrap();
+
+    // While the writer still holds the store: reading needs no lock.
+    let (ok, table, err) = cohort(&["inspect", "--data", path]);
+    assert!(ok, "{err}");
+    assert!(table.contains("data: sqlite://"), "{table}");
+    let row = table.lines().find(|l| l.starts_with("t-one")).expect(&table);
+    assert!(row.contains("running") && row.contains("Write a haiku"), "{row}");
+    assert!(table.lines().any(|l| l.starts_with("t-two") && l.contains("Plan a trip")));
+
+    let (ok, lines, err) = cohort(&["export", "--data", path]);
+    assert!(ok, "{err}");
+    let events: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        events.iter().map(|e| e["version"].as_u64().unwrap()).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(err.contains("3 events"), "{err}");
+    let (ok, lines, _) = cohort(&["export", "--data", path, "--task", "t-one"]);
+    assert!(ok);
+    let ops: Vec<String> = lines
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["op"].to_string())
+        .collect();
+    assert_eq!(ops, ["\"created\"", "\"tokens\""]);
+    m.close();
+
+    // Missing data, or none named: a clear error, exit 3, nothing created.
+    let missing = dir.join("nothing-here.db");
+    let (ok, _, err) = cohort(&["inspect", "--data", missing.to_str().unwrap()]);
+    assert!(!ok && err.contains("there is no cohort data at"), "{err}");
+    assert!(!missing.exists());
+    let (ok, _, err) = cohort(&["export"]);
+    assert!(!ok && err.contains("--data PATH or --database URL"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
