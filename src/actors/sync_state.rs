@@ -65,17 +65,30 @@ impl SyncStateActor {
         }
     }
 
+    /// Sends the output's messages (and answers) on once everything published before them is
+    /// stored: a receiver never acts on a message whose sending step a restart would lose.
+    /// Without a store they go at once.
     fn route(&mut self, applied: Applied) {
-        for m in applied.messages {
-            self.dispatcher.do_send(Route(m));
-        }
+        let mut out = applied.messages;
         for (asker, q) in &applied.queries {
             let monitor = &self.monitor;
-            let answer = self
-                .core
-                .answer(asker, q, &|id| agent_with_steps(monitor, id));
-            self.dispatcher.do_send(Route(answer));
+            out.push(
+                self.core
+                    .answer(asker, q, &|id| agent_with_steps(monitor, id)),
+            );
         }
+        if out.is_empty() {
+            return;
+        }
+        let dispatcher = self.dispatcher.clone();
+        self.monitor.publish_then(
+            Vec::new(),
+            Box::new(move || {
+                for m in out {
+                    dispatcher.do_send(Route(m));
+                }
+            }),
+        );
     }
 }
 

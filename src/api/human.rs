@@ -85,6 +85,9 @@ pub struct SendBody {
     pub message: HumanMessage,
 }
 
+/// How long a request waits for the store to confirm what it changed.
+const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// `POST /api/send_message` → `{success, message, sent: [Message]}`.
 pub async fn send_message(
     State(state): State<ApiState>,
@@ -131,6 +134,20 @@ pub async fn send_message(
         .send(HumanSend(m))
         .await?
         .map_err(AppError::BadRequest)?;
+    // Acknowledged only once stored (with a store): the person's send is on record before
+    // they are told it went out.
+    let monitor = &state.inner.monitor;
+    let recorded = monitor.assigned_version();
+    match tokio::time::timeout(STORE_DEADLINE, monitor.durable(recorded)).await {
+        Ok(true) => {}
+        _ => {
+            return Err(AppError::Rejected(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the message was accepted but the team's store has not confirmed it;                  check the server's log before sending it again"
+                    .into(),
+            ));
+        }
+    }
     let note = match sent.len() {
         1 => "sent to 1 receiver".to_owned(),
         n => format!("sent to {n} receivers"),
