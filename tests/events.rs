@@ -25,6 +25,26 @@ fn bench_team(name: &str, workers: usize) -> (Scratch, cohort::config::TeamConfi
     (scratch, cfg)
 }
 
+/// Waits (up to 10 s) until the goal's task is over and nothing runs, then a moment more.
+async fn until_the_task_ends(team: &cohort::actors::Team) {
+    let mut done = false;
+    for _ in 0..1_000 {
+        done = team.monitor.read(|s| {
+            s.tasks
+                .values()
+                .any(|t| t.task_id != team.base_task && t.execution_state.is_over())
+                && s.counters().steps_running == 0
+                && s.counters().agents_working == 0
+        });
+        if done {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(done, "the task ended");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
 #[actix::test]
 async fn cohort_run_counts_every_step_exactly_and_ends_on_the_tasks_own_end() {
     let workers = 40;
@@ -52,22 +72,7 @@ async fn the_monitor_rebuilds_each_agent_exactly_and_a_reader_of_the_changes_get
     let team = start_team(&cfg, &host).unwrap();
     let mut events = team.monitor.subscribe();
     team.submit_goal(None, "think").await.unwrap();
-    let mut done = false;
-    for _ in 0..1_000 {
-        done = team.monitor.read(|s| {
-            s.tasks
-                .values()
-                .any(|t| t.task_id != team.base_task && t.execution_state.is_over())
-                && s.counters().steps_running == 0
-                && s.counters().agents_working == 0
-        });
-        if done {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(done, "the task ended");
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until_the_task_ends(&team).await;
 
     // Every agent as the monitor rebuilt it from changes is the agent as its actor holds it.
     for (id, addr) in &team.agents {
@@ -127,22 +132,7 @@ async fn a_record_of_the_states_and_the_events_after_it_read_back_give_the_same_
         .read(|s| serde_json::to_string(&StatesRecord::of(s)).unwrap());
     assert_eq!(team.monitor.version(), v0);
     team.submit_goal(None, "think").await.unwrap();
-    let mut done = false;
-    for _ in 0..1_000 {
-        done = team.monitor.read(|s| {
-            s.tasks
-                .values()
-                .any(|t| t.task_id != team.base_task && t.execution_state.is_over())
-                && s.counters().steps_running == 0
-                && s.counters().agents_working == 0
-        });
-        if done {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(done, "the task ended");
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until_the_task_ends(&team).await;
 
     let mut reader = serde_json::from_str::<StatesRecord>(&record0)
         .unwrap()

@@ -163,39 +163,28 @@ impl SyncCore {
         base.join(managers.iter().cloned());
         base.join(others.iter().cloned());
         base.execution_state = ExecutionState::Running;
-        SyncCore {
-            tasks: [(base_task.clone(), base)].into(),
-            stages: BTreeMap::new(),
-            roster_index: roster
-                .iter()
-                .enumerate()
-                .map(|(i, m)| (m.id.clone(), i))
-                .collect(),
-            roster,
-            catalog: Catalog::default(),
-            base_task,
-            stuck_reported: BTreeSet::new(),
-            pool_kept: SHARED_POOL_KEPT,
-            message_chars: Retention::default().message_chars,
-            finished: VecDeque::new(),
-            finished_kept: Retention::default().finished_tasks,
-        }
+        Self::from_parts(vec![base], Vec::new(), roster)
     }
 
     /// SyncState as it was, from the tasks and stages a store kept (`tasks` in creation order,
     /// the base task first) and the roster of the agents it kept.
     pub fn restore(
         tasks: Vec<TaskState>,
-        stages: impl IntoIterator<Item = StageState>,
+        stages: Vec<StageState>,
         roster: Vec<Member>,
     ) -> Option<Self> {
-        let base_task = tasks.first()?.task_id.clone();
+        (!tasks.is_empty()).then(|| Self::from_parts(tasks, stages, roster))
+    }
+
+    /// `tasks` in creation order, the base task first (never empty).
+    fn from_parts(tasks: Vec<TaskState>, stages: Vec<StageState>, roster: Vec<Member>) -> Self {
+        let base_task = tasks[0].task_id.clone();
         let finished = tasks
             .iter()
             .filter(|t| t.execution_state.is_over())
             .map(|t| t.task_id.clone())
             .collect();
-        Some(SyncCore {
+        SyncCore {
             tasks: tasks.into_iter().map(|t| (t.task_id.clone(), t)).collect(),
             stages: stages
                 .into_iter()
@@ -214,7 +203,7 @@ impl SyncCore {
             message_chars: Retention::default().message_chars,
             finished,
             finished_kept: Retention::default().finished_tasks,
-        })
+        }
     }
 
     /// What a long-running team keeps in memory.
