@@ -526,7 +526,10 @@ fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: {e}");
@@ -576,12 +579,20 @@ fn serve(
                 Some(d) => d.open(Some(cohort::store::default_path(team))).await?,
                 None => None,
             };
-            cohort::serve::serve_team(&cfg, &host, bind, web, store, cohort::run::stop_signal(), |addr| {
-                eprintln!(
-                    "Cohort is serving {} on http://{addr} (Ctrl-C to stop)",
-                    team.display()
-                );
-            })
+            cohort::serve::serve_team(
+                &cfg,
+                &host,
+                bind,
+                web,
+                store,
+                cohort::run::stop_signal(),
+                |addr| {
+                    eprintln!(
+                        "Cohort is serving {} on http://{addr} (Ctrl-C to stop)",
+                        team.display()
+                    );
+                },
+            )
             .await?;
             anyhow::Ok(())
         };

@@ -3,14 +3,14 @@
 //! servers are stopped.
 
 use crate::actors::{Host, SystemError, start_team, start_team_stored};
-use crate::store::Store;
-use std::sync::Arc;
 use crate::api::{ApiState, serve};
 use crate::config::TeamConfig;
 use crate::run::wait_for_running_steps;
+use crate::store::Store;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +92,7 @@ pub async fn serve_team(
             "serving beyond loopback on {bind}: anyone who can reach it can try to log in"
         );
     }
-    let team = match store {
+    let team = match store.clone() {
         Some(store) => {
             let loaded = crate::store::load(store.as_ref()).await?;
             if loaded.version > 0 {
@@ -119,6 +119,10 @@ pub async fn serve_team(
         allowed_origins(bound),
     )
     .with_feed_config(cfg.feeds.into());
+    let state = match store {
+        Some(store) => state.with_stored_sessions(cfg.session_ttl, store).await?,
+        None => state.with_session_ttl(cfg.session_ttl),
+    };
     on_ready(bound);
     let served = match spawn_http(listener, state, stop) {
         Ok(done) => done

@@ -28,7 +28,12 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
     let file = dir.join("team.db");
     let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
     let m = Monitor::with_store(1_024, store, States::default(), 0);
-    let mut t1 = TaskState::new("t-one".into(), "Write a haiku".into(), "i".into(), "m".into());
+    let mut t1 = TaskState::new(
+        "t-one".into(),
+        "Write a haiku".into(),
+        "i".into(),
+        "m".into(),
+    );
     t1.execution_state = cohort::state::ExecutionState::Running;
     let t2 = TaskState::new("t-two".into(), "Plan a trip".into(), "i".into(), "m".into());
     let last = m.publish(vec![
@@ -49,9 +54,19 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
     let (ok, table, err) = cohort(&["inspect", "--data", path]);
     assert!(ok, "{err}");
     assert!(table.contains("data: sqlite://"), "{table}");
-    let row = table.lines().find(|l| l.starts_with("t-one")).expect(&table);
-    assert!(row.contains("running") && row.contains("Write a haiku"), "{row}");
-    assert!(table.lines().any(|l| l.starts_with("t-two") && l.contains("Plan a trip")));
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("t-one"))
+        .expect(&table);
+    assert!(
+        row.contains("running") && row.contains("Write a haiku"),
+        "{row}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("t-two") && l.contains("Plan a trip"))
+    );
 
     let (ok, lines, err) = cohort(&["export", "--data", path]);
     assert!(ok, "{err}");
@@ -60,7 +75,10 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(
-        events.iter().map(|e| e["version"].as_u64().unwrap()).collect::<Vec<_>>(),
+        events
+            .iter()
+            .map(|e| e["version"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
         [1, 2, 3]
     );
     assert!(err.contains("3 events"), "{err}");
@@ -79,6 +97,9 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
     assert!(!ok && err.contains("there is no cohort data at"), "{err}");
     assert!(!missing.exists());
     let (ok, _, err) = cohort(&["export"]);
-    assert!(!ok && err.contains("--data PATH or --database URL"), "{err}");
+    assert!(
+        !ok && err.contains("--data PATH or --database URL"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

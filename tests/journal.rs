@@ -144,6 +144,18 @@ impl Store for Flaky {
     fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         self.inner.last_version()
     }
+    fn put_session<'a>(
+        &'a self,
+        s: &'a cohort::store::StoredSession,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.put_session(s)
+    }
+    fn live_sessions(
+        &self,
+        now: i64,
+    ) -> BoxFuture<'_, Result<Vec<cohort::store::StoredSession>, StoreError>> {
+        self.inner.live_sessions(now)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,7 +193,11 @@ async fn a_publisher_faster_than_the_store_waits_for_it_and_nothing_is_dropped()
     let publisher = std::thread::spawn({
         let m = m.clone();
         // Many more single publishes than the journal queues.
-        move || (0..30_000u64).map(|i| m.publish(vec![tokens("t1", i)])).last()
+        move || {
+            (0..30_000u64)
+                .map(|i| m.publish(vec![tokens("t1", i)]))
+                .last()
+        }
     });
     // Readers keep taking the states' lock meanwhile, as REST and websocket feeds do.
     let reader = std::thread::spawn({

@@ -93,7 +93,13 @@ async fn all_states(http: &reqwest::Client, s: &Server, token: &str) -> Value {
 
 fn stop(mut s: Server) {
     let pid = s.child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     while s.child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
@@ -112,7 +118,13 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
     let s = start(&data, dir.join("first.log"));
     let token = login(&http, &s).await;
     let base_task = get(&http, &s, &token, "/api/states?type=task").await;
-    let base_task = base_task.as_object().unwrap().keys().next().unwrap().clone();
+    let base_task = base_task
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
     let r = http
         .post(format!("{}/api/send_message", s.base))
         .bearer_auth(&token)
@@ -133,7 +145,10 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
         if p["pending"].as_array().is_some_and(|a| !a.is_empty()) {
             break p;
         }
-        assert!(Instant::now() < deadline, "no question reached the operator");
+        assert!(
+            Instant::now() < deadline,
+            "no question reached the operator"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -141,8 +156,19 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
     assert!(before["step"].as_object().unwrap().len() >= 2, "{before}");
     stop(s);
 
+    // The token is not in the store: only its hash is.
+    let raw = std::fs::read(&data).unwrap();
+    let wal = std::fs::read(dir.join("team.db-wal")).unwrap_or_default();
+    for bytes in [&raw, &wal] {
+        assert!(
+            !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+            "the token itself is stored"
+        );
+    }
+
     let s = start(&data, dir.join("second.log"));
-    let token = login(&http, &s).await;
+    // Wait until it serves, then use the token of the first run: the session survived.
+    login(&http, &s).await;
     let after = all_states(&http, &s, &token).await;
     assert_eq!(after, before, "every state as it was before the stop");
     assert_eq!(

@@ -9,7 +9,7 @@ mod postgres;
 use cohort::event::{Change, Event, StatesRecord, TaskChange};
 use cohort::ids::TaskId;
 use cohort::state::{TaskState, TokenUsage};
-use cohort::store::{SqlStore, Store, StoreError, StoredEvent};
+use cohort::store::{SqlStore, Store, StoreError, StoredEvent, StoredSession};
 use std::future::Future;
 
 fn task_created(version: u64, task: &str) -> StoredEvent {
@@ -134,6 +134,28 @@ where
     assert_eq!(
         versions(&store.task_events(&a, 3, 100).await.unwrap()),
         [1_205]
+    );
+
+    // Sessions: kept by hash; the expired ones leave when the live ones are read.
+    let live = StoredSession {
+        token_hash: "h-live".into(),
+        human: "alice".into(),
+        expires_at: 2_000,
+    };
+    let old = StoredSession {
+        token_hash: "h-old".into(),
+        human: "bob".into(),
+        expires_at: 500,
+    };
+    store.put_session(&live).await.unwrap();
+    store.put_session(&old).await.unwrap();
+    assert_eq!(store.live_sessions(1_000).await.unwrap(), [live.clone()]);
+    drop(store);
+    let store = reopen().await.unwrap();
+    assert_eq!(
+        store.live_sessions(0).await.unwrap(),
+        [live],
+        "the expired one is gone"
     );
     drop(store);
 }

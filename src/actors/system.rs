@@ -6,6 +6,7 @@ use super::dispatcher::Dispatcher;
 use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state};
 use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
+use crate::agent::resume_after_restart;
 use crate::config::TeamConfig;
 use crate::ids::{AgentId, StageRef, TaskId};
 use crate::llm::LlmError;
@@ -16,7 +17,6 @@ use crate::prompt::{PromptError, PromptSet};
 use crate::state::{AgentState, ConversationPool, HumanConfig, Skill};
 use crate::store::{Loaded, Store};
 use crate::sync::{Catalog, Member, SyncCore, SyncError};
-use crate::agent::resume_after_restart;
 use actix::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -295,7 +295,10 @@ fn start(
     // People are agents too: same actor, a human_config and a conversation pool, no LLM.
     for h in &cfg.humans {
         if let Some(state) = stored.remove(&h.id) {
-            agents.insert(h.id.clone(), factory.spawn_restored(state, None, sync.clone()));
+            agents.insert(
+                h.id.clone(),
+                factory.spawn_restored(state, None, sync.clone()),
+            );
             continue;
         }
         let mut state = AgentState::new(
@@ -313,8 +316,14 @@ fn start(
     // Agents managers created: back from their templates. Stored agents the team file no
     // longer has stay in the record but do not run.
     for (id, mut state) in stored {
-        let Some((_, llm)) = state.template.as_ref().and_then(|t| factory.templates.get(t)) else {
-            tracing::warn!("agent `{id}` is in the stored data but not in the team file: not started");
+        let Some((_, llm)) = state
+            .template
+            .as_ref()
+            .and_then(|t| factory.templates.get(t))
+        else {
+            tracing::warn!(
+                "agent `{id}` is in the stored data but not in the team file: not started"
+            );
             continue;
         };
         let llm = llm.clone();

@@ -84,10 +84,12 @@ mod tests {
         assert_eq!(resume_after_restart(&mut a), 1);
         let old = a.agent_step.get(&was.step_id).unwrap();
         assert_eq!(old.execution_state, StepExecutionState::Failed);
-        assert!(old.execute_result.as_ref().unwrap()["error"]
-            .as_str()
-            .unwrap()
-            .contains(INTERRUPTED));
+        assert!(
+            old.execute_result.as_ref().unwrap()["error"]
+                .as_str()
+                .unwrap()
+                .contains(INTERRUPTED)
+        );
         let next = a.agent_step.next().unwrap();
         assert_ne!(next.step_id, was.step_id);
         assert_eq!(

@@ -71,7 +71,12 @@ pub async fn bind(
         return Err(AppError::Unauthorized(LOGIN_FAILED.into()));
     }
     inner.limiter.succeeded(attempt);
-    let token = inner.sessions.open(id.clone());
+    let token = inner.sessions.open(id.clone()).await.map_err(|e| {
+        AppError::Rejected(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the session could not be stored: {e}"),
+        )
+    })?;
     Ok(Json(
         json!({ "success": true, "human_agent_id": id, "token": token }),
     ))

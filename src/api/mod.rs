@@ -127,6 +127,23 @@ impl ApiState {
         self
     }
 
+    /// Sessions kept in the team's store (so people stay logged in across restarts), lasting
+    /// `ttl` (call before the state is cloned).
+    pub async fn with_stored_sessions(
+        mut self,
+        ttl: std::time::Duration,
+        store: Arc<dyn crate::store::Store>,
+    ) -> Result<Self, crate::store::StoreError> {
+        self.inner_mut().sessions = Sessions::stored(ttl, store).await?;
+        Ok(self)
+    }
+
+    /// Sessions lasting `ttl`, in memory only (call before the state is cloned).
+    pub fn with_session_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.inner_mut().sessions = Sessions::with_ttl(ttl);
+        self
+    }
+
     fn inner_mut(&mut self) -> &mut Inner {
         Arc::get_mut(&mut self.inner).expect("configure ApiState before cloning it")
     }

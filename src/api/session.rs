@@ -2,49 +2,109 @@
 //! and the failed-login limiter (a sliding window of failures per human id and per client IP).
 
 use crate::ids::AgentId;
+use crate::store::{Store, StoreError, StoredSession};
 use dashmap::DashMap;
 use std::collections::VecDeque;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long a token stays valid after the login that made it.
-pub const SESSION_TTL: Duration = Duration::from_secs(12 * 60 * 60);
+/// How long a token stays valid after the login that made it, unless the team file says
+/// otherwise (`session_ttl_hours`).
+pub const SESSION_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
-/// Open sessions. Tokens are 256-bit random strings from `auth::new_token`, so the table can
-/// be keyed by them directly.
-#[derive(Default)]
+/// Open sessions, by a hash of their token: the table (and the store, which keeps them across
+/// restarts) never holds a token itself, so reading either gives no one a way in. Tokens are
+/// 256-bit random strings from `auth::new_token`, so an unsalted SHA-256 is enough.
 pub struct Sessions {
-    by_token: DashMap<String, Session>,
+    by_hash: DashMap<String, Session>,
+    ttl: Duration,
+    store: Option<Arc<dyn Store>>,
 }
 
 struct Session {
     human: AgentId,
-    expires: Instant,
+    /// Milliseconds since the Unix epoch.
+    expires_at: i64,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions {
+            by_hash: DashMap::new(),
+            ttl: SESSION_TTL,
+            store: None,
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// The hex SHA-256 of a token.
+pub fn token_hash(token: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Sessions {
-    /// Opens a session for `human`; returns its token.
-    pub fn open(&self, human: AgentId) -> String {
-        let now = Instant::now();
+    /// Sessions that last `ttl`, kept in `store` too (and the live ones it holds taken back).
+    pub async fn stored(ttl: Duration, store: Arc<dyn Store>) -> Result<Sessions, StoreError> {
+        let by_hash = DashMap::new();
+        for s in store.live_sessions(now_ms()).await? {
+            by_hash.insert(
+                s.token_hash,
+                Session {
+                    human: s.human,
+                    expires_at: s.expires_at,
+                },
+            );
+        }
+        Ok(Sessions {
+            by_hash,
+            ttl,
+            store: Some(store),
+        })
+    }
+
+    /// Sessions that last `ttl`, in memory only.
+    pub fn with_ttl(ttl: Duration) -> Sessions {
+        Sessions {
+            ttl,
+            ..Sessions::default()
+        }
+    }
+
+    /// Opens a session for `human`; returns its token once the session is stored.
+    pub async fn open(&self, human: AgentId) -> Result<String, StoreError> {
+        let now = now_ms();
         // Logins are rare: dropping expired sessions here keeps the table small.
-        self.by_token.retain(|_, s| s.expires > now);
+        self.by_hash.retain(|_, s| s.expires_at > now);
         let token = crate::auth::new_token();
-        self.by_token.insert(
-            token.clone(),
-            Session {
-                human,
-                expires: now + SESSION_TTL,
-            },
-        );
-        token
+        let hash = token_hash(&token);
+        let expires_at = now.saturating_add(self.ttl.as_millis() as i64);
+        if let Some(store) = &self.store {
+            store
+                .put_session(&StoredSession {
+                    token_hash: hash.clone(),
+                    human: human.clone(),
+                    expires_at,
+                })
+                .await?;
+        }
+        self.by_hash.insert(hash, Session { human, expires_at });
+        Ok(token)
     }
 
     /// The human a live token belongs to.
     pub fn human(&self, token: &str) -> Option<AgentId> {
-        let s = self.by_token.get(token)?;
-        if s.expires <= Instant::now() {
+        let hash = token_hash(token);
+        let s = self.by_hash.get(&hash)?;
+        if s.expires_at <= now_ms() {
             drop(s);
-            self.by_token.remove(token);
+            self.by_hash.remove(&hash);
             return None;
         }
         Some(s.human.clone())
@@ -211,12 +271,21 @@ mod tests {
         assert!(l.begin("a", None).is_ok());
     }
 
-    #[test]
-    fn sessions_map_tokens_to_humans() {
+    #[tokio::test]
+    async fn sessions_map_tokens_to_humans_by_hash_and_expire() {
         let s = Sessions::default();
-        let t = s.open("alice".into());
+        let t = s.open("alice".into()).await.unwrap();
         assert_eq!(s.human(&t), Some("alice".into()));
         assert_eq!(s.human("nope"), None);
-        assert_ne!(s.open("alice".into()), t);
+        assert_ne!(s.open("alice".into()).await.unwrap(), t);
+        assert!(
+            s.by_hash.iter().all(|e| e.key() != &t),
+            "the token itself is never kept"
+        );
+        let short = Sessions::with_ttl(Duration::from_millis(30));
+        let t = short.open("bob".into()).await.unwrap();
+        assert_eq!(short.human(&t), Some("bob".into()));
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(short.human(&t), None, "expired");
     }
 }

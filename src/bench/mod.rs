@@ -213,7 +213,10 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
         if let Some(v) = note("store", in_child(exe, &job)) {
             out.push(row(
                 "store",
-                format!("{} events, 8 a publish, SQLite (WAL, synchronous=FULL)", v["events"]),
+                format!(
+                    "{} events, 8 a publish, SQLite (WAL, synchronous=FULL)",
+                    v["events"]
+                ),
                 format!(
                     "{:.0} events/s committed{}",
                     f(&v["events_per_s"]),

@@ -278,7 +278,9 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
         .map_err(|e| e.to_string())?;
     let monitor = if store {
         let store = rt
-            .block_on(crate::store::SqlStore::open_sqlite(&scratch.0.join("data.db")))
+            .block_on(crate::store::SqlStore::open_sqlite(
+                &scratch.0.join("data.db"),
+            ))
             .map_err(|e| e.to_string())?;
         Monitor::with_store(1024, std::sync::Arc::new(store), Default::default(), 0)
     } else {

@@ -35,6 +35,9 @@ pub struct RawTeam {
     /// How much a long-running team keeps in memory (see `Retention`).
     #[serde(default)]
     pub retention: Option<RawRetention>,
+    /// How long a person's login lasts, in hours (default 168: a week).
+    #[serde(default)]
+    pub session_ttl_hours: Option<u64>,
     /// Limits of the websocket feeds (see `Feeds`).
     #[serde(default)]
     pub feeds: Option<RawFeeds>,

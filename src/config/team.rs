@@ -103,6 +103,8 @@ pub struct TeamConfig {
     pub max_hired_agents: usize,
     pub retention: Retention,
     pub feeds: Feeds,
+    /// How long a person's login lasts (`session_ttl_hours`, default a week).
+    pub session_ttl: std::time::Duration,
 }
 
 /// What a team that runs for months keeps in memory (`retention:` in the team file).
@@ -317,6 +319,14 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let templates = load_templates(&raw, file, base, &team_llm, &mut out);
     let retention = retention(raw.retention.clone().unwrap_or_default(), file, &mut out);
     let feeds = feeds(raw.feeds.clone().unwrap_or_default(), file, &mut out);
+    let session_ttl = match raw.session_ttl_hours {
+        Some(0) => {
+            out.add(file, "session_ttl_hours", "must be at least 1");
+            crate::api::SESSION_TTL
+        }
+        Some(h) => std::time::Duration::from_secs(h.saturating_mul(3600)),
+        None => crate::api::SESSION_TTL,
+    };
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -359,6 +369,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         max_hired_agents: raw.max_hired_agents.unwrap_or(DEFAULT_MAX_HIRED_AGENTS),
         retention,
         feeds,
+        session_ttl,
     })
 }
 
@@ -511,14 +522,16 @@ mod tests {
         let t = load_team(&write(&d, "default.yaml", head)).unwrap();
         assert_eq!(t.retention, Retention::default());
         assert_eq!(t.feeds, Feeds::default());
+        assert_eq!(t.session_ttl, crate::api::SESSION_TTL);
         let set = format!(
-            "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\n"
+            "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\nsession_ttl_hours: 2\n"
         );
         let t = load_team(&write(&d, "set.yaml", &set)).unwrap();
         assert_eq!(
             (t.retention.step_chars, t.retention.message_chars),
             (100, 50)
         );
+        assert_eq!(t.session_ttl, Duration::from_secs(7_200));
         assert_eq!(
             t.feeds,
             Feeds {
@@ -536,7 +549,7 @@ mod tests {
             .problems();
         assert!(problems[0].message.contains("colour"), "{problems:?}");
         let zeros = format!(
-            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0}}\n"
+            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0}}\nsession_ttl_hours: 0\n"
         );
         let problems = load_team(&write(&d, "zeros2.yaml", &zeros))
             .unwrap_err()
@@ -548,7 +561,8 @@ mod tests {
                 "retention.step_chars",
                 "feeds.per_human",
                 "feeds.total",
-                "feeds.send_timeout_s"
+                "feeds.send_timeout_s",
+                "session_ttl_hours"
             ]
         );
     }

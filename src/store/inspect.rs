@@ -44,7 +44,11 @@ fn agents_line(s: &States) -> String {
         .values()
         .filter(|a| a.human_config.is_some())
         .count();
-    let waiting = s.agents.values().filter(|a| !a.step_lock.is_empty()).count();
+    let waiting = s
+        .agents
+        .values()
+        .filter(|a| !a.step_lock.is_empty())
+        .count();
     let c = s.counters();
     format!(
         "agents: {} ({} hired, {} people); {} waiting for a reply; steps run: {}, running at the stop: {}\n",

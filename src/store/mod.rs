@@ -27,6 +27,15 @@ pub struct StoredEvent {
     pub task_id: Option<TaskId>,
 }
 
+/// A person's session as the store keeps it: a hash of the token, never the token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSession {
+    pub token_hash: String,
+    pub human: crate::ids::AgentId,
+    /// Milliseconds since the Unix epoch.
+    pub expires_at: i64,
+}
+
 /// The newest snapshot and how many events follow it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {
@@ -145,4 +154,8 @@ pub trait Store: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>>;
     /// The version of the last event stored (0 when there is none).
     fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// Keeps a session (replacing one with the same token hash).
+    fn put_session<'a>(&'a self, s: &'a StoredSession) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// The sessions not expired at `now` (ms since the epoch); expired ones are deleted.
+    fn live_sessions(&self, now: i64) -> BoxFuture<'_, Result<Vec<StoredSession>, StoreError>>;
 }

@@ -3,7 +3,7 @@
 //! file beside a SQLite database, an advisory lock on Postgres), so two processes never write
 //! the same team; checks the schema version; and runs the migrations it lacks.
 
-use super::{Snapshot, Store, StoreError, StoredEvent};
+use super::{Snapshot, Store, StoreError, StoredEvent, StoredSession};
 use crate::event::{Event, StatesRecord};
 use crate::ids::TaskId;
 use futures::future::BoxFuture;
@@ -14,10 +14,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_events.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/0001_events.sql"),
+    include_str!("../../migrations/0002_sessions.sql"),
+];
 
 /// Events per INSERT: few round trips, well under both databases' parameter limits.
 const ROWS_PER_INSERT: usize = 500;
@@ -157,8 +160,7 @@ impl SqlStore {
     /// running team may keep writing; nothing is created or migrated.
     pub async fn open_reader(spec: &str) -> Result<SqlStore, StoreError> {
         sqlx::any::install_default_drivers();
-        let (url, shown) = if spec.starts_with("postgres://") || spec.starts_with("postgresql://")
-        {
+        let (url, shown) = if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
             (spec.to_owned(), without_password(spec))
         } else {
             let path = Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec));
@@ -356,7 +358,50 @@ impl SqlStore {
     }
 }
 
+impl SqlStore {
+    async fn session_put(&self, s: &StoredSession) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO sessions (token_hash, human, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (token_hash) DO UPDATE SET human = excluded.human, \
+             expires_at = excluded.expires_at",
+        )
+        .bind(s.token_hash.clone())
+        .bind(s.human.as_str().to_owned())
+        .bind(s.expires_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn sessions_live(&self, now: i64) -> Result<Vec<StoredSession>, StoreError> {
+        sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        let rows = sqlx::query("SELECT token_hash, human, expires_at FROM sessions")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredSession {
+                    token_hash: r.try_get(0)?,
+                    human: r.try_get::<String, _>(1)?.into(),
+                    expires_at: r.try_get(2)?,
+                })
+            })
+            .collect()
+    }
+}
+
 impl Store for SqlStore {
+    fn put_session<'a>(&'a self, s: &'a StoredSession) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.session_put(s))
+    }
+
+    fn live_sessions(&self, now: i64) -> BoxFuture<'_, Result<Vec<StoredSession>, StoreError>> {
+        Box::pin(self.sessions_live(now))
+    }
+
     fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.insert(events))
     }
