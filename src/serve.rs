@@ -120,7 +120,7 @@ pub async fn serve_team(
     )
     .with_feed_config(cfg.feeds.into());
     let state = match store {
-        Some(store) => state.with_stored_sessions(cfg.session_ttl, store).await?,
+        Some(store) => state.with_store(cfg.session_ttl, store).await?,
         None => state.with_session_ttl(cfg.session_ttl),
     };
     on_ready(bound);

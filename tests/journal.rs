@@ -194,9 +194,11 @@ async fn a_publisher_faster_than_the_store_waits_for_it_and_nothing_is_dropped()
         let m = m.clone();
         // Many more single publishes than the journal queues.
         move || {
-            (0..30_000u64)
-                .map(|i| m.publish(vec![tokens("t1", i)]))
-                .last()
+            let mut last = None;
+            for i in 0..30_000u64 {
+                last = Some(m.publish(vec![tokens("t1", i)]));
+            }
+            last
         }
     });
     // Readers keep taking the states' lock meanwhile, as REST and websocket feeds do.

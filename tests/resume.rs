@@ -76,3 +76,69 @@ async fn a_stored_team_restarts_with_everything_it_had_and_takes_the_next_goal()
     team.shutdown().await;
     team.monitor.close();
 }
+
+/// A finished task that left memory (retention) is read back from the store whole: its
+/// final state and its stages, as they were before it left.
+#[actix::test]
+async fn a_task_that_left_memory_is_read_back_from_the_store() {
+    use cohort::event::StateKind;
+    let scratch = Scratch::new("archived").unwrap();
+    let shape = TeamShape {
+        workers: 2,
+        steps: 1,
+        delay_ms: 0,
+        max_in_flight: 8,
+        goals: 2,
+    };
+    let file = write_team(&scratch.0, shape, None).unwrap();
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{yaml}\nretention: {{finished_tasks: 1}}\n")).unwrap();
+    let cfg = load_team(&file).unwrap();
+    let store = Arc::new(
+        SqlStore::open_sqlite(&scratch.0.join("team.db"))
+            .await
+            .unwrap(),
+    );
+    let loaded = load(store.as_ref()).await.unwrap();
+    let vars = |_: &str| None;
+    let host = Host::new(&vars, env!("CARGO_BIN_EXE_cohort"));
+    let team = start_team_stored(&cfg, &host, store.clone(), loaded).unwrap();
+
+    team.submit_goal(None, "first").await.unwrap();
+    until_done(&team, 1).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (first, before, stages_before) = team.monitor.read(|s| {
+        let t = s
+            .tasks
+            .values()
+            .find(|t| t.task_id != team.base_task)
+            .unwrap()
+            .clone();
+        let stages: Vec<_> = t.stage_list.iter().map(|id| s.stages[id].clone()).collect();
+        (t.task_id.clone(), t, stages)
+    });
+    team.submit_goal(None, "second").await.unwrap();
+    // The second task's end evicts the first from memory.
+    let mut gone = false;
+    for _ in 0..2_000 {
+        gone = team.monitor.get(StateKind::Task, first.as_str()).is_none()
+            && team.monitor.read(|s| s.counters().steps_running == 0);
+        if gone {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(gone, "the first task left memory");
+    let last = team.monitor.assigned_version();
+    assert!(team.monitor.durable(last).await);
+
+    let (task, stages) = cohort::store::stored_task(store.as_ref(), &first)
+        .await
+        .unwrap()
+        .expect("the store has it");
+    assert_eq!(task, before, "the task as it was when it finished");
+    assert_eq!(stages, stages_before, "and its stages");
+    assert!(!stages.is_empty() && stages.iter().all(|s| !s.completion_summary.is_empty()));
+    team.shutdown().await;
+    team.monitor.close();
+}

@@ -149,7 +149,10 @@ where
     };
     store.put_session(&live).await.unwrap();
     store.put_session(&old).await.unwrap();
-    assert_eq!(store.live_sessions(1_000).await.unwrap(), [live.clone()]);
+    assert_eq!(
+        store.live_sessions(1_000).await.unwrap(),
+        std::slice::from_ref(&live)
+    );
     drop(store);
     let store = reopen().await.unwrap();
     assert_eq!(

@@ -62,6 +62,8 @@ struct Inner {
     feed_slots: Arc<feed_slots::FeedSlots>,
     /// The longest message a person may send, in characters (the team's retention setting).
     message_chars: usize,
+    /// Where finished tasks that left memory are still read from.
+    store: Option<Arc<dyn crate::store::Store>>,
     /// Turns true when the server shuts down, so websocket feeds (which outlive the HTTP
     /// connection they were upgraded from) end too.
     closing: watch::Sender<bool>,
@@ -110,6 +112,7 @@ impl ApiState {
                 feed: FeedConfig::default(),
                 feed_slots: Arc::default(),
                 message_chars: team.retention.message_chars,
+                store: None,
                 closing: watch::Sender::new(false),
             }),
         }
@@ -127,14 +130,16 @@ impl ApiState {
         self
     }
 
-    /// Sessions kept in the team's store (so people stay logged in across restarts), lasting
-    /// `ttl` (call before the state is cloned).
-    pub async fn with_stored_sessions(
+    /// The team's store: sessions kept in it (so people stay logged in across restarts),
+    /// lasting `ttl`, and tasks that left memory read back from it (call before the state is
+    /// cloned).
+    pub async fn with_store(
         mut self,
         ttl: std::time::Duration,
         store: Arc<dyn crate::store::Store>,
     ) -> Result<Self, crate::store::StoreError> {
-        self.inner_mut().sessions = Sessions::stored(ttl, store).await?;
+        self.inner_mut().sessions = Sessions::stored(ttl, store.clone()).await?;
+        self.inner_mut().store = Some(store);
         Ok(self)
     }
 

@@ -88,21 +88,33 @@ pub async fn states(
     Ok(res)
 }
 
+/// `GET /api/state/{id}`: `{kind, state}` from memory; a finished task that left memory
+/// (retention) comes from the store, as `{kind: "task", state, stages, archived: true}`.
 pub async fn state(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, AppError> {
-    StateKind::ALL
-        .into_iter()
-        .find_map(|k| {
-            state
-                .inner
-                .monitor
-                .get(k, &id)
-                .map(|s| json!({ "kind": k.name(), "state": s }))
-        })
-        .map(Json)
-        .ok_or_else(|| AppError::NotFound(format!("no task, stage, agent or step `{id}`")))
+    let live = StateKind::ALL.into_iter().find_map(|k| {
+        state
+            .inner
+            .monitor
+            .get(k, &id)
+            .map(|s| json!({ "kind": k.name(), "state": s }))
+    });
+    if let Some(v) = live {
+        return Ok(Json(v));
+    }
+    let not_found = || AppError::NotFound(format!("no task, stage, agent or step `{id}`"));
+    let Some(store) = &state.inner.store else {
+        return Err(not_found());
+    };
+    match crate::store::stored_task(store.as_ref(), &TaskId::from(id.as_str())).await {
+        Ok(Some((task, stages))) => Ok(Json(
+            json!({ "kind": "task", "state": task, "stages": stages, "archived": true }),
+        )),
+        Ok(None) => Err(not_found()),
+        Err(e) => Err(AppError::Internal(format!("reading the store failed: {e}"))),
+    }
 }
 
 #[cfg(test)]

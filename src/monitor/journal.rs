@@ -8,8 +8,8 @@
 //! for the writer: a store that cannot keep up slows the team instead of filling memory.
 
 use super::{Inner, Published};
-use crate::event::{Change, Event, StatesRecord, StepChange};
-use crate::ids::{StepId, TaskId};
+use crate::event::{Change, Event, StageChange, StatesRecord, StepChange};
+use crate::ids::{StageId, StepId, TaskId};
 use crate::store::{Store, StoredEvent};
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -166,6 +166,7 @@ fn write_loop(
 fn with_tasks(inner: &Inner, entries: &[Entry]) -> Vec<StoredEvent> {
     let shared = inner.lock();
     let mut added: HashMap<&StepId, &TaskId> = HashMap::new();
+    let mut stages_added: HashMap<&StageId, &TaskId> = HashMap::new();
     let mut out = Vec::with_capacity(entries.iter().map(|e| e.events.len()).sum());
     for e in entries.iter().flat_map(|e| &e.events) {
         let task_id = match &e.change {
@@ -182,6 +183,24 @@ fn with_tasks(inner: &Inner, entries: &[Entry]) -> Vec<StoredEvent> {
             ) => step_ids
                 .first()
                 .and_then(|id| task_of(id, &added, &shared.states)),
+            Change::Stage(StageChange::Added { stage, .. }) => {
+                stages_added.insert(&stage.stage_id, &stage.task_id);
+                Some(stage.task_id.clone())
+            }
+            Change::Stage(
+                StageChange::State { stage_id, .. }
+                | StageChange::Agent { stage_id, .. }
+                | StageChange::Completion { stage_id, .. },
+            ) => stages_added
+                .get(stage_id)
+                .map(|t| (*t).clone())
+                .or_else(|| {
+                    shared
+                        .states
+                        .stages
+                        .get(stage_id)
+                        .map(|s| s.task_id.clone())
+                }),
             other => other.task_id().cloned(),
         };
         out.push(StoredEvent {

@@ -127,6 +127,41 @@ pub async fn load(store: &dyn Store) -> Result<Loaded, StoreError> {
     })
 }
 
+/// A task as its stored events leave it, with its stages: how a finished task that left
+/// memory (retention) is still read. None when the store has no events of it.
+pub async fn stored_task(
+    store: &dyn Store,
+    id: &TaskId,
+) -> Result<Option<(crate::state::TaskState, Vec<crate::state::StageState>)>, StoreError> {
+    const PAGE: usize = 10_000;
+    let mut states = crate::event::States::default();
+    let mut after = 0;
+    loop {
+        let page = store.task_events(id, after, PAGE).await?;
+        for e in &page {
+            // Its eviction is where memory let it go; the store keeps it whole.
+            if !matches!(
+                e.change,
+                crate::event::Change::Task(crate::event::TaskChange::Evicted { .. })
+            ) {
+                states.apply(&e.change);
+            }
+        }
+        match page.last() {
+            Some(last) if page.len() == PAGE => after = last.version,
+            _ => break,
+        }
+    }
+    Ok(states.tasks.remove(id).map(|t| {
+        let stages = t
+            .stage_list
+            .iter()
+            .filter_map(|s| states.stages.get(s).cloned())
+            .collect();
+        (t, stages)
+    }))
+}
+
 /// Where the runtime keeps its state events. Every method is one transaction.
 pub trait Store: Send + Sync {
     /// Appends events, in version order and after every event already stored, all or none.
