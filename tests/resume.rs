@@ -73,6 +73,20 @@ async fn a_stored_team_restarts_with_everything_it_had_and_takes_the_next_goal()
     let tasks = team.monitor.read(|s| s.tasks.len());
     assert_eq!(tasks, 3, "the base task, the first goal's and the second's");
     assert!(team.monitor.read(|s| s.counters().steps_run) > run_before);
+    let version = team.monitor.version();
+    team.shutdown().await;
+    team.monitor.close();
+    drop(team);
+
+    // A second restart: the same base task, still first, and nothing announced twice.
+    let team = open(&cfg, &file).await;
+    assert_eq!(team.base_task, base);
+    assert_eq!(
+        team.monitor.read(|s| s.tasks_in_order()[0].task_id.clone()),
+        base
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(team.monitor.version(), version, "a restart itself changes nothing");
     team.shutdown().await;
     team.monitor.close();
 }

@@ -130,7 +130,8 @@ pub fn start_team_stored(
     store: Arc<dyn Store>,
     loaded: Loaded,
 ) -> Result<Team, SystemError> {
-    let resumed = loaded.version > 0;
+    // A store that stopped before its base task was stored starts the team afresh.
+    let resumed = !loaded.states.tasks.is_empty();
     let monitor = Monitor::with_store(MONITOR_BUFFER, store, loaded.states, loaded.version);
     start(cfg, host, monitor, resumed)
 }
@@ -192,7 +193,12 @@ fn start(
                 s.agents.clone(),
             )
         });
-        for a in agents.values().filter(|a| a.template.is_some()) {
+        // Hired agents whose template the team file still has (the others do not run).
+        let known = |t: &Option<String>| {
+            t.as_ref()
+                .is_some_and(|t| cfg.templates.iter().any(|x| &x.name == t))
+        };
+        for a in agents.values().filter(|a| known(&a.template)) {
             roster.push(Member {
                 id: a.agent_id.clone(),
                 name: a.name.clone(),

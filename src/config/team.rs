@@ -159,6 +159,11 @@ impl Default for Retention {
     }
 }
 
+/// The longest `session_ttl_hours` accepted (ten years).
+const MAX_SESSION_HOURS: u64 = 87_600;
+/// The longest `feeds.frame_interval_ms` accepted (a console a second behind is already late).
+const MAX_FRAME_INTERVAL_MS: u64 = 1_000;
+
 /// `max_hired_agents` when the team file does not set it.
 pub const DEFAULT_MAX_HIRED_AGENTS: usize = 32;
 
@@ -320,8 +325,12 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let retention = retention(raw.retention.clone().unwrap_or_default(), file, &mut out);
     let feeds = feeds(raw.feeds.clone().unwrap_or_default(), file, &mut out);
     let session_ttl = match raw.session_ttl_hours {
-        Some(0) => {
-            out.add(file, "session_ttl_hours", "must be at least 1");
+        Some(h) if h == 0 || h > MAX_SESSION_HOURS => {
+            out.add(
+                file,
+                "session_ttl_hours",
+                format!("must be from 1 to {MAX_SESSION_HOURS} (ten years)"),
+            );
             crate::api::SESSION_TTL
         }
         Some(h) => std::time::Duration::from_secs(h.saturating_mul(3600)),
@@ -420,9 +429,18 @@ fn feeds(r: super::raw::RawFeeds, file: &Path, out: &mut Findings) -> Feeds {
             "send_timeout_s",
             d.send_timeout.as_secs(),
         )),
-        frame_interval: r
-            .frame_interval_ms
-            .map_or(d.frame_interval, Duration::from_millis),
+        frame_interval: match r.frame_interval_ms {
+            Some(ms) if ms > MAX_FRAME_INTERVAL_MS => {
+                out.add(
+                    file,
+                    "feeds.frame_interval_ms",
+                    format!("must be at most {MAX_FRAME_INTERVAL_MS}"),
+                );
+                d.frame_interval
+            }
+            Some(ms) => Duration::from_millis(ms),
+            None => d.frame_interval,
+        },
     }
 }
 
@@ -549,7 +567,7 @@ mod tests {
             .problems();
         assert!(problems[0].message.contains("colour"), "{problems:?}");
         let zeros = format!(
-            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0}}\nsession_ttl_hours: 0\n"
+            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, frame_interval_ms: 999999999999}}\nsession_ttl_hours: 99999999999999\n"
         );
         let problems = load_team(&write(&d, "zeros2.yaml", &zeros))
             .unwrap_err()
@@ -562,6 +580,7 @@ mod tests {
                 "feeds.per_human",
                 "feeds.total",
                 "feeds.send_timeout_s",
+                "feeds.frame_interval_ms",
                 "session_ttl_hours"
             ]
         );

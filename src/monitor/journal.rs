@@ -108,6 +108,8 @@ fn write_loop(
     };
     let mut since_snapshot = 0u64;
     let mut closing = false;
+    // The newest version committed: the durable mark only moves forward.
+    let mut committed = stored;
     while !closing {
         // Wait for work; wake now and then to notice a monitor that went away.
         let first = match rx.recv_timeout(Duration::from_secs(1)) {
@@ -142,9 +144,9 @@ fn write_loop(
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
             commit(&rt, store.as_ref(), &stored);
-            let last = stored.last().map_or(0, |e| e.event.version);
+            committed = stored.last().map_or(committed, |e| e.event.version);
             reveal(&inner, entries);
-            durable.send_replace(last);
+            durable.send_replace(committed);
             since_snapshot += count as u64;
         }
         if since_snapshot >= SNAPSHOT_EVERY || (closing && since_snapshot > 0) {
@@ -158,7 +160,6 @@ fn write_loop(
             since_snapshot = 0;
         }
     }
-    let _ = stored;
 }
 
 /// The events of a batch as the store keeps them, each with the task it belongs to (a step's
@@ -226,18 +227,25 @@ fn task_of(
 /// it: nothing is shown before it is stored, and nothing is dropped.
 fn commit(rt: &tokio::runtime::Runtime, store: &dyn Store, events: &[StoredEvent]) {
     let mut pause = Duration::from_millis(50);
+    let mut events = events;
     loop {
-        match rt.block_on(store.append(events)) {
-            Ok(()) => return,
-            Err(e) => {
-                tracing::error!(
-                    "storing {} events failed (retrying in {pause:?}): {e}",
-                    events.len()
-                );
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_secs(5));
+        let Err(e) = rt.block_on(store.append(events)) else {
+            return;
+        };
+        // A commit whose answer was lost may have landed (the store then knows a newer last
+        // version): what is stored already is not sent again.
+        if let Ok(last) = rt.block_on(store.last_version()) {
+            events = &events[events.partition_point(|e| e.event.version <= last)..];
+            if events.is_empty() {
+                return;
             }
         }
+        tracing::error!(
+            "storing {} events failed (retrying in {pause:?}): {e}",
+            events.len()
+        );
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(5));
     }
 }
 

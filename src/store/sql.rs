@@ -267,7 +267,13 @@ impl SqlStore {
             }
             q.execute(&mut *tx).await?;
         }
-        tx.commit().await?;
+        if let Err(e) = tx.commit().await {
+            // The commit may have landed before its answer was lost: learn what is stored.
+            if let Ok(v) = self.query_last_version().await {
+                self.last.store(v, Ordering::SeqCst);
+            }
+            return Err(e.into());
+        }
         self.last.store(prev, Ordering::SeqCst);
         Ok(())
     }

@@ -140,6 +140,8 @@ pub struct SyncCore {
     /// Finished tasks kept in full, oldest first; past `finished_kept` the oldest leaves.
     finished: VecDeque<TaskId>,
     finished_kept: usize,
+    /// Carried over from a store: readers already have its tasks.
+    restored: bool,
 }
 
 /// Default of how many shared-info lines and conversation entries a task keeps in memory.
@@ -173,7 +175,10 @@ impl SyncCore {
         stages: Vec<StageState>,
         roster: Vec<Member>,
     ) -> Option<Self> {
-        (!tasks.is_empty()).then(|| Self::from_parts(tasks, stages, roster))
+        (!tasks.is_empty()).then(|| SyncCore {
+            restored: true,
+            ..Self::from_parts(tasks, stages, roster)
+        })
     }
 
     /// `tasks` in creation order, the base task first (never empty).
@@ -203,6 +208,7 @@ impl SyncCore {
             message_chars: Retention::default().message_chars,
             finished,
             finished_kept: Retention::default().finished_tasks,
+            restored: false,
         }
     }
 
@@ -240,6 +246,11 @@ impl SyncCore {
 
     /// The changes that introduce SyncState's tasks and stages to a reader that has nothing.
     pub fn initial_changes(&self) -> Vec<Change> {
+        if self.restored {
+            // Published before the restart and stored: announcing them again would reset the
+            // readers' record of which task came first.
+            return Vec::new();
+        }
         self.tasks
             .values()
             .map(|t| Change::Task(TaskChange::Created { task: t.clone() }))
