@@ -86,7 +86,11 @@ async fn a_stored_team_restarts_with_everything_it_had_and_takes_the_next_goal()
         base
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(team.monitor.version(), version, "a restart itself changes nothing");
+    assert_eq!(
+        team.monitor.version(),
+        version,
+        "a restart itself changes nothing"
+    );
     team.shutdown().await;
     team.monitor.close();
 }

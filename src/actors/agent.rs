@@ -45,6 +45,9 @@ pub struct AgentActor {
     busy: bool,
 }
 
+/// How long a tool call waits for the store to confirm its step started.
+const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl AgentActor {
     pub fn new(
         state: AgentState,
@@ -160,8 +163,21 @@ impl AgentActor {
             ),
             (Ok(call), Some(client)) => {
                 let client = client.clone();
-                let call_server =
-                    async move { client.call(&server, &call).await.map_err(|e| e.to_string()) };
+                // The tool is called only once the step's start is stored: after a crash a
+                // started tool step is never run again (it may have acted), so a start the
+                // store lost must not have reached the tool either.
+                let started = self.monitor.assigned_version();
+                let monitor = self.monitor.clone();
+                let call_server = async move {
+                    let stored =
+                        tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
+                    if !matches!(stored, Ok(true)) {
+                        return Err("the team's store did not confirm the step's start in \
+                                    time; the tool was not called"
+                            .to_owned());
+                    }
+                    client.call(&server, &call).await.map_err(|e| e.to_string())
+                };
                 ctx.spawn(
                     call_server
                         .into_actor(self)
@@ -272,7 +288,12 @@ impl Actor for AgentActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         // The factory published the agent before starting it; anything since goes out now.
         self.publish();
-        // An agent carried over from a store may have steps waiting.
+        // An agent carried over from a store: a tool call the restart cut off is settled as a
+        // failed call (never made again), then whatever its queue holds runs.
+        for id in crate::agent::interrupted_tool_steps(&self.state) {
+            self.busy = true;
+            self.on_tool_result(id, Err(crate::agent::interrupted_tool_call()), ctx);
+        }
         self.try_run(ctx);
     }
 }

@@ -13,6 +13,8 @@ mod tool_history;
 pub use complete::{StepCompletion, complete_step, complete_tool_step, release_for, settle_step};
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
 pub use receive::{Received, receive_message};
-pub use resume::{INTERRUPTED, resume_after_restart};
+pub use resume::{
+    INTERRUPTED, interrupted_tool_call, interrupted_tool_steps, resume_after_restart,
+};
 pub use tool_call::tool_call_for;
 pub use tool_history::tool_chain;

@@ -1,9 +1,10 @@
 //! An agent carrying on after a restart. A step that was running when the process stopped
-//! has no result and never will: it is marked failed ("interrupted by a restart") so the
-//! record says what happened. An LLM skill step is then run again (a copy goes to the front
-//! of the queue: asking the model twice costs tokens, never a side effect). A tool step is not:
-//! the tool may have acted before the process died, so calling it again could do it twice;
-//! the agent carries on from the failure, as with any failed tool call.
+//! has no result and never will. An LLM skill step is marked failed ("interrupted by a
+//! restart") and run again (a copy goes to the front of the queue: asking the model twice
+//! costs tokens, never a side effect). A tool step is not run again: the tool may have acted
+//! before the process died, so calling it again could do it twice. It stays running here and
+//! its actor settles it as a failed call when it starts ([`interrupted_tool_steps`]), so the
+//! agent goes on as after any failed tool call (a tool_decision sees why).
 
 use crate::event::StepUpdate;
 use crate::state::{AgentState, Executor, StepExecutionState, StepState};
@@ -12,46 +13,59 @@ use serde_json::json;
 /// What the failed step's result says.
 pub const INTERRUPTED: &str = "interrupted by a restart";
 
-/// Settles the steps that were running when the process stopped; returns how many are run
-/// again. The changes are left in the agent's outbox, to publish when it starts.
+/// Why an interrupted tool step failed.
+pub fn interrupted_tool_call() -> String {
+    format!("{INTERRUPTED}; the tool is not called again, since it may have acted already")
+}
+
+/// The tool steps that were running when the process stopped (to settle as failed calls).
+pub fn interrupted_tool_steps(agent: &AgentState) -> Vec<crate::ids::StepId> {
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| {
+            s.execution_state == StepExecutionState::Running
+                && matches!(s.executor, Executor::Tool(_))
+        })
+        .map(|s| s.step_id.clone())
+        .collect()
+}
+
+/// Settles the LLM steps that were running when the process stopped; returns how many are
+/// run again. The changes are left in the agent's outbox, to publish when it starts.
 pub fn resume_after_restart(agent: &mut AgentState) -> usize {
     let running: Vec<StepState> = agent
         .agent_step
         .steps()
         .iter()
-        .filter(|s| s.execution_state == StepExecutionState::Running)
+        .filter(|s| {
+            s.execution_state == StepExecutionState::Running
+                && matches!(s.executor, Executor::Skill(_))
+        })
         .cloned()
         .collect();
     let mut again = Vec::new();
     for step in running {
-        let rerun = matches!(step.executor, Executor::Skill(_));
         agent.update_step(
             &step.step_id,
             StepUpdate {
                 execution_state: Some(StepExecutionState::Failed),
-                execute_result: Some(json!({
-                    "error": if rerun {
-                        format!("{INTERRUPTED}; it runs again")
-                    } else {
-                        format!("{INTERRUPTED}; the tool is not called again, since it may have acted already")
-                    }
-                })),
+                execute_result: Some(json!({ "error": format!("{INTERRUPTED}; it runs again") })),
                 ..Default::default()
             },
         );
-        if rerun {
-            let mut copy = StepState::new(
-                step.task_id.clone(),
-                step.stage_id.clone(),
-                step.agent_id.clone(),
-                step.executor.clone(),
-                step.step_intention.clone(),
-                step.text_content.clone(),
-            );
-            copy.instruction_content = step.instruction_content.clone();
-            copy.reply_to = step.reply_to.clone();
-            again.push(copy);
-        }
+        let mut copy = StepState::new(
+            step.task_id.clone(),
+            step.stage_id.clone(),
+            step.agent_id.clone(),
+            step.executor.clone(),
+            step.step_intention.clone(),
+            step.text_content.clone(),
+        );
+        copy.instruction_content = step.instruction_content;
+        copy.reply_to = step.reply_to;
+        again.push(copy);
     }
     let n = again.len();
     if n > 0 {
@@ -100,13 +114,21 @@ mod tests {
     }
 
     #[test]
-    fn an_interrupted_tool_step_is_never_called_again() {
+    fn an_interrupted_tool_step_is_never_called_again_but_settled_as_a_failed_call() {
         let (mut a, was) = agent_with_running(Executor::Tool("fs".into()));
         assert_eq!(resume_after_restart(&mut a), 0);
-        assert_eq!(
-            a.agent_step.get(&was.step_id).unwrap().execution_state,
-            StepExecutionState::Failed
-        );
         assert!(a.agent_step.next().is_none(), "no second call queued");
+        assert_eq!(interrupted_tool_steps(&a), [was.step_id.clone()]);
+        // Settled as the actor does: the ordinary path of a failed tool call.
+        crate::agent::complete_tool_step(&mut a, &was.step_id, Err(interrupted_tool_call()));
+        let s = a.agent_step.get(&was.step_id).unwrap();
+        assert!(
+            s.execute_result.as_ref().unwrap()["error"]
+                .as_str()
+                .unwrap()
+                .contains(INTERRUPTED)
+        );
+        let next = a.agent_step.next().expect("a tool_decision follows");
+        assert_eq!(next.executor, Executor::Skill(Skill::ToolDecision));
     }
 }
