@@ -517,7 +517,6 @@ fn hash_password(password: Option<String>) -> ExitCode {
 
 /// `cohort inspect` (a table) and `cohort export` (JSON lines), from a store opened to read.
 fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCode {
-    use cohort::store::{SqlStore, inspect, load};
     let spec = match (&data.database, &data.data) {
         (Some(url), _) => url.clone(),
         (None, Some(path)) => path.display().to_string(),
@@ -536,22 +535,8 @@ fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = rt.block_on(async {
-        let store = SqlStore::open_reader(&spec).await?;
-        if export {
-            let task = task.map(cohort::ids::TaskId::from);
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
-            let n = inspect::export(&store, task.as_ref(), &mut out).await?;
-            drop(out);
-            eprintln!("{n} events from {}", store.url());
-        } else {
-            let loaded = load(&store).await?;
-            print!("{}", inspect::describe(store.url(), &loaded));
-        }
-        Ok::<_, cohort::store::StoreError>(())
-    });
-    match result {
+    let task = task.map(cohort::ids::TaskId::from);
+    match rt.block_on(cohort::store::inspect::read(&spec, task.as_ref(), export)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -2,14 +2,16 @@
 //! validation into a `TeamConfig` (`team.rs`) whose errors name the file and the field.
 
 mod agent;
+mod limits;
 mod raw;
 mod team;
 mod templates;
 
+pub use limits::{Feeds, Retention};
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
 pub use team::{
-    AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, Feeds, HumanEntry, LlmConfig, Problem,
-    Retention, TeamConfig, load_team,
+    AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, HumanEntry, LlmConfig, Problem, TeamConfig,
+    load_team,
 };
 pub use templates::AgentTemplate;
 

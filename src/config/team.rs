@@ -2,6 +2,7 @@
 //! each naming the file and the field (`agents[1].skills[2]`), so a user fixes them in one go.
 
 use super::agent::{Findings, Site, TeamLlm, check_body, check_tools};
+use super::limits::{Feeds, Retention, feeds, retention, session_ttl};
 use super::raw::RawTeam;
 use super::templates::{AgentTemplate, load_templates};
 use crate::ids::AgentId;
@@ -106,63 +107,6 @@ pub struct TeamConfig {
     /// How long a person's login lasts (`session_ttl_hours`, default a week).
     pub session_ttl: std::time::Duration,
 }
-
-/// What a team that runs for months keeps in memory (`retention:` in the team file).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Retention {
-    /// Finished (or failed) tasks kept in full; older ones leave memory, leaving a one-line
-    /// summary (default 100).
-    pub finished_tasks: usize,
-    /// Entries of each shared pool (info, conversation) a task keeps (default 1,000).
-    pub shared_pool_entries: usize,
-    /// The longest message text accepted, in characters (default 16,384).
-    pub message_chars: usize,
-    /// The longest text a step keeps (an intention, a result, a tool's arguments), in
-    /// characters; longer text is cut in the middle, the cut said (default 65,536).
-    pub step_chars: usize,
-}
-
-/// The websocket monitor feeds of `cohort serve` (`feeds:` in the team file).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Feeds {
-    /// Open feeds one person may have at once (tabs, devices; default 8).
-    pub per_human: usize,
-    /// Open feeds in all (default 256).
-    pub total: usize,
-    /// The shortest time between two frames of one feed: changes that come sooner go out
-    /// together (default 2 ms; 0 sends each wake-up at once).
-    pub frame_interval: std::time::Duration,
-    /// How long a frame may wait for a client before it counts as stalled and is
-    /// disconnected (default 10 s).
-    pub send_timeout: std::time::Duration,
-}
-
-impl Default for Feeds {
-    fn default() -> Self {
-        Feeds {
-            per_human: 8,
-            total: 256,
-            frame_interval: std::time::Duration::from_millis(2),
-            send_timeout: std::time::Duration::from_secs(10),
-        }
-    }
-}
-
-impl Default for Retention {
-    fn default() -> Self {
-        Retention {
-            finished_tasks: 100,
-            shared_pool_entries: crate::sync::SHARED_POOL_KEPT,
-            message_chars: 16 * 1024,
-            step_chars: crate::state::DEFAULT_STEP_CHARS,
-        }
-    }
-}
-
-/// The longest `session_ttl_hours` accepted (ten years).
-const MAX_SESSION_HOURS: u64 = 87_600;
-/// The longest `feeds.frame_interval_ms` accepted (a console a second behind is already late).
-const MAX_FRAME_INTERVAL_MS: u64 = 1_000;
 
 /// `max_hired_agents` when the team file does not set it.
 pub const DEFAULT_MAX_HIRED_AGENTS: usize = 32;
@@ -324,18 +268,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let templates = load_templates(&raw, file, base, &team_llm, &mut out);
     let retention = retention(raw.retention.clone().unwrap_or_default(), file, &mut out);
     let feeds = feeds(raw.feeds.clone().unwrap_or_default(), file, &mut out);
-    let session_ttl = match raw.session_ttl_hours {
-        Some(h) if h == 0 || h > MAX_SESSION_HOURS => {
-            out.add(
-                file,
-                "session_ttl_hours",
-                format!("must be from 1 to {MAX_SESSION_HOURS} (ten years)"),
-            );
-            crate::api::SESSION_TTL
-        }
-        Some(h) => std::time::Duration::from_secs(h.saturating_mul(3600)),
-        None => crate::api::SESSION_TTL,
-    };
+    let session_ttl = session_ttl(raw.session_ttl_hours, file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -380,68 +313,6 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         feeds,
         session_ttl,
     })
-}
-
-/// The retention settings; a zero is refused (it would keep nothing).
-fn retention(r: super::raw::RawRetention, file: &Path, out: &mut Findings) -> Retention {
-    let d = Retention::default();
-    let mut pick = |v: Option<usize>, field: &str, default: usize| match v {
-        Some(0) => {
-            out.add(file, format!("retention.{field}"), "must be at least 1");
-            default
-        }
-        Some(n) => n,
-        None => default,
-    };
-    Retention {
-        finished_tasks: pick(r.finished_tasks, "finished_tasks", d.finished_tasks),
-        shared_pool_entries: pick(
-            r.shared_pool_entries,
-            "shared_pool_entries",
-            d.shared_pool_entries,
-        ),
-        message_chars: pick(r.message_chars, "message_chars", d.message_chars),
-        step_chars: pick(r.step_chars, "step_chars", d.step_chars),
-    }
-}
-
-/// The feed limits; a limit of zero connections or a zero timeout is refused.
-fn feeds(r: super::raw::RawFeeds, file: &Path, out: &mut Findings) -> Feeds {
-    use std::time::Duration;
-    let d = Feeds::default();
-    let mut at_least_one = |v: Option<u64>, field: &str, default: u64| match v {
-        Some(0) => {
-            out.add(file, format!("feeds.{field}"), "must be at least 1");
-            default
-        }
-        Some(n) => n,
-        None => default,
-    };
-    Feeds {
-        per_human: at_least_one(
-            r.per_human.map(|n| n as u64),
-            "per_human",
-            d.per_human as u64,
-        ) as usize,
-        total: at_least_one(r.total.map(|n| n as u64), "total", d.total as u64) as usize,
-        send_timeout: Duration::from_secs(at_least_one(
-            r.send_timeout_s,
-            "send_timeout_s",
-            d.send_timeout.as_secs(),
-        )),
-        frame_interval: match r.frame_interval_ms {
-            Some(ms) if ms > MAX_FRAME_INTERVAL_MS => {
-                out.add(
-                    file,
-                    "feeds.frame_interval_ms",
-                    format!("must be at most {MAX_FRAME_INTERVAL_MS}"),
-                );
-                d.frame_interval
-            }
-            Some(ms) => Duration::from_millis(ms),
-            None => d.frame_interval,
-        },
-    }
 }
 
 /// Takes an id for an agent or a person: usable, and not taken (agents and humans share one
@@ -531,59 +402,6 @@ mod tests {
             "llm: {provider: openai, model: m}\nmax_hired_agents: 3\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n",
         );
         assert_eq!(load_team(&f).unwrap().max_hired_agents, 3);
-    }
-
-    #[test]
-    fn retention_and_feed_limits_are_read_and_zeros_refused() {
-        let d = tmp("limits");
-        let head = "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
-        let t = load_team(&write(&d, "default.yaml", head)).unwrap();
-        assert_eq!(t.retention, Retention::default());
-        assert_eq!(t.feeds, Feeds::default());
-        assert_eq!(t.session_ttl, crate::api::SESSION_TTL);
-        let set = format!(
-            "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\nsession_ttl_hours: 2\n"
-        );
-        let t = load_team(&write(&d, "set.yaml", &set)).unwrap();
-        assert_eq!(
-            (t.retention.step_chars, t.retention.message_chars),
-            (100, 50)
-        );
-        assert_eq!(t.session_ttl, Duration::from_secs(7_200));
-        assert_eq!(
-            t.feeds,
-            Feeds {
-                per_human: 2,
-                total: 9,
-                frame_interval: Duration::ZERO,
-                send_timeout: Duration::from_secs(3),
-            }
-        );
-        let zeros = format!(
-            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, colour: 1}}\n"
-        );
-        let problems = load_team(&write(&d, "zeros.yaml", &zeros))
-            .unwrap_err()
-            .problems();
-        assert!(problems[0].message.contains("colour"), "{problems:?}");
-        let zeros = format!(
-            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, frame_interval_ms: 999999999999}}\nsession_ttl_hours: 99999999999999\n"
-        );
-        let problems = load_team(&write(&d, "zeros2.yaml", &zeros))
-            .unwrap_err()
-            .problems();
-        let fields: Vec<_> = problems.iter().map(|p| p.field.as_str()).collect();
-        assert_eq!(
-            fields,
-            [
-                "retention.step_chars",
-                "feeds.per_human",
-                "feeds.total",
-                "feeds.send_timeout_s",
-                "feeds.frame_interval_ms",
-                "session_ttl_hours"
-            ]
-        );
     }
 
     #[test]

@@ -5,6 +5,24 @@ use crate::event::States;
 use crate::ids::TaskId;
 use std::io::Write;
 
+/// `cohort inspect` (`export` false: the table, on stdout) and `cohort export` (the events of
+/// everything or of `task`, as JSON lines on stdout), from the store `spec` opened to read.
+pub async fn read(spec: &str, task: Option<&TaskId>, export: bool) -> Result<(), StoreError> {
+    let store = super::SqlStore::open_reader(spec).await?;
+    if export {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        let n = self::export(&store, task, &mut out).await?;
+        out.flush()
+            .map_err(|e| StoreError::Query(sqlx::Error::Io(e)))?;
+        eprintln!("{n} events from {}", store.url());
+    } else {
+        let loaded = super::load(&store).await?;
+        print!("{}", describe(store.url(), &loaded));
+    }
+    Ok(())
+}
+
 /// A table of the stored tasks (oldest first), then the agents and what was running.
 pub fn describe(url: &str, loaded: &Loaded) -> String {
     let s = &loaded.states;

@@ -1,0 +1,217 @@
+//! The limits a long-running team is held to, from the team file: what it keeps in memory
+//! (`retention:`), its websocket feeds (`feeds:`) and how long a login lasts
+//! (`session_ttl_hours`). Each value out of its range is a problem naming its field.
+
+use super::agent::Findings;
+use super::raw::{RawFeeds, RawRetention};
+use std::fmt::Display;
+use std::path::Path;
+use std::time::Duration;
+
+/// What a team that runs for months keeps in memory (`retention:` in the team file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Finished (or failed) tasks kept in full; older ones leave memory, leaving a one-line
+    /// summary (default 100).
+    pub finished_tasks: usize,
+    /// Entries of each shared pool (info, conversation) a task keeps (default 1,000).
+    pub shared_pool_entries: usize,
+    /// The longest message text accepted, in characters (default 16,384).
+    pub message_chars: usize,
+    /// The longest text a step keeps (an intention, a result, a tool's arguments), in
+    /// characters; longer text is cut in the middle, the cut said (default 65,536).
+    pub step_chars: usize,
+}
+
+/// The websocket monitor feeds of `cohort serve` (`feeds:` in the team file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Feeds {
+    /// Open feeds one person may have at once (tabs, devices; default 8).
+    pub per_human: usize,
+    /// Open feeds in all (default 256).
+    pub total: usize,
+    /// The shortest time between two frames of one feed: changes that come sooner go out
+    /// together (default 2 ms; 0 sends each wake-up at once).
+    pub frame_interval: Duration,
+    /// How long a frame may wait for a client before it counts as stalled and is
+    /// disconnected (default 10 s).
+    pub send_timeout: Duration,
+}
+
+impl Default for Feeds {
+    fn default() -> Self {
+        Feeds {
+            per_human: 8,
+            total: 256,
+            frame_interval: Duration::from_millis(2),
+            send_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            finished_tasks: 100,
+            shared_pool_entries: crate::sync::SHARED_POOL_KEPT,
+            message_chars: 16 * 1024,
+            step_chars: crate::state::DEFAULT_STEP_CHARS,
+        }
+    }
+}
+
+/// The longest `session_ttl_hours` accepted (ten years).
+const MAX_SESSION_HOURS: u64 = 87_600;
+/// The longest `feeds.frame_interval_ms` accepted (a console a second behind is already late).
+const MAX_FRAME_INTERVAL_MS: u64 = 1_000;
+
+/// `v` when it lies in `min..=max` (no upper bound without `max`); otherwise the default,
+/// with the problem noted under `field`.
+fn bounded<T: PartialOrd + Copy + Display>(
+    out: &mut Findings,
+    file: &Path,
+    field: &str,
+    v: Option<T>,
+    (min, max): (T, Option<T>),
+    default: T,
+) -> T {
+    let Some(v) = v else { return default };
+    if v >= min && max.is_none_or(|m| v <= m) {
+        return v;
+    }
+    let why = match max {
+        Some(m) => format!("must be from {min} to {m}"),
+        None => format!("must be at least {min}"),
+    };
+    out.add(file, field, why);
+    default
+}
+
+/// The retention settings; a zero is refused (it would keep nothing).
+pub(super) fn retention(r: RawRetention, file: &Path, out: &mut Findings) -> Retention {
+    let d = Retention::default();
+    let mut pick = |v: Option<usize>, field: &str, default: usize| {
+        bounded(
+            out,
+            file,
+            &format!("retention.{field}"),
+            v,
+            (1, None),
+            default,
+        )
+    };
+    Retention {
+        finished_tasks: pick(r.finished_tasks, "finished_tasks", d.finished_tasks),
+        shared_pool_entries: pick(
+            r.shared_pool_entries,
+            "shared_pool_entries",
+            d.shared_pool_entries,
+        ),
+        message_chars: pick(r.message_chars, "message_chars", d.message_chars),
+        step_chars: pick(r.step_chars, "step_chars", d.step_chars),
+    }
+}
+
+/// The feed limits; no connections or a zero timeout is refused, and so is a frame interval
+/// past [`MAX_FRAME_INTERVAL_MS`].
+pub(super) fn feeds(r: RawFeeds, file: &Path, out: &mut Findings) -> Feeds {
+    let d = Feeds::default();
+    let mut at_least_one = |v: Option<u64>, field: &str, default: u64| {
+        bounded(out, file, &format!("feeds.{field}"), v, (1, None), default)
+    };
+    let per_human = at_least_one(
+        r.per_human.map(|n| n as u64),
+        "per_human",
+        d.per_human as u64,
+    );
+    let total = at_least_one(r.total.map(|n| n as u64), "total", d.total as u64);
+    let send_timeout = at_least_one(r.send_timeout_s, "send_timeout_s", d.send_timeout.as_secs());
+    let frame_interval = bounded(
+        out,
+        file,
+        "feeds.frame_interval_ms",
+        r.frame_interval_ms,
+        (0, Some(MAX_FRAME_INTERVAL_MS)),
+        d.frame_interval.as_millis() as u64,
+    );
+    Feeds {
+        per_human: per_human as usize,
+        total: total as usize,
+        frame_interval: Duration::from_millis(frame_interval),
+        send_timeout: Duration::from_secs(send_timeout),
+    }
+}
+
+/// How long a login lasts: `session_ttl_hours`, from an hour to ten years.
+pub(super) fn session_ttl(hours: Option<u64>, file: &Path, out: &mut Findings) -> Duration {
+    let default = crate::api::SESSION_TTL.as_secs() / 3600;
+    let h = bounded(
+        out,
+        file,
+        "session_ttl_hours",
+        hours,
+        (1, Some(MAX_SESSION_HOURS)),
+        default,
+    );
+    Duration::from_secs(h * 3600)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_team;
+    use crate::config::test_files::{tmp, write};
+
+    #[test]
+    fn retention_and_feed_limits_are_read_and_zeros_refused() {
+        let d = tmp("limits");
+        let head = "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
+        let t = load_team(&write(&d, "default.yaml", head)).unwrap();
+        assert_eq!(t.retention, Retention::default());
+        assert_eq!(t.feeds, Feeds::default());
+        assert_eq!(t.session_ttl, crate::api::SESSION_TTL);
+        let set = format!(
+            "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\nsession_ttl_hours: 2\n"
+        );
+        let t = load_team(&write(&d, "set.yaml", &set)).unwrap();
+        assert_eq!(
+            (t.retention.step_chars, t.retention.message_chars),
+            (100, 50)
+        );
+        assert_eq!(t.session_ttl, Duration::from_secs(7_200));
+        assert_eq!(
+            t.feeds,
+            Feeds {
+                per_human: 2,
+                total: 9,
+                frame_interval: Duration::ZERO,
+                send_timeout: Duration::from_secs(3),
+            }
+        );
+        let zeros = format!(
+            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, colour: 1}}\n"
+        );
+        let problems = load_team(&write(&d, "zeros.yaml", &zeros))
+            .unwrap_err()
+            .problems();
+        assert!(problems[0].message.contains("colour"), "{problems:?}");
+        let zeros = format!(
+            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, frame_interval_ms: 999999999999}}\nsession_ttl_hours: 99999999999999\n"
+        );
+        let problems = load_team(&write(&d, "zeros2.yaml", &zeros))
+            .unwrap_err()
+            .problems();
+        let fields: Vec<_> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "retention.step_chars",
+                "feeds.per_human",
+                "feeds.total",
+                "feeds.send_timeout_s",
+                "feeds.frame_interval_ms",
+                "session_ttl_hours"
+            ]
+        );
+    }
+}
