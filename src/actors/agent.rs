@@ -2,11 +2,12 @@
 //! lock is empty and `todo` is not; the step's LLM call runs as a spawned future, so the
 //! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
 
-use super::sync_state::{ApplyOutput, SubmitMessage, SyncStateActor};
+use super::sync_state::{ApplyOutput, SubmitMessage, SubmitMessages, SyncStateActor};
 use crate::agent::{
-    HumanMessage, StepCompletion, complete_step, complete_tool_step, human_send, receive_as_human,
-    receive_message, release_for, settle_step, tool_call_for, tool_chain,
+    HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step, human_send,
+    receive_as_human, receive_message, release_for, settle_step, tool_call_for, tool_chain,
 };
+use crate::event::Change;
 use crate::ids::{StageRef, StepId};
 use crate::llm::{ChatModel, ChatRequest};
 use crate::mcp::McpClient;
@@ -43,6 +44,10 @@ pub struct AgentActor {
     monitor: Monitor,
     /// A step is in flight: its LLM call or SyncState's answer is outstanding.
     busy: bool,
+    /// How many hand-overs SyncState has not answered yet: it is storing this agent's changes
+    /// with a step's output (or a person's messages), and nothing is published until it
+    /// answered, so the agent's changes stay in order.
+    holding: u32,
 }
 
 /// How long a tool call waits for the store to confirm its step started.
@@ -70,13 +75,25 @@ impl AgentActor {
             sync,
             monitor,
             busy: false,
+            holding: 0,
         }
     }
 
     /// Publishes the changes this agent made to itself since it last published.
     fn publish(&mut self) {
+        if self.holding > 0 {
+            return;
+        }
         self.state.refresh_working_state();
         self.monitor.publish(self.state.take_changes());
+    }
+
+    /// The changes since the last publish, for SyncState to store with what it applies; the
+    /// agent holds its later changes until SyncState answered.
+    fn hand_over(&mut self) -> Vec<Change> {
+        self.state.refresh_working_state();
+        self.holding += 1;
+        self.state.take_changes()
     }
 
     fn try_run(&mut self, ctx: &mut Context<Self>) {
@@ -208,30 +225,51 @@ impl AgentActor {
         self.apply_completion(id, completion, ctx);
     }
 
-    /// Hands a finished step's output to SyncState and settles the step with its answer.
+    /// Hands a finished step's output to SyncState with the agent's changes and how the step
+    /// closes: SyncState stores them all in one commit, so a restart finds either nothing of
+    /// the step's end (it runs again) or all of it (it never runs twice).
     fn apply_completion(
         &mut self,
         id: StepId,
         completion: StepCompletion,
         ctx: &mut Context<Self>,
     ) {
-        self.publish();
-        let failure = completion.failure;
-        let waits = completion.added_waits;
+        let settle = Settle::of(
+            &self.state,
+            &id,
+            completion.failure,
+            completion.added_waits,
+        );
+        let held = self.hand_over();
         ctx.spawn(
             self.sync
-                .send(ApplyOutput(completion.output))
+                .send(ApplyOutput {
+                    output: completion.output,
+                    held,
+                    settle: settle.clone(),
+                })
                 .into_actor(self)
                 .map(move |res, act, ctx| {
-                    let failure = match res {
-                        Ok(Ok(())) => failure,
-                        Ok(Err(refused)) => Some(match failure {
-                            Some(f) => format!("{f}; SyncState also refused the output: {refused}"),
-                            None => format!("SyncState refused the step's output: {refused}"),
-                        }),
-                        Err(e) => Some(format!("SyncState is unreachable: {e}")),
-                    };
-                    act.settle(&id, failure, &waits, ctx);
+                    act.holding -= 1;
+                    match (res, settle) {
+                        // Stored by SyncState: the same closing is applied here, not published
+                        // again (SyncState also told whoever waited for a failed step's reply).
+                        (Ok(answer), Some(settle)) => {
+                            let failure = settle.outcome(answer.err().as_ref());
+                            act.state.apply_stored(settle.changes(failure.as_deref()));
+                            act.settled(&id, failure, ctx);
+                        }
+                        (Ok(_), None) => act.settled(&id, Some("step vanished".into()), ctx),
+                        // The team is stopping: nothing of the step's end was stored, so a
+                        // restart runs it again.
+                        (Err(e), settle) => {
+                            let failure = format!("SyncState is unreachable: {e}");
+                            if let Some(s) = settle {
+                                settle_step(&mut act.state, &id, Some(failure.clone()), &s.added_waits);
+                            }
+                            act.settled(&id, Some(failure), ctx);
+                        }
+                    }
                 }),
         );
     }
@@ -248,20 +286,12 @@ impl AgentActor {
         }
     }
 
-    fn settle(
-        &mut self,
-        id: &StepId,
-        failure: Option<String>,
-        waits: &[crate::ids::WaitId],
-        ctx: &mut Context<Self>,
-    ) {
+    /// After a step closed: trims history, lets go of a step whose work ended meanwhile, and
+    /// runs the next one.
+    fn settled(&mut self, id: &StepId, failure: Option<String>, ctx: &mut Context<Self>) {
         if let Some(f) = &failure {
             tracing::warn!(agent = %self.state.agent_id, step = %id, "step failed: {f}");
         }
-        if let (Some(f), Some(step)) = (&failure, self.state.agent_step.get(id)) {
-            self.release_waiter(step.clone(), f);
-        }
-        settle_step(&mut self.state, id, failure, waits);
         if let Some(task) = self
             .state
             .agent_step
@@ -298,10 +328,11 @@ impl Actor for AgentActor {
     }
 }
 
-/// A message for this agent, from the dispatcher.
+/// A message for this agent from the dispatcher, with SyncState's number for it (the agent
+/// acknowledges it; 0: a message no one tracks).
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Deliver(pub Arc<Message>);
+pub struct Deliver(pub u64, pub Arc<Message>);
 
 /// A copy of the agent's state.
 #[derive(Message)]
@@ -310,7 +341,9 @@ pub struct GetAgentState;
 
 impl Handler<Deliver> for AgentActor {
     type Result = ();
-    fn handle(&mut self, Deliver(m): Deliver, ctx: &mut Context<Self>) {
+    fn handle(&mut self, Deliver(no, m): Deliver, ctx: &mut Context<Self>) {
+        // The receipt goes out with what the message made of this agent, in one commit.
+        self.state.note_received(no);
         if self.state.human_config.is_some() {
             let now = crate::clock::local_timestamp();
             receive_as_human(&mut self.state, &m, &now);
@@ -345,24 +378,30 @@ impl Handler<HumanSend> for AgentActor {
     type Result = ResponseActFuture<Self, Result<Vec<Message>, String>>;
     fn handle(&mut self, HumanSend(m): HumanSend, _: &mut Context<Self>) -> Self::Result {
         let now = crate::clock::local_timestamp();
-        let sent = human_send(&mut self.state, &m, &now).map_err(|e| e.to_string());
+        let sent = match human_send(&mut self.state, &m, &now) {
+            Ok(sent) => sent,
+            Err(e) => {
+                self.publish();
+                return Box::pin(async move { Err(e.to_string()) }.into_actor(self));
+            }
+        };
         self.state
             .trim_loose_history(&m.task_id, LOOSE_HISTORY_KEPT);
-        self.publish();
-        let sync = self.sync.clone();
-        Box::pin(
-            async move {
-                let sent = sent?;
-                for msg in &sent {
-                    match sync.send(SubmitMessage(msg.clone())).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => return Err(e.to_string()),
-                        Err(e) => return Err(format!("the team is not running: {e}")),
-                    }
-                }
-                Ok(sent)
+        // The person's side of the send (the question marked answered) is stored with the
+        // messages themselves, never without them.
+        let held = self.hand_over();
+        let submit = self.sync.send(SubmitMessages {
+            messages: sent.clone(),
+            held,
+        });
+        Box::pin(submit.into_actor(self).map(move |res, act, _| {
+            act.holding -= 1;
+            act.publish();
+            match res {
+                Ok(Ok(())) => Ok(sent),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("the team is not running: {e}")),
             }
-            .into_actor(self),
-        )
+        }))
     }
 }

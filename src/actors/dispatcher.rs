@@ -1,18 +1,28 @@
 //! The Dispatcher: delivers each routed message to its receivers' mailboxes, in the order it
-//! was routed, then has SyncState record it in the task's conversation pool.
+//! was routed. SyncState has already recorded it (numbered, in its task's conversation pool);
+//! a receiver the team does not have is acknowledged here, so the message leaves the messages
+//! in flight instead of waiting there for ever.
 
 use super::agent::Deliver;
-use super::sync_state::{Delivered, SyncStateActor};
+use crate::event::deliveries::InFlight;
+use crate::event::{AgentChange, Change};
 use crate::ids::AgentId;
-use crate::message::Message;
+use crate::monitor::Monitor;
 use actix::prelude::*;
 use std::collections::HashMap;
-use std::sync::Arc;
 
-#[derive(Default)]
 pub struct Dispatcher {
     agents: HashMap<AgentId, Recipient<Deliver>>,
-    sync: Option<Addr<SyncStateActor>>,
+    monitor: Monitor,
+}
+
+impl Dispatcher {
+    pub fn new(monitor: Monitor) -> Self {
+        Dispatcher {
+            agents: HashMap::new(),
+            monitor,
+        }
+    }
 }
 
 impl Actor for Dispatcher {
@@ -23,13 +33,11 @@ impl Actor for Dispatcher {
 #[rtype(result = "()")]
 pub struct Register(pub AgentId, pub Recipient<Deliver>);
 
+/// A message to deliver to `pending` (all its receivers, or after a restart those that had
+/// not taken it).
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct SetSync(pub Addr<SyncStateActor>);
-
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Route(pub Message);
+pub struct Route(pub InFlight);
 
 impl Handler<Register> for Dispatcher {
     type Result = ();
@@ -38,27 +46,26 @@ impl Handler<Register> for Dispatcher {
     }
 }
 
-impl Handler<SetSync> for Dispatcher {
-    type Result = ();
-    fn handle(&mut self, msg: SetSync, _: &mut Context<Self>) {
-        self.sync = Some(msg.0);
-    }
-}
-
 impl Handler<Route> for Dispatcher {
     type Result = ();
-    fn handle(&mut self, Route(m): Route, _: &mut Context<Self>) {
-        // One message shared by every receiver and the record: a broadcast to a thousand
-        // agents copies nothing.
-        let m = Arc::new(m);
-        for r in &m.receiver {
+    fn handle(&mut self, Route(f): Route, _: &mut Context<Self>) {
+        // One message shared by every receiver: a broadcast to a thousand agents copies
+        // nothing.
+        let mut unknown = Vec::new();
+        for r in &f.pending {
             match self.agents.get(r) {
-                Some(agent) => agent.do_send(Deliver(m.clone())),
-                None => tracing::warn!(receiver = %r, task = %m.task_id, "no agent to deliver to"),
+                Some(agent) => agent.do_send(Deliver(f.message_no, f.message.clone())),
+                None => {
+                    tracing::warn!(receiver = %r, task = %f.message.task_id, "no agent to deliver to");
+                    unknown.push(Change::Agent(AgentChange::Received {
+                        agent_id: r.clone(),
+                        message_no: f.message_no,
+                    }));
+                }
             }
         }
-        if let Some(sync) = &self.sync {
-            sync.do_send(Delivered(m));
+        if !unknown.is_empty() && f.message_no > 0 {
+            self.monitor.publish(unknown);
         }
     }
 }

@@ -10,8 +10,8 @@ mod sync_state;
 mod system;
 
 pub use agent::{AgentActor, AgentTools, Deliver, GetAgentState, HumanSend};
-pub use dispatcher::{Dispatcher, Register, Route, SetSync};
+pub use dispatcher::{Dispatcher, Register, Route};
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
-pub use sync_state::{ApplyOutput, Delivered, SubmitMessage, SyncStateActor};
+pub use sync_state::{ApplyOutput, SubmitMessage, SubmitMessages, SyncStateActor};
 pub use system::{Host, OPERATOR, SystemError, Team, start_team, start_team_stored};

@@ -1,13 +1,19 @@
 //! The SyncState actor: the only writer of tasks and stages. It applies executed steps'
-//! outputs with the pure `SyncCore`, publishes the changes, asks the supervisor to start the
-//! agents a manager hired, routes the resulting messages and answers ask_info queries.
+//! outputs with the pure `SyncCore` and publishes, in one commit, the agent's changes that came
+//! with the output, the changes the output makes, the step's closing and the messages it
+//! sends (numbered, recorded in their task's conversation). It asks the supervisor to start
+//! the agents a manager hired, then routes the messages, and answers ask_info queries.
 
-use super::dispatcher::{Dispatcher, Route, SetSync};
+use super::dispatcher::{Dispatcher, Route};
 use super::supervisor::Hire;
+use crate::agent::Settle;
+use crate::event::Change;
+use crate::event::deliveries::InFlight;
 use crate::message::{ExecuteOutput, Message};
 use crate::monitor::Monitor;
 use crate::sync::{Applied, SyncCore, SyncError};
 use actix::prelude::*;
+use std::sync::Arc;
 
 pub struct SyncStateActor {
     core: SyncCore,
@@ -32,44 +38,68 @@ impl SyncStateActor {
         }
     }
 
-    fn effect(&mut self, mut applied: Applied, ctx: &mut Context<Self>) {
-        self.monitor.publish(std::mem::take(&mut applied.changes));
+    /// Publishes `held` (an agent's own changes) and what SyncCore decided in one commit, then
+    /// routes the messages once it is stored: a receiver never acts on a message whose sending
+    /// step a restart would lose. Without a store they go at once.
+    fn effect(&mut self, mut applied: Applied, held: Vec<Change>, ctx: &mut Context<Self>) {
+        let mut changes = held;
+        changes.append(&mut applied.changes);
+        let out = self.record_sent(&mut applied, &mut changes);
         let hires = std::mem::take(&mut applied.new_agents);
-        match (&self.hiring, hires.is_empty()) {
-            (_, true) => self.route(applied),
+        let hiring = match (&self.hiring, hires.is_empty()) {
+            (Some(h), false) => h.clone(),
             (None, false) => {
                 tracing::error!("a hire was accepted, but this team has no supervisor");
-                self.route(applied);
+                self.publish_routing(changes, out);
+                return;
             }
-            // New agents first: SyncState takes no other message until the supervisor has
-            // started them and registered them with the dispatcher, so whatever is routed
-            // next, here or later, can already reach them.
-            (Some(hiring), false) => {
-                let hiring = hiring.clone();
-                let started = async move {
-                    for m in hires {
-                        let id = m.id.clone();
-                        match hiring.send(Hire(m)).await {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => tracing::error!(agent = %id, "hire failed: {e}"),
-                            Err(e) => tracing::error!(agent = %id, "hire failed: {e}"),
-                        }
-                    }
-                };
-                ctx.wait(
-                    started
-                        .into_actor(self)
-                        .map(move |(), act, _| act.route(applied)),
-                );
+            (_, true) => {
+                self.publish_routing(changes, out);
+                return;
             }
-        }
+        };
+        self.monitor.publish(changes);
+        // New agents first: SyncState takes no other message until the supervisor has started
+        // them and registered them with the dispatcher, so whatever is routed next, here or
+        // later, can already reach them.
+        let started = async move {
+            for m in hires {
+                let id = m.id.clone();
+                match hiring.send(Hire(m)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::error!(agent = %id, "hire failed: {e}"),
+                    Err(e) => tracing::error!(agent = %id, "hire failed: {e}"),
+                }
+            }
+        };
+        ctx.wait(
+            started
+                .into_actor(self)
+                .map(move |(), act, _| act.publish_routing(Vec::new(), out)),
+        );
     }
 
-    /// Sends the output's messages (and answers) on once everything published before them is
-    /// stored: a receiver never acts on a message whose sending step a restart would lose.
-    /// Without a store they go at once.
-    fn route(&mut self, applied: Applied) {
-        let mut out = applied.messages;
+    /// Publishes `changes` and routes `out` through the dispatcher once they are stored.
+    fn publish_routing(&self, changes: Vec<Change>, out: Vec<InFlight>) {
+        if out.is_empty() {
+            self.monitor.publish(changes);
+            return;
+        }
+        let dispatcher = self.dispatcher.clone();
+        self.monitor.publish_then(
+            changes,
+            Box::new(move || {
+                for f in out {
+                    dispatcher.do_send(Route(f));
+                }
+            }),
+        );
+    }
+
+    /// Numbers the output's messages (and ask_info answers) and records them in their tasks'
+    /// conversations; returns them for routing.
+    fn record_sent(&mut self, applied: &mut Applied, changes: &mut Vec<Change>) -> Vec<InFlight> {
+        let mut out = std::mem::take(&mut applied.messages);
         for (asker, q) in &applied.queries {
             let monitor = &self.monitor;
             out.push(
@@ -77,18 +107,19 @@ impl SyncStateActor {
                     .answer(asker, q, &|id| agent_with_steps(monitor, id)),
             );
         }
-        if out.is_empty() {
-            return;
-        }
-        let dispatcher = self.dispatcher.clone();
-        self.monitor.publish_then(
-            Vec::new(),
-            Box::new(move || {
-                for m in out {
-                    dispatcher.do_send(Route(m));
+        let now = now();
+        out.into_iter()
+            .map(|m| {
+                let m = Arc::new(m);
+                let (no, recorded) = self.core.record_sent(m.clone(), &now);
+                changes.extend(recorded);
+                InFlight {
+                    message_no: no,
+                    pending: m.receiver.clone(),
+                    message: m,
                 }
-            }),
-        );
+            })
+            .collect()
     }
 }
 
@@ -109,33 +140,53 @@ fn now() -> String {
 impl Actor for SyncStateActor {
     type Context = Context<Self>;
 
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        self.dispatcher.do_send(SetSync(ctx.address()));
+    fn started(&mut self, _: &mut Context<Self>) {
         self.monitor.publish(self.core.initial_changes());
     }
 }
 
-/// An executed step's output; answered with SyncState's refusal if it refused it.
+/// An executed step's output, with the agent's changes since it last published and how the
+/// step closes; all are stored in one commit. Answered with SyncState's refusal if it refused
+/// the output.
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
-pub struct ApplyOutput(pub ExecuteOutput);
+pub struct ApplyOutput {
+    pub output: ExecuteOutput,
+    pub held: Vec<Change>,
+    pub settle: Option<Settle>,
+}
 
-/// A message from outside the agents' steps (the operator's goal).
+/// A message from outside the agents' steps (the operator's goal, a wait id returned).
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
 pub struct SubmitMessage(pub Message);
 
-/// The dispatcher delivered this message: record it in its task's conversation pool.
+/// A person's messages with the changes the send made to their agent (stored together even
+/// when a message is refused: the agent has made them). Answered with the first refusal.
 #[derive(Message)]
-#[rtype(result = "()")]
-pub struct Delivered(pub std::sync::Arc<Message>);
+#[rtype(result = "Result<(), SyncError>")]
+pub struct SubmitMessages {
+    pub messages: Vec<Message>,
+    pub held: Vec<Change>,
+}
 
 impl Handler<ApplyOutput> for SyncStateActor {
     type Result = Result<(), SyncError>;
-    fn handle(&mut self, ApplyOutput(out): ApplyOutput, ctx: &mut Context<Self>) -> Self::Result {
-        let mut applied = self.core.apply(&out, &now());
+    fn handle(&mut self, msg: ApplyOutput, ctx: &mut Context<Self>) -> Self::Result {
+        let mut applied = self.core.apply(&msg.output, &now());
         let refused = applied.refused.take();
-        self.effect(applied, ctx);
+        if let Some(settle) = &msg.settle {
+            let failure = settle.outcome(refused.as_ref());
+            applied.changes.extend(settle.changes(failure.as_deref()));
+            // Whoever waited for this step's reply gets its wait id back.
+            if let Some(m) = failure.as_deref().and_then(|f| settle.release(f)) {
+                match self.core.submit(m) {
+                    Ok(mut a) => applied.messages.append(&mut a.messages),
+                    Err(e) => tracing::warn!("could not return a wait id: {e}"),
+                }
+            }
+        }
+        self.effect(applied, msg.held, ctx);
         refused.map_or(Ok(()), Err)
     }
 }
@@ -144,14 +195,25 @@ impl Handler<SubmitMessage> for SyncStateActor {
     type Result = Result<(), SyncError>;
     fn handle(&mut self, SubmitMessage(m): SubmitMessage, ctx: &mut Context<Self>) -> Self::Result {
         let applied = self.core.submit(m)?;
-        self.effect(applied, ctx);
+        self.effect(applied, Vec::new(), ctx);
         Ok(())
     }
 }
 
-impl Handler<Delivered> for SyncStateActor {
-    type Result = ();
-    fn handle(&mut self, Delivered(m): Delivered, _: &mut Context<Self>) {
-        self.monitor.publish(self.core.record_delivery(m, &now()));
+impl Handler<SubmitMessages> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, msg: SubmitMessages, ctx: &mut Context<Self>) -> Self::Result {
+        let mut applied = Applied::default();
+        let mut refused = None;
+        for m in msg.messages {
+            match self.core.submit(m) {
+                Ok(mut a) => applied.messages.append(&mut a.messages),
+                Err(e) => {
+                    refused.get_or_insert(e);
+                }
+            }
+        }
+        self.effect(applied, msg.held, ctx);
+        refused.map_or(Ok(()), Err)
     }
 }

@@ -2,7 +2,7 @@
 //! the base task, one actor per agent, the LLM clients) and hands back a `Team` handle.
 
 use super::agent::{AgentActor, AgentTools};
-use super::dispatcher::Dispatcher;
+use super::dispatcher::{Dispatcher, Route};
 use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state};
 use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
@@ -211,8 +211,10 @@ fn start(
             });
         }
         stored = agents;
+        let last_message = monitor.read(|s| s.deliveries.last_no());
         SyncCore::restore(tasks, stages, roster)
             .ok_or_else(|| SystemError::Resume("the stored data has no base task".into()))?
+            .numbering_from(last_message)
     } else {
         SyncCore::new(roster, &managers, &humans)
     }
@@ -242,7 +244,7 @@ fn start(
         templates.insert(t.name.clone(), (t.clone(), model));
     }
 
-    let dispatcher = Dispatcher::default().start();
+    let dispatcher = Dispatcher::new(monitor.clone()).start();
     let tools = AgentTools {
         descriptions: Arc::new(
             cfg.servers
@@ -335,6 +337,11 @@ fn start(
         let llm = llm.clone();
         resume_after_restart(&mut state);
         factory.spawn_restored(state, Some(llm), sync.clone());
+    }
+    // Messages routed before the process stopped that some receivers had not taken: to
+    // them again, before anything new (every agent is registered by now).
+    for f in monitor.read(|s| s.deliveries.in_flight().cloned().collect::<Vec<_>>()) {
+        dispatcher.do_send(Route(f));
     }
     Ok(Team {
         monitor,

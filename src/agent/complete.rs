@@ -3,13 +3,13 @@
 //! SyncState has applied that output (`settle_step`), so "finished" means its effects happened.
 
 use crate::event::StepUpdate;
-use crate::ids::{StageRef, StepId, WaitId};
+use crate::ids::{StepId, WaitId};
 use crate::llm::ChatReply;
 use crate::message::{
-    CompletionUpdate, ExecuteOutput, Message, SharedInfoUpdate, StageAgentUpdate,
+    CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate,
 };
 use crate::skills;
-use crate::state::{AgentState, Executor, Skill, StageAgentState, StepExecutionState, StepState};
+use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState};
 use chrono::NaiveDateTime;
 use serde_json::json;
 
@@ -227,71 +227,11 @@ fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
     agent.add_steps(vec![s]);
 }
 
-/// Closes a step once SyncState answered: finished, or failed with SyncState's reason (then
-/// the wait ids it added are taken back, since its message was never sent).
-pub fn settle_step(
-    agent: &mut AgentState,
-    step_id: &StepId,
-    failure: Option<String>,
-    added_waits: &[WaitId],
-) {
-    if failure.is_some() {
-        agent.release_waits(added_waits);
-    }
-    let Some(s) = agent.agent_step.get(step_id) else {
-        return;
-    };
-    let update = match failure {
-        None => StepUpdate {
-            execution_state: Some(StepExecutionState::Finished),
-            ..Default::default()
-        },
-        Some(reason) => {
-            let answer = s
-                .execute_result
-                .as_ref()
-                .and_then(|r| r.get("answer"))
-                .cloned();
-            StepUpdate {
-                execution_state: Some(StepExecutionState::Failed),
-                execute_result: Some(match answer {
-                    Some(a) => json!({ "error": reason, "answer": a }),
-                    None => json!({ "error": reason }),
-                }),
-                ..Default::default()
-            }
-        }
-    };
-    agent.update_step(step_id, update);
-}
-
 fn result_update(result: serde_json::Value) -> StepUpdate {
     StepUpdate {
         execute_result: Some(result),
         ..Default::default()
     }
-}
-
-/// When a step that owed a waiting sender its reply fails or is dropped, the sender must still
-/// get its wait id back, with the reason, or it would wait forever.
-pub fn release_for(agent: &AgentState, step: &StepState, reason: &str) -> Option<Message> {
-    let reply_to = step.reply_to.as_ref()?;
-    let wait = reply_to.wait_id.clone()?;
-    let mut m = Message::notice(
-        step.task_id.clone(),
-        agent.agent_id.clone(),
-        vec![reply_to.agent_id.clone()],
-        match &step.stage_id {
-            StageRef::Stage(s) => StageRef::Stage(s.clone()),
-            StageRef::NoRelative => StageRef::NoRelative,
-        },
-        format!(
-            "[{} could not answer your message: {reason}]",
-            agent.agent_id
-        ),
-    );
-    m.return_waiting_id = Some(wait);
-    Some(m)
 }
 
 fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpdate {

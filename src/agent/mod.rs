@@ -7,10 +7,12 @@ mod complete;
 mod human;
 mod receive;
 mod resume;
+mod settle;
 mod tool_call;
 mod tool_history;
 
-pub use complete::{StepCompletion, complete_step, complete_tool_step, release_for, settle_step};
+pub use complete::{StepCompletion, complete_step, complete_tool_step};
+pub use settle::{Settle, release_for, settle_step};
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
 pub use receive::{Received, receive_message};
 pub use resume::{

@@ -79,9 +79,12 @@ pub fn workers(workers: usize, steps: usize, delay_ms: u64, max_in_flight: usize
 /// gets, forwards it to the driver, or answers a waiting message at once (no LLM, like
 /// autogen-core's ping-pong agents).
 struct Endpoint {
+    id: AgentId,
+    /// Where its receipts go, as an agent's would.
+    monitor: Monitor,
     delivered: Arc<AtomicU64>,
     forward: Option<tokio::sync::mpsc::UnboundedSender<Arc<Message>>>,
-    echo: Option<Addr<Dispatcher>>,
+    echo: Option<Addr<SyncStateActor>>,
 }
 
 impl Actor for Endpoint {
@@ -90,8 +93,13 @@ impl Actor for Endpoint {
 
 impl Handler<Deliver> for Endpoint {
     type Result = ();
-    fn handle(&mut self, Deliver(m): Deliver, _: &mut Context<Self>) {
+    fn handle(&mut self, Deliver(no, m): Deliver, _: &mut Context<Self>) {
         self.delivered.fetch_add(1, Ordering::Relaxed);
+        self.monitor
+            .publish(vec![crate::event::Change::Agent(crate::event::AgentChange::Received {
+                agent_id: self.id.clone(),
+                message_no: no,
+            })]);
         if let Some(tx) = &self.forward {
             let _ = tx.send(m);
         } else if let (Some(d), Some(w)) = (&self.echo, m.wait_id_for(&"echo".into())) {
@@ -103,13 +111,13 @@ impl Handler<Deliver> for Endpoint {
                 "pong".into(),
             );
             reply.return_waiting_id = Some(w.clone());
-            d.do_send(crate::actors::Route(reply));
+            d.do_send(crate::actors::SubmitMessage(reply));
         }
     }
 }
 
-/// Messages through the dispatcher (with SyncState recording each in the conversation pool
-/// and the monitor publishing it): fire-and-forget to 100 receivers, and waiting round trips.
+/// Messages through SyncState (recording each in the conversation pool, the monitor publishing
+/// it) and the dispatcher: fire-and-forget to 100 receivers, and waiting round trips.
 pub fn messages(messages: usize, round_trips: usize) -> Figures {
     let system = actix::System::new();
     system.block_on(async move {
@@ -125,17 +133,13 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
             .collect();
         let core = SyncCore::new(roster, &[], &[]);
         let task = core.base_task().clone();
-        let dispatcher = Dispatcher::default().start();
+        let dispatcher = Dispatcher::new(monitor.clone()).start();
         let sync = SyncStateActor::new(core, dispatcher.clone(), monitor.clone(), None).start();
-        // SyncState tells the dispatcher itself once it runs; say it now, so the very first
-        // message is recorded too.
-        dispatcher
-            .send(crate::actors::SetSync(sync))
-            .await
-            .map_err(|e| e.to_string())?;
         let delivered = Arc::new(AtomicU64::new(0));
         for id in &sinks {
             let e = Endpoint {
+                id: id.clone(),
+                monitor: monitor.clone(),
                 delivered: delivered.clone(),
                 forward: None,
                 echo: None,
@@ -145,6 +149,8 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
         }
         let (tx, mut replies) = tokio::sync::mpsc::unbounded_channel();
         let pinger = Endpoint {
+            id: "pinger".into(),
+            monitor: monitor.clone(),
             delivered: Arc::new(AtomicU64::new(0)),
             forward: Some(tx),
             echo: None,
@@ -152,9 +158,11 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
         .start();
         dispatcher.do_send(Register("pinger".into(), pinger.recipient()));
         let echo = Endpoint {
+            id: "echo".into(),
+            monitor: monitor.clone(),
             delivered: Arc::new(AtomicU64::new(0)),
             forward: None,
-            echo: Some(dispatcher.clone()),
+            echo: Some(sync.clone()),
         }
         .start();
         dispatcher.do_send(Register("echo".into(), echo.recipient()));
@@ -173,7 +181,7 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
                     StageRef::NoRelative,
                     format!("m{i}"),
                 );
-                dispatcher.do_send(crate::actors::Route(m));
+                sync.do_send(crate::actors::SubmitMessage(m));
             }
             let want = before + (n * sinks.len()) as u64;
             while delivered.load(Ordering::Relaxed) < want {
@@ -220,7 +228,7 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
                 m.need_reply = true;
                 m.waiting = Some(vec![wait.clone()]);
                 let t = Instant::now();
-                dispatcher.do_send(crate::actors::Route(m));
+                sync.do_send(crate::actors::SubmitMessage(m));
                 loop {
                     match replies.recv().await {
                         Some(r) if r.return_waiting_id.as_ref() == Some(&wait) => break,

@@ -199,6 +199,8 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
                 m.replied = true;
             }
         }
+        // The ledger of messages in flight is the reader's (`States`), not the agent's.
+        AgentChange::Received { .. } => {}
         AgentChange::Notice { text, .. } => agent
             .conversation_pool
             .get_or_insert_with(Default::default)

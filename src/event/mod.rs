@@ -12,6 +12,7 @@
 //!   bookkeeping a reader needs (steps that left their agent, evicted tasks, counters).
 
 pub mod apply;
+pub mod deliveries;
 pub mod record;
 pub mod states;
 
@@ -58,9 +59,13 @@ pub enum TaskChange {
         task_id: TaskId,
         entry: SharedInfo,
     },
+    /// A message was routed: it joins the task's conversation pool and is in flight until
+    /// each receiver took it ([`deliveries`]). Numbered by SyncState (0: not tracked).
     Conversation {
         task_id: TaskId,
         entry: ConversationEntry,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        message_no: u64,
     },
     /// The oldest entries of the shared pools left memory (a long-lived task's pools are
     /// capped); the task counts what it no longer holds.
@@ -177,6 +182,11 @@ pub enum AgentChange {
     Notice {
         agent_id: AgentId,
         text: String,
+    },
+    /// The agent took routed message `message_no` (stored with what it did with it).
+    Received {
+        agent_id: AgentId,
+        message_no: u64,
     },
     /// The oldest `count` entries of a conversation (or of the notices, with no `with`) left
     /// memory: a person's pools are capped like every other list.
@@ -304,6 +314,7 @@ impl Change {
                 | AgentChange::PrivateMessage { agent_id, .. }
                 | AgentChange::PrivateReplied { agent_id, .. }
                 | AgentChange::Notice { agent_id, .. }
+                | AgentChange::Received { agent_id, .. }
                 | AgentChange::PrivateTrimmed { agent_id, .. } => agent_id,
             }),
             Change::Step(s) => Some(match s {
@@ -317,13 +328,15 @@ impl Change {
         }
     }
 
-    /// A change only its agent (a human) may see: their private chats and notices.
+    /// A change only its agent (a human) may see: their private chats and notices (and
+    /// receipts, which no one else needs).
     pub fn private_to(&self) -> Option<&AgentId> {
         match self {
             Change::Agent(
                 AgentChange::PrivateMessage { agent_id, .. }
                 | AgentChange::PrivateReplied { agent_id, .. }
                 | AgentChange::Notice { agent_id, .. }
+                | AgentChange::Received { agent_id, .. }
                 | AgentChange::PrivateTrimmed { agent_id, .. },
             ) => Some(agent_id),
             _ => None,
@@ -340,4 +353,8 @@ pub struct Event {
     pub at: i64,
     #[serde(flatten)]
     pub change: Change,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -4,6 +4,7 @@
 //! restart, and turns back into exactly the state it was made from.
 
 use super::states::{Counters, States, TaskSummaryLine};
+use super::deliveries::{Deliveries, InFlight};
 use crate::ids::{StageId, StageRef, StepId, TaskId, WaitId};
 use crate::state::{
     AgentState, AgentStep, ConversationPool, StageState, StepLock, StepState, TaskState,
@@ -66,6 +67,12 @@ pub struct StatesRecord {
     pub retired: Vec<StepState>,
     pub summaries: Vec<TaskSummaryLine>,
     pub steps_run: u64,
+    /// Messages routed but not yet taken by every receiver, oldest first.
+    #[serde(default)]
+    pub in_flight: Vec<InFlight>,
+    /// The newest message number routed.
+    #[serde(default)]
+    pub last_message_no: u64,
 }
 
 impl StatesRecord {
@@ -77,11 +84,13 @@ impl StatesRecord {
             retired: states.retired_in_order().cloned().collect(),
             summaries: states.summaries().cloned().collect(),
             steps_run: states.counters().steps_run,
+            in_flight: states.deliveries.in_flight().cloned().collect(),
+            last_message_no: states.deliveries.last_no(),
         }
     }
 
     pub fn into_states(self) -> States {
-        States::restore(
+        let mut states = States::restore(
             self.tasks,
             self.stages,
             self.agents.into_iter().map(AgentRecord::into_state),
@@ -91,6 +100,8 @@ impl StatesRecord {
                 steps_run: self.steps_run,
                 ..Counters::default()
             },
-        )
+        );
+        states.deliveries = Deliveries::restore(self.in_flight, self.last_message_no);
+        states
     }
 }

@@ -4,6 +4,7 @@
 //! task leaves memory, the one-line summaries of evicted tasks, and exact counters.
 
 use super::apply::{apply_agent, apply_sync};
+use super::deliveries::Deliveries;
 use super::{AgentChange, Change, StateKind, StepChange, TaskChange};
 use crate::ids::{AgentId, StageId, StepId, TaskId};
 use crate::state::{
@@ -79,6 +80,8 @@ pub struct States {
     /// When each task was created, as a sequence number (for listing tasks in that order).
     created: HashMap<TaskId, u64>,
     next_created: u64,
+    /// Messages routed but not yet taken by every receiver.
+    pub deliveries: Deliveries,
 }
 
 impl States {
@@ -100,6 +103,18 @@ impl States {
                 self.created.insert(task.task_id.clone(), self.next_created);
                 apply_sync(&mut self.tasks, &mut self.stages, c);
             }
+            Change::Task(TaskChange::Conversation {
+                entry, message_no, ..
+            }) => {
+                if *message_no > 0 {
+                    self.deliveries.sent(*message_no, &entry.message);
+                }
+                apply_sync(&mut self.tasks, &mut self.stages, c);
+            }
+            Change::Agent(AgentChange::Received {
+                agent_id,
+                message_no,
+            }) => self.deliveries.received(*message_no, agent_id),
             Change::Task(_) | Change::Stage(_) => apply_sync(&mut self.tasks, &mut self.stages, c),
             Change::Agent(AgentChange::Added { agent }) => {
                 for s in agent.agent_step.steps() {

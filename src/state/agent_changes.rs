@@ -23,6 +23,24 @@ impl AgentState {
         removed
     }
 
+    /// Applies changes someone else stored for this agent (SyncState, with a step's output):
+    /// the agent's state follows them, and they are not published again.
+    pub fn apply_stored(&mut self, changes: Vec<Change>) {
+        for c in &changes {
+            apply_agent(self, c);
+        }
+    }
+
+    /// Acknowledges routed message `no` (it leaves the messages in flight once stored).
+    pub fn note_received(&mut self, no: u64) {
+        if no > 0 {
+            self.emit(Change::Agent(AgentChange::Received {
+                agent_id: self.id(),
+                message_no: no,
+            }));
+        }
+    }
+
     /// The changes made since the last call, in order.
     pub fn take_changes(&mut self) -> Vec<Change> {
         std::mem::take(&mut self.outbox)

@@ -142,6 +142,8 @@ pub struct SyncCore {
     finished_kept: usize,
     /// Carried over from a store: readers already have its tasks.
     restored: bool,
+    /// The number of the newest message routed (each routed message gets the next one).
+    last_message_no: u64,
 }
 
 /// Default of how many shared-info lines and conversation entries a task keeps in memory.
@@ -209,7 +211,14 @@ impl SyncCore {
             finished,
             finished_kept: Retention::default().finished_tasks,
             restored: false,
+            last_message_no: 0,
         }
+    }
+
+    /// Carrying on from a store: messages are numbered on from `last` (the newest routed).
+    pub fn numbering_from(mut self, last: u64) -> Self {
+        self.last_message_no = last;
+        self
     }
 
     /// What a long-running team keeps in memory.
@@ -531,22 +540,24 @@ impl SyncCore {
         }
     }
 
-    /// Appends a delivered message to its task's conversation pool; returns the changes.
-    pub fn record_delivery(&mut self, m: std::sync::Arc<Message>, now: &str) -> Vec<Change> {
+    /// Records a message about to be routed: it gets the next number and joins its task's
+    /// conversation pool. Returns the number (receivers acknowledge it) and the changes.
+    pub fn record_sent(&mut self, m: std::sync::Arc<Message>, now: &str) -> (u64, Vec<Change>) {
         let mut applied = Applied::default();
+        self.last_message_no += 1;
+        let no = self.last_message_no;
         let task = m.task_id.clone();
-        if self.tasks.contains_key(&task) {
-            let c = Change::Task(TaskChange::Conversation {
-                task_id: task.clone(),
-                entry: ConversationEntry {
-                    timestamp: now.to_owned(),
-                    message: m,
-                },
-            });
-            self.emit(&mut applied, c);
-            self.trim_pools(&task, &mut applied);
-        }
-        applied.changes
+        let c = Change::Task(TaskChange::Conversation {
+            task_id: task.clone(),
+            entry: ConversationEntry {
+                timestamp: now.to_owned(),
+                message: m,
+            },
+            message_no: no,
+        });
+        self.emit(&mut applied, c);
+        self.trim_pools(&task, &mut applied);
+        (no, applied.changes)
     }
 }
 

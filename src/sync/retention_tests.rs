@@ -103,7 +103,7 @@ fn shared_pools_are_trimmed_in_batches_and_count_what_left() {
             format!("m{i}"),
         );
         trims += c
-            .record_delivery(m.into(), "now")
+            .record_sent(m.into(), "now").1
             .iter()
             .filter(|ch| matches!(ch, Change::Task(TaskChange::Trimmed { .. })))
             .count();

@@ -366,7 +366,7 @@ fn messages_to_unknown_agents_or_tasks_are_refused_and_deliveries_are_recorded()
     assert!(c.submit(m.clone()).is_err());
     m.waiting = None;
     assert_eq!(c.submit(m.clone()).unwrap().messages.len(), 1);
-    c.record_delivery(m.into(), "now");
+    c.record_sent(m.into(), "now");
     assert_eq!(c.task(&base).unwrap().shared_conversation_pool.len(), 1);
 }
 

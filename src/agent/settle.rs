@@ -1,0 +1,161 @@
+//! Closing a step once SyncState has answered its output. How the step closes is decided
+//! before the output leaves the agent (a [`Settle`]), so SyncState stores the closing in the
+//! same commit as the output: a restart never finds a step whose output was applied still
+//! running (it would run again and apply its output twice).
+
+use crate::event::{AgentChange, Change, StepChange, StepUpdate};
+use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
+use crate::message::Message;
+use crate::state::{AgentState, ReplyTo, StepExecutionState, StepState};
+use crate::sync::SyncError;
+use serde_json::{Value, json};
+
+/// How a step closes once SyncState answered its output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settle {
+    pub agent_id: AgentId,
+    pub step_id: StepId,
+    /// Why the step failed by itself (its answer or its call), if it did.
+    pub failure: Option<String>,
+    /// Wait ids the step put on the lock; taken back if it fails (its message never went).
+    pub added_waits: Vec<WaitId>,
+    /// The raw answer a failed step's result keeps beside the reason.
+    answer: Option<Value>,
+    /// The step's place and who waits for its reply (told if it fails).
+    task_id: TaskId,
+    stage_id: StageRef,
+    reply_to: Option<ReplyTo>,
+}
+
+impl Settle {
+    /// The plan for closing `step_id`; None if the step left the agent.
+    pub fn of(
+        agent: &AgentState,
+        step_id: &StepId,
+        failure: Option<String>,
+        added_waits: Vec<WaitId>,
+    ) -> Option<Settle> {
+        let step = agent.agent_step.get(step_id)?;
+        Some(Settle {
+            agent_id: agent.agent_id.clone(),
+            step_id: step_id.clone(),
+            failure,
+            added_waits,
+            answer: step
+                .execute_result
+                .as_ref()
+                .and_then(|r| r.get("answer"))
+                .cloned(),
+            task_id: step.task_id.clone(),
+            stage_id: step.stage_id.clone(),
+            reply_to: step.reply_to.clone(),
+        })
+    }
+
+    /// Why the step failed, given SyncState's answer: its own failure, SyncState's refusal of
+    /// its output, or both.
+    pub fn outcome(&self, refused: Option<&SyncError>) -> Option<String> {
+        match (&self.failure, refused) {
+            (f, None) => f.clone(),
+            (Some(f), Some(r)) => Some(format!("{f}; SyncState also refused the output: {r}")),
+            (None, Some(r)) => Some(format!("SyncState refused the step's output: {r}")),
+        }
+    }
+
+    /// The changes that close the step: finished, or failed with the reason (and the waits it
+    /// added taken back).
+    pub fn changes(&self, failure: Option<&str>) -> Vec<Change> {
+        let mut out = Vec::with_capacity(2);
+        let update = match failure {
+            None => StepUpdate {
+                execution_state: Some(StepExecutionState::Finished),
+                ..Default::default()
+            },
+            Some(reason) => {
+                if !self.added_waits.is_empty() {
+                    out.push(Change::Agent(AgentChange::WaitsReleased {
+                        agent_id: self.agent_id.clone(),
+                        ids: self.added_waits.clone(),
+                    }));
+                }
+                StepUpdate {
+                    execution_state: Some(StepExecutionState::Failed),
+                    execute_result: Some(match &self.answer {
+                        Some(a) => json!({ "error": reason, "answer": a }),
+                        None => json!({ "error": reason }),
+                    }),
+                    ..Default::default()
+                }
+            }
+        };
+        out.push(Change::Step(StepChange::Updated {
+            agent_id: self.agent_id.clone(),
+            step_id: self.step_id.clone(),
+            update,
+        }));
+        out
+    }
+
+    /// The message returning the wait id of whoever waits for this step's reply, when the step
+    /// failed: the sender must not wait for ever.
+    pub fn release(&self, reason: &str) -> Option<Message> {
+        release_message(
+            &self.agent_id,
+            &self.task_id,
+            &self.stage_id,
+            self.reply_to.as_ref()?,
+            reason,
+        )
+    }
+}
+
+/// Closes a step by the agent itself (no SyncState stored it): finished, or failed with the
+/// reason (then the wait ids it added are taken back, since its message was never sent).
+pub fn settle_step(
+    agent: &mut AgentState,
+    step_id: &StepId,
+    failure: Option<String>,
+    added_waits: &[WaitId],
+) {
+    let held: Vec<WaitId> = added_waits
+        .iter()
+        .filter(|w| agent.step_lock.holds(w))
+        .cloned()
+        .collect();
+    if let Some(s) = Settle::of(agent, step_id, failure.clone(), held) {
+        for c in s.changes(failure.as_deref()) {
+            agent.emit(c);
+        }
+    }
+}
+
+/// When a step that owed a waiting sender its reply fails or is dropped, the sender must still
+/// get its wait id back, with the reason, or it would wait forever.
+pub fn release_for(agent: &AgentState, step: &StepState, reason: &str) -> Option<Message> {
+    release_message(
+        &agent.agent_id,
+        &step.task_id,
+        &step.stage_id,
+        step.reply_to.as_ref()?,
+        reason,
+    )
+}
+
+fn release_message(
+    me: &AgentId,
+    task: &TaskId,
+    stage: &StageRef,
+    reply_to: &ReplyTo,
+    reason: &str,
+) -> Option<Message> {
+    let wait = reply_to.wait_id.clone()?;
+    let mut m = Message::notice(
+        task.clone(),
+        me.clone(),
+        vec![reply_to.agent_id.clone()],
+        stage.clone(),
+        format!("[{me} could not answer your message: {reason}]"),
+    );
+    m.return_waiting_id = Some(wait);
+    Some(m)
+}

@@ -1,0 +1,128 @@
+//! The messages in flight: routed (their record is stored) but not yet taken by every
+//! receiver. SyncState numbers each message it routes (`TaskChange::Conversation`'s
+//! `message_no`); a receiver acknowledges it in the same commit as what it did with it
+//! (`AgentChange::Received`). After a restart the messages still in flight are delivered again
+//! to the receivers that had not taken them: a crash between a send and its receipt loses no
+//! message and delivers none twice.
+
+use crate::ids::AgentId;
+use crate::message::Message;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A message some receivers have not taken yet.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InFlight {
+    pub message_no: u64,
+    pub message: Arc<Message>,
+    /// The receivers that have not taken it, in the message's order.
+    pub pending: Vec<AgentId>,
+}
+
+/// How many messages may be in flight before the oldest is given up (logged). Receivers take
+/// their messages within milliseconds; this many waiting means receipts are not coming.
+pub const IN_FLIGHT_KEPT: usize = 100_000;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Deliveries {
+    in_flight: BTreeMap<u64, InFlight>,
+    /// The newest message number routed (SyncState numbers on from here after a restart).
+    last_no: u64,
+}
+
+impl Deliveries {
+    pub fn restore(in_flight: Vec<InFlight>, last_no: u64) -> Self {
+        Deliveries {
+            in_flight: in_flight.into_iter().map(|f| (f.message_no, f)).collect(),
+            last_no,
+        }
+    }
+
+    /// Message `no` was routed to its receivers.
+    pub fn sent(&mut self, no: u64, message: &Arc<Message>) {
+        self.last_no = self.last_no.max(no);
+        if message.receiver.is_empty() {
+            return;
+        }
+        self.in_flight.insert(
+            no,
+            InFlight {
+                message_no: no,
+                message: message.clone(),
+                pending: message.receiver.clone(),
+            },
+        );
+        while self.in_flight.len() > IN_FLIGHT_KEPT {
+            if let Some((no, f)) = self.in_flight.pop_first() {
+                tracing::error!(
+                    "message {no} to {:?} was never taken; it is no longer delivered again \
+                     after a restart",
+                    f.pending
+                );
+            }
+        }
+    }
+
+    /// `agent` took message `no`.
+    pub fn received(&mut self, no: u64, agent: &AgentId) {
+        if let Some(f) = self.in_flight.get_mut(&no) {
+            f.pending.retain(|a| a != agent);
+            if f.pending.is_empty() {
+                self.in_flight.remove(&no);
+            }
+        }
+    }
+
+    /// The messages in flight, oldest first.
+    pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
+        self.in_flight.values()
+    }
+
+    pub fn last_no(&self) -> u64 {
+        self.last_no
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StageRef;
+
+    fn msg(to: &[&str]) -> Arc<Message> {
+        Arc::new(Message::notice(
+            "t".into(),
+            "a".into(),
+            to.iter().map(|r| AgentId::from(*r)).collect(),
+            StageRef::NoRelative,
+            "hi".into(),
+        ))
+    }
+
+    #[test]
+    fn a_message_stays_in_flight_until_every_receiver_took_it() {
+        let mut d = Deliveries::default();
+        d.sent(1, &msg(&["b", "c"]));
+        d.sent(2, &msg(&["b"]));
+        d.received(1, &"b".into());
+        let left: Vec<_> = d.in_flight().map(|f| (f.message_no, f.pending.clone())).collect();
+        assert_eq!(left, vec![(1, vec!["c".into()]), (2, vec!["b".into()])]);
+        d.received(1, &"c".into());
+        d.received(2, &"b".into());
+        assert_eq!(d.in_flight().count(), 0);
+        assert_eq!(d.last_no(), 2, "numbering goes on from the newest");
+        // A receipt of something not in flight (taken before a restart) changes nothing.
+        d.received(2, &"b".into());
+        assert_eq!(d.in_flight().count(), 0);
+    }
+
+    #[test]
+    fn the_oldest_message_in_flight_is_given_up_over_the_cap() {
+        let mut d = Deliveries::default();
+        for no in 1..=(IN_FLIGHT_KEPT as u64 + 2) {
+            d.sent(no, &msg(&["b"]));
+        }
+        assert_eq!(d.in_flight().count(), IN_FLIGHT_KEPT);
+        assert_eq!(d.in_flight().next().unwrap().message_no, 3);
+    }
+}
