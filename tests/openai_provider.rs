@@ -40,6 +40,7 @@ fn request(prompt: &str) -> ChatRequest {
         stage_id: StageRef::NoRelative,
         step_id: StepId::from("step-1"),
         template: None,
+        step_text: String::new(),
     }
 }
 

@@ -82,6 +82,7 @@ mod tests {
                 stage_id: StageRef::NoRelative,
                 step_id: "s".into(),
                 template: None,
+                step_text: String::new(),
             })
         });
         let results = futures::future::join_all(calls).await;

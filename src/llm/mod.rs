@@ -25,6 +25,9 @@ pub struct ChatRequest {
     /// The agent template the asking agent was created from, if any (scripts may key replies
     /// by template name for agents a manager creates).
     pub template: Option<String>,
+    /// The step's intention and text: what the step asks for (scripts may choose a reply by
+    /// it).
+    pub step_text: String,
 }
 
 /// The model's answer and what it cost.

@@ -5,6 +5,11 @@
 //! reply may name the ids of the step that asks (`{{task_id}}`, `{{stage_id}}`, `{{step_id}}`,
 //! `{{agent_id}}`). A script that runs out fails that step with a clear message.
 //!
+//! An entry with `when` is a rule instead: never used up, it answers every step whose intention
+//! or text contains that string (the first matching rule wins; the entries without `when` are
+//! the fallback, in order). A script made of rules answers the same however many goals run at
+//! once and wherever a restart cut in.
+//!
 //! ```yaml
 //! replies:
 //!   writer:                      # agent id (or template name)
@@ -12,6 +17,8 @@
 //!       - "<think>…</think>"
 //!       - text: "<think>…</think>"
 //!         delay_ms: 200          # optional: answer after a pause
+//!       - when: "Check it"       # optional: a rule for steps that say this
+//!         text: "<think>…</think>"
 //! ```
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
@@ -31,6 +38,8 @@ enum Entry {
         text: String,
         #[serde(default)]
         delay_ms: u64,
+        #[serde(default)]
+        when: Option<String>,
     },
 }
 
@@ -44,6 +53,13 @@ impl Entry {
         match self {
             Entry::Text(_) => Duration::ZERO,
             Entry::Timed { delay_ms, .. } => Duration::from_millis(*delay_ms),
+        }
+    }
+    /// The rule's condition, if the entry is a rule.
+    fn when(&self) -> Option<&str> {
+        match self {
+            Entry::Timed { when: Some(w), .. } => Some(w),
+            _ => None,
         }
     }
 }
@@ -128,14 +144,20 @@ impl ScriptedModel {
         };
         let key = template.unwrap_or(agent);
         let list = self.script.replies.get(key).and_then(|s| s.get(&req.skill));
+        if let Some(rule) = list.and_then(|l| {
+            l.iter()
+                .find(|e| e.when().is_some_and(|w| req.step_text.contains(w)))
+        }) {
+            return Ok(rule.clone());
+        }
+        let list = list.map(|l| l.iter().filter(|e| e.when().is_none()).collect::<Vec<_>>());
         let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
         let used = cursors
             .entry((key.to_owned(), req.skill.clone()))
             .or_insert(0);
-        let entry =
-            list.and_then(|l| l.get(*used))
-                .cloned()
-                .ok_or_else(|| LlmError::ScriptExhausted {
+        let entry = list
+            .and_then(|l| l.get(*used).map(|e| (*e).clone()))
+            .ok_or_else(|| LlmError::ScriptExhausted {
                     agent: match template {
                         Some(t) => format!("{agent} (template {t})"),
                         None => agent.to_owned(),
@@ -228,7 +250,22 @@ mod tests {
             stage_id: StageRef::Stage(StageId::from("S1")),
             step_id: "P1".into(),
             template: template.map(str::to_owned),
+            step_text: "Write it\nA haiku about rain".into(),
         }
+    }
+
+    #[tokio::test]
+    async fn rules_answer_every_step_that_says_their_words_and_are_never_used_up() {
+        let script = "replies:\n  w:\n    think:\n      - {when: haiku, text: rule}\n      - {when: limerick, text: other}\n      - fallback\n";
+        let m = ScriptedModel::new(Script::parse(script).unwrap());
+        for _ in 0..3 {
+            assert_eq!(m.chat(req("w", "think")).await.unwrap().text, "rule");
+        }
+        let mut r = req("w", "think");
+        r.step_text = "A sonnet".into();
+        assert_eq!(m.chat(r.clone()).await.unwrap().text, "fallback");
+        let err = m.chat(r).await.unwrap_err().to_string();
+        assert!(err.contains("no reply left"), "{err}");
     }
 
     const SCRIPT: &str = "replies:\n  w:\n    think:\n      - \"<think>in {{task_id}}/{{stage_id}} by {{agent_id}}</think>\"\n      - {text: second, delay_ms: 5}\n";

@@ -12,10 +12,16 @@ pub async fn read(spec: &str, task: Option<&TaskId>, export: bool) -> Result<(),
     if export {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
-        let n = self::export(&store, task, &mut out).await?;
-        out.flush()
-            .map_err(|e| StoreError::Query(sqlx::Error::Io(e)))?;
-        eprintln!("{n} events from {}", store.url());
+        let written = match self::export(&store, task, &mut out).await {
+            Ok(n) => out.flush().map(|()| n).map_err(StoreError::Write),
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(n) => eprintln!("{n} events from {}", store.url()),
+            // The reader stopped reading (`cohort export | head`): that is its choice.
+            Err(StoreError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            Err(e) => return Err(e),
+        }
     } else {
         let loaded = super::load(&store).await?;
         print!("{}", describe(store.url(), &loaded));
@@ -98,7 +104,7 @@ pub async fn export(
                 version: e.version as i64,
                 why: err.to_string(),
             })?;
-            writeln!(out, "{line}").map_err(|e| StoreError::Query(sqlx::Error::Io(e)))?;
+            writeln!(out, "{line}").map_err(StoreError::Write)?;
         }
         n += page.len() as u64;
         match page.last() {

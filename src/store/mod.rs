@@ -76,6 +76,8 @@ pub enum StoreError {
     BadSnapshot { version: i64, why: String },
     #[error("events must be appended in version order: {version} after {last}")]
     OutOfOrder { version: u64, last: u64 },
+    #[error("cannot write the export: {0}")]
+    Write(#[source] std::io::Error),
 }
 
 /// Where a team keeps its data unless told otherwise: `.cohort/<team file name>.db` in the

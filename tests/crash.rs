@@ -1,0 +1,504 @@
+//! kill -9 at random moments: `cohort serve` on a scripted team is driven over REST (goals
+//! sent, the manager's waiting questions answered) and killed with SIGKILL again and again,
+//! then restarted on the same data. At the end every task is finished, and the store's own
+//! record (`cohort export`) shows that nothing was lost or done twice: every task has the same
+//! count of finished steps and of messages, per agent and skill, as a task that ran without a
+//! kill; every goal was taken exactly once, and every acknowledged goal is there. What the API
+//! showed before a kill is still there after the restart.
+//!
+//! `COHORT_CRASH_KILLS` sets the number of kills of the SQLite run (default 20);
+//! `scripts/crash-test` runs it with 100.
+
+#[path = "support/postgres.rs"]
+mod postgres;
+
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Clone)]
+enum Data {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Data {
+    fn args(&self) -> Vec<String> {
+        match self {
+            Data::Sqlite(p) => vec!["--data".into(), p.display().to_string()],
+            Data::Postgres(url) => vec!["--database".into(), url.clone()],
+        }
+    }
+}
+
+struct Server {
+    child: Child,
+    base: String,
+    log: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(data: &Data, log: PathBuf) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_cohort"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["serve", "--team", "tests/fixtures/crash/team.yaml", "--bind"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(data.args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            log,
+        }
+    }
+
+    /// kill -9, and wait until the process is gone.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM (a clean stop that closes the store).
+    fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// A small deterministic random source (its seed is printed, so a failing run can be
+/// repeated with `COHORT_CRASH_SEED`).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap()
+}
+
+/// Logs in as the operator once the server answers (the first run), or waits until it serves
+/// and checks that the token of the first run still works (later runs).
+async fn wait_up(http: &reqwest::Client, s: &Server, token: Option<&str>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = match token {
+            None => {
+                http.post(format!("{}/api/bind_human_agent", s.base))
+                    .json(&json!({"human_agent_id": "operator", "password": "cohort-demo"}))
+                    .send()
+                    .await
+            }
+            Some(t) => {
+                http.get(format!("{}/api/states?type=task", s.base))
+                    .bearer_auth(t)
+                    .send()
+                    .await
+            }
+        };
+        if let Ok(r) = r {
+            assert!(
+                r.status().is_success(),
+                "{}: {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            );
+            return match token {
+                None => r.json::<Value>().await.unwrap()["token"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                Some(t) => t.to_owned(),
+            };
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not come up: {}",
+            s.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn get(http: &reqwest::Client, base: &str, token: &str, path: &str) -> Option<Value> {
+    let r = http
+        .get(format!("{base}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    r.json().await.ok()
+}
+
+async fn post(http: &reqwest::Client, base: &str, token: &str, body: Value) -> bool {
+    match http
+        .post(format!("{base}/api/send_message"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+    {
+        Ok(r) => r.status().is_success(),
+        Err(_) => false,
+    }
+}
+
+/// Answers every question waiting for the operator.
+async fn answer(http: &reqwest::Client, base: &str, token: &str) {
+    let Some(p) = get(http, base, token, "/api/human/operator/pending").await else {
+        return;
+    };
+    for q in p["pending"].as_array().into_iter().flatten() {
+        post(
+            http,
+            base,
+            token,
+            json!({
+                "human_agent_id": "operator",
+                "task_id": q["task_id"],
+                "receiver": [q["sender_id"]],
+                "content": "ANSWER# blue",
+                "need_reply": false,
+            }),
+        )
+        .await;
+    }
+}
+
+struct Driver {
+    next_goal: AtomicUsize,
+    /// Goals the API acknowledged (so stored).
+    acked: Mutex<BTreeSet<usize>>,
+    /// Goals to send at most (none after the kills).
+    goals_up_to: AtomicUsize,
+}
+
+/// Sends goals and answers questions against `base` until `stop`.
+async fn drive(d: Arc<Driver>, base: String, token: String, base_task: String, stop: Arc<AtomicBool>) {
+    let http = http();
+    while !stop.load(Ordering::Relaxed) {
+        if d.next_goal.load(Ordering::SeqCst) < d.goals_up_to.load(Ordering::SeqCst) {
+            let k = d.next_goal.fetch_add(1, Ordering::SeqCst);
+            let sent = post(
+                &http,
+                &base,
+                &token,
+                json!({
+                    "human_agent_id": "operator",
+                    "task_id": base_task,
+                    "receiver": ["manager"],
+                    "content": format!("GOAL#{k} write one line"),
+                    "need_reply": false,
+                }),
+            )
+            .await;
+            if sent {
+                d.acked.lock().unwrap().insert(k);
+            }
+        }
+        answer(&http, &base, &token).await;
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+}
+
+/// Tasks as the API shows them: id → (name, state).
+async fn tasks(http: &reqwest::Client, base: &str, token: &str) -> Option<BTreeMap<String, Value>> {
+    let v = get(http, base, token, "/api/states?type=task").await?;
+    Some(
+        v.as_object()?
+            .iter()
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect(),
+    )
+}
+
+/// Waits until the base task has at least `at_least` goals, each with its task, and every task
+/// is finished, answering questions meanwhile. Returns the base task's goals.
+async fn settle(
+    http: &reqwest::Client,
+    s: &Server,
+    token: &str,
+    base_task: &str,
+    at_least: usize,
+) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(240);
+    loop {
+        answer(http, &s.base, token).await;
+        if let Some(ts) = tasks(http, &s.base, token).await {
+            let goals = ts[base_task]["shared_conversation_pool"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["message"]["message"].as_str().unwrap().starts_with("GOAL#"))
+                .count();
+            let others: Vec<&Value> = ts
+                .iter()
+                .filter(|(k, _)| *k != base_task)
+                .map(|(_, t)| t)
+                .collect();
+            if goals >= at_least
+                && others.len() == goals
+                && others.iter().all(|t| t["execution_state"] == "finished")
+            {
+                return goals;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the team did not finish: {goals} goals, tasks {:?}\n{}",
+                others
+                    .iter()
+                    .map(|t| t["execution_state"].clone())
+                    .collect::<Vec<_>>(),
+                s.log()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Per task: finished steps per (agent, executor) and messages per (sender → receivers).
+type Signature = BTreeMap<String, usize>;
+
+struct Record {
+    by_task: BTreeMap<String, Signature>,
+    /// Every goal number in the base task's conversation, as often as it is there.
+    goals: Vec<usize>,
+}
+
+fn export(data: &Data) -> Record {
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("export")
+        .args(data.args())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut steps: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut by_task: BTreeMap<String, Signature> = BTreeMap::new();
+    let mut goals = Vec::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        match (e["kind"].as_str().unwrap(), e["op"].as_str().unwrap()) {
+            ("step", "added") => {
+                let s = &e["step"];
+                steps.insert(
+                    s["step_id"].as_str().unwrap().to_owned(),
+                    (
+                        s["task_id"].as_str().unwrap().to_owned(),
+                        format!("step {} {}", s["agent_id"], s["executor"]),
+                    ),
+                );
+            }
+            ("step", "updated") if e["execution_state"] == "finished" => {
+                let (task, key) = &steps[e["step_id"].as_str().unwrap()];
+                *by_task.entry(task.clone()).or_default().entry(key.clone()).or_default() += 1;
+            }
+            ("task", "conversation") => {
+                let m = &e["entry"]["message"];
+                let text = m["message"].as_str().unwrap();
+                if let Some(k) = text.strip_prefix("GOAL#") {
+                    goals.push(k.split(' ').next().unwrap().parse().unwrap());
+                }
+                let key = format!("message {} -> {}", m["sender_id"], m["receiver"]);
+                *by_task
+                    .entry(e["task_id"].as_str().unwrap().to_owned())
+                    .or_default()
+                    .entry(key)
+                    .or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    Record { by_task, goals }
+}
+
+async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
+    let seed = std::env::var("COHORT_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    println!("{name}: {kills} kills, COHORT_CRASH_SEED={seed}");
+    let mut rng = Rng(seed);
+    let http = http();
+
+    // A goal that runs with no kill: what every task must look like in the end.
+    let s = Server::start(&data, dir.join(format!("{name}-0.log")));
+    let token = wait_up(&http, &s, None).await;
+    let all = tasks(&http, &s.base, &token).await.unwrap();
+    assert_eq!(all.len(), 1, "a fresh store has the base task only");
+    let base_task = all.keys().next().unwrap().clone();
+    let driver = Arc::new(Driver {
+        next_goal: AtomicUsize::new(0),
+        acked: Mutex::new(BTreeSet::new()),
+        goals_up_to: AtomicUsize::new(1),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = tokio::spawn(drive(
+        driver.clone(),
+        s.base.clone(),
+        token.clone(),
+        base_task.clone(),
+        stop.clone(),
+    ));
+    assert_eq!(settle(&http, &s, &token, &base_task, 1).await, 1);
+    stop.store(true, Ordering::Relaxed);
+    running.await.unwrap();
+
+    // Then goals keep coming while the process is killed at random moments.
+    let mut s = s;
+    for round in 1..=kills {
+        driver
+            .goals_up_to
+            .fetch_add(1 + rng.below(3) as usize, Ordering::SeqCst);
+        let stop = Arc::new(AtomicBool::new(false));
+        let running = tokio::spawn(drive(
+            driver.clone(),
+            s.base.clone(),
+            token.clone(),
+            base_task.clone(),
+            stop.clone(),
+        ));
+        tokio::time::sleep(Duration::from_millis(50 + rng.below(600))).await;
+        // What the API shows now was stored before it was shown: it must survive the kill.
+        let shown = tasks(&http, &s.base, &token).await;
+        tokio::time::sleep(Duration::from_millis(rng.below(40))).await;
+        s.kill();
+        stop.store(true, Ordering::Relaxed);
+        running.await.unwrap();
+        s = Server::start(&data, dir.join(format!("{name}-{round}.log")));
+        wait_up(&http, &s, Some(&token)).await;
+        let now = tasks(&http, &s.base, &token).await.unwrap();
+        for (id, before) in shown.into_iter().flatten() {
+            let after = match now.get(&id) {
+                Some(t) => t.clone(),
+                None => get(&http, &s.base, &token, &format!("/api/state/{id}"))
+                    .await
+                    .unwrap_or_else(|| panic!("round {round}: task {id} is gone\n{}", s.log())),
+            };
+            if before["execution_state"] == "finished" {
+                assert_eq!(after["execution_state"], "finished", "round {round}: task {id}");
+            }
+        }
+    }
+
+    // The last run finishes everything; nothing new is sent.
+    let stop = Arc::new(AtomicBool::new(false));
+    driver.goals_up_to.store(0, Ordering::SeqCst);
+    let acked = driver.acked.lock().unwrap().len();
+    let goals = settle(&http, &s, &token, &base_task, acked).await;
+    stop.store(true, Ordering::Relaxed);
+    s.stop();
+
+    let record = export(&data);
+    let acked = driver.acked.lock().unwrap().clone();
+    let taken: BTreeSet<usize> = record.goals.iter().copied().collect();
+    assert_eq!(taken.len(), record.goals.len(), "a goal was taken twice: {:?}", record.goals);
+    assert_eq!(taken.len(), goals);
+    assert!(
+        acked.is_subset(&taken),
+        "acknowledged goals were lost: {:?}",
+        acked.difference(&taken).collect::<Vec<_>>()
+    );
+    assert!(goals > kills, "too few goals ran ({goals}) to say much");
+    let reference = record
+        .by_task
+        .iter()
+        .find(|(t, _)| **t != base_task)
+        .map(|(_, s)| s.clone())
+        .unwrap();
+    assert!(reference.len() >= 10, "{reference:?}");
+    let mut tasks_seen = 0;
+    for (task, sig) in &record.by_task {
+        if *task == base_task {
+            continue;
+        }
+        tasks_seen += 1;
+        assert_eq!(
+            sig, &reference,
+            "task {task} ran differently from a task without a kill (a step or message lost or done twice)"
+        );
+    }
+    assert_eq!(tasks_seen, goals);
+    // The base task: each goal was read, decided on and turned into a task exactly once.
+    let base = &record.by_task[&base_task];
+    for (key, n) in base {
+        assert_eq!(*n, goals, "base task: {key} happened {n} times for {goals} goals");
+    }
+    println!("{name}: {kills} kills, {goals} goals ({} acknowledged), every task as without a kill", acked.len());
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cohort-crash-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_sqlite() {
+    let kills = std::env::var("COHORT_CRASH_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(20);
+    let dir = temp_dir("sqlite");
+    crash_run("sqlite", Data::Sqlite(dir.join("team.db")), &dir, kills).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_postgres() {
+    let pg = postgres::Cluster::start("crash");
+    let dir = temp_dir("postgres");
+    crash_run("postgres", Data::Postgres(pg.url()), &dir, 8).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
