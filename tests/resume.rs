@@ -160,3 +160,90 @@ async fn a_task_that_left_memory_is_read_back_from_the_store() {
     team.shutdown().await;
     team.monitor.close();
 }
+
+/// A message whose send was stored but which its receiver had not taken when the process
+/// stopped (its receipt is not in the store) is delivered after the restart, once.
+#[actix::test]
+async fn a_message_in_flight_at_the_stop_is_delivered_after_the_restart() {
+    use cohort::event::{Change, Event, TaskChange};
+    use cohort::ids::{AgentId, StageRef};
+    use cohort::message::Message;
+    use cohort::state::ConversationEntry;
+    use cohort::store::{Store, StoredEvent};
+    let scratch = Scratch::new("in-flight").unwrap();
+    let shape = TeamShape {
+        workers: 2,
+        steps: 1,
+        delay_ms: 0,
+        max_in_flight: 8,
+        goals: 1,
+    };
+    let cfg = load_team(&write_team(&scratch.0, shape, None).unwrap()).unwrap();
+    let file = scratch.0.join("team.db");
+    let team = open(&cfg, &file).await;
+    let (base, manager) = (team.base_task.clone(), team.managers[0].clone());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let last_no = team.monitor.read(|s| s.deliveries.last_no());
+    team.shutdown().await;
+    team.monitor.close();
+    drop(team);
+
+    // What a crash right after SyncState's commit leaves: the goal routed, not yet taken.
+    {
+        let store = SqlStore::open_sqlite(&file).await.unwrap();
+        let version = store.last_version().await.unwrap();
+        let goal = Message::notice(
+            base.clone(),
+            AgentId::from("operator"),
+            vec![manager.clone()],
+            StageRef::NoRelative,
+            "the goal sent before the crash".into(),
+        );
+        let sent = Change::Task(TaskChange::Conversation {
+            task_id: base.clone(),
+            entry: ConversationEntry {
+                timestamp: "2026-11-23 12:00:00".into(),
+                message: Arc::new(goal),
+            },
+            message_no: last_no + 1,
+        });
+        store
+            .append(&[StoredEvent {
+                event: Event {
+                    version: version + 1,
+                    at: 0,
+                    change: sent,
+                },
+                task_id: Some(base.clone()),
+            }])
+            .await
+            .unwrap();
+    }
+
+    let team = open(&cfg, &file).await;
+    assert_eq!(
+        team.monitor.read(|s| s.deliveries.in_flight().count()),
+        1,
+        "the store knows the message is in flight"
+    );
+    until_done(&team, 1).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        team.monitor.read(|s| s.deliveries.in_flight().count()),
+        0,
+        "its receipt is stored"
+    );
+    let version = team.monitor.version();
+    team.shutdown().await;
+    team.monitor.close();
+    drop(team);
+
+    // Taken once: a second restart delivers nothing again.
+    let team = open(&cfg, &file).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(team.monitor.version(), version, "nothing delivered twice");
+    let tasks = team.monitor.read(|s| s.tasks.len());
+    assert_eq!(tasks, 2, "the base task and the goal's");
+    team.shutdown().await;
+    team.monitor.close();
+}

@@ -159,3 +159,92 @@ fn release_message(
     m.return_waiting_id = Some(wait);
     Some(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::StepUpdate;
+    use crate::ids::StageId;
+    use crate::state::{Executor, Skill};
+
+    /// An agent whose running step answered a waiting sender and held a wait of its own.
+    fn running_reply() -> (AgentState, StepId, WaitId) {
+        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+        let stage = StageRef::Stage(StageId::from("s"));
+        a.note_working_memory("t".into(), Some(stage.clone()));
+        let mut s = StepState::new(
+            "t".into(),
+            stage.clone(),
+            "w".into(),
+            Executor::Skill(Skill::SendMessage),
+            "reply",
+            "text",
+        );
+        s.reply_to = Some(ReplyTo {
+            agent_id: "boss".into(),
+            wait_id: Some(WaitId::from("W-boss")),
+        });
+        a.add_steps(vec![s]);
+        let id = a.start_next().unwrap().step_id;
+        a.update_step(
+            &id,
+            StepUpdate {
+                execute_result: Some(json!({ "answer": "raw" })),
+                ..Default::default()
+            },
+        );
+        let mine = WaitId::from("W-mine");
+        a.hold_waits(vec![mine.clone()], &"t".into(), &stage);
+        a.take_changes();
+        (a, id, mine)
+    }
+
+    #[test]
+    fn the_closing_applied_elsewhere_leaves_the_agent_as_closing_it_here() {
+        let (a, id, mine) = running_reply();
+        let settle = Settle::of(&a, &id, None, vec![mine.clone()]).unwrap();
+        let refused = SyncError::Invalid("no such stage".into());
+        let failure = settle.outcome(Some(&refused));
+        assert_eq!(
+            failure.as_deref(),
+            Some("SyncState refused the step's output: no such stage")
+        );
+        // SyncState stores `changes`; the agent applies the same, unpublished.
+        let mut stored = a.clone();
+        stored.apply_stored(settle.changes(failure.as_deref()));
+        assert!(stored.take_changes().is_empty(), "nothing to publish again");
+        let mut here = a.clone();
+        settle_step(&mut here, &id, failure.clone(), &[mine.clone()]);
+        here.take_changes();
+        assert_eq!(stored, here);
+        let step = stored.agent_step.get(&id).unwrap();
+        assert_eq!(step.execution_state, StepExecutionState::Failed);
+        assert_eq!(step.execute_result.as_ref().unwrap()["answer"], "raw");
+        assert!(!stored.step_lock.holds(&mine), "its own wait taken back");
+        // Whoever waited for the reply gets its wait id back with the reason.
+        let back = settle.release(failure.as_deref().unwrap()).unwrap();
+        assert_eq!(back.receiver, vec![AgentId::from("boss")]);
+        assert_eq!(back.return_waiting_id, Some(WaitId::from("W-boss")));
+        assert!(back.message.contains("no such stage"));
+    }
+
+    #[test]
+    fn a_step_that_did_its_work_finishes_and_keeps_its_waits() {
+        let (a, id, mine) = running_reply();
+        let settle = Settle::of(&a, &id, None, vec![mine.clone()]).unwrap();
+        assert_eq!(settle.outcome(None), None);
+        let mut b = a.clone();
+        b.apply_stored(settle.changes(None));
+        assert_eq!(
+            b.agent_step.get(&id).unwrap().execution_state,
+            StepExecutionState::Finished
+        );
+        assert!(b.step_lock.holds(&mine));
+        let own = Settle::of(&a, &id, Some("bad answer".into()), vec![]).unwrap();
+        let refused = SyncError::Invalid("x".into());
+        assert_eq!(
+            own.outcome(Some(&refused)).as_deref(),
+            Some("bad answer; SyncState also refused the output: x")
+        );
+    }
+}
