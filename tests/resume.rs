@@ -16,7 +16,8 @@ async fn open(cfg: &cohort::config::TeamConfig, file: &std::path::Path) -> Team 
     start_team_stored(cfg, &host, store, loaded).unwrap()
 }
 
-/// Waits until `n` tasks besides the base task are over and nothing runs.
+/// Waits until `n` tasks besides the base task are over, nothing runs and every message was
+/// taken.
 async fn until_done(team: &Team, n: usize) {
     for _ in 0..2_000 {
         let done = team.monitor.read(|s| {
@@ -27,6 +28,7 @@ async fn until_done(team: &Team, n: usize) {
                 >= n
                 && s.counters().steps_running == 0
                 && s.counters().agents_working == 0
+                && s.deliveries.in_flight().next().is_none()
         });
         if done {
             return;

@@ -205,6 +205,37 @@ impl AgentActor {
         }
     }
 
+    /// A tool step a restart cut off: called again when the call is read-only or idempotent
+    /// (MCP tool annotations), otherwise failed without calling it (it may have acted).
+    fn resume_tool_step(&mut self, id: StepId, ctx: &mut Context<Self>) {
+        let step = self.state.agent_step.get(&id).cloned();
+        let interrupted = move |act: &mut Self, ctx: &mut Context<Self>| {
+            act.on_tool_result(id, Err(crate::agent::interrupted_tool_call()), ctx)
+        };
+        let Some(step) = step else {
+            return interrupted(self, ctx);
+        };
+        let server = step.executor.name().to_owned();
+        let (Ok(call), Some(client)) = (tool_call_for(&self.state, &step, &server), &self.mcp)
+        else {
+            return interrupted(self, ctx);
+        };
+        let client = client.clone();
+        let asked = server.clone();
+        ctx.spawn(
+            async move { client.safe_to_repeat(&asked, &call).await }
+                .into_actor(self)
+                .map(move |again, act, ctx| {
+                    if again {
+                        tracing::info!(agent = %act.state.agent_id, step = %step.step_id, "a read-only or idempotent tool call cut off by a restart is made again");
+                        act.run_tool(step, server, ctx);
+                    } else {
+                        interrupted(act, ctx);
+                    }
+                }),
+        );
+    }
+
     fn on_tool_result(
         &mut self,
         id: StepId,
@@ -319,11 +350,12 @@ impl Actor for AgentActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         // The factory published the agent before starting it; anything since goes out now.
         self.publish();
-        // An agent carried over from a store: a tool call the restart cut off is settled as a
-        // failed call (never made again), then whatever its queue holds runs.
+        // An agent carried over from a store: a tool call the restart cut off is made again
+        // if its tool says that is harmless, else settled as a failed call; then whatever its
+        // queue holds runs.
         for id in crate::agent::interrupted_tool_steps(&self.state) {
             self.busy = true;
-            self.on_tool_result(id, Err(crate::agent::interrupted_tool_call()), ctx);
+            self.resume_tool_step(id, ctx);
         }
         self.try_run(ctx);
     }

@@ -1,9 +1,10 @@
 //! An agent carrying on after a restart. A step that was running when the process stopped
 //! has no result and never will. An LLM skill step is marked failed ("interrupted by a
 //! restart") and run again (a copy goes to the front of the queue: asking the model twice
-//! costs tokens, never a side effect). A tool step is not run again: the tool may have acted
-//! before the process died, so calling it again could do it twice. It stays running here and
-//! its actor settles it as a failed call when it starts ([`interrupted_tool_steps`]), so the
+//! costs tokens, never a side effect). A tool step is run again only when its call is harmless
+//! to repeat (the MCP tool declares itself read-only or idempotent; the actor asks the server
+//! when it starts). Otherwise the tool may have acted before the process died, so it is not
+//! called again: its actor settles it as a failed call ([`interrupted_tool_steps`]), and the
 //! agent goes on as after any failed tool call (a tool_decision sees why).
 
 use crate::event::StepUpdate;

@@ -19,7 +19,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::FixedInterval;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,6 +102,9 @@ struct Description {
     json: Value,
     /// Tool name → input schema, for the argument check.
     schemas: BTreeMap<String, Value>,
+    /// Tools whose annotations say calling them again does no harm (`readOnlyHint` or
+    /// `idempotentHint`).
+    repeatable: BTreeSet<String>,
 }
 
 struct Session {
@@ -146,6 +149,22 @@ impl McpClient {
     /// success.
     pub async fn describe(&self, server: &str) -> Result<Value, McpError> {
         Ok(self.description(server, false).await?.json.clone())
+    }
+
+    /// Whether `call` may be made again after a restart cut it off: reading a resource or a
+    /// prompt always, a tool only when its annotations say it is read-only or idempotent (a
+    /// server that cannot be asked says no).
+    pub async fn safe_to_repeat(&self, server: &str, call: &McpCall) -> bool {
+        match call {
+            McpCall::Describe | McpCall::Resource { .. } | McpCall::Prompt { .. } => true,
+            McpCall::Tool { name, .. } => match self.description(server, false).await {
+                Ok(d) => d.repeatable.contains(name),
+                Err(e) => {
+                    tracing::warn!(server, tool = %name, "cannot tell if the call may be repeated: {e}");
+                    false
+                }
+            },
+        }
     }
 
     /// Runs one call; a tool's result is the full `CallToolResult` as JSON.
@@ -464,14 +483,29 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
         .iter()
         .map(|t| (t.name.to_string(), Value::Object((*t.input_schema).clone())))
         .collect();
+    let repeatable = tools
+        .iter()
+        .filter(|t| {
+            t.annotations.as_ref().is_some_and(|a| {
+                a.read_only_hint == Some(true) || a.idempotent_hint == Some(true)
+            })
+        })
+        .map(|t| t.name.to_string())
+        .collect();
     // The server's own instructions (e.g. the workspace root and its URI scheme) help an agent
     // write correct calls.
     let instructions = peer.peer_info().and_then(|info| info.instructions.clone());
     let json = json!({
         "instructions": instructions,
-        "tools": tools.iter().map(|t| json!({
-            "name": t.name, "description": t.description, "input_schema": t.input_schema,
-        })).collect::<Vec<_>>(),
+        "tools": tools.iter().map(|t| {
+            let mut tool = json!({
+                "name": t.name, "description": t.description, "input_schema": t.input_schema,
+            });
+            if let Some(a) = &t.annotations {
+                tool["annotations"] = to_json(a);
+            }
+            tool
+        }).collect::<Vec<_>>(),
         "resources": resources.iter().map(|r| json!({
             "uri": r.uri, "name": r.name, "description": r.description, "mime_type": r.mime_type,
         })).collect::<Vec<_>>(),
@@ -486,7 +520,11 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
-    Ok(Description { json, schemas })
+    Ok(Description {
+        json,
+        schemas,
+        repeatable,
+    })
 }
 
 /// Runs a list request only if the capability is declared; a server that does not know the

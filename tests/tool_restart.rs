@@ -1,0 +1,263 @@
+//! A tool step that was running when the process stopped: after the restart a tool that may
+//! have acted (no `readOnlyHint` / `idempotentHint`) is not called a second time (its step
+//! fails "interrupted by a restart" and the agent goes on), while a read-only tool is simply
+//! called again. The MCP server is a real one over streamable HTTP whose tools count their
+//! calls and hang until released, so the stop lands while both calls are in flight.
+
+use cohort::actors::{Host, Team, start_team_stored};
+use cohort::config::load_team;
+use cohort::state::{Executor, StepExecutionState};
+use cohort::store::{SqlStore, load};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Default)]
+struct Counts {
+    append: AtomicUsize,
+    lookup: AtomicUsize,
+    /// Calls hang until this is set.
+    released: AtomicBool,
+}
+
+#[derive(Clone)]
+struct Slow {
+    counts: Arc<Counts>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct TextArgs {
+    /// Some text.
+    text: String,
+}
+
+impl Slow {
+    async fn hang(&self) {
+        while !self.counts.released.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[tool_router]
+impl Slow {
+    #[tool(description = "Append a line to the ledger (not safe to repeat).")]
+    async fn append(&self, Parameters(a): Parameters<TextArgs>) -> String {
+        self.counts.append.fetch_add(1, Ordering::SeqCst);
+        self.hang().await;
+        format!("appended {}", a.text)
+    }
+
+    #[tool(
+        description = "Look a line up in the ledger.",
+        annotations(read_only_hint = true)
+    )]
+    async fn lookup(&self, Parameters(a): Parameters<TextArgs>) -> String {
+        self.counts.lookup.fetch_add(1, Ordering::SeqCst);
+        self.hang().await;
+        format!("found {}", a.text)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Slow {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+async fn serve(counts: Arc<Counts>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Slow {
+        counts,
+        tool_router: Slow::tool_router(),
+    };
+    let service: StreamableHttpService<Slow, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Default::default(),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{addr}/mcp")
+}
+
+const SCRIPT: &str = r#"
+replies:
+  manager:
+    process_message:
+      - when: "GOAL#"
+        text: '<react_action>{"step_intention": "Create", "text_content": "PHASE-CREATE"}</react_action>'
+      - when: "was created with you as its manager"
+        text: '<react_action>{"step_intention": "Stage", "text_content": "PHASE-STAGE"}</react_action>'
+      - when: "has submitted its completion summary"
+        text: '<react_action>{"step_intention": "Close", "text_content": "PHASE-CLOSE"}</react_action>'
+      - when: "has no stage left to run"
+        text: '<react_action>{"step_intention": "Deliver", "text_content": "PHASE-FINISH"}</react_action>'
+      - when: "cannot go on"
+        text: 'Noted.'
+    decision:
+      - when: "PHASE-CREATE"
+        text: '<planned_step>[{"step_intention": "Create", "type": "skill", "executor": "task_manager", "text_content": "DO-ADD-TASK"}]</planned_step>'
+      - when: "PHASE-STAGE"
+        text: '<planned_step>[{"step_intention": "Stage", "type": "skill", "executor": "task_manager", "text_content": "DO-ADD-STAGE"}]</planned_step>'
+      - when: "PHASE-CLOSE"
+        text: '<planned_step>[{"step_intention": "Close", "type": "skill", "executor": "task_manager", "text_content": "DO-FINISH-STAGE"}]</planned_step>'
+      - when: "PHASE-FINISH"
+        text: '<planned_step>[{"step_intention": "Deliver", "type": "skill", "executor": "task_manager", "text_content": "DO-FINISH-TASK"}]</planned_step>'
+    task_manager:
+      - when: "DO-ADD-TASK"
+        text: '<task_instruction>{"action": "add_task", "task_name": "Ledger", "task_intention": "Use the ledger."}</task_instruction>'
+      - when: "DO-ADD-STAGE"
+        text: '<task_instruction>{"action": "add_stage", "task_id": "{{task_id}}", "stages": [{"stage_intention": "Ledger work", "agent_allocation": {"writer": "WRITE# one line", "reader": "READ# one line"}}]}</task_instruction>'
+      - when: "DO-FINISH-STAGE"
+        text: '<task_instruction>{"action": "finish_stage", "task_id": "{{task_id}}", "stage_id": "{{stage_id}}"}</task_instruction>'
+      - when: "DO-FINISH-TASK"
+        text: '<task_instruction>{"action": "finish_task", "task_id": "{{task_id}}", "task_summary": "Done."}</task_instruction>'
+  writer:
+    planning:
+      - when: "WRITE#"
+        text: '<planned_step>[{"step_intention": "Prepare", "type": "skill", "executor": "instruction_generation", "text_content": "PREP-APPEND"}, {"step_intention": "Append", "type": "tool", "executor": "ledger", "text_content": "append it"}]</planned_step>'
+    instruction_generation:
+      - when: "PREP-APPEND"
+        text: '<tool_instruction>{"tool_name": "append", "arguments": {"text": "one line"}}</tool_instruction>'
+    tool_decision:
+      - when: "Decide how to go on"
+        text: 'Enough.<planned_step>[]</planned_step>'
+    reflection:
+      - when: "every planned step has run"
+        text: '<planned_step>[{"step_intention": "Report", "type": "skill", "executor": "summary", "text_content": "SUMMARY#"}]</planned_step>'
+    summary:
+      - when: "SUMMARY#"
+        text: '<completion_summary>Handled the ledger.</completion_summary>'
+  reader:
+    planning:
+      - when: "READ#"
+        text: '<planned_step>[{"step_intention": "Prepare", "type": "skill", "executor": "instruction_generation", "text_content": "PREP-LOOKUP"}, {"step_intention": "Look up", "type": "tool", "executor": "ledger", "text_content": "look it up"}]</planned_step>'
+    instruction_generation:
+      - when: "PREP-LOOKUP"
+        text: '<tool_instruction>{"tool_name": "lookup", "arguments": {"text": "one line"}}</tool_instruction>'
+    tool_decision:
+      - when: "Decide how to go on"
+        text: 'Enough.<planned_step>[]</planned_step>'
+    reflection:
+      - when: "every planned step has run"
+        text: '<planned_step>[{"step_intention": "Report", "type": "skill", "executor": "summary", "text_content": "SUMMARY#"}]</planned_step>'
+    summary:
+      - when: "SUMMARY#"
+        text: '<completion_summary>Read the ledger.</completion_summary>'
+"#;
+
+fn write_team(dir: &Path, url: &str) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir.join("servers")).unwrap();
+    std::fs::write(
+        dir.join("servers/ledger.yaml"),
+        format!("name: ledger\ndescription: A ledger.\nurl: {url}\ntimeout_secs: 60\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("script.yaml"), SCRIPT).unwrap();
+    let team = dir.join("team.yaml");
+    std::fs::write(
+        &team,
+        "name: ledger\nlanguage: en\nmcp_servers: servers\nllm:\n  provider: scripted\n  script: script.yaml\n\
+         agents:\n\
+         \x20 - {id: manager, name: M, role: manager, profile: p, skills: [process_message, decision, task_manager]}\n\
+         \x20 - {id: writer, name: W, role: writer, profile: p, skills: [planning, reflection, summary, instruction_generation, tool_decision], tools: [ledger]}\n\
+         \x20 - {id: reader, name: R, role: reader, profile: p, skills: [planning, reflection, summary, instruction_generation, tool_decision], tools: [ledger]}\n",
+    )
+    .unwrap();
+    team
+}
+
+async fn open(cfg: &cohort::config::TeamConfig, file: &Path) -> Team {
+    let store = Arc::new(SqlStore::open_sqlite(file).await.unwrap());
+    let loaded = load(store.as_ref()).await.unwrap();
+    let vars = |_: &str| None;
+    let host = Host::new(&vars, env!("CARGO_BIN_EXE_cohort"));
+    start_team_stored(cfg, &host, store, loaded).unwrap()
+}
+
+async fn until(what: &str, mut ok: impl FnMut() -> bool) {
+    for _ in 0..1_500 {
+        if ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{what} did not happen in 30 s");
+}
+
+#[actix::test]
+async fn a_tool_that_may_have_acted_is_not_called_again_after_a_restart_a_read_only_one_is() {
+    let dir = std::env::temp_dir().join(format!("cohort-tool-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let counts = Arc::new(Counts::default());
+    let url = serve(counts.clone()).await;
+    let cfg = load_team(&write_team(&dir, &url)).unwrap();
+    let file = dir.join("team.db");
+
+    let team = open(&cfg, &file).await;
+    team.submit_goal(None, "GOAL# use the ledger").await.unwrap();
+    until("both tool calls reaching the server", || {
+        counts.append.load(Ordering::SeqCst) == 1 && counts.lookup.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // The process "dies" with both calls in flight: nothing after this is stored.
+    team.monitor.close();
+    team.shutdown().await;
+    drop(team);
+    counts.released.store(true, Ordering::SeqCst);
+
+    let team = open(&cfg, &file).await;
+    let task_done = || {
+        team.monitor.read(|s| {
+            s.tasks
+                .values()
+                .any(|t| t.task_id != team.base_task && t.execution_state.is_over())
+        })
+    };
+    until("the task's end after the restart", task_done).await;
+    assert_eq!(
+        counts.append.load(Ordering::SeqCst),
+        1,
+        "the tool that may have acted was not called again"
+    );
+    assert_eq!(
+        counts.lookup.load(Ordering::SeqCst),
+        2,
+        "the read-only tool was simply called again"
+    );
+    let tool_steps = team.monitor.read(|s| {
+        s.steps()
+            .filter(|st| matches!(st.executor, Executor::Tool(_)))
+            .map(|st| (st.agent_id.to_string(), st.execution_state, st.execute_result.clone()))
+            .collect::<Vec<_>>()
+    });
+    let of = |who: &str| tool_steps.iter().find(|(a, ..)| a == who).unwrap().clone();
+    let (_, state, result) = of("writer");
+    assert_eq!(state, StepExecutionState::Failed);
+    assert!(
+        result.unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted by a restart"),
+    );
+    let (_, state, result) = of("reader");
+    assert_eq!(state, StepExecutionState::Finished);
+    assert!(result.unwrap().to_string().contains("found one line"));
+    team.shutdown().await;
+    team.monitor.close();
+    let _ = std::fs::remove_dir_all(&dir);
+}
