@@ -72,6 +72,10 @@ enum Command {
         /// Which manager receives the goal (default: the first agent with task_manager).
         #[arg(long)]
         manager: Option<String>,
+        /// Keep the team's state in a store (none by default for `run`): started again on the
+        /// same data, the team carries on from it.
+        #[command(flatten)]
+        data: DataArgs,
     },
     /// Run a team as a long-lived process with the HTTP API, the live websocket monitor and the
     /// web console, until Ctrl-C / SIGTERM.
@@ -208,6 +212,7 @@ fn main() -> ExitCode {
             max_steps,
             timeout,
             manager,
+            data,
         } => {
             let opts = RunOptions {
                 manager: manager.map(Into::into),
@@ -218,6 +223,14 @@ fn main() -> ExitCode {
             };
             let system = actix::System::new();
             let code = system.block_on(async move {
+                let mut opts = opts;
+                match data.open(None).await {
+                    Ok(store) => opts.store = store,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(3);
+                    }
+                }
                 match run(&team, &goal, json, &opts).await {
                     Ok(code) => code,
                     Err(e) => {

@@ -1,7 +1,13 @@
 //! `cohort run`: start a team, give the goal to a manager, follow the tasks it creates until
-//! every one is finished or failed (or a limit hits), and report the final states.
+//! every one is finished or failed (or a limit hits), and report the final states. With a
+//! store the team carries on from what it holds, and the run follows only the tasks created
+//! after it started.
 
-use crate::actors::{Host, SystemError, Team, start_team};
+use crate::actors::{Host, SystemError, Team, start_team, start_team_stored};
+use crate::ids::TaskId;
+use crate::store::Store;
+use std::collections::HashSet;
+use std::sync::Arc;
 use crate::config::TeamConfig;
 use crate::event::{Change, Event, States, StepChange};
 use crate::ids::AgentId;
@@ -11,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RunOptions {
     pub manager: Option<AgentId>,
     pub max_steps: Option<usize>,
@@ -20,6 +26,8 @@ pub struct RunOptions {
     pub stall_after: Duration,
     /// End the run (cleanly: servers stopped) on Ctrl-C / SIGINT.
     pub stop_on_ctrl_c: bool,
+    /// Keep the team's state here (`cohort run --data`); None: memory only.
+    pub store: Option<Arc<dyn Store>>,
 }
 
 impl Default for RunOptions {
@@ -30,6 +38,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(600),
             stall_after: Duration::from_secs(10),
             stop_on_ctrl_c: false,
+            store: None,
         }
     }
 }
@@ -90,7 +99,23 @@ pub async fn run_goal(
     host: &Host<'_>,
     mut on_step: impl FnMut(&StepState),
 ) -> Result<RunReport, SystemError> {
-    let team = start_team(cfg, host)?;
+    let team = match &opts.store {
+        Some(store) => {
+            let loaded = crate::store::load(store.as_ref())
+                .await
+                .map_err(|e| SystemError::Resume(e.to_string()))?;
+            start_team_stored(cfg, host, store.clone(), loaded)?
+        }
+        None => start_team(cfg, host)?,
+    };
+    // Tasks a stored team had before this run are not this goal's.
+    let before = Before(team.monitor.read(|s| {
+        s.tasks
+            .keys()
+            .cloned()
+            .chain(s.summaries().map(|t| t.task_id.clone()))
+            .collect()
+    }));
     let mut events = team.monitor.subscribe();
     team.submit_goal(opts.manager.as_ref(), goal).await?;
 
@@ -119,8 +144,8 @@ pub async fn run_goal(
         }
         let (concluded, all_over, steps_run) = team.monitor.read(|s| {
             (
-                concluded(s, &team),
-                all_over(s, &team),
+                concluded(s, &team, &before),
+                all_over(s, &team, &before),
                 s.counters().steps_run,
             )
         });
@@ -144,15 +169,18 @@ pub async fn run_goal(
         let tasks = s
             .tasks_in_order()
             .into_iter()
-            .filter(|t| t.task_id != team.base_task)
+            .filter(|t| t.task_id != team.base_task && !before.0.contains(&t.task_id))
             .cloned()
             .collect();
         (tasks, s.counters().steps_run as usize)
     });
+    let states = team.monitor.all();
+    // Everything published is stored, with a last snapshot, before the run reports.
+    team.monitor.close();
     Ok(RunReport {
         outcome,
         tasks,
-        states: team.monitor.all(),
+        states,
         steps_run,
     })
 }
@@ -183,11 +211,11 @@ fn report_step(team: &Team, ev: &Event, on_step: &mut impl FnMut(&StepState)) {
 /// every task it created is over and the managers have nothing left to do (a manager that
 /// finishes one task and then adds the next is still working). It counts as finished only if
 /// no task failed.
-fn concluded(s: &States, team: &Team) -> Option<RunOutcome> {
-    if !all_over(s, team) {
+fn concluded(s: &States, team: &Team, before: &Before) -> Option<RunOutcome> {
+    if !all_over(s, team, before) {
         return None;
     }
-    let mut managers = goal_tasks(s, team)
+    let mut managers = goal_tasks(s, team, before)
         .map(|t| &t.task_manager)
         .chain(team.managers.iter());
     let busy = managers.any(|m| {
@@ -198,8 +226,9 @@ fn concluded(s: &States, team: &Team) -> Option<RunOutcome> {
     if busy {
         return None;
     }
-    let failed = goal_tasks(s, team).any(|t| t.execution_state == ExecutionState::Failed)
+    let failed = goal_tasks(s, team, before).any(|t| t.execution_state == ExecutionState::Failed)
         || s.summaries()
+            .filter(|t| !before.0.contains(&t.task_id))
             .any(|t| t.execution_state == ExecutionState::Failed);
     Some(if failed {
         RunOutcome::Failed
@@ -208,15 +237,25 @@ fn concluded(s: &States, team: &Team) -> Option<RunOutcome> {
     })
 }
 
-/// The tasks of the goal: every task but the base task (one run, one goal).
-fn goal_tasks<'a>(s: &'a States, team: &'a Team) -> impl Iterator<Item = &'a TaskState> {
-    s.tasks.values().filter(|t| t.task_id != team.base_task)
+/// The tasks a stored team had when the run started.
+struct Before(HashSet<TaskId>);
+
+/// The tasks of the goal: every task but the base task and those there before (one run, one
+/// goal).
+fn goal_tasks<'a>(
+    s: &'a States,
+    team: &'a Team,
+    before: &'a Before,
+) -> impl Iterator<Item = &'a TaskState> {
+    s.tasks
+        .values()
+        .filter(|t| t.task_id != team.base_task && !before.0.contains(&t.task_id))
 }
 
 /// Whether the run created tasks and every one of them is finished or failed.
-fn all_over(s: &States, team: &Team) -> bool {
-    let mut any = s.summaries().next().is_some();
-    for t in goal_tasks(s, team) {
+fn all_over(s: &States, team: &Team, before: &Before) -> bool {
+    let mut any = s.summaries().any(|t| !before.0.contains(&t.task_id));
+    for t in goal_tasks(s, team, before) {
         if !t.execution_state.is_over() {
             return false;
         }

@@ -2,10 +2,10 @@
 //! lock is empty and `todo` is not; the step's LLM call runs as a spawned future, so the
 //! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
 
-use super::sync_state::{ApplyOutput, SubmitMessage, SubmitMessages, SyncStateActor};
+use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
 use crate::agent::{
     HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step, human_send,
-    receive_as_human, receive_message, release_for, settle_step, tool_call_for, tool_chain,
+    receive_as_human, receive_message, release_for, tool_call_for, tool_chain,
 };
 use crate::event::Change;
 use crate::ids::{StageRef, StepId};
@@ -292,30 +292,31 @@ impl AgentActor {
                             act.settled(&id, failure, ctx);
                         }
                         (Ok(_), None) => act.settled(&id, Some("step vanished".into()), ctx),
-                        // The team is stopping: nothing of the step's end was stored, so a
-                        // restart runs it again.
-                        (Err(e), settle) => {
-                            let failure = format!("SyncState is unreachable: {e}");
-                            if let Some(s) = settle {
-                                settle_step(&mut act.state, &id, Some(failure.clone()), &s.added_waits);
-                            }
-                            act.settled(&id, Some(failure), ctx);
+                        // The team is stopping: nothing of the step's end was stored (a
+                        // restart runs it again), and nothing more is published.
+                        (Err(e), _) => {
+                            tracing::warn!(agent = %act.state.agent_id, step = %id, "SyncState is unreachable: {e}");
                         }
                     }
                 }),
         );
     }
 
-    /// A reply this agent owed a waiting sender will not come: return the wait id anyway.
-    fn release_waiter(&self, step: StepState, why: &str) {
-        if let Some(m) = release_for(&self.state, &step, why) {
-            let sync = self.sync.clone();
-            actix::spawn(async move {
-                if let Ok(Err(e)) = sync.send(SubmitMessage(m)).await {
-                    tracing::warn!("could not return a wait id: {e}");
-                }
-            });
-        }
+    /// Sends messages with the agent's changes so far, stored in one commit.
+    fn submit_with_changes(&mut self, messages: Vec<Message>, ctx: &mut Context<Self>) {
+        let held = self.hand_over();
+        ctx.spawn(
+            self.sync
+                .send(SubmitMessages { messages, held })
+                .into_actor(self)
+                .map(|res, act, ctx| {
+                    act.holding -= 1;
+                    if let Ok(Err(e)) = res {
+                        tracing::warn!(agent = %act.state.agent_id, "could not return a wait id: {e}");
+                    }
+                    act.try_run(ctx);
+                }),
+        );
     }
 
     /// After a step closed: trims history, lets go of a step whose work ended meanwhile, and
@@ -387,8 +388,21 @@ impl Handler<Deliver> for AgentActor {
         if let Some(p) = received.problem {
             tracing::warn!(agent = %self.state.agent_id, "{p}");
         }
-        for step in &received.dropped {
-            self.release_waiter(step.clone(), "its stage or task was finished before it ran");
+        // Steps the message dropped that owed a waiting sender its reply: the senders get
+        // their wait ids back in the same commit as the receipt and the drop.
+        let releases: Vec<Message> = received
+            .dropped
+            .iter()
+            .filter_map(|step| {
+                release_for(
+                    &self.state,
+                    step,
+                    "its stage or task was finished before it ran",
+                )
+            })
+            .collect();
+        if !releases.is_empty() {
+            self.submit_with_changes(releases, ctx);
         }
         self.try_run(ctx);
     }

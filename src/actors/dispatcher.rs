@@ -4,12 +4,13 @@
 //! in flight instead of waiting there for ever.
 
 use super::agent::Deliver;
-use crate::event::deliveries::InFlight;
 use crate::event::{AgentChange, Change};
 use crate::ids::AgentId;
+use crate::message::Message;
 use crate::monitor::Monitor;
 use actix::prelude::*;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub struct Dispatcher {
     agents: HashMap<AgentId, Recipient<Deliver>>,
@@ -33,11 +34,15 @@ impl Actor for Dispatcher {
 #[rtype(result = "()")]
 pub struct Register(pub AgentId, pub Recipient<Deliver>);
 
-/// A message to deliver to `pending` (all its receivers, or after a restart those that had
-/// not taken it).
+/// Message `message_no` to deliver: to all its receivers, or (`to`, after a restart) to those
+/// that had not taken it.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Route(pub InFlight);
+pub struct Route {
+    pub message_no: u64,
+    pub message: Arc<Message>,
+    pub to: Option<Vec<AgentId>>,
+}
 
 impl Handler<Register> for Dispatcher {
     type Result = ();
@@ -48,11 +53,11 @@ impl Handler<Register> for Dispatcher {
 
 impl Handler<Route> for Dispatcher {
     type Result = ();
-    fn handle(&mut self, Route(f): Route, _: &mut Context<Self>) {
+    fn handle(&mut self, f: Route, _: &mut Context<Self>) {
         // One message shared by every receiver: a broadcast to a thousand agents copies
         // nothing.
         let mut unknown = Vec::new();
-        for r in &f.pending {
+        for r in f.to.as_ref().unwrap_or(&f.message.receiver) {
             match self.agents.get(r) {
                 Some(agent) => agent.do_send(Deliver(f.message_no, f.message.clone())),
                 None => {

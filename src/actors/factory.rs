@@ -6,6 +6,7 @@ use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Register};
 use super::sync_state::SyncStateActor;
 use crate::config::{AgentTemplate, LlmConfig};
+use crate::event::Change;
 use crate::ids::AgentId;
 use crate::llm::ChatModel;
 use crate::llm::LlmError;
@@ -129,11 +130,15 @@ impl AgentFactory {
     }
 
     /// Starts an agent a manager created from a template (already on SyncState's roster).
+    /// It is not published: the change that adds it is returned, for SyncState to store in
+    /// the same commit as the hire (a restart then finds both or neither). The new agent
+    /// publishes nothing before that: it has no work until a message reaches it, and messages
+    /// are routed only after the commit.
     pub fn spawn_member(
         &self,
         member: &Member,
         sync: Addr<SyncStateActor>,
-    ) -> Option<Addr<AgentActor>> {
+    ) -> Option<(Addr<AgentActor>, Change)> {
         let (template, llm) = self.templates.get(member.template.as_deref()?)?;
         // The member already carries the template's role, profile, skills and tools.
         let mut state = llm_agent_state(
@@ -146,7 +151,11 @@ impl AgentFactory {
             &template.llm,
         );
         state.template = Some(template.name.clone());
-        Some(self.spawn(state, Some(llm.clone()), sync))
+        state.step_chars = self.step_chars;
+        state.refresh_working_state();
+        state.take_changes();
+        let added = state.added();
+        Some((self.start(state, Some(llm.clone()), sync, false), added))
     }
 }
 

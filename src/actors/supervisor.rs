@@ -5,6 +5,7 @@
 
 use super::factory::AgentFactory;
 use super::sync_state::SyncStateActor;
+use crate::event::Change;
 use crate::sync::Member;
 use actix::prelude::*;
 
@@ -33,9 +34,10 @@ impl Actor for Supervisor {
 pub struct Wire(pub Addr<SyncStateActor>);
 
 /// Start an agent from its template (it is on SyncState's roster already); answered once it is
-/// registered with the dispatcher, or with why it could not start.
+/// registered with the dispatcher, with the change that adds it (for SyncState to store with
+/// the hire), or with why it could not start.
 #[derive(Message)]
-#[rtype(result = "Result<(), String>")]
+#[rtype(result = "Result<Change, String>")]
 pub struct Hire(pub Member);
 
 impl Handler<Wire> for Supervisor {
@@ -46,7 +48,7 @@ impl Handler<Wire> for Supervisor {
 }
 
 impl Handler<Hire> for Supervisor {
-    type Result = Result<(), String>;
+    type Result = Result<Change, String>;
     fn handle(&mut self, Hire(m): Hire, _: &mut Context<Self>) -> Self::Result {
         let sync = self
             .sync
@@ -54,7 +56,7 @@ impl Handler<Hire> for Supervisor {
             .ok_or_else(|| "the supervisor is not wired to SyncState yet".to_owned())?;
         self.factory
             .spawn_member(&m, sync)
-            .map(|_| ())
+            .map(|(_, added)| added)
             .ok_or_else(|| {
                 format!(
                     "no template `{:?}` to start agent `{}` from",

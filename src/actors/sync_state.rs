@@ -8,7 +8,6 @@ use super::dispatcher::{Dispatcher, Route};
 use super::supervisor::Hire;
 use crate::agent::Settle;
 use crate::event::Change;
-use crate::event::deliveries::InFlight;
 use crate::message::{ExecuteOutput, Message};
 use crate::monitor::Monitor;
 use crate::sync::{Applied, SyncCore, SyncError};
@@ -58,29 +57,29 @@ impl SyncStateActor {
                 return;
             }
         };
-        self.monitor.publish(changes);
         // New agents first: SyncState takes no other message until the supervisor has started
         // them and registered them with the dispatcher, so whatever is routed next, here or
-        // later, can already reach them.
+        // later, can already reach them. Their addition is stored with the hire, in one commit.
         let started = async move {
+            let mut added = Vec::new();
             for m in hires {
                 let id = m.id.clone();
                 match hiring.send(Hire(m)).await {
-                    Ok(Ok(())) => {}
+                    Ok(Ok(change)) => added.push(change),
                     Ok(Err(e)) => tracing::error!(agent = %id, "hire failed: {e}"),
                     Err(e) => tracing::error!(agent = %id, "hire failed: {e}"),
                 }
             }
+            added
         };
-        ctx.wait(
-            started
-                .into_actor(self)
-                .map(move |(), act, _| act.publish_routing(Vec::new(), out)),
-        );
+        ctx.wait(started.into_actor(self).map(move |added, act, _| {
+            changes.extend(added);
+            act.publish_routing(changes, out);
+        }));
     }
 
     /// Publishes `changes` and routes `out` through the dispatcher once they are stored.
-    fn publish_routing(&self, changes: Vec<Change>, out: Vec<InFlight>) {
+    fn publish_routing(&self, changes: Vec<Change>, out: Vec<Route>) {
         if out.is_empty() {
             self.monitor.publish(changes);
             return;
@@ -89,8 +88,8 @@ impl SyncStateActor {
         self.monitor.publish_then(
             changes,
             Box::new(move || {
-                for f in out {
-                    dispatcher.do_send(Route(f));
+                for r in out {
+                    dispatcher.do_send(r);
                 }
             }),
         );
@@ -98,7 +97,7 @@ impl SyncStateActor {
 
     /// Numbers the output's messages (and ask_info answers) and records them in their tasks'
     /// conversations; returns them for routing.
-    fn record_sent(&mut self, applied: &mut Applied, changes: &mut Vec<Change>) -> Vec<InFlight> {
+    fn record_sent(&mut self, applied: &mut Applied, changes: &mut Vec<Change>) -> Vec<Route> {
         let mut out = std::mem::take(&mut applied.messages);
         for (asker, q) in &applied.queries {
             let monitor = &self.monitor;
@@ -113,10 +112,10 @@ impl SyncStateActor {
                 let m = Arc::new(m);
                 let (no, recorded) = self.core.record_sent(m.clone(), &now);
                 changes.extend(recorded);
-                InFlight {
+                Route {
                     message_no: no,
-                    pending: m.receiver.clone(),
                     message: m,
+                    to: None,
                 }
             })
             .collect()
@@ -161,8 +160,9 @@ pub struct ApplyOutput {
 #[rtype(result = "Result<(), SyncError>")]
 pub struct SubmitMessage(pub Message);
 
-/// A person's messages with the changes the send made to their agent (stored together even
-/// when a message is refused: the agent has made them). Answered with the first refusal.
+/// Messages (a person's, or wait ids an agent returns) with the changes the agent made with
+/// them, stored in one commit (the changes even when a message is refused: the agent has
+/// made them). All are sent, or none; answered with the first refusal.
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
 pub struct SubmitMessages {
@@ -203,6 +203,8 @@ impl Handler<SubmitMessage> for SyncStateActor {
 impl Handler<SubmitMessages> for SyncStateActor {
     type Result = Result<(), SyncError>;
     fn handle(&mut self, msg: SubmitMessages, ctx: &mut Context<Self>) -> Self::Result {
+        // All or none: a person told of a refusal may send again, and must not send twice
+        // what already went.
         let mut applied = Applied::default();
         let mut refused = None;
         for m in msg.messages {
@@ -212,6 +214,9 @@ impl Handler<SubmitMessages> for SyncStateActor {
                     refused.get_or_insert(e);
                 }
             }
+        }
+        if refused.is_some() {
+            applied.messages.clear();
         }
         self.effect(applied, msg.held, ctx);
         refused.map_or(Ok(()), Err)

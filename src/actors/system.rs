@@ -340,8 +340,12 @@ fn start(
     }
     // Messages routed before the process stopped that some receivers had not taken: to
     // them again, before anything new (every agent is registered by now).
-    for f in monitor.read(|s| s.deliveries.in_flight().cloned().collect::<Vec<_>>()) {
-        dispatcher.do_send(Route(f));
+    for f in monitor.read(|s| s.deliveries.in_flight().collect::<Vec<_>>()) {
+        dispatcher.do_send(Route {
+            message_no: f.message_no,
+            message: f.message,
+            to: Some(f.pending),
+        });
     }
     Ok(Team {
         monitor,

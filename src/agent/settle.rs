@@ -25,6 +25,8 @@ pub struct Settle {
     task_id: TaskId,
     stage_id: StageRef,
     reply_to: Option<ReplyTo>,
+    /// The agent's cap on a step's text (a failed result is capped like any other).
+    step_chars: usize,
 }
 
 impl Settle {
@@ -49,6 +51,7 @@ impl Settle {
             task_id: step.task_id.clone(),
             stage_id: step.stage_id.clone(),
             reply_to: step.reply_to.clone(),
+            step_chars: agent.step_chars,
         })
     }
 
@@ -78,12 +81,14 @@ impl Settle {
                         ids: self.added_waits.clone(),
                     }));
                 }
+                let mut result = match &self.answer {
+                    Some(a) => json!({ "error": reason, "answer": a }),
+                    None => json!({ "error": reason }),
+                };
+                crate::state::cap_value(&mut result, self.step_chars);
                 StepUpdate {
                     execution_state: Some(StepExecutionState::Failed),
-                    execute_result: Some(match &self.answer {
-                        Some(a) => json!({ "error": reason, "answer": a }),
-                        None => json!({ "error": reason }),
-                    }),
+                    execute_result: Some(result),
                     ..Default::default()
                 }
             }
@@ -219,13 +224,33 @@ mod tests {
         assert_eq!(stored, here);
         let step = stored.agent_step.get(&id).unwrap();
         assert_eq!(step.execution_state, StepExecutionState::Failed);
-        assert_eq!(step.execute_result.as_ref().unwrap()["answer"], "raw");
+        assert_eq!(
+            step.execute_result,
+            Some(json!({
+                "error": "SyncState refused the step's output: no such stage",
+                "answer": "raw",
+            }))
+        );
         assert!(!stored.step_lock.holds(&mine), "its own wait taken back");
         // Whoever waited for the reply gets its wait id back with the reason.
         let back = settle.release(failure.as_deref().unwrap()).unwrap();
         assert_eq!(back.receiver, vec![AgentId::from("boss")]);
         assert_eq!(back.return_waiting_id, Some(WaitId::from("W-boss")));
         assert!(back.message.contains("no such stage"));
+    }
+
+    #[test]
+    fn a_long_failure_is_capped_like_any_step_text() {
+        let (mut a, id, _) = running_reply();
+        a.step_chars = 100;
+        let settle = Settle::of(&a, &id, None, vec![]).unwrap();
+        let long = "x".repeat(10_000);
+        a.apply_stored(settle.changes(Some(&long)));
+        let text = a.agent_step.get(&id).unwrap().execute_result.as_ref().unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(text.chars().count() < 200, "{}", text.len());
     }
 
     #[test]

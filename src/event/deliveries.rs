@@ -8,10 +8,11 @@
 use crate::ids::AgentId;
 use crate::message::Message;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// A message some receivers have not taken yet.
+/// A message some receivers have not taken yet (as the store's record keeps it, and as it is
+/// routed again after a restart).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InFlight {
     pub message_no: u64,
@@ -24,19 +25,46 @@ pub struct InFlight {
 /// their messages within milliseconds; this many waiting means receipts are not coming.
 pub const IN_FLIGHT_KEPT: usize = 100_000;
 
+#[derive(Clone, Debug, PartialEq)]
+struct Flight {
+    message: Arc<Message>,
+    /// Receipts still to come.
+    left: usize,
+}
+
+/// The ledger. Each receiver takes its messages in the order they were numbered (the
+/// dispatcher routes in that order, a mailbox is first in, first out, and a restart routes
+/// what is in flight first), so one mark per agent, the newest number it took, says which
+/// messages it has: a receipt costs no search through a broadcast's receivers.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Deliveries {
-    in_flight: BTreeMap<u64, InFlight>,
+    in_flight: BTreeMap<u64, Flight>,
+    /// Per receiver, the newest message number it took.
+    marks: HashMap<AgentId, u64>,
     /// The newest message number routed (SyncState numbers on from here after a restart).
     last_no: u64,
 }
 
 impl Deliveries {
     pub fn restore(in_flight: Vec<InFlight>, last_no: u64) -> Self {
-        Deliveries {
-            in_flight: in_flight.into_iter().map(|f| (f.message_no, f)).collect(),
+        let mut d = Deliveries {
             last_no,
+            ..Default::default()
+        };
+        // A receiver took everything before the first message it has not taken.
+        for f in in_flight {
+            for r in &f.pending {
+                d.marks.entry(r.clone()).or_insert(f.message_no - 1);
+            }
+            d.in_flight.insert(
+                f.message_no,
+                Flight {
+                    left: f.pending.len(),
+                    message: f.message,
+                },
+            );
         }
+        d
     }
 
     /// Message `no` was routed to its receivers.
@@ -47,18 +75,17 @@ impl Deliveries {
         }
         self.in_flight.insert(
             no,
-            InFlight {
-                message_no: no,
+            Flight {
                 message: message.clone(),
-                pending: message.receiver.clone(),
+                left: message.receiver.len(),
             },
         );
         while self.in_flight.len() > IN_FLIGHT_KEPT {
             if let Some((no, f)) = self.in_flight.pop_first() {
                 tracing::error!(
-                    "message {no} to {:?} was never taken; it is no longer delivered again \
-                     after a restart",
-                    f.pending
+                    "message {no} to {:?} was never taken by all its receivers; it is no \
+                     longer delivered again after a restart",
+                    f.message.receiver
                 );
             }
         }
@@ -66,17 +93,38 @@ impl Deliveries {
 
     /// `agent` took message `no`.
     pub fn received(&mut self, no: u64, agent: &AgentId) {
+        match self.marks.get_mut(agent) {
+            Some(m) => *m = (*m).max(no),
+            None => {
+                self.marks.insert(agent.clone(), no);
+            }
+        }
         if let Some(f) = self.in_flight.get_mut(&no) {
-            f.pending.retain(|a| a != agent);
-            if f.pending.is_empty() {
+            f.left = f.left.saturating_sub(1);
+            if f.left == 0 {
                 self.in_flight.remove(&no);
             }
         }
     }
 
-    /// The messages in flight, oldest first.
-    pub fn in_flight(&self) -> impl Iterator<Item = &InFlight> {
-        self.in_flight.values()
+    /// The messages in flight, oldest first, each with the receivers that have not taken it.
+    pub fn in_flight(&self) -> impl Iterator<Item = InFlight> + '_ {
+        self.in_flight.iter().map(|(no, f)| InFlight {
+            message_no: *no,
+            message: f.message.clone(),
+            pending: f
+                .message
+                .receiver
+                .iter()
+                .filter(|r| self.marks.get(*r).is_none_or(|m| m < no))
+                .cloned()
+                .collect(),
+        })
+    }
+
+    /// How many messages are in flight.
+    pub fn in_flight_count(&self) -> usize {
+        self.in_flight.len()
     }
 
     pub fn last_no(&self) -> u64 {
@@ -105,7 +153,7 @@ mod tests {
         d.sent(1, &msg(&["b", "c"]));
         d.sent(2, &msg(&["b"]));
         d.received(1, &"b".into());
-        let left: Vec<_> = d.in_flight().map(|f| (f.message_no, f.pending.clone())).collect();
+        let left: Vec<_> = d.in_flight().map(|f| (f.message_no, f.pending)).collect();
         assert_eq!(left, vec![(1, vec!["c".into()]), (2, vec!["b".into()])]);
         d.received(1, &"c".into());
         d.received(2, &"b".into());
@@ -122,7 +170,22 @@ mod tests {
         for no in 1..=(IN_FLIGHT_KEPT as u64 + 2) {
             d.sent(no, &msg(&["b"]));
         }
-        assert_eq!(d.in_flight().count(), IN_FLIGHT_KEPT);
+        assert_eq!(d.in_flight_count(), IN_FLIGHT_KEPT);
         assert_eq!(d.in_flight().next().unwrap().message_no, 3);
+    }
+
+    #[test]
+    fn a_restored_ledger_knows_who_still_has_to_take_what() {
+        let mut d = Deliveries::default();
+        d.sent(1, &msg(&["b", "c"]));
+        d.sent(2, &msg(&["b", "c"]));
+        d.received(1, &"b".into());
+        let record: Vec<InFlight> = d.in_flight().collect();
+        let mut back = Deliveries::restore(record.clone(), d.last_no());
+        assert_eq!(back.in_flight().collect::<Vec<_>>(), record);
+        back.received(2, &"b".into());
+        back.received(1, &"c".into());
+        back.received(2, &"c".into());
+        assert_eq!(back.in_flight_count(), 0);
     }
 }

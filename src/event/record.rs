@@ -84,7 +84,7 @@ impl StatesRecord {
             retired: states.retired_in_order().cloned().collect(),
             summaries: states.summaries().cloned().collect(),
             steps_run: states.counters().steps_run,
-            in_flight: states.deliveries.in_flight().cloned().collect(),
+            in_flight: states.deliveries.in_flight().collect(),
             last_message_no: states.deliveries.last_no(),
         }
     }

@@ -74,6 +74,14 @@ struct ScriptFile {
 #[derive(Clone, Debug)]
 pub struct Script {
     replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
+    /// The same, each list split once into its rules and the replies taken in order.
+    split: BTreeMap<String, BTreeMap<String, Replies>>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Replies {
+    rules: Vec<Entry>,
+    in_order: Vec<Entry>,
 }
 
 const PLACEHOLDERS: [&str; 4] = ["task_id", "stage_id", "step_id", "agent_id"];
@@ -87,7 +95,25 @@ impl Script {
 
     pub fn parse(text: &str) -> Result<Script, String> {
         let f: ScriptFile = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-        Ok(Script { replies: f.replies })
+        let split = f
+            .replies
+            .iter()
+            .map(|(key, skills)| {
+                let skills = skills
+                    .iter()
+                    .map(|(skill, entries)| {
+                        let (rules, in_order) =
+                            entries.iter().cloned().partition(|e| e.when().is_some());
+                        (skill.clone(), Replies { rules, in_order })
+                    })
+                    .collect();
+                (key.clone(), skills)
+            })
+            .collect();
+        Ok(Script {
+            replies: f.replies,
+            split,
+        })
     }
 
     /// Problems as (field, message): replies keyed by a name that is neither one of `keys` (the
@@ -143,20 +169,20 @@ impl ScriptedModel {
             _ => None,
         };
         let key = template.unwrap_or(agent);
-        let list = self.script.replies.get(key).and_then(|s| s.get(&req.skill));
+        let list = self.script.split.get(key).and_then(|s| s.get(&req.skill));
         if let Some(rule) = list.and_then(|l| {
-            l.iter()
+            l.rules
+                .iter()
                 .find(|e| e.when().is_some_and(|w| req.step_text.contains(w)))
         }) {
             return Ok(rule.clone());
         }
-        let list = list.map(|l| l.iter().filter(|e| e.when().is_none()).collect::<Vec<_>>());
         let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
         let used = cursors
             .entry((key.to_owned(), req.skill.clone()))
             .or_insert(0);
         let entry = list
-            .and_then(|l| l.get(*used).map(|e| (*e).clone()))
+            .and_then(|l| l.in_order.get(*used).cloned())
             .ok_or_else(|| LlmError::ScriptExhausted {
                     agent: match template {
                         Some(t) => format!("{agent} (template {t})"),
