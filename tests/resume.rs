@@ -249,3 +249,59 @@ async fn a_message_in_flight_at_the_stop_is_delivered_after_the_restart() {
     team.shutdown().await;
     team.monitor.close();
 }
+
+/// The team file is the truth for who the agents are: edited between two runs (a new profile,
+/// a person added), the restarted team follows it, and the new person is in the base task.
+#[actix::test]
+async fn a_restart_follows_the_team_file_as_edited_since() {
+    let scratch = Scratch::new("edited").unwrap();
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/operator");
+    for f in ["team.yaml", "script.yaml"] {
+        std::fs::copy(format!("{src}/{f}"), scratch.0.join(f)).unwrap();
+    }
+    let team_file = scratch.0.join("team.yaml");
+    let file = scratch.0.join("team.db");
+    let team = open(&load_team(&team_file).unwrap(), &file).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    team.shutdown().await;
+    team.monitor.close();
+    drop(team);
+
+    let yaml = std::fs::read_to_string(&team_file).unwrap();
+    let yaml = yaml
+        .replace(
+            "profile: Turns the operator's goals into tasks, asks the operator when in doubt, judges results.",
+            "profile: Runs the team now.",
+        )
+        .replace(
+            "humans:\n",
+            "humans:\n  - id: auditor\n    name: Audrey\n    role: auditor\n    profile: Reads along.\n    password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"\n",
+        );
+    assert!(yaml.contains("Runs the team now") && yaml.contains("auditor"));
+    std::fs::write(&team_file, yaml).unwrap();
+
+    let team = open(&load_team(&team_file).unwrap(), &file).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (profile, auditor, group) = team.monitor.read(|s| {
+        (
+            s.agents[&"manager".into()].profile.clone(),
+            s.agents.contains_key(&"auditor".into()),
+            s.tasks[&team.base_task].task_group.clone(),
+        )
+    });
+    assert_eq!(profile, "Runs the team now.");
+    assert!(auditor, "the new person is an agent");
+    assert!(group.contains(&"auditor".into()), "{group:?}");
+    team.shutdown().await;
+    team.monitor.close();
+    drop(team);
+
+    // And that is stored: a third start shows the same.
+    let team = open(&load_team(&team_file).unwrap(), &file).await;
+    let profile = team
+        .monitor
+        .read(|s| s.agents[&"manager".into()].profile.clone());
+    assert_eq!(profile, "Runs the team now.");
+    team.shutdown().await;
+    team.monitor.close();
+}

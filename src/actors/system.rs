@@ -215,6 +215,7 @@ fn start(
         SyncCore::restore(tasks, stages, roster)
             .ok_or_else(|| SystemError::Resume("the stored data has no base task".into()))?
             .numbering_from(last_message)
+            .welcome(&[managers.as_slice(), humans.as_slice()].concat())
     } else {
         SyncCore::new(roster, &managers, &humans)
     }
@@ -283,10 +284,21 @@ fn start(
     for (a, llm) in cfg.agents.iter().zip(models) {
         if let Some(mut state) = stored.remove(&a.id) {
             resume_after_restart(&mut state);
-            agents.insert(
-                a.id.clone(),
-                factory.spawn_restored(state, Some(llm), sync.clone()),
+            // The team file is the truth for who an agent is: an edit since the last run
+            // (a skill or tool added, a new profile or model) applies, and is announced.
+            let edited = follow_team_file(
+                &mut state,
+                &a.name,
+                &a.role,
+                &a.profile,
+                Some((&a.skills, &a.tools, &a.llm)),
             );
+            let addr = if edited {
+                factory.spawn(state, Some(llm), sync.clone())
+            } else {
+                factory.spawn_restored(state, Some(llm), sync.clone())
+            };
+            agents.insert(a.id.clone(), addr);
             continue;
         }
         let state = llm_agent_state(
@@ -302,11 +314,13 @@ fn start(
     }
     // People are agents too: same actor, a human_config and a conversation pool, no LLM.
     for h in &cfg.humans {
-        if let Some(state) = stored.remove(&h.id) {
-            agents.insert(
-                h.id.clone(),
-                factory.spawn_restored(state, None, sync.clone()),
-            );
+        if let Some(mut state) = stored.remove(&h.id) {
+            let addr = if follow_team_file(&mut state, &h.name, &h.role, &h.profile, None) {
+                factory.spawn(state, None, sync.clone())
+            } else {
+                factory.spawn_restored(state, None, sync.clone())
+            };
+            agents.insert(h.id.clone(), addr);
             continue;
         }
         let mut state = AgentState::new(
@@ -358,4 +372,37 @@ fn start(
         mcp: tools.mcp,
         retention: cfg.retention,
     })
+}
+
+/// Gives a stored agent what the team file says of it now; true if anything changed.
+fn follow_team_file(
+    state: &mut AgentState,
+    name: &str,
+    role: &str,
+    profile: &str,
+    llm_agent: Option<(&Vec<Skill>, &Vec<String>, &crate::config::LlmConfig)>,
+) -> bool {
+    let mut now = state.clone();
+    now.name = name.to_owned();
+    now.role = role.to_owned();
+    now.profile = profile.to_owned();
+    if let Some((skills, tools, llm)) = llm_agent {
+        let fresh = llm_agent_state(
+            now.agent_id.clone(),
+            String::new(),
+            String::new(),
+            String::new(),
+            skills.clone(),
+            tools.clone(),
+            llm,
+        );
+        now.skills = fresh.skills;
+        now.tools = fresh.tools;
+        now.llm_config = fresh.llm_config;
+    }
+    if now == *state {
+        return false;
+    }
+    *state = now;
+    true
 }

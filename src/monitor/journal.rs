@@ -53,7 +53,20 @@ impl Journal {
         let (durable_tx, durable) = watch::channel(stored);
         let writer = std::thread::Builder::new()
             .name("cohort-journal".into())
-            .spawn(move || write_loop(inner, store, rx, durable_tx, stored))
+            .spawn(move || {
+                let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    write_loop(inner, store, rx, durable_tx, stored)
+                }));
+                // Without its journal the team would go on storing nothing: stop the process
+                // instead, so that it is restarted on its store and carries on from there.
+                if wrote.is_err() {
+                    tracing::error!(
+                        "the journal failed: the process stops, to carry on from its store \
+                         when started again"
+                    );
+                    std::process::exit(70);
+                }
+            })
             .expect("start the journal thread");
         Journal {
             queue,

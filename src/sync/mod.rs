@@ -144,6 +144,9 @@ pub struct SyncCore {
     restored: bool,
     /// The number of the newest message routed (each routed message gets the next one).
     last_message_no: u64,
+    /// Carried over from a store: managers and people the team file added since, joined to
+    /// the base task (announced when SyncState starts).
+    welcomed: Vec<Change>,
 }
 
 /// Default of how many shared-info lines and conversation entries a task keeps in memory.
@@ -212,7 +215,31 @@ impl SyncCore {
             finished_kept: Retention::default().finished_tasks,
             restored: false,
             last_message_no: 0,
+            welcomed: Vec::new(),
         }
+    }
+
+    /// Carrying on from a store: `members` (the team file's managers and people) join the base
+    /// task if they are not in its group yet (the team file may have gained some).
+    pub fn welcome(mut self, members: &[AgentId]) -> Self {
+        let base = self.base_task.clone();
+        let new: Vec<AgentId> = match self.tasks.get(&base) {
+            Some(t) => members
+                .iter()
+                .filter(|m| !t.task_group.contains(m))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        if !new.is_empty() {
+            let c = Change::Task(TaskChange::Joined {
+                task_id: base,
+                agents: new,
+            });
+            apply_sync(&mut self.tasks, &mut self.stages, &c);
+            self.welcomed.push(c);
+        }
+        self
     }
 
     /// Carrying on from a store: messages are numbered on from `last` (the newest routed).
@@ -257,8 +284,8 @@ impl SyncCore {
     pub fn initial_changes(&self) -> Vec<Change> {
         if self.restored {
             // Published before the restart and stored: announcing them again would reset the
-            // readers' record of which task came first.
-            return Vec::new();
+            // readers' record of which task came first. Only who joined since goes out.
+            return self.welcomed.clone();
         }
         self.tasks
             .values()
