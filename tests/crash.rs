@@ -116,7 +116,7 @@ fn http() -> reqwest::Client {
 
 /// Logs in as the operator once the server answers (the first run), or waits until it serves
 /// and checks that the token of the first run still works (later runs).
-async fn wait_up(http: &reqwest::Client, s: &Server, token: Option<&str>) -> String {
+async fn wait_up(http: &reqwest::Client, s: &mut Server, token: Option<&str>) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let r = match token {
@@ -147,6 +147,9 @@ async fn wait_up(http: &reqwest::Client, s: &Server, token: Option<&str>) -> Str
                     .to_owned(),
                 Some(t) => t.to_owned(),
             };
+        }
+        if let Some(status) = s.child.try_wait().unwrap() {
+            panic!("serve exited ({status}) instead of serving:\n{}", s.log());
         }
         assert!(
             Instant::now() < deadline,
@@ -388,8 +391,8 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
     let http = http();
 
     // A goal that runs with no kill: what every task must look like in the end.
-    let s = Server::start(&data, dir.join(format!("{name}-0.log")));
-    let token = wait_up(&http, &s, None).await;
+    let mut s = Server::start(&data, dir.join(format!("{name}-0.log")));
+    let token = wait_up(&http, &mut s, None).await;
     let all = tasks(&http, &s.base, &token).await.unwrap();
     assert_eq!(all.len(), 1, "a fresh store has the base task only");
     let base_task = all.keys().next().unwrap().clone();
@@ -411,7 +414,6 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
     running.await.unwrap();
 
     // Then goals keep coming while the process is killed at random moments.
-    let mut s = s;
     for round in 1..=kills {
         driver
             .goals_up_to
@@ -432,7 +434,7 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
         stop.store(true, Ordering::Relaxed);
         running.await.unwrap();
         s = Server::start(&data, dir.join(format!("{name}-{round}.log")));
-        wait_up(&http, &s, Some(&token)).await;
+        wait_up(&http, &mut s, Some(&token)).await;
         let now = tasks(&http, &s.base, &token).await.unwrap();
         for (id, before) in shown.into_iter().flatten() {
             let after = match now.get(&id) {

@@ -133,6 +133,7 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
             "task_id": base_task,
             "receiver": ["manager"],
             "content": "Write a haiku about autumn rain",
+            "need_reply": false,
         }))
         .send()
         .await
@@ -180,12 +181,14 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
     assert!(log.contains("The team's data is in sqlite://"), "{log}");
 
     // And it carries on: the answer reaches the manager, which was waiting for it across the
-    // restart, and the goal's task runs to its end. (The scripted model starts its replies
-    // over in a new process, so the manager may ask again: every question is answered.)
+    // restart, and the goal's task runs to its end. The scripted model goes on with its next
+    // replies (not the first ones again): one question, one task.
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let mut answers = 0;
+    let tasks = loop {
         let pending = get(&http, &s, &token, "/api/human/operator/pending").await;
         for q in pending["pending"].as_array().into_iter().flatten() {
+            answers += 1;
             let r = http
                 .post(format!("{}/api/send_message", s.base))
                 .bearer_auth(&token)
@@ -208,7 +211,7 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
             .values()
             .any(|t| t["task_name"] != "MAS base task" && t["execution_state"] == "finished");
         if finished {
-            break;
+            break tasks;
         }
         assert!(
             Instant::now() < deadline,
@@ -216,7 +219,9 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
             std::fs::read_to_string(&s.log).unwrap_or_default()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
+    assert_eq!(answers, 1, "the manager asked its one question once");
+    assert_eq!(tasks.as_object().unwrap().len(), 2, "the base task and the goal's: {tasks}");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -151,7 +151,7 @@ impl AgentActor {
             stage_id: step.stage_id.clone(),
             step_id: step.step_id.clone(),
             template: self.state.template.clone(),
-            step_text: format!("{}\n{}", step.step_intention, step.text_content),
+            step_text: step.asks(),
         };
         let id = step.step_id.clone();
         let Some(llm) = &self.llm else {

@@ -1,6 +1,8 @@
 //! The System: turns a validated `TeamConfig` into running actors (dispatcher, SyncState with
 //! the base task, one actor per agent, the LLM clients) and hands back a `Team` handle.
 
+use crate::llm::{Answered, ChatModel};
+use crate::state::{Executor, TokenUsage};
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Route};
 use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state};
@@ -245,6 +247,11 @@ fn start(
         templates.insert(t.name.clone(), (t.clone(), model));
     }
 
+    // A model with a place of its own (a script) carries on where the stored steps left it.
+    if resumed {
+        carry_on(&monitor, cfg, &models, &templates);
+    }
+
     let dispatcher = Dispatcher::new(monitor.clone()).start();
     let tools = AgentTools {
         descriptions: Arc::new(
@@ -405,4 +412,42 @@ fn follow_team_file(
     }
     *state = now;
     true
+}
+
+/// Tells each model the calls its agents' stored steps show were answered.
+fn carry_on(
+    monitor: &Monitor,
+    cfg: &TeamConfig,
+    models: &[Arc<dyn ChatModel>],
+    templates: &HashMap<String, (crate::config::AgentTemplate, Arc<dyn ChatModel>)>,
+) {
+    let answered: Vec<Answered> = monitor.read(|s| {
+        s.steps()
+            .filter(|st| {
+                matches!(st.executor, Executor::Skill(_)) && st.token_usage != TokenUsage::default()
+            })
+            .filter_map(|st| {
+                let agent = s.agents.get(&st.agent_id)?;
+                Some(Answered {
+                    agent_id: st.agent_id.clone(),
+                    template: agent.template.clone(),
+                    skill: st.executor.name().to_owned(),
+                    step_text: st.asks(),
+                })
+            })
+            .collect()
+    });
+    for (a, model) in cfg.agents.iter().zip(models) {
+        let own: Vec<Answered> = answered.iter().filter(|x| x.agent_id == a.id).cloned().collect();
+        model.carry_on(&own);
+    }
+    for (name, (_, model)) in templates {
+        let hired: Vec<Answered> = answered
+            .iter()
+            .filter(|x| x.template.as_deref() == Some(name.as_str()))
+            .filter(|x| !cfg.agents.iter().any(|a| a.id == x.agent_id))
+            .cloned()
+            .collect();
+        model.carry_on(&hired);
+    }
 }

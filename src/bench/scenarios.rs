@@ -350,7 +350,7 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
             stage_id: stage.clone(),
             step_id: step.step_id.clone(),
             template: None,
-            step_text: format!("{}\n{}", step.step_intention, step.text_content),
+            step_text: step.asks(),
         }))
         .map_err(|e| e.to_string());
         let now = chrono::Local::now().naive_local();

@@ -2,7 +2,7 @@
 //! one `Limited` model, so a team of a thousand agents keeps at most `max_in_flight` requests
 //! open and the rest wait their turn (in arrival order) instead of overwhelming the server.
 
-use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use super::{Answered, ChatModel, ChatReply, ChatRequest, LlmError};
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -22,6 +22,10 @@ impl Limited {
 }
 
 impl ChatModel for Limited {
+    fn carry_on(&self, answered: &[Answered]) {
+        self.inner.carry_on(answered);
+    }
+
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
         let inner = self.inner.clone();
         let permits = self.permits.clone();

@@ -71,4 +71,18 @@ pub enum LlmError {
 /// and keep handling messages while the call runs.
 pub trait ChatModel: Send + Sync + 'static {
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>>;
+
+    /// A team carried over from a store tells its models which calls were answered before
+    /// (a model with state of its own, like a script's place, carries on from there).
+    fn carry_on(&self, _answered: &[Answered]) {}
+}
+
+/// A call a stored step shows was answered: who asked, with which skill, for what step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answered {
+    pub agent_id: AgentId,
+    pub template: Option<String>,
+    pub skill: String,
+    /// As in [`ChatRequest::step_text`].
+    pub step_text: String,
 }

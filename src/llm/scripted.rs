@@ -21,7 +21,7 @@
 //!         text: "<think>…</think>"
 //! ```
 
-use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use super::{Answered, ChatModel, ChatReply, ChatRequest, LlmError};
 use crate::state::{Skill, TokenUsage};
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -160,23 +160,35 @@ impl ScriptedModel {
         })
     }
 
+    /// The script key of an agent: its own id first; its template only when the script never
+    /// names the agent. Also whether that is the template.
+    fn key<'a>(&self, agent: &'a str, template: Option<&'a str>) -> (&'a str, bool) {
+        let named = |key: &str| self.script.replies.contains_key(key);
+        match template {
+            Some(t) if !named(agent) && named(t) => (t, true),
+            _ => (agent, false),
+        }
+    }
+
+    /// The rule that answers a step of `key` with `skill` saying `step_text`, if one does.
+    fn rule(&self, key: &str, skill: &str, step_text: &str) -> Option<&Entry> {
+        self.script
+            .split
+            .get(key)?
+            .get(skill)?
+            .rules
+            .iter()
+            .find(|e| e.when().is_some_and(|w| step_text.contains(w)))
+    }
+
     fn next(&self, req: &ChatRequest) -> Result<Entry, LlmError> {
         let agent = req.agent_id.as_str();
-        // The agent's own id first; its template only when the script never names the agent.
-        let named = |key: &str| self.script.replies.contains_key(key);
-        let template = match req.template.as_deref() {
-            Some(t) if !named(agent) && named(t) => Some(t),
-            _ => None,
-        };
-        let key = template.unwrap_or(agent);
-        let list = self.script.split.get(key).and_then(|s| s.get(&req.skill));
-        if let Some(rule) = list.and_then(|l| {
-            l.rules
-                .iter()
-                .find(|e| e.when().is_some_and(|w| req.step_text.contains(w)))
-        }) {
+        let (key, by_template) = self.key(agent, req.template.as_deref());
+        let template = by_template.then_some(key);
+        if let Some(rule) = self.rule(key, &req.skill, &req.step_text) {
             return Ok(rule.clone());
         }
+        let list = self.script.split.get(key).and_then(|s| s.get(&req.skill));
         let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
         let used = cursors
             .entry((key.to_owned(), req.skill.clone()))
@@ -197,6 +209,18 @@ impl ScriptedModel {
 }
 
 impl ChatModel for ScriptedModel {
+    /// Each answered call that took a reply in order moves its cursor on: a scripted team
+    /// restarted on its store goes on with the next reply, not the first one again.
+    fn carry_on(&self, answered: &[Answered]) {
+        let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
+        for a in answered {
+            let (key, _) = self.key(a.agent_id.as_str(), a.template.as_deref());
+            if self.rule(key, &a.skill, &a.step_text).is_none() {
+                *cursors.entry((key.to_owned(), a.skill.clone())).or_insert(0) += 1;
+            }
+        }
+    }
+
     fn chat(&self, req: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
         let answer = self.next(&req).and_then(|entry| {
             let vars: HashMap<&str, String> = [
@@ -278,6 +302,23 @@ mod tests {
             template: template.map(str::to_owned),
             step_text: "Write it\nA haiku about rain".into(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_restarted_script_goes_on_where_its_answered_steps_left_it() {
+        let script = "replies:\n  w:\n    think:\n      - {when: haiku, text: rule}\n      - one\n      - two\n";
+        let m = ScriptedModel::new(Script::parse(script).unwrap());
+        let answered = |text: &str| Answered {
+            agent_id: "w".into(),
+            template: None,
+            skill: "think".into(),
+            step_text: text.into(),
+        };
+        // Two answered steps before the restart: one by the rule, one in order.
+        m.carry_on(&[answered("a haiku"), answered("anything")]);
+        let mut r = req("w", "think");
+        r.step_text = "something else".into();
+        assert_eq!(m.chat(r).await.unwrap().text, "two");
     }
 
     #[tokio::test]

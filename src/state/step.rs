@@ -55,6 +55,11 @@ pub struct StepState {
 }
 
 impl StepState {
+    /// What the step asks for, as an LLM call carries it (`ChatRequest::step_text`).
+    pub fn asks(&self) -> String {
+        format!("{}\n{}", self.step_intention, self.text_content)
+    }
+
     pub fn new(
         task_id: TaskId,
         stage_id: StageRef,

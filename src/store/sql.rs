@@ -27,6 +27,8 @@ const ROWS_PER_INSERT: usize = 500;
 
 /// Which advisory lock a Postgres store takes (any fixed number; "cohort" in ASCII).
 const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
+/// How long opening a Postgres store waits for another process's lock to go.
+const PG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct SqlStore {
     pool: AnyPool,
@@ -117,7 +119,7 @@ impl SqlStore {
         Self::ready(pool, url, Lock::File(lock)).await
     }
 
-    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
+/// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
     pub async fn open_postgres(url: &str) -> Result<SqlStore, StoreError> {
         let shown = without_password(url);
         sqlx::any::install_default_drivers();
@@ -126,12 +128,21 @@ impl SqlStore {
             source,
         };
         let mut locker = AnyConnection::connect(url).await.map_err(open)?;
-        let got: bool = sqlx::query("SELECT pg_try_advisory_lock($1)")
-            .bind(PG_LOCK_KEY)
-            .fetch_one(&mut locker)
-            .await
-            .and_then(|r| r.try_get(0))
-            .map_err(open)?;
+        // A process killed a moment ago may still hold the lock until the server notices its
+        // connection is gone: wait a little for it before calling the store in use.
+        let deadline = std::time::Instant::now() + PG_LOCK_WAIT;
+        let got = loop {
+            let got: bool = sqlx::query("SELECT pg_try_advisory_lock($1)")
+                .bind(PG_LOCK_KEY)
+                .fetch_one(&mut locker)
+                .await
+                .and_then(|r| r.try_get(0))
+                .map_err(open)?;
+            if got || std::time::Instant::now() >= deadline {
+                break got;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
         if !got {
             return Err(StoreError::Locked {
                 url: shown,
