@@ -244,6 +244,24 @@ async fn drive(d: Arc<Driver>, base: String, token: String, base_task: String, s
     }
 }
 
+/// Drives `s` in the background until the returned flag is set.
+fn start_driver(
+    d: &Arc<Driver>,
+    s: &Server,
+    token: &str,
+    base_task: &str,
+) -> (Arc<AtomicBool>, tokio::task::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = tokio::spawn(drive(
+        d.clone(),
+        s.base.clone(),
+        token.to_owned(),
+        base_task.to_owned(),
+        stop.clone(),
+    ));
+    (stop, running)
+}
+
 /// Tasks as the API shows them: id → (name, state).
 async fn tasks(http: &reqwest::Client, base: &str, token: &str) -> Option<BTreeMap<String, Value>> {
     let v = get(http, base, token, "/api/states?type=task").await?;
@@ -401,14 +419,7 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
         acked: Mutex::new(BTreeSet::new()),
         goals_up_to: AtomicUsize::new(1),
     });
-    let stop = Arc::new(AtomicBool::new(false));
-    let running = tokio::spawn(drive(
-        driver.clone(),
-        s.base.clone(),
-        token.clone(),
-        base_task.clone(),
-        stop.clone(),
-    ));
+    let (stop, running) = start_driver(&driver, &s, &token, &base_task);
     assert_eq!(settle(&http, &s, &token, &base_task, 1, false).await, 1);
     stop.store(true, Ordering::Relaxed);
     running.await.unwrap();
@@ -418,14 +429,7 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
         driver
             .goals_up_to
             .fetch_add(1 + rng.below(3) as usize, Ordering::SeqCst);
-        let stop = Arc::new(AtomicBool::new(false));
-        let running = tokio::spawn(drive(
-            driver.clone(),
-            s.base.clone(),
-            token.clone(),
-            base_task.clone(),
-            stop.clone(),
-        ));
+        let (stop, running) = start_driver(&driver, &s, &token, &base_task);
         tokio::time::sleep(Duration::from_millis(50 + rng.below(600))).await;
         // What the API shows now was stored before it was shown: it must survive the kill.
         let shown = tasks(&http, &s.base, &token).await;
