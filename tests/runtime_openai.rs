@@ -54,16 +54,23 @@ fn with(steps: &[Value], executor: &str, state: &str) -> usize {
         .count()
 }
 
+/// An answer without its tag is asked again with the exact error (over real HTTP, to an
+/// OpenAI-compatible endpoint), three times; then the step fails with every try on record,
+/// and the agent runs its next step.
 #[actix::test]
-async fn an_answer_without_its_tag_fails_that_step_and_the_agent_runs_its_next_one() {
+async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_its_next_one() {
     let stub = OpenAiStub::start().await;
+    let bad = "I would create a task now."; // decision without <planned_step>
     stub.push_all([
         StubResponse::reply_with_usage(
             "A goal arrived.\n<react_action>{\"step_intention\": \"act\", \"text_content\": \"plan it\"}</react_action>",
             120,
             30,
         ),
-        StubResponse::reply("I would create a task now."), // decision without <planned_step>
+        StubResponse::reply(bad),
+        StubResponse::reply(bad),
+        StubResponse::reply(bad),
+        StubResponse::reply(bad),
         StubResponse::reply("Second goal noted; nothing to do."),
     ]);
     let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
@@ -81,10 +88,10 @@ async fn an_answer_without_its_tag_fails_that_step_and_the_agent_runs_its_next_o
         reason.contains("planned_step"),
         "reason names the missing tag: {reason}"
     );
-    assert_eq!(
-        failed["execute_result"]["answer"],
-        "I would create a task now."
-    );
+    assert_eq!(failed["execute_result"]["answer"], bad);
+    let tries = failed["execute_result"]["reasked"].as_array().unwrap();
+    assert_eq!(tries.len(), 3, "asked again three times: {tries:?}");
+    assert!(tries.iter().all(|t| t["answer"] == bad && t["error"].as_str().unwrap().contains("planned_step")));
 
     team.submit_goal(None, "second goal").await.unwrap();
     wait_for_steps(&team.monitor, "the next step to run", |s| {
@@ -93,16 +100,50 @@ async fn an_answer_without_its_tag_fails_that_step_and_the_agent_runs_its_next_o
     .await;
 
     let reqs = stub.requests();
-    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs.len(), 6, "one process_message, four decision tries, one process_message");
     assert_eq!(reqs[0].model(), Some("test-model"));
     assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
     assert!(reqs[0].prompt().unwrap().contains("first goal"));
+    // A try is the first prompt again with the error and the answer it could not use.
+    let first = reqs[1].prompt().unwrap();
+    let again = reqs[2].prompt().unwrap();
+    assert!(!first.contains("could not be used"));
+    assert!(again.starts_with(first), "the same question");
+    assert!(again.contains("Your previous answer could not be used") && again.contains("planned_step") && again.contains(bad));
     let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
     assert_eq!(
         agent["token_usage"]["prompt_tokens"],
-        120 + reqs_usage_default(&reqs)
+        120 + 5 * reqs_usage_default(&reqs) / 2,
+        "every try's tokens count"
     );
     assert_eq!(agent["working_state"], "idle");
+}
+
+/// A bad answer followed by a good one: the step finishes, its result keeps the try.
+#[actix::test]
+async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
+    let stub = OpenAiStub::start().await;
+    stub.push_all([
+        StubResponse::reply_with_usage(
+            "A goal arrived.\n<react_action>{\"step_intention\": \"act\", \"text_content\": \"plan it\"}</react_action>",
+            120,
+            30,
+        ),
+        StubResponse::reply("I would create a task now."),
+        StubResponse::reply("<planned_step>[]</planned_step>"),
+    ]);
+    let cfg = load_team(&team_file("fixed", &stub.base_url())).unwrap();
+    let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
+    let team = start_team(&cfg, &host(&vars)).unwrap();
+    team.submit_goal(None, "first goal").await.unwrap();
+    let steps = wait_for_steps(&team.monitor, "the decision step to end", |s| {
+        with(s, "decision", "finished") + with(s, "decision", "failed") == 1
+    })
+    .await;
+    let decision = steps.iter().find(|s| s["executor"] == "decision").unwrap();
+    assert_eq!(decision["execution_state"], "finished", "{decision}");
+    assert_eq!(decision["execute_result"]["reasked"].as_array().unwrap().len(), 1);
+    assert_eq!(stub.requests().len(), 3);
 }
 
 /// Prompt tokens the stub reports for replies made without explicit usage.

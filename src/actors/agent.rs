@@ -4,10 +4,11 @@
 
 use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
 use crate::agent::{
-    HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step, human_send,
+    Asking, Completion, HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step, human_send,
     receive_as_human, receive_message, release_for, tool_call_for, tool_chain,
 };
-use crate::event::Change;
+use crate::event::{Change, StepUpdate};
+use serde_json::json;
 use crate::ids::{StageRef, StepId};
 use crate::llm::{ChatModel, ChatRequest};
 use crate::mcp::McpClient;
@@ -154,19 +155,27 @@ impl AgentActor {
             step_text: step.asks(),
         };
         let id = step.step_id.clone();
-        let Some(llm) = &self.llm else {
+        if self.llm.is_none() {
+            let asking = Asking::new(request);
             self.on_answer(
                 id,
                 Err("this agent has no LLM (a human agent's steps never run)".into()),
+                asking,
                 ctx,
             );
             return;
+        }
+        self.ask(id, request.clone(), Asking::new(request), ctx);
+    }
+
+    /// Sends a step's request to its model; the answer comes back to `on_answer`.
+    fn ask(&mut self, id: StepId, request: ChatRequest, asking: Asking, ctx: &mut Context<Self>) {
+        let Some(llm) = &self.llm else {
+            return;
         };
-        ctx.spawn(
-            llm.chat(request)
-                .into_actor(self)
-                .map(move |res, act, ctx| act.on_answer(id, res.map_err(|e| e.to_string()), ctx)),
-        );
+        ctx.spawn(llm.chat(request).into_actor(self).map(move |res, act, ctx| {
+            act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
+        }));
     }
 
     /// A tool step goes to the one shared MCP client; the call runs as a spawned future too.
@@ -250,11 +259,69 @@ impl AgentActor {
         &mut self,
         id: StepId,
         reply: Result<crate::llm::ChatReply, String>,
+        mut asking: Asking,
         ctx: &mut Context<Self>,
     ) {
         let now = chrono::Local::now().naive_local();
-        let completion = complete_step(&mut self.state, &id, reply, now);
-        self.apply_completion(id, completion, ctx);
+        let usage = reply.as_ref().map(|r| r.usage).unwrap_or_default();
+        // Asking again failed itself: the step fails for the answer it could not use.
+        let reply = match (reply, asking.tries.last()) {
+            (Err(e), Some(last)) => Err(format!(
+                "{} step failed: {}; asking the model again failed: {e}",
+                asking.request.skill,
+                last["error"].as_str().unwrap_or_default()
+            )),
+            (reply, _) => reply,
+        };
+        match complete_step(&mut self.state, &id, reply, now, asking.may_ask_again()) {
+            // An answer the skill cannot use: the same question again, with the error. The
+            // step shows the try meanwhile.
+            Completion::AskAgain { error, answer } => {
+                tracing::info!(agent = %self.state.agent_id, step = %id, "asking again: {error}");
+                let request = asking.again(&error, &answer, usage);
+                self.state.update_step(
+                    &id,
+                    StepUpdate {
+                        execute_result: Some(json!({ "reasked": asking.tries })),
+                        ..Default::default()
+                    },
+                );
+                self.publish();
+                self.ask(id, request, asking, ctx);
+            }
+            Completion::Done(mut completion) => {
+                if !asking.tries.is_empty() {
+                    self.record_tries(&id, &asking, &mut completion);
+                }
+                self.apply_completion(id, completion, ctx);
+            }
+        }
+    }
+
+    /// A step that was asked again keeps its tries in its result, and counts their tokens.
+    fn record_tries(&mut self, id: &StepId, asking: &Asking, completion: &mut StepCompletion) {
+        let Some(step) = self.state.agent_step.get(id) else {
+            return;
+        };
+        let mut result = step.execute_result.clone().unwrap_or_else(|| json!({}));
+        if let Some(r) = result.as_object_mut() {
+            r.insert("reasked".into(), json!(asking.tries));
+        }
+        let mut total = step.token_usage;
+        total.add(asking.spent);
+        self.state.update_step(
+            id,
+            StepUpdate {
+                execute_result: Some(result),
+                token_usage: Some(total),
+                ..Default::default()
+            },
+        );
+        if let Some((_, usage)) = completion.output.token_usage.as_mut() {
+            usage.add(asking.spent);
+        } else {
+            completion.output.token_usage = Some((asking.request.task_id.clone(), asking.spent));
+        }
     }
 
     /// Hands a finished step's output to SyncState with the agent's changes and how the step

@@ -2,7 +2,7 @@
 //! the base task, one actor per agent, the LLM clients) and hands back a `Team` handle.
 
 use crate::llm::{Answered, ChatModel};
-use crate::state::{Executor, TokenUsage};
+use crate::state::{Executor, StepExecutionState, TokenUsage};
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Route};
 use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state};
@@ -426,14 +426,24 @@ fn carry_on(
             .filter(|st| {
                 matches!(st.executor, Executor::Skill(_)) && st.token_usage != TokenUsage::default()
             })
-            .filter_map(|st| {
-                let agent = s.agents.get(&st.agent_id)?;
-                Some(Answered {
+            .flat_map(|st| {
+                // Each answer the model gave: the tries it was asked again after, and the
+                // last one unless the step was still waiting for it.
+                let tries = st
+                    .execute_result
+                    .as_ref()
+                    .and_then(|r| r.get("reasked"))
+                    .and_then(|t| t.as_array())
+                    .map_or(0, Vec::len);
+                let last = usize::from(st.execution_state != StepExecutionState::Running);
+                let agent = s.agents.get(&st.agent_id);
+                let one = agent.map(|a| Answered {
                     agent_id: st.agent_id.clone(),
-                    template: agent.template.clone(),
+                    template: a.template.clone(),
                     skill: st.executor.name().to_owned(),
                     step_text: st.asks(),
-                })
+                });
+                std::iter::repeat_n(one, tries + last).flatten()
             })
             .collect()
     });

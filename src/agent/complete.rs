@@ -35,14 +35,29 @@ impl StepCompletion {
     }
 }
 
+/// What an LLM answer made of its step: the step's end, or (while re-asks are left) the
+/// reason to ask the model again, the answer it gave and what it cost.
+#[derive(Debug)]
+pub enum Completion {
+    Done(StepCompletion),
+    AskAgain {
+        error: String,
+        answer: String,
+    },
+}
+
+/// Interprets the answer to a step's LLM call. An answer the skill cannot use ends the step
+/// as failed, unless `may_ask_again`: then nothing of the step changes but its tokens, and
+/// the caller asks the model again with the error (`super::reask`).
 pub fn complete_step(
     agent: &mut AgentState,
     step_id: &StepId,
     reply: Result<ChatReply, String>,
     now: NaiveDateTime,
-) -> StepCompletion {
+    may_ask_again: bool,
+) -> Completion {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
-        return StepCompletion::vanished();
+        return Completion::Done(StepCompletion::vanished());
     };
     let mut output = ExecuteOutput {
         agent_id: Some(agent.agent_id.clone()),
@@ -89,6 +104,12 @@ pub fn complete_step(
                 stage_state = o.stage_state;
                 (o.result, None)
             }
+            Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
+                return Completion::AskAgain {
+                    error: e.to_string(),
+                    answer: reply.text,
+                };
+            }
             Err(e) => {
                 stage_state = StageAgentState::Failed;
                 let reason = format!("{} step failed: {e}", step.executor);
@@ -100,7 +121,14 @@ pub fn complete_step(
         },
     };
     agent.update_step(step_id, result_update(result));
-    finish_output(agent, &step, stage_state, failure, output, &lock_before)
+    Completion::Done(finish_output(
+        agent,
+        &step,
+        stage_state,
+        failure,
+        output,
+        &lock_before,
+    ))
 }
 
 /// A tool step's result (`execute_result` holds the server's full answer, or the reason it

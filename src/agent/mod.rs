@@ -5,13 +5,15 @@
 
 mod complete;
 mod human;
+mod reask;
 mod receive;
 mod resume;
 mod settle;
 mod tool_call;
 mod tool_history;
 
-pub use complete::{StepCompletion, complete_step, complete_tool_step};
+pub use complete::{Completion, StepCompletion, complete_step, complete_tool_step};
+pub use reask::{Asking, REASKS};
 pub use settle::{Settle, release_for, settle_step};
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
 pub use receive::{Received, receive_message};

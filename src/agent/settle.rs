@@ -19,8 +19,10 @@ pub struct Settle {
     pub failure: Option<String>,
     /// Wait ids the step put on the lock; taken back if it fails (its message never went).
     pub added_waits: Vec<WaitId>,
-    /// The raw answer a failed step's result keeps beside the reason.
+    /// What a failed step's result keeps beside the reason: the raw answer, and the answers
+    /// the model was asked again after (`super::reask`).
     answer: Option<Value>,
+    reasked: Option<Value>,
     /// The step's place and who waits for its reply (told if it fails).
     task_id: TaskId,
     stage_id: StageRef,
@@ -47,6 +49,11 @@ impl Settle {
                 .execute_result
                 .as_ref()
                 .and_then(|r| r.get("answer"))
+                .cloned(),
+            reasked: step
+                .execute_result
+                .as_ref()
+                .and_then(|r| r.get("reasked"))
                 .cloned(),
             task_id: step.task_id.clone(),
             stage_id: step.stage_id.clone(),
@@ -85,6 +92,9 @@ impl Settle {
                     Some(a) => json!({ "error": reason, "answer": a }),
                     None => json!({ "error": reason }),
                 };
+                if let Some(r) = &self.reasked {
+                    result["reasked"] = r.clone();
+                }
                 crate::state::cap_value(&mut result, self.step_chars);
                 StepUpdate {
                     execution_state: Some(StepExecutionState::Failed),

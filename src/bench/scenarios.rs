@@ -354,7 +354,11 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
         }))
         .map_err(|e| e.to_string());
         let now = chrono::Local::now().naive_local();
-        let done = complete_step(&mut agent, &step.step_id, reply, now);
+        let crate::agent::Completion::Done(done) =
+            complete_step(&mut agent, &step.step_id, reply, now, false)
+        else {
+            return Err("a scripted answer could not be used".into());
+        };
         let applied = sync.apply(&done.output, "now");
         settle_step(&mut agent, &step.step_id, done.failure, &done.added_waits);
         // Keep the history where it is: the oldest step leaves as the new one lands.

@@ -1,0 +1,113 @@
+//! Asking the model again when its answer cannot be used (a missing tag, broken JSON, a plan
+//! that names an executor it may not use): the same prompt, followed by the exact error and
+//! the answer it gave, at most [`REASKS`] times (seed 000: JSON_GEN_MAX_TRIAL) before the step
+//! fails. Each try is recorded on the step (`execute_result.reasked`), so it stays visible.
+
+use crate::llm::ChatRequest;
+use crate::state::TokenUsage;
+use serde_json::{Value, json};
+
+/// How many times a step's model is asked again after an answer it could not use.
+pub const REASKS: usize = 3;
+
+/// How much of a bad answer goes back into the prompt (its start and its end).
+const ANSWER_SHOWN: usize = 1_000;
+
+/// A step's LLM call in progress, with what its earlier tries gave.
+#[derive(Clone, Debug)]
+pub struct Asking {
+    /// The request as first sent.
+    pub request: ChatRequest,
+    /// One `{error, answer}` per answer that could not be used.
+    pub tries: Vec<Value>,
+    /// Tokens the unusable answers cost.
+    pub spent: TokenUsage,
+}
+
+impl Asking {
+    pub fn new(request: ChatRequest) -> Self {
+        Asking {
+            request,
+            tries: Vec::new(),
+            spent: TokenUsage::default(),
+        }
+    }
+
+    /// Whether another unusable answer may still be asked again.
+    pub fn may_ask_again(&self) -> bool {
+        self.tries.len() < REASKS
+    }
+
+    /// Records an unusable answer; returns the request that asks again.
+    pub fn again(&mut self, error: &str, answer: &str, usage: TokenUsage) -> ChatRequest {
+        self.spent.add(usage);
+        self.tries.push(json!({ "error": error, "answer": shown(answer) }));
+        let mut request = self.request.clone();
+        request.prompt = format!(
+            "{}\n\n# Your previous answer could not be used\n\nError: {error}\n\nYour answer \
+             was:\n\n```\n{}\n```\n\nAnswer again, in exactly the format asked for above.",
+            self.request.prompt,
+            shown(answer)
+        );
+        request
+    }
+}
+
+/// The start and the end of a long answer, with the cut marked.
+fn shown(answer: &str) -> String {
+    let n = answer.chars().count();
+    if n <= 2 * ANSWER_SHOWN {
+        return answer.to_owned();
+    }
+    let head: String = answer.chars().take(ANSWER_SHOWN).collect();
+    let tail: String = answer.chars().skip(n - ANSWER_SHOWN).collect();
+    format!("{head}\n[… {} characters cut …]\n{tail}", n - 2 * ANSWER_SHOWN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StageRef;
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            prompt: "PROMPT".into(),
+            agent_id: "a".into(),
+            skill: "think".into(),
+            task_id: "t".into(),
+            stage_id: StageRef::NoRelative,
+            step_id: "s".into(),
+            template: None,
+            step_text: String::new(),
+        }
+    }
+
+    #[test]
+    fn each_try_carries_the_error_and_the_answer_and_the_tries_run_out() {
+        let mut a = Asking::new(request());
+        let usage = TokenUsage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+        };
+        let again = a.again("no <think> tag", "hello", usage);
+        assert!(again.prompt.starts_with("PROMPT\n\n# Your previous answer could not be used"));
+        assert!(again.prompt.contains("Error: no <think> tag") && again.prompt.contains("hello"));
+        let third = {
+            a.again("e2", "x", usage);
+            a.again("e3", "y", usage)
+        };
+        // Always the first prompt plus the latest error, never a growing pile of tries.
+        assert!(!third.prompt.contains("e2") && third.prompt.contains("e3"));
+        assert!(!a.may_ask_again());
+        assert_eq!(a.tries.len(), REASKS);
+        assert_eq!(a.spent.prompt_tokens, 30);
+    }
+
+    #[test]
+    fn a_long_answer_goes_back_cut_in_the_middle() {
+        let long = format!("{}{}", "a".repeat(3_000), "b".repeat(3_000));
+        let s = shown(&long);
+        assert!(s.starts_with(&"a".repeat(ANSWER_SHOWN)) && s.ends_with(&"b".repeat(ANSWER_SHOWN)));
+        assert!(s.contains("4000 characters cut"));
+    }
+}
