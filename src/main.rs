@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
-use cohort::state::{StepExecutionState, StepState, TokenUsage};
+use cohort::state::{StepExecutionState, StepState};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -312,13 +312,7 @@ async fn run(
             );
         }
     }
-    let tokens = report
-        .tasks
-        .iter()
-        .fold(TokenUsage::default(), |mut sum, t| {
-            sum.add(t.token_usage);
-            sum
-        });
+    let tokens = report.tokens;
     eprintln!(
         "{} ({} steps, {} prompt + {} completion tokens in {} task{})",
         report.outcome.describe(opts.timeout),

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use crate::config::TeamConfig;
 use crate::event::{Change, Event, States, StepChange};
 use crate::ids::AgentId;
-use crate::state::{ExecutionState, StepExecutionState, StepState, TaskState, WorkingState};
+use crate::state::{
+    ExecutionState, StepExecutionState, StepState, TaskState, TokenUsage, WorkingState,
+};
 use serde_json::Value;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
@@ -84,6 +86,17 @@ pub struct RunReport {
     /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}`, the final states.
     pub states: Value,
     pub steps_run: usize,
+    /// Tokens every agent spent during the run (also on steps of no task the goal made, and on
+    /// answers asked again).
+    pub tokens: TokenUsage,
+}
+
+/// What the team's agents have spent so far.
+fn spent(s: &States) -> TokenUsage {
+    s.agents.values().fold(TokenUsage::default(), |mut sum, a| {
+        sum.add(a.token_usage);
+        sum
+    })
 }
 
 /// Runs one goal to its end. Must run inside an actix system; the team's actors stay up until
@@ -116,6 +129,7 @@ pub async fn run_goal(
             .chain(s.summaries().map(|t| t.task_id.clone()))
             .collect()
     }));
+    let spent_before = team.monitor.read(spent);
     let mut events = team.monitor.subscribe();
     team.submit_goal(opts.manager.as_ref(), goal).await?;
 
@@ -175,6 +189,15 @@ pub async fn run_goal(
         (tasks, s.counters().steps_run as usize)
     });
     let states = team.monitor.all();
+    let spent_after = team.monitor.read(spent);
+    let tokens = TokenUsage {
+        prompt_tokens: spent_after
+            .prompt_tokens
+            .saturating_sub(spent_before.prompt_tokens),
+        completion_tokens: spent_after
+            .completion_tokens
+            .saturating_sub(spent_before.completion_tokens),
+    };
     // Everything published is stored, with a last snapshot, before the run reports.
     team.monitor.close();
     Ok(RunReport {
@@ -182,6 +205,7 @@ pub async fn run_goal(
         tasks,
         states,
         steps_run,
+        tokens,
     })
 }
 

@@ -83,6 +83,17 @@ async fn quickstart_runs_to_a_finished_task_in_process() {
     assert_eq!(report.outcome, RunOutcome::Finished);
     assert!(seen >= 25, "progress saw {seen} steps");
     assert_quickstart(&report.states);
+    // The run's tokens are what every agent spent, also outside the goal's task (the
+    // manager's steps in the base task).
+    let agents: u64 = report.states["agent"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|a| a["token_usage"]["prompt_tokens"].as_u64().unwrap())
+        .sum();
+    let in_tasks: u64 = report.tasks.iter().map(|t| t.token_usage.prompt_tokens).sum();
+    assert_eq!(report.tokens.prompt_tokens, agents);
+    assert!(agents > 0 && agents >= in_tasks, "{agents} vs {in_tasks}");
 }
 
 #[test]

@@ -119,6 +119,31 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     assert_eq!(agent["working_state"], "idle");
 }
 
+/// An answer the token limit cut off is asked again saying so (answer shorter).
+#[actix::test]
+async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
+    let stub = OpenAiStub::start().await;
+    stub.push_all([
+        StubResponse::reply(
+            "A goal arrived.\n<react_action>{\"step_intention\": \"act\", \"text_content\": \"plan it\"}</react_action>",
+        ),
+        StubResponse::cut_off("<planned_step>[{\"step_intention\": \"a very long"),
+        StubResponse::reply("<planned_step>[]</planned_step>"),
+    ]);
+    let cfg = load_team(&team_file("cut-off", &stub.base_url())).unwrap();
+    let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
+    let team = start_team(&cfg, &host(&vars)).unwrap();
+    team.submit_goal(None, "first goal").await.unwrap();
+    wait_for_steps(&team.monitor, "the decision step to finish", |s| {
+        with(s, "decision", "finished") == 1
+    })
+    .await;
+    let reqs = stub.requests();
+    assert_eq!(reqs.len(), 3);
+    let again = reqs[2].prompt().unwrap();
+    assert!(again.contains("cut off at the model's token limit"), "{again}");
+}
+
 /// A bad answer followed by a good one: the step finishes, its result keeps the try.
 #[actix::test]
 async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {

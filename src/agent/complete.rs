@@ -106,13 +106,13 @@ pub fn complete_step(
             }
             Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
                 return Completion::AskAgain {
-                    error: e.to_string(),
+                    error: unusable(&e, reply.cut_off),
                     answer: reply.text,
                 };
             }
             Err(e) => {
                 stage_state = StageAgentState::Failed;
-                let reason = format!("{} step failed: {e}", step.executor);
+                let reason = format!("{} step failed: {}", step.executor, unusable(&e, reply.cut_off));
                 (
                     json!({ "error": reason, "answer": reply.text }),
                     Some(reason),
@@ -253,6 +253,18 @@ fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
         "All planned steps of this stage have run and no summary was written yet. Compare the results with your goal: plan the missing steps, or plan the summary if the goal is met.",
     );
     agent.add_steps(vec![s]);
+}
+
+/// Why an answer could not be used; an answer the model's token limit cut off says so.
+fn unusable(e: &skills::SkillError, cut_off: bool) -> String {
+    if cut_off {
+        format!(
+            "the answer was cut off at the model's token limit (max_tokens) before it was \
+             complete, so: {e}; answer shorter"
+        )
+    } else {
+        e.to_string()
+    }
 }
 
 fn result_update(result: serde_json::Value) -> StepUpdate {

@@ -65,6 +65,7 @@ mod tests {
                 Ok(ChatReply {
                     text: String::new(),
                     usage: TokenUsage::default(),
+                    cut_off: false,
                 })
             })
         }

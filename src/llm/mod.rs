@@ -35,6 +35,8 @@ pub struct ChatRequest {
 pub struct ChatReply {
     pub text: String,
     pub usage: TokenUsage,
+    /// The model stopped at its token limit (`finish_reason: length`): the text is cut off.
+    pub cut_off: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -244,7 +244,11 @@ impl ChatModel for ScriptedModel {
                 prompt_tokens,
                 completion_tokens: estimate_tokens(&text),
             };
-            Ok(ChatReply { text, usage })
+            Ok(ChatReply {
+                text,
+                usage,
+                cut_off: false,
+            })
         })
     }
 }

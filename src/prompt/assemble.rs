@@ -4,7 +4,7 @@
 
 use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
-use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -283,10 +283,29 @@ fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize
         if let Some(v) = &s.instruction_content {
             lines.push(format!("- instruction_content:\n{}", json_block(v)));
         }
-        if let Some(v) = &s.execute_result {
-            lines.push(format!("- execute_result:\n{}", json_block(v)));
+        match &s.execute_result {
+            // A failed step is one line: its reason. The raw answer that failed (and any tries
+            // asked again) would only grow every later prompt.
+            Some(v) if s.execution_state == StepExecutionState::Failed => {
+                let why = v.get("error").and_then(Value::as_str).unwrap_or("(no reason)");
+                lines.push(format!("- failed: {}", one_line(&cap_chars(why, FAILURE_SHOWN))));
+            }
+            Some(v) => lines.push(format!("- execute_result:\n{}", json_block(v))),
+            None => {}
         }
         doc.push(&lines.join("\n"));
+    }
+}
+
+/// How much of a failed step's reason a prompt's history shows.
+const FAILURE_SHOWN: usize = 300;
+
+/// The first `n` characters of `s`, marked when cut.
+fn cap_chars(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
     }
 }
 

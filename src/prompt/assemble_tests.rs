@@ -276,7 +276,8 @@ fn history_holds_only_same_task_and_stage_steps_and_not_the_current_one() {
         "DONE_THINK",
         "FAILED_TOOL",
         "PENDING_REFLECTION",
-        "\"error\": \"disk full\"",
+        // A failed step is one line: its reason.
+        "- failed: disk full",
         "\"tool_name\": \"write\"",
     ] {
         assert!(

@@ -68,10 +68,22 @@ pub fn check_plan(
     agent: &AgentState,
     planner: Skill,
 ) -> (Vec<PlannedStep>, Vec<String>) {
-    let mut ok = Vec::new();
+    let mut ok: Vec<PlannedStep> = Vec::new();
     let mut rejected = Vec::new();
     for (i, r) in raw.into_iter().enumerate() {
-        let executor = match r.step_type.trim().to_ascii_lowercase().as_str() {
+        // An obvious slip is repaired rather than refused: a skill of the agent's named as a
+        // tool is that skill.
+        let kind = r.step_type.trim().to_ascii_lowercase();
+        let named_skill = r
+            .executor
+            .parse::<Skill>()
+            .ok()
+            .filter(|s| agent.skills.contains(s));
+        let kind = match (kind.as_str(), named_skill) {
+            ("tool", Some(_)) if !agent.tools.iter().any(|t| t == r.executor.trim()) => "skill",
+            (k, _) => k,
+        };
+        let executor = match kind {
             "skill" => match r.executor.parse::<Skill>() {
                 Err(e) => Err(e),
                 Ok(s) if !agent.skills.contains(&s) => Err(format!("the agent has no `{s}` skill")),
@@ -87,6 +99,12 @@ pub fn check_plan(
             other => Err(format!("type must be skill or tool, not `{other}`")),
         };
         match executor {
+            // The same step twice in a row is planned once.
+            Ok(e) if ok.last().is_some_and(|p| {
+                p.executor == e
+                    && p.step_intention == r.step_intention
+                    && p.text_content == r.text_content
+            }) => {}
             Ok(e) => ok.push(PlannedStep::new(e, r.step_intention, r.text_content)),
             Err(why) => rejected.push(format!("step {} ({}): {why}", i + 1, r.step_intention)),
         }
@@ -170,6 +188,36 @@ mod tests {
                 .unwrap()
                 .contains("may not be planned by planning")
         );
+    }
+
+    #[test]
+    fn decision_may_not_plan_reading_messages_or_deciding_again() {
+        let mut a = agent(&[Skill::Decision, Skill::ProcessMessage, Skill::TaskManager]);
+        let step = running(&mut a, Skill::Decision, "");
+        let answer = r#"<planned_step>[
+            {"step_intention": "a", "type": "skill", "executor": "process_message", "text_content": ""},
+            {"step_intention": "b", "type": "skill", "executor": "decision", "text_content": ""},
+            {"step_intention": "c", "type": "skill", "executor": "task_manager", "text_content": "add_task"}
+        ]</planned_step>"#;
+        let o = interpret(Skill::Decision, &mut a, &step, answer).unwrap();
+        assert_eq!(todo_executors(&a), ["task_manager"]);
+        assert_eq!(o.result["rejected"].as_array().unwrap().len(), 2);
+        // Only those two loop: planning may still plan a decision.
+        assert!(Skill::Decision.plannable_by(Skill::Planning));
+    }
+
+    #[test]
+    fn a_skill_named_as_a_tool_and_a_doubled_step_are_repaired() {
+        let mut a = agent(&[Skill::Decision, Skill::QuickThink, Skill::TaskManager]);
+        let step = running(&mut a, Skill::Decision, "");
+        let answer = r#"<planned_step>[
+            {"step_intention": "note", "type": "tool", "executor": "quick_think", "text_content": "x"},
+            {"step_intention": "add", "type": "skill", "executor": "task_manager", "text_content": "add_task"},
+            {"step_intention": "add", "type": "skill", "executor": "task_manager", "text_content": "add_task"}
+        ]</planned_step>"#;
+        let o = interpret(Skill::Decision, &mut a, &step, answer).unwrap();
+        assert_eq!(todo_executors(&a), ["quick_think", "task_manager"]);
+        assert!(o.result["rejected"].as_array().unwrap().is_empty());
     }
 
     #[test]

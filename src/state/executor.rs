@@ -65,6 +65,9 @@ impl Skill {
         match self {
             Skill::ToolDecision => false,
             Skill::Summary => planner == Skill::Reflection,
+            // A decision that plans reading messages or deciding again loops: a model circles
+            // between the two until something times out.
+            Skill::ProcessMessage | Skill::Decision => planner != Skill::Decision,
             _ => true,
         }
     }

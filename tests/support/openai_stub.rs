@@ -94,6 +94,14 @@ impl StubResponse {
         self
     }
 
+    /// A 200 chat completion whose `text` the model's token limit cut off
+    /// (`finish_reason: length`).
+    pub fn cut_off(text: &str) -> Self {
+        let mut r = Self::reply(text);
+        r.body = r.body.replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
+        r
+    }
+
     fn completion(message: Value, usage: Option<(u32, u32)>) -> Self {
         let mut body = json!({
             "id": "chatcmpl-stub",

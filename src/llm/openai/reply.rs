@@ -23,8 +23,16 @@ pub(super) fn reply_from_response(
     let Some(choice) = response.choices.into_iter().next() else {
         return Err(LlmError::EmptyAnswer("the response has no choices".into()));
     };
+    let cut_off = matches!(
+        choice.finish_reason,
+        Some(async_openai::types::chat::FinishReason::Length)
+    );
     match choice.message.content {
-        Some(text) if !text.trim().is_empty() => Ok(ChatReply { text, usage }),
+        Some(text) if !text.trim().is_empty() => Ok(ChatReply {
+            text,
+            usage,
+            cut_off,
+        }),
         _ => {
             let mut why = String::from("the first choice has no content");
             if let Some(reason) = &choice.finish_reason {
@@ -68,6 +76,7 @@ pub(super) fn reply_leniently(
         Some(Value::String(text)) if !text.trim().is_empty() => Ok(ChatReply {
             text: text.clone(),
             usage,
+            cut_off: choice.get("finish_reason").and_then(Value::as_str) == Some("length"),
         }),
         None | Some(Value::Null | Value::String(_)) => {
             let mut why = String::from("the first choice has no content");
@@ -104,6 +113,17 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_stopped_at_the_token_limit_is_marked_cut_off() {
+        for body in [
+            r#"{"id":"x","object":"chat.completion","created":1,"model":"m",
+               "choices":[{"index":0,"message":{"role":"assistant","content":"<plan"},"finish_reason":"length"}]}"#,
+            r#"{"choices":[{"message":{"role":"assistant","content":"<plan"},"finish_reason":"length"}]}"#,
+        ] {
+            assert!(parse(body).unwrap().cut_off, "{body}");
+        }
+    }
+
+    #[test]
     fn a_reply_without_usage_counts_zero_tokens() {
         let body = r#"{"id":"x","object":"chat.completion","created":1,"model":"m",
             "choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}"#;
@@ -132,7 +152,8 @@ mod tests {
             parse(body).unwrap(),
             ChatReply {
                 text: "ok".into(),
-                usage: usage(12, 3)
+                usage: usage(12, 3),
+                cut_off: false,
             }
         );
 
