@@ -84,7 +84,11 @@ impl Server {
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
         let deadline = Instant::now() + Duration::from_secs(60);
         while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "serve did not stop on SIGTERM:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }

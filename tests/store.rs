@@ -234,3 +234,60 @@ async fn postgres_store() {
         "{err}"
     );
 }
+
+/// A store does not depend on the runtime that opened and used it: its connections are its
+/// own, so a caller's runtime that is blocked (the thread that closes the journal waits for
+/// it) or stopped (the HTTP server's at shutdown) stalls nothing.
+fn independent_of_its_callers_runtime(open: impl FnOnce() -> SqlStore + Send + 'static) {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let first = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let store = std::sync::Arc::new(open());
+            store.append(&[task_created(1, "t1")]).await.unwrap();
+            ready_tx.send(store).unwrap();
+            // This runtime's only thread now blocks, as a thread joining the journal does.
+            let _ = done_rx.recv();
+        });
+    });
+    let store = ready_rx.recv().unwrap();
+    let second = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let read = second.block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            store.append(&[tokens(2, "t1")]).await.unwrap();
+            store.events_after(0, 10).await.unwrap()
+        })
+        .await
+    });
+    done_tx.send(()).unwrap();
+    first.join().unwrap();
+    let read = read.expect("the store answers while the runtime that used it is blocked");
+    assert_eq!(read.len(), 2);
+}
+
+#[test]
+fn a_sqlite_store_does_not_depend_on_its_callers_runtime() {
+    let file = std::env::temp_dir().join(format!("cohort-independent-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let opener = tokio::runtime::Runtime::new().unwrap();
+    let store = opener.block_on(SqlStore::open_sqlite(&file)).unwrap();
+    drop(opener);
+    independent_of_its_callers_runtime(move || store);
+}
+
+#[test]
+fn a_postgres_store_does_not_depend_on_its_callers_runtime() {
+    let pg = postgres::Cluster::start("independent");
+    let url = pg.url();
+    let opener = tokio::runtime::Runtime::new().unwrap();
+    let store = opener.block_on(SqlStore::open_postgres(&url)).unwrap();
+    drop(opener);
+    independent_of_its_callers_runtime(move || store);
+}

@@ -43,7 +43,12 @@ pub(super) struct Journal {
     queue: SyncSender<Item>,
     durable: watch::Receiver<u64>,
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Told (closed) when the writer thread ends.
+    ended: std::sync::Mutex<Option<Receiver<()>>>,
 }
+
+/// How long closing waits for the writer to store what is queued.
+const CLOSE_DEADLINE: Duration = Duration::from_secs(30);
 
 impl Journal {
     /// Starts the writer thread for `inner`'s monitor; `stored` is the last version already in
@@ -51,9 +56,11 @@ impl Journal {
     pub(super) fn start(inner: Weak<Inner>, store: Arc<dyn Store>, stored: u64) -> Journal {
         let (queue, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let (durable_tx, durable) = watch::channel(stored);
+        let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
         let writer = std::thread::Builder::new()
             .name("cohort-journal".into())
             .spawn(move || {
+                let _ended = ended_tx;
                 let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     write_loop(inner, store, rx, durable_tx, stored)
                 }));
@@ -72,6 +79,7 @@ impl Journal {
             queue,
             durable,
             writer: std::sync::Mutex::new(Some(writer)),
+            ended: std::sync::Mutex::new(Some(ended)),
         }
     }
 
@@ -93,11 +101,26 @@ impl Journal {
         self.durable.clone()
     }
 
-    /// Commits what is queued, takes a last snapshot and stops the writer.
+    /// Commits what is queued, takes a last snapshot and stops the writer, waiting at most
+    /// [`CLOSE_DEADLINE`]: a store that cannot take the last changes does not keep the process
+    /// from stopping (what it did not store is lost as in a crash, and a start carries on
+    /// from what it has).
     pub(super) fn close(&self) {
         let _ = self.queue.send(Item::Close);
-        if let Some(w) = self.writer.lock().ok().and_then(|mut w| w.take()) {
-            let _ = w.join();
+        let ended = self.ended.lock().ok().and_then(|mut e| e.take());
+        let Some(ended) = ended else {
+            return;
+        };
+        match ended.recv_timeout(CLOSE_DEADLINE) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                if let Some(w) = self.writer.lock().ok().and_then(|mut w| w.take()) {
+                    let _ = w.join();
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => tracing::error!(
+                "the store did not take the last changes within {CLOSE_DEADLINE:?}; stopping \
+                 without them (a start carries on from what it stored)"
+            ),
         }
     }
 }

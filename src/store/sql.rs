@@ -11,6 +11,8 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection, Executor, Row};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
@@ -30,7 +32,8 @@ const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
 /// How long opening a Postgres store waits for another process's lock to go.
 const PG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-pub struct SqlStore {
+/// A store that is its database's tables: every call, in the calling runtime.
+struct Db {
     pool: AnyPool,
     /// The URL without its password, for messages.
     url: String,
@@ -48,9 +51,9 @@ enum Lock {
     None,
 }
 
-impl SqlStore {
+impl Db {
     /// Opens (creating if need be) the SQLite database at `path`, WAL mode.
-    pub async fn open_sqlite(path: &Path) -> Result<SqlStore, StoreError> {
+    async fn open_sqlite(path: &Path) -> Result<Db, StoreError> {
         let url = format!("sqlite://{}", path.display());
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
@@ -120,7 +123,7 @@ impl SqlStore {
     }
 
 /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
-    pub async fn open_postgres(url: &str) -> Result<SqlStore, StoreError> {
+    async fn open_postgres(url: &str) -> Result<Db, StoreError> {
         let shown = without_password(url);
         sqlx::any::install_default_drivers();
         let open = |source| StoreError::Open {
@@ -158,18 +161,9 @@ impl SqlStore {
         Self::ready(pool, shown, Lock::Postgres(tokio::sync::Mutex::new(locker))).await
     }
 
-    /// Opens `spec`: a `postgres://` URL, or else a SQLite file path.
-    pub async fn open(spec: &str) -> Result<SqlStore, StoreError> {
-        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-            Self::open_postgres(spec).await
-        } else {
-            Self::open_sqlite(Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec))).await
-        }
-    }
-
     /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a
     /// running team may keep writing; nothing is created or migrated.
-    pub async fn open_reader(spec: &str) -> Result<SqlStore, StoreError> {
+    async fn open_reader(spec: &str) -> Result<Db, StoreError> {
         sqlx::any::install_default_drivers();
         let (url, shown) = if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
             (spec.to_owned(), without_password(spec))
@@ -201,7 +195,7 @@ impl SqlStore {
                 supported: SCHEMA_VERSION,
             });
         }
-        let store = SqlStore {
+        let store = Db {
             pool,
             url: shown,
             last: AtomicU64::new(0),
@@ -212,14 +206,9 @@ impl SqlStore {
         Ok(store)
     }
 
-    /// Where the data lives, as shown to people (no password).
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    async fn ready(pool: AnyPool, url: String, lock: Lock) -> Result<SqlStore, StoreError> {
+    async fn ready(pool: AnyPool, url: String, lock: Lock) -> Result<Db, StoreError> {
         migrate(&pool, &url).await?;
-        let store = SqlStore {
+        let store = Db {
             pool,
             url,
             last: AtomicU64::new(0),
@@ -238,23 +227,23 @@ impl SqlStore {
         Ok(v as u64)
     }
 
-    async fn insert(&self, events: &[StoredEvent]) -> Result<(), StoreError> {
-        if events.is_empty() {
+    async fn insert(&self, rows: Vec<EventRow>) -> Result<(), StoreError> {
+        if rows.is_empty() {
             return Ok(());
         }
         let last = self.last.load(Ordering::SeqCst);
         let mut prev = last;
-        for e in events {
-            if e.event.version <= prev {
+        for r in &rows {
+            if r.version <= prev {
                 return Err(StoreError::OutOfOrder {
-                    version: e.event.version,
+                    version: r.version,
                     last: prev,
                 });
             }
-            prev = e.event.version;
+            prev = r.version;
         }
         let mut tx = self.pool.begin().await?;
-        for chunk in events.chunks(ROWS_PER_INSERT) {
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
             let mut sql = String::from("INSERT INTO events (version, at, task_id, body) VALUES ");
             for i in 0..chunk.len() {
                 let p = i * 4;
@@ -265,16 +254,12 @@ impl SqlStore {
             }
             // Only placeholders are put together here; the data goes in as parameters.
             let mut q = sqlx::query(AssertSqlSafe(sql));
-            for e in chunk {
-                let body = serde_json::to_string(&e.event).map_err(|err| StoreError::BadEvent {
-                    version: e.event.version as i64,
-                    why: err.to_string(),
-                })?;
+            for r in chunk {
                 q = q
-                    .bind(e.event.version as i64)
-                    .bind(e.event.at)
-                    .bind(e.task_id.as_ref().map(|t| t.as_str().to_owned()))
-                    .bind(body);
+                    .bind(r.version as i64)
+                    .bind(r.at)
+                    .bind(r.task_id.clone())
+                    .bind(r.body.clone());
             }
             q.execute(&mut *tx).await?;
         }
@@ -289,11 +274,7 @@ impl SqlStore {
         Ok(())
     }
 
-    async fn snapshot_put(&self, version: u64, states: &StatesRecord) -> Result<(), StoreError> {
-        let body = serde_json::to_string(states).map_err(|e| StoreError::BadSnapshot {
-            version: version as i64,
-            why: e.to_string(),
-        })?;
+    async fn snapshot_put(&self, version: u64, body: String) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT INTO snapshots (version, at, body) VALUES ($1, $2, $3) \
@@ -337,7 +318,7 @@ impl SqlStore {
 
     async fn select_events(
         &self,
-        task: Option<&TaskId>,
+        task: Option<TaskId>,
         after: u64,
         limit: usize,
     ) -> Result<Vec<Event>, StoreError> {
@@ -375,7 +356,7 @@ impl SqlStore {
     }
 }
 
-impl SqlStore {
+impl Db {
     async fn session_put(&self, s: &StoredSession) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO sessions (token_hash, human, expires_at) VALUES ($1, $2, $3) \
@@ -410,17 +391,106 @@ impl SqlStore {
     }
 }
 
+/// An event as a row of the `events` table.
+struct EventRow {
+    version: u64,
+    at: i64,
+    task_id: Option<String>,
+    body: String,
+}
+
+fn rows(events: &[StoredEvent]) -> Result<Vec<EventRow>, StoreError> {
+    events
+        .iter()
+        .map(|e| {
+            Ok(EventRow {
+                version: e.event.version,
+                at: e.event.at,
+                task_id: e.task_id.as_ref().map(|t| t.as_str().to_owned()),
+                body: serde_json::to_string(&e.event).map_err(|err| StoreError::BadEvent {
+                    version: e.event.version as i64,
+                    why: err.to_string(),
+                })?,
+            })
+        })
+        .collect()
+}
+
+/// The team's store on SQLite or Postgres. Every database call runs on a runtime of the
+/// store's own, so its connections belong to no caller: the journal's thread, the HTTP
+/// server's runtime and actix's each wait for an answer without having to drive (or outlive)
+/// the sockets it comes on. A caller that blocks its own thread (closing the journal) or a
+/// runtime that stops (the HTTP server's) can never stall or break the store.
+pub struct SqlStore {
+    db: Arc<Db>,
+    url: String,
+    rt: StoreRuntime,
+}
+
+impl SqlStore {
+    /// Opens (creating if need be) the SQLite database at `path`, WAL mode.
+    pub async fn open_sqlite(path: &Path) -> Result<SqlStore, StoreError> {
+        let path = path.to_owned();
+        Self::on_own_runtime(async move { Db::open_sqlite(&path).await }).await
+    }
+
+    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
+    pub async fn open_postgres(url: &str) -> Result<SqlStore, StoreError> {
+        let url = url.to_owned();
+        Self::on_own_runtime(async move { Db::open_postgres(&url).await }).await
+    }
+
+    /// Opens `spec`: a `postgres://` URL, or else a SQLite file path.
+    pub async fn open(spec: &str) -> Result<SqlStore, StoreError> {
+        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+            Self::open_postgres(spec).await
+        } else {
+            Self::open_sqlite(Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec))).await
+        }
+    }
+
+    /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a
+    /// running team may keep writing; nothing is created or migrated.
+    pub async fn open_reader(spec: &str) -> Result<SqlStore, StoreError> {
+        let spec = spec.to_owned();
+        Self::on_own_runtime(async move { Db::open_reader(&spec).await }).await
+    }
+
+    async fn on_own_runtime(
+        open: impl Future<Output = Result<Db, StoreError>> + Send + 'static,
+    ) -> Result<SqlStore, StoreError> {
+        let rt = StoreRuntime::start()?;
+        let db = rt.run(open).await?;
+        Ok(SqlStore {
+            url: db.url.clone(),
+            db: Arc::new(db),
+            rt,
+        })
+    }
+
+    /// Where the data lives, as shown to people (no password).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
 impl Store for SqlStore {
     fn put_session<'a>(&'a self, s: &'a StoredSession) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.session_put(s))
+        let (db, s) = (self.db.clone(), s.clone());
+        Box::pin(self.rt.run(async move { db.session_put(&s).await }))
     }
 
     fn live_sessions(&self, now: i64) -> BoxFuture<'_, Result<Vec<StoredSession>, StoreError>> {
-        Box::pin(self.sessions_live(now))
+        let db = self.db.clone();
+        Box::pin(self.rt.run(async move { db.sessions_live(now).await }))
     }
 
     fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.insert(events))
+        let db = self.db.clone();
+        Box::pin(async move {
+            let rows = rows(events)?;
+            self.rt.run(async move { db.insert(rows).await }).await
+        })
     }
 
     fn put_snapshot<'a>(
@@ -428,11 +498,21 @@ impl Store for SqlStore {
         version: u64,
         states: &'a StatesRecord,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.snapshot_put(version, states))
+        let db = self.db.clone();
+        Box::pin(async move {
+            let body = serde_json::to_string(states).map_err(|e| StoreError::BadSnapshot {
+                version: version as i64,
+                why: e.to_string(),
+            })?;
+            self.rt
+                .run(async move { db.snapshot_put(version, body).await })
+                .await
+        })
     }
 
     fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
-        Box::pin(self.snapshot_latest())
+        let db = self.db.clone();
+        Box::pin(self.rt.run(async move { db.snapshot_latest().await }))
     }
 
     fn events_after(
@@ -440,7 +520,11 @@ impl Store for SqlStore {
         version: u64,
         limit: usize,
     ) -> BoxFuture<'_, Result<Vec<Event>, StoreError>> {
-        Box::pin(self.select_events(None, version, limit))
+        let db = self.db.clone();
+        Box::pin(
+            self.rt
+                .run(async move { db.select_events(None, version, limit).await }),
+        )
     }
 
     fn task_events<'a>(
@@ -449,11 +533,56 @@ impl Store for SqlStore {
         version: u64,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
-        Box::pin(self.select_events(Some(task), version, limit))
+        let (db, task) = (self.db.clone(), task.clone());
+        Box::pin(
+            self.rt
+                .run(async move { db.select_events(Some(task), version, limit).await }),
+        )
     }
 
     fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(async move { Ok(self.last.load(Ordering::SeqCst)) })
+        Box::pin(async move { Ok(self.db.last.load(Ordering::SeqCst)) })
+    }
+}
+
+/// The store's own runtime (one thread). Dropped without waiting, from any context.
+struct StoreRuntime(Option<tokio::runtime::Runtime>);
+
+impl StoreRuntime {
+    fn start() -> Result<Self, StoreError> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("cohort-store")
+            .enable_all()
+            .build()
+            .map(|rt| StoreRuntime(Some(rt)))
+            .map_err(|e| StoreError::Query(sqlx::Error::Io(e)))
+    }
+
+    /// Runs `work` on the store's runtime and waits for it.
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
+        let running = self.0.as_ref().map(|rt| rt.spawn(work));
+        async move {
+            match running {
+                Some(task) => task.await.unwrap_or_else(|e| {
+                    Err(StoreError::Query(sqlx::Error::Io(std::io::Error::other(
+                        format!("the store's call did not finish: {e}"),
+                    ))))
+                }),
+                None => Err(StoreError::Query(sqlx::Error::PoolClosed)),
+            }
+        }
+    }
+}
+
+impl Drop for StoreRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
     }
 }
 
