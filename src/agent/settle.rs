@@ -229,7 +229,7 @@ mod tests {
         stored.apply_stored(settle.changes(failure.as_deref()));
         assert!(stored.take_changes().is_empty(), "nothing to publish again");
         let mut here = a.clone();
-        settle_step(&mut here, &id, failure.clone(), &[mine.clone()]);
+        settle_step(&mut here, &id, failure.clone(), std::slice::from_ref(&mine));
         here.take_changes();
         assert_eq!(stored, here);
         let step = stored.agent_step.get(&id).unwrap();
