@@ -204,7 +204,11 @@ fn finish_output(
         let mut stuck = None;
         if agent.open_goals.contains(&goal) && nothing_left_in_stage(agent, step) {
             match &failure {
-                // The agent cannot go on here by itself; the manager must decide.
+                // A failure with nothing left to run: the agent decides how to go on itself,
+                // once; if that decision fails too, the manager must decide.
+                Some(f) if agent.skills.contains(&Skill::Decision) && !is_recovery(step) => {
+                    add_recovery_decision(agent, step, f)
+                }
                 Some(f) => stuck = Some(f.clone()),
                 // The plan ran dry without a summary: look back before giving up the stage.
                 None => add_closing_reflection(agent, step),
@@ -244,6 +248,31 @@ fn nothing_left_in_stage(agent: &AgentState, step: &StepState) -> bool {
 
 fn same_work(a: &StepState, b: &StepState) -> bool {
     a.task_id == b.task_id && a.stage_id == b.stage_id
+}
+
+/// The intention of the decision an agent gets when a failure left it nothing to run.
+const RECOVERY: &str = "Decide how to go on after my last step failed";
+
+fn is_recovery(step: &StepState) -> bool {
+    step.executor == Executor::Skill(Skill::Decision) && step.step_intention == RECOVERY
+}
+
+fn add_recovery_decision(agent: &mut AgentState, step: &StepState, failure: &str) {
+    let s = StepState::new(
+        step.task_id.clone(),
+        step.stage_id.clone(),
+        agent.agent_id.clone(),
+        Executor::Skill(Skill::Decision),
+        RECOVERY,
+        format!(
+            "My {} step \"{}\" failed and nothing else is planned for my goal in this stage.\n\
+             Reason: {failure}\n\n\
+             Plan the steps that still reach the goal (another way if this one cannot work), or \
+             plan nothing if the goal is already met.",
+            step.executor, step.step_intention
+        ),
+    );
+    agent.add_next_steps(vec![s]);
 }
 
 fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
@@ -289,5 +318,79 @@ fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpda
             step.step_intention,
             if ok { "finished" } else { "failed" }
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{StageId, StageRef};
+
+    /// An agent in stage `s` of task `t` with one running think step and nothing else queued.
+    fn alone_in_stage(skills: &[Skill]) -> (AgentState, StepId) {
+        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+        a.skills = skills.to_vec();
+        let stage = StageRef::Stage(StageId::from("s"));
+        a.note_working_memory("t".into(), Some(stage.clone()));
+        a.open_goal(&"t".into(), &StageId::from("s"));
+        let step = StepState::new(
+            "t".into(),
+            stage,
+            "w".into(),
+            Executor::Skill(Skill::Think),
+            "think it",
+            "",
+        );
+        a.add_steps(vec![step]);
+        let id = a.start_next().unwrap().step_id;
+        (a, id)
+    }
+
+    fn now() -> NaiveDateTime {
+        chrono::Local::now().naive_local()
+    }
+
+    fn done(c: Completion) -> StepCompletion {
+        match c {
+            Completion::Done(d) => d,
+            Completion::AskAgain { error, .. } => panic!("asked again: {error}"),
+        }
+    }
+
+    #[test]
+    fn a_failure_that_leaves_nothing_to_run_gets_a_decision_once_then_the_manager_is_told() {
+        let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
+        let c = done(complete_step(&mut a, &id, Err("model down".into()), now(), false));
+        let stuck = c.output.update_stage_agent_state.unwrap().stuck;
+        assert_eq!(stuck, None, "the agent goes on by itself");
+        let next = a.agent_step.next().unwrap().clone();
+        assert!(next.is_recovery_for_test());
+        assert!(next.text_content.contains("model down"), "{}", next.text_content);
+
+        // The recovery decision fails too: now the manager decides.
+        settle_step_for_test(&mut a, &id);
+        let rid = a.start_next().unwrap().step_id;
+        let c = done(complete_step(&mut a, &rid, Err("still down".into()), now(), false));
+        let stuck = c.output.update_stage_agent_state.unwrap().stuck;
+        assert_eq!(stuck.as_deref(), Some("still down"));
+        assert!(a.agent_step.next().is_none());
+    }
+
+    #[test]
+    fn an_agent_without_decision_is_reported_stuck_at_once() {
+        let (mut a, id) = alone_in_stage(&[Skill::Think]);
+        let c = done(complete_step(&mut a, &id, Err("model down".into()), now(), false));
+        let stuck = c.output.update_stage_agent_state.unwrap().stuck;
+        assert_eq!(stuck.as_deref(), Some("model down"));
+    }
+
+    impl StepState {
+        fn is_recovery_for_test(&self) -> bool {
+            is_recovery(self)
+        }
+    }
+
+    fn settle_step_for_test(a: &mut AgentState, id: &StepId) {
+        crate::agent::settle_step(a, id, Some("model down".into()), &[]);
     }
 }
