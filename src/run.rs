@@ -4,17 +4,17 @@
 //! after it started.
 
 use crate::actors::{Host, SystemError, Team, start_team, start_team_stored};
-use crate::ids::TaskId;
-use crate::store::Store;
-use std::collections::HashSet;
-use std::sync::Arc;
 use crate::config::TeamConfig;
 use crate::event::{Change, Event, States, StepChange};
 use crate::ids::AgentId;
+use crate::ids::TaskId;
 use crate::state::{
     ExecutionState, StepExecutionState, StepState, TaskState, TokenUsage, WorkingState,
 };
+use crate::store::Store;
 use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;

@@ -57,7 +57,12 @@ impl Server {
             .port();
         let child = Command::new(env!("CARGO_BIN_EXE_cohort"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["serve", "--team", "tests/fixtures/crash/team.yaml", "--bind"])
+            .args([
+                "serve",
+                "--team",
+                "tests/fixtures/crash/team.yaml",
+                "--bind",
+            ])
             .arg(format!("127.0.0.1:{port}"))
             .args(data.args())
             .stdin(Stdio::null())
@@ -221,7 +226,13 @@ struct Driver {
 }
 
 /// Sends goals and answers questions against `base` until `stop`.
-async fn drive(d: Arc<Driver>, base: String, token: String, base_task: String, stop: Arc<AtomicBool>) {
+async fn drive(
+    d: Arc<Driver>,
+    base: String,
+    token: String,
+    base_task: String,
+    stop: Arc<AtomicBool>,
+) {
     let http = http();
     while !stop.load(Ordering::Relaxed) {
         if d.next_goal.load(Ordering::SeqCst) < d.goals_up_to.load(Ordering::SeqCst) {
@@ -299,7 +310,12 @@ async fn settle(
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|e| e["message"]["message"].as_str().unwrap().starts_with("GOAL#"))
+                .filter(|e| {
+                    e["message"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("GOAL#")
+                })
                 .count();
             let others: Vec<&Value> = ts
                 .iter()
@@ -375,7 +391,11 @@ fn export(data: &Data) -> Record {
             }
             ("step", "updated") if e["execution_state"] == "finished" => {
                 let (task, key) = &steps[e["step_id"].as_str().unwrap()];
-                *by_task.entry(task.clone()).or_default().entry(key.clone()).or_default() += 1;
+                *by_task
+                    .entry(task.clone())
+                    .or_default()
+                    .entry(key.clone())
+                    .or_default() += 1;
             }
             ("task", "conversation") => {
                 let m = &e["entry"]["message"];
@@ -452,7 +472,10 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
                     .unwrap_or_else(|| panic!("round {round}: task {id} is gone\n{}", s.log())),
             };
             if before["execution_state"] == "finished" {
-                assert_eq!(after["execution_state"], "finished", "round {round}: task {id}");
+                assert_eq!(
+                    after["execution_state"], "finished",
+                    "round {round}: task {id}"
+                );
             }
         }
     }
@@ -465,7 +488,12 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
     let record = export(&data);
     let acked = driver.acked.lock().unwrap().clone();
     let taken: BTreeSet<usize> = record.goals.iter().copied().collect();
-    assert_eq!(taken.len(), record.goals.len(), "a goal was taken twice: {:?}", record.goals);
+    assert_eq!(
+        taken.len(),
+        record.goals.len(),
+        "a goal was taken twice: {:?}",
+        record.goals
+    );
     assert_eq!(taken.len(), goals);
     assert!(
         acked.is_subset(&taken),
@@ -495,9 +523,15 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
     // The base task: each goal was read, decided on and turned into a task exactly once.
     let base = &record.by_task[&base_task];
     for (key, n) in base {
-        assert_eq!(*n, goals, "base task: {key} happened {n} times for {goals} goals");
+        assert_eq!(
+            *n, goals,
+            "base task: {key} happened {n} times for {goals} goals"
+        );
     }
-    println!("{name}: {kills} kills, {goals} goals ({} acknowledged), every task as without a kill", acked.len());
+    println!(
+        "{name}: {kills} kills, {goals} goals ({} acknowledged), every task as without a kill",
+        acked.len()
+    );
 }
 
 fn temp_dir(name: &str) -> PathBuf {

@@ -91,7 +91,11 @@ async fn quickstart_runs_to_a_finished_task_in_process() {
         .values()
         .map(|a| a["token_usage"]["prompt_tokens"].as_u64().unwrap())
         .sum();
-    let in_tasks: u64 = report.tasks.iter().map(|t| t.token_usage.prompt_tokens).sum();
+    let in_tasks: u64 = report
+        .tasks
+        .iter()
+        .map(|t| t.token_usage.prompt_tokens)
+        .sum();
     assert_eq!(report.tokens.prompt_tokens, agents);
     assert!(agents > 0 && agents >= in_tasks, "{agents} vs {in_tasks}");
 }

@@ -91,7 +91,11 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     assert_eq!(failed["execute_result"]["answer"], bad);
     let tries = failed["execute_result"]["reasked"].as_array().unwrap();
     assert_eq!(tries.len(), 3, "asked again three times: {tries:?}");
-    assert!(tries.iter().all(|t| t["answer"] == bad && t["error"].as_str().unwrap().contains("planned_step")));
+    assert!(
+        tries
+            .iter()
+            .all(|t| t["answer"] == bad && t["error"].as_str().unwrap().contains("planned_step"))
+    );
 
     team.submit_goal(None, "second goal").await.unwrap();
     wait_for_steps(&team.monitor, "the next step to run", |s| {
@@ -100,7 +104,11 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     .await;
 
     let reqs = stub.requests();
-    assert_eq!(reqs.len(), 6, "one process_message, four decision tries, one process_message");
+    assert_eq!(
+        reqs.len(),
+        6,
+        "one process_message, four decision tries, one process_message"
+    );
     assert_eq!(reqs[0].model(), Some("test-model"));
     assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
     assert!(reqs[0].prompt().unwrap().contains("first goal"));
@@ -109,7 +117,11 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     let again = reqs[2].prompt().unwrap();
     assert!(!first.contains("could not be used"));
     assert!(again.starts_with(first), "the same question");
-    assert!(again.contains("Your previous answer could not be used") && again.contains("planned_step") && again.contains(bad));
+    assert!(
+        again.contains("Your previous answer could not be used")
+            && again.contains("planned_step")
+            && again.contains(bad)
+    );
     let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
     assert_eq!(
         agent["token_usage"]["prompt_tokens"],
@@ -141,7 +153,10 @@ async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
     let reqs = stub.requests();
     assert_eq!(reqs.len(), 3);
     let again = reqs[2].prompt().unwrap();
-    assert!(again.contains("cut off at the model's token limit"), "{again}");
+    assert!(
+        again.contains("cut off at the model's token limit"),
+        "{again}"
+    );
 }
 
 /// A bad answer followed by a good one: the step finishes, its result keeps the try.
@@ -167,7 +182,13 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
     .await;
     let decision = steps.iter().find(|s| s["executor"] == "decision").unwrap();
     assert_eq!(decision["execution_state"], "finished", "{decision}");
-    assert_eq!(decision["execute_result"]["reasked"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        decision["execute_result"]["reasked"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(stub.requests().len(), 3);
 }
 

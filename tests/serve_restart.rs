@@ -221,7 +221,11 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(answers, 1, "the manager asked its one question once");
-    assert_eq!(tasks.as_object().unwrap().len(), 2, "the base task and the goal's: {tasks}");
+    assert_eq!(
+        tasks.as_object().unwrap().len(),
+        2,
+        "the base task and the goal's: {tasks}"
+    );
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

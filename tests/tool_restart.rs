@@ -18,8 +18,8 @@ use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 #[derive(Default)]
@@ -209,7 +209,9 @@ async fn a_tool_that_may_have_acted_is_not_called_again_after_a_restart_a_read_o
     let file = dir.join("team.db");
 
     let team = open(&cfg, &file).await;
-    team.submit_goal(None, "GOAL# use the ledger").await.unwrap();
+    team.submit_goal(None, "GOAL# use the ledger")
+        .await
+        .unwrap();
     until("both tool calls reaching the server", || {
         counts.append.load(Ordering::SeqCst) == 1 && counts.lookup.load(Ordering::SeqCst) == 1
     })
@@ -242,7 +244,13 @@ async fn a_tool_that_may_have_acted_is_not_called_again_after_a_restart_a_read_o
     let tool_steps = team.monitor.read(|s| {
         s.steps()
             .filter(|st| matches!(st.executor, Executor::Tool(_)))
-            .map(|st| (st.agent_id.to_string(), st.execution_state, st.execute_result.clone()))
+            .map(|st| {
+                (
+                    st.agent_id.to_string(),
+                    st.execution_state,
+                    st.execute_result.clone(),
+                )
+            })
             .collect::<Vec<_>>()
     });
     let of = |who: &str| tool_steps.iter().find(|(a, ..)| a == who).unwrap().clone();

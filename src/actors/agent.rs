@@ -4,11 +4,10 @@
 
 use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
 use crate::agent::{
-    Asking, Completion, HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step, human_send,
-    receive_as_human, receive_message, release_for, tool_call_for, tool_chain,
+    Asking, Completion, HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step,
+    human_send, receive_as_human, receive_message, release_for, tool_call_for, tool_chain,
 };
 use crate::event::{Change, StepUpdate};
-use serde_json::json;
 use crate::ids::{StageRef, StepId};
 use crate::llm::{ChatModel, ChatRequest};
 use crate::mcp::McpClient;
@@ -18,6 +17,7 @@ use crate::prompt::{PromptContext, PromptSet, build_prompt};
 use crate::skills::next_tool_step;
 use crate::state::{AgentState, Executor, Skill, StepState};
 use actix::prelude::*;
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -173,9 +173,13 @@ impl AgentActor {
         let Some(llm) = &self.llm else {
             return;
         };
-        ctx.spawn(llm.chat(request).into_actor(self).map(move |res, act, ctx| {
-            act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
-        }));
+        ctx.spawn(
+            llm.chat(request)
+                .into_actor(self)
+                .map(move |res, act, ctx| {
+                    act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
+                }),
+        );
     }
 
     /// A tool step goes to the one shared MCP client; the call runs as a spawned future too.
@@ -333,12 +337,7 @@ impl AgentActor {
         completion: StepCompletion,
         ctx: &mut Context<Self>,
     ) {
-        let settle = Settle::of(
-            &self.state,
-            &id,
-            completion.failure,
-            completion.added_waits,
-        );
+        let settle = Settle::of(&self.state, &id, completion.failure, completion.added_waits);
         let held = self.hand_over();
         ctx.spawn(
             self.sync

@@ -1,8 +1,6 @@
 //! The System: turns a validated `TeamConfig` into running actors (dispatcher, SyncState with
 //! the base task, one actor per agent, the LLM clients) and hands back a `Team` handle.
 
-use crate::llm::{Answered, ChatModel};
-use crate::state::{Executor, StepExecutionState, TokenUsage};
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Route};
 use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state};
@@ -12,11 +10,13 @@ use crate::agent::resume_after_restart;
 use crate::config::TeamConfig;
 use crate::ids::{AgentId, StageRef, TaskId};
 use crate::llm::LlmError;
+use crate::llm::{Answered, ChatModel};
 use crate::mcp::{McpClient, McpOptions};
 use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptError, PromptSet};
 use crate::state::{AgentState, ConversationPool, HumanConfig, Skill};
+use crate::state::{Executor, StepExecutionState, TokenUsage};
 use crate::store::{Loaded, Store};
 use crate::sync::{Catalog, Member, SyncCore, SyncError};
 use actix::prelude::*;
@@ -448,7 +448,11 @@ fn carry_on(
             .collect()
     });
     for (a, model) in cfg.agents.iter().zip(models) {
-        let own: Vec<Answered> = answered.iter().filter(|x| x.agent_id == a.id).cloned().collect();
+        let own: Vec<Answered> = answered
+            .iter()
+            .filter(|x| x.agent_id == a.id)
+            .cloned()
+            .collect();
         model.carry_on(&own);
     }
     for (name, (_, model)) in templates {

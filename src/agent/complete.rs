@@ -5,9 +5,7 @@
 use crate::event::StepUpdate;
 use crate::ids::{StepId, WaitId};
 use crate::llm::ChatReply;
-use crate::message::{
-    CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate,
-};
+use crate::message::{CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate};
 use crate::skills;
 use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState};
 use chrono::NaiveDateTime;
@@ -43,10 +41,7 @@ impl StepCompletion {
 #[allow(clippy::large_enum_variant)]
 pub enum Completion {
     Done(StepCompletion),
-    AskAgain {
-        error: String,
-        answer: String,
-    },
+    AskAgain { error: String, answer: String },
 }
 
 /// Interprets the answer to a step's LLM call. An answer the skill cannot use ends the step
@@ -115,7 +110,11 @@ pub fn complete_step(
             }
             Err(e) => {
                 stage_state = StageAgentState::Failed;
-                let reason = format!("{} step failed: {}", step.executor, unusable(&e, reply.cut_off));
+                let reason = format!(
+                    "{} step failed: {}",
+                    step.executor,
+                    unusable(&e, reply.cut_off)
+                );
                 (
                     json!({ "error": reason, "answer": reply.text }),
                     Some(reason),
@@ -360,17 +359,33 @@ mod tests {
     #[test]
     fn a_failure_that_leaves_nothing_to_run_gets_a_decision_once_then_the_manager_is_told() {
         let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
-        let c = done(complete_step(&mut a, &id, Err("model down".into()), now(), false));
+        let c = done(complete_step(
+            &mut a,
+            &id,
+            Err("model down".into()),
+            now(),
+            false,
+        ));
         let stuck = c.output.update_stage_agent_state.unwrap().stuck;
         assert_eq!(stuck, None, "the agent goes on by itself");
         let next = a.agent_step.next().unwrap().clone();
         assert!(next.is_recovery_for_test());
-        assert!(next.text_content.contains("model down"), "{}", next.text_content);
+        assert!(
+            next.text_content.contains("model down"),
+            "{}",
+            next.text_content
+        );
 
         // The recovery decision fails too: now the manager decides.
         settle_step_for_test(&mut a, &id);
         let rid = a.start_next().unwrap().step_id;
-        let c = done(complete_step(&mut a, &rid, Err("still down".into()), now(), false));
+        let c = done(complete_step(
+            &mut a,
+            &rid,
+            Err("still down".into()),
+            now(),
+            false,
+        ));
         let stuck = c.output.update_stage_agent_state.unwrap().stuck;
         assert_eq!(stuck.as_deref(), Some("still down"));
         assert!(a.agent_step.next().is_none());
@@ -379,7 +394,13 @@ mod tests {
     #[test]
     fn an_agent_without_decision_is_reported_stuck_at_once() {
         let (mut a, id) = alone_in_stage(&[Skill::Think]);
-        let c = done(complete_step(&mut a, &id, Err("model down".into()), now(), false));
+        let c = done(complete_step(
+            &mut a,
+            &id,
+            Err("model down".into()),
+            now(),
+            false,
+        ));
         let stuck = c.output.update_stage_agent_state.unwrap().stuck;
         assert_eq!(stuck.as_deref(), Some("model down"));
     }

@@ -13,12 +13,12 @@ mod tool_call;
 mod tool_history;
 
 pub use complete::{Completion, StepCompletion, complete_step, complete_tool_step};
-pub use reask::{Asking, REASKS};
-pub use settle::{Settle, release_for, settle_step};
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
+pub use reask::{Asking, REASKS};
 pub use receive::{Received, receive_message};
 pub use resume::{
     INTERRUPTED, interrupted_tool_call, interrupted_tool_steps, resume_after_restart,
 };
+pub use settle::{Settle, release_for, settle_step};
 pub use tool_call::tool_call_for;
 pub use tool_history::tool_chain;

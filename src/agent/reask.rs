@@ -41,7 +41,8 @@ impl Asking {
     /// Records an unusable answer; returns the request that asks again.
     pub fn again(&mut self, error: &str, answer: &str, usage: TokenUsage) -> ChatRequest {
         self.spent.add(usage);
-        self.tries.push(json!({ "error": error, "answer": shown(answer) }));
+        self.tries
+            .push(json!({ "error": error, "answer": shown(answer) }));
         let mut request = self.request.clone();
         request.prompt = format!(
             "{}\n\n# Your previous answer could not be used\n\nError: {error}\n\nYour answer \
@@ -61,7 +62,10 @@ fn shown(answer: &str) -> String {
     }
     let head: String = answer.chars().take(ANSWER_SHOWN).collect();
     let tail: String = answer.chars().skip(n - ANSWER_SHOWN).collect();
-    format!("{head}\n[… {} characters cut …]\n{tail}", n - 2 * ANSWER_SHOWN)
+    format!(
+        "{head}\n[… {} characters cut …]\n{tail}",
+        n - 2 * ANSWER_SHOWN
+    )
 }
 
 #[cfg(test)]
@@ -90,7 +94,11 @@ mod tests {
             completion_tokens: 2,
         };
         let again = a.again("no <think> tag", "hello", usage);
-        assert!(again.prompt.starts_with("PROMPT\n\n# Your previous answer could not be used"));
+        assert!(
+            again
+                .prompt
+                .starts_with("PROMPT\n\n# Your previous answer could not be used")
+        );
         assert!(again.prompt.contains("Error: no <think> tag") && again.prompt.contains("hello"));
         let third = {
             a.again("e2", "x", usage);

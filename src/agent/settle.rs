@@ -256,7 +256,13 @@ mod tests {
         let settle = Settle::of(&a, &id, None, vec![]).unwrap();
         let long = "x".repeat(10_000);
         a.apply_stored(settle.changes(Some(&long)));
-        let text = a.agent_step.get(&id).unwrap().execute_result.as_ref().unwrap()["error"]
+        let text = a
+            .agent_step
+            .get(&id)
+            .unwrap()
+            .execute_result
+            .as_ref()
+            .unwrap()["error"]
             .as_str()
             .unwrap()
             .to_owned();

@@ -95,11 +95,12 @@ impl Handler<Deliver> for Endpoint {
     type Result = ();
     fn handle(&mut self, Deliver(no, m): Deliver, _: &mut Context<Self>) {
         self.delivered.fetch_add(1, Ordering::Relaxed);
-        self.monitor
-            .publish(vec![crate::event::Change::Agent(crate::event::AgentChange::Received {
+        self.monitor.publish(vec![crate::event::Change::Agent(
+            crate::event::AgentChange::Received {
                 agent_id: self.id.clone(),
                 message_no: no,
-            })]);
+            },
+        )]);
         if let Some(tx) = &self.forward {
             let _ = tx.send(m);
         } else if let (Some(d), Some(w)) = (&self.echo, m.wait_id_for(&"echo".into())) {

@@ -3,8 +3,8 @@
 //! shows a person's private pool. A record keeps everything needed to carry on after a
 //! restart, and turns back into exactly the state it was made from.
 
-use super::states::{Counters, States, TaskSummaryLine};
 use super::deliveries::{Deliveries, InFlight};
+use super::states::{Counters, States, TaskSummaryLine};
 use crate::ids::{StageId, StageRef, StepId, TaskId, WaitId};
 use crate::state::{
     AgentState, AgentStep, ConversationPool, StageState, StepLock, StepState, TaskState,

@@ -196,13 +196,13 @@ impl ScriptedModel {
         let entry = list
             .and_then(|l| l.in_order.get(*used).cloned())
             .ok_or_else(|| LlmError::ScriptExhausted {
-                    agent: match template {
-                        Some(t) => format!("{agent} (template {t})"),
-                        None => agent.to_owned(),
-                    },
-                    skill: req.skill.clone(),
-                    used: *used,
-                })?;
+                agent: match template {
+                    Some(t) => format!("{agent} (template {t})"),
+                    None => agent.to_owned(),
+                },
+                skill: req.skill.clone(),
+                used: *used,
+            })?;
         *used += 1;
         Ok(entry)
     }
@@ -216,7 +216,9 @@ impl ChatModel for ScriptedModel {
         for a in answered {
             let (key, _) = self.key(a.agent_id.as_str(), a.template.as_deref());
             if self.rule(key, &a.skill, &a.step_text).is_none() {
-                *cursors.entry((key.to_owned(), a.skill.clone())).or_insert(0) += 1;
+                *cursors
+                    .entry((key.to_owned(), a.skill.clone()))
+                    .or_insert(0) += 1;
             }
         }
     }

@@ -486,9 +486,9 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
     let repeatable = tools
         .iter()
         .filter(|t| {
-            t.annotations.as_ref().is_some_and(|a| {
-                a.read_only_hint == Some(true) || a.idempotent_hint == Some(true)
-            })
+            t.annotations
+                .as_ref()
+                .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true))
         })
         .map(|t| t.name.to_string())
         .collect();

@@ -287,8 +287,14 @@ fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize
             // A failed step is one line: its reason. The raw answer that failed (and any tries
             // asked again) would only grow every later prompt.
             Some(v) if s.execution_state == StepExecutionState::Failed => {
-                let why = v.get("error").and_then(Value::as_str).unwrap_or("(no reason)");
-                lines.push(format!("- failed: {}", one_line(&cap_chars(why, FAILURE_SHOWN))));
+                let why = v
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or("(no reason)");
+                lines.push(format!(
+                    "- failed: {}",
+                    one_line(&cap_chars(why, FAILURE_SHOWN))
+                ));
             }
             Some(v) => lines.push(format!("- execute_result:\n{}", json_block(v))),
             None => {}

@@ -100,11 +100,12 @@ pub fn check_plan(
         };
         match executor {
             // The same step twice in a row is planned once.
-            Ok(e) if ok.last().is_some_and(|p| {
-                p.executor == e
-                    && p.step_intention == r.step_intention
-                    && p.text_content == r.text_content
-            }) => {}
+            Ok(e)
+                if ok.last().is_some_and(|p| {
+                    p.executor == e
+                        && p.step_intention == r.step_intention
+                        && p.text_content == r.text_content
+                }) => {}
             Ok(e) => ok.push(PlannedStep::new(e, r.step_intention, r.text_content)),
             Err(why) => rejected.push(format!("step {} ({}): {why}", i + 1, r.step_intention)),
         }

@@ -10,8 +10,8 @@ use futures::future::BoxFuture;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection, Executor, Row};
 use std::fs::File;
-use std::path::{Path, PathBuf};
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -122,7 +122,7 @@ impl Db {
         Self::ready(pool, url, Lock::File(lock)).await
     }
 
-/// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
+    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
     async fn open_postgres(url: &str) -> Result<Db, StoreError> {
         let shown = without_password(url);
         sqlx::any::install_default_drivers();

@@ -103,7 +103,8 @@ fn shared_pools_are_trimmed_in_batches_and_count_what_left() {
             format!("m{i}"),
         );
         trims += c
-            .record_sent(m.into(), "now").1
+            .record_sent(m.into(), "now")
+            .1
             .iter()
             .filter(|ch| matches!(ch, Change::Task(TaskChange::Trimmed { .. })))
             .count();

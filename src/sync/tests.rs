@@ -500,7 +500,13 @@ fn only_the_running_stage_can_be_retried() {
 fn routed_messages_are_numbered_on_from_the_last_one_a_store_had() {
     let (c, t, _) = two_stage_task();
     let mut c = c.numbering_from(41);
-    let m = Message::notice(t, "a".into(), vec!["b".into()], StageRef::NoRelative, "x".into());
+    let m = Message::notice(
+        t,
+        "a".into(),
+        vec!["b".into()],
+        StageRef::NoRelative,
+        "x".into(),
+    );
     let (first, changes) = c.record_sent(m.clone().into(), "now");
     let (second, _) = c.record_sent(m.into(), "now");
     assert_eq!((first, second), (42, 43));

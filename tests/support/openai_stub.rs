@@ -98,7 +98,9 @@ impl StubResponse {
     /// (`finish_reason: length`).
     pub fn cut_off(text: &str) -> Self {
         let mut r = Self::reply(text);
-        r.body = r.body.replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
+        r.body = r
+            .body
+            .replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
         r
     }
 
