@@ -11,6 +11,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+#[path = "cli/data.rs"]
+mod data;
+use data::{DataArgs, read_store};
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -19,35 +23,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// Where a team's state is stored.
-#[derive(clap::Args, Clone, Debug)]
-struct DataArgs {
-    /// A SQLite file for the team's state (created if missing; default for `serve`:
-    /// `.cohort/<team>.db` beside the team file).
-    #[arg(long)]
-    data: Option<PathBuf>,
-    /// A Postgres database instead (`postgres://user:password@host/db`).
-    #[arg(long, env = "COHORT_DATABASE_URL", conflicts_with = "data")]
-    database: Option<String>,
-}
-
-impl DataArgs {
-    /// Opens the store asked for, or `default` when neither flag is given; None for neither.
-    async fn open(
-        &self,
-        default: Option<PathBuf>,
-    ) -> Result<Option<std::sync::Arc<dyn cohort::store::Store>>, cohort::store::StoreError> {
-        use cohort::store::SqlStore;
-        let store = match (&self.database, self.data.clone().or(default)) {
-            (Some(url), _) => SqlStore::open_postgres(url).await?,
-            (None, Some(path)) => SqlStore::open_sqlite(&path).await?,
-            (None, None) => return Ok(None),
-        };
-        eprintln!("The team's data is in {}", store.url());
-        Ok(Some(std::sync::Arc::new(store)))
-    }
 }
 
 #[derive(Subcommand)]
@@ -515,36 +490,6 @@ fn hash_password(password: Option<String>) -> ExitCode {
             println!("{h}");
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(3)
-        }
-    }
-}
-
-/// `cohort inspect` (a table) and `cohort export` (JSON lines), from a store opened to read.
-fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCode {
-    let spec = match (&data.database, &data.data) {
-        (Some(url), _) => url.clone(),
-        (None, Some(path)) => path.display().to_string(),
-        (None, None) => {
-            eprintln!("error: say which data to read: --data PATH or --database URL");
-            return ExitCode::from(3);
-        }
-    };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let task = task.map(cohort::ids::TaskId::from);
-    match rt.block_on(cohort::store::inspect::read(&spec, task.as_ref(), export)) {
-        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(3)

@@ -12,13 +12,15 @@
 
 pub mod inspect;
 pub mod sql;
+mod sql_store;
 
 use crate::event::{Event, StatesRecord};
 use crate::ids::TaskId;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
 
-pub use sql::{SCHEMA_VERSION, SqlStore};
+pub use sql::SCHEMA_VERSION;
+pub use sql_store::SqlStore;
 
 /// An event with the task it belongs to (for exporting one task), as the store keeps it.
 #[derive(Clone, Debug, PartialEq)]

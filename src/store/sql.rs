@@ -1,18 +1,16 @@
-//! `SqlStore`: the store on SQLite or Postgres through sqlx's `Any` driver, so one set of
-//! queries (portable SQL, `$n` parameters) serves both. Opening a store takes its lock (a lock
-//! file beside a SQLite database, an advisory lock on Postgres), so two processes never write
-//! the same team; checks the schema version; and runs the migrations it lacks.
+//! The store's database calls on SQLite or Postgres through sqlx's `Any` driver, so one set
+//! of queries (portable SQL, `$n` parameters) serves both (`SqlStore` runs them). Opening a
+//! store takes its lock (a lock file beside a SQLite database, an advisory lock on Postgres),
+//! so two processes never write the same team; checks the schema version; and runs the
+//! migrations it lacks.
 
-use super::{Snapshot, Store, StoreError, StoredEvent, StoredSession};
-use crate::event::{Event, StatesRecord};
+use super::{Snapshot, StoreError, StoredEvent, StoredSession};
+use crate::event::Event;
 use crate::ids::TaskId;
-use futures::future::BoxFuture;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection, Executor, Row};
 use std::fs::File;
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
@@ -33,12 +31,12 @@ const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
 const PG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A store that is its database's tables: every call, in the calling runtime.
-struct Db {
+pub(super) struct Db {
     pool: AnyPool,
     /// The URL without its password, for messages.
-    url: String,
+    pub(super) url: String,
     /// The last version stored, to refuse events out of order before touching the database.
-    last: AtomicU64,
+    pub(super) last: AtomicU64,
     /// Held while the store is open: the lock file of a SQLite store, the connection holding a
     /// Postgres store's advisory lock.
     _lock: Lock,
@@ -53,7 +51,7 @@ enum Lock {
 
 impl Db {
     /// Opens (creating if need be) the SQLite database at `path`, WAL mode.
-    async fn open_sqlite(path: &Path) -> Result<Db, StoreError> {
+    pub(super) async fn open_sqlite(path: &Path) -> Result<Db, StoreError> {
         let url = format!("sqlite://{}", path.display());
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
@@ -123,7 +121,7 @@ impl Db {
     }
 
     /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
-    async fn open_postgres(url: &str) -> Result<Db, StoreError> {
+    pub(super) async fn open_postgres(url: &str) -> Result<Db, StoreError> {
         let shown = without_password(url);
         sqlx::any::install_default_drivers();
         let open = |source| StoreError::Open {
@@ -163,7 +161,7 @@ impl Db {
 
     /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a
     /// running team may keep writing; nothing is created or migrated.
-    async fn open_reader(spec: &str) -> Result<Db, StoreError> {
+    pub(super) async fn open_reader(spec: &str) -> Result<Db, StoreError> {
         sqlx::any::install_default_drivers();
         let (url, shown) = if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
             (spec.to_owned(), without_password(spec))
@@ -219,7 +217,7 @@ impl Db {
         Ok(store)
     }
 
-    async fn query_last_version(&self) -> Result<u64, StoreError> {
+    pub(super) async fn query_last_version(&self) -> Result<u64, StoreError> {
         let v: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) FROM events")
             .fetch_one(&self.pool)
             .await?
@@ -227,7 +225,7 @@ impl Db {
         Ok(v as u64)
     }
 
-    async fn insert(&self, rows: Vec<EventRow>) -> Result<(), StoreError> {
+    pub(super) async fn insert(&self, rows: Vec<EventRow>) -> Result<(), StoreError> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -274,7 +272,7 @@ impl Db {
         Ok(())
     }
 
-    async fn snapshot_put(&self, version: u64, body: String) -> Result<(), StoreError> {
+    pub(super) async fn snapshot_put(&self, version: u64, body: String) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT INTO snapshots (version, at, body) VALUES ($1, $2, $3) \
@@ -296,7 +294,7 @@ impl Db {
         Ok(())
     }
 
-    async fn snapshot_latest(&self) -> Result<Option<Snapshot>, StoreError> {
+    pub(super) async fn snapshot_latest(&self) -> Result<Option<Snapshot>, StoreError> {
         let Some(row) =
             sqlx::query("SELECT version, body FROM snapshots ORDER BY version DESC LIMIT 1")
                 .fetch_optional(&self.pool)
@@ -316,7 +314,7 @@ impl Db {
         }))
     }
 
-    async fn select_events(
+    pub(super) async fn select_events(
         &self,
         task: Option<TaskId>,
         after: u64,
@@ -357,7 +355,7 @@ impl Db {
 }
 
 impl Db {
-    async fn session_put(&self, s: &StoredSession) -> Result<(), StoreError> {
+    pub(super) async fn session_put(&self, s: &StoredSession) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO sessions (token_hash, human, expires_at) VALUES ($1, $2, $3) \
              ON CONFLICT (token_hash) DO UPDATE SET human = excluded.human, \
@@ -371,7 +369,7 @@ impl Db {
         Ok(())
     }
 
-    async fn sessions_live(&self, now: i64) -> Result<Vec<StoredSession>, StoreError> {
+    pub(super) async fn sessions_live(&self, now: i64) -> Result<Vec<StoredSession>, StoreError> {
         sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
             .bind(now)
             .execute(&self.pool)
@@ -392,14 +390,14 @@ impl Db {
 }
 
 /// An event as a row of the `events` table.
-struct EventRow {
+pub(super) struct EventRow {
     version: u64,
     at: i64,
     task_id: Option<String>,
     body: String,
 }
 
-fn rows(events: &[StoredEvent]) -> Result<Vec<EventRow>, StoreError> {
+pub(super) fn rows(events: &[StoredEvent]) -> Result<Vec<EventRow>, StoreError> {
     events
         .iter()
         .map(|e| {
@@ -414,176 +412,6 @@ fn rows(events: &[StoredEvent]) -> Result<Vec<EventRow>, StoreError> {
             })
         })
         .collect()
-}
-
-/// The team's store on SQLite or Postgres. Every database call runs on a runtime of the
-/// store's own, so its connections belong to no caller: the journal's thread, the HTTP
-/// server's runtime and actix's each wait for an answer without having to drive (or outlive)
-/// the sockets it comes on. A caller that blocks its own thread (closing the journal) or a
-/// runtime that stops (the HTTP server's) can never stall or break the store.
-pub struct SqlStore {
-    db: Arc<Db>,
-    url: String,
-    rt: StoreRuntime,
-}
-
-impl SqlStore {
-    /// Opens (creating if need be) the SQLite database at `path`, WAL mode.
-    pub async fn open_sqlite(path: &Path) -> Result<SqlStore, StoreError> {
-        let path = path.to_owned();
-        Self::on_own_runtime(async move { Db::open_sqlite(&path).await }).await
-    }
-
-    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
-    pub async fn open_postgres(url: &str) -> Result<SqlStore, StoreError> {
-        let url = url.to_owned();
-        Self::on_own_runtime(async move { Db::open_postgres(&url).await }).await
-    }
-
-    /// Opens `spec`: a `postgres://` URL, or else a SQLite file path.
-    pub async fn open(spec: &str) -> Result<SqlStore, StoreError> {
-        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-            Self::open_postgres(spec).await
-        } else {
-            Self::open_sqlite(Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec))).await
-        }
-    }
-
-    /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a
-    /// running team may keep writing; nothing is created or migrated.
-    pub async fn open_reader(spec: &str) -> Result<SqlStore, StoreError> {
-        let spec = spec.to_owned();
-        Self::on_own_runtime(async move { Db::open_reader(&spec).await }).await
-    }
-
-    async fn on_own_runtime(
-        open: impl Future<Output = Result<Db, StoreError>> + Send + 'static,
-    ) -> Result<SqlStore, StoreError> {
-        let rt = StoreRuntime::start()?;
-        let db = rt.run(open).await?;
-        Ok(SqlStore {
-            url: db.url.clone(),
-            db: Arc::new(db),
-            rt,
-        })
-    }
-
-    /// Where the data lives, as shown to people (no password).
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-}
-
-impl Store for SqlStore {
-    fn put_session<'a>(&'a self, s: &'a StoredSession) -> BoxFuture<'a, Result<(), StoreError>> {
-        let (db, s) = (self.db.clone(), s.clone());
-        Box::pin(self.rt.run(async move { db.session_put(&s).await }))
-    }
-
-    fn live_sessions(&self, now: i64) -> BoxFuture<'_, Result<Vec<StoredSession>, StoreError>> {
-        let db = self.db.clone();
-        Box::pin(self.rt.run(async move { db.sessions_live(now).await }))
-    }
-
-    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
-        let db = self.db.clone();
-        Box::pin(async move {
-            let rows = rows(events)?;
-            self.rt.run(async move { db.insert(rows).await }).await
-        })
-    }
-
-    fn put_snapshot<'a>(
-        &'a self,
-        version: u64,
-        states: &'a StatesRecord,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let db = self.db.clone();
-        Box::pin(async move {
-            let body = serde_json::to_string(states).map_err(|e| StoreError::BadSnapshot {
-                version: version as i64,
-                why: e.to_string(),
-            })?;
-            self.rt
-                .run(async move { db.snapshot_put(version, body).await })
-                .await
-        })
-    }
-
-    fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
-        let db = self.db.clone();
-        Box::pin(self.rt.run(async move { db.snapshot_latest().await }))
-    }
-
-    fn events_after(
-        &self,
-        version: u64,
-        limit: usize,
-    ) -> BoxFuture<'_, Result<Vec<Event>, StoreError>> {
-        let db = self.db.clone();
-        Box::pin(
-            self.rt
-                .run(async move { db.select_events(None, version, limit).await }),
-        )
-    }
-
-    fn task_events<'a>(
-        &'a self,
-        task: &'a TaskId,
-        version: u64,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
-        let (db, task) = (self.db.clone(), task.clone());
-        Box::pin(
-            self.rt
-                .run(async move { db.select_events(Some(task), version, limit).await }),
-        )
-    }
-
-    fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(async move { Ok(self.db.last.load(Ordering::SeqCst)) })
-    }
-}
-
-/// The store's own runtime (one thread). Dropped without waiting, from any context.
-struct StoreRuntime(Option<tokio::runtime::Runtime>);
-
-impl StoreRuntime {
-    fn start() -> Result<Self, StoreError> {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("cohort-store")
-            .enable_all()
-            .build()
-            .map(|rt| StoreRuntime(Some(rt)))
-            .map_err(|e| StoreError::Query(sqlx::Error::Io(e)))
-    }
-
-    /// Runs `work` on the store's runtime and waits for it.
-    fn run<T: Send + 'static>(
-        &self,
-        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
-    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
-        let running = self.0.as_ref().map(|rt| rt.spawn(work));
-        async move {
-            match running {
-                Some(task) => task.await.unwrap_or_else(|e| {
-                    Err(StoreError::Query(sqlx::Error::Io(std::io::Error::other(
-                        format!("the store's call did not finish: {e}"),
-                    ))))
-                }),
-                None => Err(StoreError::Query(sqlx::Error::PoolClosed)),
-            }
-        }
-    }
-}
-
-impl Drop for StoreRuntime {
-    fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
 }
 
 /// Brings the schema up to [`SCHEMA_VERSION`], refusing a store whose schema is newer.
