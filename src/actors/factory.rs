@@ -172,7 +172,13 @@ pub fn llm_agent_state(
     let mut state = AgentState::new(id, name, role, profile);
     state.skills = skills;
     state.tools = tools;
-    state.llm_config = Some(match llm {
+    state.llm_config = Some(llm_settings(llm));
+    state
+}
+
+/// What an agent's state shows of its model.
+pub fn llm_settings(llm: &LlmConfig) -> LlmSettings {
+    match llm {
         LlmConfig::Scripted { script, .. } => LlmSettings {
             provider: "scripted".into(),
             model: script.display().to_string(),
@@ -185,8 +191,7 @@ pub fn llm_agent_state(
             model: model.clone(),
             base_url: Some(base_url.clone()),
         },
-    });
-    state
+    }
 }
 
 /// Builds chat models, sharing one scripted model per script file (its cursors are shared by

@@ -3,7 +3,7 @@
 
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Route};
-use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state};
+use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state, llm_settings};
 use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
 use crate::agent::resume_after_restart;
@@ -298,7 +298,7 @@ fn start(
                 &a.name,
                 &a.role,
                 &a.profile,
-                Some((&a.skills, &a.tools, &a.llm)),
+                Some((a.skills.as_slice(), a.tools.as_slice(), &a.llm)),
             );
             let addr = if edited {
                 factory.spawn(state, Some(llm), sync.clone())
@@ -387,31 +387,24 @@ fn follow_team_file(
     name: &str,
     role: &str,
     profile: &str,
-    llm_agent: Option<(&Vec<Skill>, &Vec<String>, &crate::config::LlmConfig)>,
+    llm_agent: Option<(&[Skill], &[String], &crate::config::LlmConfig)>,
 ) -> bool {
-    let mut now = state.clone();
-    now.name = name.to_owned();
-    now.role = role.to_owned();
-    now.profile = profile.to_owned();
+    fn set<T: PartialEq>(field: &mut T, value: T, changed: &mut bool) {
+        if *field != value {
+            *field = value;
+            *changed = true;
+        }
+    }
+    let mut changed = false;
+    set(&mut state.name, name.to_owned(), &mut changed);
+    set(&mut state.role, role.to_owned(), &mut changed);
+    set(&mut state.profile, profile.to_owned(), &mut changed);
     if let Some((skills, tools, llm)) = llm_agent {
-        let fresh = llm_agent_state(
-            now.agent_id.clone(),
-            String::new(),
-            String::new(),
-            String::new(),
-            skills.clone(),
-            tools.clone(),
-            llm,
-        );
-        now.skills = fresh.skills;
-        now.tools = fresh.tools;
-        now.llm_config = fresh.llm_config;
+        set(&mut state.skills, skills.to_vec(), &mut changed);
+        set(&mut state.tools, tools.to_vec(), &mut changed);
+        set(&mut state.llm_config, Some(llm_settings(llm)), &mut changed);
     }
-    if now == *state {
-        return false;
-    }
-    *state = now;
-    true
+    changed
 }
 
 /// Tells each model the calls its agents' stored steps show were answered.
