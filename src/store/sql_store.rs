@@ -1,0 +1,182 @@
+//! `SqlStore`, the team's store as the rest of Cohort sees it: the database calls of
+//! [`super::sql::Db`], each run on a runtime of the store's own.
+
+use super::sql::{Db, rows};
+use super::{Snapshot, Store, StoreError, StoredEvent, StoredSession};
+use crate::event::{Event, StatesRecord};
+use crate::ids::TaskId;
+use futures::future::BoxFuture;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// The team's store on SQLite or Postgres. Every database call runs on a runtime of the
+/// store's own, so its connections belong to no caller: the journal's thread, the HTTP
+/// server's runtime and actix's each wait for an answer without having to drive (or outlive)
+/// the sockets it comes on. A caller that blocks its own thread (closing the journal) or a
+/// runtime that stops (the HTTP server's) can never stall or break the store.
+pub struct SqlStore {
+    db: Arc<Db>,
+    url: String,
+    rt: StoreRuntime,
+}
+
+impl SqlStore {
+    /// Opens (creating if need be) the SQLite database at `path`, WAL mode.
+    pub async fn open_sqlite(path: &Path) -> Result<SqlStore, StoreError> {
+        let path = path.to_owned();
+        Self::on_own_runtime(async move { Db::open_sqlite(&path).await }).await
+    }
+
+    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
+    pub async fn open_postgres(url: &str) -> Result<SqlStore, StoreError> {
+        let url = url.to_owned();
+        Self::on_own_runtime(async move { Db::open_postgres(&url).await }).await
+    }
+
+    /// Opens `spec`: a `postgres://` URL, or else a SQLite file path.
+    pub async fn open(spec: &str) -> Result<SqlStore, StoreError> {
+        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+            Self::open_postgres(spec).await
+        } else {
+            Self::open_sqlite(Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec))).await
+        }
+    }
+
+    /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a
+    /// running team may keep writing; nothing is created or migrated.
+    pub async fn open_reader(spec: &str) -> Result<SqlStore, StoreError> {
+        let spec = spec.to_owned();
+        Self::on_own_runtime(async move { Db::open_reader(&spec).await }).await
+    }
+
+    async fn on_own_runtime(
+        open: impl Future<Output = Result<Db, StoreError>> + Send + 'static,
+    ) -> Result<SqlStore, StoreError> {
+        let rt = StoreRuntime::start()?;
+        let db = rt.run(open).await?;
+        Ok(SqlStore {
+            url: db.url.clone(),
+            db: Arc::new(db),
+            rt,
+        })
+    }
+
+    /// Where the data lives, as shown to people (no password).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Store for SqlStore {
+    fn put_session<'a>(&'a self, s: &'a StoredSession) -> BoxFuture<'a, Result<(), StoreError>> {
+        let (db, s) = (self.db.clone(), s.clone());
+        Box::pin(self.rt.run(async move { db.session_put(&s).await }))
+    }
+
+    fn live_sessions(&self, now: i64) -> BoxFuture<'_, Result<Vec<StoredSession>, StoreError>> {
+        let db = self.db.clone();
+        Box::pin(self.rt.run(async move { db.sessions_live(now).await }))
+    }
+
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let rows = rows(events)?;
+            self.rt.run(async move { db.insert(rows).await }).await
+        })
+    }
+
+    fn put_snapshot<'a>(
+        &'a self,
+        version: u64,
+        states: &'a StatesRecord,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let body = serde_json::to_string(states).map_err(|e| StoreError::BadSnapshot {
+                version: version as i64,
+                why: e.to_string(),
+            })?;
+            self.rt
+                .run(async move { db.snapshot_put(version, body).await })
+                .await
+        })
+    }
+
+    fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
+        let db = self.db.clone();
+        Box::pin(self.rt.run(async move { db.snapshot_latest().await }))
+    }
+
+    fn events_after(
+        &self,
+        version: u64,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Event>, StoreError>> {
+        let db = self.db.clone();
+        Box::pin(
+            self.rt
+                .run(async move { db.select_events(None, version, limit).await }),
+        )
+    }
+
+    fn task_events<'a>(
+        &'a self,
+        task: &'a TaskId,
+        version: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Event>, StoreError>> {
+        let (db, task) = (self.db.clone(), task.clone());
+        Box::pin(
+            self.rt
+                .run(async move { db.select_events(Some(task), version, limit).await }),
+        )
+    }
+
+    fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move { Ok(self.db.last.load(Ordering::SeqCst)) })
+    }
+}
+
+/// The store's own runtime (one thread). Dropped without waiting, from any context.
+struct StoreRuntime(Option<tokio::runtime::Runtime>);
+
+impl StoreRuntime {
+    fn start() -> Result<Self, StoreError> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("cohort-store")
+            .enable_all()
+            .build()
+            .map(|rt| StoreRuntime(Some(rt)))
+            .map_err(|e| StoreError::Query(sqlx::Error::Io(e)))
+    }
+
+    /// Runs `work` on the store's runtime and waits for it.
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
+        let running = self.0.as_ref().map(|rt| rt.spawn(work));
+        async move {
+            match running {
+                Some(task) => task.await.unwrap_or_else(|e| {
+                    Err(StoreError::Query(sqlx::Error::Io(std::io::Error::other(
+                        format!("the store's call did not finish: {e}"),
+                    ))))
+                }),
+                None => Err(StoreError::Query(sqlx::Error::PoolClosed)),
+            }
+        }
+    }
+}
+
+impl Drop for StoreRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
