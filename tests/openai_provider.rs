@@ -6,10 +6,11 @@
 mod openai_stub;
 
 use cohort::ids::{AgentId, StageRef, StepId, TaskId};
-use cohort::llm::openai::{OpenAiModel, OpenAiSettings};
-use cohort::llm::{ChatModel, ChatRequest, LlmError};
+use cohort::llm::openai::{OpenAiModel, OpenAiSettings, StructuredOutput};
+use cohort::llm::{AnswerFormat, ChatModel, ChatRequest, LlmError};
 use cohort::state::TokenUsage;
 use openai_stub::{OpenAiStub, StubResponse};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// Tiny backoffs so retries cost milliseconds; a generous timeout unless a test is about it.
@@ -24,6 +25,7 @@ fn settings(base_url: String) -> OpenAiSettings {
         max_retries: 3,
         backoff_base: Duration::from_millis(10),
         backoff_max: Duration::from_millis(40),
+        structured_output: StructuredOutput::Auto,
     }
 }
 
@@ -33,7 +35,9 @@ fn model(settings: OpenAiSettings) -> OpenAiModel {
 
 fn request(prompt: &str) -> ChatRequest {
     ChatRequest {
+        system: String::new(),
         prompt: prompt.into(),
+        answer_format: None,
         agent_id: AgentId::from("writer"),
         skill: "think".into(),
         task_id: TaskId::from("task-1"),
@@ -73,7 +77,7 @@ async fn a_normal_reply_returns_text_and_usage_and_sends_the_settings() {
     assert_eq!(sent.body["temperature"].as_f64(), Some(0.25));
     assert_eq!(sent.body["max_tokens"].as_u64(), Some(321));
     assert_eq!(sent.authorization(), Some("Bearer sk-test"));
-    // The prompt goes whole, as the only message, from the user.
+    // Without a fixed part, the prompt is the only message, from the user.
     let messages = sent.body["messages"].as_array().expect("messages");
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0]["role"], "user");
@@ -82,7 +86,7 @@ async fn a_normal_reply_returns_text_and_usage_and_sends_the_settings() {
 }
 
 #[tokio::test]
-async fn without_a_key_no_authorization_header_is_sent_and_missing_usage_counts_zero() {
+async fn without_a_key_no_authorization_header_is_sent_and_missing_usage_is_estimated() {
     let stub = OpenAiStub::start().await;
     stub.push(StubResponse::reply("local answer"));
     let mut settings = settings(stub.base_url());
@@ -93,7 +97,14 @@ async fn without_a_key_no_authorization_header_is_sent_and_missing_usage_counts_
     let reply = model(settings).chat(request("hi")).await.expect("a reply");
 
     assert_eq!(reply.text, "local answer");
-    assert_eq!(reply.usage, TokenUsage::default());
+    // About four characters a token: "hi" and "local answer".
+    assert_eq!(
+        reply.usage,
+        TokenUsage {
+            prompt_tokens: 1,
+            completion_tokens: 3
+        }
+    );
     let sent = &stub.requests()[0];
     assert_eq!(sent.authorization(), None);
     assert!(sent.body.get("temperature").is_none());
@@ -267,9 +278,9 @@ async fn a_server_slower_than_the_timeout_ends_as_timeout() {
 }
 
 #[tokio::test]
-async fn a_200_without_content_is_an_empty_answer() {
+async fn a_200_without_content_is_retried_then_an_empty_answer() {
     let stub = OpenAiStub::start().await;
-    stub.push(StubResponse::no_content());
+    stub.set_default(StubResponse::no_content());
 
     let error = model(settings(stub.base_url()))
         .chat(request("hi"))
@@ -277,13 +288,22 @@ async fn a_200_without_content_is_an_empty_answer() {
         .expect_err("no text");
 
     assert!(matches!(error, LlmError::EmptyAnswer(_)), "{error:?}");
-    assert_eq!(stub.attempts(), 1);
+    assert_eq!(stub.attempts(), 4);
 }
 
 #[tokio::test]
-async fn a_200_that_is_not_a_chat_completion_is_an_invalid_response() {
+async fn a_200_that_is_not_a_chat_completion_is_retried_then_an_invalid_response() {
     let stub = OpenAiStub::start().await;
     stub.push(StubResponse::raw(200, "<html>captive portal</html>"));
+    stub.push(StubResponse::reply("after the glitch"));
+    let reply = model(settings(stub.base_url()))
+        .chat(request("hi"))
+        .await
+        .expect("the second try answers");
+    assert_eq!(reply.text, "after the glitch");
+
+    let stub = OpenAiStub::start().await;
+    stub.set_default(StubResponse::raw(200, "<html>captive portal</html>"));
 
     let error = model(settings(stub.base_url()))
         .chat(request("hi"))
@@ -294,7 +314,7 @@ async fn a_200_that_is_not_a_chat_completion_is_an_invalid_response() {
         matches!(&error, LlmError::InvalidResponse(why) if why.contains("captive portal")),
         "{error:?}"
     );
-    assert_eq!(stub.attempts(), 1);
+    assert_eq!(stub.attempts(), 4);
 }
 
 #[tokio::test]
@@ -309,7 +329,8 @@ async fn a_minimal_body_from_a_local_server_is_still_a_reply() {
 
     let reply = model.chat(request("hi")).await.expect("a lenient reply");
     assert_eq!(reply.text, "hi");
-    assert_eq!(reply.usage, TokenUsage::default());
+    // No usage sent: estimated.
+    assert_eq!(reply.usage.completion_tokens, 1);
     let reply = model.chat(request("hi")).await.expect("a lenient reply");
     assert_eq!(reply.text, "again");
     assert_eq!(stub.attempts(), 2);
@@ -402,4 +423,107 @@ fn debug_output_never_shows_the_key() {
     let shown = format!("{:?}", settings("http://127.0.0.1:1/v1".into()));
     assert!(!shown.contains("sk-test"), "{shown}");
     assert!(shown.contains("<redacted>"));
+}
+
+fn constrained(prompt: &str) -> ChatRequest {
+    ChatRequest {
+        system: "SYSTEM PART".into(),
+        answer_format: Some(AnswerFormat {
+            name: "think".into(),
+            schema: json!({"type": "object", "properties": {"think": {"type": "string"}},
+                           "required": ["think"]}),
+            note: "ANSWER IN JSON".into(),
+        }),
+        ..request(prompt)
+    }
+}
+
+#[tokio::test]
+async fn the_fixed_part_goes_as_system_and_the_answer_is_constrained_by_its_schema() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::reply(r#"{"think": "rain on roofs"}"#));
+
+    let reply = model(settings(stub.base_url()))
+        .chat(constrained("STEP PART"))
+        .await
+        .expect("a reply");
+
+    // The JSON answer comes back in the tag format the skills read.
+    assert_eq!(reply.text, "<think>rain on roofs</think>");
+    let sent = &stub.requests()[0];
+    let messages = sent.body["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[0]["content"], "SYSTEM PART\n\nANSWER IN JSON");
+    assert_eq!(messages[1]["role"], "user");
+    assert_eq!(messages[1]["content"], "STEP PART");
+    let format = &sent.body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["name"], "think");
+    assert_eq!(
+        format["json_schema"]["schema"]["required"],
+        json!(["think"])
+    );
+}
+
+#[tokio::test]
+async fn an_endpoint_that_refuses_the_schema_is_asked_for_tags_from_then_on() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::error(
+        400,
+        "response_format json_schema is not supported",
+    ));
+    stub.push(StubResponse::reply("<think>first</think>"));
+    stub.push(StubResponse::reply("<think>second</think>"));
+    let model = model(settings(stub.base_url()));
+
+    let first = model.chat(constrained("one")).await.expect("a reply");
+    let second = model.chat(constrained("two")).await.expect("a reply");
+
+    assert_eq!(first.text, "<think>first</think>");
+    assert_eq!(second.text, "<think>second</think>");
+    let sent = stub.requests();
+    assert_eq!(sent.len(), 3);
+    assert!(sent[0].body.get("response_format").is_some());
+    for later in &sent[1..] {
+        assert!(later.body.get("response_format").is_none());
+        assert_eq!(later.body["messages"][0]["content"], "SYSTEM PART");
+    }
+}
+
+#[tokio::test]
+async fn a_400_the_plain_request_gets_too_keeps_the_schema_for_later_calls() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::error(400, "context length exceeded"));
+    stub.push(StubResponse::error(400, "context length exceeded"));
+    stub.push(StubResponse::reply(r#"{"think": "fits"}"#));
+    let model = model(settings(stub.base_url()));
+
+    let error = model.chat(constrained("long")).await.expect_err("a 400");
+    assert!(
+        matches!(error, LlmError::Http { status: 400, .. }),
+        "{error:?}"
+    );
+    let reply = model.chat(constrained("short")).await.expect("a reply");
+
+    assert_eq!(reply.text, "<think>fits</think>");
+    assert!(stub.requests()[2].body.get("response_format").is_some());
+}
+
+#[tokio::test]
+async fn with_structured_output_off_only_tags_are_asked_for() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::reply(r#"{"think": "left as it is"}"#));
+    let mut settings = settings(stub.base_url());
+    settings.structured_output = StructuredOutput::Off;
+
+    let reply = model(settings)
+        .chat(constrained("x"))
+        .await
+        .expect("a reply");
+
+    assert_eq!(reply.text, r#"{"think": "left as it is"}"#);
+    let sent = &stub.requests()[0];
+    assert!(sent.body.get("response_format").is_none());
+    assert_eq!(sent.body["messages"][0]["content"], "SYSTEM PART");
 }

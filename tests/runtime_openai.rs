@@ -67,11 +67,11 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
             120,
             30,
         ),
-        StubResponse::reply(bad),
-        StubResponse::reply(bad),
-        StubResponse::reply(bad),
-        StubResponse::reply(bad),
-        StubResponse::reply("Second goal noted; nothing to do."),
+        StubResponse::reply_with_usage(bad, 10, 5),
+        StubResponse::reply_with_usage(bad, 10, 5),
+        StubResponse::reply_with_usage(bad, 10, 5),
+        StubResponse::reply_with_usage(bad, 10, 5),
+        StubResponse::reply_with_usage("Second goal noted; nothing to do.", 7, 5),
     ]);
     let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
@@ -125,7 +125,7 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
     assert_eq!(
         agent["token_usage"]["prompt_tokens"],
-        120 + 5 * reqs_usage_default(&reqs) / 2,
+        120 + 4 * 10 + 7,
         "every try's tokens count"
     );
     assert_eq!(agent["working_state"], "idle");
@@ -193,17 +193,13 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
 }
 
 /// Prompt tokens the stub reports for replies made without explicit usage.
-fn reqs_usage_default(reqs: &[openai_stub::RecordedRequest]) -> u64 {
-    let _ = reqs;
-    let probe = StubResponse::reply("x");
-    let body: Value = serde_json::from_str(&probe.body).unwrap();
-    2 * body["usage"]["prompt_tokens"].as_u64().unwrap_or(0)
-}
-
+/// A 400 is asked once more without the answer's schema (to tell an endpoint that refuses
+/// `response_format` from a bad request), and not retried beyond that.
 #[actix::test]
 async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
+        StubResponse::error(400, "model `test-model` does not support this"),
         StubResponse::error(400, "model `test-model` does not support this"),
         StubResponse::reply("Noted."),
     ]);
@@ -224,7 +220,12 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         reason.contains("400") && reason.contains("does not support this"),
         "{reason}"
     );
-    assert_eq!(stub.attempts(), 2, "no retry on a 400");
+    let reqs = stub.requests();
+    assert_eq!(reqs.len(), 3, "no retry on a 400");
+    assert!(reqs[0].body.get("response_format").is_some());
+    assert!(reqs[1].body.get("response_format").is_none());
+    // The refusal was not the schema's: the next step is constrained again.
+    assert!(reqs[2].body.get("response_format").is_some());
 }
 
 #[actix::test]
@@ -240,4 +241,46 @@ async fn a_missing_api_key_variable_is_a_clear_startup_error() {
 /// The host a test runs the team in: the given variables and the built `cohort` binary.
 fn host(vars: &dyn Fn(&str) -> Option<String>) -> Host<'_> {
     Host::new(vars, env!("CARGO_BIN_EXE_cohort"))
+}
+
+/// With an endpoint that constrains answers, each step sends its skill's schema, limited to
+/// what this agent may choose, and the JSON answers run the team like tagged ones.
+#[actix::test]
+async fn constrained_json_answers_take_a_goal_to_a_task() {
+    let stub = OpenAiStub::start().await;
+    stub.push_all([
+        StubResponse::reply(
+            r#"{"text": "A goal arrived.", "react_action": {"step_intention": "act", "text_content": "make it a task"}}"#,
+        ),
+        StubResponse::reply(
+            r#"{"planned_step": [{"step_intention": "create the task", "type": "skill", "executor": "task_manager", "text_content": "add a task for the goal"}]}"#,
+        ),
+        StubResponse::reply(
+            r#"{"task_instruction": {"action": "add_task", "task_name": "Haiku", "task_intention": "write one"}}"#,
+        ),
+    ]);
+    let cfg = load_team(&team_file("json", &stub.base_url())).unwrap();
+    let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
+    team.submit_goal(None, "a haiku").await.unwrap();
+    wait_for_steps(&team.monitor, "the task_manager step to finish", |s| {
+        with(s, "task_manager", "finished") == 1
+    })
+    .await;
+    let tasks = team.monitor.snapshot(StateKind::Task);
+    assert!(
+        tasks.values().any(|t| t["task_name"] == "Haiku"),
+        "{tasks:#?}"
+    );
+
+    let reqs = stub.requests();
+    let decision = &reqs[1].body;
+    assert_eq!(decision["messages"][0]["role"], "system");
+    let format = &decision["response_format"]["json_schema"];
+    assert_eq!(format["name"], "decision");
+    // decision may plan neither itself nor process_message: task_manager is all that is left.
+    let item = &format["schema"]["properties"]["planned_step"]["items"];
+    assert_eq!(
+        item["properties"]["executor"]["enum"],
+        serde_json::json!(["task_manager"])
+    );
 }

@@ -9,11 +9,12 @@ use crate::agent::{
 };
 use crate::event::{Change, StepUpdate};
 use crate::ids::{StageRef, StepId};
-use crate::llm::{ChatModel, ChatRequest};
+use crate::llm::{AnswerFormat, ChatModel, ChatRequest};
 use crate::mcp::McpClient;
 use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
+use crate::skills::answer_schema::answer_schema;
 use crate::skills::next_tool_step;
 use crate::state::{AgentState, Executor, Skill, StepState};
 use actix::prelude::*;
@@ -144,8 +145,15 @@ impl AgentActor {
                 tool_history: tool_history.as_deref(),
             },
         );
+        let answer_format = AnswerFormat {
+            name: skill.name().to_owned(),
+            schema: answer_schema(skill, &self.state),
+            note: self.prompts.phrases().json_answer.clone(),
+        };
         let request = ChatRequest {
-            prompt,
+            system: prompt.system,
+            prompt: prompt.user,
+            answer_format: Some(answer_format),
             agent_id: self.state.agent_id.clone(),
             skill: skill.name().to_owned(),
             task_id: step.task_id.clone(),

@@ -238,6 +238,7 @@ impl<'a> ModelBuilder<'a> {
                 max_tokens,
                 timeout,
                 max_retries,
+                structured_output,
                 ..
             } => {
                 let base_url = base_url_env
@@ -269,6 +270,7 @@ impl<'a> ModelBuilder<'a> {
                     max_retries: *max_retries,
                     backoff_base: Duration::from_millis(500),
                     backoff_max: Duration::from_secs(30),
+                    structured_output: *structured_output,
                 })?)
             }
         })

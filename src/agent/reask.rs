@@ -75,7 +75,9 @@ mod tests {
 
     fn request() -> ChatRequest {
         ChatRequest {
+            system: String::new(),
             prompt: "PROMPT".into(),
+            answer_format: None,
             agent_id: "a".into(),
             skill: "think".into(),
             task_id: "t".into(),

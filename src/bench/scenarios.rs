@@ -344,7 +344,9 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
             },
         );
         let reply = futures::executor::block_on(model.chat(ChatRequest {
-            prompt,
+            system: prompt.system,
+            prompt: prompt.user,
+            answer_format: None,
             agent_id: "w".into(),
             skill: "think".into(),
             task_id: task.clone(),

@@ -2,6 +2,7 @@
 //! configured agent or an agent template, so both get the same rules and the same messages.
 
 use super::raw::RawLlm;
+use crate::llm::openai::StructuredOutput;
 use crate::mcp::McpServerConfig;
 use crate::problem::Problem;
 use crate::state::Skill;
@@ -23,6 +24,7 @@ pub enum LlmConfig {
         max_tokens: Option<u32>,
         timeout: Duration,
         max_retries: u32,
+        structured_output: StructuredOutput,
         /// At most this many calls in flight to this endpoint (base URL and model), shared by
         /// every agent that uses it.
         max_in_flight: usize,
@@ -240,6 +242,12 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                     "only the scripted provider takes a script".into(),
                 ));
             }
+            let structured_output = match &l.structured_output {
+                None => StructuredOutput::default(),
+                Some(s) => s
+                    .parse()
+                    .map_err(|why| ("structured_output".to_owned(), why))?,
+            };
             Ok(LlmConfig::OpenAi {
                 base_url: l
                     .base_url
@@ -253,6 +261,7 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 max_tokens: l.max_tokens,
                 timeout: Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1)),
                 max_retries: l.max_retries.unwrap_or(3),
+                structured_output,
                 max_in_flight,
             })
         }
@@ -266,6 +275,12 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 return Err((
                     "script".into(),
                     format!("{} does not exist", path.display()),
+                ));
+            }
+            if l.structured_output.is_some() {
+                return Err((
+                    "structured_output".into(),
+                    "only the openai provider constrains answers".into(),
                 ));
             }
             Ok(LlmConfig::Scripted {

@@ -125,6 +125,10 @@ pub struct RawLlm {
     pub timeout_secs: Option<u64>,
     #[serde(default)]
     pub max_retries: Option<u32>,
+    /// `auto` (default), `json_schema` or `off`: whether answers are constrained by the
+    /// skill's JSON schema.
+    #[serde(default)]
+    pub structured_output: Option<String>,
     /// At most this many calls in flight to this endpoint (default 64).
     #[serde(default)]
     pub max_in_flight: Option<usize>,

@@ -80,7 +80,9 @@ mod tests {
         let limited = Limited::new(Arc::new(probe.clone()), 3);
         let calls = (0..20).map(|i| {
             limited.chat(ChatRequest {
+                system: String::new(),
                 prompt: String::new(),
+                answer_format: None,
                 agent_id: format!("a{i}").into(),
                 skill: "think".into(),
                 task_id: "t".into(),

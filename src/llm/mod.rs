@@ -4,6 +4,7 @@
 pub mod limit;
 pub mod openai;
 pub mod scripted;
+pub mod structured;
 
 use crate::ids::{AgentId, StageRef, StepId, TaskId};
 use crate::state::TokenUsage;
@@ -13,8 +14,13 @@ use std::time::Duration;
 /// One LLM call made by one step.
 #[derive(Clone, Debug)]
 pub struct ChatRequest {
-    /// The assembled prompt (system → role → current step → history → memory).
+    /// The fixed part of the prompt (system section, role and permissions): the same for every
+    /// step of the agent, sent as the `system` message.
+    pub system: String,
+    /// The rest of the prompt (current step → history → memory), sent as the `user` message.
     pub prompt: String,
+    /// The answer's shape as a JSON schema, for providers that can constrain the model by it.
+    pub answer_format: Option<AnswerFormat>,
     /// Who asks and for what, so providers can log and scripts can select a reply.
     pub agent_id: AgentId,
     /// The executor name of the step (a skill name).
@@ -28,6 +34,19 @@ pub struct ChatRequest {
     /// The step's intention and text: what the step asks for (scripts may choose a reply by
     /// it).
     pub step_text: String,
+}
+
+/// The JSON an answer must be when a provider constrains the model (`response_format:
+/// json_schema`): an object with one property per answer tag of the skill (see
+/// [`crate::skills::answer_schema`]). The provider turns such an answer back into tagged text,
+/// so every skill reads one format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnswerFormat {
+    /// The schema's name: the skill's name.
+    pub name: String,
+    pub schema: serde_json::Value,
+    /// Said in the system message when the answer is constrained: the tags become keys.
+    pub note: String,
 }
 
 /// The model's answer and what it cost.

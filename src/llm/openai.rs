@@ -32,18 +32,23 @@
 mod reply;
 mod transport;
 
+use super::structured::tagged_answer;
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::{
-    ChatCompletionRequestMessage, ChatCompletionRequestUserMessage, CreateChatCompletionRequest,
+    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
+    ChatCompletionRequestUserMessage, CreateChatCompletionRequest, ResponseFormat,
+    ResponseFormatJsonSchema,
 };
 use futures::future::BoxFuture;
 use reply::{reply_from_response, reply_leniently};
 use reqwest::header::HeaderValue;
 use std::fmt;
+use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use transport::{HttpStatus, OneAttempt};
 
@@ -75,6 +80,34 @@ pub struct OpenAiSettings {
     pub backoff_base: Duration,
     /// The cap on the doubling backoff (a `Retry-After` is capped by [`RETRY_AFTER_CAP`]).
     pub backoff_max: Duration,
+    /// Whether answers are constrained by the skill's JSON schema.
+    pub structured_output: StructuredOutput,
+}
+
+/// Whether a step's answer is constrained by its skill's JSON schema (`response_format:
+/// json_schema`) or asked for in the tag format the prompt describes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StructuredOutput {
+    /// Constrained until the endpoint refuses `response_format` (a 400 or 422 that the same
+    /// request without it does not get); then tags, for the rest of the process.
+    #[default]
+    Auto,
+    /// Always constrained.
+    JsonSchema,
+    /// Never constrained: the tag format only.
+    Off,
+}
+
+impl FromStr for StructuredOutput {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" => Ok(Self::Auto),
+            "json_schema" => Ok(Self::JsonSchema),
+            "off" => Ok(Self::Off),
+            other => Err(format!("`{other}` is not auto, json_schema or off")),
+        }
+    }
 }
 
 // By hand so that the key never reaches a log line through `{:?}`.
@@ -90,6 +123,7 @@ impl fmt::Debug for OpenAiSettings {
             .field("max_retries", &self.max_retries)
             .field("backoff_base", &self.backoff_base)
             .field("backoff_max", &self.backoff_max)
+            .field("structured_output", &self.structured_output)
             .finish()
     }
 }
@@ -107,6 +141,19 @@ struct Inner {
     /// Executes through [`OneAttempt`] only: no retry layer of async-openai's own.
     client: Client<OpenAIConfig>,
     settings: OpenAiSettings,
+    /// Set when, under [`StructuredOutput::Auto`], the endpoint refused `response_format`.
+    schema_refused: AtomicBool,
+}
+
+impl Inner {
+    fn constrains(&self, request: &ChatRequest) -> bool {
+        request.answer_format.is_some()
+            && match self.settings.structured_output {
+                StructuredOutput::Off => false,
+                StructuredOutput::JsonSchema => true,
+                StructuredOutput::Auto => !self.schema_refused.load(Ordering::Relaxed),
+            }
+    }
 }
 
 impl OpenAiModel {
@@ -151,7 +198,11 @@ impl OpenAiModel {
             authorize: api_key.is_some(),
         });
         Ok(Self {
-            inner: Arc::new(Inner { client, settings }),
+            inner: Arc::new(Inner {
+                client,
+                settings,
+                schema_refused: AtomicBool::new(false),
+            }),
         })
     }
 
@@ -181,20 +232,50 @@ fn chat_completions_url(base_url: &str) -> Result<reqwest::Url, LlmError> {
     }
 }
 
-/// The request body: the prompt already holds the system section, so it goes as one user message.
-fn completion_request(settings: &OpenAiSettings, prompt: &str) -> CreateChatCompletionRequest {
-    let message = ChatCompletionRequestUserMessage {
-        content: prompt.into(),
-        name: None,
-    };
+/// The request body: the fixed part of the prompt as the `system` message, the step's part as
+/// the `user` message, and, when `constrained`, the answer's schema as `response_format`.
+fn completion_request(
+    settings: &OpenAiSettings,
+    request: &ChatRequest,
+    constrained: bool,
+) -> CreateChatCompletionRequest {
+    let format = request.answer_format.as_ref().filter(|_| constrained);
+    let mut system = request.system.clone();
+    if let Some(format) = format {
+        system.push_str("\n\n");
+        system.push_str(&format.note);
+    }
+    let mut messages = Vec::with_capacity(2);
+    if !system.trim().is_empty() {
+        messages.push(ChatCompletionRequestMessage::System(
+            ChatCompletionRequestSystemMessage {
+                content: system.into(),
+                name: None,
+            },
+        ));
+    }
+    messages.push(ChatCompletionRequestMessage::User(
+        ChatCompletionRequestUserMessage {
+            content: request.prompt.clone().into(),
+            name: None,
+        },
+    ));
     #[allow(deprecated)]
     CreateChatCompletionRequest {
         model: settings.model.clone(),
-        messages: vec![ChatCompletionRequestMessage::User(message)],
+        messages,
         temperature: settings.temperature,
         // `max_tokens`, not `max_completion_tokens`: the OpenAI-compatible servers we target
         // (Ollama, vLLM, llama.cpp, DeepSeek) all read `max_tokens`; not all read the newer name.
         max_tokens: settings.max_tokens,
+        response_format: format.map(|f| ResponseFormat::JsonSchema {
+            json_schema: ResponseFormatJsonSchema {
+                description: None,
+                name: f.name.clone(),
+                schema: f.schema.clone(),
+                strict: None,
+            },
+        }),
         ..Default::default()
     }
 }
@@ -202,14 +283,40 @@ fn completion_request(settings: &OpenAiSettings, prompt: &str) -> CreateChatComp
 /// Runs attempts until one succeeds, one fails in a way retrying cannot fix, or retries run out.
 async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatReply, LlmError> {
     let settings = &inner.settings;
-    let body = completion_request(settings, &request.prompt);
+    let mut constrained = inner.constrains(request);
+    let mut body = completion_request(settings, request, constrained);
     let mut attempts = 0;
     loop {
         attempts += 1;
         let failure = match attempt(inner, body.clone()).await {
-            Ok(reply) => return Ok(reply),
+            Ok(reply) => return Ok(finish_reply(reply, request, constrained)),
             Err(failure) => failure,
         };
+        if constrained
+            && settings.structured_output == StructuredOutput::Auto
+            && failure.may_be_schema_refusal()
+        {
+            // Asked once more without the schema: if that is answered, the schema was what
+            // the endpoint refused, and it is not sent again.
+            let plain = completion_request(settings, request, false);
+            match attempt(inner, plain.clone()).await {
+                Ok(reply) => {
+                    if !inner.schema_refused.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(
+                            model = %settings.model,
+                            reason = %failure,
+                            "the LLM endpoint refuses response_format json_schema; \
+                             asking for the tag format from now on",
+                        );
+                    }
+                    return Ok(finish_reply(reply, request, false));
+                }
+                Err(_) => {
+                    constrained = false;
+                    body = plain;
+                }
+            }
+        }
         let retries_done = attempts - 1;
         if !failure.is_retryable() || retries_done >= settings.max_retries {
             return Err(failure.into_error(attempts, settings.request_timeout));
@@ -232,6 +339,20 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
     }
 }
 
+/// A constrained answer back in the tag format the skills read; a usage the endpoint did not
+/// report is estimated (about four characters a token), so spend is never shown as zero.
+fn finish_reply(mut reply: ChatReply, request: &ChatRequest, constrained: bool) -> ChatReply {
+    if constrained && let Some(tagged) = tagged_answer(&reply.text) {
+        reply.text = tagged;
+    }
+    if reply.usage.prompt_tokens == 0 && reply.usage.completion_tokens == 0 {
+        let estimate = |text: &str| (text.chars().count() as u64).div_ceil(4);
+        reply.usage.prompt_tokens = estimate(&request.system) + estimate(&request.prompt);
+        reply.usage.completion_tokens = estimate(&reply.text);
+    }
+    reply
+}
+
 /// One `client.chat().create(..)`, bounded as a whole (connect, send, wait, read and parse the
 /// body) by `request_timeout`, so a server that stalls mid-body cannot hold the step forever.
 async fn attempt(
@@ -241,7 +362,7 @@ async fn attempt(
     let chat = inner.client.chat();
     match tokio::time::timeout(inner.settings.request_timeout, chat.create(body)).await {
         Err(_elapsed) => Err(AttemptFailure::Timeout),
-        Ok(Ok(response)) => reply_from_response(response).map_err(AttemptFailure::Final),
+        Ok(Ok(response)) => reply_from_response(response).map_err(AttemptFailure::BadAnswer),
         Ok(Err(error)) => classify(error),
     }
 }
@@ -255,8 +376,9 @@ enum AttemptFailure {
     Timeout,
     /// The request never got an HTTP answer: refused, reset, DNS, TLS, a broken body…
     Connection(String),
-    /// An answer no retry can improve: a 2xx without text or that is no chat completion, a
-    /// request that cannot be built.
+    /// A 2xx without text or that is no chat completion: a server's glitch, worth another try.
+    BadAnswer(LlmError),
+    /// A request that cannot be built: no retry can improve it.
     Final(LlmError),
 }
 
@@ -268,9 +390,22 @@ impl AttemptFailure {
             AttemptFailure::Status(HttpStatus { status, .. }) => {
                 *status == 429 || (500..600).contains(status)
             }
-            AttemptFailure::Timeout | AttemptFailure::Connection(_) => true,
+            AttemptFailure::Timeout
+            | AttemptFailure::Connection(_)
+            | AttemptFailure::BadAnswer(_) => true,
             AttemptFailure::Final(_) => false,
         }
+    }
+
+    /// A 400 or 422: what an endpoint without `response_format` support answers to one.
+    fn may_be_schema_refusal(&self) -> bool {
+        matches!(
+            self,
+            AttemptFailure::Status(HttpStatus {
+                status: 400 | 422,
+                ..
+            })
+        )
     }
 
     fn retry_after(&self) -> Option<Duration> {
@@ -290,7 +425,7 @@ impl AttemptFailure {
             }
             AttemptFailure::Timeout => LlmError::Timeout(timeout),
             AttemptFailure::Connection(reason) => LlmError::Connection(reason),
-            AttemptFailure::Final(error) => error,
+            AttemptFailure::BadAnswer(error) | AttemptFailure::Final(error) => error,
         }
     }
 }
@@ -301,7 +436,7 @@ impl fmt::Display for AttemptFailure {
             AttemptFailure::Status(status) => status.fmt(f),
             AttemptFailure::Timeout => f.write_str("timed out"),
             AttemptFailure::Connection(reason) => write!(f, "connection failed: {reason}"),
-            AttemptFailure::Final(error) => error.fmt(f),
+            AttemptFailure::BadAnswer(error) | AttemptFailure::Final(error) => error.fmt(f),
         }
     }
 }
@@ -327,10 +462,10 @@ fn classify(error: OpenAIError) -> Result<ChatReply, AttemptFailure> {
         }),
         // Only a 2xx body reaches async-openai's deserialization (see [`OneAttempt`]).
         OpenAIError::JSONDeserialize(strict, body) => {
-            return reply_leniently(&body, &strict).map_err(AttemptFailure::Final);
+            return reply_leniently(&body, &strict).map_err(AttemptFailure::BadAnswer);
         }
         OpenAIError::InvalidArgument(why) => AttemptFailure::Final(LlmError::InvalidSettings(why)),
-        other => AttemptFailure::Final(LlmError::InvalidResponse(other.to_string())),
+        other => AttemptFailure::BadAnswer(LlmError::InvalidResponse(other.to_string())),
     })
 }
 
@@ -401,6 +536,7 @@ mod tests {
             max_retries: 0,
             backoff_base: Duration::from_millis(1),
             backoff_max: Duration::from_millis(1),
+            structured_output: StructuredOutput::Auto,
         };
         let model = OpenAiModel::new(settings.clone()).unwrap();
         let config = model.inner.client.config();
@@ -452,7 +588,7 @@ mod tests {
     }
 
     #[test]
-    fn a_body_async_openai_rejected_is_read_leniently_and_is_final_if_unusable() {
+    fn a_body_async_openai_rejected_is_read_leniently_and_retried_if_unusable() {
         let body = r#"{"choices":[{"message":{"role":"assistant","content":"hi"}}]}"#;
         let strict =
             serde_json::from_str::<async_openai::types::chat::CreateChatCompletionResponse>(body)
@@ -463,6 +599,7 @@ mod tests {
         let junk = "<html>oops</html>";
         let strict = serde_json::from_str::<serde_json::Value>(junk).unwrap_err();
         let failure = classify(OpenAIError::JSONDeserialize(strict, junk.into())).unwrap_err();
-        assert!(!failure.is_retryable());
+        // A server's glitch: asked again within the retry budget.
+        assert!(failure.is_retryable());
     }
 }

@@ -236,7 +236,7 @@ impl ChatModel for ScriptedModel {
             let text = render(entry.text(), &vars, false).map_err(LlmError::Script)?;
             Ok((text, entry.delay()))
         });
-        let prompt_tokens = estimate_tokens(&req.prompt);
+        let prompt_tokens = estimate_tokens(&req.system) + estimate_tokens(&req.prompt);
         Box::pin(async move {
             let (text, delay) = answer?;
             if !delay.is_zero() {
@@ -299,7 +299,9 @@ mod tests {
 
     fn req_from(agent: &str, template: Option<&str>, skill: &str) -> ChatRequest {
         ChatRequest {
+            system: String::new(),
             prompt: "p".repeat(40),
+            answer_format: None,
             agent_id: agent.into(),
             skill: skill.into(),
             task_id: "T1".into(),

@@ -74,11 +74,28 @@ pub(crate) fn stage_history<'a>(
         .partition(|s| s.execution_state.is_over())
 }
 
+/// A step's prompt in two parts: what stays the same for every step of this agent (the system
+/// section, role and permissions), sent as the `system` message so servers can cache it, and
+/// what this step adds (current step, history, memory), sent as the `user` message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prompt {
+    pub system: String,
+    pub user: String,
+}
+
+impl Prompt {
+    /// Both parts as one text, in section order.
+    pub fn whole(&self) -> String {
+        format!("{}\n{}", self.system, self.user)
+    }
+}
+
 /// The prompt for one step of `skill`.
-pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> String {
+pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> Prompt {
+    let mut fixed = Doc::default();
+    fixed.push(set.system_prompt());
+    push_role(&mut fixed, set, ctx);
     let mut doc = Doc::default();
-    doc.push(set.system_prompt());
-    push_role(&mut doc, set, ctx);
     push_current_step(&mut doc, set, skill, ctx);
     match history_kind(skill) {
         HistoryKind::Stage => push_stage_history(&mut doc, set, ctx),
@@ -86,7 +103,10 @@ pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> Strin
         HistoryKind::None => {}
     }
     push_memory(&mut doc, set, ctx.agent);
-    doc.finish()
+    Prompt {
+        system: fixed.finish(),
+        user: doc.finish(),
+    }
 }
 
 /// Markdown blocks separated by blank lines.

@@ -153,7 +153,7 @@ fn prompt_for(set: &PromptSet, skill: Skill, agent: &AgentState, current: &StepI
         tool_capabilities: None,
         tool_history: (skill == Skill::ToolDecision).then_some(chain.as_slice()),
     };
-    build_prompt(set, skill, &ctx)
+    build_prompt(set, skill, &ctx).whole()
 }
 
 fn section<'a>(prompt: &'a str, from: &str, to: &str) -> &'a str {
@@ -458,7 +458,7 @@ fn a_long_history_shows_only_the_newest_executed_steps() {
         tool_capabilities: None,
         tool_history: None,
     };
-    let p = build_prompt(&set, Skill::Think, &ctx);
+    let p = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(!p.contains("OLD_005"), "the oldest steps are left out");
     assert!(p.contains("OLD_006") && p.contains(&format!("OLD_{:03}", total - 1)));
     assert!(p.contains(&format!("{} 6", set.phrases().history_omitted)));
@@ -490,7 +490,7 @@ fn a_long_queue_shows_only_the_next_steps_and_counts_the_rest() {
         tool_capabilities: None,
         tool_history: None,
     };
-    let p = build_prompt(&set, Skill::Think, &ctx);
+    let p = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(p.contains("QUEUED_001") && p.contains(&format!("QUEUED_{MAX_PENDING_IN_HISTORY:03}")));
     assert!(!p.contains(&format!("QUEUED_{:03}", MAX_PENDING_IN_HISTORY + 1)));
     assert!(p.contains(&format!(
@@ -530,11 +530,15 @@ fn instruction_generation_shows_the_servers_known_capabilities() {
         tool_capabilities: Some(&caps),
         tool_history: None,
     };
-    let p = build_prompt(&set, Skill::InstructionGeneration, &ctx);
+    let p = build_prompt(&set, Skill::InstructionGeneration, &ctx).whole();
     assert!(p.contains(&set.phrases().capabilities_note) && p.contains("write_file"));
     let without = PromptContext {
         tool_capabilities: None,
         ..ctx
     };
-    assert!(!build_prompt(&set, Skill::InstructionGeneration, &without).contains("write_file"));
+    assert!(
+        !build_prompt(&set, Skill::InstructionGeneration, &without)
+            .whole()
+            .contains("write_file")
+    );
 }

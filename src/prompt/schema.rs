@@ -59,6 +59,9 @@ text_group!(
         pending_omitted,
         /// Introduces the target server's known capabilities (instruction_generation).
         capabilities_note,
+        /// Said when the endpoint constrains the answer to a JSON schema: the answer tags become
+        /// the keys of one JSON object.
+        json_answer,
     }
 );
 

@@ -3,6 +3,7 @@
 //! the actor; `interpret` here is pure, so every skill is unit-tested on plain data.
 
 mod agent_manager;
+pub mod answer_schema;
 mod ask_info;
 mod instruction_generation;
 mod plan;

@@ -1,0 +1,330 @@
+//! The JSON schema of each skill's answer, for endpoints that can constrain a model by one
+//! (`response_format: json_schema`): an object with one property per answer tag (SPEC §7), and
+//! what may be chosen (executors, actions, query types) given as enums of what this agent may
+//! actually use at this step, so a constrained model cannot name a skill it lacks.
+//!
+//! The provider turns a constrained answer back into tagged text
+//! ([`crate::llm::structured::tagged_answer`]), so the
+//! parsers of `parse/` read one format whichever way the model was asked.
+
+use crate::llm::structured::PLAIN_TEXT_KEY;
+use crate::state::{AgentState, Skill};
+use serde_json::{Map, Value, json};
+
+/// The most steps one plan may hold. A model asked for "a plan" without a bound writes lists a
+/// team never finishes; these are generous for one stage's work.
+fn max_plan_len(planner: Skill) -> usize {
+    match planner {
+        Skill::Planning | Skill::Reflection => 8,
+        _ => 4,
+    }
+}
+
+/// The schema of `skill`'s answer for `agent`.
+pub fn answer_schema(skill: Skill, agent: &AgentState) -> Value {
+    match skill {
+        Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
+            answer(&[("planned_step", plan(skill, agent))], &[])
+        }
+        Skill::Summary => answer(&[("completion_summary", text())], &[]),
+        Skill::Think => answer(&[("think", text())], &[]),
+        Skill::QuickThink => answer(&[("quick_think", text())], &[]),
+        Skill::InstructionGeneration => answer(&[("tool_instruction", tool_instruction())], &[]),
+        Skill::SendMessage => json!({
+            "anyOf": [
+                answer(&[("send_message", send_message())], &[]),
+                answer(&[("get_more_info", step_request())], &[]),
+            ]
+        }),
+        Skill::ProcessMessage => answer(
+            &[(PLAIN_TEXT_KEY, text())],
+            &[("react_action", step_request())],
+        ),
+        Skill::TaskManager => answer(&[("task_instruction", task_instruction())], &[]),
+        Skill::AgentManager => answer(&[("agent_instruction", agent_instruction())], &[]),
+        Skill::AskInfo => answer(&[("ask_info", ask_info())], &[]),
+    }
+}
+
+/// An answer object: the required tags, the optional ones, and the optional memory block every
+/// skill may add.
+fn answer(required: &[(&str, Value)], optional: &[(&str, Value)]) -> Value {
+    let mut properties = Map::new();
+    for (key, schema) in required.iter().chain(optional) {
+        properties.insert((*key).to_owned(), schema.clone());
+    }
+    properties.insert("persistent_memory".into(), memory());
+    let required: Vec<&str> = required.iter().map(|(k, _)| *k).collect();
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn text() -> Value {
+    json!({ "type": "string" })
+}
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn memory() -> Value {
+    json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": { "add": text(), "delete": text() },
+            "additionalProperties": false,
+        },
+    })
+}
+
+/// A planned step list whose `type`/`executor` pairs are exactly what `planner` may plan for
+/// this agent: its plannable skills, or its tools.
+fn plan(planner: Skill, agent: &AgentState) -> Value {
+    let skills: Vec<&str> = agent
+        .skills
+        .iter()
+        .filter(|s| s.plannable_by(planner))
+        .map(|s| s.name())
+        .collect();
+    let mut kinds = Vec::new();
+    for (kind, names) in [
+        ("skill", skills),
+        ("tool", agent.tools.iter().map(String::as_str).collect()),
+    ] {
+        if names.is_empty() {
+            continue;
+        }
+        kinds.push(object(
+            json!({
+                "step_intention": text(),
+                "type": { "type": "string", "enum": [kind] },
+                "executor": { "type": "string", "enum": names },
+                "text_content": text(),
+            }),
+            &["step_intention", "type", "executor", "text_content"],
+        ));
+    }
+    let max = if kinds.is_empty() {
+        0
+    } else {
+        max_plan_len(planner)
+    };
+    let items = match kinds.len() {
+        1 => kinds.remove(0),
+        _ => json!({ "anyOf": kinds }),
+    };
+    json!({ "type": "array", "items": items, "maxItems": max })
+}
+
+fn step_request() -> Value {
+    object(
+        json!({ "step_intention": text(), "text_content": text() }),
+        &["step_intention", "text_content"],
+    )
+}
+
+fn send_message() -> Value {
+    object(
+        json!({
+            "receiver": { "type": "array", "items": text(), "minItems": 1 },
+            "message": text(),
+            "stage_relative": text(),
+            "need_reply": { "type": "boolean" },
+            "waiting": { "type": "boolean" },
+        }),
+        &["receiver", "message", "need_reply", "waiting"],
+    )
+}
+
+fn tool_instruction() -> Value {
+    let arguments = json!({ "type": "object" });
+    json!({ "anyOf": [
+        object(
+            json!({ "instruction_type": { "type": "string", "enum": ["get_description"] } }),
+            &["instruction_type"],
+        ),
+        object(json!({ "tool_name": text(), "arguments": arguments }), &["tool_name", "arguments"]),
+        object(
+            json!({ "resource_name": text(), "arguments": arguments }),
+            &["resource_name", "arguments"],
+        ),
+        object(json!({ "prompt_name": text(), "arguments": arguments }), &["prompt_name", "arguments"]),
+    ]})
+}
+
+/// One variant of an instruction selected by `key` (`action` or `type`).
+fn variant(key: &str, name: &str, fields: Value, required: &[&str]) -> Value {
+    let mut properties = fields.as_object().cloned().unwrap_or_default();
+    properties.insert(key.into(), json!({ "type": "string", "enum": [name] }));
+    let mut all = vec![key];
+    all.extend_from_slice(required);
+    object(Value::Object(properties), &all)
+}
+
+fn allocation() -> Value {
+    json!({ "type": "object", "additionalProperties": text() })
+}
+
+fn task_instruction() -> Value {
+    let stage = object(
+        json!({ "stage_intention": text(), "agent_allocation": allocation() }),
+        &["stage_intention", "agent_allocation"],
+    );
+    json!({ "anyOf": [
+        variant("action", "add_task",
+            json!({ "task_name": text(), "task_intention": text() }),
+            &["task_name", "task_intention"]),
+        variant("action", "add_stage",
+            json!({ "task_id": text(), "stages": { "type": "array", "items": stage, "minItems": 1 } }),
+            &["task_id", "stages"]),
+        variant("action", "finish_stage",
+            json!({ "task_id": text(), "stage_id": text() }),
+            &["task_id", "stage_id"]),
+        variant("action", "retry_stage",
+            json!({ "task_id": text(), "stage_id": text(), "stage_intention": text(),
+                    "agent_allocation": allocation() }),
+            &["task_id", "stage_id", "stage_intention", "agent_allocation"]),
+        variant("action", "finish_task",
+            json!({ "task_id": text(), "task_summary": text(),
+                    "outcome": { "type": "string", "enum": ["finished", "failed"] } }),
+            &["task_id", "task_summary", "outcome"]),
+    ]})
+}
+
+fn agent_instruction() -> Value {
+    json!({ "anyOf": [
+        variant("action", "init_new_agent",
+            json!({ "template": text(), "agent_id": text(), "name": text() }),
+            &["template", "agent_id"]),
+        variant("action", "add_task_participant",
+            json!({ "task_id": text(), "agent_id": text() }),
+            &["task_id", "agent_id"]),
+    ]})
+}
+
+fn ask_info() -> Value {
+    let bare = |name| variant("type", name, json!({}), &[]);
+    let task = |name| variant("type", name, json!({ "task_id": text() }), &["task_id"]);
+    let stage = |name| {
+        variant(
+            "type",
+            name,
+            json!({ "task_id": text(), "stage_id": text() }),
+            &["stage_id"],
+        )
+    };
+    json!({ "anyOf": [
+        bare("managed_tasks"), bare("joined_tasks"), task("task"), stage("stage"),
+        bare("agent_templates"), bare("all_agent_profiles"), bare("team_profiles"),
+        task("task_group_profiles"), stage("stage_profiles"),
+        variant("type", "agent_states",
+            json!({ "agent_ids": { "type": "array", "items": text(), "minItems": 1 } }),
+            &["agent_ids"]),
+        bare("skills_and_tools"),
+    ]})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::structured::tagged_answer;
+    use crate::parse;
+    use crate::skills::test_support::agent;
+
+    fn enums(schema: &Value, into: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                if let Some(Value::Array(names)) = map.get("enum") {
+                    into.extend(names.iter().filter_map(|n| n.as_str().map(str::to_owned)));
+                }
+                map.values().for_each(|v| enums(v, into));
+            }
+            Value::Array(items) => items.iter().for_each(|v| enums(v, into)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn a_plan_may_only_name_what_the_planner_may_plan_for_this_agent() {
+        let mut a = agent(&[
+            Skill::Decision,
+            Skill::Think,
+            Skill::ProcessMessage,
+            Skill::Summary,
+        ]);
+        a.tools = vec!["workspace".into()];
+        let schema = answer_schema(Skill::Decision, &a);
+        let mut names = Vec::new();
+        enums(&schema["properties"]["planned_step"], &mut names);
+        names.sort();
+        // decision may not plan itself, process_message or summary; the tool is its own kind.
+        assert_eq!(names, ["skill", "think", "tool", "workspace"]);
+        assert_eq!(schema["properties"]["planned_step"]["maxItems"], 4);
+        assert_eq!(schema["required"], json!(["planned_step"]));
+    }
+
+    #[test]
+    fn an_agent_without_plannable_executors_may_only_plan_nothing() {
+        let a = agent(&[Skill::Decision]);
+        let schema = answer_schema(Skill::Decision, &a);
+        assert_eq!(schema["properties"]["planned_step"]["maxItems"], 0);
+    }
+
+    #[test]
+    fn a_constrained_answer_reads_like_the_tagged_one() {
+        let answer = json!({
+            "planned_step": [{"step_intention": "i", "type": "skill", "executor": "think",
+                              "text_content": "say \"hi\" </planned_step>"}],
+            "persistent_memory": null,
+        })
+        .to_string();
+        let tagged = tagged_answer(&answer).unwrap();
+        let steps = parse::planned_steps(&tagged).unwrap();
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].text_content, "say \"hi\" </planned_step>");
+        assert!(!tagged.contains("persistent_memory"));
+
+        let think = tagged_answer(r#"{"think": "a <b> c"}"#).unwrap();
+        assert_eq!(parse::think(&think).unwrap(), "a <b> c");
+
+        let digest = tagged_answer(
+            r#"{"text": "read it", "react_action": {"step_intention": "s", "text_content": "t"}}"#,
+        )
+        .unwrap();
+        assert_eq!(parse::process_message_digest(&digest), "read it");
+        assert!(parse::react_action(&digest).unwrap().is_some());
+
+        let fenced = tagged_answer("```json\n{\"quick_think\": \"x\"}\n```").unwrap();
+        assert_eq!(parse::quick_think(&fenced).unwrap(), "x");
+        assert_eq!(tagged_answer("<think>plain</think>"), None);
+        assert_eq!(tagged_answer("[1, 2]"), None);
+    }
+
+    #[test]
+    fn every_skill_has_an_object_schema_with_an_optional_memory_block() {
+        let a = agent(&Skill::ALL);
+        for skill in Skill::ALL {
+            let schema = answer_schema(skill, &a);
+            let objects = match schema.get("anyOf") {
+                Some(Value::Array(v)) => v.clone(),
+                _ => vec![schema.clone()],
+            };
+            for o in objects {
+                assert_eq!(o["type"], "object", "{skill}");
+                assert!(o["properties"]["persistent_memory"].is_object(), "{skill}");
+                let required = o["required"].as_array().unwrap();
+                assert!(!required.contains(&json!("persistent_memory")), "{skill}");
+            }
+        }
+    }
+}
