@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 /// Sender id of system notices from a task (stage completion, task judgement).
 pub const TASK_STATE_SENDER: &str = "[TaskState]";
 
+/// Sender id of goals given to the team (`cohort run --goal`, `POST /api/goal`).
+pub const OPERATOR: &str = "operator";
+
 /// Sender id of SyncState's answers to ask_info queries.
 pub const SYNC_STATE_SENDER: &str = "[SyncState]";
 

@@ -65,7 +65,8 @@ fn answer(req: &RecordedRequest) -> StubResponse {
             } else if p.contains("goal BETA") {
                 act("add_task BETA")
             } else {
-                "Noted.".into()
+                // A note asks nothing concrete: the decision plans nothing.
+                act("note it")
             }
         }
         "decision" => {
@@ -272,7 +273,7 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
         team.monitor
             .snapshot(StateKind::Step)
             .values()
-            .filter(|s| s["executor"] == "process_message" && s["execution_state"] == "finished")
+            .filter(|s| s["executor"] == "decision" && s["execution_state"] == "finished")
             .count()
     };
     for _ in 0..800 {
@@ -281,7 +282,11 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(done(&team), NOTES, "every note was processed and published");
+    assert_eq!(
+        done(&team),
+        NOTES,
+        "every note was processed, decided on and published"
+    );
     let m = team.monitor.get(StateKind::Agent, "manager").unwrap();
     let kept = m["agent_step"]["step_list"].as_array().unwrap().len();
     assert_eq!(kept, 64, "the manager keeps its newest 64 base-task steps");

@@ -71,7 +71,12 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
-        StubResponse::reply_with_usage("Second goal noted; nothing to do.", 7, 5),
+        StubResponse::reply_with_usage(
+            "Second goal noted.\n<react_action>{\"step_intention\": \"look\", \"text_content\": \"nothing to do yet\"}</react_action>",
+            7,
+            5,
+        ),
+        StubResponse::reply_with_usage("<planned_step>[]</planned_step>", 3, 1),
     ]);
     let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
@@ -98,16 +103,16 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     );
 
     team.submit_goal(None, "second goal").await.unwrap();
-    wait_for_steps(&team.monitor, "the next step to run", |s| {
-        with(s, "process_message", "finished") == 2
+    wait_for_steps(&team.monitor, "the next steps to run", |s| {
+        with(s, "process_message", "finished") == 2 && with(s, "decision", "finished") == 1
     })
     .await;
 
     let reqs = stub.requests();
     assert_eq!(
         reqs.len(),
-        6,
-        "one process_message, four decision tries, one process_message"
+        7,
+        "one process_message, four decision tries, one process_message, one decision"
     );
     assert_eq!(reqs[0].model(), Some("test-model"));
     assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
@@ -125,7 +130,7 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
     assert_eq!(
         agent["token_usage"]["prompt_tokens"],
-        120 + 4 * 10 + 7,
+        120 + 4 * 10 + 7 + 3,
         "every try's tokens count"
     );
     assert_eq!(agent["working_state"], "idle");
@@ -201,7 +206,10 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
     stub.push_all([
         StubResponse::error(400, "model `test-model` does not support this"),
         StubResponse::error(400, "model `test-model` does not support this"),
-        StubResponse::reply("Noted."),
+        StubResponse::reply(
+            "Noted.<react_action>{\"step_intention\": \"look\", \"text_content\": \"later\"}</react_action>",
+        ),
+        StubResponse::reply("<planned_step>[]</planned_step>"),
     ]);
     let cfg = load_team(&team_file("http-400", &stub.base_url())).unwrap();
     let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
@@ -220,8 +228,12 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         reason.contains("400") && reason.contains("does not support this"),
         "{reason}"
     );
+    wait_for_steps(&team.monitor, "the decision", |s| {
+        with(s, "decision", "finished") == 1
+    })
+    .await;
     let reqs = stub.requests();
-    assert_eq!(reqs.len(), 3, "no retry on a 400");
+    assert_eq!(reqs.len(), 4, "no retry on a 400");
     assert!(reqs[0].body.get("response_format").is_some());
     assert!(reqs[1].body.get("response_format").is_none());
     // The refusal was not the schema's: the next step is constrained again.

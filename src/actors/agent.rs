@@ -147,7 +147,7 @@ impl AgentActor {
         );
         let answer_format = AnswerFormat {
             name: skill.name().to_owned(),
-            schema: answer_schema(skill, &self.state),
+            schema: answer_schema(skill, &self.state, &step),
             note: self.prompts.phrases().json_answer.clone(),
         };
         let request = ChatRequest {

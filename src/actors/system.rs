@@ -24,8 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Sender id of goals given on the command line.
-pub const OPERATOR: &str = "operator";
+pub use crate::message::OPERATOR;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SystemError {

@@ -15,7 +15,7 @@ mod tool_history;
 pub use complete::{Completion, StepCompletion, complete_step, complete_tool_step};
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
 pub use reask::{Asking, REASKS};
-pub use receive::{Received, receive_message};
+pub use receive::{Received, asks_to_act, receive_message};
 pub use resume::{
     INTERRUPTED, interrupted_tool_call, interrupted_tool_steps, resume_after_restart,
 };

@@ -2,7 +2,7 @@
 //! turn the message into a reply (`send_message`) or a `process_message` step.
 
 use crate::ids::StageRef;
-use crate::message::{Instruction, Message, SYNC_STATE_SENDER, TASK_STATE_SENDER};
+use crate::message::{Instruction, Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER};
 use crate::parse;
 use crate::state::{AgentState, Executor, ReplyTo, Skill, StepState};
 
@@ -73,7 +73,8 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
         }
     } else {
         // 4. Nothing owed: digest it; a reply we were waiting for is digested first.
-        let text = format!("Message from agent `{sender}`:\n\n{}", msg.message);
+        let act = !answers_wait && [TASK_STATE_SENDER, OPERATOR].contains(&sender.as_str());
+        let text = format!("{}{}", digest_heading(sender.as_str(), act), msg.message);
         let step = new_step(
             agent,
             msg,
@@ -88,6 +89,25 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
         }
     }
     out
+}
+
+/// How a process_message step's text starts: it names the sender, and says so when the
+/// message asks the agent to act.
+fn digest_heading(sender: &str, act: bool) -> String {
+    let asks = if act { ACT_NOTE } else { "" };
+    format!("Message from agent `{sender}`{asks}:\n\n")
+}
+
+const ACT_NOTE: &str = " (it asks you to act)";
+
+/// Whether a process_message step digests a message that asks its agent to act: a runtime
+/// notice (a task created, a stage complete, a task to judge, an agent stuck) or an operator's
+/// goal. Digesting such a message without acting would leave the work waiting for ever.
+pub fn asks_to_act(step: &StepState) -> bool {
+    step.executor == Executor::Skill(Skill::ProcessMessage)
+        && step.text_content.lines().next().is_some_and(|first| {
+            first.starts_with("Message from agent `") && first.ends_with(&format!("`{ACT_NOTE}:"))
+        })
 }
 
 fn new_step(

@@ -7,8 +7,9 @@
 //! ([`crate::llm::structured::tagged_answer`]), so the
 //! parsers of `parse/` read one format whichever way the model was asked.
 
+use crate::agent::asks_to_act;
 use crate::llm::structured::PLAIN_TEXT_KEY;
-use crate::state::{AgentState, Skill};
+use crate::state::{AgentState, Skill, StepState};
 use serde_json::{Map, Value, json};
 
 /// The most steps one plan may hold. A model asked for "a plan" without a bound writes lists a
@@ -20,8 +21,8 @@ fn max_plan_len(planner: Skill) -> usize {
     }
 }
 
-/// The schema of `skill`'s answer for `agent`.
-pub fn answer_schema(skill: Skill, agent: &AgentState) -> Value {
+/// The schema of `skill`'s answer for `agent` running `step`.
+pub fn answer_schema(skill: Skill, agent: &AgentState, step: &StepState) -> Value {
     match skill {
         Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
             answer(&[("planned_step", plan(skill, agent))], &[])
@@ -36,6 +37,13 @@ pub fn answer_schema(skill: Skill, agent: &AgentState) -> Value {
                 answer(&[("get_more_info", step_request())], &[]),
             ]
         }),
+        // A message that asks the agent to act must be acted on (see `asks_to_act`).
+        Skill::ProcessMessage if asks_to_act(step) && agent.skills.contains(&Skill::Decision) => {
+            answer(
+                &[(PLAIN_TEXT_KEY, text()), ("react_action", step_request())],
+                &[],
+            )
+        }
         Skill::ProcessMessage => answer(
             &[(PLAIN_TEXT_KEY, text())],
             &[("react_action", step_request())],
@@ -239,7 +247,7 @@ mod tests {
     use super::*;
     use crate::llm::structured::tagged_answer;
     use crate::parse;
-    use crate::skills::test_support::agent;
+    use crate::skills::test_support::{agent, running};
 
     fn enums(schema: &Value, into: &mut Vec<String>) {
         match schema {
@@ -263,7 +271,8 @@ mod tests {
             Skill::Summary,
         ]);
         a.tools = vec!["workspace".into()];
-        let schema = answer_schema(Skill::Decision, &a);
+        let step = running(&mut a.clone(), Skill::Decision, "");
+        let schema = answer_schema(Skill::Decision, &a, &step);
         let mut names = Vec::new();
         enums(&schema["properties"]["planned_step"], &mut names);
         names.sort();
@@ -274,9 +283,28 @@ mod tests {
     }
 
     #[test]
+    fn a_notice_that_asks_to_act_requires_a_react_action() {
+        let a = agent(&[Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]);
+        let notice = running(
+            &mut a.clone(),
+            Skill::ProcessMessage,
+            "Message from agent `[TaskState]` (it asks you to act):\n\nStage done.",
+        );
+        let chat = running(
+            &mut a.clone(),
+            Skill::ProcessMessage,
+            "Message from agent `writer`:\n\nHi.",
+        );
+        let required = |step| answer_schema(Skill::ProcessMessage, &a, step)["required"].clone();
+        assert_eq!(required(&notice), json!(["text", "react_action"]));
+        assert_eq!(required(&chat), json!(["text"]));
+    }
+
+    #[test]
     fn an_agent_without_plannable_executors_may_only_plan_nothing() {
-        let a = agent(&[Skill::Decision]);
-        let schema = answer_schema(Skill::Decision, &a);
+        let mut a = agent(&[Skill::Decision]);
+        let step = running(&mut a, Skill::Decision, "");
+        let schema = answer_schema(Skill::Decision, &a, &step);
         assert_eq!(schema["properties"]["planned_step"]["maxItems"], 0);
     }
 
@@ -314,7 +342,8 @@ mod tests {
     fn every_skill_has_an_object_schema_with_an_optional_memory_block() {
         let a = agent(&Skill::ALL);
         for skill in Skill::ALL {
-            let schema = answer_schema(skill, &a);
+            let step = running(&mut a.clone(), skill, "");
+            let schema = answer_schema(skill, &a, &step);
             let objects = match schema.get("anyOf") {
                 Some(Value::Array(v)) => v.clone(),
                 _ => vec![schema.clone()],

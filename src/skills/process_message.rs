@@ -1,6 +1,7 @@
 //! process_message: digest a message; `<react_action>` asks for a decision step right next.
 
 use super::{SkillError, SkillOutcome, working};
+use crate::agent::asks_to_act;
 use crate::parse;
 use crate::state::{AgentState, Executor, Skill, StepState};
 use serde_json::json;
@@ -11,6 +12,11 @@ pub fn interpret(
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
     let react = parse::react_action(answer)?;
+    if react.is_none() && asks_to_act(step) && agent.skills.contains(&Skill::Decision) {
+        return Err(SkillError::Invalid(
+            "this message asks you to act: answer with a <react_action> saying what to do".into(),
+        ));
+    }
     let digest = parse::process_message_digest(answer);
     let mut result = json!({ "process_message": digest });
     if let Some(r) = react {
@@ -33,6 +39,27 @@ pub fn interpret(
 mod tests {
     use super::*;
     use crate::skills::test_support::*;
+
+    #[test]
+    fn a_goal_or_notice_digested_without_acting_is_an_answer_to_ask_again() {
+        let mut a = agent(&[Skill::ProcessMessage, Skill::Decision]);
+        let goal = running(
+            &mut a,
+            Skill::ProcessMessage,
+            "Message from agent `operator` (it asks you to act):\n\nWrite a haiku.",
+        );
+        let e = interpret(&mut a, &goal, "Sure, I will.").unwrap_err();
+        assert!(e.to_string().contains("<react_action>"), "{e}");
+        assert!(a.agent_step.todo().next().is_none());
+
+        let mut b = agent(&[Skill::ProcessMessage, Skill::Decision]);
+        let chat = running(
+            &mut b,
+            Skill::ProcessMessage,
+            "Message from agent `writer`:\n\nThanks!",
+        );
+        assert!(interpret(&mut b, &chat, "Nothing to do.").is_ok());
+    }
 
     #[test]
     fn react_action_inserts_a_decision_step_next() {
