@@ -5,7 +5,8 @@
 use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
 use crate::agent::{
     Asking, Completion, HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step,
-    human_send, receive_as_human, receive_message, release_for, tool_call_for, tool_chain,
+    human_send, receive_as_human, receive_message, release_for, stop_reason, stop_step,
+    tool_call_for, tool_chain,
 };
 use crate::event::{Change, StepUpdate};
 use crate::ids::{StageRef, StepId};
@@ -117,6 +118,12 @@ impl AgentActor {
         };
         self.busy = true;
         self.publish();
+        if let Some(reason) = stop_reason(&self.state, &step) {
+            tracing::warn!(agent = %self.state.agent_id, step = %step.step_id, "{reason}");
+            let completion = stop_step(&mut self.state, &step.step_id, reason);
+            self.apply_completion(step.step_id, completion, ctx);
+            return;
+        }
         let skill = match &step.executor {
             Executor::Skill(s) => *s,
             Executor::Tool(server) => {

@@ -36,6 +36,8 @@ pub struct AgentFactory {
     pub workers: Arc<Workers>,
     /// `retention.step_chars`, given to every agent.
     pub step_chars: usize,
+    /// `step_limits:`, given to every agent.
+    pub step_limits: crate::agent::StepLimits,
 }
 
 /// The agents' threads: one actix arbiter per core, so a team uses every core. They stop when
@@ -108,6 +110,7 @@ impl AgentFactory {
         };
         let id = state.agent_id.clone();
         state.step_chars = self.step_chars;
+        state.step_limits = self.step_limits;
         if announce {
             // Published before it starts, so whoever learns of the agent next (an ask_info
             // answer, a client) finds it.
@@ -152,6 +155,7 @@ impl AgentFactory {
         );
         state.template = Some(template.name.clone());
         state.step_chars = self.step_chars;
+        state.step_limits = self.step_limits;
         state.refresh_working_state();
         state.take_changes();
         let added = state.added();

@@ -275,6 +275,7 @@ fn start(
         templates: Arc::new(templates),
         workers,
         step_chars: cfg.retention.step_chars,
+        step_limits: cfg.step_limits,
     };
     // The supervisor starts hired agents; SyncState only asks it to.
     let supervisor = Supervisor::new(factory.clone()).start();

@@ -130,7 +130,32 @@ pub fn complete_step(
         failure,
         output,
         &lock_before,
+        true,
     ))
+}
+
+/// A step a limit stops before it runs (see [`super::limits`]): it fails with `reason`, and
+/// when it leaves the agent nothing to run in the stage, the manager is told at once (a
+/// decision of the agent's own would run into the same limit).
+pub fn stop_step(agent: &mut AgentState, step_id: &StepId, reason: String) -> StepCompletion {
+    let Some(step) = agent.agent_step.get(step_id).cloned() else {
+        return StepCompletion::vanished();
+    };
+    let output = ExecuteOutput {
+        agent_id: Some(agent.agent_id.clone()),
+        ..Default::default()
+    };
+    let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
+    agent.update_step(step_id, result_update(json!({ "error": reason })));
+    finish_output(
+        agent,
+        &step,
+        StageAgentState::Failed,
+        Some(reason),
+        output,
+        &lock_before,
+        false,
+    )
 }
 
 /// A tool step's result (`execute_result` holds the server's full answer, or the reason it
@@ -181,7 +206,15 @@ pub fn complete_tool_step(
         );
         agent.add_next_steps(vec![decision]);
     }
-    finish_output(agent, &step, stage_state, failure, output, &lock_before)
+    finish_output(
+        agent,
+        &step,
+        stage_state,
+        failure,
+        output,
+        &lock_before,
+        true,
+    )
 }
 
 /// The part every step shares once its result is recorded: the agent's state in the stage
@@ -193,6 +226,7 @@ fn finish_output(
     failure: Option<String>,
     mut output: ExecuteOutput,
     lock_before: &[WaitId],
+    may_recover: bool,
 ) -> StepCompletion {
     let open = agent.holds(&step.task_id, &step.stage_id);
     if let (Some(stage), true) = (step.stage_id.stage(), open) {
@@ -205,7 +239,11 @@ fn finish_output(
             match &failure {
                 // A failure with nothing left to run: the agent decides how to go on itself,
                 // once; if that decision fails too, the manager must decide.
-                Some(f) if agent.skills.contains(&Skill::Decision) && !is_recovery(step) => {
+                Some(f)
+                    if may_recover
+                        && agent.skills.contains(&Skill::Decision)
+                        && !is_recovery(step) =>
+                {
                     add_recovery_decision(agent, step, f)
                 }
                 Some(f) => stuck = Some(f.clone()),
@@ -389,6 +427,20 @@ mod tests {
         let stuck = c.output.update_stage_agent_state.unwrap().stuck;
         assert_eq!(stuck.as_deref(), Some("still down"));
         assert!(a.agent_step.next().is_none());
+    }
+
+    #[test]
+    fn a_step_a_limit_stops_tells_the_manager_without_a_decision_of_its_own() {
+        let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
+        let c = stop_step(&mut a, &id, "stopped: too many steps".into());
+        let update = c.output.update_stage_agent_state.unwrap();
+        assert_eq!(update.state, StageAgentState::Failed);
+        assert_eq!(update.stuck.as_deref(), Some("stopped: too many steps"));
+        assert!(a.agent_step.next().is_none(), "no recovery decision");
+        assert_eq!(
+            a.agent_step.get(&id).unwrap().execute_result,
+            Some(json!({"error": "stopped: too many steps"}))
+        );
     }
 
     #[test]

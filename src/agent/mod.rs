@@ -5,6 +5,7 @@
 
 mod complete;
 mod human;
+mod limits;
 mod reask;
 mod receive;
 mod resume;
@@ -12,8 +13,9 @@ mod settle;
 mod tool_call;
 mod tool_history;
 
-pub use complete::{Completion, StepCompletion, complete_step, complete_tool_step};
+pub use complete::{Completion, StepCompletion, complete_step, complete_tool_step, stop_step};
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
+pub use limits::{StepLimits, stop_reason};
 pub use reask::{Asking, REASKS};
 pub use receive::{Received, asks_to_act, receive_message};
 pub use resume::{

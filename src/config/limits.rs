@@ -1,9 +1,10 @@
 //! The limits a long-running team is held to, from the team file: what it keeps in memory
 //! (`retention:`), its websocket feeds (`feeds:`) and how long a login lasts
-//! (`session_ttl_hours`). Each value out of its range is a problem naming its field.
+//! (`session_ttl_hours`), how far an agent may go on in a stage (`step_limits:`). Each value out of its range is a problem naming its field.
 
 use super::agent::Findings;
-use super::raw::{RawFeeds, RawRetention};
+use super::raw::{RawFeeds, RawRetention, RawStepLimits};
+use crate::agent::StepLimits;
 use std::fmt::Display;
 use std::path::Path;
 use std::time::Duration;
@@ -142,6 +143,25 @@ pub(super) fn feeds(r: RawFeeds, file: &Path, out: &mut Findings) -> Feeds {
     }
 }
 
+/// How far one agent may go on in one stage; zero would stop every step, so it is refused.
+pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> StepLimits {
+    let d = StepLimits::default();
+    let mut pick = |v: Option<usize>, field: &str, default: usize| {
+        bounded(
+            out,
+            file,
+            &format!("step_limits.{field}"),
+            v,
+            (1, None),
+            default,
+        )
+    };
+    StepLimits {
+        per_stage: pick(r.per_stage, "per_stage", d.per_stage),
+        repeats: pick(r.repeats, "repeats", d.repeats),
+    }
+}
+
 /// How long a login lasts: `session_ttl_hours`, from an hour to ten years.
 pub(super) fn session_ttl(hours: Option<u64>, file: &Path, out: &mut Findings) -> Duration {
     let default = crate::api::SESSION_TTL.as_secs() / 3600;
@@ -170,6 +190,13 @@ mod tests {
         assert_eq!(t.retention, Retention::default());
         assert_eq!(t.feeds, Feeds::default());
         assert_eq!(t.session_ttl, crate::api::SESSION_TTL);
+        assert_eq!(t.step_limits, StepLimits::default());
+        let capped = format!("{head}step_limits: {{per_stage: 7, repeats: 2}}\n");
+        let t = load_team(&write(&d, "capped.yaml", &capped)).unwrap();
+        assert_eq!((t.step_limits.per_stage, t.step_limits.repeats), (7, 2));
+        let zero = format!("{head}step_limits: {{per_stage: 0}}\n");
+        let e = load_team(&write(&d, "zero.yaml", &zero)).unwrap_err().to_string();
+        assert!(e.contains("step_limits.per_stage"), "{e}");
         let set = format!(
             "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\nsession_ttl_hours: 2\n"
         );

@@ -41,6 +41,18 @@ pub struct RawTeam {
     /// Limits of the websocket feeds (see `Feeds`).
     #[serde(default)]
     pub feeds: Option<RawFeeds>,
+    /// How far one agent may go on in one stage (see `agent::StepLimits`).
+    #[serde(default)]
+    pub step_limits: Option<RawStepLimits>,
+}
+
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawStepLimits {
+    #[serde(default)]
+    pub per_stage: Option<usize>,
+    #[serde(default)]
+    pub repeats: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

@@ -2,7 +2,7 @@
 //! each naming the file and the field (`agents[1].skills[2]`), so a user fixes them in one go.
 
 use super::agent::{Findings, Site, TeamLlm, check_body, check_tools};
-use super::limits::{Feeds, Retention, feeds, retention, session_ttl};
+use super::limits::{Feeds, Retention, feeds, retention, session_ttl, step_limits};
 use super::raw::RawTeam;
 use super::templates::{AgentTemplate, load_templates};
 use crate::ids::AgentId;
@@ -104,6 +104,8 @@ pub struct TeamConfig {
     pub max_hired_agents: usize,
     pub retention: Retention,
     pub feeds: Feeds,
+    /// How far one agent may go on in one stage (`step_limits:`).
+    pub step_limits: crate::agent::StepLimits,
     /// How long a person's login lasts (`session_ttl_hours`, default a week).
     pub session_ttl: std::time::Duration,
 }
@@ -269,6 +271,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let retention = retention(raw.retention.clone().unwrap_or_default(), file, &mut out);
     let feeds = feeds(raw.feeds.clone().unwrap_or_default(), file, &mut out);
     let session_ttl = session_ttl(raw.session_ttl_hours, file, &mut out);
+    let step_limits = step_limits(raw.step_limits.clone().unwrap_or_default(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -311,6 +314,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         max_hired_agents: raw.max_hired_agents.unwrap_or(DEFAULT_MAX_HIRED_AGENTS),
         retention,
         feeds,
+        step_limits,
         session_ttl,
     })
 }

@@ -89,6 +89,9 @@ pub struct AgentState {
     /// cut in the middle when the step is added or updated.
     #[serde(skip, default = "super::default_step_chars")]
     pub step_chars: usize,
+    /// How far this agent may go on in one stage (`step_limits:`).
+    #[serde(skip)]
+    pub step_limits: crate::agent::StepLimits,
     /// Changes made and not yet published (see `agent_changes.rs`).
     #[serde(skip)]
     pub(crate) outbox: Vec<crate::event::Change>,
@@ -128,6 +131,7 @@ impl AgentState {
             token_usage: TokenUsage::default(),
             open_goals: BTreeSet::new(),
             step_chars: super::DEFAULT_STEP_CHARS,
+            step_limits: crate::agent::StepLimits::default(),
             outbox: Vec::new(),
         }
     }
