@@ -26,6 +26,7 @@ fn settings(base_url: String) -> OpenAiSettings {
         backoff_base: Duration::from_millis(10),
         backoff_max: Duration::from_millis(40),
         structured_output: StructuredOutput::Auto,
+        context_window: None,
     }
 }
 

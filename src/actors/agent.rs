@@ -15,7 +15,7 @@ use crate::mcp::McpClient;
 use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
-use crate::skills::answer_schema::answer_schema;
+use crate::skills::answer_schema::{RECEIVERS_LISTED, answer_schema};
 use crate::skills::next_tool_step;
 use crate::state::{AgentState, Executor, Skill, StepState};
 use actix::prelude::*;
@@ -80,6 +80,20 @@ impl AgentActor {
             busy: false,
             holding: 0,
         }
+    }
+
+    /// The agents a send_message step may address, for its answer's schema: the team's agents
+    /// while there are few enough to list.
+    fn receivers(&self, skill: Skill) -> Vec<String> {
+        if skill != Skill::SendMessage {
+            return Vec::new();
+        }
+        self.monitor.read(|s| {
+            if s.agents.len() > RECEIVERS_LISTED {
+                return Vec::new();
+            }
+            s.agents.keys().map(|a| a.to_string()).collect()
+        })
     }
 
     /// Publishes the changes this agent made to itself since it last published.
@@ -150,11 +164,12 @@ impl AgentActor {
                 tool_step: tool_step.as_ref(),
                 tool_capabilities: tool_capabilities.as_ref(),
                 tool_history: tool_history.as_deref(),
+                budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
             },
         );
         let answer_format = AnswerFormat {
             name: skill.name().to_owned(),
-            schema: answer_schema(skill, &self.state, &step),
+            schema: answer_schema(skill, &self.state, &step, &self.receivers(skill)),
             note: self.prompts.phrases().json_answer.clone(),
         };
         let request = ChatRequest {

@@ -38,6 +38,8 @@ pub struct AgentFactory {
     pub step_chars: usize,
     /// `step_limits:`, given to every agent.
     pub step_limits: crate::agent::StepLimits,
+    /// The team's base task, told to every agent.
+    pub base_task: crate::ids::TaskId,
 }
 
 /// The agents' threads: one actix arbiter per core, so a team uses every core. They stop when
@@ -111,6 +113,7 @@ impl AgentFactory {
         let id = state.agent_id.clone();
         state.step_chars = self.step_chars;
         state.step_limits = self.step_limits;
+        state.base_task = Some(self.base_task.clone());
         if announce {
             // Published before it starts, so whoever learns of the agent next (an ask_info
             // answer, a client) finds it.
@@ -156,6 +159,7 @@ impl AgentFactory {
         state.template = Some(template.name.clone());
         state.step_chars = self.step_chars;
         state.step_limits = self.step_limits;
+        state.base_task = Some(self.base_task.clone());
         state.refresh_working_state();
         state.take_changes();
         let added = state.added();
@@ -243,6 +247,7 @@ impl<'a> ModelBuilder<'a> {
                 timeout,
                 max_retries,
                 structured_output,
+                context_window,
                 ..
             } => {
                 let base_url = base_url_env
@@ -275,6 +280,7 @@ impl<'a> ModelBuilder<'a> {
                     backoff_base: Duration::from_millis(500),
                     backoff_max: Duration::from_secs(30),
                     structured_output: *structured_output,
+                    context_window: *context_window,
                 })?)
             }
         })

@@ -18,7 +18,7 @@ use crate::prompt::{PromptError, PromptSet};
 use crate::state::{AgentState, ConversationPool, HumanConfig, Skill};
 use crate::state::{Executor, StepExecutionState, TokenUsage};
 use crate::store::{Loaded, Store};
-use crate::sync::{Catalog, Member, SyncCore, SyncError};
+use crate::sync::{Catalog, Member, SyncCore, SyncError, TaskBudget};
 use actix::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -221,7 +221,11 @@ fn start(
         SyncCore::new(roster, &managers, &humans)
     }
     .with_catalog(catalog)
-    .with_retention(cfg.retention);
+    .with_retention(cfg.retention)
+    .with_budget(TaskBudget {
+        tokens: cfg.step_limits.task_tokens,
+        steps: cfg.step_limits.task_steps,
+    });
     let base_task = core.base_task().clone();
 
     // Every model is built before anything starts, so a missing API key stops start-up with
@@ -276,6 +280,7 @@ fn start(
         workers,
         step_chars: cfg.retention.step_chars,
         step_limits: cfg.step_limits,
+        base_task: base_task.clone(),
     };
     // The supervisor starts hired agents; SyncState only asks it to.
     let supervisor = Supervisor::new(factory.clone()).start();

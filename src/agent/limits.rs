@@ -12,6 +12,10 @@ pub struct StepLimits {
     /// How many times in a row one agent may run the same step (same executor and intention)
     /// in one stage before the next such step is stopped (default 3).
     pub repeats: usize,
+    /// Tokens one task may spend before it is stopped (no limit by default).
+    pub task_tokens: Option<u64>,
+    /// Steps one task may run before it is stopped (no limit by default).
+    pub task_steps: Option<u64>,
 }
 
 impl Default for StepLimits {
@@ -19,6 +23,8 @@ impl Default for StepLimits {
         StepLimits {
             per_stage: 25,
             repeats: 3,
+            task_tokens: None,
+            task_steps: None,
         }
     }
 }
@@ -116,6 +122,7 @@ mod tests {
         let limits = StepLimits {
             per_stage: 4,
             repeats: 10,
+            ..StepLimits::default()
         };
         let names = ["a", "b", "c", "d"];
         let done: Vec<(&str, Skill)> = names.iter().map(|n| (*n, Skill::Think)).collect();
@@ -149,6 +156,7 @@ mod tests {
         a.step_limits = StepLimits {
             per_stage: 1,
             repeats: 1,
+            ..StepLimits::default()
         };
         assert_eq!(stop_reason(&a, &goal), None);
     }

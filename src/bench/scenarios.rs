@@ -341,6 +341,7 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
                 tool_step: None,
                 tool_capabilities: None,
                 tool_history: None,
+                budget: None,
             },
         );
         let reply = futures::executor::block_on(model.chat(ChatRequest {

@@ -25,6 +25,7 @@ pub enum LlmConfig {
         timeout: Duration,
         max_retries: u32,
         structured_output: StructuredOutput,
+        context_window: Option<u32>,
         /// At most this many calls in flight to this endpoint (base URL and model), shared by
         /// every agent that uses it.
         max_in_flight: usize,
@@ -248,6 +249,22 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                     .parse()
                     .map_err(|why| ("structured_output".to_owned(), why))?,
             };
+            if let Some(w) = l.context_window
+                && w < 2048
+            {
+                return Err((
+                    "context_window".into(),
+                    format!("{w} tokens cannot hold a skill prompt; at least 2048"),
+                ));
+            }
+            if let (Some(w), Some(m)) = (l.context_window, l.max_tokens)
+                && m >= w
+            {
+                return Err((
+                    "max_tokens".into(),
+                    format!("{m} leaves no room for the prompt in a context window of {w}"),
+                ));
+            }
             Ok(LlmConfig::OpenAi {
                 base_url: l
                     .base_url
@@ -262,6 +279,7 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 timeout: Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1)),
                 max_retries: l.max_retries.unwrap_or(3),
                 structured_output,
+                context_window: l.context_window,
                 max_in_flight,
             })
         }
@@ -275,6 +293,12 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 return Err((
                     "script".into(),
                     format!("{} does not exist", path.display()),
+                ));
+            }
+            if l.context_window.is_some() {
+                return Err((
+                    "context_window".into(),
+                    "only the openai provider takes a context window".into(),
                 ));
             }
             if l.structured_output.is_some() {

@@ -156,9 +156,25 @@ pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> 
             default,
         )
     };
+    let per_stage = pick(r.per_stage, "per_stage", d.per_stage);
+    let repeats = pick(r.repeats, "repeats", d.repeats);
+    let mut budget = |v: Option<u64>, field: &str| {
+        v.map(|n| {
+            bounded(
+                out,
+                file,
+                &format!("step_limits.{field}"),
+                Some(n),
+                (1, None),
+                1,
+            )
+        })
+    };
     StepLimits {
-        per_stage: pick(r.per_stage, "per_stage", d.per_stage),
-        repeats: pick(r.repeats, "repeats", d.repeats),
+        per_stage,
+        repeats,
+        task_tokens: budget(r.task_tokens, "task_tokens"),
+        task_steps: budget(r.task_steps, "task_steps"),
     }
 }
 
@@ -191,11 +207,19 @@ mod tests {
         assert_eq!(t.feeds, Feeds::default());
         assert_eq!(t.session_ttl, crate::api::SESSION_TTL);
         assert_eq!(t.step_limits, StepLimits::default());
-        let capped = format!("{head}step_limits: {{per_stage: 7, repeats: 2}}\n");
+        let capped = format!(
+            "{head}step_limits: {{per_stage: 7, repeats: 2, task_tokens: 50000, task_steps: 90}}\n"
+        );
         let t = load_team(&write(&d, "capped.yaml", &capped)).unwrap();
         assert_eq!((t.step_limits.per_stage, t.step_limits.repeats), (7, 2));
+        assert_eq!(
+            (t.step_limits.task_tokens, t.step_limits.task_steps),
+            (Some(50000), Some(90))
+        );
         let zero = format!("{head}step_limits: {{per_stage: 0}}\n");
-        let e = load_team(&write(&d, "zero.yaml", &zero)).unwrap_err().to_string();
+        let e = load_team(&write(&d, "zero.yaml", &zero))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("step_limits.per_stage"), "{e}");
         let set = format!(
             "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\nsession_ttl_hours: 2\n"

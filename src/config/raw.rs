@@ -53,6 +53,10 @@ pub struct RawStepLimits {
     pub per_stage: Option<usize>,
     #[serde(default)]
     pub repeats: Option<usize>,
+    #[serde(default)]
+    pub task_tokens: Option<u64>,
+    #[serde(default)]
+    pub task_steps: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]
@@ -141,6 +145,9 @@ pub struct RawLlm {
     /// skill's JSON schema.
     #[serde(default)]
     pub structured_output: Option<String>,
+    /// The model's context window in tokens (prompts are shortened to fit it).
+    #[serde(default)]
+    pub context_window: Option<u32>,
     /// At most this many calls in flight to this endpoint (default 64).
     #[serde(default)]
     pub max_in_flight: Option<usize>,

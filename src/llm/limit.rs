@@ -26,6 +26,10 @@ impl ChatModel for Limited {
         self.inner.carry_on(answered);
     }
 
+    fn prompt_budget(&self) -> Option<usize> {
+        self.inner.prompt_budget()
+    }
+
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
         let inner = self.inner.clone();
         let permits = self.permits.clone();

@@ -96,6 +96,12 @@ pub trait ChatModel: Send + Sync + 'static {
     /// A team carried over from a store tells its models which calls were answered before
     /// (a model with state of its own, like a script's place, carries on from there).
     fn carry_on(&self, _answered: &[Answered]) {}
+
+    /// The most tokens a prompt may take (the context window less the answer's room), when
+    /// the model's config states a context window.
+    fn prompt_budget(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A call a stored step shows was answered: who asked, with which skill, for what step.

@@ -82,6 +82,8 @@ pub struct OpenAiSettings {
     pub backoff_max: Duration,
     /// Whether answers are constrained by the skill's JSON schema.
     pub structured_output: StructuredOutput,
+    /// The model's context window in tokens, when known: prompts are built to fit it.
+    pub context_window: Option<u32>,
 }
 
 /// Whether a step's answer is constrained by its skill's JSON schema (`response_format:
@@ -124,6 +126,7 @@ impl fmt::Debug for OpenAiSettings {
             .field("backoff_base", &self.backoff_base)
             .field("backoff_max", &self.backoff_max)
             .field("structured_output", &self.structured_output)
+            .field("context_window", &self.context_window)
             .finish()
     }
 }
@@ -211,7 +214,18 @@ impl OpenAiModel {
     }
 }
 
+/// Room kept for the answer when `max_tokens` is not set.
+const DEFAULT_ANSWER_ROOM: u32 = 1024;
+
 impl ChatModel for OpenAiModel {
+    fn prompt_budget(&self) -> Option<usize> {
+        let s = &self.inner.settings;
+        let window = s.context_window?;
+        let room = s.max_tokens.unwrap_or(DEFAULT_ANSWER_ROOM);
+        // A tenth kept spare: the estimate of a prompt's tokens is not exact.
+        Some((window.saturating_sub(room) as usize) * 9 / 10)
+    }
+
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move { call_with_retries(&inner, &request).await })
@@ -340,13 +354,13 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
 }
 
 /// A constrained answer back in the tag format the skills read; a usage the endpoint did not
-/// report is estimated (about four characters a token), so spend is never shown as zero.
+/// report is estimated (see [`crate::prompt::estimate_tokens`]), so spend is never shown as zero.
 fn finish_reply(mut reply: ChatReply, request: &ChatRequest, constrained: bool) -> ChatReply {
     if constrained && let Some(tagged) = tagged_answer(&reply.text) {
         reply.text = tagged;
     }
     if reply.usage.prompt_tokens == 0 && reply.usage.completion_tokens == 0 {
-        let estimate = |text: &str| (text.chars().count() as u64).div_ceil(4);
+        let estimate = |text: &str| crate::prompt::estimate_tokens(text) as u64;
         reply.usage.prompt_tokens = estimate(&request.system) + estimate(&request.prompt);
         reply.usage.completion_tokens = estimate(&reply.text);
     }
@@ -537,8 +551,17 @@ mod tests {
             backoff_base: Duration::from_millis(1),
             backoff_max: Duration::from_millis(1),
             structured_output: StructuredOutput::Auto,
+            context_window: None,
         };
         let model = OpenAiModel::new(settings.clone()).unwrap();
+        assert_eq!(model.prompt_budget(), None, "no context window stated");
+        let windowed = OpenAiModel::new(OpenAiSettings {
+            context_window: Some(8192),
+            max_tokens: Some(1024),
+            ..settings.clone()
+        })
+        .unwrap();
+        assert_eq!(windowed.prompt_budget(), Some((8192 - 1024) * 9 / 10));
         let config = model.inner.client.config();
         assert_eq!(
             async_openai::config::Config::url(config, "/chat/completions"),

@@ -258,7 +258,7 @@ impl ChatModel for ScriptedModel {
 /// A scripted model has no tokenizer; it counts about four characters a token, as a rough
 /// stand-in so usage figures are non-zero and comparable between runs.
 fn estimate_tokens(text: &str) -> u64 {
-    (text.chars().count() as u64).div_ceil(4)
+    crate::prompt::estimate_tokens(text) as u64
 }
 
 /// Replaces `{{name}}` placeholders. With `dry`, only checks that every name is known.

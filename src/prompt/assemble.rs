@@ -22,6 +22,35 @@ pub struct PromptContext<'a> {
     pub tool_capabilities: Option<&'a serde_json::Value>,
     /// tool_decision: this tool's call chain in the stage, oldest first.
     pub tool_history: Option<&'a [StepState]>,
+    /// The most tokens the prompt may take (the model's context window less its answer), when
+    /// the model states one: history is shortened until the prompt fits.
+    pub budget: Option<usize>,
+}
+
+/// How much of the history a prompt shows: everything, or (to fit a budget) older results cut
+/// and older entries left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fit {
+    /// Results of entries older than the newest [`KEPT_WHOLE`] are cut to [`OLDER_RESULT_CHARS`].
+    cut_older: bool,
+    /// At most this many executed entries are shown (the newest).
+    executed: usize,
+}
+
+/// Entries a shortened history still shows whole (seed 004: the newest five verbatim).
+pub const KEPT_WHOLE: usize = 5;
+/// What a shortened history keeps of an older entry's result (seed 004).
+pub const OLDER_RESULT_CHARS: usize = 500;
+
+/// Tokens a text takes, estimated: about four characters a token for ASCII text, one a token
+/// for other scripts (CJK text is close to a token a character).
+pub fn estimate_tokens(text: &str) -> usize {
+    let (ascii, other): (usize, usize) =
+        text.chars().fold(
+            (0, 0),
+            |(a, o), c| if c.is_ascii() { (a + 1, o) } else { (a, o + 1) },
+        );
+    ascii.div_ceil(4) + other
 }
 
 /// Which history section a skill's prompt has.
@@ -90,16 +119,46 @@ impl Prompt {
     }
 }
 
-/// The prompt for one step of `skill`.
+/// The prompt for one step of `skill`. Under a budget, the history is shortened in stages until
+/// the prompt fits: first older results are cut, then only the newest entries are shown.
 pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> Prompt {
+    let whole = Fit {
+        cut_older: false,
+        executed: MAX_EXECUTED_IN_HISTORY,
+    };
+    let stages = [
+        whole,
+        Fit {
+            cut_older: true,
+            ..whole
+        },
+        Fit {
+            cut_older: true,
+            executed: KEPT_WHOLE,
+        },
+    ];
+    let mut prompt = assemble(set, skill, ctx, whole);
+    for fit in &stages[1..] {
+        let fits = ctx
+            .budget
+            .is_none_or(|b| estimate_tokens(&prompt.system) + estimate_tokens(&prompt.user) <= b);
+        if fits || history_kind(skill) == HistoryKind::None {
+            break;
+        }
+        prompt = assemble(set, skill, ctx, *fit);
+    }
+    prompt
+}
+
+fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
     let mut fixed = Doc::default();
     fixed.push(set.system_prompt());
     push_role(&mut fixed, set, ctx);
     let mut doc = Doc::default();
     push_current_step(&mut doc, set, skill, ctx);
     match history_kind(skill) {
-        HistoryKind::Stage => push_stage_history(&mut doc, set, ctx),
-        HistoryKind::ToolChain => push_tool_history(&mut doc, set, ctx),
+        HistoryKind::Stage => push_stage_history(&mut doc, set, ctx, fit),
+        HistoryKind::ToolChain => push_tool_history(&mut doc, set, ctx, fit),
         HistoryKind::None => {}
     }
     push_memory(&mut doc, set, ctx.agent);
@@ -248,7 +307,7 @@ fn step_type(e: &Executor) -> &'static str {
     }
 }
 
-fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) {
     let (h, p) = (set.headings(), set.phrases());
     let (done, pending) = stage_history(ctx.agent, ctx.step);
     doc.heading(1, &h.history);
@@ -256,36 +315,42 @@ fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
     doc.heading(2, &h.history_done);
     // The base task never ends, so a manager's history there only grows; the newest executed
     // steps are what a step needs, and the prompt must stay bounded.
-    let skipped = done.len().saturating_sub(MAX_EXECUTED_IN_HISTORY);
+    let skipped = done.len().saturating_sub(fit.executed);
     if skipped > 0 {
         doc.push(&format!("{} {skipped}", p.history_omitted));
     }
-    push_steps(doc, set, &done[skipped..], 3);
+    push_steps(doc, set, &done[skipped..], 3, fit.cut_older);
     doc.heading(2, &h.history_pending);
     // The next steps are what matters; a long queue (a flood of messages) must not grow the
     // prompt with it.
     let shown = pending.len().min(MAX_PENDING_IN_HISTORY);
-    push_steps(doc, set, &pending[..shown], 3);
+    push_steps(doc, set, &pending[..shown], 3, false);
     if pending.len() > shown {
         doc.push(&format!("{} {}", p.pending_omitted, pending.len() - shown));
     }
 }
 
-fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) {
     let (h, p) = (set.headings(), set.phrases());
     doc.heading(1, &h.tool_history);
     doc.push(&p.tool_history_note);
     let chain: Vec<&StepState> = ctx.tool_history.unwrap_or_default().iter().collect();
-    push_steps(doc, set, &chain, 2);
+    push_steps(doc, set, &chain, 2, fit.cut_older);
 }
 
-/// Steps as numbered entries with headings of `level`; `(none)` for an empty list.
-fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize) {
+/// Steps as numbered entries with headings of `level`; `(none)` for an empty list. With
+/// `cut_older`, the results of all but the newest [`KEPT_WHOLE`] are cut.
+fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize, cut_older: bool) {
     let none = &set.phrases().none;
     if steps.is_empty() {
         doc.push(none);
         return;
     }
+    let whole_from = if cut_older {
+        steps.len().saturating_sub(KEPT_WHOLE)
+    } else {
+        0
+    };
     for (i, s) in steps.iter().enumerate() {
         let title = format!(
             "{}. {} ({}) · {}",
@@ -314,6 +379,13 @@ fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize
                 lines.push(format!(
                     "- failed: {}",
                     one_line(&cap_chars(why, FAILURE_SHOWN))
+                ));
+            }
+            Some(v) if i < whole_from => {
+                let text = serde_json::to_string(v).unwrap_or_default();
+                lines.push(format!(
+                    "- execute_result (cut):\n{}",
+                    fenced(&cap_chars(&text, OLDER_RESULT_CHARS), "json")
                 ));
             }
             Some(v) => lines.push(format!("- execute_result:\n{}", json_block(v))),

@@ -21,8 +21,18 @@ fn max_plan_len(planner: Skill) -> usize {
     }
 }
 
-/// The schema of `skill`'s answer for `agent` running `step`.
-pub fn answer_schema(skill: Skill, agent: &AgentState, step: &StepState) -> Value {
+/// The most agents a message's receiver may be chosen from by name; a larger team leaves it
+/// free (an enum of thousands would cost more prompt than it saves).
+pub const RECEIVERS_LISTED: usize = 64;
+
+/// The schema of `skill`'s answer for `agent` running `step`. `agents` are the team's agents
+/// (a message's possible receivers) when there are at most [`RECEIVERS_LISTED`] of them.
+pub fn answer_schema(
+    skill: Skill,
+    agent: &AgentState,
+    step: &StepState,
+    agents: &[String],
+) -> Value {
     match skill {
         Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
             answer(&[("planned_step", plan(skill, agent))], &[])
@@ -33,7 +43,7 @@ pub fn answer_schema(skill: Skill, agent: &AgentState, step: &StepState) -> Valu
         Skill::InstructionGeneration => answer(&[("tool_instruction", tool_instruction())], &[]),
         Skill::SendMessage => json!({
             "anyOf": [
-                answer(&[("send_message", send_message())], &[]),
+                answer(&[("send_message", send_message(agent, agents))], &[]),
                 answer(&[("get_more_info", step_request())], &[]),
             ]
         }),
@@ -48,7 +58,7 @@ pub fn answer_schema(skill: Skill, agent: &AgentState, step: &StepState) -> Valu
             &[(PLAIN_TEXT_KEY, text())],
             &[("react_action", step_request())],
         ),
-        Skill::TaskManager => answer(&[("task_instruction", task_instruction())], &[]),
+        Skill::TaskManager => answer(&[("task_instruction", task_instruction(agent, step))], &[]),
         Skill::AgentManager => answer(&[("agent_instruction", agent_instruction())], &[]),
         Skill::AskInfo => answer(&[("ask_info", ask_info())], &[]),
     }
@@ -141,10 +151,19 @@ fn step_request() -> Value {
     )
 }
 
-fn send_message() -> Value {
+fn send_message(agent: &AgentState, agents: &[String]) -> Value {
+    let others: Vec<&String> = agents
+        .iter()
+        .filter(|a| **a != agent.agent_id.as_str())
+        .collect();
+    let receiver = if others.is_empty() {
+        text()
+    } else {
+        json!({ "type": "string", "enum": others })
+    };
     object(
         json!({
-            "receiver": { "type": "array", "items": text(), "minItems": 1 },
+            "receiver": { "type": "array", "items": receiver, "minItems": 1 },
             "message": text(),
             "stage_relative": text(),
             "need_reply": { "type": "boolean" },
@@ -183,30 +202,55 @@ fn allocation() -> Value {
     json!({ "type": "object", "additionalProperties": text() })
 }
 
-fn task_instruction() -> Value {
+/// In the base task a manager creates tasks; in a task it manages, it shapes and ends that task.
+fn task_instruction(agent: &AgentState, step: &StepState) -> Value {
     let stage = object(
         json!({ "stage_intention": text(), "agent_allocation": allocation() }),
         &["stage_intention", "agent_allocation"],
     );
-    json!({ "anyOf": [
-        variant("action", "add_task",
-            json!({ "task_name": text(), "task_intention": text() }),
-            &["task_name", "task_intention"]),
-        variant("action", "add_stage",
+    let add_task = variant(
+        "action",
+        "add_task",
+        json!({ "task_name": text(), "task_intention": text() }),
+        &["task_name", "task_intention"],
+    );
+    let in_task = [
+        variant(
+            "action",
+            "add_stage",
             json!({ "task_id": text(), "stages": { "type": "array", "items": stage, "minItems": 1 } }),
-            &["task_id", "stages"]),
-        variant("action", "finish_stage",
+            &["task_id", "stages"],
+        ),
+        variant(
+            "action",
+            "finish_stage",
             json!({ "task_id": text(), "stage_id": text() }),
-            &["task_id", "stage_id"]),
-        variant("action", "retry_stage",
+            &["task_id", "stage_id"],
+        ),
+        variant(
+            "action",
+            "retry_stage",
             json!({ "task_id": text(), "stage_id": text(), "stage_intention": text(),
                     "agent_allocation": allocation() }),
-            &["task_id", "stage_id", "stage_intention", "agent_allocation"]),
-        variant("action", "finish_task",
+            &["task_id", "stage_id", "stage_intention", "agent_allocation"],
+        ),
+        variant(
+            "action",
+            "finish_task",
             json!({ "task_id": text(), "task_summary": text(),
                     "outcome": { "type": "string", "enum": ["finished", "failed"] } }),
-            &["task_id", "task_summary", "outcome"]),
-    ]})
+            &["task_id", "task_summary", "outcome"],
+        ),
+    ];
+    match &agent.base_task {
+        Some(base) if *base == step.task_id => add_task,
+        Some(_) => json!({ "anyOf": in_task }),
+        None => {
+            let mut all = vec![add_task];
+            all.extend(in_task);
+            json!({ "anyOf": all })
+        }
+    }
 }
 
 fn agent_instruction() -> Value {
@@ -272,7 +316,7 @@ mod tests {
         ]);
         a.tools = vec!["workspace".into()];
         let step = running(&mut a.clone(), Skill::Decision, "");
-        let schema = answer_schema(Skill::Decision, &a, &step);
+        let schema = answer_schema(Skill::Decision, &a, &step, &[]);
         let mut names = Vec::new();
         enums(&schema["properties"]["planned_step"], &mut names);
         names.sort();
@@ -295,16 +339,51 @@ mod tests {
             Skill::ProcessMessage,
             "Message from agent `writer`:\n\nHi.",
         );
-        let required = |step| answer_schema(Skill::ProcessMessage, &a, step)["required"].clone();
+        let required =
+            |step| answer_schema(Skill::ProcessMessage, &a, step, &[])["required"].clone();
         assert_eq!(required(&notice), json!(["text", "react_action"]));
         assert_eq!(required(&chat), json!(["text"]));
+    }
+
+    #[test]
+    fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
+        let mut a = agent(&[Skill::TaskManager]);
+        let step = running(&mut a.clone(), Skill::TaskManager, "");
+        let actions = |a: &AgentState| {
+            let mut names = Vec::new();
+            let schema = answer_schema(Skill::TaskManager, a, &step, &[]);
+            enums(&schema["properties"]["task_instruction"], &mut names);
+            names.retain(|n| n != "finished" && n != "failed");
+            names
+        };
+        assert_eq!(actions(&a).len(), 5, "base task unknown: every action");
+        a.base_task = Some(step.task_id.clone());
+        assert_eq!(actions(&a), ["add_task"]);
+        a.base_task = Some("base".into());
+        assert_eq!(
+            actions(&a),
+            ["add_stage", "finish_stage", "retry_stage", "finish_task"]
+        );
+    }
+
+    #[test]
+    fn a_message_goes_to_another_agent_of_the_team() {
+        let a = agent(&[Skill::SendMessage]);
+        let step = running(&mut a.clone(), Skill::SendMessage, "");
+        let team = ["w".to_owned(), "rook".to_owned()];
+        let schema = answer_schema(Skill::SendMessage, &a, &step, &team);
+        let send = &schema["anyOf"][0]["properties"]["send_message"];
+        assert_eq!(
+            send["properties"]["receiver"]["items"]["enum"],
+            json!(["rook"])
+        );
     }
 
     #[test]
     fn an_agent_without_plannable_executors_may_only_plan_nothing() {
         let mut a = agent(&[Skill::Decision]);
         let step = running(&mut a, Skill::Decision, "");
-        let schema = answer_schema(Skill::Decision, &a, &step);
+        let schema = answer_schema(Skill::Decision, &a, &step, &[]);
         assert_eq!(schema["properties"]["planned_step"]["maxItems"], 0);
     }
 
@@ -343,7 +422,7 @@ mod tests {
         let a = agent(&Skill::ALL);
         for skill in Skill::ALL {
             let step = running(&mut a.clone(), skill, "");
-            let schema = answer_schema(skill, &a, &step);
+            let schema = answer_schema(skill, &a, &step, &["w".into(), "x".into()]);
             let objects = match schema.get("anyOf") {
                 Some(Value::Array(v)) => v.clone(),
                 _ => vec![schema.clone()],

@@ -92,6 +92,9 @@ pub struct AgentState {
     /// How far this agent may go on in one stage (`step_limits:`).
     #[serde(skip)]
     pub step_limits: crate::agent::StepLimits,
+    /// The team's base task (where goals arrive and tasks are created), when known.
+    #[serde(skip)]
+    pub base_task: Option<TaskId>,
     /// Changes made and not yet published (see `agent_changes.rs`).
     #[serde(skip)]
     pub(crate) outbox: Vec<crate::event::Change>,
@@ -132,6 +135,7 @@ impl AgentState {
             open_goals: BTreeSet::new(),
             step_chars: super::DEFAULT_STEP_CHARS,
             step_limits: crate::agent::StepLimits::default(),
+            base_task: None,
             outbox: Vec::new(),
         }
     }

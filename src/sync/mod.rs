@@ -4,6 +4,8 @@
 
 mod agents;
 mod ask_info;
+mod budget;
+pub use budget::TaskBudget;
 mod instructions;
 mod notices;
 
@@ -147,6 +149,10 @@ pub struct SyncCore {
     /// Carried over from a store: managers and people the team file added since, joined to
     /// the base task (announced when SyncState starts).
     welcomed: Vec<Change>,
+    /// What one task may spend before it is stopped (`step_limits.task_tokens`/`task_steps`).
+    budget: budget::TaskBudget,
+    /// Steps each open task has run in this process (counted from a restart on).
+    steps_run: HashMap<TaskId, u64>,
 }
 
 /// Default of how many shared-info lines and conversation entries a task keeps in memory.
@@ -216,6 +222,8 @@ impl SyncCore {
             restored: false,
             last_message_no: 0,
             welcomed: Vec::new(),
+            budget: budget::TaskBudget::default(),
+            steps_run: HashMap::new(),
         }
     }
 
@@ -432,6 +440,9 @@ impl SyncCore {
         }
         if let Some(c) = &out.update_stage_agent_completion {
             self.record_completion(c, &mut applied);
+        }
+        if let Some(info) = &out.send_shared_info {
+            self.hold_to_budget(&info.task_id, &mut applied);
         }
         if refused.is_none() {
             if let Some(m) = &out.send_message {
