@@ -288,8 +288,12 @@ async fn run(
         }
     }
     let tokens = report.tokens;
+    let cost = report
+        .cost_usd
+        .map(|usd| format!(", ${usd:.4}"))
+        .unwrap_or_default();
     eprintln!(
-        "{} ({} steps, {} prompt + {} completion tokens in {} task{})",
+        "{} ({} steps, {} prompt + {} completion tokens{cost} in {} task{})",
         report.outcome.describe(opts.timeout),
         report.steps_run,
         tokens.prompt_tokens,

@@ -13,7 +13,7 @@ use crate::state::{
 };
 use crate::store::Store;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
@@ -89,14 +89,38 @@ pub struct RunReport {
     /// Tokens every agent spent during the run (also on steps of no task the goal made, and on
     /// answers asked again).
     pub tokens: TokenUsage,
+    /// What those tokens cost in USD, when the agents' LLM configs give prices.
+    pub cost_usd: Option<f64>,
 }
 
-/// What the team's agents have spent so far.
-fn spent(s: &States) -> TokenUsage {
-    s.agents.values().fold(TokenUsage::default(), |mut sum, a| {
-        sum.add(a.token_usage);
-        sum
-    })
+/// What each of the team's agents has spent so far, with its template.
+fn spent(s: &States) -> BTreeMap<AgentId, (TokenUsage, Option<String>)> {
+    s.agents
+        .iter()
+        .map(|(id, a)| (id.clone(), (a.token_usage, a.template.clone())))
+        .collect()
+}
+
+/// The tokens spent between two readings, and their cost when any agent's model has a price.
+fn spent_between(
+    cfg: &TeamConfig,
+    before: &BTreeMap<AgentId, (TokenUsage, Option<String>)>,
+    after: &BTreeMap<AgentId, (TokenUsage, Option<String>)>,
+) -> (TokenUsage, Option<f64>) {
+    let mut total = TokenUsage::default();
+    let mut cost: Option<f64> = None;
+    for (id, (now, template)) in after {
+        let was = before.get(id).map(|(u, _)| *u).unwrap_or_default();
+        let delta = TokenUsage {
+            prompt_tokens: now.prompt_tokens.saturating_sub(was.prompt_tokens),
+            completion_tokens: now.completion_tokens.saturating_sub(was.completion_tokens),
+        };
+        total.add(delta);
+        if let Some(price) = cfg.llm_of(id, template.as_deref()).and_then(|l| l.price()) {
+            *cost.get_or_insert(0.0) += price.cost(delta);
+        }
+    }
+    (total, cost)
 }
 
 /// Runs one goal to its end. Must run inside an actix system; the team's actors stay up until
@@ -190,14 +214,7 @@ pub async fn run_goal(
     });
     let states = team.monitor.all();
     let spent_after = team.monitor.read(spent);
-    let tokens = TokenUsage {
-        prompt_tokens: spent_after
-            .prompt_tokens
-            .saturating_sub(spent_before.prompt_tokens),
-        completion_tokens: spent_after
-            .completion_tokens
-            .saturating_sub(spent_before.completion_tokens),
-    };
+    let (tokens, cost_usd) = spent_between(cfg, &spent_before, &spent_after);
     // Everything published is stored, with a last snapshot, before the run reports.
     team.monitor.close();
     Ok(RunReport {
@@ -206,6 +223,7 @@ pub async fn run_goal(
         states,
         steps_run,
         tokens,
+        cost_usd,
     })
 }
 
@@ -334,5 +352,40 @@ pub async fn stop_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod cost_tests {
+    use super::*;
+    use crate::config::load_team;
+    use crate::config::test_files::{tmp, write};
+
+    #[test]
+    fn a_runs_cost_comes_from_each_agents_price_and_what_it_spent() {
+        let d = tmp("run-cost");
+        let team = "llm: {provider: openai, model: m, cost_per_1k_prompt: 0.5, cost_per_1k_completion: 2.0}\n\
+                    agents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
+        let cfg = load_team(&write(&d, "team.yaml", team)).unwrap();
+        let usage = |p, c| TokenUsage {
+            prompt_tokens: p,
+            completion_tokens: c,
+        };
+        let before = BTreeMap::from([(AgentId::from("m"), (usage(1000, 0), None))]);
+        let after = BTreeMap::from([
+            (AgentId::from("m"), (usage(3000, 500), None)),
+            // An agent of no known config (a person) counts its tokens, at no price.
+            (AgentId::from("h"), (usage(10, 10), None)),
+        ]);
+        let (tokens, cost) = spent_between(&cfg, &before, &after);
+        assert_eq!(tokens, usage(2010, 510));
+        assert!((cost.unwrap() - 2.0).abs() < 1e-9, "{cost:?}");
+
+        let half = "llm: {provider: openai, model: m, cost_per_1k_prompt: 0.5}\n\
+                    agents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
+        let e = load_team(&write(&d, "half.yaml", half))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cost_per_1k_completion"), "{e}");
     }
 }

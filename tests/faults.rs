@@ -4,14 +4,17 @@
 //! must still end as a finished task: HTTP faults are retried by the provider, unusable answers
 //! are asked again, and nothing stalls.
 
+#[path = "support/competent.rs"]
+mod competent;
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
+use competent::competent;
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -33,91 +36,6 @@ fn team_file(base_url: &str) -> std::path::PathBuf {
     )
     .unwrap();
     f
-}
-
-/// The text between `start` and `end` in `text`.
-fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
-    let from = text.find(start)? + start.len();
-    let len = text[from..].find(end)?;
-    Some(text[from..from + len].trim())
-}
-
-/// The current step's section of a user prompt (history and memory follow it, and may quote
-/// earlier notices).
-fn current_step(user: &str) -> &str {
-    match user[1..].find("\n# ") {
-        Some(end) => &user[..end + 1],
-        None => user,
-    }
-}
-
-/// What a competent model answers (as constrained JSON), from the skill the schema names and
-/// the step's text. The manager carries what to do through its own steps as an `ACTION …` line.
-fn competent(req: &RecordedRequest) -> Value {
-    let skill = req.body["response_format"]["json_schema"]["name"]
-        .as_str()
-        .unwrap_or_default();
-    let user = current_step(req.prompt().unwrap_or_default());
-    let action = |a: String| json!({"text": "Noted.", "react_action": {"step_intention": "act", "text_content": a}});
-    match skill {
-        "process_message" => {
-            if let Some(task) = between(user, "task_id: ", "\n") {
-                if user.contains("was created with you as its manager") {
-                    return action(format!("ACTION add_stage {task}"));
-                }
-            }
-            if let (Some(stage), Some(task)) = (
-                between(user, "Every agent of stage ", " of task "),
-                between(user, " of task ", " has submitted"),
-            ) {
-                return action(format!("ACTION finish_stage {task} {stage}"));
-            }
-            if let (Some(stage), Some(task)) = (
-                between(user, "cannot go on in stage ", " of task "),
-                between(user, "cannot go on in stage ", ":")
-                    .and_then(|s| s.split(" of task ").nth(1)),
-            ) {
-                // A stuck writer: the stage is accepted as it is.
-                return action(format!("ACTION finish_stage {task} {stage}"));
-            }
-            if let Some(task) = between(user, "[TaskState] Task ", " has no stage left") {
-                return action(format!("ACTION finish_task {task}"));
-            }
-            if let Some(goal) = between(user, "GOAL<", ">") {
-                return action(format!("ACTION add_task {goal}"));
-            }
-            json!({"text": "Nothing to do."})
-        }
-        "decision" => match between(user, "ACTION", "\n") {
-            Some(a) => json!({"planned_step": [{"step_intention": "act", "type": "skill",
-                "executor": "task_manager", "text_content": format!("ACTION {a}")}]}),
-            None => json!({"planned_step": []}),
-        },
-        "task_manager" => {
-            let a = between(user, "ACTION", "\n").unwrap_or_default();
-            let words: Vec<&str> = a.split_whitespace().collect();
-            let instruction = match words.as_slice() {
-                ["add_task", goal] => json!({"action": "add_task", "task_name": goal,
-                    "task_intention": format!("reach {goal}")}),
-                ["add_stage", task] => json!({"action": "add_stage", "task_id": task, "stages": [
-                    {"stage_intention": "write it", "agent_allocation": {"writer": "write it"}}]}),
-                ["finish_stage", task, stage] => {
-                    json!({"action": "finish_stage", "task_id": task, "stage_id": stage})
-                }
-                ["finish_task", task] => json!({"action": "finish_task", "task_id": task,
-                    "task_summary": "done", "outcome": "finished"}),
-                other => panic!("the stub lost its action: {other:?} in {user}"),
-            };
-            json!({"task_instruction": instruction})
-        }
-        "planning" => json!({"planned_step": [
-            {"step_intention": "draft", "type": "skill", "executor": "think", "text_content": "draft it"},
-            {"step_intention": "check", "type": "skill", "executor": "reflection", "text_content": "done?"}]}),
-        "think" => json!({"think": "A draft."}),
-        "reflection" => json!({"planned_step": []}),
-        "summary" => json!({"completion_summary": "Wrote it."}),
-        other => panic!("the stub has no answer for skill `{other}`"),
-    }
 }
 
 /// One call in five is broken, in turn by each kind of fault (deterministic: the n-th call).

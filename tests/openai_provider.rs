@@ -27,6 +27,7 @@ fn settings(base_url: String) -> OpenAiSettings {
         backoff_max: Duration::from_millis(40),
         structured_output: StructuredOutput::Auto,
         context_window: None,
+        native_tools: false,
     }
 }
 
@@ -39,6 +40,8 @@ fn request(prompt: &str) -> ChatRequest {
         system: String::new(),
         prompt: prompt.into(),
         answer_format: None,
+        tools: Vec::new(),
+        rounds: Vec::new(),
         agent_id: AgentId::from("writer"),
         skill: "think".into(),
         task_id: TaskId::from("task-1"),

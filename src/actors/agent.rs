@@ -3,6 +3,7 @@
 //! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
 
 use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
+use crate::agent::tool_loop::runs_natively;
 use crate::agent::{
     Asking, Completion, HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step,
     human_send, receive_as_human, receive_message, release_for, stop_reason, stop_step,
@@ -52,6 +53,9 @@ pub struct AgentActor {
     /// answered, so the agent's changes stay in order.
     holding: u32,
 }
+
+#[path = "agent_tool_loop.rs"]
+mod tool_loop;
 
 /// How long a tool call waits for the store to confirm its step started.
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -142,7 +146,11 @@ impl AgentActor {
             Executor::Skill(s) => *s,
             Executor::Tool(server) => {
                 let server = server.clone();
-                self.run_tool(step, server, ctx);
+                if runs_natively(self.state.native_tools, &step) {
+                    self.run_tool_loop(step, server, ctx);
+                } else {
+                    self.run_tool(step, server, ctx);
+                }
                 return;
             }
         };
@@ -176,6 +184,8 @@ impl AgentActor {
             system: prompt.system,
             prompt: prompt.user,
             answer_format: Some(answer_format),
+            tools: Vec::new(),
+            rounds: Vec::new(),
             agent_id: self.state.agent_id.clone(),
             skill: skill.name().to_owned(),
             task_id: step.task_id.clone(),

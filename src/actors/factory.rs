@@ -111,6 +111,7 @@ impl AgentFactory {
             AgentTools::default()
         };
         let id = state.agent_id.clone();
+        state.native_tools = llm.as_ref().is_some_and(|m| m.native_tools());
         state.step_chars = self.step_chars;
         state.step_limits = self.step_limits;
         state.base_task = Some(self.base_task.clone());
@@ -248,6 +249,7 @@ impl<'a> ModelBuilder<'a> {
                 max_retries,
                 structured_output,
                 context_window,
+                native_tools,
                 ..
             } => {
                 let base_url = base_url_env
@@ -281,6 +283,7 @@ impl<'a> ModelBuilder<'a> {
                     backoff_max: Duration::from_secs(30),
                     structured_output: *structured_output,
                     context_window: *context_window,
+                    native_tools: *native_tools,
                 })?)
             }
         })

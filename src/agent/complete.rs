@@ -7,7 +7,7 @@ use crate::ids::{StepId, WaitId};
 use crate::llm::ChatReply;
 use crate::message::{CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate};
 use crate::skills;
-use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState};
+use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState, TokenUsage};
 use chrono::NaiveDateTime;
 use serde_json::json;
 
@@ -215,6 +215,47 @@ pub fn complete_tool_step(
         &lock_before,
         true,
     )
+}
+
+/// A tool step run as a native tool loop, at its end: the model's answer (or why the loop
+/// failed) and what all its LLM calls cost. The loop decided how to go on itself, so no
+/// tool_decision follows.
+pub fn complete_tool_loop(
+    agent: &mut AgentState,
+    step_id: &StepId,
+    result: Result<serde_json::Value, String>,
+    usage: TokenUsage,
+) -> StepCompletion {
+    let Some(step) = agent.agent_step.get(step_id).cloned() else {
+        return StepCompletion::vanished();
+    };
+    agent.add_tokens(usage);
+    let mut output = ExecuteOutput {
+        agent_id: Some(agent.agent_id.clone()),
+        token_usage: Some((step.task_id.clone(), usage)),
+        ..Default::default()
+    };
+    output.token_usage = output
+        .token_usage
+        .filter(|(_, u)| *u != TokenUsage::default());
+    let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
+    let (value, failure) = match result {
+        _ if !agent.holds(&step.task_id, &step.stage_id) => {
+            let why = "its stage or task was finished while the step ran".to_owned();
+            (json!({ "error": why }), Some(why))
+        }
+        Ok(v) => (v, None),
+        Err(e) => (json!({ "error": e }), Some(e)),
+    };
+    let mut update = result_update(value);
+    update.token_usage = Some(usage);
+    agent.update_step(step_id, update);
+    let state = if failure.is_some() {
+        StageAgentState::Failed
+    } else {
+        StageAgentState::Working
+    };
+    finish_output(agent, &step, state, failure, output, &lock_before, true)
 }
 
 /// The part every step shares once its result is recorded: the agent's state in the stage

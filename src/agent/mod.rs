@@ -12,8 +12,11 @@ mod resume;
 mod settle;
 mod tool_call;
 mod tool_history;
+pub mod tool_loop;
 
-pub use complete::{Completion, StepCompletion, complete_step, complete_tool_step, stop_step};
+pub use complete::{
+    Completion, StepCompletion, complete_step, complete_tool_loop, complete_tool_step, stop_step,
+};
 pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
 pub use limits::{StepLimits, stop_reason};
 pub use reask::{Asking, REASKS};

@@ -78,6 +78,8 @@ mod tests {
             system: String::new(),
             prompt: "PROMPT".into(),
             answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
             agent_id: "a".into(),
             skill: "think".into(),
             task_id: "t".into(),

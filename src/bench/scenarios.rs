@@ -348,6 +348,8 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
             system: prompt.system,
             prompt: prompt.user,
             answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
             agent_id: "w".into(),
             skill: "think".into(),
             task_id: task.clone(),

@@ -26,6 +26,10 @@ pub enum LlmConfig {
         max_retries: u32,
         structured_output: StructuredOutput,
         context_window: Option<u32>,
+        /// `tool_calling: native`: tool steps run the native tool loop.
+        native_tools: bool,
+        /// What its tokens cost, when the config says (`cost_per_1k_prompt`/`_completion`).
+        price: Option<Price>,
         /// At most this many calls in flight to this endpoint (base URL and model), shared by
         /// every agent that uses it.
         max_in_flight: usize,
@@ -37,11 +41,34 @@ pub enum LlmConfig {
     },
 }
 
+/// USD per 1,000 tokens of a model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Price {
+    pub prompt_per_1k: f64,
+    pub completion_per_1k: f64,
+}
+
+impl Price {
+    pub fn cost(&self, usage: crate::state::TokenUsage) -> f64 {
+        (usage.prompt_tokens as f64 * self.prompt_per_1k
+            + usage.completion_tokens as f64 * self.completion_per_1k)
+            / 1000.0
+    }
+}
+
 /// Calls in flight to one endpoint unless `max_in_flight` says otherwise: enough for a busy
 /// team, few enough that a thousand agents do not open a thousand requests at once.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 
 impl LlmConfig {
+    /// What the model's tokens cost, when its config says.
+    pub fn price(&self) -> Option<Price> {
+        match self {
+            LlmConfig::OpenAi { price, .. } => *price,
+            LlmConfig::Scripted { .. } => None,
+        }
+    }
+
     pub fn max_in_flight(&self) -> usize {
         match self {
             LlmConfig::OpenAi { max_in_flight, .. } | LlmConfig::Scripted { max_in_flight, .. } => {
@@ -249,6 +276,35 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                     .parse()
                     .map_err(|why| ("structured_output".to_owned(), why))?,
             };
+            let price = match (l.cost_per_1k_prompt, l.cost_per_1k_completion) {
+                (None, None) => None,
+                (Some(p), Some(c)) if p >= 0.0 && c >= 0.0 => Some(Price {
+                    prompt_per_1k: p,
+                    completion_per_1k: c,
+                }),
+                (Some(_), Some(_)) => {
+                    return Err((
+                        "cost_per_1k_prompt".into(),
+                        "costs may not be negative".into(),
+                    ));
+                }
+                _ => {
+                    return Err((
+                        "cost_per_1k_prompt".into(),
+                        "give both cost_per_1k_prompt and cost_per_1k_completion".into(),
+                    ));
+                }
+            };
+            let native_tools = match l.tool_calling.as_deref().map(str::trim) {
+                None | Some("chain") => false,
+                Some("native") => true,
+                Some(other) => {
+                    return Err((
+                        "tool_calling".into(),
+                        format!("`{other}` is not chain or native"),
+                    ));
+                }
+            };
             if let Some(w) = l.context_window
                 && w < 2048
             {
@@ -280,6 +336,8 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 max_retries: l.max_retries.unwrap_or(3),
                 structured_output,
                 context_window: l.context_window,
+                native_tools,
+                price,
                 max_in_flight,
             })
         }
@@ -293,6 +351,18 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 return Err((
                     "script".into(),
                     format!("{} does not exist", path.display()),
+                ));
+            }
+            if l.cost_per_1k_prompt.is_some() || l.cost_per_1k_completion.is_some() {
+                return Err((
+                    "cost_per_1k_prompt".into(),
+                    "a scripted model costs nothing".into(),
+                ));
+            }
+            if l.tool_calling.is_some() {
+                return Err((
+                    "tool_calling".into(),
+                    "only the openai provider calls tools natively".into(),
                 ));
             }
             if l.context_window.is_some() {

@@ -148,6 +148,14 @@ pub struct RawLlm {
     /// The model's context window in tokens (prompts are shortened to fit it).
     #[serde(default)]
     pub context_window: Option<u32>,
+    /// `chain` (default) or `native`: how tool steps call MCP tools.
+    #[serde(default)]
+    pub tool_calling: Option<String>,
+    /// USD per 1,000 prompt / completion tokens (both or neither), for the run's cost.
+    #[serde(default)]
+    pub cost_per_1k_prompt: Option<f64>,
+    #[serde(default)]
+    pub cost_per_1k_completion: Option<f64>,
     /// At most this many calls in flight to this endpoint (default 64).
     #[serde(default)]
     pub max_in_flight: Option<usize>,

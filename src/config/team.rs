@@ -110,6 +110,20 @@ pub struct TeamConfig {
     pub session_ttl: std::time::Duration,
 }
 
+impl TeamConfig {
+    /// The LLM an agent runs on: its own config, or its template's for a hired agent.
+    pub fn llm_of(&self, agent: &AgentId, template: Option<&str>) -> Option<&LlmConfig> {
+        self.agents
+            .iter()
+            .find(|a| a.id == *agent)
+            .map(|a| &a.llm)
+            .or_else(|| {
+                let t = template?;
+                self.templates.iter().find(|x| x.name == t).map(|x| &x.llm)
+            })
+    }
+}
+
 /// `max_hired_agents` when the team file does not set it.
 pub const DEFAULT_MAX_HIRED_AGENTS: usize = 32;
 

@@ -30,6 +30,10 @@ impl ChatModel for Limited {
         self.inner.prompt_budget()
     }
 
+    fn native_tools(&self) -> bool {
+        self.inner.native_tools()
+    }
+
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
         let inner = self.inner.clone();
         let permits = self.permits.clone();
@@ -70,6 +74,7 @@ mod tests {
                     text: String::new(),
                     usage: TokenUsage::default(),
                     cut_off: false,
+                    tool_calls: Vec::new(),
                 })
             })
         }
@@ -87,6 +92,8 @@ mod tests {
                 system: String::new(),
                 prompt: String::new(),
                 answer_format: None,
+                tools: Vec::new(),
+                rounds: Vec::new(),
                 agent_id: format!("a{i}").into(),
                 skill: "think".into(),
                 task_id: "t".into(),

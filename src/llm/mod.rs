@@ -21,6 +21,10 @@ pub struct ChatRequest {
     pub prompt: String,
     /// The answer's shape as a JSON schema, for providers that can constrain the model by it.
     pub answer_format: Option<AnswerFormat>,
+    /// Functions the model may call (the native tool loop: an MCP server's tools).
+    pub tools: Vec<ToolSpec>,
+    /// The loop's rounds so far: the calls the model asked for and what they returned.
+    pub rounds: Vec<ToolRound>,
     /// Who asks and for what, so providers can log and scripts can select a reply.
     pub agent_id: AgentId,
     /// The executor name of the step (a skill name).
@@ -49,13 +53,40 @@ pub struct AnswerFormat {
     pub note: String,
 }
 
-/// The model's answer and what it cost.
+/// A function offered to the model: an MCP tool with its input schema.
 #[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// A call the model asked for: `arguments` is the JSON text it wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One round of a tool loop: the model's calls (and any text with them), then each call's
+/// result as the model is shown it, in the same order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolRound {
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub results: Vec<String>,
+}
+
+/// The model's answer and what it cost.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChatReply {
     pub text: String,
     pub usage: TokenUsage,
     /// The model stopped at its token limit (`finish_reason: length`): the text is cut off.
     pub cut_off: bool,
+    /// Functions the model asked to call instead of (or besides) answering.
+    pub tool_calls: Vec<ToolCall>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +132,12 @@ pub trait ChatModel: Send + Sync + 'static {
     /// the model's config states a context window.
     fn prompt_budget(&self) -> Option<usize> {
         None
+    }
+
+    /// Whether tool steps run the native tool loop with this model (its config says
+    /// `tool_calling: native`): the model calls the server's functions itself.
+    fn native_tools(&self) -> bool {
+        false
     }
 }
 

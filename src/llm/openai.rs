@@ -38,8 +38,11 @@ use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::{
-    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
-    ChatCompletionRequestUserMessage, CreateChatCompletionRequest, ResponseFormat,
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
+    ChatCompletionRequestSystemMessage, ChatCompletionRequestToolMessage,
+    ChatCompletionRequestUserMessage, ChatCompletionTool, ChatCompletionTools,
+    CreateChatCompletionRequest, FunctionCall, FunctionObject, ResponseFormat,
     ResponseFormatJsonSchema,
 };
 use futures::future::BoxFuture;
@@ -84,6 +87,9 @@ pub struct OpenAiSettings {
     pub structured_output: StructuredOutput,
     /// The model's context window in tokens, when known: prompts are built to fit it.
     pub context_window: Option<u32>,
+    /// Tool steps run the native tool loop (`tool_calling: native`) instead of the
+    /// instruction_generation → tool → tool_decision chain.
+    pub native_tools: bool,
 }
 
 /// Whether a step's answer is constrained by its skill's JSON schema (`response_format:
@@ -127,6 +133,7 @@ impl fmt::Debug for OpenAiSettings {
             .field("backoff_max", &self.backoff_max)
             .field("structured_output", &self.structured_output)
             .field("context_window", &self.context_window)
+            .field("native_tools", &self.native_tools)
             .finish()
     }
 }
@@ -150,7 +157,9 @@ struct Inner {
 
 impl Inner {
     fn constrains(&self, request: &ChatRequest) -> bool {
+        // A tool loop's answer is calls or free text: no schema for it.
         request.answer_format.is_some()
+            && request.tools.is_empty()
             && match self.settings.structured_output {
                 StructuredOutput::Off => false,
                 StructuredOutput::JsonSchema => true,
@@ -218,6 +227,10 @@ impl OpenAiModel {
 const DEFAULT_ANSWER_ROOM: u32 = 1024;
 
 impl ChatModel for OpenAiModel {
+    fn native_tools(&self) -> bool {
+        self.inner.settings.native_tools
+    }
+
     fn prompt_budget(&self) -> Option<usize> {
         let s = &self.inner.settings;
         let window = s.context_window?;
@@ -274,6 +287,23 @@ fn completion_request(
             name: None,
         },
     ));
+    for round in &request.rounds {
+        messages.extend(round_messages(round));
+    }
+    let tools: Vec<ChatCompletionTools> = request
+        .tools
+        .iter()
+        .map(|t| {
+            ChatCompletionTools::Function(ChatCompletionTool {
+                function: FunctionObject {
+                    name: t.name.clone(),
+                    description: Some(t.description.clone()).filter(|d| !d.is_empty()),
+                    parameters: Some(t.parameters.clone()),
+                    strict: None,
+                },
+            })
+        })
+        .collect();
     #[allow(deprecated)]
     CreateChatCompletionRequest {
         model: settings.model.clone(),
@@ -282,6 +312,7 @@ fn completion_request(
         // `max_tokens`, not `max_completion_tokens`: the OpenAI-compatible servers we target
         // (Ollama, vLLM, llama.cpp, DeepSeek) all read `max_tokens`; not all read the newer name.
         max_tokens: settings.max_tokens,
+        tools: (!tools.is_empty()).then_some(tools),
         response_format: format.map(|f| ResponseFormat::JsonSchema {
             json_schema: ResponseFormatJsonSchema {
                 description: None,
@@ -292,6 +323,36 @@ fn completion_request(
         }),
         ..Default::default()
     }
+}
+
+/// One round of a tool loop as messages: the assistant's calls, then one tool message each.
+fn round_messages(round: &super::ToolRound) -> Vec<ChatCompletionRequestMessage> {
+    let calls = round
+        .calls
+        .iter()
+        .map(|c| {
+            ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
+                id: c.id.clone(),
+                function: FunctionCall {
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                },
+            })
+        })
+        .collect();
+    #[allow(deprecated)]
+    let asked = ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
+        content: (!round.text.is_empty()).then(|| round.text.clone().into()),
+        tool_calls: Some(calls),
+        ..Default::default()
+    });
+    let answers = round.calls.iter().zip(&round.results).map(|(c, r)| {
+        ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+            content: r.clone().into(),
+            tool_call_id: c.id.clone(),
+        })
+    });
+    std::iter::once(asked).chain(answers).collect()
 }
 
 /// Runs attempts until one succeeds, one fails in a way retrying cannot fix, or retries run out.
@@ -552,6 +613,7 @@ mod tests {
             backoff_max: Duration::from_millis(1),
             structured_output: StructuredOutput::Auto,
             context_window: None,
+            native_tools: false,
         };
         let model = OpenAiModel::new(settings.clone()).unwrap();
         assert_eq!(model.prompt_budget(), None, "no context window stated");

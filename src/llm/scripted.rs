@@ -250,6 +250,7 @@ impl ChatModel for ScriptedModel {
                 text,
                 usage,
                 cut_off: false,
+                tool_calls: Vec::new(),
             })
         })
     }
@@ -302,6 +303,8 @@ mod tests {
             system: String::new(),
             prompt: "p".repeat(40),
             answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
             agent_id: agent.into(),
             skill: skill.into(),
             task_id: "T1".into(),

@@ -150,10 +150,38 @@ pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> Promp
     prompt
 }
 
-fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
+/// The fixed part: system section, role and permissions, and how tools are called when the
+/// agent calls them natively.
+fn fixed_part(set: &PromptSet, ctx: &PromptContext) -> String {
     let mut fixed = Doc::default();
     fixed.push(set.system_prompt());
     push_role(&mut fixed, set, ctx);
+    if ctx.agent.native_tools && !ctx.agent.tools.is_empty() {
+        fixed.push(&set.phrases().native_tools_note);
+    }
+    fixed.finish()
+}
+
+/// The prompt of a tool step run as a native tool loop: the step, the stage's history (older
+/// results cut) and the memory, then what to do; the server's tools go beside it as functions.
+pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
+    let mut doc = Doc::default();
+    push_step_head(&mut doc, set, ctx.step);
+    let fit = Fit {
+        cut_older: true,
+        executed: MAX_EXECUTED_IN_HISTORY,
+    };
+    push_stage_history(&mut doc, set, ctx, fit);
+    push_memory(&mut doc, set, ctx.agent);
+    doc.heading(1, &set.headings().rules);
+    doc.push(&set.phrases().tool_loop);
+    Prompt {
+        system: fixed_part(set, ctx),
+        user: doc.finish(),
+    }
+}
+
+fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
     let mut doc = Doc::default();
     push_current_step(&mut doc, set, skill, ctx);
     match history_kind(skill) {
@@ -163,7 +191,7 @@ fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Pro
     }
     push_memory(&mut doc, set, ctx.agent);
     Prompt {
-        system: fixed.finish(),
+        system: fixed_part(set, ctx),
         user: doc.finish(),
     }
 }
@@ -241,15 +269,20 @@ fn push_role(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
     doc.push(&list_or(&tools, &p.none));
 }
 
-fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
+/// The current step's ids, intention and content.
+fn push_step_head(doc: &mut Doc, set: &PromptSet, step: &StepState) {
     let (h, p) = (set.headings(), set.phrases());
-    let step = ctx.step;
     doc.heading(1, &h.current_step);
     doc.push(&step_ids(step));
     doc.heading(2, &h.intention);
     doc.push(&block(&one_line(&step.step_intention), 3, &p.none));
     doc.heading(2, &h.content);
     doc.push(&block(&step.text_content, 3, &p.none));
+}
+
+fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    push_step_head(doc, set, ctx.step);
     if skill == Skill::InstructionGeneration {
         doc.heading(2, &h.tool_step);
         match ctx.tool_step {

@@ -18,7 +18,7 @@ mod set;
 #[cfg(test)]
 mod assemble_tests;
 
-pub use assemble::{Prompt, PromptContext, build_prompt, estimate_tokens};
+pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt, estimate_tokens};
 pub use schema::{Headings, Phrases};
 pub use set::{PromptSet, check_prompt_dir};
 

@@ -62,6 +62,10 @@ text_group!(
         /// Said when the endpoint constrains the answer to a JSON schema: the answer tags become
         /// the keys of one JSON object.
         json_answer,
+        /// In the system part of an agent whose model calls tools natively: how to plan them.
+        native_tools_note,
+        /// What a native tool loop step asks of the model.
+        tool_loop,
     }
 );
 

@@ -112,6 +112,8 @@ fn plan(planner: Skill, agent: &AgentState) -> Value {
         .skills
         .iter()
         .filter(|s| s.plannable_by(planner))
+        // A model that calls tools natively writes the calls itself.
+        .filter(|s| !(agent.native_tools && **s == Skill::InstructionGeneration))
         .map(|s| s.name())
         .collect();
     let mut kinds = Vec::new();

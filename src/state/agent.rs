@@ -95,6 +95,10 @@ pub struct AgentState {
     /// The team's base task (where goals arrive and tasks are created), when known.
     #[serde(skip)]
     pub base_task: Option<TaskId>,
+    /// Its model calls tools natively (`tool_calling: native`): tool steps run the native
+    /// tool loop, and plans need no instruction_generation.
+    #[serde(skip)]
+    pub native_tools: bool,
     /// Changes made and not yet published (see `agent_changes.rs`).
     #[serde(skip)]
     pub(crate) outbox: Vec<crate::event::Change>,
@@ -136,6 +140,7 @@ impl AgentState {
             step_chars: super::DEFAULT_STEP_CHARS,
             step_limits: crate::agent::StepLimits::default(),
             base_task: None,
+            native_tools: false,
             outbox: Vec::new(),
         }
     }

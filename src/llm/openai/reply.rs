@@ -2,9 +2,9 @@
 //! its strict types reject what a local server sent, the few fields we need read from the JSON.
 
 use super::snippet;
-use crate::llm::{ChatReply, LlmError};
+use crate::llm::{ChatReply, LlmError, ToolCall};
 use crate::state::TokenUsage;
-use async_openai::types::chat::CreateChatCompletionResponse;
+use async_openai::types::chat::{ChatCompletionMessageToolCalls, CreateChatCompletionResponse};
 use serde_json::Value;
 
 /// A parsed chat completion → text and usage. A missing first choice or empty content is
@@ -27,11 +27,32 @@ pub(super) fn reply_from_response(
         choice.finish_reason,
         Some(async_openai::types::chat::FinishReason::Length)
     );
+    let tool_calls: Vec<ToolCall> = choice
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| match c {
+            ChatCompletionMessageToolCalls::Function(f) => Some(ToolCall {
+                id: f.id,
+                name: f.function.name,
+                arguments: f.function.arguments,
+            }),
+            ChatCompletionMessageToolCalls::Custom(_) => None,
+        })
+        .collect();
     match choice.message.content {
-        Some(text) if !text.trim().is_empty() => Ok(ChatReply {
+        Some(text) if !text.trim().is_empty() || !tool_calls.is_empty() => Ok(ChatReply {
             text,
             usage,
             cut_off,
+            tool_calls,
+        }),
+        None if !tool_calls.is_empty() => Ok(ChatReply {
+            text: String::new(),
+            usage,
+            cut_off,
+            tool_calls,
         }),
         _ => {
             let mut why = String::from("the first choice has no content");
@@ -72,11 +93,22 @@ pub(super) fn reply_leniently(
     let Some(choice) = choices.first() else {
         return Err(LlmError::EmptyAnswer("the response has no choices".into()));
     };
+    let cut_off = choice.get("finish_reason").and_then(Value::as_str) == Some("length");
+    let tool_calls = lenient_tool_calls(choice);
     match choice.pointer("/message/content") {
-        Some(Value::String(text)) if !text.trim().is_empty() => Ok(ChatReply {
-            text: text.clone(),
+        Some(Value::String(text)) if !text.trim().is_empty() || !tool_calls.is_empty() => {
+            Ok(ChatReply {
+                text: text.clone(),
+                usage,
+                cut_off,
+                tool_calls,
+            })
+        }
+        None | Some(Value::Null) if !tool_calls.is_empty() => Ok(ChatReply {
+            text: String::new(),
             usage,
-            cut_off: choice.get("finish_reason").and_then(Value::as_str) == Some("length"),
+            cut_off,
+            tool_calls,
         }),
         None | Some(Value::Null | Value::String(_)) => {
             let mut why = String::from("the first choice has no content");
@@ -87,6 +119,38 @@ pub(super) fn reply_leniently(
         }
         Some(_) => Err(invalid()),
     }
+}
+
+/// `message.tool_calls[].{id, function.{name, arguments}}`; arguments some servers send as an
+/// object rather than a JSON string are taken as that object's text.
+fn lenient_tool_calls(choice: &Value) -> Vec<ToolCall> {
+    let Some(calls) = choice
+        .pointer("/message/tool_calls")
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .filter_map(|c| {
+            let name = c.pointer("/function/name")?.as_str()?.to_owned();
+            let arguments = match c.pointer("/function/arguments") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => "{}".to_owned(),
+                Some(other) => other.to_string(),
+            };
+            let id = c
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or(&name)
+                .to_owned();
+            Some(ToolCall {
+                id,
+                name,
+                arguments,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -143,6 +207,26 @@ mod tests {
     }
 
     #[test]
+    fn tool_calls_are_read_strictly_and_leniently() {
+        let strict = r#"{"id":"x","object":"chat.completion","created":1,"model":"m",
+            "choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+              "tool_calls":[{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}}]}}]}"#;
+        let reply = parse(strict).unwrap();
+        assert_eq!(
+            reply.tool_calls,
+            [ToolCall {
+                id: "c1".into(),
+                name: "read_file".into(),
+                arguments: r#"{"path":"a"}"#.into()
+            }]
+        );
+        let lenient = r#"{"choices":[{"message":{"tool_calls":[{"function":{"name":"list","arguments":{"path":"."}}}]}}]}"#;
+        let reply = parse(lenient).unwrap();
+        assert_eq!(reply.tool_calls[0].name, "list");
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"path":"."}"#);
+    }
+
+    #[test]
     fn an_unknown_finish_reason_or_partial_usage_still_gives_text_and_tokens() {
         let body = r#"{"id":"x","object":"chat.completion","created":1,"model":"m",
             "choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"eos"}],
@@ -154,6 +238,7 @@ mod tests {
                 text: "ok".into(),
                 usage: usage(12, 3),
                 cut_off: false,
+                tool_calls: Vec::new(),
             }
         );
 

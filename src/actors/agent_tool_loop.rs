@@ -1,0 +1,201 @@
+//! The agent actor's native tool loop (see `agent::tool_loop`): describe the server, ask the
+//! model with its tools as functions, run the calls it asks for, and ask again until it
+//! answers. Every LLM call and MCP call runs as a spawned future; the mailbox stays open.
+
+use super::{AgentActor, STORE_DEADLINE};
+use crate::agent::complete_tool_loop;
+use crate::agent::tool_loop::{ToolLoop, arguments, call_step, shown, tool_specs};
+use crate::llm::{ChatReply, ChatRequest, ToolRound};
+use crate::mcp::McpCall;
+use crate::prompt::{PromptContext, build_tool_loop_prompt};
+use crate::state::{StepState, TokenUsage};
+use actix::prelude::*;
+use serde_json::Value;
+
+/// A loop in progress: its request (with the rounds so far), its state, what it cost.
+struct Running {
+    step: StepState,
+    server: String,
+    request: ChatRequest,
+    state: ToolLoop,
+    spent: TokenUsage,
+}
+
+impl AgentActor {
+    /// Starts the loop of a tool step: the server's functions are fetched once the step's
+    /// start is stored (a call may act), then the model is asked.
+    pub(super) fn run_tool_loop(
+        &mut self,
+        step: StepState,
+        server: String,
+        ctx: &mut Context<Self>,
+    ) {
+        let (Some(mcp), Some(_)) = (self.mcp.clone(), &self.llm) else {
+            let why = format!("the team has no MCP server `{server}` or the agent no model");
+            return self.end_loop(&step, Err(why), TokenUsage::default(), ctx);
+        };
+        let prompt = build_tool_loop_prompt(
+            &self.prompts,
+            &PromptContext {
+                agent: &self.state,
+                step: &step,
+                tool_descriptions: &self.tool_descriptions,
+                tool_step: None,
+                tool_capabilities: None,
+                tool_history: None,
+                budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
+            },
+        );
+        let request = ChatRequest {
+            system: prompt.system,
+            prompt: prompt.user,
+            answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
+            agent_id: self.state.agent_id.clone(),
+            skill: "tool_loop".into(),
+            task_id: step.task_id.clone(),
+            stage_id: step.stage_id.clone(),
+            step_id: step.step_id.clone(),
+            template: self.state.template.clone(),
+            step_text: step.asks(),
+        };
+        let started = self.monitor.assigned_version();
+        let monitor = self.monitor.clone();
+        let name = server.clone();
+        let describe = async move {
+            let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
+            if !matches!(stored, Ok(true)) {
+                return Err(
+                    "the team's store did not confirm the step's start in time; no \
+                            tool was called"
+                        .to_owned(),
+                );
+            }
+            mcp.describe(&name).await.map_err(|e| e.to_string())
+        };
+        ctx.spawn(describe.into_actor(self).map(move |res, act, ctx| {
+            let mut running = Running {
+                step,
+                server,
+                request,
+                state: ToolLoop::default(),
+                spent: TokenUsage::default(),
+            };
+            match res.map(|d| tool_specs(&d)) {
+                Ok(specs) if !specs.is_empty() => {
+                    running.request.tools = specs;
+                    act.ask_loop(running, ctx);
+                }
+                Ok(_) => {
+                    let why = format!("MCP server `{}` offers no tools", running.server);
+                    act.end_loop(&running.step, Err(why), running.spent, ctx)
+                }
+                Err(e) => act.end_loop(&running.step, Err(e), running.spent, ctx),
+            }
+        }));
+    }
+
+    fn ask_loop(&mut self, running: Running, ctx: &mut Context<Self>) {
+        let Some(llm) = self.llm.clone() else {
+            let why = Err("the agent has no model".to_owned());
+            return self.end_loop(&running.step, why, running.spent, ctx);
+        };
+        // Its stage or task ended meanwhile: the loop stops (the step records why).
+        if !self
+            .state
+            .holds(&running.step.task_id, &running.step.stage_id)
+        {
+            return self.end_loop(&running.step, Ok(Value::Null), running.spent, ctx);
+        }
+        let mut request = running.request.clone();
+        request.rounds = running.state.rounds.clone();
+        ctx.spawn(
+            llm.chat(request)
+                .into_actor(self)
+                .map(move |res, act, ctx| {
+                    act.on_loop_answer(running, res.map_err(|e| e.to_string()), ctx)
+                }),
+        );
+    }
+
+    fn on_loop_answer(
+        &mut self,
+        mut running: Running,
+        reply: Result<ChatReply, String>,
+        ctx: &mut Context<Self>,
+    ) {
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => return self.end_loop(&running.step, Err(e), running.spent, ctx),
+        };
+        running.spent.add(reply.usage);
+        if reply.tool_calls.is_empty() {
+            let result = Ok(running.state.result(&reply.text));
+            return self.end_loop(&running.step, result, running.spent, ctx);
+        }
+        if !running.state.may_call(reply.tool_calls.len()) {
+            let why = format!(
+                "the tool loop reached its cap of {} calls without an answer",
+                crate::agent::tool_loop::TOOL_LOOP_CAP
+            );
+            return self.end_loop(&running.step, Err(why), running.spent, ctx);
+        }
+        let Some(mcp) = self.mcp.clone() else {
+            let why = Err("the team has no MCP client".to_owned());
+            return self.end_loop(&running.step, why, running.spent, ctx);
+        };
+        let server = running.server.clone();
+        let calls = reply.tool_calls.clone();
+        let started = self.monitor.assigned_version();
+        let monitor = self.monitor.clone();
+        let run_calls = async move {
+            let mut results: Vec<Result<Value, String>> = Vec::with_capacity(calls.len());
+            let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
+            for call in &calls {
+                let result = match (&stored, arguments(call)) {
+                    (Ok(true), Ok(args)) => {
+                        let call = McpCall::Tool {
+                            name: call.name.clone(),
+                            arguments: args,
+                        };
+                        mcp.call(&server, &call).await.map_err(|e| e.to_string())
+                    }
+                    (Ok(true), Err(e)) => Err(e),
+                    _ => Err(
+                        "the team's store did not confirm the loop in time; the tool was \
+                              not called"
+                            .to_owned(),
+                    ),
+                };
+                results.push(result);
+            }
+            results
+        };
+        ctx.spawn(run_calls.into_actor(self).map(move |results, act, ctx| {
+            let calls = reply.tool_calls;
+            for (call, result) in calls.iter().zip(&results) {
+                act.state.add_done(call_step(&running.step, call, result));
+            }
+            act.publish();
+            running.state.calls += calls.len();
+            running.state.rounds.push(ToolRound {
+                text: reply.text,
+                results: results.iter().map(shown).collect(),
+                calls,
+            });
+            act.ask_loop(running, ctx);
+        }));
+    }
+
+    fn end_loop(
+        &mut self,
+        step: &StepState,
+        result: Result<Value, String>,
+        spent: TokenUsage,
+        ctx: &mut Context<Self>,
+    ) {
+        let completion = complete_tool_loop(&mut self.state, &step.step_id, result, spent);
+        self.apply_completion(step.step_id.clone(), completion, ctx);
+    }
+}

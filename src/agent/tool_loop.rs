@@ -1,0 +1,225 @@
+//! The native tool loop (seed 003): a tool step whose model calls tools natively gets its MCP
+//! server's tools as functions; the model calls them, each result goes back to it, until it
+//! answers in text or the loop reaches its cap. Each call is recorded as a finished tool step
+//! of its own. This file holds the loop's pure parts; the agent actor performs the calls.
+
+use crate::llm::{ToolCall, ToolRound, ToolSpec};
+use crate::state::{Executor, StepExecutionState, StepState};
+use serde_json::{Map, Value, json};
+
+/// The most function calls one tool step's loop may make (seed 000's AGENT_MAX_STEPS).
+pub const TOOL_LOOP_CAP: usize = 25;
+
+/// How much of a result the model is shown: its first and its last this many characters
+/// (seed 001); the step records the whole result.
+pub const RESULT_SHOWN: usize = 1_000;
+
+/// The functions of a server, from its description (`{"tools": [{name, description,
+/// input_schema}]}`, see `McpClient::describe`).
+pub fn tool_specs(description: &Value) -> Vec<ToolSpec> {
+    description["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| {
+                    Some(ToolSpec {
+                        name: t["name"].as_str()?.to_owned(),
+                        description: t["description"].as_str().unwrap_or_default().to_owned(),
+                        parameters: match &t["input_schema"] {
+                            v @ Value::Object(_) => v.clone(),
+                            _ => json!({ "type": "object" }),
+                        },
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A call's arguments as the object MCP wants; an empty text is no arguments.
+pub fn arguments(call: &ToolCall) -> Result<Map<String, Value>, String> {
+    if call.arguments.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(&call.arguments) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!(
+            "the arguments of `{}` are not a JSON object: {other}",
+            call.name
+        )),
+        Err(e) => Err(format!(
+            "the arguments of `{}` are not JSON: {e}",
+            call.name
+        )),
+    }
+}
+
+/// What the model is shown of a call's result: the text of an MCP tool result (its text
+/// contents, or the JSON), or the error, cut to its first and last [`RESULT_SHOWN`] characters.
+pub fn shown(result: &Result<Value, String>) -> String {
+    let text = match result {
+        Err(e) => format!("error: {e}"),
+        Ok(v) => {
+            let texts: Vec<&str> = v["content"]
+                .as_array()
+                .map(|c| c.iter().filter_map(|p| p["text"].as_str()).collect())
+                .unwrap_or_default();
+            let body = if texts.is_empty() {
+                v.to_string()
+            } else {
+                texts.join("\n")
+            };
+            if v["isError"] == true {
+                format!("error: {body}")
+            } else {
+                body
+            }
+        }
+    };
+    cut_middle(&text, RESULT_SHOWN)
+}
+
+fn cut_middle(text: &str, keep: usize) -> String {
+    let n = text.chars().count();
+    if n <= 2 * keep {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(n - keep).collect();
+    format!("{head}\n[… {} characters cut …]\n{tail}", n - 2 * keep)
+}
+
+/// The finished (or failed) tool step that records one call of the loop run by `parent`.
+pub fn call_step(parent: &StepState, call: &ToolCall, result: &Result<Value, String>) -> StepState {
+    let mut step = StepState::new(
+        parent.task_id.clone(),
+        parent.stage_id.clone(),
+        parent.agent_id.clone(),
+        parent.executor.clone(),
+        format!("Call `{}` ({})", call.name, parent.step_intention),
+        format!("Called by the tool loop of step {}", parent.step_id),
+    );
+    let args = arguments(call).map_or_else(|_| json!(call.arguments), Value::Object);
+    step.instruction_content = Some(json!({ "tool_name": call.name, "arguments": args }));
+    let failed = match result {
+        Ok(v) => v["isError"] == true,
+        Err(_) => true,
+    };
+    step.execute_result = Some(match result {
+        Ok(v) => v.clone(),
+        Err(e) => json!({ "error": e }),
+    });
+    step.execution_state = if failed {
+        StepExecutionState::Failed
+    } else {
+        StepExecutionState::Finished
+    };
+    step
+}
+
+/// The loop's state between its LLM calls.
+#[derive(Clone, Debug, Default)]
+pub struct ToolLoop {
+    /// The rounds so far (calls and what they returned), sent with every later request.
+    pub rounds: Vec<ToolRound>,
+    /// Calls made so far.
+    pub calls: usize,
+}
+
+impl ToolLoop {
+    /// Whether `more` calls still fit under the cap.
+    pub fn may_call(&self, more: usize) -> bool {
+        self.calls + more <= TOOL_LOOP_CAP
+    }
+
+    /// What the tool step records when the model has answered.
+    pub fn result(&self, answer: &str) -> Value {
+        json!({ "answer": answer, "tool_calls": self.calls })
+    }
+}
+
+/// Whether a tool step runs as a native loop: the agent's model calls tools natively and no
+/// instruction_generation step wrote the call.
+pub fn runs_natively(native_tools: bool, step: &StepState) -> bool {
+    native_tools && matches!(step.executor, Executor::Tool(_)) && step.instruction_content.is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StageRef;
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[test]
+    fn a_servers_tools_become_functions() {
+        let d = json!({"tools": [
+            {"name": "read_file", "description": "Read", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+            {"name": "ping"},
+            {"description": "no name"}
+        ]});
+        let specs = tool_specs(&d);
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[0].parameters["properties"]["path"]["type"], "string");
+        assert_eq!(specs[1].parameters, json!({"type": "object"}));
+    }
+
+    #[test]
+    fn arguments_must_be_an_object() {
+        assert!(arguments(&call("x", "")).unwrap().is_empty());
+        assert_eq!(arguments(&call("x", r#"{"a": 1}"#)).unwrap()["a"], 1);
+        assert!(arguments(&call("x", "[1]")).is_err());
+        assert!(
+            arguments(&call("x", "{oops"))
+                .unwrap_err()
+                .contains("not JSON")
+        );
+    }
+
+    #[test]
+    fn a_long_result_is_shown_by_its_start_and_end() {
+        let long = format!("HEAD{}TAIL", "x".repeat(5000));
+        let r = Ok(json!({"content": [{"type": "text", "text": long}]}));
+        let s = shown(&r);
+        assert!(s.starts_with("HEAD") && s.ends_with("TAIL") && s.contains("characters cut"));
+        assert!(s.chars().count() < 2 * RESULT_SHOWN + 50);
+        let e = shown(&Ok(
+            json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}),
+        ));
+        assert_eq!(e, "error: no such file");
+    }
+
+    #[test]
+    fn each_call_is_a_step_of_its_own_and_the_loop_is_capped() {
+        let parent = StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "w".into(),
+            Executor::Tool("ws".into()),
+            "write it",
+            "",
+        );
+        assert!(runs_natively(true, &parent) && !runs_natively(false, &parent));
+        let s = call_step(
+            &parent,
+            &call("write_file", r#"{"path": "a"}"#),
+            &Ok(json!({"content": []})),
+        );
+        assert_eq!(s.execution_state, StepExecutionState::Finished);
+        assert_eq!(s.instruction_content.unwrap()["arguments"]["path"], "a");
+        let f = call_step(&parent, &call("x", "{}"), &Err("down".into()));
+        assert_eq!(f.execution_state, StepExecutionState::Failed);
+
+        let mut l = ToolLoop::default();
+        assert!(l.may_call(TOOL_LOOP_CAP));
+        l.calls = TOOL_LOOP_CAP - 1;
+        assert!(l.may_call(1) && !l.may_call(2));
+    }
+}
