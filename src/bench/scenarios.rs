@@ -344,10 +344,16 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
                 budget: None,
             },
         );
+        // As the agent actor asks: with the answer's schema (a provider may constrain by it).
+        let answer_format = crate::llm::AnswerFormat {
+            name: Skill::Think.name().to_owned(),
+            schema: crate::skills::answer_schema::answer_schema(Skill::Think, &agent, &step, &[]),
+            note: prompts.phrases().json_answer.clone(),
+        };
         let reply = futures::executor::block_on(model.chat(ChatRequest {
             system: prompt.system,
             prompt: prompt.user,
-            answer_format: None,
+            answer_format: Some(answer_format),
             tools: Vec::new(),
             rounds: Vec::new(),
             agent_id: "w".into(),
