@@ -531,3 +531,26 @@ async fn with_structured_output_off_only_tags_are_asked_for() {
     assert!(sent.body.get("response_format").is_none());
     assert_eq!(sent.body["messages"][0]["content"], "SYSTEM PART");
 }
+
+#[tokio::test]
+async fn a_plain_retry_that_fails_too_goes_on_retrying_without_the_schema() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::error(400, "bad request"));
+    stub.push(StubResponse::error(503, "busy"));
+    stub.push(StubResponse::reply("<think>after all</think>"));
+    stub.push(StubResponse::reply(r#"{"think": "next"}"#));
+    let model = model(settings(stub.base_url()));
+
+    let first = model.chat(constrained("one")).await.expect("a reply");
+    let second = model.chat(constrained("two")).await.expect("a reply");
+
+    assert_eq!(first.text, "<think>after all</think>");
+    assert_eq!(second.text, "<think>next</think>");
+    let sent = stub.requests();
+    let schema: Vec<bool> = sent
+        .iter()
+        .map(|r| r.body.get("response_format").is_some())
+        .collect();
+    // The plain retry was not answered at once, so the schema was not blamed.
+    assert_eq!(schema, [true, false, false, true]);
+}

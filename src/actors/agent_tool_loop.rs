@@ -130,6 +130,13 @@ impl AgentActor {
             Err(e) => return self.end_loop(&running.step, Err(e), running.spent, ctx),
         };
         running.spent.add(reply.usage);
+        // Its stage or task ended meanwhile: no call is made for work that is over.
+        if !self
+            .state
+            .holds(&running.step.task_id, &running.step.stage_id)
+        {
+            return self.end_loop(&running.step, Ok(Value::Null), running.spent, ctx);
+        }
         if reply.tool_calls.is_empty() {
             let result = Ok(running.state.result(&reply.text));
             return self.end_loop(&running.step, result, running.spent, ctx);

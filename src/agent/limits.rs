@@ -2,6 +2,7 @@
 //! steps it runs there, and a stop when it runs the same step again and again. A step past a
 //! limit fails without calling its model, and the manager is told the agent cannot go on.
 
+use super::tool_loop::is_call_step;
 use crate::state::{AgentState, StepState};
 
 /// The team file's `step_limits:`.
@@ -9,7 +10,7 @@ use crate::state::{AgentState, StepState};
 pub struct StepLimits {
     /// Steps one agent may run in one stage (default 25).
     pub per_stage: usize,
-    /// How many times in a row one agent may run the same step (same executor and intention)
+    /// How many times in a row one agent may run the same step (same executor, intention and text)
     /// in one stage before the next such step is stopped (default 3).
     pub repeats: usize,
     /// Tokens one task may spend before it is stopped (no limit by default).
@@ -45,6 +46,8 @@ pub fn stop_reason(agent: &AgentState, step: &StepState) -> Option<String> {
                 && s.task_id == step.task_id
                 && s.stage_id == step.stage_id
                 && s.execution_state.is_over()
+                // A native tool loop's calls belong to the one step that made them.
+                && !is_call_step(s)
         })
         .collect();
     if done.len() >= limits.per_stage {
@@ -54,12 +57,17 @@ pub fn stop_reason(agent: &AgentState, step: &StepState) -> Option<String> {
             limits.per_stage
         ));
     }
-    let same =
-        |s: &&&StepState| s.executor == step.executor && s.step_intention == step.step_intention;
+    // The same executor, intention and text: steps made for messages share an intention
+    // ("Process the message from agent `x`") but not a text.
+    let same = |s: &&&StepState| {
+        s.executor == step.executor
+            && s.step_intention == step.step_intention
+            && s.text_content == step.text_content
+    };
     let run = done.iter().rev().take_while(|s| same(s)).count();
     (run >= limits.repeats).then(|| {
         format!(
-            "stopped: `{}` \"{}\" ran {run} times in a row (step_limits.repeats is {})",
+            "stopped: `{}` \"{}\" ran {run} times in a row, the same each time (step_limits.repeats is {})",
             step.executor, step.step_intention, limits.repeats
         )
     })

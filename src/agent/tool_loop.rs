@@ -90,6 +90,14 @@ fn cut_middle(text: &str, keep: usize) -> String {
     format!("{head}\n[… {} characters cut …]\n{tail}", n - 2 * keep)
 }
 
+/// How a call step's text starts: it names the loop's step.
+const CALL_TEXT: &str = "Called by the tool loop of step ";
+
+/// Whether `step` records one call of a native tool loop (not a step the agent ran itself).
+pub fn is_call_step(step: &StepState) -> bool {
+    matches!(step.executor, Executor::Tool(_)) && step.text_content.starts_with(CALL_TEXT)
+}
+
 /// The finished (or failed) tool step that records one call of the loop run by `parent`.
 pub fn call_step(parent: &StepState, call: &ToolCall, result: &Result<Value, String>) -> StepState {
     let mut step = StepState::new(
@@ -98,7 +106,7 @@ pub fn call_step(parent: &StepState, call: &ToolCall, result: &Result<Value, Str
         parent.agent_id.clone(),
         parent.executor.clone(),
         format!("Call `{}` ({})", call.name, parent.step_intention),
-        format!("Called by the tool loop of step {}", parent.step_id),
+        format!("{CALL_TEXT}{}", parent.step_id),
     );
     let args = arguments(call).map_or_else(|_| json!(call.arguments), Value::Object);
     step.instruction_content = Some(json!({ "tool_name": call.name, "arguments": args }));
@@ -213,6 +221,7 @@ mod tests {
             &Ok(json!({"content": []})),
         );
         assert_eq!(s.execution_state, StepExecutionState::Finished);
+        assert!(is_call_step(&s) && !is_call_step(&parent));
         assert_eq!(s.instruction_content.unwrap()["arguments"]["path"], "a");
         let f = call_step(&parent, &call("x", "{}"), &Err("down".into()));
         assert_eq!(f.execution_state, StepExecutionState::Failed);

@@ -363,7 +363,7 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let failure = match attempt(inner, body.clone()).await {
+        let mut failure = match attempt(inner, body.clone()).await {
             Ok(reply) => return Ok(finish_reply(reply, request, constrained)),
             Err(failure) => failure,
         };
@@ -386,7 +386,11 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
                     }
                     return Ok(finish_reply(reply, request, false));
                 }
-                Err(_) => {
+                // Not answered either: this call goes on without the schema, and its own
+                // failure decides what happens next (a 5xx or a timeout is retried).
+                Err(plain_failure) => {
+                    attempts += 1;
+                    failure = plain_failure;
                     constrained = false;
                     body = plain;
                 }
@@ -422,7 +426,18 @@ fn finish_reply(mut reply: ChatReply, request: &ChatRequest, constrained: bool) 
     }
     if reply.usage.prompt_tokens == 0 && reply.usage.completion_tokens == 0 {
         let estimate = |text: &str| crate::prompt::estimate_tokens(text) as u64;
-        reply.usage.prompt_tokens = estimate(&request.system) + estimate(&request.prompt);
+        let rounds: u64 = request
+            .rounds
+            .iter()
+            .flat_map(|r| {
+                r.results
+                    .iter()
+                    .map(String::as_str)
+                    .chain([r.text.as_str()])
+            })
+            .map(estimate)
+            .sum();
+        reply.usage.prompt_tokens = estimate(&request.system) + estimate(&request.prompt) + rounds;
         reply.usage.completion_tokens = estimate(&reply.text);
     }
     reply

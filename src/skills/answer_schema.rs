@@ -81,8 +81,9 @@ fn answer(required: &[(&str, Value)], optional: &[(&str, Value)]) -> Value {
     })
 }
 
+/// A text the parsers want to be there: never empty.
 fn text() -> Value {
-    json!({ "type": "string" })
+    json!({ "type": "string", "minLength": 1 })
 }
 
 fn object(properties: Value, required: &[&str]) -> Value {
@@ -100,6 +101,7 @@ fn memory() -> Value {
         "items": {
             "type": "object",
             "properties": { "add": text(), "delete": text() },
+            "minProperties": 1,
             "additionalProperties": false,
         },
     })
@@ -134,16 +136,13 @@ fn plan(planner: Skill, agent: &AgentState) -> Value {
             &["step_intention", "type", "executor", "text_content"],
         ));
     }
-    let max = if kinds.is_empty() {
-        0
-    } else {
-        max_plan_len(planner)
-    };
     let items = match kinds.len() {
+        // Nothing may be planned: only the empty plan (`anyOf: []` is no valid schema).
+        0 => return json!({ "type": "array", "maxItems": 0 }),
         1 => kinds.remove(0),
         _ => json!({ "anyOf": kinds }),
     };
-    json!({ "type": "array", "items": items, "maxItems": max })
+    json!({ "type": "array", "items": items, "maxItems": max_plan_len(planner) })
 }
 
 fn step_request() -> Value {

@@ -92,9 +92,10 @@ impl AgentState {
         }
     }
 
-    /// Records a step that is already over (what a person did); it never enters the queue.
+    /// Records a step that is already over (what a person did, a call a tool loop made); it
+    /// never enters the queue. It goes where it happened: before the steps still to run.
     pub fn add_done(&mut self, step: StepState) {
-        let at = self.agent_step.steps().len();
+        let at = self.agent_step.next_place();
         self.step_added(step, at, None);
     }
 

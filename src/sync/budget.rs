@@ -93,6 +93,38 @@ mod tests {
     }
 
     #[test]
+    fn a_step_that_finishes_its_task_over_budget_finishes_it_once() {
+        let mut c = crate::sync::tests::core().with_budget(TaskBudget {
+            tokens: Some(100),
+            steps: None,
+        });
+        let t = TaskId::random();
+        let add = TaskInstruction::AddTask {
+            task_id: t.clone(),
+            task_name: "n".into(),
+            task_intention: "i".into(),
+        };
+        c.apply(&crate::sync::tests::by("m", add), "now");
+        let mut out = step_of(&t, 500);
+        out.agent_id = Some("m".into());
+        out.task_instruction = Some(TaskInstruction::FinishTask {
+            task_id: t.clone(),
+            task_summary: "done well".into(),
+            outcome: TaskOutcome::Finished,
+        });
+        let applied = c.apply(&out, "now");
+        let task = c.task(&t).unwrap();
+        assert_eq!(task.execution_state, ExecutionState::Finished);
+        assert_eq!(task.task_summary.as_deref(), Some("done well"));
+        let finishes = applied
+            .messages
+            .iter()
+            .filter(|m| m.message.contains("finish_task"))
+            .count();
+        assert_eq!(finishes, 1);
+    }
+
+    #[test]
     fn a_task_past_its_token_budget_is_stopped_and_its_agents_told() {
         let mut c = crate::sync::tests::core().with_budget(TaskBudget {
             tokens: Some(250),

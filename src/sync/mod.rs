@@ -267,6 +267,7 @@ impl SyncCore {
     /// A task is over: it stays in memory among the newest `finished_kept` finished tasks;
     /// the oldest of them leaves, with a one-line summary for readers.
     fn retire_task(&mut self, task: &TaskId, applied: &mut Applied) {
+        self.steps_run.remove(task);
         self.finished.push_back(task.clone());
         while self.finished.len() > self.finished_kept {
             let Some(old) = self.finished.pop_front() else {
@@ -441,9 +442,6 @@ impl SyncCore {
         if let Some(c) = &out.update_stage_agent_completion {
             self.record_completion(c, &mut applied);
         }
-        if let Some(info) = &out.send_shared_info {
-            self.hold_to_budget(&info.task_id, &mut applied);
-        }
         if refused.is_none() {
             if let Some(m) = &out.send_message {
                 applied.messages.push(m.clone());
@@ -459,6 +457,11 @@ impl SyncCore {
         // such task") is what frees the asker's wait.
         if let Some(q) = &out.ask_info {
             applied.queries.push((agent.clone(), q.clone()));
+        }
+        // Last: whatever the step did to its task happened within budget; a stop ends the task
+        // after it, and nothing the step asked can reopen a stopped task.
+        if let Some(info) = &out.send_shared_info {
+            self.hold_to_budget(&info.task_id, &mut applied);
         }
         applied.refused = refused;
         applied
