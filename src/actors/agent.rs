@@ -175,15 +175,19 @@ impl AgentActor {
                 budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
             },
         );
-        let answer_format = AnswerFormat {
-            name: skill.name().to_owned(),
-            schema: answer_schema(skill, &self.state, &step, &self.receivers(skill)),
-            note: self.prompts.phrases().json_answer.clone(),
-        };
+        let answer_format = self
+            .llm
+            .as_ref()
+            .is_some_and(|m| m.constrains_answers())
+            .then(|| AnswerFormat {
+                name: skill.name().to_owned(),
+                schema: answer_schema(skill, &self.state, &step, &self.receivers(skill)),
+                note: self.prompts.phrases().json_answer.clone(),
+            });
         let request = ChatRequest {
             system: prompt.system,
             prompt: prompt.user,
-            answer_format: Some(answer_format),
+            answer_format,
             tools: Vec::new(),
             rounds: Vec::new(),
             agent_id: self.state.agent_id.clone(),

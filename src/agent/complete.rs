@@ -78,8 +78,8 @@ pub fn complete_step(
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
         // closed work, so the answer is kept for the record and nothing else happens.
         _ if !agent.holds(&step.task_id, &step.stage_id) => (
-            json!({ "error": "its stage or task was finished while the step ran" }),
-            Some("its stage or task was finished while the step ran".to_owned()),
+            json!({ "error": STAGE_ENDED }),
+            Some(STAGE_ENDED.to_owned()),
         ),
         Err(e) => {
             stage_state = StageAgentState::Failed;
@@ -134,18 +134,30 @@ pub fn complete_step(
     ))
 }
 
-/// A step a limit stops before it runs (see [`super::limits`]): it fails with `reason`, and
-/// when it leaves the agent nothing to run in the stage, the manager is told at once (a
-/// decision of the agent's own would run into the same limit).
-pub fn stop_step(agent: &mut AgentState, step_id: &StepId, reason: String) -> StepCompletion {
-    let Some(step) = agent.agent_step.get(step_id).cloned() else {
-        return StepCompletion::vanished();
-    };
+/// Why a step whose stage or task ended while it ran changes nothing.
+const STAGE_ENDED: &str = "its stage or task was finished while the step ran";
+
+/// What every ending of a step starts from: the step, an empty output from this agent, and
+/// the waits the agent held before (to tell which ones the step took).
+fn opening(
+    agent: &AgentState,
+    step_id: &StepId,
+) -> Option<(StepState, ExecuteOutput, Vec<WaitId>)> {
+    let step = agent.agent_step.get(step_id).cloned()?;
     let output = ExecuteOutput {
         agent_id: Some(agent.agent_id.clone()),
         ..Default::default()
     };
-    let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
+    Some((step, output, agent.step_lock.ids().cloned().collect()))
+}
+
+/// A step a limit stops before it runs (see [`super::limits`]): it fails with `reason`, and
+/// when it leaves the agent nothing to run in the stage, the manager is told at once (a
+/// decision of the agent's own would run into the same limit).
+pub fn stop_step(agent: &mut AgentState, step_id: &StepId, reason: String) -> StepCompletion {
+    let Some((step, output, lock_before)) = opening(agent, step_id) else {
+        return StepCompletion::vanished();
+    };
     agent.update_step(step_id, result_update(json!({ "error": reason })));
     finish_output(
         agent,
@@ -166,17 +178,12 @@ pub fn complete_tool_step(
     step_id: &StepId,
     result: Result<serde_json::Value, String>,
 ) -> StepCompletion {
-    let Some(step) = agent.agent_step.get(step_id).cloned() else {
+    let Some((step, output, lock_before)) = opening(agent, step_id) else {
         return StepCompletion::vanished();
     };
-    let output = ExecuteOutput {
-        agent_id: Some(agent.agent_id.clone()),
-        ..Default::default()
-    };
-    let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
     let (value, failure, stage_state) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            let why = "its stage or task was finished while the step ran".to_owned();
+            let why = STAGE_ENDED.to_owned();
             (json!({ "error": why }), Some(why), StageAgentState::Working)
         }
         Ok(v) => (v, None, StageAgentState::Working),
@@ -226,22 +233,16 @@ pub fn complete_tool_loop(
     result: Result<serde_json::Value, String>,
     usage: TokenUsage,
 ) -> StepCompletion {
-    let Some(step) = agent.agent_step.get(step_id).cloned() else {
+    let Some((step, mut output, lock_before)) = opening(agent, step_id) else {
         return StepCompletion::vanished();
     };
     agent.add_tokens(usage);
-    let mut output = ExecuteOutput {
-        agent_id: Some(agent.agent_id.clone()),
-        token_usage: Some((step.task_id.clone(), usage)),
-        ..Default::default()
-    };
-    output.token_usage = output
-        .token_usage
-        .filter(|(_, u)| *u != TokenUsage::default());
-    let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
+    if usage != TokenUsage::default() {
+        output.token_usage = Some((step.task_id.clone(), usage));
+    }
     let (value, failure) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            let why = "its stage or task was finished while the step ran".to_owned();
+            let why = STAGE_ENDED.to_owned();
             (json!({ "error": why }), Some(why))
         }
         Ok(v) => (v, None),

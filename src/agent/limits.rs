@@ -82,17 +82,22 @@ mod tests {
     fn agent_with(done: &[(&str, Skill)]) -> AgentState {
         let mut a = AgentState::new("w".into(), "W".into(), "writer".into(), "".into());
         for (intention, skill) in done {
-            a.add_steps(vec![step(intention, *skill)]);
-            let s = a.start_next().unwrap();
-            a.update_step(
-                &s.step_id,
-                crate::event::StepUpdate {
-                    execution_state: Some(StepExecutionState::Finished),
-                    ..Default::default()
-                },
-            );
+            run(&mut a, step(intention, *skill));
         }
         a
+    }
+
+    /// Queues `s`, starts it and marks it finished.
+    fn run(a: &mut AgentState, s: StepState) {
+        a.add_steps(vec![s]);
+        let s = a.start_next().unwrap();
+        a.update_step(
+            &s.step_id,
+            crate::event::StepUpdate {
+                execution_state: Some(StepExecutionState::Finished),
+                ..Default::default()
+            },
+        );
     }
 
     fn step(intention: &str, skill: Skill) -> StepState {
@@ -151,15 +156,7 @@ mod tests {
         for _ in 0..5 {
             let mut s = goal.clone();
             s.step_id = crate::ids::StepId::random();
-            a.add_steps(vec![s]);
-            let s = a.start_next().unwrap();
-            a.update_step(
-                &s.step_id,
-                crate::event::StepUpdate {
-                    execution_state: Some(StepExecutionState::Finished),
-                    ..Default::default()
-                },
-            );
+            run(&mut a, s);
         }
         a.step_limits = StepLimits {
             per_stage: 1,

@@ -34,6 +34,10 @@ impl ChatModel for Limited {
         self.inner.native_tools()
     }
 
+    fn constrains_answers(&self) -> bool {
+        self.inner.constrains_answers()
+    }
+
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
         let inner = self.inner.clone();
         let permits = self.permits.clone();

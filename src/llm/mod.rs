@@ -134,6 +134,12 @@ pub trait ChatModel: Send + Sync + 'static {
         None
     }
 
+    /// Whether this model may constrain an answer by its schema: the asker only builds an
+    /// [`AnswerFormat`] when it does (a schema per step is work a script never uses).
+    fn constrains_answers(&self) -> bool {
+        false
+    }
+
     /// Whether tool steps run the native tool loop with this model (its config says
     /// `tool_calling: native`): the model calls the server's functions itself.
     fn native_tools(&self) -> bool {

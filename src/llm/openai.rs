@@ -227,6 +227,14 @@ impl OpenAiModel {
 const DEFAULT_ANSWER_ROOM: u32 = 1024;
 
 impl ChatModel for OpenAiModel {
+    fn constrains_answers(&self) -> bool {
+        match self.inner.settings.structured_output {
+            StructuredOutput::Off => false,
+            StructuredOutput::JsonSchema => true,
+            StructuredOutput::Auto => !self.inner.schema_refused.load(Ordering::Relaxed),
+        }
+    }
+
     fn native_tools(&self) -> bool {
         self.inner.settings.native_tools
     }
