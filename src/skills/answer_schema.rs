@@ -81,10 +81,21 @@ fn answer(required: &[(&str, Value)], optional: &[(&str, Value)]) -> Value {
     })
 }
 
-/// A text the parsers want to be there: never empty.
+/// A text the parsers want to be there: never empty, and bounded, so a small model that starts
+/// repeating itself stops at the bound instead of at its token limit.
 fn text() -> Value {
-    json!({ "type": "string", "minLength": 1 })
+    json!({ "type": "string", "minLength": 1, "maxLength": TEXT_CHARS })
 }
+
+/// A name, an id or an intention: one short line.
+fn line() -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": LINE_CHARS })
+}
+
+/// The longest text an answer's field may hold, in characters.
+pub const TEXT_CHARS: usize = 2_000;
+/// The longest name, id or intention, in characters.
+pub const LINE_CHARS: usize = 200;
 
 fn object(properties: Value, required: &[&str]) -> Value {
     json!({
@@ -100,7 +111,7 @@ fn memory() -> Value {
         "type": "array",
         "items": {
             "type": "object",
-            "properties": { "add": text(), "delete": text() },
+            "properties": { "add": text(), "delete": line() },
             "minProperties": 1,
             "additionalProperties": false,
         },
@@ -128,7 +139,7 @@ fn plan(planner: Skill, agent: &AgentState) -> Value {
         }
         kinds.push(object(
             json!({
-                "step_intention": text(),
+                "step_intention": line(),
                 "type": { "type": "string", "enum": [kind] },
                 "executor": { "type": "string", "enum": names },
                 "text_content": text(),
@@ -147,7 +158,7 @@ fn plan(planner: Skill, agent: &AgentState) -> Value {
 
 fn step_request() -> Value {
     object(
-        json!({ "step_intention": text(), "text_content": text() }),
+        json!({ "step_intention": line(), "text_content": text() }),
         &["step_intention", "text_content"],
     )
 }
@@ -166,7 +177,7 @@ fn send_message(agent: &AgentState, agents: &[String]) -> Value {
         json!({
             "receiver": { "type": "array", "items": receiver, "minItems": 1 },
             "message": text(),
-            "stage_relative": text(),
+            "stage_relative": line(),
             "need_reply": { "type": "boolean" },
             "waiting": { "type": "boolean" },
         }),
@@ -181,12 +192,12 @@ fn tool_instruction() -> Value {
             json!({ "instruction_type": { "type": "string", "enum": ["get_description"] } }),
             &["instruction_type"],
         ),
-        object(json!({ "tool_name": text(), "arguments": arguments }), &["tool_name", "arguments"]),
+        object(json!({ "tool_name": line(), "arguments": arguments }), &["tool_name", "arguments"]),
         object(
-            json!({ "resource_name": text(), "arguments": arguments }),
+            json!({ "resource_name": line(), "arguments": arguments }),
             &["resource_name", "arguments"],
         ),
-        object(json!({ "prompt_name": text(), "arguments": arguments }), &["prompt_name", "arguments"]),
+        object(json!({ "prompt_name": line(), "arguments": arguments }), &["prompt_name", "arguments"]),
     ]})
 }
 
@@ -212,33 +223,33 @@ fn task_instruction(agent: &AgentState, step: &StepState) -> Value {
     let add_task = variant(
         "action",
         "add_task",
-        json!({ "task_name": text(), "task_intention": text() }),
+        json!({ "task_name": line(), "task_intention": text() }),
         &["task_name", "task_intention"],
     );
     let in_task = [
         variant(
             "action",
             "add_stage",
-            json!({ "task_id": text(), "stages": { "type": "array", "items": stage, "minItems": 1 } }),
+            json!({ "task_id": line(), "stages": { "type": "array", "items": stage, "minItems": 1 } }),
             &["task_id", "stages"],
         ),
         variant(
             "action",
             "finish_stage",
-            json!({ "task_id": text(), "stage_id": text() }),
+            json!({ "task_id": line(), "stage_id": line() }),
             &["task_id", "stage_id"],
         ),
         variant(
             "action",
             "retry_stage",
-            json!({ "task_id": text(), "stage_id": text(), "stage_intention": text(),
+            json!({ "task_id": line(), "stage_id": line(), "stage_intention": text(),
                     "agent_allocation": allocation() }),
             &["task_id", "stage_id", "stage_intention", "agent_allocation"],
         ),
         variant(
             "action",
             "finish_task",
-            json!({ "task_id": text(), "task_summary": text(),
+            json!({ "task_id": line(), "task_summary": text(),
                     "outcome": { "type": "string", "enum": ["finished", "failed"] } }),
             &["task_id", "task_summary", "outcome"],
         ),
@@ -257,22 +268,22 @@ fn task_instruction(agent: &AgentState, step: &StepState) -> Value {
 fn agent_instruction() -> Value {
     json!({ "anyOf": [
         variant("action", "init_new_agent",
-            json!({ "template": text(), "agent_id": text(), "name": text() }),
+            json!({ "template": line(), "agent_id": line(), "name": line() }),
             &["template", "agent_id"]),
         variant("action", "add_task_participant",
-            json!({ "task_id": text(), "agent_id": text() }),
+            json!({ "task_id": line(), "agent_id": line() }),
             &["task_id", "agent_id"]),
     ]})
 }
 
 fn ask_info() -> Value {
     let bare = |name| variant("type", name, json!({}), &[]);
-    let task = |name| variant("type", name, json!({ "task_id": text() }), &["task_id"]);
+    let task = |name| variant("type", name, json!({ "task_id": line() }), &["task_id"]);
     let stage = |name| {
         variant(
             "type",
             name,
-            json!({ "task_id": text(), "stage_id": text() }),
+            json!({ "task_id": line(), "stage_id": line() }),
             &["stage_id"],
         )
     };
@@ -281,7 +292,7 @@ fn ask_info() -> Value {
         bare("agent_templates"), bare("all_agent_profiles"), bare("team_profiles"),
         task("task_group_profiles"), stage("stage_profiles"),
         variant("type", "agent_states",
-            json!({ "agent_ids": { "type": "array", "items": text(), "minItems": 1 } }),
+            json!({ "agent_ids": { "type": "array", "items": line(), "minItems": 1 } }),
             &["agent_ids"]),
         bare("skills_and_tools"),
     ]})
