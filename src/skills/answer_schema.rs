@@ -226,34 +226,47 @@ fn task_instruction(agent: &AgentState, step: &StepState) -> Value {
         json!({ "task_name": line(), "task_intention": text() }),
         &["task_name", "task_intention"],
     );
-    let in_task = [
-        variant(
-            "action",
-            "add_stage",
-            json!({ "task_id": line(), "stages": { "type": "array", "items": stage, "minItems": 1 } }),
-            &["task_id", "stages"],
-        ),
-        variant(
+    // Inside a task the ids are known: the step's own task, and its stage when the step
+    // belongs to one (a stage complete, an agent stuck); stage actions need that stage.
+    let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
+    let task_id = if in_a_task {
+        json!({ "type": "string", "enum": [step.task_id.as_str()] })
+    } else {
+        line()
+    };
+    let stage_id = match step.stage_id.stage() {
+        Some(s) if in_a_task => Some(json!({ "type": "string", "enum": [s.as_str()] })),
+        _ if in_a_task => None,
+        _ => Some(line()),
+    };
+    let mut in_task = vec![variant(
+        "action",
+        "add_stage",
+        json!({ "task_id": task_id, "stages": { "type": "array", "items": stage, "minItems": 1 } }),
+        &["task_id", "stages"],
+    )];
+    if let Some(stage_id) = stage_id {
+        in_task.push(variant(
             "action",
             "finish_stage",
-            json!({ "task_id": line(), "stage_id": line() }),
+            json!({ "task_id": task_id, "stage_id": stage_id }),
             &["task_id", "stage_id"],
-        ),
-        variant(
+        ));
+        in_task.push(variant(
             "action",
             "retry_stage",
-            json!({ "task_id": line(), "stage_id": line(), "stage_intention": text(),
+            json!({ "task_id": task_id, "stage_id": stage_id, "stage_intention": text(),
                     "agent_allocation": allocation() }),
             &["task_id", "stage_id", "stage_intention", "agent_allocation"],
-        ),
-        variant(
-            "action",
-            "finish_task",
-            json!({ "task_id": line(), "task_summary": text(),
-                    "outcome": { "type": "string", "enum": ["finished", "failed"] } }),
-            &["task_id", "task_summary", "outcome"],
-        ),
-    ];
+        ));
+    }
+    in_task.push(variant(
+        "action",
+        "finish_task",
+        json!({ "task_id": task_id, "task_summary": text(),
+                "outcome": { "type": "string", "enum": ["finished", "failed"] } }),
+        &["task_id", "task_summary", "outcome"],
+    ));
     match &agent.base_task {
         Some(base) if *base == step.task_id => add_task,
         Some(_) => json!({ "anyOf": in_task }),
@@ -372,10 +385,28 @@ mod tests {
         a.base_task = Some(step.task_id.clone());
         assert_eq!(actions(&a), ["add_task"]);
         a.base_task = Some("base".into());
+        // The step is in stage s of task t: its ids are the only ones it may name.
+        let ids: Vec<String> = actions(&a)
+            .into_iter()
+            .filter(|n| n == "t" || n == "s")
+            .collect();
+        assert!(ids.contains(&"t".to_owned()) && ids.contains(&"s".to_owned()));
+        let named: Vec<String> = actions(&a)
+            .into_iter()
+            .filter(|n| n != "t" && n != "s")
+            .collect();
         assert_eq!(
-            actions(&a),
+            named,
             ["add_stage", "finish_stage", "retry_stage", "finish_task"]
         );
+        // A task-level step (no stage) may not finish or retry a stage.
+        let mut task_level = step.clone();
+        task_level.stage_id = crate::ids::StageRef::NoRelative;
+        let schema = answer_schema(Skill::TaskManager, &a, &task_level, &[]);
+        let mut names = Vec::new();
+        enums(&schema["properties"]["task_instruction"], &mut names);
+        names.retain(|n| !["t", "finished", "failed"].contains(&n.as_str()));
+        assert_eq!(names, ["add_stage", "finish_task"]);
     }
 
     #[test]
