@@ -68,6 +68,8 @@ impl Skill {
             // A decision that plans reading messages or deciding again loops: a model circles
             // between the two until something times out.
             Skill::ProcessMessage | Skill::Decision => planner != Skill::Decision,
+            // A plan that plans planning again never starts the work (a real 0.5B model did).
+            Skill::Planning => planner != Skill::Planning,
             _ => true,
         }
     }
@@ -156,6 +158,8 @@ mod tests {
     fn only_reflection_may_plan_a_summary_and_nobody_plans_tool_decision() {
         assert!(Skill::Summary.plannable_by(Skill::Reflection));
         assert!(!Skill::Summary.plannable_by(Skill::Planning));
+        assert!(!Skill::Planning.plannable_by(Skill::Planning));
+        assert!(Skill::Planning.plannable_by(Skill::Reflection));
         assert!(!Skill::Summary.plannable_by(Skill::Decision));
         assert!(!Skill::ToolDecision.plannable_by(Skill::Planning));
         assert!(!Skill::ToolDecision.plannable_by(Skill::Reflection));
