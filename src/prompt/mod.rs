@@ -17,6 +17,8 @@ mod set;
 
 #[cfg(test)]
 mod assemble_tests;
+#[cfg(test)]
+mod budget_tests;
 
 pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt, estimate_tokens};
 pub use schema::{Headings, Phrases};

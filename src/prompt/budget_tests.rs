@@ -1,0 +1,68 @@
+//! Prompts under a token budget: older results cut first, then only the newest entries shown.
+
+use super::assemble_tests::step;
+use super::{Language, PromptContext, PromptSet, build_prompt};
+use crate::ids::{StageId, StageRef};
+use crate::state::{AgentState, Executor, Skill, StepExecutionState};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+#[test]
+fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entries() {
+    use super::assemble::{KEPT_WHOLE, estimate_tokens};
+    let mut a = AgentState::new("a1".into(), "Ada".into(), "writer".into(), "".into());
+    a.skills = vec![Skill::Think];
+    let stage = StageRef::Stage(StageId::from("s"));
+    let mut steps = Vec::new();
+    for i in 0..10 {
+        let mut s = step(
+            "t",
+            stage.clone(),
+            Executor::Skill(Skill::Think),
+            &format!("STEP_{i}"),
+            "",
+        );
+        s.execution_state = StepExecutionState::Finished;
+        s.execute_result =
+            Some(json!({ "think": format!("HEAD_{i} {} TAIL_{i}", "x".repeat(3000)) }));
+        steps.push(s);
+    }
+    let current = step("t", stage, Executor::Skill(Skill::Think), "NOW", "");
+    let id = current.step_id.clone();
+    steps.push(current);
+    a.add_steps(steps);
+    let set = PromptSet::builtin(Language::En);
+    let tools = BTreeMap::new();
+    let step = a.agent_step.get(&id).unwrap().clone();
+    let prompt = |budget| {
+        let ctx = PromptContext {
+            agent: &a,
+            step: &step,
+            tool_descriptions: &tools,
+            tool_step: None,
+            tool_capabilities: None,
+            tool_history: None,
+            budget,
+        };
+        build_prompt(&set, Skill::Think, &ctx)
+    };
+    let size = |p: &super::Prompt| estimate_tokens(&p.system) + estimate_tokens(&p.user);
+
+    let whole = prompt(None).whole();
+    assert!((0..10).all(|i| whole.contains(&format!("TAIL_{i}"))));
+
+    // Room for the newest five whole and the older ones cut.
+    let cut = prompt(Some(size(&prompt(None)) - 3000)).whole();
+    let older = 10 - KEPT_WHOLE;
+    assert!(
+        (0..older)
+            .all(|i| cut.contains(&format!("HEAD_{i}")) && !cut.contains(&format!("TAIL_{i}")))
+    );
+    assert!((older..10).all(|i| cut.contains(&format!("TAIL_{i}"))));
+
+    // Less room still: only the newest five entries, the rest counted.
+    let newest = prompt(Some(1000)).whole();
+    assert!(!newest.contains("STEP_4") && newest.contains("STEP_5"));
+    assert!(newest.contains(&format!("{} 5", set.phrases().history_omitted)));
+    assert!(size(&prompt(Some(1000))) < size(&prompt(None)) * 2 / 3);
+}
