@@ -429,6 +429,11 @@ mod tests {
         chrono::Local::now().naive_local()
     }
 
+    /// The step's model failed with `why`.
+    fn fail(a: &mut AgentState, id: &StepId, why: &str) -> StepCompletion {
+        done(complete_step(a, id, Err(why.into()), now(), false))
+    }
+
     fn done(c: Completion) -> StepCompletion {
         match c {
             Completion::Done(d) => d,
@@ -439,13 +444,7 @@ mod tests {
     #[test]
     fn a_failure_that_leaves_nothing_to_run_gets_a_decision_once_then_the_manager_is_told() {
         let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
-        let c = done(complete_step(
-            &mut a,
-            &id,
-            Err("model down".into()),
-            now(),
-            false,
-        ));
+        let c = fail(&mut a, &id, "model down");
         let stuck = c.output.update_stage_agent_state.unwrap().stuck;
         assert_eq!(stuck, None, "the agent goes on by itself");
         let next = a.agent_step.next().unwrap().clone();
@@ -459,13 +458,7 @@ mod tests {
         // The recovery decision fails too: now the manager decides.
         settle_step_for_test(&mut a, &id);
         let rid = a.start_next().unwrap().step_id;
-        let c = done(complete_step(
-            &mut a,
-            &rid,
-            Err("still down".into()),
-            now(),
-            false,
-        ));
+        let c = fail(&mut a, &rid, "still down");
         let stuck = c.output.update_stage_agent_state.unwrap().stuck;
         assert_eq!(stuck.as_deref(), Some("still down"));
         assert!(a.agent_step.next().is_none());
@@ -488,13 +481,7 @@ mod tests {
     #[test]
     fn an_agent_without_decision_is_reported_stuck_at_once() {
         let (mut a, id) = alone_in_stage(&[Skill::Think]);
-        let c = done(complete_step(
-            &mut a,
-            &id,
-            Err("model down".into()),
-            now(),
-            false,
-        ));
+        let c = fail(&mut a, &id, "model down");
         let stuck = c.output.update_stage_agent_state.unwrap().stuck;
         assert_eq!(stuck.as_deref(), Some("model down"));
     }
