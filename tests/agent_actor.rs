@@ -55,7 +55,8 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
         .unwrap();
     assert!(next.text_content.contains("second"));
 
-    // Then both run, in order, one at a time.
+    // Then all run, in queue order, one at a time: the quick_think the first decision inserts
+    // next runs before the second decision.
     for _ in 0..400 {
         state = manager.send(GetAgentState).await.unwrap();
         if state.agent_step.todo_len() == 0 && state.agent_step.running().is_none() {
@@ -64,16 +65,23 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let steps = state.agent_step.steps();
-    assert_eq!(steps.len(), 2);
+    let run: Vec<(String, &str)> = steps
+        .iter()
+        .map(|s| (s.executor.to_string(), s.text_content.as_str()))
+        .collect();
+    assert_eq!(steps.len(), 4, "{run:?}");
     assert_eq!(steps[0].step_id, first);
     assert!(
         steps
             .iter()
             .all(|s| s.execution_state == StepExecutionState::Finished)
     );
+    let order: Vec<String> = run.iter().map(|(e, _)| e.clone()).collect();
+    assert_eq!(order, ["decision", "quick_think", "decision", "quick_think"]);
+    assert!(run[2].1.contains("second") && run[3].1 == "second");
     assert_eq!(
-        steps[1].execute_result.as_ref().unwrap()["process_message"],
-        "The second message is noted."
+        steps[3].execute_result.as_ref().unwrap()["quick_think"],
+        "The second goal is noted."
     );
     assert_eq!(state.working_state, WorkingState::Idle);
 }

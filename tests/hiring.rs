@@ -156,7 +156,6 @@ const REFUSALS_SCRIPT: &str = r#"
 replies:
   manager:
     process_message:
-      - '<react_action>{"step_intention": "Hire", "text_content": "hire"}</react_action>'
       - "Noted."
       - "Noted."
     decision:

@@ -47,51 +47,35 @@ fn answer(req: &RecordedRequest) -> StubResponse {
     );
     let p = content(prompt);
     let text = match skill {
-        "process_message" => {
-            let act = |what: &str| {
-                format!(r#"<react_action>{{"step_intention": "{what}", "text_content": "{what}"}}</react_action>"#)
-            };
-            // The runtime's notices first: they quote the task intention, which names a goal.
-            if p.contains("was created with you as its manager") {
-                act("add_stage")
-            } else if p.contains("has submitted its completion summary") {
-                act("finish_stage")
-            } else if p.contains("has no stage left to run") {
-                act("finish_task")
-            } else if p.contains("goal ALPHA and goal BETA") {
-                act("add_task ALPHA, then add_task BETA")
-            } else if p.contains("goal ALPHA") {
-                act("add_task ALPHA")
-            } else if p.contains("goal BETA") {
-                act("add_task BETA")
-            } else {
-                // A note asks nothing concrete: the decision plans nothing.
-                act("note it")
-            }
-        }
         "decision" => {
-            let plan = |what: &str| {
-                format!(r#"{{"step_intention": "{what}", "type": "skill", "executor": "task_manager", "text_content": "{what}"}}"#)
+            // The operator's goal: one add_task per goal it names; a note asks for a thought.
+            let plan = |executor: &str, what: &str| {
+                format!(r#"{{"step_intention": "{what}", "type": "skill", "executor": "{executor}", "text_content": "{what}"}}"#)
             };
-            let steps: Vec<String> = ["add_task ALPHA", "add_task BETA", "add_stage", "finish_stage", "finish_task"]
+            let mut steps: Vec<String> = ["ALPHA", "BETA"]
                 .into_iter()
-                .filter(|w| p.contains(w))
-                .map(plan)
+                .filter(|g| p.contains(&format!("goal {g}")))
+                .map(|g| plan("task_manager", &format!("add_task {g}")))
                 .collect();
+            if steps.is_empty() {
+                steps.push(plan("quick_think", "note it"));
+            }
             format!("<planned_step>[{}]</planned_step>", steps.join(", "))
         }
+        "quick_think" => "<quick_think>Noted.</quick_think>".into(),
         "task_manager" => {
-            if p.contains("add_task ALPHA") || p.contains("add_task BETA") {
-                let goal = if p.contains("add_task ALPHA") { "ALPHA" } else { "BETA" };
-                format!(r#"<task_instruction>{{"action": "add_task", "task_name": "{goal}", "task_intention": "Reach goal {goal}"}}</task_instruction>"#)
-            } else if p.contains("add_stage") {
+            // The runtime's notices first: they quote the task intention, which names a goal.
+            if p.contains("was created with you as its manager") {
                 format!(
                     r#"<task_instruction>{{"action": "add_stage", "task_id": "{task}", "stages": [{{"stage_intention": "Work on {task}", "agent_allocation": {{"w": "Do the work of {task}"}}}}]}}</task_instruction>"#
                 )
-            } else if p.contains("finish_stage") {
+            } else if p.contains("has submitted its completion summary") {
                 format!(r#"<task_instruction>{{"action": "finish_stage", "task_id": "{task}", "stage_id": "{stage}"}}</task_instruction>"#)
-            } else {
+            } else if p.contains("has no stage left to run") {
                 format!(r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "task_summary": "done"}}</task_instruction>"#)
+            } else {
+                let goal = if p.contains("add_task ALPHA") { "ALPHA" } else { "BETA" };
+                format!(r#"<task_instruction>{{"action": "add_task", "task_name": "{goal}", "task_intention": "Reach goal {goal}"}}</task_instruction>"#)
             }
         }
         "planning" => {
@@ -112,7 +96,7 @@ fn answer(req: &RecordedRequest) -> StubResponse {
 fn team_yaml(stub: &OpenAiStub) -> String {
     format!(
         "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0}}\n\
-         agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n  \
+         agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager, quick_think]}}\n  \
          - {{id: w, role: worker, skills: [planning, reflection, summary, think]}}\n",
         stub.base_url()
     )
@@ -273,7 +257,7 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
         team.monitor
             .snapshot(StateKind::Step)
             .values()
-            .filter(|s| s["executor"] == "decision" && s["execution_state"] == "finished")
+            .filter(|s| s["executor"] == "quick_think" && s["execution_state"] == "finished")
             .count()
     };
     for _ in 0..800 {
@@ -285,7 +269,7 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
     assert_eq!(
         done(&team),
         NOTES,
-        "every note was processed, decided on and published"
+        "every note was decided on, thought about and published"
     );
     let m = team.monitor.get(StateKind::Agent, "manager").unwrap();
     let kept = m["agent_step"]["step_list"].as_array().unwrap().len();

@@ -21,7 +21,7 @@ fn team_file(test: &str, base_url: &str) -> std::path::PathBuf {
         &f,
         format!(
             "llm: {{provider: openai, base_url: '{base_url}', model: test-model, api_key_env: COHORT_TEST_KEY, temperature: 0.1, max_tokens: 256, max_retries: 1}}\n\
-             agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n"
+             agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager, quick_think]}}\n"
         ),
     )
     .unwrap();
@@ -47,6 +47,9 @@ async fn wait_for_steps(
     );
 }
 
+/// A decision's plan of one quick_think step: something to do that needs no other agent.
+const THINK_PLAN: &str = r#"<planned_step>[{"step_intention": "look later", "type": "skill", "executor": "quick_think", "text_content": "later"}]</planned_step>"#;
+
 fn with(steps: &[Value], executor: &str, state: &str) -> usize {
     steps
         .iter()
@@ -62,21 +65,12 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     let stub = OpenAiStub::start().await;
     let bad = "I would create a task now."; // decision without <planned_step>
     stub.push_all([
-        StubResponse::reply_with_usage(
-            "A goal arrived.\n<react_action>{\"step_intention\": \"act\", \"text_content\": \"plan it\"}</react_action>",
-            120,
-            30,
-        ),
+        StubResponse::reply_with_usage(bad, 120, 30),
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
-        StubResponse::reply_with_usage(bad, 10, 5),
-        StubResponse::reply_with_usage(
-            "Second goal noted.\n<react_action>{\"step_intention\": \"look\", \"text_content\": \"nothing to do yet\"}</react_action>",
-            7,
-            5,
-        ),
-        StubResponse::reply_with_usage("<planned_step>[]</planned_step>", 3, 1),
+        StubResponse::reply_with_usage(THINK_PLAN, 7, 5),
+        StubResponse::reply_with_usage("<quick_think>Later.</quick_think>", 3, 1),
     ]);
     let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
@@ -104,22 +98,22 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
 
     team.submit_goal(None, "second goal").await.unwrap();
     wait_for_steps(&team.monitor, "the next steps to run", |s| {
-        with(s, "process_message", "finished") == 2 && with(s, "decision", "finished") == 1
+        with(s, "decision", "finished") == 1 && with(s, "quick_think", "finished") == 1
     })
     .await;
 
     let reqs = stub.requests();
     assert_eq!(
         reqs.len(),
-        7,
-        "one process_message, four decision tries, one process_message, one decision"
+        6,
+        "four decision tries, then one decision and its quick_think"
     );
     assert_eq!(reqs[0].model(), Some("test-model"));
     assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
-    assert!(reqs[0].prompt().unwrap().contains("first goal"));
     // A try is the first prompt again with the error and the answer it could not use.
-    let first = reqs[1].prompt().unwrap();
-    let again = reqs[2].prompt().unwrap();
+    let first = reqs[0].prompt().unwrap();
+    let again = reqs[1].prompt().unwrap();
+    assert!(first.contains("first goal"));
     assert!(!first.contains("could not be used"));
     assert!(again.starts_with(first), "the same question");
     assert!(
@@ -130,7 +124,7 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
     assert_eq!(
         agent["token_usage"]["prompt_tokens"],
-        120 + 4 * 10 + 7 + 3,
+        120 + 3 * 10 + 7 + 3,
         "every try's tokens count"
     );
     assert_eq!(agent["working_state"], "idle");
@@ -141,23 +135,21 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
 async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
-        StubResponse::reply(
-            "A goal arrived.\n<react_action>{\"step_intention\": \"act\", \"text_content\": \"plan it\"}</react_action>",
-        ),
         StubResponse::cut_off("<planned_step>[{\"step_intention\": \"a very long"),
-        StubResponse::reply("<planned_step>[]</planned_step>"),
+        StubResponse::reply(THINK_PLAN),
+        StubResponse::reply("<quick_think>Later.</quick_think>"),
     ]);
     let cfg = load_team(&team_file("cut-off", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
-    wait_for_steps(&team.monitor, "the decision step to finish", |s| {
-        with(s, "decision", "finished") == 1
+    wait_for_steps(&team.monitor, "the decision step and its plan to finish", |s| {
+        with(s, "decision", "finished") == 1 && with(s, "quick_think", "finished") == 1
     })
     .await;
     let reqs = stub.requests();
     assert_eq!(reqs.len(), 3);
-    let again = reqs[2].prompt().unwrap();
+    let again = reqs[1].prompt().unwrap();
     assert!(
         again.contains("cut off at the model's token limit"),
         "{again}"
@@ -169,13 +161,9 @@ async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
 async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
-        StubResponse::reply_with_usage(
-            "A goal arrived.\n<react_action>{\"step_intention\": \"act\", \"text_content\": \"plan it\"}</react_action>",
-            120,
-            30,
-        ),
         StubResponse::reply("I would create a task now."),
-        StubResponse::reply("<planned_step>[]</planned_step>"),
+        StubResponse::reply(THINK_PLAN),
+        StubResponse::reply("<quick_think>Later.</quick_think>"),
     ]);
     let cfg = load_team(&team_file("fixed", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
@@ -194,6 +182,10 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
             .len(),
         1
     );
+    wait_for_steps(&team.monitor, "the planned step", |s| {
+        with(s, "quick_think", "finished") == 1
+    })
+    .await;
     assert_eq!(stub.requests().len(), 3);
 }
 
@@ -206,17 +198,15 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
     stub.push_all([
         StubResponse::error(400, "model `test-model` does not support this"),
         StubResponse::error(400, "model `test-model` does not support this"),
-        StubResponse::reply(
-            "Noted.<react_action>{\"step_intention\": \"look\", \"text_content\": \"later\"}</react_action>",
-        ),
-        StubResponse::reply("<planned_step>[]</planned_step>"),
+        StubResponse::reply(THINK_PLAN),
+        StubResponse::reply("<quick_think>Later.</quick_think>"),
     ]);
     let cfg = load_team(&team_file("http-400", &stub.base_url())).unwrap();
     let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
     team.submit_goal(None, "second goal").await.unwrap();
     let steps = wait_for_steps(&team.monitor, "one failed and one finished step", |s| {
-        with(s, "process_message", "failed") == 1 && with(s, "process_message", "finished") == 1
+        with(s, "decision", "failed") == 1 && with(s, "decision", "finished") == 1
     })
     .await;
     let failed = steps
@@ -228,8 +218,8 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         reason.contains("400") && reason.contains("does not support this"),
         "{reason}"
     );
-    wait_for_steps(&team.monitor, "the decision", |s| {
-        with(s, "decision", "finished") == 1
+    wait_for_steps(&team.monitor, "the planned step", |s| {
+        with(s, "quick_think", "finished") == 1
     })
     .await;
     let reqs = stub.requests();
@@ -262,9 +252,6 @@ async fn constrained_json_answers_take_a_goal_to_a_task() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
         StubResponse::reply(
-            r#"{"text": "A goal arrived.", "react_action": {"step_intention": "act", "text_content": "make it a task"}}"#,
-        ),
-        StubResponse::reply(
             r#"{"planned_step": [{"step_intention": "create the task", "type": "skill", "executor": "task_manager", "text_content": "add a task for the goal"}]}"#,
         ),
         StubResponse::reply(
@@ -285,14 +272,15 @@ async fn constrained_json_answers_take_a_goal_to_a_task() {
     );
 
     let reqs = stub.requests();
-    let decision = &reqs[1].body;
+    let decision = &reqs[0].body;
     assert_eq!(decision["messages"][0]["role"], "system");
     let format = &decision["response_format"]["json_schema"];
     assert_eq!(format["name"], "decision");
-    // decision may plan neither itself nor process_message: task_manager is all that is left.
-    let item = &format["schema"]["properties"]["planned_step"]["items"];
+    // decision may plan neither itself nor process_message; a goal must be acted on.
+    let steps = &format["schema"]["properties"]["planned_step"];
     assert_eq!(
-        item["properties"]["executor"]["enum"],
-        serde_json::json!(["task_manager"])
+        steps["items"]["properties"]["executor"]["enum"],
+        serde_json::json!(["task_manager", "quick_think"])
     );
+    assert_eq!(steps["minItems"], 1);
 }

@@ -16,7 +16,6 @@ use std::time::Duration;
 async fn an_unknown_tool_fails_the_step_and_the_decision_after_it_sees_why() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
-        StubResponse::reply(r#"<react_action>{"step_intention": "use the workspace", "text_content": "write a file"}</react_action>"#),
         StubResponse::reply(
             r#"<planned_step>[{"step_intention": "prepare", "type": "skill", "executor": "instruction_generation", "text_content": "write a.txt"},
                {"step_intention": "write", "type": "tool", "executor": "workspace", "text_content": "write a.txt"}]</planned_step>"#,
@@ -73,8 +72,8 @@ async fn an_unknown_tool_fails_the_step_and_the_decision_after_it_sees_why() {
         .expect("a tool_decision step");
     assert_eq!(decision["execution_state"], "finished");
     let prompts = stub.requests();
-    assert_eq!(prompts.len(), 4);
-    let prompt = prompts[3].prompt().unwrap();
+    assert_eq!(prompts.len(), 3);
+    let prompt = prompts[2].prompt().unwrap();
     assert!(
         prompt.contains(reason),
         "the decision sees the failure reason:

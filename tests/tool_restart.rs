@@ -97,34 +97,19 @@ async fn serve(counts: Arc<Counts>) -> String {
 const SCRIPT: &str = r#"
 replies:
   manager:
-    process_message:
-      - when: "GOAL#"
-        text: '<react_action>{"step_intention": "Create", "text_content": "PHASE-CREATE"}</react_action>'
-      - when: "was created with you as its manager"
-        text: '<react_action>{"step_intention": "Stage", "text_content": "PHASE-STAGE"}</react_action>'
-      - when: "has submitted its completion summary"
-        text: '<react_action>{"step_intention": "Close", "text_content": "PHASE-CLOSE"}</react_action>'
-      - when: "has no stage left to run"
-        text: '<react_action>{"step_intention": "Deliver", "text_content": "PHASE-FINISH"}</react_action>'
-      - when: "cannot go on"
-        text: 'Noted.'
     decision:
-      - when: "PHASE-CREATE"
+      - when: "GOAL#"
         text: '<planned_step>[{"step_intention": "Create", "type": "skill", "executor": "task_manager", "text_content": "DO-ADD-TASK"}]</planned_step>'
-      - when: "PHASE-STAGE"
-        text: '<planned_step>[{"step_intention": "Stage", "type": "skill", "executor": "task_manager", "text_content": "DO-ADD-STAGE"}]</planned_step>'
-      - when: "PHASE-CLOSE"
-        text: '<planned_step>[{"step_intention": "Close", "type": "skill", "executor": "task_manager", "text_content": "DO-FINISH-STAGE"}]</planned_step>'
-      - when: "PHASE-FINISH"
-        text: '<planned_step>[{"step_intention": "Deliver", "type": "skill", "executor": "task_manager", "text_content": "DO-FINISH-TASK"}]</planned_step>'
     task_manager:
       - when: "DO-ADD-TASK"
         text: '<task_instruction>{"action": "add_task", "task_name": "Ledger", "task_intention": "Use the ledger."}</task_instruction>'
-      - when: "DO-ADD-STAGE"
+      - when: "was created with you as its manager"
         text: '<task_instruction>{"action": "add_stage", "task_id": "{{task_id}}", "stages": [{"stage_intention": "Ledger work", "agent_allocation": {"writer": "WRITE# one line", "reader": "READ# one line"}}]}</task_instruction>'
-      - when: "DO-FINISH-STAGE"
+      - when: "has submitted its completion summary"
         text: '<task_instruction>{"action": "finish_stage", "task_id": "{{task_id}}", "stage_id": "{{stage_id}}"}</task_instruction>'
-      - when: "DO-FINISH-TASK"
+      - when: "cannot go on"
+        text: '<task_instruction>{"action": "finish_stage", "task_id": "{{task_id}}", "stage_id": "{{stage_id}}"}</task_instruction>'
+      - when: "has no stage left to run"
         text: '<task_instruction>{"action": "finish_task", "task_id": "{{task_id}}", "task_summary": "Done."}</task_instruction>'
   writer:
     planning:

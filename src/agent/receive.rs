@@ -72,16 +72,18 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
             agent.add_steps(vec![step]);
         }
     } else {
-        // 4. Nothing owed: digest it; a reply we were waiting for is digested first.
+        // 4. Nothing owed: digest it; a reply we were waiting for is digested first. A message
+        // that asks a manager to act goes straight to the skill that acts on it.
         let act = !answers_wait && [TASK_STATE_SENDER, OPERATOR].contains(&sender.as_str());
         let text = format!("{}{}", digest_heading(sender.as_str(), act), msg.message);
-        let step = new_step(
-            agent,
-            msg,
-            Skill::ProcessMessage,
-            format!("Process the message from agent `{sender}`"),
-            text,
-        );
+        let (skill, intention) = match acting_skill(agent, sender.as_str(), act) {
+            Some(skill) => (skill, format!("Act on the message from agent `{sender}`")),
+            None => (
+                Skill::ProcessMessage,
+                format!("Process the message from agent `{sender}`"),
+            ),
+        };
+        let step = new_step(agent, msg, skill, intention, text);
         if answers_wait {
             agent.add_next_steps(vec![step]);
         } else {
@@ -100,14 +102,32 @@ fn digest_heading(sender: &str, act: bool) -> String {
 
 const ACT_NOTE: &str = " (it asks you to act)";
 
-/// Whether a process_message step digests a message that asks its agent to act: a runtime
-/// notice (a task created, a stage complete, a task to judge, an agent stuck) or an operator's
-/// goal. Digesting such a message without acting would leave the work waiting for ever.
+/// The skill that acts at once on a message asking a manager to act. A runtime notice (a task
+/// created, a stage complete, a task to judge, an agent stuck) calls for one task_manager action,
+/// so it is a task_manager step: one LLM call instead of process_message → decision →
+/// task_manager. An operator's goal may need several tasks, and a manager that may hire or ask
+/// first may want to before it acts: those get a decision step, which must plan something.
+/// `None`: the message is digested by process_message.
+fn acting_skill(agent: &AgentState, sender: &str, act: bool) -> Option<Skill> {
+    let has = |s| agent.skills.contains(&s);
+    if !act || !has(Skill::TaskManager) {
+        return None;
+    }
+    let may_do_more = sender == OPERATOR || has(Skill::AgentManager) || has(Skill::AskInfo);
+    Some(if may_do_more && has(Skill::Decision) {
+        Skill::Decision
+    } else {
+        Skill::TaskManager
+    })
+}
+
+/// Whether a step handles a message that asks its agent to act: a runtime notice (a task
+/// created, a stage complete, a task to judge, an agent stuck) or an operator's goal. Ending
+/// such a step without acting would leave the work waiting for ever.
 pub fn asks_to_act(step: &StepState) -> bool {
-    step.executor == Executor::Skill(Skill::ProcessMessage)
-        && step.text_content.lines().next().is_some_and(|first| {
-            first.starts_with("Message from agent `") && first.ends_with(&format!("`{ACT_NOTE}:"))
-        })
+    step.text_content.lines().next().is_some_and(|first| {
+        first.starts_with("Message from agent `") && first.ends_with(&format!("`{ACT_NOTE}:"))
+    })
 }
 
 fn new_step(
@@ -240,6 +260,49 @@ mod tests {
         let last = a.agent_step.steps().last().unwrap();
         assert!(last.text_content.contains("hello"));
         assert_eq!(last.stage_id, StageRef::Stage(StageId::from("s")));
+    }
+
+    #[test]
+    fn a_notice_or_goal_goes_straight_to_the_skill_that_acts_on_it() {
+        let skills = |extra: &[Skill]| {
+            let mut a = agent();
+            a.skills = [Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]
+                .into_iter()
+                .chain(extra.iter().copied())
+                .collect();
+            a
+        };
+        let goal = Message::notice(
+            TaskId::from("base"),
+            crate::ids::AgentId::from(OPERATOR),
+            vec!["b".into()],
+            StageRef::NoRelative,
+            "Write a haiku.".into(),
+        );
+        // A manager that can only manage tasks: a notice is a task_manager step at once; a goal,
+        // which may need several tasks, a decision step.
+        let mut a = skills(&[]);
+        receive_message(&mut a, &sys("Every agent of stage s has submitted its summary."));
+        receive_message(&mut a, &goal);
+        assert_eq!(executors(&a), ["task_manager", "decision"]);
+        for id in a.agent_step.todo() {
+            assert!(asks_to_act(a.agent_step.get(id).unwrap()));
+        }
+        let last = a.agent_step.todo().last().unwrap();
+        assert!(a.agent_step.get(last).unwrap().text_content.ends_with("Write a haiku."));
+        // One that may hire or ask first: a decision step for a notice too.
+        let mut b = skills(&[Skill::AgentManager]);
+        receive_message(&mut b, &sys("Every agent of stage s has submitted its summary."));
+        assert_eq!(executors(&b), ["decision"]);
+        // Without decision, task_manager is the only way to act.
+        let mut d = skills(&[]);
+        d.skills.retain(|s| *s != Skill::Decision);
+        receive_message(&mut d, &goal);
+        assert_eq!(executors(&d), ["task_manager"]);
+        // A colleague's message is still digested.
+        let mut c = skills(&[]);
+        receive_message(&mut c, &msg("Thanks!"));
+        assert_eq!(executors(&c), ["process_message"]);
     }
 
     #[test]

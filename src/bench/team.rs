@@ -7,9 +7,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// LLM calls the manager makes one after another for one goal (process_message, decision and
-/// task_manager for: the goal, the new task, the complete stage, the task's judgement).
-pub const MANAGER_CALLS: u64 = 12;
+/// LLM calls the manager makes one after another for one goal: a decision on the goal, then a
+/// task_manager step each for the goal, the new task, the complete stage and the task's judgement.
+pub const MANAGER_CALLS: u64 = 5;
 
 /// LLM calls one worker makes: planning, its think steps, the closing reflection, the summary.
 pub fn worker_calls(steps: usize) -> u64 {
@@ -97,55 +97,28 @@ fn entry(out: &mut String, text: &str, delay_ms: u64) {
 
 fn script(workers: usize, steps: usize, delay_ms: u64, goals: usize) -> String {
     let mut s = String::from("replies:\n  manager:\n");
-    let react = |what: &str| {
-        format!(
-            "<react_action>{{\"step_intention\": \"{what}\", \"text_content\": \"{what}\"}}</react_action>"
-        )
-    };
-    let decide = |text: &str| {
-        format!(
-            "<planned_step>[{{\"step_intention\": \"{text}\", \"type\": \"skill\", \"executor\": \"task_manager\", \"text_content\": \"{text}\"}}]</planned_step>"
-        )
-    };
     let allocation = (0..workers)
         .map(|i| format!("\"{}\": \"think it through\"", worker_id(i)))
         .collect::<Vec<_>>()
         .join(", ");
+    // add_task for the goal, add_stage for the new task, finish_stage, finish_task.
     let phases = [
-        (
-            "Create the task",
-            "<task_instruction>{\"action\": \"add_task\", \"task_name\": \"bench\", \"task_intention\": \"think\"}</task_instruction>".to_owned(),
-        ),
-        (
-            "Add the stage",
-            format!(
+                    "<task_instruction>{\"action\": \"add_task\", \"task_name\": \"bench\", \"task_intention\": \"think\"}</task_instruction>".to_owned(),
+                    format!(
                 "<task_instruction>{{\"action\": \"add_stage\", \"task_id\": \"{{{{task_id}}}}\", \"stages\": [{{\"stage_intention\": \"think\", \"agent_allocation\": {{{allocation}}}}}]}}</task_instruction>"
             ),
-        ),
-        (
-            "Finish the stage",
-            "<task_instruction>{\"action\": \"finish_stage\", \"task_id\": \"{{task_id}}\", \"stage_id\": \"{{stage_id}}\"}</task_instruction>".to_owned(),
-        ),
-        (
-            "Finish the task",
-            "<task_instruction>{\"action\": \"finish_task\", \"task_id\": \"{{task_id}}\", \"outcome\": \"finished\", \"task_summary\": \"done\"}</task_instruction>".to_owned(),
-        ),
+                    "<task_instruction>{\"action\": \"finish_stage\", \"task_id\": \"{{task_id}}\", \"stage_id\": \"{{stage_id}}\"}</task_instruction>".to_owned(),
+                    "<task_instruction>{\"action\": \"finish_task\", \"task_id\": \"{{task_id}}\", \"outcome\": \"finished\", \"task_summary\": \"done\"}</task_instruction>".to_owned(),
     ];
-    for (skill, pick) in [
-        ("process_message", 0usize),
-        ("decision", 1),
-        ("task_manager", 2),
-    ] {
-        let _ = writeln!(s, "    {skill}:");
-        for _ in 0..goals {
-            for (what, instruction) in &phases {
-                let text = match pick {
-                    0 => react(what),
-                    1 => decide(what),
-                    _ => instruction.clone(),
-                };
-                entry(&mut s, &text, delay_ms);
-            }
+    s.push_str("    decision:\n");
+    for _ in 0..goals {
+        let plan = "<planned_step>[{\"step_intention\": \"Create the task\", \"type\": \"skill\", \"executor\": \"task_manager\", \"text_content\": \"add_task\"}]</planned_step>";
+        entry(&mut s, plan, delay_ms);
+    }
+    s.push_str("    task_manager:\n");
+    for _ in 0..goals {
+        for instruction in &phases {
+            entry(&mut s, instruction, delay_ms);
         }
     }
     let plan = (0..steps)

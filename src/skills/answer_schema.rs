@@ -35,7 +35,11 @@ pub fn answer_schema(
 ) -> Value {
     match skill {
         Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
-            answer(&[("planned_step", plan(skill, agent))], &[])
+            let mut steps = plan(skill, agent);
+            if skill == Skill::Decision && asks_to_act(step) && steps.get("items").is_some() {
+                steps["minItems"] = json!(1);
+            }
+            answer(&[("planned_step", steps)], &[])
         }
         Skill::Summary => answer(&[("completion_summary", text())], &[]),
         Skill::Think => answer(&[("think", text())], &[]),
@@ -368,6 +372,23 @@ mod tests {
             |step| answer_schema(Skill::ProcessMessage, &a, step, &[])["required"].clone();
         assert_eq!(required(&notice), json!(["text", "react_action"]));
         assert_eq!(required(&chat), json!(["text"]));
+    }
+
+    #[test]
+    fn a_decision_on_a_notice_must_plan_something() {
+        let a = agent(&[Skill::Decision, Skill::TaskManager, Skill::AgentManager]);
+        let notice = running(
+            &mut a.clone(),
+            Skill::Decision,
+            "Message from agent `operator` (it asks you to act):\n\nWrite a haiku.",
+        );
+        let free = running(&mut a.clone(), Skill::Decision, "React to the review.");
+        let min = |step| {
+            answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"]["minItems"]
+                .clone()
+        };
+        assert_eq!(min(&notice), json!(1));
+        assert_eq!(min(&free), Value::Null);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! tool_decision, whose empty list means: stop using the tool).
 
 use super::{SkillError, SkillOutcome, working};
+use crate::agent::asks_to_act;
 use crate::parse::{self, RawPlannedStep};
 use crate::state::{AgentState, Executor, PlannedStep, Skill, StepState};
 use serde_json::json;
@@ -15,6 +16,11 @@ pub fn interpret(
 ) -> Result<SkillOutcome, SkillError> {
     let raw = parse::planned_steps(answer)?;
     let asked = raw.len();
+    if asked == 0 && planner == Skill::Decision && asks_to_act(step) {
+        return Err(SkillError::Invalid(
+            "this message asks you to act: plan at least one step that acts on it".into(),
+        ));
+    }
     let (mut accepted, rejected) = check_plan(raw, agent, planner);
     if accepted.is_empty() && asked > 0 {
         return Err(SkillError::EmptyPlan(rejected.join("; ")));

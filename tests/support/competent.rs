@@ -1,8 +1,9 @@
 //! A stub model that answers like a competent one, for tests that drive a whole team over an
-//! OpenAI-compatible stub: the manager's process_message → decision → task_manager path (goal,
-//! task created, stage complete, task to judge, agent stuck) and a worker that plans, thinks,
-//! reflects and sums up. It reads the skill from the answer schema's name and carries what to do
-//! through the manager's own steps as an `ACTION …` line.
+//! OpenAI-compatible stub: the manager's decision on a goal and task_manager step on each notice
+//! (task created, stage complete, task to judge, agent stuck), or its process_message → decision
+//! → task_manager path, and a worker that plans, thinks, reflects and sums up. It reads the skill
+//! from the answer schema's name; on the long path it carries what to do through the manager's
+//! own steps as an `ACTION …` line.
 #![allow(dead_code)]
 
 use super::openai_stub::RecordedRequest;
@@ -33,48 +34,25 @@ pub fn competent(req: &RecordedRequest) -> Value {
     let user = current_step(req.prompt().unwrap_or_default());
     let action = |a: String| json!({"text": "Noted.", "react_action": {"step_intention": "act", "text_content": a}});
     match skill {
-        "process_message" => {
-            if let Some(task) = between(user, "task_id: ", "\n") {
-                if user.contains("was created with you as its manager") {
-                    // The first agent of the team listed that is not the manager does the work.
-                    let worker = user
-                        .split("\n- `")
-                        .skip(1)
-                        .filter_map(|l| l.split('`').next())
-                        .find(|id| *id != "manager")
-                        .unwrap_or("writer");
-                    return action(format!("ACTION add_stage {task} {worker}"));
-                }
-            }
-            if let (Some(stage), Some(task)) = (
-                between(user, "Every agent of stage ", " of task "),
-                between(user, " of task ", " has submitted"),
-            ) {
-                return action(format!("ACTION finish_stage {task} {stage}"));
-            }
-            if let (Some(stage), Some(task)) = (
-                between(user, "cannot go on in stage ", " of task "),
-                between(user, "cannot go on in stage ", ":")
-                    .and_then(|s| s.split(" of task ").nth(1)),
-            ) {
-                // A stuck writer: the stage is accepted as it is.
-                return action(format!("ACTION finish_stage {task} {stage}"));
-            }
-            if let Some(task) = between(user, "[TaskState] Task ", " has no stage left") {
-                return action(format!("ACTION finish_task {task}"));
-            }
-            if let Some(goal) = between(user, "GOAL<", ">") {
-                return action(format!("ACTION add_task {goal}"));
-            }
-            json!({"text": "Nothing to do."})
-        }
-        "decision" => match between(user, "ACTION", "\n") {
-            Some(a) => json!({"planned_step": [{"step_intention": "act", "type": "skill",
-                "executor": "task_manager", "text_content": format!("ACTION {a}")}]}),
-            None => json!({"planned_step": []}),
+        "process_message" => match notice_action(user) {
+            Some(a) => action(a),
+            None => json!({"text": "Nothing to do."}),
         },
+        "decision" => {
+            let a = notice_action(user)
+                .or_else(|| between(user, "ACTION", "\n").map(|a| format!("ACTION {a}")));
+            match a {
+                Some(a) => json!({"planned_step": [{"step_intention": "act", "type": "skill",
+                    "executor": "task_manager", "text_content": a}]}),
+                None => json!({"planned_step": []}),
+            }
+        }
         "task_manager" => {
-            let a = between(user, "ACTION", "\n").unwrap_or_default();
+            // Straight from the notice, or from the ACTION a decision step carried.
+            let a = notice_action(user)
+                .or_else(|| between(user, "ACTION", "\n").map(|a| format!("ACTION {a}")))
+                .unwrap_or_default();
+            let a = a.trim_start_matches("ACTION ");
             let words: Vec<&str> = a.split_whitespace().collect();
             let instruction = match words.as_slice() {
                 ["add_task", goal] => json!({"action": "add_task", "task_name": goal,
@@ -100,4 +78,37 @@ pub fn competent(req: &RecordedRequest) -> Value {
         "summary" => json!({"completion_summary": "Wrote it."}),
         other => panic!("the stub has no answer for skill `{other}`"),
     }
+}
+
+/// What a notice or goal in the current step asks the manager to do, as an `ACTION …` line.
+fn notice_action(user: &str) -> Option<String> {
+    if let Some(task) = between(user, "task_id: ", "\n") {
+        if user.contains("was created with you as its manager") {
+            // The first agent of the team listed that is not the manager does the work.
+            let worker = user
+                .split("\n- `")
+                .skip(1)
+                .filter_map(|l| l.split('`').next())
+                .find(|id| *id != "manager")
+                .unwrap_or("writer");
+            return Some(format!("ACTION add_stage {task} {worker}"));
+        }
+    }
+    if let (Some(stage), Some(task)) = (
+        between(user, "Every agent of stage ", " of task "),
+        between(user, " of task ", " has submitted"),
+    ) {
+        return Some(format!("ACTION finish_stage {task} {stage}"));
+    }
+    if let (Some(stage), Some(task)) = (
+        between(user, "cannot go on in stage ", " of task "),
+        between(user, "cannot go on in stage ", ":").and_then(|s| s.split(" of task ").nth(1)),
+    ) {
+        // A stuck writer: the stage is accepted as it is.
+        return Some(format!("ACTION finish_stage {task} {stage}"));
+    }
+    if let Some(task) = between(user, "[TaskState] Task ", " has no stage left") {
+        return Some(format!("ACTION finish_task {task}"));
+    }
+    between(user, "GOAL<", ">").map(|goal| format!("ACTION add_task {goal}"))
 }
