@@ -55,11 +55,14 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
         .unwrap();
     assert!(next.text_content.contains("second"));
 
-    // Then all run, in queue order, one at a time: the quick_think the first decision inserts
-    // next runs before the second decision.
+    // Then all run, in queue order, one at a time: the ask_info the first decision inserts next
+    // and the reading of its answer run before the second decision.
     for _ in 0..400 {
         state = manager.send(GetAgentState).await.unwrap();
-        if state.agent_step.todo_len() == 0 && state.agent_step.running().is_none() {
+        if state.agent_step.todo_len() == 0
+            && state.agent_step.running().is_none()
+            && state.agent_step.steps().len() == 6
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -69,7 +72,7 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
         .iter()
         .map(|s| (s.executor.to_string(), s.text_content.as_str()))
         .collect();
-    assert_eq!(steps.len(), 4, "{run:?}");
+    assert_eq!(steps.len(), 6, "{run:?}");
     assert_eq!(steps[0].step_id, first);
     assert!(
         steps
@@ -77,11 +80,12 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
             .all(|s| s.execution_state == StepExecutionState::Finished)
     );
     let order: Vec<String> = run.iter().map(|(e, _)| e.clone()).collect();
-    assert_eq!(order, ["decision", "quick_think", "decision", "quick_think"]);
-    assert!(run[2].1.contains("second") && run[3].1 == "second");
+    let round = ["decision", "ask_info", "process_message"];
+    assert_eq!(order, [round, round].concat());
+    assert!(run[3].1.contains("second") && run[4].1 == "second");
     assert_eq!(
-        steps[3].execute_result.as_ref().unwrap()["quick_think"],
-        "The second goal is noted."
+        steps[5].execute_result.as_ref().unwrap()["process_message"],
+        "The second answer is noted."
     );
     assert_eq!(state.working_state, WorkingState::Idle);
 }

@@ -48,7 +48,7 @@ fn answer(req: &RecordedRequest) -> StubResponse {
     let p = content(prompt);
     let text = match skill {
         "decision" => {
-            // The operator's goal: one add_task per goal it names; a note asks for a thought.
+            // The operator's goal: one add_task per goal it names; a note, a look at the tasks.
             let plan = |executor: &str, what: &str| {
                 format!(r#"{{"step_intention": "{what}", "type": "skill", "executor": "{executor}", "text_content": "{what}"}}"#)
             };
@@ -58,11 +58,12 @@ fn answer(req: &RecordedRequest) -> StubResponse {
                 .map(|g| plan("task_manager", &format!("add_task {g}")))
                 .collect();
             if steps.is_empty() {
-                steps.push(plan("quick_think", "note it"));
+                steps.push(plan("ask_info", "look at my tasks"));
             }
             format!("<planned_step>[{}]</planned_step>", steps.join(", "))
         }
-        "quick_think" => "<quick_think>Noted.</quick_think>".into(),
+        "ask_info" => r#"<ask_info>{"type": "managed_tasks"}</ask_info>"#.into(),
+        "process_message" => "Noted.".into(),
         "task_manager" => {
             // The runtime's notices first: they quote the task intention, which names a goal.
             if p.contains("was created with you as its manager") {
@@ -96,7 +97,7 @@ fn answer(req: &RecordedRequest) -> StubResponse {
 fn team_yaml(stub: &OpenAiStub) -> String {
     format!(
         "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0}}\n\
-         agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager, quick_think]}}\n  \
+         agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager, ask_info]}}\n  \
          - {{id: w, role: worker, skills: [planning, reflection, summary, think]}}\n",
         stub.base_url()
     )
@@ -257,7 +258,7 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
         team.monitor
             .snapshot(StateKind::Step)
             .values()
-            .filter(|s| s["executor"] == "quick_think" && s["execution_state"] == "finished")
+            .filter(|s| s["executor"] == "process_message" && s["execution_state"] == "finished")
             .count()
     };
     for _ in 0..800 {
@@ -269,7 +270,7 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
     assert_eq!(
         done(&team),
         NOTES,
-        "every note was decided on, thought about and published"
+        "every note was decided on, looked into and published"
     );
     let m = team.monitor.get(StateKind::Agent, "manager").unwrap();
     let kept = m["agent_step"]["step_list"].as_array().unwrap().len();

@@ -28,6 +28,7 @@ fn settings(base_url: String) -> OpenAiSettings {
         structured_output: StructuredOutput::Auto,
         context_window: None,
         native_tools: false,
+        stream: None,
     }
 }
 
@@ -49,6 +50,7 @@ fn request(prompt: &str) -> ChatRequest {
         step_id: StepId::from("step-1"),
         template: None,
         step_text: String::new(),
+        progress: None,
     }
 }
 

@@ -21,7 +21,7 @@ fn team_file(test: &str, base_url: &str) -> std::path::PathBuf {
         &f,
         format!(
             "llm: {{provider: openai, base_url: '{base_url}', model: test-model, api_key_env: COHORT_TEST_KEY, temperature: 0.1, max_tokens: 256, max_retries: 1}}\n\
-             agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager, quick_think]}}\n"
+             agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager, ask_info]}}\n"
         ),
     )
     .unwrap();
@@ -47,8 +47,10 @@ async fn wait_for_steps(
     );
 }
 
-/// A decision's plan of one quick_think step: something to do that needs no other agent.
-const THINK_PLAN: &str = r#"<planned_step>[{"step_intention": "look later", "type": "skill", "executor": "quick_think", "text_content": "later"}]</planned_step>"#;
+/// A decision's plan of one ask_info step: acting on a goal without starting a task.
+const LOOK_PLAN: &str = r#"<planned_step>[{"step_intention": "look first", "type": "skill", "executor": "ask_info", "text_content": "which tasks do I manage?"}]</planned_step>"#;
+/// The ask_info step's query; SyncState answers it, and the answer is read by process_message.
+const LOOK: &str = r#"<ask_info>{"type": "managed_tasks"}</ask_info>"#;
 
 fn with(steps: &[Value], executor: &str, state: &str) -> usize {
     steps
@@ -69,8 +71,9 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
-        StubResponse::reply_with_usage(THINK_PLAN, 7, 5),
-        StubResponse::reply_with_usage("<quick_think>Later.</quick_think>", 3, 1),
+        StubResponse::reply_with_usage(LOOK_PLAN, 7, 5),
+        StubResponse::reply_with_usage(LOOK, 3, 1),
+        StubResponse::reply_with_usage("Noted.", 2, 1),
     ]);
     let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
@@ -98,15 +101,15 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
 
     team.submit_goal(None, "second goal").await.unwrap();
     wait_for_steps(&team.monitor, "the next steps to run", |s| {
-        with(s, "decision", "finished") == 1 && with(s, "quick_think", "finished") == 1
+        with(s, "decision", "finished") == 1 && with(s, "process_message", "finished") == 1
     })
     .await;
 
     let reqs = stub.requests();
     assert_eq!(
         reqs.len(),
-        6,
-        "four decision tries, then one decision and its quick_think"
+        7,
+        "four decision tries, then one decision, its ask_info and the answer's process_message"
     );
     assert_eq!(reqs[0].model(), Some("test-model"));
     assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
@@ -124,7 +127,7 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
     assert_eq!(
         agent["token_usage"]["prompt_tokens"],
-        120 + 3 * 10 + 7 + 3,
+        120 + 3 * 10 + 7 + 3 + 2,
         "every try's tokens count"
     );
     assert_eq!(agent["working_state"], "idle");
@@ -136,19 +139,22 @@ async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
         StubResponse::cut_off("<planned_step>[{\"step_intention\": \"a very long"),
-        StubResponse::reply(THINK_PLAN),
-        StubResponse::reply("<quick_think>Later.</quick_think>"),
+        StubResponse::reply(LOOK_PLAN),
+        StubResponse::reply(LOOK),
+        StubResponse::reply("Noted."),
     ]);
     let cfg = load_team(&team_file("cut-off", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
-    wait_for_steps(&team.monitor, "the decision step and its plan to finish", |s| {
-        with(s, "decision", "finished") == 1 && with(s, "quick_think", "finished") == 1
-    })
+    wait_for_steps(
+        &team.monitor,
+        "the decision step and its plan to finish",
+        |s| with(s, "decision", "finished") == 1 && with(s, "process_message", "finished") == 1,
+    )
     .await;
     let reqs = stub.requests();
-    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs.len(), 4);
     let again = reqs[1].prompt().unwrap();
     assert!(
         again.contains("cut off at the model's token limit"),
@@ -162,8 +168,9 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
         StubResponse::reply("I would create a task now."),
-        StubResponse::reply(THINK_PLAN),
-        StubResponse::reply("<quick_think>Later.</quick_think>"),
+        StubResponse::reply(LOOK_PLAN),
+        StubResponse::reply(LOOK),
+        StubResponse::reply("Noted."),
     ]);
     let cfg = load_team(&team_file("fixed", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
@@ -183,10 +190,10 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
         1
     );
     wait_for_steps(&team.monitor, "the planned step", |s| {
-        with(s, "quick_think", "finished") == 1
+        with(s, "process_message", "finished") == 1
     })
     .await;
-    assert_eq!(stub.requests().len(), 3);
+    assert_eq!(stub.requests().len(), 4);
 }
 
 /// Prompt tokens the stub reports for replies made without explicit usage.
@@ -198,8 +205,9 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
     stub.push_all([
         StubResponse::error(400, "model `test-model` does not support this"),
         StubResponse::error(400, "model `test-model` does not support this"),
-        StubResponse::reply(THINK_PLAN),
-        StubResponse::reply("<quick_think>Later.</quick_think>"),
+        StubResponse::reply(LOOK_PLAN),
+        StubResponse::reply(LOOK),
+        StubResponse::reply("Noted."),
     ]);
     let cfg = load_team(&team_file("http-400", &stub.base_url())).unwrap();
     let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
@@ -219,11 +227,11 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         "{reason}"
     );
     wait_for_steps(&team.monitor, "the planned step", |s| {
-        with(s, "quick_think", "finished") == 1
+        with(s, "process_message", "finished") == 1
     })
     .await;
     let reqs = stub.requests();
-    assert_eq!(reqs.len(), 4, "no retry on a 400");
+    assert_eq!(reqs.len(), 5, "no retry on a 400");
     assert!(reqs[0].body.get("response_format").is_some());
     assert!(reqs[1].body.get("response_format").is_none());
     // The refusal was not the schema's: the next step is constrained again.
@@ -276,11 +284,12 @@ async fn constrained_json_answers_take_a_goal_to_a_task() {
     assert_eq!(decision["messages"][0]["role"], "system");
     let format = &decision["response_format"]["json_schema"];
     assert_eq!(format["name"], "decision");
-    // decision may plan neither itself nor process_message; a goal must be acted on.
+    // decision may plan neither itself nor process_message; a goal must be acted on, through
+    // the team.
     let steps = &format["schema"]["properties"]["planned_step"];
     assert_eq!(
         steps["items"]["properties"]["executor"]["enum"],
-        serde_json::json!(["task_manager", "quick_think"])
+        serde_json::json!(["task_manager", "ask_info"])
     );
     assert_eq!(steps["minItems"], 1);
 }

@@ -5,8 +5,10 @@
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
 
-use cohort::actors::{Host, start_team};
+use cohort::actors::{Host, SubmitMessage, start_team};
 use cohort::config::load_team;
+use cohort::ids::{AgentId, StageRef};
+use cohort::message::Message;
 use cohort::monitor::StateKind;
 use openai_stub::{OpenAiStub, StubResponse};
 use serde_json::Value;
@@ -16,6 +18,7 @@ use std::time::Duration;
 async fn an_unknown_tool_fails_the_step_and_the_decision_after_it_sees_why() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
+        StubResponse::reply(r#"<react_action>{"step_intention": "use the workspace", "text_content": "write a file"}</react_action>"#),
         StubResponse::reply(
             r#"<planned_step>[{"step_intention": "prepare", "type": "skill", "executor": "instruction_generation", "text_content": "write a.txt"},
                {"step_intention": "write", "type": "tool", "executor": "workspace", "text_content": "write a.txt"}]</planned_step>"#,
@@ -42,7 +45,16 @@ async fn an_unknown_tool_fails_the_step_and_the_decision_after_it_sees_why() {
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
-    team.submit_goal(None, "write a.txt").await.unwrap();
+    // A colleague's request (not an operator's goal, which a manager acts on only through the
+    // team): process_message, then a decision that uses the tool itself.
+    let ask = Message::notice(
+        team.base_task.clone(),
+        AgentId::from("colleague"),
+        vec![AgentId::from("manager")],
+        StageRef::NoRelative,
+        "please write a.txt".into(),
+    );
+    team.sync.send(SubmitMessage(ask)).await.unwrap().unwrap();
 
     let mut steps: Vec<Value> = Vec::new();
     for _ in 0..400 {
@@ -72,8 +84,8 @@ async fn an_unknown_tool_fails_the_step_and_the_decision_after_it_sees_why() {
         .expect("a tool_decision step");
     assert_eq!(decision["execution_state"], "finished");
     let prompts = stub.requests();
-    assert_eq!(prompts.len(), 3);
-    let prompt = prompts[2].prompt().unwrap();
+    assert_eq!(prompts.len(), 4);
+    let prompt = prompts[3].prompt().unwrap();
     assert!(
         prompt.contains(reason),
         "the decision sees the failure reason:

@@ -73,13 +73,14 @@ export function api(s) {
 /**
  * The live connection: calls onSnapshot(version, states) for every snapshot (the first message
  * after each connect, and again whenever the client fell behind) and onEvent(event) for each
- * change event, in version order; reconnects with exponential backoff
+ * change event, in version order, and onWriting({step_id, agent_id, text}) for an answer a
+ * model is writing (streamed: the text so far, not a change); reconnects with exponential backoff
  * (0.5 s doubling to 15 s, with jitter) and reports its status through onStatus(status, detail).
  */
 export class Live {
-  constructor(token, { onSnapshot, onEvent, onStatus, onAuthLost }) {
+  constructor(token, { onSnapshot, onEvent, onWriting, onStatus, onAuthLost }) {
     this.token = token;
-    this.cb = { onSnapshot, onEvent, onStatus, onAuthLost };
+    this.cb = { onSnapshot, onEvent, onWriting, onStatus, onAuthLost };
     this.attempt = 0;
     this.ws = null;
     this.timer = null;
@@ -123,6 +124,8 @@ export class Live {
         this.cb.onStatus('live');
       } else if (msg.type === 'events' && gotSnapshot) {
         for (const ev of msg.events || []) this.cb.onEvent(ev);
+      } else if (msg.type === 'writing' && gotSnapshot && this.cb.onWriting) {
+        this.cb.onWriting(msg);
       }
     };
     ws.onclose = () => {

@@ -598,7 +598,13 @@ function stepRow(s) {
       ),
     { class: 'fold step-fold' },
   );
-  return h('li', { class: `step st-${s.execution_state}`, testid: 'step-item', 'data-step-id': s.step_id, 'data-state': s.execution_state, 'data-executor': s.executor }, details);
+  const written = s.execution_state === 'running' ? writing.get(s.step_id) : undefined;
+  return h(
+    'li',
+    { class: `step st-${s.execution_state}`, testid: 'step-item', 'data-step-id': s.step_id, 'data-state': s.execution_state, 'data-executor': s.executor },
+    details,
+    written !== undefined ? h('p', { class: 'pre step-writing', testid: 'step-writing', 'data-writing': s.step_id, title: 'the answer as the model writes it' }, written) : null,
+  );
 }
 
 // ---------------------------------------------------------------- inbox: private chats and notices
@@ -962,6 +968,21 @@ function onEvent(ev) {
   for (const t of store.apply(ev)) onTouched(t);
 }
 
+/** Answers being written (streamed), by step id: shown under the running step until it ends. */
+const writing = new Map();
+const WRITING_KEPT = 200;
+
+function onWriting({ step_id, text }) {
+  if (typeof step_id !== 'string' || typeof text !== 'string') return;
+  writing.delete(step_id);
+  writing.set(step_id, text);
+  if (writing.size > WRITING_KEPT) writing.delete(writing.keys().next().value);
+  // Patched in place when shown: a fast model must not re-render the page a few times a second.
+  const el = document.querySelector(`[data-writing="${CSS.escape(step_id)}"]`);
+  if (el) el.textContent = text;
+  else mark('agents');
+}
+
 /** Marks what a changed record shows; a person's own record changing may mean new chats. */
 function onTouched({ kind, id, state }) {
   switch (kind) {
@@ -978,6 +999,7 @@ function onTouched({ kind, id, state }) {
       if (id === sess.human_agent_id) refreshConversations();
       break;
     case 'step':
+      if (state && state.execution_state !== 'running') writing.delete(id);
       mark('team', 'agents');
       if (state && state.agent_id === sess.human_agent_id) refreshConversations();
       break;
@@ -1009,6 +1031,7 @@ function start(s) {
   live = new Live(s.token, {
     onSnapshot,
     onEvent,
+    onWriting,
     onStatus: setConn,
     onAuthLost: async () => {
       try {

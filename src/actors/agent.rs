@@ -11,7 +11,7 @@ use crate::agent::{
 };
 use crate::event::{Change, StepUpdate};
 use crate::ids::{StageRef, StepId};
-use crate::llm::{AnswerFormat, ChatModel, ChatRequest};
+use crate::llm::{AnswerFormat, AnswerProgress, ChatModel, ChatRequest};
 use crate::mcp::McpClient;
 use crate::message::Message;
 use crate::monitor::Monitor;
@@ -197,6 +197,7 @@ impl AgentActor {
             step_id: step.step_id.clone(),
             template: self.state.template.clone(),
             step_text: step.asks(),
+            progress: None,
         };
         let id = step.step_id.clone();
         if self.llm.is_none() {
@@ -213,10 +214,17 @@ impl AgentActor {
     }
 
     /// Sends a step's request to its model; the answer comes back to `on_answer`.
-    fn ask(&mut self, id: StepId, request: ChatRequest, asking: Asking, ctx: &mut Context<Self>) {
+    fn ask(
+        &mut self,
+        id: StepId,
+        mut request: ChatRequest,
+        asking: Asking,
+        ctx: &mut Context<Self>,
+    ) {
         let Some(llm) = &self.llm else {
             return;
         };
+        request.progress = Some(self.answer_progress(&id));
         ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
@@ -224,6 +232,16 @@ impl AgentActor {
                     act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
                 }),
         );
+    }
+
+    /// Where a streamed answer of step `id` goes while it is written: the monitor's live feed.
+    pub(super) fn answer_progress(&self, id: &StepId) -> AnswerProgress {
+        let (monitor, agent, step) = (
+            self.monitor.clone(),
+            self.state.agent_id.clone(),
+            id.clone(),
+        );
+        AnswerProgress::new(move |text| monitor.writing(&agent, &step, text))
     }
 
     /// A tool step goes to the one shared MCP client; the call runs as a spawned future too.

@@ -59,6 +59,7 @@ impl AgentActor {
             step_id: step.step_id.clone(),
             template: self.state.template.clone(),
             step_text: step.asks(),
+            progress: None,
         };
         let started = self.monitor.assigned_version();
         let monitor = self.monitor.clone();
@@ -110,6 +111,7 @@ impl AgentActor {
         }
         let mut request = running.request.clone();
         request.rounds = running.state.rounds.clone();
+        request.progress = Some(self.answer_progress(&running.step.step_id));
         ctx.spawn(
             llm.chat(request)
                 .into_actor(self)

@@ -250,6 +250,7 @@ impl<'a> ModelBuilder<'a> {
                 structured_output,
                 context_window,
                 native_tools,
+                stream,
                 ..
             } => {
                 let base_url = base_url_env
@@ -284,6 +285,7 @@ impl<'a> ModelBuilder<'a> {
                     structured_output: *structured_output,
                     context_window: *context_window,
                     native_tools: *native_tools,
+                    stream: *stream,
                 })?)
             }
         })

@@ -87,6 +87,7 @@ mod tests {
             step_id: "s".into(),
             template: None,
             step_text: String::new(),
+            progress: None,
         }
     }
 

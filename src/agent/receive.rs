@@ -105,15 +105,16 @@ const ACT_NOTE: &str = " (it asks you to act)";
 /// The skill that acts at once on a message asking a manager to act. A runtime notice (a task
 /// created, a stage complete, a task to judge, an agent stuck) calls for one task_manager action,
 /// so it is a task_manager step: one LLM call instead of process_message → decision →
-/// task_manager. An operator's goal may need several tasks, and a manager that may hire or ask
-/// first may want to before it acts: those get a decision step, which must plan something.
+/// task_manager. An operator's goal may need several tasks, and a manager that may hire may
+/// want to before it acts: those get a decision step, which must plan something that acts
+/// through the team.
 /// `None`: the message is digested by process_message.
 fn acting_skill(agent: &AgentState, sender: &str, act: bool) -> Option<Skill> {
     let has = |s| agent.skills.contains(&s);
     if !act || !has(Skill::TaskManager) {
         return None;
     }
-    let may_do_more = sender == OPERATOR || has(Skill::AgentManager) || has(Skill::AskInfo);
+    let may_do_more = sender == OPERATOR || has(Skill::AgentManager);
     Some(if may_do_more && has(Skill::Decision) {
         Skill::Decision
     } else {
@@ -282,17 +283,29 @@ mod tests {
         // A manager that can only manage tasks: a notice is a task_manager step at once; a goal,
         // which may need several tasks, a decision step.
         let mut a = skills(&[]);
-        receive_message(&mut a, &sys("Every agent of stage s has submitted its summary."));
+        receive_message(
+            &mut a,
+            &sys("Every agent of stage s has submitted its summary."),
+        );
         receive_message(&mut a, &goal);
         assert_eq!(executors(&a), ["task_manager", "decision"]);
         for id in a.agent_step.todo() {
             assert!(asks_to_act(a.agent_step.get(id).unwrap()));
         }
         let last = a.agent_step.todo().last().unwrap();
-        assert!(a.agent_step.get(last).unwrap().text_content.ends_with("Write a haiku."));
+        assert!(
+            a.agent_step
+                .get(last)
+                .unwrap()
+                .text_content
+                .ends_with("Write a haiku.")
+        );
         // One that may hire or ask first: a decision step for a notice too.
         let mut b = skills(&[Skill::AgentManager]);
-        receive_message(&mut b, &sys("Every agent of stage s has submitted its summary."));
+        receive_message(
+            &mut b,
+            &sys("Every agent of stage s has submitted its summary."),
+        );
         assert_eq!(executors(&b), ["decision"]);
         // Without decision, task_manager is the only way to act.
         let mut d = skills(&[]);

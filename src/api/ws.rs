@@ -191,8 +191,21 @@ where
         Err(end) => return end,
     };
     let mut last_frame = tokio::time::Instant::now();
+    let mut writing = monitor.subscribe_writing();
     loop {
         tokio::select! {
+            // An answer being written: passed on as it is, never batched or replayed (the
+            // step's result replaces it; a frame missed is only a glimpse missed).
+            w = writing.recv() => match w {
+                Ok(w) => {
+                    let text = Utf8Bytes::try_from(w.json.clone()).unwrap_or_default();
+                    if let Err(end) = send(&mut sink, text, cfg).await {
+                        return end;
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return FeedEnd::MonitorGone,
+            },
             ev = events.recv() => {
                 let mut batch = Vec::new();
                 let mut lagged = false;

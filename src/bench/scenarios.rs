@@ -370,6 +370,7 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
             step_id: step.step_id.clone(),
             template: None,
             step_text: step.asks(),
+            progress: None,
         }))
         .map_err(|e| e.to_string());
         let now = chrono::Local::now().naive_local();

@@ -28,6 +28,8 @@ pub enum LlmConfig {
         context_window: Option<u32>,
         /// `tool_calling: native`: tool steps run the native tool loop.
         native_tools: bool,
+        /// `stream: true`: answers are streamed, and a stream idle this long is given up on.
+        stream: Option<Duration>,
         /// What its tokens cost, when the config says (`cost_per_1k_prompt`/`_completion`).
         price: Option<Price>,
         /// At most this many calls in flight to this endpoint (base URL and model), shared by
@@ -55,6 +57,9 @@ impl Price {
             / 1000.0
     }
 }
+
+/// How long a streamed answer may send nothing before the attempt is given up (and retried).
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
 
 /// Calls in flight to one endpoint unless `max_in_flight` says otherwise: enough for a busy
 /// team, few enough that a thousand agents do not open a thousand requests at once.
@@ -305,6 +310,21 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                     ));
                 }
             };
+            let stream = match (l.stream, l.idle_timeout_secs) {
+                (_, Some(0)) => {
+                    return Err(("idle_timeout_secs".into(), "must be at least 1".into()));
+                }
+                (Some(true), idle) => Some(Duration::from_secs(
+                    idle.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS),
+                )),
+                (_, Some(_)) => {
+                    return Err((
+                        "idle_timeout_secs".into(),
+                        "only a streamed answer (stream: true) has an idle timeout".into(),
+                    ));
+                }
+                (_, None) => None,
+            };
             if let Some(w) = l.context_window
                 && w < 2048
             {
@@ -337,6 +357,7 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 structured_output,
                 context_window: l.context_window,
                 native_tools,
+                stream,
                 price,
                 max_in_flight,
             })
@@ -365,6 +386,12 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                     "only the openai provider calls tools natively".into(),
                 ));
             }
+            if l.stream.is_some() || l.idle_timeout_secs.is_some() {
+                return Err((
+                    "stream".into(),
+                    "only the openai provider streams answers".into(),
+                ));
+            }
             if l.context_window.is_some() {
                 return Err((
                     "context_window".into(),
@@ -386,5 +413,45 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
             "provider".into(),
             format!("unknown provider `{other}` (use openai or scripted)"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn llm(yaml: &str) -> Result<LlmConfig, (String, String)> {
+        let raw: RawLlm = serde_yaml::from_str(yaml).unwrap();
+        llm_config(&raw, Path::new("."))
+    }
+
+    #[test]
+    fn stream_takes_an_idle_timeout_and_only_the_openai_provider_streams() {
+        let stream = |yaml| match llm(yaml) {
+            Ok(LlmConfig::OpenAi { stream, .. }) => stream,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(stream("{provider: openai, model: m}"), None);
+        assert_eq!(
+            stream("{provider: openai, model: m, stream: true}"),
+            Some(Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS))
+        );
+        assert_eq!(
+            stream("{provider: openai, model: m, stream: true, idle_timeout_secs: 5}"),
+            Some(Duration::from_secs(5))
+        );
+        let field = |yaml| llm(yaml).unwrap_err().0;
+        assert_eq!(
+            field("{provider: openai, model: m, idle_timeout_secs: 5}"),
+            "idle_timeout_secs"
+        );
+        assert_eq!(
+            field("{provider: openai, model: m, stream: true, idle_timeout_secs: 0}"),
+            "idle_timeout_secs"
+        );
+        assert_eq!(
+            field("{provider: scripted, script: Cargo.toml, stream: true}"),
+            "stream"
+        );
     }
 }

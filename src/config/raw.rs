@@ -148,6 +148,12 @@ pub struct RawLlm {
     /// The model's context window in tokens (prompts are shortened to fit it).
     #[serde(default)]
     pub context_window: Option<u32>,
+    /// Stream answers (`stream: true`): the step's text grows live, and an endpoint that stops
+    /// sending for `idle_timeout_secs` (default 60) is given up on at once.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
     /// `chain` (default) or `native`: how tool steps call MCP tools.
     #[serde(default)]
     pub tool_calling: Option<String>,

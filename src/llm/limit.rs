@@ -105,6 +105,7 @@ mod tests {
                 step_id: "s".into(),
                 template: None,
                 step_text: String::new(),
+                progress: None,
             })
         });
         let results = futures::future::join_all(calls).await;

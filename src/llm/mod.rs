@@ -38,6 +38,30 @@ pub struct ChatRequest {
     /// The step's intention and text: what the step asks for (scripts may choose a reply by
     /// it).
     pub step_text: String,
+    /// Told the answer so far while a provider streams it.
+    pub progress: Option<AnswerProgress>,
+}
+
+/// Where a streamed answer's text goes while it is written (the agent publishes it, so the
+/// console shows the answer growing). Called with the whole text so far, a few times a second
+/// at most.
+#[derive(Clone)]
+pub struct AnswerProgress(std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl AnswerProgress {
+    pub fn new(tell: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        AnswerProgress(std::sync::Arc::new(tell))
+    }
+
+    pub fn tell(&self, text_so_far: &str) {
+        (self.0)(text_so_far)
+    }
+}
+
+impl std::fmt::Debug for AnswerProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AnswerProgress")
+    }
 }
 
 /// The JSON an answer must be when a provider constrains the model (`response_format:
@@ -97,6 +121,8 @@ pub enum LlmError {
     RateLimited { attempts: u32, body: String },
     #[error("the LLM call timed out after {0:?}")]
     Timeout(Duration),
+    #[error("the LLM endpoint sent nothing for {0:?} while streaming the answer")]
+    Stalled(Duration),
     #[error("could not reach the LLM endpoint: {0}")]
     Connection(String),
     #[error("the LLM endpoint sent an answer without text: {0}")]

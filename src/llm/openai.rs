@@ -31,17 +31,20 @@
 
 mod reply;
 mod request;
+mod stream;
 mod transport;
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
+use async_openai::types::chat::ChatCompletionStreamOptions;
 use async_openai::types::chat::CreateChatCompletionRequest;
 use futures::future::BoxFuture;
 use reply::{reply_from_response, reply_leniently};
 use request::{completion_request, finish_reply};
 use reqwest::header::HeaderValue;
+use serde_json::Value;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -84,6 +87,10 @@ pub struct OpenAiSettings {
     /// Tool steps run the native tool loop (`tool_calling: native`) instead of the
     /// instruction_generation → tool → tool_decision chain.
     pub native_tools: bool,
+    /// `Some(idle timeout)`: answers are streamed (`stream: true`); the growing text goes to the
+    /// request's [`AnswerProgress`], and a stream that sends nothing for the idle timeout is
+    /// given up on (and retried) without waiting for `request_timeout`.
+    pub stream: Option<Duration>,
 }
 
 /// Whether a step's answer is constrained by its skill's JSON schema (`response_format:
@@ -128,6 +135,7 @@ impl fmt::Debug for OpenAiSettings {
             .field("structured_output", &self.structured_output)
             .field("context_window", &self.context_window)
             .field("native_tools", &self.native_tools)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -269,7 +277,7 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let mut failure = match attempt(inner, body.clone()).await {
+        let mut failure = match attempt(inner, body.clone(), request).await {
             Ok(reply) => return Ok(finish_reply(reply, request, constrained)),
             Err(failure) => failure,
         };
@@ -280,7 +288,7 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
             // Asked once more without the schema: if that is answered, the schema was what
             // the endpoint refused, and it is not sent again.
             let plain = completion_request(settings, request, false);
-            match attempt(inner, plain.clone()).await {
+            match attempt(inner, plain.clone(), request).await {
                 Ok(reply) => {
                     if !inner.schema_refused.swap(true, Ordering::Relaxed) {
                         tracing::warn!(
@@ -329,13 +337,77 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
 async fn attempt(
     inner: &Inner,
     body: CreateChatCompletionRequest,
+    request: &ChatRequest,
 ) -> Result<ChatReply, AttemptFailure> {
+    if let Some(idle) = inner.settings.stream {
+        return attempt_streamed(inner, body, request, idle).await;
+    }
     let chat = inner.client.chat();
     match tokio::time::timeout(inner.settings.request_timeout, chat.create(body)).await {
         Err(_elapsed) => Err(AttemptFailure::Timeout),
         Ok(Ok(response)) => reply_from_response(response).map_err(AttemptFailure::BadAnswer),
         Ok(Err(error)) => classify(error),
     }
+}
+
+/// How often a streamed answer's growing text is passed on: often enough to watch it being
+/// written, seldom enough that a fast model does not flood the event stream.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// One streamed `client.chat().create_stream(..)`: chunks are read as they come and put
+/// together ([`stream::Assembly`]), the text so far goes to the request's progress. The whole
+/// attempt is bounded by `request_timeout`, and each wait for the next chunk by `idle`: a hung
+/// endpoint is noticed after `idle`, not after the whole request's time.
+async fn attempt_streamed(
+    inner: &Inner,
+    mut body: CreateChatCompletionRequest,
+    request: &ChatRequest,
+    idle: Duration,
+) -> Result<ChatReply, AttemptFailure> {
+    use futures::StreamExt;
+    use tokio::time::{Instant, timeout_at};
+    body.stream = Some(true);
+    body.stream_options = Some(ChatCompletionStreamOptions {
+        include_usage: Some(true),
+        include_obfuscation: None,
+    });
+    let deadline = Instant::now() + inner.settings.request_timeout;
+    let next_wait = || deadline.min(Instant::now() + idle);
+    let chat = inner.client.chat();
+    let opened = timeout_at(next_wait(), chat.create_stream_byot::<_, Value>(body)).await;
+    let mut chunks = match opened {
+        Err(_) if Instant::now() >= deadline => return Err(AttemptFailure::Timeout),
+        Err(_) => return Err(AttemptFailure::Stalled(idle)),
+        Ok(Err(error)) => return classify(error),
+        Ok(Ok(chunks)) => chunks,
+    };
+    let mut answer = stream::Assembly::default();
+    let mut told = Instant::now();
+    loop {
+        let chunk = match timeout_at(next_wait(), chunks.next()).await {
+            Err(_) if Instant::now() >= deadline => return Err(AttemptFailure::Timeout),
+            Err(_) => return Err(AttemptFailure::Stalled(idle)),
+            Ok(None) => break,
+            Ok(Some(Err(OpenAIError::StreamError(e)))) => {
+                return Err(AttemptFailure::Connection(format!("the stream broke: {e}")));
+            }
+            Ok(Some(Err(error))) => {
+                return Err(AttemptFailure::BadAnswer(LlmError::InvalidResponse(
+                    error.to_string(),
+                )));
+            }
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        let grew = answer.push(&chunk).map_err(AttemptFailure::BadAnswer)?;
+        if grew
+            && told.elapsed() >= PROGRESS_EVERY
+            && let Some(progress) = &request.progress
+        {
+            progress.tell(answer.text());
+            told = Instant::now();
+        }
+    }
+    answer.finish().map_err(AttemptFailure::BadAnswer)
 }
 
 /// Why one attempt did not produce a reply.
@@ -345,6 +417,8 @@ enum AttemptFailure {
     Status(HttpStatus),
     /// No whole answer within `request_timeout`.
     Timeout,
+    /// A streamed answer that sent nothing for this long.
+    Stalled(Duration),
     /// The request never got an HTTP answer: refused, reset, DNS, TLS, a broken body…
     Connection(String),
     /// A 2xx without text or that is no chat completion: a server's glitch, worth another try.
@@ -362,6 +436,7 @@ impl AttemptFailure {
                 *status == 429 || (500..600).contains(status)
             }
             AttemptFailure::Timeout
+            | AttemptFailure::Stalled(_)
             | AttemptFailure::Connection(_)
             | AttemptFailure::BadAnswer(_) => true,
             AttemptFailure::Final(_) => false,
@@ -395,6 +470,7 @@ impl AttemptFailure {
                 LlmError::Http { status, body }
             }
             AttemptFailure::Timeout => LlmError::Timeout(timeout),
+            AttemptFailure::Stalled(idle) => LlmError::Stalled(idle),
             AttemptFailure::Connection(reason) => LlmError::Connection(reason),
             AttemptFailure::BadAnswer(error) | AttemptFailure::Final(error) => error,
         }
@@ -406,6 +482,7 @@ impl fmt::Display for AttemptFailure {
         match self {
             AttemptFailure::Status(status) => status.fmt(f),
             AttemptFailure::Timeout => f.write_str("timed out"),
+            AttemptFailure::Stalled(idle) => write!(f, "the stream sent nothing for {idle:?}"),
             AttemptFailure::Connection(reason) => write!(f, "connection failed: {reason}"),
             AttemptFailure::BadAnswer(error) | AttemptFailure::Final(error) => error.fmt(f),
         }
@@ -510,6 +587,7 @@ mod tests {
             structured_output: StructuredOutput::Auto,
             context_window: None,
             native_tools: false,
+            stream: None,
         };
         let model = OpenAiModel::new(settings.clone()).unwrap();
         assert_eq!(model.prompt_budget(), None, "no context window stated");

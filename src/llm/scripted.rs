@@ -312,6 +312,7 @@ mod tests {
             step_id: "P1".into(),
             template: template.map(str::to_owned),
             step_text: "Write it\nA haiku about rain".into(),
+            progress: None,
         }
     }
 

@@ -13,6 +13,7 @@ pub mod journal;
 
 pub use crate::event::StateKind;
 use crate::event::{Change, Event, States};
+use crate::ids::{AgentId, StepId};
 use crate::store::Store;
 use bytes::Bytes;
 use journal::{Effect, Entry, Journal};
@@ -40,6 +41,38 @@ impl Published {
     }
 }
 
+/// The websocket frame of an answer being written: `{"type": "writing", "agent_id", "step_id",
+/// "text"}` with the text so far (its newest [`WRITING_SHOWN`] characters).
+#[derive(Debug)]
+pub struct Writing {
+    pub step_id: StepId,
+    pub json: Bytes,
+}
+
+/// How many characters of an answer being written a frame shows: its end, where it grows.
+pub const WRITING_SHOWN: usize = 4000;
+
+/// Answers being written that a slow reader may fall behind on; older ones are skipped.
+const WRITING_BUFFER: usize = 64;
+
+impl Writing {
+    fn new(agent_id: &AgentId, step_id: &StepId, text: &str) -> Self {
+        let skip = text.chars().count().saturating_sub(WRITING_SHOWN);
+        let shown: String = text.chars().skip(skip).collect();
+        let json = serde_json::json!({
+            "type": "writing",
+            "agent_id": agent_id,
+            "step_id": step_id,
+            "text": shown,
+            "cut": skip > 0,
+        });
+        Writing {
+            step_id: step_id.clone(),
+            json: Bytes::from(serde_json::to_vec(&json).unwrap_or_default()),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Monitor {
     inner: Arc<Inner>,
@@ -48,6 +81,8 @@ pub struct Monitor {
 struct Inner {
     shared: Mutex<Shared>,
     tx: broadcast::Sender<Arc<Published>>,
+    /// Answers being written ([`Writing`]): not changes, so neither versioned nor stored.
+    writing: broadcast::Sender<Arc<Writing>>,
     /// Set when the monitor writes ahead to a store.
     journal: OnceLock<Journal>,
     /// With a journal: the newest version given to a change (ahead of the states' while the
@@ -81,8 +116,10 @@ impl Monitor {
 
     fn starting_at(buffer: usize, states: States, version: u64) -> Self {
         let (tx, _) = broadcast::channel(buffer.max(16));
+        let (writing, _) = broadcast::channel(WRITING_BUFFER);
         Monitor {
             inner: Arc::new(Inner {
+                writing,
                 shared: Mutex::new(Shared {
                     version,
                     states,
@@ -186,6 +223,23 @@ impl Monitor {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {
         self.inner.tx.subscribe()
+    }
+
+    /// Passes on the text so far of an answer a step's model is writing (streamed). It is not
+    /// part of the states: the step's result replaces it, and a reader that missed some only
+    /// missed a glimpse.
+    pub fn writing(&self, agent_id: &AgentId, step_id: &StepId, text: &str) {
+        if self.inner.writing.receiver_count() == 0 {
+            return;
+        }
+        let _ = self
+            .inner
+            .writing
+            .send(Arc::new(Writing::new(agent_id, step_id, text)));
+    }
+
+    pub fn subscribe_writing(&self) -> broadcast::Receiver<Arc<Writing>> {
+        self.inner.writing.subscribe()
     }
 
     /// The newest version applied to the states (with a store: committed).

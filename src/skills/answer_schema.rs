@@ -35,8 +35,9 @@ pub fn answer_schema(
 ) -> Value {
     match skill {
         Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
-            let mut steps = plan(skill, agent);
-            if skill == Skill::Decision && asks_to_act(step) && steps.get("items").is_some() {
+            let acting = skill == Skill::Decision && asks_to_act(step);
+            let mut steps = plan(skill, agent, acting);
+            if acting && steps.get("items").is_some() {
                 steps["minItems"] = json!(1);
             }
             answer(&[("planned_step", steps)], &[])
@@ -124,11 +125,12 @@ fn memory() -> Value {
 
 /// A planned step list whose `type`/`executor` pairs are exactly what `planner` may plan for
 /// this agent: its plannable skills, or its tools.
-fn plan(planner: Skill, agent: &AgentState) -> Value {
+fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
     let skills: Vec<&str> = agent
         .skills
         .iter()
         .filter(|s| s.plannable_by(planner))
+        .filter(|s| !acting || s.acts_through_the_team())
         // A model that calls tools natively writes the calls itself.
         .filter(|s| !(agent.native_tools && **s == Skill::InstructionGeneration))
         .map(|s| s.name())
@@ -136,7 +138,15 @@ fn plan(planner: Skill, agent: &AgentState) -> Value {
     let mut kinds = Vec::new();
     for (kind, names) in [
         ("skill", skills),
-        ("tool", agent.tools.iter().map(String::as_str).collect()),
+        (
+            "tool",
+            agent
+                .tools
+                .iter()
+                .filter(|_| !acting)
+                .map(String::as_str)
+                .collect(),
+        ),
     ] {
         if names.is_empty() {
             continue;
@@ -376,7 +386,12 @@ mod tests {
 
     #[test]
     fn a_decision_on_a_notice_must_plan_something() {
-        let a = agent(&[Skill::Decision, Skill::TaskManager, Skill::AgentManager]);
+        let a = agent(&[
+            Skill::Decision,
+            Skill::TaskManager,
+            Skill::AgentManager,
+            Skill::Think,
+        ]);
         let notice = running(
             &mut a.clone(),
             Skill::Decision,
@@ -389,6 +404,17 @@ mod tests {
         };
         assert_eq!(min(&notice), json!(1));
         assert_eq!(min(&free), Value::Null);
+        // Acting on it goes through the team: the manager does not do the work itself.
+        let executors = |step| {
+            answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"]["items"]
+                ["properties"]["executor"]["enum"]
+                .clone()
+        };
+        assert_eq!(executors(&notice), json!(["task_manager", "agent_manager"]));
+        assert_eq!(
+            executors(&free),
+            json!(["task_manager", "agent_manager", "think"])
+        );
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub fn interpret(
             "this message asks you to act: plan at least one step that acts on it".into(),
         ));
     }
-    let (mut accepted, rejected) = check_plan(raw, agent, planner);
+    let acting = planner == Skill::Decision && asks_to_act(step);
+    let (mut accepted, rejected) = check_plan(raw, agent, planner, acting);
     if accepted.is_empty() && asked > 0 {
         return Err(SkillError::EmptyPlan(rejected.join("; ")));
     }
@@ -69,10 +70,13 @@ pub fn interpret(
 }
 
 /// Splits a raw plan into steps the agent may run and reasons for the ones it may not.
+/// `acting`: the plan answers a message that asks a manager to act, so it may only act through
+/// the team ([`Skill::acts_through_the_team`]).
 pub fn check_plan(
     raw: Vec<RawPlannedStep>,
     agent: &AgentState,
     planner: Skill,
+    acting: bool,
 ) -> (Vec<PlannedStep>, Vec<String>) {
     let mut ok: Vec<PlannedStep> = Vec::new();
     let mut rejected = Vec::new();
@@ -96,8 +100,17 @@ pub fn check_plan(
                 Ok(s) if !s.plannable_by(planner) => {
                     Err(format!("`{s}` may not be planned by {planner}"))
                 }
+                Ok(s) if acting && !s.acts_through_the_team() => Err(format!(
+                    "this message asks you to act as a manager: plan task_manager (a goal \
+                     becomes a task with add_task), agent_manager, ask_info or send_message, \
+                     not `{s}`: the task's agents do the work"
+                )),
                 Ok(s) => Ok(Executor::Skill(s)),
             },
+            "tool" if acting => Err(format!(
+                "this message asks you to act as a manager: plan task_manager, not the tool `{}`",
+                r.executor.trim()
+            )),
             "tool" if agent.tools.iter().any(|t| t == r.executor.trim()) => {
                 Ok(Executor::Tool(r.executor.trim().to_owned()))
             }
@@ -134,6 +147,34 @@ mod tests {
             .todo()
             .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
             .collect()
+    }
+
+    #[test]
+    fn a_decision_on_a_goal_acts_through_the_team_never_does_the_work_itself() {
+        let mut a = agent(&[Skill::Decision, Skill::TaskManager, Skill::Think]);
+        let goal = running(
+            &mut a,
+            Skill::Decision,
+            "Message from agent `operator` (it asks you to act):\n\nWrite a haiku.",
+        );
+        let think = r#"<planned_step>[{"step_intention": "write it", "type": "skill", "executor": "think", "text_content": "a haiku"}]</planned_step>"#;
+        let e = interpret(Skill::Decision, &mut a, &goal, think).unwrap_err();
+        assert!(e.to_string().contains("add_task"), "{e}");
+        let empty = interpret(
+            Skill::Decision,
+            &mut a,
+            &goal,
+            "<planned_step>[]</planned_step>",
+        );
+        assert!(empty.unwrap_err().to_string().contains("asks you to act"));
+        let task = r#"<planned_step>[{"step_intention": "make it a task", "type": "skill", "executor": "task_manager", "text_content": "add_task"}]</planned_step>"#;
+        interpret(Skill::Decision, &mut a, &goal, task).unwrap();
+        assert_eq!(todo_executors(&a), ["task_manager"]);
+        // Any other decision may plan the work.
+        let mut b = agent(&[Skill::Decision, Skill::Think]);
+        let free = running(&mut b, Skill::Decision, "React to the review.");
+        interpret(Skill::Decision, &mut b, &free, think).unwrap();
+        assert_eq!(todo_executors(&b), ["think"]);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -25,6 +26,12 @@ pub struct StubResponse {
     pub body: String,
     /// Waited before answering (after the request is recorded): simulates a slow or hung server.
     pub delay: Duration,
+    /// Sent as server-sent events instead of `body`, one `data:` line each, then `[DONE]`.
+    pub events: Option<Vec<String>>,
+    /// Waited before each event.
+    pub event_delay: Duration,
+    /// After this many events the stream sends nothing more and never ends (a hung server).
+    pub hang_after: Option<usize>,
 }
 
 impl StubResponse {
@@ -35,7 +42,84 @@ impl StubResponse {
             headers: vec![("content-type".into(), "application/json".into())],
             body: body.into(),
             delay: Duration::ZERO,
+            events: None,
+            event_delay: Duration::ZERO,
+            hang_after: None,
         }
+    }
+
+    /// A streamed answer (`stream: true`): `pieces` of text as chunks, then `finish_reason`
+    /// and, when given, a usage chunk.
+    pub fn streamed(pieces: &[&str], usage: Option<(u32, u32)>) -> Self {
+        let chunk = |delta: Value, finish: Option<&str>| {
+            json!({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 1_700_000_000u32,
+                   "model": "stub-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string()
+        };
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+        events.extend(pieces.iter().map(|p| chunk(json!({"content": p}), None)));
+        events.push(chunk(json!({}), Some("stop")));
+        if let Some((prompt, completion)) = usage {
+            events.push(
+                json!({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 1_700_000_000u32,
+                       "model": "stub-model", "choices": [],
+                       "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                 "total_tokens": prompt + completion}})
+                .to_string(),
+            );
+        }
+        let mut r = Self::raw(200, "");
+        r.headers = vec![("content-type".into(), "text/event-stream".into())];
+        r.events = Some(events);
+        r
+    }
+
+    /// Waits `delay` before each streamed event.
+    pub fn with_event_delay(mut self, delay: Duration) -> Self {
+        self.event_delay = delay;
+        self
+    }
+
+    /// Sends `events` streamed events, then nothing, never ending the stream.
+    pub fn hanging_after(mut self, events: usize) -> Self {
+        self.hang_after = Some(events);
+        self
+    }
+
+    /// A non-streamed 200 answer as the stream a server would send for it instead, when the
+    /// request asked for one (its text in three pieces, and its usage).
+    fn as_stream(&self) -> Option<Self> {
+        if self.status != 200 || self.events.is_some() {
+            return None;
+        }
+        let body: Value = serde_json::from_str(&self.body).ok()?;
+        let text = body.pointer("/choices/0/message/content")?.as_str()?;
+        let usage = body.get("usage").map(|u| {
+            (
+                u["prompt_tokens"].as_u64().unwrap_or(0) as u32,
+                u["completion_tokens"].as_u64().unwrap_or(0) as u32,
+            )
+        });
+        let third = text
+            .char_indices()
+            .nth(text.chars().count() / 3)
+            .map_or(0, |(i, _)| i);
+        let two = text
+            .char_indices()
+            .nth(2 * text.chars().count() / 3)
+            .map_or(0, |(i, _)| i);
+        let mut s = Self::streamed(&[&text[..third], &text[third..two], &text[two..]], usage);
+        if body
+            .pointer("/choices/0/finish_reason")
+            .and_then(Value::as_str)
+            == Some("length")
+        {
+            let events = s.events.as_mut().unwrap();
+            let stop = events.len() - 1 - usize::from(usage.is_some());
+            events[stop] = events[stop].replace("\"stop\"", "\"length\"");
+        }
+        s.delay = self.delay;
+        Some(s)
     }
 
     /// A 200 chat completion whose first choice says `text`, without a `usage` object.
@@ -280,7 +364,12 @@ async fn chat_completions(
             fallback(&request)
         }
     };
+    let streamed = request.body["stream"] == true;
     shared.log.lock().unwrap().push(request);
+    let canned = match streamed.then(|| canned.as_stream()).flatten() {
+        Some(stream) => stream,
+        None => canned,
+    };
     if !canned.delay.is_zero() {
         tokio::time::sleep(canned.delay).await;
     }
@@ -296,5 +385,22 @@ fn into_response(canned: StubResponse) -> Response {
             HeaderValue::from_str(value).expect("a valid header value"),
         );
     }
-    (status, headers, canned.body).into_response()
+    let Some(events) = canned.events else {
+        return (status, headers, canned.body).into_response();
+    };
+    let (delay, hang_after) = (canned.event_delay, canned.hang_after);
+    let count = events.len();
+    let frames = events
+        .into_iter()
+        .map(|e| format!("data: {e}\n\n"))
+        .chain(std::iter::once("data: [DONE]\n\n".to_owned()))
+        .enumerate();
+    let body = futures::stream::iter(frames).then(move |(i, frame)| async move {
+        if hang_after.is_some_and(|n| i >= n.min(count)) {
+            std::future::pending::<()>().await;
+        }
+        tokio::time::sleep(delay).await;
+        Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(frame))
+    });
+    (status, headers, axum::body::Body::from_stream(body)).into_response()
 }

@@ -1,0 +1,245 @@
+//! A streamed chat completion (`stream: true`) put back together: each chunk's delta adds to the
+//! answer's text and tool calls, the last chunks bring `finish_reason` and `usage`. Chunks are
+//! read as plain JSON, leniently, so a local server's (fields missing or extra) do as well as
+//! OpenAI's.
+
+use crate::llm::{ChatReply, LlmError, ToolCall};
+use crate::state::TokenUsage;
+use serde_json::Value;
+
+/// What the chunks so far make.
+#[derive(Debug, Default)]
+pub(super) struct Assembly {
+    text: String,
+    /// Tool calls by their `index` in the deltas; the id and name come in the first piece, the
+    /// arguments in any number of pieces.
+    calls: Vec<ToolCall>,
+    /// The delta `index` of each call in `calls`.
+    indices: Vec<Option<u64>>,
+    usage: Option<TokenUsage>,
+    finish_reason: Option<String>,
+    /// Chunks that carried a choice: none at all is an empty answer, not an empty text.
+    choices_seen: usize,
+}
+
+impl Assembly {
+    /// Adds one chunk; true when it added text (the answer grew). A chunk that reports an error
+    /// instead (some servers do so mid-stream) ends the answer with that error.
+    pub(super) fn push(&mut self, chunk: &Value) -> Result<bool, LlmError> {
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| error.to_string());
+            return Err(LlmError::InvalidResponse(format!(
+                "the stream reported an error: {message}"
+            )));
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
+            let tokens = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Some(TokenUsage {
+                prompt_tokens: tokens("prompt_tokens"),
+                completion_tokens: tokens("completion_tokens"),
+            });
+        }
+        let Some(choice) = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
+            return Ok(false);
+        };
+        self.choices_seen += 1;
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        let Some(delta) = choice.get("delta") else {
+            return Ok(false);
+        };
+        for piece in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.add_call_piece(piece);
+        }
+        match delta.get("content").and_then(Value::as_str) {
+            Some(text) if !text.is_empty() => {
+                self.text.push_str(text);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn add_call_piece(&mut self, piece: &Value) {
+        let id = piece
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|i| !i.is_empty());
+        // One slot per `index`, in the order first seen. A server that leaves the index out
+        // goes on with the last call unless the piece brings a new id.
+        let slot = match piece.get("index").and_then(Value::as_u64) {
+            Some(i) => self.indices.iter().position(|&k| k == Some(i)),
+            None => self.calls.len().checked_sub(1).filter(|&last| {
+                id.is_none_or(|id| self.calls[last].id.is_empty() || self.calls[last].id == id)
+            }),
+        };
+        let slot = slot.unwrap_or_else(|| {
+            self.indices
+                .push(piece.get("index").and_then(Value::as_u64));
+            self.calls.push(ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+            self.calls.len() - 1
+        });
+        let call = &mut self.calls[slot];
+        if let Some(id) = id {
+            call.id = id.to_owned();
+        }
+        let function = piece.get("function");
+        let field = |name: &str| {
+            function
+                .and_then(|f| f.get(name))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        if !field("name").is_empty() {
+            call.name = field("name").to_owned();
+        }
+        call.arguments.push_str(field("arguments"));
+    }
+
+    /// The answer so far.
+    pub(super) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The whole reply, once the stream ended. Usage the server did not send stays zero (the
+    /// caller estimates it).
+    pub(super) fn finish(self) -> Result<ChatReply, LlmError> {
+        let cut_off = self.finish_reason.as_deref() == Some("length");
+        let tool_calls: Vec<ToolCall> = self
+            .calls
+            .into_iter()
+            .filter(|c| !c.name.is_empty())
+            .enumerate()
+            .map(|(i, mut c)| {
+                if c.id.is_empty() {
+                    c.id = format!("call_{i}");
+                }
+                c
+            })
+            .collect();
+        if self.choices_seen == 0 {
+            return Err(LlmError::EmptyAnswer("the stream sent no choices".into()));
+        }
+        if self.text.trim().is_empty() && tool_calls.is_empty() {
+            let mut why = String::from("the streamed answer has no content");
+            if let Some(reason) = &self.finish_reason {
+                why.push_str(&format!(" (finish_reason: {reason})"));
+            }
+            return Err(LlmError::EmptyAnswer(why));
+        }
+        Ok(ChatReply {
+            text: self.text,
+            usage: self.usage.unwrap_or_default(),
+            cut_off,
+            tool_calls,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn assemble(chunks: &[Value]) -> Result<ChatReply, LlmError> {
+        let mut a = Assembly::default();
+        for c in chunks {
+            a.push(c)?;
+        }
+        a.finish()
+    }
+
+    fn text(t: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]})
+    }
+
+    #[test]
+    fn text_pieces_finish_reason_and_usage_make_one_reply() {
+        let reply = assemble(&[
+            json!({"choices": [{"delta": {"role": "assistant"}}]}),
+            text("<think>Cold "),
+            text("rain</think>"),
+            json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 9}}),
+        ])
+        .unwrap();
+        assert_eq!(reply.text, "<think>Cold rain</think>");
+        assert_eq!(reply.usage.prompt_tokens, 120);
+        assert_eq!(reply.usage.completion_tokens, 9);
+        assert!(!reply.cut_off);
+    }
+
+    #[test]
+    fn a_push_says_whether_the_answer_grew() {
+        let mut a = Assembly::default();
+        assert!(
+            !a.push(&json!({"choices": [{"delta": {"role": "assistant"}}]}))
+                .unwrap()
+        );
+        assert!(a.push(&text("Hi")).unwrap());
+        assert!(!a.push(&json!({"usage": null, "choices": []})).unwrap());
+        assert_eq!(a.text(), "Hi");
+    }
+
+    #[test]
+    fn tool_call_pieces_join_by_index() {
+        let reply = assemble(&[
+            json!({"choices": [{"delta": {"tool_calls": [
+                {"index": 0, "id": "c1", "function": {"name": "file_read", "arguments": "{\"pa"}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [
+                {"index": 0, "function": {"arguments": "th\": \"a.txt\"}"}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [
+                {"index": 1, "function": {"name": "file_save", "arguments": "{}"}}]}}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+        ])
+        .unwrap();
+        assert_eq!(reply.text, "");
+        assert_eq!(reply.tool_calls.len(), 2);
+        assert_eq!(reply.tool_calls[0].id, "c1");
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"path": "a.txt"}"#);
+        assert_eq!(reply.tool_calls[1].name, "file_save");
+        assert_eq!(
+            reply.tool_calls[1].id, "call_1",
+            "an id the server left out is made up"
+        );
+    }
+
+    #[test]
+    fn a_cut_off_an_empty_and_an_erroring_stream_say_so() {
+        let cut = assemble(&[
+            text("<planned_step>[{\"a"),
+            json!({"choices": [{"delta": {}, "finish_reason": "length"}]}),
+        ])
+        .unwrap();
+        assert!(cut.cut_off);
+        let empty = assemble(&[json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})]);
+        assert!(
+            matches!(&empty, Err(LlmError::EmptyAnswer(why)) if why.contains("stop")),
+            "{empty:?}"
+        );
+        assert!(matches!(assemble(&[]), Err(LlmError::EmptyAnswer(_))));
+        let error = assemble(&[text("x"), json!({"error": {"message": "out of memory"}})]);
+        assert!(
+            matches!(&error, Err(LlmError::InvalidResponse(why)) if why.contains("out of memory")),
+            "{error:?}"
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! Streamed answers (`stream: true`) over real HTTP against a local OpenAI-compatible stub: the
+//! chunks make the same reply a whole body would, the text so far is passed on while it grows,
+//! and a stream that stops sending is given up on after the idle timeout, not the request's.
+
+#[path = "support/openai_stub.rs"]
+mod openai_stub;
+
+use cohort::actors::{Host, start_team};
+use cohort::config::load_team;
+use cohort::ids::{AgentId, StageRef, StepId, TaskId};
+use cohort::llm::openai::{OpenAiModel, OpenAiSettings, StructuredOutput};
+use cohort::llm::{AnswerProgress, ChatModel, ChatRequest, LlmError};
+use openai_stub::{OpenAiStub, StubResponse};
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn settings(base_url: String, idle: Duration) -> OpenAiSettings {
+    OpenAiSettings {
+        base_url,
+        model: "test-model".into(),
+        api_key: None,
+        temperature: None,
+        max_tokens: None,
+        // Far longer than any test may take: only the idle timeout can end a hung stream.
+        request_timeout: Duration::from_secs(3600),
+        max_retries: 0,
+        backoff_base: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(40),
+        structured_output: StructuredOutput::Off,
+        context_window: None,
+        native_tools: false,
+        stream: Some(idle),
+    }
+}
+
+fn request(progress: Option<AnswerProgress>) -> ChatRequest {
+    ChatRequest {
+        system: "be brief".into(),
+        prompt: "say hello".into(),
+        answer_format: None,
+        tools: Vec::new(),
+        rounds: Vec::new(),
+        agent_id: AgentId::from("writer"),
+        skill: "think".into(),
+        task_id: TaskId::from("task-1"),
+        stage_id: StageRef::NoRelative,
+        step_id: StepId::from("step-1"),
+        template: None,
+        step_text: String::new(),
+        progress,
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_answer_is_one_reply_and_its_text_is_told_while_it_grows() {
+    let stub = OpenAiStub::start().await;
+    stub.push(
+        StubResponse::streamed(
+            &["<think>Cold ", "rain on ", "the eaves</think>"],
+            Some((40, 9)),
+        )
+        .with_event_delay(Duration::from_millis(300)),
+    );
+    let told = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = told.clone();
+    let progress = AnswerProgress::new(move |t| sink.lock().unwrap().push(t.to_owned()));
+    let model = OpenAiModel::new(settings(stub.base_url(), Duration::from_secs(30))).unwrap();
+    let reply = model.chat(request(Some(progress))).await.unwrap();
+
+    assert_eq!(reply.text, "<think>Cold rain on the eaves</think>");
+    assert_eq!(reply.usage.prompt_tokens, 40);
+    assert_eq!(reply.usage.completion_tokens, 9);
+    let told = told.lock().unwrap().clone();
+    assert!(!told.is_empty(), "the growing text was passed on");
+    assert!(
+        told.windows(2)
+            .all(|w| w[1].starts_with(&w[0]) && w[1].len() > w[0].len()),
+        "each glimpse grows the one before: {told:?}"
+    );
+    assert!(reply.text.starts_with(told.last().unwrap().as_str()));
+    let sent = &stub.requests()[0].body;
+    assert_eq!(sent["stream"], true);
+    assert_eq!(sent["stream_options"]["include_usage"], true);
+}
+
+#[tokio::test]
+async fn a_stream_that_stops_sending_fails_after_the_idle_timeout_and_is_retried() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::streamed(&["<think>Cold ", "rain</think>"], None).hanging_after(2));
+    let mut s = settings(stub.base_url(), Duration::from_millis(500));
+    let error = OpenAiModel::new(s.clone())
+        .unwrap()
+        .chat(request(None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, LlmError::Stalled(idle) if idle == Duration::from_millis(500)),
+        "{error}"
+    );
+    assert!(error.to_string().contains("sent nothing"), "{error}");
+
+    // With a retry, the next attempt answers.
+    stub.push(StubResponse::streamed(&["<think>Cold ", "rain</think>"], None).hanging_after(1));
+    stub.push(StubResponse::streamed(&["<think>Cold rain</think>"], None));
+    s.max_retries = 1;
+    let reply = OpenAiModel::new(s)
+        .unwrap()
+        .chat(request(None))
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "<think>Cold rain</think>");
+    assert_eq!(stub.attempts(), 3);
+    // No usage chunk: the tokens are estimated, never zero.
+    assert!(reply.usage.prompt_tokens > 0 && reply.usage.completion_tokens > 0);
+}
+
+#[tokio::test]
+async fn a_stream_cut_off_at_the_token_limit_says_so() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::cut_off(
+        "<planned_step>[{\"step_intention\": \"a very long",
+    ));
+    let model = OpenAiModel::new(settings(stub.base_url(), Duration::from_secs(30))).unwrap();
+    let reply = model.chat(request(None)).await.unwrap();
+    assert!(reply.cut_off);
+    assert!(reply.text.starts_with("<planned_step>"));
+}
+
+/// A team on a streaming endpoint: while a step's answer is written, the monitor's live feed
+/// carries it as `writing` frames naming the step; the step then finishes with the whole text.
+#[actix::test]
+async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
+    let stub = OpenAiStub::start().await;
+    let plan = r#"<planned_step>[{"step_intention": "look first", "type": "skill", "executor": "ask_info", "text_content": "which tasks do I manage?"}]</planned_step>"#;
+    let (a, b) = plan.split_at(plan.len() / 2);
+    stub.push(StubResponse::streamed(&[a, b], None).with_event_delay(Duration::from_millis(300)));
+    stub.push(StubResponse::reply(
+        r#"<ask_info>{"type": "managed_tasks"}</ask_info>"#,
+    ));
+    stub.push(StubResponse::reply("Noted."));
+    let dir = std::env::temp_dir().join(format!("cohort-stream-team-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("team.yaml"),
+        format!(
+            "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0, structured_output: off, stream: true, idle_timeout_secs: 30}}\n\
+             agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager, ask_info]}}\n",
+            stub.base_url()
+        ),
+    )
+    .unwrap();
+    let cfg = load_team(&dir.join("team.yaml")).unwrap();
+    let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let mut writing = team.monitor.subscribe_writing();
+    team.submit_goal(None, "a haiku").await.unwrap();
+
+    let frame = tokio::time::timeout(Duration::from_secs(30), writing.recv())
+        .await
+        .expect("a writing frame")
+        .unwrap();
+    let frame: Value = serde_json::from_slice(&frame.json).unwrap();
+    assert_eq!(frame["type"], "writing");
+    assert_eq!(frame["agent_id"], "manager");
+    let text = frame["text"].as_str().unwrap();
+    assert!(plan.starts_with(text) && !text.is_empty(), "{text}");
+    let step_id = frame["step_id"].as_str().unwrap().to_owned();
+
+    for _ in 0..400 {
+        let done = team.monitor.get(cohort::monitor::StateKind::Step, &step_id);
+        if done
+            .as_ref()
+            .is_some_and(|s| s["execution_state"] == "finished")
+        {
+            let s = done.unwrap();
+            assert_eq!(s["executor"], "decision");
+            assert_eq!(
+                s["execute_result"]["decision_step"][0]["executor"],
+                "ask_info"
+            );
+            assert!(stub.requests().iter().all(|r| r.body["stream"] == true));
+            team.shutdown().await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the streamed decision step never finished");
+}
