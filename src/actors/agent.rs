@@ -89,7 +89,7 @@ impl AgentActor {
     /// The agents a send_message step may address, for its answer's schema: the team's agents
     /// while there are few enough to list.
     fn receivers(&self, skill: Skill) -> Vec<String> {
-        if skill != Skill::SendMessage {
+        if !matches!(skill, Skill::SendMessage | Skill::TaskManager) {
             return Vec::new();
         }
         self.monitor.read(|s| {

@@ -63,7 +63,10 @@ pub fn answer_schema(
             &[(PLAIN_TEXT_KEY, text())],
             &[("react_action", step_request())],
         ),
-        Skill::TaskManager => answer(&[("task_instruction", task_instruction(agent, step))], &[]),
+        Skill::TaskManager => answer(
+            &[("task_instruction", task_instruction(agent, step, agents))],
+            &[],
+        ),
         Skill::AgentManager => answer(&[("agent_instruction", agent_instruction())], &[]),
         Skill::AskInfo => answer(&[("ask_info", ask_info())], &[]),
     }
@@ -224,12 +227,23 @@ fn variant(key: &str, name: &str, fields: Value, required: &[&str]) -> Value {
     object(Value::Object(properties), &all)
 }
 
-fn allocation() -> Value {
-    json!({ "type": "object", "additionalProperties": text() })
+/// A stage's allocation `{agent_id: goal}`. Its keys are the team's other agents when the list is
+/// known and fixed for this manager: one that may hire could name an agent it has just created.
+fn allocation(agent: &AgentState, agents: &[String]) -> Value {
+    let others: Vec<&String> = agents
+        .iter()
+        .filter(|a| **a != agent.agent_id.as_str())
+        .collect();
+    if others.is_empty() || agent.skills.contains(&Skill::AgentManager) {
+        return json!({ "type": "object", "additionalProperties": text(), "minProperties": 1 });
+    }
+    let goals: Map<String, Value> = others.iter().map(|a| ((*a).clone(), text())).collect();
+    json!({ "type": "object", "properties": goals, "additionalProperties": false, "minProperties": 1 })
 }
 
 /// In the base task a manager creates tasks; in a task it manages, it shapes and ends that task.
-fn task_instruction(agent: &AgentState, step: &StepState) -> Value {
+fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> Value {
+    let allocation = || allocation(agent, agents);
     let stage = object(
         json!({ "stage_intention": text(), "agent_allocation": allocation() }),
         &["stage_intention", "agent_allocation"],
@@ -467,6 +481,27 @@ mod tests {
             send["properties"]["receiver"]["items"]["enum"],
             json!(["rook"])
         );
+    }
+
+    #[test]
+    fn a_stage_allocates_the_teams_other_agents_unless_the_manager_may_hire() {
+        let mut a = agent(&[Skill::TaskManager]);
+        a.base_task = Some("base".into());
+        let step = running(&mut a.clone(), Skill::TaskManager, "");
+        let team = ["w".to_owned(), "writer".to_owned(), "rook".to_owned()];
+        let allocation = |a: &AgentState| {
+            let schema = answer_schema(Skill::TaskManager, a, &step, &team);
+            let add_stage = schema["properties"]["task_instruction"]["anyOf"][0].clone();
+            assert_eq!(add_stage["properties"]["action"]["enum"], json!(["add_stage"]));
+            add_stage["properties"]["stages"]["items"]["properties"]["agent_allocation"].clone()
+        };
+        let fixed = allocation(&a);
+        let names: Vec<&String> = fixed["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["rook", "writer"], "not the manager itself");
+        assert_eq!(fixed["additionalProperties"], false);
+        assert_eq!(fixed["minProperties"], 1);
+        a.skills.push(Skill::AgentManager);
+        assert!(allocation(&a)["additionalProperties"].is_object(), "a hire may be named");
     }
 
     #[test]
