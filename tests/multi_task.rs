@@ -48,7 +48,7 @@ fn answer(req: &RecordedRequest) -> StubResponse {
     let p = content(prompt);
     let text = match skill {
         "decision" => {
-            // The operator's goal: one add_task per goal it names; a note, a look at the tasks.
+            // The operator's goal: one add_task per goal it names; a note becomes a task too.
             let plan = |executor: &str, what: &str| {
                 format!(r#"{{"step_intention": "{what}", "type": "skill", "executor": "{executor}", "text_content": "{what}"}}"#)
             };
@@ -58,15 +58,16 @@ fn answer(req: &RecordedRequest) -> StubResponse {
                 .map(|g| plan("task_manager", &format!("add_task {g}")))
                 .collect();
             if steps.is_empty() {
-                steps.push(plan("ask_info", "look at my tasks"));
+                steps.push(plan("task_manager", "add_task NOTE"));
             }
             format!("<planned_step>[{}]</planned_step>", steps.join(", "))
         }
-        "ask_info" => r#"<ask_info>{"type": "managed_tasks"}</ask_info>"#.into(),
-        "process_message" => "Noted.".into(),
         "task_manager" => {
             // The runtime's notices first: they quote the task intention, which names a goal.
-            if p.contains("was created with you as its manager") {
+            if p.contains("was created with you as its manager") && p.contains("Keep a note") {
+                // A note's task has nothing to do: it is closed at once.
+                format!(r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "task_summary": "noted"}}</task_instruction>"#)
+            } else if p.contains("was created with you as its manager") {
                 format!(
                     r#"<task_instruction>{{"action": "add_stage", "task_id": "{task}", "stages": [{{"stage_intention": "Work on {task}", "agent_allocation": {{"w": "Do the work of {task}"}}}}]}}</task_instruction>"#
                 )
@@ -74,6 +75,8 @@ fn answer(req: &RecordedRequest) -> StubResponse {
                 format!(r#"<task_instruction>{{"action": "finish_stage", "task_id": "{task}", "stage_id": "{stage}"}}</task_instruction>"#)
             } else if p.contains("has no stage left to run") {
                 format!(r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "task_summary": "done"}}</task_instruction>"#)
+            } else if p.contains("add_task NOTE") {
+                r#"<task_instruction>{"action": "add_task", "task_name": "NOTE", "task_intention": "Keep a note"}</task_instruction>"#.into()
             } else {
                 let goal = if p.contains("add_task ALPHA") { "ALPHA" } else { "BETA" };
                 format!(r#"<task_instruction>{{"action": "add_task", "task_name": "{goal}", "task_intention": "Reach goal {goal}"}}</task_instruction>"#)
@@ -97,7 +100,7 @@ fn answer(req: &RecordedRequest) -> StubResponse {
 fn team_yaml(stub: &OpenAiStub) -> String {
     format!(
         "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0}}\n\
-         agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager, ask_info]}}\n  \
+         agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager]}}\n  \
          - {{id: w, role: worker, skills: [planning, reflection, summary, think]}}\n",
         stub.base_url()
     )
@@ -256,9 +259,9 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
     }
     let done = |team: &cohort::actors::Team| {
         team.monitor
-            .snapshot(StateKind::Step)
+            .snapshot(StateKind::Task)
             .values()
-            .filter(|s| s["executor"] == "process_message" && s["execution_state"] == "finished")
+            .filter(|t| t["task_name"] == "NOTE" && t["execution_state"] == "finished")
             .count()
     };
     for _ in 0..800 {
@@ -270,7 +273,7 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
     assert_eq!(
         done(&team),
         NOTES,
-        "every note was decided on, looked into and published"
+        "every note became a task, closed at once"
     );
     let m = team.monitor.get(StateKind::Agent, "manager").unwrap();
     let kept = m["agent_step"]["step_list"].as_array().unwrap().len();

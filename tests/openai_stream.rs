@@ -132,7 +132,7 @@ async fn a_stream_cut_off_at_the_token_limit_says_so() {
 #[actix::test]
 async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
     let stub = OpenAiStub::start().await;
-    let plan = r#"<planned_step>[{"step_intention": "look first", "type": "skill", "executor": "ask_info", "text_content": "which tasks do I manage?"}]</planned_step>"#;
+    let plan = r#"<planned_step>[{"step_intention": "make it a task", "type": "skill", "executor": "task_manager", "text_content": "add_task"}]</planned_step>"#;
     let (a, b) = plan.split_at(plan.len() / 2);
     stub.push(StubResponse::streamed(&[a, b], None).with_event_delay(Duration::from_millis(300)));
     stub.push(StubResponse::reply(
@@ -145,7 +145,7 @@ async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
         dir.join("team.yaml"),
         format!(
             "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0, structured_output: off, stream: true, idle_timeout_secs: 30}}\n\
-             agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager, ask_info]}}\n",
+             agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager]}}\n",
             stub.base_url()
         ),
     )
@@ -176,10 +176,11 @@ async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
             assert_eq!(s["executor"], "decision");
             assert_eq!(
                 s["execute_result"]["decision_step"][0]["executor"],
-                "ask_info"
+                "task_manager"
             );
             assert!(stub.requests().iter().all(|r| r.body["stream"] == true));
             team.shutdown().await;
+            let _ = std::fs::remove_dir_all(&dir);
             return;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;

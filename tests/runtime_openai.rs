@@ -47,10 +47,30 @@ async fn wait_for_steps(
     );
 }
 
-/// A decision's plan of one ask_info step: acting on a goal without starting a task.
-const LOOK_PLAN: &str = r#"<planned_step>[{"step_intention": "look first", "type": "skill", "executor": "ask_info", "text_content": "which tasks do I manage?"}]</planned_step>"#;
-/// The ask_info step's query; SyncState answers it, and the answer is read by process_message.
-const LOOK: &str = r#"<ask_info>{"type": "managed_tasks"}</ask_info>"#;
+/// A decision's plan for a goal: one task_manager step, which creates the task.
+const TASK_PLAN: &str = r#"<planned_step>[{"step_intention": "make it a task", "type": "skill", "executor": "task_manager", "text_content": "add_task"}]</planned_step>"#;
+const ADD_TASK: &str = r#"<task_instruction>{"action": "add_task", "task_name": "Later", "task_intention": "do it later"}</task_instruction>"#;
+
+/// Once the queued answers are used: the notice that a task was created is answered by
+/// finishing that task (2 prompt tokens, 1 completion), anything else by text without a tag.
+fn close_new_tasks(req: &openai_stub::RecordedRequest) -> StubResponse {
+    let prompt = req.prompt().unwrap_or_default();
+    let task = prompt
+        .split("task_id: ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .filter(|_| prompt.contains("was created with you as its manager"));
+    match task {
+        Some(task) => StubResponse::reply_with_usage(
+            &format!(
+                r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "task_summary": "later", "outcome": "finished"}}</task_instruction>"#
+            ),
+            2,
+            1,
+        ),
+        None => StubResponse::reply("stub reply"),
+    }
+}
 
 fn with(steps: &[Value], executor: &str, state: &str) -> usize {
     steps
@@ -71,10 +91,10 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
-        StubResponse::reply_with_usage(LOOK_PLAN, 7, 5),
-        StubResponse::reply_with_usage(LOOK, 3, 1),
-        StubResponse::reply_with_usage("Noted.", 2, 1),
+        StubResponse::reply_with_usage(TASK_PLAN, 7, 5),
+        StubResponse::reply_with_usage(ADD_TASK, 3, 1),
     ]);
+    stub.set_fallback(close_new_tasks);
     let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
@@ -101,7 +121,7 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
 
     team.submit_goal(None, "second goal").await.unwrap();
     wait_for_steps(&team.monitor, "the next steps to run", |s| {
-        with(s, "decision", "finished") == 1 && with(s, "process_message", "finished") == 1
+        with(s, "decision", "finished") == 1 && with(s, "task_manager", "finished") == 2
     })
     .await;
 
@@ -109,7 +129,7 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     assert_eq!(
         reqs.len(),
         7,
-        "four decision tries, then one decision, its ask_info and the answer's process_message"
+        "four decision tries, then one decision, its add_task and the new task's finish_task"
     );
     assert_eq!(reqs[0].model(), Some("test-model"));
     assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
@@ -139,10 +159,10 @@ async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
         StubResponse::cut_off("<planned_step>[{\"step_intention\": \"a very long"),
-        StubResponse::reply(LOOK_PLAN),
-        StubResponse::reply(LOOK),
-        StubResponse::reply("Noted."),
+        StubResponse::reply(TASK_PLAN),
+        StubResponse::reply(ADD_TASK),
     ]);
+    stub.set_fallback(close_new_tasks);
     let cfg = load_team(&team_file("cut-off", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
@@ -150,7 +170,7 @@ async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
     wait_for_steps(
         &team.monitor,
         "the decision step and its plan to finish",
-        |s| with(s, "decision", "finished") == 1 && with(s, "process_message", "finished") == 1,
+        |s| with(s, "decision", "finished") == 1 && with(s, "task_manager", "finished") == 2,
     )
     .await;
     let reqs = stub.requests();
@@ -168,10 +188,10 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
         StubResponse::reply("I would create a task now."),
-        StubResponse::reply(LOOK_PLAN),
-        StubResponse::reply(LOOK),
-        StubResponse::reply("Noted."),
+        StubResponse::reply(TASK_PLAN),
+        StubResponse::reply(ADD_TASK),
     ]);
+    stub.set_fallback(close_new_tasks);
     let cfg = load_team(&team_file("fixed", &stub.base_url())).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
@@ -190,7 +210,7 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
         1
     );
     wait_for_steps(&team.monitor, "the planned step", |s| {
-        with(s, "process_message", "finished") == 1
+        with(s, "task_manager", "finished") == 2
     })
     .await;
     assert_eq!(stub.requests().len(), 4);
@@ -205,10 +225,10 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
     stub.push_all([
         StubResponse::error(400, "model `test-model` does not support this"),
         StubResponse::error(400, "model `test-model` does not support this"),
-        StubResponse::reply(LOOK_PLAN),
-        StubResponse::reply(LOOK),
-        StubResponse::reply("Noted."),
+        StubResponse::reply(TASK_PLAN),
+        StubResponse::reply(ADD_TASK),
     ]);
+    stub.set_fallback(close_new_tasks);
     let cfg = load_team(&team_file("http-400", &stub.base_url())).unwrap();
     let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
@@ -227,7 +247,7 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         "{reason}"
     );
     wait_for_steps(&team.monitor, "the planned step", |s| {
-        with(s, "process_message", "finished") == 1
+        with(s, "task_manager", "finished") == 2
     })
     .await;
     let reqs = stub.requests();

@@ -977,10 +977,16 @@ function onWriting({ step_id, text }) {
   writing.delete(step_id);
   writing.set(step_id, text);
   if (writing.size > WRITING_KEPT) writing.delete(writing.keys().next().value);
-  // Patched in place when shown: a fast model must not re-render the page a few times a second.
-  const el = document.querySelector(`[data-writing="${CSS.escape(step_id)}"]`);
-  if (el) el.textContent = text;
-  else mark('agents');
+  // Patched in place: a fast model must not re-render the page a few times a second (and the
+  // agent cards are only redrawn when their steps change, which writing does not).
+  let el = document.querySelector(`[data-writing="${CSS.escape(step_id)}"]`);
+  if (!el) {
+    const row = document.querySelector(`li[data-step-id="${CSS.escape(step_id)}"][data-state="running"]`);
+    if (!row) return;
+    el = h('p', { class: 'pre step-writing', testid: 'step-writing', 'data-writing': step_id, title: 'the answer as the model writes it' });
+    row.append(el);
+  }
+  el.textContent = text;
 }
 
 /** Marks what a changed record shows; a person's own record changing may mean new chats. */

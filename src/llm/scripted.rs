@@ -5,6 +5,10 @@
 //! reply may name the ids of the step that asks (`{{task_id}}`, `{{stage_id}}`, `{{step_id}}`,
 //! `{{agent_id}}`). A script that runs out fails that step with a clear message.
 //!
+//! An entry with a `delay_ms` is written out over that pause (the text so far told to the
+//! request's progress, in four pieces), so the console shows it being written as it would a
+//! streamed answer.
+//!
 //! An entry with `when` is a rule instead: never used up, it answers every step whose intention
 //! or text contains that string (the first matching rule wins; the entries without `when` are
 //! the fallback, in order). A script made of rules answers the same however many goals run at
@@ -237,10 +241,23 @@ impl ChatModel for ScriptedModel {
             Ok((text, entry.delay()))
         });
         let prompt_tokens = estimate_tokens(&req.system) + estimate_tokens(&req.prompt);
+        let progress = req.progress;
         Box::pin(async move {
             let (text, delay) = answer?;
             if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
+                // A slow answer is written out over its pause, as a streamed one would be.
+                let pieces = match &progress {
+                    Some(_) => WRITTEN_IN,
+                    None => 1,
+                };
+                let chars: Vec<char> = text.chars().collect();
+                for i in 1..=pieces {
+                    tokio::time::sleep(delay / pieces as u32).await;
+                    if let (Some(p), true) = (&progress, i < pieces) {
+                        let so_far: String = chars[..chars.len() * i / pieces].iter().collect();
+                        p.tell(&so_far);
+                    }
+                }
             }
             let usage = TokenUsage {
                 prompt_tokens,
@@ -255,6 +272,9 @@ impl ChatModel for ScriptedModel {
         })
     }
 }
+
+/// The pieces a scripted answer with a pause is written out in (when the asker follows it).
+const WRITTEN_IN: usize = 4;
 
 /// A scripted model has no tokenizer; it counts about four characters a token, as a rough
 /// stand-in so usage figures are non-zero and comparable between runs.
@@ -314,6 +334,23 @@ mod tests {
             step_text: "Write it\nA haiku about rain".into(),
             progress: None,
         }
+    }
+
+    #[tokio::test]
+    async fn a_slow_answer_is_written_out_over_its_pause() {
+        let script = "replies:\n  w:\n    think:\n      - {text: '<think>abcdefgh</think>', delay_ms: 40}\n";
+        let m = ScriptedModel::new(Script::parse(script).unwrap());
+        let told = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let sink = told.clone();
+        let mut r = req("w", "think");
+        r.progress = Some(crate::llm::AnswerProgress::new(move |t| {
+            sink.lock().unwrap().push(t.to_owned())
+        }));
+        let reply = m.chat(r).await.unwrap();
+        let told = told.lock().unwrap().clone();
+        assert_eq!(told.len(), WRITTEN_IN - 1, "{told:?}");
+        assert!(told.iter().all(|t| reply.text.starts_with(t.as_str())));
+        assert!(told.windows(2).all(|w| w[1].len() > w[0].len()));
     }
 
     #[tokio::test]

@@ -16,15 +16,25 @@ pub fn interpret(
 ) -> Result<SkillOutcome, SkillError> {
     let raw = parse::planned_steps(answer)?;
     let asked = raw.len();
-    if asked == 0 && planner == Skill::Decision && asks_to_act(step) {
-        return Err(SkillError::Invalid(
-            "this message asks you to act: plan at least one step that acts on it".into(),
-        ));
-    }
     let acting = planner == Skill::Decision && asks_to_act(step);
     let (mut accepted, rejected) = check_plan(raw, agent, planner, acting);
     if accepted.is_empty() && asked > 0 {
         return Err(SkillError::EmptyPlan(rejected.join("; ")));
+    }
+    // A goal or notice is acted on only by a task_manager step: what else the plan does first
+    // (hire, ask, message) ends without any duty to go on, and the goal would be dropped.
+    let manages = agent.skills.contains(&Skill::TaskManager);
+    if acting
+        && manages
+        && !accepted
+            .iter()
+            .any(|p| p.executor == Executor::Skill(Skill::TaskManager))
+    {
+        return Err(SkillError::Invalid(
+            "this message asks you to act: plan a task_manager step that acts on it (a goal \
+             becomes a task with add_task), after whatever must come first (hiring, asking)"
+                .into(),
+        ));
     }
     let mut note = None;
     if planner == Skill::Reflection && asked == 0 {

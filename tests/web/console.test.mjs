@@ -219,6 +219,15 @@ try {
     await page.locator('[data-testid="stage-list"] [data-testid="stage-item"]').first().waitFor();
   });
 
+  await step("the writer's answer shows under its running step while it is written", async () => {
+    await page.getByTestId('tab-agents').click();
+    const writing = page.locator('[data-testid="agent-card"][data-agent-id="writer"] [data-testid="step-item"][data-state="running"] [data-testid="step-writing"]');
+    await writing.first().waitFor({ state: 'attached' });
+    const text = (await writing.first().textContent()) || '';
+    if (!text.startsWith('<think>Cold')) throw new Failure(`the text being written is "${text}"`);
+    await page.getByTestId('tab-stages').click();
+  });
+
   await step('the task reaches finished, with every stage finished and a summary', async () => {
     await page.locator(`${q.task(task.id)}[data-state="finished"]`).waitFor();
     await page.getByTestId('task-summary').waitFor();
