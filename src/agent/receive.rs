@@ -1,5 +1,6 @@
 //! receive_message for LLM agents (SPEC §5): free a wait id, obey a runtime instruction, or
-//! turn the message into a reply (`send_message`) or a `process_message` step.
+//! turn the message into a reply (`send_message`), a `process_message` step, or, for a manager
+//! asked to act (the operator's goal, a runtime notice), a `task_manager` or `decision` step.
 
 use crate::ids::StageRef;
 use crate::message::{Instruction, Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER};

@@ -325,6 +325,19 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 }
                 (_, None) => None,
             };
+            let timeout = Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1));
+            if let Some(idle) = stream
+                && idle >= timeout
+            {
+                return Err((
+                    "idle_timeout_secs".into(),
+                    format!(
+                        "{} s is not shorter than timeout_secs ({} s): it would never apply",
+                        idle.as_secs(),
+                        timeout.as_secs()
+                    ),
+                ));
+            }
             if let Some(w) = l.context_window
                 && w < 2048
             {
@@ -352,7 +365,7 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 model_env: l.model_env.clone(),
                 temperature: l.temperature,
                 max_tokens: l.max_tokens,
-                timeout: Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1)),
+                timeout,
                 max_retries: l.max_retries.unwrap_or(3),
                 structured_output,
                 context_window: l.context_window,
@@ -448,6 +461,11 @@ mod tests {
         assert_eq!(
             field("{provider: openai, model: m, stream: true, idle_timeout_secs: 0}"),
             "idle_timeout_secs"
+        );
+        assert_eq!(
+            field("{provider: openai, model: m, stream: true, idle_timeout_secs: 120}"),
+            "idle_timeout_secs",
+            "not shorter than the default timeout_secs"
         );
         assert_eq!(
             field("{provider: scripted, script: Cargo.toml, stream: true}"),

@@ -58,9 +58,6 @@ impl Skill {
         }
     }
 
-    /// Skills an agent may put in a plan (planning/reflection/decision/tool_decision).
-    /// `summary` only reflection may plan; `tool_decision` is never planned: the runtime
-    /// inserts it after every tool step.
     /// Whether a decision on a message that asks a manager to act (an operator's goal, a runtime
     /// notice) may plan this: what acts through the team (tasks, hiring, asking, messages), not
     /// the work itself. A real 1.5B model answered a goal with a quick_think that wrote the
@@ -72,6 +69,9 @@ impl Skill {
         )
     }
 
+    /// Skills an agent may put in a plan (planning/reflection/decision/tool_decision).
+    /// `summary` only reflection may plan; `tool_decision` is never planned: the runtime
+    /// inserts it after every tool step.
     pub fn plannable_by(self, planner: Skill) -> bool {
         match self {
             Skill::ToolDecision => false,

@@ -26,7 +26,7 @@ impl Assembly {
     /// Adds one chunk; true when it added text (the answer grew). A chunk that reports an error
     /// instead (some servers do so mid-stream) ends the answer with that error.
     pub(super) fn push(&mut self, chunk: &Value) -> Result<bool, LlmError> {
-        if let Some(error) = chunk.get("error") {
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
             let message = error
                 .get("message")
                 .and_then(Value::as_str)
@@ -111,7 +111,13 @@ impl Assembly {
         if !field("name").is_empty() {
             call.name = field("name").to_owned();
         }
-        call.arguments.push_str(field("arguments"));
+        // Arguments come as pieces of JSON text; a server that sends them as an object whole
+        // is read the same.
+        match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(piece)) => call.arguments.push_str(piece),
+            Some(whole @ Value::Object(_)) => call.arguments = whole.to_string(),
+            _ => {}
+        }
     }
 
     /// The answer so far.
@@ -132,11 +138,21 @@ impl Assembly {
                 if c.id.is_empty() {
                     c.id = format!("call_{i}");
                 }
+                if c.arguments.trim().is_empty() {
+                    c.arguments = "{}".into();
+                }
                 c
             })
             .collect();
         if self.choices_seen == 0 {
             return Err(LlmError::EmptyAnswer("the stream sent no choices".into()));
+        }
+        // A stream that ends without saying why was cut (a proxy, a dropped connection): its
+        // text may end mid-tag, and must not pass for a whole answer.
+        if self.finish_reason.is_none() {
+            return Err(LlmError::InvalidResponse(
+                "the stream ended before the answer was finished (no finish_reason)".into(),
+            ));
         }
         if self.text.trim().is_empty() && tool_calls.is_empty() {
             let mut why = String::from("the streamed answer has no content");
@@ -207,12 +223,14 @@ mod tests {
             json!({"choices": [{"delta": {"tool_calls": [
                 {"index": 0, "function": {"arguments": "th\": \"a.txt\"}"}}]}}]}),
             json!({"choices": [{"delta": {"tool_calls": [
-                {"index": 1, "function": {"name": "file_save", "arguments": "{}"}}]}}]}),
+                {"index": 1, "function": {"name": "file_save"}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [
+                {"index": 2, "id": "c3", "function": {"name": "file_read", "arguments": {"path": "b"}}}]}}]}),
             json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
         ])
         .unwrap();
         assert_eq!(reply.text, "");
-        assert_eq!(reply.tool_calls.len(), 2);
+        assert_eq!(reply.tool_calls.len(), 3);
         assert_eq!(reply.tool_calls[0].id, "c1");
         assert_eq!(reply.tool_calls[0].arguments, r#"{"path": "a.txt"}"#);
         assert_eq!(reply.tool_calls[1].name, "file_save");
@@ -220,6 +238,8 @@ mod tests {
             reply.tool_calls[1].id, "call_1",
             "an id the server left out is made up"
         );
+        assert_eq!(reply.tool_calls[1].arguments, "{}", "no arguments: an empty object");
+        assert_eq!(reply.tool_calls[2].arguments, r#"{"path":"b"}"#);
     }
 
     #[test]
@@ -236,6 +256,12 @@ mod tests {
             "{empty:?}"
         );
         assert!(matches!(assemble(&[]), Err(LlmError::EmptyAnswer(_))));
+        let unfinished = assemble(&[text("<think>Cold rai")]);
+        assert!(
+            matches!(&unfinished, Err(LlmError::InvalidResponse(why)) if why.contains("finish_reason")),
+            "{unfinished:?}"
+        );
+        assert!(Assembly::default().push(&json!({"error": null, "choices": []})).is_ok());
         let error = assemble(&[text("x"), json!({"error": {"message": "out of memory"}})]);
         assert!(
             matches!(&error, Err(LlmError::InvalidResponse(why)) if why.contains("out of memory")),
