@@ -81,7 +81,10 @@ async fn the_mailbox_takes_messages_while_a_step_waits_for_its_llm() {
             .all(|s| s.execution_state == StepExecutionState::Finished)
     );
     let order: Vec<String> = run.iter().map(|(e, _)| e.clone()).collect();
-    assert_eq!(order, ["decision", "task_manager", "decision", "task_manager"]);
+    assert_eq!(
+        order,
+        ["decision", "task_manager", "decision", "task_manager"]
+    );
     assert!(run[2].1.contains("second") && run[3].1 == "second");
     assert_eq!(
         steps[3].execute_result.as_ref().unwrap()["task_instruction"]["task_name"],

@@ -303,3 +303,37 @@ fn origins_must_be_listed_when_present() {
     assert!(check_origin(&h, &allowed).is_err());
     assert!(check_origin(&h, &["*".to_owned()]).is_ok());
 }
+
+#[tokio::test]
+async fn an_answer_being_written_reaches_the_feed_beside_the_events() {
+    let m = Monitor::new(64);
+    let (tx, mut rx) = mpsc::channel(64);
+    let (_close, closing) = watch::channel(false);
+    let feed = tokio::spawn({
+        let m = m.clone();
+        async move { run_feed(tx, silent(), &m, &me(), cfg(5_000), closing).await }
+    });
+    assert_eq!(text(rx.next().await.unwrap())["type"], "snapshot");
+    // The feed subscribes to answers being written once its snapshot is out.
+    let mut frame = Value::Null;
+    for _ in 0..100 {
+        m.writing(&"w".into(), &"s1".into(), "<think>Cold ra");
+        if let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(20), rx.next()).await {
+            frame = text(f);
+            break;
+        }
+    }
+    assert_eq!(frame["type"], "writing", "{frame}");
+    assert_eq!(frame["step_id"], "s1");
+    assert_eq!(frame["agent_id"], "w");
+    assert_eq!(frame["text"], "<think>Cold ra");
+    assert_eq!(frame["cut"], false);
+    // Change events still flow, as ever.
+    m.publish(task("t1", 1));
+    let mut next = text(rx.next().await.unwrap());
+    while next["type"] == "writing" {
+        next = text(rx.next().await.unwrap());
+    }
+    assert_eq!(events(&next)[0]["op"], "created");
+    feed.abort();
+}

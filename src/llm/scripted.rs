@@ -338,7 +338,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_answer_is_written_out_over_its_pause() {
-        let script = "replies:\n  w:\n    think:\n      - {text: '<think>abcdefgh</think>', delay_ms: 40}\n";
+        let script =
+            "replies:\n  w:\n    think:\n      - {text: '<think>abcdefgh</think>', delay_ms: 40}\n";
         let m = ScriptedModel::new(Script::parse(script).unwrap());
         let told = std::sync::Arc::new(Mutex::new(Vec::new()));
         let sink = told.clone();

@@ -45,12 +45,11 @@ impl Published {
 /// "text"}` with the text so far (its newest [`WRITING_SHOWN`] characters).
 #[derive(Debug)]
 pub struct Writing {
-    pub step_id: StepId,
     pub json: Bytes,
 }
 
 /// How many characters of an answer being written a frame shows: its end, where it grows.
-pub const WRITING_SHOWN: usize = 4000;
+pub const WRITING_SHOWN: usize = 2000;
 
 /// Answers being written that a slow reader may fall behind on; older ones are skipped.
 const WRITING_BUFFER: usize = 64;
@@ -67,7 +66,6 @@ impl Writing {
             "cut": skip > 0,
         });
         Writing {
-            step_id: step_id.clone(),
             json: Bytes::from(serde_json::to_vec(&json).unwrap_or_default()),
         }
     }

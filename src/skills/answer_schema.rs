@@ -492,7 +492,10 @@ mod tests {
         let allocation = |a: &AgentState| {
             let schema = answer_schema(Skill::TaskManager, a, &step, &team);
             let add_stage = schema["properties"]["task_instruction"]["anyOf"][0].clone();
-            assert_eq!(add_stage["properties"]["action"]["enum"], json!(["add_stage"]));
+            assert_eq!(
+                add_stage["properties"]["action"]["enum"],
+                json!(["add_stage"])
+            );
             add_stage["properties"]["stages"]["items"]["properties"]["agent_allocation"].clone()
         };
         let fixed = allocation(&a);
@@ -501,7 +504,10 @@ mod tests {
         assert_eq!(fixed["additionalProperties"], false);
         assert_eq!(fixed["minProperties"], 1);
         a.skills.push(Skill::AgentManager);
-        assert!(allocation(&a)["additionalProperties"].is_object(), "a hire may be named");
+        assert!(
+            allocation(&a)["additionalProperties"].is_object(),
+            "a hire may be named"
+        );
     }
 
     #[test]

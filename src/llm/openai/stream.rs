@@ -238,7 +238,10 @@ mod tests {
             reply.tool_calls[1].id, "call_1",
             "an id the server left out is made up"
         );
-        assert_eq!(reply.tool_calls[1].arguments, "{}", "no arguments: an empty object");
+        assert_eq!(
+            reply.tool_calls[1].arguments, "{}",
+            "no arguments: an empty object"
+        );
         assert_eq!(reply.tool_calls[2].arguments, r#"{"path":"b"}"#);
     }
 
@@ -261,7 +264,11 @@ mod tests {
             matches!(&unfinished, Err(LlmError::InvalidResponse(why)) if why.contains("finish_reason")),
             "{unfinished:?}"
         );
-        assert!(Assembly::default().push(&json!({"error": null, "choices": []})).is_ok());
+        assert!(
+            Assembly::default()
+                .push(&json!({"error": null, "choices": []}))
+                .is_ok()
+        );
         let error = assemble(&[text("x"), json!({"error": {"message": "out of memory"}})]);
         assert!(
             matches!(&error, Err(LlmError::InvalidResponse(why)) if why.contains("out of memory")),
