@@ -101,7 +101,7 @@ async fn a_stream_that_stops_sending_fails_after_the_idle_timeout_and_is_retried
     assert!(error.to_string().contains("sent nothing"), "{error}");
 
     // With a retry, the next attempt answers.
-    stub.push(StubResponse::streamed(&["<think>Cold ", "rain</think>"], None).hanging_after(1));
+    stub.push(StubResponse::streamed(&["<think>Cold ", "rain</think>"], None).hanging_after(2));
     stub.push(StubResponse::streamed(&["<think>Cold rain</think>"], None));
     s.max_retries = 1;
     let reply = OpenAiModel::new(s)
@@ -113,6 +113,31 @@ async fn a_stream_that_stops_sending_fails_after_the_idle_timeout_and_is_retried
     assert_eq!(stub.attempts(), 3);
     // No usage chunk: the tokens are estimated, never zero.
     assert!(reply.usage.prompt_tokens > 0 && reply.usage.completion_tokens > 0);
+}
+
+/// Before its first piece, an answer may take `timeout_secs` (a CPU model reads the prompt
+/// first): the idle timeout starts once it writes, and a slow writer is not cut off.
+#[tokio::test]
+async fn the_first_piece_may_take_the_request_timeout_and_a_slow_writer_is_not_cut_off() {
+    let stub = OpenAiStub::start().await;
+    // Nothing but the opening chunk, then silence: that is the request timeout's to end.
+    stub.push(StubResponse::streamed(&["<think>x</think>"], None).hanging_after(1));
+    let mut s = settings(stub.base_url(), Duration::from_millis(100));
+    s.request_timeout = Duration::from_millis(600);
+    let error = OpenAiModel::new(s.clone())
+        .unwrap()
+        .chat(request(None))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::Timeout(_)), "{error}");
+    // Six pieces 200 ms apart: longer in all than the request timeout, each within the idle.
+    stub.push(
+        StubResponse::streamed(&["<think>", "Cold ", "rain ", "on ", "the eaves", "</think>"], None)
+            .with_event_delay(Duration::from_millis(200)),
+    );
+    s.stream = Some(Duration::from_millis(450));
+    let reply = OpenAiModel::new(s).unwrap().chat(request(None)).await.unwrap();
+    assert_eq!(reply.text, "<think>Cold rain on the eaves</think>");
 }
 
 #[tokio::test]

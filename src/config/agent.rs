@@ -326,18 +326,6 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
                 (_, None) => None,
             };
             let timeout = Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1));
-            if let Some(idle) = stream
-                && idle >= timeout
-            {
-                return Err((
-                    "idle_timeout_secs".into(),
-                    format!(
-                        "{} s is not shorter than timeout_secs ({} s): it would never apply",
-                        idle.as_secs(),
-                        timeout.as_secs()
-                    ),
-                ));
-            }
             if let Some(w) = l.context_window
                 && w < 2048
             {
@@ -461,11 +449,6 @@ mod tests {
         assert_eq!(
             field("{provider: openai, model: m, stream: true, idle_timeout_secs: 0}"),
             "idle_timeout_secs"
-        );
-        assert_eq!(
-            field("{provider: openai, model: m, stream: true, idle_timeout_secs: 120}"),
-            "idle_timeout_secs",
-            "not shorter than the default timeout_secs"
         );
         assert_eq!(
             field("{provider: scripted, script: Cargo.toml, stream: true}"),

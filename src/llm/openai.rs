@@ -88,8 +88,9 @@ pub struct OpenAiSettings {
     /// instruction_generation → tool → tool_decision chain.
     pub native_tools: bool,
     /// `Some(idle timeout)`: answers are streamed (`stream: true`); the growing text goes to the
-    /// request's [`AnswerProgress`], and a stream that sends nothing for the idle timeout is
-    /// given up on (and retried) without waiting for `request_timeout`.
+    /// request's [`AnswerProgress`]. `request_timeout` then bounds the wait for the answer's
+    /// first piece, and the idle timeout each wait after it: a stream that stops is given up on
+    /// (and retried) after the idle timeout, one that keeps writing is never cut off.
     pub stream: Option<Duration>,
 }
 
@@ -355,9 +356,11 @@ async fn attempt(
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 /// One streamed `client.chat().create_stream(..)`: chunks are read as they come and put
-/// together ([`stream::Assembly`]), the text so far goes to the request's progress. The whole
-/// attempt is bounded by `request_timeout`, and each wait for the next chunk by `idle`: a hung
-/// endpoint is noticed after `idle`, not after the whole request's time.
+/// together ([`stream::Assembly`]), the text so far goes to the request's progress. The answer's
+/// first piece must come within `request_timeout` (the endpoint reads the prompt first, which
+/// takes a CPU model minutes), and each later one within `idle` of the one before: a hung
+/// endpoint is noticed after `idle`, while a slow one that keeps writing is never cut off
+/// (`max_tokens` bounds how long it writes).
 async fn attempt_streamed(
     inner: &Inner,
     mut body: CreateChatCompletionRequest,
@@ -371,22 +374,26 @@ async fn attempt_streamed(
         include_usage: Some(true),
         include_obfuscation: None,
     });
-    let deadline = Instant::now() + inner.settings.request_timeout;
-    let next_wait = || deadline.min(Instant::now() + idle);
+    let first_by = Instant::now() + inner.settings.request_timeout;
     let chat = inner.client.chat();
-    let opened = timeout_at(next_wait(), chat.create_stream_byot::<_, Value>(body)).await;
+    let opened = timeout_at(first_by, chat.create_stream_byot::<_, Value>(body)).await;
     let mut chunks = match opened {
-        Err(_) if Instant::now() >= deadline => return Err(AttemptFailure::Timeout),
-        Err(_) => return Err(AttemptFailure::Stalled(idle)),
+        Err(_) => return Err(AttemptFailure::Timeout),
         Ok(Err(error)) => return classify(error),
         Ok(Ok(chunks)) => chunks,
     };
     let mut answer = stream::Assembly::default();
     let mut told = Instant::now();
     loop {
-        let chunk = match timeout_at(next_wait(), chunks.next()).await {
-            Err(_) if Instant::now() >= deadline => return Err(AttemptFailure::Timeout),
-            Err(_) => return Err(AttemptFailure::Stalled(idle)),
+        let writing = answer.has_output();
+        let wait_until = if writing {
+            Instant::now() + idle
+        } else {
+            first_by
+        };
+        let chunk = match timeout_at(wait_until, chunks.next()).await {
+            Err(_) if writing => return Err(AttemptFailure::Stalled(idle)),
+            Err(_) => return Err(AttemptFailure::Timeout),
             Ok(None) => break,
             Ok(Some(Err(OpenAIError::StreamError(e)))) => {
                 return Err(AttemptFailure::Connection(format!("the stream broke: {e}")));
@@ -415,7 +422,7 @@ async fn attempt_streamed(
 enum AttemptFailure {
     /// A non-2xx answer.
     Status(HttpStatus),
-    /// No whole answer within `request_timeout`.
+    /// No whole answer within `request_timeout` (streamed: no first piece of one).
     Timeout,
     /// A streamed answer that sent nothing for this long.
     Stalled(Duration),

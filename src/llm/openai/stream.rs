@@ -120,6 +120,11 @@ impl Assembly {
         }
     }
 
+    /// Whether the answer has begun: some text or a tool call.
+    pub(super) fn has_output(&self) -> bool {
+        !self.text.is_empty() || !self.calls.is_empty()
+    }
+
     /// The answer so far.
     pub(super) fn text(&self) -> &str {
         &self.text
