@@ -580,10 +580,16 @@ async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() 
                 && st.text_content.contains("Blue, please.")
                 && st.execution_state == StepExecutionState::Finished
         });
-        (s.step_lock.is_empty() && digested).then_some(s)
+        let idle = s.agent_step.todo_len() == 0 && s.agent_step.running().is_none();
+        (s.step_lock.is_empty() && digested && idle).then_some(s)
     })
     .await;
-    assert_eq!(done.agent_step.todo_len(), 0);
+    assert!(
+        done.agent_step
+            .steps()
+            .iter()
+            .all(|st| st.execution_state == StepExecutionState::Finished)
+    );
     // The monitor saw the release too.
     let seen = get(&app, "/api/state/manager", &alice).await;
     assert_eq!(seen.body["state"]["step_lock"], json!([]));

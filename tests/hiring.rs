@@ -159,6 +159,9 @@ replies:
       - "Noted."
       - "Noted."
     decision:
+      # This manager may hire: the notice that its task was created is a decision step too.
+      - when: "was created with you as its manager"
+        text: '<planned_step>[{"step_intention": "Close it", "type": "skill", "executor": "task_manager", "text_content": "finish it"}]</planned_step>'
       - |
         <planned_step>[
           {"step_intention": "Hire from a template that does not exist", "type": "skill", "executor": "agent_manager", "text_content": "poet"},
@@ -166,8 +169,13 @@ replies:
           {"step_intention": "Hire a browser", "type": "skill", "executor": "agent_manager", "text_content": "browser"},
           {"step_intention": "Hire an analyst", "type": "skill", "executor": "agent_manager", "text_content": "analyst"},
           {"step_intention": "Look at the new agent and myself", "type": "skill", "executor": "ask_info", "text_content": "agent_states"},
-          {"step_intention": "Ask about a task that does not exist", "type": "skill", "executor": "ask_info", "text_content": "task"}
+          {"step_intention": "Ask about a task that does not exist", "type": "skill", "executor": "ask_info", "text_content": "task"},
+          {"step_intention": "Make the goal a task", "type": "skill", "executor": "task_manager", "text_content": "add_task"}
         ]</planned_step>
+    task_manager:
+      - when: "finish it"
+        text: '<task_instruction>{"action": "finish_task", "task_id": "{{task_id}}", "task_summary": "grown"}</task_instruction>'
+      - '<task_instruction>{"action": "add_task", "task_name": "Grow", "task_intention": "Grow the team"}</task_instruction>'
     agent_manager:
       - '<agent_instruction>{"action": "init_new_agent", "template": "poet", "agent_id": "p1"}</agent_instruction>'
       - '<agent_instruction>{"action": "init_new_agent", "template": "analyst", "agent_id": "writer"}</agent_instruction>'
@@ -188,7 +196,8 @@ async fn unknown_template_taken_id_and_a_missing_tool_fail_the_step_with_the_rea
     let team = start_team(&cfg, &host()).unwrap();
     team.submit_goal(None, "Grow the team").await.unwrap();
 
-    // Done when the answer to the query about an unknown task has been read.
+    // Done when the answer to the query about an unknown task has been read and the manager
+    // has nothing left to do.
     let mut s = Value::Null;
     for _ in 0..400 {
         s = team.monitor.all();
@@ -200,7 +209,8 @@ async fn unknown_template_taken_id_and_a_missing_tool_fail_the_step_with_the_rea
                     .unwrap_or("")
                     .contains("There is no task `no-such-task`.")
         });
-        if read {
+        // …and the task the plan ends with was made and closed.
+        if read && s["agent"]["manager"]["working_state"] == "idle" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -248,7 +258,7 @@ async fn unknown_template_taken_id_and_a_missing_tool_fail_the_step_with_the_rea
         "created from template `analyst`",
         "#### Agent `manager`",
         "running: `ask_info` running: Look at the new agent and myself",
-        "next steps (1 queued):",
+        "next steps (2 queued):",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }

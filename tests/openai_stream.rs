@@ -132,11 +132,18 @@ async fn the_first_piece_may_take_the_request_timeout_and_a_slow_writer_is_not_c
     assert!(matches!(error, LlmError::Timeout(_)), "{error}");
     // Six pieces 200 ms apart: longer in all than the request timeout, each within the idle.
     stub.push(
-        StubResponse::streamed(&["<think>", "Cold ", "rain ", "on ", "the eaves", "</think>"], None)
-            .with_event_delay(Duration::from_millis(200)),
+        StubResponse::streamed(
+            &["<think>", "Cold ", "rain ", "on ", "the eaves", "</think>"],
+            None,
+        )
+        .with_event_delay(Duration::from_millis(200)),
     );
     s.stream = Some(Duration::from_millis(450));
-    let reply = OpenAiModel::new(s).unwrap().chat(request(None)).await.unwrap();
+    let reply = OpenAiModel::new(s)
+        .unwrap()
+        .chat(request(None))
+        .await
+        .unwrap();
     assert_eq!(reply.text, "<think>Cold rain on the eaves</think>");
 }
 
