@@ -38,13 +38,11 @@ use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
-use async_openai::types::chat::ChatCompletionStreamOptions;
 use async_openai::types::chat::CreateChatCompletionRequest;
 use futures::future::BoxFuture;
 use reply::{reply_from_response, reply_leniently};
 use request::{completion_request, finish_reply};
 use reqwest::header::HeaderValue;
-use serde_json::Value;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -341,7 +339,7 @@ async fn attempt(
     request: &ChatRequest,
 ) -> Result<ChatReply, AttemptFailure> {
     if let Some(idle) = inner.settings.stream {
-        return attempt_streamed(inner, body, request, idle).await;
+        return stream::attempt(inner, body, request, idle).await;
     }
     let chat = inner.client.chat();
     match tokio::time::timeout(inner.settings.request_timeout, chat.create(body)).await {
@@ -349,72 +347,6 @@ async fn attempt(
         Ok(Ok(response)) => reply_from_response(response).map_err(AttemptFailure::BadAnswer),
         Ok(Err(error)) => classify(error),
     }
-}
-
-/// How often a streamed answer's growing text is passed on: often enough to watch it being
-/// written, seldom enough that a fast model does not flood the event stream.
-const PROGRESS_EVERY: Duration = Duration::from_millis(250);
-
-/// One streamed `client.chat().create_stream(..)`: chunks are read as they come and put
-/// together ([`stream::Assembly`]), the text so far goes to the request's progress. The answer's
-/// first piece must come within `request_timeout` (the endpoint reads the prompt first, which
-/// takes a CPU model minutes), and each later one within `idle` of the one before: a hung
-/// endpoint is noticed after `idle`, while a slow one that keeps writing is never cut off
-/// (`max_tokens` bounds how long it writes).
-async fn attempt_streamed(
-    inner: &Inner,
-    mut body: CreateChatCompletionRequest,
-    request: &ChatRequest,
-    idle: Duration,
-) -> Result<ChatReply, AttemptFailure> {
-    use futures::StreamExt;
-    use tokio::time::{Instant, timeout_at};
-    body.stream = Some(true);
-    body.stream_options = Some(ChatCompletionStreamOptions {
-        include_usage: Some(true),
-        include_obfuscation: None,
-    });
-    let first_by = Instant::now() + inner.settings.request_timeout;
-    let chat = inner.client.chat();
-    let opened = timeout_at(first_by, chat.create_stream_byot::<_, Value>(body)).await;
-    let mut chunks = match opened {
-        Err(_) => return Err(AttemptFailure::Timeout),
-        Ok(Err(error)) => return classify(error),
-        Ok(Ok(chunks)) => chunks,
-    };
-    let mut answer = stream::Assembly::default();
-    let mut told = Instant::now();
-    loop {
-        let writing = answer.has_output();
-        let wait_until = if writing {
-            Instant::now() + idle
-        } else {
-            first_by
-        };
-        let chunk = match timeout_at(wait_until, chunks.next()).await {
-            Err(_) if writing => return Err(AttemptFailure::Stalled(idle)),
-            Err(_) => return Err(AttemptFailure::Timeout),
-            Ok(None) => break,
-            Ok(Some(Err(OpenAIError::StreamError(e)))) => {
-                return Err(AttemptFailure::Connection(format!("the stream broke: {e}")));
-            }
-            Ok(Some(Err(error))) => {
-                return Err(AttemptFailure::BadAnswer(LlmError::InvalidResponse(
-                    error.to_string(),
-                )));
-            }
-            Ok(Some(Ok(chunk))) => chunk,
-        };
-        let grew = answer.push(&chunk).map_err(AttemptFailure::BadAnswer)?;
-        if grew
-            && told.elapsed() >= PROGRESS_EVERY
-            && let Some(progress) = &request.progress
-        {
-            progress.tell(answer.text());
-            told = Instant::now();
-        }
-    }
-    answer.finish().map_err(AttemptFailure::BadAnswer)
 }
 
 /// Why one attempt did not produce a reply.

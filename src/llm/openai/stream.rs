@@ -1,11 +1,81 @@
-//! A streamed chat completion (`stream: true`) put back together: each chunk's delta adds to the
-//! answer's text and tool calls, the last chunks bring `finish_reason` and `usage`. Chunks are
-//! read as plain JSON, leniently, so a local server's (fields missing or extra) do as well as
-//! OpenAI's.
+//! A streamed chat completion (`stream: true`): one attempt that reads the chunks as they come,
+//! and their assembly. Each chunk's delta adds to the answer's text and tool calls, the last
+//! chunks bring `finish_reason` and `usage`. Chunks are read as plain JSON, leniently, so a local
+//! server's (fields missing or extra) do as well as OpenAI's.
 
-use crate::llm::{ChatReply, LlmError, ToolCall};
+use super::{AttemptFailure, Inner, classify};
+use crate::llm::{ChatReply, ChatRequest, LlmError, ToolCall};
 use crate::state::TokenUsage;
+use async_openai::error::OpenAIError;
+use async_openai::types::chat::{ChatCompletionStreamOptions, CreateChatCompletionRequest};
 use serde_json::Value;
+use std::time::Duration;
+
+/// How often a streamed answer's growing text is passed on: often enough to watch it being
+/// written, seldom enough that a fast model does not flood the event stream.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// One streamed `client.chat().create_stream(..)`: chunks are read as they come and put
+/// together ([`Assembly`]), the text so far goes to the request's progress. The answer's
+/// first piece must come within `request_timeout` (the endpoint reads the prompt first, which
+/// takes a CPU model minutes), and each later one within `idle` of the one before: a hung
+/// endpoint is noticed after `idle`, while a slow one that keeps writing is never cut off
+/// (`max_tokens` bounds how long it writes).
+pub(super) async fn attempt(
+    inner: &Inner,
+    mut body: CreateChatCompletionRequest,
+    request: &ChatRequest,
+    idle: Duration,
+) -> Result<ChatReply, AttemptFailure> {
+    use futures::StreamExt;
+    use tokio::time::{Instant, timeout_at};
+    body.stream = Some(true);
+    body.stream_options = Some(ChatCompletionStreamOptions {
+        include_usage: Some(true),
+        include_obfuscation: None,
+    });
+    let first_by = Instant::now() + inner.settings.request_timeout;
+    let chat = inner.client.chat();
+    let opened = timeout_at(first_by, chat.create_stream_byot::<_, Value>(body)).await;
+    let mut chunks = match opened {
+        Err(_) => return Err(AttemptFailure::Timeout),
+        Ok(Err(error)) => return classify(error),
+        Ok(Ok(chunks)) => chunks,
+    };
+    let mut answer = Assembly::default();
+    let mut told = Instant::now();
+    loop {
+        let writing = answer.has_output();
+        let wait_until = if writing {
+            Instant::now() + idle
+        } else {
+            first_by
+        };
+        let chunk = match timeout_at(wait_until, chunks.next()).await {
+            Err(_) if writing => return Err(AttemptFailure::Stalled(idle)),
+            Err(_) => return Err(AttemptFailure::Timeout),
+            Ok(None) => break,
+            Ok(Some(Err(OpenAIError::StreamError(e)))) => {
+                return Err(AttemptFailure::Connection(format!("the stream broke: {e}")));
+            }
+            Ok(Some(Err(error))) => {
+                return Err(AttemptFailure::BadAnswer(LlmError::InvalidResponse(
+                    error.to_string(),
+                )));
+            }
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        let grew = answer.push(&chunk).map_err(AttemptFailure::BadAnswer)?;
+        if grew
+            && told.elapsed() >= PROGRESS_EVERY
+            && let Some(progress) = &request.progress
+        {
+            progress.tell(answer.text());
+            told = Instant::now();
+        }
+    }
+    answer.finish().map_err(AttemptFailure::BadAnswer)
+}
 
 /// What the chunks so far make.
 #[derive(Debug, Default)]

@@ -1,0 +1,434 @@
+//! Unit tests of receive_message: waits, instructions, replies, digests and acting steps.
+use super::*;
+use crate::ids::{StageId, TaskId, WaitId};
+use crate::state::StepExecutionState;
+
+fn agent() -> AgentState {
+    AgentState::new("b".into(), "B".into(), "r".into(), "p".into())
+}
+
+fn msg(text: &str) -> Message {
+    Message::notice(
+        "t".into(),
+        "a".into(),
+        vec!["b".into()],
+        StageRef::Stage(StageId::from("s")),
+        text.into(),
+    )
+}
+
+/// A message from the runtime itself, the only sender whose instructions are obeyed.
+fn sys(text: &str) -> Message {
+    let mut m = msg(text);
+    m.sender_id = crate::message::TASK_STATE_SENDER.into();
+    m
+}
+
+fn executors(a: &AgentState) -> Vec<String> {
+    a.agent_step
+        .todo()
+        .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
+        .collect()
+}
+
+#[test]
+fn a_message_needing_no_reply_becomes_a_process_message_step_at_the_end() {
+    let mut a = agent();
+    a.add_steps(vec![StepState::new(
+        "t".into(),
+        StageRef::NoRelative,
+        "b".into(),
+        Executor::Skill(Skill::Think),
+        "x",
+        "",
+    )]);
+    receive_message(&mut a, &msg("hello"));
+    assert_eq!(executors(&a), ["think", "process_message"]);
+    let last = a.agent_step.steps().last().unwrap();
+    assert!(last.text_content.contains("hello"));
+    assert_eq!(last.stage_id, StageRef::Stage(StageId::from("s")));
+}
+
+#[test]
+fn a_notice_or_goal_goes_straight_to_the_skill_that_acts_on_it() {
+    let skills = |extra: &[Skill]| {
+        let mut a = agent();
+        a.skills = [Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]
+            .into_iter()
+            .chain(extra.iter().copied())
+            .collect();
+        a
+    };
+    let goal = Message::notice(
+        TaskId::from("base"),
+        crate::ids::AgentId::from(OPERATOR),
+        vec!["b".into()],
+        StageRef::NoRelative,
+        "Write a haiku.".into(),
+    );
+    // A manager that can only manage tasks: a notice is a task_manager step at once; a goal,
+    // which may need several tasks, a decision step.
+    let mut a = skills(&[]);
+    receive_message(
+        &mut a,
+        &sys("Every agent of stage s has submitted its summary."),
+    );
+    receive_message(&mut a, &goal);
+    assert_eq!(executors(&a), ["task_manager", "decision"]);
+    for id in a.agent_step.todo() {
+        assert!(asks_to_act(a.agent_step.get(id).unwrap()));
+    }
+    let last = a.agent_step.todo().last().unwrap();
+    assert!(
+        a.agent_step
+            .get(last)
+            .unwrap()
+            .text_content
+            .ends_with("Write a haiku.")
+    );
+    // One that may hire or ask first: a decision step for a notice too.
+    let mut b = skills(&[Skill::AgentManager]);
+    receive_message(
+        &mut b,
+        &sys("Every agent of stage s has submitted its summary."),
+    );
+    assert_eq!(executors(&b), ["decision"]);
+    // Without decision, task_manager is the only way to act.
+    let mut d = skills(&[]);
+    d.skills.retain(|s| *s != Skill::Decision);
+    receive_message(&mut d, &goal);
+    assert_eq!(executors(&d), ["task_manager"]);
+    // A colleague's message is still digested.
+    let mut c = skills(&[]);
+    receive_message(&mut c, &msg("Thanks!"));
+    assert_eq!(executors(&c), ["process_message"]);
+}
+
+#[test]
+fn a_waiting_sender_gets_a_reply_step_next_carrying_its_wait_id() {
+    let mut a = agent();
+    a.add_steps(vec![StepState::new(
+        "t".into(),
+        StageRef::NoRelative,
+        "b".into(),
+        Executor::Skill(Skill::Think),
+        "x",
+        "",
+    )]);
+    let mut m = msg("question?");
+    m.receiver = vec!["c".into(), "b".into()];
+    m.need_reply = true;
+    m.waiting = Some(vec!["w-c".into(), "w-b".into()]);
+    receive_message(&mut a, &m);
+    assert_eq!(executors(&a), ["send_message", "think"]);
+    let reply = a
+        .agent_step
+        .get(a.agent_step.todo().next().unwrap())
+        .unwrap();
+    assert!(
+        reply
+            .text_content
+            .ends_with("<return_waiting_id>w-b</return_waiting_id>")
+    );
+}
+
+#[test]
+fn a_reply_without_waiting_is_appended() {
+    let mut a = agent();
+    a.add_steps(vec![StepState::new(
+        "t".into(),
+        StageRef::NoRelative,
+        "b".into(),
+        Executor::Skill(Skill::Think),
+        "x",
+        "",
+    )]);
+    let mut m = msg("q");
+    m.need_reply = true;
+    receive_message(&mut a, &m);
+    assert_eq!(executors(&a), ["think", "send_message"]);
+    assert!(
+        !a.agent_step.steps()[1]
+            .text_content
+            .contains("return_waiting_id")
+    );
+}
+
+#[test]
+fn the_answer_to_a_wait_frees_the_lock_and_is_processed_next() {
+    let mut a = agent();
+    a.step_lock
+        .hold([WaitId::from("w1")], &"t".into(), &StageRef::NoRelative);
+    a.add_steps(vec![StepState::new(
+        "t".into(),
+        StageRef::NoRelative,
+        "b".into(),
+        Executor::Skill(Skill::Think),
+        "x",
+        "",
+    )]);
+    let mut m = msg("answer");
+    m.return_waiting_id = Some("w1".into());
+    receive_message(&mut a, &m);
+    assert!(a.step_lock.is_empty());
+    assert_eq!(executors(&a), ["process_message", "think"]);
+}
+
+#[test]
+fn start_stage_adds_a_planning_step_with_the_stage_and_goal() {
+    let mut a = agent();
+    let i = Instruction::StartStage {
+        stage_id: "s9".into(),
+        task_intention: "write".into(),
+        stage_intention: "draft it".into(),
+        goal: "draft para 1".into(),
+        colleagues: vec![crate::message::Colleague {
+            agent_id: "c".into(),
+            role: "critic".into(),
+            goal: "critique".into(),
+        }],
+        colleagues_unlisted: 40,
+    };
+    receive_message(&mut a, &sys(&i.embed()));
+    let s = &a.agent_step.steps()[0];
+    assert_eq!(s.executor, Executor::Skill(Skill::Planning));
+    assert_eq!(s.stage_id, StageRef::Stage(StageId::from("s9")));
+    assert!(s.text_content.contains("draft it") && s.text_content.contains("draft para 1"));
+    assert!(
+        s.text_content.contains("`c` (critic): critique"),
+        "colleagues are listed"
+    );
+    assert!(
+        s.text_content.contains("and 40 more agents"),
+        "the rest are counted"
+    );
+    assert!(a.holds(&"t".into(), &StageRef::Stage(StageId::from("s9"))));
+}
+
+#[test]
+fn finish_stage_and_finish_task_drop_steps_as_failed() {
+    let mut a = agent();
+    let s = StageRef::Stage(StageId::from("s"));
+    a.add_steps(vec![
+        StepState::new(
+            "t".into(),
+            s.clone(),
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "done",
+            "",
+        ),
+        StepState::new(
+            "t".into(),
+            s.clone(),
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "1",
+            "",
+        ),
+        StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "2",
+            "",
+        ),
+    ]);
+    let done = a.start_next().unwrap().step_id.clone();
+    crate::agent::settle_step(&mut a, &done, None, &[]);
+    let r = receive_message(
+        &mut a,
+        &sys(&Instruction::FinishStage {
+            stage_id: "s".into(),
+        }
+        .embed()),
+    );
+    assert_eq!(
+        r.dropped.len(),
+        1,
+        "the finished step keeps its record; only the unrun one is failed"
+    );
+    assert_eq!(r.dropped[0].step_intention, "1");
+    assert_eq!(r.dropped[0].execution_state, StepExecutionState::Failed);
+    assert!(
+        r.dropped[0]
+            .failure_reason()
+            .unwrap()
+            .contains("stage was finished")
+    );
+    let r = receive_message(
+        &mut a,
+        &sys(&Instruction::FinishTask {
+            task_id: "t".into(),
+        }
+        .embed()),
+    );
+    assert_eq!(r.dropped.len(), 1);
+    assert_eq!(a.agent_step.steps().len(), 0);
+    assert!(a.working_memory.is_empty());
+}
+
+#[test]
+fn no_relative_messages_survive_the_cleanup_of_stages_and_of_other_tasks() {
+    let mut a = agent();
+    let loose = |task: &str, text: &str| {
+        let mut m = msg(text);
+        m.task_id = task.into();
+        m.stage_relative = StageRef::NoRelative;
+        m
+    };
+    receive_message(&mut a, &msg("about the stage"));
+    receive_message(&mut a, &loose("t", "about the task"));
+    receive_message(&mut a, &loose("base", "from the operator"));
+    receive_message(
+        &mut a,
+        &sys(&Instruction::FinishStage {
+            stage_id: "s".into(),
+        }
+        .embed()),
+    );
+    let texts = |a: &AgentState| -> Vec<String> {
+        a.agent_step
+            .todo()
+            .map(|id| a.agent_step.get(id).unwrap().text_content.clone())
+            .collect()
+    };
+    let left = texts(&a);
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left[0].contains("about the task") && left[1].contains("from the operator"));
+    assert!(a.holds(&"t".into(), &StageRef::NoRelative));
+    receive_message(
+        &mut a,
+        &sys(&Instruction::FinishTask {
+            task_id: "t".into(),
+        }
+        .embed()),
+    );
+    let left = texts(&a);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].contains("from the operator"));
+    assert!(a.holds(&"base".into(), &StageRef::NoRelative));
+    assert!(!a.working_memory.contains_key(&TaskId::from("t")));
+}
+
+#[test]
+fn an_ask_info_answer_is_read_at_once_and_never_obeyed() {
+    let mut a = agent();
+    a.step_lock.hold(
+        ["w1".into()],
+        &"t".into(),
+        &StageRef::Stage(StageId::from("s")),
+    );
+    let mut m = msg(&format!(
+        "[SyncState] Answer\n{}",
+        Instruction::FinishTask {
+            task_id: "t".into()
+        }
+        .embed()
+    ));
+    m.sender_id = crate::message::SYNC_STATE_SENDER.into();
+    m.return_waiting_id = Some("w1".into());
+    a.add_steps(vec![StepState::new(
+        "t".into(),
+        StageRef::Stage(StageId::from("s")),
+        "b".into(),
+        Executor::Skill(Skill::Think),
+        "later",
+        "",
+    )]);
+    let r = receive_message(&mut a, &m);
+    assert!(
+        r.dropped.is_empty(),
+        "an instruction inside an answer is only text"
+    );
+    assert!(a.step_lock.is_empty());
+    assert_eq!(executors(&a), ["process_message", "think"]);
+}
+
+#[test]
+fn an_ask_info_answer_after_its_stage_finished_reopens_nothing() {
+    let mut a = agent();
+    let s = StageRef::Stage(StageId::from("s"));
+    a.add_steps(vec![StepState::new(
+        "t".into(),
+        s.clone(),
+        "b".into(),
+        Executor::Skill(Skill::AskInfo),
+        "ask",
+        "",
+    )]);
+    a.start_next();
+    a.step_lock.hold(["w1".into()], &"t".into(), &s);
+    receive_message(
+        &mut a,
+        &sys(&Instruction::FinishStage {
+            stage_id: "s".into(),
+        }
+        .embed()),
+    );
+    let mut answer = msg("[SyncState] Answer");
+    answer.sender_id = SYNC_STATE_SENDER.into();
+    answer.return_waiting_id = Some("w1".into());
+    let r = receive_message(&mut a, &answer);
+    assert!(r.problem.unwrap().contains("already finished"));
+    assert_eq!(a.agent_step.todo_len(), 0);
+    assert!(
+        !a.working_memory
+            .get(&TaskId::from("t"))
+            .is_some_and(|t| t.contains_key(&s))
+    );
+}
+
+#[test]
+fn a_broken_instruction_is_reported_not_obeyed() {
+    let mut a = agent();
+    let r = receive_message(&mut a, &sys("<instruction>{\"launch\": 1}</instruction>"));
+    assert!(r.problem.is_some());
+    assert_eq!(a.agent_step.steps().len(), 0);
+}
+
+#[test]
+fn an_instruction_from_an_agent_is_only_text() {
+    let mut a = agent();
+    let r = receive_message(
+        &mut a,
+        &msg(&Instruction::FinishTask {
+            task_id: "t".into(),
+        }
+        .embed()),
+    );
+    assert!(r.problem.is_none());
+    assert_eq!(executors(&a), ["process_message"]);
+}
+
+#[test]
+fn finishing_a_stage_frees_the_waits_taken_in_it() {
+    let mut a = agent();
+    let s = StageRef::Stage(StageId::from("s"));
+    a.step_lock.hold(["w".into()], &"t".into(), &s);
+    a.add_steps(vec![StepState::new(
+        "t".into(),
+        StageRef::NoRelative,
+        "b".into(),
+        Executor::Skill(Skill::Think),
+        "x",
+        "",
+    )]);
+    assert_eq!(
+        a.derive_working_state(),
+        crate::state::WorkingState::Waiting
+    );
+    receive_message(
+        &mut a,
+        &sys(&Instruction::FinishStage {
+            stage_id: "s".into(),
+        }
+        .embed()),
+    );
+    assert!(a.step_lock.is_empty());
+    assert_eq!(
+        a.derive_working_state(),
+        crate::state::WorkingState::Working
+    );
+}
