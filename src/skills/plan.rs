@@ -5,7 +5,7 @@
 use super::{SkillError, SkillOutcome, working};
 use crate::agent::asks_to_act;
 use crate::parse::{self, RawPlannedStep};
-use crate::state::{AgentState, Executor, PlannedStep, Skill, StepState};
+use crate::state::{AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState};
 use serde_json::json;
 
 pub fn interpret(
@@ -37,14 +37,24 @@ pub fn interpret(
         ));
     }
     let mut note = None;
-    if planner == Skill::Reflection && asked == 0 {
+    // A reflection that plans only steps this agent already ran here plans nothing new: a real
+    // 1.5B model re-planned "check the result" and "summarise my work" (as quick_think) after
+    // every reflection, for ever. Like an empty one, it closes the stage.
+    let nothing_new = planner == Skill::Reflection
+        && !accepted.is_empty()
+        && accepted.iter().all(|p| ran_before(agent, step, p));
+    if planner == Skill::Reflection && (asked == 0 || nothing_new) {
         // A reflection that plans nothing means nothing is left to correct: close the stage.
-        accepted.push(PlannedStep::new(
+        accepted = vec![PlannedStep::new(
             Executor::Skill(Skill::Summary),
             "Summarise my work in this stage",
             "Reflection found nothing left to do; summarise what was achieved.",
-        ));
-        note = Some("empty reflection: a summary step was added");
+        )];
+        note = Some(if nothing_new {
+            "the reflection planned only steps already run in this stage: a summary step was added instead"
+        } else {
+            "empty reflection: a summary step was added"
+        });
     }
     let key = match planner {
         Skill::Planning => "planned_step",
@@ -77,6 +87,17 @@ pub fn interpret(
         agent.add_steps(steps);
     }
     Ok(working(result))
+}
+
+/// Whether `planned` repeats a step the agent finished in the same task and stage as `step`.
+fn ran_before(agent: &AgentState, step: &StepState, planned: &PlannedStep) -> bool {
+    agent.agent_step.steps().iter().any(|s| {
+        s.task_id == step.task_id
+            && s.stage_id == step.stage_id
+            && s.execution_state == StepExecutionState::Finished
+            && s.executor == planned.executor
+            && s.step_intention == planned.step_intention
+    })
 }
 
 /// Splits a raw plan into steps the agent may run and reasons for the ones it may not.
@@ -157,6 +178,34 @@ mod tests {
             .todo()
             .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
             .collect()
+    }
+
+    #[test]
+    fn a_reflection_that_plans_only_what_already_ran_here_closes_the_stage() {
+        use crate::event::StepUpdate;
+        let mut a = agent(&[Skill::Reflection, Skill::QuickThink, Skill::Summary]);
+        let check = running(&mut a, Skill::QuickThink, "check");
+        a.update_step(
+            &check.step_id,
+            StepUpdate {
+                execution_state: Some(StepExecutionState::Finished),
+                ..Default::default()
+            },
+        );
+        let again = format!(
+            r#"<planned_step>[{{"step_intention": "{}", "type": "skill", "executor": "quick_think", "text_content": "check it again"}}]</planned_step>"#,
+            check.step_intention
+        );
+        let r = running(&mut a, Skill::Reflection, "every planned step has run");
+        let o = interpret(Skill::Reflection, &mut a, &r, &again).unwrap();
+        assert_eq!(todo_executors(&a), ["summary"]);
+        assert!(o.result["note"].as_str().unwrap().contains("already run"));
+        // Something new is planned as asked.
+        let new = r#"<planned_step>[{"step_intention": "look closer", "type": "skill", "executor": "quick_think", "text_content": "x"}]</planned_step>"#;
+        let mut b = agent(&[Skill::Reflection, Skill::QuickThink, Skill::Summary]);
+        let r = running(&mut b, Skill::Reflection, "");
+        interpret(Skill::Reflection, &mut b, &r, new).unwrap();
+        assert_eq!(todo_executors(&b), ["quick_think"]);
     }
 
     #[test]
