@@ -128,7 +128,11 @@ fn acting_skill(agent: &AgentState, sender: &str, act: bool) -> Option<Skill> {
 /// such a step without acting would leave the work waiting for ever.
 pub fn asks_to_act(step: &StepState) -> bool {
     step.text_content.lines().next().is_some_and(|first| {
-        first.starts_with("Message from agent `") && first.ends_with(&format!("`{ACT_NOTE}:"))
+        first.starts_with("Message from agent `")
+            && first
+                .strip_suffix(':')
+                .and_then(|f| f.strip_suffix(ACT_NOTE))
+                .is_some_and(|f| f.ends_with('`'))
     })
 }
 

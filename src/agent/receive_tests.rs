@@ -7,6 +7,20 @@ fn agent() -> AgentState {
     AgentState::new("b".into(), "B".into(), "r".into(), "p".into())
 }
 
+/// An agent with one think step queued (task t, no stage), so insertions show their place.
+fn agent_with_a_think_step() -> AgentState {
+    let mut a = agent();
+    a.add_steps(vec![StepState::new(
+        "t".into(),
+        StageRef::NoRelative,
+        "b".into(),
+        Executor::Skill(Skill::Think),
+        "x",
+        "",
+    )]);
+    a
+}
+
 fn msg(text: &str) -> Message {
     Message::notice(
         "t".into(),
@@ -33,15 +47,7 @@ fn executors(a: &AgentState) -> Vec<String> {
 
 #[test]
 fn a_message_needing_no_reply_becomes_a_process_message_step_at_the_end() {
-    let mut a = agent();
-    a.add_steps(vec![StepState::new(
-        "t".into(),
-        StageRef::NoRelative,
-        "b".into(),
-        Executor::Skill(Skill::Think),
-        "x",
-        "",
-    )]);
+    let mut a = agent_with_a_think_step();
     receive_message(&mut a, &msg("hello"));
     assert_eq!(executors(&a), ["think", "process_message"]);
     let last = a.agent_step.steps().last().unwrap();
@@ -106,15 +112,7 @@ fn a_notice_or_goal_goes_straight_to_the_skill_that_acts_on_it() {
 
 #[test]
 fn a_waiting_sender_gets_a_reply_step_next_carrying_its_wait_id() {
-    let mut a = agent();
-    a.add_steps(vec![StepState::new(
-        "t".into(),
-        StageRef::NoRelative,
-        "b".into(),
-        Executor::Skill(Skill::Think),
-        "x",
-        "",
-    )]);
+    let mut a = agent_with_a_think_step();
     let mut m = msg("question?");
     m.receiver = vec!["c".into(), "b".into()];
     m.need_reply = true;
@@ -134,15 +132,7 @@ fn a_waiting_sender_gets_a_reply_step_next_carrying_its_wait_id() {
 
 #[test]
 fn a_reply_without_waiting_is_appended() {
-    let mut a = agent();
-    a.add_steps(vec![StepState::new(
-        "t".into(),
-        StageRef::NoRelative,
-        "b".into(),
-        Executor::Skill(Skill::Think),
-        "x",
-        "",
-    )]);
+    let mut a = agent_with_a_think_step();
     let mut m = msg("q");
     m.need_reply = true;
     receive_message(&mut a, &m);
