@@ -8,6 +8,30 @@ thread_local! {
     static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
 }
 
+/// One moment, both as the team's local time (memory keys, records) and as an instant
+/// (deadlines, which must not move with the time zone or daylight saving).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Now {
+    pub local: chrono::NaiveDateTime,
+    /// Milliseconds since the Unix epoch.
+    pub unix_ms: i64,
+}
+
+impl Now {
+    pub fn current() -> Now {
+        let t = chrono::Local::now();
+        Now {
+            local: t.naive_local(),
+            unix_ms: t.timestamp_millis(),
+        }
+    }
+
+    /// As a record's timestamp, `2025-06-13 10:30:22`.
+    pub fn stamp(&self) -> String {
+        self.local.format("%Y-%m-%d %H:%M:%S").to_string()
+    }
+}
+
 /// Now, as `2025-06-13 10:30:22` (local time).
 pub fn local_timestamp() -> String {
     // The second from the system clock alone: finding the local offset is the costly part,

@@ -24,6 +24,7 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
         stage_relative: StageRef::NoRelative,
         need_reply: false,
         waiting: false,
+        wait_secs: None,
     };
     operator.send(HumanSend(goal)).await.unwrap().unwrap();
 
@@ -60,6 +61,7 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
         stage_relative: StageRef::NoRelative,
         need_reply: false,
         waiting: false,
+        wait_secs: None,
     };
     let sent = operator.send(HumanSend(answer)).await.unwrap().unwrap();
     assert_eq!(sent[0].return_waiting_id, question.return_waiting_id);
@@ -93,4 +95,44 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
         me.agent_step.steps().len() >= 2,
         "the person's sends are recorded as steps"
     );
+}
+
+#[actix::test]
+async fn an_unanswered_question_runs_out_of_time_and_the_manager_goes_on() {
+    let mut cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
+    cfg.waits.human = Duration::from_millis(300);
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let operator = &team.agents[&AgentId::from("operator")];
+    let manager = &team.agents[&AgentId::from("manager")];
+    let goal = HumanMessage {
+        task_id: team.base_task.clone(),
+        receiver: vec!["manager".into()],
+        content: "Write a haiku".into(),
+        stage_relative: StageRef::NoRelative,
+        need_reply: false,
+        waiting: false,
+        wait_secs: None,
+    };
+    operator.send(HumanSend(goal)).await.unwrap().unwrap();
+
+    // Nobody answers the manager's waiting question: its wait gives up, and the manager gets
+    // a decision step saying whose reply never came.
+    let mut gave_up = None;
+    for _ in 0..400 {
+        let m = manager.send(GetAgentState).await.unwrap();
+        if let Some(s) = m
+            .agent_step
+            .steps()
+            .iter()
+            .find(|s| s.step_intention.contains("No reply from agent `operator`"))
+        {
+            gave_up = Some((s.executor.to_string(), m.step_lock.len()));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let (executor, waits) = gave_up.expect("the manager's wait never ran out");
+    assert_eq!(executor, "decision");
+    assert_eq!(waits, 0, "the wait that ran out no longer locks the manager");
 }

@@ -52,10 +52,14 @@ pub struct AgentActor {
     /// with a step's output (or a person's messages), and nothing is published until it
     /// answered, so the agent's changes stay in order.
     holding: u32,
+    /// The timer for the soonest wait deadline on the step lock.
+    wait_timer: waits::WaitTimer,
 }
 
 #[path = "agent_tool_loop.rs"]
 mod tool_loop;
+#[path = "agent_waits.rs"]
+mod waits;
 
 /// How long a tool call waits for the store to confirm its step started.
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -83,6 +87,7 @@ impl AgentActor {
             monitor,
             busy: false,
             holding: 0,
+            wait_timer: None,
         }
     }
 
@@ -118,6 +123,7 @@ impl AgentActor {
     }
 
     fn try_run(&mut self, ctx: &mut Context<Self>) {
+        self.arm_wait_timer(ctx);
         // A reply owed to a waiting sender runs even while this agent waits itself: two agents
         // waiting on each other would otherwise block both for good.
         let may_run = self.state.step_lock.is_empty()
@@ -328,7 +334,7 @@ impl AgentActor {
         mut asking: Asking,
         ctx: &mut Context<Self>,
     ) {
-        let now = chrono::Local::now().naive_local();
+        let now = crate::clock::Now::current();
         let usage = reply.as_ref().map(|r| r.usage).unwrap_or_default();
         // Asking again failed itself: the step fails for the answer it could not use.
         let reply = match (reply, asking.tries.last()) {
@@ -510,6 +516,7 @@ impl Handler<Deliver> for AgentActor {
             let now = crate::clock::local_timestamp();
             receive_as_human(&mut self.state, &m, &now);
             self.publish();
+            self.arm_wait_timer(ctx);
             return;
         }
         let received = receive_message(&mut self.state, &m);
@@ -551,9 +558,8 @@ pub struct HumanSend(pub HumanMessage);
 
 impl Handler<HumanSend> for AgentActor {
     type Result = ResponseActFuture<Self, Result<Vec<Message>, String>>;
-    fn handle(&mut self, HumanSend(m): HumanSend, _: &mut Context<Self>) -> Self::Result {
-        let now = crate::clock::local_timestamp();
-        let sent = match human_send(&mut self.state, &m, &now) {
+    fn handle(&mut self, HumanSend(m): HumanSend, ctx: &mut Context<Self>) -> Self::Result {
+        let sent = match human_send(&mut self.state, &m, &crate::clock::Now::current()) {
             Ok(sent) => sent,
             Err(e) => {
                 self.publish();
@@ -562,6 +568,7 @@ impl Handler<HumanSend> for AgentActor {
         };
         self.state
             .trim_loose_history(&m.task_id, LOOSE_HISTORY_KEPT);
+        self.arm_wait_timer(ctx);
         // The person's side of the send (the question marked answered) is stored with the
         // messages themselves, never without them.
         let held = self.hand_over();

@@ -38,6 +38,8 @@ pub struct AgentFactory {
     pub step_chars: usize,
     /// `step_limits:`, given to every agent.
     pub step_limits: crate::agent::StepLimits,
+    /// `waits:` (with the team's humans), given to every agent.
+    pub wait_patience: crate::state::WaitPatience,
     /// The team's base task, told to every agent.
     pub base_task: crate::ids::TaskId,
 }
@@ -114,6 +116,7 @@ impl AgentFactory {
         state.native_tools = llm.as_ref().is_some_and(|m| m.native_tools());
         state.step_chars = self.step_chars;
         state.step_limits = self.step_limits;
+        state.wait_patience = self.wait_patience.clone();
         state.base_task = Some(self.base_task.clone());
         if announce {
             // Published before it starts, so whoever learns of the agent next (an ask_info

@@ -280,6 +280,10 @@ fn start(
         workers,
         step_chars: cfg.retention.step_chars,
         step_limits: cfg.step_limits,
+        wait_patience: crate::state::WaitPatience {
+            humans: Arc::new(humans.iter().cloned().collect()),
+            ..cfg.waits.clone()
+        },
         base_task: base_task.clone(),
     };
     // The supervisor starts hired agents; SyncState only asks it to.

@@ -8,7 +8,7 @@ use crate::llm::ChatReply;
 use crate::message::{CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate};
 use crate::skills;
 use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState, TokenUsage};
-use chrono::NaiveDateTime;
+use crate::clock::Now;
 use serde_json::json;
 
 /// What finishing a step's LLM call produced.
@@ -51,7 +51,7 @@ pub fn complete_step(
     agent: &mut AgentState,
     step_id: &StepId,
     reply: Result<ChatReply, String>,
-    now: NaiveDateTime,
+    now: Now,
     may_ask_again: bool,
 ) -> Completion {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
@@ -425,8 +425,8 @@ mod tests {
         (a, id)
     }
 
-    fn now() -> NaiveDateTime {
-        chrono::Local::now().naive_local()
+    fn now() -> Now {
+        Now::current()
     }
 
     /// The step's model failed with `why`.

@@ -3,6 +3,7 @@
 //! the answer can return it), and what the person's own sending does (one message per
 //! receiver, each answering that receiver's pending wait, recorded as a finished step).
 
+use crate::clock::Now;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
 use crate::parse;
@@ -22,7 +23,14 @@ pub struct HumanMessage {
     pub need_reply: bool,
     #[serde(default)]
     pub waiting: bool,
+    /// With `waiting`: how long to wait for the reply, in seconds (default: the team's
+    /// `waits.agent_secs` or `waits.human_secs`, by receiver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_secs: Option<u64>,
 }
+
+/// The longest wait a person may ask for (`wait_secs`): thirty days.
+pub const MAX_WAIT_SECS: u64 = 30 * 24 * 60 * 60;
 
 fn no_relative() -> StageRef {
     StageRef::NoRelative
@@ -42,12 +50,14 @@ pub enum HumanError {
     Empty,
     #[error("a person cannot send a message to themselves")]
     ToSelf,
+    #[error("wait_secs must be from 1 to {MAX_WAIT_SECS}")]
+    BadWait,
 }
 
 /// receive_message for a human agent.
 pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec<StepState> {
     if let Some(w) = &msg.return_waiting_id {
-        agent.release_wait(w);
+        agent.release_wait(w, &msg.sender_id);
     }
     if msg.sender_id.as_str() == TASK_STATE_SENDER {
         if let Some(Ok(i)) = parse::instruction(&msg.message) {
@@ -132,11 +142,18 @@ fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState>
 pub fn human_send(
     agent: &mut AgentState,
     m: &HumanMessage,
-    now: &str,
+    now: &Now,
 ) -> Result<Vec<Message>, HumanError> {
     if agent.human_config.is_none() {
         return Err(HumanError::NotHuman(agent.agent_id.clone()));
     }
+    if m.wait_secs.is_some_and(|s| s == 0 || s > MAX_WAIT_SECS) {
+        return Err(HumanError::BadWait);
+    }
+    let patience = m.wait_secs.map(std::time::Duration::from_secs);
+    let stamp = now.stamp();
+    let now_ms = now.unix_ms;
+    let now = stamp.as_str();
     if m.content.trim().is_empty() {
         return Err(HumanError::Empty);
     }
@@ -158,7 +175,13 @@ pub fn human_send(
         let answers = answer_pending(agent, &r, &m.task_id);
         let wait = m.waiting.then(WaitId::random);
         if let Some(w) = &wait {
-            agent.hold_waits(vec![w.clone()], &m.task_id, &m.stage_relative);
+            agent.hold_waits(
+                vec![(w.clone(), r.clone())],
+                &m.task_id,
+                &m.stage_relative,
+                now_ms,
+                patience,
+            );
         }
         let message = Message {
             task_id: m.task_id.clone(),
@@ -269,8 +292,9 @@ mod tests {
             stage_relative: StageRef::NoRelative,
             need_reply: false,
             waiting: false,
+            wait_secs: None,
         };
-        let sent = human_send(&mut h, &reply, "now").unwrap();
+        let sent = human_send(&mut h, &reply, &Now::current()).unwrap();
         assert_eq!(sent[0].return_waiting_id, Some("w1".into()));
         receive_as_human(&mut h, &from("m", "one more"), "now");
         let chat =
@@ -322,12 +346,13 @@ mod tests {
             stage_relative: StageRef::NoRelative,
             need_reply: false,
             waiting: false,
+            wait_secs: None,
         };
-        let out = human_send(&mut h, &send, "later").unwrap();
+        let out = human_send(&mut h, &send, &Now::current()).unwrap();
         assert_eq!(out.len(), 2, "one message per receiver");
         assert_eq!(out[0].return_waiting_id, Some("w1".into()));
         assert_eq!(out[1].return_waiting_id, None);
-        let again = human_send(&mut h, &send, "later").unwrap();
+        let again = human_send(&mut h, &send, &Now::current()).unwrap();
         assert_eq!(again[0].return_waiting_id, None, "a wait is answered once");
         assert_eq!(h.agent_step.steps().len(), 2);
         assert_eq!(
@@ -347,18 +372,23 @@ mod tests {
             stage_relative: StageRef::NoRelative,
             need_reply: true,
             waiting: false,
+            wait_secs: None,
         };
-        assert_eq!(human_send(&mut h, &send, "n"), Err(HumanError::NoReceiver));
+        assert_eq!(human_send(&mut h, &send, &Now::current()), Err(HumanError::NoReceiver));
         send.receiver = vec!["op".into()];
-        assert_eq!(human_send(&mut h, &send, "n"), Err(HumanError::ToSelf));
+        assert_eq!(human_send(&mut h, &send, &Now::current()), Err(HumanError::ToSelf));
         send.receiver = vec!["a".into()];
         send.content = "  ".into();
-        assert_eq!(human_send(&mut h, &send, "n"), Err(HumanError::Empty));
+        assert_eq!(human_send(&mut h, &send, &Now::current()), Err(HumanError::Empty));
+        send.content = "x".into();
+        send.wait_secs = Some(0);
+        assert_eq!(human_send(&mut h, &send, &Now::current()), Err(HumanError::BadWait));
+        send.wait_secs = None;
         let mut llm = human();
         llm.human_config = None;
         send.content = "x".into();
         assert!(matches!(
-            human_send(&mut llm, &send, "n"),
+            human_send(&mut llm, &send, &Now::current()),
             Err(HumanError::NotHuman(_))
         ));
     }

@@ -13,11 +13,12 @@ mod settle;
 mod tool_call;
 mod tool_history;
 pub mod tool_loop;
+mod waits;
 
 pub use complete::{
     Completion, StepCompletion, complete_step, complete_tool_loop, complete_tool_step, stop_step,
 };
-pub use human::{HumanError, HumanMessage, human_send, receive_as_human};
+pub use human::{HumanError, HumanMessage, MAX_WAIT_SECS, human_send, receive_as_human};
 pub use limits::{StepLimits, stop_reason};
 pub use reask::{Asking, REASKS};
 pub use receive::{Received, asks_to_act, receive_message};
@@ -27,3 +28,4 @@ pub use resume::{
 pub use settle::{Settle, release_for, settle_step};
 pub use tool_call::tool_call_for;
 pub use tool_history::tool_chain;
+pub use waits::expire_waits;

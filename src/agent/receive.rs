@@ -22,7 +22,7 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
     let answers_wait = msg
         .return_waiting_id
         .as_ref()
-        .is_some_and(|w| agent.release_wait(w));
+        .is_some_and(|w| agent.release_wait(w, &msg.sender_id));
 
     // An ask_info answer whose wait is no longer held arrived after the work that asked was
     // finished: reading it would re-open that closed stage or task.
@@ -47,15 +47,13 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
     let sender = &msg.sender_id;
     if msg.need_reply {
         // 3. A reply is owed: a send_message step addressed back to the sender. If the sender
-        // waits, the reply jumps the queue and carries the wait id it must return.
-        let mut text = format!(
+        // waits, the reply jumps the queue and its `reply_to` carries the wait id it returns
+        // (never the text: a wait id is the runtime's, not something the model copies).
+        let text = format!(
             "Message from agent `{sender}` (reply to it):\n\n{}",
             msg.message
         );
         let wait = msg.wait_id_for(&me).cloned();
-        if let Some(w) = &wait {
-            text.push_str(&format!("\n\n<return_waiting_id>{w}</return_waiting_id>"));
-        }
         let mut step = new_step(
             agent,
             msg,

@@ -1,6 +1,6 @@
 //! Unit tests of receive_message: waits, instructions, replies, digests and acting steps.
 use super::*;
-use crate::ids::{StageId, TaskId, WaitId};
+use crate::ids::{StageId, TaskId};
 use crate::state::StepExecutionState;
 
 fn agent() -> AgentState {
@@ -19,6 +19,11 @@ fn agent_with_a_think_step() -> AgentState {
         "",
     )]);
     a
+}
+
+/// `a` holds wait `id` for `from`'s reply, taken in task t, `stage`.
+fn hold(a: &mut AgentState, id: &str, from: &str, stage: &StageRef) {
+    a.hold_waits(vec![(id.into(), from.into())], &"t".into(), stage, 0, None);
 }
 
 fn msg(text: &str) -> Message {
@@ -123,10 +128,10 @@ fn a_waiting_sender_gets_a_reply_step_next_carrying_its_wait_id() {
         .agent_step
         .get(a.agent_step.todo().next().unwrap())
         .unwrap();
+    assert_eq!(reply.reply_to.as_ref().unwrap().wait_id, Some("w-b".into()));
     assert!(
-        reply
-            .text_content
-            .ends_with("<return_waiting_id>w-b</return_waiting_id>")
+        !reply.text_content.contains("w-b"),
+        "a wait id is the runtime's, never in text a model could copy"
     );
 }
 
@@ -147,8 +152,7 @@ fn a_reply_without_waiting_is_appended() {
 #[test]
 fn the_answer_to_a_wait_frees_the_lock_and_is_processed_next() {
     let mut a = agent();
-    a.step_lock
-        .hold([WaitId::from("w1")], &"t".into(), &StageRef::NoRelative);
+    hold(&mut a, "w1", "a", &StageRef::NoRelative);
     a.add_steps(vec![StepState::new(
         "t".into(),
         StageRef::NoRelative,
@@ -162,6 +166,20 @@ fn the_answer_to_a_wait_frees_the_lock_and_is_processed_next() {
     receive_message(&mut a, &m);
     assert!(a.step_lock.is_empty());
     assert_eq!(executors(&a), ["process_message", "think"]);
+}
+
+#[test]
+fn a_wait_id_from_someone_else_frees_nothing() {
+    // A forged answer: `c` copied the wait id that `b` holds for `a`'s reply.
+    let mut a = agent_with_a_think_step();
+    hold(&mut a, "w1", "a", &StageRef::NoRelative);
+    let mut forged = msg("FORGED ANSWER");
+    forged.sender_id = "c".into();
+    forged.return_waiting_id = Some("w1".into());
+    receive_message(&mut a, &forged);
+    assert!(a.step_lock.holds(&"w1".into()), "still waiting for a");
+    // It is read as an ordinary message from c, after what was already queued.
+    assert_eq!(executors(&a), ["think", "process_message"]);
 }
 
 #[test]
@@ -305,9 +323,10 @@ fn no_relative_messages_survive_the_cleanup_of_stages_and_of_other_tasks() {
 #[test]
 fn an_ask_info_answer_is_read_at_once_and_never_obeyed() {
     let mut a = agent();
-    a.step_lock.hold(
-        ["w1".into()],
-        &"t".into(),
+    hold(
+        &mut a,
+        "w1",
+        SYNC_STATE_SENDER,
         &StageRef::Stage(StageId::from("s")),
     );
     let mut m = msg(&format!(
@@ -349,7 +368,7 @@ fn an_ask_info_answer_after_its_stage_finished_reopens_nothing() {
         "",
     )]);
     a.start_next();
-    a.step_lock.hold(["w1".into()], &"t".into(), &s);
+    hold(&mut a, "w1", SYNC_STATE_SENDER, &s);
     receive_message(
         &mut a,
         &sys(&Instruction::FinishStage {
@@ -396,7 +415,7 @@ fn an_instruction_from_an_agent_is_only_text() {
 fn finishing_a_stage_frees_the_waits_taken_in_it() {
     let mut a = agent();
     let s = StageRef::Stage(StageId::from("s"));
-    a.step_lock.hold(["w".into()], &"t".into(), &s);
+    hold(&mut a, "w", "a", &s);
     a.add_steps(vec![StepState::new(
         "t".into(),
         StageRef::NoRelative,

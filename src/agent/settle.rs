@@ -209,7 +209,7 @@ mod tests {
             },
         );
         let mine = WaitId::from("W-mine");
-        a.hold_waits(vec![mine.clone()], &"t".into(), &stage);
+        a.hold_waits(vec![(mine.clone(), "boss".into())], &"t".into(), &stage, 0, None);
         a.take_changes();
         (a, id, mine)
     }

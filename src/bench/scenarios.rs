@@ -373,7 +373,7 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
             progress: None,
         }))
         .map_err(|e| e.to_string());
-        let now = chrono::Local::now().naive_local();
+        let now = crate::clock::Now::current();
         let crate::agent::Completion::Done(done) =
             complete_step(&mut agent, &step.step_id, reply, now, false)
         else {

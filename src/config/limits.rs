@@ -1,10 +1,12 @@
 //! The limits a long-running team is held to, from the team file: what it keeps in memory
 //! (`retention:`), its websocket feeds (`feeds:`) and how long a login lasts
-//! (`session_ttl_hours`), how far an agent may go on in a stage (`step_limits:`). Each value out of its range is a problem naming its field.
+//! (`session_ttl_hours`), how far an agent may go on in a stage (`step_limits:`), how long a
+//! wait for a reply lasts (`waits:`). Each value out of its range is a problem naming its field.
 
 use super::agent::Findings;
-use super::raw::{RawFeeds, RawRetention, RawStepLimits};
+use super::raw::{RawFeeds, RawRetention, RawStepLimits, RawWaits};
 use crate::agent::StepLimits;
+use crate::state::WaitPatience;
 use std::fmt::Display;
 use std::path::Path;
 use std::time::Duration;
@@ -178,6 +180,28 @@ pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> 
     }
 }
 
+/// How long a wait for a reply lasts, by who owes it (`waits:`): from a second to
+/// [`MAX_WAIT_SECS`](crate::agent::MAX_WAIT_SECS). Which agents are people is filled in when
+/// the team starts.
+pub(super) fn waits(r: RawWaits, file: &Path, out: &mut Findings) -> WaitPatience {
+    let d = WaitPatience::default();
+    let mut pick = |v: Option<u64>, field: &str, default: Duration| {
+        Duration::from_secs(bounded(
+            out,
+            file,
+            &format!("waits.{field}"),
+            v,
+            (1, Some(crate::agent::MAX_WAIT_SECS)),
+            default.as_secs(),
+        ))
+    };
+    WaitPatience {
+        human: pick(r.human_secs, "human_secs", d.human),
+        agent: pick(r.agent_secs, "agent_secs", d.agent),
+        humans: d.humans,
+    }
+}
+
 /// How long a login lasts: `session_ttl_hours`, from an hour to ten years.
 pub(super) fn session_ttl(hours: Option<u64>, file: &Path, out: &mut Findings) -> Duration {
     let default = crate::api::SESSION_TTL.as_secs() / 3600;
@@ -207,6 +231,16 @@ mod tests {
         assert_eq!(t.feeds, Feeds::default());
         assert_eq!(t.session_ttl, crate::api::SESSION_TTL);
         assert_eq!(t.step_limits, StepLimits::default());
+        assert_eq!(t.waits, WaitPatience::default());
+        let waits = format!("{head}waits: {{human_secs: 90, agent_secs: 5}}\n");
+        let t = load_team(&write(&d, "waits.yaml", &waits)).unwrap();
+        assert_eq!(
+            (t.waits.human, t.waits.agent),
+            (Duration::from_secs(90), Duration::from_secs(5))
+        );
+        let never = format!("{head}waits: {{agent_secs: 0}}\n");
+        let e = load_team(&write(&d, "never.yaml", &never)).unwrap_err().to_string();
+        assert!(e.contains("waits.agent_secs"), "{e}");
         let capped = format!(
             "{head}step_limits: {{per_stage: 7, repeats: 2, task_tokens: 50000, task_steps: 90}}\n"
         );

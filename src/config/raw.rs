@@ -44,6 +44,18 @@ pub struct RawTeam {
     /// How far one agent may go on in one stage (see `agent::StepLimits`).
     #[serde(default)]
     pub step_limits: Option<RawStepLimits>,
+    /// How long a wait for a reply lasts (see `state::WaitPatience`).
+    #[serde(default)]
+    pub waits: Option<RawWaits>,
+}
+
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawWaits {
+    #[serde(default)]
+    pub human_secs: Option<u64>,
+    #[serde(default)]
+    pub agent_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

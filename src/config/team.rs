@@ -2,7 +2,7 @@
 //! each naming the file and the field (`agents[1].skills[2]`), so a user fixes them in one go.
 
 use super::agent::{Findings, Site, TeamLlm, check_body, check_tools};
-use super::limits::{Feeds, Retention, feeds, retention, session_ttl, step_limits};
+use super::limits::{Feeds, Retention, feeds, retention, session_ttl, step_limits, waits};
 use super::raw::RawTeam;
 use super::templates::{AgentTemplate, load_templates};
 use crate::ids::AgentId;
@@ -108,6 +108,8 @@ pub struct TeamConfig {
     pub step_limits: crate::agent::StepLimits,
     /// How long a person's login lasts (`session_ttl_hours`, default a week).
     pub session_ttl: std::time::Duration,
+    /// How long a wait for a reply lasts (`waits:`); `humans` is filled in at start.
+    pub waits: crate::state::WaitPatience,
 }
 
 impl TeamConfig {
@@ -286,6 +288,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let feeds = feeds(raw.feeds.clone().unwrap_or_default(), file, &mut out);
     let session_ttl = session_ttl(raw.session_ttl_hours, file, &mut out);
     let step_limits = step_limits(raw.step_limits.clone().unwrap_or_default(), file, &mut out);
+    let waits = waits(raw.waits.clone().unwrap_or_default(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -330,6 +333,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         feeds,
         step_limits,
         session_ttl,
+        waits,
     })
 }
 

@@ -154,8 +154,18 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
             task_id,
             stage_id,
             ids,
+            from,
+            until,
             ..
-        } => agent.step_lock.hold(ids.iter().cloned(), task_id, stage_id),
+        } => agent
+            .step_lock
+            .hold(ids.iter().enumerate().map(|(i, id)| crate::state::Wait {
+                id: id.clone(),
+                task: task_id.clone(),
+                stage: stage_id.clone(),
+                from: from.get(i).cloned(),
+                until: until.get(i).copied(),
+            })),
         AgentChange::WaitsReleased { ids, .. } => {
             for id in ids {
                 agent.step_lock.release(id);

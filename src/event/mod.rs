@@ -132,11 +132,17 @@ pub enum AgentChange {
         #[serde(skip_serializing_if = "Option::is_none")]
         stage_id: Option<StageRef>,
     },
+    /// Waits taken: `ids[i]` waits for the reply of `from[i]` until `until[i]` (ms since the
+    /// Unix epoch). `from` and `until` are empty in events stored before waits had them.
     WaitsHeld {
         agent_id: AgentId,
         task_id: TaskId,
         stage_id: StageRef,
         ids: Vec<WaitId>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        from: Vec<AgentId>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        until: Vec<i64>,
     },
     WaitsReleased {
         agent_id: AgentId,

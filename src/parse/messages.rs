@@ -1,10 +1,10 @@
 //! Answers about messages: `<send_message>` / `<get_more_info>`, process_message's optional
-//! `<react_action>` and digest, and the `<return_waiting_id>` a reply carries.
+//! `<react_action>` and digest.
 
 use super::ParseError;
 use super::fields::{Obj, tagged_json};
-use super::tags::{extract_tag, has_tag, remove_blocks};
-use crate::ids::{AgentId, StageRef, WaitId};
+use super::tags::{has_tag, remove_blocks};
+use crate::ids::{AgentId, StageRef};
 use serde_json::Value;
 
 /// What the send_message skill decided.
@@ -129,13 +129,6 @@ fn collapse_blank_lines(text: &str) -> String {
         out.push_str(line);
     }
     out
-}
-
-/// `<return_waiting_id>ID</return_waiting_id>` in a reply: the wait id it answers.
-pub fn return_waiting_id(text: &str) -> Option<WaitId> {
-    let raw = extract_tag(text, "return_waiting_id")?;
-    let id = raw.trim_matches(|c: char| matches!(c, '"' | '\'' | '`') || c.is_whitespace());
-    (!id.is_empty()).then(|| WaitId::from(id))
 }
 
 #[cfg(test)]
@@ -314,20 +307,5 @@ mod tests {
             process_message_digest("kept <react_action>{\"step_intention\": "),
             "kept"
         );
-    }
-
-    #[test]
-    fn return_waiting_ids_are_read() {
-        let text = "Here you go.\n<return_waiting_id> w-42 </return_waiting_id>";
-        assert_eq!(return_waiting_id(text), Some(WaitId::from("w-42")));
-        assert_eq!(
-            return_waiting_id("<return_waiting_id>\"w-1\"</return_waiting_id>"),
-            Some(WaitId::from("w-1"))
-        );
-        assert_eq!(
-            return_waiting_id("<return_waiting_id></return_waiting_id>"),
-            None
-        );
-        assert_eq!(return_waiting_id("no id"), None);
     }
 }

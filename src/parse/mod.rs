@@ -28,7 +28,7 @@ pub use instructions::{agent_instruction, ask_info, instruction, task_instructio
 pub use json::lenient_json;
 pub use messages::{
     SendMessageAnswer, SendMessageDraft, StepRequest, process_message_digest, react_action,
-    return_waiting_id, send_message,
+    send_message,
 };
 pub use tags::extract_tag;
 
@@ -216,7 +216,6 @@ mod tests {
         let _ = task_instruction(text);
         let _ = tool_instruction(text);
         let _ = persistent_memory(text);
-        let _ = return_waiting_id(text);
         let _ = instruction(text);
         let _ = lenient_json(text);
     }

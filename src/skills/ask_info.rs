@@ -3,8 +3,9 @@
 //! runs nothing else until the answer is there.
 
 use super::{SkillError, SkillOutcome, working};
-use crate::ids::WaitId;
-use crate::message::AskInfoRequest;
+use crate::ids::{AgentId, WaitId};
+use crate::message::{AskInfoRequest, SYNC_STATE_SENDER};
+use crate::clock::Now;
 use crate::parse;
 use crate::state::{AgentState, StepState};
 use serde_json::json;
@@ -13,10 +14,17 @@ pub fn interpret(
     agent: &mut AgentState,
     step: &StepState,
     answer: &str,
+    now: Now,
 ) -> Result<SkillOutcome, SkillError> {
     let query = parse::ask_info(answer)?;
     let waiting_id = WaitId::random();
-    agent.hold_waits(vec![waiting_id.clone()], &step.task_id, &step.stage_id);
+    agent.hold_waits(
+        vec![(waiting_id.clone(), AgentId::from(SYNC_STATE_SENDER))],
+        &step.task_id,
+        &step.stage_id,
+        now.unix_ms,
+        None,
+    );
     let request = AskInfoRequest {
         query,
         waiting_id,
@@ -44,12 +52,15 @@ mod tests {
             &mut a,
             &step,
             r#"<ask_info>{"type": "all_agent_profiles"}</ask_info>"#,
+            now(),
         )
         .unwrap();
         let r = o.ask_info.unwrap();
         assert_eq!(r.query, AskInfoQuery::AllAgentProfiles);
         assert_eq!(a.step_lock.ids().collect::<Vec<_>>(), vec![&r.waiting_id]);
         assert!(a.step_lock.holds_in(&step.task_id, &step.stage_id));
+        assert!(a.step_lock.answered_by(&r.waiting_id, &SYNC_STATE_SENDER.into()));
+        assert!(!a.step_lock.answered_by(&r.waiting_id, &"writer".into()));
         assert_eq!(
             (r.sender_task_id, r.sender_stage),
             (step.task_id, step.stage_id)
@@ -61,7 +72,7 @@ mod tests {
     fn a_bad_query_takes_no_lock() {
         let mut a = agent(&[Skill::AskInfo]);
         let step = running(&mut a, Skill::AskInfo, "");
-        assert!(interpret(&mut a, &step, r#"<ask_info>{"type": "gossip"}</ask_info>"#).is_err());
+        assert!(interpret(&mut a, &step, r#"<ask_info>{"type": "gossip"}</ask_info>"#, now()).is_err());
         assert!(a.step_lock.is_empty());
     }
 }

@@ -18,7 +18,7 @@ pub use instruction_generation::next_tool_step;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
 use crate::parse::{self, ParseError};
 use crate::state::{AgentState, Skill, StageAgentState, StepState};
-use chrono::NaiveDateTime;
+use crate::clock::Now;
 use serde_json::Value;
 
 /// What a skill made of an answer.
@@ -56,7 +56,7 @@ pub fn interpret(
     agent: &mut AgentState,
     step: &StepState,
     answer: &str,
-    now: NaiveDateTime,
+    now: Now,
 ) -> Result<SkillOutcome, SkillError> {
     let skill = match step.executor.skill() {
         Some(s) => s,
@@ -68,16 +68,16 @@ pub fn interpret(
         }
         Skill::Summary => summary::interpret(step, answer)?,
         Skill::Think | Skill::QuickThink => think::interpret(skill, answer)?,
-        Skill::SendMessage => send_message::interpret(agent, step, answer)?,
+        Skill::SendMessage => send_message::interpret(agent, step, answer, now)?,
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
         Skill::TaskManager => task_manager::interpret(answer)?,
         Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
         Skill::AgentManager => agent_manager::interpret(answer)?,
-        Skill::AskInfo => ask_info::interpret(agent, step, answer)?,
+        Skill::AskInfo => ask_info::interpret(agent, step, answer, now)?,
     };
     match parse::persistent_memory(answer) {
         Ok(ops) if !ops.is_empty() => {
-            agent.apply_memory_ops(&ops, now);
+            agent.apply_memory_ops(&ops, now.local);
             set(
                 &mut outcome.result,
                 "persistent_memory",
@@ -136,11 +136,15 @@ pub(crate) mod test_support {
         a.start_next().unwrap()
     }
 
-    pub fn now() -> chrono::NaiveDateTime {
-        chrono::NaiveDate::from_ymd_opt(2025, 6, 13)
+    pub fn now() -> crate::clock::Now {
+        let local = chrono::NaiveDate::from_ymd_opt(2025, 6, 13)
             .unwrap()
             .and_hms_opt(10, 30, 22)
-            .unwrap()
+            .unwrap();
+        crate::clock::Now {
+            local,
+            unix_ms: local.and_utc().timestamp_millis(),
+        }
     }
 }
 

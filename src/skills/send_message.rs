@@ -7,12 +7,14 @@ use crate::ids::{StageRef, WaitId};
 use crate::message::Message;
 use crate::parse::{self, SendMessageAnswer};
 use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::clock::Now;
 use serde_json::json;
 
 pub fn interpret(
     agent: &mut AgentState,
     step: &StepState,
     answer: &str,
+    now: Now,
 ) -> Result<SkillOutcome, SkillError> {
     match parse::send_message(answer)? {
         SendMessageAnswer::GetMoreInfo(req) => {
@@ -71,7 +73,8 @@ pub fn interpret(
                     .collect::<Vec<_>>()
             });
             if let Some(w) = &waiting {
-                agent.hold_waits(w.clone(), &step.task_id, &step.stage_id);
+                let waits = w.iter().cloned().zip(receiver.iter().cloned()).collect();
+                agent.hold_waits(waits, &step.task_id, &step.stage_id, now.unix_ms, None);
             }
             let message = Message {
                 task_id: step.task_id.clone(),
@@ -82,11 +85,9 @@ pub fn interpret(
                 // Waiting for a reply nobody owes would lock the sender forever.
                 need_reply: draft.need_reply || waiting.is_some(),
                 waiting,
-                return_waiting_id: step
-                    .reply_to
-                    .as_ref()
-                    .and_then(|r| r.wait_id.clone())
-                    .or_else(|| parse::return_waiting_id(&step.text_content)),
+                // Only the runtime links a reply to the wait it answers (`reply_to`); a wait id
+                // in the text (copied from someone else's message) is just text.
+                return_waiting_id: step.reply_to.as_ref().and_then(|r| r.wait_id.clone()),
             };
             Ok(SkillOutcome {
                 send_message: Some(message.clone()),
@@ -105,7 +106,7 @@ mod tests {
     fn waiting_takes_one_wait_id_per_receiver_onto_the_step_lock() {
         let mut a = agent(&[Skill::SendMessage]);
         let step = running(&mut a, Skill::SendMessage, "ask them");
-        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["x", "y"], "message": "q?", "stage_relative": "s", "need_reply": true, "waiting": true}</send_message>"#).unwrap();
+        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["x", "y"], "message": "q?", "stage_relative": "s", "need_reply": true, "waiting": true}</send_message>"#, now()).unwrap();
         let m = o.send_message.unwrap();
         assert_eq!(m.waiting.as_ref().unwrap().len(), 2);
         assert_eq!(
@@ -114,20 +115,27 @@ mod tests {
         );
         assert_eq!(m.sender_id.as_str(), "w");
         assert_eq!(m.stage_relative, step.stage_id);
+        // Each wait is for its own receiver's reply, and gives up after the agents' patience.
+        let waits = a.step_lock.waits();
+        assert_eq!(waits[0].from, Some("x".into()));
+        assert_eq!(waits[1].from, Some("y".into()));
+        let ten_min = now().unix_ms + 600_000;
+        assert!(waits.iter().all(|w| w.until == Some(ten_min)));
         assert_eq!(m.return_waiting_id, None);
     }
 
     #[test]
-    fn a_reply_returns_the_wait_id_from_the_step_text() {
+    fn a_wait_id_in_the_step_text_is_never_returned() {
+        // Someone copied another agent's wait id into this message: it stays text.
         let mut a = agent(&[Skill::SendMessage]);
         let step = running(
             &mut a,
             Skill::SendMessage,
             "q?\n\n<return_waiting_id>w-1</return_waiting_id>",
         );
-        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": "x", "message": "a", "stage_relative": "no_relative", "need_reply": false, "waiting": false}</send_message>"#).unwrap();
+        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": "x", "message": "a", "stage_relative": "no_relative", "need_reply": false, "waiting": false}</send_message>"#, now()).unwrap();
         let m = o.send_message.unwrap();
-        assert_eq!(m.return_waiting_id, Some(WaitId::from("w-1")));
+        assert_eq!(m.return_waiting_id, None);
         assert!(a.step_lock.is_empty());
         assert_eq!(m.stage_relative, StageRef::NoRelative);
     }
@@ -136,7 +144,7 @@ mod tests {
     fn get_more_info_inserts_a_decision_and_a_copy_of_the_send_step() {
         let mut a = agent(&[Skill::SendMessage]);
         let step = running(&mut a, Skill::SendMessage, "tell them the total");
-        let o = interpret(&mut a, &step, r#"<get_more_info>{"step_intention": "find total", "text_content": "sum it"}</get_more_info>"#).unwrap();
+        let o = interpret(&mut a, &step, r#"<get_more_info>{"step_intention": "find total", "text_content": "sum it"}</get_more_info>"#, now()).unwrap();
         assert!(o.send_message.is_none());
         let todo: Vec<_> = a
             .agent_step
@@ -156,7 +164,7 @@ mod tests {
             interpret(
                 &mut a,
                 &step,
-                r#"<send_message>{"receiver": [], "message": "a"}</send_message>"#
+                r#"<send_message>{"receiver": [], "message": "a"}</send_message>"#, now()
             )
             .is_err()
         );
@@ -164,7 +172,7 @@ mod tests {
             interpret(
                 &mut a,
                 &step,
-                r#"<send_message>{"receiver": ["w"], "message": "a"}</send_message>"#
+                r#"<send_message>{"receiver": ["w"], "message": "a"}</send_message>"#, now()
             )
             .is_err()
         );
@@ -178,7 +186,7 @@ mod tests {
             agent_id: "asker".into(),
             wait_id: Some("w-9".into()),
         });
-        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["x"], "message": "a", "need_reply": false}</send_message>"#).unwrap();
+        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["x"], "message": "a", "need_reply": false}</send_message>"#, now()).unwrap();
         let m = o.send_message.unwrap();
         assert_eq!(
             m.receiver,

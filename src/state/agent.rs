@@ -92,6 +92,9 @@ pub struct AgentState {
     /// How far this agent may go on in one stage (`step_limits:`).
     #[serde(skip)]
     pub step_limits: crate::agent::StepLimits,
+    /// How long it waits for a reply before it decides without one (`waits:`).
+    #[serde(skip)]
+    pub wait_patience: super::WaitPatience,
     /// The team's base task (where goals arrive and tasks are created), when known.
     #[serde(skip)]
     pub base_task: Option<TaskId>,
@@ -139,6 +142,7 @@ impl AgentState {
             open_goals: BTreeSet::new(),
             step_chars: super::DEFAULT_STEP_CHARS,
             step_limits: crate::agent::StepLimits::default(),
+            wait_patience: super::WaitPatience::default(),
             base_task: None,
             native_tools: false,
             outbox: Vec::new(),
@@ -385,15 +389,18 @@ mod tests {
         let mut a = agent();
         a.add_steps(vec![step("t", StageRef::NoRelative)]);
         a.hold_waits(
-            vec!["w1".into(), "w2".into()],
+            vec![("w1".into(), "x".into()), ("w2".into(), "y".into())],
             &"t".into(),
             &StageRef::NoRelative,
+            0,
+            None,
         );
         assert_eq!(a.derive_working_state(), WorkingState::Waiting);
-        assert!(a.release_wait(&"w1".into()));
-        assert!(!a.release_wait(&"w1".into()));
+        assert!(!a.release_wait(&"w1".into(), &"y".into()), "not y's wait");
+        assert!(a.release_wait(&"w1".into(), &"x".into()));
+        assert!(!a.release_wait(&"w1".into(), &"x".into()));
         assert_eq!(a.derive_working_state(), WorkingState::Waiting);
-        assert!(a.release_wait(&"w2".into()));
+        assert!(a.release_wait(&"w2".into(), &"y".into()));
         assert_eq!(a.derive_working_state(), WorkingState::Working);
         a.start_next();
         assert_eq!(

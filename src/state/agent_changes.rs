@@ -240,22 +240,42 @@ impl AgentState {
         }));
     }
 
-    /// Takes wait ids for a message sent from `task`/`stage`.
-    pub fn hold_waits(&mut self, ids: Vec<WaitId>, task: &TaskId, stage: &StageRef) {
-        if ids.is_empty() {
+    /// Takes wait ids for a message sent from `task`/`stage`: each waits for the reply of its
+    /// receiver, until `now` plus `patience` (per question) or else the team's patience for
+    /// that receiver (`waits:`).
+    pub fn hold_waits(
+        &mut self,
+        waits: Vec<(WaitId, AgentId)>,
+        task: &TaskId,
+        stage: &StageRef,
+        now_ms: i64,
+        patience: Option<std::time::Duration>,
+    ) {
+        if waits.is_empty() {
             return;
         }
+        let until = waits
+            .iter()
+            .map(|(_, r)| {
+                let p = patience.unwrap_or_else(|| self.wait_patience.for_receiver(r));
+                now_ms.saturating_add(i64::try_from(p.as_millis()).unwrap_or(i64::MAX))
+            })
+            .collect();
+        let (ids, from) = waits.into_iter().unzip();
         self.emit(Change::Agent(AgentChange::WaitsHeld {
             agent_id: self.id(),
             task_id: task.clone(),
             stage_id: stage.clone(),
             ids,
+            from,
+            until,
         }));
     }
 
-    /// Frees one wait id; false when the id was not held (a late or duplicate reply).
-    pub fn release_wait(&mut self, id: &WaitId) -> bool {
-        if !self.step_lock.holds(id) {
+    /// Frees one wait id when `sender` is the one it waits for; false when it was not held
+    /// (a late or duplicate reply) or someone else sent it (a copied wait id frees nothing).
+    pub fn release_wait(&mut self, id: &WaitId, sender: &AgentId) -> bool {
+        if !self.step_lock.answered_by(id, sender) {
             return false;
         }
         self.release_waits(std::slice::from_ref(id));

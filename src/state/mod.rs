@@ -24,7 +24,7 @@ pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingStat
 pub use executor::{Executor, Skill};
 pub use stage::StageState;
 pub use step::{PlannedStep, ReplyTo, StepState, TokenUsage};
-pub use step_lock::StepLock;
+pub use step_lock::{StepLock, Wait, WaitPatience};
 pub use task::{ConversationEntry, SharedInfo, TaskState};
 use text_cap::default_step_chars;
 pub use text_cap::{DEFAULT_STEP_CHARS, cap_str, cap_value};

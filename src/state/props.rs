@@ -4,7 +4,7 @@
 //! `COHORT_PROPS_SEED=<seed>` to rerun just that sequence.
 
 use super::{AgentState, Executor, Skill, StepExecutionState, StepState, WorkingState};
-use crate::ids::{NO_RELATIVE, StageRef, TaskId, WaitId};
+use crate::ids::{AgentId, NO_RELATIVE, StageRef, TaskId, WaitId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::fmt;
@@ -268,18 +268,19 @@ fn apply(agent: &mut AgentState, model: &mut Model, op: &Op) -> Result<(), Strin
                 .collect();
             model.next_wait += n;
             let (task, stage) = work.ids();
-            agent.hold_waits(ids.clone(), task, stage);
+            let waits = ids.iter().map(|w| (w.clone(), AgentId::from("peer"))).collect();
+            agent.hold_waits(waits, task, stage, 0, None);
             model.waits.extend(ids.into_iter().map(|w| (w, work)));
         }
         Op::Release(i) => {
             if model.waits.is_empty() {
-                if agent.release_wait(&"unknown".into()) {
+                if agent.release_wait(&"unknown".into(), &"peer".into()) {
                     return Err("released a wait id that was never held".into());
                 }
                 return Ok(());
             }
             let (id, _) = model.waits.remove(i % model.waits.len());
-            if !agent.release_wait(&id) {
+            if !agent.release_wait(&id, &"peer".into()) {
                 return Err(format!("wait {id} was held but could not be released"));
             }
         }

@@ -1,15 +1,59 @@
 //! StepLock: the wait ids an agent holds while it waits for replies. Each wait remembers the
-//! task and stage it was taken in, so finishing that stage or task frees it; a wait must
-//! never outlive the work it belonged to, or the agent would stay blocked for good.
+//! task and stage it was taken in, so finishing that stage or task frees it (a wait must never
+//! outlive the work it belonged to); whom it waits for, so only that one's reply frees it (a
+//! wait id copied into someone else's message frees nothing); and when it gives up, so no
+//! wait lasts for ever (`WaitPatience`).
 
-use crate::ids::{StageRef, TaskId, WaitId};
-use serde::{Serialize, Serializer};
+use crate::ids::{AgentId, StageRef, TaskId, WaitId};
+use serde::{Deserialize, Serialize, Serializer};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
 
+/// One wait on the lock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Wait {
+    pub id: WaitId,
+    pub task: TaskId,
+    pub stage: StageRef,
+    /// The one whose reply releases it. `None` only for a wait stored before waits named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<AgentId>,
+    /// When it gives up, in milliseconds since the Unix epoch (`None`: a wait stored before
+    /// waits had deadlines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<i64>,
+}
+
+/// How long an agent waits for a reply before it gives up and decides what to do without it
+/// (`waits:` in the team file): people get longer than agents.
 #[derive(Clone, Debug, PartialEq)]
-struct Wait {
-    id: WaitId,
-    task: TaskId,
-    stage: StageRef,
+pub struct WaitPatience {
+    pub human: Duration,
+    pub agent: Duration,
+    /// The team's human agents (the rest are agents or the runtime).
+    pub humans: Arc<BTreeSet<AgentId>>,
+}
+
+impl Default for WaitPatience {
+    fn default() -> Self {
+        WaitPatience {
+            human: Duration::from_secs(30 * 60),
+            agent: Duration::from_secs(10 * 60),
+            humans: Arc::default(),
+        }
+    }
+}
+
+impl WaitPatience {
+    /// How long a wait for `receiver`'s reply lasts.
+    pub fn for_receiver(&self, receiver: &AgentId) -> Duration {
+        if self.humans.contains(receiver) {
+            self.human
+        } else {
+            self.agent
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -18,18 +62,15 @@ pub struct StepLock {
 }
 
 impl StepLock {
-    /// A lock as the store keeps it: each wait id with the task and stage it was taken in.
-    pub fn from_parts(waits: impl IntoIterator<Item = (WaitId, TaskId, StageRef)>) -> Self {
+    /// A lock as the store keeps it.
+    pub fn from_parts(waits: impl IntoIterator<Item = Wait>) -> Self {
         StepLock {
-            waits: waits
-                .into_iter()
-                .map(|(id, task, stage)| Wait { id, task, stage })
-                .collect(),
+            waits: waits.into_iter().collect(),
         }
     }
 
-    pub fn parts(&self) -> impl Iterator<Item = (&WaitId, &TaskId, &StageRef)> {
-        self.waits.iter().map(|w| (&w.id, &w.task, &w.stage))
+    pub fn waits(&self) -> &[Wait] {
+        &self.waits
     }
 
     pub fn is_empty(&self) -> bool {
@@ -48,6 +89,13 @@ impl StepLock {
         self.waits.iter().any(|w| &w.id == id)
     }
 
+    /// Whether `id` is held and `sender` is the one it waits for: the only reply that frees it.
+    pub fn answered_by(&self, id: &WaitId, sender: &AgentId) -> bool {
+        self.waits
+            .iter()
+            .any(|w| &w.id == id && w.from.as_ref().is_none_or(|f| f == sender))
+    }
+
     /// Whether any wait was taken in this task and stage.
     pub fn holds_in(&self, task: &TaskId, stage: &StageRef) -> bool {
         self.waits
@@ -55,20 +103,22 @@ impl StepLock {
             .any(|w| &w.task == task && &w.stage == stage)
     }
 
-    /// Takes wait ids for a message sent from `task`/`stage`.
-    pub(crate) fn hold(
-        &mut self,
-        ids: impl IntoIterator<Item = WaitId>,
-        task: &TaskId,
-        stage: &StageRef,
-    ) {
-        for id in ids {
-            self.waits.push(Wait {
-                id,
-                task: task.clone(),
-                stage: stage.clone(),
-            });
-        }
+    /// The soonest moment a wait gives up.
+    pub fn next_deadline(&self) -> Option<i64> {
+        self.waits.iter().filter_map(|w| w.until).min()
+    }
+
+    /// The waits whose time is up at `now_ms`.
+    pub fn expired(&self, now_ms: i64) -> Vec<Wait> {
+        self.waits
+            .iter()
+            .filter(|w| w.until.is_some_and(|u| u <= now_ms))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn hold(&mut self, waits: impl IntoIterator<Item = Wait>) {
+        self.waits.extend(waits);
     }
 
     /// Frees one wait id; false when it was not held (a late or duplicate reply).
@@ -100,14 +150,24 @@ mod tests {
     use super::*;
     use crate::ids::StageId;
 
+    pub(crate) fn wait(id: &str, task: &str, stage: &StageRef) -> Wait {
+        Wait {
+            id: id.into(),
+            task: task.into(),
+            stage: stage.clone(),
+            from: None,
+            until: None,
+        }
+    }
+
     #[test]
     fn waits_are_found_by_the_stage_or_task_they_were_taken_in() {
         let s1 = StageRef::Stage(StageId::from("s1"));
         let s2 = StageRef::Stage(StageId::from("s2"));
         let mut l = StepLock::default();
-        l.hold(["a".into()], &"t".into(), &s1);
-        l.hold(["b".into()], &"t".into(), &s2);
-        l.hold(["c".into()], &"u".into(), &s1);
+        l.hold([wait("a", "t", &s1)]);
+        l.hold([wait("b", "t", &s2)]);
+        l.hold([wait("c", "u", &s1)]);
         assert_eq!(l.ids_in(&"t".into(), Some(&s1)), [WaitId::from("a")]);
         assert_eq!(l.ids_in(&"t".into(), None).len(), 2);
         for id in l.ids_in(&"t".into(), None) {
@@ -120,13 +180,53 @@ mod tests {
     }
 
     #[test]
+    fn only_the_one_waited_for_answers_a_wait() {
+        let mut l = StepLock::default();
+        l.hold([Wait {
+            from: Some("writer".into()),
+            ..wait("w", "t", &StageRef::NoRelative)
+        }]);
+        assert!(l.answered_by(&"w".into(), &"writer".into()));
+        assert!(!l.answered_by(&"w".into(), &"reviewer".into()));
+        assert!(!l.answered_by(&"x".into(), &"writer".into()));
+    }
+
+    #[test]
+    fn waits_give_up_at_their_deadline() {
+        let mut l = StepLock::default();
+        let s = StageRef::NoRelative;
+        l.hold([
+            Wait {
+                until: Some(2_000),
+                ..wait("late", "t", &s)
+            },
+            Wait {
+                until: Some(1_000),
+                ..wait("soon", "t", &s)
+            },
+            wait("old", "t", &s),
+        ]);
+        assert_eq!(l.next_deadline(), Some(1_000));
+        assert!(l.expired(999).is_empty());
+        let ids = |ws: Vec<Wait>| ws.into_iter().map(|w| w.id).collect::<Vec<_>>();
+        assert_eq!(ids(l.expired(1_000)), [WaitId::from("soon")]);
+        assert_eq!(ids(l.expired(5_000)).len(), 2);
+    }
+
+    #[test]
+    fn patience_is_longer_for_people() {
+        let p = WaitPatience {
+            humans: Arc::new(["alice".into()].into_iter().collect()),
+            ..WaitPatience::default()
+        };
+        assert_eq!(p.for_receiver(&"alice".into()), Duration::from_secs(1800));
+        assert_eq!(p.for_receiver(&"writer".into()), Duration::from_secs(600));
+    }
+
+    #[test]
     fn serializes_as_a_list_of_ids() {
         let mut l = StepLock::default();
-        l.hold(
-            ["w1".into(), "w2".into()],
-            &"t".into(),
-            &StageRef::NoRelative,
-        );
+        l.hold([wait("w1", "t", &StageRef::NoRelative), wait("w2", "t", &StageRef::NoRelative)]);
         assert_eq!(
             serde_json::to_value(&l).unwrap(),
             serde_json::json!(["w1", "w2"])
