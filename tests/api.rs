@@ -158,6 +158,26 @@ async fn login_gives_a_token_for_the_right_password_only() {
         get(&app, "/api/human/alice/pending", token).await.status,
         StatusCode::OK
     );
+    // A second login is a second session; logging out ends only the one it is sent with.
+    let again = post(
+        &app,
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "alice", "password": ALICE_PASSWORD}),
+    )
+    .await;
+    let other = again.body["token"].as_str().unwrap();
+    let out = post(&app, "/api/logout", Some(token), json!({})).await;
+    assert_eq!(out.status, StatusCode::OK, "{}", out.text);
+    assert_error(
+        &get(&app, "/api/human/alice/pending", token).await,
+        StatusCode::UNAUTHORIZED,
+        "a token after logout",
+    );
+    assert_eq!(
+        get(&app, "/api/human/alice/pending", other).await.status,
+        StatusCode::OK
+    );
 
     let wrong = post(
         &app,
@@ -194,24 +214,31 @@ async fn login_gives_a_token_for_the_right_password_only() {
 
 fn limited(state: ApiState) -> ApiState {
     state.with_login_limits(LoginLimits {
-        per_human: 3,
-        per_ip: 4,
-        window: Duration::from_secs(60),
+        free_per_pair: 3,
+        free_per_ip: 4,
+        first_delay: Duration::from_secs(20),
+        ..LoginLimits::default()
     })
 }
 
 #[actix::test]
-async fn failed_logins_are_rate_limited_per_human() {
+async fn a_guesser_is_slowed_down_but_cannot_lock_the_person_out() {
     let (team, cfg) = start();
-    let app = router(limited(api(&team, &cfg)));
+    let state = limited(api(&team, &cfg));
+    let from = |ip: &str| {
+        router(state.clone()).layer(MockConnectInfo(
+            format!("{ip}:40000").parse::<SocketAddr>().unwrap(),
+        ))
+    };
+    let guesser = from("10.0.0.66");
     let bind = |human: &str, password: &str| json!({"human_agent_id": human, "password": password});
     for i in 0..3 {
-        let r = post(&app, "/api/bind_human_agent", None, bind("alice", "guess")).await;
+        let r = post(&guesser, "/api/bind_human_agent", None, bind("alice", "guess")).await;
         assert_error(&r, StatusCode::UNAUTHORIZED, &format!("failure {i}"));
     }
-    // Even the right password is refused now, with a hint when to retry.
+    // From the guesser's address even the right password now waits, with a hint when to retry.
     let r = post(
-        &app,
+        &guesser,
         "/api/bind_human_agent",
         None,
         bind("alice", ALICE_PASSWORD),
@@ -223,16 +250,16 @@ async fn failed_logins_are_rate_limited_per_human() {
         .unwrap()
         .parse()
         .unwrap();
-    assert!((1..=60).contains(&retry), "Retry-After {retry}");
-    // Others are not locked out.
+    assert!((1..=20).contains(&retry), "Retry-After {retry}");
+    // Alice, from her own address, is not held back by someone else's guesses.
     let r = post(
-        &app,
+        &from("10.0.0.7"),
         "/api/bind_human_agent",
         None,
-        bind("bob", BOB_PASSWORD),
+        bind("alice", ALICE_PASSWORD),
     )
     .await;
-    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 }
 
 #[actix::test]

@@ -150,6 +150,9 @@ impl Store for Flaky {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         self.inner.put_session(s)
     }
+    fn delete_session<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.delete_session(token_hash)
+    }
     fn live_sessions(
         &self,
         now: i64,

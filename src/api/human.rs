@@ -82,6 +82,24 @@ pub async fn bind(
     ))
 }
 
+/// `POST /api/logout`: ends the session of the token the request carries (any other session
+/// of the same person stays open). `{success: true}`.
+pub async fn logout(
+    State(state): State<ApiState>,
+    _caller: Caller,
+    headers: axum::http::HeaderMap,
+) -> Result<Json<Value>, AppError> {
+    let token = super::bearer(&headers)
+        .ok_or_else(|| AppError::Unauthorized("no bearer token".into()))?;
+    state.inner.sessions.close(token).await.map_err(|e| {
+        AppError::Rejected(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the logout could not be stored: {e}"),
+        )
+    })?;
+    Ok(Json(json!({ "success": true })))
+}
+
 /// The body of `POST /api/send_message`.
 #[derive(Deserialize)]
 pub struct SendBody {

@@ -5,7 +5,8 @@
 //!
 //! - [`error`]: `AppError` (every failure as `{"success": false, "error": …}`) and extractors
 //!   whose rejections become `AppError`s.
-//! - [`session`]: the session table and the failed-login limiter.
+//! - [`session`]: the session table (login, logout, expiry).
+//! - [`login_limit`]: the failed-login back-off.
 //! - [`human`]: `POST /api/bind_human_agent`, `POST /api/send_message`, a human's conversations
 //!   and pending questions.
 //! - [`states`]: `GET /api/states?type=…` and `GET /api/state/{id}`.
@@ -15,12 +16,14 @@
 pub mod error;
 pub mod feed_slots;
 pub mod human;
+pub mod login_limit;
 pub mod session;
 pub mod states;
 pub mod ws;
 
 pub use error::AppError;
-pub use session::{LoginLimits, SESSION_TTL};
+pub use login_limit::LoginLimits;
+pub use session::SESSION_TTL;
 pub use ws::FeedConfig;
 
 use crate::actors::{AgentActor, Team};
@@ -35,7 +38,8 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{MethodRouter, any, get, post};
-use session::{LoginLimiter, Sessions};
+use login_limit::LoginLimiter;
+use session::Sessions;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -201,6 +205,13 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         path: "/api/state/{id}",
         example: "/api/state/alice",
         handler: || get(states::state),
+    },
+    // Last: walking the table with one token, logging out ends it.
+    ApiRoute {
+        method: "POST",
+        path: "/api/logout",
+        example: "/api/logout",
+        handler: || post(human::logout),
     },
 ];
 

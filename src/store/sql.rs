@@ -369,6 +369,14 @@ impl Db {
         Ok(())
     }
 
+    pub(super) async fn session_delete(&self, token_hash: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
+            .bind(token_hash.to_owned())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     pub(super) async fn sessions_live(&self, now: i64) -> Result<Vec<StoredSession>, StoreError> {
         sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
             .bind(now)

@@ -75,6 +75,15 @@ impl Store for SqlStore {
         Box::pin(self.rt.run(async move { db.session_put(&s).await }))
     }
 
+    fn delete_session<'a>(
+        &'a self,
+        token_hash: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let db = self.db.clone();
+        let hash = token_hash.to_owned();
+        Box::pin(self.rt.run(async move { db.session_delete(&hash).await }))
+    }
+
     fn live_sessions(&self, now: i64) -> BoxFuture<'_, Result<Vec<StoredSession>, StoreError>> {
         let db = self.db.clone();
         Box::pin(self.rt.run(async move { db.sessions_live(now).await }))
