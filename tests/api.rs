@@ -668,3 +668,96 @@ async fn the_console_is_served_from_web_dir_without_escaping_it() {
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     std::fs::remove_dir_all(&root).ok();
 }
+
+/// Work bob (a member) is not part of: a task whose group is only the manager, with a stage
+/// and a step. Published straight into the monitor, as the runtime would.
+fn publish_hidden_task(team: &cohort::actors::Team) {
+    use cohort::event::{Change, StageChange, StepChange, TaskChange};
+    use cohort::ids::StageRef;
+    use cohort::state::{Executor, Skill, StageState, StepState, TaskState};
+    let task = TaskState::new(
+        "hidden-task".into(),
+        "Alice's secret".into(),
+        "hidden-intention".into(),
+        "manager".into(),
+    );
+    let mut stage = StageState::new("hidden-task".into(), "hidden-stage-intention".into(), Default::default());
+    stage.stage_id = "hidden-stage".into();
+    let mut step = StepState::new(
+        "hidden-task".into(),
+        StageRef::Stage("hidden-stage".into()),
+        "manager".into(),
+        Executor::Skill(Skill::Think),
+        "hidden-step-intention",
+        "",
+    );
+    step.step_id = "hidden-step".into();
+    team.monitor.publish(vec![
+        Change::Task(TaskChange::Created { task }),
+        Change::Stage(StageChange::Added { stage, list_at: 0 }),
+        Change::Step(StepChange::Added {
+            agent_id: "manager".into(),
+            step: Box::new(step),
+            list_at: 0,
+            todo_at: None,
+            remember: false,
+        }),
+    ]);
+}
+
+#[actix::test]
+async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    publish_hidden_task(&team);
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let bob = login(&state, "bob", BOB_PASSWORD).await;
+    let base = base_task(&team);
+    // The operator sees the hidden task; the member sees the base task (his group) only.
+    assert_eq!(get(&app, "/api/state/hidden-task", &alice).await.status, StatusCode::OK);
+    let tasks = get(&app, "/api/states?type=task", &bob).await;
+    assert_eq!(tasks.body.as_object().unwrap().keys().collect::<Vec<_>>(), [&base]);
+    assert_eq!(tasks.headers["x-cohort-total"], "1", "totals count only what he sees");
+
+    // Every protected route, with every id it could be pointed at, never shows the member a
+    // trace of the hidden task; a post into it is refused and sends nothing.
+    let secrets = ["hidden-task", "hidden-stage", "hidden-step", "hidden-intention"];
+    for route in PROTECTED_ROUTES {
+        if route.path == "/api/logout" {
+            continue;
+        }
+        let what = format!("{} {}", route.method, route.path);
+        if route.method == "POST" {
+            let into_hidden = json!({"human_agent_id": "bob", "task_id": "hidden-task",
+                "receiver": ["manager"], "content": "let me in"});
+            let r = post(&app, route.path, Some(&bob), into_hidden).await;
+            assert_error(&r, StatusCode::FORBIDDEN, &what);
+            let to_outsider = json!({"human_agent_id": "bob", "task_id": base,
+                "receiver": ["nobody-bob-knows"], "content": "psst"});
+            assert!(post(&app, route.path, Some(&bob), to_outsider).await.status.is_client_error());
+            continue;
+        }
+        let mut uris = Vec::new();
+        for id in ["hidden-task", "hidden-stage", "hidden-step", "alice", "bob"] {
+            let path = route
+                .path
+                .replace("{id}", id)
+                .replace("{*rest}", id);
+            uris.push(path.clone());
+            for kind in ["task", "stage", "agent", "step"] {
+                uris.push(format!("{path}?type={kind}"));
+                uris.push(format!("{path}?type={kind}&task=hidden-task"));
+            }
+        }
+        for uri in uris {
+            let r = get(&app, &uri, &bob).await;
+            // An error may echo the id asked for; anything else of the hidden work is a leak.
+            for s in secrets.iter().filter(|s| !uri.contains(*s)) {
+                assert!(!r.text.contains(s), "{what}: GET {uri} showed `{s}`: {}", r.text);
+            }
+        }
+    }
+    let conversation = get(&app, "/api/state/hidden-task", &alice).await;
+    assert!(!conversation.text.contains("let me in"), "nothing was posted into it");
+}

@@ -371,3 +371,40 @@ async fn the_servers_end_of_a_feed_sends_small_frames_without_delay() {
     let _ = c.send(Message::Close(None)).await;
     server.stop().await;
 }
+
+#[actix::test]
+async fn a_members_feed_carries_only_their_tasks_until_they_join_another() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let bob = login(&state, "bob", BOB_PASSWORD).await;
+    let server = Server::start(state).await;
+    let monitor = team.monitor.clone();
+    monitor.publish(task("secret", "alice's plan"));
+    let (mut client, _) = connect_async(server.url(&bob)).await.unwrap();
+    let snap = next_json(&mut client).await;
+    assert_eq!(snap["type"], "snapshot");
+    let tasks: Vec<_> = snap["states"]["task"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(tasks, [team.base_task.to_string()], "only the base task, his group");
+
+    // Work in a task he is not in never reaches him; work in his own does.
+    monitor.publish(task("secret-2", "more of alice's plans"));
+    monitor.publish(vec![Change::Task(TaskChange::Tokens {
+        task_id: team.base_task.clone(),
+        usage: Default::default(),
+    })]);
+    let frame = next_json(&mut client).await;
+    let evs = events(&frame);
+    assert_eq!(evs.len(), 1, "{frame}");
+    assert_eq!(evs[0]["task_id"], team.base_task.as_str());
+
+    // Once the manager adds him to a task, he gets it whole (a fresh snapshot).
+    monitor.publish(vec![Change::Task(TaskChange::Joined {
+        task_id: "secret".into(),
+        agents: vec!["bob".into()],
+    })]);
+    let snap = next_json(&mut client).await;
+    assert_eq!(snap["type"], "snapshot", "{snap}");
+    assert!(snap["states"]["task"]["secret"].is_object());
+    assert!(snap["states"]["task"]["secret-2"].is_null());
+    server.stop().await;
+}

@@ -120,6 +120,20 @@ pub async fn send_message(
     caller.must_be(&body.human_agent_id)?;
     let human = state.human(&body.human_agent_id)?;
     let m = body.message;
+    // A member posts only into their own tasks, to agents they can see.
+    let outside = state.inner.monitor.read(|s| {
+        let view = caller.view(s);
+        if !view.sees_task(&m.task_id) {
+            return Some(format!("you are not in the group of task `{}`", m.task_id));
+        }
+        m.receiver
+            .iter()
+            .find(|r| !view.sees_agent(r))
+            .map(|r| format!("`{r}` is not in any task of yours"))
+    });
+    if let Some(why) = outside {
+        return Err(AppError::Forbidden(why));
+    }
     // Checked here first because the agent records the send (and marks the question it
     // answers as replied) before SyncState sees the message.
     let limit = state.inner.message_chars;

@@ -13,6 +13,7 @@
 //! - [`ws`]: `GET /ws?token=…`, the monitor feed (snapshot, then live events).
 //! - [`feed_slots`]: the caps on open feeds, per person and in all.
 
+pub mod access;
 pub mod error;
 pub mod feed_slots;
 pub mod human;
@@ -73,10 +74,11 @@ struct Inner {
     closing: watch::Sender<bool>,
 }
 
-/// A person who can log in: their agent's address and their password hash.
+/// A person who can log in: their agent's address, their password hash and what they may see.
 struct HumanAccount {
     addr: Addr<AgentActor>,
     password_hash: String,
+    access: crate::config::Access,
 }
 
 impl ApiState {
@@ -97,6 +99,7 @@ impl ApiState {
                     HumanAccount {
                         addr: addr.clone(),
                         password_hash: h.password_hash.clone(),
+                        access: h.access,
                     },
                 )),
                 None => {
@@ -155,6 +158,14 @@ impl ApiState {
 
     fn inner_mut(&mut self) -> &mut Inner {
         Arc::get_mut(&mut self.inner).expect("configure ApiState before cloning it")
+    }
+
+    /// What `human` may see (a member, unless the team file says otherwise).
+    pub fn access_of(&self, human: &AgentId) -> crate::config::Access {
+        self.inner
+            .humans
+            .get(human)
+            .map_or(crate::config::Access::Member, |h| h.access)
     }
 
     /// Ends every open websocket feed (also done by `serve` when its shutdown signal fires).
@@ -271,11 +282,16 @@ async fn no_such_route() -> AppError {
     AppError::NotFound("no such route".into())
 }
 
-/// The human a request's bearer token belongs to (set by `require_token`).
+/// The human a request's bearer token belongs to, and their access (set by `require_token`).
 #[derive(Clone, Debug)]
-pub struct Caller(pub AgentId);
+pub struct Caller(pub AgentId, pub crate::config::Access);
 
 impl Caller {
+    /// What the caller may see, as the states are now.
+    pub fn view(&self, s: &crate::event::States) -> access::View {
+        access::View::of(&self.0, self.1, s)
+    }
+
     /// 403 unless the caller is `human`.
     pub fn must_be(&self, human: &AgentId) -> Result<(), AppError> {
         if &self.0 == human {
@@ -325,7 +341,8 @@ async fn require_token(
         .sessions
         .human(token)
         .ok_or_else(|| AppError::Unauthorized("the token is invalid or expired".into()))?;
-    req.extensions_mut().insert(Caller(human));
+    let access = state.access_of(&human);
+    req.extensions_mut().insert(Caller(human, access));
     Ok(next.run(req).await)
 }
 

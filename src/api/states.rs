@@ -3,7 +3,8 @@
 //! `GET /api/state/{id}` → `{"kind", "state"}` for whichever kind has that id.
 
 use super::error::{ApiPath, ApiQuery};
-use super::{ApiState, AppError};
+use super::access::View;
+use super::{ApiState, AppError, Caller};
 use crate::ids::TaskId;
 use crate::monitor::StateKind;
 use axum::Json;
@@ -38,6 +39,7 @@ pub fn parse_kind(name: &str) -> Option<StateKind> {
 /// `after`; `x-cohort-total` counts every match.
 pub async fn states(
     State(state): State<ApiState>,
+    caller: Caller,
     ApiQuery(q): ApiQuery<StatesQuery>,
 ) -> Result<Response, AppError> {
     let kinds = || {
@@ -64,7 +66,11 @@ pub async fn states(
         None => PAGE_MAX,
     };
     let (page, total, next) = state.inner.monitor.read(|s| {
-        let ids = s.ids(kind, q.task.as_ref());
+        let view = caller.view(s);
+        let mut ids = s.ids(kind, q.task.as_ref());
+        if view != View::All {
+            ids.retain(|id| view.sees(s, kind, id));
+        }
         let start = match &q.after {
             Some(a) => ids.partition_point(|id| id <= a),
             None => 0,
@@ -72,7 +78,7 @@ pub async fn states(
         let end = (start + limit).min(ids.len());
         let page: Map<String, Value> = ids[start..end]
             .iter()
-            .filter_map(|id| s.json(kind, id).map(|v| (id.clone(), v)))
+            .filter_map(|id| view.json(s, kind, id).map(|v| (id.clone(), v)))
             .collect();
         let next = (end < ids.len()).then(|| ids[end - 1].clone());
         (page, ids.len(), next)
@@ -92,23 +98,36 @@ pub async fn states(
 /// (retention) comes from the store, as `{kind: "task", state, stages, archived: true}`.
 pub async fn state(
     State(state): State<ApiState>,
+    caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, AppError> {
-    let live = StateKind::ALL.into_iter().find_map(|k| {
-        state
-            .inner
-            .monitor
-            .get(k, &id)
-            .map(|s| json!({ "kind": k.name(), "state": s }))
-    });
-    if let Some(v) = live {
-        return Ok(Json(v));
-    }
+    // What a member may not see answers as if it did not exist: 404, never 403, so ids of
+    // other people's work cannot be probed.
     let not_found = || AppError::NotFound(format!("no task, stage, agent or step `{id}`"));
+    let (live, view) = state.inner.monitor.read(|s| {
+        let view = caller.view(s);
+        let live = StateKind::ALL.into_iter().find_map(|k| {
+            let exists = s.json(k, &id).is_some();
+            exists.then(|| {
+                let shown = view.json(s, k, &id);
+                shown.map(|st| json!({ "kind": k.name(), "state": st }))
+            })
+        });
+        (live, view)
+    });
+    match live {
+        Some(Some(v)) => return Ok(Json(v)),
+        Some(None) => return Err(not_found()),
+        None => {}
+    }
     let Some(store) = &state.inner.store else {
         return Err(not_found());
     };
     match crate::store::stored_task(store.as_ref(), &TaskId::from(id.as_str())).await {
+        // A member reads back only a task whose group held them.
+        Ok(Some((task, _))) if view != View::All && !task.task_group.contains(&caller.0) => {
+            Err(not_found())
+        }
         Ok(Some((task, stages))) => Ok(Json(
             json!({ "kind": "task", "state": task, "stages": stages, "archived": true }),
         )),

@@ -14,7 +14,9 @@
 //! tested without a socket.
 
 use super::error::ApiQuery;
+use super::access::View;
 use super::{ApiState, AppError};
+use crate::config::Access;
 use crate::ids::AgentId;
 use crate::monitor::{Monitor, Published};
 use axum::extract::State;
@@ -114,10 +116,11 @@ pub async fn upgrade(
     let cfg = inner.feed;
     // Taken before the upgrade, so a burst of connections cannot overshoot the limits.
     let slot = inner.feed_slots.take(&human, &cfg);
+    let access = state.access_of(&human);
     Ok(ws.on_upgrade(move |socket| async move {
         let (mut sink, stream) = socket.split();
         let end = match slot {
-            Ok(_slot) => run_feed(sink, stream, &monitor, &human, cfg, closing).await,
+            Ok(_slot) => run_feed(sink, stream, &monitor, (&human, access), cfg, closing).await,
             Err(why) => {
                 let bye = Message::Close(Some(CloseFrame {
                     code: close_code::AGAIN,
@@ -159,7 +162,7 @@ pub async fn run_feed<S, R, E>(
     sink: S,
     incoming: R,
     monitor: &Monitor,
-    viewer: &AgentId,
+    viewer: (&AgentId, Access),
     cfg: FeedConfig,
     closing: watch::Receiver<bool>,
 ) -> FeedEnd
@@ -178,7 +181,7 @@ async fn feed_from<S, R, E>(
     mut sink: S,
     mut incoming: R,
     monitor: &Monitor,
-    viewer: &AgentId,
+    (viewer, access): (&AgentId, Access),
     cfg: FeedConfig,
     mut closing: watch::Receiver<bool>,
 ) -> FeedEnd
@@ -186,7 +189,7 @@ where
     S: Sink<Message> + Unpin,
     R: Stream<Item = Result<Message, E>> + Unpin,
 {
-    let mut seen = match send_snapshot(&mut sink, monitor, cfg).await {
+    let (mut seen, mut view) = match send_snapshot(&mut sink, monitor, viewer, access, cfg).await {
         Ok(v) => v,
         Err(end) => return end,
     };
@@ -198,6 +201,9 @@ where
             // step's result replaces it; a frame missed is only a glimpse missed).
             w = writing.recv() => match w {
                 Ok(w) => {
+                    if view != View::All && !monitor.read(|s| view.sees_step(s, &w.step_id)) {
+                        continue;
+                    }
                     let text = Utf8Bytes::try_from(w.json.clone()).unwrap_or_default();
                     if let Err(end) = send(&mut sink, text, cfg).await {
                         return end;
@@ -224,11 +230,15 @@ where
                         Err(TryRecvError::Empty | TryRecvError::Closed) => break,
                     }
                 }
-                if lagged {
-                    tracing::debug!("websocket client lagged; sending a fresh snapshot");
+                // A member who joined a task (or left one that left memory) needs its whole
+                // state, not only the changes from now on: a fresh snapshot, as after a lag.
+                let regrown = view != View::All
+                    && monitor.read(|s| View::of(viewer, access, s)) != view;
+                if lagged || regrown {
+                    tracing::debug!(lagged, "sending a websocket client a fresh snapshot");
                     // Start again from the newest event rather than wading through the backlog.
                     events = events.resubscribe();
-                    seen = match send_snapshot(&mut sink, monitor, cfg).await {
+                    (seen, view) = match send_snapshot(&mut sink, monitor, viewer, access, cfg).await {
                         Ok(v) => v,
                         Err(end) => return end,
                     };
@@ -238,6 +248,9 @@ where
                     p.event.version > seen
                         && p.event.change.private_to().is_none_or(|owner| owner == viewer)
                 });
+                if view != View::All {
+                    monitor.read(|s| batch.retain(|p| view.sees_change(s, &p.event.change)));
+                }
                 if let Some(last) = batch.last() {
                     seen = last.event.version;
                     if let Err(end) = send(&mut sink, events_frame(&batch), cfg).await {
@@ -269,17 +282,35 @@ async fn shutting_down(closing: &mut watch::Receiver<bool>) {
     let _ = closing.wait_for(|c| *c).await.is_ok();
 }
 
-/// Sends the monitor's shared snapshot frame `{"type": "snapshot", "version", "states"}`;
-/// returns its version. Every event up to that version is in it.
+/// Sends the snapshot frame `{"type": "snapshot", "version", "states"}`: the monitor's
+/// shared one for an operator, one of what they see for a member. Returns its version
+/// (every event up to it is in it) and the view it was made for.
 async fn send_snapshot<S: Sink<Message> + Unpin>(
     sink: &mut S,
     monitor: &Monitor,
+    viewer: &AgentId,
+    access: Access,
     cfg: FeedConfig,
-) -> Result<u64, FeedEnd> {
-    let (version, frame) = monitor.snapshot_json();
+) -> Result<(u64, View), FeedEnd> {
+    let (version, view, frame) = match access {
+        Access::Operator => {
+            let (version, frame) = monitor.snapshot_json();
+            (version, View::All, frame)
+        }
+        Access::Member => monitor.read_at(|s, version| {
+            let view = View::of(viewer, access, s);
+            let body = serde_json::json!({
+                "type": "snapshot",
+                "version": version,
+                "states": view.all_json(s),
+            });
+            let frame = serde_json::to_vec(&body).unwrap_or_default();
+            (version, view, frame.into())
+        }),
+    };
     let text = Utf8Bytes::try_from(frame).map_err(|_| FeedEnd::MonitorGone)?;
     send(sink, text, cfg).await?;
-    Ok(version)
+    Ok((version, view))
 }
 
 /// `{"type": "events", "events": [...]}` from the events' shared JSON.

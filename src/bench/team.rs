@@ -79,7 +79,7 @@ pub fn write_team(
     if let Some(hash) = operator_hash {
         let _ = write!(
             team,
-            "humans:\n  - id: operator\n    role: operator\n    password_hash: \"{hash}\"\n"
+            "humans:\n  - id: operator\n    role: operator\n    access: operator\n    password_hash: \"{hash}\"\n"
         );
     }
     std::fs::write(dir.join("team.yaml"), team)?;

@@ -110,6 +110,9 @@ pub struct RawHuman {
     pub profile: String,
     /// An Argon2id hash (`cohort hash-password` prints one); never the password itself.
     pub password_hash: String,
+    /// What this person may see and do through the API (default `member`).
+    #[serde(default)]
+    pub access: super::Access,
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -138,6 +138,19 @@ pub struct HumanEntry {
     pub profile: String,
     /// Argon2id PHC string; checked with `crate::auth::verify_password`.
     pub password_hash: String,
+    pub access: Access,
+}
+
+/// What a person may see and do through the API and the console (`access:` of a human).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Sees and controls the whole team.
+    Operator,
+    /// Sees the tasks whose group includes them, with those tasks' stages, steps and agents,
+    /// and posts only there.
+    #[default]
+    Member,
 }
 
 impl TeamConfig {
@@ -267,6 +280,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
             role: h.role.clone().unwrap_or_else(|| "operator".to_owned()),
             profile: h.profile.clone(),
             password_hash: h.password_hash.clone(),
+            access: h.access,
         });
     }
 

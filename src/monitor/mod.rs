@@ -45,6 +45,8 @@ impl Published {
 /// "text"}` with the text so far (its newest [`WRITING_SHOWN`] characters).
 #[derive(Debug)]
 pub struct Writing {
+    /// The step being written (a feed shows it only to those who may see the step).
+    pub step_id: StepId,
     pub json: Bytes,
 }
 
@@ -66,6 +68,7 @@ impl Writing {
             "cut": skip > 0,
         });
         Writing {
+            step_id: step_id.clone(),
             json: Bytes::from(serde_json::to_vec(&json).unwrap_or_default()),
         }
     }
@@ -263,6 +266,12 @@ impl Monitor {
     /// Reads the states (keep `f` short: publishers wait meanwhile).
     pub fn read<R>(&self, f: impl FnOnce(&States) -> R) -> R {
         f(&self.lock().states)
+    }
+
+    /// Reads the states with the version they are at.
+    pub fn read_at<R>(&self, f: impl FnOnce(&States, u64) -> R) -> R {
+        let shared = self.lock();
+        f(&shared.states, shared.version)
     }
 
     /// One state as clients read it.

@@ -1,0 +1,253 @@
+//! Who sees what (`access:` of a human). An operator sees the whole team. A member sees the
+//! tasks whose group includes them, those tasks' stages and steps, and the agents in those
+//! groups. Every read of states, REST and websocket alike, asks one `View`, so no route can
+//! forget the rule.
+
+use crate::config::Access;
+use crate::event::{AgentChange, Change, StageChange, States, StepChange, TaskChange};
+use crate::ids::{AgentId, StageId, StepId, TaskId};
+use crate::monitor::StateKind;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+/// What one person may see, taken from the states at one moment (a task's group can grow, so
+/// a long-lived reader takes it again).
+#[derive(Clone, Debug, PartialEq)]
+pub enum View {
+    All,
+    Member {
+        tasks: BTreeSet<TaskId>,
+        agents: BTreeSet<AgentId>,
+    },
+}
+
+impl View {
+    pub fn of(human: &AgentId, access: Access, s: &States) -> View {
+        if access == Access::Operator {
+            return View::All;
+        }
+        let mut tasks = BTreeSet::new();
+        let mut agents = BTreeSet::from([human.clone()]);
+        for t in s.tasks.values().filter(|t| t.task_group.contains(human)) {
+            tasks.insert(t.task_id.clone());
+            agents.extend(t.task_group.iter().cloned());
+        }
+        View::Member { tasks, agents }
+    }
+
+    pub fn sees_task(&self, task: &TaskId) -> bool {
+        match self {
+            View::All => true,
+            View::Member { tasks, .. } => tasks.contains(task),
+        }
+    }
+
+    pub fn sees_agent(&self, agent: &AgentId) -> bool {
+        match self {
+            View::All => true,
+            View::Member { agents, .. } => agents.contains(agent),
+        }
+    }
+
+    fn sees_stage(&self, s: &States, stage: &StageId) -> bool {
+        matches!(self, View::All)
+            || s.stages
+                .get(stage)
+                .is_some_and(|st| self.sees_task(&st.task_id))
+    }
+
+    pub fn sees_step(&self, s: &States, step: &StepId) -> bool {
+        matches!(self, View::All) || s.step(step).is_some_and(|st| self.sees_task(&st.task_id))
+    }
+
+    /// Whether the state `kind`/`id` is visible.
+    pub fn sees(&self, s: &States, kind: StateKind, id: &str) -> bool {
+        match kind {
+            StateKind::Task => self.sees_task(&TaskId::from(id)),
+            StateKind::Stage => self.sees_stage(s, &StageId::from(id)),
+            StateKind::Agent => self.sees_agent(&AgentId::from(id)),
+            StateKind::Step => self.sees_step(s, &StepId::from(id)),
+        }
+    }
+
+    /// Whether a change may reach this person's feed (`s`: the states it was applied to).
+    /// A person's private changes are filtered apart from this (only their owner gets them).
+    pub fn sees_change(&self, s: &States, c: &Change) -> bool {
+        if matches!(self, View::All) {
+            return true;
+        }
+        match c {
+            Change::Task(t) => match t {
+                TaskChange::Created { task } => self.sees_task(&task.task_id),
+                _ => c.task_id().is_some_and(|t| self.sees_task(t)),
+            },
+            Change::Stage(st) => match st {
+                StageChange::Added { stage, .. } => self.sees_task(&stage.task_id),
+                StageChange::State { stage_id, .. }
+                | StageChange::Agent { stage_id, .. }
+                | StageChange::Completion { stage_id, .. } => self.sees_stage(s, stage_id),
+            },
+            Change::Agent(a) => match a {
+                // Wait ids are shown to no other person.
+                AgentChange::WaitsHeld { .. } | AgentChange::WaitsReleased { .. } => false,
+                AgentChange::WorkNoted { task_id, .. }
+                | AgentChange::WorkCleared { task_id, .. }
+                | AgentChange::GoalOpened { task_id, .. }
+                | AgentChange::GoalClosed { task_id, .. } => self.sees_task(task_id),
+                _ => c.agent_id().is_some_and(|a| self.sees_agent(a)),
+            },
+            Change::Step(st) => match st {
+                StepChange::Added { step, .. } => self.sees_task(&step.task_id),
+                StepChange::Started { step_id, .. } | StepChange::Updated { step_id, .. } => {
+                    self.sees_step(s, step_id)
+                }
+                // Only ids leave with these; the agent's own list is what they change.
+                StepChange::Removed { agent_id, .. } | StepChange::CutLoose { agent_id, .. } => {
+                    self.sees_agent(agent_id)
+                }
+            },
+        }
+    }
+
+    /// One state as this person may read it: an agent shows a member only its steps, working
+    /// memory and goals in the member's tasks, and no wait ids. `None` if it is not visible.
+    pub fn json(&self, s: &States, kind: StateKind, id: &str) -> Option<Value> {
+        if !self.sees(s, kind, id) {
+            return None;
+        }
+        let mut v = s.json(kind, id)?;
+        if kind == StateKind::Agent && *self != View::All {
+            self.redact_agent(s, &mut v);
+        }
+        Some(v)
+    }
+
+    fn redact_agent(&self, s: &States, agent: &mut Value) {
+        if let Some(steps) = agent.get_mut("agent_step") {
+            for list in ["step_list", "todo"] {
+                if let Some(Value::Array(ids)) = steps.get_mut(list) {
+                    ids.retain(|id| {
+                        id.as_str()
+                            .is_some_and(|id| self.sees_step(s, &StepId::from(id)))
+                    });
+                }
+            }
+        }
+        if let Some(Value::Object(memory)) = agent.get_mut("working_memory") {
+            memory.retain(|task, _| self.sees_task(&TaskId::from(task.as_str())));
+        }
+        if let Some(lock) = agent.get_mut("step_lock") {
+            *lock = Value::Array(Vec::new());
+        }
+    }
+
+    /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}` of what is visible.
+    pub fn all_json(&self, s: &States) -> Value {
+        if matches!(self, View::All) {
+            return s.all_json();
+        }
+        let mut out = Map::new();
+        for k in StateKind::ALL {
+            let of_kind: Map<String, Value> = s
+                .ids(k, None)
+                .into_iter()
+                .filter_map(|id| self.json(s, k, &id).map(|v| (id, v)))
+                .collect();
+            out.insert(k.name().to_owned(), Value::Object(of_kind));
+        }
+        Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StageRef;
+    use crate::state::{AgentState, Executor, Skill, StageState, StepState, TaskState};
+
+    /// Task `mine` (group: bob, writer) and task `theirs` (group: alice, reviewer), each with
+    /// a stage and a step.
+    fn team() -> States {
+        let mut s = States::default();
+        for (task, who, agent) in [("mine", "bob", "writer"), ("theirs", "alice", "reviewer")] {
+            let mut t = TaskState::new(task.into(), task.into(), String::new(), "manager".into());
+            t.task_group.extend([who.into(), agent.into()]);
+            s.apply(&Change::Task(TaskChange::Created { task: t }));
+            let mut stage = StageState::new(task.into(), String::new(), Default::default());
+            stage.stage_id = format!("{task}-s").into();
+            s.apply(&Change::Stage(StageChange::Added {
+                stage,
+                list_at: 0,
+            }));
+            let a = AgentState::new(agent.into(), agent.into(), "r".into(), "p".into());
+            s.apply(&Change::Agent(crate::event::AgentChange::Added { agent: Box::new(a) }));
+            let mut step = StepState::new(
+                task.into(),
+                StageRef::NoRelative,
+                agent.into(),
+                Executor::Skill(Skill::Think),
+                "x",
+                "",
+            );
+            step.step_id = format!("{task}-step").into();
+            s.apply(&Change::Step(StepChange::Added {
+                agent_id: agent.into(),
+                step: Box::new(step),
+                list_at: 0,
+                todo_at: Some(0),
+                remember: false,
+            }));
+        }
+        s
+    }
+
+    #[test]
+    fn a_member_sees_only_their_tasks_and_what_belongs_to_them() {
+        let s = team();
+        let bob = View::of(&"bob".into(), Access::Member, &s);
+        assert!(bob.sees(&s, StateKind::Task, "mine"));
+        assert!(!bob.sees(&s, StateKind::Task, "theirs"));
+        assert!(bob.sees(&s, StateKind::Stage, "mine-s"));
+        assert!(!bob.sees(&s, StateKind::Stage, "theirs-s"));
+        assert!(bob.sees(&s, StateKind::Step, "mine-step"));
+        assert!(!bob.sees(&s, StateKind::Step, "theirs-step"));
+        assert!(bob.sees(&s, StateKind::Agent, "writer"));
+        assert!(bob.sees(&s, StateKind::Agent, "bob"));
+        assert!(!bob.sees(&s, StateKind::Agent, "reviewer"));
+        let json = bob.all_json(&s);
+        assert_eq!(json["task"].as_object().unwrap().len(), 1);
+        assert_eq!(json["step"].as_object().unwrap().len(), 1);
+        let op = View::of(&"bob".into(), Access::Operator, &s);
+        assert_eq!(op.all_json(&s), s.all_json());
+    }
+
+    #[test]
+    fn a_members_feed_gets_only_changes_of_what_they_see() {
+        let s = team();
+        let bob = View::of(&"bob".into(), Access::Member, &s);
+        let started = |id: &str, agent: &str| {
+            Change::Step(StepChange::Started {
+                agent_id: agent.into(),
+                step_id: id.into(),
+            })
+        };
+        assert!(bob.sees_change(&s, &started("mine-step", "writer")));
+        assert!(!bob.sees_change(&s, &started("theirs-step", "reviewer")));
+        let state = |stage: &str| {
+            Change::Stage(StageChange::State {
+                stage_id: stage.into(),
+                execution_state: crate::state::ExecutionState::Running,
+            })
+        };
+        assert!(bob.sees_change(&s, &state("mine-s")));
+        assert!(!bob.sees_change(&s, &state("theirs-s")));
+        let tokens = |task: &str| {
+            Change::Task(TaskChange::Tokens {
+                task_id: task.into(),
+                usage: Default::default(),
+            })
+        };
+        assert!(bob.sees_change(&s, &tokens("mine")));
+        assert!(!bob.sees_change(&s, &tokens("theirs")));
+    }
+}
