@@ -12,6 +12,7 @@
 //!   `TeamConfig`, every problem naming its file and field.
 //! - [`prompt`]: prompt files and the assembly of a skill's prompt from state (pure).
 //! - [`parse`]: LLM answers into typed skill answers (pure, total).
+//! - [`policy`]: a tool call's risk and whether it waits for a person's approval (pure).
 //! - [`skills`]: each skill's interpretation of its answer.
 //! - [`agent`]: the agent's step machine: receiving messages, completing steps, humans.
 //! - [`sync`]: SyncState's core: tasks and stages, execute outputs, instructions, ask_info,
@@ -44,6 +45,7 @@ pub mod mcp;
 pub mod message;
 pub mod monitor;
 pub mod parse;
+pub mod policy;
 pub mod problem;
 pub mod prompt;
 pub mod run;

@@ -506,6 +506,7 @@ async fn bundled_workspace_and_notes_servers_run_as_children_of_the_real_binary(
     let dir = mcp::temp_dir("bundled");
     let m = mcp::marker("bundled");
     let builtin = |name: &str, args: &[&str]| McpServerConfig {
+        risk: Default::default(),
         name: name.into(),
         description: format!("bundled {name}"),
         transport: McpTransport::Builtin {

@@ -39,6 +39,7 @@ async fn the_client_uses_the_bundled_workspace_over_http_and_survives_its_restar
         .unwrap();
     let stop = serve(root.clone(), addr).await;
     let config = McpServerConfig {
+        risk: Default::default(),
         name: "ws".into(),
         description: "files".into(),
         transport: McpTransport::Http {

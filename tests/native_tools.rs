@@ -172,3 +172,27 @@ async fn a_native_tool_step_calls_the_servers_functions_itself() {
     assert!(!planning.raw_body.contains("\"instruction_generation\""));
     team.shutdown().await;
 }
+
+#[actix::test]
+async fn an_agent_whose_calls_may_wait_for_approval_calls_tools_through_the_chain() {
+    let stub = OpenAiStub::start().await;
+    let dir = team_dir(&stub.base_url());
+    let mut cfg = load_team(&dir.join("team.yaml")).unwrap();
+    let vars = |_: &str| None;
+    let native = |team: &cohort::actors::Team| {
+        let clerk = team.agents[&"clerk".into()].clone();
+        async move { clerk.send(cohort::actors::GetAgentState).await.unwrap().native_tools }
+    };
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    assert!(native(&team).await, "by default the clerk's model calls tools natively");
+    team.shutdown().await;
+    // Each call that may wait for a person must be a step of its own.
+    for a in cfg.agents.iter_mut() {
+        a.tool_approval = cohort::policy::ApprovalPolicy {
+            auto_run_up_to: Some(cohort::policy::Risk::Medium),
+        };
+    }
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    assert!(!native(&team).await);
+    team.shutdown().await;
+}

@@ -30,6 +30,8 @@ use std::sync::Arc;
 pub struct AgentTools {
     pub descriptions: Arc<BTreeMap<String, String>>,
     pub mcp: Option<Arc<McpClient>>,
+    /// The people asked to approve a tool call (the team's operators).
+    pub approvers: Arc<[crate::ids::AgentId]>,
 }
 
 /// How many finished `no_relative` steps of a task an agent keeps in its step list (the base
@@ -54,12 +56,19 @@ pub struct AgentActor {
     holding: u32,
     /// The timer for the soonest wait deadline on the step lock.
     wait_timer: waits::WaitTimer,
+    /// Who is asked to approve a tool call.
+    approvers: Arc<[crate::ids::AgentId]>,
+    /// The tool step waiting for a person's approval (the agent runs nothing else meanwhile).
+    awaiting_approval: Option<StepId>,
 }
 
 #[path = "agent_tool_loop.rs"]
 mod tool_loop;
 #[path = "agent_waits.rs"]
 mod waits;
+#[path = "agent_approval.rs"]
+mod approval;
+pub use approval::Decide;
 
 /// How long a tool call waits for the store to confirm its step started.
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -76,6 +85,7 @@ impl AgentActor {
         let AgentTools {
             descriptions: tool_descriptions,
             mcp,
+            approvers,
         } = tools;
         AgentActor {
             state,
@@ -88,6 +98,8 @@ impl AgentActor {
             busy: false,
             holding: 0,
             wait_timer: None,
+            approvers,
+            awaiting_approval: None,
         }
     }
 
@@ -124,6 +136,7 @@ impl AgentActor {
 
     fn try_run(&mut self, ctx: &mut Context<Self>) {
         self.arm_wait_timer(ctx);
+        self.check_awaiting_approval(ctx);
         // A reply owed to a waiting sender runs even while this agent waits itself: two agents
         // waiting on each other would otherwise block both for good.
         let may_run = self.state.step_lock.is_empty()
@@ -262,28 +275,39 @@ impl AgentActor {
             ),
             (Ok(call), Some(client)) => {
                 let client = client.clone();
-                // The tool is called only once the step's start is stored: after a crash a
-                // started tool step is never run again (it may have acted), so a start the
-                // store lost must not have reached the tool either.
-                let started = self.monitor.assigned_version();
-                let monitor = self.monitor.clone();
-                let call_server = async move {
-                    let stored =
-                        tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
-                    if !matches!(stored, Ok(true)) {
-                        return Err("the team's store did not confirm the step's start in \
-                                    time; the tool was not called"
-                            .to_owned());
-                    }
-                    client.call(&server, &call).await.map_err(|e| e.to_string())
-                };
-                ctx.spawn(
-                    call_server
-                        .into_actor(self)
-                        .map(move |res, act, ctx| act.on_tool_result(id, res, ctx)),
-                );
+                self.gate_tool(step, server, call, client, ctx);
             }
         }
+    }
+
+    /// Calls the tool of step `id` now.
+    pub(super) fn call_tool(
+        &mut self,
+        id: StepId,
+        server: String,
+        call: crate::mcp::McpCall,
+        client: Arc<McpClient>,
+        ctx: &mut Context<Self>,
+    ) {
+        // The tool is called only once the step's start is stored: after a crash a started
+        // tool step is never run again (it may have acted), so a start the store lost must
+        // not have reached the tool either.
+        let started = self.monitor.assigned_version();
+        let monitor = self.monitor.clone();
+        let call_server = async move {
+            let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
+            if !matches!(stored, Ok(true)) {
+                return Err("the team's store did not confirm the step's start in time; the \
+                            tool was not called"
+                    .to_owned());
+            }
+            client.call(&server, &call).await.map_err(|e| e.to_string())
+        };
+        ctx.spawn(
+            call_server
+                .into_actor(self)
+                .map(move |res, act, ctx| act.on_tool_result(id, res, ctx)),
+        );
     }
 
     /// A tool step a restart cut off: called again when the call is read-only or idempotent
@@ -491,6 +515,11 @@ impl Actor for AgentActor {
         for id in crate::agent::interrupted_tool_steps(&self.state) {
             self.busy = true;
             self.resume_tool_step(id, ctx);
+        }
+        // A call that was waiting for a person's approval waits on (they were told already).
+        if let Some(id) = crate::agent::approval::waiting_for_approval(&self.state) {
+            self.busy = true;
+            self.awaiting_approval = Some(id);
         }
         self.try_run(ctx);
     }

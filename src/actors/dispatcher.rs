@@ -3,7 +3,7 @@
 //! a receiver the team does not have is acknowledged here, so the message leaves the messages
 //! in flight instead of waiting there for ever.
 
-use super::agent::Deliver;
+use super::agent::{Decide, Deliver};
 use crate::event::{AgentChange, Change};
 use crate::ids::AgentId;
 use crate::message::Message;
@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 pub struct Dispatcher {
     agents: HashMap<AgentId, Recipient<Deliver>>,
+    /// Where a person's verdict on an agent's tool call goes (agents that use tools).
+    verdicts: HashMap<AgentId, Recipient<Decide>>,
     monitor: Monitor,
 }
 
@@ -21,8 +23,51 @@ impl Dispatcher {
     pub fn new(monitor: Monitor) -> Self {
         Dispatcher {
             agents: HashMap::new(),
+            verdicts: HashMap::new(),
             monitor,
         }
+    }
+}
+
+/// Registers where verdicts on `AgentId`'s tool calls go.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RegisterVerdicts(pub AgentId, pub Recipient<Decide>);
+
+impl Handler<RegisterVerdicts> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: RegisterVerdicts, _: &mut Context<Self>) {
+        self.verdicts.insert(msg.0, msg.1);
+    }
+}
+
+/// A person's verdict for one agent's step; `Err` says why nothing was decided.
+#[derive(Message)]
+#[rtype(result = "Result<(), VerdictRefused>")]
+pub struct DecideFor(pub AgentId, pub Decide);
+
+/// Why a verdict was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum VerdictRefused {
+    #[error("no agent `{0}`")]
+    NoAgent(AgentId),
+    #[error("agent `{0}` did not answer: {1}")]
+    Unreachable(AgentId, String),
+    #[error(transparent)]
+    Refused(#[from] crate::agent::approval::VerdictError),
+}
+
+impl Handler<DecideFor> for Dispatcher {
+    type Result = ResponseFuture<Result<(), VerdictRefused>>;
+    fn handle(&mut self, DecideFor(agent, d): DecideFor, _: &mut Context<Self>) -> Self::Result {
+        let to = self.verdicts.get(&agent).cloned();
+        Box::pin(async move {
+            let to = to.ok_or_else(|| VerdictRefused::NoAgent(agent.clone()))?;
+            match to.send(d).await {
+                Ok(r) => Ok(r?),
+                Err(e) => Err(VerdictRefused::Unreachable(agent, e.to_string())),
+            }
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //! it, starts its actor on a worker thread and registers it with the dispatcher.
 
 use super::agent::{AgentActor, AgentTools};
-use super::dispatcher::{Dispatcher, Register};
+use super::dispatcher::{Dispatcher, Register, RegisterVerdicts};
 use super::sync_state::SyncStateActor;
 use crate::config::{AgentTemplate, LlmConfig};
 use crate::event::Change;
@@ -40,6 +40,10 @@ pub struct AgentFactory {
     pub step_limits: crate::agent::StepLimits,
     /// `waits:` (with the team's humans), given to every agent.
     pub wait_patience: crate::state::WaitPatience,
+    /// Each configured agent's `tool_approval` (others, hired ones, get the team's).
+    pub tool_approvals: Arc<HashMap<AgentId, crate::policy::ApprovalPolicy>>,
+    /// The team's `tool_approval`.
+    pub tool_approval: crate::policy::ApprovalPolicy,
     /// The team's base task, told to every agent.
     pub base_task: crate::ids::TaskId,
 }
@@ -117,6 +121,17 @@ impl AgentFactory {
         state.step_chars = self.step_chars;
         state.step_limits = self.step_limits;
         state.wait_patience = self.wait_patience.clone();
+        state.tool_approval = self
+            .tool_approvals
+            .get(&id)
+            .copied()
+            .unwrap_or(self.tool_approval);
+        // A call that may wait for a person must be a step of its own, which the native loop
+        // (many calls inside one step) cannot give: such an agent calls tools through the
+        // instruction_generation → tool → tool_decision chain.
+        if state.tool_approval.auto_run_up_to != Some(crate::policy::Risk::High) {
+            state.native_tools = false;
+        }
         state.base_task = Some(self.base_task.clone());
         if announce {
             // Published before it starts, so whoever learns of the agent next (an ask_info
@@ -134,6 +149,8 @@ impl AgentFactory {
             self.monitor.clone(),
         );
         let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);
+        self.dispatcher
+            .do_send(RegisterVerdicts(id.clone(), addr.clone().recipient()));
         self.dispatcher
             .do_send(Register(id, addr.clone().recipient()));
         addr

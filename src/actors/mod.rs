@@ -9,8 +9,8 @@ mod supervisor;
 mod sync_state;
 mod system;
 
-pub use agent::{AgentActor, AgentTools, Deliver, GetAgentState, HumanSend};
-pub use dispatcher::{Dispatcher, Register, Route};
+pub use agent::{AgentActor, AgentTools, Decide, Deliver, GetAgentState, HumanSend};
+pub use dispatcher::{DecideFor, Dispatcher, Register, RegisterVerdicts, Route, VerdictRefused};
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{ApplyOutput, SubmitMessage, SubmitMessages, SyncStateActor};

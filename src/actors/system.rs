@@ -269,6 +269,12 @@ fn start(
                 McpOptions::new(host.cohort_exe.clone(), host.vars),
             )
         }),
+        approvers: cfg
+            .humans
+            .iter()
+            .filter(|h| h.access == crate::config::Access::Operator)
+            .map(|h| h.id.clone())
+            .collect(),
     };
     let workers = Arc::new(Workers::start());
     let factory = AgentFactory {
@@ -284,6 +290,13 @@ fn start(
             humans: Arc::new(humans.iter().cloned().collect()),
             ..cfg.waits.clone()
         },
+        tool_approvals: Arc::new(
+            cfg.agents
+                .iter()
+                .map(|a| (a.id.clone(), a.tool_approval))
+                .collect(),
+        ),
+        tool_approval: cfg.tool_approval,
         base_task: base_task.clone(),
     };
     // The supervisor starts hired agents; SyncState only asks it to.

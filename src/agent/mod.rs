@@ -3,6 +3,7 @@
 //! `ExecuteOutput` for SyncState (`complete`). The actor in `actors/agent.rs` only performs
 //! the effects these return.
 
+pub mod approval;
 mod complete;
 mod human;
 mod limits;

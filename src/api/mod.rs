@@ -14,6 +14,7 @@
 //! - [`feed_slots`]: the caps on open feeds, per person and in all.
 
 pub mod access;
+pub mod approvals;
 pub mod error;
 pub mod feed_slots;
 pub mod human;
@@ -58,6 +59,8 @@ pub struct ApiState {
 
 struct Inner {
     monitor: Monitor,
+    /// Where verdicts on agents' tool calls go.
+    dispatcher: Addr<crate::actors::Dispatcher>,
     humans: HashMap<AgentId, HumanAccount>,
     sessions: Sessions,
     limiter: LoginLimiter,
@@ -111,6 +114,7 @@ impl ApiState {
         ApiState {
             inner: Arc::new(Inner {
                 monitor: team.monitor.clone(),
+                dispatcher: team.dispatcher.clone(),
                 humans,
                 sessions: Sessions::default(),
                 limiter: LoginLimiter::new(LoginLimits::default()),
@@ -216,6 +220,24 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         path: "/api/state/{id}",
         example: "/api/state/alice",
         handler: || get(states::state),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/approvals",
+        example: "/api/approvals",
+        handler: || get(approvals::approvals),
+    },
+    ApiRoute {
+        method: "POST",
+        path: "/api/step/{id}/approve",
+        example: "/api/step/no-such-step/approve",
+        handler: || post(approvals::approve),
+    },
+    ApiRoute {
+        method: "POST",
+        path: "/api/step/{id}/reject",
+        example: "/api/step/no-such-step/reject",
+        handler: || post(approvals::reject),
     },
     // Last: walking the table with one token, logging out ends it.
     ApiRoute {

@@ -299,4 +299,25 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn tool_approval_is_read_for_the_team_and_each_agent() {
+        use crate::policy::{ApprovalPolicy, Risk};
+        let d = tmp("approval");
+        let t = load_team(&write(
+            &d,
+            "approval.yaml",
+            "llm: {provider: openai, model: m}\ntool_approval: {auto_run_up_to: low}\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n  - {id: w, role: w, skills: [think], tool_approval: {auto_run_up_to: none}}\n",
+        ))
+        .unwrap();
+        let low = ApprovalPolicy {
+            auto_run_up_to: Some(Risk::Low),
+        };
+        assert_eq!(t.tool_approval, low);
+        assert_eq!(t.agents[0].tool_approval, low, "the team's, unless its own");
+        assert_eq!(t.agents[1].tool_approval.auto_run_up_to, None);
+        let bad = "llm: {provider: openai, model: m}\ntool_approval: {auto_run_up_to: sometimes}\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
+        let e = load_team(&write(&d, "bad.yaml", bad)).unwrap_err().to_string();
+        assert!(e.contains("tool_approval") && e.contains("sometimes"), "{e}");
+    }
 }

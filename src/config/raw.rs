@@ -44,6 +44,9 @@ pub struct RawTeam {
     /// How far one agent may go on in one stage (see `agent::StepLimits`).
     #[serde(default)]
     pub step_limits: Option<RawStepLimits>,
+    /// When a tool call waits for a person's approval (see `policy::ApprovalPolicy`).
+    #[serde(default)]
+    pub tool_approval: Option<RawApproval>,
     /// How long a wait for a reply lasts (see `state::WaitPatience`).
     #[serde(default)]
     pub waits: Option<RawWaits>,
@@ -129,6 +132,39 @@ pub struct RawAgent {
     pub tools: Vec<String>,
     #[serde(default)]
     pub llm: Option<RawLlm>,
+    /// This agent's own `tool_approval` (else the team's).
+    #[serde(default)]
+    pub tool_approval: Option<RawApproval>,
+}
+
+/// `tool_approval: {auto_run_up_to: low | medium | high | none}`.
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub struct RawApproval {
+    pub auto_run_up_to: AutoRunLevel,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoRunLevel {
+    Low,
+    Medium,
+    High,
+    None,
+}
+
+impl From<RawApproval> for crate::policy::ApprovalPolicy {
+    fn from(r: RawApproval) -> Self {
+        use crate::policy::Risk;
+        crate::policy::ApprovalPolicy {
+            auto_run_up_to: match r.auto_run_up_to {
+                AutoRunLevel::Low => Some(Risk::Low),
+                AutoRunLevel::Medium => Some(Risk::Medium),
+                AutoRunLevel::High => Some(Risk::High),
+                AutoRunLevel::None => None,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -84,6 +84,8 @@ pub struct AgentConfig {
     pub skills: Vec<Skill>,
     pub tools: Vec<String>,
     pub llm: LlmConfig,
+    /// When its tool calls wait for a person (`tool_approval:`, else the team's).
+    pub tool_approval: crate::policy::ApprovalPolicy,
 }
 
 #[derive(Clone, Debug)]
@@ -108,6 +110,8 @@ pub struct TeamConfig {
     pub step_limits: crate::agent::StepLimits,
     /// How long a person's login lasts (`session_ttl_hours`, default a week).
     pub session_ttl: std::time::Duration,
+    /// When tool calls wait for a person (`tool_approval:`; agents may set their own).
+    pub tool_approval: crate::policy::ApprovalPolicy,
     /// How long a wait for a reply lasts (`waits:`); `humans` is filled in at start.
     pub waits: crate::state::WaitPatience,
 }
@@ -260,6 +264,11 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
                 profile: a.profile.clone(),
                 skills: body.skills,
                 tools: a.tools.clone(),
+                tool_approval: a
+                    .tool_approval
+                    .or(raw.tool_approval)
+                    .map(Into::into)
+                    .unwrap_or_default(),
                 llm,
             });
         }
@@ -348,6 +357,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         step_limits,
         session_ttl,
         waits,
+        tool_approval: raw.tool_approval.map(Into::into).unwrap_or_default(),
     })
 }
 

@@ -167,6 +167,26 @@ impl McpClient {
         }
     }
 
+    /// How risky calling `tool` on `server` is: from its annotations and the server's `risk:`
+    /// overrides. A server that cannot be asked makes the call HIGH.
+    pub async fn tool_risk(&self, server: &str, tool: &str) -> crate::policy::ToolRisk {
+        let overrides = self.server(server).map(|s| s.risk.clone()).unwrap_or_default();
+        match self.description(server, false).await {
+            Ok(d) => {
+                let annotations = d.json["tools"]
+                    .as_array()
+                    .and_then(|ts| ts.iter().find(|t| t["name"] == tool))
+                    .and_then(|t| t.get("annotations"));
+                crate::policy::judge(tool, annotations, &overrides)
+            }
+            Err(e) if overrides.is_empty() => crate::policy::ToolRisk {
+                risk: crate::policy::Risk::High,
+                reason: format!("the server could not be asked what the tool does: {e}"),
+            },
+            Err(_) => crate::policy::judge(tool, None, &overrides),
+        }
+    }
+
     /// Runs one call; a tool's result is the full `CallToolResult` as JSON.
     pub async fn call(&self, server: &str, call: &McpCall) -> Result<Value, McpError> {
         match call {

@@ -29,6 +29,10 @@ struct RawServer {
     timeout_secs: Option<u64>,
     #[serde(default)]
     connect_timeout_secs: Option<u64>,
+    /// Risk levels that replace what the tools' annotations say: per tool name, `"*"` for
+    /// the rest (`low`, `medium`, `high`).
+    #[serde(default)]
+    risk: crate::policy::RiskOverrides,
 }
 
 /// How to reach a server.
@@ -66,6 +70,8 @@ pub struct McpServerConfig {
     pub connect_timeout: Duration,
     /// The file it came from, for error messages.
     pub file: PathBuf,
+    /// `risk:` overrides of its tools' risk levels.
+    pub risk: crate::policy::RiskOverrides,
 }
 
 /// Names of the servers the `cohort` binary ships.
@@ -172,6 +178,7 @@ pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
             call_timeout: Duration::from_secs(raw.timeout_secs.unwrap_or(60)),
             connect_timeout: Duration::from_secs(raw.connect_timeout_secs.unwrap_or(60)),
             file: file.to_path_buf(),
+            risk: raw.risk,
         }),
         _ => Err(problems),
     }
@@ -285,6 +292,19 @@ mod tests {
         assert!(p[0].message.contains("colour"), "{:?}", p);
         std::fs::write(&f, "name: a\ndescription: d\nbuiltin: nope\n").unwrap();
         assert_eq!(load_server(&f).unwrap_err()[0].field, "builtin");
+        std::fs::write(&f, "name: a\ndescription: d\nbuiltin: workspace\nrisk: {read_file: extreme}\n").unwrap();
+        let p = load_server(&f).unwrap_err();
+        assert!(p[0].field.starts_with("risk") && p[0].message.contains("extreme"), "{p:?}");
+    }
+
+    #[test]
+    fn risk_levels_override_the_tools_annotations() {
+        let d = dir("risk");
+        let f = d.join("r.yaml");
+        std::fs::write(&f, "name: a\ndescription: d\nbuiltin: workspace\nrisk: {write_file: medium, \"*\": low}\n").unwrap();
+        let s = load_server(&f).unwrap();
+        assert_eq!(s.risk["write_file"], crate::policy::Risk::Medium);
+        assert_eq!(s.risk["*"], crate::policy::Risk::Low);
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub struct AgentState {
     /// How far this agent may go on in one stage (`step_limits:`).
     #[serde(skip)]
     pub step_limits: crate::agent::StepLimits,
+    /// When its tool calls wait for a person (`tool_approval:`).
+    #[serde(skip)]
+    pub tool_approval: crate::policy::ApprovalPolicy,
     /// How long it waits for a reply before it decides without one (`waits:`).
     #[serde(skip)]
     pub wait_patience: super::WaitPatience,
@@ -143,6 +146,7 @@ impl AgentState {
             step_chars: super::DEFAULT_STEP_CHARS,
             step_limits: crate::agent::StepLimits::default(),
             wait_patience: super::WaitPatience::default(),
+            tool_approval: crate::policy::ApprovalPolicy::default(),
             base_task: None,
             native_tools: false,
             outbox: Vec::new(),

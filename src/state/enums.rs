@@ -29,6 +29,8 @@ pub enum StepExecutionState {
     Init,
     Pending,
     Running,
+    /// A tool call waits for a person's approval (see `agent::approval`).
+    WaitingForApproval,
     Finished,
     Failed,
 }

@@ -69,6 +69,7 @@ pub fn stdio(
     timeout: Duration,
 ) -> McpServerConfig {
     McpServerConfig {
+        risk: Default::default(),
         name: name.into(),
         description: format!("test server {name}"),
         transport: McpTransport::Stdio {

@@ -1,0 +1,128 @@
+//! The agent actor's side of tool approval: before a tool step calls its tool, the call's
+//! risk is judged (`McpClient::tool_risk`) and, if the agent's policy says so, the step waits
+//! (`waiting_for_approval`) while the team's operators are told; the agent runs nothing else
+//! meanwhile. A person's verdict (`Decide`) runs the call or fails the step with their reason.
+
+use super::AgentActor;
+use crate::agent::approval::{
+    Decided, Verdict, VerdictError, approval_needed, approval_notice, await_approval, decide,
+};
+use crate::ids::{AgentId, StepId};
+use crate::mcp::{McpCall, McpClient};
+use crate::message::Message;
+use crate::policy::Risk;
+use crate::state::{StepExecutionState, StepState};
+use actix::prelude::*;
+use std::sync::Arc;
+
+/// A person's verdict on a step waiting for approval.
+#[derive(Message)]
+#[rtype(result = "Result<(), VerdictError>")]
+pub struct Decide {
+    pub step_id: StepId,
+    pub by: AgentId,
+    pub verdict: Verdict,
+}
+
+impl AgentActor {
+    /// Calls the tool of `step` at once, or, when its risk needs a person, puts it on hold.
+    pub(super) fn gate_tool(
+        &mut self,
+        step: StepState,
+        server: String,
+        call: McpCall,
+        client: Arc<McpClient>,
+        ctx: &mut Context<Self>,
+    ) {
+        let id = step.step_id.clone();
+        let never_asks = self.state.tool_approval.auto_run_up_to == Some(Risk::High);
+        let tool = match &call {
+            McpCall::Tool { name, .. } if !never_asks => name.clone(),
+            _ => return self.call_tool(id, server, call, client, ctx),
+        };
+        let (asked, srv) = (client.clone(), server.clone());
+        ctx.spawn(
+            async move { asked.tool_risk(&srv, &tool).await }
+                .into_actor(self)
+                .map(move |risk, act, ctx| {
+                    match approval_needed(&act.state, &server, &call, risk) {
+                        None => act.call_tool(id, server, call, client, ctx),
+                        Some(req) if act.approvers.is_empty() => {
+                            let why = format!(
+                                "calling `{}` needs a person's approval (risk {}: {}), but the \
+                                 team has no operator to ask",
+                                req.tool, req.risk.risk, req.risk.reason
+                            );
+                            act.on_tool_result(id, Err(why), ctx);
+                        }
+                        Some(req) => {
+                            tracing::info!(agent = %act.state.agent_id, step = %id, tool = %req.tool, risk = %req.risk.risk, "a tool call waits for approval");
+                            await_approval(&mut act.state, &id, &req);
+                            act.awaiting_approval = Some(id);
+                            let notice = Message::notice(
+                                step.task_id.clone(),
+                                act.state.agent_id.clone(),
+                                act.approvers.to_vec(),
+                                step.stage_id.clone(),
+                                approval_notice(&step, &req),
+                            );
+                            act.submit_with_changes(vec![notice], ctx);
+                        }
+                    }
+                }),
+        );
+    }
+
+    /// While a step waits for approval the agent runs nothing else; if the step's stage or
+    /// task ended meanwhile, or the step left, the wait is over.
+    pub(super) fn check_awaiting_approval(&mut self, ctx: &mut Context<Self>) {
+        let Some(id) = self.awaiting_approval.clone() else {
+            return;
+        };
+        let step = self.state.agent_step.get(&id);
+        match step {
+            Some(s) if s.execution_state == StepExecutionState::WaitingForApproval => {
+                if !self.state.holds(&s.task_id, &s.stage_id) {
+                    self.awaiting_approval = None;
+                    let why = "its stage or task ended before a person approved the call";
+                    self.on_tool_result(id, Err(why.into()), ctx);
+                }
+            }
+            _ => {
+                self.awaiting_approval = None;
+                self.busy = false;
+            }
+        }
+    }
+}
+
+impl Handler<Decide> for AgentActor {
+    type Result = Result<(), VerdictError>;
+    fn handle(&mut self, d: Decide, ctx: &mut Context<Self>) -> Self::Result {
+        let decided = decide(&mut self.state, &d.step_id, &d.by, d.verdict)?;
+        self.awaiting_approval = None;
+        tracing::info!(agent = %self.state.agent_id, step = %d.step_id, by = %d.by, approved = matches!(decided, Decided::Run(_)), "a person decided on a tool call");
+        match decided {
+            Decided::Run(call) => {
+                let server = self
+                    .state
+                    .agent_step
+                    .get(&d.step_id)
+                    .map(|s| s.executor.name().to_owned())
+                    .unwrap_or_default();
+                // The approval is published (and so stored) before the call is made.
+                self.publish();
+                match self.mcp.clone() {
+                    Some(client) => self.call_tool(d.step_id, server, call, client, ctx),
+                    None => self.on_tool_result(
+                        d.step_id,
+                        Err("the team has no MCP client".into()),
+                        ctx,
+                    ),
+                }
+            }
+            Decided::Rejected(why) => self.on_tool_result(d.step_id, Err(why), ctx),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,300 @@
+//! Tool calls that wait for a person (seed 000's confirm_before_step): whether a call needs
+//! approval under the agent's policy, the step waiting with what the approver must see (tool,
+//! exact arguments and their hash, risk and reason), and a person's verdict: approve (as
+//! written, or with edited arguments) or reject with a reason the agent sees. An approval is
+//! bound to the arguments the approver saw: a verdict for another hash is refused.
+
+use crate::event::StepUpdate;
+use crate::ids::{AgentId, StepId};
+use crate::mcp::McpCall;
+use crate::policy::{ToolRisk, args_hash};
+use crate::state::{AgentState, StepExecutionState, StepState};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// What a person is asked to approve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub args_hash: String,
+    #[serde(flatten)]
+    pub risk: ToolRisk,
+}
+
+/// A person's verdict on a waiting call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Run it: `args_hash` is the hash of the arguments the person saw; `arguments`, when
+    /// given, replace them (an edit).
+    Approve {
+        args_hash: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
+    },
+    Reject {
+        reason: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum VerdictError {
+    #[error("step `{0}` is not waiting for approval")]
+    NotWaiting(StepId),
+    #[error("the call's arguments are not the ones approved (their hash is {expected}); read the request again")]
+    StaleHash { expected: String },
+    #[error("edited arguments must be a JSON object")]
+    BadArguments,
+    #[error("a rejection needs a reason the agent can act on")]
+    NoReason,
+}
+
+/// What a verdict leaves to do.
+#[derive(Debug, PartialEq)]
+pub enum Decided {
+    /// Call the tool now (the step is running again).
+    Run(McpCall),
+    /// The step fails with this reason.
+    Rejected(String),
+}
+
+/// The request for `call`, if it needs a person under the agent's policy.
+pub fn approval_needed(
+    agent: &AgentState,
+    server: &str,
+    call: &McpCall,
+    risk: ToolRisk,
+) -> Option<ApprovalRequest> {
+    let McpCall::Tool { name, arguments } = call else {
+        return None;
+    };
+    if !agent.tool_approval.needs_approval(risk.risk) {
+        return None;
+    }
+    let arguments = Value::Object(arguments.clone());
+    Some(ApprovalRequest {
+        server: server.to_owned(),
+        tool: name.clone(),
+        args_hash: args_hash(&arguments),
+        arguments,
+        risk,
+    })
+}
+
+/// Puts the running step `id` on hold for `req` (state `waiting_for_approval`, the request in
+/// its result for everyone to see).
+pub fn await_approval(agent: &mut AgentState, id: &StepId, req: &ApprovalRequest) {
+    agent.update_step(
+        id,
+        StepUpdate {
+            execution_state: Some(StepExecutionState::WaitingForApproval),
+            execute_result: Some(json!({ "waiting_for_approval": req })),
+            ..Default::default()
+        },
+    );
+}
+
+/// The message that tells an approver about `req`.
+pub fn approval_notice(step: &StepState, req: &ApprovalRequest) -> String {
+    format!(
+        "Approval needed: agent `{}` wants to call `{}` on MCP server `{}` (step {}, \"{}\").\n\
+         Risk {}: {}.\nArguments (hash {}):\n{}\n\
+         Approve, edit the arguments or reject it in the console, or with \
+         POST /api/step/{}/approve or /reject.",
+        step.agent_id,
+        req.tool,
+        req.server,
+        step.step_id,
+        step.step_intention,
+        req.risk.risk,
+        req.risk.reason,
+        req.args_hash,
+        serde_json::to_string_pretty(&req.arguments).unwrap_or_default(),
+        step.step_id,
+    )
+}
+
+/// Applies `by`'s verdict on step `id`.
+pub fn decide(
+    agent: &mut AgentState,
+    id: &StepId,
+    by: &AgentId,
+    verdict: Verdict,
+) -> Result<Decided, VerdictError> {
+    let step = agent
+        .agent_step
+        .get(id)
+        .filter(|s| s.execution_state == StepExecutionState::WaitingForApproval)
+        .cloned()
+        .ok_or_else(|| VerdictError::NotWaiting(id.clone()))?;
+    let req: ApprovalRequest = step
+        .execute_result
+        .as_ref()
+        .and_then(|r| r.get("waiting_for_approval"))
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
+        .ok_or_else(|| VerdictError::NotWaiting(id.clone()))?;
+    match verdict {
+        Verdict::Reject { reason } => {
+            let reason = reason.trim();
+            if reason.is_empty() {
+                return Err(VerdictError::NoReason);
+            }
+            Ok(Decided::Rejected(format!(
+                "`{by}` rejected the call to `{}`: {reason}",
+                req.tool
+            )))
+        }
+        Verdict::Approve {
+            args_hash: seen,
+            arguments,
+        } => {
+            if seen != req.args_hash {
+                return Err(VerdictError::StaleHash {
+                    expected: req.args_hash,
+                });
+            }
+            let (arguments, edited) = match arguments {
+                Some(Value::Object(a)) => (a, true),
+                Some(_) => return Err(VerdictError::BadArguments),
+                None => match req.arguments.clone() {
+                    Value::Object(a) => (a, false),
+                    _ => return Err(VerdictError::BadArguments),
+                },
+            };
+            let approved = Value::Object(arguments.clone());
+            agent.update_step(
+                id,
+                StepUpdate {
+                    execution_state: Some(StepExecutionState::Running),
+                    instruction_content: Some(
+                        json!({ "tool_name": req.tool, "arguments": approved }),
+                    ),
+                    execute_result: Some(json!({ "approved": {
+                        "by": by, "args_hash": args_hash(&approved), "edited": edited,
+                    }})),
+                    ..Default::default()
+                },
+            );
+            Ok(Decided::Run(McpCall::Tool {
+                name: req.tool,
+                arguments,
+            }))
+        }
+    }
+}
+
+/// Steps left waiting for approval (after a restart the agent waits on them again).
+pub fn waiting_for_approval(agent: &AgentState) -> Option<StepId> {
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .find(|s| s.execution_state == StepExecutionState::WaitingForApproval)
+        .map(|s| s.step_id.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StageRef;
+    use crate::policy::{ApprovalPolicy, Risk};
+    use crate::state::Executor;
+
+    fn waiting() -> (AgentState, StepId, ApprovalRequest) {
+        let mut a = AgentState::new("clerk".into(), "C".into(), "r".into(), "p".into());
+        a.tool_approval = ApprovalPolicy {
+            auto_run_up_to: Some(Risk::Medium),
+        };
+        let s = StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "clerk".into(),
+            Executor::Tool("workspace".into()),
+            "write it",
+            "",
+        );
+        let id = s.step_id.clone();
+        a.add_steps(vec![s]);
+        a.start_next();
+        let mut args = serde_json::Map::new();
+        args.insert("path".into(), json!("a.txt"));
+        let call = McpCall::Tool {
+            name: "write_file".into(),
+            arguments: args,
+        };
+        let high = ToolRisk {
+            risk: Risk::High,
+            reason: "it may overwrite".into(),
+        };
+        let low = ToolRisk {
+            risk: Risk::Low,
+            reason: "reads".into(),
+        };
+        assert_eq!(approval_needed(&a, "workspace", &call, low), None);
+        let req = approval_needed(&a, "workspace", &call, high).unwrap();
+        await_approval(&mut a, &id, &req);
+        (a, id, req)
+    }
+
+    #[test]
+    fn an_approval_for_the_arguments_seen_runs_the_call() {
+        let (mut a, id, req) = waiting();
+        let step = a.agent_step.get(&id).unwrap();
+        assert_eq!(step.execution_state, StepExecutionState::WaitingForApproval);
+        assert!(approval_notice(step, &req).contains("Risk HIGH: it may overwrite"));
+        assert_eq!(waiting_for_approval(&a), Some(id.clone()));
+        let stale = Verdict::Approve {
+            args_hash: "other".into(),
+            arguments: None,
+        };
+        assert!(matches!(
+            decide(&mut a, &id, &"op".into(), stale),
+            Err(VerdictError::StaleHash { .. })
+        ));
+        let ok = Verdict::Approve {
+            args_hash: req.args_hash.clone(),
+            arguments: None,
+        };
+        let Decided::Run(McpCall::Tool { name, arguments }) =
+            decide(&mut a, &id, &"op".into(), ok.clone()).unwrap()
+        else {
+            panic!("not a run")
+        };
+        assert_eq!((name.as_str(), &arguments["path"]), ("write_file", &json!("a.txt")));
+        assert_eq!(a.agent_step.get(&id).unwrap().execution_state, StepExecutionState::Running);
+        assert_eq!(
+            decide(&mut a, &id, &"op".into(), ok),
+            Err(VerdictError::NotWaiting(id)),
+            "a verdict counts once"
+        );
+    }
+
+    #[test]
+    fn edited_arguments_replace_the_instruction() {
+        let (mut a, id, req) = waiting();
+        let edit = Verdict::Approve {
+            args_hash: req.args_hash,
+            arguments: Some(json!({"path": "b.txt"})),
+        };
+        decide(&mut a, &id, &"op".into(), edit).unwrap();
+        let step = a.agent_step.get(&id).unwrap();
+        assert_eq!(step.instruction_content.as_ref().unwrap()["arguments"]["path"], "b.txt");
+        assert_eq!(step.execute_result.as_ref().unwrap()["approved"]["edited"], true);
+    }
+
+    #[test]
+    fn a_rejection_needs_a_reason_and_says_who_rejected() {
+        let (mut a, id, _) = waiting();
+        let none = Verdict::Reject { reason: " ".into() };
+        assert_eq!(decide(&mut a, &id, &"op".into(), none), Err(VerdictError::NoReason));
+        let no = Verdict::Reject {
+            reason: "not that file".into(),
+        };
+        let Decided::Rejected(why) = decide(&mut a, &id, &"op".into(), no).unwrap() else {
+            panic!()
+        };
+        assert!(why.contains("`op` rejected") && why.contains("not that file"));
+    }
+}

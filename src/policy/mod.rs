@@ -1,0 +1,8 @@
+//! Pure decisions about what agents may do on their own: how risky a tool call is, and whether
+//! it must wait for a person's approval first.
+
+mod approval;
+mod risk;
+
+pub use approval::{ApprovalPolicy, args_hash};
+pub use risk::{Risk, RiskOverrides, ToolRisk, judge};

@@ -1,0 +1,174 @@
+//! Tool calls that wait for a person, end to end on the tools example (the bundled workspace
+//! server, whose `write_file` is destructive): with the clerk allowed to run calls up to
+//! MEDIUM on its own, the write waits; the operator sees it through REST with its exact
+//! arguments and risk, and approves it (as written or edited) or rejects it with a reason.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use cohort::actors::{Host, Team, start_team};
+use cohort::api::{ApiState, router};
+use cohort::config::load_team;
+use cohort::monitor::StateKind;
+use cohort::policy::{ApprovalPolicy, Risk};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tower::ServiceExt;
+
+const PASSWORD: &str = "cohort-demo";
+
+/// A private copy of the tools example (its own workspace folder), the clerk set to ask.
+fn team(tag: &str) -> (PathBuf, Team, ApiState) {
+    let dir = std::env::temp_dir().join(format!("cohort-approval-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["servers", "workspace"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    for f in ["team.yaml", "script.yaml", "servers/workspace.yaml"] {
+        std::fs::copy(Path::new("examples/tools").join(f), dir.join(f)).unwrap();
+    }
+    let mut cfg = load_team(&dir.join("team.yaml")).unwrap();
+    for a in cfg.agents.iter_mut().filter(|a| a.id.as_str() == "clerk") {
+        a.tool_approval = ApprovalPolicy {
+            auto_run_up_to: Some(Risk::Medium),
+        };
+    }
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+    (dir, team, api)
+}
+
+async fn call(api: &ApiState, method: &str, uri: &str, token: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(body.map(|b| Body::from(b.to_string())).unwrap_or_default())
+        .unwrap();
+    let res = router(api.clone()).oneshot(req).await.unwrap();
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn login(api: &ApiState) -> String {
+    let body = json!({"human_agent_id": "operator", "password": PASSWORD});
+    let req = Request::post("/api/bind_human_agent")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let res = router(api.clone()).oneshot(req).await.unwrap();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    v["token"].as_str().unwrap().to_owned()
+}
+
+/// The one call waiting for approval, once it is there.
+async fn waiting_call(api: &ApiState, token: &str) -> Value {
+    for _ in 0..800 {
+        let (status, body) = call(api, "GET", "/api/approvals", token, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if let Some(first) = body["approvals"].as_array().and_then(|a| a.first()) {
+            return first.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no tool call ever waited for approval");
+}
+
+async fn task_ends(team: &Team) -> Value {
+    for _ in 0..800 {
+        let done = team
+            .monitor
+            .snapshot(StateKind::Task)
+            .into_values()
+            .find(|t| t["task_name"] == "Greeting file" && t["execution_state"] == "finished");
+        if let Some(t) = done {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the task never finished: {:#?}", team.monitor.snapshot(StateKind::Task));
+}
+
+fn clerk_step(team: &Team, id: &str) -> Value {
+    team.monitor.get(StateKind::Step, id).unwrap()
+}
+
+#[actix::test]
+async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_approved() {
+    let (dir, team, api) = team("approve");
+    let token = login(&api).await;
+    team.submit_goal(None, "Write a greeting file").await.unwrap();
+
+    let waiting = waiting_call(&api, &token).await;
+    assert_eq!(waiting["tool"], "write_file");
+    assert_eq!(waiting["risk"], "high");
+    assert!(waiting["reason"].as_str().unwrap().contains("destructiveHint"));
+    assert_eq!(waiting["arguments"]["path"], "hello.txt");
+    let step = waiting["step_id"].as_str().unwrap().to_owned();
+    assert_eq!(clerk_step(&team, &step)["execution_state"], "waiting_for_approval");
+    assert!(!dir.join("workspace/hello.txt").exists(), "nothing written before approval");
+    // The operator was told, with the tool, the exact arguments' hash and the risk.
+    let mut told = String::new();
+    for _ in 0..400 {
+        let (_, chats) = call(&api, "GET", "/api/human/operator/conversations", &token, None).await;
+        told = chats.to_string();
+        if told.contains("Approval needed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(told.contains("write_file") && told.contains("Risk HIGH"), "{told}");
+    assert!(told.contains(waiting["args_hash"].as_str().unwrap()), "{told}");
+
+    // An approval for other arguments than the ones shown is refused; edited arguments run.
+    let uri = format!("/api/step/{step}/approve");
+    let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"args_hash": "stale"}))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let edited = json!({"path": "hello.txt", "content": "Edited by the operator\n"});
+    let body = json!({"args_hash": waiting["args_hash"], "arguments": edited});
+    let (status, answer) = call(&api, "POST", &uri, &token, Some(body.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (again, _) = call(&api, "POST", &uri, &token, Some(body)).await;
+    assert_eq!(again, StatusCode::CONFLICT, "a verdict counts once");
+
+    task_ends(&team).await;
+    let written = std::fs::read_to_string(dir.join("workspace/hello.txt")).unwrap();
+    assert_eq!(written, "Edited by the operator\n");
+    let s = clerk_step(&team, &step);
+    assert_eq!(s["execution_state"], "finished");
+    assert_eq!(s["instruction_content"]["arguments"]["content"], "Edited by the operator\n");
+    team.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[actix::test]
+async fn a_rejected_call_fails_its_step_with_the_reason_and_never_runs() {
+    let (dir, team, api) = team("reject");
+    let token = login(&api).await;
+    team.submit_goal(None, "Write a greeting file").await.unwrap();
+    let waiting = waiting_call(&api, &token).await;
+    let step = waiting["step_id"].as_str().unwrap().to_owned();
+    let uri = format!("/api/step/{step}/reject");
+    let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"reason": " "}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "a rejection needs a reason");
+    let body = json!({"reason": "not in the shared folder, please"});
+    let (status, answer) = call(&api, "POST", &uri, &token, Some(body)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    for _ in 0..400 {
+        if clerk_step(&team, &step)["execution_state"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let s = clerk_step(&team, &step);
+    assert_eq!(s["execution_state"], "failed", "{s}");
+    let why = s["execute_result"]["error"].as_str().unwrap();
+    assert!(why.contains("`operator` rejected") && why.contains("not in the shared folder"), "{why}");
+    assert!(!dir.join("workspace/hello.txt").exists(), "the rejected call never ran");
+    team.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
