@@ -18,7 +18,7 @@ use tower::ServiceExt;
 const PASSWORD: &str = "cohort-demo";
 
 /// A private copy of the tools example (its own workspace folder), the clerk set to ask.
-fn team(tag: &str) -> (PathBuf, Team, ApiState) {
+fn config(tag: &str) -> (PathBuf, cohort::config::TeamConfig) {
     let dir = std::env::temp_dir().join(format!("cohort-approval-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     for sub in ["servers", "workspace"] {
@@ -33,6 +33,11 @@ fn team(tag: &str) -> (PathBuf, Team, ApiState) {
             auto_run_up_to: Some(Risk::Medium),
         };
     }
+    (dir, cfg)
+}
+
+fn team(tag: &str) -> (PathBuf, Team, ApiState) {
+    let (dir, cfg) = config(tag);
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     let api = ApiState::new(&team, &cfg.humans, None, vec![]);
@@ -170,5 +175,47 @@ async fn a_rejected_call_fails_its_step_with_the_reason_and_never_runs() {
     assert!(why.contains("`operator` rejected") && why.contains("not in the shared folder"), "{why}");
     assert!(!dir.join("workspace/hello.txt").exists(), "the rejected call never ran");
     team.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[actix::test]
+async fn a_call_waiting_for_approval_waits_on_after_a_restart() {
+    use cohort::actors::start_team_stored;
+    use cohort::store::{SqlStore, load};
+    let (dir, cfg) = config("restart");
+    let file = dir.join("team.db");
+    let open = || async {
+        let store = std::sync::Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+        let loaded = load(store.as_ref()).await.unwrap();
+        let vars = |_: &str| None;
+        let host = Host::new(&vars, env!("CARGO_BIN_EXE_cohort"));
+        let team = start_team_stored(&cfg, &host, store, loaded).unwrap();
+        let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+        (team, api)
+    };
+    let (team, api) = open().await;
+    let token = login(&api).await;
+    team.submit_goal(None, "Write a greeting file").await.unwrap();
+    let waiting = waiting_call(&api, &token).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    team.shutdown().await;
+    team.monitor.close();
+    drop(team);
+
+    let (team, api) = open().await;
+    let token = login(&api).await;
+    let again = waiting_call(&api, &token).await;
+    assert_eq!(again["step_id"], waiting["step_id"], "the same call still waits");
+    let uri = format!("/api/step/{}/approve", waiting["step_id"].as_str().unwrap());
+    let (status, answer) =
+        call(&api, "POST", &uri, &token, Some(json!({"args_hash": waiting["args_hash"]}))).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    task_ends(&team).await;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("workspace/hello.txt")).unwrap(),
+        "Hello from Cohort!\n"
+    );
+    team.shutdown().await;
+    team.monitor.close();
     let _ = std::fs::remove_dir_all(dir);
 }
