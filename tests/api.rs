@@ -103,7 +103,7 @@ async fn every_protected_route_refuses_requests_without_a_valid_token() {
         // (a verdict on a step that does not exist is answered by the route itself).
         let r = call(&app, route.method, route.example, Some(&alice), payload).await;
         assert!(
-            r.status.is_success() || route.example.contains("no-such-step"),
+            r.status.is_success() || route.example.contains("/no-such-"),
             "{what} with a valid token: {} {}",
             r.status,
             r.text
@@ -737,15 +737,20 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
         let what = format!("{} {}", route.method, route.path);
         if route.method == "POST" && route.path.contains("{id}") {
             // A verdict on a step of the hidden task: it does not exist for him.
-            let uri = route.path.replace("{id}", "hidden-step");
-            let body = if uri.ends_with("/reject") {
+            let hidden = if route.path.starts_with("/api/task/") {
+                "hidden-task"
+            } else {
+                "hidden-step"
+            };
+            let uri = route.path.replace("{id}", hidden);
+            let body = if uri.ends_with("/reject") || uri.ends_with("/cancel") {
                 json!({"reason": "no"})
             } else {
                 json!({"args_hash": "x"})
             };
             let r = post(&app, &uri, Some(&bob), body).await;
             assert_error(&r, StatusCode::NOT_FOUND, &what);
-            for s in secrets.iter().filter(|s| **s != "hidden-step") {
+            for s in secrets.iter().filter(|s| **s != hidden) {
                 assert!(!r.text.contains(s), "{what} showed `{s}`: {}", r.text);
             }
             continue;
@@ -782,4 +787,22 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
     }
     let conversation = get(&app, "/api/state/hidden-task", &alice).await;
     assert!(!conversation.text.contains("let me in"), "nothing was posted into it");
+}
+
+#[actix::test]
+async fn only_an_operator_cancels_a_task_and_never_the_base_task() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    publish_hidden_task(&team);
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let bob = login(&state, "bob", BOB_PASSWORD).await;
+    let base = base_task(&team);
+    let why = json!({"reason": "enough"});
+    let r = post(&app, &format!("/api/task/{base}/cancel"), Some(&bob), why.clone()).await;
+    assert_error(&r, StatusCode::FORBIDDEN, "a member, on a task he sees");
+    let r = post(&app, &format!("/api/task/{base}/cancel"), Some(&alice), why.clone()).await;
+    assert_error(&r, StatusCode::CONFLICT, "the base task");
+    let r = post(&app, "/api/task/nope/cancel", Some(&alice), why.clone()).await;
+    assert_error(&r, StatusCode::NOT_FOUND, "no such task");
 }

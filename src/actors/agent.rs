@@ -60,6 +60,9 @@ pub struct AgentActor {
     approvers: Arc<[crate::ids::AgentId]>,
     /// The tool step waiting for a person's approval (the agent runs nothing else meanwhile).
     awaiting_approval: Option<StepId>,
+    /// The step whose LLM or tool call is in flight, and the call's future: abandoned when the
+    /// step's stage or task ends (finished or cancelled) before it answers.
+    in_flight: Option<(StepId, SpawnHandle)>,
 }
 
 #[path = "agent_tool_loop.rs"]
@@ -100,6 +103,7 @@ impl AgentActor {
             wait_timer: None,
             approvers,
             awaiting_approval: None,
+            in_flight: None,
         }
     }
 
@@ -244,13 +248,16 @@ impl AgentActor {
             return;
         };
         request.progress = Some(self.answer_progress(&id));
-        ctx.spawn(
+        let step = id.clone();
+        let call = ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
                 .map(move |res, act, ctx| {
+                    act.in_flight = None;
                     act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
                 }),
         );
+        self.in_flight = Some((step, call));
     }
 
     /// Where a streamed answer of step `id` goes while it is written: the monitor's live feed.
@@ -303,11 +310,12 @@ impl AgentActor {
             }
             client.call(&server, &call).await.map_err(|e| e.to_string())
         };
-        ctx.spawn(
-            call_server
-                .into_actor(self)
-                .map(move |res, act, ctx| act.on_tool_result(id, res, ctx)),
-        );
+        let step = id.clone();
+        let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
+            act.in_flight = None;
+            act.on_tool_result(id, res, ctx)
+        }));
+        self.in_flight = Some((step, handle));
     }
 
     /// A tool step a restart cut off: called again when the call is read-only or idempotent
@@ -568,6 +576,7 @@ impl Handler<Deliver> for AgentActor {
         if !releases.is_empty() {
             self.submit_with_changes(releases, ctx);
         }
+        self.abandon_ended_call(ctx);
         self.try_run(ctx);
     }
 }

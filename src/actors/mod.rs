@@ -13,5 +13,5 @@ pub use agent::{AgentActor, AgentTools, Decide, Deliver, GetAgentState, HumanSen
 pub use dispatcher::{DecideFor, Dispatcher, Register, RegisterVerdicts, Route, VerdictRefused};
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
-pub use sync_state::{ApplyOutput, SubmitMessage, SubmitMessages, SyncStateActor};
+pub use sync_state::{ApplyOutput, CancelTask, SubmitMessage, SubmitMessages, SyncStateActor};
 pub use system::{Host, OPERATOR, SystemError, Team, start_team, start_team_stored};

@@ -191,6 +191,25 @@ impl Handler<ApplyOutput> for SyncStateActor {
     }
 }
 
+/// A person cancels a task (see `SyncCore::cancel_task`).
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct CancelTask {
+    pub task_id: crate::ids::TaskId,
+    pub by: crate::ids::AgentId,
+    pub reason: String,
+}
+
+impl Handler<CancelTask> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, c: CancelTask, ctx: &mut Context<Self>) -> Self::Result {
+        let applied = self.core.cancel_task(&c.task_id, &c.by, &c.reason)?;
+        tracing::info!(task = %c.task_id, by = %c.by, "task cancelled");
+        self.effect(applied, Vec::new(), ctx);
+        Ok(())
+    }
+}
+
 impl Handler<SubmitMessage> for SyncStateActor {
     type Result = Result<(), SyncError>;
     fn handle(&mut self, SubmitMessage(m): SubmitMessage, ctx: &mut Context<Self>) -> Self::Result {

@@ -135,7 +135,7 @@ pub fn complete_step(
 }
 
 /// Why a step whose stage or task ended while it ran changes nothing.
-const STAGE_ENDED: &str = "its stage or task was finished while the step ran";
+const STAGE_ENDED: &str = "its stage or task ended (finished or cancelled) while the step ran; its call was abandoned or its answer set aside";
 
 /// What every ending of a step starts from: the step, an empty output from this agent, and
 /// the waits the agent held before (to tell which ones the step took).

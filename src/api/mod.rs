@@ -15,6 +15,7 @@
 
 pub mod access;
 pub mod approvals;
+pub mod control;
 pub mod error;
 pub mod feed_slots;
 pub mod human;
@@ -61,6 +62,8 @@ struct Inner {
     monitor: Monitor,
     /// Where verdicts on agents' tool calls go.
     dispatcher: Addr<crate::actors::Dispatcher>,
+    /// Where a person's control of tasks goes.
+    sync: Addr<crate::actors::SyncStateActor>,
     humans: HashMap<AgentId, HumanAccount>,
     sessions: Sessions,
     limiter: LoginLimiter,
@@ -115,6 +118,7 @@ impl ApiState {
             inner: Arc::new(Inner {
                 monitor: team.monitor.clone(),
                 dispatcher: team.dispatcher.clone(),
+                sync: team.sync.clone(),
                 humans,
                 sessions: Sessions::default(),
                 limiter: LoginLimiter::new(LoginLimits::default()),
@@ -238,6 +242,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         path: "/api/step/{id}/reject",
         example: "/api/step/no-such-step/reject",
         handler: || post(approvals::reject),
+    },
+    ApiRoute {
+        method: "POST",
+        path: "/api/task/{id}/cancel",
+        example: "/api/task/no-such-task/cancel",
+        handler: || post(control::cancel_task),
     },
     // Last: walking the table with one token, logging out ends it.
     ApiRoute {

@@ -12,12 +12,17 @@ pub enum ExecutionState {
     Running,
     Finished,
     Failed,
+    /// Stopped by a person (`POST /api/task/{id}/cancel`).
+    Cancelled,
 }
 
 impl ExecutionState {
-    /// Finished or failed: nothing will change it any more.
+    /// Finished, failed or cancelled: nothing will change it any more.
     pub fn is_over(self) -> bool {
-        matches!(self, ExecutionState::Finished | ExecutionState::Failed)
+        matches!(
+            self,
+            ExecutionState::Finished | ExecutionState::Failed | ExecutionState::Cancelled
+        )
     }
 }
 

@@ -8,6 +8,44 @@ use crate::message::{Colleague, Instruction, Message, StagePlan, TaskInstruction
 use crate::state::{ExecutionState, StageState, TaskState};
 
 impl SyncCore {
+    /// Ends a task as `state`: its open stages fail (or are cancelled with it), its group is
+    /// told to drop the task's work, and it is retired.
+    pub(super) fn close_task(
+        &mut self,
+        task_id: &TaskId,
+        state: ExecutionState,
+        summary: String,
+        applied: &mut Applied,
+    ) {
+        let stage_state = match state {
+            ExecutionState::Cancelled => ExecutionState::Cancelled,
+            _ => ExecutionState::Failed,
+        };
+        for sid in self.tasks[task_id].stage_list.clone() {
+            if !self.stages[&sid].execution_state.is_over() {
+                self.set_stage_state(&sid, stage_state, applied);
+            }
+        }
+        self.emit(
+            applied,
+            Change::Task(TaskChange::State {
+                task_id: task_id.clone(),
+                execution_state: state,
+                task_summary: Some(summary),
+            }),
+        );
+        applied.messages.push(Message::instruction(
+            task_id.clone(),
+            AgentId::from(crate::message::TASK_STATE_SENDER),
+            self.tasks[task_id].task_group.clone(),
+            StageRef::NoRelative,
+            &Instruction::FinishTask {
+                task_id: task_id.clone(),
+            },
+        ));
+        self.retire_task(task_id, applied);
+    }
+
     pub(super) fn check_instruction(
         &self,
         agent: &AgentId,
@@ -179,33 +217,11 @@ impl SyncCore {
                 task_summary,
                 outcome,
             } => {
-                for sid in self.tasks[&task_id].stage_list.clone() {
-                    if !self.stages[&sid].execution_state.is_over() {
-                        self.set_stage_state(&sid, ExecutionState::Failed, applied);
-                    }
-                }
                 let execution_state = match outcome {
                     TaskOutcome::Finished => ExecutionState::Finished,
                     TaskOutcome::Failed => ExecutionState::Failed,
                 };
-                self.emit(
-                    applied,
-                    Change::Task(TaskChange::State {
-                        task_id: task_id.clone(),
-                        execution_state,
-                        task_summary: Some(task_summary),
-                    }),
-                );
-                applied.messages.push(Message::instruction(
-                    task_id.clone(),
-                    AgentId::from(crate::message::TASK_STATE_SENDER),
-                    self.tasks[&task_id].task_group.clone(),
-                    StageRef::NoRelative,
-                    &Instruction::FinishTask {
-                        task_id: task_id.clone(),
-                    },
-                ));
-                self.retire_task(&task_id, applied);
+                self.close_task(&task_id, execution_state, task_summary, applied);
             }
             TaskInstruction::RetryStage {
                 task_id,

@@ -5,6 +5,7 @@
 mod agents;
 mod ask_info;
 mod budget;
+mod control;
 mod retention;
 pub use budget::TaskBudget;
 mod instructions;

@@ -51,7 +51,7 @@ fn instruction_of(m: &Message) -> Option<Instruction> {
 }
 
 /// Creates a task with two stages (a+b, then a) and returns (core, task, [stage ids]).
-fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
+pub(super) fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
     let mut c = core();
     let t = TaskId::random();
     let out = c

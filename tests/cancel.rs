@@ -1,0 +1,110 @@
+//! Cancelling a task while an agent's LLM call for it is in flight: the task and its open
+//! stages become `cancelled`, the call is abandoned at once (not waited for), the step fails
+//! saying so, and the agent is free for other work.
+
+use cohort::actors::{CancelTask, GetAgentState, Host, start_team};
+use cohort::config::load_team;
+use cohort::monitor::StateKind;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The quickstart team, its writer's first draft taking a minute to write.
+fn slow_quickstart() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cohort-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy("examples/quickstart/team.yaml", dir.join("team.yaml")).unwrap();
+    let script = std::fs::read_to_string(Path::new("examples/quickstart/script.yaml")).unwrap();
+    let draft = r#"      - "<think>Draft:\n  Rain on the eaves\n  the maple lets go its red\n  one leaf at a time</think>""#;
+    assert!(script.contains(draft));
+    let slow = script.replacen(
+        draft,
+        "      - text: \"<think>Draft: rain</think>\"\n        delay_ms: 60000",
+        1,
+    );
+    std::fs::write(dir.join("script.yaml"), slow).unwrap();
+    dir
+}
+
+#[actix::test]
+async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
+    let dir = slow_quickstart();
+    let cfg = load_team(&dir.join("team.yaml")).unwrap();
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    team.submit_goal(None, "Write a haiku about autumn rain").await.unwrap();
+
+    // Wait for the writer's slow draft to be running.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (task, step) = loop {
+        let running = team.monitor.read(|s| {
+            s.steps()
+                .find(|st| {
+                    st.agent_id.as_str() == "writer"
+                        && st.step_intention == "Draft the haiku"
+                        && st.execution_state == cohort::state::StepExecutionState::Running
+                })
+                .map(|st| (st.task_id.clone(), st.step_id.clone()))
+        });
+        if let Some(r) = running {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the draft never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let cancelled_at = Instant::now();
+    team.sync
+        .send(CancelTask {
+            task_id: task.clone(),
+            by: "operator".into(),
+            reason: "changed my mind".into(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (state, step_state) = team.monitor.read(|s| {
+            (
+                s.tasks[&task].execution_state,
+                s.step(&step).map(|st| st.execution_state),
+            )
+        });
+        if state == cohort::state::ExecutionState::Cancelled
+            && step_state == Some(cohort::state::StepExecutionState::Failed)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not cancelled: {state:?} {step_state:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(10),
+        "the minute-long call was not waited for"
+    );
+    let task_json = team.monitor.get(StateKind::Task, task.as_str()).unwrap();
+    assert_eq!(task_json["task_summary"], "Cancelled by `operator`: changed my mind");
+    let step_json = team.monitor.get(StateKind::Step, step.as_str()).unwrap();
+    assert!(
+        step_json["execute_result"].to_string().contains("abandoned"),
+        "{step_json}"
+    );
+    for s in team.monitor.snapshot(StateKind::Stage).values() {
+        if s["task_id"] == task.as_str() {
+            assert_eq!(s["execution_state"], "cancelled", "{s}");
+        }
+    }
+    // The writer is free again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let w = team.agents[&"writer".into()].send(GetAgentState).await.unwrap();
+        if w.agent_step.todo_len() == 0 && w.derive_working_state() == cohort::state::WorkingState::Idle {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the writer stayed busy");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
