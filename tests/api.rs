@@ -790,7 +790,7 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
 }
 
 #[actix::test]
-async fn only_an_operator_cancels_a_task_and_never_the_base_task() {
+async fn only_an_operator_cancels_a_task_or_pauses_an_agent() {
     let (team, cfg) = start();
     let state = api(&team, &cfg);
     let app = router(state.clone());
@@ -805,4 +805,9 @@ async fn only_an_operator_cancels_a_task_and_never_the_base_task() {
     assert_error(&r, StatusCode::CONFLICT, "the base task");
     let r = post(&app, "/api/task/nope/cancel", Some(&alice), why.clone()).await;
     assert_error(&r, StatusCode::NOT_FOUND, "no such task");
+    let r = post(&app, "/api/agent/manager/pause", Some(&bob), json!({})).await;
+    assert_error(&r, StatusCode::FORBIDDEN, "a member pausing an agent he sees");
+    let r = post(&app, "/api/agent/manager/pause", Some(&alice), json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(get(&app, "/api/state/manager", &alice).await.body["state"]["paused"], true);
 }

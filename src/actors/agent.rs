@@ -69,9 +69,9 @@ pub struct AgentActor {
 mod tool_loop;
 #[path = "agent_waits.rs"]
 mod waits;
-#[path = "agent_approval.rs"]
-mod approval;
-pub use approval::Decide;
+#[path = "agent_control.rs"]
+mod control;
+pub use control::{Decide, SetPaused};
 
 /// How long a tool call waits for the store to confirm its step started.
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -149,7 +149,7 @@ impl AgentActor {
                 .agent_step
                 .next()
                 .is_some_and(StepState::answers_a_wait);
-        if self.busy || !may_run {
+        if self.busy || !may_run || self.state.paused {
             self.publish();
             return;
         }

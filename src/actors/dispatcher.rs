@@ -3,7 +3,7 @@
 //! a receiver the team does not have is acknowledged here, so the message leaves the messages
 //! in flight instead of waiting there for ever.
 
-use super::agent::{Decide, Deliver};
+use super::agent::{AgentActor, Decide, Deliver, SetPaused};
 use crate::event::{AgentChange, Change};
 use crate::ids::AgentId;
 use crate::message::Message;
@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 pub struct Dispatcher {
     agents: HashMap<AgentId, Recipient<Deliver>>,
-    /// Where a person's verdict on an agent's tool call goes (agents that use tools).
-    verdicts: HashMap<AgentId, Recipient<Decide>>,
+    /// The agents themselves, for a person's control (a verdict on a tool call, a pause).
+    controls: HashMap<AgentId, Addr<AgentActor>>,
     monitor: Monitor,
 }
 
@@ -23,21 +23,39 @@ impl Dispatcher {
     pub fn new(monitor: Monitor) -> Self {
         Dispatcher {
             agents: HashMap::new(),
-            verdicts: HashMap::new(),
+            controls: HashMap::new(),
             monitor,
         }
     }
 }
 
-/// Registers where verdicts on `AgentId`'s tool calls go.
+/// Registers an agent for a person's control.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct RegisterVerdicts(pub AgentId, pub Recipient<Decide>);
+pub struct RegisterControl(pub AgentId, pub Addr<AgentActor>);
 
-impl Handler<RegisterVerdicts> for Dispatcher {
+impl Handler<RegisterControl> for Dispatcher {
     type Result = ();
-    fn handle(&mut self, msg: RegisterVerdicts, _: &mut Context<Self>) {
-        self.verdicts.insert(msg.0, msg.1);
+    fn handle(&mut self, msg: RegisterControl, _: &mut Context<Self>) {
+        self.controls.insert(msg.0, msg.1);
+    }
+}
+
+/// An operator pauses (`true`) or resumes an agent; `Err` if there is no such agent.
+#[derive(Message)]
+#[rtype(result = "Result<(), VerdictRefused>")]
+pub struct PauseFor(pub AgentId, pub bool);
+
+impl Handler<PauseFor> for Dispatcher {
+    type Result = ResponseFuture<Result<(), VerdictRefused>>;
+    fn handle(&mut self, PauseFor(agent, paused): PauseFor, _: &mut Context<Self>) -> Self::Result {
+        let to = self.controls.get(&agent).cloned();
+        Box::pin(async move {
+            let to = to.ok_or_else(|| VerdictRefused::NoAgent(agent.clone()))?;
+            to.send(SetPaused(paused))
+                .await
+                .map_err(|e| VerdictRefused::Unreachable(agent, e.to_string()))
+        })
     }
 }
 
@@ -60,7 +78,7 @@ pub enum VerdictRefused {
 impl Handler<DecideFor> for Dispatcher {
     type Result = ResponseFuture<Result<(), VerdictRefused>>;
     fn handle(&mut self, DecideFor(agent, d): DecideFor, _: &mut Context<Self>) -> Self::Result {
-        let to = self.verdicts.get(&agent).cloned();
+        let to = self.controls.get(&agent).cloned();
         Box::pin(async move {
             let to = to.ok_or_else(|| VerdictRefused::NoAgent(agent.clone()))?;
             match to.send(d).await {

@@ -3,7 +3,7 @@
 //! it, starts its actor on a worker thread and registers it with the dispatcher.
 
 use super::agent::{AgentActor, AgentTools};
-use super::dispatcher::{Dispatcher, Register, RegisterVerdicts};
+use super::dispatcher::{Dispatcher, Register, RegisterControl};
 use super::sync_state::SyncStateActor;
 use crate::config::{AgentTemplate, LlmConfig};
 use crate::event::Change;
@@ -150,7 +150,7 @@ impl AgentFactory {
         );
         let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);
         self.dispatcher
-            .do_send(RegisterVerdicts(id.clone(), addr.clone().recipient()));
+            .do_send(RegisterControl(id.clone(), addr.clone()));
         self.dispatcher
             .do_send(Register(id, addr.clone().recipient()));
         addr

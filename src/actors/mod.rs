@@ -9,8 +9,10 @@ mod supervisor;
 mod sync_state;
 mod system;
 
-pub use agent::{AgentActor, AgentTools, Decide, Deliver, GetAgentState, HumanSend};
-pub use dispatcher::{DecideFor, Dispatcher, Register, RegisterVerdicts, Route, VerdictRefused};
+pub use agent::{AgentActor, AgentTools, Decide, Deliver, GetAgentState, HumanSend, SetPaused};
+pub use dispatcher::{
+    DecideFor, Dispatcher, PauseFor, Register, RegisterControl, Route, VerdictRefused,
+};
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{ApplyOutput, CancelTask, SubmitMessage, SubmitMessages, SyncStateActor};

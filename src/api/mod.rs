@@ -249,6 +249,18 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         example: "/api/task/no-such-task/cancel",
         handler: || post(control::cancel_task),
     },
+    ApiRoute {
+        method: "POST",
+        path: "/api/agent/{id}/pause",
+        example: "/api/agent/manager/pause",
+        handler: || post(control::pause_agent),
+    },
+    ApiRoute {
+        method: "POST",
+        path: "/api/agent/{id}/resume",
+        example: "/api/agent/manager/resume",
+        handler: || post(control::resume_agent),
+    },
     // Last: walking the table with one token, logging out ends it.
     ApiRoute {
         method: "POST",

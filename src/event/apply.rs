@@ -178,6 +178,7 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
             agent.persistent_memory.remove(key);
         }
         AgentChange::Tokens { usage, .. } => agent.token_usage.add(*usage),
+        AgentChange::Paused { paused, .. } => agent.paused = *paused,
         AgentChange::GoalOpened {
             task_id, stage_id, ..
         } => {

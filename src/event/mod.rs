@@ -161,6 +161,11 @@ pub enum AgentChange {
         agent_id: AgentId,
         usage: TokenUsage,
     },
+    /// An operator paused (or resumed) the agent.
+    Paused {
+        agent_id: AgentId,
+        paused: bool,
+    },
     /// The agent owes a summary in this stage (bookkeeping for its closing reflection).
     GoalOpened {
         agent_id: AgentId,
@@ -315,6 +320,7 @@ impl Change {
                 | AgentChange::MemoryAdded { agent_id, .. }
                 | AgentChange::MemoryDeleted { agent_id, .. }
                 | AgentChange::Tokens { agent_id, .. }
+                | AgentChange::Paused { agent_id, .. }
                 | AgentChange::GoalOpened { agent_id, .. }
                 | AgentChange::GoalClosed { agent_id, .. }
                 | AgentChange::PrivateMessage { agent_id, .. }

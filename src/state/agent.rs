@@ -81,6 +81,10 @@ pub struct AgentState {
     #[serde(skip)]
     pub conversation_pool: Option<ConversationPool>,
     pub token_usage: TokenUsage,
+    /// Paused by an operator: it finishes the step it runs, keeps taking messages and queuing
+    /// steps, and starts none until resumed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
     /// Stages this agent was started in and owes a summary for (internal bookkeeping: an
     /// agent whose plan runs dry in such a stage is given a closing reflection).
     #[serde(skip)]
@@ -142,6 +146,7 @@ impl AgentState {
             template: None,
             conversation_pool: None,
             token_usage: TokenUsage::default(),
+            paused: false,
             open_goals: BTreeSet::new(),
             step_chars: super::DEFAULT_STEP_CHARS,
             step_limits: crate::agent::StepLimits::default(),

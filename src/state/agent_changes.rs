@@ -272,6 +272,18 @@ impl AgentState {
         }));
     }
 
+    /// Pauses or resumes the agent; false when it already was.
+    pub fn set_paused(&mut self, paused: bool) -> bool {
+        if self.paused == paused {
+            return false;
+        }
+        self.emit(Change::Agent(AgentChange::Paused {
+            agent_id: self.id(),
+            paused,
+        }));
+        true
+    }
+
     /// Frees one wait id when `sender` is the one it waits for; false when it was not held
     /// (a late or duplicate reply) or someone else sent it (a copied wait id frees nothing).
     pub fn release_wait(&mut self, id: &WaitId, sender: &AgentId) -> bool {

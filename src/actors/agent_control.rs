@@ -1,7 +1,8 @@
-//! The agent actor's side of tool approval: before a tool step calls its tool, the call's
-//! risk is judged (`McpClient::tool_risk`) and, if the agent's policy says so, the step waits
-//! (`waiting_for_approval`) while the team's operators are told; the agent runs nothing else
-//! meanwhile. A person's verdict (`Decide`) runs the call or fails the step with their reason.
+//! The agent actor under a person's control. Tool approval: before a tool step calls its
+//! tool, the call's risk is judged (`McpClient::tool_risk`) and, if the agent's policy says
+//! so, the step waits (`waiting_for_approval`) while the team's operators are told; the agent
+//! runs nothing else meanwhile, and a person's verdict (`Decide`) runs the call or fails the
+//! step with their reason. Pause: a paused agent starts no step until resumed (`SetPaused`).
 
 use super::AgentActor;
 use crate::agent::approval::{
@@ -93,6 +94,22 @@ impl AgentActor {
                 self.busy = false;
             }
         }
+    }
+}
+
+/// An operator pauses (`true`) or resumes the agent. A paused agent finishes the step it
+/// runs, keeps taking messages, and starts no step until resumed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SetPaused(pub bool);
+
+impl Handler<SetPaused> for AgentActor {
+    type Result = ();
+    fn handle(&mut self, SetPaused(paused): SetPaused, ctx: &mut Context<Self>) {
+        if self.state.set_paused(paused) {
+            tracing::info!(agent = %self.state.agent_id, paused, "an operator paused or resumed the agent");
+        }
+        self.try_run(ctx);
     }
 }
 

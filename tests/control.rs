@@ -1,8 +1,9 @@
-//! Cancelling a task while an agent's LLM call for it is in flight: the task and its open
-//! stages become `cancelled`, the call is abandoned at once (not waited for), the step fails
-//! saying so, and the agent is free for other work.
+//! An operator's control of running work. Cancelling a task while an agent's LLM call for it
+//! is in flight: the task and its open stages become `cancelled`, the call is abandoned at once
+//! (not waited for), the step fails saying so, and the agent is free for other work. Pausing
+//! an agent: it starts no step until resumed, then the work goes on.
 
-use cohort::actors::{CancelTask, GetAgentState, Host, start_team};
+use cohort::actors::{CancelTask, GetAgentState, Host, PauseFor, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use std::path::Path;
@@ -107,4 +108,51 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[actix::test]
+async fn a_paused_agent_starts_nothing_until_it_is_resumed() {
+    let cfg = load_team(Path::new("examples/quickstart/team.yaml")).unwrap();
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    team.dispatcher
+        .send(PauseFor("writer".into(), true))
+        .await
+        .unwrap()
+        .unwrap();
+    team.submit_goal(None, "Write a haiku about autumn rain").await.unwrap();
+    // The writer's planning step is queued and stays so; the state says it is paused.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let w = team.agents[&"writer".into()].send(GetAgentState).await.unwrap();
+        if w.agent_step.todo_len() > 0 {
+            assert!(w.paused);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the writer never got work");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let w = team.agents[&"writer".into()].send(GetAgentState).await.unwrap();
+    assert!(w.agent_step.running().is_none() && w.agent_step.todo_len() > 0, "nothing started");
+    assert_eq!(team.monitor.get(StateKind::Agent, "writer").unwrap()["paused"], true);
+
+    team.dispatcher
+        .send(PauseFor("writer".into(), false))
+        .await
+        .unwrap()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let done = team
+            .monitor
+            .snapshot(StateKind::Task)
+            .values()
+            .any(|t| t["task_name"] == "Autumn rain haiku" && t["execution_state"] == "finished");
+        if done {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the task never finished after the resume");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
