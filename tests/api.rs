@@ -240,7 +240,13 @@ async fn a_guesser_is_slowed_down_but_cannot_lock_the_person_out() {
     let guesser = from("10.0.0.66");
     let bind = |human: &str, password: &str| json!({"human_agent_id": human, "password": password});
     for i in 0..3 {
-        let r = post(&guesser, "/api/bind_human_agent", None, bind("alice", "guess")).await;
+        let r = post(
+            &guesser,
+            "/api/bind_human_agent",
+            None,
+            bind("alice", "guess"),
+        )
+        .await;
         assert_error(&r, StatusCode::UNAUTHORIZED, &format!("failure {i}"));
     }
     // From the guesser's address even the right password now waits, with a hint when to retry.
@@ -688,7 +694,11 @@ fn publish_hidden_task(team: &cohort::actors::Team) {
         "hidden-intention".into(),
         "manager".into(),
     );
-    let mut stage = StageState::new("hidden-task".into(), "hidden-stage-intention".into(), Default::default());
+    let mut stage = StageState::new(
+        "hidden-task".into(),
+        "hidden-stage-intention".into(),
+        Default::default(),
+    );
     stage.stage_id = "hidden-stage".into();
     let mut step = StepState::new(
         "hidden-task".into(),
@@ -722,14 +732,28 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
     let bob = login(&state, "bob", BOB_PASSWORD).await;
     let base = base_task(&team);
     // The operator sees the hidden task; the member sees the base task (his group) only.
-    assert_eq!(get(&app, "/api/state/hidden-task", &alice).await.status, StatusCode::OK);
+    assert_eq!(
+        get(&app, "/api/state/hidden-task", &alice).await.status,
+        StatusCode::OK
+    );
     let tasks = get(&app, "/api/states?type=task", &bob).await;
-    assert_eq!(tasks.body.as_object().unwrap().keys().collect::<Vec<_>>(), [&base]);
-    assert_eq!(tasks.headers["x-cohort-total"], "1", "totals count only what he sees");
+    assert_eq!(
+        tasks.body.as_object().unwrap().keys().collect::<Vec<_>>(),
+        [&base]
+    );
+    assert_eq!(
+        tasks.headers["x-cohort-total"], "1",
+        "totals count only what he sees"
+    );
 
     // Every protected route, with every id it could be pointed at, never shows the member a
     // trace of the hidden task; a post into it is refused and sends nothing.
-    let secrets = ["hidden-task", "hidden-stage", "hidden-step", "hidden-intention"];
+    let secrets = [
+        "hidden-task",
+        "hidden-stage",
+        "hidden-step",
+        "hidden-intention",
+    ];
     for route in PROTECTED_ROUTES {
         if route.path == "/api/logout" {
             continue;
@@ -762,15 +786,17 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
             assert_error(&r, StatusCode::FORBIDDEN, &what);
             let to_outsider = json!({"human_agent_id": "bob", "task_id": base,
                 "receiver": ["nobody-bob-knows"], "content": "psst"});
-            assert!(post(&app, route.path, Some(&bob), to_outsider).await.status.is_client_error());
+            assert!(
+                post(&app, route.path, Some(&bob), to_outsider)
+                    .await
+                    .status
+                    .is_client_error()
+            );
             continue;
         }
         let mut uris = Vec::new();
         for id in ["hidden-task", "hidden-stage", "hidden-step", "alice", "bob"] {
-            let path = route
-                .path
-                .replace("{id}", id)
-                .replace("{*rest}", id);
+            let path = route.path.replace("{id}", id).replace("{*rest}", id);
             uris.push(path.clone());
             for kind in ["task", "stage", "agent", "step"] {
                 uris.push(format!("{path}?type={kind}"));
@@ -781,12 +807,19 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
             let r = get(&app, &uri, &bob).await;
             // An error may echo the id asked for; anything else of the hidden work is a leak.
             for s in secrets.iter().filter(|s| !uri.contains(*s)) {
-                assert!(!r.text.contains(s), "{what}: GET {uri} showed `{s}`: {}", r.text);
+                assert!(
+                    !r.text.contains(s),
+                    "{what}: GET {uri} showed `{s}`: {}",
+                    r.text
+                );
             }
         }
     }
     let conversation = get(&app, "/api/state/hidden-task", &alice).await;
-    assert!(!conversation.text.contains("let me in"), "nothing was posted into it");
+    assert!(
+        !conversation.text.contains("let me in"),
+        "nothing was posted into it"
+    );
 }
 
 #[actix::test]
@@ -799,15 +832,34 @@ async fn only_an_operator_cancels_a_task_or_pauses_an_agent() {
     let bob = login(&state, "bob", BOB_PASSWORD).await;
     let base = base_task(&team);
     let why = json!({"reason": "enough"});
-    let r = post(&app, &format!("/api/task/{base}/cancel"), Some(&bob), why.clone()).await;
+    let r = post(
+        &app,
+        &format!("/api/task/{base}/cancel"),
+        Some(&bob),
+        why.clone(),
+    )
+    .await;
     assert_error(&r, StatusCode::FORBIDDEN, "a member, on a task he sees");
-    let r = post(&app, &format!("/api/task/{base}/cancel"), Some(&alice), why.clone()).await;
+    let r = post(
+        &app,
+        &format!("/api/task/{base}/cancel"),
+        Some(&alice),
+        why.clone(),
+    )
+    .await;
     assert_error(&r, StatusCode::CONFLICT, "the base task");
     let r = post(&app, "/api/task/nope/cancel", Some(&alice), why.clone()).await;
     assert_error(&r, StatusCode::NOT_FOUND, "no such task");
     let r = post(&app, "/api/agent/manager/pause", Some(&bob), json!({})).await;
-    assert_error(&r, StatusCode::FORBIDDEN, "a member pausing an agent he sees");
+    assert_error(
+        &r,
+        StatusCode::FORBIDDEN,
+        "a member pausing an agent he sees",
+    );
     let r = post(&app, "/api/agent/manager/pause", Some(&alice), json!({})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    assert_eq!(get(&app, "/api/state/manager", &alice).await.body["state"]["paused"], true);
+    assert_eq!(
+        get(&app, "/api/state/manager", &alice).await.body["state"]["paused"],
+        true
+    );
 }

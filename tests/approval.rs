@@ -44,7 +44,13 @@ fn team(tag: &str) -> (PathBuf, Team, ApiState) {
     (dir, team, api)
 }
 
-async fn call(api: &ApiState, method: &str, uri: &str, token: &str, body: Option<Value>) -> (StatusCode, Value) {
+async fn call(
+    api: &ApiState,
+    method: &str,
+    uri: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     let req = Request::builder()
         .method(method)
         .uri(uri)
@@ -54,8 +60,13 @@ async fn call(api: &ApiState, method: &str, uri: &str, token: &str, body: Option
         .unwrap();
     let res = router(api.clone()).oneshot(req).await.unwrap();
     let status = res.status();
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 async fn login(api: &ApiState) -> String {
@@ -65,7 +76,9 @@ async fn login(api: &ApiState) -> String {
         .body(Body::from(body.to_string()))
         .unwrap();
     let res = router(api.clone()).oneshot(req).await.unwrap();
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
     let v: Value = serde_json::from_slice(&bytes).unwrap();
     v["token"].as_str().unwrap().to_owned()
 }
@@ -95,7 +108,10 @@ async fn task_ends(team: &Team) -> Value {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("the task never finished: {:#?}", team.monitor.snapshot(StateKind::Task));
+    panic!(
+        "the task never finished: {:#?}",
+        team.monitor.snapshot(StateKind::Task)
+    );
 }
 
 fn clerk_step(team: &Team, id: &str) -> Value {
@@ -106,32 +122,65 @@ fn clerk_step(team: &Team, id: &str) -> Value {
 async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_approved() {
     let (dir, team, api) = team("approve");
     let token = login(&api).await;
-    team.submit_goal(None, "Write a greeting file").await.unwrap();
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
 
     let waiting = waiting_call(&api, &token).await;
     assert_eq!(waiting["tool"], "write_file");
     assert_eq!(waiting["risk"], "high");
-    assert!(waiting["reason"].as_str().unwrap().contains("destructiveHint"));
+    assert!(
+        waiting["reason"]
+            .as_str()
+            .unwrap()
+            .contains("destructiveHint")
+    );
     assert_eq!(waiting["arguments"]["path"], "hello.txt");
     let step = waiting["step_id"].as_str().unwrap().to_owned();
-    assert_eq!(clerk_step(&team, &step)["execution_state"], "waiting_for_approval");
-    assert!(!dir.join("workspace/hello.txt").exists(), "nothing written before approval");
+    assert_eq!(
+        clerk_step(&team, &step)["execution_state"],
+        "waiting_for_approval"
+    );
+    assert!(
+        !dir.join("workspace/hello.txt").exists(),
+        "nothing written before approval"
+    );
     // The operator was told, with the tool, the exact arguments' hash and the risk.
     let mut told = String::new();
     for _ in 0..400 {
-        let (_, chats) = call(&api, "GET", "/api/human/operator/conversations", &token, None).await;
+        let (_, chats) = call(
+            &api,
+            "GET",
+            "/api/human/operator/conversations",
+            &token,
+            None,
+        )
+        .await;
         told = chats.to_string();
         if told.contains("Approval needed") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(told.contains("write_file") && told.contains("Risk HIGH"), "{told}");
-    assert!(told.contains(waiting["args_hash"].as_str().unwrap()), "{told}");
+    assert!(
+        told.contains("write_file") && told.contains("Risk HIGH"),
+        "{told}"
+    );
+    assert!(
+        told.contains(waiting["args_hash"].as_str().unwrap()),
+        "{told}"
+    );
 
     // An approval for other arguments than the ones shown is refused; edited arguments run.
     let uri = format!("/api/step/{step}/approve");
-    let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"args_hash": "stale"}))).await;
+    let (status, _) = call(
+        &api,
+        "POST",
+        &uri,
+        &token,
+        Some(json!({"args_hash": "stale"})),
+    )
+    .await;
     assert_eq!(status, StatusCode::CONFLICT);
     let edited = json!({"path": "hello.txt", "content": "Edited by the operator\n"});
     let body = json!({"args_hash": waiting["args_hash"], "arguments": edited});
@@ -145,7 +194,10 @@ async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_appro
     assert_eq!(written, "Edited by the operator\n");
     let s = clerk_step(&team, &step);
     assert_eq!(s["execution_state"], "finished");
-    assert_eq!(s["instruction_content"]["arguments"]["content"], "Edited by the operator\n");
+    assert_eq!(
+        s["instruction_content"]["arguments"]["content"],
+        "Edited by the operator\n"
+    );
     team.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -154,12 +206,18 @@ async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_appro
 async fn a_rejected_call_fails_its_step_with_the_reason_and_never_runs() {
     let (dir, team, api) = team("reject");
     let token = login(&api).await;
-    team.submit_goal(None, "Write a greeting file").await.unwrap();
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
     let waiting = waiting_call(&api, &token).await;
     let step = waiting["step_id"].as_str().unwrap().to_owned();
     let uri = format!("/api/step/{step}/reject");
     let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"reason": " "}))).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "a rejection needs a reason");
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a rejection needs a reason"
+    );
     let body = json!({"reason": "not in the shared folder, please"});
     let (status, answer) = call(&api, "POST", &uri, &token, Some(body)).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
@@ -172,8 +230,14 @@ async fn a_rejected_call_fails_its_step_with_the_reason_and_never_runs() {
     let s = clerk_step(&team, &step);
     assert_eq!(s["execution_state"], "failed", "{s}");
     let why = s["execute_result"]["error"].as_str().unwrap();
-    assert!(why.contains("`operator` rejected") && why.contains("not in the shared folder"), "{why}");
-    assert!(!dir.join("workspace/hello.txt").exists(), "the rejected call never ran");
+    assert!(
+        why.contains("`operator` rejected") && why.contains("not in the shared folder"),
+        "{why}"
+    );
+    assert!(
+        !dir.join("workspace/hello.txt").exists(),
+        "the rejected call never ran"
+    );
     team.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -195,7 +259,9 @@ async fn a_call_waiting_for_approval_waits_on_after_a_restart() {
     };
     let (team, api) = open().await;
     let token = login(&api).await;
-    team.submit_goal(None, "Write a greeting file").await.unwrap();
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
     let waiting = waiting_call(&api, &token).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     team.shutdown().await;
@@ -205,10 +271,19 @@ async fn a_call_waiting_for_approval_waits_on_after_a_restart() {
     let (team, api) = open().await;
     let token = login(&api).await;
     let again = waiting_call(&api, &token).await;
-    assert_eq!(again["step_id"], waiting["step_id"], "the same call still waits");
+    assert_eq!(
+        again["step_id"], waiting["step_id"],
+        "the same call still waits"
+    );
     let uri = format!("/api/step/{}/approve", waiting["step_id"].as_str().unwrap());
-    let (status, answer) =
-        call(&api, "POST", &uri, &token, Some(json!({"args_hash": waiting["args_hash"]}))).await;
+    let (status, answer) = call(
+        &api,
+        "POST",
+        &uri,
+        &token,
+        Some(json!({"args_hash": waiting["args_hash"]})),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     task_ends(&team).await;
     assert_eq!(

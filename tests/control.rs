@@ -33,7 +33,9 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
-    team.submit_goal(None, "Write a haiku about autumn rain").await.unwrap();
+    team.submit_goal(None, "Write a haiku about autumn rain")
+        .await
+        .unwrap();
 
     // Wait for the writer's slow draft to be running.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -78,7 +80,10 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
         {
             break;
         }
-        assert!(Instant::now() < deadline, "not cancelled: {state:?} {step_state:?}");
+        assert!(
+            Instant::now() < deadline,
+            "not cancelled: {state:?} {step_state:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(
@@ -86,10 +91,15 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
         "the minute-long call was not waited for"
     );
     let task_json = team.monitor.get(StateKind::Task, task.as_str()).unwrap();
-    assert_eq!(task_json["task_summary"], "Cancelled by `operator`: changed my mind");
+    assert_eq!(
+        task_json["task_summary"],
+        "Cancelled by `operator`: changed my mind"
+    );
     let step_json = team.monitor.get(StateKind::Step, step.as_str()).unwrap();
     assert!(
-        step_json["execute_result"].to_string().contains("abandoned"),
+        step_json["execute_result"]
+            .to_string()
+            .contains("abandoned"),
         "{step_json}"
     );
     for s in team.monitor.snapshot(StateKind::Stage).values() {
@@ -100,8 +110,13 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
     // The writer is free again.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let w = team.agents[&"writer".into()].send(GetAgentState).await.unwrap();
-        if w.agent_step.todo_len() == 0 && w.derive_working_state() == cohort::state::WorkingState::Idle {
+        let w = team.agents[&"writer".into()]
+            .send(GetAgentState)
+            .await
+            .unwrap();
+        if w.agent_step.todo_len() == 0
+            && w.derive_working_state() == cohort::state::WorkingState::Idle
+        {
             break;
         }
         assert!(Instant::now() < deadline, "the writer stayed busy");
@@ -120,11 +135,16 @@ async fn a_paused_agent_starts_nothing_until_it_is_resumed() {
         .await
         .unwrap()
         .unwrap();
-    team.submit_goal(None, "Write a haiku about autumn rain").await.unwrap();
+    team.submit_goal(None, "Write a haiku about autumn rain")
+        .await
+        .unwrap();
     // The writer's planning step is queued and stays so; the state says it is paused.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let w = team.agents[&"writer".into()].send(GetAgentState).await.unwrap();
+        let w = team.agents[&"writer".into()]
+            .send(GetAgentState)
+            .await
+            .unwrap();
         if w.agent_step.todo_len() > 0 {
             assert!(w.paused);
             break;
@@ -133,9 +153,18 @@ async fn a_paused_agent_starts_nothing_until_it_is_resumed() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let w = team.agents[&"writer".into()].send(GetAgentState).await.unwrap();
-    assert!(w.agent_step.running().is_none() && w.agent_step.todo_len() > 0, "nothing started");
-    assert_eq!(team.monitor.get(StateKind::Agent, "writer").unwrap()["paused"], true);
+    let w = team.agents[&"writer".into()]
+        .send(GetAgentState)
+        .await
+        .unwrap();
+    assert!(
+        w.agent_step.running().is_none() && w.agent_step.todo_len() > 0,
+        "nothing started"
+    );
+    assert_eq!(
+        team.monitor.get(StateKind::Agent, "writer").unwrap()["paused"],
+        true
+    );
 
     team.dispatcher
         .send(PauseFor("writer".into(), false))
@@ -144,15 +173,17 @@ async fn a_paused_agent_starts_nothing_until_it_is_resumed() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let done = team
-            .monitor
-            .snapshot(StateKind::Task)
-            .values()
-            .any(|t| t["task_name"] == "Autumn rain haiku" && t["execution_state"] == "finished");
+        let done =
+            team.monitor.snapshot(StateKind::Task).values().any(|t| {
+                t["task_name"] == "Autumn rain haiku" && t["execution_state"] == "finished"
+            });
         if done {
             break;
         }
-        assert!(Instant::now() < deadline, "the task never finished after the resume");
+        assert!(
+            Instant::now() < deadline,
+            "the task never finished after the resume"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

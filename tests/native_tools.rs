@@ -181,10 +181,19 @@ async fn an_agent_whose_calls_may_wait_for_approval_calls_tools_through_the_chai
     let vars = |_: &str| None;
     let native = |team: &cohort::actors::Team| {
         let clerk = team.agents[&"clerk".into()].clone();
-        async move { clerk.send(cohort::actors::GetAgentState).await.unwrap().native_tools }
+        async move {
+            clerk
+                .send(cohort::actors::GetAgentState)
+                .await
+                .unwrap()
+                .native_tools
+        }
     };
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
-    assert!(native(&team).await, "by default the clerk's model calls tools natively");
+    assert!(
+        native(&team).await,
+        "by default the clerk's model calls tools natively"
+    );
     team.shutdown().await;
     // Each call that may wait for a person must be a step of its own.
     for a in cfg.agents.iter_mut() {

@@ -134,5 +134,8 @@ async fn an_unanswered_question_runs_out_of_time_and_the_manager_goes_on() {
     }
     let (executor, waits) = gave_up.expect("the manager's wait never ran out");
     assert_eq!(executor, "decision");
-    assert_eq!(waits, 0, "the wait that ran out no longer locks the manager");
+    assert_eq!(
+        waits, 0,
+        "the wait that ran out no longer locks the manager"
+    );
 }

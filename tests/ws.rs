@@ -383,8 +383,17 @@ async fn a_members_feed_carries_only_their_tasks_until_they_join_another() {
     let (mut client, _) = connect_async(server.url(&bob)).await.unwrap();
     let snap = next_json(&mut client).await;
     assert_eq!(snap["type"], "snapshot");
-    let tasks: Vec<_> = snap["states"]["task"].as_object().unwrap().keys().cloned().collect();
-    assert_eq!(tasks, [team.base_task.to_string()], "only the base task, his group");
+    let tasks: Vec<_> = snap["states"]["task"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        tasks,
+        [team.base_task.to_string()],
+        "only the base task, his group"
+    );
 
     // Work in a task he is not in never reaches him; work in his own does.
     monitor.publish(task("secret-2", "more of alice's plans"));

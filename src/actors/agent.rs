@@ -5,9 +5,9 @@
 use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
 use crate::agent::tool_loop::runs_natively;
 use crate::agent::{
-    Asking, Completion, HumanMessage, Settle, StepCompletion, complete_step, complete_tool_step,
-    human_send, receive_as_human, receive_message, release_for, stop_reason, stop_step,
-    tool_call_for, tool_chain,
+    Asking, Completion, Settle, StepCompletion, complete_step, complete_tool_step,
+    receive_as_human, receive_message, release_for, stop_reason, stop_step, tool_call_for,
+    tool_chain,
 };
 use crate::event::{Change, StepUpdate};
 use crate::ids::{StageRef, StepId};
@@ -36,7 +36,7 @@ pub struct AgentTools {
 
 /// How many finished `no_relative` steps of a task an agent keeps in its step list (the base
 /// task never ends; see `AgentState::trim_loose_history`). Prompts show fewer than this.
-const LOOSE_HISTORY_KEPT: usize = 64;
+pub(super) const LOOSE_HISTORY_KEPT: usize = 64;
 
 pub struct AgentActor {
     state: AgentState,
@@ -65,13 +65,16 @@ pub struct AgentActor {
     in_flight: Option<(StepId, SpawnHandle)>,
 }
 
+#[path = "agent_control.rs"]
+mod control;
+#[path = "agent_human.rs"]
+mod human;
 #[path = "agent_tool_loop.rs"]
 mod tool_loop;
 #[path = "agent_waits.rs"]
 mod waits;
-#[path = "agent_control.rs"]
-mod control;
 pub use control::{Decide, SetPaused};
+pub use human::HumanSend;
 
 /// How long a tool call waits for the store to confirm its step started.
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
@@ -304,9 +307,11 @@ impl AgentActor {
         let call_server = async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
             if !matches!(stored, Ok(true)) {
-                return Err("the team's store did not confirm the step's start in time; the \
+                return Err(
+                    "the team's store did not confirm the step's start in time; the \
                             tool was not called"
-                    .to_owned());
+                        .to_owned(),
+                );
             }
             client.call(&server, &call).await.map_err(|e| e.to_string())
         };
@@ -585,43 +590,5 @@ impl Handler<GetAgentState> for AgentActor {
     type Result = MessageResult<GetAgentState>;
     fn handle(&mut self, _: GetAgentState, _: &mut Context<Self>) -> Self::Result {
         MessageResult(self.state.clone())
-    }
-}
-
-/// A person's message, sent as this human agent (one message per receiver, each answering
-/// that receiver's pending wait). Answered with the messages sent, or why nothing was sent.
-#[derive(Message)]
-#[rtype(result = "Result<Vec<Message>, String>")]
-pub struct HumanSend(pub HumanMessage);
-
-impl Handler<HumanSend> for AgentActor {
-    type Result = ResponseActFuture<Self, Result<Vec<Message>, String>>;
-    fn handle(&mut self, HumanSend(m): HumanSend, ctx: &mut Context<Self>) -> Self::Result {
-        let sent = match human_send(&mut self.state, &m, &crate::clock::Now::current()) {
-            Ok(sent) => sent,
-            Err(e) => {
-                self.publish();
-                return Box::pin(async move { Err(e.to_string()) }.into_actor(self));
-            }
-        };
-        self.state
-            .trim_loose_history(&m.task_id, LOOSE_HISTORY_KEPT);
-        self.arm_wait_timer(ctx);
-        // The person's side of the send (the question marked answered) is stored with the
-        // messages themselves, never without them.
-        let held = self.hand_over();
-        let submit = self.sync.send(SubmitMessages {
-            messages: sent.clone(),
-            held,
-        });
-        Box::pin(submit.into_actor(self).map(move |res, act, _| {
-            act.holding -= 1;
-            act.publish();
-            match res {
-                Ok(Ok(())) => Ok(sent),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(format!("the team is not running: {e}")),
-            }
-        }))
     }
 }

@@ -43,7 +43,9 @@ pub enum Verdict {
 pub enum VerdictError {
     #[error("step `{0}` is not waiting for approval")]
     NotWaiting(StepId),
-    #[error("the call's arguments are not the ones approved (their hash is {expected}); read the request again")]
+    #[error(
+        "the call's arguments are not the ones approved (their hash is {expected}); read the request again"
+    )]
     StaleHash { expected: String },
     #[error("edited arguments must be a JSON object")]
     BadArguments,
@@ -262,8 +264,14 @@ mod tests {
         else {
             panic!("not a run")
         };
-        assert_eq!((name.as_str(), &arguments["path"]), ("write_file", &json!("a.txt")));
-        assert_eq!(a.agent_step.get(&id).unwrap().execution_state, StepExecutionState::Running);
+        assert_eq!(
+            (name.as_str(), &arguments["path"]),
+            ("write_file", &json!("a.txt"))
+        );
+        assert_eq!(
+            a.agent_step.get(&id).unwrap().execution_state,
+            StepExecutionState::Running
+        );
         assert_eq!(
             decide(&mut a, &id, &"op".into(), ok),
             Err(VerdictError::NotWaiting(id)),
@@ -280,15 +288,24 @@ mod tests {
         };
         decide(&mut a, &id, &"op".into(), edit).unwrap();
         let step = a.agent_step.get(&id).unwrap();
-        assert_eq!(step.instruction_content.as_ref().unwrap()["arguments"]["path"], "b.txt");
-        assert_eq!(step.execute_result.as_ref().unwrap()["approved"]["edited"], true);
+        assert_eq!(
+            step.instruction_content.as_ref().unwrap()["arguments"]["path"],
+            "b.txt"
+        );
+        assert_eq!(
+            step.execute_result.as_ref().unwrap()["approved"]["edited"],
+            true
+        );
     }
 
     #[test]
     fn a_rejection_needs_a_reason_and_says_who_rejected() {
         let (mut a, id, _) = waiting();
         let none = Verdict::Reject { reason: " ".into() };
-        assert_eq!(decide(&mut a, &id, &"op".into(), none), Err(VerdictError::NoReason));
+        assert_eq!(
+            decide(&mut a, &id, &"op".into(), none),
+            Err(VerdictError::NoReason)
+        );
         let no = Verdict::Reject {
             reason: "not that file".into(),
         };

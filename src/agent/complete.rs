@@ -2,13 +2,13 @@
 //! record tokens, and build the `ExecuteOutput` for SyncState. The step stays `running` until
 //! SyncState has applied that output (`settle_step`), so "finished" means its effects happened.
 
+use crate::clock::Now;
 use crate::event::StepUpdate;
 use crate::ids::{StepId, WaitId};
 use crate::llm::ChatReply;
 use crate::message::{CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate};
 use crate::skills;
 use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState, TokenUsage};
-use crate::clock::Now;
 use serde_json::json;
 
 /// What finishing a step's LLM call produced.

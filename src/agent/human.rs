@@ -374,15 +374,27 @@ mod tests {
             waiting: false,
             wait_secs: None,
         };
-        assert_eq!(human_send(&mut h, &send, &Now::current()), Err(HumanError::NoReceiver));
+        assert_eq!(
+            human_send(&mut h, &send, &Now::current()),
+            Err(HumanError::NoReceiver)
+        );
         send.receiver = vec!["op".into()];
-        assert_eq!(human_send(&mut h, &send, &Now::current()), Err(HumanError::ToSelf));
+        assert_eq!(
+            human_send(&mut h, &send, &Now::current()),
+            Err(HumanError::ToSelf)
+        );
         send.receiver = vec!["a".into()];
         send.content = "  ".into();
-        assert_eq!(human_send(&mut h, &send, &Now::current()), Err(HumanError::Empty));
+        assert_eq!(
+            human_send(&mut h, &send, &Now::current()),
+            Err(HumanError::Empty)
+        );
         send.content = "x".into();
         send.wait_secs = Some(0);
-        assert_eq!(human_send(&mut h, &send, &Now::current()), Err(HumanError::BadWait));
+        assert_eq!(
+            human_send(&mut h, &send, &Now::current()),
+            Err(HumanError::BadWait)
+        );
         send.wait_secs = None;
         let mut llm = human();
         llm.human_config = None;

@@ -209,7 +209,13 @@ mod tests {
             },
         );
         let mine = WaitId::from("W-mine");
-        a.hold_waits(vec![(mine.clone(), "boss".into())], &"t".into(), &stage, 0, None);
+        a.hold_waits(
+            vec![(mine.clone(), "boss".into())],
+            &"t".into(),
+            &stage,
+            0,
+            None,
+        );
         a.take_changes();
         (a, id, mine)
     }

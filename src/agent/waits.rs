@@ -62,8 +62,20 @@ mod tests {
         a.skills = skills.to_vec();
         let s = StageRef::Stage(StageId::from("s"));
         a.note_working_memory("t".into(), Some(s.clone()));
-        a.hold_waits(vec![("soon".into(), "w".into())], &"t".into(), &s, 0, Some(secs(60)));
-        a.hold_waits(vec![("late".into(), "x".into())], &"t".into(), &s, 0, Some(secs(600)));
+        a.hold_waits(
+            vec![("soon".into(), "w".into())],
+            &"t".into(),
+            &s,
+            0,
+            Some(secs(60)),
+        );
+        a.hold_waits(
+            vec![("late".into(), "x".into())],
+            &"t".into(),
+            &s,
+            0,
+            Some(secs(600)),
+        );
         a
     }
 
@@ -108,6 +120,10 @@ mod tests {
         expire_waits(&mut a, 60_000);
         assert_eq!(a.agent_step.todo_len(), 0);
         let notices = &a.conversation_pool.as_ref().unwrap().global_messages;
-        assert!(notices.iter().any(|n| n.contains("No reply from agent `w`")));
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.contains("No reply from agent `w`"))
+        );
     }
 }

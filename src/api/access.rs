@@ -175,12 +175,11 @@ mod tests {
             s.apply(&Change::Task(TaskChange::Created { task: t }));
             let mut stage = StageState::new(task.into(), String::new(), Default::default());
             stage.stage_id = format!("{task}-s").into();
-            s.apply(&Change::Stage(StageChange::Added {
-                stage,
-                list_at: 0,
-            }));
+            s.apply(&Change::Stage(StageChange::Added { stage, list_at: 0 }));
             let a = AgentState::new(agent.into(), agent.into(), "r".into(), "p".into());
-            s.apply(&Change::Agent(crate::event::AgentChange::Added { agent: Box::new(a) }));
+            s.apply(&Change::Agent(crate::event::AgentChange::Added {
+                agent: Box::new(a),
+            }));
             let mut step = StepState::new(
                 task.into(),
                 StageRef::NoRelative,

@@ -84,7 +84,15 @@ pub async fn reject(
     ApiPath(id): ApiPath<StepId>,
     ApiJson(body): ApiJson<RejectBody>,
 ) -> Result<Json<Value>, AppError> {
-    give(&state, &caller, id, Verdict::Reject { reason: body.reason }).await
+    give(
+        &state,
+        &caller,
+        id,
+        Verdict::Reject {
+            reason: body.reason,
+        },
+    )
+    .await
 }
 
 async fn give(
@@ -119,12 +127,13 @@ async fn give(
         .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
     match answer {
         Ok(()) => Ok(Json(json!({ "success": true, "step_id": id }))),
-        Err(VerdictRefused::Refused(e @ (VerdictError::NotWaiting(_) | VerdictError::StaleHash { .. }))) => {
-            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
-        }
-        Err(VerdictRefused::Refused(e)) => {
-            Err(AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))
-        }
+        Err(VerdictRefused::Refused(
+            e @ (VerdictError::NotWaiting(_) | VerdictError::StaleHash { .. }),
+        )) => Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
+        Err(VerdictRefused::Refused(e)) => Err(AppError::Rejected(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            e.to_string(),
+        )),
         Err(e @ VerdictRefused::NoAgent(_)) => Err(AppError::NotFound(e.to_string())),
         Err(e) => Err(AppError::Unavailable(e.to_string())),
     }

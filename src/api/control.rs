@@ -30,12 +30,17 @@ pub async fn cancel_task(
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<CancelBody>,
 ) -> Result<Json<Value>, AppError> {
-    let seen = state.inner.monitor.read(|s| caller.view(s).sees_task(&id) && s.tasks.contains_key(&id));
+    let seen = state
+        .inner
+        .monitor
+        .read(|s| caller.view(s).sees_task(&id) && s.tasks.contains_key(&id));
     if !seen {
         return Err(AppError::NotFound(format!("no task `{id}`")));
     }
     if caller.1 != Access::Operator {
-        return Err(AppError::Forbidden("only an operator cancels a task".into()));
+        return Err(AppError::Forbidden(
+            "only an operator cancels a task".into(),
+        ));
     }
     let cancel = CancelTask {
         task_id: id.clone(),
@@ -54,7 +59,10 @@ pub async fn cancel_task(
             Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
         }
         Err(e @ SyncError::UnknownTask(_)) => Err(AppError::NotFound(e.to_string())),
-        Err(e) => Err(AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())),
+        Err(e) => Err(AppError::Rejected(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            e.to_string(),
+        )),
     }
 }
 
@@ -90,7 +98,9 @@ async fn set_paused(
         return Err(AppError::NotFound(format!("no agent `{id}`")));
     }
     if caller.1 != Access::Operator {
-        return Err(AppError::Forbidden("only an operator pauses or resumes an agent".into()));
+        return Err(AppError::Forbidden(
+            "only an operator pauses or resumes an agent".into(),
+        ));
     }
     state
         .inner
@@ -99,5 +109,7 @@ async fn set_paused(
         .await
         .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?
         .map_err(|e| AppError::NotFound(e.to_string()))?;
-    Ok(Json(json!({ "success": true, "agent_id": id, "paused": paused })))
+    Ok(Json(
+        json!({ "success": true, "agent_id": id, "paused": paused }),
+    ))
 }

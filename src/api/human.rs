@@ -89,8 +89,8 @@ pub async fn logout(
     _caller: Caller,
     headers: axum::http::HeaderMap,
 ) -> Result<Json<Value>, AppError> {
-    let token = super::bearer(&headers)
-        .ok_or_else(|| AppError::Unauthorized("no bearer token".into()))?;
+    let token =
+        super::bearer(&headers).ok_or_else(|| AppError::Unauthorized("no bearer token".into()))?;
     state.inner.sessions.close(token).await.map_err(|e| {
         AppError::Rejected(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -173,8 +173,14 @@ mod tests {
         }
         let wait = l.begin("alice", ip("10.0.0.66")).unwrap_err();
         assert_eq!(wait, 10);
-        assert!(l.begin("alice", ip("10.0.0.1")).is_ok(), "alice from her own address");
-        assert!(l.begin("bob", ip("10.0.0.66")).is_ok(), "other ids from there too");
+        assert!(
+            l.begin("alice", ip("10.0.0.1")).is_ok(),
+            "alice from her own address"
+        );
+        assert!(
+            l.begin("bob", ip("10.0.0.66")).is_ok(),
+            "other ids from there too"
+        );
     }
 
     #[test]

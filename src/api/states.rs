@@ -2,8 +2,8 @@
 //! `GET /api/states?type=task|stage|agent|step` → `{id: state}` a page at a time, and
 //! `GET /api/state/{id}` → `{"kind", "state"}` for whichever kind has that id.
 
-use super::error::{ApiPath, ApiQuery};
 use super::access::View;
+use super::error::{ApiPath, ApiQuery};
 use super::{ApiState, AppError, Caller};
 use crate::ids::TaskId;
 use crate::monitor::StateKind;

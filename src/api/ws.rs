@@ -13,8 +13,8 @@
 //! The feed loop (`run_feed`) is generic over the socket's `Sink`/`Stream` halves so it can be
 //! tested without a socket.
 
-use super::error::ApiQuery;
 use super::access::View;
+use super::error::ApiQuery;
 use super::{ApiState, AppError};
 use crate::config::Access;
 use crate::ids::AgentId;

@@ -71,7 +71,17 @@ async fn a_snapshot_comes_first_then_each_later_event_once_in_order() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move { run_feed(tx, silent(), &m, (&me(), Access::Operator), cfg(5_000), closing).await }
+        async move {
+            run_feed(
+                tx,
+                silent(),
+                &m,
+                (&me(), Access::Operator),
+                cfg(5_000),
+                closing,
+            )
+            .await
+        }
     });
     let snap = text(rx.next().await.unwrap());
     assert_eq!(snap["type"], "snapshot");
@@ -135,7 +145,18 @@ async fn events_already_in_the_snapshot_are_not_sent_again() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move { feed_from(events_rx, tx, silent(), &m, (&me(), Access::Operator), cfg(5_000), closing).await }
+        async move {
+            feed_from(
+                events_rx,
+                tx,
+                silent(),
+                &m,
+                (&me(), Access::Operator),
+                cfg(5_000),
+                closing,
+            )
+            .await
+        }
     });
     let snap = text(rx.next().await.unwrap());
     assert_eq!(snap["version"], 3);
@@ -158,7 +179,17 @@ async fn a_lagging_client_gets_a_fresh_snapshot_instead_of_the_missed_events() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move { run_feed(tx, silent(), &m, (&me(), Access::Operator), cfg(5_000), closing).await }
+        async move {
+            run_feed(
+                tx,
+                silent(),
+                &m,
+                (&me(), Access::Operator),
+                cfg(5_000),
+                closing,
+            )
+            .await
+        }
     });
     let first = text(rx.next().await.unwrap());
     assert_eq!(
@@ -211,7 +242,17 @@ async fn events_waiting_for_a_client_go_out_in_one_frame() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move { run_feed(tx, silent(), &m, (&me(), Access::Operator), cfg(5_000), closing).await }
+        async move {
+            run_feed(
+                tx,
+                silent(),
+                &m,
+                (&me(), Access::Operator),
+                cfg(5_000),
+                closing,
+            )
+            .await
+        }
     });
     text(rx.next().await.unwrap());
     for i in 1..=50u64 {
@@ -235,7 +276,17 @@ async fn a_persons_private_changes_reach_only_their_own_feed() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move { run_feed(tx, silent(), &m, (&me(), Access::Operator), cfg(5_000), closing).await }
+        async move {
+            run_feed(
+                tx,
+                silent(),
+                &m,
+                (&me(), Access::Operator),
+                cfg(5_000),
+                closing,
+            )
+            .await
+        }
     });
     text(rx.next().await.unwrap());
     let notice = |who: &str| {
@@ -262,7 +313,17 @@ async fn a_stalled_client_is_dropped_and_never_blocks_publishing() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move { run_feed(Stuck, silent(), &m, (&me(), Access::Operator), cfg(50), closing).await }
+        async move {
+            run_feed(
+                Stuck,
+                silent(),
+                &m,
+                (&me(), Access::Operator),
+                cfg(50),
+                closing,
+            )
+            .await
+        }
     });
     for i in 0..1_000 {
         m.publish(task(&format!("t{i}"), i));
@@ -277,14 +338,30 @@ async fn the_feed_ends_when_the_client_closes_or_the_server_shuts_down() {
     let (_close, closing) = watch::channel(false);
     let incoming = futures::stream::iter([Ok::<_, ()>(Message::Close(None))]);
     assert_eq!(
-        run_feed(tx, incoming, &m, (&me(), Access::Operator), cfg(1_000), closing).await,
+        run_feed(
+            tx,
+            incoming,
+            &m,
+            (&me(), Access::Operator),
+            cfg(1_000),
+            closing
+        )
+        .await,
         FeedEnd::ClientGone
     );
     let (tx, _rx) = mpsc::channel(8);
     let (close, closing) = watch::channel(false);
     close.send_replace(true);
     assert_eq!(
-        run_feed(tx, silent(), &m, (&me(), Access::Operator), cfg(1_000), closing).await,
+        run_feed(
+            tx,
+            silent(),
+            &m,
+            (&me(), Access::Operator),
+            cfg(1_000),
+            closing
+        )
+        .await,
         FeedEnd::ServerClosing
     );
 }
@@ -311,7 +388,17 @@ async fn an_answer_being_written_reaches_the_feed_beside_the_events() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move { run_feed(tx, silent(), &m, (&me(), Access::Operator), cfg(5_000), closing).await }
+        async move {
+            run_feed(
+                tx,
+                silent(),
+                &m,
+                (&me(), Access::Operator),
+                cfg(5_000),
+                closing,
+            )
+            .await
+        }
     });
     assert_eq!(text(rx.next().await.unwrap())["type"], "snapshot");
     // The feed subscribes to answers being written once its snapshot is out.

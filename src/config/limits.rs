@@ -239,7 +239,9 @@ mod tests {
             (Duration::from_secs(90), Duration::from_secs(5))
         );
         let never = format!("{head}waits: {{agent_secs: 0}}\n");
-        let e = load_team(&write(&d, "never.yaml", &never)).unwrap_err().to_string();
+        let e = load_team(&write(&d, "never.yaml", &never))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("waits.agent_secs"), "{e}");
         let capped = format!(
             "{head}step_limits: {{per_stage: 7, repeats: 2, task_tokens: 50000, task_steps: 90}}\n"
@@ -317,7 +319,12 @@ mod tests {
         assert_eq!(t.agents[0].tool_approval, low, "the team's, unless its own");
         assert_eq!(t.agents[1].tool_approval.auto_run_up_to, None);
         let bad = "llm: {provider: openai, model: m}\ntool_approval: {auto_run_up_to: sometimes}\nagents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
-        let e = load_team(&write(&d, "bad.yaml", bad)).unwrap_err().to_string();
-        assert!(e.contains("tool_approval") && e.contains("sometimes"), "{e}");
+        let e = load_team(&write(&d, "bad.yaml", bad))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("tool_approval") && e.contains("sometimes"),
+            "{e}"
+        );
     }
 }

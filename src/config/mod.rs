@@ -10,8 +10,8 @@ mod templates;
 pub use limits::{Feeds, Retention};
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
 pub use team::{
-    Access, AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, HumanEntry, LlmConfig, Problem, TeamConfig,
-    load_team,
+    Access, AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, HumanEntry, LlmConfig, Problem,
+    TeamConfig, load_team,
 };
 pub use templates::AgentTemplate;
 

@@ -170,7 +170,10 @@ impl McpClient {
     /// How risky calling `tool` on `server` is: from its annotations and the server's `risk:`
     /// overrides. A server that cannot be asked makes the call HIGH.
     pub async fn tool_risk(&self, server: &str, tool: &str) -> crate::policy::ToolRisk {
-        let overrides = self.server(server).map(|s| s.risk.clone()).unwrap_or_default();
+        let overrides = self
+            .server(server)
+            .map(|s| s.risk.clone())
+            .unwrap_or_default();
         match self.description(server, false).await {
             Ok(d) => {
                 let annotations = d.json["tools"]

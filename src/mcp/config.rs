@@ -292,16 +292,27 @@ mod tests {
         assert!(p[0].message.contains("colour"), "{:?}", p);
         std::fs::write(&f, "name: a\ndescription: d\nbuiltin: nope\n").unwrap();
         assert_eq!(load_server(&f).unwrap_err()[0].field, "builtin");
-        std::fs::write(&f, "name: a\ndescription: d\nbuiltin: workspace\nrisk: {read_file: extreme}\n").unwrap();
+        std::fs::write(
+            &f,
+            "name: a\ndescription: d\nbuiltin: workspace\nrisk: {read_file: extreme}\n",
+        )
+        .unwrap();
         let p = load_server(&f).unwrap_err();
-        assert!(p[0].field.starts_with("risk") && p[0].message.contains("extreme"), "{p:?}");
+        assert!(
+            p[0].field.starts_with("risk") && p[0].message.contains("extreme"),
+            "{p:?}"
+        );
     }
 
     #[test]
     fn risk_levels_override_the_tools_annotations() {
         let d = dir("risk");
         let f = d.join("r.yaml");
-        std::fs::write(&f, "name: a\ndescription: d\nbuiltin: workspace\nrisk: {write_file: medium, \"*\": low}\n").unwrap();
+        std::fs::write(
+            &f,
+            "name: a\ndescription: d\nbuiltin: workspace\nrisk: {write_file: medium, \"*\": low}\n",
+        )
+        .unwrap();
         let s = load_server(&f).unwrap();
         assert_eq!(s.risk["write_file"], crate::policy::Risk::Medium);
         assert_eq!(s.risk["*"], crate::policy::Risk::Low);

@@ -50,7 +50,11 @@ pub fn judge(tool: &str, annotations: Option<&Value>, overrides: &RiskOverrides)
             reason: format!("the server's configuration sets its tools to {r}"),
         };
     }
-    let hint = |name: &str| annotations.and_then(|a| a.get(name)).and_then(Value::as_bool);
+    let hint = |name: &str| {
+        annotations
+            .and_then(|a| a.get(name))
+            .and_then(Value::as_bool)
+    };
     let (risk, reason) = if hint("readOnlyHint") == Some(true) {
         (Risk::Low, "it only reads (readOnlyHint)".to_owned())
     } else if hint("destructiveHint") == Some(false) {
@@ -88,7 +92,10 @@ mod tests {
         let read = json!({"readOnlyHint": true});
         assert_eq!(judge("read_file", Some(&read), &none).risk, Risk::Low);
         let append = json!({"destructiveHint": false, "openWorldHint": false});
-        assert_eq!(judge("append_file", Some(&append), &none).risk, Risk::Medium);
+        assert_eq!(
+            judge("append_file", Some(&append), &none).risk,
+            Risk::Medium
+        );
         let write = json!({"destructiveHint": true, "openWorldHint": false});
         let w = judge("write_file", Some(&write), &none);
         assert_eq!(w.risk, Risk::High);
@@ -99,9 +106,12 @@ mod tests {
 
     #[test]
     fn the_servers_configuration_overrides_the_annotations() {
-        let o: RiskOverrides = [("write_file".to_owned(), Risk::Low), ("*".to_owned(), Risk::Medium)]
-            .into_iter()
-            .collect();
+        let o: RiskOverrides = [
+            ("write_file".to_owned(), Risk::Low),
+            ("*".to_owned(), Risk::Medium),
+        ]
+        .into_iter()
+        .collect();
         let read = json!({"readOnlyHint": true});
         assert_eq!(judge("write_file", None, &o).risk, Risk::Low);
         let r = judge("read_file", Some(&read), &o);

@@ -3,9 +3,9 @@
 //! runs nothing else until the answer is there.
 
 use super::{SkillError, SkillOutcome, working};
+use crate::clock::Now;
 use crate::ids::{AgentId, WaitId};
 use crate::message::{AskInfoRequest, SYNC_STATE_SENDER};
-use crate::clock::Now;
 use crate::parse;
 use crate::state::{AgentState, StepState};
 use serde_json::json;
@@ -59,7 +59,10 @@ mod tests {
         assert_eq!(r.query, AskInfoQuery::AllAgentProfiles);
         assert_eq!(a.step_lock.ids().collect::<Vec<_>>(), vec![&r.waiting_id]);
         assert!(a.step_lock.holds_in(&step.task_id, &step.stage_id));
-        assert!(a.step_lock.answered_by(&r.waiting_id, &SYNC_STATE_SENDER.into()));
+        assert!(
+            a.step_lock
+                .answered_by(&r.waiting_id, &SYNC_STATE_SENDER.into())
+        );
         assert!(!a.step_lock.answered_by(&r.waiting_id, &"writer".into()));
         assert_eq!(
             (r.sender_task_id, r.sender_stage),
@@ -72,7 +75,15 @@ mod tests {
     fn a_bad_query_takes_no_lock() {
         let mut a = agent(&[Skill::AskInfo]);
         let step = running(&mut a, Skill::AskInfo, "");
-        assert!(interpret(&mut a, &step, r#"<ask_info>{"type": "gossip"}</ask_info>"#, now()).is_err());
+        assert!(
+            interpret(
+                &mut a,
+                &step,
+                r#"<ask_info>{"type": "gossip"}</ask_info>"#,
+                now()
+            )
+            .is_err()
+        );
         assert!(a.step_lock.is_empty());
     }
 }

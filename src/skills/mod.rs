@@ -15,10 +15,10 @@ mod think;
 
 pub use instruction_generation::next_tool_step;
 
+use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
 use crate::parse::{self, ParseError};
 use crate::state::{AgentState, Skill, StageAgentState, StepState};
-use crate::clock::Now;
 use serde_json::Value;
 
 /// What a skill made of an answer.

@@ -3,11 +3,11 @@
 //! send_message step (`<get_more_info>`).
 
 use super::{SkillError, SkillOutcome, working};
+use crate::clock::Now;
 use crate::ids::{StageRef, WaitId};
 use crate::message::Message;
 use crate::parse::{self, SendMessageAnswer};
 use crate::state::{AgentState, Executor, Skill, StepState};
-use crate::clock::Now;
 use serde_json::json;
 
 pub fn interpret(
@@ -164,7 +164,8 @@ mod tests {
             interpret(
                 &mut a,
                 &step,
-                r#"<send_message>{"receiver": [], "message": "a"}</send_message>"#, now()
+                r#"<send_message>{"receiver": [], "message": "a"}</send_message>"#,
+                now()
             )
             .is_err()
         );
@@ -172,7 +173,8 @@ mod tests {
             interpret(
                 &mut a,
                 &step,
-                r#"<send_message>{"receiver": ["w"], "message": "a"}</send_message>"#, now()
+                r#"<send_message>{"receiver": ["w"], "message": "a"}</send_message>"#,
+                now()
             )
             .is_err()
         );

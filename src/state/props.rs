@@ -268,7 +268,10 @@ fn apply(agent: &mut AgentState, model: &mut Model, op: &Op) -> Result<(), Strin
                 .collect();
             model.next_wait += n;
             let (task, stage) = work.ids();
-            let waits = ids.iter().map(|w| (w.clone(), AgentId::from("peer"))).collect();
+            let waits = ids
+                .iter()
+                .map(|w| (w.clone(), AgentId::from("peer")))
+                .collect();
             agent.hold_waits(waits, task, stage, 0, None);
             model.waits.extend(ids.into_iter().map(|w| (w, work)));
         }

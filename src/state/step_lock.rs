@@ -226,7 +226,10 @@ mod tests {
     #[test]
     fn serializes_as_a_list_of_ids() {
         let mut l = StepLock::default();
-        l.hold([wait("w1", "t", &StageRef::NoRelative), wait("w2", "t", &StageRef::NoRelative)]);
+        l.hold([
+            wait("w1", "t", &StageRef::NoRelative),
+            wait("w2", "t", &StageRef::NoRelative),
+        ]);
         assert_eq!(
             serde_json::to_value(&l).unwrap(),
             serde_json::json!(["w1", "w2"])

@@ -196,8 +196,7 @@ pub trait Store: Send + Sync {
     /// Keeps a session (replacing one with the same token hash).
     fn put_session<'a>(&'a self, s: &'a StoredSession) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Forgets a session (a logout).
-    fn delete_session<'a>(&'a self, token_hash: &'a str)
-    -> BoxFuture<'a, Result<(), StoreError>>;
+    fn delete_session<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     /// The sessions not expired at `now` (ms since the epoch); expired ones are deleted.
     fn live_sessions(&self, now: i64) -> BoxFuture<'_, Result<Vec<StoredSession>, StoreError>>;
 }

@@ -75,10 +75,7 @@ impl Store for SqlStore {
         Box::pin(self.rt.run(async move { db.session_put(&s).await }))
     }
 
-    fn delete_session<'a>(
-        &'a self,
-        token_hash: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn delete_session<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         let db = self.db.clone();
         let hash = token_hash.to_owned();
         Box::pin(self.rt.run(async move { db.session_delete(&hash).await }))

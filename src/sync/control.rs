@@ -49,9 +49,15 @@ mod tests {
         let a = c.cancel_task(&t, &"op".into(), "wrong goal").unwrap();
         let task = c.task(&t).unwrap();
         assert_eq!(task.execution_state, ExecutionState::Cancelled);
-        assert_eq!(task.task_summary.as_deref(), Some("Cancelled by `op`: wrong goal"));
+        assert_eq!(
+            task.task_summary.as_deref(),
+            Some("Cancelled by `op`: wrong goal")
+        );
         for s in &stages {
-            assert_eq!(c.stage(s).unwrap().execution_state, ExecutionState::Cancelled);
+            assert_eq!(
+                c.stage(s).unwrap().execution_state,
+                ExecutionState::Cancelled
+            );
         }
         let told = a
             .messages
@@ -69,7 +75,10 @@ mod tests {
             Err(SyncError::TaskOver(..))
         ));
         let base = c.base_task().clone();
-        assert!(matches!(c.cancel_task(&base, &"op".into(), ""), Err(SyncError::BaseTask)));
+        assert!(matches!(
+            c.cancel_task(&base, &"op".into(), ""),
+            Err(SyncError::BaseTask)
+        ));
         assert!(matches!(
             c.cancel_task(&"nope".into(), &"op".into(), ""),
             Err(SyncError::UnknownTask(_))
