@@ -763,6 +763,8 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
             // A verdict on a step of the hidden task: it does not exist for him.
             let hidden = if route.path.starts_with("/api/task/") {
                 "hidden-task"
+            } else if route.path.starts_with("/api/stage/") {
+                "hidden-stage"
             } else {
                 "hidden-step"
             };

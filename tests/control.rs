@@ -1,9 +1,10 @@
 //! An operator's control of running work. Cancelling a task while an agent's LLM call for it
 //! is in flight: the task and its open stages become `cancelled`, the call is abandoned at once
 //! (not waited for), the step fails saying so, and the agent is free for other work. Pausing
-//! an agent: it starts no step until resumed, then the work goes on.
+//! an agent: it starts no step until resumed, then the work goes on. Retrying a running stage:
+//! a fresh copy with the same agents starts, and the old stage's call in flight is abandoned.
 
-use cohort::actors::{CancelTask, GetAgentState, Host, PauseFor, start_team};
+use cohort::actors::{CancelTask, GetAgentState, Host, PauseFor, RetryStage, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use std::path::Path;
@@ -186,4 +187,65 @@ async fn a_paused_agent_starts_nothing_until_it_is_resumed() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[actix::test]
+async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
+    let dir = slow_quickstart();
+    let cfg = load_team(&dir.join("team.yaml")).unwrap();
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    team.submit_goal(None, "Write a haiku about autumn rain").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (task, stage, step) = loop {
+        let running = team.monitor.read(|s| {
+            s.steps()
+                .find(|st| {
+                    st.step_intention == "Draft the haiku"
+                        && st.execution_state == cohort::state::StepExecutionState::Running
+                })
+                .map(|st| (st.task_id.clone(), st.stage_id.clone(), st.step_id.clone()))
+        });
+        if let Some(r) = running {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the draft never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let stage_id = stage.stage().unwrap().clone();
+    team.sync
+        .send(RetryStage {
+            task_id: task.clone(),
+            stage_id: stage_id.clone(),
+            by: "operator".into(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (old, fresh, step_state) = team.monitor.read(|s| {
+            let list = &s.tasks[&task].stage_list;
+            let fresh = list
+                .iter()
+                .position(|x| x == &stage_id)
+                .and_then(|i| list.get(i + 1))
+                .and_then(|id| s.stages.get(id))
+                .map(|st| (st.execution_state, st.agent_allocation.len()));
+            (
+                s.stages[&stage_id].execution_state,
+                fresh,
+                s.step(&step).map(|st| st.execution_state),
+            )
+        });
+        if old == cohort::state::ExecutionState::Failed
+            && fresh == Some((cohort::state::ExecutionState::Running, 2))
+            && step_state == Some(cohort::state::StepExecutionState::Failed)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{old:?} {fresh:?} {step_state:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -210,6 +210,26 @@ impl Handler<CancelTask> for SyncStateActor {
     }
 }
 
+/// A person retries a task's running stage (see `SyncCore::operator_retry_stage`).
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct RetryStage {
+    pub task_id: crate::ids::TaskId,
+    pub stage_id: crate::ids::StageId,
+    pub by: crate::ids::AgentId,
+}
+
+impl Handler<RetryStage> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, r: RetryStage, ctx: &mut Context<Self>) -> Self::Result {
+        let applied = self
+            .core
+            .operator_retry_stage(&r.task_id, &r.stage_id, &r.by)?;
+        self.effect(applied, Vec::new(), ctx);
+        Ok(())
+    }
+}
+
 impl Handler<SubmitMessage> for SyncStateActor {
     type Result = Result<(), SyncError>;
     fn handle(&mut self, SubmitMessage(m): SubmitMessage, ctx: &mut Context<Self>) -> Self::Result {

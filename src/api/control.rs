@@ -1,14 +1,15 @@
 //! An operator's control over the team's work: `POST /api/task/{id}/cancel {reason?}` stops a
 //! task (it and its open stages become `cancelled`; its agents drop its work and abandon calls
 //! in flight for it; 409 for a task already over or the base task), and
-//! `POST /api/agent/{id}/pause` / `resume` holds an agent's next steps. 404 for what the caller
-//! cannot see, 403 for a member.
+//! `POST /api/agent/{id}/pause` / `resume` holds an agent's next steps, and
+//! `POST /api/stage/{id}/retry` starts a running stage afresh with the same agents (409 for a
+//! stage not running). 404 for what the caller cannot see, 403 for a member.
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
-use crate::actors::{CancelTask, PauseFor};
+use crate::actors::{CancelTask, PauseFor, RetryStage};
 use crate::config::Access;
-use crate::ids::{AgentId, TaskId};
+use crate::ids::{AgentId, StageId, TaskId};
 use crate::sync::SyncError;
 use axum::Json;
 use axum::extract::State;
@@ -112,4 +113,46 @@ async fn set_paused(
     Ok(Json(
         json!({ "success": true, "agent_id": id, "paused": paused }),
     ))
+}
+
+/// `POST /api/stage/{id}/retry`.
+pub async fn retry_stage(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<StageId>,
+) -> Result<Json<Value>, AppError> {
+    let task = state.inner.monitor.read(|s| {
+        let view = caller.view(s);
+        s.stages
+            .get(&id)
+            .filter(|st| view.sees_task(&st.task_id))
+            .map(|st| st.task_id.clone())
+    });
+    let task = task.ok_or_else(|| AppError::NotFound(format!("no stage `{id}`")))?;
+    if caller.1 != Access::Operator {
+        return Err(AppError::Forbidden(
+            "only an operator retries a stage".into(),
+        ));
+    }
+    let retry = RetryStage {
+        task_id: task,
+        stage_id: id.clone(),
+        by: caller.0.clone(),
+    };
+    let answer = state
+        .inner
+        .sync
+        .send(retry)
+        .await
+        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
+    match answer {
+        Ok(()) => Ok(Json(json!({ "success": true, "stage_id": id }))),
+        Err(e @ (SyncError::StageNotRunning { .. } | SyncError::TaskOver(..))) => {
+            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
+        }
+        Err(e) => Err(AppError::Rejected(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            e.to_string(),
+        )),
+    }
 }

@@ -261,6 +261,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         example: "/api/agent/manager/resume",
         handler: || post(control::resume_agent),
     },
+    ApiRoute {
+        method: "POST",
+        path: "/api/stage/{id}/retry",
+        example: "/api/stage/no-such-stage/retry",
+        handler: || post(control::retry_stage),
+    },
     // Last: walking the table with one token, logging out ends it.
     ApiRoute {
         method: "POST",

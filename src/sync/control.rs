@@ -1,9 +1,12 @@
-//! What a person does to a task directly, outside any agent's step: cancel it. Its open
+//! What a person does to a task directly, outside any agent's step. Cancel it: its open
 //! stages and the task become `cancelled`, and its group drops the task's work (an agent's
-//! LLM or tool call in flight for it is abandoned).
+//! LLM or tool call in flight for it is abandoned). Retry its running stage (stuck, or its
+//! agents failed): the stage fails and a fresh copy with the same agents and goals starts, as
+//! the manager's `retry_stage` would.
 
 use super::{Applied, SyncCore, SyncError};
-use crate::ids::{AgentId, TaskId};
+use crate::ids::{AgentId, StageId, TaskId};
+use crate::message::TaskInstruction;
 use crate::state::ExecutionState;
 
 impl SyncCore {
@@ -33,6 +36,36 @@ impl SyncCore {
         };
         let mut applied = Applied::default();
         self.close_task(task, ExecutionState::Cancelled, summary, &mut applied);
+        Ok(applied)
+    }
+}
+
+impl SyncCore {
+    /// `by` retries the running stage `stage` of `task` with its agents and goals.
+    pub fn operator_retry_stage(
+        &mut self,
+        task: &TaskId,
+        stage: &StageId,
+        by: &AgentId,
+    ) -> Result<Applied, SyncError> {
+        let manager = self
+            .tasks
+            .get(task)
+            .ok_or_else(|| SyncError::UnknownTask(task.clone()))?
+            .task_manager
+            .clone();
+        let old = self.stage_of(task, stage)?;
+        let retry = TaskInstruction::RetryStage {
+            task_id: task.clone(),
+            stage_id: stage.clone(),
+            stage_intention: None,
+            agent_allocation: old.agent_allocation.clone(),
+        };
+        // The same checks as the manager's own retry: an open task, the running stage.
+        self.check_instruction(&manager, &retry)?;
+        tracing::info!(task = %task, stage = %stage, by = %by, "an operator retries a stage");
+        let mut applied = Applied::default();
+        self.run_instruction(&manager, &retry, &mut applied);
         Ok(applied)
     }
 }
@@ -82,6 +115,35 @@ mod tests {
         assert!(matches!(
             c.cancel_task(&"nope".into(), &"op".into(), ""),
             Err(SyncError::UnknownTask(_))
+        ));
+    }
+
+    #[test]
+    fn an_operator_retries_the_running_stage_with_the_same_agents() {
+        let (mut c, t, stages) = two_stage_task();
+        let before = c.task(&t).unwrap().stage_list.len();
+        c.operator_retry_stage(&t, &stages[0], &"op".into())
+            .unwrap();
+        assert_eq!(
+            c.stage(&stages[0]).unwrap().execution_state,
+            ExecutionState::Failed
+        );
+        let list = c.task(&t).unwrap().stage_list.clone();
+        assert_eq!(list.len(), before + 1);
+        let fresh = c.stage(&list[1]).unwrap();
+        assert_eq!(fresh.execution_state, ExecutionState::Running);
+        assert_eq!(
+            fresh.agent_allocation,
+            c.stage(&stages[0]).unwrap().agent_allocation
+        );
+        // Only the running stage: the one not yet started (and the old one) are refused.
+        assert!(matches!(
+            c.operator_retry_stage(&t, &stages[1], &"op".into()),
+            Err(SyncError::StageNotRunning { .. })
+        ));
+        assert!(matches!(
+            c.operator_retry_stage(&t, &stages[0], &"op".into()),
+            Err(SyncError::StageNotRunning { .. })
         ));
     }
 }

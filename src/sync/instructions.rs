@@ -128,7 +128,11 @@ impl SyncCore {
         Ok(t)
     }
 
-    fn stage_of(&self, task_id: &TaskId, stage_id: &StageId) -> Result<&StageState, SyncError> {
+    pub(super) fn stage_of(
+        &self,
+        task_id: &TaskId,
+        stage_id: &StageId,
+    ) -> Result<&StageState, SyncError> {
         self.stages
             .get(stage_id)
             .filter(|s| &s.task_id == task_id)
