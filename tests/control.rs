@@ -195,7 +195,9 @@ async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
-    team.submit_goal(None, "Write a haiku about autumn rain").await.unwrap();
+    team.submit_goal(None, "Write a haiku about autumn rain")
+        .await
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let (task, stage, step) = loop {
         let running = team.monitor.read(|s| {
@@ -244,7 +246,10 @@ async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
         {
             break;
         }
-        assert!(Instant::now() < deadline, "{old:?} {fresh:?} {step_state:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{old:?} {fresh:?} {step_state:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let _ = std::fs::remove_dir_all(dir);

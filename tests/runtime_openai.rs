@@ -180,6 +180,15 @@ async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
         again.contains("cut off at the model's token limit"),
         "{again}"
     );
+    // Asked again more freely: the same prompt at the same temperature tends to give the same
+    // runaway answer.
+    let temperature = |i: usize| reqs[i].body["temperature"].as_f64().unwrap();
+    assert!((temperature(0) - 0.1).abs() < 1e-6);
+    assert!((temperature(1) - 0.4).abs() < 1e-6, "{}", temperature(1));
+    assert!(
+        (temperature(2) - 0.1).abs() < 1e-6,
+        "the next step asks as configured"
+    );
 }
 
 /// A bad answer followed by a good one: the step finishes, its result keeps the try.

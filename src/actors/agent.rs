@@ -224,6 +224,7 @@ impl AgentActor {
             template: self.state.template.clone(),
             step_text: step.asks(),
             progress: None,
+            retry: 0,
         };
         let id = step.step_id.clone();
         if self.llm.is_none() {

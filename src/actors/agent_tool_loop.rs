@@ -60,6 +60,7 @@ impl AgentActor {
             template: self.state.template.clone(),
             step_text: step.asks(),
             progress: None,
+            retry: 0,
         };
         let started = self.monitor.assigned_version();
         let monitor = self.monitor.clone();

@@ -44,6 +44,7 @@ impl Asking {
         self.tries
             .push(json!({ "error": error, "answer": shown(answer) }));
         let mut request = self.request.clone();
+        request.retry = self.tries.len() as u32;
         request.prompt = format!(
             "{}\n\n# Your previous answer could not be used\n\nError: {error}\n\nYour answer \
              was:\n\n```\n{}\n```\n\nAnswer again, in exactly the format asked for above.",
@@ -88,6 +89,7 @@ mod tests {
             template: None,
             step_text: String::new(),
             progress: None,
+            retry: 0,
         }
     }
 
@@ -111,6 +113,10 @@ mod tests {
         };
         // Always the first prompt plus the latest error, never a growing pile of tries.
         assert!(!third.prompt.contains("e2") && third.prompt.contains("e3"));
+        assert_eq!(
+            third.retry, 3,
+            "the request says how many answers were unusable"
+        );
         assert!(!a.may_ask_again());
         assert_eq!(a.tries.len(), REASKS);
         assert_eq!(a.spent.prompt_tokens, 30);

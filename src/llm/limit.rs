@@ -106,6 +106,7 @@ mod tests {
                 template: None,
                 step_text: String::new(),
                 progress: None,
+                retry: 0,
             })
         });
         let results = futures::future::join_all(calls).await;

@@ -40,6 +40,10 @@ pub struct ChatRequest {
     pub step_text: String,
     /// Told the answer so far while a provider streams it.
     pub progress: Option<AnswerProgress>,
+    /// How many unusable answers this step's model gave before this request (0 the first
+    /// time). A provider may sample more freely when asking again: the same prompt at the same
+    /// temperature tends to give the same unusable answer (a small model stuck repeating).
+    pub retry: u32,
 }
 
 /// Where a streamed answer's text goes while it is written (the agent publishes it, so the

@@ -333,6 +333,7 @@ mod tests {
             template: template.map(str::to_owned),
             step_text: "Write it\nA haiku about rain".into(),
             progress: None,
+            retry: 0,
         }
     }
 

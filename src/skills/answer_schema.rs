@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 /// team never finishes; these are generous for one stage's work.
 fn max_plan_len(planner: Skill) -> usize {
     match planner {
-        Skill::Planning | Skill::Reflection => 8,
+        Skill::Planning | Skill::Reflection => 6,
         _ => 4,
     }
 }
@@ -95,6 +95,16 @@ fn text() -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": TEXT_CHARS })
 }
 
+/// What a planned step is to do: an instruction, not the work itself, so short; a small model
+/// that starts repeating itself in one (seen on Qwen2.5 1.5B) then stops long before its token
+/// limit cuts the whole plan off.
+fn plan_text() -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": PLAN_TEXT_CHARS })
+}
+
+/// The longest text of one planned step, in characters.
+pub const PLAN_TEXT_CHARS: usize = 400;
+
 /// A name, an id or an intention: one short line.
 fn line() -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": LINE_CHARS })
@@ -159,7 +169,7 @@ fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
                 "step_intention": line(),
                 "type": { "type": "string", "enum": [kind] },
                 "executor": { "type": "string", "enum": names },
-                "text_content": text(),
+                "text_content": plan_text(),
             }),
             &["step_intention", "type", "executor", "text_content"],
         ));

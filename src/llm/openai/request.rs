@@ -13,6 +13,21 @@ use async_openai::types::chat::{
     ResponseFormatJsonSchema,
 };
 
+/// Added to the temperature per unusable answer before this request, up to [`MAX_RETRY_TEMPERATURE`].
+const RETRY_TEMPERATURE_STEP: f32 = 0.3;
+const MAX_RETRY_TEMPERATURE: f32 = 1.0;
+
+/// The temperature to ask with: the configured one the first time (none set: the server's
+/// default), then higher with each unusable answer, so a model stuck in a loop can leave it.
+fn sampling_temperature(configured: Option<f32>, retry: u32) -> Option<f32> {
+    if retry == 0 {
+        return configured;
+    }
+    let base = configured.unwrap_or(0.7);
+    let raised = base + RETRY_TEMPERATURE_STEP * retry as f32;
+    Some(raised.min(MAX_RETRY_TEMPERATURE.max(base)))
+}
+
 /// The request body: the fixed part of the prompt as the `system` message, the step's part as
 /// the `user` message, and, when `constrained`, the answer's schema as `response_format`.
 pub(super) fn completion_request(
@@ -62,7 +77,7 @@ pub(super) fn completion_request(
     CreateChatCompletionRequest {
         model: settings.model.clone(),
         messages,
-        temperature: settings.temperature,
+        temperature: sampling_temperature(settings.temperature, request.retry),
         // `max_tokens`, not `max_completion_tokens`: the OpenAI-compatible servers we target
         // (Ollama, vLLM, llama.cpp, DeepSeek) all read `max_tokens`; not all read the newer name.
         max_tokens: settings.max_tokens,
@@ -136,4 +151,22 @@ pub(super) fn finish_reply(
         reply.usage.completion_tokens = estimate(&reply.text);
     }
     reply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sampling_temperature;
+
+    #[test]
+    fn asking_again_samples_more_freely_up_to_a_bound() {
+        assert_eq!(sampling_temperature(Some(0.3), 0), Some(0.3));
+        assert_eq!(sampling_temperature(None, 0), None);
+        assert!((sampling_temperature(Some(0.3), 1).unwrap() - 0.6).abs() < 1e-6);
+        assert_eq!(sampling_temperature(Some(0.3), 3), Some(1.0));
+        assert_eq!(
+            sampling_temperature(Some(1.2), 2),
+            Some(1.2),
+            "never lowered"
+        );
+    }
 }
