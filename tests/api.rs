@@ -731,6 +731,26 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
     let alice = login(&state, "alice", ALICE_PASSWORD).await;
     let bob = login(&state, "bob", BOB_PASSWORD).await;
     let base = base_task(&team);
+    // Alice's goal goes to the manager in the base task, which everyone is in: the manager's
+    // steps on it and the message itself are hers, not bob's.
+    let goal = json!({"human_agent_id": "alice", "task_id": base, "receiver": ["manager"],
+        "content": "alice-secret-goal", "need_reply": false});
+    assert_eq!(
+        post(&app, "/api/send_message", Some(&alice), goal)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    for _ in 0..200 {
+        let manager = get(&app, "/api/state/manager", &alice).await;
+        if manager.body["state"]["agent_step"]["step_list"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty())
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     // The operator sees the hidden task; the member sees the base task (his group) only.
     assert_eq!(
         get(&app, "/api/state/hidden-task", &alice).await.status,
@@ -753,6 +773,7 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
         "hidden-stage",
         "hidden-step",
         "hidden-intention",
+        "alice-secret-goal",
     ];
     for route in PROTECTED_ROUTES {
         if route.path == "/api/logout" {

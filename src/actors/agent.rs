@@ -152,7 +152,7 @@ impl AgentActor {
                 .agent_step
                 .next()
                 .is_some_and(StepState::answers_a_wait);
-        if self.busy || !may_run || self.state.paused {
+        if self.busy || self.awaiting_approval.is_some() || !may_run || self.state.paused {
             self.publish();
             return;
         }
@@ -341,11 +341,13 @@ impl AgentActor {
         };
         let client = client.clone();
         let asked = server.clone();
-        ctx.spawn(
+        let step_id = step.step_id.clone();
+        let lookup = ctx.spawn(
             async move { client.safe_to_repeat(&asked, &call).await }
                 .into_actor(self)
                 .map(move |again, act, ctx| {
-                    if again {
+                    act.in_flight = None;
+                    if again && act.state.holds(&step.task_id, &step.stage_id) {
                         tracing::info!(agent = %act.state.agent_id, step = %step.step_id, "a read-only or idempotent tool call cut off by a restart is made again");
                         act.run_tool(step, server, ctx);
                     } else {
@@ -353,6 +355,7 @@ impl AgentActor {
                     }
                 }),
         );
+        self.in_flight = Some((step_id, lookup));
     }
 
     fn on_tool_result(
@@ -533,7 +536,13 @@ impl Actor for AgentActor {
         // A call that was waiting for a person's approval waits on (they were told already).
         if let Some(id) = crate::agent::approval::waiting_for_approval(&self.state) {
             self.busy = true;
-            self.awaiting_approval = Some(id);
+            if self.approvers.is_empty() {
+                let why = "the call waited for a person's approval, but the team no longer has an \
+                           operator to ask";
+                self.on_tool_result(id, Err(why.into()), ctx);
+            } else {
+                self.awaiting_approval = Some(id);
+            }
         }
         self.try_run(ctx);
     }

@@ -42,10 +42,21 @@ impl AgentActor {
             _ => return self.call_tool(id, server, call, client, ctx),
         };
         let (asked, srv) = (client.clone(), server.clone());
-        ctx.spawn(
+        let waiting_id = id.clone();
+        let lookup = ctx.spawn(
             async move { asked.tool_risk(&srv, &tool).await }
                 .into_actor(self)
                 .map(move |risk, act, ctx| {
+                    act.in_flight = None;
+                    // Its work may have ended while the server was asked.
+                    let live = act
+                        .state
+                        .agent_step
+                        .get(&id)
+                        .is_some_and(|s| act.state.holds(&s.task_id, &s.stage_id));
+                    if !live {
+                        return act.on_tool_result(id, Err("ended".into()), ctx);
+                    }
                     match approval_needed(&act.state, &server, &call, risk) {
                         None => act.call_tool(id, server, call, client, ctx),
                         Some(req) if act.approvers.is_empty() => {
@@ -72,6 +83,7 @@ impl AgentActor {
                     }
                 }),
         );
+        self.in_flight = Some((waiting_id, lookup));
     }
 
     /// While a step waits for approval the agent runs nothing else; if the step's stage or
@@ -127,16 +139,35 @@ impl Handler<Decide> for AgentActor {
                     .get(&d.step_id)
                     .map(|s| s.executor.name().to_owned())
                     .unwrap_or_default();
-                // The approval is published (and so stored) before the call is made.
-                self.publish();
-                match self.mcp.clone() {
-                    Some(client) => self.call_tool(d.step_id, server, call, client, ctx),
-                    None => self.on_tool_result(
-                        d.step_id,
-                        Err("the team has no MCP client".into()),
-                        ctx,
-                    ),
-                }
+                // The approval is stored before the call is made: after a crash a step that
+                // was running is never called again, so an approval the store lost must not
+                // have reached the tool either.
+                let held = self.hand_over();
+                let store = self.sync.send(crate::actors::SubmitMessages {
+                    messages: Vec::new(),
+                    held,
+                });
+                let id = d.step_id;
+                ctx.spawn(store.into_actor(self).map(move |res, act, ctx| {
+                    act.holding -= 1;
+                    act.publish();
+                    match (res, act.mcp.clone()) {
+                        (Ok(Ok(())), Some(client)) => act.call_tool(id, server, call, client, ctx),
+                        (_, None) => {
+                            act.on_tool_result(id, Err("the team has no MCP client".into()), ctx)
+                        }
+                        (Ok(Err(e)), _) => act.on_tool_result(
+                            id,
+                            Err(format!("the approval could not be stored: {e}")),
+                            ctx,
+                        ),
+                        (Err(e), _) => act.on_tool_result(
+                            id,
+                            Err(format!("the approval could not be stored: {e}")),
+                            ctx,
+                        ),
+                    }
+                }));
             }
             Decided::Rejected(why) => self.on_tool_result(d.step_id, Err(why), ctx),
         }

@@ -98,8 +98,21 @@ pub fn await_approval(agent: &mut AgentState, id: &StepId, req: &ApprovalRequest
     );
 }
 
+/// How much of the arguments an approver's message shows (the whole are in the step and in
+/// `GET /api/approvals`; the hash binds the approval to them either way).
+const NOTICE_ARGS_CHARS: usize = 2_000;
+
 /// The message that tells an approver about `req`.
 pub fn approval_notice(step: &StepState, req: &ApprovalRequest) -> String {
+    let mut args = serde_json::to_string_pretty(&req.arguments).unwrap_or_default();
+    let n = args.chars().count();
+    if n > NOTICE_ARGS_CHARS {
+        args = args.chars().take(NOTICE_ARGS_CHARS).collect();
+        args.push_str(&format!(
+            "\n[… {} more characters: see the step or GET /api/approvals]",
+            n - NOTICE_ARGS_CHARS
+        ));
+    }
     format!(
         "Approval needed: agent `{}` wants to call `{}` on MCP server `{}` (step {}, \"{}\").\n\
          Risk {}: {}.\nArguments (hash {}):\n{}\n\
@@ -113,7 +126,7 @@ pub fn approval_notice(step: &StepState, req: &ApprovalRequest) -> String {
         req.risk.risk,
         req.risk.reason,
         req.args_hash,
-        serde_json::to_string_pretty(&req.arguments).unwrap_or_default(),
+        args,
         step.step_id,
     )
 }
@@ -246,6 +259,13 @@ mod tests {
         let step = a.agent_step.get(&id).unwrap();
         assert_eq!(step.execution_state, StepExecutionState::WaitingForApproval);
         assert!(approval_notice(step, &req).contains("Risk HIGH: it may overwrite"));
+        let mut big = req.clone();
+        big.arguments = json!({ "content": "x".repeat(10_000) });
+        let notice = approval_notice(step, &big);
+        assert!(
+            notice.len() < 3_000 && notice.contains("more characters"),
+            "{notice}"
+        );
         assert_eq!(waiting_for_approval(&a), Some(id.clone()));
         let stale = Verdict::Approve {
             args_hash: "other".into(),

@@ -1,7 +1,9 @@
 //! Who sees what (`access:` of a human). An operator sees the whole team. A member sees the
 //! tasks whose group includes them, those tasks' stages and steps, and the agents in those
-//! groups. Every read of states, REST and websocket alike, asks one `View`, so no route can
-//! forget the rule.
+//! groups, with no agent's memory or wait ids. Everyone is in the base task, where goals are
+//! given: there a member sees only their own steps and the messages they sent or received.
+//! Every read of states, REST and websocket alike, asks one `View`, so no route can forget
+//! the rule.
 
 use crate::config::Access;
 use crate::event::{AgentChange, Change, StageChange, States, StepChange, TaskChange};
@@ -16,13 +18,16 @@ use std::collections::BTreeSet;
 pub enum View {
     All,
     Member {
+        me: AgentId,
+        base: Option<TaskId>,
         tasks: BTreeSet<TaskId>,
         agents: BTreeSet<AgentId>,
     },
 }
 
 impl View {
-    pub fn of(human: &AgentId, access: Access, s: &States) -> View {
+    /// `base` is the team's base task, where everyone is (seen in part by members).
+    pub fn of(human: &AgentId, access: Access, base: Option<&TaskId>, s: &States) -> View {
         if access == Access::Operator {
             return View::All;
         }
@@ -32,7 +37,29 @@ impl View {
             tasks.insert(t.task_id.clone());
             agents.extend(t.task_group.iter().cloned());
         }
-        View::Member { tasks, agents }
+        View::Member {
+            me: human.clone(),
+            base: base.cloned(),
+            tasks,
+            agents,
+        }
+    }
+
+    /// For a member, whether `task` is the base task (seen only in part).
+    fn is_base(&self, task: &TaskId) -> bool {
+        matches!(self, View::Member { base: Some(b), .. } if b == task)
+    }
+
+    fn is_me(&self, agent: &AgentId) -> bool {
+        matches!(self, View::Member { me, .. } if me == agent)
+    }
+
+    /// A message in a task's conversation: in the base task, only one the member sent or got.
+    fn sees_message(&self, task: &TaskId, m: &crate::message::Message) -> bool {
+        self.sees_task(task)
+            && (!self.is_base(task)
+                || self.is_me(&m.sender_id)
+                || m.receiver.iter().any(|r| self.is_me(r)))
     }
 
     pub fn sees_task(&self, task: &TaskId) -> bool {
@@ -57,7 +84,11 @@ impl View {
     }
 
     pub fn sees_step(&self, s: &States, step: &StepId) -> bool {
-        matches!(self, View::All) || s.step(step).is_some_and(|st| self.sees_task(&st.task_id))
+        matches!(self, View::All) || s.step(step).is_some_and(|st| self.sees_step_state(st))
+    }
+
+    fn sees_step_state(&self, st: &crate::state::StepState) -> bool {
+        self.sees_task(&st.task_id) && (!self.is_base(&st.task_id) || self.is_me(&st.agent_id))
     }
 
     /// Whether the state `kind`/`id` is visible.
@@ -79,6 +110,14 @@ impl View {
         match c {
             Change::Task(t) => match t {
                 TaskChange::Created { task } => self.sees_task(&task.task_id),
+                TaskChange::Conversation { task_id, entry, .. } => {
+                    self.sees_message(task_id, &entry.message)
+                }
+                // In the base task a member holds only some entries: trimming by count, or
+                // the team's shared notes, are not theirs.
+                TaskChange::SharedInfo { task_id, .. } | TaskChange::Trimmed { task_id, .. } => {
+                    self.sees_task(task_id) && !self.is_base(task_id)
+                }
                 _ => c.task_id().is_some_and(|t| self.sees_task(t)),
             },
             Change::Stage(st) => match st {
@@ -88,16 +127,29 @@ impl View {
                 | StageChange::Completion { stage_id, .. } => self.sees_stage(s, stage_id),
             },
             Change::Agent(a) => match a {
-                // Wait ids are shown to no other person.
-                AgentChange::WaitsHeld { .. } | AgentChange::WaitsReleased { .. } => false,
-                AgentChange::WorkNoted { task_id, .. }
-                | AgentChange::WorkCleared { task_id, .. }
-                | AgentChange::GoalOpened { task_id, .. }
-                | AgentChange::GoalClosed { task_id, .. } => self.sees_task(task_id),
+                // Wait ids and agents' memory are shown to no other person; a whole agent
+                // reaches a member in a snapshot, once it joins one of their tasks.
+                AgentChange::WaitsHeld { .. }
+                | AgentChange::WaitsReleased { .. }
+                | AgentChange::MemoryAdded { .. }
+                | AgentChange::MemoryDeleted { .. }
+                | AgentChange::Added { .. } => false,
+                AgentChange::WorkNoted {
+                    agent_id, task_id, ..
+                }
+                | AgentChange::WorkCleared {
+                    agent_id, task_id, ..
+                }
+                | AgentChange::GoalOpened {
+                    agent_id, task_id, ..
+                }
+                | AgentChange::GoalClosed {
+                    agent_id, task_id, ..
+                } => self.sees_task(task_id) && (!self.is_base(task_id) || self.is_me(agent_id)),
                 _ => c.agent_id().is_some_and(|a| self.sees_agent(a)),
             },
             Change::Step(st) => match st {
-                StepChange::Added { step, .. } => self.sees_task(&step.task_id),
+                StepChange::Added { step, .. } => self.sees_step_state(step),
                 StepChange::Started { step_id, .. } | StepChange::Updated { step_id, .. } => {
                     self.sees_step(s, step_id)
                 }
@@ -116,8 +168,12 @@ impl View {
             return None;
         }
         let mut v = s.json(kind, id)?;
-        if kind == StateKind::Agent && *self != View::All {
-            self.redact_agent(s, &mut v);
+        if *self != View::All {
+            match kind {
+                StateKind::Agent => self.redact_agent(s, &mut v),
+                StateKind::Task if self.is_base(&TaskId::from(id)) => self.redact_base(&mut v),
+                _ => {}
+            }
         }
         Some(v)
     }
@@ -133,11 +189,39 @@ impl View {
                 }
             }
         }
+        let mine = agent["agent_id"]
+            .as_str()
+            .is_some_and(|a| self.is_me(&AgentId::from(a)));
         if let Some(Value::Object(memory)) = agent.get_mut("working_memory") {
-            memory.retain(|task, _| self.sees_task(&TaskId::from(task.as_str())));
+            memory.retain(|task, _| {
+                let task = TaskId::from(task.as_str());
+                self.sees_task(&task) && (mine || !self.is_base(&task))
+            });
         }
         if let Some(lock) = agent.get_mut("step_lock") {
             *lock = Value::Array(Vec::new());
+        }
+        if !mine && let Some(memory) = agent.get_mut("persistent_memory") {
+            *memory = Value::Object(Map::new());
+        }
+    }
+
+    /// The base task as a member sees it: only the messages they sent or got, no shared notes.
+    fn redact_base(&self, task: &mut Value) {
+        let View::Member { me, .. } = self else {
+            return;
+        };
+        let involves_me = |m: &Value| {
+            m["sender_id"] == me.as_str()
+                || m["receiver"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|r| r == me.as_str()))
+        };
+        if let Some(Value::Array(entries)) = task.get_mut("shared_conversation_pool") {
+            entries.retain(|e| involves_me(&e["message"]));
+        }
+        if let Some(Value::Array(notes)) = task.get_mut("shared_info_pool") {
+            notes.clear();
         }
     }
 
@@ -165,10 +249,54 @@ mod tests {
     use crate::ids::StageRef;
     use crate::state::{AgentState, Executor, Skill, StageState, StepState, TaskState};
 
-    /// Task `mine` (group: bob, writer) and task `theirs` (group: alice, reviewer), each with
+    /// The base task (group: manager, alice, bob) with the manager's step and alice's goal;
+    /// task `mine` (group: bob, writer) and task `theirs` (group: alice, reviewer), each with
     /// a stage and a step.
     fn team() -> States {
         let mut s = States::default();
+        let mut base = TaskState::new(
+            "base".into(),
+            "base".into(),
+            String::new(),
+            "manager".into(),
+        );
+        base.task_group.extend(["alice".into(), "bob".into()]);
+        s.apply(&Change::Task(TaskChange::Created { task: base }));
+        let goal = crate::message::Message::notice(
+            "base".into(),
+            "alice".into(),
+            vec!["manager".into()],
+            StageRef::NoRelative,
+            "alice's secret goal".into(),
+        );
+        s.apply(&Change::Task(TaskChange::Conversation {
+            task_id: "base".into(),
+            entry: crate::state::ConversationEntry {
+                timestamp: String::new(),
+                message: std::sync::Arc::new(goal),
+            },
+            message_no: 1,
+        }));
+        let m = AgentState::new("manager".into(), "M".into(), "m".into(), "p".into());
+        s.apply(&Change::Agent(crate::event::AgentChange::Added {
+            agent: Box::new(m),
+        }));
+        let mut step = StepState::new(
+            "base".into(),
+            StageRef::NoRelative,
+            "manager".into(),
+            Executor::Skill(Skill::Decision),
+            "act on alice's secret goal",
+            "",
+        );
+        step.step_id = "base-step".into();
+        s.apply(&Change::Step(StepChange::Added {
+            agent_id: "manager".into(),
+            step: Box::new(step),
+            list_at: 0,
+            todo_at: Some(0),
+            remember: false,
+        }));
         for (task, who, agent) in [("mine", "bob", "writer"), ("theirs", "alice", "reviewer")] {
             let mut t = TaskState::new(task.into(), task.into(), String::new(), "manager".into());
             t.task_group.extend([who.into(), agent.into()]);
@@ -203,7 +331,7 @@ mod tests {
     #[test]
     fn a_member_sees_only_their_tasks_and_what_belongs_to_them() {
         let s = team();
-        let bob = View::of(&"bob".into(), Access::Member, &s);
+        let bob = View::of(&"bob".into(), Access::Member, Some(&"base".into()), &s);
         assert!(bob.sees(&s, StateKind::Task, "mine"));
         assert!(!bob.sees(&s, StateKind::Task, "theirs"));
         assert!(bob.sees(&s, StateKind::Stage, "mine-s"));
@@ -214,16 +342,44 @@ mod tests {
         assert!(bob.sees(&s, StateKind::Agent, "bob"));
         assert!(!bob.sees(&s, StateKind::Agent, "reviewer"));
         let json = bob.all_json(&s);
-        assert_eq!(json["task"].as_object().unwrap().len(), 1);
+        assert_eq!(
+            json["task"].as_object().unwrap().len(),
+            2,
+            "the base task and his"
+        );
         assert_eq!(json["step"].as_object().unwrap().len(), 1);
-        let op = View::of(&"bob".into(), Access::Operator, &s);
+        let op = View::of(&"bob".into(), Access::Operator, Some(&"base".into()), &s);
         assert_eq!(op.all_json(&s), s.all_json());
+    }
+
+    #[test]
+    fn in_the_base_task_a_member_sees_only_their_own_messages_and_steps() {
+        let s = team();
+        let bob = View::of(&"bob".into(), Access::Member, Some(&"base".into()), &s);
+        assert!(bob.sees(&s, StateKind::Task, "base"));
+        assert!(
+            !bob.sees(&s, StateKind::Step, "base-step"),
+            "the manager's step on alice's goal"
+        );
+        let json = bob.all_json(&s).to_string();
+        assert!(!json.contains("secret goal"), "{json}");
+        assert!(
+            !json.contains("base-step"),
+            "not even in the manager's step list"
+        );
+        let alice = View::of(&"alice".into(), Access::Member, Some(&"base".into()), &s);
+        let task = alice.json(&s, StateKind::Task, "base").unwrap();
+        assert_eq!(
+            task["shared_conversation_pool"].as_array().unwrap().len(),
+            1,
+            "her own goal"
+        );
     }
 
     #[test]
     fn a_members_feed_gets_only_changes_of_what_they_see() {
         let s = team();
-        let bob = View::of(&"bob".into(), Access::Member, &s);
+        let bob = View::of(&"bob".into(), Access::Member, Some(&"base".into()), &s);
         let started = |id: &str, agent: &str| {
             Change::Step(StepChange::Started {
                 agent_id: agent.into(),

@@ -31,7 +31,7 @@ pub use ws::FeedConfig;
 
 use crate::actors::{AgentActor, Team};
 use crate::config::HumanEntry;
-use crate::ids::AgentId;
+use crate::ids::{AgentId, TaskId};
 use crate::monitor::Monitor;
 use actix::Addr;
 use axum::Router;
@@ -64,6 +64,8 @@ struct Inner {
     dispatcher: Addr<crate::actors::Dispatcher>,
     /// Where a person's control of tasks goes.
     sync: Addr<crate::actors::SyncStateActor>,
+    /// The base task, where everyone is (members see it only in part).
+    base_task: TaskId,
     humans: HashMap<AgentId, HumanAccount>,
     sessions: Sessions,
     limiter: LoginLimiter,
@@ -119,6 +121,7 @@ impl ApiState {
                 monitor: team.monitor.clone(),
                 dispatcher: team.dispatcher.clone(),
                 sync: team.sync.clone(),
+                base_task: team.base_task.clone(),
                 humans,
                 sessions: Sessions::default(),
                 limiter: LoginLimiter::new(LoginLimits::default()),
@@ -334,12 +337,12 @@ async fn no_such_route() -> AppError {
 
 /// The human a request's bearer token belongs to, and their access (set by `require_token`).
 #[derive(Clone, Debug)]
-pub struct Caller(pub AgentId, pub crate::config::Access);
+pub struct Caller(pub AgentId, pub crate::config::Access, pub TaskId);
 
 impl Caller {
     /// What the caller may see, as the states are now.
     pub fn view(&self, s: &crate::event::States) -> access::View {
-        access::View::of(&self.0, self.1, s)
+        access::View::of(&self.0, self.1, Some(&self.2), s)
     }
 
     /// 403 unless the caller is `human`.
@@ -392,7 +395,8 @@ async fn require_token(
         .human(token)
         .ok_or_else(|| AppError::Unauthorized("the token is invalid or expired".into()))?;
     let access = state.access_of(&human);
-    req.extensions_mut().insert(Caller(human, access));
+    let base = state.inner.base_task.clone();
+    req.extensions_mut().insert(Caller(human, access, base));
     Ok(next.run(req).await)
 }
 

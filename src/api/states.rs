@@ -69,6 +69,10 @@ pub async fn states(
         let view = caller.view(s);
         let mut ids = s.ids(kind, q.task.as_ref());
         if view != View::All {
+            // Nothing of a task they cannot see, not even which of their agents are in it.
+            if q.task.as_ref().is_some_and(|t| !view.sees_task(t)) {
+                ids.clear();
+            }
             ids.retain(|id| view.sees(s, kind, id));
         }
         let start = match &q.after {

@@ -117,10 +117,18 @@ pub async fn upgrade(
     // Taken before the upgrade, so a burst of connections cannot overshoot the limits.
     let slot = inner.feed_slots.take(&human, &cfg);
     let access = state.access_of(&human);
+    let base = inner.base_task.clone();
     Ok(ws.on_upgrade(move |socket| async move {
         let (mut sink, stream) = socket.split();
         let end = match slot {
-            Ok(_slot) => run_feed(sink, stream, &monitor, (&human, access), cfg, closing).await,
+            Ok(_slot) => {
+                let viewer = Viewer {
+                    id: &human,
+                    access,
+                    base: Some(&base),
+                };
+                run_feed(sink, stream, &monitor, viewer, cfg, closing).await
+            }
             Err(why) => {
                 let bye = Message::Close(Some(CloseFrame {
                     code: close_code::AGAIN,
@@ -154,6 +162,14 @@ fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), AppError>
     }
 }
 
+/// Who a feed is for: the person, their access, and the team's base task.
+#[derive(Clone, Copy)]
+pub struct Viewer<'a> {
+    pub id: &'a AgentId,
+    pub access: Access,
+    pub base: Option<&'a crate::ids::TaskId>,
+}
+
 /// Streams the monitor to `viewer` until it leaves, stalls, or the server closes.
 ///
 /// It subscribes *before* taking the snapshot and drops events whose version the snapshot
@@ -162,7 +178,7 @@ pub async fn run_feed<S, R, E>(
     sink: S,
     incoming: R,
     monitor: &Monitor,
-    viewer: (&AgentId, Access),
+    viewer: Viewer<'_>,
     cfg: FeedConfig,
     closing: watch::Receiver<bool>,
 ) -> FeedEnd
@@ -181,7 +197,7 @@ async fn feed_from<S, R, E>(
     mut sink: S,
     mut incoming: R,
     monitor: &Monitor,
-    (viewer, access): (&AgentId, Access),
+    who: Viewer<'_>,
     cfg: FeedConfig,
     mut closing: watch::Receiver<bool>,
 ) -> FeedEnd
@@ -189,7 +205,8 @@ where
     S: Sink<Message> + Unpin,
     R: Stream<Item = Result<Message, E>> + Unpin,
 {
-    let (mut seen, mut view) = match send_snapshot(&mut sink, monitor, viewer, access, cfg).await {
+    let viewer = who.id;
+    let (mut seen, mut view) = match send_snapshot(&mut sink, monitor, who, cfg).await {
         Ok(v) => v,
         Err(end) => return end,
     };
@@ -233,12 +250,12 @@ where
                 // A member who joined a task (or left one that left memory) needs its whole
                 // state, not only the changes from now on: a fresh snapshot, as after a lag.
                 let regrown = view != View::All
-                    && monitor.read(|s| View::of(viewer, access, s)) != view;
+                    && monitor.read(|s| View::of(who.id, who.access, who.base, s)) != view;
                 if lagged || regrown {
                     tracing::debug!(lagged, "sending a websocket client a fresh snapshot");
                     // Start again from the newest event rather than wading through the backlog.
                     events = events.resubscribe();
-                    (seen, view) = match send_snapshot(&mut sink, monitor, viewer, access, cfg).await {
+                    (seen, view) = match send_snapshot(&mut sink, monitor, who, cfg).await {
                         Ok(v) => v,
                         Err(end) => return end,
                     };
@@ -288,17 +305,16 @@ async fn shutting_down(closing: &mut watch::Receiver<bool>) {
 async fn send_snapshot<S: Sink<Message> + Unpin>(
     sink: &mut S,
     monitor: &Monitor,
-    viewer: &AgentId,
-    access: Access,
+    who: Viewer<'_>,
     cfg: FeedConfig,
 ) -> Result<(u64, View), FeedEnd> {
-    let (version, view, frame) = match access {
+    let (version, view, frame) = match who.access {
         Access::Operator => {
             let (version, frame) = monitor.snapshot_json();
             (version, View::All, frame)
         }
         Access::Member => monitor.read_at(|s, version| {
-            let view = View::of(viewer, access, s);
+            let view = View::of(who.id, who.access, who.base, s);
             let body = serde_json::json!({
                 "type": "snapshot",
                 "version": version,

@@ -76,7 +76,11 @@ async fn a_snapshot_comes_first_then_each_later_event_once_in_order() {
                 tx,
                 silent(),
                 &m,
-                (&me(), Access::Operator),
+                Viewer {
+                    id: &me(),
+                    access: Access::Operator,
+                    base: None,
+                },
                 cfg(5_000),
                 closing,
             )
@@ -117,7 +121,21 @@ async fn changes_within_the_frame_interval_go_out_in_one_frame() {
     };
     let feed = tokio::spawn({
         let m = m.clone();
-        async move { run_feed(tx, silent(), &m, (&me(), Access::Operator), cfg, closing).await }
+        async move {
+            run_feed(
+                tx,
+                silent(),
+                &m,
+                Viewer {
+                    id: &me(),
+                    access: Access::Operator,
+                    base: None,
+                },
+                cfg,
+                closing,
+            )
+            .await
+        }
     });
     assert_eq!(text(rx.next().await.unwrap())["type"], "snapshot");
     m.publish(task("t1", 1));
@@ -151,7 +169,11 @@ async fn events_already_in_the_snapshot_are_not_sent_again() {
                 tx,
                 silent(),
                 &m,
-                (&me(), Access::Operator),
+                Viewer {
+                    id: &me(),
+                    access: Access::Operator,
+                    base: None,
+                },
                 cfg(5_000),
                 closing,
             )
@@ -184,7 +206,11 @@ async fn a_lagging_client_gets_a_fresh_snapshot_instead_of_the_missed_events() {
                 tx,
                 silent(),
                 &m,
-                (&me(), Access::Operator),
+                Viewer {
+                    id: &me(),
+                    access: Access::Operator,
+                    base: None,
+                },
                 cfg(5_000),
                 closing,
             )
@@ -247,7 +273,11 @@ async fn events_waiting_for_a_client_go_out_in_one_frame() {
                 tx,
                 silent(),
                 &m,
-                (&me(), Access::Operator),
+                Viewer {
+                    id: &me(),
+                    access: Access::Operator,
+                    base: None,
+                },
                 cfg(5_000),
                 closing,
             )
@@ -281,7 +311,11 @@ async fn a_persons_private_changes_reach_only_their_own_feed() {
                 tx,
                 silent(),
                 &m,
-                (&me(), Access::Operator),
+                Viewer {
+                    id: &me(),
+                    access: Access::Operator,
+                    base: None,
+                },
                 cfg(5_000),
                 closing,
             )
@@ -318,7 +352,11 @@ async fn a_stalled_client_is_dropped_and_never_blocks_publishing() {
                 Stuck,
                 silent(),
                 &m,
-                (&me(), Access::Operator),
+                Viewer {
+                    id: &me(),
+                    access: Access::Operator,
+                    base: None,
+                },
                 cfg(50),
                 closing,
             )
@@ -342,7 +380,11 @@ async fn the_feed_ends_when_the_client_closes_or_the_server_shuts_down() {
             tx,
             incoming,
             &m,
-            (&me(), Access::Operator),
+            Viewer {
+                id: &me(),
+                access: Access::Operator,
+                base: None,
+            },
             cfg(1_000),
             closing
         )
@@ -357,7 +399,11 @@ async fn the_feed_ends_when_the_client_closes_or_the_server_shuts_down() {
             tx,
             silent(),
             &m,
-            (&me(), Access::Operator),
+            Viewer {
+                id: &me(),
+                access: Access::Operator,
+                base: None,
+            },
             cfg(1_000),
             closing
         )
@@ -393,7 +439,11 @@ async fn an_answer_being_written_reaches_the_feed_beside_the_events() {
                 tx,
                 silent(),
                 &m,
-                (&me(), Access::Operator),
+                Viewer {
+                    id: &me(),
+                    access: Access::Operator,
+                    base: None,
+                },
                 cfg(5_000),
                 closing,
             )

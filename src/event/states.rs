@@ -174,6 +174,12 @@ impl States {
                     {
                         counters.steps_running = counters.steps_running.saturating_sub(1);
                     }
+                    // Approved after waiting: running again.
+                    if s.execution_state == StepExecutionState::WaitingForApproval
+                        && new == StepExecutionState::Running
+                    {
+                        counters.steps_running += 1;
+                    }
                     if !s.execution_state.is_over() && new.is_over() && !dropped {
                         counters.steps_run += 1;
                     }

@@ -26,7 +26,7 @@ pub fn interpret(
                 req.step_intention.clone(),
                 req.text_content.clone(),
             );
-            let again = StepState::new(
+            let mut again = StepState::new(
                 step.task_id.clone(),
                 step.stage_id.clone(),
                 agent.agent_id.clone(),
@@ -34,6 +34,8 @@ pub fn interpret(
                 step.step_intention.clone(),
                 step.text_content.clone(),
             );
+            // The copy still answers whoever the step answered (and returns their wait id).
+            again.reply_to = step.reply_to.clone();
             agent.add_next_steps(vec![decision, again]);
             Ok(working(
                 json!({ "get_more_info": { "step_intention": req.step_intention, "text_content": req.text_content } }),
@@ -143,7 +145,11 @@ mod tests {
     #[test]
     fn get_more_info_inserts_a_decision_and_a_copy_of_the_send_step() {
         let mut a = agent(&[Skill::SendMessage]);
-        let step = running(&mut a, Skill::SendMessage, "tell them the total");
+        let mut step = running(&mut a, Skill::SendMessage, "tell them the total");
+        step.reply_to = Some(crate::state::ReplyTo {
+            agent_id: "asker".into(),
+            wait_id: Some("w-7".into()),
+        });
         let o = interpret(&mut a, &step, r#"<get_more_info>{"step_intention": "find total", "text_content": "sum it"}</get_more_info>"#, now()).unwrap();
         assert!(o.send_message.is_none());
         let todo: Vec<_> = a
@@ -154,6 +160,7 @@ mod tests {
         assert_eq!(todo[0].executor, Executor::Skill(Skill::Decision));
         assert_eq!(todo[1].executor, Executor::Skill(Skill::SendMessage));
         assert_eq!(todo[1].text_content, "tell them the total");
+        assert_eq!(todo[1].reply_to, step.reply_to);
     }
 
     #[test]

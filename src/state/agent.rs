@@ -173,7 +173,16 @@ impl AgentState {
 
     /// idle / working / waiting, derived from the queue and the lock.
     pub fn derive_working_state(&self) -> WorkingState {
-        if self.agent_step.running().is_some() {
+        use super::StepExecutionState::{Running, WaitingForApproval};
+        let current = self
+            .agent_step
+            .steps()
+            .iter()
+            .map(|s| s.execution_state)
+            .find(|s| matches!(s, Running | WaitingForApproval));
+        if current == Some(WaitingForApproval) {
+            WorkingState::Waiting
+        } else if current.is_some() {
             WorkingState::Working
         } else if !self.step_lock.is_empty() {
             WorkingState::Waiting
