@@ -487,7 +487,7 @@ impl AgentActor {
                 .map(|res, act, ctx| {
                     act.holding -= 1;
                     if let Ok(Err(e)) = res {
-                        tracing::warn!(agent = %act.state.agent_id, "could not return a wait id: {e}");
+                        tracing::warn!(agent = %act.state.agent_id, "SyncState refused a message this agent sent: {e}");
                     }
                     act.try_run(ctx);
                 }),

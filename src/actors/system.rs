@@ -276,6 +276,12 @@ fn start(
             .map(|h| h.id.clone())
             .collect(),
     };
+    if !cfg.humans.is_empty() && tools.approvers.is_empty() {
+        tracing::warn!(
+            "the team's people are all members (access: member, the default): none sees the \
+             whole team or may approve a tool call; give the operator `access: operator`"
+        );
+    }
     let workers = Arc::new(Workers::start());
     let factory = AgentFactory {
         prompts,

@@ -47,8 +47,25 @@ enum Key {
 const MAX_KEY_LEN: usize = 128;
 /// Failures kept per key: past this many the wait is long at its cap anyway.
 const KEPT_PER_KEY: usize = 64;
-/// Past this many keys, keys with no failure in the window are swept.
+/// Past this many keys, keys with no failure in the window are swept (at most once a minute).
 const SWEEP_AT: usize = 4096;
+/// The most keys kept: past it (after a sweep) the table starts afresh, so guesses from
+/// countless addresses cannot grow it without bound.
+const MAX_KEYS: usize = 65_536;
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// The address a failure is counted against: an IPv6 client by its /64 (one host often holds
+/// a whole /64, and could otherwise step around the limit by changing its address).
+fn client(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => {
+            let mut seg = v6.segments();
+            seg[4..].fill(0);
+            IpAddr::V6(seg.into())
+        }
+        v4 => v4,
+    }
+}
 
 /// Counts failed logins. An attempt is counted *before* the password is checked (and forgiven
 /// if it succeeds), so a burst of parallel guesses cannot all slip in while the slow hash
@@ -56,6 +73,7 @@ const SWEEP_AT: usize = 4096;
 pub struct LoginLimiter {
     limits: LoginLimits,
     failures: DashMap<Key, VecDeque<Instant>>,
+    last_sweep: std::sync::Mutex<Option<Instant>>,
 }
 
 /// An attempt admitted by the limiter; `succeeded` forgives it.
@@ -70,6 +88,7 @@ impl LoginLimiter {
         LoginLimiter {
             limits,
             failures: DashMap::new(),
+            last_sweep: std::sync::Mutex::new(None),
         }
     }
 
@@ -78,6 +97,7 @@ impl LoginLimiter {
     pub fn begin(&self, human: &str, ip: Option<IpAddr>) -> Result<Attempt, u64> {
         let now = Instant::now();
         let human: String = human.chars().take(MAX_KEY_LEN).collect();
+        let ip = ip.map(client);
         let mut keys = vec![(Key::Pair(human, ip), self.limits.free_per_pair)];
         if let Some(ip) = ip {
             keys.push((Key::Ip(ip), self.limits.free_per_ip));
@@ -95,9 +115,7 @@ impl LoginLimiter {
             return Err((wait.as_secs_f64().ceil() as u64).max(1));
         }
         if self.failures.len() >= SWEEP_AT {
-            let window = self.limits.window;
-            self.failures
-                .retain(|_, q| q.back().is_some_and(|t| now.duration_since(*t) < window));
+            self.sweep(now);
         }
         for (key, _) in &keys {
             let mut q = self.failures.entry(key.clone()).or_default();
@@ -110,6 +128,27 @@ impl LoginLimiter {
             keys: keys.into_iter().map(|(k, _)| k).collect(),
             at: now,
         })
+    }
+
+    /// Drops keys with no failure in the window, at most once per [`SWEEP_EVERY`]; a table
+    /// still past [`MAX_KEYS`] starts afresh.
+    fn sweep(&self, now: Instant) {
+        {
+            let mut last = self.last_sweep.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|t| now.duration_since(t) < SWEEP_EVERY)
+                && self.failures.len() < MAX_KEYS
+            {
+                return;
+            }
+            *last = Some(now);
+        }
+        let window = self.limits.window;
+        self.failures
+            .retain(|_, q| q.back().is_some_and(|t| now.duration_since(*t) < window));
+        if self.failures.len() >= MAX_KEYS {
+            tracing::warn!("failed logins from too many addresses; the login limiter starts afresh");
+            self.failures.clear();
+        }
     }
 
     /// The attempt succeeded: it no longer counts as a failure.
@@ -204,6 +243,14 @@ mod tests {
         l.begin("b", ip("10.0.0.1")).unwrap();
         assert!(l.begin("c", ip("10.0.0.1")).is_err());
         assert!(l.begin("c", ip("10.0.0.2")).is_ok());
+    }
+
+    #[test]
+    fn an_ipv6_client_is_counted_by_its_64() {
+        let l = limiter(100, 1, 10_000);
+        l.begin("a", ip("2001:db8:1:2::1")).unwrap();
+        assert!(l.begin("b", ip("2001:db8:1:2::99")).is_err(), "the same /64");
+        assert!(l.begin("b", ip("2001:db8:1:3::1")).is_ok());
     }
 
     #[test]
