@@ -240,8 +240,17 @@ async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
                 s.step(&step).map(|st| st.execution_state),
             )
         });
+        // The fresh copy started (scripted, it may well have finished already).
+        let started = fresh.is_some_and(|(state, agents)| {
+            agents == 2
+                && matches!(
+                    state,
+                    cohort::state::ExecutionState::Running
+                        | cohort::state::ExecutionState::Finished
+                )
+        });
         if old == cohort::state::ExecutionState::Failed
-            && fresh == Some((cohort::state::ExecutionState::Running, 2))
+            && started
             && step_state == Some(cohort::state::StepExecutionState::Failed)
         {
             break;

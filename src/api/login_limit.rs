@@ -146,7 +146,9 @@ impl LoginLimiter {
         self.failures
             .retain(|_, q| q.back().is_some_and(|t| now.duration_since(*t) < window));
         if self.failures.len() >= MAX_KEYS {
-            tracing::warn!("failed logins from too many addresses; the login limiter starts afresh");
+            tracing::warn!(
+                "failed logins from too many addresses; the login limiter starts afresh"
+            );
             self.failures.clear();
         }
     }
@@ -249,7 +251,10 @@ mod tests {
     fn an_ipv6_client_is_counted_by_its_64() {
         let l = limiter(100, 1, 10_000);
         l.begin("a", ip("2001:db8:1:2::1")).unwrap();
-        assert!(l.begin("b", ip("2001:db8:1:2::99")).is_err(), "the same /64");
+        assert!(
+            l.begin("b", ip("2001:db8:1:2::99")).is_err(),
+            "the same /64"
+        );
         assert!(l.begin("b", ip("2001:db8:1:3::1")).is_ok());
     }
 
