@@ -43,30 +43,30 @@ impl Handler<RegisterControl> for Dispatcher {
 
 /// An operator pauses (`true`) or resumes an agent; `Err` if there is no such agent.
 #[derive(Message)]
-#[rtype(result = "Result<(), VerdictRefused>")]
+#[rtype(result = "Result<(), ControlRefused>")]
 pub struct PauseFor(pub AgentId, pub bool);
 
 impl Handler<PauseFor> for Dispatcher {
-    type Result = ResponseFuture<Result<(), VerdictRefused>>;
+    type Result = ResponseFuture<Result<(), ControlRefused>>;
     fn handle(&mut self, PauseFor(agent, paused): PauseFor, _: &mut Context<Self>) -> Self::Result {
         let to = self.controls.get(&agent).cloned();
         Box::pin(async move {
-            let to = to.ok_or_else(|| VerdictRefused::NoAgent(agent.clone()))?;
+            let to = to.ok_or_else(|| ControlRefused::NoAgent(agent.clone()))?;
             to.send(SetPaused(paused))
                 .await
-                .map_err(|e| VerdictRefused::Unreachable(agent, e.to_string()))
+                .map_err(|e| ControlRefused::Unreachable(agent, e.to_string()))
         })
     }
 }
 
 /// A person's verdict for one agent's step; `Err` says why nothing was decided.
 #[derive(Message)]
-#[rtype(result = "Result<(), VerdictRefused>")]
+#[rtype(result = "Result<(), ControlRefused>")]
 pub struct DecideFor(pub AgentId, pub Decide);
 
-/// Why a verdict was not taken.
+/// Why a person's control (a verdict, a pause) reached no agent or was refused.
 #[derive(Debug, thiserror::Error)]
-pub enum VerdictRefused {
+pub enum ControlRefused {
     #[error("no agent `{0}`")]
     NoAgent(AgentId),
     #[error("agent `{0}` did not answer: {1}")]
@@ -76,14 +76,14 @@ pub enum VerdictRefused {
 }
 
 impl Handler<DecideFor> for Dispatcher {
-    type Result = ResponseFuture<Result<(), VerdictRefused>>;
+    type Result = ResponseFuture<Result<(), ControlRefused>>;
     fn handle(&mut self, DecideFor(agent, d): DecideFor, _: &mut Context<Self>) -> Self::Result {
         let to = self.controls.get(&agent).cloned();
         Box::pin(async move {
-            let to = to.ok_or_else(|| VerdictRefused::NoAgent(agent.clone()))?;
+            let to = to.ok_or_else(|| ControlRefused::NoAgent(agent.clone()))?;
             match to.send(d).await {
                 Ok(r) => Ok(r?),
-                Err(e) => Err(VerdictRefused::Unreachable(agent, e.to_string())),
+                Err(e) => Err(ControlRefused::Unreachable(agent, e.to_string())),
             }
         })
     }

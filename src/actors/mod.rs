@@ -11,7 +11,7 @@ mod system;
 
 pub use agent::{AgentActor, AgentTools, Decide, Deliver, GetAgentState, HumanSend, SetPaused};
 pub use dispatcher::{
-    DecideFor, Dispatcher, PauseFor, Register, RegisterControl, Route, VerdictRefused,
+    ControlRefused, DecideFor, Dispatcher, PauseFor, Register, RegisterControl, Route,
 };
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};

@@ -6,9 +6,8 @@
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
-use crate::actors::{Decide, DecideFor, VerdictRefused};
+use crate::actors::{ControlRefused, Decide, DecideFor};
 use crate::agent::approval::{Verdict, VerdictError};
-use crate::config::Access;
 use crate::ids::StepId;
 use crate::state::StepExecutionState;
 use axum::Json;
@@ -109,11 +108,7 @@ async fn give(
             .map(|st| st.agent_id.clone())
     });
     let agent = agent.ok_or_else(|| AppError::NotFound(format!("no step `{id}`")))?;
-    if caller.1 != Access::Operator {
-        return Err(AppError::Forbidden(
-            "only an operator approves or rejects tool calls".into(),
-        ));
-    }
+    caller.must_be_operator("approves or rejects tool calls")?;
     let decide = Decide {
         step_id: id.clone(),
         by: caller.0.clone(),
@@ -127,14 +122,14 @@ async fn give(
         .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
     match answer {
         Ok(()) => Ok(Json(json!({ "success": true, "step_id": id }))),
-        Err(VerdictRefused::Refused(
+        Err(ControlRefused::Refused(
             e @ (VerdictError::NotWaiting(_) | VerdictError::StaleHash { .. }),
         )) => Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
-        Err(VerdictRefused::Refused(e)) => Err(AppError::Rejected(
+        Err(ControlRefused::Refused(e)) => Err(AppError::Rejected(
             StatusCode::UNPROCESSABLE_ENTITY,
             e.to_string(),
         )),
-        Err(e @ VerdictRefused::NoAgent(_)) => Err(AppError::NotFound(e.to_string())),
+        Err(e @ ControlRefused::NoAgent(_)) => Err(AppError::NotFound(e.to_string())),
         Err(e) => Err(AppError::Unavailable(e.to_string())),
     }
 }

@@ -8,7 +8,6 @@
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
 use crate::actors::{CancelTask, PauseFor, RetryStage};
-use crate::config::Access;
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::sync::SyncError;
 use axum::Json;
@@ -38,11 +37,7 @@ pub async fn cancel_task(
     if !seen {
         return Err(AppError::NotFound(format!("no task `{id}`")));
     }
-    if caller.1 != Access::Operator {
-        return Err(AppError::Forbidden(
-            "only an operator cancels a task".into(),
-        ));
-    }
+    caller.must_be_operator("cancels a task")?;
     let cancel = CancelTask {
         task_id: id.clone(),
         by: caller.0.clone(),
@@ -98,11 +93,7 @@ async fn set_paused(
     if !seen {
         return Err(AppError::NotFound(format!("no agent `{id}`")));
     }
-    if caller.1 != Access::Operator {
-        return Err(AppError::Forbidden(
-            "only an operator pauses or resumes an agent".into(),
-        ));
-    }
+    caller.must_be_operator("pauses or resumes an agent")?;
     state
         .inner
         .dispatcher
@@ -129,11 +120,7 @@ pub async fn retry_stage(
             .map(|st| st.task_id.clone())
     });
     let task = task.ok_or_else(|| AppError::NotFound(format!("no stage `{id}`")))?;
-    if caller.1 != Access::Operator {
-        return Err(AppError::Forbidden(
-            "only an operator retries a stage".into(),
-        ));
-    }
+    caller.must_be_operator("retries a stage")?;
     let retry = RetryStage {
         task_id: task,
         stage_id: id.clone(),

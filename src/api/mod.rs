@@ -340,6 +340,15 @@ async fn no_such_route() -> AppError {
 pub struct Caller(pub AgentId, pub crate::config::Access, pub TaskId);
 
 impl Caller {
+    /// 403 unless the caller is an operator; `what` says what only an operator does.
+    pub fn must_be_operator(&self, what: &str) -> Result<(), AppError> {
+        if self.1 == crate::config::Access::Operator {
+            Ok(())
+        } else {
+            Err(AppError::Forbidden(format!("only an operator {what}")))
+        }
+    }
+
     /// What the caller may see, as the states are now.
     pub fn view(&self, s: &crate::event::States) -> access::View {
         access::View::of(&self.0, self.1, Some(&self.2), s)

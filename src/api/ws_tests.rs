@@ -7,6 +7,15 @@ use serde_json::Value;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+/// A feed's viewer who sees the whole team.
+fn operator(id: &AgentId) -> Viewer<'_> {
+    Viewer {
+        id,
+        access: Access::Operator,
+        base: None,
+    }
+}
+
 fn cfg(ms: u64) -> FeedConfig {
     FeedConfig {
         send_timeout: Duration::from_millis(ms),
@@ -71,21 +80,7 @@ async fn a_snapshot_comes_first_then_each_later_event_once_in_order() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move {
-            run_feed(
-                tx,
-                silent(),
-                &m,
-                Viewer {
-                    id: &me(),
-                    access: Access::Operator,
-                    base: None,
-                },
-                cfg(5_000),
-                closing,
-            )
-            .await
-        }
+        async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
     });
     let snap = text(rx.next().await.unwrap());
     assert_eq!(snap["type"], "snapshot");
@@ -121,21 +116,7 @@ async fn changes_within_the_frame_interval_go_out_in_one_frame() {
     };
     let feed = tokio::spawn({
         let m = m.clone();
-        async move {
-            run_feed(
-                tx,
-                silent(),
-                &m,
-                Viewer {
-                    id: &me(),
-                    access: Access::Operator,
-                    base: None,
-                },
-                cfg,
-                closing,
-            )
-            .await
-        }
+        async move { run_feed(tx, silent(), &m, operator(&me()), cfg, closing).await }
     });
     assert_eq!(text(rx.next().await.unwrap())["type"], "snapshot");
     m.publish(task("t1", 1));
@@ -169,11 +150,7 @@ async fn events_already_in_the_snapshot_are_not_sent_again() {
                 tx,
                 silent(),
                 &m,
-                Viewer {
-                    id: &me(),
-                    access: Access::Operator,
-                    base: None,
-                },
+                operator(&me()),
                 cfg(5_000),
                 closing,
             )
@@ -201,21 +178,7 @@ async fn a_lagging_client_gets_a_fresh_snapshot_instead_of_the_missed_events() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move {
-            run_feed(
-                tx,
-                silent(),
-                &m,
-                Viewer {
-                    id: &me(),
-                    access: Access::Operator,
-                    base: None,
-                },
-                cfg(5_000),
-                closing,
-            )
-            .await
-        }
+        async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
     });
     let first = text(rx.next().await.unwrap());
     assert_eq!(
@@ -268,21 +231,7 @@ async fn events_waiting_for_a_client_go_out_in_one_frame() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move {
-            run_feed(
-                tx,
-                silent(),
-                &m,
-                Viewer {
-                    id: &me(),
-                    access: Access::Operator,
-                    base: None,
-                },
-                cfg(5_000),
-                closing,
-            )
-            .await
-        }
+        async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
     });
     text(rx.next().await.unwrap());
     for i in 1..=50u64 {
@@ -306,21 +255,7 @@ async fn a_persons_private_changes_reach_only_their_own_feed() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move {
-            run_feed(
-                tx,
-                silent(),
-                &m,
-                Viewer {
-                    id: &me(),
-                    access: Access::Operator,
-                    base: None,
-                },
-                cfg(5_000),
-                closing,
-            )
-            .await
-        }
+        async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
     });
     text(rx.next().await.unwrap());
     let notice = |who: &str| {
@@ -347,21 +282,7 @@ async fn a_stalled_client_is_dropped_and_never_blocks_publishing() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move {
-            run_feed(
-                Stuck,
-                silent(),
-                &m,
-                Viewer {
-                    id: &me(),
-                    access: Access::Operator,
-                    base: None,
-                },
-                cfg(50),
-                closing,
-            )
-            .await
-        }
+        async move { run_feed(Stuck, silent(), &m, operator(&me()), cfg(50), closing).await }
     });
     for i in 0..1_000 {
         m.publish(task(&format!("t{i}"), i));
@@ -376,38 +297,14 @@ async fn the_feed_ends_when_the_client_closes_or_the_server_shuts_down() {
     let (_close, closing) = watch::channel(false);
     let incoming = futures::stream::iter([Ok::<_, ()>(Message::Close(None))]);
     assert_eq!(
-        run_feed(
-            tx,
-            incoming,
-            &m,
-            Viewer {
-                id: &me(),
-                access: Access::Operator,
-                base: None,
-            },
-            cfg(1_000),
-            closing
-        )
-        .await,
+        run_feed(tx, incoming, &m, operator(&me()), cfg(1_000), closing).await,
         FeedEnd::ClientGone
     );
     let (tx, _rx) = mpsc::channel(8);
     let (close, closing) = watch::channel(false);
     close.send_replace(true);
     assert_eq!(
-        run_feed(
-            tx,
-            silent(),
-            &m,
-            Viewer {
-                id: &me(),
-                access: Access::Operator,
-                base: None,
-            },
-            cfg(1_000),
-            closing
-        )
-        .await,
+        run_feed(tx, silent(), &m, operator(&me()), cfg(1_000), closing).await,
         FeedEnd::ServerClosing
     );
 }
@@ -434,21 +331,7 @@ async fn an_answer_being_written_reaches_the_feed_beside_the_events() {
     let (_close, closing) = watch::channel(false);
     let feed = tokio::spawn({
         let m = m.clone();
-        async move {
-            run_feed(
-                tx,
-                silent(),
-                &m,
-                Viewer {
-                    id: &me(),
-                    access: Access::Operator,
-                    base: None,
-                },
-                cfg(5_000),
-                closing,
-            )
-            .await
-        }
+        async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
     });
     assert_eq!(text(rx.next().await.unwrap())["type"], "snapshot");
     // The feed subscribes to answers being written once its snapshot is out.
