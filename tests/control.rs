@@ -11,8 +11,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The quickstart team, its writer's first draft taking a minute to write.
-fn slow_quickstart() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-cancel-{}", std::process::id()));
+fn slow_quickstart(tag: &str) -> std::path::PathBuf {
+    // Each test its own folder: `cargo test` runs a binary's tests side by side in one process.
+    let dir = std::env::temp_dir().join(format!("cohort-control-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy("examples/quickstart/team.yaml", dir.join("team.yaml")).unwrap();
@@ -30,7 +31,7 @@ fn slow_quickstart() -> std::path::PathBuf {
 
 #[actix::test]
 async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
-    let dir = slow_quickstart();
+    let dir = slow_quickstart("cancel");
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
@@ -191,7 +192,7 @@ async fn a_paused_agent_starts_nothing_until_it_is_resumed() {
 
 #[actix::test]
 async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
-    let dir = slow_quickstart();
+    let dir = slow_quickstart("retry");
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();

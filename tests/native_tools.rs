@@ -16,8 +16,10 @@ use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-fn team_dir(base_url: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-native-tools-{}", std::process::id()));
+fn team_dir(tag: &str, base_url: &str) -> std::path::PathBuf {
+    // Each test its own folder: `cargo test` runs a binary's tests side by side in one process.
+    let dir =
+        std::env::temp_dir().join(format!("cohort-native-tools-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("servers")).unwrap();
     std::fs::create_dir_all(dir.join("ws")).unwrap();
@@ -81,7 +83,7 @@ fn answer(req: &RecordedRequest) -> StubResponse {
 async fn a_native_tool_step_calls_the_servers_functions_itself() {
     let stub = OpenAiStub::start().await;
     stub.set_fallback(answer);
-    let dir = team_dir(&stub.base_url());
+    let dir = team_dir("loop", &stub.base_url());
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
@@ -176,7 +178,7 @@ async fn a_native_tool_step_calls_the_servers_functions_itself() {
 #[actix::test]
 async fn an_agent_whose_calls_may_wait_for_approval_calls_tools_through_the_chain() {
     let stub = OpenAiStub::start().await;
-    let dir = team_dir(&stub.base_url());
+    let dir = team_dir("approval", &stub.base_url());
     let mut cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let native = |team: &cohort::actors::Team| {
