@@ -5,7 +5,7 @@
 
 use super::deliveries::{Deliveries, InFlight};
 use super::states::{Counters, States, TaskSummaryLine};
-use crate::ids::{StageId, StageRef, StepId, TaskId, WaitId};
+use crate::ids::{StageId, StepId, TaskId};
 use crate::state::{
     AgentState, AgentStep, ConversationPool, StageState, StepLock, StepState, TaskState, Wait,
 };
@@ -20,8 +20,10 @@ pub struct AgentRecord {
     pub todo: VecDeque<StepId>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cut_loose: Vec<StepId>,
+    /// Records made before waits named their sender and deadline kept `[id, task, stage]`;
+    /// a `Wait` reads that form too (its later fields default).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub waits: Vec<StoredWait>,
+    pub waits: Vec<Wait>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_pool: Option<ConversationPool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -36,13 +38,7 @@ impl AgentRecord {
             steps: steps.to_vec(),
             todo: todo.clone(),
             cut_loose: cut_loose.to_vec(),
-            waits: agent
-                .step_lock
-                .waits()
-                .iter()
-                .cloned()
-                .map(StoredWait::Wait)
-                .collect(),
+            waits: agent.step_lock.waits().to_vec(),
             conversation_pool: agent.conversation_pool.clone(),
             open_goals: agent.open_goals.iter().cloned().collect(),
         }
@@ -51,34 +47,10 @@ impl AgentRecord {
     pub fn into_state(self) -> AgentState {
         let mut a = self.agent;
         a.agent_step = AgentStep::from_parts(self.steps, self.todo, self.cut_loose);
-        a.step_lock = StepLock::from_parts(self.waits.into_iter().map(StoredWait::into_wait));
+        a.step_lock = StepLock::from_parts(self.waits);
         a.conversation_pool = self.conversation_pool;
         a.open_goals = self.open_goals.into_iter().collect();
         a
-    }
-}
-
-/// A wait as a record keeps it; records made before waits named their sender and deadline
-/// kept `(id, task, stage)`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum StoredWait {
-    Wait(Wait),
-    Old(WaitId, TaskId, StageRef),
-}
-
-impl StoredWait {
-    fn into_wait(self) -> Wait {
-        match self {
-            StoredWait::Wait(w) => w,
-            StoredWait::Old(id, task, stage) => Wait {
-                id,
-                task,
-                stage,
-                from: None,
-                until: None,
-            },
-        }
     }
 }
 

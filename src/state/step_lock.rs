@@ -224,6 +224,12 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_stored_before_waits_had_a_sender_and_deadline_still_loads() {
+        let old: Wait = serde_json::from_str(r#"["w1", "t", "no_relative"]"#).unwrap();
+        assert_eq!(old, wait("w1", "t", &StageRef::NoRelative));
+    }
+
+    #[test]
     fn serializes_as_a_list_of_ids() {
         let mut l = StepLock::default();
         l.hold([
