@@ -7,6 +7,7 @@
 use cohort::actors::{CancelTask, GetAgentState, Host, PauseFor, RetryStage, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
+use cohort::state::StepState;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -29,19 +30,18 @@ fn slow_quickstart(tag: &str) -> std::path::PathBuf {
     dir
 }
 
-#[actix::test]
-async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
-    let dir = slow_quickstart("cancel");
+/// The slow quickstart started with the haiku goal, once the writer's draft is running: the
+/// team (and its folder) with the draft step.
+async fn draft_running(tag: &str) -> (std::path::PathBuf, cohort::actors::Team, StepState) {
+    let dir = slow_quickstart(tag);
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     team.submit_goal(None, "Write a haiku about autumn rain")
         .await
         .unwrap();
-
-    // Wait for the writer's slow draft to be running.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let (task, step) = loop {
+    loop {
         let running = team.monitor.read(|s| {
             s.steps()
                 .find(|st| {
@@ -49,14 +49,20 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
                         && st.step_intention == "Draft the haiku"
                         && st.execution_state == cohort::state::StepExecutionState::Running
                 })
-                .map(|st| (st.task_id.clone(), st.step_id.clone()))
+                .cloned()
         });
-        if let Some(r) = running {
-            break r;
+        if let Some(step) = running {
+            return (dir, team, step);
         }
         assert!(Instant::now() < deadline, "the draft never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    }
+}
+
+#[actix::test]
+async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
+    let (dir, team, draft) = draft_running("cancel").await;
+    let (task, step) = (draft.task_id, draft.step_id);
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let cancelled_at = Instant::now();
@@ -192,29 +198,8 @@ async fn a_paused_agent_starts_nothing_until_it_is_resumed() {
 
 #[actix::test]
 async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
-    let dir = slow_quickstart("retry");
-    let cfg = load_team(&dir.join("team.yaml")).unwrap();
-    let vars = |_: &str| None;
-    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
-    team.submit_goal(None, "Write a haiku about autumn rain")
-        .await
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let (task, stage, step) = loop {
-        let running = team.monitor.read(|s| {
-            s.steps()
-                .find(|st| {
-                    st.step_intention == "Draft the haiku"
-                        && st.execution_state == cohort::state::StepExecutionState::Running
-                })
-                .map(|st| (st.task_id.clone(), st.stage_id.clone(), st.step_id.clone()))
-        });
-        if let Some(r) = running {
-            break r;
-        }
-        assert!(Instant::now() < deadline, "the draft never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (dir, team, draft) = draft_running("retry").await;
+    let (task, stage, step) = (draft.task_id, draft.stage_id, draft.step_id);
     let stage_id = stage.stage().unwrap().clone();
     team.sync
         .send(RetryStage {

@@ -5,9 +5,8 @@
 use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
 use crate::agent::tool_loop::runs_natively;
 use crate::agent::{
-    Asking, Completion, Settle, StepCompletion, complete_step, complete_tool_step,
-    receive_as_human, receive_message, release_for, stop_reason, stop_step, tool_call_for,
-    tool_chain,
+    Asking, Completion, Settle, StepCompletion, complete_step, receive_as_human, receive_message,
+    release_for, stop_reason, stop_step, tool_chain,
 };
 use crate::event::{Change, StepUpdate};
 use crate::ids::{StageRef, StepId};
@@ -71,13 +70,15 @@ mod control;
 mod human;
 #[path = "agent_tool_loop.rs"]
 mod tool_loop;
+#[path = "agent_tools.rs"]
+mod tools;
 #[path = "agent_waits.rs"]
 mod waits;
 pub use control::{Decide, SetPaused};
 pub use human::HumanSend;
 
 /// How long a tool call waits for the store to confirm its step started.
-const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+pub(super) const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl AgentActor {
     pub fn new(
@@ -272,100 +273,6 @@ impl AgentActor {
             id.clone(),
         );
         AnswerProgress::new(move |text| monitor.writing(&agent, &step, text))
-    }
-
-    /// A tool step goes to the one shared MCP client; the call runs as a spawned future too.
-    fn run_tool(&mut self, step: StepState, server: String, ctx: &mut Context<Self>) {
-        let id = step.step_id.clone();
-        match (tool_call_for(&self.state, &step, &server), &self.mcp) {
-            (Err(why), _) => self.on_tool_result(id, Err(why), ctx),
-            (Ok(_), None) => self.on_tool_result(
-                id,
-                Err(format!("the team has no MCP server `{server}`")),
-                ctx,
-            ),
-            (Ok(call), Some(client)) => {
-                let client = client.clone();
-                self.gate_tool(step, server, call, client, ctx);
-            }
-        }
-    }
-
-    /// Calls the tool of step `id` now.
-    pub(super) fn call_tool(
-        &mut self,
-        id: StepId,
-        server: String,
-        call: crate::mcp::McpCall,
-        client: Arc<McpClient>,
-        ctx: &mut Context<Self>,
-    ) {
-        // The tool is called only once the step's start is stored: after a crash a started
-        // tool step is never run again (it may have acted), so a start the store lost must
-        // not have reached the tool either.
-        let started = self.monitor.assigned_version();
-        let monitor = self.monitor.clone();
-        let call_server = async move {
-            let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
-            if !matches!(stored, Ok(true)) {
-                return Err(
-                    "the team's store did not confirm the step's start in time; the \
-                            tool was not called"
-                        .to_owned(),
-                );
-            }
-            client.call(&server, &call).await.map_err(|e| e.to_string())
-        };
-        let step = id.clone();
-        let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
-            act.in_flight = None;
-            act.on_tool_result(id, res, ctx)
-        }));
-        self.in_flight = Some((step, handle));
-    }
-
-    /// A tool step a restart cut off: called again when the call is read-only or idempotent
-    /// (MCP tool annotations), otherwise failed without calling it (it may have acted).
-    fn resume_tool_step(&mut self, id: StepId, ctx: &mut Context<Self>) {
-        let step = self.state.agent_step.get(&id).cloned();
-        let interrupted = move |act: &mut Self, ctx: &mut Context<Self>| {
-            act.on_tool_result(id, Err(crate::agent::interrupted_tool_call()), ctx)
-        };
-        let Some(step) = step else {
-            return interrupted(self, ctx);
-        };
-        let server = step.executor.name().to_owned();
-        let (Ok(call), Some(client)) = (tool_call_for(&self.state, &step, &server), &self.mcp)
-        else {
-            return interrupted(self, ctx);
-        };
-        let client = client.clone();
-        let asked = server.clone();
-        let step_id = step.step_id.clone();
-        let lookup = ctx.spawn(
-            async move { client.safe_to_repeat(&asked, &call).await }
-                .into_actor(self)
-                .map(move |again, act, ctx| {
-                    act.in_flight = None;
-                    if again && act.state.holds(&step.task_id, &step.stage_id) {
-                        tracing::info!(agent = %act.state.agent_id, step = %step.step_id, "a read-only or idempotent tool call cut off by a restart is made again");
-                        act.run_tool(step, server, ctx);
-                    } else {
-                        interrupted(act, ctx);
-                    }
-                }),
-        );
-        self.in_flight = Some((step_id, lookup));
-    }
-
-    fn on_tool_result(
-        &mut self,
-        id: StepId,
-        result: Result<serde_json::Value, String>,
-        ctx: &mut Context<Self>,
-    ) {
-        let completion = complete_tool_step(&mut self.state, &id, result);
-        self.apply_completion(id, completion, ctx);
     }
 
     fn on_answer(

@@ -1,0 +1,107 @@
+//! The agent actor's MCP tool calls: a tool step's call through the team's shared client
+//! (made only once the step's start is stored), and one a restart cut off (made again only
+//! when the tool says that is harmless).
+
+use super::{AgentActor, STORE_DEADLINE};
+use crate::agent::{complete_tool_step, tool_call_for};
+use crate::ids::StepId;
+use crate::mcp::McpClient;
+use crate::state::StepState;
+use actix::prelude::*;
+use std::sync::Arc;
+
+impl AgentActor {
+    /// A tool step goes to the one shared MCP client; the call runs as a spawned future too.
+    pub(super) fn run_tool(&mut self, step: StepState, server: String, ctx: &mut Context<Self>) {
+        let id = step.step_id.clone();
+        match (tool_call_for(&self.state, &step, &server), &self.mcp) {
+            (Err(why), _) => self.on_tool_result(id, Err(why), ctx),
+            (Ok(_), None) => self.on_tool_result(
+                id,
+                Err(format!("the team has no MCP server `{server}`")),
+                ctx,
+            ),
+            (Ok(call), Some(client)) => {
+                let client = client.clone();
+                self.gate_tool(step, server, call, client, ctx);
+            }
+        }
+    }
+
+    /// Calls the tool of step `id` now.
+    pub(super) fn call_tool(
+        &mut self,
+        id: StepId,
+        server: String,
+        call: crate::mcp::McpCall,
+        client: Arc<McpClient>,
+        ctx: &mut Context<Self>,
+    ) {
+        // The tool is called only once the step's start is stored: after a crash a started
+        // tool step is never run again (it may have acted), so a start the store lost must
+        // not have reached the tool either.
+        let started = self.monitor.assigned_version();
+        let monitor = self.monitor.clone();
+        let call_server = async move {
+            let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
+            if !matches!(stored, Ok(true)) {
+                return Err(
+                    "the team's store did not confirm the step's start in time; the \
+                            tool was not called"
+                        .to_owned(),
+                );
+            }
+            client.call(&server, &call).await.map_err(|e| e.to_string())
+        };
+        let step = id.clone();
+        let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
+            act.in_flight = None;
+            act.on_tool_result(id, res, ctx)
+        }));
+        self.in_flight = Some((step, handle));
+    }
+
+    /// A tool step a restart cut off: called again when the call is read-only or idempotent
+    /// (MCP tool annotations), otherwise failed without calling it (it may have acted).
+    pub(super) fn resume_tool_step(&mut self, id: StepId, ctx: &mut Context<Self>) {
+        let step = self.state.agent_step.get(&id).cloned();
+        let interrupted = move |act: &mut Self, ctx: &mut Context<Self>| {
+            act.on_tool_result(id, Err(crate::agent::interrupted_tool_call()), ctx)
+        };
+        let Some(step) = step else {
+            return interrupted(self, ctx);
+        };
+        let server = step.executor.name().to_owned();
+        let (Ok(call), Some(client)) = (tool_call_for(&self.state, &step, &server), &self.mcp)
+        else {
+            return interrupted(self, ctx);
+        };
+        let client = client.clone();
+        let asked = server.clone();
+        let step_id = step.step_id.clone();
+        let lookup = ctx.spawn(
+            async move { client.safe_to_repeat(&asked, &call).await }
+                .into_actor(self)
+                .map(move |again, act, ctx| {
+                    act.in_flight = None;
+                    if again && act.state.holds(&step.task_id, &step.stage_id) {
+                        tracing::info!(agent = %act.state.agent_id, step = %step.step_id, "a read-only or idempotent tool call cut off by a restart is made again");
+                        act.run_tool(step, server, ctx);
+                    } else {
+                        interrupted(act, ctx);
+                    }
+                }),
+        );
+        self.in_flight = Some((step_id, lookup));
+    }
+
+    pub(super) fn on_tool_result(
+        &mut self,
+        id: StepId,
+        result: Result<serde_json::Value, String>,
+        ctx: &mut Context<Self>,
+    ) {
+        let completion = complete_tool_step(&mut self.state, &id, result);
+        self.apply_completion(id, completion, ctx);
+    }
+}
