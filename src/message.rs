@@ -28,6 +28,10 @@ pub struct Message {
     pub waiting: Option<Vec<WaitId>>,
     /// The wait id this message answers.
     pub return_waiting_id: Option<WaitId>,
+    /// A structured question for a person (text, choice or form); their answer is checked
+    /// against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<crate::agent::ask::Ask>,
 }
 
 impl Message {
@@ -48,6 +52,7 @@ impl Message {
             need_reply: false,
             waiting: None,
             return_waiting_id: None,
+            ask: None,
         }
     }
 

@@ -201,8 +201,16 @@ async fn two_tasks_share_one_worker_and_keep_their_stages_apart() {
     let switches = order.windows(2).filter(|w| w[0] != w[1]).count();
     assert!(switches >= 2, "the stages interleave: {order:?}");
 
-    // Both tasks are gone from the worker: no steps, no working memory, no waits.
-    let w = team.monitor.get(StateKind::Agent, "w").unwrap();
+    // Both tasks are gone from the worker: no steps, no working memory, no waits. The task's
+    // end reaches the worker as a message after the task's state changed, so give it a moment.
+    let mut w = team.monitor.get(StateKind::Agent, "w").unwrap();
+    for _ in 0..200 {
+        if w["working_memory"] == serde_json::json!({}) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        w = team.monitor.get(StateKind::Agent, "w").unwrap();
+    }
     assert_eq!(w["working_memory"], serde_json::json!({}), "{w:#}");
     assert_eq!(w["agent_step"]["todo"], serde_json::json!([]));
     assert_eq!(w["step_lock"], serde_json::json!([]));

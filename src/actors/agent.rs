@@ -75,7 +75,7 @@ mod tools;
 #[path = "agent_waits.rs"]
 mod waits;
 pub use control::{Decide, SetPaused};
-pub use human::HumanSend;
+pub use human::{HumanSend, SendRefused};
 
 /// How long a tool call waits for the store to confirm its step started.
 pub(super) const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);

@@ -3,24 +3,35 @@
 
 use super::{AgentActor, LOOSE_HISTORY_KEPT};
 use crate::actors::SubmitMessages;
-use crate::agent::{HumanMessage, human_send};
+use crate::agent::{HumanError, HumanMessage, human_send};
 use crate::message::Message;
 use actix::prelude::*;
 
 /// A person's message, sent as this human agent (one message per receiver, each answering
 /// that receiver's pending wait). Answered with the messages sent, or why nothing was sent.
 #[derive(Message)]
-#[rtype(result = "Result<Vec<Message>, String>")]
+#[rtype(result = "Result<Vec<Message>, SendRefused>")]
 pub struct HumanSend(pub HumanMessage);
 
+/// Why a person's message did not go out.
+#[derive(Debug, thiserror::Error)]
+pub enum SendRefused {
+    /// It is not a message this person may send (see `HumanError`).
+    #[error(transparent)]
+    Human(#[from] HumanError),
+    /// SyncState refused it, or the team is not running.
+    #[error("{0}")]
+    NotTaken(String),
+}
+
 impl Handler<HumanSend> for AgentActor {
-    type Result = ResponseActFuture<Self, Result<Vec<Message>, String>>;
+    type Result = ResponseActFuture<Self, Result<Vec<Message>, SendRefused>>;
     fn handle(&mut self, HumanSend(m): HumanSend, ctx: &mut Context<Self>) -> Self::Result {
         let sent = match human_send(&mut self.state, &m, &crate::clock::Now::current()) {
             Ok(sent) => sent,
             Err(e) => {
                 self.publish();
-                return Box::pin(async move { Err(e.to_string()) }.into_actor(self));
+                return Box::pin(async move { Err(e.into()) }.into_actor(self));
             }
         };
         self.state
@@ -38,8 +49,10 @@ impl Handler<HumanSend> for AgentActor {
             act.publish();
             match res {
                 Ok(Ok(())) => Ok(sent),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(format!("the team is not running: {e}")),
+                Ok(Err(e)) => Err(SendRefused::NotTaken(e.to_string())),
+                Err(e) => Err(SendRefused::NotTaken(format!(
+                    "the team is not running: {e}"
+                ))),
             }
         }))
     }

@@ -9,7 +9,7 @@ mod supervisor;
 mod sync_state;
 mod system;
 
-pub use agent::{AgentActor, AgentTools, Decide, Deliver, GetAgentState, HumanSend, SetPaused};
+pub use agent::{AgentActor, AgentTools, Decide, Deliver, GetAgentState, HumanSend, SendRefused, SetPaused};
 pub use dispatcher::{
     ControlRefused, DecideFor, Dispatcher, PauseFor, Register, RegisterControl, Route,
 };

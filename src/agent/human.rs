@@ -3,6 +3,7 @@
 //! the answer can return it), and what the person's own sending does (one message per
 //! receiver, each answering that receiver's pending wait, recorded as a finished step).
 
+use crate::agent::ask::{Ask, AskError};
 use crate::clock::Now;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
@@ -52,6 +53,8 @@ pub enum HumanError {
     ToSelf,
     #[error("wait_secs must be from 1 to {MAX_WAIT_SECS}")]
     BadWait,
+    #[error("`{to}` asked you a question and the answer does not fit it: {why}")]
+    BadAnswer { to: AgentId, why: AskError },
 }
 
 /// receive_message for a human agent.
@@ -76,11 +79,12 @@ pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec
         waiting: wait.is_some(),
         return_waiting_id: wait.clone(),
         replied: false,
+        ask: msg.ask.clone(),
     };
     let sender = msg.sender_id.clone();
     agent.add_private(&sender, entry);
     if msg.need_reply {
-        agent.add_notice(match wait {
+        let mut notice = match wait {
             Some(_) => format!(
                 "Agent `{sender}` is waiting for your reply (task {}).",
                 msg.task_id
@@ -89,7 +93,12 @@ pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec
                 "Agent `{sender}` asks for your reply (task {}).",
                 msg.task_id
             ),
-        });
+        };
+        if let Some(ask) = &msg.ask {
+            notice.push(' ');
+            notice.push_str(&ask.describe());
+        }
+        agent.add_notice(notice);
     }
     Vec::new()
 }
@@ -169,9 +178,21 @@ pub fn human_send(
     if receivers.contains(&agent.agent_id) {
         return Err(HumanError::ToSelf);
     }
+    // Each receiver's question, if they asked one, takes only an answer that fits it; all
+    // are checked before anything is recorded.
+    let contents = receivers
+        .iter()
+        .map(|r| match pending_ask(agent, r, &m.task_id) {
+            Some(ask) => ask.answer(&m.content).map_err(|why| HumanError::BadAnswer {
+                to: r.clone(),
+                why,
+            }),
+            None => Ok(m.content.clone()),
+        })
+        .collect::<Result<Vec<String>, HumanError>>()?;
     let me = agent.agent_id.clone();
     let mut out = Vec::new();
-    for r in receivers {
+    for (r, content) in receivers.into_iter().zip(contents) {
         let answers = answer_pending(agent, &r, &m.task_id);
         let wait = m.waiting.then(WaitId::random);
         if let Some(w) = &wait {
@@ -187,24 +208,26 @@ pub fn human_send(
             task_id: m.task_id.clone(),
             sender_id: me.clone(),
             receiver: vec![r.clone()],
-            message: m.content.clone(),
+            message: content.clone(),
             stage_relative: m.stage_relative.clone(),
             need_reply: m.need_reply || wait.is_some(),
             waiting: wait.map(|w| vec![w]),
             return_waiting_id: answers,
+            ask: None,
         };
         agent.add_private(
             &r,
             PrivateMessage {
                 task_id: m.task_id.clone(),
                 sender_id: me.clone(),
-                content: m.content.clone(),
+                content,
                 stage_relative: m.stage_relative.clone(),
                 timestamp: now.to_owned(),
                 need_reply: message.need_reply,
                 waiting: message.waiting.is_some(),
                 return_waiting_id: message.return_waiting_id.clone(),
                 replied: false,
+                ask: None,
             },
         );
         out.push(message);
@@ -222,6 +245,20 @@ pub fn human_send(
     step.execute_result = Some(json!({ "send_message": out }));
     agent.add_done(step);
     Ok(out)
+}
+
+/// The question of the oldest unanswered message from `from` in `task`, the one a send to
+/// `from` answers (see `answer_pending`), if it carries one.
+fn pending_ask<'a>(agent: &'a AgentState, from: &AgentId, task: &TaskId) -> Option<&'a Ask> {
+    agent
+        .conversation_pool
+        .as_ref()?
+        .conversation_privates
+        .get(from)?
+        .iter()
+        .find(|p| &p.sender_id == from && &p.task_id == task && p.need_reply && !p.replied)?
+        .ask
+        .as_ref()
 }
 
 /// Marks the oldest unanswered message from `from` in `task` that needed a reply as answered,
@@ -301,6 +338,38 @@ mod tests {
             &h.conversation_pool.as_ref().unwrap().conversation_privates[&AgentId::from("m")];
         assert_eq!(chat.len(), crate::state::PRIVATE_KEPT);
         assert_eq!(chat.last().unwrap().content, "one more");
+    }
+
+    #[test]
+    fn an_answer_to_a_question_must_fit_it_and_is_sent_in_its_canonical_form() {
+        let mut h = human();
+        let mut q = from("m", "Which colour?");
+        q.need_reply = true;
+        q.waiting = Some(vec!["w1".into()]);
+        q.ask = Some(serde_json::from_value(json!({"mode": "select", "options": ["Red", "Blue"]})).unwrap());
+        receive_as_human(&mut h, &q, "now");
+        let notices = &h.conversation_pool.as_ref().unwrap().global_messages;
+        assert!(notices.last().unwrap().contains("Choose one: Red | Blue"), "{notices:?}");
+        let reply = |content: &str| HumanMessage {
+            task_id: "t".into(),
+            receiver: vec!["m".into()],
+            content: content.into(),
+            stage_relative: StageRef::NoRelative,
+            need_reply: false,
+            waiting: false,
+            wait_secs: None,
+        };
+        let before = h.clone();
+        let e = human_send(&mut h, &reply("green"), &Now::current()).unwrap_err();
+        assert!(e.to_string().contains("one of the options: Red | Blue"), "{e}");
+        // Nothing was recorded: the question still waits for its answer.
+        assert_eq!(h.conversation_pool, before.conversation_pool);
+        assert_eq!(h.agent_step.steps().len(), before.agent_step.steps().len());
+        let sent = human_send(&mut h, &reply(" blue"), &Now::current()).unwrap();
+        assert_eq!(sent[0].message, "Blue");
+        assert_eq!(sent[0].return_waiting_id, Some("w1".into()));
+        // The next message to `m` answers nothing and is free text again.
+        assert_eq!(human_send(&mut h, &reply("green"), &Now::current()).unwrap()[0].message, "green");
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub struct StepLimits {
     pub task_tokens: Option<u64>,
     /// Steps one task may run before it is stopped (no limit by default).
     pub task_steps: Option<u64>,
+    /// Structured questions (send_message `ask`) one agent may put to people in one stage
+    /// (default 3); then it goes on with what it has.
+    pub asks: usize,
 }
 
 impl Default for StepLimits {
@@ -26,6 +29,7 @@ impl Default for StepLimits {
             repeats: 3,
             task_tokens: None,
             task_steps: None,
+            asks: 3,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! the effects these return.
 
 pub mod approval;
+pub mod ask;
 mod complete;
 mod human;
 mod limits;

@@ -4,8 +4,8 @@
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
-use crate::actors::{GetAgentState, HumanSend};
-use crate::agent::HumanMessage;
+use crate::actors::{GetAgentState, HumanSend, SendRefused};
+use crate::agent::{HumanError, HumanMessage};
 use crate::auth::verify_password;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::state::{ConversationPool, PrivateMessage};
@@ -167,10 +167,12 @@ pub async fn send_message(
             "there is no agent `{r}` in the team"
         )));
     }
-    let sent = human
-        .send(HumanSend(m))
-        .await?
-        .map_err(AppError::BadRequest)?;
+    let sent = human.send(HumanSend(m)).await?.map_err(|e| match e {
+        SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
+            AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+        }
+        e => AppError::BadRequest(e.to_string()),
+    })?;
     // Acknowledged only once stored (with a store): the person's send is on record before
     // they are told it went out.
     let monitor = &state.inner.monitor;
@@ -216,6 +218,9 @@ pub struct Pending {
     pub waiting: bool,
     /// The wait id the answer will carry back (sent automatically by `/api/send_message`).
     pub return_waiting_id: Option<WaitId>,
+    /// A structured question: the answer must fit it (an option, or a form's JSON object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<crate::agent::ask::Ask>,
 }
 
 /// `GET /api/human/{id}/pending` → `{human_agent_id, pending: [Pending]}`, oldest first.
@@ -246,6 +251,7 @@ pub fn pending_in(pool: &ConversationPool, me: &AgentId) -> Vec<Pending> {
             timestamp: p.timestamp.clone(),
             waiting: p.waiting,
             return_waiting_id: p.return_waiting_id.clone(),
+            ask: p.ask.clone(),
         })
         .collect();
     // Timestamps are "%Y-%m-%d %H:%M:%S", so text order is time order; the sort is stable.
@@ -283,6 +289,7 @@ mod tests {
             waiting: need_reply,
             return_waiting_id: need_reply.then(|| WaitId::from("w")),
             replied,
+            ask: None,
         }
     }
 

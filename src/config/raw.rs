@@ -72,6 +72,8 @@ pub struct RawStepLimits {
     pub task_tokens: Option<u64>,
     #[serde(default)]
     pub task_steps: Option<u64>,
+    #[serde(default)]
+    pub asks: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

@@ -8,7 +8,7 @@ use crate::ids::{AgentId, StageRef};
 use serde_json::Value;
 
 /// What the send_message skill decided.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum SendMessageAnswer {
     Send(SendMessageDraft),
     /// The agent needs to know more before it can write the message.
@@ -16,7 +16,7 @@ pub enum SendMessageAnswer {
 }
 
 /// A message as the model wrote it; the skill adds the task, the sender and wait ids.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SendMessageDraft {
     /// At least one agent, without duplicates.
     pub receiver: Vec<AgentId>,
@@ -24,6 +24,8 @@ pub struct SendMessageDraft {
     pub stage_relative: StageRef,
     pub need_reply: bool,
     pub waiting: bool,
+    /// A structured question for a person (`"ask": {"mode": "text" | "select" | "form", …}`).
+    pub ask: Option<crate::agent::ask::Ask>,
 }
 
 /// A step the model asks for (`{step_intention, text_content}`).
@@ -57,6 +59,19 @@ pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
             stage_relative,
             need_reply: o.bool_or("need_reply", false)?,
             waiting: o.bool_or("waiting", false)?,
+            ask: match o.get("ask") {
+                None => None,
+                Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| {
+                    ParseError::InvalidField {
+                        tag: SEND,
+                        at: String::new(),
+                        field: "ask".into(),
+                        reason: format!(
+                            "{e}; write {{\"mode\": \"text\"}}, {{\"mode\": \"select\", \"options\": [..]}} or {{\"mode\": \"form\", \"fields\": [{{\"key\": .., \"type\": \"text|number|boolean|select\", \"required\": ..}}]}}"
+                        ),
+                    }
+                })?),
+            },
         }))
     } else if has_tag(text, MORE) {
         let value = tagged_json(text, MORE)?;
@@ -143,6 +158,7 @@ mod tests {
             stage_relative: StageRef::NoRelative,
             need_reply: false,
             waiting: false,
+            ask: None,
         }
     }
 

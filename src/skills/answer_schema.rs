@@ -207,9 +207,38 @@ fn send_message(agent: &AgentState, agents: &[String]) -> Value {
             "stage_relative": line(),
             "need_reply": { "type": "boolean" },
             "waiting": { "type": "boolean" },
+            "ask": ask(),
         }),
         &["receiver", "message", "need_reply", "waiting"],
     )
+}
+
+/// A structured question for a person (`agent::ask::Ask`): optional.
+fn ask() -> Value {
+    let mode = |m: &str| json!({ "type": "string", "enum": [m] });
+    let options = json!({
+        "type": "array", "items": line(), "minItems": 2, "maxItems": crate::agent::ask::MAX_CHOICES,
+    });
+    let field = object(
+        json!({
+            "key": line(),
+            "label": line(),
+            "type": { "type": "string", "enum": ["text", "number", "boolean", "select"] },
+            "required": { "type": "boolean" },
+            "options": { "type": "array", "items": line() },
+        }),
+        &["key", "type", "required"],
+    );
+    json!({ "anyOf": [
+        object(json!({ "mode": mode("text") }), &["mode"]),
+        object(json!({ "mode": mode("select"), "options": options }), &["mode", "options"]),
+        object(
+            json!({ "mode": mode("form"), "fields": {
+                "type": "array", "items": field, "minItems": 1, "maxItems": crate::agent::ask::MAX_CHOICES,
+            }}),
+            &["mode", "fields"],
+        ),
+    ]})
 }
 
 fn tool_instruction() -> Value {

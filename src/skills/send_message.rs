@@ -3,6 +3,7 @@
 //! send_message step (`<get_more_info>`).
 
 use super::{SkillError, SkillOutcome, working};
+use crate::agent::ask::asks_in_stage;
 use crate::clock::Now;
 use crate::ids::{StageRef, WaitId};
 use crate::message::Message;
@@ -68,7 +69,23 @@ pub fn interpret(
                 StageRef::NoRelative => StageRef::NoRelative,
                 StageRef::Stage(_) => step.stage_id.clone(),
             };
-            let waiting = draft.waiting.then(|| {
+            if let Some(ask) = &draft.ask {
+                ask.check().map_err(|e| {
+                    SkillError::Invalid(format!("the question in `ask` cannot be answered: {e}"))
+                })?;
+                let (asked, cap) = (
+                    asks_in_stage(agent, &step.task_id, &step.stage_id),
+                    agent.step_limits.asks,
+                );
+                if asked >= cap {
+                    return Err(SkillError::Invalid(format!(
+                        "no more questions in this stage: you asked {asked} already, the most \
+                         allowed (step_limits.asks is {cap}); go on with what you know"
+                    )));
+                }
+            }
+            // A question is asked to be answered: the sender waits for it.
+            let waiting = (draft.waiting || draft.ask.is_some()).then(|| {
                 receiver
                     .iter()
                     .map(|_| WaitId::random())
@@ -90,6 +107,7 @@ pub fn interpret(
                 // Only the runtime links a reply to the wait it answers (`reply_to`); a wait id
                 // in the text (copied from someone else's message) is just text.
                 return_waiting_id: step.reply_to.as_ref().and_then(|r| r.wait_id.clone()),
+                ask: draft.ask,
             };
             Ok(SkillOutcome {
                 send_message: Some(message.clone()),
@@ -202,5 +220,43 @@ mod tests {
             vec![crate::ids::AgentId::from("asker"), "x".into()]
         );
         assert_eq!(m.return_waiting_id, Some(WaitId::from("w-9")));
+    }
+
+    #[test]
+    fn a_question_waits_for_its_answer_and_a_stage_holds_at_most_three() {
+        let mut a = agent(&[Skill::SendMessage]);
+        let ask = |a: &mut AgentState| {
+            let step = running(a, Skill::SendMessage, "ask alice");
+            let got = interpret(a, &step, r#"<send_message>{"receiver": ["alice"], "message": "Which?", "need_reply": false, "waiting": false, "ask": {"mode": "select", "options": ["red", "blue"]}}</send_message>"#, now());
+            if let Ok(o) = &got {
+                a.update_step(
+                    &step.step_id,
+                    crate::event::StepUpdate {
+                        execution_state: Some(crate::state::StepExecutionState::Finished),
+                        execute_result: Some(o.result.clone()),
+                        ..Default::default()
+                    },
+                );
+            }
+            got
+        };
+        for n in 1..=3 {
+            let m = ask(&mut a).unwrap().send_message.unwrap();
+            assert!(m.ask.is_some());
+            // A question is asked to be answered: the sender waits, whatever the model wrote.
+            assert!(m.need_reply && m.waiting.is_some(), "ask {n}");
+        }
+        let why = ask(&mut a).err().unwrap().to_string();
+        assert!(
+            why.contains("you asked 3 already") && why.contains("step_limits.asks"),
+            "{why}"
+        );
+        // A question no one can answer is refused before it is sent.
+        let mut b = agent(&[Skill::SendMessage]);
+        let step = running(&mut b, Skill::SendMessage, "ask");
+        let why = interpret(&mut b, &step, r#"<send_message>{"receiver": ["alice"], "message": "?", "ask": {"mode": "select", "options": ["only"]}}</send_message>"#, now()).err().unwrap().to_string();
+        assert!(why.contains("cannot be answered"), "{why}");
+        let why = interpret(&mut b, &step, r#"<send_message>{"receiver": ["alice"], "message": "?", "ask": {"mode": "poll"}}</send_message>"#, now()).err().unwrap().to_string();
+        assert!(why.contains("field `ask` is invalid"), "{why}");
     }
 }

@@ -39,6 +39,9 @@ pub struct PrivateMessage {
     /// For a message the human must answer: whether the human has answered it.
     #[serde(default)]
     pub replied: bool,
+    /// The question it asks, when it is a structured one (text, choice or form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<crate::agent::ask::Ask>,
 }
 
 /// A human agent's private conversations and global notices.
