@@ -31,6 +31,7 @@ fn config(tag: &str) -> (PathBuf, cohort::config::TeamConfig) {
     for a in cfg.agents.iter_mut().filter(|a| a.id.as_str() == "clerk") {
         a.tool_approval = ApprovalPolicy {
             auto_run_up_to: Some(Risk::Medium),
+            ..Default::default()
         };
     }
     (dir, cfg)

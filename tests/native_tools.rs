@@ -201,6 +201,7 @@ async fn an_agent_whose_calls_may_wait_for_approval_calls_tools_through_the_chai
     for a in cfg.agents.iter_mut() {
         a.tool_approval = cohort::policy::ApprovalPolicy {
             auto_run_up_to: Some(cohort::policy::Risk::Medium),
+            ..Default::default()
         };
     }
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();

@@ -423,6 +423,15 @@ impl AgentActor {
             }
         }
         self.busy = false;
+        if failure.is_none()
+            && self
+                .state
+                .agent_step
+                .get(id)
+                .is_some_and(crate::agent::plan_check::awaits_check)
+        {
+            self.await_plan_check(id.clone(), ctx);
+        }
         self.try_run(ctx);
     }
 }
@@ -444,9 +453,9 @@ impl Actor for AgentActor {
         if let Some(id) = crate::agent::approval::waiting_for_approval(&self.state) {
             self.busy = true;
             if self.approvers.is_empty() {
-                let why = "the call waited for a person's approval, but the team no longer has an \
-                           operator to ask";
-                self.on_tool_result(id, Err(why.into()), ctx);
+                let why = "the step waited for a person's approval, but the team no longer has \
+                           an operator to ask";
+                self.fail_waiting(id, why.into(), ctx);
             } else {
                 self.awaiting_approval = Some(id);
             }

@@ -8,11 +8,13 @@ use super::AgentActor;
 use crate::agent::approval::{
     Decided, Verdict, VerdictError, approval_needed, approval_notice, await_approval, decide,
 };
+use crate::agent::plan_check::{PlanCheck, plan_notice};
+use crate::agent::stop_step;
 use crate::ids::{AgentId, StepId};
 use crate::mcp::{McpCall, McpClient};
 use crate::message::Message;
 use crate::policy::Risk;
-use crate::state::{StepExecutionState, StepState};
+use crate::state::{Executor, StepExecutionState, StepState};
 use actix::prelude::*;
 use std::sync::Arc;
 
@@ -97,14 +99,59 @@ impl AgentActor {
             Some(s) if s.execution_state == StepExecutionState::WaitingForApproval => {
                 if !self.state.holds(&s.task_id, &s.stage_id) {
                     self.awaiting_approval = None;
-                    let why = "its stage or task ended before a person approved the call";
-                    self.on_tool_result(id, Err(why.into()), ctx);
+                    let why = "its stage or task ended before a person decided on it";
+                    self.fail_waiting(id, why.into(), ctx);
                 }
             }
             _ => {
                 self.awaiting_approval = None;
                 self.busy = false;
             }
+        }
+    }
+}
+
+impl AgentActor {
+    /// A planning step whose plan waits for a person's check: the agent runs nothing else
+    /// until they decide, and the team's operators are told.
+    pub(super) fn await_plan_check(&mut self, id: StepId, ctx: &mut Context<Self>) {
+        let Some(step) = self.state.agent_step.get(&id).cloned() else {
+            return;
+        };
+        let Some(check) = PlanCheck::of(&step) else {
+            return;
+        };
+        if self.approvers.is_empty() {
+            let why = "the plan waits for a person's check (tool_approval.check_plans), but the \
+                       team has no operator to ask";
+            return self.fail_waiting(id, why.into(), ctx);
+        }
+        tracing::info!(agent = %self.state.agent_id, step = %id, "a plan waits for a person's check");
+        self.awaiting_approval = Some(id);
+        let notice = Message::notice(
+            step.task_id.clone(),
+            self.state.agent_id.clone(),
+            self.approvers.to_vec(),
+            step.stage_id.clone(),
+            plan_notice(&step, &check),
+        );
+        self.submit_with_changes(vec![notice], ctx);
+    }
+
+    /// Ends a step that waited for a person and no longer can: a tool call fails as a tool
+    /// result (its decision step follows), a plan fails as a stopped step.
+    pub(super) fn fail_waiting(&mut self, id: StepId, why: String, ctx: &mut Context<Self>) {
+        let tool = self
+            .state
+            .agent_step
+            .get(&id)
+            .is_some_and(|s| matches!(s.executor, Executor::Tool(_)));
+        if tool {
+            self.on_tool_result(id, Err(why), ctx);
+        } else {
+            self.busy = true;
+            let completion = stop_step(&mut self.state, &id, why);
+            self.apply_completion(id, completion, ctx);
         }
     }
 }
@@ -170,6 +217,8 @@ impl Handler<Decide> for AgentActor {
                 }));
             }
             Decided::Rejected(why) => self.on_tool_result(d.step_id, Err(why), ctx),
+            // The check and what it queued are stored before anything of it runs.
+            Decided::Planned => self.submit_with_changes(Vec::new(), ctx),
         }
         Ok(())
     }

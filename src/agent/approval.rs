@@ -4,6 +4,7 @@
 //! written, or with edited arguments) or reject with a reason the agent sees. An approval is
 //! bound to the arguments the approver saw: a verdict for another hash is refused.
 
+use super::plan_check::{EditedStep, PlanCheck, PlanVerdict, decide_plan};
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
 use crate::mcp::McpCall;
@@ -23,17 +24,21 @@ pub struct ApprovalRequest {
     pub risk: ToolRisk,
 }
 
-/// A person's verdict on a waiting call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
+/// A person's verdict on a waiting call or plan.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     /// Run it: `args_hash` is the hash of the arguments the person saw; `arguments`, when
     /// given, replace them (an edit).
     Approve {
         args_hash: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         arguments: Option<Value>,
     },
+    /// Run the plan whose hash is `plan_hash`, or the edited `steps` in its place.
+    ApprovePlan {
+        plan_hash: String,
+        steps: Option<Vec<EditedStep>>,
+    },
+    /// Fail the call, or have the plan planned again, for `reason`.
     Reject {
         reason: String,
     },
@@ -51,6 +56,10 @@ pub enum VerdictError {
     BadArguments,
     #[error("a rejection needs a reason the agent can act on")]
     NoReason,
+    #[error("step `{0}` waits for {1}; {2}")]
+    WrongKind(StepId, &'static str, &'static str),
+    #[error("the edited plan cannot run: {0}")]
+    BadPlan(String),
 }
 
 /// What a verdict leaves to do.
@@ -60,6 +69,8 @@ pub enum Decided {
     Run(McpCall),
     /// The step fails with this reason.
     Rejected(String),
+    /// A plan was confirmed, edited or rejected; the agent's queue holds what comes next.
+    Planned,
 }
 
 /// The request for `call`, if it needs a person under the agent's policy.
@@ -144,6 +155,21 @@ pub fn decide(
         .filter(|s| s.execution_state == StepExecutionState::WaitingForApproval)
         .cloned()
         .ok_or_else(|| VerdictError::NotWaiting(id.clone()))?;
+    if PlanCheck::of(&step).is_some() {
+        let verdict = match verdict {
+            Verdict::ApprovePlan { plan_hash, steps } => PlanVerdict::Confirm { plan_hash, steps },
+            Verdict::Reject { reason } => PlanVerdict::Reject { reason },
+            Verdict::Approve { .. } => {
+                return Err(VerdictError::WrongKind(
+                    id.clone(),
+                    "a plan check",
+                    "send plan_hash (and steps to edit it), not args_hash",
+                ));
+            }
+        };
+        decide_plan(agent, &step, by, verdict)?;
+        return Ok(Decided::Planned);
+    }
     let req: ApprovalRequest = step
         .execute_result
         .as_ref()
@@ -161,6 +187,11 @@ pub fn decide(
                 req.tool
             )))
         }
+        Verdict::ApprovePlan { .. } => Err(VerdictError::WrongKind(
+            id.clone(),
+            "a tool call's approval",
+            "send args_hash (and arguments to edit them), not plan_hash",
+        )),
         Verdict::Approve {
             args_hash: seen,
             arguments,
@@ -221,6 +252,7 @@ mod tests {
         let mut a = AgentState::new("clerk".into(), "C".into(), "r".into(), "p".into());
         a.tool_approval = ApprovalPolicy {
             auto_run_up_to: Some(Risk::Medium),
+            ..Default::default()
         };
         let s = StepState::new(
             "t".into(),

@@ -315,14 +315,20 @@ fn finish_output(
     }
 }
 
-/// No step of this stage is queued and the agent waits for no reply in it.
+/// No step of this stage is queued, the agent waits for no reply in it, and the step did
+/// not leave a plan waiting for a person's check (the plan is what comes next).
 fn nothing_left_in_stage(agent: &AgentState, step: &StepState) -> bool {
     let queued = agent
         .agent_step
         .todo()
         .filter_map(|id| agent.agent_step.get(id))
         .any(|s| same_work(s, step));
-    !queued && !agent.step_lock.holds_in(&step.task_id, &step.stage_id)
+    let plan_waits = agent
+        .agent_step
+        .get(&step.step_id)
+        .and_then(|s| s.execute_result.as_ref())
+        .is_some_and(|r| r.get(super::plan_check::KEY).is_some());
+    !queued && !plan_waits && !agent.step_lock.holds_in(&step.task_id, &step.stage_id)
 }
 
 fn same_work(a: &StepState, b: &StepState) -> bool {

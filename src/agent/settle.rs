@@ -29,6 +29,8 @@ pub struct Settle {
     reply_to: Option<ReplyTo>,
     /// The agent's cap on a step's text (a failed result is capped like any other).
     step_chars: usize,
+    /// Its plan waits for a person's check: the step closes waiting, not finished.
+    awaits_check: bool,
 }
 
 impl Settle {
@@ -59,6 +61,10 @@ impl Settle {
             stage_id: step.stage_id.clone(),
             reply_to: step.reply_to.clone(),
             step_chars: agent.step_chars,
+            awaits_check: step
+                .execute_result
+                .as_ref()
+                .is_some_and(|r| r.get(super::plan_check::KEY).is_some()),
         })
     }
 
@@ -78,7 +84,11 @@ impl Settle {
         let mut out = Vec::with_capacity(2);
         let update = match failure {
             None => StepUpdate {
-                execution_state: Some(StepExecutionState::Finished),
+                execution_state: Some(if self.awaits_check {
+                    StepExecutionState::WaitingForApproval
+                } else {
+                    StepExecutionState::Finished
+                }),
                 ..Default::default()
             },
             Some(reason) => {

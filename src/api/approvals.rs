@@ -1,13 +1,17 @@
-//! Tool calls waiting for a person: `GET /api/approvals` lists those the caller may see;
-//! an operator approves one (`POST /api/step/{id}/approve {args_hash, arguments?}`, the hash of
-//! the arguments they saw, and edited arguments if any) or rejects it
-//! (`POST /api/step/{id}/reject {reason}`). The agent takes the verdict (see
-//! `agent::approval`): a stale hash or a step no longer waiting is 409.
+//! Tool calls and plans waiting for a person: `GET /api/approvals` lists those the caller may
+//! see (`kind`: `tool_call` or `plan`); an operator approves one
+//! (`POST /api/step/{id}/approve`: a tool call with `{args_hash, arguments?}`, the hash of the
+//! arguments they saw and edited arguments if any; a plan with `{plan_hash, steps?}`, the
+//! plan's hash and an edited list of steps if any) or rejects it
+//! (`POST /api/step/{id}/reject {reason}`: the call fails, the plan is planned again). The
+//! agent takes the verdict (see `agent::approval`, `agent::plan_check`): a stale hash or a
+//! step no longer waiting is 409, an edit that cannot run 422.
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
 use crate::actors::{ControlRefused, Decide, DecideFor};
 use crate::agent::approval::{Verdict, VerdictError};
+use crate::agent::plan_check::{self, EditedStep};
 use crate::ids::StepId;
 use crate::state::StepExecutionState;
 use axum::Json;
@@ -16,8 +20,9 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// `GET /api/approvals` → `{"approvals": [{step_id, agent_id, task_id, stage_id,
-/// step_intention, server, tool, arguments, args_hash, risk, reason}]}`, oldest step first.
+/// `GET /api/approvals` → `{"approvals": [{kind, step_id, agent_id, task_id, stage_id,
+/// step_intention, …}]}`, oldest step first; a `tool_call` adds server, tool, arguments,
+/// args_hash, risk and reason, a `plan` adds steps and plan_hash.
 pub async fn approvals(
     State(state): State<ApiState>,
     caller: Caller,
@@ -32,13 +37,14 @@ pub async fn approvals(
                     "step_id": st.step_id, "agent_id": st.agent_id, "task_id": st.task_id,
                     "stage_id": st.stage_id, "step_intention": st.step_intention,
                 });
-                if let Some(Value::Object(req)) = st
-                    .execute_result
-                    .as_ref()
-                    .and_then(|r| r.get("waiting_for_approval"))
-                {
-                    for (k, v) in req {
-                        item[k] = v.clone();
+                for (key, kind) in [("waiting_for_approval", "tool_call"), (plan_check::KEY, "plan")] {
+                    if let Some(Value::Object(req)) =
+                        st.execute_result.as_ref().and_then(|r| r.get(key))
+                    {
+                        item["kind"] = json!(kind);
+                        for (k, v) in req {
+                            item[k] = v.clone();
+                        }
                     }
                 }
                 item
@@ -48,12 +54,18 @@ pub async fn approvals(
     Ok(Json(json!({ "approvals": list })))
 }
 
+/// A tool call's approval (`args_hash`, `arguments`) or a plan's (`plan_hash`, `steps`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
-    pub args_hash: String,
+    #[serde(default)]
+    pub args_hash: Option<String>,
     #[serde(default)]
     pub arguments: Option<Value>,
+    #[serde(default)]
+    pub plan_hash: Option<String>,
+    #[serde(default)]
+    pub steps: Option<Vec<EditedStep>>,
 }
 
 #[derive(Deserialize)]
@@ -69,9 +81,29 @@ pub async fn approve(
     ApiPath(id): ApiPath<StepId>,
     ApiJson(body): ApiJson<ApproveBody>,
 ) -> Result<Json<Value>, AppError> {
-    let verdict = Verdict::Approve {
-        args_hash: body.args_hash,
-        arguments: body.arguments,
+    let verdict = match body {
+        ApproveBody {
+            args_hash: Some(args_hash),
+            plan_hash: None,
+            steps: None,
+            arguments,
+        } => Verdict::Approve {
+            args_hash,
+            arguments,
+        },
+        ApproveBody {
+            plan_hash: Some(plan_hash),
+            args_hash: None,
+            arguments: None,
+            steps,
+        } => Verdict::ApprovePlan { plan_hash, steps },
+        _ => {
+            return Err(AppError::BadRequest(
+                "approve a tool call with {args_hash, arguments?} or a plan with \
+                 {plan_hash, steps?}"
+                    .into(),
+            ));
+        }
     };
     give(&state, &caller, id, verdict).await
 }

@@ -317,6 +317,7 @@ mod tests {
         .unwrap();
         let low = ApprovalPolicy {
             auto_run_up_to: Some(Risk::Low),
+            ..Default::default()
         };
         assert_eq!(t.tool_approval, low);
         assert_eq!(t.agents[0].tool_approval, low, "the team's, unless its own");

@@ -139,11 +139,18 @@ pub struct RawAgent {
     pub tool_approval: Option<RawApproval>,
 }
 
-/// `tool_approval: {auto_run_up_to: low | medium | high | none}`.
+/// `tool_approval: {auto_run_up_to: low | medium | high | none, check_plans: bool}`.
 #[derive(Debug, Deserialize, Clone, Copy)]
 #[serde(deny_unknown_fields)]
 pub struct RawApproval {
+    #[serde(default = "never_asks")]
     pub auto_run_up_to: AutoRunLevel,
+    #[serde(default)]
+    pub check_plans: bool,
+}
+
+fn never_asks() -> AutoRunLevel {
+    AutoRunLevel::High
 }
 
 #[derive(Debug, Deserialize, Clone, Copy)]
@@ -165,6 +172,7 @@ impl From<RawApproval> for crate::policy::ApprovalPolicy {
                 AutoRunLevel::High => Some(Risk::High),
                 AutoRunLevel::None => None,
             },
+            check_plans: r.check_plans,
         }
     }
 }

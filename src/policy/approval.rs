@@ -1,23 +1,29 @@
 //! When a tool call waits for a person (`tool_approval:` of the team or an agent): calls up
 //! to a risk level run at once, riskier ones wait. An approval is bound to the exact
-//! arguments by their hash: other arguments need an approval of their own.
+//! arguments by their hash: other arguments need an approval of their own. The same policy
+//! says whether a person checks the agent's plans before they run (`check_plans`).
 
 use super::Risk;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// `tool_approval: {auto_run_up_to: low | medium | high | none}`: calls up to that risk run
-/// without asking; `none` asks for every call; `high` (the default) never asks.
+/// `tool_approval: {auto_run_up_to: low | medium | high | none, check_plans: bool}`: calls
+/// up to that risk run without asking; `none` asks for every call; `high` (the default) never
+/// asks. With `check_plans`, each plan of a planning step waits for a person's check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalPolicy {
     /// `None`: every call waits for a person.
     pub auto_run_up_to: Option<Risk>,
+    /// A person confirms, edits or rejects the agent's plans before they run.
+    #[serde(default)]
+    pub check_plans: bool,
 }
 
 impl Default for ApprovalPolicy {
     fn default() -> Self {
         ApprovalPolicy {
             auto_run_up_to: Some(Risk::High),
+            check_plans: false,
         }
     }
 }
@@ -46,12 +52,14 @@ mod tests {
     fn calls_past_the_level_wait_and_none_asks_for_all() {
         let medium = ApprovalPolicy {
             auto_run_up_to: Some(Risk::Medium),
+            ..Default::default()
         };
         assert!(!medium.needs_approval(Risk::Low));
         assert!(!medium.needs_approval(Risk::Medium));
         assert!(medium.needs_approval(Risk::High));
         let always = ApprovalPolicy {
             auto_run_up_to: None,
+            ..Default::default()
         };
         assert!(always.needs_approval(Risk::Low));
         assert!(!ApprovalPolicy::default().needs_approval(Risk::High));

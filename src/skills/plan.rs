@@ -3,7 +3,7 @@
 //! tool_decision, whose empty list means: stop using the tool).
 
 use super::{SkillError, SkillOutcome, working};
-use crate::agent::asks_to_act;
+use crate::agent::{asks_to_act, plan_check};
 use crate::parse::{self, RawPlannedStep};
 use crate::state::{AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState};
 use serde_json::json;
@@ -69,6 +69,11 @@ pub fn interpret(
     if planner == Skill::ToolDecision {
         // An empty list ends the long-tail use of the tool.
         result["stop"] = json!(asked == 0);
+    }
+    // A plan a person checks first waits on this step (see `agent::plan_check`).
+    if plan_check::checks(agent, planner) && !accepted.is_empty() {
+        result[plan_check::KEY] = json!(plan_check::PlanCheck::new(accepted));
+        return Ok(working(result));
     }
     let steps: Vec<StepState> = accepted
         .into_iter()

@@ -1,0 +1,313 @@
+//! Plans that wait for a person (seed 001's agentPlanCheck): with `tool_approval.check_plans`,
+//! a planning step's plan is not queued when the model gives it; the step waits
+//! (`waiting_for_approval`, the plan and its hash in its result) until a person confirms it,
+//! edits it (reorders, removes or changes steps; the edit is checked like the model's plan) or
+//! rejects it with a comment, which queues a new planning step that sees the comment. A
+//! confirmation is bound to the plan the person saw, by its hash.
+
+use super::approval::VerdictError;
+use crate::event::StepUpdate;
+use crate::ids::{AgentId, StepId};
+use crate::parse::RawPlannedStep;
+use crate::policy::args_hash;
+use crate::state::{
+    AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The key of a waiting plan in its step's `execute_result`.
+pub const KEY: &str = "waiting_for_plan_check";
+
+/// A plan waiting for a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanCheck {
+    pub steps: Vec<PlannedStep>,
+    pub plan_hash: String,
+}
+
+impl PlanCheck {
+    pub fn new(steps: Vec<PlannedStep>) -> Self {
+        let plan_hash = plan_hash(&steps);
+        PlanCheck { steps, plan_hash }
+    }
+
+    /// The plan waiting on `step`, if one does.
+    pub fn of(step: &StepState) -> Option<PlanCheck> {
+        let v = step.execute_result.as_ref()?.get(KEY)?;
+        serde_json::from_value(v.clone()).ok()
+    }
+}
+
+fn plan_hash(steps: &[PlannedStep]) -> String {
+    args_hash(&serde_json::to_value(steps).unwrap_or_default())
+}
+
+/// One step of a person's edited plan, in the model's own format.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditedStep {
+    pub step_intention: String,
+    #[serde(rename = "type", default = "skill")]
+    pub step_type: String,
+    pub executor: String,
+    #[serde(default)]
+    pub text_content: String,
+}
+
+fn skill() -> String {
+    "skill".to_owned()
+}
+
+/// Whether `agent` shows the plans of `planner` steps to a person first.
+pub fn checks(agent: &AgentState, planner: Skill) -> bool {
+    planner == Skill::Planning && agent.tool_approval.check_plans
+}
+
+/// Whether `step` waits for a person to check its plan.
+pub fn awaits_check(step: &StepState) -> bool {
+    step.execution_state == StepExecutionState::WaitingForApproval
+        && step.execute_result.as_ref().is_some_and(|r| r.get(KEY).is_some())
+}
+
+/// The message that tells a person about the plan waiting on `step`.
+pub fn plan_notice(step: &StepState, check: &PlanCheck) -> String {
+    let list: Vec<String> = check
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{}. [{}] {}", i + 1, p.executor, p.step_intention))
+        .collect();
+    format!(
+        "Plan check: agent `{}` planned these steps (step {}, \"{}\", plan hash {}):\n{}\n\
+         Confirm, edit or reject the plan in the console, or with POST /api/step/{}/approve \
+         {{plan_hash, steps?}} or /reject {{reason}}.",
+        step.agent_id,
+        step.step_id,
+        step.step_intention,
+        check.plan_hash,
+        list.join("\n"),
+        step.step_id,
+    )
+}
+
+/// A person's check of the plan waiting on `step`: `Ok(Some(steps))` confirms (or, edited,
+/// replaces) it, `Ok(None)` rejects it with `reason`. The steps are queued, or a new planning
+/// step that sees the comment is queued next; the step itself is finished either way.
+pub fn decide_plan(
+    agent: &mut AgentState,
+    step: &StepState,
+    by: &AgentId,
+    verdict: PlanVerdict,
+) -> Result<(), VerdictError> {
+    let check = PlanCheck::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
+    let id = &step.step_id;
+    match verdict {
+        PlanVerdict::Confirm { plan_hash: seen, steps } => {
+            if seen != check.plan_hash {
+                return Err(VerdictError::StaleHash {
+                    expected: check.plan_hash,
+                });
+            }
+            let (plan, edited) = match steps {
+                None => (check.steps, false),
+                Some(edit) => (checked_edit(agent, edit)?, true),
+            };
+            finish(
+                agent,
+                id,
+                json!({ "planned_step": plan, "plan_check": { "by": by, "edited": edited } }),
+            );
+            let steps = plan
+                .into_iter()
+                .map(|p| p.into_step(step.task_id.clone(), step.stage_id.clone(), agent.agent_id.clone()))
+                .collect();
+            agent.add_steps(steps);
+        }
+        PlanVerdict::Reject { reason } => {
+            let reason = reason.trim();
+            if reason.is_empty() {
+                return Err(VerdictError::NoReason);
+            }
+            finish(
+                agent,
+                id,
+                json!({ "planned_step": [], "plan_check": { "by": by, "rejected": reason } }),
+            );
+            let proposed: Vec<String> = check
+                .steps
+                .iter()
+                .map(|p| format!("- [{}] {}", p.executor, p.step_intention))
+                .collect();
+            let again = StepState::new(
+                step.task_id.clone(),
+                step.stage_id.clone(),
+                agent.agent_id.clone(),
+                Executor::Skill(Skill::Planning),
+                step.step_intention.clone(),
+                format!(
+                    "{}\n\nA person (`{by}`) rejected the plan you proposed:\n{}\nTheir comment: \
+                     {reason}\nPlan again, following the comment.",
+                    original_text(&step.text_content),
+                    proposed.join("\n"),
+                ),
+            );
+            agent.add_next_steps(vec![again]);
+        }
+    }
+    Ok(())
+}
+
+/// A person's check of a plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlanVerdict {
+    /// Run the plan whose hash is `plan_hash`, or `steps` in its place.
+    Confirm {
+        plan_hash: String,
+        steps: Option<Vec<EditedStep>>,
+    },
+    /// Plan again, following `reason`.
+    Reject { reason: String },
+}
+
+/// An edited plan, checked like the model's: every step one the agent may run.
+fn checked_edit(agent: &AgentState, edit: Vec<EditedStep>) -> Result<Vec<PlannedStep>, VerdictError> {
+    let raw: Vec<RawPlannedStep> = edit
+        .into_iter()
+        .map(|e| RawPlannedStep {
+            step_intention: e.step_intention,
+            step_type: e.step_type,
+            executor: e.executor,
+            text_content: e.text_content,
+        })
+        .collect();
+    let asked = raw.len();
+    let (ok, rejected) = crate::skills::check_plan(raw, agent, Skill::Planning, false);
+    if asked == 0 {
+        return Err(VerdictError::BadPlan(
+            "an edited plan needs at least one step (reject the plan to have it planned again)".into(),
+        ));
+    }
+    if !rejected.is_empty() {
+        return Err(VerdictError::BadPlan(rejected.join("; ")));
+    }
+    Ok(ok)
+}
+
+fn finish(agent: &mut AgentState, id: &StepId, result: Value) {
+    agent.update_step(
+        id,
+        StepUpdate {
+            execution_state: Some(StepExecutionState::Finished),
+            execute_result: Some(result),
+            ..Default::default()
+        },
+    );
+}
+
+/// A step text without the rejections of earlier rounds (each round adds only its own).
+fn original_text(text: &str) -> &str {
+    text.split("\n\nA person (`").next().unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{StageId, StageRef};
+
+    fn waiting_plan() -> (AgentState, StepState) {
+        let mut a = AgentState::new("w".into(), "W".into(), "writer".into(), "".into());
+        a.skills = vec![Skill::Planning, Skill::Think, Skill::Reflection];
+        a.tool_approval.check_plans = true;
+        let s = StepState::new(
+            "t".into(),
+            StageRef::Stage(StageId::from("s")),
+            "w".into(),
+            Executor::Skill(Skill::Planning),
+            "Plan my work",
+            "Write a haiku.",
+        );
+        let id = s.step_id.clone();
+        a.add_steps(vec![s]);
+        a.start_next();
+        let check = PlanCheck::new(vec![
+            PlannedStep::new(Executor::Skill(Skill::Think), "draft", "write it"),
+            PlannedStep::new(Executor::Skill(Skill::Reflection), "check", "is it 5-7-5?"),
+        ]);
+        a.update_step(
+            &id,
+            StepUpdate {
+                execution_state: Some(StepExecutionState::WaitingForApproval),
+                execute_result: Some(json!({ KEY: check })),
+                ..Default::default()
+            },
+        );
+        let step = a.agent_step.get(&id).unwrap().clone();
+        assert!(awaits_check(&step));
+        (a, step)
+    }
+
+    fn todo(a: &AgentState) -> Vec<(String, String)> {
+        a.agent_step
+            .todo()
+            .map(|id| {
+                let s = a.agent_step.get(id).unwrap();
+                (s.executor.to_string(), s.step_intention.clone())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_confirmed_plan_is_queued_as_seen_and_a_stale_hash_is_refused() {
+        let (mut a, step) = waiting_plan();
+        let hash = PlanCheck::of(&step).unwrap().plan_hash;
+        let stale = PlanVerdict::Confirm { plan_hash: "0".repeat(64), steps: None };
+        assert!(matches!(decide_plan(&mut a, &step, &"op".into(), stale), Err(VerdictError::StaleHash { .. })));
+        assert!(todo(&a).is_empty());
+        let ok = PlanVerdict::Confirm { plan_hash: hash, steps: None };
+        decide_plan(&mut a, &step, &"op".into(), ok).unwrap();
+        assert_eq!(todo(&a), [("think".into(), "draft".into()), ("reflection".into(), "check".into())]);
+        let done = a.agent_step.get(&step.step_id).unwrap();
+        assert_eq!(done.execution_state, StepExecutionState::Finished);
+        assert_eq!(done.execute_result.as_ref().unwrap()["plan_check"]["edited"], false);
+    }
+
+    #[test]
+    fn an_edited_plan_is_checked_like_the_models_and_replaces_it() {
+        let (mut a, step) = waiting_plan();
+        let hash = PlanCheck::of(&step).unwrap().plan_hash;
+        let edit = |v: Value| PlanVerdict::Confirm {
+            plan_hash: hash.clone(),
+            steps: Some(serde_json::from_value(v).unwrap()),
+        };
+        let bad = edit(json!([{"step_intention": "hire", "executor": "agent_manager"}]));
+        let why = decide_plan(&mut a, &step, &"op".into(), bad).unwrap_err().to_string();
+        assert!(why.contains("no `agent_manager` skill"), "{why}");
+        let empty = decide_plan(&mut a, &step, &"op".into(), edit(json!([]))).unwrap_err();
+        assert!(matches!(empty, VerdictError::BadPlan(_)));
+        // Reordered, one removed, one changed.
+        let good = edit(json!([
+            {"step_intention": "check first", "executor": "reflection", "text_content": "rules?"},
+        ]));
+        decide_plan(&mut a, &step, &"op".into(), good).unwrap();
+        assert_eq!(todo(&a), [("reflection".into(), "check first".into())]);
+        let done = a.agent_step.get(&step.step_id).unwrap();
+        assert_eq!(done.execute_result.as_ref().unwrap()["plan_check"]["edited"], true);
+    }
+
+    #[test]
+    fn a_rejected_plan_is_planned_again_with_the_comment() {
+        let (mut a, step) = waiting_plan();
+        let no = PlanVerdict::Reject { reason: " ".into() };
+        assert_eq!(decide_plan(&mut a, &step, &"op".into(), no).unwrap_err(), VerdictError::NoReason);
+        let no = PlanVerdict::Reject { reason: "Check the syllables first.".into() };
+        decide_plan(&mut a, &step, &"op".into(), no).unwrap();
+        let next: Vec<&StepState> = a.agent_step.todo().map(|id| a.agent_step.get(id).unwrap()).collect();
+        assert_eq!(next.len(), 1);
+        assert_eq!(next[0].executor, Executor::Skill(Skill::Planning));
+        assert!(next[0].text_content.starts_with("Write a haiku.\n\nA person (`op`) rejected"));
+        assert!(next[0].text_content.contains("- [think] draft"));
+        assert!(next[0].text_content.contains("Their comment: Check the syllables first."));
+        assert_eq!(original_text(&next[0].text_content), "Write a haiku.");
+    }
+}

@@ -1,0 +1,143 @@
+//! Plans a person checks before they run (seed 001's agentPlanCheck), end to end on the
+//! operator example with `tool_approval.check_plans`: the hired writer's plan waits; the
+//! operator sees it through REST, a stale hash, a wrong kind of approval and an edit naming a
+//! skill the writer lacks are refused, and the edited plan is the one that runs.
+
+#[path = "fixtures/api/http.rs"]
+mod http;
+
+use axum::Router;
+use axum::http::StatusCode;
+use cohort::actors::{Host, start_team};
+use cohort::api::{ApiState, router};
+use cohort::config::load_team;
+use cohort::monitor::StateKind;
+use http::{assert_error, get, post};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+
+/// The first entry of `GET /api/approvals` of this kind, once there is one.
+async fn waiting(app: &Router, token: &str, kind: &str) -> Value {
+    for _ in 0..800 {
+        let r = get(app, "/api/approvals", token).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        if let Some(a) = r.body["approvals"]
+            .as_array()
+            .and_then(|l| l.iter().find(|a| a["kind"] == kind))
+        {
+            return a.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let steps = get(app, "/api/states?type=step", token).await.text;
+    panic!("nothing of kind `{kind}` waited for approval: {steps}");
+}
+
+#[actix::test]
+async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
+    let mut cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
+    cfg.tool_approval.check_plans = true;
+    let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+    let app = router(api.clone());
+    let login = post(
+        &app,
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "operator", "password": "cohort-demo"}),
+    )
+    .await;
+    let token = login.body["token"].as_str().unwrap().to_owned();
+    let send = |task: &Value, content: &str| {
+        json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
+               "content": content, "need_reply": false})
+    };
+    let base = json!(team.base_task);
+    let r = post(&app, "/api/send_message", Some(&token), send(&base, "Write a haiku")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    // The manager's question about the season, asked in the new task.
+    let mut task = Value::Null;
+    for _ in 0..400 {
+        let p = get(&app, "/api/human/operator/pending", &token).await;
+        if let Some(q) = p.body["pending"].as_array().and_then(|l| l.first()) {
+            task = q["task_id"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let r = post(&app, "/api/send_message", Some(&token), send(&task, "Autumn")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+
+    // The writer's plan waits, as the model gave it, and the operator is told.
+    let plan = waiting(&app, &token, "plan").await;
+    assert_eq!(plan["agent_id"], "writer");
+    let intents: Vec<&str> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step_intention"].as_str().unwrap())
+        .collect();
+    assert_eq!(intents, ["Write the haiku", "Check it"]);
+    let step = plan["step_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        team.monitor.get(StateKind::Step, &step).unwrap()["execution_state"],
+        "waiting_for_approval"
+    );
+    let chats = get(&app, "/api/human/operator/conversations", &token).await;
+    assert!(chats.text.contains("Plan check: agent `writer`"), "{}", chats.text);
+    let writer = team.monitor.get(StateKind::Agent, "writer").unwrap();
+    assert_eq!(
+        writer["agent_step"]["todo"],
+        json!([]),
+        "nothing is queued before the check: {:#?}",
+        team.monitor.snapshot(StateKind::Step).values().filter(|s| s["agent_id"] == "writer").cloned().collect::<Vec<_>>()
+    );
+
+    let uri = format!("/api/step/{step}/approve");
+    let stale = post(&app, &uri, Some(&token), json!({"plan_hash": "stale"})).await;
+    assert_error(&stale, StatusCode::CONFLICT, "a stale plan hash");
+    let wrong = post(&app, &uri, Some(&token), json!({"args_hash": plan["plan_hash"]})).await;
+    assert_error(&wrong, StatusCode::UNPROCESSABLE_ENTITY, "a tool call's approval");
+    let hire = json!({"plan_hash": plan["plan_hash"], "steps": [
+        {"step_intention": "Hire a helper", "executor": "agent_manager"}]});
+    let bad = post(&app, &uri, Some(&token), hire).await;
+    assert_error(&bad, StatusCode::UNPROCESSABLE_ENTITY, "an edit the writer cannot run");
+    assert!(bad.text.contains("no `agent_manager` skill"), "{}", bad.text);
+
+    // Edited: the check is dropped and the writing step reworded.
+    let edit = json!({"plan_hash": plan["plan_hash"], "steps": [
+        {"step_intention": "Write the autumn haiku", "type": "skill", "executor": "think",
+         "text_content": "Write a 5-7-5 haiku about autumn rain."}]});
+    let ok = post(&app, &uri, Some(&token), edit).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
+
+    let mut finished = false;
+    for _ in 0..800 {
+        if team
+            .monitor
+            .snapshot(StateKind::Task)
+            .values()
+            .any(|t| t["task_name"] == "Haiku for the operator" && t["execution_state"] == "finished")
+        {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(finished, "{:#?}", team.monitor.snapshot(StateKind::Task));
+    let checked = team.monitor.get(StateKind::Step, &step).unwrap();
+    assert_eq!(checked["execution_state"], "finished");
+    assert_eq!(checked["execute_result"]["plan_check"]["by"], "operator");
+    assert_eq!(checked["execute_result"]["plan_check"]["edited"], true);
+    let writer_steps: Vec<Value> = team
+        .monitor
+        .snapshot(StateKind::Step)
+        .into_values()
+        .filter(|s| s["agent_id"] == "writer")
+        .collect();
+    let ran = |intent: &str| writer_steps.iter().any(|s| s["step_intention"] == intent);
+    assert!(ran("Write the autumn haiku"), "{writer_steps:#?}");
+    assert!(!ran("Check it") && !ran("Write the haiku"), "{writer_steps:#?}");
+    team.shutdown().await;
+}
