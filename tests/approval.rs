@@ -295,3 +295,72 @@ async fn a_call_waiting_for_approval_waits_on_after_a_restart() {
     team.monitor.close();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[actix::test]
+async fn a_missing_argument_is_filled_in_by_the_operator_and_the_call_runs() {
+    let (dir, mut cfg) = config("params");
+    // The clerk forgets the file's content; a person fills it in.
+    let script = std::fs::read_to_string(dir.join("script.yaml")).unwrap();
+    let forgetful = script.replace(
+        r#""arguments": {"path": "hello.txt", "content": "Hello from Cohort!\n"}"#,
+        r#""arguments": {"path": "hello.txt"}"#,
+    );
+    assert_ne!(script, forgetful);
+    std::fs::write(dir.join("script.yaml"), forgetful).unwrap();
+    cfg = load_team(&cfg.file).unwrap();
+    for a in cfg.agents.iter_mut().filter(|a| a.id.as_str() == "clerk") {
+        a.tool_approval = ApprovalPolicy {
+            auto_run_up_to: Some(Risk::Medium),
+            ask_for_params: true,
+            ..Default::default()
+        };
+    }
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+    let token = login(&api).await;
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
+
+    let asked = waiting_call(&api, &token).await;
+    assert_eq!(asked["kind"], "params", "{asked:#}");
+    assert_eq!(asked["tool"], "write_file");
+    assert_eq!(asked["form"]["mode"], "form");
+    assert_eq!(asked["form"]["fields"][0]["key"], "content");
+    assert!(asked["reason"].as_str().unwrap().contains("`content`"));
+    let step = asked["step_id"].as_str().unwrap().to_owned();
+    assert_eq!(clerk_step(&team, &step)["execution_state"], "waiting_for_param");
+    let uri = format!("/api/step/{step}/params");
+    let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"values": {}}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "the field is required");
+    let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"values": "hi"}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let values = json!({"values": {"content": "Filled in by a person\n"}});
+    let (status, answer) = call(&api, "POST", &uri, &token, Some(values)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+
+    // The completed call is judged again: writing is HIGH risk for this clerk, so it waits
+    // for approval, with the filled-in arguments.
+    let mut waiting = waiting_call(&api, &token).await;
+    for _ in 0..400 {
+        if waiting["kind"] == "tool_call" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        waiting = waiting_call(&api, &token).await;
+    }
+    assert_eq!(waiting["step_id"], step.as_str());
+    assert_eq!(waiting["arguments"]["content"], "Filled in by a person\n");
+    let approve = format!("/api/step/{step}/approve");
+    let body = json!({"args_hash": waiting["args_hash"]});
+    let (status, answer) = call(&api, "POST", &approve, &token, Some(body)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    task_ends(&team).await;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("workspace/hello.txt")).unwrap(),
+        "Filled in by a person\n"
+    );
+    team.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -8,13 +8,14 @@ use super::AgentActor;
 use crate::agent::approval::{
     Decided, Verdict, VerdictError, approval_needed, approval_notice, await_approval, decide,
 };
+use crate::agent::params::{await_params, param_request, params_notice};
 use crate::agent::plan_check::{PlanCheck, plan_notice};
 use crate::agent::stop_step;
 use crate::ids::{AgentId, StepId};
 use crate::mcp::{McpCall, McpClient};
 use crate::message::Message;
 use crate::policy::Risk;
-use crate::state::{Executor, StepExecutionState, StepState};
+use crate::state::{Executor, StepState};
 use actix::prelude::*;
 use std::sync::Arc;
 
@@ -39,16 +40,19 @@ impl AgentActor {
     ) {
         let id = step.step_id.clone();
         let never_asks = self.state.tool_approval.auto_run_up_to == Some(Risk::High);
-        let tool = match &call {
-            McpCall::Tool { name, .. } if !never_asks => name.clone(),
+        let (tool, args) = match &call {
+            McpCall::Tool { name, arguments } if !never_asks => (name.clone(), arguments.clone()),
             _ => return self.call_tool(id, server, call, client, ctx),
         };
         let (asked, srv) = (client.clone(), server.clone());
         let waiting_id = id.clone();
         let lookup = ctx.spawn(
-            async move { asked.tool_risk(&srv, &tool).await }
-                .into_actor(self)
-                .map(move |risk, act, ctx| {
+            async move {
+                let fits = asked.check_tool_call(&srv, &tool, &args).await.is_ok();
+                (fits, asked.tool_risk(&srv, &tool).await)
+            }
+            .into_actor(self)
+                .map(move |(fits, risk), act, ctx| {
                     act.in_flight = None;
                     // Its work may have ended while the server was asked.
                     let live = act
@@ -58,6 +62,11 @@ impl AgentActor {
                         .is_some_and(|s| act.state.holds(&s.task_id, &s.stage_id));
                     if !live {
                         return act.on_tool_result(id, Err("ended".into()), ctx);
+                    }
+                    // A call that cannot be made as written is not put to an approver: making
+                    // it fails at once, or asks a person for its arguments first.
+                    if !fits {
+                        return act.call_tool(id, server, call, client, ctx);
                     }
                     match approval_needed(&act.state, &server, &call, risk) {
                         None => act.call_tool(id, server, call, client, ctx),
@@ -96,7 +105,7 @@ impl AgentActor {
         };
         let step = self.state.agent_step.get(&id);
         match step {
-            Some(s) if s.execution_state == StepExecutionState::WaitingForApproval => {
+            Some(s) if s.execution_state.waits_for_a_person() => {
                 if !self.state.holds(&s.task_id, &s.stage_id) {
                     self.awaiting_approval = None;
                     let why = "its stage or task ended before a person decided on it";
@@ -138,6 +147,57 @@ impl AgentActor {
         self.submit_with_changes(vec![notice], ctx);
     }
 
+    /// A tool call refused for its arguments: with `tool_approval.ask_for_params` and an
+    /// operator to ask, the step waits for them to fill in the fields the tool's schema and the
+    /// refusal name; otherwise it fails with the refusal (its decision step follows).
+    pub(super) fn ask_for_params(
+        &mut self,
+        id: StepId,
+        server: String,
+        call: McpCall,
+        reason: String,
+        ctx: &mut Context<Self>,
+    ) {
+        let refused = |tool: &str| {
+            format!("invalid arguments for tool `{tool}` of MCP server `{server}`: {reason}")
+        };
+        let McpCall::Tool { name, arguments } = &call else {
+            return self.on_tool_result(id, Err(reason), ctx);
+        };
+        let schema = self
+            .mcp
+            .as_ref()
+            .and_then(|m| m.cached_description(&server))
+            .and_then(|d| {
+                d["tools"]
+                    .as_array()?
+                    .iter()
+                    .find(|t| t["name"] == name.as_str())
+                    .map(|t| t["input_schema"].clone())
+            });
+        let step = self.state.agent_step.get(&id).cloned();
+        let request = schema
+            .filter(|_| self.state.tool_approval.ask_for_params && !self.approvers.is_empty())
+            .and_then(|schema| param_request(&server, name, arguments, &schema, &reason));
+        let (Some(req), Some(step)) = (request, step) else {
+            return self.on_tool_result(id, Err(refused(name)), ctx);
+        };
+        if !self.state.holds(&step.task_id, &step.stage_id) {
+            return self.on_tool_result(id, Err(refused(name)), ctx);
+        }
+        tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, "a tool call waits for a person to fill in its arguments");
+        await_params(&mut self.state, &id, &req);
+        self.awaiting_approval = Some(id);
+        let notice = Message::notice(
+            step.task_id.clone(),
+            self.state.agent_id.clone(),
+            self.approvers.to_vec(),
+            step.stage_id.clone(),
+            params_notice(&step, &req),
+        );
+        self.submit_with_changes(vec![notice], ctx);
+    }
+
     /// Ends a step that waited for a person and no longer can: a tool call fails as a tool
     /// result (its decision step follows), a plan fails as a stopped step.
     pub(super) fn fail_waiting(&mut self, id: StepId, why: String, ctx: &mut Context<Self>) {
@@ -172,50 +232,55 @@ impl Handler<SetPaused> for AgentActor {
     }
 }
 
+impl AgentActor {
+    /// Stores a person's verdict, then makes the call: at once (`judge_again` false: it was
+    /// approved as it is) or through the risk check (arguments a person filled in). The
+    /// verdict is stored first because after a crash a step that was running is never called
+    /// again, so a verdict the store lost must not have reached the tool either.
+    fn store_then_call(&mut self, id: StepId, call: McpCall, judge_again: bool, ctx: &mut Context<Self>) {
+        let held = self.hand_over();
+        let store = self.sync.send(crate::actors::SubmitMessages {
+            messages: Vec::new(),
+            held,
+        });
+        ctx.spawn(store.into_actor(self).map(move |res, act, ctx| {
+            act.holding -= 1;
+            act.publish();
+            let step = act.state.agent_step.get(&id).cloned();
+            let stored = match res {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match (stored, act.mcp.clone(), step) {
+                (Err(e), _, _) => {
+                    act.on_tool_result(id, Err(format!("the verdict could not be stored: {e}")), ctx)
+                }
+                (_, None, _) | (_, _, None) => {
+                    act.on_tool_result(id, Err("the team has no MCP client".into()), ctx)
+                }
+                (Ok(()), Some(client), Some(step)) => {
+                    let server = step.executor.name().to_owned();
+                    if judge_again {
+                        act.gate_tool(step, server, call, client, ctx);
+                    } else {
+                        act.call_tool(id, server, call, client, ctx);
+                    }
+                }
+            }
+        }));
+    }
+}
+
 impl Handler<Decide> for AgentActor {
     type Result = Result<(), VerdictError>;
     fn handle(&mut self, d: Decide, ctx: &mut Context<Self>) -> Self::Result {
         let decided = decide(&mut self.state, &d.step_id, &d.by, d.verdict)?;
         self.awaiting_approval = None;
-        tracing::info!(agent = %self.state.agent_id, step = %d.step_id, by = %d.by, approved = matches!(decided, Decided::Run(_)), "a person decided on a tool call");
+        tracing::info!(agent = %self.state.agent_id, step = %d.step_id, by = %d.by, "a person decided on a waiting step");
         match decided {
-            Decided::Run(call) => {
-                let server = self
-                    .state
-                    .agent_step
-                    .get(&d.step_id)
-                    .map(|s| s.executor.name().to_owned())
-                    .unwrap_or_default();
-                // The approval is stored before the call is made: after a crash a step that
-                // was running is never called again, so an approval the store lost must not
-                // have reached the tool either.
-                let held = self.hand_over();
-                let store = self.sync.send(crate::actors::SubmitMessages {
-                    messages: Vec::new(),
-                    held,
-                });
-                let id = d.step_id;
-                ctx.spawn(store.into_actor(self).map(move |res, act, ctx| {
-                    act.holding -= 1;
-                    act.publish();
-                    match (res, act.mcp.clone()) {
-                        (Ok(Ok(())), Some(client)) => act.call_tool(id, server, call, client, ctx),
-                        (_, None) => {
-                            act.on_tool_result(id, Err("the team has no MCP client".into()), ctx)
-                        }
-                        (Ok(Err(e)), _) => act.on_tool_result(
-                            id,
-                            Err(format!("the approval could not be stored: {e}")),
-                            ctx,
-                        ),
-                        (Err(e), _) => act.on_tool_result(
-                            id,
-                            Err(format!("the approval could not be stored: {e}")),
-                            ctx,
-                        ),
-                    }
-                }));
-            }
+            Decided::Run(call) => self.store_then_call(d.step_id, call, false, ctx),
+            Decided::Refill(call) => self.store_then_call(d.step_id, call, true, ctx),
             Decided::Rejected(why) => self.on_tool_result(d.step_id, Err(why), ctx),
             // The check and what it queued are stored before anything of it runs.
             Decided::Planned => self.submit_with_changes(Vec::new(), ctx),

@@ -5,7 +5,7 @@
 use super::{AgentActor, STORE_DEADLINE};
 use crate::agent::{complete_tool_step, tool_call_for};
 use crate::ids::StepId;
-use crate::mcp::McpClient;
+use crate::mcp::{McpClient, McpError};
 use crate::state::StepState;
 use actix::prelude::*;
 use std::sync::Arc;
@@ -42,6 +42,7 @@ impl AgentActor {
         // not have reached the tool either.
         let started = self.monitor.assigned_version();
         let monitor = self.monitor.clone();
+        let (asked, made) = (server.clone(), call.clone());
         let call_server = async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
             if !matches!(stored, Ok(true)) {
@@ -51,12 +52,18 @@ impl AgentActor {
                         .to_owned(),
                 );
             }
-            client.call(&server, &call).await.map_err(|e| e.to_string())
+            Ok(client.call(&asked, &made).await)
         };
         let step = id.clone();
         let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
             act.in_flight = None;
-            act.on_tool_result(id, res, ctx)
+            match res {
+                Ok(Err(McpError::InvalidArguments { reason, .. })) => {
+                    act.ask_for_params(id, server, call, reason, ctx)
+                }
+                Ok(r) => act.on_tool_result(id, r.map_err(|e| e.to_string()), ctx),
+                Err(why) => act.on_tool_result(id, Err(why), ctx),
+            }
         }));
         self.in_flight = Some((step, handle));
     }

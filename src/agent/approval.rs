@@ -4,6 +4,7 @@
 //! written, or with edited arguments) or reject with a reason the agent sees. An approval is
 //! bound to the arguments the approver saw: a verdict for another hash is refused.
 
+use super::params::{ParamRequest, fill_params};
 use super::plan_check::{EditedStep, PlanCheck, PlanVerdict, decide_plan};
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
@@ -38,6 +39,10 @@ pub enum Verdict {
         plan_hash: String,
         steps: Option<Vec<EditedStep>>,
     },
+    /// The fields a call waiting for parameters asked for, as a JSON object.
+    FillParams {
+        values: Value,
+    },
     /// Fail the call, or have the plan planned again, for `reason`.
     Reject {
         reason: String,
@@ -60,6 +65,8 @@ pub enum VerdictError {
     WrongKind(StepId, &'static str, &'static str),
     #[error("the edited plan cannot run: {0}")]
     BadPlan(String),
+    #[error("the values do not fit the form: {0}")]
+    BadParams(crate::agent::ask::AskError),
 }
 
 /// What a verdict leaves to do.
@@ -71,6 +78,8 @@ pub enum Decided {
     Rejected(String),
     /// A plan was confirmed, edited or rejected; the agent's queue holds what comes next.
     Planned,
+    /// Parameters were filled in: make the call again (its risk is judged again).
+    Refill(McpCall),
 }
 
 /// The request for `call`, if it needs a person under the agent's policy.
@@ -152,14 +161,32 @@ pub fn decide(
     let step = agent
         .agent_step
         .get(id)
-        .filter(|s| s.execution_state == StepExecutionState::WaitingForApproval)
+        .filter(|s| s.execution_state.waits_for_a_person())
         .cloned()
         .ok_or_else(|| VerdictError::NotWaiting(id.clone()))?;
+    if let Some(req) = ParamRequest::of(&step) {
+        return match verdict {
+            Verdict::FillParams { values } => {
+                fill_params(agent, &step, by, &values).map(Decided::Refill)
+            }
+            Verdict::Reject { reason } if reason.trim().is_empty() => Err(VerdictError::NoReason),
+            Verdict::Reject { reason } => Ok(Decided::Rejected(format!(
+                "`{by}` rejected the call to `{}` instead of filling in its arguments: {}",
+                req.tool,
+                reason.trim()
+            ))),
+            _ => Err(VerdictError::WrongKind(
+                id.clone(),
+                "parameters",
+                "send them with POST /api/step/{id}/params {values}",
+            )),
+        };
+    }
     if PlanCheck::of(&step).is_some() {
         let verdict = match verdict {
             Verdict::ApprovePlan { plan_hash, steps } => PlanVerdict::Confirm { plan_hash, steps },
             Verdict::Reject { reason } => PlanVerdict::Reject { reason },
-            Verdict::Approve { .. } => {
+            Verdict::Approve { .. } | Verdict::FillParams { .. } => {
                 return Err(VerdictError::WrongKind(
                     id.clone(),
                     "a plan check",
@@ -187,7 +214,7 @@ pub fn decide(
                 req.tool
             )))
         }
-        Verdict::ApprovePlan { .. } => Err(VerdictError::WrongKind(
+        Verdict::ApprovePlan { .. } | Verdict::FillParams { .. } => Err(VerdictError::WrongKind(
             id.clone(),
             "a tool call's approval",
             "send args_hash (and arguments to edit them), not plan_hash",
@@ -237,7 +264,7 @@ pub fn waiting_for_approval(agent: &AgentState) -> Option<StepId> {
         .agent_step
         .steps()
         .iter()
-        .find(|s| s.execution_state == StepExecutionState::WaitingForApproval)
+        .find(|s| s.execution_state.waits_for_a_person())
         .map(|s| s.step_id.clone())
 }
 

@@ -194,9 +194,8 @@ impl AskField {
         };
         let value = match self.kind {
             FieldKind::Text => match v {
-                Value::String(s) if s.chars().count() <= MAX_ANSWER_CHARS => {
-                    Value::String(s.trim().to_owned())
-                }
+                // Kept exactly as given: a field may be a tool's argument (a file's content).
+                Value::String(s) if s.chars().count() <= MAX_ANSWER_CHARS => Value::String(s.clone()),
                 Value::String(_) => return Err(AskError::AnswerTooLong),
                 Value::Number(n) => Value::String(n.to_string()),
                 _ => return Err(bad("it must be text".into())),
@@ -324,7 +323,7 @@ mod tests {
         ]}));
         a.check().unwrap();
         let got = a
-            .answer(r#"{"city": " Oslo ", "nights": "3", "breakfast": "yes", "room": "Double"}"#)
+            .answer(r#"{"city": "Oslo", "nights": "3", "breakfast": "yes", "room": "Double"}"#)
             .unwrap();
         assert_eq!(
             serde_json::from_str::<Value>(&got).unwrap(),

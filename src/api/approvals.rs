@@ -2,7 +2,8 @@
 //! see (`kind`: `tool_call` or `plan`); an operator approves one
 //! (`POST /api/step/{id}/approve`: a tool call with `{args_hash, arguments?}`, the hash of the
 //! arguments they saw and edited arguments if any; a plan with `{plan_hash, steps?}`, the
-//! plan's hash and an edited list of steps if any) or rejects it
+//! plan's hash and an edited list of steps if any), fills in the arguments a call waits for
+//! (`POST /api/step/{id}/params {values}`, `kind` `params`) or rejects it
 //! (`POST /api/step/{id}/reject {reason}`: the call fails, the plan is planned again). The
 //! agent takes the verdict (see `agent::approval`, `agent::plan_check`): a stale hash or a
 //! step no longer waiting is 409, an edit that cannot run 422.
@@ -11,9 +12,9 @@ use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
 use crate::actors::{ControlRefused, Decide, DecideFor};
 use crate::agent::approval::{Verdict, VerdictError};
+use crate::agent::params;
 use crate::agent::plan_check::{self, EditedStep};
 use crate::ids::StepId;
-use crate::state::StepExecutionState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -30,14 +31,18 @@ pub async fn approvals(
     let list: Vec<Value> = state.inner.monitor.read(|s| {
         let view = caller.view(s);
         s.steps()
-            .filter(|st| st.execution_state == StepExecutionState::WaitingForApproval)
+            .filter(|st| st.execution_state.waits_for_a_person())
             .filter(|st| view.sees_task(&st.task_id))
             .map(|st| {
                 let mut item = json!({
                     "step_id": st.step_id, "agent_id": st.agent_id, "task_id": st.task_id,
                     "stage_id": st.stage_id, "step_intention": st.step_intention,
                 });
-                for (key, kind) in [("waiting_for_approval", "tool_call"), (plan_check::KEY, "plan")] {
+                for (key, kind) in [
+                    ("waiting_for_approval", "tool_call"),
+                    (plan_check::KEY, "plan"),
+                    (params::KEY, "params"),
+                ] {
                     if let Some(Value::Object(req)) =
                         st.execute_result.as_ref().and_then(|r| r.get(key))
                     {
@@ -106,6 +111,27 @@ pub async fn approve(
         }
     };
     give(&state, &caller, id, verdict).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamsBody {
+    pub values: Value,
+}
+
+/// `POST /api/step/{id}/params {values}`: the fields a call waiting for parameters asked for.
+pub async fn fill_params(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<StepId>,
+    ApiJson(body): ApiJson<ParamsBody>,
+) -> Result<Json<Value>, AppError> {
+    if !body.values.is_object() {
+        return Err(AppError::BadRequest(
+            "values must be a JSON object of the fields asked for".into(),
+        ));
+    }
+    give(&state, &caller, id, Verdict::FillParams { values: body.values }).await
 }
 
 /// `POST /api/step/{id}/reject`.

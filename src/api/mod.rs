@@ -242,6 +242,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
     },
     ApiRoute {
         method: "POST",
+        path: "/api/step/{id}/params",
+        example: "/api/step/no-such-step/params",
+        handler: || post(approvals::fill_params),
+    },
+    ApiRoute {
+        method: "POST",
         path: "/api/step/{id}/reject",
         example: "/api/step/no-such-step/reject",
         handler: || post(approvals::reject),

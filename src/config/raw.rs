@@ -147,6 +147,8 @@ pub struct RawApproval {
     pub auto_run_up_to: AutoRunLevel,
     #[serde(default)]
     pub check_plans: bool,
+    #[serde(default)]
+    pub ask_for_params: bool,
 }
 
 fn never_asks() -> AutoRunLevel {
@@ -173,6 +175,7 @@ impl From<RawApproval> for crate::policy::ApprovalPolicy {
                 AutoRunLevel::None => None,
             },
             check_plans: r.check_plans,
+            ask_for_params: r.ask_for_params,
         }
     }
 }

@@ -244,6 +244,30 @@ impl McpClient {
         tool: &str,
         arguments: &Map<String, Value>,
     ) -> Result<Value, McpError> {
+        self.check_tool_call(server, tool, arguments).await?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+        let result = self
+            .request(server, |peer| async move { peer.call_tool(params).await })
+            .await?;
+        let json = to_json(&result);
+        if result.is_error == Some(true) {
+            return Err(McpError::ToolFailed {
+                server: server.into(),
+                tool: tool.into(),
+                message: text_of(&json["content"]),
+            });
+        }
+        Ok(json)
+    }
+
+    /// Whether the server has `tool` and `arguments` fit its input schema (see
+    /// `mcp::schema`), without calling it.
+    pub async fn check_tool_call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<(), McpError> {
         let mut description = self.description(server, false).await?;
         if !description.schemas.contains_key(tool) {
             // The server's tools may have changed since they were cached: look once more.
@@ -260,20 +284,7 @@ impl McpClient {
             server: server.into(),
             tool: tool.into(),
             reason,
-        })?;
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
-        let result = self
-            .request(server, |peer| async move { peer.call_tool(params).await })
-            .await?;
-        let json = to_json(&result);
-        if result.is_error == Some(true) {
-            return Err(McpError::ToolFailed {
-                server: server.into(),
-                tool: tool.into(),
-                message: text_of(&json["content"]),
-            });
-        }
-        Ok(json)
+        })
     }
 
     async fn description(&self, server: &str, refresh: bool) -> Result<Arc<Description>, McpError> {

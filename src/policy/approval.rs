@@ -9,7 +9,8 @@ use serde_json::Value;
 
 /// `tool_approval: {auto_run_up_to: low | medium | high | none, check_plans: bool}`: calls
 /// up to that risk run without asking; `none` asks for every call; `high` (the default) never
-/// asks. With `check_plans`, each plan of a planning step waits for a person's check.
+/// asks. With `check_plans`, each plan of a planning step waits for a person's check; with
+/// `ask_for_params`, a call refused for its arguments waits for a person to fill them in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalPolicy {
     /// `None`: every call waits for a person.
@@ -17,6 +18,9 @@ pub struct ApprovalPolicy {
     /// A person confirms, edits or rejects the agent's plans before they run.
     #[serde(default)]
     pub check_plans: bool,
+    /// A tool call refused for bad or missing arguments waits for a person to fill them in.
+    #[serde(default)]
+    pub ask_for_params: bool,
 }
 
 impl Default for ApprovalPolicy {
@@ -24,6 +28,7 @@ impl Default for ApprovalPolicy {
         ApprovalPolicy {
             auto_run_up_to: Some(Risk::High),
             check_plans: false,
+            ask_for_params: false,
         }
     }
 }

@@ -176,14 +176,14 @@ impl AgentState {
 
     /// idle / working / waiting, derived from the queue and the lock.
     pub fn derive_working_state(&self) -> WorkingState {
-        use super::StepExecutionState::{Running, WaitingForApproval};
+        use super::StepExecutionState::Running;
         let current = self
             .agent_step
             .steps()
             .iter()
             .map(|s| s.execution_state)
-            .find(|s| matches!(s, Running | WaitingForApproval));
-        if current == Some(WaitingForApproval) {
+            .find(|s| *s == Running || s.waits_for_a_person());
+        if current.is_some_and(|s| s.waits_for_a_person()) {
             WorkingState::Waiting
         } else if current.is_some() {
             WorkingState::Working

@@ -34,13 +34,23 @@ pub enum StepExecutionState {
     Init,
     Pending,
     Running,
-    /// A tool call waits for a person's approval (see `agent::approval`).
+    /// A tool call or a plan waits for a person's approval (see `agent::approval`).
     WaitingForApproval,
+    /// A tool call waits for a person to fill in arguments (see `agent::params`).
+    WaitingForParam,
     Finished,
     Failed,
 }
 
 impl StepExecutionState {
+    /// Held until a person decides (an approval, a plan check, parameters to fill).
+    pub fn waits_for_a_person(self) -> bool {
+        matches!(
+            self,
+            StepExecutionState::WaitingForApproval | StepExecutionState::WaitingForParam
+        )
+    }
+
     pub fn is_over(self) -> bool {
         matches!(
             self,

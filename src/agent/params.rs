@@ -1,0 +1,245 @@
+//! Missing parameters (seed 000's is_param_error, get_missing_param, STEP_WAITING_FOR_PARAM,
+//! fill_params): with `tool_approval.ask_for_params`, a tool call refused for bad or missing
+//! arguments does not fail; the step waits (`waiting_for_param`) while a person is asked for
+//! exactly those fields, in a form made from the tool's JSON schema. Their values, checked
+//! against the form, go into the arguments and the call is made again (through the same risk
+//! check as any call).
+
+use super::approval::VerdictError;
+use super::ask::{Ask, AskField, FieldKind};
+use crate::event::StepUpdate;
+use crate::ids::{AgentId, StepId};
+use crate::mcp::McpCall;
+use crate::state::{AgentState, StepExecutionState, StepState};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// The key of a parameter request in its step's `execute_result`.
+pub const KEY: &str = "waiting_for_param";
+
+/// What a person is asked to fill in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamRequest {
+    pub server: String,
+    pub tool: String,
+    /// The arguments as the agent wrote them.
+    pub arguments: Value,
+    /// Why the call was refused.
+    pub reason: String,
+    /// The fields to fill, as a form (`agent::ask`).
+    pub form: Ask,
+}
+
+impl ParamRequest {
+    /// The request waiting on `step`, if one does.
+    pub fn of(step: &StepState) -> Option<ParamRequest> {
+        let v = step.execute_result.as_ref()?.get(KEY)?;
+        serde_json::from_value(v.clone()).ok()
+    }
+}
+
+/// The request for a call of `tool` refused for `reason`: a form of the schema's required
+/// fields left out and the fields the reason names. `None` when no field can be named (then
+/// the call just fails, and the agent decides).
+pub fn param_request(
+    server: &str,
+    tool: &str,
+    arguments: &Map<String, Value>,
+    schema: &Value,
+    reason: &str,
+) -> Option<ParamRequest> {
+    let properties = schema.get("properties")?.as_object()?;
+    let empty = |k: &str| match arguments.get(k) {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.trim().is_empty(),
+        _ => false,
+    };
+    let mut keys: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|k| properties.contains_key(*k) && empty(k))
+        .map(str::to_owned)
+        .collect();
+    // Names in backticks (`path`, `opts.depth`): the top-level field they belong to.
+    for named in reason.split('`').skip(1).step_by(2) {
+        let top = named.split(['.', '[']).next().unwrap_or_default();
+        if properties.contains_key(top) && !keys.iter().any(|k| k == top) {
+            keys.push(top.to_owned());
+        }
+    }
+    let fields: Vec<AskField> = keys
+        .iter()
+        .take(super::ask::MAX_CHOICES)
+        .map(|k| field(k, &properties[k]))
+        .collect();
+    let form = Ask::Form { fields };
+    form.check().ok()?;
+    Some(ParamRequest {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+        arguments: Value::Object(arguments.clone()),
+        reason: reason.to_owned(),
+        form,
+    })
+}
+
+/// A form field for the schema property `key`.
+fn field(key: &str, prop: &Value) -> AskField {
+    let options: Vec<String> = prop
+        .get("enum")
+        .and_then(Value::as_array)
+        .map(|e| e.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    let kind = match prop.get("type").and_then(Value::as_str) {
+        _ if options.len() >= 2 => FieldKind::Select,
+        Some("number" | "integer") => FieldKind::Number,
+        Some("boolean") => FieldKind::Boolean,
+        _ => FieldKind::Text,
+    };
+    let label: String = prop
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or(key)
+        .chars()
+        .take(200)
+        .collect();
+    AskField {
+        key: key.to_owned(),
+        label,
+        kind,
+        required: true,
+        options: if kind == FieldKind::Select { options } else { Vec::new() },
+        min: prop.get("minimum").and_then(Value::as_f64),
+        max: prop.get("maximum").and_then(Value::as_f64),
+    }
+}
+
+/// Puts the step `id` on hold for `req` (state `waiting_for_param`).
+pub fn await_params(agent: &mut AgentState, id: &StepId, req: &ParamRequest) {
+    agent.update_step(
+        id,
+        StepUpdate {
+            execution_state: Some(StepExecutionState::WaitingForParam),
+            execute_result: Some(json!({ KEY: req })),
+            ..Default::default()
+        },
+    );
+}
+
+/// The message that tells a person which fields to fill.
+pub fn params_notice(step: &StepState, req: &ParamRequest) -> String {
+    format!(
+        "Parameters needed: agent `{}` called `{}` on MCP server `{}` (step {}, \"{}\") and \
+         the call was refused: {}.\n{}\nFill them in the console, or with POST \
+         /api/step/{}/params {{values}}; or reject the call with /reject.",
+        step.agent_id,
+        req.tool,
+        req.server,
+        step.step_id,
+        step.step_intention,
+        req.reason,
+        req.form.describe(),
+        step.step_id,
+    )
+}
+
+/// `by` fills the fields of the request waiting on `step` with `values` (a JSON object):
+/// checked against the form, merged into the arguments, and the call to make again.
+pub fn fill_params(
+    agent: &mut AgentState,
+    step: &StepState,
+    by: &AgentId,
+    values: &Value,
+) -> Result<McpCall, VerdictError> {
+    let req = ParamRequest::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
+    let filled = req
+        .form
+        .answer(&values.to_string())
+        .map_err(VerdictError::BadParams)?;
+    let filled: Map<String, Value> = serde_json::from_str(&filled).unwrap_or_default();
+    let mut arguments = req.arguments.as_object().cloned().unwrap_or_default();
+    for (k, v) in &filled {
+        arguments.insert(k.clone(), json_text(v));
+    }
+    let keys: Vec<&String> = filled.keys().collect();
+    agent.update_step(
+        &step.step_id,
+        StepUpdate {
+            execution_state: Some(StepExecutionState::Running),
+            instruction_content: Some(json!({ "tool_name": req.tool, "arguments": arguments })),
+            execute_result: Some(json!({ "params_filled": { "by": by, "fields": keys } })),
+            ..Default::default()
+        },
+    );
+    Ok(McpCall::Tool {
+        name: req.tool,
+        arguments,
+    })
+}
+
+/// A text field whose text is JSON (an array or object a person typed) as that JSON.
+fn json_text(v: &Value) -> Value {
+    match v {
+        Value::String(s) if s.starts_with(['[', '{']) => {
+            serde_json::from_str(s).unwrap_or_else(|_| v.clone())
+        }
+        _ => v.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StageRef;
+    use crate::state::Executor;
+
+    fn schema() -> Value {
+        json!({"type": "object", "required": ["path", "content"], "properties": {
+            "path": {"type": "string", "description": "Where to write"},
+            "content": {"type": "string"},
+            "mode": {"type": "string", "enum": ["create", "overwrite"]},
+            "tags": {"type": "array"},
+        }})
+    }
+
+    #[test]
+    fn the_form_asks_for_the_required_fields_left_out_and_the_ones_named() {
+        let mut args = Map::new();
+        args.insert("path".into(), json!("a.txt"));
+        let req = param_request("ws", "write_file", &args, &schema(), "missing required argument `content`; argument `mode` must be one of").unwrap();
+        let Ask::Form { fields } = &req.form else { panic!() };
+        let keys: Vec<&str> = fields.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(keys, ["content", "mode"]);
+        assert_eq!(fields[1].kind, FieldKind::Select);
+        assert_eq!(fields[1].options, ["create", "overwrite"]);
+        // Nothing to ask for: no request.
+        let full: Map<String, Value> = serde_json::from_value(json!({"path": "a", "content": "b"})).unwrap();
+        assert!(param_request("ws", "write_file", &full, &schema(), "the server said no").is_none());
+    }
+
+    #[test]
+    fn filled_values_are_checked_merged_and_the_call_made_again() {
+        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+        let s = StepState::new("t".into(), StageRef::NoRelative, "w".into(), Executor::Tool("ws".into()), "write", "");
+        let id = s.step_id.clone();
+        a.add_steps(vec![s]);
+        a.start_next();
+        let args: Map<String, Value> = serde_json::from_value(json!({"path": "a.txt"})).unwrap();
+        let req = param_request("ws", "write_file", &args, &schema(), "missing required argument `content` and `tags`").unwrap();
+        await_params(&mut a, &id, &req);
+        let step = a.agent_step.get(&id).unwrap().clone();
+        assert_eq!(step.execution_state, StepExecutionState::WaitingForParam);
+        assert!(params_notice(&step, &req).contains("`content` (text, required)"));
+        let e = fill_params(&mut a, &step, &"op".into(), &json!({"content": " "})).unwrap_err();
+        assert!(e.to_string().contains("`content`: it is required"), "{e}");
+        let call = fill_params(&mut a, &step, &"op".into(), &json!({"content": "hi", "tags": "[\"x\"]"})).unwrap();
+        let McpCall::Tool { arguments, .. } = call else { panic!() };
+        assert_eq!(Value::Object(arguments), json!({"path": "a.txt", "content": "hi", "tags": ["x"]}));
+        let step = a.agent_step.get(&id).unwrap();
+        assert_eq!(step.execution_state, StepExecutionState::Running);
+        assert_eq!(step.execute_result.as_ref().unwrap()["params_filled"]["by"], "op");
+    }
+}
