@@ -124,6 +124,8 @@ async fn a_member_reads_and_posts_only_in_their_own_tasks_on_every_route() {
             let uri = route.path.replace("{id}", hidden);
             let body = if uri.ends_with("/reject") || uri.ends_with("/cancel") {
                 json!({"reason": "no"})
+            } else if uri.ends_with("/params") {
+                json!({"values": {"path": "x"}})
             } else {
                 json!({"args_hash": "x"})
             };
