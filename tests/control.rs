@@ -3,8 +3,15 @@
 //! (not waited for), the step fails saying so, and the agent is free for other work. Pausing
 //! an agent: it starts no step until resumed, then the work goes on. Retrying a running stage:
 //! a fresh copy with the same agents starts, and the old stage's call in flight is abandoned.
+//! Cancelling one step mid-LLM-call or mid-tool-call: it ends `cancelled` at once and its
+//! agent goes on.
 
-use cohort::actors::{CancelTask, GetAgentState, Host, PauseFor, RetryStage, start_team};
+#[path = "support/mcp.rs"]
+mod mcp;
+
+use cohort::actors::{
+    CancelStep, CancelStepFor, CancelTask, GetAgentState, Host, PauseFor, RetryStage, start_team,
+};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use cohort::state::StepState;
@@ -247,5 +254,151 @@ async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Cancels `step` of `agent` as the operator, then waits until it is `cancelled`; how long
+/// that took, and the step as the monitor shows it.
+async fn cancel_step(
+    team: &cohort::actors::Team,
+    agent: &str,
+    step: &cohort::ids::StepId,
+) -> (Duration, serde_json::Value) {
+    let asked = Instant::now();
+    let cancel = CancelStep {
+        step_id: step.clone(),
+        by: "operator".into(),
+        reason: "not this way".into(),
+    };
+    team.dispatcher
+        .send(CancelStepFor(agent.into(), cancel))
+        .await
+        .unwrap()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = team.monitor.get(StateKind::Step, step.as_str()).unwrap();
+        if s["execution_state"] == "cancelled" {
+            return (asked.elapsed(), s);
+        }
+        assert!(Instant::now() < deadline, "never cancelled: {s:#}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix::test]
+async fn cancelling_a_step_mid_llm_call_ends_it_at_once_and_its_agent_goes_on() {
+    let (dir, team, draft) = draft_running("cancel-step").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (took, s) = cancel_step(&team, "writer", &draft.step_id).await;
+    assert!(took < Duration::from_secs(10), "the minute-long call was not waited for");
+    assert_eq!(s["execute_result"]["cancelled"]["by"], "operator");
+    assert_eq!(s["execute_result"]["cancelled"]["reason"], "not this way");
+    // Cancelling it again is refused: it is over.
+    let again = CancelStep {
+        step_id: draft.step_id.clone(),
+        by: "operator".into(),
+        reason: String::new(),
+    };
+    let refused = team
+        .dispatcher
+        .send(CancelStepFor("writer".into(), again))
+        .await
+        .unwrap();
+    assert!(refused.unwrap_err().to_string().contains("cancelled already"));
+    // The writer goes on with its next step in the stage (the task is still open).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let later = team.monitor.read(|s| {
+            s.steps().any(|st| {
+                st.agent_id.as_str() == "writer"
+                    && st.task_id == draft.task_id
+                    && st.step_id != draft.step_id
+                    && st.execution_state != cohort::state::StepExecutionState::Init
+                    && !st.step_intention.contains("Plan")
+                    && st.execution_state != cohort::state::StepExecutionState::Cancelled
+            })
+        });
+        if later {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the writer did not go on");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let task = team.monitor.get(StateKind::Task, draft.task_id.as_str()).unwrap();
+    assert_ne!(task["execution_state"], "cancelled", "only the step was cancelled");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[actix::test]
+async fn cancelling_a_step_mid_tool_call_abandons_the_call() {
+    // The tools example, its clerk calling server-everything's minute-long operation.
+    let dir = std::env::temp_dir().join(format!("cohort-control-tool-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["servers", "workspace"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::copy("examples/tools/servers/workspace.yaml", dir.join("servers/workspace.yaml"))
+        .unwrap();
+    let js = mcp::everything_js();
+    std::fs::write(
+        dir.join("servers/ev.yaml"),
+        format!(
+            "name: ev\ndescription: server-everything\ncommand: node\nargs: [\"{}\", stdio]\ntimeout_secs: 120\n",
+            js.display()
+        ),
+    )
+    .unwrap();
+    let team_yaml = std::fs::read_to_string("examples/tools/team.yaml").unwrap();
+    let team_yaml = team_yaml.replace("tools: [workspace]", "tools: [workspace, ev]");
+    std::fs::write(dir.join("team.yaml"), team_yaml).unwrap();
+    let script = std::fs::read_to_string("examples/tools/script.yaml").unwrap();
+    let long = r#"'<tool_instruction>{"tool_name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 1}}</tool_instruction>'"#;
+    let script = script
+        .replacen(r#""type": "tool", "executor": "workspace""#, r#""type": "tool", "executor": "ev""#, 1)
+        .replacen(r#"'<tool_instruction>{"instruction_type": "get_description"}</tool_instruction>'"#, long, 1);
+    std::fs::write(dir.join("script.yaml"), script).unwrap();
+
+    let cfg = load_team(&dir.join("team.yaml")).unwrap();
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    team.submit_goal(None, "Write a greeting file").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let call = loop {
+        let running = team.monitor.read(|s| {
+            s.steps()
+                .find(|st| {
+                    st.executor.name() == "ev"
+                        && st.execution_state == cohort::state::StepExecutionState::Running
+                })
+                .cloned()
+        });
+        if let Some(step) = running {
+            break step;
+        }
+        assert!(Instant::now() < deadline, "the long call never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (took, s) = cancel_step(&team, "clerk", &call.step_id).await;
+    assert!(took < Duration::from_secs(10), "the minute-long call was not waited for");
+    assert!(s["execute_result"]["error"].as_str().unwrap().contains("cancelled by `operator`"));
+    // The clerk decides how to go on after the call (its tool_decision step follows).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let next = team.monitor.read(|s| {
+            s.steps().any(|st| {
+                st.agent_id.as_str() == "clerk"
+                    && st.executor.name() == "tool_decision"
+                    && st.execution_state != cohort::state::StepExecutionState::Init
+            })
+        });
+        if next {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the clerk did not go on");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    team.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -64,6 +64,8 @@ pub struct AgentActor {
     in_flight: Option<(StepId, SpawnHandle)>,
 }
 
+#[path = "agent_cancel.rs"]
+mod cancel;
 #[path = "agent_control.rs"]
 mod control;
 #[path = "agent_human.rs"]
@@ -74,6 +76,7 @@ mod tool_loop;
 mod tools;
 #[path = "agent_waits.rs"]
 mod waits;
+pub use cancel::CancelStep;
 pub use control::{Decide, SetPaused};
 pub use human::{HumanSend, SendRefused};
 

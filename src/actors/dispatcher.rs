@@ -64,7 +64,7 @@ impl Handler<PauseFor> for Dispatcher {
 #[rtype(result = "Result<(), ControlRefused>")]
 pub struct DecideFor(pub AgentId, pub Decide);
 
-/// Why a person's control (a verdict, a pause) reached no agent or was refused.
+/// Why a person's control (a verdict, a pause, a cancel) reached no agent or was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlRefused {
     #[error("no agent `{0}`")]
@@ -73,6 +73,27 @@ pub enum ControlRefused {
     Unreachable(AgentId, String),
     #[error(transparent)]
     Refused(#[from] crate::agent::approval::VerdictError),
+    #[error(transparent)]
+    NotCancelled(#[from] crate::agent::cancel::CancelError),
+}
+
+/// A person cancels one agent's step; `Err` says why nothing was cancelled.
+#[derive(Message)]
+#[rtype(result = "Result<(), ControlRefused>")]
+pub struct CancelStepFor(pub AgentId, pub super::CancelStep);
+
+impl Handler<CancelStepFor> for Dispatcher {
+    type Result = ResponseFuture<Result<(), ControlRefused>>;
+    fn handle(&mut self, CancelStepFor(agent, c): CancelStepFor, _: &mut Context<Self>) -> Self::Result {
+        let to = self.controls.get(&agent).cloned();
+        Box::pin(async move {
+            let to = to.ok_or_else(|| ControlRefused::NoAgent(agent.clone()))?;
+            match to.send(c).await {
+                Ok(r) => Ok(r?),
+                Err(e) => Err(ControlRefused::Unreachable(agent, e.to_string())),
+            }
+        })
+    }
 }
 
 impl Handler<DecideFor> for Dispatcher {

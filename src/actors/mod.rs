@@ -9,9 +9,9 @@ mod supervisor;
 mod sync_state;
 mod system;
 
-pub use agent::{AgentActor, AgentTools, Decide, Deliver, GetAgentState, HumanSend, SendRefused, SetPaused};
+pub use agent::{AgentActor, AgentTools, CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused, SetPaused};
 pub use dispatcher::{
-    ControlRefused, DecideFor, Dispatcher, PauseFor, Register, RegisterControl, Route,
+    CancelStepFor, ControlRefused, DecideFor, Dispatcher, PauseFor, Register, RegisterControl, Route,
 };
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};

@@ -24,7 +24,7 @@ pub struct StepCompletion {
 
 impl StepCompletion {
     /// The step left the agent while its call ran (nothing to record, nothing to apply).
-    fn vanished() -> Self {
+    pub(super) fn vanished() -> Self {
         StepCompletion {
             output: ExecuteOutput::default(),
             failure: Some("step vanished".into()),
@@ -139,7 +139,7 @@ const STAGE_ENDED: &str = "its stage or task ended (finished or cancelled) while
 
 /// What every ending of a step starts from: the step, an empty output from this agent, and
 /// the waits the agent held before (to tell which ones the step took).
-fn opening(
+pub(super) fn opening(
     agent: &AgentState,
     step_id: &StepId,
 ) -> Option<(StepState, ExecuteOutput, Vec<WaitId>)> {
@@ -261,7 +261,7 @@ pub fn complete_tool_loop(
 
 /// The part every step shares once its result is recorded: the agent's state in the stage
 /// (and whether it is stuck there), the shared-info line, and the waits it took.
-fn finish_output(
+pub(super) fn finish_output(
     agent: &mut AgentState,
     step: &StepState,
     stage_state: StageAgentState,
@@ -384,7 +384,7 @@ fn unusable(e: &skills::SkillError, cut_off: bool) -> String {
     }
 }
 
-fn result_update(result: serde_json::Value) -> StepUpdate {
+pub(super) fn result_update(result: serde_json::Value) -> StepUpdate {
     StepUpdate {
         execute_result: Some(result),
         ..Default::default()

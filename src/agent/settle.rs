@@ -31,6 +31,8 @@ pub struct Settle {
     step_chars: usize,
     /// Its plan waits for a person's check: the step closes waiting, not finished.
     awaits_check: bool,
+    /// Who cancelled it and why, when a person did: it closes cancelled, not failed.
+    cancelled: Option<Value>,
 }
 
 impl Settle {
@@ -65,6 +67,11 @@ impl Settle {
                 .execute_result
                 .as_ref()
                 .is_some_and(|r| r.get(super::plan_check::KEY).is_some()),
+            cancelled: step
+                .execute_result
+                .as_ref()
+                .and_then(|r| r.get("cancelled"))
+                .cloned(),
         })
     }
 
@@ -105,9 +112,16 @@ impl Settle {
                 if let Some(r) = &self.reasked {
                     result["reasked"] = r.clone();
                 }
+                if let Some(c) = &self.cancelled {
+                    result["cancelled"] = c.clone();
+                }
                 crate::state::cap_value(&mut result, self.step_chars);
                 StepUpdate {
-                    execution_state: Some(StepExecutionState::Failed),
+                    execution_state: Some(if self.cancelled.is_some() {
+                        StepExecutionState::Cancelled
+                    } else {
+                        StepExecutionState::Failed
+                    }),
                     execute_result: Some(result),
                     ..Default::default()
                 }

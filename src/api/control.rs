@@ -1,14 +1,16 @@
 //! An operator's control over the team's work: `POST /api/task/{id}/cancel {reason?}` stops a
 //! task (it and its open stages become `cancelled`; its agents drop its work and abandon calls
-//! in flight for it; 409 for a task already over or the base task), and
+//! in flight for it; 409 for a task already over or the base task),
+//! `POST /api/step/{id}/cancel {reason?}` stops one step (409 if it is over), and
 //! `POST /api/agent/{id}/pause` / `resume` holds an agent's next steps, and
 //! `POST /api/stage/{id}/retry` starts a running stage afresh with the same agents (409 for a
 //! stage not running). 404 for what the caller cannot see, 403 for a member.
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
-use crate::actors::{CancelTask, PauseFor, RetryStage};
-use crate::ids::{AgentId, StageId, TaskId};
+use crate::actors::{CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, RetryStage};
+use crate::agent::cancel::CancelError;
+use crate::ids::{AgentId, StageId, StepId, TaskId};
 use crate::sync::SyncError;
 use axum::Json;
 use axum::extract::State;
@@ -21,6 +23,45 @@ use serde_json::{Value, json};
 pub struct CancelBody {
     #[serde(default)]
     pub reason: String,
+}
+
+/// `POST /api/step/{id}/cancel {reason?}`: the step ends `cancelled` (a call in flight for it
+/// is abandoned); 409 for a step already over.
+pub async fn cancel_step(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<StepId>,
+    ApiJson(body): ApiJson<CancelBody>,
+) -> Result<Json<Value>, AppError> {
+    let agent = state.inner.monitor.read(|s| {
+        let view = caller.view(s);
+        s.step(&id)
+            .filter(|st| view.sees_task(&st.task_id))
+            .map(|st| st.agent_id.clone())
+    });
+    let agent = agent.ok_or_else(|| AppError::NotFound(format!("no step `{id}`")))?;
+    caller.must_be_operator("cancels a step")?;
+    let cancel = CancelStep {
+        step_id: id.clone(),
+        by: caller.0.clone(),
+        reason: body.reason,
+    };
+    let answer = state
+        .inner
+        .dispatcher
+        .send(CancelStepFor(agent, cancel))
+        .await
+        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
+    match answer {
+        Ok(()) => Ok(Json(json!({ "success": true, "step_id": id }))),
+        Err(ControlRefused::NotCancelled(e @ CancelError::Over(..))) => {
+            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
+        }
+        Err(e @ (ControlRefused::NoAgent(_) | ControlRefused::NotCancelled(_))) => {
+            Err(AppError::NotFound(e.to_string()))
+        }
+        Err(e) => Err(AppError::Unavailable(e.to_string())),
+    }
 }
 
 /// `POST /api/task/{id}/cancel`.

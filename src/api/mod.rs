@@ -254,6 +254,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
     },
     ApiRoute {
         method: "POST",
+        path: "/api/step/{id}/cancel",
+        example: "/api/step/no-such-step/cancel",
+        handler: || post(control::cancel_step),
+    },
+    ApiRoute {
+        method: "POST",
         path: "/api/task/{id}/cancel",
         example: "/api/task/no-such-task/cancel",
         handler: || post(control::cancel_task),

@@ -263,6 +263,10 @@ fn apply_step_change(agent: &mut AgentState, c: &StepChange) -> Vec<StepState> {
         StepChange::Updated {
             step_id, update, ..
         } => {
+            // A step that is over is never queued (a queued step a person cancelled).
+            if update.execution_state.is_some_and(|v| v.is_over()) {
+                agent.agent_step.unqueue(step_id);
+            }
             if let Some(s) = agent.agent_step.get_mut(step_id) {
                 if let Some(v) = update.execution_state {
                     s.execution_state = v;

@@ -151,6 +151,13 @@ impl AgentStep {
         self.step_list.insert(at, step);
     }
 
+    /// The step leaves the queue without running.
+    pub(crate) fn unqueue(&mut self, id: &StepId) {
+        if self.todo.contains(id) {
+            self.todo.retain(|t| t != id);
+        }
+    }
+
     /// The step leaves the queue and runs.
     pub(crate) fn start(&mut self, id: &StepId) {
         if self.todo.front() == Some(id) {

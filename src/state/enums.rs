@@ -40,6 +40,8 @@ pub enum StepExecutionState {
     WaitingForParam,
     Finished,
     Failed,
+    /// A person cancelled it (see `agent::cancel`).
+    Cancelled,
 }
 
 impl StepExecutionState {
@@ -54,7 +56,9 @@ impl StepExecutionState {
     pub fn is_over(self) -> bool {
         matches!(
             self,
-            StepExecutionState::Finished | StepExecutionState::Failed
+            StepExecutionState::Finished
+                | StepExecutionState::Failed
+                | StepExecutionState::Cancelled
         )
     }
 }

@@ -1,0 +1,103 @@
+//! A person cancels one step (seed 000's STEP_CANCEL): queued, running, or waiting for a
+//! person. It closes `cancelled` with who cancelled it and why (its result's `cancelled`); a call in flight for it is
+//! abandoned by the actor; a sender waiting for its reply gets its wait id back; and an agent
+//! left with nothing to run in the stage decides how to go on, as after a failure.
+
+use super::complete::{StepCompletion, finish_output, opening, result_update};
+use crate::ids::{AgentId, StepId};
+use crate::state::{AgentState, Executor, StageAgentState, StepExecutionState};
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CancelError {
+    #[error("agent `{0}` has no step `{1}`")]
+    NoStep(AgentId, StepId),
+    #[error("step `{0}` is {1} already")]
+    Over(StepId, StepExecutionState),
+}
+
+/// Why a cancelled step ended, as its result says.
+pub fn cancel_reason(by: &AgentId, reason: &str) -> String {
+    match reason.trim() {
+        "" => format!("cancelled by `{by}`"),
+        r => format!("cancelled by `{by}`: {r}"),
+    }
+}
+
+/// Whether step `id` of `agent` may be cancelled.
+pub fn check_cancel(agent: &AgentState, id: &StepId) -> Result<(), CancelError> {
+    let step = agent
+        .agent_step
+        .get(id)
+        .ok_or_else(|| CancelError::NoStep(agent.agent_id.clone(), id.clone()))?;
+    if step.execution_state.is_over() {
+        return Err(CancelError::Over(id.clone(), step.execution_state));
+    }
+    Ok(())
+}
+
+/// Marks step `id` cancelled by `by` (it leaves the queue); the reason.
+pub fn mark_cancelled(agent: &mut AgentState, id: &StepId, by: &AgentId, reason: &str) -> String {
+    let why = cancel_reason(by, reason);
+    let mut update =
+        result_update(json!({ "error": why, "cancelled": { "by": by, "reason": reason.trim() } }));
+    update.execution_state = Some(StepExecutionState::Cancelled);
+    agent.update_step(id, update);
+    why
+}
+
+/// Ends step `id` as cancelled by `by` (check it with [`check_cancel`] first): its result
+/// says so, and the completion goes to SyncState like any step's end.
+pub fn cancel_step(agent: &mut AgentState, id: &StepId, by: &AgentId, reason: &str) -> StepCompletion {
+    let Some((step, output, lock_before)) = opening(agent, id) else {
+        return StepCompletion::vanished();
+    };
+    if matches!(step.executor, Executor::Tool(_)) {
+        // A tool call ends as any call does, so a tool_decision step follows and the agent
+        // decides how to go on with the tool.
+        let completion = super::complete_tool_step(agent, id, Err(cancel_reason(by, reason)));
+        mark_cancelled(agent, id, by, reason);
+        return completion;
+    }
+    // The step's result names who cancelled it: its closing (`Settle`) keeps that and closes
+    // it `cancelled`.
+    let why = mark_cancelled(agent, id, by, reason);
+    finish_output(
+        agent,
+        &step,
+        StageAgentState::Working,
+        Some(why),
+        output,
+        &lock_before,
+        true,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{StageId, StageRef};
+    use crate::state::{Skill, StepState};
+
+    #[test]
+    fn a_cancelled_step_says_who_and_why_and_an_ended_one_cannot_be() {
+        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "".into());
+        a.skills = vec![Skill::Think, Skill::Decision];
+        let (task, stage) = (crate::ids::TaskId::from("t"), StageId::from("s"));
+        a.open_goal(&task, &stage);
+        let s = StepState::new(task, StageRef::Stage(stage), "w".into(), Executor::Skill(Skill::Think), "think", "");
+        let id = s.step_id.clone();
+        a.add_steps(vec![s]);
+        check_cancel(&a, &id).unwrap();
+        let c = cancel_step(&mut a, &id, &"op".into(), " wrong idea ");
+        assert_eq!(c.failure.as_deref(), Some("cancelled by `op`: wrong idea"));
+        let step = a.agent_step.get(&id).unwrap();
+        assert_eq!(step.execute_result.as_ref().unwrap()["cancelled"]["by"], "op");
+        // Nothing else was planned: the agent decides how to go on.
+        let next: Vec<&StepState> = a.agent_step.todo().map(|i| a.agent_step.get(i).unwrap()).collect();
+        assert_eq!(next.len(), 1, "the cancelled step left the queue");
+        assert_eq!(next[0].executor, Executor::Skill(Skill::Decision));
+        assert!(next[0].text_content.contains("cancelled by `op`"));
+        assert_eq!(check_cancel(&a, &"nope".into()), Err(CancelError::NoStep("w".into(), "nope".into())));
+    }
+}
