@@ -101,6 +101,11 @@ pub enum Instruction {
     FinishTask {
         task_id: TaskId,
     },
+    /// An operator paused (or resumed) the task: start none of its steps until resumed.
+    PauseTask {
+        task_id: TaskId,
+        paused: bool,
+    },
     UpdateWorkingMemory {
         task_id: TaskId,
         stage_id: Option<StageRef>,

@@ -402,3 +402,85 @@ async fn cancelling_a_step_mid_tool_call_abandons_the_call() {
     team.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[actix::test]
+async fn a_paused_task_starts_no_step_until_it_is_resumed() {
+    use cohort::actors::PauseTask;
+    use cohort::state::StepExecutionState::{Init, Running};
+    let cfg = load_team(Path::new("examples/quickstart/team.yaml")).unwrap();
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    team.submit_goal(None, "Write a haiku about autumn rain")
+        .await
+        .unwrap();
+    // Paused as soon as it exists.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let task = loop {
+        let t = team
+            .monitor
+            .read(|s| s.tasks.keys().find(|t| **t != team.base_task).cloned());
+        if let Some(t) = t {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "no task was created");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    let pause = |paused| PauseTask {
+        task_id: task.clone(),
+        by: "operator".into(),
+        paused,
+    };
+    team.sync.send(pause(true)).await.unwrap().unwrap();
+    // Once every agent of the task was told, and the steps that were running are done,
+    // nothing of the task moves.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let told = team.monitor.read(|s| {
+            s.tasks[&task]
+                .task_group
+                .iter()
+                .all(|a| s.agents[a].paused_tasks.contains(&task))
+        });
+        if told {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the task's agents were never told");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let started = || {
+        team.monitor.read(|s| {
+            let steps: Vec<_> = s.steps().filter(|st| st.task_id == task).collect();
+            let running = steps.iter().any(|st| st.execution_state == Running);
+            let moved = steps.iter().filter(|st| st.execution_state != Init).count();
+            (running, moved)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while started().0 {
+        assert!(Instant::now() < deadline, "a step of the paused task kept running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let before = started().1;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(started(), (false, before), "a step of the paused task started");
+    let t = team.monitor.get(StateKind::Task, task.as_str()).unwrap();
+    assert_eq!(t["paused"], true);
+    assert_ne!(t["execution_state"], "finished");
+    let manager = team.monitor.get(StateKind::Agent, "manager").unwrap();
+    assert_eq!(manager["paused_tasks"], serde_json::json!([task]));
+
+    team.sync.send(pause(false)).await.unwrap().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let t = team.monitor.get(StateKind::Task, task.as_str()).unwrap();
+        if t["execution_state"] == "finished" {
+            assert!(t.get("paused").is_none_or(|p| p == false), "{t}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the task never finished after the resume");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A task that is over cannot be paused.
+    let over = team.sync.send(pause(true)).await.unwrap();
+    assert!(over.is_err());
+}

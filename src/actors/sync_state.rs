@@ -210,6 +210,24 @@ impl Handler<CancelTask> for SyncStateActor {
     }
 }
 
+/// A person pauses (or resumes) a task (see `SyncCore::pause_task`).
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct PauseTask {
+    pub task_id: crate::ids::TaskId,
+    pub by: crate::ids::AgentId,
+    pub paused: bool,
+}
+
+impl Handler<PauseTask> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, p: PauseTask, ctx: &mut Context<Self>) -> Self::Result {
+        let applied = self.core.pause_task(&p.task_id, &p.by, p.paused)?;
+        self.effect(applied, Vec::new(), ctx);
+        Ok(())
+    }
+}
+
 /// A person retries a task's running stage (see `SyncCore::operator_retry_stage`).
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]

@@ -137,6 +137,11 @@ fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState>
             note(agent, format!("Task {task_id} is finished."));
             agent.finish_task(&task_id, "its task was finished")
         }
+        Instruction::PauseTask { task_id, paused } => {
+            let what = if paused { "paused" } else { "resumed" };
+            note(agent, format!("Task {task_id} was {what} by an operator."));
+            Vec::new()
+        }
         Instruction::UpdateWorkingMemory { task_id, stage_id } => {
             agent.note_working_memory(task_id, stage_id);
             Vec::new()

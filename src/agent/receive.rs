@@ -193,6 +193,10 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             agent.finish_stage(&task, &StageRef::Stage(stage_id), "its stage was finished")
         }
         Instruction::FinishTask { task_id } => agent.finish_task(&task_id, "its task was finished"),
+        Instruction::PauseTask { task_id, paused } => {
+            agent.set_task_paused(&task_id, paused);
+            Vec::new()
+        }
         Instruction::UpdateWorkingMemory { task_id, stage_id } => {
             agent.note_working_memory(task_id, stage_id);
             Vec::new()

@@ -1,14 +1,17 @@
 //! An operator's control over the team's work: `POST /api/task/{id}/cancel {reason?}` stops a
 //! task (it and its open stages become `cancelled`; its agents drop its work and abandon calls
 //! in flight for it; 409 for a task already over or the base task),
-//! `POST /api/step/{id}/cancel {reason?}` stops one step (409 if it is over), and
+//! `POST /api/step/{id}/cancel {reason?}` stops one step (409 if it is over),
+//! `POST /api/task/{id}/pause` / `resume` holds a task's steps (409 for a task over), and
 //! `POST /api/agent/{id}/pause` / `resume` holds an agent's next steps, and
 //! `POST /api/stage/{id}/retry` starts a running stage afresh with the same agents (409 for a
 //! stage not running). 404 for what the caller cannot see, 403 for a member.
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
-use crate::actors::{CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, RetryStage};
+use crate::actors::{
+    CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask, RetryStage,
+};
 use crate::agent::cancel::CancelError;
 use crate::ids::{AgentId, StageId, StepId, TaskId};
 use crate::sync::SyncError;
@@ -100,6 +103,59 @@ pub async fn cancel_task(
             StatusCode::UNPROCESSABLE_ENTITY,
             e.to_string(),
         )),
+    }
+}
+
+/// `POST /api/task/{id}/pause`.
+pub async fn pause_task(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<TaskId>,
+) -> Result<Json<Value>, AppError> {
+    set_task_paused(&state, &caller, id, true).await
+}
+
+/// `POST /api/task/{id}/resume`.
+pub async fn resume_task(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<TaskId>,
+) -> Result<Json<Value>, AppError> {
+    set_task_paused(&state, &caller, id, false).await
+}
+
+async fn set_task_paused(
+    state: &ApiState,
+    caller: &Caller,
+    id: TaskId,
+    paused: bool,
+) -> Result<Json<Value>, AppError> {
+    let seen = state
+        .inner
+        .monitor
+        .read(|s| caller.view(s).sees_task(&id) && s.tasks.contains_key(&id));
+    if !seen {
+        return Err(AppError::NotFound(format!("no task `{id}`")));
+    }
+    caller.must_be_operator("pauses or resumes a task")?;
+    let pause = PauseTask {
+        task_id: id.clone(),
+        by: caller.0.clone(),
+        paused,
+    };
+    let answer = state
+        .inner
+        .sync
+        .send(pause)
+        .await
+        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
+    match answer {
+        Ok(()) => Ok(Json(json!({ "success": true, "task_id": id, "paused": paused }))),
+        Err(e @ (SyncError::TaskOver(..) | SyncError::BaseTask)) => {
+            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
+        }
+        Err(e @ SyncError::UnknownTask(_)) => Err(AppError::NotFound(e.to_string())),
+        Err(e) => Err(AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())),
     }
 }
 

@@ -266,6 +266,18 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
     },
     ApiRoute {
         method: "POST",
+        path: "/api/task/{id}/pause",
+        example: "/api/task/no-such-task/pause",
+        handler: || post(control::pause_task),
+    },
+    ApiRoute {
+        method: "POST",
+        path: "/api/task/{id}/resume",
+        example: "/api/task/no-such-task/resume",
+        handler: || post(control::resume_task),
+    },
+    ApiRoute {
+        method: "POST",
         path: "/api/agent/{id}/pause",
         example: "/api/agent/manager/pause",
         handler: || post(control::pause_agent),

@@ -41,6 +41,7 @@ pub fn apply_task(task: &mut TaskState, c: &TaskChange) {
             task.shared_conversation_omitted += conv as u64;
         }
         TaskChange::Tokens { usage, .. } => task.token_usage.add(*usage),
+        TaskChange::Paused { paused, .. } => task.paused = *paused,
     }
 }
 
@@ -178,7 +179,22 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
             agent.persistent_memory.remove(key);
         }
         AgentChange::Tokens { usage, .. } => agent.token_usage.add(*usage),
-        AgentChange::Paused { paused, .. } => agent.paused = *paused,
+        AgentChange::Paused {
+            paused,
+            task_id: None,
+            ..
+        } => agent.paused = *paused,
+        AgentChange::Paused {
+            paused,
+            task_id: Some(t),
+            ..
+        } => {
+            if *paused {
+                agent.paused_tasks.insert(t.clone());
+            } else {
+                agent.paused_tasks.remove(t);
+            }
+        }
         AgentChange::GoalOpened {
             task_id, stage_id, ..
         } => {

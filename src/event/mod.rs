@@ -78,6 +78,11 @@ pub enum TaskChange {
         task_id: TaskId,
         usage: TokenUsage,
     },
+    /// An operator paused (or resumed) the task: its agents start none of its steps.
+    Paused {
+        task_id: TaskId,
+        paused: bool,
+    },
     /// A finished task left memory (retention); readers keep only the one-line summary.
     Evicted {
         task_id: TaskId,
@@ -161,10 +166,12 @@ pub enum AgentChange {
         agent_id: AgentId,
         usage: TokenUsage,
     },
-    /// An operator paused (or resumed) the agent.
+    /// An operator paused (or resumed) the agent, or only its work for one task.
     Paused {
         agent_id: AgentId,
         paused: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<TaskId>,
     },
     /// The agent owes a summary in this stage (bookkeeping for its closing reflection).
     GoalOpened {
@@ -300,6 +307,7 @@ impl Change {
                 | TaskChange::Conversation { task_id, .. }
                 | TaskChange::Trimmed { task_id, .. }
                 | TaskChange::Tokens { task_id, .. }
+                | TaskChange::Paused { task_id, .. }
                 | TaskChange::Evicted { task_id, .. } => task_id,
             }),
             Change::Stage(StageChange::Added { stage, .. }) => Some(&stage.task_id),

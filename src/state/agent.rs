@@ -88,6 +88,9 @@ pub struct AgentState {
     /// steps, and starts none until resumed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
+    /// Tasks an operator paused: their steps stay queued and none starts until resumed.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub paused_tasks: BTreeSet<TaskId>,
     /// Stages this agent was started in and owes a summary for (internal bookkeeping: an
     /// agent whose plan runs dry in such a stage is given a closing reflection).
     #[serde(skip)]
@@ -150,6 +153,7 @@ impl AgentState {
             conversation_pool: None,
             token_usage: TokenUsage::default(),
             paused: false,
+            paused_tasks: BTreeSet::new(),
             open_goals: BTreeSet::new(),
             step_chars: super::DEFAULT_STEP_CHARS,
             step_limits: crate::agent::StepLimits::default(),

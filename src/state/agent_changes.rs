@@ -100,8 +100,19 @@ impl AgentState {
     }
 
     /// Takes the next step off the queue and marks it running.
+    /// Starts the first queued step whose task is not paused.
     pub fn start_next(&mut self) -> Option<StepState> {
-        let id = self.agent_step.todo().next()?.clone();
+        let id = self
+            .agent_step
+            .todo()
+            .find(|id| {
+                self.paused_tasks.is_empty()
+                    || self
+                        .agent_step
+                        .get(id)
+                        .is_some_and(|s| !self.paused_tasks.contains(&s.task_id))
+            })?
+            .clone();
         self.emit(Change::Step(StepChange::Started {
             agent_id: self.id(),
             step_id: id.clone(),
@@ -163,6 +174,8 @@ impl AgentState {
         for s in &goals {
             self.close_goal(task, s);
         }
+        // A finished task is paused no more (the set stays as small as the open tasks).
+        self.set_task_paused(task, false);
         self.finish_work(task, None, why)
     }
 
@@ -280,6 +293,21 @@ impl AgentState {
         self.emit(Change::Agent(AgentChange::Paused {
             agent_id: self.id(),
             paused,
+            task_id: None,
+        }));
+        true
+    }
+
+    /// Pauses or resumes the agent's work for `task` (its steps stay queued, none starts);
+    /// false when it already was.
+    pub fn set_task_paused(&mut self, task: &TaskId, paused: bool) -> bool {
+        if self.paused_tasks.contains(task) == paused {
+            return false;
+        }
+        self.emit(Change::Agent(AgentChange::Paused {
+            agent_id: self.id(),
+            paused,
+            task_id: Some(task.clone()),
         }));
         true
     }

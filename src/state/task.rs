@@ -47,6 +47,9 @@ pub struct TaskState {
     pub task_summary: Option<String>,
     #[serde(default)]
     pub token_usage: TokenUsage,
+    /// Paused by an operator: its agents start none of its steps until it is resumed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 impl TaskState {
@@ -70,6 +73,7 @@ impl TaskState {
             execution_state: ExecutionState::Init,
             task_summary: None,
             token_usage: TokenUsage::default(),
+            paused: false,
         }
     }
 

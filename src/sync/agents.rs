@@ -103,6 +103,7 @@ impl SyncCore {
                 if !self.tasks.contains_key(task_id) {
                     return;
                 }
+                self.tell_if_paused(task_id, std::slice::from_ref(agent_id), applied);
                 self.emit(
                     applied,
                     Change::Task(TaskChange::Joined {

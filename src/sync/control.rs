@@ -1,12 +1,14 @@
 //! What a person does to a task directly, outside any agent's step. Cancel it: its open
 //! stages and the task become `cancelled`, and its group drops the task's work (an agent's
-//! LLM or tool call in flight for it is abandoned). Retry its running stage (stuck, or its
+//! LLM or tool call in flight for it is abandoned). Pause it: its group starts none of its
+//! steps until it is resumed. Retry its running stage (stuck, or its
 //! agents failed): the stage fails and a fresh copy with the same agents and goals starts, as
 //! the manager's `retry_stage` would.
 
 use super::{Applied, SyncCore, SyncError};
-use crate::ids::{AgentId, StageId, TaskId};
-use crate::message::TaskInstruction;
+use crate::event::{Change, TaskChange};
+use crate::ids::{AgentId, StageId, StageRef, TaskId};
+use crate::message::{Instruction, Message, TASK_STATE_SENDER, TaskInstruction};
 use crate::state::ExecutionState;
 
 impl SyncCore {
@@ -41,6 +43,67 @@ impl SyncCore {
 }
 
 impl SyncCore {
+    /// `by` pauses (or resumes) `task`: its group is told, and its agents start none of its
+    /// steps until it is resumed (a step running goes on to its end).
+    pub fn pause_task(
+        &mut self,
+        task: &TaskId,
+        by: &AgentId,
+        paused: bool,
+    ) -> Result<Applied, SyncError> {
+        if task == &self.base_task {
+            return Err(SyncError::BaseTask);
+        }
+        let t = self
+            .tasks
+            .get(task)
+            .ok_or_else(|| SyncError::UnknownTask(task.clone()))?;
+        if t.execution_state.is_over() {
+            return Err(SyncError::TaskOver(task.clone(), t.execution_state));
+        }
+        let mut applied = Applied::default();
+        if t.paused == paused {
+            return Ok(applied);
+        }
+        let group = t.task_group.clone();
+        tracing::info!(task = %task, by = %by, paused, "an operator pauses or resumes a task");
+        self.emit(
+            &mut applied,
+            Change::Task(TaskChange::Paused {
+                task_id: task.clone(),
+                paused,
+            }),
+        );
+        applied.messages.push(Message::instruction(
+            task.clone(),
+            AgentId::from(TASK_STATE_SENDER),
+            group,
+            StageRef::NoRelative,
+            &Instruction::PauseTask {
+                task_id: task.clone(),
+                paused,
+            },
+        ));
+        Ok(applied)
+    }
+
+    /// Agents joining a paused task are told it is paused (the group was told when it was).
+    pub(super) fn tell_if_paused(&self, task: &TaskId, joined: &[AgentId], applied: &mut Applied) {
+        if !self.tasks.get(task).is_some_and(|t| t.paused) || joined.is_empty() {
+            return;
+        }
+        applied.messages.push(Message::instruction(
+            task.clone(),
+            AgentId::from(TASK_STATE_SENDER),
+            joined.to_vec(),
+            StageRef::NoRelative,
+            &Instruction::PauseTask {
+                task_id: task.clone(),
+                paused: true,
+            },
+        ));
+    }
+
     /// `by` retries the running stage `stage` of `task` with its agents and goals.
     pub fn operator_retry_stage(
         &mut self,
@@ -75,6 +138,30 @@ mod tests {
     use super::*;
     use crate::message::Instruction;
     use crate::sync::tests::two_stage_task;
+
+    #[test]
+    fn a_paused_task_tells_its_group_and_agents_that_join_it_later() {
+        let (mut c, t, _) = two_stage_task();
+        let a = c.pause_task(&t, &"op".into(), true).unwrap();
+        assert!(c.task(&t).unwrap().paused);
+        let told = &a.messages[0];
+        assert_eq!(told.receiver, c.task(&t).unwrap().task_group);
+        assert_eq!(
+            crate::parse::instruction(&told.message).unwrap().unwrap(),
+            Instruction::PauseTask { task_id: t.clone(), paused: true }
+        );
+        // Pausing it again changes nothing.
+        assert!(c.pause_task(&t, &"op".into(), true).unwrap().messages.is_empty());
+        let mut later = Applied::default();
+        c.tell_if_paused(&t, &["newcomer".into()], &mut later);
+        assert_eq!(later.messages[0].receiver, vec![AgentId::from("newcomer")]);
+        c.pause_task(&t, &"op".into(), false).unwrap();
+        let mut later = Applied::default();
+        c.tell_if_paused(&t, &["newcomer".into()], &mut later);
+        assert!(later.messages.is_empty(), "a resumed task tells no one");
+        let base = c.base_task.clone();
+        assert!(matches!(c.pause_task(&base, &"op".into(), true), Err(SyncError::BaseTask)));
+    }
 
     #[test]
     fn a_cancelled_task_and_its_open_stages_are_cancelled_and_its_group_told() {

@@ -274,6 +274,7 @@ impl SyncCore {
             }
         }
         if !new.is_empty() {
+            self.tell_if_paused(task, &new, applied);
             self.emit(
                 applied,
                 Change::Task(TaskChange::Joined {
