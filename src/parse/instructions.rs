@@ -438,7 +438,7 @@ mod tests {
         let err = |t: &str| instruction(t).unwrap().unwrap_err().to_string();
         assert_eq!(
             err("<instruction>{\"dance\": {}}</instruction>"),
-            "<instruction> has unknown action `dance`; valid actions: start_stage, finish_stage, finish_task, update_working_memory, add_tool_decision"
+            "<instruction> has unknown action `dance`; valid actions: start_stage, finish_stage, finish_task, pause_task, update_working_memory, add_tool_decision"
         );
         assert_eq!(
             err("<instruction>{\"start_stage\": {}}</instruction>"),
