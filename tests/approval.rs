@@ -364,3 +364,52 @@ async fn a_missing_argument_is_filled_in_by_the_operator_and_the_call_runs() {
     team.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[actix::test]
+async fn a_call_no_one_decides_on_in_time_is_not_run_and_the_clerk_goes_on() {
+    let (dir, mut cfg) = config("overdue");
+    cfg.waits.human = Duration::from_millis(400);
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+    let token = login(&api).await;
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
+    let waiting = waiting_call(&api, &token).await;
+    assert!(waiting["decide_by_ms"].as_i64().is_some(), "{waiting:#}");
+    let step = waiting["step_id"].as_str().unwrap().to_owned();
+    for _ in 0..400 {
+        if clerk_step(&team, &step)["execution_state"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let s = clerk_step(&team, &step);
+    assert_eq!(s["execution_state"], "failed", "{s:#}");
+    assert!(
+        s["execute_result"]["error"].as_str().unwrap().contains("no operator decided"),
+        "{s:#}"
+    );
+    assert!(!dir.join("workspace/hello.txt").exists(), "the call never ran");
+    // The clerk decides how to go on after the call that did not happen.
+    let mut went_on = false;
+    for _ in 0..400 {
+        went_on = team.monitor.read(|st| {
+            st.steps().any(|x| {
+                x.agent_id.as_str() == "clerk"
+                    && x.executor.name() == "tool_decision"
+                    && x.text_content.contains("failed")
+            })
+        });
+        if went_on {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(went_on, "the clerk did not go on");
+    let (_, approvals) = call(&api, "GET", "/api/approvals", &token, None).await;
+    assert_eq!(approvals["approvals"], json!([]), "nothing waits any more");
+    team.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}

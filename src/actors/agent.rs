@@ -460,7 +460,7 @@ impl Actor for AgentActor {
                            an operator to ask";
                 self.fail_waiting(id, why.into(), ctx);
             } else {
-                self.awaiting_approval = Some(id);
+                self.hold_for_a_person(id, ctx);
             }
         }
         self.try_run(ctx);

@@ -7,6 +7,7 @@
 use super::AgentActor;
 use crate::agent::approval::{
     Decided, Verdict, VerdictError, approval_needed, approval_notice, await_approval, decide,
+    verdict_due,
 };
 use crate::agent::params::{await_params, param_request, params_notice};
 use crate::agent::plan_check::{PlanCheck, plan_notice};
@@ -81,7 +82,7 @@ impl AgentActor {
                         Some(req) => {
                             tracing::info!(agent = %act.state.agent_id, step = %id, tool = %req.tool, risk = %req.risk.risk, "a tool call waits for approval");
                             await_approval(&mut act.state, &id, &req);
-                            act.awaiting_approval = Some(id);
+                            act.hold_for_a_person(id, ctx);
                             let notice = Message::notice(
                                 step.task_id.clone(),
                                 act.state.agent_id.clone(),
@@ -136,7 +137,7 @@ impl AgentActor {
             return self.fail_waiting(id, why.into(), ctx);
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, "a plan waits for a person's check");
-        self.awaiting_approval = Some(id);
+        self.hold_for_a_person(id, ctx);
         let notice = Message::notice(
             step.task_id.clone(),
             self.state.agent_id.clone(),
@@ -187,7 +188,7 @@ impl AgentActor {
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, "a tool call waits for a person to fill in its arguments");
         await_params(&mut self.state, &id, &req);
-        self.awaiting_approval = Some(id);
+        self.hold_for_a_person(id, ctx);
         let notice = Message::notice(
             step.task_id.clone(),
             self.state.agent_id.clone(),
@@ -196,6 +197,35 @@ impl AgentActor {
             params_notice(&step, &req),
         );
         self.submit_with_changes(vec![notice], ctx);
+    }
+
+    /// The step `id` now waits for a person's verdict: the agent runs nothing else until it
+    /// comes or its deadline (`waits.human_secs`) passes, when the step ends as not decided.
+    pub(super) fn hold_for_a_person(&mut self, id: StepId, ctx: &mut Context<Self>) {
+        let now = crate::clock::Now::current().unix_ms;
+        let patience = self.state.wait_patience.human;
+        self.awaiting_approval = Some(id.clone());
+        let Some(due) = verdict_due(&mut self.state, &id, now, patience) else {
+            return;
+        };
+        let delay = std::time::Duration::from_millis(due.saturating_sub(now).max(0) as u64);
+        ctx.run_later(delay, move |act, ctx| {
+            let still = act.awaiting_approval.as_ref() == Some(&id)
+                && act
+                    .state
+                    .agent_step
+                    .get(&id)
+                    .is_some_and(|s| s.execution_state.waits_for_a_person());
+            if still {
+                act.awaiting_approval = None;
+                let why = format!(
+                    "no operator decided within {} s (waits.human_secs); the step was not run",
+                    patience.as_secs()
+                );
+                tracing::info!(agent = %act.state.agent_id, step = %id, "a wait for a person's verdict ran out of time");
+                act.fail_waiting(id, why, ctx);
+            }
+        });
     }
 
     /// Ends a step that waited for a person and no longer can: a tool call fails as a tool

@@ -258,6 +258,30 @@ pub fn decide(
     }
 }
 
+/// The key of the time (ms since the Unix epoch) by which a person must decide on a waiting
+/// step, in its `execute_result`.
+pub const DUE: &str = "decide_by_ms";
+
+/// When a person must have decided on the waiting step `id`: the time it already has, or
+/// `now_ms` plus `patience` (then recorded on the step, so a restart keeps it).
+pub fn verdict_due(agent: &mut AgentState, id: &StepId, now_ms: i64, patience: std::time::Duration) -> Option<i64> {
+    let step = agent.agent_step.get(id)?;
+    if let Some(due) = step.execute_result.as_ref().and_then(|r| r.get(DUE)).and_then(Value::as_i64) {
+        return Some(due);
+    }
+    let due = now_ms.saturating_add(patience.as_millis() as i64);
+    let mut result = step.execute_result.clone().unwrap_or_else(|| json!({}));
+    result[DUE] = json!(due);
+    agent.update_step(
+        id,
+        StepUpdate {
+            execute_result: Some(result),
+            ..Default::default()
+        },
+    );
+    Some(due)
+}
+
 /// Steps left waiting for approval (after a restart the agent waits on them again).
 pub fn waiting_for_approval(agent: &AgentState) -> Option<StepId> {
     agent

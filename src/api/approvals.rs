@@ -11,7 +11,7 @@
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
 use crate::actors::{ControlRefused, Decide, DecideFor};
-use crate::agent::approval::{Verdict, VerdictError};
+use crate::agent::approval::{DUE, Verdict, VerdictError};
 use crate::agent::params;
 use crate::agent::plan_check::{self, EditedStep};
 use crate::ids::StepId;
@@ -49,6 +49,9 @@ pub async fn approvals(
                         item["kind"] = json!(kind);
                         for (k, v) in req {
                             item[k] = v.clone();
+                        }
+                        if let Some(due) = st.execute_result.as_ref().and_then(|r| r.get(DUE)) {
+                            item[DUE] = due.clone();
                         }
                     }
                 }
