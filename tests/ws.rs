@@ -333,6 +333,47 @@ async fn shutting_the_server_down_closes_open_feeds() {
     let _ = c.send(Message::Close(None)).await;
 }
 
+#[actix::test]
+async fn logging_out_closes_that_sessions_feeds_and_no_other() {
+    let (_team, state, token) = setup(FeedConfig::default()).await;
+    let other = login(&state, "alice", ALICE_PASSWORD).await;
+    let server = Server::start(state.clone()).await;
+    let (mut mine, _) = connect_async(server.url(&token)).await.unwrap();
+    let (mut kept, _) = connect_async(server.url(&other)).await.unwrap();
+    assert_eq!(next_json(&mut mine).await["type"], "snapshot");
+    assert_eq!(next_json(&mut kept).await["type"], "snapshot");
+    let req = axum::http::Request::post("/api/logout")
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let res = tower::ServiceExt::oneshot(cohort::api::router(state.clone()), req)
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let close = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match mine.next().await {
+                Some(Ok(Message::Close(frame))) => return frame,
+                None | Some(Err(_)) => return None,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await
+    .expect("the logged-out feed closed");
+    let frame = close.expect("with a close frame");
+    assert_eq!(u16::from(frame.code), 1008);
+    assert!(frame.reason.contains("session ended"), "{}", frame.reason);
+    // The person's other session keeps its feed.
+    let still = tokio::time::timeout(Duration::from_millis(300), kept.next()).await;
+    assert!(
+        !matches!(still, Ok(None | Some(Ok(Message::Close(_))) | Some(Err(_)))),
+        "the other session's feed stays open"
+    );
+    let _ = kept.send(Message::Close(None)).await;
+    server.stop().await;
+}
+
 /// The server's end of a connection sends small frames at once (TCP_NODELAY): without it a
 /// change waits for the client's delayed ACK, up to 40 ms. Found among this process's own
 /// sockets as the one whose peer is the client.

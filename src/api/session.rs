@@ -18,6 +18,8 @@ pub struct Sessions {
     by_hash: DashMap<String, Session>,
     ttl: Duration,
     store: Option<Arc<dyn Store>>,
+    /// Counts logouts, so open websocket feeds notice theirs.
+    ended: tokio::sync::watch::Sender<u64>,
 }
 
 struct Session {
@@ -32,6 +34,7 @@ impl Default for Sessions {
             by_hash: DashMap::new(),
             ttl: SESSION_TTL,
             store: None,
+            ended: tokio::sync::watch::Sender::new(0),
         }
     }
 }
@@ -64,6 +67,7 @@ impl Sessions {
             by_hash,
             ttl,
             store: Some(store),
+            ..Sessions::default()
         })
     }
 
@@ -103,7 +107,21 @@ impl Sessions {
         if let Some(store) = &self.store {
             store.delete_session(&hash).await?;
         }
-        Ok(self.by_hash.remove(&hash).is_some())
+        let closed = self.by_hash.remove(&hash).is_some();
+        if closed {
+            self.ended.send_modify(|n| *n += 1);
+        }
+        Ok(closed)
+    }
+
+    /// Changes whenever a session ends by logout (a feed then checks whether it was its own).
+    pub fn watch_ended(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.ended.subscribe()
+    }
+
+    /// When the session of a live `token` expires (ms since the Unix epoch).
+    pub fn expires_at(&self, token: &str) -> Option<i64> {
+        self.by_hash.get(&token_hash(token)).map(|s| s.expires_at)
     }
 
     /// The human a live token belongs to.

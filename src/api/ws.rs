@@ -78,6 +78,8 @@ pub enum FeedEnd {
     SendFailed,
     /// The server is shutting down.
     ServerClosing,
+    /// The person's session ended (logout or expiry).
+    SessionEnded,
     /// The monitor (the team) is gone.
     MonitorGone,
     /// Over the connection limits: refused with this reason.
@@ -112,7 +114,7 @@ pub async fn upgrade(
         .max_message_size(4 * 1024)
         .max_frame_size(4 * 1024);
     let monitor = inner.monitor.clone();
-    let closing = inner.closing.subscribe();
+    let closing = feed_closing(&state, &token);
     let cfg = inner.feed;
     // Taken before the upgrade, so a burst of connections cannot overshoot the limits.
     let slot = inner.feed_slots.take(&human, &cfg);
@@ -180,7 +182,7 @@ pub async fn run_feed<S, R, E>(
     monitor: &Monitor,
     viewer: Viewer<'_>,
     cfg: FeedConfig,
-    closing: watch::Receiver<bool>,
+    closing: watch::Receiver<Option<Closing>>,
 ) -> FeedEnd
 where
     S: Sink<Message> + Unpin,
@@ -199,7 +201,7 @@ async fn feed_from<S, R, E>(
     monitor: &Monitor,
     who: Viewer<'_>,
     cfg: FeedConfig,
-    mut closing: watch::Receiver<bool>,
+    mut closing: watch::Receiver<Option<Closing>>,
 ) -> FeedEnd
 where
     S: Sink<Message> + Unpin,
@@ -281,22 +283,80 @@ where
                 // Pings are answered by the socket itself; the feed takes no commands.
                 Some(Ok(_)) => {}
             },
-            () = shutting_down(&mut closing) => {
+            why = closed(&mut closing) => {
+                let (code, reason, end) = match why {
+                    Closing::SessionEnded => (
+                        close_code::POLICY,
+                        "the session ended (logout or expiry): log in again",
+                        FeedEnd::SessionEnded,
+                    ),
+                    Closing::ServerDown => (
+                        close_code::AWAY,
+                        "the server is shutting down",
+                        FeedEnd::ServerClosing,
+                    ),
+                };
                 let bye = Message::Close(Some(CloseFrame {
-                    code: close_code::AWAY,
-                    reason: "the server is shutting down".into(),
+                    code,
+                    reason: reason.into(),
                 }));
                 let _ = tokio::time::timeout(cfg.send_timeout, sink.send(bye)).await;
-                return FeedEnd::ServerClosing;
+                return end;
             }
         }
     }
 }
 
-/// Resolves once the server shuts down (or the state that signals it is gone).
-async fn shutting_down(closing: &mut watch::Receiver<bool>) {
-    // The guard `wait_for` returns is not Send: drop it before anything else is awaited.
-    let _ = closing.wait_for(|c| *c).await.is_ok();
+/// Why a feed must close (sent on its `closing` channel; `None` while it may stay open).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closing {
+    ServerDown,
+    SessionEnded,
+}
+
+/// Resolves once the feed must close, with why (the server going, if the sender is gone).
+async fn closed(closing: &mut watch::Receiver<Option<Closing>>) -> Closing {
+    // The guard `wait_for` returns is not Send: copy the value out before anything is awaited.
+    match closing.wait_for(Option::is_some).await {
+        Ok(v) => v.unwrap_or(Closing::ServerDown),
+        Err(_) => Closing::ServerDown,
+    }
+}
+
+/// The closing channel of one feed opened with `token`: set when the server shuts down, when
+/// the session is logged out, or when it expires. The watcher ends with the feed.
+fn feed_closing(state: &ApiState, token: &str) -> watch::Receiver<Option<Closing>> {
+    let (tx, rx) = watch::channel(None);
+    let mut server = state.inner.closing.subscribe();
+    let mut ended = state.inner.sessions.watch_ended();
+    let expires_in = state
+        .inner
+        .sessions
+        .expires_at(token)
+        .map(|at| (at - chrono::Utc::now().timestamp_millis()).max(0) as u64)
+        .unwrap_or(0);
+    let (state, token) = (state.clone(), token.to_owned());
+    tokio::spawn(async move {
+        let expiry = tokio::time::sleep(std::time::Duration::from_millis(expires_in));
+        tokio::pin!(expiry);
+        let why = loop {
+            tokio::select! {
+                r = server.wait_for(|c| *c) => {
+                    let _ = r.map(|_| ());
+                    break Closing::ServerDown;
+                }
+                r = ended.changed() => {
+                    if r.is_err() || state.inner.sessions.human(&token).is_none() {
+                        break Closing::SessionEnded;
+                    }
+                }
+                () = &mut expiry => break Closing::SessionEnded,
+                () = tx.closed() => return,
+            }
+        };
+        tx.send_replace(Some(why));
+    });
+    rx
 }
 
 /// Sends the snapshot frame `{"type": "snapshot", "version", "states"}`: the monitor's

@@ -77,7 +77,7 @@ async fn a_snapshot_comes_first_then_each_later_event_once_in_order() {
     m.publish(task("t1", 1));
     m.publish(task("t2", 2));
     let (tx, mut rx) = mpsc::channel(64);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let feed = tokio::spawn({
         let m = m.clone();
         async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
@@ -109,7 +109,7 @@ async fn a_snapshot_comes_first_then_each_later_event_once_in_order() {
 async fn changes_within_the_frame_interval_go_out_in_one_frame() {
     let m = Monitor::new(64);
     let (tx, mut rx) = mpsc::channel(64);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let cfg = FeedConfig {
         frame_interval: Duration::from_millis(200),
         ..cfg(5_000)
@@ -141,7 +141,7 @@ async fn events_already_in_the_snapshot_are_not_sent_again() {
         m.publish(task(&format!("t{i}"), i));
     }
     let (tx, mut rx) = mpsc::channel(64);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let feed = tokio::spawn({
         let m = m.clone();
         async move {
@@ -175,7 +175,7 @@ async fn a_lagging_client_gets_a_fresh_snapshot_instead_of_the_missed_events() {
     let m = Monitor::new(16);
     // Room for the snapshot and a frame; then the feed waits on the client.
     let (tx, mut rx) = mpsc::channel(1);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let feed = tokio::spawn({
         let m = m.clone();
         async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
@@ -228,7 +228,7 @@ async fn a_lagging_client_gets_a_fresh_snapshot_instead_of_the_missed_events() {
 async fn events_waiting_for_a_client_go_out_in_one_frame() {
     let m = Monitor::new(1024);
     let (tx, mut rx) = mpsc::channel(1);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let feed = tokio::spawn({
         let m = m.clone();
         async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
@@ -252,7 +252,7 @@ async fn a_persons_private_changes_reach_only_their_own_feed() {
     use crate::event::AgentChange;
     let m = Monitor::new(64);
     let (tx, mut rx) = mpsc::channel(64);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let feed = tokio::spawn({
         let m = m.clone();
         async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
@@ -279,7 +279,7 @@ async fn a_persons_private_changes_reach_only_their_own_feed() {
 #[tokio::test]
 async fn a_stalled_client_is_dropped_and_never_blocks_publishing() {
     let m = Monitor::new(16);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let feed = tokio::spawn({
         let m = m.clone();
         async move { run_feed(Stuck, silent(), &m, operator(&me()), cfg(50), closing).await }
@@ -294,15 +294,15 @@ async fn a_stalled_client_is_dropped_and_never_blocks_publishing() {
 async fn the_feed_ends_when_the_client_closes_or_the_server_shuts_down() {
     let m = Monitor::new(16);
     let (tx, _rx) = mpsc::channel(8);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let incoming = futures::stream::iter([Ok::<_, ()>(Message::Close(None))]);
     assert_eq!(
         run_feed(tx, incoming, &m, operator(&me()), cfg(1_000), closing).await,
         FeedEnd::ClientGone
     );
     let (tx, _rx) = mpsc::channel(8);
-    let (close, closing) = watch::channel(false);
-    close.send_replace(true);
+    let (close, closing) = watch::channel(None);
+    close.send_replace(Some(Closing::ServerDown));
     assert_eq!(
         run_feed(tx, silent(), &m, operator(&me()), cfg(1_000), closing).await,
         FeedEnd::ServerClosing
@@ -328,7 +328,7 @@ fn origins_must_be_listed_when_present() {
 async fn an_answer_being_written_reaches_the_feed_beside_the_events() {
     let m = Monitor::new(64);
     let (tx, mut rx) = mpsc::channel(64);
-    let (_close, closing) = watch::channel(false);
+    let (_close, closing) = watch::channel(None);
     let feed = tokio::spawn({
         let m = m.clone();
         async move { run_feed(tx, silent(), &m, operator(&me()), cfg(5_000), closing).await }
