@@ -62,6 +62,8 @@ pub struct AgentActor {
     /// The step whose LLM or tool call is in flight, and the call's future: abandoned when the
     /// step's stage or task ends (finished or cancelled) before it answers.
     in_flight: Option<(StepId, SpawnHandle)>,
+    /// The step whose end SyncState is storing (it can no longer be cancelled).
+    settling: Option<StepId>,
 }
 
 #[path = "agent_cancel.rs"]
@@ -111,6 +113,7 @@ impl AgentActor {
             approvers,
             awaiting_approval: None,
             in_flight: None,
+            settling: None,
         }
     }
 
@@ -357,6 +360,7 @@ impl AgentActor {
         ctx: &mut Context<Self>,
     ) {
         let settle = Settle::of(&self.state, &id, completion.failure, completion.added_waits);
+        self.settling = Some(id.clone());
         let held = self.hand_over();
         ctx.spawn(
             self.sync
@@ -368,6 +372,7 @@ impl AgentActor {
                 .into_actor(self)
                 .map(move |res, act, ctx| {
                     act.holding -= 1;
+                    act.settling = None;
                     match (res, settle) {
                         // Stored by SyncState: the same closing is applied here, not published
                         // again (SyncState also told whoever waited for a failed step's reply).

@@ -23,6 +23,9 @@ impl Handler<CancelStep> for AgentActor {
     fn handle(&mut self, c: CancelStep, ctx: &mut Context<Self>) -> Self::Result {
         let id = c.step_id;
         check_cancel(&self.state, &id)?;
+        if self.settling.as_ref() == Some(&id) {
+            return Err(CancelError::Ending(id));
+        }
         tracing::info!(agent = %self.state.agent_id, step = %id, by = %c.by, "a person cancels a step");
         let started = self
             .state

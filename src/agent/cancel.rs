@@ -14,6 +14,8 @@ pub enum CancelError {
     NoStep(AgentId, StepId),
     #[error("step `{0}` is {1} already")]
     Over(StepId, StepExecutionState),
+    #[error("step `{0}` is ending already (its result is being stored)")]
+    Ending(StepId),
 }
 
 /// Why a cancelled step ended, as its result says.

@@ -57,7 +57,7 @@ pub async fn cancel_step(
         .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
     match answer {
         Ok(()) => Ok(Json(json!({ "success": true, "step_id": id }))),
-        Err(ControlRefused::NotCancelled(e @ CancelError::Over(..))) => {
+        Err(ControlRefused::NotCancelled(e @ (CancelError::Over(..) | CancelError::Ending(_)))) => {
             Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
         }
         Err(e @ (ControlRefused::NoAgent(_) | ControlRefused::NotCancelled(_))) => {
