@@ -66,6 +66,36 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
     let sent = operator.send(HumanSend(answer)).await.unwrap().unwrap();
     assert_eq!(sent[0].return_waiting_id, question.return_waiting_id);
 
+    // The example's plans wait for the operator's check: the writer's is confirmed as it is.
+    let mut confirmed = false;
+    for _ in 0..400 {
+        let plan = team.monitor.read(|s| {
+            s.steps()
+                .find(|st| cohort::agent::plan_check::awaits_check(st))
+                .cloned()
+        });
+        if let Some(step) = plan {
+            let check = cohort::agent::plan_check::PlanCheck::of(&step).unwrap();
+            let decide = cohort::actors::Decide {
+                step_id: step.step_id.clone(),
+                by: "operator".into(),
+                verdict: cohort::agent::approval::Verdict::ApprovePlan {
+                    plan_hash: check.plan_hash,
+                    steps: None,
+                },
+            };
+            team.dispatcher
+                .send(cohort::actors::DecideFor(step.agent_id.clone(), decide))
+                .await
+                .unwrap()
+                .unwrap();
+            confirmed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(confirmed, "the writer's plan waited for the operator");
+
     let mut finished = false;
     for _ in 0..400 {
         let tasks = team.monitor.snapshot(StateKind::Task);

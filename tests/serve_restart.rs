@@ -196,9 +196,21 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
                     "human_agent_id": "operator",
                     "task_id": q["task_id"],
                     "receiver": [q["sender_id"]],
-                    "content": "Autumn.",
+                    "content": "Autumn",
                     "need_reply": false,
                 }))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+        }
+        // The example's plans wait for the operator's check: confirmed as they are.
+        let waiting = get(&http, &s, &token, "/api/approvals").await;
+        for a in waiting["approvals"].as_array().into_iter().flatten() {
+            let r = http
+                .post(format!("{}/api/step/{}/approve", s.base, a["step_id"].as_str().unwrap()))
+                .bearer_auth(&token)
+                .json(&json!({ "plan_hash": a["plan_hash"] }))
                 .send()
                 .await
                 .unwrap();

@@ -6,7 +6,8 @@
 //!
 //! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
 //! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
-//! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`
+//! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`,
+//! `target/web-console-plan-check.png` (a plan waiting for the operator)
 //! and `target/web-console-server.log`.
 
 use std::fs::File;

@@ -67,6 +67,14 @@ export function api(s) {
     states: (type) => request('GET', `/api/states?type=${encodeURIComponent(type)}`, { token: s.token }),
     conversations: () => request('GET', `/api/human/${me}/conversations`, { token: s.token }),
     sendMessage: (m) => request('POST', '/api/send_message', { token: s.token, body: { human_agent_id: s.human_agent_id, ...m } }),
+    approvals: () => request('GET', '/api/approvals', { token: s.token }),
+    approve: (step, body) => request('POST', `/api/step/${encodeURIComponent(step)}/approve`, { token: s.token, body }),
+    reject: (step, reason) => request('POST', `/api/step/${encodeURIComponent(step)}/reject`, { token: s.token, body: { reason } }),
+    fillParams: (step, values) => request('POST', `/api/step/${encodeURIComponent(step)}/params`, { token: s.token, body: { values } }),
+    cancelStep: (step, reason) => request('POST', `/api/step/${encodeURIComponent(step)}/cancel`, { token: s.token, body: { reason } }),
+    cancelTask: (task, reason) => request('POST', `/api/task/${encodeURIComponent(task)}/cancel`, { token: s.token, body: { reason } }),
+    pauseTask: (task, paused) => request('POST', `/api/task/${encodeURIComponent(task)}/${paused ? 'pause' : 'resume'}`, { token: s.token }),
+    retryStage: (stage) => request('POST', `/api/stage/${encodeURIComponent(stage)}/retry`, { token: s.token }),
   };
 }
 

@@ -12,6 +12,7 @@ import { h, keyed, lazyDetails, jsonBlock, atBottom, fmt, lockIcon } from './dom
 import { Store } from './store.js';
 import { session, bind, api, Live, AuthError } from './api.js';
 import { messageBody, linkIds } from './text.js';
+import { renderDecisions, fieldInput } from './decisions.js';
 
 const $ = (id) => document.getElementById(id);
 const BASE_TASK = 'MAS base task';
@@ -72,10 +73,11 @@ function render() {
   run('inbox', renderInbox);
   run('composer', renderComposer);
   run('summary', renderSummaryLine);
+  run('decisions', renderDecisionList);
 }
 
 function markAll() {
-  mark('tasks', 'detail', 'chat', 'team', 'agents', 'inbox', 'composer', 'summary');
+  mark('tasks', 'detail', 'chat', 'team', 'agents', 'inbox', 'composer', 'summary', 'decisions');
 }
 
 // ---------------------------------------------------------------- names and lookups
@@ -213,8 +215,17 @@ function renderTaskHead() {
   head.dataset.taskId = t.task_id;
   head.dataset.state = t.execution_state;
   const tokens = fmt.tokens(t.token_usage);
+  const over = ['finished', 'failed', 'cancelled'].includes(t.execution_state);
+  const controls = isBase(t) || over
+    ? null
+    : h(
+        'span',
+        { class: 'task-controls' },
+        h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'task-pause', onclick: () => control(client.pauseTask(t.task_id, !t.paused)) }, t.paused ? 'Resume' : 'Pause'),
+        h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'task-cancel', onclick: () => confirmCancel(`task “${t.task_name}”`, (why) => client.cancelTask(t.task_id, why)) }, 'Cancel task'),
+      );
   head.replaceChildren(
-    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, badge(t.execution_state, 'task-detail-state')),
+    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, badge(t.execution_state, 'task-detail-state'), t.paused ? h('span', { class: 'flag flag-wait', testid: 'task-paused' }, 'paused') : null, controls),
     h('p', { class: 'task-intention' }, t.task_intention || ''),
     h(
       'div',
@@ -240,7 +251,7 @@ function renderStages() {
       h(
         'section',
         { class: `summary-card st-border-${t.execution_state}`, testid: 'task-summary' },
-        h('h3', null, t.execution_state === 'failed' ? 'Task failed' : 'Task summary'),
+        h('h3', null, t.execution_state === 'failed' ? 'Task failed' : t.execution_state === 'cancelled' ? 'Task cancelled' : 'Task summary'),
         h('p', { class: 'pre' }, t.task_summary),
       ),
     );
@@ -381,8 +392,8 @@ function classifySteps(agent) {
   for (const r of store.stepsOf(agent.agent_id)) {
     const st = r.state.execution_state;
     if (ui.stepsThisTask && r.state.task_id !== ui.taskId) continue;
-    if (st === 'running') running.push(r);
-    else if (st === 'finished' || st === 'failed') done.push(r);
+    if (st === 'running' || st.startsWith('waiting_for_')) running.push(r);
+    else if (st === 'finished' || st === 'failed' || st === 'cancelled') done.push(r);
     else queued.push(r);
   }
   const order = [...todo];
@@ -413,7 +424,7 @@ function renderTeamList() {
       const steps = store.stepsOf(a.agent_id);
       const running = steps.find((s) => s.state.execution_state === 'running');
       const queued = ((a.agent_step && a.agent_step.todo) || []).length;
-      const done = steps.filter((s) => s.state.execution_state === 'finished' || s.state.execution_state === 'failed').length;
+      const done = steps.filter((s) => ['finished', 'failed', 'cancelled'].includes(s.state.execution_state)).length;
       let doing;
       if (lock.length) doing = `waits for ${lock.length === 1 ? 'a reply' : `${lock.length} replies`}`;
       else if (running) doing = `▸ ${running.state.step_intention}`;
@@ -595,6 +606,9 @@ function stepRow(s) {
         s.instruction_content ? h('div', null, h('div', { class: 'label' }, 'Instruction'), jsonBlock(s.instruction_content)) : null,
         h('div', null, h('div', { class: 'label' }, 'Result'), res === null || res === undefined ? h('span', { class: 'muted' }, 'none yet') : jsonBlock(res)),
         h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`),
+        human || ['finished', 'failed', 'cancelled'].includes(s.execution_state)
+          ? null
+          : h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'step-cancel', onclick: () => confirmCancel(`step “${s.step_intention}”`, (why) => client.cancelStep(s.step_id, why)) }, 'Cancel step'),
       ),
     { class: 'fold step-fold' },
   );
@@ -711,6 +725,7 @@ function privateMessage(m) {
       h('span', { class: 'time', title: m.timestamp }, fmt.time(m.timestamp)),
     ),
     messageBody(m.content || '', lookups),
+    pending && m.ask ? askControls(m) : null,
     pending
       ? h(
           'div',
@@ -776,6 +791,80 @@ async function fetchConversations() {
   }
 }
 
+/** A structured question's answer helpers: its options, or its form, fill the composer. */
+function askControls(m) {
+  const fill = (text) => {
+    answer(m);
+    $('c-content').value = text;
+    $('c-content').focus();
+  };
+  if (m.ask.mode === 'select') {
+    return h('div', { class: 'ask-options', testid: 'ask-options' }, (m.ask.options || []).map((o) => h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'ask-option', onclick: () => fill(o) }, o)));
+  }
+  if (m.ask.mode === 'form') {
+    const inputs = (m.ask.fields || []).map((f) => [f, fieldInput(f)]);
+    const use = () => {
+      const values = {};
+      for (const [f, input] of inputs) {
+        if (f.type === 'boolean') values[f.key] = input.checked;
+        else if (input.value !== '') values[f.key] = f.type === 'number' ? Number(input.value) : input.value;
+      }
+      fill(JSON.stringify(values));
+    };
+    return h(
+      'div',
+      { class: 'ask-form form-fields', testid: 'ask-form' },
+      inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input)),
+      h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'ask-form-use', onclick: use }, 'Use these values'),
+    );
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------- decisions and control
+
+let decisionTimer = 0;
+let decisionItems = [];
+function refreshDecisions(delay = 150) {
+  clearTimeout(decisionTimer);
+  decisionTimer = setTimeout(async () => {
+    if (!client) return;
+    try {
+      const r = await client.approvals();
+      decisionItems = (r && r.approvals) || [];
+      mark('decisions');
+    } catch (e) {
+      if (e instanceof AuthError) return signOut('Your session has ended; sign in again.');
+      console.warn('approvals:', e.message);
+    }
+  }, delay);
+}
+
+function renderDecisionList() {
+  $('decisions').hidden = decisionItems.length === 0;
+  $('decision-count').textContent = String(decisionItems.length);
+  const act = {
+    approve: (item, body) => client.approve(item.step_id, body).finally(() => refreshDecisions(0)),
+    reject: (item, reason) => client.reject(item.step_id, reason).finally(() => refreshDecisions(0)),
+    fill: (item, values) => client.fillParams(item.step_id, values).finally(() => refreshDecisions(0)),
+  };
+  renderDecisions($('decision-list'), decisionItems, act, { agent: agentName, task: taskName });
+}
+
+/** Runs an operator's control; its refusal (a member, a task already over) is shown. */
+function control(p) {
+  p.then(
+    () => setStatus('sent', 'Done.'),
+    (e) => setStatus('error', e.message),
+  );
+}
+
+function confirmCancel(what, run) {
+  const why = window.prompt(`Cancel ${what}? Give a reason (optional):`, '');
+  if (why === null) return;
+  control(run(why));
+}
+
 // ---------------------------------------------------------------- composer
 
 function answer(m) {
@@ -826,7 +915,7 @@ function renderComposer() {
   ]);
   if (sig === composerSig) return;
   composerSig = sig;
-  const open = tasks.filter((t) => t.execution_state !== 'finished' && t.execution_state !== 'failed');
+  const open = tasks.filter((t) => !['finished', 'failed', 'cancelled'].includes(t.execution_state));
   const over = tasks.filter((t) => !open.includes(t));
   const opt = (t) => h('option', { value: t.task_id, 'data-base': isBase(t) ? 'true' : 'false' }, isBase(t) ? `${t.task_name} (base)` : t.task_name);
   sel.replaceChildren(...open.map(opt), over.length ? h('optgroup', { label: 'finished' }, over.map(opt)) : null);
@@ -962,6 +1051,7 @@ function onSnapshot(version, states) {
   store.loadSnapshot(version, states);
   markAll();
   refreshConversations(0);
+  refreshDecisions(0);
 }
 
 function onEvent(ev) {
@@ -1006,6 +1096,8 @@ function onTouched({ kind, id, state }) {
       break;
     case 'step':
       if (state && state.execution_state !== 'running') writing.delete(id);
+      // A step starts or stops waiting for a person: the list of what waits is fetched again.
+      if ((state && state.execution_state.startsWith('waiting_for_')) || decisionItems.some((d) => d.step_id === id)) refreshDecisions();
       mark('team', 'agents');
       if (state && state.agent_id === sess.human_agent_id) refreshConversations();
       break;
@@ -1075,6 +1167,8 @@ function signOut(message) {
   ui.taskId = null;
   ui.composerTask = null;
   composerSig = '';
+  decisionItems = [];
+  $('decisions').hidden = true;
   store.reset(0);
   for (const id of ['task-list', 'agent-list', 'agent-cards', 'view-chat', 'conv-tabs', 'conv-body']) {
     $(id).replaceChildren();

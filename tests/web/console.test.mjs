@@ -25,7 +25,7 @@ const PASSWORD = env('COHORT_PASSWORD');
 const SHOT = env('COHORT_SCREENSHOT', 'web-console.png');
 const MANAGER = env('COHORT_MANAGER', 'manager');
 const GOAL = env('COHORT_GOAL', 'Write a haiku about the season I choose.');
-const ANSWER = env('COHORT_ANSWER', 'Autumn, please.');
+const ANSWER = env('COHORT_ANSWER', 'Autumn');
 const WAIT = Number(env('COHORT_WAIT_MS', '60000'));
 const CHROMIUM = env('COHORT_CHROMIUM', '/usr/bin/chromium');
 
@@ -202,7 +202,18 @@ try {
     const checked = await page.locator('[data-testid="receiver-option"] input:checked').evaluateAll((els) => els.map((e) => e.value));
     if (checked.length !== 1 || checked[0] !== MANAGER) throw new Failure(`receivers prefilled as [${checked}], not [${MANAGER}]`);
     if (await page.getByTestId('composer-need-reply').isChecked()) throw new Failure('need_reply should start unchecked for an answer');
-    await page.getByTestId('composer-content').fill(ANSWER);
+    // The question is a choice: an answer that is not an option is refused, and says so.
+    await page.getByTestId('composer-content').fill('Autumn, please.');
+    await page.getByTestId('composer-send').click();
+    await page.locator('[data-testid="composer-status"][data-state="error"]').waitFor();
+    const refusal = await page.getByTestId('composer-status').textContent();
+    if (!refusal.includes('Spring | Summer | Autumn | Winter')) throw new Failure(`the refusal says: ${refusal}`);
+    // The browser logs the refused request (422) as an error; that one was asked for.
+    for (let i = pageErrors.length - 1; i >= 0; i--) if (pageErrors[i].includes('status of 422')) pageErrors.splice(i, 1);
+    // Its options are buttons that fill the answer in.
+    await question.msg.locator('[data-testid="ask-option"]', { hasText: ANSWER }).click();
+    const filled = await page.getByTestId('composer-content').inputValue();
+    if (filled !== ANSWER) throw new Failure(`the option filled in "${filled}"`);
     await page.getByTestId('composer-send').click();
     await waitSent();
   });
@@ -217,6 +228,17 @@ try {
     await page.locator(q.task(task.id)).click();
     await page.getByTestId('tab-stages').click();
     await page.locator('[data-testid="stage-list"] [data-testid="stage-item"]').first().waitFor();
+  });
+
+  await step("the writer's plan waits for the operator's check and is confirmed in place", async () => {
+    const plan = page.locator('[data-testid="decision"][data-kind="plan"]').first();
+    await plan.waitFor();
+    const text = await plan.textContent();
+    if (!text.includes('Write the haiku')) throw new Failure(`the plan shown: ${text}`);
+    await page.locator(`[data-testid="step-item"][data-state="waiting_for_approval"]`).first().waitFor({ state: 'attached' });
+    await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-plan-check.png') });
+    await plan.getByTestId('decision-approve').click();
+    await page.locator('[data-testid="decision"][data-kind="plan"]').waitFor({ state: 'detached' });
   });
 
   await step("the writer's answer shows under its running step while it is written", async () => {

@@ -1,0 +1,144 @@
+// "Waiting for you": the steps held for a person's verdict (GET /api/approvals), each answerable
+// in place. A tool call: its risk, reason and exact arguments (editable), approve or reject. A
+// plan: its steps (editable as JSON), confirm or reject with a comment that is planned again.
+// Missing parameters: a form made from the tool's schema, filled in or rejected. The hash the
+// person saw goes with every approval, so a changed call or plan needs a new look.
+
+import { h, jsonBlock } from './dom.js';
+
+/**
+ * Renders `items` into `container`; `act` performs the verdicts and resolves when the server
+ * took them: act.approve(item, body), act.reject(item, reason), act.fill(item, values).
+ */
+export function renderDecisions(container, items, act, names) {
+  if (!items.length) {
+    container.replaceChildren(h('p', { class: 'muted small' }, 'Nothing waits for you.'));
+    return;
+  }
+  container.replaceChildren(...items.map((item) => decision(item, act, names)));
+}
+
+const KIND_TITLE = { tool_call: 'Tool call', plan: 'Plan check', params: 'Parameters needed' };
+
+function decision(item, act, names) {
+  const status = h('p', { class: 'composer-status small', role: 'status', testid: 'decision-status' });
+  const busy = (p) => {
+    for (const b of box.querySelectorAll('button')) b.disabled = true;
+    status.dataset.state = 'sending';
+    status.textContent = 'Sending…';
+    p.then(
+      () => {
+        status.dataset.state = 'ok';
+        status.textContent = 'Done.';
+      },
+      (e) => {
+        for (const b of box.querySelectorAll('button')) b.disabled = false;
+        status.dataset.state = 'error';
+        status.textContent = e.message;
+      },
+    );
+  };
+  const reason = h('input', { class: 'grow', placeholder: item.kind === 'plan' ? 'comment: what to plan instead' : 'reason (the agent reads it)', testid: 'decision-reason' });
+  const reject = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-reject', onclick: () => busy(act.reject(item, reason.value)) }, item.kind === 'plan' ? 'Reject' : 'Reject');
+  const body = item.kind === 'plan' ? planBody(item, act, busy) : item.kind === 'params' ? paramsBody(item, act, busy) : toolBody(item, act, busy);
+  const due = item.decide_by_ms ? new Date(item.decide_by_ms).toLocaleTimeString() : null;
+  const box = h(
+    'div',
+    { class: `decision decision-${item.kind}`, testid: 'decision', 'data-step-id': item.step_id, 'data-kind': item.kind },
+    h(
+      'div',
+      { class: 'msg-head' },
+      h('b', null, KIND_TITLE[item.kind] || item.kind),
+      h('span', { class: 'muted' }, ` · ${names.agent(item.agent_id)}`),
+      h('span', { class: 'tag', title: item.task_id }, names.task(item.task_id)),
+      due ? h('span', { class: 'time', title: 'decide by' }, `by ${due}`) : null,
+    ),
+    h('p', { class: 'small' }, item.step_intention || ''),
+    body,
+    h('div', { class: 'row' }, reason, reject),
+    status,
+  );
+  return box;
+}
+
+function toolBody(item, act, busy) {
+  const args = h('textarea', { rows: 4, class: 'mono small', testid: 'decision-arguments' });
+  args.value = JSON.stringify(item.arguments ?? {}, null, 2);
+  const approve = () => {
+    let edited;
+    try {
+      edited = JSON.parse(args.value);
+    } catch (e) {
+      return busy(Promise.reject(new Error(`the arguments are not JSON: ${e.message}`)));
+    }
+    const same = JSON.stringify(edited) === JSON.stringify(item.arguments ?? {});
+    busy(act.approve(item, same ? { args_hash: item.args_hash } : { args_hash: item.args_hash, arguments: edited }));
+  };
+  return h(
+    'div',
+    null,
+    h('p', { class: 'small' }, h('b', null, `${item.tool}`), ` on ${item.server} · `, h('span', { class: `risk risk-${item.risk}`, testid: 'decision-risk' }, `risk ${String(item.risk || '').toUpperCase()}`), ` · ${item.reason || ''}`),
+    args,
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: approve }, 'Approve')),
+  );
+}
+
+function planBody(item, act, busy) {
+  const steps = (item.steps || []).map(({ step_intention, type, executor, text_content }) => ({ step_intention, type, executor, text_content }));
+  const list = h('ol', { class: 'small' }, steps.map((s) => h('li', null, h('span', { class: 'mono' }, `[${s.executor}] `), s.step_intention)));
+  const edit = h('textarea', { rows: 5, class: 'mono small', testid: 'decision-steps' });
+  edit.value = JSON.stringify(steps, null, 2);
+  const confirm = () => {
+    let edited;
+    try {
+      edited = JSON.parse(edit.value);
+    } catch (e) {
+      return busy(Promise.reject(new Error(`the steps are not JSON: ${e.message}`)));
+    }
+    const same = JSON.stringify(edited) === JSON.stringify(steps);
+    busy(act.approve(item, same ? { plan_hash: item.plan_hash } : { plan_hash: item.plan_hash, steps: edited }));
+  };
+  return h(
+    'div',
+    null,
+    list,
+    h('details', { class: 'fold' }, h('summary', null, 'Edit the steps'), edit),
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: confirm }, 'Confirm plan')),
+  );
+}
+
+function paramsBody(item, act, busy) {
+  const fields = (item.form && item.form.fields) || [];
+  const inputs = fields.map((f) => [f, fieldInput(f)]);
+  const fill = () => {
+    const values = {};
+    for (const [f, input] of inputs) {
+      if (f.type === 'boolean') values[f.key] = input.checked;
+      else if (input.value !== '') values[f.key] = f.type === 'number' ? Number(input.value) : input.value;
+    }
+    busy(act.fill(item, values));
+  };
+  return h(
+    'div',
+    null,
+    h('p', { class: 'small' }, h('b', null, item.tool), ` on ${item.server}: ${item.reason || ''}`),
+    jsonBlock(item.arguments ?? {}),
+    h('div', { class: 'form-fields' }, inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input))),
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: fill }, 'Fill in and run')),
+  );
+}
+
+/** An input for one form field (`agent::ask::AskField`). */
+export function fieldInput(f) {
+  const testid = `field-${f.key}`;
+  switch (f.type) {
+    case 'boolean':
+      return h('input', { type: 'checkbox', testid, 'data-key': f.key });
+    case 'number':
+      return h('input', { type: 'number', testid, 'data-key': f.key, min: f.min, max: f.max, step: 'any' });
+    case 'select':
+      return h('select', { testid, 'data-key': f.key }, h('option', { value: '' }, '—'), (f.options || []).map((o) => h('option', { value: o }, o)));
+    default:
+      return h('textarea', { rows: 2, testid, 'data-key': f.key });
+  }
+}
