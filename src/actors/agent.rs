@@ -156,8 +156,7 @@ impl AgentActor {
         let may_run = self.state.step_lock.is_empty()
             || self
                 .state
-                .agent_step
-                .next()
+                .next_runnable()
                 .is_some_and(StepState::answers_a_wait);
         if self.busy || self.awaiting_approval.is_some() || !may_run || self.state.paused {
             self.publish();
@@ -459,7 +458,14 @@ impl Actor for AgentActor {
         }
         // A call that was waiting for a person's approval waits on (they were told already).
         if let Some(id) = crate::agent::approval::waiting_for_approval(&self.state) {
-            self.busy = true;
+            // A tool call that waits is the agent's current step (its verdict runs it); a plan
+            // that waits was settled already, and nothing runs until it is checked.
+            let tool = self
+                .state
+                .agent_step
+                .get(&id)
+                .is_some_and(|s| matches!(s.executor, Executor::Tool(_)));
+            self.busy = tool;
             if self.approvers.is_empty() {
                 let why = "the step waited for a person's approval, but the team no longer has \
                            an operator to ask";

@@ -11,7 +11,7 @@ use crate::agent::approval::{
 };
 use crate::agent::params::{await_params, param_request, params_notice};
 use crate::agent::plan_check::{PlanCheck, plan_notice};
-use crate::agent::stop_step;
+use crate::agent::cancel::fail_waiting_step;
 use crate::ids::{AgentId, StepId};
 use crate::mcp::{McpCall, McpClient};
 use crate::message::Message;
@@ -49,8 +49,13 @@ impl AgentActor {
         let waiting_id = id.clone();
         let lookup = ctx.spawn(
             async move {
-                let fits = asked.check_tool_call(&srv, &tool, &args).await.is_ok();
-                (fits, asked.tool_risk(&srv, &tool).await)
+                // Only a call refused for its arguments skips approval (it cannot be made as
+                // written); a server that cannot be asked now is no reason to skip it.
+                let unfit = matches!(
+                    asked.check_tool_call(&srv, &tool, &args).await,
+                    Err(crate::mcp::McpError::InvalidArguments { .. })
+                );
+                (!unfit, asked.tool_risk(&srv, &tool).await)
             }
             .into_actor(self)
                 .map(move |(fits, risk), act, ctx| {
@@ -210,12 +215,16 @@ impl AgentActor {
         };
         let delay = std::time::Duration::from_millis(due.saturating_sub(now).max(0) as u64);
         ctx.run_later(delay, move |act, ctx| {
+            // This wait's own deadline: a later wait of the same step has a deadline of its own.
             let still = act.awaiting_approval.as_ref() == Some(&id)
-                && act
-                    .state
-                    .agent_step
-                    .get(&id)
-                    .is_some_and(|s| s.execution_state.waits_for_a_person());
+                && act.state.agent_step.get(&id).is_some_and(|s| {
+                    s.execution_state.waits_for_a_person()
+                        && s.execute_result
+                            .as_ref()
+                            .and_then(|r| r.get(crate::agent::approval::DUE))
+                            .and_then(serde_json::Value::as_i64)
+                            == Some(due)
+                });
             if still {
                 act.awaiting_approval = None;
                 let why = format!(
@@ -240,7 +249,7 @@ impl AgentActor {
             self.on_tool_result(id, Err(why), ctx);
         } else {
             self.busy = true;
-            let completion = stop_step(&mut self.state, &id, why);
+            let completion = fail_waiting_step(&mut self.state, &id, why);
             self.apply_completion(id, completion, ctx);
         }
     }
@@ -313,7 +322,10 @@ impl Handler<Decide> for AgentActor {
             Decided::Refill(call) => self.store_then_call(d.step_id, call, true, ctx),
             Decided::Rejected(why) => self.on_tool_result(d.step_id, Err(why), ctx),
             // The check and what it queued are stored before anything of it runs.
-            Decided::Planned => self.submit_with_changes(Vec::new(), ctx),
+            Decided::Planned => {
+                self.busy = false;
+                self.submit_with_changes(Vec::new(), ctx)
+            }
         }
         Ok(())
     }

@@ -76,7 +76,12 @@ impl AgentActor {
             }
             mcp.describe(&name).await.map_err(|e| e.to_string())
         };
-        ctx.spawn(describe.into_actor(self).map(move |res, act, ctx| {
+        let id = step.step_id.clone();
+        let handle = ctx.spawn(describe.into_actor(self).map(move |res, act, ctx| {
+            act.in_flight = None;
+            if act.loop_cancelled(&step) {
+                return;
+            }
             let mut running = Running {
                 step,
                 server,
@@ -96,9 +101,21 @@ impl AgentActor {
                 Err(e) => act.end_loop(&running.step, Err(e), running.spent, ctx),
             }
         }));
+        self.in_flight = Some((id, handle));
+    }
+
+    /// A person cancelled the loop's step: it was completed then, and the loop just stops.
+    fn loop_cancelled(&self, step: &StepState) -> bool {
+        self.state
+            .agent_step
+            .get(&step.step_id)
+            .is_none_or(|s| s.execution_state != crate::state::StepExecutionState::Running)
     }
 
     fn ask_loop(&mut self, running: Running, ctx: &mut Context<Self>) {
+        if self.loop_cancelled(&running.step) {
+            return;
+        }
         let Some(llm) = self.llm.clone() else {
             let why = Err("the agent has no model".to_owned());
             return self.end_loop(&running.step, why, running.spent, ctx);
@@ -113,13 +130,16 @@ impl AgentActor {
         let mut request = running.request.clone();
         request.rounds = running.state.rounds.clone();
         request.progress = Some(self.answer_progress(&running.step.step_id));
-        ctx.spawn(
+        let id = running.step.step_id.clone();
+        let handle = ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
                 .map(move |res, act, ctx| {
+                    act.in_flight = None;
                     act.on_loop_answer(running, res.map_err(|e| e.to_string()), ctx)
                 }),
         );
+        self.in_flight = Some((id, handle));
     }
 
     fn on_loop_answer(
@@ -128,6 +148,9 @@ impl AgentActor {
         reply: Result<ChatReply, String>,
         ctx: &mut Context<Self>,
     ) {
+        if self.loop_cancelled(&running.step) {
+            return;
+        }
         let reply = match reply {
             Ok(r) => r,
             Err(e) => return self.end_loop(&running.step, Err(e), running.spent, ctx),
@@ -182,7 +205,12 @@ impl AgentActor {
             }
             results
         };
-        ctx.spawn(run_calls.into_actor(self).map(move |results, act, ctx| {
+        let id = running.step.step_id.clone();
+        let handle = ctx.spawn(run_calls.into_actor(self).map(move |results, act, ctx| {
+            act.in_flight = None;
+            if act.loop_cancelled(&running.step) {
+                return;
+            }
             let calls = reply.tool_calls;
             for (call, result) in calls.iter().zip(&results) {
                 act.state.add_done(call_step(&running.step, call, result));
@@ -196,6 +224,7 @@ impl AgentActor {
             });
             act.ask_loop(running, ctx);
         }));
+        self.in_flight = Some((id, handle));
     }
 
     fn end_loop(
@@ -205,6 +234,9 @@ impl AgentActor {
         spent: TokenUsage,
         ctx: &mut Context<Self>,
     ) {
+        if self.loop_cancelled(step) {
+            return;
+        }
         let completion = complete_tool_loop(&mut self.state, &step.step_id, result, spent);
         self.apply_completion(step.step_id.clone(), completion, ctx);
     }

@@ -68,6 +68,8 @@ pub enum AskError {
     BadFields,
     #[error("form field `{0}` is a select field without 2 or more options")]
     FieldOptions(String),
+    #[error("form field `{0}` has a min above its max")]
+    BadBounds(String),
     #[error("options, keys and labels are at most {MAX_LABEL_CHARS} characters")]
     TooLong,
     #[error("the answer is empty")]
@@ -104,6 +106,9 @@ impl Ask {
                         || f.label.chars().count() > MAX_LABEL_CHARS
                     {
                         return Err(AskError::TooLong);
+                    }
+                    if f.min.zip(f.max).is_some_and(|(lo, hi)| lo > hi) {
+                        return Err(AskError::BadBounds(f.key.clone()));
                     }
                     if f.kind == FieldKind::Select {
                         check_options(&f.options)
@@ -164,7 +169,8 @@ impl Ask {
                     .iter()
                     .map(|f| {
                         let need = if f.required { ", required" } else { "" };
-                        format!("`{}` ({:?}{need})", f.key, f.kind).to_lowercase()
+                        let kind = format!("{:?}", f.kind).to_lowercase();
+                        format!("`{}` ({kind}{need})", f.key)
                     })
                     .collect();
                 format!("Fill in the form (a JSON object): {}.", list.join(", "))

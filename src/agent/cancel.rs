@@ -75,6 +75,25 @@ pub fn cancel_step(agent: &mut AgentState, id: &StepId, by: &AgentId, reason: &s
     )
 }
 
+/// Ends step `id`, which waited for a person who never decided (or can no longer be asked),
+/// as failed with `why`; like after a cancel, an agent left with nothing to run in the stage
+/// decides how to go on.
+pub fn fail_waiting_step(agent: &mut AgentState, id: &StepId, why: String) -> StepCompletion {
+    let Some((step, output, lock_before)) = opening(agent, id) else {
+        return StepCompletion::vanished();
+    };
+    agent.update_step(id, result_update(json!({ "error": why })));
+    finish_output(
+        agent,
+        &step,
+        StageAgentState::Working,
+        Some(why),
+        output,
+        &lock_before,
+        true,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,9 @@ pub struct ParamRequest {
     pub reason: String,
     /// The fields to fill, as a form (`agent::ask`).
     pub form: Ask,
+    /// Fields whose schema type is an array or object: their text is read as JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub json_fields: Vec<String>,
 }
 
 impl ParamRequest {
@@ -75,6 +78,16 @@ pub fn param_request(
         .take(super::ask::MAX_CHOICES)
         .map(|k| field(k, &properties[k]))
         .collect();
+    let json_fields = keys
+        .iter()
+        .filter(|k| {
+            matches!(
+                properties[k.as_str()].get("type").and_then(Value::as_str),
+                Some("array" | "object")
+            )
+        })
+        .cloned()
+        .collect();
     let form = Ask::Form { fields };
     form.check().ok()?;
     Some(ParamRequest {
@@ -83,6 +96,7 @@ pub fn param_request(
         arguments: Value::Object(arguments.clone()),
         reason: reason.to_owned(),
         form,
+        json_fields,
     })
 }
 
@@ -162,7 +176,12 @@ pub fn fill_params(
     let filled: Map<String, Value> = serde_json::from_str(&filled).unwrap_or_default();
     let mut arguments = req.arguments.as_object().cloned().unwrap_or_default();
     for (k, v) in &filled {
-        arguments.insert(k.clone(), json_text(v));
+        let v = if req.json_fields.contains(k) {
+            json_text(v)
+        } else {
+            v.clone()
+        };
+        arguments.insert(k.clone(), v);
     }
     let keys: Vec<&String> = filled.keys().collect();
     agent.update_step(
@@ -180,7 +199,8 @@ pub fn fill_params(
     })
 }
 
-/// A text field whose text is JSON (an array or object a person typed) as that JSON.
+/// The text a person typed for an array or object argument, as that JSON (as typed if it is
+/// not JSON: the schema check then says what is wrong).
 fn json_text(v: &Value) -> Value {
     match v {
         Value::String(s) if s.starts_with(['[', '{']) => {
@@ -235,9 +255,10 @@ mod tests {
         assert!(params_notice(&step, &req).contains("`content` (text, required)"));
         let e = fill_params(&mut a, &step, &"op".into(), &json!({"content": " "})).unwrap_err();
         assert!(e.to_string().contains("`content`: it is required"), "{e}");
-        let call = fill_params(&mut a, &step, &"op".into(), &json!({"content": "hi", "tags": "[\"x\"]"})).unwrap();
+        let call = fill_params(&mut a, &step, &"op".into(), &json!({"content": "[1]", "tags": "[\"x\"]"})).unwrap();
         let McpCall::Tool { arguments, .. } = call else { panic!() };
-        assert_eq!(Value::Object(arguments), json!({"path": "a.txt", "content": "hi", "tags": ["x"]}));
+        // A string argument keeps text that looks like JSON; an array argument reads it.
+        assert_eq!(Value::Object(arguments), json!({"path": "a.txt", "content": "[1]", "tags": ["x"]}));
         let step = a.agent_step.get(&id).unwrap();
         assert_eq!(step.execution_state, StepExecutionState::Running);
         assert_eq!(step.execute_result.as_ref().unwrap()["params_filled"]["by"], "op");

@@ -87,7 +87,7 @@ impl View {
         matches!(self, View::All) || s.step(step).is_some_and(|st| self.sees_step_state(st))
     }
 
-    fn sees_step_state(&self, st: &crate::state::StepState) -> bool {
+    pub fn sees_step_state(&self, st: &crate::state::StepState) -> bool {
         self.sees_task(&st.task_id) && (!self.is_base(&st.task_id) || self.is_me(&st.agent_id))
     }
 
@@ -146,6 +146,12 @@ impl View {
                 | AgentChange::GoalClosed {
                     agent_id, task_id, ..
                 } => self.sees_task(task_id) && (!self.is_base(task_id) || self.is_me(agent_id)),
+                // An agent's pause of one task names that task.
+                AgentChange::Paused {
+                    agent_id,
+                    task_id: Some(task_id),
+                    ..
+                } => self.sees_agent(agent_id) && self.sees_task(task_id),
                 _ => c.agent_id().is_some_and(|a| self.sees_agent(a)),
             },
             Change::Step(st) => match st {
@@ -200,6 +206,9 @@ impl View {
         }
         if let Some(lock) = agent.get_mut("step_lock") {
             *lock = Value::Array(Vec::new());
+        }
+        if let Some(Value::Array(paused)) = agent.get_mut("paused_tasks") {
+            paused.retain(|t| t.as_str().is_some_and(|t| self.sees_task(&TaskId::from(t))));
         }
         if !mine && let Some(memory) = agent.get_mut("persistent_memory") {
             *memory = Value::Object(Map::new());

@@ -32,7 +32,7 @@ pub async fn approvals(
         let view = caller.view(s);
         s.steps()
             .filter(|st| st.execution_state.waits_for_a_person())
-            .filter(|st| view.sees_task(&st.task_id))
+            .filter(|st| view.sees_step_state(st))
             .map(|st| {
                 let mut item = json!({
                     "step_id": st.step_id, "agent_id": st.agent_id, "task_id": st.task_id,
@@ -165,7 +165,7 @@ async fn give(
     let agent = state.inner.monitor.read(|s| {
         let view = caller.view(s);
         s.step(&id)
-            .filter(|st| view.sees_task(&st.task_id))
+            .filter(|st| view.sees_step_state(st))
             .map(|st| st.agent_id.clone())
     });
     let agent = agent.ok_or_else(|| AppError::NotFound(format!("no step `{id}`")))?;

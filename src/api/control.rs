@@ -39,7 +39,7 @@ pub async fn cancel_step(
     let agent = state.inner.monitor.read(|s| {
         let view = caller.view(s);
         s.step(&id)
-            .filter(|st| view.sees_task(&st.task_id))
+            .filter(|st| view.sees_step_state(st))
             .map(|st| st.agent_id.clone())
     });
     let agent = agent.ok_or_else(|| AppError::NotFound(format!("no step `{id}`")))?;

@@ -70,6 +70,16 @@ pub fn interpret(
                 StageRef::Stage(_) => step.stage_id.clone(),
             };
             if let Some(ask) = &draft.ask {
+                // Only a person gets a question's options or form (and has the answer checked).
+                if let Some(r) = receiver
+                    .iter()
+                    .find(|r| !agent.wait_patience.humans.contains(*r))
+                {
+                    return Err(SkillError::Invalid(format!(
+                        "`ask` is a question for a person, and `{r}` is an agent: send it \
+                         without `ask`"
+                    )));
+                }
                 ask.check().map_err(|e| {
                     SkillError::Invalid(format!("the question in `ask` cannot be answered: {e}"))
                 })?;
@@ -225,6 +235,7 @@ mod tests {
     #[test]
     fn a_question_waits_for_its_answer_and_a_stage_holds_at_most_three() {
         let mut a = agent(&[Skill::SendMessage]);
+        a.wait_patience.humans = std::sync::Arc::new(["alice".into()].into_iter().collect());
         let ask = |a: &mut AgentState| {
             let step = running(a, Skill::SendMessage, "ask alice");
             let got = interpret(a, &step, r#"<send_message>{"receiver": ["alice"], "message": "Which?", "need_reply": false, "waiting": false, "ask": {"mode": "select", "options": ["red", "blue"]}}</send_message>"#, now());
@@ -253,6 +264,10 @@ mod tests {
         );
         // A question no one can answer is refused before it is sent.
         let mut b = agent(&[Skill::SendMessage]);
+        let first = running(&mut b, Skill::SendMessage, "ask");
+        let why = interpret(&mut b, &first, r#"<send_message>{"receiver": ["alice"], "message": "?", "ask": {"mode": "text"}}</send_message>"#, now()).err().unwrap().to_string();
+        assert!(why.contains("`alice` is an agent"), "{why}");
+        b.wait_patience.humans = a.wait_patience.humans.clone();
         let step = running(&mut b, Skill::SendMessage, "ask");
         let why = interpret(&mut b, &step, r#"<send_message>{"receiver": ["alice"], "message": "?", "ask": {"mode": "select", "options": ["only"]}}</send_message>"#, now()).err().unwrap().to_string();
         assert!(why.contains("cannot be answered"), "{why}");

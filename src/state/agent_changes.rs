@@ -100,19 +100,18 @@ impl AgentState {
     }
 
     /// Takes the next step off the queue and marks it running.
+    /// The step [`start_next`](Self::start_next) would start: the first queued one whose task
+    /// is not paused.
+    pub fn next_runnable(&self) -> Option<&StepState> {
+        self.agent_step
+            .todo()
+            .filter_map(|id| self.agent_step.get(id))
+            .find(|s| !self.paused_tasks.contains(&s.task_id))
+    }
+
     /// Starts the first queued step whose task is not paused.
     pub fn start_next(&mut self) -> Option<StepState> {
-        let id = self
-            .agent_step
-            .todo()
-            .find(|id| {
-                self.paused_tasks.is_empty()
-                    || self
-                        .agent_step
-                        .get(id)
-                        .is_some_and(|s| !self.paused_tasks.contains(&s.task_id))
-            })?
-            .clone();
+        let id = self.next_runnable()?.step_id.clone();
         self.emit(Change::Step(StepChange::Started {
             agent_id: self.id(),
             step_id: id.clone(),

@@ -6,7 +6,7 @@
 //! the manager's `retry_stage` would.
 
 use super::{Applied, SyncCore, SyncError};
-use crate::event::{Change, TaskChange};
+use crate::event::{Change, StageChange, TaskChange};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER, TaskInstruction};
 use crate::state::ExecutionState;
@@ -87,6 +87,56 @@ impl SyncCore {
         Ok(applied)
     }
 
+    /// `by` cancels `stage` of `task` with `reason`: it becomes `cancelled` (the reason in its
+    /// summaries, under `by`); a running stage's agents drop its work (calls in flight for it
+    /// are abandoned) and the next stage starts, or the manager is asked to judge the task.
+    pub fn cancel_stage(
+        &mut self,
+        task: &TaskId,
+        stage: &StageId,
+        by: &AgentId,
+        reason: &str,
+    ) -> Result<Applied, SyncError> {
+        let t = self
+            .tasks
+            .get(task)
+            .ok_or_else(|| SyncError::UnknownTask(task.clone()))?;
+        if t.execution_state.is_over() {
+            return Err(SyncError::TaskOver(task.clone(), t.execution_state));
+        }
+        let s = self.stage_of(task, stage)?;
+        if s.execution_state.is_over() {
+            return Err(SyncError::StageNotRunning {
+                stage: stage.clone(),
+                state: s.execution_state,
+            });
+        }
+        let running = s.execution_state == ExecutionState::Running;
+        let agents: Vec<AgentId> = s.agent_allocation.keys().cloned().collect();
+        tracing::info!(task = %task, stage = %stage, by = %by, "an operator cancels a stage");
+        let mut applied = Applied::default();
+        let why = match reason.trim() {
+            "" => format!("Cancelled by `{by}`."),
+            r => format!("Cancelled by `{by}`: {r}"),
+        };
+        self.emit(
+            &mut applied,
+            Change::Stage(StageChange::Completion {
+                stage_id: stage.clone(),
+                agent_id: by.clone(),
+                summary: why,
+            }),
+        );
+        self.set_stage_state(stage, ExecutionState::Cancelled, &mut applied);
+        if running {
+            applied
+                .messages
+                .push(super::instructions::finish_stage_message(task, stage, agents));
+            self.start_next_stage(task, &mut applied);
+        }
+        Ok(applied)
+    }
+
     /// Agents joining a paused task are told it is paused (the group was told when it was).
     pub(super) fn tell_if_paused(&self, task: &TaskId, joined: &[AgentId], applied: &mut Applied) {
         if !self.tasks.get(task).is_some_and(|t| t.paused) || joined.is_empty() {
@@ -138,6 +188,31 @@ mod tests {
     use super::*;
     use crate::message::Instruction;
     use crate::sync::tests::two_stage_task;
+
+    #[test]
+    fn a_cancelled_stage_stops_its_agents_and_the_next_one_starts() {
+        let (mut c, t, stages) = two_stage_task();
+        let a = c.cancel_stage(&t, &stages[0], &"op".into(), "wrong approach").unwrap();
+        let first = &c.stages[&stages[0]];
+        assert_eq!(first.execution_state, ExecutionState::Cancelled);
+        assert_eq!(first.completion_summary[&AgentId::from("op")], "Cancelled by `op`: wrong approach");
+        assert_eq!(c.stages[&stages[1]].execution_state, ExecutionState::Running);
+        let told: Vec<_> = a
+            .messages
+            .iter()
+            .filter_map(|m| crate::parse::instruction(&m.message).and_then(Result::ok))
+            .collect();
+        assert!(told.contains(&Instruction::FinishStage { stage_id: stages[0].clone() }), "{told:?}");
+        // Over already: refused; the base task has no stages.
+        assert!(matches!(
+            c.cancel_stage(&t, &stages[0], &"op".into(), ""),
+            Err(SyncError::StageNotRunning { .. })
+        ));
+        // A stage not started yet is cancelled without starting anything.
+        let b = c.cancel_stage(&t, &stages[1], &"op".into(), "").unwrap();
+        assert_eq!(c.stages[&stages[1]].execution_state, ExecutionState::Cancelled);
+        assert!(b.messages.iter().any(|m| m.message.contains("finish_stage")));
+    }
 
     #[test]
     fn a_paused_task_tells_its_group_and_agents_that_join_it_later() {

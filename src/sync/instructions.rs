@@ -285,7 +285,7 @@ impl SyncCore {
         }
     }
 
-    fn set_stage_state(&mut self, stage: &StageId, state: ExecutionState, applied: &mut Applied) {
+    pub(super) fn set_stage_state(&mut self, stage: &StageId, state: ExecutionState, applied: &mut Applied) {
         self.emit(
             applied,
             Change::Stage(StageChange::State {
@@ -303,7 +303,7 @@ impl SyncCore {
     }
 
     /// Starts the first stage not yet started; with none left, asks the manager to judge the task.
-    fn start_next_stage(&mut self, task_id: &TaskId, applied: &mut Applied) {
+    pub(super) fn start_next_stage(&mut self, task_id: &TaskId, applied: &mut Applied) {
         let task = &self.tasks[task_id];
         let next = task
             .stage_list
@@ -369,7 +369,7 @@ impl SyncCore {
 /// How many of a stage's agents a start_stage instruction names (the rest are counted).
 pub const COLLEAGUES_LISTED: usize = 12;
 
-fn finish_stage_message(task: &TaskId, stage: &StageId, agents: Vec<AgentId>) -> Message {
+pub(super) fn finish_stage_message(task: &TaskId, stage: &StageId, agents: Vec<AgentId>) -> Message {
     Message::instruction(
         task.clone(),
         AgentId::from(crate::message::TASK_STATE_SENDER),
