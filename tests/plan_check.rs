@@ -36,8 +36,8 @@ async fn waiting(app: &Router, token: &str, kind: &str) -> Value {
 
 #[actix::test]
 async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
-    let mut cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
-    cfg.tool_approval.check_plans = true;
+    let cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
+    assert!(cfg.tool_approval.check_plans, "the example checks plans");
     let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     let api = ApiState::new(&team, &cfg.humans, None, vec![]);
     let app = router(api.clone());
@@ -140,4 +140,80 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
     assert!(ran("Write the autumn haiku"), "{writer_steps:#?}");
     assert!(!ran("Check it") && !ran("Write the haiku"), "{writer_steps:#?}");
     team.shutdown().await;
+}
+
+/// A plan waiting for its check waits on across a restart, and once confirmed its steps run
+/// (the restarted agent is not left thinking it is busy).
+#[actix::test]
+async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
+    use cohort::actors::start_team_stored;
+    use cohort::store::{SqlStore, load};
+    let dir = std::env::temp_dir().join(format!("cohort-plan-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
+    assert!(cfg.tool_approval.check_plans, "the example checks plans");
+    let file = dir.join("team.db");
+    let open = || async {
+        let store = std::sync::Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+        let loaded = load(store.as_ref()).await.unwrap();
+        let team =
+            start_team_stored(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort")), store, loaded)
+                .unwrap();
+        let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+        let app = router(api);
+        let login = post(
+            &app,
+            "/api/bind_human_agent",
+            None,
+            json!({"human_agent_id": "operator", "password": "cohort-demo"}),
+        )
+        .await;
+        let token = login.body["token"].as_str().unwrap().to_owned();
+        (team, app, token)
+    };
+    let (team, app, token) = open().await;
+    let send = |task: &Value, content: &str| {
+        json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
+               "content": content, "need_reply": false})
+    };
+    let r = post(&app, "/api/send_message", Some(&token), send(&json!(team.base_task), "Write a haiku")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let mut task = Value::Null;
+    for _ in 0..400 {
+        let p = get(&app, "/api/human/operator/pending", &token).await;
+        if let Some(q) = p.body["pending"].as_array().and_then(|l| l.first()) {
+            task = q["task_id"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let r = post(&app, "/api/send_message", Some(&token), send(&task, "Autumn")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let plan = waiting(&app, &token, "plan").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    team.shutdown().await;
+    team.monitor.close();
+    drop(team);
+
+    let (team, app, token) = open().await;
+    let again = waiting(&app, &token, "plan").await;
+    assert_eq!(again["step_id"], plan["step_id"], "the same plan still waits");
+    assert_eq!(again["decide_by_ms"], plan["decide_by_ms"], "with the same deadline");
+    let uri = format!("/api/step/{}/approve", plan["step_id"].as_str().unwrap());
+    let ok = post(&app, &uri, Some(&token), json!({"plan_hash": plan["plan_hash"]})).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
+    let mut finished = false;
+    for _ in 0..800 {
+        let t = team.monitor.get(StateKind::Task, task.as_str().unwrap()).unwrap();
+        if t["execution_state"] == "finished" {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(finished, "{:#?}", team.monitor.snapshot(StateKind::Task));
+    team.shutdown().await;
+    team.monitor.close();
+    let _ = std::fs::remove_dir_all(dir);
 }

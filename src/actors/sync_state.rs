@@ -210,6 +210,27 @@ impl Handler<CancelTask> for SyncStateActor {
     }
 }
 
+/// A person cancels a stage (see `SyncCore::cancel_stage`).
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct CancelStage {
+    pub task_id: crate::ids::TaskId,
+    pub stage_id: crate::ids::StageId,
+    pub by: crate::ids::AgentId,
+    pub reason: String,
+}
+
+impl Handler<CancelStage> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, c: CancelStage, ctx: &mut Context<Self>) -> Self::Result {
+        let applied = self
+            .core
+            .cancel_stage(&c.task_id, &c.stage_id, &c.by, &c.reason)?;
+        self.effect(applied, Vec::new(), ctx);
+        Ok(())
+    }
+}
+
 /// A person pauses (or resumes) a task (see `SyncCore::pause_task`).
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]

@@ -10,7 +10,7 @@
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
 use crate::actors::{
-    CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask, RetryStage,
+    CancelStage, CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask, RetryStage,
 };
 use crate::agent::cancel::CancelError;
 use crate::ids::{AgentId, StageId, StepId, TaskId};
@@ -201,6 +201,45 @@ async fn set_paused(
     Ok(Json(
         json!({ "success": true, "agent_id": id, "paused": paused }),
     ))
+}
+
+/// `POST /api/stage/{id}/cancel {reason?}`: the stage becomes `cancelled`; a running one's
+/// agents drop its work and the next stage starts (or the manager judges the task); 409 for a
+/// stage or task over.
+pub async fn cancel_stage(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<StageId>,
+    ApiJson(body): ApiJson<CancelBody>,
+) -> Result<Json<Value>, AppError> {
+    let task = state.inner.monitor.read(|s| {
+        let view = caller.view(s);
+        s.stages
+            .get(&id)
+            .filter(|st| view.sees_task(&st.task_id))
+            .map(|st| st.task_id.clone())
+    });
+    let task = task.ok_or_else(|| AppError::NotFound(format!("no stage `{id}`")))?;
+    caller.must_be_operator("cancels a stage")?;
+    let cancel = CancelStage {
+        task_id: task,
+        stage_id: id.clone(),
+        by: caller.0.clone(),
+        reason: body.reason,
+    };
+    let answer = state
+        .inner
+        .sync
+        .send(cancel)
+        .await
+        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
+    match answer {
+        Ok(()) => Ok(Json(json!({ "success": true, "stage_id": id }))),
+        Err(e @ (SyncError::StageNotRunning { .. } | SyncError::TaskOver(..))) => {
+            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
+        }
+        Err(e) => Err(AppError::NotFound(e.to_string())),
+    }
 }
 
 /// `POST /api/stage/{id}/retry`.

@@ -290,6 +290,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
     },
     ApiRoute {
         method: "POST",
+        path: "/api/stage/{id}/cancel",
+        example: "/api/stage/no-such-stage/cancel",
+        handler: || post(control::cancel_stage),
+    },
+    ApiRoute {
+        method: "POST",
         path: "/api/stage/{id}/retry",
         example: "/api/stage/no-such-stage/retry",
         handler: || post(control::retry_stage),
