@@ -359,9 +359,11 @@ async fn shutdown_leaves_no_child_processes_and_is_idempotent() {
     }
     assert_eq!(mcp::pids_with_marker(&m3).len(), 3, "sh, sleep and node");
     c.shutdown().await;
+    // Killed grandchildren (not ours to reap) take a moment to die on a busy machine.
     for m in [&m1, &m2, &m3] {
-        let left = mcp::pids_with_marker(m);
-        assert!(left.is_empty(), "processes {left:?} outlived shutdown()");
+        if let Err(left) = mcp::marked_gone_within(m, Duration::from_secs(2)).await {
+            panic!("processes {left:?} outlived shutdown()");
+        }
     }
     c.shutdown().await;
     // Nothing starts again after shutdown.
