@@ -413,3 +413,59 @@ async fn a_call_no_one_decides_on_in_time_is_not_run_and_the_clerk_goes_on() {
     team.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[actix::test]
+async fn a_call_the_model_judges_riskier_than_its_annotations_waits_for_approval() {
+    let (dir, mut cfg) = config("judged");
+    // The clerk's model judges each call its annotations would let run: reading hello.txt it
+    // calls HIGH (the write is HIGH by its annotations already, and is not judged).
+    let script = std::fs::read_to_string(dir.join("script.yaml")).unwrap();
+    let judged = script.replace(
+        "    reflection:\n",
+        "    risk_judge:\n      - '<tool_risk>{\"risk\": \"high\", \"reason\": \"the file may hold a secret\"}</tool_risk>'\n    reflection:\n",
+    );
+    assert_ne!(script, judged);
+    std::fs::write(dir.join("script.yaml"), judged).unwrap();
+    cfg = load_team(&cfg.file).unwrap();
+    for a in cfg.agents.iter_mut().filter(|a| a.id.as_str() == "clerk") {
+        a.tool_approval = ApprovalPolicy {
+            auto_run_up_to: Some(Risk::Medium),
+            judge_with_llm: true,
+            ..Default::default()
+        };
+    }
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+    let token = login(&api).await;
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
+    let write = waiting_call(&api, &token).await;
+    assert_eq!(write["tool"], "write_file");
+    assert!(!write["reason"].as_str().unwrap().contains("judged"), "{write:#}");
+    let uri = format!("/api/step/{}/approve", write["step_id"].as_str().unwrap());
+    let (status, answer) = call(&api, "POST", &uri, &token, Some(json!({"args_hash": write["args_hash"]}))).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+
+    let mut read = Value::Null;
+    for _ in 0..400 {
+        let (_, list) = call(&api, "GET", "/api/approvals", &token, None).await;
+        if let Some(r) = list["approvals"].as_array().and_then(|l| l.iter().find(|a| a["tool"] == "read_file")) {
+            read = r.clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(read["risk"], "high", "a read the model judged HIGH waits: {read:#}");
+    assert!(
+        read["reason"].as_str().unwrap().contains("judged by the model for these arguments: the file may hold a secret"),
+        "{read:#}"
+    );
+    let uri = format!("/api/step/{}/approve", read["step_id"].as_str().unwrap());
+    let (status, answer) = call(&api, "POST", &uri, &token, Some(json!({"args_hash": read["args_hash"]}))).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    task_ends(&team).await;
+    team.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}

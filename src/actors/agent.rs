@@ -70,6 +70,8 @@ pub struct AgentActor {
 mod cancel;
 #[path = "agent_control.rs"]
 mod control;
+#[path = "agent_gate.rs"]
+mod gate;
 #[path = "agent_human.rs"]
 mod human;
 #[path = "agent_tool_loop.rs"]

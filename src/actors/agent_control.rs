@@ -1,24 +1,19 @@
-//! The agent actor under a person's control. Tool approval: before a tool step calls its
-//! tool, the call's risk is judged (`McpClient::tool_risk`) and, if the agent's policy says
-//! so, the step waits (`waiting_for_approval`) while the team's operators are told; the agent
-//! runs nothing else meanwhile, and a person's verdict (`Decide`) runs the call or fails the
-//! step with their reason. Pause: a paused agent starts no step until resumed (`SetPaused`).
+//! The agent actor under a person's control: steps that wait for a person (a tool call's
+//! approval, put on hold by `agent_gate.rs`; a plan's check; a call's missing arguments), each
+//! with a deadline, and a person's verdict on them (`Decide`) that runs the call, queues the
+//! plan or fails the step with their reason. Pause: a paused agent starts no step until
+//! resumed (`SetPaused`).
 
 use super::AgentActor;
-use crate::agent::approval::{
-    Decided, Verdict, VerdictError, approval_needed, approval_notice, await_approval, decide,
-    verdict_due,
-};
+use crate::agent::approval::{Decided, Verdict, VerdictError, decide, verdict_due};
 use crate::agent::params::{await_params, param_request, params_notice};
 use crate::agent::plan_check::{PlanCheck, plan_notice};
 use crate::agent::cancel::fail_waiting_step;
 use crate::ids::{AgentId, StepId};
-use crate::mcp::{McpCall, McpClient};
+use crate::mcp::McpCall;
 use crate::message::Message;
-use crate::policy::Risk;
-use crate::state::{Executor, StepState};
+use crate::state::Executor;
 use actix::prelude::*;
-use std::sync::Arc;
 
 /// A person's verdict on a step waiting for approval.
 #[derive(Message)]
@@ -30,79 +25,6 @@ pub struct Decide {
 }
 
 impl AgentActor {
-    /// Calls the tool of `step` at once, or, when its risk needs a person, puts it on hold.
-    pub(super) fn gate_tool(
-        &mut self,
-        step: StepState,
-        server: String,
-        call: McpCall,
-        client: Arc<McpClient>,
-        ctx: &mut Context<Self>,
-    ) {
-        let id = step.step_id.clone();
-        let never_asks = self.state.tool_approval.auto_run_up_to == Some(Risk::High);
-        let (tool, args) = match &call {
-            McpCall::Tool { name, arguments } if !never_asks => (name.clone(), arguments.clone()),
-            _ => return self.call_tool(id, server, call, client, ctx),
-        };
-        let (asked, srv) = (client.clone(), server.clone());
-        let waiting_id = id.clone();
-        let lookup = ctx.spawn(
-            async move {
-                // Only a call refused for its arguments skips approval (it cannot be made as
-                // written); a server that cannot be asked now is no reason to skip it.
-                let unfit = matches!(
-                    asked.check_tool_call(&srv, &tool, &args).await,
-                    Err(crate::mcp::McpError::InvalidArguments { .. })
-                );
-                (!unfit, asked.tool_risk(&srv, &tool).await)
-            }
-            .into_actor(self)
-                .map(move |(fits, risk), act, ctx| {
-                    act.in_flight = None;
-                    // Its work may have ended while the server was asked.
-                    let live = act
-                        .state
-                        .agent_step
-                        .get(&id)
-                        .is_some_and(|s| act.state.holds(&s.task_id, &s.stage_id));
-                    if !live {
-                        return act.on_tool_result(id, Err("ended".into()), ctx);
-                    }
-                    // A call that cannot be made as written is not put to an approver: making
-                    // it fails at once, or asks a person for its arguments first.
-                    if !fits {
-                        return act.call_tool(id, server, call, client, ctx);
-                    }
-                    match approval_needed(&act.state, &server, &call, risk) {
-                        None => act.call_tool(id, server, call, client, ctx),
-                        Some(req) if act.approvers.is_empty() => {
-                            let why = format!(
-                                "calling `{}` needs a person's approval (risk {}: {}), but the \
-                                 team has no operator to ask",
-                                req.tool, req.risk.risk, req.risk.reason
-                            );
-                            act.on_tool_result(id, Err(why), ctx);
-                        }
-                        Some(req) => {
-                            tracing::info!(agent = %act.state.agent_id, step = %id, tool = %req.tool, risk = %req.risk.risk, "a tool call waits for approval");
-                            await_approval(&mut act.state, &id, &req);
-                            act.hold_for_a_person(id, ctx);
-                            let notice = Message::notice(
-                                step.task_id.clone(),
-                                act.state.agent_id.clone(),
-                                act.approvers.to_vec(),
-                                step.stage_id.clone(),
-                                approval_notice(&step, &req),
-                            );
-                            act.submit_with_changes(vec![notice], ctx);
-                        }
-                    }
-                }),
-        );
-        self.in_flight = Some((waiting_id, lookup));
-    }
-
     /// While a step waits for approval the agent runs nothing else; if the step's stage or
     /// task ended meanwhile, or the step left, the wait is over.
     pub(super) fn check_awaiting_approval(&mut self, ctx: &mut Context<Self>) {

@@ -149,6 +149,8 @@ pub struct RawApproval {
     pub check_plans: bool,
     #[serde(default)]
     pub ask_for_params: bool,
+    #[serde(default)]
+    pub judge_with_llm: bool,
 }
 
 fn never_asks() -> AutoRunLevel {
@@ -176,6 +178,7 @@ impl From<RawApproval> for crate::policy::ApprovalPolicy {
             },
             check_plans: r.check_plans,
             ask_for_params: r.ask_for_params,
+            judge_with_llm: r.judge_with_llm,
         }
     }
 }

@@ -74,6 +74,13 @@ struct ScriptFile {
     replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
 }
 
+/// Model calls that are not a skill's step but can be scripted like one: the judgement of a
+/// tool call's risk (`tool_approval.judge_with_llm`).
+pub const OTHER_CALLS: &[&str] = &[RISK_JUDGE];
+
+/// The `skill` of a tool call's risk judgement.
+pub const RISK_JUDGE: &str = "risk_judge";
+
 /// A loaded script: `agent id or template name → skill → replies in order`.
 #[derive(Clone, Debug)]
 pub struct Script {
@@ -132,7 +139,7 @@ impl Script {
                 ));
             }
             for (skill, entries) in skills {
-                if skill.parse::<Skill>().is_err() {
+                if skill.parse::<Skill>().is_err() && !OTHER_CALLS.contains(&skill.as_str()) {
                     out.push((
                         format!("replies.{agent}.{skill}"),
                         format!("unknown skill `{skill}`"),

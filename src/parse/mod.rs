@@ -32,6 +32,12 @@ pub use messages::{
 };
 pub use tags::extract_tag;
 
+/// The JSON inside an answer's `<tag>…</tag>`, if the tag is there (read as leniently as every
+/// answer tag).
+pub fn tag_json(text: &str, tag: &'static str) -> Option<Result<serde_json::Value, ParseError>> {
+    tags::has_tag(text, tag).then(|| fields::tagged_json(text, tag))
+}
+
 /// Why an answer could not be read. Messages are written for the operator who sees a failed
 /// step, so they name the tag, and the field when there is one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -21,6 +21,10 @@ pub struct ApprovalPolicy {
     /// A tool call refused for bad or missing arguments waits for a person to fill them in.
     #[serde(default)]
     pub ask_for_params: bool,
+    /// A call its annotations let run on its own is judged by the agent's model first, for
+    /// its exact arguments; the judgement may only raise its risk.
+    #[serde(default)]
+    pub judge_with_llm: bool,
 }
 
 impl Default for ApprovalPolicy {
@@ -29,6 +33,7 @@ impl Default for ApprovalPolicy {
             auto_run_up_to: Some(Risk::High),
             check_plans: false,
             ask_for_params: false,
+            judge_with_llm: false,
         }
     }
 }

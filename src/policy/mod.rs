@@ -2,7 +2,9 @@
 //! it must wait for a person's approval first.
 
 mod approval;
+mod judged;
 mod risk;
 
 pub use approval::{ApprovalPolicy, args_hash};
+pub use judged::{judge_prompt, with_judgement};
 pub use risk::{Risk, RiskOverrides, ToolRisk, judge};

@@ -66,6 +66,8 @@ text_group!(
         native_tools_note,
         /// What a native tool loop step asks of the model.
         tool_loop,
+        /// How the model judges one tool call's risk (`tool_approval.judge_with_llm`).
+        risk_judge,
     }
 );
 

@@ -1,0 +1,173 @@
+//! The gate before a tool call: the call's risk (its annotations and the server's `risk:`,
+//! then, with `tool_approval.judge_with_llm`, the agent's model judging these exact
+//! arguments), and, when the agent's policy says the risk needs a person, the step held
+//! (`waiting_for_approval`) while the team's operators are told. A call that cannot be made as
+//! written is not put to anyone: making it fails, or asks for its arguments.
+
+use super::AgentActor;
+use crate::agent::approval::{approval_needed, approval_notice, await_approval};
+use crate::llm::ChatRequest;
+use crate::llm::scripted::RISK_JUDGE;
+use crate::mcp::{McpCall, McpClient, McpError};
+use crate::message::Message;
+use crate::policy::{Risk, ToolRisk, judge_prompt, with_judgement};
+use crate::state::StepState;
+use actix::prelude::*;
+use std::sync::Arc;
+
+impl AgentActor {
+    /// Calls the tool of `step` at once, or, when its risk needs a person, puts it on hold.
+    pub(super) fn gate_tool(
+        &mut self,
+        step: StepState,
+        server: String,
+        call: McpCall,
+        client: Arc<McpClient>,
+        ctx: &mut Context<Self>,
+    ) {
+        let id = step.step_id.clone();
+        let never_asks = self.state.tool_approval.auto_run_up_to == Some(Risk::High);
+        let (tool, args) = match &call {
+            McpCall::Tool { name, arguments } if !never_asks => (name.clone(), arguments.clone()),
+            _ => return self.call_tool(id, server, call, client, ctx),
+        };
+        let (asked, srv) = (client.clone(), server.clone());
+        let lookup = ctx.spawn(
+            async move {
+                // Only a call refused for its arguments skips approval (it cannot be made as
+                // written); a server that cannot be asked now is no reason to skip it.
+                let unfit = matches!(
+                    asked.check_tool_call(&srv, &tool, &args).await,
+                    Err(McpError::InvalidArguments { .. })
+                );
+                (!unfit, asked.tool_risk(&srv, &tool).await)
+            }
+            .into_actor(self)
+            .map(move |(fits, risk), act, ctx| {
+                act.in_flight = None;
+                if !act.still_live(&step) {
+                    return act.on_tool_result(step.step_id, Err("ended".into()), ctx);
+                }
+                if !fits {
+                    return act.call_tool(step.step_id, server, call, client, ctx);
+                }
+                let judged = act.state.tool_approval.judge_with_llm
+                    && !act.state.tool_approval.needs_approval(risk.risk)
+                    && act.llm.is_some();
+                if judged {
+                    act.judge_risk(step, server, call, client, risk, ctx);
+                } else {
+                    act.put_to_approver(step, server, call, client, risk, ctx);
+                }
+            }),
+        );
+        self.in_flight = Some((id, lookup));
+    }
+
+    /// Whether `step` still runs for live work (its stage or task may have ended while the
+    /// gate asked something).
+    fn still_live(&self, step: &StepState) -> bool {
+        self.state
+            .agent_step
+            .get(&step.step_id)
+            .is_some_and(|s| self.state.holds(&s.task_id, &s.stage_id))
+    }
+
+    /// Asks the agent's model how risky this exact call is; its judgement may only raise
+    /// `annotated` (see `policy::judged`).
+    fn judge_risk(
+        &mut self,
+        step: StepState,
+        server: String,
+        call: McpCall,
+        client: Arc<McpClient>,
+        annotated: ToolRisk,
+        ctx: &mut Context<Self>,
+    ) {
+        let (Some(llm), McpCall::Tool { name, arguments }) = (self.llm.clone(), &call) else {
+            return self.put_to_approver(step, server, call, client, annotated, ctx);
+        };
+        let description = client
+            .cached_description(&server)
+            .and_then(|d| {
+                d["tools"].as_array()?.iter().find(|t| t["name"] == name.as_str()).map(|t| {
+                    t["description"].as_str().unwrap_or_default().to_owned()
+                })
+            })
+            .unwrap_or_default();
+        let request = ChatRequest {
+            system: self.prompts.phrases().risk_judge.clone(),
+            prompt: judge_prompt(
+                &server,
+                name,
+                &description,
+                &serde_json::Value::Object(arguments.clone()),
+                &step.step_intention,
+            ),
+            answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
+            agent_id: self.state.agent_id.clone(),
+            skill: RISK_JUDGE.to_owned(),
+            task_id: step.task_id.clone(),
+            stage_id: step.stage_id.clone(),
+            step_id: step.step_id.clone(),
+            template: self.state.template.clone(),
+            step_text: step.asks(),
+            progress: None,
+            retry: 0,
+        };
+        let id = step.step_id.clone();
+        let handle = ctx.spawn(llm.chat(request).into_actor(self).map(move |answer, act, ctx| {
+            act.in_flight = None;
+            if let Ok(reply) = &answer {
+                act.state.add_tokens(reply.usage);
+            }
+            if !act.still_live(&step) {
+                return act.on_tool_result(step.step_id, Err("ended".into()), ctx);
+            }
+            let answer = answer.map_err(|e| e.to_string());
+            let risk = with_judgement(annotated, answer.as_ref().map(|r| r.text.as_str()).map_err(String::as_str));
+            act.put_to_approver(step, server, call, client, risk, ctx);
+        }));
+        self.in_flight = Some((id, handle));
+    }
+
+    /// Makes the call, or, when `risk` needs a person under the agent's policy, holds the
+    /// step for one (failing it when the team has no operator to ask).
+    fn put_to_approver(
+        &mut self,
+        step: StepState,
+        server: String,
+        call: McpCall,
+        client: Arc<McpClient>,
+        risk: ToolRisk,
+        ctx: &mut Context<Self>,
+    ) {
+        let id = step.step_id.clone();
+        match approval_needed(&self.state, &server, &call, risk) {
+            None => self.call_tool(id, server, call, client, ctx),
+            Some(req) if self.approvers.is_empty() => {
+                let why = format!(
+                    "calling `{}` needs a person's approval (risk {}: {}), but the team has no \
+                     operator to ask",
+                    req.tool, req.risk.risk, req.risk.reason
+                );
+                self.on_tool_result(id, Err(why), ctx);
+            }
+            Some(req) => {
+                tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, risk = %req.risk.risk, "a tool call waits for approval");
+                await_approval(&mut self.state, &id, &req);
+                self.hold_for_a_person(id, ctx);
+                let notice = Message::notice(
+                    step.task_id.clone(),
+                    self.state.agent_id.clone(),
+                    self.approvers.to_vec(),
+                    step.stage_id.clone(),
+                    approval_notice(&step, &req),
+                );
+                self.submit_with_changes(vec![notice], ctx);
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! A tool call's risk judged by the agent's model for the exact arguments (seed 000's
+//! get_tool_risk), where `tool_approval.judge_with_llm` asks for it: the request that asks, and
+//! its answer read as `<tool_risk>{"risk", "reason"}</tool_risk>`. The judgement can only raise
+//! the risk the annotations gave (a model talked into "low" must not unlock a destructive
+//! tool), and an answer that cannot be read counts as HIGH.
+
+use super::{Risk, ToolRisk};
+use serde_json::Value;
+
+/// The longest arguments text shown to the judge, in characters.
+const ARGS_SHOWN: usize = 4_000;
+
+/// What the judge is asked about one call (the user part; the instructions are the prompt
+/// set's `risk_judge` phrase).
+pub fn judge_prompt(server: &str, tool: &str, description: &str, arguments: &Value, intention: &str) -> String {
+    let mut args = serde_json::to_string_pretty(arguments).unwrap_or_default();
+    if args.chars().count() > ARGS_SHOWN {
+        args = args.chars().take(ARGS_SHOWN).collect::<String>() + "\n[… cut]";
+    }
+    format!(
+        "Tool `{tool}` of MCP server `{server}`: {description}\n\nWhat the step wants: \
+         {intention}\n\nArguments:\n{args}"
+    )
+}
+
+/// The risk after the judge answered `answer` (or failed with it), given the annotations'.
+pub fn with_judgement(annotated: ToolRisk, answer: Result<&str, &str>) -> ToolRisk {
+    let judged = match answer {
+        Ok(text) => read(text).unwrap_or_else(|why| ToolRisk {
+            risk: Risk::High,
+            reason: format!("the model's risk judgement could not be read ({why})"),
+        }),
+        Err(e) => ToolRisk {
+            risk: Risk::High,
+            reason: format!("the model could not judge the call's risk ({e})"),
+        },
+    };
+    if judged.risk > annotated.risk {
+        judged
+    } else {
+        ToolRisk {
+            risk: annotated.risk,
+            reason: format!("{}; the model judged these arguments {}: {}", annotated.reason, judged.risk, judged.reason),
+        }
+    }
+}
+
+fn read(text: &str) -> Result<ToolRisk, String> {
+    let v = crate::parse::tag_json(text, "tool_risk")
+        .ok_or("no <tool_risk> tag")?
+        .map_err(|e| e.to_string())?;
+    let risk = match v.get("risk").and_then(Value::as_str).map(str::to_ascii_lowercase).as_deref() {
+        Some("low") => Risk::Low,
+        Some("medium") => Risk::Medium,
+        Some("high") => Risk::High,
+        other => return Err(format!("risk must be low, medium or high, not {other:?}")),
+    };
+    let reason = v
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .unwrap_or("no reason given");
+    Ok(ToolRisk {
+        risk,
+        reason: format!("judged by the model for these arguments: {reason}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn low() -> ToolRisk {
+        ToolRisk { risk: Risk::Low, reason: "it only reads (readOnlyHint)".into() }
+    }
+
+    #[test]
+    fn the_judge_can_raise_the_risk_but_never_lower_it() {
+        let raised = with_judgement(low(), Ok(r#"<tool_risk>{"risk": "HIGH", "reason": "it reads the secrets file"}</tool_risk>"#));
+        assert_eq!(raised.risk, Risk::High);
+        assert!(raised.reason.contains("judged by the model for these arguments: it reads the secrets file"));
+        let high = ToolRisk { risk: Risk::High, reason: "destructive".into() };
+        let kept = with_judgement(high, Ok(r#"<tool_risk>{"risk": "low", "reason": "harmless"}</tool_risk>"#));
+        assert_eq!(kept.risk, Risk::High);
+        assert!(kept.reason.starts_with("destructive; the model judged these arguments LOW"));
+    }
+
+    #[test]
+    fn an_answer_that_cannot_be_read_or_a_failed_call_is_high() {
+        for answer in [Ok("it is fine"), Ok(r#"<tool_risk>{"risk": "tiny"}</tool_risk>"#), Err("timeout")] {
+            let r = with_judgement(low(), answer);
+            assert_eq!(r.risk, Risk::High, "{answer:?}");
+        }
+        assert!(judge_prompt("ws", "read_file", "Read a file", &serde_json::json!({"path": "a"}), "read it").contains("\"path\": \"a\""));
+    }
+}
