@@ -3,6 +3,7 @@
 //! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
 
 use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
+use crate::agent::history_summary::summary_due;
 use crate::agent::tool_loop::runs_natively;
 use crate::agent::{
     Asking, Completion, Settle, StepCompletion, complete_step, receive_as_human, receive_message,
@@ -74,6 +75,8 @@ mod control;
 mod gate;
 #[path = "agent_human.rs"]
 mod human;
+#[path = "agent_summary.rs"]
+mod summary;
 #[path = "agent_tool_loop.rs"]
 mod tool_loop;
 #[path = "agent_tools.rs"]
@@ -188,6 +191,18 @@ impl AgentActor {
                 return;
             }
         };
+        self.run_skill(step, skill, false, ctx);
+    }
+
+    /// Builds a skill step's prompt and asks its model; first, when the prompt leaves older
+    /// history out that no summary covers yet, has the model summarize it (`summarized`: done).
+    pub(super) fn run_skill(
+        &mut self,
+        step: StepState,
+        skill: Skill,
+        summarized: bool,
+        ctx: &mut Context<Self>,
+    ) {
         let tool_step = (skill == Skill::InstructionGeneration)
             .then(|| next_tool_step(&self.state, &step).cloned())
             .flatten();
@@ -209,6 +224,11 @@ impl AgentActor {
                 budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
             },
         );
+        if !summarized && self.llm.is_some() {
+            if let Some(job) = summary_due(&self.state, &step, prompt.history_omitted) {
+                return self.summarize_then_run(step, skill, job, ctx);
+            }
+        }
         let answer_format = self
             .llm
             .as_ref()

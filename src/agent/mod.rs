@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod ask;
+pub mod history_summary;
 pub mod cancel;
 pub mod params;
 pub mod plan_check;

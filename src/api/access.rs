@@ -146,6 +146,10 @@ impl View {
                 | AgentChange::GoalClosed {
                     agent_id, task_id, ..
                 } => self.sees_task(task_id) && (!self.is_base(task_id) || self.is_me(agent_id)),
+                AgentChange::HistorySummarized { agent_id, summary } => {
+                    self.sees_task(&summary.task_id)
+                        && (!self.is_base(&summary.task_id) || self.is_me(agent_id))
+                }
                 // An agent's pause of one task names that task.
                 AgentChange::Paused {
                     agent_id,
@@ -206,6 +210,12 @@ impl View {
         }
         if let Some(lock) = agent.get_mut("step_lock") {
             *lock = Value::Array(Vec::new());
+        }
+        if let Some(Value::Array(summaries)) = agent.get_mut("history_summaries") {
+            summaries.retain(|s| {
+                let task = TaskId::from(s["task_id"].as_str().unwrap_or_default());
+                self.sees_task(&task) && (mine || !self.is_base(&task))
+            });
         }
         if let Some(Value::Array(paused)) = agent.get_mut("paused_tasks") {
             paused.retain(|t| t.as_str().is_some_and(|t| self.sees_task(&TaskId::from(t))));

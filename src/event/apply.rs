@@ -146,9 +146,13 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
                 if let Some(t) = agent.working_memory.get_mut(task_id) {
                     t.remove(stage);
                 }
+                agent
+                    .history_summaries
+                    .retain(|s| &s.task_id != task_id || &s.stage_id != stage);
             }
             None => {
                 agent.working_memory.remove(task_id);
+                agent.history_summaries.retain(|s| &s.task_id != task_id);
             }
         },
         AgentChange::WaitsHeld {
@@ -206,6 +210,12 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
             agent
                 .open_goals
                 .remove(&(task_id.clone(), stage_id.clone()));
+        }
+        AgentChange::HistorySummarized { summary, .. } => {
+            agent
+                .history_summaries
+                .retain(|s| s.task_id != summary.task_id || s.stage_id != summary.stage_id);
+            agent.history_summaries.push(summary.clone());
         }
         AgentChange::PrivateMessage { with, entry, .. } => {
             agent

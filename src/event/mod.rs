@@ -184,6 +184,11 @@ pub enum AgentChange {
         task_id: TaskId,
         stage_id: StageId,
     },
+    /// The agent summarized the older history of a task and stage (replacing its summary).
+    HistorySummarized {
+        agent_id: AgentId,
+        summary: crate::agent::history_summary::HistorySummary,
+    },
     /// A human's private conversation with `with` got a message (private to the human).
     PrivateMessage {
         agent_id: AgentId,
@@ -330,6 +335,7 @@ impl Change {
                 | AgentChange::Tokens { agent_id, .. }
                 | AgentChange::Paused { agent_id, .. }
                 | AgentChange::GoalOpened { agent_id, .. }
+                | AgentChange::HistorySummarized { agent_id, .. }
                 | AgentChange::GoalClosed { agent_id, .. }
                 | AgentChange::PrivateMessage { agent_id, .. }
                 | AgentChange::PrivateReplied { agent_id, .. }

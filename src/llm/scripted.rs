@@ -75,11 +75,14 @@ struct ScriptFile {
 }
 
 /// Model calls that are not a skill's step but can be scripted like one: the judgement of a
-/// tool call's risk (`tool_approval.judge_with_llm`).
-pub const OTHER_CALLS: &[&str] = &[RISK_JUDGE];
+/// tool call's risk (`tool_approval.judge_with_llm`) and the summary of older history.
+pub const OTHER_CALLS: &[&str] = &[RISK_JUDGE, SUMMARIZE_HISTORY];
 
 /// The `skill` of a tool call's risk judgement.
 pub const RISK_JUDGE: &str = "risk_judge";
+
+/// The `skill` of the summary of a stage's older history (`agent::history_summary`).
+pub const SUMMARIZE_HISTORY: &str = "summarize_history";
 
 /// A loaded script: `agent id or template name → skill → replies in order`.
 #[derive(Clone, Debug)]

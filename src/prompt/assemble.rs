@@ -110,6 +110,9 @@ pub(crate) fn stage_history<'a>(
 pub struct Prompt {
     pub system: String,
     pub user: String,
+    /// How many of the stage's oldest executed steps the history left out (to fit the budget
+    /// or its length cap); a summary of them is shown when the agent has written one.
+    pub history_omitted: usize,
 }
 
 impl Prompt {
@@ -171,28 +174,33 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
         cut_older: true,
         executed: MAX_EXECUTED_IN_HISTORY,
     };
-    push_stage_history(&mut doc, set, ctx, fit);
+    let history_omitted = push_stage_history(&mut doc, set, ctx, fit);
     push_memory(&mut doc, set, ctx.agent);
     doc.heading(1, &set.headings().rules);
     doc.push(&set.phrases().tool_loop);
     Prompt {
         system: fixed_part(set, ctx),
         user: doc.finish(),
+        history_omitted,
     }
 }
 
 fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
     let mut doc = Doc::default();
     push_current_step(&mut doc, set, skill, ctx);
-    match history_kind(skill) {
+    let history_omitted = match history_kind(skill) {
         HistoryKind::Stage => push_stage_history(&mut doc, set, ctx, fit),
-        HistoryKind::ToolChain => push_tool_history(&mut doc, set, ctx, fit),
-        HistoryKind::None => {}
-    }
+        HistoryKind::ToolChain => {
+            push_tool_history(&mut doc, set, ctx, fit);
+            0
+        }
+        HistoryKind::None => 0,
+    };
     push_memory(&mut doc, set, ctx.agent);
     Prompt {
         system: fixed_part(set, ctx),
         user: doc.finish(),
+        history_omitted,
     }
 }
 
@@ -340,7 +348,8 @@ fn step_type(e: &Executor) -> &'static str {
     }
 }
 
-fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) {
+/// The stage's history; returns how many older executed steps it left out.
+fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) -> usize {
     let (h, p) = (set.headings(), set.phrases());
     let (done, pending) = stage_history(ctx.agent, ctx.step);
     doc.heading(1, &h.history);
@@ -351,6 +360,11 @@ fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: 
     let skipped = done.len().saturating_sub(fit.executed);
     if skipped > 0 {
         doc.push(&format!("{} {skipped}", p.history_omitted));
+        if let Some(s) = ctx.agent.history_summary(&ctx.step.task_id, &ctx.step.stage_id) {
+            doc.push(&format!("{}
+
+{}", p.history_summary_note, s.text));
+        }
     }
     push_steps(doc, set, &done[skipped..], 3, fit.cut_older);
     doc.heading(2, &h.history_pending);
@@ -361,6 +375,7 @@ fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: 
     if pending.len() > shown {
         doc.push(&format!("{} {}", p.pending_omitted, pending.len() - shown));
     }
+    skipped
 }
 
 fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) {

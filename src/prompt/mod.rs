@@ -21,6 +21,7 @@ mod assemble_tests;
 mod budget_tests;
 
 pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt, estimate_tokens};
+pub(crate) use assemble::stage_history;
 pub use schema::{Headings, Phrases};
 pub use set::{PromptSet, check_prompt_dir};
 

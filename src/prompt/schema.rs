@@ -68,6 +68,10 @@ text_group!(
         tool_loop,
         /// How the model judges one tool call's risk (`tool_approval.judge_with_llm`).
         risk_judge,
+        /// Stands before the summary of older steps left out of a history.
+        history_summary_note,
+        /// How the model summarizes older steps of its stage (`agent::history_summary`).
+        summarize_history,
     }
 );
 

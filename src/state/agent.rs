@@ -91,6 +91,10 @@ pub struct AgentState {
     /// Tasks an operator paused: their steps stay queued and none starts until resumed.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub paused_tasks: BTreeSet<TaskId>,
+    /// Summaries of older history its prompts leave out, one per open task and stage (see
+    /// `agent::history_summary`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history_summaries: Vec<crate::agent::history_summary::HistorySummary>,
     /// Stages this agent was started in and owes a summary for (internal bookkeeping: an
     /// agent whose plan runs dry in such a stage is given a closing reflection).
     #[serde(skip)]
@@ -154,6 +158,7 @@ impl AgentState {
             token_usage: TokenUsage::default(),
             paused: false,
             paused_tasks: BTreeSet::new(),
+            history_summaries: Vec::new(),
             open_goals: BTreeSet::new(),
             step_chars: super::DEFAULT_STEP_CHARS,
             step_limits: crate::agent::StepLimits::default(),

@@ -394,6 +394,14 @@ impl AgentState {
         }
     }
 
+    /// Keeps `summary` as the summary of its task and stage's older history.
+    pub fn keep_history_summary(&mut self, summary: crate::agent::history_summary::HistorySummary) {
+        self.emit(Change::Agent(AgentChange::HistorySummarized {
+            agent_id: self.id(),
+            summary,
+        }));
+    }
+
     /// Brings `working_state` up to date with the queue and the lock.
     pub fn refresh_working_state(&mut self) {
         let now = self.derive_working_state();
