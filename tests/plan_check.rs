@@ -217,3 +217,76 @@ async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
     team.monitor.close();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A manager's stages wait too (`tool_approval.check_stages`): the operator edits the stage
+/// (its intention and the writer's goal) and the edited stage is the one that runs; a stage
+/// naming an agent the team lacks is refused by SyncState (422) and the stages keep waiting.
+#[actix::test]
+async fn a_managers_stages_wait_for_the_operator_and_run_as_edited() {
+    let mut cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
+    cfg.tool_approval.check_stages = true;
+    cfg.tool_approval.check_plans = false;
+    for a in &mut cfg.agents {
+        a.tool_approval = cfg.tool_approval;
+    }
+    let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+    let app = router(api.clone());
+    let login = post(
+        &app,
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "operator", "password": "cohort-demo"}),
+    )
+    .await;
+    let token = login.body["token"].as_str().unwrap().to_owned();
+    let send = |task: &Value, content: &str| {
+        json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
+               "content": content, "need_reply": false})
+    };
+    let r = post(&app, "/api/send_message", Some(&token), send(&json!(team.base_task), "Write a haiku")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let mut task = Value::Null;
+    for _ in 0..400 {
+        let p = get(&app, "/api/human/operator/pending", &token).await;
+        if let Some(q) = p.body["pending"].as_array().and_then(|l| l.first()) {
+            task = q["task_id"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let r = post(&app, "/api/send_message", Some(&token), send(&task, "Autumn")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+
+    let plan = waiting(&app, &token, "plan").await;
+    assert_eq!(plan["agent_id"], "manager");
+    assert_eq!(plan["stages"]["stages"][0]["stage_intention"], "Write the haiku");
+    assert!(team.monitor.read(|s| s.tasks[&cohort::ids::TaskId::from(task.as_str().unwrap())].stage_list.is_empty()), "no stage before the check");
+    let uri = format!("/api/step/{}/approve", plan["step_id"].as_str().unwrap());
+    let ghost = json!({"plan_hash": plan["plan_hash"], "stages": [
+        {"stage_intention": "Write it", "agent_allocation": {"nobody": "write"}}]});
+    let refused = post(&app, &uri, Some(&token), ghost).await;
+    assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "a stage for an agent the team lacks");
+    assert_eq!(waiting(&app, &token, "plan").await["step_id"], plan["step_id"], "still waiting");
+    let edited = json!({"plan_hash": plan["plan_hash"], "stages": [
+        {"stage_intention": "Write the autumn haiku", "agent_allocation": {"writer": "Write a 5-7-5 haiku about autumn."}}]});
+    let ok = post(&app, &uri, Some(&token), edited).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
+
+    let mut finished = None;
+    for _ in 0..800 {
+        let t = team.monitor.get(StateKind::Task, task.as_str().unwrap()).unwrap();
+        if t["execution_state"] == "finished" {
+            finished = Some(t);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let t = finished.unwrap_or_else(|| panic!("{:#?}", team.monitor.snapshot(StateKind::Task)));
+    let stage = team.monitor.get(StateKind::Stage, t["stage_list"][0].as_str().unwrap()).unwrap();
+    assert_eq!(stage["stage_intention"], "Write the autumn haiku");
+    let checked = team.monitor.get(StateKind::Step, plan["step_id"].as_str().unwrap()).unwrap();
+    assert_eq!(checked["execution_state"], "finished");
+    assert_eq!(checked["execute_result"]["plan_check"]["edited"], true);
+    team.shutdown().await;
+}

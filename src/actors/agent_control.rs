@@ -7,7 +7,9 @@
 use super::AgentActor;
 use crate::agent::approval::{Decided, Verdict, VerdictError, decide, verdict_due};
 use crate::agent::params::{await_params, param_request, params_notice};
-use crate::agent::plan_check::{PlanCheck, plan_notice};
+use crate::actors::CheckTaskInstruction;
+use crate::agent::plan_check::{PlanCheck, confirmed_stages, finish_stage_check, plan_notice};
+use crate::message::TaskInstruction;
 use crate::agent::cancel::fail_waiting_step;
 use crate::ids::{AgentId, StepId};
 use crate::mcp::McpCall;
@@ -234,8 +236,93 @@ impl AgentActor {
 }
 
 impl Handler<Decide> for AgentActor {
-    type Result = Result<(), VerdictError>;
+    type Result = ResponseActFuture<Self, Result<(), VerdictError>>;
     fn handle(&mut self, d: Decide, ctx: &mut Context<Self>) -> Self::Result {
+        match self.confirmed_stages(&d) {
+            Some(Ok(add)) => self.apply_confirmed_stages(d, add),
+            Some(Err(e)) => Box::pin(fut::ready(Err(e))),
+            None => Box::pin(fut::ready(self.decide_now(d, ctx))),
+        }
+    }
+}
+
+impl AgentActor {
+    /// A person's confirmation of a manager's stages, when `d` is one: the `add_stage` to
+    /// check with SyncState (nothing changed yet).
+    fn confirmed_stages(&self, d: &Decide) -> Option<Result<TaskInstruction, VerdictError>> {
+        let step = self
+            .state
+            .agent_step
+            .get(&d.step_id)
+            .filter(|s| s.execution_state.waits_for_a_person())?;
+        PlanCheck::of(step)?.stages?;
+        match &d.verdict {
+            Verdict::ApprovePlan {
+                plan_hash,
+                steps: None,
+            } => Some(confirmed_stages(step, plan_hash, None)),
+            Verdict::ApproveStages { plan_hash, stages } => {
+                Some(confirmed_stages(step, plan_hash, Some(stages.clone())))
+            }
+            _ => None,
+        }
+    }
+
+    /// Checks `add` with SyncState; if it may run, the step records the person's check and
+    /// `add` goes to SyncState in the same commit. A refusal (an agent the team lacks, a task
+    /// over) is the person's answer (422), and the stages keep waiting.
+    fn apply_confirmed_stages(
+        &mut self,
+        d: Decide,
+        add: TaskInstruction,
+    ) -> ResponseActFuture<Self, Result<(), VerdictError>> {
+        let check = self.sync.send(CheckTaskInstruction {
+            agent: self.state.agent_id.clone(),
+            instruction: add.clone(),
+        });
+        Box::pin(check.into_actor(self).map(move |res, act, ctx| {
+            match res {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(VerdictError::BadPlan(e.to_string())),
+                Err(e) => return Err(VerdictError::BadPlan(format!("the team is not running: {e}"))),
+            }
+            // A deadline, a cancel or another verdict may have ended the wait meanwhile.
+            let waiting = act
+                .state
+                .agent_step
+                .get(&d.step_id)
+                .is_some_and(|s| s.execution_state.waits_for_a_person());
+            if !waiting {
+                return Err(VerdictError::NotWaiting(d.step_id));
+            }
+            let edited = matches!(d.verdict, Verdict::ApproveStages { .. });
+            finish_stage_check(&mut act.state, &d.step_id, &d.by, edited, &add);
+            tracing::info!(agent = %act.state.agent_id, step = %d.step_id, by = %d.by, edited, "a person confirmed a manager's stages");
+            act.awaiting_approval = None;
+            act.busy = false;
+            let output = crate::message::ExecuteOutput {
+                agent_id: Some(act.state.agent_id.clone()),
+                task_instruction: Some(add),
+                ..Default::default()
+            };
+            let held = act.hand_over();
+            let apply = act.sync.send(crate::actors::ApplyOutput {
+                output,
+                held,
+                settle: None,
+            });
+            ctx.spawn(apply.into_actor(act).map(|res, act, ctx| {
+                act.holding -= 1;
+                if let Ok(Err(e)) = res {
+                    tracing::warn!(agent = %act.state.agent_id, "SyncState refused confirmed stages: {e}");
+                }
+                act.try_run(ctx);
+            }));
+            Ok(())
+        }))
+    }
+
+    fn decide_now(&mut self, d: Decide, ctx: &mut Context<Self>) -> Result<(), VerdictError> {
         let decided = decide(&mut self.state, &d.step_id, &d.by, d.verdict)?;
         self.awaiting_approval = None;
         tracing::info!(agent = %self.state.agent_id, step = %d.step_id, by = %d.by, "a person decided on a waiting step");

@@ -210,6 +210,22 @@ impl Handler<CancelTask> for SyncStateActor {
     }
 }
 
+/// Whether an agent may give this task instruction now (see
+/// `SyncCore::check_task_instruction`); nothing is applied.
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct CheckTaskInstruction {
+    pub agent: crate::ids::AgentId,
+    pub instruction: crate::message::TaskInstruction,
+}
+
+impl Handler<CheckTaskInstruction> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, c: CheckTaskInstruction, _: &mut Context<Self>) -> Self::Result {
+        self.core.check_task_instruction(&c.agent, &c.instruction)
+    }
+}
+
 /// A person cancels a stage (see `SyncCore::cancel_stage`).
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]

@@ -39,6 +39,11 @@ pub enum Verdict {
         plan_hash: String,
         steps: Option<Vec<EditedStep>>,
     },
+    /// Run the stages whose hash is `plan_hash` as `stages` (an edited `add_stage`).
+    ApproveStages {
+        plan_hash: String,
+        stages: Vec<crate::message::StagePlan>,
+    },
     /// The fields a call waiting for parameters asked for, as a JSON object.
     FillParams {
         values: Value,
@@ -186,7 +191,7 @@ pub fn decide(
         let verdict = match verdict {
             Verdict::ApprovePlan { plan_hash, steps } => PlanVerdict::Confirm { plan_hash, steps },
             Verdict::Reject { reason } => PlanVerdict::Reject { reason },
-            Verdict::Approve { .. } | Verdict::FillParams { .. } => {
+            Verdict::Approve { .. } | Verdict::FillParams { .. } | Verdict::ApproveStages { .. } => {
                 return Err(VerdictError::WrongKind(
                     id.clone(),
                     "a plan check",
@@ -214,7 +219,7 @@ pub fn decide(
                 req.tool
             )))
         }
-        Verdict::ApprovePlan { .. } | Verdict::FillParams { .. } => Err(VerdictError::WrongKind(
+        Verdict::ApprovePlan { .. } | Verdict::FillParams { .. } | Verdict::ApproveStages { .. } => Err(VerdictError::WrongKind(
             id.clone(),
             "a tool call's approval",
             "send args_hash (and arguments to edit them), not plan_hash",

@@ -7,11 +7,12 @@
 
 use super::approval::VerdictError;
 use crate::event::StepUpdate;
-use crate::ids::{AgentId, StepId};
+use crate::ids::{AgentId, StepId, TaskId};
+use crate::message::{StagePlan, TaskInstruction};
 use crate::parse::RawPlannedStep;
 use crate::policy::args_hash;
 use crate::state::{
-    AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState,
+    AgentState, PlannedStep, Skill, StepExecutionState, StepState,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -19,17 +20,42 @@ use serde_json::{Value, json};
 /// The key of a waiting plan in its step's `execute_result`.
 pub const KEY: &str = "waiting_for_plan_check";
 
-/// A plan waiting for a person.
+/// A plan waiting for a person: an agent's steps, or a manager's stages for a task.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanCheck {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<PlannedStep>,
+    /// The stages an `add_stage` would add (`tool_approval.check_stages`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StagesPlan>,
     pub plan_hash: String,
+}
+
+/// The stages a manager's `add_stage` proposes for a task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StagesPlan {
+    pub task_id: TaskId,
+    pub stages: Vec<StagePlan>,
 }
 
 impl PlanCheck {
     pub fn new(steps: Vec<PlannedStep>) -> Self {
         let plan_hash = plan_hash(&steps);
-        PlanCheck { steps, plan_hash }
+        PlanCheck {
+            steps,
+            stages: None,
+            plan_hash,
+        }
+    }
+
+    /// A manager's stages for `task`, waiting.
+    pub fn of_stages(task_id: TaskId, stages: Vec<StagePlan>) -> Self {
+        let plan_hash = args_hash(&serde_json::to_value(&stages).unwrap_or_default());
+        PlanCheck {
+            steps: Vec::new(),
+            stages: Some(StagesPlan { task_id, stages }),
+            plan_hash,
+        }
     }
 
     /// The plan waiting on `step`, if one does.
@@ -70,14 +96,30 @@ pub fn awaits_check(step: &StepState) -> bool {
         && step.execute_result.as_ref().is_some_and(|r| r.get(KEY).is_some())
 }
 
+/// Whether `agent` shows its `add_stage` stages to a person first.
+pub fn checks_stages(agent: &AgentState) -> bool {
+    agent.tool_approval.check_stages
+}
+
 /// The message that tells a person about the plan waiting on `step`.
 pub fn plan_notice(step: &StepState, check: &PlanCheck) -> String {
-    let list: Vec<String> = check
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{}. [{}] {}", i + 1, p.executor, p.step_intention))
-        .collect();
+    let list: Vec<String> = match &check.stages {
+        Some(s) => s
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, st)| {
+                let who: Vec<&str> = st.agent_allocation.keys().map(|a| a.as_str()).collect();
+                format!("{}. stage \"{}\" ({})", i + 1, st.stage_intention, who.join(", "))
+            })
+            .collect(),
+        None => check
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{}. [{}] {}", i + 1, p.executor, p.step_intention))
+            .collect(),
+    };
     format!(
         "Plan check: agent `{}` planned these steps (step {}, \"{}\", plan hash {}):\n{}\n\
          Confirm, edit or reject the plan in the console, or with POST /api/step/{}/approve \
@@ -103,6 +145,13 @@ pub fn decide_plan(
     let check = PlanCheck::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
     let id = &step.step_id;
     match verdict {
+        PlanVerdict::Confirm { .. } if check.stages.is_some() => {
+            return Err(VerdictError::WrongKind(
+                id.clone(),
+                "a stage plan's check",
+                "its confirmation goes through SyncState",
+            ));
+        }
         PlanVerdict::Confirm { plan_hash: seen, steps } => {
             if seen != check.plan_hash {
                 return Err(VerdictError::StaleHash {
@@ -134,16 +183,24 @@ pub fn decide_plan(
                 id,
                 json!({ "planned_step": [], "plan_check": { "by": by, "rejected": reason } }),
             );
-            let proposed: Vec<String> = check
-                .steps
-                .iter()
-                .map(|p| format!("- [{}] {}", p.executor, p.step_intention))
-                .collect();
+            let proposed: Vec<String> = match &check.stages {
+                Some(s) => s
+                    .stages
+                    .iter()
+                    .map(|st| format!("- stage \"{}\"", st.stage_intention))
+                    .collect(),
+                None => check
+                    .steps
+                    .iter()
+                    .map(|p| format!("- [{}] {}", p.executor, p.step_intention))
+                    .collect(),
+            };
+            // The same kind of step plans again: planning, or a manager's task_manager.
             let again = StepState::new(
                 step.task_id.clone(),
                 step.stage_id.clone(),
                 agent.agent_id.clone(),
-                Executor::Skill(Skill::Planning),
+                step.executor.clone(),
                 step.step_intention.clone(),
                 format!(
                     "{}\n\nA person (`{by}`) rejected the plan you proposed:\n{}\nTheir comment: \
@@ -156,6 +213,44 @@ pub fn decide_plan(
         }
     }
     Ok(())
+}
+
+/// The `add_stage` a person confirmed (as proposed, or with their `stages`) for the stage
+/// plan waiting on `step`; nothing changes yet (SyncState checks it first, then
+/// [`finish_stage_check`] records it).
+pub fn confirmed_stages(
+    step: &StepState,
+    plan_hash: &str,
+    stages: Option<Vec<StagePlan>>,
+) -> Result<TaskInstruction, VerdictError> {
+    let check = PlanCheck::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
+    let proposed = check
+        .stages
+        .ok_or_else(|| VerdictError::WrongKind(step.step_id.clone(), "a plan of steps", "send steps, not stages"))?;
+    if plan_hash != check.plan_hash {
+        return Err(VerdictError::StaleHash {
+            expected: check.plan_hash,
+        });
+    }
+    let stages = stages.unwrap_or(proposed.stages);
+    if stages.is_empty() {
+        return Err(VerdictError::BadPlan(
+            "an edited stage plan needs at least one stage (reject it to have it planned again)".into(),
+        ));
+    }
+    Ok(TaskInstruction::AddStage {
+        task_id: proposed.task_id,
+        stages,
+    })
+}
+
+/// Records on `id` that `by` confirmed `add` (`edited`: not as proposed); the step is done.
+pub fn finish_stage_check(agent: &mut AgentState, id: &StepId, by: &AgentId, edited: bool, add: &TaskInstruction) {
+    finish(
+        agent,
+        id,
+        json!({ "task_instruction": add, "plan_check": { "by": by, "edited": edited } }),
+    );
 }
 
 /// A person's check of a plan.
@@ -214,6 +309,7 @@ fn original_text(text: &str) -> &str {
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::Executor;
 
     fn waiting_plan() -> (AgentState, StepState) {
         let mut a = AgentState::new("w".into(), "W".into(), "writer".into(), "".into());

@@ -74,6 +74,8 @@ pub struct ApproveBody {
     pub plan_hash: Option<String>,
     #[serde(default)]
     pub steps: Option<Vec<EditedStep>>,
+    #[serde(default)]
+    pub stages: Option<Vec<crate::message::StagePlan>>,
 }
 
 #[derive(Deserialize)]
@@ -94,6 +96,7 @@ pub async fn approve(
             args_hash: Some(args_hash),
             plan_hash: None,
             steps: None,
+            stages: None,
             arguments,
         } => Verdict::Approve {
             args_hash,
@@ -104,11 +107,19 @@ pub async fn approve(
             args_hash: None,
             arguments: None,
             steps,
+            stages: None,
         } => Verdict::ApprovePlan { plan_hash, steps },
+        ApproveBody {
+            plan_hash: Some(plan_hash),
+            args_hash: None,
+            arguments: None,
+            steps: None,
+            stages: Some(stages),
+        } => Verdict::ApproveStages { plan_hash, stages },
         _ => {
             return Err(AppError::BadRequest(
-                "approve a tool call with {args_hash, arguments?} or a plan with \
-                 {plan_hash, steps?}"
+                "approve a tool call with {args_hash, arguments?}, a plan with \
+                 {plan_hash, steps?} or a manager's stages with {plan_hash, stages?}"
                     .into(),
             ));
         }

@@ -151,6 +151,8 @@ pub struct RawApproval {
     pub ask_for_params: bool,
     #[serde(default)]
     pub judge_with_llm: bool,
+    #[serde(default)]
+    pub check_stages: bool,
 }
 
 fn never_asks() -> AutoRunLevel {
@@ -179,6 +181,7 @@ impl From<RawApproval> for crate::policy::ApprovalPolicy {
             check_plans: r.check_plans,
             ask_for_params: r.ask_for_params,
             judge_with_llm: r.judge_with_llm,
+            check_stages: r.check_stages,
         }
     }
 }

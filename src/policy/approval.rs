@@ -25,6 +25,9 @@ pub struct ApprovalPolicy {
     /// its exact arguments; the judgement may only raise its risk.
     #[serde(default)]
     pub judge_with_llm: bool,
+    /// A manager's `add_stage` waits for a person to confirm, edit or reject the stages.
+    #[serde(default)]
+    pub check_stages: bool,
 }
 
 impl Default for ApprovalPolicy {
@@ -34,6 +37,7 @@ impl Default for ApprovalPolicy {
             check_plans: false,
             ask_for_params: false,
             judge_with_llm: false,
+            check_stages: false,
         }
     }
 }

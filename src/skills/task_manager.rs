@@ -7,7 +7,9 @@ use crate::message::TaskInstruction;
 use crate::parse;
 use serde_json::json;
 
-pub fn interpret(answer: &str) -> Result<SkillOutcome, SkillError> {
+/// `check_stages`: an `add_stage` waits for a person's check (see `agent::plan_check`)
+/// instead of going to SyncState.
+pub fn interpret(answer: &str, check_stages: bool) -> Result<SkillOutcome, SkillError> {
     let mut instruction = parse::task_instruction(answer)?;
     if let TaskInstruction::AddTask {
         task_id,
@@ -26,9 +28,16 @@ pub fn interpret(answer: &str) -> Result<SkillOutcome, SkillError> {
             *task_name = task_intention.chars().take(48).collect();
         }
     }
-    if let TaskInstruction::AddStage { stages, .. } = &instruction {
+    if let TaskInstruction::AddStage { stages, task_id } = &instruction {
         if stages.is_empty() {
             return Err(SkillError::Invalid("add_stage lists no stages".into()));
+        }
+        if check_stages {
+            let check = crate::agent::plan_check::PlanCheck::of_stages(task_id.clone(), stages.clone());
+            return Ok(working(json!({
+                "task_instruction": instruction,
+                crate::agent::plan_check::KEY: check,
+            })));
         }
     }
     Ok(SkillOutcome {
@@ -43,7 +52,7 @@ mod tests {
 
     #[test]
     fn add_task_gets_a_fresh_id_and_a_name() {
-        let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#).unwrap();
+        let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#, false).unwrap();
         match o.task_instruction.unwrap() {
             TaskInstruction::AddTask {
                 task_id, task_name, ..
@@ -58,9 +67,9 @@ mod tests {
 
     #[test]
     fn empty_stage_lists_and_unknown_actions_fail() {
-        assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#).is_err());
+        assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#, false).is_err());
         assert!(
-            interpret(r#"<task_instruction>{"action": "explode"}</task_instruction>"#).is_err()
+            interpret(r#"<task_instruction>{"action": "explode"}</task_instruction>"#, false).is_err()
         );
     }
 }

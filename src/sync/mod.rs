@@ -161,6 +161,16 @@ pub struct SyncCore {
 pub const SHARED_POOL_KEPT: usize = 1_000;
 
 impl SyncCore {
+    /// Whether `agent` may give `instruction` now (as from one of its steps), without
+    /// applying it: a person's confirmation of a manager's stages is checked before it counts.
+    pub fn check_task_instruction(
+        &self,
+        agent: &AgentId,
+        instruction: &crate::message::TaskInstruction,
+    ) -> Result<(), SyncError> {
+        self.check_instruction(agent, instruction)
+    }
+
     /// Creates the base task, run by the first manager, with every manager and every human
     /// (`others`) in its group.
     pub fn new(roster: Vec<Member>, managers: &[AgentId], others: &[AgentId]) -> Self {
