@@ -330,10 +330,17 @@ async fn a_missing_argument_is_filled_in_by_the_operator_and_the_call_runs() {
     assert_eq!(asked["form"]["fields"][0]["key"], "content");
     assert!(asked["reason"].as_str().unwrap().contains("`content`"));
     let step = asked["step_id"].as_str().unwrap().to_owned();
-    assert_eq!(clerk_step(&team, &step)["execution_state"], "waiting_for_param");
+    assert_eq!(
+        clerk_step(&team, &step)["execution_state"],
+        "waiting_for_param"
+    );
     let uri = format!("/api/step/{step}/params");
     let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"values": {}}))).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "the field is required");
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "the field is required"
+    );
     let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"values": "hi"}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let values = json!({"values": {"content": "Filled in by a person\n"}});
@@ -388,10 +395,16 @@ async fn a_call_no_one_decides_on_in_time_is_not_run_and_the_clerk_goes_on() {
     let s = clerk_step(&team, &step);
     assert_eq!(s["execution_state"], "failed", "{s:#}");
     assert!(
-        s["execute_result"]["error"].as_str().unwrap().contains("no operator decided"),
+        s["execute_result"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no operator decided"),
         "{s:#}"
     );
-    assert!(!dir.join("workspace/hello.txt").exists(), "the call never ran");
+    assert!(
+        !dir.join("workspace/hello.txt").exists(),
+        "the call never ran"
+    );
     // The clerk decides how to go on after the call that did not happen.
     let mut went_on = false;
     for _ in 0..400 {
@@ -443,27 +456,53 @@ async fn a_call_the_model_judges_riskier_than_its_annotations_waits_for_approval
         .unwrap();
     let write = waiting_call(&api, &token).await;
     assert_eq!(write["tool"], "write_file");
-    assert!(!write["reason"].as_str().unwrap().contains("judged"), "{write:#}");
+    assert!(
+        !write["reason"].as_str().unwrap().contains("judged"),
+        "{write:#}"
+    );
     let uri = format!("/api/step/{}/approve", write["step_id"].as_str().unwrap());
-    let (status, answer) = call(&api, "POST", &uri, &token, Some(json!({"args_hash": write["args_hash"]}))).await;
+    let (status, answer) = call(
+        &api,
+        "POST",
+        &uri,
+        &token,
+        Some(json!({"args_hash": write["args_hash"]})),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
 
     let mut read = Value::Null;
     for _ in 0..400 {
         let (_, list) = call(&api, "GET", "/api/approvals", &token, None).await;
-        if let Some(r) = list["approvals"].as_array().and_then(|l| l.iter().find(|a| a["tool"] == "read_file")) {
+        if let Some(r) = list["approvals"]
+            .as_array()
+            .and_then(|l| l.iter().find(|a| a["tool"] == "read_file"))
+        {
             read = r.clone();
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(read["risk"], "high", "a read the model judged HIGH waits: {read:#}");
+    assert_eq!(
+        read["risk"], "high",
+        "a read the model judged HIGH waits: {read:#}"
+    );
     assert!(
-        read["reason"].as_str().unwrap().contains("judged by the model for these arguments: the file may hold a secret"),
+        read["reason"]
+            .as_str()
+            .unwrap()
+            .contains("judged by the model for these arguments: the file may hold a secret"),
         "{read:#}"
     );
     let uri = format!("/api/step/{}/approve", read["step_id"].as_str().unwrap());
-    let (status, answer) = call(&api, "POST", &uri, &token, Some(json!({"args_hash": read["args_hash"]}))).await;
+    let (status, answer) = call(
+        &api,
+        "POST",
+        &uri,
+        &token,
+        Some(json!({"args_hash": read["args_hash"]})),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     task_ends(&team).await;
     team.shutdown().await;

@@ -84,7 +84,10 @@ async fn a_person_answers_a_choice_a_form_and_a_question_and_the_fourth_is_refus
     let ok = answer(&app, &alice, &base, " blue ").await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
     assert_eq!(ok.body["sent"][0]["message"], "Blue");
-    assert_eq!(ok.body["sent"][0]["return_waiting_id"], q["return_waiting_id"]);
+    assert_eq!(
+        ok.body["sent"][0]["return_waiting_id"],
+        q["return_waiting_id"]
+    );
 
     // A form: typed fields, bounds and required fields are checked.
     let q = question(&app, &alice, "form").await;
@@ -137,7 +140,9 @@ async fn a_person_answers_a_choice_a_form_and_a_question_and_the_fourth_is_refus
     }
     let mut chat = String::new();
     for _ in 0..400 {
-        chat = get(&app, "/api/human/alice/conversations", &alice).await.text;
+        chat = get(&app, "/api/human/alice/conversations", &alice)
+            .await
+            .text;
         if chat.contains("I go on with a sans-serif font") {
             break;
         }

@@ -291,7 +291,10 @@ async fn cancelling_a_step_mid_llm_call_ends_it_at_once_and_its_agent_goes_on() 
     let (dir, team, draft) = draft_running("cancel-step").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (took, s) = cancel_step(&team, "writer", &draft.step_id).await;
-    assert!(took < Duration::from_secs(10), "the minute-long call was not waited for");
+    assert!(
+        took < Duration::from_secs(10),
+        "the minute-long call was not waited for"
+    );
     assert_eq!(s["execute_result"]["cancelled"]["by"], "operator");
     assert_eq!(s["execute_result"]["cancelled"]["reason"], "not this way");
     // Cancelling it again is refused: it is over.
@@ -305,7 +308,12 @@ async fn cancelling_a_step_mid_llm_call_ends_it_at_once_and_its_agent_goes_on() 
         .send(CancelStepFor("writer".into(), again))
         .await
         .unwrap();
-    assert!(refused.unwrap_err().to_string().contains("cancelled already"));
+    assert!(
+        refused
+            .unwrap_err()
+            .to_string()
+            .contains("cancelled already")
+    );
     // The writer goes on with its next step in the stage (the task is still open).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -325,8 +333,14 @@ async fn cancelling_a_step_mid_llm_call_ends_it_at_once_and_its_agent_goes_on() 
         assert!(Instant::now() < deadline, "the writer did not go on");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let task = team.monitor.get(StateKind::Task, draft.task_id.as_str()).unwrap();
-    assert_ne!(task["execution_state"], "cancelled", "only the step was cancelled");
+    let task = team
+        .monitor
+        .get(StateKind::Task, draft.task_id.as_str())
+        .unwrap();
+    assert_ne!(
+        task["execution_state"], "cancelled",
+        "only the step was cancelled"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -338,8 +352,11 @@ async fn cancelling_a_step_mid_tool_call_abandons_the_call() {
     for sub in ["servers", "workspace"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }
-    std::fs::copy("examples/tools/servers/workspace.yaml", dir.join("servers/workspace.yaml"))
-        .unwrap();
+    std::fs::copy(
+        "examples/tools/servers/workspace.yaml",
+        dir.join("servers/workspace.yaml"),
+    )
+    .unwrap();
     let js = mcp::everything_js();
     std::fs::write(
         dir.join("servers/ev.yaml"),
@@ -355,14 +372,24 @@ async fn cancelling_a_step_mid_tool_call_abandons_the_call() {
     let script = std::fs::read_to_string("examples/tools/script.yaml").unwrap();
     let long = r#"'<tool_instruction>{"tool_name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 1}}</tool_instruction>'"#;
     let script = script
-        .replacen(r#""type": "tool", "executor": "workspace""#, r#""type": "tool", "executor": "ev""#, 1)
-        .replacen(r#"'<tool_instruction>{"instruction_type": "get_description"}</tool_instruction>'"#, long, 1);
+        .replacen(
+            r#""type": "tool", "executor": "workspace""#,
+            r#""type": "tool", "executor": "ev""#,
+            1,
+        )
+        .replacen(
+            r#"'<tool_instruction>{"instruction_type": "get_description"}</tool_instruction>'"#,
+            long,
+            1,
+        );
     std::fs::write(dir.join("script.yaml"), script).unwrap();
 
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
-    team.submit_goal(None, "Write a greeting file").await.unwrap();
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let call = loop {
         let running = team.monitor.read(|s| {
@@ -381,8 +408,16 @@ async fn cancelling_a_step_mid_tool_call_abandons_the_call() {
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (took, s) = cancel_step(&team, "clerk", &call.step_id).await;
-    assert!(took < Duration::from_secs(10), "the minute-long call was not waited for");
-    assert!(s["execute_result"]["error"].as_str().unwrap().contains("cancelled by `operator`"));
+    assert!(
+        took < Duration::from_secs(10),
+        "the minute-long call was not waited for"
+    );
+    assert!(
+        s["execute_result"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled by `operator`")
+    );
     // The clerk decides how to go on after the call (its tool_decision step follows).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -444,7 +479,10 @@ async fn a_paused_task_starts_no_step_until_it_is_resumed() {
         if told {
             break;
         }
-        assert!(Instant::now() < deadline, "the task's agents were never told");
+        assert!(
+            Instant::now() < deadline,
+            "the task's agents were never told"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let started = || {
@@ -457,12 +495,19 @@ async fn a_paused_task_starts_no_step_until_it_is_resumed() {
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     while started().0 {
-        assert!(Instant::now() < deadline, "a step of the paused task kept running");
+        assert!(
+            Instant::now() < deadline,
+            "a step of the paused task kept running"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let before = started().1;
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(started(), (false, before), "a step of the paused task started");
+    assert_eq!(
+        started(),
+        (false, before),
+        "a step of the paused task started"
+    );
     let t = team.monitor.get(StateKind::Task, task.as_str()).unwrap();
     assert_eq!(t["paused"], true);
     assert_ne!(t["execution_state"], "finished");
@@ -477,7 +522,10 @@ async fn a_paused_task_starts_no_step_until_it_is_resumed() {
             assert!(t.get("paused").is_none_or(|p| p == false), "{t}");
             break;
         }
-        assert!(Instant::now() < deadline, "the task never finished after the resume");
+        assert!(
+            Instant::now() < deadline,
+            "the task never finished after the resume"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // A task that is over cannot be paused.

@@ -6,39 +6,22 @@
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/prompt_fields.rs"]
+mod prompt_fields;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
+use prompt_fields::{content, field};
 use std::time::Duration;
 
 const THINKS: usize = 12;
 
 fn system(req: &RecordedRequest) -> &str {
-    req.body["messages"][0]["content"].as_str().unwrap_or_default()
-}
-
-fn field<'a>(prompt: &'a str, key: &str) -> &'a str {
-    let tag = format!("- {key}: ");
-    prompt
-        .lines()
-        .find_map(|l| l.strip_prefix(&tag))
+    req.body["messages"][0]["content"]
+        .as_str()
         .unwrap_or_default()
-        .split(' ')
-        .next()
-        .unwrap_or_default()
-}
-
-/// The current step's content: what this step is about (history and rules left out).
-fn content(prompt: &str) -> String {
-    prompt
-        .lines()
-        .skip_while(|l| l.trim() != "## Content")
-        .skip(1)
-        .take_while(|l| !l.starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn answer(req: &RecordedRequest) -> StubResponse {
@@ -121,9 +104,16 @@ async fn older_history_left_out_of_a_prompt_is_summarized_and_shown_in_its_place
         .collect();
     assert!(!summaries.is_empty(), "no summary was asked for");
     // Redone only every few left-out steps: far fewer summaries than steps.
-    assert!(summaries.len() <= 3, "{} summaries for {THINKS} notes", summaries.len());
+    assert!(
+        summaries.len() <= 3,
+        "{} summaries for {THINKS} notes",
+        summaries.len()
+    );
     let first = summaries[0].prompt().unwrap();
-    assert!(first.contains("Steps to fold into it") && first.contains("Note 0"), "{first}");
+    assert!(
+        first.contains("Steps to fold into it") && first.contains("Note 0"),
+        "{first}"
+    );
     let shown = worker_prompts
         .iter()
         .filter(|p| p.contains("SUMMARY-OF-OLDER-NOTES"))
@@ -131,7 +121,11 @@ async fn older_history_left_out_of_a_prompt_is_summarized_and_shown_in_its_place
     assert!(shown > 0, "no later prompt showed the summary");
     // The stage is over: its summary went with it.
     let w = team.monitor.get(StateKind::Agent, "w").unwrap();
-    assert!(w.get("history_summaries").is_none_or(|s| s == &serde_json::json!([])), "{w:#}");
+    assert!(
+        w.get("history_summaries")
+            .is_none_or(|s| s == &serde_json::json!([])),
+        "{w:#}"
+    );
     team.shutdown().await;
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -5,39 +5,18 @@
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/prompt_fields.rs"]
+mod prompt_fields;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
+use prompt_fields::{content, field};
 use serde_json::Value;
 use std::time::Duration;
 
-/// The first `- key: value` line of a prompt: the current step's, which comes before history.
-fn field<'a>(prompt: &'a str, key: &str) -> &'a str {
-    let tag = format!("- {key}: ");
-    prompt
-        .lines()
-        .find_map(|l| l.strip_prefix(&tag))
-        .unwrap_or_default()
-        .split(' ')
-        .next()
-        .unwrap_or_default()
-}
-
-/// The current step's content: what this step is about (history and rules left out).
-fn content(prompt: &str) -> String {
-    prompt
-        .lines()
-        .skip_while(|l| l.trim() != "## Content")
-        .skip(1)
-        .take_while(|l| !l.starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Answers as a manager or a worker would, from the current step of the prompt.
 fn answer(req: &RecordedRequest) -> StubResponse {
     let prompt = req.prompt().unwrap_or_default();
     let (skill, task, stage) = (

@@ -54,7 +54,13 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
                "content": content, "need_reply": false})
     };
     let base = json!(team.base_task);
-    let r = post(&app, "/api/send_message", Some(&token), send(&base, "Write a haiku")).await;
+    let r = post(
+        &app,
+        "/api/send_message",
+        Some(&token),
+        send(&base, "Write a haiku"),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     // The manager's question about the season, asked in the new task.
     let mut task = Value::Null;
@@ -66,7 +72,13 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let r = post(&app, "/api/send_message", Some(&token), send(&task, "Autumn")).await;
+    let r = post(
+        &app,
+        "/api/send_message",
+        Some(&token),
+        send(&task, "Autumn"),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 
     // The writer's plan waits, as the model gave it, and the operator is told.
@@ -85,25 +97,52 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
         "waiting_for_approval"
     );
     let chats = get(&app, "/api/human/operator/conversations", &token).await;
-    assert!(chats.text.contains("Plan check: agent `writer`"), "{}", chats.text);
+    assert!(
+        chats.text.contains("Plan check: agent `writer`"),
+        "{}",
+        chats.text
+    );
     let writer = team.monitor.get(StateKind::Agent, "writer").unwrap();
     assert_eq!(
         writer["agent_step"]["todo"],
         json!([]),
         "nothing is queued before the check: {:#?}",
-        team.monitor.snapshot(StateKind::Step).values().filter(|s| s["agent_id"] == "writer").cloned().collect::<Vec<_>>()
+        team.monitor
+            .snapshot(StateKind::Step)
+            .values()
+            .filter(|s| s["agent_id"] == "writer")
+            .cloned()
+            .collect::<Vec<_>>()
     );
 
     let uri = format!("/api/step/{step}/approve");
     let stale = post(&app, &uri, Some(&token), json!({"plan_hash": "stale"})).await;
     assert_error(&stale, StatusCode::CONFLICT, "a stale plan hash");
-    let wrong = post(&app, &uri, Some(&token), json!({"args_hash": plan["plan_hash"]})).await;
-    assert_error(&wrong, StatusCode::UNPROCESSABLE_ENTITY, "a tool call's approval");
+    let wrong = post(
+        &app,
+        &uri,
+        Some(&token),
+        json!({"args_hash": plan["plan_hash"]}),
+    )
+    .await;
+    assert_error(
+        &wrong,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a tool call's approval",
+    );
     let hire = json!({"plan_hash": plan["plan_hash"], "steps": [
         {"step_intention": "Hire a helper", "executor": "agent_manager"}]});
     let bad = post(&app, &uri, Some(&token), hire).await;
-    assert_error(&bad, StatusCode::UNPROCESSABLE_ENTITY, "an edit the writer cannot run");
-    assert!(bad.text.contains("no `agent_manager` skill"), "{}", bad.text);
+    assert_error(
+        &bad,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "an edit the writer cannot run",
+    );
+    assert!(
+        bad.text.contains("no `agent_manager` skill"),
+        "{}",
+        bad.text
+    );
 
     // Edited: the check is dropped and the writing step reworded.
     let edit = json!({"plan_hash": plan["plan_hash"], "steps": [
@@ -114,12 +153,9 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
 
     let mut finished = false;
     for _ in 0..800 {
-        if team
-            .monitor
-            .snapshot(StateKind::Task)
-            .values()
-            .any(|t| t["task_name"] == "Haiku for the operator" && t["execution_state"] == "finished")
-        {
+        if team.monitor.snapshot(StateKind::Task).values().any(|t| {
+            t["task_name"] == "Haiku for the operator" && t["execution_state"] == "finished"
+        }) {
             finished = true;
             break;
         }
@@ -138,7 +174,10 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
         .collect();
     let ran = |intent: &str| writer_steps.iter().any(|s| s["step_intention"] == intent);
     assert!(ran("Write the autumn haiku"), "{writer_steps:#?}");
-    assert!(!ran("Check it") && !ran("Write the haiku"), "{writer_steps:#?}");
+    assert!(
+        !ran("Check it") && !ran("Write the haiku"),
+        "{writer_steps:#?}"
+    );
     team.shutdown().await;
 }
 
@@ -157,9 +196,13 @@ async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
     let open = || async {
         let store = std::sync::Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
         let loaded = load(store.as_ref()).await.unwrap();
-        let team =
-            start_team_stored(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort")), store, loaded)
-                .unwrap();
+        let team = start_team_stored(
+            &cfg,
+            &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort")),
+            store,
+            loaded,
+        )
+        .unwrap();
         let api = ApiState::new(&team, &cfg.humans, None, vec![]);
         let app = router(api);
         let login = post(
@@ -177,7 +220,13 @@ async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
         json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
                "content": content, "need_reply": false})
     };
-    let r = post(&app, "/api/send_message", Some(&token), send(&json!(team.base_task), "Write a haiku")).await;
+    let r = post(
+        &app,
+        "/api/send_message",
+        Some(&token),
+        send(&json!(team.base_task), "Write a haiku"),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     let mut task = Value::Null;
     for _ in 0..400 {
@@ -188,7 +237,13 @@ async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let r = post(&app, "/api/send_message", Some(&token), send(&task, "Autumn")).await;
+    let r = post(
+        &app,
+        "/api/send_message",
+        Some(&token),
+        send(&task, "Autumn"),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     let plan = waiting(&app, &token, "plan").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -198,14 +253,29 @@ async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
 
     let (team, app, token) = open().await;
     let again = waiting(&app, &token, "plan").await;
-    assert_eq!(again["step_id"], plan["step_id"], "the same plan still waits");
-    assert_eq!(again["decide_by_ms"], plan["decide_by_ms"], "with the same deadline");
+    assert_eq!(
+        again["step_id"], plan["step_id"],
+        "the same plan still waits"
+    );
+    assert_eq!(
+        again["decide_by_ms"], plan["decide_by_ms"],
+        "with the same deadline"
+    );
     let uri = format!("/api/step/{}/approve", plan["step_id"].as_str().unwrap());
-    let ok = post(&app, &uri, Some(&token), json!({"plan_hash": plan["plan_hash"]})).await;
+    let ok = post(
+        &app,
+        &uri,
+        Some(&token),
+        json!({"plan_hash": plan["plan_hash"]}),
+    )
+    .await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
     let mut finished = false;
     for _ in 0..800 {
-        let t = team.monitor.get(StateKind::Task, task.as_str().unwrap()).unwrap();
+        let t = team
+            .monitor
+            .get(StateKind::Task, task.as_str().unwrap())
+            .unwrap();
         if t["execution_state"] == "finished" {
             finished = true;
             break;
@@ -244,7 +314,13 @@ async fn a_managers_stages_wait_for_the_operator_and_run_as_edited() {
         json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
                "content": content, "need_reply": false})
     };
-    let r = post(&app, "/api/send_message", Some(&token), send(&json!(team.base_task), "Write a haiku")).await;
+    let r = post(
+        &app,
+        "/api/send_message",
+        Some(&token),
+        send(&json!(team.base_task), "Write a haiku"),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     let mut task = Value::Null;
     for _ in 0..400 {
@@ -255,19 +331,43 @@ async fn a_managers_stages_wait_for_the_operator_and_run_as_edited() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let r = post(&app, "/api/send_message", Some(&token), send(&task, "Autumn")).await;
+    let r = post(
+        &app,
+        "/api/send_message",
+        Some(&token),
+        send(&task, "Autumn"),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
 
     let plan = waiting(&app, &token, "plan").await;
     assert_eq!(plan["agent_id"], "manager");
-    assert_eq!(plan["stages"]["stages"][0]["stage_intention"], "Write the haiku");
-    assert!(team.monitor.read(|s| s.tasks[&cohort::ids::TaskId::from(task.as_str().unwrap())].stage_list.is_empty()), "no stage before the check");
+    assert_eq!(
+        plan["stages"]["stages"][0]["stage_intention"],
+        "Write the haiku"
+    );
+    assert!(
+        team.monitor.read(
+            |s| s.tasks[&cohort::ids::TaskId::from(task.as_str().unwrap())]
+                .stage_list
+                .is_empty()
+        ),
+        "no stage before the check"
+    );
     let uri = format!("/api/step/{}/approve", plan["step_id"].as_str().unwrap());
     let ghost = json!({"plan_hash": plan["plan_hash"], "stages": [
         {"stage_intention": "Write it", "agent_allocation": {"nobody": "write"}}]});
     let refused = post(&app, &uri, Some(&token), ghost).await;
-    assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "a stage for an agent the team lacks");
-    assert_eq!(waiting(&app, &token, "plan").await["step_id"], plan["step_id"], "still waiting");
+    assert_error(
+        &refused,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a stage for an agent the team lacks",
+    );
+    assert_eq!(
+        waiting(&app, &token, "plan").await["step_id"],
+        plan["step_id"],
+        "still waiting"
+    );
     let edited = json!({"plan_hash": plan["plan_hash"], "stages": [
         {"stage_intention": "Write the autumn haiku", "agent_allocation": {"writer": "Write a 5-7-5 haiku about autumn."}}]});
     let ok = post(&app, &uri, Some(&token), edited).await;
@@ -275,7 +375,10 @@ async fn a_managers_stages_wait_for_the_operator_and_run_as_edited() {
 
     let mut finished = None;
     for _ in 0..800 {
-        let t = team.monitor.get(StateKind::Task, task.as_str().unwrap()).unwrap();
+        let t = team
+            .monitor
+            .get(StateKind::Task, task.as_str().unwrap())
+            .unwrap();
         if t["execution_state"] == "finished" {
             finished = Some(t);
             break;
@@ -283,9 +386,15 @@ async fn a_managers_stages_wait_for_the_operator_and_run_as_edited() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let t = finished.unwrap_or_else(|| panic!("{:#?}", team.monitor.snapshot(StateKind::Task)));
-    let stage = team.monitor.get(StateKind::Stage, t["stage_list"][0].as_str().unwrap()).unwrap();
+    let stage = team
+        .monitor
+        .get(StateKind::Stage, t["stage_list"][0].as_str().unwrap())
+        .unwrap();
     assert_eq!(stage["stage_intention"], "Write the autumn haiku");
-    let checked = team.monitor.get(StateKind::Step, plan["step_id"].as_str().unwrap()).unwrap();
+    let checked = team
+        .monitor
+        .get(StateKind::Step, plan["step_id"].as_str().unwrap())
+        .unwrap();
     assert_eq!(checked["execution_state"], "finished");
     assert_eq!(checked["execute_result"]["plan_check"]["edited"], true);
     team.shutdown().await;

@@ -208,7 +208,11 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
         let waiting = get(&http, &s, &token, "/api/approvals").await;
         for a in waiting["approvals"].as_array().into_iter().flatten() {
             let r = http
-                .post(format!("{}/api/step/{}/approve", s.base, a["step_id"].as_str().unwrap()))
+                .post(format!(
+                    "{}/api/step/{}/approve",
+                    s.base,
+                    a["step_id"].as_str().unwrap()
+                ))
                 .bearer_auth(&token)
                 .json(&json!({ "plan_hash": a["plan_hash"] }))
                 .send()

@@ -27,11 +27,10 @@ impl Handler<CancelStep> for AgentActor {
             return Err(CancelError::Ending(id));
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, by = %c.by, "a person cancels a step");
-        let started = self
-            .state
-            .agent_step
-            .get(&id)
-            .is_some_and(|s| s.execution_state == StepExecutionState::Running || s.execution_state.waits_for_a_person());
+        let started = self.state.agent_step.get(&id).is_some_and(|s| {
+            s.execution_state == StepExecutionState::Running
+                || s.execution_state.waits_for_a_person()
+        });
         if self.in_flight.as_ref().is_some_and(|(s, _)| s == &id) {
             if let Some((_, handle)) = self.in_flight.take() {
                 ctx.cancel_future(handle);

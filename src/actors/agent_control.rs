@@ -5,16 +5,16 @@
 //! resumed (`SetPaused`).
 
 use super::AgentActor;
-use crate::agent::approval::{Decided, Verdict, VerdictError, decide, verdict_due};
-use crate::agent::params::{await_params, param_request, params_notice};
 use crate::actors::CheckTaskInstruction;
-use crate::agent::plan_check::{PlanCheck, confirmed_stages, finish_stage_check, plan_notice};
-use crate::message::TaskInstruction;
+use crate::agent::approval::{Decided, Verdict, VerdictError, decide, verdict_due};
 use crate::agent::cancel::fail_waiting_step;
+use crate::agent::params::{await_params, param_request, params_notice};
+use crate::agent::plan_check::{PlanCheck, confirmed_stages, finish_stage_check, plan_notice};
 use crate::ids::{AgentId, StepId};
 use crate::mcp::McpCall;
 use crate::message::Message;
-use crate::state::Executor;
+use crate::message::TaskInstruction;
+use crate::state::{Executor, StepState};
 use actix::prelude::*;
 
 /// A person's verdict on a step waiting for approval.
@@ -67,14 +67,7 @@ impl AgentActor {
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, "a plan waits for a person's check");
         self.hold_for_a_person(id, ctx);
-        let notice = Message::notice(
-            step.task_id.clone(),
-            self.state.agent_id.clone(),
-            self.approvers.to_vec(),
-            step.stage_id.clone(),
-            plan_notice(&step, &check),
-        );
-        self.submit_with_changes(vec![notice], ctx);
+        self.tell_approvers(&step, plan_notice(&step, &check), ctx);
     }
 
     /// A tool call refused for its arguments: with `tool_approval.ask_for_params` and an
@@ -118,12 +111,22 @@ impl AgentActor {
         tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, "a tool call waits for a person to fill in its arguments");
         await_params(&mut self.state, &id, &req);
         self.hold_for_a_person(id, ctx);
+        self.tell_approvers(&step, params_notice(&step, &req), ctx);
+    }
+
+    /// Tells the team's operators what `step` waits for, stored with the agent's changes.
+    pub(super) fn tell_approvers(
+        &mut self,
+        step: &StepState,
+        text: String,
+        ctx: &mut Context<Self>,
+    ) {
         let notice = Message::notice(
             step.task_id.clone(),
             self.state.agent_id.clone(),
             self.approvers.to_vec(),
             step.stage_id.clone(),
-            params_notice(&step, &req),
+            text,
         );
         self.submit_with_changes(vec![notice], ctx);
     }
@@ -200,7 +203,13 @@ impl AgentActor {
     /// approved as it is) or through the risk check (arguments a person filled in). The
     /// verdict is stored first because after a crash a step that was running is never called
     /// again, so a verdict the store lost must not have reached the tool either.
-    fn store_then_call(&mut self, id: StepId, call: McpCall, judge_again: bool, ctx: &mut Context<Self>) {
+    fn store_then_call(
+        &mut self,
+        id: StepId,
+        call: McpCall,
+        judge_again: bool,
+        ctx: &mut Context<Self>,
+    ) {
         let held = self.hand_over();
         let store = self.sync.send(crate::actors::SubmitMessages {
             messages: Vec::new(),
@@ -216,9 +225,11 @@ impl AgentActor {
                 Err(e) => Err(e.to_string()),
             };
             match (stored, act.mcp.clone(), step) {
-                (Err(e), _, _) => {
-                    act.on_tool_result(id, Err(format!("the verdict could not be stored: {e}")), ctx)
-                }
+                (Err(e), _, _) => act.on_tool_result(
+                    id,
+                    Err(format!("the verdict could not be stored: {e}")),
+                    ctx,
+                ),
                 (_, None, _) | (_, _, None) => {
                     act.on_tool_result(id, Err("the team has no MCP client".into()), ctx)
                 }

@@ -6,10 +6,8 @@
 
 use super::AgentActor;
 use crate::agent::approval::{approval_needed, approval_notice, await_approval};
-use crate::llm::ChatRequest;
 use crate::llm::scripted::RISK_JUDGE;
 use crate::mcp::{McpCall, McpClient, McpError};
-use crate::message::Message;
 use crate::policy::{Risk, ToolRisk, judge_prompt, with_judgement};
 use crate::state::StepState;
 use actix::prelude::*;
@@ -90,46 +88,45 @@ impl AgentActor {
         let description = client
             .cached_description(&server)
             .and_then(|d| {
-                d["tools"].as_array()?.iter().find(|t| t["name"] == name.as_str()).map(|t| {
-                    t["description"].as_str().unwrap_or_default().to_owned()
-                })
+                d["tools"]
+                    .as_array()?
+                    .iter()
+                    .find(|t| t["name"] == name.as_str())
+                    .map(|t| t["description"].as_str().unwrap_or_default().to_owned())
             })
             .unwrap_or_default();
-        let request = ChatRequest {
-            system: self.prompts.phrases().risk_judge.clone(),
-            prompt: judge_prompt(
-                &server,
-                name,
-                &description,
-                &serde_json::Value::Object(arguments.clone()),
-                &step.step_intention,
-            ),
-            answer_format: None,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: self.state.agent_id.clone(),
-            skill: RISK_JUDGE.to_owned(),
-            task_id: step.task_id.clone(),
-            stage_id: step.stage_id.clone(),
-            step_id: step.step_id.clone(),
-            template: self.state.template.clone(),
-            step_text: step.asks(),
-            progress: None,
-            retry: 0,
-        };
+        let prompt = judge_prompt(
+            &server,
+            name,
+            &description,
+            &serde_json::Value::Object(arguments.clone()),
+            &step.step_intention,
+        );
+        let system = self.prompts.phrases().risk_judge.clone();
+        let request = self.side_request(&step, RISK_JUDGE, system, prompt);
         let id = step.step_id.clone();
-        let handle = ctx.spawn(llm.chat(request).into_actor(self).map(move |answer, act, ctx| {
-            act.in_flight = None;
-            if let Ok(reply) = &answer {
-                act.state.add_tokens(reply.usage);
-            }
-            if !act.still_live(&step) {
-                return act.on_tool_result(step.step_id, Err("ended".into()), ctx);
-            }
-            let answer = answer.map_err(|e| e.to_string());
-            let risk = with_judgement(annotated, answer.as_ref().map(|r| r.text.as_str()).map_err(String::as_str));
-            act.put_to_approver(step, server, call, client, risk, ctx);
-        }));
+        let handle = ctx.spawn(
+            llm.chat(request)
+                .into_actor(self)
+                .map(move |answer, act, ctx| {
+                    act.in_flight = None;
+                    if let Ok(reply) = &answer {
+                        act.state.add_tokens(reply.usage);
+                    }
+                    if !act.still_live(&step) {
+                        return act.on_tool_result(step.step_id, Err("ended".into()), ctx);
+                    }
+                    let answer = answer.map_err(|e| e.to_string());
+                    let risk = with_judgement(
+                        annotated,
+                        answer
+                            .as_ref()
+                            .map(|r| r.text.as_str())
+                            .map_err(String::as_str),
+                    );
+                    act.put_to_approver(step, server, call, client, risk, ctx);
+                }),
+        );
         self.in_flight = Some((id, handle));
     }
 
@@ -159,14 +156,7 @@ impl AgentActor {
                 tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, risk = %req.risk.risk, "a tool call waits for approval");
                 await_approval(&mut self.state, &id, &req);
                 self.hold_for_a_person(id, ctx);
-                let notice = Message::notice(
-                    step.task_id.clone(),
-                    self.state.agent_id.clone(),
-                    self.approvers.to_vec(),
-                    step.stage_id.clone(),
-                    approval_notice(&step, &req),
-                );
-                self.submit_with_changes(vec![notice], ctx);
+                self.tell_approvers(&step, approval_notice(&step, &req), ctx);
             }
         }
     }

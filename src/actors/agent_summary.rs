@@ -11,6 +11,33 @@ use crate::state::{Skill, StepState};
 use actix::prelude::*;
 
 impl AgentActor {
+    /// A model call of this agent for `step` that is not the step's own answer (a summary, a
+    /// risk judgement): `name` is what a script keys its replies by.
+    pub(super) fn side_request(
+        &self,
+        step: &StepState,
+        name: &str,
+        system: String,
+        prompt: String,
+    ) -> ChatRequest {
+        ChatRequest {
+            system,
+            prompt,
+            answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
+            agent_id: self.state.agent_id.clone(),
+            skill: name.to_owned(),
+            task_id: step.task_id.clone(),
+            stage_id: step.stage_id.clone(),
+            step_id: step.step_id.clone(),
+            template: self.state.template.clone(),
+            step_text: step.asks(),
+            progress: None,
+            retry: 0,
+        }
+    }
+
     pub(super) fn summarize_then_run(
         &mut self,
         step: StepState,
@@ -21,22 +48,8 @@ impl AgentActor {
         let Some(llm) = self.llm.clone() else {
             return self.run_skill(step, skill, true, ctx);
         };
-        let request = ChatRequest {
-            system: self.prompts.phrases().summarize_history.clone(),
-            prompt: job.prompt.clone(),
-            answer_format: None,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: self.state.agent_id.clone(),
-            skill: SUMMARIZE_HISTORY.to_owned(),
-            task_id: step.task_id.clone(),
-            stage_id: step.stage_id.clone(),
-            step_id: step.step_id.clone(),
-            template: self.state.template.clone(),
-            step_text: step.asks(),
-            progress: None,
-            retry: 0,
-        };
+        let system = self.prompts.phrases().summarize_history.clone();
+        let request = self.side_request(&step, SUMMARIZE_HISTORY, system, job.prompt.clone());
         let id = step.step_id.clone();
         let handle = ctx.spawn(llm.chat(request).into_actor(self).map(move |answer, act, ctx| {
             act.in_flight = None;

@@ -84,7 +84,11 @@ pub struct CancelStepFor(pub AgentId, pub super::CancelStep);
 
 impl Handler<CancelStepFor> for Dispatcher {
     type Result = ResponseFuture<Result<(), ControlRefused>>;
-    fn handle(&mut self, CancelStepFor(agent, c): CancelStepFor, _: &mut Context<Self>) -> Self::Result {
+    fn handle(
+        &mut self,
+        CancelStepFor(agent, c): CancelStepFor,
+        _: &mut Context<Self>,
+    ) -> Self::Result {
         let to = self.controls.get(&agent).cloned();
         Box::pin(async move {
             let to = to.ok_or_else(|| ControlRefused::NoAgent(agent.clone()))?;

@@ -9,13 +9,18 @@ mod supervisor;
 mod sync_state;
 mod system;
 
-pub use agent::{AgentActor, AgentTools, CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused, SetPaused};
+pub use agent::{
+    AgentActor, AgentTools, CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused,
+    SetPaused,
+};
 pub use dispatcher::{
-    CancelStepFor, ControlRefused, DecideFor, Dispatcher, PauseFor, Register, RegisterControl, Route,
+    CancelStepFor, ControlRefused, DecideFor, Dispatcher, PauseFor, Register, RegisterControl,
+    Route,
 };
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{
-    ApplyOutput, CancelStage, CancelTask, CheckTaskInstruction, PauseTask, RetryStage, SubmitMessage, SubmitMessages, SyncStateActor,
+    ApplyOutput, CancelStage, CancelTask, CheckTaskInstruction, PauseTask, RetryStage,
+    SubmitMessage, SubmitMessages, SyncStateActor,
 };
 pub use system::{Host, OPERATOR, SystemError, Team, start_team, start_team_stored};

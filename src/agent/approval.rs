@@ -45,13 +45,9 @@ pub enum Verdict {
         stages: Vec<crate::message::StagePlan>,
     },
     /// The fields a call waiting for parameters asked for, as a JSON object.
-    FillParams {
-        values: Value,
-    },
+    FillParams { values: Value },
     /// Fail the call, or have the plan planned again, for `reason`.
-    Reject {
-        reason: String,
-    },
+    Reject { reason: String },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -191,7 +187,9 @@ pub fn decide(
         let verdict = match verdict {
             Verdict::ApprovePlan { plan_hash, steps } => PlanVerdict::Confirm { plan_hash, steps },
             Verdict::Reject { reason } => PlanVerdict::Reject { reason },
-            Verdict::Approve { .. } | Verdict::FillParams { .. } | Verdict::ApproveStages { .. } => {
+            Verdict::Approve { .. }
+            | Verdict::FillParams { .. }
+            | Verdict::ApproveStages { .. } => {
                 return Err(VerdictError::WrongKind(
                     id.clone(),
                     "a plan check",
@@ -219,7 +217,9 @@ pub fn decide(
                 req.tool
             )))
         }
-        Verdict::ApprovePlan { .. } | Verdict::FillParams { .. } | Verdict::ApproveStages { .. } => Err(VerdictError::WrongKind(
+        Verdict::ApprovePlan { .. }
+        | Verdict::FillParams { .. }
+        | Verdict::ApproveStages { .. } => Err(VerdictError::WrongKind(
             id.clone(),
             "a tool call's approval",
             "send args_hash (and arguments to edit them), not plan_hash",
@@ -269,9 +269,19 @@ pub const DUE: &str = "decide_by_ms";
 
 /// When a person must have decided on the waiting step `id`: the time it already has, or
 /// `now_ms` plus `patience` (then recorded on the step, so a restart keeps it).
-pub fn verdict_due(agent: &mut AgentState, id: &StepId, now_ms: i64, patience: std::time::Duration) -> Option<i64> {
+pub fn verdict_due(
+    agent: &mut AgentState,
+    id: &StepId,
+    now_ms: i64,
+    patience: std::time::Duration,
+) -> Option<i64> {
     let step = agent.agent_step.get(id)?;
-    if let Some(due) = step.execute_result.as_ref().and_then(|r| r.get(DUE)).and_then(Value::as_i64) {
+    if let Some(due) = step
+        .execute_result
+        .as_ref()
+        .and_then(|r| r.get(DUE))
+        .and_then(Value::as_i64)
+    {
         return Some(due);
     }
     let due = now_ms.saturating_add(patience.as_millis() as i64);

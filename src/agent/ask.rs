@@ -201,7 +201,9 @@ impl AskField {
         let value = match self.kind {
             FieldKind::Text => match v {
                 // Kept exactly as given: a field may be a tool's argument (a file's content).
-                Value::String(s) if s.chars().count() <= MAX_ANSWER_CHARS => Value::String(s.clone()),
+                Value::String(s) if s.chars().count() <= MAX_ANSWER_CHARS => {
+                    Value::String(s.clone())
+                }
                 Value::String(_) => return Err(AskError::AnswerTooLong),
                 Value::Number(n) => Value::String(n.to_string()),
                 _ => return Err(bad("it must be text".into())),
@@ -361,6 +363,9 @@ mod tests {
             AskError::FieldOptions("a".into())
         );
         assert!(serde_json::from_value::<Ask>(json!({"mode": "poll"})).is_err());
-        assert_eq!(ask(json!({"mode": "text"})).answer(" fine ").unwrap(), "fine");
+        assert_eq!(
+            ask(json!({"mode": "text"})).answer(" fine ").unwrap(),
+            "fine"
+        );
     }
 }

@@ -50,7 +50,12 @@ pub fn mark_cancelled(agent: &mut AgentState, id: &StepId, by: &AgentId, reason:
 
 /// Ends step `id` as cancelled by `by` (check it with [`check_cancel`] first): its result
 /// says so, and the completion goes to SyncState like any step's end.
-pub fn cancel_step(agent: &mut AgentState, id: &StepId, by: &AgentId, reason: &str) -> StepCompletion {
+pub fn cancel_step(
+    agent: &mut AgentState,
+    id: &StepId,
+    by: &AgentId,
+    reason: &str,
+) -> StepCompletion {
     let Some((step, output, lock_before)) = opening(agent, id) else {
         return StepCompletion::vanished();
     };
@@ -106,19 +111,36 @@ mod tests {
         a.skills = vec![Skill::Think, Skill::Decision];
         let (task, stage) = (crate::ids::TaskId::from("t"), StageId::from("s"));
         a.open_goal(&task, &stage);
-        let s = StepState::new(task, StageRef::Stage(stage), "w".into(), Executor::Skill(Skill::Think), "think", "");
+        let s = StepState::new(
+            task,
+            StageRef::Stage(stage),
+            "w".into(),
+            Executor::Skill(Skill::Think),
+            "think",
+            "",
+        );
         let id = s.step_id.clone();
         a.add_steps(vec![s]);
         check_cancel(&a, &id).unwrap();
         let c = cancel_step(&mut a, &id, &"op".into(), " wrong idea ");
         assert_eq!(c.failure.as_deref(), Some("cancelled by `op`: wrong idea"));
         let step = a.agent_step.get(&id).unwrap();
-        assert_eq!(step.execute_result.as_ref().unwrap()["cancelled"]["by"], "op");
+        assert_eq!(
+            step.execute_result.as_ref().unwrap()["cancelled"]["by"],
+            "op"
+        );
         // Nothing else was planned: the agent decides how to go on.
-        let next: Vec<&StepState> = a.agent_step.todo().map(|i| a.agent_step.get(i).unwrap()).collect();
+        let next: Vec<&StepState> = a
+            .agent_step
+            .todo()
+            .map(|i| a.agent_step.get(i).unwrap())
+            .collect();
         assert_eq!(next.len(), 1, "the cancelled step left the queue");
         assert_eq!(next[0].executor, Executor::Skill(Skill::Decision));
         assert!(next[0].text_content.contains("cancelled by `op`"));
-        assert_eq!(check_cancel(&a, &"nope".into()), Err(CancelError::NoStep("w".into(), "nope".into())));
+        assert_eq!(
+            check_cancel(&a, &"nope".into()),
+            Err(CancelError::NoStep("w".into(), "nope".into()))
+        );
     }
 }

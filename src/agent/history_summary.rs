@@ -121,17 +121,34 @@ mod tests {
         let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "".into());
         let stage = StageRef::Stage(StageId::from("s"));
         for i in 0..n {
-            let s = StepState::new("t".into(), stage.clone(), "w".into(), Executor::Skill(Skill::Think), format!("step {i}"), "");
+            let s = StepState::new(
+                "t".into(),
+                stage.clone(),
+                "w".into(),
+                Executor::Skill(Skill::Think),
+                format!("step {i}"),
+                "",
+            );
             let id = s.step_id.clone();
             a.add_steps(vec![s]);
             a.start_next();
-            a.update_step(&id, StepUpdate {
-                execution_state: Some(StepExecutionState::Finished),
-                execute_result: Some(serde_json::json!({ "think": format!("found {i}") })),
-                ..Default::default()
-            });
+            a.update_step(
+                &id,
+                StepUpdate {
+                    execution_state: Some(StepExecutionState::Finished),
+                    execute_result: Some(serde_json::json!({ "think": format!("found {i}") })),
+                    ..Default::default()
+                },
+            );
         }
-        let now = StepState::new("t".into(), stage, "w".into(), Executor::Skill(Skill::Think), "now", "");
+        let now = StepState::new(
+            "t".into(),
+            stage,
+            "w".into(),
+            Executor::Skill(Skill::Think),
+            "now",
+            "",
+        );
         a.add_steps(vec![now.clone()]);
         (a, now)
     }
@@ -139,9 +156,17 @@ mod tests {
     #[test]
     fn left_out_steps_are_summarized_once_and_again_only_after_five_more() {
         let (mut a, now) = agent_with_done(10);
-        assert_eq!(summary_due(&a, &now, 0), None, "nothing left out, nothing to summarize");
+        assert_eq!(
+            summary_due(&a, &now, 0),
+            None,
+            "nothing left out, nothing to summarize"
+        );
         let job = summary_due(&a, &now, 4).unwrap();
-        assert!(job.prompt.contains("step 0") && job.prompt.contains("step 3") && !job.prompt.contains("step 4"));
+        assert!(
+            job.prompt.contains("step 0")
+                && job.prompt.contains("step 3")
+                && !job.prompt.contains("step 4")
+        );
         assert!(job.prompt.contains("found 3"));
         let s = summary_of(&now, &job, " Thought four times. ").unwrap();
         assert_eq!(s.text, "Thought four times.");
@@ -149,8 +174,19 @@ mod tests {
         // Two more left out: the summary lags too little to be redone.
         assert_eq!(summary_due(&a, &now, 6), None);
         let again = summary_due(&a, &now, 9).unwrap();
-        assert!(again.prompt.starts_with("Your summary so far:\nThought four times."));
-        assert!(again.prompt.contains("step 4") && again.prompt.contains("step 8") && !again.prompt.contains("step 3 "));
-        assert!(summary_of(&now, &again, "  ").is_none(), "an empty answer is no summary");
+        assert!(
+            again
+                .prompt
+                .starts_with("Your summary so far:\nThought four times.")
+        );
+        assert!(
+            again.prompt.contains("step 4")
+                && again.prompt.contains("step 8")
+                && !again.prompt.contains("step 3 ")
+        );
+        assert!(
+            summary_of(&now, &again, "  ").is_none(),
+            "an empty answer is no summary"
+        );
     }
 }

@@ -188,10 +188,9 @@ pub fn human_send(
     let contents = receivers
         .iter()
         .map(|r| match pending_ask(agent, r, &m.task_id) {
-            Some(ask) => ask.answer(&m.content).map_err(|why| HumanError::BadAnswer {
-                to: r.clone(),
-                why,
-            }),
+            Some(ask) => ask
+                .answer(&m.content)
+                .map_err(|why| HumanError::BadAnswer { to: r.clone(), why }),
             None => Ok(m.content.clone()),
         })
         .collect::<Result<Vec<String>, HumanError>>()?;
@@ -351,10 +350,15 @@ mod tests {
         let mut q = from("m", "Which colour?");
         q.need_reply = true;
         q.waiting = Some(vec!["w1".into()]);
-        q.ask = Some(serde_json::from_value(json!({"mode": "select", "options": ["Red", "Blue"]})).unwrap());
+        q.ask = Some(
+            serde_json::from_value(json!({"mode": "select", "options": ["Red", "Blue"]})).unwrap(),
+        );
         receive_as_human(&mut h, &q, "now");
         let notices = &h.conversation_pool.as_ref().unwrap().global_messages;
-        assert!(notices.last().unwrap().contains("Choose one: Red | Blue"), "{notices:?}");
+        assert!(
+            notices.last().unwrap().contains("Choose one: Red | Blue"),
+            "{notices:?}"
+        );
         let reply = |content: &str| HumanMessage {
             task_id: "t".into(),
             receiver: vec!["m".into()],
@@ -366,7 +370,10 @@ mod tests {
         };
         let before = h.clone();
         let e = human_send(&mut h, &reply("green"), &Now::current()).unwrap_err();
-        assert!(e.to_string().contains("one of the options: Red | Blue"), "{e}");
+        assert!(
+            e.to_string().contains("one of the options: Red | Blue"),
+            "{e}"
+        );
         // Nothing was recorded: the question still waits for its answer.
         assert_eq!(h.conversation_pool, before.conversation_pool);
         assert_eq!(h.agent_step.steps().len(), before.agent_step.steps().len());
@@ -374,7 +381,10 @@ mod tests {
         assert_eq!(sent[0].message, "Blue");
         assert_eq!(sent[0].return_waiting_id, Some("w1".into()));
         // The next message to `m` answers nothing and is free text again.
-        assert_eq!(human_send(&mut h, &reply("green"), &Now::current()).unwrap()[0].message, "green");
+        assert_eq!(
+            human_send(&mut h, &reply("green"), &Now::current()).unwrap()[0].message,
+            "green"
+        );
     }
 
     #[test]

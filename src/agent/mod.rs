@@ -5,13 +5,13 @@
 
 pub mod approval;
 pub mod ask;
-pub mod history_summary;
 pub mod cancel;
-pub mod params;
-pub mod plan_check;
 mod complete;
+pub mod history_summary;
 mod human;
 mod limits;
+pub mod params;
+pub mod plan_check;
 mod reask;
 mod receive;
 mod resume;

@@ -105,7 +105,12 @@ fn field(key: &str, prop: &Value) -> AskField {
     let options: Vec<String> = prop
         .get("enum")
         .and_then(Value::as_array)
-        .map(|e| e.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|e| {
+            e.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     let kind = match prop.get("type").and_then(Value::as_str) {
         _ if options.len() >= 2 => FieldKind::Select,
@@ -125,7 +130,11 @@ fn field(key: &str, prop: &Value) -> AskField {
         label,
         kind,
         required: true,
-        options: if kind == FieldKind::Select { options } else { Vec::new() },
+        options: if kind == FieldKind::Select {
+            options
+        } else {
+            Vec::new()
+        },
         min: prop.get("minimum").and_then(Value::as_f64),
         max: prop.get("maximum").and_then(Value::as_f64),
     }
@@ -168,7 +177,8 @@ pub fn fill_params(
     by: &AgentId,
     values: &Value,
 ) -> Result<McpCall, VerdictError> {
-    let req = ParamRequest::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
+    let req =
+        ParamRequest::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
     let filled = req
         .form
         .answer(&values.to_string())
@@ -229,38 +239,78 @@ mod tests {
     fn the_form_asks_for_the_required_fields_left_out_and_the_ones_named() {
         let mut args = Map::new();
         args.insert("path".into(), json!("a.txt"));
-        let req = param_request("ws", "write_file", &args, &schema(), "missing required argument `content`; argument `mode` must be one of").unwrap();
-        let Ask::Form { fields } = &req.form else { panic!() };
+        let req = param_request(
+            "ws",
+            "write_file",
+            &args,
+            &schema(),
+            "missing required argument `content`; argument `mode` must be one of",
+        )
+        .unwrap();
+        let Ask::Form { fields } = &req.form else {
+            panic!()
+        };
         let keys: Vec<&str> = fields.iter().map(|f| f.key.as_str()).collect();
         assert_eq!(keys, ["content", "mode"]);
         assert_eq!(fields[1].kind, FieldKind::Select);
         assert_eq!(fields[1].options, ["create", "overwrite"]);
         // Nothing to ask for: no request.
-        let full: Map<String, Value> = serde_json::from_value(json!({"path": "a", "content": "b"})).unwrap();
-        assert!(param_request("ws", "write_file", &full, &schema(), "the server said no").is_none());
+        let full: Map<String, Value> =
+            serde_json::from_value(json!({"path": "a", "content": "b"})).unwrap();
+        assert!(
+            param_request("ws", "write_file", &full, &schema(), "the server said no").is_none()
+        );
     }
 
     #[test]
     fn filled_values_are_checked_merged_and_the_call_made_again() {
         let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
-        let s = StepState::new("t".into(), StageRef::NoRelative, "w".into(), Executor::Tool("ws".into()), "write", "");
+        let s = StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "w".into(),
+            Executor::Tool("ws".into()),
+            "write",
+            "",
+        );
         let id = s.step_id.clone();
         a.add_steps(vec![s]);
         a.start_next();
         let args: Map<String, Value> = serde_json::from_value(json!({"path": "a.txt"})).unwrap();
-        let req = param_request("ws", "write_file", &args, &schema(), "missing required argument `content` and `tags`").unwrap();
+        let req = param_request(
+            "ws",
+            "write_file",
+            &args,
+            &schema(),
+            "missing required argument `content` and `tags`",
+        )
+        .unwrap();
         await_params(&mut a, &id, &req);
         let step = a.agent_step.get(&id).unwrap().clone();
         assert_eq!(step.execution_state, StepExecutionState::WaitingForParam);
         assert!(params_notice(&step, &req).contains("`content` (text, required)"));
         let e = fill_params(&mut a, &step, &"op".into(), &json!({"content": " "})).unwrap_err();
         assert!(e.to_string().contains("`content`: it is required"), "{e}");
-        let call = fill_params(&mut a, &step, &"op".into(), &json!({"content": "[1]", "tags": "[\"x\"]"})).unwrap();
-        let McpCall::Tool { arguments, .. } = call else { panic!() };
+        let call = fill_params(
+            &mut a,
+            &step,
+            &"op".into(),
+            &json!({"content": "[1]", "tags": "[\"x\"]"}),
+        )
+        .unwrap();
+        let McpCall::Tool { arguments, .. } = call else {
+            panic!()
+        };
         // A string argument keeps text that looks like JSON; an array argument reads it.
-        assert_eq!(Value::Object(arguments), json!({"path": "a.txt", "content": "[1]", "tags": ["x"]}));
+        assert_eq!(
+            Value::Object(arguments),
+            json!({"path": "a.txt", "content": "[1]", "tags": ["x"]})
+        );
         let step = a.agent_step.get(&id).unwrap();
         assert_eq!(step.execution_state, StepExecutionState::Running);
-        assert_eq!(step.execute_result.as_ref().unwrap()["params_filled"]["by"], "op");
+        assert_eq!(
+            step.execute_result.as_ref().unwrap()["params_filled"]["by"],
+            "op"
+        );
     }
 }

@@ -11,9 +11,7 @@ use crate::ids::{AgentId, StepId, TaskId};
 use crate::message::{StagePlan, TaskInstruction};
 use crate::parse::RawPlannedStep;
 use crate::policy::args_hash;
-use crate::state::{
-    AgentState, PlannedStep, Skill, StepExecutionState, StepState,
-};
+use crate::state::{AgentState, PlannedStep, Skill, StepExecutionState, StepState};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -93,7 +91,10 @@ pub fn checks(agent: &AgentState, planner: Skill) -> bool {
 /// Whether `step` waits for a person to check its plan.
 pub fn awaits_check(step: &StepState) -> bool {
     step.execution_state == StepExecutionState::WaitingForApproval
-        && step.execute_result.as_ref().is_some_and(|r| r.get(KEY).is_some())
+        && step
+            .execute_result
+            .as_ref()
+            .is_some_and(|r| r.get(KEY).is_some())
 }
 
 /// Whether `agent` shows its `add_stage` stages to a person first.
@@ -110,7 +111,12 @@ pub fn plan_notice(step: &StepState, check: &PlanCheck) -> String {
             .enumerate()
             .map(|(i, st)| {
                 let who: Vec<&str> = st.agent_allocation.keys().map(|a| a.as_str()).collect();
-                format!("{}. stage \"{}\" ({})", i + 1, st.stage_intention, who.join(", "))
+                format!(
+                    "{}. stage \"{}\" ({})",
+                    i + 1,
+                    st.stage_intention,
+                    who.join(", ")
+                )
             })
             .collect(),
         None => check
@@ -142,7 +148,8 @@ pub fn decide_plan(
     by: &AgentId,
     verdict: PlanVerdict,
 ) -> Result<(), VerdictError> {
-    let check = PlanCheck::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
+    let check =
+        PlanCheck::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
     let id = &step.step_id;
     match verdict {
         PlanVerdict::Confirm { .. } if check.stages.is_some() => {
@@ -152,7 +159,10 @@ pub fn decide_plan(
                 "its confirmation goes through SyncState",
             ));
         }
-        PlanVerdict::Confirm { plan_hash: seen, steps } => {
+        PlanVerdict::Confirm {
+            plan_hash: seen,
+            steps,
+        } => {
             if seen != check.plan_hash {
                 return Err(VerdictError::StaleHash {
                     expected: check.plan_hash,
@@ -169,7 +179,13 @@ pub fn decide_plan(
             );
             let steps = plan
                 .into_iter()
-                .map(|p| p.into_step(step.task_id.clone(), step.stage_id.clone(), agent.agent_id.clone()))
+                .map(|p| {
+                    p.into_step(
+                        step.task_id.clone(),
+                        step.stage_id.clone(),
+                        agent.agent_id.clone(),
+                    )
+                })
                 .collect();
             agent.add_steps(steps);
         }
@@ -223,10 +239,15 @@ pub fn confirmed_stages(
     plan_hash: &str,
     stages: Option<Vec<StagePlan>>,
 ) -> Result<TaskInstruction, VerdictError> {
-    let check = PlanCheck::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
-    let proposed = check
-        .stages
-        .ok_or_else(|| VerdictError::WrongKind(step.step_id.clone(), "a plan of steps", "send steps, not stages"))?;
+    let check =
+        PlanCheck::of(step).ok_or_else(|| VerdictError::NotWaiting(step.step_id.clone()))?;
+    let proposed = check.stages.ok_or_else(|| {
+        VerdictError::WrongKind(
+            step.step_id.clone(),
+            "a plan of steps",
+            "send steps, not stages",
+        )
+    })?;
     if plan_hash != check.plan_hash {
         return Err(VerdictError::StaleHash {
             expected: check.plan_hash,
@@ -235,7 +256,8 @@ pub fn confirmed_stages(
     let stages = stages.unwrap_or(proposed.stages);
     if stages.is_empty() {
         return Err(VerdictError::BadPlan(
-            "an edited stage plan needs at least one stage (reject it to have it planned again)".into(),
+            "an edited stage plan needs at least one stage (reject it to have it planned again)"
+                .into(),
         ));
     }
     Ok(TaskInstruction::AddStage {
@@ -245,7 +267,13 @@ pub fn confirmed_stages(
 }
 
 /// Records on `id` that `by` confirmed `add` (`edited`: not as proposed); the step is done.
-pub fn finish_stage_check(agent: &mut AgentState, id: &StepId, by: &AgentId, edited: bool, add: &TaskInstruction) {
+pub fn finish_stage_check(
+    agent: &mut AgentState,
+    id: &StepId,
+    by: &AgentId,
+    edited: bool,
+    add: &TaskInstruction,
+) {
     finish(
         agent,
         id,
@@ -266,7 +294,10 @@ pub enum PlanVerdict {
 }
 
 /// An edited plan, checked like the model's: every step one the agent may run.
-fn checked_edit(agent: &AgentState, edit: Vec<EditedStep>) -> Result<Vec<PlannedStep>, VerdictError> {
+fn checked_edit(
+    agent: &AgentState,
+    edit: Vec<EditedStep>,
+) -> Result<Vec<PlannedStep>, VerdictError> {
     let raw: Vec<RawPlannedStep> = edit
         .into_iter()
         .map(|e| RawPlannedStep {
@@ -280,7 +311,8 @@ fn checked_edit(agent: &AgentState, edit: Vec<EditedStep>) -> Result<Vec<Planned
     let (ok, rejected) = crate::skills::check_plan(raw, agent, Skill::Planning, false);
     if asked == 0 {
         return Err(VerdictError::BadPlan(
-            "an edited plan needs at least one step (reject the plan to have it planned again)".into(),
+            "an edited plan needs at least one step (reject the plan to have it planned again)"
+                .into(),
         ));
     }
     if !rejected.is_empty() {
@@ -357,15 +389,33 @@ mod tests {
     fn a_confirmed_plan_is_queued_as_seen_and_a_stale_hash_is_refused() {
         let (mut a, step) = waiting_plan();
         let hash = PlanCheck::of(&step).unwrap().plan_hash;
-        let stale = PlanVerdict::Confirm { plan_hash: "0".repeat(64), steps: None };
-        assert!(matches!(decide_plan(&mut a, &step, &"op".into(), stale), Err(VerdictError::StaleHash { .. })));
+        let stale = PlanVerdict::Confirm {
+            plan_hash: "0".repeat(64),
+            steps: None,
+        };
+        assert!(matches!(
+            decide_plan(&mut a, &step, &"op".into(), stale),
+            Err(VerdictError::StaleHash { .. })
+        ));
         assert!(todo(&a).is_empty());
-        let ok = PlanVerdict::Confirm { plan_hash: hash, steps: None };
+        let ok = PlanVerdict::Confirm {
+            plan_hash: hash,
+            steps: None,
+        };
         decide_plan(&mut a, &step, &"op".into(), ok).unwrap();
-        assert_eq!(todo(&a), [("think".into(), "draft".into()), ("reflection".into(), "check".into())]);
+        assert_eq!(
+            todo(&a),
+            [
+                ("think".into(), "draft".into()),
+                ("reflection".into(), "check".into())
+            ]
+        );
         let done = a.agent_step.get(&step.step_id).unwrap();
         assert_eq!(done.execution_state, StepExecutionState::Finished);
-        assert_eq!(done.execute_result.as_ref().unwrap()["plan_check"]["edited"], false);
+        assert_eq!(
+            done.execute_result.as_ref().unwrap()["plan_check"]["edited"],
+            false
+        );
     }
 
     #[test]
@@ -377,7 +427,9 @@ mod tests {
             steps: Some(serde_json::from_value(v).unwrap()),
         };
         let bad = edit(json!([{"step_intention": "hire", "executor": "agent_manager"}]));
-        let why = decide_plan(&mut a, &step, &"op".into(), bad).unwrap_err().to_string();
+        let why = decide_plan(&mut a, &step, &"op".into(), bad)
+            .unwrap_err()
+            .to_string();
         assert!(why.contains("no `agent_manager` skill"), "{why}");
         let empty = decide_plan(&mut a, &step, &"op".into(), edit(json!([]))).unwrap_err();
         assert!(matches!(empty, VerdictError::BadPlan(_)));
@@ -388,22 +440,42 @@ mod tests {
         decide_plan(&mut a, &step, &"op".into(), good).unwrap();
         assert_eq!(todo(&a), [("reflection".into(), "check first".into())]);
         let done = a.agent_step.get(&step.step_id).unwrap();
-        assert_eq!(done.execute_result.as_ref().unwrap()["plan_check"]["edited"], true);
+        assert_eq!(
+            done.execute_result.as_ref().unwrap()["plan_check"]["edited"],
+            true
+        );
     }
 
     #[test]
     fn a_rejected_plan_is_planned_again_with_the_comment() {
         let (mut a, step) = waiting_plan();
         let no = PlanVerdict::Reject { reason: " ".into() };
-        assert_eq!(decide_plan(&mut a, &step, &"op".into(), no).unwrap_err(), VerdictError::NoReason);
-        let no = PlanVerdict::Reject { reason: "Check the syllables first.".into() };
+        assert_eq!(
+            decide_plan(&mut a, &step, &"op".into(), no).unwrap_err(),
+            VerdictError::NoReason
+        );
+        let no = PlanVerdict::Reject {
+            reason: "Check the syllables first.".into(),
+        };
         decide_plan(&mut a, &step, &"op".into(), no).unwrap();
-        let next: Vec<&StepState> = a.agent_step.todo().map(|id| a.agent_step.get(id).unwrap()).collect();
+        let next: Vec<&StepState> = a
+            .agent_step
+            .todo()
+            .map(|id| a.agent_step.get(id).unwrap())
+            .collect();
         assert_eq!(next.len(), 1);
         assert_eq!(next[0].executor, Executor::Skill(Skill::Planning));
-        assert!(next[0].text_content.starts_with("Write a haiku.\n\nA person (`op`) rejected"));
+        assert!(
+            next[0]
+                .text_content
+                .starts_with("Write a haiku.\n\nA person (`op`) rejected")
+        );
         assert!(next[0].text_content.contains("- [think] draft"));
-        assert!(next[0].text_content.contains("Their comment: Check the syllables first."));
+        assert!(
+            next[0]
+                .text_content
+                .contains("Their comment: Check the syllables first.")
+        );
         assert_eq!(original_text(&next[0].text_content), "Write a haiku.");
     }
 }

@@ -145,7 +145,15 @@ pub async fn fill_params(
             "values must be a JSON object of the fields asked for".into(),
         ));
     }
-    give(&state, &caller, id, Verdict::FillParams { values: body.values }).await
+    give(
+        &state,
+        &caller,
+        id,
+        Verdict::FillParams {
+            values: body.values,
+        },
+    )
+    .await
 }
 
 /// `POST /api/step/{id}/reject`.
@@ -173,14 +181,7 @@ async fn give(
     verdict: Verdict,
 ) -> Result<Json<Value>, AppError> {
     // A member may not see most steps; one they see they still may not decide on.
-    let agent = state.inner.monitor.read(|s| {
-        let view = caller.view(s);
-        s.step(&id)
-            .filter(|st| view.sees_step_state(st))
-            .map(|st| st.agent_id.clone())
-    });
-    let agent = agent.ok_or_else(|| AppError::NotFound(format!("no step `{id}`")))?;
-    caller.must_be_operator("approves or rejects tool calls")?;
+    let agent = super::control::operator_step(state, caller, &id, "decides on waiting steps")?;
     let decide = Decide {
         step_id: id.clone(),
         by: caller.0.clone(),

@@ -2,15 +2,17 @@
 //! task (it and its open stages become `cancelled`; its agents drop its work and abandon calls
 //! in flight for it; 409 for a task already over or the base task),
 //! `POST /api/step/{id}/cancel {reason?}` stops one step (409 if it is over),
-//! `POST /api/task/{id}/pause` / `resume` holds a task's steps (409 for a task over), and
-//! `POST /api/agent/{id}/pause` / `resume` holds an agent's next steps, and
-//! `POST /api/stage/{id}/retry` starts a running stage afresh with the same agents (409 for a
-//! stage not running). 404 for what the caller cannot see, 403 for a member.
+//! `POST /api/task/{id}/pause` / `resume` holds a task's steps (409 for a task over),
+//! `POST /api/agent/{id}/pause` / `resume` holds an agent's next steps,
+//! `POST /api/stage/{id}/cancel {reason?}` stops a stage and `POST /api/stage/{id}/retry` starts
+//! a running stage afresh with the same agents (409 for a stage not running). 404 for what the
+//! caller cannot see, 403 for a member.
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
 use crate::actors::{
-    CancelStage, CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask, RetryStage,
+    CancelStage, CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask,
+    RetryStage,
 };
 use crate::agent::cancel::CancelError;
 use crate::ids::{AgentId, StageId, StepId, TaskId};
@@ -28,6 +30,82 @@ pub struct CancelBody {
     pub reason: String,
 }
 
+/// The agent of step `id`, when the caller sees the step and is an operator (404 and 403
+/// otherwise: a member may not learn that someone else's step exists).
+pub(super) fn operator_step(
+    state: &ApiState,
+    caller: &Caller,
+    id: &StepId,
+    what: &str,
+) -> Result<AgentId, AppError> {
+    let agent = state.inner.monitor.read(|s| {
+        let view = caller.view(s);
+        s.step(id)
+            .filter(|st| view.sees_step_state(st))
+            .map(|st| st.agent_id.clone())
+    });
+    let agent = agent.ok_or_else(|| AppError::NotFound(format!("no step `{id}`")))?;
+    caller.must_be_operator(what)?;
+    Ok(agent)
+}
+
+/// 404 unless the caller sees task `id`; 403 unless they are an operator.
+fn operator_task(
+    state: &ApiState,
+    caller: &Caller,
+    id: &TaskId,
+    what: &str,
+) -> Result<(), AppError> {
+    let seen = state
+        .inner
+        .monitor
+        .read(|s| caller.view(s).sees_task(id) && s.tasks.contains_key(id));
+    if !seen {
+        return Err(AppError::NotFound(format!("no task `{id}`")));
+    }
+    caller.must_be_operator(what)
+}
+
+/// The task of stage `id`, when the caller sees it and is an operator.
+fn operator_stage(
+    state: &ApiState,
+    caller: &Caller,
+    id: &StageId,
+    what: &str,
+) -> Result<TaskId, AppError> {
+    let task = state.inner.monitor.read(|s| {
+        let view = caller.view(s);
+        s.stages
+            .get(id)
+            .filter(|st| view.sees_task(&st.task_id))
+            .map(|st| st.task_id.clone())
+    });
+    let task = task.ok_or_else(|| AppError::NotFound(format!("no stage `{id}`")))?;
+    caller.must_be_operator(what)?;
+    Ok(task)
+}
+
+/// SyncState's answer to a person's control as the reply: `ok` when done; 409 for work that is
+/// over (or the base task, or a stage not running), 404 for work that is gone, 422 otherwise.
+fn sync_reply(
+    answer: Result<Result<(), SyncError>, actix::MailboxError>,
+    ok: Value,
+) -> Result<Json<Value>, AppError> {
+    match answer.map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))? {
+        Ok(()) => Ok(Json(ok)),
+        Err(
+            e @ (SyncError::TaskOver(..) | SyncError::BaseTask | SyncError::StageNotRunning { .. }),
+        ) => Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
+        Err(e @ (SyncError::UnknownTask(_) | SyncError::UnknownStage { .. })) => {
+            Err(AppError::NotFound(e.to_string()))
+        }
+        Err(e) => Err(AppError::Rejected(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            e.to_string(),
+        )),
+    }
+}
+
 /// `POST /api/step/{id}/cancel {reason?}`: the step ends `cancelled` (a call in flight for it
 /// is abandoned); 409 for a step already over.
 pub async fn cancel_step(
@@ -36,14 +114,7 @@ pub async fn cancel_step(
     ApiPath(id): ApiPath<StepId>,
     ApiJson(body): ApiJson<CancelBody>,
 ) -> Result<Json<Value>, AppError> {
-    let agent = state.inner.monitor.read(|s| {
-        let view = caller.view(s);
-        s.step(&id)
-            .filter(|st| view.sees_step_state(st))
-            .map(|st| st.agent_id.clone())
-    });
-    let agent = agent.ok_or_else(|| AppError::NotFound(format!("no step `{id}`")))?;
-    caller.must_be_operator("cancels a step")?;
+    let agent = operator_step(&state, &caller, &id, "cancels a step")?;
     let cancel = CancelStep {
         step_id: id.clone(),
         by: caller.0.clone(),
@@ -74,36 +145,14 @@ pub async fn cancel_task(
     ApiPath(id): ApiPath<TaskId>,
     ApiJson(body): ApiJson<CancelBody>,
 ) -> Result<Json<Value>, AppError> {
-    let seen = state
-        .inner
-        .monitor
-        .read(|s| caller.view(s).sees_task(&id) && s.tasks.contains_key(&id));
-    if !seen {
-        return Err(AppError::NotFound(format!("no task `{id}`")));
-    }
-    caller.must_be_operator("cancels a task")?;
+    operator_task(&state, &caller, &id, "cancels a task")?;
     let cancel = CancelTask {
         task_id: id.clone(),
         by: caller.0.clone(),
         reason: body.reason,
     };
-    let answer = state
-        .inner
-        .sync
-        .send(cancel)
-        .await
-        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
-    match answer {
-        Ok(()) => Ok(Json(json!({ "success": true, "task_id": id }))),
-        Err(e @ (SyncError::TaskOver(..) | SyncError::BaseTask)) => {
-            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
-        }
-        Err(e @ SyncError::UnknownTask(_)) => Err(AppError::NotFound(e.to_string())),
-        Err(e) => Err(AppError::Rejected(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            e.to_string(),
-        )),
-    }
+    let answer = state.inner.sync.send(cancel).await;
+    sync_reply(answer, json!({ "success": true, "task_id": id }))
 }
 
 /// `POST /api/task/{id}/pause`.
@@ -130,33 +179,17 @@ async fn set_task_paused(
     id: TaskId,
     paused: bool,
 ) -> Result<Json<Value>, AppError> {
-    let seen = state
-        .inner
-        .monitor
-        .read(|s| caller.view(s).sees_task(&id) && s.tasks.contains_key(&id));
-    if !seen {
-        return Err(AppError::NotFound(format!("no task `{id}`")));
-    }
-    caller.must_be_operator("pauses or resumes a task")?;
+    operator_task(state, caller, &id, "pauses or resumes a task")?;
     let pause = PauseTask {
         task_id: id.clone(),
         by: caller.0.clone(),
         paused,
     };
-    let answer = state
-        .inner
-        .sync
-        .send(pause)
-        .await
-        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
-    match answer {
-        Ok(()) => Ok(Json(json!({ "success": true, "task_id": id, "paused": paused }))),
-        Err(e @ (SyncError::TaskOver(..) | SyncError::BaseTask)) => {
-            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
-        }
-        Err(e @ SyncError::UnknownTask(_)) => Err(AppError::NotFound(e.to_string())),
-        Err(e) => Err(AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())),
-    }
+    let answer = state.inner.sync.send(pause).await;
+    sync_reply(
+        answer,
+        json!({ "success": true, "task_id": id, "paused": paused }),
+    )
 }
 
 /// `POST /api/agent/{id}/pause`.
@@ -212,34 +245,15 @@ pub async fn cancel_stage(
     ApiPath(id): ApiPath<StageId>,
     ApiJson(body): ApiJson<CancelBody>,
 ) -> Result<Json<Value>, AppError> {
-    let task = state.inner.monitor.read(|s| {
-        let view = caller.view(s);
-        s.stages
-            .get(&id)
-            .filter(|st| view.sees_task(&st.task_id))
-            .map(|st| st.task_id.clone())
-    });
-    let task = task.ok_or_else(|| AppError::NotFound(format!("no stage `{id}`")))?;
-    caller.must_be_operator("cancels a stage")?;
+    let task = operator_stage(&state, &caller, &id, "cancels a stage")?;
     let cancel = CancelStage {
         task_id: task,
         stage_id: id.clone(),
         by: caller.0.clone(),
         reason: body.reason,
     };
-    let answer = state
-        .inner
-        .sync
-        .send(cancel)
-        .await
-        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
-    match answer {
-        Ok(()) => Ok(Json(json!({ "success": true, "stage_id": id }))),
-        Err(e @ (SyncError::StageNotRunning { .. } | SyncError::TaskOver(..))) => {
-            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
-        }
-        Err(e) => Err(AppError::NotFound(e.to_string())),
-    }
+    let answer = state.inner.sync.send(cancel).await;
+    sync_reply(answer, json!({ "success": true, "stage_id": id }))
 }
 
 /// `POST /api/stage/{id}/retry`.
@@ -248,34 +262,12 @@ pub async fn retry_stage(
     caller: Caller,
     ApiPath(id): ApiPath<StageId>,
 ) -> Result<Json<Value>, AppError> {
-    let task = state.inner.monitor.read(|s| {
-        let view = caller.view(s);
-        s.stages
-            .get(&id)
-            .filter(|st| view.sees_task(&st.task_id))
-            .map(|st| st.task_id.clone())
-    });
-    let task = task.ok_or_else(|| AppError::NotFound(format!("no stage `{id}`")))?;
-    caller.must_be_operator("retries a stage")?;
+    let task = operator_stage(&state, &caller, &id, "retries a stage")?;
     let retry = RetryStage {
         task_id: task,
         stage_id: id.clone(),
         by: caller.0.clone(),
     };
-    let answer = state
-        .inner
-        .sync
-        .send(retry)
-        .await
-        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
-    match answer {
-        Ok(()) => Ok(Json(json!({ "success": true, "stage_id": id }))),
-        Err(e @ (SyncError::StageNotRunning { .. } | SyncError::TaskOver(..))) => {
-            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
-        }
-        Err(e) => Err(AppError::Rejected(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            e.to_string(),
-        )),
-    }
+    let answer = state.inner.sync.send(retry).await;
+    sync_reply(answer, json!({ "success": true, "stage_id": id }))
 }

@@ -175,8 +175,7 @@ impl States {
                         counters.steps_running = counters.steps_running.saturating_sub(1);
                     }
                     // Approved after waiting: running again.
-                    if s.execution_state.waits_for_a_person()
-                        && new == StepExecutionState::Running
+                    if s.execution_state.waits_for_a_person() && new == StepExecutionState::Running
                     {
                         counters.steps_running += 1;
                     }

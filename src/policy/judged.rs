@@ -12,7 +12,13 @@ const ARGS_SHOWN: usize = 4_000;
 
 /// What the judge is asked about one call (the user part; the instructions are the prompt
 /// set's `risk_judge` phrase).
-pub fn judge_prompt(server: &str, tool: &str, description: &str, arguments: &Value, intention: &str) -> String {
+pub fn judge_prompt(
+    server: &str,
+    tool: &str,
+    description: &str,
+    arguments: &Value,
+    intention: &str,
+) -> String {
     let mut args = serde_json::to_string_pretty(arguments).unwrap_or_default();
     if args.chars().count() > ARGS_SHOWN {
         args = args.chars().take(ARGS_SHOWN).collect::<String>() + "\n[… cut]";
@@ -40,7 +46,10 @@ pub fn with_judgement(annotated: ToolRisk, answer: Result<&str, &str>) -> ToolRi
     } else {
         ToolRisk {
             risk: annotated.risk,
-            reason: format!("{}; the model judged these arguments {}: {}", annotated.reason, judged.risk, judged.reason),
+            reason: format!(
+                "{}; the model judged these arguments {}: {}",
+                annotated.reason, judged.risk, judged.reason
+            ),
         }
     }
 }
@@ -49,7 +58,12 @@ fn read(text: &str) -> Result<ToolRisk, String> {
     let v = crate::parse::tag_json(text, "tool_risk")
         .ok_or("no <tool_risk> tag")?
         .map_err(|e| e.to_string())?;
-    let risk = match v.get("risk").and_then(Value::as_str).map(str::to_ascii_lowercase).as_deref() {
+    let risk = match v
+        .get("risk")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         Some("low") => Risk::Low,
         Some("medium") => Risk::Medium,
         Some("high") => Risk::High,
@@ -72,26 +86,58 @@ mod tests {
     use super::*;
 
     fn low() -> ToolRisk {
-        ToolRisk { risk: Risk::Low, reason: "it only reads (readOnlyHint)".into() }
+        ToolRisk {
+            risk: Risk::Low,
+            reason: "it only reads (readOnlyHint)".into(),
+        }
     }
 
     #[test]
     fn the_judge_can_raise_the_risk_but_never_lower_it() {
-        let raised = with_judgement(low(), Ok(r#"<tool_risk>{"risk": "HIGH", "reason": "it reads the secrets file"}</tool_risk>"#));
+        let raised = with_judgement(
+            low(),
+            Ok(r#"<tool_risk>{"risk": "HIGH", "reason": "it reads the secrets file"}</tool_risk>"#),
+        );
         assert_eq!(raised.risk, Risk::High);
-        assert!(raised.reason.contains("judged by the model for these arguments: it reads the secrets file"));
-        let high = ToolRisk { risk: Risk::High, reason: "destructive".into() };
-        let kept = with_judgement(high, Ok(r#"<tool_risk>{"risk": "low", "reason": "harmless"}</tool_risk>"#));
+        assert!(
+            raised
+                .reason
+                .contains("judged by the model for these arguments: it reads the secrets file")
+        );
+        let high = ToolRisk {
+            risk: Risk::High,
+            reason: "destructive".into(),
+        };
+        let kept = with_judgement(
+            high,
+            Ok(r#"<tool_risk>{"risk": "low", "reason": "harmless"}</tool_risk>"#),
+        );
         assert_eq!(kept.risk, Risk::High);
-        assert!(kept.reason.starts_with("destructive; the model judged these arguments LOW"));
+        assert!(
+            kept.reason
+                .starts_with("destructive; the model judged these arguments LOW")
+        );
     }
 
     #[test]
     fn an_answer_that_cannot_be_read_or_a_failed_call_is_high() {
-        for answer in [Ok("it is fine"), Ok(r#"<tool_risk>{"risk": "tiny"}</tool_risk>"#), Err("timeout")] {
+        for answer in [
+            Ok("it is fine"),
+            Ok(r#"<tool_risk>{"risk": "tiny"}</tool_risk>"#),
+            Err("timeout"),
+        ] {
             let r = with_judgement(low(), answer);
             assert_eq!(r.risk, Risk::High, "{answer:?}");
         }
-        assert!(judge_prompt("ws", "read_file", "Read a file", &serde_json::json!({"path": "a"}), "read it").contains("\"path\": \"a\""));
+        assert!(
+            judge_prompt(
+                "ws",
+                "read_file",
+                "Read a file",
+                &serde_json::json!({"path": "a"}),
+                "read it"
+            )
+            .contains("\"path\": \"a\"")
+        );
     }
 }

@@ -360,10 +360,16 @@ fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: 
     let skipped = done.len().saturating_sub(fit.executed);
     if skipped > 0 {
         doc.push(&format!("{} {skipped}", p.history_omitted));
-        if let Some(s) = ctx.agent.history_summary(&ctx.step.task_id, &ctx.step.stage_id) {
-            doc.push(&format!("{}
+        if let Some(s) = ctx
+            .agent
+            .history_summary(&ctx.step.task_id, &ctx.step.stage_id)
+        {
+            doc.push(&format!(
+                "{}
 
-{}", p.history_summary_note, s.text));
+{}",
+                p.history_summary_note, s.text
+            ));
         }
     }
     push_steps(doc, set, &done[skipped..], 3, fit.cut_older);

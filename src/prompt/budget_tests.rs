@@ -70,8 +70,14 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
 
     // The five left out are due for a summary; once the agent has one, it stands in for them.
     let job = crate::agent::history_summary::summary_due(&a, &step, 5).expect("a summary is due");
-    assert!(job.prompt.contains("STEP_0") && job.prompt.contains("STEP_4") && !job.prompt.contains("STEP_5"));
-    let summary = crate::agent::history_summary::summary_of(&step, &job, "SUMMARY: wrote five drafts").unwrap();
+    assert!(
+        job.prompt.contains("STEP_0")
+            && job.prompt.contains("STEP_4")
+            && !job.prompt.contains("STEP_5")
+    );
+    let summary =
+        crate::agent::history_summary::summary_of(&step, &job, "SUMMARY: wrote five drafts")
+            .unwrap();
     let mut b = a.clone();
     b.history_summaries.push(summary);
     let ctx = PromptContext {
@@ -86,5 +92,8 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
     let with_summary = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(with_summary.contains(&set.phrases().history_summary_note));
     assert!(with_summary.contains("SUMMARY: wrote five drafts"));
-    assert!(!prompt(None).whole().contains("SUMMARY"), "nothing left out, no summary shown");
+    assert!(
+        !prompt(None).whole().contains("SUMMARY"),
+        "nothing left out, no summary shown"
+    );
 }

@@ -20,8 +20,8 @@ mod assemble_tests;
 #[cfg(test)]
 mod budget_tests;
 
-pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt, estimate_tokens};
 pub(crate) use assemble::stage_history;
+pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt, estimate_tokens};
 pub use schema::{Headings, Phrases};
 pub use set::{PromptSet, check_prompt_dir};
 

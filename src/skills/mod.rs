@@ -71,7 +71,9 @@ pub fn interpret(
         Skill::Think | Skill::QuickThink => think::interpret(skill, answer)?,
         Skill::SendMessage => send_message::interpret(agent, step, answer, now)?,
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
-        Skill::TaskManager => task_manager::interpret(answer, crate::agent::plan_check::checks_stages(agent))?,
+        Skill::TaskManager => {
+            task_manager::interpret(answer, crate::agent::plan_check::checks_stages(agent))?
+        }
         Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
         Skill::AgentManager => agent_manager::interpret(answer)?,
         Skill::AskInfo => ask_info::interpret(agent, step, answer, now)?,

@@ -238,7 +238,12 @@ mod tests {
         a.wait_patience.humans = std::sync::Arc::new(["alice".into()].into_iter().collect());
         let ask = |a: &mut AgentState| {
             let step = running(a, Skill::SendMessage, "ask alice");
-            let got = interpret(a, &step, r#"<send_message>{"receiver": ["alice"], "message": "Which?", "need_reply": false, "waiting": false, "ask": {"mode": "select", "options": ["red", "blue"]}}</send_message>"#, now());
+            let got = interpret(
+                a,
+                &step,
+                r#"<send_message>{"receiver": ["alice"], "message": "Which?", "need_reply": false, "waiting": false, "ask": {"mode": "select", "options": ["red", "blue"]}}</send_message>"#,
+                now(),
+            );
             if let Ok(o) = &got {
                 a.update_step(
                     &step.step_id,

@@ -33,7 +33,8 @@ pub fn interpret(answer: &str, check_stages: bool) -> Result<SkillOutcome, Skill
             return Err(SkillError::Invalid("add_stage lists no stages".into()));
         }
         if check_stages {
-            let check = crate::agent::plan_check::PlanCheck::of_stages(task_id.clone(), stages.clone());
+            let check =
+                crate::agent::plan_check::PlanCheck::of_stages(task_id.clone(), stages.clone());
             return Ok(working(json!({
                 "task_instruction": instruction,
                 crate::agent::plan_check::KEY: check,
@@ -69,7 +70,11 @@ mod tests {
     fn empty_stage_lists_and_unknown_actions_fail() {
         assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#, false).is_err());
         assert!(
-            interpret(r#"<task_instruction>{"action": "explode"}</task_instruction>"#, false).is_err()
+            interpret(
+                r#"<task_instruction>{"action": "explode"}</task_instruction>"#,
+                false
+            )
+            .is_err()
         );
     }
 }

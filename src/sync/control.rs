@@ -131,7 +131,9 @@ impl SyncCore {
         if running {
             applied
                 .messages
-                .push(super::instructions::finish_stage_message(task, stage, agents));
+                .push(super::instructions::finish_stage_message(
+                    task, stage, agents,
+                ));
             self.start_next_stage(task, &mut applied);
         }
         Ok(applied)
@@ -192,17 +194,30 @@ mod tests {
     #[test]
     fn a_cancelled_stage_stops_its_agents_and_the_next_one_starts() {
         let (mut c, t, stages) = two_stage_task();
-        let a = c.cancel_stage(&t, &stages[0], &"op".into(), "wrong approach").unwrap();
+        let a = c
+            .cancel_stage(&t, &stages[0], &"op".into(), "wrong approach")
+            .unwrap();
         let first = &c.stages[&stages[0]];
         assert_eq!(first.execution_state, ExecutionState::Cancelled);
-        assert_eq!(first.completion_summary[&AgentId::from("op")], "Cancelled by `op`: wrong approach");
-        assert_eq!(c.stages[&stages[1]].execution_state, ExecutionState::Running);
+        assert_eq!(
+            first.completion_summary[&AgentId::from("op")],
+            "Cancelled by `op`: wrong approach"
+        );
+        assert_eq!(
+            c.stages[&stages[1]].execution_state,
+            ExecutionState::Running
+        );
         let told: Vec<_> = a
             .messages
             .iter()
             .filter_map(|m| crate::parse::instruction(&m.message).and_then(Result::ok))
             .collect();
-        assert!(told.contains(&Instruction::FinishStage { stage_id: stages[0].clone() }), "{told:?}");
+        assert!(
+            told.contains(&Instruction::FinishStage {
+                stage_id: stages[0].clone()
+            }),
+            "{told:?}"
+        );
         // Over already: refused; the base task has no stages.
         assert!(matches!(
             c.cancel_stage(&t, &stages[0], &"op".into(), ""),
@@ -210,8 +225,15 @@ mod tests {
         ));
         // A stage not started yet is cancelled without starting anything.
         let b = c.cancel_stage(&t, &stages[1], &"op".into(), "").unwrap();
-        assert_eq!(c.stages[&stages[1]].execution_state, ExecutionState::Cancelled);
-        assert!(b.messages.iter().any(|m| m.message.contains("finish_stage")));
+        assert_eq!(
+            c.stages[&stages[1]].execution_state,
+            ExecutionState::Cancelled
+        );
+        assert!(
+            b.messages
+                .iter()
+                .any(|m| m.message.contains("finish_stage"))
+        );
     }
 
     #[test]
@@ -223,10 +245,18 @@ mod tests {
         assert_eq!(told.receiver, c.task(&t).unwrap().task_group);
         assert_eq!(
             crate::parse::instruction(&told.message).unwrap().unwrap(),
-            Instruction::PauseTask { task_id: t.clone(), paused: true }
+            Instruction::PauseTask {
+                task_id: t.clone(),
+                paused: true
+            }
         );
         // Pausing it again changes nothing.
-        assert!(c.pause_task(&t, &"op".into(), true).unwrap().messages.is_empty());
+        assert!(
+            c.pause_task(&t, &"op".into(), true)
+                .unwrap()
+                .messages
+                .is_empty()
+        );
         let mut later = Applied::default();
         c.tell_if_paused(&t, &["newcomer".into()], &mut later);
         assert_eq!(later.messages[0].receiver, vec![AgentId::from("newcomer")]);
@@ -235,7 +265,10 @@ mod tests {
         c.tell_if_paused(&t, &["newcomer".into()], &mut later);
         assert!(later.messages.is_empty(), "a resumed task tells no one");
         let base = c.base_task.clone();
-        assert!(matches!(c.pause_task(&base, &"op".into(), true), Err(SyncError::BaseTask)));
+        assert!(matches!(
+            c.pause_task(&base, &"op".into(), true),
+            Err(SyncError::BaseTask)
+        ));
     }
 
     #[test]

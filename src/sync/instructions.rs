@@ -285,7 +285,12 @@ impl SyncCore {
         }
     }
 
-    pub(super) fn set_stage_state(&mut self, stage: &StageId, state: ExecutionState, applied: &mut Applied) {
+    pub(super) fn set_stage_state(
+        &mut self,
+        stage: &StageId,
+        state: ExecutionState,
+        applied: &mut Applied,
+    ) {
         self.emit(
             applied,
             Change::Stage(StageChange::State {
@@ -369,7 +374,11 @@ impl SyncCore {
 /// How many of a stage's agents a start_stage instruction names (the rest are counted).
 pub const COLLEAGUES_LISTED: usize = 12;
 
-pub(super) fn finish_stage_message(task: &TaskId, stage: &StageId, agents: Vec<AgentId>) -> Message {
+pub(super) fn finish_stage_message(
+    task: &TaskId,
+    stage: &StageId,
+    agents: Vec<AgentId>,
+) -> Message {
     Message::instruction(
         task.clone(),
         AgentId::from(crate::message::TASK_STATE_SENDER),
