@@ -245,7 +245,15 @@ async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
     )
     .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    let plan = waiting(&app, &token, "plan").await;
+    let mut plan = waiting(&app, &token, "plan").await;
+    // Its deadline is set once the wait starts (a moment after the plan is listed).
+    for _ in 0..200 {
+        if !plan["decide_by_ms"].is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        plan = waiting(&app, &token, "plan").await;
+    }
     tokio::time::sleep(Duration::from_millis(200)).await;
     team.shutdown().await;
     team.monitor.close();

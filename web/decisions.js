@@ -4,7 +4,7 @@
 // Missing parameters: a form made from the tool's schema, filled in or rejected. The hash the
 // person saw goes with every approval, so a changed call or plan needs a new look.
 
-import { h, jsonBlock } from './dom.js';
+import { h, jsonBlock, keyed } from './dom.js';
 
 /**
  * Renders `items` into `container`; `act` performs the verdicts and resolves when the server
@@ -12,10 +12,14 @@ import { h, jsonBlock } from './dom.js';
  */
 export function renderDecisions(container, items, act, names) {
   if (!items.length) {
+    container._keyed = null;
     container.replaceChildren(h('p', { class: 'muted small' }, 'Nothing waits for you.'));
     return;
   }
-  container.replaceChildren(...items.map((item) => decision(item, act, names)));
+  // Keyed by step and by what the person is asked (its hash): a card being filled in keeps
+  // what was typed while other decisions come and go.
+  const sig = (item) => `${item.kind}:${item.args_hash || item.plan_hash || ''}:${JSON.stringify(item.form || null)}`;
+  keyed(container, items, (item) => item.step_id, sig, (item) => decision(item, act, names));
 }
 
 const KIND_TITLE = { tool_call: 'Tool call', plan: 'Plan check', params: 'Parameters needed' };
@@ -39,7 +43,7 @@ function decision(item, act, names) {
     );
   };
   const reason = h('input', { class: 'grow', placeholder: item.kind === 'plan' ? 'comment: what to plan instead' : 'reason (the agent reads it)', testid: 'decision-reason' });
-  const reject = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-reject', onclick: () => busy(act.reject(item, reason.value)) }, item.kind === 'plan' ? 'Reject' : 'Reject');
+  const reject = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-reject', onclick: () => busy(act.reject(item, reason.value)) }, 'Reject');
   const body = item.kind === 'plan' ? planBody(item, act, busy) : item.kind === 'params' ? paramsBody(item, act, busy) : toolBody(item, act, busy);
   const due = item.decide_by_ms ? new Date(item.decide_by_ms).toLocaleTimeString() : null;
   const box = h(
@@ -83,7 +87,36 @@ function toolBody(item, act, busy) {
   );
 }
 
+function stagesBody(item, act, busy) {
+  const stages = ((item.stages && item.stages.stages) || []).map(({ stage_intention, agent_allocation }) => ({ stage_intention, agent_allocation }));
+  const list = h(
+    'ol',
+    { class: 'small' },
+    stages.map((s) => h('li', null, s.stage_intention, h('span', { class: 'muted' }, ` · ${Object.keys(s.agent_allocation || {}).join(', ')}`))),
+  );
+  const edit = h('textarea', { rows: 5, class: 'mono small', testid: 'decision-stages' });
+  edit.value = JSON.stringify(stages, null, 2);
+  const confirm = () => {
+    let edited;
+    try {
+      edited = JSON.parse(edit.value);
+    } catch (e) {
+      return busy(Promise.reject(new Error(`the stages are not JSON: ${e.message}`)));
+    }
+    const same = JSON.stringify(edited) === JSON.stringify(stages);
+    busy(act.approve(item, same ? { plan_hash: item.plan_hash } : { plan_hash: item.plan_hash, stages: edited }));
+  };
+  return h(
+    'div',
+    null,
+    list,
+    h('details', { class: 'fold' }, h('summary', null, 'Edit the stages'), edit),
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: confirm }, 'Confirm stages')),
+  );
+}
+
 function planBody(item, act, busy) {
+  if (item.stages) return stagesBody(item, act, busy);
   const steps = (item.steps || []).map(({ step_intention, type, executor, text_content }) => ({ step_intention, type, executor, text_content }));
   const list = h('ol', { class: 'small' }, steps.map((s) => h('li', null, h('span', { class: 'mono' }, `[${s.executor}] `), s.step_intention)));
   const edit = h('textarea', { rows: 5, class: 'mono small', testid: 'decision-steps' });

@@ -65,6 +65,9 @@ pub struct AgentActor {
     in_flight: Option<(StepId, SpawnHandle)>,
     /// The step whose end SyncState is storing (it can no longer be cancelled).
     settling: Option<StepId>,
+    /// A person's verdict on the step being settled (its wait is published before this agent
+    /// has taken SyncState's answer): decided as soon as it has.
+    pending_verdict: Option<control::PendingVerdict>,
 }
 
 #[path = "agent_cancel.rs"]
@@ -119,6 +122,7 @@ impl AgentActor {
             awaiting_approval: None,
             in_flight: None,
             settling: None,
+            pending_verdict: None,
         }
     }
 
@@ -406,6 +410,8 @@ impl AgentActor {
                         // The team is stopping: nothing of the step's end was stored (a
                         // restart runs it again), and nothing more is published.
                         (Err(e), _) => {
+                            // A verdict waiting for this end gets its answer (dropped: refused).
+                            act.pending_verdict = None;
                             tracing::warn!(agent = %act.state.agent_id, step = %id, "SyncState is unreachable: {e}");
                         }
                     }
@@ -461,6 +467,7 @@ impl AgentActor {
         {
             self.await_plan_check(id.clone(), ctx);
         }
+        self.take_pending_verdict(ctx);
         self.try_run(ctx);
     }
 }

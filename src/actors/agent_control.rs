@@ -172,8 +172,38 @@ impl AgentActor {
             .agent_step
             .get(&id)
             .is_some_and(|s| matches!(s.executor, Executor::Tool(_)));
+        let stages = self
+            .state
+            .agent_step
+            .get(&id)
+            .and_then(PlanCheck::of)
+            .is_some_and(|c| c.stages.is_some());
         if tool {
             self.on_tool_result(id, Err(why), ctx);
+        } else if stages
+            && !self.approvers.is_empty()
+            && self
+                .state
+                .agent_step
+                .get(&id)
+                .is_some_and(|s| self.state.holds(&s.task_id, &s.stage_id))
+        {
+            // A manager's stages nobody checked: no stage work recovers a task without stages,
+            // so the manager plans them again (and asks again), as after a rejection.
+            let step = self.state.agent_step.get(&id).cloned();
+            if let Some(step) = step {
+                let verdict = crate::agent::plan_check::PlanVerdict::Reject { reason: why };
+                let by = AgentId::from(crate::message::TASK_STATE_SENDER);
+                if let Err(e) =
+                    crate::agent::plan_check::decide_plan(&mut self.state, &step, &by, verdict)
+                {
+                    tracing::warn!(agent = %self.state.agent_id, step = %id, "{e}");
+                }
+            }
+            if self.awaiting_approval.as_ref() == Some(&id) {
+                self.awaiting_approval = None;
+            }
+            self.submit_with_changes(Vec::new(), ctx);
         } else {
             self.busy = true;
             let completion = fail_waiting_step(&mut self.state, &id, why);
@@ -218,7 +248,14 @@ impl AgentActor {
         ctx.spawn(store.into_actor(self).map(move |res, act, ctx| {
             act.holding -= 1;
             act.publish();
+            // A person may have cancelled the step while the verdict was stored: it ended then.
             let step = act.state.agent_step.get(&id).cloned();
+            if step
+                .as_ref()
+                .is_some_and(|s| s.execution_state != crate::state::StepExecutionState::Running)
+            {
+                return;
+            }
             let stored = match res {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => Err(e.to_string()),
@@ -246,9 +283,46 @@ impl AgentActor {
     }
 }
 
+/// A verdict that came while its step was being settled, and where its answer goes.
+pub(super) type PendingVerdict = (
+    Decide,
+    tokio::sync::oneshot::Sender<Result<(), VerdictError>>,
+);
+
 impl Handler<Decide> for AgentActor {
     type Result = ResponseActFuture<Self, Result<(), VerdictError>>;
     fn handle(&mut self, d: Decide, ctx: &mut Context<Self>) -> Self::Result {
+        // A plan's wait is published with its step's end, a moment before this agent takes
+        // SyncState's answer: a verdict in that moment waits for it.
+        if self.settling.as_ref() == Some(&d.step_id) && self.pending_verdict.is_none() {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let id = d.step_id.clone();
+            self.pending_verdict = Some((d, tx));
+            return Box::pin(
+                async move { rx.await.unwrap_or(Err(VerdictError::NotWaiting(id))) }
+                    .into_actor(self),
+            );
+        }
+        self.verdict(d, ctx)
+    }
+}
+
+impl AgentActor {
+    /// Decides a verdict that waited for its step to be settled.
+    pub(super) fn take_pending_verdict(&mut self, ctx: &mut Context<Self>) {
+        if let Some((d, tx)) = self.pending_verdict.take() {
+            let answer = self.verdict(d, ctx);
+            ctx.spawn(answer.map(move |r, _, _| {
+                let _ = tx.send(r);
+            }));
+        }
+    }
+
+    fn verdict(
+        &mut self,
+        d: Decide,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, Result<(), VerdictError>> {
         match self.confirmed_stages(&d) {
             Some(Ok(add)) => self.apply_confirmed_stages(d, add),
             Some(Err(e)) => Box::pin(fut::ready(Err(e))),
@@ -295,22 +369,21 @@ impl AgentActor {
             match res {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(VerdictError::BadPlan(e.to_string())),
-                Err(e) => return Err(VerdictError::BadPlan(format!("the team is not running: {e}"))),
+                Err(e) => return Err(VerdictError::Unavailable(e.to_string())),
             }
-            // A deadline, a cancel or another verdict may have ended the wait meanwhile.
-            let waiting = act
-                .state
-                .agent_step
-                .get(&d.step_id)
-                .is_some_and(|s| s.execution_state.waits_for_a_person());
-            if !waiting {
+            // A deadline, a cancel or another verdict may have ended the wait meanwhile (their
+            // end replaces the plan in the step's result, or is being stored).
+            let still = act.settling.as_ref() != Some(&d.step_id)
+                && matches!(act.confirmed_stages(&d), Some(Ok(ref again)) if *again == add);
+            if !still {
                 return Err(VerdictError::NotWaiting(d.step_id));
             }
             let edited = matches!(d.verdict, Verdict::ApproveStages { .. });
             finish_stage_check(&mut act.state, &d.step_id, &d.by, edited, &add);
             tracing::info!(agent = %act.state.agent_id, step = %d.step_id, by = %d.by, edited, "a person confirmed a manager's stages");
-            act.awaiting_approval = None;
-            act.busy = false;
+            if act.awaiting_approval.as_ref() == Some(&d.step_id) {
+                act.awaiting_approval = None;
+            }
             let output = crate::message::ExecuteOutput {
                 agent_id: Some(act.state.agent_id.clone()),
                 task_instruction: Some(add),

@@ -111,7 +111,7 @@ impl AgentActor {
                 .map(move |answer, act, ctx| {
                     act.in_flight = None;
                     if let Ok(reply) = &answer {
-                        act.state.add_tokens(reply.usage);
+                        act.charge_side_call(&step, reply.usage, ctx);
                     }
                     if !act.still_live(&step) {
                         return act.on_tool_result(step.step_id, Err("ended".into()), ctx);

@@ -7,7 +7,8 @@ use super::AgentActor;
 use crate::agent::history_summary::{SummaryJob, summary_of};
 use crate::llm::ChatRequest;
 use crate::llm::scripted::SUMMARIZE_HISTORY;
-use crate::state::{Skill, StepState};
+use crate::message::ExecuteOutput;
+use crate::state::{Skill, StepState, TokenUsage};
 use actix::prelude::*;
 
 impl AgentActor {
@@ -38,6 +39,35 @@ impl AgentActor {
         }
     }
 
+    /// What a side call cost goes to the agent and, through SyncState, to the step's task (so
+    /// a task's token budget counts it).
+    pub(super) fn charge_side_call(
+        &mut self,
+        step: &StepState,
+        usage: TokenUsage,
+        ctx: &mut Context<Self>,
+    ) {
+        if usage == TokenUsage::default() {
+            return;
+        }
+        self.state.add_tokens(usage);
+        let output = ExecuteOutput {
+            agent_id: Some(self.state.agent_id.clone()),
+            token_usage: Some((step.task_id.clone(), usage)),
+            ..Default::default()
+        };
+        let held = self.hand_over();
+        let apply = self.sync.send(crate::actors::ApplyOutput {
+            output,
+            held,
+            settle: None,
+        });
+        ctx.spawn(apply.into_actor(self).map(|_, act, _| {
+            act.holding -= 1;
+            act.publish();
+        }));
+    }
+
     pub(super) fn summarize_then_run(
         &mut self,
         step: StepState,
@@ -55,7 +85,7 @@ impl AgentActor {
             act.in_flight = None;
             let written = match answer {
                 Ok(reply) => {
-                    act.state.add_tokens(reply.usage);
+                    act.charge_side_call(&step, reply.usage, ctx);
                     summary_of(&step, &job, &reply.text)
                 }
                 Err(e) => {
@@ -63,10 +93,15 @@ impl AgentActor {
                     None
                 }
             };
-            // A summary that could not be written is kept as "none" up to the same step, so
-            // it is tried again only once more steps were left out, not before every step.
-            let none = act.prompts.phrases().none.clone();
-            if let Some(s) = written.or_else(|| summary_of(&step, &job, &none)) {
+            // A summary that could not be written keeps the one before (or "none") up to the
+            // same step, so it is tried again only once more steps were left out, not before
+            // every step, and nothing summarized before is lost.
+            let before = act
+                .state
+                .history_summary(&step.task_id, &step.stage_id)
+                .map(|s| s.text.clone())
+                .unwrap_or_else(|| act.prompts.phrases().none.clone());
+            if let Some(s) = written.or_else(|| summary_of(&step, &job, &before)) {
                 act.state.keep_history_summary(s);
             }
             act.run_skill(step, skill, true, ctx);

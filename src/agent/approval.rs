@@ -68,6 +68,8 @@ pub enum VerdictError {
     BadPlan(String),
     #[error("the values do not fit the form: {0}")]
     BadParams(crate::agent::ask::AskError),
+    #[error("the team is not running: {0}")]
+    Unavailable(String),
 }
 
 /// What a verdict leaves to do.

@@ -129,13 +129,18 @@ pub fn plan_notice(step: &StepState, check: &PlanCheck) -> String {
     format!(
         "Plan check: agent `{}` planned these steps (step {}, \"{}\", plan hash {}):\n{}\n\
          Confirm, edit or reject the plan in the console, or with POST /api/step/{}/approve \
-         {{plan_hash, steps?}} or /reject {{reason}}.",
+         {{plan_hash, {}?}} or /reject {{reason}}.",
         step.agent_id,
         step.step_id,
         step.step_intention,
         check.plan_hash,
         list.join("\n"),
         step.step_id,
+        if check.stages.is_some() {
+            "stages"
+        } else {
+            "steps"
+        },
     )
 }
 

@@ -198,6 +198,9 @@ async fn give(
         Err(ControlRefused::Refused(
             e @ (VerdictError::NotWaiting(_) | VerdictError::StaleHash { .. }),
         )) => Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
+        Err(ControlRefused::Refused(e @ VerdictError::Unavailable(_))) => {
+            Err(AppError::Unavailable(e.to_string()))
+        }
         Err(ControlRefused::Refused(e)) => Err(AppError::Rejected(
             StatusCode::UNPROCESSABLE_ENTITY,
             e.to_string(),
