@@ -13,6 +13,26 @@ pub fn interpret(step: &StepState, answer: &str) -> Result<SkillOutcome, SkillEr
         ));
     }
     let summary = parse::completion_summary(answer)?;
+    // A small model may hand back its own instruction ("summarise what was achieved") as the
+    // summary; the manager would then judge the stage on nothing (seen on Qwen2.5 1.5B, whose
+    // manager planned the whole stage again).
+    let plain = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let said = plain(&summary);
+    if !said.is_empty()
+        && (plain(&step.text_content).contains(&said) || plain(&step.step_intention).contains(&said))
+    {
+        return Err(SkillError::Invalid(
+            "the summary repeats this step's instruction: report what you did in the stage and \
+             what came of it, with the result itself when it is short (a poem, a number, a name)"
+                .into(),
+        ));
+    }
     Ok(SkillOutcome {
         result: json!({ "summary": summary }),
         stage_state: StageAgentState::Finished,
@@ -38,6 +58,17 @@ mod tests {
         .unwrap();
         assert_eq!(o.completion.as_deref(), Some("wrote the draft"));
         assert_eq!(o.stage_state, StageAgentState::Finished);
+        // Its own instruction handed back is no summary.
+        let echo = running(
+            &mut a,
+            Skill::Summary,
+            "Reflection found nothing left to do; summarise what was achieved.",
+        );
+        let why = interpret(&echo, "<completion_summary>Reflection found nothing left to do; summarise what was achieved.</completion_summary>")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(why.contains("repeats this step's instruction"), "{why}");
     }
 
     #[test]
