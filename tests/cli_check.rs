@@ -28,6 +28,7 @@ fn the_examples_pass_check() {
         "examples/quickstart/team.yaml",
         "examples/openai/team.yaml",
         "examples/tools/team.yaml",
+        "examples/tools/approval.yaml",
         "tests/fixtures/failures/team.yaml",
         "examples/operator/team.yaml",
         "examples/hiring/team.yaml",
