@@ -5,7 +5,9 @@
 
 use super::{AgentChange, Change, StageChange, StepChange, TaskChange};
 use crate::ids::{StageId, TaskId};
-use crate::state::{AgentState, StageAgentState, StageState, StepState, TaskState};
+use crate::state::{
+    AgentState, StageAgentState, StageState, StepExecutionState, StepState, TaskState,
+};
 use std::collections::BTreeMap;
 
 /// A change to one task (`Created` and `Evicted` are for the map that holds tasks, see
@@ -289,12 +291,16 @@ fn apply_step_change(agent: &mut AgentState, c: &StepChange) -> Vec<StepState> {
         StepChange::Updated {
             step_id, update, ..
         } => {
-            // A step that is over is never queued (a queued step a person cancelled).
-            if update.execution_state.is_some_and(|v| v.is_over()) {
-                agent.agent_step.unqueue(step_id);
-            }
+            // A step that is over is never queued: a queued step a person cancelled leaves the
+            // queue (a started one left it when it started, so the queue is not searched).
+            let mut leaves_queue = false;
             if let Some(s) = agent.agent_step.get_mut(step_id) {
                 if let Some(v) = update.execution_state {
+                    leaves_queue = v.is_over()
+                        && matches!(
+                            s.execution_state,
+                            StepExecutionState::Init | StepExecutionState::Pending
+                        );
                     s.execution_state = v;
                 }
                 if let Some(v) = &update.execute_result {
@@ -306,6 +312,9 @@ fn apply_step_change(agent: &mut AgentState, c: &StepChange) -> Vec<StepState> {
                 if let Some(v) = update.token_usage {
                     s.token_usage = v;
                 }
+            }
+            if leaves_queue {
+                agent.agent_step.unqueue(step_id);
             }
         }
         StepChange::Removed { step_ids, .. } => {
