@@ -119,6 +119,23 @@ fn clerk_step(team: &Team, id: &str) -> Value {
     team.monitor.get(StateKind::Step, id).unwrap()
 }
 
+/// The team of `file` (a changed copy of the example) with the clerk under `policy`, started
+/// and given the greeting goal; the operator logged in.
+async fn greeting_goal(file: &Path, policy: ApprovalPolicy) -> (Team, ApiState, String) {
+    let mut cfg = load_team(file).unwrap();
+    for a in cfg.agents.iter_mut().filter(|a| a.id.as_str() == "clerk") {
+        a.tool_approval = policy;
+    }
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
+    let token = login(&api).await;
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
+    (team, api, token)
+}
+
 #[actix::test]
 async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_approved() {
     let (dir, team, api) = team("approve");
@@ -298,7 +315,7 @@ async fn a_call_waiting_for_approval_waits_on_after_a_restart() {
 
 #[actix::test]
 async fn a_missing_argument_is_filled_in_by_the_operator_and_the_call_runs() {
-    let (dir, mut cfg) = config("params");
+    let (dir, cfg) = config("params");
     // The clerk forgets the file's content; a person fills it in.
     let script = std::fs::read_to_string(dir.join("script.yaml")).unwrap();
     let forgetful = script.replace(
@@ -307,21 +324,15 @@ async fn a_missing_argument_is_filled_in_by_the_operator_and_the_call_runs() {
     );
     assert_ne!(script, forgetful);
     std::fs::write(dir.join("script.yaml"), forgetful).unwrap();
-    cfg = load_team(&cfg.file).unwrap();
-    for a in cfg.agents.iter_mut().filter(|a| a.id.as_str() == "clerk") {
-        a.tool_approval = ApprovalPolicy {
+    let (team, api, token) = greeting_goal(
+        &cfg.file,
+        ApprovalPolicy {
             auto_run_up_to: Some(Risk::Medium),
             ask_for_params: true,
             ..Default::default()
-        };
-    }
-    let vars = |_: &str| None;
-    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
-    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
-    let token = login(&api).await;
-    team.submit_goal(None, "Write a greeting file")
-        .await
-        .unwrap();
+        },
+    )
+    .await;
 
     let asked = waiting_call(&api, &token).await;
     assert_eq!(asked["kind"], "params", "{asked:#}");
@@ -429,7 +440,7 @@ async fn a_call_no_one_decides_on_in_time_is_not_run_and_the_clerk_goes_on() {
 
 #[actix::test]
 async fn a_call_the_model_judges_riskier_than_its_annotations_waits_for_approval() {
-    let (dir, mut cfg) = config("judged");
+    let (dir, cfg) = config("judged");
     // The clerk's model judges each call its annotations would let run: reading hello.txt it
     // calls HIGH (the write is HIGH by its annotations already, and is not judged).
     let script = std::fs::read_to_string(dir.join("script.yaml")).unwrap();
@@ -439,21 +450,15 @@ async fn a_call_the_model_judges_riskier_than_its_annotations_waits_for_approval
     );
     assert_ne!(script, judged);
     std::fs::write(dir.join("script.yaml"), judged).unwrap();
-    cfg = load_team(&cfg.file).unwrap();
-    for a in cfg.agents.iter_mut().filter(|a| a.id.as_str() == "clerk") {
-        a.tool_approval = ApprovalPolicy {
+    let (team, api, token) = greeting_goal(
+        &cfg.file,
+        ApprovalPolicy {
             auto_run_up_to: Some(Risk::Medium),
             judge_with_llm: true,
             ..Default::default()
-        };
-    }
-    let vars = |_: &str| None;
-    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
-    let api = ApiState::new(&team, &cfg.humans, None, vec![]);
-    let token = login(&api).await;
-    team.submit_goal(None, "Write a greeting file")
-        .await
-        .unwrap();
+        },
+    )
+    .await;
     let write = waiting_call(&api, &token).await;
     assert_eq!(write["tool"], "write_file");
     assert!(

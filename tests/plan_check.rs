@@ -34,6 +34,48 @@ async fn waiting(app: &Router, token: &str, kind: &str) -> Value {
     panic!("nothing of kind `{kind}` waited for approval: {steps}");
 }
 
+/// The operator's session token (the example's password).
+async fn login(app: &Router) -> String {
+    let login = post(
+        app,
+        "/api/bind_human_agent",
+        None,
+        json!({"human_agent_id": "operator", "password": "cohort-demo"}),
+    )
+    .await;
+    login.body["token"].as_str().unwrap().to_owned()
+}
+
+/// The operator gives the manager the haiku goal and answers its question about the season;
+/// the goal's task.
+async fn goal_answered(app: &Router, token: &str, base: &cohort::ids::TaskId) -> Value {
+    let send = |task: &Value, content: &str| {
+        json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
+               "content": content, "need_reply": false})
+    };
+    let r = post(
+        app,
+        "/api/send_message",
+        Some(token),
+        send(&json!(base), "Write a haiku"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    // The manager's question about the season, asked in the new task.
+    let mut task = Value::Null;
+    for _ in 0..400 {
+        let p = get(app, "/api/human/operator/pending", token).await;
+        if let Some(q) = p.body["pending"].as_array().and_then(|l| l.first()) {
+            task = q["task_id"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let r = post(app, "/api/send_message", Some(token), send(&task, "Autumn")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    task
+}
+
 #[actix::test]
 async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
     let cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
@@ -41,45 +83,8 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
     let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     let api = ApiState::new(&team, &cfg.humans, None, vec![]);
     let app = router(api.clone());
-    let login = post(
-        &app,
-        "/api/bind_human_agent",
-        None,
-        json!({"human_agent_id": "operator", "password": "cohort-demo"}),
-    )
-    .await;
-    let token = login.body["token"].as_str().unwrap().to_owned();
-    let send = |task: &Value, content: &str| {
-        json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
-               "content": content, "need_reply": false})
-    };
-    let base = json!(team.base_task);
-    let r = post(
-        &app,
-        "/api/send_message",
-        Some(&token),
-        send(&base, "Write a haiku"),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    // The manager's question about the season, asked in the new task.
-    let mut task = Value::Null;
-    for _ in 0..400 {
-        let p = get(&app, "/api/human/operator/pending", &token).await;
-        if let Some(q) = p.body["pending"].as_array().and_then(|l| l.first()) {
-            task = q["task_id"].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let r = post(
-        &app,
-        "/api/send_message",
-        Some(&token),
-        send(&task, "Autumn"),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let token = login(&app).await;
+    goal_answered(&app, &token, &team.base_task).await;
 
     // The writer's plan waits, as the model gave it, and the operator is told.
     let plan = waiting(&app, &token, "plan").await;
@@ -205,46 +210,11 @@ async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
         .unwrap();
         let api = ApiState::new(&team, &cfg.humans, None, vec![]);
         let app = router(api);
-        let login = post(
-            &app,
-            "/api/bind_human_agent",
-            None,
-            json!({"human_agent_id": "operator", "password": "cohort-demo"}),
-        )
-        .await;
-        let token = login.body["token"].as_str().unwrap().to_owned();
+        let token = login(&app).await;
         (team, app, token)
     };
     let (team, app, token) = open().await;
-    let send = |task: &Value, content: &str| {
-        json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
-               "content": content, "need_reply": false})
-    };
-    let r = post(
-        &app,
-        "/api/send_message",
-        Some(&token),
-        send(&json!(team.base_task), "Write a haiku"),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    let mut task = Value::Null;
-    for _ in 0..400 {
-        let p = get(&app, "/api/human/operator/pending", &token).await;
-        if let Some(q) = p.body["pending"].as_array().and_then(|l| l.first()) {
-            task = q["task_id"].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let r = post(
-        &app,
-        "/api/send_message",
-        Some(&token),
-        send(&task, "Autumn"),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let task = goal_answered(&app, &token, &team.base_task).await;
     let mut plan = waiting(&app, &token, "plan").await;
     // Its deadline is set once the wait starts (a moment after the plan is listed).
     for _ in 0..200 {
@@ -310,43 +280,8 @@ async fn a_managers_stages_wait_for_the_operator_and_run_as_edited() {
     let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     let api = ApiState::new(&team, &cfg.humans, None, vec![]);
     let app = router(api.clone());
-    let login = post(
-        &app,
-        "/api/bind_human_agent",
-        None,
-        json!({"human_agent_id": "operator", "password": "cohort-demo"}),
-    )
-    .await;
-    let token = login.body["token"].as_str().unwrap().to_owned();
-    let send = |task: &Value, content: &str| {
-        json!({"human_agent_id": "operator", "task_id": task, "receiver": ["manager"],
-               "content": content, "need_reply": false})
-    };
-    let r = post(
-        &app,
-        "/api/send_message",
-        Some(&token),
-        send(&json!(team.base_task), "Write a haiku"),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    let mut task = Value::Null;
-    for _ in 0..400 {
-        let p = get(&app, "/api/human/operator/pending", &token).await;
-        if let Some(q) = p.body["pending"].as_array().and_then(|l| l.first()) {
-            task = q["task_id"].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let r = post(
-        &app,
-        "/api/send_message",
-        Some(&token),
-        send(&task, "Autumn"),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let token = login(&app).await;
+    let task = goal_answered(&app, &token, &team.base_task).await;
 
     let plan = waiting(&app, &token, "plan").await;
     assert_eq!(plan["agent_id"], "manager");

@@ -56,10 +56,11 @@ pub fn cancel_step(
     by: &AgentId,
     reason: &str,
 ) -> StepCompletion {
-    let Some((step, output, lock_before)) = opening(agent, id) else {
-        return StepCompletion::vanished();
-    };
-    if matches!(step.executor, Executor::Tool(_)) {
+    let tool = agent
+        .agent_step
+        .get(id)
+        .is_some_and(|s| matches!(s.executor, Executor::Tool(_)));
+    if tool {
         // A tool call ends as any call does, so a tool_decision step follows and the agent
         // decides how to go on with the tool.
         let completion = super::complete_tool_step(agent, id, Err(cancel_reason(by, reason)));
@@ -68,26 +69,30 @@ pub fn cancel_step(
     }
     // The step's result names who cancelled it: its closing (`Settle`) keeps that and closes
     // it `cancelled`.
-    let why = mark_cancelled(agent, id, by, reason);
-    finish_output(
-        agent,
-        &step,
-        StageAgentState::Working,
-        Some(why),
-        output,
-        &lock_before,
-        true,
-    )
+    end_step(agent, id, |agent| mark_cancelled(agent, id, by, reason))
 }
 
 /// Ends step `id`, which waited for a person who never decided (or can no longer be asked),
 /// as failed with `why`; like after a cancel, an agent left with nothing to run in the stage
 /// decides how to go on.
 pub fn fail_waiting_step(agent: &mut AgentState, id: &StepId, why: String) -> StepCompletion {
+    end_step(agent, id, |agent| {
+        agent.update_step(id, result_update(json!({ "error": why })));
+        why
+    })
+}
+
+/// Ends step `id` with the reason `record` writes on it: the agent goes on in its stage, and
+/// decides how when nothing else is left there.
+fn end_step(
+    agent: &mut AgentState,
+    id: &StepId,
+    record: impl FnOnce(&mut AgentState) -> String,
+) -> StepCompletion {
     let Some((step, output, lock_before)) = opening(agent, id) else {
         return StepCompletion::vanished();
     };
-    agent.update_step(id, result_update(json!({ "error": why })));
+    let why = record(agent);
     finish_output(
         agent,
         &step,

@@ -25,7 +25,8 @@ pub fn interpret(step: &StepState, answer: &str) -> Result<SkillOutcome, SkillEr
     };
     let said = plain(&summary);
     if !said.is_empty()
-        && (plain(&step.text_content).contains(&said) || plain(&step.step_intention).contains(&said))
+        && (plain(&step.text_content).contains(&said)
+            || plain(&step.step_intention).contains(&said))
     {
         return Err(SkillError::Invalid(
             "the summary repeats this step's instruction: report what you did in the stage and \
