@@ -243,20 +243,8 @@ impl AgentActor {
                 note: self.prompts.phrases().json_answer.clone(),
             });
         let request = ChatRequest {
-            system: prompt.system,
-            prompt: prompt.user,
             answer_format,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: self.state.agent_id.clone(),
-            skill: skill.name().to_owned(),
-            task_id: step.task_id.clone(),
-            stage_id: step.stage_id.clone(),
-            step_id: step.step_id.clone(),
-            template: self.state.template.clone(),
-            step_text: step.asks(),
-            progress: None,
-            retry: 0,
+            ..self.request_for(&step, skill.name(), prompt.system, prompt.user)
         };
         let id = step.step_id.clone();
         if self.llm.is_none() {

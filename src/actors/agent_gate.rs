@@ -103,7 +103,7 @@ impl AgentActor {
             &step.step_intention,
         );
         let system = self.prompts.phrases().risk_judge.clone();
-        let request = self.side_request(&step, RISK_JUDGE, system, prompt);
+        let request = self.request_for(&step, RISK_JUDGE, system, prompt);
         let id = step.step_id.clone();
         let handle = ctx.spawn(
             llm.chat(request)

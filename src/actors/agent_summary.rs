@@ -12,9 +12,9 @@ use crate::state::{Skill, StepState, TokenUsage};
 use actix::prelude::*;
 
 impl AgentActor {
-    /// A model call of this agent for `step` that is not the step's own answer (a summary, a
-    /// risk judgement): `name` is what a script keys its replies by.
-    pub(super) fn side_request(
+    /// A model call of this agent for `step`: the step's own answer, or a call on its behalf
+    /// (a summary, a risk judgement); `name` is what a script keys its replies by.
+    pub(super) fn request_for(
         &self,
         step: &StepState,
         name: &str,
@@ -79,7 +79,7 @@ impl AgentActor {
             return self.run_skill(step, skill, true, ctx);
         };
         let system = self.prompts.phrases().summarize_history.clone();
-        let request = self.side_request(&step, SUMMARIZE_HISTORY, system, job.prompt.clone());
+        let request = self.request_for(&step, SUMMARIZE_HISTORY, system, job.prompt.clone());
         let id = step.step_id.clone();
         let handle = ctx.spawn(llm.chat(request).into_actor(self).map(move |answer, act, ctx| {
             act.in_flight = None;

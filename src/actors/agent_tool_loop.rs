@@ -46,22 +46,7 @@ impl AgentActor {
                 budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
             },
         );
-        let request = ChatRequest {
-            system: prompt.system,
-            prompt: prompt.user,
-            answer_format: None,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: self.state.agent_id.clone(),
-            skill: "tool_loop".into(),
-            task_id: step.task_id.clone(),
-            stage_id: step.stage_id.clone(),
-            step_id: step.step_id.clone(),
-            template: self.state.template.clone(),
-            step_text: step.asks(),
-            progress: None,
-            retry: 0,
-        };
+        let request = self.request_for(&step, "tool_loop", prompt.system, prompt.user);
         let started = self.monitor.assigned_version();
         let monitor = self.monitor.clone();
         let name = server.clone();

@@ -182,17 +182,7 @@ pub fn decide_plan(
                 id,
                 json!({ "planned_step": plan, "plan_check": { "by": by, "edited": edited } }),
             );
-            let steps = plan
-                .into_iter()
-                .map(|p| {
-                    p.into_step(
-                        step.task_id.clone(),
-                        step.stage_id.clone(),
-                        agent.agent_id.clone(),
-                    )
-                })
-                .collect();
-            agent.add_steps(steps);
+            crate::skills::queue_plan(agent, step, Skill::Planning, plan);
         }
         PlanVerdict::Reject { reason } => {
             let reason = reason.trim();

@@ -14,7 +14,7 @@ mod task_manager;
 mod think;
 
 pub use instruction_generation::next_tool_step;
-pub use plan::check_plan;
+pub use plan::{check_plan, queue_plan};
 
 use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};

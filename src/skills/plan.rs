@@ -75,7 +75,19 @@ pub fn interpret(
         result[plan_check::KEY] = json!(plan_check::PlanCheck::new(accepted));
         return Ok(working(result));
     }
-    let steps: Vec<StepState> = accepted
+    queue_plan(agent, step, planner, accepted);
+    Ok(working(result))
+}
+
+/// Gives `plan` the place of `step` (its task and stage) and queues it: decision and
+/// tool_decision act right away, planning and reflection queue up.
+pub fn queue_plan(
+    agent: &mut AgentState,
+    step: &StepState,
+    planner: Skill,
+    plan: Vec<PlannedStep>,
+) {
+    let steps: Vec<StepState> = plan
         .into_iter()
         .map(|p| {
             p.into_step(
@@ -85,13 +97,11 @@ pub fn interpret(
             )
         })
         .collect();
-    // decision and tool_decision act right away; planning and reflection queue up.
     if matches!(planner, Skill::Decision | Skill::ToolDecision) {
         agent.add_next_steps(steps);
     } else {
         agent.add_steps(steps);
     }
-    Ok(working(result))
 }
 
 /// Whether `planned` repeats a step the agent finished in the same task and stage as `step`.

@@ -9,7 +9,7 @@ use super::{Applied, SyncCore, SyncError};
 use crate::event::{Change, StageChange, TaskChange};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER, TaskInstruction};
-use crate::state::ExecutionState;
+use crate::state::{ExecutionState, TaskState};
 
 impl SyncCore {
     /// `by` cancels `task` with `reason`.
@@ -22,23 +22,35 @@ impl SyncCore {
         if task == &self.base_task {
             return Err(SyncError::BaseTask);
         }
-        let state = self
+        self.open_task(task)?;
+        let mut applied = Applied::default();
+        self.close_task(
+            task,
+            ExecutionState::Cancelled,
+            cancelled_by(by, reason),
+            &mut applied,
+        );
+        Ok(applied)
+    }
+
+    /// `task`, when it exists and is not over.
+    fn open_task(&self, task: &TaskId) -> Result<&TaskState, SyncError> {
+        let t = self
             .tasks
             .get(task)
-            .ok_or_else(|| SyncError::UnknownTask(task.clone()))?
-            .execution_state;
-        if state.is_over() {
-            return Err(SyncError::TaskOver(task.clone(), state));
+            .ok_or_else(|| SyncError::UnknownTask(task.clone()))?;
+        if t.execution_state.is_over() {
+            return Err(SyncError::TaskOver(task.clone(), t.execution_state));
         }
-        let reason = reason.trim();
-        let summary = if reason.is_empty() {
-            format!("Cancelled by `{by}`.")
-        } else {
-            format!("Cancelled by `{by}`: {reason}")
-        };
-        let mut applied = Applied::default();
-        self.close_task(task, ExecutionState::Cancelled, summary, &mut applied);
-        Ok(applied)
+        Ok(t)
+    }
+}
+
+/// What a cancelled task or stage says of its end.
+fn cancelled_by(by: &AgentId, reason: &str) -> String {
+    match reason.trim() {
+        "" => format!("Cancelled by `{by}`."),
+        r => format!("Cancelled by `{by}`: {r}"),
     }
 }
 
@@ -54,13 +66,7 @@ impl SyncCore {
         if task == &self.base_task {
             return Err(SyncError::BaseTask);
         }
-        let t = self
-            .tasks
-            .get(task)
-            .ok_or_else(|| SyncError::UnknownTask(task.clone()))?;
-        if t.execution_state.is_over() {
-            return Err(SyncError::TaskOver(task.clone(), t.execution_state));
-        }
+        let t = self.open_task(task)?;
         let mut applied = Applied::default();
         if t.paused == paused {
             return Ok(applied);
@@ -97,13 +103,7 @@ impl SyncCore {
         by: &AgentId,
         reason: &str,
     ) -> Result<Applied, SyncError> {
-        let t = self
-            .tasks
-            .get(task)
-            .ok_or_else(|| SyncError::UnknownTask(task.clone()))?;
-        if t.execution_state.is_over() {
-            return Err(SyncError::TaskOver(task.clone(), t.execution_state));
-        }
+        self.open_task(task)?;
         let s = self.stage_of(task, stage)?;
         if s.execution_state.is_over() {
             return Err(SyncError::StageNotRunning {
@@ -115,10 +115,7 @@ impl SyncCore {
         let agents: Vec<AgentId> = s.agent_allocation.keys().cloned().collect();
         tracing::info!(task = %task, stage = %stage, by = %by, "an operator cancels a stage");
         let mut applied = Applied::default();
-        let why = match reason.trim() {
-            "" => format!("Cancelled by `{by}`."),
-            r => format!("Cancelled by `{by}`: {r}"),
-        };
+        let why = cancelled_by(by, reason);
         self.emit(
             &mut applied,
             Change::Stage(StageChange::Completion {

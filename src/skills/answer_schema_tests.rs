@@ -1,0 +1,225 @@
+//! Tests of the answer schemas: what each skill's answer may hold for this agent at this step.
+use super::*;
+use crate::llm::structured::tagged_answer;
+use crate::parse;
+use crate::skills::test_support::{agent, running};
+
+fn enums(schema: &Value, into: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Array(names)) = map.get("enum") {
+                into.extend(names.iter().filter_map(|n| n.as_str().map(str::to_owned)));
+            }
+            map.values().for_each(|v| enums(v, into));
+        }
+        Value::Array(items) => items.iter().for_each(|v| enums(v, into)),
+        _ => {}
+    }
+}
+
+#[test]
+fn a_plan_may_only_name_what_the_planner_may_plan_for_this_agent() {
+    let mut a = agent(&[
+        Skill::Decision,
+        Skill::Think,
+        Skill::ProcessMessage,
+        Skill::Summary,
+    ]);
+    a.tools = vec!["workspace".into()];
+    let step = running(&mut a.clone(), Skill::Decision, "");
+    let schema = answer_schema(Skill::Decision, &a, &step, &[]);
+    let mut names = Vec::new();
+    enums(&schema["properties"]["planned_step"], &mut names);
+    names.sort();
+    // decision may not plan itself, process_message or summary; the tool is its own kind.
+    assert_eq!(names, ["skill", "think", "tool", "workspace"]);
+    assert_eq!(schema["properties"]["planned_step"]["maxItems"], 4);
+    assert_eq!(schema["required"], json!(["planned_step"]));
+}
+
+#[test]
+fn a_notice_that_asks_to_act_requires_a_react_action() {
+    let a = agent(&[Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]);
+    let notice = running(
+        &mut a.clone(),
+        Skill::ProcessMessage,
+        "Message from agent `[TaskState]` (it asks you to act):\n\nStage done.",
+    );
+    let chat = running(
+        &mut a.clone(),
+        Skill::ProcessMessage,
+        "Message from agent `writer`:\n\nHi.",
+    );
+    let required = |step| answer_schema(Skill::ProcessMessage, &a, step, &[])["required"].clone();
+    assert_eq!(required(&notice), json!(["text", "react_action"]));
+    assert_eq!(required(&chat), json!(["text"]));
+}
+
+#[test]
+fn a_decision_on_a_notice_must_plan_something() {
+    let a = agent(&[
+        Skill::Decision,
+        Skill::TaskManager,
+        Skill::AgentManager,
+        Skill::Think,
+    ]);
+    let notice = running(
+        &mut a.clone(),
+        Skill::Decision,
+        "Message from agent `operator` (it asks you to act):\n\nWrite a haiku.",
+    );
+    let free = running(&mut a.clone(), Skill::Decision, "React to the review.");
+    let min = |step| {
+        answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"]["minItems"]
+            .clone()
+    };
+    assert_eq!(min(&notice), json!(1));
+    assert_eq!(min(&free), Value::Null);
+    // Acting on it goes through the team: the manager does not do the work itself.
+    let executors = |step| {
+        answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"]["items"]
+            ["properties"]["executor"]["enum"]
+            .clone()
+    };
+    assert_eq!(executors(&notice), json!(["task_manager", "agent_manager"]));
+    assert_eq!(
+        executors(&free),
+        json!(["task_manager", "agent_manager", "think"])
+    );
+}
+
+#[test]
+fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
+    let mut a = agent(&[Skill::TaskManager]);
+    let step = running(&mut a.clone(), Skill::TaskManager, "");
+    let actions = |a: &AgentState| {
+        let mut names = Vec::new();
+        let schema = answer_schema(Skill::TaskManager, a, &step, &[]);
+        enums(&schema["properties"]["task_instruction"], &mut names);
+        names.retain(|n| n != "finished" && n != "failed");
+        names
+    };
+    assert_eq!(actions(&a).len(), 5, "base task unknown: every action");
+    a.base_task = Some(step.task_id.clone());
+    assert_eq!(actions(&a), ["add_task"]);
+    a.base_task = Some("base".into());
+    // The step is in stage s of task t: its ids are the only ones it may name.
+    let ids: Vec<String> = actions(&a)
+        .into_iter()
+        .filter(|n| n == "t" || n == "s")
+        .collect();
+    assert!(ids.contains(&"t".to_owned()) && ids.contains(&"s".to_owned()));
+    let named: Vec<String> = actions(&a)
+        .into_iter()
+        .filter(|n| n != "t" && n != "s")
+        .collect();
+    assert_eq!(
+        named,
+        ["add_stage", "finish_stage", "retry_stage", "finish_task"]
+    );
+    // A task-level step (no stage) may not finish or retry a stage.
+    let mut task_level = step.clone();
+    task_level.stage_id = crate::ids::StageRef::NoRelative;
+    let schema = answer_schema(Skill::TaskManager, &a, &task_level, &[]);
+    let mut names = Vec::new();
+    enums(&schema["properties"]["task_instruction"], &mut names);
+    names.retain(|n| !["t", "finished", "failed"].contains(&n.as_str()));
+    assert_eq!(names, ["add_stage", "finish_task"]);
+}
+
+#[test]
+fn a_message_goes_to_another_agent_of_the_team() {
+    let a = agent(&[Skill::SendMessage]);
+    let step = running(&mut a.clone(), Skill::SendMessage, "");
+    let team = ["w".to_owned(), "rook".to_owned()];
+    let schema = answer_schema(Skill::SendMessage, &a, &step, &team);
+    let send = &schema["anyOf"][0]["properties"]["send_message"];
+    assert_eq!(
+        send["properties"]["receiver"]["items"]["enum"],
+        json!(["rook"])
+    );
+}
+
+#[test]
+fn a_stage_allocates_the_teams_other_agents_unless_the_manager_may_hire() {
+    let mut a = agent(&[Skill::TaskManager]);
+    a.base_task = Some("base".into());
+    let step = running(&mut a.clone(), Skill::TaskManager, "");
+    let team = ["w".to_owned(), "writer".to_owned(), "rook".to_owned()];
+    let allocation = |a: &AgentState| {
+        let schema = answer_schema(Skill::TaskManager, a, &step, &team);
+        let add_stage = schema["properties"]["task_instruction"]["anyOf"][0].clone();
+        assert_eq!(
+            add_stage["properties"]["action"]["enum"],
+            json!(["add_stage"])
+        );
+        add_stage["properties"]["stages"]["items"]["properties"]["agent_allocation"].clone()
+    };
+    let fixed = allocation(&a);
+    let names: Vec<&String> = fixed["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["rook", "writer"], "not the manager itself");
+    assert_eq!(fixed["additionalProperties"], false);
+    assert_eq!(fixed["minProperties"], 1);
+    a.skills.push(Skill::AgentManager);
+    assert!(
+        allocation(&a)["additionalProperties"].is_object(),
+        "a hire may be named"
+    );
+}
+
+#[test]
+fn an_agent_without_plannable_executors_may_only_plan_nothing() {
+    let mut a = agent(&[Skill::Decision]);
+    let step = running(&mut a, Skill::Decision, "");
+    let schema = answer_schema(Skill::Decision, &a, &step, &[]);
+    assert_eq!(schema["properties"]["planned_step"]["maxItems"], 0);
+}
+
+#[test]
+fn a_constrained_answer_reads_like_the_tagged_one() {
+    let answer = json!({
+        "planned_step": [{"step_intention": "i", "type": "skill", "executor": "think",
+                          "text_content": "say \"hi\" </planned_step>"}],
+        "persistent_memory": null,
+    })
+    .to_string();
+    let tagged = tagged_answer(&answer).unwrap();
+    let steps = parse::planned_steps(&tagged).unwrap();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].text_content, "say \"hi\" </planned_step>");
+    assert!(!tagged.contains("persistent_memory"));
+
+    let think = tagged_answer(r#"{"think": "a <b> c"}"#).unwrap();
+    assert_eq!(parse::think(&think).unwrap(), "a <b> c");
+
+    let digest = tagged_answer(
+        r#"{"text": "read it", "react_action": {"step_intention": "s", "text_content": "t"}}"#,
+    )
+    .unwrap();
+    assert_eq!(parse::process_message_digest(&digest), "read it");
+    assert!(parse::react_action(&digest).unwrap().is_some());
+
+    let fenced = tagged_answer("```json\n{\"quick_think\": \"x\"}\n```").unwrap();
+    assert_eq!(parse::quick_think(&fenced).unwrap(), "x");
+    assert_eq!(tagged_answer("<think>plain</think>"), None);
+    assert_eq!(tagged_answer("[1, 2]"), None);
+}
+
+#[test]
+fn every_skill_has_an_object_schema_with_an_optional_memory_block() {
+    let a = agent(&Skill::ALL);
+    for skill in Skill::ALL {
+        let step = running(&mut a.clone(), skill, "");
+        let schema = answer_schema(skill, &a, &step, &["w".into(), "x".into()]);
+        let objects = match schema.get("anyOf") {
+            Some(Value::Array(v)) => v.clone(),
+            _ => vec![schema.clone()],
+        };
+        for o in objects {
+            assert_eq!(o["type"], "object", "{skill}");
+            assert!(o["properties"]["persistent_memory"].is_object(), "{skill}");
+            let required = o["required"].as_array().unwrap();
+            assert!(!required.contains(&json!("persistent_memory")), "{skill}");
+        }
+    }
+}
