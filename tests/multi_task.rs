@@ -26,6 +26,14 @@ fn answer(req: &RecordedRequest) -> StubResponse {
     );
     let p = content(prompt);
     let text = match skill {
+        // The manager may hire, so its goals and the runtime's notices are decision steps: a
+        // notice is handed to task_manager as it is.
+        "decision" if NOTICES.iter().any(|n| p.contains(n)) => {
+            let text = serde_json::to_string(&p).unwrap();
+            format!(
+                r#"<planned_step>[{{"step_intention": "Act on the notice", "type": "skill", "executor": "task_manager", "text_content": {text}}}]</planned_step>"#
+            )
+        }
         "decision" => {
             // The operator's goal: one add_task per goal it names; a note becomes a task too.
             let plan = |executor: &str, what: &str| {
@@ -75,11 +83,18 @@ fn answer(req: &RecordedRequest) -> StubResponse {
     StubResponse::reply(&text).with_delay(Duration::from_millis(20))
 }
 
-/// A manager and one worker, both on the stub.
+const NOTICES: [&str; 3] = [
+    "was created with you as its manager",
+    "has submitted its completion summary",
+    "has no stage left to run",
+];
+
+/// A manager that may hire (so a goal may become several tasks) and one worker, both on the
+/// stub.
 fn team_yaml(stub: &OpenAiStub) -> String {
     format!(
         "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0}}\n\
-         agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager]}}\n  \
+         agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager, agent_manager]}}\n  \
          - {{id: w, role: worker, skills: [planning, reflection, summary, think]}}\n",
         stub.base_url()
     )

@@ -165,20 +165,16 @@ async fn a_stream_cut_off_at_the_token_limit_says_so() {
 #[actix::test]
 async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
     let stub = OpenAiStub::start().await;
-    let plan = r#"<planned_step>[{"step_intention": "make it a task", "type": "skill", "executor": "task_manager", "text_content": "add_task"}]</planned_step>"#;
+    let plan = r#"<task_instruction>{"action": "add_task", "task_name": "Haiku", "task_intention": "write one"}</task_instruction>"#;
     let (a, b) = plan.split_at(plan.len() / 2);
     stub.push(StubResponse::streamed(&[a, b], None).with_event_delay(Duration::from_millis(300)));
-    stub.push(StubResponse::reply(
-        r#"<ask_info>{"type": "managed_tasks"}</ask_info>"#,
-    ));
-    stub.push(StubResponse::reply("Noted."));
     let dir = std::env::temp_dir().join(format!("cohort-stream-team-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("team.yaml"),
         format!(
             "llm: {{provider: openai, base_url: '{}', model: m, max_retries: 0, structured_output: off, stream: true, idle_timeout_secs: 30}}\n\
-             agents:\n  - {{id: manager, role: manager, skills: [decision, task_manager]}}\n",
+             agents:\n  - {{id: manager, role: manager, skills: [task_manager]}}\n",
             stub.base_url()
         ),
     )
@@ -206,11 +202,8 @@ async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
             .is_some_and(|s| s["execution_state"] == "finished")
         {
             let s = done.unwrap();
-            assert_eq!(s["executor"], "decision");
-            assert_eq!(
-                s["execute_result"]["decision_step"][0]["executor"],
-                "task_manager"
-            );
+            assert_eq!(s["executor"], "task_manager");
+            assert_eq!(s["execute_result"]["task_instruction"]["action"], "add_task");
             assert!(stub.requests().iter().all(|r| r.body["stream"] == true));
             team.shutdown().await;
             let _ = std::fs::remove_dir_all(&dir);
@@ -218,5 +211,5 @@ async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("the streamed decision step never finished");
+    panic!("the streamed step never finished");
 }

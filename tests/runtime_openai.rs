@@ -47,8 +47,7 @@ async fn wait_for_steps(
     );
 }
 
-/// A decision's plan for a goal: one task_manager step, which creates the task.
-const TASK_PLAN: &str = r#"<planned_step>[{"step_intention": "make it a task", "type": "skill", "executor": "task_manager", "text_content": "add_task"}]</planned_step>"#;
+/// A goal is a task_manager step at once: this answer makes it a task.
 const ADD_TASK: &str = r#"<task_instruction>{"action": "add_task", "task_name": "Later", "task_intention": "do it later"}</task_instruction>"#;
 
 /// Once the queued answers are used: the notice that a task was created is answered by
@@ -81,17 +80,16 @@ fn with(steps: &[Value], executor: &str, state: &str) -> usize {
 
 /// An answer without its tag is asked again with the exact error (over real HTTP, to an
 /// OpenAI-compatible endpoint), three times; then the step fails with every try on record,
-/// and the agent runs its next step.
+/// and the goal, which must not be lost, gets one fresh step carrying the reason.
 #[actix::test]
-async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_its_next_one() {
+async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_goal_is_tried_once_more() {
     let stub = OpenAiStub::start().await;
-    let bad = "I would create a task now."; // decision without <planned_step>
+    let bad = "I would create a task now."; // task_manager without <task_instruction>
     stub.push_all([
         StubResponse::reply_with_usage(bad, 120, 30),
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
         StubResponse::reply_with_usage(bad, 10, 5),
-        StubResponse::reply_with_usage(TASK_PLAN, 7, 5),
         StubResponse::reply_with_usage(ADD_TASK, 3, 1),
     ]);
     stub.set_fallback(close_new_tasks);
@@ -100,14 +98,17 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     let team = start_team(&cfg, &host(&vars)).unwrap();
 
     team.submit_goal(None, "first goal").await.unwrap();
-    let steps = wait_for_steps(&team.monitor, "the decision step to fail", |s| {
-        with(s, "decision", "failed") == 1
+    let steps = wait_for_steps(&team.monitor, "the goal's step to fail", |s| {
+        with(s, "task_manager", "failed") == 1
     })
     .await;
-    let failed = steps.iter().find(|s| s["executor"] == "decision").unwrap();
+    let failed = steps
+        .iter()
+        .find(|s| s["execution_state"] == "failed")
+        .unwrap();
     let reason = failed["execute_result"]["error"].as_str().unwrap();
     assert!(
-        reason.contains("planned_step"),
+        reason.contains("task_instruction"),
         "reason names the missing tag: {reason}"
     );
     assert_eq!(failed["execute_result"]["answer"], bad);
@@ -116,20 +117,25 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     assert!(
         tries
             .iter()
-            .all(|t| t["answer"] == bad && t["error"].as_str().unwrap().contains("planned_step"))
+            .all(|t| t["answer"] == bad
+                && t["error"].as_str().unwrap().contains("task_instruction"))
     );
 
-    team.submit_goal(None, "second goal").await.unwrap();
-    wait_for_steps(&team.monitor, "the next steps to run", |s| {
-        with(s, "decision", "finished") == 1 && with(s, "task_manager", "finished") == 2
+    wait_for_steps(&team.monitor, "the goal's second try and the new task", |s| {
+        with(s, "task_manager", "finished") == 2
     })
     .await;
 
     let reqs = stub.requests();
     assert_eq!(
         reqs.len(),
-        7,
-        "four decision tries, then one decision, its add_task and the new task's finish_task"
+        6,
+        "four tries, then the second try's add_task and the new task's finish_task"
+    );
+    let second = reqs[4].prompt().unwrap();
+    assert!(
+        second.contains("first goal") && second.contains("Your first try at this failed"),
+        "{second}"
     );
     assert_eq!(reqs[0].model(), Some("test-model"));
     assert_eq!(reqs[0].authorization(), Some("Bearer sk-test"));
@@ -141,13 +147,13 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
     assert!(again.starts_with(first), "the same question");
     assert!(
         again.contains("Your previous answer could not be used")
-            && again.contains("planned_step")
+            && again.contains("task_instruction")
             && again.contains(bad)
     );
     let agent = team.monitor.get(StateKind::Agent, "manager").unwrap();
     assert_eq!(
         agent["token_usage"]["prompt_tokens"],
-        120 + 3 * 10 + 7 + 3 + 2,
+        120 + 3 * 10 + 3 + 2,
         "every try's tokens count"
     );
     assert_eq!(agent["working_state"], "idle");
@@ -158,8 +164,7 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_agent_runs_
 async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
-        StubResponse::cut_off("<planned_step>[{\"step_intention\": \"a very long"),
-        StubResponse::reply(TASK_PLAN),
+        StubResponse::cut_off("<task_instruction>{\"action\": \"add_task\", \"task_name\": \"a very long"),
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
@@ -169,12 +174,12 @@ async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
     team.submit_goal(None, "first goal").await.unwrap();
     wait_for_steps(
         &team.monitor,
-        "the decision step and its plan to finish",
-        |s| with(s, "decision", "finished") == 1 && with(s, "task_manager", "finished") == 2,
+        "the goal's step and the new task's to finish",
+        |s| with(s, "task_manager", "finished") == 2,
     )
     .await;
     let reqs = stub.requests();
-    assert_eq!(reqs.len(), 4);
+    assert_eq!(reqs.len(), 3);
     let again = reqs[1].prompt().unwrap();
     assert!(
         again.contains("cut off at the model's token limit"),
@@ -197,7 +202,6 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
         StubResponse::reply("I would create a task now."),
-        StubResponse::reply(TASK_PLAN),
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
@@ -205,24 +209,33 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
-    let steps = wait_for_steps(&team.monitor, "the decision step to end", |s| {
-        with(s, "decision", "finished") + with(s, "decision", "failed") == 1
+    let steps = wait_for_steps(&team.monitor, "the goal's step to end", |s| {
+        s.iter().any(|s| {
+            s["executor"] == "task_manager"
+                && ["finished", "failed"].contains(&s["execution_state"].as_str().unwrap())
+        })
     })
     .await;
-    let decision = steps.iter().find(|s| s["executor"] == "decision").unwrap();
-    assert_eq!(decision["execution_state"], "finished", "{decision}");
+    let goal = steps
+        .iter()
+        .find(|s| {
+            s["executor"] == "task_manager"
+                && s["text_content"].as_str().unwrap().contains("first goal")
+        })
+        .unwrap();
+    assert_eq!(goal["execution_state"], "finished", "{goal}");
     assert_eq!(
-        decision["execute_result"]["reasked"]
+        goal["execute_result"]["reasked"]
             .as_array()
             .unwrap()
             .len(),
         1
     );
-    wait_for_steps(&team.monitor, "the planned step", |s| {
+    wait_for_steps(&team.monitor, "the new task's step", |s| {
         with(s, "task_manager", "finished") == 2
     })
     .await;
-    assert_eq!(stub.requests().len(), 4);
+    assert_eq!(stub.requests().len(), 3);
 }
 
 /// Prompt tokens the stub reports for replies made without explicit usage.
@@ -234,16 +247,14 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
     stub.push_all([
         StubResponse::error(400, "model `test-model` does not support this"),
         StubResponse::error(400, "model `test-model` does not support this"),
-        StubResponse::reply(TASK_PLAN),
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
     let cfg = load_team(&team_file("http-400", &stub.base_url())).unwrap();
     let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
-    team.submit_goal(None, "second goal").await.unwrap();
-    let steps = wait_for_steps(&team.monitor, "one failed and one finished step", |s| {
-        with(s, "decision", "failed") == 1 && with(s, "decision", "finished") == 1
+    let steps = wait_for_steps(&team.monitor, "a failed step and its second try", |s| {
+        with(s, "task_manager", "failed") == 1 && with(s, "task_manager", "finished") >= 1
     })
     .await;
     let failed = steps
@@ -255,12 +266,12 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         reason.contains("400") && reason.contains("does not support this"),
         "{reason}"
     );
-    wait_for_steps(&team.monitor, "the planned step", |s| {
+    wait_for_steps(&team.monitor, "the new task's step", |s| {
         with(s, "task_manager", "finished") == 2
     })
     .await;
     let reqs = stub.requests();
-    assert_eq!(reqs.len(), 5, "no retry on a 400");
+    assert_eq!(reqs.len(), 4, "no retry on a 400");
     assert!(reqs[0].body.get("response_format").is_some());
     assert!(reqs[1].body.get("response_format").is_none());
     // The refusal was not the schema's: the next step is constrained again.
@@ -289,9 +300,6 @@ async fn constrained_json_answers_take_a_goal_to_a_task() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
         StubResponse::reply(
-            r#"{"planned_step": [{"step_intention": "create the task", "type": "skill", "executor": "task_manager", "text_content": "add a task for the goal"}]}"#,
-        ),
-        StubResponse::reply(
             r#"{"task_instruction": {"action": "add_task", "task_name": "Haiku", "task_intention": "write one"}}"#,
         ),
     ]);
@@ -309,16 +317,13 @@ async fn constrained_json_answers_take_a_goal_to_a_task() {
     );
 
     let reqs = stub.requests();
-    let decision = &reqs[0].body;
-    assert_eq!(decision["messages"][0]["role"], "system");
-    let format = &decision["response_format"]["json_schema"];
-    assert_eq!(format["name"], "decision");
-    // decision may plan neither itself nor process_message; a goal must be acted on, through
-    // the team.
-    let steps = &format["schema"]["properties"]["planned_step"];
-    assert_eq!(
-        steps["items"]["properties"]["executor"]["enum"],
-        serde_json::json!(["task_manager", "ask_info"])
+    let goal = &reqs[0].body;
+    assert_eq!(goal["messages"][0]["role"], "system");
+    let format = &goal["response_format"]["json_schema"];
+    assert_eq!(format["name"], "task_manager");
+    let actions = &format["schema"]["properties"]["task_instruction"];
+    assert!(
+        actions.to_string().contains("add_task"),
+        "the schema names the actions: {actions}"
     );
-    assert_eq!(steps["minItems"], 1);
 }

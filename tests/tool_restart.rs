@@ -97,11 +97,8 @@ async fn serve(counts: Arc<Counts>) -> String {
 const SCRIPT: &str = r#"
 replies:
   manager:
-    decision:
-      - when: "GOAL#"
-        text: '<planned_step>[{"step_intention": "Create", "type": "skill", "executor": "task_manager", "text_content": "DO-ADD-TASK"}]</planned_step>'
     task_manager:
-      - when: "DO-ADD-TASK"
+      - when: "GOAL#"
         text: '<task_instruction>{"action": "add_task", "task_name": "Ledger", "task_intention": "Use the ledger."}</task_instruction>'
       - when: "was created with you as its manager"
         text: '<task_instruction>{"action": "add_stage", "task_id": "{{task_id}}", "stages": [{"stage_intention": "Ledger work", "agent_allocation": {"writer": "WRITE# one line", "reader": "READ# one line"}}]}</task_instruction>'

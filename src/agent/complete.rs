@@ -123,6 +123,12 @@ pub fn complete_step(
         },
     };
     agent.update_step(step_id, result_update(result));
+    if let Some(f) = &failure
+        && agent.holds(&step.task_id, &step.stage_id)
+        && let Some(again) = super::receive::act_again(&step, f)
+    {
+        agent.add_next_steps(vec![again]);
+    }
     Completion::Done(finish_output(
         agent,
         &step,
@@ -490,6 +496,34 @@ mod tests {
         let c = fail(&mut a, &id, "model down");
         let stuck = c.output.update_stage_agent_state.unwrap().stuck;
         assert_eq!(stuck.as_deref(), Some("model down"));
+    }
+
+    #[test]
+    fn a_failed_step_on_the_operators_goal_is_tried_once_more_with_the_reason() {
+        let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
+        a.skills = vec![Skill::TaskManager];
+        a.note_working_memory("base".into(), None);
+        let goal = crate::message::Message::notice(
+            "base".into(),
+            crate::message::OPERATOR.into(),
+            vec!["m".into()],
+            StageRef::NoRelative,
+            "Write a haiku.".into(),
+        );
+        crate::agent::receive_message(&mut a, &goal);
+        let id = a.start_next().unwrap().step_id;
+        fail(&mut a, &id, "no <task_instruction> tag");
+        let again = a.agent_step.next().unwrap().clone();
+        assert_eq!(again.executor, Executor::Skill(Skill::TaskManager));
+        assert!(crate::agent::asks_to_act(&again), "still a step that must act");
+        assert!(again.text_content.contains("Write a haiku."));
+        assert!(again.text_content.contains("no <task_instruction> tag"));
+
+        // The second try fails too: no third.
+        settle_step_for_test(&mut a, &id);
+        let id = a.start_next().unwrap().step_id;
+        fail(&mut a, &id, "still no tag");
+        assert!(a.agent_step.next().is_none());
     }
 
     impl StepState {

@@ -75,7 +75,7 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
         // that asks a manager to act goes straight to the skill that acts on it.
         let act = !answers_wait && [TASK_STATE_SENDER, OPERATOR].contains(&sender.as_str());
         let text = format!("{}{}", digest_heading(sender.as_str(), act), msg.message);
-        let (skill, intention) = match acting_skill(agent, sender.as_str(), act) {
+        let (skill, intention) = match acting_skill(agent, act) {
             Some(skill) => (skill, format!("Act on the message from agent `{sender}`")),
             None => (
                 Skill::ProcessMessage,
@@ -102,19 +102,19 @@ fn digest_heading(sender: &str, act: bool) -> String {
 const ACT_NOTE: &str = " (it asks you to act)";
 
 /// The skill that acts at once on a message asking a manager to act. A runtime notice (a task
-/// created, a stage complete, a task to judge, an agent stuck) calls for one task_manager action,
-/// so it is a task_manager step: one LLM call instead of process_message → decision →
-/// task_manager. An operator's goal may need several tasks, and a manager that may hire may
-/// want to before it acts: those get a decision step, which must plan something that acts
-/// through the team.
+/// created, a stage complete, a task to judge, an agent stuck) and an operator's goal call for
+/// task_manager actions, so they are a task_manager step: one LLM call instead of
+/// process_message → decision → task_manager, and no room for a model to wander (a small model
+/// asked to decide on a goal tends to do the work itself). Only a manager that may hire gets a
+/// decision step, as it may want to hire before it acts; that step must plan something that
+/// acts through the team.
 /// `None`: the message is digested by process_message.
-fn acting_skill(agent: &AgentState, sender: &str, act: bool) -> Option<Skill> {
+fn acting_skill(agent: &AgentState, act: bool) -> Option<Skill> {
     let has = |s| agent.skills.contains(&s);
     if !act || !has(Skill::TaskManager) {
         return None;
     }
-    let may_do_more = sender == OPERATOR || has(Skill::AgentManager);
-    Some(if may_do_more && has(Skill::Decision) {
+    Some(if has(Skill::AgentManager) && has(Skill::Decision) {
         Skill::Decision
     } else {
         Skill::TaskManager
@@ -132,6 +132,30 @@ pub fn asks_to_act(step: &StepState) -> bool {
                 .and_then(|f| f.strip_suffix(ACT_NOTE))
                 .is_some_and(|f| f.ends_with('`'))
     })
+}
+
+/// The intention of the second try at a message that asks to act.
+const ACT_AGAIN: &str = "Act again on the message: my last try failed";
+
+/// A step acting on a message that asks to act failed (after its re-asks): a fresh step on the
+/// same message, once, carrying the reason, so one bad answer never leaves a goal or a notice
+/// unanswered for ever. `None` when `step` was that second try already.
+pub fn act_again(step: &StepState, failure: &str) -> Option<StepState> {
+    if !asks_to_act(step) || step.step_intention == ACT_AGAIN {
+        return None;
+    }
+    Some(StepState::new(
+        step.task_id.clone(),
+        step.stage_id.clone(),
+        step.agent_id.clone(),
+        step.executor.clone(),
+        ACT_AGAIN,
+        format!(
+            "{}\n\nYour first try at this failed: {failure}\nAct on the message now, with an answer \
+             in the required format.",
+            step.text_content
+        ),
+    ))
 }
 
 fn new_step(

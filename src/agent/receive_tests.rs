@@ -77,15 +77,14 @@ fn a_notice_or_goal_goes_straight_to_the_skill_that_acts_on_it() {
         StageRef::NoRelative,
         "Write a haiku.".into(),
     );
-    // A manager that can only manage tasks: a notice is a task_manager step at once; a goal,
-    // which may need several tasks, a decision step.
+    // A manager that can only manage tasks: a notice and a goal are task_manager steps at once.
     let mut a = skills(&[]);
     receive_message(
         &mut a,
         &sys("Every agent of stage s has submitted its summary."),
     );
     receive_message(&mut a, &goal);
-    assert_eq!(executors(&a), ["task_manager", "decision"]);
+    assert_eq!(executors(&a), ["task_manager", "task_manager"]);
     for id in a.agent_step.todo() {
         assert!(asks_to_act(a.agent_step.get(id).unwrap()));
     }
@@ -97,13 +96,14 @@ fn a_notice_or_goal_goes_straight_to_the_skill_that_acts_on_it() {
             .text_content
             .ends_with("Write a haiku.")
     );
-    // One that may hire or ask first: a decision step for a notice too.
+    // One that may hire first: a decision step for a notice and a goal.
     let mut b = skills(&[Skill::AgentManager]);
     receive_message(
         &mut b,
         &sys("Every agent of stage s has submitted its summary."),
     );
-    assert_eq!(executors(&b), ["decision"]);
+    receive_message(&mut b, &goal);
+    assert_eq!(executors(&b), ["decision", "decision"]);
     // Without decision, task_manager is the only way to act.
     let mut d = skills(&[]);
     d.skills.retain(|s| *s != Skill::Decision);

@@ -7,9 +7,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// LLM calls the manager makes one after another for one goal: a decision on the goal, then a
-/// task_manager step each for the goal, the new task, the complete stage and the task's judgement.
-pub const MANAGER_CALLS: u64 = 5;
+/// LLM calls the manager makes one after another for one goal: a task_manager step each for the
+/// goal, the new task, the complete stage and the task's judgement.
+pub const MANAGER_CALLS: u64 = 4;
 
 /// LLM calls one worker makes: planning, its think steps, the closing reflection, the summary.
 pub fn worker_calls(steps: usize) -> u64 {
@@ -110,11 +110,6 @@ fn script(workers: usize, steps: usize, delay_ms: u64, goals: usize) -> String {
                     "<task_instruction>{\"action\": \"finish_stage\", \"task_id\": \"{{task_id}}\", \"stage_id\": \"{{stage_id}}\"}</task_instruction>".to_owned(),
                     "<task_instruction>{\"action\": \"finish_task\", \"task_id\": \"{{task_id}}\", \"outcome\": \"finished\", \"task_summary\": \"done\"}</task_instruction>".to_owned(),
     ];
-    s.push_str("    decision:\n");
-    for _ in 0..goals {
-        let plan = "<planned_step>[{\"step_intention\": \"Create the task\", \"type\": \"skill\", \"executor\": \"task_manager\", \"text_content\": \"add_task\"}]</planned_step>";
-        entry(&mut s, plan, delay_ms);
-    }
     s.push_str("    task_manager:\n");
     for _ in 0..goals {
         for instruction in &phases {
