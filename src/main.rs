@@ -1,18 +1,24 @@
 //! The `cohort` command line: parse arguments, load the team, call the library, map the
-//! result to output and an exit code (0 done, 1 task failed, 2 a limit hit, 3 bad input).
+//! result to output and an exit code (0 done, 1 task failed, 2 a limit hit, 3 bad input,
+//! 130 interrupted).
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use cohort::actors::Host;
 use cohort::config::load_team;
-use cohort::run::{RunOptions, RunOutcome, run_goal};
-use cohort::state::{StepExecutionState, StepState};
+use cohort::run::RunOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+#[path = "cli/check.rs"]
+mod check;
 #[path = "cli/data.rs"]
 mod data;
+#[path = "cli/output.rs"]
+mod output;
+#[path = "cli/run_cmd.rs"]
+mod run_cmd;
 use data::{DataArgs, read_store};
 
 #[global_allocator]
@@ -28,6 +34,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start a team, give the goal to its manager and run until the task it creates ends.
+    #[command(after_help = "Exit codes:\n  \
+        0    every task the goal became finished\n  \
+        1    a task failed\n  \
+        2    stopped by a limit (--max-steps, --timeout) or the team stalled, the task not over\n  \
+        3    bad input: the team file, the goal, the data, an LLM that cannot start\n  \
+        130  interrupted (Ctrl-C / SIGINT, or SIGTERM)")]
     Run {
         /// The team configuration file.
         #[arg(long)]
@@ -60,7 +72,7 @@ enum Command {
         /// Where to listen; anything beyond loopback must be given explicitly.
         #[arg(long, default_value = "127.0.0.1:7878")]
         bind: std::net::SocketAddr,
-        /// The console's folder (default: the `web/` shipped with Cohort).
+        /// Serve the console from this folder instead of the one built into the binary.
         #[arg(long)]
         web: Option<PathBuf>,
         #[command(flatten)]
@@ -82,10 +94,15 @@ enum Command {
         #[arg(long)]
         task: Option<String>,
     },
-    /// Validate a team configuration (and the script and prompts it uses); list every problem.
+    /// Validate a team configuration (and the script and prompts it uses); list every problem
+    /// and warn about what would fail at start (an API key variable not set). Exit 1 on a
+    /// problem, or on a warning with --strict.
     Check {
         #[arg(long)]
         team: PathBuf,
+        /// Fail on warnings too.
+        #[arg(long)]
+        strict: bool,
     },
     /// Print an Argon2id hash of a password, for a human's `password_hash` in a team file.
     /// The password is read from stdin (one line), or given with --password.
@@ -154,6 +171,7 @@ enum McpCommand {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
+        .with_ansi(output::colour())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("COHORT_LOG")
                 .unwrap_or_else(|_| "warn,async_openai=off".into()),
@@ -161,7 +179,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Check { team } => check(&team),
+        Command::Check { team, strict } => check::check(&team, strict),
         Command::Inspect { data } => read_store(&data, None, false),
         Command::Export { data, task } => read_store(&data, task, true),
         Command::Serve {
@@ -202,14 +220,14 @@ fn main() -> ExitCode {
                 match data.open(None).await {
                     Ok(store) => opts.store = store,
                     Err(e) => {
-                        eprintln!("error: {e}");
+                        output::print_error(&e.into());
                         return ExitCode::from(3);
                     }
                 }
-                match run(&team, &goal, json, &opts).await {
-                    Ok(code) => code,
+                match run_cmd::run(&team, &goal, json, &opts).await {
+                    Ok(code) => ExitCode::from(code),
                     Err(e) => {
-                        eprintln!("error: {e:#}");
+                        output::print_error(&e);
                         ExitCode::from(3)
                     }
                 }
@@ -218,115 +236,6 @@ fn main() -> ExitCode {
             code
         }
     }
-}
-
-/// `1 agent`, `2 agents`.
-fn count(n: usize, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
-
-fn check(team: &PathBuf) -> ExitCode {
-    match load_team(team) {
-        Ok(cfg) => {
-            println!(
-                "{}: ok ({}, {}, prompts: {})",
-                team.display(),
-                count(cfg.agents.len(), "agent"),
-                count(cfg.templates.len(), "agent template"),
-                cfg.language
-            );
-            // Not an error (a templates folder may serve several teams), but worth knowing now
-            // rather than when a manager's hire is refused.
-            for t in &cfg.templates {
-                for tool in t
-                    .tools
-                    .iter()
-                    .filter(|x| !cfg.servers.iter().any(|s| &s.name == *x))
-                {
-                    println!(
-                        "note: {}: template `{}` names MCP server `{tool}`, which this team lacks; hiring from it will be refused",
-                        t.file.display(),
-                        t.name
-                    );
-                }
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            let problems = e.problems();
-            for p in &problems {
-                println!("{p}");
-            }
-            eprintln!("{} problem(s) found", problems.len());
-            ExitCode::from(1)
-        }
-    }
-}
-
-async fn run(
-    team: &PathBuf,
-    goal: &str,
-    json: bool,
-    opts: &RunOptions,
-) -> anyhow::Result<ExitCode> {
-    let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
-    let vars = |k: &str| std::env::var(k).ok();
-    let host = Host::new(
-        &vars,
-        std::env::current_exe().context("locating the cohort binary")?,
-    );
-    let report = run_goal(&cfg, goal, opts, &host, progress).await?;
-    if json {
-        print_json(&report.states)?;
-    } else {
-        for t in &report.tasks {
-            println!(
-                "# {}\n\n{}\n",
-                t.task_name,
-                t.task_summary.as_deref().unwrap_or("(no summary)")
-            );
-        }
-    }
-    let tokens = report.tokens;
-    let cost = report
-        .cost_usd
-        .map(|usd| format!(", ${usd:.4}"))
-        .unwrap_or_default();
-    eprintln!(
-        "{} ({} steps, {} prompt + {} completion tokens{cost} in {} task{})",
-        report.outcome.describe(opts.timeout),
-        report.steps_run,
-        tokens.prompt_tokens,
-        tokens.completion_tokens,
-        report.tasks.len(),
-        if report.tasks.len() == 1 { "" } else { "s" }
-    );
-    Ok(match report.outcome {
-        RunOutcome::Finished => ExitCode::SUCCESS,
-        RunOutcome::Failed => ExitCode::from(1),
-        _ => ExitCode::from(2),
-    })
-}
-
-/// One readable line per step on stderr.
-fn progress(s: &StepState) {
-    let mark = if s.execution_state == StepExecutionState::Finished {
-        "ok  "
-    } else {
-        "FAIL"
-    };
-    let mut line = format!(
-        "{mark} {:<10} {:<22} {} ({}+{} tok)",
-        s.agent_id.as_str(),
-        s.executor.name(),
-        s.step_intention.lines().next().unwrap_or_default(),
-        s.token_usage.prompt_tokens,
-        s.token_usage.completion_tokens
-    );
-    if let Some(reason) = s.failure_reason() {
-        line.push_str(&format!("\n       reason: {reason}"));
-    }
-    eprintln!("{line}");
 }
 
 fn bench(
@@ -407,7 +316,7 @@ fn mcp(command: McpCommand) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            output::print_error(&e);
             ExitCode::from(1)
         }
     }
@@ -540,7 +449,7 @@ fn serve(
         match run.await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                output::print_error(&e);
                 ExitCode::from(3)
             }
         }

@@ -3,14 +3,16 @@
 //! store the team carries on from what it holds, and the run follows only the tasks created
 //! after it started.
 
+mod progress;
+
+pub use progress::{Progress, QUIET, Running};
+
 use crate::actors::{Host, SystemError, Team, start_team, start_team_stored};
 use crate::config::TeamConfig;
-use crate::event::{Change, Event, States, StepChange};
+use crate::event::States;
 use crate::ids::AgentId;
 use crate::ids::TaskId;
-use crate::state::{
-    ExecutionState, StepExecutionState, StepState, TaskState, TokenUsage, WorkingState,
-};
+use crate::state::{ExecutionState, TaskState, TokenUsage, WorkingState};
 use crate::store::Store;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -76,6 +78,17 @@ impl RunOutcome {
             RunOutcome::Interrupted => "interrupted before the task finished".into(),
         }
     }
+
+    /// The process exit code `cohort run` gives for this outcome (listed in its `--help`).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunOutcome::Finished => 0,
+            RunOutcome::Failed => 1,
+            RunOutcome::TimedOut | RunOutcome::MaxSteps(_) | RunOutcome::Stalled => 2,
+            // 128 + SIGINT, as shells expect of a program stopped by Ctrl-C.
+            RunOutcome::Interrupted => 130,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -124,7 +137,8 @@ fn spent_between(
 }
 
 /// Runs one goal to its end. Must run inside an actix system; the team's actors stay up until
-/// the caller stops the system. `on_step` sees every step as it finishes or fails.
+/// the caller stops the system. `on_progress` sees every step as it ends, every stage as it
+/// starts and ends, and after a quiet spell what is still running.
 ///
 /// It follows the monitor's change stream: it wakes on each change, never polls, and reads the
 /// outcome and the step count from the monitor's exact states and counters, so a burst of
@@ -134,7 +148,7 @@ pub async fn run_goal(
     goal: &str,
     opts: &RunOptions,
     host: &Host<'_>,
-    mut on_step: impl FnMut(&StepState),
+    mut on_progress: impl FnMut(Progress<'_>),
 ) -> Result<RunReport, SystemError> {
     let team = match &opts.store {
         Some(store) => {
@@ -160,18 +174,22 @@ pub async fn run_goal(
     let deadline = Instant::now() + opts.timeout;
     let mut last_event = Instant::now();
     let mut not_shown = 0u64;
-    let outcome = loop {
+    let mut tracker = progress::Tracker::new();
+    let mut outcome = loop {
         tokio::select! {
             ev = events.recv() => match ev {
                 Ok(ev) => {
                     last_event = Instant::now();
-                    report_step(&team, &ev.event, &mut on_step);
+                    tracker.on_event(&team, &ev.event, &mut on_progress);
                 }
                 Err(RecvError::Lagged(missed)) => not_shown += missed,
                 Err(RecvError::Closed) => break RunOutcome::Stalled,
             },
             _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
             _ = ctrl_c(opts.stop_on_ctrl_c) => break RunOutcome::Interrupted,
+            _ = tokio::time::sleep_until(tracker.quiet_deadline()) => {
+                tracker.on_quiet(&team, &mut on_progress);
+            }
             _ = tokio::time::sleep_until(last_event + opts.stall_after) => {
                 let c = team.monitor.read(States::counters);
                 if c.agents_working == 0 && c.steps_running == 0 {
@@ -200,7 +218,15 @@ pub async fn run_goal(
     wait_for_running_steps(&team, Duration::from_secs(3)).await;
     // Report what landed while settling (e.g. the finish_task step itself).
     while let Ok(ev) = events.try_recv() {
-        report_step(&team, &ev.event, &mut on_step);
+        tracker.on_event(&team, &ev.event, &mut on_progress);
+    }
+    // A limit that hit just as the last step landed: the tasks' own end is the truth.
+    if matches!(
+        outcome,
+        RunOutcome::MaxSteps(_) | RunOutcome::TimedOut | RunOutcome::Stalled
+    ) && let Some(o) = team.monitor.read(|s| concluded(s, &team, &before))
+    {
+        outcome = o;
     }
     team.shutdown().await;
     let (tasks, steps_run) = team.monitor.read(|s| {
@@ -225,28 +251,6 @@ pub async fn run_goal(
         tokens,
         cost_usd,
     })
-}
-
-/// Shows a step that ran to its end (steps dropped before they ran are not shown).
-fn report_step(team: &Team, ev: &Event, on_step: &mut impl FnMut(&StepState)) {
-    let Change::Step(StepChange::Updated {
-        step_id, update, ..
-    }) = &ev.change
-    else {
-        return;
-    };
-    let ended = update
-        .execution_state
-        .is_some_and(StepExecutionState::is_over);
-    let dropped = update
-        .execute_result
-        .as_ref()
-        .is_some_and(|r| r.get("dropped").is_some());
-    if ended && !dropped {
-        if let Some(step) = team.monitor.read(|s| s.step(step_id).cloned()) {
-            on_step(&step);
-        }
-    }
 }
 
 /// A manager may split a goal into several tasks, one after another: the run is over when

@@ -26,6 +26,8 @@ pub enum ServeError {
     Http(std::io::Error),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error("{0}")]
+    Web(String),
 }
 
 /// Runs the HTTP API (REST, websocket feeds, console) until `stop` on a runtime of its own
@@ -53,16 +55,6 @@ pub fn spawn_http(
     Ok(rx)
 }
 
-/// The console shipped with the source (`web/`), when no other folder is given.
-pub fn default_web_dir() -> Option<PathBuf> {
-    [
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("web"),
-        PathBuf::from("web"),
-    ]
-    .into_iter()
-    .find(|d| d.join("index.html").is_file())
-}
-
 /// Origins a browser may open the websocket from: the address we serve on, and its
 /// `localhost` / `127.0.0.1` spellings.
 pub fn allowed_origins(bound: SocketAddr) -> Vec<String> {
@@ -87,6 +79,9 @@ pub async fn serve_team(
     stop: impl Future<Output = ()> + Send + 'static,
     on_ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
+    if let Some(dir) = &web_dir {
+        crate::api::console::check_dir(dir).map_err(ServeError::Web)?;
+    }
     if !bind.ip().is_loopback() {
         tracing::warn!(
             "serving beyond loopback on {bind}: anyone who can reach it can try to log in"
@@ -115,7 +110,7 @@ pub async fn serve_team(
     let state = ApiState::new(
         &team,
         &cfg.humans,
-        web_dir.or_else(default_web_dir),
+        web_dir,
         allowed_origins(bound),
     )
     .with_feed_config(cfg.feeds.into());

@@ -577,6 +577,27 @@ async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() 
     assert_eq!(seen.body["state"]["step_lock"], json!([]));
 }
 
+/// Without `--web`, the console built into the binary is served: an installed `cohort` needs
+/// no source tree.
+#[actix::test]
+async fn the_built_in_console_is_served_without_a_web_dir() {
+    let (team, cfg) = start();
+    let app = router(ApiState::new(&team, &cfg.humans, None, vec![]));
+    let r = call(&app, "GET", "/", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.text, include_str!("../web/index.html"));
+    let r = call(&app, "GET", "/app.js", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(
+        r.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .contains("javascript")
+    );
+    let r = call(&app, "GET", "/no-such.js", None, None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
 #[actix::test]
 async fn the_console_is_served_from_web_dir_without_escaping_it() {
     let (team, cfg) = start();

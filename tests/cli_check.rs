@@ -114,10 +114,52 @@ fn check_counts_templates_and_notes_one_this_team_cannot_hire_from() {
         "a template the team cannot hire from is not an error: {out}"
     );
     assert!(
-        out.contains("note:")
+        out.contains("warning:")
             && out.contains("template `browser` names MCP server `web`, which this team lacks"),
         "{out}"
     );
+    let strict = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(["check", "--strict", "--team"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1), "--strict fails on a warning");
+    assert_eq!(String::from_utf8_lossy(&strict.stderr), "1 warning (--strict)\n");
+}
+
+#[test]
+fn an_unset_api_key_variable_is_a_warning_and_fails_strict() {
+    let run = |strict: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cohort"));
+        c.arg("check").args(strict.then_some("--strict"));
+        c.args(["--team", "examples/openai/team.yaml"])
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap()
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("warning:") && stdout.contains("`OPENAI_API_KEY`, which is not set"),
+        "{stdout}"
+    );
+    assert_eq!(run(true).status.code(), Some(1));
+}
+
+#[test]
+fn one_problem_is_one_problem() {
+    let f = temp(
+        "one",
+        "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager, telepathy]}\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(["check", "--team"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "1 problem found\n");
 }
 
 #[test]

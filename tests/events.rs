@@ -7,7 +7,7 @@ use cohort::actors::{GetAgentState, Host, start_team};
 use cohort::bench::team::{MANAGER_CALLS, Scratch, TeamShape, worker_calls, write_team};
 use cohort::config::load_team;
 use cohort::event::States;
-use cohort::run::{RunOptions, RunOutcome, run_goal};
+use cohort::run::{Progress, RunOptions, RunOutcome, run_goal};
 use cohort::state::ExecutionState;
 use std::time::Duration;
 
@@ -52,9 +52,13 @@ async fn cohort_run_counts_every_step_exactly_and_ends_on_the_tasks_own_end() {
     let vars = |_: &str| None;
     let host = Host::new(&vars, env!("CARGO_BIN_EXE_cohort"));
     let mut shown = 0u64;
-    let report = run_goal(&cfg, "think", &RunOptions::default(), &host, |_| shown += 1)
-        .await
-        .unwrap();
+    let report = run_goal(&cfg, "think", &RunOptions::default(), &host, |p| {
+        if let Progress::Step { .. } = p {
+            shown += 1
+        }
+    })
+    .await
+    .unwrap();
     assert_eq!(report.outcome, RunOutcome::Finished);
     let want = MANAGER_CALLS + workers as u64 * worker_calls(3);
     assert_eq!(report.steps_run as u64, want, "every step that ran, once");

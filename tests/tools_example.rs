@@ -7,7 +7,7 @@ mod states;
 
 use cohort::actors::Host;
 use cohort::config::load_team;
-use cohort::run::{RunOptions, RunOutcome, run_goal};
+use cohort::run::{Progress, RunOptions, RunOutcome, run_goal};
 use std::path::{Path, PathBuf};
 
 /// A private copy of the example, so the test writes into its own workspace folder.
@@ -35,9 +35,11 @@ async fn the_worker_writes_and_reads_back_a_file_through_the_workspace_server() 
         "Write a greeting file",
         &RunOptions::default(),
         &host,
-        |s| {
-            if s.agent_id.as_str() == "clerk" {
-                clerk.push(s.clone());
+        |p| {
+            if let Progress::Step { step, .. } = p
+                && step.agent_id.as_str() == "clerk"
+            {
+                clerk.push(step.clone());
             }
         },
     )

@@ -15,6 +15,7 @@
 
 pub mod access;
 pub mod approvals;
+pub mod console;
 pub mod control;
 pub mod error;
 pub mod feed_slots;
@@ -310,7 +311,7 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
 ];
 
 /// The whole API: public login, the protected routes, the websocket, and the web console
-/// (when `web_dir` is set) for everything else.
+/// (from `web_dir` when set, else the built-in one) for everything else.
 pub fn router(state: ApiState) -> Router {
     let protected = PROTECTED_ROUTES
         .iter()
@@ -327,7 +328,7 @@ pub fn router(state: ApiState) -> Router {
         Some(dir) => app.fallback_service(
             tower_http::services::ServeDir::new(dir).append_index_html_on_directories(true),
         ),
-        None => app.fallback(no_such_route),
+        None => app.fallback(console::embedded),
     };
     app.layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)

@@ -1,0 +1,114 @@
+//! `cohort run`: start the team, give it the goal, print progress on stderr while it works,
+//! then the tasks' summaries on stdout and one closing line whose words and exit code match
+//! the tasks' final states.
+
+use super::output::{Paint, count, duration};
+use anyhow::Context as _;
+use cohort::actors::Host;
+use cohort::config::load_team;
+use cohort::run::{Progress, RunOptions, run_goal};
+use cohort::state::{ExecutionState, StepExecutionState};
+use std::path::Path;
+
+/// Runs the goal; the exit code is the outcome's (see `RunOutcome::exit_code`).
+pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyhow::Result<u8> {
+    if goal.trim().is_empty() {
+        anyhow::bail!("the goal is empty: say what the team should do with --goal \"…\"");
+    }
+    let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
+    let vars = |k: &str| std::env::var(k).ok();
+    let host = Host::new(
+        &vars,
+        std::env::current_exe().context("locating the cohort binary")?,
+    );
+    let paint = Paint(super::output::colour());
+    let report = run_goal(&cfg, goal, opts, &host, |p| {
+        eprintln!("{}", line(&p, &paint))
+    })
+    .await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.states)?);
+    } else {
+        for t in &report.tasks {
+            println!(
+                "# {}\n\n{}\n",
+                t.task_name,
+                t.task_summary.as_deref().unwrap_or("(no summary)")
+            );
+        }
+    }
+    let tokens = report.tokens;
+    let cost = report
+        .cost_usd
+        .map(|usd| format!(", ${usd:.4}"))
+        .unwrap_or_default();
+    let code = report.outcome.exit_code();
+    let what = report.outcome.describe(opts.timeout);
+    eprintln!(
+        "{} ({}, {} prompt + {} completion tokens{cost} in {})",
+        if code == 0 {
+            paint.green(&what)
+        } else {
+            paint.red(&what)
+        },
+        count(report.steps_run, "step"),
+        tokens.prompt_tokens,
+        tokens.completion_tokens,
+        count(report.tasks.len(), "task"),
+    );
+    Ok(code)
+}
+
+/// One progress line (two for a failed step: its reason).
+pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
+    match p {
+        Progress::Step { step, took } => {
+            let mark = match step.execution_state {
+                StepExecutionState::Finished => paint.green("ok  "),
+                StepExecutionState::Cancelled => paint.yellow("STOP"),
+                _ => paint.red("FAIL"),
+            };
+            let took = took.map(|d| format!("{}, ", duration(d))).unwrap_or_default();
+            let mut line = format!(
+                "{mark} {:<10} {:<22} {} {}",
+                step.agent_id.as_str(),
+                step.executor.name(),
+                step.step_intention.lines().next().unwrap_or_default(),
+                paint.dim(&format!(
+                    "({took}{}+{} tok)",
+                    step.token_usage.prompt_tokens, step.token_usage.completion_tokens
+                )),
+            );
+            if let Some(reason) = step.failure_reason() {
+                line.push_str(&format!("\n       reason: {reason}"));
+            }
+            line
+        }
+        Progress::Stage(stage) => {
+            let agents: Vec<&str> = stage.agent_allocation.keys().map(|a| a.as_str()).collect();
+            let word = match stage.execution_state {
+                ExecutionState::Running => paint.bold("stage started "),
+                ExecutionState::Finished => paint.green("stage finished"),
+                ExecutionState::Cancelled => paint.yellow("stage cancelled"),
+                _ => paint.red("stage failed  "),
+            };
+            format!(
+                "{word} {} ({})",
+                stage.stage_intention.lines().next().unwrap_or_default(),
+                agents.join(", ")
+            )
+        }
+        Progress::Waiting { elapsed, running } => {
+            let now = if running.is_empty() {
+                "nothing is running; waiting for a message or a person".to_owned()
+            } else {
+                running
+                    .iter()
+                    .map(|r| format!("{} {} {}", r.agent_id, r.executor, duration(r.running_for)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            paint.dim(&format!("…    {} in: {now}", duration(*elapsed)))
+        }
+    }
+}

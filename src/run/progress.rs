@@ -1,0 +1,141 @@
+//! What `cohort run` shows while its team works: each step as it ends (with how long it ran),
+//! each stage as it starts and ends, and after a quiet spell what is still running, so a slow
+//! LLM call never looks like a hang.
+
+use crate::actors::Team;
+use crate::event::{Change, Event, StageChange, StepChange};
+use crate::ids::{AgentId, StepId};
+use crate::state::{ExecutionState, StageState, StepExecutionState, StepState};
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One thing worth a line of progress.
+pub enum Progress<'a> {
+    /// A step ran to its end (finished, failed or cancelled); `took` is how long it ran, when
+    /// the run saw it start.
+    Step {
+        step: &'a StepState,
+        took: Option<Duration>,
+    },
+    /// A stage started or ended.
+    Stage(&'a StageState),
+    /// Nothing ended for a while: the run's age and the steps running now, longest first.
+    Waiting {
+        elapsed: Duration,
+        running: Vec<Running>,
+    },
+}
+
+/// A step that is running, for [`Progress::Waiting`].
+pub struct Running {
+    pub agent_id: AgentId,
+    pub executor: String,
+    pub running_for: Duration,
+}
+
+/// How long without a line before the run says what is still running.
+pub const QUIET: Duration = Duration::from_secs(30);
+
+/// Follows the change stream for progress lines. Holds only the steps running now (a bounded
+/// set: one per agent at most, plus steps waiting for a person).
+pub(super) struct Tracker {
+    started: HashMap<StepId, Instant>,
+    run_start: Instant,
+    last_line: Instant,
+}
+
+impl Tracker {
+    pub(super) fn new() -> Self {
+        let now = Instant::now();
+        Tracker {
+            started: HashMap::new(),
+            run_start: now,
+            last_line: now,
+        }
+    }
+
+    /// When the run should say what is still running, if nothing else is shown before.
+    pub(super) fn quiet_deadline(&self) -> Instant {
+        self.last_line + QUIET
+    }
+
+    pub(super) fn on_event(
+        &mut self,
+        team: &Team,
+        ev: &Event,
+        out: &mut impl FnMut(Progress<'_>),
+    ) {
+        match &ev.change {
+            Change::Step(StepChange::Started { step_id, .. }) => {
+                self.started.insert(step_id.clone(), Instant::now());
+            }
+            // Steps that leave without an end of their own are no longer running.
+            Change::Step(StepChange::Removed { step_ids, .. }) => {
+                for id in step_ids {
+                    self.started.remove(id);
+                }
+            }
+            Change::Step(StepChange::Updated {
+                step_id, update, ..
+            }) => {
+                let Some(state) = update.execution_state else {
+                    return;
+                };
+                if state == StepExecutionState::Running {
+                    self.started.entry(step_id.clone()).or_insert_with(Instant::now);
+                    return;
+                }
+                if !state.is_over() {
+                    return;
+                }
+                let took = self.started.remove(step_id).map(|t| t.elapsed());
+                // Steps dropped before they ran (their task ended) are not shown.
+                let dropped = update
+                    .execute_result
+                    .as_ref()
+                    .is_some_and(|r| r.get("dropped").is_some());
+                if dropped {
+                    return;
+                }
+                if let Some(step) = team.monitor.read(|s| s.step(step_id).cloned()) {
+                    self.last_line = Instant::now();
+                    out(Progress::Step { step: &step, took });
+                }
+            }
+            Change::Stage(StageChange::State {
+                stage_id,
+                execution_state,
+            }) if *execution_state != ExecutionState::Init => {
+                if let Some(stage) = team.monitor.read(|s| s.stages.get(stage_id).cloned()) {
+                    self.last_line = Instant::now();
+                    out(Progress::Stage(&stage));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Nothing was shown for [`QUIET`]: say what is running.
+    pub(super) fn on_quiet(&mut self, team: &Team, out: &mut impl FnMut(Progress<'_>)) {
+        self.last_line = Instant::now();
+        let mut running: Vec<Running> = team.monitor.read(|s| {
+            self.started
+                .iter()
+                .filter_map(|(id, t)| {
+                    let step = s.step(id)?;
+                    Some(Running {
+                        agent_id: step.agent_id.clone(),
+                        executor: step.executor.name().to_owned(),
+                        running_for: t.elapsed(),
+                    })
+                })
+                .collect()
+        });
+        running.sort_by(|a, b| b.running_for.cmp(&a.running_for));
+        out(Progress::Waiting {
+            elapsed: self.run_start.elapsed(),
+            running,
+        });
+    }
+}
