@@ -39,6 +39,22 @@ fn the_examples_pass_check() {
     }
 }
 
+/// The team file the README shows passes `cohort check` beside the quickstart's script.
+#[test]
+fn the_readme_sample_team_passes_check() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let start = readme.find("```yaml\nname: quickstart").expect("the README's team file") + 8;
+    let sample = &readme[start..start + readme[start..].find("```").unwrap()];
+    let f = temp("readme", sample);
+    std::fs::copy(
+        "examples/quickstart/script.yaml",
+        f.parent().unwrap().join("script.yaml"),
+    )
+    .unwrap();
+    let (code, out) = check(&f);
+    assert_eq!(code, 0, "{out}");
+}
+
 #[test]
 fn malformed_yaml_names_file_and_field() {
     let f = temp(
