@@ -65,6 +65,17 @@ async fn cohort_run_counts_every_step_exactly_and_ends_on_the_tasks_own_end() {
     assert_eq!(shown, want, "a progress line for each");
     assert_eq!(report.tasks.len(), 1);
     assert_eq!(report.tasks[0].execution_state, ExecutionState::Finished);
+    // Every step that ran says when it started and ended, as clients read it.
+    let steps = report.states["step"].as_object().unwrap();
+    let timed = steps
+        .values()
+        .filter(|s| s["execution_state"] == "finished")
+        .inspect(|s| {
+            let (start, end) = (s["started_at"].as_i64(), s["ended_at"].as_i64());
+            assert!(start.is_some() && end >= start, "{s}");
+        })
+        .count();
+    assert!(timed > 0);
 }
 
 #[actix::test]
@@ -148,7 +159,7 @@ async fn a_record_of_the_states_and_the_events_after_it_read_back_give_the_same_
         }
         let back: Event = serde_json::from_slice(p.json()).unwrap();
         assert_eq!(back, p.event, "an event reads back as it was published");
-        reader.apply(&back.change);
+        reader.apply_at(&back.change, back.at);
         applied += 1;
     }
     assert!(applied > 50, "the run made changes ({applied})");

@@ -13,6 +13,8 @@ import { Store } from './store.js';
 import { session, bind, api, Live, AuthError } from './api.js';
 import { messageBody, linkIds } from './text.js';
 import { renderDecisions, fieldInput } from './decisions.js';
+import { renderFailures, agentFailures, failureReason } from './failures.js';
+import { renderTimeline } from './timeline.js';
 
 const $ = (id) => document.getElementById(id);
 const BASE_TASK = 'MAS base task';
@@ -74,10 +76,45 @@ function render() {
   run('composer', renderComposer);
   run('summary', renderSummaryLine);
   run('decisions', renderDecisionList);
+  run('failures', () => renderFailures(viewCtx(), $('failures'), $('failure-list'), $('failure-count')));
+  run('timeline', () => {
+    if (ui.tab === 'timeline') renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: Date.now() }, $('view-timeline'));
+  });
+}
+
+// Running steps grow on the timeline while it is shown.
+setInterval(() => {
+  if (sess && ui.tab === 'timeline' && !document.hidden) mark('timeline');
+}, 1000);
+
+/** What the view modules need from the app. */
+function viewCtx() {
+  return { store, agentName, taskName, showStep };
+}
+
+/** Shows a step in its agent's card, opened. */
+function showStep(s) {
+  ui.stepsThisTask = false;
+  $('steps-this-task').checked = false;
+  if (!ui.showAllSteps.has(s.agent_id)) ui.showAllSteps.add(s.agent_id);
+  mark('agents');
+  setTab('agents');
+  requestAnimationFrame(() =>
+    requestAnimationFrame(() => {
+      const row = document.querySelector(`#agent-cards li[data-step-id="${CSS.escape(s.step_id)}"]`);
+      if (!row) return;
+      const fold = row.querySelector('details');
+      if (fold && !fold.open) fold.querySelector('summary').click();
+      row.scrollIntoView({ block: 'center' });
+      row.classList.remove('flash');
+      void row.offsetWidth;
+      row.classList.add('flash');
+    }),
+  );
 }
 
 function markAll() {
-  mark('tasks', 'detail', 'chat', 'team', 'agents', 'inbox', 'composer', 'summary', 'decisions');
+  mark('tasks', 'detail', 'chat', 'team', 'agents', 'inbox', 'composer', 'summary', 'decisions', 'failures', 'timeline');
 }
 
 // ---------------------------------------------------------------- names and lookups
@@ -129,7 +166,7 @@ function ensureSelectedTask() {
   if (id !== ui.taskId) {
     ui.taskId = id;
     ui.taskPicked = false;
-    mark('detail', 'chat', 'composer', 'agents');
+    mark('detail', 'chat', 'composer', 'agents', 'timeline');
   }
 }
 
@@ -140,7 +177,7 @@ function selectTask(id) {
     ui.composerTask = id;
     ui.composerTaskPicked = false;
   }
-  mark('tasks', 'detail', 'chat', 'agents', 'composer');
+  mark('tasks', 'detail', 'chat', 'agents', 'composer', 'timeline');
 }
 
 function stageLabel(t) {
@@ -341,6 +378,12 @@ function renderGroupChat() {
   view.dataset.fresh = key;
 }
 
+/** The runtime's long notices in the group chat fold to their first line. */
+function systemBody(text) {
+  const first = text.split('\n').find((l) => l.trim()) || text;
+  return h('details', { class: 'fold sys-fold', testid: 'system-message-fold' }, h('summary', null, truncate(first, 140)), messageBody(text, lookups));
+}
+
 function groupMessage(entry) {
   const m = entry.message || {};
   const me = sess.human_agent_id;
@@ -362,7 +405,7 @@ function groupMessage(entry) {
       flags,
       h('span', { class: 'time', title: entry.timestamp }, fmt.time(entry.timestamp)),
     ),
-    messageBody(m.message || '', lookups),
+    system ? systemBody(m.message || '') : messageBody(m.message || '', lookups),
   );
 }
 
@@ -421,6 +464,7 @@ function renderTeamList() {
     (r) => {
       const a = r.state;
       const lock = lockOf(a);
+      const fails = agentFailures(store, a.agent_id);
       const steps = store.stepsOf(a.agent_id);
       const running = steps.find((s) => s.state.execution_state === 'running');
       const queued = ((a.agent_step && a.agent_step.todo) || []).length;
@@ -439,6 +483,7 @@ function renderTeamList() {
           'data-agent-id': a.agent_id,
           'data-working-state': a.working_state,
           'data-locked': lock.length ? 'true' : 'false',
+          'data-failed': fails.lastFailed ? 'true' : 'false',
           title: a.profile || '',
           tabindex: '0',
           role: 'button',
@@ -463,6 +508,9 @@ function renderTeamList() {
           'div',
           { class: 'agent-item-side' },
           h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-working-state' }, a.working_state),
+          fails.count
+            ? h('span', { class: `fail-mark${fails.lastFailed ? ' fail-last' : ''}`, testid: 'agent-failures', title: fails.lastFailed ? `last step failed: ${failureReason(fails.last)}` : `${fails.count} failed step${fails.count === 1 ? '' : 's'}` }, `✕ ${fails.count}`)
+            : null,
           lock.length ? h('span', { class: 'lock', testid: 'agent-lock', title: `step lock: ${lock.join(', ')}` }, lockIcon(), ` ${lock.length}`) : null,
         ),
       );
@@ -592,6 +640,7 @@ function stepRow(s) {
     h('span', { class: `exec exec-${s.type}`, title: `type: ${s.type}` }, `${s.type === 'tool' ? 'tool' : 'skill'} · ${s.executor}`),
     !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
     dropped ? h('span', { class: 'flag' }, 'dropped') : null,
+    s.started_at ? h('span', { class: 'step-took muted', testid: 'step-took', title: `started ${fmt.clock(s.started_at)}` }, fmt.took(s)) : null,
     tokens ? h('span', { class: 'step-tokens muted' }, tokens) : null,
   );
   const details = lazyDetails(
@@ -605,7 +654,7 @@ function stepRow(s) {
         s.text_content ? h('div', null, h('div', { class: 'label' }, 'Input'), h('p', { class: 'pre' }, s.text_content)) : null,
         s.instruction_content ? h('div', null, h('div', { class: 'label' }, 'Instruction'), jsonBlock(s.instruction_content)) : null,
         h('div', null, h('div', { class: 'label' }, 'Result'), res === null || res === undefined ? h('span', { class: 'muted' }, 'none yet') : jsonBlock(res)),
-        h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`),
+        h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`, s.started_at ? ` · started ${fmt.clock(s.started_at)}${s.ended_at ? ` · ran ${fmt.took(s)}` : ''}` : ''),
         human || ['finished', 'failed', 'cancelled'].includes(s.execution_state)
           ? null
           : h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'step-cancel', onclick: () => confirmCancel(`step “${s.step_intention}”`, (why) => client.cancelStep(s.step_id, why)) }, 'Cancel step'),
@@ -904,6 +953,10 @@ function renderComposer() {
   // Rebuild only when something the composer shows changed, so an open <select> or a
   // half-made choice is not disturbed by the stream of events.
   const t0 = store.get('task', ui.composerTask);
+  // Until the person picks receivers, a message goes to the task's manager.
+  if (!ui.receivers.size && !ui.receiversPicked && t0 && t0.task_manager && t0.task_manager !== sess.human_agent_id) {
+    ui.receivers.add(t0.task_manager);
+  }
   const sig = JSON.stringify([
     tasks.map((t) => [t.task_id, t.task_name, t.execution_state]),
     ui.composerTask,
@@ -940,6 +993,7 @@ function renderComposer() {
           const a = store.get('agent', id);
           const input = h('input', { type: 'checkbox', value: id, checked: ui.receivers.has(id), testid: 'receiver-checkbox' });
           input.addEventListener('change', () => {
+            ui.receiversPicked = true;
             if (input.checked) ui.receivers.add(id);
             else ui.receivers.delete(id);
             label.classList.toggle('on', input.checked);
@@ -1031,7 +1085,8 @@ function setTab(tab) {
     b.classList.toggle('active', on);
     b.setAttribute('aria-selected', on ? 'true' : 'false');
   }
-  for (const v of ['stages', 'chat', 'agents']) $(`view-${v}`).hidden = v !== tab;
+  for (const v of ['stages', 'chat', 'agents', 'timeline']) $(`view-${v}`).hidden = v !== tab;
+  if (tab === 'timeline') mark('timeline');
   if (tab === 'chat') {
     const view = $('view-chat');
     view.scrollTop = view.scrollHeight;
@@ -1098,7 +1153,8 @@ function onTouched({ kind, id, state }) {
       if (state && state.execution_state !== 'running') writing.delete(id);
       // A step starts or stops waiting for a person: the list of what waits is fetched again.
       if ((state && state.execution_state.startsWith('waiting_for_')) || decisionItems.some((d) => d.step_id === id)) refreshDecisions();
-      mark('team', 'agents');
+      mark('team', 'agents', 'failures');
+      if (state && state.task_id === ui.taskId) mark('timeline');
       if (state && state.agent_id === sess.human_agent_id) refreshConversations();
       break;
   }

@@ -149,4 +149,22 @@ export const fmt = {
   short(id) {
     return id && id.length > 12 ? id.slice(0, 8) : id;
   },
+  /** 850 → "850 ms", 12340 → "12.3 s", 125000 → "2m 05s". */
+  duration(ms) {
+    if (ms === null || ms === undefined || !(ms >= 0)) return '';
+    if (ms < 1000) return `${Math.round(ms)} ms`;
+    if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+    const s = Math.floor(ms / 1000);
+    return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+  },
+  /** A time in ms since the epoch → "05:20:06". */
+  clock(ms) {
+    if (!ms) return '';
+    return new Date(ms).toTimeString().slice(0, 8);
+  },
+  /** How long a step ran (or runs so far); '' when its start is unknown. */
+  took(step, now = Date.now()) {
+    if (!step || !step.started_at) return '';
+    return fmt.duration((step.ended_at || now) - step.started_at);
+  },
 };

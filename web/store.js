@@ -6,6 +6,9 @@
 
 export const KINDS = ['task', 'stage', 'agent', 'step'];
 
+/** The step states nothing changes any more. */
+export const OVER = new Set(['finished', 'failed', 'cancelled']);
+
 export class Store {
   constructor() {
     this.reset(0);
@@ -170,7 +173,11 @@ export class Store {
       }
       case 'step/started': {
         const st = touch('step', ev.step_id);
-        if (st) st.execution_state = 'running';
+        if (st) {
+          st.execution_state = 'running';
+          // As the server notes it (src/event/step_times.rs): the first start is kept.
+          if (st.started_at === undefined && ev.at !== undefined) st.started_at = ev.at;
+        }
         const a = touch('agent', ev.agent_id);
         if (a) a.agent_step.todo = a.agent_step.todo.filter((id) => id !== ev.step_id);
         break;
@@ -181,6 +188,7 @@ export class Store {
           for (const f of ['execution_state', 'execute_result', 'instruction_content', 'token_usage']) {
             if (ev[f] !== undefined) st[f] = ev[f];
           }
+          if (OVER.has(ev.execution_state) && ev.at !== undefined) st.ended_at = ev.at;
         }
         break;
       }

@@ -13,6 +13,8 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
     ("api.js", JS, include_bytes!("../../web/api.js")),
     ("decisions.js", JS, include_bytes!("../../web/decisions.js")),
     ("dom.js", JS, include_bytes!("../../web/dom.js")),
+    ("failures.js", JS, include_bytes!("../../web/failures.js")),
+    ("timeline.js", JS, include_bytes!("../../web/timeline.js")),
     ("store.js", JS, include_bytes!("../../web/store.js")),
     ("text.js", JS, include_bytes!("../../web/text.js")),
 ];

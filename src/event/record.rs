@@ -5,6 +5,7 @@
 
 use super::deliveries::{Deliveries, InFlight};
 use super::states::{Counters, States, TaskSummaryLine};
+use super::step_times::{StepClock, StepTimes};
 use crate::ids::{StageId, StepId, TaskId};
 use crate::state::{
     AgentState, AgentStep, ConversationPool, StageState, StepLock, StepState, TaskState, Wait,
@@ -71,6 +72,9 @@ pub struct StatesRecord {
     /// The newest message number routed.
     #[serde(default)]
     pub last_message_no: u64,
+    /// When the steps held started and ended.
+    #[serde(default)]
+    pub step_times: Vec<(StepId, StepTimes)>,
 }
 
 impl StatesRecord {
@@ -84,6 +88,11 @@ impl StatesRecord {
             steps_run: states.counters().steps_run,
             in_flight: states.deliveries.in_flight().collect(),
             last_message_no: states.deliveries.last_no(),
+            step_times: states
+                .times
+                .iter()
+                .map(|(id, t)| (id.clone(), *t))
+                .collect(),
         }
     }
 
@@ -100,6 +109,7 @@ impl StatesRecord {
             },
         );
         states.deliveries = Deliveries::restore(self.in_flight, self.last_message_no);
+        states.times = StepClock::restore(self.step_times);
         states
     }
 }

@@ -5,6 +5,7 @@
 
 use super::apply::{apply_agent, apply_sync};
 use super::deliveries::Deliveries;
+use super::step_times::{StepClock, with_times};
 use super::{AgentChange, Change, StateKind, StepChange, TaskChange};
 use crate::ids::{AgentId, StageId, StepId, TaskId};
 use crate::state::{
@@ -82,9 +83,26 @@ pub struct States {
     next_created: u64,
     /// Messages routed but not yet taken by every receiver.
     pub deliveries: Deliveries,
+    /// When the steps held here started and ended.
+    pub times: StepClock,
 }
 
 impl States {
+    /// Applies a change published at `at` (ms since the Unix epoch): the states, and the
+    /// times of the step it starts or ends.
+    pub fn apply_at(&mut self, c: &Change, at: i64) {
+        self.apply(c);
+        self.times.note(c, at);
+        // Forget the times of steps let go, in one sweep once they are as many as the steps
+        // held: amortised constant per change, bounded by the steps held.
+        let held = self.live.len() + self.retired.len();
+        if self.times.len() > 2 * held + 1024 {
+            let (live, retired) = (&self.live, &self.retired);
+            self.times
+                .retain(|id| live.contains_key(id) || retired.contains_key(id));
+        }
+    }
+
     pub fn apply(&mut self, c: &Change) {
         match c {
             Change::Task(TaskChange::Evicted { task_id, summary }) => {
@@ -307,7 +325,10 @@ impl States {
             StateKind::Task => serde_json::to_value(self.tasks.get(&TaskId::from(id))?),
             StateKind::Stage => serde_json::to_value(self.stages.get(&StageId::from(id))?),
             StateKind::Agent => serde_json::to_value(self.agents.get(&AgentId::from(id))?),
-            StateKind::Step => serde_json::to_value(self.step(&StepId::from(id))?),
+            StateKind::Step => {
+                let id = StepId::from(id);
+                with_times(self.step(&id)?, self.times.get(&id))
+            }
         };
         v.ok()
     }
@@ -366,9 +387,12 @@ impl States {
                 .agents
                 .iter()
                 .for_each(|(k, v)| put(k.to_string(), serde_json::to_value(v))),
-            StateKind::Step => self
-                .steps()
-                .for_each(|s| put(s.step_id.to_string(), serde_json::to_value(s))),
+            StateKind::Step => self.steps().for_each(|s| {
+                put(
+                    s.step_id.to_string(),
+                    with_times(s, self.times.get(&s.step_id)),
+                )
+            }),
         }
         out
     }

@@ -293,7 +293,7 @@ fn reveal(inner: &Inner, entries: Vec<Entry>) {
         for entry in entries {
             for event in entry.events {
                 shared.version = event.version;
-                shared.states.apply(&event.change);
+                shared.states.apply_at(&event.change, event.at);
                 let _ = inner.tx.send(Arc::new(Published {
                     event,
                     json: OnceLock::new(),

@@ -202,7 +202,7 @@ impl Monitor {
         let mut shared = self.lock();
         for change in changes {
             shared.version += 1;
-            shared.states.apply(&change);
+            shared.states.apply_at(&change, at);
             let event = Event {
                 version: shared.version,
                 at,

@@ -116,7 +116,7 @@ pub async fn load(store: &dyn Store) -> Result<Loaded, StoreError> {
         let Some(last) = page.last() else { break };
         let last = last.version;
         for e in &page {
-            states.apply(&e.change);
+            states.apply_at(&e.change, e.at);
         }
         replayed += page.len() as u64;
         version = last;
@@ -148,7 +148,7 @@ pub async fn stored_task(
                 e.change,
                 crate::event::Change::Task(crate::event::TaskChange::Evicted { .. })
             ) {
-                states.apply(&e.change);
+                states.apply_at(&e.change, e.at);
             }
         }
         match page.last() {

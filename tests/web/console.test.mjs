@@ -224,10 +224,15 @@ try {
     await page.locator('[data-testid="pending-count"][data-count="0"]').waitFor({ state: 'attached' });
   });
 
-  await step('the task shows its stages', async () => {
+  let timelineEarly = 0;
+  await step('the task shows its stages, and its timeline while it runs', async () => {
     await page.locator(q.task(task.id)).click();
     await page.getByTestId('tab-stages').click();
     await page.locator('[data-testid="stage-list"] [data-testid="stage-item"]').first().waitFor();
+    await page.getByTestId('tab-timeline').click();
+    await page.locator('[data-testid="timeline-step"]').first().waitFor();
+    timelineEarly = Number(await page.getByTestId('timeline').getAttribute('data-steps'));
+    await page.getByTestId('tab-stages').click();
   });
 
   await step("the writer's plan waits for the operator's check and is confirmed in place", async () => {
@@ -278,6 +283,62 @@ try {
     await hired.waitFor();
     if ((await hired.textContent()).trim() !== 'hired · writer') throw new Failure(`the hired writer's card says "${await hired.textContent()}"`);
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-agents.png') });
+  });
+
+  await step('the timeline shows the finished task: its stage, a lane per agent, grown live', async () => {
+    await page.locator(q.task(task.id)).click();
+    await page.getByTestId('tab-timeline').click();
+    const tl = page.getByTestId('timeline');
+    await tl.waitFor();
+    const lanes = await page.locator('[data-testid="timeline-lane"]').evaluateAll((els) => els.map((e) => e.dataset.agentId));
+    if (!lanes.includes(MANAGER) || !lanes.includes('writer')) throw new Failure(`timeline lanes: ${lanes.join(', ')}`);
+    if ((await page.locator('[data-testid="timeline-stage"]').count()) < 1) throw new Failure('no stage on the timeline');
+    const n = Number(await tl.getAttribute('data-steps'));
+    if (!(n > timelineEarly)) throw new Failure(`the timeline showed ${timelineEarly} steps while running and ${n} at the end`);
+    const running = await page.locator('[data-testid="timeline-step"][data-state="running"]').count();
+    if (running) throw new Failure(`${running} steps still drawn as running after the task finished`);
+    await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-timeline.png') });
+  });
+
+  await step('a step that fails shows in the failures panel with its reason, and marks its agent', async () => {
+    await page.getByTestId('composer-task').selectOption(baseId);
+    await page.locator(`[data-testid="receiver-option"][data-agent-id="${MANAGER}"] input`).check();
+    await page.getByTestId('composer-need-reply').uncheck();
+    await page.getByTestId('composer-waiting').uncheck();
+    await page.getByTestId('composer-content').fill('FAIL ON PURPOSE: show me what a failure looks like');
+    await page.getByTestId('composer-send').click();
+    await waitSent();
+    const item = page.locator('[data-testid="failure-item"]').first();
+    await item.waitFor();
+    const reason = (await item.getByTestId('failure-reason').textContent()) || '';
+    if (!reason.includes('planned_step')) throw new Failure(`the failure's reason: "${reason}"`);
+    await page.locator(`${q.agent(MANAGER)} [data-testid="agent-failures"]`).waitFor();
+    const id = await item.getAttribute('data-step-id');
+    await item.click();
+    await page.locator(`[data-testid="agent-card"] li[data-step-id="${id}"] .step-error`).waitFor();
+    await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-failure.png') });
+  });
+
+  await step('on a 390×844 phone in dark mode the console fits the screen', async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, colorScheme: 'dark', isMobile: true, hasTouch: true });
+    const p = await phone.newPage();
+    p.setDefaultTimeout(WAIT);
+    p.on('pageerror', (e) => pageErrors.push(`phone page error: ${e.message}`));
+    await p.goto(`${BASE_URL}/`, { waitUntil: 'domcontentloaded' });
+    await p.getByTestId('login-user').fill(USER);
+    await p.getByTestId('login-password').fill(PASSWORD);
+    await p.getByTestId('login-submit').click();
+    await p.locator('[data-testid="conn-status"][data-state="live"]').waitFor();
+    await p.locator(q.task(task.id)).click();
+    await p.getByTestId('tab-timeline').click();
+    await p.locator('[data-testid="timeline-step"]').first().waitFor();
+    const fit = await p.evaluate(() => ({ page: document.documentElement.scrollWidth, screen: window.innerWidth }));
+    if (fit.page > fit.screen) throw new Failure(`the page is ${fit.page} px wide on a ${fit.screen} px screen`);
+    const bg = await p.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const rgb = (bg.match(/\d+/g) || []).slice(0, 3).map(Number);
+    if (rgb.length !== 3 || rgb.reduce((a, b) => a + b, 0) > 150) throw new Failure(`dark mode background is ${bg}`);
+    await p.screenshot({ path: SHOT.replace(/(\.png)?$/, '-phone-dark.png'), fullPage: true });
+    await phone.close();
   });
 
   await step(`screenshot to ${SHOT}`, async () => {
