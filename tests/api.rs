@@ -644,3 +644,35 @@ async fn the_console_is_served_from_web_dir_without_escaping_it() {
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     std::fs::remove_dir_all(&root).ok();
 }
+
+/// A step's LLM calls, as sent and answered, are readable through REST: the prompt the model
+/// got (system and user message) and its raw reply.
+#[actix::test]
+async fn a_steps_llm_calls_are_readable_with_prompt_and_raw_reply() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    team.submit_goal(None, "Design a logo").await.unwrap();
+    let step = eventually("the goal's decision step to finish", || async {
+        team.monitor.read(|s| {
+            s.steps()
+                .find(|st| {
+                    st.executor.name() == "decision"
+                        && st.execution_state == StepExecutionState::Finished
+                })
+                .map(|st| st.step_id.to_string())
+        })
+    })
+    .await;
+    let r = get(&app, &format!("/api/step/{step}/calls"), &alice).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let calls = r.body["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{}", r.text);
+    assert!(calls[0]["prompt"].as_str().unwrap().contains("Design a logo"));
+    assert!(!calls[0]["system"].as_str().unwrap().is_empty());
+    assert!(calls[0]["reply"].as_str().unwrap().starts_with("<planned_step>"));
+    assert!(calls[0]["answered_at"].as_i64() >= calls[0]["sent_at"].as_i64());
+    let r = get(&app, "/api/step/no-such-step/calls", &alice).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}

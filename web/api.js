@@ -74,6 +74,7 @@ export function api(s) {
     cancelStep: (step, reason) => request('POST', `/api/step/${encodeURIComponent(step)}/cancel`, { token: s.token, body: { reason } }),
     cancelTask: (task, reason) => request('POST', `/api/task/${encodeURIComponent(task)}/cancel`, { token: s.token, body: { reason } }),
     pauseTask: (task, paused) => request('POST', `/api/task/${encodeURIComponent(task)}/${paused ? 'pause' : 'resume'}`, { token: s.token }),
+    stepCalls: (step) => request('GET', `/api/step/${encodeURIComponent(step)}/calls`, { token: s.token }),
     retryStage: (stage) => request('POST', `/api/stage/${encodeURIComponent(stage)}/retry`, { token: s.token }),
   };
 }

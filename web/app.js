@@ -15,6 +15,7 @@ import { messageBody, linkIds } from './text.js';
 import { renderDecisions, fieldInput } from './decisions.js';
 import { renderFailures, agentFailures, failureReason } from './failures.js';
 import { renderTimeline } from './timeline.js';
+import { callsSection } from './calls.js';
 
 const $ = (id) => document.getElementById(id);
 const BASE_TASK = 'MAS base task';
@@ -654,6 +655,7 @@ function stepRow(s) {
         s.text_content ? h('div', null, h('div', { class: 'label' }, 'Input'), h('p', { class: 'pre' }, s.text_content)) : null,
         s.instruction_content ? h('div', null, h('div', { class: 'label' }, 'Instruction'), jsonBlock(s.instruction_content)) : null,
         h('div', null, h('div', { class: 'label' }, 'Result'), res === null || res === undefined ? h('span', { class: 'muted' }, 'none yet') : jsonBlock(res)),
+        !human ? callsSection(s.step_id, (id) => client.stepCalls(id)) : null,
         h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`, s.started_at ? ` · started ${fmt.clock(s.started_at)}${s.ended_at ? ` · ran ${fmt.took(s)}` : ''}` : ''),
         human || ['finished', 'failed', 'cancelled'].includes(s.execution_state)
           ? null

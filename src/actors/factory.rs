@@ -11,6 +11,7 @@ use crate::ids::AgentId;
 use crate::llm::ChatModel;
 use crate::llm::LlmError;
 use crate::llm::limit::Limited;
+use crate::llm::recorded::{CallLog, Recorded};
 use crate::llm::openai::{OpenAiModel, OpenAiSettings};
 use crate::llm::scripted::{Script, ScriptedModel};
 use crate::monitor::Monitor;
@@ -232,6 +233,8 @@ pub struct ModelBuilder<'a> {
     /// One model per endpoint (a script file, or a base URL and model name), with its cap on
     /// calls in flight, shared by every agent that uses the endpoint.
     endpoints: HashMap<String, Arc<dyn ChatModel>>,
+    /// Where every model's calls are kept for people to read.
+    pub calls: Arc<CallLog>,
 }
 
 impl<'a> ModelBuilder<'a> {
@@ -239,6 +242,7 @@ impl<'a> ModelBuilder<'a> {
         ModelBuilder {
             env,
             endpoints: HashMap::new(),
+            calls: Arc::default(),
         }
     }
 
@@ -250,7 +254,11 @@ impl<'a> ModelBuilder<'a> {
         if let Some(m) = self.endpoints.get(&key) {
             return Ok(m.clone());
         }
-        let model: Arc<dyn ChatModel> = Limited::new(self.connect(llm)?, llm.max_in_flight());
+        // Recorded inside the cap: a call's time is the endpoint's, not its wait for a turn.
+        let model: Arc<dyn ChatModel> = Limited::new(
+            Recorded::new(self.connect(llm)?, self.calls.clone()),
+            llm.max_in_flight(),
+        );
         self.endpoints.insert(key, model.clone());
         Ok(model)
     }

@@ -60,6 +60,8 @@ pub struct Team {
     pub mcp: Option<Arc<McpClient>>,
     /// What the team keeps in memory and the largest message it takes.
     pub retention: crate::config::Retention,
+    /// The newest LLM calls, as sent and answered.
+    pub calls: Arc<crate::llm::recorded::CallLog>,
 }
 
 impl Team {
@@ -406,6 +408,7 @@ fn start(
         humans,
         mcp: tools.mcp,
         retention: cfg.retention,
+        calls: builder.calls.clone(),
     })
 }
 

@@ -11,6 +11,7 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
     ("style.css", CSS, include_bytes!("../../web/style.css")),
     ("app.js", JS, include_bytes!("../../web/app.js")),
     ("api.js", JS, include_bytes!("../../web/api.js")),
+    ("calls.js", JS, include_bytes!("../../web/calls.js")),
     ("decisions.js", JS, include_bytes!("../../web/decisions.js")),
     ("dom.js", JS, include_bytes!("../../web/dom.js")),
     ("failures.js", JS, include_bytes!("../../web/failures.js")),

@@ -78,6 +78,8 @@ struct Inner {
     message_chars: usize,
     /// Where finished tasks that left memory are still read from.
     store: Option<Arc<dyn crate::store::Store>>,
+    /// The team's newest LLM calls, as sent and answered.
+    calls: Arc<crate::llm::recorded::CallLog>,
     /// Turns true when the server shuts down, so websocket feeds (which outlive the HTTP
     /// connection they were upgraded from) end too.
     closing: watch::Sender<bool>,
@@ -132,6 +134,7 @@ impl ApiState {
                 feed_slots: Arc::default(),
                 message_chars: team.retention.message_chars,
                 store: None,
+                calls: team.calls.clone(),
                 closing: watch::Sender::new(false),
             }),
         }
@@ -228,6 +231,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         path: "/api/state/{id}",
         example: "/api/state/alice",
         handler: || get(states::state),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/step/{id}/calls",
+        example: "/api/step/STEP_ID/calls",
+        handler: || get(states::step_calls),
     },
     ApiRoute {
         method: "GET",

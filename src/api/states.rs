@@ -1,6 +1,7 @@
 //! The states API, read from the monitor's states (never from the actors):
 //! `GET /api/states?type=task|stage|agent|step` → `{id: state}` a page at a time, and
-//! `GET /api/state/{id}` → `{"kind", "state"}` for whichever kind has that id.
+//! `GET /api/state/{id}` → `{"kind", "state"}` for whichever kind has that id, and
+//! `GET /api/step/{id}/calls` → the step's LLM calls as sent and answered.
 
 use super::access::View;
 use super::error::{ApiPath, ApiQuery};
@@ -138,6 +139,30 @@ pub async fn state(
         Ok(None) => Err(not_found()),
         Err(e) => Err(AppError::Internal(format!("reading the store failed: {e}"))),
     }
+}
+
+/// `GET /api/step/{id}/calls` → `{step_id, calls: [{system, prompt, reply | error, usage, …}],
+/// kept}`: the step's LLM calls as sent and answered (a re-asked answer makes several), while
+/// they are among the team's newest `kept` calls. A step the caller may not see is a 404.
+pub async fn step_calls(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Value>, AppError> {
+    let step = crate::ids::StepId::from(id.as_str());
+    let seen = state
+        .inner
+        .monitor
+        .read(|s| s.step(&step).is_some() && caller.view(s).sees_step(s, &step));
+    if !seen {
+        return Err(AppError::NotFound(format!("no step `{id}`")));
+    }
+    let calls = state.inner.calls.of_step(&step);
+    Ok(Json(json!({
+        "step_id": id,
+        "calls": calls,
+        "kept": crate::llm::recorded::KEPT,
+    })))
 }
 
 #[cfg(test)]

@@ -315,7 +315,15 @@ try {
     await page.locator(`${q.agent(MANAGER)} [data-testid="agent-failures"]`).waitFor();
     const id = await item.getAttribute('data-step-id');
     await item.click();
-    await page.locator(`[data-testid="agent-card"] li[data-step-id="${id}"] .step-error`).waitFor();
+    const row = page.locator(`[data-testid="agent-card"] li[data-step-id="${id}"]`);
+    await row.locator('.step-error').first().waitFor();
+    // Why: the prompt as sent and every raw reply, one per try.
+    await row.getByTestId('step-calls-load').click();
+    await row.getByTestId('step-call-reply').first().waitFor();
+    const replies = await row.getByTestId('step-call-reply').allTextContents();
+    if (replies.length !== 4 || replies.some((r) => !r.includes('I would rather not plan'))) throw new Failure(`the step's raw replies: ${JSON.stringify(replies)}`);
+    const prompt = (await row.getByTestId('step-call-prompt').first().textContent()) || '';
+    if (!prompt.includes('FAIL ON PURPOSE')) throw new Failure(`the prompt shown: ${prompt.slice(0, 200)}`);
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-failure.png') });
   });
 
