@@ -235,7 +235,7 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
     ApiRoute {
         method: "GET",
         path: "/api/step/{id}/calls",
-        example: "/api/step/STEP_ID/calls",
+        example: "/api/step/no-such-step/calls",
         handler: || get(states::step_calls),
     },
     ApiRoute {
