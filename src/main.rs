@@ -425,6 +425,10 @@ fn serve(
                 &vars,
                 std::env::current_exe().context("locating the cohort binary")?,
             );
+            // A mistyped console folder stops start-up before anything is created.
+            if let Some(dir) = &web {
+                cohort::api::console::check_dir(dir).map_err(anyhow::Error::msg)?;
+            }
             let store = match &data {
                 Some(d) => d.open(Some(cohort::store::default_path(team))).await?,
                 None => None,

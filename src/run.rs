@@ -217,15 +217,21 @@ pub async fn run_goal(
     }
     wait_for_running_steps(&team, Duration::from_secs(3)).await;
     // Report what landed while settling (e.g. the finish_task step itself).
-    while let Ok(ev) = events.try_recv() {
-        tracker.on_event(&team, &ev.event, &mut on_progress);
+    loop {
+        match events.try_recv() {
+            Ok(ev) => tracker.on_event(&team, &ev.event, &mut on_progress),
+            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
+            Err(_) => break,
+        }
     }
-    // A limit that hit just as the last step landed: the tasks' own end is the truth.
-    if matches!(
-        outcome,
-        RunOutcome::MaxSteps(_) | RunOutcome::TimedOut | RunOutcome::Stalled
-    ) && let Some(o) = team.monitor.read(|s| concluded(s, &team, &before))
-    {
+    // A step limit that hit as the last step landed, or a stall the last answer ended: the
+    // tasks' own end is the truth, when it came within the limit.
+    let upgrade = match outcome {
+        RunOutcome::MaxSteps(at) => team.monitor.read(|s| s.counters().steps_run) <= at as u64,
+        RunOutcome::Stalled => true,
+        _ => false,
+    };
+    if upgrade && let Some(o) = team.monitor.read(|s| concluded(s, &team, &before)) {
         outcome = o;
     }
     team.shutdown().await;

@@ -26,8 +26,6 @@ pub enum ServeError {
     Http(std::io::Error),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
-    #[error("{0}")]
-    Web(String),
 }
 
 /// Runs the HTTP API (REST, websocket feeds, console) until `stop` on a runtime of its own
@@ -79,9 +77,6 @@ pub async fn serve_team(
     stop: impl Future<Output = ()> + Send + 'static,
     on_ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    if let Some(dir) = &web_dir {
-        crate::api::console::check_dir(dir).map_err(ServeError::Web)?;
-    }
     if !bind.ip().is_loopback() {
         tracing::warn!(
             "serving beyond loopback on {bind}: anyone who can reach it can try to log in"

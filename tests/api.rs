@@ -675,4 +675,9 @@ async fn a_steps_llm_calls_are_readable_with_prompt_and_raw_reply() {
     assert!(calls[0]["answered_at"].as_i64() >= calls[0]["sent_at"].as_i64());
     let r = get(&app, "/api/step/no-such-step/calls", &alice).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // A prompt carries the agent's memory and other work: a member never reads one, not even
+    // of a step in the base task they are part of.
+    let bob = login(&state, "bob", BOB_PASSWORD).await;
+    let r = get(&app, &format!("/api/step/{step}/calls"), &bob).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
 }

@@ -42,6 +42,8 @@ const ui = {
   noticesSeen: 0,
   composerTask: null,
   composerTaskPicked: false,
+  receiversPicked: false, // the person chose receivers (else the task's manager is offered)
+  autoReceiver: null,
 };
 
 // ---------------------------------------------------------------- rendering schedule
@@ -79,7 +81,7 @@ function render() {
   run('decisions', renderDecisionList);
   run('failures', () => renderFailures(viewCtx(), $('failures'), $('failure-list'), $('failure-count')));
   run('timeline', () => {
-    if (ui.tab === 'timeline') renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: Date.now() }, $('view-timeline'));
+    if (ui.tab === 'timeline') renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: store.now() }, $('view-timeline'));
   });
 }
 
@@ -641,7 +643,7 @@ function stepRow(s) {
     h('span', { class: `exec exec-${s.type}`, title: `type: ${s.type}` }, `${s.type === 'tool' ? 'tool' : 'skill'} · ${s.executor}`),
     !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
     dropped ? h('span', { class: 'flag' }, 'dropped') : null,
-    s.started_at ? h('span', { class: 'step-took muted', testid: 'step-took', title: `started ${fmt.clock(s.started_at)}` }, fmt.took(s)) : null,
+    s.started_at ? h('span', { class: 'step-took muted', testid: 'step-took', title: `started ${fmt.clock(s.started_at)}` }, fmt.took(s, store.now())) : null,
     tokens ? h('span', { class: 'step-tokens muted' }, tokens) : null,
   );
   const details = lazyDetails(
@@ -920,6 +922,7 @@ function confirmCancel(what, run) {
 
 function answer(m) {
   ui.replyTo = { sender_id: m.sender_id, task_id: m.task_id, stage_relative: m.stage_relative || NO_RELATIVE, content: m.content };
+  ui.receiversPicked = true;
   ui.composerTask = m.task_id;
   ui.composerTaskPicked = true;
   const t = store.get('task', m.task_id);
@@ -955,9 +958,12 @@ function renderComposer() {
   // Rebuild only when something the composer shows changed, so an open <select> or a
   // half-made choice is not disturbed by the stream of events.
   const t0 = store.get('task', ui.composerTask);
-  // Until the person picks receivers, a message goes to the task's manager.
-  if (!ui.receivers.size && !ui.receiversPicked && t0 && t0.task_manager && t0.task_manager !== sess.human_agent_id) {
-    ui.receivers.add(t0.task_manager);
+  // Until the person picks receivers, a message goes to the composer task's manager.
+  const auto = t0 && t0.task_manager && t0.task_manager !== sess.human_agent_id ? t0.task_manager : null;
+  if (!ui.receiversPicked && ui.autoReceiver !== auto) {
+    if (ui.autoReceiver) ui.receivers.delete(ui.autoReceiver);
+    if (auto && !ui.receivers.size) ui.receivers.add(auto);
+    ui.autoReceiver = auto;
   }
   const sig = JSON.stringify([
     tasks.map((t) => [t.task_id, t.task_name, t.execution_state]),
@@ -1221,6 +1227,8 @@ function signOut(message) {
   ui.poolSig = '';
   ui.replyTo = null;
   ui.receivers = new Set();
+  ui.receiversPicked = false;
+  ui.autoReceiver = null;
   ui.taskPicked = false;
   ui.taskId = null;
   ui.composerTask = null;

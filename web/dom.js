@@ -165,6 +165,6 @@ export const fmt = {
   /** How long a step ran (or runs so far); '' when its start is unknown. */
   took(step, now = Date.now()) {
     if (!step || !step.started_at) return '';
-    return fmt.duration((step.ended_at || now) - step.started_at);
+    return fmt.duration(Math.max(0, (step.ended_at || now) - step.started_at));
   },
 };

@@ -7,10 +7,15 @@ import { h, keyed, fmt } from './dom.js';
 /** Shown at once; the rest are counted. */
 const SHOWN = 50;
 
+/** A failed step that is a failure: not one dropped before it ran because its work ended. */
+function isFailure(step) {
+  return step.execution_state === 'failed' && !(step.execute_result && step.execute_result.dropped === true);
+}
+
 export function failedSteps(store) {
   return store
     .all('step')
-    .filter((r) => r.state.execution_state === 'failed')
+    .filter((r) => isFailure(r.state))
     .sort((a, b) => (b.state.ended_at || 0) - (a.state.ended_at || 0) || b.seq - a.seq);
 }
 
@@ -21,10 +26,12 @@ export function failureReason(step) {
 
 /** An agent's failed steps, and whether the newest step that ended failed. */
 export function agentFailures(store, agentId) {
-  const ended = store.stepsOf(agentId).filter((r) => ['finished', 'failed', 'cancelled'].includes(r.state.execution_state));
-  const failed = ended.filter((r) => r.state.execution_state === 'failed');
+  const ended = store
+    .stepsOf(agentId)
+    .filter((r) => ['finished', 'failed', 'cancelled'].includes(r.state.execution_state) && !(r.state.execute_result && r.state.execute_result.dropped === true));
+  const failed = ended.filter((r) => isFailure(r.state));
   const last = ended[ended.length - 1];
-  return { count: failed.length, lastFailed: !!last && last.state.execution_state === 'failed', last: last && last.state };
+  return { count: failed.length, lastFailed: !!last && isFailure(last.state), last: last && last.state };
 }
 
 /** ctx: {store, agentName, taskName, showStep(step)} */

@@ -14,6 +14,11 @@ export class Store {
     this.reset(0);
   }
 
+  /** Now, on the server's clock. */
+  now() {
+    return Date.now() + (this.clockOffset || 0);
+  }
+
   reset(version) {
     // The newest version applied. Records from a snapshot carry the snapshot's version, so an
     // event about them is applied only when it is newer; a record the snapshot did not have
@@ -54,6 +59,9 @@ export class Store {
    */
   apply(ev) {
     const v = Number(ev.version) || 0;
+    // The server's clock as seen here (events arrive within milliseconds of their time), so
+    // running steps are timed on the clock that timed their start.
+    if (typeof ev.at === 'number') this.clockOffset = ev.at - Date.now();
     if (v <= this.version) return [];
     this.version = v;
     const touched = [];

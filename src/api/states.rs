@@ -143,7 +143,9 @@ pub async fn state(
 
 /// `GET /api/step/{id}/calls` → `{step_id, calls: [{system, prompt, reply | error, usage, …}],
 /// kept}`: the step's LLM calls as sent and answered (a re-asked answer makes several), while
-/// they are among the team's newest `kept` calls. A step the caller may not see is a 404.
+/// they are among the team's newest `kept` calls. Operators only: a prompt carries the agent's
+/// long-term memory and history from other work, which a member's view leaves out; to anyone
+/// else the step is a 404.
 pub async fn step_calls(
     State(state): State<ApiState>,
     caller: Caller,
@@ -153,7 +155,7 @@ pub async fn step_calls(
     let seen = state
         .inner
         .monitor
-        .read(|s| s.step(&step).is_some() && caller.view(s).sees_step(s, &step));
+        .read(|s| s.step(&step).is_some() && caller.view(s) == View::All);
     if !seen {
         return Err(AppError::NotFound(format!("no step `{id}`")));
     }

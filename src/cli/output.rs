@@ -3,13 +3,13 @@
 
 use std::io::IsTerminal as _;
 
-/// An error and its causes, each said once: a cause whose text the message already carries
-/// (a `thiserror` message that quotes its source) is not repeated.
+/// An error and its causes, each said once: a cause that the message before it ends with (a
+/// `thiserror` message that quotes its source) is not repeated.
 pub fn describe(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
         let text = cause.to_string();
-        if out.contains(&text) {
+        if out.ends_with(&text) {
             continue;
         }
         if !out.is_empty() {

@@ -1,7 +1,8 @@
 //! The newest LLM calls of a team, each as it was sent (system and user message) with the raw
 //! reply or the error, so a person can see why an agent did what it did (`GET
 //! /api/step/{id}/calls`, the console's step view). In memory only, and capped: the newest
-//! `KEPT` calls, older ones forgotten, so the cost stays flat however long the team runs.
+//! [`KEPT`] calls within [`BYTES_KEPT`], each text cut to [`TEXT_KEPT`], older calls forgotten,
+//! so the cost stays flat however long the team runs and however large its prompts.
 
 use super::{Answered, ChatModel, ChatReply, ChatRequest, LlmError};
 use crate::ids::{AgentId, StepId};
@@ -11,8 +12,12 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// Calls kept (a prompt is a few kB to a few tens of kB: some MB at most).
+/// Calls kept at most.
 pub const KEPT: usize = 300;
+/// The most text the kept calls hold together.
+pub const BYTES_KEPT: usize = 16 << 20;
+/// The most of one text (system message, prompt, reply) kept: its head and tail.
+pub const TEXT_KEPT: usize = 64 << 10;
 
 /// One LLM call as sent and answered.
 #[derive(Clone, Debug, Serialize)]
@@ -33,25 +38,40 @@ pub struct Call {
     pub cut_off: bool,
 }
 
+impl Call {
+    fn bytes(&self) -> usize {
+        self.system.len() + self.prompt.len() + self.reply.as_ref().map_or(0, String::len)
+    }
+}
+
 /// The newest calls of a team, shared by its models and read by the API.
 #[derive(Debug, Default)]
 pub struct CallLog {
-    calls: Mutex<VecDeque<Call>>,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    calls: VecDeque<Call>,
+    bytes: usize,
 }
 
 impl CallLog {
     fn push(&self, call: Call) {
-        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-        if calls.len() == KEPT {
-            calls.pop_front();
+        let mut k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        k.bytes += call.bytes();
+        k.calls.push_back(call);
+        while k.calls.len() > KEPT || (k.bytes > BYTES_KEPT && k.calls.len() > 1) {
+            if let Some(old) = k.calls.pop_front() {
+                k.bytes -= old.bytes();
+            }
         }
-        calls.push_back(call);
     }
 
     /// The calls of one step still kept, oldest first (a re-asked answer makes several).
     pub fn of_step(&self, step: &StepId) -> Vec<Call> {
-        let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-        calls.iter().filter(|c| &c.step_id == step).cloned().collect()
+        let k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        k.calls.iter().filter(|c| &c.step_id == step).cloned().collect()
     }
 }
 
@@ -69,6 +89,56 @@ impl Recorded {
 
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
+}
+
+/// A text as kept: whole up to [`TEXT_KEPT`], else its head and tail with what was left out.
+fn kept_text(text: &str) -> String {
+    if text.len() <= TEXT_KEPT {
+        return text.to_owned();
+    }
+    let half = TEXT_KEPT / 2;
+    let head = text.floor_char_boundary(half);
+    let tail = text.ceil_char_boundary(text.len() - half);
+    format!(
+        "{}\n[… {} bytes left out …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+/// A call on its way: recorded when answered, or, if its future is dropped first (the step was
+/// cancelled or its work ended), recorded as abandoned.
+struct Pending {
+    call: Option<Call>,
+    log: Arc<CallLog>,
+}
+
+impl Pending {
+    fn answered(&mut self, result: &Result<ChatReply, LlmError>) {
+        if let Some(mut call) = self.call.take() {
+            call.answered_at = now_ms();
+            match result {
+                Ok(r) => {
+                    call.reply = Some(kept_text(&r.text));
+                    call.usage = r.usage;
+                    call.cut_off = r.cut_off;
+                }
+                Err(e) => call.error = Some(e.to_string()),
+            }
+            self.log.push(call);
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(mut call) = self.call.take() {
+            call.answered_at = now_ms();
+            call.error = Some("abandoned before an answer came (the step was cancelled or its work ended)".into());
+            self.log.push(call);
+        }
+    }
 }
 
 impl ChatModel for Recorded {
@@ -89,34 +159,27 @@ impl ChatModel for Recorded {
     }
 
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
-        let log = self.log.clone();
-        let mut call = Call {
-            step_id: request.step_id.clone(),
-            agent_id: request.agent_id.clone(),
-            skill: request.skill.clone(),
-            sent_at: now_ms(),
-            answered_at: 0,
-            system: request.system.clone(),
-            prompt: request.prompt.clone(),
-            tool_rounds: request.rounds.len(),
-            reply: None,
-            error: None,
-            usage: TokenUsage::default(),
-            cut_off: false,
+        let mut pending = Pending {
+            call: Some(Call {
+                step_id: request.step_id.clone(),
+                agent_id: request.agent_id.clone(),
+                skill: request.skill.clone(),
+                sent_at: now_ms(),
+                answered_at: 0,
+                system: kept_text(&request.system),
+                prompt: kept_text(&request.prompt),
+                tool_rounds: request.rounds.len(),
+                reply: None,
+                error: None,
+                usage: TokenUsage::default(),
+                cut_off: false,
+            }),
+            log: self.log.clone(),
         };
         let answer = self.inner.chat(request);
         Box::pin(async move {
             let result = answer.await;
-            call.answered_at = now_ms();
-            match &result {
-                Ok(r) => {
-                    call.reply = Some(r.text.clone());
-                    call.usage = r.usage;
-                    call.cut_off = r.cut_off;
-                }
-                Err(e) => call.error = Some(e.to_string()),
-            }
-            log.push(call);
+            pending.answered(&result);
             result
         })
     }
@@ -135,9 +198,9 @@ mod tests {
         std::fs::write(&f, "replies:\n  w:\n    think:\n      - when: x\n        text: '<think>ok</think>'\n").unwrap();
         let log = Arc::new(CallLog::default());
         let m = Recorded::new(ScriptedModel::new(Script::load(&f).unwrap()), log.clone());
-        let req = ChatRequest {
+        let mut req = ChatRequest {
             system: "SYSTEM".into(),
-            prompt: "THE PROMPT".into(),
+            prompt: String::new(),
             answer_format: None,
             tools: Vec::new(),
             rounds: Vec::new(),
@@ -151,13 +214,30 @@ mod tests {
             progress: None,
             retry: 0,
         };
-        for _ in 0..KEPT + 1 {
+        for i in 0..KEPT + 2 {
+            req.prompt = format!("PROMPT {i}");
             m.chat(req.clone()).await.unwrap();
         }
         let calls = log.of_step(&req.step_id);
         assert_eq!(calls.len(), KEPT, "capped");
-        assert_eq!(calls[0].prompt, "THE PROMPT");
+        assert_eq!(calls[0].prompt, "PROMPT 2", "the oldest two left");
+        assert_eq!(calls[KEPT - 1].prompt, format!("PROMPT {}", KEPT + 1));
         assert_eq!(calls[0].reply.as_deref(), Some("<think>ok</think>"));
+
+        // A call whose answer is never awaited is kept as abandoned.
+        req.prompt = "DROPPED".into();
+        drop(m.chat(req.clone()));
+        let last = log.of_step(&req.step_id).pop().unwrap();
+        assert_eq!(last.prompt, "DROPPED");
+        assert!(last.error.unwrap().contains("abandoned"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_huge_text_keeps_its_head_and_tail() {
+        let text = format!("{}{}", "a".repeat(TEXT_KEPT), "z".repeat(TEXT_KEPT));
+        let kept = kept_text(&text);
+        assert!(kept.len() < TEXT_KEPT + 100);
+        assert!(kept.starts_with('a') && kept.ends_with('z') && kept.contains("bytes left out"));
     }
 }

@@ -119,6 +119,11 @@ impl Tracker {
     /// Nothing was shown for [`QUIET`]: say what is running.
     pub(super) fn on_quiet(&mut self, team: &Team, out: &mut impl FnMut(Progress<'_>)) {
         self.last_line = Instant::now();
+        // Steps whose end was missed (the stream lagged) or that left are forgotten here.
+        team.monitor.read(|s| {
+            self.started
+                .retain(|id, _| s.step(id).is_some_and(|st| !st.execution_state.is_over()))
+        });
         let mut running: Vec<Running> = team.monitor.read(|s| {
             self.started
                 .iter()
