@@ -327,3 +327,48 @@ async fn constrained_json_answers_take_a_goal_to_a_task() {
         "the schema names the actions: {actions}"
     );
 }
+
+/// An endpoint that refuses a prompt as longer than its context window (llama.cpp's answer,
+/// naming `n_ctx`) teaches the model its window: the step's prompt is built again under it and
+/// asked once more, instead of the step failing; a second refusal fails it, saying why.
+#[actix::test]
+async fn a_prompt_refused_as_too_long_is_built_again_under_the_window_the_endpoint_names() {
+    let stub = OpenAiStub::start().await;
+    let too_long = r#"{"error":{"code":400,"message":"request (8527 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":8527,"n_ctx":8192}}"#;
+    stub.push_all([
+        StubResponse::error(400, too_long),
+        StubResponse::reply(ADD_TASK),
+    ]);
+    stub.set_fallback(close_new_tasks);
+    let cfg = load_team(&team_file("context", &stub.base_url())).unwrap();
+    let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
+    team.submit_goal(None, "first goal").await.unwrap();
+    wait_for_steps(&team.monitor, "the goal's step and the new task's", |s| {
+        with(s, "task_manager", "finished") == 2
+    })
+    .await;
+    let reqs = stub.requests();
+    assert_eq!(reqs.len(), 3, "refused, asked again, then the new task's step");
+    assert_eq!(reqs[1].prompt(), reqs[0].prompt(), "a short prompt fits as it was");
+    let steps = team.monitor.snapshot(StateKind::Step);
+    assert!(
+        steps.values().all(|s| s["execution_state"] != "failed"),
+        "{steps:#?}"
+    );
+
+    // Refused again after the rebuild: the step fails and says why.
+    stub.push_all([
+        StubResponse::error(400, too_long),
+        StubResponse::error(400, too_long),
+    ]);
+    team.submit_goal(None, "second goal").await.unwrap();
+    wait_for_steps(&team.monitor, "the second goal's step to fail saying why", |s| {
+        s.iter().any(|s| {
+            s["execution_state"] == "failed"
+                && s["execute_result"]["error"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("context window (8192 tokens)"))
+        })
+    })
+    .await;
+}

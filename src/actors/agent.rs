@@ -68,6 +68,9 @@ pub struct AgentActor {
     /// A person's verdict on the step being settled (its wait is published before this agent
     /// has taken SyncState's answer): decided as soon as it has.
     pending_verdict: Option<control::PendingVerdict>,
+    /// The step whose prompt was built again after the endpoint refused it as longer than its
+    /// context window (once per step: the model now knows the window).
+    rebuilt_for_context: Option<StepId>,
 }
 
 #[path = "agent_cancel.rs"]
@@ -121,6 +124,7 @@ impl AgentActor {
             approvers,
             awaiting_approval: None,
             in_flight: None,
+            rebuilt_for_context: None,
             settling: None,
             pending_verdict: None,
         }
@@ -278,10 +282,34 @@ impl AgentActor {
                 .into_actor(self)
                 .map(move |res, act, ctx| {
                     act.in_flight = None;
+                    if let Err(crate::llm::LlmError::ContextExceeded { window, .. }) = &res
+                        && act.rebuild_for_context(&id, *window, ctx)
+                    {
+                        return;
+                    }
                     act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
                 }),
         );
         self.in_flight = Some((step, call));
+    }
+
+    /// The endpoint refused step `id`'s prompt as longer than its `window`: the prompt is built
+    /// again under the window the model has now learned (older history left out, or folded
+    /// into a summary first), once. False when it was rebuilt already.
+    fn rebuild_for_context(&mut self, id: &StepId, window: u32, ctx: &mut Context<Self>) -> bool {
+        if self.rebuilt_for_context.as_ref() == Some(id) {
+            return false;
+        }
+        let Some(step) = self.state.agent_step.get(id).cloned() else {
+            return false;
+        };
+        let Executor::Skill(skill) = step.executor else {
+            return false;
+        };
+        tracing::warn!(agent = %self.state.agent_id, step = %id, window, "the prompt was too long for the model; building it again under its context window");
+        self.rebuilt_for_context = Some(id.clone());
+        self.run_skill(step, skill, false, ctx);
+        true
     }
 
     /// Where a streamed answer of step `id` goes while it is written: the monitor's live feed.

@@ -122,6 +122,8 @@ pub struct ChatReply {
 pub enum LlmError {
     #[error("the LLM endpoint answered HTTP {status}: {body}")]
     Http { status: u16, body: String },
+    #[error("the prompt is longer than the model's context window ({window} tokens): {body}")]
+    ContextExceeded { window: u32, body: String },
     #[error("the LLM endpoint kept rate-limiting (HTTP 429) after {attempts} attempts: {body}")]
     RateLimited { attempts: u32, body: String },
     #[error("the LLM call timed out after {0:?}")]

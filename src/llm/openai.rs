@@ -29,6 +29,7 @@
 //! reject such a body (`JSONDeserialize`, which still carries the body), and [`reply_leniently`]
 //! then reads `choices[0].message.content` and `usage` from the JSON itself.
 
+mod context;
 mod reply;
 mod request;
 mod stream;
@@ -46,7 +47,7 @@ use reqwest::header::HeaderValue;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 use transport::{HttpStatus, OneAttempt};
 
@@ -154,6 +155,9 @@ struct Inner {
     settings: OpenAiSettings,
     /// Set when, under [`StructuredOutput::Auto`], the endpoint refused `response_format`.
     schema_refused: AtomicBool,
+    /// The context window the endpoint named when it refused a prompt as too long (0: none
+    /// yet); prompts are built under it from then on.
+    learned_window: AtomicU32,
 }
 
 impl Inner {
@@ -215,6 +219,7 @@ impl OpenAiModel {
                 client,
                 settings,
                 schema_refused: AtomicBool::new(false),
+                learned_window: AtomicU32::new(0),
             }),
         })
     }
@@ -242,7 +247,13 @@ impl ChatModel for OpenAiModel {
 
     fn prompt_budget(&self) -> Option<usize> {
         let s = &self.inner.settings;
-        let window = s.context_window?;
+        let learned = self.inner.learned_window.load(Ordering::Relaxed);
+        let window = match (s.context_window, learned) {
+            (Some(w), 0) => w,
+            (Some(w), l) => w.min(l),
+            (None, 0) => return None,
+            (None, l) => l,
+        };
         let room = s.max_tokens.unwrap_or(DEFAULT_ANSWER_ROOM);
         // A tenth kept spare: the estimate of a prompt's tokens is not exact.
         Some((window.saturating_sub(room) as usize) * 9 / 10)
@@ -280,6 +291,21 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
             Ok(reply) => return Ok(finish_reply(reply, request, constrained)),
             Err(failure) => failure,
         };
+        // Too long for the window: no retry of the same prompt helps; the caller builds a
+        // shorter one under the window the refusal named.
+        if let AttemptFailure::Status(HttpStatus { status: 400 | 413 | 422, body, .. }) = &failure
+            && let Some(window) = context::window_from_refusal(body)
+        {
+            let before = inner.learned_window.load(Ordering::Relaxed);
+            if before == 0 || window < before {
+                inner.learned_window.store(window, Ordering::Relaxed);
+                tracing::warn!(model = %settings.model, window, "the LLM endpoint's context window is {window} tokens; prompts are built under it from now on");
+            }
+            return Err(LlmError::ContextExceeded {
+                window,
+                body: body.clone(),
+            });
+        }
         if constrained
             && settings.structured_output == StructuredOutput::Auto
             && failure.may_be_schema_refusal()
