@@ -37,12 +37,15 @@ pub fn interpret(
         ));
     }
     let mut note = None;
-    // A reflection that plans only steps this agent already ran here plans nothing new: a real
-    // 1.5B model re-planned "check the result" and "summarise my work" (as quick_think) after
-    // every reflection, for ever. Like an empty one, it closes the stage.
+    // A reflection that plans only steps this agent already ran here, or only more reflecting,
+    // plans nothing new: a real 1.5B model re-planned "check the result" and "summarise my
+    // work" (as quick_think) after every reflection, for ever, and another planned only
+    // "check the corrected result" three times over. Like an empty one, it closes the stage.
     let nothing_new = planner == Skill::Reflection
         && !accepted.is_empty()
-        && accepted.iter().all(|p| ran_before(agent, step, p));
+        && accepted.iter().all(|p| {
+            p.executor == Executor::Skill(Skill::Reflection) || ran_before(agent, step, p)
+        });
     if planner == Skill::Reflection && (asked == 0 || nothing_new) {
         // A reflection that plans nothing means nothing is left to correct: close the stage.
         accepted = vec![PlannedStep::new(
@@ -367,6 +370,16 @@ mod tests {
         .unwrap();
         assert_eq!(todo_executors(&b), ["summary"]);
         assert!(o.result["note"].is_string());
+        // Only more reflecting fixes nothing: it closes the same way.
+        let mut c = agent(&[Skill::Reflection, Skill::Summary, Skill::Think]);
+        let step = running(&mut c, Skill::Reflection, "");
+        interpret(Skill::Reflection, &mut c, &step, r#"<planned_step>[{"step_intention": "Check the corrected result", "type": "skill", "executor": "reflection", "text_content": "again"}]</planned_step>"#).unwrap();
+        assert_eq!(todo_executors(&c), ["summary"]);
+        // A fix followed by a reflection is kept as planned.
+        let mut d = agent(&[Skill::Reflection, Skill::Summary, Skill::Think]);
+        let step = running(&mut d, Skill::Reflection, "");
+        interpret(Skill::Reflection, &mut d, &step, r#"<planned_step>[{"step_intention": "Fix line two", "type": "skill", "executor": "think", "text_content": "fix"}, {"step_intention": "Check the corrected result", "type": "skill", "executor": "reflection", "text_content": "again"}]</planned_step>"#).unwrap();
+        assert_eq!(todo_executors(&d), ["think", "reflection"]);
     }
 
     #[test]
