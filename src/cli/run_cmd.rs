@@ -112,3 +112,52 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cohort::run::Running;
+    use cohort::state::{Executor, Skill, StageState, StepState};
+    use std::time::Duration;
+
+    #[test]
+    fn progress_lines_say_what_ended_how_long_it_took_and_what_still_runs() {
+        let plain = Paint(false);
+        let mut step = StepState::new(
+            "t".into(),
+            cohort::ids::StageRef::NoRelative,
+            "writer".into(),
+            Executor::Skill(Skill::Think),
+            "Draft the haiku",
+            "",
+        );
+        step.execution_state = StepExecutionState::Finished;
+        step.token_usage.prompt_tokens = 812;
+        step.token_usage.completion_tokens = 64;
+        let took = Some(Duration::from_millis(2_100));
+        assert_eq!(
+            line(&Progress::Step { step: &step, took }, &plain),
+            "ok   writer     think                  Draft the haiku (2.1 s, 812+64 tok)"
+        );
+        let mut stage = StageState::new(
+            "t".into(),
+            "Draft it".into(),
+            [("writer".into(), "draft".into()), ("reviewer".into(), "review".into())].into(),
+        );
+        stage.execution_state = ExecutionState::Running;
+        assert_eq!(
+            line(&Progress::Stage(&stage), &plain),
+            "stage started  Draft it (reviewer, writer)"
+        );
+        let waiting = Progress::Waiting {
+            elapsed: Duration::from_secs(95),
+            running: vec![Running {
+                agent_id: "manager".into(),
+                executor: "task_manager".into(),
+                running_for: Duration::from_secs(48),
+            }],
+        };
+        assert_eq!(line(&waiting, &plain), "…    1m 35s in: manager task_manager 48.0 s");
+        assert!(line(&waiting, &Paint(true)).starts_with("\x1b[2m"));
+    }
+}
