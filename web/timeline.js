@@ -7,6 +7,30 @@ import { h, fmt } from './dom.js';
 
 /** Bars narrower than this share of the axis are drawn this wide, so none vanish. */
 const MIN_WIDTH = 0.4;
+/** Steps closer than this share of the axis join one bar: a lane of thousands of short steps
+ * stays a few hundred elements (a 5,000-step task draws as fast as a small one). */
+const JOIN = 0.25;
+
+/** How a joined bar is coloured: by the state that most needs a look. */
+const RANK = ['failed', 'running', 'waiting_for_approval', 'waiting_for_param', 'cancelled', 'finished'];
+
+/** One lane's steps (sorted by start) as bars: single steps, or runs of tiny ones joined. */
+function lanesBars(steps, x, now) {
+  const bars = [];
+  for (const s of steps) {
+    const start = x(s.started_at);
+    const end = x(s.ended_at || now);
+    const last = bars[bars.length - 1];
+    if (last && end - start < JOIN && last.end - last.start < JOIN * 4 && start - last.end < JOIN) {
+      last.end = Math.max(last.end, end);
+      last.steps.push(s);
+      if (RANK.indexOf(s.execution_state) >= 0 && (RANK.indexOf(last.state) < 0 || RANK.indexOf(s.execution_state) < RANK.indexOf(last.state))) last.state = s.execution_state;
+      continue;
+    }
+    bars.push({ start, end, steps: [s], state: s.execution_state });
+  }
+  return bars;
+}
 
 /** What the steps the timeline cannot place are. */
 function untimed(n, task) {
@@ -72,16 +96,20 @@ export function renderTimeline(ctx, view) {
       h(
         'div',
         { class: 'tl-track' },
-        own.map((s) =>
-          bar(s.started_at, s.ended_at || now, {
-            class: `tl-step st-${s.execution_state}`,
+        lanesBars(own, x, now).map((b) => {
+          const s = b.steps[0];
+          const one = b.steps.length === 1;
+          return h('div', {
+            class: `tl-step st-${b.state}${one ? '' : ' tl-joined'}`,
             testid: 'timeline-step',
             'data-step-id': s.step_id,
-            'data-state': s.execution_state,
-            title: `${s.step_intention}\n${s.executor} · ${s.execution_state} · ${fmt.took(s, now)}`,
+            'data-state': b.state,
+            'data-steps': String(b.steps.length),
+            style: `left:${b.start.toFixed(3)}%;width:${Math.max(MIN_WIDTH, b.end - b.start).toFixed(3)}%`,
+            title: one ? `${s.step_intention}\n${s.executor} · ${s.execution_state} · ${fmt.took(s, now)}` : `${b.steps.length} short steps, from “${s.step_intention}”`,
             onclick: () => ctx.showStep(s),
-          }),
-        ),
+          });
+        }),
       ),
     ),
   );

@@ -300,6 +300,22 @@ try {
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-timeline.png') });
   });
 
+  await step('who talks to whom: the task\'s agents and people as nodes, their messages as arrows', async () => {
+    await page.locator(q.task(task.id)).click();
+    await page.getByTestId('tab-graph').click();
+    await page.getByTestId('message-graph').waitFor();
+    const nodes = await page.locator('[data-testid="graph-node"]').evaluateAll((els) => els.map((e) => e.dataset.agentId));
+    for (const who of [MANAGER, USER, 'writer']) if (!nodes.includes(who)) throw new Failure(`graph nodes: ${nodes.join(', ')}`);
+    // The manager asked the operator (waiting), the operator answered.
+    const asked = page.locator(`[data-testid="graph-edge"][data-from="${MANAGER}"][data-to="${USER}"]`);
+    const answered = page.locator(`[data-testid="graph-edge"][data-from="${USER}"][data-to="${MANAGER}"]`);
+    if (!(await asked.count()) || !(await answered.count())) {
+      const edges = await page.locator('[data-testid="graph-edge"]').evaluateAll((els) => els.map((e) => `${e.dataset.from}->${e.dataset.to}`));
+      throw new Failure(`graph edges: ${edges.join(', ')}`);
+    }
+    await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-graph.png') });
+  });
+
   await step('a step that fails shows in the failures panel with its reason, and marks its agent', async () => {
     await page.getByTestId('composer-task').selectOption(baseId);
     await page.locator(`[data-testid="receiver-option"][data-agent-id="${MANAGER}"] input`).check();

@@ -1,0 +1,285 @@
+// The team: the agent list on the left (what each does now, failures, step locks) and the
+// agents view, one card per agent with its running, queued and finished steps; a step opens to
+// its input, instruction, result, LLM calls and a cancel button. While a step runs, the answer
+// the model is writing shows under it (`writing`, filled by app.js from the live feed).
+
+import { h, keyed, lazyDetails, jsonBlock, fmt, lockIcon } from './dom.js';
+import { agentFailures, failureReason } from './failures.js';
+import { callsSection } from './calls.js';
+import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE } from './ctx.js';
+import { confirmCancel } from './control.js';
+
+/** Answers being written (streamed), by step id: shown under the running step until it ends. */
+export const writing = new Map();
+
+/** The model agents first, the people (human agents) after them. */
+function agentsInOrder() {
+  const recs = store.all('agent');
+  return [...recs.filter((r) => !r.state.human_config), ...recs.filter((r) => r.state.human_config)];
+}
+
+function classifySteps(agent) {
+  const todo = new Set((agent.agent_step && agent.agent_step.todo) || []);
+  const running = [];
+  const queued = [];
+  const done = [];
+  for (const r of store.stepsOf(agent.agent_id)) {
+    const st = r.state.execution_state;
+    if (ui.stepsThisTask && r.state.task_id !== ui.taskId) continue;
+    if (st === 'running' || st.startsWith('waiting_for_')) running.push(r);
+    else if (st === 'finished' || st === 'failed' || st === 'cancelled') done.push(r);
+    else queued.push(r);
+  }
+  const order = [...todo];
+  queued.sort((a, b) => {
+    const ia = order.indexOf(a.state.step_id);
+    const ib = order.indexOf(b.state.step_id);
+    return (ia < 0 ? 1e9 : ia) - (ib < 0 ? 1e9 : ib) || a.seq - b.seq;
+  });
+  return { running, queued, done };
+}
+
+function lockOf(agent) {
+  return Array.isArray(agent.step_lock) ? agent.step_lock : [];
+}
+
+export function renderTeamList() {
+  const list = $('agent-list');
+  const agents = agentsInOrder();
+  $('team-count').textContent = agents.length ? String(agents.length) : '';
+  keyed(
+    list,
+    agents,
+    (r) => r.state.agent_id,
+    (r) => `${r.version}|${store.stepsOf(r.state.agent_id).map((s) => s.version).join(',')}`,
+    (r) => {
+      const a = r.state;
+      const lock = lockOf(a);
+      const fails = agentFailures(store, a.agent_id);
+      const steps = store.stepsOf(a.agent_id);
+      const running = steps.find((s) => s.state.execution_state === 'running');
+      const queued = ((a.agent_step && a.agent_step.todo) || []).length;
+      const done = steps.filter((s) => ['finished', 'failed', 'cancelled'].includes(s.state.execution_state)).length;
+      let doing;
+      if (lock.length) doing = `waits for ${lock.length === 1 ? 'a reply' : `${lock.length} replies`}`;
+      else if (running) doing = `▸ ${running.state.step_intention}`;
+      else if (queued) doing = `${queued} queued`;
+      else if (a.agent_id === app.sess.human_agent_id) doing = `you${done ? ` · ${done} sent` : ''}`;
+      else doing = done ? `${done} step${done === 1 ? '' : 's'} done` : 'no steps yet';
+      return h(
+        'li',
+        {
+          class: `agent-item ws-${a.working_state}`,
+          testid: 'agent-item',
+          'data-agent-id': a.agent_id,
+          'data-working-state': a.working_state,
+          'data-locked': lock.length ? 'true' : 'false',
+          'data-failed': fails.lastFailed ? 'true' : 'false',
+          title: a.profile || '',
+          tabindex: '0',
+          role: 'button',
+          onclick: () => showAgent(a.agent_id),
+          onkeydown: (e) => {
+            if (e.key === 'Enter') showAgent(a.agent_id);
+          },
+        },
+        h('span', { class: `avatar ws-${a.working_state}${a.human_config ? ' avatar-human' : ''}`, 'aria-hidden': 'true' }, (a.name || a.agent_id).slice(0, 1).toUpperCase()),
+        h(
+          'div',
+          { class: 'agent-item-main' },
+          h(
+            'div',
+            { class: 'agent-item-top' },
+            h('span', { class: 'agent-name' }, a.name || a.agent_id),
+            h('span', { class: 'agent-role muted small', title: a.human_config ? 'a person' : '' }, a.role),
+          ),
+          h('div', { class: 'agent-item-doing' }, doing),
+        ),
+        h(
+          'div',
+          { class: 'agent-item-side' },
+          h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-working-state' }, a.working_state),
+          fails.count
+            ? h('span', { class: `fail-mark${fails.lastFailed ? ' fail-last' : ''}`, testid: 'agent-failures', title: fails.lastFailed ? `last step failed: ${failureReason(fails.last)}` : `${fails.count} failed step${fails.count === 1 ? '' : 's'}` }, `✕ ${fails.count}`)
+            : null,
+          lock.length ? h('span', { class: 'lock', testid: 'agent-lock', title: `step lock: ${lock.join(', ')}` }, lockIcon(), ` ${lock.length}`) : null,
+        ),
+      );
+    },
+  );
+}
+
+/** Shows an agent's card in the agents view, briefly highlighted. */
+export function showAgent(id) {
+  app.setTab('agents');
+  requestAnimationFrame(() => {
+    const card = document.querySelector(`#agent-cards [data-agent-id="${CSS.escape(id)}"]`);
+    if (card) {
+      card.scrollIntoView({ block: 'start', behavior: 'smooth' });
+      card.classList.remove('flash');
+      void card.offsetWidth;
+      card.classList.add('flash');
+    }
+  });
+}
+
+export function renderAgentCards() {
+  const box = $('agent-cards');
+  const agents = agentsInOrder();
+  keyed(
+    box,
+    agents,
+    (r) => r.state.agent_id,
+    (r) =>
+      `${r.version}|${store.stepsOf(r.state.agent_id).map((s) => s.version).join(',')}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}`,
+    (r) => agentCard(r.state),
+  );
+  if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, 'No agents yet.'));
+}
+
+const FINISHED_SHOWN = 6;
+
+function agentCard(a) {
+  const lock = lockOf(a);
+  const { running, queued, done } = classifySteps(a);
+  const showAll = ui.showAllSteps.has(a.agent_id);
+  const recent = [...done].reverse();
+  const shown = showAll ? recent : recent.slice(0, FINISHED_SHOWN);
+  const tokens = fmt.tokens(a.token_usage);
+  return h(
+    'article',
+    { class: `agent-card ws-border-${a.working_state}`, testid: 'agent-card', 'data-agent-id': a.agent_id, 'data-working-state': a.working_state, 'data-locked': lock.length ? 'true' : 'false' },
+    h(
+      'header',
+      { class: 'agent-card-head' },
+      h('span', { class: `avatar ws-${a.working_state}${a.human_config ? ' avatar-human' : ''}`, 'aria-hidden': 'true' }, (a.name || a.agent_id).slice(0, 1).toUpperCase()),
+      h(
+        'div',
+        { class: 'agent-card-title' },
+        h('div', null, h('b', null, a.name || a.agent_id), ' ', h('span', { class: 'muted mono small' }, a.agent_id)),
+        h('div', { class: 'muted small' }, a.role !== a.agent_id ? a.role : null, a.human_config ? h('span', { class: 'tag tag-human' }, 'human') : null, a.template ? h('span', { class: 'tag', testid: 'agent-card-template', title: 'created by a manager from this agent template' }, `hired · ${a.template}`) : null, a.agent_id === app.sess.human_agent_id ? h('span', { class: 'tag tag-human' }, 'you') : null),
+      ),
+      h('span', { class: 'spacer' }),
+      h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-card-state' }, a.working_state),
+      lock.length ? h('span', { class: 'lock', testid: 'agent-card-lock', title: lock.join('\n') }, lockIcon(), ` step lock · ${lock.length} wait${lock.length > 1 ? 's' : ''}`) : null,
+    ),
+    a.profile ? h('p', { class: 'agent-profile muted' }, a.profile) : null,
+    h(
+      'div',
+      { class: 'agent-card-meta small muted' },
+      tokens ? h('span', null, `tokens ${tokens}`) : h('span', null, 'no tokens spent'),
+      (a.skills || []).length ? h('span', { title: (a.skills || []).join(', ') }, `${a.skills.length} skills`) : null,
+      (a.tools || []).length ? h('span', null, `tools: ${a.tools.join(', ')}`) : null,
+      lock.length ? h('span', { class: 'mono', title: 'wait ids' }, lock.map(fmt.short).join(' ')) : null,
+    ),
+    h(
+      'div',
+      { class: 'step-groups-now' },
+      stepGroup('Running', 'steps-running', running, 'nothing'),
+      stepGroup('Queued', 'steps-queued', queued, 'empty'),
+    ),
+    stepGroup(
+      'Finished',
+      'steps-finished',
+      shown,
+      'none yet',
+      done.length,
+      done.length > FINISHED_SHOWN
+        ? h(
+            'button',
+            {
+              type: 'button',
+              class: 'btn btn-link small',
+              onclick: () => {
+                if (showAll) ui.showAllSteps.delete(a.agent_id);
+                else ui.showAllSteps.add(a.agent_id);
+                mark('agents');
+              },
+            },
+            showAll ? 'show recent only' : `show all ${done.length}`,
+          )
+        : null,
+    ),
+  );
+}
+
+function stepGroup(title, testid, steps, empty, total, extra) {
+  return h(
+    'section',
+    { class: `step-group${steps.length ? '' : ' step-group-empty'}`, testid, 'data-count': String(total ?? steps.length) },
+    h('h4', null, title, ' ', h('span', { class: 'count' }, String(total ?? steps.length)), steps.length ? extra : h('span', { class: 'step-group-none' }, empty)),
+    steps.length ? h('ul', { class: 'steps' }, steps.map((r) => stepRow(r.state))) : null,
+  );
+}
+
+function stepRow(s) {
+  const tokens = fmt.tokens(s.token_usage);
+  const res = s.execute_result;
+  const dropped = res && res.dropped === true;
+  const error = s.execution_state === 'failed' && res && typeof res.error === 'string' ? res.error : null;
+  const human = store.get('agent', s.agent_id)?.human_config;
+  const summary = h(
+    'span',
+    { class: 'step-line' },
+    h('span', { class: `dot st-${s.execution_state}`, title: s.execution_state }),
+    h(
+      'span',
+      { class: 'step-intention' },
+      s.step_intention || '(no intention)',
+      // A person's steps all say "Message sent by a person": show what was sent.
+      human && s.text_content ? h('span', { class: 'muted' }, ` · “${truncate(s.text_content, 80)}”`) : null,
+    ),
+    h('span', { class: `exec exec-${s.type}`, title: `type: ${s.type}` }, `${s.type === 'tool' ? 'tool' : 'skill'} · ${s.executor}`),
+    !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
+    dropped ? h('span', { class: 'flag' }, 'dropped') : null,
+    s.started_at ? h('span', { class: 'step-took muted', testid: 'step-took', title: `started ${fmt.clock(s.started_at)}` }, fmt.took(s, store.now())) : null,
+    tokens ? h('span', { class: 'step-tokens muted' }, tokens) : null,
+  );
+  const details = lazyDetails(
+    `step:${s.step_id}`,
+    summary,
+    () =>
+      h(
+        'div',
+        { class: 'step-body' },
+        error ? h('p', { class: 'step-error' }, error) : null,
+        s.text_content ? h('div', null, h('div', { class: 'label' }, 'Input'), h('p', { class: 'pre' }, s.text_content)) : null,
+        s.instruction_content ? h('div', null, h('div', { class: 'label' }, 'Instruction'), jsonBlock(s.instruction_content)) : null,
+        h('div', null, h('div', { class: 'label' }, 'Result'), res === null || res === undefined ? h('span', { class: 'muted' }, 'none yet') : jsonBlock(res)),
+        !human ? callsSection(s.step_id, (id) => app.client.stepCalls(id)) : null,
+        h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`, s.started_at ? ` · started ${fmt.clock(s.started_at)}${s.ended_at ? ` · ran ${fmt.took(s)}` : ''}` : ''),
+        human || ['finished', 'failed', 'cancelled'].includes(s.execution_state)
+          ? null
+          : h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'step-cancel', onclick: () => confirmCancel(`step “${s.step_intention}”`, (why) => app.client.cancelStep(s.step_id, why)) }, 'Cancel step'),
+      ),
+    { class: 'fold step-fold' },
+  );
+  const written = s.execution_state === 'running' ? writing.get(s.step_id) : undefined;
+  return h(
+    'li',
+    { class: `step st-${s.execution_state}`, testid: 'step-item', 'data-step-id': s.step_id, 'data-state': s.execution_state, 'data-executor': s.executor },
+    details,
+    written !== undefined ? h('p', { class: 'pre step-writing', testid: 'step-writing', 'data-writing': s.step_id, title: 'the answer as the model writes it' }, written) : null,
+  );
+}
+
+/** Shows a step in its agent's card, opened. */
+export function showStep(s) {
+  ui.stepsThisTask = false;
+  $('steps-this-task').checked = false;
+  if (!ui.showAllSteps.has(s.agent_id)) ui.showAllSteps.add(s.agent_id);
+  mark('agents');
+  app.setTab('agents');
+  requestAnimationFrame(() =>
+    requestAnimationFrame(() => {
+      const row = document.querySelector(`#agent-cards li[data-step-id="${CSS.escape(s.step_id)}"]`);
+      if (!row) return;
+      const fold = row.querySelector('details');
+      if (fold && !fold.open) fold.querySelector('summary').click();
+      row.scrollIntoView({ block: 'center' });
+      row.classList.remove('flash');
+      void row.offsetWidth;
+      row.classList.add('flash');
+    }),
+  );
+}

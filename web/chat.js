@@ -1,0 +1,226 @@
+// The conversations: the selected task's group chat (the runtime's long system messages fold
+// to their first line) and the person's inbox: private conversations (the ones asking for a
+// reply first, with Answer and a structured question's options or form), and notices with a
+// count of the ones not seen yet.
+
+import { h, keyed, atBottom, fmt } from './dom.js';
+import { messageBody, linkIds } from './text.js';
+import { fieldInput } from './decisions.js';
+import { $, app, store, ui, mark, agentName, agentChip, taskName, stageName, truncate, NO_RELATIVE } from './ctx.js';
+import { pendingOf } from './conversations.js';
+import { selectTask } from './tasks.js';
+import { answer } from './composer.js';
+
+/** What message text links to: task and stage ids, a click on a task shows it. */
+const lookups = {
+  task: (id) => store.get('task', id),
+  stage: (id) => store.get('stage', id),
+  onTask: (id) => selectTask(id),
+};
+
+// ---------------------------------------------------------------- group chat
+
+export function renderGroupChat() {
+  const view = $('view-chat');
+  const t = store.get('task', ui.taskId);
+  const pool = (t && t.shared_conversation_pool) || [];
+  $('chat-count').textContent = pool.length ? String(pool.length) : '';
+  const stick = atBottom(view);
+  const key = t ? t.task_id : '';
+  if (view.dataset.taskId !== key) {
+    view.replaceChildren();
+    view._keyed = null;
+    view.dataset.taskId = key;
+  }
+  // Keyed by the entry's place in the whole conversation: when the oldest entries leave
+  // (the pool is capped), the others keep their keys.
+  const omitted = (t && t.shared_conversation_omitted) || 0;
+  const entries = pool.map((e, i) => ({ e, i: omitted + i }));
+  keyed(view, entries, (x) => `${key}:${x.i}`, () => '1', (x) => groupMessage(x.e));
+  if (!pool.length) view.replaceChildren(h('div', { class: 'empty' }, t ? 'No messages in this task yet.' : ''));
+  if (stick || view.dataset.fresh !== key) view.scrollTop = view.scrollHeight;
+  view.dataset.fresh = key;
+}
+
+/** The runtime's long notices in the group chat fold to their first line. */
+function systemBody(text) {
+  const first = text.split('\n').find((l) => l.trim()) || text;
+  return h('details', { class: 'fold sys-fold', testid: 'system-message-fold' }, h('summary', null, truncate(first, 140)), messageBody(text, lookups));
+}
+
+function groupMessage(entry) {
+  const m = entry.message || {};
+  const me = app.sess.human_agent_id;
+  const system = m.sender_id === '[TaskState]';
+  const flags = [];
+  if (m.waiting && m.waiting.length) flags.push(h('span', { class: 'flag flag-wait' }, 'waits for reply'));
+  else if (m.need_reply) flags.push(h('span', { class: 'flag' }, 'needs reply'));
+  if (m.return_waiting_id) flags.push(h('span', { class: 'flag flag-answer', title: `answers wait ${m.return_waiting_id}` }, 'answer'));
+  return h(
+    'div',
+    { class: `msg${system ? ' msg-system' : ''}${m.sender_id === me ? ' msg-me' : ''}`, testid: 'group-message', 'data-sender': m.sender_id },
+    h(
+      'div',
+      { class: 'msg-head' },
+      system ? h('span', { class: 'sender' }, 'Task system') : agentChip(m.sender_id),
+      h('span', { class: 'arrow' }, '→'),
+      (m.receiver || []).map((r) => agentChip(r)),
+      m.stage_relative && m.stage_relative !== NO_RELATIVE ? h('span', { class: 'tag', title: m.stage_relative }, stageName(m.stage_relative)) : null,
+      flags,
+      h('span', { class: 'time', title: entry.timestamp }, fmt.time(entry.timestamp)),
+    ),
+    system ? systemBody(m.message || '') : messageBody(m.message || '', lookups),
+  );
+}
+
+// ---------------------------------------------------------------- inbox: private chats and notices
+
+function conversationsInOrder() {
+  const privates = ui.pool.conversation_privates || {};
+  return Object.entries(privates)
+    .map(([id, msgs]) => ({ id, msgs: msgs || [], pending: pendingOf(msgs).length, last: (msgs && msgs.length && msgs[msgs.length - 1].timestamp) || '' }))
+    .sort((a, b) => b.pending - a.pending || (a.last < b.last ? 1 : a.last > b.last ? -1 : 0));
+}
+
+export function renderInbox() {
+  const convs = conversationsInOrder();
+  const pending = convs.reduce((n, c) => n + c.pending, 0);
+  const pc = $('pending-count');
+  pc.hidden = pending === 0;
+  pc.textContent = pending === 1 ? '1 reply pending' : `${pending} replies pending`;
+  pc.dataset.count = String(pending);
+  document.title = `${pending ? `(${pending}) ` : ''}Cohort · ${app.sess.human_agent_id}`;
+
+  // Notices, newest first.
+  const notices = ui.pool.global_messages || [];
+  // Counted over every notice ever received: only the newest are kept, so a length would
+  // stop growing once the list is full.
+  const total = (ui.pool.global_messages_omitted || 0) + notices.length;
+  $('notice-count').textContent = String(total);
+  const unseen = Math.min(total - ui.noticesSeen, notices.length);
+  $('notice-new').hidden = !(unseen > 0);
+  $('notice-new').textContent = unseen > 0 ? `${unseen} new` : '';
+  if ($('notices').open) markNoticesSeen();
+  $('notice-list').replaceChildren(
+    ...(notices.length
+      ? [...notices].reverse().map((n, i) => h('li', { testid: 'notice-item', class: i < unseen ? 'unseen' : '' }, linkIds(n, lookups)))
+      : [h('li', { class: 'empty' }, 'No notices.')]),
+  );
+
+  // Which conversation: the user's choice, else the first with a pending reply, else the latest.
+  if (!ui.convPicked || !convs.some((c) => c.id === ui.conv)) ui.conv = convs.length ? convs[0].id : null;
+  keyed(
+    $('conv-tabs'),
+    convs,
+    (c) => c.id,
+    (c) => `${c.pending}|${c.id === ui.conv}|${agentName(c.id)}`,
+    (c) =>
+      h(
+        'button',
+        {
+          type: 'button',
+          class: `conv-tab${c.id === ui.conv ? ' active' : ''}`,
+          testid: 'conversation-tab',
+          'data-agent-id': c.id,
+          'data-pending': String(c.pending),
+          onclick: () => {
+            ui.conv = c.id;
+            ui.convPicked = true;
+            mark('inbox');
+          },
+        },
+        agentName(c.id),
+        c.pending ? h('span', { class: 'badge badge-pending' }, String(c.pending)) : null,
+      ),
+  );
+  if (!convs.length) $('conv-tabs').replaceChildren(h('span', { class: 'muted small' }, 'No private messages yet.'));
+
+  const body = $('conv-body');
+  const stick = atBottom(body);
+  const conv = convs.find((c) => c.id === ui.conv);
+  const changed = body.dataset.conv !== (ui.conv || '');
+  body.dataset.conv = ui.conv || '';
+  body.replaceChildren(
+    ...(conv ? conv.msgs.map(privateMessage) : [h('div', { class: 'empty' }, 'Messages between you and an agent appear here.')]),
+  );
+  if (stick || changed) body.scrollTop = body.scrollHeight;
+}
+
+function privateMessage(m) {
+  const me = app.sess.human_agent_id;
+  const mine = m.sender_id === me;
+  const pending = !mine && m.need_reply && !m.replied;
+  const answering = ui.replyTo && ui.replyTo.sender_id === m.sender_id && ui.replyTo.task_id === m.task_id && pending;
+  return h(
+    'div',
+    {
+      class: `msg${mine ? ' msg-me' : ''}${pending ? ' msg-pending' : ''}${m.waiting && pending ? ' msg-waiting' : ''}`,
+      testid: 'private-message',
+      'data-sender': m.sender_id,
+      'data-task-id': m.task_id,
+      'data-pending': pending ? 'true' : 'false',
+      'data-waiting': m.waiting ? 'true' : 'false',
+      'data-replied': m.replied ? 'true' : 'false',
+    },
+    h(
+      'div',
+      { class: 'msg-head' },
+      h('b', { class: 'sender' }, mine ? 'You' : agentName(m.sender_id)),
+      h('span', { class: 'tag', title: m.task_id, onclick: () => selectTask(m.task_id) }, taskName(m.task_id)),
+      pending ? h('span', { class: `flag ${m.waiting ? 'flag-wait' : ''}` }, m.waiting ? 'waiting for your reply' : 'asks for a reply') : null,
+      !mine && m.need_reply && m.replied ? h('span', { class: 'flag flag-done' }, 'answered') : null,
+      mine && m.return_waiting_id ? h('span', { class: 'flag flag-answer' }, 'answer') : null,
+      h('span', { class: 'time', title: m.timestamp }, fmt.time(m.timestamp)),
+    ),
+    messageBody(m.content || '', lookups),
+    pending && m.ask ? askControls(m) : null,
+    pending
+      ? h(
+          'div',
+          { class: 'msg-actions' },
+          h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'answer-button', disabled: answering, onclick: () => answer(m) }, answering ? 'Answering…' : 'Answer'),
+        )
+      : null,
+  );
+}
+
+/** Every notice received so far counts as seen (kept for this browser tab's session). */
+export function markNoticesSeen() {
+  const n = (ui.pool.global_messages_omitted || 0) + (ui.pool.global_messages || []).length;
+  if (ui.noticesSeen !== n) {
+    ui.noticesSeen = n;
+    sessionStorage.setItem(`cohort.noticesSeen.${app.sess.human_agent_id}`, String(n));
+    $('notice-new').hidden = true;
+    for (const li of $('notice-list').querySelectorAll('.unseen')) li.classList.remove('unseen');
+  }
+}
+
+/** A structured question's answer helpers: its options, or its form, fill the composer. */
+function askControls(m) {
+  const fill = (text) => {
+    answer(m);
+    $('c-content').value = text;
+    $('c-content').focus();
+  };
+  if (m.ask.mode === 'select') {
+    return h('div', { class: 'ask-options', testid: 'ask-options' }, (m.ask.options || []).map((o) => h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'ask-option', onclick: () => fill(o) }, o)));
+  }
+  if (m.ask.mode === 'form') {
+    const inputs = (m.ask.fields || []).map((f) => [f, fieldInput(f)]);
+    const use = () => {
+      const values = {};
+      for (const [f, input] of inputs) {
+        if (f.type === 'boolean') values[f.key] = input.checked;
+        else if (input.value !== '') values[f.key] = f.type === 'number' ? Number(input.value) : input.value;
+      }
+      fill(JSON.stringify(values));
+    };
+    return h(
+      'div',
+      { class: 'ask-form form-fields', testid: 'ask-form' },
+      inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input)),
+      h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'ask-form-use', onclick: use }, 'Use these values'),
+    );
+  }
+  return null;
+}

@@ -1,0 +1,121 @@
+// What the console's views share: the Store, the `ui` state, the session and its client, the
+// render schedule (`mark`) and the helpers that name things (agents, tasks, stages, states).
+//
+// ES module imports are read-only bindings, so everything that is reassigned (the session, the
+// client, the composer's signature, the decisions held) lives as a property of `app`. The entry
+// (app.js) fills in `app.signOut`, `app.setTab` and the painter: the views call them without
+// importing the entry, which would make an import cycle.
+
+import { h, fmt } from './dom.js';
+import { Store } from './store.js';
+
+export const $ = (id) => document.getElementById(id);
+export const BASE_TASK = 'MAS base task';
+export const NO_RELATIVE = 'no_relative';
+
+export const store = new Store();
+
+/** Shared values that change as a whole; see the note at the top. */
+export const app = {
+  sess: null, // {token, human_agent_id} while signed in
+  client: null, // the API client of `sess`
+  composerSig: '', // what the composer was last built from (composer.js)
+  decisionItems: [], // the steps waiting for the person (control.js)
+  // Set by app.js before anything runs.
+  signOut: (message) => {},
+  setTab: (tab) => {},
+};
+
+export const ui = {
+  taskId: null, // the task shown in the centre
+  taskPicked: false, // the user chose it (otherwise the newest task is followed)
+  tab: 'stages',
+  conv: null, // the private conversation shown (the other agent's id)
+  convPicked: false,
+  scope: 'group', // receivers offered: the task group or every agent
+  receivers: new Set(),
+  replyTo: null, // {sender_id, task_id, stage_relative, content} while answering
+  stepsThisTask: false,
+  showAllSteps: new Set(),
+  pool: { conversation_privates: {}, global_messages: [] },
+  poolSig: '',
+  noticesSeen: 0,
+  composerTask: null,
+  composerTaskPicked: false,
+  receiversPicked: false, // the person chose receivers (else the task's manager is offered)
+  autoReceiver: null,
+};
+
+// ---------------------------------------------------------------- rendering schedule
+
+// Parts of the page marked dirty are drawn together in the next animation frame, by the
+// painter app.js registers (it knows which view draws which part).
+const dirty = new Set();
+let frame = 0;
+let paint = (parts) => {};
+
+export function onPaint(fn) {
+  paint = fn;
+}
+
+export function mark(...parts) {
+  for (const p of parts) dirty.add(p);
+  if (!frame) frame = requestAnimationFrame(flush);
+}
+
+function flush() {
+  frame = 0;
+  const parts = new Set(dirty);
+  dirty.clear();
+  paint(parts);
+}
+
+// ---------------------------------------------------------------- names and lookups
+
+export function agentName(id) {
+  if (id === '[TaskState]') return 'Task system';
+  const a = store.get('agent', id);
+  return (a && a.name) || id;
+}
+
+export function agentChip(id, extra) {
+  const a = store.get('agent', id);
+  const human = a && a.human_config;
+  return h(
+    'span',
+    { class: `chip chip-agent${id === (app.sess && app.sess.human_agent_id) ? ' chip-me' : ''}${human ? ' chip-human' : ''}`, title: a ? `${id} · ${a.role}` : id, 'data-agent-id': id },
+    agentName(id),
+    extra,
+  );
+}
+
+export function taskName(id) {
+  const t = store.get('task', id);
+  return t ? t.task_name : fmt.short(id);
+}
+
+export function stageName(id) {
+  const s = store.get('stage', id);
+  return s ? `stage: ${s.stage_intention}` : `stage ${fmt.short(id)}`;
+}
+
+export function isBase(t) {
+  return t && t.task_name === BASE_TASK;
+}
+
+export function badge(state, testid) {
+  return h('span', { class: `badge st-${state || 'none'}`, testid, 'data-state': state || '' }, state || '—');
+}
+
+/** The base task first, then the others newest first. */
+export function tasksInOrder() {
+  const recs = store.all('task');
+  const base = recs.filter((r) => isBase(r.state));
+  const rest = recs.filter((r) => !isBase(r.state)).reverse();
+  return [...base, ...rest];
+}
+
+export function truncate(s, n) {
+  s = String(s || '').replace(/\s+/g, ' ').trim();
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}

@@ -1,0 +1,206 @@
+// The tasks: the task list on the left (each with its running stage and stage dots), the
+// selected task's head (state, manager, group, pause/cancel) and its stages view (the summary,
+// each stage's allocation and summaries, the shared info). Which task is shown: the one the
+// person picked, else the newest running one, followed as new tasks start.
+
+import { h, keyed, lazyDetails, fmt } from './dom.js';
+import { $, app, store, ui, mark, agentChip, isBase, badge, tasksInOrder } from './ctx.js';
+import { control, confirmCancel } from './control.js';
+
+/** Keeps the shown task when the person picked it, else follows the newest running one. */
+export function ensureSelectedTask() {
+  const tasks = tasksInOrder();
+  if (ui.taskPicked && store.get('task', ui.taskId)) return;
+  // Follow the newest real task (running first), else the base task.
+  const real = tasks.filter((r) => !isBase(r.state));
+  const pick = real.find((r) => r.state.execution_state === 'running') || real[0] || tasks[0];
+  const id = pick ? pick.state.task_id : null;
+  if (id !== ui.taskId) {
+    ui.taskId = id;
+    ui.taskPicked = false;
+    mark('detail', 'chat', 'composer', 'agents', 'timeline', 'graph');
+  }
+}
+
+/** The person picked a task: it is shown, and a message not yet begun goes to it. */
+export function selectTask(id) {
+  ui.taskId = id;
+  ui.taskPicked = true;
+  if (!ui.replyTo && !$('c-content').value.trim()) {
+    ui.composerTask = id;
+    ui.composerTaskPicked = false;
+  }
+  mark('tasks', 'detail', 'chat', 'agents', 'composer', 'timeline', 'graph');
+}
+
+function stageLabel(t) {
+  const stages = store.stagesOf(t);
+  if (!stages.length) return isBase(t) ? 'never finishes · send the manager a goal' : 'no stages yet';
+  const i = stages.findIndex((r) => r.state.execution_state === 'running');
+  if (i >= 0) return `Stage ${i + 1}/${stages.length} · ${stages[i].state.stage_intention}`;
+  const waiting = stages.findIndex((r) => r.state.execution_state === 'init');
+  if (waiting >= 0) return `Stage ${waiting + 1}/${stages.length} next · ${stages[waiting].state.stage_intention}`;
+  const done = stages.filter((r) => r.state.execution_state === 'finished').length;
+  return `${done}/${stages.length} stages finished`;
+}
+
+export function renderTaskList() {
+  const list = $('task-list');
+  const tasks = tasksInOrder();
+  $('task-count').textContent = tasks.length ? String(tasks.length) : '';
+  keyed(
+    list,
+    tasks,
+    (r) => r.state.task_id,
+    (r) => `${r.version}|${store.stagesOf(r.state).map((s) => s.version).join(',')}|${r.state.task_id === ui.taskId}`,
+    (r) => {
+      const t = r.state;
+      const stages = store.stagesOf(t);
+      return h(
+        'li',
+        {
+          class: `task-item${t.task_id === ui.taskId ? ' selected' : ''}${isBase(t) ? ' base' : ''}`,
+          testid: 'task-item',
+          'data-task-id': t.task_id,
+          'data-task-name': t.task_name,
+          'data-state': t.execution_state,
+          'data-base': isBase(t) ? 'true' : 'false',
+          'data-stage-count': String(stages.length),
+          tabindex: '0',
+          role: 'button',
+          'aria-pressed': t.task_id === ui.taskId ? 'true' : 'false',
+          onclick: () => selectTask(t.task_id),
+          onkeydown: (e) => {
+            if (e.key === 'Enter' || e.key === ' ') {
+              e.preventDefault();
+              selectTask(t.task_id);
+            }
+          },
+        },
+        h('div', { class: 'task-item-top' }, h('span', { class: 'task-name' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base') : null, badge(t.execution_state, 'task-state')),
+        h('div', { class: 'task-item-stage', testid: 'task-running-stage' }, stageLabel(t)),
+        stages.length
+          ? h(
+              'div',
+              { class: 'stage-dots', 'aria-hidden': 'true' },
+              stages.map((s) => h('span', { class: `dot st-${s.state.execution_state}`, title: `${s.state.stage_intention} — ${s.state.execution_state}` })),
+            )
+          : null,
+      );
+    },
+  );
+  if (!tasks.length) list.replaceChildren(h('li', { class: 'empty' }, 'No tasks yet.'));
+}
+
+export function renderTaskHead() {
+  const head = $('task-head');
+  const t = store.get('task', ui.taskId);
+  if (!t) {
+    head.replaceChildren(h('div', { class: 'empty' }, 'Waiting for the team…'));
+    head.removeAttribute('data-task-id');
+    return;
+  }
+  head.dataset.taskId = t.task_id;
+  head.dataset.state = t.execution_state;
+  const tokens = fmt.tokens(t.token_usage);
+  const over = ['finished', 'failed', 'cancelled'].includes(t.execution_state);
+  const controls = isBase(t) || over
+    ? null
+    : h(
+        'span',
+        { class: 'task-controls' },
+        h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'task-pause', onclick: () => control(app.client.pauseTask(t.task_id, !t.paused)) }, t.paused ? 'Resume' : 'Pause'),
+        h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'task-cancel', onclick: () => confirmCancel(`task “${t.task_name}”`, (why) => app.client.cancelTask(t.task_id, why)) }, 'Cancel task'),
+      );
+  head.replaceChildren(
+    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, badge(t.execution_state, 'task-detail-state'), t.paused ? h('span', { class: 'flag flag-wait', testid: 'task-paused' }, 'paused') : null, controls),
+    h('p', { class: 'task-intention' }, t.task_intention || ''),
+    h(
+      'div',
+      { class: 'meta' },
+      h('span', { class: 'meta-item' }, h('span', { class: 'muted' }, 'manager '), agentChip(t.task_manager)),
+      h('span', { class: 'meta-item' }, h('span', { class: 'muted' }, 'group '), (t.task_group || []).map((id) => agentChip(id))),
+      tokens ? h('span', { class: 'meta-item muted' }, `tokens ${tokens}`) : null,
+      h('span', { class: 'meta-item muted mono', title: 'task id' }, fmt.short(t.task_id)),
+    ),
+  );
+}
+
+export function renderStages() {
+  const view = $('view-stages');
+  const t = store.get('task', ui.taskId);
+  if (!t) {
+    view.replaceChildren();
+    return;
+  }
+  const parts = [];
+  if (t.task_summary) {
+    parts.push(
+      h(
+        'section',
+        { class: `summary-card st-border-${t.execution_state}`, testid: 'task-summary' },
+        h('h3', null, t.execution_state === 'failed' ? 'Task failed' : t.execution_state === 'cancelled' ? 'Task cancelled' : 'Task summary'),
+        h('p', { class: 'pre' }, t.task_summary),
+      ),
+    );
+  }
+  const stages = store.stagesOf(t);
+  const list = h('ol', { class: 'stage-list', testid: 'stage-list' });
+  stages.forEach((r, i) => list.appendChild(stageCard(r.state, i)));
+  if (!stages.length) {
+    list.appendChild(
+      h(
+        'li',
+        { class: 'empty' },
+        isBase(t)
+          ? 'The base task never finishes and has no stages: it is where you give the manager a goal, which becomes a task of its own.'
+          : 'No stages yet: the manager adds them.',
+      ),
+    );
+  }
+  parts.push(list);
+  const info = t.shared_info_pool || [];
+  if (info.length) {
+    parts.push(
+      lazyDetails(`info:${t.task_id}`, `Shared info (${info.length})`, () =>
+        h(
+          'ul',
+          { class: 'info-list' },
+          info.map((e) => h('li', null, h('span', { class: 'muted' }, `${fmt.time(e.timestamp)} `), agentChip(e.agent_id), ' ', e.content)),
+        ),
+      { class: 'fold fold-info' }),
+    );
+  }
+  view.replaceChildren(...parts);
+}
+
+function stageCard(s, i) {
+  const alloc = s.agent_allocation || {};
+  const states = s.every_agent_state || {};
+  const sums = s.completion_summary || {};
+  const agents = [...new Set([...Object.keys(alloc), ...Object.keys(states)])];
+  return h(
+    'li',
+    { class: `stage-card st-border-${s.execution_state}`, testid: 'stage-item', 'data-stage-id': s.stage_id, 'data-state': s.execution_state },
+    h('div', { class: 'stage-top' }, h('span', { class: 'stage-no' }, `Stage ${i + 1}`), h('span', { class: 'stage-intention' }, s.stage_intention), badge(s.execution_state, 'stage-state')),
+    h(
+      'table',
+      { class: 'alloc' },
+      h('tbody', null,
+        agents.map((id) =>
+          h(
+            'tr',
+            { 'data-agent-id': id },
+            h('td', { class: 'alloc-agent' }, agentChip(id), badge(states[id] || 'idle', 'stage-agent-state')),
+            h(
+              'td',
+              { class: 'alloc-goal' },
+              h('div', null, alloc[id] || ''),
+              sums[id] ? h('div', { class: 'alloc-summary', testid: 'stage-summary' }, h('span', { class: 'label' }, 'Summary '), sums[id]) : null,
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
