@@ -6,13 +6,23 @@
 import { h, keyed, lazyDetails, jsonBlock, fmt, lockIcon } from './dom.js';
 import { agentFailures, failureReason } from './failures.js';
 import { callsSection } from './calls.js';
-import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE } from './ctx.js';
+import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches } from './ctx.js';
 import { confirmCancel } from './control.js';
 
 /** Answers being written (streamed), by step id: shown under the running step until it ends. */
 export const writing = new Map();
 
 /** The model agents first, the people (human agents) after them. */
+/** A step the filter keeps: by its intention, executor, text or id. */
+function stepMatches(s) {
+  return matches(s.step_intention, s.executor, s.text_content, s.step_id);
+}
+
+/** An agent the filter keeps: by its name, role or id, or by one of its steps. */
+function agentMatches(a) {
+  return matches(a.name, a.role, a.agent_id) || (ui.filter && store.stepsOf(a.agent_id).some((r) => stepMatches(r.state)));
+}
+
 function agentsInOrder() {
   const recs = store.all('agent');
   return [...recs.filter((r) => !r.state.human_config), ...recs.filter((r) => r.state.human_config)];
@@ -26,6 +36,7 @@ function classifySteps(agent) {
   for (const r of store.stepsOf(agent.agent_id)) {
     const st = r.state.execution_state;
     if (ui.stepsThisTask && r.state.task_id !== ui.taskId) continue;
+    if (ui.filter && !matches(agent.name, agent.role, agent.agent_id) && !stepMatches(r.state)) continue;
     if (st === 'running' || st.startsWith('waiting_for_')) running.push(r);
     else if (st === 'finished' || st === 'failed' || st === 'cancelled') done.push(r);
     else queued.push(r);
@@ -45,8 +56,9 @@ function lockOf(agent) {
 
 export function renderTeamList() {
   const list = $('agent-list');
-  const agents = agentsInOrder();
-  $('team-count').textContent = agents.length ? String(agents.length) : '';
+  const all = agentsInOrder();
+  const agents = all.filter((r) => agentMatches(r.state));
+  $('team-count').textContent = agents.length === all.length ? (all.length ? String(all.length) : '') : `${agents.length} of ${all.length}`;
   keyed(
     list,
     agents,
@@ -125,13 +137,13 @@ export function showAgent(id) {
 
 export function renderAgentCards() {
   const box = $('agent-cards');
-  const agents = agentsInOrder();
+  const agents = agentsInOrder().filter((r) => agentMatches(r.state));
   keyed(
     box,
     agents,
     (r) => r.state.agent_id,
     (r) =>
-      `${r.version}|${store.stepsOf(r.state.agent_id).map((s) => s.version).join(',')}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}`,
+      `${r.version}|${store.stepsOf(r.state.agent_id).map((s) => s.version).join(',')}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}|${ui.filter}`,
     (r) => agentCard(r.state),
   );
   if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, 'No agents yet.'));

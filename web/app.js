@@ -229,6 +229,8 @@ function signOut(message) {
   ui.receivers = new Set();
   ui.receiversPicked = false;
   ui.autoReceiver = null;
+  ui.filter = '';
+  $('filter').value = '';
   ui.taskPicked = false;
   ui.taskId = null;
   ui.composerTask = null;
@@ -265,6 +267,10 @@ function wire() {
   $('steps-this-task').addEventListener('change', (e) => {
     ui.stepsThisTask = e.target.checked;
     mark('agents');
+  });
+  $('filter').addEventListener('input', (e) => {
+    ui.filter = e.target.value.trim().toLowerCase();
+    mark('tasks', 'team', 'agents');
   });
   $('notices').addEventListener('toggle', () => {
     if ($('notices').open) markNoticesSeen();

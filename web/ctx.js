@@ -44,7 +44,14 @@ export const ui = {
   composerTaskPicked: false,
   receiversPicked: false, // the person chose receivers (else the task's manager is offered)
   autoReceiver: null,
+  filter: '', // lower-case words the task list, agent list and steps are filtered by
 };
+
+/** Whether any of the texts holds the filter (every text when there is none). */
+export function matches(...texts) {
+  if (!ui.filter) return true;
+  return texts.some((t) => typeof t === 'string' && t.toLowerCase().includes(ui.filter));
+}
 
 // ---------------------------------------------------------------- rendering schedule
 

@@ -4,7 +4,7 @@
 // person picked, else the newest running one, followed as new tasks start.
 
 import { h, keyed, lazyDetails, fmt } from './dom.js';
-import { $, app, store, ui, mark, agentChip, isBase, badge, tasksInOrder } from './ctx.js';
+import { $, app, store, ui, mark, agentChip, isBase, badge, tasksInOrder, matches } from './ctx.js';
 import { control, confirmCancel } from './control.js';
 
 /** Keeps the shown task when the person picked it, else follows the newest running one. */
@@ -46,8 +46,9 @@ function stageLabel(t) {
 
 export function renderTaskList() {
   const list = $('task-list');
-  const tasks = tasksInOrder();
-  $('task-count').textContent = tasks.length ? String(tasks.length) : '';
+  const all = tasksInOrder();
+  const tasks = all.filter((r) => matches(r.state.task_name, r.state.task_intention, r.state.task_id));
+  $('task-count').textContent = tasks.length === all.length ? (all.length ? String(all.length) : '') : `${tasks.length} of ${all.length}`;
   keyed(
     list,
     tasks,

@@ -300,6 +300,19 @@ try {
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-timeline.png') });
   });
 
+  await step('the filter narrows tasks, agents and steps, and clearing it shows all again', async () => {
+    await page.getByTestId('tab-agents').click();
+    await page.getByTestId('filter').fill('haiku for');
+    const tasks = () => page.locator('[data-testid="task-item"]').evaluateAll((els) => els.map((e) => e.dataset.taskId));
+    const shown = await tasks();
+    if (shown.length !== 1 || shown[0] !== task.id) throw new Failure(`filtered tasks: ${shown.join(', ')}`);
+    await page.getByTestId('filter').fill('wren');
+    const agents = await page.locator('[data-testid="agent-item"]').evaluateAll((els) => els.map((e) => e.dataset.agentId));
+    if (agents.join() !== 'writer') throw new Failure(`filtered agents: ${agents.join(', ')}`);
+    await page.getByTestId('filter').fill('');
+    if ((await tasks()).length < 2) throw new Failure('clearing the filter did not bring the tasks back');
+  });
+
   await step('who talks to whom: the task\'s agents and people as nodes, their messages as arrows', async () => {
     await page.locator(q.task(task.id)).click();
     await page.getByTestId('tab-graph').click();
