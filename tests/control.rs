@@ -90,8 +90,9 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
                 s.step(&step).map(|st| st.execution_state),
             )
         });
+        // Set aside, not failed: the agent did nothing wrong.
         if state == cohort::state::ExecutionState::Cancelled
-            && step_state == Some(cohort::state::StepExecutionState::Failed)
+            && step_state == Some(cohort::state::StepExecutionState::Cancelled)
         {
             break;
         }
@@ -244,7 +245,7 @@ async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
         });
         if old == cohort::state::ExecutionState::Failed
             && started
-            && step_state == Some(cohort::state::StepExecutionState::Failed)
+            && step_state == Some(cohort::state::StepExecutionState::Cancelled)
         {
             break;
         }

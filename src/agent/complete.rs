@@ -78,7 +78,7 @@ pub fn complete_step(
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
         // closed work, so the answer is kept for the record and nothing else happens.
         _ if !agent.holds(&step.task_id, &step.stage_id) => (
-            json!({ "error": STAGE_ENDED }),
+            set_aside(),
             Some(STAGE_ENDED.to_owned()),
         ),
         Err(e) => {
@@ -143,6 +143,12 @@ pub fn complete_step(
 /// Why a step whose stage or task ended while it ran changes nothing.
 const STAGE_ENDED: &str = "its stage or task ended (finished or cancelled) while the step ran; its call was abandoned or its answer set aside";
 
+/// The result of a step set aside because its work ended under it: it closes `cancelled`, not
+/// `failed` (the agent did nothing wrong), with the reason.
+fn set_aside() -> serde_json::Value {
+    json!({ "error": STAGE_ENDED, "cancelled": { "reason": "its stage or task ended" } })
+}
+
 /// What every ending of a step starts from: the step, an empty output from this agent, and
 /// the waits the agent held before (to tell which ones the step took).
 pub(super) fn opening(
@@ -189,8 +195,7 @@ pub fn complete_tool_step(
     };
     let (value, failure, stage_state) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            let why = STAGE_ENDED.to_owned();
-            (json!({ "error": why }), Some(why), StageAgentState::Working)
+            (set_aside(), Some(STAGE_ENDED.to_owned()), StageAgentState::Working)
         }
         Ok(v) => (v, None, StageAgentState::Working),
         // A failed call is a result the agent handles (the tool_decision after it sees why),
@@ -248,8 +253,7 @@ pub fn complete_tool_loop(
     }
     let (value, failure) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            let why = STAGE_ENDED.to_owned();
-            (json!({ "error": why }), Some(why))
+            (set_aside(), Some(STAGE_ENDED.to_owned()))
         }
         Ok(v) => (v, None),
         Err(e) => (json!({ "error": e }), Some(e)),

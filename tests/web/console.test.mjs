@@ -302,15 +302,18 @@ try {
 
   await step('the filter narrows tasks, agents and steps, and clearing it shows all again', async () => {
     await page.getByTestId('tab-agents').click();
+    // The lists are drawn in the next animation frame: wait for them to settle.
+    const count = (what) => `document.querySelectorAll('[data-testid="${what}"]').length`;
     await page.getByTestId('filter').fill('haiku for');
-    const tasks = () => page.locator('[data-testid="task-item"]').evaluateAll((els) => els.map((e) => e.dataset.taskId));
-    const shown = await tasks();
-    if (shown.length !== 1 || shown[0] !== task.id) throw new Failure(`filtered tasks: ${shown.join(', ')}`);
+    await page.waitForFunction(`${count('task-item')} === 1`);
+    const shown = await page.locator('[data-testid="task-item"]').getAttribute('data-task-id');
+    if (shown !== task.id) throw new Failure(`the filter kept task ${shown}`);
     await page.getByTestId('filter').fill('wren');
-    const agents = await page.locator('[data-testid="agent-item"]').evaluateAll((els) => els.map((e) => e.dataset.agentId));
-    if (agents.join() !== 'writer') throw new Failure(`filtered agents: ${agents.join(', ')}`);
+    await page.waitForFunction(`${count('agent-item')} === 1`);
+    const agent = await page.locator('[data-testid="agent-item"]').getAttribute('data-agent-id');
+    if (agent !== 'writer') throw new Failure(`the filter kept agent ${agent}`);
     await page.getByTestId('filter').fill('');
-    if ((await tasks()).length < 2) throw new Failure('clearing the filter did not bring the tasks back');
+    await page.waitForFunction(`${count('task-item')} >= 2 && ${count('agent-item')} >= 3`);
   });
 
   await step('who talks to whom: the task\'s agents and people as nodes, their messages as arrows', async () => {
@@ -376,6 +379,38 @@ try {
     if (rgb.length !== 3 || rgb.reduce((a, b) => a + b, 0) > 150) throw new Failure(`dark mode background is ${bg}`);
     await p.screenshot({ path: SHOT.replace(/(\.png)?$/, '-phone-dark.png'), fullPage: true });
     await phone.close();
+  });
+
+  await step('a long task is cancelled from the console: the task ends cancelled and its writer is free', async () => {
+    await page.getByTestId('composer-task').selectOption(baseId);
+    await page.locator(`[data-testid="receiver-option"][data-agent-id="${MANAGER}"] input`).check();
+    await page.getByTestId('composer-need-reply').uncheck();
+    await page.getByTestId('composer-waiting').uncheck();
+    await page.getByTestId('composer-content').fill('LONG TASK: think at length');
+    await page.getByTestId('composer-send').click();
+    await waitSent();
+    const long = page.locator('[data-testid="task-item"][data-task-name="A long task"]');
+    await long.waitFor();
+    const id = await long.getAttribute('data-task-id');
+    await long.click();
+    // The writer's plan waits for the operator's check (the example checks plans): confirm it.
+    const plan = page.locator('[data-testid="decision"][data-kind="plan"]').first();
+    await plan.waitFor();
+    await plan.getByTestId('decision-approve').click();
+    await page.getByTestId('tab-agents').click();
+    await page.locator('[data-testid="agent-card"][data-agent-id="writer"] [data-testid="step-item"][data-state="running"]').first().waitFor();
+    const failuresBefore = await page.locator('[data-testid="failure-item"]').count();
+    page.once('dialog', (d) => d.accept('not needed any more'));
+    await page.getByTestId('task-cancel').click();
+    await page.locator(`${q.task(id)}[data-state="cancelled"]`).waitFor();
+    await page.locator(`${q.agent('writer')}[data-working-state="idle"]`).waitFor();
+    const running = await page.locator('[data-testid="agent-card"][data-agent-id="writer"] [data-testid="step-item"][data-state="running"]').count();
+    if (running) throw new Failure('the writer still shows a running step after the task was cancelled');
+    // Its step was set aside (cancelled), not failed: the failures panel does not grow.
+    await page.locator('[data-testid="agent-card"][data-agent-id="writer"] [data-testid="step-item"][data-state="cancelled"]').first().waitFor();
+    const failuresAfter = await page.locator('[data-testid="failure-item"]').count();
+    if (failuresAfter !== failuresBefore) throw new Failure(`failures went from ${failuresBefore} to ${failuresAfter} on a cancel`);
+    await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-cancelled.png') });
   });
 
   await step(`screenshot to ${SHOT}`, async () => {
