@@ -577,6 +577,10 @@ async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() 
     assert_eq!(seen.body["state"]["step_lock"], json!([]));
 }
 
+fn content_type(r: &Reply) -> &str {
+    r.headers[header::CONTENT_TYPE].to_str().unwrap()
+}
+
 /// Without `--web`, the console built into the binary is served: an installed `cohort` needs
 /// no source tree.
 #[actix::test]
@@ -588,12 +592,7 @@ async fn the_built_in_console_is_served_without_a_web_dir() {
     assert_eq!(r.text, include_str!("../web/index.html"));
     let r = call(&app, "GET", "/app.js", None, None).await;
     assert_eq!(r.status, StatusCode::OK);
-    assert!(
-        r.headers[header::CONTENT_TYPE]
-            .to_str()
-            .unwrap()
-            .contains("javascript")
-    );
+    assert!(content_type(&r).contains("javascript"));
     let r = call(&app, "GET", "/no-such.js", None, None).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
@@ -611,20 +610,10 @@ async fn the_console_is_served_from_web_dir_without_escaping_it() {
     let r = call(&app, "GET", "/", None, None).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.text, "<h1>Cohort</h1>");
-    assert!(
-        r.headers[header::CONTENT_TYPE]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html")
-    );
+    assert!(content_type(&r).starts_with("text/html"));
     let r = call(&app, "GET", "/js/app.js", None, None).await;
     assert_eq!(r.status, StatusCode::OK);
-    assert!(
-        r.headers[header::CONTENT_TYPE]
-            .to_str()
-            .unwrap()
-            .contains("javascript")
-    );
+    assert!(content_type(&r).contains("javascript"));
     for escape in [
         "/../secret.txt",
         "/js/../../secret.txt",

@@ -112,11 +112,14 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
         "Cancelled by `operator`: changed my mind"
     );
     let step_json = team.monitor.get(StateKind::Step, step.as_str()).unwrap();
-    assert!(
-        step_json["execute_result"]
-            .to_string()
-            .contains("abandoned"),
+    let result = &step_json["execute_result"];
+    assert_eq!(
+        result["cancelled"]["reason"], "its stage or task ended",
         "{step_json}"
+    );
+    assert!(
+        result["cancelled"].get("by").is_none(),
+        "set aside by the runtime, not by a person: {step_json}"
     );
     for s in team.monitor.snapshot(StateKind::Stage).values() {
         if s["task_id"] == task.as_str() {

@@ -12,7 +12,6 @@ import { confirmCancel } from './control.js';
 /** Answers being written (streamed), by step id: shown under the running step until it ends. */
 export const writing = new Map();
 
-/** The model agents first, the people (human agents) after them. */
 /** A step the filter keeps: by its intention, executor, text or id. */
 function stepMatches(s) {
   return matches(s.step_intention, s.executor, s.text_content, s.step_id);
@@ -23,6 +22,7 @@ function agentMatches(a) {
   return matches(a.name, a.role, a.agent_id) || (ui.filter && store.stepsOf(a.agent_id).some((r) => stepMatches(r.state)));
 }
 
+/** The model agents first, the people (human agents) after them. */
 function agentsInOrder() {
   const recs = store.all('agent');
   return [...recs.filter((r) => !r.state.human_config), ...recs.filter((r) => r.state.human_config)];
@@ -122,7 +122,16 @@ export function renderTeamList() {
 }
 
 /** Shows an agent's card in the agents view, briefly highlighted. */
+/** A view that points at something the filter hides clears the filter first. */
+function clearFilter() {
+  if (!ui.filter) return;
+  ui.filter = '';
+  $('filter').value = '';
+  mark('tasks', 'team', 'agents');
+}
+
 export function showAgent(id) {
+  clearFilter();
   app.setTab('agents');
   requestAnimationFrame(() => {
     const card = document.querySelector(`#agent-cards [data-agent-id="${CSS.escape(id)}"]`);
@@ -146,7 +155,7 @@ export function renderAgentCards() {
       `${r.version}|${store.stepsOf(r.state.agent_id).map((s) => s.version).join(',')}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}|${ui.filter}`,
     (r) => agentCard(r.state),
   );
-  if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, 'No agents yet.'));
+  if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, ui.filter ? 'No agent or step matches the filter.' : 'No agents yet.'));
 }
 
 const FINISHED_SHOWN = 6;
@@ -228,7 +237,8 @@ function stepRow(s) {
   const tokens = fmt.tokens(s.token_usage);
   const res = s.execute_result;
   const dropped = res && res.dropped === true;
-  const error = s.execution_state === 'failed' && res && typeof res.error === 'string' ? res.error : null;
+  // Why it failed, or why it was set aside (cancelled by a person, or its work ended).
+  const error = ['failed', 'cancelled'].includes(s.execution_state) && res && typeof res.error === 'string' ? res.error : null;
   const human = store.get('agent', s.agent_id)?.human_config;
   const summary = h(
     'span',
@@ -277,6 +287,7 @@ function stepRow(s) {
 
 /** Shows a step in its agent's card, opened. */
 export function showStep(s) {
+  clearFilter();
   ui.stepsThisTask = false;
   $('steps-this-task').checked = false;
   if (!ui.showAllSteps.has(s.agent_id)) ui.showAllSteps.add(s.agent_id);

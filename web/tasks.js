@@ -90,7 +90,7 @@ export function renderTaskList() {
       );
     },
   );
-  if (!tasks.length) list.replaceChildren(h('li', { class: 'empty' }, 'No tasks yet.'));
+  if (!tasks.length) list.replaceChildren(h('li', { class: 'empty' }, ui.filter ? 'No task matches the filter.' : 'No tasks yet.'));
 }
 
 export function renderTaskHead() {

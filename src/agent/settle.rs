@@ -31,7 +31,8 @@ pub struct Settle {
     step_chars: usize,
     /// Its plan waits for a person's check: the step closes waiting, not finished.
     awaits_check: bool,
-    /// Who cancelled it and why, when a person did: it closes cancelled, not failed.
+    /// Who cancelled it and why, when a person did or its work ended under it: it closes
+    /// cancelled, not failed.
     cancelled: Option<Value>,
 }
 

@@ -2,7 +2,7 @@
 //! one `Limited` model, so a team of a thousand agents keeps at most `max_in_flight` requests
 //! open and the rest wait their turn (in arrival order) instead of overwhelming the server.
 
-use super::{Answered, ChatModel, ChatReply, ChatRequest, LlmError};
+use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -22,21 +22,7 @@ impl Limited {
 }
 
 impl ChatModel for Limited {
-    fn carry_on(&self, answered: &[Answered]) {
-        self.inner.carry_on(answered);
-    }
-
-    fn prompt_budget(&self) -> Option<usize> {
-        self.inner.prompt_budget()
-    }
-
-    fn native_tools(&self) -> bool {
-        self.inner.native_tools()
-    }
-
-    fn constrains_answers(&self) -> bool {
-        self.inner.constrains_answers()
-    }
+    super::delegate_to_inner!();
 
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
         let inner = self.inner.clone();

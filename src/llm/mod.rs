@@ -154,6 +154,29 @@ pub enum LlmError {
 
 /// A chat model. The returned future owns everything it needs, so an agent actor can spawn it
 /// and keep handling messages while the call runs.
+/// The [`ChatModel`] methods of a model that wraps another (`self.inner`) and only changes how
+/// `chat` is done: everything else is the inner model's.
+macro_rules! delegate_to_inner {
+    () => {
+        fn carry_on(&self, answered: &[$crate::llm::Answered]) {
+            self.inner.carry_on(answered);
+        }
+
+        fn prompt_budget(&self) -> Option<usize> {
+            self.inner.prompt_budget()
+        }
+
+        fn native_tools(&self) -> bool {
+            self.inner.native_tools()
+        }
+
+        fn constrains_answers(&self) -> bool {
+            self.inner.constrains_answers()
+        }
+    };
+}
+pub(crate) use delegate_to_inner;
+
 pub trait ChatModel: Send + Sync + 'static {
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>>;
 

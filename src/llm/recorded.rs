@@ -4,7 +4,7 @@
 //! [`KEPT`] calls within [`BYTES_KEPT`], each text cut to [`TEXT_KEPT`], older calls forgotten,
 //! so the cost stays flat however long the team runs and however large its prompts.
 
-use super::{Answered, ChatModel, ChatReply, ChatRequest, LlmError};
+use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use crate::ids::{AgentId, StepId};
 use crate::state::TokenUsage;
 use futures::future::BoxFuture;
@@ -142,21 +142,7 @@ impl Drop for Pending {
 }
 
 impl ChatModel for Recorded {
-    fn carry_on(&self, answered: &[Answered]) {
-        self.inner.carry_on(answered);
-    }
-
-    fn prompt_budget(&self) -> Option<usize> {
-        self.inner.prompt_budget()
-    }
-
-    fn native_tools(&self) -> bool {
-        self.inner.native_tools()
-    }
-
-    fn constrains_answers(&self) -> bool {
-        self.inner.constrains_answers()
-    }
+    super::delegate_to_inner!();
 
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
         let mut pending = Pending {

@@ -40,7 +40,8 @@ pub enum StepExecutionState {
     WaitingForParam,
     Finished,
     Failed,
-    /// A person cancelled it (see `agent::cancel`).
+    /// Set aside: a person cancelled it (see `agent::cancel`), or its stage or task ended while
+    /// it ran.
     Cancelled,
 }
 

@@ -302,16 +302,14 @@ try {
 
   await step('the filter narrows tasks, agents and steps, and clearing it shows all again', async () => {
     await page.getByTestId('tab-agents').click();
-    // The lists are drawn in the next animation frame: wait for them to settle.
+    // The lists are drawn in the next animation frame: wait until they show exactly the match.
     const count = (what) => `document.querySelectorAll('[data-testid="${what}"]').length`;
+    const only = (what, attr, value) =>
+      `(() => { const els = document.querySelectorAll('[data-testid="${what}"]'); return els.length === 1 && els[0].getAttribute('${attr}') === '${value}'; })()`;
     await page.getByTestId('filter').fill('haiku for');
-    await page.waitForFunction(`${count('task-item')} === 1`);
-    const shown = await page.locator('[data-testid="task-item"]').getAttribute('data-task-id');
-    if (shown !== task.id) throw new Failure(`the filter kept task ${shown}`);
+    await page.waitForFunction(only('task-item', 'data-task-id', task.id));
     await page.getByTestId('filter').fill('wren');
-    await page.waitForFunction(`${count('agent-item')} === 1`);
-    const agent = await page.locator('[data-testid="agent-item"]').getAttribute('data-agent-id');
-    if (agent !== 'writer') throw new Failure(`the filter kept agent ${agent}`);
+    await page.waitForFunction(only('agent-item', 'data-agent-id', 'writer'));
     await page.getByTestId('filter').fill('');
     await page.waitForFunction(`${count('task-item')} >= 2 && ${count('agent-item')} >= 3`);
   });
@@ -333,13 +331,7 @@ try {
   });
 
   await step('a step that fails shows in the failures panel with its reason, and marks its agent', async () => {
-    await page.getByTestId('composer-task').selectOption(baseId);
-    await page.locator(`[data-testid="receiver-option"][data-agent-id="${MANAGER}"] input`).check();
-    await page.getByTestId('composer-need-reply').uncheck();
-    await page.getByTestId('composer-waiting').uncheck();
-    await page.getByTestId('composer-content').fill('FAIL ON PURPOSE: show me what a failure looks like');
-    await page.getByTestId('composer-send').click();
-    await waitSent();
+    await sendGoal(baseId, 'FAIL ON PURPOSE: show me what a failure looks like');
     const item = page.locator('[data-testid="failure-item"]').first();
     await item.waitFor();
     const reason = (await item.getByTestId('failure-reason').textContent()) || '';
@@ -382,13 +374,7 @@ try {
   });
 
   await step('a long task is cancelled from the console: the task ends cancelled and its writer is free', async () => {
-    await page.getByTestId('composer-task').selectOption(baseId);
-    await page.locator(`[data-testid="receiver-option"][data-agent-id="${MANAGER}"] input`).check();
-    await page.getByTestId('composer-need-reply').uncheck();
-    await page.getByTestId('composer-waiting').uncheck();
-    await page.getByTestId('composer-content').fill('LONG TASK: think at length');
-    await page.getByTestId('composer-send').click();
-    await waitSent();
+    await sendGoal(baseId, 'LONG TASK: think at length');
     const long = page.locator('[data-testid="task-item"][data-task-name="A long task"]');
     await long.waitFor();
     const id = await long.getAttribute('data-task-id');
@@ -446,6 +432,17 @@ try {
   await browser.close().catch(() => {});
 }
 process.exit(ok ? 0 : 1);
+
+/** Sends the manager a goal in the base task, as the operator would from the composer. */
+async function sendGoal(baseId, text) {
+  await page.getByTestId('composer-task').selectOption(baseId);
+  await page.locator(`[data-testid="receiver-option"][data-agent-id="${MANAGER}"] input`).check();
+  await page.getByTestId('composer-need-reply').uncheck();
+  await page.getByTestId('composer-waiting').uncheck();
+  await page.getByTestId('composer-content').fill(text);
+  await page.getByTestId('composer-send').click();
+  await waitSent();
+}
 
 async function waitSent() {
   const status = page.getByTestId('composer-status');
