@@ -51,7 +51,7 @@ pub fn interpret(
         accepted = vec![PlannedStep::new(
             Executor::Skill(Skill::Summary),
             "Summarise my work in this stage",
-            "Reflection found nothing left to do; summarise what was achieved.",
+            super::summary::CLOSING,
         )];
         note = Some(if nothing_new {
             "the reflection planned only steps already run in this stage: a summary step was added instead"

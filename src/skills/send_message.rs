@@ -94,8 +94,12 @@ pub fn interpret(
                     )));
                 }
             }
+            // A reply closes its exchange: one that asked for a reply in turn let a real 1.5B
+            // writer and manager trade replies until the repeat limit stopped them. A further
+            // question is a message of its own (a planned send_message), or a person's ask.
+            let reply = step.reply_to.is_some() && draft.ask.is_none();
             // A question is asked to be answered: the sender waits for it.
-            let waiting = (draft.waiting || draft.ask.is_some()).then(|| {
+            let waiting = (!reply && (draft.waiting || draft.ask.is_some())).then(|| {
                 receiver
                     .iter()
                     .map(|_| WaitId::random())
@@ -112,7 +116,7 @@ pub fn interpret(
                 message: draft.message,
                 stage_relative,
                 // Waiting for a reply nobody owes would lock the sender forever.
-                need_reply: draft.need_reply || waiting.is_some(),
+                need_reply: (draft.need_reply && !reply) || waiting.is_some(),
                 waiting,
                 // Only the runtime links a reply to the wait it answers (`reply_to`); a wait id
                 // in the text (copied from someone else's message) is just text.
@@ -230,6 +234,12 @@ mod tests {
             vec![crate::ids::AgentId::from("asker"), "x".into()]
         );
         assert_eq!(m.return_waiting_id, Some(WaitId::from("w-9")));
+
+        // A reply that asks for a reply in turn does not: it closes the exchange.
+        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["asker"], "message": "and you?", "need_reply": true, "waiting": true}</send_message>"#, now()).unwrap();
+        let m = o.send_message.unwrap();
+        assert!(!m.need_reply && m.waiting.is_none(), "{m:?}");
+        assert!(a.step_lock.is_empty(), "no wait held");
     }
 
     #[test]

@@ -6,6 +6,11 @@ use crate::parse;
 use crate::state::{StageAgentState, StepState};
 use serde_json::json;
 
+/// The text of the summary step the runtime adds when a reflection finds nothing left to do.
+/// It names what to report: a real 1.5B model handed back the older wording ("Reflection found
+/// nothing left to do; summarise what was achieved") as its summary, re-asked three times.
+pub const CLOSING: &str = "Report the result of my goal in this stage: the result itself (the text, answer or file name, in full when it is short, such as a poem) and how it was reached.";
+
 pub fn interpret(step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
     if step.stage_id.stage().is_none() {
         return Err(SkillError::Invalid(
@@ -60,12 +65,8 @@ mod tests {
         assert_eq!(o.completion.as_deref(), Some("wrote the draft"));
         assert_eq!(o.stage_state, StageAgentState::Finished);
         // Its own instruction handed back is no summary.
-        let echo = running(
-            &mut a,
-            Skill::Summary,
-            "Reflection found nothing left to do; summarise what was achieved.",
-        );
-        let why = interpret(&echo, "<completion_summary>Reflection found nothing left to do; summarise what was achieved.</completion_summary>")
+        let echo = running(&mut a, Skill::Summary, CLOSING);
+        let why = interpret(&echo, &format!("<completion_summary>{CLOSING}</completion_summary>"))
             .err()
             .unwrap()
             .to_string();
