@@ -12,9 +12,19 @@ import { confirmCancel } from './control.js';
 /** Answers being written (streamed), by step id: shown under the running step until it ends. */
 export const writing = new Map();
 
+/** Each step's searchable text, lower-cased once (none of it changes after the step is made),
+ * so a filter over thousands of steps costs a substring search per step and frame. */
+const searchText = new WeakMap();
+
 /** A step the filter keeps: by its intention, executor, text or id. */
 function stepMatches(s) {
-  return matches(s.step_intention, s.executor, s.text_content, s.step_id);
+  if (!ui.filter) return true;
+  let text = searchText.get(s);
+  if (text === undefined) {
+    text = [s.step_intention, s.executor, s.text_content, s.step_id].join('\n').toLowerCase();
+    searchText.set(s, text);
+  }
+  return text.includes(ui.filter);
 }
 
 /** An agent the filter keeps: by its name, role or id, or by one of its steps. */
@@ -41,12 +51,10 @@ function classifySteps(agent) {
     else if (st === 'finished' || st === 'failed' || st === 'cancelled') done.push(r);
     else queued.push(r);
   }
-  const order = [...todo];
-  queued.sort((a, b) => {
-    const ia = order.indexOf(a.state.step_id);
-    const ib = order.indexOf(b.state.step_id);
-    return (ia < 0 ? 1e9 : ia) - (ib < 0 ? 1e9 : ib) || a.seq - b.seq;
-  });
+  // Queue order, looked up once per step (not searched per comparison).
+  const place = new Map([...todo].map((id, i) => [id, i]));
+  const at = (r) => place.get(r.state.step_id) ?? 1e9;
+  queued.sort((a, b) => at(a) - at(b) || a.seq - b.seq);
   return { running, queued, done };
 }
 

@@ -29,9 +29,10 @@ export function edgesOf(pool) {
     for (const to of m.receiver || []) {
       if (to === m.sender_id) continue;
       const key = `${m.sender_id}\u2192${to}`;
-      const e = edges.get(key) || { from: m.sender_id, to, count: 0, waits: false };
+      const e = edges.get(key) || { from: m.sender_id, to, count: 0, waits: false, waitIds: [] };
       e.count += 1;
-      e.waits = !!(m.waiting && m.waiting.length);
+      // The newest message's wait ids: the arrow is dashed while its sender still holds one.
+      e.waitIds = (m.waiting && m.waiting.length ? m.waiting : []).map(String);
       edges.set(key, e);
     }
   }
@@ -60,12 +61,13 @@ export function renderGraph(ctx, view) {
     }),
   );
   const most = Math.max(1, ...edges.map((e) => e.count));
-  // Dashed only while its sender still holds a wait: an answered question is history.
-  const holdsWait = (id) => {
-    const a = store.get('agent', id);
-    return !!a && Array.isArray(a.step_lock) && a.step_lock.length > 0;
-  };
-  for (const e of edges) e.waits = e.waits && holdsWait(e.from);
+  // Dashed only while its sender still holds that message's wait: an answered question is
+  // history.
+  for (const e of edges) {
+    const a = store.get('agent', e.from);
+    const held = new Set(a && Array.isArray(a.step_lock) ? a.step_lock.map(String) : []);
+    e.waits = e.waitIds.some((w) => held.has(w));
+  }
   const arrows = edges.map((e) => {
     const p = at.get(e.from);
     const q = at.get(e.to);
