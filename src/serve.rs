@@ -102,13 +102,8 @@ pub async fn serve_team(
     let bound = listener
         .local_addr()
         .map_err(|source| ServeError::Bind { addr: bind, source })?;
-    let state = ApiState::new(
-        &team,
-        &cfg.humans,
-        web_dir,
-        allowed_origins(bound),
-    )
-    .with_feed_config(cfg.feeds.into());
+    let state = ApiState::new(&team, &cfg.humans, web_dir, allowed_origins(bound))
+        .with_feed_config(cfg.feeds.into());
     let state = match store {
         Some(store) => state.with_store(cfg.session_ttl, store).await?,
         None => state.with_session_ttl(cfg.session_ttl),

@@ -43,7 +43,10 @@ fn the_examples_pass_check() {
 #[test]
 fn the_readme_sample_team_passes_check() {
     let readme = std::fs::read_to_string("README.md").unwrap();
-    let start = readme.find("```yaml\nname: quickstart").expect("the README's team file") + 8;
+    let start = readme
+        .find("```yaml\nname: quickstart")
+        .expect("the README's team file")
+        + 8;
     let sample = &readme[start..start + readme[start..].find("```").unwrap()];
     let f = temp("readme", sample);
     std::fs::copy(
@@ -140,7 +143,10 @@ fn check_counts_templates_and_notes_one_this_team_cannot_hire_from() {
         .output()
         .unwrap();
     assert_eq!(strict.status.code(), Some(1), "--strict fails on a warning");
-    assert_eq!(String::from_utf8_lossy(&strict.stderr), "1 warning (--strict)\n");
+    assert_eq!(
+        String::from_utf8_lossy(&strict.stderr),
+        "1 warning (--strict)\n"
+    );
 }
 
 #[test]

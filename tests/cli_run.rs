@@ -21,10 +21,19 @@ fn golden(name: &str) -> String {
 
 #[test]
 fn the_quickstart_run_prints_its_summary_stage_lines_and_a_true_closing_line() {
-    let out = cohort(&["run", "--team", "examples/quickstart/team.yaml", "--goal", HAIKU]);
+    let out = cohort(&[
+        "run",
+        "--team",
+        "examples/quickstart/team.yaml",
+        "--goal",
+        HAIKU,
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), golden("quickstart_run.stdout"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        golden("quickstart_run.stdout")
+    );
     // Stages in order, with their agents; the two stage-one agents' steps interleave freely.
     let stages: Vec<&str> = stderr.lines().filter(|l| l.starts_with("stage ")).collect();
     assert_eq!(stages.join("\n") + "\n", golden("quickstart_run.stages"));
@@ -32,7 +41,9 @@ fn the_quickstart_run_prints_its_summary_stage_lines_and_a_true_closing_line() {
     assert_eq!(steps.len(), 20, "{stderr}");
     // Each step line says how long it ran and what it cost.
     assert!(
-        steps.iter().all(|l| l.contains(" ms, ") || l.contains(" s, ")),
+        steps
+            .iter()
+            .all(|l| l.contains(" ms, ") || l.contains(" s, ")),
         "{stderr}"
     );
     assert!(!stderr.contains('\x1b'), "no colour without a terminal");
@@ -47,16 +58,35 @@ fn the_quickstart_run_prints_its_summary_stage_lines_and_a_true_closing_line() {
 #[test]
 fn a_run_that_finishes_on_its_step_limit_reports_the_finish_and_exits_zero() {
     let out = cohort(&[
-        "run", "--team", "examples/quickstart/team.yaml", "--goal", HAIKU, "--max-steps", "20",
+        "run",
+        "--team",
+        "examples/quickstart/team.yaml",
+        "--goal",
+        HAIKU,
+        "--max-steps",
+        "20",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.lines().last().unwrap().starts_with("task finished (20 steps"), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("task finished (20 steps"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn an_empty_goal_is_bad_input() {
-    let out = cohort(&["run", "--team", "examples/quickstart/team.yaml", "--goal", "  "]);
+    let out = cohort(&[
+        "run",
+        "--team",
+        "examples/quickstart/team.yaml",
+        "--goal",
+        "  ",
+    ]);
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
@@ -67,7 +97,13 @@ fn an_empty_goal_is_bad_input() {
 #[test]
 fn a_missing_api_key_is_said_once_and_is_bad_input() {
     let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
-        .args(["run", "--team", "examples/openai/team.yaml", "--goal", HAIKU])
+        .args([
+            "run",
+            "--team",
+            "examples/openai/team.yaml",
+            "--goal",
+            HAIKU,
+        ])
         .env_remove("OPENAI_API_KEY")
         .output()
         .unwrap();
@@ -122,10 +158,18 @@ fn ctrl_c_ends_the_run_with_exit_130() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(
-        stderr.lines().last().unwrap().starts_with("interrupted before the task finished (0 steps"),
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("interrupted before the task finished (0 steps"),
         "{stderr}"
     );
-    assert!(sent.elapsed() < Duration::from_secs(30), "stopped in {:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(30),
+        "stopped in {:?}",
+        sent.elapsed()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -133,10 +177,19 @@ fn ctrl_c_ends_the_run_with_exit_130() {
 #[test]
 fn serve_refuses_a_web_folder_without_a_console() {
     let out = cohort(&[
-        "serve", "--team", "examples/quickstart/team.yaml", "--no-data", "--bind",
-        "127.0.0.1:0", "--web", "/nonexistent",
+        "serve",
+        "--team",
+        "examples/quickstart/team.yaml",
+        "--no-data",
+        "--bind",
+        "127.0.0.1:0",
+        "--web",
+        "/nonexistent",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("--web /nonexistent: no index.html there"), "{stderr}");
+    assert!(
+        stderr.contains("--web /nonexistent: no index.html there"),
+        "{stderr}"
+    );
 }

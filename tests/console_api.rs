@@ -94,9 +94,19 @@ async fn a_steps_llm_calls_are_readable_with_prompt_and_raw_reply() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     let calls = r.body["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "{}", r.text);
-    assert!(calls[0]["prompt"].as_str().unwrap().contains("Design a logo"));
+    assert!(
+        calls[0]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("Design a logo")
+    );
     assert!(!calls[0]["system"].as_str().unwrap().is_empty());
-    assert!(calls[0]["reply"].as_str().unwrap().starts_with("<planned_step>"));
+    assert!(
+        calls[0]["reply"]
+            .as_str()
+            .unwrap()
+            .starts_with("<planned_step>")
+    );
     assert!(calls[0]["answered_at"].as_i64() >= calls[0]["sent_at"].as_i64());
     let r = get(&app, "/api/step/no-such-step/calls", &alice).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);

@@ -203,7 +203,10 @@ async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
         {
             let s = done.unwrap();
             assert_eq!(s["executor"], "task_manager");
-            assert_eq!(s["execute_result"]["task_instruction"]["action"], "add_task");
+            assert_eq!(
+                s["execute_result"]["task_instruction"]["action"],
+                "add_task"
+            );
             assert!(stub.requests().iter().all(|r| r.body["stream"] == true));
             team.shutdown().await;
             let _ = std::fs::remove_dir_all(&dir);

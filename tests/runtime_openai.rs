@@ -115,15 +115,16 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_goal_is_tri
     let tries = failed["execute_result"]["reasked"].as_array().unwrap();
     assert_eq!(tries.len(), 3, "asked again three times: {tries:?}");
     assert!(
-        tries
-            .iter()
-            .all(|t| t["answer"] == bad
-                && t["error"].as_str().unwrap().contains("task_instruction"))
+        tries.iter().all(
+            |t| t["answer"] == bad && t["error"].as_str().unwrap().contains("task_instruction")
+        )
     );
 
-    wait_for_steps(&team.monitor, "the goal's second try and the new task", |s| {
-        with(s, "task_manager", "finished") == 2
-    })
+    wait_for_steps(
+        &team.monitor,
+        "the goal's second try and the new task",
+        |s| with(s, "task_manager", "finished") == 2,
+    )
     .await;
 
     let reqs = stub.requests();
@@ -164,7 +165,9 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_goal_is_tri
 async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
     let stub = OpenAiStub::start().await;
     stub.push_all([
-        StubResponse::cut_off("<task_instruction>{\"action\": \"add_task\", \"task_name\": \"a very long"),
+        StubResponse::cut_off(
+            "<task_instruction>{\"action\": \"add_task\", \"task_name\": \"a very long",
+        ),
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
@@ -225,10 +228,7 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
         .unwrap();
     assert_eq!(goal["execution_state"], "finished", "{goal}");
     assert_eq!(
-        goal["execute_result"]["reasked"]
-            .as_array()
-            .unwrap()
-            .len(),
+        goal["execute_result"]["reasked"].as_array().unwrap().len(),
         1
     );
     wait_for_steps(&team.monitor, "the new task's step", |s| {
@@ -348,8 +348,16 @@ async fn a_prompt_refused_as_too_long_is_built_again_under_the_window_the_endpoi
     })
     .await;
     let reqs = stub.requests();
-    assert_eq!(reqs.len(), 3, "refused, asked again, then the new task's step");
-    assert_eq!(reqs[1].prompt(), reqs[0].prompt(), "a short prompt fits as it was");
+    assert_eq!(
+        reqs.len(),
+        3,
+        "refused, asked again, then the new task's step"
+    );
+    assert_eq!(
+        reqs[1].prompt(),
+        reqs[0].prompt(),
+        "a short prompt fits as it was"
+    );
     let steps = team.monitor.snapshot(StateKind::Step);
     assert!(
         steps.values().all(|s| s["execution_state"] != "failed"),
@@ -362,13 +370,17 @@ async fn a_prompt_refused_as_too_long_is_built_again_under_the_window_the_endpoi
         StubResponse::error(400, too_long),
     ]);
     team.submit_goal(None, "second goal").await.unwrap();
-    wait_for_steps(&team.monitor, "the second goal's step to fail saying why", |s| {
-        s.iter().any(|s| {
-            s["execution_state"] == "failed"
-                && s["execute_result"]["error"]
-                    .as_str()
-                    .is_some_and(|r| r.contains("context window (8192 tokens)"))
-        })
-    })
+    wait_for_steps(
+        &team.monitor,
+        "the second goal's step to fail saying why",
+        |s| {
+            s.iter().any(|s| {
+                s["execution_state"] == "failed"
+                    && s["execute_result"]["error"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("context window (8192 tokens)"))
+            })
+        },
+    )
     .await;
 }

@@ -77,10 +77,9 @@ pub fn complete_step(
     let (result, failure) = match reply {
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
         // closed work, so the answer is kept for the record and nothing else happens.
-        _ if !agent.holds(&step.task_id, &step.stage_id) => (
-            set_aside(),
-            Some(STAGE_ENDED.to_owned()),
-        ),
+        _ if !agent.holds(&step.task_id, &step.stage_id) => {
+            (set_aside(), Some(STAGE_ENDED.to_owned()))
+        }
         Err(e) => {
             stage_state = StageAgentState::Failed;
             (json!({ "error": e }), Some(e))
@@ -194,9 +193,11 @@ pub fn complete_tool_step(
         return StepCompletion::vanished();
     };
     let (value, failure, stage_state) = match result {
-        _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            (set_aside(), Some(STAGE_ENDED.to_owned()), StageAgentState::Working)
-        }
+        _ if !agent.holds(&step.task_id, &step.stage_id) => (
+            set_aside(),
+            Some(STAGE_ENDED.to_owned()),
+            StageAgentState::Working,
+        ),
         Ok(v) => (v, None, StageAgentState::Working),
         // A failed call is a result the agent handles (the tool_decision after it sees why),
         // not a failure of the agent in its stage.
@@ -519,7 +520,10 @@ mod tests {
         fail(&mut a, &id, "no <task_instruction> tag");
         let again = a.agent_step.next().unwrap().clone();
         assert_eq!(again.executor, Executor::Skill(Skill::TaskManager));
-        assert!(crate::agent::asks_to_act(&again), "still a step that must act");
+        assert!(
+            crate::agent::asks_to_act(&again),
+            "still a step that must act"
+        );
         assert!(again.text_content.contains("Write a haiku."));
         assert!(again.text_content.contains("no <task_instruction> tag"));
 

@@ -14,7 +14,11 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
     ("tasks.js", JS, include_bytes!("../../web/tasks.js")),
     ("agents.js", JS, include_bytes!("../../web/agents.js")),
     ("chat.js", JS, include_bytes!("../../web/chat.js")),
-    ("conversations.js", JS, include_bytes!("../../web/conversations.js")),
+    (
+        "conversations.js",
+        JS,
+        include_bytes!("../../web/conversations.js"),
+    ),
     ("composer.js", JS, include_bytes!("../../web/composer.js")),
     ("control.js", JS, include_bytes!("../../web/control.js")),
     ("api.js", JS, include_bytes!("../../web/api.js")),
@@ -82,7 +86,11 @@ mod tests {
 
     #[test]
     fn a_folder_without_index_html_is_refused() {
-        assert!(check_dir(Path::new("/nonexistent")).unwrap_err().contains("/nonexistent"));
+        assert!(
+            check_dir(Path::new("/nonexistent"))
+                .unwrap_err()
+                .contains("/nonexistent")
+        );
         assert!(check_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("web")).is_ok());
     }
 }

@@ -85,7 +85,8 @@ mod tests {
 
     #[test]
     fn a_cause_the_message_already_quotes_is_said_once() {
-        let e = anyhow::Error::new(Quoting(std::env::VarError::NotPresent)).context("loading t.yaml");
+        let e =
+            anyhow::Error::new(Quoting(std::env::VarError::NotPresent)).context("loading t.yaml");
         assert_eq!(
             describe(&e),
             "loading t.yaml: API key variable OPENAI_API_KEY not set: environment variable not found"

@@ -68,7 +68,9 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
                 StepExecutionState::Cancelled => paint.yellow("STOP"),
                 _ => paint.red("FAIL"),
             };
-            let took = took.map(|d| format!("{}, ", duration(d))).unwrap_or_default();
+            let took = took
+                .map(|d| format!("{}, ", duration(d)))
+                .unwrap_or_default();
             let mut line = format!(
                 "{mark} {:<10} {:<22} {} {}",
                 step.agent_id.as_str(),
@@ -146,7 +148,11 @@ mod tests {
         let mut stage = StageState::new(
             "t".into(),
             "Draft it".into(),
-            [("writer".into(), "draft".into()), ("reviewer".into(), "review".into())].into(),
+            [
+                ("writer".into(), "draft".into()),
+                ("reviewer".into(), "review".into()),
+            ]
+            .into(),
         );
         stage.execution_state = ExecutionState::Running;
         assert_eq!(
@@ -161,7 +167,10 @@ mod tests {
                 running_for: Duration::from_secs(48),
             }],
         };
-        assert_eq!(line(&waiting, &plain), "…    1m 35s in: manager task_manager 48.0 s");
+        assert_eq!(
+            line(&waiting, &plain),
+            "…    1m 35s in: manager task_manager 48.0 s"
+        );
         assert!(line(&waiting, &Paint(true)).starts_with("\x1b[2m"));
     }
 }

@@ -2,8 +2,8 @@
 //! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests).
 
 pub mod limit;
-pub mod recorded;
 pub mod openai;
+pub mod recorded;
 pub mod scripted;
 pub mod structured;
 

@@ -293,7 +293,11 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
         };
         // Too long for the window: no retry of the same prompt helps; the caller builds a
         // shorter one under the window the refusal named.
-        if let AttemptFailure::Status(HttpStatus { status: 400 | 413 | 422, body, .. }) = &failure
+        if let AttemptFailure::Status(HttpStatus {
+            status: 400 | 413 | 422,
+            body,
+            ..
+        }) = &failure
             && let Some(window) = context::window_from_refusal(body)
         {
             let before = inner.learned_window.load(Ordering::Relaxed);

@@ -71,7 +71,11 @@ impl CallLog {
     /// The calls of one step still kept, oldest first (a re-asked answer makes several).
     pub fn of_step(&self, step: &StepId) -> Vec<Call> {
         let k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        k.calls.iter().filter(|c| &c.step_id == step).cloned().collect()
+        k.calls
+            .iter()
+            .filter(|c| &c.step_id == step)
+            .cloned()
+            .collect()
     }
 }
 
@@ -135,7 +139,9 @@ impl Drop for Pending {
     fn drop(&mut self) {
         if let Some(mut call) = self.call.take() {
             call.answered_at = now_ms();
-            call.error = Some("abandoned before an answer came (the step was cancelled or its work ended)".into());
+            call.error = Some(
+                "abandoned before an answer came (the step was cancelled or its work ended)".into(),
+            );
             self.log.push(call);
         }
     }
@@ -181,7 +187,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cohort-recorded-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("s.yaml");
-        std::fs::write(&f, "replies:\n  w:\n    think:\n      - when: x\n        text: '<think>ok</think>'\n").unwrap();
+        std::fs::write(
+            &f,
+            "replies:\n  w:\n    think:\n      - when: x\n        text: '<think>ok</think>'\n",
+        )
+        .unwrap();
         let log = Arc::new(CallLog::default());
         let m = Recorded::new(ScriptedModel::new(Script::load(&f).unwrap()), log.clone());
         let mut req = ChatRequest {

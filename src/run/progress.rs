@@ -60,12 +60,7 @@ impl Tracker {
         self.last_line + QUIET
     }
 
-    pub(super) fn on_event(
-        &mut self,
-        team: &Team,
-        ev: &Event,
-        out: &mut impl FnMut(Progress<'_>),
-    ) {
+    pub(super) fn on_event(&mut self, team: &Team, ev: &Event, out: &mut impl FnMut(Progress<'_>)) {
         match &ev.change {
             Change::Step(StepChange::Started { step_id, .. }) => {
                 self.started.insert(step_id.clone(), Instant::now());
@@ -83,7 +78,9 @@ impl Tracker {
                     return;
                 };
                 if state == StepExecutionState::Running {
-                    self.started.entry(step_id.clone()).or_insert_with(Instant::now);
+                    self.started
+                        .entry(step_id.clone())
+                        .or_insert_with(Instant::now);
                     return;
                 }
                 if !state.is_over() {

@@ -66,10 +66,13 @@ mod tests {
         assert_eq!(o.stage_state, StageAgentState::Finished);
         // Its own instruction handed back is no summary.
         let echo = running(&mut a, Skill::Summary, CLOSING);
-        let why = interpret(&echo, &format!("<completion_summary>{CLOSING}</completion_summary>"))
-            .err()
-            .unwrap()
-            .to_string();
+        let why = interpret(
+            &echo,
+            &format!("<completion_summary>{CLOSING}</completion_summary>"),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(why.contains("repeats this step's instruction"), "{why}");
     }
 

@@ -6,11 +6,17 @@
 /// The context window a refusal names, when the body is a context-length refusal.
 pub fn window_from_refusal(body: &str) -> Option<u32> {
     let lower = body.to_ascii_lowercase();
-    let about_context = lower.contains("context") && (lower.contains("exceed") || lower.contains("maximum") || lower.contains("too long"));
+    let about_context = lower.contains("context")
+        && (lower.contains("exceed") || lower.contains("maximum") || lower.contains("too long"));
     if !about_context {
         return None;
     }
-    for key in ["\"n_ctx\":", "maximum context length is ", "context length of ", "context window of "] {
+    for key in [
+        "\"n_ctx\":",
+        "maximum context length is ",
+        "context length of ",
+        "context window of ",
+    ] {
         if let Some(at) = lower.find(key) {
             let digits: String = lower[at + key.len()..]
                 .trim_start()
@@ -37,7 +43,14 @@ mod tests {
         assert_eq!(window_from_refusal(llama), Some(8192));
         let openai = r#"{"error": {"message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 5000 tokens.", "code": "context_length_exceeded"}}"#;
         assert_eq!(window_from_refusal(openai), Some(4096));
-        assert_eq!(window_from_refusal(r#"{"error": "model `x` does not support this"}"#), None);
-        assert_eq!(window_from_refusal("context length exceeded"), None, "no number, nothing learned");
+        assert_eq!(
+            window_from_refusal(r#"{"error": "model `x` does not support this"}"#),
+            None
+        );
+        assert_eq!(
+            window_from_refusal("context length exceeded"),
+            None,
+            "no number, nothing learned"
+        );
     }
 }
