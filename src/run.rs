@@ -5,7 +5,7 @@
 
 mod progress;
 
-pub use progress::{Progress, QUIET, Running};
+pub use progress::{Progress, Running};
 
 use crate::actors::{Host, SystemError, Team, start_team, start_team_stored};
 use crate::config::TeamConfig;
