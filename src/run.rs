@@ -106,34 +106,25 @@ pub struct RunReport {
     pub cost_usd: Option<f64>,
 }
 
-/// What each of the team's agents has spent so far, with its template.
-fn spent(s: &States) -> BTreeMap<AgentId, (TokenUsage, Option<String>)> {
+/// What each of the team's agents has spent so far.
+fn spent(s: &States) -> BTreeMap<AgentId, TokenUsage> {
     s.agents
         .iter()
-        .map(|(id, a)| (id.clone(), (a.token_usage, a.template.clone())))
+        .map(|(id, a)| (id.clone(), a.token_usage))
         .collect()
 }
 
-/// The tokens spent between two readings, and their cost when any agent's model has a price.
+/// The tokens spent between two readings, and their cost when the models that spent them have
+/// a price (each answer carries its cost, see `llm::priced`).
 fn spent_between(
-    cfg: &TeamConfig,
-    before: &BTreeMap<AgentId, (TokenUsage, Option<String>)>,
-    after: &BTreeMap<AgentId, (TokenUsage, Option<String>)>,
+    before: &BTreeMap<AgentId, TokenUsage>,
+    after: &BTreeMap<AgentId, TokenUsage>,
 ) -> (TokenUsage, Option<f64>) {
     let mut total = TokenUsage::default();
-    let mut cost: Option<f64> = None;
-    for (id, (now, template)) in after {
-        let was = before.get(id).map(|(u, _)| *u).unwrap_or_default();
-        let delta = TokenUsage {
-            prompt_tokens: now.prompt_tokens.saturating_sub(was.prompt_tokens),
-            completion_tokens: now.completion_tokens.saturating_sub(was.completion_tokens),
-        };
-        total.add(delta);
-        if let Some(price) = cfg.llm_of(id, template.as_deref()).and_then(|l| l.price()) {
-            *cost.get_or_insert(0.0) += price.cost(delta);
-        }
+    for (id, now) in after {
+        total.add(now.since(before.get(id).copied().unwrap_or_default()));
     }
-    (total, cost)
+    (total, (total.cost_usd > 0.0).then_some(total.cost_usd))
 }
 
 /// Runs one goal to its end. Must run inside an actix system; the team's actors stay up until
@@ -246,7 +237,7 @@ pub async fn run_goal(
     });
     let states = team.monitor.all();
     let spent_after = team.monitor.read(spent);
-    let (tokens, cost_usd) = spent_between(cfg, &spent_before, &spent_after);
+    let (tokens, cost_usd) = spent_between(&spent_before, &spent_after);
     // Everything published is stored, with a last snapshot, before the run reports.
     team.monitor.close();
     Ok(RunReport {
@@ -372,25 +363,30 @@ mod cost_tests {
     use crate::config::test_files::{tmp, write};
 
     #[test]
-    fn a_runs_cost_comes_from_each_agents_price_and_what_it_spent() {
-        let d = tmp("run-cost");
-        let team = "llm: {provider: openai, model: m, cost_per_1k_prompt: 0.5, cost_per_1k_completion: 2.0}\n\
-                    agents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
-        let cfg = load_team(&write(&d, "team.yaml", team)).unwrap();
-        let usage = |p, c| TokenUsage {
-            prompt_tokens: p,
-            completion_tokens: c,
+    fn a_runs_tokens_and_cost_are_what_each_agent_spent_since_it_started() {
+        let usage = |p, c, usd| TokenUsage {
+            cost_usd: usd,
+            ..TokenUsage::new(p, c)
         };
-        let before = BTreeMap::from([(AgentId::from("m"), (usage(1000, 0), None))]);
+        let before = BTreeMap::from([(AgentId::from("m"), usage(1000, 0, 0.5))]);
         let after = BTreeMap::from([
-            (AgentId::from("m"), (usage(3000, 500), None)),
-            // An agent of no known config (a person) counts its tokens, at no price.
-            (AgentId::from("h"), (usage(10, 10), None)),
+            (AgentId::from("m"), usage(3000, 500, 2.5)),
+            // An agent new since (a hire), or one whose model has no price (a person).
+            (AgentId::from("h"), usage(10, 10, 0.0)),
         ]);
-        let (tokens, cost) = spent_between(&cfg, &before, &after);
-        assert_eq!(tokens, usage(2010, 510));
+        let (tokens, cost) = spent_between(&before, &after);
+        assert_eq!(
+            (tokens.prompt_tokens, tokens.completion_tokens),
+            (2010, 510)
+        );
         assert!((cost.unwrap() - 2.0).abs() < 1e-9, "{cost:?}");
+        let (_, cost) = spent_between(&before, &before);
+        assert_eq!(cost, None, "nothing priced was spent");
+    }
 
+    #[test]
+    fn a_price_needs_both_halves() {
+        let d = tmp("run-cost");
         let half = "llm: {provider: openai, model: m, cost_per_1k_prompt: 0.5}\n\
                     agents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
         let e = load_team(&write(&d, "half.yaml", half))

@@ -41,10 +41,7 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
         Change::Task(TaskChange::Created { task: t2 }),
         Change::Task(TaskChange::Tokens {
             task_id: "t-one".into(),
-            usage: TokenUsage {
-                prompt_tokens: 3,
-                completion_tokens: 1,
-            },
+            usage: TokenUsage::new(3, 1),
         }),
     ]);
     assert!(m.durable(last).await);

@@ -21,10 +21,7 @@ fn created(id: &str) -> Change {
 fn tokens(id: &str, n: u64) -> Change {
     Change::Task(TaskChange::Tokens {
         task_id: id.into(),
-        usage: TokenUsage {
-            prompt_tokens: n,
-            completion_tokens: 0,
-        },
+        usage: TokenUsage::new(n, 0),
     })
 }
 

@@ -70,13 +70,7 @@ async fn a_normal_reply_returns_text_and_usage_and_sends_the_settings() {
         .expect("a reply");
 
     assert_eq!(reply.text, "Hello from the model");
-    assert_eq!(
-        reply.usage,
-        TokenUsage {
-            prompt_tokens: 42,
-            completion_tokens: 7
-        }
-    );
+    assert_eq!(reply.usage, TokenUsage::new(42, 7));
     let requests = stub.requests();
     assert_eq!(requests.len(), 1);
     let sent = &requests[0];
@@ -105,13 +99,7 @@ async fn without_a_key_no_authorization_header_is_sent_and_missing_usage_is_esti
 
     assert_eq!(reply.text, "local answer");
     // About four characters a token: "hi" and "local answer".
-    assert_eq!(
-        reply.usage,
-        TokenUsage {
-            prompt_tokens: 1,
-            completion_tokens: 3
-        }
-    );
+    assert_eq!(reply.usage, TokenUsage::new(1, 3));
     let sent = &stub.requests()[0];
     assert_eq!(sent.authorization(), None);
     assert!(sent.body.get("temperature").is_none());
@@ -357,13 +345,7 @@ async fn an_unknown_finish_reason_and_partial_usage_still_give_text_and_tokens()
         .expect("a lenient reply");
 
     assert_eq!(reply.text, "ok");
-    assert_eq!(
-        reply.usage,
-        TokenUsage {
-            prompt_tokens: 9,
-            completion_tokens: 4
-        }
-    );
+    assert_eq!(reply.usage, TokenUsage::new(9, 4));
 }
 
 #[tokio::test]

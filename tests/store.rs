@@ -31,10 +31,7 @@ fn tokens(version: u64, task: &str) -> StoredEvent {
             at: 1_700_000_000_000 + version as i64,
             change: Change::Task(TaskChange::Tokens {
                 task_id: task.into(),
-                usage: TokenUsage {
-                    prompt_tokens: version,
-                    completion_tokens: 1,
-                },
+                usage: TokenUsage::new(version, 1),
             }),
         },
         task_id: Some(task.into()),

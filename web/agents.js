@@ -6,7 +6,7 @@
 import { h, keyed, lazyDetails, jsonBlock, fmt, lockIcon } from './dom.js';
 import { agentFailures, failureReason } from './failures.js';
 import { callsSection } from './calls.js';
-import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches } from './ctx.js';
+import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches, agentChip } from './ctx.js';
 import { confirmCancel } from './control.js';
 
 /** Answers being written (streamed), by step id: shown under the running step until it ends. */
@@ -62,6 +62,24 @@ function lockOf(agent) {
   return Array.isArray(agent.step_lock) ? agent.step_lock : [];
 }
 
+/**
+ * Whom each wait on the agent's lock waits for: the receiver its send_message step gave that
+ * wait id to (`waiting[i]` answers `receiver[i]`), or SyncState for an ask_info question.
+ */
+function waitsFor(agent) {
+  const lock = lockOf(agent);
+  if (!lock.length) return [];
+  const who = new Map();
+  for (const r of store.stepsOf(agent.agent_id)) {
+    const res = r.state.execute_result;
+    const m = res && res.send_message;
+    if (m && Array.isArray(m.waiting)) m.waiting.forEach((w, i) => who.set(w, m.receiver[i]));
+    const ask = res && res.ask_instruction;
+    if (ask && ask.waiting_id) who.set(ask.waiting_id, '[SyncState]');
+  }
+  return lock.map((id) => ({ id, from: who.get(id) || null }));
+}
+
 export function renderTeamList() {
   const list = $('agent-list');
   const all = agentsInOrder();
@@ -71,7 +89,7 @@ export function renderTeamList() {
     list,
     agents,
     (r) => r.state.agent_id,
-    (r) => `${r.version}|${store.stepsOf(r.state.agent_id).map((s) => s.version).join(',')}`,
+    (r) => `${r.version}|${store.stepsVersion(r.state.agent_id)}`,
     (r) => {
       const a = r.state;
       const lock = lockOf(a);
@@ -160,20 +178,55 @@ export function renderAgentCards() {
     agents,
     (r) => r.state.agent_id,
     (r) =>
-      `${r.version}|${store.stepsOf(r.state.agent_id).map((s) => s.version).join(',')}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}|${ui.filter}`,
+      `${r.version}|${store.stepsVersion(r.state.agent_id)}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}|${ui.showAllQueued.has(r.state.agent_id)}|${ui.focusStep}|${ui.filter}`,
     (r) => agentCard(r.state),
   );
   if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, ui.filter ? 'No agent or step matches the filter.' : 'No agents yet.'));
 }
 
+/** Finished and queued steps a card lists by default. */
 const FINISHED_SHOWN = 6;
+const QUEUED_SHOWN = 8;
+/** The most steps of one kind a card lists when asked for all of them: an agent that ran for
+ * months keeps thousands, and a card of thousands of rows would stall the page (the rest are
+ * reached with the filter, the timeline or REST). */
+const LONGEST = 200;
+
+/** The first `n` of `steps`, plus the step asked for if it is further down. */
+function firstOf(steps, n) {
+  const shown = steps.slice(0, n);
+  if (ui.focusStep && steps.length > n && !shown.some((r) => r.state.step_id === ui.focusStep)) {
+    const focus = steps.find((r) => r.state.step_id === ui.focusStep);
+    if (focus) shown.push(focus);
+  }
+  return shown;
+}
+
+/** "show all N" / "show fewer" for one of a card's lists. */
+function moreButton(set, id, total, default_n) {
+  if (total <= default_n) return null;
+  const all = set.has(id);
+  return h(
+    'button',
+    {
+      type: 'button',
+      class: 'btn btn-link small',
+      onclick: () => {
+        if (all) set.delete(id);
+        else set.add(id);
+        mark('agents');
+      },
+    },
+    all ? 'show fewer' : total > LONGEST ? `show newest ${LONGEST} of ${total}` : `show all ${total}`,
+  );
+}
 
 function agentCard(a) {
   const lock = lockOf(a);
   const { running, queued, done } = classifySteps(a);
-  const showAll = ui.showAllSteps.has(a.agent_id);
   const recent = [...done].reverse();
-  const shown = showAll ? recent : recent.slice(0, FINISHED_SHOWN);
+  const shown = firstOf(recent, ui.showAllSteps.has(a.agent_id) ? LONGEST : FINISHED_SHOWN);
+  const queuedShown = firstOf(queued, ui.showAllQueued.has(a.agent_id) ? LONGEST : QUEUED_SHOWN);
   const tokens = fmt.tokens(a.token_usage);
   return h(
     'article',
@@ -193,6 +246,15 @@ function agentCard(a) {
       lock.length ? h('span', { class: 'lock', testid: 'agent-card-lock', title: lock.join('\n') }, lockIcon(), ` step lock · ${lock.length} wait${lock.length > 1 ? 's' : ''}`) : null,
     ),
     a.profile ? h('p', { class: 'agent-profile muted' }, a.profile) : null,
+    lock.length
+      ? h(
+          'div',
+          { class: 'agent-waits small', testid: 'agent-waits-for' },
+          h('span', { class: 'muted' }, 'waits for '),
+          waitsFor(a).map((w) => (w.from ? agentChip(w.from) : h('span', { class: 'mono muted', title: 'wait id' }, fmt.short(w.id)))),
+        )
+      : null,
+    memorySection(a),
     h(
       'div',
       { class: 'agent-card-meta small muted' },
@@ -205,30 +267,32 @@ function agentCard(a) {
       'div',
       { class: 'step-groups-now' },
       stepGroup('Running', 'steps-running', running, 'nothing'),
-      stepGroup('Queued', 'steps-queued', queued, 'empty'),
+      stepGroup('Queued', 'steps-queued', queuedShown, 'empty', queued.length, moreButton(ui.showAllQueued, a.agent_id, queued.length, QUEUED_SHOWN)),
     ),
-    stepGroup(
-      'Finished',
-      'steps-finished',
-      shown,
-      'none yet',
-      done.length,
-      done.length > FINISHED_SHOWN
-        ? h(
-            'button',
-            {
-              type: 'button',
-              class: 'btn btn-link small',
-              onclick: () => {
-                if (showAll) ui.showAllSteps.delete(a.agent_id);
-                else ui.showAllSteps.add(a.agent_id);
-                mark('agents');
-              },
-            },
-            showAll ? 'show recent only' : `show all ${done.length}`,
-          )
-        : null,
-    ),
+    stepGroup('Finished', 'steps-finished', shown, 'none yet', done.length, moreButton(ui.showAllSteps, a.agent_id, done.length, FINISHED_SHOWN)),
+  );
+}
+
+/** The agent's persistent memory (its notes across tasks) and the work it holds now. */
+function memorySection(a) {
+  const notes = Object.entries(a.persistent_memory || {});
+  const work = Object.entries(a.working_memory || {}).flatMap(([task, stages]) =>
+    Object.keys(stages || {}).map((stage) => `${taskName(task)} · ${stage === NO_RELATIVE ? 'no stage' : stageName(stage)}`),
+  );
+  if (!notes.length && !work.length) return null;
+  return lazyDetails(
+    `memory:${a.agent_id}`,
+    h('span', { testid: 'agent-memory' }, `Memory · ${notes.length} note${notes.length === 1 ? '' : 's'} · ${work.length} in hand`),
+    () =>
+      h(
+        'div',
+        { class: 'memory-body small' },
+        work.length ? h('div', null, h('div', { class: 'label' }, 'Working on'), h('ul', { class: 'memory-list' }, work.map((w) => h('li', null, w)))) : null,
+        notes.length
+          ? h('div', null, h('div', { class: 'label' }, 'Persistent memory'), h('ul', { class: 'memory-list' }, notes.map(([k, text]) => h('li', { testid: 'memory-note' }, h('span', { class: 'mono muted' }, `${k} `), h('span', { class: 'pre' }, text)))))
+          : null,
+      ),
+    { class: 'fold memory-fold' },
   );
 }
 
@@ -298,7 +362,7 @@ export function showStep(s) {
   clearFilter();
   ui.stepsThisTask = false;
   $('steps-this-task').checked = false;
-  if (!ui.showAllSteps.has(s.agent_id)) ui.showAllSteps.add(s.agent_id);
+  ui.focusStep = s.step_id;
   mark('agents');
   app.setTab('agents');
   requestAnimationFrame(() =>

@@ -76,6 +76,7 @@ export function api(s) {
     pauseTask: (task, paused) => request('POST', `/api/task/${encodeURIComponent(task)}/${paused ? 'pause' : 'resume'}`, { token: s.token }),
     stepCalls: (step) => request('GET', `/api/step/${encodeURIComponent(step)}/calls`, { token: s.token }),
     retryStage: (stage) => request('POST', `/api/stage/${encodeURIComponent(stage)}/retry`, { token: s.token }),
+    cancelStage: (stage, reason) => request('POST', `/api/stage/${encodeURIComponent(stage)}/cancel`, { token: s.token, body: { reason } }),
   };
 }
 

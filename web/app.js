@@ -12,7 +12,7 @@
 // GET /api/human/{id}/conversations, fetched again whenever the human's own agent state
 // changes (a message reached them, they sent one) and after each send.
 
-import { h } from './dom.js';
+import { h, tickElapsed } from './dom.js';
 import { session, bind, api, Live, AuthError } from './api.js';
 import { renderFailures } from './failures.js';
 import { renderTimeline } from './timeline.js';
@@ -60,9 +60,12 @@ function render(parts) {
   });
 }
 
-// Running steps grow on the timeline while it is shown.
+// Running steps grow on the timeline while it is shown; running tasks, stages and steps count
+// their time up in place.
 setInterval(() => {
-  if (app.sess && ui.tab === 'timeline' && !document.hidden) mark('timeline');
+  if (!app.sess || document.hidden) return;
+  if (ui.tab === 'timeline') mark('timeline');
+  tickElapsed(store.now());
 }, 1000);
 
 /** What the view modules need from the app. */

@@ -36,7 +36,9 @@ export const ui = {
   receivers: new Set(),
   replyTo: null, // {sender_id, task_id, stage_relative, content} while answering
   stepsThisTask: false,
-  showAllSteps: new Set(),
+  showAllSteps: new Set(), // agents whose card lists every finished step (up to LONGEST)
+  showAllQueued: new Set(), // agents whose card lists every queued step (up to LONGEST)
+  focusStep: null, // a step shown on request (a failure clicked): listed even past the caps
   pool: { conversation_privates: {}, global_messages: [] },
   poolSig: '',
   noticesSeen: 0,
@@ -81,6 +83,7 @@ function flush() {
 
 export function agentName(id) {
   if (id === '[TaskState]') return 'Task system';
+  if (id === '[SyncState]') return 'the runtime (ask_info)';
   const a = store.get('agent', id);
   return (a && a.name) || id;
 }

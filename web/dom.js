@@ -117,6 +117,21 @@ export function jsonBlock(value) {
   return h('pre', { class: 'json' }, text);
 }
 
+/**
+ * How long something has run: fixed once it ended, else counting up (app.js updates every
+ * `[data-since]` element each second in place, so nothing is rendered again for it).
+ */
+export function elapsed(startedAt, endedAt, now, props = {}) {
+  if (!startedAt) return null;
+  if (endedAt) return h('span', { ...props, title: `${fmt.clock(startedAt)} – ${fmt.clock(endedAt)}` }, fmt.duration(endedAt - startedAt));
+  return h('span', { ...props, 'data-since': String(startedAt), title: `since ${fmt.clock(startedAt)}` }, fmt.duration(Math.max(0, now - startedAt)));
+}
+
+/** Updates every counting `elapsed` span to `now`. */
+export function tickElapsed(now) {
+  for (const el of document.querySelectorAll('[data-since]')) el.textContent = fmt.duration(Math.max(0, now - Number(el.dataset.since)));
+}
+
 /** Keeps a scrolled list pinned to its bottom when it was at the bottom before a change. */
 export function stickToBottom(el, wasAtBottom) {
   if (wasAtBottom) el.scrollTop = el.scrollHeight;
@@ -135,7 +150,11 @@ export const fmt = {
     const p = u.prompt_tokens || 0;
     const c = u.completion_tokens || 0;
     if (!p && !c) return null;
-    return `${fmt.int(p)} in · ${fmt.int(c)} out`;
+    return `${fmt.int(p)} in · ${fmt.int(c)} out${u.cost_usd ? ` · ${fmt.usd(u.cost_usd)}` : ''}`;
+  },
+  /** 0.01234 → "$0.0123", 12.5 → "$12.50". */
+  usd(x) {
+    return `$${x >= 1 ? x.toFixed(2) : x.toFixed(4)}`;
   },
   /** "2026-11-22 05:20:06" → "05:20:06" (the date only when it is not today). */
   time(ts) {

@@ -28,6 +28,11 @@ export class Store {
     this.seq = 0;
     this.stepsByAgent = new Map();
     this.stagesByTask = new Map();
+    // Per agent: the newest version that touched any of its steps (a render signature that
+    // costs nothing however many steps it has), and its steps in order, sorted once per change
+    // of who they are rather than on every read.
+    this.stepsVer = new Map();
+    this.stepsSorted = new Map();
   }
 
   /** `states` = {task: {id: state}, stage: {…}, agent: {…}, step: {…}}. */
@@ -69,14 +74,17 @@ export class Store {
       const r = this.maps[kind].get(id);
       if (!r) return null;
       r.version = v;
+      if (kind === 'step') this.stepsVer.set(r.state.agent_id, v);
       touched.push({ kind, id, state: r.state });
       return r.state;
     };
     switch (`${ev.kind}/${ev.op}`) {
-      case 'task/created':
+      case 'task/created': {
         this.put('task', ev.task.task_id, ev.task, v);
-        touch('task', ev.task.task_id);
+        const t = touch('task', ev.task.task_id);
+        if (t && t.started_at === undefined && ev.at !== undefined) t.started_at = ev.at;
         break;
+      }
       case 'task/joined': {
         const t = touch('task', ev.task_id);
         if (t) for (const a of ev.agents) if (!t.task_group.includes(a)) t.task_group.push(a);
@@ -87,6 +95,7 @@ export class Store {
         if (t) {
           t.execution_state = ev.execution_state;
           if (ev.task_summary !== undefined) t.task_summary = ev.task_summary;
+          if (OVER.has(ev.execution_state) && ev.at !== undefined) t.ended_at = ev.at;
         }
         break;
       }
@@ -125,6 +134,8 @@ export class Store {
           if (r.state.task_id === ev.task_id) {
             this.maps.step.delete(id);
             this.stepsByAgent.get(r.state.agent_id)?.delete(id);
+            this.stepsSorted.delete(r.state.agent_id);
+            this.stepsVer.set(r.state.agent_id, v);
           }
         }
         touched.push({ kind: 'task', id: ev.task_id, state: null });
@@ -140,7 +151,13 @@ export class Store {
       }
       case 'stage/state': {
         const s = touch('stage', ev.stage_id);
-        if (s) s.execution_state = ev.execution_state;
+        if (s) {
+          s.execution_state = ev.execution_state;
+          if (ev.at !== undefined) {
+            if (ev.execution_state === 'running' && s.started_at === undefined) s.started_at = ev.at;
+            if (OVER.has(ev.execution_state)) s.ended_at = ev.at;
+          }
+        }
         break;
       }
       case 'stage/agent': {
@@ -183,7 +200,7 @@ export class Store {
         const st = touch('step', ev.step_id);
         if (st) {
           st.execution_state = 'running';
-          // As the server notes it (src/event/step_times.rs): the first start is kept.
+          // As the server notes it (src/event/times.rs): the first start is kept.
           if (st.started_at === undefined && ev.at !== undefined) st.started_at = ev.at;
         }
         const a = touch('agent', ev.agent_id);
@@ -265,7 +282,14 @@ export class Store {
       return;
     }
     map.set(id, { state, version, seq: cur ? cur.seq : ++this.seq });
-    if (kind === 'step' && state.agent_id) index(this.stepsByAgent, state.agent_id, id, cur && cur.state.agent_id);
+    if (kind === 'step' && state.agent_id) {
+      index(this.stepsByAgent, state.agent_id, id, cur && cur.state.agent_id);
+      for (const a of [state.agent_id, cur && cur.state.agent_id]) {
+        if (!a) continue;
+        this.stepsSorted.delete(a);
+        this.stepsVer.set(a, Math.max(version, this.stepsVer.get(a) || 0));
+      }
+    }
     if (kind === 'stage' && state.task_id) index(this.stagesByTask, state.task_id, id, cur && cur.state.task_id);
   }
 
@@ -294,9 +318,20 @@ export class Store {
     return ids.map((id) => this.maps.stage.get(id)).filter(Boolean);
   }
 
+  /** An agent's step records, oldest first (a shared array: do not change it). */
   stepsOf(agentId) {
-    const ids = this.stepsByAgent.get(agentId) || new Set();
-    return [...ids].map((id) => this.maps.step.get(id)).filter(Boolean).sort((a, b) => a.seq - b.seq);
+    let list = this.stepsSorted.get(agentId);
+    if (!list) {
+      const ids = this.stepsByAgent.get(agentId) || new Set();
+      list = [...ids].map((id) => this.maps.step.get(id)).filter(Boolean).sort((a, b) => a.seq - b.seq);
+      this.stepsSorted.set(agentId, list);
+    }
+    return list;
+  }
+
+  /** Changes whenever any step of the agent changes. */
+  stepsVersion(agentId) {
+    return this.stepsVer.get(agentId) || 0;
   }
 }
 
@@ -304,6 +339,7 @@ function addTokens(rec, usage) {
   const u = (rec.token_usage ||= { prompt_tokens: 0, completion_tokens: 0 });
   u.prompt_tokens += usage.prompt_tokens || 0;
   u.completion_tokens += usage.completion_tokens || 0;
+  if (usage.cost_usd) u.cost_usd = (u.cost_usd || 0) + usage.cost_usd;
 }
 
 function index(map, owner, id, oldOwner) {

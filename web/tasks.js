@@ -3,7 +3,7 @@
 // each stage's allocation and summaries, the shared info). Which task is shown: the one the
 // person picked, else the newest running one, followed as new tasks start.
 
-import { h, keyed, lazyDetails, fmt } from './dom.js';
+import { h, keyed, lazyDetails, fmt, elapsed } from './dom.js';
 import { $, app, store, ui, mark, agentChip, isBase, badge, tasksInOrder, matches } from './ctx.js';
 import { control, confirmCancel } from './control.js';
 
@@ -78,7 +78,7 @@ export function renderTaskList() {
             }
           },
         },
-        h('div', { class: 'task-item-top' }, h('span', { class: 'task-name' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base') : null, badge(t.execution_state, 'task-state')),
+        h('div', { class: 'task-item-top' }, h('span', { class: 'task-name' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base') : null, isBase(t) ? null : elapsed(t.started_at, t.ended_at, store.now(), { class: 'task-elapsed muted small', testid: 'task-elapsed' }), badge(t.execution_state, 'task-state')),
         h('div', { class: 'task-item-stage', testid: 'task-running-stage' }, stageLabel(t)),
         stages.length
           ? h(
@@ -121,6 +121,7 @@ export function renderTaskHead() {
       { class: 'meta' },
       h('span', { class: 'meta-item' }, h('span', { class: 'muted' }, 'manager '), agentChip(t.task_manager)),
       h('span', { class: 'meta-item' }, h('span', { class: 'muted' }, 'group '), (t.task_group || []).map((id) => agentChip(id))),
+      !isBase(t) && t.started_at ? h('span', { class: 'meta-item muted' }, over ? 'ran ' : 'running for ', elapsed(t.started_at, t.ended_at, store.now(), { testid: 'task-head-elapsed' })) : null,
       tokens ? h('span', { class: 'meta-item muted' }, `tokens ${tokens}`) : null,
       h('span', { class: 'meta-item muted mono', title: 'task id' }, fmt.short(t.task_id)),
     ),
@@ -183,7 +184,8 @@ function stageCard(s, i) {
   return h(
     'li',
     { class: `stage-card st-border-${s.execution_state}`, testid: 'stage-item', 'data-stage-id': s.stage_id, 'data-state': s.execution_state },
-    h('div', { class: 'stage-top' }, h('span', { class: 'stage-no' }, `Stage ${i + 1}`), h('span', { class: 'stage-intention' }, s.stage_intention), badge(s.execution_state, 'stage-state')),
+    h('div', { class: 'stage-top' }, h('span', { class: 'stage-no' }, `Stage ${i + 1}`), h('span', { class: 'stage-intention' }, s.stage_intention), elapsed(s.started_at, s.ended_at, store.now(), { class: 'muted small', testid: 'stage-elapsed' }), badge(s.execution_state, 'stage-state')),
+    s.execution_state === 'running' ? stageControls(s) : null,
     h(
       'table',
       { class: 'alloc' },
@@ -203,5 +205,27 @@ function stageCard(s, i) {
         ),
       ),
     ),
+  );
+}
+
+/** A running stage that is stuck, or whose agents failed, is started afresh or stopped. */
+function stageControls(s) {
+  return h(
+    'div',
+    { class: 'stage-controls' },
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'btn btn-ghost btn-sm',
+        testid: 'stage-retry',
+        title: 'Fail this stage and start a fresh copy with the same agents and goals',
+        onclick: () => {
+          if (window.confirm(`Retry stage “${s.stage_intention}” from the start?`)) control(app.client.retryStage(s.stage_id));
+        },
+      },
+      'Retry stage',
+    ),
+    h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'stage-cancel', onclick: () => confirmCancel(`stage “${s.stage_intention}”`, (why) => app.client.cancelStage(s.stage_id, why)) }, 'Cancel stage'),
   );
 }

@@ -11,6 +11,7 @@ use crate::agent::{
 };
 use crate::event::{Change, StepUpdate};
 use crate::ids::{StageRef, StepId};
+use crate::llm::tokens::TokenCounter;
 use crate::llm::{AnswerFormat, AnswerProgress, ChatModel, ChatRequest};
 use crate::mcp::McpClient;
 use crate::message::Message;
@@ -230,6 +231,10 @@ impl AgentActor {
                 tool_capabilities: tool_capabilities.as_ref(),
                 tool_history: tool_history.as_deref(),
                 budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
+                tokens: self
+                    .llm
+                    .as_ref()
+                    .map_or(TokenCounter::Estimate, |m| m.token_counter()),
             },
         );
         if !summarized && self.llm.is_some() {

@@ -5,6 +5,7 @@
 use super::{AgentActor, STORE_DEADLINE};
 use crate::agent::complete_tool_loop;
 use crate::agent::tool_loop::{ToolLoop, arguments, call_step, shown, tool_specs};
+use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatReply, ChatRequest, ToolRound};
 use crate::mcp::McpCall;
 use crate::prompt::{PromptContext, build_tool_loop_prompt};
@@ -44,6 +45,10 @@ impl AgentActor {
                 tool_capabilities: None,
                 tool_history: None,
                 budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
+                tokens: self
+                    .llm
+                    .as_ref()
+                    .map_or(TokenCounter::Estimate, |m| m.token_counter()),
             },
         );
         let request = self.request_for(&step, "tool_loop", prompt.system, prompt.user);

@@ -12,6 +12,7 @@ use crate::llm::ChatModel;
 use crate::llm::LlmError;
 use crate::llm::limit::Limited;
 use crate::llm::openai::{OpenAiModel, OpenAiSettings};
+use crate::llm::priced::Priced;
 use crate::llm::recorded::{CallLog, Recorded};
 use crate::llm::scripted::{Script, ScriptedModel};
 use crate::monitor::Monitor;
@@ -256,7 +257,10 @@ impl<'a> ModelBuilder<'a> {
         }
         // Recorded inside the cap: a call's time is the endpoint's, not its wait for a turn.
         let model: Arc<dyn ChatModel> = Limited::new(
-            Recorded::new(self.connect(llm)?, self.calls.clone()),
+            Recorded::new(
+                Priced::wrap(self.connect(llm)?, llm.price()),
+                self.calls.clone(),
+            ),
             llm.max_in_flight(),
         );
         self.endpoints.insert(key, model.clone());

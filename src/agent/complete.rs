@@ -84,42 +84,49 @@ pub fn complete_step(
             stage_state = StageAgentState::Failed;
             (json!({ "error": e }), Some(e))
         }
-        Ok(reply) => match skills::interpret(agent, &step, &reply.text, now) {
-            Ok(o) => {
-                output.send_message = o.send_message;
-                output.task_instruction = o.task_instruction;
-                output.agent_instruction = o.agent_instruction;
-                output.ask_info = o.ask_info;
-                if let (Some(summary), Some(stage)) = (o.completion, step.stage_id.stage()) {
-                    output.update_stage_agent_completion = Some(CompletionUpdate {
-                        task_id: step.task_id.clone(),
-                        stage_id: stage.clone(),
-                        agent_id: agent.agent_id.clone(),
-                        completion_summary: summary,
-                    });
+        Ok(reply) => {
+            let interpreted = match skills::interpret(agent, &step, &reply.text, now) {
+                Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
+                    return Completion::AskAgain {
+                        error: unusable(&e, reply.cut_off),
+                        answer: reply.text,
+                    };
                 }
-                stage_state = o.stage_state;
-                (o.result, None)
+                // Its re-asks spent: what the runtime can do in the skill's place, it does.
+                Err(e) => skills::repair(agent, &step, &e).ok_or(e),
+                interpreted => interpreted,
+            };
+            match interpreted {
+                Ok(o) => {
+                    output.send_message = o.send_message;
+                    output.task_instruction = o.task_instruction;
+                    output.agent_instruction = o.agent_instruction;
+                    output.ask_info = o.ask_info;
+                    if let (Some(summary), Some(stage)) = (o.completion, step.stage_id.stage()) {
+                        output.update_stage_agent_completion = Some(CompletionUpdate {
+                            task_id: step.task_id.clone(),
+                            stage_id: stage.clone(),
+                            agent_id: agent.agent_id.clone(),
+                            completion_summary: summary,
+                        });
+                    }
+                    stage_state = o.stage_state;
+                    (o.result, None)
+                }
+                Err(e) => {
+                    stage_state = StageAgentState::Failed;
+                    let reason = format!(
+                        "{} step failed: {}",
+                        step.executor,
+                        unusable(&e, reply.cut_off)
+                    );
+                    (
+                        json!({ "error": reason, "answer": reply.text }),
+                        Some(reason),
+                    )
+                }
             }
-            Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
-                return Completion::AskAgain {
-                    error: unusable(&e, reply.cut_off),
-                    answer: reply.text,
-                };
-            }
-            Err(e) => {
-                stage_state = StageAgentState::Failed;
-                let reason = format!(
-                    "{} step failed: {}",
-                    step.executor,
-                    unusable(&e, reply.cut_off)
-                );
-                (
-                    json!({ "error": reason, "answer": reply.text }),
-                    Some(reason),
-                )
-            }
-        },
+        }
     };
     agent.update_step(step_id, result_update(result));
     if let Some(f) = &failure

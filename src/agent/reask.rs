@@ -72,34 +72,18 @@ fn shown(answer: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::StageRef;
 
     fn request() -> ChatRequest {
         ChatRequest {
-            system: String::new(),
             prompt: "PROMPT".into(),
-            answer_format: None,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: "a".into(),
-            skill: "think".into(),
-            task_id: "t".into(),
-            stage_id: StageRef::NoRelative,
-            step_id: "s".into(),
-            template: None,
-            step_text: String::new(),
-            progress: None,
-            retry: 0,
+            ..ChatRequest::test("a", "think")
         }
     }
 
     #[test]
     fn each_try_carries_the_error_and_the_answer_and_the_tries_run_out() {
         let mut a = Asking::new(request());
-        let usage = TokenUsage {
-            prompt_tokens: 10,
-            completion_tokens: 2,
-        };
+        let usage = TokenUsage::new(10, 2);
         let again = a.again("no <think> tag", "hello", usage);
         assert!(
             again

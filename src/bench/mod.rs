@@ -8,7 +8,9 @@
 //!   agents.
 //! - [`serve`]: the served scenarios: goals in a row over HTTP, the websocket under load.
 //! - [`store`]: the store: events committed a second, the wait for one commit.
+//! - [`console`]: the web console in headless Chromium while a large team works.
 
+pub mod console;
 pub mod scenarios;
 pub mod serve;
 pub mod store;
@@ -55,6 +57,11 @@ pub enum Job {
         rate: usize,
         seconds: u64,
     },
+    Console {
+        workers: usize,
+        steps: usize,
+        delay_ms: u64,
+    },
 }
 
 impl Job {
@@ -87,6 +94,11 @@ impl Job {
                 rate,
                 seconds,
             } => serve::websocket(clients, rate, seconds),
+            Job::Console {
+                workers,
+                steps,
+                delay_ms,
+            } => console::console(workers, steps, delay_ms),
         }
     }
 }
@@ -459,6 +471,39 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
                 ),
                 "p95 ≤ 10 ms",
             ));
+        }
+    }
+    if wanted("console") {
+        let (workers, steps, delay_ms) = if q { (10, 7, 100) } else { (100, 47, 300) };
+        eprintln!("bench: the console in headless Chromium, {workers} workers × {steps} steps …");
+        let job = Job::Console {
+            workers,
+            steps,
+            delay_ms,
+        };
+        if let Some(v) = note("console", in_child(exe, &job)) {
+            for p in v["phases"].as_array().into_iter().flatten() {
+                out.push(row(
+                    "console",
+                    format!(
+                        "{} agents, {} of {} steps in: {}: draw; frame p50 / p95 / max; long tasks",
+                        v["agents"],
+                        p["steps_known"],
+                        v["steps"],
+                        p["phase"].as_str().unwrap_or("?")
+                    ),
+                    format!(
+                        "{:.0} ms; {:.0} / {:.0} / {:.0} ms; {:.0} ms/s ({} DOM nodes)",
+                        f(&p["draw_ms"]),
+                        f(&p["frame_p50_ms"]),
+                        f(&p["frame_p95_ms"]),
+                        f(&p["frame_max_ms"]),
+                        f(&p["long_task_ms_per_s"]),
+                        p["dom_nodes"]
+                    ),
+                    "frame p95 ≤ 50 ms, draw ≤ 200 ms",
+                ));
+            }
         }
     }
     rows.extend(out);

@@ -13,18 +13,21 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const PASSWORD: &str = "bench-password";
+pub(super) const PASSWORD: &str = "bench-password";
 
-struct Served {
-    team: crate::actors::Team,
-    addr: std::net::SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    token: String,
+pub(super) struct Served {
+    pub(super) team: crate::actors::Team,
+    pub(super) addr: std::net::SocketAddr,
+    pub(super) stop: Option<tokio::sync::oneshot::Sender<()>>,
+    pub(super) token: String,
 }
 
 /// Starts the team and its HTTP API on 127.0.0.1:0 and logs the operator in over HTTP. The
 /// one operator may hold `feeds` websocket connections.
-async fn start_served(cfg: &crate::config::TeamConfig, feeds: usize) -> Result<Served, String> {
+pub(super) async fn start_served(
+    cfg: &crate::config::TeamConfig,
+    feeds: usize,
+) -> Result<Served, String> {
     let vars = |_: &str| None;
     let host = Host::new(&vars, std::env::current_exe().unwrap_or_default());
     let team = start_team(cfg, &host).map_err(|e| e.to_string())?;
@@ -66,7 +69,7 @@ async fn start_served(cfg: &crate::config::TeamConfig, feeds: usize) -> Result<S
     })
 }
 
-fn team_with_operator(
+pub(super) fn team_with_operator(
     name: &str,
     shape: TeamShape,
 ) -> Result<(Scratch, crate::config::TeamConfig), String> {
@@ -262,10 +265,7 @@ pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
                 );
                 batch.push(Change::Agent(crate::event::AgentChange::Tokens {
                     agent_id: "manager".into(),
-                    usage: TokenUsage {
-                        prompt_tokens: seq as u64,
-                        completion_tokens: 0,
-                    },
+                    usage: TokenUsage::new(seq as u64, 0),
                 }));
                 seq += 1;
             }

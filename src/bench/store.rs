@@ -14,10 +14,7 @@ use std::time::{Duration, Instant};
 fn change(n: usize) -> Change {
     Change::Agent(AgentChange::Tokens {
         agent_id: "w".into(),
-        usage: TokenUsage {
-            prompt_tokens: n as u64,
-            completion_tokens: 1,
-        },
+        usage: TokenUsage::new(n as u64, 1),
     })
 }
 

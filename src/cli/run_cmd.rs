@@ -62,7 +62,7 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
 /// One progress line (two for a failed step: its reason).
 pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
     match p {
-        Progress::Step { step, took } => {
+        Progress::Step { step, agent, took } => {
             let mark = match step.execution_state {
                 StepExecutionState::Finished => paint.green("ok  "),
                 StepExecutionState::Cancelled => paint.yellow("STOP"),
@@ -73,7 +73,7 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
                 .unwrap_or_default();
             let mut line = format!(
                 "{mark} {:<10} {:<22} {} {}",
-                step.agent_id.as_str(),
+                agent,
                 step.executor.name(),
                 step.step_intention.lines().next().unwrap_or_default(),
                 paint.dim(&format!(
@@ -90,8 +90,7 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
             }
             line
         }
-        Progress::Stage(stage) => {
-            let agents: Vec<&str> = stage.agent_allocation.keys().map(|a| a.as_str()).collect();
+        Progress::Stage { stage, agents } => {
             let word = match stage.execution_state {
                 ExecutionState::Running => paint.bold("stage started "),
                 ExecutionState::Finished => paint.green("stage finished"),
@@ -110,7 +109,7 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
             } else {
                 running
                     .iter()
-                    .map(|r| format!("{} {} {}", r.agent_id, r.executor, duration(r.running_for)))
+                    .map(|r| format!("{} {} {}", r.agent, r.executor, duration(r.running_for)))
                     .collect::<Vec<_>>()
                     .join(", ")
             };
@@ -142,8 +141,15 @@ mod tests {
         step.token_usage.completion_tokens = 64;
         let took = Some(Duration::from_millis(2_100));
         assert_eq!(
-            line(&Progress::Step { step: &step, took }, &plain),
-            "ok   writer     think                  Draft the haiku (2.1 s, 812+64 tok)"
+            line(
+                &Progress::Step {
+                    step: &step,
+                    agent: "Wren",
+                    took
+                },
+                &plain
+            ),
+            "ok   Wren       think                  Draft the haiku (2.1 s, 812+64 tok)"
         );
         let mut stage = StageState::new(
             "t".into(),
@@ -156,20 +162,26 @@ mod tests {
         );
         stage.execution_state = ExecutionState::Running;
         assert_eq!(
-            line(&Progress::Stage(&stage), &plain),
-            "stage started  Draft it (reviewer, writer)"
+            line(
+                &Progress::Stage {
+                    stage: &stage,
+                    agents: vec!["Rook".into(), "Wren".into()]
+                },
+                &plain
+            ),
+            "stage started  Draft it (Rook, Wren)"
         );
         let waiting = Progress::Waiting {
             elapsed: Duration::from_secs(95),
             running: vec![Running {
-                agent_id: "manager".into(),
+                agent: "Mira".into(),
                 executor: "task_manager".into(),
                 running_for: Duration::from_secs(48),
             }],
         };
         assert_eq!(
             line(&waiting, &plain),
-            "…    1m 35s in: manager task_manager 48.0 s"
+            "…    1m 35s in: Mira task_manager 48.0 s"
         );
         assert!(line(&waiting, &Paint(true)).starts_with("\x1b[2m"));
     }

@@ -7,6 +7,7 @@ mod raw;
 mod team;
 mod templates;
 
+pub use agent::Price;
 pub use limits::{Feeds, Retention};
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
 pub use team::{

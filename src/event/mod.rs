@@ -15,7 +15,7 @@ pub mod apply;
 pub mod deliveries;
 pub mod record;
 pub mod states;
-pub mod step_times;
+pub mod times;
 
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
 use crate::state::{

@@ -5,7 +5,7 @@
 
 use super::deliveries::{Deliveries, InFlight};
 use super::states::{Counters, States, TaskSummaryLine};
-use super::step_times::{StepClock, StepTimes};
+use super::times::{Clock, Times, TimesRecord};
 use crate::ids::{StageId, StepId, TaskId};
 use crate::state::{
     AgentState, AgentStep, ConversationPool, StageState, StepLock, StepState, TaskState, Wait,
@@ -72,13 +72,19 @@ pub struct StatesRecord {
     /// The newest message number routed.
     #[serde(default)]
     pub last_message_no: u64,
-    /// When the steps held started and ended.
+    /// When the steps held started and ended (kept under this name before stages and tasks
+    /// were timed too).
     #[serde(default)]
-    pub step_times: Vec<(StepId, StepTimes)>,
+    pub step_times: Vec<(StepId, Times)>,
+    #[serde(default)]
+    pub stage_times: Vec<(StageId, Times)>,
+    #[serde(default)]
+    pub task_times: Vec<(TaskId, Times)>,
 }
 
 impl StatesRecord {
     pub fn of(states: &States) -> Self {
+        let times = states.times.record();
         StatesRecord {
             tasks: states.tasks_in_order().into_iter().cloned().collect(),
             stages: states.stages.values().cloned().collect(),
@@ -88,11 +94,9 @@ impl StatesRecord {
             steps_run: states.counters().steps_run,
             in_flight: states.deliveries.in_flight().collect(),
             last_message_no: states.deliveries.last_no(),
-            step_times: states
-                .times
-                .iter()
-                .map(|(id, t)| (id.clone(), *t))
-                .collect(),
+            step_times: times.steps,
+            stage_times: times.stages,
+            task_times: times.tasks,
         }
     }
 
@@ -109,7 +113,11 @@ impl StatesRecord {
             },
         );
         states.deliveries = Deliveries::restore(self.in_flight, self.last_message_no);
-        states.times = StepClock::restore(self.step_times);
+        states.times = Clock::restore(TimesRecord {
+            steps: self.step_times,
+            stages: self.stage_times,
+            tasks: self.task_times,
+        });
         states
     }
 }

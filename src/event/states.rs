@@ -5,7 +5,7 @@
 
 use super::apply::{apply_agent, apply_sync};
 use super::deliveries::Deliveries;
-use super::step_times::{StepClock, with_times};
+use super::times::{Clock, with_times};
 use super::{AgentChange, Change, StateKind, StepChange, TaskChange};
 use crate::ids::{AgentId, StageId, StepId, TaskId};
 use crate::state::{
@@ -83,23 +83,27 @@ pub struct States {
     next_created: u64,
     /// Messages routed but not yet taken by every receiver.
     pub deliveries: Deliveries,
-    /// When the steps held here started and ended.
-    pub times: StepClock,
+    /// When the steps, stages and tasks held here started and ended.
+    pub times: Clock,
 }
 
 impl States {
     /// Applies a change published at `at` (ms since the Unix epoch): the states, and the
-    /// times of the step it starts or ends.
+    /// times of the step, stage or task it starts or ends.
     pub fn apply_at(&mut self, c: &Change, at: i64) {
         self.apply(c);
         self.times.note(c, at);
-        // Forget the times of steps let go, in one sweep once they are as many as the steps
-        // held: amortised constant per change, bounded by the steps held.
-        let held = self.live.len() + self.retired.len();
+        // Forget the times of what was let go, in one sweep once they are as many as what is
+        // held: amortised constant per change, bounded by what is held.
+        let held = self.live.len() + self.retired.len() + self.stages.len() + self.tasks.len();
         if self.times.len() > 2 * held + 1024 {
-            let (live, retired) = (&self.live, &self.retired);
-            self.times
-                .retain(|id| live.contains_key(id) || retired.contains_key(id));
+            let (live, retired, stages, tasks) =
+                (&self.live, &self.retired, &self.stages, &self.tasks);
+            self.times.retain(
+                |id| live.contains_key(id) || retired.contains_key(id),
+                |id| stages.contains_key(id),
+                |id| tasks.contains_key(id),
+            );
         }
     }
 
@@ -322,12 +326,18 @@ impl States {
     /// One state as clients read it.
     pub fn json(&self, kind: StateKind, id: &str) -> Option<Value> {
         let v = match kind {
-            StateKind::Task => serde_json::to_value(self.tasks.get(&TaskId::from(id))?),
-            StateKind::Stage => serde_json::to_value(self.stages.get(&StageId::from(id))?),
+            StateKind::Task => {
+                let id = TaskId::from(id);
+                with_times(self.tasks.get(&id)?, self.times.task(&id))
+            }
+            StateKind::Stage => {
+                let id = StageId::from(id);
+                with_times(self.stages.get(&id)?, self.times.stage(&id))
+            }
             StateKind::Agent => serde_json::to_value(self.agents.get(&AgentId::from(id))?),
             StateKind::Step => {
                 let id = StepId::from(id);
-                with_times(self.step(&id)?, self.times.get(&id))
+                with_times(self.step(&id)?, self.times.step(&id))
             }
         };
         v.ok()
@@ -378,11 +388,11 @@ impl States {
             StateKind::Task => self
                 .tasks
                 .iter()
-                .for_each(|(k, v)| put(k.to_string(), serde_json::to_value(v))),
+                .for_each(|(k, v)| put(k.to_string(), with_times(v, self.times.task(k)))),
             StateKind::Stage => self
                 .stages
                 .iter()
-                .for_each(|(k, v)| put(k.to_string(), serde_json::to_value(v))),
+                .for_each(|(k, v)| put(k.to_string(), with_times(v, self.times.stage(k)))),
             StateKind::Agent => self
                 .agents
                 .iter()
@@ -390,7 +400,7 @@ impl States {
             StateKind::Step => self.steps().for_each(|s| {
                 put(
                     s.step_id.to_string(),
-                    with_times(s, self.times.get(&s.step_id)),
+                    with_times(s, self.times.step(&s.step_id)),
                 )
             }),
         }

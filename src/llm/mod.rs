@@ -3,9 +3,11 @@
 
 pub mod limit;
 pub mod openai;
+pub mod priced;
 pub mod recorded;
 pub mod scripted;
 pub mod structured;
+pub mod tokens;
 
 use crate::ids::{AgentId, StageRef, StepId, TaskId};
 use crate::state::TokenUsage;
@@ -45,6 +47,29 @@ pub struct ChatRequest {
     /// time). A provider may sample more freely when asking again: the same prompt at the same
     /// temperature tends to give the same unusable answer (a small model stuck repeating).
     pub retry: u32,
+}
+
+#[cfg(test)]
+impl ChatRequest {
+    /// A request of `agent`'s `skill` step P1 in task T1, stage S1, with an empty prompt.
+    pub(crate) fn test(agent: &str, skill: &str) -> Self {
+        ChatRequest {
+            system: String::new(),
+            prompt: String::new(),
+            answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
+            agent_id: agent.into(),
+            skill: skill.into(),
+            task_id: "T1".into(),
+            stage_id: StageRef::Stage("S1".into()),
+            step_id: "P1".into(),
+            template: None,
+            step_text: String::new(),
+            progress: None,
+            retry: 0,
+        }
+    }
 }
 
 /// Where a streamed answer's text goes while it is written (the agent publishes it, so the
@@ -173,6 +198,10 @@ macro_rules! delegate_to_inner {
         fn constrains_answers(&self) -> bool {
             self.inner.constrains_answers()
         }
+
+        fn token_counter(&self) -> $crate::llm::tokens::TokenCounter {
+            self.inner.token_counter()
+        }
     };
 }
 pub(crate) use delegate_to_inner;
@@ -186,6 +215,11 @@ pub trait ChatModel: Send + Sync + 'static {
 
     /// The most tokens a prompt may take (the context window less the answer's room), when
     /// the model's config states a context window.
+    /// How this model's tokens are counted: its own tokenizer when known, else an estimate.
+    fn token_counter(&self) -> tokens::TokenCounter {
+        tokens::TokenCounter::Estimate
+    }
+
     fn prompt_budget(&self) -> Option<usize> {
         None
     }

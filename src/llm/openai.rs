@@ -35,6 +35,7 @@ mod request;
 mod stream;
 mod transport;
 
+use super::tokens::TokenCounter;
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
@@ -158,6 +159,8 @@ struct Inner {
     /// The context window the endpoint named when it refused a prompt as too long (0: none
     /// yet); prompts are built under it from then on.
     learned_window: AtomicU32,
+    /// The model's tokenizer, when its name says which.
+    tokens: TokenCounter,
 }
 
 impl Inner {
@@ -217,6 +220,7 @@ impl OpenAiModel {
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
+                tokens: TokenCounter::for_model(&settings.model),
                 settings,
                 schema_refused: AtomicBool::new(false),
                 learned_window: AtomicU32::new(0),
@@ -231,6 +235,8 @@ impl OpenAiModel {
 
 /// Room kept for the answer when `max_tokens` is not set.
 const DEFAULT_ANSWER_ROOM: u32 = 1024;
+/// Tokens a chat template adds around a system and a user message (role markers, separators).
+const TEMPLATE_TOKENS: usize = 32;
 
 impl ChatModel for OpenAiModel {
     fn constrains_answers(&self) -> bool {
@@ -245,6 +251,10 @@ impl ChatModel for OpenAiModel {
         self.inner.settings.native_tools
     }
 
+    fn token_counter(&self) -> TokenCounter {
+        self.inner.tokens
+    }
+
     fn prompt_budget(&self) -> Option<usize> {
         let s = &self.inner.settings;
         let learned = self.inner.learned_window.load(Ordering::Relaxed);
@@ -254,9 +264,14 @@ impl ChatModel for OpenAiModel {
             (None, 0) => return None,
             (None, l) => l,
         };
-        let room = s.max_tokens.unwrap_or(DEFAULT_ANSWER_ROOM);
-        // A tenth kept spare: the estimate of a prompt's tokens is not exact.
-        Some((window.saturating_sub(room) as usize) * 9 / 10)
+        let room = window.saturating_sub(s.max_tokens.unwrap_or(DEFAULT_ANSWER_ROOM)) as usize;
+        Some(if self.inner.tokens.is_exact() {
+            // The chat template's role markers and separators, which the count leaves out.
+            room.saturating_sub(TEMPLATE_TOKENS)
+        } else {
+            // A tenth kept spare: an estimate of a prompt's tokens is not exact.
+            room * 9 / 10
+        })
     }
 
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
@@ -288,7 +303,7 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
     loop {
         attempts += 1;
         let mut failure = match attempt(inner, body.clone(), request).await {
-            Ok(reply) => return Ok(finish_reply(reply, request, constrained)),
+            Ok(reply) => return Ok(finish_reply(reply, request, constrained, inner.tokens)),
             Err(failure) => failure,
         };
         // Too long for the window: no retry of the same prompt helps; the caller builds a
@@ -327,7 +342,7 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
                              asking for the tag format from now on",
                         );
                     }
-                    return Ok(finish_reply(reply, request, false));
+                    return Ok(finish_reply(reply, request, false, inner.tokens));
                 }
                 // Not answered either: this call goes on without the schema, and its own
                 // failure decides what happens next (a 5xx or a timeout is retried).

@@ -196,19 +196,9 @@ mod tests {
         let m = Recorded::new(ScriptedModel::new(Script::load(&f).unwrap()), log.clone());
         let mut req = ChatRequest {
             system: "SYSTEM".into(),
-            prompt: String::new(),
-            answer_format: None,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: "w".into(),
-            skill: "think".into(),
-            task_id: "T1".into(),
             stage_id: crate::ids::StageRef::NoRelative,
-            step_id: "P1".into(),
-            template: None,
             step_text: "x".into(),
-            progress: None,
-            retry: 0,
+            ..ChatRequest::test("w", "think")
         };
         for i in 0..KEPT + 2 {
             req.prompt = format!("PROMPT {i}");

@@ -269,10 +269,7 @@ impl ChatModel for ScriptedModel {
                     }
                 }
             }
-            let usage = TokenUsage {
-                prompt_tokens,
-                completion_tokens: estimate_tokens(&text),
-            };
+            let usage = TokenUsage::new(prompt_tokens, estimate_tokens(&text));
             Ok(ChatReply {
                 text,
                 usage,
@@ -289,7 +286,7 @@ const WRITTEN_IN: usize = 4;
 /// A scripted model has no tokenizer; it counts about four characters a token, as a rough
 /// stand-in so usage figures are non-zero and comparable between runs.
 fn estimate_tokens(text: &str) -> u64 {
-    crate::prompt::estimate_tokens(text) as u64
+    super::tokens::estimate(text) as u64
 }
 
 /// Replaces `{{name}}` placeholders. With `dry`, only checks that every name is known.
@@ -322,7 +319,6 @@ fn render(text: &str, vars: &HashMap<&str, String>, dry: bool) -> Result<String,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{StageId, StageRef};
 
     fn req(agent: &str, skill: &str) -> ChatRequest {
         req_from(agent, None, skill)
@@ -330,20 +326,10 @@ mod tests {
 
     fn req_from(agent: &str, template: Option<&str>, skill: &str) -> ChatRequest {
         ChatRequest {
-            system: String::new(),
             prompt: "p".repeat(40),
-            answer_format: None,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: agent.into(),
-            skill: skill.into(),
-            task_id: "T1".into(),
-            stage_id: StageRef::Stage(StageId::from("S1")),
-            step_id: "P1".into(),
             template: template.map(str::to_owned),
             step_text: "Write it\nA haiku about rain".into(),
-            progress: None,
-            retry: 0,
+            ..ChatRequest::test(agent, skill)
         }
     }
 

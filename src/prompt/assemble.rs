@@ -4,6 +4,7 @@
 
 use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
+use crate::llm::tokens::TokenCounter;
 use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -25,6 +26,8 @@ pub struct PromptContext<'a> {
     /// The most tokens the prompt may take (the model's context window less its answer), when
     /// the model states one: history is shortened until the prompt fits.
     pub budget: Option<usize>,
+    /// How the model counts tokens (its tokenizer, or an estimate).
+    pub tokens: TokenCounter,
 }
 
 /// How much of the history a prompt shows: everything, or (to fit a budget) older results cut
@@ -41,17 +44,6 @@ struct Fit {
 pub const KEPT_WHOLE: usize = 5;
 /// What a shortened history keeps of an older entry's result (seed 004).
 pub const OLDER_RESULT_CHARS: usize = 500;
-
-/// Tokens a text takes, estimated: about four characters a token for ASCII text, one a token
-/// for other scripts (CJK text is close to a token a character).
-pub fn estimate_tokens(text: &str) -> usize {
-    let (ascii, other): (usize, usize) =
-        text.chars().fold(
-            (0, 0),
-            |(a, o), c| if c.is_ascii() { (a + 1, o) } else { (a, o + 1) },
-        );
-    ascii.div_ceil(4) + other
-}
 
 /// Which history section a skill's prompt has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,7 +136,7 @@ pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> Promp
     for fit in &stages[1..] {
         let fits = ctx
             .budget
-            .is_none_or(|b| estimate_tokens(&prompt.system) + estimate_tokens(&prompt.user) <= b);
+            .is_none_or(|b| ctx.tokens.count(&prompt.system) + ctx.tokens.count(&prompt.user) <= b);
         if fits || history_kind(skill) == HistoryKind::None {
             break;
         }
@@ -324,6 +316,9 @@ fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptC
     doc.push(&sp.skill_prompt);
     doc.heading(2, &h.return_format);
     doc.push(&sp.return_format);
+    if !sp.with_tools.is_empty() && !ctx.agent.tools.is_empty() {
+        doc.push(&sp.with_tools);
+    }
 }
 
 /// The ids and executor of a step, as a short list.

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 #[test]
 fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entries() {
-    use super::assemble::{KEPT_WHOLE, estimate_tokens};
+    use super::assemble::KEPT_WHOLE;
+    use crate::llm::tokens::TokenCounter;
     let mut a = AgentState::new("a1".into(), "Ada".into(), "writer".into(), "".into());
     a.skills = vec![Skill::Think];
     let stage = StageRef::Stage(StageId::from("s"));
@@ -24,7 +25,7 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
         );
         s.execution_state = StepExecutionState::Finished;
         s.execute_result =
-            Some(json!({ "think": format!("HEAD_{i} {} TAIL_{i}", "x".repeat(3000)) }));
+            Some(json!({ "think": format!("HEAD_{i} {} TAIL_{i}", "rain on the roof ".repeat(176)) }));
         steps.push(s);
     }
     let current = step("t", stage, Executor::Skill(Skill::Think), "NOW", "");
@@ -34,6 +35,9 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
     let set = PromptSet::builtin(Language::En);
     let tools = BTreeMap::new();
     let step = a.agent_step.get(&id).unwrap().clone();
+    // Counted by a real tokenizer, as for a Qwen model.
+    let tokens = TokenCounter::for_model("qwen2.5-7b-instruct");
+    assert!(tokens.is_exact());
     let prompt = |budget| {
         let ctx = PromptContext {
             agent: &a,
@@ -43,16 +47,17 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
             tool_capabilities: None,
             tool_history: None,
             budget,
+            tokens,
         };
         build_prompt(&set, Skill::Think, &ctx)
     };
-    let size = |p: &super::Prompt| estimate_tokens(&p.system) + estimate_tokens(&p.user);
+    let size = |p: &super::Prompt| tokens.count(&p.system) + tokens.count(&p.user);
 
     let whole = prompt(None).whole();
     assert!((0..10).all(|i| whole.contains(&format!("TAIL_{i}"))));
 
     // Room for the newest five whole and the older ones cut.
-    let cut = prompt(Some(size(&prompt(None)) - 3000)).whole();
+    let cut = prompt(Some(size(&prompt(None)) - 2000)).whole();
     let older = 10 - KEPT_WHOLE;
     assert!(
         (0..older)
@@ -88,6 +93,7 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
         tool_capabilities: None,
         tool_history: None,
         budget: Some(1000),
+        tokens: crate::llm::tokens::TokenCounter::Estimate,
     };
     let with_summary = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(with_summary.contains(&set.phrases().history_summary_note));

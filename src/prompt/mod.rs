@@ -21,7 +21,7 @@ mod assemble_tests;
 mod budget_tests;
 
 pub(crate) use assemble::stage_history;
-pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt, estimate_tokens};
+pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt};
 pub use schema::{Headings, Phrases};
 pub use set::{PromptSet, check_prompt_dir};
 
@@ -78,6 +78,10 @@ pub struct SkillPrompt {
     pub skill_prompt: String,
     /// The exact answer tag and JSON shape the parser expects.
     pub return_format: String,
+    /// How tool steps are planned, shown only to agents that have tools (planning and
+    /// reflection; empty for the other skills). A small model copies what its prompt shows, so
+    /// an agent without tools is never shown a tool step to copy.
+    pub with_tools: String,
 }
 
 pub use crate::problem::Problem;

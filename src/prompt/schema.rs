@@ -110,6 +110,9 @@ impl PromptFile {
                 k
             }
             PromptFile::Mcp => vec!["mcp_base_prompt"],
+            PromptFile::Skill(Skill::Planning | Skill::Reflection) => {
+                vec!["description", "skill_prompt", "return_format", "with_tools"]
+            }
             PromptFile::Skill(_) => vec!["description", "skill_prompt", "return_format"],
         }
     }

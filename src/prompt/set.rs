@@ -88,6 +88,7 @@ impl PromptSet {
                     description: get("description"),
                     skill_prompt: get("skill_prompt"),
                     return_format: get("return_format"),
+                    with_tools: get("with_tools"),
                 };
                 (s, p)
             })

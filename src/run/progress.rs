@@ -3,7 +3,7 @@
 //! LLM call never looks like a hang.
 
 use crate::actors::Team;
-use crate::event::{Change, Event, StageChange, StepChange};
+use crate::event::{Change, Event, StageChange, States, StepChange};
 use crate::ids::{AgentId, StepId};
 use crate::state::{ExecutionState, StageState, StepExecutionState, StepState};
 use std::collections::HashMap;
@@ -16,10 +16,15 @@ pub enum Progress<'a> {
     /// the run saw it start.
     Step {
         step: &'a StepState,
+        /// Its agent's name.
+        agent: &'a str,
         took: Option<Duration>,
     },
-    /// A stage started or ended.
-    Stage(&'a StageState),
+    /// A stage started or ended, with its agents' names.
+    Stage {
+        stage: &'a StageState,
+        agents: Vec<String>,
+    },
     /// Nothing ended for a while: the run's age and the steps running now, longest first.
     Waiting {
         elapsed: Duration,
@@ -29,7 +34,8 @@ pub enum Progress<'a> {
 
 /// A step that is running, for [`Progress::Waiting`].
 pub struct Running {
-    pub agent_id: AgentId,
+    /// Its agent's name.
+    pub agent: String,
     pub executor: String,
     pub running_for: Duration,
 }
@@ -95,18 +101,32 @@ impl Tracker {
                 if dropped {
                     return;
                 }
-                if let Some(step) = team.monitor.read(|s| s.step(step_id).cloned()) {
+                if let Some((step, agent)) = team.monitor.read(|s| {
+                    let step = s.step(step_id)?;
+                    Some((step.clone(), name_of(s, &step.agent_id)))
+                }) {
                     self.last_line = Instant::now();
-                    out(Progress::Step { step: &step, took });
+                    out(Progress::Step {
+                        step: &step,
+                        agent: &agent,
+                        took,
+                    });
                 }
             }
             Change::Stage(StageChange::State {
                 stage_id,
                 execution_state,
             }) if *execution_state != ExecutionState::Init => {
-                if let Some(stage) = team.monitor.read(|s| s.stages.get(stage_id).cloned()) {
+                if let Some((stage, agents)) = team.monitor.read(|s| {
+                    let stage = s.stages.get(stage_id)?;
+                    let agents = stage.agent_allocation.keys().map(|a| name_of(s, a));
+                    Some((stage.clone(), agents.collect()))
+                }) {
                     self.last_line = Instant::now();
-                    out(Progress::Stage(&stage));
+                    out(Progress::Stage {
+                        stage: &stage,
+                        agents,
+                    });
                 }
             }
             _ => {}
@@ -127,7 +147,7 @@ impl Tracker {
                 .filter_map(|(id, t)| {
                     let step = s.step(id)?;
                     Some(Running {
-                        agent_id: step.agent_id.clone(),
+                        agent: name_of(s, &step.agent_id),
                         executor: step.executor.name().to_owned(),
                         running_for: t.elapsed(),
                     })
@@ -139,5 +159,13 @@ impl Tracker {
             elapsed: self.run_start.elapsed(),
             running,
         });
+    }
+}
+
+/// How a line names an agent: by its name, or by its id when it has none.
+fn name_of(s: &States, id: &AgentId) -> String {
+    match s.agents.get(id) {
+        Some(a) if !a.name.is_empty() => a.name.clone(),
+        _ => id.to_string(),
     }
 }

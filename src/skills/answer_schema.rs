@@ -306,12 +306,16 @@ fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> 
         _ if in_a_task => None,
         _ => Some(line()),
     };
-    let mut in_task = vec![variant(
-        "action",
-        "add_stage",
-        json!({ "task_id": task_id, "stages": { "type": "array", "items": stage, "minItems": 1 } }),
-        &["task_id", "stages"],
-    )];
+    let mut in_task = Vec::new();
+    // A notice about one stage is answered by finishing or retrying that stage.
+    if super::task_manager::stage_decided(agent, step).is_none() {
+        in_task.push(variant(
+            "action",
+            "add_stage",
+            json!({ "task_id": task_id, "stages": { "type": "array", "items": stage, "minItems": 1 } }),
+            &["task_id", "stages"],
+        ));
+    }
     if let Some(stage_id) = stage_id {
         in_task.push(variant(
             "action",

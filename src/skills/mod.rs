@@ -67,13 +67,15 @@ pub fn interpret(
         Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
             plan::interpret(skill, agent, step, answer)?
         }
-        Skill::Summary => summary::interpret(step, answer)?,
-        Skill::Think | Skill::QuickThink => think::interpret(skill, answer)?,
+        Skill::Summary => summary::interpret(agent, step, answer)?,
+        Skill::Think | Skill::QuickThink => think::interpret(skill, step, answer)?,
         Skill::SendMessage => send_message::interpret(agent, step, answer, now)?,
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
-        Skill::TaskManager => {
-            task_manager::interpret(answer, crate::agent::plan_check::checks_stages(agent))?
-        }
+        Skill::TaskManager => task_manager::interpret(
+            answer,
+            crate::agent::plan_check::checks_stages(agent),
+            task_manager::stage_decided(agent, step),
+        )?,
         Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
         Skill::AgentManager => agent_manager::interpret(answer)?,
         Skill::AskInfo => ask_info::interpret(agent, step, answer, now)?,
@@ -96,6 +98,44 @@ pub fn interpret(
     }
     Ok(outcome)
 }
+
+/// An answer still unusable after its re-asks, repaired where the runtime can do the skill's
+/// job itself: a summary is composed from the agent's own results in the stage.
+pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
+    match step.executor.skill()? {
+        Skill::Summary => summary::repair(agent, step, &error.to_string()),
+        _ => None,
+    }
+}
+
+/// Whether an answer only hands back the step's own instruction (its intention or text), word
+/// for word give or take punctuation and case: the whole of it or most of it, or with a few
+/// words added: what a small model
+/// does when it does not do the work (seen on Qwen2.5 1.5B, for summaries and for the
+/// think step that was to write the poem).
+pub(crate) fn echoes(answer: &str, step: &StepState) -> bool {
+    let plain = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let said = plain(answer);
+    if said.is_empty() {
+        return false;
+    }
+    [&step.text_content, &step.step_intention].iter().any(|t| {
+        let asked = plain(t);
+        // A short answer found in a long instruction ("yes" to "answer yes or no") is fine.
+        !asked.is_empty()
+            && ((asked.contains(&said) && 2 * said.len() >= asked.len())
+                || (said.starts_with(&asked) && said.len() < asked.len() + ECHO_SLACK))
+    })
+}
+
+/// Characters an answer may add to its instruction and still count as handing it back.
+const ECHO_SLACK: usize = 40;
 
 fn set(result: &mut Value, key: &str, v: Value) {
     if !result.is_object() {

@@ -3,15 +3,19 @@
 
 use super::{SkillError, SkillOutcome};
 use crate::parse;
-use crate::state::{StageAgentState, StepState};
-use serde_json::json;
+use crate::state::{AgentState, Executor, Skill, StageAgentState, StepExecutionState, StepState};
+use serde_json::{Value, json};
 
 /// The text of the summary step the runtime adds when a reflection finds nothing left to do.
 /// It names what to report: a real 1.5B model handed back the older wording ("Reflection found
 /// nothing left to do; summarise what was achieved") as its summary, re-asked three times.
 pub const CLOSING: &str = "Report the result of my goal in this stage: the result itself (the text, answer or file name, in full when it is short, such as a poem) and how it was reached.";
 
-pub fn interpret(step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
+pub fn interpret(
+    agent: &AgentState,
+    step: &StepState,
+    answer: &str,
+) -> Result<SkillOutcome, SkillError> {
     if step.stage_id.stage().is_none() {
         return Err(SkillError::Invalid(
             "a summary closes a stage, but this step belongs to no stage".into(),
@@ -21,30 +25,100 @@ pub fn interpret(step: &StepState, answer: &str) -> Result<SkillOutcome, SkillEr
     // A small model may hand back its own instruction ("summarise what was achieved") as the
     // summary; the manager would then judge the stage on nothing (seen on Qwen2.5 1.5B, whose
     // manager planned the whole stage again).
-    let plain = |s: &str| {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let said = plain(&summary);
-    if !said.is_empty()
-        && (plain(&step.text_content).contains(&said)
-            || plain(&step.step_intention).contains(&said))
-    {
-        return Err(SkillError::Invalid(
-            "the summary repeats this step's instruction: report what you did in the stage and \
-             what came of it, with the result itself when it is short (a poem, a number, a name)"
-                .into(),
-        ));
+    if super::echoes(&summary, step) {
+        // An echo is an obvious slip: repaired from the agent's own results at once, as asking
+        // again rarely helps (the same model echoed the reworded instruction four times in a
+        // row, minutes a try on a CPU). Only with nothing to report is it asked again.
+        return repair(agent, step, "the model handed back the step's instruction").ok_or_else(
+            || {
+                SkillError::Invalid(
+                    "the summary repeats this step's instruction: report what you did in the \
+                     stage and what came of it, with the result itself when it is short (a \
+                     poem, a number, a name)"
+                        .into(),
+                )
+            },
+        );
     }
-    Ok(SkillOutcome {
-        result: json!({ "summary": summary }),
+    Ok(finished(json!({ "summary": summary }), summary))
+}
+
+/// A completion summary written by the runtime from the agent's own results in the stage,
+/// when its model could not write one (`why`): the stage still closes on what was done, and
+/// the summary says it was composed. `None` when the agent has no result there to report.
+pub fn repair(agent: &AgentState, step: &StepState, why: &str) -> Option<SkillOutcome> {
+    let results: Vec<String> = agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| {
+            s.task_id == step.task_id
+                && s.stage_id == step.stage_id
+                && s.execution_state == StepExecutionState::Finished
+        })
+        .filter_map(|s| Some(format!("- {}: {}", s.step_intention, reported(s)?)))
+        .collect();
+    if results.is_empty() {
+        return None;
+    }
+    let newest = &results[results.len().saturating_sub(REPORTED)..];
+    let summary = format!(
+        "(Composed by the runtime from {}'s results in this stage; its model could not write \
+         the summary.)\n{}",
+        agent.name,
+        newest.join("\n")
+    );
+    let mut result = json!({ "summary": summary, "composed": why });
+    if newest.len() < results.len() {
+        result["left_out"] = json!(results.len() - newest.len());
+    }
+    Some(finished(result, summary))
+}
+
+/// How many of the agent's newest results a composed summary reports.
+const REPORTED: usize = 4;
+
+/// How much of one result a composed summary quotes.
+const RESULT_CHARS: usize = 800;
+
+/// What a finished step produced that a summary reports: a thought, a message sent, or a
+/// tool's answer (the steps that only plan, digest or ask report nothing of their own).
+fn reported(step: &StepState) -> Option<String> {
+    let result = step.execute_result.as_ref()?;
+    let text = match step.executor {
+        Executor::Skill(Skill::Think) => result.get("think")?.as_str()?.to_owned(),
+        Executor::Skill(Skill::QuickThink) => result.get("quick_think")?.as_str()?.to_owned(),
+        Executor::Skill(Skill::SendMessage) => {
+            let m = result.get("send_message")?;
+            let to: Vec<&str> = m
+                .get("receiver")?
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            format!("sent to {}: {}", to.join(", "), m.get("message")?.as_str()?)
+        }
+        Executor::Tool(_) => serde_json::to_string(result).ok()?,
+        _ => return None,
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    Some(if text.chars().count() > RESULT_CHARS {
+        format!("{}…", text.chars().take(RESULT_CHARS).collect::<String>())
+    } else {
+        text.to_owned()
+    })
+}
+
+fn finished(result: Value, summary: String) -> SkillOutcome {
+    SkillOutcome {
+        result,
         stage_state: StageAgentState::Finished,
         completion: Some(summary),
         ..Default::default()
-    })
+    }
 }
 
 #[cfg(test)]
@@ -58,6 +132,7 @@ mod tests {
         let mut a = agent(&[Skill::Summary]);
         let step = running(&mut a, Skill::Summary, "");
         let o = interpret(
+            &a,
             &step,
             "Done.\n<completion_summary>wrote the draft</completion_summary>",
         )
@@ -67,6 +142,7 @@ mod tests {
         // Its own instruction handed back is no summary.
         let echo = running(&mut a, Skill::Summary, CLOSING);
         let why = interpret(
+            &a,
             &echo,
             &format!("<completion_summary>{CLOSING}</completion_summary>"),
         )
@@ -80,8 +156,56 @@ mod tests {
     fn summary_outside_a_stage_or_without_the_tag_fails() {
         let mut a = agent(&[Skill::Summary]);
         let mut step = running(&mut a, Skill::Summary, "");
-        assert!(interpret(&step, "no tag here").is_err());
+        assert!(interpret(&a, &step, "no tag here").is_err());
         step.stage_id = crate::ids::StageRef::NoRelative;
-        assert!(interpret(&step, "<completion_summary>x</completion_summary>").is_err());
+        assert!(interpret(&a, &step, "<completion_summary>x</completion_summary>").is_err());
+    }
+
+    /// Finishes `step` of `a` with `result`.
+    fn finish(a: &mut AgentState, step: &StepState, result: Value) {
+        a.update_step(
+            &step.step_id,
+            crate::event::StepUpdate {
+                execution_state: Some(StepExecutionState::Finished),
+                execute_result: Some(result),
+                ..Default::default()
+            },
+        );
+    }
+
+    #[test]
+    fn an_echoed_summary_is_composed_from_the_agents_results_in_the_stage() {
+        let mut a = agent(&[Skill::Think, Skill::Planning, Skill::Summary]);
+        let plan = running(&mut a, Skill::Planning, "");
+        finish(&mut a, &plan, json!({ "planned_step": [] }));
+        let think = running(&mut a, Skill::Think, "write it");
+        finish(&mut a, &think, json!({ "think": "Rain on red maples" }));
+        let echo = running(&mut a, Skill::Summary, CLOSING);
+        let o = interpret(
+            &a,
+            &echo,
+            &format!("<completion_summary>{CLOSING}</completion_summary>"),
+        )
+        .unwrap();
+        let summary = o.completion.unwrap();
+        assert!(summary.starts_with("(Composed by the runtime from Wren's results"));
+        assert!(summary.contains("- do it: Rain on red maples"), "{summary}");
+        assert!(
+            !summary.contains("planned_step"),
+            "a plan is no result: {summary}"
+        );
+        assert_eq!(o.stage_state, StageAgentState::Finished);
+        assert_eq!(
+            o.result["composed"],
+            "the model handed back the step's instruction"
+        );
+        // Also when the answer stays unreadable after its re-asks.
+        let err = SkillError::Invalid("no <completion_summary> tag".into());
+        let o = crate::skills::repair(&a, &echo, &err).unwrap();
+        assert_eq!(o.result["composed"], "no <completion_summary> tag");
+        // Another stage's results are not this one's.
+        let mut other = echo.clone();
+        other.stage_id = crate::ids::StageRef::Stage("s2".into());
+        assert!(repair(&a, &other, "x").is_none());
     }
 }

@@ -2,15 +2,39 @@
 //! finish_task, retry_stage). A new task's id is chosen here, so the step records it.
 
 use super::{SkillError, SkillOutcome, working};
-use crate::ids::TaskId;
+use crate::agent::asks_to_act;
+use crate::ids::{StageId, TaskId};
 use crate::message::TaskInstruction;
 use crate::parse;
+use crate::state::{AgentState, StepState};
 use serde_json::json;
 
+/// The stage a step must decide on: a runtime notice about one stage of a task the agent
+/// manages (its agents all reported, or one is stuck). Such a stage stays open until it is
+/// finished or retried, so `add_stage` is no answer there: a real 1.5B model re-added the stage
+/// it judged unmet, and the task waited for ever on the old one.
+pub fn stage_decided<'a>(agent: &AgentState, step: &'a StepState) -> Option<&'a StageId> {
+    let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
+    step.stage_id
+        .stage()
+        .filter(|_| in_a_task && asks_to_act(step))
+}
+
 /// `check_stages`: an `add_stage` waits for a person's check (see `agent::plan_check`)
-/// instead of going to SyncState.
-pub fn interpret(answer: &str, check_stages: bool) -> Result<SkillOutcome, SkillError> {
+/// instead of going to SyncState. `decided`: the stage the step must decide on, if any.
+pub fn interpret(
+    answer: &str,
+    check_stages: bool,
+    decided: Option<&StageId>,
+) -> Result<SkillOutcome, SkillError> {
     let mut instruction = parse::task_instruction(answer)?;
+    if let (TaskInstruction::AddStage { .. }, Some(stage)) = (&instruction, decided) {
+        return Err(SkillError::Invalid(format!(
+            "this step decides on stage {stage}, which stays open until it is finished or \
+             retried: answer finish_stage to accept it, or retry_stage to redo it with a \
+             corrected intention and allocation (add_stage would leave it open for ever)"
+        )));
+    }
     if let TaskInstruction::AddTask {
         task_id,
         task_name,
@@ -53,7 +77,7 @@ mod tests {
 
     #[test]
     fn add_task_gets_a_fresh_id_and_a_name() {
-        let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#, false).unwrap();
+        let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#, false, None).unwrap();
         match o.task_instruction.unwrap() {
             TaskInstruction::AddTask {
                 task_id, task_name, ..
@@ -68,13 +92,31 @@ mod tests {
 
     #[test]
     fn empty_stage_lists_and_unknown_actions_fail() {
-        assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#, false).is_err());
+        assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#, false, None).is_err());
         assert!(
             interpret(
                 r#"<task_instruction>{"action": "explode"}</task_instruction>"#,
-                false
+                false,
+                None
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_stage_the_step_decides_on_is_finished_or_retried_never_left_open() {
+        let add = r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "again", "agent_allocation": {"w": "write"}}]}</task_instruction>"#;
+        let stage = StageId::from("s1");
+        let why = interpret(add, false, Some(&stage))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            why.contains("finish_stage") && why.contains("retry_stage"),
+            "{why}"
+        );
+        assert!(interpret(add, false, None).is_ok());
+        let finish = r#"<task_instruction>{"action": "finish_stage", "task_id": "t", "stage_id": "s1"}</task_instruction>"#;
+        assert!(interpret(finish, false, Some(&stage)).is_ok());
     }
 }

@@ -1,34 +1,77 @@
 //! think (with the stage's history) and quick_think (without): text the agent writes for
 //! itself, kept in the step's result where later steps see it.
 
-use super::{SkillError, SkillOutcome, working};
+use super::{SkillError, SkillOutcome, echoes, working};
 use crate::parse;
-use crate::state::Skill;
+use crate::state::{Skill, StepState};
 use serde_json::json;
 
-pub fn interpret(skill: Skill, answer: &str) -> Result<SkillOutcome, SkillError> {
-    Ok(match skill {
-        Skill::QuickThink => working(json!({ "quick_think": parse::quick_think(answer)? })),
-        _ => working(json!({ "think": parse::think(answer)? })),
-    })
+pub fn interpret(skill: Skill, step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
+    let (key, text) = match skill {
+        Skill::QuickThink => ("quick_think", parse::quick_think(answer)?),
+        _ => ("think", parse::think(answer)?),
+    };
+    // The instruction handed back is no result: later steps would build on nothing.
+    if echoes(&text, step) {
+        return Err(SkillError::Invalid(
+            "the answer repeats this step's instruction: do what it asks and answer with the \
+             result itself (for a poem, the poem's lines; for a question, the answer)"
+                .into(),
+        ));
+    }
+    Ok(working(json!({ key: text })))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use crate::skills::test_support::*;
+
     #[test]
     fn think_and_quick_think_read_their_own_tags() {
+        let mut a = agent(&[Skill::Think, Skill::QuickThink]);
+        let step = running(&mut a, Skill::Think, "Write a haiku about rain");
         assert_eq!(
-            interpret(Skill::Think, "<think>a</think>").unwrap().result["think"],
+            interpret(Skill::Think, &step, "<think>a</think>")
+                .unwrap()
+                .result["think"],
             "a"
         );
         assert_eq!(
-            interpret(Skill::QuickThink, "<quick_think>b</quick_think>")
+            interpret(Skill::QuickThink, &step, "<quick_think>b</quick_think>")
                 .unwrap()
                 .result["quick_think"],
             "b"
         );
-        assert!(interpret(Skill::QuickThink, "<think>a</think>").is_err());
+        assert!(interpret(Skill::QuickThink, &step, "<think>a</think>").is_err());
+    }
+
+    #[test]
+    fn an_answer_that_hands_back_the_instruction_is_no_result() {
+        let mut a = agent(&[Skill::Think]);
+        let step = running(
+            &mut a,
+            Skill::Think,
+            "Write a haiku about autumn rain, focusing on the sound.",
+        );
+        for echo in [
+            "Write a haiku about autumn rain, focusing on the sound.",
+            "write a haiku about autumn rain, focusing",
+            "Write a haiku about autumn rain focusing on the sound. The poem should be written",
+        ] {
+            let why = interpret(Skill::Think, &step, &format!("<think>{echo}</think>"))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                why.contains("repeats this step's instruction"),
+                "{echo}: {why}"
+            );
+        }
+        let poem = "Cold rain on the eaves\nthe maple lets go its red\none leaf at a time";
+        assert!(interpret(Skill::Think, &step, &format!("<think>{poem}</think>")).is_ok());
+        // A short answer that happens to be words of the instruction is an answer.
+        assert!(interpret(Skill::Think, &step, "<think>autumn rain</think>").is_ok());
     }
 }

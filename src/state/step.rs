@@ -5,17 +5,45 @@ use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Prompt and completion tokens spent, per step and summed per agent and per task.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Prompt and completion tokens spent, per step and summed per agent and per task, with what
+/// they cost when the model's config gives its price (`cost_per_1k_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// USD, priced by the model that spent the tokens (0 when it has no price).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_usd: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl TokenUsage {
+    pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Self {
+        TokenUsage {
+            prompt_tokens,
+            completion_tokens,
+            cost_usd: 0.0,
+        }
+    }
+
     pub fn add(&mut self, other: TokenUsage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+
+    /// What was spent since `earlier` (a reading of the same running total).
+    pub fn since(&self, earlier: TokenUsage) -> TokenUsage {
+        TokenUsage {
+            prompt_tokens: self.prompt_tokens.saturating_sub(earlier.prompt_tokens),
+            completion_tokens: self
+                .completion_tokens
+                .saturating_sub(earlier.completion_tokens),
+            cost_usd: (self.cost_usd - earlier.cost_usd).max(0.0),
+        }
     }
 
     pub fn total(&self) -> u64 {

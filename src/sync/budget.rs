@@ -74,13 +74,7 @@ mod tests {
     fn step_of(task: &TaskId, tokens: u64) -> ExecuteOutput {
         ExecuteOutput {
             agent_id: Some("a".into()),
-            token_usage: Some((
-                task.clone(),
-                TokenUsage {
-                    prompt_tokens: tokens,
-                    completion_tokens: 0,
-                },
-            )),
+            token_usage: Some((task.clone(), TokenUsage::new(tokens, 0))),
             send_shared_info: Some(SharedInfoUpdate {
                 task_id: task.clone(),
                 stage_id: StageRef::NoRelative,

@@ -375,13 +375,7 @@ fn a_refused_step_still_counts_its_tokens_and_marks_its_agent_failed_for_the_man
     let (mut c, t, stages) = two_stage_task();
     let out = ExecuteOutput {
         agent_id: Some("a".into()),
-        token_usage: Some((
-            t.clone(),
-            crate::state::TokenUsage {
-                prompt_tokens: 10,
-                completion_tokens: 5,
-            },
-        )),
+        token_usage: Some((t.clone(), crate::state::TokenUsage::new(10, 5))),
         update_stage_agent_state: Some(crate::message::StageAgentUpdate {
             task_id: t.clone(),
             stage_id: stages[0].clone(),

@@ -15,10 +15,7 @@ pub(super) fn reply_from_response(
 ) -> Result<ChatReply, LlmError> {
     let usage = response
         .usage
-        .map(|u| TokenUsage {
-            prompt_tokens: u64::from(u.prompt_tokens),
-            completion_tokens: u64::from(u.completion_tokens),
-        })
+        .map(|u| TokenUsage::new(u64::from(u.prompt_tokens), u64::from(u.completion_tokens)))
         .unwrap_or_default();
     let Some(choice) = response.choices.into_iter().next() else {
         return Err(LlmError::EmptyAnswer("the response has no choices".into()));
@@ -86,10 +83,10 @@ pub(super) fn reply_leniently(
             .pointer(&format!("/usage/{name}"))
             .and_then(Value::as_u64)
     };
-    let usage = TokenUsage {
-        prompt_tokens: tokens("prompt_tokens").unwrap_or(0),
-        completion_tokens: tokens("completion_tokens").unwrap_or(0),
-    };
+    let usage = TokenUsage::new(
+        tokens("prompt_tokens").unwrap_or(0),
+        tokens("completion_tokens").unwrap_or(0),
+    );
     let Some(choice) = choices.first() else {
         return Err(LlmError::EmptyAnswer("the response has no choices".into()));
     };
@@ -170,10 +167,7 @@ mod tests {
     }
 
     fn usage(prompt_tokens: u64, completion_tokens: u64) -> TokenUsage {
-        TokenUsage {
-            prompt_tokens,
-            completion_tokens,
-        }
+        TokenUsage::new(prompt_tokens, completion_tokens)
     }
 
     #[test]

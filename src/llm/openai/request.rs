@@ -3,6 +3,7 @@
 
 use super::OpenAiSettings;
 use crate::llm::structured::tagged_answer;
+use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatReply, ChatRequest, ToolRound};
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
@@ -125,17 +126,18 @@ fn round_messages(round: &ToolRound) -> Vec<ChatCompletionRequestMessage> {
 }
 
 /// A constrained answer back in the tag format the skills read; a usage the endpoint did not
-/// report is estimated (see [`crate::prompt::estimate_tokens`]), so spend is never shown as zero.
+/// report is counted with the model's tokenizer (or estimated), so spend is never shown as zero.
 pub(super) fn finish_reply(
     mut reply: ChatReply,
     request: &ChatRequest,
     constrained: bool,
+    tokens: TokenCounter,
 ) -> ChatReply {
     if constrained && let Some(tagged) = tagged_answer(&reply.text) {
         reply.text = tagged;
     }
     if reply.usage.prompt_tokens == 0 && reply.usage.completion_tokens == 0 {
-        let estimate = |text: &str| crate::prompt::estimate_tokens(text) as u64;
+        let estimate = |text: &str| tokens.count(text) as u64;
         let rounds: u64 = request
             .rounds
             .iter()

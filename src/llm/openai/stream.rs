@@ -108,10 +108,10 @@ impl Assembly {
         }
         if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
             let tokens = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = Some(TokenUsage {
-                prompt_tokens: tokens("prompt_tokens"),
-                completion_tokens: tokens("completion_tokens"),
-            });
+            self.usage = Some(TokenUsage::new(
+                tokens("prompt_tokens"),
+                tokens("completion_tokens"),
+            ));
         }
         let Some(choice) = chunk
             .get("choices")
