@@ -17,7 +17,7 @@ use crate::mcp::McpClient;
 use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
-use crate::skills::answer_schema::{RECEIVERS_LISTED, answer_schema};
+use crate::skills::answer_schema::{self, RECEIVERS_LISTED, answer_schema};
 use crate::skills::next_tool_step;
 use crate::state::{AgentState, Executor, Skill, StepState};
 use actix::prelude::*;
@@ -245,7 +245,7 @@ impl AgentActor {
         let answer_format = self
             .llm
             .as_ref()
-            .is_some_and(|m| m.constrains_answers())
+            .is_some_and(|m| m.constrains_answers() && answer_schema::constrained(skill))
             .then(|| AnswerFormat {
                 name: skill.name().to_owned(),
                 schema: answer_schema(skill, &self.state, &step, &self.receivers(skill)),

@@ -346,18 +346,13 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
             },
         );
         // As the agent actor asks: with the answer's schema when the model may constrain by it.
-        let answer_format = model
-            .constrains_answers()
-            .then(|| crate::llm::AnswerFormat {
-                name: Skill::Think.name().to_owned(),
-                schema: crate::skills::answer_schema::answer_schema(
-                    Skill::Think,
-                    &agent,
-                    &step,
-                    &[],
-                ),
-                note: prompts.phrases().json_answer.clone(),
-            });
+        let answer_format = (model.constrains_answers()
+            && crate::skills::answer_schema::constrained(Skill::Think))
+        .then(|| crate::llm::AnswerFormat {
+            name: Skill::Think.name().to_owned(),
+            schema: crate::skills::answer_schema::answer_schema(Skill::Think, &agent, &step, &[]),
+            note: prompts.phrases().json_answer.clone(),
+        });
         let reply = futures::executor::block_on(model.chat(ChatRequest {
             system: prompt.system,
             prompt: prompt.user,

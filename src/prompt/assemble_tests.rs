@@ -217,14 +217,16 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
 
             // Level 2 below the system prompt: the subsections this skill must have, in order.
             let role_at = got1[1].1;
-            let mut want2 = vec![&h.role_info, &h.permissions, &h.intention, &h.content];
+            // The step's content comes last in its section, after the rules (a small model
+            // answers what it read last).
+            let mut want2 = vec![&h.role_info, &h.permissions, &h.intention];
             if skill == Skill::InstructionGeneration {
                 want2.push(&h.tool_step);
             }
             if matches!(skill, Skill::InstructionGeneration | Skill::ToolDecision) {
                 want2.push(&h.mcp_base);
             }
-            want2.extend([&h.rules, &h.return_format]);
+            want2.extend([&h.rules, &h.return_format, &h.content]);
             if history_kind(skill) == HistoryKind::Stage {
                 want2.extend([&h.history_done, &h.history_pending]);
             }

@@ -24,8 +24,9 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
             "",
         );
         s.execution_state = StepExecutionState::Finished;
-        s.execute_result =
-            Some(json!({ "think": format!("HEAD_{i} {} TAIL_{i}", "rain on the roof ".repeat(176)) }));
+        s.execute_result = Some(
+            json!({ "think": format!("HEAD_{i} {} TAIL_{i}", "rain on the roof ".repeat(176)) }),
+        );
         steps.push(s);
     }
     let current = step("t", stage, Executor::Skill(Skill::Think), "NOW", "");

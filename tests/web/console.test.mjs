@@ -188,9 +188,14 @@ try {
     return { msg, taskId: await msg.getAttribute('data-task-id') };
   });
 
-  await step(`${MANAGER} is waiting with a step lock`, async () => {
+  await step(`${MANAGER} is waiting with a step lock, and its card says for whom`, async () => {
     await page.locator(`${q.agent(MANAGER)}[data-locked="true"]`).waitFor();
     await page.locator(`${q.agent(MANAGER)}[data-working-state="waiting"]`).waitFor();
+    await page.getByTestId('tab-agents').click();
+    const waits = page.locator(`[data-testid="agent-card"][data-agent-id="${MANAGER}"] [data-testid="agent-waits-for"]`);
+    await waits.waitFor();
+    const whom = await waits.locator('[data-agent-id]').getAttribute('data-agent-id');
+    if (whom !== USER) throw new Failure(`the card says it waits for ${whom}, not ${USER}`);
   });
 
   await step('answer the question from the inbox', async () => {
@@ -229,6 +234,13 @@ try {
     await page.locator(q.task(task.id)).click();
     await page.getByTestId('tab-stages').click();
     await page.locator('[data-testid="stage-list"] [data-testid="stage-item"]').first().waitFor();
+    // A running task counts its time up in the list and in its head; its stage shows its own.
+    const elapsed = page.locator(`${q.task(task.id)} [data-testid="task-elapsed"]`);
+    await elapsed.waitFor();
+    const first = await elapsed.textContent();
+    await page.waitForTimeout(1100);
+    if (!(await elapsed.getAttribute('data-since')) || (await elapsed.textContent()) === first) throw new Failure(`the running task's time does not count up (${first})`);
+    await page.locator('[data-testid="stage-elapsed"]').first().waitFor();
     await page.getByTestId('tab-timeline').click();
     await page.locator('[data-testid="timeline-step"]').first().waitFor();
     timelineEarly = Number(await page.getByTestId('timeline').getAttribute('data-steps'));
@@ -297,6 +309,10 @@ try {
     if (!(n > timelineEarly)) throw new Failure(`the timeline showed ${timelineEarly} steps while running and ${n} at the end`);
     const running = await page.locator('[data-testid="timeline-step"][data-state="running"]').count();
     if (running) throw new Failure(`${running} steps still drawn as running after the task finished`);
+    // The finished task's time is fixed: how long it ran.
+    const ran = page.getByTestId('task-head-elapsed');
+    await ran.waitFor();
+    if (await ran.getAttribute('data-since')) throw new Failure('the finished task still counts its time up');
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-timeline.png') });
   });
 
