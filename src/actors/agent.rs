@@ -345,7 +345,10 @@ impl AgentActor {
             )),
             (reply, _) => reply,
         };
-        match complete_step(&mut self.state, &id, reply, now, asking.may_ask_again()) {
+        // A model that gives the same unusable answer again is stuck on it: no more asking.
+        let stuck = reply.as_ref().is_ok_and(|r| asking.gave_before(&r.text));
+        let may_ask_again = asking.may_ask_again() && !stuck;
+        match complete_step(&mut self.state, &id, reply, now, may_ask_again) {
             // An answer the skill cannot use: the same question again, with the error. The
             // step shows the try meanwhile.
             Completion::AskAgain { error, answer } => {

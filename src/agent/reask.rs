@@ -38,6 +38,15 @@ impl Asking {
         self.tries.len() < REASKS
     }
 
+    /// Whether `answer` is the unusable answer the model gave last time, word for word: a model
+    /// stuck on one answer gives it again (Qwen2.5 1.5B gave the same one four times in a row,
+    /// a minute each), so it is not asked a third time.
+    pub fn gave_before(&self, answer: &str) -> bool {
+        self.tries
+            .last()
+            .is_some_and(|t| t["answer"].as_str() == Some(shown(answer).as_str()))
+    }
+
     /// Records an unusable answer; returns the request that asks again.
     pub fn again(&mut self, error: &str, answer: &str, usage: TokenUsage) -> ChatRequest {
         self.spent.add(usage);
@@ -103,6 +112,10 @@ mod tests {
         );
         assert!(!a.may_ask_again());
         assert_eq!(a.tries.len(), REASKS);
+        assert!(
+            a.gave_before("y") && !a.gave_before("x"),
+            "only the last answer counts"
+        );
         assert_eq!(a.spent.prompt_tokens, 30);
     }
 

@@ -46,6 +46,12 @@ pub enum SkillError {
     EmptyPlan(String),
     #[error("{0}")]
     Invalid(String),
+    /// The answer (this text) only hands back the step's instruction.
+    #[error(
+        "the answer repeats this step's instruction: do what it asks and answer with the \
+         result itself (for a poem, the poem's lines; for a question, the answer)"
+    )]
+    Echo(String),
     #[error("step `{0}` is a tool step; tool steps are run by the MCP tool executor, not a skill")]
     NoTools(String),
 }
@@ -100,10 +106,15 @@ pub fn interpret(
 }
 
 /// An answer still unusable after its re-asks, repaired where the runtime can do the skill's
-/// job itself: a summary is composed from the agent's own results in the stage.
+/// job itself: a summary is composed from the agent's own results in the stage; a thought
+/// that kept handing back its instruction is kept as it is, marked so (failing it would cost
+/// a recovery step, and what it says is for the next steps and the manager to judge).
 pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
-    match step.executor.skill()? {
-        Skill::Summary => summary::repair(agent, step, &error.to_string()),
+    match (step.executor.skill()?, error) {
+        (Skill::Summary, _) => summary::repair(agent, step, &error.to_string()),
+        (skill @ (Skill::Think | Skill::QuickThink), SkillError::Echo(text)) => {
+            Some(think::kept_echo(skill, text))
+        }
         _ => None,
     }
 }

@@ -11,15 +11,24 @@ pub fn interpret(skill: Skill, step: &StepState, answer: &str) -> Result<SkillOu
         Skill::QuickThink => ("quick_think", parse::quick_think(answer)?),
         _ => ("think", parse::think(answer)?),
     };
-    // The instruction handed back is no result: later steps would build on nothing.
+    // The instruction handed back is no result: the model is asked again (see `repair`).
     if echoes(&text, step) {
-        return Err(SkillError::Invalid(
-            "the answer repeats this step's instruction: do what it asks and answer with the \
-             result itself (for a poem, the poem's lines; for a question, the answer)"
-                .into(),
-        ));
+        return Err(SkillError::Echo(text));
     }
     Ok(working(json!({ key: text })))
+}
+
+/// A thought that still hands back its instruction after being asked again: kept, and said.
+pub fn kept_echo(skill: Skill, text: &str) -> SkillOutcome {
+    let key = if skill == Skill::QuickThink {
+        "quick_think"
+    } else {
+        "think"
+    };
+    working(json!({
+        key: text,
+        "echo": "the model handed back the step's instruction even when asked again; kept as it is",
+    }))
 }
 
 #[cfg(test)]
@@ -71,6 +80,28 @@ mod tests {
         }
         let poem = "Cold rain on the eaves\nthe maple lets go its red\none leaf at a time";
         assert!(interpret(Skill::Think, &step, &format!("<think>{poem}</think>")).is_ok());
+        // Still the echo after asking again: kept as it is, and said so.
+        let e = interpret(
+            Skill::QuickThink,
+            &step,
+            "<quick_think>write a haiku about autumn rain, focusing on the sound</quick_think>",
+        )
+        .err()
+        .unwrap();
+        let quick = running(&mut a, Skill::QuickThink, "x");
+        let kept = crate::skills::repair(&a, &quick, &e).unwrap();
+        assert!(
+            kept.result["quick_think"]
+                .as_str()
+                .unwrap()
+                .starts_with("write a haiku")
+        );
+        assert!(
+            kept.result["echo"]
+                .as_str()
+                .unwrap()
+                .contains("kept as it is")
+        );
         // A short answer that happens to be words of the instruction is an answer.
         assert!(interpret(Skill::Think, &step, "<think>autumn rain</think>").is_ok());
     }
