@@ -61,8 +61,11 @@ impl SyncCore {
                 Ok(())
             }
             TaskInstruction::AddStage { task_id, stages } => {
-                self.managed_open_task(agent, task_id)?;
-                stages.iter().try_for_each(|s| self.check_plan(s))
+                let task = self.managed_open_task(agent, task_id)?;
+                stages.iter().try_for_each(|s| {
+                    self.check_plan(s)?;
+                    self.not_a_rerun(task, s)
+                })
             }
             TaskInstruction::FinishStage { task_id, stage_id } => {
                 self.managed_open_task(agent, task_id)?;
@@ -140,6 +143,31 @@ impl SyncCore {
                 task: task_id.clone(),
                 stage: stage_id.clone(),
             })
+    }
+
+    /// A stage the task already finished, asked for again with the same goal and agents, is
+    /// a loop, not work: a real 1.5B manager judged its finished task and added its one stage
+    /// again, and again. Redoing a running stage is retry_stage; a finished one stays done.
+    fn not_a_rerun(&self, task: &TaskState, plan: &StagePlan) -> Result<(), SyncError> {
+        let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
+        let done = task.stage_list.iter().filter_map(|id| self.stages.get(id)).find(|st| {
+            st.execution_state == ExecutionState::Finished
+                && same(&st.stage_intention, &plan.stage_intention)
+                && st.agent_allocation.len() == plan.agent_allocation.len()
+                && st
+                    .agent_allocation
+                    .iter()
+                    .all(|(a, g)| plan.agent_allocation.get(a).is_some_and(|p| same(p, g)))
+        });
+        match done {
+            Some(st) => Err(SyncError::Invalid(format!(
+                "stage {} already ran and finished with this goal and these agents (\"{}\"); \
+                 if the task's goal is reached, finish_task; otherwise add a stage whose goal \
+                 says what is still missing",
+                st.stage_id, st.stage_intention
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn check_plan(&self, s: &StagePlan) -> Result<(), SyncError> {

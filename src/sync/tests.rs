@@ -509,3 +509,41 @@ fn routed_messages_are_numbered_on_from_the_last_one_a_store_had() {
         Change::Task(TaskChange::Conversation { message_no: 42, .. })
     ));
 }
+
+#[test]
+fn a_finished_stage_asked_for_again_unchanged_is_refused_and_a_changed_one_is_not() {
+    let (mut c, t, stages) = two_stage_task();
+    complete(&mut c, &t, &stages[0], "a");
+    complete(&mut c, &t, &stages[0], "b");
+    c.try_apply(
+        &by(
+            "m",
+            TaskInstruction::FinishStage {
+                task_id: t.clone(),
+                stage_id: stages[0].clone(),
+            },
+        ),
+        "now",
+    )
+    .unwrap();
+    let again = |p: StagePlan| {
+        by(
+            "m",
+            TaskInstruction::AddStage {
+                task_id: t.clone(),
+                stages: vec![p],
+            },
+        )
+    };
+    let why = c
+        .try_apply(&again(plan(" One ", &["a", "b"])), "now")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("already ran and finished") && why.contains("finish_task"),
+        "{why}"
+    );
+    // Other agents, or the stage still to run, are work of their own.
+    c.try_apply(&again(plan("one", &["a"])), "now").unwrap();
+    c.try_apply(&again(plan("two", &["a"])), "now").unwrap();
+}
