@@ -120,8 +120,8 @@ pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Optio
 }
 
 /// Whether an answer only hands back the step's own instruction (its intention or text), word
-/// for word give or take punctuation and case: the whole of it or most of it, or with a few
-/// words added: what a small model
+/// for word give or take punctuation and case: most of it from its start, or all of it with a
+/// few words added: what a small model
 /// does when it does not do the work (seen on Qwen2.5 1.5B, for summaries and for the
 /// think step that was to write the poem).
 pub(crate) fn echoes(answer: &str, step: &StepState) -> bool {
@@ -138,9 +138,11 @@ pub(crate) fn echoes(answer: &str, step: &StepState) -> bool {
     }
     [&step.text_content, &step.step_intention].iter().any(|t| {
         let asked = plain(t);
-        // A short answer found in a long instruction ("yes" to "answer yes or no") is fine.
+        // Copied from its start: most of the instruction, or all of it with a few words added.
+        // A short answer from a long instruction ("yes" to "answer yes or no") is fine, and so
+        // is a passage taken from further in (a plan may carry the draft its step is to give).
         !asked.is_empty()
-            && ((asked.contains(&said) && 2 * said.len() >= asked.len())
+            && ((asked.starts_with(&said) && 2 * said.len() >= asked.len())
                 || (said.starts_with(&asked) && said.len() < asked.len() + ECHO_SLACK))
     })
 }

@@ -85,10 +85,6 @@ const RESULT_CHARS: usize = 800;
 /// tool's answer (the steps that only plan, digest or ask report nothing of their own).
 fn reported(step: &StepState) -> Option<String> {
     let result = step.execute_result.as_ref()?;
-    // A thought that only handed back its instruction reports nothing.
-    if result.get("echo").is_some() {
-        return None;
-    }
     let text = match step.executor {
         Executor::Skill(Skill::Think) => result.get("think")?.as_str()?.to_owned(),
         Executor::Skill(Skill::QuickThink) => result.get("quick_think")?.as_str()?.to_owned(),
@@ -184,8 +180,6 @@ mod tests {
         finish(&mut a, &plan, json!({ "planned_step": [] }));
         let think = running(&mut a, Skill::Think, "write it");
         finish(&mut a, &think, json!({ "think": "Rain on red maples" }));
-        let echo = running(&mut a, Skill::Think, "check it");
-        finish(&mut a, &echo, json!({ "think": "check it", "echo": "kept" }));
         let echo = running(&mut a, Skill::Summary, CLOSING);
         let o = interpret(
             &a,

@@ -102,6 +102,14 @@ mod tests {
                 .unwrap()
                 .contains("kept as it is")
         );
+        // A passage from further in the instruction is an answer (the plan carried the draft).
+        let carried = running(
+            &mut a,
+            Skill::QuickThink,
+            "Write a haiku. Rain on the roof, the maple lets go its red leaves one by one.",
+        );
+        let poem = "<quick_think>Rain on the roof, the maple lets go its red leaves one by one.</quick_think>";
+        assert!(interpret(Skill::QuickThink, &carried, poem).is_ok());
         // A short answer that happens to be words of the instruction is an answer.
         assert!(interpret(Skill::Think, &step, "<think>autumn rain</think>").is_ok());
     }

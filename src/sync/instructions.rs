@@ -150,15 +150,19 @@ impl SyncCore {
     /// again, and again. Redoing a running stage is retry_stage; a finished one stays done.
     fn not_a_rerun(&self, task: &TaskState, plan: &StagePlan) -> Result<(), SyncError> {
         let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
-        let done = task.stage_list.iter().filter_map(|id| self.stages.get(id)).find(|st| {
-            st.execution_state == ExecutionState::Finished
-                && same(&st.stage_intention, &plan.stage_intention)
-                && st.agent_allocation.len() == plan.agent_allocation.len()
-                && st
-                    .agent_allocation
-                    .iter()
-                    .all(|(a, g)| plan.agent_allocation.get(a).is_some_and(|p| same(p, g)))
-        });
+        let done = task
+            .stage_list
+            .iter()
+            .filter_map(|id| self.stages.get(id))
+            .find(|st| {
+                st.execution_state == ExecutionState::Finished
+                    && same(&st.stage_intention, &plan.stage_intention)
+                    && st.agent_allocation.len() == plan.agent_allocation.len()
+                    && st
+                        .agent_allocation
+                        .iter()
+                        .all(|(a, g)| plan.agent_allocation.get(a).is_some_and(|p| same(p, g)))
+            });
         match done {
             Some(st) => Err(SyncError::Invalid(format!(
                 "stage {} already ran and finished with this goal and these agents (\"{}\"); \
