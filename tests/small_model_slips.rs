@@ -3,7 +3,8 @@
 //! keeps the goal going: a think answer that hands back its instruction is asked again; a
 //! summary that does is composed from the agent's own results; a stage notice answered with
 //! `add_stage` (which would leave the stage open for ever) is asked again, and its schema does
-//! not offer `add_stage` in the first place.
+//! not offer `add_stage` in the first place; a finished stage asked for again is refused, and
+//! the task's judgement is acted on once more with the refusal.
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
@@ -35,13 +36,22 @@ fn team_file(base_url: &str) -> std::path::PathBuf {
     f
 }
 
-/// The skill a request is for (the schema's name) and the schema itself.
+/// The skill a request is for and its answer's schema (free-text skills have none: the step's
+/// executor is read from the prompt).
 fn skill_of(req: &RecordedRequest) -> (String, &Value) {
     let format = &req.body["response_format"]["json_schema"];
-    (
-        format["name"].as_str().unwrap_or_default().to_owned(),
-        &format["schema"],
-    )
+    let skill = match format["name"].as_str() {
+        Some(name) => name.to_owned(),
+        None => req
+            .prompt()
+            .unwrap_or_default()
+            .split("- executor: ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    (skill, &format["schema"])
 }
 
 /// The one id a task_manager schema allows for `field` (the runtime names it).
@@ -84,6 +94,13 @@ fn answer(req: &RecordedRequest, seen: &mut HashMap<String, usize>) -> StubRespo
                 }
                 (Some(task), Some(stage)) => json!({"task_instruction": {
                     "action": "finish_stage", "task_id": task, "stage_id": stage}}),
+                // Judging the task: first the finished stage again (refused by SyncState), then
+                // the end.
+                (Some(task), None) if !prompt.contains("already ran and finished") => {
+                    json!({"task_instruction": {"action": "add_stage", "task_id": task,
+                        "stages": [{"stage_intention": "Write the haiku",
+                                    "agent_allocation": {"writer": "Write the haiku"}}]}})
+                }
                 (Some(task), None) => json!({"task_instruction": {"action": "finish_task",
                     "task_id": task, "task_summary": POEM, "outcome": "finished"}}),
             }
@@ -93,12 +110,21 @@ fn answer(req: &RecordedRequest, seen: &mut HashMap<String, usize>) -> StubRespo
              "text_content": "Write the haiku about autumn rain"},
             {"step_intention": "Check it", "type": "skill", "executor": "reflection",
              "text_content": "Check the haiku"}]}),
-        // First its own instruction handed back, then the poem.
-        "think" if n == 1 => json!({"think": "Write the haiku about autumn rain."}),
-        "think" => json!({"think": POEM}),
+        // Free text, asked for in its tag: first its own instruction handed back, then the poem.
+        "think" if n == 1 => {
+            return StubResponse::reply("<think>Write the haiku about autumn rain.</think>");
+        }
+        "think" => return StubResponse::reply(&format!("<think>{POEM}</think>")),
+        "summary" => {
+            return StubResponse::reply(
+                "<completion_summary>Summarise my work in this stage</completion_summary>",
+            );
+        }
         "reflection" => json!({"planned_step": []}),
-        "summary" => json!({"completion_summary": "Summarise my work in this stage"}),
-        other => panic!("no answer scripted for {other}"),
+        other => panic!(
+            "no answer scripted for {other}: {}",
+            req.raw_body.chars().take(3000).collect::<String>()
+        ),
     };
     StubResponse::reply(&reply.to_string())
 }
@@ -132,6 +158,12 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
             .filter(|st| st["executor"] == executor)
             .collect()
     };
+
+    // Free text is asked for in its tag, never constrained by a schema.
+    assert!(stub.requests().iter().all(|r| {
+        let (skill, _) = skill_of(r);
+        (skill == "think" || skill == "summary") == r.body.get("response_format").is_none()
+    }));
 
     // The echoed thought was asked again with the reason, and the poem kept.
     let think = of("think");
@@ -169,6 +201,20 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
     assert!(
         tries[0]["error"].as_str().unwrap().contains("finish_stage"),
         "{tries:#?}"
+    );
+    let refused = of("task_manager")
+        .into_iter()
+        .filter(|st| st["execution_state"] == "failed")
+        .map(|st| {
+            st["execute_result"]["error"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect::<Vec<_>>();
+    assert!(
+        refused.len() == 1 && refused[0].contains("already ran and finished"),
+        "{refused:#?}"
     );
     let stage_schema = stub
         .requests()

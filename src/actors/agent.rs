@@ -426,8 +426,15 @@ impl AgentActor {
                         // Stored by SyncState: the same closing is applied here, not published
                         // again (SyncState also told whoever waited for a failed step's reply).
                         (Ok(answer), Some(settle)) => {
-                            let failure = settle.outcome(answer.err().as_ref());
+                            let refused = answer.err();
+                            let failure = settle.outcome(refused.as_ref());
                             act.state.apply_stored(settle.changes(failure.as_deref()));
+                            if let (None, Some(why)) = (&settle.failure, &failure)
+                                && refused.is_some()
+                                && crate::agent::act_again_after_refusal(&mut act.state, &id, why)
+                            {
+                                act.publish();
+                            }
                             act.settled(&id, failure, ctx);
                         }
                         (Ok(_), None) => act.settled(&id, Some("step vanished".into()), ctx),

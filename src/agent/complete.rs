@@ -146,6 +146,26 @@ pub fn complete_step(
     ))
 }
 
+/// A step that did its part but whose output SyncState refused (an instruction that cannot
+/// run, such as a stage the task already finished): when it was acting on a goal or a notice,
+/// a fresh step on the same message, carrying the refusal, goes in next, as for a failed
+/// answer; nothing else would act on that message again. Returns whether one was added.
+pub fn act_again_after_refusal(agent: &mut AgentState, step_id: &StepId, reason: &str) -> bool {
+    let Some(step) = agent.agent_step.get(step_id).cloned() else {
+        return false;
+    };
+    if !agent.holds(&step.task_id, &step.stage_id) {
+        return false;
+    }
+    match super::receive::act_again(&step, reason) {
+        Some(again) => {
+            agent.add_next_steps(vec![again]);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Why a step whose stage or task ended while it ran changes nothing.
 const STAGE_ENDED: &str = "its stage or task ended (finished or cancelled) while the step ran; its call was abandoned or its answer set aside";
 
@@ -539,6 +559,29 @@ mod tests {
         let id = a.start_next().unwrap().step_id;
         fail(&mut a, &id, "still no tag");
         assert!(a.agent_step.next().is_none());
+    }
+
+    #[test]
+    fn a_notice_whose_answer_syncstate_refused_is_acted_on_once_more_with_the_refusal() {
+        let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
+        a.skills = vec![Skill::TaskManager];
+        a.note_working_memory("t".into(), None);
+        let notice = crate::message::Message::notice(
+            "t".into(),
+            crate::message::TASK_STATE_SENDER.into(),
+            vec!["m".into()],
+            StageRef::NoRelative,
+            "Task t has no stage left to run.".into(),
+        );
+        crate::agent::receive_message(&mut a, &notice);
+        let id = a.start_next().unwrap().step_id;
+        assert!(act_again_after_refusal(&mut a, &id, "stage s already ran"));
+        let again = a.agent_step.next().unwrap().clone();
+        assert!(again.text_content.contains("stage s already ran"));
+        // The second try refused too: no third.
+        settle_step_for_test(&mut a, &id);
+        let id = a.start_next().unwrap().step_id;
+        assert!(!act_again_after_refusal(&mut a, &id, "again"));
     }
 
     impl StepState {
