@@ -339,13 +339,21 @@ fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> 
             &["task_id", "stage_id", "stage_intention", "agent_allocation"],
         ));
     }
-    in_task.push(variant(
+    let finish_task = variant(
         "action",
         "finish_task",
         json!({ "task_id": task_id, "task_summary": text(),
                 "outcome": { "type": "string", "enum": ["finished", "failed"] } }),
         &["task_id", "task_summary", "outcome"],
-    ));
+    );
+    // Asked to judge a task whose stages all ran, its end comes first: a small constrained
+    // model tends to the first choice it is offered, and a real 1.5B manager re-added its one
+    // finished stage instead of closing the task.
+    if crate::sync::notices::judges_task(&step.text_content) {
+        in_task.insert(0, finish_task);
+    } else {
+        in_task.push(finish_task);
+    }
     match &agent.base_task {
         Some(base) if *base == step.task_id => add_task,
         Some(_) => json!({ "anyOf": in_task }),

@@ -125,6 +125,13 @@ fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
     enums(&schema["properties"]["task_instruction"], &mut names);
     names.retain(|n| !["t", "finished", "failed"].contains(&n.as_str()));
     assert_eq!(names, ["add_stage", "finish_task"]);
+    // Asked to judge a task whose stages all ran: its end is offered first.
+    task_level.text_content = "[TaskState] Task t has no stage left to run.".into();
+    let schema = answer_schema(Skill::TaskManager, &a, &task_level, &[]);
+    let mut names = Vec::new();
+    enums(&schema["properties"]["task_instruction"], &mut names);
+    names.retain(|n| !["t", "finished", "failed"].contains(&n.as_str()));
+    assert_eq!(names, ["finish_task", "add_stage"]);
 }
 
 #[test]

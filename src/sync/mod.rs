@@ -9,7 +9,7 @@ mod control;
 mod retention;
 pub use budget::TaskBudget;
 mod instructions;
-mod notices;
+pub mod notices;
 
 use crate::config::AgentTemplate;
 use crate::config::Retention;

@@ -88,6 +88,14 @@ pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
     )
 }
 
+/// What every notice asking a manager to judge a whole task says (see [`judges_task`]).
+const NO_STAGE_LEFT: &str = "has no stage left to run.";
+
+/// Whether a text carries the notice that asks its manager to judge a whole task.
+pub fn judges_task(text: &str) -> bool {
+    text.contains(NO_STAGE_LEFT)
+}
+
 pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageState>) -> Message {
     let lines = stages
         .map(|s| {
@@ -114,7 +122,7 @@ pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageSt
         task,
         StageRef::NoRelative,
         format!(
-            "[TaskState] Task {} has no stage left to run.\nTask intention: {}\nStages:\n{lines}\n\n\
+            "[TaskState] Task {} {NO_STAGE_LEFT}\nTask intention: {}\nStages:\n{lines}\n\n\
              As the manager, judge the whole task: if its goal is reached, end it with task_manager \
              finish_task (task_id {}, a task_summary for the operator); if not, add the missing work \
              with add_stage.",
