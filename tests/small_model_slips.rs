@@ -73,38 +73,33 @@ fn answer(req: &RecordedRequest, seen: &mut HashMap<String, usize>) -> StubRespo
     // The step's own content (its history below may quote earlier notices).
     let prompt = req.prompt().unwrap_or_default();
     let prompt = prompt.split("# History").next().unwrap_or_default();
+    let stage_again = |task: &str| {
+        json!({"action": "add_stage", "task_id": task,
+            "stages": [{"stage_intention": "Write the haiku",
+                        "agent_allocation": {"writer": "Write the haiku"}}]})
+    };
     let reply = match skill.as_str() {
-        "task_manager" => {
-            let task = allowed(schema, "task_id");
-            let stage = allowed(schema, "stage_id");
-            match (task, stage) {
-                (None, _) => json!({"task_instruction": {"action": "add_task",
-                    "task_name": "Haiku", "task_intention": "Write a haiku about autumn rain"}}),
-                (Some(task), None) if prompt.contains("was created with you as its manager") => {
-                    json!({"task_instruction": {"action": "add_stage", "task_id": task,
-                        "stages": [{"stage_intention": "Write the haiku",
-                                    "agent_allocation": {"writer": "Write the haiku"}}]}})
-                }
-                // The stage is complete: first the slip (the stage again), then the right call.
-                (Some(task), Some(stage)) if seen["task_manager"] == 3 => {
-                    let _ = stage;
-                    json!({"task_instruction": {"action": "add_stage", "task_id": task,
-                        "stages": [{"stage_intention": "Write the haiku",
-                                    "agent_allocation": {"writer": "Write the haiku"}}]}})
-                }
-                (Some(task), Some(stage)) => json!({"task_instruction": {
-                    "action": "finish_stage", "task_id": task, "stage_id": stage}}),
-                // Judging the task: first the finished stage again (refused by SyncState), then
-                // the end.
-                (Some(task), None) if !prompt.contains("already ran and finished") => {
-                    json!({"task_instruction": {"action": "add_stage", "task_id": task,
-                        "stages": [{"stage_intention": "Write the haiku",
-                                    "agent_allocation": {"writer": "Write the haiku"}}]}})
-                }
-                (Some(task), None) => json!({"task_instruction": {"action": "finish_task",
-                    "task_id": task, "task_summary": POEM, "outcome": "finished"}}),
+        "task_manager" => match (allowed(schema, "task_id"), allowed(schema, "stage_id")) {
+            (None, _) => json!({"task_instruction": {"action": "add_task",
+                "task_name": "Haiku", "task_intention": "Write a haiku about autumn rain"}}),
+            (Some(task), None) if prompt.contains("was created with you as its manager") => {
+                json!({"task_instruction": stage_again(&task)})
             }
-        }
+            // The stage is complete: first the slip (the stage again), then the right call.
+            (Some(task), Some(_)) if n == 3 => {
+                json!({"goal_reached": false, "task_instruction": stage_again(&task)})
+            }
+            (Some(task), Some(stage)) => json!({"goal_reached": true, "task_instruction": {
+                "action": "finish_stage", "task_id": task, "stage_id": stage}}),
+            // Judging the task: first the finished stage again (refused by SyncState), then
+            // the end.
+            (Some(task), None) if !prompt.contains("already ran and finished") => {
+                json!({"goal_reached": false, "task_instruction": stage_again(&task)})
+            }
+            (Some(task), None) => json!({"goal_reached": true, "task_instruction": {
+                "action": "finish_task", "task_id": task, "task_summary": POEM,
+                "outcome": "finished"}}),
+        },
         "planning" => json!({"planned_step": [
             {"step_intention": "Write the poem", "type": "skill", "executor": "think",
              "text_content": "Write the haiku about autumn rain"},
@@ -189,7 +184,8 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
         "no stage was added again"
     );
 
-    // The stage notice's add_stage was asked again; its schema never offered add_stage.
+    // The stage notice's add_stage was asked again; its schema never offered add_stage, and
+    // asks for the verdict before the action.
     let decided = of("task_manager")
         .into_iter()
         .find(|st| st["execute_result"]["task_instruction"]["action"] == "finish_stage")
@@ -221,6 +217,10 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
         .unwrap();
     assert!(
         !stage_schema.to_string().contains("\"add_stage\""),
+        "{stage_schema}"
+    );
+    assert_eq!(
+        stage_schema["required"][0], "goal_reached",
         "{stage_schema}"
     );
 }

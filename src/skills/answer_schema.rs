@@ -71,6 +71,16 @@ pub fn answer_schema(
             &[(PLAIN_TEXT_KEY, text())],
             &[("react_action", step_request())],
         ),
+        // A judgement (a stage complete, a task with no stage left) states its verdict before
+        // the action: asked for the action alone, Qwen2.5 1.5B re-added a stage 3 times in 3,
+        // while with the verdict first it closed the task 2 times in 3 and kept them agreeing.
+        Skill::TaskManager if super::task_manager::judges(agent, step) => answer(
+            &[
+                (super::task_manager::VERDICT, json!({ "type": "boolean" })),
+                ("task_instruction", task_instruction(agent, step, agents)),
+            ],
+            &[],
+        ),
         Skill::TaskManager => answer(
             &[("task_instruction", task_instruction(agent, step, agents))],
             &[],

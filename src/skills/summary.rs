@@ -56,17 +56,19 @@ pub fn repair(agent: &AgentState, step: &StepState, why: &str) -> Option<SkillOu
                 && s.stage_id == step.stage_id
                 && s.execution_state == StepExecutionState::Finished
         })
-        .filter_map(|s| Some(format!("- {}: {}", s.step_intention, reported(s)?)))
+        .filter_map(reported)
         .collect();
     if results.is_empty() {
         return None;
     }
     let newest = &results[results.len().saturating_sub(REPORTED)..];
+    // The results alone, as paragraphs: list items named by their steps' intentions ("write
+    // the first line") read to a small manager as work still to plan.
     let summary = format!(
         "(Composed by the runtime from {}'s results in this stage; its model could not write \
-         the summary.)\n{}",
+         the summary.)\n\n{}",
         agent.name,
-        newest.join("\n")
+        newest.join("\n\n")
     );
     let mut result = json!({ "summary": summary, "composed": why });
     if newest.len() < results.len() {
@@ -189,7 +191,7 @@ mod tests {
         .unwrap();
         let summary = o.completion.unwrap();
         assert!(summary.starts_with("(Composed by the runtime from Wren's results"));
-        assert!(summary.contains("- do it: Rain on red maples"), "{summary}");
+        assert!(summary.ends_with("\n\nRain on red maples"), "{summary}");
         assert!(
             !summary.contains("planned_step"),
             "a plan is no result: {summary}"

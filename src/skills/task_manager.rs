@@ -4,7 +4,7 @@
 use super::{SkillError, SkillOutcome, working};
 use crate::agent::asks_to_act;
 use crate::ids::{StageId, TaskId};
-use crate::message::TaskInstruction;
+use crate::message::{TaskInstruction, TaskOutcome};
 use crate::parse;
 use crate::state::{AgentState, StepState};
 use serde_json::json;
@@ -20,6 +20,46 @@ pub fn stage_decided<'a>(agent: &AgentState, step: &'a StepState) -> Option<&'a 
         .filter(|_| in_a_task && asks_to_act(step))
 }
 
+/// The key of a judgement's verdict in a constrained answer (and its tag): whether the stage's
+/// or the task's goal is reached, stated before the action that follows from it.
+pub const VERDICT: &str = "goal_reached";
+
+/// Whether the step judges work done: a stage whose agents all reported, or a task with no
+/// stage left to run.
+pub fn judges(agent: &AgentState, step: &StepState) -> bool {
+    stage_decided(agent, step).is_some()
+        || (asks_to_act(step) && crate::sync::notices::judges_task(&step.text_content))
+}
+
+/// A verdict and the action given with it must agree: the goal reached closes the work, the
+/// goal missed corrects or adds to it.
+fn check_verdict(answer: &str, instruction: &TaskInstruction) -> Result<(), SkillError> {
+    let Some(reached) =
+        parse::extract_tag(answer, VERDICT).and_then(|v| v.trim().parse::<bool>().ok())
+    else {
+        return Ok(());
+    };
+    let closes = match instruction {
+        TaskInstruction::FinishStage { .. } => true,
+        TaskInstruction::FinishTask { outcome, .. } => *outcome == TaskOutcome::Finished,
+        TaskInstruction::AddStage { .. } | TaskInstruction::RetryStage { .. } => false,
+        _ => return Ok(()),
+    };
+    match (reached, closes) {
+        (true, false) => Err(SkillError::Invalid(
+            "you judged the goal reached, so close the work: finish_stage for a stage, \
+             finish_task (outcome finished) for a task"
+                .into(),
+        )),
+        (false, true) => Err(SkillError::Invalid(
+            "you judged the goal not reached, so correct course: retry_stage for a stage, \
+             add_stage with the missing work for a task (or finish_task with outcome failed)"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `check_stages`: an `add_stage` waits for a person's check (see `agent::plan_check`)
 /// instead of going to SyncState. `decided`: the stage the step must decide on, if any.
 pub fn interpret(
@@ -28,6 +68,7 @@ pub fn interpret(
     decided: Option<&StageId>,
 ) -> Result<SkillOutcome, SkillError> {
     let mut instruction = parse::task_instruction(answer)?;
+    check_verdict(answer, &instruction)?;
     if let (TaskInstruction::AddStage { .. }, Some(stage)) = (&instruction, decided) {
         return Err(SkillError::Invalid(format!(
             "this step decides on stage {stage}, which stays open until it is finished or \
@@ -118,5 +159,31 @@ mod tests {
         assert!(interpret(add, false, None).is_ok());
         let finish = r#"<task_instruction>{"action": "finish_stage", "task_id": "t", "stage_id": "s1"}</task_instruction>"#;
         assert!(interpret(finish, false, Some(&stage)).is_ok());
+    }
+
+    #[test]
+    fn a_verdict_and_its_action_must_agree() {
+        let stage = StageId::from("s1");
+        let finish = r#"<task_instruction>{"action": "finish_stage", "task_id": "t", "stage_id": "s1"}</task_instruction>"#;
+        let retry = r#"<task_instruction>{"action": "retry_stage", "task_id": "t", "stage_id": "s1", "agent_allocation": {"w": "again"}}</task_instruction>"#;
+        let with = |verdict: bool, action: &str| {
+            format!("<goal_reached>{verdict}</goal_reached>\n{action}")
+        };
+        assert!(interpret(&with(true, finish), false, Some(&stage)).is_ok());
+        assert!(interpret(&with(false, retry), false, Some(&stage)).is_ok());
+        let why = interpret(&with(true, retry), false, Some(&stage))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(why.contains("judged the goal reached"), "{why}");
+        let why = interpret(&with(false, finish), false, Some(&stage))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(why.contains("not reached"), "{why}");
+        // A failed task closes a goal not reached; no verdict, no check.
+        let failed = r#"<task_instruction>{"action": "finish_task", "task_id": "t", "task_summary": "no", "outcome": "failed"}</task_instruction>"#;
+        assert!(interpret(&with(false, failed), false, None).is_ok());
+        assert!(interpret(retry, false, Some(&stage)).is_ok());
     }
 }

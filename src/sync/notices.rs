@@ -65,7 +65,10 @@ pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
                 .get(a)
                 .map(String::as_str)
                 .unwrap_or("(none)");
-            format!("- agent `{a}`\n  goal: {goal}\n  completion summary: {summary}")
+            format!(
+                "- agent `{a}`\n  goal: {goal}\n  completion summary:\n{}",
+                indented(summary, 4)
+            )
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -88,6 +91,17 @@ pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
     )
 }
 
+/// `text` with every line indented by `by` spaces: a summary of several lines (a composed one
+/// lists results) stays inside its agent's entry instead of reading as entries of its own (a
+/// 1.5B manager took such lines for stages and planned each again).
+fn indented(text: &str, by: usize) -> String {
+    let pad = " ".repeat(by);
+    text.lines()
+        .map(|l| format!("{pad}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// What every notice asking a manager to judge a whole task says (see [`judges_task`]).
 const NO_STAGE_LEFT: &str = "has no stage left to run.";
 
@@ -103,7 +117,7 @@ pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageSt
                 .completion_summary
                 .iter()
                 .take(AGENTS_LISTED)
-                .map(|(a, t)| format!("  - `{a}`: {t}"))
+                .map(|(a, t)| format!("  - `{a}` reported:\n{}", indented(t, 4)))
                 .collect::<Vec<_>>()
                 .join("\n");
             sums.push_str(&more(
