@@ -6,7 +6,7 @@
 use cohort::actors::{GetAgentState, Host, start_team};
 use cohort::bench::team::{MANAGER_CALLS, Scratch, TeamShape, worker_calls, write_team};
 use cohort::config::load_team;
-use cohort::event::States;
+use cohort::event::{StateKind, States};
 use cohort::run::{Progress, RunOptions, RunOutcome, run_goal};
 use cohort::state::ExecutionState;
 use std::time::Duration;
@@ -105,7 +105,7 @@ async fn the_monitor_rebuilds_each_agent_exactly_and_a_reader_of_the_changes_get
     while let Ok(ev) = events.try_recv() {
         assert!(ev.event.version > last, "versions grow");
         last = ev.event.version;
-        reader.apply(&ev.event.change);
+        reader.apply_at(&ev.event.change, ev.event.at);
     }
     let all = team.monitor.all();
     let task = reader
@@ -115,13 +115,13 @@ async fn the_monitor_rebuilds_each_agent_exactly_and_a_reader_of_the_changes_get
         .expect("the reader saw the task created");
     assert_eq!(
         all["task"][task.task_id.as_str()],
-        serde_json::to_value(task).unwrap()
+        reader.json(StateKind::Task, task.task_id.as_str()).unwrap()
     );
     assert_eq!(task.stage_list.len(), 1);
     for (id, stage) in &reader.stages {
         assert_eq!(
             all["stage"][id.as_str()],
-            serde_json::to_value(stage).unwrap()
+            reader.json(StateKind::Stage, id.as_str()).unwrap()
         );
         assert_eq!(stage.completion_summary.len(), workers);
     }

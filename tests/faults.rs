@@ -40,7 +40,7 @@ fn team_file(base_url: &str) -> std::path::PathBuf {
 
 /// One call in five is broken, in turn by each kind of fault (deterministic: the n-th call).
 fn flaky(n: u64, req: &RecordedRequest) -> StubResponse {
-    let answer = competent(req).to_string();
+    let answer = competent(req);
     if n % 5 != 4 {
         return StubResponse::reply_with_usage(&answer, 100, 20);
     }

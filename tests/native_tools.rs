@@ -76,7 +76,7 @@ fn answer(req: &RecordedRequest) -> StubResponse {
             {"step_intention": "Check the goal", "type": "skill", "executor": "reflection", "text_content": "done?"}]});
         return StubResponse::reply_with_usage(&plan.to_string(), 50, 10);
     }
-    StubResponse::reply_with_usage(&competent::competent(req).to_string(), 50, 10)
+    StubResponse::reply_with_usage(&competent::competent(req), 50, 10)
 }
 
 #[actix::test]

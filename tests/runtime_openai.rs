@@ -84,12 +84,19 @@ fn with(steps: &[Value], executor: &str, state: &str) -> usize {
 #[actix::test]
 async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_goal_is_tried_once_more() {
     let stub = OpenAiStub::start().await;
-    let bad = "I would create a task now."; // task_manager without <task_instruction>
+    // task_manager answers without <task_instruction>, each a little different: an answer
+    // given twice is not asked for a third time (`the_same_unusable_answer_twice_is_not_asked_for_again`).
+    let bad = "I would create a task now.";
+    let rewordings = [
+        "I will create the task.",
+        "Creating it.",
+        "The task is created.",
+    ];
     stub.push_all([
         StubResponse::reply_with_usage(bad, 120, 30),
-        StubResponse::reply_with_usage(bad, 10, 5),
-        StubResponse::reply_with_usage(bad, 10, 5),
-        StubResponse::reply_with_usage(bad, 10, 5),
+        StubResponse::reply_with_usage(rewordings[0], 10, 5),
+        StubResponse::reply_with_usage(rewordings[1], 10, 5),
+        StubResponse::reply_with_usage(rewordings[2], 10, 5),
         StubResponse::reply_with_usage(ADD_TASK, 3, 1),
     ]);
     stub.set_fallback(close_new_tasks);
@@ -111,13 +118,18 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_goal_is_tri
         reason.contains("task_instruction"),
         "reason names the missing tag: {reason}"
     );
-    assert_eq!(failed["execute_result"]["answer"], bad);
+    assert_eq!(
+        failed["execute_result"]["answer"], rewordings[2],
+        "the last answer"
+    );
     let tries = failed["execute_result"]["reasked"].as_array().unwrap();
     assert_eq!(tries.len(), 3, "asked again three times: {tries:?}");
     assert!(
-        tries.iter().all(
-            |t| t["answer"] == bad && t["error"].as_str().unwrap().contains("task_instruction")
-        )
+        tries
+            .iter()
+            .zip([bad, rewordings[0], rewordings[1]])
+            .all(|(t, answer)| t["answer"] == answer
+                && t["error"].as_str().unwrap().contains("task_instruction"))
     );
 
     wait_for_steps(
@@ -158,6 +170,39 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_goal_is_tri
         "every try's tokens count"
     );
     assert_eq!(agent["working_state"], "idle");
+}
+
+/// A model that hands back the same unusable answer when asked again would hand it back a
+/// third time: the step fails after one re-ask, and the goal's second try still makes the task.
+#[actix::test]
+async fn the_same_unusable_answer_twice_is_not_asked_for_again() {
+    let stub = OpenAiStub::start().await;
+    let bad = "I would create a task now.";
+    stub.push_all([
+        StubResponse::reply(bad),
+        StubResponse::reply(bad),
+        StubResponse::reply(ADD_TASK),
+    ]);
+    stub.set_fallback(close_new_tasks);
+    let cfg = load_team(&team_file("same-answer", &stub.base_url())).unwrap();
+    let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
+    let team = start_team(&cfg, &host(&vars)).unwrap();
+
+    team.submit_goal(None, "first goal").await.unwrap();
+    let steps = wait_for_steps(
+        &team.monitor,
+        "the goal's second try and the new task",
+        |s| with(s, "task_manager", "failed") == 1 && with(s, "task_manager", "finished") == 2,
+    )
+    .await;
+    let failed = steps
+        .iter()
+        .find(|s| s["execution_state"] == "failed")
+        .unwrap();
+    let tries = failed["execute_result"]["reasked"].as_array().unwrap();
+    assert_eq!(tries.len(), 1, "asked again once: {tries:?}");
+    assert_eq!(tries[0]["answer"], bad);
+    assert_eq!(stub.requests().len(), 4, "two tries, add_task, finish_task");
 }
 
 /// An answer the token limit cut off is asked again saying so (answer shorter).

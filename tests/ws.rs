@@ -165,9 +165,15 @@ async fn a_snapshot_comes_first_then_every_later_event_once_in_version_order() {
                 );
                 view.version = v;
                 if ev["op"] == "created" {
-                    let t = &ev["task"];
+                    // A task starts when it is first created: that event's time is its start.
+                    let mut t = ev["task"].clone();
+                    let id = t["task_id"].as_str().unwrap();
+                    t["started_at"] = view
+                        .tasks
+                        .get(id)
+                        .map_or(ev["at"].clone(), |old| old["started_at"].clone());
                     view.tasks
-                        .insert(t["task_id"].as_str().unwrap().to_owned(), t.clone());
+                        .insert(t["task_id"].as_str().unwrap().to_owned(), t);
                 }
             }
         }

@@ -25,13 +25,22 @@ pub fn current_step(user: &str) -> &str {
     }
 }
 
-/// What a competent model answers (as constrained JSON), from the skill the schema names and
-/// the step's text. The manager carries what to do through its own steps as an `ACTION …` line.
-pub fn competent(req: &RecordedRequest) -> Value {
-    let skill = req.body["response_format"]["json_schema"]["name"]
-        .as_str()
-        .unwrap_or_default();
+/// What a competent model answers: constrained JSON for the skill the schema names, or the
+/// tag a free-text skill (think, summary) asks for. The manager carries what to do through its
+/// own steps as an `ACTION …` line.
+pub fn competent(req: &RecordedRequest) -> String {
     let user = current_step(req.prompt().unwrap_or_default());
+    match req.body["response_format"]["json_schema"]["name"].as_str() {
+        Some(skill) => constrained(skill, user).to_string(),
+        None if user.contains("<think>") => "<think>A draft.</think>".into(),
+        None if user.contains("<completion_summary>") => {
+            "<completion_summary>Wrote it.</completion_summary>".into()
+        }
+        None => panic!("the stub has no answer for {user}"),
+    }
+}
+
+fn constrained(skill: &str, user: &str) -> Value {
     let action = |a: String| json!({"text": "Noted.", "react_action": {"step_intention": "act", "text_content": a}});
     match skill {
         "process_message" => match notice_action(user) {
@@ -73,9 +82,7 @@ pub fn competent(req: &RecordedRequest) -> Value {
         "planning" => json!({"planned_step": [
             {"step_intention": "draft", "type": "skill", "executor": "think", "text_content": "draft it"},
             {"step_intention": "check", "type": "skill", "executor": "reflection", "text_content": "done?"}]}),
-        "think" => json!({"think": "A draft."}),
         "reflection" => json!({"planned_step": []}),
-        "summary" => json!({"completion_summary": "Wrote it."}),
         other => panic!("the stub has no answer for skill `{other}`"),
     }
 }
@@ -85,7 +92,8 @@ fn notice_action(user: &str) -> Option<String> {
     if let Some(task) = between(user, "task_id: ", "\n") {
         if user.contains("was created with you as its manager") {
             // The first agent of the team listed that is not the manager does the work.
-            let worker = user
+            let team = user.split("Agents of the team:").nth(1).unwrap_or_default();
+            let worker = team
                 .split("\n- `")
                 .skip(1)
                 .filter_map(|l| l.split('`').next())
