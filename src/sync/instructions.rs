@@ -146,15 +146,16 @@ impl SyncCore {
     }
 
     /// A stage the task already finished, asked for again with the same goal and agents, is
-    /// a loop, not work: a real 1.5B manager judged its finished task and added its one stage
-    /// again, and again. Redoing a running stage is retry_stage; a finished one stays done.
+    /// a second try the manager's judgement chose (a small model's writer may miss the goal
+    /// once); asked for a third time it is a loop, not work: a real 1.5B manager judged its
+    /// finished task and added its one stage again, and again. Refused then with what to do.
     fn not_a_rerun(&self, task: &TaskState, plan: &StagePlan) -> Result<(), SyncError> {
         let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
-        let done = task
+        let mut done = task
             .stage_list
             .iter()
             .filter_map(|id| self.stages.get(id))
-            .find(|st| {
+            .filter(|st| {
                 st.execution_state == ExecutionState::Finished
                     && same(&st.stage_intention, &plan.stage_intention)
                     && st.agent_allocation.len() == plan.agent_allocation.len()
@@ -163,14 +164,14 @@ impl SyncCore {
                         .iter()
                         .all(|(a, g)| plan.agent_allocation.get(a).is_some_and(|p| same(p, g)))
             });
-        match done {
-            Some(st) => Err(SyncError::Invalid(format!(
-                "stage {} already ran and finished with this goal and these agents (\"{}\"); \
-                 if the task's goal is reached, finish_task; otherwise add a stage whose goal \
-                 says what is still missing",
-                st.stage_id, st.stage_intention
+        match (done.next(), done.next()) {
+            (Some(st), Some(_)) => Err(SyncError::Invalid(format!(
+                "a stage with this goal and these agents (\"{}\") already ran and finished \
+                 twice; if the task's goal is reached, finish_task; otherwise add a stage whose \
+                 goal says what is still missing",
+                st.stage_intention
             ))),
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 
