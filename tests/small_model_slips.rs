@@ -3,9 +3,9 @@
 //! keeps the goal going: a think answer that hands back its instruction is asked again; a
 //! summary that does is composed from the agent's own results; a stage notice answered with
 //! `add_stage` (which would leave the stage open for ever) is asked again, and its schema does
-//! not offer `add_stage` in the first place; a finished stage asked for again runs once more (a
-//! second try the judgement chose), asked for a third time it is refused, and the task's
-//! judgement is acted on once more with the refusal.
+//! not offer `add_stage` in the first place; a finished stage asked for again runs again (a new
+//! try the judgement chose), past its third run it is refused, and the task's judgement is
+//! acted on once more with the refusal.
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
@@ -92,9 +92,9 @@ fn answer(req: &RecordedRequest, seen: &mut HashMap<String, usize>) -> StubRespo
             }
             (Some(task), Some(stage)) => json!({"goal_reached": true, "task_instruction": {
                 "action": "finish_stage", "task_id": task, "stage_id": stage}}),
-            // Judging the task: the finished stage again (run once more, then refused by
+            // Judging the task: the finished stage again (run twice more, then refused by
             // SyncState), then the end.
-            (Some(task), None) if !prompt.contains("already ran and finished") => {
+            (Some(task), None) if !prompt.contains("has run 3 times") => {
                 json!({"goal_reached": false, "task_instruction": stage_again(&task)})
             }
             (Some(task), None) => json!({"goal_reached": true, "task_instruction": {
@@ -159,9 +159,9 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
     }));
 
     // The echoed thought was asked again with the reason, and the poem kept (the stage's
-    // second run thought it at once).
+    // later runs thought it at once).
     let think = of("think");
-    assert_eq!(think.len(), 2, "{think:#?}");
+    assert_eq!(think.len(), 3, "{think:#?}");
     let echoed = think
         .iter()
         .find_map(|t| t["execute_result"]["reasked"].as_array())
@@ -175,9 +175,9 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
     assert!(think.iter().all(|t| t["execute_result"]["think"] == POEM));
 
     // The echoed summaries were composed from the writer's results: the manager saw the poem.
-    // The stage ran twice (the judgement's second try); its third run was refused.
+    // The stage ran three times (the judgement's new tries); a fourth run was refused.
     let stages = s["stage"].as_object().unwrap();
-    assert_eq!(stages.len(), 2, "the stage ran once more, not a third time");
+    assert_eq!(stages.len(), 3, "the stage ran three times, not a fourth");
     for stage in stages.values() {
         let summary = stage["completion_summary"]["writer"].as_str().unwrap();
         assert!(
@@ -210,7 +210,7 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
         })
         .collect::<Vec<_>>();
     assert!(
-        refused.len() == 1 && refused[0].contains("already ran and finished twice"),
+        refused.len() == 1 && refused[0].contains("has run 3 times"),
         "{refused:#?}"
     );
     let stage_schema = stub

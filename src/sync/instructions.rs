@@ -7,6 +7,9 @@ use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Colleague, Instruction, Message, StagePlan, TaskInstruction, TaskOutcome};
 use crate::state::{ExecutionState, StageState, TaskState};
 
+/// How many times one stage (the same goal and agents) may run in a task.
+const STAGE_RUNS: usize = 3;
+
 impl SyncCore {
     /// Ends a task as `state`: its open stages fail (or are cancelled with it), its group is
     /// told to drop the task's work, and it is retired.
@@ -64,7 +67,7 @@ impl SyncCore {
                 let task = self.managed_open_task(agent, task_id)?;
                 stages.iter().try_for_each(|s| {
                     self.check_plan(s)?;
-                    self.not_a_rerun(task, s)
+                    self.within_runs(task, s)
                 })
             }
             TaskInstruction::FinishStage { task_id, stage_id } => {
@@ -87,7 +90,7 @@ impl SyncCore {
                 agent_allocation,
                 stage_intention,
             } => {
-                self.managed_open_task(agent, task_id)?;
+                let task = self.managed_open_task(agent, task_id)?;
                 let old = self.stage_of(task_id, stage_id)?;
                 // Only the running stage can be retried: retrying a finished or already
                 // retried stage would queue work out of order.
@@ -97,12 +100,14 @@ impl SyncCore {
                         state: old.execution_state,
                     });
                 }
-                self.check_plan(&StagePlan {
+                let plan = StagePlan {
                     stage_intention: stage_intention
                         .clone()
                         .unwrap_or_else(|| old.stage_intention.clone()),
                     agent_allocation: agent_allocation.clone(),
-                })
+                };
+                self.check_plan(&plan)?;
+                self.within_runs(task, &plan)
             }
         }
     }
@@ -145,34 +150,36 @@ impl SyncCore {
             })
     }
 
-    /// A stage the task already finished, asked for again with the same goal and agents, is
-    /// a second try the manager's judgement chose (a small model's writer may miss the goal
-    /// once); asked for a third time it is a loop, not work: a real 1.5B manager judged its
-    /// finished task and added its one stage again, and again. Refused then with what to do.
-    fn not_a_rerun(&self, task: &TaskState, plan: &StagePlan) -> Result<(), SyncError> {
+    /// The same stage (goal and agents) asked for again, by add_stage after it finished or by
+    /// retry_stage while it runs, is a new try the manager's judgement chose (a small model's
+    /// writer may miss the goal once or twice); past `STAGE_RUNS` runs in one task it is a
+    /// loop, not work (a real 1.5B manager re-added its finished stage again and again), and
+    /// is refused with what to do instead. Stages an operator cancelled do not count.
+    fn within_runs(&self, task: &TaskState, plan: &StagePlan) -> Result<(), SyncError> {
         let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
-        let mut done = task
+        let runs = task
             .stage_list
             .iter()
             .filter_map(|id| self.stages.get(id))
             .filter(|st| {
-                st.execution_state == ExecutionState::Finished
+                st.execution_state != ExecutionState::Cancelled
                     && same(&st.stage_intention, &plan.stage_intention)
                     && st.agent_allocation.len() == plan.agent_allocation.len()
                     && st
                         .agent_allocation
                         .iter()
                         .all(|(a, g)| plan.agent_allocation.get(a).is_some_and(|p| same(p, g)))
-            });
-        match (done.next(), done.next()) {
-            (Some(st), Some(_)) => Err(SyncError::Invalid(format!(
-                "a stage with this goal and these agents (\"{}\") already ran and finished \
-                 twice; if the task's goal is reached, finish_task; otherwise add a stage whose \
-                 goal says what is still missing",
-                st.stage_intention
-            ))),
-            _ => Ok(()),
+            })
+            .count();
+        if runs < STAGE_RUNS {
+            return Ok(());
         }
+        Err(SyncError::Invalid(format!(
+            "a stage with this goal and these agents (\"{}\") has run {runs} times in this task, \
+             the most it may; accept what it gave (finish_stage, or finish_task if the task's \
+             goal is reached), or add a stage whose goal says what is still missing",
+            plan.stage_intention
+        )))
     }
 
     fn check_plan(&self, s: &StagePlan) -> Result<(), SyncError> {

@@ -138,8 +138,9 @@ pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageSt
         format!(
             "[TaskState] Task {} {NO_STAGE_LEFT}\nTask intention: {}\nStages:\n{lines}\n\n\
              As the manager, judge the whole task: if its goal is reached, end it with task_manager \
-             finish_task (task_id {}, a task_summary for the operator); if not, add the missing work \
-             with add_stage.",
+             finish_task (task_id {}, a task_summary for the operator that gives the result itself: \
+             the text, answer or file name, in full when it is short, such as a poem); if not, \
+             add the missing work with add_stage.",
             task.task_id, task.task_intention, task.task_id
         ),
     )

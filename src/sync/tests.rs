@@ -511,24 +511,8 @@ fn routed_messages_are_numbered_on_from_the_last_one_a_store_had() {
 }
 
 #[test]
-fn a_finished_stage_runs_once_more_when_asked_and_a_third_time_is_refused() {
+fn one_stage_runs_at_most_three_times_in_a_task_by_add_stage_or_retry_stage() {
     let (mut c, t, stages) = two_stage_task();
-    let finish = |c: &mut SyncCore, s: &StageId| {
-        c.try_apply(
-            &by(
-                "m",
-                TaskInstruction::FinishStage {
-                    task_id: t.clone(),
-                    stage_id: s.clone(),
-                },
-            ),
-            "now",
-        )
-        .unwrap()
-    };
-    complete(&mut c, &t, &stages[0], "a");
-    complete(&mut c, &t, &stages[0], "b");
-    finish(&mut c, &stages[0]);
     let again = |p: StagePlan| {
         by(
             "m",
@@ -538,23 +522,29 @@ fn a_finished_stage_runs_once_more_when_asked_and_a_third_time_is_refused() {
             },
         )
     };
-    // A second try, chosen by the manager's judgement, runs after the stage still to run.
+    // The running stage "one" (a, b), asked for twice more: new tries the judgement chose.
     c.try_apply(&again(plan(" One ", &["a", "b"])), "now")
         .unwrap();
-    complete(&mut c, &t, &stages[1], "a");
-    finish(&mut c, &stages[1]);
-    let rerun = c.task(&t).unwrap().stage_list[2].clone();
-    complete(&mut c, &t, &rerun, "a");
-    complete(&mut c, &t, &rerun, "b");
-    finish(&mut c, &rerun);
+    c.try_apply(&again(plan("one", &["a", "b"])), "now").unwrap();
     let why = c
         .try_apply(&again(plan("one", &["a", "b"])), "now")
         .unwrap_err()
         .to_string();
     assert!(
-        why.contains("already ran and finished twice") && why.contains("finish_task"),
+        why.contains("has run 3 times") && why.contains("finish_stage"),
         "{why}"
     );
+    // Retrying it counts as a run too.
+    let retry = by(
+        "m",
+        TaskInstruction::RetryStage {
+            task_id: t.clone(),
+            stage_id: stages[0].clone(),
+            stage_intention: None,
+            agent_allocation: plan("one", &["a", "b"]).agent_allocation,
+        },
+    );
+    assert!(c.try_apply(&retry, "now").is_err());
     // Other agents, or another goal, are work of their own.
     c.try_apply(&again(plan("one", &["a"])), "now").unwrap();
     c.try_apply(&again(plan("three", &["a"])), "now").unwrap();
