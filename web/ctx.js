@@ -57,11 +57,19 @@ export function matches(...texts) {
 
 // ---------------------------------------------------------------- rendering schedule
 
-// Parts of the page marked dirty are drawn together in the next animation frame, by the
-// painter app.js registers (it knows which view draws which part).
+// Parts of the page marked dirty are drawn together in an animation frame, by the painter
+// app.js registers (it knows which view draws which part). While events pour in (a large team
+// at work), a draw waits until twice the last draw's time has passed since it ended, so at
+// most a third of the main thread goes to drawing and frames keep coming between draws.
 const dirty = new Set();
 let frame = 0;
+let timer = 0;
+let lastEnd = 0;
+let lastCost = 0;
 let paint = (parts) => {};
+
+/** The longest a marked part waits for its draw. */
+const MAX_WAIT_MS = 1000;
 
 export function onPaint(fn) {
   paint = fn;
@@ -69,14 +77,26 @@ export function onPaint(fn) {
 
 export function mark(...parts) {
   for (const p of parts) dirty.add(p);
-  if (!frame) frame = requestAnimationFrame(flush);
+  if (frame || timer) return;
+  const wait = lastEnd + 2 * lastCost - performance.now();
+  if (wait <= 0) {
+    frame = requestAnimationFrame(flush);
+    return;
+  }
+  timer = setTimeout(() => {
+    timer = 0;
+    frame = requestAnimationFrame(flush);
+  }, Math.min(wait, MAX_WAIT_MS));
 }
 
 function flush() {
   frame = 0;
   const parts = new Set(dirty);
   dirty.clear();
+  const started = performance.now();
   paint(parts);
+  lastEnd = performance.now();
+  lastCost = lastEnd - started;
 }
 
 // ---------------------------------------------------------------- names and lookups
