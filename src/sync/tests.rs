@@ -525,7 +525,8 @@ fn one_stage_runs_at_most_three_times_in_a_task_by_add_stage_or_retry_stage() {
     // The running stage "one" (a, b), asked for twice more: new tries the judgement chose.
     c.try_apply(&again(plan(" One ", &["a", "b"])), "now")
         .unwrap();
-    c.try_apply(&again(plan("one", &["a", "b"])), "now").unwrap();
+    c.try_apply(&again(plan("one", &["a", "b"])), "now")
+        .unwrap();
     let why = c
         .try_apply(&again(plan("one", &["a", "b"])), "now")
         .unwrap_err()
