@@ -530,20 +530,27 @@ mod tests {
         assert_eq!(stuck.as_deref(), Some("model down"));
     }
 
-    #[test]
-    fn a_failed_step_on_the_operators_goal_is_tried_once_more_with_the_reason() {
+    /// A manager with task_manager, running the step that acts on `text` from `sender` in
+    /// task `task` (outside any stage).
+    fn manager_acting_on(task: &str, sender: &str, text: &str) -> (AgentState, StepId) {
         let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
         a.skills = vec![Skill::TaskManager];
-        a.note_working_memory("base".into(), None);
-        let goal = crate::message::Message::notice(
-            "base".into(),
-            crate::message::OPERATOR.into(),
+        a.note_working_memory(task.into(), None);
+        let notice = crate::message::Message::notice(
+            task.into(),
+            sender.into(),
             vec!["m".into()],
             StageRef::NoRelative,
-            "Write a haiku.".into(),
+            text.into(),
         );
-        crate::agent::receive_message(&mut a, &goal);
+        crate::agent::receive_message(&mut a, &notice);
         let id = a.start_next().unwrap().step_id;
+        (a, id)
+    }
+
+    #[test]
+    fn a_failed_step_on_the_operators_goal_is_tried_once_more_with_the_reason() {
+        let (mut a, id) = manager_acting_on("base", crate::message::OPERATOR, "Write a haiku.");
         fail(&mut a, &id, "no <task_instruction> tag");
         let again = a.agent_step.next().unwrap().clone();
         assert_eq!(again.executor, Executor::Skill(Skill::TaskManager));
@@ -563,18 +570,11 @@ mod tests {
 
     #[test]
     fn a_notice_whose_answer_syncstate_refused_is_acted_on_once_more_with_the_refusal() {
-        let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
-        a.skills = vec![Skill::TaskManager];
-        a.note_working_memory("t".into(), None);
-        let notice = crate::message::Message::notice(
-            "t".into(),
-            crate::message::TASK_STATE_SENDER.into(),
-            vec!["m".into()],
-            StageRef::NoRelative,
-            "Task t has no stage left to run.".into(),
+        let (mut a, id) = manager_acting_on(
+            "t",
+            crate::message::TASK_STATE_SENDER,
+            "Task t has no stage left to run.",
         );
-        crate::agent::receive_message(&mut a, &notice);
-        let id = a.start_next().unwrap().step_id;
         assert!(act_again_after_refusal(&mut a, &id, "stage s already ran"));
         let again = a.agent_step.next().unwrap().clone();
         assert!(again.text_content.contains("stage s already ran"));
