@@ -31,10 +31,10 @@ impl Handler<CancelStep> for AgentActor {
             s.execution_state == StepExecutionState::Running
                 || s.execution_state.waits_for_a_person()
         });
-        if self.in_flight.as_ref().is_some_and(|(s, _)| s == &id) {
-            if let Some((_, handle)) = self.in_flight.take() {
-                ctx.cancel_future(handle);
-            }
+        if self.in_flight.as_ref().is_some_and(|(s, _)| s == &id)
+            && let Some((_, handle)) = self.in_flight.take()
+        {
+            ctx.cancel_future(handle);
         }
         if self.awaiting_approval.as_ref() == Some(&id) {
             self.awaiting_approval = None;

@@ -54,6 +54,13 @@ pub enum SkillError {
     Echo(String),
     #[error("step `{0}` is a tool step; tool steps are run by the MCP tool executor, not a skill")]
     NoTools(String),
+    /// A judgement whose verdict (`reached`) and action disagree; the action is kept so that
+    /// the runtime can carry out the verdict when the re-asks do not mend it.
+    #[error("{}", task_manager::disagreement(*reached))]
+    Disagrees {
+        reached: bool,
+        instruction: Box<TaskInstruction>,
+    },
 }
 
 /// Interprets `answer` as the result of `step` (a skill step of `agent`), applying the agent's
@@ -108,13 +115,22 @@ pub fn interpret(
 /// An answer still unusable after its re-asks, repaired where the runtime can do the skill's
 /// job itself: a summary is composed from the agent's own results in the stage; a thought
 /// that kept handing back its instruction is kept as it is, marked so (failing it would cost
-/// a recovery step, and what it says is for the next steps and the manager to judge).
+/// a recovery step, and what it says is for the next steps and the manager to judge); a
+/// manager's judgement whose action kept disagreeing with its verdict is carried out as the
+/// verdict says.
 pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
     match (step.executor.skill()?, error) {
         (Skill::Summary, _) => summary::repair(agent, step, &error.to_string()),
         (skill @ (Skill::Think | Skill::QuickThink), SkillError::Echo(text)) => {
             Some(think::kept_echo(skill, text))
         }
+        (
+            Skill::TaskManager,
+            SkillError::Disagrees {
+                reached,
+                instruction,
+            },
+        ) => task_manager::carry_out_verdict(agent, step, *reached, instruction),
         _ => None,
     }
 }

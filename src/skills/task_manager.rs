@@ -45,19 +45,66 @@ fn check_verdict(answer: &str, instruction: &TaskInstruction) -> Result<(), Skil
         TaskInstruction::AddStage { .. } | TaskInstruction::RetryStage { .. } => false,
         _ => return Ok(()),
     };
-    match (reached, closes) {
-        (true, false) => Err(SkillError::Invalid(
-            "you judged the goal reached, so close the work: finish_stage for a stage, \
-             finish_task (outcome finished) for a task"
-                .into(),
-        )),
-        (false, true) => Err(SkillError::Invalid(
-            "you judged the goal not reached, so correct course: retry_stage for a stage, \
-             add_stage with the missing work for a task (or finish_task with outcome failed)"
-                .into(),
-        )),
-        _ => Ok(()),
+    if reached == closes {
+        return Ok(());
     }
+    Err(SkillError::Disagrees {
+        reached,
+        instruction: Box::new(instruction.clone()),
+    })
+}
+
+/// What the model is told when its verdict (`reached`) and its action disagree.
+pub(super) fn disagreement(reached: bool) -> &'static str {
+    if reached {
+        "you judged the goal reached, so close the work: finish_stage for a stage, \
+         finish_task (outcome finished) for a task"
+    } else {
+        "you judged the goal not reached, so correct course: retry_stage for a stage, \
+         add_stage with the missing work for a task (or finish_task with outcome failed)"
+    }
+}
+
+/// A judgement whose verdict and action still disagree after the re-asks closes the work:
+/// a verdict of "reached" is carried out (finish_stage on the stage decided, or finish_task
+/// with a summary composed from the stages' reports); an action that closes although the
+/// verdict says "not reached" stands as given. Asking a model that cannot make up its mind
+/// once more only stalled the task (seen on Qwen2.5 0.5B); what was closed is recorded, and
+/// the task's judgement or the operator sees it. `None` when the step judges nothing the
+/// runtime can close.
+pub(super) fn carry_out_verdict(
+    agent: &AgentState,
+    step: &StepState,
+    reached: bool,
+    instruction: &TaskInstruction,
+) -> Option<SkillOutcome> {
+    let closing = if !reached {
+        instruction.clone()
+    } else if let Some(stage) = stage_decided(agent, step) {
+        TaskInstruction::FinishStage {
+            task_id: step.task_id.clone(),
+            stage_id: stage.clone(),
+        }
+    } else if asks_to_act(step) {
+        let reports = crate::sync::notices::stage_reports(&step.text_content)?;
+        TaskInstruction::FinishTask {
+            task_id: step.task_id.clone(),
+            task_summary: format!(
+                "(Composed by the runtime: the manager judged the goal reached but its model \
+                 did not close the task.)\n{reports}"
+            ),
+            outcome: TaskOutcome::Finished,
+        }
+    } else {
+        return None;
+    };
+    Some(SkillOutcome {
+        task_instruction: Some(closing.clone()),
+        ..working(json!({
+            "task_instruction": closing,
+            "repaired": disagreement(reached),
+        }))
+    })
 }
 
 /// `check_stages`: an `add_stage` waits for a person's check (see `agent::plan_check`)

@@ -110,6 +110,20 @@ pub fn judges_task(text: &str) -> bool {
     text.contains(NO_STAGE_LEFT)
 }
 
+/// The stages and their agents' reports in a task judgement notice (`judge_task`'s text).
+pub fn stage_reports(text: &str) -> Option<&str> {
+    if !judges_task(text) {
+        return None;
+    }
+    let from = text.find(STAGES)? + STAGES.len();
+    let to = text[from..].rfind(JUDGE)? + from;
+    Some(text[from..to].trim_end())
+}
+
+/// Where the stages start and end in a task judgement notice.
+const STAGES: &str = "\nStages:\n";
+const JUDGE: &str = "\n\nAs the manager, judge the whole task";
+
 pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageState>) -> Message {
     let lines = stages
         .map(|s| {
@@ -136,8 +150,8 @@ pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageSt
         task,
         StageRef::NoRelative,
         format!(
-            "[TaskState] Task {} {NO_STAGE_LEFT}\nTask intention: {}\nStages:\n{lines}\n\n\
-             As the manager, judge the whole task: if its goal is reached, end it with task_manager \
+            "[TaskState] Task {} {NO_STAGE_LEFT}\nTask intention: {}{STAGES}{lines}{JUDGE}: \
+             if its goal is reached, end it with task_manager \
              finish_task (task_id {}, a task_summary for the operator that gives the result itself: \
              the text, answer or file name, in full when it is short, such as a poem); if not, \
              add the missing work with add_stage.",

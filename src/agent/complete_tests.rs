@@ -1,0 +1,249 @@
+//! Tests of `complete`: how a step's answer, failure or refusal changes the agent.
+use super::*;
+use crate::ids::{StageId, StageRef};
+use crate::message::TaskInstruction;
+
+/// An agent in stage `s` of task `t` with one running think step and nothing else queued.
+fn alone_in_stage(skills: &[Skill]) -> (AgentState, StepId) {
+    let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+    a.skills = skills.to_vec();
+    let stage = StageRef::Stage(StageId::from("s"));
+    a.note_working_memory("t".into(), Some(stage.clone()));
+    a.open_goal(&"t".into(), &StageId::from("s"));
+    let step = StepState::new(
+        "t".into(),
+        stage,
+        "w".into(),
+        Executor::Skill(Skill::Think),
+        "think it",
+        "",
+    );
+    a.add_steps(vec![step]);
+    let id = a.start_next().unwrap().step_id;
+    (a, id)
+}
+
+fn now() -> Now {
+    Now::current()
+}
+
+/// The step's model failed with `why`.
+fn fail(a: &mut AgentState, id: &StepId, why: &str) -> StepCompletion {
+    done(complete_step(a, id, Err(why.into()), now(), false))
+}
+
+fn done(c: Completion) -> StepCompletion {
+    match c {
+        Completion::Done(d) => d,
+        Completion::AskAgain { error, .. } => panic!("asked again: {error}"),
+    }
+}
+
+#[test]
+fn a_failure_that_leaves_nothing_to_run_gets_a_decision_once_then_the_manager_is_told() {
+    let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
+    let c = fail(&mut a, &id, "model down");
+    let stuck = c.output.update_stage_agent_state.unwrap().stuck;
+    assert_eq!(stuck, None, "the agent goes on by itself");
+    let next = a.agent_step.next().unwrap().clone();
+    assert!(next.is_recovery_for_test());
+    assert!(
+        next.text_content.contains("model down"),
+        "{}",
+        next.text_content
+    );
+
+    // The recovery decision fails too: now the manager decides.
+    settle_step_for_test(&mut a, &id);
+    let rid = a.start_next().unwrap().step_id;
+    let c = fail(&mut a, &rid, "still down");
+    let stuck = c.output.update_stage_agent_state.unwrap().stuck;
+    assert_eq!(stuck.as_deref(), Some("still down"));
+    assert!(a.agent_step.next().is_none());
+}
+
+#[test]
+fn a_step_a_limit_stops_tells_the_manager_without_a_decision_of_its_own() {
+    let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
+    let c = stop_step(&mut a, &id, "stopped: too many steps".into());
+    let update = c.output.update_stage_agent_state.unwrap();
+    assert_eq!(update.state, StageAgentState::Failed);
+    assert_eq!(update.stuck.as_deref(), Some("stopped: too many steps"));
+    assert!(a.agent_step.next().is_none(), "no recovery decision");
+    assert_eq!(
+        a.agent_step.get(&id).unwrap().execute_result,
+        Some(json!({"error": "stopped: too many steps"}))
+    );
+}
+
+#[test]
+fn an_agent_without_decision_is_reported_stuck_at_once() {
+    let (mut a, id) = alone_in_stage(&[Skill::Think]);
+    let c = fail(&mut a, &id, "model down");
+    let stuck = c.output.update_stage_agent_state.unwrap().stuck;
+    assert_eq!(stuck.as_deref(), Some("model down"));
+}
+
+/// A manager with task_manager, running the step that acts on `text` from `sender` in
+/// task `task` (outside any stage).
+fn manager_acting_on(task: &str, sender: &str, text: &str) -> (AgentState, StepId) {
+    let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
+    a.skills = vec![Skill::TaskManager];
+    a.note_working_memory(task.into(), None);
+    let notice = crate::message::Message::notice(
+        task.into(),
+        sender.into(),
+        vec!["m".into()],
+        StageRef::NoRelative,
+        text.into(),
+    );
+    crate::agent::receive_message(&mut a, &notice);
+    let id = a.start_next().unwrap().step_id;
+    (a, id)
+}
+
+#[test]
+fn a_failed_step_on_the_operators_goal_is_tried_once_more_with_the_reason() {
+    let (mut a, id) = manager_acting_on("base", crate::message::OPERATOR, "Write a haiku.");
+    fail(&mut a, &id, "no <task_instruction> tag");
+    let again = a.agent_step.next().unwrap().clone();
+    assert_eq!(again.executor, Executor::Skill(Skill::TaskManager));
+    assert!(
+        crate::agent::asks_to_act(&again),
+        "still a step that must act"
+    );
+    assert!(again.text_content.contains("Write a haiku."));
+    assert!(again.text_content.contains("no <task_instruction> tag"));
+
+    // The second try fails too: no third.
+    settle_step_for_test(&mut a, &id);
+    let id = a.start_next().unwrap().step_id;
+    fail(&mut a, &id, "still no tag");
+    assert!(a.agent_step.next().is_none());
+}
+
+#[test]
+fn a_notice_whose_answer_syncstate_refused_is_acted_on_once_more_with_the_refusal() {
+    let (mut a, id) = manager_acting_on(
+        "t",
+        crate::message::TASK_STATE_SENDER,
+        "Task t has no stage left to run.",
+    );
+    assert!(act_again_after_refusal(&mut a, &id, "stage s already ran"));
+    let again = a.agent_step.next().unwrap().clone();
+    assert!(again.text_content.contains("stage s already ran"));
+    // The second try refused too: no third.
+    settle_step_for_test(&mut a, &id);
+    let id = a.start_next().unwrap().step_id;
+    assert!(!act_again_after_refusal(&mut a, &id, "again"));
+}
+
+fn answer(text: &str) -> Result<ChatReply, String> {
+    Ok(ChatReply {
+        text: text.into(),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn a_verdict_its_action_keeps_contradicting_is_carried_out_once_the_reasks_are_spent() {
+    let task =
+        crate::state::TaskState::new("t".into(), "haiku".into(), "a haiku".into(), "m".into());
+    let mut stage = crate::state::StageState::new(
+        "t".into(),
+        "write it".into(),
+        [("w".into(), "write".into())].into(),
+    );
+    stage
+        .completion_summary
+        .insert("w".into(), "Rain on the roof".into());
+    let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter());
+    let (mut a, id) = manager_acting_on("t", crate::message::TASK_STATE_SENDER, &notice.message);
+    let add = r#"<goal_reached>true</goal_reached><task_instruction>{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "more", "agent_allocation": {"w": "more"}}]}</task_instruction>"#;
+    // While it may be asked again, it is.
+    match complete_step(&mut a, &id, answer(add), now(), true) {
+        Completion::AskAgain { error, .. } => {
+            assert!(error.contains("judged the goal reached"))
+        }
+        Completion::Done(_) => panic!("not asked again"),
+    }
+    // Its re-asks spent: the task finishes, its summary composed from the stage reports.
+    let c = done(complete_step(&mut a, &id, answer(add), now(), false));
+    match c.output.task_instruction {
+        Some(TaskInstruction::FinishTask {
+            task_id,
+            task_summary,
+            outcome,
+        }) => {
+            assert_eq!(task_id.as_str(), "t");
+            assert_eq!(outcome, crate::message::TaskOutcome::Finished);
+            assert!(task_summary.contains("Rain on the roof"), "{task_summary}");
+            assert!(
+                task_summary.contains("Composed by the runtime"),
+                "{task_summary}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let result = a
+        .agent_step
+        .get(&id)
+        .unwrap()
+        .execute_result
+        .clone()
+        .unwrap();
+    assert!(result["repaired"].as_str().unwrap().contains("reached"));
+    assert!(c.failure.is_none());
+}
+
+#[test]
+fn a_closing_action_stands_when_its_verdict_said_not_reached_after_the_reasks() {
+    let (mut a, id) = manager_acting_on(
+        "t",
+        crate::message::TASK_STATE_SENDER,
+        "Task t has no stage left to run.",
+    );
+    let finish = r#"<goal_reached>false</goal_reached><task_instruction>{"action": "finish_task", "task_id": "t", "task_summary": "the haiku"}</task_instruction>"#;
+    let c = done(complete_step(&mut a, &id, answer(finish), now(), false));
+    assert!(matches!(
+        c.output.task_instruction,
+        Some(TaskInstruction::FinishTask { ref task_summary, .. }) if task_summary == "the haiku"
+    ));
+}
+
+impl StepState {
+    fn is_recovery_for_test(&self) -> bool {
+        is_recovery(self)
+    }
+}
+
+fn settle_step_for_test(a: &mut AgentState, id: &StepId) {
+    crate::agent::settle_step(a, id, Some("model down".into()), &[]);
+}
+
+#[test]
+fn a_stage_judged_reached_is_finished_when_the_action_kept_redoing_it() {
+    let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
+    a.skills = vec![Skill::TaskManager];
+    a.base_task = Some("base".into());
+    let task = crate::state::TaskState::new("t".into(), "n".into(), "i".into(), "m".into());
+    let stage = crate::state::StageState::new(
+        "t".into(),
+        "write it".into(),
+        [("w".into(), "write".into())].into(),
+    );
+    crate::agent::receive_message(&mut a, &crate::sync::notices::stage_complete(&task, &stage));
+    let id = a.start_next().unwrap().step_id;
+    let retry = format!(
+        r#"<goal_reached>true</goal_reached><task_instruction>{{"action": "retry_stage", "task_id": "t", "stage_id": "{}", "agent_allocation": {{"w": "again"}}}}</task_instruction>"#,
+        stage.stage_id
+    );
+    let c = done(complete_step(&mut a, &id, answer(&retry), now(), false));
+    assert_eq!(
+        c.output.task_instruction,
+        Some(TaskInstruction::FinishStage {
+            task_id: "t".into(),
+            stage_id: stage.stage_id.clone()
+        })
+    );
+}
