@@ -127,6 +127,10 @@ enum Command {
         /// Also write the table (Markdown) to this file.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// The console scenario serves the console from this folder instead of the built-in
+        /// one (to compare two versions of the console on one binary).
+        #[arg(long)]
+        web: Option<PathBuf>,
         /// Internal: run one scenario (JSON) in this process and print its figures.
         #[arg(long, hide = true)]
         child: Option<String>,
@@ -195,8 +199,9 @@ fn main() -> ExitCode {
             only,
             no_autogen,
             out,
+            web,
             child,
-        } => bench(quick, only, no_autogen, out, child),
+        } => bench(quick, only, no_autogen, out, web, child),
         Command::HashPassword { password } => hash_password(password),
         Command::Run {
             team,
@@ -243,6 +248,7 @@ fn bench(
     only: Vec<String>,
     no_autogen: bool,
     out: Option<PathBuf>,
+    web: Option<PathBuf>,
     child: Option<String>,
 ) -> ExitCode {
     use cohort::bench::{BenchOptions, Job, run, table};
@@ -268,6 +274,10 @@ fn bench(
             return ExitCode::from(3);
         }
     };
+    if let Some(Err(e)) = web.as_deref().map(cohort::api::console::check_dir) {
+        eprintln!("error: {e}");
+        return ExitCode::from(3);
+    }
     let started = std::time::Instant::now();
     let rows = run(
         &exe,
@@ -275,6 +285,7 @@ fn bench(
             quick,
             only,
             no_autogen,
+            web,
         },
     );
     let md = table(&rows);

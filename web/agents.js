@@ -3,7 +3,7 @@
 // its input, instruction, result, LLM calls and a cancel button. While a step runs, the answer
 // the model is writing shows under it (`writing`, filled by app.js from the live feed).
 
-import { h, keyed, lazyDetails, jsonBlock, fmt, lockIcon } from './dom.js';
+import { h, keyed, lazyDetails, jsonBlock, fmt, lockIcon, InView } from './dom.js';
 import { agentFailures, failureReason } from './failures.js';
 import { callsSection } from './calls.js';
 import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches, agentChip } from './ctx.js';
@@ -11,6 +11,13 @@ import { confirmCancel } from './control.js';
 
 /** Answers being written (streamed), by step id: shown under the running step until it ends. */
 export const writing = new Map();
+
+/** A large team's agent list and cards render only what is on screen (see `InView`); the card
+ * of a step the person asked to see renders wherever it is. */
+const listInView = new InView($('agent-list'), () => mark('team'));
+const cardsInView = new InView($('view-agents'), () => mark('agents'), {
+  always: (id) => !!ui.focusStep && store.get('step', ui.focusStep)?.agent_id === id,
+});
 
 /** Each step's searchable text, lower-cased once (none of it changes after the step is made),
  * so a filter over thousands of steps costs a substring search per step and frame. */
@@ -144,10 +151,10 @@ export function renderTeamList() {
         ),
       );
     },
+    listInView,
   );
 }
 
-/** Shows an agent's card in the agents view, briefly highlighted. */
 /** A view that points at something the filter hides clears the filter first. */
 function clearFilter() {
   if (!ui.filter) return;
@@ -156,6 +163,7 @@ function clearFilter() {
   mark('tasks', 'team', 'agents');
 }
 
+/** Shows an agent's card in the agents view, briefly highlighted. */
 export function showAgent(id) {
   clearFilter();
   app.setTab('agents');
@@ -180,6 +188,7 @@ export function renderAgentCards() {
     (r) =>
       `${r.version}|${store.stepsVersion(r.state.agent_id)}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}|${ui.showAllQueued.has(r.state.agent_id)}|${ui.focusStep}|${ui.filter}`,
     (r) => agentCard(r.state),
+    cardsInView,
   );
   if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, ui.filter ? 'No agent or step matches the filter.' : 'No agents yet.'));
 }

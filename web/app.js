@@ -29,10 +29,20 @@ let live = null;
 
 // ---------------------------------------------------------------- rendering
 
+/** The parts drawn in a tab's view, by that tab. A hidden view is not drawn: what changed in
+ * it waits in `deferred` until its tab is shown (a large team changes the agent cards many
+ * times a second, and nobody looks at them from the stages view). */
+const VIEWS = new Set(['stages', 'chat', 'agents', 'timeline', 'graph']);
+const deferred = new Set();
+
 /** Redraws the parts marked dirty since the last frame (see `mark` in ctx.js). */
 function render(parts) {
   if (!app.sess) return;
   if (parts.has('tasks')) ensureSelectedTask();
+  if (parts.has('detail')) parts.add('stages');
+  for (const view of VIEWS) {
+    if (view !== ui.tab && parts.delete(view)) deferred.add(view);
+  }
   const run = (name, fn) => {
     if (!parts.has(name)) return;
     try {
@@ -43,7 +53,7 @@ function render(parts) {
   };
   run('tasks', renderTaskList);
   run('detail', renderTaskHead);
-  run('detail', renderStages);
+  run('stages', renderStages);
   run('chat', renderGroupChat);
   run('team', renderTeamList);
   run('agents', renderAgentCards);
@@ -52,12 +62,8 @@ function render(parts) {
   run('summary', renderSummaryLine);
   run('decisions', renderDecisionList);
   run('failures', () => renderFailures(viewCtx(), $('failures'), $('failure-list'), $('failure-count')));
-  run('timeline', () => {
-    if (ui.tab === 'timeline') renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: store.now() }, $('view-timeline'));
-  });
-  run('graph', () => {
-    if (ui.tab === 'graph') renderGraph({ ...viewCtx(), task: store.get('task', ui.taskId), showAgent }, $('view-graph'));
-  });
+  run('timeline', () => renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: store.now() }, $('view-timeline')));
+  run('graph', () => renderGraph({ ...viewCtx(), task: store.get('task', ui.taskId), showAgent }, $('view-graph')));
 }
 
 // Running steps grow on the timeline while it is shown; running tasks, stages and steps count
@@ -97,8 +103,8 @@ function setTab(tab) {
     b.classList.toggle('active', on);
     b.setAttribute('aria-selected', on ? 'true' : 'false');
   }
-  for (const v of ['stages', 'chat', 'agents', 'timeline', 'graph']) $(`view-${v}`).hidden = v !== tab;
-  if (tab === 'timeline' || tab === 'graph') mark(tab);
+  for (const v of VIEWS) $(`view-${v}`).hidden = v !== tab;
+  if (deferred.delete(tab)) mark(tab);
   if (tab === 'chat') {
     const view = $('view-chat');
     view.scrollTop = view.scrollHeight;

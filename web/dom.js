@@ -36,32 +36,95 @@ function append(el, children) {
  * Keyed reconciliation of a container's children: an item whose signature did not change keeps
  * its element (and so its scroll position, focus and open <details>); only changed items are
  * rendered again, and elements are moved, not recreated, when the order changes.
+ *
+ * `inView` (an `InView`, optional): a changed item whose element is off screen keeps its old
+ * element, marked stale, and is rendered again once it scrolls into view. A list of a hundred
+ * agent cards that all change several times a second then costs the few cards on screen.
  */
-export function keyed(container, items, key, sig, render) {
+export function keyed(container, items, key, sig, render, inView = null) {
   const old = container._keyed || new Map();
   const next = new Map();
   let cursor = container.firstChild;
+  const lazy = inView && inView.applies(items.length);
   for (const item of items) {
     const k = key(item);
     const s = sig(item);
     let entry = old.get(k);
-    if (!entry || entry.sig !== s) {
+    if (entry && entry.sig !== s && lazy && !inView.shows(k)) {
+      entry.el.dataset.stale = 'true';
+    } else if (!entry || entry.sig !== s) {
       const el = render(item);
       if (entry) {
         entry.el.replaceWith(el);
         if (cursor === entry.el) cursor = el;
+        if (inView) inView.forget(entry.el);
       }
       entry = { el, sig: s };
+      if (inView) inView.watch(el, k);
     }
     next.set(k, entry);
     if (entry.el !== cursor) container.insertBefore(entry.el, cursor);
     else cursor = cursor.nextSibling;
   }
-  for (const [k, entry] of old) if (!next.has(k)) entry.el.remove();
+  for (const [k, entry] of old) {
+    if (next.has(k)) continue;
+    entry.el.remove();
+    if (inView) inView.forget(entry.el, k);
+  }
   // Anything that is not a keyed element (an empty-state line, say) goes too.
   const kept = new Set([...next.values()].map((e) => e.el));
   for (const child of [...container.childNodes]) if (!kept.has(child)) child.remove();
   container._keyed = next;
+}
+
+/**
+ * Which elements of a long keyed list are in its scrolled box `root` (or within a box's height
+ * of it), for `keyed`: lists of at least `from` items render only those; when a stale one
+ * scrolls into view, `onShown` asks for a render. `always(key)` names an item rendered wherever
+ * it is (one the person asked to be shown).
+ */
+export class InView {
+  constructor(root, onShown, { from = 20, always = () => false } = {}) {
+    this.from = from;
+    this.always = always;
+    this.keys = new WeakMap();
+    this.seen = new Set();
+    this.observer = new IntersectionObserver(
+      (entries) => {
+        let stale = false;
+        for (const e of entries) {
+          const k = this.keys.get(e.target);
+          if (k === undefined) continue;
+          if (e.isIntersecting) {
+            this.seen.add(k);
+            stale ||= e.target.dataset.stale === 'true';
+          } else this.seen.delete(k);
+        }
+        if (stale) onShown();
+      },
+      { root, rootMargin: '100% 0px' },
+    );
+  }
+
+  applies(n) {
+    return n >= this.from;
+  }
+
+  shows(key) {
+    return this.seen.has(key) || this.always(key);
+  }
+
+  /** Follows a newly rendered element (the one it replaced is no longer followed). */
+  watch(el, key) {
+    this.keys.set(el, key);
+    this.observer.observe(el);
+  }
+
+  /** Stops following an element that was replaced, or removed with its key (`gone`). */
+  forget(el, gone) {
+    this.observer.unobserve(el);
+    if (gone !== undefined) this.seen.delete(gone);
+  }
 }
 
 /** Remembers which <details> are open across re-renders, by a stable key. */

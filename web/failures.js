@@ -3,19 +3,14 @@
 // in a log: an agent whose last step failed is marked in the agent list too.
 
 import { h, keyed, fmt } from './dom.js';
+import { isFailure } from './store.js';
 
 /** Shown at once; the rest are counted. */
 const SHOWN = 50;
 
-/** A failed step that is a failure: not one dropped before it ran because its work ended. */
-function isFailure(step) {
-  return step.execution_state === 'failed' && !(step.execute_result && step.execute_result.dropped === true);
-}
-
 export function failedSteps(store) {
   return store
-    .all('step')
-    .filter((r) => isFailure(r.state))
+    .failures()
     .sort((a, b) => (b.state.ended_at || 0) - (a.state.ended_at || 0) || b.seq - a.seq);
 }
 

@@ -9,6 +9,11 @@ export const KINDS = ['task', 'stage', 'agent', 'step'];
 /** The step states nothing changes any more. */
 export const OVER = new Set(['finished', 'failed', 'cancelled']);
 
+/** A failed step that is a failure: not one dropped before it ran because its work ended. */
+export function isFailure(step) {
+  return step.execution_state === 'failed' && !(step.execute_result && step.execute_result.dropped === true);
+}
+
 export class Store {
   constructor() {
     this.reset(0);
@@ -33,6 +38,8 @@ export class Store {
     // of who they are rather than on every read.
     this.stepsVer = new Map();
     this.stepsSorted = new Map();
+    // The failed steps' ids, kept as steps change, so the failures panel never scans them all.
+    this.failed = new Set();
   }
 
   /** `states` = {task: {id: state}, stage: {…}, agent: {…}, step: {…}}. */
@@ -133,6 +140,7 @@ export class Store {
         for (const [id, r] of this.maps.step) {
           if (r.state.task_id === ev.task_id) {
             this.maps.step.delete(id);
+            this.failed.delete(id);
             this.stepsByAgent.get(r.state.agent_id)?.delete(id);
             this.stepsSorted.delete(r.state.agent_id);
             this.stepsVer.set(r.state.agent_id, v);
@@ -214,6 +222,7 @@ export class Store {
             if (ev[f] !== undefined) st[f] = ev[f];
           }
           if (OVER.has(ev.execution_state) && ev.at !== undefined) st.ended_at = ev.at;
+          this.noteFailure(ev.step_id, st);
         }
         break;
       }
@@ -279,9 +288,11 @@ export class Store {
     const cur = map.get(id);
     if (state === null || state === undefined) {
       map.delete(id);
+      if (kind === 'step') this.failed.delete(id);
       return;
     }
     map.set(id, { state, version, seq: cur ? cur.seq : ++this.seq });
+    if (kind === 'step') this.noteFailure(id, state);
     if (kind === 'step' && state.agent_id) {
       index(this.stepsByAgent, state.agent_id, id, cur && cur.state.agent_id);
       for (const a of [state.agent_id, cur && cur.state.agent_id]) {
@@ -291,6 +302,16 @@ export class Store {
       }
     }
     if (kind === 'stage' && state.task_id) index(this.stagesByTask, state.task_id, id, cur && cur.state.task_id);
+  }
+
+  noteFailure(id, step) {
+    if (isFailure(step)) this.failed.add(id);
+    else this.failed.delete(id);
+  }
+
+  /** The failed steps' records (see `isFailure`). */
+  failures() {
+    return [...this.failed].map((id) => this.maps.step.get(id)).filter(Boolean);
   }
 
   get(kind, id) {

@@ -146,11 +146,18 @@ export function renderStages() {
       ),
     );
   }
-  const stages = store.stagesOf(t);
-  const list = h('ol', { class: 'stage-list', testid: 'stage-list' });
-  stages.forEach((r, i) => list.appendChild(stageCard(r.state, i)));
+  // The stage cards are keyed: a stage of a hundred agents is drawn again only when it changed.
+  const list = (view._stages ||= h('ol', { class: 'stage-list', testid: 'stage-list' }));
+  const stages = store.stagesOf(t).map((r, i) => ({ r, i }));
+  keyed(
+    list,
+    stages,
+    ({ r }) => r.state.stage_id,
+    ({ r, i }) => `${r.version}|${i}`,
+    ({ r, i }) => stageCard(r.state, i),
+  );
   if (!stages.length) {
-    list.appendChild(
+    list.replaceChildren(
       h(
         'li',
         { class: 'empty' },
@@ -163,15 +170,21 @@ export function renderStages() {
   parts.push(list);
   const info = t.shared_info_pool || [];
   if (info.length) {
-    parts.push(
-      lazyDetails(`info:${t.task_id}`, `Shared info (${info.length})`, () =>
-        h(
-          'ul',
-          { class: 'info-list' },
-          info.map((e) => h('li', null, h('span', { class: 'muted' }, `${fmt.time(e.timestamp)} `), agentChip(e.agent_id), ' ', e.content)),
-        ),
-      { class: 'fold fold-info' }),
-    );
+    // Built again only when the pool changed (its entries are only appended or trimmed).
+    const sig = `${t.task_id}|${info.length}|${t.shared_info_omitted || 0}`;
+    if (!view._info || view._info.sig !== sig) {
+      view._info = {
+        sig,
+        el: lazyDetails(`info:${t.task_id}`, `Shared info (${info.length})`, () =>
+          h(
+            'ul',
+            { class: 'info-list' },
+            info.map((e) => h('li', null, h('span', { class: 'muted' }, `${fmt.time(e.timestamp)} `), agentChip(e.agent_id), ' ', e.content)),
+          ),
+        { class: 'fold fold-info' }),
+      };
+    }
+    parts.push(view._info.el);
   }
   view.replaceChildren(...parts);
 }

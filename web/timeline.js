@@ -2,32 +2,43 @@
 // shared time axis, coloured by its state; running steps grow while the view is open. Shows
 // where the time went and what ran in parallel. Steps without a known start (none yet) are
 // counted, not drawn.
+//
+// Drawn incrementally: a bar's place is in milliseconds from the task's first start, scaled by
+// one CSS variable (`--k`, the share of the track one millisecond takes), so as time passes
+// only that variable changes; a running bar reaches to the track's end (`right: 0`, the axis
+// ends now). A lane is built again only when its agent's steps changed or the axis grew by a
+// quarter (tiny steps are joined at a share of the axis).
 
-import { h, fmt } from './dom.js';
+import { h, keyed, fmt } from './dom.js';
 
-/** Bars narrower than this share of the axis are drawn this wide, so none vanish. */
-const MIN_WIDTH = 0.4;
 /** Steps closer than this share of the axis join one bar: a lane of thousands of short steps
  * stays a few hundred elements (a 5,000-step task draws as fast as a small one). */
-const JOIN = 0.25;
+const JOIN = 0.0025;
+/** The axis may grow by this factor before the lanes are joined again at its new scale. */
+const REJOIN = 1.25;
 
 /** How a joined bar is coloured: by the state that most needs a look. */
 const RANK = ['failed', 'running', 'waiting_for_approval', 'waiting_for_param', 'cancelled', 'finished'];
 
-/** One lane's steps (sorted by start) as bars: single steps, or runs of tiny ones joined. */
-function lanesBars(steps, x, now) {
+const rank = (state) => {
+  const i = RANK.indexOf(state);
+  return i < 0 ? RANK.length : i;
+};
+
+/** One lane's steps (sorted by start) as bars: single steps, or runs of tiny ones joined
+ * (`join`: in ms). A running step's bar ends at `null` (now). */
+function laneBars(steps, join) {
   const bars = [];
   for (const s of steps) {
-    const start = x(s.started_at);
-    const end = x(s.ended_at || now);
+    const end = s.ended_at || null;
     const last = bars[bars.length - 1];
-    if (last && end - start < JOIN && last.end - last.start < JOIN * 4 && start - last.end < JOIN) {
+    if (end !== null && last && last.end !== null && end - s.started_at < join && last.end - last.start < join * 4 && s.started_at - last.end < join) {
       last.end = Math.max(last.end, end);
       last.steps.push(s);
-      if (RANK.indexOf(s.execution_state) >= 0 && (RANK.indexOf(last.state) < 0 || RANK.indexOf(s.execution_state) < RANK.indexOf(last.state))) last.state = s.execution_state;
+      if (rank(s.execution_state) < rank(last.state)) last.state = s.execution_state;
       continue;
     }
-    bars.push({ start, end, steps: [s], state: s.execution_state });
+    bars.push({ start: s.started_at, end, steps: [s], state: s.execution_state });
   }
   return bars;
 }
@@ -38,98 +49,157 @@ function untimed(n, task) {
   return ['finished', 'failed', 'cancelled'].includes(task.execution_state) ? `${steps} never ran (dropped when the work ended)` : `${steps} not started yet`;
 }
 
+/** An agent's steps in the task, read again only when its steps changed. */
+function laneOf(cache, store, agentId, taskId) {
+  const ver = store.stepsVersion(agentId);
+  const had = cache.get(agentId);
+  if (had && had.ver === ver) return had;
+  const steps = [];
+  let waiting = 0;
+  for (const r of store.stepsOf(agentId)) {
+    const s = r.state;
+    if (s.task_id !== taskId) continue;
+    if (s.started_at) steps.push(s);
+    else waiting += 1;
+  }
+  steps.sort((a, b) => a.started_at - b.started_at);
+  // Each stage's first start and last end in this lane (`running`: it still runs).
+  const stages = new Map();
+  let lastEnd = 0;
+  let running = false;
+  for (const s of steps) {
+    const st = stages.get(s.stage_id) || { start: s.started_at, end: 0, running: false };
+    if (s.ended_at) st.end = Math.max(st.end, s.ended_at);
+    else st.running = true;
+    stages.set(s.stage_id, st);
+    if (s.ended_at) lastEnd = Math.max(lastEnd, s.ended_at);
+    else running = true;
+  }
+  const lane = { ver, steps, waiting, stages, lastEnd, running, first: steps.length ? steps[0].started_at : 0 };
+  cache.set(agentId, lane);
+  return lane;
+}
+
 /** ctx: {store, task, agentName, showStep(step), now} */
 export function renderTimeline(ctx, view) {
-  const { store, task } = ctx;
+  const { store, task, now } = ctx;
   if (!task) {
+    view._tl = null;
     view.replaceChildren(h('div', { class: 'empty' }, 'No task selected.'));
     return;
   }
-  const steps = store
-    .all('step')
-    .map((r) => r.state)
-    .filter((s) => s.task_id === task.task_id);
-  const timed = steps.filter((s) => s.started_at);
-  if (!timed.length) {
+  if (!view._tl || view._tl.task !== task.task_id) view._tl = { task: task.task_id, lanes: new Map(), root: null };
+  const tl = view._tl;
+  const lanes = [];
+  let waiting = 0;
+  for (const r of store.all('agent')) {
+    const lane = laneOf(tl.lanes, store, r.state.agent_id, task.task_id);
+    waiting += lane.waiting;
+    if (lane.steps.length) lanes.push([r.state.agent_id, lane]);
+  }
+  const timed = lanes.reduce((n, [, l]) => n + l.steps.length, 0);
+  if (!timed) {
+    tl.root = null;
     view.replaceChildren(
-      h('div', { class: 'empty', testid: 'timeline-empty' }, steps.length ? `${steps.length} steps, none started yet.` : 'No steps in this task yet.'),
+      h('div', { class: 'empty', testid: 'timeline-empty' }, waiting ? `${waiting} steps, none started yet.` : 'No steps in this task yet.'),
     );
     return;
   }
-  const now = ctx.now;
-  const t0 = Math.min(...timed.map((s) => s.started_at));
-  const t1 = Math.max(t0 + 1000, ...timed.map((s) => s.ended_at || now));
+  // Lanes in the order their agents first started a step.
+  lanes.sort((a, b) => a[1].first - b[1].first);
+  const t0 = lanes[0][1].first;
+  const running = lanes.some(([, l]) => l.running);
+  const t1 = Math.max(t0 + 1000, running ? now : 0, ...lanes.map(([, l]) => l.lastEnd));
   const span = t1 - t0;
-  const x = (t) => ((t - t0) / span) * 100;
-  const bar = (start, end, props, ...children) => {
-    const left = x(start);
-    const width = Math.max(MIN_WIDTH, x(end) - left);
-    return h('div', { ...props, style: `left:${left.toFixed(3)}%;width:${width.toFixed(3)}%` }, ...children);
-  };
-
-  // Stages: from the first start to the last end of their steps.
-  const stageRows = store.stagesOf(task).map((r, i) => {
-    const st = r.state;
-    const own = timed.filter((s) => s.stage_id === st.stage_id);
-    if (!own.length) return null;
-    const start = Math.min(...own.map((s) => s.started_at));
-    const end = Math.max(...own.map((s) => s.ended_at || now));
-    return bar(
-      start,
-      end,
-      { class: `tl-stage st-${st.execution_state}`, testid: 'timeline-stage', 'data-stage-id': st.stage_id, title: `Stage ${i + 1}: ${st.stage_intention} · ${fmt.duration(end - start)}` },
-      `${i + 1}. ${st.stage_intention}`,
-    );
-  });
-
-  // One lane per agent, in the order they first started a step.
-  const lanes = new Map();
-  for (const s of [...timed].sort((a, b) => a.started_at - b.started_at)) {
-    if (!lanes.has(s.agent_id)) lanes.set(s.agent_id, []);
-    lanes.get(s.agent_id).push(s);
+  // The scale the lanes were joined at; joined again once the axis outgrew it.
+  if (!tl.scale || tl.t0 !== t0 || span > tl.scale * REJOIN || span < tl.scale / REJOIN) {
+    tl.scale = span;
+    tl.t0 = t0;
   }
-  const laneRows = [...lanes].map(([agent, own]) =>
-    h(
+  const join = tl.scale * JOIN;
+  const at = (t) => (t - t0).toFixed(0);
+  const place = (start, end) => (end === null ? `left:calc(var(--k) * ${at(start)});right:0` : `left:calc(var(--k) * ${at(start)});width:calc(var(--k) * ${(end - start).toFixed(0)})`);
+
+  if (!tl.root || !view.contains(tl.root)) {
+    tl.axis = h('div', { class: 'tl-axis muted small' });
+    tl.stageTrack = h('div', { class: 'tl-track' });
+    tl.laneBox = h('div', { class: 'tl-lanes' });
+    tl.untimed = h('div', { class: 'muted small' });
+    tl.root = h(
       'div',
-      { class: 'tl-lane', testid: 'timeline-lane', 'data-agent-id': agent },
-      h('div', { class: 'tl-label', title: agent }, ctx.agentName(agent)),
-      h(
-        'div',
-        { class: 'tl-track' },
-        lanesBars(own, x, now).map((b) => {
-          const s = b.steps[0];
-          const one = b.steps.length === 1;
-          return h('div', {
-            class: `tl-step st-${b.state}${one ? '' : ' tl-joined'}`,
-            testid: 'timeline-step',
-            'data-step-id': s.step_id,
-            'data-state': b.state,
-            'data-steps': String(b.steps.length),
-            style: `left:${b.start.toFixed(3)}%;width:${Math.max(MIN_WIDTH, b.end - b.start).toFixed(3)}%`,
-            title: one ? `${s.step_intention}\n${s.executor} · ${s.execution_state} · ${fmt.took(s, now)}` : `${b.steps.length} short steps, from “${s.step_intention}”`,
-            onclick: () => ctx.showStep(s),
-          });
-        }),
-      ),
-    ),
+      { class: 'timeline', testid: 'timeline' },
+      tl.axis,
+      h('div', { class: 'tl-lane tl-stages' }, h('div', { class: 'tl-label muted small' }, 'Stages'), tl.stageTrack),
+      tl.laneBox,
+      tl.untimed,
+    );
+    view.replaceChildren(tl.root);
+  }
+  tl.root.dataset.steps = String(timed);
+  tl.root.style.setProperty('--k', `${(100 / span).toPrecision(6)}%`);
+  tl.axis.replaceChildren(
+    h('span', null, fmt.clock(t0)),
+    h('span', { class: 'spacer' }),
+    h('span', { testid: 'timeline-span' }, fmt.duration(span)),
+    h('span', { class: 'spacer' }),
+    h('span', null, fmt.clock(t1)),
   );
 
-  view.replaceChildren(
-    h(
-      'div',
-      { class: 'timeline', testid: 'timeline', 'data-steps': String(timed.length) },
+  // Stages: from the first start to the last end of their steps, over every lane.
+  tl.stageTrack.replaceChildren(
+    ...store.stagesOf(task).flatMap((r, i) => {
+      const st = r.state;
+      let start = Infinity;
+      let end = 0;
+      let open = false;
+      for (const [, l] of lanes) {
+        const own = l.stages.get(st.stage_id);
+        if (!own) continue;
+        start = Math.min(start, own.start);
+        end = Math.max(end, own.end);
+        open ||= own.running;
+      }
+      if (start === Infinity) return [];
+      const took = (open ? now : end) - start;
+      return [
+        h(
+          'div',
+          { class: `tl-stage st-${st.execution_state}`, testid: 'timeline-stage', 'data-stage-id': st.stage_id, style: place(start, open ? null : end), title: `Stage ${i + 1}: ${st.stage_intention} · ${fmt.duration(took)}` },
+          `${i + 1}. ${st.stage_intention}`,
+        ),
+      ];
+    }),
+  );
+
+  keyed(
+    tl.laneBox,
+    lanes,
+    ([agent]) => agent,
+    ([agent, l]) => `${l.ver}|${tl.scale}|${t0}|${ctx.agentName(agent)}`,
+    ([agent, l]) =>
       h(
         'div',
-        { class: 'tl-axis muted small' },
-        h('span', null, fmt.clock(t0)),
-        h('span', { class: 'spacer' }),
-        h('span', { testid: 'timeline-span' }, fmt.duration(span)),
-        h('span', { class: 'spacer' }),
-        h('span', null, fmt.clock(t1)),
+        { class: 'tl-lane', testid: 'timeline-lane', 'data-agent-id': agent },
+        h('div', { class: 'tl-label', title: agent }, ctx.agentName(agent)),
+        h(
+          'div',
+          { class: 'tl-track' },
+          laneBars(l.steps, join).map((b) => {
+            const s = b.steps[0];
+            const one = b.steps.length === 1;
+            return h('div', {
+              class: `tl-step st-${b.state}${one ? '' : ' tl-joined'}`,
+              testid: 'timeline-step',
+              'data-step-id': s.step_id,
+              'data-state': b.state,
+              'data-steps': String(b.steps.length),
+              style: place(b.start, b.end),
+              title: one ? `${s.step_intention}\n${s.executor} · ${s.execution_state}${s.ended_at ? ` · ${fmt.took(s)}` : ''}` : `${b.steps.length} short steps, from “${s.step_intention}”`,
+              onclick: () => ctx.showStep(s),
+            });
+          }),
+        ),
       ),
-      h('div', { class: 'tl-lane tl-stages' }, h('div', { class: 'tl-label muted small' }, 'Stages'), h('div', { class: 'tl-track' }, stageRows)),
-      laneRows,
-      steps.length > timed.length ? h('div', { class: 'muted small' }, untimed(steps.length - timed.length, task)) : null,
-    ),
   );
+  tl.untimed.textContent = waiting ? untimed(waiting, task) : '';
 }

@@ -19,7 +19,7 @@ const DEADLINE: Duration = Duration::from_secs(900);
 
 /// `workers` workers planning `steps` think steps each (each reply `delay_ms` late), watched by
 /// the console from before the goal is given until every step is in.
-pub fn console(workers: usize, steps: usize, delay_ms: u64) -> Figures {
+pub fn console(workers: usize, steps: usize, delay_ms: u64, web: Option<PathBuf>) -> Figures {
     let script = script();
     let modules = script.with_file_name("node_modules/playwright-core");
     if !script.exists() || !modules.exists() {
@@ -42,7 +42,7 @@ pub fn console(workers: usize, steps: usize, delay_ms: u64) -> Figures {
     let ready = scratch.0.join("browser-ready");
     let system = actix::System::new();
     system.block_on(async move {
-        let mut s = start_served(&cfg, 4).await?;
+        let mut s = start_served(&cfg, 4, web).await?;
         let mut browser = tokio::process::Command::new("node")
             .arg(&script)
             .env("COHORT_URL", format!("http://{}", s.addr))

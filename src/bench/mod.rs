@@ -18,7 +18,7 @@ pub mod team;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use team::{MANAGER_CALLS, worker_calls};
 
@@ -61,6 +61,8 @@ pub enum Job {
         workers: usize,
         steps: usize,
         delay_ms: u64,
+        /// The console's files from this folder instead of the built-in ones.
+        web: Option<PathBuf>,
     },
 }
 
@@ -98,7 +100,8 @@ impl Job {
                 workers,
                 steps,
                 delay_ms,
-            } => console::console(workers, steps, delay_ms),
+                ref web,
+            } => console::console(workers, steps, delay_ms, web.clone()),
         }
     }
 }
@@ -128,6 +131,9 @@ pub struct BenchOptions {
     pub only: Vec<String>,
     /// Skip the autogen-core side-by-side (it installs a package from PyPI).
     pub no_autogen: bool,
+    /// The console scenario serves the console's files from this folder (to compare two
+    /// versions of it on one binary).
+    pub web: Option<PathBuf>,
 }
 
 /// Runs `job` in a child process of `exe`; its JSON answer.
@@ -480,6 +486,7 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
             workers,
             steps,
             delay_ms,
+            web: opts.web.clone(),
         };
         if let Some(v) = note("console", in_child(exe, &job)) {
             for p in v["phases"].as_array().into_iter().flatten() {

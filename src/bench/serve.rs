@@ -27,6 +27,7 @@ pub(super) struct Served {
 pub(super) async fn start_served(
     cfg: &crate::config::TeamConfig,
     feeds: usize,
+    web: Option<std::path::PathBuf>,
 ) -> Result<Served, String> {
     let vars = |_: &str| None;
     let host = Host::new(&vars, std::env::current_exe().unwrap_or_default());
@@ -35,7 +36,7 @@ pub(super) async fn start_served(
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let state = ApiState::new(&team, &cfg.humans, None, vec!["*".into()]).with_feed_config(
+    let state = ApiState::new(&team, &cfg.humans, web, vec!["*".into()]).with_feed_config(
         crate::api::FeedConfig {
             max_per_human: feeds,
             max_total: feeds,
@@ -93,7 +94,7 @@ pub fn goals(goals: usize) -> Figures {
     let (_scratch, cfg) = team_with_operator("goals", shape)?;
     let system = actix::System::new();
     system.block_on(async move {
-        let mut s = start_served(&cfg, 1).await?;
+        let mut s = start_served(&cfg, 1, None).await?;
         let http = reqwest::Client::new();
         let mut events = s.team.monitor.subscribe();
         let base = s.team.base_task.clone();
@@ -179,7 +180,7 @@ pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
     let system = actix::System::new();
     system.block_on(async move {
         // Every client plus the stalled one (a person's default limit is 8 feeds).
-        let mut s = start_served(&cfg, clients + 1).await?;
+        let mut s = start_served(&cfg, clients + 1, None).await?;
         let url = format!("ws://{}/ws?token={}", s.addr, s.token);
         let total = rate * seconds as usize;
         let origin = Instant::now();

@@ -416,6 +416,47 @@ try {
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-cancelled.png') });
   });
 
+  await step('a long keyed list draws only the rows in view, and a changed row once it is scrolled to', async () => {
+    const r = await page.evaluate(async () => {
+      const { h, keyed, InView } = await import('./dom.js');
+      const box = h('div', { style: 'position:fixed;top:0;left:0;width:300px;height:200px;overflow:auto;z-index:99' });
+      const list = h('div');
+      box.append(list);
+      document.body.append(box);
+      const frames = (n) => new Promise((done) => {
+        const next = () => (n-- > 0 ? requestAnimationFrame(next) : done());
+        next();
+      });
+      const items = Array.from({ length: 60 }, (_, i) => i);
+      let version = 0;
+      let drawn = [];
+      const inView = new InView(box, () => draw(), { from: 20 });
+      const draw = () =>
+        keyed(list, items, (i) => i, (i) => `${i}|${version}`, (i) => {
+          drawn.push(i);
+          return h('div', { style: 'height:40px' }, `row ${i} v${version}`);
+        }, inView);
+      draw();
+      await frames(3);
+      const firstDraw = drawn.length;
+      drawn = [];
+      version = 1;
+      draw();
+      const changed = [...drawn];
+      drawn = [];
+      box.scrollTop = 40 * 55;
+      await frames(6);
+      const scrolled = [...drawn];
+      const last = list.children[59].textContent;
+      box.remove();
+      return { firstDraw, changed, scrolled, last };
+    });
+    if (r.firstDraw !== 60) throw new Failure(`the first draw made ${r.firstDraw} rows of 60`);
+    // 5 rows show in the 200 px box, 5 more within a box's height below it.
+    if (!r.changed.length || r.changed.length > 12 || r.changed.includes(59)) throw new Failure(`a change drew rows ${r.changed.join(',')}; only those near the view should be`);
+    if (!r.scrolled.includes(59) || r.last !== 'row 59 v1') throw new Failure(`scrolled to the end, rows ${r.scrolled.join(',')} were drawn and the last says "${r.last}"`);
+  });
+
   await step(`screenshot to ${SHOT}`, async () => {
     await page.getByTestId('tab-stages').click();
     await page.locator(`[data-testid="conversation-tab"][data-agent-id="${MANAGER}"]`).click();
