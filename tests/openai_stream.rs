@@ -156,8 +156,29 @@ async fn a_stream_cut_off_at_the_token_limit_says_so() {
     ));
     let model = OpenAiModel::new(settings(stub.base_url(), Duration::from_secs(30))).unwrap();
     let reply = model.chat(request(None)).await.unwrap();
-    assert!(reply.cut_off);
+    assert_eq!(reply.cut, Some(cohort::llm::Cut::TokenLimit));
     assert!(reply.text.starts_with("<planned_step>"));
+}
+
+#[tokio::test]
+async fn an_answer_that_loops_is_stopped_there_and_says_so() {
+    let stub = OpenAiStub::start().await;
+    // The model writes its haiku, then one line again and again; the stub then hangs, as a
+    // model writing up to max_tokens would keep the stream open: only stopping the read at
+    // the loop gives an answer before the idle timeout gives the attempt up.
+    let mut pieces = vec!["<think>Rain on the roof\n"];
+    pieces.extend(std::iter::repeat_n("drip drop on the window pane,\n", 40));
+    let events = pieces.len() + 1;
+    stub.push(StubResponse::streamed(&pieces, None).hanging_after(events));
+    let model = OpenAiModel::new(settings(stub.base_url(), Duration::from_secs(600))).unwrap();
+    let reply = model.chat(request(None)).await.unwrap();
+    assert_eq!(reply.cut, Some(cohort::llm::Cut::Repetition));
+    // The passage once (where a round starts is where the repetition starts: here the newline
+    // before the first "drip").
+    assert_eq!(
+        reply.text,
+        "<think>Rain on the roof\ndrip drop on the window pane,"
+    );
 }
 
 /// A team on a streaming endpoint: while a step's answer is written, the monitor's live feed

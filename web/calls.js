@@ -44,7 +44,7 @@ function render(data) {
         calls.length > 1 ? `Try ${i + 1} of ${calls.length} · ` : '',
         `${c.skill} · sent ${fmt.clock(c.sent_at)} · ${fmt.duration(c.answered_at - c.sent_at)}`,
         fmt.tokens(c.usage) ? ` · ${fmt.tokens(c.usage)}` : '',
-        c.cut_off ? ' · cut off at max_tokens' : '',
+        c.cut === 'token_limit' ? ' · cut off at max_tokens' : c.cut === 'repetition' ? ' · stopped: it repeated itself' : '',
       ),
       h('details', { class: 'fold' }, h('summary', null, `System message (${c.system.length} chars)`), h('pre', { class: 'pre call-text' }, c.system)),
       h('details', { class: 'fold' }, h('summary', null, `Prompt (${c.prompt.length} chars${c.tool_rounds ? `, ${c.tool_rounds} tool rounds` : ''})`), h('pre', { class: 'pre call-text', testid: 'step-call-prompt' }, c.prompt)),

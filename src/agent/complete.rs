@@ -88,7 +88,7 @@ pub fn complete_step(
             let interpreted = match skills::interpret(agent, &step, &reply.text, now) {
                 Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
                     return Completion::AskAgain {
-                        error: unusable(&e, reply.cut_off),
+                        error: unusable(&e, reply.cut),
                         answer: reply.text,
                     };
                 }
@@ -115,11 +115,8 @@ pub fn complete_step(
                 }
                 Err(e) => {
                     stage_state = StageAgentState::Failed;
-                    let reason = format!(
-                        "{} step failed: {}",
-                        step.executor,
-                        unusable(&e, reply.cut_off)
-                    );
+                    let reason =
+                        format!("{} step failed: {}", step.executor, unusable(&e, reply.cut));
                     (
                         json!({ "error": reason, "answer": reply.text }),
                         Some(reason),
@@ -410,15 +407,18 @@ fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
     agent.add_steps(vec![s]);
 }
 
-/// Why an answer could not be used; an answer the model's token limit cut off says so.
-fn unusable(e: &skills::SkillError, cut_off: bool) -> String {
-    if cut_off {
-        format!(
+/// Why an answer could not be used; an answer that was cut short says why.
+fn unusable(e: &skills::SkillError, cut: Option<crate::llm::Cut>) -> String {
+    match cut {
+        Some(crate::llm::Cut::TokenLimit) => format!(
             "the answer was cut off at the model's token limit (max_tokens) before it was \
              complete, so: {e}; answer shorter"
-        )
-    } else {
-        e.to_string()
+        ),
+        Some(crate::llm::Cut::Repetition) => format!(
+            "the answer wrote the same passage over and over, so it was stopped: {e}; write \
+             each part once and close every tag"
+        ),
+        None => e.to_string(),
     }
 }
 

@@ -247,3 +247,19 @@ fn a_stage_judged_reached_is_finished_when_the_action_kept_redoing_it() {
         })
     );
 }
+
+#[test]
+fn an_answer_stopped_in_a_loop_is_asked_again_saying_so() {
+    let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
+    let looped = Ok(ChatReply {
+        text: "drip drop on the window pane,".into(),
+        cut: Some(crate::llm::Cut::Repetition),
+        ..Default::default()
+    });
+    match complete_step(&mut a, &id, looped, now(), true) {
+        Completion::AskAgain { error, .. } => {
+            assert!(error.contains("same passage over and over"), "{error}")
+        }
+        Completion::Done(_) => panic!("not asked again"),
+    }
+}

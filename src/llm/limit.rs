@@ -63,7 +63,7 @@ mod tests {
                 Ok(ChatReply {
                     text: String::new(),
                     usage: TokenUsage::default(),
-                    cut_off: false,
+                    cut: None,
                     tool_calls: Vec::new(),
                 })
             })

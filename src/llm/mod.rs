@@ -5,6 +5,7 @@ pub mod limit;
 pub mod openai;
 pub mod priced;
 pub mod recorded;
+pub mod repetition;
 pub mod scripted;
 pub mod structured;
 pub mod tokens;
@@ -137,10 +138,32 @@ pub struct ToolRound {
 pub struct ChatReply {
     pub text: String,
     pub usage: TokenUsage,
-    /// The model stopped at its token limit (`finish_reason: length`): the text is cut off.
-    pub cut_off: bool,
+    /// Why the text stops short of a whole answer, when it does.
+    pub cut: Option<Cut>,
     /// Functions the model asked to call instead of (or besides) answering.
     pub tool_calls: Vec<ToolCall>,
+}
+
+/// Why an answer's text was cut short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cut {
+    /// The model stopped at its token limit (`finish_reason: length`).
+    TokenLimit,
+    /// The model wrote the same passage again and again; the text keeps it once (a streamed
+    /// answer is stopped there, see `repetition`).
+    Repetition,
+}
+
+impl ChatReply {
+    /// A text that ends in a loop keeps the passage once and is marked cut by repetition.
+    pub fn without_loop(mut self) -> Self {
+        if let Some(at) = repetition::loop_start(&self.text) {
+            self.text.truncate(at);
+            self.cut = Some(Cut::Repetition);
+        }
+        self
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -387,11 +387,14 @@ async fn attempt(
         return stream::attempt(inner, body, request, idle).await;
     }
     let chat = inner.client.chat();
-    match tokio::time::timeout(inner.settings.request_timeout, chat.create(body)).await {
+    let reply = match tokio::time::timeout(inner.settings.request_timeout, chat.create(body)).await
+    {
         Err(_elapsed) => Err(AttemptFailure::Timeout),
         Ok(Ok(response)) => reply_from_response(response).map_err(AttemptFailure::BadAnswer),
         Ok(Err(error)) => classify(error),
-    }
+    };
+    // A whole answer that ended in a loop (it ran to max_tokens, most likely) says so.
+    reply.map(ChatReply::without_loop)
 }
 
 /// Why one attempt did not produce a reply.

@@ -54,7 +54,7 @@ mod tests {
                 Ok(ChatReply {
                     text: String::new(),
                     usage: TokenUsage::new(2_000, 500),
-                    cut_off: false,
+                    cut: None,
                     tool_calls: Vec::new(),
                 })
             })

@@ -35,7 +35,8 @@ pub struct Call {
     pub reply: Option<String>,
     pub error: Option<String>,
     pub usage: TokenUsage,
-    pub cut_off: bool,
+    /// Why the answer was cut short, when it was.
+    pub cut: Option<crate::llm::Cut>,
 }
 
 impl Call {
@@ -126,7 +127,7 @@ impl Pending {
                 Ok(r) => {
                     call.reply = Some(kept_text(&r.text));
                     call.usage = r.usage;
-                    call.cut_off = r.cut_off;
+                    call.cut = r.cut;
                 }
                 Err(e) => call.error = Some(e.to_string()),
             }
@@ -164,7 +165,7 @@ impl ChatModel for Recorded {
                 reply: None,
                 error: None,
                 usage: TokenUsage::default(),
-                cut_off: false,
+                cut: None,
             }),
             log: self.log.clone(),
         };

@@ -273,7 +273,7 @@ impl ChatModel for ScriptedModel {
             Ok(ChatReply {
                 text,
                 usage,
-                cut_off: false,
+                cut: None,
                 tool_calls: Vec::new(),
             })
         })

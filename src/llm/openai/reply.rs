@@ -2,7 +2,7 @@
 //! its strict types reject what a local server sent, the few fields we need read from the JSON.
 
 use super::snippet;
-use crate::llm::{ChatReply, LlmError, ToolCall};
+use crate::llm::{ChatReply, Cut, LlmError, ToolCall};
 use crate::state::TokenUsage;
 use async_openai::types::chat::{ChatCompletionMessageToolCalls, CreateChatCompletionResponse};
 use serde_json::Value;
@@ -20,10 +20,11 @@ pub(super) fn reply_from_response(
     let Some(choice) = response.choices.into_iter().next() else {
         return Err(LlmError::EmptyAnswer("the response has no choices".into()));
     };
-    let cut_off = matches!(
+    let cut = matches!(
         choice.finish_reason,
         Some(async_openai::types::chat::FinishReason::Length)
-    );
+    )
+    .then_some(Cut::TokenLimit);
     let tool_calls: Vec<ToolCall> = choice
         .message
         .tool_calls
@@ -42,13 +43,13 @@ pub(super) fn reply_from_response(
         Some(text) if !text.trim().is_empty() || !tool_calls.is_empty() => Ok(ChatReply {
             text,
             usage,
-            cut_off,
+            cut,
             tool_calls,
         }),
         None if !tool_calls.is_empty() => Ok(ChatReply {
             text: String::new(),
             usage,
-            cut_off,
+            cut,
             tool_calls,
         }),
         _ => {
@@ -90,21 +91,22 @@ pub(super) fn reply_leniently(
     let Some(choice) = choices.first() else {
         return Err(LlmError::EmptyAnswer("the response has no choices".into()));
     };
-    let cut_off = choice.get("finish_reason").and_then(Value::as_str) == Some("length");
+    let cut = (choice.get("finish_reason").and_then(Value::as_str) == Some("length"))
+        .then_some(Cut::TokenLimit);
     let tool_calls = lenient_tool_calls(choice);
     match choice.pointer("/message/content") {
         Some(Value::String(text)) if !text.trim().is_empty() || !tool_calls.is_empty() => {
             Ok(ChatReply {
                 text: text.clone(),
                 usage,
-                cut_off,
+                cut,
                 tool_calls,
             })
         }
         None | Some(Value::Null) if !tool_calls.is_empty() => Ok(ChatReply {
             text: String::new(),
             usage,
-            cut_off,
+            cut,
             tool_calls,
         }),
         None | Some(Value::Null | Value::String(_)) => {
@@ -177,7 +179,7 @@ mod tests {
                "choices":[{"index":0,"message":{"role":"assistant","content":"<plan"},"finish_reason":"length"}]}"#,
             r#"{"choices":[{"message":{"role":"assistant","content":"<plan"},"finish_reason":"length"}]}"#,
         ] {
-            assert!(parse(body).unwrap().cut_off, "{body}");
+            assert_eq!(parse(body).unwrap().cut, Some(Cut::TokenLimit), "{body}");
         }
     }
 
@@ -231,7 +233,7 @@ mod tests {
             ChatReply {
                 text: "ok".into(),
                 usage: usage(12, 3),
-                cut_off: false,
+                cut: None,
                 tool_calls: Vec::new(),
             }
         );

@@ -4,7 +4,7 @@
 //! server's (fields missing or extra) do as well as OpenAI's.
 
 use super::{AttemptFailure, Inner, classify};
-use crate::llm::{ChatReply, ChatRequest, LlmError, ToolCall};
+use crate::llm::{ChatReply, ChatRequest, Cut, LlmError, ToolCall};
 use crate::state::TokenUsage;
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::{ChatCompletionStreamOptions, CreateChatCompletionRequest};
@@ -15,12 +15,16 @@ use std::time::Duration;
 /// written, seldom enough that a fast model does not flood the event stream.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
+/// How much the text grows between two looks for a loop (`repetition`).
+const LOOP_CHECK_BYTES: usize = 96;
+
 /// One streamed `client.chat().create_stream(..)`: chunks are read as they come and put
 /// together ([`Assembly`]), the text so far goes to the request's progress. The answer's
 /// first piece must come within `request_timeout` (the endpoint reads the prompt first, which
 /// takes a CPU model minutes), and each later one within `idle` of the one before: a hung
 /// endpoint is noticed after `idle`, while a slow one that keeps writing is never cut off
-/// (`max_tokens` bounds how long it writes).
+/// (`max_tokens` bounds how long it writes). An answer that falls into a loop, writing one
+/// passage again and again, is stopped there and comes back cut (`Cut::Repetition`).
 pub(super) async fn attempt(
     inner: &Inner,
     mut body: CreateChatCompletionRequest,
@@ -44,6 +48,7 @@ pub(super) async fn attempt(
     };
     let mut answer = Assembly::default();
     let mut told = Instant::now();
+    let mut looked_at = 0;
     loop {
         let writing = answer.has_output();
         let wait_until = if writing {
@@ -66,6 +71,12 @@ pub(super) async fn attempt(
             Ok(Some(Ok(chunk))) => chunk,
         };
         let grew = answer.push(&chunk).map_err(AttemptFailure::BadAnswer)?;
+        if grew && answer.text().len() >= looked_at + LOOP_CHECK_BYTES {
+            looked_at = answer.text().len();
+            if let Some(at) = crate::llm::repetition::loop_start(answer.text()) {
+                return Ok(answer.stopped_in_loop(at));
+            }
+        }
         if grew
             && told.elapsed() >= PROGRESS_EVERY
             && let Some(progress) = &request.progress
@@ -74,7 +85,10 @@ pub(super) async fn attempt(
             told = Instant::now();
         }
     }
-    answer.finish().map_err(AttemptFailure::BadAnswer)
+    answer
+        .finish()
+        .map(ChatReply::without_loop)
+        .map_err(AttemptFailure::BadAnswer)
 }
 
 /// What the chunks so far make.
@@ -200,10 +214,23 @@ impl Assembly {
         &self.text
     }
 
+    /// The answer so far, stopped where it began to loop (`at`, see `repetition`): reading on
+    /// would only cost minutes until `max_tokens`. Usage the server never got to send stays
+    /// zero (the caller estimates it); a tool call begun in a looping answer is dropped.
+    pub(super) fn stopped_in_loop(mut self, at: usize) -> ChatReply {
+        self.text.truncate(at);
+        ChatReply {
+            text: self.text,
+            usage: self.usage.unwrap_or_default(),
+            cut: Some(Cut::Repetition),
+            tool_calls: Vec::new(),
+        }
+    }
+
     /// The whole reply, once the stream ended. Usage the server did not send stays zero (the
     /// caller estimates it).
     pub(super) fn finish(self) -> Result<ChatReply, LlmError> {
-        let cut_off = self.finish_reason.as_deref() == Some("length");
+        let cut = (self.finish_reason.as_deref() == Some("length")).then_some(Cut::TokenLimit);
         let tool_calls: Vec<ToolCall> = self
             .calls
             .into_iter()
@@ -239,7 +266,7 @@ impl Assembly {
         Ok(ChatReply {
             text: self.text,
             usage: self.usage.unwrap_or_default(),
-            cut_off,
+            cut,
             tool_calls,
         })
     }
@@ -275,7 +302,7 @@ mod tests {
         assert_eq!(reply.text, "<think>Cold rain</think>");
         assert_eq!(reply.usage.prompt_tokens, 120);
         assert_eq!(reply.usage.completion_tokens, 9);
-        assert!(!reply.cut_off);
+        assert_eq!(reply.cut, None);
     }
 
     #[test]
@@ -327,7 +354,7 @@ mod tests {
             json!({"choices": [{"delta": {}, "finish_reason": "length"}]}),
         ])
         .unwrap();
-        assert!(cut.cut_off);
+        assert_eq!(cut.cut, Some(Cut::TokenLimit));
         let empty = assemble(&[json!({"choices": [{"delta": {}, "finish_reason": "stop"}]})]);
         assert!(
             matches!(&empty, Err(LlmError::EmptyAnswer(why)) if why.contains("stop")),
