@@ -186,6 +186,19 @@ pub enum TaskInstruction {
     },
 }
 
+impl TaskInstruction {
+    /// The action's name, as the answer spells it (`"action": …`).
+    pub fn action(&self) -> &'static str {
+        match self {
+            TaskInstruction::AddTask { .. } => "add_task",
+            TaskInstruction::AddStage { .. } => "add_stage",
+            TaskInstruction::FinishStage { .. } => "finish_stage",
+            TaskInstruction::FinishTask { .. } => "finish_task",
+            TaskInstruction::RetryStage { .. } => "retry_stage",
+        }
+    }
+}
+
 /// The agent_manager skill's instructions (`<agent_instruction>{"action": …}`, SPEC §6).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]

@@ -6,15 +6,15 @@ use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
 use crate::agent::history_summary::summary_due;
 use crate::agent::tool_loop::runs_natively;
 use crate::agent::{
-    Asking, Completion, Settle, StepCompletion, complete_step, receive_as_human, receive_message,
-    release_for, stop_reason, stop_step, tool_chain,
+    Asking, Completion, FollowUp, Settle, StepCompletion, complete_step, receive_as_human,
+    receive_message, release_for, stop_reason, stop_step, tool_chain,
 };
 use crate::event::{Change, StepUpdate};
 use crate::ids::{StageRef, StepId};
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{AnswerFormat, AnswerProgress, ChatModel, ChatRequest};
 use crate::mcp::McpClient;
-use crate::message::Message;
+use crate::message::{ExecuteOutput, Message, TaskInstruction};
 use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
 use crate::skills::answer_schema::{self, RECEIVERS_LISTED, answer_schema};
@@ -431,9 +431,16 @@ impl AgentActor {
                             act.state.apply_stored(settle.changes(failure.as_deref()));
                             if let (None, Some(why)) = (&settle.failure, &failure)
                                 && refused.is_some()
-                                && crate::agent::act_again_after_refusal(&mut act.state, &id, why)
                             {
-                                act.publish();
+                                match crate::agent::act_again_after_refusal(
+                                    &mut act.state,
+                                    &id,
+                                    why,
+                                ) {
+                                    FollowUp::Again => act.publish(),
+                                    FollowUp::Close(closing) => act.close_in_place(closing, ctx),
+                                    FollowUp::Nothing => {}
+                                }
                             }
                             act.settled(&id, failure, ctx);
                         }
@@ -446,6 +453,35 @@ impl AgentActor {
                             tracing::warn!(agent = %act.state.agent_id, step = %id, "SyncState is unreachable: {e}");
                         }
                     }
+                }),
+        );
+    }
+
+    /// The runtime's closing of work this manager could not act on twice (see
+    /// `agent::FollowUp`): handed to SyncState as the manager's instruction, with the agent's
+    /// changes so far (the step's result records it).
+    fn close_in_place(&mut self, closing: TaskInstruction, ctx: &mut Context<Self>) {
+        tracing::warn!(agent = %self.state.agent_id, action = closing.action(), "the manager's second try could not be carried out; the runtime closes the work in its place");
+        let output = ExecuteOutput {
+            agent_id: Some(self.state.agent_id.clone()),
+            task_instruction: Some(closing),
+            ..Default::default()
+        };
+        let held = self.hand_over();
+        ctx.spawn(
+            self.sync
+                .send(ApplyOutput {
+                    output,
+                    held,
+                    settle: None,
+                })
+                .into_actor(self)
+                .map(|res, act, ctx| {
+                    act.holding -= 1;
+                    if let Ok(Err(e)) = res {
+                        tracing::warn!(agent = %act.state.agent_id, "SyncState refused the runtime's closing: {e}");
+                    }
+                    act.try_run(ctx);
                 }),
         );
     }

@@ -6,7 +6,9 @@ use crate::clock::Now;
 use crate::event::StepUpdate;
 use crate::ids::{StepId, WaitId};
 use crate::llm::ChatReply;
-use crate::message::{CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate};
+use crate::message::{
+    CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate, TaskInstruction,
+};
 use crate::skills;
 use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState, TokenUsage};
 use serde_json::json;
@@ -127,10 +129,9 @@ pub fn complete_step(
     };
     agent.update_step(step_id, result_update(result));
     if let Some(f) = &failure
-        && agent.holds(&step.task_id, &step.stage_id)
-        && let Some(again) = super::receive::act_again(&step, f)
+        && let FollowUp::Close(closing) = follow_up(agent, &step, f, None)
     {
-        agent.add_next_steps(vec![again]);
+        output.task_instruction = Some(closing);
     }
     Completion::Done(finish_output(
         agent,
@@ -143,24 +144,67 @@ pub fn complete_step(
     ))
 }
 
+/// What follows a failed (or refused) step that acted on a goal or a notice.
+#[derive(Debug, PartialEq)]
+pub enum FollowUp {
+    /// A second try is queued next.
+    Again,
+    /// The second try failed too: the runtime closes the work in the manager's place with this
+    /// instruction (see `skills::closing`), recorded in the step's result.
+    Close(TaskInstruction),
+    Nothing,
+}
+
+/// A step acting on a goal or notice failed with `reason` (or SyncState refused its
+/// instruction, `refused`): a second try, once (`act_again`); after a failed second try the
+/// runtime's closing. Nothing would act on that message again otherwise, and its task would
+/// wait for ever.
+fn follow_up(
+    agent: &mut AgentState,
+    step: &StepState,
+    reason: &str,
+    refused: Option<TaskInstruction>,
+) -> FollowUp {
+    if !agent.holds(&step.task_id, &step.stage_id) {
+        return FollowUp::Nothing;
+    }
+    if let Some(again) = super::receive::act_again(step, reason, refused) {
+        agent.add_next_steps(vec![again]);
+        return FollowUp::Again;
+    }
+    if !super::receive::is_second_try(step) {
+        return FollowUp::Nothing;
+    }
+    let Some(closing) = skills::closing(agent, step, reason) else {
+        return FollowUp::Nothing;
+    };
+    let mut result = agent
+        .agent_step
+        .get(&step.step_id)
+        .and_then(|s| s.execute_result.clone())
+        .unwrap_or_else(|| json!({}));
+    if let Some(fields) = result.as_object_mut() {
+        fields.insert("closed_by_runtime".into(), json!(closing));
+    }
+    agent.update_step(&step.step_id, result_update(result));
+    FollowUp::Close(closing)
+}
+
 /// A step that did its part but whose output SyncState refused (an instruction that cannot
 /// run, such as a stage the task already finished): when it was acting on a goal or a notice,
 /// a fresh step on the same message, carrying the refusal, goes in next, as for a failed
-/// answer; nothing else would act on that message again. Returns whether one was added.
-pub fn act_again_after_refusal(agent: &mut AgentState, step_id: &StepId, reason: &str) -> bool {
+/// answer; after a refused second try, the runtime's closing (for the actor to hand to
+/// SyncState).
+pub fn act_again_after_refusal(agent: &mut AgentState, step_id: &StepId, reason: &str) -> FollowUp {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
-        return false;
+        return FollowUp::Nothing;
     };
-    if !agent.holds(&step.task_id, &step.stage_id) {
-        return false;
-    }
-    match super::receive::act_again(&step, reason) {
-        Some(again) => {
-            agent.add_next_steps(vec![again]);
-            true
-        }
-        None => false,
-    }
+    let refused = step
+        .execute_result
+        .as_ref()
+        .and_then(|r| r.get("task_instruction"))
+        .and_then(|i| serde_json::from_value::<TaskInstruction>(i.clone()).ok());
+    follow_up(agent, &step, reason, refused)
 }
 
 /// Why a step whose stage or task ended while it ran changes nothing.

@@ -129,13 +129,137 @@ fn a_notice_whose_answer_syncstate_refused_is_acted_on_once_more_with_the_refusa
         crate::message::TASK_STATE_SENDER,
         "Task t has no stage left to run.",
     );
-    assert!(act_again_after_refusal(&mut a, &id, "stage s already ran"));
+    assert_eq!(
+        act_again_after_refusal(&mut a, &id, "stage s already ran"),
+        FollowUp::Again
+    );
     let again = a.agent_step.next().unwrap().clone();
     assert!(again.text_content.contains("stage s already ran"));
-    // The second try refused too: no third.
+    // The second try refused too: no third (and outside a task nothing for the runtime to close).
     settle_step_for_test(&mut a, &id);
     let id = a.start_next().unwrap().step_id;
-    assert!(!act_again_after_refusal(&mut a, &id, "again"));
+    assert_eq!(
+        act_again_after_refusal(&mut a, &id, "again"),
+        FollowUp::Nothing
+    );
+    assert!(a.agent_step.next().is_none());
+}
+
+/// The manager `m` of task `t` (base task `base`) judging it: one finished stage whose writer
+/// reported "Rain on the roof".
+fn manager_judging_task() -> (AgentState, StepId) {
+    let task =
+        crate::state::TaskState::new("t".into(), "haiku".into(), "a haiku".into(), "m".into());
+    let mut stage = crate::state::StageState::new(
+        "t".into(),
+        "write it".into(),
+        [("w".into(), "write".into())].into(),
+    );
+    stage
+        .completion_summary
+        .insert("w".into(), "Rain on the roof".into());
+    let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter());
+    let (mut a, id) = manager_acting_on("t", crate::message::TASK_STATE_SENDER, &notice.message);
+    a.base_task = Some("base".into());
+    (a, id)
+}
+
+const ADD_AGAIN: &str = r#"{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "write it", "agent_allocation": {"w": "write"}}]}"#;
+
+/// The step's answer was `ADD_AGAIN`, which SyncState refused.
+fn refused_add_stage(a: &mut AgentState, id: &StepId) -> FollowUp {
+    let add: serde_json::Value = serde_json::from_str(ADD_AGAIN).unwrap();
+    a.update_step(id, result_update(json!({ "task_instruction": add })));
+    act_again_after_refusal(a, id, "stage `write it` has run 3 times, the most it may")
+}
+
+#[test]
+fn a_judgement_refused_twice_is_closed_by_the_runtime_and_the_refused_action_is_not_offered_again()
+{
+    let (mut a, id) = manager_judging_task();
+    assert_eq!(refused_add_stage(&mut a, &id), FollowUp::Again);
+    let again = a.agent_step.next().unwrap().clone();
+    assert_eq!(
+        again
+            .refused_instruction
+            .as_ref()
+            .map(TaskInstruction::action),
+        Some("add_stage")
+    );
+    // The second try is not offered the refused action, and giving it anyway is refused.
+    let schema = crate::skills::answer_schema::answer_schema(Skill::TaskManager, &a, &again, &[]);
+    let offered = schema.to_string();
+    assert!(
+        !offered.contains("add_stage") && offered.contains("finish_task"),
+        "{offered}"
+    );
+    settle_step_for_test(&mut a, &id);
+    let id = a.start_next().unwrap().step_id;
+    let answer_again = format!(
+        "<goal_reached>false</goal_reached><task_instruction>{ADD_AGAIN}</task_instruction>"
+    );
+    match complete_step(&mut a, &id, answer(&answer_again), now(), true) {
+        Completion::AskAgain { error, .. } => {
+            assert!(error.contains("refused just now"), "{error}")
+        }
+        Completion::Done(_) => panic!("the refused action was taken again"),
+    }
+
+    // Refused a second time all the same: the runtime ends the task, failed, saying why and
+    // what the stages gave; no third try.
+    match refused_add_stage(&mut a, &id) {
+        FollowUp::Close(TaskInstruction::FinishTask {
+            task_id,
+            task_summary,
+            outcome,
+        }) => {
+            assert_eq!(task_id.as_str(), "t");
+            assert_eq!(outcome, crate::message::TaskOutcome::Failed);
+            assert!(task_summary.contains("has run 3 times"), "{task_summary}");
+            assert!(task_summary.contains("Rain on the roof"), "{task_summary}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let result = a
+        .agent_step
+        .get(&id)
+        .unwrap()
+        .execute_result
+        .clone()
+        .unwrap();
+    assert_eq!(result["closed_by_runtime"]["action"], "finish_task");
+    assert!(a.agent_step.next().is_none());
+}
+
+#[test]
+fn a_stage_judgement_that_fails_twice_finishes_the_stage() {
+    let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
+    a.skills = vec![Skill::TaskManager];
+    a.base_task = Some("base".into());
+    let task = crate::state::TaskState::new("t".into(), "n".into(), "i".into(), "m".into());
+    let stage = crate::state::StageState::new(
+        "t".into(),
+        "write it".into(),
+        [("w".into(), "write".into())].into(),
+    );
+    crate::agent::receive_message(&mut a, &crate::sync::notices::stage_complete(&task, &stage));
+    let id = a.start_next().unwrap().step_id;
+    let first = fail(&mut a, &id, "no <task_instruction> tag");
+    assert_eq!(
+        first.output.task_instruction, None,
+        "a second try comes first"
+    );
+    settle_step_for_test(&mut a, &id);
+    let id = a.start_next().unwrap().step_id;
+    let second = fail(&mut a, &id, "still no tag");
+    assert_eq!(
+        second.output.task_instruction,
+        Some(TaskInstruction::FinishStage {
+            task_id: "t".into(),
+            stage_id: stage.stage_id.clone()
+        })
+    );
+    assert!(second.failure.is_some(), "the step itself still failed");
 }
 
 fn answer(text: &str) -> Result<ChatReply, String> {

@@ -22,8 +22,8 @@ pub mod tool_loop;
 mod waits;
 
 pub use complete::{
-    Completion, StepCompletion, act_again_after_refusal, complete_step, complete_tool_loop,
-    complete_tool_step, stop_step,
+    Completion, FollowUp, StepCompletion, act_again_after_refusal, complete_step,
+    complete_tool_loop, complete_tool_step, stop_step,
 };
 pub use human::{HumanError, HumanMessage, MAX_WAIT_SECS, human_send, receive_as_human};
 pub use limits::{StepLimits, stop_reason};

@@ -3,7 +3,9 @@
 //! asked to act (the operator's goal, a runtime notice), a `task_manager` or `decision` step.
 
 use crate::ids::StageRef;
-use crate::message::{Instruction, Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER};
+use crate::message::{
+    Instruction, Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction,
+};
 use crate::parse;
 use crate::state::{AgentState, Executor, ReplyTo, Skill, StepState};
 
@@ -137,14 +139,25 @@ pub fn asks_to_act(step: &StepState) -> bool {
 /// The intention of the second try at a message that asks to act.
 const ACT_AGAIN: &str = "Act again on the message: my last try failed";
 
-/// A step acting on a message that asks to act failed (after its re-asks): a fresh step on the
-/// same message, once, carrying the reason, so one bad answer never leaves a goal or a notice
-/// unanswered for ever. `None` when `step` was that second try already.
-pub fn act_again(step: &StepState, failure: &str) -> Option<StepState> {
-    if !asks_to_act(step) || step.step_intention == ACT_AGAIN {
+/// Whether `step` is the second try at a message that asks to act.
+pub fn is_second_try(step: &StepState) -> bool {
+    asks_to_act(step) && step.step_intention == ACT_AGAIN
+}
+
+/// A step acting on a message that asks to act failed (after its re-asks), or SyncState
+/// refused its answer (`refused`): a fresh step on the same message, once, carrying the
+/// reason (and the refused answer, whose action it is not offered again), so one bad answer
+/// never leaves a goal or a notice unanswered for ever. `None` when `step` was that second
+/// try already.
+pub fn act_again(
+    step: &StepState,
+    failure: &str,
+    refused: Option<TaskInstruction>,
+) -> Option<StepState> {
+    if !asks_to_act(step) || is_second_try(step) {
         return None;
     }
-    Some(StepState::new(
+    let mut again = StepState::new(
         step.task_id.clone(),
         step.stage_id.clone(),
         step.agent_id.clone(),
@@ -155,7 +168,9 @@ pub fn act_again(step: &StepState, failure: &str) -> Option<StepState> {
              in the required format.",
             step.text_content
         ),
-    ))
+    );
+    again.refused_instruction = refused;
+    Some(again)
 }
 
 fn new_step(

@@ -364,6 +364,13 @@ fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> 
     } else {
         in_task.push(finish_task);
     }
+    // A second try after SyncState refused an action is offered the others (when there are).
+    if let Some(refused) = &step.refused_instruction {
+        let is_refused = |v: &Value| v["properties"]["action"]["enum"][0] == refused.action();
+        if in_task.iter().any(|v| !is_refused(v)) {
+            in_task.retain(|v| !is_refused(v));
+        }
+    }
     match &agent.base_task {
         Some(base) if *base == step.task_id => add_task,
         Some(_) => json!({ "anyOf": in_task }),

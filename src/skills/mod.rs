@@ -15,6 +15,7 @@ mod think;
 
 pub use instruction_generation::next_tool_step;
 pub use plan::{check_plan, queue_plan};
+pub use task_manager::closing;
 
 use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
@@ -88,6 +89,7 @@ pub fn interpret(
             answer,
             crate::agent::plan_check::checks_stages(agent),
             task_manager::stage_decided(agent, step),
+            step.refused_instruction.as_ref(),
         )?,
         Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
         Skill::AgentManager => agent_manager::interpret(answer)?,

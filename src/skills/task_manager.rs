@@ -107,14 +107,57 @@ pub(super) fn carry_out_verdict(
     })
 }
 
+/// When a manager's second try at a notice failed too, or SyncState refused it too: what the
+/// runtime does in its place, so that the task ends instead of waiting for ever on a manager
+/// that cannot act (seen on Qwen2.5 1.5B: a stage re-added past its run limit, twice). A
+/// stage it was deciding on is finished (what its agents gave is kept, and the task's own
+/// judgement follows); a task it was judging or planning ends failed, its summary saying why
+/// and what the stages gave. `None` outside a task (an operator's goal: its failed steps say
+/// what happened).
+pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<TaskInstruction> {
+    if let Some(stage) = stage_decided(agent, step) {
+        return Some(TaskInstruction::FinishStage {
+            task_id: step.task_id.clone(),
+            stage_id: stage.clone(),
+        });
+    }
+    let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
+    if !in_a_task || !asks_to_act(step) {
+        return None;
+    }
+    let mut task_summary = format!(
+        "(Closed by the runtime: the manager's answers could not be carried out twice; the \
+         last time: {reason})"
+    );
+    if let Some(reports) = crate::sync::notices::stage_reports(&step.text_content) {
+        task_summary.push_str(&format!("\nWhat the stages gave:\n{reports}"));
+    }
+    Some(TaskInstruction::FinishTask {
+        task_id: step.task_id.clone(),
+        task_summary,
+        outcome: TaskOutcome::Failed,
+    })
+}
+
 /// `check_stages`: an `add_stage` waits for a person's check (see `agent::plan_check`)
-/// instead of going to SyncState. `decided`: the stage the step must decide on, if any.
+/// instead of going to SyncState. `decided`: the stage the step must decide on, if any;
+/// `refused`: an answer of this step's first try that SyncState refused (its action may not
+/// be given again).
 pub fn interpret(
     answer: &str,
     check_stages: bool,
     decided: Option<&StageId>,
+    refused: Option<&TaskInstruction>,
 ) -> Result<SkillOutcome, SkillError> {
     let mut instruction = parse::task_instruction(answer)?;
+    if let Some(refused) = refused
+        && refused.action() == instruction.action()
+    {
+        return Err(SkillError::Invalid(format!(
+            "{} was refused just now (see above); choose another action",
+            refused.action()
+        )));
+    }
     check_verdict(answer, &instruction)?;
     if let (TaskInstruction::AddStage { .. }, Some(stage)) = (&instruction, decided) {
         return Err(SkillError::Invalid(format!(
@@ -165,7 +208,7 @@ mod tests {
 
     #[test]
     fn add_task_gets_a_fresh_id_and_a_name() {
-        let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#, false, None).unwrap();
+        let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#, false, None, None).unwrap();
         match o.task_instruction.unwrap() {
             TaskInstruction::AddTask {
                 task_id, task_name, ..
@@ -180,11 +223,12 @@ mod tests {
 
     #[test]
     fn empty_stage_lists_and_unknown_actions_fail() {
-        assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#, false, None).is_err());
+        assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#, false, None, None).is_err());
         assert!(
             interpret(
                 r#"<task_instruction>{"action": "explode"}</task_instruction>"#,
                 false,
+                None,
                 None
             )
             .is_err()
@@ -195,7 +239,7 @@ mod tests {
     fn a_stage_the_step_decides_on_is_finished_or_retried_never_left_open() {
         let add = r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "again", "agent_allocation": {"w": "write"}}]}</task_instruction>"#;
         let stage = StageId::from("s1");
-        let why = interpret(add, false, Some(&stage))
+        let why = interpret(add, false, Some(&stage), None)
             .err()
             .unwrap()
             .to_string();
@@ -203,9 +247,9 @@ mod tests {
             why.contains("finish_stage") && why.contains("retry_stage"),
             "{why}"
         );
-        assert!(interpret(add, false, None).is_ok());
+        assert!(interpret(add, false, None, None).is_ok());
         let finish = r#"<task_instruction>{"action": "finish_stage", "task_id": "t", "stage_id": "s1"}</task_instruction>"#;
-        assert!(interpret(finish, false, Some(&stage)).is_ok());
+        assert!(interpret(finish, false, Some(&stage), None).is_ok());
     }
 
     #[test]
@@ -216,21 +260,21 @@ mod tests {
         let with = |verdict: bool, action: &str| {
             format!("<goal_reached>{verdict}</goal_reached>\n{action}")
         };
-        assert!(interpret(&with(true, finish), false, Some(&stage)).is_ok());
-        assert!(interpret(&with(false, retry), false, Some(&stage)).is_ok());
-        let why = interpret(&with(true, retry), false, Some(&stage))
+        assert!(interpret(&with(true, finish), false, Some(&stage), None).is_ok());
+        assert!(interpret(&with(false, retry), false, Some(&stage), None).is_ok());
+        let why = interpret(&with(true, retry), false, Some(&stage), None)
             .err()
             .unwrap()
             .to_string();
         assert!(why.contains("judged the goal reached"), "{why}");
-        let why = interpret(&with(false, finish), false, Some(&stage))
+        let why = interpret(&with(false, finish), false, Some(&stage), None)
             .err()
             .unwrap()
             .to_string();
         assert!(why.contains("not reached"), "{why}");
         // A failed task closes a goal not reached; no verdict, no check.
         let failed = r#"<task_instruction>{"action": "finish_task", "task_id": "t", "task_summary": "no", "outcome": "failed"}</task_instruction>"#;
-        assert!(interpret(&with(false, failed), false, None).is_ok());
-        assert!(interpret(retry, false, Some(&stage)).is_ok());
+        assert!(interpret(&with(false, failed), false, None, None).is_ok());
+        assert!(interpret(retry, false, Some(&stage), None).is_ok());
     }
 }

@@ -80,6 +80,10 @@ pub struct StepState {
     pub token_usage: TokenUsage,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<ReplyTo>,
+    /// A manager's second try at a goal or notice after SyncState refused its first answer:
+    /// that answer. Its action is not offered again (a small model repeated it word for word).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_instruction: Option<crate::message::TaskInstruction>,
 }
 
 impl StepState {
@@ -109,6 +113,7 @@ impl StepState {
             execute_result: None,
             token_usage: TokenUsage::default(),
             reply_to: None,
+            refused_instruction: None,
         }
     }
 
