@@ -85,12 +85,9 @@ pub fn interpret(
         Skill::Think | Skill::QuickThink => think::interpret(skill, step, answer)?,
         Skill::SendMessage => send_message::interpret(agent, step, answer, now)?,
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
-        Skill::TaskManager => task_manager::interpret(
-            answer,
-            crate::agent::plan_check::checks_stages(agent),
-            task_manager::stage_decided(agent, step),
-            step.refused_instruction.as_ref(),
-        )?,
+        Skill::TaskManager => {
+            task_manager::interpret(answer, task_manager::Asked::of(agent, step))?
+        }
         Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
         Skill::AgentManager => agent_manager::interpret(answer)?,
         Skill::AskInfo => ask_info::interpret(agent, step, answer, now)?,

@@ -139,16 +139,80 @@ pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<Tas
     })
 }
 
-/// `check_stages`: an `add_stage` waits for a person's check (see `agent::plan_check`)
-/// instead of going to SyncState. `decided`: the stage the step must decide on, if any;
-/// `refused`: an answer of this step's first try that SyncState refused (its action may not
-/// be given again).
-pub fn interpret(
-    answer: &str,
-    check_stages: bool,
-    decided: Option<&StageId>,
-    refused: Option<&TaskInstruction>,
-) -> Result<SkillOutcome, SkillError> {
+/// What a task_manager answer is read against.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Asked<'a> {
+    /// An `add_stage` waits for a person's check (see `agent::plan_check`) instead of going
+    /// to SyncState.
+    pub check_stages: bool,
+    /// The stage the step must decide on, if any.
+    pub decided: Option<&'a StageId>,
+    /// An answer of this step's first try that SyncState refused: its action may not be given
+    /// again.
+    pub refused: Option<&'a TaskInstruction>,
+    /// The notice the step acts on, when it asks to judge a whole task (its stages' reports).
+    pub judged_task: Option<&'a str>,
+}
+
+impl<'a> Asked<'a> {
+    pub fn of(agent: &AgentState, step: &'a StepState) -> Self {
+        Asked {
+            check_stages: crate::agent::plan_check::checks_stages(agent),
+            decided: stage_decided(agent, step),
+            refused: step.refused_instruction.as_ref(),
+            judged_task: (asks_to_act(step)
+                && crate::sync::notices::judges_task(&step.text_content))
+            .then_some(step.text_content.as_str()),
+        }
+    }
+}
+
+/// Words only, lower-cased, one space apart: how a result is looked for in a summary.
+fn words(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A task finished with a summary that gives none of what its stages reported (a 1.5B
+/// manager wrote "The haiku about autumn rain is written and submitted by the writer agent.")
+/// gets the stages' reports added, marked: the operator asked for the result, not for news of
+/// it. Lines of fewer than three words, and the runtime's own notes, are not looked for.
+fn with_results(instruction: &mut TaskInstruction, notice: &str) {
+    let TaskInstruction::FinishTask {
+        task_summary,
+        outcome: TaskOutcome::Finished,
+        ..
+    } = instruction
+    else {
+        return;
+    };
+    let results: Vec<String> = crate::sync::notices::reported_lines(notice)
+        .into_iter()
+        .filter(|l| !l.starts_with("(Composed by the runtime"))
+        .map(words)
+        .filter(|w| w.split(' ').count() >= 3)
+        .collect();
+    let given = words(task_summary);
+    if results.is_empty() || results.iter().any(|r| given.contains(r.as_str())) {
+        return;
+    }
+    if let Some(reports) = crate::sync::notices::stage_reports(notice) {
+        task_summary.push_str(&format!(
+            "\n\nWhat the stages reported (added by the runtime: the summary gave no result):\n{reports}"
+        ));
+    }
+}
+
+pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillError> {
+    let Asked {
+        check_stages,
+        decided,
+        refused,
+        judged_task,
+    } = asked;
     let mut instruction = parse::task_instruction(answer)?;
     if let Some(refused) = refused
         && refused.action() == instruction.action()
@@ -159,6 +223,9 @@ pub fn interpret(
         )));
     }
     check_verdict(answer, &instruction)?;
+    if let Some(notice) = judged_task {
+        with_results(&mut instruction, notice);
+    }
     if let (TaskInstruction::AddStage { .. }, Some(stage)) = (&instruction, decided) {
         return Err(SkillError::Invalid(format!(
             "this step decides on stage {stage}, which stays open until it is finished or \
@@ -206,9 +273,17 @@ pub fn interpret(
 mod tests {
     use super::*;
 
+    /// Asked to decide on `stage`.
+    fn at(stage: &StageId) -> Asked<'_> {
+        Asked {
+            decided: Some(stage),
+            ..Asked::default()
+        }
+    }
+
     #[test]
     fn add_task_gets_a_fresh_id_and_a_name() {
-        let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#, false, None, None).unwrap();
+        let o = interpret(r#"<task_instruction>{"action": "add_task", "task_id": "t1", "task_intention": "write a poem"}</task_instruction>"#, Asked::default()).unwrap();
         match o.task_instruction.unwrap() {
             TaskInstruction::AddTask {
                 task_id, task_name, ..
@@ -223,13 +298,11 @@ mod tests {
 
     #[test]
     fn empty_stage_lists_and_unknown_actions_fail() {
-        assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#, false, None, None).is_err());
+        assert!(interpret(r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": []}</task_instruction>"#, Asked::default()).is_err());
         assert!(
             interpret(
                 r#"<task_instruction>{"action": "explode"}</task_instruction>"#,
-                false,
-                None,
-                None
+                Asked::default()
             )
             .is_err()
         );
@@ -239,17 +312,14 @@ mod tests {
     fn a_stage_the_step_decides_on_is_finished_or_retried_never_left_open() {
         let add = r#"<task_instruction>{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "again", "agent_allocation": {"w": "write"}}]}</task_instruction>"#;
         let stage = StageId::from("s1");
-        let why = interpret(add, false, Some(&stage), None)
-            .err()
-            .unwrap()
-            .to_string();
+        let why = interpret(add, at(&stage)).err().unwrap().to_string();
         assert!(
             why.contains("finish_stage") && why.contains("retry_stage"),
             "{why}"
         );
-        assert!(interpret(add, false, None, None).is_ok());
+        assert!(interpret(add, Asked::default()).is_ok());
         let finish = r#"<task_instruction>{"action": "finish_stage", "task_id": "t", "stage_id": "s1"}</task_instruction>"#;
-        assert!(interpret(finish, false, Some(&stage), None).is_ok());
+        assert!(interpret(finish, at(&stage)).is_ok());
     }
 
     #[test]
@@ -260,21 +330,67 @@ mod tests {
         let with = |verdict: bool, action: &str| {
             format!("<goal_reached>{verdict}</goal_reached>\n{action}")
         };
-        assert!(interpret(&with(true, finish), false, Some(&stage), None).is_ok());
-        assert!(interpret(&with(false, retry), false, Some(&stage), None).is_ok());
-        let why = interpret(&with(true, retry), false, Some(&stage), None)
+        assert!(interpret(&with(true, finish), at(&stage)).is_ok());
+        assert!(interpret(&with(false, retry), at(&stage)).is_ok());
+        let why = interpret(&with(true, retry), at(&stage))
             .err()
             .unwrap()
             .to_string();
         assert!(why.contains("judged the goal reached"), "{why}");
-        let why = interpret(&with(false, finish), false, Some(&stage), None)
+        let why = interpret(&with(false, finish), at(&stage))
             .err()
             .unwrap()
             .to_string();
         assert!(why.contains("not reached"), "{why}");
         // A failed task closes a goal not reached; no verdict, no check.
         let failed = r#"<task_instruction>{"action": "finish_task", "task_id": "t", "task_summary": "no", "outcome": "failed"}</task_instruction>"#;
-        assert!(interpret(&with(false, failed), false, None, None).is_ok());
-        assert!(interpret(retry, false, Some(&stage), None).is_ok());
+        assert!(interpret(&with(false, failed), Asked::default()).is_ok());
+        assert!(interpret(retry, at(&stage)).is_ok());
+    }
+
+    #[test]
+    fn a_finished_task_whose_summary_gives_no_result_gets_the_stage_reports() {
+        let task =
+            crate::state::TaskState::new("t".into(), "h".into(), "a haiku".into(), "m".into());
+        let mut stage = crate::state::StageState::new(
+            "t".into(),
+            "Write it".into(),
+            [("w".into(), "write".into())].into(),
+        );
+        stage.completion_summary.insert(
+            "w".into(),
+            "Cold rain on the eaves\nthe maple lets go its red\none leaf at a time".into(),
+        );
+        let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter()).message;
+        let asked = Asked {
+            judged_task: Some(&notice),
+            ..Asked::default()
+        };
+        let finish = |summary: &str| {
+            let answer = format!(
+                r#"<task_instruction>{{"action": "finish_task", "task_id": "t", "task_summary": "{summary}", "outcome": "finished"}}</task_instruction>"#
+            );
+            match interpret(&answer, asked).unwrap().task_instruction {
+                Some(TaskInstruction::FinishTask { task_summary, .. }) => task_summary,
+                other => panic!("{other:?}"),
+            }
+        };
+        let news = finish("The haiku is written and submitted by the writer.");
+        assert!(news.starts_with("The haiku is written"), "{news}");
+        assert!(news.contains("added by the runtime"), "{news}");
+        assert!(news.contains("the maple lets go its red"), "{news}");
+        assert!(
+            news.contains("- stage (finished): Write it")
+                || news.contains("- stage (init): Write it"),
+            "{news}"
+        );
+        assert!(
+            !news.contains(stage.stage_id.as_str()),
+            "no stage id: {news}"
+        );
+        // A summary that gives the poem (punctuation and case aside) is left as it is.
+        let given =
+            finish("Cold rain on the eaves, The maple lets go its red; one leaf at a time.");
+        assert!(!given.contains("added by the runtime"), "{given}");
     }
 }

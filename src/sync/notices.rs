@@ -110,14 +110,43 @@ pub fn judges_task(text: &str) -> bool {
     text.contains(NO_STAGE_LEFT)
 }
 
-/// The stages and their agents' reports in a task judgement notice (`judge_task`'s text).
-pub fn stage_reports(text: &str) -> Option<&str> {
+/// The stages and their agents' reports in a task judgement notice (`judge_task`'s text), as
+/// they are written there.
+fn reports_section(text: &str) -> Option<&str> {
     if !judges_task(text) {
         return None;
     }
     let from = text.find(STAGES)? + STAGES.len();
     let to = text[from..].rfind(JUDGE)? + from;
     Some(text[from..to].trim_end())
+}
+
+/// The stages and their agents' reports in a task judgement notice, for an operator to read:
+/// each stage's state and goal (without its id), then what each agent reported.
+pub fn stage_reports(text: &str) -> Option<String> {
+    let lines = reports_section(text)?.lines().map(|l| {
+        match l
+            .strip_prefix("- stage ")
+            .and_then(|rest| rest.split_once(" ("))
+        {
+            Some((_id, rest)) => format!("- stage ({rest}"),
+            None => l.to_owned(),
+        }
+    });
+    Some(lines.collect::<Vec<_>>().join("\n"))
+}
+
+/// The lines the agents reported in a task judgement notice (what the stages gave).
+pub fn reported_lines(text: &str) -> Vec<&str> {
+    reports_section(text)
+        .map(|s| {
+            s.lines()
+                .filter_map(|l| l.strip_prefix("    "))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Where the stages start and end in a task judgement notice.
