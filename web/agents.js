@@ -14,8 +14,13 @@ export const writing = new Map();
 
 /** A large team's agent list and cards render only what is on screen (see `InView`); the card
  * of a step the person asked to see renders wherever it is. */
-const listInView = new InView($('agent-list'), () => mark('team'));
+const listInView = new InView($('agent-list'), () => mark('team'), {
+  eager: 16,
+  placeholder: () => h('li', { class: 'agent-item placeholder' }),
+});
 const cardsInView = new InView($('view-agents'), () => mark('agents'), {
+  eager: 4,
+  placeholder: () => h('article', { class: 'agent-card placeholder' }),
   always: (id) => !!ui.focusStep && store.get('step', ui.focusStep)?.agent_id === id,
 });
 

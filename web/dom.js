@@ -38,20 +38,28 @@ function append(el, children) {
  * rendered again, and elements are moved, not recreated, when the order changes.
  *
  * `inView` (an `InView`, optional): a changed item whose element is off screen keeps its old
- * element, marked stale, and is rendered again once it scrolls into view. A list of a hundred
- * agent cards that all change several times a second then costs the few cards on screen.
+ * element, marked stale, and is rendered again once it scrolls into view; a new item past the
+ * first screenful starts as a stale placeholder. A list of a hundred agent cards that all
+ * change several times a second then costs the few cards on screen.
  */
 export function keyed(container, items, key, sig, render, inView = null) {
   const old = container._keyed || new Map();
   const next = new Map();
   let cursor = container.firstChild;
   const lazy = inView && inView.applies(items.length);
+  let index = 0;
   for (const item of items) {
     const k = key(item);
     const s = sig(item);
     let entry = old.get(k);
-    if (entry && entry.sig !== s && lazy && !inView.shows(k)) {
+    const hidden = lazy && !inView.shows(k);
+    if (entry && entry.sig !== s && hidden) {
       entry.el.dataset.stale = 'true';
+    } else if (!entry && hidden && index >= inView.eager) {
+      const el = inView.placeholder();
+      el.dataset.stale = 'true';
+      entry = { el, sig: null };
+      inView.watch(el, k);
     } else if (!entry || entry.sig !== s) {
       const el = render(item);
       if (entry) {
@@ -62,6 +70,7 @@ export function keyed(container, items, key, sig, render, inView = null) {
       entry = { el, sig: s };
       if (inView) inView.watch(el, k);
     }
+    index += 1;
     next.set(k, entry);
     if (entry.el !== cursor) container.insertBefore(entry.el, cursor);
     else cursor = cursor.nextSibling;
@@ -80,12 +89,15 @@ export function keyed(container, items, key, sig, render, inView = null) {
 /**
  * Which elements of a long keyed list are in its scrolled box `root` (or within a box's height
  * of it), for `keyed`: lists of at least `from` items render only those; when a stale one
- * scrolls into view, `onShown` asks for a render. `always(key)` names an item rendered wherever
- * it is (one the person asked to be shown).
+ * scrolls into view, `onShown` asks for a render. Before anything was seen, the first `eager`
+ * items are rendered and the others start as `placeholder()`s. `always(key)` names an item
+ * rendered wherever it is (one the person asked to be shown).
  */
 export class InView {
-  constructor(root, onShown, { from = 20, always = () => false } = {}) {
+  constructor(root, onShown, { from = 20, eager = 8, placeholder = () => h('div'), always = () => false } = {}) {
     this.from = from;
+    this.eager = eager;
+    this.placeholder = placeholder;
     this.always = always;
     this.keys = new WeakMap();
     this.seen = new Set();

@@ -123,7 +123,15 @@ export function renderTimeline(ctx, view) {
   if (!tl.root || !view.contains(tl.root)) {
     tl.axis = h('div', { class: 'tl-axis muted small' });
     tl.stageTrack = h('div', { class: 'tl-track' });
-    tl.laneBox = h('div', { class: 'tl-lanes' });
+    // One click handler for every bar (thousands of them): the bar names its first step.
+    tl.laneBox = h('div', {
+      class: 'tl-lanes',
+      onclick: (e) => {
+        const id = e.target.dataset && e.target.dataset.stepId;
+        const s = id && store.get('step', id);
+        if (s) ctx.showStep(s);
+      },
+    });
     tl.untimed = h('div', { class: 'muted small' });
     tl.root = h(
       'div',
@@ -185,18 +193,19 @@ export function renderTimeline(ctx, view) {
           'div',
           { class: 'tl-track' },
           laneBars(l.steps, join).map((b) => {
+            // Made with plain DOM calls: a large task draws thousands of bars at once.
             const s = b.steps[0];
             const one = b.steps.length === 1;
-            return h('div', {
-              class: `tl-step st-${b.state}${one ? '' : ' tl-joined'}`,
-              testid: 'timeline-step',
-              'data-step-id': s.step_id,
-              'data-state': b.state,
-              'data-steps': String(b.steps.length),
-              style: place(b.start, b.end),
-              title: one ? `${s.step_intention}\n${s.executor} · ${s.execution_state}${s.ended_at ? ` · ${fmt.took(s)}` : ''}` : `${b.steps.length} short steps, from “${s.step_intention}”`,
-              onclick: () => ctx.showStep(s),
-            });
+            const el = document.createElement('div');
+            el.className = `tl-step st-${b.state}${one ? '' : ' tl-joined'}`;
+            el.style.cssText = place(b.start, b.end);
+            el.title = one ? `${s.step_intention}\n${s.executor} · ${s.execution_state}${s.ended_at ? ` · ${fmt.took(s)}` : ''}` : `${b.steps.length} short steps, from “${s.step_intention}”`;
+            const d = el.dataset;
+            d.testid = 'timeline-step';
+            d.stepId = s.step_id;
+            d.state = b.state;
+            d.steps = String(b.steps.length);
+            return el;
           }),
         ),
       ),

@@ -7,7 +7,7 @@ use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Colleague, Instruction, Message, StagePlan, TaskInstruction, TaskOutcome};
 use crate::state::{ExecutionState, StageState, TaskState};
 
-/// How many times one stage (the same goal and agents) may run in a task.
+/// How many times one stage goal may run in a task (with whichever agents).
 const STAGE_RUNS: usize = 3;
 
 impl SyncCore {
@@ -150,11 +150,12 @@ impl SyncCore {
             })
     }
 
-    /// The same stage (goal and agents) asked for again, by add_stage after it finished or by
-    /// retry_stage while it runs, is a new try the manager's judgement chose (a small model's
-    /// writer may miss the goal once or twice); past `STAGE_RUNS` runs in one task it is a
-    /// loop, not work (a real 1.5B manager re-added its finished stage again and again), and
-    /// is refused with what to do instead. Stages an operator cancelled do not count.
+    /// A stage goal asked for again, by add_stage after it finished or by retry_stage while
+    /// it runs, is a new try the manager's judgement chose (a small model's writer may miss the
+    /// goal once or twice); past `STAGE_RUNS` runs in one task, with whichever agents, it is a
+    /// loop, not work (real 1.5B managers re-added their finished stage again and again, and
+    /// one handed the same goal to the writer and the reviewer by turns, six stages in an
+    /// hour), and is refused with what to do instead. Stages an operator cancelled do not count.
     fn within_runs(&self, task: &TaskState, plan: &StagePlan) -> Result<(), SyncError> {
         let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
         let runs = task
@@ -164,20 +165,15 @@ impl SyncCore {
             .filter(|st| {
                 st.execution_state != ExecutionState::Cancelled
                     && same(&st.stage_intention, &plan.stage_intention)
-                    && st.agent_allocation.len() == plan.agent_allocation.len()
-                    && st
-                        .agent_allocation
-                        .iter()
-                        .all(|(a, g)| plan.agent_allocation.get(a).is_some_and(|p| same(p, g)))
             })
             .count();
         if runs < STAGE_RUNS {
             return Ok(());
         }
         Err(SyncError::Invalid(format!(
-            "a stage with this goal and these agents (\"{}\") has run {runs} times in this task, \
-             the most it may; accept what it gave (finish_stage, or finish_task if the task's \
-             goal is reached), or add a stage whose goal says what is still missing",
+            "a stage with this goal (\"{}\") has run {runs} times in this task, the most it \
+             may; accept what it gave (finish_stage, or finish_task if the task's goal is \
+             reached), or add a stage whose goal says what is still missing",
             plan.stage_intention
         )))
     }
