@@ -62,7 +62,7 @@ function render(parts) {
   run('summary', renderSummaryLine);
   run('decisions', renderDecisionList);
   run('failures', () => renderFailures(viewCtx(), $('failures'), $('failure-list'), $('failure-count')));
-  run('timeline', () => renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: store.now() }, $('view-timeline')));
+  run('timeline', () => renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: store.now(), redraw: () => mark('timeline') }, $('view-timeline')));
   run('graph', () => renderGraph({ ...viewCtx(), task: store.get('task', ui.taskId), showAgent }, $('view-graph')));
 }
 

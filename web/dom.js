@@ -90,7 +90,8 @@ export function keyed(container, items, key, sig, render, inView = null) {
  * Which elements of a long keyed list are in its scrolled box `root` (or within a box's height
  * of it), for `keyed`: lists of at least `from` items render only those; when a stale one
  * scrolls into view, `onShown` asks for a render. Before anything was seen, the first `eager`
- * items are rendered and the others start as `placeholder()`s. `always(key)` names an item
+ * items are rendered and the others start as `placeholder()`s, which must take about an item's
+ * height (else they all show at once and are all drawn). `always(key)` names an item
  * rendered wherever it is (one the person asked to be shown).
  */
 export class InView {
@@ -130,6 +131,12 @@ export class InView {
   watch(el, key) {
     this.keys.set(el, key);
     this.observer.observe(el);
+  }
+
+  /** Stops following everything (the list was replaced whole). */
+  reset() {
+    this.observer.disconnect();
+    this.seen.clear();
   }
 
   /** Stops following an element that was replaced, or removed with its key (`gone`). */

@@ -9,7 +9,7 @@
 // ends now). A lane is built again only when its agent's steps changed or the axis grew by a
 // quarter (tiny steps are joined at a share of the axis).
 
-import { h, keyed, fmt } from './dom.js';
+import { h, keyed, fmt, InView } from './dom.js';
 
 /** Steps closer than this share of the axis join one bar: a lane of thousands of short steps
  * stays a few hundred elements (a 5,000-step task draws as fast as a small one). */
@@ -80,8 +80,13 @@ function laneOf(cache, store, agentId, taskId) {
   return lane;
 }
 
-/** ctx: {store, task, agentName, showStep(step), now} */
+/** The lanes of a large team draw only what is in view (see `InView`); `redraw` asks for a
+ * draw when a lane not drawn yet scrolls into view. */
+let lanesInView = null;
+
+/** ctx: {store, task, agentName, showStep(step), now, redraw()} */
 export function renderTimeline(ctx, view) {
+  lanesInView ||= new InView(view, ctx.redraw, { eager: 30, placeholder: () => h('div', { class: 'tl-lane placeholder' }) });
   const { store, task, now } = ctx;
   if (!task) {
     view._tl = null;
@@ -121,6 +126,7 @@ export function renderTimeline(ctx, view) {
   const place = (start, end) => (end === null ? `left:calc(var(--k) * ${at(start)});right:0` : `left:calc(var(--k) * ${at(start)});width:calc(var(--k) * ${(end - start).toFixed(0)})`);
 
   if (!tl.root || !view.contains(tl.root)) {
+    lanesInView.reset();
     tl.axis = h('div', { class: 'tl-axis muted small' });
     tl.stageTrack = h('div', { class: 'tl-track' });
     // One click handler for every bar (thousands of them): the bar names its first step.
@@ -209,6 +215,7 @@ export function renderTimeline(ctx, view) {
           }),
         ),
       ),
+    lanesInView,
   );
   tl.untimed.textContent = waiting ? untimed(waiting, task) : '';
 }

@@ -430,7 +430,7 @@ try {
       const items = Array.from({ length: 60 }, (_, i) => i);
       let version = 0;
       let drawn = [];
-      const inView = new InView(box, () => draw(), { from: 20 });
+      const inView = new InView(box, () => draw(), { from: 20, placeholder: () => h('div', { style: 'height:40px' }) });
       const draw = () =>
         keyed(list, items, (i) => i, (i) => `${i}|${version}`, (i) => {
           drawn.push(i);
