@@ -67,6 +67,23 @@ async fn every_protected_route_refuses_requests_without_a_valid_token() {
 }
 
 #[actix::test]
+async fn a_path_that_names_no_route_is_answered_with_the_routes_there_are() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let r = get(&app, "/api/states/task", &alice).await;
+    assert_error(&r, StatusCode::NOT_FOUND, "a guessed path");
+    for said in [
+        "GET /api/states/task",
+        "GET /api/states",
+        "POST /api/send_message",
+    ] {
+        assert!(r.text.contains(said), "{said} missing from {}", r.text);
+    }
+}
+
+#[actix::test]
 async fn a_token_for_one_human_cannot_act_as_another() {
     let (team, cfg) = start();
     let state = api(&team, &cfg);

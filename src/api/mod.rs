@@ -371,8 +371,21 @@ pub async fn serve(
     .await
 }
 
-async fn no_such_route() -> AppError {
-    AppError::NotFound("no such route".into())
+/// A path under `/api/` that names no route: the answer lists the routes there are, so a
+/// person guessing at the API (`/api/states/task`) is told what to use instead.
+async fn no_such_route(method: axum::http::Method, uri: axum::http::Uri) -> AppError {
+    let routes = std::iter::once("POST /api/bind_human_agent".to_owned())
+        .chain(
+            PROTECTED_ROUTES
+                .iter()
+                .map(|r| format!("{} {}", r.method, r.path)),
+        )
+        .collect::<Vec<_>>()
+        .join(", ");
+    AppError::NotFound(format!(
+        "no such route: {method} {}; the routes are: {routes}",
+        uri.path()
+    ))
 }
 
 /// The human a request's bearer token belongs to, and their access (set by `require_token`).

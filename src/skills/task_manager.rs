@@ -167,19 +167,22 @@ impl<'a> Asked<'a> {
     }
 }
 
-/// Words only, lower-cased, one space apart: how a result is looked for in a summary.
-fn words(text: &str) -> String {
-    text.split(|c: char| !c.is_alphanumeric())
+/// Every three words in a row of `text` (lower-cased, punctuation aside).
+fn trigrams(text: &str) -> std::collections::HashSet<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    words.windows(3).map(|w| w.join(" ")).collect()
 }
 
 /// A task finished with a summary that gives none of what its stages reported (a 1.5B
 /// manager wrote "The haiku about autumn rain is written and submitted by the writer agent.")
 /// gets the stages' reports added, marked: the operator asked for the result, not for news of
-/// it. Lines of fewer than three words, and the runtime's own notes, are not looked for.
+/// it. A summary gives a result when it shares three words in a row with a report that are
+/// not the goal's own words (the task's and stages' intentions, which a summary may restate
+/// without giving anything); the runtime's own notes in a report are not looked for.
 fn with_results(instruction: &mut TaskInstruction, notice: &str) {
     let TaskInstruction::FinishTask {
         task_summary,
@@ -189,14 +192,24 @@ fn with_results(instruction: &mut TaskInstruction, notice: &str) {
     else {
         return;
     };
-    let results: Vec<String> = crate::sync::notices::reported_lines(notice)
+    let goal = trigrams(
+        &notice
+            .lines()
+            .filter(|l| !l.starts_with("    "))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let reported = crate::sync::notices::reported_lines(notice)
         .into_iter()
         .filter(|l| !l.starts_with("(Composed by the runtime"))
-        .map(words)
-        .filter(|w| w.split(' ').count() >= 3)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let results: Vec<String> = trigrams(&reported)
+        .into_iter()
+        .filter(|t| !goal.contains(t))
         .collect();
-    let given = words(task_summary);
-    if results.is_empty() || results.iter().any(|r| given.contains(r.as_str())) {
+    let given = trigrams(task_summary);
+    if results.is_empty() || results.iter().any(|r| given.contains(r)) {
         return;
     }
     if let Some(reports) = crate::sync::notices::stage_reports(notice) {
@@ -392,5 +405,41 @@ mod tests {
         let given =
             finish("Cold rain on the eaves, The maple lets go its red; one leaf at a time.");
         assert!(!given.contains("added by the runtime"), "{given}");
+        let part = finish("The writer wrote: the maple lets go.");
+        assert!(!part.contains("added by the runtime"), "{part}");
+    }
+
+    #[test]
+    fn the_goals_own_words_in_a_summary_are_no_result() {
+        let task = crate::state::TaskState::new(
+            "t".into(),
+            "h".into(),
+            "Write a haiku about autumn rain".into(),
+            "m".into(),
+        );
+        let mut stage = crate::state::StageState::new(
+            "t".into(),
+            "Write it".into(),
+            [("w".into(), "write".into())].into(),
+        );
+        stage.completion_summary.insert(
+            "w".into(),
+            "Here is a haiku about autumn rain: cold drops on the eaves".into(),
+        );
+        let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter()).message;
+        let answer = r#"<task_instruction>{"action": "finish_task", "task_id": "t", "task_summary": "A haiku about autumn rain is written.", "outcome": "finished"}</task_instruction>"#;
+        let asked = Asked {
+            judged_task: Some(&notice),
+            ..Asked::default()
+        };
+        match interpret(answer, asked).unwrap().task_instruction {
+            Some(TaskInstruction::FinishTask { task_summary, .. }) => {
+                assert!(
+                    task_summary.contains("cold drops on the eaves"),
+                    "{task_summary}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
