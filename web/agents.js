@@ -12,8 +12,8 @@ import { confirmCancel } from './control.js';
 /** Answers being written (streamed), by step id: shown under the running step until it ends. */
 export const writing = new Map();
 
-/** A large team's agent list and cards render only what is on screen (see `InView`); the card
- * of a step the person asked to see renders wherever it is. */
+/** A large team's agent list and cards render only what is on screen (see `InView`); a card
+ * the person asked to see, or the card of a step they asked to see, renders wherever it is. */
 const listInView = new InView($('agent-list'), () => mark('team'), {
   eager: 16,
   placeholder: () => h('li', { class: 'agent-item placeholder' }),
@@ -21,7 +21,7 @@ const listInView = new InView($('agent-list'), () => mark('team'), {
 const cardsInView = new InView($('view-agents'), () => mark('agents'), {
   eager: 4,
   placeholder: () => h('article', { class: 'agent-card placeholder' }),
-  always: (id) => !!ui.focusStep && store.get('step', ui.focusStep)?.agent_id === id,
+  always: (id) => reveal?.agent === id || (!!ui.focusStep && store.get('step', ui.focusStep)?.agent_id === id),
 });
 
 /** Each step's searchable text, lower-cased once (none of it changes after the step is made),
@@ -171,16 +171,37 @@ function clearFilter() {
 /** Shows an agent's card in the agents view, briefly highlighted. */
 export function showAgent(id) {
   clearFilter();
+  reveal = { agent: id };
+  mark('agents');
   app.setTab('agents');
-  requestAnimationFrame(() => {
-    const card = document.querySelector(`#agent-cards [data-agent-id="${CSS.escape(id)}"]`);
-    if (card) {
-      card.scrollIntoView({ block: 'start', behavior: 'smooth' });
-      card.classList.remove('flash');
-      void card.offsetWidth;
-      card.classList.add('flash');
-    }
-  });
+}
+
+/** What a click asked to be shown (an agent's card, or a step opened in it), shown once the
+ * agents view has drawn it: the view may be drawn a frame or more after the click. */
+let reveal = null;
+
+function flash(el) {
+  el.classList.remove('flash');
+  void el.offsetWidth;
+  el.classList.add('flash');
+}
+
+function showRevealed(box) {
+  if (!reveal) return;
+  if (reveal.agent) {
+    const card = box.querySelector(`[data-agent-id="${CSS.escape(reveal.agent)}"]`);
+    if (!card) return;
+    card.scrollIntoView({ block: 'start' });
+    flash(card);
+  } else {
+    const row = box.querySelector(`li[data-step-id="${CSS.escape(reveal.step)}"]`);
+    if (!row) return;
+    const fold = row.querySelector('details');
+    if (fold && !fold.open) fold.open = true;
+    row.scrollIntoView({ block: 'center' });
+    flash(row);
+  }
+  reveal = null;
 }
 
 export function renderAgentCards() {
@@ -195,6 +216,7 @@ export function renderAgentCards() {
     (r) => agentCard(r.state),
     cardsInView,
   );
+  showRevealed(box);
   if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, ui.filter ? 'No agent or step matches the filter.' : 'No agents yet.'));
 }
 
@@ -377,18 +399,7 @@ export function showStep(s) {
   ui.stepsThisTask = false;
   $('steps-this-task').checked = false;
   ui.focusStep = s.step_id;
+  reveal = { step: s.step_id };
   mark('agents');
   app.setTab('agents');
-  requestAnimationFrame(() =>
-    requestAnimationFrame(() => {
-      const row = document.querySelector(`#agent-cards li[data-step-id="${CSS.escape(s.step_id)}"]`);
-      if (!row) return;
-      const fold = row.querySelector('details');
-      if (fold && !fold.open) fold.querySelector('summary').click();
-      row.scrollIntoView({ block: 'center' });
-      row.classList.remove('flash');
-      void row.offsetWidth;
-      row.classList.add('flash');
-    }),
-  );
 }
