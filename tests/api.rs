@@ -72,10 +72,10 @@ async fn a_path_that_names_no_route_is_answered_with_the_routes_there_are() {
     let state = api(&team, &cfg);
     let app = router(state.clone());
     let alice = login(&state, "alice", ALICE_PASSWORD).await;
-    let r = get(&app, "/api/states/task", &alice).await;
+    let r = get(&app, "/api/tasks", &alice).await;
     assert_error(&r, StatusCode::NOT_FOUND, "a guessed path");
     for said in [
-        "GET /api/states/task",
+        "GET /api/tasks",
         "GET /api/states",
         "POST /api/send_message",
     ] {

@@ -160,6 +160,13 @@ export function renderTeamList() {
   );
 }
 
+/** Forgets what the agent list and cards followed (a person signed out). */
+export function forgetAgentViews() {
+  listInView.reset();
+  cardsInView.reset();
+  reveal = null;
+}
+
 /** A view that points at something the filter hides clears the filter first. */
 function clearFilter() {
   if (!ui.filter) return;

@@ -19,8 +19,8 @@ import { renderTimeline } from './timeline.js';
 import { renderGraph } from './graph.js';
 import { $, app, store, ui, mark, onPaint, agentName, taskName, isBase } from './ctx.js';
 import { ensureSelectedTask, renderTaskList, renderTaskHead, renderStages } from './tasks.js';
-import { renderGroupChat, renderInbox, markNoticesSeen } from './chat.js';
-import { writing, renderTeamList, renderAgentCards, showStep, showAgent } from './agents.js';
+import { renderGroupChat, renderChatCount, renderInbox, markNoticesSeen } from './chat.js';
+import { writing, renderTeamList, renderAgentCards, showStep, showAgent, forgetAgentViews } from './agents.js';
 import { renderComposer, send } from './composer.js';
 import { refreshConversations } from './conversations.js';
 import { refreshDecisions, renderDecisionList } from './control.js';
@@ -40,6 +40,7 @@ function render(parts) {
   if (!app.sess) return;
   if (parts.has('tasks')) ensureSelectedTask();
   if (parts.has('detail')) parts.add('stages');
+  if (parts.has('chat')) renderChatCount();
   for (const view of VIEWS) {
     if (view !== ui.tab && parts.delete(view)) deferred.add(view);
   }
@@ -247,10 +248,16 @@ function signOut(message) {
   app.decisionItems = [];
   $('decisions').hidden = true;
   store.reset(0);
-  for (const id of ['task-list', 'agent-list', 'agent-cards', 'view-chat', 'conv-tabs', 'conv-body']) {
+  for (const id of ['task-list', 'agent-list', 'agent-cards', 'view-chat', 'conv-tabs', 'conv-body', 'view-stages', 'view-timeline']) {
     $(id).replaceChildren();
     $(id)._keyed = null;
   }
+  // Kept parts of views are the last person's: built anew for the next one.
+  $('view-stages')._stages = null;
+  $('view-stages')._info = null;
+  $('view-timeline')._tl = null;
+  forgetAgentViews();
+  deferred.clear();
   showLogin(message);
 }
 

@@ -20,11 +20,17 @@ const lookups = {
 
 // ---------------------------------------------------------------- group chat
 
+/** The group chat's count on its tab, shown whichever tab is open. */
+export function renderChatCount() {
+  const t = store.get('task', ui.taskId);
+  const n = ((t && t.shared_conversation_pool) || []).length;
+  $('chat-count').textContent = n ? String(n) : '';
+}
+
 export function renderGroupChat() {
   const view = $('view-chat');
   const t = store.get('task', ui.taskId);
   const pool = (t && t.shared_conversation_pool) || [];
-  $('chat-count').textContent = pool.length ? String(pool.length) : '';
   const stick = atBottom(view);
   const key = t ? t.task_id : '';
   if (view.dataset.taskId !== key) {

@@ -89,9 +89,10 @@ export function keyed(container, items, key, sig, render, inView = null) {
 /**
  * Which elements of a long keyed list are in its scrolled box `root` (or within a box's height
  * of it), for `keyed`: lists of at least `from` items render only those; when a stale one
- * scrolls into view, `onShown` asks for a render. Before anything was seen, the first `eager`
- * items are rendered and the others start as `placeholder()`s, which must take about an item's
- * height (else they all show at once and are all drawn). `always(key)` names an item
+ * scrolls into view, `onShown` asks for a render. New items that are not seen start as
+ * `placeholder()`s, except the list's first `eager` (drawn at once, so a list shows before the
+ * observer's first report); a placeholder must take about an item's height (else all of them
+ * show at once and are all drawn). `always(key)` names an item
  * rendered wherever it is (one the person asked to be shown).
  */
 export class InView {
@@ -142,6 +143,7 @@ export class InView {
   /** Stops following an element that was replaced, or removed with its key (`gone`). */
   forget(el, gone) {
     this.observer.unobserve(el);
+    this.keys.delete(el);
     if (gone !== undefined) this.seen.delete(gone);
   }
 }

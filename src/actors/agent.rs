@@ -432,10 +432,14 @@ impl AgentActor {
                             if let (None, Some(why)) = (&settle.failure, &failure)
                                 && refused.is_some()
                             {
+                                let barred = refused
+                                    .as_ref()
+                                    .is_some_and(crate::sync::SyncError::bars_the_action);
                                 match crate::agent::act_again_after_refusal(
                                     &mut act.state,
                                     &id,
                                     why,
+                                    barred,
                                 ) {
                                     FollowUp::Again => act.publish(),
                                     FollowUp::Close(closing) => act.close_in_place(closing, ctx),

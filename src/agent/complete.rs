@@ -76,6 +76,7 @@ pub fn complete_step(
     }
     let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
     let mut stage_state = StageAgentState::Working;
+    let answered = reply.is_ok();
     let (result, failure) = match reply {
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
         // closed work, so the answer is kept for the record and nothing else happens.
@@ -129,7 +130,7 @@ pub fn complete_step(
     };
     agent.update_step(step_id, result_update(result));
     if let Some(f) = &failure
-        && let FollowUp::Close(closing) = follow_up(agent, &step, f, None)
+        && let FollowUp::Close(closing) = follow_up(agent, &step, f, None, answered)
     {
         output.task_instruction = Some(closing);
     }
@@ -157,13 +158,16 @@ pub enum FollowUp {
 
 /// A step acting on a goal or notice failed with `reason` (or SyncState refused its
 /// instruction, `refused`): a second try, once (`act_again`); after a failed second try the
-/// runtime's closing. Nothing would act on that message again otherwise, and its task would
-/// wait for ever.
+/// runtime's closing, when the model `answered` (its answers were unusable or refused):
+/// nothing would act on that message again otherwise, and its task would wait for ever. A
+/// model that did not answer at all (an endpoint down) closes nothing: a few minutes of outage
+/// must not end work for good; the task waits, and the failed steps say why.
 fn follow_up(
     agent: &mut AgentState,
     step: &StepState,
     reason: &str,
     refused: Option<TaskInstruction>,
+    answered: bool,
 ) -> FollowUp {
     if !agent.holds(&step.task_id, &step.stage_id) {
         return FollowUp::Nothing;
@@ -172,7 +176,7 @@ fn follow_up(
         agent.add_next_steps(vec![again]);
         return FollowUp::Again;
     }
-    if !super::receive::is_second_try(step) {
+    if !answered || !super::receive::is_second_try(step) {
         return FollowUp::Nothing;
     }
     let Some(closing) = skills::closing(agent, step, reason) else {
@@ -193,9 +197,14 @@ fn follow_up(
 /// A step that did its part but whose output SyncState refused (an instruction that cannot
 /// run, such as a stage the task already finished): when it was acting on a goal or a notice,
 /// a fresh step on the same message, carrying the refusal, goes in next, as for a failed
-/// answer; after a refused second try, the runtime's closing (for the actor to hand to
-/// SyncState).
-pub fn act_again_after_refusal(agent: &mut AgentState, step_id: &StepId, reason: &str) -> FollowUp {
+/// answer (`barred`: the same action cannot help, so the second try is not offered it); after
+/// a refused second try, the runtime's closing (for the actor to hand to SyncState).
+pub fn act_again_after_refusal(
+    agent: &mut AgentState,
+    step_id: &StepId,
+    reason: &str,
+    barred: bool,
+) -> FollowUp {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
         return FollowUp::Nothing;
     };
@@ -203,8 +212,9 @@ pub fn act_again_after_refusal(agent: &mut AgentState, step_id: &StepId, reason:
         .execute_result
         .as_ref()
         .and_then(|r| r.get("task_instruction"))
+        .filter(|_| barred)
         .and_then(|i| serde_json::from_value::<TaskInstruction>(i.clone()).ok());
-    follow_up(agent, &step, reason, refused)
+    follow_up(agent, &step, reason, refused, true)
 }
 
 /// Why a step whose stage or task ended while it ran changes nothing.

@@ -130,7 +130,7 @@ fn a_notice_whose_answer_syncstate_refused_is_acted_on_once_more_with_the_refusa
         "Task t has no stage left to run.",
     );
     assert_eq!(
-        act_again_after_refusal(&mut a, &id, "stage s already ran"),
+        act_again_after_refusal(&mut a, &id, "stage s already ran", true),
         FollowUp::Again
     );
     let again = a.agent_step.next().unwrap().clone();
@@ -139,7 +139,7 @@ fn a_notice_whose_answer_syncstate_refused_is_acted_on_once_more_with_the_refusa
     settle_step_for_test(&mut a, &id);
     let id = a.start_next().unwrap().step_id;
     assert_eq!(
-        act_again_after_refusal(&mut a, &id, "again"),
+        act_again_after_refusal(&mut a, &id, "again", true),
         FollowUp::Nothing
     );
     assert!(a.agent_step.next().is_none());
@@ -170,7 +170,12 @@ const ADD_AGAIN: &str = r#"{"action": "add_stage", "task_id": "t", "stages": [{"
 fn refused_add_stage(a: &mut AgentState, id: &StepId) -> FollowUp {
     let add: serde_json::Value = serde_json::from_str(ADD_AGAIN).unwrap();
     a.update_step(id, result_update(json!({ "task_instruction": add })));
-    act_again_after_refusal(a, id, "stage `write it` has run 3 times, the most it may")
+    act_again_after_refusal(
+        a,
+        id,
+        "stage `write it` has run 3 times, the most it may",
+        true,
+    )
 }
 
 #[test]
@@ -244,14 +249,16 @@ fn a_stage_judgement_that_fails_twice_finishes_the_stage() {
     );
     crate::agent::receive_message(&mut a, &crate::sync::notices::stage_complete(&task, &stage));
     let id = a.start_next().unwrap().step_id;
-    let first = fail(&mut a, &id, "no <task_instruction> tag");
+    // Answers without a task instruction, their re-asks spent.
+    let unusable = || answer("I think the stage went fine.");
+    let first = done(complete_step(&mut a, &id, unusable(), now(), false));
     assert_eq!(
         first.output.task_instruction, None,
         "a second try comes first"
     );
     settle_step_for_test(&mut a, &id);
     let id = a.start_next().unwrap().step_id;
-    let second = fail(&mut a, &id, "still no tag");
+    let second = done(complete_step(&mut a, &id, unusable(), now(), false));
     assert_eq!(
         second.output.task_instruction,
         Some(TaskInstruction::FinishStage {
@@ -321,7 +328,7 @@ fn a_verdict_its_action_keeps_contradicting_is_carried_out_once_the_reasks_are_s
 }
 
 #[test]
-fn a_closing_action_stands_when_its_verdict_said_not_reached_after_the_reasks() {
+fn a_closing_action_stands_when_its_verdict_said_not_reached_after_the_reasks_a_task_failed() {
     let (mut a, id) = manager_acting_on(
         "t",
         crate::message::TASK_STATE_SENDER,
@@ -331,7 +338,7 @@ fn a_closing_action_stands_when_its_verdict_said_not_reached_after_the_reasks() 
     let c = done(complete_step(&mut a, &id, answer(finish), now(), false));
     assert!(matches!(
         c.output.task_instruction,
-        Some(TaskInstruction::FinishTask { ref task_summary, .. }) if task_summary == "the haiku"
+        Some(TaskInstruction::FinishTask { ref task_summary, outcome: crate::message::TaskOutcome::Failed, .. }) if task_summary == "the haiku"
     ));
 }
 
@@ -386,4 +393,30 @@ fn an_answer_stopped_in_a_loop_is_asked_again_saying_so() {
         }
         Completion::Done(_) => panic!("not asked again"),
     }
+}
+
+#[test]
+fn a_refusal_the_same_action_may_mend_leaves_that_action_offered() {
+    let (mut a, id) = manager_judging_task();
+    let add: serde_json::Value = serde_json::from_str(ADD_AGAIN).unwrap();
+    a.update_step(&id, result_update(json!({ "task_instruction": add })));
+    let follow = act_again_after_refusal(&mut a, &id, "there is no agent `wirter`", false);
+    assert_eq!(follow, FollowUp::Again);
+    let again = a.agent_step.next().unwrap().clone();
+    assert_eq!(again.refused_instruction, None);
+    assert!(again.text_content.contains("no agent `wirter`"));
+}
+
+#[test]
+fn a_model_that_does_not_answer_twice_closes_nothing() {
+    let (mut a, id) = manager_judging_task();
+    let first = fail(&mut a, &id, "the LLM endpoint timed out");
+    assert_eq!(first.output.task_instruction, None);
+    settle_step_for_test(&mut a, &id);
+    let id = a.start_next().unwrap().step_id;
+    let second = fail(&mut a, &id, "the LLM endpoint timed out");
+    assert_eq!(
+        second.output.task_instruction, None,
+        "an outage must not end the task"
+    );
 }

@@ -156,8 +156,13 @@ pub enum Cut {
 }
 
 impl ChatReply {
-    /// A text that ends in a loop keeps the passage once and is marked cut by repetition.
+    /// A whole answer the token limit cut off that ends in a loop keeps the passage once and is
+    /// marked cut by repetition (the re-ask then says why it ran so long); an answer that ended
+    /// by itself is left as it is.
     pub fn without_loop(mut self) -> Self {
+        if self.cut != Some(Cut::TokenLimit) {
+            return self;
+        }
         if let Some(at) = repetition::loop_start(&self.text) {
             self.text.truncate(at);
             self.cut = Some(Cut::Repetition);

@@ -10,10 +10,13 @@ const LONGEST: usize = 400;
 const TIMES: usize = 4;
 /// ... over at least this many bytes (a few short repeats, such as a Markdown rule, are text).
 const SPAN: usize = 240;
+/// A passage with fewer different letters than this is not looked at as a loop.
+const LETTERS: usize = 4;
 
 /// Where the loop at the end of `text` begins its second round, if `text` ends in one: what
-/// comes before is the answer with the passage once. A passage repeated `TIMES` times in a row
-/// over `SPAN` bytes or more is a loop; whitespace-only passages are not (padding is harmless).
+/// comes before is the answer with the passage once. A passage of words repeated `TIMES` times
+/// in a row over `SPAN` bytes or more is a loop; one with fewer than `LETTERS` different
+/// letters is not (a rule of dashes, a row of zeros, padding: text that may rightly repeat).
 pub fn loop_start(text: &str) -> Option<usize> {
     let b = text.as_bytes();
     for period in SHORTEST..=LONGEST.min(b.len() / TIMES) {
@@ -26,7 +29,11 @@ pub fn loop_start(text: &str) -> Option<usize> {
         if !(tail..b.len() - period).all(|i| b[i] == b[i + period]) {
             continue;
         }
-        if b[b.len() - period..].iter().all(u8::is_ascii_whitespace) {
+        let passage = &text[text.floor_char_boundary(b.len() - period)..];
+        let mut letters: Vec<char> = passage.chars().filter(|c| c.is_alphabetic()).collect();
+        letters.sort_unstable();
+        letters.dedup();
+        if letters.len() < LETTERS {
             continue;
         }
         // How far back the repetition goes: the loop's first round starts there.
@@ -79,6 +86,8 @@ mod tests {
         let plan = r#"<planned_step>[{"step_intention": "Write the haiku", "type": "skill", "executor": "think", "text_content": "Write it"}, {"step_intention": "Report it", "type": "skill", "executor": "summary", "text_content": "Report"}]</planned_step>"#;
         assert_eq!(loop_start(plan), None);
         assert_eq!(loop_start(&format!("done{}", " ".repeat(500))), None);
+        assert_eq!(loop_start(&format!("rule\n{}", "-".repeat(400))), None);
+        assert_eq!(loop_start(&format!("zeros: {}", "0, ".repeat(200))), None);
         assert_eq!(loop_start(""), None);
     }
 

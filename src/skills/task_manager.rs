@@ -68,7 +68,7 @@ pub(super) fn disagreement(reached: bool) -> &'static str {
 /// A judgement whose verdict and action still disagree after the re-asks closes the work:
 /// a verdict of "reached" is carried out (finish_stage on the stage decided, or finish_task
 /// with a summary composed from the stages' reports); an action that closes although the
-/// verdict says "not reached" stands as given. Asking a model that cannot make up its mind
+/// verdict says "not reached" stands, a task so closed ending failed. Asking a model that cannot make up its mind
 /// once more only stalled the task (seen on Qwen2.5 0.5B); what was closed is recorded, and
 /// the task's judgement or the operator sees it. `None` when the step judges nothing the
 /// runtime can close.
@@ -79,7 +79,13 @@ pub(super) fn carry_out_verdict(
     instruction: &TaskInstruction,
 ) -> Option<SkillOutcome> {
     let closing = if !reached {
-        instruction.clone()
+        // The work closes as the action says, but a task is not called a success its manager
+        // judged unreached.
+        let mut closing = instruction.clone();
+        if let TaskInstruction::FinishTask { outcome, .. } = &mut closing {
+            *outcome = TaskOutcome::Failed;
+        }
+        closing
     } else if let Some(stage) = stage_decided(agent, step) {
         TaskInstruction::FinishStage {
             task_id: step.task_id.clone(),

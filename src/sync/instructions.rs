@@ -170,12 +170,10 @@ impl SyncCore {
         if runs < STAGE_RUNS {
             return Ok(());
         }
-        Err(SyncError::Invalid(format!(
-            "a stage with this goal (\"{}\") has run {runs} times in this task, the most it \
-             may; accept what it gave (finish_stage, or finish_task if the task's goal is \
-             reached), or add a stage whose goal says what is still missing",
-            plan.stage_intention
-        )))
+        Err(SyncError::RunLimit {
+            goal: plan.stage_intention.clone(),
+            runs,
+        })
     }
 
     fn check_plan(&self, s: &StagePlan) -> Result<(), SyncError> {

@@ -40,8 +40,27 @@ pub enum SyncError {
         stage: StageId,
         state: ExecutionState,
     },
+    #[error(
+        "a stage with this goal (\"{goal}\") has run {runs} times in this task, the most it \
+         may; accept what it gave (finish_stage, or finish_task if the task's goal is \
+         reached), or add a stage whose goal says what is still missing"
+    )]
+    RunLimit { goal: String, runs: usize },
     #[error("{0}")]
     Invalid(String),
+}
+
+impl SyncError {
+    /// Whether giving the same action again cannot help (another goal, an ended stage or
+    /// task), as opposed to a slip the same action may mend (an agent id misspelt).
+    pub fn bars_the_action(&self) -> bool {
+        matches!(
+            self,
+            SyncError::RunLimit { .. }
+                | SyncError::StageNotRunning { .. }
+                | SyncError::TaskOver(..)
+        )
+    }
 }
 
 /// What applying an output changed: messages to route, and the changes to tasks and stages

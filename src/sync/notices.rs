@@ -116,8 +116,9 @@ fn reports_section(text: &str) -> Option<&str> {
     if !judges_task(text) {
         return None;
     }
-    let from = text.find(STAGES)? + STAGES.len();
-    let to = text[from..].rfind(JUDGE)? + from;
+    // Both searched from the end: a task intention may itself hold "Stages:".
+    let to = text.rfind(JUDGE)?;
+    let from = text[..to].rfind(STAGES)? + STAGES.len();
     Some(text[from..to].trim_end())
 }
 
