@@ -162,6 +162,17 @@ pub(crate) fn echoes(answer: &str, step: &StepState) -> bool {
     })
 }
 
+/// An answer whose first paragraph hands back the step's instruction before the real answer
+/// (a 1.5B reviewer began its summary with "Report the result of my goal in this stage: …"):
+/// what comes after that paragraph. Otherwise the whole answer.
+pub(crate) fn after_echoed_start<'a>(answer: &'a str, step: &StepState) -> &'a str {
+    let answer = answer.trim();
+    match answer.split_once("\n\n") {
+        Some((first, rest)) if !rest.trim().is_empty() && echoes(first, step) => rest.trim(),
+        _ => answer,
+    }
+}
+
 /// Characters an answer may add to its instruction and still count as handing it back.
 const ECHO_SLACK: usize = 40;
 

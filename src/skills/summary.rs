@@ -22,6 +22,7 @@ pub fn interpret(
         ));
     }
     let summary = parse::completion_summary(answer)?;
+    let summary = super::after_echoed_start(&summary, step).to_owned();
     // A small model may hand back its own instruction ("summarise what was achieved") as the
     // summary; the manager would then judge the stage on nothing (seen on Qwen2.5 1.5B, whose
     // manager planned the whole stage again).
@@ -209,5 +210,34 @@ mod tests {
         let mut other = echo.clone();
         other.stage_id = crate::ids::StageRef::Stage("s2".into());
         assert!(repair(&a, &other, "x").is_none());
+    }
+
+    #[test]
+    fn an_instruction_handed_back_before_the_summary_is_left_out() {
+        let mut a = agent(&[Skill::Summary]);
+        let step = running(&mut a, Skill::Summary, CLOSING);
+        let o = interpret(
+            &a,
+            &step,
+            &format!(
+                "<completion_summary>{CLOSING}\n\nI wrote the haiku: Rain on red maples.</completion_summary>"
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            o.completion.as_deref(),
+            Some("I wrote the haiku: Rain on red maples.")
+        );
+        // A first paragraph of its own stays.
+        let o = interpret(
+            &a,
+            &step,
+            "<completion_summary>The haiku is done.\n\nRain on red maples.</completion_summary>",
+        )
+        .unwrap();
+        assert_eq!(
+            o.completion.as_deref(),
+            Some("The haiku is done.\n\nRain on red maples.")
+        );
     }
 }
