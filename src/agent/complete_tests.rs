@@ -236,8 +236,9 @@ fn a_judgement_refused_twice_is_closed_by_the_runtime_and_the_refused_action_is_
     assert!(a.agent_step.next().is_none());
 }
 
-#[test]
-fn a_stage_judgement_that_fails_twice_finishes_the_stage() {
+/// The manager `m` of task `t` (base task `base`) running the step on the notice that stage
+/// "write it" of task `t` is complete.
+fn manager_judging_stage() -> (AgentState, StepId, crate::state::StageState) {
     let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
     a.skills = vec![Skill::TaskManager];
     a.base_task = Some("base".into());
@@ -249,6 +250,12 @@ fn a_stage_judgement_that_fails_twice_finishes_the_stage() {
     );
     crate::agent::receive_message(&mut a, &crate::sync::notices::stage_complete(&task, &stage));
     let id = a.start_next().unwrap().step_id;
+    (a, id, stage)
+}
+
+#[test]
+fn a_stage_judgement_that_fails_twice_finishes_the_stage() {
+    let (mut a, id, stage) = manager_judging_stage();
     // Answers without a task instruction, their re-asks spent.
     let unusable = || answer("I think the stage went fine.");
     let first = done(complete_step(&mut a, &id, unusable(), now(), false));
@@ -354,17 +361,7 @@ fn settle_step_for_test(a: &mut AgentState, id: &StepId) {
 
 #[test]
 fn a_stage_judged_reached_is_finished_when_the_action_kept_redoing_it() {
-    let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
-    a.skills = vec![Skill::TaskManager];
-    a.base_task = Some("base".into());
-    let task = crate::state::TaskState::new("t".into(), "n".into(), "i".into(), "m".into());
-    let stage = crate::state::StageState::new(
-        "t".into(),
-        "write it".into(),
-        [("w".into(), "write".into())].into(),
-    );
-    crate::agent::receive_message(&mut a, &crate::sync::notices::stage_complete(&task, &stage));
-    let id = a.start_next().unwrap().step_id;
+    let (mut a, id, stage) = manager_judging_stage();
     let retry = format!(
         r#"<goal_reached>true</goal_reached><task_instruction>{{"action": "retry_stage", "task_id": "t", "stage_id": "{}", "agent_allocation": {{"w": "again"}}}}</task_instruction>"#,
         stage.stage_id
