@@ -14,7 +14,7 @@ use crate::ids::{StageRef, StepId};
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{AnswerFormat, AnswerProgress, ChatModel, ChatRequest};
 use crate::mcp::McpClient;
-use crate::message::{ExecuteOutput, Message, TaskInstruction};
+use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
 use crate::skills::answer_schema::{self, RECEIVERS_LISTED, answer_schema};
@@ -76,6 +76,8 @@ pub struct AgentActor {
 
 #[path = "agent_cancel.rs"]
 mod cancel;
+#[path = "agent_close.rs"]
+mod close;
 #[path = "agent_control.rs"]
 mod control;
 #[path = "agent_gate.rs"]
@@ -457,35 +459,6 @@ impl AgentActor {
                             tracing::warn!(agent = %act.state.agent_id, step = %id, "SyncState is unreachable: {e}");
                         }
                     }
-                }),
-        );
-    }
-
-    /// The runtime's closing of work this manager could not act on twice (see
-    /// `agent::FollowUp`): handed to SyncState as the manager's instruction, with the agent's
-    /// changes so far (the step's result records it).
-    fn close_in_place(&mut self, closing: TaskInstruction, ctx: &mut Context<Self>) {
-        tracing::warn!(agent = %self.state.agent_id, action = closing.action(), "the manager's second try could not be carried out; the runtime closes the work in its place");
-        let output = ExecuteOutput {
-            agent_id: Some(self.state.agent_id.clone()),
-            task_instruction: Some(closing),
-            ..Default::default()
-        };
-        let held = self.hand_over();
-        ctx.spawn(
-            self.sync
-                .send(ApplyOutput {
-                    output,
-                    held,
-                    settle: None,
-                })
-                .into_actor(self)
-                .map(|res, act, ctx| {
-                    act.holding -= 1;
-                    if let Ok(Err(e)) = res {
-                        tracing::warn!(agent = %act.state.agent_id, "SyncState refused the runtime's closing: {e}");
-                    }
-                    act.try_run(ctx);
                 }),
         );
     }
