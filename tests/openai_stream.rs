@@ -181,6 +181,34 @@ async fn an_answer_that_loops_is_stopped_there_and_says_so() {
     );
 }
 
+#[tokio::test]
+async fn a_constrained_answer_that_loops_inside_a_string_is_closed_where_it_stopped() {
+    let stub = OpenAiStub::start().await;
+    // A 1.5B model's summary under a schema: the JSON opens, its string loops, and the model
+    // would write on to max_tokens. The answer is stopped at the loop and its JSON closed, so
+    // the step has its summary (the passage once) instead of a re-ask that loops again.
+    let mut pieces = vec!["{\"completion_summary\": \"Soft rain on the roof. "];
+    pieces.extend(std::iter::repeat_n("Gentle whispers falling softly. ", 30));
+    let events = pieces.len() + 1;
+    stub.push(StubResponse::streamed(&pieces, None).hanging_after(events));
+    let mut settings = settings(stub.base_url(), Duration::from_secs(600));
+    settings.structured_output = StructuredOutput::JsonSchema;
+    let model = OpenAiModel::new(settings).unwrap();
+    let mut asked = request(None);
+    asked.answer_format = Some(cohort::llm::AnswerFormat {
+        name: "summary".into(),
+        schema: serde_json::json!({"type": "object", "properties": {"completion_summary": {"type": "string"}}}),
+        note: "Answer as JSON.".into(),
+    });
+    let reply = model.chat(asked).await.unwrap();
+    assert_eq!(reply.cut, Some(cohort::llm::Cut::Repetition));
+    // The passage once, from where the repetition starts (". " before the first "Gentle").
+    assert_eq!(
+        reply.text,
+        "<completion_summary>Soft rain on the roof. Gentle whispers falling softly</completion_summary>"
+    );
+}
+
 /// A team on a streaming endpoint: while a step's answer is written, the monitor's live feed
 /// carries it as `writing` frames naming the step; the step then finishes with the whole text.
 #[actix::test]

@@ -2,9 +2,9 @@
 //! functions and rounds) and the reply made from what came back (tags, estimated usage).
 
 use super::OpenAiSettings;
-use crate::llm::structured::tagged_answer;
+use crate::llm::structured::{closed_object, tagged_answer};
 use crate::llm::tokens::TokenCounter;
-use crate::llm::{ChatReply, ChatRequest, ToolRound};
+use crate::llm::{ChatReply, ChatRequest, Cut, ToolRound};
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
@@ -125,16 +125,28 @@ fn round_messages(round: &ToolRound) -> Vec<ChatCompletionRequestMessage> {
     std::iter::once(asked).chain(answers).collect()
 }
 
-/// A constrained answer back in the tag format the skills read; a usage the endpoint did not
-/// report is counted with the model's tokenizer (or estimated), so spend is never shown as zero.
+/// A constrained answer back in the tag format the skills read (one stopped in a loop closed where
+/// it stopped, see `closed_object`); a usage the endpoint did not report is counted with the
+/// model's tokenizer (or estimated), so spend is never shown as zero.
 pub(super) fn finish_reply(
     mut reply: ChatReply,
     request: &ChatRequest,
     constrained: bool,
     tokens: TokenCounter,
 ) -> ChatReply {
-    if constrained && let Some(tagged) = tagged_answer(&reply.text) {
-        reply.text = tagged;
+    if constrained {
+        // An answer stopped in a loop is closed where it stopped: a small model that loops
+        // once inside a string would most often loop again when asked again.
+        let stopped = reply.cut == Some(Cut::Repetition);
+        let tagged = tagged_answer(&reply.text).or_else(|| {
+            stopped
+                .then(|| closed_object(&reply.text))
+                .flatten()
+                .and_then(|closed| tagged_answer(&closed))
+        });
+        if let Some(tagged) = tagged {
+            reply.text = tagged;
+        }
     }
     if reply.usage.prompt_tokens == 0 && reply.usage.completion_tokens == 0 {
         let estimate = |text: &str| tokens.count(text) as u64;
