@@ -1,6 +1,7 @@
 //! Lenient JSON: the almost-JSON models write (comments, trailing commas, Python literals, single
 //! or smart quotes, raw newlines in strings, prose around the value) → `serde_json::Value`.
 
+use super::json_scan::OutsideStrings;
 use super::tags::strip_fences;
 use serde_json::Value;
 
@@ -61,20 +62,8 @@ fn embedded_value(text: &str) -> Option<Value> {
 /// The byte index just after the bracket that closes the one at `start`, skipping `"` strings.
 fn balanced_end(text: &str, start: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, c) in text[start..].char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    for (i, c) in OutsideStrings::new(&text[start..]) {
         match c {
-            '"' => in_string = true,
             '{' | '[' => depth += 1,
             '}' | ']' => {
                 depth = depth.saturating_sub(1);

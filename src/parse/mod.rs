@@ -17,7 +17,9 @@ mod answers;
 mod fields;
 mod instructions;
 mod json;
+mod json_scan;
 mod messages;
+mod stopped;
 mod tags;
 
 pub use answers::{
@@ -30,6 +32,7 @@ pub use messages::{
     SendMessageAnswer, SendMessageDraft, StepRequest, process_message_digest, react_action,
     send_message,
 };
+pub use stopped::closed_object;
 pub use tags::extract_tag;
 
 /// The JSON inside an answer's `<tag>…</tag>`, if the tag is there (read as leniently as every

@@ -2,9 +2,10 @@
 //! functions and rounds) and the reply made from what came back (tags, estimated usage).
 
 use super::OpenAiSettings;
-use crate::llm::structured::{closed_object, tagged_answer};
+use crate::llm::structured::tagged_answer;
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatReply, ChatRequest, Cut, ToolRound};
+use crate::parse::closed_object;
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
@@ -126,7 +127,7 @@ fn round_messages(round: &ToolRound) -> Vec<ChatCompletionRequestMessage> {
 }
 
 /// A constrained answer back in the tag format the skills read (one stopped in a loop closed where
-/// it stopped, see `closed_object`); a usage the endpoint did not report is counted with the
+/// it stopped, see `parse::closed_object`); a usage the endpoint did not report is counted with the
 /// model's tokenizer (or estimated), so spend is never shown as zero.
 pub(super) fn finish_reply(
     mut reply: ChatReply,
