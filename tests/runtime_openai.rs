@@ -429,3 +429,45 @@ async fn a_prompt_refused_as_too_long_is_built_again_under_the_window_the_endpoi
     )
     .await;
 }
+
+/// `base_url_env` and `model_env` (the openai example's `COHORT_BASE_URL`/`COHORT_MODEL`) name
+/// the endpoint the team talks to, and the agents' states show that model, not the file's
+/// default (a team on a local Qwen showed `gpt-4o-mini` at api.openai.com).
+#[actix::test]
+async fn the_model_and_endpoint_set_by_env_variables_are_the_ones_called_and_shown() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::reply(
+        r#"<task_instruction>{"action": "add_task", "task_name": "Haiku", "task_intention": "write one"}</task_instruction>"#,
+    ));
+    let dir = std::env::temp_dir().join(format!("cohort-rt-openai-{}-env", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("team.yaml");
+    std::fs::write(
+        &f,
+        "llm: {provider: openai, base_url: 'https://api.openai.com/v1', base_url_env: TEST_URL, model: gpt-4o-mini, model_env: TEST_MODEL, max_retries: 0, structured_output: off}\n\
+         agents:\n  - {id: manager, role: manager, skills: [task_manager]}\n",
+    )
+    .unwrap();
+    let cfg = load_team(&f).unwrap();
+    let url = stub.base_url();
+    let vars = move |v: &str| match v {
+        "TEST_URL" => Some(url.clone()),
+        "TEST_MODEL" => Some("qwen2.5-coder-1.5b-instruct".to_owned()),
+        _ => None,
+    };
+    let team = start_team(&cfg, &host(&vars)).unwrap();
+    let agents = team.monitor.snapshot(StateKind::Agent);
+    let shown = &agents["manager"]["llm_config"];
+    assert_eq!(shown["model"], "qwen2.5-coder-1.5b-instruct", "{shown}");
+    assert_eq!(shown["base_url"], stub.base_url().as_str(), "{shown}");
+
+    team.submit_goal(None, "a haiku").await.unwrap();
+    wait_for_steps(&team.monitor, "the task_manager step to finish", |s| {
+        with(s, "task_manager", "finished") == 1
+    })
+    .await;
+    assert_eq!(
+        stub.requests()[0].model(),
+        Some("qwen2.5-coder-1.5b-instruct")
+    );
+}

@@ -275,7 +275,6 @@ impl<'a> ModelBuilder<'a> {
                 base_url,
                 model,
                 api_key_env,
-                base_url_env,
                 model_env,
                 temperature,
                 max_tokens,
@@ -287,14 +286,7 @@ impl<'a> ModelBuilder<'a> {
                 stream,
                 ..
             } => {
-                let base_url = base_url_env
-                    .as_deref()
-                    .and_then(env)
-                    .unwrap_or_else(|| base_url.clone());
-                let model = model_env
-                    .as_deref()
-                    .and_then(env)
-                    .unwrap_or_else(|| model.clone());
+                // `base_url_env` and `model_env` were read at start (`TeamConfig::with_env`).
                 if model.trim().is_empty() {
                     return Err(LlmError::MissingModel(
                         model_env.clone().unwrap_or_default(),
@@ -307,8 +299,8 @@ impl<'a> ModelBuilder<'a> {
                     None => None,
                 };
                 Arc::new(OpenAiModel::new(OpenAiSettings {
-                    base_url,
-                    model,
+                    base_url: base_url.clone(),
+                    model: model.clone(),
                     api_key,
                     temperature: *temperature,
                     max_tokens: *max_tokens,

@@ -147,6 +147,7 @@ fn start(
     monitor: Monitor,
     resumed: bool,
 ) -> Result<Team, SystemError> {
+    let cfg = &cfg.with_env(host.vars);
     let prompts = Arc::new(match &cfg.prompts_dir {
         Some(dir) => PromptSet::load(dir, cfg.language)?,
         None => PromptSet::builtin(cfg.language),

@@ -66,6 +66,29 @@ pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 
 impl LlmConfig {
+    /// The endpoint and model the team in fact talks to: `base_url` and `model` replaced by
+    /// what their `*_env` variables hold, where set (read once, when the team starts, so the
+    /// agents' states show the model that answers, not the file's default).
+    pub fn with_env(&self, env: &dyn Fn(&str) -> Option<String>) -> LlmConfig {
+        let mut llm = self.clone();
+        if let LlmConfig::OpenAi {
+            base_url,
+            model,
+            base_url_env,
+            model_env,
+            ..
+        } = &mut llm
+        {
+            if let Some(url) = base_url_env.as_deref().and_then(env) {
+                *base_url = url;
+            }
+            if let Some(name) = model_env.as_deref().and_then(env) {
+                *model = name;
+            }
+        }
+        llm
+    }
+
     /// What the model's tokens cost, when its config says.
     pub fn price(&self) -> Option<Price> {
         match self {

@@ -117,16 +117,17 @@ pub struct TeamConfig {
 }
 
 impl TeamConfig {
-    /// The LLM an agent runs on: its own config, or its template's for a hired agent.
-    pub fn llm_of(&self, agent: &AgentId, template: Option<&str>) -> Option<&LlmConfig> {
-        self.agents
-            .iter()
-            .find(|a| a.id == *agent)
-            .map(|a| &a.llm)
-            .or_else(|| {
-                let t = template?;
-                self.templates.iter().find(|x| x.name == t).map(|x| &x.llm)
-            })
+    /// The team with every agent's and template's LLM as its env variables set it
+    /// ([`LlmConfig::with_env`]).
+    pub fn with_env(&self, env: &dyn Fn(&str) -> Option<String>) -> TeamConfig {
+        let mut cfg = self.clone();
+        for a in &mut cfg.agents {
+            a.llm = a.llm.with_env(env);
+        }
+        for t in &mut cfg.templates {
+            t.llm = t.llm.with_env(env);
+        }
+        cfg
     }
 }
 
