@@ -9,6 +9,9 @@ use crate::message::{
 use crate::parse;
 use crate::state::{AgentState, Executor, ReplyTo, Skill, StepState};
 
+/// How a stage's plan step names the agent's goal in it (read back by `skills::goal_in_stage`).
+pub(crate) const GOAL_LINE: &str = "Your goal in this stage: ";
+
 /// What receiving a message changed besides the agent state itself.
 #[derive(Debug, Default)]
 pub struct Received {
@@ -214,7 +217,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             let text = format!(
                 "A new stage starts and you take part in it. Plan the steps that reach your goal.\n\n\
                  Task intention: {task_intention}\nStage id: {stage_id}\nStage intention: {stage_intention}\n\
-                 Your goal in this stage: {goal}\n\nAgents of this stage (id, role, goal):\n{team}"
+                 {GOAL_LINE}{goal}\n\nAgents of this stage (id, role, goal):\n{team}"
             );
             agent.open_goal(&task, &stage_id);
             let step = StepState::new(

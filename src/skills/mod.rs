@@ -20,7 +20,7 @@ pub use task_manager::closing;
 use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
 use crate::parse::{self, ParseError};
-use crate::state::{AgentState, Skill, StageAgentState, StepState};
+use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState};
 use serde_json::Value;
 
 /// What a skill made of an answer.
@@ -140,6 +140,13 @@ pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Optio
 /// does when it does not do the work (seen on Qwen2.5 1.5B, for summaries and for the
 /// think step that was to write the poem).
 pub(crate) fn echoes(answer: &str, step: &StepState) -> bool {
+    [&step.text_content, &step.step_intention]
+        .iter()
+        .any(|t| hands_back(answer, t))
+}
+
+/// Whether `answer` only hands back `asked` (see [`echoes`]).
+pub(crate) fn hands_back(answer: &str, asked: &str) -> bool {
     let plain = |s: &str| {
         s.split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
@@ -147,28 +154,43 @@ pub(crate) fn echoes(answer: &str, step: &StepState) -> bool {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let said = plain(answer);
-    if said.is_empty() {
-        return false;
-    }
-    [&step.text_content, &step.step_intention].iter().any(|t| {
-        let asked = plain(t);
-        // Copied from its start: most of the instruction, or all of it with a few words added.
-        // A short answer from a long instruction ("yes" to "answer yes or no") is fine, and so
-        // is a passage taken from further in (a plan may carry the draft its step is to give).
-        !asked.is_empty()
-            && ((asked.starts_with(&said) && 2 * said.len() >= asked.len())
-                || (said.starts_with(&asked) && said.len() < asked.len() + ECHO_SLACK))
-    })
+    let (said, asked) = (plain(answer), plain(asked));
+    // Copied from its start: most of the instruction, or all of it with a few words added.
+    // A short answer from a long instruction ("yes" to "answer yes or no") is fine, and so
+    // is a passage taken from further in (a plan may carry the draft its step is to give).
+    !said.is_empty()
+        && !asked.is_empty()
+        && ((asked.starts_with(&said) && 2 * said.len() >= asked.len())
+            || (said.starts_with(&asked) && said.len() < asked.len() + ECHO_SLACK))
 }
 
-/// An answer whose first paragraph hands back the step's instruction before the real answer
-/// (a 1.5B reviewer began its summary with "Report the result of my goal in this stage: …"):
-/// what comes after that paragraph. Otherwise the whole answer.
-pub(crate) fn after_echoed_start<'a>(answer: &'a str, step: &StepState) -> &'a str {
+/// The agent's goal in the stage of `step`, as the stage's plan step gave it (see
+/// `agent::GOAL_LINE`); `None` outside a stage or once that step is gone.
+pub(crate) fn goal_in_stage(agent: &AgentState, step: &StepState) -> Option<String> {
+    step.stage_id.stage()?;
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| s.task_id == step.task_id && s.stage_id == step.stage_id)
+        .filter(|s| s.executor == Executor::Skill(Skill::Planning))
+        .find_map(|s| {
+            s.text_content
+                .lines()
+                .find_map(|l| l.strip_prefix(crate::agent::GOAL_LINE))
+                .map(|g| g.trim().to_owned())
+        })
+        .filter(|g| !g.is_empty())
+}
+
+/// An answer whose first paragraph only hands something back (`handed_back`: the step's
+/// instruction, say) before the real answer (a 1.5B reviewer began its summary with "Report
+/// the result of my goal in this stage: …"): what comes after that paragraph. Otherwise the
+/// whole answer.
+pub(crate) fn after_echoed_start(answer: &str, handed_back: impl Fn(&str) -> bool) -> &str {
     let answer = answer.trim();
     match answer.split_once("\n\n") {
-        Some((first, rest)) if !rest.trim().is_empty() && echoes(first, step) => rest.trim(),
+        Some((first, rest)) if !rest.trim().is_empty() && handed_back(first) => rest.trim(),
         _ => answer,
     }
 }

@@ -37,6 +37,18 @@ pub fn interpret(
         ));
     }
     let mut note = None;
+    // A stage plan with no step that does the work, only checks of it (a 0.5B writer planned
+    // two reflections, and its summary then handed back its goal), gets one first: the goal
+    // itself, done by thinking.
+    if planner == Skill::Planning
+        && !accepted.iter().any(does_work)
+        && let Some(work) = work_step(agent, step)
+    {
+        accepted.insert(0, work);
+        note = Some(
+            "the plan had no step that does the work of the goal: a step doing it was put first",
+        );
+    }
     // A reflection that plans only steps this agent already ran here, or only more reflecting,
     // plans nothing new: a real 1.5B model re-planned "check the result" and "summarise my
     // work" (as quick_think) after every reflection, for ever, and another planned only
@@ -105,6 +117,40 @@ pub fn queue_plan(
     } else {
         agent.add_steps(steps);
     }
+}
+
+/// Whether a planned step does (part of) the work itself, rather than plan, check, read,
+/// ask about or report it.
+fn does_work(planned: &PlannedStep) -> bool {
+    match &planned.executor {
+        Executor::Tool(_) => true,
+        Executor::Skill(s) => !matches!(
+            s,
+            Skill::Planning
+                | Skill::Reflection
+                | Skill::Summary
+                | Skill::Decision
+                | Skill::ToolDecision
+                | Skill::ProcessMessage
+                | Skill::AskInfo
+        ),
+    }
+}
+
+/// The step that does the agent's goal in the stage of `step` by thinking, when it may think.
+fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedStep> {
+    let skill = [Skill::Think, Skill::QuickThink]
+        .into_iter()
+        .find(|s| agent.skills.contains(s))?;
+    let goal = super::goal_in_stage(agent, step)?;
+    Some(PlannedStep::new(
+        Executor::Skill(skill),
+        "Do my goal in this stage",
+        format!(
+            "Do my goal in this stage and write the result itself in full (the text, the \
+             answer, the poem), not a plan or a description of it: {goal}"
+        ),
+    ))
 }
 
 /// Whether `planned` repeats a step the agent finished in the same task and stage as `step`.
@@ -343,6 +389,39 @@ mod tests {
         let o = interpret(Skill::Decision, &mut a, &step, answer).unwrap();
         assert_eq!(todo_executors(&a), ["quick_think", "task_manager"]);
         assert!(o.result["rejected"].as_array().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_stage_plan_that_only_checks_gets_a_step_doing_the_goal_first() {
+        let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
+        let text = format!(
+            "A new stage starts.\n{}Write a haiku about autumn rain\n\nAgents of this stage",
+            crate::agent::GOAL_LINE
+        );
+        let step = running(&mut a, Skill::Planning, &text);
+        let only_checks = r#"<planned_step>[{"step_intention": "Check the result", "type": "skill", "executor": "reflection", "text_content": "check"}]</planned_step>"#;
+        let o = interpret(Skill::Planning, &mut a, &step, only_checks).unwrap();
+        assert!(
+            o.result["note"]
+                .as_str()
+                .unwrap()
+                .contains("no step that does the work")
+        );
+        let planned = &o.result["planned_step"];
+        assert_eq!(planned[0]["executor"], "think");
+        assert!(
+            planned[0]["text_content"]
+                .as_str()
+                .unwrap()
+                .ends_with(": Write a haiku about autumn rain")
+        );
+        assert_eq!(planned[1]["executor"], "reflection");
+        // A plan that does the work is left as it is.
+        let mut b = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
+        let step = running(&mut b, Skill::Planning, &text);
+        let o = interpret(Skill::Planning, &mut b, &step, PLAN).unwrap();
+        assert!(o.result.get("note").is_none());
+        assert_eq!(o.result["planned_step"].as_array().unwrap().len(), 2);
     }
 
     #[test]

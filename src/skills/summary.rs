@@ -22,24 +22,32 @@ pub fn interpret(
         ));
     }
     let summary = parse::completion_summary(answer)?;
-    let summary = super::after_echoed_start(&summary, step).to_owned();
-    // A small model may hand back its own instruction ("summarise what was achieved") as the
-    // summary; the manager would then judge the stage on nothing (seen on Qwen2.5 1.5B, whose
-    // manager planned the whole stage again).
-    if super::echoes(&summary, step) {
+    // A small model may hand back its own instruction ("summarise what was achieved") or its
+    // goal ("Write a haiku about autumn rain", Qwen2.5 0.5B) as the summary; the manager
+    // would then judge the stage on nothing (a 1.5B manager planned the whole stage again, a
+    // 0.5B one finished the task with the goal as its result).
+    let goal = super::goal_in_stage(agent, step);
+    let handed_back = |text: &str| {
+        super::echoes(text, step) || goal.as_deref().is_some_and(|g| super::hands_back(text, g))
+    };
+    let summary = super::after_echoed_start(&summary, handed_back).to_owned();
+    if handed_back(&summary) {
         // An echo is an obvious slip: repaired from the agent's own results at once, as asking
         // again rarely helps (the same model echoed the reworded instruction four times in a
         // row, minutes a try on a CPU). Only with nothing to report is it asked again.
-        return repair(agent, step, "the model handed back the step's instruction").ok_or_else(
-            || {
-                SkillError::Invalid(
-                    "the summary repeats this step's instruction: report what you did in the \
-                     stage and what came of it, with the result itself when it is short (a \
-                     poem, a number, a name)"
-                        .into(),
-                )
-            },
-        );
+        return repair(
+            agent,
+            step,
+            "the model handed back the step's instruction or its goal",
+        )
+        .ok_or_else(|| {
+            SkillError::Invalid(
+                "the summary repeats this step's instruction or your goal: report what you \
+                     did in the stage and what came of it, with the result itself when it is \
+                     short (a poem, a number, a name)"
+                    .into(),
+            )
+        });
     }
     Ok(finished(json!({ "summary": summary }), summary))
 }
@@ -156,6 +164,49 @@ mod tests {
     }
 
     #[test]
+    fn a_summary_that_hands_back_the_agents_goal_is_no_summary() {
+        let mut a = agent(&[Skill::Think, Skill::Planning, Skill::Summary]);
+        let goal = "Write a haiku about autumn rain";
+        let plan = running(
+            &mut a,
+            Skill::Planning,
+            &format!(
+                "A new stage starts.\n{}{goal}\n\nAgents of this stage",
+                crate::agent::GOAL_LINE
+            ),
+        );
+        finish(&mut a, &plan, json!({ "planned_step": [] }));
+        // Nothing done to report: asked again, saying why.
+        let step = running(&mut a, Skill::Summary, CLOSING);
+        let answer = format!("<completion_summary>{goal}.</completion_summary>");
+        let why = interpret(&a, &step, &answer).err().unwrap().to_string();
+        assert!(why.contains("or your goal"), "{why}");
+        // With a result: composed from it; a goal before the result is left out.
+        let think = running(&mut a, Skill::Think, "write it");
+        finish(&mut a, &think, json!({ "think": "Rain on red maples" }));
+        let o = interpret(&a, &step, &answer).unwrap();
+        assert!(o.completion.unwrap().ends_with("Rain on red maples"));
+        let o = interpret(
+            &a,
+            &step,
+            &format!("<completion_summary>{goal}\n\nRain on red maples, a cold wind.</completion_summary>"),
+        )
+        .unwrap();
+        assert_eq!(
+            o.completion.as_deref(),
+            Some("Rain on red maples, a cold wind.")
+        );
+        // A summary that says what was done in the goal's words is one.
+        let o = interpret(
+            &a,
+            &step,
+            "<completion_summary>Wrote a haiku about autumn rain: Rain on red maples.</completion_summary>",
+        )
+        .unwrap();
+        assert!(o.result.get("composed").is_none());
+    }
+
+    #[test]
     fn summary_outside_a_stage_or_without_the_tag_fails() {
         let mut a = agent(&[Skill::Summary]);
         let mut step = running(&mut a, Skill::Summary, "");
@@ -200,7 +251,7 @@ mod tests {
         assert_eq!(o.stage_state, StageAgentState::Finished);
         assert_eq!(
             o.result["composed"],
-            "the model handed back the step's instruction"
+            "the model handed back the step's instruction or its goal"
         );
         // Also when the answer stays unreadable after its re-asks.
         let err = SkillError::Invalid("no <completion_summary> tag".into());
