@@ -20,6 +20,10 @@ pub struct StepLimits {
     /// Structured questions (send_message `ask`) one agent may put to people in one stage
     /// (default 3); then it goes on with what it has.
     pub asks: usize,
+    /// Reflections one agent may run in one stage (default 4): the last one closes its part
+    /// with a summary whatever it plans (a 1.5B writer's reflections planned "write the fifth
+    /// line of the haiku", then the sixth, the seventh, ...).
+    pub reflections: usize,
 }
 
 impl Default for StepLimits {
@@ -30,6 +34,7 @@ impl Default for StepLimits {
             task_tokens: None,
             task_steps: None,
             asks: 3,
+            reflections: 4,
         }
     }
 }

@@ -74,6 +74,8 @@ pub struct RawStepLimits {
     pub task_steps: Option<u64>,
     #[serde(default)]
     pub asks: Option<usize>,
+    #[serde(default)]
+    pub reflections: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

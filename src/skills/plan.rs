@@ -58,7 +58,9 @@ pub fn interpret(
         && accepted.iter().all(|p| {
             p.executor == Executor::Skill(Skill::Reflection) || ran_before(agent, step, p)
         });
-    if planner == Skill::Reflection && (asked == 0 || nothing_new) {
+    let last_reflection = planner == Skill::Reflection
+        && reflections_before(agent, step) + 1 >= agent.step_limits.reflections;
+    if planner == Skill::Reflection && (asked == 0 || nothing_new || last_reflection) {
         // A reflection that plans nothing means nothing is left to correct: close the stage.
         accepted = vec![PlannedStep::new(
             Executor::Skill(Skill::Summary),
@@ -67,8 +69,10 @@ pub fn interpret(
         )];
         note = Some(if nothing_new {
             "the reflection planned only steps already run in this stage: a summary step was added instead"
-        } else {
+        } else if asked == 0 {
             "empty reflection: a summary step was added"
+        } else {
+            "the last reflection step_limits.reflections allows in this stage: a summary step was planned instead"
         });
     }
     let key = match planner {
@@ -151,6 +155,22 @@ fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedStep> {
              answer, the poem), not a plan or a description of it: {goal}"
         ),
     ))
+}
+
+/// How many reflections the agent ran in the task and stage of `step` before it.
+fn reflections_before(agent: &AgentState, step: &StepState) -> usize {
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| {
+            s.step_id != step.step_id
+                && s.task_id == step.task_id
+                && s.stage_id == step.stage_id
+                && s.executor == Executor::Skill(Skill::Reflection)
+                && s.execution_state.is_over()
+        })
+        .count()
 }
 
 /// Whether `planned` repeats a step the agent finished in the same task and stage as `step`.
@@ -422,6 +442,38 @@ mod tests {
         let o = interpret(Skill::Planning, &mut b, &step, PLAN).unwrap();
         assert!(o.result.get("note").is_none());
         assert_eq!(o.result["planned_step"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_last_reflection_a_stage_allows_plans_the_summary() {
+        let more = r#"<planned_step>[{"step_intention": "Write line 6", "type": "skill", "executor": "quick_think", "text_content": "line 6"}]</planned_step>"#;
+        // An agent that already reflected `before` times in the stage reflects once more.
+        let reflect_after = |before: usize| {
+            let mut a = agent(&[Skill::Reflection, Skill::QuickThink, Skill::Summary]);
+            a.step_limits.reflections = 3;
+            for _ in 0..before {
+                let r = running(&mut a, Skill::Reflection, "every planned step has run");
+                a.update_step(
+                    &r.step_id,
+                    crate::event::StepUpdate {
+                        execution_state: Some(StepExecutionState::Finished),
+                        ..Default::default()
+                    },
+                );
+            }
+            let r = running(&mut a, Skill::Reflection, "every planned step has run");
+            interpret(Skill::Reflection, &mut a, &r, more).unwrap()
+        };
+        let o = reflect_after(1);
+        assert_eq!(o.result["reflection_step"][0]["executor"], "quick_think");
+        let o = reflect_after(2);
+        assert_eq!(o.result["reflection_step"][0]["executor"], "summary");
+        assert!(
+            o.result["note"]
+                .as_str()
+                .unwrap()
+                .contains("step_limits.reflections")
+        );
     }
 
     #[test]
