@@ -48,16 +48,9 @@ pub fn stop_reason(agent: &AgentState, step: &StepState) -> Option<String> {
     let limits = &agent.step_limits;
     let done: Vec<&StepState> = agent
         .agent_step
-        .steps()
-        .iter()
-        .filter(|s| {
-            s.step_id != step.step_id
-                && s.task_id == step.task_id
-                && s.stage_id == step.stage_id
-                && s.execution_state.is_over()
-                // A native tool loop's calls belong to the one step that made them.
-                && !is_call_step(s)
-        })
+        .ended_beside(step)
+        // A native tool loop's calls belong to the one step that made them.
+        .filter(|s| !is_call_step(s))
         .collect();
     if done.len() >= limits.per_stage {
         return Some(format!(

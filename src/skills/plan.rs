@@ -161,15 +161,8 @@ fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedStep> {
 fn reflections_before(agent: &AgentState, step: &StepState) -> usize {
     agent
         .agent_step
-        .steps()
-        .iter()
-        .filter(|s| {
-            s.step_id != step.step_id
-                && s.task_id == step.task_id
-                && s.stage_id == step.stage_id
-                && s.executor == Executor::Skill(Skill::Reflection)
-                && s.execution_state.is_over()
-        })
+        .ended_beside(step)
+        .filter(|s| s.executor == Executor::Skill(Skill::Reflection))
         .count()
 }
 

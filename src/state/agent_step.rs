@@ -51,6 +51,17 @@ impl AgentStep {
         &self.step_list
     }
 
+    /// The other steps that ended (finished, failed or cancelled) in the task and stage of
+    /// `step`: what an agent has done in its part so far.
+    pub fn ended_beside<'a>(&'a self, step: &'a StepState) -> impl Iterator<Item = &'a StepState> {
+        self.step_list.iter().filter(|s| {
+            s.step_id != step.step_id
+                && s.task_id == step.task_id
+                && s.stage_id == step.stage_id
+                && s.execution_state.is_over()
+        })
+    }
+
     pub fn todo(&self) -> impl Iterator<Item = &StepId> {
         self.todo.iter()
     }
