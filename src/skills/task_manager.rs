@@ -3,11 +3,12 @@
 
 use super::{SkillError, SkillOutcome, working};
 use crate::agent::asks_to_act;
-use crate::ids::{StageId, TaskId};
+use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::parse;
 use crate::state::{AgentState, StepState};
 use serde_json::json;
+use std::collections::BTreeMap;
 
 /// The stage a step must decide on: a runtime notice about one stage of a task the agent
 /// manages (its agents all reported, or one is stuck). Such a stage stays open until it is
@@ -225,6 +226,21 @@ fn with_results(instruction: &mut TaskInstruction, notice: &str) {
     }
 }
 
+/// An agent of `allocation` whose goal is empty or only names it (a 0.5B manager allocated
+/// `{"writer": "writer"}`, and its writer worked to the goal "writer").
+fn goal_missing(allocation: &BTreeMap<AgentId, String>) -> Option<&AgentId> {
+    let plain = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+    };
+    allocation.iter().find_map(|(agent, goal)| {
+        let goal = plain(goal);
+        (goal.is_empty() || goal == plain(agent.as_str())).then_some(agent)
+    })
+}
+
 pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillError> {
     let Asked {
         check_stages,
@@ -268,6 +284,21 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         if task_name.trim().is_empty() {
             *task_name = task_intention.chars().take(48).collect();
         }
+    }
+    let allocations: Vec<&BTreeMap<AgentId, String>> = match &instruction {
+        TaskInstruction::AddStage { stages, .. } => {
+            stages.iter().map(|s| &s.agent_allocation).collect()
+        }
+        TaskInstruction::RetryStage {
+            agent_allocation, ..
+        } => vec![agent_allocation],
+        _ => Vec::new(),
+    };
+    if let Some(agent) = allocations.into_iter().find_map(goal_missing) {
+        return Err(SkillError::Invalid(format!(
+            "the allocation gives `{agent}` no goal, only its name: give each agent what it is \
+             to do in the stage, e.g. {{\"{agent}\": \"Write the haiku and give it in full\"}}"
+        )));
     }
     if let TaskInstruction::AddStage { stages, task_id } = &instruction {
         if stages.is_empty() {
@@ -325,6 +356,25 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn an_allocation_that_only_names_its_agent_gives_no_goal() {
+        let stage = |goal: &str| {
+            format!(
+                r#"<task_instruction>{{"action": "add_stage", "task_id": "t", "stages": [{{"stage_intention": "Write a haiku", "agent_allocation": {{"reviewer": "Review it", "writer": "{goal}"}}}}]}}</task_instruction>"#
+            )
+        };
+        for named in ["writer", " Writer.", ""] {
+            let why = interpret(&stage(named), Asked::default())
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(why.contains("gives `writer` no goal"), "{named:?}: {why}");
+        }
+        assert!(interpret(&stage("Write the haiku as the writer"), Asked::default()).is_ok());
+        let retry = r#"<task_instruction>{"action": "retry_stage", "task_id": "t", "stage_id": "s1", "agent_allocation": {"w": "w"}}</task_instruction>"#;
+        assert!(interpret(retry, Asked::default()).is_err());
     }
 
     #[test]
