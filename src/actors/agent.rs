@@ -2,7 +2,7 @@
 //! lock is empty and `todo` is not; the step's LLM call runs as a spawned future, so the
 //! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
 
-use super::sync_state::{ApplyOutput, SubmitMessages, SyncStateActor};
+use super::sync_state::{ApplyOutput, SyncStateActor};
 use crate::agent::history_summary::summary_due;
 use crate::agent::tool_loop::runs_natively;
 use crate::agent::{
@@ -76,8 +76,8 @@ pub struct AgentActor {
 
 #[path = "agent_cancel.rs"]
 mod cancel;
-#[path = "agent_close.rs"]
-mod close;
+#[path = "agent_commits.rs"]
+mod commits;
 #[path = "agent_control.rs"]
 mod control;
 #[path = "agent_gate.rs"]
@@ -459,23 +459,6 @@ impl AgentActor {
                             tracing::warn!(agent = %act.state.agent_id, step = %id, "SyncState is unreachable: {e}");
                         }
                     }
-                }),
-        );
-    }
-
-    /// Sends messages with the agent's changes so far, stored in one commit.
-    fn submit_with_changes(&mut self, messages: Vec<Message>, ctx: &mut Context<Self>) {
-        let held = self.hand_over();
-        ctx.spawn(
-            self.sync
-                .send(SubmitMessages { messages, held })
-                .into_actor(self)
-                .map(|res, act, ctx| {
-                    act.holding -= 1;
-                    if let Ok(Err(e)) = res {
-                        tracing::warn!(agent = %act.state.agent_id, "SyncState refused a message this agent sent: {e}");
-                    }
-                    act.try_run(ctx);
                 }),
         );
     }
