@@ -197,6 +197,17 @@ impl TaskInstruction {
             TaskInstruction::RetryStage { .. } => "retry_stage",
         }
     }
+
+    /// The task the instruction is about (for add_task, the one it creates).
+    pub fn task(&self) -> &TaskId {
+        match self {
+            TaskInstruction::AddTask { task_id, .. }
+            | TaskInstruction::AddStage { task_id, .. }
+            | TaskInstruction::FinishStage { task_id, .. }
+            | TaskInstruction::FinishTask { task_id, .. }
+            | TaskInstruction::RetryStage { task_id, .. } => task_id,
+        }
+    }
 }
 
 /// The agent_manager skill's instructions (`<agent_instruction>{"action": …}`, SPEC §6).
@@ -294,6 +305,8 @@ pub struct CompletionUpdate {
 pub struct ExecuteOutput {
     /// The agent whose step produced this (SyncState checks permissions against it).
     pub agent_id: Option<AgentId>,
+    /// The task of the step that produced this (`add_task` is given only in the base task).
+    pub task_id: Option<TaskId>,
     pub update_stage_agent_state: Option<StageAgentUpdate>,
     pub send_shared_info: Option<SharedInfoUpdate>,
     pub update_stage_agent_completion: Option<CompletionUpdate>,

@@ -16,6 +16,8 @@ impl AgentActor {
         tracing::warn!(agent = %self.state.agent_id, action = closing.action(), "the manager's second try could not be carried out; the runtime closes the work in its place");
         let output = ExecuteOutput {
             agent_id: Some(self.state.agent_id.clone()),
+            // The runtime closes the task the refused step was about (never an add_task).
+            task_id: Some(closing.task().clone()),
             task_instruction: Some(closing),
             ..Default::default()
         };

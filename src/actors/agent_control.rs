@@ -386,6 +386,7 @@ impl AgentActor {
             }
             let output = crate::message::ExecuteOutput {
                 agent_id: Some(act.state.agent_id.clone()),
+                task_id: act.state.agent_step.get(&d.step_id).map(|s| s.task_id.clone()),
                 task_instruction: Some(add),
                 ..Default::default()
             };

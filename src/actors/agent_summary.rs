@@ -53,6 +53,7 @@ impl AgentActor {
         self.state.add_tokens(usage);
         let output = ExecuteOutput {
             agent_id: Some(self.state.agent_id.clone()),
+            task_id: Some(step.task_id.clone()),
             token_usage: Some((step.task_id.clone(), usage)),
             ..Default::default()
         };

@@ -165,12 +165,14 @@ fn start(
             skills: a.skills.clone(),
             tools: a.tools.clone(),
             human: false,
+            operator: false,
             template: None,
         })
         .chain(cfg.humans.iter().map(|h| Member {
             name: h.name.clone(),
             profile: h.profile.clone(),
             human: true,
+            operator: h.access == crate::config::Access::Operator,
             ..Member::new(h.id.clone(), h.role.clone())
         }))
         .collect();
@@ -211,6 +213,7 @@ fn start(
                 skills: a.skills.clone(),
                 tools: a.tools.clone(),
                 human: false,
+                operator: false,
                 template: a.template.clone(),
             });
         }
@@ -225,6 +228,7 @@ fn start(
     }
     .with_catalog(catalog)
     .with_retention(cfg.retention)
+    .with_task_limits(cfg.task_limits)
     .with_budget(TaskBudget {
         tokens: cfg.step_limits.task_tokens,
         steps: cfg.step_limits.task_steps,

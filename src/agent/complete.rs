@@ -61,6 +61,7 @@ pub fn complete_step(
     };
     let mut output = ExecuteOutput {
         agent_id: Some(agent.agent_id.clone()),
+        task_id: Some(step.task_id.clone()),
         ..Default::default()
     };
     if let Ok(reply) = &reply {
@@ -235,6 +236,7 @@ pub(super) fn opening(
     let step = agent.agent_step.get(step_id).cloned()?;
     let output = ExecuteOutput {
         agent_id: Some(agent.agent_id.clone()),
+        task_id: Some(step.task_id.clone()),
         ..Default::default()
     };
     Some((step, output, agent.step_lock.ids().cloned().collect()))

@@ -4,7 +4,7 @@
 //! wait for a reply lasts (`waits:`). Each value out of its range is a problem naming its field.
 
 use super::agent::Findings;
-use super::raw::{RawFeeds, RawRetention, RawStepLimits, RawWaits};
+use super::raw::{RawFeeds, RawRetention, RawStepLimits, RawTaskLimits, RawWaits};
 use crate::agent::StepLimits;
 use crate::state::WaitPatience;
 use std::fmt::Display;
@@ -24,6 +24,85 @@ pub struct Retention {
     /// The longest text a step keeps (an intention, a result, a tool's arguments), in
     /// characters; longer text is cut in the middle, the cut said (default 65,536).
     pub step_chars: usize,
+    /// What the team keeps in memory of its work, in bytes (`memory_mib`, default 256 MiB):
+    /// the budget every byte cap below is a share of (see [`MemoryBudget`]).
+    pub memory: MemoryBudget,
+}
+
+/// The one memory budget of a team, in bytes, and the share of it each kind of data that grows
+/// with use may hold. Count caps alone (1,000 messages a pool) bound nothing when one message
+/// may be 64 KB: every collection that grows with what people and models write is held to
+/// bytes as well, and all of them together to the budget. What leaves memory stays in the
+/// store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryBudget {
+    pub bytes: usize,
+}
+
+impl MemoryBudget {
+    /// The default budget: 256 MiB of live state.
+    pub const DEFAULT_MIB: usize = 256;
+    /// The smallest budget accepted, in MiB: below it a pool holds less than one long message.
+    pub const MIN_MIB: usize = 16;
+
+    pub fn mib(mib: usize) -> Self {
+        MemoryBudget { bytes: mib << 20 }
+    }
+
+    /// The most one task's shared pools (conversation and info, together) hold: 1/64.
+    pub fn task_pools(&self) -> usize {
+        self.bytes / 64
+    }
+
+    /// The most every task's pools hold in all: half. Past it, finished tasks leave memory
+    /// before their count says so, and a person's new message waits (503) while open work
+    /// alone is over it.
+    pub fn all_pools(&self) -> usize {
+        self.bytes / 2
+    }
+
+    /// The most readers keep of steps that left their agent (history), over all tasks: 1/8.
+    pub fn retired_steps(&self) -> usize {
+        self.bytes / 8
+    }
+
+    /// The most one of a person's private conversations holds: 1/128.
+    pub fn private_chat(&self) -> usize {
+        self.bytes / 128
+    }
+}
+
+impl Default for MemoryBudget {
+    fn default() -> Self {
+        MemoryBudget::mib(Self::DEFAULT_MIB)
+    }
+}
+
+/// How much work the team's models may open, whatever they answer (`task_limits:` in the team
+/// file). A model that answers every notice with another action would otherwise open work
+/// without end; these are counted and refused by SyncState, not asked of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskLimits {
+    /// Tasks open at once in the team (default 32).
+    pub open_tasks: usize,
+    /// Tasks a manager may open for one message of a person (default 8).
+    pub tasks_per_goal: usize,
+    /// Stages one task may have in all, added or retried (default 24).
+    pub stages_per_task: usize,
+    /// Messages agents may send in the base task after a person last wrote there (default
+    /// 64): two managers answering each other there would never stop.
+    pub base_messages_per_goal: usize,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            open_tasks: 32,
+            tasks_per_goal: 8,
+            stages_per_task: 24,
+            base_messages_per_goal: 64,
+        }
+    }
 }
 
 /// The websocket monitor feeds of `cohort serve` (`feeds:` in the team file).
@@ -59,6 +138,7 @@ impl Default for Retention {
             shared_pool_entries: crate::sync::SHARED_POOL_KEPT,
             message_chars: 16 * 1024,
             step_chars: crate::state::DEFAULT_STEP_CHARS,
+            memory: MemoryBudget::default(),
         }
     }
 }
@@ -112,6 +192,39 @@ pub(super) fn retention(r: RawRetention, file: &Path, out: &mut Findings) -> Ret
         ),
         message_chars: pick(r.message_chars, "message_chars", d.message_chars),
         step_chars: pick(r.step_chars, "step_chars", d.step_chars),
+        memory: MemoryBudget::mib(bounded(
+            out,
+            file,
+            "retention.memory_mib",
+            r.memory_mib,
+            (MemoryBudget::MIN_MIB, None),
+            MemoryBudget::DEFAULT_MIB,
+        )),
+    }
+}
+
+/// The limits on work models may open; a zero would refuse all work, so it is refused.
+pub(super) fn task_limits(r: RawTaskLimits, file: &Path, out: &mut Findings) -> TaskLimits {
+    let d = TaskLimits::default();
+    let mut pick = |v: Option<usize>, field: &str, default: usize| {
+        bounded(
+            out,
+            file,
+            &format!("task_limits.{field}"),
+            v,
+            (1, None),
+            default,
+        )
+    };
+    TaskLimits {
+        open_tasks: pick(r.open_tasks, "open_tasks", d.open_tasks),
+        tasks_per_goal: pick(r.tasks_per_goal, "tasks_per_goal", d.tasks_per_goal),
+        stages_per_task: pick(r.stages_per_task, "stages_per_task", d.stages_per_task),
+        base_messages_per_goal: pick(
+            r.base_messages_per_goal,
+            "base_messages_per_goal",
+            d.base_messages_per_goal,
+        ),
     }
 }
 

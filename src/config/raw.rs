@@ -50,6 +50,22 @@ pub struct RawTeam {
     /// How long a wait for a reply lasts (see `state::WaitPatience`).
     #[serde(default)]
     pub waits: Option<RawWaits>,
+    /// How much work models may open (see `TaskLimits`).
+    #[serde(default)]
+    pub task_limits: Option<RawTaskLimits>,
+}
+
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawTaskLimits {
+    #[serde(default)]
+    pub open_tasks: Option<usize>,
+    #[serde(default)]
+    pub tasks_per_goal: Option<usize>,
+    #[serde(default)]
+    pub stages_per_task: Option<usize>,
+    #[serde(default)]
+    pub base_messages_per_goal: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]
@@ -89,6 +105,8 @@ pub struct RawRetention {
     pub message_chars: Option<usize>,
     #[serde(default)]
     pub step_chars: Option<usize>,
+    #[serde(default)]
+    pub memory_mib: Option<usize>,
 }
 
 /// `feeds:`, the websocket monitor feeds `cohort serve` gives the console.

@@ -94,6 +94,7 @@ impl SyncCore {
                     skills: t.skills.clone(),
                     tools: t.tools.clone(),
                     human: false,
+                    operator: false,
                     template: Some(t.name.clone()),
                 };
                 self.enrol(member.clone());
@@ -176,9 +177,11 @@ mod tests {
         }
     }
 
-    fn task_out(by: &str, i: TaskInstruction) -> ExecuteOutput {
+    /// `by`'s step in the base task (where add_task is given), giving `i`.
+    fn task_out(c: &SyncCore, by: &str, i: TaskInstruction) -> ExecuteOutput {
         ExecuteOutput {
             agent_id: Some(by.into()),
+            task_id: Some(c.base_task().clone()),
             task_instruction: Some(i),
             ..Default::default()
         }
@@ -212,7 +215,7 @@ mod tests {
             task_name: "n".into(),
             task_intention: "i".into(),
         };
-        assert!(c.apply(&task_out("m", add), "now").refused.is_none());
+        assert!(c.apply(&task_out(&c, "m", add), "now").refused.is_none());
         let stage = TaskInstruction::AddStage {
             task_id: t.clone(),
             stages: vec![StagePlan {
@@ -220,7 +223,7 @@ mod tests {
                 agent_allocation: [(AgentId::from("ana"), "analyse it".to_owned())].into(),
             }],
         };
-        let a = c.apply(&task_out("m", stage), "now");
+        let a = c.apply(&task_out(&c, "m", stage), "now");
         assert!(a.refused.is_none(), "{:?}", a.refused);
         assert!(c.task(&t).unwrap().task_group.contains(&"ana".into()));
         assert!(
@@ -295,7 +298,7 @@ mod tests {
             task_name: "n".into(),
             task_intention: "i".into(),
         };
-        c.apply(&task_out("m", add), "now");
+        c.apply(&task_out(&c, "m", add), "now");
         let join = |task: &str, agent: &str| AgentInstruction::AddTaskParticipant {
             task_id: task.into(),
             agent_id: agent.into(),
@@ -332,7 +335,7 @@ mod tests {
             task_summary: String::new(),
             outcome: Default::default(),
         };
-        c.apply(&task_out("m", done), "now");
+        c.apply(&task_out(&c, "m", done), "now");
         let why = c
             .apply(&agent_out("m", join("t", "a")), "now")
             .refused

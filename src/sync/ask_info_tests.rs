@@ -63,6 +63,8 @@ fn setup() -> (SyncCore, TaskId, Vec<StageId>) {
         let a = c.apply(
             &ExecuteOutput {
                 agent_id: Some("m".into()),
+                // Given in the base task, where add_task comes from.
+                task_id: Some(c.base_task().clone()),
                 task_instruction: Some(i),
                 ..Default::default()
             },

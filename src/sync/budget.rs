@@ -98,7 +98,8 @@ mod tests {
             task_name: "n".into(),
             task_intention: "i".into(),
         };
-        c.apply(&crate::sync::tests::by("m", add), "now");
+        crate::sync::tests::TryApply::try_apply(&mut c, &crate::sync::tests::by("m", add), "now")
+            .unwrap();
         let mut out = step_of(&t, 500);
         out.agent_id = Some("m".into());
         out.task_instruction = Some(TaskInstruction::FinishTask {
@@ -125,7 +126,8 @@ mod tests {
             steps: None,
         });
         let t = TaskId::random();
-        c.apply(
+        crate::sync::tests::TryApply::try_apply(
+            &mut c,
             &crate::sync::tests::by(
                 "m",
                 TaskInstruction::AddTask {
@@ -135,7 +137,8 @@ mod tests {
                 },
             ),
             "now",
-        );
+        )
+        .unwrap();
         c.apply(&step_of(&t, 200), "now");
         assert_eq!(c.task(&t).unwrap().execution_state, ExecutionState::Init);
         let applied = c.apply(&step_of(&t, 100), "now");

@@ -203,6 +203,7 @@ impl SyncCore {
                 task_intention,
             } => {
                 let task = TaskState::new(task_id, task_name, task_intention, agent.clone());
+                self.count_opened(agent);
                 applied
                     .messages
                     .push(notices::task_created(&task, &self.roster));

@@ -9,6 +9,7 @@ mod control;
 mod retention;
 pub use budget::TaskBudget;
 mod instructions;
+pub mod limits;
 pub mod notices;
 
 use crate::config::AgentTemplate;
@@ -46,6 +47,35 @@ pub enum SyncError {
          reached), or add a stage whose goal says what is still missing"
     )]
     RunLimit { goal: String, runs: usize },
+    #[error(
+        "add_task is given only in the base task, where a person's goals arrive; this step works \
+         in task `{0}`: add a stage to it (add_stage), or finish it (finish_task)"
+    )]
+    AddTaskOutsideBase(TaskId),
+    #[error(
+        "{open} tasks are open, the most this team allows (task_limits.open_tasks is {max}); \
+         finish or cancel one first"
+    )]
+    OpenTasks { open: usize, max: usize },
+    #[error(
+        "{opened} tasks were opened for this goal already, the most allowed \
+         (task_limits.tasks_per_goal is {max}); work on them, or wait for the next goal"
+    )]
+    TasksPerGoal { opened: usize, max: usize },
+    #[error(
+        "task `{task}` has {stages} stages; with these it would pass the most a task may have \
+         (task_limits.stages_per_task is {max}): finish the running stage or the task"
+    )]
+    StagesPerTask {
+        task: TaskId,
+        stages: usize,
+        max: usize,
+    },
+    #[error(
+        "agents sent {sent} messages in the base task since a person last wrote there, the most \
+         allowed (task_limits.base_messages_per_goal is {max}); wait for a person"
+    )]
+    BaseMessages { sent: usize, max: usize },
     #[error("{0}")]
     Invalid(String),
 }
@@ -59,7 +89,7 @@ impl SyncError {
             SyncError::RunLimit { .. }
                 | SyncError::StageNotRunning { .. }
                 | SyncError::TaskOver(..)
-        )
+        ) || self.limit().is_some()
     }
 }
 
@@ -89,6 +119,9 @@ pub struct Member {
     pub skills: Vec<Skill>,
     pub tools: Vec<String>,
     pub human: bool,
+    /// A person who sees and controls the whole team (`access: operator`): told when
+    /// SyncState refuses work for a limit.
+    pub operator: bool,
     /// The template a manager created it from, if any.
     pub template: Option<String>,
 }
@@ -104,6 +137,7 @@ impl Member {
             skills: Vec::new(),
             tools: Vec::new(),
             human: false,
+            operator: false,
             template: None,
         }
     }
@@ -174,20 +208,25 @@ pub struct SyncCore {
     budget: budget::TaskBudget,
     /// Steps each open task has run in this process (counted from a restart on).
     steps_run: HashMap<TaskId, u64>,
+    /// How much work models may open, and what was opened since a person last wrote.
+    task_limits: crate::config::TaskLimits,
+    work: limits::WorkCount,
 }
 
 /// Default of how many shared-info lines and conversation entries a task keeps in memory.
 pub const SHARED_POOL_KEPT: usize = 1_000;
 
 impl SyncCore {
-    /// Whether `agent` may give `instruction` now (as from one of its steps), without
-    /// applying it: a person's confirmation of a manager's stages is checked before it counts.
+    /// Whether `agent` may give `instruction` now (as from one of its steps in the task it is
+    /// about), without applying it: a person's confirmation of a manager's stages is checked
+    /// before it counts.
     pub fn check_task_instruction(
         &self,
         agent: &AgentId,
         instruction: &crate::message::TaskInstruction,
     ) -> Result<(), SyncError> {
-        self.check_instruction(agent, instruction)
+        self.within_limits(agent, Some(instruction.task()), instruction)
+            .and_then(|()| self.check_instruction(agent, instruction))
     }
 
     /// Creates the base task, run by the first manager, with every manager and every human
@@ -255,6 +294,8 @@ impl SyncCore {
             welcomed: Vec::new(),
             budget: budget::TaskBudget::default(),
             steps_run: HashMap::new(),
+            task_limits: crate::config::TaskLimits::default(),
+            work: limits::WorkCount::default(),
         }
     }
 
@@ -359,11 +400,15 @@ impl SyncCore {
         let refused = out
             .send_message
             .as_ref()
-            .map_or(Ok(()), |m| self.check_message(m))
+            .map_or(Ok(()), |m| {
+                self.check_message(m)
+                    .and_then(|()| self.message_within_limits(m))
+            })
             .and_then(|()| {
-                out.task_instruction
-                    .as_ref()
-                    .map_or(Ok(()), |i| self.check_instruction(&agent, i))
+                out.task_instruction.as_ref().map_or(Ok(()), |i| {
+                    self.within_limits(&agent, out.task_id.as_ref(), i)
+                        .and_then(|()| self.check_instruction(&agent, i))
+                })
             })
             .and_then(|()| {
                 out.agent_instruction
@@ -432,6 +477,9 @@ impl SyncCore {
         // after it, and nothing the step asked can reopen a stopped task.
         if let Some(info) = &out.send_shared_info {
             self.hold_to_budget(&info.task_id, &mut applied);
+        }
+        if let Some(why) = &refused {
+            self.tell_operators(&agent, why, &mut applied);
         }
         applied.refused = refused;
         applied
@@ -555,6 +603,7 @@ impl SyncCore {
     /// conversation pool. Returns the number (receivers acknowledge it) and the changes.
     pub fn record_sent(&mut self, m: std::sync::Arc<Message>, now: &str) -> (u64, Vec<Change>) {
         let mut applied = Applied::default();
+        self.count_routed(&m);
         self.last_message_no += 1;
         let no = self.last_message_no;
         let task = m.task_id.clone();

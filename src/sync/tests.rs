@@ -12,7 +12,17 @@ pub(super) trait TryApply {
 
 impl TryApply for SyncCore {
     fn try_apply(&mut self, out: &ExecuteOutput, now: &str) -> Result<Applied, SyncError> {
-        let mut a = self.apply(out, now);
+        // A test's step is in the base task unless it says otherwise.
+        let mut a = match out.task_id {
+            None => self.apply(
+                &ExecuteOutput {
+                    task_id: Some(self.base_task().clone()),
+                    ..out.clone()
+                },
+                now,
+            ),
+            Some(_) => self.apply(out, now),
+        };
         match a.refused.take() {
             Some(e) => Err(e),
             None => Ok(a),
@@ -28,11 +38,21 @@ pub(super) fn core() -> SyncCore {
     SyncCore::new(roster, &["m".into()], &[])
 }
 
+/// `agent`'s step giving `i`, in no task: [`TryApply`] puts an add_task's step in the base task
+/// (where a manager gives it), or use [`by_in`].
 pub(super) fn by(agent: &str, i: TaskInstruction) -> ExecuteOutput {
     ExecuteOutput {
         agent_id: Some(agent.into()),
         task_instruction: Some(i),
         ..Default::default()
+    }
+}
+
+/// `agent`'s step in task `task`, giving `i`.
+pub(super) fn by_in(task: &TaskId, agent: &str, i: TaskInstruction) -> ExecuteOutput {
+    ExecuteOutput {
+        task_id: Some(task.clone()),
+        ..by(agent, i)
     }
 }
 

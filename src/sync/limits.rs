@@ -1,0 +1,374 @@
+//! How much work the team's models may open (`task_limits:`), counted and enforced by SyncState
+//! whatever a model answers: `add_task` only from the base task, a cap on open tasks, on tasks
+//! a manager opens for one message of a person, on a task's stages, and on the messages agents
+//! send each other in the base task between two messages of a person. A prompt or a JSON schema
+//! only asks; a model that ignores them (tag answers, an endpoint without structured output)
+//! once opened six thousand tasks in fifteen seconds from one goal.
+//!
+//! Each refusal fails the step that asked (its reason recorded and streamed, the manager's
+//! second try told), and the team's operators get one notice per limit until a person writes
+//! in the base task again.
+
+use super::{Applied, SyncCore, SyncError};
+use crate::config::TaskLimits;
+use crate::ids::{AgentId, StageRef, TaskId};
+use crate::message::{Message, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction};
+use std::collections::{BTreeSet, HashMap};
+
+/// Which limit a refusal hit (operators are told once per kind and goal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LimitKind {
+    AddTaskOutsideBase,
+    OpenTasks,
+    TasksPerGoal,
+    StagesPerTask,
+    BaseMessages,
+}
+
+/// What SyncState counts against [`TaskLimits`] since a person last wrote in the base task.
+#[derive(Debug, Default)]
+pub(super) struct WorkCount {
+    /// Tasks each manager opened since a person last wrote to it in the base task.
+    opened: HashMap<AgentId, usize>,
+    /// Messages agents sent in the base task since a person last wrote there.
+    base_messages: usize,
+    /// Limits the operators were told of since then.
+    told: BTreeSet<LimitKind>,
+}
+
+impl SyncError {
+    /// The limit this refusal is, if it is one of [`TaskLimits`].
+    pub fn limit(&self) -> Option<LimitKind> {
+        Some(match self {
+            SyncError::AddTaskOutsideBase(_) => LimitKind::AddTaskOutsideBase,
+            SyncError::OpenTasks { .. } => LimitKind::OpenTasks,
+            SyncError::TasksPerGoal { .. } => LimitKind::TasksPerGoal,
+            SyncError::StagesPerTask { .. } => LimitKind::StagesPerTask,
+            SyncError::BaseMessages { .. } => LimitKind::BaseMessages,
+            _ => return None,
+        })
+    }
+}
+
+impl SyncCore {
+    /// Holds the models' work to `limits`.
+    pub fn with_task_limits(mut self, limits: TaskLimits) -> Self {
+        self.task_limits = limits;
+        self
+    }
+
+    /// Whether `agent`'s step in task `from` may give `i` within the limits (checked before
+    /// the instruction's own rules).
+    pub(super) fn within_limits(
+        &self,
+        agent: &AgentId,
+        from: Option<&TaskId>,
+        i: &TaskInstruction,
+    ) -> Result<(), SyncError> {
+        let limits = &self.task_limits;
+        match i {
+            TaskInstruction::AddTask { .. } => {
+                if from != Some(&self.base_task) {
+                    let from = from.cloned().unwrap_or_else(|| TaskId::from("(none)"));
+                    return Err(SyncError::AddTaskOutsideBase(from));
+                }
+                let open = self
+                    .tasks
+                    .values()
+                    .filter(|t| t.task_id != self.base_task && !t.execution_state.is_over())
+                    .count();
+                if open >= limits.open_tasks {
+                    return Err(SyncError::OpenTasks {
+                        open,
+                        max: limits.open_tasks,
+                    });
+                }
+                let opened = self.work.opened.get(agent).copied().unwrap_or(0);
+                if opened >= limits.tasks_per_goal {
+                    return Err(SyncError::TasksPerGoal {
+                        opened,
+                        max: limits.tasks_per_goal,
+                    });
+                }
+                Ok(())
+            }
+            TaskInstruction::AddStage { task_id, stages } => {
+                self.room_for_stages(task_id, stages.len())
+            }
+            TaskInstruction::RetryStage { task_id, .. } => self.room_for_stages(task_id, 1),
+            _ => Ok(()),
+        }
+    }
+
+    fn room_for_stages(&self, task: &TaskId, more: usize) -> Result<(), SyncError> {
+        let Some(t) = self.tasks.get(task) else {
+            return Ok(());
+        };
+        let stages = t.stage_list.len();
+        let max = self.task_limits.stages_per_task;
+        if stages + more > max {
+            return Err(SyncError::StagesPerTask {
+                task: task.clone(),
+                stages,
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether an agent may send `m` now: in the base task, agents' messages between two of a
+    /// person's are capped (the runtime's own notices are not counted).
+    pub(super) fn message_within_limits(&self, m: &Message) -> Result<(), SyncError> {
+        if m.task_id != self.base_task || self.spoken_by_runtime_or_person(&m.sender_id) {
+            return Ok(());
+        }
+        let max = self.task_limits.base_messages_per_goal;
+        if self.work.base_messages >= max {
+            return Err(SyncError::BaseMessages {
+                sent: self.work.base_messages,
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    fn spoken_by_runtime_or_person(&self, sender: &AgentId) -> bool {
+        [TASK_STATE_SENDER, SYNC_STATE_SENDER].contains(&sender.as_str())
+            || self.member(sender).is_some_and(|m| m.human)
+    }
+
+    /// Counts a routed message against the limits: a person's message in the base task opens
+    /// a new allowance for its receivers (and ends the base task's count of agents' messages).
+    pub(super) fn count_routed(&mut self, m: &Message) {
+        if m.task_id != self.base_task {
+            return;
+        }
+        if self.member(&m.sender_id).is_some_and(|s| s.human) {
+            for r in &m.receiver {
+                self.work.opened.remove(r);
+            }
+            self.work.base_messages = 0;
+            self.work.told.clear();
+        } else if !self.spoken_by_runtime_or_person(&m.sender_id) {
+            self.work.base_messages += 1;
+        }
+    }
+
+    /// Counts a task `manager` opened.
+    pub(super) fn count_opened(&mut self, manager: &AgentId) {
+        *self.work.opened.entry(manager.clone()).or_default() += 1;
+    }
+
+    /// A refusal for a limit: the team's operators are told, once per limit until a person
+    /// writes in the base task again.
+    pub(super) fn tell_operators(&mut self, agent: &AgentId, why: &SyncError, out: &mut Applied) {
+        let Some(kind) = why.limit() else {
+            return;
+        };
+        if !self.work.told.insert(kind) {
+            return;
+        }
+        let operators: Vec<AgentId> = self
+            .roster
+            .iter()
+            .filter(|m| m.operator)
+            .map(|m| m.id.clone())
+            .collect();
+        if operators.is_empty() {
+            return;
+        }
+        out.messages.push(Message::notice(
+            self.base_task.clone(),
+            AgentId::from(SYNC_STATE_SENDER),
+            operators,
+            StageRef::NoRelative,
+            format!("[SyncState] Refused a step of `{agent}`: {why}"),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{TryApply, by_in, core};
+    use super::*;
+    use crate::message::{ExecuteOutput, StagePlan};
+
+    fn add_task() -> TaskInstruction {
+        TaskInstruction::AddTask {
+            task_id: TaskId::random(),
+            task_name: "n".into(),
+            task_intention: "i".into(),
+        }
+    }
+
+    fn limited(limits: TaskLimits) -> SyncCore {
+        let mut roster: Vec<_> = ["m", "a"]
+            .iter()
+            .map(|id| super::super::Member::new(*id, "r"))
+            .collect();
+        roster.push(super::super::Member {
+            human: true,
+            operator: true,
+            ..super::super::Member::new("op", "operator")
+        });
+        SyncCore::new(roster, &["m".into()], &["op".into()]).with_task_limits(limits)
+    }
+
+    fn goal(c: &mut SyncCore) {
+        let m = Message::notice(
+            c.base_task().clone(),
+            "op".into(),
+            vec!["m".into()],
+            StageRef::NoRelative,
+            "a goal".into(),
+        );
+        let a = c.submit(m).unwrap();
+        for m in a.messages {
+            c.record_sent(m.into(), "now");
+        }
+    }
+
+    #[test]
+    fn add_task_is_refused_outside_the_base_task_whatever_the_answer() {
+        let mut c = core();
+        let base = c.base_task().clone();
+        let a = c.try_apply(&by_in(&base, "m", add_task()), "now").unwrap();
+        let task = a.changes.iter().find_map(|ch| match ch {
+            crate::event::Change::Task(crate::event::TaskChange::Created { task }) => {
+                Some(task.task_id.clone())
+            }
+            _ => None,
+        });
+        let task = task.unwrap();
+        // The manager answers the "task created" notice (a step in the new task) with another
+        // add_task: refused, and it bars the action from a second try.
+        let e = c
+            .try_apply(&by_in(&task, "m", add_task()), "now")
+            .unwrap_err();
+        assert!(
+            matches!(e, SyncError::AddTaskOutsideBase(ref t) if *t == task),
+            "{e}"
+        );
+        assert!(e.bars_the_action());
+        let no_task = ExecuteOutput {
+            task_id: None,
+            ..by_in(&base, "m", add_task())
+        };
+        assert!(
+            c.apply(&no_task, "now").refused.is_some(),
+            "a step must say its task"
+        );
+    }
+
+    #[test]
+    fn tasks_per_goal_and_open_tasks_are_capped_and_a_persons_message_opens_a_new_allowance() {
+        let mut c = limited(TaskLimits {
+            tasks_per_goal: 2,
+            open_tasks: 3,
+            ..TaskLimits::default()
+        });
+        let base = c.base_task().clone();
+        goal(&mut c);
+        for _ in 0..2 {
+            c.try_apply(&by_in(&base, "m", add_task()), "now").unwrap();
+        }
+        let mut a = c.apply(&by_in(&base, "m", add_task()), "now");
+        let e = a.refused.take().unwrap();
+        assert!(
+            matches!(e, SyncError::TasksPerGoal { opened: 2, max: 2 }),
+            "{e}"
+        );
+        // The operator is told once.
+        assert_eq!(a.messages.len(), 1);
+        assert_eq!(a.messages[0].receiver, vec![AgentId::from("op")]);
+        assert!(a.messages[0].message.contains("tasks_per_goal"));
+        let again = c.apply(&by_in(&base, "m", add_task()), "now");
+        assert!(again.refused.is_some() && again.messages.is_empty());
+        goal(&mut c);
+        c.try_apply(&by_in(&base, "m", add_task()), "now").unwrap();
+        let e = c
+            .try_apply(&by_in(&base, "m", add_task()), "now")
+            .unwrap_err();
+        assert!(matches!(e, SyncError::OpenTasks { open: 3, max: 3 }), "{e}");
+    }
+
+    #[test]
+    fn a_task_has_at_most_its_stages() {
+        let mut c = limited(TaskLimits {
+            stages_per_task: 2,
+            ..TaskLimits::default()
+        });
+        let base = c.base_task().clone();
+        let t = TaskId::random();
+        let add = TaskInstruction::AddTask {
+            task_id: t.clone(),
+            task_name: "n".into(),
+            task_intention: "i".into(),
+        };
+        c.try_apply(&by_in(&base, "m", add), "now").unwrap();
+        let stage = |goal: &str| StagePlan {
+            stage_intention: goal.into(),
+            agent_allocation: [(AgentId::from("a"), "do it".into())].into(),
+        };
+        let stages = |goals: &[&str]| TaskInstruction::AddStage {
+            task_id: t.clone(),
+            stages: goals.iter().map(|g| stage(g)).collect(),
+        };
+        let e = c
+            .try_apply(&by_in(&t, "m", stages(&["a", "b", "c"])), "now")
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SyncError::StagesPerTask {
+                    stages: 0,
+                    max: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        c.try_apply(&by_in(&t, "m", stages(&["a", "b"])), "now")
+            .unwrap();
+        assert!(c.try_apply(&by_in(&t, "m", stages(&["c"])), "now").is_err());
+    }
+
+    #[test]
+    fn agents_chatter_in_the_base_task_is_capped_until_a_person_writes() {
+        let mut c = limited(TaskLimits {
+            base_messages_per_goal: 2,
+            ..TaskLimits::default()
+        });
+        let base = c.base_task().clone();
+        let chat = |c: &SyncCore| ExecuteOutput {
+            send_message: Some(Message::notice(
+                c.base_task().clone(),
+                "m".into(),
+                vec!["op".into()],
+                StageRef::NoRelative,
+                "hello".into(),
+            )),
+            ..by_in(&base, "m", add_task())
+        };
+        let send = |c: &mut SyncCore| {
+            let out = ExecuteOutput {
+                task_instruction: None,
+                ..chat(c)
+            };
+            let mut a = c.apply(&out, "now");
+            let refused = a.refused.take();
+            for m in a.messages {
+                c.record_sent(m.into(), "now");
+            }
+            refused
+        };
+        assert!(send(&mut c).is_none() && send(&mut c).is_none());
+        let e = send(&mut c).unwrap();
+        assert!(
+            matches!(e, SyncError::BaseMessages { sent: 2, max: 2 }),
+            "{e}"
+        );
+        goal(&mut c);
+        assert!(send(&mut c).is_none());
+    }
+}
