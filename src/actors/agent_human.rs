@@ -19,9 +19,12 @@ pub enum SendRefused {
     /// It is not a message this person may send (see `HumanError`).
     #[error(transparent)]
     Human(#[from] HumanError),
-    /// SyncState refused it, or the team is not running.
-    #[error("{0}")]
-    NotTaken(String),
+    /// SyncState refused it.
+    #[error(transparent)]
+    Refused(crate::sync::SyncError),
+    /// The team is not running.
+    #[error("the team is not running: {0}")]
+    NotRunning(String),
 }
 
 impl Handler<HumanSend> for AgentActor {
@@ -49,10 +52,8 @@ impl Handler<HumanSend> for AgentActor {
             act.publish();
             match res {
                 Ok(Ok(())) => Ok(sent),
-                Ok(Err(e)) => Err(SendRefused::NotTaken(e.to_string())),
-                Err(e) => Err(SendRefused::NotTaken(format!(
-                    "the team is not running: {e}"
-                ))),
+                Ok(Err(e)) => Err(SendRefused::Refused(e)),
+                Err(e) => Err(SendRefused::NotRunning(e.to_string())),
             }
         }))
     }

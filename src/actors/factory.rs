@@ -38,6 +38,8 @@ pub struct AgentFactory {
     pub workers: Arc<Workers>,
     /// `retention.step_chars`, given to every agent.
     pub step_chars: usize,
+    /// The bytes one of a person's private conversations keeps (the memory budget's share).
+    pub private_bytes: usize,
     /// `step_limits:`, given to every agent.
     pub step_limits: crate::agent::StepLimits,
     /// `waits:` (with the team's humans), given to every agent.
@@ -121,6 +123,7 @@ impl AgentFactory {
         let id = state.agent_id.clone();
         state.native_tools = llm.as_ref().is_some_and(|m| m.native_tools());
         state.step_chars = self.step_chars;
+        state.private_bytes = self.private_bytes;
         state.step_limits = self.step_limits;
         state.wait_patience = self.wait_patience.clone();
         state.tool_approval = self

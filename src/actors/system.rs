@@ -118,8 +118,6 @@ impl<'a> Host<'a> {
 
 /// Starts a team. Must run inside an actix system.
 pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
-    // Events are small and shared (an Arc each), so a deep buffer is cheap; it lets readers
-    // ride out a burst (a thousand agents starting a stage) without falling behind.
     start(cfg, host, Monitor::new(MONITOR_BUFFER), false)
 }
 
@@ -139,7 +137,9 @@ pub fn start_team_stored(
     start(cfg, host, monitor, resumed)
 }
 
-const MONITOR_BUFFER: usize = 65_536;
+/// Events a live reader may fall behind by before it is sent a snapshot instead: each holds
+/// its change (a step's texts, a message) until overwritten, so the buffer is memory.
+const MONITOR_BUFFER: usize = 8_192;
 
 fn start(
     cfg: &TeamConfig,
@@ -148,6 +148,7 @@ fn start(
     resumed: bool,
 ) -> Result<Team, SystemError> {
     let cfg = &cfg.with_env(host.vars);
+    monitor.hold_retired_to(cfg.retention.memory.retired_steps());
     let prompts = Arc::new(match &cfg.prompts_dir {
         Some(dir) => PromptSet::load(dir, cfg.language)?,
         None => PromptSet::builtin(cfg.language),
@@ -298,6 +299,7 @@ fn start(
         templates: Arc::new(templates),
         workers,
         step_chars: cfg.retention.step_chars,
+        private_bytes: cfg.retention.memory.private_chat(),
         step_limits: cfg.step_limits,
         wait_patience: crate::state::WaitPatience {
             humans: Arc::new(humans.iter().cloned().collect()),

@@ -308,6 +308,25 @@ mod tests {
     }
 
     #[test]
+    fn a_chat_of_long_messages_is_held_to_its_bytes_and_keeps_the_newest() {
+        let mut h = human();
+        h.private_bytes = 100 << 10;
+        for i in 0..100 {
+            receive_as_human(
+                &mut h,
+                &from("m", &format!("{i:03}{}", "x".repeat(16_000))),
+                "now",
+            );
+        }
+        let chat =
+            &h.conversation_pool.as_ref().unwrap().conversation_privates[&AgentId::from("m")];
+        let held: usize = chat.iter().map(crate::state::Held::held_bytes).sum();
+        assert!(held <= 100 << 10, "{held} bytes in {} messages", chat.len());
+        assert!(chat.len() >= 4, "{}", chat.len());
+        assert!(chat.last().unwrap().content.starts_with("099"));
+    }
+
+    #[test]
     fn a_long_chat_keeps_its_newest_messages_and_an_unanswered_question() {
         let mut h = human();
         let mut q = from("m", "a waiting question");

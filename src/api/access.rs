@@ -225,6 +225,30 @@ impl View {
         }
     }
 
+    /// One state as a list shows it to this person: a task without its pools (counted, as
+    /// far as they may see them), anything else as [`View::json`] gives it.
+    pub fn listed(&self, s: &States, kind: StateKind, id: &str) -> Option<Value> {
+        if kind != StateKind::Task {
+            return self.json(s, kind, id);
+        }
+        let task = TaskId::from(id);
+        if !self.sees_task(&task) {
+            return None;
+        }
+        let counts = match self {
+            View::Member { me, .. } if self.is_base(&task) => {
+                let pool = &s.tasks.get(&task)?.shared_conversation_pool;
+                let mine = pool
+                    .iter()
+                    .filter(|e| e.message.sender_id == *me || e.message.receiver.contains(me))
+                    .count();
+                Some((0, mine))
+            }
+            _ => None,
+        };
+        s.task_summary_json(&task, counts)
+    }
+
     /// The base task as a member sees it: only the messages they sent or got, no shared notes.
     fn redact_base(&self, task: &mut Value) {
         let View::Member { me, .. } = self else {

@@ -31,6 +31,9 @@ pub enum AppError {
     /// body too large, bad query string, bad path segment): its status and reason.
     #[error("{1}")]
     Rejected(StatusCode, String),
+    /// The server is at its limit for this kind of request now; retry in a second.
+    #[error("{0}")]
+    Busy(String),
     /// The team behind the API is gone (an actor's mailbox is closed).
     #[error("the team is not running: {0}")]
     Unavailable(String),
@@ -47,7 +50,7 @@ impl AppError {
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Rejected(s, _) => *s,
-            AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -56,14 +59,20 @@ impl AppError {
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
+        // A busy answer is the server holding to its limits under load, not a fault.
+        if status.is_server_error() && !matches!(self, AppError::Busy(_)) {
             tracing::warn!("api: {self}");
         }
         let body = json!({ "success": false, "error": self.to_string() });
         let mut res = (status, axum::Json(body)).into_response();
-        if let AppError::TooManyRequests(secs) = self {
+        let retry = match self {
+            AppError::TooManyRequests(secs) => Some(secs.max(1)),
+            AppError::Busy(_) => Some(1),
+            _ => None,
+        };
+        if let Some(secs) = retry {
             res.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         res
     }

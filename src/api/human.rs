@@ -4,7 +4,7 @@
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
-use crate::actors::{GetAgentState, HumanSend, SendRefused};
+use crate::actors::{HumanSend, SendRefused};
 use crate::agent::{HumanError, HumanMessage};
 use crate::auth::verify_password;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
@@ -171,6 +171,10 @@ pub async fn send_message(
         SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
             AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
         }
+        SendRefused::Refused(e @ crate::sync::SyncError::MemoryFull { .. }) => {
+            AppError::Busy(e.to_string())
+        }
+        SendRefused::NotRunning(e) => AppError::Unavailable(e),
         e => AppError::BadRequest(e.to_string()),
     })?;
     // Acknowledged only once stored (with a store): the person's send is on record before
@@ -196,14 +200,36 @@ pub async fn send_message(
     ))
 }
 
-/// `GET /api/human/{id}/conversations` → the human's `conversation_pool`.
+/// `GET /api/human/{id}/conversations` → the human's `conversation_pool`, as stored (built
+/// once per change of the team and shared by the person's tabs).
 pub async fn conversations(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<AgentId>,
-) -> Result<Json<ConversationPool>, AppError> {
+) -> Result<axum::response::Response, AppError> {
     caller.must_be(&id)?;
-    Ok(Json(state.conversation_pool(&id).await?))
+    state.human(&id)?;
+    let monitor = state.inner.monitor.clone();
+    let key = format!("conversations:{id}");
+    let built = state
+        .inner
+        .reads
+        .shared(key, monitor.version(), move || {
+            let body = monitor.read(|s| {
+                let pool = s.agents.get(&id).and_then(|a| a.conversation_pool.as_ref());
+                match pool {
+                    Some(p) => serde_json::to_vec(p),
+                    None => serde_json::to_vec(&ConversationPool::default()),
+                }
+            });
+            let body = body.map_err(|e| AppError::Internal(e.to_string()))?;
+            Ok(super::reads::Built {
+                body: body.into(),
+                headers: Vec::new(),
+            })
+        })
+        .await?;
+    Ok(super::states::respond(&built))
 }
 
 /// One message the human has not answered yet.
@@ -230,10 +256,15 @@ pub async fn pending(
     ApiPath(id): ApiPath<AgentId>,
 ) -> Result<Json<Value>, AppError> {
     caller.must_be(&id)?;
-    let pool = state.conversation_pool(&id).await?;
-    Ok(Json(
-        json!({ "human_agent_id": id, "pending": pending_in(&pool, &id) }),
-    ))
+    state.human(&id)?;
+    let pending = state.inner.monitor.read(|s| {
+        s.agents
+            .get(&id)
+            .and_then(|a| a.conversation_pool.as_ref())
+            .map(|p| pending_in(p, &id))
+            .unwrap_or_default()
+    });
+    Ok(Json(json!({ "human_agent_id": id, "pending": pending })))
 }
 
 /// Messages from others that need a reply and have none yet, oldest first.
@@ -266,11 +297,6 @@ impl ApiState {
             .get(id)
             .map(|h| &h.addr)
             .ok_or_else(|| AppError::NotFound(format!("there is no human `{id}`")))
-    }
-
-    async fn conversation_pool(&self, id: &AgentId) -> Result<ConversationPool, AppError> {
-        let state = self.human(id)?.send(GetAgentState).await?;
-        Ok(state.conversation_pool.unwrap_or_default())
     }
 }
 

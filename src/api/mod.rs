@@ -21,6 +21,7 @@ pub mod error;
 pub mod feed_slots;
 pub mod human;
 pub mod login_limit;
+pub mod reads;
 pub mod session;
 pub mod states;
 pub mod ws;
@@ -76,6 +77,8 @@ struct Inner {
     feed_slots: Arc<feed_slots::FeedSlots>,
     /// The longest message a person may send, in characters (the team's retention setting).
     message_chars: usize,
+    /// Large reads, built a few at a time and shared.
+    reads: reads::Reads,
     /// Where finished tasks that left memory are still read from.
     store: Option<Arc<dyn crate::store::Store>>,
     /// The team's newest LLM calls, as sent and answered.
@@ -133,6 +136,7 @@ impl ApiState {
                 feed: FeedConfig::default(),
                 feed_slots: Arc::default(),
                 message_chars: team.retention.message_chars,
+                reads: reads::Reads::default(),
                 store: None,
                 calls: team.calls.clone(),
                 closing: watch::Sender::new(false),
@@ -399,6 +403,14 @@ impl Caller {
             Ok(())
         } else {
             Err(AppError::Forbidden(format!("only an operator {what}")))
+        }
+    }
+
+    /// Who shares built reads with whom: every operator sees the same, a member only their own.
+    pub fn read_key(&self) -> String {
+        match self.1 {
+            crate::config::Access::Operator => "all".into(),
+            _ => format!("member:{}", self.0),
         }
     }
 

@@ -5,98 +5,199 @@
 
 use super::access::View;
 use super::error::{ApiPath, ApiQuery};
+use super::reads::Built;
 use super::{ApiState, AppError, Caller};
 use crate::ids::TaskId;
 use crate::monitor::StateKind;
 use axum::Json;
+use axum::extract::RawQuery;
 use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StatesQuery {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// At most this many states (default and maximum: [`PAGE_MAX`]).
     pub limit: Option<usize>,
+    /// At most about this many bytes of JSON (default [`PAGE_BYTES`], at most
+    /// [`PAGE_BYTES_MAX`]); a page always holds one state at least.
+    pub max_bytes: Option<usize>,
     /// Only states whose id sorts after this one (the `x-cohort-next-after` of the page before).
     pub after: Option<String>,
     /// Only the states of this task (its stages, steps, group's agents; or the task itself).
     pub task: Option<TaskId>,
+    /// Tasks with their pools (only with `task=`: a list of tasks gives their pools' sizes).
+    #[serde(default)]
+    pub full: bool,
 }
 
 /// The most states one `/api/states` answer holds.
 pub const PAGE_MAX: usize = 1_000;
+/// How many bytes a page holds unless asked otherwise, and the most it may be asked to hold.
+pub const PAGE_BYTES: usize = 1 << 20;
+pub const PAGE_BYTES_MAX: usize = 16 << 20;
 
 /// The kind a `type=` names.
 pub fn parse_kind(name: &str) -> Option<StateKind> {
     StateKind::parse(name)
 }
 
-/// `GET /api/states?type=…[&limit=N][&after=ID][&task=ID]` → `{id: state}`, ids in order, one
-/// page at a time. When more remain, the `x-cohort-next-after` header names the id to ask
-/// `after`; `x-cohort-total` counts every match.
-pub async fn states(
-    State(state): State<ApiState>,
-    caller: Caller,
-    ApiQuery(q): ApiQuery<StatesQuery>,
-) -> Result<Response, AppError> {
-    let kinds = || {
-        StateKind::ALL
-            .iter()
-            .map(|k| k.name())
-            .collect::<Vec<_>>()
-            .join("|")
-    };
-    let name = q
-        .kind
-        .ok_or_else(|| AppError::BadRequest(format!("missing `type` ({})", kinds())))?;
-    let kind = parse_kind(&name).ok_or_else(|| {
-        AppError::BadRequest(format!("unknown type `{name}`; expected {}", kinds()))
-    })?;
-    let limit = match q.limit {
-        Some(0) => return Err(AppError::BadRequest("`limit` must be at least 1".into())),
-        Some(n) if n > PAGE_MAX => {
-            return Err(AppError::BadRequest(format!(
-                "`limit` is at most {PAGE_MAX}; page with `after`"
-            )));
+/// What a page asks for, checked.
+struct PageAsk {
+    kind: StateKind,
+    limit: usize,
+    max_bytes: usize,
+    after: Option<String>,
+    task: Option<TaskId>,
+    full: bool,
+}
+
+impl PageAsk {
+    fn of(q: StatesQuery) -> Result<PageAsk, AppError> {
+        let kinds = || {
+            StateKind::ALL
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        let name = q
+            .kind
+            .ok_or_else(|| AppError::BadRequest(format!("missing `type` ({})", kinds())))?;
+        let kind = parse_kind(&name).ok_or_else(|| {
+            AppError::BadRequest(format!("unknown type `{name}`; expected {}", kinds()))
+        })?;
+        let limit = match q.limit {
+            Some(0) => return Err(AppError::BadRequest("`limit` must be at least 1".into())),
+            Some(n) if n > PAGE_MAX => {
+                return Err(AppError::BadRequest(format!(
+                    "`limit` is at most {PAGE_MAX}; page with `after`"
+                )));
+            }
+            Some(n) => n,
+            None => PAGE_MAX,
+        };
+        let max_bytes = match q.max_bytes {
+            Some(n) if !(1024..=PAGE_BYTES_MAX).contains(&n) => {
+                return Err(AppError::BadRequest(format!(
+                    "`max_bytes` is from 1024 to {PAGE_BYTES_MAX}; page with `after`"
+                )));
+            }
+            Some(n) => n,
+            None => PAGE_BYTES,
+        };
+        if q.full && (kind != StateKind::Task || q.task.is_none()) {
+            return Err(AppError::BadRequest(
+                "`full` gives one task's pools: use it with `type=task&task=ID` (or read \
+                 GET /api/state/{id})"
+                    .into(),
+            ));
         }
-        Some(n) => n,
-        None => PAGE_MAX,
-    };
-    let (page, total, next) = state.inner.monitor.read(|s| {
-        let view = caller.view(s);
-        let mut ids = s.ids(kind, q.task.as_ref());
-        if view != View::All {
+        Ok(PageAsk {
+            kind,
+            limit,
+            max_bytes,
+            after: q.after,
+            task: q.task,
+            full: q.full,
+        })
+    }
+
+    /// The page as `caller` sees it now: `{id: state}` in id order, as many as fit.
+    fn build(&self, s: &crate::event::States, view: &View) -> Built {
+        let mut ids = s.ids(self.kind, self.task.as_ref());
+        if *view != View::All {
             // Nothing of a task they cannot see, not even which of their agents are in it.
-            if q.task.as_ref().is_some_and(|t| !view.sees_task(t)) {
+            if self.task.as_ref().is_some_and(|t| !view.sees_task(t)) {
                 ids.clear();
             }
-            ids.retain(|id| view.sees(s, kind, id));
+            ids.retain(|id| view.sees(s, self.kind, id));
         }
-        let start = match &q.after {
+        let start = match &self.after {
             Some(a) => ids.partition_point(|id| id <= a),
             None => 0,
         };
-        let end = (start + limit).min(ids.len());
-        let page: Map<String, Value> = ids[start..end]
-            .iter()
-            .filter_map(|id| view.json(s, kind, id).map(|v| (id.clone(), v)))
-            .collect();
-        let next = (end < ids.len()).then(|| ids[end - 1].clone());
-        (page, ids.len(), next)
-    });
-    let mut res = Json(Value::Object(page)).into_response();
-    let headers = res.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&total.to_string()) {
-        headers.insert("x-cohort-total", v);
+        let mut body = Vec::with_capacity(4096);
+        body.push(b'{');
+        let mut shown = 0;
+        for id in ids[start..].iter().take(self.limit) {
+            let state = if self.full {
+                view.json(s, self.kind, id)
+            } else {
+                view.listed(s, self.kind, id)
+            };
+            let Some(state) = state else { continue };
+            let Ok(json) = serde_json::to_vec(&state) else {
+                continue;
+            };
+            let entry = id.len() + json.len() + 4;
+            if shown > 0 && body.len() + entry > self.max_bytes {
+                break;
+            }
+            if shown > 0 {
+                body.push(b',');
+            }
+            serde_json::to_writer(&mut body, id).ok();
+            body.push(b':');
+            body.extend_from_slice(&json);
+            shown += 1;
+        }
+        body.push(b'}');
+        let end = start + shown;
+        let mut headers = vec![("x-cohort-total", ids.len().to_string())];
+        if end < ids.len() && shown > 0 {
+            headers.push(("x-cohort-next-after", ids[end - 1].clone()));
+        }
+        Built {
+            body: body.into(),
+            headers,
+        }
     }
-    if let Some(Ok(v)) = next.map(|n| HeaderValue::from_str(&n)) {
-        headers.insert("x-cohort-next-after", v);
+}
+
+/// `GET /api/states?type=…[&limit=N][&max_bytes=B][&after=ID][&task=ID][&full=true]` →
+/// `{id: state}`, ids in order, one page at a time (at most `limit` states and about
+/// `max_bytes` of JSON). Tasks come without their pools (their sizes instead) unless one task's
+/// `full` record is asked for. When more remain, the `x-cohort-next-after` header names the id
+/// to ask `after`; `x-cohort-total` counts every match. The same page for the same person is
+/// built once per change of the team and shared (see [`super::reads`]).
+pub async fn states(
+    State(state): State<ApiState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+    ApiQuery(q): ApiQuery<StatesQuery>,
+) -> Result<Response, AppError> {
+    let ask = PageAsk::of(q)?;
+    let monitor = state.inner.monitor.clone();
+    let key = format!("states:{}:{}", caller.read_key(), raw.unwrap_or_default());
+    let built = state
+        .inner
+        .reads
+        .shared(key, monitor.version(), move || {
+            Ok(monitor.read(|s| ask.build(s, &caller.view(s))))
+        })
+        .await?;
+    Ok(respond(&built))
+}
+
+/// A shared answer as a response (its body is not copied).
+pub fn respond(built: &Built) -> Response {
+    let mut res = (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        built.body.clone(),
+    )
+        .into_response();
+    for (name, value) in &built.headers {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            res.headers_mut().insert(*name, v);
+        }
     }
-    Ok(res)
+    res
 }
 
 /// `GET /api/state/{id}`: `{kind, state}` from memory; a finished task that left memory
@@ -105,29 +206,30 @@ pub async fn state(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Response, AppError> {
     // What a member may not see answers as if it did not exist: 404, never 403, so ids of
     // other people's work cannot be probed.
     let not_found = || AppError::NotFound(format!("no task, stage, agent or step `{id}`"));
-    let (live, view) = state.inner.monitor.read(|s| {
-        let view = caller.view(s);
-        let live = StateKind::ALL.into_iter().find_map(|k| {
-            let exists = s.json(k, &id).is_some();
-            exists.then(|| {
-                let shown = view.json(s, k, &id);
-                shown.map(|st| json!({ "kind": k.name(), "state": st }))
-            })
-        });
-        (live, view)
-    });
-    match live {
-        Some(Some(v)) => return Ok(Json(v)),
-        Some(None) => return Err(not_found()),
-        None => {}
+    let monitor = state.inner.monitor.clone();
+    let key = format!("state:{}:{id}", caller.read_key());
+    let (asked, who) = (id.clone(), caller.clone());
+    // A task in full may hold megabytes of pools: built once per change and shared.
+    let live = state
+        .inner
+        .reads
+        .shared(key, monitor.version(), move || {
+            Ok(monitor.read(|s| live_state(s, &who.view(s), &asked)))
+        })
+        .await?;
+    match live.headers.first().map(|(_, v)| v.as_str()) {
+        Some(LIVE) => return Ok(respond(&live)),
+        Some(HIDDEN) => return Err(not_found()),
+        _ => {}
     }
     let Some(store) = &state.inner.store else {
         return Err(not_found());
     };
+    let view = state.inner.monitor.read(|s| caller.view(s));
     match crate::store::stored_task(store.as_ref(), &TaskId::from(id.as_str())).await {
         // A member reads back only a task whose group held them.
         Ok(Some((task, _))) if view != View::All && !task.task_group.contains(&caller.0) => {
@@ -135,9 +237,35 @@ pub async fn state(
         }
         Ok(Some((task, stages))) => Ok(Json(
             json!({ "kind": "task", "state": task, "stages": stages, "archived": true }),
-        )),
+        )
+        .into_response()),
         Ok(None) => Err(not_found()),
         Err(e) => Err(AppError::Internal(format!("reading the store failed: {e}"))),
+    }
+}
+
+/// Whether [`live_state`] found the state (its `x-cohort-state` header).
+const LIVE: &str = "live";
+const HIDDEN: &str = "hidden";
+const GONE: &str = "gone";
+
+/// `{kind, state}` of whichever kind has `id` in memory, as `view` may see it.
+fn live_state(s: &crate::event::States, view: &View, id: &str) -> Built {
+    let found = StateKind::ALL.into_iter().find_map(|k| {
+        let exists = s.json(k, id).is_some();
+        exists.then(|| {
+            view.json(s, k, id)
+                .map(|st| json!({ "kind": k.name(), "state": st }))
+        })
+    });
+    let (mark, body) = match found {
+        Some(Some(v)) => (LIVE, serde_json::to_vec(&v).unwrap_or_default()),
+        Some(None) => (HIDDEN, Vec::new()),
+        None => (GONE, Vec::new()),
+    };
+    Built {
+        body: body.into(),
+        headers: vec![("x-cohort-state", mark.to_owned())],
     }
 }
 

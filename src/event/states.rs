@@ -9,8 +9,8 @@ use super::times::{Clock, with_times};
 use super::{AgentChange, Change, StateKind, StepChange, TaskChange};
 use crate::ids::{AgentId, StageId, StepId, TaskId};
 use crate::state::{
-    AgentState, ExecutionState, StageState, StepExecutionState, StepState, TaskState, TokenUsage,
-    WorkingState,
+    AgentState, ExecutionState, Held, StageState, StepExecutionState, StepState, TaskState,
+    TokenUsage, WorkingState,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -49,9 +49,32 @@ impl TaskSummaryLine {
     }
 }
 
+/// A task as a list of tasks shows it (see [`States::task_summary_json`]).
+#[derive(Serialize)]
+struct TaskListed<'a> {
+    task_id: &'a TaskId,
+    task_name: &'a str,
+    task_intention: &'a str,
+    task_manager: &'a AgentId,
+    task_group: &'a [AgentId],
+    stage_list: &'a [StageId],
+    execution_state: ExecutionState,
+    task_summary: Option<&'a str>,
+    token_usage: TokenUsage,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    paused: bool,
+    shared_info_count: usize,
+    conversation_count: usize,
+    shared_info_omitted: u64,
+    shared_conversation_omitted: u64,
+}
+
 /// How many steps that left their agent a reader keeps per task (the oldest leave first; the
 /// base task never ends).
 pub const RETIRED_STEPS_KEPT: usize = 2_000;
+/// How many bytes of steps that left their agent a reader keeps unless told (a 256 MiB
+/// memory budget's eighth), over all tasks; the oldest leave first.
+pub const RETIRED_BYTES_KEPT: usize = 32 << 20;
 /// How many evicted tasks' summary lines a reader keeps.
 pub const SUMMARIES_KEPT: usize = 10_000;
 
@@ -76,6 +99,11 @@ pub struct States {
     /// Steps that left their agent's list, and per task their ids, oldest first.
     retired: HashMap<StepId, StepState>,
     retired_by_task: HashMap<TaskId, VecDeque<StepId>>,
+    /// Every retired step's id in the order it retired (ids of steps gone since are skipped
+    /// when met), their bytes, and the most they may hold (the memory budget's share).
+    retired_order: VecDeque<StepId>,
+    retired_bytes: usize,
+    retired_cap: Option<usize>,
     summaries: VecDeque<TaskSummaryLine>,
     counters: Counters,
     /// When each task was created, as a sequence number (for listing tasks in that order).
@@ -112,7 +140,7 @@ impl States {
             Change::Task(TaskChange::Evicted { task_id, summary }) => {
                 apply_sync(&mut self.tasks, &mut self.stages, c);
                 for id in self.retired_by_task.remove(task_id).unwrap_or_default() {
-                    self.retired.remove(&id);
+                    self.forget_retired(&id);
                 }
                 self.created.remove(task_id);
                 self.summaries.push_back(summary.clone());
@@ -218,6 +246,13 @@ impl States {
         }
     }
 
+    /// Holds the steps that left their agents to `bytes` (the memory budget's share for them;
+    /// [`RETIRED_BYTES_KEPT`] unless said).
+    pub fn hold_retired_to(&mut self, bytes: usize) {
+        self.retired_cap = Some(bytes);
+        self.keep_retired_within_cap();
+    }
+
     fn retire(&mut self, step: StepState) {
         // A step of a task that already left memory (it ran on past its task's end) goes too.
         if !self.tasks.contains_key(&step.task_id) {
@@ -228,12 +263,55 @@ impl States {
             .entry(step.task_id.clone())
             .or_default();
         ids.push_back(step.step_id.clone());
-        if ids.len() > RETIRED_STEPS_KEPT {
-            if let Some(old) = ids.pop_front() {
-                self.retired.remove(&old);
-            }
+        let over = (ids.len() > RETIRED_STEPS_KEPT)
+            .then(|| ids.pop_front())
+            .flatten();
+        if let Some(old) = over {
+            self.forget_retired(&old);
         }
+        self.retired_bytes += step.held_bytes();
+        self.retired_order.push_back(step.step_id.clone());
         self.retired.insert(step.step_id.clone(), step);
+        self.keep_retired_within_cap();
+    }
+
+    /// The oldest retired steps leave while they hold more than their cap.
+    fn keep_retired_within_cap(&mut self) {
+        let cap = self.retired_cap.unwrap_or(RETIRED_BYTES_KEPT);
+        while self.retired_bytes > cap {
+            let Some(id) = self.retired_order.pop_front() else {
+                break;
+            };
+            let Some(task) = self.retired.get(&id).map(|s| s.task_id.clone()) else {
+                continue;
+            };
+            // The oldest retired step overall is the oldest of its task.
+            if let Some(ids) = self.retired_by_task.get_mut(&task) {
+                if ids.front() == Some(&id) {
+                    ids.pop_front();
+                } else {
+                    ids.retain(|x| *x != id);
+                }
+            }
+            self.forget_retired(&id);
+        }
+        // Ids of steps gone by other ways are dropped in one sweep once they are as many as
+        // the steps held: amortised constant per step.
+        if self.retired_order.len() > 2 * self.retired.len() + 1024 {
+            let retired = &self.retired;
+            self.retired_order.retain(|id| retired.contains_key(id));
+        }
+    }
+
+    fn forget_retired(&mut self, id: &StepId) {
+        if let Some(s) = self.retired.remove(id) {
+            self.retired_bytes = self.retired_bytes.saturating_sub(s.held_bytes());
+        }
+    }
+
+    /// The bytes held by steps that left their agents.
+    pub fn retired_bytes(&self) -> usize {
+        self.retired_bytes
     }
 
     /// The tasks in memory in the order they were created.
@@ -343,6 +421,32 @@ impl States {
         v.ok()
     }
 
+    /// A task as a list shows it: everything but its pools, which are counted instead
+    /// (`shared_info_count`, `conversation_count`): a pool may hold megabytes, and a list
+    /// of tasks is read often. `/api/state/{id}` gives the whole task.
+    pub fn task_summary_json(&self, id: &TaskId, counts: Option<(usize, usize)>) -> Option<Value> {
+        let t = self.tasks.get(id)?;
+        let (shared_info_count, conversation_count) =
+            counts.unwrap_or((t.shared_info_pool.len(), t.shared_conversation_pool.len()));
+        let summary = TaskListed {
+            task_id: &t.task_id,
+            task_name: &t.task_name,
+            task_intention: &t.task_intention,
+            task_manager: &t.task_manager,
+            task_group: &t.task_group,
+            stage_list: &t.stage_list,
+            execution_state: t.execution_state,
+            task_summary: t.task_summary.as_deref(),
+            token_usage: t.token_usage,
+            paused: t.paused,
+            shared_info_count,
+            conversation_count,
+            shared_info_omitted: t.shared_info_omitted,
+            shared_conversation_omitted: t.shared_conversation_omitted,
+        };
+        with_times(&summary, self.times.task(id)).ok()
+    }
+
     /// The ids of one kind, sorted, optionally only those of one task.
     pub fn ids(&self, kind: StateKind, task: Option<&TaskId>) -> Vec<String> {
         let mut ids: Vec<String> = match kind {
@@ -414,5 +518,60 @@ impl States {
             out.insert(k.name().to_owned(), Value::Object(self.kind_json(k)));
         }
         Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::AgentChange;
+    use crate::ids::StageRef;
+    use crate::state::{Executor, Skill};
+
+    #[test]
+    fn steps_that_left_their_agents_are_held_to_their_bytes_oldest_leaving_first() {
+        let mut s = States::default();
+        s.hold_retired_to(200 << 10);
+        let task = TaskState::new("t".into(), "n".into(), "i".into(), "a".into());
+        s.apply(&Change::Task(TaskChange::Created { task }));
+        let agent = AgentState::new("a".into(), "A".into(), "w".into(), "".into());
+        s.apply(&Change::Agent(AgentChange::Added {
+            agent: Box::new(agent),
+        }));
+        for i in 0..100 {
+            let step = StepState::new(
+                "t".into(),
+                StageRef::NoRelative,
+                "a".into(),
+                Executor::Skill(Skill::Think),
+                format!("{i:03}"),
+                "x".repeat(10_000),
+            );
+            let id = step.step_id.clone();
+            s.apply(&Change::Step(StepChange::Added {
+                agent_id: "a".into(),
+                step: Box::new(step),
+                list_at: 0,
+                todo_at: None,
+                remember: false,
+            }));
+            s.apply(&Change::Step(StepChange::Removed {
+                agent_id: "a".into(),
+                step_ids: vec![id],
+            }));
+        }
+        assert!(s.retired_bytes() <= 200 << 10, "{}", s.retired_bytes());
+        let kept: Vec<&str> = s
+            .retired_in_order()
+            .map(|st| st.step_intention.as_str())
+            .collect();
+        assert!(kept.len() >= 15, "{}", kept.len());
+        assert_eq!(kept.last(), Some(&"099"), "the newest stay");
+        let counted: usize = s.retired_in_order().map(Held::held_bytes).sum();
+        assert_eq!(
+            counted,
+            s.retired_bytes(),
+            "the running sum is what is held"
+        );
     }
 }

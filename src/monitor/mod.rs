@@ -142,6 +142,11 @@ impl Monitor {
         m
     }
 
+    /// Holds the steps that left their agents (kept for readers) to `bytes`.
+    pub fn hold_retired_to(&self, bytes: usize) {
+        self.lock().states.hold_retired_to(bytes);
+    }
+
     /// Waits until every change up to `version` is stored (at once without a store); false if
     /// the journal stopped first. Callers bound the wait with their own deadline.
     pub async fn durable(&self, version: u64) -> bool {

@@ -103,6 +103,10 @@ pub struct AgentState {
     /// cut in the middle when the step is added or updated.
     #[serde(skip, default = "super::default_step_chars")]
     pub step_chars: usize,
+    /// The bytes one of this person's private conversations keeps (the memory budget's
+    /// share); the oldest messages leave first.
+    #[serde(skip, default = "super::default_private_bytes")]
+    pub private_bytes: usize,
     /// How far this agent may go on in one stage (`step_limits:`).
     #[serde(skip)]
     pub step_limits: crate::agent::StepLimits,
@@ -161,6 +165,7 @@ impl AgentState {
             history_summaries: Vec::new(),
             open_goals: BTreeSet::new(),
             step_chars: super::DEFAULT_STEP_CHARS,
+            private_bytes: super::PRIVATE_BYTES_KEPT,
             step_limits: crate::agent::StepLimits::default(),
             wait_patience: super::WaitPatience::default(),
             tool_approval: crate::policy::ApprovalPolicy::default(),

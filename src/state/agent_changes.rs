@@ -4,7 +4,8 @@
 //! Nothing else writes an agent's steps, queue, lock or memory.
 
 use super::{
-    AgentState, MemoryOp, PrivateMessage, StepExecutionState, StepState, TokenUsage, memory_key,
+    AgentState, Held, MemoryOp, PrivateMessage, StepExecutionState, StepState, TokenUsage,
+    memory_key,
 };
 use crate::event::{AgentChange, Change, StepChange, StepUpdate, apply_agent};
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
@@ -14,6 +15,12 @@ use serde_json::json;
 /// How many messages of one private conversation, and how many notices, a person's state keeps
 /// (the oldest leave first; an unanswered question stays until the chat is twice this size).
 pub const PRIVATE_KEPT: usize = 500;
+/// How many bytes one private conversation keeps unless told (a 256 MiB budget's 128th).
+pub const PRIVATE_BYTES_KEPT: usize = 2 << 20;
+
+pub(super) fn default_private_bytes() -> usize {
+    PRIVATE_BYTES_KEPT
+}
 
 impl AgentState {
     /// Applies a change to this agent and keeps it for publishing; returns the steps it removed.
@@ -430,9 +437,25 @@ impl AgentState {
         };
         // The oldest leave first, but a question the person has not answered yet stays (its
         // sender may be waiting for the answer) until the chat is twice its size.
-        let excess = chat.len().saturating_sub(PRIVATE_KEPT);
+        let mut excess = chat.len().saturating_sub(PRIVATE_KEPT);
+        let bytes: usize = chat.iter().map(Held::held_bytes).sum();
+        if bytes > self.private_bytes {
+            // Down to seven eighths of its bytes, so that trimming is one change per many
+            // messages; the newest message stays whatever its size.
+            let target = self.private_bytes - self.private_bytes / 8;
+            let mut left = bytes;
+            let by_bytes = chat[..chat.len() - 1]
+                .iter()
+                .take_while(|m| {
+                    let go = left > target;
+                    left -= m.held_bytes();
+                    go
+                })
+                .count();
+            excess = excess.max(by_bytes);
+        }
         let unanswered = |m: &PrivateMessage| m.need_reply && !m.replied;
-        let count = if chat.len() > 2 * PRIVATE_KEPT {
+        let count = if chat.len() > 2 * PRIVATE_KEPT || bytes > 2 * self.private_bytes {
             excess
         } else {
             chat.iter()

@@ -6,6 +6,7 @@ mod agent_changes;
 mod agent_step;
 mod enums;
 mod executor;
+mod held;
 #[cfg(test)]
 mod props;
 mod stage;
@@ -18,10 +19,12 @@ pub use agent::{
     AgentState, ConversationPool, HumanConfig, LlmSettings, MemoryOp, PrivateMessage,
     WorkingMemory, memory_key,
 };
-pub use agent_changes::PRIVATE_KEPT;
+use agent_changes::default_private_bytes;
+pub use agent_changes::{PRIVATE_BYTES_KEPT, PRIVATE_KEPT};
 pub use agent_step::AgentStep;
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
 pub use executor::{Executor, Skill};
+pub use held::{Held, value_bytes};
 pub use stage::StageState;
 pub use step::{PlannedStep, ReplyTo, StepState, TokenUsage};
 pub use step_lock::{StepLock, Wait, WaitPatience};

@@ -76,6 +76,12 @@ pub enum SyncError {
          allowed (task_limits.base_messages_per_goal is {max}); wait for a person"
     )]
     BaseMessages { sent: usize, max: usize },
+    #[error(
+        "the team's open work holds {held} bytes of messages and notes, its share of the memory \
+         budget being {budget} (retention.memory_mib); finish or cancel a task, or try again \
+         once its pools have been trimmed"
+    )]
+    MemoryFull { held: usize, budget: usize },
     #[error("{0}")]
     Invalid(String),
 }
@@ -211,6 +217,10 @@ pub struct SyncCore {
     /// How much work models may open, and what was opened since a person last wrote.
     task_limits: crate::config::TaskLimits,
     work: limits::WorkCount,
+    /// The team's memory budget, and the bytes each task's pools hold (and all of them).
+    memory: crate::config::MemoryBudget,
+    pool_bytes: HashMap<TaskId, retention::PoolBytes>,
+    pools_total: usize,
 }
 
 /// Default of how many shared-info lines and conversation entries a task keeps in memory.
@@ -264,6 +274,12 @@ impl SyncCore {
 
     /// `tasks` in creation order, the base task first (never empty).
     fn from_parts(tasks: Vec<TaskState>, stages: Vec<StageState>, roster: Vec<Member>) -> Self {
+        let mut core = Self::parts(tasks, stages, roster);
+        core.count_pool_bytes();
+        core
+    }
+
+    fn parts(tasks: Vec<TaskState>, stages: Vec<StageState>, roster: Vec<Member>) -> Self {
         let base_task = tasks[0].task_id.clone();
         let finished = tasks
             .iter()
@@ -296,6 +312,9 @@ impl SyncCore {
             steps_run: HashMap::new(),
             task_limits: crate::config::TaskLimits::default(),
             work: limits::WorkCount::default(),
+            memory: crate::config::MemoryBudget::default(),
+            pool_bytes: HashMap::new(),
+            pools_total: 0,
         }
     }
 
@@ -446,12 +465,13 @@ impl SyncCore {
                     content: format!("{}{refused_note}", info.content),
                     timestamp: now.to_owned(),
                 };
+                let bytes = crate::state::Held::held_bytes(&entry);
                 let c = Change::Task(TaskChange::SharedInfo {
                     task_id: info.task_id.clone(),
                     entry,
                 });
                 self.emit(&mut applied, c);
-                self.trim_pools(&info.task_id, &mut applied);
+                self.pool_grew(&info.task_id, retention::Pool::Info, bytes, &mut applied);
             }
         }
         if let Some(c) = &out.update_stage_agent_completion {
@@ -531,6 +551,9 @@ impl SyncCore {
             )));
         }
         self.check_message(&m)?;
+        if self.member(&m.sender_id).is_some_and(|s| s.human) {
+            self.room_for(&m)?;
+        }
         Ok(Applied {
             messages: vec![m],
             ..Default::default()
@@ -607,6 +630,7 @@ impl SyncCore {
         self.last_message_no += 1;
         let no = self.last_message_no;
         let task = m.task_id.clone();
+        let bytes = crate::state::Held::held_bytes(m.as_ref());
         let c = Change::Task(TaskChange::Conversation {
             task_id: task.clone(),
             entry: ConversationEntry {
@@ -616,7 +640,7 @@ impl SyncCore {
             message_no: no,
         });
         self.emit(&mut applied, c);
-        self.trim_pools(&task, &mut applied);
+        self.pool_grew(&task, retention::Pool::Conversation, bytes, &mut applied);
         (no, applied.changes)
     }
 }

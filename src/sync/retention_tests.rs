@@ -5,6 +5,7 @@ use super::tests::{TryApply, by, core};
 use super::*;
 use crate::ids::StageRef;
 use crate::message::{TaskInstruction, TaskOutcome};
+use crate::state::Held;
 
 /// Adds and finishes a task; returns its id and every change that made.
 fn finished_task(c: &mut SyncCore, name: &str) -> (TaskId, Vec<Change>) {
@@ -192,4 +193,105 @@ fn notices_to_the_manager_name_a_few_agents_and_count_the_rest() {
         "bounded: {} bytes",
         done.message.len()
     );
+}
+
+/// A message of `kb` kilobytes from `from` in `task`.
+fn big(task: &TaskId, from: &str, kb: usize) -> Message {
+    Message::notice(
+        task.clone(),
+        from.into(),
+        vec!["m".into()],
+        StageRef::NoRelative,
+        "x".repeat(kb * 1024),
+    )
+}
+
+#[test]
+fn a_pool_is_held_to_its_bytes_whatever_its_count_allows() {
+    // 64 KiB for a task's pools: eight 16 KiB messages fill them.
+    let retention = Retention {
+        memory: crate::config::MemoryBudget {
+            bytes: 64 * 64 << 10,
+        },
+        ..Retention::default()
+    };
+    let mut c = core().with_retention(retention);
+    let base = c.base_task().clone();
+    for _ in 0..40 {
+        c.record_sent(big(&base, "m", 16).into(), "now");
+    }
+    let t = c.task(&base).unwrap();
+    let held: usize = t
+        .shared_conversation_pool
+        .iter()
+        .map(|e| e.message.held_bytes())
+        .sum();
+    assert!(held <= 64 << 10, "{held} bytes kept");
+    assert!(t.shared_conversation_pool.len() >= 3);
+    assert_eq!(
+        t.shared_conversation_pool.len() as u64 + t.shared_conversation_omitted,
+        40,
+        "every message is kept or counted"
+    );
+    assert_eq!(c.pool_bytes().0, held, "the running sum is what is held");
+}
+
+#[test]
+fn past_the_pools_share_finished_tasks_leave_early_and_open_work_refuses_a_persons_message() {
+    // 256 KiB in all: a task's pools hold 4 KiB, all pools 128 KiB.
+    let roster = ["m", "a", "p"]
+        .iter()
+        .map(|id| Member {
+            human: *id == "p",
+            ..Member::new(*id, "r")
+        })
+        .collect();
+    let mut c = SyncCore::new(roster, &["m".into()], &["p".into()])
+        .with_retention(Retention {
+            memory: crate::config::MemoryBudget { bytes: 256 << 10 },
+            ..Retention::default()
+        })
+        .with_task_limits(crate::config::TaskLimits {
+            tasks_per_goal: 1000,
+            open_tasks: 1000,
+            ..Default::default()
+        });
+    let mut finished = Vec::new();
+    for i in 0..80 {
+        let (t, _) = finished_task(&mut c, &format!("done{i}"));
+        for _ in 0..2 {
+            c.record_sent(big(&t, "m", 3).into(), "now");
+        }
+        finished.push(t);
+    }
+    assert!(c.pool_bytes().0 <= 128 << 10, "{:?}", c.pool_bytes());
+    assert!(
+        c.task(&finished[0]).is_none(),
+        "the oldest finished tasks left before their count (100) said so"
+    );
+    assert!(c.task(&finished[79]).is_some());
+    // Open tasks that fill the pools' share: a person's message waits, an agent's still goes.
+    for i in 0..40 {
+        let t = TaskId::from(format!("open{i}").as_str());
+        c.try_apply(
+            &by(
+                "m",
+                TaskInstruction::AddTask {
+                    task_id: t.clone(),
+                    task_name: "n".into(),
+                    task_intention: "i".into(),
+                },
+            ),
+            "now",
+        )
+        .unwrap();
+        for _ in 0..2 {
+            c.record_sent(big(&t, "m", 3).into(), "now");
+        }
+    }
+    let base = c.base_task().clone();
+    let e = c.submit(big(&base, "p", 3)).unwrap_err();
+    assert!(matches!(e, SyncError::MemoryFull { .. }), "{e}");
+    assert!(e.to_string().contains("retention.memory_mib"));
+    assert!(c.submit(big(&base, "m", 3)).is_ok());
 }
