@@ -317,6 +317,9 @@ pub struct ExecuteOutput {
     pub ask_info: Option<AskInfoRequest>,
     /// Tokens the step spent, added to its task's total.
     pub token_usage: Option<(TaskId, TokenUsage)>,
+    /// The step's model endpoint stayed down past `waits.model_secs`: why. The step's task
+    /// ends failed with it (the base task goes on).
+    pub endpoint_down: Option<String>,
 }
 
 #[cfg(test)]

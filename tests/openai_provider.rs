@@ -51,6 +51,7 @@ fn request(prompt: &str) -> ChatRequest {
         template: None,
         step_text: String::new(),
         progress: None,
+        model_wait: None,
         retry: 0,
     }
 }

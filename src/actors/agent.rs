@@ -11,6 +11,7 @@ use crate::agent::{
 };
 use crate::event::{Change, StepUpdate};
 use crate::ids::{StageRef, StepId};
+use crate::llm::breaker::ModelWaitReport;
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{AnswerFormat, AnswerProgress, ChatModel, ChatRequest};
 use crate::mcp::McpClient;
@@ -283,6 +284,10 @@ impl AgentActor {
             return;
         };
         request.progress = Some(self.answer_progress(&id));
+        let (me, waiting) = (ctx.address(), id.clone());
+        request.model_wait = Some(ModelWaitReport::new(move |wait| {
+            me.do_send(ModelWaiting(waiting.clone(), wait))
+        }));
         let step = id.clone();
         let call = ctx.spawn(
             llm.chat(request)
@@ -293,6 +298,11 @@ impl AgentActor {
                         && act.rebuild_for_context(&id, *window, ctx)
                     {
                         return;
+                    }
+                    // An endpoint that stayed down past `waits.model_secs` ends the task.
+                    let mut asking = asking;
+                    if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &res {
+                        asking.endpoint_down = Some(e.to_string());
                     }
                     act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
                 }),
@@ -370,6 +380,7 @@ impl AgentActor {
                 if !asking.tries.is_empty() {
                     self.record_tries(&id, &asking, &mut completion);
                 }
+                completion.output.endpoint_down = asking.endpoint_down.take();
                 self.apply_completion(id, completion, ctx);
             }
         }
@@ -544,6 +555,33 @@ pub struct Deliver(pub u64, pub Arc<Message>);
 #[derive(Message)]
 #[rtype(result = "AgentState")]
 pub struct GetAgentState;
+
+/// A step's model call began (`Some`) or stopped (`None`) waiting for its endpoint.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ModelWaiting(pub StepId, pub Option<crate::state::ModelWait>);
+
+impl Handler<ModelWaiting> for AgentActor {
+    type Result = ();
+    fn handle(&mut self, ModelWaiting(id, wait): ModelWaiting, _: &mut Context<Self>) {
+        // Only a step still running waits; one that ended (or vanished) waits for nothing.
+        let running = self
+            .state
+            .agent_step
+            .get(&id)
+            .is_some_and(|s| s.execution_state == crate::state::StepExecutionState::Running);
+        if running {
+            self.state.update_step(
+                &id,
+                StepUpdate {
+                    model_wait: Some(wait),
+                    ..Default::default()
+                },
+            );
+            self.publish();
+        }
+    }
+}
 
 impl Handler<Deliver> for AgentActor {
     type Result = ();

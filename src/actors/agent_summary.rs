@@ -35,6 +35,7 @@ impl AgentActor {
             template: self.state.template.clone(),
             step_text: step.asks(),
             progress: None,
+            model_wait: None,
             retry: 0,
         }
     }

@@ -10,6 +10,7 @@ use crate::event::Change;
 use crate::ids::AgentId;
 use crate::llm::ChatModel;
 use crate::llm::LlmError;
+use crate::llm::breaker::Breaker;
 use crate::llm::limit::Limited;
 use crate::llm::openai::{OpenAiModel, OpenAiSettings};
 use crate::llm::priced::Priced;
@@ -234,6 +235,8 @@ pub fn llm_settings(llm: &LlmConfig) -> LlmSettings {
 /// every agent that uses the script).
 pub struct ModelBuilder<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
+    /// How long a call waits for an endpoint that stopped answering (`waits.model_secs`).
+    patience: Duration,
     /// One model per endpoint (a script file, or a base URL and model name), with its cap on
     /// calls in flight, shared by every agent that uses the endpoint.
     endpoints: HashMap<String, Arc<dyn ChatModel>>,
@@ -242,9 +245,10 @@ pub struct ModelBuilder<'a> {
 }
 
 impl<'a> ModelBuilder<'a> {
-    pub fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Self {
+    pub fn new(env: &'a dyn Fn(&str) -> Option<String>, patience: Duration) -> Self {
         ModelBuilder {
             env,
+            patience,
             endpoints: HashMap::new(),
             calls: Arc::default(),
         }
@@ -259,12 +263,16 @@ impl<'a> ModelBuilder<'a> {
             return Ok(m.clone());
         }
         // Recorded inside the cap: a call's time is the endpoint's, not its wait for a turn.
-        let model: Arc<dyn ChatModel> = Limited::new(
-            Recorded::new(
-                Priced::wrap(self.connect(llm)?, llm.price()),
-                self.calls.clone(),
+        // The breaker outside it: a call waiting for a dead endpoint holds no place in the cap.
+        let model: Arc<dyn ChatModel> = Breaker::new(
+            Limited::new(
+                Recorded::new(
+                    Priced::wrap(self.connect(llm)?, llm.price()),
+                    self.calls.clone(),
+                ),
+                llm.max_in_flight(),
             ),
-            llm.max_in_flight(),
+            self.patience,
         );
         self.endpoints.insert(key, model.clone());
         Ok(model)

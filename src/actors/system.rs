@@ -238,7 +238,7 @@ fn start(
 
     // Every model is built before anything starts, so a missing API key stops start-up with
     // the agent (or template) that needs it.
-    let mut builder = ModelBuilder::new(host.vars);
+    let mut builder = ModelBuilder::new(host.vars, cfg.waits.model);
     let models = cfg
         .agents
         .iter()

@@ -22,6 +22,8 @@ pub struct Asking {
     pub tries: Vec<Value>,
     /// Tokens the unusable answers cost.
     pub spent: TokenUsage,
+    /// The model's endpoint stayed down past `waits.model_secs`: why (its task fails).
+    pub endpoint_down: Option<String>,
 }
 
 impl Asking {
@@ -30,6 +32,7 @@ impl Asking {
             request,
             tries: Vec::new(),
             spent: TokenUsage::default(),
+            endpoint_down: None,
         }
     }
 

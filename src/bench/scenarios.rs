@@ -367,6 +367,7 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
             template: None,
             step_text: step.asks(),
             progress: None,
+            model_wait: None,
             retry: 0,
         }))
         .map_err(|e| e.to_string());

@@ -75,6 +75,8 @@ pub struct RawWaits {
     pub human_secs: Option<u64>,
     #[serde(default)]
     pub agent_secs: Option<u64>,
+    #[serde(default)]
+    pub model_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

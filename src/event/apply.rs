@@ -302,6 +302,10 @@ fn apply_step_change(agent: &mut AgentState, c: &StepChange) -> Vec<StepState> {
                             StepExecutionState::Init | StepExecutionState::Pending
                         );
                     s.execution_state = v;
+                    // A step that ended waits for nothing more.
+                    if v.is_over() {
+                        s.model_wait = None;
+                    }
                 }
                 if let Some(v) = &update.execute_result {
                     s.execute_result = Some(v.clone());
@@ -311,6 +315,9 @@ fn apply_step_change(agent: &mut AgentState, c: &StepChange) -> Vec<StepState> {
                 }
                 if let Some(v) = update.token_usage {
                     s.token_usage = v;
+                }
+                if let Some(v) = &update.model_wait {
+                    s.model_wait = v.clone();
                 }
             }
             if leaves_queue {

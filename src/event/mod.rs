@@ -233,6 +233,22 @@ pub struct StepUpdate {
     pub instruction_content: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_usage: Option<TokenUsage>,
+    /// The step's wait for its model's endpoint began (`{since, reason}`) or ended (`null`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub model_wait: Option<Option<crate::state::ModelWait>>,
+}
+
+/// A field that may be absent (no change), `null` (cleared) or a value (set).
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

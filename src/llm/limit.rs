@@ -92,6 +92,7 @@ mod tests {
                 template: None,
                 step_text: String::new(),
                 progress: None,
+                model_wait: None,
                 retry: 0,
             })
         });

@@ -1,6 +1,7 @@
 //! LLM providers behind one trait: `openai` (async-openai against any OpenAI-compatible
 //! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests).
 
+pub mod breaker;
 pub mod limit;
 pub mod openai;
 pub mod priced;
@@ -44,6 +45,8 @@ pub struct ChatRequest {
     pub step_text: String,
     /// Told the answer so far while a provider streams it.
     pub progress: Option<AnswerProgress>,
+    /// Told when the call starts and stops waiting for its endpoint (see [`breaker`]).
+    pub model_wait: Option<breaker::ModelWaitReport>,
     /// How many unusable answers this step's model gave before this request (0 the first
     /// time). A provider may sample more freely when asking again: the same prompt at the same
     /// temperature tends to give the same unusable answer (a small model stuck repeating).
@@ -68,6 +71,7 @@ impl ChatRequest {
             template: None,
             step_text: String::new(),
             progress: None,
+            model_wait: None,
             retry: 0,
         }
     }
@@ -185,6 +189,11 @@ pub enum LlmError {
     Stalled(Duration),
     #[error("could not reach the LLM endpoint: {0}")]
     Connection(String),
+    #[error(
+        "the model endpoint did not answer for {} s, the most a step waits for it \
+         (waits.model_secs); last: {last}", waited.as_secs()
+    )]
+    EndpointDown { waited: Duration, last: String },
     #[error("the LLM endpoint sent an answer without text: {0}")]
     EmptyAnswer(String),
     #[error("the LLM endpoint answered 2xx with a body that is not a chat completion: {0}")]

@@ -26,7 +26,7 @@ pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingStat
 pub use executor::{Executor, Skill};
 pub use held::{Held, value_bytes};
 pub use stage::StageState;
-pub use step::{PlannedStep, ReplyTo, StepState, TokenUsage};
+pub use step::{ModelWait, PlannedStep, ReplyTo, StepState, TokenUsage};
 pub use step_lock::{StepLock, Wait, WaitPatience};
 pub use task::{ConversationEntry, SharedInfo, TaskState};
 use text_cap::default_step_chars;

@@ -60,6 +60,17 @@ pub struct ReplyTo {
     pub wait_id: Option<WaitId>,
 }
 
+/// A step's wait for its model's endpoint, which stopped answering (connection refused, 5xx,
+/// 429, a timeout, a broken stream): the call is made again once the endpoint answers, until
+/// the team's `waits.model_secs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelWait {
+    /// When the wait began (ms since the Unix epoch).
+    pub since: i64,
+    /// What the endpoint last answered.
+    pub reason: String,
+}
+
 /// One step of one agent (SPEC §2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepState {
@@ -84,6 +95,9 @@ pub struct StepState {
     /// that answer. Its action is not offered again (a small model repeated it word for word).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_instruction: Option<crate::message::TaskInstruction>,
+    /// Set while the step waits for its model's endpoint to answer again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_wait: Option<ModelWait>,
 }
 
 impl StepState {
@@ -114,6 +128,7 @@ impl StepState {
             token_usage: TokenUsage::default(),
             reply_to: None,
             refused_instruction: None,
+            model_wait: None,
         }
     }
 

@@ -31,6 +31,8 @@ pub struct Wait {
 pub struct WaitPatience {
     pub human: Duration,
     pub agent: Duration,
+    /// How long a step waits for its model's endpoint to answer again (`waits.model_secs`).
+    pub model: Duration,
     /// The team's human agents (the rest are agents or the runtime).
     pub humans: Arc<BTreeSet<AgentId>>,
 }
@@ -40,6 +42,7 @@ impl Default for WaitPatience {
         WaitPatience {
             human: Duration::from_secs(30 * 60),
             agent: Duration::from_secs(10 * 60),
+            model: Duration::from_secs(30 * 60),
             humans: Arc::default(),
         }
     }

@@ -1,7 +1,9 @@
 //! How much work the team's models may open (`task_limits:`), counted and enforced by SyncState
 //! whatever a model answers: `add_task` only from the base task, a cap on open tasks, on tasks
-//! a manager opens for one message of a person, on a task's stages, and on the messages agents
-//! send each other in the base task between two messages of a person. A prompt or a JSON schema
+//! a manager opens per message of a person, on a task's stages, and on the messages agents
+//! send in the base task per message of a person. Each person's message in the base task gives
+//! its receivers (and the base task's chatter) that many more: goals given in a row may each
+//! be worked on, but nothing a model does alone adds to what it may do. A prompt or a JSON schema
 //! only asks; a model that ignores them (tag answers, an endpoint without structured output)
 //! once opened six thousand tasks in fifteen seconds from one goal.
 //!
@@ -12,7 +14,7 @@
 use super::{Applied, SyncCore, SyncError};
 use crate::config::TaskLimits;
 use crate::ids::{AgentId, StageRef, TaskId};
-use crate::message::{Message, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction};
+use crate::message::{Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction};
 use std::collections::{BTreeSet, HashMap};
 
 /// Which limit a refusal hit (operators are told once per kind and goal).
@@ -25,14 +27,14 @@ pub enum LimitKind {
     BaseMessages,
 }
 
-/// What SyncState counts against [`TaskLimits`] since a person last wrote in the base task.
+/// What the people's messages allow the team to open yet (see [`TaskLimits`]).
 #[derive(Debug, Default)]
 pub(super) struct WorkCount {
-    /// Tasks each manager opened since a person last wrote to it in the base task.
-    opened: HashMap<AgentId, usize>,
-    /// Messages agents sent in the base task since a person last wrote there.
+    /// Tasks each manager may still open.
+    tasks: HashMap<AgentId, usize>,
+    /// Messages agents may still send in the base task.
     base_messages: usize,
-    /// Limits the operators were told of since then.
+    /// Limits the operators were told of since a person last wrote in the base task.
     told: BTreeSet<LimitKind>,
 }
 
@@ -51,9 +53,20 @@ impl SyncError {
 }
 
 impl SyncCore {
-    /// Holds the models' work to `limits`.
+    /// Holds the models' work to `limits`. The team starts with one goal's allowance: a team
+    /// carried over from a store may be in the middle of a goal its people gave before.
     pub fn with_task_limits(mut self, limits: TaskLimits) -> Self {
         self.task_limits = limits;
+        let group = self
+            .tasks
+            .get(&self.base_task)
+            .map(|t| t.task_group.clone())
+            .unwrap_or_default();
+        self.work.tasks = group
+            .into_iter()
+            .map(|a| (a, limits.tasks_per_goal))
+            .collect();
+        self.work.base_messages = limits.base_messages_per_goal;
         self
     }
 
@@ -83,10 +96,8 @@ impl SyncCore {
                         max: limits.open_tasks,
                     });
                 }
-                let opened = self.work.opened.get(agent).copied().unwrap_or(0);
-                if opened >= limits.tasks_per_goal {
+                if self.work.tasks.get(agent).copied().unwrap_or(0) == 0 {
                     return Err(SyncError::TasksPerGoal {
-                        opened,
                         max: limits.tasks_per_goal,
                     });
                 }
@@ -122,41 +133,51 @@ impl SyncCore {
         if m.task_id != self.base_task || self.spoken_by_runtime_or_person(&m.sender_id) {
             return Ok(());
         }
-        let max = self.task_limits.base_messages_per_goal;
-        if self.work.base_messages >= max {
+        if self.work.base_messages == 0 {
             return Err(SyncError::BaseMessages {
-                sent: self.work.base_messages,
-                max,
+                max: self.task_limits.base_messages_per_goal,
             });
         }
         Ok(())
     }
 
     fn spoken_by_runtime_or_person(&self, sender: &AgentId) -> bool {
-        [TASK_STATE_SENDER, SYNC_STATE_SENDER].contains(&sender.as_str())
-            || self.member(sender).is_some_and(|m| m.human)
+        [TASK_STATE_SENDER, SYNC_STATE_SENDER].contains(&sender.as_str()) || self.is_person(sender)
     }
 
-    /// Counts a routed message against the limits: a person's message in the base task opens
-    /// a new allowance for its receivers (and ends the base task's count of agents' messages).
+    /// A person of the team, or the operator `cohort run` gives a goal for (not on the
+    /// roster when the team has no people).
+    pub(super) fn is_person(&self, sender: &AgentId) -> bool {
+        match self.member(sender) {
+            Some(m) => m.human,
+            None => sender.as_str() == OPERATOR,
+        }
+    }
+
+    /// Counts a routed message against the limits: a person's message in the base task gives
+    /// its receivers more tasks to open and the base task more messages; an agent's message
+    /// there uses one.
     pub(super) fn count_routed(&mut self, m: &Message) {
         if m.task_id != self.base_task {
             return;
         }
-        if self.member(&m.sender_id).is_some_and(|s| s.human) {
+        let limits = self.task_limits;
+        if self.is_person(&m.sender_id) {
             for r in &m.receiver {
-                self.work.opened.remove(r);
+                *self.work.tasks.entry(r.clone()).or_default() += limits.tasks_per_goal;
             }
-            self.work.base_messages = 0;
+            self.work.base_messages += limits.base_messages_per_goal;
             self.work.told.clear();
         } else if !self.spoken_by_runtime_or_person(&m.sender_id) {
-            self.work.base_messages += 1;
+            self.work.base_messages = self.work.base_messages.saturating_sub(1);
         }
     }
 
     /// Counts a task `manager` opened.
     pub(super) fn count_opened(&mut self, manager: &AgentId) {
-        *self.work.opened.entry(manager.clone()).or_default() += 1;
+        if let Some(left) = self.work.tasks.get_mut(manager) {
+            *left = left.saturating_sub(1);
+        }
     }
 
     /// A refusal for a limit: the team's operators are told, once per limit until a person
@@ -268,16 +289,13 @@ mod tests {
             ..TaskLimits::default()
         });
         let base = c.base_task().clone();
-        goal(&mut c);
+        // The team starts with one goal's allowance.
         for _ in 0..2 {
             c.try_apply(&by_in(&base, "m", add_task()), "now").unwrap();
         }
         let mut a = c.apply(&by_in(&base, "m", add_task()), "now");
         let e = a.refused.take().unwrap();
-        assert!(
-            matches!(e, SyncError::TasksPerGoal { opened: 2, max: 2 }),
-            "{e}"
-        );
+        assert!(matches!(e, SyncError::TasksPerGoal { max: 2 }), "{e}");
         // The operator is told once.
         assert_eq!(a.messages.len(), 1);
         assert_eq!(a.messages[0].receiver, vec![AgentId::from("op")]);
@@ -364,10 +382,7 @@ mod tests {
         };
         assert!(send(&mut c).is_none() && send(&mut c).is_none());
         let e = send(&mut c).unwrap();
-        assert!(
-            matches!(e, SyncError::BaseMessages { sent: 2, max: 2 }),
-            "{e}"
-        );
+        assert!(matches!(e, SyncError::BaseMessages { max: 2 }), "{e}");
         goal(&mut c);
         assert!(send(&mut c).is_none());
     }

@@ -58,10 +58,10 @@ pub enum SyncError {
     )]
     OpenTasks { open: usize, max: usize },
     #[error(
-        "{opened} tasks were opened for this goal already, the most allowed \
-         (task_limits.tasks_per_goal is {max}); work on them, or wait for the next goal"
+        "the tasks the goals given allow are opened already (task_limits.tasks_per_goal is \
+         {max} a goal); work on them, or wait for the next goal"
     )]
-    TasksPerGoal { opened: usize, max: usize },
+    TasksPerGoal { max: usize },
     #[error(
         "task `{task}` has {stages} stages; with these it would pass the most a task may have \
          (task_limits.stages_per_task is {max}): finish the running stage or the task"
@@ -72,10 +72,10 @@ pub enum SyncError {
         max: usize,
     },
     #[error(
-        "agents sent {sent} messages in the base task since a person last wrote there, the most \
-         allowed (task_limits.base_messages_per_goal is {max}); wait for a person"
+        "agents sent the messages the people's messages allow in the base task \
+         (task_limits.base_messages_per_goal is {max} for each); wait for a person"
     )]
-    BaseMessages { sent: usize, max: usize },
+    BaseMessages { max: usize },
     #[error(
         "the team's open work holds {held} bytes of messages and notes, its share of the memory \
          budget being {budget} (retention.memory_mib); finish or cancel a task, or try again \
@@ -276,7 +276,7 @@ impl SyncCore {
     fn from_parts(tasks: Vec<TaskState>, stages: Vec<StageState>, roster: Vec<Member>) -> Self {
         let mut core = Self::parts(tasks, stages, roster);
         core.count_pool_bytes();
-        core
+        core.with_task_limits(crate::config::TaskLimits::default())
     }
 
     fn parts(tasks: Vec<TaskState>, stages: Vec<StageState>, roster: Vec<Member>) -> Self {
@@ -501,6 +501,9 @@ impl SyncCore {
         if let Some(why) = &refused {
             self.tell_operators(&agent, why, &mut applied);
         }
+        if let (Some(why), Some(task)) = (&out.endpoint_down, &out.task_id) {
+            self.fail_for_endpoint(task, why, &mut applied);
+        }
         applied.refused = refused;
         applied
     }
@@ -536,6 +539,24 @@ impl SyncCore {
         }
     }
 
+    /// A step's model endpoint stayed down past its wait: the step's task cannot go on, and
+    /// ends failed with why (the base task never ends).
+    fn fail_for_endpoint(&mut self, task: &TaskId, why: &str, applied: &mut Applied) {
+        let open = self
+            .tasks
+            .get(task)
+            .is_some_and(|t| !t.execution_state.is_over());
+        if *task != self.base_task && open {
+            tracing::warn!(task = %task, "{why}");
+            self.close_task(
+                task,
+                ExecutionState::Failed,
+                format!("stopped: {why}"),
+                applied,
+            );
+        }
+    }
+
     /// A message from outside the team's steps (an operator's, or an agent returning a wait id
     /// it could not answer): checked, then routed. Nobody outside may speak as the runtime.
     pub fn submit(&mut self, m: Message) -> Result<Applied, SyncError> {
@@ -551,7 +572,7 @@ impl SyncCore {
             )));
         }
         self.check_message(&m)?;
-        if self.member(&m.sender_id).is_some_and(|s| s.human) {
+        if self.is_person(&m.sender_id) {
             self.room_for(&m)?;
         }
         Ok(Applied {
