@@ -107,7 +107,7 @@ struct Flaky {
 }
 
 impl Store for Flaky {
-    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>> {
         if self
             .failures_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -121,7 +121,7 @@ impl Store for Flaky {
         &'a self,
         version: u64,
         states: &'a cohort::event::StatesRecord,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
         self.inner.put_snapshot(version, states)
     }
     fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
@@ -155,6 +155,31 @@ impl Store for Flaky {
         now: i64,
     ) -> BoxFuture<'_, Result<Vec<cohort::store::StoredSession>, StoreError>> {
         self.inner.live_sessions(now)
+    }
+    fn archived<'a>(
+        &'a self,
+        t: &'a cohort::ids::TaskId,
+    ) -> BoxFuture<'a, Result<Option<cohort::store::ArchivedTask>, StoreError>> {
+        self.inner.archived(t)
+    }
+    fn archived_after<'a>(
+        &'a self,
+        after: Option<&'a cohort::ids::TaskId>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<cohort::store::ArchivedTask>, StoreError>> {
+        self.inner.archived_after(after, limit)
+    }
+    fn last_compaction(
+        &self,
+    ) -> BoxFuture<'_, Result<Option<cohort::store::Compacted>, StoreError>> {
+        self.inner.last_compaction()
+    }
+    fn compact<'a>(
+        &'a self,
+        policy: &'a cohort::config::Compaction,
+        stop: &'a std::sync::atomic::AtomicBool,
+    ) -> BoxFuture<'a, Result<cohort::store::Compacted, StoreError>> {
+        self.inner.compact(policy, stop)
     }
 }
 

@@ -2,7 +2,9 @@
 //! each naming the file and the field (`agents[1].skills[2]`), so a user fixes them in one go.
 
 use super::agent::{Findings, Site, TeamLlm, check_body, check_tools};
-use super::limits::{Feeds, Retention, feeds, retention, session_ttl, step_limits, waits};
+use super::limits::{
+    Compaction, Feeds, Retention, compaction, feeds, retention, session_ttl, step_limits, waits,
+};
 use super::raw::RawTeam;
 use super::templates::{AgentTemplate, load_templates};
 use crate::ids::AgentId;
@@ -114,6 +116,8 @@ pub struct TeamConfig {
     pub tool_approval: crate::policy::ApprovalPolicy,
     /// How long a wait for a reply lasts (`waits:`); `humans` is filled in at start.
     pub waits: crate::state::WaitPatience,
+    /// What the team's store keeps and how often it is compacted (`store:`).
+    pub store: Compaction,
 }
 
 impl TeamConfig {
@@ -313,6 +317,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let session_ttl = session_ttl(raw.session_ttl_hours, file, &mut out);
     let step_limits = step_limits(raw.step_limits.clone().unwrap_or_default(), file, &mut out);
     let waits = waits(raw.waits.clone().unwrap_or_default(), file, &mut out);
+    let store = compaction(raw.store.clone().unwrap_or_default(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -358,6 +363,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         step_limits,
         session_ttl,
         waits,
+        store,
         tool_approval: raw.tool_approval.map(Into::into).unwrap_or_default(),
     })
 }
