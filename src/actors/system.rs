@@ -136,12 +136,7 @@ pub fn start_team_stored(
 ) -> Result<Team, SystemError> {
     // A store that stopped before its base task was stored starts the team afresh.
     let resumed = !loaded.states.tasks.is_empty();
-    let monitor = Monitor::with_store(
-        MONITOR_BUFFER,
-        store.clone(),
-        loaded.states,
-        loaded.version,
-    );
+    let monitor = Monitor::with_store(MONITOR_BUFFER, store.clone(), loaded.states, loaded.version);
     monitor.keep_compacted(store, cfg.store);
     start(cfg, host, monitor, resumed)
 }

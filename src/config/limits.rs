@@ -308,7 +308,9 @@ mod tests {
         assert_eq!(t.step_limits, StepLimits::default());
         assert_eq!(t.waits, WaitPatience::default());
         assert_eq!(t.store, Compaction::default());
-        let store = format!("{head}store: {{keep_events_hours: 0, keep_events_mb: 5, compact_every_s: 7}}\n");
+        let store = format!(
+            "{head}store: {{keep_events_hours: 0, keep_events_mb: 5, compact_every_s: 7}}\n"
+        );
         let t = load_team(&write(&d, "store.yaml", &store)).unwrap();
         assert_eq!(
             t.store,

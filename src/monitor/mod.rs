@@ -162,10 +162,7 @@ impl Monitor {
     /// nothing.
     pub fn keep_compacted(&self, store: Arc<dyn Store>, policy: crate::config::Compaction) {
         if self.inner.compactor.get().is_none() {
-            let _ = self
-                .inner
-                .compactor
-                .set(Compactor::start(store, policy));
+            let _ = self.inner.compactor.set(Compactor::start(store, policy));
         }
     }
 

@@ -104,13 +104,7 @@ mod tests {
         let stage = StageState::new(t.clone(), "do it".into(), Default::default());
         let events = [
             event(1, Change::Task(TaskChange::Created { task })),
-            event(
-                2,
-                Change::Stage(StageChange::Added {
-                    stage,
-                    list_at: 0,
-                }),
-            ),
+            event(2, Change::Stage(StageChange::Added { stage, list_at: 0 })),
             event(
                 5,
                 Change::Task(TaskChange::State {
@@ -142,7 +136,10 @@ mod tests {
         let mut head = TaskFold::new(&t, None);
         events[..2].iter().for_each(|e| head.apply(e));
         let record = head.finish(3).expect("the task");
-        assert_eq!(record.version, 3, "recorded as of the cut, past its last event");
+        assert_eq!(
+            record.version, 3,
+            "recorded as of the cut, past its last event"
+        );
         let mut tail = TaskFold::new(&t, Some(record));
         // Events the record holds already are skipped, even if read again.
         events.iter().for_each(|e| tail.apply(e));

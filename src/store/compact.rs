@@ -168,7 +168,9 @@ impl SqlStore {
 
     /// Deletes the events up to `upto`, a run at a time; returns how many.
     async fn prune_events(&self, upto: u64, stop: &AtomicBool) -> Result<u64, StoreError> {
-        let first = self.call(|db| async move { db.first_event().await }).await?;
+        let first = self
+            .call(|db| async move { db.first_event().await })
+            .await?;
         let Some(mut from) = first else {
             return Ok(0);
         };

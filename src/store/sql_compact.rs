@@ -138,7 +138,11 @@ impl Db {
     }
 
     /// The newest event up to `upto` published before `before` (ms since the epoch); 0 if none.
-    pub(super) async fn last_event_before(&self, upto: u64, before: i64) -> Result<u64, StoreError> {
+    pub(super) async fn last_event_before(
+        &self,
+        upto: u64,
+        before: i64,
+    ) -> Result<u64, StoreError> {
         let v: i64 = sqlx::query(
             "SELECT COALESCE(MAX(version), 0) FROM events WHERE version <= $1 AND at < $2",
         )
@@ -226,10 +230,7 @@ impl Db {
             return Ok(None);
         }
         let pragma = |name: &'static str| async move {
-            let v: i64 = sqlx::query(name)
-                .fetch_one(&self.pool)
-                .await?
-                .try_get(0)?;
+            let v: i64 = sqlx::query(name).fetch_one(&self.pool).await?.try_get(0)?;
             Ok::<_, StoreError>(v)
         };
         let mode = pragma("PRAGMA auto_vacuum").await?;
