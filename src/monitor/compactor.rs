@@ -52,10 +52,10 @@ impl Compactor {
     pub(super) fn stop(&self) {
         self.signal();
         let ended = self.ended.lock().ok().and_then(|mut e| e.take());
-        if let Some(ended) = ended {
-            if let Err(RecvTimeoutError::Timeout) = ended.recv_timeout(STOP_DEADLINE) {
-                tracing::warn!("the store's compaction did not stop within {STOP_DEADLINE:?}");
-            }
+        if let Some(ended) = ended
+            && let Err(RecvTimeoutError::Timeout) = ended.recv_timeout(STOP_DEADLINE)
+        {
+            tracing::warn!("the store's compaction did not stop within {STOP_DEADLINE:?}");
         }
     }
 
