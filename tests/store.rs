@@ -614,6 +614,18 @@ async fn a_store_made_before_compaction_loads_and_shrinks_at_its_first_compactio
         r.unwrap().try_get::<i64, _>(0).unwrap()
     };
     assert_eq!(mode(file.clone()).await, 0, "made without auto-vacuum");
+    // Read as it is (`cohort inspect`, `export`: nothing migrated), it has no archive yet.
+    let reader = SqlStore::open_reader(file.to_str().unwrap()).await.unwrap();
+    let stats = reader.stats().await.unwrap();
+    assert_eq!(
+        (stats.events, stats.archived, stats.last_compaction),
+        (0, 0, None)
+    );
+    let n = inspect::export(&reader, None, &mut Vec::new())
+        .await
+        .unwrap();
+    assert_eq!((n.events, n.archived), (0, 0));
+    drop(reader);
 
     let store = SqlStore::open_sqlite(&file).await.unwrap();
     let now = chrono::Utc::now().timestamp_millis();
