@@ -5,6 +5,7 @@
 
 use crate::config::Compaction;
 use crate::store::Store;
+use crate::store::stats::human_bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -97,13 +98,13 @@ fn run(store: &dyn Store, policy: &Compaction, asleep: &Receiver<()>, stop: &Ato
         match rt.block_on(store.compact(policy, stop)) {
             Ok(c) if c.events_pruned + c.snapshots_pruned > 0 => tracing::info!(
                 "compacted the store: {} events up to version {} and {} snapshot(s) pruned, {} \
-                 task(s) archived; {} -> {} bytes",
+                 task(s) archived; {} -> {}",
                 c.events_pruned,
                 c.folded_to,
                 c.snapshots_pruned,
                 c.tasks_archived,
-                c.bytes_before,
-                c.bytes_after
+                human_bytes(c.bytes_before),
+                human_bytes(c.bytes_after)
             ),
             Ok(_) => tracing::debug!("compacted the store: nothing to prune"),
             Err(e) => tracing::error!(

@@ -82,6 +82,8 @@ impl SqlStore {
                 return Ok(done);
             }
             done.folded_to = cut;
+            // Recorded before any event goes (its sizes are made good at the end).
+            done.bytes_after = done.bytes_before;
             self.call(|db| async move { db.compaction_put(done).await })
                 .await?;
         }
