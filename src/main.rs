@@ -117,7 +117,8 @@ enum Command {
         #[arg(long)]
         quick: bool,
         /// Only the scenarios whose names contain one of these (comma-separated): step_overhead,
-        /// workers, latency, messages, autogen, idle, goals, websocket, store, console.
+        /// workers, latency, messages, autogen, idle, goals, websocket, store, console,
+        /// load_store.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
         /// Skip the autogen-core comparison (it installs autogen-core from PyPI into a

@@ -133,3 +133,61 @@ fn run_with_data_keeps_the_team_and_a_second_run_follows_only_its_own_goal() {
     let finished = table.lines().filter(|l| l.contains(" finished ")).count();
     assert_eq!(finished, 2, "both goals' tasks are stored:\n{table}");
 }
+
+/// After compaction: `inspect` shows the store's sizes and its last compaction; `export` gives
+/// a compacted task as its final record (`{"archived": …}`), then the events kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() {
+    let dir = std::env::temp_dir().join(format!("cohort-cli-compact-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = dir.join("team.db");
+    let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+    let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
+    let t = TaskState::new(
+        "t-one".into(),
+        "Write a haiku".into(),
+        "i".into(),
+        "m".into(),
+    );
+    m.publish(vec![
+        Change::Task(TaskChange::Created { task: t }),
+        Change::Task(TaskChange::State {
+            task_id: "t-one".into(),
+            execution_state: cohort::state::ExecutionState::Finished,
+            task_summary: Some("five, seven, five".into()),
+        }),
+    ]);
+    // Closing snapshots the states: everything is covered, and compaction folds it away.
+    m.close();
+    let policy = cohort::config::Compaction {
+        keep_events: std::time::Duration::ZERO,
+        keep_events_bytes: 0,
+        every: std::time::Duration::from_secs(60),
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    use cohort::store::Store;
+    let c = store.compact(&policy, &stop).await.unwrap();
+    assert_eq!((c.events_pruned, c.tasks_archived), (2, 1));
+    drop(m);
+    drop(store);
+    let path = file.to_str().unwrap();
+
+    let (ok, table, err) = cohort(&["inspect", "--data", path]);
+    assert!(ok, "{err}");
+    assert!(table.contains("store: "), "{table}");
+    assert!(table.contains("archived tasks: 1 ("), "{table}");
+    assert!(table.contains("events: 0 (0 B)"), "{table}");
+    assert!(
+        table.contains("last compaction: ") && table.contains("(2 pruned)"),
+        "{table}"
+    );
+    let (ok, lines, err) = cohort(&["export", "--data", path, "--task", "t-one"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("0 events and 1 archived task record"), "{err}");
+    let line: serde_json::Value = serde_json::from_str(lines.trim()).unwrap();
+    let task = &line["archived"]["task"];
+    assert_eq!(task["execution_state"], "finished");
+    assert_eq!(task["task_summary"], "five, seven, five");
+    assert_eq!(line["archived"]["version"], 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

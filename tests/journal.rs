@@ -107,7 +107,7 @@ struct Flaky {
 }
 
 impl Store for Flaky {
-    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>> {
         if self
             .failures_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -121,7 +121,7 @@ impl Store for Flaky {
         &'a self,
         version: u64,
         states: &'a cohort::event::StatesRecord,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
         self.inner.put_snapshot(version, states)
     }
     fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
@@ -155,6 +155,31 @@ impl Store for Flaky {
         now: i64,
     ) -> BoxFuture<'_, Result<Vec<cohort::store::StoredSession>, StoreError>> {
         self.inner.live_sessions(now)
+    }
+    fn archived<'a>(
+        &'a self,
+        t: &'a cohort::ids::TaskId,
+    ) -> BoxFuture<'a, Result<Option<cohort::store::ArchivedTask>, StoreError>> {
+        self.inner.archived(t)
+    }
+    fn archived_after<'a>(
+        &'a self,
+        after: Option<&'a cohort::ids::TaskId>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<cohort::store::ArchivedTask>, StoreError>> {
+        self.inner.archived_after(after, limit)
+    }
+    fn last_compaction(
+        &self,
+    ) -> BoxFuture<'_, Result<Option<cohort::store::Compacted>, StoreError>> {
+        self.inner.last_compaction()
+    }
+    fn compact<'a>(
+        &'a self,
+        policy: &'a cohort::config::Compaction,
+        stop: &'a std::sync::atomic::AtomicBool,
+    ) -> BoxFuture<'a, Result<cohort::store::Compacted, StoreError>> {
+        self.inner.compact(policy, stop)
     }
 }
 
@@ -222,5 +247,93 @@ async fn a_publisher_faster_than_the_store_waits_for_it_and_nothing_is_dropped()
     assert_eq!(store.last_version().await.unwrap(), 30_001);
     assert_eq!(m.version(), 30_001);
     m.close();
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}
+
+/// A change carrying a 16 KB message, as a flood of large messages publishes them.
+fn big_message(task: &str, n: usize) -> Change {
+    let m = cohort::message::Message::notice(
+        task.into(),
+        "operator".into(),
+        vec!["manager".into()],
+        cohort::ids::StageRef::NoRelative,
+        format!("{n:06} {}", "x".repeat(16 * 1024)),
+    );
+    Change::Task(TaskChange::Conversation {
+        task_id: task.into(),
+        entry: cohort::state::ConversationEntry {
+            timestamp: n.to_string(),
+            message: Arc::new(m),
+        },
+        message_no: 0,
+    })
+}
+
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..400 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} did not happen within 20 s");
+}
+
+/// Large events bring a snapshot long before 10,000 of them: the events after the newest
+/// snapshot (which recovery needs, so compaction keeps) stay within the size of the states.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_events_bring_a_snapshot_before_ten_thousand_of_them() {
+    use cohort::monitor::journal::{SNAPSHOT_EVERY, SNAPSHOT_MIN_BYTES};
+    let file = db("bytes");
+    let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+    let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
+    m.publish(vec![created("t1")]);
+    // Just over the least bytes that bring a snapshot, in far fewer than SNAPSHOT_EVERY events.
+    let n = (SNAPSHOT_MIN_BYTES / (16 * 1024)) as usize + 16;
+    assert!((n as u64) < SNAPSHOT_EVERY / 10);
+    let mut last = 0;
+    for i in 0..n {
+        last = m.publish(vec![big_message("t1", i)]);
+    }
+    assert!(within("the commit", m.durable(last)).await);
+    eventually("a snapshot", async || {
+        store.latest_snapshot().await.unwrap().is_some()
+    })
+    .await;
+    m.close();
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
+}
+
+/// A monitor keeps its store compacted while it runs: the events its snapshots cover leave
+/// (here at once: nothing kept beyond recovery), and the store still rebuilds its states.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_monitor_keeps_its_store_compacted() {
+    let file = db("compacting");
+    let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+    let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
+    let policy = cohort::config::Compaction {
+        keep_events: Duration::ZERO,
+        keep_events_bytes: 0,
+        every: Duration::from_secs(1),
+    };
+    m.keep_compacted(store.clone(), policy);
+    m.publish(vec![created("t1")]);
+    let mut last = 0;
+    for i in 0..700 {
+        last = m.publish(vec![big_message("t1", i)]);
+    }
+    assert!(within("the commit", m.durable(last)).await);
+    eventually("a compaction that pruned events", async || {
+        let c = store.last_compaction().await.unwrap();
+        c.is_some_and(|c| c.events_pruned > 0)
+    })
+    .await;
+    let folded = store.last_compaction().await.unwrap().unwrap().folded_to;
+    let first = store.events_after(0, 1).await.unwrap();
+    assert!(first.first().is_none_or(|e| e.version > folded));
+    m.close();
+    let loaded = cohort::store::load(store.as_ref()).await.unwrap();
+    assert_eq!(loaded.states.all_json(), m.all());
+    drop(store);
     let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }

@@ -288,3 +288,366 @@ fn a_postgres_store_does_not_depend_on_its_callers_runtime() {
     drop(opener);
     independent_of_its_callers_runtime(move || store);
 }
+
+// ---- Compaction --------------------------------------------------------------------------
+
+use cohort::config::Compaction;
+use cohort::event::{States, TaskSummaryLine};
+use cohort::state::{ConversationEntry, ExecutionState, StageState};
+use cohort::store::{StoreStats, inspect, load, stored_task};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// A team's history as a store receives it: each change applied to a reader's copy of the
+/// states (what snapshots hold and what recovery must give back) and appended in batches.
+#[derive(Default)]
+struct History {
+    states: States,
+    version: u64,
+    batch: Vec<StoredEvent>,
+}
+
+const HOUR_MS: i64 = 3_600_000;
+
+impl History {
+    fn change(&mut self, task: &str, change: Change, at: i64) {
+        self.version += 1;
+        self.states.apply_at(&change, at);
+        self.batch.push(StoredEvent {
+            event: Event {
+                version: self.version,
+                at,
+                change,
+            },
+            task_id: Some(task.into()),
+        });
+    }
+
+    /// A 16 KB message in the task's conversation, its pool kept to 60 entries as retention
+    /// keeps it (so history outgrows what is held).
+    fn message(&mut self, task: &str, n: usize, at: i64) {
+        let text = format!("{n:06} {}", "x".repeat(16 * 1024));
+        let m = cohort::message::Message::notice(
+            task.into(),
+            "operator".into(),
+            vec!["manager".into()],
+            cohort::ids::StageRef::NoRelative,
+            text,
+        );
+        let entry = ConversationEntry {
+            timestamp: n.to_string(),
+            message: std::sync::Arc::new(m),
+        };
+        let task_id: TaskId = task.into();
+        self.change(
+            task,
+            Change::Task(TaskChange::Conversation {
+                task_id: task_id.clone(),
+                entry,
+                message_no: 0,
+            }),
+            at,
+        );
+        if self.states.tasks[&task_id].shared_conversation_pool.len() > 60 {
+            let trim = TaskChange::Trimmed {
+                task_id,
+                shared_info: 0,
+                conversation: 10,
+            };
+            self.change(task, Change::Task(trim), at);
+        }
+    }
+
+    fn created(&mut self, task: &str, at: i64) {
+        let t = TaskState::new(task.into(), format!("task {task}"), "i".into(), "m".into());
+        self.change(task, Change::Task(TaskChange::Created { task: t }), at);
+    }
+
+    /// A task that runs one stage with `messages` messages and finishes; `evicted`: it then
+    /// leaves memory (retention), as the oldest finished tasks do.
+    fn finished_task(&mut self, task: &str, messages: usize, evicted: bool, at: i64) {
+        self.created(task, at);
+        let stage = StageState::new(task.into(), "do it".into(), Default::default());
+        let added = cohort::event::StageChange::Added { stage, list_at: 0 };
+        self.change(task, Change::Stage(added), at);
+        for n in 0..messages {
+            self.message(task, n, at);
+        }
+        let done = TaskChange::State {
+            task_id: task.into(),
+            execution_state: ExecutionState::Finished,
+            task_summary: Some(format!("{task} is done")),
+        };
+        self.change(task, Change::Task(done), at);
+        if evicted {
+            let summary = TaskSummaryLine::of(&self.states.tasks[&TaskId::from(task)]);
+            let gone = TaskChange::Evicted {
+                task_id: task.into(),
+                summary,
+            };
+            self.change(task, Change::Task(gone), at);
+        }
+    }
+
+    async fn flush(&mut self, store: &dyn Store) {
+        store
+            .append(&std::mem::take(&mut self.batch))
+            .await
+            .unwrap();
+    }
+
+    async fn snapshot(&mut self, store: &dyn Store) -> u64 {
+        self.flush(store).await;
+        let record = StatesRecord::of(&self.states);
+        store.put_snapshot(self.version, &record).await.unwrap();
+        self.version
+    }
+}
+
+/// What a store gives its readers: the states recovery builds, each task as `stored_task`
+/// reads it, and the events after the newest snapshot.
+#[derive(Debug, PartialEq)]
+struct Readings {
+    version: u64,
+    states: StatesRecord,
+    tasks: Vec<Option<(TaskState, Vec<StageState>)>>,
+    after_snapshot: Vec<Event>,
+}
+
+const TASKS: [&str; 13] = [
+    "base", "t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9", "late", "never",
+];
+
+async fn readings(store: &dyn Store) -> Readings {
+    let loaded = load(store).await.unwrap();
+    let mut tasks = Vec::new();
+    for t in TASKS {
+        tasks.push(stored_task(store, &t.into()).await.unwrap());
+    }
+    let snapshot = store.latest_snapshot().await.unwrap().unwrap().version;
+    Readings {
+        version: loaded.version,
+        states: StatesRecord::of(&loaded.states),
+        tasks,
+        after_snapshot: store.events_after(snapshot, 100_000).await.unwrap(),
+    }
+}
+
+fn policy(keep_hours: u64, keep_bytes: u64) -> Compaction {
+    Compaction {
+        keep_events: Duration::from_secs(keep_hours * 3600),
+        keep_events_bytes: keep_bytes,
+        every: Duration::from_secs(60),
+    }
+}
+
+/// Fills a store with two days of history (old events, then recent ones), compacts it three
+/// times (a 24-hour window; the window with a byte budget; nothing kept beyond recovery) and
+/// checks each time that recovery, every task's reading and the events after the newest
+/// snapshot are what they were; `disk` reads the store's size when the backend gives space
+/// back (SQLite).
+async fn compaction_suite(store: &SqlStore, sqlite: bool) {
+    let now = chrono::Utc::now().timestamp_millis();
+    let old = now - 48 * HOUR_MS;
+    let mut h = History::default();
+    // Two days ago: ten tasks (eight then left memory) and a flood into the base task.
+    h.created("base", old);
+    for i in 0..10 {
+        h.finished_task(&format!("t{i}"), 12, i < 8, old);
+    }
+    h.snapshot(store).await;
+    for n in 0..1_000 {
+        h.message("base", n, old);
+    }
+    h.snapshot(store).await;
+    let last_old = h.version;
+    // Today: more of the flood and a new task, a snapshot, and events after it.
+    for n in 1_000..1_030 {
+        h.message("base", n, now);
+    }
+    h.finished_task("late", 5, false, now);
+    let newest = h.snapshot(store).await;
+    for n in 1_030..1_040 {
+        h.message("base", n, now);
+    }
+    h.flush(store).await;
+    let before = readings(store).await;
+    assert_eq!(
+        before.states,
+        StatesRecord::of(&h.states),
+        "the fill itself"
+    );
+    assert!(before.tasks[1].is_some() && before.tasks[12].is_none());
+    let stats = store.stats().await.unwrap();
+    assert_eq!(
+        stats.snapshots, 2,
+        "the newest two, as snapshot_put keeps them"
+    );
+    if sqlite {
+        assert!(
+            stats.disk_bytes() > 3 * stats.live_bytes(),
+            "before compaction the store is far larger than what it must keep: {stats:?}"
+        );
+    }
+
+    // A 24-hour window: the two-day-old events go, today's stay.
+    let stop = AtomicBool::new(false);
+    let c = store.compact(&policy(24, 1 << 40), &stop).await.unwrap();
+    assert_eq!((c.snapshot, c.folded_to), (newest, last_old));
+    assert_eq!(c.events_pruned, last_old);
+    assert_eq!(c.snapshots_pruned, 1, "only the newest snapshot is left");
+    assert_eq!(c.tasks_archived, 11, "base and t0..t9");
+    assert_eq!(readings(store).await, before);
+    let kept = store.events_after(0, 100_000).await.unwrap();
+    assert_eq!(kept.first().map(|e| e.version), Some(last_old + 1));
+    assert!(kept.iter().all(|e| e.at == now));
+    assert_eq!(store.last_compaction().await.unwrap(), Some(c));
+
+    // A byte budget: of the events the snapshot covers, only the newest ~100 KB stay.
+    let budget = 100_000;
+    let c = store.compact(&policy(24, budget), &stop).await.unwrap();
+    assert!(c.folded_to > last_old && c.folded_to < newest, "{c:?}");
+    let covered = store.events_after(0, 100_000).await.unwrap();
+    let covered: Vec<_> = covered.iter().filter(|e| e.version <= newest).collect();
+    let bytes: usize = covered
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap().len())
+        .sum();
+    assert!(
+        !covered.is_empty() && bytes as u64 <= budget,
+        "{bytes} bytes kept"
+    );
+    assert_eq!(readings(store).await, before);
+
+    // Nothing kept beyond recovery: everything the snapshot covers goes.
+    let c = store.compact(&policy(0, 0), &stop).await.unwrap();
+    assert_eq!(c.folded_to, newest);
+    assert_eq!(
+        readings(store).await,
+        before,
+        "nothing a reader needs is lost"
+    );
+    let again = store.compact(&policy(0, 0), &stop).await.unwrap();
+    assert_eq!((again.events_pruned, again.tasks_archived), (0, 0));
+    let stats: StoreStats = store.stats().await.unwrap();
+    let after = before.after_snapshot.len() as u64;
+    assert_eq!((stats.events, stats.snapshots), (after, 1), "{stats:?}");
+    assert_eq!(stats.events_after_snapshot, after);
+    assert_eq!(stats.archived, 12, "base, t0..t9 and late");
+    if sqlite {
+        assert!(
+            stats.disk_bytes() <= 3 * stats.live_bytes(),
+            "the store is at most 3x what it must keep: {stats:?}"
+        );
+    }
+
+    // An evicted, finished task exports as its final record, and nothing else.
+    let mut out = Vec::new();
+    let t0: TaskId = "t0".into();
+    let n = inspect::export(store, Some(&t0), &mut out).await.unwrap();
+    assert_eq!((n.events, n.archived), (0, 1));
+    let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let task: TaskState = serde_json::from_value(line["archived"]["task"].clone()).unwrap();
+    assert_eq!(Some(&task), before.tasks[1].as_ref().map(|t| &t.0));
+    assert_eq!(task.execution_state, ExecutionState::Finished);
+    assert_eq!(task.shared_conversation_pool.len(), 12);
+    // Everything: the twelve records, then the events after the snapshot.
+    let mut out = Vec::new();
+    let n = inspect::export(store, None, &mut out).await.unwrap();
+    assert_eq!((n.archived, n.events), (12, after));
+
+    // The base task goes on after compaction: its record and its new events read as a whole.
+    for n in 1_040..1_050 {
+        h.message("base", n, now);
+    }
+    h.snapshot(store).await;
+    store.compact(&policy(0, 0), &stop).await.unwrap();
+    let base = stored_task(store, &"base".into()).await.unwrap().unwrap();
+    assert_eq!(base.0, h.states.tasks[&TaskId::from("base")]);
+    let loaded = load(store).await.unwrap();
+    assert_eq!(
+        StatesRecord::of(&loaded.states),
+        StatesRecord::of(&h.states)
+    );
+}
+
+#[tokio::test]
+async fn compaction_keeps_what_recovery_and_readers_need_and_gives_the_rest_back_sqlite() {
+    let dir = scratch("compact-sqlite");
+    let store = SqlStore::open_sqlite(&dir.join("team.db")).await.unwrap();
+    compaction_suite(&store, true).await;
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn compaction_keeps_what_recovery_and_readers_need_postgres() {
+    let pg = postgres::Cluster::start("compact");
+    let store = SqlStore::open_postgres(&pg.url()).await.unwrap();
+    compaction_suite(&store, false).await;
+}
+
+/// A store the release before compaction made (schema 2, no auto-vacuum): it opens, is
+/// migrated, and its first compaction rewrites it once so that its space is given back.
+#[tokio::test]
+async fn a_store_made_before_compaction_loads_and_shrinks_at_its_first_compaction() {
+    use sqlx::{Connection, Executor, Row};
+    let dir = scratch("compact-old");
+    let file = dir.join("team.db");
+    let url = format!("sqlite://{}?mode=rwc", file.display());
+    sqlx::any::install_default_drivers();
+    let mut c = sqlx::AnyConnection::connect(&url).await.unwrap();
+    c.execute("PRAGMA journal_mode = WAL").await.unwrap();
+    for sql in [
+        include_str!("../migrations/0001_events.sql"),
+        include_str!("../migrations/0002_sessions.sql"),
+        "CREATE TABLE cohort_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); \
+         INSERT INTO cohort_meta VALUES ('schema_version', '2')",
+    ] {
+        sqlx::raw_sql(sql).execute(&mut c).await.unwrap();
+    }
+    c.close().await.unwrap();
+    let mode = |file: std::path::PathBuf| async move {
+        let url = format!("sqlite://{}", file.display());
+        let mut c = sqlx::AnyConnection::connect(&url).await.unwrap();
+        let r = sqlx::query("PRAGMA auto_vacuum").fetch_one(&mut c).await;
+        r.unwrap().try_get::<i64, _>(0).unwrap()
+    };
+    assert_eq!(mode(file.clone()).await, 0, "made without auto-vacuum");
+    // Read as it is (`cohort inspect`, `export`: nothing migrated), it has no archive yet.
+    let reader = SqlStore::open_reader(file.to_str().unwrap()).await.unwrap();
+    let stats = reader.stats().await.unwrap();
+    assert_eq!(
+        (stats.events, stats.archived, stats.last_compaction),
+        (0, 0, None)
+    );
+    let n = inspect::export(&reader, None, &mut Vec::new())
+        .await
+        .unwrap();
+    assert_eq!((n.events, n.archived), (0, 0));
+    drop(reader);
+
+    let store = SqlStore::open_sqlite(&file).await.unwrap();
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut h = History::default();
+    h.created("base", now);
+    h.finished_task("t0", 12, true, now);
+    for n in 0..600 {
+        h.message("base", n, now);
+    }
+    h.snapshot(&store).await;
+    h.message("base", 600, now);
+    h.flush(&store).await;
+    let before = readings(&store).await;
+    let c = store
+        .compact(&policy(0, 0), &AtomicBool::new(false))
+        .await
+        .unwrap();
+    assert!(c.bytes_after * 3 < c.bytes_before, "{c:?}");
+    assert_eq!(readings(&store).await, before);
+    let stats = store.stats().await.unwrap();
+    assert!(stats.disk_bytes() <= 3 * stats.live_bytes(), "{stats:?}");
+    drop(store);
+    assert_eq!(mode(file).await, 2, "incremental from now on");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -121,7 +121,8 @@ pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
     start(cfg, host, Monitor::new(MONITOR_BUFFER), false)
 }
 
-/// Starts a team that keeps its state in `store`, carrying on from what it holds (`loaded`;
+/// Starts a team that keeps its state in `store` (compacted now and then as the team file's
+/// `store:` says), carrying on from what it holds (`loaded`;
 /// a new team when the store is empty): tasks, stages, every agent (hired ones with their
 /// templates) with its steps, queue, waits and memory. A step that was running when the
 /// process stopped is settled by [`crate::agent::resume_after_restart`].
@@ -133,7 +134,8 @@ pub fn start_team_stored(
 ) -> Result<Team, SystemError> {
     // A store that stopped before its base task was stored starts the team afresh.
     let resumed = !loaded.states.tasks.is_empty();
-    let monitor = Monitor::with_store(MONITOR_BUFFER, store, loaded.states, loaded.version);
+    let monitor = Monitor::with_store(MONITOR_BUFFER, store.clone(), loaded.states, loaded.version);
+    monitor.keep_compacted(store, cfg.store);
     start(cfg, host, monitor, resumed)
 }
 

@@ -9,8 +9,10 @@
 //! - [`serve`]: the served scenarios: goals in a row over HTTP, the websocket under load.
 //! - [`store`]: the store: events committed a second, the wait for one commit.
 //! - [`console`]: the web console in headless Chromium while a large team works.
+//! - [`load_store`]: the store under a flood of large messages, then compacted.
 
 pub mod console;
+pub mod load_store;
 pub mod scenarios;
 pub mod serve;
 pub mod store;
@@ -64,6 +66,10 @@ pub enum Job {
         /// The console's files from this folder instead of the built-in ones.
         web: Option<PathBuf>,
     },
+    LoadStore {
+        messages: usize,
+        chars: usize,
+    },
 }
 
 impl Job {
@@ -102,6 +108,7 @@ impl Job {
                 delay_ms,
                 ref web,
             } => console::console(workers, steps, delay_ms, web.clone()),
+            Job::LoadStore { messages, chars } => load_store::load_store(messages, chars),
         }
     }
 }
@@ -511,6 +518,12 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
                     "frame p95 ≤ 50 ms, draw ≤ 200 ms",
                 ));
             }
+        }
+    }
+    if wanted("load_store") {
+        eprintln!("bench: the store under a flood of 16 KB messages, then compacted …");
+        if let Some(v) = note("load_store", in_child(exe, &load_store::job(q))) {
+            out.extend(load_store::rows(&v));
         }
     }
     rows.extend(out);

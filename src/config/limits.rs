@@ -1,10 +1,11 @@
 //! The limits a long-running team is held to, from the team file: what it keeps in memory
 //! (`retention:`), its websocket feeds (`feeds:`) and how long a login lasts
 //! (`session_ttl_hours`), how far an agent may go on in a stage (`step_limits:`), how long a
-//! wait for a reply lasts (`waits:`). Each value out of its range is a problem naming its field.
+//! wait for a reply lasts (`waits:`), what its store keeps (`store:`). Each value out of its
+//! range is a problem naming its field.
 
 use super::agent::Findings;
-use super::raw::{RawFeeds, RawRetention, RawStepLimits, RawTaskLimits, RawWaits};
+use super::raw::{RawFeeds, RawRetention, RawStepLimits, RawStore, RawTaskLimits, RawWaits};
 use crate::agent::StepLimits;
 use crate::state::WaitPatience;
 use std::fmt::Display;
@@ -142,6 +143,40 @@ impl Default for Retention {
         }
     }
 }
+
+/// What the store keeps beyond what recovery needs, and how often it is compacted (`store:` in
+/// the team file). Recovery needs the newest snapshot and the events after it, which are never
+/// pruned; the events the snapshot covers are kept a while longer for `cohort export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    /// How long events a snapshot covers are kept (default 24 hours; 0: pruned at the next
+    /// compaction).
+    pub keep_events: Duration,
+    /// The most bytes of such events kept, however young: the oldest go first (default 64 MB),
+    /// so a flood of messages cannot fill the disk within the window.
+    pub keep_events_bytes: u64,
+    /// How often the running team compacts its store (default every 60 s; the first a few
+    /// seconds after the start).
+    pub every: Duration,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction {
+            keep_events: Duration::from_secs(24 * 3600),
+            keep_events_bytes: 64 * MB,
+            every: Duration::from_secs(60),
+        }
+    }
+}
+
+const MB: u64 = 1024 * 1024;
+/// The longest `store.keep_events_hours` accepted (ten years).
+const MAX_KEEP_EVENTS_HOURS: u64 = 87_600;
+/// The largest `store.keep_events_mb` accepted (a terabyte).
+const MAX_KEEP_EVENTS_MB: u64 = 1 << 20;
+/// The longest `store.compact_every_s` accepted (a day).
+const MAX_COMPACT_EVERY_S: u64 = 86_400;
 
 /// The longest `session_ttl_hours` accepted (ten years).
 const MAX_SESSION_HOURS: u64 = 87_600;
@@ -321,6 +356,41 @@ pub(super) fn waits(r: RawWaits, file: &Path, out: &mut Findings) -> WaitPatienc
     }
 }
 
+/// What the store keeps and how often it is compacted; keeping nothing extra (0) is a choice,
+/// compacting all the time (0 s) is not.
+pub(super) fn compaction(r: RawStore, file: &Path, out: &mut Findings) -> Compaction {
+    let d = Compaction::default();
+    let hours = bounded(
+        out,
+        file,
+        "store.keep_events_hours",
+        r.keep_events_hours,
+        (0, Some(MAX_KEEP_EVENTS_HOURS)),
+        d.keep_events.as_secs() / 3600,
+    );
+    let mb = bounded(
+        out,
+        file,
+        "store.keep_events_mb",
+        r.keep_events_mb,
+        (0, Some(MAX_KEEP_EVENTS_MB)),
+        d.keep_events_bytes / MB,
+    );
+    let every = bounded(
+        out,
+        file,
+        "store.compact_every_s",
+        r.compact_every_s,
+        (1, Some(MAX_COMPACT_EVERY_S)),
+        d.every.as_secs(),
+    );
+    Compaction {
+        keep_events: Duration::from_secs(hours * 3600),
+        keep_events_bytes: mb * MB,
+        every: Duration::from_secs(every),
+    }
+}
+
 /// How long a login lasts: `session_ttl_hours`, from an hour to ten years.
 pub(super) fn session_ttl(hours: Option<u64>, file: &Path, out: &mut Findings) -> Duration {
     let default = crate::api::SESSION_TTL.as_secs() / 3600;
@@ -351,6 +421,25 @@ mod tests {
         assert_eq!(t.session_ttl, crate::api::SESSION_TTL);
         assert_eq!(t.step_limits, StepLimits::default());
         assert_eq!(t.waits, WaitPatience::default());
+        assert_eq!(t.store, Compaction::default());
+        let store = format!(
+            "{head}store: {{keep_events_hours: 0, keep_events_mb: 5, compact_every_s: 7}}\n"
+        );
+        let t = load_team(&write(&d, "store.yaml", &store)).unwrap();
+        assert_eq!(
+            t.store,
+            Compaction {
+                keep_events: Duration::ZERO,
+                keep_events_bytes: 5 * 1024 * 1024,
+                every: Duration::from_secs(7),
+            }
+        );
+        let bad = format!("{head}store: {{compact_every_s: 0, keep_events_hours: 100000}}\n");
+        let problems = load_team(&write(&d, "store-bad.yaml", &bad))
+            .unwrap_err()
+            .problems();
+        let fields: Vec<_> = problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["store.keep_events_hours", "store.compact_every_s"]);
         let waits = format!("{head}waits: {{human_secs: 90, agent_secs: 5}}\n");
         let t = load_team(&write(&d, "waits.yaml", &waits)).unwrap();
         assert_eq!(

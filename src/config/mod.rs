@@ -8,7 +8,7 @@ mod team;
 mod templates;
 
 pub use agent::Price;
-pub use limits::{Feeds, MemoryBudget, Retention, TaskLimits};
+pub use limits::{Compaction, Feeds, MemoryBudget, Retention, TaskLimits};
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
 pub use team::{
     Access, AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, HumanEntry, LlmConfig, Problem,

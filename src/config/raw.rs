@@ -53,8 +53,24 @@ pub struct RawTeam {
     /// How much work models may open (see `TaskLimits`).
     #[serde(default)]
     pub task_limits: Option<RawTaskLimits>,
+    /// What the team's store keeps and how often it is compacted (see `Compaction`).
+    #[serde(default)]
+    pub store: Option<RawStore>,
 }
 
+/// `store:`, what the store keeps beyond what recovery needs, and how often it is compacted.
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawStore {
+    #[serde(default)]
+    pub keep_events_hours: Option<u64>,
+    #[serde(default)]
+    pub keep_events_mb: Option<u64>,
+    #[serde(default)]
+    pub compact_every_s: Option<u64>,
+}
+
+/// `task_limits:`, how much work models may open.
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawTaskLimits {

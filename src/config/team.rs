@@ -3,7 +3,8 @@
 
 use super::agent::{Findings, Site, TeamLlm, check_body, check_tools};
 use super::limits::{
-    Feeds, Retention, TaskLimits, feeds, retention, session_ttl, step_limits, task_limits, waits,
+    Compaction, Feeds, Retention, TaskLimits, compaction, feeds, retention, session_ttl,
+    step_limits, task_limits, waits,
 };
 use super::raw::RawTeam;
 use super::templates::{AgentTemplate, load_templates};
@@ -118,6 +119,8 @@ pub struct TeamConfig {
     pub waits: crate::state::WaitPatience,
     /// How much work models may open (`task_limits:`).
     pub task_limits: TaskLimits,
+    /// What the team's store keeps and how often it is compacted (`store:`).
+    pub store: Compaction,
 }
 
 impl TeamConfig {
@@ -318,6 +321,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let step_limits = step_limits(raw.step_limits.clone().unwrap_or_default(), file, &mut out);
     let waits = waits(raw.waits.clone().unwrap_or_default(), file, &mut out);
     let task_limits = task_limits(raw.task_limits.clone().unwrap_or_default(), file, &mut out);
+    let store = compaction(raw.store.clone().unwrap_or_default(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -364,6 +368,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         session_ttl,
         waits,
         task_limits,
+        store,
         tool_approval: raw.tool_approval.map(Into::into).unwrap_or_default(),
     })
 }

@@ -26,6 +26,12 @@ const QUEUE: usize = 8_192;
 const BATCH: usize = 4_096;
 /// A snapshot of the states after this many events, so recovery replays at most that many.
 pub const SNAPSHOT_EVERY: u64 = 10_000;
+/// A snapshot also once the events since the last one add up to as many bytes as it (at least
+/// this many): then the events after the newest snapshot, which recovery needs and compaction
+/// never prunes, stay within the size of the states, and snapshots cost at most as many bytes
+/// as the events they follow. Without it a flood of large messages (16 KB each, copied into
+/// steps) would pile up hundreds of megabytes before the next snapshot.
+pub const SNAPSHOT_MIN_BYTES: u64 = 8 * 1024 * 1024;
 
 pub(super) struct Entry {
     pub events: Vec<Event>,
@@ -143,6 +149,8 @@ fn write_loop(
         }
     };
     let mut since_snapshot = 0u64;
+    // Bytes stored since the last snapshot, and that snapshot's size (0 before the first).
+    let (mut since_bytes, mut snapshot_bytes) = (0u64, 0u64);
     let mut closing = false;
     // The newest version committed: the durable mark only moves forward.
     let mut committed = stored;
@@ -179,21 +187,24 @@ fn write_loop(
         };
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
-            commit(&rt, store.as_ref(), &stored);
+            since_bytes += commit(&rt, store.as_ref(), &stored);
             committed = stored.last().map_or(committed, |e| e.event.version);
             reveal(&inner, entries);
             durable.send_replace(committed);
             since_snapshot += count as u64;
         }
-        if since_snapshot >= SNAPSHOT_EVERY || (closing && since_snapshot > 0) {
+        let due = since_snapshot >= SNAPSHOT_EVERY
+            || since_bytes >= snapshot_bytes.max(SNAPSHOT_MIN_BYTES);
+        if due || (closing && since_snapshot > 0) {
             let (version, record) = {
                 let shared = inner.lock();
                 (shared.version, StatesRecord::of(&shared.states))
             };
-            if let Err(e) = rt.block_on(store.put_snapshot(version, &record)) {
-                tracing::error!("a snapshot of the states was not stored: {e}");
+            match rt.block_on(store.put_snapshot(version, &record)) {
+                Ok(bytes) => snapshot_bytes = bytes,
+                Err(e) => tracing::error!("a snapshot of the states was not stored: {e}"),
             }
-            since_snapshot = 0;
+            (since_snapshot, since_bytes) = (0, 0);
         }
     }
 }
@@ -260,20 +271,22 @@ fn task_of(
 }
 
 /// Appends a batch, retrying (with growing pauses, each failure logged) until the store takes
-/// it: nothing is shown before it is stored, and nothing is dropped.
-fn commit(rt: &tokio::runtime::Runtime, store: &dyn Store, events: &[StoredEvent]) {
+/// it: nothing is shown before it is stored, and nothing is dropped. Returns the bytes stored
+/// (0 for a commit whose answer was lost but which landed).
+fn commit(rt: &tokio::runtime::Runtime, store: &dyn Store, events: &[StoredEvent]) -> u64 {
     let mut pause = Duration::from_millis(50);
     let mut events = events;
     loop {
-        let Err(e) = rt.block_on(store.append(events)) else {
-            return;
+        let e = match rt.block_on(store.append(events)) {
+            Ok(bytes) => return bytes,
+            Err(e) => e,
         };
         // A commit whose answer was lost may have landed (the store then knows a newer last
         // version): what is stored already is not sent again.
         if let Ok(last) = rt.block_on(store.last_version()) {
             events = &events[events.partition_point(|e| e.event.version <= last)..];
             if events.is_empty() {
-                return;
+                return 0;
             }
         }
         tracing::error!(

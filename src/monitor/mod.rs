@@ -7,8 +7,9 @@
 //!
 //! With a store ([`Monitor::with_store`]) the monitor writes ahead: changes reach the states
 //! and subscribers only once the [`journal`] has committed them, and effects queued with them
-//! ([`Monitor::publish_then`]) run after that.
+//! ([`Monitor::publish_then`]) run after that. Its [`compactor`] keeps that store compacted.
 
+mod compactor;
 pub mod journal;
 
 pub use crate::event::StateKind;
@@ -16,6 +17,7 @@ use crate::event::{Change, Event, States};
 use crate::ids::{AgentId, StepId};
 use crate::store::Store;
 use bytes::Bytes;
+use compactor::Compactor;
 use journal::{Effect, Entry, Journal};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -86,6 +88,8 @@ struct Inner {
     writing: broadcast::Sender<Arc<Writing>>,
     /// Set when the monitor writes ahead to a store.
     journal: OnceLock<Journal>,
+    /// Set when it keeps that store compacted.
+    compactor: OnceLock<Compactor>,
     /// With a journal: the newest version given to a change (ahead of the states' while the
     /// journal commits). A lock of its own: a publisher may wait on a full journal while
     /// holding it, and the journal needs the states' lock, never this one, to drain.
@@ -128,6 +132,7 @@ impl Monitor {
                 }),
                 tx,
                 journal: OnceLock::new(),
+                compactor: OnceLock::new(),
                 assigned: Mutex::new(version),
             }),
         }
@@ -157,9 +162,21 @@ impl Monitor {
         rx.wait_for(|v| *v >= version).await.is_ok()
     }
 
+    /// Compacts `store` (the one this monitor writes to) now and then under `policy`, on a
+    /// thread of its own, until the monitor closes or goes. Once only: a second call does
+    /// nothing.
+    pub fn keep_compacted(&self, store: Arc<dyn Store>, policy: crate::config::Compaction) {
+        if self.inner.compactor.get().is_none() {
+            let _ = self.inner.compactor.set(Compactor::start(store, policy));
+        }
+    }
+
     /// Commits what is queued, takes a last snapshot and stops writing (with a store; nothing
     /// to do without one). Changes published afterwards are not stored.
     pub fn close(&self) {
+        if let Some(c) = self.inner.compactor.get() {
+            c.stop();
+        }
         if let Some(j) = self.inner.journal.get() {
             j.close();
         }

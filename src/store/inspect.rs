@@ -1,6 +1,7 @@
 //! `cohort inspect` and `cohort export`: reading a team's store without starting the team.
 
-use super::{Loaded, Store, StoreError};
+use super::stats::human_bytes;
+use super::{ArchivedTask, Loaded, Store, StoreError, StoreStats};
 use crate::event::States;
 use crate::ids::TaskId;
 use std::io::Write;
@@ -17,7 +18,11 @@ pub async fn read(spec: &str, task: Option<&TaskId>, export: bool) -> Result<(),
             Err(e) => Err(e),
         };
         match written {
-            Ok(n) => eprintln!("{n} events from {}", store.url()),
+            Ok(Exported { events, archived }) if archived > 0 => eprintln!(
+                "{events} events and {archived} archived task record(s) from {}",
+                store.url()
+            ),
+            Ok(Exported { events, .. }) => eprintln!("{events} events from {}", store.url()),
             // The reader stopped reading (`cohort export | head`): that is its choice.
             Err(StoreError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
             Err(e) => return Err(e),
@@ -25,6 +30,7 @@ pub async fn read(spec: &str, task: Option<&TaskId>, export: bool) -> Result<(),
     } else {
         let loaded = super::load(&store).await?;
         print!("{}", describe(store.url(), &loaded));
+        print!("\n{}", describe_store(&store.stats().await?));
     }
     Ok(())
 }
@@ -85,31 +91,129 @@ fn agents_line(s: &States) -> String {
     )
 }
 
-/// Writes every stored event (or one task's) as JSON lines, oldest first; returns how many.
+/// The store's sizes: on disk, and what it holds (events, snapshots, archived tasks), with its
+/// last compaction.
+pub fn describe_store(st: &StoreStats) -> String {
+    let mut out = format!(
+        "store: {} on disk (-wal {}, {} free inside); {} must be kept ({:.1}x)\n",
+        human_bytes(st.disk_bytes()),
+        human_bytes(st.wal_bytes),
+        human_bytes(st.free_bytes),
+        human_bytes(st.live_bytes()),
+        st.ratio()
+    );
+    out.push_str(&format!(
+        "  events: {} ({}); {} ({}) after the newest snapshot\n",
+        st.events,
+        human_bytes(st.event_bytes),
+        st.events_after_snapshot,
+        human_bytes(st.event_bytes_after_snapshot)
+    ));
+    let newest = st.newest_snapshot.map_or_else(
+        || "none yet".to_owned(),
+        |(v, b)| format!("the newest at version {v} ({})", human_bytes(b)),
+    );
+    out.push_str(&format!(
+        "  snapshots: {} ({}); {newest}\n  archived tasks: {} ({})\n",
+        st.snapshots,
+        human_bytes(st.snapshot_bytes),
+        st.archived,
+        human_bytes(st.archive_bytes)
+    ));
+    out.push_str(&match &st.last_compaction {
+        None => "  last compaction: never\n".to_owned(),
+        Some(c) => format!(
+            "  last compaction: {}: events up to version {} folded ({} pruned), {} snapshot(s) \
+             pruned, {} task(s) archived; {} -> {}\n",
+            chrono::DateTime::from_timestamp_millis(c.at)
+                .map_or_else(|| c.at.to_string(), |t| t.format("%F %T UTC").to_string()),
+            c.folded_to,
+            c.events_pruned,
+            c.snapshots_pruned,
+            c.tasks_archived,
+            human_bytes(c.bytes_before),
+            human_bytes(c.bytes_after)
+        ),
+    });
+    out
+}
+
+/// What an export wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exported {
+    pub events: u64,
+    /// Archived task records: tasks whose older events compaction folded away.
+    pub archived: u64,
+}
+
+/// An archived record as an export line: `{"archived": {"version", "task", "stages"}}`.
+#[derive(serde::Serialize)]
+struct ArchivedLine<'a> {
+    archived: &'a ArchivedTask,
+}
+
+/// Writes one line; `version` names what failed to serialise.
+fn write_line(
+    out: &mut dyn Write,
+    version: u64,
+    line: &impl serde::Serialize,
+) -> Result<(), StoreError> {
+    let text = serde_json::to_string(line).map_err(|e| StoreError::BadEvent {
+        version: version as i64,
+        why: e.to_string(),
+    })?;
+    writeln!(out, "{text}").map_err(StoreError::Write)
+}
+
+/// Writes what the store has of everything (or of `task`) as JSON lines, oldest first: the
+/// archived records of tasks whose older events compaction pruned (one line each, the task
+/// and its stages as of the record's version), then every event kept after them.
 pub async fn export(
     store: &dyn Store,
     task: Option<&TaskId>,
     out: &mut dyn Write,
-) -> Result<u64, StoreError> {
+) -> Result<Exported, StoreError> {
     const PAGE: usize = 10_000;
-    let mut after = 0;
-    let mut n = 0;
+    let mut archived = 0;
+    // Events up to here are in the records written first.
+    let mut after = match task {
+        Some(t) => match store.archived(t).await? {
+            Some(a) => {
+                write_line(out, a.version, &ArchivedLine { archived: &a })?;
+                archived += 1;
+                a.version
+            }
+            None => 0,
+        },
+        None => {
+            let mut last: Option<TaskId> = None;
+            loop {
+                let page = store.archived_after(last.as_ref(), 100).await?;
+                for a in &page {
+                    write_line(out, a.version, &ArchivedLine { archived: a })?;
+                }
+                archived += page.len() as u64;
+                match page.last() {
+                    Some(a) if page.len() == 100 => last = Some(a.task.task_id.clone()),
+                    _ => break,
+                }
+            }
+            store.last_compaction().await?.map_or(0, |c| c.folded_to)
+        }
+    };
+    let mut events = 0;
     loop {
         let page = match task {
             Some(t) => store.task_events(t, after, PAGE).await?,
             None => store.events_after(after, PAGE).await?,
         };
         for e in &page {
-            let line = serde_json::to_string(e).map_err(|err| StoreError::BadEvent {
-                version: e.version as i64,
-                why: err.to_string(),
-            })?;
-            writeln!(out, "{line}").map_err(StoreError::Write)?;
+            write_line(out, e.version, e)?;
         }
-        n += page.len() as u64;
+        events += page.len() as u64;
         match page.last() {
             Some(last) if page.len() == PAGE => after = last.version,
-            _ => return Ok(n),
+            _ => return Ok(Exported { events, archived }),
         }
     }
 }

@@ -1,26 +1,41 @@
 //! Durability: the state event stream written to a store, and read back after a restart.
 //!
-//! The store is an append-only log of [`Event`]s plus periodic snapshots of the whole
+//! The store is a log of [`Event`]s plus snapshots of the whole
 //! [`States`](crate::event::States) (as a [`StatesRecord`]), so recovery reads the newest
-//! snapshot and only the events after it. [`Store`] is the one small trait the runtime uses;
-//! [`SqlStore`] implements it for SQLite (embedded, the default: a file, nothing to install)
-//! and Postgres (shared, backed up), with one query layer (sqlx's `Any` driver) and the
-//! migrations in `migrations/`.
+//! snapshot and only the events after it. Compaction ([`compact`]) keeps it proportional to
+//! what it holds: events the newest snapshot covers leave once past a retention window (each
+//! task they touched folded first into its [`ArchivedTask`]), older snapshots leave, and the
+//! space is given back. [`Store`] is the one small trait the runtime uses; [`SqlStore`]
+//! implements it for SQLite (embedded, the default: a file, nothing to install) and Postgres
+//! (shared, backed up), with one query layer (sqlx's `Any` driver) and the migrations in
+//! `migrations/`.
 //!
 //! - [`sql`]: `SqlStore`, opening, locking and migrating a database, and its queries.
+//! - [`archive`]: a task's record once its events are pruned, and folding events onto it.
+//! - [`compact`]: compaction, what it keeps and what it drops.
+//! - [`stats`]: what a store holds, in counts and bytes (`cohort inspect`, the bench).
 //! - [`inspect`]: `cohort inspect` and `cohort export`, reading a store without the team.
 
+pub mod archive;
+pub mod compact;
 pub mod inspect;
 pub mod sql;
+mod sql_compact;
 mod sql_store;
+pub mod stats;
 
+use crate::config::Compaction;
 use crate::event::{Event, StatesRecord};
 use crate::ids::TaskId;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 
+pub use archive::ArchivedTask;
+pub use compact::Compacted;
 pub use sql::SCHEMA_VERSION;
 pub use sql_store::SqlStore;
+pub use stats::StoreStats;
 
 /// An event with the task it belongs to (for exporting one task), as the store keeps it.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +91,8 @@ pub enum StoreError {
     BadEvent { version: i64, why: String },
     #[error("the snapshot at version {version} cannot be read: {why}")]
     BadSnapshot { version: i64, why: String },
+    #[error("the archived record of task {task} cannot be read or written: {why}")]
+    BadArchive { task: String, why: String },
     #[error("events must be appended in version order: {version} after {last}")]
     OutOfOrder { version: u64, last: u64 },
     #[error("cannot write the export: {0}")]
@@ -131,51 +148,37 @@ pub async fn load(store: &dyn Store) -> Result<Loaded, StoreError> {
     })
 }
 
-/// A task as its stored events leave it, with its stages: how a finished task that left
-/// memory (retention) is still read. None when the store has no events of it.
+/// A task as the store leaves it, with its stages: its archived record (if compaction pruned
+/// its older events) and its events after it. This is how a finished task that left memory
+/// (retention) is still read. None when the store has nothing of it.
 pub async fn stored_task(
     store: &dyn Store,
     id: &TaskId,
 ) -> Result<Option<(crate::state::TaskState, Vec<crate::state::StageState>)>, StoreError> {
     const PAGE: usize = 10_000;
-    let mut states = crate::event::States::default();
-    let mut after = 0;
+    let mut fold = archive::TaskFold::new(id, store.archived(id).await?);
     loop {
-        let page = store.task_events(id, after, PAGE).await?;
-        for e in &page {
-            // Its eviction is where memory let it go; the store keeps it whole.
-            if !matches!(
-                e.change,
-                crate::event::Change::Task(crate::event::TaskChange::Evicted { .. })
-            ) {
-                states.apply_at(&e.change, e.at);
-            }
-        }
-        match page.last() {
-            Some(last) if page.len() == PAGE => after = last.version,
-            _ => break,
+        let page = store.task_events(id, fold.version(), PAGE).await?;
+        page.iter().for_each(|e| fold.apply(e));
+        if page.len() < PAGE {
+            break;
         }
     }
-    Ok(states.tasks.remove(id).map(|t| {
-        let stages = t
-            .stage_list
-            .iter()
-            .filter_map(|s| states.stages.get(s).cloned())
-            .collect();
-        (t, stages)
-    }))
+    Ok(fold.finish(0).map(|a| (a.task, a.stages)))
 }
 
 /// Where the runtime keeps its state events. Every method is one transaction.
 pub trait Store: Send + Sync {
-    /// Appends events, in version order and after every event already stored, all or none.
-    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// Keeps a snapshot of the states at `version` (every event up to it applied).
+    /// Appends events, in version order and after every event already stored, all or none;
+    /// returns the bytes stored (what the journal paces its snapshots by).
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>>;
+    /// Keeps a snapshot of the states at `version` (every event up to it applied); returns
+    /// its size in bytes.
     fn put_snapshot<'a>(
         &'a self,
         version: u64,
         states: &'a StatesRecord,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    ) -> BoxFuture<'a, Result<u64, StoreError>>;
     /// The newest snapshot, if any.
     fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>>;
     /// Up to `limit` events after `version`, in order.
@@ -199,4 +202,24 @@ pub trait Store: Send + Sync {
     fn delete_session<'a>(&'a self, token_hash: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     /// The sessions not expired at `now` (ms since the epoch); expired ones are deleted.
     fn live_sessions(&self, now: i64) -> BoxFuture<'_, Result<Vec<StoredSession>, StoreError>>;
+    /// A task's archived record (compaction pruned its events up to the record's version).
+    fn archived<'a>(
+        &'a self,
+        task: &'a TaskId,
+    ) -> BoxFuture<'a, Result<Option<ArchivedTask>, StoreError>>;
+    /// Up to `limit` archived records of the tasks after `after`, in task id order.
+    fn archived_after<'a>(
+        &'a self,
+        after: Option<&'a TaskId>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ArchivedTask>, StoreError>>;
+    /// The last compaction, if the store was ever compacted.
+    fn last_compaction(&self) -> BoxFuture<'_, Result<Option<Compacted>, StoreError>>;
+    /// Compacts the store (see [`compact`]); stops early, between two pieces of work, once
+    /// `stop` is set.
+    fn compact<'a>(
+        &'a self,
+        policy: &'a Compaction,
+        stop: &'a AtomicBool,
+    ) -> BoxFuture<'a, Result<Compacted, StoreError>>;
 }

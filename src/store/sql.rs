@@ -2,7 +2,8 @@
 //! of queries (portable SQL, `$n` parameters) serves both (`SqlStore` runs them). Opening a
 //! store takes its lock (a lock file beside a SQLite database, an advisory lock on Postgres),
 //! so two processes never write the same team; checks the schema version; and runs the
-//! migrations it lacks.
+//! migrations it lacks. A new SQLite file is made with incremental auto-vacuum, so compaction
+//! can give its space back a piece at a time (`sql_compact.rs`).
 
 use super::{Snapshot, StoreError, StoredEvent, StoredSession};
 use crate::event::Event;
@@ -14,13 +15,22 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_events.sql"),
     include_str!("../../migrations/0002_sessions.sql"),
+    include_str!("../../migrations/0003_compaction.sql"),
 ];
+
+/// The schema that has the archive and the compaction record (a store written by an older
+/// cohort, read without migrating it, has neither).
+pub(super) const SCHEMA_ARCHIVE: i64 = 3;
+
+/// The most a SQLite store's `-wal` file keeps once checkpointed: a burst of large commits
+/// grows it, and without a limit it would stay that large.
+const WAL_KEPT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Events per INSERT: few round trips, well under both databases' parameter limits.
 const ROWS_PER_INSERT: usize = 500;
@@ -30,9 +40,20 @@ const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
 /// How long opening a Postgres store waits for another process's lock to go.
 const PG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Which database a store is: compaction gives space back and sizes are read differently.
+pub(super) enum Backend {
+    /// The SQLite file (its `-wal` file beside it).
+    Sqlite(PathBuf),
+    Postgres,
+}
+
 /// A store that is its database's tables: every call, in the calling runtime.
 pub(super) struct Db {
-    pool: AnyPool,
+    pub(super) pool: AnyPool,
+    pub(super) backend: Backend,
+    /// The schema version of the database (below [`SCHEMA_VERSION`] only for a reader of a
+    /// store an older cohort wrote).
+    pub(super) schema: i64,
     /// The URL without its password, for messages.
     pub(super) url: String,
     /// The last version stored, to refuse events out of order before touching the database.
@@ -101,12 +122,15 @@ impl Db {
             .acquire_timeout(std::time::Duration::from_secs(10))
             .after_connect(|conn, _| {
                 Box::pin(async move {
-                    // WAL: readers never wait for the writer. FULL: a commit is on disk when it
-                    // returns (group commit makes that cheap).
-                    conn.execute(
-                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-                         PRAGMA busy_timeout = 5000;",
-                    )
+                    // Incremental auto-vacuum first: it takes effect only on a new file (whose
+                    // header the WAL switch writes); an older file is converted by its first
+                    // compaction. WAL: readers never wait for the writer. FULL: a commit is on
+                    // disk when it returns (group commit makes that cheap).
+                    conn.execute(AssertSqlSafe(format!(
+                        "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; \
+                         PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000; \
+                         PRAGMA journal_size_limit = {WAL_KEPT_BYTES};"
+                    )))
                     .await?;
                     Ok(())
                 })
@@ -117,7 +141,8 @@ impl Db {
                 url: url.clone(),
                 source,
             })?;
-        Self::ready(pool, url, Lock::File(lock)).await
+        let backend = Backend::Sqlite(path.to_owned());
+        Self::ready(pool, url, backend, Lock::File(lock)).await
     }
 
     /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
@@ -156,23 +181,26 @@ impl Db {
             .connect(url)
             .await
             .map_err(open)?;
-        Self::ready(pool, shown, Lock::Postgres(tokio::sync::Mutex::new(locker))).await
+        let lock = Lock::Postgres(tokio::sync::Mutex::new(locker));
+        Self::ready(pool, shown, Backend::Postgres, lock).await
     }
 
     /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a
     /// running team may keep writing; nothing is created or migrated.
     pub(super) async fn open_reader(spec: &str) -> Result<Db, StoreError> {
         sqlx::any::install_default_drivers();
-        let (url, shown) = if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-            (spec.to_owned(), without_password(spec))
-        } else {
-            let path = Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec));
-            let shown = format!("sqlite://{}", path.display());
-            if !path.is_file() {
-                return Err(StoreError::Missing { url: shown });
-            }
-            (format!("{shown}?mode=ro"), shown)
-        };
+        let (url, shown, backend) =
+            if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+                (spec.to_owned(), without_password(spec), Backend::Postgres)
+            } else {
+                let path = Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec));
+                let shown = format!("sqlite://{}", path.display());
+                if !path.is_file() {
+                    return Err(StoreError::Missing { url: shown });
+                }
+                let backend = Backend::Sqlite(path.to_owned());
+                (format!("{shown}?mode=ro"), shown, backend)
+            };
         let pool = AnyPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(std::time::Duration::from_secs(10))
@@ -195,6 +223,8 @@ impl Db {
         }
         let store = Db {
             pool,
+            backend,
+            schema: found,
             url: shown,
             last: AtomicU64::new(0),
             _lock: Lock::None,
@@ -204,10 +234,17 @@ impl Db {
         Ok(store)
     }
 
-    async fn ready(pool: AnyPool, url: String, lock: Lock) -> Result<Db, StoreError> {
+    async fn ready(
+        pool: AnyPool,
+        url: String,
+        backend: Backend,
+        lock: Lock,
+    ) -> Result<Db, StoreError> {
         migrate(&pool, &url).await?;
         let store = Db {
             pool,
+            backend,
+            schema: SCHEMA_VERSION,
             url,
             last: AtomicU64::new(0),
             _lock: lock,
@@ -225,10 +262,12 @@ impl Db {
         Ok(v as u64)
     }
 
-    pub(super) async fn insert(&self, rows: Vec<EventRow>) -> Result<(), StoreError> {
+    /// Appends the rows in one transaction; returns the bytes of their bodies.
+    pub(super) async fn insert(&self, rows: Vec<EventRow>) -> Result<u64, StoreError> {
         if rows.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
+        let bytes = rows.iter().map(|r| r.body.len() as u64).sum();
         let last = self.last.load(Ordering::SeqCst);
         let mut prev = last;
         for r in &rows {
@@ -269,10 +308,12 @@ impl Db {
             return Err(e.into());
         }
         self.last.store(prev, Ordering::SeqCst);
-        Ok(())
+        Ok(bytes)
     }
 
-    pub(super) async fn snapshot_put(&self, version: u64, body: String) -> Result<(), StoreError> {
+    /// Keeps a snapshot; returns its size in bytes.
+    pub(super) async fn snapshot_put(&self, version: u64, body: String) -> Result<u64, StoreError> {
+        let bytes = body.len() as u64;
         let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT INTO snapshots (version, at, body) VALUES ($1, $2, $3) \
@@ -283,7 +324,9 @@ impl Db {
         .bind(body)
         .execute(&mut *tx)
         .await?;
-        // The newest two are kept: one to recover from, one in case it cannot be read.
+        // The newest two are kept until compaction drops the older one (it would serve only
+        // with the events after it, which compaction prunes): a team whose compaction is far
+        // off still holds at most two.
         sqlx::query(
             "DELETE FROM snapshots WHERE version < (SELECT MIN(version) FROM \
              (SELECT version FROM snapshots ORDER BY version DESC LIMIT 2) AS newest)",
@@ -291,7 +334,7 @@ impl Db {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(bytes)
     }
 
     pub(super) async fn snapshot_latest(&self) -> Result<Option<Snapshot>, StoreError> {

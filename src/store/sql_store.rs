@@ -2,14 +2,15 @@
 //! [`super::sql::Db`], each run on a runtime of the store's own.
 
 use super::sql::{Db, rows};
-use super::{Snapshot, Store, StoreError, StoredEvent, StoredSession};
+use super::{ArchivedTask, Compacted, Snapshot, Store, StoreError, StoredEvent, StoredSession};
+use crate::config::Compaction;
 use crate::event::{Event, StatesRecord};
 use crate::ids::TaskId;
 use futures::future::BoxFuture;
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The team's store on SQLite or Postgres. Every database call runs on a runtime of the
 /// store's own, so its connections belong to no caller: the journal's thread, the HTTP
@@ -67,6 +68,24 @@ impl SqlStore {
     pub fn url(&self) -> &str {
         &self.url
     }
+
+    /// What the store holds, in counts and bytes.
+    pub async fn stats(&self) -> Result<super::StoreStats, StoreError> {
+        self.call(|db| async move { db.stats().await }).await
+    }
+
+    /// Runs the database call `f` makes on the store's runtime.
+    pub(super) fn call<T, F, Fut>(
+        &self,
+        f: F,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Db>) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        self.rt.run(f(self.db.clone()))
+    }
 }
 
 impl Store for SqlStore {
@@ -86,7 +105,7 @@ impl Store for SqlStore {
         Box::pin(self.rt.run(async move { db.sessions_live(now).await }))
     }
 
-    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>> {
         let db = self.db.clone();
         Box::pin(async move {
             let rows = rows(events)?;
@@ -98,7 +117,7 @@ impl Store for SqlStore {
         &'a self,
         version: u64,
         states: &'a StatesRecord,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
         let db = self.db.clone();
         Box::pin(async move {
             let body = serde_json::to_string(states).map_err(|e| StoreError::BadSnapshot {
@@ -143,6 +162,35 @@ impl Store for SqlStore {
 
     fn last_version(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(async move { Ok(self.db.last.load(Ordering::SeqCst)) })
+    }
+
+    fn archived<'a>(
+        &'a self,
+        task: &'a TaskId,
+    ) -> BoxFuture<'a, Result<Option<ArchivedTask>, StoreError>> {
+        let task = task.clone();
+        Box::pin(self.call(|db| async move { db.archive_get(task).await }))
+    }
+
+    fn archived_after<'a>(
+        &'a self,
+        after: Option<&'a TaskId>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ArchivedTask>, StoreError>> {
+        let after = after.cloned();
+        Box::pin(self.call(|db| async move { db.archive_page(after, limit).await }))
+    }
+
+    fn last_compaction(&self) -> BoxFuture<'_, Result<Option<Compacted>, StoreError>> {
+        Box::pin(self.call(|db| async move { db.compaction_get().await }))
+    }
+
+    fn compact<'a>(
+        &'a self,
+        policy: &'a Compaction,
+        stop: &'a AtomicBool,
+    ) -> BoxFuture<'a, Result<Compacted, StoreError>> {
+        Box::pin(self.compact_now(policy, stop))
     }
 }
 
