@@ -50,6 +50,28 @@ pub struct RawTeam {
     /// How long a wait for a reply lasts (see `state::WaitPatience`).
     #[serde(default)]
     pub waits: Option<RawWaits>,
+    /// The HTTP server of `cohort serve`: timeouts, connection cap, trusted proxies (see
+    /// `config::Http`).
+    #[serde(default)]
+    pub http: Option<RawHttp>,
+}
+
+/// `http:`, how `cohort serve` treats connections.
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttp {
+    #[serde(default)]
+    pub header_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub idle_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub max_connections: Option<usize>,
+    #[serde(default)]
+    pub max_requests_per_connection: Option<usize>,
+    /// Addresses and CIDRs (`10.0.0.0/8`) of reverse proxies whose forwarded-for headers are
+    /// believed.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

@@ -114,6 +114,8 @@ pub struct TeamConfig {
     pub tool_approval: crate::policy::ApprovalPolicy,
     /// How long a wait for a reply lasts (`waits:`); `humans` is filled in at start.
     pub waits: crate::state::WaitPatience,
+    /// How `cohort serve` treats HTTP connections (`http:`).
+    pub http: super::Http,
 }
 
 impl TeamConfig {
@@ -313,6 +315,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let session_ttl = session_ttl(raw.session_ttl_hours, file, &mut out);
     let step_limits = step_limits(raw.step_limits.clone().unwrap_or_default(), file, &mut out);
     let waits = waits(raw.waits.clone().unwrap_or_default(), file, &mut out);
+    let http = super::http::http(raw.http.clone().unwrap_or_default(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -358,6 +361,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         step_limits,
         session_ttl,
         waits,
+        http,
         tool_approval: raw.tool_approval.map(Into::into).unwrap_or_default(),
     })
 }
