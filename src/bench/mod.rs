@@ -9,8 +9,10 @@
 //! - [`serve`]: the served scenarios: goals in a row over HTTP, the websocket under load.
 //! - [`store`]: the store: events committed a second, the wait for one commit.
 //! - [`console`]: the web console in headless Chromium while a large team works.
+//! - [`load_http`]: the HTTP server under hostile load (idle connections, wrong logins).
 
 pub mod console;
+pub mod load_http;
 pub mod scenarios;
 pub mod serve;
 pub mod store;
@@ -64,6 +66,15 @@ pub enum Job {
         /// The console's files from this folder instead of the built-in ones.
         web: Option<PathBuf>,
     },
+    LoadConnections {
+        connections: usize,
+        open_files: u64,
+        quick: bool,
+    },
+    LoadLogins {
+        logins: usize,
+        addresses: usize,
+    },
 }
 
 impl Job {
@@ -102,6 +113,12 @@ impl Job {
                 delay_ms,
                 ref web,
             } => console::console(workers, steps, delay_ms, web.clone()),
+            Job::LoadConnections {
+                connections,
+                open_files,
+                quick,
+            } => load_http::connections(connections, open_files, quick),
+            Job::LoadLogins { logins, addresses } => load_http::logins(logins, addresses),
         }
     }
 }
@@ -513,6 +530,7 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
             }
         }
     }
+    load_http::rows(exe, opts, &wanted, &mut note, &mut out);
     rows.extend(out);
     rows
 }
