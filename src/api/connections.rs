@@ -263,10 +263,6 @@ impl Connections {
         })
     }
 
-    pub fn limits(&self) -> &ConnLimits {
-        &self.limits
-    }
-
     fn open(&self) -> MutexGuard<'_, HashMap<u64, Arc<Conn>>> {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -320,13 +316,6 @@ impl Connections {
                 id,
             },
         )
-    }
-
-    /// Asks every connection to close (the server stops); those at work finish first.
-    pub fn each(&self, f: impl Fn(&Arc<Conn>)) {
-        for c in self.open().values() {
-            f(c);
-        }
     }
 }
 

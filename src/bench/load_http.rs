@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -327,9 +329,51 @@ async fn closed_at(mut tcp: TcpStream, t0: Instant, until: Instant) -> Option<f6
     }
 }
 
+/// One crowd connection's watcher: how it was opened, and when (if) the server closed it.
+type Watcher = (Visitor, tokio::task::JoinHandle<Option<f64>>);
+
+/// Opens `n` crowd connections (the last `kept` keep-alive after one request, the rest
+/// alternately silent and half-sent), each watched until `until`; and how many could not
+/// connect.
+async fn crowd(
+    addr: SocketAddr,
+    n: usize,
+    kept: usize,
+    t0: Instant,
+    until: Instant,
+) -> (Vec<Watcher>, usize) {
+    let (mut watchers, mut failed) = (Vec::new(), 0);
+    for i in 0..n {
+        let how = match i {
+            i if i >= n - kept => Visitor::KeptAlive,
+            i if i % 2 == 0 => Visitor::Silent,
+            _ => Visitor::HalfSent,
+        };
+        match visit(addr, how).await {
+            Some(tcp) => watchers.push((how, tokio::spawn(closed_at(tcp, t0, until)))),
+            None => failed += 1,
+        }
+    }
+    (watchers, failed)
+}
+
+/// The most file descriptors process `pid` holds, sampled every 100 ms until aborted.
+fn sample_fds(pid: u32) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
+    let most = Arc::new(AtomicUsize::new(0));
+    let seen = most.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let n = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+            seen.fetch_max(n, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    (task, most)
+}
+
 /// `connections` connections against a server under `ulimit -n open_files`: the last 20
-/// keep-alive after one request, the rest alternately silent and half-sent. Quick: short
-/// timeouts (2 s, 4 s) instead of the defaults (10 s, 60 s).
+/// keep-alive after one request, the rest alternately silent and half-sent; five logins
+/// while they are open. Quick: short timeouts (2 s, 4 s) instead of the defaults (10 s, 60 s).
 pub fn connections(connections: usize, open_files: u64, quick: bool) -> Figures {
     let (header, idle) = if quick { (2, 4) } else { (10, 60) };
     let extra = if quick {
@@ -345,34 +389,10 @@ pub fn connections(connections: usize, open_files: u64, quick: bool) -> Figures 
     let wait = Duration::from_secs(idle + 10);
     runtime()?.block_on(async {
         let addr = server.addr;
+        let (sampler, max_fds) = sample_fds(server.child.id());
         let t0 = Instant::now();
-        let until = t0 + wait;
-        let (mut watchers, mut connect_failed) = (Vec::new(), 0);
-        for i in 0..connections {
-            let how = match i {
-                i if i >= connections - kept => Visitor::KeptAlive,
-                i if i % 2 == 0 => Visitor::Silent,
-                _ => Visitor::HalfSent,
-            };
-            match visit(addr, how).await {
-                Some(tcp) => watchers.push((how, tokio::spawn(closed_at(tcp, t0, until)))),
-                None => connect_failed += 1,
-            }
-        }
+        let (watchers, connect_failed) = crowd(addr, connections, kept, t0, t0 + wait).await;
         let opened_s = t0.elapsed().as_secs_f64();
-        // The server's descriptors, sampled while the crowd is there.
-        let max_fds = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let sampler = {
-            let max_fds = max_fds.clone();
-            let pid = server.child.id();
-            tokio::spawn(async move {
-                loop {
-                    let n = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
-                    max_fds.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            })
-        };
         let mut login_ms = Vec::new();
         let mut logins_ok = true;
         for _ in 0..5 {
@@ -381,6 +401,8 @@ pub fn connections(connections: usize, open_files: u64, quick: bool) -> Figures 
             login_ms.push(ms);
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+        // Each head's clock started when it connected: by `opened_s` at the latest.
+        let in_time = opened_s + header as f64 + 2.0;
         let (mut idle_n, mut idle_in_time, mut kept_closed) = (0, 0, 0);
         for (how, w) in watchers {
             let closed = w.await.map_err(|e| e.to_string())?;
@@ -388,15 +410,10 @@ pub fn connections(connections: usize, open_files: u64, quick: bool) -> Figures 
                 kept_closed += usize::from(closed.is_some());
             } else {
                 idle_n += 1;
-                // Each head's clock starts when it connected, by `opened_s` at the latest.
-                let bound = opened_s + header as f64 + 2.0;
-                idle_in_time += usize::from(closed.is_some_and(|s| s <= bound));
+                idle_in_time += usize::from(closed.is_some_and(|s| s <= in_time));
             }
         }
         sampler.abort();
-        let max_fds = max_fds
-            .load(std::sync::atomic::Ordering::Relaxed)
-            .max(server.open_fds());
         Ok(json!({
             "connections": connections,
             "open_files": open_files,
@@ -411,7 +428,7 @@ pub fn connections(connections: usize, open_files: u64, quick: bool) -> Figures 
             "kept_closed": kept_closed,
             "login_ms": login_ms,
             "logins_ok": logins_ok,
-            "max_server_fds": max_fds,
+            "max_server_fds": max_fds.load(Ordering::Relaxed).max(server.open_fds()),
         }))
     })
 }
