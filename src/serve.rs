@@ -103,7 +103,8 @@ pub async fn serve_team(
         .local_addr()
         .map_err(|source| ServeError::Bind { addr: bind, source })?;
     let state = ApiState::new(&team, &cfg.humans, web_dir, allowed_origins(bound))
-        .with_feed_config(cfg.feeds.into());
+        .with_feed_config(cfg.feeds.into())
+        .with_http(cfg.http.clone());
     let state = match store {
         Some(store) => state.with_store(cfg.session_ttl, store).await?,
         None => state.with_session_ttl(cfg.session_ttl),

@@ -578,3 +578,203 @@ async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() 
     let seen = get(&app, "/api/state/manager", &alice).await;
     assert_eq!(seen.body["state"]["step_lock"], json!([]));
 }
+
+#[actix::test]
+async fn a_body_with_an_unknown_field_is_refused_naming_the_field() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    // A misspelt `need_reply` used to be ignored, sending with `need_reply: true`.
+    let typo = json!({"human_agent_id": "alice", "task_id": base_task(&team),
+        "receiver": ["manager"], "content": "hi", "need_replay": false});
+    let r = post(&app, "/api/send_message", Some(&alice), typo).await;
+    assert_error(&r, StatusCode::UNPROCESSABLE_ENTITY, "need_replay");
+    assert!(r.text.contains("need_replay"), "{}", r.text);
+    let alice_state = team.agents[&"alice".into()]
+        .send(GetAgentState)
+        .await
+        .unwrap();
+    assert!(
+        alice_state.agent_step.steps().is_empty(),
+        "nothing was sent"
+    );
+    let extra = json!({"human_agent_id": "alice", "password": ALICE_PASSWORD, "remember": true});
+    let r = post(&app, "/api/bind_human_agent", None, extra).await;
+    assert_error(&r, StatusCode::UNPROCESSABLE_ENTITY, "remember");
+    assert!(r.text.contains("remember"), "{}", r.text);
+    let r = post(
+        &app,
+        "/api/task/no-such-task/cancel",
+        Some(&alice),
+        json!({"reason": "x", "force": true}),
+    )
+    .await;
+    assert_error(&r, StatusCode::UNPROCESSABLE_ENTITY, "force");
+    assert!(r.text.contains("force"), "{}", r.text);
+    let stages = json!({"plan_hash": "h", "stages": [{"stage_intention": "x",
+        "agent_allocation": {}, "agents": []}]});
+    let r = post(&app, "/api/step/no-such-step/approve", Some(&alice), stages).await;
+    assert_error(&r, StatusCode::UNPROCESSABLE_ENTITY, "agents");
+    assert!(r.text.contains("agents"), "{}", r.text);
+}
+
+#[actix::test]
+async fn a_wrong_method_is_answered_with_the_json_error_and_the_allowed_methods() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    for (method, uri, token, allowed) in [
+        ("GET", "/api/bind_human_agent", None, "POST"),
+        ("DELETE", "/api/send_message", Some(alice.as_str()), "POST"),
+        ("POST", "/api/states", Some(alice.as_str()), "GET"),
+        ("PUT", "/ws", None, "GET"),
+    ] {
+        let r = call(&app, method, uri, token, None).await;
+        let what = format!("{method} {uri}");
+        assert_error(&r, StatusCode::METHOD_NOT_ALLOWED, &what);
+        assert_eq!(r.body["success"], false, "{what}");
+        let error = r.body["error"].as_str().unwrap();
+        assert!(
+            error.contains(allowed) && error.contains(uri),
+            "{what}: {error}"
+        );
+        let allow = r.headers[header::ALLOW].to_str().unwrap();
+        assert!(allow.contains(allowed), "{what}: Allow {allow}");
+    }
+}
+
+/// Alice's login from `ip` as seen through `via` (a peer, with an `X-Forwarded-For` it sent).
+fn from_peer(state: &ApiState, peer: &str) -> axum::Router {
+    router(state.clone()).layer(MockConnectInfo(
+        format!("{peer}:40000").parse::<SocketAddr>().unwrap(),
+    ))
+}
+
+async fn bind_via(app: &axum::Router, forwarded_for: &str, password: &str) -> Reply {
+    let body = json!({"human_agent_id": "alice", "password": password}).to_string();
+    let req = Request::post("/api/bind_human_agent")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("x-forwarded-for", forwarded_for)
+        .body(Body::from(body))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    Reply {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or_default(),
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+#[actix::test]
+async fn behind_a_trusted_proxy_logins_are_throttled_per_forwarded_client() {
+    let (team, cfg) = start();
+    let http = cohort::config::Http {
+        trusted_proxies: vec![cohort::config::parse_proxy("10.0.0.0/24").unwrap()],
+        ..Default::default()
+    };
+    let state = limited(api(&team, &cfg)).with_http(http);
+    // Everyone comes through the proxy at 10.0.0.2.
+    let proxy = from_peer(&state, "10.0.0.2");
+    // A guesser behind it uses up its failures, and then waits...
+    for _ in 0..3 {
+        let r = bind_via(&proxy, "203.0.113.66", "guess").await;
+        assert_error(&r, StatusCode::UNAUTHORIZED, "a guess");
+    }
+    let r = bind_via(&proxy, "203.0.113.66", ALICE_PASSWORD).await;
+    assert_error(&r, StatusCode::TOO_MANY_REQUESTS, "the guesser");
+    // ...even when it puts another address in front of the one the proxy appended.
+    let r = bind_via(&proxy, "198.51.100.1, 203.0.113.66", ALICE_PASSWORD).await;
+    assert_error(&r, StatusCode::TOO_MANY_REQUESTS, "a spoofed hop");
+    // Alice, behind the same proxy from her own address, is not held back.
+    let r = bind_via(&proxy, "198.51.100.7", ALICE_PASSWORD).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
+#[actix::test]
+async fn forwarded_headers_from_an_untrusted_peer_are_ignored() {
+    let (team, cfg) = start();
+    let http = cohort::config::Http {
+        trusted_proxies: vec![cohort::config::parse_proxy("10.0.0.1").unwrap()],
+        ..Default::default()
+    };
+    let state = limited(api(&team, &cfg)).with_http(http);
+    // Not the proxy: a guesser naming a fresh address each time is still one address.
+    let guesser = from_peer(&state, "10.0.0.66");
+    for i in 0..3 {
+        let r = bind_via(&guesser, &format!("198.51.100.{i}"), "guess").await;
+        assert_error(&r, StatusCode::UNAUTHORIZED, "a guess");
+    }
+    let r = bind_via(&guesser, "198.51.100.99", ALICE_PASSWORD).await;
+    assert_error(
+        &r,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the guesser's own address counts",
+    );
+    // The same guesses through the trusted proxy are the clients it names.
+    let proxy = from_peer(&state, "10.0.0.1");
+    let r = bind_via(&proxy, "10.0.0.66", ALICE_PASSWORD).await;
+    assert_error(
+        &r,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the proxy names the guesser",
+    );
+    let r = bind_via(&proxy, "198.51.100.99", ALICE_PASSWORD).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+}
+
+#[actix::test]
+async fn concurrent_wrong_logins_run_a_bounded_number_of_password_checks() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg).with_password_checks(2);
+    // 24 wrong logins at once from 4 addresses, each for another id (so the back-off, which
+    // counts per id and address, lets them all through to the password check).
+    let mut crowd = Vec::new();
+    for i in 0..24 {
+        let app = from_peer(&state, &format!("10.0.1.{}", i % 4));
+        crowd.push(tokio::spawn(async move {
+            let body = json!({"human_agent_id": format!("user{i}"), "password": "guess"});
+            post(&app, "/api/bind_human_agent", None, body).await
+        }));
+    }
+    // Meanwhile alice logs in from elsewhere, retrying when told to, as a console does.
+    let alice = from_peer(&state, "10.0.2.7");
+    let mut answer = None;
+    for _ in 0..20 {
+        let body = json!({"human_agent_id": "alice", "password": ALICE_PASSWORD});
+        let r = post(&alice, "/api/bind_human_agent", None, body).await;
+        if r.status != StatusCode::TOO_MANY_REQUESTS {
+            answer = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let answer = answer.expect("alice gets an answer other than 429");
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let (mut refused, mut wrong) = (0, 0);
+    for t in crowd {
+        let r = t.await.unwrap();
+        match r.status {
+            StatusCode::UNAUTHORIZED => wrong += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert!(r.headers.contains_key(header::RETRY_AFTER), "{}", r.text);
+                refused += 1;
+            }
+            other => panic!("{other}: {}", r.text),
+        }
+    }
+    assert_eq!(refused + wrong, 24);
+    assert!(
+        refused > 0,
+        "some waited too long or found their address in line"
+    );
+    let peak = state.password_checks_peak();
+    assert!((1..=2).contains(&peak), "{peak} checks ran at once");
+}

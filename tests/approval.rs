@@ -191,7 +191,7 @@ async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_appro
 
     // An approval for other arguments than the ones shown is refused; edited arguments run.
     let uri = format!("/api/step/{step}/approve");
-    let (status, _) = call(
+    let (status, refusal) = call(
         &api,
         "POST",
         &uri,
@@ -200,6 +200,13 @@ async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_appro
     )
     .await;
     assert_eq!(status, StatusCode::CONFLICT);
+    // It does not tell the right hash: a verdict is given on what was read, not copied.
+    assert!(
+        !refusal
+            .to_string()
+            .contains(waiting["args_hash"].as_str().unwrap()),
+        "{refusal}"
+    );
     let edited = json!({"path": "hello.txt", "content": "Edited by the operator\n"});
     let body = json!({"args_hash": waiting["args_hash"], "arguments": edited});
     let (status, answer) = call(&api, "POST", &uri, &token, Some(body.clone())).await;

@@ -591,3 +591,30 @@ fn the_shipped_yamls_name_builtin_servers_with_valid_arguments() {
         assert_eq!(parsed.path, dir.join(path), "{file}");
     }
 }
+
+/// A FIFO in the workspace (made by anyone who shares the folder) is refused at once by every
+/// file tool: opening one for writing waits for a reader, so a call used to hang until its
+/// timeout.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_fifo_in_the_workspace_is_refused_at_once() {
+    use std::os::unix::ffi::OsStrExt;
+    let root = temp("ws-fifo").join("root");
+    let client = connect(WorkspaceServer::new(&root).unwrap()).await;
+    let fifo = std::ffi::CString::new(root.join("pipe").as_os_str().as_bytes()).unwrap();
+    // SAFETY: `fifo` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    for (tool, args) in [
+        ("write_file", json!({"path": "pipe", "content": "x"})),
+        ("append_file", json!({"path": "pipe", "content": "x"})),
+        ("read_file", json!({"path": "pipe"})),
+    ] {
+        let refused =
+            tokio::time::timeout(Duration::from_secs(10), tool_error(&client, tool, args))
+                .await
+                .unwrap_or_else(|_| panic!("{tool} on a FIFO blocked"));
+        assert!(refused.contains("FIFO"), "{tool}: {refused}");
+    }
+    let listing = ok(&client, "list_dir", json!({"path": ""})).await;
+    assert!(listing.contains("pipe (a FIFO"), "{listing}");
+}

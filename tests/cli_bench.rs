@@ -11,7 +11,7 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
             "--quick",
             "--no-autogen",
             "--only",
-            "step_overhead,workers,messages,goals,store",
+            "step_overhead,workers,messages,goals,store,load_connections,load_logins",
         ])
         .output()
         .unwrap();
@@ -25,9 +25,12 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
         "| goals | 200 goals: ms per goal, first 100 → last 100 |",
         "| step_overhead | history 20, with the SQLite store: p50 / p99 |",
         "| store | 20000 events, 8 a publish, SQLite (WAL, synchronous=FULL) |",
+        "| load_connections | 300 connections (280 silent or half-sent, 20 keep-alive), server at ulimit -n 256",
+        "| load_logins | 120 wrong logins at once from 4 addresses: server RSS before → peak |",
     ] {
         assert!(table.contains(want), "missing {want:?} in:\n{table}");
     }
     assert!(!table.contains("| error |"), "{table}");
     assert!(!table.contains("NOT all committed"), "{table}");
+    assert!(!table.contains("NOT all 200"), "{table}");
 }

@@ -123,6 +123,11 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
     let uri = format!("/api/step/{step}/approve");
     let stale = post(&app, &uri, Some(&token), json!({"plan_hash": "stale"})).await;
     assert_error(&stale, StatusCode::CONFLICT, "a stale plan hash");
+    assert!(
+        !stale.text.contains(plan["plan_hash"].as_str().unwrap()),
+        "the refusal does not tell the right hash: {}",
+        stale.text
+    );
     let wrong = post(
         &app,
         &uri,

@@ -139,7 +139,7 @@ impl WorkspaceServer {
     }
 
     #[tool(
-        description = "List a folder of the workspace (the root if `path` is omitted): one path per line relative to the root; folders end with `/`, symlinks with `@`, files show their size. `recursive: true` lists everything below (skipping .git).",
+        description = "List a folder of the workspace (the root if `path` is omitted): one path per line relative to the root; folders end with `/`, symlinks with `@`, files show their size; FIFOs, sockets and devices are marked and cannot be read or written. `recursive: true` lists everything below (skipping .git).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list_dir(&self, Parameters(a): Parameters<ListArgs>) -> Result<String, String> {
@@ -305,6 +305,7 @@ fn render_listing(shown: &str, listing: Bounded<Entry>) -> String {
             EntryKind::Dir => format!("{}/", e.path),
             EntryKind::Symlink => format!("{}@", e.path),
             EntryKind::File { size } => format!("{} ({size} bytes)", e.path),
+            EntryKind::Special { what } => format!("{} ({what}; not readable)", e.path),
         })
         .collect();
     if listing.truncated {

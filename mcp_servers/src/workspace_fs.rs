@@ -4,7 +4,7 @@
 
 use crate::bundled::sandbox::{Sandbox, SandboxError};
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Largest file `read_file` (and the search) will read.
@@ -29,8 +29,8 @@ pub enum FsError {
     IsDir(String),
     #[error("`{0}` is not a directory")]
     NotDir(String),
-    #[error("`{0}` is not a regular file")]
-    NotFile(String),
+    #[error("`{path}` is {what}, not a regular file: it is neither read nor written")]
+    NotFile { path: String, what: &'static str },
     #[error("`{path}` is too large to read ({size} bytes; at most {MAX_READ_BYTES})")]
     TooLarge { path: String, size: u64 },
     #[error("`{0}` is not UTF-8 text")]
@@ -53,6 +53,10 @@ pub enum EntryKind {
     /// Not followed by listings (it may point anywhere, or loop); the path rules still decide
     /// whether a read or write through it is allowed.
     Symlink,
+    /// A FIFO, socket or device: listed, never read or written (it could block a call).
+    Special {
+        what: &'static str,
+    },
 }
 
 /// One listed entry, its path relative to the root.
@@ -110,18 +114,21 @@ impl Workspace {
     /// normalized path.
     pub fn write(&self, path: &str, content: &str) -> Result<String, FsError> {
         let (real, shown) = self.prepare_write(path)?;
-        fs::write(&real, content).map_err(|source| io_err(&shown, source))?;
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        open_regular(&real, &shown, &opts)?
+            .write_all(content.as_bytes())
+            .map_err(|source| io_err(&shown, source))?;
         Ok(shown)
     }
 
     /// Appends `content`, creating the file (and parent folders) if missing.
     pub fn append(&self, path: &str, content: &str) -> Result<String, FsError> {
         let (real, shown) = self.prepare_write(path)?;
-        fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&real)
-            .and_then(|mut f| f.write_all(content.as_bytes()))
+        let mut opts = fs::OpenOptions::new();
+        opts.create(true).append(true);
+        open_regular(&real, &shown, &opts)?
+            .write_all(content.as_bytes())
             .map_err(|source| io_err(&shown, source))?;
         Ok(shown)
     }
@@ -246,9 +253,13 @@ impl Workspace {
                         subdirs.push(real);
                     }
                     EntryKind::Dir
-                } else {
+                } else if kind.is_file() {
                     EntryKind::File {
                         size: e.metadata().map(|m| m.len()).unwrap_or(0),
+                    }
+                } else {
+                    EntryKind::Special {
+                        what: special_kind(&kind),
                     }
                 };
                 if out.items.len() == limit {
@@ -272,28 +283,92 @@ fn io_err(path: &str, source: io::Error) -> FsError {
 }
 
 fn read_text(real: &Path, shown: &str) -> Result<String, FsError> {
-    let meta = match fs::metadata(real) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(FsError::NotFound(shown.to_owned()));
-        }
+    let file = open_regular(real, shown, fs::OpenOptions::new().read(true))?;
+    let size = file
+        .metadata()
+        .map_err(|source| io_err(shown, source))?
+        .len();
+    if size > MAX_READ_BYTES {
+        return Err(FsError::TooLarge {
+            path: shown.to_owned(),
+            size,
+        });
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    // Bounded again while reading: the file may grow after it was measured.
+    file.take(MAX_READ_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| io_err(shown, source))?;
+    if bytes.len() as u64 > MAX_READ_BYTES {
+        return Err(FsError::TooLarge {
+            path: shown.to_owned(),
+            size: bytes.len() as u64,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| FsError::NotText(shown.to_owned()))
+}
+
+/// Opens `real` (a canonical path: no symlink left in it) as a regular file, without ever
+/// blocking: a FIFO opened for writing waits for a reader, and reading one waits for a writer,
+/// until the tool call times out. So the entry is looked at first (`lstat`, which cannot
+/// block: a socket or FIFO is refused before it is opened), then opened non-blocking and
+/// without following a symlink, and looked at again through the open file (`fstat`): an entry
+/// swapped for a FIFO between the look and the open is caught there, and what was checked is
+/// what is used.
+fn open_regular(real: &Path, shown: &str, opts: &fs::OpenOptions) -> Result<fs::File, FsError> {
+    match fs::symlink_metadata(real) {
+        Ok(m) => check_regular(&m, shown)?,
+        // A write creates it; a read's open below says it is missing.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(source) => return Err(io_err(shown, source)),
-        Ok(m) => m,
-    };
+    }
+    let mut opts = opts.clone();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    let file = opts.open(real).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => FsError::NotFound(shown.to_owned()),
+        _ => io_err(shown, e),
+    })?;
+    let meta = file.metadata().map_err(|source| io_err(shown, source))?;
+    check_regular(&meta, shown)?;
+    Ok(file)
+}
+
+fn check_regular(meta: &fs::Metadata, shown: &str) -> Result<(), FsError> {
     if meta.is_dir() {
         return Err(FsError::IsDir(shown.to_owned()));
     }
-    // A FIFO or device would block or never end; only regular files are read.
     if !meta.is_file() {
-        return Err(FsError::NotFile(shown.to_owned()));
-    }
-    if meta.len() > MAX_READ_BYTES {
-        return Err(FsError::TooLarge {
+        return Err(FsError::NotFile {
             path: shown.to_owned(),
-            size: meta.len(),
+            what: special_kind(&meta.file_type()),
         });
     }
-    let bytes = fs::read(real).map_err(|source| io_err(shown, source))?;
-    String::from_utf8(bytes).map_err(|_| FsError::NotText(shown.to_owned()))
+    Ok(())
+}
+
+/// What an entry that is neither a file, a folder nor a symlink is, for messages.
+fn special_kind(kind: &fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+    }
+    if kind.is_symlink() {
+        return "a symlink";
+    }
+    "a special file"
 }
 
 #[cfg(test)]
@@ -376,6 +451,70 @@ mod tests {
         let found = ws.search("hit", "").unwrap();
         assert_eq!(found.items.len(), MAX_MATCHES);
         assert!(found.truncated);
+    }
+
+    /// Makes a FIFO at `path`.
+    #[cfg(unix)]
+    fn mkfifo(path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+            0,
+            "mkfifo {path:?}"
+        );
+    }
+
+    /// Runs `f` on a thread of its own; its answer, or None if it has not answered within ten
+    /// seconds (it blocks: the test fails rather than hangs).
+    #[cfg(unix)]
+    fn within_10_s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(std::time::Duration::from_secs(10)).ok()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_socket_is_refused_at_once_never_opened_to_block() {
+        let (d, ws) = workspace("special");
+        mkfifo(&d.join("root/pipe"));
+        let _socket = std::os::unix::net::UnixListener::bind(d.join("root/sock")).unwrap();
+        for (path, what) in [("pipe", "FIFO"), ("sock", "socket")] {
+            let ws = ws.clone();
+            let answers = within_10_s(move || {
+                (
+                    ws.write(path, "x").map(|_| ()),
+                    ws.append(path, "x").map(|_| ()),
+                    ws.read(path).map(|_| ()),
+                )
+            })
+            .unwrap_or_else(|| panic!("a call on the {what} blocked"));
+            for answer in [answers.0, answers.1, answers.2] {
+                match answer {
+                    Err(e @ FsError::NotFile { .. }) => {
+                        assert!(e.to_string().contains(what), "{e}")
+                    }
+                    other => panic!("{path}: {other:?}"),
+                }
+            }
+        }
+        // Listed for what they are; searched past; no resource.
+        ws.write("note.txt", "pipe dream").unwrap();
+        let listed = ws.list("", false).unwrap().items;
+        assert!(
+            listed.iter().any(|e| e.path == "pipe"
+                && e.kind
+                    == EntryKind::Special {
+                        what: "a FIFO (named pipe)"
+                    }),
+            "{listed:?}"
+        );
+        let ws2 = ws.clone();
+        let hits = within_10_s(move || ws2.search("pipe", "").unwrap().items).unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(ws.files().unwrap().items.len(), 1);
     }
 
     #[test]

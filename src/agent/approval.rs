@@ -54,10 +54,13 @@ pub enum Verdict {
 pub enum VerdictError {
     #[error("step `{0}` is not waiting for approval")]
     NotWaiting(StepId),
+    /// The hash sent is not the hash of what waits. The right hash is not told: a verdict
+    /// must be given on what the person read, not on a hash copied from an error.
     #[error(
-        "the call's arguments are not the ones approved (their hash is {expected}); read the request again"
+        "the hash sent is not the hash of what waits for a verdict (it changed, or was misread); \
+         read the request again (GET /api/approvals)"
     )]
-    StaleHash { expected: String },
+    StaleHash,
     #[error("edited arguments must be a JSON object")]
     BadArguments,
     #[error("a rejection needs a reason the agent can act on")]
@@ -231,9 +234,7 @@ pub fn decide(
             arguments,
         } => {
             if seen != req.args_hash {
-                return Err(VerdictError::StaleHash {
-                    expected: req.args_hash,
-                });
+                return Err(VerdictError::StaleHash);
             }
             let (arguments, edited) = match arguments {
                 Some(Value::Object(a)) => (a, true),
@@ -373,7 +374,7 @@ mod tests {
         };
         assert!(matches!(
             decide(&mut a, &id, &"op".into(), stale),
-            Err(VerdictError::StaleHash { .. })
+            Err(VerdictError::StaleHash)
         ));
         let ok = Verdict::Approve {
             args_hash: req.args_hash.clone(),

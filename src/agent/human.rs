@@ -9,37 +9,27 @@ use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
 use crate::parse;
 use crate::state::{AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepState};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
-/// What a person sends (the body of `POST /api/send_message`, minus who they are).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// What a person sends (made from the body of `POST /api/send_message`, whose wire shape and
+/// defaults are `api::human::SendBody`'s).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HumanMessage {
     pub task_id: TaskId,
     pub receiver: Vec<AgentId>,
     pub content: String,
-    #[serde(default = "no_relative")]
     pub stage_relative: StageRef,
-    #[serde(default = "yes")]
     pub need_reply: bool,
-    #[serde(default)]
     pub waiting: bool,
     /// With `waiting`: how long to wait for the reply, in seconds (default: the team's
     /// `waits.agent_secs` or `waits.human_secs`, by receiver).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_secs: Option<u64>,
 }
 
 /// The longest wait a person may ask for (`wait_secs`): thirty days.
 pub const MAX_WAIT_SECS: u64 = 30 * 24 * 60 * 60;
-
-fn no_relative() -> StageRef {
-    StageRef::NoRelative
-}
-
-fn yes() -> bool {
-    true
-}
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum HumanError {

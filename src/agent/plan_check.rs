@@ -169,9 +169,7 @@ pub fn decide_plan(
             steps,
         } => {
             if seen != check.plan_hash {
-                return Err(VerdictError::StaleHash {
-                    expected: check.plan_hash,
-                });
+                return Err(VerdictError::StaleHash);
             }
             let (plan, edited) = match steps {
                 None => (check.steps, false),
@@ -244,9 +242,7 @@ pub fn confirmed_stages(
         )
     })?;
     if plan_hash != check.plan_hash {
-        return Err(VerdictError::StaleHash {
-            expected: check.plan_hash,
-        });
+        return Err(VerdictError::StaleHash);
     }
     let stages = stages.unwrap_or(proposed.stages);
     if stages.is_empty() {
@@ -390,7 +386,7 @@ mod tests {
         };
         assert!(matches!(
             decide_plan(&mut a, &step, &"op".into(), stale),
-            Err(VerdictError::StaleHash { .. })
+            Err(VerdictError::StaleHash)
         ));
         assert!(todo(&a).is_empty());
         let ok = PlanVerdict::Confirm {

@@ -75,7 +75,25 @@ pub struct ApproveBody {
     #[serde(default)]
     pub steps: Option<Vec<EditedStep>>,
     #[serde(default)]
-    pub stages: Option<Vec<crate::message::StagePlan>>,
+    pub stages: Option<Vec<EditedStage>>,
+}
+
+/// One stage of an operator's edited stage plan (its fields as the model writes them; an
+/// unknown one is refused, where the model's own plans are read leniently).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditedStage {
+    pub stage_intention: String,
+    pub agent_allocation: std::collections::BTreeMap<crate::ids::AgentId, String>,
+}
+
+impl From<EditedStage> for crate::message::StagePlan {
+    fn from(e: EditedStage) -> Self {
+        crate::message::StagePlan {
+            stage_intention: e.stage_intention,
+            agent_allocation: e.agent_allocation,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -115,7 +133,10 @@ pub async fn approve(
             arguments: None,
             steps: None,
             stages: Some(stages),
-        } => Verdict::ApproveStages { plan_hash, stages },
+        } => Verdict::ApproveStages {
+            plan_hash,
+            stages: stages.into_iter().map(Into::into).collect(),
+        },
         _ => {
             return Err(AppError::BadRequest(
                 "approve a tool call with {args_hash, arguments?}, a plan with \
@@ -196,7 +217,7 @@ async fn give(
     match answer {
         Ok(()) => Ok(Json(json!({ "success": true, "step_id": id }))),
         Err(ControlRefused::Refused(
-            e @ (VerdictError::NotWaiting(_) | VerdictError::StaleHash { .. }),
+            e @ (VerdictError::NotWaiting(_) | VerdictError::StaleHash),
         )) => Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
         Err(ControlRefused::Refused(e @ VerdictError::Unavailable(_))) => {
             Err(AppError::Unavailable(e.to_string()))

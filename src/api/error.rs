@@ -27,13 +27,18 @@ pub enum AppError {
     /// Too many failed logins; retry after this many seconds.
     #[error("too many failed logins; try again in {0} s")]
     TooManyRequests(u64),
+    /// The server is too busy for this right now (too many password checks); retry in a
+    /// second.
+    #[error("{0}")]
+    Busy(String),
     /// axum refused the request before our handler saw it (bad JSON, wrong content type,
     /// body too large, bad query string, bad path segment): its status and reason.
     #[error("{1}")]
     Rejected(StatusCode, String),
-    /// The server is at its limit for this kind of request now; retry in a second.
+    /// The server is at its limit for this kind of request now (large reads, memory); retry
+    /// in a second.
     #[error("{0}")]
-    Busy(String),
+    Overloaded(String),
     /// The team behind the API is gone (an actor's mailbox is closed).
     #[error("the team is not running: {0}")]
     Unavailable(String),
@@ -48,9 +53,9 @@ impl AppError {
             AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
-            AppError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::TooManyRequests(_) | AppError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::Rejected(s, _) => *s,
-            AppError::Unavailable(_) | AppError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -60,14 +65,14 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
         // A busy answer is the server holding to its limits under load, not a fault.
-        if status.is_server_error() && !matches!(self, AppError::Busy(_)) {
+        if status.is_server_error() && !matches!(self, AppError::Overloaded(_)) {
             tracing::warn!("api: {self}");
         }
         let body = json!({ "success": false, "error": self.to_string() });
         let mut res = (status, axum::Json(body)).into_response();
         let retry = match self {
             AppError::TooManyRequests(secs) => Some(secs.max(1)),
-            AppError::Busy(_) => Some(1),
+            AppError::Busy(_) | AppError::Overloaded(_) => Some(1),
             _ => None,
         };
         if let Some(secs) = retry {
@@ -106,6 +111,34 @@ impl From<PathRejection> for AppError {
         };
         AppError::Rejected(status, r.body_text())
     }
+}
+
+/// Turns axum's bare 405 (an empty body) into the JSON error every other failure answers,
+/// naming the methods the path takes (also kept in the `Allow` header).
+pub async fn method_not_allowed_as_json(req: Request, next: axum::middleware::Next) -> Response {
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let res = next.run(req).await;
+    if res.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return res;
+    }
+    let allow = res.headers().get(header::ALLOW).cloned();
+    let takes = allow
+        .as_ref()
+        .and_then(|a| a.to_str().ok())
+        .filter(|a| !a.is_empty())
+        .map_or_else(
+            || "no method".to_owned(),
+            |a| a.split(',').map(str::trim).collect::<Vec<_>>().join(", "),
+        );
+    let mut json = AppError::Rejected(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} is not allowed on {path}; it takes {takes}"),
+    )
+    .into_response();
+    if let Some(allow) = allow {
+        json.headers_mut().insert(header::ALLOW, allow);
+    }
+    json
 }
 
 /// `axum::Json` whose rejection is an `AppError`.

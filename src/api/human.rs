@@ -2,21 +2,19 @@
 //! so a reply carries the wait id it answers), read the human's conversations and the
 //! questions still waiting for an answer.
 
+use super::client_addr::ClientAddr;
 use super::error::{ApiJson, ApiPath};
+use super::password_checks::CheckRefused;
 use super::{ApiState, AppError, Caller};
 use crate::actors::{HumanSend, SendRefused};
 use crate::agent::{HumanError, HumanMessage};
-use crate::auth::verify_password;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::state::{ConversationPool, PrivateMessage};
 use axum::Json;
-use axum::extract::connect_info::ConnectInfo;
-use axum::extract::{FromRequestParts, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::net::{IpAddr, SocketAddr};
 
 /// An Argon2id hash (default parameters) of a password nobody has: checked against when the
 /// id is unknown, so an unknown id costs as much time as a wrong password.
@@ -25,34 +23,26 @@ const DECOY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$qIVw8Eu6JsTGe+zNRuUUXA$
 const LOGIN_FAILED: &str = "wrong human_agent_id or password";
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BindBody {
     pub human_agent_id: String,
     pub password: String,
 }
 
-/// The client's IP when the server runs with connect info (see `serve`); None under tests
-/// that call the router directly, and then failures are counted per human id only.
-pub struct ClientIp(pub Option<IpAddr>);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
-    type Rejection = std::convert::Infallible;
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Ok(ClientIp(
-            ConnectInfo::<SocketAddr>::from_request_parts(parts, state)
-                .await
-                .ok()
-                .map(|c| c.0.ip()),
-        ))
-    }
-}
-
 /// `POST /api/bind_human_agent {human_agent_id, password}` → `{success, human_agent_id, token}`.
+/// Failed logins back off per client (see `login_limit`), and password checks wait in a short
+/// line (see `password_checks`): a crowd of wrong logins gets 429s, not the server's memory.
 pub async fn bind(
     State(state): State<ApiState>,
-    ClientIp(ip): ClientIp,
+    from: ClientAddr,
     ApiJson(body): ApiJson<BindBody>,
 ) -> Result<Json<Value>, AppError> {
     let inner = &state.inner;
+    let ip = from.client;
+    let in_line = inner
+        .password_checks
+        .enter(ip)
+        .map_err(|e| AppError::Busy(e.to_string()))?;
     let attempt = inner
         .limiter
         .begin(&body.human_agent_id, ip)
@@ -61,13 +51,22 @@ pub async fn bind(
     let known = inner.humans.get(&id).map(|h| h.password_hash.clone());
     let is_known = known.is_some();
     let hash = known.unwrap_or_else(|| DECOY_HASH.to_owned());
-    let password = body.password;
-    // Argon2 is deliberately slow: keep it off the async workers.
-    let verified = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-        .await
-        .map_err(|e| AppError::Internal(format!("password check failed: {e}")))?;
+    let verified = match in_line.verify(body.password, hash).await {
+        Ok(v) => v,
+        Err(e) => {
+            // Nothing was checked: the attempt does not count as a failure.
+            inner.limiter.succeeded(attempt);
+            return Err(match e {
+                CheckRefused::Failed(why) => AppError::Internal(why),
+                busy => AppError::Busy(busy.to_string()),
+            });
+        }
+    };
     if !(verified && is_known) {
-        tracing::info!(human = %id, ?ip, "failed login");
+        match from.peer.filter(|p| Some(*p) != ip) {
+            Some(proxy) => tracing::info!(human = %id, ?ip, %proxy, "failed login"),
+            None => tracing::info!(human = %id, ?ip, "failed login"),
+        }
         return Err(AppError::Unauthorized(LOGIN_FAILED.into()));
     }
     inner.limiter.succeeded(attempt);
@@ -100,12 +99,57 @@ pub async fn logout(
     Ok(Json(json!({ "success": true })))
 }
 
-/// The body of `POST /api/send_message`.
+/// The body of `POST /api/send_message`. A field it does not know is refused (422 naming
+/// it): a misspelt `need_replay: false` would otherwise send with `need_reply: true`.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SendBody {
     pub human_agent_id: AgentId,
-    #[serde(flatten)]
-    pub message: HumanMessage,
+    pub task_id: TaskId,
+    pub receiver: Vec<AgentId>,
+    pub content: String,
+    #[serde(default = "no_relative")]
+    pub stage_relative: StageRef,
+    #[serde(default = "yes")]
+    pub need_reply: bool,
+    #[serde(default)]
+    pub waiting: bool,
+    #[serde(default)]
+    pub wait_secs: Option<u64>,
+}
+
+fn no_relative() -> StageRef {
+    StageRef::NoRelative
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl SendBody {
+    /// Who sends, and what.
+    fn into_message(self) -> (AgentId, HumanMessage) {
+        let SendBody {
+            human_agent_id,
+            task_id,
+            receiver,
+            content,
+            stage_relative,
+            need_reply,
+            waiting,
+            wait_secs,
+        } = self;
+        let message = HumanMessage {
+            task_id,
+            receiver,
+            content,
+            stage_relative,
+            need_reply,
+            waiting,
+            wait_secs,
+        };
+        (human_agent_id, message)
+    }
 }
 
 /// How long a request waits for the store to confirm what it changed.
@@ -117,9 +161,9 @@ pub async fn send_message(
     caller: Caller,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, AppError> {
-    caller.must_be(&body.human_agent_id)?;
-    let human = state.human(&body.human_agent_id)?;
-    let m = body.message;
+    let (sender, m) = body.into_message();
+    caller.must_be(&sender)?;
+    let human = state.human(&sender)?;
     // A member posts only into their own tasks, to agents they can see.
     let outside = state.inner.monitor.read(|s| {
         let view = caller.view(s);
@@ -172,7 +216,7 @@ pub async fn send_message(
             AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
         }
         SendRefused::Refused(e @ crate::sync::SyncError::MemoryFull { .. }) => {
-            AppError::Busy(e.to_string())
+            AppError::Overloaded(e.to_string())
         }
         SendRefused::NotRunning(e) => AppError::Unavailable(e),
         e => AppError::BadRequest(e.to_string()),

@@ -12,22 +12,33 @@
 //! - [`states`]: `GET /api/states?type=…` and `GET /api/state/{id}`.
 //! - [`ws`]: `GET /ws?token=…`, the monitor feed (snapshot, then live events).
 //! - [`feed_slots`]: the caps on open feeds, per person and in all.
+//! - [`server`]: serving connections under the `http:` limits; [`connections`]: what each
+//!   open connection is doing, its deadline, and which one gives way when the table fills;
+//!   [`body_deadline`]: a request's body must arrive in time.
+//! - [`client_addr`]: who a request comes from (trusted reverse proxies);
+//!   [`password_checks`]: the bound on password checks running at once.
 
 pub mod access;
 pub mod approvals;
+pub mod body_deadline;
+pub mod client_addr;
+pub mod connections;
 pub mod console;
 pub mod control;
 pub mod error;
 pub mod feed_slots;
 pub mod human;
 pub mod login_limit;
+pub mod password_checks;
 pub mod reads;
+pub mod server;
 pub mod session;
 pub mod states;
 pub mod ws;
 
 pub use error::AppError;
 pub use login_limit::LoginLimits;
+pub use server::serve;
 pub use session::SESSION_TTL;
 pub use ws::FeedConfig;
 
@@ -46,7 +57,6 @@ use axum::routing::{MethodRouter, any, get, post};
 use login_limit::LoginLimiter;
 use session::Sessions;
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -86,6 +96,11 @@ struct Inner {
     /// Turns true when the server shuts down, so websocket feeds (which outlive the HTTP
     /// connection they were upgraded from) end too.
     closing: watch::Sender<bool>,
+    /// How the server treats connections (`http:` in the team file).
+    http: crate::config::Http,
+    /// Whose forwarded-for headers name the client (from `http.trusted_proxies`).
+    proxies: client_addr::TrustedProxies,
+    password_checks: password_checks::PasswordChecks,
 }
 
 /// A person who can log in: their agent's address, their password hash and what they may see.
@@ -140,6 +155,9 @@ impl ApiState {
                 store: None,
                 calls: team.calls.clone(),
                 closing: watch::Sender::new(false),
+                http: crate::config::Http::default(),
+                proxies: client_addr::TrustedProxies::default(),
+                password_checks: password_checks::PasswordChecks::default(),
             }),
         }
     }
@@ -148,6 +166,27 @@ impl ApiState {
     pub fn with_login_limits(mut self, limits: LoginLimits) -> Self {
         self.inner_mut().limiter = LoginLimiter::new(limits);
         self
+    }
+
+    /// The team's `http:` settings: connection limits for `serve`, and the trusted reverse
+    /// proxies (call before the state is cloned).
+    pub fn with_http(mut self, http: crate::config::Http) -> Self {
+        let inner = self.inner_mut();
+        inner.proxies = client_addr::TrustedProxies::new(http.trusted_proxies.clone());
+        inner.http = http;
+        self
+    }
+
+    /// At most `permits` password checks at once (default: one per core, at most four; call
+    /// before the state is cloned).
+    pub fn with_password_checks(mut self, permits: usize) -> Self {
+        self.inner_mut().password_checks = password_checks::PasswordChecks::new(permits);
+        self
+    }
+
+    /// The most password checks that ran at once so far.
+    pub fn password_checks_peak(&self) -> usize {
+        self.inner.password_checks.peak()
     }
 
     /// Other websocket feed settings (call before the state is cloned).
@@ -343,36 +382,18 @@ pub fn router(state: ApiState) -> Router {
         ),
         None => app.fallback(console::embedded),
     };
-    app.layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(state)
-}
-
-/// Serves the API on `listener` until `shutdown` completes, then closes the websocket feeds
-/// and waits for open requests to finish.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: ApiState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let closer = state.clone();
-    let app = router(state);
-    // Without TCP_NODELAY a small websocket frame waits for the client's delayed ACK
-    // (Nagle's algorithm): up to 40 ms on every change a console is sent.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("could not set TCP_NODELAY on a connection: {e}");
-        }
-    });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        closer.close_feeds();
-    })
-    .await
+    let app: Router = app
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            body_deadline::read_body_in_time,
+        ))
+        .with_state(state);
+    // Around the whole router, not each route: axum adds a 405's `Allow` header outside the
+    // routes' own layers.
+    let json_405 =
+        tower::Layer::layer(&middleware::from_fn(error::method_not_allowed_as_json), app);
+    Router::new().fallback_service(json_405)
 }
 
 /// A path under `/api/` that names no route: the answer lists the routes there are, so a
@@ -452,7 +473,8 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// Runs before every protected route (and before its body is read): 401 without a live token.
+/// Runs before every protected route (its body, at most [`BODY_LIMIT`], has been read within
+/// the header timeout): 401 without a live token.
 async fn require_token(
     State(state): State<ApiState>,
     mut req: Request,

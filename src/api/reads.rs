@@ -62,7 +62,7 @@ impl Reads {
                 let _permit = tokio::time::timeout(READ_WAIT, self.permits.acquire())
                     .await
                     .map_err(|_| {
-                        AppError::Busy(format!(
+                        AppError::Overloaded(format!(
                             "{READS_AT_ONCE} large reads are being built; try again in a moment"
                         ))
                     })?
@@ -150,7 +150,7 @@ mod tests {
             .shared("k".into(), 1, counting(&n, "a"))
             .await
             .unwrap_err();
-        assert!(matches!(e, AppError::Busy(_)), "{e}");
+        assert!(matches!(e, AppError::Overloaded(_)), "{e}");
         assert_eq!(n.load(Ordering::SeqCst), 0);
     }
 }

@@ -10,8 +10,10 @@
 //! - [`store`]: the store: events committed a second, the wait for one commit.
 //! - [`console`]: the web console in headless Chromium while a large team works.
 //! - [`load_store`]: the store under a flood of large messages, then compacted.
+//! - [`load_http`]: the HTTP server under hostile load (idle connections, wrong logins).
 
 pub mod console;
+pub mod load_http;
 pub mod load_store;
 pub mod scenarios;
 pub mod serve;
@@ -70,6 +72,15 @@ pub enum Job {
         messages: usize,
         chars: usize,
     },
+    LoadConnections {
+        connections: usize,
+        open_files: u64,
+        quick: bool,
+    },
+    LoadLogins {
+        logins: usize,
+        addresses: usize,
+    },
 }
 
 impl Job {
@@ -109,6 +120,12 @@ impl Job {
                 ref web,
             } => console::console(workers, steps, delay_ms, web.clone()),
             Job::LoadStore { messages, chars } => load_store::load_store(messages, chars),
+            Job::LoadConnections {
+                connections,
+                open_files,
+                quick,
+            } => load_http::connections(connections, open_files, quick),
+            Job::LoadLogins { logins, addresses } => load_http::logins(logins, addresses),
         }
     }
 }
@@ -526,6 +543,7 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
             out.extend(load_store::rows(&v));
         }
     }
+    load_http::rows(exe, opts, &wanted, &mut note, &mut out);
     rows.extend(out);
     rows
 }

@@ -185,7 +185,7 @@ const MAX_FRAME_INTERVAL_MS: u64 = 1_000;
 
 /// `v` when it lies in `min..=max` (no upper bound without `max`); otherwise the default,
 /// with the problem noted under `field`.
-fn bounded<T: PartialOrd + Copy + Display>(
+pub(super) fn bounded<T: PartialOrd + Copy + Display>(
     out: &mut Findings,
     file: &Path,
     field: &str,

@@ -2,12 +2,14 @@
 //! validation into a `TeamConfig` (`team.rs`) whose errors name the file and the field.
 
 mod agent;
+mod http;
 mod limits;
 mod raw;
 mod team;
 mod templates;
 
 pub use agent::Price;
+pub use http::{Http, parse_proxy};
 pub use limits::{Compaction, Feeds, MemoryBudget, Retention, TaskLimits};
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
 pub use team::{

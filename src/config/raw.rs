@@ -56,6 +56,28 @@ pub struct RawTeam {
     /// What the team's store keeps and how often it is compacted (see `Compaction`).
     #[serde(default)]
     pub store: Option<RawStore>,
+    /// The HTTP server of `cohort serve`: timeouts, connection cap, trusted proxies (see
+    /// `config::Http`).
+    #[serde(default)]
+    pub http: Option<RawHttp>,
+}
+
+/// `http:`, how `cohort serve` treats connections.
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttp {
+    #[serde(default)]
+    pub header_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub idle_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub max_connections: Option<usize>,
+    #[serde(default)]
+    pub max_requests_per_connection: Option<usize>,
+    /// Addresses and CIDRs (`10.0.0.0/8`) of reverse proxies whose forwarded-for headers are
+    /// believed.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
 }
 
 /// `store:`, what the store keeps beyond what recovery needs, and how often it is compacted.

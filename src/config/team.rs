@@ -121,6 +121,8 @@ pub struct TeamConfig {
     pub task_limits: TaskLimits,
     /// What the team's store keeps and how often it is compacted (`store:`).
     pub store: Compaction,
+    /// How `cohort serve` treats HTTP connections (`http:`).
+    pub http: super::Http,
 }
 
 impl TeamConfig {
@@ -322,6 +324,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let waits = waits(raw.waits.clone().unwrap_or_default(), file, &mut out);
     let task_limits = task_limits(raw.task_limits.clone().unwrap_or_default(), file, &mut out);
     let store = compaction(raw.store.clone().unwrap_or_default(), file, &mut out);
+    let http = super::http::http(raw.http.clone().unwrap_or_default(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -369,6 +372,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         waits,
         task_limits,
         store,
+        http,
         tool_approval: raw.tool_approval.map(Into::into).unwrap_or_default(),
     })
 }

@@ -1,0 +1,58 @@
+//! A request's body must arrive whole within the header timeout of its head, and be at most
+//! [`BODY_LIMIT`](super::BODY_LIMIT): a client trickling a body byte by byte would otherwise
+//! hold its connection "at work" for as long as it likes, out of reach of the timeouts and of
+//! the eviction that keeps room for logins. The body is read here, before any handler, and
+//! handed on as it came.
+
+use super::connections::ConnHandle;
+use super::{ApiState, AppError, BODY_LIMIT};
+use axum::body::{Body, HttpBody};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+
+/// Reads the body within `http.header_timeout`; 408 when it does not come in time, 413 when
+/// it is larger than [`BODY_LIMIT`].
+pub async fn read_body_in_time(
+    State(state): State<ApiState>,
+    req: Request,
+    next: Next,
+) -> Result<Response, AppError> {
+    let conn = req.extensions().get::<ConnHandle>().cloned();
+    let (parts, body) = req.into_parts();
+    let body = if body.is_end_stream() {
+        body
+    } else {
+        let within = state.inner.http.header_timeout;
+        let read = tokio::time::timeout(within, Limited::new(body, BODY_LIMIT).collect()).await;
+        match read {
+            Err(_) => {
+                return Err(AppError::Rejected(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request body did not arrive within {} s",
+                        within.as_secs()
+                    ),
+                ));
+            }
+            Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                return Err(AppError::Rejected(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body is larger than {BODY_LIMIT} bytes"),
+                ));
+            }
+            Ok(Err(e)) => {
+                return Err(AppError::BadRequest(format!(
+                    "the request body could not be read: {e}"
+                )));
+            }
+            Ok(Ok(collected)) => Body::from(collected.to_bytes()),
+        }
+    };
+    if let Some(ConnHandle(conn)) = conn {
+        conn.body_read();
+    }
+    Ok(next.run(Request::from_parts(parts, body)).await)
+}
