@@ -305,8 +305,10 @@ async fn settle(
         if answering {
             answer(http, &s.base, token).await;
         }
-        if let Some(ts) = tasks(http, &s.base, token).await {
-            let goals = ts[base_task]["shared_conversation_pool"]
+        let base = get(http, &s.base, token, &format!("/api/state/{base_task}")).await;
+        if let (Some(ts), Some(base)) = (tasks(http, &s.base, token).await, base) {
+            // A list of tasks gives its pools' sizes; the base task in full gives its goals.
+            let goals = base["state"]["shared_conversation_pool"]
                 .as_array()
                 .unwrap()
                 .iter()

@@ -28,6 +28,8 @@ fn answer(req: &RecordedRequest) -> StubResponse {
     let text = match skill {
         // The manager may hire, so its goals and the runtime's notices are decision steps: a
         // notice is handed to task_manager as it is.
+        // The summary of older history a long-lived manager's prompt folds in.
+        _ if prompt.contains("Steps to fold into it") => "Earlier: notes were taken.".into(),
         "decision" if NOTICES.iter().any(|n| p.contains(n)) => {
             let text = serde_json::to_string(&p).unwrap();
             format!(

@@ -49,6 +49,7 @@ fn request(progress: Option<AnswerProgress>) -> ChatRequest {
         template: None,
         step_text: String::new(),
         progress,
+        model_wait: None,
         retry: 0,
     }
 }

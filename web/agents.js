@@ -369,6 +369,9 @@ function stepRow(s) {
     h('span', { class: `exec exec-${s.type}`, title: `type: ${s.type}` }, `${s.type === 'tool' ? 'tool' : 'skill'} · ${s.executor}`),
     !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
     dropped ? h('span', { class: 'flag' }, 'dropped') : null,
+    s.model_wait
+      ? h('span', { class: 'flag flag-wait', testid: 'step-model-wait', title: s.model_wait.reason }, `waiting for the model endpoint since ${fmt.clock(s.model_wait.since)}`)
+      : null,
     s.started_at ? h('span', { class: 'step-took muted', testid: 'step-took', title: `started ${fmt.clock(s.started_at)}` }, fmt.took(s, store.now())) : null,
     tokens ? h('span', { class: 'step-tokens muted' }, tokens) : null,
   );
@@ -380,6 +383,7 @@ function stepRow(s) {
         'div',
         { class: 'step-body' },
         error ? h('p', { class: 'step-error' }, error) : null,
+        s.model_wait ? h('p', { class: 'step-error' }, `Waiting for the model endpoint since ${fmt.clock(s.model_wait.since)}: ${s.model_wait.reason}`) : null,
         s.text_content ? h('div', null, h('div', { class: 'label' }, 'Input'), h('p', { class: 'pre' }, s.text_content)) : null,
         s.instruction_content ? h('div', null, h('div', { class: 'label' }, 'Instruction'), jsonBlock(s.instruction_content)) : null,
         h('div', null, h('div', { class: 'label' }, 'Result'), res === null || res === undefined ? h('span', { class: 'muted' }, 'none yet') : jsonBlock(res)),

@@ -221,6 +221,12 @@ export class Store {
           for (const f of ['execution_state', 'execute_result', 'instruction_content', 'token_usage']) {
             if (ev[f] !== undefined) st[f] = ev[f];
           }
+          // The step's wait for its model's endpoint: set, or cleared (null); over when it ends.
+          if (ev.model_wait !== undefined) {
+            if (ev.model_wait === null) delete st.model_wait;
+            else st.model_wait = ev.model_wait;
+          }
+          if (OVER.has(ev.execution_state)) delete st.model_wait;
           if (OVER.has(ev.execution_state) && ev.at !== undefined) st.ended_at = ev.at;
           this.noteFailure(ev.step_id, st);
         }

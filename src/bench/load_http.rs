@@ -126,20 +126,29 @@ fn connection_rows(v: &Value, out: &mut Vec<Row>) {
     ));
 }
 
-/// A `cohort serve` child on 127.0.0.1:0 without a store, killed when dropped.
-struct ServeChild {
-    child: std::process::Child,
-    addr: SocketAddr,
+/// A `cohort serve` child on 127.0.0.1:0, killed when dropped.
+pub(super) struct ServeChild {
+    pub(super) child: std::process::Child,
+    pub(super) addr: SocketAddr,
 }
 
 impl ServeChild {
-    /// Starts `exe serve` on `team`, its open-file limit set to `open_files` when given; waits
-    /// (at most 60 s) for the address it serves on.
-    fn start(exe: &Path, team: &Path, open_files: Option<u64>) -> Result<ServeChild, String> {
+    /// Starts `exe serve` on `team` (keeping its state in `data`, or none), its open-file
+    /// limit set to `open_files` when given; waits (at most 60 s) for the address it serves on.
+    pub(super) fn start(
+        exe: &Path,
+        team: &Path,
+        open_files: Option<u64>,
+        data: Option<&Path>,
+    ) -> Result<ServeChild, String> {
         let mut cmd = std::process::Command::new(exe);
-        cmd.args(["serve", "--bind", "127.0.0.1:0", "--no-data", "--team"])
-            .arg(team)
-            .stdin(std::process::Stdio::null())
+        cmd.args(["serve", "--bind", "127.0.0.1:0", "--team"])
+            .arg(team);
+        match data {
+            Some(file) => cmd.arg("--data").arg(file),
+            None => cmd.arg("--no-data"),
+        };
+        cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
         if let Some(n) = open_files {
@@ -178,7 +187,7 @@ impl ServeChild {
     }
 
     /// A `/proc/<pid>/status` figure in MiB (`VmRSS:`, `VmHWM:`).
-    fn status_mib(&self, field: &str) -> f64 {
+    pub(super) fn status_mib(&self, field: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
         status
@@ -254,7 +263,7 @@ fn team(name: &str, extra: &str) -> Result<(Scratch, std::path::PathBuf), String
     Ok((scratch, file))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -263,7 +272,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 /// One login over a fresh connection (from `from` when given): its status and milliseconds.
-async fn login(addr: SocketAddr, from: Option<IpAddr>, id: &str, password: &str) -> (u16, f64) {
+pub(super) async fn login(
+    addr: SocketAddr,
+    from: Option<IpAddr>,
+    id: &str,
+    password: &str,
+) -> (u16, f64) {
     let started = Instant::now();
     let client = reqwest::Client::builder()
         .local_address(from)
@@ -384,7 +398,7 @@ pub fn connections(connections: usize, open_files: u64, quick: bool) -> Figures 
     let (_scratch, file) = team("load-connections", &extra)?;
     raise_own_open_files(connections as u64 + 256)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let server = ServeChild::start(&exe, &file, Some(open_files))?;
+    let server = ServeChild::start(&exe, &file, Some(open_files), None)?;
     let kept = 20.min(connections);
     let wait = Duration::from_secs(idle + 10);
     runtime()?.block_on(async {
@@ -439,7 +453,7 @@ pub fn connections(connections: usize, open_files: u64, quick: bool) -> Figures 
 pub fn logins(logins: usize, addresses: usize) -> Figures {
     let (_scratch, file) = team("load-logins", "")?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let server = ServeChild::start(&exe, &file, None)?;
+    let server = ServeChild::start(&exe, &file, None, None)?;
     let address = |i: usize| IpAddr::from([127, 0, 0, 2 + (i % 250) as u8]);
     runtime()?.block_on(async {
         let addr = server.addr;

@@ -11,10 +11,14 @@
 //! - [`console`]: the web console in headless Chromium while a large team works.
 //! - [`load_store`]: the store under a flood of large messages, then compacted.
 //! - [`load_http`]: the HTTP server under hostile load (idle connections, wrong logins).
+//! - [`load_team`]: a served team under hostile load (a flood of large messages and readers, a
+//!   runaway model, an endpoint outage); [`model_stub`]: the OpenAI-compatible stub it uses.
 
 pub mod console;
 pub mod load_http;
 pub mod load_store;
+pub mod load_team;
+pub mod model_stub;
 pub mod scenarios;
 pub mod serve;
 pub mod store;
@@ -81,6 +85,18 @@ pub enum Job {
         logins: usize,
         addresses: usize,
     },
+    LoadMemory {
+        messages: usize,
+        chars: usize,
+        readers: usize,
+    },
+    LoadRunaway {
+        seconds: u64,
+    },
+    LoadOutage {
+        runs: usize,
+        down_s: u64,
+    },
 }
 
 impl Job {
@@ -126,6 +142,13 @@ impl Job {
                 quick,
             } => load_http::connections(connections, open_files, quick),
             Job::LoadLogins { logins, addresses } => load_http::logins(logins, addresses),
+            Job::LoadMemory {
+                messages,
+                chars,
+                readers,
+            } => load_team::memory(messages, chars, readers),
+            Job::LoadRunaway { seconds } => load_team::runaway(seconds),
+            Job::LoadOutage { runs, down_s } => load_team::outage(runs, down_s),
         }
     }
 }
@@ -544,6 +567,7 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
         }
     }
     load_http::rows(exe, opts, &wanted, &mut note, &mut out);
+    load_team::rows(exe, opts, &wanted, &mut note, &mut out);
     rows.extend(out);
     rows
 }

@@ -103,6 +103,16 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
                 agents.join(", ")
             )
         }
+        Progress::ModelWait {
+            step,
+            agent,
+            reason,
+        } => format!(
+            "{} {:<10} {:<22} the model endpoint is not answering; waiting for it (waits.model_secs)\n       reason: {reason}",
+            paint.yellow("WAIT"),
+            agent,
+            step.executor.name(),
+        ),
         Progress::Waiting { elapsed, running } => {
             let now = if running.is_empty() {
                 "nothing is running; waiting for a message or a person".to_owned()

@@ -84,7 +84,8 @@ impl Default for MemoryBudget {
 /// without end; these are counted and refused by SyncState, not asked of the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TaskLimits {
-    /// Tasks open at once in the team (default 32).
+    /// Tasks open at once in the team (default 128): a backstop; what a model may open is held
+    /// first by the base-task rule and the allowance per goal.
     pub open_tasks: usize,
     /// Tasks a manager may open for one message of a person (default 8).
     pub tasks_per_goal: usize,
@@ -98,7 +99,7 @@ pub struct TaskLimits {
 impl Default for TaskLimits {
     fn default() -> Self {
         TaskLimits {
-            open_tasks: 32,
+            open_tasks: 128,
             tasks_per_goal: 8,
             stages_per_task: 24,
             base_messages_per_goal: 64,

@@ -25,6 +25,13 @@ pub enum Progress<'a> {
         stage: &'a StageState,
         agents: Vec<String>,
     },
+    /// A step's model endpoint stopped answering: the step waits for it (the breaker's
+    /// probes go on until it answers or `waits.model_secs` passes).
+    ModelWait {
+        step: &'a StepState,
+        agent: &'a str,
+        reason: &'a str,
+    },
     /// Nothing ended for a while: the run's age and the steps running now, longest first.
     Waiting {
         elapsed: Duration,
@@ -61,6 +68,26 @@ impl Tracker {
         }
     }
 
+    fn tell_model_wait(
+        &mut self,
+        team: &Team,
+        step_id: &crate::ids::StepId,
+        reason: &str,
+        out: &mut impl FnMut(Progress<'_>),
+    ) {
+        if let Some((step, agent)) = team.monitor.read(|s| {
+            let step = s.step(step_id)?;
+            Some((step.clone(), name_of(s, &step.agent_id)))
+        }) {
+            self.last_line = Instant::now();
+            out(Progress::ModelWait {
+                step: &step,
+                agent: &agent,
+                reason,
+            });
+        }
+    }
+
     /// When the run should say what is still running, if nothing else is shown before.
     pub(super) fn quiet_deadline(&self) -> Instant {
         self.last_line + QUIET
@@ -80,6 +107,9 @@ impl Tracker {
             Change::Step(StepChange::Updated {
                 step_id, update, ..
             }) => {
+                if let Some(Some(wait)) = &update.model_wait {
+                    self.tell_model_wait(team, step_id, &wait.reason, out);
+                }
                 let Some(state) = update.execution_state else {
                     return;
                 };
