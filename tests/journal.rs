@@ -117,12 +117,12 @@ impl Store for Flaky {
         }
         self.inner.append(events)
     }
-    fn put_snapshot<'a>(
-        &'a self,
+    fn put_snapshot(
+        &self,
         version: u64,
-        states: &'a cohort::event::StatesRecord,
-    ) -> BoxFuture<'a, Result<u64, StoreError>> {
-        self.inner.put_snapshot(version, states)
+        json: cohort::store::SnapshotJson,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.inner.put_snapshot(version, json)
     }
     fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
         self.inner.latest_snapshot()

@@ -106,9 +106,19 @@ where
         states.apply(&e.event.change);
     }
     let record = StatesRecord::of(&states);
-    store.put_snapshot(2, &record).await.unwrap();
-    store.put_snapshot(4, &record).await.unwrap();
-    store.put_snapshot(3, &record).await.unwrap();
+    // Written from the states themselves, as the journal writes it: the same record.
+    assert_eq!(states.record_json().unwrap(), record.json().unwrap());
+    store
+        .put_snapshot(2, record.json().unwrap().into())
+        .await
+        .unwrap();
+    // In parts, as the journal writes it.
+    let parts = cohort::store::SnapshotJson::written(|p| states.write_record(p)).unwrap();
+    store.put_snapshot(4, parts).await.unwrap();
+    store
+        .put_snapshot(3, record.json().unwrap().into())
+        .await
+        .unwrap();
     let snap = store.latest_snapshot().await.unwrap().unwrap();
     assert_eq!(snap.version, 4);
     assert_eq!(snap.states, record);
@@ -398,8 +408,8 @@ impl History {
 
     async fn snapshot(&mut self, store: &dyn Store) -> u64 {
         self.flush(store).await;
-        let record = StatesRecord::of(&self.states);
-        store.put_snapshot(self.version, &record).await.unwrap();
+        let parts = cohort::store::SnapshotJson::written(|p| self.states.write_record(p)).unwrap();
+        store.put_snapshot(self.version, parts).await.unwrap();
         self.version
     }
 }

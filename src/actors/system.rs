@@ -151,6 +151,7 @@ fn start(
 ) -> Result<Team, SystemError> {
     let cfg = &cfg.with_env(host.vars);
     monitor.hold_retired_to(cfg.retention.memory.retired_steps());
+    monitor.hold_feed_to(cfg.retention.memory.feed());
     let prompts = Arc::new(match &cfg.prompts_dir {
         Some(dir) => PromptSet::load(dir, cfg.language)?,
         None => PromptSet::builtin(cfg.language),

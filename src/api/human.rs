@@ -211,6 +211,16 @@ pub async fn send_message(
             "there is no agent `{r}` in the team"
         )));
     }
+    if let Some(why) = state.inner.monitor.read(|s| {
+        busy_receiver(
+            s,
+            &m.receiver,
+            m.content.len(),
+            state.inner.agent_queue_bytes,
+        )
+    }) {
+        return Err(AppError::Overloaded(why));
+    }
     let sent = human.send(HumanSend(m)).await?.map_err(|e| match e {
         SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
             AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
@@ -242,6 +252,33 @@ pub async fn send_message(
     Ok(Json(
         json!({ "success": true, "message": note, "sent": sent }),
     ))
+}
+
+/// Why a message of `bytes` to `receivers` cannot be taken now: one of them has more than `cap`
+/// bytes of steps queued (each message becomes a step; a person who posts faster than an agent
+/// works would grow its queue without end). None when every receiver has room.
+fn busy_receiver(
+    s: &crate::event::States,
+    receivers: &[AgentId],
+    bytes: usize,
+    cap: usize,
+) -> Option<String> {
+    receivers.iter().find_map(|r| {
+        let agent = s.agents.get(r)?;
+        let queued: usize = agent
+            .agent_step
+            .todo()
+            .filter_map(|id| agent.agent_step.get(id))
+            .map(crate::state::Held::held_bytes)
+            .sum();
+        (queued + bytes > cap).then(|| {
+            format!(
+                "`{r}` has {} steps ({queued} bytes) queued, more than this team lets a person \
+                 add to (a share of retention.memory_mib); try again once it has caught up",
+                agent.agent_step.todo_len()
+            )
+        })
+    })
 }
 
 /// `GET /api/human/{id}/conversations` → the human's `conversation_pool`, as stored (built
@@ -385,6 +422,42 @@ mod tests {
         let from: Vec<_> = p.iter().map(|p| p.sender_id.as_str()).collect();
         assert_eq!(from, ["dev", "mgr"]);
         assert_eq!(p[1].return_waiting_id, Some("w".into()));
+    }
+
+    #[test]
+    fn a_message_waits_while_its_receiver_has_its_share_of_work_queued() {
+        use crate::event::{AgentChange, Change, StepChange};
+        use crate::state::{AgentState, Executor, Skill, StepState};
+        let mut s = crate::event::States::default();
+        let agent = AgentState::new("w".into(), "W".into(), "worker".into(), "".into());
+        s.apply(&Change::Agent(AgentChange::Added {
+            agent: Box::new(agent),
+        }));
+        let receivers = [AgentId::from("w")];
+        assert_eq!(busy_receiver(&s, &receivers, 1000, 50_000), None);
+        for n in 0..5 {
+            let step = StepState::new(
+                "t".into(),
+                StageRef::NoRelative,
+                "w".into(),
+                Executor::Skill(Skill::ProcessMessage),
+                format!("message {n}"),
+                "x".repeat(10_000),
+            );
+            s.apply(&Change::Step(StepChange::Added {
+                agent_id: "w".into(),
+                step: Box::new(step),
+                list_at: n,
+                todo_at: Some(n),
+                remember: true,
+            }));
+        }
+        let why = busy_receiver(&s, &receivers, 1000, 50_000).unwrap();
+        assert!(
+            why.contains("5 steps") && why.contains("memory_mib"),
+            "{why}"
+        );
+        assert_eq!(busy_receiver(&s, &receivers, 1000, 100_000), None);
     }
 
     #[test]

@@ -87,6 +87,8 @@ struct Inner {
     feed_slots: Arc<feed_slots::FeedSlots>,
     /// The longest message a person may send, in characters (the team's retention setting).
     message_chars: usize,
+    /// The most bytes of steps an agent may have queued before a person's message to it waits.
+    agent_queue_bytes: usize,
     /// Large reads, built a few at a time and shared.
     reads: reads::Reads,
     /// Where finished tasks that left memory are still read from.
@@ -151,6 +153,7 @@ impl ApiState {
                 feed: FeedConfig::default(),
                 feed_slots: Arc::default(),
                 message_chars: team.retention.message_chars,
+                agent_queue_bytes: team.retention.memory.agent_queue(),
                 reads: reads::Reads::default(),
                 store: None,
                 calls: team.calls.clone(),

@@ -18,6 +18,7 @@ use super::error::ApiQuery;
 use super::{ApiState, AppError};
 use crate::config::Access;
 use crate::ids::AgentId;
+use crate::monitor::feed::{FeedReceiver, RecvError, TryRecvError};
 use crate::monitor::{Monitor, Published};
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -28,7 +29,6 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use serde::Deserialize;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio::sync::watch;
 
 /// Settings of every websocket feed.
@@ -85,6 +85,9 @@ pub enum FeedEnd {
     /// Over the connection limits: refused with this reason.
     Refused(String),
 }
+
+/// About the most bytes of events one frame carries (more wait for the next frame).
+pub const FRAME_BYTES: usize = 1 << 20;
 
 #[derive(Deserialize)]
 pub struct WsQuery {
@@ -195,7 +198,7 @@ where
 /// `run_feed` from a subscription taken before this call: events in it that the snapshot
 /// already holds are skipped.
 async fn feed_from<S, R, E>(
-    mut events: broadcast::Receiver<Arc<Published>>,
+    mut events: FeedReceiver,
     mut sink: S,
     mut incoming: R,
     monitor: &Monitor,
@@ -241,10 +244,14 @@ where
                 }
                 // Let what follows soon join this frame (see `frame_interval`).
                 tokio::time::sleep_until(last_frame + cfg.frame_interval).await;
-                // Whatever else is waiting goes in the same frame.
-                while !lagged && batch.len() < cfg.max_batch {
+                // Whatever else is waiting goes in the same frame, up to its size.
+                let mut bytes = batch.first().map_or(0, |p| p.json().len());
+                while !lagged && batch.len() < cfg.max_batch && bytes < FRAME_BYTES {
                     match events.try_recv() {
-                        Ok(ev) => batch.push(ev),
+                        Ok(ev) => {
+                            bytes += ev.json().len();
+                            batch.push(ev);
+                        }
                         Err(TryRecvError::Lagged(_)) => lagged = true,
                         Err(TryRecvError::Empty | TryRecvError::Closed) => break,
                     }
@@ -368,6 +375,12 @@ async fn send_snapshot<S: Sink<Message> + Unpin>(
     who: Viewer<'_>,
     cfg: FeedConfig,
 ) -> Result<(u64, View), FeedEnd> {
+    // Snapshots are the largest frames there are, and a reader that keeps falling behind asks
+    // for one after another: only a few are sent at once, so their buffers are bounded too.
+    let _permit = tokio::time::timeout(cfg.send_timeout, monitor.snapshot_send())
+        .await
+        .map_err(|_| FeedEnd::Stalled)?
+        .ok_or(FeedEnd::MonitorGone)?;
     let (version, view, frame) = match who.access {
         Access::Operator => {
             let (version, frame) = monitor.snapshot_json();

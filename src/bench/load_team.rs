@@ -42,6 +42,7 @@ pub(super) fn rows<N>(
             messages: if q { 200 } else { 2_000 },
             chars: 16 * 1024,
             readers: 200,
+            feeds: 3,
         };
         eprintln!(
             "bench: 16 KB messages, goals, websocket and task-list readers against `cohort serve` …"
@@ -94,9 +95,10 @@ fn memory_rows(v: &Value, out: &mut Vec<Row>) {
     out.push(row(
         "load_memory",
         format!(
-            "{} × {} KB messages, a goal every 3 s, 9 websocket readers: server RSS start → peak (growth)",
+            "{} × {} KB messages, a goal every 3 s, {} websocket readers: server RSS start → peak (growth)",
             v["messages"],
-            f(&v["chars"]) as u64 / 1024
+            f(&v["chars"]) as u64 / 1024,
+            v["feeds"]
         ),
         format!(
             "{:.0} → {:.0} MiB ({:+.0} MiB); posted in {:.1} s, {} refused (503)",
@@ -274,7 +276,7 @@ async fn feeds(c: &Client, n: usize) -> Vec<tokio::task::JoinHandle<()>> {
 /// `messages` of `chars` characters posted to the worker (8 at a time) while a goal goes to the
 /// manager every 3 s and websocket readers of every speed follow; then `readers` concurrent
 /// reads of the task list.
-pub fn memory(messages: usize, chars: usize, readers: usize) -> Figures {
+pub fn memory(messages: usize, chars: usize, readers: usize, feeds_each: usize) -> Figures {
     let rules = "      - {when: \"GOAL\", text: '<task_instruction>{\"action\": \"add_task\", \"task_name\": \"g\", \"task_intention\": \"Do it.\"}</task_instruction>'}\n      \
                  - {when: \"\", text: '<task_instruction>{\"action\": \"finish_task\", \"task_id\": \"{{task_id}}\", \"task_summary\": \"Done: it is done.\", \"outcome\": \"finished\"}</task_instruction>'}\n";
     let (scratch, file) = scripted_team("load-memory", rules)?;
@@ -285,7 +287,7 @@ pub fn memory(messages: usize, chars: usize, readers: usize) -> Figures {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let rss_start = server.status_mib("VmRSS:");
         let (stop, peak) = sample_rss(&server);
-        let feeds = feeds(&c, 3).await;
+        let feeds = feeds(&c, feeds_each).await;
         let goals = {
             let c = c.clone();
             tokio::spawn(async move {
@@ -318,7 +320,7 @@ pub fn memory(messages: usize, chars: usize, readers: usize) -> Figures {
         }
         stop.store(true, Ordering::Relaxed);
         Ok(json!({
-            "messages": messages, "chars": chars, "readers": readers,
+            "messages": messages, "chars": chars, "readers": readers, "feeds": 3 * feeds_each,
             "rss_start_mib": rss_start,
             "rss_peak_mib": peak.load(Ordering::Relaxed) as f64 / 1024.0,
             "rss_end_mib": server.status_mib("VmRSS:"),

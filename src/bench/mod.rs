@@ -89,6 +89,8 @@ pub enum Job {
         messages: usize,
         chars: usize,
         readers: usize,
+        /// Websocket readers of each speed (fast, slow, never reading).
+        feeds: usize,
     },
     LoadRunaway {
         seconds: u64,
@@ -146,7 +148,8 @@ impl Job {
                 messages,
                 chars,
                 readers,
-            } => load_team::memory(messages, chars, readers),
+                feeds,
+            } => load_team::memory(messages, chars, readers, feeds),
             Job::LoadRunaway { seconds } => load_team::runaway(seconds),
             Job::LoadOutage { runs, down_s } => load_team::outage(runs, down_s),
         }

@@ -62,9 +62,21 @@ impl MemoryBudget {
         self.bytes / 2
     }
 
-    /// The most readers keep of steps that left their agent (history), over all tasks: 1/8.
+    /// The most readers keep of steps that left their agent (history), over all tasks: 1/16.
     pub fn retired_steps(&self) -> usize {
-        self.bytes / 8
+        self.bytes / 16
+    }
+
+    /// The most the live feed's backlog (events a slow websocket reader has not read) holds:
+    /// 1/32.
+    pub fn feed(&self) -> usize {
+        self.bytes / 32
+    }
+
+    /// The most the steps queued for one agent may hold before a person's message to it waits
+    /// (503): 1/64.
+    pub fn agent_queue(&self) -> usize {
+        self.bytes / 64
     }
 
     /// The most one of a person's private conversations holds: 1/128.

@@ -12,6 +12,8 @@ use crate::state::{
 };
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+#[cfg(test)]
+use std::sync::Arc;
 
 /// One agent in full: its wire state plus what the wire leaves out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,6 +54,84 @@ impl AgentRecord {
         a.conversation_pool = self.conversation_pool;
         a.open_goals = self.open_goals.into_iter().collect();
         a
+    }
+}
+
+/// An agent's record as [`AgentRecord`] serialises it, borrowed from the agent.
+#[derive(Serialize)]
+struct AgentRecordRef<'a> {
+    agent: &'a AgentState,
+    steps: &'a [StepState],
+    todo: &'a VecDeque<StepId>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    cut_loose: &'a [StepId],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    waits: &'a [Wait],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conversation_pool: Option<&'a ConversationPool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    open_goals: Vec<&'a (TaskId, StageId)>,
+}
+
+impl<'a> AgentRecordRef<'a> {
+    fn of(agent: &'a AgentState) -> Self {
+        let (steps, todo, cut_loose) = agent.agent_step.parts();
+        AgentRecordRef {
+            agent,
+            steps,
+            todo,
+            cut_loose,
+            waits: agent.step_lock.waits(),
+            conversation_pool: agent.conversation_pool.as_ref(),
+            open_goals: agent.open_goals.iter().collect(),
+        }
+    }
+}
+
+/// The states as [`StatesRecord`] serialises them, borrowed: a snapshot is written without a
+/// copy of the whole team in memory beside the team.
+#[derive(Serialize)]
+struct StatesRecordRef<'a> {
+    tasks: Vec<&'a TaskState>,
+    stages: Vec<&'a StageState>,
+    agents: Vec<AgentRecordRef<'a>>,
+    retired: Vec<&'a StepState>,
+    summaries: Vec<&'a TaskSummaryLine>,
+    steps_run: u64,
+    in_flight: Vec<InFlight>,
+    last_message_no: u64,
+    step_times: Vec<(StepId, Times)>,
+    stage_times: Vec<(StageId, Times)>,
+    task_times: Vec<(TaskId, Times)>,
+}
+
+impl States {
+    /// The JSON of [`StatesRecord::of`] these states, written straight from them.
+    pub fn record_json(&self) -> serde_json::Result<String> {
+        let mut out = Vec::new();
+        self.write_record(&mut out)?;
+        String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+    }
+
+    /// [`States::record_json`] written to `w` as it is made (a store takes it in parts).
+    pub fn write_record(&self, w: impl std::io::Write) -> serde_json::Result<()> {
+        let times = self.times.record();
+        serde_json::to_writer(
+            w,
+            &StatesRecordRef {
+                tasks: self.tasks_in_order(),
+                stages: self.stages.values().collect(),
+                agents: self.agents.values().map(AgentRecordRef::of).collect(),
+                retired: self.retired_in_order().collect(),
+                summaries: self.summaries().collect(),
+                steps_run: self.counters().steps_run,
+                in_flight: self.deliveries.in_flight().collect(),
+                last_message_no: self.deliveries.last_no(),
+                step_times: times.steps,
+                stage_times: times.stages,
+                task_times: times.tasks,
+            },
+        )
     }
 }
 
@@ -100,6 +180,11 @@ impl StatesRecord {
         }
     }
 
+    /// The record as a store keeps it.
+    pub fn json(&self) -> serde_json::Result<String> {
+        serde_json::to_string(self)
+    }
+
     pub fn into_states(self) -> States {
         let mut states = States::restore(
             self.tasks,
@@ -119,5 +204,117 @@ impl StatesRecord {
             tasks: self.task_times,
         });
         states
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{AgentChange, Change, StepChange, TaskChange};
+    use crate::ids::StageRef;
+    use crate::message::Message;
+    use crate::state::{ConversationEntry, Executor, PrivateMessage, Skill};
+
+    /// A team with a task and its conversation, a person with a chat, an agent with a live
+    /// step and a retired one, a message in flight and times.
+    fn team() -> States {
+        let mut s = States::default();
+        let task = TaskState::new("t".into(), "n".into(), "i".into(), "a".into());
+        s.apply_at(&Change::Task(TaskChange::Created { task }), 1);
+        let m = Arc::new(Message::notice(
+            "t".into(),
+            "a".into(),
+            vec!["p".into()],
+            StageRef::NoRelative,
+            "hello".into(),
+        ));
+        let entry = ConversationEntry {
+            timestamp: "now".into(),
+            message: m,
+        };
+        s.apply_at(
+            &Change::Task(TaskChange::Conversation {
+                task_id: "t".into(),
+                entry,
+                message_no: 1,
+            }),
+            2,
+        );
+        let mut person = AgentState::new("p".into(), "P".into(), "op".into(), "".into());
+        person.conversation_pool = Some(ConversationPool::default());
+        let agent = AgentState::new("a".into(), "A".into(), "w".into(), "".into());
+        for a in [person, agent] {
+            s.apply(&Change::Agent(AgentChange::Added { agent: Box::new(a) }));
+        }
+        s.apply(&Change::Agent(AgentChange::PrivateMessage {
+            agent_id: "p".into(),
+            with: "a".into(),
+            entry: PrivateMessage {
+                task_id: "t".into(),
+                sender_id: "a".into(),
+                content: "hello".into(),
+                stage_relative: StageRef::NoRelative,
+                timestamp: "now".into(),
+                need_reply: false,
+                waiting: false,
+                return_waiting_id: None,
+                replied: false,
+                ask: None,
+            },
+        }));
+        for n in 0..2 {
+            let step = StepState::new(
+                "t".into(),
+                StageRef::NoRelative,
+                "a".into(),
+                Executor::Skill(Skill::Think),
+                format!("step {n}"),
+                "text",
+            );
+            let id = step.step_id.clone();
+            s.apply_at(
+                &Change::Step(StepChange::Added {
+                    agent_id: "a".into(),
+                    step: Box::new(step),
+                    list_at: 0,
+                    todo_at: Some(0),
+                    remember: true,
+                }),
+                3,
+            );
+            s.apply_at(
+                &Change::Step(StepChange::Started {
+                    agent_id: "a".into(),
+                    step_id: id.clone(),
+                }),
+                4,
+            );
+            if n == 0 {
+                s.apply(&Change::Step(StepChange::Removed {
+                    agent_id: "a".into(),
+                    step_ids: vec![id],
+                }));
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn a_snapshot_written_from_the_states_is_their_record() {
+        let s = team();
+        let record = StatesRecord::of(&s);
+        assert!(!record.retired.is_empty() && !record.in_flight.is_empty());
+        assert!(record.agents.iter().any(|a| a.conversation_pool.is_some()));
+        assert_eq!(s.record_json().unwrap(), record.json().unwrap());
+    }
+
+    #[test]
+    fn the_states_written_straight_are_what_their_json_tree_says() {
+        let s = team();
+        let mut out = Vec::new();
+        s.write_all(&mut out).unwrap();
+        let written: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(written, s.all_json());
+        assert!(written["step"].as_object().unwrap().len() == 2);
     }
 }

@@ -5,7 +5,7 @@
 
 use super::apply::{apply_agent, apply_sync};
 use super::deliveries::Deliveries;
-use super::times::{Clock, with_times};
+use super::times::{Clock, Times, with_times};
 use super::{AgentChange, Change, StateKind, StepChange, TaskChange};
 use crate::ids::{AgentId, StageId, StepId, TaskId};
 use crate::state::{
@@ -49,6 +49,56 @@ impl TaskSummaryLine {
     }
 }
 
+/// A state with its times, as clients read it ([`with_times`] without a JSON tree).
+#[derive(Serialize)]
+struct Timed<'a, T: Serialize> {
+    #[serde(flatten)]
+    state: &'a T,
+    #[serde(flatten)]
+    times: Times,
+}
+
+fn timed<T: Serialize>(state: &T, times: Option<Times>) -> Timed<'_, T> {
+    Timed {
+        state,
+        times: times.unwrap_or_default(),
+    }
+}
+
+/// `{id: state}` of one kind, serialised from the states (see [`States::write_all`]).
+struct OfKind<'a>(&'a States, StateKind);
+
+impl Serialize for OfKind<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let s = self.0;
+        let mut map = ser.serialize_map(None)?;
+        match self.1 {
+            StateKind::Task => {
+                for (k, v) in &s.tasks {
+                    map.serialize_entry(k, &timed(v, s.times.task(k)))?;
+                }
+            }
+            StateKind::Stage => {
+                for (k, v) in &s.stages {
+                    map.serialize_entry(k, &timed(v, s.times.stage(k)))?;
+                }
+            }
+            StateKind::Agent => {
+                for (k, v) in &s.agents {
+                    map.serialize_entry(k, v)?;
+                }
+            }
+            StateKind::Step => {
+                for st in s.steps() {
+                    map.serialize_entry(&st.step_id, &timed(st, s.times.step(&st.step_id)))?;
+                }
+            }
+        }
+        map.end()
+    }
+}
+
 /// A task as a list of tasks shows it (see [`States::task_summary_json`]).
 #[derive(Serialize)]
 struct TaskListed<'a> {
@@ -73,8 +123,8 @@ struct TaskListed<'a> {
 /// base task never ends).
 pub const RETIRED_STEPS_KEPT: usize = 2_000;
 /// How many bytes of steps that left their agent a reader keeps unless told (a 256 MiB
-/// memory budget's eighth), over all tasks; the oldest leave first.
-pub const RETIRED_BYTES_KEPT: usize = 32 << 20;
+/// memory budget's sixteenth), over all tasks; the oldest leave first.
+pub const RETIRED_BYTES_KEPT: usize = 16 << 20;
 /// How many evicted tasks' summary lines a reader keeps.
 pub const SUMMARIES_KEPT: usize = 10_000;
 
@@ -509,6 +559,19 @@ impl States {
             }),
         }
         out
+    }
+
+    /// [`States::all_json`] written straight to `out`, without a JSON tree of the whole team
+    /// beside it (a snapshot of a large team is tens of megabytes; its tree, several times
+    /// that).
+    pub fn write_all(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        use serde::ser::{SerializeMap, Serializer};
+        let mut ser = serde_json::Serializer::new(out);
+        let mut all = ser.serialize_map(Some(StateKind::ALL.len()))?;
+        for k in StateKind::ALL {
+            all.serialize_entry(k.name(), &OfKind(self, k))?;
+        }
+        all.end()
     }
 
     /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}`.

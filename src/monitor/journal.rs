@@ -8,9 +8,9 @@
 //! for the writer: a store that cannot keep up slows the team instead of filling memory.
 
 use super::{Inner, Published};
-use crate::event::{Change, Event, StageChange, StatesRecord, StepChange};
+use crate::event::{Change, Event, StageChange, StepChange};
 use crate::ids::{StageId, StepId, TaskId};
-use crate::store::{Store, StoredEvent};
+use crate::store::{SnapshotJson, Store, StoredEvent};
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock, Weak};
@@ -196,11 +196,21 @@ fn write_loop(
         let due = since_snapshot >= SNAPSHOT_EVERY
             || since_bytes >= snapshot_bytes.max(SNAPSHOT_MIN_BYTES);
         if due || (closing && since_snapshot > 0) {
-            let (version, record) = {
+            // Written straight from the states under the lock: a copy of the whole team
+            // beside the team would double the memory a snapshot costs.
+            let (version, json) = {
                 let shared = inner.lock();
-                (shared.version, StatesRecord::of(&shared.states))
+                let json = SnapshotJson::written(|parts| shared.states.write_record(parts));
+                (shared.version, json)
             };
-            match rt.block_on(store.put_snapshot(version, &record)) {
+            let stored = match json {
+                Ok(json) => rt.block_on(store.put_snapshot(version, json)),
+                Err(e) => Err(crate::store::StoreError::BadSnapshot {
+                    version: version as i64,
+                    why: e.to_string(),
+                }),
+            };
+            match stored {
                 Ok(bytes) => snapshot_bytes = bytes,
                 Err(e) => tracing::error!("a snapshot of the states was not stored: {e}"),
             }
@@ -307,7 +317,7 @@ fn reveal(inner: &Inner, entries: Vec<Entry>) {
             for event in entry.events {
                 shared.version = event.version;
                 shared.states.apply_at(&event.change, event.at);
-                let _ = inner.tx.send(Arc::new(Published {
+                inner.tx.send(Arc::new(Published {
                     event,
                     json: OnceLock::new(),
                 }));

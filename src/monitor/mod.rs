@@ -10,6 +10,7 @@
 //! ([`Monitor::publish_then`]) run after that. Its [`compactor`] keeps that store compacted.
 
 mod compactor;
+pub mod feed;
 pub mod journal;
 
 pub use crate::event::StateKind;
@@ -55,6 +56,12 @@ pub struct Writing {
 /// How many characters of an answer being written a frame shows: its end, where it grows.
 pub const WRITING_SHOWN: usize = 2000;
 
+/// Snapshots sent to readers at once (a lagging reader waits for a place).
+pub const SNAPSHOT_SENDS: usize = 2;
+
+/// The live feed's backlog in bytes unless told (a 256 MiB budget's 32nd).
+pub const FEED_BYTES: usize = 8 << 20;
+
 /// Answers being written that a slow reader may fall behind on; older ones are skipped.
 const WRITING_BUFFER: usize = 64;
 
@@ -83,11 +90,13 @@ pub struct Monitor {
 
 struct Inner {
     shared: Mutex<Shared>,
-    tx: broadcast::Sender<Arc<Published>>,
+    tx: feed::Feed,
     /// Answers being written ([`Writing`]): not changes, so neither versioned nor stored.
     writing: broadcast::Sender<Arc<Writing>>,
     /// Set when the monitor writes ahead to a store.
     journal: OnceLock<Journal>,
+    /// Snapshots being sent to readers (see [`Monitor::snapshot_send`]).
+    snapshot_sends: tokio::sync::Semaphore,
     /// Set when it keeps that store compacted.
     compactor: OnceLock<Compactor>,
     /// With a journal: the newest version given to a change (ahead of the states' while the
@@ -120,7 +129,10 @@ impl Monitor {
     }
 
     fn starting_at(buffer: usize, states: States, version: u64) -> Self {
-        let (tx, _) = broadcast::channel(buffer.max(16));
+        let tx = feed::Feed::new(feed::FeedCap {
+            events: buffer.max(16),
+            bytes: FEED_BYTES,
+        });
         let (writing, _) = broadcast::channel(WRITING_BUFFER);
         Monitor {
             inner: Arc::new(Inner {
@@ -132,6 +144,7 @@ impl Monitor {
                 }),
                 tx,
                 journal: OnceLock::new(),
+                snapshot_sends: tokio::sync::Semaphore::new(SNAPSHOT_SENDS),
                 compactor: OnceLock::new(),
                 assigned: Mutex::new(version),
             }),
@@ -231,7 +244,7 @@ impl Monitor {
                 change,
             };
             // No subscriber is fine: the states still have the change.
-            let _ = self.inner.tx.send(Arc::new(Published {
+            self.inner.tx.send(Arc::new(Published {
                 event,
                 json: OnceLock::new(),
             }));
@@ -244,8 +257,13 @@ impl Monitor {
         version
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {
+    pub fn subscribe(&self) -> feed::FeedReceiver {
         self.inner.tx.subscribe()
+    }
+
+    /// Holds the live feed's backlog to `bytes` (a subscriber further behind gets `Lagged`).
+    pub fn hold_feed_to(&self, bytes: usize) {
+        self.inner.tx.set_bytes(bytes);
     }
 
     /// Passes on the text so far of an answer a step's model is writing (streamed). It is not
@@ -311,6 +329,13 @@ impl Monitor {
         self.read(States::all_json)
     }
 
+    /// A place among the [`SNAPSHOT_SENDS`] snapshots sent at once, held while one is sent:
+    /// each may be of its own version, so their buffers are bounded by this, not by readers.
+    /// None only if the monitor is shutting down.
+    pub async fn snapshot_send(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.inner.snapshot_sends.acquire().await.ok()
+    }
+
     /// Every state at one version, as the websocket frame `{"type": "snapshot", "version": V,
     /// "states": {…}}`. Built once per version and shared by everyone who asks at that version.
     pub fn snapshot_json(&self) -> (u64, Bytes) {
@@ -321,15 +346,16 @@ impl Monitor {
             }
         }
         let version = shared.version;
+        // Written straight from the states: a JSON tree of a large team would be several
+        // times the size of the frame it becomes.
         let mut out = Vec::with_capacity(4096);
-        let body = serde_json::json!({
-            "type": "snapshot",
-            "version": version,
-            "states": shared.states.all_json(),
-        });
-        if let Err(e) = serde_json::to_writer(&mut out, &body) {
+        out.extend_from_slice(
+            format!(r#"{{"type":"snapshot","version":{version},"states":"#).as_bytes(),
+        );
+        if let Err(e) = shared.states.write_all(&mut out) {
             tracing::error!("the snapshot did not serialise: {e}");
         }
+        out.push(b'}');
         let json = Bytes::from(out);
         shared.snapshot = Some((version, json.clone()));
         (version, json)

@@ -36,8 +36,11 @@ pub struct Compacted {
     pub bytes_after: u64,
 }
 
-/// Events read a page at a time while folding a task.
+/// Event sizes read a page at a time while finding where to cut.
 const PAGE: usize = 10_000;
+/// Events read a page at a time while folding a task: an event may hold a 64 KB message, so
+/// a page is bytes in memory, not a count (a page of 10,000 was the server's peak).
+const FOLD_PAGE: usize = 256;
 /// Events deleted per transaction: the journal's commits wait for at most one.
 const DELETE_RUN: u64 = 4_096;
 /// Free pages a SQLite file gives back per step (16 MB at 4 KB a page).
@@ -145,12 +148,12 @@ impl SqlStore {
             }
             let mut fold = TaskFold::new(&task, self.archived(&task).await?);
             loop {
-                let page = self.task_events(&task, fold.version(), PAGE).await?;
+                let page = self.task_events(&task, fold.version(), FOLD_PAGE).await?;
                 page.iter()
                     .take_while(|e| e.version <= upto)
                     .for_each(|e| fold.apply(e));
                 let past = page.last().is_none_or(|e| e.version >= upto);
-                if past || page.len() < PAGE {
+                if past || page.len() < FOLD_PAGE {
                     break;
                 }
             }

@@ -53,6 +53,74 @@ pub struct StoredSession {
     pub expires_at: i64,
 }
 
+/// About the most bytes one part of a snapshot holds.
+pub const SNAPSHOT_PART: usize = 1 << 20;
+
+/// A snapshot's JSON in parts of about [`SNAPSHOT_PART`] bytes, each whole UTF-8: the store
+/// keeps one row a part, so a snapshot of tens of megabytes is never copied whole into the
+/// database's memory (it copies each value it is given, then again into its record).
+#[derive(Debug, Default)]
+pub struct SnapshotJson(pub Vec<String>);
+
+impl SnapshotJson {
+    /// The JSON that `write` writes, cut into parts as it is written.
+    pub fn written(
+        write: impl FnOnce(&mut Parts) -> serde_json::Result<()>,
+    ) -> serde_json::Result<SnapshotJson> {
+        let mut parts = Parts::default();
+        write(&mut parts)?;
+        parts.cut(0).map_err(serde::ser::Error::custom)?;
+        Ok(SnapshotJson(parts.done))
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.0.iter().map(String::len).sum()
+    }
+}
+
+impl From<String> for SnapshotJson {
+    fn from(json: String) -> Self {
+        SnapshotJson(vec![json])
+    }
+}
+
+/// Where [`SnapshotJson::written`] writes: whole parts, and what is not a part yet.
+#[derive(Default)]
+pub struct Parts {
+    done: Vec<String>,
+    pending: Vec<u8>,
+}
+
+impl Parts {
+    /// Moves whole parts out of `pending` while it holds `at_least` bytes or more (with 0:
+    /// everything); each part ends where a character starts.
+    fn cut(&mut self, at_least: usize) -> Result<(), std::string::FromUtf8Error> {
+        while !self.pending.is_empty() && self.pending.len() >= at_least {
+            let mut at = SNAPSHOT_PART.min(self.pending.len());
+            while at < self.pending.len() && at > 0 && (self.pending[at] & 0xC0) == 0x80 {
+                at -= 1;
+            }
+            let rest = self.pending.split_off(at);
+            let part = std::mem::replace(&mut self.pending, rest);
+            self.done.push(String::from_utf8(part)?);
+        }
+        Ok(())
+    }
+}
+
+impl std::io::Write for Parts {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        self.cut(SNAPSHOT_PART)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The newest snapshot and how many events follow it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {
@@ -122,7 +190,8 @@ pub struct Loaded {
 
 /// Reads a store back: its newest snapshot, then every event after it, in pages.
 pub async fn load(store: &dyn Store) -> Result<Loaded, StoreError> {
-    const PAGE: usize = 10_000;
+    // An event may hold a 64 KB message: pages are sized for memory, not for round trips.
+    const PAGE: usize = 1_000;
     let (mut states, mut version) = match store.latest_snapshot().await? {
         Some(s) => (s.states.into_states(), s.version),
         None => (crate::event::States::default(), 0),
@@ -155,7 +224,7 @@ pub async fn stored_task(
     store: &dyn Store,
     id: &TaskId,
 ) -> Result<Option<(crate::state::TaskState, Vec<crate::state::StageState>)>, StoreError> {
-    const PAGE: usize = 10_000;
+    const PAGE: usize = 256;
     let mut fold = archive::TaskFold::new(id, store.archived(id).await?);
     loop {
         let page = store.task_events(id, fold.version(), PAGE).await?;
@@ -172,13 +241,14 @@ pub trait Store: Send + Sync {
     /// Appends events, in version order and after every event already stored, all or none;
     /// returns the bytes stored (what the journal paces its snapshots by).
     fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>>;
-    /// Keeps a snapshot of the states at `version` (every event up to it applied); returns
-    /// its size in bytes.
-    fn put_snapshot<'a>(
-        &'a self,
+    /// Keeps a snapshot of the states at `version` (every event up to it applied), given as
+    /// the JSON of their [`StatesRecord`] in parts ([`SnapshotJson`]); returns its size in
+    /// bytes.
+    fn put_snapshot(
+        &self,
         version: u64,
-        states: &'a StatesRecord,
-    ) -> BoxFuture<'a, Result<u64, StoreError>>;
+        json: SnapshotJson,
+    ) -> BoxFuture<'_, Result<u64, StoreError>>;
     /// The newest snapshot, if any.
     fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>>;
     /// Up to `limit` events after `version`, in order.
@@ -222,4 +292,20 @@ pub trait Store: Send + Sync {
         policy: &'a Compaction,
         stop: &'a AtomicBool,
     ) -> BoxFuture<'a, Result<Compacted, StoreError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_is_cut_into_parts_between_characters_and_joins_back_whole() {
+        let text: String = "héllo wörld ✓ ".repeat(SNAPSHOT_PART / 5);
+        let json = serde_json::to_string(&text).unwrap();
+        let parts = SnapshotJson::written(|p| serde_json::to_writer(p, &text)).unwrap();
+        assert!(parts.0.len() >= 3, "{} parts", parts.0.len());
+        assert!(parts.0.iter().all(|p| p.len() <= SNAPSHOT_PART));
+        assert_eq!(parts.0.concat(), json);
+        assert_eq!(parts.bytes(), json.len());
+    }
 }

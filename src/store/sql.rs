@@ -15,18 +15,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_events.sql"),
     include_str!("../../migrations/0002_sessions.sql"),
     include_str!("../../migrations/0003_compaction.sql"),
+    include_str!("../../migrations/0004_snapshot_parts.sql"),
 ];
 
 /// The schema that has the archive and the compaction record (a store written by an older
 /// cohort, read without migrating it, has neither).
 pub(super) const SCHEMA_ARCHIVE: i64 = 3;
+/// The schema that keeps a snapshot in parts (older ones keep each in one row).
+pub(super) const SCHEMA_PARTS: i64 = 4;
 
 /// The most a SQLite store's `-wal` file keeps once checkpointed: a burst of large commits
 /// grows it, and without a limit it would stay that large.
@@ -311,28 +314,47 @@ impl Db {
         Ok(bytes)
     }
 
-    /// Keeps a snapshot; returns its size in bytes.
-    pub(super) async fn snapshot_put(&self, version: u64, body: String) -> Result<u64, StoreError> {
-        let bytes = body.len() as u64;
+    /// Keeps a snapshot, its JSON in `parts` (one row each, so the database copies one part at
+    /// a time); returns its size in bytes.
+    pub(super) async fn snapshot_put(
+        &self,
+        version: u64,
+        parts: Vec<String>,
+    ) -> Result<u64, StoreError> {
+        let bytes = parts.iter().map(|p| p.len() as u64).sum();
         let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM snapshot_parts WHERE version = $1")
+            .bind(version as i64)
+            .execute(&mut *tx)
+            .await?;
+        for (i, part) in parts.into_iter().enumerate() {
+            sqlx::query("INSERT INTO snapshot_parts (version, part, body) VALUES ($1, $2, $3)")
+                .bind(version as i64)
+                .bind(i as i64)
+                .bind(part)
+                .execute(&mut *tx)
+                .await?;
+        }
         sqlx::query(
-            "INSERT INTO snapshots (version, at, body) VALUES ($1, $2, $3) \
+            "INSERT INTO snapshots (version, at, body) VALUES ($1, $2, '') \
              ON CONFLICT (version) DO UPDATE SET body = excluded.body, at = excluded.at",
         )
         .bind(version as i64)
         .bind(chrono::Utc::now().timestamp_millis())
-        .bind(body)
         .execute(&mut *tx)
         .await?;
         // The newest two are kept until compaction drops the older one (it would serve only
         // with the events after it, which compaction prunes): a team whose compaction is far
         // off still holds at most two.
-        sqlx::query(
-            "DELETE FROM snapshots WHERE version < (SELECT MIN(version) FROM \
-             (SELECT version FROM snapshots ORDER BY version DESC LIMIT 2) AS newest)",
-        )
-        .execute(&mut *tx)
-        .await?;
+        let keep = "(SELECT MIN(version) FROM \
+             (SELECT version FROM snapshots ORDER BY version DESC LIMIT 2) AS newest)";
+        for table in ["snapshots", "snapshot_parts"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE version < {keep}"
+            )))
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(bytes)
     }
@@ -346,7 +368,11 @@ impl Db {
             return Ok(None);
         };
         let version: i64 = row.try_get(0)?;
-        let body: String = row.try_get(1)?;
+        let mut body: String = row.try_get(1)?;
+        // A snapshot written in parts has an empty row; one an older cohort wrote, its body.
+        if body.is_empty() && self.schema >= SCHEMA_PARTS {
+            body = self.snapshot_parts(version).await?;
+        }
         let states = serde_json::from_str(&body).map_err(|e| StoreError::BadSnapshot {
             version,
             why: e.to_string(),
@@ -355,6 +381,38 @@ impl Db {
             version: version as u64,
             states,
         }))
+    }
+
+    /// A snapshot's parts, joined in order (read a few at a time).
+    async fn snapshot_parts(&self, version: i64) -> Result<String, StoreError> {
+        const AT_ONCE: i64 = 16;
+        let mut body = String::new();
+        let mut next = 0i64;
+        loop {
+            let rows = sqlx::query(
+                "SELECT part, body FROM snapshot_parts WHERE version = $1 AND part >= $2 \
+                 ORDER BY part LIMIT $3",
+            )
+            .bind(version)
+            .bind(next)
+            .bind(AT_ONCE)
+            .fetch_all(&self.pool)
+            .await?;
+            for r in &rows {
+                let part: i64 = r.try_get(0)?;
+                if part != next {
+                    return Err(StoreError::BadSnapshot {
+                        version,
+                        why: format!("its part {next} is missing"),
+                    });
+                }
+                body.push_str(&r.try_get::<String, _>(1)?);
+                next += 1;
+            }
+            if (rows.len() as i64) < AT_ONCE {
+                return Ok(body);
+            }
+        }
     }
 
     pub(super) async fn select_events(

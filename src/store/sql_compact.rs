@@ -125,7 +125,7 @@ impl Db {
         Ok(())
     }
 
-    /// The newest snapshot's version and size, if there is one.
+    /// The newest snapshot's version and size (its row's and its parts'), if there is one.
     pub(super) async fn snapshot_newest(&self) -> Result<Option<(u64, u64)>, StoreError> {
         let row = sqlx::query(
             "SELECT version, CAST(octet_length(body) AS BIGINT) FROM snapshots \
@@ -133,8 +133,20 @@ impl Db {
         )
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|r| Ok((r.try_get::<i64, _>(0)? as u64, int(&r, 1)?)))
-            .transpose()
+        let Some(r) = row else { return Ok(None) };
+        let version = r.try_get::<i64, _>(0)?;
+        let mut bytes = int(&r, 1)?;
+        if self.schema >= super::sql::SCHEMA_PARTS {
+            let parts = sqlx::query(
+                "SELECT CAST(COALESCE(SUM(octet_length(body)), 0) AS BIGINT) \
+                 FROM snapshot_parts WHERE version = $1",
+            )
+            .bind(version)
+            .fetch_one(&self.pool)
+            .await?;
+            bytes += int(&parts, 0)?;
+        }
+        Ok(Some((version as u64, bytes)))
     }
 
     /// The newest event up to `upto` published before `before` (ms since the epoch); 0 if none.
@@ -218,6 +230,12 @@ impl Db {
             .bind(version as i64)
             .execute(&self.pool)
             .await?;
+        if self.schema >= super::sql::SCHEMA_PARTS {
+            sqlx::query("DELETE FROM snapshot_parts WHERE version < $1")
+                .bind(version as i64)
+                .execute(&self.pool)
+                .await?;
+        }
         Ok(done.rows_affected())
     }
 }
@@ -286,7 +304,10 @@ impl Db {
                 Ok((len(path), len(&wal)))
             }
             Backend::Postgres => {
-                let tables = if self.has_archive() {
+                let tables = if self.schema >= super::sql::SCHEMA_PARTS {
+                    "'events', 'snapshots', 'snapshot_parts', 'sessions', 'cohort_meta', \
+                     'task_archive', 'compaction'"
+                } else if self.has_archive() {
                     "'events', 'snapshots', 'sessions', 'cohort_meta', 'task_archive', 'compaction'"
                 } else {
                     "'events', 'snapshots', 'sessions', 'cohort_meta'"
@@ -320,12 +341,21 @@ impl Db {
                           FROM events WHERE version > $1";
         let (events, event_bytes) = count(events_sql, 0).await?;
         let (events_after_snapshot, event_bytes_after_snapshot) = count(events_sql, after).await?;
-        let (snapshots, snapshot_bytes) = count(
+        let (snapshots, mut snapshot_bytes) = count(
             "SELECT COUNT(*), CAST(COALESCE(SUM(octet_length(body)), 0) AS BIGINT) \
              FROM snapshots WHERE version > $1",
             0,
         )
         .await?;
+        if self.schema >= super::sql::SCHEMA_PARTS {
+            snapshot_bytes += count(
+                "SELECT COUNT(*), CAST(COALESCE(SUM(octet_length(body)), 0) AS BIGINT) \
+                 FROM snapshot_parts WHERE version > $1",
+                0,
+            )
+            .await?
+            .1;
+        }
         let (archived, archive_bytes) = if self.has_archive() {
             count(
                 "SELECT COUNT(*), CAST(COALESCE(SUM(octet_length(body)), 0) AS BIGINT) \

@@ -2,9 +2,11 @@
 //! [`super::sql::Db`], each run on a runtime of the store's own.
 
 use super::sql::{Db, rows};
-use super::{ArchivedTask, Compacted, Snapshot, Store, StoreError, StoredEvent, StoredSession};
+use super::{
+    ArchivedTask, Compacted, Snapshot, SnapshotJson, Store, StoreError, StoredEvent, StoredSession,
+};
 use crate::config::Compaction;
-use crate::event::{Event, StatesRecord};
+use crate::event::Event;
 use crate::ids::TaskId;
 use futures::future::BoxFuture;
 use std::future::Future;
@@ -113,21 +115,16 @@ impl Store for SqlStore {
         })
     }
 
-    fn put_snapshot<'a>(
-        &'a self,
+    fn put_snapshot(
+        &self,
         version: u64,
-        states: &'a StatesRecord,
-    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        json: SnapshotJson,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
         let db = self.db.clone();
-        Box::pin(async move {
-            let body = serde_json::to_string(states).map_err(|e| StoreError::BadSnapshot {
-                version: version as i64,
-                why: e.to_string(),
-            })?;
+        Box::pin(
             self.rt
-                .run(async move { db.snapshot_put(version, body).await })
-                .await
-        })
+                .run(async move { db.snapshot_put(version, json.0).await }),
+        )
     }
 
     fn latest_snapshot(&self) -> BoxFuture<'_, Result<Option<Snapshot>, StoreError>> {
