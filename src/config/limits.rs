@@ -62,9 +62,10 @@ impl MemoryBudget {
         self.bytes / 2
     }
 
-    /// The most readers keep of steps that left their agent (history), over all tasks: 1/16.
+    /// The most readers keep of steps that left their agent (history), over all tasks: 1/32
+    /// (every step stays in the store).
     pub fn retired_steps(&self) -> usize {
-        self.bytes / 16
+        self.bytes / 32
     }
 
     /// The most the live feed's backlog (events a slow websocket reader has not read) holds:

@@ -123,8 +123,8 @@ struct TaskListed<'a> {
 /// base task never ends).
 pub const RETIRED_STEPS_KEPT: usize = 2_000;
 /// How many bytes of steps that left their agent a reader keeps unless told (a 256 MiB
-/// memory budget's sixteenth), over all tasks; the oldest leave first.
-pub const RETIRED_BYTES_KEPT: usize = 16 << 20;
+/// memory budget's 32nd), over all tasks; the oldest leave first.
+pub const RETIRED_BYTES_KEPT: usize = 8 << 20;
 /// How many evicted tasks' summary lines a reader keeps.
 pub const SUMMARIES_KEPT: usize = 10_000;
 
