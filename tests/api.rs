@@ -479,6 +479,52 @@ async fn states_come_a_page_at_a_time_in_id_order() {
 }
 
 #[actix::test]
+async fn a_task_list_gives_pools_sizes_one_task_in_full_gives_its_pools_and_pages_hold_to_bytes() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let base = base_task(&team);
+    for n in 0..3 {
+        let m = json!({"human_agent_id": "alice", "task_id": base, "receiver": ["manager"],
+            "content": format!("note {n}: {}", "x".repeat(2000)), "need_reply": false});
+        assert_eq!(
+            post(&app, "/api/send_message", Some(&alice), m)
+                .await
+                .status,
+            StatusCode::OK
+        );
+    }
+    let list = get(&app, "/api/states?type=task", &alice).await;
+    let t = &list.body[&base];
+    assert!(t.get("shared_conversation_pool").is_none(), "{t}");
+    assert!(t["conversation_count"].as_u64().unwrap() >= 3, "{t}");
+    let full = get(
+        &app,
+        &format!("/api/states?type=task&task={base}&full=true"),
+        &alice,
+    )
+    .await;
+    let pool = full.body[&base]["shared_conversation_pool"]
+        .as_array()
+        .unwrap();
+    assert!(pool.len() >= 3);
+    let one = get(&app, &format!("/api/state/{base}"), &alice).await;
+    assert_eq!(one.body["state"]["shared_conversation_pool"], json!(pool));
+    let r = get(&app, "/api/states?type=task&full=true", &alice).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "full");
+    // Steps carry the messages: a page of at most 1 KB holds one state, and says where to go on.
+    let steps = get(&app, "/api/states?type=step&max_bytes=1024", &alice).await;
+    assert_eq!(steps.status, StatusCode::OK);
+    assert_eq!(steps.body.as_object().unwrap().len(), 1, "{}", steps.text);
+    assert!(steps.headers.contains_key("x-cohort-next-after"));
+    let r = get(&app, "/api/states?type=step&max_bytes=10", &alice).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "max_bytes");
+    let r = get(&app, "/api/states?type=task&colour=red", &alice).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, "colour");
+}
+
+#[actix::test]
 async fn a_message_over_the_size_limit_is_refused_with_413_and_nothing_is_sent() {
     let (team, cfg) = start();
     let state = api(&team, &cfg);
