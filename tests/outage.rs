@@ -103,7 +103,7 @@ async fn a_goal_waits_out_an_outage_of_its_endpoint_and_finishes() {
     watcher.abort();
     let task = task.expect("the task ended");
     assert_eq!(task["execution_state"], "finished", "{task}");
-    let waits = waits.lock().unwrap();
+    let waits = waits.lock().unwrap().clone();
     assert!(!waits.is_empty(), "a step showed its wait for the endpoint");
     assert!(waits[0].contains("HTTP 500"), "{waits:?}");
     let steps = team.monitor.snapshot(StateKind::Step);

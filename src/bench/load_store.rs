@@ -5,7 +5,7 @@
 //! recovery, and its size on disk is compared with what it must keep.
 
 use super::scenarios::Figures;
-use super::serve::{PASSWORD, team_with_operator};
+use super::serve::team_with_operator;
 use super::team::TeamShape;
 use crate::actors::Host;
 use crate::config::Compaction;
@@ -95,34 +95,10 @@ async fn post_flood(
     messages: usize,
     chars: usize,
 ) -> Result<f64, String> {
-    let http = reqwest::Client::new();
-    let login: Value = http
-        .post(format!("http://{addr}/api/bind_human_agent"))
-        .json(&json!({"human_agent_id": "operator", "password": PASSWORD}))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    let token = login["token"]
-        .as_str()
-        .ok_or(format!("login failed: {login}"))?;
-    let tasks: Value = http
-        .get(format!("http://{addr}/api/states?type=task"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    let base = tasks
-        .as_object()
-        .and_then(|t| t.values().find(|t| t["task_name"] == "MAS base task"))
-        .and_then(|t| t["task_id"].as_str())
-        .ok_or(format!("no base task in {tasks}"))?
-        .to_owned();
+    let super::client::Client {
+        http, token, base, ..
+    } = super::client::Client::login(addr).await?;
+    let token = token.as_str();
     let started = Instant::now();
     for i in 0..messages {
         let head = format!("message {i}: ");

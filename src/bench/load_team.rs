@@ -10,6 +10,7 @@
 //! - `load_outage`: the openai example run against an OpenAI-compatible stub that goes down
 //!   (every call HTTP 500) for 20 s a few calls into each run: how many runs finish.
 
+use super::client::Client;
 use super::load_http::{ServeChild, runtime};
 use super::model_stub::{ModelStub, Outage};
 use super::scenarios::Figures;
@@ -17,7 +18,6 @@ use super::serve::PASSWORD;
 use super::team::Scratch;
 use super::{BenchOptions, Job, Row, f, in_child, row};
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -146,73 +146,6 @@ fn scripted_team(name: &str, manager: &str) -> Result<(Scratch, PathBuf), String
     std::fs::write(scratch.0.join("script.yaml"), script).map_err(|e| e.to_string())?;
     let file = scratch.0.join("team.yaml");
     Ok((scratch, file))
-}
-
-/// A logged-in client of a served team: its token and the base task's id.
-struct Client {
-    http: reqwest::Client,
-    addr: SocketAddr,
-    token: String,
-    base: String,
-}
-
-impl Client {
-    async fn login(addr: SocketAddr) -> Result<Client, String> {
-        let http = reqwest::Client::new();
-        let r: Value = http
-            .post(format!("http://{addr}/api/bind_human_agent"))
-            .json(&json!({"human_agent_id": "operator", "password": PASSWORD}))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
-        let token = r["token"].as_str().ok_or(format!("login: {r}"))?.to_owned();
-        let mut c = Client {
-            http,
-            addr,
-            token,
-            base: String::new(),
-        };
-        let tasks = c.get("/api/states?type=task").await?.1;
-        c.base = tasks
-            .as_object()
-            .and_then(|t| t.values().find(|t| t["task_name"] == "MAS base task"))
-            .and_then(|t| t["task_id"].as_str())
-            .ok_or(format!("no base task in {tasks}"))?
-            .to_owned();
-        Ok(c)
-    }
-
-    async fn get(&self, path: &str) -> Result<(u16, Value, usize), String> {
-        let r = self
-            .http
-            .get(format!("http://{}{path}", self.addr))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        let status = r.status().as_u16();
-        let body = r.bytes().await.map_err(|e| e.to_string())?;
-        Ok((
-            status,
-            serde_json::from_slice(&body).unwrap_or_default(),
-            body.len(),
-        ))
-    }
-
-    /// Sends `content` to `to` in the base task; the answer's status.
-    async fn send(&self, to: &str, content: String) -> u16 {
-        self.http
-            .post(format!("http://{}/api/send_message", self.addr))
-            .bearer_auth(&self.token)
-            .json(&json!({"human_agent_id": "operator", "task_id": self.base,
-                "receiver": [to], "content": content, "need_reply": false}))
-            .send()
-            .await
-            .map_or(0, |r| r.status().as_u16())
-    }
 }
 
 /// Samples the server's RSS every 50 ms while it runs; the highest seen, in MiB.

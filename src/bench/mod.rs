@@ -9,11 +9,13 @@
 //! - [`serve`]: the served scenarios: goals in a row over HTTP, the websocket under load.
 //! - [`store`]: the store: events committed a second, the wait for one commit.
 //! - [`console`]: the web console in headless Chromium while a large team works.
+//! - [`client`]: the operator's REST client the served scenarios share.
 //! - [`load_store`]: the store under a flood of large messages, then compacted.
 //! - [`load_http`]: the HTTP server under hostile load (idle connections, wrong logins).
 //! - [`load_team`]: a served team under hostile load (a flood of large messages and readers, a
 //!   runaway model, an endpoint outage); [`model_stub`]: the OpenAI-compatible stub it uses.
 
+pub mod client;
 pub mod console;
 pub mod load_http;
 pub mod load_store;

@@ -9,7 +9,7 @@ use crate::api::ApiState;
 use crate::config::load_team;
 use crate::event::{Change, TaskChange};
 use crate::state::{ExecutionState, TokenUsage};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,19 +49,7 @@ pub(super) async fn start_served(
         let _ = stopped.await;
     })
     .map_err(|e| e.to_string())?;
-    let login: Value = reqwest::Client::new()
-        .post(format!("http://{addr}/api/bind_human_agent"))
-        .json(&json!({"human_agent_id": "operator", "password": PASSWORD}))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    let token = login["token"]
-        .as_str()
-        .ok_or_else(|| format!("login failed: {login}"))?
-        .to_owned();
+    let token = super::client::Client::login(addr).await?.token;
     Ok(Served {
         team,
         addr,

@@ -211,7 +211,7 @@ fn a_pool_is_held_to_its_bytes_whatever_its_count_allows() {
     // 64 KiB for a task's pools: eight 16 KiB messages fill them.
     let retention = Retention {
         memory: crate::config::MemoryBudget {
-            bytes: 64 * 64 << 10,
+            bytes: (64 * 64) << 10,
         },
         ..Retention::default()
     };
