@@ -142,6 +142,27 @@ try {
       after: { agent_id: 'a', working_state: 'idle', working_memory: { t: { s1: [] } }, persistent_memory: {}, agent_step: { step_list: [], todo: [] }, step_lock: [] },
     };
     if (JSON.stringify(got) !== JSON.stringify(want)) throw new Failure(`got ${JSON.stringify(got)}`);
+    // A step's wait for its model's endpoint: set, cleared (null), and over when the step ends.
+    const waits = await page.evaluate(async () => {
+      const { Store } = await import('./store.js');
+      const s = new Store();
+      const agent = { agent_id: 'a', working_state: 'idle', working_memory: {}, persistent_memory: {}, agent_step: { step_list: [], todo: [] }, step_lock: [] };
+      s.loadSnapshot(1, { task: {}, stage: {}, agent: { a: agent }, step: {} });
+      const step = { step_id: 'y', task_id: 't', stage_id: 'no_relative', agent_id: 'a', execution_state: 'init' };
+      s.apply({ version: 2, kind: 'step', op: 'added', agent_id: 'a', step, list_at: 0, todo_at: 0, remember: false });
+      s.apply({ version: 3, kind: 'step', op: 'started', agent_id: 'a', step_id: 'y' });
+      const wait = { since: 1700000000000, reason: 'the LLM endpoint answered HTTP 500: down' };
+      s.apply({ version: 4, kind: 'step', op: 'updated', agent_id: 'a', step_id: 'y', model_wait: wait });
+      const waiting = s.get('step', 'y').model_wait?.reason;
+      s.apply({ version: 5, kind: 'step', op: 'updated', agent_id: 'a', step_id: 'y', model_wait: null });
+      const cleared = s.get('step', 'y').model_wait;
+      s.apply({ version: 6, kind: 'step', op: 'updated', agent_id: 'a', step_id: 'y', model_wait: wait });
+      s.apply({ version: 7, kind: 'step', op: 'updated', agent_id: 'a', step_id: 'y', execution_state: 'failed' });
+      return { waiting, cleared: cleared === undefined, over: s.get('step', 'y').model_wait === undefined };
+    });
+    if (!(waits.waiting?.includes('HTTP 500') && waits.cleared && waits.over)) {
+      throw new Failure(`a step's wait for its endpoint: ${JSON.stringify(waits)}`);
+    }
     // Everything after this point must arrive live: this marker is lost on a reload.
     await page.evaluate(() => {
       window.__noReload = true;
