@@ -284,10 +284,7 @@ impl AgentActor {
             return;
         };
         request.progress = Some(self.answer_progress(&id));
-        let (me, waiting) = (ctx.address(), id.clone());
-        request.model_wait = Some(ModelWaitReport::new(move |wait| {
-            me.do_send(ModelWaiting(waiting.clone(), wait))
-        }));
+        request.model_wait = Some(Self::wait_report(ctx, &id));
         let step = id.clone();
         let call = ctx.spawn(
             llm.chat(request)
@@ -327,6 +324,30 @@ impl AgentActor {
         self.rebuilt_for_context = Some(id.clone());
         self.run_skill(step, skill, false, ctx);
         true
+    }
+
+    /// Where a call of step `id` says that it waits for its model's endpoint: the step shows it.
+    pub(super) fn wait_report(ctx: &Context<Self>, id: &StepId) -> ModelWaitReport {
+        let (me, step) = (ctx.address(), id.clone());
+        ModelWaitReport::new(move |wait| me.do_send(ModelWaiting(step.clone(), wait)))
+    }
+
+    /// A side call of step `id` (its history's summary, a tool loop's round) found the model's
+    /// endpoint down past `waits.model_secs`: the step fails, and its task with it, as when its
+    /// own call does.
+    pub(super) fn give_up_for_endpoint(
+        &mut self,
+        id: StepId,
+        why: String,
+        ctx: &mut Context<Self>,
+    ) {
+        let now = crate::clock::Now::current();
+        if let Completion::Done(mut completion) =
+            complete_step(&mut self.state, &id, Err(why.clone()), now, false)
+        {
+            completion.output.endpoint_down = Some(why);
+            self.apply_completion(id, completion, ctx);
+        }
     }
 
     /// Where a streamed answer of step `id` goes while it is written: the monitor's live feed.

@@ -103,7 +103,8 @@ impl AgentActor {
             &step.step_intention,
         );
         let system = self.prompts.phrases().risk_judge.clone();
-        let request = self.request_for(&step, RISK_JUDGE, system, prompt);
+        let mut request = self.request_for(&step, RISK_JUDGE, system, prompt);
+        request.model_wait = Some(Self::wait_report(ctx, &step.step_id));
         let id = step.step_id.clone();
         let handle = ctx.spawn(
             llm.chat(request)

@@ -81,10 +81,15 @@ impl AgentActor {
             return self.run_skill(step, skill, true, ctx);
         };
         let system = self.prompts.phrases().summarize_history.clone();
-        let request = self.request_for(&step, SUMMARIZE_HISTORY, system, job.prompt.clone());
+        let mut request = self.request_for(&step, SUMMARIZE_HISTORY, system, job.prompt.clone());
+        request.model_wait = Some(Self::wait_report(ctx, &step.step_id));
         let id = step.step_id.clone();
         let handle = ctx.spawn(llm.chat(request).into_actor(self).map(move |answer, act, ctx| {
             act.in_flight = None;
+            // The endpoint stayed down past the wait: the step's own call would wait again.
+            if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &answer {
+                return act.give_up_for_endpoint(step.step_id, e.to_string(), ctx);
+            }
             let written = match answer {
                 Ok(reply) => {
                     act.charge_side_call(&step, reply.usage, ctx);

@@ -120,12 +120,19 @@ impl AgentActor {
         let mut request = running.request.clone();
         request.rounds = running.state.rounds.clone();
         request.progress = Some(self.answer_progress(&running.step.step_id));
+        request.model_wait = Some(Self::wait_report(ctx, &running.step.step_id));
         let id = running.step.step_id.clone();
         let handle = ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
                 .map(move |res, act, ctx| {
                     act.in_flight = None;
+                    if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &res {
+                        if !act.loop_cancelled(&running.step) {
+                            act.give_up_for_endpoint(running.step.step_id, e.to_string(), ctx);
+                        }
+                        return;
+                    }
                     act.on_loop_answer(running, res.map_err(|e| e.to_string()), ctx)
                 }),
         );

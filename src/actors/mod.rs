@@ -20,7 +20,7 @@ pub use dispatcher::{
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{
-    ApplyOutput, CancelStage, CancelTask, CheckTaskInstruction, PauseTask, RetryStage,
+    ApplyOutput, CancelStage, CancelTask, CheckRoom, CheckTaskInstruction, PauseTask, RetryStage,
     SubmitMessage, SubmitMessages, SyncStateActor,
 };
 pub use system::{Host, OPERATOR, SystemError, Team, start_team, start_team_stored};

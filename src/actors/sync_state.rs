@@ -226,6 +226,19 @@ impl Handler<CheckTaskInstruction> for SyncStateActor {
     }
 }
 
+/// Whether a person's message of this many bytes fits beside the open work now (see
+/// `SyncCore::room_for_person`): asked before the person's side of a send is recorded.
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct CheckRoom(pub usize);
+
+impl Handler<CheckRoom> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, CheckRoom(bytes): CheckRoom, _: &mut Context<Self>) -> Self::Result {
+        self.core.room_for_person(bytes)
+    }
+}
+
 /// A person cancels a stage (see `SyncCore::cancel_stage`).
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]

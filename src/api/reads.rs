@@ -34,17 +34,23 @@ struct Slot {
 }
 
 pub struct Reads {
-    permits: Semaphore,
+    permits: Arc<Semaphore>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
 }
 
 impl Default for Reads {
     fn default() -> Self {
         Reads {
-            permits: Semaphore::new(READS_AT_ONCE),
+            permits: Arc::new(Semaphore::new(READS_AT_ONCE)),
             slots: Mutex::default(),
         }
     }
+}
+
+fn busy() -> AppError {
+    AppError::Overloaded(format!(
+        "{READS_AT_ONCE} large reads are being built; try again in a moment"
+    ))
 }
 
 impl Reads {
@@ -56,24 +62,39 @@ impl Reads {
         version: u64,
         build: impl FnOnce() -> Result<Built, AppError> + Send + 'static,
     ) -> Result<Arc<Built>, AppError> {
-        let slot = self.slot(key, version);
-        slot.built
-            .get_or_try_init(|| async {
-                let _permit = tokio::time::timeout(READ_WAIT, self.permits.acquire())
-                    .await
-                    .map_err(|_| {
-                        AppError::Overloaded(format!(
-                            "{READS_AT_ONCE} large reads are being built; try again in a moment"
-                        ))
-                    })?
-                    .map_err(|e| AppError::Internal(e.to_string()))?;
-                let built = tokio::task::spawn_blocking(build)
-                    .await
-                    .map_err(|e| AppError::Internal(format!("a read failed: {e}")))??;
-                Ok(Arc::new(built))
+        let slot = self.slot(key.clone(), version);
+        let permits = self.permits.clone();
+        let built = slot.built.get_or_try_init(|| async move {
+            let permit = tokio::time::timeout(READ_WAIT, permits.acquire_owned())
+                .await
+                .map_err(|_| busy())?
+                .map_err(|e| AppError::Internal(e.to_string()))?;
+            // The permit goes with the build: a client that leaves does not free it early.
+            let built = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                build()
             })
             .await
-            .cloned()
+            .map_err(|e| AppError::Internal(format!("a read failed: {e}")))??;
+            Ok(Arc::new(built))
+        });
+        // However many wait on one build, each waits at most this long.
+        match tokio::time::timeout(2 * READ_WAIT, built).await {
+            Ok(Ok(b)) => Ok(b.clone()),
+            Ok(Err(e)) => {
+                self.forget(&key, &slot);
+                Err(e)
+            }
+            Err(_) => Err(busy()),
+        }
+    }
+
+    /// A slot whose build failed is forgotten (the next ask builds again).
+    fn forget(&self, key: &str, slot: &Arc<Slot>) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if slots.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            slots.remove(key);
+        }
     }
 
     fn slot(&self, key: String, version: u64) -> Arc<Slot> {
@@ -82,8 +103,8 @@ impl Reads {
             return s.clone();
         }
         if slots.len() >= KEPT {
-            // Forget what is built; reads still being built finish for those who wait.
-            slots.retain(|_, s| !s.built.initialized());
+            // Forget them all: reads still being built finish for those who wait on them.
+            slots.clear();
         }
         let slot = Arc::new(Slot {
             version,
@@ -142,7 +163,7 @@ mod tests {
     async fn past_its_permits_a_read_is_told_to_come_back() {
         let reads = Arc::new(Reads::default());
         let _held: Vec<_> = (0..READS_AT_ONCE)
-            .map(|_| reads.permits.try_acquire().unwrap())
+            .map(|_| reads.permits.clone().try_acquire_owned().unwrap())
             .collect();
         let n = Arc::new(AtomicUsize::new(0));
         tokio::time::pause();

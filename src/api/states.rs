@@ -124,21 +124,24 @@ impl PageAsk {
         };
         let mut body = Vec::with_capacity(4096);
         body.push(b'{');
-        let mut shown = 0;
+        // How many were shown, and how far down the ids the page went (some may be unreadable).
+        let (mut shown, mut end) = (0, start);
         for id in ids[start..].iter().take(self.limit) {
             let state = if self.full {
                 view.json(s, self.kind, id)
             } else {
                 view.listed(s, self.kind, id)
             };
-            let Some(state) = state else { continue };
-            let Ok(json) = serde_json::to_vec(&state) else {
+            let json = state.and_then(|s| serde_json::to_vec(&s).ok());
+            let Some(json) = json else {
+                end += 1;
                 continue;
             };
             let entry = id.len() + json.len() + 4;
             if shown > 0 && body.len() + entry > self.max_bytes {
                 break;
             }
+            end += 1;
             if shown > 0 {
                 body.push(b',');
             }
@@ -148,9 +151,8 @@ impl PageAsk {
             shown += 1;
         }
         body.push(b'}');
-        let end = start + shown;
         let mut headers = vec![("x-cohort-total", ids.len().to_string())];
-        if end < ids.len() && shown > 0 {
+        if end < ids.len() && end > start {
             headers.push(("x-cohort-next-after", ids[end - 1].clone()));
         }
         Built {

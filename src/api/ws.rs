@@ -375,31 +375,38 @@ async fn send_snapshot<S: Sink<Message> + Unpin>(
     who: Viewer<'_>,
     cfg: FeedConfig,
 ) -> Result<(u64, View), FeedEnd> {
-    // Snapshots are the largest frames there are, and a reader that keeps falling behind asks
-    // for one after another: only a few are sent at once, so their buffers are bounded too.
-    let _permit = tokio::time::timeout(cfg.send_timeout, monitor.snapshot_send())
-        .await
-        .map_err(|_| FeedEnd::Stalled)?
-        .ok_or(FeedEnd::MonitorGone)?;
     let (version, view, frame) = match who.access {
+        // One frame per version, shared by every operator's feed.
         Access::Operator => {
             let (version, frame) = monitor.snapshot_json();
             (version, View::All, frame)
         }
-        Access::Member => monitor.read_at(|s, version| {
-            let view = View::of(who.id, who.access, who.base, s);
-            let body = serde_json::json!({
-                "type": "snapshot",
-                "version": version,
-                "states": view.all_json(s),
-            });
-            let frame = serde_json::to_vec(&body).unwrap_or_default();
-            (version, view, frame.into())
-        }),
+        // A member's own: only a few are built at once (each is a copy of what they see).
+        Access::Member => {
+            let _building = tokio::time::timeout(cfg.send_timeout, monitor.snapshot_send())
+                .await
+                .map_err(|_| FeedEnd::Stalled)?
+                .ok_or(FeedEnd::MonitorGone)?;
+            member_snapshot(monitor, who)
+        }
     };
     let text = Utf8Bytes::try_from(frame).map_err(|_| FeedEnd::MonitorGone)?;
     send(sink, text, cfg).await?;
     Ok((version, view))
+}
+
+/// The snapshot frame of what a member sees now: its version, their view, the frame.
+fn member_snapshot(monitor: &Monitor, who: Viewer<'_>) -> (u64, View, bytes::Bytes) {
+    monitor.read_at(|s, version| {
+        let view = View::of(who.id, who.access, who.base, s);
+        let body = serde_json::json!({
+            "type": "snapshot",
+            "version": version,
+            "states": view.all_json(s),
+        });
+        let frame = serde_json::to_vec(&body).unwrap_or_default();
+        (version, view, frame.into())
+    })
 }
 
 /// `{"type": "events", "events": [...]}` from the events' shared JSON.

@@ -100,7 +100,7 @@ pub struct TaskLimits {
     /// Tasks open at once in the team (default 128): a backstop; what a model may open is held
     /// first by the base-task rule and the allowance per goal.
     pub open_tasks: usize,
-    /// Tasks a manager may open for one message of a person (default 8).
+    /// Tasks the managers may open for each message of a person in the base task (default 8).
     pub tasks_per_goal: usize,
     /// Stages one task may have in all, added or retried (default 24).
     pub stages_per_task: usize,

@@ -425,9 +425,12 @@ impl States {
             }
             s.agents.insert(a.agent_id.clone(), a);
         }
+        // Kept whole here: the team's own cap applies once it is set (`hold_retired_to`).
+        s.retired_cap = Some(usize::MAX);
         for step in retired {
             s.retire(step);
         }
+        s.retired_cap = None;
         s
     }
 

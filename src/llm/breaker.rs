@@ -25,6 +25,9 @@ pub const BACKOFF_FIRST: Duration = Duration::from_secs(1);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(15);
 /// The pause before a call is made again while the breaker is still closed.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
+/// A call that failed this often while the endpoint answered other calls meanwhile failed for
+/// itself (a request the server chokes on), not for an outage: its error is returned.
+const OWN_FAILURES: u32 = 3;
 
 /// Where a call says that its wait for the endpoint began (`Some`) or ended (`None`).
 #[derive(Clone)]
@@ -69,6 +72,9 @@ struct Health {
     probe_at: Option<Instant>,
     probing: bool,
     backoff: Duration,
+    /// Calls answered since the breaker was made (never reset): a failing call learns from it
+    /// whether the endpoint answers others.
+    answered: u64,
 }
 
 /// What a call may do now.
@@ -81,27 +87,35 @@ impl Health {
     fn admit(&mut self, now: Instant) -> Admit {
         match self.probe_at {
             None => Admit::Go { probe: false },
-            Some(at) if now >= at && !self.probing => {
+            Some(at) if now < at => Admit::WaitUntil(at),
+            Some(_) if !self.probing => {
                 self.probing = true;
                 Admit::Go { probe: true }
             }
-            // A probe is out: wait for what it learns (a change wakes the waiters).
-            Some(at) => Admit::WaitUntil(at.max(now + self.backoff)),
+            // A probe is out: wait for what it learns (its end wakes the waiters).
+            Some(_) => Admit::WaitUntil(now + BACKOFF_MAX),
         }
     }
 
-    fn failed(&mut self, now: Instant, e: &LlmError) {
+    /// A call failed for an outage; `probe`: it was the probe (a late failure of another
+    /// call leaves a probe that is out alone).
+    fn failed(&mut self, now: Instant, e: &LlmError, probe: bool) {
         self.failures += 1;
         self.last = Some(e.to_string());
-        self.probing = false;
-        if self.failures >= OPEN_AFTER {
+        if probe {
+            self.probing = false;
+        }
+        if self.failures >= OPEN_AFTER && (probe || !self.probing) {
             self.probe_at = Some(now + self.backoff);
             self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
         }
     }
 
     fn answered(&mut self) {
-        *self = Health::default();
+        *self = Health {
+            answered: self.answered + 1,
+            ..Health::default()
+        };
     }
 }
 
@@ -113,6 +127,34 @@ impl Default for Health {
             probe_at: None,
             probing: false,
             backoff: BACKOFF_FIRST,
+            answered: 0,
+        }
+    }
+}
+
+/// The probe a call is making: if the call is dropped before it ends (its step cancelled, its
+/// task over), the probe is given back, or no call would ever probe again.
+struct ProbeOut {
+    health: Arc<Mutex<Health>>,
+    changed: watch::Sender<u64>,
+    out: bool,
+}
+
+impl ProbeOut {
+    /// The probe ended with the call (its outcome is recorded by the caller).
+    fn ended(mut self) {
+        self.out = false;
+    }
+}
+
+impl Drop for ProbeOut {
+    fn drop(&mut self) {
+        if self.out {
+            self.health
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .probing = false;
+            self.changed.send_modify(|n| *n += 1);
         }
     }
 }
@@ -183,6 +225,36 @@ impl Waiting {
     }
 }
 
+impl Breaker {
+    /// Waits until the call may go (`Some(probe)`: whether it is the probe), or None once
+    /// `deadline` passed with the breaker still open.
+    async fn admitted(
+        health: &Mutex<Health>,
+        seen: &mut watch::Receiver<u64>,
+        waiting: &mut Waiting,
+        deadline: Instant,
+    ) -> Option<bool> {
+        loop {
+            // Marked seen before health is read: a change after it wakes this wait.
+            seen.borrow_and_update();
+            let (admitted, last) = {
+                let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
+                (h.admit(Instant::now()), h.last.clone())
+            };
+            let at = match admitted {
+                Admit::Go { probe } => return Some(probe),
+                Admit::WaitUntil(_) if Instant::now() >= deadline => return None,
+                Admit::WaitUntil(at) => at,
+            };
+            waiting.began(last.as_deref().unwrap_or("the endpoint is not answering"));
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.min(deadline)) => {}
+                _ = seen.changed() => {}
+            }
+        }
+    }
+}
+
 impl ChatModel for Breaker {
     super::delegate_to_inner!();
 
@@ -196,50 +268,50 @@ impl ChatModel for Breaker {
                 report: request.model_wait.clone(),
             };
             let mut seen = changed.subscribe();
+            // This call's own outage failures, and how many calls the endpoint had answered
+            // when the first came.
+            let (mut failures, mut answered_then) = (0u32, None);
             loop {
-                let (admitted, last) = {
-                    let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
-                    (h.admit(Instant::now()), h.last.clone())
+                let Some(probe) = Self::admitted(&health, &mut seen, &mut waiting, deadline).await
+                else {
+                    let last = health
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .last
+                        .clone();
+                    return Err(waiting.gave_up(patience, last));
                 };
-                let probe = match admitted {
-                    Admit::Go { probe } => probe,
-                    Admit::WaitUntil(_) if Instant::now() >= deadline => {
-                        return Err(waiting.gave_up(patience, last));
-                    }
-                    Admit::WaitUntil(at) => {
-                        waiting.began(last.as_deref().unwrap_or("the endpoint is not answering"));
-                        seen.mark_unchanged();
-                        let until = at.min(deadline);
-                        tokio::select! {
-                            _ = tokio::time::sleep_until(until) => {}
-                            _ = seen.changed() => {}
-                        }
-                        continue;
-                    }
+                let out = ProbeOut {
+                    health: health.clone(),
+                    changed: changed.clone(),
+                    out: probe,
                 };
                 let answer = inner.chat(request.clone()).await;
+                out.ended();
                 let outage = answer.as_ref().err().filter(|e| is_outage(e));
-                let was_failing = {
+                let others_answered = {
                     let mut h = health.lock().unwrap_or_else(|p| p.into_inner());
-                    let was_failing = h.failures > 0;
                     match outage {
-                        Some(e) => h.failed(Instant::now(), e),
+                        Some(e) => h.failed(Instant::now(), e, probe),
                         None => h.answered(),
                     }
-                    was_failing
+                    answered_then.is_some_and(|then| h.answered > then)
                 };
+                changed.send_modify(|n| *n += 1);
                 let Some(e) = outage else {
-                    if was_failing {
-                        changed.send_modify(|n| *n += 1);
-                    }
                     waiting.ended();
                     return answer;
                 };
-                changed.send_modify(|n| *n += 1);
-                let e = e.to_string();
-                waiting.began(&e);
+                failures += 1;
+                answered_then.get_or_insert(health_answered(&health));
+                if failures >= OWN_FAILURES && others_answered {
+                    // The endpoint answers others: this request is what it chokes on.
+                    waiting.ended();
+                    return answer;
+                }
+                waiting.began(&e.to_string());
                 if Instant::now() >= deadline {
-                    return Err(waiting.gave_up(patience, Some(e)));
+                    return Err(waiting.gave_up(patience, Some(e.to_string())));
                 }
                 if !probe {
                     tokio::time::sleep(RETRY_PAUSE.min(deadline - Instant::now())).await;
@@ -247,6 +319,11 @@ impl ChatModel for Breaker {
             }
         })
     }
+}
+
+/// How many calls the endpoint has answered so far.
+fn health_answered(health: &Mutex<Health>) -> u64 {
+    health.lock().unwrap_or_else(|p| p.into_inner()).answered
 }
 
 #[cfg(test)]
@@ -326,6 +403,84 @@ mod tests {
         assert!(
             e.contains("HTTP 500") && e.contains("waits.model_secs"),
             "{e}"
+        );
+    }
+
+    /// Fails its first two calls (HTTP 500), never answers the third, answers the rest.
+    struct HangsOnce {
+        calls: AtomicUsize,
+    }
+
+    impl ChatModel for Arc<HangsOnce> {
+        fn chat(&self, _: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                match n {
+                    0 | 1 => Err(LlmError::Http {
+                        status: 500,
+                        body: "down".into(),
+                    }),
+                    2 => futures::future::pending().await,
+                    _ => Ok(ChatReply::default()),
+                }
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_dropped_mid_call_leaves_the_next_call_free_to_probe() {
+        let endpoint = Arc::new(HangsOnce {
+            calls: AtomicUsize::new(0),
+        });
+        let breaker = Breaker::new(Arc::new(endpoint.clone()), Duration::from_secs(600));
+        let first = tokio::spawn(breaker.chat(ChatRequest::test("a", "think")));
+        // Two failures open the breaker; after its first backoff the call probes, and hangs.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(endpoint.calls.load(Ordering::SeqCst), 3);
+        // Its step is cancelled: the call is dropped with the probe out.
+        first.abort();
+        let _ = first.await;
+        let next = tokio::time::timeout(
+            Duration::from_secs(60),
+            breaker.chat(ChatRequest::test("b", "think")),
+        )
+        .await;
+        assert!(matches!(next, Ok(Ok(_))), "{next:?}");
+    }
+
+    /// Answers every call but those whose prompt says "choke", which get HTTP 500.
+    struct Chokes;
+
+    impl ChatModel for Chokes {
+        fn chat(&self, r: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
+            let choke = r.prompt.contains("choke");
+            Box::pin(async move {
+                if choke {
+                    Err(LlmError::Http {
+                        status: 500,
+                        body: "cannot take this one".into(),
+                    })
+                } else {
+                    Ok(ChatReply::default())
+                }
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_the_endpoint_chokes_on_while_it_answers_others_fails_soon() {
+        let breaker = Breaker::new(Arc::new(Chokes), Duration::from_secs(1800));
+        let mut bad = ChatRequest::test("a", "think");
+        bad.prompt = "choke on this".into();
+        let bad = tokio::spawn(breaker.chat(bad));
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            breaker.chat(ChatRequest::test("b", "think")).await.unwrap();
+        }
+        let e = tokio::time::timeout(Duration::from_secs(60), bad).await;
+        assert!(
+            matches!(e, Ok(Ok(Err(LlmError::Http { status: 500, .. })))),
+            "its own error, soon: {e:?}"
         );
     }
 

@@ -56,7 +56,7 @@ pub struct Writing {
 /// How many characters of an answer being written a frame shows: its end, where it grows.
 pub const WRITING_SHOWN: usize = 2000;
 
-/// Snapshots sent to readers at once (a lagging reader waits for a place).
+/// Members' snapshots built at once (a lagging member's feed waits for a place).
 pub const SNAPSHOT_SENDS: usize = 2;
 
 /// The live feed's backlog in bytes unless told (a 256 MiB budget's 32nd).
@@ -329,8 +329,8 @@ impl Monitor {
         self.read(States::all_json)
     }
 
-    /// A place among the [`SNAPSHOT_SENDS`] snapshots sent at once, held while one is sent:
-    /// each may be of its own version, so their buffers are bounded by this, not by readers.
+    /// A place among the [`SNAPSHOT_SENDS`] snapshots of a member's view built at once (each is
+    /// a copy of what the member sees, built for them alone).
     /// None only if the monitor is shutting down.
     pub async fn snapshot_send(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
         self.inner.snapshot_sends.acquire().await.ok()
@@ -353,7 +353,9 @@ impl Monitor {
             format!(r#"{{"type":"snapshot","version":{version},"states":"#).as_bytes(),
         );
         if let Err(e) = shared.states.write_all(&mut out) {
+            // Not kept: the next reader at this version tries again.
             tracing::error!("the snapshot did not serialise: {e}");
+            return (version, Bytes::new());
         }
         out.push(b'}');
         let json = Bytes::from(out);

@@ -360,9 +360,12 @@ impl Db {
     }
 
     pub(super) async fn snapshot_latest(&self) -> Result<Option<Snapshot>, StoreError> {
+        // One transaction: a compaction beside it (a reader on a live store) cannot drop the
+        // parts between the row and them.
+        let mut tx = self.pool.begin().await?;
         let Some(row) =
             sqlx::query("SELECT version, body FROM snapshots ORDER BY version DESC LIMIT 1")
-                .fetch_optional(&self.pool)
+                .fetch_optional(&mut *tx)
                 .await?
         else {
             return Ok(None);
@@ -371,8 +374,9 @@ impl Db {
         let mut body: String = row.try_get(1)?;
         // A snapshot written in parts has an empty row; one an older cohort wrote, its body.
         if body.is_empty() && self.schema >= SCHEMA_PARTS {
-            body = self.snapshot_parts(version).await?;
+            body = snapshot_parts(&mut tx, version).await?;
         }
+        tx.commit().await?;
         let states = serde_json::from_str(&body).map_err(|e| StoreError::BadSnapshot {
             version,
             why: e.to_string(),
@@ -381,38 +385,6 @@ impl Db {
             version: version as u64,
             states,
         }))
-    }
-
-    /// A snapshot's parts, joined in order (read a few at a time).
-    async fn snapshot_parts(&self, version: i64) -> Result<String, StoreError> {
-        const AT_ONCE: i64 = 16;
-        let mut body = String::new();
-        let mut next = 0i64;
-        loop {
-            let rows = sqlx::query(
-                "SELECT part, body FROM snapshot_parts WHERE version = $1 AND part >= $2 \
-                 ORDER BY part LIMIT $3",
-            )
-            .bind(version)
-            .bind(next)
-            .bind(AT_ONCE)
-            .fetch_all(&self.pool)
-            .await?;
-            for r in &rows {
-                let part: i64 = r.try_get(0)?;
-                if part != next {
-                    return Err(StoreError::BadSnapshot {
-                        version,
-                        why: format!("its part {next} is missing"),
-                    });
-                }
-                body.push_str(&r.try_get::<String, _>(1)?);
-                next += 1;
-            }
-            if (rows.len() as i64) < AT_ONCE {
-                return Ok(body);
-            }
-        }
     }
 
     pub(super) async fn select_events(
@@ -556,6 +528,41 @@ async fn migrate(pool: &AnyPool, url: &str) -> Result<(), StoreError> {
         tx.commit().await?;
     }
     Ok(())
+}
+
+/// A snapshot's parts, joined in order (read a few at a time).
+async fn snapshot_parts(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    version: i64,
+) -> Result<String, StoreError> {
+    const AT_ONCE: i64 = 16;
+    let mut body = String::new();
+    let mut next = 0i64;
+    loop {
+        let rows = sqlx::query(
+            "SELECT part, body FROM snapshot_parts WHERE version = $1 AND part >= $2 \
+             ORDER BY part LIMIT $3",
+        )
+        .bind(version)
+        .bind(next)
+        .bind(AT_ONCE)
+        .fetch_all(&mut **tx)
+        .await?;
+        for r in &rows {
+            let part: i64 = r.try_get(0)?;
+            if part != next {
+                return Err(StoreError::BadSnapshot {
+                    version,
+                    why: format!("its part {next} is missing"),
+                });
+            }
+            body.push_str(&r.try_get::<String, _>(1)?);
+            next += 1;
+        }
+        if (rows.len() as i64) < AT_ONCE {
+            return Ok(body);
+        }
+    }
 }
 
 /// The schema version a store records (0 for a database cohort never wrote).

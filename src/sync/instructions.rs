@@ -203,7 +203,7 @@ impl SyncCore {
                 task_intention,
             } => {
                 let task = TaskState::new(task_id, task_name, task_intention, agent.clone());
-                self.count_opened(agent);
+                self.count_opened();
                 applied
                     .messages
                     .push(notices::task_created(&task, &self.roster));

@@ -2,8 +2,9 @@
 //! whatever a model answers: `add_task` only from the base task, a cap on open tasks, on tasks
 //! a manager opens per message of a person, on a task's stages, and on the messages agents
 //! send in the base task per message of a person. Each person's message in the base task gives
-//! its receivers (and the base task's chatter) that many more: goals given in a row may each
-//! be worked on, but nothing a model does alone adds to what it may do. A prompt or a JSON schema
+//! the team's managers (whichever of them opens the work: one may hand a goal to another) and
+//! the base task's chatter that many more: goals given in a row may each be worked on, but
+//! nothing a model does alone adds to what it may do. A prompt or a JSON schema
 //! only asks; a model that ignores them (tag answers, an endpoint without structured output)
 //! once opened six thousand tasks in fifteen seconds from one goal.
 //!
@@ -15,7 +16,7 @@ use super::{Applied, SyncCore, SyncError};
 use crate::config::TaskLimits;
 use crate::ids::{AgentId, StageRef, TaskId};
 use crate::message::{Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// Which limit a refusal hit (operators are told once per kind and goal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -30,8 +31,8 @@ pub enum LimitKind {
 /// What the people's messages allow the team to open yet (see [`TaskLimits`]).
 #[derive(Debug, Default)]
 pub(super) struct WorkCount {
-    /// Tasks each manager may still open.
-    tasks: HashMap<AgentId, usize>,
+    /// Tasks the team's managers may still open.
+    tasks: usize,
     /// Messages agents may still send in the base task.
     base_messages: usize,
     /// Limits the operators were told of since a person last wrote in the base task.
@@ -57,24 +58,15 @@ impl SyncCore {
     /// carried over from a store may be in the middle of a goal its people gave before.
     pub fn with_task_limits(mut self, limits: TaskLimits) -> Self {
         self.task_limits = limits;
-        let group = self
-            .tasks
-            .get(&self.base_task)
-            .map(|t| t.task_group.clone())
-            .unwrap_or_default();
-        self.work.tasks = group
-            .into_iter()
-            .map(|a| (a, limits.tasks_per_goal))
-            .collect();
+        self.work.tasks = limits.tasks_per_goal;
         self.work.base_messages = limits.base_messages_per_goal;
         self
     }
 
-    /// Whether `agent`'s step in task `from` may give `i` within the limits (checked before
-    /// the instruction's own rules).
+    /// Whether a step in task `from` may give `i` within the limits (checked before the
+    /// instruction's own rules).
     pub(super) fn within_limits(
         &self,
-        agent: &AgentId,
         from: Option<&TaskId>,
         i: &TaskInstruction,
     ) -> Result<(), SyncError> {
@@ -96,7 +88,7 @@ impl SyncCore {
                         max: limits.open_tasks,
                     });
                 }
-                if self.work.tasks.get(agent).copied().unwrap_or(0) == 0 {
+                if self.work.tasks == 0 {
                     return Err(SyncError::TasksPerGoal {
                         max: limits.tasks_per_goal,
                     });
@@ -155,7 +147,7 @@ impl SyncCore {
     }
 
     /// Counts a routed message against the limits: a person's message in the base task gives
-    /// its receivers more tasks to open and the base task more messages; an agent's message
+    /// the managers more tasks to open and the base task more messages; an agent's message
     /// there uses one.
     pub(super) fn count_routed(&mut self, m: &Message) {
         if m.task_id != self.base_task {
@@ -163,9 +155,7 @@ impl SyncCore {
         }
         let limits = self.task_limits;
         if self.is_person(&m.sender_id) {
-            for r in &m.receiver {
-                *self.work.tasks.entry(r.clone()).or_default() += limits.tasks_per_goal;
-            }
+            self.work.tasks += limits.tasks_per_goal;
             self.work.base_messages += limits.base_messages_per_goal;
             self.work.told.clear();
         } else if !self.spoken_by_runtime_or_person(&m.sender_id) {
@@ -173,11 +163,9 @@ impl SyncCore {
         }
     }
 
-    /// Counts a task `manager` opened.
-    pub(super) fn count_opened(&mut self, manager: &AgentId) {
-        if let Some(left) = self.work.tasks.get_mut(manager) {
-            *left = left.saturating_sub(1);
-        }
+    /// Counts a task a manager opened.
+    pub(super) fn count_opened(&mut self) {
+        self.work.tasks = self.work.tasks.saturating_sub(1);
     }
 
     /// A refusal for a limit: the team's operators are told, once per limit until a person
@@ -189,6 +177,11 @@ impl SyncCore {
         if !self.work.told.insert(kind) {
             return;
         }
+        self.tell_operators_that(format!("Refused a step of `{agent}`: {why}"), out);
+    }
+
+    /// A notice from SyncState to the team's operators in the base task (none without one).
+    pub(super) fn tell_operators_that(&self, what: String, out: &mut Applied) {
         let operators: Vec<AgentId> = self
             .roster
             .iter()
@@ -203,7 +196,7 @@ impl SyncCore {
             AgentId::from(SYNC_STATE_SENDER),
             operators,
             StageRef::NoRelative,
-            format!("[SyncState] Refused a step of `{agent}`: {why}"),
+            format!("[SyncState] {what}"),
         ));
     }
 }

@@ -78,8 +78,7 @@ pub enum SyncError {
     BaseMessages { max: usize },
     #[error(
         "the team's open work holds {held} bytes of messages and notes, its share of the memory \
-         budget being {budget} (retention.memory_mib); finish or cancel a task, or try again \
-         once its pools have been trimmed"
+         budget being {budget} (retention.memory_mib); finish or cancel a task, then send again"
     )]
     MemoryFull { held: usize, budget: usize },
     #[error("{0}")]
@@ -235,7 +234,7 @@ impl SyncCore {
         agent: &AgentId,
         instruction: &crate::message::TaskInstruction,
     ) -> Result<(), SyncError> {
-        self.within_limits(agent, Some(instruction.task()), instruction)
+        self.within_limits(Some(instruction.task()), instruction)
             .and_then(|()| self.check_instruction(agent, instruction))
     }
 
@@ -425,7 +424,7 @@ impl SyncCore {
             })
             .and_then(|()| {
                 out.task_instruction.as_ref().map_or(Ok(()), |i| {
-                    self.within_limits(&agent, out.task_id.as_ref(), i)
+                    self.within_limits(out.task_id.as_ref(), i)
                         .and_then(|()| self.check_instruction(&agent, i))
                 })
             })
@@ -502,7 +501,7 @@ impl SyncCore {
             self.tell_operators(&agent, why, &mut applied);
         }
         if let (Some(why), Some(task)) = (&out.endpoint_down, &out.task_id) {
-            self.fail_for_endpoint(task, why, &mut applied);
+            self.fail_for_endpoint(&agent, task, why, &mut applied);
         }
         applied.refused = refused;
         applied
@@ -540,20 +539,20 @@ impl SyncCore {
     }
 
     /// A step's model endpoint stayed down past its wait: the step's task cannot go on, and
-    /// ends failed with why (the base task never ends).
-    fn fail_for_endpoint(&mut self, task: &TaskId, why: &str, applied: &mut Applied) {
+    /// ends failed with why; the base task never ends, so its operators are told instead (the
+    /// goal or message the step was for got no answer).
+    fn fail_for_endpoint(&mut self, agent: &AgentId, task: &TaskId, why: &str, out: &mut Applied) {
+        tracing::warn!(task = %task, agent = %agent, "{why}");
+        if *task == self.base_task {
+            let what = format!("A step of `{agent}` in the base task gave up: {why}");
+            return self.tell_operators_that(what, out);
+        }
         let open = self
             .tasks
             .get(task)
             .is_some_and(|t| !t.execution_state.is_over());
-        if *task != self.base_task && open {
-            tracing::warn!(task = %task, "{why}");
-            self.close_task(
-                task,
-                ExecutionState::Failed,
-                format!("stopped: {why}"),
-                applied,
-            );
+        if open {
+            self.close_task(task, ExecutionState::Failed, format!("stopped: {why}"), out);
         }
     }
 

@@ -76,9 +76,14 @@ impl SyncCore {
     /// A person's message must fit in memory beside the open work: finished tasks leave to make
     /// room, but open ones hold what they were told.
     pub(super) fn room_for(&self, m: &Message) -> Result<(), SyncError> {
+        self.room_for_person(m.held_bytes())
+    }
+
+    /// Whether a person's message of `bytes` fits beside the open work now.
+    pub fn room_for_person(&self, bytes: usize) -> Result<(), SyncError> {
         let (_, open) = self.pool_bytes();
         let budget = self.memory.all_pools();
-        if open + m.held_bytes() > budget {
+        if open + bytes > budget {
             return Err(SyncError::MemoryFull { held: open, budget });
         }
         Ok(())
