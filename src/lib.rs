@@ -7,7 +7,9 @@
 //! - [`event`]: the core vocabulary of change: `Change` (one small typed event per change to a
 //!   task, stage, agent or step), the pure `apply` functions owners and readers share, and
 //!   `States`, a reader's copy of the team.
-//! - [`message`]: `Message`, runtime `<instruction>`s, `ExecuteOutput`.
+//! - [`message`]: `Message` with its typed body (a notice or a runtime instruction),
+//!   `ExecuteOutput`.
+//! - [`notice`]: the typed notices a task sends its manager, and their rendering.
 //! - [`config`]: team files (agents, templates, people, LLMs, retention) checked into
 //!   `TeamConfig`, every problem naming its file and field.
 //! - [`prompt`]: prompt files and the assembly of a skill's prompt from state (pure).
@@ -44,6 +46,7 @@ pub mod llm;
 pub mod mcp;
 pub mod message;
 pub mod monitor;
+pub mod notice;
 pub mod parse;
 pub mod policy;
 pub mod problem;

@@ -2,6 +2,7 @@
 //! `ExecuteOutput`, what an executed step hands to SyncState (SPEC §6).
 
 use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
+use crate::notice::Notice;
 use crate::state::{StageAgentState, TokenUsage};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,7 +21,8 @@ pub struct Message {
     pub task_id: TaskId,
     pub sender_id: AgentId,
     pub receiver: Vec<AgentId>,
-    /// Text; an instruction for the runtime is embedded as `<instruction>{json}</instruction>`.
+    /// Text for its reader (a model's prompt, a person); for a notice or an instruction it is
+    /// rendered from `body`, which is what the runtime acts on.
     pub message: String,
     pub stage_relative: StageRef,
     pub need_reply: bool,
@@ -32,6 +34,18 @@ pub struct Message {
     /// against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask: Option<crate::agent::ask::Ask>,
+    /// What the runtime reads from a message of its own: a notice or an instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<MessageBody>,
+}
+
+/// The typed content of a message the runtime sends (`[TaskState]`): only the runtime sets it,
+/// and a receiver acts on it, never on the message's text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageBody {
+    Notice(Notice),
+    Instruction(Instruction),
 }
 
 impl Message {
@@ -53,10 +67,25 @@ impl Message {
             waiting: None,
             return_waiting_id: None,
             ask: None,
+            body: None,
         }
     }
 
-    /// A message carrying one runtime instruction.
+    /// A notice from a task to its manager: its text is rendered from it.
+    pub fn from_notice(
+        task_id: TaskId,
+        sender: AgentId,
+        receiver: Vec<AgentId>,
+        stage: StageRef,
+        notice: Notice,
+    ) -> Self {
+        Message {
+            body: Some(MessageBody::Notice(notice.clone())),
+            ..Self::notice(task_id, sender, receiver, stage, notice.render())
+        }
+    }
+
+    /// A message carrying one runtime instruction: its text says what it asks.
     pub fn instruction(
         task_id: TaskId,
         sender: AgentId,
@@ -64,7 +93,26 @@ impl Message {
         stage: StageRef,
         i: &Instruction,
     ) -> Self {
-        Self::notice(task_id, sender, receiver, stage, i.embed())
+        Message {
+            body: Some(MessageBody::Instruction(i.clone())),
+            ..Self::notice(task_id, sender, receiver, stage, i.render())
+        }
+    }
+
+    /// The notice the message carries, if the runtime sent one.
+    pub fn notice_body(&self) -> Option<&Notice> {
+        match &self.body {
+            Some(MessageBody::Notice(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The instruction the message carries, if the runtime sent one.
+    pub fn instruction_body(&self) -> Option<&Instruction> {
+        match &self.body {
+            Some(MessageBody::Instruction(i)) => Some(i),
+            _ => None,
+        }
     }
 
     /// The wait id this receiver must return when answering, if the sender waits.
@@ -128,9 +176,44 @@ pub struct Colleague {
 }
 
 impl Instruction {
-    pub fn embed(&self) -> String {
-        let json = serde_json::to_string(self).unwrap_or_default();
-        format!("<instruction>{json}</instruction>")
+    /// What the instruction asks, for a person reading the conversation (the receiver acts on
+    /// the typed instruction, not on this).
+    pub fn render(&self) -> String {
+        match self {
+            Instruction::StartStage { stage_id, goal, .. } => {
+                format!("[TaskState] Stage {stage_id} starts; your goal in it: {goal}")
+            }
+            Instruction::FinishStage { stage_id } => {
+                format!("[TaskState] Stage {stage_id} is finished: stop your work in it.")
+            }
+            Instruction::FinishTask { task_id } => {
+                format!("[TaskState] Task {task_id} is finished: stop your work in it.")
+            }
+            Instruction::PauseTask { task_id, paused } => match paused {
+                true => format!("[TaskState] Task {task_id} is paused: start none of its steps."),
+                false => format!("[TaskState] Task {task_id} is resumed."),
+            },
+            Instruction::UpdateWorkingMemory { task_id, .. } => {
+                format!("[TaskState] Your working memory of task {task_id} is to be updated.")
+            }
+            Instruction::AddToolDecision { tool_name } => {
+                format!("[TaskState] Decide how to go on using `{tool_name}`.")
+            }
+        }
+    }
+}
+
+impl Message {
+    /// A message stored before messages carried a typed body (stored data of earlier
+    /// releases): a runtime instruction was then JSON inside the text, which is read once,
+    /// here, as the message is loaded again. Nothing else reads a message's text.
+    pub fn upgrade_stored(&mut self) {
+        if self.body.is_some() || self.sender_id.as_str() != TASK_STATE_SENDER {
+            return;
+        }
+        if let Some(Ok(i)) = crate::parse::instruction(&self.message) {
+            self.body = Some(MessageBody::Instruction(i));
+        }
     }
 }
 
@@ -327,19 +410,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn instructions_embed_as_tagged_json() {
+    fn an_instruction_travels_typed_and_reads_as_text() {
         let i = Instruction::FinishStage {
             stage_id: "s1".into(),
         };
-        assert_eq!(
-            i.embed(),
-            r#"<instruction>{"finish_stage":{"stage_id":"s1"}}</instruction>"#
+        let m = Message::instruction(
+            "t".into(),
+            TASK_STATE_SENDER.into(),
+            vec!["a".into()],
+            StageRef::NoRelative,
+            &i,
         );
-        let i = Instruction::UpdateWorkingMemory {
-            task_id: "t".into(),
-            stage_id: None,
+        assert_eq!(m.instruction_body(), Some(&i));
+        assert!(!m.message.contains('{'), "{}", m.message);
+        let wire = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            wire["body"],
+            serde_json::json!({"instruction": {"finish_stage": {"stage_id": "s1"}}})
+        );
+    }
+
+    #[test]
+    fn a_stored_message_of_an_earlier_release_gets_its_instruction() {
+        let mut m = Message::notice(
+            "t".into(),
+            TASK_STATE_SENDER.into(),
+            vec!["a".into()],
+            StageRef::NoRelative,
+            r#"<instruction>{"finish_stage":{"stage_id":"s1"}}</instruction>"#.into(),
+        );
+        m.upgrade_stored();
+        assert_eq!(
+            m.instruction_body(),
+            Some(&Instruction::FinishStage {
+                stage_id: "s1".into()
+            })
+        );
+        // The same text from anyone else stays text.
+        let mut from_person = Message {
+            sender_id: "op".into(),
+            body: None,
+            ..m.clone()
         };
-        assert!(i.embed().contains(r#""update_working_memory""#));
+        from_person.upgrade_stored();
+        assert_eq!(from_person.body, None);
     }
 
     #[test]

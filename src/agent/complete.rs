@@ -10,7 +10,9 @@ use crate::message::{
     CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate, TaskInstruction,
 };
 use crate::skills;
-use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState, TokenUsage};
+use crate::state::{
+    AgentState, Executor, Skill, StageAgentState, StepOrigin, StepState, TokenUsage,
+};
 use serde_json::json;
 
 /// What finishing a step's LLM call produced.
@@ -177,7 +179,7 @@ fn follow_up(
         agent.add_next_steps(vec![again]);
         return FollowUp::Again;
     }
-    if !answered || !super::receive::is_second_try(step) {
+    if !answered || !step.origin.is_second_try() {
         return FollowUp::Nothing;
     }
     let Some(closing) = skills::closing(agent, step, reason) else {
@@ -302,7 +304,10 @@ pub fn complete_tool_step(
                     "returned"
                 }
             ),
-        );
+        )
+        .with_origin(StepOrigin::ToolDecision {
+            tool_name: step.executor.to_string(),
+        });
         agent.add_next_steps(vec![decision]);
     }
     finish_output(
@@ -375,7 +380,7 @@ pub(super) fn finish_output(
                 Some(f)
                     if may_recover
                         && agent.skills.contains(&Skill::Decision)
-                        && !is_recovery(step) =>
+                        && !step.origin.is_recovery() =>
                 {
                     add_recovery_decision(agent, step, f)
                 }
@@ -429,10 +434,6 @@ fn same_work(a: &StepState, b: &StepState) -> bool {
 /// The intention of the decision an agent gets when a failure left it nothing to run.
 const RECOVERY: &str = "Decide how to go on after my last step failed";
 
-fn is_recovery(step: &StepState) -> bool {
-    step.executor == Executor::Skill(Skill::Decision) && step.step_intention == RECOVERY
-}
-
 fn add_recovery_decision(agent: &mut AgentState, step: &StepState, failure: &str) {
     let s = StepState::new(
         step.task_id.clone(),
@@ -447,7 +448,10 @@ fn add_recovery_decision(agent: &mut AgentState, step: &StepState, failure: &str
              plan nothing if the goal is already met.",
             step.executor, step.step_intention
         ),
-    );
+    )
+    .with_origin(StepOrigin::Recovery {
+        after: step.step_id.clone(),
+    });
     agent.add_next_steps(vec![s]);
 }
 
@@ -459,7 +463,8 @@ fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
         Executor::Skill(Skill::Reflection),
         "Check my goal in this stage: every planned step has run",
         "All planned steps of this stage have run and no summary was written yet. Compare the results with your goal: plan the missing steps, or plan the summary if the goal is met.",
-    );
+    )
+    .with_origin(StepOrigin::ClosingReflection);
     agent.add_steps(vec![s]);
 }
 

@@ -46,7 +46,7 @@ fn a_failure_that_leaves_nothing_to_run_gets_a_decision_once_then_the_manager_is
     let stuck = c.output.update_stage_agent_state.unwrap().stuck;
     assert_eq!(stuck, None, "the agent goes on by itself");
     let next = a.agent_step.next().unwrap().clone();
-    assert!(next.is_recovery_for_test());
+    assert!(next.origin.is_recovery());
     assert!(
         next.text_content.contains("model down"),
         "{}",
@@ -87,9 +87,6 @@ fn an_agent_without_decision_is_reported_stuck_at_once() {
 /// A manager with task_manager, running the step that acts on `text` from `sender` in
 /// task `task` (outside any stage).
 fn manager_acting_on(task: &str, sender: &str, text: &str) -> (AgentState, StepId) {
-    let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
-    a.skills = vec![Skill::TaskManager];
-    a.note_working_memory(task.into(), None);
     let notice = crate::message::Message::notice(
         task.into(),
         sender.into(),
@@ -97,7 +94,15 @@ fn manager_acting_on(task: &str, sender: &str, text: &str) -> (AgentState, StepI
         StageRef::NoRelative,
         text.into(),
     );
-    crate::agent::receive_message(&mut a, &notice);
+    manager_acting_on_message(task, &notice)
+}
+
+/// A manager with task_manager, running the step that acts on `notice` in task `task`.
+fn manager_acting_on_message(task: &str, notice: &crate::message::Message) -> (AgentState, StepId) {
+    let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
+    a.skills = vec![Skill::TaskManager];
+    a.note_working_memory(task.into(), None);
+    crate::agent::receive_message(&mut a, notice);
     let id = a.start_next().unwrap().step_id;
     (a, id)
 }
@@ -124,11 +129,7 @@ fn a_failed_step_on_the_operators_goal_is_tried_once_more_with_the_reason() {
 
 #[test]
 fn a_notice_whose_answer_syncstate_refused_is_acted_on_once_more_with_the_refusal() {
-    let (mut a, id) = manager_acting_on(
-        "t",
-        crate::message::TASK_STATE_SENDER,
-        "Task t has no stage left to run.",
-    );
+    let (mut a, id) = manager_acting_on_message("t", &no_stage_left());
     assert_eq!(
         act_again_after_refusal(&mut a, &id, "stage s already ran", true),
         FollowUp::Again
@@ -147,6 +148,18 @@ fn a_notice_whose_answer_syncstate_refused_is_acted_on_once_more_with_the_refusa
 
 /// The manager `m` of task `t` (base task `base`) judging it: one finished stage whose writer
 /// reported "Rain on the roof".
+/// The notice of task t, one stage of which ran, that asks its manager to judge it.
+fn no_stage_left() -> crate::message::Message {
+    let task =
+        crate::state::TaskState::new("t".into(), "haiku".into(), "a haiku".into(), "m".into());
+    let stage = crate::state::StageState::new(
+        "t".into(),
+        "write it".into(),
+        [("w".into(), "write".into())].into(),
+    );
+    crate::sync::notices::judge_task(&task, [&stage].into_iter())
+}
+
 fn manager_judging_task() -> (AgentState, StepId) {
     let task =
         crate::state::TaskState::new("t".into(), "haiku".into(), "a haiku".into(), "m".into());
@@ -159,7 +172,7 @@ fn manager_judging_task() -> (AgentState, StepId) {
         .completion_summary
         .insert("w".into(), "Rain on the roof".into());
     let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter());
-    let (mut a, id) = manager_acting_on("t", crate::message::TASK_STATE_SENDER, &notice.message);
+    let (mut a, id) = manager_acting_on_message("t", &notice);
     a.base_task = Some("base".into());
     (a, id)
 }
@@ -296,7 +309,7 @@ fn a_verdict_its_action_keeps_contradicting_is_carried_out_once_the_reasks_are_s
         .completion_summary
         .insert("w".into(), "Rain on the roof".into());
     let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter());
-    let (mut a, id) = manager_acting_on("t", crate::message::TASK_STATE_SENDER, &notice.message);
+    let (mut a, id) = manager_acting_on_message("t", &notice);
     let add = r#"<goal_reached>true</goal_reached><task_instruction>{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "more", "agent_allocation": {"w": "more"}}]}</task_instruction>"#;
     // While it may be asked again, it is.
     match complete_step(&mut a, &id, answer(add), now(), true) {
@@ -336,23 +349,13 @@ fn a_verdict_its_action_keeps_contradicting_is_carried_out_once_the_reasks_are_s
 
 #[test]
 fn a_closing_action_stands_when_its_verdict_said_not_reached_after_the_reasks_a_task_failed() {
-    let (mut a, id) = manager_acting_on(
-        "t",
-        crate::message::TASK_STATE_SENDER,
-        "Task t has no stage left to run.",
-    );
+    let (mut a, id) = manager_acting_on_message("t", &no_stage_left());
     let finish = r#"<goal_reached>false</goal_reached><task_instruction>{"action": "finish_task", "task_id": "t", "task_summary": "the haiku"}</task_instruction>"#;
     let c = done(complete_step(&mut a, &id, answer(finish), now(), false));
     assert!(matches!(
         c.output.task_instruction,
         Some(TaskInstruction::FinishTask { ref task_summary, outcome: crate::message::TaskOutcome::Failed, .. }) if task_summary == "the haiku"
     ));
-}
-
-impl StepState {
-    fn is_recovery_for_test(&self) -> bool {
-        is_recovery(self)
-    }
 }
 
 fn settle_step_for_test(a: &mut AgentState, id: &StepId) {

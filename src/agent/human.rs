@@ -7,8 +7,9 @@ use crate::agent::ask::{Ask, AskError};
 use crate::clock::Now;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
-use crate::parse;
-use crate::state::{AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepState};
+use crate::state::{
+    AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepOrigin, StepState,
+};
 use serde::Serialize;
 use serde_json::json;
 
@@ -53,8 +54,8 @@ pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec
         agent.release_wait(w, &msg.sender_id);
     }
     if msg.sender_id.as_str() == TASK_STATE_SENDER {
-        if let Some(Ok(i)) = parse::instruction(&msg.message) {
-            return obey(agent, msg, i);
+        if let Some(i) = msg.instruction_body() {
+            return obey(agent, msg, i.clone());
         }
     }
     let me = agent.agent_id.clone();
@@ -208,6 +209,7 @@ pub fn human_send(
             waiting: wait.map(|w| vec![w]),
             return_waiting_id: answers,
             ask: None,
+            body: None,
         };
         agent.add_private(
             &r,
@@ -234,7 +236,8 @@ pub fn human_send(
         Executor::Skill(Skill::SendMessage),
         "Message sent by a person",
         m.content.clone(),
-    );
+    )
+    .with_origin(StepOrigin::Person);
     step.execution_state = StepExecutionState::Finished;
     step.execute_result = Some(json!({ "send_message": out }));
     agent.add_done(step);
@@ -504,7 +507,14 @@ mod tests {
         let i = Instruction::FinishTask {
             task_id: "t".into(),
         };
-        receive_as_human(&mut h, &from(TASK_STATE_SENDER, &i.embed()), "n");
+        let m = Message::instruction(
+            "t".into(),
+            TASK_STATE_SENDER.into(),
+            vec!["op".into()],
+            StageRef::NoRelative,
+            &i,
+        );
+        receive_as_human(&mut h, &m, "n");
         assert!(h.conversation_pool.as_ref().unwrap().global_messages[0].contains("finished"));
         assert!(
             h.conversation_pool

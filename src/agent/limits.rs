@@ -2,7 +2,6 @@
 //! steps it runs there, and a stop when it runs the same step again and again. A step past a
 //! limit fails without calling its model, and the manager is told the agent cannot go on.
 
-use super::tool_loop::is_call_step;
 use crate::state::{AgentState, StepState};
 
 /// The team file's `step_limits:`.
@@ -50,7 +49,7 @@ pub fn stop_reason(agent: &AgentState, step: &StepState) -> Option<String> {
         .agent_step
         .ended_beside(step)
         // A native tool loop's calls belong to the one step that made them.
-        .filter(|s| !is_call_step(s))
+        .filter(|s| !s.origin.is_tool_call())
         .collect();
     if done.len() >= limits.per_stage {
         return Some(format!(

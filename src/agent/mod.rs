@@ -28,7 +28,6 @@ pub use complete::{
 pub use human::{HumanError, HumanMessage, MAX_WAIT_SECS, human_send, receive_as_human};
 pub use limits::{StepLimits, stop_reason};
 pub use reask::{Asking, REASKS};
-pub(crate) use receive::GOAL_LINE;
 pub use receive::{Received, asks_to_act, receive_message};
 pub use resume::{
     INTERRUPTED, interrupted_tool_call, interrupted_tool_steps, resume_after_restart,

@@ -214,10 +214,11 @@ pub fn decide_plan(
                 format!(
                     "{}\n\nA person (`{by}`) rejected the plan you proposed:\n{}\nTheir comment: \
                      {reason}\nPlan again, following the comment.",
-                    original_text(&step.text_content),
+                    step.text_content,
                     proposed.join("\n"),
                 ),
-            );
+            )
+            .with_origin(step.origin.clone());
             agent.add_next_steps(vec![again]);
         }
     }
@@ -321,11 +322,6 @@ fn finish(agent: &mut AgentState, id: &StepId, result: Value) {
             ..Default::default()
         },
     );
-}
-
-/// A step text without the rejections of earlier rounds (each round adds only its own).
-fn original_text(text: &str) -> &str {
-    text.split("\n\nA person (`").next().unwrap_or(text)
 }
 
 #[cfg(test)]
@@ -467,6 +463,9 @@ mod tests {
                 .text_content
                 .contains("Their comment: Check the syllables first.")
         );
-        assert_eq!(original_text(&next[0].text_content), "Write a haiku.");
+        assert_eq!(
+            next[0].origin, step.origin,
+            "the plan is made again for the same reason"
+        );
     }
 }

@@ -6,11 +6,11 @@ use crate::ids::StageRef;
 use crate::message::{
     Instruction, Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction,
 };
-use crate::parse;
-use crate::state::{AgentState, Executor, ReplyTo, Skill, StepState};
+use crate::state::{AgentState, Executor, ReplyTo, Skill, StepOrigin, StepState};
 
-/// How a stage's plan step names the agent's goal in it (read back by `skills::goal_in_stage`).
-pub(crate) const GOAL_LINE: &str = "Your goal in this stage: ";
+/// How a stage's plan step names the agent's goal in it (for the model; the runtime reads the
+/// goal from the step's origin).
+const GOAL_LINE: &str = "Your goal in this stage: ";
 
 /// What receiving a message changed besides the agent state itself.
 #[derive(Debug, Default)]
@@ -37,13 +37,10 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
     }
 
     // 2. Runtime instructions. Only the runtime itself (SyncState, as `[TaskState]`) gives
-    // them; the same text from an agent or a person is just text, handled below.
+    // them, as a typed body; whatever an agent or a person writes is just text, handled below.
     if msg.sender_id.as_str() == TASK_STATE_SENDER {
-        if let Some(parsed) = parse::instruction(&msg.message) {
-            match parsed {
-                Ok(i) => out.dropped = apply_instruction(agent, msg, i),
-                Err(e) => out.problem = Some(format!("ignored a broken runtime instruction: {e}")),
-            }
+        if let Some(i) = msg.instruction_body() {
+            out.dropped = apply_instruction(agent, msg, i.clone());
             return out;
         }
     }
@@ -65,7 +62,10 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
             Skill::SendMessage,
             format!("Reply to the message from agent `{sender}`"),
             text,
-        );
+        )
+        .with_origin(StepOrigin::Reply {
+            from: sender.clone(),
+        });
         step.reply_to = Some(ReplyTo {
             agent_id: sender.clone(),
             wait_id: wait.clone(),
@@ -87,7 +87,18 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
                 format!("Process the message from agent `{sender}`"),
             ),
         };
-        let step = new_step(agent, msg, skill, intention, text);
+        let origin = if act {
+            StepOrigin::Act {
+                from: sender.clone(),
+                notice: msg.notice_body().cloned().map(Box::new),
+                second_try: false,
+            }
+        } else {
+            StepOrigin::Message {
+                from: sender.clone(),
+            }
+        };
+        let step = new_step(agent, msg, skill, intention, text).with_origin(origin);
         if answers_wait {
             agent.add_next_steps(vec![step]);
         } else {
@@ -130,22 +141,11 @@ fn acting_skill(agent: &AgentState, act: bool) -> Option<Skill> {
 /// created, a stage complete, a task to judge, an agent stuck) or an operator's goal. Ending
 /// such a step without acting would leave the work waiting for ever.
 pub fn asks_to_act(step: &StepState) -> bool {
-    step.text_content.lines().next().is_some_and(|first| {
-        first.starts_with("Message from agent `")
-            && first
-                .strip_suffix(':')
-                .and_then(|f| f.strip_suffix(ACT_NOTE))
-                .is_some_and(|f| f.ends_with('`'))
-    })
+    step.origin.asks_to_act()
 }
 
 /// The intention of the second try at a message that asks to act.
 const ACT_AGAIN: &str = "Act again on the message: my last try failed";
-
-/// Whether `step` is the second try at a message that asks to act.
-pub fn is_second_try(step: &StepState) -> bool {
-    asks_to_act(step) && step.step_intention == ACT_AGAIN
-}
 
 /// A step acting on a message that asks to act failed (after its re-asks), or SyncState
 /// refused its answer (`refused`): a fresh step on the same message, once, carrying the
@@ -157,9 +157,7 @@ pub fn act_again(
     failure: &str,
     refused: Option<TaskInstruction>,
 ) -> Option<StepState> {
-    if !asks_to_act(step) || is_second_try(step) {
-        return None;
-    }
+    let origin = step.origin.second_try()?;
     let mut again = StepState::new(
         step.task_id.clone(),
         step.stage_id.clone(),
@@ -173,7 +171,7 @@ pub fn act_again(
         ),
     );
     again.refused_instruction = refused;
-    Some(again)
+    Some(again.with_origin(origin))
 }
 
 fn new_step(
@@ -222,12 +220,13 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             agent.open_goal(&task, &stage_id);
             let step = StepState::new(
                 task,
-                StageRef::Stage(stage_id),
+                StageRef::Stage(stage_id.clone()),
                 agent.agent_id.clone(),
                 Executor::Skill(Skill::Planning),
                 "Plan the steps for my goal in this stage",
                 text,
-            );
+            )
+            .with_origin(StepOrigin::StageStart { stage_id, goal });
             agent.add_steps(vec![step]);
             Vec::new()
         }
@@ -253,7 +252,8 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                 format!(
                     "The last call to `{tool_name}` returned; its result is in the tool history."
                 ),
-            );
+            )
+            .with_origin(StepOrigin::ToolDecision { tool_name });
             agent.add_next_steps(vec![step]);
             Vec::new()
         }

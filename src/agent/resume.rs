@@ -64,6 +64,7 @@ pub fn resume_after_restart(agent: &mut AgentState) -> usize {
             step.step_intention.clone(),
             step.text_content.clone(),
         );
+        copy.origin = step.origin;
         copy.instruction_content = step.instruction_content;
         copy.reply_to = step.reply_to;
         again.push(copy);

@@ -4,7 +4,7 @@
 //! of its own. This file holds the loop's pure parts; the agent actor performs the calls.
 
 use crate::llm::{ToolCall, ToolRound, ToolSpec};
-use crate::state::{Executor, StepExecutionState, StepState};
+use crate::state::{Executor, StepExecutionState, StepOrigin, StepState};
 use serde_json::{Map, Value, json};
 
 /// The most function calls one tool step's loop may make (seed 000's AGENT_MAX_STEPS).
@@ -93,11 +93,6 @@ fn cut_middle(text: &str, keep: usize) -> String {
 /// How a call step's text starts: it names the loop's step.
 const CALL_TEXT: &str = "Called by the tool loop of step ";
 
-/// Whether `step` records one call of a native tool loop (not a step the agent ran itself).
-pub fn is_call_step(step: &StepState) -> bool {
-    matches!(step.executor, Executor::Tool(_)) && step.text_content.starts_with(CALL_TEXT)
-}
-
 /// The finished (or failed) tool step that records one call of the loop run by `parent`.
 pub fn call_step(parent: &StepState, call: &ToolCall, result: &Result<Value, String>) -> StepState {
     let mut step = StepState::new(
@@ -107,7 +102,10 @@ pub fn call_step(parent: &StepState, call: &ToolCall, result: &Result<Value, Str
         parent.executor.clone(),
         format!("Call `{}` ({})", call.name, parent.step_intention),
         format!("{CALL_TEXT}{}", parent.step_id),
-    );
+    )
+    .with_origin(StepOrigin::ToolCall {
+        parent: parent.step_id.clone(),
+    });
     let args = arguments(call).map_or_else(|_| json!(call.arguments), Value::Object);
     step.instruction_content = Some(json!({ "tool_name": call.name, "arguments": args }));
     let failed = match result {
@@ -221,7 +219,7 @@ mod tests {
             &Ok(json!({"content": []})),
         );
         assert_eq!(s.execution_state, StepExecutionState::Finished);
-        assert!(is_call_step(&s) && !is_call_step(&parent));
+        assert!(s.origin.is_tool_call() && !parent.origin.is_tool_call());
         assert_eq!(s.instruction_content.unwrap()["arguments"]["path"], "a");
         let f = call_step(&parent, &call("x", "{}"), &Err("down".into()));
         assert_eq!(f.execution_state, StepExecutionState::Failed);

@@ -2,7 +2,7 @@
 //! the one who waited is told. An agent gets a step next that says whose reply never came
 //! and asks it to go on without it or ask again; a person gets a notice.
 
-use crate::state::{AgentState, Executor, Skill, StepState, Wait};
+use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState, Wait};
 
 /// Releases every wait of `agent` whose deadline is at or before `now_ms`; returns them.
 pub fn expire_waits(agent: &mut AgentState, now_ms: i64) -> Vec<Wait> {
@@ -34,18 +34,23 @@ pub fn expire_waits(agent: &mut AgentState, now_ms: i64) -> Vec<Wait> {
         } else {
             Skill::ProcessMessage
         };
-        steps.push(StepState::new(
-            w.task.clone(),
-            w.stage.clone(),
-            agent.agent_id.clone(),
-            Executor::Skill(skill),
-            format!("No reply from {from} came in time"),
-            format!(
-                "You waited for a reply from {from}, and it did not come before the wait's \
+        steps.push(
+            StepState::new(
+                w.task.clone(),
+                w.stage.clone(),
+                agent.agent_id.clone(),
+                Executor::Skill(skill),
+                format!("No reply from {from} came in time"),
+                format!(
+                    "You waited for a reply from {from}, and it did not come before the wait's \
                  deadline. You no longer wait for it (a late reply will still reach you as a \
                  message). Decide how to go on: carry on with what you have, or ask again."
-            ),
-        ));
+                ),
+            )
+            .with_origin(StepOrigin::NoReply {
+                from: w.from.clone(),
+            }),
+        );
     }
     agent.add_next_steps(steps);
     expired

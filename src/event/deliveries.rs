@@ -52,7 +52,10 @@ impl Deliveries {
             ..Default::default()
         };
         // A receiver took everything before the first message it has not taken.
-        for f in in_flight {
+        for mut f in in_flight {
+            if f.message.body.is_none() {
+                Arc::make_mut(&mut f.message).upgrade_stored();
+            }
             for r in &f.pending {
                 d.marks.entry(r.clone()).or_insert(f.message_no - 1);
             }

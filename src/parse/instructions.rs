@@ -76,10 +76,12 @@ fn selected<T: DeserializeOwned>(
     typed(tag, key, value, action.as_deref(), Value::as_object_mut)
 }
 
-/// The `<instruction>{json}</instruction>` embedded in a message, `None` when there is none.
+/// The `<instruction>{json}</instruction>` embedded in a message's text, `None` when there is
+/// none: how releases before the typed message body sent instructions, read only when such a
+/// stored message is loaded again ([`Message::upgrade_stored`](crate::message::Message)).
 ///
-/// The runtime writes `{"start_stage": {"stage_id": …}}` ([`Instruction::embed`]); the flat form
-/// `{"action": "start_stage", "stage_id": …}` is accepted too, for instructions typed by people.
+/// Those releases wrote `{"start_stage": {"stage_id": …}}`; the flat form
+/// `{"action": "start_stage", "stage_id": …}` is accepted too.
 pub fn instruction(message_text: &str) -> Option<Result<Instruction, ParseError>> {
     const TAG: &str = "instruction";
     if !has_tag(message_text, TAG) {
@@ -416,7 +418,8 @@ mod tests {
             },
         ];
         for i in all {
-            let text = format!("Stage starts now 🚀 {}\nThanks.", i.embed());
+            let json = serde_json::to_string(&i).unwrap();
+            let text = format!("Stage starts now 🚀 <instruction>{json}</instruction>\nThanks.");
             assert_eq!(instruction(&text), Some(Ok(i)));
         }
     }

@@ -359,7 +359,7 @@ fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> 
     // Asked to judge a task whose stages all ran, its end comes first: a small constrained
     // model tends to the first choice it is offered, and a real 1.5B manager re-added its one
     // finished stage instead of closing the task.
-    if crate::sync::notices::judges_task(&step.text_content) {
+    if super::task_manager::judged_task(step).is_some() {
         in_task.insert(0, finish_task);
     } else {
         in_task.push(finish_task);

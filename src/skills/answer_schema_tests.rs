@@ -2,7 +2,7 @@
 use super::*;
 use crate::llm::structured::tagged_answer;
 use crate::parse;
-use crate::skills::test_support::{agent, running};
+use crate::skills::test_support::{acting, agent, running};
 
 fn enums(schema: &Value, into: &mut Vec<String>) {
     match schema {
@@ -40,11 +40,7 @@ fn a_plan_may_only_name_what_the_planner_may_plan_for_this_agent() {
 #[test]
 fn a_notice_that_asks_to_act_requires_a_react_action() {
     let a = agent(&[Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]);
-    let notice = running(
-        &mut a.clone(),
-        Skill::ProcessMessage,
-        "Message from agent `[TaskState]` (it asks you to act):\n\nStage done.",
-    );
+    let notice = acting(&mut a.clone(), Skill::ProcessMessage, "Stage done.");
     let chat = running(
         &mut a.clone(),
         Skill::ProcessMessage,
@@ -63,11 +59,7 @@ fn a_decision_on_a_notice_must_plan_something() {
         Skill::AgentManager,
         Skill::Think,
     ]);
-    let notice = running(
-        &mut a.clone(),
-        Skill::Decision,
-        "Message from agent `operator` (it asks you to act):\n\nWrite a haiku.",
-    );
+    let notice = acting(&mut a.clone(), Skill::Decision, "Write a haiku.");
     let free = running(&mut a.clone(), Skill::Decision, "React to the review.");
     let min = |step| {
         answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"]["minItems"]
@@ -126,7 +118,13 @@ fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
     names.retain(|n| !["t", "finished", "failed"].contains(&n.as_str()));
     assert_eq!(names, ["add_stage", "finish_task"]);
     // Asked to judge a task whose stages all ran: its end is offered first.
-    task_level.text_content = "[TaskState] Task t has no stage left to run.".into();
+    let task = crate::state::TaskState::new("t".into(), "h".into(), "a haiku".into(), "m".into());
+    let judge = crate::sync::notices::judge_task(&task, std::iter::empty());
+    task_level.origin = crate::state::StepOrigin::Act {
+        from: crate::message::TASK_STATE_SENDER.into(),
+        notice: judge.notice_body().cloned().map(Box::new),
+        second_try: false,
+    };
     let schema = answer_schema(Skill::TaskManager, &a, &task_level, &[]);
     let mut names = Vec::new();
     enums(&schema["properties"]["task_instruction"], &mut names);

@@ -20,7 +20,7 @@ pub use task_manager::closing;
 use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
 use crate::parse::{self, ParseError};
-use crate::state::{AgentState, Executor, Skill, StageAgentState, StepState};
+use crate::state::{AgentState, Skill, StageAgentState, StepState};
 use serde_json::Value;
 
 /// What a skill made of an answer.
@@ -164,8 +164,8 @@ pub(crate) fn hands_back(answer: &str, asked: &str) -> bool {
             || (said.starts_with(&asked) && said.len() < asked.len() + ECHO_SLACK))
 }
 
-/// The agent's goal in the stage of `step`, as the stage's plan step gave it (see
-/// `agent::GOAL_LINE`); `None` outside a stage or once that step is gone.
+/// The agent's goal in the stage of `step`, as the stage's start gave it (the origin of the
+/// stage's first plan step); `None` outside a stage or once that step is gone.
 pub(crate) fn goal_in_stage(agent: &AgentState, step: &StepState) -> Option<String> {
     step.stage_id.stage()?;
     agent
@@ -173,13 +173,8 @@ pub(crate) fn goal_in_stage(agent: &AgentState, step: &StepState) -> Option<Stri
         .steps()
         .iter()
         .filter(|s| s.task_id == step.task_id && s.stage_id == step.stage_id)
-        .filter(|s| s.executor == Executor::Skill(Skill::Planning))
-        .find_map(|s| {
-            s.text_content
-                .lines()
-                .find_map(|l| l.strip_prefix(crate::agent::GOAL_LINE))
-                .map(|g| g.trim().to_owned())
-        })
+        .find_map(|s| s.origin.stage_goal())
+        .map(|g| g.trim().to_owned())
         .filter(|g| !g.is_empty())
 }
 
@@ -218,7 +213,7 @@ fn working(result: Value) -> SkillOutcome {
 #[cfg(test)]
 pub(crate) mod test_support {
     use crate::ids::{StageId, StageRef};
-    use crate::state::{AgentState, Executor, Skill, StepState};
+    use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
 
     pub fn agent(skills: &[Skill]) -> AgentState {
         let mut a = AgentState::new("w".into(), "Wren".into(), "writer".into(), "writes".into());
@@ -228,6 +223,35 @@ pub(crate) mod test_support {
 
     /// Adds a running step of `skill` in task t / stage s and returns a copy of it.
     pub fn running(a: &mut AgentState, skill: Skill, text: &str) -> StepState {
+        running_for(a, skill, text, StepOrigin::Unknown)
+    }
+
+    /// A running step of `skill` acting on the operator's goal `text`.
+    pub fn acting(a: &mut AgentState, skill: Skill, text: &str) -> StepState {
+        let origin = StepOrigin::Act {
+            from: "operator".into(),
+            notice: None,
+            second_try: false,
+        };
+        running_for(a, skill, text, origin)
+    }
+
+    /// The running plan step of a stage that gave the agent `goal`.
+    pub fn planning_for(a: &mut AgentState, goal: &str) -> StepState {
+        let origin = StepOrigin::StageStart {
+            stage_id: "s".into(),
+            goal: goal.into(),
+        };
+        running_for(a, Skill::Planning, &format!("Plan for: {goal}"), origin)
+    }
+
+    /// A running step of `skill` with its origin.
+    pub fn running_for(
+        a: &mut AgentState,
+        skill: Skill,
+        text: &str,
+        origin: StepOrigin,
+    ) -> StepState {
         let s = StepState::new(
             "t".into(),
             StageRef::Stage(StageId::from("s")),
@@ -235,7 +259,8 @@ pub(crate) mod test_support {
             Executor::Skill(skill),
             "do it",
             text,
-        );
+        )
+        .with_origin(origin);
         a.add_steps(vec![s]);
         a.start_next().unwrap()
     }

@@ -5,7 +5,9 @@
 use super::{SkillError, SkillOutcome, working};
 use crate::agent::{asks_to_act, plan_check};
 use crate::parse::{self, RawPlannedStep};
-use crate::state::{AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState};
+use crate::state::{
+    AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin, StepState,
+};
 use serde_json::json;
 
 pub fn interpret(
@@ -114,6 +116,9 @@ pub fn queue_plan(
                 step.stage_id.clone(),
                 agent.agent_id.clone(),
             )
+            .with_origin(StepOrigin::Planned {
+                by: step.step_id.clone(),
+            })
         })
         .collect();
     if matches!(planner, Skill::Decision | Skill::ToolDecision) {
@@ -288,11 +293,7 @@ mod tests {
     #[test]
     fn a_decision_on_a_goal_acts_through_the_team_never_does_the_work_itself() {
         let mut a = agent(&[Skill::Decision, Skill::TaskManager, Skill::Think]);
-        let goal = running(
-            &mut a,
-            Skill::Decision,
-            "Message from agent `operator` (it asks you to act):\n\nWrite a haiku.",
-        );
+        let goal = acting(&mut a, Skill::Decision, "Write a haiku.");
         let think = r#"<planned_step>[{"step_intention": "write it", "type": "skill", "executor": "think", "text_content": "a haiku"}]</planned_step>"#;
         let e = interpret(Skill::Decision, &mut a, &goal, think).unwrap_err();
         assert!(e.to_string().contains("add_task"), "{e}");
@@ -407,11 +408,7 @@ mod tests {
     #[test]
     fn a_stage_plan_that_only_checks_gets_a_step_doing_the_goal_first() {
         let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
-        let text = format!(
-            "A new stage starts.\n{}Write a haiku about autumn rain\n\nAgents of this stage",
-            crate::agent::GOAL_LINE
-        );
-        let step = running(&mut a, Skill::Planning, &text);
+        let step = planning_for(&mut a, "Write a haiku about autumn rain");
         let only_checks = r#"<planned_step>[{"step_intention": "Check the result", "type": "skill", "executor": "reflection", "text_content": "check"}]</planned_step>"#;
         let o = interpret(Skill::Planning, &mut a, &step, only_checks).unwrap();
         assert!(
@@ -431,7 +428,7 @@ mod tests {
         assert_eq!(planned[1]["executor"], "reflection");
         // A plan that does the work is left as it is.
         let mut b = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
-        let step = running(&mut b, Skill::Planning, &text);
+        let step = planning_for(&mut b, "Write a haiku about autumn rain");
         let o = interpret(Skill::Planning, &mut b, &step, PLAN).unwrap();
         assert!(o.result.get("note").is_none());
         assert_eq!(o.result["planned_step"].as_array().unwrap().len(), 2);

@@ -3,7 +3,7 @@
 use super::{SkillError, SkillOutcome, working};
 use crate::agent::asks_to_act;
 use crate::parse;
-use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
 use serde_json::json;
 
 pub fn interpret(
@@ -29,7 +29,10 @@ pub fn interpret(
             Executor::Skill(Skill::Decision),
             r.step_intention,
             r.text_content,
-        );
+        )
+        .with_origin(StepOrigin::Planned {
+            by: step.step_id.clone(),
+        });
         agent.add_next_steps(vec![decision]);
     }
     Ok(working(result))
@@ -43,11 +46,7 @@ mod tests {
     #[test]
     fn a_goal_or_notice_digested_without_acting_is_an_answer_to_ask_again() {
         let mut a = agent(&[Skill::ProcessMessage, Skill::Decision]);
-        let goal = running(
-            &mut a,
-            Skill::ProcessMessage,
-            "Message from agent `operator` (it asks you to act):\n\nWrite a haiku.",
-        );
+        let goal = acting(&mut a, Skill::ProcessMessage, "Write a haiku.");
         let e = interpret(&mut a, &goal, "Sure, I will.").unwrap_err();
         assert!(e.to_string().contains("<react_action>"), "{e}");
         assert!(a.agent_step.todo().next().is_none());

@@ -8,7 +8,7 @@ use crate::clock::Now;
 use crate::ids::{StageRef, WaitId};
 use crate::message::Message;
 use crate::parse::{self, SendMessageAnswer};
-use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
 use serde_json::json;
 
 pub fn interpret(
@@ -26,7 +26,10 @@ pub fn interpret(
                 Executor::Skill(Skill::Decision),
                 req.step_intention.clone(),
                 req.text_content.clone(),
-            );
+            )
+            .with_origin(StepOrigin::Planned {
+                by: step.step_id.clone(),
+            });
             let mut again = StepState::new(
                 step.task_id.clone(),
                 step.stage_id.clone(),
@@ -34,7 +37,8 @@ pub fn interpret(
                 Executor::Skill(Skill::SendMessage),
                 step.step_intention.clone(),
                 step.text_content.clone(),
-            );
+            )
+            .with_origin(step.origin.clone());
             // The copy still answers whoever the step answered (and returns their wait id).
             again.reply_to = step.reply_to.clone();
             agent.add_next_steps(vec![decision, again]);
@@ -122,6 +126,7 @@ pub fn interpret(
                 // in the text (copied from someone else's message) is just text.
                 return_waiting_id: step.reply_to.as_ref().and_then(|r| r.wait_id.clone()),
                 ask: draft.ask,
+                body: None,
             };
             Ok(SkillOutcome {
                 send_message: Some(message.clone()),

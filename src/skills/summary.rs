@@ -74,8 +74,8 @@ pub fn repair(agent: &AgentState, step: &StepState, why: &str) -> Option<SkillOu
     // The results alone, as paragraphs: list items named by their steps' intentions ("write
     // the first line") read to a small manager as work still to plan.
     let summary = format!(
-        "(Composed by the runtime from {}'s results in this stage; its model could not write \
-         the summary.)\n\n{}",
+        "({COMPOSED_HEADING} from {}'s results in this stage; its model could not write the \
+         summary.)\n\n{}",
         agent.name,
         newest.join("\n\n")
     );
@@ -85,6 +85,9 @@ pub fn repair(agent: &AgentState, step: &StepState, why: &str) -> Option<SkillOu
     }
     Some(finished(result, summary))
 }
+
+/// How a summary the runtime composed begins (its words are no result of the stage's).
+pub(crate) const COMPOSED_HEADING: &str = "Composed by the runtime";
 
 /// How many of the agent's newest results a composed summary reports.
 const REPORTED: usize = 4;
@@ -167,14 +170,7 @@ mod tests {
     fn a_summary_that_hands_back_the_agents_goal_is_no_summary() {
         let mut a = agent(&[Skill::Think, Skill::Planning, Skill::Summary]);
         let goal = "Write a haiku about autumn rain";
-        let plan = running(
-            &mut a,
-            Skill::Planning,
-            &format!(
-                "A new stage starts.\n{}{goal}\n\nAgents of this stage",
-                crate::agent::GOAL_LINE
-            ),
-        );
+        let plan = planning_for(&mut a, goal);
         finish(&mut a, &plan, json!({ "planned_step": [] }));
         // Nothing done to report: asked again, saying why.
         let step = running(&mut a, Skill::Summary, CLOSING);

@@ -5,6 +5,7 @@ use super::{SkillError, SkillOutcome, working};
 use crate::agent::asks_to_act;
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
+use crate::notice::{Notice, stages_for_operator};
 use crate::parse;
 use crate::state::{AgentState, StepState};
 use serde_json::json;
@@ -28,8 +29,17 @@ pub const VERDICT: &str = "goal_reached";
 /// Whether the step judges work done: a stage whose agents all reported, or a task with no
 /// stage left to run.
 pub fn judges(agent: &AgentState, step: &StepState) -> bool {
-    stage_decided(agent, step).is_some()
-        || (asks_to_act(step) && crate::sync::notices::judges_task(&step.text_content))
+    stage_decided(agent, step).is_some() || judged_task(step).is_some()
+}
+
+/// The notice a step acts on when it asks to judge a whole task (its stages' reports).
+pub fn judged_task(step: &StepState) -> Option<&Notice> {
+    step.origin.notice().filter(|n| n.judged_stages().is_some())
+}
+
+/// The stages of a judged task and what they reported, as an operator reads them.
+fn stage_reports(notice: &Notice) -> Option<String> {
+    notice.judged_stages().map(stages_for_operator)
 }
 
 /// A verdict and the action given with it must agree: the goal reached closes the work, the
@@ -92,8 +102,8 @@ pub(super) fn carry_out_verdict(
             task_id: step.task_id.clone(),
             stage_id: stage.clone(),
         }
-    } else if asks_to_act(step) {
-        let reports = crate::sync::notices::stage_reports(&step.text_content)?;
+    } else if let Some(notice) = judged_task(step) {
+        let reports = stage_reports(notice)?;
         TaskInstruction::FinishTask {
             task_id: step.task_id.clone(),
             task_summary: format!(
@@ -136,7 +146,7 @@ pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<Tas
         "(Closed by the runtime: the manager's answers could not be carried out twice; the \
          last time: {reason})"
     );
-    if let Some(reports) = crate::sync::notices::stage_reports(&step.text_content) {
+    if let Some(reports) = step.origin.notice().and_then(stage_reports) {
         task_summary.push_str(&format!("\nWhat the stages gave:\n{reports}"));
     }
     Some(TaskInstruction::FinishTask {
@@ -158,7 +168,7 @@ pub struct Asked<'a> {
     /// again.
     pub refused: Option<&'a TaskInstruction>,
     /// The notice the step acts on, when it asks to judge a whole task (its stages' reports).
-    pub judged_task: Option<&'a str>,
+    pub judged_task: Option<&'a Notice>,
 }
 
 impl<'a> Asked<'a> {
@@ -167,9 +177,7 @@ impl<'a> Asked<'a> {
             check_stages: crate::agent::plan_check::checks_stages(agent),
             decided: stage_decided(agent, step),
             refused: step.refused_instruction.as_ref(),
-            judged_task: (asks_to_act(step)
-                && crate::sync::notices::judges_task(&step.text_content))
-            .then_some(step.text_content.as_str()),
+            judged_task: judged_task(step),
         }
     }
 }
@@ -190,7 +198,7 @@ fn trigrams(text: &str) -> std::collections::HashSet<String> {
 /// it. A summary gives a result when it shares three words in a row with a report that are
 /// not the goal's own words (the task's and stages' intentions, which a summary may restate
 /// without giving anything); the runtime's own notes in a report are not looked for.
-fn with_results(instruction: &mut TaskInstruction, notice: &str) {
+fn with_results(instruction: &mut TaskInstruction, notice: &Notice) {
     let TaskInstruction::FinishTask {
         task_summary,
         outcome: TaskOutcome::Finished,
@@ -199,18 +207,26 @@ fn with_results(instruction: &mut TaskInstruction, notice: &str) {
     else {
         return;
     };
-    let goal = trigrams(
-        &notice
-            .lines()
-            .filter(|l| !l.starts_with("    "))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    );
-    let reported = crate::sync::notices::reported_lines(notice)
-        .into_iter()
-        .filter(|l| !l.starts_with("(Composed by the runtime"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let Notice::NoStageLeft {
+        task_intention,
+        stages,
+        ..
+    } = notice
+    else {
+        return;
+    };
+    let mut goal = trigrams(task_intention);
+    let mut reported = String::new();
+    for stage in stages {
+        goal.extend(trigrams(&stage.stage_intention));
+        for r in &stage.reports {
+            goal.extend(trigrams(&r.goal));
+            reported.push_str(r.summary.as_deref().unwrap_or_default());
+            reported.push('\n');
+        }
+    }
+    // The runtime's own words in a report (a composed summary's heading) give no result.
+    goal.extend(trigrams(super::summary::COMPOSED_HEADING));
     let results: Vec<String> = trigrams(&reported)
         .into_iter()
         .filter(|t| !goal.contains(t))
@@ -219,11 +235,10 @@ fn with_results(instruction: &mut TaskInstruction, notice: &str) {
     if results.is_empty() || results.iter().any(|r| given.contains(r)) {
         return;
     }
-    if let Some(reports) = crate::sync::notices::stage_reports(notice) {
-        task_summary.push_str(&format!(
-            "\n\nWhat the stages reported (added by the runtime: the summary gave no result):\n{reports}"
-        ));
-    }
+    task_summary.push_str(&format!(
+        "\n\nWhat the stages reported (added by the runtime: the summary gave no result):\n{}",
+        stages_for_operator(stages)
+    ));
 }
 
 /// An agent of `allocation` whose goal is empty or only names it (a 0.5B manager allocated
@@ -428,9 +443,10 @@ mod tests {
             [("w".into(), "write".into())].into(),
         );
         stage.completion_summary.insert("w".into(), report.into());
-        let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter()).message;
+        let message = crate::sync::notices::judge_task(&task, [&stage].into_iter());
+        let notice = message.notice_body().unwrap();
         let asked = Asked {
-            judged_task: Some(&notice),
+            judged_task: Some(notice),
             ..Asked::default()
         };
         let answer = format!(

@@ -7,6 +7,7 @@ mod agent_step;
 mod enums;
 mod executor;
 mod held;
+mod origin;
 #[cfg(test)]
 mod props;
 mod stage;
@@ -25,6 +26,7 @@ pub use agent_step::AgentStep;
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
 pub use executor::{Executor, Skill};
 pub use held::{Held, value_bytes};
+pub use origin::StepOrigin;
 pub use stage::StageState;
 pub use step::{ModelWait, PlannedStep, ReplyTo, StepState, TokenUsage};
 pub use step_lock::{StepLock, Wait, WaitPatience};

@@ -1,6 +1,6 @@
 //! StepState: the smallest unit of work, one skill or tool call by one agent.
 
-use super::{Executor, StepExecutionState};
+use super::{Executor, StepExecutionState, StepOrigin};
 use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -79,6 +79,10 @@ pub struct StepState {
     pub agent_id: AgentId,
     pub step_id: StepId,
     pub step_intention: String,
+    /// Why the step exists: what the runtime decides on (the intention and text are for the
+    /// prompt and for people).
+    #[serde(default)]
+    pub origin: StepOrigin,
     #[serde(flatten)]
     pub executor: Executor,
     pub execution_state: StepExecutionState,
@@ -101,6 +105,12 @@ pub struct StepState {
 }
 
 impl StepState {
+    /// The same step with its origin.
+    pub fn with_origin(mut self, origin: StepOrigin) -> Self {
+        self.origin = origin;
+        self
+    }
+
     /// What the step asks for, as an LLM call carries it (`ChatRequest::step_text`).
     pub fn asks(&self) -> String {
         format!("{}\n{}", self.step_intention, self.text_content)
@@ -120,6 +130,7 @@ impl StepState {
             agent_id,
             step_id: StepId::random(),
             step_intention: step_intention.into(),
+            origin: StepOrigin::Unknown,
             executor,
             execution_state: StepExecutionState::Init,
             text_content: text_content.into(),

@@ -135,7 +135,6 @@ mod tests {
     use crate::config::{AgentTemplate, LlmConfig};
     use crate::ids::TaskId;
     use crate::message::{StagePlan, TaskInstruction};
-    use crate::parse;
     use crate::state::Skill;
 
     fn core() -> SyncCore {
@@ -230,10 +229,7 @@ mod tests {
             a.messages
                 .iter()
                 .any(|m| m.receiver == vec![AgentId::from("ana")]
-                    && matches!(
-                        parse::instruction(&m.message),
-                        Some(Ok(Instruction::StartStage { .. }))
-                    ))
+                    && matches!(m.instruction_body(), Some(Instruction::StartStage { .. })))
         );
     }
 
@@ -312,7 +308,7 @@ mod tests {
         let m = &a.messages[0];
         assert_eq!(m.receiver, vec![AgentId::from("a")]);
         assert_eq!(
-            parse::instruction(&m.message).unwrap().unwrap(),
+            m.instruction_body().cloned().unwrap(),
             Instruction::UpdateWorkingMemory {
                 task_id: t.clone(),
                 stage_id: None

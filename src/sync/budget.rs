@@ -114,7 +114,12 @@ mod tests {
         let finishes = applied
             .messages
             .iter()
-            .filter(|m| m.message.contains("finish_task"))
+            .filter(|m| {
+                matches!(
+                    m.instruction_body(),
+                    Some(crate::message::Instruction::FinishTask { .. })
+                )
+            })
             .count();
         assert_eq!(finishes, 1);
     }
@@ -146,10 +151,10 @@ mod tests {
         assert_eq!(task.execution_state, ExecutionState::Failed);
         assert!(task.task_summary.as_deref().unwrap().contains("300 tokens"));
         assert!(
-            applied
-                .messages
-                .iter()
-                .any(|m| m.message.contains("finish_task")),
+            applied.messages.iter().any(|m| matches!(
+                m.instruction_body(),
+                Some(crate::message::Instruction::FinishTask { .. })
+            )),
             "the task group is told to drop the task's work"
         );
         // The base task is never stopped.

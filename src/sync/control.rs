@@ -220,7 +220,7 @@ mod tests {
         let told: Vec<_> = a
             .messages
             .iter()
-            .filter_map(|m| crate::parse::instruction(&m.message).and_then(Result::ok))
+            .filter_map(|m| m.instruction_body().cloned())
             .collect();
         assert!(
             told.contains(&Instruction::FinishStage {
@@ -243,7 +243,7 @@ mod tests {
         let told = &a.messages[0];
         assert_eq!(told.receiver, c.task(&t).unwrap().task_group);
         assert_eq!(
-            crate::parse::instruction(&told.message).unwrap().unwrap(),
+            told.instruction_body().cloned().unwrap(),
             Instruction::PauseTask {
                 task_id: t.clone(),
                 paused: true
@@ -289,12 +289,17 @@ mod tests {
         let told = a
             .messages
             .iter()
-            .find(|m| m.message.contains("finish_task"))
+            .find(|m| {
+                matches!(
+                    m.instruction_body(),
+                    Some(crate::message::Instruction::FinishTask { .. })
+                )
+            })
             .expect("the group is told");
         assert_eq!(told.receiver.len(), 3);
         assert!(matches!(
-            crate::parse::instruction(&told.message),
-            Some(Ok(Instruction::FinishTask { .. }))
+            told.instruction_body(),
+            Some(Instruction::FinishTask { .. })
         ));
         // Once over, or the base task: refused.
         assert!(matches!(

@@ -3,7 +3,6 @@
 use super::*;
 use crate::ids::{StageRef, WaitId};
 use crate::message::{CompletionUpdate, Instruction, StagePlan, TaskInstruction, TaskOutcome};
-use crate::parse;
 
 /// `apply` with its refusal as an error, as the SyncState actor answers it.
 pub(super) trait TryApply {
@@ -67,7 +66,7 @@ fn plan(intention: &str, agents: &[&str]) -> StagePlan {
 }
 
 fn instruction_of(m: &Message) -> Option<Instruction> {
-    parse::instruction(&m.message).map(|r| r.unwrap())
+    m.instruction_body().cloned()
 }
 
 /// Creates a task with two stages (a+b, then a) and returns (core, task, [stage ids]).

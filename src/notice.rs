@@ -1,0 +1,279 @@
+//! Notices: what a task tells its manager (a task was created, a stage is complete, no stage
+//! is left, an agent is stuck), as typed data. The runtime decides on these fields; the text a
+//! manager or a person reads is rendered from them ([`Notice::render`]) and never read back.
+
+use crate::ids::{AgentId, StageId, TaskId};
+use crate::state::ExecutionState;
+use serde::{Deserialize, Serialize};
+
+/// One notice from a task to its manager (SPEC §3: a message from `[TaskState]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Notice {
+    /// A task was created with the receiver as its manager: it is to split it into stages.
+    TaskCreated {
+        task_id: TaskId,
+        task_name: String,
+        task_intention: String,
+        /// The team's agents, the first few (see [`AGENTS_LISTED`]).
+        team: Vec<Teammate>,
+        /// How many more agents the team has than `team` lists.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        unlisted: usize,
+    },
+    /// Every agent of a stage reported: the manager judges the stage.
+    StageComplete {
+        task_id: TaskId,
+        #[serde(flatten)]
+        stage: StageReports,
+    },
+    /// A task has no stage left to run: the manager judges the whole task.
+    NoStageLeft {
+        task_id: TaskId,
+        task_intention: String,
+        stages: Vec<StageReports>,
+    },
+    /// An agent of a stage cannot go on (its last step failed and nothing is left to run).
+    AgentStuck {
+        task_id: TaskId,
+        stage_id: StageId,
+        stage_intention: String,
+        agent_id: AgentId,
+        /// The agent's goal in the stage, if it has one.
+        goal: Option<String>,
+        reason: String,
+    },
+}
+
+/// One agent of the team as a notice names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Teammate {
+    pub agent_id: AgentId,
+    pub role: String,
+}
+
+/// A stage and what its agents reported, as a judgement needs it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageReports {
+    pub stage_id: StageId,
+    pub stage_intention: String,
+    pub state: ExecutionState,
+    /// The stage's agents (the first few), each with its goal and what it reported.
+    pub reports: Vec<Report>,
+    /// How many more agents the stage has than `reports` lists.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unlisted: usize,
+}
+
+/// One agent's part of a stage: its goal and its completion summary, if it gave one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub agent_id: AgentId,
+    pub goal: String,
+    pub summary: Option<String>,
+}
+
+/// How many agents a notice names one by one; a team or stage of thousands is summed up after
+/// that (ask_info lists everything), so the manager's prompt stays bounded.
+pub const AGENTS_LISTED: usize = 30;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Notice {
+    /// The task the notice is about.
+    pub fn task(&self) -> &TaskId {
+        match self {
+            Notice::TaskCreated { task_id, .. }
+            | Notice::StageComplete { task_id, .. }
+            | Notice::NoStageLeft { task_id, .. }
+            | Notice::AgentStuck { task_id, .. } => task_id,
+        }
+    }
+
+    /// The stage a notice asks its manager to decide on (a complete stage, a stuck agent's).
+    pub fn stage_decided(&self) -> Option<&StageId> {
+        match self {
+            Notice::StageComplete { stage, .. } => Some(&stage.stage_id),
+            Notice::AgentStuck { stage_id, .. } => Some(stage_id),
+            Notice::TaskCreated { .. } | Notice::NoStageLeft { .. } => None,
+        }
+    }
+
+    /// The stages of a notice asking to judge a whole task.
+    pub fn judged_stages(&self) -> Option<&[StageReports]> {
+        match self {
+            Notice::NoStageLeft { stages, .. } => Some(stages),
+            _ => None,
+        }
+    }
+
+    /// The notice as its manager reads it.
+    pub fn render(&self) -> String {
+        match self {
+            Notice::TaskCreated {
+                task_id,
+                task_name,
+                task_intention,
+                team,
+                unlisted,
+            } => render_task_created(task_id, task_name, task_intention, team, *unlisted),
+            Notice::StageComplete { task_id, stage } => render_stage_complete(task_id, stage),
+            Notice::NoStageLeft {
+                task_id,
+                task_intention,
+                stages,
+            } => render_no_stage_left(task_id, task_intention, stages),
+            Notice::AgentStuck {
+                task_id,
+                stage_id,
+                stage_intention,
+                agent_id,
+                goal,
+                reason,
+            } => format!(
+                "[TaskState] Agent `{agent_id}` cannot go on in stage {stage_id} of task \
+                 {task_id}: its last step failed and it has nothing left to run there.\n\
+                 Reason: {reason}\nIts goal: {}\nStage intention: {stage_intention}\n\n\
+                 As the manager, decide: retry the stage with task_manager retry_stage \
+                 (task_id {task_id}, stage_id {stage_id}) and a corrected allocation, or end it \
+                 with finish_stage if its goal is met anyway.",
+                goal.as_deref().unwrap_or("(none)")
+            ),
+        }
+    }
+}
+
+impl StageReports {
+    /// The stage as an operator reads it in a summary: its state and goal (without its id),
+    /// then what each agent reported.
+    pub fn for_operator(&self) -> String {
+        format!(
+            "- stage ({}): {}\n{}",
+            self.state,
+            self.stage_intention,
+            self.reported()
+        )
+    }
+
+    /// What each agent reported, one entry each, a summary of several lines indented inside
+    /// its entry.
+    fn reported(&self) -> String {
+        let mut lines = self
+            .reports
+            .iter()
+            .filter_map(|r| {
+                let summary = r.summary.as_deref()?;
+                Some(format!(
+                    "  - `{}` reported:\n{}",
+                    r.agent_id,
+                    indented(summary, 4)
+                ))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        lines.push_str(&more(self.unlisted, "summaries"));
+        lines
+    }
+}
+
+/// The stages of a task judgement as an operator reads them.
+pub fn stages_for_operator(stages: &[StageReports]) -> String {
+    stages
+        .iter()
+        .map(StageReports::for_operator)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render_task_created(
+    task_id: &TaskId,
+    name: &str,
+    intention: &str,
+    team: &[Teammate],
+    unlisted: usize,
+) -> String {
+    let mut listed = team
+        .iter()
+        .map(|m| format!("- `{}` ({})", m.agent_id, m.role))
+        .collect::<Vec<_>>()
+        .join("\n");
+    listed.push_str(&more(unlisted, "agents"));
+    format!(
+        "[TaskState] Task \"{name}\" was created with you as its manager.\n\
+         task_id: {task_id}\nTask intention: {intention}\n\n\
+         Next, split it into stages with the task_manager skill (action add_stage, task_id \
+         {task_id}), giving each stage an intention and an allocation {{agent_id: that agent's \
+         goal}}.\nAgents of the team:\n{listed}"
+    )
+}
+
+fn render_stage_complete(task_id: &TaskId, stage: &StageReports) -> String {
+    let mut lines = stage
+        .reports
+        .iter()
+        .map(|r| {
+            format!(
+                "- agent `{}`\n  goal: {}\n  completion summary:\n{}",
+                r.agent_id,
+                r.goal,
+                indented(r.summary.as_deref().unwrap_or("(none)"), 4)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    lines.push_str(&more(stage.unlisted, "agents, each with a summary"));
+    let stage_id = &stage.stage_id;
+    format!(
+        "[TaskState] Every agent of stage {stage_id} of task {task_id} has submitted its \
+         completion summary.\nStage intention: {}\n{lines}\n\n\
+         As the manager, judge the stage: if it met its goal, end it with task_manager \
+         finish_stage (task_id {task_id}, stage_id {stage_id}); if not, correct course, e.g. \
+         with task_manager retry_stage and a corrected allocation.",
+        stage.stage_intention
+    )
+}
+
+fn render_no_stage_left(task_id: &TaskId, intention: &str, stages: &[StageReports]) -> String {
+    let lines = stages
+        .iter()
+        .map(|s| {
+            format!(
+                "- stage {} ({}): {}\n{}",
+                s.stage_id,
+                s.state,
+                s.stage_intention,
+                s.reported()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!(
+        "[TaskState] Task {task_id} has no stage left to run.\nTask intention: {intention}\n\
+         Stages:\n{lines}\n\nAs the manager, judge the whole task: if its goal is reached, end \
+         it with task_manager finish_task (task_id {task_id}, a task_summary for the operator \
+         that gives the result itself: the text, answer or file name, in full when it is short, \
+         such as a poem); if not, add the missing work with add_stage."
+    )
+}
+
+/// `text` with every line indented by `by` spaces: a summary of several lines (a composed one
+/// lists results) stays inside its agent's entry instead of reading as entries of its own (a
+/// 1.5B manager took such lines for stages and planned each again).
+fn indented(text: &str, by: usize) -> String {
+    let pad = " ".repeat(by);
+    text.lines()
+        .map(|l| format!("{pad}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// "- … and N more" when `unlisted` is over zero.
+fn more(unlisted: usize, what: &str) -> String {
+    if unlisted > 0 {
+        format!("\n- … and {unlisted} more {what} (ask_info lists them all)")
+    } else {
+        String::new()
+    }
+}

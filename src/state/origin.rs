@@ -1,0 +1,111 @@
+//! StepOrigin: why a step exists, as a typed fact. The runtime decides on it (whether a step
+//! must act, whether it is a second try, which goal a stage's steps serve); a step's intention
+//! and text are rendered for its prompt and for people, and never read back.
+
+use crate::ids::{AgentId, StageId, StepId};
+use crate::notice::Notice;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StepOrigin {
+    /// Stored by a release before steps carried their origin, or made where the reason does
+    /// not matter to any decision (a test's step).
+    #[default]
+    Unknown,
+    /// A message from `from` to digest (process_message).
+    Message { from: AgentId },
+    /// A message from `from` that is owed a reply (send_message).
+    Reply { from: AgentId },
+    /// A message that asks a manager to act: a person's goal or a task's notice. Ending such
+    /// a step without acting would leave the work waiting for ever.
+    Act {
+        from: AgentId,
+        /// The notice acted on; none for a person's goal.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        notice: Option<Box<Notice>>,
+        /// The second try at it, after the first failed or was refused (there is no third).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        second_try: bool,
+    },
+    /// A stage started with the agent in it: plan for `goal`.
+    StageStart { stage_id: StageId, goal: String },
+    /// Planned by the step `by` (planning, reflection, decision).
+    Planned { by: StepId },
+    /// The agent's last step failed and it had nothing left to run in the stage.
+    Recovery { after: StepId },
+    /// Every planned step of the stage ran and no summary was written.
+    ClosingReflection,
+    /// One call of the native tool loop of step `parent`.
+    ToolCall { parent: StepId },
+    /// A tool returned: decide whether and how to go on using it.
+    ToolDecision { tool_name: String },
+    /// A reply the agent waited for from `from` did not come before the wait's deadline.
+    NoReply {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<AgentId>,
+    },
+    /// What a person did (a message they sent), recorded as a step that never runs.
+    Person,
+}
+
+impl StepOrigin {
+    /// Whether the step handles a message that asks its agent to act.
+    pub fn asks_to_act(&self) -> bool {
+        matches!(self, StepOrigin::Act { .. })
+    }
+
+    /// Whether the step is the second try at a message that asks to act.
+    pub fn is_second_try(&self) -> bool {
+        matches!(
+            self,
+            StepOrigin::Act {
+                second_try: true,
+                ..
+            }
+        )
+    }
+
+    /// The notice an acting step acts on.
+    pub fn notice(&self) -> Option<&Notice> {
+        match self {
+            StepOrigin::Act { notice, .. } => notice.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The origin of a second try at the same message.
+    pub fn second_try(&self) -> Option<StepOrigin> {
+        match self {
+            StepOrigin::Act {
+                from,
+                notice,
+                second_try: false,
+            } => Some(StepOrigin::Act {
+                from: from.clone(),
+                notice: notice.clone(),
+                second_try: true,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether the step records one call of a native tool loop (not a step the agent ran
+    /// itself).
+    pub fn is_tool_call(&self) -> bool {
+        matches!(self, StepOrigin::ToolCall { .. })
+    }
+
+    /// Whether the step is a recovery decision after a failed step.
+    pub fn is_recovery(&self) -> bool {
+        matches!(self, StepOrigin::Recovery { .. })
+    }
+
+    /// The agent's goal, on the step that started its part in a stage.
+    pub fn stage_goal(&self) -> Option<&str> {
+        match self {
+            StepOrigin::StageStart { goal, .. } => Some(goal),
+            _ => None,
+        }
+    }
+}
