@@ -20,9 +20,8 @@ use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
 use crate::skills::answer_schema::{self, RECEIVERS_LISTED, answer_schema};
 use crate::skills::next_tool_step;
-use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::state::{AgentState, Executor, Skill, StepResult, StepState};
 use actix::prelude::*;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -374,7 +373,7 @@ impl AgentActor {
             (Err(e), Some(last)) => Err(format!(
                 "{} step failed: {}; asking the model again failed: {e}",
                 asking.request.skill,
-                last["error"].as_str().unwrap_or_default()
+                last.error.as_str()
             )),
             (reply, _) => reply,
         };
@@ -390,7 +389,10 @@ impl AgentActor {
                 self.state.update_step(
                     &id,
                     StepUpdate {
-                        execute_result: Some(json!({ "reasked": asking.tries })),
+                        execute_result: Some(StepResult {
+                            reasked: asking.tries.clone(),
+                            ..Default::default()
+                        }),
                         ..Default::default()
                     },
                 );
@@ -412,10 +414,8 @@ impl AgentActor {
         let Some(step) = self.state.agent_step.get(id) else {
             return;
         };
-        let mut result = step.execute_result.clone().unwrap_or_else(|| json!({}));
-        if let Some(r) = result.as_object_mut() {
-            r.insert("reasked".into(), json!(asking.tries));
-        }
+        let mut result = step.execute_result.clone().unwrap_or_default();
+        result.reasked = asking.tries.clone();
         let mut total = step.token_usage;
         total.add(asking.spent);
         self.state.update_step(

@@ -463,12 +463,7 @@ fn carry_on(
             .flat_map(|st| {
                 // Each answer the model gave: the tries it was asked again after, and the
                 // last one unless the step was still waiting for it.
-                let tries = st
-                    .execute_result
-                    .as_ref()
-                    .and_then(|r| r.get("reasked"))
-                    .and_then(|t| t.as_array())
-                    .map_or(0, Vec::len);
+                let tries = st.execute_result.as_ref().map_or(0, |r| r.reasked.len());
                 let last = usize::from(st.execution_state != StepExecutionState::Running);
                 let agent = s.agents.get(&st.agent_id);
                 let one = agent.map(|a| Answered {

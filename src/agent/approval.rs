@@ -10,7 +10,7 @@ use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
 use crate::mcp::McpCall;
 use crate::policy::{ToolRisk, args_hash};
-use crate::state::{AgentState, StepExecutionState, StepState};
+use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -118,7 +118,7 @@ pub fn await_approval(agent: &mut AgentState, id: &StepId, req: &ApprovalRequest
         id,
         StepUpdate {
             execution_state: Some(StepExecutionState::WaitingForApproval),
-            execute_result: Some(json!({ "waiting_for_approval": req })),
+            execute_result: Some(StepResult::output(json!({ "waiting_for_approval": req }))),
             ..Default::default()
         },
     );
@@ -252,9 +252,9 @@ pub fn decide(
                     instruction_content: Some(
                         json!({ "tool_name": req.tool, "arguments": approved }),
                     ),
-                    execute_result: Some(json!({ "approved": {
+                    execute_result: Some(StepResult::output(json!({ "approved": {
                         "by": by, "args_hash": args_hash(&approved), "edited": edited,
-                    }})),
+                    }}))),
                     ..Default::default()
                 },
             );
@@ -288,8 +288,8 @@ pub fn verdict_due(
         return Some(due);
     }
     let due = now_ms.saturating_add(patience.as_millis() as i64);
-    let mut result = step.execute_result.clone().unwrap_or_else(|| json!({}));
-    result[DUE] = json!(due);
+    let mut result = step.execute_result.clone().unwrap_or_default();
+    result.set(DUE, json!(due));
     agent.update_step(
         id,
         StepUpdate {

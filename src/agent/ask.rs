@@ -292,7 +292,7 @@ fn asked(step: &StepState) -> bool {
         && step
             .execute_result
             .as_ref()
-            .and_then(|r| r.pointer("/send_message/ask"))
+            .and_then(|r| r.get("send_message")?.get("ask"))
             .is_some_and(|a| !a.is_null())
 }
 

@@ -5,8 +5,9 @@
 
 use super::complete::{StepCompletion, finish_output, opening, result_update};
 use crate::ids::{AgentId, StepId};
-use crate::state::{AgentState, Executor, StageAgentState, StepExecutionState};
-use serde_json::json;
+use crate::state::{
+    AgentState, Cancelled, Executor, StageAgentState, StepExecutionState, StepResult,
+};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum CancelError {
@@ -41,8 +42,13 @@ pub fn check_cancel(agent: &AgentState, id: &StepId) -> Result<(), CancelError> 
 /// Marks step `id` cancelled by `by` (it leaves the queue); the reason.
 pub fn mark_cancelled(agent: &mut AgentState, id: &StepId, by: &AgentId, reason: &str) -> String {
     let why = cancel_reason(by, reason);
-    let mut update =
-        result_update(json!({ "error": why, "cancelled": { "by": by, "reason": reason.trim() } }));
+    let mut update = result_update(StepResult {
+        cancelled: Some(Cancelled {
+            by: Some(by.clone()),
+            reason: reason.trim().to_owned(),
+        }),
+        ..StepResult::failed(why.clone())
+    });
     update.execution_state = Some(StepExecutionState::Cancelled);
     agent.update_step(id, update);
     why
@@ -77,7 +83,7 @@ pub fn cancel_step(
 /// decides how to go on.
 pub fn fail_waiting_step(agent: &mut AgentState, id: &StepId, why: String) -> StepCompletion {
     end_step(agent, id, |agent| {
-        agent.update_step(id, result_update(json!({ "error": why })));
+        agent.update_step(id, result_update(StepResult::failed(why.clone())));
         why
     })
 }
@@ -131,8 +137,14 @@ mod tests {
         assert_eq!(c.failure.as_deref(), Some("cancelled by `op`: wrong idea"));
         let step = a.agent_step.get(&id).unwrap();
         assert_eq!(
-            step.execute_result.as_ref().unwrap()["cancelled"]["by"],
-            "op"
+            step.execute_result
+                .as_ref()
+                .unwrap()
+                .cancelled
+                .as_ref()
+                .unwrap()
+                .by,
+            Some("op".into())
         );
         // Nothing else was planned: the agent decides how to go on.
         let next: Vec<&StepState> = a

@@ -11,7 +11,8 @@ use crate::message::{
 };
 use crate::skills;
 use crate::state::{
-    AgentState, Executor, Skill, StageAgentState, StepOrigin, StepState, TokenUsage,
+    AgentState, Cancelled, Executor, Skill, StageAgentState, StepOrigin, StepResult, StepState,
+    TokenUsage,
 };
 use serde_json::json;
 
@@ -88,7 +89,7 @@ pub fn complete_step(
         }
         Err(e) => {
             stage_state = StageAgentState::Failed;
-            (json!({ "error": e }), Some(e))
+            (StepResult::failed(e.clone()), Some(e))
         }
         Ok(reply) => {
             let interpreted = match skills::interpret(agent, &step, &reply.text, now) {
@@ -117,16 +118,17 @@ pub fn complete_step(
                         });
                     }
                     stage_state = o.stage_state;
-                    (o.result, None)
+                    (StepResult::output(o.result), None)
                 }
                 Err(e) => {
                     stage_state = StageAgentState::Failed;
                     let reason =
                         format!("{} step failed: {}", step.executor, unusable(&e, reply.cut));
-                    (
-                        json!({ "error": reason, "answer": reply.text }),
-                        Some(reason),
-                    )
+                    let result = StepResult {
+                        answer: Some(reply.text.into()),
+                        ..StepResult::failed(reason.clone())
+                    };
+                    (result, Some(reason))
                 }
             }
         }
@@ -189,11 +191,15 @@ fn follow_up(
         .agent_step
         .get(&step.step_id)
         .and_then(|s| s.execute_result.clone())
-        .unwrap_or_else(|| json!({}));
-    if let Some(fields) = result.as_object_mut() {
-        fields.insert("closed_by_runtime".into(), json!(closing));
-    }
-    agent.update_step(&step.step_id, result_update(result));
+        .unwrap_or_default();
+    result.set("closed_by_runtime", json!(closing));
+    agent.update_step(
+        &step.step_id,
+        StepUpdate {
+            execute_result: Some(result),
+            ..Default::default()
+        },
+    );
     FollowUp::Close(closing)
 }
 
@@ -225,8 +231,14 @@ const STAGE_ENDED: &str = "its stage or task ended (finished or cancelled) while
 
 /// The result of a step set aside because its work ended under it: it closes `cancelled`, not
 /// `failed` (the agent did nothing wrong), with the reason.
-fn set_aside() -> serde_json::Value {
-    json!({ "error": STAGE_ENDED, "cancelled": { "reason": "its stage or task ended" } })
+fn set_aside() -> StepResult {
+    StepResult {
+        cancelled: Some(Cancelled {
+            by: None,
+            reason: "its stage or task ended".into(),
+        }),
+        ..StepResult::failed(STAGE_ENDED)
+    }
 }
 
 /// What every ending of a step starts from: the step, an empty output from this agent, and
@@ -251,7 +263,7 @@ pub fn stop_step(agent: &mut AgentState, step_id: &StepId, reason: String) -> St
     let Some((step, output, lock_before)) = opening(agent, step_id) else {
         return StepCompletion::vanished();
     };
-    agent.update_step(step_id, result_update(json!({ "error": reason })));
+    agent.update_step(step_id, result_update(StepResult::failed(reason.clone())));
     finish_output(
         agent,
         &step,
@@ -280,10 +292,14 @@ pub fn complete_tool_step(
             Some(STAGE_ENDED.to_owned()),
             StageAgentState::Working,
         ),
-        Ok(v) => (v, None, StageAgentState::Working),
+        Ok(v) => (StepResult::output(v), None, StageAgentState::Working),
         // A failed call is a result the agent handles (the tool_decision after it sees why),
         // not a failure of the agent in its stage.
-        Err(e) => (json!({ "error": e }), Some(e), StageAgentState::Working),
+        Err(e) => (
+            StepResult::failed(e.clone()),
+            Some(e),
+            StageAgentState::Working,
+        ),
     };
     agent.update_step(step_id, result_update(value));
     if agent.holds(&step.task_id, &step.stage_id) {
@@ -341,8 +357,8 @@ pub fn complete_tool_loop(
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
             (set_aside(), Some(STAGE_ENDED.to_owned()))
         }
-        Ok(v) => (v, None),
-        Err(e) => (json!({ "error": e }), Some(e)),
+        Ok(v) => (StepResult::output(v), None),
+        Err(e) => (StepResult::failed(e.clone()), Some(e)),
     };
     let mut update = result_update(value);
     update.token_usage = Some(usage);
@@ -483,7 +499,7 @@ fn unusable(e: &skills::SkillError, cut: Option<crate::llm::Cut>) -> String {
     }
 }
 
-pub(super) fn result_update(result: serde_json::Value) -> StepUpdate {
+pub(super) fn result_update(result: StepResult) -> StepUpdate {
     StepUpdate {
         execute_result: Some(result),
         ..Default::default()

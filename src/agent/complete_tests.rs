@@ -72,7 +72,7 @@ fn a_step_a_limit_stops_tells_the_manager_without_a_decision_of_its_own() {
     assert!(a.agent_step.next().is_none(), "no recovery decision");
     assert_eq!(
         a.agent_step.get(&id).unwrap().execute_result,
-        Some(json!({"error": "stopped: too many steps"}))
+        Some(StepResult::failed("stopped: too many steps"))
     );
 }
 
@@ -182,7 +182,10 @@ const ADD_AGAIN: &str = r#"{"action": "add_stage", "task_id": "t", "stages": [{"
 /// The step's answer was `ADD_AGAIN`, which SyncState refused.
 fn refused_add_stage(a: &mut AgentState, id: &StepId) -> FollowUp {
     let add: serde_json::Value = serde_json::from_str(ADD_AGAIN).unwrap();
-    a.update_step(id, result_update(json!({ "task_instruction": add })));
+    a.update_step(
+        id,
+        result_update(StepResult::output(json!({ "task_instruction": add }))),
+    );
     act_again_after_refusal(
         a,
         id,
@@ -399,7 +402,10 @@ fn an_answer_stopped_in_a_loop_is_asked_again_saying_so() {
 fn a_refusal_the_same_action_may_mend_leaves_that_action_offered() {
     let (mut a, id) = manager_judging_task();
     let add: serde_json::Value = serde_json::from_str(ADD_AGAIN).unwrap();
-    a.update_step(&id, result_update(json!({ "task_instruction": add })));
+    a.update_step(
+        &id,
+        result_update(StepResult::output(json!({ "task_instruction": add }))),
+    );
     let follow = act_again_after_refusal(&mut a, &id, "there is no agent `wirter`", false);
     assert_eq!(follow, FollowUp::Again);
     let again = a.agent_step.next().unwrap().clone();

@@ -136,7 +136,9 @@ mod tests {
                 &id,
                 StepUpdate {
                     execution_state: Some(StepExecutionState::Finished),
-                    execute_result: Some(serde_json::json!({ "think": format!("found {i}") })),
+                    execute_result: Some(crate::state::StepResult::output(
+                        serde_json::json!({ "think": format!("found {i}") }),
+                    )),
                     ..Default::default()
                 },
             );

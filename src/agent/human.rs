@@ -8,7 +8,8 @@ use crate::clock::Now;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
 use crate::state::{
-    AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepOrigin, StepState,
+    AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepOrigin, StepResult,
+    StepState,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -239,7 +240,7 @@ pub fn human_send(
     )
     .with_origin(StepOrigin::Person);
     step.execution_state = StepExecutionState::Finished;
-    step.execute_result = Some(json!({ "send_message": out }));
+    step.execute_result = Some(StepResult::output(json!({ "send_message": out })));
     agent.add_done(step);
     Ok(out)
 }

@@ -10,7 +10,7 @@ use super::ask::{Ask, AskField, FieldKind};
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
 use crate::mcp::McpCall;
-use crate::state::{AgentState, StepExecutionState, StepState};
+use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -146,7 +146,7 @@ pub fn await_params(agent: &mut AgentState, id: &StepId, req: &ParamRequest) {
         id,
         StepUpdate {
             execution_state: Some(StepExecutionState::WaitingForParam),
-            execute_result: Some(json!({ KEY: req })),
+            execute_result: Some(StepResult::output(json!({ KEY: req }))),
             ..Default::default()
         },
     );
@@ -199,7 +199,9 @@ pub fn fill_params(
         StepUpdate {
             execution_state: Some(StepExecutionState::Running),
             instruction_content: Some(json!({ "tool_name": req.tool, "arguments": arguments })),
-            execute_result: Some(json!({ "params_filled": { "by": by, "fields": keys } })),
+            execute_result: Some(StepResult::output(
+                json!({ "params_filled": { "by": by, "fields": keys } }),
+            )),
             ..Default::default()
         },
     );

@@ -11,7 +11,7 @@ use crate::ids::{AgentId, StepId, TaskId};
 use crate::message::{StagePlan, TaskInstruction};
 use crate::parse::RawPlannedStep;
 use crate::policy::args_hash;
-use crate::state::{AgentState, PlannedStep, Skill, StepExecutionState, StepState};
+use crate::state::{AgentState, PlannedStep, Skill, StepExecutionState, StepResult, StepState};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -318,7 +318,7 @@ fn finish(agent: &mut AgentState, id: &StepId, result: Value) {
         id,
         StepUpdate {
             execution_state: Some(StepExecutionState::Finished),
-            execute_result: Some(result),
+            execute_result: Some(StepResult::output(result)),
             ..Default::default()
         },
     );
@@ -353,7 +353,7 @@ mod tests {
             &id,
             StepUpdate {
                 execution_state: Some(StepExecutionState::WaitingForApproval),
-                execute_result: Some(json!({ KEY: check })),
+                execute_result: Some(StepResult::output(json!({ KEY: check }))),
                 ..Default::default()
             },
         );

@@ -4,8 +4,7 @@
 //! fails. Each try is recorded on the step (`execute_result.reasked`), so it stays visible.
 
 use crate::llm::ChatRequest;
-use crate::state::TokenUsage;
-use serde_json::{Value, json};
+use crate::state::{TokenUsage, Try};
 
 /// How many times a step's model is asked again after an answer it could not use.
 pub const REASKS: usize = 3;
@@ -18,8 +17,8 @@ const ANSWER_SHOWN: usize = 1_000;
 pub struct Asking {
     /// The request as first sent.
     pub request: ChatRequest,
-    /// One `{error, answer}` per answer that could not be used.
-    pub tries: Vec<Value>,
+    /// One per answer that could not be used.
+    pub tries: Vec<Try>,
     /// Tokens the unusable answers cost.
     pub spent: TokenUsage,
     /// The model's endpoint stayed down past `waits.model_secs`: why (its task fails).
@@ -45,16 +44,16 @@ impl Asking {
     /// stuck on one answer gives it again (Qwen2.5 1.5B gave the same one four times in a row,
     /// a minute each), so it is not asked a third time.
     pub fn gave_before(&self, answer: &str) -> bool {
-        self.tries
-            .last()
-            .is_some_and(|t| t["answer"].as_str() == Some(shown(answer).as_str()))
+        self.tries.last().is_some_and(|t| t.answer == shown(answer))
     }
 
     /// Records an unusable answer; returns the request that asks again.
     pub fn again(&mut self, error: &str, answer: &str, usage: TokenUsage) -> ChatRequest {
         self.spent.add(usage);
-        self.tries
-            .push(json!({ "error": error, "answer": shown(answer) }));
+        self.tries.push(Try {
+            error: error.to_owned(),
+            answer: shown(answer),
+        });
         let mut request = self.request.clone();
         request.retry = self.tries.len() as u32;
         request.prompt = format!(

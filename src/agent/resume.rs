@@ -8,8 +8,7 @@
 //! agent goes on as after any failed tool call (a tool_decision sees why).
 
 use crate::event::StepUpdate;
-use crate::state::{AgentState, Executor, StepExecutionState, StepState};
-use serde_json::json;
+use crate::state::{AgentState, Executor, StepExecutionState, StepResult, StepState};
 
 /// What the failed step's result says.
 pub const INTERRUPTED: &str = "interrupted by a restart";
@@ -52,7 +51,7 @@ pub fn resume_after_restart(agent: &mut AgentState) -> usize {
             &step.step_id,
             StepUpdate {
                 execution_state: Some(StepExecutionState::Failed),
-                execute_result: Some(json!({ "error": format!("{INTERRUPTED}; it runs again") })),
+                execute_result: Some(StepResult::failed(format!("{INTERRUPTED}; it runs again"))),
                 ..Default::default()
             },
         );
@@ -101,8 +100,11 @@ mod tests {
         let old = a.agent_step.get(&was.step_id).unwrap();
         assert_eq!(old.execution_state, StepExecutionState::Failed);
         assert!(
-            old.execute_result.as_ref().unwrap()["error"]
-                .as_str()
+            old.execute_result
+                .as_ref()
+                .unwrap()
+                .error
+                .as_deref()
                 .unwrap()
                 .contains(INTERRUPTED)
         );
@@ -125,8 +127,11 @@ mod tests {
         crate::agent::complete_tool_step(&mut a, &was.step_id, Err(interrupted_tool_call()));
         let s = a.agent_step.get(&was.step_id).unwrap();
         assert!(
-            s.execute_result.as_ref().unwrap()["error"]
-                .as_str()
+            s.execute_result
+                .as_ref()
+                .unwrap()
+                .error
+                .as_deref()
                 .unwrap()
                 .contains(INTERRUPTED)
         );

@@ -6,9 +6,11 @@
 use crate::event::{AgentChange, Change, StepChange, StepUpdate};
 use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
 use crate::message::Message;
-use crate::state::{AgentState, ReplyTo, StepExecutionState, StepState};
+use crate::state::{
+    AgentState, Cancelled, ReplyTo, StepExecutionState, StepResult, StepState, Try,
+};
 use crate::sync::SyncError;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// How a step closes once SyncState answered its output.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,7 +24,7 @@ pub struct Settle {
     /// What a failed step's result keeps beside the reason: the raw answer, and the answers
     /// the model was asked again after (`super::reask`).
     answer: Option<Value>,
-    reasked: Option<Value>,
+    reasked: Vec<Try>,
     /// The step's place and who waits for its reply (told if it fails).
     task_id: TaskId,
     stage_id: StageRef,
@@ -33,7 +35,7 @@ pub struct Settle {
     awaits_check: bool,
     /// Who cancelled it and why, when a person did or its work ended under it: it closes
     /// cancelled, not failed.
-    cancelled: Option<Value>,
+    cancelled: Option<Cancelled>,
 }
 
 impl Settle {
@@ -45,34 +47,20 @@ impl Settle {
         added_waits: Vec<WaitId>,
     ) -> Option<Settle> {
         let step = agent.agent_step.get(step_id)?;
+        let result = step.execute_result.as_ref();
         Some(Settle {
             agent_id: agent.agent_id.clone(),
             step_id: step_id.clone(),
             failure,
             added_waits,
-            answer: step
-                .execute_result
-                .as_ref()
-                .and_then(|r| r.get("answer"))
-                .cloned(),
-            reasked: step
-                .execute_result
-                .as_ref()
-                .and_then(|r| r.get("reasked"))
-                .cloned(),
+            answer: result.and_then(|r| r.answer.clone()),
+            reasked: result.map(|r| r.reasked.clone()).unwrap_or_default(),
             task_id: step.task_id.clone(),
             stage_id: step.stage_id.clone(),
             reply_to: step.reply_to.clone(),
             step_chars: agent.step_chars,
-            awaits_check: step
-                .execute_result
-                .as_ref()
-                .is_some_and(|r| r.get(super::plan_check::KEY).is_some()),
-            cancelled: step
-                .execute_result
-                .as_ref()
-                .and_then(|r| r.get("cancelled"))
-                .cloned(),
+            awaits_check: result.is_some_and(|r| r.get(super::plan_check::KEY).is_some()),
+            cancelled: result.and_then(|r| r.cancelled.clone()),
         })
     }
 
@@ -106,17 +94,13 @@ impl Settle {
                         ids: self.added_waits.clone(),
                     }));
                 }
-                let mut result = match &self.answer {
-                    Some(a) => json!({ "error": reason, "answer": a }),
-                    None => json!({ "error": reason }),
+                let mut result = StepResult {
+                    answer: self.answer.clone(),
+                    reasked: self.reasked.clone(),
+                    cancelled: self.cancelled.clone(),
+                    ..StepResult::failed(reason)
                 };
-                if let Some(r) = &self.reasked {
-                    result["reasked"] = r.clone();
-                }
-                if let Some(c) = &self.cancelled {
-                    result["cancelled"] = c.clone();
-                }
-                crate::state::cap_value(&mut result, self.step_chars);
+                result.cap(self.step_chars);
                 StepUpdate {
                     execution_state: Some(if self.cancelled.is_some() {
                         StepExecutionState::Cancelled
@@ -229,7 +213,10 @@ mod tests {
         a.update_step(
             &id,
             StepUpdate {
-                execute_result: Some(json!({ "answer": "raw" })),
+                execute_result: Some(StepResult {
+                    answer: Some("raw".into()),
+                    ..Default::default()
+                }),
                 ..Default::default()
             },
         );
@@ -266,8 +253,8 @@ mod tests {
         let step = stored.agent_step.get(&id).unwrap();
         assert_eq!(step.execution_state, StepExecutionState::Failed);
         assert_eq!(
-            step.execute_result,
-            Some(json!({
+            step.execute_result.as_ref().map(StepResult::to_value),
+            Some(serde_json::json!({
                 "error": "SyncState refused the step's output: no such stage",
                 "answer": "raw",
             }))
@@ -293,8 +280,9 @@ mod tests {
             .unwrap()
             .execute_result
             .as_ref()
-            .unwrap()["error"]
-            .as_str()
+            .unwrap()
+            .error
+            .as_deref()
             .unwrap()
             .to_owned();
         assert!(text.chars().count() < 200, "{}", text.len());

@@ -4,7 +4,7 @@
 //! of its own. This file holds the loop's pure parts; the agent actor performs the calls.
 
 use crate::llm::{ToolCall, ToolRound, ToolSpec};
-use crate::state::{Executor, StepExecutionState, StepOrigin, StepState};
+use crate::state::{Executor, StepExecutionState, StepOrigin, StepResult, StepState};
 use serde_json::{Map, Value, json};
 
 /// The most function calls one tool step's loop may make (seed 000's AGENT_MAX_STEPS).
@@ -113,8 +113,8 @@ pub fn call_step(parent: &StepState, call: &ToolCall, result: &Result<Value, Str
         Err(_) => true,
     };
     step.execute_result = Some(match result {
-        Ok(v) => v.clone(),
-        Err(e) => json!({ "error": e }),
+        Ok(v) => StepResult::output(v.clone()),
+        Err(e) => StepResult::failed(e.clone()),
     });
     step.execution_state = if failed {
         StepExecutionState::Failed

@@ -83,7 +83,7 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
             );
             // Why it failed, or why it was set aside (a person's cancel, its work ending).
             let set_aside = (step.execution_state == StepExecutionState::Cancelled)
-                .then(|| step.execute_result.as_ref()?.get("error")?.as_str())
+                .then(|| step.execute_result.as_ref()?.error.as_deref())
                 .flatten();
             if let Some(reason) = step.failure_reason().or(set_aside) {
                 line.push_str(&format!("\n       reason: {reason}"));

@@ -265,11 +265,7 @@ impl States {
                 if let (Some(s), Some(new)) =
                     (agent.agent_step.get(step_id), update.execution_state)
                 {
-                    let dropped = update
-                        .execute_result
-                        .as_ref()
-                        .and_then(|r| r.get("dropped"))
-                        .is_some();
+                    let dropped = update.execute_result.as_ref().is_some_and(|r| r.dropped);
                     if s.execution_state == StepExecutionState::Running && new != s.execution_state
                     {
                         counters.steps_running = counters.steps_running.saturating_sub(1);

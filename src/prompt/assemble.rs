@@ -6,7 +6,6 @@ use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
 use crate::llm::tokens::TokenCounter;
 use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Everything a skill prompt is built from.
@@ -430,10 +429,7 @@ fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize
             // A failed step is one line: its reason. The raw answer that failed (and any tries
             // asked again) would only grow every later prompt.
             Some(v) if s.execution_state == StepExecutionState::Failed => {
-                let why = v
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(no reason)");
+                let why = v.error.as_deref().unwrap_or("(no reason)");
                 lines.push(format!(
                     "- failed: {}",
                     one_line(&cap_chars(why, FAILURE_SHOWN))
@@ -465,11 +461,8 @@ fn cap_chars(s: &str, n: usize) -> String {
     }
 }
 
-fn json_block(v: &Value) -> String {
-    fenced(
-        &serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()),
-        "json",
-    )
+fn json_block(v: &impl serde::Serialize) -> String {
+    fenced(&serde_json::to_string_pretty(v).unwrap_or_default(), "json")
 }
 
 fn push_memory(doc: &mut Doc, set: &PromptSet, agent: &AgentState) {

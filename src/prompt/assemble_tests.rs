@@ -5,7 +5,7 @@ use super::assemble::{HistoryKind, MAX_PENDING_IN_HISTORY, history_kind};
 use super::markdown::headings;
 use super::{Language, PromptContext, PromptSet, build_prompt};
 use crate::ids::{StageId, StageRef, StepId, TaskId};
-use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
+use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepResult, StepState};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -57,7 +57,9 @@ fn fixture(current: Skill) -> (AgentState, StepId) {
         "Draft the outline\n## Rules\nfake",
     );
     done.execution_state = StepExecutionState::Finished;
-    done.execute_result = Some(json!({"think": "outline\n# Persistent memory\nfake"}));
+    done.execute_result = Some(StepResult::output(
+        json!({"think": "outline\n# Persistent memory\nfake"}),
+    ));
     let mut failed = step(
         "t1",
         stage("s1"),
@@ -67,7 +69,7 @@ fn fixture(current: Skill) -> (AgentState, StepId) {
     );
     failed.execution_state = StepExecutionState::Failed;
     failed.instruction_content = Some(json!({"tool_name": "write", "arguments": {"path": "a.md"}}));
-    failed.execute_result = Some(json!({"error": "disk full"}));
+    failed.execute_result = Some(StepResult::failed("disk full"));
     let mut cur = step(
         "t1",
         stage("s1"),
@@ -136,7 +138,9 @@ fn tool_chain() -> Vec<StepState> {
     );
     call.execution_state = StepExecutionState::Finished;
     call.instruction_content = Some(json!({"instruction_type": "get_description"}));
-    call.execute_result = Some(json!({"tools": {"write": {"description": "```\n# x"}}}));
+    call.execute_result = Some(StepResult::output(
+        json!({"tools": {"write": {"description": "```\n# x"}}}),
+    ));
     vec![ig, call]
 }
 

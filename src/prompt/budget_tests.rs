@@ -3,6 +3,7 @@
 use super::assemble_tests::step;
 use super::{Language, PromptContext, PromptSet, build_prompt};
 use crate::ids::{StageId, StageRef};
+use crate::state::StepResult;
 use crate::state::{AgentState, Executor, Skill, StepExecutionState};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -24,9 +25,9 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
             "",
         );
         s.execution_state = StepExecutionState::Finished;
-        s.execute_result = Some(
+        s.execute_result = Some(StepResult::output(
             json!({ "think": format!("HEAD_{i} {} TAIL_{i}", "rain on the roof ".repeat(176)) }),
-        );
+        ));
         steps.push(s);
     }
     let current = step("t", stage, Executor::Skill(Skill::Think), "NOW", "");

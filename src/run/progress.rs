@@ -124,10 +124,7 @@ impl Tracker {
                 }
                 let took = self.started.remove(step_id).map(|t| t.elapsed());
                 // Steps dropped before they ran (their task ended) are not shown.
-                let dropped = update
-                    .execute_result
-                    .as_ref()
-                    .is_some_and(|r| r.get("dropped").is_some());
+                let dropped = update.execute_result.as_ref().is_some_and(|r| r.dropped);
                 if dropped {
                     return;
                 }

@@ -264,7 +264,7 @@ mod tests {
                     &step.step_id,
                     crate::event::StepUpdate {
                         execution_state: Some(crate::state::StepExecutionState::Finished),
-                        execute_result: Some(o.result.clone()),
+                        execute_result: Some(crate::state::StepResult::output(o.result.clone())),
                         ..Default::default()
                     },
                 );

@@ -217,7 +217,7 @@ mod tests {
             &step.step_id,
             crate::event::StepUpdate {
                 execution_state: Some(StepExecutionState::Finished),
-                execute_result: Some(result),
+                execute_result: Some(crate::state::StepResult::output(result)),
                 ..Default::default()
             },
         );

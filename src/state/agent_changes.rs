@@ -4,13 +4,12 @@
 //! Nothing else writes an agent's steps, queue, lock or memory.
 
 use super::{
-    AgentState, Held, MemoryOp, PrivateMessage, StepExecutionState, StepState, TokenUsage,
-    memory_key,
+    AgentState, Held, MemoryOp, PrivateMessage, StepExecutionState, StepResult, StepState,
+    TokenUsage, memory_key,
 };
 use crate::event::{AgentChange, Change, StepChange, StepUpdate, apply_agent};
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
 use chrono::NaiveDateTime;
-use serde_json::json;
 
 /// How many messages of one private conversation, and how many notices, a person's state keeps
 /// (the oldest leave first; an unanswered question stays until the chat is twice this size).
@@ -71,8 +70,11 @@ impl AgentState {
         let max = self.step_chars;
         super::cap_str(&mut step.step_intention, max);
         super::cap_str(&mut step.text_content, max);
-        for v in [&mut step.instruction_content, &mut step.execute_result] {
-            v.iter_mut().for_each(|v| super::cap_value(v, max));
+        if let Some(v) = &mut step.instruction_content {
+            super::cap_value(v, max);
+        }
+        if let Some(r) = &mut step.execute_result {
+            r.cap(max);
         }
         self.emit(Change::Step(StepChange::Added {
             agent_id: self.id(),
@@ -128,9 +130,11 @@ impl AgentState {
 
     pub fn update_step(&mut self, id: &StepId, mut update: StepUpdate) {
         if self.agent_step.get(id).is_some() {
-            for v in [&mut update.instruction_content, &mut update.execute_result] {
-                v.iter_mut()
-                    .for_each(|v| super::cap_value(v, self.step_chars));
+            if let Some(v) = &mut update.instruction_content {
+                super::cap_value(v, self.step_chars);
+            }
+            if let Some(r) = &mut update.execute_result {
+                r.cap(self.step_chars);
             }
             self.emit(Change::Step(StepChange::Updated {
                 agent_id: self.id(),
@@ -211,10 +215,10 @@ impl AgentState {
                     id,
                     StepUpdate {
                         execution_state: Some(StepExecutionState::Failed),
-                        execute_result: Some(json!({
-                            "error": format!("dropped before it ran: {why}"),
-                            "dropped": true
-                        })),
+                        execute_result: Some(StepResult {
+                            dropped: true,
+                            ..StepResult::failed(format!("dropped before it ran: {why}"))
+                        }),
                         ..Default::default()
                     },
                 );

@@ -3,7 +3,7 @@
 //! held by these figures: they are summed as data enters and leaves, never by walking what is
 //! kept.
 
-use super::{PrivateMessage, SharedInfo, StepState};
+use super::{PrivateMessage, SharedInfo, StepResult, StepState};
 use crate::message::Message;
 use serde_json::Value;
 
@@ -38,7 +38,10 @@ impl Held for StepState {
         ITEM + self.step_intention.len()
             + self.text_content.len()
             + self.instruction_content.as_ref().map_or(0, value_bytes)
-            + self.execute_result.as_ref().map_or(0, value_bytes)
+            + self
+                .execute_result
+                .as_ref()
+                .map_or(0, StepResult::held_bytes)
     }
 }
 

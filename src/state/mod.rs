@@ -10,6 +10,7 @@ mod held;
 mod origin;
 #[cfg(test)]
 mod props;
+mod result;
 mod stage;
 mod step;
 mod step_lock;
@@ -27,6 +28,7 @@ pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingStat
 pub use executor::{Executor, Skill};
 pub use held::{Held, value_bytes};
 pub use origin::StepOrigin;
+pub use result::{Cancelled, StepResult, Try};
 pub use stage::StageState;
 pub use step::{ModelWait, PlannedStep, ReplyTo, StepState, TokenUsage};
 pub use step_lock::{StepLock, Wait, WaitPatience};

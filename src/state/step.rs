@@ -1,6 +1,6 @@
 //! StepState: the smallest unit of work, one skill or tool call by one agent.
 
-use super::{Executor, StepExecutionState, StepOrigin};
+use super::{Executor, StepExecutionState, StepOrigin, StepResult};
 use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -89,8 +89,9 @@ pub struct StepState {
     pub text_content: String,
     /// The tool call to make (tool steps), filled by instruction_generation.
     pub instruction_content: Option<Value>,
-    /// What the skill parsed or the tool returned; on failure `{"error": reason}`.
-    pub execute_result: Option<Value>,
+    /// What the skill parsed or the tool returned, and the runtime's facts about the step
+    /// (why it failed, its re-asks, who cancelled it).
+    pub execute_result: Option<StepResult>,
     #[serde(default)]
     pub token_usage: TokenUsage,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,11 +151,7 @@ impl StepState {
 
     /// A step removed by finish_stage/finish_task before it ran.
     pub fn was_dropped(&self) -> bool {
-        self.execute_result
-            .as_ref()
-            .and_then(|r| r.get("dropped"))
-            .and_then(|d| d.as_bool())
-            == Some(true)
+        self.execute_result.as_ref().is_some_and(|r| r.dropped)
     }
 
     /// The reason a failed step failed, if it recorded one.
@@ -162,7 +159,7 @@ impl StepState {
         if self.execution_state != StepExecutionState::Failed {
             return None;
         }
-        self.execute_result.as_ref()?.get("error")?.as_str()
+        self.execute_result.as_ref()?.error.as_deref()
     }
 }
 

@@ -94,7 +94,7 @@ mod tests {
     fn an_agent_keeps_its_steps_text_under_its_cap() {
         use crate::event::{Change, StepChange, StepUpdate};
         use crate::ids::StageRef;
-        use crate::state::{AgentState, Executor, StepState};
+        use crate::state::{AgentState, Executor, StepResult, StepState};
         let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
         a.step_chars = 10;
         let mut step = StepState::new(
@@ -111,7 +111,7 @@ mod tests {
         a.update_step(
             &id,
             StepUpdate {
-                execute_result: Some(json!({"text": "r".repeat(30)})),
+                execute_result: Some(StepResult::output(json!({"text": "r".repeat(30)}))),
                 ..Default::default()
             },
         );
