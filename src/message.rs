@@ -403,6 +403,9 @@ pub struct ExecuteOutput {
     /// The step's model endpoint stayed down past `waits.model_secs`: why. The step's task
     /// ends failed with it (the base task goes on).
     pub endpoint_down: Option<String>,
+    /// The repair rules that fired on the step (counted in its task).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<crate::policy::Repair>,
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::config::TeamConfig;
 use crate::event::States;
 use crate::ids::AgentId;
 use crate::ids::TaskId;
+use crate::policy::Repair;
 use crate::state::{ExecutionState, TaskState, TokenUsage, WorkingState};
 use crate::store::Store;
 use serde_json::Value;
@@ -104,6 +105,17 @@ pub struct RunReport {
     pub tokens: TokenUsage,
     /// What those tokens cost in USD, when the agents' LLM configs give prices.
     pub cost_usd: Option<f64>,
+    /// How many times each repair rule fired on the goal's work (its tasks' steps and the
+    /// manager's steps on the goal itself).
+    pub repairs: BTreeMap<Repair, u64>,
+}
+
+/// The repairs counted in the base task (where a goal is acted on) so far.
+fn base_repairs(s: &States, base: &TaskId) -> BTreeMap<Repair, u64> {
+    s.tasks
+        .get(base)
+        .map(|t| t.repairs.clone())
+        .unwrap_or_default()
 }
 
 /// What each of the team's agents has spent so far.
@@ -159,6 +171,7 @@ pub async fn run_goal(
             .collect()
     }));
     let spent_before = team.monitor.read(spent);
+    let base_before = team.monitor.read(|s| base_repairs(s, &team.base_task));
     let mut events = team.monitor.subscribe();
     team.submit_goal(opts.manager.as_ref(), goal).await?;
 
@@ -226,7 +239,11 @@ pub async fn run_goal(
         outcome = o;
     }
     team.shutdown().await;
-    let (tasks, steps_run) = team.monitor.read(|s| {
+    let mut repairs = team.monitor.read(|s| base_repairs(s, &team.base_task));
+    for (rule, n) in base_before {
+        repairs.entry(rule).and_modify(|m| *m = m.saturating_sub(n));
+    }
+    let (tasks, steps_run): (Vec<TaskState>, usize) = team.monitor.read(|s| {
         let tasks = s
             .tasks_in_order()
             .into_iter()
@@ -235,6 +252,12 @@ pub async fn run_goal(
             .collect();
         (tasks, s.counters().steps_run as usize)
     });
+    for t in &tasks {
+        for (rule, n) in &t.repairs {
+            *repairs.entry(*rule).or_default() += n;
+        }
+    }
+    repairs.retain(|_, n| *n > 0);
     let states = team.monitor.all();
     let spent_after = team.monitor.read(spent);
     let (tokens, cost_usd) = spent_between(&spent_before, &spent_after);
@@ -247,6 +270,7 @@ pub async fn run_goal(
         steps_run,
         tokens,
         cost_usd,
+        repairs,
     })
 }
 

@@ -30,7 +30,8 @@ fn team_file(base_url: &str) -> std::path::PathBuf {
             "llm: {{provider: openai, base_url: '{base_url}', model: qwen2.5-coder-1.5b-instruct, max_retries: 1}}\n\
              agents:\n\
              \x20 - {{id: manager, name: Mira, role: manager, skills: [task_manager, send_message]}}\n\
-             \x20 - {{id: writer, name: Wren, role: writer, skills: [planning, reflection, summary, think]}}\n"
+             \x20 - {{id: writer, name: Wren, role: writer, skills: [planning, reflection, summary, think]}}\n\
+             repairs: small_model\n"
         ),
     )
     .unwrap();

@@ -239,8 +239,9 @@ async fn a_tool_that_may_have_acted_is_not_called_again_after_a_restart_a_read_o
     let (_, state, result) = of("writer");
     assert_eq!(state, StepExecutionState::Failed);
     assert!(
-        result.unwrap()["error"]
-            .as_str()
+        result
+            .unwrap()
+            .error
             .unwrap()
             .contains("interrupted by a restart"),
     );

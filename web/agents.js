@@ -348,6 +348,15 @@ function stepGroup(title, testid, steps, empty, total, extra) {
   );
 }
 
+/** The repairs the runtime made to a step's answer (`execute_result.repairs`), one flag. */
+function repairsFlag(res) {
+  const fired = res && Array.isArray(res.repairs) ? res.repairs : [];
+  if (!fired.length) return null;
+  const title = fired.map((f) => `${f.rule}: ${f.what}`).join('\n');
+  const label = fired.length === 1 ? `repaired: ${fired[0].rule}` : `${fired.length} repairs`;
+  return h('span', { class: 'flag flag-repair', testid: 'step-repairs', title }, label);
+}
+
 function stepRow(s) {
   const tokens = fmt.tokens(s.token_usage);
   const res = s.execute_result;
@@ -369,6 +378,7 @@ function stepRow(s) {
     h('span', { class: `exec exec-${s.type}`, title: `type: ${s.type}` }, `${s.type === 'tool' ? 'tool' : 'skill'} · ${s.executor}`),
     !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
     dropped ? h('span', { class: 'flag' }, 'dropped') : null,
+    repairsFlag(res),
     s.model_wait
       ? h('span', { class: 'flag flag-wait', testid: 'step-model-wait', title: s.model_wait.reason }, `waiting for the model endpoint since ${fmt.clock(s.model_wait.since)}`)
       : null,

@@ -259,7 +259,7 @@ impl AgentActor {
         };
         let id = step.step_id.clone();
         if self.llm.is_none() {
-            let asking = Asking::new(request);
+            let asking = Asking::new(request, self.state.repairs.reasks());
             self.on_answer(
                 id,
                 Err("this agent has no LLM (a human agent's steps never run)".into()),
@@ -268,7 +268,8 @@ impl AgentActor {
             );
             return;
         }
-        self.ask(id, request.clone(), Asking::new(request), ctx);
+        let asking = Asking::new(request.clone(), self.state.repairs.reasks());
+        self.ask(id, request, asking, ctx);
     }
 
     /// Sends a step's request to its model; the answer comes back to `on_answer`.
@@ -378,7 +379,8 @@ impl AgentActor {
             (reply, _) => reply,
         };
         // A model that gives the same unusable answer again is stuck on it: no more asking.
-        let stuck = reply.as_ref().is_ok_and(|r| asking.gave_before(&r.text));
+        let stuck = self.state.repairs.allows(crate::policy::Repair::ReaskStuck)
+            && reply.as_ref().is_ok_and(|r| asking.gave_before(&r.text));
         let may_ask_again = asking.may_ask_again() && !stuck;
         match complete_step(&mut self.state, &id, reply, now, may_ask_again) {
             // An answer the skill cannot use: the same question again, with the error. The
@@ -426,6 +428,9 @@ impl AgentActor {
                 ..Default::default()
             },
         );
+        // Each re-ask is a firing of the `reask` rule, counted in the step's task.
+        let reasks = std::iter::repeat_n(crate::policy::Repair::Reask, asking.tries.len());
+        completion.output.repairs.extend(reasks);
         if let Some((_, usage)) = completion.output.token_usage.as_mut() {
             usage.add(asking.spent);
         } else {

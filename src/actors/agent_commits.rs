@@ -19,6 +19,7 @@ impl AgentActor {
             // The runtime closes the task the refused step was about (never an add_task).
             task_id: Some(closing.task().clone()),
             task_instruction: Some(closing),
+            repairs: vec![crate::policy::Repair::RuntimeClosing],
             ..Default::default()
         };
         let held = self.hand_over();

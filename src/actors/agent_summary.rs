@@ -37,6 +37,7 @@ impl AgentActor {
             progress: None,
             model_wait: None,
             retry: 0,
+            mending: crate::llm::Mending::of(&self.state.repairs),
         }
     }
 

@@ -43,6 +43,8 @@ pub struct AgentFactory {
     pub private_bytes: usize,
     /// `step_limits:`, given to every agent.
     pub step_limits: crate::agent::StepLimits,
+    /// `repairs:`, given to every agent.
+    pub repairs: crate::policy::Repairs,
     /// `waits:` (with the team's humans), given to every agent.
     pub wait_patience: crate::state::WaitPatience,
     /// Each configured agent's `tool_approval` (others, hired ones, get the team's).
@@ -126,6 +128,7 @@ impl AgentFactory {
         state.step_chars = self.step_chars;
         state.private_bytes = self.private_bytes;
         state.step_limits = self.step_limits;
+        state.repairs = self.repairs.clone();
         state.wait_patience = self.wait_patience.clone();
         state.tool_approval = self
             .tool_approvals
@@ -188,6 +191,7 @@ impl AgentFactory {
         state.template = Some(template.name.clone());
         state.step_chars = self.step_chars;
         state.step_limits = self.step_limits;
+        state.repairs = self.repairs.clone();
         state.base_task = Some(self.base_task.clone());
         state.refresh_working_state();
         state.take_changes();

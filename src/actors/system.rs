@@ -233,6 +233,7 @@ fn start(
     .with_catalog(catalog)
     .with_retention(cfg.retention)
     .with_task_limits(cfg.task_limits)
+    .with_repairs(cfg.repairs.clone())
     .with_budget(TaskBudget {
         tokens: cfg.step_limits.task_tokens,
         steps: cfg.step_limits.task_steps,
@@ -304,6 +305,7 @@ fn start(
         step_chars: cfg.retention.step_chars,
         private_bytes: cfg.retention.memory.private_chat(),
         step_limits: cfg.step_limits,
+        repairs: cfg.repairs.clone(),
         wait_patience: crate::state::WaitPatience {
             humans: Arc::new(humans.iter().cloned().collect()),
             ..cfg.waits.clone()

@@ -9,12 +9,12 @@ use crate::llm::ChatReply;
 use crate::message::{
     CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate, TaskInstruction,
 };
+use crate::policy::{Fired, Repair, Repairs};
 use crate::skills;
 use crate::state::{
     AgentState, Cancelled, Executor, Skill, StageAgentState, StepOrigin, StepResult, StepState,
     TokenUsage,
 };
-use serde_json::json;
 
 /// What finishing a step's LLM call produced.
 #[derive(Debug)]
@@ -81,7 +81,12 @@ pub fn complete_step(
     let lock_before: Vec<WaitId> = agent.step_lock.ids().cloned().collect();
     let mut stage_state = StageAgentState::Working;
     let answered = reply.is_ok();
-    let (result, failure) = match reply {
+    let mut fired = Vec::new();
+    let mut reply = reply;
+    if let Ok(r) = &mut reply {
+        mend_reply(&agent.repairs, r, &mut fired);
+    }
+    let (mut result, failure) = match reply {
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
         // closed work, so the answer is kept for the record and nothing else happens.
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
@@ -118,6 +123,7 @@ pub fn complete_step(
                         });
                     }
                     stage_state = o.stage_state;
+                    fired.extend(o.repairs);
                     (StepResult::output(o.result), None)
                 }
                 Err(e) => {
@@ -133,11 +139,14 @@ pub fn complete_step(
             }
         }
     };
+    output.repairs.extend(fired.iter().map(|f| f.rule));
+    result.repairs.extend(fired);
     agent.update_step(step_id, result_update(result));
     if let Some(f) = &failure
         && let FollowUp::Close(closing) = follow_up(agent, &step, f, None, answered)
     {
         output.task_instruction = Some(closing);
+        output.repairs.push(Repair::RuntimeClosing);
     }
     Completion::Done(finish_output(
         agent,
@@ -177,30 +186,68 @@ fn follow_up(
     if !agent.holds(&step.task_id, &step.stage_id) {
         return FollowUp::Nothing;
     }
-    if let Some(again) = super::receive::act_again(step, reason, refused) {
+    let allows = |rule| agent.repairs.allows(rule);
+    if allows(Repair::SecondTry)
+        && let Some(again) = super::receive::act_again(step, reason, refused)
+    {
+        let what = format!("tried once more as step {}", again.step_id);
         agent.add_next_steps(vec![again]);
+        note_repair(agent, &step.step_id, Fired::new(Repair::SecondTry, what));
         return FollowUp::Again;
     }
-    if !answered || !step.origin.is_second_try() {
+    if !answered || !step.origin.is_second_try() || !allows(Repair::RuntimeClosing) {
         return FollowUp::Nothing;
     }
     let Some(closing) = skills::closing(agent, step, reason) else {
         return FollowUp::Nothing;
     };
-    let mut result = agent
-        .agent_step
-        .get(&step.step_id)
-        .and_then(|s| s.execute_result.clone())
-        .unwrap_or_default();
-    result.set("closed_by_runtime", json!(closing));
-    agent.update_step(
+    let what = format!(
+        "the manager's second try could not be carried out either: the runtime closed the \
+         work in its place ({})",
+        serde_json::to_string(&closing).unwrap_or_default()
+    );
+    note_repair(
+        agent,
         &step.step_id,
-        StepUpdate {
-            execute_result: Some(result),
-            ..Default::default()
-        },
+        Fired::new(Repair::RuntimeClosing, what),
     );
     FollowUp::Close(closing)
+}
+
+/// Records one firing of a repair rule on a step that already has its result.
+fn note_repair(agent: &mut AgentState, step_id: &StepId, fired: Fired) {
+    let Some(step) = agent.agent_step.get(step_id) else {
+        return;
+    };
+    let mut result = step.execute_result.clone().unwrap_or_default();
+    result.repairs.push(fired);
+    agent.update_step(step_id, result_update(result));
+}
+
+/// The repairs a reply gets before its skill reads it: an answer the provider stopped in a
+/// loop is recorded (`loop_cut`), and a constrained one stopped inside its JSON is closed where
+/// it stopped (`closed_json`): a small model that loops once inside a string would most often
+/// loop again when asked again.
+fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>) {
+    if reply.cut != Some(crate::llm::Cut::Repetition) {
+        return;
+    }
+    fired.push(Fired::new(
+        Repair::LoopCut,
+        "the answer wrote one passage over and over: it was stopped after the first round",
+    ));
+    if !repairs.allows(Repair::ClosedJson) {
+        return;
+    }
+    if let Some(tagged) = crate::parse::closed_object(&reply.text)
+        .and_then(|closed| crate::llm::structured::tagged_answer(&closed))
+    {
+        reply.text = tagged;
+        fired.push(Fired::new(
+            Repair::ClosedJson,
+            "the JSON answer stopped in a loop was closed where it stopped",
+        ));
+    }
 }
 
 /// A step that did its part but whose output SyncState refused (an instruction that cannot
@@ -382,6 +429,11 @@ pub(super) fn finish_output(
     lock_before: &[WaitId],
     may_recover: bool,
 ) -> StepCompletion {
+    // A second try is counted as its task's repair once it ran (it is recorded on the step it
+    // followed when queued).
+    if step.origin.is_second_try() {
+        output.repairs.push(Repair::SecondTry);
+    }
     let open = agent.holds(&step.task_id, &step.stage_id);
     if let (Some(stage), true) = (step.stage_id.stage(), open) {
         let goal = (step.task_id.clone(), stage.clone());

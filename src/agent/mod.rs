@@ -27,7 +27,7 @@ pub use complete::{
 };
 pub use human::{HumanError, HumanMessage, MAX_WAIT_SECS, human_send, receive_as_human};
 pub use limits::{StepLimits, stop_reason};
-pub use reask::{Asking, REASKS};
+pub use reask::Asking;
 pub use receive::{Received, asks_to_act, receive_message};
 pub use resume::{
     INTERRUPTED, interrupted_tool_call, interrupted_tool_steps, resume_after_restart,

@@ -1,13 +1,10 @@
 //! Asking the model again when its answer cannot be used (a missing tag, broken JSON, a plan
 //! that names an executor it may not use): the same prompt, followed by the exact error and
-//! the answer it gave, at most [`REASKS`] times (seed 000: JSON_GEN_MAX_TRIAL) before the step
-//! fails. Each try is recorded on the step (`execute_result.reasked`), so it stays visible.
+//! the answer it gave, at most `repairs.reasks` times (seed 000: JSON_GEN_MAX_TRIAL) before
+//! the step fails. Each try is recorded on the step (`execute_result.reasked`), so it stays visible.
 
 use crate::llm::ChatRequest;
 use crate::state::{TokenUsage, Try};
-
-/// How many times a step's model is asked again after an answer it could not use.
-pub const REASKS: usize = 3;
 
 /// How much of a bad answer goes back into the prompt (its start and its end).
 const ANSWER_SHOWN: usize = 1_000;
@@ -23,21 +20,24 @@ pub struct Asking {
     pub spent: TokenUsage,
     /// The model's endpoint stayed down past `waits.model_secs`: why (its task fails).
     pub endpoint_down: Option<String>,
+    /// How many times an unusable answer is asked about again (`repairs.reasks`).
+    pub reasks: usize,
 }
 
 impl Asking {
-    pub fn new(request: ChatRequest) -> Self {
+    pub fn new(request: ChatRequest, reasks: usize) -> Self {
         Asking {
             request,
             tries: Vec::new(),
             spent: TokenUsage::default(),
             endpoint_down: None,
+            reasks,
         }
     }
 
     /// Whether another unusable answer may still be asked again.
     pub fn may_ask_again(&self) -> bool {
-        self.tries.len() < REASKS
+        self.tries.len() < self.reasks
     }
 
     /// Whether `answer` is the unusable answer the model gave last time, word for word: a model
@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn each_try_carries_the_error_and_the_answer_and_the_tries_run_out() {
-        let mut a = Asking::new(request());
+        let mut a = Asking::new(request(), 3);
         let usage = TokenUsage::new(10, 2);
         let again = a.again("no <think> tag", "hello", usage);
         assert!(
@@ -113,7 +113,7 @@ mod tests {
             "the request says how many answers were unusable"
         );
         assert!(!a.may_ask_again());
-        assert_eq!(a.tries.len(), REASKS);
+        assert_eq!(a.tries.len(), 3);
         assert!(
             a.gave_before("y") && !a.gave_before("x"),
             "only the last answer counts"

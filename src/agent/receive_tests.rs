@@ -463,3 +463,48 @@ fn finishing_a_stage_frees_the_waits_taken_in_it() {
         crate::state::WorkingState::Working
     );
 }
+
+/// Every notice a task sends its manager, each with its wording replaced by something else:
+/// the manager's step (its skill, its origin), what it is asked to answer (the schema) and
+/// whether it judges work come out the same. The runtime decides on the typed notice, never on
+/// its text.
+#[test]
+fn rewording_a_notice_changes_no_decision() {
+    use crate::skills::answer_schema::answer_schema;
+    let task = crate::state::TaskState::new("t".into(), "h".into(), "a haiku".into(), "m".into());
+    let mut stage = crate::state::StageState::new(
+        "t".into(),
+        "write it".into(),
+        [("w".into(), "write".into())].into(),
+    );
+    stage.completion_summary.insert("w".into(), "Rain".into());
+    let roster = [crate::sync::Member::new("w", "writer")];
+    let notices = [
+        crate::sync::notices::task_created(&task, &roster),
+        crate::sync::notices::stage_complete(&task, &stage),
+        crate::sync::notices::judge_task(&task, [&stage].into_iter()),
+        crate::sync::notices::agent_stuck(&task, &stage, &"w".into(), "model down"),
+    ];
+    let manager = || {
+        let mut m = AgentState::new("m".into(), "M".into(), "manager".into(), "p".into());
+        m.skills = vec![Skill::TaskManager];
+        m.base_task = Some("base".into());
+        m.note_working_memory("t".into(), None);
+        m
+    };
+    for notice in notices {
+        let reworded = Message {
+            message: "Something else entirely, in other words.".into(),
+            ..notice.clone()
+        };
+        let decide = |m: &Message| {
+            let mut a = manager();
+            receive_message(&mut a, m);
+            let step = a.agent_step.next().unwrap().clone();
+            let schema = answer_schema(Skill::TaskManager, &a, &step, &[]);
+            let judges = crate::skills::judges(&a, &step);
+            (step.executor, step.origin, schema, judges)
+        };
+        assert_eq!(decide(&notice), decide(&reworded), "{}", notice.message);
+    }
+}

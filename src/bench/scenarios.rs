@@ -369,6 +369,7 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
             progress: None,
             model_wait: None,
             retry: 0,
+            mending: crate::llm::Mending::of(&agent.repairs),
         }))
         .map_err(|e| e.to_string());
         let now = crate::clock::Now::current();

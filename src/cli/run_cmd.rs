@@ -44,8 +44,11 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
         .unwrap_or_default();
     let code = report.outcome.exit_code();
     let what = report.outcome.describe(opts.timeout);
+    let repairs = cohort::policy::repairs::counted(&report.repairs)
+        .map(|r| format!(", {r}"))
+        .unwrap_or_default();
     eprintln!(
-        "{} ({}, {} prompt + {} completion tokens{cost} in {})",
+        "{} ({}, {} prompt + {} completion tokens{cost} in {}{repairs})",
         if code == 0 {
             paint.green(&what)
         } else {

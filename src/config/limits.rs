@@ -199,7 +199,7 @@ const MAX_FRAME_INTERVAL_MS: u64 = 1_000;
 
 /// `v` when it lies in `min..=max` (no upper bound without `max`); otherwise the default,
 /// with the problem noted under `field`.
-pub(super) fn bounded<T: PartialOrd + Copy + Display>(
+pub(crate) fn bounded<T: PartialOrd + Copy + Display>(
     out: &mut Findings,
     file: &Path,
     field: &str,

@@ -5,6 +5,7 @@ mod agent;
 mod http;
 mod limits;
 mod raw;
+mod repairs;
 mod team;
 mod templates;
 

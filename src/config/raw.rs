@@ -60,6 +60,9 @@ pub struct RawTeam {
     /// `config::Http`).
     #[serde(default)]
     pub http: Option<RawHttp>,
+    /// Which rules mend a model's slips, and their thresholds (see `policy::Repairs`).
+    #[serde(default)]
+    pub repairs: Option<super::repairs::RawRepairs>,
 }
 
 /// `http:`, how `cohort serve` treats connections.

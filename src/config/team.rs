@@ -123,6 +123,8 @@ pub struct TeamConfig {
     pub store: Compaction,
     /// How `cohort serve` treats HTTP connections (`http:`).
     pub http: super::Http,
+    /// Which rules mend a model's slips (`repairs:`).
+    pub repairs: crate::policy::Repairs,
 }
 
 impl TeamConfig {
@@ -325,6 +327,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let task_limits = task_limits(raw.task_limits.clone().unwrap_or_default(), file, &mut out);
     let store = compaction(raw.store.clone().unwrap_or_default(), file, &mut out);
     let http = super::http::http(raw.http.clone().unwrap_or_default(), file, &mut out);
+    let repairs = super::repairs::repairs(raw.repairs.clone(), file, &mut out);
 
     // A script is checked once, against the agents, templates and skills of the team: replies
     // may be keyed by an agent id or, for agents a manager creates, by a template name.
@@ -373,6 +376,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         task_limits,
         store,
         http,
+        repairs,
         tool_approval: raw.tool_approval.map(Into::into).unwrap_or_default(),
     })
 }

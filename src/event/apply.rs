@@ -43,6 +43,11 @@ pub fn apply_task(task: &mut TaskState, c: &TaskChange) {
             task.shared_conversation_omitted += conv as u64;
         }
         TaskChange::Tokens { usage, .. } => task.token_usage.add(*usage),
+        TaskChange::Repaired { rules, .. } => {
+            for r in rules {
+                *task.repairs.entry(*r).or_default() += 1;
+            }
+        }
         TaskChange::Paused { paused, .. } => task.paused = *paused,
     }
 }

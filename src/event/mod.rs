@@ -79,6 +79,11 @@ pub enum TaskChange {
         task_id: TaskId,
         usage: TokenUsage,
     },
+    /// Repair rules fired on one of the task's steps (`policy::repairs`).
+    Repaired {
+        task_id: TaskId,
+        rules: Vec<crate::policy::Repair>,
+    },
     /// An operator paused (or resumed) the task: its agents start none of its steps.
     Paused {
         task_id: TaskId,
@@ -329,6 +334,7 @@ impl Change {
                 | TaskChange::Conversation { task_id, .. }
                 | TaskChange::Trimmed { task_id, .. }
                 | TaskChange::Tokens { task_id, .. }
+                | TaskChange::Repaired { task_id, .. }
                 | TaskChange::Paused { task_id, .. }
                 | TaskChange::Evicted { task_id, .. } => task_id,
             }),

@@ -79,6 +79,7 @@ mod tests {
         let limited = Limited::new(Arc::new(probe.clone()), 3);
         let calls = (0..20).map(|i| {
             limited.chat(ChatRequest {
+                mending: Default::default(),
                 system: String::new(),
                 prompt: String::new(),
                 answer_format: None,

@@ -51,6 +51,43 @@ pub struct ChatRequest {
     /// time). A provider may sample more freely when asking again: the same prompt at the same
     /// temperature tends to give the same unusable answer (a small model stuck repeating).
     pub retry: u32,
+    /// What the provider may do about the model's slips while it answers (the repair policy's
+    /// share of the call).
+    pub mending: Mending,
+}
+
+/// What a provider may do about a model's slips while it answers, as the team's repair policy
+/// (`policy::repairs`) allows: stop an answer that loops, sample more freely when asking again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mending {
+    /// `loop_cut`: stop an answer that writes one passage again and again.
+    pub loop_cut: Option<repetition::LoopLimits>,
+    /// `reask_temperature`: each re-ask samples more freely.
+    pub hotter_retries: bool,
+}
+
+impl Mending {
+    /// What `repairs` allows a provider.
+    pub fn of(repairs: &crate::policy::Repairs) -> Self {
+        use crate::policy::Repair;
+        let t = repairs.thresholds;
+        Mending {
+            loop_cut: repairs
+                .allows(Repair::LoopCut)
+                .then_some(repetition::LoopLimits {
+                    times: t.loop_times,
+                    span: t.loop_span,
+                }),
+            hotter_retries: repairs.allows(Repair::ReaskTemperature),
+        }
+    }
+}
+
+impl Default for Mending {
+    /// As the default policy (`repairs: auto`) allows.
+    fn default() -> Self {
+        Mending::of(&crate::policy::Repairs::default())
+    }
 }
 
 #[cfg(test)]
@@ -73,6 +110,7 @@ impl ChatRequest {
             progress: None,
             model_wait: None,
             retry: 0,
+            mending: Mending::default(),
         }
     }
 }
@@ -163,11 +201,12 @@ impl ChatReply {
     /// A whole answer the token limit cut off that ends in a loop keeps the passage once and is
     /// marked cut by repetition (the re-ask then says why it ran so long); an answer that ended
     /// by itself is left as it is.
-    pub fn without_loop(mut self) -> Self {
+    pub fn without_loop(mut self, limits: Option<repetition::LoopLimits>) -> Self {
+        let Some(limits) = limits else { return self };
         if self.cut != Some(Cut::TokenLimit) {
             return self;
         }
-        if let Some(at) = repetition::loop_start(&self.text) {
+        if let Some(at) = repetition::loop_start(&self.text, limits) {
             self.text.truncate(at);
             self.cut = Some(Cut::Repetition);
         }

@@ -394,7 +394,7 @@ async fn attempt(
         Ok(Err(error)) => classify(error),
     };
     // A whole answer that ended in a loop (it ran to max_tokens, most likely) says so.
-    reply.map(ChatReply::without_loop)
+    reply.map(|r| r.without_loop(request.mending.loop_cut))
 }
 
 /// Why one attempt did not produce a reply.

@@ -6,21 +6,27 @@
 /// The shortest and longest passage a loop is looked for with, in bytes.
 const SHORTEST: usize = 8;
 const LONGEST: usize = 400;
-/// A loop is the same passage at least this many times in a row at the text's end ...
-const TIMES: usize = 4;
-/// ... over at least this many bytes (a few short repeats, such as a Markdown rule, are text).
-const SPAN: usize = 240;
 /// A passage with fewer different letters than this is not looked at as a loop.
 const LETTERS: usize = 4;
 
+/// What makes a loop: the same passage at least `times` times in a row at the text's end,
+/// over at least `span` bytes (a few short repeats, such as a Markdown rule, are text); the
+/// repair policy's `loop_times` and `loop_span`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopLimits {
+    pub times: usize,
+    pub span: usize,
+}
+
 /// Where the loop at the end of `text` begins its second round, if `text` ends in one: what
-/// comes before is the answer with the passage once. A passage of words repeated `TIMES` times
-/// in a row over `SPAN` bytes or more is a loop; one with fewer than `LETTERS` different
-/// letters is not (a rule of dashes, a row of zeros, padding: text that may rightly repeat).
-pub fn loop_start(text: &str) -> Option<usize> {
+/// comes before is the answer with the passage once. A passage of words repeated as `limits`
+/// say is a loop; one with fewer than `LETTERS` different letters is not (a rule of dashes, a
+/// row of zeros, padding: text that may rightly repeat).
+pub fn loop_start(text: &str, limits: LoopLimits) -> Option<usize> {
+    let LoopLimits { times, span } = limits;
     let b = text.as_bytes();
-    for period in SHORTEST..=LONGEST.min(b.len() / TIMES) {
-        let need = (period * TIMES).max(SPAN);
+    for period in SHORTEST..=LONGEST.min(b.len() / times.max(1)) {
+        let need = (period * times).max(span);
         if need > b.len() {
             break;
         }
@@ -54,11 +60,16 @@ pub fn loop_start(text: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
+    const L: LoopLimits = LoopLimits {
+        times: 4,
+        span: 240,
+    };
+
     #[test]
     fn a_line_written_again_and_again_is_a_loop_cut_after_its_first_round() {
         let line = "Autumn rain whispers on the roof,\n";
         let text = format!("<think>{}</think>\n{}", "Haiku:\n", line.repeat(12));
-        let cut = loop_start(&text).expect("a loop");
+        let cut = loop_start(&text, L).expect("a loop");
         // The round found starts at the newline before the first repeat.
         assert_eq!(
             &text[..cut],
@@ -72,7 +83,7 @@ mod tests {
             "intro {}Autumn r",
             "Autumn rain, cold and grey. ".repeat(10)
         );
-        let cut = loop_start(&text).expect("a loop");
+        let cut = loop_start(&text, L).expect("a loop");
         assert!(text[..cut].ends_with("cold and grey."), "{}", &text[..cut]);
         assert_eq!(text[..cut].matches("Autumn rain").count(), 1);
     }
@@ -80,21 +91,24 @@ mod tests {
     #[test]
     fn ordinary_answers_and_short_repeats_are_not_loops() {
         let haiku = "<think>Autumn rain falls soft\nOn the quiet, empty street\nLeaves drift in the cold</think>";
-        assert_eq!(loop_start(haiku), None);
+        assert_eq!(loop_start(haiku, L), None);
         let table = format!("| a | b |\n{}", "|---|---|\n".repeat(3));
-        assert_eq!(loop_start(&table), None);
+        assert_eq!(loop_start(&table, L), None);
         let plan = r#"<planned_step>[{"step_intention": "Write the haiku", "type": "skill", "executor": "think", "text_content": "Write it"}, {"step_intention": "Report it", "type": "skill", "executor": "summary", "text_content": "Report"}]</planned_step>"#;
-        assert_eq!(loop_start(plan), None);
-        assert_eq!(loop_start(&format!("done{}", " ".repeat(500))), None);
-        assert_eq!(loop_start(&format!("rule\n{}", "-".repeat(400))), None);
-        assert_eq!(loop_start(&format!("zeros: {}", "0, ".repeat(200))), None);
-        assert_eq!(loop_start(""), None);
+        assert_eq!(loop_start(plan, L), None);
+        assert_eq!(loop_start(&format!("done{}", " ".repeat(500)), L), None);
+        assert_eq!(loop_start(&format!("rule\n{}", "-".repeat(400)), L), None);
+        assert_eq!(
+            loop_start(&format!("zeros: {}", "0, ".repeat(200)), L),
+            None
+        );
+        assert_eq!(loop_start("", L), None);
     }
 
     #[test]
     fn multibyte_text_is_cut_on_a_character_boundary() {
         let text = "秋雨落在屋顶上，".repeat(20);
-        let cut = loop_start(&text).expect("a loop");
+        let cut = loop_start(&text, L).expect("a loop");
         assert!(text.is_char_boundary(cut));
         assert_eq!(&text[..cut], "秋雨落在屋顶上，");
     }

@@ -1,10 +1,12 @@
-//! Pure decisions about what agents may do on their own: how risky a tool call is, and whether
-//! it must wait for a person's approval first.
+//! Pure decisions about what agents may do on their own: how risky a tool call is, whether it
+//! must wait for a person's approval first, and which of a model's slips the runtime mends.
 
 mod approval;
 mod judged;
+pub mod repairs;
 mod risk;
 
 pub use approval::{ApprovalPolicy, args_hash};
 pub use judged::{judge_prompt, with_judgement};
+pub use repairs::{Fired, Preset, Repair, Repairs, Thresholds};
 pub use risk::{Risk, RiskOverrides, ToolRisk, judge};

@@ -365,7 +365,11 @@ fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> 
         in_task.push(finish_task);
     }
     // A second try after SyncState refused an action is offered the others (when there are).
-    if let Some(refused) = &step.refused_instruction {
+    if let Some(refused) = &step.refused_instruction
+        && agent
+            .repairs
+            .allows(crate::policy::Repair::RefusedActionBarred)
+    {
         let is_refused = |v: &Value| v["properties"]["action"]["enum"][0] == refused.action();
         if in_task.iter().any(|v| !is_refused(v)) {
             in_task.retain(|v| !is_refused(v));

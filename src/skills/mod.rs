@@ -15,11 +15,12 @@ mod think;
 
 pub use instruction_generation::next_tool_step;
 pub use plan::{check_plan, queue_plan};
-pub use task_manager::closing;
+pub use task_manager::{closing, judges};
 
 use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
 use crate::parse::{self, ParseError};
+use crate::policy::Repair;
 use crate::state::{AgentState, Skill, StageAgentState, StepState};
 use serde_json::Value;
 
@@ -37,6 +38,18 @@ pub struct SkillOutcome {
     pub ask_info: Option<AskInfoRequest>,
     /// The agent's completion summary for the stage (summary skill).
     pub completion: Option<String>,
+    /// The repairs made to the answer on the way (`policy::repairs`).
+    pub repairs: Vec<crate::policy::Fired>,
+}
+
+impl SkillOutcome {
+    /// What `rule` changed, when it fired on the answer.
+    pub fn fired(&self, rule: Repair) -> Option<&str> {
+        self.repairs
+            .iter()
+            .find(|f| f.rule == rule)
+            .map(|f| f.what.as_str())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +95,7 @@ pub fn interpret(
             plan::interpret(skill, agent, step, answer)?
         }
         Skill::Summary => summary::interpret(agent, step, answer)?,
-        Skill::Think | Skill::QuickThink => think::interpret(skill, step, answer)?,
+        Skill::Think | Skill::QuickThink => think::interpret(skill, agent, step, answer)?,
         Skill::SendMessage => send_message::interpret(agent, step, answer, now)?,
         Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
         Skill::TaskManager => {
@@ -118,9 +131,14 @@ pub fn interpret(
 /// manager's judgement whose action kept disagreeing with its verdict is carried out as the
 /// verdict says.
 pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
+    let allows = |rule| agent.repairs.allows(rule);
     match (step.executor.skill()?, error) {
-        (Skill::Summary, _) => summary::repair(agent, step, &error.to_string()),
-        (skill @ (Skill::Think | Skill::QuickThink), SkillError::Echo(text)) => {
+        (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => {
+            summary::repair(agent, step, Repair::ComposedAfterReasks, &error.to_string())
+        }
+        (skill @ (Skill::Think | Skill::QuickThink), SkillError::Echo(text))
+            if allows(Repair::EchoKept) =>
+        {
             Some(think::kept_echo(skill, text))
         }
         (
@@ -129,7 +147,9 @@ pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Optio
                 reached,
                 instruction,
             },
-        ) => task_manager::carry_out_verdict(agent, step, *reached, instruction),
+        ) if allows(Repair::VerdictCarriedOut) => {
+            task_manager::carry_out_verdict(agent, step, *reached, instruction)
+        }
         _ => None,
     }
 }
@@ -139,14 +159,16 @@ pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Optio
 /// few words added: what a small model
 /// does when it does not do the work (seen on Qwen2.5 1.5B, for summaries and for the
 /// think step that was to write the poem).
-pub(crate) fn echoes(answer: &str, step: &StepState) -> bool {
+pub(crate) fn echoes(answer: &str, step: &StepState, slack: usize) -> bool {
     [&step.text_content, &step.step_intention]
         .iter()
-        .any(|t| hands_back(answer, t))
+        .any(|t| hands_back(answer, t, slack))
 }
 
 /// Whether `answer` only hands back `asked` (see [`echoes`]).
-pub(crate) fn hands_back(answer: &str, asked: &str) -> bool {
+/// `slack`: the characters an answer may add to its instruction and still hand it back
+/// (`repairs.echo_slack`).
+pub(crate) fn hands_back(answer: &str, asked: &str, slack: usize) -> bool {
     let plain = |s: &str| {
         s.split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
@@ -161,7 +183,7 @@ pub(crate) fn hands_back(answer: &str, asked: &str) -> bool {
     !said.is_empty()
         && !asked.is_empty()
         && ((asked.starts_with(&said) && 2 * said.len() >= asked.len())
-            || (said.starts_with(&asked) && said.len() < asked.len() + ECHO_SLACK))
+            || (said.starts_with(&asked) && said.len() < asked.len() + slack))
 }
 
 /// The agent's goal in the stage of `step`, as the stage's start gave it (the origin of the
@@ -190,9 +212,6 @@ pub(crate) fn after_echoed_start(answer: &str, handed_back: impl Fn(&str) -> boo
     }
 }
 
-/// Characters an answer may add to its instruction and still count as handing it back.
-const ECHO_SLACK: usize = 40;
-
 fn set(result: &mut Value, key: &str, v: Value) {
     if !result.is_object() {
         *result = serde_json::json!({ "result": result.take() });
@@ -215,9 +234,12 @@ pub(crate) mod test_support {
     use crate::ids::{StageId, StageRef};
     use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
 
+    /// An agent with `skills` whose model's slips are all mended (`repairs: small_model`), as
+    /// the tests of each rule need.
     pub fn agent(skills: &[Skill]) -> AgentState {
         let mut a = AgentState::new("w".into(), "Wren".into(), "writer".into(), "writes".into());
         a.skills = skills.to_vec();
+        a.repairs = crate::policy::Repairs::preset(crate::policy::Preset::SmallModel);
         a
     }
 

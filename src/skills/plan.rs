@@ -5,6 +5,7 @@
 use super::{SkillError, SkillOutcome, working};
 use crate::agent::{asks_to_act, plan_check};
 use crate::parse::{self, RawPlannedStep};
+use crate::policy::{Fired, Repair};
 use crate::state::{
     AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin, StepState,
 };
@@ -19,7 +20,8 @@ pub fn interpret(
     let raw = parse::planned_steps(answer)?;
     let asked = raw.len();
     let acting = planner == Skill::Decision && asks_to_act(step);
-    let (mut accepted, rejected) = check_plan(raw, agent, planner, acting);
+    let mut repairs = Vec::new();
+    let (mut accepted, rejected) = check_plan(raw, agent, planner, acting, &mut repairs);
     if accepted.is_empty() && asked > 0 {
         return Err(SkillError::EmptyPlan(rejected.join("; ")));
     }
@@ -43,24 +45,28 @@ pub fn interpret(
     // two reflections, and its summary then handed back its goal), gets one first: the goal
     // itself, done by thinking.
     if planner == Skill::Planning
+        && agent.repairs.allows(Repair::WorkStepInserted)
         && !accepted.iter().any(does_work)
         && let Some(work) = work_step(agent, step)
     {
         accepted.insert(0, work);
-        note = Some(
+        repairs.push(Fired::new(
+            Repair::WorkStepInserted,
             "the plan had no step that does the work of the goal: a step doing it was put first",
-        );
+        ));
     }
     // A reflection that plans only steps this agent already ran here, or only more reflecting,
     // plans nothing new: a real 1.5B model re-planned "check the result" and "summarise my
     // work" (as quick_think) after every reflection, for ever, and another planned only
     // "check the corrected result" three times over. Like an empty one, it closes the stage.
     let nothing_new = planner == Skill::Reflection
+        && agent.repairs.allows(Repair::ReflectionNothingNew)
         && !accepted.is_empty()
         && accepted.iter().all(|p| {
             p.executor == Executor::Skill(Skill::Reflection) || ran_before(agent, step, p)
         });
     let last_reflection = planner == Skill::Reflection
+        && agent.repairs.allows(Repair::ReflectionCap)
         && reflections_before(agent, step) + 1 >= agent.step_limits.reflections;
     if planner == Skill::Reflection && (asked == 0 || nothing_new || last_reflection) {
         // A reflection that plans nothing means nothing is left to correct: close the stage.
@@ -69,13 +75,21 @@ pub fn interpret(
             "Summarise my work in this stage",
             super::summary::CLOSING,
         )];
-        note = Some(if nothing_new {
-            "the reflection planned only steps already run in this stage: a summary step was added instead"
-        } else if asked == 0 {
-            "empty reflection: a summary step was added"
+        if asked == 0 {
+            note = Some("empty reflection: a summary step was added");
+        } else if nothing_new {
+            repairs.push(Fired::new(
+                Repair::ReflectionNothingNew,
+                "the reflection planned only steps already run in this stage: a summary step \
+                 was planned instead",
+            ));
         } else {
-            "the last reflection step_limits.reflections allows in this stage: a summary step was planned instead"
-        });
+            repairs.push(Fired::new(
+                Repair::ReflectionCap,
+                "the last reflection step_limits.reflections allows in this stage: a summary \
+                 step was planned instead",
+            ));
+        }
     }
     let key = match planner {
         Skill::Planning => "planned_step",
@@ -94,10 +108,13 @@ pub fn interpret(
     // A plan a person checks first waits on this step (see `agent::plan_check`).
     if plan_check::checks(agent, planner) && !accepted.is_empty() {
         result[plan_check::KEY] = json!(plan_check::PlanCheck::new(accepted));
-        return Ok(working(result));
+    } else {
+        queue_plan(agent, step, planner, accepted);
     }
-    queue_plan(agent, step, planner, accepted);
-    Ok(working(result))
+    Ok(SkillOutcome {
+        repairs,
+        ..working(result)
+    })
 }
 
 /// Gives `plan` the place of `step` (its task and stage) and queues it: decision and
@@ -182,14 +199,16 @@ fn ran_before(agent: &AgentState, step: &StepState, planned: &PlannedStep) -> bo
     })
 }
 
-/// Splits a raw plan into steps the agent may run and reasons for the ones it may not.
-/// `acting`: the plan answers a message that asks a manager to act, so it may only act through
-/// the team ([`Skill::acts_through_the_team`]).
+/// Splits a raw plan into steps the agent may run and reasons for the ones it may not; the
+/// repairs made on the way are added to `repairs`. `acting`: the plan answers a message that
+/// asks a manager to act, so it may only act through the team
+/// ([`Skill::acts_through_the_team`]).
 pub fn check_plan(
     raw: Vec<RawPlannedStep>,
     agent: &AgentState,
     planner: Skill,
     acting: bool,
+    repairs: &mut Vec<Fired>,
 ) -> (Vec<PlannedStep>, Vec<String>) {
     let mut ok: Vec<PlannedStep> = Vec::new();
     let mut rejected = Vec::new();
@@ -203,7 +222,16 @@ pub fn check_plan(
             .ok()
             .filter(|s| agent.skills.contains(s));
         let kind = match (kind.as_str(), named_skill) {
-            ("tool", Some(_)) if !agent.tools.iter().any(|t| t == r.executor.trim()) => "skill",
+            ("tool", Some(s))
+                if agent.repairs.allows(Repair::SkillNamedAsTool)
+                    && !agent.tools.iter().any(|t| t == r.executor.trim()) =>
+            {
+                repairs.push(Fired::new(
+                    Repair::SkillNamedAsTool,
+                    format!("step {} named the skill `{s}` as a tool", i + 1),
+                ));
+                "skill"
+            }
             (k, _) => k,
         };
         let executor = match kind {
@@ -233,11 +261,21 @@ pub fn check_plan(
         match executor {
             // The same step twice in a row is planned once.
             Ok(e)
-                if ok.last().is_some_and(|p| {
-                    p.executor == e
-                        && p.step_intention == r.step_intention
-                        && p.text_content == r.text_content
-                }) => {}
+                if agent.repairs.allows(Repair::DoubledStepDropped)
+                    && ok.last().is_some_and(|p| {
+                        p.executor == e
+                            && p.step_intention == r.step_intention
+                            && p.text_content == r.text_content
+                    }) =>
+            {
+                repairs.push(Fired::new(
+                    Repair::DoubledStepDropped,
+                    format!(
+                        "step {} repeated the step before it and was left out",
+                        i + 1
+                    ),
+                ));
+            }
             Ok(e) => ok.push(PlannedStep::new(e, r.step_intention, r.text_content)),
             Err(why) => rejected.push(format!("step {} ({}): {why}", i + 1, r.step_intention)),
         }
@@ -281,7 +319,11 @@ mod tests {
         let r = running(&mut a, Skill::Reflection, "every planned step has run");
         let o = interpret(Skill::Reflection, &mut a, &r, &again).unwrap();
         assert_eq!(todo_executors(&a), ["summary"]);
-        assert!(o.result["note"].as_str().unwrap().contains("already run"));
+        assert!(
+            o.fired(Repair::ReflectionNothingNew)
+                .unwrap()
+                .contains("already run")
+        );
         // Something new is planned as asked.
         let new = r#"<planned_step>[{"step_intention": "look closer", "type": "skill", "executor": "quick_think", "text_content": "x"}]</planned_step>"#;
         let mut b = agent(&[Skill::Reflection, Skill::QuickThink, Skill::Summary]);
@@ -412,8 +454,7 @@ mod tests {
         let only_checks = r#"<planned_step>[{"step_intention": "Check the result", "type": "skill", "executor": "reflection", "text_content": "check"}]</planned_step>"#;
         let o = interpret(Skill::Planning, &mut a, &step, only_checks).unwrap();
         assert!(
-            o.result["note"]
-                .as_str()
+            o.fired(Repair::WorkStepInserted)
                 .unwrap()
                 .contains("no step that does the work")
         );
@@ -430,8 +471,15 @@ mod tests {
         let mut b = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
         let step = planning_for(&mut b, "Write a haiku about autumn rain");
         let o = interpret(Skill::Planning, &mut b, &step, PLAN).unwrap();
-        assert!(o.result.get("note").is_none());
+        assert!(o.repairs.is_empty());
         assert_eq!(o.result["planned_step"].as_array().unwrap().len(), 2);
+        // Without the rule (`repairs: auto`), the plan is the model's as it gave it.
+        let mut c = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
+        c.repairs = crate::policy::Repairs::default();
+        let step = planning_for(&mut c, "Write a haiku about autumn rain");
+        let o = interpret(Skill::Planning, &mut c, &step, only_checks).unwrap();
+        assert!(o.repairs.is_empty());
+        assert_eq!(o.result["planned_step"][0]["executor"], "reflection");
     }
 
     #[test]
@@ -459,8 +507,7 @@ mod tests {
         let o = reflect_after(2);
         assert_eq!(o.result["reflection_step"][0]["executor"], "summary");
         assert!(
-            o.result["note"]
-                .as_str()
+            o.fired(Repair::ReflectionCap)
                 .unwrap()
                 .contains("step_limits.reflections")
         );

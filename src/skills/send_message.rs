@@ -8,6 +8,7 @@ use crate::clock::Now;
 use crate::ids::{StageRef, WaitId};
 use crate::message::Message;
 use crate::parse::{self, SendMessageAnswer};
+use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
 use serde_json::json;
 
@@ -101,7 +102,17 @@ pub fn interpret(
             // A reply closes its exchange: one that asked for a reply in turn let a real 1.5B
             // writer and manager trade replies until the repeat limit stopped them. A further
             // question is a message of its own (a planned send_message), or a person's ask.
-            let reply = step.reply_to.is_some() && draft.ask.is_none();
+            let closes = step.reply_to.is_some()
+                && draft.ask.is_none()
+                && agent.repairs.allows(Repair::ReplyClosesExchange);
+            let reply = closes;
+            let mut repairs = Vec::new();
+            if closes && (draft.waiting || draft.need_reply) {
+                repairs.push(Fired::new(
+                    Repair::ReplyClosesExchange,
+                    "the reply asked for a reply back; it closes its exchange instead",
+                ));
+            }
             // A question is asked to be answered: the sender waits for it.
             let waiting = (!reply && (draft.waiting || draft.ask.is_some())).then(|| {
                 receiver
@@ -130,6 +141,7 @@ pub fn interpret(
             };
             Ok(SkillOutcome {
                 send_message: Some(message.clone()),
+                repairs,
                 ..working(json!({ "send_message": message }))
             })
         }

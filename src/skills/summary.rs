@@ -3,6 +3,7 @@
 
 use super::{SkillError, SkillOutcome};
 use crate::parse;
+use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, Executor, Skill, StageAgentState, StepExecutionState, StepState};
 use serde_json::{Value, json};
 
@@ -27,17 +28,33 @@ pub fn interpret(
     // would then judge the stage on nothing (a 1.5B manager planned the whole stage again, a
     // 0.5B one finished the task with the goal as its result).
     let goal = super::goal_in_stage(agent, step);
+    let slack = agent.repairs.thresholds.echo_slack;
     let handed_back = |text: &str| {
-        super::echoes(text, step) || goal.as_deref().is_some_and(|g| super::hands_back(text, g))
+        super::echoes(text, step, slack)
+            || goal
+                .as_deref()
+                .is_some_and(|g| super::hands_back(text, g, slack))
     };
-    let summary = super::after_echoed_start(&summary, handed_back).to_owned();
-    if handed_back(&summary) {
+    let mut repairs = Vec::new();
+    let mut summary = summary.trim().to_owned();
+    if agent.repairs.allows(Repair::EchoedStartDropped) {
+        let rest = super::after_echoed_start(&summary, handed_back);
+        if rest.len() < summary.len() {
+            repairs.push(Fired::new(
+                Repair::EchoedStartDropped,
+                "the summary's first paragraph handed back its instruction and was left out",
+            ));
+            summary = rest.to_owned();
+        }
+    }
+    if agent.repairs.allows(Repair::ComposedSummary) && handed_back(&summary) {
         // An echo is an obvious slip: repaired from the agent's own results at once, as asking
         // again rarely helps (the same model echoed the reworded instruction four times in a
         // row, minutes a try on a CPU). Only with nothing to report is it asked again.
         return repair(
             agent,
             step,
+            Repair::ComposedSummary,
             "the model handed back the step's instruction or its goal",
         )
         .ok_or_else(|| {
@@ -49,13 +66,21 @@ pub fn interpret(
             )
         });
     }
-    Ok(finished(json!({ "summary": summary }), summary))
+    Ok(SkillOutcome {
+        repairs,
+        ..finished(json!({ "summary": summary }), summary)
+    })
 }
 
 /// A completion summary written by the runtime from the agent's own results in the stage,
 /// when its model could not write one (`why`): the stage still closes on what was done, and
 /// the summary says it was composed. `None` when the agent has no result there to report.
-pub fn repair(agent: &AgentState, step: &StepState, why: &str) -> Option<SkillOutcome> {
+pub fn repair(
+    agent: &AgentState,
+    step: &StepState,
+    rule: Repair,
+    why: &str,
+) -> Option<SkillOutcome> {
     let results: Vec<String> = agent
         .agent_step
         .steps()
@@ -70,7 +95,9 @@ pub fn repair(agent: &AgentState, step: &StepState, why: &str) -> Option<SkillOu
     if results.is_empty() {
         return None;
     }
-    let newest = &results[results.len().saturating_sub(REPORTED)..];
+    let newest = &results[results
+        .len()
+        .saturating_sub(agent.repairs.thresholds.reported)..];
     // The results alone, as paragraphs: list items named by their steps' intentions ("write
     // the first line") read to a small manager as work still to plan.
     let summary = format!(
@@ -79,18 +106,21 @@ pub fn repair(agent: &AgentState, step: &StepState, why: &str) -> Option<SkillOu
         agent.name,
         newest.join("\n\n")
     );
-    let mut result = json!({ "summary": summary, "composed": why });
+    let mut what = format!("the summary was composed from the agent's results: {why}");
     if newest.len() < results.len() {
-        result["left_out"] = json!(results.len() - newest.len());
+        what.push_str(&format!(
+            " ({} older results left out)",
+            results.len() - newest.len()
+        ));
     }
-    Some(finished(result, summary))
+    Some(SkillOutcome {
+        repairs: vec![Fired::new(rule, what)],
+        ..finished(json!({ "summary": summary }), summary)
+    })
 }
 
 /// How a summary the runtime composed begins (its words are no result of the stage's).
 pub(crate) const COMPOSED_HEADING: &str = "Composed by the runtime";
-
-/// How many of the agent's newest results a composed summary reports.
-const REPORTED: usize = 4;
 
 /// How much of one result a composed summary quotes.
 const RESULT_CHARS: usize = 800;
@@ -199,7 +229,7 @@ mod tests {
             "<completion_summary>Wrote a haiku about autumn rain: Rain on red maples.</completion_summary>",
         )
         .unwrap();
-        assert!(o.result.get("composed").is_none());
+        assert!(o.repairs.is_empty());
     }
 
     #[test]
@@ -237,7 +267,7 @@ mod tests {
             &format!("<completion_summary>{CLOSING}</completion_summary>"),
         )
         .unwrap();
-        let summary = o.completion.unwrap();
+        let summary = o.completion.clone().unwrap();
         assert!(summary.starts_with("(Composed by the runtime from Wren's results"));
         assert!(summary.ends_with("\n\nRain on red maples"), "{summary}");
         assert!(
@@ -245,18 +275,20 @@ mod tests {
             "a plan is no result: {summary}"
         );
         assert_eq!(o.stage_state, StageAgentState::Finished);
-        assert_eq!(
-            o.result["composed"],
-            "the model handed back the step's instruction or its goal"
+        assert!(
+            o.fired(Repair::ComposedSummary)
+                .unwrap()
+                .contains("the model handed back the step's instruction or its goal")
         );
         // Also when the answer stays unreadable after its re-asks.
         let err = SkillError::Invalid("no <completion_summary> tag".into());
         let o = crate::skills::repair(&a, &echo, &err).unwrap();
-        assert_eq!(o.result["composed"], "no <completion_summary> tag");
+        assert_eq!(o.repairs[0].rule, Repair::ComposedAfterReasks);
+        assert!(o.repairs[0].what.contains("no <completion_summary> tag"));
         // Another stage's results are not this one's.
         let mut other = echo.clone();
         other.stage_id = crate::ids::StageRef::Stage("s2".into());
-        assert!(repair(&a, &other, "x").is_none());
+        assert!(repair(&a, &other, Repair::ComposedAfterReasks, "x").is_none());
     }
 
     #[test]

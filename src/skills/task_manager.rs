@@ -7,6 +7,7 @@ use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
 use crate::parse;
+use crate::policy::{Fired, Repair, Repairs};
 use crate::state::{AgentState, StepState};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -117,10 +118,14 @@ pub(super) fn carry_out_verdict(
     };
     Some(SkillOutcome {
         task_instruction: Some(closing.clone()),
-        ..working(json!({
-            "task_instruction": closing,
-            "repaired": disagreement(reached),
-        }))
+        repairs: vec![Fired::new(
+            Repair::VerdictCarriedOut,
+            format!(
+                "the action kept contradicting the verdict: {}",
+                disagreement(reached)
+            ),
+        )],
+        ..working(json!({ "task_instruction": closing }))
     })
 }
 
@@ -157,7 +162,7 @@ pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<Tas
 }
 
 /// What a task_manager answer is read against.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Asked<'a> {
     /// An `add_stage` waits for a person's check (see `agent::plan_check`) instead of going
     /// to SyncState.
@@ -169,6 +174,8 @@ pub struct Asked<'a> {
     pub refused: Option<&'a TaskInstruction>,
     /// The notice the step acts on, when it asks to judge a whole task (its stages' reports).
     pub judged_task: Option<&'a Notice>,
+    /// Which of the model's slips are mended.
+    pub repairs: Repairs,
 }
 
 impl<'a> Asked<'a> {
@@ -178,6 +185,7 @@ impl<'a> Asked<'a> {
             decided: stage_decided(agent, step),
             refused: step.refused_instruction.as_ref(),
             judged_task: judged_task(step),
+            repairs: agent.repairs.clone(),
         }
     }
 }
@@ -198,14 +206,14 @@ fn trigrams(text: &str) -> std::collections::HashSet<String> {
 /// it. A summary gives a result when it shares three words in a row with a report that are
 /// not the goal's own words (the task's and stages' intentions, which a summary may restate
 /// without giving anything); the runtime's own notes in a report are not looked for.
-fn with_results(instruction: &mut TaskInstruction, notice: &Notice) {
+fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -> bool {
     let TaskInstruction::FinishTask {
         task_summary,
         outcome: TaskOutcome::Finished,
         ..
     } = instruction
     else {
-        return;
+        return false;
     };
     let Notice::NoStageLeft {
         task_intention,
@@ -213,7 +221,7 @@ fn with_results(instruction: &mut TaskInstruction, notice: &Notice) {
         ..
     } = notice
     else {
-        return;
+        return false;
     };
     let mut goal = trigrams(task_intention);
     let mut reported = String::new();
@@ -233,12 +241,13 @@ fn with_results(instruction: &mut TaskInstruction, notice: &Notice) {
         .collect();
     let given = trigrams(task_summary);
     if results.is_empty() || results.iter().any(|r| given.contains(r)) {
-        return;
+        return false;
     }
     task_summary.push_str(&format!(
         "\n\nWhat the stages reported (added by the runtime: the summary gave no result):\n{}",
         stages_for_operator(stages)
     ));
+    true
 }
 
 /// An agent of `allocation` whose goal is empty or only names it (a 0.5B manager allocated
@@ -262,9 +271,11 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         decided,
         refused,
         judged_task,
+        repairs,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
     if let Some(refused) = refused
+        && repairs.allows(Repair::RefusedActionBarred)
         && refused.action() == instruction.action()
     {
         return Err(SkillError::Invalid(format!(
@@ -272,9 +283,18 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
             refused.action()
         )));
     }
-    check_verdict(answer, &instruction)?;
-    if let Some(notice) = judged_task {
-        with_results(&mut instruction, notice);
+    if repairs.allows(Repair::VerdictAgrees) {
+        check_verdict(answer, &instruction)?;
+    }
+    let mut fired = Vec::new();
+    if let Some(notice) = judged_task
+        && repairs.allows(Repair::StageReportsAppended)
+        && with_results(&mut instruction, notice)
+    {
+        fired.push(Fired::new(
+            Repair::StageReportsAppended,
+            "the task summary gave none of the stages' results: their reports were added",
+        ));
     }
     if let (TaskInstruction::AddStage { .. }, Some(stage)) = (&instruction, decided) {
         return Err(SkillError::Invalid(format!(
@@ -309,7 +329,11 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         } => vec![agent_allocation],
         _ => Vec::new(),
     };
-    if let Some(agent) = allocations.into_iter().find_map(goal_missing) {
+    if let Some(agent) = allocations
+        .into_iter()
+        .find_map(goal_missing)
+        .filter(|_| repairs.allows(Repair::GoalOnlyNamesAgent))
+    {
         return Err(SkillError::Invalid(format!(
             "the allocation gives `{agent}` no goal, only its name: give each agent what it is \
              to do in the stage, e.g. {{\"{agent}\": \"Write the haiku and give it in full\"}}"
@@ -330,6 +354,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     }
     Ok(SkillOutcome {
         task_instruction: Some(instruction.clone()),
+        repairs: fired,
         ..working(json!({ "task_instruction": instruction }))
     })
 }
@@ -447,6 +472,7 @@ mod tests {
         let notice = message.notice_body().unwrap();
         let asked = Asked {
             judged_task: Some(notice),
+            repairs: Repairs::preset(crate::policy::Preset::SmallModel),
             ..Asked::default()
         };
         let answer = format!(

@@ -3,16 +3,23 @@
 
 use super::{SkillError, SkillOutcome, echoes, working};
 use crate::parse;
-use crate::state::{Skill, StepState};
+use crate::policy::{Fired, Repair};
+use crate::state::{AgentState, Skill, StepState};
 use serde_json::json;
 
-pub fn interpret(skill: Skill, step: &StepState, answer: &str) -> Result<SkillOutcome, SkillError> {
+pub fn interpret(
+    skill: Skill,
+    agent: &AgentState,
+    step: &StepState,
+    answer: &str,
+) -> Result<SkillOutcome, SkillError> {
     let (key, text) = match skill {
         Skill::QuickThink => ("quick_think", parse::quick_think(answer)?),
         _ => ("think", parse::think(answer)?),
     };
     // The instruction handed back is no result: the model is asked again (see `repair`).
-    if echoes(&text, step) {
+    let repairs = &agent.repairs;
+    if repairs.allows(Repair::EchoThink) && echoes(&text, step, repairs.thresholds.echo_slack) {
         return Err(SkillError::Echo(text));
     }
     Ok(working(json!({ key: text })))
@@ -25,16 +32,20 @@ pub fn kept_echo(skill: Skill, text: &str) -> SkillOutcome {
     } else {
         "think"
     };
-    working(json!({
-        key: text,
-        "echo": "the model handed back the step's instruction even when asked again; kept as it is",
-    }))
+    SkillOutcome {
+        repairs: vec![Fired::new(
+            Repair::EchoKept,
+            "the model handed back the step's instruction even when asked again; kept as it is",
+        )],
+        ..working(json!({ key: text }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use crate::policy::{Preset, Repairs};
     use crate::skills::test_support::*;
 
     #[test]
@@ -42,18 +53,18 @@ mod tests {
         let mut a = agent(&[Skill::Think, Skill::QuickThink]);
         let step = running(&mut a, Skill::Think, "Write a haiku about rain");
         assert_eq!(
-            interpret(Skill::Think, &step, "<think>a</think>")
+            interpret(Skill::Think, &a, &step, "<think>a</think>")
                 .unwrap()
                 .result["think"],
             "a"
         );
         assert_eq!(
-            interpret(Skill::QuickThink, &step, "<quick_think>b</quick_think>")
+            interpret(Skill::QuickThink, &a, &step, "<quick_think>b</quick_think>")
                 .unwrap()
                 .result["quick_think"],
             "b"
         );
-        assert!(interpret(Skill::QuickThink, &step, "<think>a</think>").is_err());
+        assert!(interpret(Skill::QuickThink, &a, &step, "<think>a</think>").is_err());
     }
 
     #[test]
@@ -69,7 +80,7 @@ mod tests {
             "write a haiku about autumn rain, focusing",
             "Write a haiku about autumn rain focusing on the sound. The poem should be written",
         ] {
-            let why = interpret(Skill::Think, &step, &format!("<think>{echo}</think>"))
+            let why = interpret(Skill::Think, &a, &step, &format!("<think>{echo}</think>"))
                 .err()
                 .unwrap()
                 .to_string();
@@ -79,10 +90,11 @@ mod tests {
             );
         }
         let poem = "Cold rain on the eaves\nthe maple lets go its red\none leaf at a time";
-        assert!(interpret(Skill::Think, &step, &format!("<think>{poem}</think>")).is_ok());
+        assert!(interpret(Skill::Think, &a, &step, &format!("<think>{poem}</think>")).is_ok());
         // Still the echo after asking again: kept as it is, and said so.
         let e = interpret(
             Skill::QuickThink,
+            &a,
             &step,
             "<quick_think>write a haiku about autumn rain, focusing on the sound</quick_think>",
         )
@@ -96,12 +108,8 @@ mod tests {
                 .unwrap()
                 .starts_with("write a haiku")
         );
-        assert!(
-            kept.result["echo"]
-                .as_str()
-                .unwrap()
-                .contains("kept as it is")
-        );
+        assert_eq!(kept.repairs[0].rule, Repair::EchoKept);
+        assert!(kept.repairs[0].what.contains("kept as it is"));
         // A passage from further in the instruction is an answer (the plan carried the draft).
         let carried = running(
             &mut a,
@@ -109,8 +117,26 @@ mod tests {
             "Write a haiku. Rain on the roof, the maple lets go its red leaves one by one.",
         );
         let poem = "<quick_think>Rain on the roof, the maple lets go its red leaves one by one.</quick_think>";
-        assert!(interpret(Skill::QuickThink, &carried, poem).is_ok());
+        assert!(interpret(Skill::QuickThink, &a, &carried, poem).is_ok());
         // A short answer that happens to be words of the instruction is an answer.
-        assert!(interpret(Skill::Think, &step, "<think>autumn rain</think>").is_ok());
+        assert!(interpret(Skill::Think, &a, &step, "<think>autumn rain</think>").is_ok());
+    }
+
+    #[test]
+    fn without_the_echo_rules_an_echo_is_the_answer_as_given() {
+        for preset in [Preset::Strict, Preset::Auto] {
+            let mut a = agent(&[Skill::Think]);
+            a.repairs = Repairs::preset(preset);
+            let step = running(&mut a, Skill::Think, "Write a haiku about autumn rain.");
+            let o = interpret(
+                Skill::Think,
+                &a,
+                &step,
+                "<think>Write a haiku about autumn rain.</think>",
+            )
+            .unwrap();
+            assert_eq!(o.result["think"], "Write a haiku about autumn rain.");
+            assert!(o.repairs.is_empty());
+        }
     }
 }

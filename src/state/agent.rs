@@ -113,6 +113,9 @@ pub struct AgentState {
     /// When its tool calls wait for a person (`tool_approval:`).
     #[serde(skip)]
     pub tool_approval: crate::policy::ApprovalPolicy,
+    /// Which of its model's slips the runtime mends (`repairs:`).
+    #[serde(skip)]
+    pub repairs: crate::policy::Repairs,
     /// How long it waits for a reply before it decides without one (`waits:`).
     #[serde(skip)]
     pub wait_patience: super::WaitPatience,
@@ -169,6 +172,7 @@ impl AgentState {
             step_limits: crate::agent::StepLimits::default(),
             wait_patience: super::WaitPatience::default(),
             tool_approval: crate::policy::ApprovalPolicy::default(),
+            repairs: crate::policy::Repairs::default(),
             base_task: None,
             native_tools: false,
             outbox: Vec::new(),

@@ -5,6 +5,7 @@
 //! `execute_result` always read.
 
 use crate::ids::AgentId;
+use crate::policy::Fired;
 use serde::de::Deserializer;
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,8 @@ pub struct StepResult {
     pub cancelled: Option<Cancelled>,
     /// Removed before it ran, because its stage or task ended.
     pub dropped: bool,
+    /// The repairs the runtime made to the model's answer (`policy::repairs`).
+    pub repairs: Vec<Fired>,
 }
 
 /// One answer that could not be used.
@@ -47,6 +50,7 @@ const ANSWER: &str = "answer";
 const REASKED: &str = "reasked";
 const CANCELLED: &str = "cancelled";
 const DROPPED: &str = "dropped";
+const REPAIRS: &str = "repairs";
 
 impl StepResult {
     /// A result that is the skill's or tool's output (a JSON object; anything else is kept
@@ -69,6 +73,14 @@ impl StepResult {
             error: Some(reason.into()),
             ..Default::default()
         }
+    }
+
+    /// What `rule` changed, when it fired on the step.
+    pub fn fired(&self, rule: crate::policy::Repair) -> Option<&str> {
+        self.repairs
+            .iter()
+            .find(|f| f.rule == rule)
+            .map(|f| f.what.as_str())
     }
 
     /// One field of the output.
@@ -112,6 +124,11 @@ impl StepResult {
                 .reasked
                 .iter()
                 .map(|t| t.error.len() + t.answer.len())
+                .sum::<usize>()
+            + self
+                .repairs
+                .iter()
+                .map(|f| 32 + f.what.len())
                 .sum::<usize>()
     }
 
@@ -159,6 +176,9 @@ impl Serialize for StepResult {
         if self.dropped {
             map.serialize_entry(DROPPED, &true)?;
         }
+        if !self.repairs.is_empty() {
+            map.serialize_entry(REPAIRS, &self.repairs)?;
+        }
         map.end()
     }
 }
@@ -184,6 +204,7 @@ impl StepResult {
         let reasked = take::<Vec<Try>>(&mut output, REASKED).unwrap_or_default();
         let cancelled = take::<Cancelled>(&mut output, CANCELLED);
         let dropped = take::<bool>(&mut output, DROPPED).unwrap_or(false);
+        let repairs = take::<Vec<Fired>>(&mut output, REPAIRS).unwrap_or_default();
         // The raw answer is kept with a failure only.
         let answer = error.as_ref().and_then(|_| output.remove(ANSWER));
         StepResult {
@@ -193,6 +214,7 @@ impl StepResult {
             reasked,
             cancelled,
             dropped,
+            repairs,
         }
     }
 }
@@ -217,13 +239,15 @@ mod tests {
                 reason: "enough".into(),
             }),
             dropped: true,
+            repairs: vec![Fired::new(crate::policy::Repair::LoopCut, "cut")],
         };
         let wire = serde_json::to_value(&r).unwrap();
         assert_eq!(
             wire,
             json!({"think": "rain", "error": "no tag", "answer": "raw",
                    "reasked": [{"error": "e", "answer": "a"}],
-                   "cancelled": {"by": "op", "reason": "enough"}, "dropped": true})
+                   "cancelled": {"by": "op", "reason": "enough"}, "dropped": true,
+                   "repairs": [{"rule": "loop_cut", "what": "cut"}]})
         );
         assert_eq!(serde_json::from_value::<StepResult>(wire).unwrap(), r);
     }

@@ -50,6 +50,9 @@ pub struct TaskState {
     /// Paused by an operator: its agents start none of its steps until it is resumed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub paused: bool,
+    /// How many times each repair rule fired on the task's steps (`policy::repairs`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub repairs: std::collections::BTreeMap<crate::policy::Repair, u64>,
 }
 
 impl TaskState {
@@ -74,6 +77,7 @@ impl TaskState {
             task_summary: None,
             token_usage: TokenUsage::default(),
             paused: false,
+            repairs: Default::default(),
         }
     }
 

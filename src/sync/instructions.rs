@@ -5,10 +5,8 @@ use super::{Applied, SyncCore, SyncError, notices};
 use crate::event::{Change, StageChange, TaskChange};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Colleague, Instruction, Message, StagePlan, TaskInstruction, TaskOutcome};
+use crate::policy::Repair;
 use crate::state::{ExecutionState, StageState, TaskState};
-
-/// How many times one stage goal may run in a task (with whichever agents).
-const STAGE_RUNS: usize = 3;
 
 impl SyncCore {
     /// Ends a task as `state`: its open stages fail (or are cancelled with it), its group is
@@ -64,11 +62,8 @@ impl SyncCore {
                 Ok(())
             }
             TaskInstruction::AddStage { task_id, stages } => {
-                let task = self.managed_open_task(agent, task_id)?;
-                stages.iter().try_for_each(|s| {
-                    self.check_plan(s)?;
-                    self.within_runs(task, s)
-                })
+                self.managed_open_task(agent, task_id)?;
+                stages.iter().try_for_each(|s| self.check_plan(s))
             }
             TaskInstruction::FinishStage { task_id, stage_id } => {
                 self.managed_open_task(agent, task_id)?;
@@ -90,7 +85,7 @@ impl SyncCore {
                 agent_allocation,
                 stage_intention,
             } => {
-                let task = self.managed_open_task(agent, task_id)?;
+                self.managed_open_task(agent, task_id)?;
                 let old = self.stage_of(task_id, stage_id)?;
                 // Only the running stage can be retried: retrying a finished or already
                 // retried stage would queue work out of order.
@@ -106,9 +101,44 @@ impl SyncCore {
                         .unwrap_or_else(|| old.stage_intention.clone()),
                     agent_allocation: agent_allocation.clone(),
                 };
-                self.check_plan(&plan)?;
-                self.within_runs(task, &plan)
+                self.check_plan(&plan)
             }
+        }
+    }
+
+    /// A manager's instruction checked like any (see `check_instruction`) and, where the
+    /// repair policy has `stage_run_limit`, against the runs of its stage goal. An operator's
+    /// own retry is not held to that limit: it is a person's decision, not a model's loop.
+    pub(super) fn check_models_instruction(
+        &self,
+        agent: &AgentId,
+        i: &TaskInstruction,
+    ) -> Result<(), SyncError> {
+        self.check_instruction(agent, i)?;
+        if !self.repairs.allows(Repair::StageRunLimit) {
+            return Ok(());
+        }
+        match i {
+            TaskInstruction::AddStage { task_id, stages } => {
+                let task = &self.tasks[task_id];
+                stages.iter().try_for_each(|s| self.within_runs(task, s))
+            }
+            TaskInstruction::RetryStage {
+                task_id,
+                stage_id,
+                agent_allocation,
+                stage_intention,
+            } => {
+                let old = self.stage_of(task_id, stage_id)?;
+                let plan = StagePlan {
+                    stage_intention: stage_intention
+                        .clone()
+                        .unwrap_or_else(|| old.stage_intention.clone()),
+                    agent_allocation: agent_allocation.clone(),
+                };
+                self.within_runs(&self.tasks[task_id], &plan)
+            }
+            _ => Ok(()),
         }
     }
 
@@ -152,7 +182,7 @@ impl SyncCore {
 
     /// A stage goal asked for again, by add_stage after it finished or by retry_stage while
     /// it runs, is a new try the manager's judgement chose (a small model's writer may miss the
-    /// goal once or twice); past `STAGE_RUNS` runs in one task, with whichever agents, it is a
+    /// goal once or twice); past `repairs.stage_runs` runs in one task, with whichever agents, it is a
     /// loop, not work (real 1.5B managers re-added their finished stage again and again, and
     /// one handed the same goal to the writer and the reviewer by turns, six stages in an
     /// hour), and is refused with what to do instead. Stages an operator cancelled do not count.
@@ -167,7 +197,7 @@ impl SyncCore {
                     && same(&st.stage_intention, &plan.stage_intention)
             })
             .count();
-        if runs < STAGE_RUNS {
+        if runs < self.repairs.thresholds.stage_runs {
             return Ok(());
         }
         Err(SyncError::RunLimit {

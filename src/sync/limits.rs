@@ -56,6 +56,12 @@ impl SyncError {
 impl SyncCore {
     /// Holds the models' work to `limits`. The team starts with one goal's allowance: a team
     /// carried over from a store may be in the middle of a goal its people gave before.
+    /// Mends the models' slips as `repairs` says (SyncState applies the stage run limit).
+    pub fn with_repairs(mut self, repairs: crate::policy::Repairs) -> Self {
+        self.repairs = repairs;
+        self
+    }
+
     pub fn with_task_limits(mut self, limits: TaskLimits) -> Self {
         self.task_limits = limits;
         self.work.tasks = limits.tasks_per_goal;

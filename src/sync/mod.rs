@@ -215,6 +215,8 @@ pub struct SyncCore {
     steps_run: HashMap<TaskId, u64>,
     /// How much work models may open, and what was opened since a person last wrote.
     task_limits: crate::config::TaskLimits,
+    /// Which of the models' slips are mended (`repairs:`; here the stage run limit).
+    repairs: crate::policy::Repairs,
     work: limits::WorkCount,
     /// The team's memory budget, and the bytes each task's pools hold (and all of them).
     memory: crate::config::MemoryBudget,
@@ -235,7 +237,7 @@ impl SyncCore {
         instruction: &crate::message::TaskInstruction,
     ) -> Result<(), SyncError> {
         self.within_limits(Some(instruction.task()), instruction)
-            .and_then(|()| self.check_instruction(agent, instruction))
+            .and_then(|()| self.check_models_instruction(agent, instruction))
     }
 
     /// Creates the base task, run by the first manager, with every manager and every human
@@ -310,6 +312,7 @@ impl SyncCore {
             budget: budget::TaskBudget::default(),
             steps_run: HashMap::new(),
             task_limits: crate::config::TaskLimits::default(),
+            repairs: crate::policy::Repairs::default(),
             work: limits::WorkCount::default(),
             memory: crate::config::MemoryBudget::default(),
             pool_bytes: HashMap::new(),
@@ -425,7 +428,7 @@ impl SyncCore {
             .and_then(|()| {
                 out.task_instruction.as_ref().map_or(Ok(()), |i| {
                     self.within_limits(out.task_id.as_ref(), i)
-                        .and_then(|()| self.check_instruction(&agent, i))
+                        .and_then(|()| self.check_models_instruction(&agent, i))
                 })
             })
             .and_then(|()| {
@@ -444,6 +447,15 @@ impl SyncCore {
                 });
                 self.emit(&mut applied, c);
             }
+        }
+        if let Some(task) = out.task_id.as_ref().filter(|t| self.tasks.contains_key(*t))
+            && !out.repairs.is_empty()
+        {
+            let c = Change::Task(TaskChange::Repaired {
+                task_id: task.clone(),
+                rules: out.repairs.clone(),
+            });
+            self.emit(&mut applied, c);
         }
         if let Some(u) = &out.update_stage_agent_state {
             let mut u = u.clone();

@@ -4,8 +4,7 @@
 use super::OpenAiSettings;
 use crate::llm::structured::tagged_answer;
 use crate::llm::tokens::TokenCounter;
-use crate::llm::{ChatReply, ChatRequest, Cut, ToolRound};
-use crate::parse::closed_object;
+use crate::llm::{ChatReply, ChatRequest, ToolRound};
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
@@ -79,7 +78,14 @@ pub(super) fn completion_request(
     CreateChatCompletionRequest {
         model: settings.model.clone(),
         messages,
-        temperature: sampling_temperature(settings.temperature, request.retry),
+        temperature: sampling_temperature(
+            settings.temperature,
+            if request.mending.hotter_retries {
+                request.retry
+            } else {
+                0
+            },
+        ),
         // `max_tokens`, not `max_completion_tokens`: the OpenAI-compatible servers we target
         // (Ollama, vLLM, llama.cpp, DeepSeek) all read `max_tokens`; not all read the newer name.
         max_tokens: settings.max_tokens,
@@ -126,28 +132,18 @@ fn round_messages(round: &ToolRound) -> Vec<ChatCompletionRequestMessage> {
     std::iter::once(asked).chain(answers).collect()
 }
 
-/// A constrained answer back in the tag format the skills read (one stopped in a loop closed where
-/// it stopped, see `parse::closed_object`); a usage the endpoint did not report is counted with the
-/// model's tokenizer (or estimated), so spend is never shown as zero.
+/// A constrained answer back in the tag format the skills read (one that is not whole JSON, cut
+/// off or stopped in a loop, stays as it came: mending it is the repair policy's, see
+/// `agent::complete`); a usage the endpoint did not report is counted with the model's
+/// tokenizer (or estimated), so spend is never shown as zero.
 pub(super) fn finish_reply(
     mut reply: ChatReply,
     request: &ChatRequest,
     constrained: bool,
     tokens: TokenCounter,
 ) -> ChatReply {
-    if constrained {
-        // An answer stopped in a loop is closed where it stopped: a small model that loops
-        // once inside a string would most often loop again when asked again.
-        let stopped = reply.cut == Some(Cut::Repetition);
-        let tagged = tagged_answer(&reply.text).or_else(|| {
-            stopped
-                .then(|| closed_object(&reply.text))
-                .flatten()
-                .and_then(|closed| tagged_answer(&closed))
-        });
-        if let Some(tagged) = tagged {
-            reply.text = tagged;
-        }
+    if constrained && let Some(tagged) = tagged_answer(&reply.text) {
+        reply.text = tagged;
     }
     if reply.usage.prompt_tokens == 0 && reply.usage.completion_tokens == 0 {
         let estimate = |text: &str| tokens.count(text) as u64;

@@ -71,9 +71,12 @@ pub(super) async fn attempt(
             Ok(Some(Ok(chunk))) => chunk,
         };
         let grew = answer.push(&chunk).map_err(AttemptFailure::BadAnswer)?;
-        if grew && answer.text().len() >= looked_at + LOOP_CHECK_BYTES {
+        if let Some(limits) = request.mending.loop_cut
+            && grew
+            && answer.text().len() >= looked_at + LOOP_CHECK_BYTES
+        {
             looked_at = answer.text().len();
-            if let Some(at) = crate::llm::repetition::loop_start(answer.text()) {
+            if let Some(at) = crate::llm::repetition::loop_start(answer.text(), limits) {
                 return Ok(answer.stopped_in_loop(at));
             }
         }
@@ -87,7 +90,7 @@ pub(super) async fn attempt(
     }
     answer
         .finish()
-        .map(ChatReply::without_loop)
+        .map(|r| r.without_loop(request.mending.loop_cut))
         .map_err(AttemptFailure::BadAnswer)
 }
 
