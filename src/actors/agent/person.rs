@@ -1,5 +1,5 @@
 //! The agent actor under a person's control: steps that wait for a person (a tool call's
-//! approval, put on hold by `agent_gate.rs`; a plan's check; a call's missing arguments), each
+//! approval, put on hold by `tool_gate.rs`; a plan's check; a call's missing arguments), each
 //! with a deadline, and a person's verdict on them (`Decide`) that runs the call, queues the
 //! plan or fails the step with their reason. Pause: a paused agent starts no step until
 //! resumed (`SetPaused`).

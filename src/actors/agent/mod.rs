@@ -57,7 +57,7 @@ pub struct AgentActor {
     /// answered, so the agent's changes stay in order.
     holding: u32,
     /// The timer for the soonest wait deadline on the step lock.
-    wait_timer: waits::WaitTimer,
+    wait_timer: timers::WaitTimer,
     /// Who is asked to approve a tool call.
     approvers: Arc<[crate::ids::AgentId]>,
     /// The tool step waiting for a person's approval (the agent runs nothing else meanwhile).
@@ -69,33 +69,24 @@ pub struct AgentActor {
     settling: Option<StepId>,
     /// A person's verdict on the step being settled (its wait is published before this agent
     /// has taken SyncState's answer): decided as soon as it has.
-    pending_verdict: Option<control::PendingVerdict>,
+    pending_verdict: Option<person::PendingVerdict>,
     /// The step whose prompt was built again after the endpoint refused it as longer than its
     /// context window (once per step: the model now knows the window).
     rebuilt_for_context: Option<StepId>,
 }
 
-#[path = "agent_cancel.rs"]
 mod cancel;
-#[path = "agent_commits.rs"]
-mod commits;
-#[path = "agent_control.rs"]
-mod control;
-#[path = "agent_gate.rs"]
-mod gate;
-#[path = "agent_human.rs"]
+mod commit;
 mod human;
-#[path = "agent_summary.rs"]
+mod person;
 mod summary;
-#[path = "agent_tool_loop.rs"]
+mod timers;
+mod tool_call;
+mod tool_gate;
 mod tool_loop;
-#[path = "agent_tools.rs"]
-mod tools;
-#[path = "agent_waits.rs"]
-mod waits;
 pub use cancel::CancelStep;
-pub use control::{Decide, SetPaused};
 pub use human::{HumanSend, SendRefused};
+pub use person::{Decide, SetPaused};
 
 /// How long a tool call waits for the store to confirm its step started.
 pub(super) const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
