@@ -1,7 +1,6 @@
-//! What the agent actor waits on: replies, each with a deadline (one timer, armed for the
-//! soonest deadline on its step lock and re-armed whenever that changes; when it fires, the
-//! waits whose time is up are released by `agent::expire_waits` and the agent goes on), and
-//! its call in flight, abandoned when the work it belongs to ends.
+//! The timer for the agent's replies: each wait on its step lock has a deadline; one timer is
+//! armed for the soonest and re-armed whenever that changes. When it fires, the waits whose
+//! time is up are released by `agent::expire_waits` and the agent goes on.
 
 use super::AgentActor;
 use crate::agent::expire_waits;
@@ -47,41 +46,5 @@ impl AgentActor {
         } else {
             self.try_run(ctx);
         }
-    }
-}
-
-impl AgentActor {
-    /// A call in flight for a step whose stage or task ended (finished, or cancelled by a
-    /// person) is abandoned: its future is dropped, which stops the LLM request or the tool
-    /// call, and the step fails saying why.
-    pub(super) fn abandon_ended_call(&mut self, ctx: &mut Context<Self>) {
-        let Some((id, _)) = &self.in_flight else {
-            return;
-        };
-        let Some(step) = self.state.agent_step.get(id) else {
-            return;
-        };
-        if self.state.holds(&step.task_id, &step.stage_id) {
-            return;
-        }
-        let is_tool = matches!(step.executor, crate::state::Executor::Tool(_));
-        let Some((id, handle)) = self.in_flight.take() else {
-            return;
-        };
-        ctx.cancel_future(handle);
-        tracing::info!(agent = %self.state.agent_id, step = %id, "abandoned a call whose work ended");
-        // The step no longer belongs to live work, so completing it only records why it ended.
-        let why = "abandoned".to_owned();
-        let completion = if is_tool {
-            crate::agent::complete_tool_step(&mut self.state, &id, Err(why))
-        } else {
-            match crate::agent::complete_step(&mut self.state, &id, Err(why), Now::current(), false)
-            {
-                crate::agent::Completion::Done(c) => c,
-                // Never asked again: `may_ask_again` is false.
-                crate::agent::Completion::AskAgain { .. } => return,
-            }
-        };
-        self.apply_completion(id, completion, ctx);
     }
 }
