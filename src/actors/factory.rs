@@ -2,7 +2,7 @@
 //! from a template when a manager asks (init_new_agent). It builds the agent's state, publishes
 //! it, starts its actor on a worker thread and registers it with the dispatcher.
 
-use super::agent::{AgentActor, AgentTools};
+use super::agent::{AgentActor, AgentTools, SyncLink};
 use super::dispatcher::{Dispatcher, Register, RegisterControl};
 use super::sync_state::SyncStateActor;
 use crate::config::{AgentTemplate, LlmConfig};
@@ -26,6 +26,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// Each template by name, with its model.
+pub type Templates = HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>;
+
 #[derive(Clone)]
 pub struct AgentFactory {
     pub prompts: Arc<PromptSet>,
@@ -34,7 +37,7 @@ pub struct AgentFactory {
     pub dispatcher: Addr<Dispatcher>,
     /// Each template with its model, built at start-up so a missing API key is found then,
     /// not when a manager first hires.
-    pub templates: Arc<HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>>,
+    pub templates: Arc<Templates>,
     /// The threads agents run on, one per core; agents are placed on them in turn.
     pub workers: Arc<Workers>,
     /// `retention.step_chars`, given to every agent.
@@ -156,7 +159,7 @@ impl AgentFactory {
             llm,
             self.prompts.clone(),
             tools,
-            sync,
+            SyncLink::to(&sync),
             self.monitor.clone(),
         );
         let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);

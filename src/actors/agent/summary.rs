@@ -5,72 +5,12 @@
 
 use super::AgentActor;
 use crate::agent::history_summary::{SummaryJob, summary_of};
-use crate::llm::ChatRequest;
 use crate::llm::scripted::SUMMARIZE_HISTORY;
-use crate::message::ExecuteOutput;
-use crate::state::{Skill, StepState, TokenUsage};
+use crate::state::{Skill, StepState};
 use actix::prelude::*;
 
 impl AgentActor {
-    /// A model call of this agent for `step`: the step's own answer, or a call on its behalf
-    /// (a summary, a risk judgement); `name` is what a script keys its replies by.
-    pub(super) fn request_for(
-        &self,
-        step: &StepState,
-        name: &str,
-        system: String,
-        prompt: String,
-    ) -> ChatRequest {
-        ChatRequest {
-            system,
-            prompt,
-            answer_format: None,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: self.state.agent_id.clone(),
-            skill: name.to_owned(),
-            task_id: step.task_id.clone(),
-            stage_id: step.stage_id.clone(),
-            step_id: step.step_id.clone(),
-            template: self.state.template.clone(),
-            step_text: step.asks(),
-            progress: None,
-            model_wait: None,
-            retry: 0,
-            mending: crate::llm::Mending::of(&self.state.repairs),
-        }
-    }
-
-    /// What a side call cost goes to the agent and, through SyncState, to the step's task (so
-    /// a task's token budget counts it).
-    pub(super) fn charge_side_call(
-        &mut self,
-        step: &StepState,
-        usage: TokenUsage,
-        ctx: &mut Context<Self>,
-    ) {
-        if usage == TokenUsage::default() {
-            return;
-        }
-        self.state.add_tokens(usage);
-        let output = ExecuteOutput {
-            agent_id: Some(self.state.agent_id.clone()),
-            task_id: Some(step.task_id.clone()),
-            token_usage: Some((step.task_id.clone(), usage)),
-            ..Default::default()
-        };
-        let held = self.hand_over();
-        let apply = self.sync.send(crate::actors::ApplyOutput {
-            output,
-            held,
-            settle: None,
-        });
-        ctx.spawn(apply.into_actor(self).map(|_, act, _| {
-            act.holding -= 1;
-            act.publish();
-        }));
-    }
-
+    /// Has the model summarize the history `job` covers, keeps the summary, then runs `step`.
     pub(super) fn summarize_then_run(
         &mut self,
         step: StepState,
@@ -84,9 +24,8 @@ impl AgentActor {
         let system = self.prompts.phrases().summarize_history.clone();
         let mut request = self.request_for(&step, SUMMARIZE_HISTORY, system, job.prompt.clone());
         request.model_wait = Some(Self::wait_report(ctx, &step.step_id));
-        let id = step.step_id.clone();
         let handle = ctx.spawn(llm.chat(request).into_actor(self).map(move |answer, act, ctx| {
-            act.in_flight = None;
+            act.phase.call_returned();
             // The endpoint stayed down past the wait: the step's own call would wait again.
             if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &answer {
                 return act.give_up_for_endpoint(step.step_id, e.to_string(), ctx);
@@ -114,6 +53,6 @@ impl AgentActor {
             }
             act.run_skill(step, skill, true, ctx);
         }));
-        self.in_flight = Some((id, handle));
+        self.phase.call_out(handle);
     }
 }

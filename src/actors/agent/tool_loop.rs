@@ -6,12 +6,13 @@ use super::{AgentActor, STORE_DEADLINE};
 use crate::agent::complete_tool_loop;
 use crate::agent::tool_loop::{ToolLoop, arguments, call_step, shown, tool_specs};
 use crate::llm::tokens::TokenCounter;
-use crate::llm::{ChatReply, ChatRequest, ToolRound};
-use crate::mcp::McpCall;
+use crate::llm::{ChatReply, ChatRequest, ToolCall, ToolRound};
+use crate::mcp::{McpCall, McpClient};
 use crate::prompt::{PromptContext, build_tool_loop_prompt};
 use crate::state::{StepState, TokenUsage};
 use actix::prelude::*;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// A loop in progress: its request (with the rounds so far), its state, what it cost.
 struct Running {
@@ -66,9 +67,8 @@ impl AgentActor {
             }
             mcp.describe(&name).await.map_err(|e| e.to_string())
         };
-        let id = step.step_id.clone();
         let handle = ctx.spawn(describe.into_actor(self).map(move |res, act, ctx| {
-            act.in_flight = None;
+            act.phase.call_returned();
             if act.loop_cancelled(&step) {
                 return;
             }
@@ -91,7 +91,7 @@ impl AgentActor {
                 Err(e) => act.end_loop(&running.step, Err(e), running.spent, ctx),
             }
         }));
-        self.in_flight = Some((id, handle));
+        self.phase.call_out(handle);
     }
 
     /// A person cancelled the loop's step: it was completed then, and the loop just stops.
@@ -121,12 +121,11 @@ impl AgentActor {
         request.rounds = running.state.rounds.clone();
         request.progress = Some(self.answer_progress(&running.step.step_id));
         request.model_wait = Some(Self::wait_report(ctx, &running.step.step_id));
-        let id = running.step.step_id.clone();
         let handle = ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
                 .map(move |res, act, ctx| {
-                    act.in_flight = None;
+                    act.phase.call_returned();
                     if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &res {
                         if !act.loop_cancelled(&running.step) {
                             act.give_up_for_endpoint(running.step.step_id, e.to_string(), ctx);
@@ -136,7 +135,7 @@ impl AgentActor {
                     act.on_loop_answer(running, res.map_err(|e| e.to_string()), ctx)
                 }),
         );
-        self.in_flight = Some((id, handle));
+        self.phase.call_out(handle);
     }
 
     fn on_loop_answer(
@@ -175,11 +174,39 @@ impl AgentActor {
             let why = Err("the team has no MCP client".to_owned());
             return self.end_loop(&running.step, why, running.spent, ctx);
         };
-        let server = running.server.clone();
-        let calls = reply.tool_calls.clone();
+        let run_calls = self.loop_calls(mcp, running.server.clone(), reply.tool_calls.clone());
+        let handle = ctx.spawn(run_calls.into_actor(self).map(move |results, act, ctx| {
+            act.phase.call_returned();
+            if act.loop_cancelled(&running.step) {
+                return;
+            }
+            let calls = reply.tool_calls;
+            for (call, result) in calls.iter().zip(&results) {
+                act.state.add_done(call_step(&running.step, call, result));
+            }
+            act.publish();
+            running.state.calls += calls.len();
+            running.state.rounds.push(ToolRound {
+                text: reply.text,
+                results: results.iter().map(shown).collect(),
+                calls,
+            });
+            act.ask_loop(running, ctx);
+        }));
+        self.phase.call_out(handle);
+    }
+
+    /// The calls a loop's model asked for, made in turn once the loop's start is stored (a
+    /// call may act): each call's result, or why it was not made.
+    fn loop_calls(
+        &self,
+        mcp: Arc<McpClient>,
+        server: String,
+        calls: Vec<ToolCall>,
+    ) -> impl Future<Output = Vec<Result<Value, String>>> + use<> {
         let started = self.monitor.assigned_version();
         let monitor = self.monitor.clone();
-        let run_calls = async move {
+        async move {
             let mut results: Vec<Result<Value, String>> = Vec::with_capacity(calls.len());
             let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
             for call in &calls {
@@ -201,27 +228,7 @@ impl AgentActor {
                 results.push(result);
             }
             results
-        };
-        let id = running.step.step_id.clone();
-        let handle = ctx.spawn(run_calls.into_actor(self).map(move |results, act, ctx| {
-            act.in_flight = None;
-            if act.loop_cancelled(&running.step) {
-                return;
-            }
-            let calls = reply.tool_calls;
-            for (call, result) in calls.iter().zip(&results) {
-                act.state.add_done(call_step(&running.step, call, result));
-            }
-            act.publish();
-            running.state.calls += calls.len();
-            running.state.rounds.push(ToolRound {
-                text: reply.text,
-                results: results.iter().map(shown).collect(),
-                calls,
-            });
-            act.ask_loop(running, ctx);
-        }));
-        self.in_flight = Some((id, handle));
+        }
     }
 
     fn end_loop(

@@ -54,9 +54,8 @@ impl AgentActor {
             }
             Ok(client.call(&asked, &made).await)
         };
-        let step = id.clone();
         let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
-            act.in_flight = None;
+            act.phase.call_returned();
             match res {
                 Ok(Err(McpError::InvalidArguments { reason, .. })) => {
                     act.ask_for_params(id, server, call, reason, ctx)
@@ -65,7 +64,7 @@ impl AgentActor {
                 Err(why) => act.on_tool_result(id, Err(why), ctx),
             }
         }));
-        self.in_flight = Some((step, handle));
+        self.phase.call_out(handle);
     }
 
     /// A tool step a restart cut off: called again when the call is read-only or idempotent
@@ -85,12 +84,11 @@ impl AgentActor {
         };
         let client = client.clone();
         let asked = server.clone();
-        let step_id = step.step_id.clone();
         let lookup = ctx.spawn(
             async move { client.safe_to_repeat(&asked, &call).await }
                 .into_actor(self)
                 .map(move |again, act, ctx| {
-                    act.in_flight = None;
+                    act.phase.call_returned();
                     if again && act.state.holds(&step.task_id, &step.stage_id) {
                         tracing::info!(agent = %act.state.agent_id, step = %step.step_id, "a read-only or idempotent tool call cut off by a restart is made again");
                         act.run_tool(step, server, ctx);
@@ -99,7 +97,7 @@ impl AgentActor {
                     }
                 }),
         );
-        self.in_flight = Some((step_id, lookup));
+        self.phase.call_out(lookup);
     }
 
     pub(super) fn on_tool_result(

@@ -42,7 +42,7 @@ impl AgentActor {
             }
             .into_actor(self)
             .map(move |(fits, risk), act, ctx| {
-                act.in_flight = None;
+                act.phase.call_returned();
                 if !act.still_live(&step) {
                     return act.on_tool_result(step.step_id, Err("ended".into()), ctx);
                 }
@@ -59,7 +59,7 @@ impl AgentActor {
                 }
             }),
         );
-        self.in_flight = Some((id, lookup));
+        self.phase.call_out(lookup);
     }
 
     /// Whether `step` still runs for live work (its stage or task may have ended while the
@@ -105,12 +105,11 @@ impl AgentActor {
         let system = self.prompts.phrases().risk_judge.clone();
         let mut request = self.request_for(&step, RISK_JUDGE, system, prompt);
         request.model_wait = Some(Self::wait_report(ctx, &step.step_id));
-        let id = step.step_id.clone();
         let handle = ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
                 .map(move |answer, act, ctx| {
-                    act.in_flight = None;
+                    act.phase.call_returned();
                     if let Ok(reply) = &answer {
                         act.charge_side_call(&step, reply.usage, ctx);
                     }
@@ -128,7 +127,7 @@ impl AgentActor {
                     act.put_to_approver(step, server, call, client, risk, ctx);
                 }),
         );
-        self.in_flight = Some((id, handle));
+        self.phase.call_out(handle);
     }
 
     /// Makes the call, or, when `risk` needs a person under the agent's policy, holds the

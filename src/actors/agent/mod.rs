@@ -1,0 +1,161 @@
+//! The agent actor: owns one AgentState. It runs the next step whenever it runs none, its step
+//! lock is empty and `todo` is not; the step's LLM call runs as a spawned future, so the
+//! mailbox keeps taking messages (a reply that frees the lock, a finish_stage) meanwhile.
+//!
+//! What it is doing is one `Phase` (`phase.rs`); the files, by concept:
+//!
+//! | file | job |
+//! |---|---|
+//! | `messages.rs` | its whole protocol: every message it handles |
+//! | `phase.rs` | what it is doing: idle, running, held for a person, settling, … |
+//! | `commit.rs` | where its changes go: published, or handed to SyncState (`commit`) |
+//! | `next_step.rs` | when it starts its next step, and how by the step's executor |
+//! | `llm_call.rs` | a skill step's prompt, its model call and the answer |
+//! | `model.rs` | what every model call of a step shares: its request, waits, progress, cost |
+//! | `summary.rs` | a summary of older history written before a step that leaves it out |
+//! | `tool_call.rs` | a tool step's MCP call, and one a restart cut off |
+//! | `tool_gate.rs` | the gate before a tool call: its risk, and a person's approval |
+//! | `tool_loop.rs` | the native tool loop: the model calls tools as functions |
+//! | `settle.rs` | a step's end: stored through SyncState, then what follows it |
+//! | `person.rs` | steps that wait for a person (approval, a plan's check, arguments) |
+//! | `verdict.rs` | a person's verdict on such a step |
+//! | `cancel.rs` | a step ended early: cancelled by a person, or its work ended under it |
+//! | `control.rs` | an operator's pause |
+//! | `receive.rs` | a message delivered to the agent |
+//! | `human.rs` | a human agent sending what its person writes |
+//! | `timers.rs` | the timer for its replies' wait deadlines |
+
+use crate::ids::AgentId;
+use crate::llm::ChatModel;
+use crate::mcp::McpClient;
+use crate::monitor::Monitor;
+use crate::prompt::PromptSet;
+use crate::state::AgentState;
+use actix::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+mod cancel;
+mod commit;
+mod control;
+mod human;
+mod llm_call;
+mod messages;
+mod model;
+mod next_step;
+mod person;
+mod phase;
+mod receive;
+mod settle;
+mod summary;
+mod timers;
+mod tool_call;
+mod tool_gate;
+mod tool_loop;
+mod verdict;
+
+pub use commit::SyncLink;
+pub use messages::{CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused, SetPaused};
+
+/// What an agent needs to use tools: the servers' descriptions (for its prompts) and the
+/// team's shared MCP client.
+#[derive(Clone, Default)]
+pub struct AgentTools {
+    pub descriptions: Arc<BTreeMap<String, String>>,
+    pub mcp: Option<Arc<McpClient>>,
+    /// The people asked to approve a tool call (the team's operators).
+    pub approvers: Arc<[AgentId]>,
+}
+
+/// How many finished `no_relative` steps of a task an agent keeps in its step list (the base
+/// task never ends; see `AgentState::trim_loose_history`). Prompts show fewer than this.
+const LOOSE_HISTORY_KEPT: usize = 64;
+
+/// How long a tool call waits for the store to confirm its step started.
+const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+pub struct AgentActor {
+    state: AgentState,
+    /// None for a human agent: its steps record what the person did and never run.
+    llm: Option<Arc<dyn ChatModel>>,
+    prompts: Arc<PromptSet>,
+    tool_descriptions: Arc<BTreeMap<String, String>>,
+    /// The team's one MCP client (None when the team has no servers).
+    mcp: Option<Arc<McpClient>>,
+    sync: SyncLink,
+    monitor: Monitor,
+    /// What the agent is doing.
+    phase: phase::Phase,
+    /// The hand-overs SyncState has not answered yet (see `commit.rs`).
+    unanswered: commit::Unanswered,
+    /// The timer for the soonest wait deadline on the step lock.
+    wait_timer: timers::WaitTimer,
+    /// Who is asked to approve a tool call.
+    approvers: Arc<[AgentId]>,
+}
+
+impl AgentActor {
+    pub fn new(
+        state: AgentState,
+        llm: Option<Arc<dyn ChatModel>>,
+        prompts: Arc<PromptSet>,
+        tools: AgentTools,
+        sync: SyncLink,
+        monitor: Monitor,
+    ) -> Self {
+        let AgentTools {
+            descriptions: tool_descriptions,
+            mcp,
+            approvers,
+        } = tools;
+        AgentActor {
+            state,
+            llm,
+            prompts,
+            tool_descriptions,
+            mcp,
+            sync,
+            monitor,
+            phase: phase::Phase::Idle,
+            unanswered: commit::Unanswered::default(),
+            wait_timer: None,
+            approvers,
+        }
+    }
+}
+
+impl Actor for AgentActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // The factory published the agent before starting it; anything since goes out now.
+        self.publish();
+        // An agent carried over from a store: a tool call the restart cut off is made again
+        // if its tool says that is harmless, else settled as a failed call; then whatever its
+        // queue holds runs.
+        for id in crate::agent::interrupted_tool_steps(&self.state) {
+            self.phase = phase::Phase::running(id.clone());
+            self.resume_tool_step(id, ctx);
+        }
+        // A call that was waiting for a person's approval waits on (they were told already).
+        if let Some(id) = crate::agent::approval::waiting_for_approval(&self.state) {
+            if self.approvers.is_empty() {
+                let why = "the step waited for a person's approval, but the team no longer has \
+                           an operator to ask";
+                self.fail_waiting(id, why.into(), ctx);
+            } else {
+                // A tool call that waits is the agent's current step (its verdict runs it); a
+                // plan that waits was settled already, and nothing runs until it is checked.
+                self.hold_for_a_person(id, ctx);
+            }
+        }
+        self.try_run(ctx);
+    }
+}
+
+impl Handler<GetAgentState> for AgentActor {
+    type Result = MessageResult<GetAgentState>;
+    fn handle(&mut self, _: GetAgentState, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.state.clone())
+    }
+}

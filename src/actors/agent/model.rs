@@ -1,0 +1,125 @@
+//! What every model call of a step shares, its own or one on its behalf (a summary, a risk
+//! judgement, a tool loop's round): its request, where it reports a wait for its endpoint
+//! (`ModelWaiting`) and its streamed answer, what a side call costs, and the step's end when
+//! the endpoint stayed down past `waits.model_secs`.
+
+use super::AgentActor;
+use super::commit::Handover;
+use super::messages::ModelWaiting;
+use crate::agent::{Completion, complete_step};
+use crate::event::StepUpdate;
+use crate::ids::StepId;
+use crate::llm::breaker::ModelWaitReport;
+use crate::llm::{AnswerProgress, ChatRequest};
+use crate::message::ExecuteOutput;
+use crate::state::{StepExecutionState, StepState, TokenUsage};
+use actix::prelude::*;
+
+impl AgentActor {
+    /// A model call of this agent for `step`: the step's own answer, or a call on its behalf
+    /// (a summary, a risk judgement); `name` is what a script keys its replies by.
+    pub(super) fn request_for(
+        &self,
+        step: &StepState,
+        name: &str,
+        system: String,
+        prompt: String,
+    ) -> ChatRequest {
+        ChatRequest {
+            system,
+            prompt,
+            answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
+            agent_id: self.state.agent_id.clone(),
+            skill: name.to_owned(),
+            task_id: step.task_id.clone(),
+            stage_id: step.stage_id.clone(),
+            step_id: step.step_id.clone(),
+            template: self.state.template.clone(),
+            step_text: step.asks(),
+            progress: None,
+            model_wait: None,
+            retry: 0,
+            mending: crate::llm::Mending::of(&self.state.repairs),
+        }
+    }
+
+    /// Where a call of step `id` says that it waits for its model's endpoint: the step shows it.
+    pub(super) fn wait_report(ctx: &Context<Self>, id: &StepId) -> ModelWaitReport {
+        let (me, step) = (ctx.address(), id.clone());
+        ModelWaitReport::new(move |wait| me.do_send(ModelWaiting(step.clone(), wait)))
+    }
+
+    /// Where a streamed answer of step `id` goes while it is written: the monitor's live feed.
+    pub(super) fn answer_progress(&self, id: &StepId) -> AnswerProgress {
+        let (monitor, agent, step) = (
+            self.monitor.clone(),
+            self.state.agent_id.clone(),
+            id.clone(),
+        );
+        AnswerProgress::new(move |text| monitor.writing(&agent, &step, text))
+    }
+
+    /// A side call of step `id` (its history's summary, a tool loop's round) found the model's
+    /// endpoint down past `waits.model_secs`: the step fails, and its task with it, as when its
+    /// own call does.
+    pub(super) fn give_up_for_endpoint(
+        &mut self,
+        id: StepId,
+        why: String,
+        ctx: &mut Context<Self>,
+    ) {
+        let now = crate::clock::Now::current();
+        if let Completion::Done(mut completion) =
+            complete_step(&mut self.state, &id, Err(why.clone()), now, false)
+        {
+            completion.output.endpoint_down = Some(why);
+            self.apply_completion(id, completion, ctx);
+        }
+    }
+
+    /// What a side call cost goes to the agent and, through SyncState, to the step's task (so
+    /// a task's token budget counts it).
+    pub(super) fn charge_side_call(
+        &mut self,
+        step: &StepState,
+        usage: TokenUsage,
+        ctx: &mut Context<Self>,
+    ) {
+        if usage == TokenUsage::default() {
+            return;
+        }
+        self.state.add_tokens(usage);
+        let output = ExecuteOutput {
+            agent_id: Some(self.state.agent_id.clone()),
+            task_id: Some(step.task_id.clone()),
+            token_usage: Some((step.task_id.clone(), usage)),
+            ..Default::default()
+        };
+        let commit = self.commit(Handover::Output(output, None));
+        ctx.spawn(commit.map(|_, act, _| act.publish()));
+    }
+}
+
+impl Handler<ModelWaiting> for AgentActor {
+    type Result = ();
+    fn handle(&mut self, ModelWaiting(id, wait): ModelWaiting, _: &mut Context<Self>) {
+        // Only a step still running waits; one that ended (or vanished) waits for nothing.
+        let running = self
+            .state
+            .agent_step
+            .get(&id)
+            .is_some_and(|s| s.execution_state == StepExecutionState::Running);
+        if running {
+            self.state.update_step(
+                &id,
+                StepUpdate {
+                    model_wait: Some(wait),
+                    ..Default::default()
+                },
+            );
+            self.publish();
+        }
+    }
+}
