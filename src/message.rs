@@ -33,7 +33,7 @@ pub struct Message {
     /// A structured question for a person (text, choice or form); their answer is checked
     /// against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ask: Option<crate::agent::ask::Ask>,
+    pub ask: Option<crate::state::Ask>,
     /// What the runtime reads from a message of its own: a notice or an instruction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<MessageBody>,
@@ -211,7 +211,12 @@ impl Message {
         if self.body.is_some() || self.sender_id.as_str() != TASK_STATE_SENDER {
             return;
         }
-        if let Some(Ok(i)) = crate::parse::instruction(&self.message) {
+        let json = self
+            .message
+            .split_once("<instruction>")
+            .and_then(|(_, rest)| rest.split_once("</instruction>"))
+            .map(|(json, _)| json);
+        if let Some(i) = json.and_then(|j| serde_json::from_str(j).ok()) {
             self.body = Some(MessageBody::Instruction(i));
         }
     }

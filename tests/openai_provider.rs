@@ -53,6 +53,7 @@ fn request(prompt: &str) -> ChatRequest {
         progress: None,
         model_wait: None,
         retry: 0,
+        mending: Default::default(),
     }
 }
 

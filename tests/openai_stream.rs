@@ -51,6 +51,7 @@ fn request(progress: Option<AnswerProgress>) -> ChatRequest {
         progress,
         model_wait: None,
         retry: 0,
+        mending: Default::default(),
     }
 }
 
@@ -183,11 +184,12 @@ async fn an_answer_that_loops_is_stopped_there_and_says_so() {
 }
 
 #[tokio::test]
-async fn a_constrained_answer_that_loops_inside_a_string_is_closed_where_it_stopped() {
+async fn a_constrained_answer_that_loops_inside_a_string_is_stopped_there_and_left_to_the_repairs()
+{
     let stub = OpenAiStub::start().await;
     // A 1.5B model's summary under a schema: the JSON opens, its string loops, and the model
-    // would write on to max_tokens. The answer is stopped at the loop and its JSON closed, so
-    // the step has its summary (the passage once) instead of a re-ask that loops again.
+    // would write on to max_tokens. The answer is stopped at the loop; closing its JSON is the
+    // repair policy's (`closed_json`, applied by the agent), not the provider's.
     let mut pieces = vec!["{\"completion_summary\": \"Soft rain on the roof. "];
     pieces.extend(std::iter::repeat_n("Gentle whispers falling softly. ", 30));
     let events = pieces.len() + 1;
@@ -206,7 +208,7 @@ async fn a_constrained_answer_that_loops_inside_a_string_is_closed_where_it_stop
     // The passage once, from where the repetition starts (". " before the first "Gentle").
     assert_eq!(
         reply.text,
-        "<completion_summary>Soft rain on the roof. Gentle whispers falling softly</completion_summary>"
+        "{\"completion_summary\": \"Soft rain on the roof. Gentle whispers falling softly"
     );
 }
 

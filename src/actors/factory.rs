@@ -45,7 +45,7 @@ pub struct AgentFactory {
     /// The bytes one of a person's private conversations keeps (the memory budget's share).
     pub private_bytes: usize,
     /// `step_limits:`, given to every agent.
-    pub step_limits: crate::agent::StepLimits,
+    pub step_limits: crate::state::StepLimits,
     /// `repairs:`, given to every agent.
     pub repairs: crate::policy::Repairs,
     /// `waits:` (with the team's humans), given to every agent.

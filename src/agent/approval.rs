@@ -70,7 +70,7 @@ pub enum VerdictError {
     #[error("the edited plan cannot run: {0}")]
     BadPlan(String),
     #[error("the values do not fit the form: {0}")]
-    BadParams(crate::agent::ask::AskError),
+    BadParams(crate::state::AskError),
     #[error("the team is not running: {0}")]
     Unavailable(String),
 }

@@ -440,3 +440,44 @@ fn a_model_that_does_not_answer_twice_closes_nothing() {
         "an outage must not end the task"
     );
 }
+
+#[test]
+fn a_json_answer_stopped_in_a_loop_is_closed_where_the_policy_allows_and_recorded() {
+    let looped = || {
+        Ok(ChatReply {
+            text: r#"{"think": "Soft rain on the roof. Gentle whispers falling softly"#.into(),
+            cut: Some(crate::llm::Cut::Repetition),
+            ..Default::default()
+        })
+    };
+    // `auto`: closed, the step finishes with the passage, both repairs recorded and counted.
+    let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
+    let c = done(complete_step(&mut a, &id, looped(), now(), true));
+    let result = a
+        .agent_step
+        .get(&id)
+        .unwrap()
+        .execute_result
+        .clone()
+        .unwrap();
+    assert_eq!(
+        result["think"],
+        "Soft rain on the roof. Gentle whispers falling softly"
+    );
+    assert!(result.fired(crate::policy::Repair::LoopCut).is_some());
+    assert!(result.fired(crate::policy::Repair::ClosedJson).is_some());
+    assert_eq!(
+        c.output.repairs,
+        [
+            crate::policy::Repair::LoopCut,
+            crate::policy::Repair::ClosedJson
+        ]
+    );
+    // `strict`: the answer is not mended, only asked about again.
+    let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
+    a.repairs = crate::policy::Repairs::preset(crate::policy::Preset::Strict);
+    assert!(matches!(
+        complete_step(&mut a, &id, looped(), now(), true),
+        Completion::AskAgain { .. }
+    ));
+}

@@ -8,8 +8,7 @@
 
 use crate::ids::{StageRef, StepId, TaskId};
 use crate::prompt::stage_history;
-use crate::state::{AgentState, StepState};
-use serde::{Deserialize, Serialize};
+use crate::state::{AgentState, HistorySummary, StepState};
 
 /// Left-out steps the summary may lag behind before it is redone.
 pub const SUMMARY_EVERY: usize = 5;
@@ -17,15 +16,6 @@ pub const SUMMARY_EVERY: usize = 5;
 pub const SUMMARY_CHARS: usize = 3_000;
 /// What a summary request shows of one step's result, in characters (seed 004: 500).
 const RESULT_SHOWN: usize = 500;
-
-/// A stage's older history in a few sentences, covering its executed steps up to `upto`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HistorySummary {
-    pub task_id: TaskId,
-    pub stage_id: StageRef,
-    pub upto: StepId,
-    pub text: String,
-}
 
 /// A summary to write before a step's prompt: what to ask, and the newest step it covers.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,7 +3,6 @@
 //! the answer can return it), and what the person's own sending does (one message per
 //! receiver, each answering that receiver's pending wait, recorded as a finished step).
 
-use crate::agent::ask::{Ask, AskError};
 use crate::clock::Now;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
@@ -11,6 +10,7 @@ use crate::state::{
     AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepOrigin, StepResult,
     StepState,
 };
+use crate::state::{Ask, AskError};
 use serde::Serialize;
 use serde_json::json;
 

@@ -6,11 +6,11 @@
 //! check as any call).
 
 use super::approval::VerdictError;
-use super::ask::{Ask, AskField, FieldKind};
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
 use crate::mcp::McpCall;
 use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
+use crate::state::{Ask, AskField, FieldKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -75,7 +75,7 @@ pub fn param_request(
     }
     let fields: Vec<AskField> = keys
         .iter()
-        .take(super::ask::MAX_CHOICES)
+        .take(crate::state::MAX_CHOICES)
         .map(|k| field(k, &properties[k]))
         .collect();
     let json_fields = keys

@@ -327,7 +327,7 @@ pub struct Pending {
     pub return_waiting_id: Option<WaitId>,
     /// A structured question: the answer must fit it (an option, or a form's JSON object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ask: Option<crate::agent::ask::Ask>,
+    pub ask: Option<crate::state::Ask>,
 }
 
 /// `GET /api/human/{id}/pending` → `{human_agent_id, pending: [Pending]}`, oldest first.

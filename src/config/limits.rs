@@ -6,7 +6,7 @@
 
 use super::agent::Findings;
 use super::raw::{RawFeeds, RawRetention, RawStepLimits, RawStore, RawTaskLimits, RawWaits};
-use crate::agent::StepLimits;
+use crate::state::StepLimits;
 use crate::state::WaitPatience;
 use std::fmt::Display;
 use std::path::Path;

@@ -41,7 +41,7 @@ pub struct RawTeam {
     /// Limits of the websocket feeds (see `Feeds`).
     #[serde(default)]
     pub feeds: Option<RawFeeds>,
-    /// How far one agent may go on in one stage (see `agent::StepLimits`).
+    /// How far one agent may go on in one stage (see `state::StepLimits`).
     #[serde(default)]
     pub step_limits: Option<RawStepLimits>,
     /// When a tool call waits for a person's approval (see `policy::ApprovalPolicy`).

@@ -110,7 +110,7 @@ pub struct TeamConfig {
     pub retention: Retention,
     pub feeds: Feeds,
     /// How far one agent may go on in one stage (`step_limits:`).
-    pub step_limits: crate::agent::StepLimits,
+    pub step_limits: crate::state::StepLimits,
     /// How long a person's login lasts (`session_ttl_hours`, default a week).
     pub session_ttl: std::time::Duration,
     /// When tool calls wait for a person (`tool_approval:`; agents may set their own).

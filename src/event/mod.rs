@@ -193,7 +193,7 @@ pub enum AgentChange {
     /// The agent summarized the older history of a task and stage (replacing its summary).
     HistorySummarized {
         agent_id: AgentId,
-        summary: crate::agent::history_summary::HistorySummary,
+        summary: crate::state::HistorySummary,
     },
     /// A human's private conversation with `with` got a message (private to the human).
     PrivateMessage {

@@ -7,8 +7,7 @@
 
 use super::ParseError;
 use super::fields::tagged_json;
-use super::tags::has_tag;
-use crate::message::{AgentInstruction, AskInfoQuery, Instruction, TaskInstruction};
+use crate::message::{AgentInstruction, AskInfoQuery, TaskInstruction};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -76,64 +75,11 @@ fn selected<T: DeserializeOwned>(
     typed(tag, key, value, action.as_deref(), Value::as_object_mut)
 }
 
-/// The `<instruction>{json}</instruction>` embedded in a message's text, `None` when there is
-/// none: how releases before the typed message body sent instructions, read only when such a
-/// stored message is loaded again ([`Message::upgrade_stored`](crate::message::Message)).
-///
-/// Those releases wrote `{"start_stage": {"stage_id": …}}`; the flat form
-/// `{"action": "start_stage", "stage_id": …}` is accepted too.
-pub fn instruction(message_text: &str) -> Option<Result<Instruction, ParseError>> {
-    const TAG: &str = "instruction";
-    if !has_tag(message_text, TAG) {
-        return None;
-    }
-    let read = || {
-        let mut value = single_object(tagged_json(message_text, TAG)?);
-        let Some(map) = value.as_object_mut() else {
-            return Err(not_an_object(TAG, &value));
-        };
-        let (name, mut fields) = match map.remove("action") {
-            Some(Value::String(name)) => (action_name(&name), std::mem::take(map)),
-            Some(other) => return Err(wrong_action_type(TAG, &other)),
-            None if map.len() == 1 => match std::mem::take(map).into_iter().next() {
-                Some((name, Value::Object(fields))) => (action_name(&name), fields),
-                // `{"finish_task": null}`: no fields, so the missing one gets named.
-                Some((name, _)) => (action_name(&name), Map::new()),
-                None => (String::new(), Map::new()),
-            },
-            None => {
-                return Err(ParseError::MissingField {
-                    tag: TAG,
-                    at: String::new(),
-                    field: "action".into(),
-                });
-            }
-        };
-        drop_nulls(&mut fields);
-        let key = name.clone();
-        let tagged = Value::Object(Map::from_iter([(name.clone(), Value::Object(fields))]));
-        typed(TAG, "action", tagged, Some(&name), move |v| {
-            v.get_mut(&key).and_then(Value::as_object_mut)
-        })
-    };
-    Some(read())
-}
-
 fn not_an_object(tag: &'static str, value: &Value) -> ParseError {
     ParseError::WrongShape {
         tag,
         at: String::new(),
         expected: "a JSON object",
-        found: super::fields::kind(value),
-    }
-}
-
-fn wrong_action_type(tag: &'static str, value: &Value) -> ParseError {
-    ParseError::WrongType {
-        tag,
-        at: String::new(),
-        field: "action".into(),
-        expected: "a string",
         found: super::fields::kind(value),
     }
 }
@@ -241,23 +187,12 @@ fn expected_names(msg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{AgentId, StageRef};
+    use crate::ids::AgentId;
     use crate::message::{StagePlan, TaskOutcome};
     use std::collections::BTreeMap;
 
     fn task(json: &str) -> Result<TaskInstruction, ParseError> {
         task_instruction(&format!("<task_instruction>{json}</task_instruction>"))
-    }
-
-    fn start_stage(stage: &str) -> Instruction {
-        Instruction::StartStage {
-            stage_id: stage.into(),
-            task_intention: String::new(),
-            stage_intention: String::new(),
-            goal: String::new(),
-            colleagues: Vec::new(),
-            colleagues_unlisted: 0,
-        }
     }
 
     #[test]
@@ -380,87 +315,6 @@ mod tests {
         assert_eq!(
             task_instruction("no tag").unwrap_err().to_string(),
             "the answer has no <task_instruction> tag"
-        );
-    }
-
-    #[test]
-    fn embedded_instructions_round_trip() {
-        let all = [
-            start_stage("s1"),
-            Instruction::StartStage {
-                stage_id: "s1".into(),
-                task_intention: "写诗".into(),
-                stage_intention: "draft".into(),
-                goal: "write 🎋".into(),
-                colleagues: vec![crate::message::Colleague {
-                    agent_id: "w".into(),
-                    role: "writer".into(),
-                    goal: "写".into(),
-                }],
-                colleagues_unlisted: 3,
-            },
-            Instruction::FinishStage {
-                stage_id: "s1".into(),
-            },
-            Instruction::FinishTask {
-                task_id: "t".into(),
-            },
-            Instruction::UpdateWorkingMemory {
-                task_id: "t".into(),
-                stage_id: Some(StageRef::NoRelative),
-            },
-            Instruction::UpdateWorkingMemory {
-                task_id: "t".into(),
-                stage_id: None,
-            },
-            Instruction::AddToolDecision {
-                tool_name: "web".into(),
-            },
-        ];
-        for i in all {
-            let json = serde_json::to_string(&i).unwrap();
-            let text = format!("Stage starts now 🚀 <instruction>{json}</instruction>\nThanks.");
-            assert_eq!(instruction(&text), Some(Ok(i)));
-        }
-    }
-
-    #[test]
-    fn messages_without_instructions_give_none() {
-        assert_eq!(instruction("Just a chat message, 中文."), None);
-    }
-
-    #[test]
-    fn the_flat_form_is_accepted() {
-        let text =
-            "<instruction>{'action': 'start_stage', 'stage_id': 's2', 'goal': None,}</instruction>";
-        assert_eq!(instruction(text), Some(Ok(start_stage("s2"))));
-    }
-
-    #[test]
-    fn broken_instructions_say_what_is_wrong() {
-        let err = |t: &str| instruction(t).unwrap().unwrap_err().to_string();
-        assert_eq!(
-            err("<instruction>{\"dance\": {}}</instruction>"),
-            "<instruction> has unknown action `dance`; valid actions: start_stage, finish_stage, finish_task, pause_task, update_working_memory, add_tool_decision"
-        );
-        assert_eq!(
-            err("<instruction>{\"start_stage\": {}}</instruction>"),
-            "<instruction> field `stage_id` is missing"
-        );
-        assert_eq!(
-            err("<instruction>{\"finish_task\": null}</instruction>"),
-            "<instruction> field `task_id` is missing"
-        );
-        assert_eq!(
-            err("<instruction>{\"a\": 1, \"b\": 2}</instruction>"),
-            "<instruction> field `action` is missing"
-        );
-        assert_eq!(
-            err("<instruction>{\"finish_stage\": {\"stage_id\": [1]}}</instruction>"),
-            "<instruction> field `stage_id` is invalid: invalid type: sequence, expected a string"
-        );
-        assert!(
-            err("<instruction>{oops</instruction>").starts_with("<instruction> is not valid JSON")
         );
     }
 

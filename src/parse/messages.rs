@@ -25,7 +25,7 @@ pub struct SendMessageDraft {
     pub need_reply: bool,
     pub waiting: bool,
     /// A structured question for a person (`"ask": {"mode": "text" | "select" | "form", …}`).
-    pub ask: Option<crate::agent::ask::Ask>,
+    pub ask: Option<crate::state::Ask>,
 }
 
 /// A step the model asks for (`{step_intention, text_content}`).

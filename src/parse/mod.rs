@@ -26,7 +26,7 @@ pub use answers::{
     RawPlannedStep, completion_summary, persistent_memory, planned_steps, quick_think, think,
     tool_instruction,
 };
-pub use instructions::{agent_instruction, ask_info, instruction, task_instruction};
+pub use instructions::{agent_instruction, ask_info, task_instruction};
 pub use json::lenient_json;
 pub use messages::{
     SendMessageAnswer, SendMessageDraft, StepRequest, process_message_digest, react_action,
@@ -225,7 +225,6 @@ mod tests {
         let _ = task_instruction(text);
         let _ = tool_instruction(text);
         let _ = persistent_memory(text);
-        let _ = instruction(text);
         let _ = lenient_json(text);
     }
 

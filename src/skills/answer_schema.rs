@@ -7,7 +7,6 @@
 //! ([`crate::llm::structured::tagged_answer`]), so the
 //! parsers of `parse/` read one format whichever way the model was asked.
 
-use crate::agent::asks_to_act;
 use crate::llm::structured::PLAIN_TEXT_KEY;
 use crate::state::{AgentState, Skill, StepState};
 use serde_json::{Map, Value, json};
@@ -43,7 +42,7 @@ pub fn answer_schema(
 ) -> Value {
     match skill {
         Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
-            let acting = skill == Skill::Decision && asks_to_act(step);
+            let acting = skill == Skill::Decision && step.origin.asks_to_act();
             let mut steps = plan(skill, agent, acting);
             if acting && steps.get("items").is_some() {
                 steps["minItems"] = json!(1);
@@ -61,7 +60,9 @@ pub fn answer_schema(
             ]
         }),
         // A message that asks the agent to act must be acted on (see `asks_to_act`).
-        Skill::ProcessMessage if asks_to_act(step) && agent.skills.contains(&Skill::Decision) => {
+        Skill::ProcessMessage
+            if step.origin.asks_to_act() && agent.skills.contains(&Skill::Decision) =>
+        {
             answer(
                 &[(PLAIN_TEXT_KEY, text()), ("react_action", step_request())],
                 &[],
@@ -231,11 +232,11 @@ fn send_message(agent: &AgentState, agents: &[String]) -> Value {
     )
 }
 
-/// A structured question for a person (`agent::ask::Ask`): optional.
+/// A structured question for a person (`state::Ask`): optional.
 fn ask() -> Value {
     let mode = |m: &str| json!({ "type": "string", "enum": [m] });
     let options = json!({
-        "type": "array", "items": line(), "minItems": 2, "maxItems": crate::agent::ask::MAX_CHOICES,
+        "type": "array", "items": line(), "minItems": 2, "maxItems": crate::state::MAX_CHOICES,
     });
     let field = object(
         json!({
@@ -252,7 +253,7 @@ fn ask() -> Value {
         object(json!({ "mode": mode("select"), "options": options }), &["mode", "options"]),
         object(
             json!({ "mode": mode("form"), "fields": {
-                "type": "array", "items": field, "minItems": 1, "maxItems": crate::agent::ask::MAX_CHOICES,
+                "type": "array", "items": field, "minItems": 1, "maxItems": crate::state::MAX_CHOICES,
             }}),
             &["mode", "fields"],
         ),

@@ -3,7 +3,7 @@
 //! tool_decision, whose empty list means: stop using the tool).
 
 use super::{SkillError, SkillOutcome, working};
-use crate::agent::{asks_to_act, plan_check};
+use crate::agent::plan_check;
 use crate::parse::{self, RawPlannedStep};
 use crate::policy::{Fired, Repair};
 use crate::state::{
@@ -19,7 +19,7 @@ pub fn interpret(
 ) -> Result<SkillOutcome, SkillError> {
     let raw = parse::planned_steps(answer)?;
     let asked = raw.len();
-    let acting = planner == Skill::Decision && asks_to_act(step);
+    let acting = planner == Skill::Decision && step.origin.asks_to_act();
     let mut repairs = Vec::new();
     let (mut accepted, rejected) = check_plan(raw, agent, planner, acting, &mut repairs);
     if accepted.is_empty() && asked > 0 {

@@ -1,7 +1,7 @@
 //! process_message: digest a message; `<react_action>` asks for a decision step right next.
 
 use super::{SkillError, SkillOutcome, working};
-use crate::agent::asks_to_act;
+
 use crate::parse;
 use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
 use serde_json::json;
@@ -12,7 +12,7 @@ pub fn interpret(
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
     let react = parse::react_action(answer)?;
-    if react.is_none() && asks_to_act(step) && agent.skills.contains(&Skill::Decision) {
+    if react.is_none() && step.origin.asks_to_act() && agent.skills.contains(&Skill::Decision) {
         return Err(SkillError::Invalid(
             "this message asks you to act: answer with a <react_action> saying what to do".into(),
         ));

@@ -2,7 +2,7 @@
 //! finish_task, retry_stage). A new task's id is chosen here, so the step records it.
 
 use super::{SkillError, SkillOutcome, working};
-use crate::agent::asks_to_act;
+
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
@@ -20,7 +20,7 @@ pub fn stage_decided<'a>(agent: &AgentState, step: &'a StepState) -> Option<&'a 
     let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
     step.stage_id
         .stage()
-        .filter(|_| in_a_task && asks_to_act(step))
+        .filter(|_| in_a_task && step.origin.asks_to_act())
 }
 
 /// The key of a judgement's verdict in a constrained answer (and its tag): whether the stage's
@@ -144,7 +144,7 @@ pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<Tas
         });
     }
     let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
-    if !in_a_task || !asks_to_act(step) {
+    if !in_a_task || !step.origin.asks_to_act() {
         return None;
     }
     let mut task_summary = format!(

@@ -41,7 +41,7 @@ pub struct PrivateMessage {
     pub replied: bool,
     /// The question it asks, when it is a structured one (text, choice or form).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ask: Option<crate::agent::ask::Ask>,
+    pub ask: Option<crate::state::Ask>,
 }
 
 /// A human agent's private conversations and global notices.
@@ -94,7 +94,7 @@ pub struct AgentState {
     /// Summaries of older history its prompts leave out, one per open task and stage (see
     /// `agent::history_summary`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub history_summaries: Vec<crate::agent::history_summary::HistorySummary>,
+    pub history_summaries: Vec<crate::state::HistorySummary>,
     /// Stages this agent was started in and owes a summary for (internal bookkeeping: an
     /// agent whose plan runs dry in such a stage is given a closing reflection).
     #[serde(skip)]
@@ -109,7 +109,7 @@ pub struct AgentState {
     pub private_bytes: usize,
     /// How far this agent may go on in one stage (`step_limits:`).
     #[serde(skip)]
-    pub step_limits: crate::agent::StepLimits,
+    pub step_limits: crate::state::StepLimits,
     /// When its tool calls wait for a person (`tool_approval:`).
     #[serde(skip)]
     pub tool_approval: crate::policy::ApprovalPolicy,
@@ -169,7 +169,7 @@ impl AgentState {
             open_goals: BTreeSet::new(),
             step_chars: super::DEFAULT_STEP_CHARS,
             private_bytes: super::PRIVATE_BYTES_KEPT,
-            step_limits: crate::agent::StepLimits::default(),
+            step_limits: crate::state::StepLimits::default(),
             wait_patience: super::WaitPatience::default(),
             tool_approval: crate::policy::ApprovalPolicy::default(),
             repairs: crate::policy::Repairs::default(),

@@ -406,7 +406,7 @@ impl AgentState {
     }
 
     /// Keeps `summary` as the summary of its task and stage's older history.
-    pub fn keep_history_summary(&mut self, summary: crate::agent::history_summary::HistorySummary) {
+    pub fn keep_history_summary(&mut self, summary: crate::state::HistorySummary) {
         self.emit(Change::Agent(AgentChange::HistorySummarized {
             agent_id: self.id(),
             summary,

@@ -4,15 +4,18 @@
 mod agent;
 mod agent_changes;
 mod agent_step;
+mod ask;
 mod enums;
 mod executor;
 mod held;
+mod history_summary;
 mod origin;
 #[cfg(test)]
 mod props;
 mod result;
 mod stage;
 mod step;
+mod step_limits;
 mod step_lock;
 mod task;
 mod text_cap;
@@ -24,13 +27,16 @@ pub use agent::{
 use agent_changes::default_private_bytes;
 pub use agent_changes::{PRIVATE_BYTES_KEPT, PRIVATE_KEPT};
 pub use agent_step::AgentStep;
+pub use ask::{Ask, AskError, AskField, FieldKind, MAX_CHOICES};
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
 pub use executor::{Executor, Skill};
 pub use held::{Held, value_bytes};
+pub use history_summary::HistorySummary;
 pub use origin::StepOrigin;
 pub use result::{Cancelled, StepResult, Try};
 pub use stage::StageState;
 pub use step::{ModelWait, PlannedStep, ReplyTo, StepState, TokenUsage};
+pub use step_limits::StepLimits;
 pub use step_lock::{StepLock, Wait, WaitPatience};
 pub use task::{ConversationEntry, SharedInfo, TaskState};
 use text_cap::default_step_chars;

@@ -1,0 +1,346 @@
+//! Ask: a structured question to a person (seed 001's Plan Ask): free text, a choice among
+//! options, or a form of typed fields, and how a person's answer is checked against it, so the
+//! agent gets an option it offered or a form whose fields have the types it asked for.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The most options a choice, or fields a form, may have.
+pub const MAX_CHOICES: usize = 12;
+/// The longest option, key or label, in characters.
+const MAX_LABEL_CHARS: usize = 200;
+/// The longest text a person may give in one answer or field, in characters.
+const MAX_ANSWER_CHARS: usize = 8_000;
+
+/// What kind of answer a question wants.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Ask {
+    /// Free text.
+    Text,
+    /// One of `options`.
+    Select { options: Vec<String> },
+    /// A JSON object with these fields.
+    Form { fields: Vec<AskField> },
+}
+
+/// One field of a form.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskField {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
+    #[serde(rename = "type", default)]
+    pub kind: FieldKind,
+    #[serde(default)]
+    pub required: bool,
+    /// The allowed values of a `select` field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// Bounds of a `number` field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+/// The type of a form field's value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldKind {
+    #[default]
+    Text,
+    Number,
+    Boolean,
+    Select,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum AskError {
+    #[error("a choice needs 2 to {MAX_CHOICES} different, non-empty options")]
+    BadOptions,
+    #[error("a form needs 1 to {MAX_CHOICES} fields, each with a different, non-empty key")]
+    BadFields,
+    #[error("form field `{0}` is a select field without 2 or more options")]
+    FieldOptions(String),
+    #[error("form field `{0}` has a min above its max")]
+    BadBounds(String),
+    #[error("options, keys and labels are at most {MAX_LABEL_CHARS} characters")]
+    TooLong,
+    #[error("the answer is empty")]
+    Empty,
+    #[error("the answer is longer than {MAX_ANSWER_CHARS} characters")]
+    AnswerTooLong,
+    #[error("the answer must be one of the options: {0}")]
+    NotAnOption(String),
+    #[error("the answer to a form must be a JSON object of its fields: {0}")]
+    NotAForm(String),
+    #[error("form field `{field}`: {why}")]
+    BadField { field: String, why: String },
+}
+
+impl Ask {
+    /// Whether the question can be answered at all (options and fields well-formed).
+    pub fn check(&self) -> Result<(), AskError> {
+        match self {
+            Ask::Text => Ok(()),
+            Ask::Select { options } => check_options(options).ok_or(AskError::BadOptions)?,
+            Ask::Form { fields } => {
+                let mut keys: Vec<&str> = fields.iter().map(|f| f.key.trim()).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                if fields.is_empty()
+                    || fields.len() > MAX_CHOICES
+                    || keys.len() != fields.len()
+                    || keys.contains(&"")
+                {
+                    return Err(AskError::BadFields);
+                }
+                for f in fields {
+                    if f.key.chars().count() > MAX_LABEL_CHARS
+                        || f.label.chars().count() > MAX_LABEL_CHARS
+                    {
+                        return Err(AskError::TooLong);
+                    }
+                    if f.min.zip(f.max).is_some_and(|(lo, hi)| lo > hi) {
+                        return Err(AskError::BadBounds(f.key.clone()));
+                    }
+                    if f.kind == FieldKind::Select {
+                        check_options(&f.options)
+                            .ok_or_else(|| AskError::FieldOptions(f.key.clone()))??;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A person's `answer`, checked against the question and put in its canonical form: the
+    /// text, the option chosen (matched without regard to case or surrounding blanks), or the
+    /// form's fields as a compact JSON object of typed values.
+    pub fn answer(&self, answer: &str) -> Result<String, AskError> {
+        let answer = answer.trim();
+        if answer.is_empty() {
+            return Err(AskError::Empty);
+        }
+        if answer.chars().count() > MAX_ANSWER_CHARS {
+            return Err(AskError::AnswerTooLong);
+        }
+        match self {
+            Ask::Text => Ok(answer.to_owned()),
+            Ask::Select { options } => {
+                choose(options, answer).ok_or_else(|| AskError::NotAnOption(options.join(" | ")))
+            }
+            Ask::Form { fields } => {
+                let given: Map<String, Value> = match serde_json::from_str(answer) {
+                    Ok(Value::Object(m)) => m,
+                    Ok(_) => return Err(AskError::NotAForm("it is not an object".into())),
+                    Err(e) => return Err(AskError::NotAForm(e.to_string())),
+                };
+                if let Some(k) = given.keys().find(|k| !fields.iter().any(|f| &f.key == *k)) {
+                    return Err(AskError::BadField {
+                        field: k.clone(),
+                        why: "the form has no such field".into(),
+                    });
+                }
+                let mut out = Map::new();
+                for f in fields {
+                    if let Some(v) = f.value(given.get(&f.key))? {
+                        out.insert(f.key.clone(), v);
+                    }
+                }
+                Ok(Value::Object(out).to_string())
+            }
+        }
+    }
+
+    /// One line for a person: what kind of answer is wanted.
+    pub fn describe(&self) -> String {
+        match self {
+            Ask::Text => "Answer in your own words.".to_owned(),
+            Ask::Select { options } => format!("Choose one: {}.", options.join(" | ")),
+            Ask::Form { fields } => {
+                let list: Vec<String> = fields
+                    .iter()
+                    .map(|f| {
+                        let need = if f.required { ", required" } else { "" };
+                        let kind = format!("{:?}", f.kind).to_lowercase();
+                        format!("`{}` ({kind}{need})", f.key)
+                    })
+                    .collect();
+                format!("Fill in the form (a JSON object): {}.", list.join(", "))
+            }
+        }
+    }
+}
+
+impl AskField {
+    /// The field's checked value from `v` (`None`: left empty and not required).
+    fn value(&self, v: Option<&Value>) -> Result<Option<Value>, AskError> {
+        let bad = |why: String| AskError::BadField {
+            field: self.key.clone(),
+            why,
+        };
+        let v = match v {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.trim().is_empty() => None,
+            Some(v) => Some(v),
+        };
+        let Some(v) = v else {
+            return if self.required {
+                Err(bad("it is required".into()))
+            } else {
+                Ok(None)
+            };
+        };
+        let value = match self.kind {
+            FieldKind::Text => match v {
+                // Kept exactly as given: a field may be a tool's argument (a file's content).
+                Value::String(s) if s.chars().count() <= MAX_ANSWER_CHARS => {
+                    Value::String(s.clone())
+                }
+                Value::String(_) => return Err(AskError::AnswerTooLong),
+                Value::Number(n) => Value::String(n.to_string()),
+                _ => return Err(bad("it must be text".into())),
+            },
+            FieldKind::Number => {
+                let n = match v {
+                    Value::Number(n) => n.as_f64(),
+                    Value::String(s) => s.trim().parse::<f64>().ok(),
+                    _ => None,
+                }
+                .filter(|n| n.is_finite())
+                .ok_or_else(|| bad("it must be a number".into()))?;
+                if self.min.is_some_and(|m| n < m) || self.max.is_some_and(|m| n > m) {
+                    return Err(bad(format!(
+                        "it must lie from {} to {}",
+                        self.min.map_or("any".into(), |m| m.to_string()),
+                        self.max.map_or("any".into(), |m| m.to_string())
+                    )));
+                }
+                serde_json::Number::from_f64(n).map_or(Value::Null, |x| {
+                    // Whole numbers stay whole (3, not 3.0).
+                    if n.fract() == 0.0 && n.abs() < 9e15 {
+                        Value::from(n as i64)
+                    } else {
+                        Value::Number(x)
+                    }
+                })
+            }
+            FieldKind::Boolean => match v {
+                Value::Bool(b) => Value::Bool(*b),
+                Value::String(s) if matches!(s.trim(), "true" | "yes") => Value::Bool(true),
+                Value::String(s) if matches!(s.trim(), "false" | "no") => Value::Bool(false),
+                _ => return Err(bad("it must be true or false".into())),
+            },
+            FieldKind::Select => {
+                let s = v.as_str().map(str::trim).unwrap_or_default();
+                Value::String(choose(&self.options, s).ok_or_else(|| {
+                    bad(format!("it must be one of: {}", self.options.join(" | ")))
+                })?)
+            }
+        };
+        Ok(Some(value))
+    }
+}
+
+/// `Some(Ok)` when the options can be chosen from, `Some(Err)` when one is too long, `None`
+/// when there are too few, too many, blank or repeated ones.
+fn check_options(options: &[String]) -> Option<Result<(), AskError>> {
+    let mut seen: Vec<String> = options.iter().map(|o| o.trim().to_lowercase()).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    if options.len() < 2
+        || options.len() > MAX_CHOICES
+        || seen.len() != options.len()
+        || seen.iter().any(String::is_empty)
+    {
+        return None;
+    }
+    if options.iter().any(|o| o.chars().count() > MAX_LABEL_CHARS) {
+        return Some(Err(AskError::TooLong));
+    }
+    Some(Ok(()))
+}
+
+fn choose(options: &[String], answer: &str) -> Option<String> {
+    options
+        .iter()
+        .find(|o| o.trim().eq_ignore_ascii_case(answer.trim()))
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ask(v: Value) -> Ask {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_choice_takes_one_of_its_options_only() {
+        let a = ask(json!({"mode": "select", "options": ["Tea", "Coffee"]}));
+        a.check().unwrap();
+        assert_eq!(a.answer("  coffee ").unwrap(), "Coffee");
+        assert_eq!(
+            a.answer("water").unwrap_err(),
+            AskError::NotAnOption("Tea | Coffee".into())
+        );
+        assert_eq!(a.answer(" ").unwrap_err(), AskError::Empty);
+        for bad in [json!(["one"]), json!(["a", "A"]), json!(["a", " "])] {
+            let a = ask(json!({"mode": "select", "options": bad}));
+            assert_eq!(a.check().unwrap_err(), AskError::BadOptions, "{a:?}");
+        }
+    }
+
+    #[test]
+    fn a_form_checks_each_field_and_answers_with_typed_values() {
+        let a = ask(json!({"mode": "form", "fields": [
+            {"key": "city", "required": true},
+            {"key": "nights", "type": "number", "min": 1, "max": 14, "required": true},
+            {"key": "breakfast", "type": "boolean"},
+            {"key": "room", "type": "select", "options": ["single", "double"]},
+        ]}));
+        a.check().unwrap();
+        let got = a
+            .answer(r#"{"city": "Oslo", "nights": "3", "breakfast": "yes", "room": "Double"}"#)
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&got).unwrap(),
+            json!({"city": "Oslo", "nights": 3, "breakfast": true, "room": "double"})
+        );
+        // Optional fields may stay empty.
+        assert_eq!(
+            a.answer(r#"{"city": "Oslo", "nights": 2.5}"#).unwrap(),
+            r#"{"city":"Oslo","nights":2.5}"#
+        );
+        let why = |s: &str| a.answer(s).unwrap_err().to_string();
+        assert!(why(r#"{"nights": 3}"#).contains("`city`: it is required"));
+        assert!(why(r#"{"city": "x", "nights": 30}"#).contains("from 1 to 14"));
+        assert!(why(r#"{"city": "x", "nights": "many"}"#).contains("a number"));
+        assert!(why(r#"{"city": "x", "nights": 1, "pool": true}"#).contains("no such field"));
+        assert!(why(r#"{"city": "x", "nights": 1, "room": "suite"}"#).contains("single | double"));
+        assert!(why("three nights in Oslo").contains("JSON object"));
+    }
+
+    #[test]
+    fn a_malformed_form_is_refused_before_anyone_sees_it() {
+        let no_fields = ask(json!({"mode": "form", "fields": []}));
+        assert_eq!(no_fields.check().unwrap_err(), AskError::BadFields);
+        let twice = ask(json!({"mode": "form", "fields": [{"key": "a"}, {"key": "a"}]}));
+        assert_eq!(twice.check().unwrap_err(), AskError::BadFields);
+        let select = ask(json!({"mode": "form", "fields": [{"key": "a", "type": "select"}]}));
+        assert_eq!(
+            select.check().unwrap_err(),
+            AskError::FieldOptions("a".into())
+        );
+        assert!(serde_json::from_value::<Ask>(json!({"mode": "poll"})).is_err());
+        assert_eq!(
+            ask(json!({"mode": "text"})).answer(" fine ").unwrap(),
+            "fine"
+        );
+    }
+}
