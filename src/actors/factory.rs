@@ -288,7 +288,9 @@ impl<'a> ModelBuilder<'a> {
     fn connect(&mut self, llm: &LlmConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
         let env = self.env;
         Ok(match llm {
-            LlmConfig::Scripted { script, .. } => ScriptedModel::new(Script::load(script)?),
+            LlmConfig::Scripted { script, .. } => {
+                ScriptedModel::new(Script::load(script).map_err(LlmError::Script)?)
+            }
             LlmConfig::OpenAi {
                 base_url,
                 model,

@@ -30,8 +30,7 @@ pub struct HumanMessage {
     pub wait_secs: Option<u64>,
 }
 
-/// The longest wait a person may ask for (`wait_secs`): thirty days.
-pub const MAX_WAIT_SECS: u64 = 30 * 24 * 60 * 60;
+pub use crate::config::MAX_WAIT_SECS;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum HumanError {

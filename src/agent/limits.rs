@@ -2,7 +2,6 @@
 //! steps it runs there, and a stop when it runs the same step again and again. A step past a
 //! limit fails without calling its model, and the manager is told the agent cannot go on.
 
-pub use crate::state::StepLimits;
 use crate::state::{AgentState, StepState};
 
 /// Why `step` may not run, or `None`. Only stage work is limited: the base task's steps
@@ -45,6 +44,7 @@ pub fn stop_reason(agent: &AgentState, step: &StepState) -> Option<String> {
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::StepLimits;
     use crate::state::{Executor, Skill, StepExecutionState};
 
     fn agent_with(done: &[(&str, Skill)]) -> AgentState {

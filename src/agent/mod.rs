@@ -1,10 +1,9 @@
 //! The agent's step machine as plain functions on `AgentState`: how a message becomes steps
 //! (`receive`), and how a finished LLM call becomes a finished or failed step plus the
-//! `ExecuteOutput` for SyncState (`complete`). The actor in `actors/agent.rs` only performs
+//! `ExecuteOutput` for SyncState (`complete`). The actor in `actors/agent/` only performs
 //! the effects these return.
 
 pub mod approval;
-pub mod ask;
 pub mod cancel;
 mod complete;
 pub mod history_summary;
@@ -15,6 +14,7 @@ pub mod plan_check;
 mod reask;
 mod receive;
 mod resume;
+pub mod risk_judge;
 mod settle;
 mod tool_call;
 mod tool_history;
@@ -26,7 +26,7 @@ pub use complete::{
     complete_tool_loop, complete_tool_step, stop_step,
 };
 pub use human::{HumanError, HumanMessage, MAX_WAIT_SECS, human_send, receive_as_human};
-pub use limits::{StepLimits, stop_reason};
+pub use limits::stop_reason;
 pub use reask::Asking;
 pub use receive::{Received, asks_to_act, receive_message};
 pub use resume::{

@@ -7,9 +7,7 @@ use dashmap::DashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long a token stays valid after the login that made it, unless the team file says
-/// otherwise (`session_ttl_hours`).
-pub const SESSION_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+pub use crate::config::SESSION_TTL;
 
 /// Open sessions, by a hash of their token: the table (and the store, which keeps them across
 /// restarts) never holds a token itself, so reading either gives no one a way in. Tokens are

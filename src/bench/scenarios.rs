@@ -342,7 +342,7 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
                 tool_capabilities: None,
                 tool_history: None,
                 budget: None,
-                tokens: crate::llm::tokens::TokenCounter::Estimate,
+                tokens: crate::prompt::tokens::TokenCounter::Estimate,
             },
         );
         // As the agent actor asks: with the answer's schema when the model may constrain by it.

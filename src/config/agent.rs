@@ -2,11 +2,11 @@
 //! configured agent or an agent template, so both get the same rules and the same messages.
 
 use super::raw::RawLlm;
-use crate::llm::openai::StructuredOutput;
 use crate::mcp::McpServerConfig;
 use crate::problem::Problem;
 use crate::state::Skill;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
 /// Which LLM an agent calls.
@@ -41,6 +41,32 @@ pub enum LlmConfig {
         /// At most this many calls in flight to this script, shared by every agent using it.
         max_in_flight: usize,
     },
+}
+
+/// Whether a step's answer is constrained by its skill's JSON schema (`response_format:
+/// json_schema`) or asked for in the tag format the prompt describes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StructuredOutput {
+    /// Constrained until the endpoint refuses `response_format` (a 400 or 422 that the same
+    /// request without it does not get); then tags, for the rest of the process.
+    #[default]
+    Auto,
+    /// Always constrained.
+    JsonSchema,
+    /// Never constrained: the tag format only.
+    Off,
+}
+
+impl FromStr for StructuredOutput {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" => Ok(Self::Auto),
+            "json_schema" => Ok(Self::JsonSchema),
+            "off" => Ok(Self::Off),
+            other => Err(format!("`{other}` is not auto, json_schema or off")),
+        }
+    }
 }
 
 /// USD per 1,000 tokens of a model.

@@ -12,6 +12,16 @@ use std::fmt::Display;
 use std::path::Path;
 use std::time::Duration;
 
+/// Default of how many shared-info lines and conversation entries a task keeps in memory.
+pub const SHARED_POOL_KEPT: usize = 1_000;
+
+/// The longest wait a person may ask for (`wait_secs`): thirty days.
+pub const MAX_WAIT_SECS: u64 = 30 * 24 * 60 * 60;
+
+/// How long a token stays valid after the login that made it, unless the team file says
+/// otherwise (`session_ttl_hours`).
+pub const SESSION_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
 /// What a team that runs for months keeps in memory (`retention:` in the team file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retention {
@@ -150,7 +160,7 @@ impl Default for Retention {
     fn default() -> Self {
         Retention {
             finished_tasks: 100,
-            shared_pool_entries: crate::sync::SHARED_POOL_KEPT,
+            shared_pool_entries: SHARED_POOL_KEPT,
             message_chars: 16 * 1024,
             step_chars: crate::state::DEFAULT_STEP_CHARS,
             memory: MemoryBudget::default(),
@@ -348,7 +358,7 @@ pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> 
 }
 
 /// How long a wait for a reply lasts, by who owes it (`waits:`): from a second to
-/// [`MAX_WAIT_SECS`](crate::agent::MAX_WAIT_SECS). Which agents are people is filled in when
+/// [`MAX_WAIT_SECS`](MAX_WAIT_SECS). Which agents are people is filled in when
 /// the team starts.
 pub(super) fn waits(r: RawWaits, file: &Path, out: &mut Findings) -> WaitPatience {
     let d = WaitPatience::default();
@@ -358,7 +368,7 @@ pub(super) fn waits(r: RawWaits, file: &Path, out: &mut Findings) -> WaitPatienc
             file,
             &format!("waits.{field}"),
             v,
-            (1, Some(crate::agent::MAX_WAIT_SECS)),
+            (1, Some(MAX_WAIT_SECS)),
             default.as_secs(),
         ))
     };
@@ -407,7 +417,7 @@ pub(super) fn compaction(r: RawStore, file: &Path, out: &mut Findings) -> Compac
 
 /// How long a login lasts: `session_ttl_hours`, from an hour to ten years.
 pub(super) fn session_ttl(hours: Option<u64>, file: &Path, out: &mut Findings) -> Duration {
-    let default = crate::api::SESSION_TTL.as_secs() / 3600;
+    let default = SESSION_TTL.as_secs() / 3600;
     let h = bounded(
         out,
         file,
@@ -432,7 +442,7 @@ mod tests {
         let t = load_team(&write(&d, "default.yaml", head)).unwrap();
         assert_eq!(t.retention, Retention::default());
         assert_eq!(t.feeds, Feeds::default());
-        assert_eq!(t.session_ttl, crate::api::SESSION_TTL);
+        assert_eq!(t.session_ttl, SESSION_TTL);
         assert_eq!(t.step_limits, StepLimits::default());
         assert_eq!(t.waits, WaitPatience::default());
         assert_eq!(t.store, Compaction::default());

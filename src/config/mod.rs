@@ -6,12 +6,16 @@ mod http;
 mod limits;
 mod raw;
 mod repairs;
+pub mod script;
 mod team;
 mod templates;
 
-pub use agent::Price;
+pub use agent::{Price, StructuredOutput};
 pub use http::{Http, parse_proxy};
-pub use limits::{Compaction, Feeds, MemoryBudget, Retention, TaskLimits};
+pub use limits::{
+    Compaction, Feeds, MAX_WAIT_SECS, MemoryBudget, Retention, SESSION_TTL, SHARED_POOL_KEPT,
+    TaskLimits,
+};
 pub use raw::{RawAgent, RawLlm, RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
 pub use team::{
     Access, AgentConfig, ConfigError, DEFAULT_MAX_HIRED_AGENTS, HumanEntry, LlmConfig, Problem,

@@ -7,9 +7,9 @@ use super::limits::{
     step_limits, task_limits, waits,
 };
 use super::raw::RawTeam;
+use super::script::Script;
 use super::templates::{AgentTemplate, load_templates};
 use crate::ids::AgentId;
-use crate::llm::scripted::Script;
 use crate::mcp::{McpServerConfig, load_servers};
 use crate::prompt::{Language, check_prompt_dir};
 use crate::state::Skill;

@@ -9,7 +9,6 @@ pub mod recorded;
 pub mod repetition;
 pub mod scripted;
 pub mod structured;
-pub mod tokens;
 
 use crate::ids::{AgentId, StageRef, StepId, TaskId};
 use crate::state::TokenUsage;
@@ -139,7 +138,7 @@ impl std::fmt::Debug for AnswerProgress {
 
 /// The JSON an answer must be when a provider constrains the model (`response_format:
 /// json_schema`): an object with one property per answer tag of the skill (see
-/// [`crate::skills::answer_schema`]). The provider turns such an answer back into tagged text,
+/// `skills::answer_schema`). The provider turns such an answer back into tagged text,
 /// so every skill reads one format.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AnswerFormat {
@@ -275,7 +274,7 @@ macro_rules! delegate_to_inner {
             self.inner.constrains_answers()
         }
 
-        fn token_counter(&self) -> $crate::llm::tokens::TokenCounter {
+        fn token_counter(&self) -> $crate::prompt::tokens::TokenCounter {
             self.inner.token_counter()
         }
     };
@@ -292,8 +291,8 @@ pub trait ChatModel: Send + Sync + 'static {
     /// The most tokens a prompt may take (the context window less the answer's room), when
     /// the model's config states a context window.
     /// How this model's tokens are counted: its own tokenizer when known, else an estimate.
-    fn token_counter(&self) -> tokens::TokenCounter {
-        tokens::TokenCounter::Estimate
+    fn token_counter(&self) -> crate::prompt::tokens::TokenCounter {
+        crate::prompt::tokens::TokenCounter::Estimate
     }
 
     fn prompt_budget(&self) -> Option<usize> {

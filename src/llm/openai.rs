@@ -35,8 +35,8 @@ mod request;
 mod stream;
 mod transport;
 
-use super::tokens::TokenCounter;
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use crate::prompt::tokens::TokenCounter;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
@@ -46,7 +46,6 @@ use reply::{reply_from_response, reply_leniently};
 use request::{completion_request, finish_reply};
 use reqwest::header::HeaderValue;
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
@@ -94,31 +93,7 @@ pub struct OpenAiSettings {
     pub stream: Option<Duration>,
 }
 
-/// Whether a step's answer is constrained by its skill's JSON schema (`response_format:
-/// json_schema`) or asked for in the tag format the prompt describes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum StructuredOutput {
-    /// Constrained until the endpoint refuses `response_format` (a 400 or 422 that the same
-    /// request without it does not get); then tags, for the rest of the process.
-    #[default]
-    Auto,
-    /// Always constrained.
-    JsonSchema,
-    /// Never constrained: the tag format only.
-    Off,
-}
-
-impl FromStr for StructuredOutput {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "auto" => Ok(Self::Auto),
-            "json_schema" => Ok(Self::JsonSchema),
-            "off" => Ok(Self::Off),
-            other => Err(format!("`{other}` is not auto, json_schema or off")),
-        }
-    }
-}
+pub use crate::config::StructuredOutput;
 
 // By hand so that the key never reaches a log line through `{:?}`.
 impl fmt::Debug for OpenAiSettings {

@@ -2,11 +2,9 @@
 //! must wait for a person's approval first, and which of a model's slips the runtime mends.
 
 mod approval;
-mod judged;
 pub mod repairs;
 mod risk;
 
 pub use approval::{ApprovalPolicy, args_hash};
-pub use judged::{judge_prompt, with_judgement};
 pub use repairs::{Fired, Preset, Repair, Repairs, Thresholds};
 pub use risk::{Risk, RiskOverrides, ToolRisk, judge};

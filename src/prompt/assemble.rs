@@ -4,7 +4,7 @@
 
 use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
-use crate::llm::tokens::TokenCounter;
+use crate::prompt::tokens::TokenCounter;
 use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
 use std::collections::BTreeMap;
 

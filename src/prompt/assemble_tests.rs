@@ -163,7 +163,7 @@ fn prompt_for(set: &PromptSet, skill: Skill, agent: &AgentState, current: &StepI
         tool_capabilities: None,
         tool_history: (skill == Skill::ToolDecision).then_some(chain.as_slice()),
         budget: None,
-        tokens: crate::llm::tokens::TokenCounter::Estimate,
+        tokens: crate::prompt::tokens::TokenCounter::Estimate,
     };
     build_prompt(set, skill, &ctx).whole()
 }
@@ -472,7 +472,7 @@ fn a_long_history_shows_only_the_newest_executed_steps() {
         tool_capabilities: None,
         tool_history: None,
         budget: None,
-        tokens: crate::llm::tokens::TokenCounter::Estimate,
+        tokens: crate::prompt::tokens::TokenCounter::Estimate,
     };
     let p = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(!p.contains("OLD_005"), "the oldest steps are left out");
@@ -506,7 +506,7 @@ fn a_long_queue_shows_only_the_next_steps_and_counts_the_rest() {
         tool_capabilities: None,
         tool_history: None,
         budget: None,
-        tokens: crate::llm::tokens::TokenCounter::Estimate,
+        tokens: crate::prompt::tokens::TokenCounter::Estimate,
     };
     let p = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(p.contains("QUEUED_001") && p.contains(&format!("QUEUED_{MAX_PENDING_IN_HISTORY:03}")));
@@ -548,7 +548,7 @@ fn instruction_generation_shows_the_servers_known_capabilities() {
         tool_capabilities: Some(&caps),
         tool_history: None,
         budget: None,
-        tokens: crate::llm::tokens::TokenCounter::Estimate,
+        tokens: crate::prompt::tokens::TokenCounter::Estimate,
     };
     let p = build_prompt(&set, Skill::InstructionGeneration, &ctx).whole();
     assert!(p.contains(&set.phrases().capabilities_note) && p.contains("write_file"));

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 #[test]
 fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entries() {
     use super::assemble::KEPT_WHOLE;
-    use crate::llm::tokens::TokenCounter;
+    use crate::prompt::tokens::TokenCounter;
     let mut a = AgentState::new("a1".into(), "Ada".into(), "writer".into(), "".into());
     a.skills = vec![Skill::Think];
     let stage = StageRef::Stage(StageId::from("s"));
@@ -95,7 +95,7 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
         tool_capabilities: None,
         tool_history: None,
         budget: Some(1000),
-        tokens: crate::llm::tokens::TokenCounter::Estimate,
+        tokens: crate::prompt::tokens::TokenCounter::Estimate,
     };
     let with_summary = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(with_summary.contains(&set.phrases().history_summary_note));

@@ -9,11 +9,13 @@
 //! - `schema`: the files and fields of a language, and the rules their texts must follow.
 //! - `assemble`: [`build_prompt`] and [`PromptContext`].
 //! - `markdown`: heading and fence helpers that keep embedded data from breaking sections.
+//! - `tokens`: a prompt's size in the model's tokens, for the context budget and usage.
 
 mod assemble;
 pub(crate) mod markdown;
 mod schema;
 mod set;
+pub mod tokens;
 
 #[cfg(test)]
 mod assemble_tests;

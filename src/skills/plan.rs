@@ -3,9 +3,9 @@
 //! tool_decision, whose empty list means: stop using the tool).
 
 use super::{SkillError, SkillOutcome, working};
-use crate::agent::plan_check;
 use crate::parse::{self, RawPlannedStep};
 use crate::policy::{Fired, Repair};
+use crate::state::plan_check;
 use crate::state::{
     AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin, StepState,
 };

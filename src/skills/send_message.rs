@@ -3,9 +3,8 @@
 //! send_message step (`<get_more_info>`).
 
 use super::{SkillError, SkillOutcome, working};
-use crate::agent::ask::asks_in_stage;
 use crate::clock::Now;
-use crate::ids::{StageRef, WaitId};
+use crate::ids::{StageRef, TaskId, WaitId};
 use crate::message::Message;
 use crate::parse::{self, SendMessageAnswer};
 use crate::policy::{Fired, Repair};
@@ -146,6 +145,27 @@ pub fn interpret(
             })
         }
     }
+}
+
+/// How many structured questions `agent` has put to people in `task`/`stage` (its
+/// send_message steps that carried an ask; the stage's step list is capped, so is this).
+fn asks_in_stage(agent: &AgentState, task: &TaskId, stage: &StageRef) -> usize {
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| &s.task_id == task && &s.stage_id == stage && asked(s))
+        .count()
+}
+
+/// Whether `step` sent a message carrying a question.
+fn asked(step: &StepState) -> bool {
+    step.executor.skill() == Some(Skill::SendMessage)
+        && step
+            .execute_result
+            .as_ref()
+            .and_then(|r| r.get("send_message")?.get("ask"))
+            .is_some_and(|a| !a.is_null())
 }
 
 #[cfg(test)]

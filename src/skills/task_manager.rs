@@ -181,7 +181,7 @@ pub struct Asked<'a> {
 impl<'a> Asked<'a> {
     pub fn of(agent: &AgentState, step: &'a StepState) -> Self {
         Asked {
-            check_stages: crate::agent::plan_check::checks_stages(agent),
+            check_stages: crate::state::plan_check::checks_stages(agent),
             decided: stage_decided(agent, step),
             refused: step.refused_instruction.as_ref(),
             judged_task: judged_task(step),
@@ -345,10 +345,10 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         }
         if check_stages {
             let check =
-                crate::agent::plan_check::PlanCheck::of_stages(task_id.clone(), stages.clone());
+                crate::state::plan_check::PlanCheck::of_stages(task_id.clone(), stages.clone());
             return Ok(working(json!({
                 "task_instruction": instruction,
-                crate::agent::plan_check::KEY: check,
+                crate::state::plan_check::KEY: check,
             })));
         }
     }

@@ -10,6 +10,7 @@ mod executor;
 mod held;
 mod history_summary;
 mod origin;
+pub mod plan_check;
 #[cfg(test)]
 mod props;
 mod result;

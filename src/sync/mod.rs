@@ -224,8 +224,7 @@ pub struct SyncCore {
     pools_total: usize,
 }
 
-/// Default of how many shared-info lines and conversation entries a task keeps in memory.
-pub const SHARED_POOL_KEPT: usize = 1_000;
+pub use crate::config::SHARED_POOL_KEPT;
 
 impl SyncCore {
     /// Whether `agent` may give `instruction` now (as from one of its steps in the task it is

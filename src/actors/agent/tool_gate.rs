@@ -6,9 +6,10 @@
 
 use super::AgentActor;
 use crate::agent::approval::{approval_needed, approval_notice, await_approval};
+use crate::agent::risk_judge::{judge_prompt, with_judgement};
 use crate::llm::scripted::RISK_JUDGE;
 use crate::mcp::{McpCall, McpClient, McpError};
-use crate::policy::{Risk, ToolRisk, judge_prompt, with_judgement};
+use crate::policy::{Risk, ToolRisk};
 use crate::state::StepState;
 use actix::prelude::*;
 use std::sync::Arc;
@@ -72,7 +73,7 @@ impl AgentActor {
     }
 
     /// Asks the agent's model how risky this exact call is; its judgement may only raise
-    /// `annotated` (see `policy::judged`).
+    /// `annotated` (see `agent::risk_judge`).
     fn judge_risk(
         &mut self,
         step: StepState,

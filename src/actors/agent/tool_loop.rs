@@ -5,9 +5,9 @@
 use super::{AgentActor, STORE_DEADLINE};
 use crate::agent::complete_tool_loop;
 use crate::agent::tool_loop::{ToolLoop, arguments, call_step, shown, tool_specs};
-use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatReply, ChatRequest, ToolCall, ToolRound};
 use crate::mcp::{McpCall, McpClient};
+use crate::prompt::tokens::TokenCounter;
 use crate::prompt::{PromptContext, build_tool_loop_prompt};
 use crate::state::{StepState, TokenUsage};
 use actix::prelude::*;

@@ -3,8 +3,8 @@
 
 use super::OpenAiSettings;
 use crate::llm::structured::tagged_answer;
-use crate::llm::tokens::TokenCounter;
 use crate::llm::{ChatReply, ChatRequest, ToolRound};
+use crate::prompt::tokens::TokenCounter;
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,

@@ -4,7 +4,7 @@
 //! the risk the annotations gave (a model talked into "low" must not unlock a destructive
 //! tool), and an answer that cannot be read counts as HIGH.
 
-use super::{Risk, ToolRisk};
+use crate::policy::{Risk, ToolRisk};
 use serde_json::Value;
 
 /// The longest arguments text shown to the judge, in characters.
