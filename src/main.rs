@@ -11,15 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-#[path = "cli/check.rs"]
-mod check;
-#[path = "cli/data.rs"]
-mod data;
-#[path = "cli/output.rs"]
-mod output;
-#[path = "cli/run_cmd.rs"]
-mod run_cmd;
-use data::{DataArgs, read_store};
+mod cli;
+use cli::data::{DataArgs, read_store};
+use cli::{check, output, run_cmd};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

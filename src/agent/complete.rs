@@ -501,5 +501,4 @@ fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpda
 }
 
 #[cfg(test)]
-#[path = "complete_tests.rs"]
 mod tests;

@@ -438,5 +438,4 @@ async fn send<S: Sink<Message> + Unpin>(
 }
 
 #[cfg(test)]
-#[path = "ws_tests.rs"]
 mod tests;

@@ -542,5 +542,4 @@ fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
 }
 
 #[cfg(test)]
-#[path = "ask_info_tests.rs"]
 mod tests;
