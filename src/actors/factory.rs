@@ -26,6 +26,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// Each agent template by name, with the model its agents use.
+pub type Templates = HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>;
+
 #[derive(Clone)]
 pub struct AgentFactory {
     pub prompts: Arc<PromptSet>,
@@ -34,7 +37,7 @@ pub struct AgentFactory {
     pub dispatcher: Addr<Dispatcher>,
     /// Each template with its model, built at start-up so a missing API key is found then,
     /// not when a manager first hires.
-    pub templates: Arc<HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>>,
+    pub templates: Arc<Templates>,
     /// The threads agents run on, one per core; agents are placed on them in turn.
     pub workers: Arc<Workers>,
     /// `retention.step_chars`, given to every agent.
