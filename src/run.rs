@@ -12,6 +12,7 @@ use crate::config::TeamConfig;
 use crate::event::States;
 use crate::ids::AgentId;
 use crate::ids::TaskId;
+use crate::monitor::feed::FeedReceiver;
 use crate::state::{ExecutionState, TaskState, TokenUsage, WorkingState};
 use crate::store::Store;
 use serde_json::Value;
@@ -162,50 +163,16 @@ pub async fn run_goal(
     let mut events = team.monitor.subscribe();
     team.submit_goal(opts.manager.as_ref(), goal).await?;
 
-    let deadline = Instant::now() + opts.timeout;
-    let mut last_event = Instant::now();
-    let mut not_shown = 0u64;
     let mut tracker = progress::Tracker::new();
-    let mut outcome = loop {
-        tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(ev) => {
-                    last_event = Instant::now();
-                    tracker.on_event(&team, &ev.event, &mut on_progress);
-                }
-                Err(RecvError::Lagged(missed)) => not_shown += missed,
-                Err(RecvError::Closed) => break RunOutcome::Stalled,
-            },
-            _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
-            _ = ctrl_c(opts.stop_on_ctrl_c) => break RunOutcome::Interrupted,
-            _ = tokio::time::sleep_until(tracker.quiet_deadline()) => {
-                tracker.on_quiet(&team, &mut on_progress);
-            }
-            _ = tokio::time::sleep_until(last_event + opts.stall_after) => {
-                let c = team.monitor.read(States::counters);
-                if c.agents_working == 0 && c.steps_running == 0 {
-                    break RunOutcome::Stalled;
-                }
-                last_event = Instant::now();
-            }
-        }
-        let (concluded, all_over, steps_run) = team.monitor.read(|s| {
-            (
-                concluded(s, &team, &before),
-                all_over(s, &team, &before),
-                s.counters().steps_run,
-            )
-        });
-        if let Some(o) = concluded {
-            break o;
-        }
-        if opts.max_steps.is_some_and(|m| steps_run >= m as u64) && !all_over {
-            break RunOutcome::MaxSteps(steps_run as usize);
-        }
-    };
-    if not_shown > 0 {
-        tracing::warn!("progress fell behind the team: {not_shown} changes were not shown");
-    }
+    let mut outcome = follow(
+        &team,
+        opts,
+        &before,
+        &mut events,
+        &mut tracker,
+        &mut on_progress,
+    )
+    .await;
     wait_for_running_steps(&team, Duration::from_secs(3)).await;
     // Report what landed while settling (e.g. the finish_task step itself).
     loop {
@@ -226,6 +193,72 @@ pub async fn run_goal(
         outcome = o;
     }
     team.shutdown().await;
+    Ok(report(&team, &before, &spent_before, outcome))
+}
+
+/// Follows the team's changes (showing progress) until the goal's tasks are over, a limit
+/// hits, the team stalls or the operator interrupts; how the run ended.
+async fn follow(
+    team: &Team,
+    opts: &RunOptions,
+    before: &Before,
+    events: &mut FeedReceiver,
+    tracker: &mut progress::Tracker,
+    on_progress: &mut impl FnMut(Progress<'_>),
+) -> RunOutcome {
+    let deadline = Instant::now() + opts.timeout;
+    let mut last_event = Instant::now();
+    let mut not_shown = 0u64;
+    let outcome = loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(ev) => {
+                    last_event = Instant::now();
+                    tracker.on_event(team, &ev.event, on_progress);
+                }
+                Err(RecvError::Lagged(missed)) => not_shown += missed,
+                Err(RecvError::Closed) => break RunOutcome::Stalled,
+            },
+            _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
+            _ = ctrl_c(opts.stop_on_ctrl_c) => break RunOutcome::Interrupted,
+            _ = tokio::time::sleep_until(tracker.quiet_deadline()) => {
+                tracker.on_quiet(team, on_progress);
+            }
+            _ = tokio::time::sleep_until(last_event + opts.stall_after) => {
+                let c = team.monitor.read(States::counters);
+                if c.agents_working == 0 && c.steps_running == 0 {
+                    break RunOutcome::Stalled;
+                }
+                last_event = Instant::now();
+            }
+        }
+        let (concluded, all_over, steps_run) = team.monitor.read(|s| {
+            (
+                concluded(s, team, before),
+                all_over(s, team, before),
+                s.counters().steps_run,
+            )
+        });
+        if let Some(o) = concluded {
+            break o;
+        }
+        if opts.max_steps.is_some_and(|m| steps_run >= m as u64) && !all_over {
+            break RunOutcome::MaxSteps(steps_run as usize);
+        }
+    };
+    if not_shown > 0 {
+        tracing::warn!("progress fell behind the team: {not_shown} changes were not shown");
+    }
+    outcome
+}
+
+/// The run's report, from the team's final states.
+fn report(
+    team: &Team,
+    before: &Before,
+    spent_before: &BTreeMap<AgentId, TokenUsage>,
+    outcome: RunOutcome,
+) -> RunReport {
     let (tasks, steps_run) = team.monitor.read(|s| {
         let tasks = s
             .tasks_in_order()
@@ -237,17 +270,17 @@ pub async fn run_goal(
     });
     let states = team.monitor.all();
     let spent_after = team.monitor.read(spent);
-    let (tokens, cost_usd) = spent_between(&spent_before, &spent_after);
+    let (tokens, cost_usd) = spent_between(spent_before, &spent_after);
     // Everything published is stored, with a last snapshot, before the run reports.
     team.monitor.close();
-    Ok(RunReport {
+    RunReport {
         outcome,
         tasks,
         states,
         steps_run,
         tokens,
         cost_usd,
-    })
+    }
 }
 
 /// A manager may split a goal into several tasks, one after another: the run is over when
