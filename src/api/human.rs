@@ -185,7 +185,8 @@ pub async fn send_message(
         _ => {
             return Err(AppError::Rejected(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "the message was accepted but the team's store has not confirmed it;                  check the server's log before sending it again"
+                "the message was accepted but the team's store has not confirmed it; \
+                 check the server's log before sending it again"
                     .into(),
             ));
         }
