@@ -301,11 +301,11 @@ fn bench(
     let md = table(&rows);
     println!("{md}");
     eprintln!("bench: done in {:.0} s", started.elapsed().as_secs_f64());
-    if let Some(path) = out {
-        if let Err(e) = std::fs::write(&path, &md) {
-            eprintln!("error: writing {}: {e}", path.display());
-            return ExitCode::from(3);
-        }
+    if let Some(path) = out
+        && let Err(e) = std::fs::write(&path, &md)
+    {
+        eprintln!("error: writing {}: {e}", path.display());
+        return ExitCode::from(3);
     }
     if rows.iter().any(|r| r.figure == "error") {
         ExitCode::from(1)

@@ -400,15 +400,15 @@ fn workers_rows(
             at.push((n, f(&v["seconds"])));
         }
     }
-    if let (Some(a), Some(b)) = (at.iter().find(|x| x.0 == 100), at.last()) {
-        if b.0 > a.0 {
-            out.push(row(
-                "workers",
-                format!("time N={} / time N=100", b.0),
-                format!("{:.1}×", b.1 / a.1),
-                "≤ 12× at N=1000",
-            ));
-        }
+    if let (Some(a), Some(b)) = (at.iter().find(|x| x.0 == 100), at.last())
+        && b.0 > a.0
+    {
+        out.push(row(
+            "workers",
+            format!("time N={} / time N=100", b.0),
+            format!("{:.1}×", b.1 / a.1),
+            "≤ 12× at N=1000",
+        ));
     }
 }
 

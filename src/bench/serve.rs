@@ -108,10 +108,14 @@ pub fn goals(goals: usize) -> Figures {
             loop {
                 tokio::select! {
                     ev = events.recv() => match ev {
-                        Ok(ev) => if let Change::Task(TaskChange::State { task_id, execution_state, .. }) = &ev.event.change {
-                            if *task_id != base && *execution_state == ExecutionState::Finished {
-                                break;
-                            }
+                        Ok(ev) => if let Change::Task(TaskChange::State {
+                            task_id,
+                            execution_state: ExecutionState::Finished,
+                            ..
+                        }) = &ev.event.change
+                            && *task_id != base
+                        {
+                            break;
                         },
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                         Err(e) => return Err(e.to_string()),

@@ -141,6 +141,10 @@ impl Site<'_> {
 
 /// The team's top-level `llm`, checked once (in the team file) and then lent to every agent
 /// and template that sets none of its own.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per team file, checked once: boxing saves nothing"
+)]
 pub(super) enum TeamLlm {
     Unset,
     /// Set but wrong; already reported, so borrowers stay quiet about it.

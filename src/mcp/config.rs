@@ -277,7 +277,7 @@ mod tests {
             "name: web\ndescription: d\nurl: http://127.0.0.1:1/mcp\ntimeout_secs: 5\n",
         )
         .unwrap();
-        let s = load_servers(&[d.clone()]).unwrap();
+        let s = load_servers(std::slice::from_ref(&d)).unwrap();
         assert_eq!(s[0].connect_timeout, Duration::from_secs(60));
         assert_eq!(s.len(), 3);
         assert!(matches!(&s[0].transport, McpTransport::Builtin { cwd, .. } if cwd == &d));

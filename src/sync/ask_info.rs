@@ -36,7 +36,7 @@ impl SyncCore {
             AskInfoQuery::AgentTemplates => self.templates(),
             AskInfoQuery::AllAgentProfiles => {
                 let all: Vec<&Member> = self.roster.iter().collect();
-                profiles("Every agent in the system", &all, |m| brief(m))
+                profiles("Every agent in the system", &all, brief)
             }
             AskInfoQuery::TeamProfiles => self.team(),
             AskInfoQuery::TaskGroupProfiles { task_id } => match self.tasks.get(task_id) {
