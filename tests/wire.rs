@@ -93,6 +93,8 @@ fn update() {
 /// One run of the quickstart (in an actix system of its own), normalised.
 fn golden_files(n: usize) -> Files {
     let run = actix::System::new().block_on(run_quickstart(n));
+    // The team's actors and threads go with their system.
+    actix::System::current().stop();
     let mut names = Ids::default();
     // `events.txt` names the ids first: it is the file whose order is the most fixed.
     let events = events_text(&run.events, &mut names);
@@ -400,19 +402,14 @@ fn compare(name: &str, got: &str) -> Result<(), String> {
     let actual = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wire-actual");
     std::fs::create_dir_all(&actual).unwrap();
     std::fs::write(actual.join(name), got).unwrap();
-    let (w, g) = (want.lines(), got.lines());
-    let (line, (w, g)) = w
-        .zip(g)
-        .enumerate()
-        .find(|(_, (a, b))| a != b)
-        .unwrap_or((0, ("(the line count)", "(differs)")));
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    let line = (0..w.len().max(g.len()))
+        .find(|&i| w.get(i) != g.get(i))
+        .unwrap_or(0);
+    let [w, g] = [w, g].map(|l| l.get(line).copied().unwrap_or("(the end of the file)"));
     // Long lines (events) are shown around where they part.
-    let at = w.bytes().zip(g.bytes()).take_while(|(a, b)| a == b).count();
-    let near = |l: &str| {
-        let from = l.floor_char_boundary(at.saturating_sub(60));
-        let to = l.ceil_char_boundary((at + 100).min(l.len()));
-        l[from..to].to_owned()
-    };
+    let at = w.chars().zip(g.chars()).take_while(|(a, b)| a == b).count();
+    let near = |l: &str| -> String { l.chars().skip(at.saturating_sub(60)).take(160).collect() };
     Err(format!(
         "{} differs at line {} (this run: {}):\n  want: …{}…\n  got:  …{}…",
         path.display(),
