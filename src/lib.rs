@@ -32,6 +32,10 @@
 //! - [`auth`], [`clock`], [`problem`]: password hashes, record timestamps, config problems.
 
 pub mod actors;
+// Clippy (1.95) asks for let-chains where an `if let` holds an `if`. In the modules being
+// rewritten now (the typed core: agent, event, sync; the agent actor) that is left to their
+// rewrite rather than re-indented under it; drop these allows once it has landed.
+#[allow(clippy::collapsible_if, reason = "collapsed by the typed-core rewrite")]
 pub mod agent;
 pub mod api;
 pub mod auth;
@@ -40,6 +44,7 @@ pub mod bench;
 pub mod bundled;
 pub mod clock;
 pub mod config;
+#[allow(clippy::collapsible_if, reason = "collapsed by the typed-core rewrite")]
 pub mod event;
 pub mod ids;
 pub mod llm;
@@ -56,4 +61,5 @@ pub mod serve;
 pub mod skills;
 pub mod state;
 pub mod store;
+#[allow(clippy::collapsible_if, reason = "collapsed by the typed-core rewrite")]
 pub mod sync;

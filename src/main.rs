@@ -11,15 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-#[path = "cli/check.rs"]
-mod check;
-#[path = "cli/data.rs"]
-mod data;
-#[path = "cli/output.rs"]
-mod output;
-#[path = "cli/run_cmd.rs"]
-mod run_cmd;
-use data::{DataArgs, read_store};
+mod cli;
+use cli::data::{DataArgs, read_store};
+use cli::{check, output, run_cmd};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -307,11 +301,11 @@ fn bench(
     let md = table(&rows);
     println!("{md}");
     eprintln!("bench: done in {:.0} s", started.elapsed().as_secs_f64());
-    if let Some(path) = out {
-        if let Err(e) = std::fs::write(&path, &md) {
-            eprintln!("error: writing {}: {e}", path.display());
-            return ExitCode::from(3);
-        }
+    if let Some(path) = out
+        && let Err(e) = std::fs::write(&path, &md)
+    {
+        eprintln!("error: writing {}: {e}", path.display());
+        return ExitCode::from(3);
     }
     if rows.iter().any(|r| r.figure == "error") {
         ExitCode::from(1)

@@ -12,6 +12,7 @@ use crate::config::TeamConfig;
 use crate::event::States;
 use crate::ids::AgentId;
 use crate::ids::TaskId;
+use crate::monitor::feed::FeedReceiver;
 use crate::policy::Repair;
 use crate::state::{ExecutionState, TaskState, TokenUsage, WorkingState};
 use crate::store::Store;
@@ -175,50 +176,16 @@ pub async fn run_goal(
     let mut events = team.monitor.subscribe();
     team.submit_goal(opts.manager.as_ref(), goal).await?;
 
-    let deadline = Instant::now() + opts.timeout;
-    let mut last_event = Instant::now();
-    let mut not_shown = 0u64;
     let mut tracker = progress::Tracker::new();
-    let mut outcome = loop {
-        tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(ev) => {
-                    last_event = Instant::now();
-                    tracker.on_event(&team, &ev.event, &mut on_progress);
-                }
-                Err(RecvError::Lagged(missed)) => not_shown += missed,
-                Err(RecvError::Closed) => break RunOutcome::Stalled,
-            },
-            _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
-            _ = ctrl_c(opts.stop_on_ctrl_c) => break RunOutcome::Interrupted,
-            _ = tokio::time::sleep_until(tracker.quiet_deadline()) => {
-                tracker.on_quiet(&team, &mut on_progress);
-            }
-            _ = tokio::time::sleep_until(last_event + opts.stall_after) => {
-                let c = team.monitor.read(States::counters);
-                if c.agents_working == 0 && c.steps_running == 0 {
-                    break RunOutcome::Stalled;
-                }
-                last_event = Instant::now();
-            }
-        }
-        let (concluded, all_over, steps_run) = team.monitor.read(|s| {
-            (
-                concluded(s, &team, &before),
-                all_over(s, &team, &before),
-                s.counters().steps_run,
-            )
-        });
-        if let Some(o) = concluded {
-            break o;
-        }
-        if opts.max_steps.is_some_and(|m| steps_run >= m as u64) && !all_over {
-            break RunOutcome::MaxSteps(steps_run as usize);
-        }
-    };
-    if not_shown > 0 {
-        tracing::warn!("progress fell behind the team: {not_shown} changes were not shown");
-    }
+    let mut outcome = follow(
+        &team,
+        opts,
+        &before,
+        &mut events,
+        &mut tracker,
+        &mut on_progress,
+    )
+    .await;
     wait_for_running_steps(&team, Duration::from_secs(3)).await;
     // Report what landed while settling (e.g. the finish_task step itself).
     loop {
@@ -239,10 +206,79 @@ pub async fn run_goal(
         outcome = o;
     }
     team.shutdown().await;
-    let mut repairs = team.monitor.read(|s| base_repairs(s, &team.base_task));
-    for (rule, n) in base_before {
-        repairs.entry(rule).and_modify(|m| *m = m.saturating_sub(n));
+    Ok(report(
+        &team,
+        &before,
+        (&spent_before, base_before),
+        outcome,
+    ))
+}
+
+/// Follows the team's changes (showing progress) until the goal's tasks are over, a limit
+/// hits, the team stalls or the operator interrupts; how the run ended.
+async fn follow(
+    team: &Team,
+    opts: &RunOptions,
+    before: &Before,
+    events: &mut FeedReceiver,
+    tracker: &mut progress::Tracker,
+    on_progress: &mut impl FnMut(Progress<'_>),
+) -> RunOutcome {
+    let deadline = Instant::now() + opts.timeout;
+    let mut last_event = Instant::now();
+    let mut not_shown = 0u64;
+    let outcome = loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(ev) => {
+                    last_event = Instant::now();
+                    tracker.on_event(team, &ev.event, on_progress);
+                }
+                Err(RecvError::Lagged(missed)) => not_shown += missed,
+                Err(RecvError::Closed) => break RunOutcome::Stalled,
+            },
+            _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
+            _ = ctrl_c(opts.stop_on_ctrl_c) => break RunOutcome::Interrupted,
+            _ = tokio::time::sleep_until(tracker.quiet_deadline()) => {
+                tracker.on_quiet(team, on_progress);
+            }
+            _ = tokio::time::sleep_until(last_event + opts.stall_after) => {
+                let c = team.monitor.read(States::counters);
+                if c.agents_working == 0 && c.steps_running == 0 {
+                    break RunOutcome::Stalled;
+                }
+                last_event = Instant::now();
+            }
+        }
+        let (concluded, all_over, steps_run) = team.monitor.read(|s| {
+            (
+                concluded(s, team, before),
+                all_over(s, team, before),
+                s.counters().steps_run,
+            )
+        });
+        if let Some(o) = concluded {
+            break o;
+        }
+        if opts.max_steps.is_some_and(|m| steps_run >= m as u64) && !all_over {
+            break RunOutcome::MaxSteps(steps_run as usize);
+        }
+    };
+    if not_shown > 0 {
+        tracing::warn!("progress fell behind the team: {not_shown} changes were not shown");
     }
+    outcome
+}
+
+/// The run's report, from the team's final states.
+/// `spent_before`, `base_before`: what the agents had spent and the base task's repairs when
+/// the goal was given.
+fn report(
+    team: &Team,
+    before: &Before,
+    (spent_before, base_before): (&BTreeMap<AgentId, TokenUsage>, BTreeMap<Repair, u64>),
+    outcome: RunOutcome,
+) -> RunReport {
     let (tasks, steps_run): (Vec<TaskState>, usize) = team.monitor.read(|s| {
         let tasks = s
             .tasks_in_order()
@@ -252,18 +288,13 @@ pub async fn run_goal(
             .collect();
         (tasks, s.counters().steps_run as usize)
     });
-    for t in &tasks {
-        for (rule, n) in &t.repairs {
-            *repairs.entry(*rule).or_default() += n;
-        }
-    }
-    repairs.retain(|_, n| *n > 0);
+    let repairs = goal_repairs(team, &tasks, base_before);
     let states = team.monitor.all();
     let spent_after = team.monitor.read(spent);
-    let (tokens, cost_usd) = spent_between(&spent_before, &spent_after);
+    let (tokens, cost_usd) = spent_between(spent_before, &spent_after);
     // Everything published is stored, with a last snapshot, before the run reports.
     team.monitor.close();
-    Ok(RunReport {
+    RunReport {
         outcome,
         tasks,
         states,
@@ -271,7 +302,27 @@ pub async fn run_goal(
         tokens,
         cost_usd,
         repairs,
-    })
+    }
+}
+
+/// The repairs made on the goal's work: in its tasks, and in the base task since the goal was
+/// given (`base_before`: the base task's count then).
+fn goal_repairs(
+    team: &Team,
+    tasks: &[TaskState],
+    base_before: BTreeMap<Repair, u64>,
+) -> BTreeMap<Repair, u64> {
+    let mut repairs = team.monitor.read(|s| base_repairs(s, &team.base_task));
+    for (rule, n) in base_before {
+        repairs.entry(rule).and_modify(|m| *m = m.saturating_sub(n));
+    }
+    for t in tasks {
+        for (rule, n) in &t.repairs {
+            *repairs.entry(*rule).or_default() += n;
+        }
+    }
+    repairs.retain(|_, n| *n > 0);
+    repairs
 }
 
 /// A manager may split a goal into several tasks, one after another: the run is over when

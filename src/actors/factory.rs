@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// Each template by name, with its model.
+/// Each agent template by name, with the model its agents use.
 pub type Templates = HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>;
 
 #[derive(Clone)]

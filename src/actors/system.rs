@@ -3,7 +3,9 @@
 
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Route};
-use super::factory::{AgentFactory, ModelBuilder, Workers, llm_agent_state, llm_settings};
+use super::factory::{
+    AgentFactory, ModelBuilder, Templates, Workers, llm_agent_state, llm_settings,
+};
 use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
 use crate::agent::resume_after_restart;
@@ -158,42 +160,82 @@ fn start(
     });
     let managers: Vec<AgentId> = cfg.managers().map(|a| a.id.clone()).collect();
     let humans: Vec<AgentId> = cfg.humans.iter().map(|h| h.id.clone()).collect();
-    let mut roster: Vec<Member> = cfg
-        .agents
-        .iter()
-        .map(|a| Member {
-            id: a.id.clone(),
-            name: a.name.clone(),
-            role: a.role.clone(),
-            profile: a.profile.clone(),
-            skills: a.skills.clone(),
-            tools: a.tools.clone(),
-            human: false,
-            operator: false,
-            template: None,
-        })
-        .chain(cfg.humans.iter().map(|h| Member {
-            name: h.name.clone(),
-            profile: h.profile.clone(),
-            human: true,
-            operator: h.access == crate::config::Access::Operator,
-            ..Member::new(h.id.clone(), h.role.clone())
-        }))
-        .collect();
-    let catalog = Catalog {
-        templates: cfg.templates.clone(),
-        skills: Skill::ALL
-            .iter()
-            .map(|s| (*s, prompts.skill(*s).description.clone()))
-            .collect(),
-        tools: cfg
-            .servers
-            .iter()
-            .map(|s| (s.name.clone(), s.description.clone()))
-            .collect(),
-        max_hired: cfg.max_hired_agents,
+    let (core, stored) = sync_core(cfg, &monitor, &prompts, &managers, &humans, resumed)?;
+    let base_task = core.base_task().clone();
+
+    // Every model is built before anything starts, so a missing API key stops start-up with
+    // the agent (or template) that needs it.
+    let mut builder = ModelBuilder::new(host.vars, cfg.waits.model);
+    let (models, templates) = build_models(cfg, &mut builder)?;
+    // A model with a place of its own (a script) carries on where the stored steps left it.
+    if resumed {
+        carry_on(&monitor, cfg, &models, &templates);
+    }
+
+    let dispatcher = Dispatcher::new(monitor.clone()).start();
+    let tools = agent_tools(cfg, host);
+    let factory = AgentFactory {
+        prompts,
+        tools: tools.clone(),
+        monitor: monitor.clone(),
+        dispatcher: dispatcher.clone(),
+        templates: Arc::new(templates),
+        workers: Arc::new(Workers::start()),
+        step_chars: cfg.retention.step_chars,
+        private_bytes: cfg.retention.memory.private_chat(),
+        step_limits: cfg.step_limits,
+        repairs: cfg.repairs.clone(),
+        wait_patience: crate::state::WaitPatience {
+            humans: Arc::new(humans.iter().cloned().collect()),
+            ..cfg.waits.clone()
+        },
+        tool_approvals: Arc::new(
+            cfg.agents
+                .iter()
+                .map(|a| (a.id.clone(), a.tool_approval))
+                .collect(),
+        ),
+        tool_approval: cfg.tool_approval,
+        base_task: base_task.clone(),
     };
-    // Carrying on: the stored agents (hired ones join the roster) and SyncState's tasks.
+    // The supervisor starts hired agents; SyncState only asks it to.
+    let supervisor = Supervisor::new(factory.clone()).start();
+    let sync = SyncStateActor::new(
+        core,
+        dispatcher.clone(),
+        monitor.clone(),
+        Some(supervisor.clone().recipient()),
+    )
+    .start();
+    supervisor.do_send(Wire(sync.clone()));
+    let agents = spawn_agents(cfg, models, stored, &factory, &sync);
+    route_in_flight(&monitor, &dispatcher);
+    Ok(Team {
+        monitor,
+        sync,
+        dispatcher,
+        agents,
+        base_task,
+        managers,
+        humans,
+        mcp: tools.mcp,
+        retention: cfg.retention,
+        calls: builder.calls.clone(),
+    })
+}
+
+/// SyncState's core: a new team's, or carried on from the monitor's stored tasks and stages.
+/// Carrying on also gives back the stored agents, for their actors (hired ones whose template
+/// the team file still has join the roster).
+fn sync_core(
+    cfg: &TeamConfig,
+    monitor: &Monitor,
+    prompts: &PromptSet,
+    managers: &[AgentId],
+    humans: &[AgentId],
+    resumed: bool,
+) -> Result<(SyncCore, BTreeMap<AgentId, AgentState>), SystemError> {
+    let mut roster = roster(cfg);
     let mut stored: BTreeMap<AgentId, AgentState> = BTreeMap::new();
     let core = if resumed {
         let (tasks, stages, agents) = monitor.read(|s| {
@@ -226,23 +268,69 @@ fn start(
         SyncCore::restore(tasks, stages, roster)
             .ok_or_else(|| SystemError::Resume("the stored data has no base task".into()))?
             .numbering_from(last_message)
-            .welcome(&[managers.as_slice(), humans.as_slice()].concat())
+            .welcome(&[managers, humans].concat())
     } else {
-        SyncCore::new(roster, &managers, &humans)
-    }
-    .with_catalog(catalog)
-    .with_retention(cfg.retention)
-    .with_task_limits(cfg.task_limits)
-    .with_repairs(cfg.repairs.clone())
-    .with_budget(TaskBudget {
-        tokens: cfg.step_limits.task_tokens,
-        steps: cfg.step_limits.task_steps,
-    });
-    let base_task = core.base_task().clone();
+        SyncCore::new(roster, managers, humans)
+    };
+    let core = core
+        .with_catalog(catalog(cfg, prompts))
+        .with_retention(cfg.retention)
+        .with_task_limits(cfg.task_limits)
+        .with_repairs(cfg.repairs.clone())
+        .with_budget(TaskBudget {
+            tokens: cfg.step_limits.task_tokens,
+            steps: cfg.step_limits.task_steps,
+        });
+    Ok((core, stored))
+}
 
-    // Every model is built before anything starts, so a missing API key stops start-up with
-    // the agent (or template) that needs it.
-    let mut builder = ModelBuilder::new(host.vars, cfg.waits.model);
+/// The team's members as the team file lists them: its agents, then its people.
+fn roster(cfg: &TeamConfig) -> Vec<Member> {
+    cfg.agents
+        .iter()
+        .map(|a| Member {
+            id: a.id.clone(),
+            name: a.name.clone(),
+            role: a.role.clone(),
+            profile: a.profile.clone(),
+            skills: a.skills.clone(),
+            tools: a.tools.clone(),
+            human: false,
+            operator: false,
+            template: None,
+        })
+        .chain(cfg.humans.iter().map(|h| Member {
+            name: h.name.clone(),
+            profile: h.profile.clone(),
+            human: true,
+            operator: h.access == crate::config::Access::Operator,
+            ..Member::new(h.id.clone(), h.role.clone())
+        }))
+        .collect()
+}
+
+/// What a manager may hire from and give: templates, skills, tools, how many in all.
+fn catalog(cfg: &TeamConfig, prompts: &PromptSet) -> Catalog {
+    Catalog {
+        templates: cfg.templates.clone(),
+        skills: Skill::ALL
+            .iter()
+            .map(|s| (*s, prompts.skill(*s).description.clone()))
+            .collect(),
+        tools: cfg
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.description.clone()))
+            .collect(),
+        max_hired: cfg.max_hired_agents,
+    }
+}
+
+/// Each configured agent's model (in the team file's order) and each template's.
+fn build_models(
+    cfg: &TeamConfig,
+    builder: &mut ModelBuilder,
+) -> Result<(Vec<Arc<dyn ChatModel>>, Templates), SystemError> {
     let models = cfg
         .agents
         .iter()
@@ -261,13 +349,11 @@ fn start(
         })?;
         templates.insert(t.name.clone(), (t.clone(), model));
     }
+    Ok((models, templates))
+}
 
-    // A model with a place of its own (a script) carries on where the stored steps left it.
-    if resumed {
-        carry_on(&monitor, cfg, &models, &templates);
-    }
-
-    let dispatcher = Dispatcher::new(monitor.clone()).start();
+/// The tools every agent may use: the team's MCP servers, and who approves a call.
+fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
     let tools = AgentTools {
         descriptions: Arc::new(
             cfg.servers
@@ -294,98 +380,101 @@ fn start(
              whole team or may approve a tool call; give the operator `access: operator`"
         );
     }
-    let workers = Arc::new(Workers::start());
-    let factory = AgentFactory {
-        prompts,
-        tools: tools.clone(),
-        monitor: monitor.clone(),
-        dispatcher: dispatcher.clone(),
-        templates: Arc::new(templates),
-        workers,
-        step_chars: cfg.retention.step_chars,
-        private_bytes: cfg.retention.memory.private_chat(),
-        step_limits: cfg.step_limits,
-        repairs: cfg.repairs.clone(),
-        wait_patience: crate::state::WaitPatience {
-            humans: Arc::new(humans.iter().cloned().collect()),
-            ..cfg.waits.clone()
-        },
-        tool_approvals: Arc::new(
-            cfg.agents
-                .iter()
-                .map(|a| (a.id.clone(), a.tool_approval))
-                .collect(),
-        ),
-        tool_approval: cfg.tool_approval,
-        base_task: base_task.clone(),
-    };
-    // The supervisor starts hired agents; SyncState only asks it to.
-    let supervisor = Supervisor::new(factory.clone()).start();
-    let sync = SyncStateActor::new(
-        core,
-        dispatcher.clone(),
-        monitor.clone(),
-        Some(supervisor.clone().recipient()),
-    )
-    .start();
-    supervisor.do_send(Wire(sync.clone()));
+    tools
+}
+
+/// Starts the actor of every agent and person of the team file (carried on from its stored
+/// state when there is one), then of the hired agents stored; returns the team file's ones.
+fn spawn_agents(
+    cfg: &TeamConfig,
+    models: Vec<Arc<dyn ChatModel>>,
+    mut stored: BTreeMap<AgentId, AgentState>,
+    factory: &AgentFactory,
+    sync: &Addr<SyncStateActor>,
+) -> BTreeMap<AgentId, Addr<AgentActor>> {
     let mut agents = BTreeMap::new();
     for (a, llm) in cfg.agents.iter().zip(models) {
-        if let Some(mut state) = stored.remove(&a.id) {
-            resume_after_restart(&mut state);
-            // The team file is the truth for who an agent is: an edit since the last run
-            // (a skill or tool added, a new profile or model) applies, and is announced.
-            let edited = follow_team_file(
-                &mut state,
-                &a.name,
-                &a.role,
-                &a.profile,
-                Some((a.skills.as_slice(), a.tools.as_slice(), &a.llm)),
-            );
-            let addr = if edited {
+        let addr = match stored.remove(&a.id) {
+            Some(mut state) => {
+                resume_after_restart(&mut state);
+                // The team file is the truth for who an agent is: an edit since the last run
+                // (a skill or tool added, a new profile or model) applies, and is announced.
+                let edited = follow_team_file(
+                    &mut state,
+                    &a.name,
+                    &a.role,
+                    &a.profile,
+                    Some((a.skills.as_slice(), a.tools.as_slice(), &a.llm)),
+                );
+                restart(factory, state, edited, Some(llm), sync)
+            }
+            None => {
+                let state = llm_agent_state(
+                    a.id.clone(),
+                    a.name.clone(),
+                    a.role.clone(),
+                    a.profile.clone(),
+                    a.skills.clone(),
+                    a.tools.clone(),
+                    &a.llm,
+                );
                 factory.spawn(state, Some(llm), sync.clone())
-            } else {
-                factory.spawn_restored(state, Some(llm), sync.clone())
-            };
-            agents.insert(a.id.clone(), addr);
-            continue;
-        }
-        let state = llm_agent_state(
-            a.id.clone(),
-            a.name.clone(),
-            a.role.clone(),
-            a.profile.clone(),
-            a.skills.clone(),
-            a.tools.clone(),
-            &a.llm,
-        );
-        agents.insert(a.id.clone(), factory.spawn(state, Some(llm), sync.clone()));
+            }
+        };
+        agents.insert(a.id.clone(), addr);
     }
     // People are agents too: same actor, a human_config and a conversation pool, no LLM.
     for h in &cfg.humans {
-        if let Some(mut state) = stored.remove(&h.id) {
-            let addr = if follow_team_file(&mut state, &h.name, &h.role, &h.profile, None) {
-                factory.spawn(state, None, sync.clone())
-            } else {
-                factory.spawn_restored(state, None, sync.clone())
-            };
-            agents.insert(h.id.clone(), addr);
-            continue;
-        }
-        let mut state = AgentState::new(
-            h.id.clone(),
-            h.name.clone(),
-            h.role.clone(),
-            h.profile.clone(),
-        );
-        state.human_config = Some(HumanConfig {
-            display_name: h.name.clone(),
-        });
-        state.conversation_pool = Some(ConversationPool::default());
-        agents.insert(h.id.clone(), factory.spawn(state, None, sync.clone()));
+        let addr = match stored.remove(&h.id) {
+            Some(mut state) => {
+                let edited = follow_team_file(&mut state, &h.name, &h.role, &h.profile, None);
+                restart(factory, state, edited, None, sync)
+            }
+            None => factory.spawn(person_state(h), None, sync.clone()),
+        };
+        agents.insert(h.id.clone(), addr);
     }
-    // Agents managers created: back from their templates. Stored agents the team file no
-    // longer has stay in the record but do not run.
+    spawn_hired(stored, factory, sync);
+    agents
+}
+
+/// A stored agent's actor again: announced as new if the team file changed who it is.
+fn restart(
+    factory: &AgentFactory,
+    state: AgentState,
+    edited: bool,
+    llm: Option<Arc<dyn ChatModel>>,
+    sync: &Addr<SyncStateActor>,
+) -> Addr<AgentActor> {
+    if edited {
+        factory.spawn(state, llm, sync.clone())
+    } else {
+        factory.spawn_restored(state, llm, sync.clone())
+    }
+}
+
+/// A person of the team file, new.
+fn person_state(h: &crate::config::HumanEntry) -> AgentState {
+    let mut state = AgentState::new(
+        h.id.clone(),
+        h.name.clone(),
+        h.role.clone(),
+        h.profile.clone(),
+    );
+    state.human_config = Some(HumanConfig {
+        display_name: h.name.clone(),
+    });
+    state.conversation_pool = Some(ConversationPool::default());
+    state
+}
+
+/// Agents managers created: back from their templates. Stored agents the team file no longer
+/// has (`stored` holds only those by now) stay in the record but do not run.
+fn spawn_hired(
+    stored: BTreeMap<AgentId, AgentState>,
+    factory: &AgentFactory,
+    sync: &Addr<SyncStateActor>,
+) {
     for (id, mut state) in stored {
         let Some((_, llm)) = state
             .template
@@ -401,8 +490,11 @@ fn start(
         resume_after_restart(&mut state);
         factory.spawn_restored(state, Some(llm), sync.clone());
     }
-    // Messages routed before the process stopped that some receivers had not taken: to
-    // them again, before anything new (every agent is registered by now).
+}
+
+/// Messages routed before the process stopped that some receivers had not taken: to them
+/// again, before anything new (every agent is registered by now).
+fn route_in_flight(monitor: &Monitor, dispatcher: &Addr<Dispatcher>) {
     for f in monitor.read(|s| s.deliveries.in_flight().collect::<Vec<_>>()) {
         dispatcher.do_send(Route {
             message_no: f.message_no,
@@ -410,18 +502,6 @@ fn start(
             to: Some(f.pending),
         });
     }
-    Ok(Team {
-        monitor,
-        sync,
-        dispatcher,
-        agents,
-        base_task,
-        managers,
-        humans,
-        mcp: tools.mcp,
-        retention: cfg.retention,
-        calls: builder.calls.clone(),
-    })
 }
 
 /// Gives a stored agent what the team file says of it now; true if anything changed.
@@ -455,7 +535,7 @@ fn carry_on(
     monitor: &Monitor,
     cfg: &TeamConfig,
     models: &[Arc<dyn ChatModel>],
-    templates: &HashMap<String, (crate::config::AgentTemplate, Arc<dyn ChatModel>)>,
+    templates: &Templates,
 ) {
     let answered: Vec<Answered> = monitor.read(|s| {
         s.steps()

@@ -574,5 +574,4 @@ fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpda
 }
 
 #[cfg(test)]
-#[path = "complete_tests.rs"]
 mod tests;

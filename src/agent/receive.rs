@@ -261,5 +261,4 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
 }
 
 #[cfg(test)]
-#[path = "receive_tests.rs"]
 mod tests;

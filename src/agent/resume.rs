@@ -122,7 +122,10 @@ mod tests {
         let (mut a, was) = agent_with_running(Executor::Tool("fs".into()));
         assert_eq!(resume_after_restart(&mut a), 0);
         assert!(a.agent_step.next().is_none(), "no second call queued");
-        assert_eq!(interrupted_tool_steps(&a), [was.step_id.clone()]);
+        assert_eq!(
+            interrupted_tool_steps(&a),
+            std::slice::from_ref(&was.step_id)
+        );
         // Settled as the actor does: the ordinary path of a failed tool call.
         crate::agent::complete_tool_step(&mut a, &was.step_id, Err(interrupted_tool_call()));
         let s = a.agent_step.get(&was.step_id).unwrap();

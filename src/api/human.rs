@@ -164,7 +164,44 @@ pub async fn send_message(
     let (sender, m) = body.into_message();
     caller.must_be(&sender)?;
     let human = state.human(&sender)?;
-    // A member posts only into their own tasks, to agents they can see.
+    check_reach(&state, &caller, &m)?;
+    check_room(&state, &m)?;
+    let sent = human.send(HumanSend(m)).await?.map_err(|e| match e {
+        SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
+            AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+        }
+        SendRefused::Refused(e @ crate::sync::SyncError::MemoryFull { .. }) => {
+            AppError::Overloaded(e.to_string())
+        }
+        SendRefused::NotRunning(e) => AppError::Unavailable(e),
+        e => AppError::BadRequest(e.to_string()),
+    })?;
+    // Acknowledged only once stored (with a store): the person's send is on record before
+    // they are told it went out.
+    let monitor = &state.inner.monitor;
+    let recorded = monitor.assigned_version();
+    match tokio::time::timeout(STORE_DEADLINE, monitor.durable(recorded)).await {
+        Ok(true) => {}
+        _ => {
+            return Err(AppError::Rejected(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the message was accepted but the team's store has not confirmed it; \
+                 check the server's log before sending it again"
+                    .into(),
+            ));
+        }
+    }
+    let note = match sent.len() {
+        1 => "sent to 1 receiver".to_owned(),
+        n => format!("sent to {n} receivers"),
+    };
+    Ok(Json(
+        json!({ "success": true, "message": note, "sent": sent }),
+    ))
+}
+
+/// A member posts only into their own tasks, to agents they can see.
+fn check_reach(state: &ApiState, caller: &Caller, m: &HumanMessage) -> Result<(), AppError> {
     let outside = state.inner.monitor.read(|s| {
         let view = caller.view(s);
         if !view.sees_task(&m.task_id) {
@@ -175,11 +212,16 @@ pub async fn send_message(
             .find(|r| !view.sees_agent(r))
             .map(|r| format!("`{r}` is not in any task of yours"))
     });
-    if let Some(why) = outside {
-        return Err(AppError::Forbidden(why));
+    match outside {
+        Some(why) => Err(AppError::Forbidden(why)),
+        None => Ok(()),
     }
-    // Checked here first because the agent records the send (and marks the question it
-    // answers as replied) before SyncState sees the message.
+}
+
+/// The message fits (checked here first because the agent records the send, and marks the
+/// question it answers as replied, before SyncState sees the message), its task and receivers
+/// exist, and each receiver has room for it.
+fn check_room(state: &ApiState, m: &HumanMessage) -> Result<(), AppError> {
     let limit = state.inner.message_chars;
     let chars = m.content.chars().count();
     if chars > limit {
@@ -221,37 +263,7 @@ pub async fn send_message(
     }) {
         return Err(AppError::Overloaded(why));
     }
-    let sent = human.send(HumanSend(m)).await?.map_err(|e| match e {
-        SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
-            AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
-        }
-        SendRefused::Refused(e @ crate::sync::SyncError::MemoryFull { .. }) => {
-            AppError::Overloaded(e.to_string())
-        }
-        SendRefused::NotRunning(e) => AppError::Unavailable(e),
-        e => AppError::BadRequest(e.to_string()),
-    })?;
-    // Acknowledged only once stored (with a store): the person's send is on record before
-    // they are told it went out.
-    let monitor = &state.inner.monitor;
-    let recorded = monitor.assigned_version();
-    match tokio::time::timeout(STORE_DEADLINE, monitor.durable(recorded)).await {
-        Ok(true) => {}
-        _ => {
-            return Err(AppError::Rejected(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the message was accepted but the team's store has not confirmed it;                  check the server's log before sending it again"
-                    .into(),
-            ));
-        }
-    }
-    let note = match sent.len() {
-        1 => "sent to 1 receiver".to_owned(),
-        n => format!("sent to {n} receivers"),
-    };
-    Ok(Json(
-        json!({ "success": true, "message": note, "sent": sent }),
-    ))
+    Ok(())
 }
 
 /// Why a message of `bytes` to `receivers` cannot be taken now: one of them has more than `cap`

@@ -210,7 +210,6 @@ where
     S: Sink<Message> + Unpin,
     R: Stream<Item = Result<Message, E>> + Unpin,
 {
-    let viewer = who.id;
     let (mut seen, mut view) = match send_snapshot(&mut sink, monitor, who, cfg).await {
         Ok(v) => v,
         Err(end) => return end,
@@ -235,27 +234,14 @@ where
                 Err(RecvError::Closed) => return FeedEnd::MonitorGone,
             },
             ev = events.recv() => {
-                let mut batch = Vec::new();
-                let mut lagged = false;
-                match ev {
-                    Ok(ev) => batch.push(ev),
-                    Err(RecvError::Lagged(_)) => lagged = true,
+                let first = match ev {
+                    Ok(ev) => Some(ev),
+                    Err(RecvError::Lagged(_)) => None,
                     Err(RecvError::Closed) => return FeedEnd::MonitorGone,
-                }
+                };
                 // Let what follows soon join this frame (see `frame_interval`).
                 tokio::time::sleep_until(last_frame + cfg.frame_interval).await;
-                // Whatever else is waiting goes in the same frame, up to its size.
-                let mut bytes = batch.first().map_or(0, |p| p.json().len());
-                while !lagged && batch.len() < cfg.max_batch && bytes < FRAME_BYTES {
-                    match events.try_recv() {
-                        Ok(ev) => {
-                            bytes += ev.json().len();
-                            batch.push(ev);
-                        }
-                        Err(TryRecvError::Lagged(_)) => lagged = true,
-                        Err(TryRecvError::Empty | TryRecvError::Closed) => break,
-                    }
-                }
+                let (mut batch, lagged) = frame_batch(first, &mut events, cfg);
                 // A member who joined a task (or left one that left memory) needs its whole
                 // state, not only the changes from now on: a fresh snapshot, as after a lag.
                 let regrown = view != View::All
@@ -270,13 +256,7 @@ where
                     };
                     continue;
                 }
-                batch.retain(|p| {
-                    p.event.version > seen
-                        && p.event.change.private_to().is_none_or(|owner| owner == viewer)
-                });
-                if view != View::All {
-                    monitor.read(|s| batch.retain(|p| view.sees_change(s, &p.event.change)));
-                }
+                keep_visible(&mut batch, seen, who.id, &view, monitor);
                 if let Some(last) = batch.last() {
                     seen = last.event.version;
                     if let Err(end) = send(&mut sink, events_frame(&batch), cfg).await {
@@ -290,28 +270,75 @@ where
                 // Pings are answered by the socket itself; the feed takes no commands.
                 Some(Ok(_)) => {}
             },
-            why = closed(&mut closing) => {
-                let (code, reason, end) = match why {
-                    Closing::SessionEnded => (
-                        close_code::POLICY,
-                        "the session ended (logout or expiry): log in again",
-                        FeedEnd::SessionEnded,
-                    ),
-                    Closing::ServerDown => (
-                        close_code::AWAY,
-                        "the server is shutting down",
-                        FeedEnd::ServerClosing,
-                    ),
-                };
-                let bye = Message::Close(Some(CloseFrame {
-                    code,
-                    reason: reason.into(),
-                }));
-                let _ = tokio::time::timeout(cfg.send_timeout, sink.send(bye)).await;
-                return end;
-            }
+            why = closed(&mut closing) => return close(&mut sink, why, cfg).await,
         }
     }
+}
+
+/// A frame's events: `first` (None: the feed lagged) and whatever else is waiting, up to the
+/// frame's size; true if the feed lagged.
+fn frame_batch(
+    first: Option<Arc<Published>>,
+    events: &mut FeedReceiver,
+    cfg: FeedConfig,
+) -> (Vec<Arc<Published>>, bool) {
+    let mut lagged = first.is_none();
+    let mut batch: Vec<_> = first.into_iter().collect();
+    let mut bytes = batch.first().map_or(0, |p| p.json().len());
+    while !lagged && batch.len() < cfg.max_batch && bytes < FRAME_BYTES {
+        match events.try_recv() {
+            Ok(ev) => {
+                bytes += ev.json().len();
+                batch.push(ev);
+            }
+            Err(TryRecvError::Lagged(_)) => lagged = true,
+            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+        }
+    }
+    (batch, lagged)
+}
+
+/// Keeps of `batch` what `viewer` has not had yet (after version `seen`) and may see: not
+/// another person's private changes, and with a member's view only what it shows.
+fn keep_visible(
+    batch: &mut Vec<Arc<Published>>,
+    seen: u64,
+    viewer: &AgentId,
+    view: &View,
+    monitor: &Monitor,
+) {
+    batch.retain(|p| {
+        p.event.version > seen
+            && p.event
+                .change
+                .private_to()
+                .is_none_or(|owner| owner == viewer)
+    });
+    if *view != View::All {
+        monitor.read(|s| batch.retain(|p| view.sees_change(s, &p.event.change)));
+    }
+}
+
+/// Tells the client why its feed closes (as far as it still listens), then ends the feed.
+async fn close<S: Sink<Message> + Unpin>(sink: &mut S, why: Closing, cfg: FeedConfig) -> FeedEnd {
+    let (code, reason, end) = match why {
+        Closing::SessionEnded => (
+            close_code::POLICY,
+            "the session ended (logout or expiry): log in again",
+            FeedEnd::SessionEnded,
+        ),
+        Closing::ServerDown => (
+            close_code::AWAY,
+            "the server is shutting down",
+            FeedEnd::ServerClosing,
+        ),
+    };
+    let bye = Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.into(),
+    }));
+    let _ = tokio::time::timeout(cfg.send_timeout, sink.send(bye)).await;
+    end
 }
 
 /// Why a feed must close (sent on its `closing` channel; `None` while it may stay open).
@@ -438,5 +465,4 @@ async fn send<S: Sink<Message> + Unpin>(
 }
 
 #[cfg(test)]
-#[path = "ws_tests.rs"]
 mod tests;

@@ -3,10 +3,10 @@
 //! playwright-core and Chromium `.ci/run` installs): frame gaps, long tasks and drawing times.
 
 use super::scenarios::Figures;
-use super::serve::{PASSWORD, start_served, team_with_operator};
+use super::serve::{PASSWORD, Served, start_served, team_with_operator};
 use super::team::TeamShape;
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The browser script, from the source tree (the bench is run from a checkout).
@@ -55,26 +55,8 @@ pub fn console(workers: usize, steps: usize, delay_ms: u64, web: Option<PathBuf>
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start node: {e}"))?;
-        let started = Instant::now();
-        while !ready.exists() {
-            if started.elapsed() > Duration::from_secs(120) {
-                return Err("the browser did not sign in within 2 minutes".into());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let goal = reqwest::Client::new()
-            .post(format!("http://{}/api/send_message", s.addr))
-            .bearer_auth(&s.token)
-            .json(
-                &json!({"human_agent_id": "operator", "task_id": s.team.base_task,
-                "receiver": ["manager"], "content": "goal 0", "need_reply": false}),
-            )
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        if !goal.status().is_success() {
-            return Err(format!("the goal was refused: {}", goal.status()));
-        }
+        until_signed_in(&ready).await?;
+        give_goal(&s).await?;
         let mut stdout = browser.stdout.take().ok_or("no stdout")?;
         let read = async {
             use tokio::io::AsyncReadExt;
@@ -99,4 +81,34 @@ pub fn console(workers: usize, steps: usize, delay_ms: u64, web: Option<PathBuf>
         v["agents"] = json!(workers + 2);
         Ok(v)
     })
+}
+
+/// Waits (up to 2 minutes) for the browser script to say it signed in (by creating `ready`).
+async fn until_signed_in(ready: &Path) -> Result<(), String> {
+    let started = Instant::now();
+    while !ready.exists() {
+        if started.elapsed() > Duration::from_secs(120) {
+            return Err("the browser did not sign in within 2 minutes".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// The operator gives the manager the goal, over HTTP as the console would.
+async fn give_goal(s: &Served) -> Result<(), String> {
+    let goal = reqwest::Client::new()
+        .post(format!("http://{}/api/send_message", s.addr))
+        .bearer_auth(&s.token)
+        .json(
+            &json!({"human_agent_id": "operator", "task_id": s.team.base_task,
+            "receiver": ["manager"], "content": "goal 0", "need_reply": false}),
+        )
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !goal.status().is_success() {
+        return Err(format!("the goal was refused: {}", goal.status()));
+    }
+    Ok(())
 }

@@ -210,7 +210,6 @@ fn f(v: &Value) -> f64 {
 /// Runs the selected scenarios; prints progress on stderr; returns the table.
 pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
     let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| name.contains(o));
-    let q = opts.quick;
     let mut rows = Vec::new();
     let mut note = |name: &str, r: Result<Value, String>| -> Option<Value> {
         match r {
@@ -225,349 +224,35 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
     let mut out = Vec::new();
 
     if wanted("step_overhead") {
-        for history in [1, 20, 100] {
-            let started = Instant::now();
-            let job = Job::StepOverhead {
-                history,
-                iterations: if q { 300 } else { 3000 },
-                store: false,
-            };
-            eprintln!("bench: step overhead at a history of {history} …");
-            if let Some(v) = note("step_overhead", in_child(exe, &job)) {
-                let target = if history == 20 {
-                    "p50 ≤ 200 µs, p99 ≤ 1 ms"
-                } else {
-                    "linear in history"
-                };
-                out.push(row(
-                    "step_overhead",
-                    format!("history {history}: p50 / p99"),
-                    format!("{:.0} µs / {:.0} µs", f(&v["p50_us"]), f(&v["p99_us"])),
-                    target,
-                ));
-            }
-            eprintln!("bench:   {:.1}s", started.elapsed().as_secs_f64());
-        }
-        // The same at a history of 20 with the monitor writing ahead to a SQLite file.
-        let job = Job::StepOverhead {
-            history: 20,
-            iterations: if q { 300 } else { 3000 },
-            store: true,
-        };
-        eprintln!("bench: step overhead at a history of 20, with the store …");
-        if let Some(v) = note("step_overhead", in_child(exe, &job)) {
-            out.push(row(
-                "step_overhead",
-                "history 20, with the SQLite store: p50 / p99",
-                format!(
-                    "{:.0} µs / {:.0} µs{}",
-                    f(&v["p50_us"]),
-                    f(&v["p99_us"]),
-                    if v["all_committed"] == true {
-                        ""
-                    } else {
-                        " (NOT all committed)"
-                    }
-                ),
-                "≤ 1.2× without the store",
-            ));
-        }
+        step_overhead_rows(exe, opts, &mut note, &mut out);
     }
-
     if wanted("store") {
-        let job = Job::Store {
-            events: if q { 20_000 } else { 200_000 },
-            per_publish: 8,
-        };
-        eprintln!("bench: the store: state events committed to SQLite …");
-        if let Some(v) = note("store", in_child(exe, &job)) {
-            out.push(row(
-                "store",
-                format!(
-                    "{} events, 8 a publish, SQLite (WAL, synchronous=FULL)",
-                    v["events"]
-                ),
-                format!(
-                    "{:.0} events/s committed{}",
-                    f(&v["events_per_s"]),
-                    if v["all_committed"] == true {
-                        ""
-                    } else {
-                        " (NOT all committed)"
-                    }
-                ),
-                "≥ 20k events/s",
-            ));
-            out.push(row(
-                "store",
-                "one change alone: wait for its commit p50 / p99; bytes per event",
-                format!(
-                    "{:.2} ms / {:.2} ms; {:.0} B",
-                    f(&v["commit_wait_p50_ms"]),
-                    f(&v["commit_wait_p99_ms"]),
-                    f(&v["bytes_per_event"])
-                ),
-                "",
-            ));
-        }
+        store_rows(exe, opts, &mut note, &mut out);
     }
-
     if wanted("workers") {
-        let sizes: &[usize] = if q { &[10, 100] } else { &[10, 100, 1000] };
-        let mut at = Vec::new();
-        for &n in sizes {
-            eprintln!("bench: {n} workers × 10 think steps, no latency …");
-            let job = Job::Workers {
-                workers: n,
-                steps: 10,
-                delay_ms: 0,
-                max_in_flight: 64,
-            };
-            if let Some(v) = note("workers", in_child(exe, &job)) {
-                out.push(row(
-                    "workers",
-                    format!(
-                        "N={n}: time, peak RSS, steps ({})",
-                        v["outcome"].as_str().unwrap_or("?")
-                    ),
-                    format!(
-                        "{:.2} s, {:.0} MiB, {}",
-                        f(&v["seconds"]),
-                        f(&v["peak_rss_mib"]),
-                        v["steps"]
-                    ),
-                    if n == 1000 { "≤ 10 s, ≤ 1 GiB" } else { "" },
-                ));
-                at.push((n, f(&v["seconds"])));
-            }
-        }
-        if let (Some(a), Some(b)) = (at.iter().find(|x| x.0 == 100), at.last()) {
-            if b.0 > a.0 {
-                out.push(row(
-                    "workers",
-                    format!("time N={} / time N=100", b.0),
-                    format!("{:.1}×", b.1 / a.1),
-                    "≤ 12× at N=1000",
-                ));
-            }
-        }
+        workers_rows(exe, opts, &mut note, &mut out);
     }
-
     if wanted("latency") {
-        let (n, delay, cap) = if q { (100, 50, 64) } else { (1000, 200, 256) };
-        eprintln!("bench: {n} workers × 10 steps at {delay} ms a call, {cap} in flight …");
-        let job = Job::Workers {
-            workers: n,
-            steps: 10,
-            delay_ms: delay,
-            max_in_flight: cap,
-        };
-        if let Some(v) = note("latency", in_child(exe, &job)) {
-            let calls = worker_calls(10);
-            let rounds = (calls as f64).max((n as u64 * calls) as f64 / cap as f64);
-            let ideal = (MANAGER_CALLS as f64 + rounds) * delay as f64 / 1000.0;
-            let took = f(&v["seconds"]);
-            out.push(row(
-                "latency",
-                format!("N={n}, {delay} ms/call, {cap} in flight: time vs ideal"),
-                format!(
-                    "{took:.2} s vs {ideal:.2} s ({:+.1} %)",
-                    (took / ideal - 1.0) * 100.0
-                ),
-                "within 10 %",
-            ));
-        }
+        latency_rows(exe, opts, &mut note, &mut out);
     }
-
     if wanted("messages") {
-        let job = Job::Messages {
-            messages: if q { 2_000 } else { 20_000 },
-            round_trips: if q { 2_000 } else { 20_000 },
-        };
-        eprintln!("bench: messages through the dispatcher …");
-        if let Some(v) = note("messages", in_child(exe, &job)) {
-            for b in v["broadcast"].as_array().into_iter().flatten() {
-                out.push(row(
-                    "messages",
-                    format!("fire-and-forget to 100 agents, {} messages", b["messages"]),
-                    format!(
-                        "{:.0} deliveries/s ({:.0} messages/s recorded)",
-                        f(&b["deliveries_per_s"]),
-                        f(&b["recorded_per_s"])
-                    ),
-                    "≥ 500k deliveries/s, flat",
-                ));
-            }
-            for p in v["pingpong"].as_array().into_iter().flatten() {
-                out.push(row(
-                    "messages",
-                    format!("waiting round trips, {} in a row", p["round_trips"]),
-                    format!(
-                        "{:.0}/s, p50 {:.1} µs, p99 {:.1} µs",
-                        f(&p["per_s"]),
-                        f(&p["p50_us"]),
-                        f(&p["p99_us"])
-                    ),
-                    "p50 ≤ 20 µs, flat",
-                ));
-            }
-            if !opts.no_autogen {
-                eprintln!("bench: autogen-core (Python) on the same machine …");
-                match autogen(q) {
-                    Ok(a) => {
-                        let ours = v["pingpong"]
-                            .as_array()
-                            .and_then(|p| p.last())
-                            .map_or(f64::NAN, |p| f(&p["per_s"]));
-                        for p in a["pingpong"].as_array().into_iter().flatten() {
-                            out.push(row(
-                                "autogen-core",
-                                format!(
-                                    "ping-pong, {} round trips ({})",
-                                    p["round_trips"],
-                                    a["autogen_core_version"].as_str().unwrap_or("?")
-                                ),
-                                format!("{:.0}/s, p50 {:.0} µs", f(&p["per_s"]), f(&p["p50_us"])),
-                                "",
-                            ));
-                        }
-                        let theirs = a["pingpong"]
-                            .as_array()
-                            .and_then(|p| p.last())
-                            .map_or(f64::NAN, |p| f(&p["per_s"]));
-                        out.push(row(
-                            "autogen-core",
-                            "Cohort ping-pong / autogen-core ping-pong",
-                            format!("{:.1}×", ours / theirs),
-                            "≥ 50×",
-                        ));
-                        let b = &a["broadcast"];
-                        out.push(row(
-                            "autogen-core",
-                            format!("broadcast to {} agents", b["agents"]),
-                            format!("{:.0} deliveries/s", f(&b["deliveries_per_s"])),
-                            "",
-                        ));
-                    }
-                    Err(e) => out.push(row("autogen-core", "not run", e, "")),
-                }
-            }
-        }
+        messages_rows(exe, opts, &mut note, &mut out);
     }
-
     if wanted("idle") {
-        let agents = if q { 1_000 } else { 10_000 };
-        eprintln!("bench: {agents} idle agents …");
-        if let Some(v) = note("idle", in_child(exe, &Job::IdleAgents { agents })) {
-            out.push(row(
-                "idle",
-                format!("{agents} idle agents: RSS per agent (start-up time)"),
-                format!(
-                    "{:.1} KiB ({:.2} s)",
-                    f(&v["kib_per_agent"]),
-                    f(&v["start_seconds"])
-                ),
-                "≤ 64 KiB",
-            ));
-        }
+        idle_rows(exe, opts, &mut note, &mut out);
     }
     if wanted("goals") {
-        let goals = if q { 200 } else { 1_000 };
-        eprintln!("bench: cohort serve, {goals} goals in a row over HTTP …");
-        if let Some(v) = note("goals", in_child(exe, &Job::Goals { goals })) {
-            out.push(row(
-                "goals",
-                format!("{goals} goals: ms per goal, first 100 → last 100"),
-                format!(
-                    "{:.1} → {:.1} ({:.2}×)",
-                    f(&v["first_ms_per_goal"]),
-                    f(&v["last_ms_per_goal"]),
-                    f(&v["last_ms_per_goal"]) / f(&v["first_ms_per_goal"])
-                ),
-                "≤ 1.5×",
-            ));
-            out.push(row(
-                "goals",
-                "RSS after 100 goals → after the last (tasks in memory)",
-                format!(
-                    "{:.0} → {:.0} MiB ({:+.0} MiB; {} tasks)",
-                    f(&v["rss_after_first_100_mib"]),
-                    f(&v["rss_at_end_mib"]),
-                    f(&v["rss_at_end_mib"]) - f(&v["rss_after_first_100_mib"]),
-                    v["tasks_in_memory"]
-                ),
-                "within 64 MiB",
-            ));
-        }
+        goals_rows(exe, opts, &mut note, &mut out);
     }
-
     if wanted("websocket") {
-        let (clients, rate, seconds) = if q { (20, 2_000, 2) } else { (100, 10_000, 5) };
-        eprintln!("bench: {clients} websocket clients (+1 that never reads), {rate} changes/s …");
-        let job = Job::Websocket {
-            clients,
-            rate,
-            seconds,
-        };
-        if let Some(v) = note("websocket", in_child(exe, &job)) {
-            out.push(row(
-                "websocket",
-                format!(
-                    "{clients} clients + 1 stalled, {:.0} changes/s: change-to-client p50 / p95 / p99",
-                    f(&v["events_per_s"])
-                ),
-                format!(
-                    "{:.1} / {:.1} / {:.1} ms{}",
-                    f(&v["p50_ms"]),
-                    f(&v["p95_ms"]),
-                    f(&v["p99_ms"]),
-                    if v["every_event_reached_every_measuring_client"] == true {
-                        ""
-                    } else {
-                        " (some clients fell behind and were resynced)"
-                    }
-                ),
-                "p95 ≤ 10 ms",
-            ));
-        }
+        websocket_rows(exe, opts, &mut note, &mut out);
     }
     if wanted("console") {
-        let (workers, steps, delay_ms) = if q { (10, 7, 100) } else { (100, 47, 300) };
-        eprintln!("bench: the console in headless Chromium, {workers} workers × {steps} steps …");
-        let job = Job::Console {
-            workers,
-            steps,
-            delay_ms,
-            web: opts.web.clone(),
-        };
-        if let Some(v) = note("console", in_child(exe, &job)) {
-            for p in v["phases"].as_array().into_iter().flatten() {
-                out.push(row(
-                    "console",
-                    format!(
-                        "{} agents, {} of {} steps in: {}: draw; frame p50 / p95 / max; long tasks",
-                        v["agents"],
-                        p["steps_known"],
-                        v["steps"],
-                        p["phase"].as_str().unwrap_or("?")
-                    ),
-                    format!(
-                        "{:.0} ms; {:.0} / {:.0} / {:.0} ms; {:.0} ms/s ({} DOM nodes)",
-                        f(&p["draw_ms"]),
-                        f(&p["frame_p50_ms"]),
-                        f(&p["frame_p95_ms"]),
-                        f(&p["frame_max_ms"]),
-                        f(&p["long_task_ms_per_s"]),
-                        p["dom_nodes"]
-                    ),
-                    "frame p95 ≤ 50 ms, draw ≤ 200 ms",
-                ));
-            }
-        }
+        console_rows(exe, opts, &mut note, &mut out);
     }
     if wanted("load_store") {
         eprintln!("bench: the store under a flood of 16 KB messages, then compacted …");
-        if let Some(v) = note("load_store", in_child(exe, &load_store::job(q))) {
+        if let Some(v) = note("load_store", in_child(exe, &load_store::job(opts.quick))) {
             out.extend(load_store::rows(&v));
         }
     }
@@ -575,6 +260,418 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
     load_team::rows(exe, opts, &wanted, &mut note, &mut out);
     rows.extend(out);
     rows
+}
+
+/// The cost of one step at a history of 1, 20 and 100 steps, then at 20 with the store.
+fn step_overhead_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    for history in [1, 20, 100] {
+        let started = Instant::now();
+        let job = Job::StepOverhead {
+            history,
+            iterations: if q { 300 } else { 3000 },
+            store: false,
+        };
+        eprintln!("bench: step overhead at a history of {history} …");
+        if let Some(v) = note("step_overhead", in_child(exe, &job)) {
+            let target = if history == 20 {
+                "p50 ≤ 200 µs, p99 ≤ 1 ms"
+            } else {
+                "linear in history"
+            };
+            out.push(row(
+                "step_overhead",
+                format!("history {history}: p50 / p99"),
+                format!("{:.0} µs / {:.0} µs", f(&v["p50_us"]), f(&v["p99_us"])),
+                target,
+            ));
+        }
+        eprintln!("bench:   {:.1}s", started.elapsed().as_secs_f64());
+    }
+    // The same at a history of 20 with the monitor writing ahead to a SQLite file.
+    let job = Job::StepOverhead {
+        history: 20,
+        iterations: if q { 300 } else { 3000 },
+        store: true,
+    };
+    eprintln!("bench: step overhead at a history of 20, with the store …");
+    if let Some(v) = note("step_overhead", in_child(exe, &job)) {
+        out.push(row(
+            "step_overhead",
+            "history 20, with the SQLite store: p50 / p99",
+            format!(
+                "{:.0} µs / {:.0} µs{}",
+                f(&v["p50_us"]),
+                f(&v["p99_us"]),
+                if v["all_committed"] == true {
+                    ""
+                } else {
+                    " (NOT all committed)"
+                }
+            ),
+            "≤ 1.2× without the store",
+        ));
+    }
+}
+
+/// State events committed to SQLite a second, and the wait for one commit.
+fn store_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    let job = Job::Store {
+        events: if q { 20_000 } else { 200_000 },
+        per_publish: 8,
+    };
+    eprintln!("bench: the store: state events committed to SQLite …");
+    if let Some(v) = note("store", in_child(exe, &job)) {
+        out.push(row(
+            "store",
+            format!(
+                "{} events, 8 a publish, SQLite (WAL, synchronous=FULL)",
+                v["events"]
+            ),
+            format!(
+                "{:.0} events/s committed{}",
+                f(&v["events_per_s"]),
+                if v["all_committed"] == true {
+                    ""
+                } else {
+                    " (NOT all committed)"
+                }
+            ),
+            "≥ 20k events/s",
+        ));
+        out.push(row(
+            "store",
+            "one change alone: wait for its commit p50 / p99; bytes per event",
+            format!(
+                "{:.2} ms / {:.2} ms; {:.0} B",
+                f(&v["commit_wait_p50_ms"]),
+                f(&v["commit_wait_p99_ms"]),
+                f(&v["bytes_per_event"])
+            ),
+            "",
+        ));
+    }
+}
+
+/// 10 → 1,000 workers with no latency: time and memory, and how time grows with N.
+fn workers_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    let sizes: &[usize] = if q { &[10, 100] } else { &[10, 100, 1000] };
+    let mut at = Vec::new();
+    for &n in sizes {
+        eprintln!("bench: {n} workers × 10 think steps, no latency …");
+        let job = Job::Workers {
+            workers: n,
+            steps: 10,
+            delay_ms: 0,
+            max_in_flight: 64,
+        };
+        if let Some(v) = note("workers", in_child(exe, &job)) {
+            out.push(row(
+                "workers",
+                format!(
+                    "N={n}: time, peak RSS, steps ({})",
+                    v["outcome"].as_str().unwrap_or("?")
+                ),
+                format!(
+                    "{:.2} s, {:.0} MiB, {}",
+                    f(&v["seconds"]),
+                    f(&v["peak_rss_mib"]),
+                    v["steps"]
+                ),
+                if n == 1000 { "≤ 10 s, ≤ 1 GiB" } else { "" },
+            ));
+            at.push((n, f(&v["seconds"])));
+        }
+    }
+    if let (Some(a), Some(b)) = (at.iter().find(|x| x.0 == 100), at.last())
+        && b.0 > a.0
+    {
+        out.push(row(
+            "workers",
+            format!("time N={} / time N=100", b.0),
+            format!("{:.1}×", b.1 / a.1),
+            "≤ 12× at N=1000",
+        ));
+    }
+}
+
+/// Many workers at a realistic latency a call: the time against the ideal.
+fn latency_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    let (n, delay, cap) = if q { (100, 50, 64) } else { (1000, 200, 256) };
+    eprintln!("bench: {n} workers × 10 steps at {delay} ms a call, {cap} in flight …");
+    let job = Job::Workers {
+        workers: n,
+        steps: 10,
+        delay_ms: delay,
+        max_in_flight: cap,
+    };
+    if let Some(v) = note("latency", in_child(exe, &job)) {
+        let calls = worker_calls(10);
+        let rounds = (calls as f64).max((n as u64 * calls) as f64 / cap as f64);
+        let ideal = (MANAGER_CALLS as f64 + rounds) * delay as f64 / 1000.0;
+        let took = f(&v["seconds"]);
+        out.push(row(
+            "latency",
+            format!("N={n}, {delay} ms/call, {cap} in flight: time vs ideal"),
+            format!(
+                "{took:.2} s vs {ideal:.2} s ({:+.1} %)",
+                (took / ideal - 1.0) * 100.0
+            ),
+            "within 10 %",
+        ));
+    }
+}
+
+/// Messages through the dispatcher (broadcast, waiting round trips), and autogen-core's.
+fn messages_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    let job = Job::Messages {
+        messages: if q { 2_000 } else { 20_000 },
+        round_trips: if q { 2_000 } else { 20_000 },
+    };
+    eprintln!("bench: messages through the dispatcher …");
+    if let Some(v) = note("messages", in_child(exe, &job)) {
+        for b in v["broadcast"].as_array().into_iter().flatten() {
+            out.push(row(
+                "messages",
+                format!("fire-and-forget to 100 agents, {} messages", b["messages"]),
+                format!(
+                    "{:.0} deliveries/s ({:.0} messages/s recorded)",
+                    f(&b["deliveries_per_s"]),
+                    f(&b["recorded_per_s"])
+                ),
+                "≥ 500k deliveries/s, flat",
+            ));
+        }
+        for p in v["pingpong"].as_array().into_iter().flatten() {
+            out.push(row(
+                "messages",
+                format!("waiting round trips, {} in a row", p["round_trips"]),
+                format!(
+                    "{:.0}/s, p50 {:.1} µs, p99 {:.1} µs",
+                    f(&p["per_s"]),
+                    f(&p["p50_us"]),
+                    f(&p["p99_us"])
+                ),
+                "p50 ≤ 20 µs, flat",
+            ));
+        }
+        if !opts.no_autogen {
+            eprintln!("bench: autogen-core (Python) on the same machine …");
+            autogen_rows(q, &v, out);
+        }
+    }
+}
+
+/// autogen-core's ping-pong and broadcast, and ours against theirs (`ours`: our figures).
+fn autogen_rows(q: bool, ours: &Value, out: &mut Vec<Row>) {
+    let a = match autogen(q) {
+        Ok(a) => a,
+        Err(e) => {
+            out.push(row("autogen-core", "not run", e, ""));
+            return;
+        }
+    };
+    let last_per_s = |v: &Value| {
+        v["pingpong"]
+            .as_array()
+            .and_then(|p| p.last())
+            .map_or(f64::NAN, |p| f(&p["per_s"]))
+    };
+    for p in a["pingpong"].as_array().into_iter().flatten() {
+        out.push(row(
+            "autogen-core",
+            format!(
+                "ping-pong, {} round trips ({})",
+                p["round_trips"],
+                a["autogen_core_version"].as_str().unwrap_or("?")
+            ),
+            format!("{:.0}/s, p50 {:.0} µs", f(&p["per_s"]), f(&p["p50_us"])),
+            "",
+        ));
+    }
+    out.push(row(
+        "autogen-core",
+        "Cohort ping-pong / autogen-core ping-pong",
+        format!("{:.1}×", last_per_s(ours) / last_per_s(&a)),
+        "≥ 50×",
+    ));
+    let b = &a["broadcast"];
+    out.push(row(
+        "autogen-core",
+        format!("broadcast to {} agents", b["agents"]),
+        format!("{:.0} deliveries/s", f(&b["deliveries_per_s"])),
+        "",
+    ));
+}
+
+/// Idle agents: memory per agent and start-up time.
+fn idle_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    let agents = if q { 1_000 } else { 10_000 };
+    eprintln!("bench: {agents} idle agents …");
+    if let Some(v) = note("idle", in_child(exe, &Job::IdleAgents { agents })) {
+        out.push(row(
+            "idle",
+            format!("{agents} idle agents: RSS per agent (start-up time)"),
+            format!(
+                "{:.1} KiB ({:.2} s)",
+                f(&v["kib_per_agent"]),
+                f(&v["start_seconds"])
+            ),
+            "≤ 64 KiB",
+        ));
+    }
+}
+
+/// Goals in a row to a served team: time per goal and memory, first against last.
+fn goals_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    let goals = if q { 200 } else { 1_000 };
+    eprintln!("bench: cohort serve, {goals} goals in a row over HTTP …");
+    if let Some(v) = note("goals", in_child(exe, &Job::Goals { goals })) {
+        out.push(row(
+            "goals",
+            format!("{goals} goals: ms per goal, first 100 → last 100"),
+            format!(
+                "{:.1} → {:.1} ({:.2}×)",
+                f(&v["first_ms_per_goal"]),
+                f(&v["last_ms_per_goal"]),
+                f(&v["last_ms_per_goal"]) / f(&v["first_ms_per_goal"])
+            ),
+            "≤ 1.5×",
+        ));
+        out.push(row(
+            "goals",
+            "RSS after 100 goals → after the last (tasks in memory)",
+            format!(
+                "{:.0} → {:.0} MiB ({:+.0} MiB; {} tasks)",
+                f(&v["rss_after_first_100_mib"]),
+                f(&v["rss_at_end_mib"]),
+                f(&v["rss_at_end_mib"]) - f(&v["rss_after_first_100_mib"]),
+                v["tasks_in_memory"]
+            ),
+            "within 64 MiB",
+        ));
+    }
+}
+
+/// Websocket clients under a stream of changes: change-to-client latency.
+fn websocket_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    let (clients, rate, seconds) = if q { (20, 2_000, 2) } else { (100, 10_000, 5) };
+    eprintln!("bench: {clients} websocket clients (+1 that never reads), {rate} changes/s …");
+    let job = Job::Websocket {
+        clients,
+        rate,
+        seconds,
+    };
+    if let Some(v) = note("websocket", in_child(exe, &job)) {
+        out.push(row(
+            "websocket",
+            format!(
+                "{clients} clients + 1 stalled, {:.0} changes/s: change-to-client p50 / p95 / p99",
+                f(&v["events_per_s"])
+            ),
+            format!(
+                "{:.1} / {:.1} / {:.1} ms{}",
+                f(&v["p50_ms"]),
+                f(&v["p95_ms"]),
+                f(&v["p99_ms"]),
+                if v["every_event_reached_every_measuring_client"] == true {
+                    ""
+                } else {
+                    " (some clients fell behind and were resynced)"
+                }
+            ),
+            "p95 ≤ 10 ms",
+        ));
+    }
+}
+
+/// The web console in headless Chromium while a large team works: draw and frame times.
+fn console_rows(
+    exe: &Path,
+    opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    let q = opts.quick;
+    let (workers, steps, delay_ms) = if q { (10, 7, 100) } else { (100, 47, 300) };
+    eprintln!("bench: the console in headless Chromium, {workers} workers × {steps} steps …");
+    let job = Job::Console {
+        workers,
+        steps,
+        delay_ms,
+        web: opts.web.clone(),
+    };
+    if let Some(v) = note("console", in_child(exe, &job)) {
+        for p in v["phases"].as_array().into_iter().flatten() {
+            out.push(row(
+                "console",
+                format!(
+                    "{} agents, {} of {} steps in: {}: draw; frame p50 / p95 / max; long tasks",
+                    v["agents"],
+                    p["steps_known"],
+                    v["steps"],
+                    p["phase"].as_str().unwrap_or("?")
+                ),
+                format!(
+                    "{:.0} ms; {:.0} / {:.0} / {:.0} ms; {:.0} ms/s ({} DOM nodes)",
+                    f(&p["draw_ms"]),
+                    f(&p["frame_p50_ms"]),
+                    f(&p["frame_p95_ms"]),
+                    f(&p["frame_max_ms"]),
+                    f(&p["long_task_ms_per_s"]),
+                    p["dom_nodes"]
+                ),
+                "frame p95 ≤ 50 ms, draw ≤ 200 ms",
+            ));
+        }
+    }
 }
 
 /// The autogen-core side of the comparison (`bench/autogen/bench.py`), carried in the binary.

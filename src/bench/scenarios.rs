@@ -122,6 +122,30 @@ impl Handler<Deliver> for Endpoint {
 pub fn messages(messages: usize, round_trips: usize) -> Figures {
     let system = actix::System::new();
     system.block_on(async move {
+        let mut bench = MessageBench::start();
+        let broadcast = bench.broadcast(messages).await;
+        let pingpong = bench.pingpong(round_trips).await?;
+        let (peak, _) = rss_mib();
+        Ok(json!({ "broadcast": broadcast, "pingpong": pingpong, "peak_rss_mib": peak }))
+    })
+}
+
+/// SyncState and the dispatcher with endpoints in place of agents: 100 sinks, a pinger that
+/// forwards what it gets to the bench, and an echo that answers a waiting message at once.
+struct MessageBench {
+    monitor: Monitor,
+    sync: Addr<SyncStateActor>,
+    task: TaskId,
+    sinks: Vec<AgentId>,
+    /// Deliveries to the sinks.
+    delivered: Arc<AtomicU64>,
+    /// What the pinger got.
+    replies: tokio::sync::mpsc::UnboundedReceiver<Arc<Message>>,
+}
+
+impl MessageBench {
+    /// Must run inside an actix system.
+    fn start() -> Self {
         let monitor = Monitor::new(65_536);
         let sinks: Vec<AgentId> = (0..100)
             .map(|i| AgentId::from(format!("s{i:03}")))
@@ -137,82 +161,83 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
         let dispatcher = Dispatcher::new(monitor.clone()).start();
         let sync = SyncStateActor::new(core, dispatcher.clone(), monitor.clone(), None).start();
         let delivered = Arc::new(AtomicU64::new(0));
-        for id in &sinks {
+        let endpoint = |id: &str, delivered, forward, echo| {
             let e = Endpoint {
-                id: id.clone(),
+                id: id.into(),
                 monitor: monitor.clone(),
-                delivered: delivered.clone(),
-                forward: None,
-                echo: None,
+                delivered,
+                forward,
+                echo,
             }
             .start();
-            dispatcher.do_send(Register(id.clone(), e.recipient()));
+            dispatcher.do_send(Register(id.into(), e.recipient()));
+        };
+        for id in &sinks {
+            endpoint(id.as_str(), delivered.clone(), None, None);
         }
-        let (tx, mut replies) = tokio::sync::mpsc::unbounded_channel();
-        let pinger = Endpoint {
-            id: "pinger".into(),
-            monitor: monitor.clone(),
-            delivered: Arc::new(AtomicU64::new(0)),
-            forward: Some(tx),
-            echo: None,
+        let (tx, replies) = tokio::sync::mpsc::unbounded_channel();
+        endpoint("pinger", Arc::default(), Some(tx), None);
+        endpoint("echo", Arc::default(), None, Some(sync.clone()));
+        MessageBench {
+            monitor,
+            sync,
+            task,
+            sinks,
+            delivered,
+            replies,
         }
-        .start();
-        dispatcher.do_send(Register("pinger".into(), pinger.recipient()));
-        let echo = Endpoint {
-            id: "echo".into(),
-            monitor: monitor.clone(),
-            delivered: Arc::new(AtomicU64::new(0)),
-            forward: None,
-            echo: Some(sync.clone()),
-        }
-        .start();
-        dispatcher.do_send(Register("echo".into(), echo.recipient()));
+    }
 
-        // Fire and forget: every message to all 100 receivers, at two sizes.
+    /// Fire and forget: every message to all 100 receivers, at two sizes.
+    async fn broadcast(&self, messages: usize) -> Vec<Value> {
         let mut broadcast = Vec::new();
         let mut recorded_before = 0u64;
         for n in [messages / 4, messages] {
-            let before = delivered.load(Ordering::Relaxed);
+            let before = self.delivered.load(Ordering::Relaxed);
             let started = Instant::now();
             for i in 0..n {
                 let m = Message::notice(
-                    task.clone(),
+                    self.task.clone(),
                     "pinger".into(),
-                    sinks.clone(),
+                    self.sinks.clone(),
                     StageRef::NoRelative,
                     format!("m{i}"),
                 );
-                sync.do_send(crate::actors::SubmitMessage(m));
+                self.sync.do_send(crate::actors::SubmitMessage(m));
             }
-            let want = before + (n * sinks.len()) as u64;
-            while delivered.load(Ordering::Relaxed) < want {
+            let want = before + (n * self.sinks.len()) as u64;
+            while self.delivered.load(Ordering::Relaxed) < want {
                 tokio::time::sleep(Duration::from_micros(200)).await;
             }
             let delivered_in = started.elapsed().as_secs_f64();
             // Recorded too: the conversation pool counts every message (kept or trimmed).
             let want_recorded = recorded_before + n as u64;
-            loop {
-                let recorded = monitor.read(|s| {
-                    s.tasks.get(&task).map_or(0, |t| {
-                        t.shared_conversation_pool.len() as u64 + t.shared_conversation_omitted
-                    })
-                });
-                if recorded >= want_recorded {
-                    break;
-                }
+            while self.recorded() < want_recorded {
                 tokio::time::sleep(Duration::from_micros(200)).await;
             }
             recorded_before = want_recorded;
             let recorded_in = started.elapsed().as_secs_f64();
             broadcast.push(json!({
                 "messages": n,
-                "deliveries": n * sinks.len(),
-                "deliveries_per_s": (n * sinks.len()) as f64 / delivered_in,
+                "deliveries": n * self.sinks.len(),
+                "deliveries_per_s": (n * self.sinks.len()) as f64 / delivered_in,
                 "recorded_per_s": n as f64 / recorded_in,
             }));
         }
+        broadcast
+    }
 
-        // Waiting round trips, one at a time, at two sizes.
+    /// The messages the task's conversation pool has counted (kept or trimmed).
+    fn recorded(&self) -> u64 {
+        self.monitor.read(|s| {
+            s.tasks.get(&self.task).map_or(0, |t| {
+                t.shared_conversation_pool.len() as u64 + t.shared_conversation_omitted
+            })
+        })
+    }
+
+    /// Waiting round trips, one at a time, at two sizes.
+    async fn pingpong(&mut self, round_trips: usize) -> Result<Vec<Value>, String> {
         let mut pingpong = Vec::new();
         for n in [round_trips / 4, round_trips] {
             let mut took = Vec::with_capacity(n);
@@ -220,7 +245,7 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
             for _ in 0..n {
                 let wait = WaitId::random();
                 let mut m = Message::notice(
-                    task.clone(),
+                    self.task.clone(),
                     "pinger".into(),
                     vec!["echo".into()],
                     StageRef::NoRelative,
@@ -229,9 +254,9 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
                 m.need_reply = true;
                 m.waiting = Some(vec![wait.clone()]);
                 let t = Instant::now();
-                sync.do_send(crate::actors::SubmitMessage(m));
+                self.sync.do_send(crate::actors::SubmitMessage(m));
                 loop {
-                    match replies.recv().await {
+                    match self.replies.recv().await {
                         Some(r) if r.return_waiting_id.as_ref() == Some(&wait) => break,
                         Some(_) => continue,
                         None => return Err("the pinger endpoint went away".to_owned()),
@@ -248,9 +273,8 @@ pub fn messages(messages: usize, round_trips: usize) -> Figures {
                 "p99_us": micros(percentile(&took, 0.99)),
             }));
         }
-        let (peak, _) = rss_mib();
-        Ok(json!({ "broadcast": broadcast, "pingpong": pingpong, "peak_rss_mib": peak }))
-    })
+        Ok(pingpong)
+    }
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {
@@ -271,15 +295,7 @@ fn micros(d: Duration) -> f64 {
 /// journal's thread, which the step does not wait for; the run waits for all at the end).
 pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures {
     let scratch = Scratch::new("overhead").map_err(|e| e.to_string())?;
-    let script = scratch.0.join("script.yaml");
-    let replies: String = (0..iterations + 1)
-        .map(|i| format!("      - \"<think>thought {i}</think>\"\n"))
-        .collect();
-    std::fs::write(&script, format!("replies:\n  w:\n    think:\n{replies}"))
-        .map_err(|e| e.to_string())?;
-    let model = crate::llm::scripted::ScriptedModel::new(
-        crate::llm::scripted::Script::load(&script).map_err(|e| e.to_string())?,
-    );
+    let model = scripted_thoughts(&scratch, iterations + 1)?;
     let prompts = PromptSet::builtin(crate::prompt::Language::En);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -325,70 +341,18 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
         settle_step(&mut agent, &s.step_id, None, &[]);
     }
     monitor.publish(agent.take_changes());
-    let tools = BTreeMap::new();
     let mut took = Vec::with_capacity(iterations);
     for i in 0..iterations {
         agent.add_steps(vec![think(history + i)]);
         let t = Instant::now();
-        let step = agent.start_next().ok_or("no step")?;
-        let prompt = build_prompt(
+        one_step(
             &prompts,
-            Skill::Think,
-            &PromptContext {
-                agent: &agent,
-                step: &step,
-                tool_descriptions: &tools,
-                tool_step: None,
-                tool_capabilities: None,
-                tool_history: None,
-                budget: None,
-                tokens: crate::prompt::tokens::TokenCounter::Estimate,
-            },
-        );
-        // As the agent actor asks: with the answer's schema when the model may constrain by it.
-        let answer_format = (model.constrains_answers()
-            && crate::skills::answer_schema::constrained(Skill::Think))
-        .then(|| crate::llm::AnswerFormat {
-            name: Skill::Think.name().to_owned(),
-            schema: crate::skills::answer_schema::answer_schema(Skill::Think, &agent, &step, &[]),
-            note: prompts.phrases().json_answer.clone(),
-        });
-        let reply = futures::executor::block_on(model.chat(ChatRequest {
-            system: prompt.system,
-            prompt: prompt.user,
-            answer_format,
-            tools: Vec::new(),
-            rounds: Vec::new(),
-            agent_id: "w".into(),
-            skill: "think".into(),
-            task_id: task.clone(),
-            stage_id: stage.clone(),
-            step_id: step.step_id.clone(),
-            template: None,
-            step_text: step.asks(),
-            progress: None,
-            model_wait: None,
-            retry: 0,
-            mending: crate::llm::Mending::of(&agent.repairs),
-        }))
-        .map_err(|e| e.to_string());
-        let now = crate::clock::Now::current();
-        let crate::agent::Completion::Done(done) =
-            complete_step(&mut agent, &step.step_id, reply, now, false)
-        else {
-            return Err("a scripted answer could not be used".into());
-        };
-        let applied = sync.apply(&done.output, "now");
-        settle_step(&mut agent, &step.step_id, done.failure, &done.added_waits);
-        // Keep the history where it is: the oldest step leaves as the new one lands.
-        if let Some(old) = agent.agent_step.steps().first().map(|s| s.step_id.clone()) {
-            if history > 0 || old != step.step_id {
-                agent.remove_step(&old);
-            }
-        }
-        agent.refresh_working_state();
-        monitor.publish(applied.changes);
-        monitor.publish(agent.take_changes());
+            model.as_ref(),
+            &mut sync,
+            &monitor,
+            &mut agent,
+            history,
+        )?;
         took.push(t.elapsed());
     }
     let committed = rt.block_on(monitor.durable(monitor.assigned_version()));
@@ -402,6 +366,104 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
         "p50_us": micros(percentile(&took, 0.5)),
         "p99_us": micros(percentile(&took, 0.99)),
     }))
+}
+
+/// One measured step: the agent's next step starts, its model answers, the answer is applied
+/// (agent and SyncState) and published; the oldest step leaves, so the history keeps its length.
+fn one_step(
+    prompts: &PromptSet,
+    model: &dyn ChatModel,
+    sync: &mut SyncCore,
+    monitor: &Monitor,
+    agent: &mut AgentState,
+    history: usize,
+) -> Result<(), String> {
+    let step = agent.start_next().ok_or("no step")?;
+    let request = think_request(prompts, model, agent, &step);
+    let reply = futures::executor::block_on(model.chat(request)).map_err(|e| e.to_string());
+    let now = crate::clock::Now::current();
+    let crate::agent::Completion::Done(done) =
+        complete_step(agent, &step.step_id, reply, now, false)
+    else {
+        return Err("a scripted answer could not be used".into());
+    };
+    let applied = sync.apply(&done.output, "now");
+    settle_step(agent, &step.step_id, done.failure, &done.added_waits);
+    // Keep the history where it is: the oldest step leaves as the new one lands.
+    if let Some(old) = agent.agent_step.steps().first().map(|s| s.step_id.clone())
+        && (history > 0 || old != step.step_id)
+    {
+        agent.remove_step(&old);
+    }
+    agent.refresh_working_state();
+    monitor.publish(applied.changes);
+    monitor.publish(agent.take_changes());
+    Ok(())
+}
+
+/// A scripted model with `n` think answers for agent `w`.
+fn scripted_thoughts(
+    scratch: &Scratch,
+    n: usize,
+) -> Result<Arc<crate::llm::scripted::ScriptedModel>, String> {
+    let script = scratch.0.join("script.yaml");
+    let replies: String = (0..n)
+        .map(|i| format!("      - \"<think>thought {i}</think>\"\n"))
+        .collect();
+    std::fs::write(&script, format!("replies:\n  w:\n    think:\n{replies}"))
+        .map_err(|e| e.to_string())?;
+    Ok(crate::llm::scripted::ScriptedModel::new(
+        crate::llm::scripted::Script::load(&script).map_err(|e| e.to_string())?,
+    ))
+}
+
+/// The think step's call as the agent actor makes it: its prompt, with the answer's schema
+/// when the model may constrain by it.
+fn think_request(
+    prompts: &PromptSet,
+    model: &dyn ChatModel,
+    agent: &AgentState,
+    step: &StepState,
+) -> ChatRequest {
+    let prompt = build_prompt(
+        prompts,
+        Skill::Think,
+        &PromptContext {
+            agent,
+            step,
+            tool_descriptions: &BTreeMap::new(),
+            tool_step: None,
+            tool_capabilities: None,
+            tool_history: None,
+            budget: None,
+            tokens: crate::prompt::tokens::TokenCounter::Estimate,
+        },
+    );
+    let answer_format = (model.constrains_answers()
+        && crate::skills::answer_schema::constrained(Skill::Think))
+    .then(|| crate::llm::AnswerFormat {
+        name: Skill::Think.name().to_owned(),
+        schema: crate::skills::answer_schema::answer_schema(Skill::Think, agent, step, &[]),
+        note: prompts.phrases().json_answer.clone(),
+    });
+    ChatRequest {
+        system: prompt.system,
+        prompt: prompt.user,
+        answer_format,
+        tools: Vec::new(),
+        rounds: Vec::new(),
+        agent_id: "w".into(),
+        skill: "think".into(),
+        task_id: step.task_id.clone(),
+        stage_id: step.stage_id.clone(),
+        step_id: step.step_id.clone(),
+        template: None,
+        step_text: step.asks(),
+        progress: None,
+        model_wait: None,
+        retry: 0,
+        mending: crate::llm::Mending::of(&agent.repairs),
+    }
 }
 
 /// Memory of idle agents: a team of `agents` started, nothing to do.

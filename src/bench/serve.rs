@@ -11,6 +11,7 @@ use crate::event::{Change, TaskChange};
 use crate::state::{ExecutionState, TokenUsage};
 use serde_json::json;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub(super) const PASSWORD: &str = "bench-password";
@@ -107,10 +108,14 @@ pub fn goals(goals: usize) -> Figures {
             loop {
                 tokio::select! {
                     ev = events.recv() => match ev {
-                        Ok(ev) => if let Change::Task(TaskChange::State { task_id, execution_state, .. }) = &ev.event.change {
-                            if *task_id != base && *execution_state == ExecutionState::Finished {
-                                break;
-                            }
+                        Ok(ev) => if let Change::Task(TaskChange::State {
+                            task_id,
+                            execution_state: ExecutionState::Finished,
+                            ..
+                        }) = &ev.event.change
+                            && *task_id != base
+                        {
+                            break;
                         },
                         Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                         Err(e) => return Err(e.to_string()),
@@ -147,8 +152,6 @@ pub fn goals(goals: usize) -> Figures {
 /// `clients` websocket clients while the team publishes `rate` changes a second for `seconds`;
 /// one more client never reads. The change-to-client latency is measured by ten of them.
 pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
-    use futures::StreamExt;
-    use tokio_tungstenite::tungstenite::Message;
     let shape = TeamShape {
         workers: 1,
         steps: 1,
@@ -170,56 +173,15 @@ pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
         // Every client plus the stalled one (a person's default limit is 8 feeds).
         let mut s = start_served(&cfg, clients + 1, None).await?;
         let url = format!("ws://{}/ws?token={}", s.addr, s.token);
-        let total = rate * seconds as usize;
-        let origin = Instant::now();
-        // When each probe was published, in nanoseconds since `origin`.
-        let published: Arc<Vec<std::sync::atomic::AtomicU64>> =
-            Arc::new((0..total).map(|_| Default::default()).collect());
+        let probes = Arc::new(Probes::new(rate * seconds as usize));
         let mut readers = Vec::new();
         let (lat_tx, mut lat_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u64>>();
         let measuring = clients.min(10);
         let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
         for c in 0..clients {
-            let ready_tx = ready_tx.clone();
-            let published = published.clone();
             let lat_tx = (c < measuring).then(|| lat_tx.clone());
-            let url = url.clone();
-            readers.push(client_rt.spawn(async move {
-                let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
-                    let _ = ready_tx.send(false);
-                    return;
-                };
-                let _ = ready_tx.send(true);
-                drop(ready_tx);
-                let mut got = Vec::new();
-                while let Some(Ok(m)) = ws.next().await {
-                    let Message::Text(t) = m else { continue };
-                    if lat_tx.is_none() || !t.as_str().starts_with(r#"{"type":"events""#) {
-                        continue;
-                    }
-                    let now = origin.elapsed().as_nanos() as u64;
-                    // The probes are the only token changes; their sequence number is their
-                    // prompt_tokens (a scan, not a parse: the clients share the cores with
-                    // the server they measure).
-                    for part in t.as_str().split("\"prompt_tokens\":").skip(1) {
-                        let digits: String =
-                            part.chars().take_while(char::is_ascii_digit).collect();
-                        let Ok(seq) = digits.parse::<usize>() else {
-                            continue;
-                        };
-                        if let Some(p) = published.get(seq) {
-                            let at = p.load(std::sync::atomic::Ordering::Relaxed);
-                            got.push(now.saturating_sub(at));
-                        }
-                    }
-                    if got.len() >= total {
-                        break;
-                    }
-                }
-                if let Some(tx) = lat_tx {
-                    let _ = tx.send(got);
-                }
-            }));
+            let reader = ws_reader(url.clone(), probes.clone(), ready_tx.clone(), lat_tx);
+            readers.push(client_rt.spawn(reader));
         }
         drop(lat_tx);
         drop(ready_tx);
@@ -228,51 +190,11 @@ pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
                 return Err(format!("a client could not connect to {url}"));
             }
         }
-        // The stalled client: connected, then never reads.
-        let socket = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
-        socket
-            .set_recv_buffer_size(16 * 1024)
-            .map_err(|e| e.to_string())?;
-        let stream = socket.connect(s.addr).await.map_err(|e| e.to_string())?;
-        let (_stalled, _) = tokio_tungstenite::client_async(&url, stream)
-            .await
-            .map_err(|e| e.to_string())?;
+        let _stalled = connect_stalled(s.addr, &url).await?;
         tokio::time::sleep(Duration::from_millis(200)).await;
-        // The load: `rate` small changes a second, in 1 ms ticks.
-        let monitor = s.team.monitor.clone();
-        let per_tick = (rate / 1000).max(1);
-        let mut tick = tokio::time::interval(Duration::from_millis(1));
-        let mut seq = 0usize;
-        let started = Instant::now();
-        while seq < total {
-            tick.tick().await;
-            let mut batch = Vec::with_capacity(per_tick);
-            for _ in 0..per_tick.min(total - seq) {
-                published[seq].store(
-                    origin.elapsed().as_nanos() as u64,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                batch.push(Change::Agent(crate::event::AgentChange::Tokens {
-                    agent_id: "manager".into(),
-                    usage: TokenUsage::new(seq as u64, 0),
-                }));
-                seq += 1;
-            }
-            monitor.publish(batch);
-        }
-        let publish_seconds = started.elapsed().as_secs_f64();
-        let mut all = Vec::new();
-        let mut complete = 0;
-        let collect = async {
-            while let Some(v) = lat_rx.recv().await {
-                if v.len() == total {
-                    complete += 1;
-                }
-                all.extend(v);
-            }
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(30), collect).await;
-        all.sort_unstable();
+        let publish_seconds = publish_probes(&s.team.monitor, &probes, rate).await;
+        let total = probes.total();
+        let (all, complete) = latencies(&mut lat_rx, total).await;
         let pct = |q: f64| {
             all.get(((all.len() as f64 - 1.0) * q).round() as usize)
                 .map_or(f64::NAN, |ns| *ns as f64 / 1e6)
@@ -296,4 +218,134 @@ pub fn websocket(clients: usize, rate: usize, seconds: u64) -> Figures {
             "peak_rss_mib": peak,
         }))
     })
+}
+
+/// The changes the websocket scenario publishes, and when each was published.
+struct Probes {
+    origin: Instant,
+    /// When each probe was published, in nanoseconds since `origin`.
+    published: Vec<AtomicU64>,
+}
+
+impl Probes {
+    fn new(total: usize) -> Self {
+        Probes {
+            origin: Instant::now(),
+            published: (0..total).map(|_| Default::default()).collect(),
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.published.len()
+    }
+
+    fn now(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+}
+
+/// One websocket client: connects (saying on `ready` whether it could), then reads every
+/// frame; a measuring one (with `latencies`) sends how long each probe took to reach it.
+async fn ws_reader(
+    url: String,
+    probes: Arc<Probes>,
+    ready: tokio::sync::mpsc::UnboundedSender<bool>,
+    latencies: Option<tokio::sync::mpsc::UnboundedSender<Vec<u64>>>,
+) {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(&url).await else {
+        let _ = ready.send(false);
+        return;
+    };
+    let _ = ready.send(true);
+    drop(ready);
+    let mut got = Vec::new();
+    while let Some(Ok(m)) = ws.next().await {
+        let Message::Text(t) = m else { continue };
+        if latencies.is_none() || !t.as_str().starts_with(r#"{"type":"events""#) {
+            continue;
+        }
+        let now = probes.now();
+        // The probes are the only token changes; their sequence number is their
+        // prompt_tokens (a scan, not a parse: the clients share the cores with
+        // the server they measure).
+        for part in t.as_str().split("\"prompt_tokens\":").skip(1) {
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            let Ok(seq) = digits.parse::<usize>() else {
+                continue;
+            };
+            if let Some(p) = probes.published.get(seq) {
+                let at = p.load(Ordering::Relaxed);
+                got.push(now.saturating_sub(at));
+            }
+        }
+        if got.len() >= probes.total() {
+            break;
+        }
+    }
+    if let Some(tx) = latencies {
+        let _ = tx.send(got);
+    }
+}
+
+/// The measuring clients' latencies (waiting at most 30 s for them), sorted, and how many
+/// clients saw every one of the `total` probes.
+async fn latencies(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Vec<u64>>,
+    total: usize,
+) -> (Vec<u64>, usize) {
+    let mut all = Vec::new();
+    let mut complete = 0;
+    let collect = async {
+        while let Some(v) = rx.recv().await {
+            if v.len() == total {
+                complete += 1;
+            }
+            all.extend(v);
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(30), collect).await;
+    all.sort_unstable();
+    (all, complete)
+}
+
+/// The stalled client: connected, then never reads (a small receive buffer, soon full).
+async fn connect_stalled(
+    addr: std::net::SocketAddr,
+    url: &str,
+) -> Result<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>, String> {
+    let socket = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
+    socket
+        .set_recv_buffer_size(16 * 1024)
+        .map_err(|e| e.to_string())?;
+    let stream = socket.connect(addr).await.map_err(|e| e.to_string())?;
+    let (stalled, _) = tokio_tungstenite::client_async(url, stream)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(stalled)
+}
+
+/// The load: `rate` small changes a second, in 1 ms ticks, each probe's time noted as it is
+/// published; returns the seconds it took.
+async fn publish_probes(monitor: &crate::monitor::Monitor, probes: &Probes, rate: usize) -> f64 {
+    let total = probes.total();
+    let per_tick = (rate / 1000).max(1);
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    let mut seq = 0usize;
+    let started = Instant::now();
+    while seq < total {
+        tick.tick().await;
+        let mut batch = Vec::with_capacity(per_tick);
+        for _ in 0..per_tick.min(total - seq) {
+            probes.published[seq].store(probes.now(), Ordering::Relaxed);
+            batch.push(Change::Agent(crate::event::AgentChange::Tokens {
+                agent_id: "manager".into(),
+                usage: TokenUsage::new(seq as u64, 0),
+            }));
+            seq += 1;
+        }
+        monitor.publish(batch);
+    }
+    started.elapsed().as_secs_f64()
 }

@@ -167,6 +167,10 @@ impl Site<'_> {
 
 /// The team's top-level `llm`, checked once (in the team file) and then lent to every agent
 /// and template that sets none of its own.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per team file, checked once: boxing saves nothing"
+)]
 pub(super) enum TeamLlm {
     Unset,
     /// Set but wrong; already reported, so borrowers stay quiet about it.
@@ -302,168 +306,186 @@ pub(super) fn llm_config(l: &RawLlm, base: &Path) -> Result<LlmConfig, (String, 
     }
     let max_in_flight = l.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT);
     match l.provider.as_str() {
-        "openai" => {
-            let model = l.model.clone().filter(|m| !m.trim().is_empty());
-            if model.is_none() && l.model_env.is_none() {
-                return Err((
-                    "model".to_owned(),
-                    "the openai provider needs a model (or model_env)".to_owned(),
-                ));
-            }
-            if let Some(t) = l.temperature {
-                if !(0.0..=2.0).contains(&t) {
-                    return Err(("temperature".into(), format!("{t} is outside 0.0..=2.0")));
-                }
-            }
-            if l.max_tokens == Some(0) {
-                return Err(("max_tokens".into(), "must be at least 1".into()));
-            }
-            if l.script.is_some() {
-                return Err((
-                    "script".into(),
-                    "only the scripted provider takes a script".into(),
-                ));
-            }
-            let structured_output = match &l.structured_output {
-                None => StructuredOutput::default(),
-                Some(s) => s
-                    .parse()
-                    .map_err(|why| ("structured_output".to_owned(), why))?,
-            };
-            let price = match (l.cost_per_1k_prompt, l.cost_per_1k_completion) {
-                (None, None) => None,
-                (Some(p), Some(c)) if p >= 0.0 && c >= 0.0 => Some(Price {
-                    prompt_per_1k: p,
-                    completion_per_1k: c,
-                }),
-                (Some(_), Some(_)) => {
-                    return Err((
-                        "cost_per_1k_prompt".into(),
-                        "costs may not be negative".into(),
-                    ));
-                }
-                _ => {
-                    return Err((
-                        "cost_per_1k_prompt".into(),
-                        "give both cost_per_1k_prompt and cost_per_1k_completion".into(),
-                    ));
-                }
-            };
-            let native_tools = match l.tool_calling.as_deref().map(str::trim) {
-                None | Some("chain") => false,
-                Some("native") => true,
-                Some(other) => {
-                    return Err((
-                        "tool_calling".into(),
-                        format!("`{other}` is not chain or native"),
-                    ));
-                }
-            };
-            let stream = match (l.stream, l.idle_timeout_secs) {
-                (_, Some(0)) => {
-                    return Err(("idle_timeout_secs".into(), "must be at least 1".into()));
-                }
-                (Some(true), idle) => Some(Duration::from_secs(
-                    idle.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS),
-                )),
-                (_, Some(_)) => {
-                    return Err((
-                        "idle_timeout_secs".into(),
-                        "only a streamed answer (stream: true) has an idle timeout".into(),
-                    ));
-                }
-                (_, None) => None,
-            };
-            let timeout = Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1));
-            if let Some(w) = l.context_window
-                && w < 2048
-            {
-                return Err((
-                    "context_window".into(),
-                    format!("{w} tokens cannot hold a skill prompt; at least 2048"),
-                ));
-            }
-            if let (Some(w), Some(m)) = (l.context_window, l.max_tokens)
-                && m >= w
-            {
-                return Err((
-                    "max_tokens".into(),
-                    format!("{m} leaves no room for the prompt in a context window of {w}"),
-                ));
-            }
-            Ok(LlmConfig::OpenAi {
-                base_url: l
-                    .base_url
-                    .clone()
-                    .unwrap_or_else(|| "https://api.openai.com/v1".into()),
-                model: model.unwrap_or_default(),
-                api_key_env: l.api_key_env.clone(),
-                base_url_env: l.base_url_env.clone(),
-                model_env: l.model_env.clone(),
-                temperature: l.temperature,
-                max_tokens: l.max_tokens,
-                timeout,
-                max_retries: l.max_retries.unwrap_or(3),
-                structured_output,
-                context_window: l.context_window,
-                native_tools,
-                stream,
-                price,
-                max_in_flight,
-            })
-        }
-        "scripted" => {
-            let script = l.script.as_ref().ok_or((
-                "script".to_owned(),
-                "the scripted provider needs a script file".to_owned(),
-            ))?;
-            let path = base.join(script);
-            if !path.is_file() {
-                return Err((
-                    "script".into(),
-                    format!("{} does not exist", path.display()),
-                ));
-            }
-            if l.cost_per_1k_prompt.is_some() || l.cost_per_1k_completion.is_some() {
-                return Err((
-                    "cost_per_1k_prompt".into(),
-                    "a scripted model costs nothing".into(),
-                ));
-            }
-            if l.tool_calling.is_some() {
-                return Err((
-                    "tool_calling".into(),
-                    "only the openai provider calls tools natively".into(),
-                ));
-            }
-            if l.stream.is_some() || l.idle_timeout_secs.is_some() {
-                return Err((
-                    "stream".into(),
-                    "only the openai provider streams answers".into(),
-                ));
-            }
-            if l.context_window.is_some() {
-                return Err((
-                    "context_window".into(),
-                    "only the openai provider takes a context window".into(),
-                ));
-            }
-            if l.structured_output.is_some() {
-                return Err((
-                    "structured_output".into(),
-                    "only the openai provider constrains answers".into(),
-                ));
-            }
-            Ok(LlmConfig::Scripted {
-                script: path,
-                max_in_flight,
-            })
-        }
+        "openai" => openai_config(l, max_in_flight),
+        "scripted" => scripted_config(l, base, max_in_flight),
         other => Err((
             "provider".into(),
             format!("unknown provider `{other}` (use openai or scripted)"),
         )),
     }
+}
+
+/// An `openai` block: an OpenAI-compatible endpoint.
+fn openai_config(l: &RawLlm, max_in_flight: usize) -> Result<LlmConfig, (String, String)> {
+    let model = l.model.clone().filter(|m| !m.trim().is_empty());
+    if model.is_none() && l.model_env.is_none() {
+        return Err((
+            "model".to_owned(),
+            "the openai provider needs a model (or model_env)".to_owned(),
+        ));
+    }
+    if let Some(t) = l.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(("temperature".into(), format!("{t} is outside 0.0..=2.0")));
+    }
+    if l.max_tokens == Some(0) {
+        return Err(("max_tokens".into(), "must be at least 1".into()));
+    }
+    if l.script.is_some() {
+        return Err((
+            "script".into(),
+            "only the scripted provider takes a script".into(),
+        ));
+    }
+    let structured_output = match &l.structured_output {
+        None => StructuredOutput::default(),
+        Some(s) => s
+            .parse()
+            .map_err(|why| ("structured_output".to_owned(), why))?,
+    };
+    let price = price(l)?;
+    let native_tools = match l.tool_calling.as_deref().map(str::trim) {
+        None | Some("chain") => false,
+        Some("native") => true,
+        Some(other) => {
+            return Err((
+                "tool_calling".into(),
+                format!("`{other}` is not chain or native"),
+            ));
+        }
+    };
+    let stream = stream(l)?;
+    let timeout = Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1));
+    check_context_window(l)?;
+    Ok(LlmConfig::OpenAi {
+        base_url: l
+            .base_url
+            .clone()
+            .unwrap_or_else(|| "https://api.openai.com/v1".into()),
+        model: model.unwrap_or_default(),
+        api_key_env: l.api_key_env.clone(),
+        base_url_env: l.base_url_env.clone(),
+        model_env: l.model_env.clone(),
+        temperature: l.temperature,
+        max_tokens: l.max_tokens,
+        timeout,
+        max_retries: l.max_retries.unwrap_or(3),
+        structured_output,
+        context_window: l.context_window,
+        native_tools,
+        stream,
+        price,
+        max_in_flight,
+    })
+}
+
+/// What the model costs: both prices or neither.
+fn price(l: &RawLlm) -> Result<Option<Price>, (String, String)> {
+    match (l.cost_per_1k_prompt, l.cost_per_1k_completion) {
+        (None, None) => Ok(None),
+        (Some(p), Some(c)) if p >= 0.0 && c >= 0.0 => Ok(Some(Price {
+            prompt_per_1k: p,
+            completion_per_1k: c,
+        })),
+        (Some(_), Some(_)) => Err((
+            "cost_per_1k_prompt".into(),
+            "costs may not be negative".into(),
+        )),
+        _ => Err((
+            "cost_per_1k_prompt".into(),
+            "give both cost_per_1k_prompt and cost_per_1k_completion".into(),
+        )),
+    }
+}
+
+/// A streamed answer's idle timeout (None: the answer is not streamed).
+fn stream(l: &RawLlm) -> Result<Option<Duration>, (String, String)> {
+    match (l.stream, l.idle_timeout_secs) {
+        (_, Some(0)) => Err(("idle_timeout_secs".into(), "must be at least 1".into())),
+        (Some(true), idle) => Ok(Some(Duration::from_secs(
+            idle.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS),
+        ))),
+        (_, Some(_)) => Err((
+            "idle_timeout_secs".into(),
+            "only a streamed answer (stream: true) has an idle timeout".into(),
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// A context window holds a skill prompt and leaves room for it beside the answer.
+fn check_context_window(l: &RawLlm) -> Result<(), (String, String)> {
+    if let Some(w) = l.context_window
+        && w < 2048
+    {
+        return Err((
+            "context_window".into(),
+            format!("{w} tokens cannot hold a skill prompt; at least 2048"),
+        ));
+    }
+    if let (Some(w), Some(m)) = (l.context_window, l.max_tokens)
+        && m >= w
+    {
+        return Err((
+            "max_tokens".into(),
+            format!("{m} leaves no room for the prompt in a context window of {w}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A `scripted` block: replies read from a script file, offline; none of the openai settings.
+fn scripted_config(
+    l: &RawLlm,
+    base: &Path,
+    max_in_flight: usize,
+) -> Result<LlmConfig, (String, String)> {
+    let script = l.script.as_ref().ok_or((
+        "script".to_owned(),
+        "the scripted provider needs a script file".to_owned(),
+    ))?;
+    let path = base.join(script);
+    if !path.is_file() {
+        return Err((
+            "script".into(),
+            format!("{} does not exist", path.display()),
+        ));
+    }
+    if l.cost_per_1k_prompt.is_some() || l.cost_per_1k_completion.is_some() {
+        return Err((
+            "cost_per_1k_prompt".into(),
+            "a scripted model costs nothing".into(),
+        ));
+    }
+    if l.tool_calling.is_some() {
+        return Err((
+            "tool_calling".into(),
+            "only the openai provider calls tools natively".into(),
+        ));
+    }
+    if l.stream.is_some() || l.idle_timeout_secs.is_some() {
+        return Err((
+            "stream".into(),
+            "only the openai provider streams answers".into(),
+        ));
+    }
+    if l.context_window.is_some() {
+        return Err((
+            "context_window".into(),
+            "only the openai provider takes a context window".into(),
+        ));
+    }
+    if l.structured_output.is_some() {
+        return Err((
+            "structured_output".into(),
+            "only the openai provider constrains answers".into(),
+        ));
+    }
+    Ok(LlmConfig::Scripted {
+        script: path,
+        max_in_flight,
+    })
 }
 
 #[cfg(test)]

@@ -330,6 +330,10 @@ pub enum RawTemplates {
 
 /// One entry of an `agent_templates:` list.
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a few per team file, read once: boxing saves nothing"
+)]
 pub enum RawTemplateItem {
     /// A template file, or a folder whose `*.yaml`/`*.yml` files each hold one template.
     Path(String),

@@ -198,113 +198,22 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mut out = Findings::default();
-
-    let language = match raw.language.as_deref().unwrap_or("en").parse::<Language>() {
-        Ok(l) => l,
-        Err(_) => {
-            out.add(
-                file,
-                "language",
-                format!(
-                    "`{}` is not a prompt language (use en or zh)",
-                    raw.language.clone().unwrap_or_default()
-                ),
-            );
-            Language::En
-        }
-    };
-
+    let language = language(&raw, file, &mut out);
     let prompts_dir = raw.prompts_dir.as_ref().map(|d| base.join(d));
-    let mut prompt_problems = Vec::new();
-    if let Some(dir) = &prompts_dir {
-        if !dir.is_dir() {
-            out.add(
-                file,
-                "prompts_dir",
-                format!("{} is not a folder", dir.display()),
-            );
-        } else {
-            prompt_problems = check_prompt_dir(dir);
-        }
-    }
-
-    let (servers, server_problems) = match &raw.mcp_servers {
-        None => (Vec::new(), Vec::new()),
-        Some(paths) => {
-            let paths: Vec<PathBuf> = paths.items().iter().map(|p| base.join(p)).collect();
-            match load_servers(&paths) {
-                Ok(s) => (s, Vec::new()),
-                Err(p) => (Vec::new(), p),
-            }
-        }
-    };
+    let prompt_problems = prompts_dir
+        .as_deref()
+        .map(|dir| check_prompts_dir(dir, file, &mut out))
+        .unwrap_or_default();
+    let (servers, server_problems) = servers(&raw, base);
 
     if raw.agents.is_empty() {
         out.add(file, "agents", "the team has no agents");
     }
-
     // Checked once here, so a broken team `llm` is one problem, not one per agent using it.
     let team_llm = TeamLlm::check(raw.llm.as_ref(), file, base, &mut out);
-
     let mut seen = BTreeSet::new();
-    let mut agents = Vec::new();
-    for (i, a) in raw.agents.iter().enumerate() {
-        let site = Site {
-            file,
-            prefix: format!("agents[{i}]."),
-            base,
-        };
-        let id = a.id.trim();
-        if let Err(why) = claim_id(id, &mut seen) {
-            out.add(file, site.field("id"), why);
-        }
-        let body = check_body(
-            &site,
-            "an agent",
-            &a.skills,
-            &a.tools,
-            a.llm.as_ref(),
-            &team_llm,
-            &mut out,
-        );
-        check_tools(&site, &a.tools, &servers, &mut out);
-        if let Some(llm) = body.llm {
-            agents.push(AgentConfig {
-                id: AgentId::from(id),
-                name: a.name.clone().unwrap_or_else(|| id.to_owned()),
-                role: a.role.clone(),
-                profile: a.profile.clone(),
-                skills: body.skills,
-                tools: a.tools.clone(),
-                tool_approval: a
-                    .tool_approval
-                    .or(raw.tool_approval)
-                    .map(Into::into)
-                    .unwrap_or_default(),
-                llm,
-            });
-        }
-    }
-    let mut humans = Vec::new();
-    for (i, h) in raw.humans.iter().enumerate() {
-        let at = format!("humans[{i}]");
-        let id = h.id.trim();
-        if let Err(why) = claim_id(id, &mut seen) {
-            out.add(file, format!("{at}.id"), why);
-        }
-        if let Err(why) = crate::auth::check_hash(&h.password_hash) {
-            out.add(file, format!("{at}.password_hash"), why);
-        }
-        humans.push(HumanEntry {
-            id: AgentId::from(id),
-            name: h.name.clone().unwrap_or_else(|| id.to_owned()),
-            role: h.role.clone().unwrap_or_else(|| "operator".to_owned()),
-            profile: h.profile.clone(),
-            password_hash: h.password_hash.clone(),
-            access: h.access,
-        });
-    }
-
+    let agents = agents(&raw, file, base, &servers, &team_llm, &mut seen, &mut out);
+    let humans = humans(&raw, file, &mut seen, &mut out);
     if !raw.agents.is_empty()
         && !raw
             .agents
@@ -328,33 +237,11 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let store = compaction(raw.store.clone().unwrap_or_default(), file, &mut out);
     let http = super::http::http(raw.http.clone().unwrap_or_default(), file, &mut out);
     let repairs = super::repairs::repairs(raw.repairs.clone(), file, &mut out);
+    check_scripts(&raw, &templates, &mut out);
 
-    // A script is checked once, against the agents, templates and skills of the team: replies
-    // may be keyed by an agent id or, for agents a manager creates, by a template name.
-    let keys: Vec<String> = raw
-        .agents
-        .iter()
-        .map(|a| a.id.trim().to_owned())
-        .chain(templates.iter().map(|t| t.name.clone()))
-        .collect();
-    let mut checked = BTreeSet::new();
-    for (field, path) in std::mem::take(&mut out.scripts) {
-        if !checked.insert(path.clone()) {
-            continue;
-        }
-        match Script::load(&path) {
-            Ok(script) => {
-                for (sub, message) in script.check_against(&keys) {
-                    out.add(&path, sub, message);
-                }
-            }
-            Err(e) => out.add(&path, format!("({field}.script)"), e.to_string()),
-        }
-    }
     let mut problems = out.problems;
     problems.extend(prompt_problems);
     problems.extend(server_problems);
-
     if !problems.is_empty() {
         return Err(ConfigError::Invalid(problems));
     }
@@ -379,6 +266,157 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         repairs,
         tool_approval: raw.tool_approval.map(Into::into).unwrap_or_default(),
     })
+}
+
+/// The prompt language (`en` when unset or unknown, the latter a problem).
+fn language(raw: &RawTeam, file: &Path, out: &mut Findings) -> Language {
+    match raw.language.as_deref().unwrap_or("en").parse::<Language>() {
+        Ok(l) => l,
+        Err(_) => {
+            out.add(
+                file,
+                "language",
+                format!(
+                    "`{}` is not a prompt language (use en or zh)",
+                    raw.language.clone().unwrap_or_default()
+                ),
+            );
+            Language::En
+        }
+    }
+}
+
+/// The problems of the prompt files in `dir` (`prompts_dir`), which must be a folder.
+fn check_prompts_dir(dir: &Path, file: &Path, out: &mut Findings) -> Vec<Problem> {
+    if !dir.is_dir() {
+        out.add(
+            file,
+            "prompts_dir",
+            format!("{} is not a folder", dir.display()),
+        );
+        return Vec::new();
+    }
+    check_prompt_dir(dir)
+}
+
+/// The MCP servers the team file lists (none if any of them has a problem), and the problems.
+fn servers(raw: &RawTeam, base: &Path) -> (Vec<McpServerConfig>, Vec<Problem>) {
+    match &raw.mcp_servers {
+        None => (Vec::new(), Vec::new()),
+        Some(paths) => {
+            let paths: Vec<PathBuf> = paths.items().iter().map(|p| base.join(p)).collect();
+            match load_servers(&paths) {
+                Ok(s) => (s, Vec::new()),
+                Err(p) => (Vec::new(), p),
+            }
+        }
+    }
+}
+
+/// The team file's agents that have a usable model; the problems of every one of them.
+fn agents(
+    raw: &RawTeam,
+    file: &Path,
+    base: &Path,
+    servers: &[McpServerConfig],
+    team_llm: &TeamLlm,
+    seen: &mut BTreeSet<String>,
+    out: &mut Findings,
+) -> Vec<AgentConfig> {
+    let mut agents = Vec::new();
+    for (i, a) in raw.agents.iter().enumerate() {
+        let site = Site {
+            file,
+            prefix: format!("agents[{i}]."),
+            base,
+        };
+        let id = a.id.trim();
+        if let Err(why) = claim_id(id, seen) {
+            out.add(file, site.field("id"), why);
+        }
+        let body = check_body(
+            &site,
+            "an agent",
+            &a.skills,
+            &a.tools,
+            a.llm.as_ref(),
+            team_llm,
+            out,
+        );
+        check_tools(&site, &a.tools, servers, out);
+        if let Some(llm) = body.llm {
+            agents.push(AgentConfig {
+                id: AgentId::from(id),
+                name: a.name.clone().unwrap_or_else(|| id.to_owned()),
+                role: a.role.clone(),
+                profile: a.profile.clone(),
+                skills: body.skills,
+                tools: a.tools.clone(),
+                tool_approval: a
+                    .tool_approval
+                    .or(raw.tool_approval)
+                    .map(Into::into)
+                    .unwrap_or_default(),
+                llm,
+            });
+        }
+    }
+    agents
+}
+
+/// The team file's people (`humans:`), their ids taken after the agents'.
+fn humans(
+    raw: &RawTeam,
+    file: &Path,
+    seen: &mut BTreeSet<String>,
+    out: &mut Findings,
+) -> Vec<HumanEntry> {
+    let mut humans = Vec::new();
+    for (i, h) in raw.humans.iter().enumerate() {
+        let at = format!("humans[{i}]");
+        let id = h.id.trim();
+        if let Err(why) = claim_id(id, seen) {
+            out.add(file, format!("{at}.id"), why);
+        }
+        if let Err(why) = crate::auth::check_hash(&h.password_hash) {
+            out.add(file, format!("{at}.password_hash"), why);
+        }
+        humans.push(HumanEntry {
+            id: AgentId::from(id),
+            name: h.name.clone().unwrap_or_else(|| id.to_owned()),
+            role: h.role.clone().unwrap_or_else(|| "operator".to_owned()),
+            profile: h.profile.clone(),
+            password_hash: h.password_hash.clone(),
+            access: h.access,
+        });
+    }
+    humans
+}
+
+/// Checks each script the team's models use once, against the agents, templates and skills of
+/// the team: replies may be keyed by an agent id or, for agents a manager creates, by a
+/// template name.
+fn check_scripts(raw: &RawTeam, templates: &[AgentTemplate], out: &mut Findings) {
+    let keys: Vec<String> = raw
+        .agents
+        .iter()
+        .map(|a| a.id.trim().to_owned())
+        .chain(templates.iter().map(|t| t.name.clone()))
+        .collect();
+    let mut checked = BTreeSet::new();
+    for (field, path) in std::mem::take(&mut out.scripts) {
+        if !checked.insert(path.clone()) {
+            continue;
+        }
+        match Script::load(&path) {
+            Ok(script) => {
+                for (sub, message) in script.check_against(&keys) {
+                    out.add(&path, sub, message);
+                }
+            }
+            Err(e) => out.add(&path, format!("({field}.script)"), e.to_string()),
+        }
+    }
 }
 
 /// Takes an id for an agent or a person: usable, and not taken (agents and humans share one

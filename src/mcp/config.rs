@@ -114,56 +114,7 @@ pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
         .unwrap_or(Path::new("."))
         .to_path_buf();
     let cwd = raw.cwd.as_ref().map(|c| base.join(c)).unwrap_or(base);
-    let kinds = [
-        raw.command.is_some(),
-        raw.builtin.is_some(),
-        raw.url.is_some(),
-    ]
-    .iter()
-    .filter(|k| **k)
-    .count();
-    let transport = if kinds != 1 {
-        problems.push(problem(
-            "(server)",
-            "give exactly one of `command`, `builtin` or `url`".into(),
-        ));
-        None
-    } else if let Some(command) = raw.command {
-        Some(McpTransport::Stdio {
-            command,
-            args: raw.args,
-            env: raw.env,
-            cwd,
-        })
-    } else if let Some(server) = raw.builtin {
-        if !BUILTIN_SERVERS.contains(&server.as_str()) {
-            problems.push(problem(
-                "builtin",
-                format!(
-                    "no built-in server `{server}` (there are: {})",
-                    BUILTIN_SERVERS.join(", ")
-                ),
-            ));
-        }
-        Some(McpTransport::Builtin {
-            server,
-            args: raw.args,
-            env: raw.env,
-            cwd,
-        })
-    } else {
-        let url = raw.url.unwrap_or_default();
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            problems.push(problem("url", format!("`{url}` is not an http(s) URL")));
-        }
-        if !raw.args.is_empty() || !raw.env.is_empty() {
-            problems.push(problem(
-                "args",
-                "`args` and `env` only apply to servers started as processes".into(),
-            ));
-        }
-        Some(McpTransport::Http { url })
-    };
+    let transport = transport(&raw, cwd, &problem, &mut problems);
     if raw.timeout_secs == Some(0) {
         problems.push(problem("timeout_secs", "must be at least 1".into()));
     }
@@ -181,6 +132,66 @@ pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
             risk: raw.risk,
         }),
         _ => Err(problems),
+    }
+}
+
+/// How the server is reached: exactly one of `command`, `builtin` (a server the binary ships)
+/// or `url`; None, with a problem, if not one.
+fn transport(
+    raw: &RawServer,
+    cwd: PathBuf,
+    problem: &dyn Fn(&str, String) -> Problem,
+    problems: &mut Vec<Problem>,
+) -> Option<McpTransport> {
+    let kinds = [
+        raw.command.is_some(),
+        raw.builtin.is_some(),
+        raw.url.is_some(),
+    ]
+    .iter()
+    .filter(|k| **k)
+    .count();
+    if kinds != 1 {
+        problems.push(problem(
+            "(server)",
+            "give exactly one of `command`, `builtin` or `url`".into(),
+        ));
+        None
+    } else if let Some(command) = &raw.command {
+        Some(McpTransport::Stdio {
+            command: command.clone(),
+            args: raw.args.clone(),
+            env: raw.env.clone(),
+            cwd,
+        })
+    } else if let Some(server) = &raw.builtin {
+        if !BUILTIN_SERVERS.contains(&server.as_str()) {
+            problems.push(problem(
+                "builtin",
+                format!(
+                    "no built-in server `{server}` (there are: {})",
+                    BUILTIN_SERVERS.join(", ")
+                ),
+            ));
+        }
+        Some(McpTransport::Builtin {
+            server: server.clone(),
+            args: raw.args.clone(),
+            env: raw.env.clone(),
+            cwd,
+        })
+    } else {
+        let url = raw.url.clone().unwrap_or_default();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            problems.push(problem("url", format!("`{url}` is not an http(s) URL")));
+        }
+        if !raw.args.is_empty() || !raw.env.is_empty() {
+            problems.push(problem(
+                "args",
+                "`args` and `env` only apply to servers started as processes".into(),
+            ));
+        }
+        Some(McpTransport::Http { url })
     }
 }
 
@@ -266,7 +277,7 @@ mod tests {
             "name: web\ndescription: d\nurl: http://127.0.0.1:1/mcp\ntimeout_secs: 5\n",
         )
         .unwrap();
-        let s = load_servers(&[d.clone()]).unwrap();
+        let s = load_servers(std::slice::from_ref(&d)).unwrap();
         assert_eq!(s[0].connect_timeout, Duration::from_secs(60));
         assert_eq!(s.len(), 3);
         assert!(matches!(&s[0].transport, McpTransport::Builtin { cwd, .. } if cwd == &d));

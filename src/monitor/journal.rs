@@ -166,22 +166,8 @@ fn write_loop(
             }
             Err(RecvTimeoutError::Disconnected) => break,
         };
-        let mut entries = Vec::new();
-        let mut count = 0;
-        let mut next = Some(first);
-        while let Some(item) = next.take() {
-            match item {
-                Item::Close => closing = true,
-                Item::Entry(e) => {
-                    count += e.events.len();
-                    entries.push(e);
-                }
-            }
-            if closing || count >= BATCH {
-                break;
-            }
-            next = rx.try_recv().ok();
-        }
+        let (entries, count, close) = batch(first, &rx);
+        closing = close;
         let Some(inner) = inner.upgrade() else {
             break;
         };
@@ -196,26 +182,57 @@ fn write_loop(
         let due = since_snapshot >= SNAPSHOT_EVERY
             || since_bytes >= snapshot_bytes.max(SNAPSHOT_MIN_BYTES);
         if due || (closing && since_snapshot > 0) {
-            // Written straight from the states under the lock: a copy of the whole team
-            // beside the team would double the memory a snapshot costs.
-            let (version, json) = {
-                let shared = inner.lock();
-                let json = SnapshotJson::written(|parts| shared.states.write_record(parts));
-                (shared.version, json)
-            };
-            let stored = match json {
-                Ok(json) => rt.block_on(store.put_snapshot(version, json)),
-                Err(e) => Err(crate::store::StoreError::BadSnapshot {
-                    version: version as i64,
-                    why: e.to_string(),
-                }),
-            };
-            match stored {
+            match snapshot(&rt, store.as_ref(), &inner) {
                 Ok(bytes) => snapshot_bytes = bytes,
                 Err(e) => tracing::error!("a snapshot of the states was not stored: {e}"),
             }
             (since_snapshot, since_bytes) = (0, 0);
         }
+    }
+}
+
+/// The entries waiting, from `first` on, up to [`BATCH`] events or a close (which ends the
+/// batch); with how many events they hold and whether the journal closes after them.
+fn batch(first: Item, rx: &Receiver<Item>) -> (Vec<Entry>, usize, bool) {
+    let mut entries = Vec::new();
+    let mut count = 0;
+    let mut closing = false;
+    let mut next = Some(first);
+    while let Some(item) = next.take() {
+        match item {
+            Item::Close => closing = true,
+            Item::Entry(e) => {
+                count += e.events.len();
+                entries.push(e);
+            }
+        }
+        if closing || count >= BATCH {
+            break;
+        }
+        next = rx.try_recv().ok();
+    }
+    (entries, count, closing)
+}
+
+/// Stores a snapshot of the states as they are; its size in bytes.
+fn snapshot(
+    rt: &tokio::runtime::Runtime,
+    store: &dyn Store,
+    inner: &Inner,
+) -> Result<u64, crate::store::StoreError> {
+    // Written straight from the states under the lock: a copy of the whole team beside the
+    // team would double the memory a snapshot costs.
+    let (version, json) = {
+        let shared = inner.lock();
+        let json = SnapshotJson::written(|parts| shared.states.write_record(parts));
+        (shared.version, json)
+    };
+    match json {
+        Ok(json) => rt.block_on(store.put_snapshot(version, json)),
+        Err(e) => Err(crate::store::StoreError::BadSnapshot {
+            version: version as i64,
+            why: e.to_string(),
+        }),
     }
 }
 

@@ -340,10 +340,10 @@ impl Monitor {
     /// "states": {…}}`. Built once per version and shared by everyone who asks at that version.
     pub fn snapshot_json(&self) -> (u64, Bytes) {
         let mut shared = self.lock();
-        if let Some((v, json)) = &shared.snapshot {
-            if *v == shared.version {
-                return (*v, json.clone());
-            }
+        if let Some((v, json)) = &shared.snapshot
+            && *v == shared.version
+        {
+            return (*v, json.clone());
         }
         let version = shared.version;
         // Written straight from the states: a JSON tree of a large team would be several

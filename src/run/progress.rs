@@ -181,7 +181,7 @@ impl Tracker {
                 })
                 .collect()
         });
-        running.sort_by(|a, b| b.running_for.cmp(&a.running_for));
+        running.sort_by_key(|r| std::cmp::Reverse(r.running_for));
         out(Progress::Waiting {
             elapsed: self.run_start.elapsed(),
             running,

@@ -421,5 +421,4 @@ fn ask_info() -> Value {
 }
 
 #[cfg(test)]
-#[path = "answer_schema_tests.rs"]
 mod tests;

@@ -10,7 +10,6 @@ use rand::{Rng, SeedableRng};
 use std::fmt;
 use std::sync::OnceLock;
 
-#[path = "props_model.rs"]
 mod model;
 use model::{Model, Phase};
 

@@ -36,7 +36,7 @@ impl SyncCore {
             AskInfoQuery::AgentTemplates => self.templates(),
             AskInfoQuery::AllAgentProfiles => {
                 let all: Vec<&Member> = self.roster.iter().collect();
-                profiles("Every agent in the system", &all, |m| brief(m))
+                profiles("Every agent in the system", &all, brief)
             }
             AskInfoQuery::TeamProfiles => self.team(),
             AskInfoQuery::TaskGroupProfiles { task_id } => match self.tasks.get(task_id) {
@@ -542,5 +542,4 @@ fn list<'a>(items: impl Iterator<Item = &'a str>) -> String {
 }
 
 #[cfg(test)]
-#[path = "ask_info_tests.rs"]
 mod tests;
