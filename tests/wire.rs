@@ -428,3 +428,57 @@ fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// What the release before the typed core stored (its golden files, ids and times normalised)
+/// loads into this one: the last snapshot becomes the team's states again, every event reads
+/// back, and a runtime instruction written into a message's text becomes its typed body.
+#[test]
+fn what_the_release_before_stored_still_loads() {
+    let dir = Path::new("tests/fixtures/release-before-typed-core");
+    // The placeholders of numbers back to numbers.
+    let numbers = |text: String| text.replace("\"<ms>\"", "0").replace("\"<version>\"", "0");
+    let snap: Value = serde_json::from_str(&numbers(
+        std::fs::read_to_string(dir.join("snapshot.json")).unwrap(),
+    ))
+    .unwrap();
+    let record: cohort::event::StatesRecord =
+        serde_json::from_value(snap["states"].clone()).expect("the snapshot loads");
+    let states = record.into_states();
+    assert_eq!(states.tasks.len(), 2);
+    let steps: Vec<_> = states.steps().collect();
+    assert!(!steps.is_empty());
+    assert!(
+        steps
+            .iter()
+            .all(|s| s.origin == cohort::state::StepOrigin::Unknown),
+        "a step stored without its origin reads as unknown"
+    );
+    let events = numbers(std::fs::read_to_string(dir.join("events.txt")).unwrap());
+    let mut read = 0;
+    for line in events
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        serde_json::from_str::<cohort::event::Event>(line)
+            .unwrap_or_else(|e| panic!("{e}: {line}"));
+        read += 1;
+    }
+    assert!(read > 200, "{read} events");
+    let messages = std::fs::read_to_string(dir.join("messages.jsonl")).unwrap();
+    let mut upgraded = 0;
+    for line in messages.lines() {
+        let v: Value = serde_json::from_str(&numbers(line.to_owned())).unwrap();
+        let mut m: cohort::message::Message =
+            serde_json::from_value(v["routed"]["message"].clone()).unwrap();
+        let was_instruction = m.message.starts_with("<instruction>");
+        m.upgrade_stored();
+        assert_eq!(
+            m.instruction_body().is_some(),
+            was_instruction,
+            "{}",
+            m.message
+        );
+        upgraded += usize::from(was_instruction);
+    }
+    assert!(upgraded >= 6, "{upgraded}");
+}
