@@ -118,7 +118,9 @@ pub fn await_approval(agent: &mut AgentState, id: &StepId, req: &ApprovalRequest
         id,
         StepUpdate {
             execution_state: Some(StepExecutionState::WaitingForApproval),
-            execute_result: Some(StepResult::output(json!({ "waiting_for_approval": req }))),
+            execute_result: Some(Box::new(StepResult::output(
+                json!({ "waiting_for_approval": req }),
+            ))),
             ..Default::default()
         },
     );
@@ -252,9 +254,9 @@ pub fn decide(
                     instruction_content: Some(
                         json!({ "tool_name": req.tool, "arguments": approved }),
                     ),
-                    execute_result: Some(StepResult::output(json!({ "approved": {
+                    execute_result: Some(Box::new(StepResult::output(json!({ "approved": {
                         "by": by, "args_hash": args_hash(&approved), "edited": edited,
-                    }}))),
+                    }})))),
                     ..Default::default()
                 },
             );
@@ -293,7 +295,7 @@ pub fn verdict_due(
     agent.update_step(
         id,
         StepUpdate {
-            execute_result: Some(result),
+            execute_result: Some(Box::new(result)),
             ..Default::default()
         },
     );

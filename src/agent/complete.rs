@@ -553,7 +553,7 @@ fn unusable(e: &skills::SkillError, cut: Option<crate::llm::Cut>) -> String {
 
 pub(super) fn result_update(result: StepResult) -> StepUpdate {
     StepUpdate {
-        execute_result: Some(result),
+        execute_result: Some(Box::new(result)),
         ..Default::default()
     }
 }

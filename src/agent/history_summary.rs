@@ -126,9 +126,9 @@ mod tests {
                 &id,
                 StepUpdate {
                     execution_state: Some(StepExecutionState::Finished),
-                    execute_result: Some(crate::state::StepResult::output(
+                    execute_result: Some(Box::new(crate::state::StepResult::output(
                         serde_json::json!({ "think": format!("found {i}") }),
-                    )),
+                    ))),
                     ..Default::default()
                 },
             );

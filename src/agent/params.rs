@@ -146,7 +146,7 @@ pub fn await_params(agent: &mut AgentState, id: &StepId, req: &ParamRequest) {
         id,
         StepUpdate {
             execution_state: Some(StepExecutionState::WaitingForParam),
-            execute_result: Some(StepResult::output(json!({ KEY: req }))),
+            execute_result: Some(Box::new(StepResult::output(json!({ KEY: req })))),
             ..Default::default()
         },
     );
@@ -199,9 +199,9 @@ pub fn fill_params(
         StepUpdate {
             execution_state: Some(StepExecutionState::Running),
             instruction_content: Some(json!({ "tool_name": req.tool, "arguments": arguments })),
-            execute_result: Some(StepResult::output(
+            execute_result: Some(Box::new(StepResult::output(
                 json!({ "params_filled": { "by": by, "fields": keys } }),
-            )),
+            ))),
             ..Default::default()
         },
     );

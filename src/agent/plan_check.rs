@@ -250,7 +250,7 @@ fn finish(agent: &mut AgentState, id: &StepId, result: Value) {
         id,
         StepUpdate {
             execution_state: Some(StepExecutionState::Finished),
-            execute_result: Some(StepResult::output(result)),
+            execute_result: Some(Box::new(StepResult::output(result))),
             ..Default::default()
         },
     );
@@ -285,7 +285,7 @@ mod tests {
             &id,
             StepUpdate {
                 execution_state: Some(StepExecutionState::WaitingForApproval),
-                execute_result: Some(StepResult::output(json!({ KEY: check }))),
+                execute_result: Some(Box::new(StepResult::output(json!({ KEY: check })))),
                 ..Default::default()
             },
         );

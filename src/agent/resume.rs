@@ -51,7 +51,9 @@ pub fn resume_after_restart(agent: &mut AgentState) -> usize {
             &step.step_id,
             StepUpdate {
                 execution_state: Some(StepExecutionState::Failed),
-                execute_result: Some(StepResult::failed(format!("{INTERRUPTED}; it runs again"))),
+                execute_result: Some(Box::new(StepResult::failed(format!(
+                    "{INTERRUPTED}; it runs again"
+                )))),
                 ..Default::default()
             },
         );

@@ -107,7 +107,7 @@ impl Settle {
                     } else {
                         StepExecutionState::Failed
                     }),
-                    execute_result: Some(result),
+                    execute_result: Some(Box::new(result)),
                     ..Default::default()
                 }
             }
@@ -213,10 +213,10 @@ mod tests {
         a.update_step(
             &id,
             StepUpdate {
-                execute_result: Some(StepResult {
+                execute_result: Some(Box::new(StepResult {
                     answer: Some("raw".into()),
                     ..Default::default()
-                }),
+                })),
                 ..Default::default()
             },
         );

@@ -313,7 +313,7 @@ fn apply_step_change(agent: &mut AgentState, c: &StepChange) -> Vec<StepState> {
                     }
                 }
                 if let Some(v) = &update.execute_result {
-                    s.execute_result = Some(v.clone());
+                    s.execute_result = Some(crate::state::StepResult::clone(v));
                 }
                 if let Some(v) = &update.instruction_content {
                     s.instruction_content = Some(v.clone());

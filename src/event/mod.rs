@@ -233,7 +233,7 @@ pub struct StepUpdate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution_state: Option<StepExecutionState>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub execute_result: Option<crate::state::StepResult>,
+    pub execute_result: Option<Box<crate::state::StepResult>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction_content: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -59,10 +59,7 @@ fn cost(p: &Published) -> usize {
     let change = match &p.event.change {
         Change::Step(StepChange::Added { step, .. }) => step.held_bytes(),
         Change::Step(StepChange::Updated { update, .. }) => {
-            update
-                .execute_result
-                .as_ref()
-                .map_or(0, crate::state::StepResult::held_bytes)
+            update.execute_result.as_ref().map_or(0, |r| r.held_bytes())
                 + update.instruction_content.as_ref().map_or(0, value_bytes)
         }
         Change::Task(TaskChange::Conversation { entry, .. }) => entry.message.held_bytes(),

@@ -296,7 +296,9 @@ mod tests {
                     &step.step_id,
                     crate::event::StepUpdate {
                         execution_state: Some(crate::state::StepExecutionState::Finished),
-                        execute_result: Some(crate::state::StepResult::output(o.result.clone())),
+                        execute_result: Some(Box::new(crate::state::StepResult::output(
+                            o.result.clone(),
+                        ))),
                         ..Default::default()
                     },
                 );

@@ -247,7 +247,7 @@ mod tests {
             &step.step_id,
             crate::event::StepUpdate {
                 execution_state: Some(StepExecutionState::Finished),
-                execute_result: Some(crate::state::StepResult::output(result)),
+                execute_result: Some(Box::new(crate::state::StepResult::output(result))),
                 ..Default::default()
             },
         );

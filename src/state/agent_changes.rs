@@ -215,10 +215,10 @@ impl AgentState {
                     id,
                     StepUpdate {
                         execution_state: Some(StepExecutionState::Failed),
-                        execute_result: Some(StepResult {
+                        execute_result: Some(Box::new(StepResult {
                             dropped: true,
                             ..StepResult::failed(format!("dropped before it ran: {why}"))
-                        }),
+                        })),
                         ..Default::default()
                     },
                 );

@@ -111,7 +111,9 @@ mod tests {
         a.update_step(
             &id,
             StepUpdate {
-                execute_result: Some(StepResult::output(json!({"text": "r".repeat(30)}))),
+                execute_result: Some(Box::new(StepResult::output(
+                    json!({"text": "r".repeat(30)}),
+                ))),
                 ..Default::default()
             },
         );
@@ -136,6 +138,9 @@ mod tests {
         let Some(Change::Step(StepChange::Updated { update, .. })) = changes.last() else {
             panic!("{changes:?}");
         };
-        assert_eq!(update.execute_result, kept.execute_result);
+        assert_eq!(
+            update.execute_result.as_deref(),
+            kept.execute_result.as_ref()
+        );
     }
 }

@@ -185,10 +185,10 @@ impl AgentActor {
                 self.state.update_step(
                     &id,
                     StepUpdate {
-                        execute_result: Some(StepResult {
+                        execute_result: Some(Box::new(StepResult {
                             reasked: asking.tries.clone(),
                             ..Default::default()
-                        }),
+                        })),
                         ..Default::default()
                     },
                 );
@@ -217,7 +217,7 @@ impl AgentActor {
         self.state.update_step(
             id,
             StepUpdate {
-                execute_result: Some(result),
+                execute_result: Some(Box::new(result)),
                 token_usage: Some(total),
                 ..Default::default()
             },
