@@ -6,6 +6,7 @@ mod agent_manager;
 pub mod answer_schema;
 mod ask_info;
 mod instruction_generation;
+mod mend;
 mod plan;
 mod process_message;
 mod send_message;
@@ -134,12 +135,12 @@ pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Optio
     let allows = |rule| agent.repairs.allows(rule);
     match (step.executor.skill()?, error) {
         (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => {
-            summary::repair(agent, step, Repair::ComposedAfterReasks, &error.to_string())
+            mend::composed_summary(agent, step, Repair::ComposedAfterReasks, &error.to_string())
         }
         (skill @ (Skill::Think | Skill::QuickThink), SkillError::Echo(text))
             if allows(Repair::EchoKept) =>
         {
-            Some(think::kept_echo(skill, text))
+            Some(mend::kept_echo(skill, text))
         }
         (
             Skill::TaskManager,
@@ -154,38 +155,6 @@ pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Optio
     }
 }
 
-/// Whether an answer only hands back the step's own instruction (its intention or text), word
-/// for word give or take punctuation and case: most of it from its start, or all of it with a
-/// few words added: what a small model
-/// does when it does not do the work (seen on Qwen2.5 1.5B, for summaries and for the
-/// think step that was to write the poem).
-pub(crate) fn echoes(answer: &str, step: &StepState, slack: usize) -> bool {
-    [&step.text_content, &step.step_intention]
-        .iter()
-        .any(|t| hands_back(answer, t, slack))
-}
-
-/// Whether `answer` only hands back `asked` (see [`echoes`]).
-/// `slack`: the characters an answer may add to its instruction and still hand it back
-/// (`repairs.echo_slack`).
-pub(crate) fn hands_back(answer: &str, asked: &str, slack: usize) -> bool {
-    let plain = |s: &str| {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let (said, asked) = (plain(answer), plain(asked));
-    // Copied from its start: most of the instruction, or all of it with a few words added.
-    // A short answer from a long instruction ("yes" to "answer yes or no") is fine, and so
-    // is a passage taken from further in (a plan may carry the draft its step is to give).
-    !said.is_empty()
-        && !asked.is_empty()
-        && ((asked.starts_with(&said) && 2 * said.len() >= asked.len())
-            || (said.starts_with(&asked) && said.len() < asked.len() + slack))
-}
-
 /// The agent's goal in the stage of `step`, as the stage's start gave it (the origin of the
 /// stage's first plan step); `None` outside a stage or once that step is gone.
 pub(crate) fn goal_in_stage(agent: &AgentState, step: &StepState) -> Option<String> {
@@ -198,18 +167,6 @@ pub(crate) fn goal_in_stage(agent: &AgentState, step: &StepState) -> Option<Stri
         .find_map(|s| s.origin.stage_goal())
         .map(|g| g.trim().to_owned())
         .filter(|g| !g.is_empty())
-}
-
-/// An answer whose first paragraph only hands something back (`handed_back`: the step's
-/// instruction, say) before the real answer (a 1.5B reviewer began its summary with "Report
-/// the result of my goal in this stage: …"): what comes after that paragraph. Otherwise the
-/// whole answer.
-pub(crate) fn after_echoed_start(answer: &str, handed_back: impl Fn(&str) -> bool) -> &str {
-    let answer = answer.trim();
-    match answer.split_once("\n\n") {
-        Some((first, rest)) if !rest.trim().is_empty() && handed_back(first) => rest.trim(),
-        _ => answer,
-    }
 }
 
 fn set(result: &mut Value, key: &str, v: Value) {

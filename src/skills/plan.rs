@@ -46,8 +46,8 @@ pub fn interpret(
     // itself, done by thinking.
     if planner == Skill::Planning
         && agent.repairs.allows(Repair::WorkStepInserted)
-        && !accepted.iter().any(does_work)
-        && let Some(work) = work_step(agent, step)
+        && !accepted.iter().any(super::mend::does_work)
+        && let Some(work) = super::mend::work_step(agent, step)
     {
         accepted.insert(0, work);
         repairs.push(Fired::new(
@@ -143,40 +143,6 @@ pub fn queue_plan(
     } else {
         agent.add_steps(steps);
     }
-}
-
-/// Whether a planned step does (part of) the work itself, rather than plan, check, read,
-/// ask about or report it.
-fn does_work(planned: &PlannedStep) -> bool {
-    match &planned.executor {
-        Executor::Tool(_) => true,
-        Executor::Skill(s) => !matches!(
-            s,
-            Skill::Planning
-                | Skill::Reflection
-                | Skill::Summary
-                | Skill::Decision
-                | Skill::ToolDecision
-                | Skill::ProcessMessage
-                | Skill::AskInfo
-        ),
-    }
-}
-
-/// The step that does the agent's goal in the stage of `step` by thinking, when it may think.
-fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedStep> {
-    let skill = [Skill::Think, Skill::QuickThink]
-        .into_iter()
-        .find(|s| agent.skills.contains(s))?;
-    let goal = super::goal_in_stage(agent, step)?;
-    Some(PlannedStep::new(
-        Executor::Skill(skill),
-        "Do my goal in this stage",
-        format!(
-            "Do my goal in this stage and write the result itself in full (the text, the \
-             answer, the poem), not a plan or a description of it: {goal}"
-        ),
-    ))
 }
 
 /// How many reflections the agent ran in the task and stage of `step` before it.

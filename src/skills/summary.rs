@@ -4,7 +4,7 @@
 use super::{SkillError, SkillOutcome};
 use crate::parse;
 use crate::policy::{Fired, Repair};
-use crate::state::{AgentState, Executor, Skill, StageAgentState, StepExecutionState, StepState};
+use crate::state::{AgentState, StageAgentState, StepState};
 use serde_json::{Value, json};
 
 /// The text of the summary step the runtime adds when a reflection finds nothing left to do.
@@ -30,15 +30,15 @@ pub fn interpret(
     let goal = super::goal_in_stage(agent, step);
     let slack = agent.repairs.thresholds.echo_slack;
     let handed_back = |text: &str| {
-        super::echoes(text, step, slack)
+        super::mend::echoes(text, step, slack)
             || goal
                 .as_deref()
-                .is_some_and(|g| super::hands_back(text, g, slack))
+                .is_some_and(|g| super::mend::hands_back(text, g, slack))
     };
     let mut repairs = Vec::new();
     let mut summary = summary.trim().to_owned();
     if agent.repairs.allows(Repair::EchoedStartDropped) {
-        let rest = super::after_echoed_start(&summary, handed_back);
+        let rest = super::mend::after_echoed_start(&summary, handed_back);
         if rest.len() < summary.len() {
             repairs.push(Fired::new(
                 Repair::EchoedStartDropped,
@@ -51,7 +51,7 @@ pub fn interpret(
         // An echo is an obvious slip: repaired from the agent's own results at once, as asking
         // again rarely helps (the same model echoed the reworded instruction four times in a
         // row, minutes a try on a CPU). Only with nothing to report is it asked again.
-        return repair(
+        return super::mend::composed_summary(
             agent,
             step,
             Repair::ComposedSummary,
@@ -72,91 +72,7 @@ pub fn interpret(
     })
 }
 
-/// A completion summary written by the runtime from the agent's own results in the stage,
-/// when its model could not write one (`why`): the stage still closes on what was done, and
-/// the summary says it was composed. `None` when the agent has no result there to report.
-pub fn repair(
-    agent: &AgentState,
-    step: &StepState,
-    rule: Repair,
-    why: &str,
-) -> Option<SkillOutcome> {
-    let results: Vec<String> = agent
-        .agent_step
-        .steps()
-        .iter()
-        .filter(|s| {
-            s.task_id == step.task_id
-                && s.stage_id == step.stage_id
-                && s.execution_state == StepExecutionState::Finished
-        })
-        .filter_map(reported)
-        .collect();
-    if results.is_empty() {
-        return None;
-    }
-    let newest = &results[results
-        .len()
-        .saturating_sub(agent.repairs.thresholds.reported)..];
-    // The results alone, as paragraphs: list items named by their steps' intentions ("write
-    // the first line") read to a small manager as work still to plan.
-    let summary = format!(
-        "({COMPOSED_HEADING} from {}'s results in this stage; its model could not write the \
-         summary.)\n\n{}",
-        agent.name,
-        newest.join("\n\n")
-    );
-    let mut what = format!("the summary was composed from the agent's results: {why}");
-    if newest.len() < results.len() {
-        what.push_str(&format!(
-            " ({} older results left out)",
-            results.len() - newest.len()
-        ));
-    }
-    Some(SkillOutcome {
-        repairs: vec![Fired::new(rule, what)],
-        ..finished(json!({ "summary": summary }), summary)
-    })
-}
-
-/// How a summary the runtime composed begins (its words are no result of the stage's).
-pub(crate) const COMPOSED_HEADING: &str = "Composed by the runtime";
-
-/// How much of one result a composed summary quotes.
-const RESULT_CHARS: usize = 800;
-
-/// What a finished step produced that a summary reports: a thought, a message sent, or a
-/// tool's answer (the steps that only plan, digest or ask report nothing of their own).
-fn reported(step: &StepState) -> Option<String> {
-    let result = step.execute_result.as_ref()?;
-    let text = match step.executor {
-        Executor::Skill(Skill::Think) => result.get("think")?.as_str()?.to_owned(),
-        Executor::Skill(Skill::QuickThink) => result.get("quick_think")?.as_str()?.to_owned(),
-        Executor::Skill(Skill::SendMessage) => {
-            let m = result.get("send_message")?;
-            let to: Vec<&str> = m
-                .get("receiver")?
-                .as_array()?
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            format!("sent to {}: {}", to.join(", "), m.get("message")?.as_str()?)
-        }
-        Executor::Tool(_) => serde_json::to_string(result).ok()?,
-        _ => return None,
-    };
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    Some(if text.chars().count() > RESULT_CHARS {
-        format!("{}…", text.chars().take(RESULT_CHARS).collect::<String>())
-    } else {
-        text.to_owned()
-    })
-}
-
-fn finished(result: Value, summary: String) -> SkillOutcome {
+pub(super) fn finished(result: Value, summary: String) -> SkillOutcome {
     SkillOutcome {
         result,
         stage_state: StageAgentState::Finished,
@@ -169,7 +85,7 @@ fn finished(result: Value, summary: String) -> SkillOutcome {
 mod tests {
     use super::*;
     use crate::skills::test_support::*;
-    use crate::state::Skill;
+    use crate::state::{Skill, StepExecutionState};
 
     #[test]
     fn summary_finishes_the_agent_in_its_stage() {
@@ -288,7 +204,9 @@ mod tests {
         // Another stage's results are not this one's.
         let mut other = echo.clone();
         other.stage_id = crate::ids::StageRef::Stage("s2".into());
-        assert!(repair(&a, &other, Repair::ComposedAfterReasks, "x").is_none());
+        let other_stage =
+            crate::skills::mend::composed_summary(&a, &other, Repair::ComposedAfterReasks, "x");
+        assert!(other_stage.is_none());
     }
 
     #[test]

@@ -190,81 +190,6 @@ impl<'a> Asked<'a> {
     }
 }
 
-/// Every three words in a row of `text` (lower-cased, punctuation aside).
-fn trigrams(text: &str) -> std::collections::HashSet<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    words.windows(3).map(|w| w.join(" ")).collect()
-}
-
-/// A task finished with a summary that gives none of what its stages reported (a 1.5B
-/// manager wrote "The haiku about autumn rain is written and submitted by the writer agent.")
-/// gets the stages' reports added, marked: the operator asked for the result, not for news of
-/// it. A summary gives a result when it shares three words in a row with a report that are
-/// not the goal's own words (the task's and stages' intentions, which a summary may restate
-/// without giving anything); the runtime's own notes in a report are not looked for.
-fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -> bool {
-    let TaskInstruction::FinishTask {
-        task_summary,
-        outcome: TaskOutcome::Finished,
-        ..
-    } = instruction
-    else {
-        return false;
-    };
-    let Notice::NoStageLeft {
-        task_intention,
-        stages,
-        ..
-    } = notice
-    else {
-        return false;
-    };
-    let mut goal = trigrams(task_intention);
-    let mut reported = String::new();
-    for stage in stages {
-        goal.extend(trigrams(&stage.stage_intention));
-        for r in &stage.reports {
-            goal.extend(trigrams(&r.goal));
-            reported.push_str(r.summary.as_deref().unwrap_or_default());
-            reported.push('\n');
-        }
-    }
-    // The runtime's own words in a report (a composed summary's heading) give no result.
-    goal.extend(trigrams(super::summary::COMPOSED_HEADING));
-    let results: Vec<String> = trigrams(&reported)
-        .into_iter()
-        .filter(|t| !goal.contains(t))
-        .collect();
-    let given = trigrams(task_summary);
-    if results.is_empty() || results.iter().any(|r| given.contains(r)) {
-        return false;
-    }
-    task_summary.push_str(&format!(
-        "\n\nWhat the stages reported (added by the runtime: the summary gave no result):\n{}",
-        stages_for_operator(stages)
-    ));
-    true
-}
-
-/// An agent of `allocation` whose goal is empty or only names it (a 0.5B manager allocated
-/// `{"writer": "writer"}`, and its writer worked to the goal "writer").
-fn goal_missing(allocation: &BTreeMap<AgentId, String>) -> Option<&AgentId> {
-    let plain = |s: &str| {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect::<Vec<_>>()
-    };
-    allocation.iter().find_map(|(agent, goal)| {
-        let goal = plain(goal);
-        (goal.is_empty() || goal == plain(agent.as_str())).then_some(agent)
-    })
-}
-
 pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillError> {
     let Asked {
         check_stages,
@@ -289,7 +214,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     let mut fired = Vec::new();
     if let Some(notice) = judged_task
         && repairs.allows(Repair::StageReportsAppended)
-        && with_results(&mut instruction, notice)
+        && super::mend::with_results(&mut instruction, notice)
     {
         fired.push(Fired::new(
             Repair::StageReportsAppended,
@@ -331,7 +256,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     };
     if let Some(agent) = allocations
         .into_iter()
-        .find_map(goal_missing)
+        .find_map(super::mend::goal_missing)
         .filter(|_| repairs.allows(Repair::GoalOnlyNamesAgent))
     {
         return Err(SkillError::Invalid(format!(

@@ -1,9 +1,10 @@
 //! think (with the stage's history) and quick_think (without): text the agent writes for
 //! itself, kept in the step's result where later steps see it.
 
-use super::{SkillError, SkillOutcome, echoes, working};
+use super::mend::echoes;
+use super::{SkillError, SkillOutcome, working};
 use crate::parse;
-use crate::policy::{Fired, Repair};
+use crate::policy::Repair;
 use crate::state::{AgentState, Skill, StepState};
 use serde_json::json;
 
@@ -23,22 +24,6 @@ pub fn interpret(
         return Err(SkillError::Echo(text));
     }
     Ok(working(json!({ key: text })))
-}
-
-/// A thought that still hands back its instruction after being asked again: kept, and said.
-pub fn kept_echo(skill: Skill, text: &str) -> SkillOutcome {
-    let key = if skill == Skill::QuickThink {
-        "quick_think"
-    } else {
-        "think"
-    };
-    SkillOutcome {
-        repairs: vec![Fired::new(
-            Repair::EchoKept,
-            "the model handed back the step's instruction even when asked again; kept as it is",
-        )],
-        ..working(json!({ key: text }))
-    }
 }
 
 #[cfg(test)]
