@@ -23,6 +23,8 @@
 //!   Dispatcher, the Supervisor, and the System that wires a team.
 //! - [`monitor`]: the reader everything reads through: versions, states, broadcast, snapshots.
 //! - [`store`]: durability: the event log and snapshots on SQLite or Postgres (sqlx).
+//! - [`call`]: a model call and an MCP server call as data (request, reply, tool calls, what
+//!   the provider may mend), read and written by the step machine; made by `llm` and `mcp`.
 //! - [`llm`]: the `ChatModel` trait, the openai and scripted providers, the in-flight cap.
 //! - [`mcp`]: the one shared MCP client; [`bundled`]: the MCP servers shipped in the binary.
 //! - [`api`]: the axum router: human REST API, paged states, the websocket feed.
@@ -42,6 +44,7 @@ pub mod auth;
 pub mod bench;
 #[path = "../mcp_servers/src/mod.rs"]
 pub mod bundled;
+pub mod call;
 pub mod clock;
 pub mod config;
 #[allow(clippy::collapsible_if, reason = "collapsed by the typed-core rewrite")]

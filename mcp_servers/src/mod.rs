@@ -26,7 +26,7 @@ pub use notes_store::{NotesError, NotesStore};
 pub use sandbox::{Sandbox, SandboxError};
 pub use workspace::WorkspaceServer;
 
-use crate::mcp::config::BUILTIN_SERVERS;
+use crate::config::mcp_servers::BUILTIN_SERVERS;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};

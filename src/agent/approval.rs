@@ -6,9 +6,9 @@
 
 use super::params::{ParamRequest, fill_params};
 use super::plan_check::{EditedStep, PlanCheck, PlanVerdict, decide_plan};
+use crate::call::McpCall;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
-use crate::mcp::McpCall;
 use crate::policy::{ToolRisk, args_hash};
 use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
 use serde::{Deserialize, Serialize};

@@ -2,10 +2,10 @@
 //! record tokens, and build the `ExecuteOutput` for SyncState. The step stays `running` until
 //! SyncState has applied that output (`settle_step`), so "finished" means its effects happened.
 
+use crate::call::ChatReply;
 use crate::clock::Now;
 use crate::event::StepUpdate;
 use crate::ids::{StepId, WaitId};
-use crate::llm::ChatReply;
 use crate::message::{
     CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate, TaskInstruction,
 };
@@ -229,7 +229,7 @@ fn note_repair(agent: &mut AgentState, step_id: &StepId, fired: Fired) {
 /// it stopped (`closed_json`): a small model that loops once inside a string would most often
 /// loop again when asked again.
 fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>) {
-    if reply.cut != Some(crate::llm::Cut::Repetition) {
+    if reply.cut != Some(crate::call::Cut::Repetition) {
         return;
     }
     fired.push(Fired::new(
@@ -240,7 +240,7 @@ fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>) 
         return;
     }
     if let Some(tagged) = crate::parse::closed_object(&reply.text)
-        .and_then(|closed| crate::llm::structured::tagged_answer(&closed))
+        .and_then(|closed| crate::call::structured::tagged_answer(&closed))
     {
         reply.text = tagged;
         fired.push(Fired::new(
@@ -537,13 +537,13 @@ fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
 }
 
 /// Why an answer could not be used; an answer that was cut short says why.
-fn unusable(e: &skills::SkillError, cut: Option<crate::llm::Cut>) -> String {
+fn unusable(e: &skills::SkillError, cut: Option<crate::call::Cut>) -> String {
     match cut {
-        Some(crate::llm::Cut::TokenLimit) => format!(
+        Some(crate::call::Cut::TokenLimit) => format!(
             "the answer was cut off at the model's token limit (max_tokens) before it was \
              complete, so: {e}; answer shorter"
         ),
-        Some(crate::llm::Cut::Repetition) => format!(
+        Some(crate::call::Cut::Repetition) => format!(
             "the answer wrote the same passage over and over, so it was stopped: {e}; write \
              each part once and close every tag"
         ),

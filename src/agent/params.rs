@@ -6,9 +6,9 @@
 //! check as any call).
 
 use super::approval::VerdictError;
+use crate::call::McpCall;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
-use crate::mcp::McpCall;
 use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
 use crate::state::{Ask, AskField, FieldKind};
 use serde::{Deserialize, Serialize};

@@ -3,7 +3,7 @@
 //! the answer it gave, at most `repairs.reasks` times (seed 000: JSON_GEN_MAX_TRIAL) before
 //! the step fails. Each try is recorded on the step (`execute_result.reasked`), so it stays visible.
 
-use crate::llm::ChatRequest;
+use crate::call::ChatRequest;
 use crate::state::{TokenUsage, Try};
 
 /// How much of a bad answer goes back into the prompt (its start and its end).

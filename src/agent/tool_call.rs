@@ -1,7 +1,7 @@
 //! What a tool step asks of its MCP server: the agent must be allowed that server, and an
 //! instruction_generation step must have written the call. Checked before anything is sent.
 
-use crate::mcp::McpCall;
+use crate::call::McpCall;
 use crate::state::{AgentState, StepState};
 
 pub fn tool_call_for(

@@ -3,7 +3,7 @@
 //! answers in text or the loop reaches its cap. Each call is recorded as a finished tool step
 //! of its own. This file holds the loop's pure parts; the agent actor performs the calls.
 
-use crate::llm::{ToolCall, ToolRound, ToolSpec};
+use crate::call::{ToolCall, ToolRound, ToolSpec};
 use crate::state::{Executor, StepExecutionState, StepOrigin, StepResult, StepState};
 use serde_json::{Map, Value, json};
 

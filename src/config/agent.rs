@@ -1,8 +1,8 @@
 //! What an agent is made of — skills, tools and an LLM — checked the same way whether it is a
 //! configured agent or an agent template, so both get the same rules and the same messages.
 
+use super::mcp_servers::McpServerConfig;
 use super::raw::RawLlm;
-use crate::mcp::McpServerConfig;
 use crate::problem::Problem;
 use crate::state::Skill;
 use std::path::{Path, PathBuf};

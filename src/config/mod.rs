@@ -4,6 +4,7 @@
 mod agent;
 mod http;
 mod limits;
+pub mod mcp_servers;
 mod raw;
 mod repairs;
 pub mod script;

@@ -6,11 +6,11 @@ use super::limits::{
     Compaction, Feeds, Retention, TaskLimits, compaction, feeds, retention, session_ttl,
     step_limits, task_limits, waits,
 };
+use super::mcp_servers::{McpServerConfig, load_servers};
 use super::raw::RawTeam;
 use super::script::Script;
 use super::templates::{AgentTemplate, load_templates};
 use crate::ids::AgentId;
-use crate::mcp::{McpServerConfig, load_servers};
 use crate::prompt::{Language, check_prompt_dir};
 use crate::state::Skill;
 use std::collections::BTreeSet;

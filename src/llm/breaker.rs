@@ -10,7 +10,7 @@
 //! ends, so the console and `cohort run` show "waiting for the model endpoint since …".
 //! Retried calls are the same call again: nothing of the step changed while it waited.
 
-use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use super::{ChatModel, ChatReply, ChatRequest, LlmError, ModelWaitReport};
 use crate::state::ModelWait;
 use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex};
@@ -28,26 +28,6 @@ const RETRY_PAUSE: Duration = Duration::from_millis(500);
 /// A call that failed this often while the endpoint answered other calls meanwhile failed for
 /// itself (a request the server chokes on), not for an outage: its error is returned.
 const OWN_FAILURES: u32 = 3;
-
-/// Where a call says that its wait for the endpoint began (`Some`) or ended (`None`).
-#[derive(Clone)]
-pub struct ModelWaitReport(Arc<dyn Fn(Option<ModelWait>) + Send + Sync>);
-
-impl ModelWaitReport {
-    pub fn new(tell: impl Fn(Option<ModelWait>) + Send + Sync + 'static) -> Self {
-        ModelWaitReport(Arc::new(tell))
-    }
-
-    fn tell(&self, wait: Option<ModelWait>) {
-        (self.0)(wait)
-    }
-}
-
-impl std::fmt::Debug for ModelWaitReport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ModelWaitReport")
-    }
-}
 
 /// Whether an error says the endpoint did not answer (worth waiting for), not that its answer
 /// was unusable or the request wrong.

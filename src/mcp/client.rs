@@ -5,10 +5,10 @@
 //! (`ServerGone`) and the next call starts it again; `shutdown` — or dropping the client —
 //! stops every child process.
 
-use super::config::{McpServerConfig, McpTransport};
-use super::instruction::McpCall;
 use super::process::{EXIT_GRACE, INHERITED_VARS, Process, spawn};
 use super::schema::check_arguments;
+use crate::call::McpCall;
+use crate::config::mcp_servers::{McpServerConfig, McpTransport};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorCode, GetPromptRequestParams,

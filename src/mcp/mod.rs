@@ -1,14 +1,13 @@
-//! Tools are MCP servers (SPEC §8): server configs (`config`), the one shared rmcp client of a
+//! Tools are MCP servers (SPEC §8): server configs (`config::mcp_servers`), the one shared rmcp client of a
 //! team (`client`), the argument check against a tool's input schema (`schema`), and the tool
-//! step's instruction (`instruction`).
+//! step's call (`call::McpCall`).
 
 pub mod cli;
 pub mod client;
-pub mod config;
-pub mod instruction;
+
 mod process;
 pub mod schema;
 
+pub use crate::call::McpCall;
+pub use crate::config::mcp_servers::{McpServerConfig, McpTransport, load_server, load_servers};
 pub use client::{McpClient, McpError, McpOptions};
-pub use config::{McpServerConfig, McpTransport, load_server, load_servers};
-pub use instruction::McpCall;

@@ -4,10 +4,10 @@
 //! actually use at this step, so a constrained model cannot name a skill it lacks.
 //!
 //! The provider turns a constrained answer back into tagged text
-//! ([`crate::llm::structured::tagged_answer`]), so the
+//! ([`crate::call::structured::tagged_answer`]), so the
 //! parsers of `parse/` read one format whichever way the model was asked.
 
-use crate::llm::structured::PLAIN_TEXT_KEY;
+use crate::call::structured::PLAIN_TEXT_KEY;
 use crate::state::{AgentState, Skill, StepState};
 use serde_json::{Map, Value, json};
 

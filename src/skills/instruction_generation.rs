@@ -2,8 +2,8 @@
 //! `<tool_instruction>`. (tool_decision, which follows every tool step, is a plan: `plan.rs`.)
 
 use super::{SkillError, SkillOutcome, working};
+use crate::call::McpCall;
 use crate::event::StepUpdate;
-use crate::mcp::McpCall;
 use crate::parse;
 use crate::state::{AgentState, Executor, StepState};
 use serde_json::json;

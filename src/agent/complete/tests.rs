@@ -399,7 +399,7 @@ fn an_answer_stopped_in_a_loop_is_asked_again_saying_so() {
     let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
     let looped = Ok(ChatReply {
         text: "drip drop on the window pane,".into(),
-        cut: Some(crate::llm::Cut::Repetition),
+        cut: Some(crate::call::Cut::Repetition),
         ..Default::default()
     });
     match complete_step(&mut a, &id, looped, now(), true) {
@@ -446,7 +446,7 @@ fn a_json_answer_stopped_in_a_loop_is_closed_where_the_policy_allows_and_recorde
     let looped = || {
         Ok(ChatReply {
             text: r#"{"think": "Soft rain on the roof. Gentle whispers falling softly"#.into(),
-            cut: Some(crate::llm::Cut::Repetition),
+            cut: Some(crate::call::Cut::Repetition),
             ..Default::default()
         })
     };

@@ -1,6 +1,6 @@
 //! Tests of the answer schemas: what each skill's answer may hold for this agent at this step.
 use super::*;
-use crate::llm::structured::tagged_answer;
+use crate::call::structured::tagged_answer;
 use crate::parse;
 use crate::skills::test_support::{acting, agent, running};
 
