@@ -326,8 +326,13 @@ try {
     const lanes = await page.locator('[data-testid="timeline-lane"]').evaluateAll((els) => els.map((e) => e.dataset.agentId));
     if (!lanes.includes(MANAGER) || !lanes.includes('writer')) throw new Failure(`timeline lanes: ${lanes.join(', ')}`);
     if ((await page.locator('[data-testid="timeline-stage"]').count()) < 1) throw new Failure('no stage on the timeline');
+    // The timeline redraws the lanes that changed on its next frame (up to a second on a busy
+    // machine): wait for it to show more steps than while the task ran, within a deadline.
+    const grown = await page
+      .waitForFunction((early) => Number(document.querySelector('[data-testid="timeline"]')?.dataset.steps) > early, timelineEarly, { timeout: 10000 })
+      .then(() => true, () => false);
     const n = Number(await tl.getAttribute('data-steps'));
-    if (!(n > timelineEarly)) throw new Failure(`the timeline showed ${timelineEarly} steps while running and ${n} at the end`);
+    if (!grown) throw new Failure(`the timeline showed ${timelineEarly} steps while running and ${n} at the end`);
     const running = await page.locator('[data-testid="timeline-step"][data-state="running"]').count();
     if (running) throw new Failure(`${running} steps still drawn as running after the task finished`);
     // The finished task's time is fixed: how long it ran.
