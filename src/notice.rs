@@ -82,16 +82,6 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl Notice {
-    /// The task the notice is about.
-    pub fn task(&self) -> &TaskId {
-        match self {
-            Notice::TaskCreated { task_id, .. }
-            | Notice::StageComplete { task_id, .. }
-            | Notice::NoStageLeft { task_id, .. }
-            | Notice::AgentStuck { task_id, .. } => task_id,
-        }
-    }
-
     /// The stage a notice asks its manager to decide on (a complete stage, a stuck agent's).
     pub fn stage_decided(&self) -> Option<&StageId> {
         match self {

@@ -18,9 +18,10 @@ use std::collections::BTreeMap;
 /// it judged unmet, and the task waited for ever on the old one.
 pub fn stage_decided<'a>(agent: &AgentState, step: &'a StepState) -> Option<&'a StageId> {
     let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
-    step.stage_id
-        .stage()
-        .filter(|_| in_a_task && step.origin.asks_to_act())
+    step.origin
+        .notice()
+        .and_then(Notice::stage_decided)
+        .filter(|_| in_a_task)
 }
 
 /// The key of a judgement's verdict in a constrained answer (and its tag): whether the stage's
