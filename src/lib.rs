@@ -37,7 +37,6 @@ pub mod actors;
 // Clippy (1.95) asks for let-chains where an `if let` holds an `if`. In the modules being
 // rewritten now (the typed core: agent, event, sync; the agent actor) that is left to their
 // rewrite rather than re-indented under it; drop these allows once it has landed.
-#[allow(clippy::collapsible_if, reason = "collapsed by the typed-core rewrite")]
 pub mod agent;
 pub mod api;
 pub mod auth;
@@ -47,7 +46,6 @@ pub mod bundled;
 pub mod call;
 pub mod clock;
 pub mod config;
-#[allow(clippy::collapsible_if, reason = "collapsed by the typed-core rewrite")]
 pub mod event;
 pub mod ids;
 pub mod llm;
@@ -64,5 +62,4 @@ pub mod serve;
 pub mod skills;
 pub mod state;
 pub mod store;
-#[allow(clippy::collapsible_if, reason = "collapsed by the typed-core rewrite")]
 pub mod sync;

@@ -2,11 +2,6 @@
 //! stages), the Dispatcher (routes messages in order), the Supervisor (starts hired agents),
 //! and the System that wires a team.
 
-// Clippy's let-chain collapses are left to the agent actor's rebuild (see lib.rs).
-#[allow(
-    clippy::collapsible_if,
-    reason = "collapsed by the agent actor's rebuild"
-)]
 mod agent;
 mod dispatcher;
 mod factory;

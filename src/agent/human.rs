@@ -53,10 +53,10 @@ pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec
     if let Some(w) = &msg.return_waiting_id {
         agent.release_wait(w, &msg.sender_id);
     }
-    if msg.sender_id.as_str() == TASK_STATE_SENDER {
-        if let Some(i) = msg.instruction_body() {
-            return obey(agent, msg, i.clone());
-        }
+    if msg.sender_id.as_str() == TASK_STATE_SENDER
+        && let Some(i) = msg.instruction_body()
+    {
+        return obey(agent, msg, i.clone());
     }
     let me = agent.agent_id.clone();
     let wait = msg.wait_id_for(&me).cloned();

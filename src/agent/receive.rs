@@ -38,11 +38,11 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
 
     // 2. Runtime instructions. Only the runtime itself (SyncState, as `[TaskState]`) gives
     // them, as a typed body; whatever an agent or a person writes is just text, handled below.
-    if msg.sender_id.as_str() == TASK_STATE_SENDER {
-        if let Some(i) = msg.instruction_body() {
-            out.dropped = apply_instruction(agent, msg, i.clone());
-            return out;
-        }
+    if msg.sender_id.as_str() == TASK_STATE_SENDER
+        && let Some(i) = msg.instruction_body()
+    {
+        out.dropped = apply_instruction(agent, msg, i.clone());
+        return out;
     }
 
     let me = agent.agent_id.clone();

@@ -226,11 +226,9 @@ impl States {
                 if let Some(old) = self
                     .agents
                     .insert(agent.agent_id.clone(), (**agent).clone())
+                    && old.working_state == WorkingState::Working
                 {
-                    if old.working_state == WorkingState::Working {
-                        self.counters.agents_working =
-                            self.counters.agents_working.saturating_sub(1);
-                    }
+                    self.counters.agents_working = self.counters.agents_working.saturating_sub(1);
                 }
             }
             Change::Agent(_) | Change::Step(_) => self.apply_to_agent(c),

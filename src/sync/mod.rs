@@ -438,14 +438,15 @@ impl SyncCore {
             .err();
 
         let mut applied = Applied::default();
-        if let Some((task, usage)) = &out.token_usage {
-            if self.tasks.contains_key(task) && *usage != Default::default() {
-                let c = Change::Task(TaskChange::Tokens {
-                    task_id: task.clone(),
-                    usage: *usage,
-                });
-                self.emit(&mut applied, c);
-            }
+        if let Some((task, usage)) = &out.token_usage
+            && self.tasks.contains_key(task)
+            && *usage != Default::default()
+        {
+            let c = Change::Task(TaskChange::Tokens {
+                task_id: task.clone(),
+                usage: *usage,
+            });
+            self.emit(&mut applied, c);
         }
         if let Some(task) = out.task_id.as_ref().filter(|t| self.tasks.contains_key(*t))
             && !out.repairs.is_empty()
@@ -465,24 +466,24 @@ impl SyncCore {
             }
             self.update_agent_in_stage(&u, &mut applied);
         }
-        if let Some(info) = &out.send_shared_info {
-            if self.tasks.contains_key(&info.task_id) {
-                let refused_note = if refused.is_some() { " (refused)" } else { "" };
-                let entry = SharedInfo {
-                    agent_id: info.agent_id.clone(),
-                    role: info.role.clone(),
-                    stage_id: info.stage_id.clone(),
-                    content: format!("{}{refused_note}", info.content),
-                    timestamp: now.to_owned(),
-                };
-                let bytes = crate::state::Held::held_bytes(&entry);
-                let c = Change::Task(TaskChange::SharedInfo {
-                    task_id: info.task_id.clone(),
-                    entry,
-                });
-                self.emit(&mut applied, c);
-                self.pool_grew(&info.task_id, retention::Pool::Info, bytes, &mut applied);
-            }
+        if let Some(info) = &out.send_shared_info
+            && self.tasks.contains_key(&info.task_id)
+        {
+            let refused_note = if refused.is_some() { " (refused)" } else { "" };
+            let entry = SharedInfo {
+                agent_id: info.agent_id.clone(),
+                role: info.role.clone(),
+                stage_id: info.stage_id.clone(),
+                content: format!("{}{refused_note}", info.content),
+                timestamp: now.to_owned(),
+            };
+            let bytes = crate::state::Held::held_bytes(&entry);
+            let c = Change::Task(TaskChange::SharedInfo {
+                task_id: info.task_id.clone(),
+                entry,
+            });
+            self.emit(&mut applied, c);
+            self.pool_grew(&info.task_id, retention::Pool::Info, bytes, &mut applied);
         }
         if let Some(c) = &out.update_stage_agent_completion {
             self.record_completion(c, &mut applied);
@@ -532,19 +533,18 @@ impl SyncCore {
         let stage = &self.stages[&u.stage_id];
         // An allocated agent that cannot go on would hold the stage open forever: the manager
         // is told (once per agent and stage), so it can retry or finish the stage.
-        if let (StageAgentState::Failed, Some(why)) = (u.state, &u.stuck) {
-            if stage.agent_allocation.contains_key(&u.agent_id)
-                && !stage.completion_summary.contains_key(&u.agent_id)
-                && self
-                    .stuck_reported
-                    .insert((u.stage_id.clone(), u.agent_id.clone()))
-            {
-                let stage = stage.clone();
-                if let Some(task) = self.tasks.get(&u.task_id) {
-                    applied
-                        .messages
-                        .push(notices::agent_stuck(task, &stage, &u.agent_id, why));
-                }
+        if let (StageAgentState::Failed, Some(why)) = (u.state, &u.stuck)
+            && stage.agent_allocation.contains_key(&u.agent_id)
+            && !stage.completion_summary.contains_key(&u.agent_id)
+            && self
+                .stuck_reported
+                .insert((u.stage_id.clone(), u.agent_id.clone()))
+        {
+            let stage = stage.clone();
+            if let Some(task) = self.tasks.get(&u.task_id) {
+                applied
+                    .messages
+                    .push(notices::agent_stuck(task, &stage, &u.agent_id, why));
             }
         }
     }
@@ -599,13 +599,13 @@ impl SyncCore {
         if task.execution_state.is_over() {
             return Err(SyncError::TaskOver(m.task_id.clone(), task.execution_state));
         }
-        if let Some(stage) = m.stage_relative.stage().and_then(|s| self.stages.get(s)) {
-            if stage.execution_state.is_over() {
-                return Err(SyncError::Invalid(format!(
-                    "stage `{}` is already {}",
-                    stage.stage_id, stage.execution_state
-                )));
-            }
+        if let Some(stage) = m.stage_relative.stage().and_then(|s| self.stages.get(s))
+            && stage.execution_state.is_over()
+        {
+            return Err(SyncError::Invalid(format!(
+                "stage `{}` is already {}",
+                stage.stage_id, stage.execution_state
+            )));
         }
         if m.receiver.is_empty() {
             return Err(SyncError::Invalid("the message has no receiver".into()));
@@ -646,10 +646,11 @@ impl SyncCore {
         };
         self.emit(applied, Change::Stage(change));
         let stage = &self.stages[&c.stage_id];
-        if !was_complete && stage.is_complete() {
-            if let Some(task) = self.tasks.get(&c.task_id) {
-                applied.messages.push(notices::stage_complete(task, stage));
-            }
+        if !was_complete
+            && stage.is_complete()
+            && let Some(task) = self.tasks.get(&c.task_id)
+        {
+            applied.messages.push(notices::stage_complete(task, stage));
         }
     }
 
