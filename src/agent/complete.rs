@@ -96,48 +96,14 @@ pub fn complete_step(
             stage_state = StageAgentState::Failed;
             (StepResult::failed(e.clone()), Some(e))
         }
-        Ok(reply) => {
-            let interpreted = match skills::interpret(agent, &step, &reply.text, now) {
-                Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
-                    return Completion::AskAgain {
-                        error: unusable(&e, reply.cut),
-                        answer: reply.text,
-                    };
-                }
-                // Its re-asks spent: what the runtime can do in the skill's place, it does.
-                Err(e) => skills::repair(agent, &step, &e).ok_or(e),
-                interpreted => interpreted,
-            };
-            match interpreted {
-                Ok(o) => {
-                    output.send_message = o.send_message;
-                    output.task_instruction = o.task_instruction;
-                    output.agent_instruction = o.agent_instruction;
-                    output.ask_info = o.ask_info;
-                    if let (Some(summary), Some(stage)) = (o.completion, step.stage_id.stage()) {
-                        output.update_stage_agent_completion = Some(CompletionUpdate {
-                            task_id: step.task_id.clone(),
-                            stage_id: stage.clone(),
-                            agent_id: agent.agent_id.clone(),
-                            completion_summary: summary,
-                        });
-                    }
-                    stage_state = o.stage_state;
-                    fired.extend(o.repairs);
-                    (StepResult::output(o.result), None)
-                }
-                Err(e) => {
-                    stage_state = StageAgentState::Failed;
-                    let reason =
-                        format!("{} step failed: {}", step.executor, unusable(&e, reply.cut));
-                    let result = StepResult {
-                        answer: Some(reply.text.into()),
-                        ..StepResult::failed(reason.clone())
-                    };
-                    (result, Some(reason))
-                }
+        Ok(reply) => match read_answer(agent, &step, reply, now, may_ask_again, &mut output) {
+            Ok((result, failure, state, repairs)) => {
+                stage_state = state;
+                fired.extend(repairs);
+                (result, failure)
             }
-        }
+            Err(ask_again) => return ask_again,
+        },
     };
     output.repairs.extend(fired.iter().map(|f| f.rule));
     result.repairs.extend(fired);
@@ -157,6 +123,68 @@ pub fn complete_step(
         &lock_before,
         true,
     ))
+}
+
+/// An answer read by its skill (repaired where the policy allows, once the re-asks are spent):
+/// the step's result, why it failed if it did, the agent's state in the stage and the repairs
+/// made; `Err` with the request to ask again when the answer is unusable and may be asked about.
+fn read_answer(
+    agent: &mut AgentState,
+    step: &StepState,
+    reply: ChatReply,
+    now: Now,
+    may_ask_again: bool,
+    output: &mut ExecuteOutput,
+) -> Result<(StepResult, Option<String>, StageAgentState, Vec<Fired>), Completion> {
+    let interpreted = match skills::interpret(agent, step, &reply.text, now) {
+        Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
+            return Err(Completion::AskAgain {
+                error: unusable(&e, reply.cut),
+                answer: reply.text,
+            });
+        }
+        // Its re-asks spent: what the runtime can do in the skill's place, it does.
+        Err(e) => skills::repair(agent, step, &e).ok_or(e),
+        interpreted => interpreted,
+    };
+    Ok(match interpreted {
+        Ok(o) => {
+            let (result, state, repairs) = take_outcome(agent, step, o, output);
+            (result, None, state, repairs)
+        }
+        Err(e) => {
+            let reason = format!("{} step failed: {}", step.executor, unusable(&e, reply.cut));
+            let result = StepResult {
+                answer: Some(reply.text.into()),
+                ..StepResult::failed(reason.clone())
+            };
+            (result, Some(reason), StageAgentState::Failed, Vec::new())
+        }
+    })
+}
+
+/// What a skill made of an answer goes where it belongs: its instructions, message, query and
+/// completion summary into the step's output for SyncState; its result, the agent's state in
+/// the stage and the repairs made on the way back to the step.
+fn take_outcome(
+    agent: &AgentState,
+    step: &StepState,
+    o: skills::SkillOutcome,
+    output: &mut ExecuteOutput,
+) -> (StepResult, StageAgentState, Vec<Fired>) {
+    output.send_message = o.send_message;
+    output.task_instruction = o.task_instruction;
+    output.agent_instruction = o.agent_instruction;
+    output.ask_info = o.ask_info;
+    if let (Some(summary), Some(stage)) = (o.completion, step.stage_id.stage()) {
+        output.update_stage_agent_completion = Some(CompletionUpdate {
+            task_id: step.task_id.clone(),
+            stage_id: stage.clone(),
+            agent_id: agent.agent_id.clone(),
+            completion_summary: summary,
+        });
+    }
+    (StepResult::output(o.result), o.stage_state, o.repairs)
 }
 
 /// What follows a failed (or refused) step that acted on a goal or a notice.
