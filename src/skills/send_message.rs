@@ -18,133 +18,174 @@ pub fn interpret(
     now: Now,
 ) -> Result<SkillOutcome, SkillError> {
     match parse::send_message(answer)? {
-        SendMessageAnswer::GetMoreInfo(req) => {
-            let decision = StepState::new(
-                step.task_id.clone(),
-                step.stage_id.clone(),
-                agent.agent_id.clone(),
-                Executor::Skill(Skill::Decision),
-                req.step_intention.clone(),
-                req.text_content.clone(),
-            )
-            .with_origin(StepOrigin::Planned {
-                by: step.step_id.clone(),
-            });
-            let mut again = StepState::new(
-                step.task_id.clone(),
-                step.stage_id.clone(),
-                agent.agent_id.clone(),
-                Executor::Skill(Skill::SendMessage),
-                step.step_intention.clone(),
-                step.text_content.clone(),
-            )
-            .with_origin(step.origin.clone());
-            // The copy still answers whoever the step answered (and returns their wait id).
-            again.reply_to = step.reply_to.clone();
-            agent.add_next_steps(vec![decision, again]);
-            Ok(working(
-                json!({ "get_more_info": { "step_intention": req.step_intention, "text_content": req.text_content } }),
-            ))
-        }
-        SendMessageAnswer::Send(draft) => {
-            let mut receiver = Vec::new();
-            // A reply always reaches the one it answers, whatever the model wrote.
-            if let Some(r) = &step.reply_to {
-                receiver.push(r.agent_id.clone());
-            }
-            for r in draft.receiver {
-                if !receiver.contains(&r) {
-                    receiver.push(r);
-                }
-            }
-            if receiver.is_empty() {
-                return Err(SkillError::Invalid(
-                    "<send_message> names no receiver".into(),
-                ));
-            }
-            if receiver.contains(&agent.agent_id) {
-                return Err(SkillError::Invalid(
-                    "an agent cannot send a message to itself".into(),
-                ));
-            }
-            // Models often copy a stage id wrongly; a message about a stage belongs to the
-            // stage of the step that sends it.
-            let stage_relative = match draft.stage_relative {
-                StageRef::NoRelative => StageRef::NoRelative,
-                StageRef::Stage(_) => step.stage_id.clone(),
-            };
-            if let Some(ask) = &draft.ask {
-                // Only a person gets a question's options or form (and has the answer checked).
-                if let Some(r) = receiver
-                    .iter()
-                    .find(|r| !agent.wait_patience.humans.contains(*r))
-                {
-                    return Err(SkillError::Invalid(format!(
-                        "`ask` is a question for a person, and `{r}` is an agent: send it \
-                         without `ask`"
-                    )));
-                }
-                ask.check().map_err(|e| {
-                    SkillError::Invalid(format!("the question in `ask` cannot be answered: {e}"))
-                })?;
-                let (asked, cap) = (
-                    asks_in_stage(agent, &step.task_id, &step.stage_id),
-                    agent.step_limits.asks,
-                );
-                if asked >= cap {
-                    return Err(SkillError::Invalid(format!(
-                        "no more questions in this stage: you asked {asked} already, the most \
-                         allowed (step_limits.asks is {cap}); go on with what you know"
-                    )));
-                }
-            }
-            // A reply closes its exchange: one that asked for a reply in turn let a real 1.5B
-            // writer and manager trade replies until the repeat limit stopped them. A further
-            // question is a message of its own (a planned send_message), or a person's ask.
-            let closes = step.reply_to.is_some()
-                && draft.ask.is_none()
-                && agent.repairs.allows(Repair::ReplyClosesExchange);
-            let reply = closes;
-            let mut repairs = Vec::new();
-            if closes && (draft.waiting || draft.need_reply) {
-                repairs.push(Fired::new(
-                    Repair::ReplyClosesExchange,
-                    "the reply asked for a reply back; it closes its exchange instead",
-                ));
-            }
-            // A question is asked to be answered: the sender waits for it.
-            let waiting = (!reply && (draft.waiting || draft.ask.is_some())).then(|| {
-                receiver
-                    .iter()
-                    .map(|_| WaitId::random())
-                    .collect::<Vec<_>>()
-            });
-            if let Some(w) = &waiting {
-                let waits = w.iter().cloned().zip(receiver.iter().cloned()).collect();
-                agent.hold_waits(waits, &step.task_id, &step.stage_id, now.unix_ms, None);
-            }
-            let message = Message {
-                task_id: step.task_id.clone(),
-                sender_id: agent.agent_id.clone(),
-                receiver,
-                message: draft.message,
-                stage_relative,
-                // Waiting for a reply nobody owes would lock the sender forever.
-                need_reply: (draft.need_reply && !reply) || waiting.is_some(),
-                waiting,
-                // Only the runtime links a reply to the wait it answers (`reply_to`); a wait id
-                // in the text (copied from someone else's message) is just text.
-                return_waiting_id: step.reply_to.as_ref().and_then(|r| r.wait_id.clone()),
-                ask: draft.ask,
-                body: None,
-            };
-            Ok(SkillOutcome {
-                send_message: Some(message.clone()),
-                repairs,
-                ..working(json!({ "send_message": message }))
-            })
+        SendMessageAnswer::GetMoreInfo(req) => Ok(get_more_info(agent, step, req)),
+        SendMessageAnswer::Send(draft) => send(agent, step, draft, now),
+    }
+}
+
+/// The model asks to learn more before it writes: a decision step with its question goes
+/// first, then the same send_message step again (still answering whoever it answered).
+fn get_more_info(
+    agent: &mut AgentState,
+    step: &StepState,
+    req: parse::StepRequest,
+) -> SkillOutcome {
+    let decision = StepState::new(
+        step.task_id.clone(),
+        step.stage_id.clone(),
+        agent.agent_id.clone(),
+        Executor::Skill(Skill::Decision),
+        req.step_intention.clone(),
+        req.text_content.clone(),
+    )
+    .with_origin(StepOrigin::Planned {
+        by: step.step_id.clone(),
+    });
+    let mut again = StepState::new(
+        step.task_id.clone(),
+        step.stage_id.clone(),
+        agent.agent_id.clone(),
+        Executor::Skill(Skill::SendMessage),
+        step.step_intention.clone(),
+        step.text_content.clone(),
+    )
+    .with_origin(step.origin.clone());
+    // The copy still answers whoever the step answered (and returns their wait id).
+    again.reply_to = step.reply_to.clone();
+    agent.add_next_steps(vec![decision, again]);
+    working(
+        json!({ "get_more_info": { "step_intention": req.step_intention, "text_content": req.text_content } }),
+    )
+}
+
+/// The message the model wrote, checked (receivers, its questions, its stage) and made ready
+/// for SyncState to route.
+fn send(
+    agent: &mut AgentState,
+    step: &StepState,
+    draft: parse::SendMessageDraft,
+    now: Now,
+) -> Result<SkillOutcome, SkillError> {
+    let receiver = receivers(agent, step, draft.receiver)?;
+    // Models often copy a stage id wrongly; a message about a stage belongs to the
+    // stage of the step that sends it.
+    let stage_relative = match draft.stage_relative {
+        StageRef::NoRelative => StageRef::NoRelative,
+        StageRef::Stage(_) => step.stage_id.clone(),
+    };
+    if let Some(ask) = &draft.ask {
+        check_ask(agent, step, ask, &receiver)?;
+    }
+    // A reply closes its exchange: one that asked for a reply in turn let a real 1.5B
+    // writer and manager trade replies until the repeat limit stopped them. A further
+    // question is a message of its own (a planned send_message), or a person's ask.
+    let closes = step.reply_to.is_some()
+        && draft.ask.is_none()
+        && agent.repairs.allows(Repair::ReplyClosesExchange);
+    let reply = closes;
+    let mut repairs = Vec::new();
+    if closes && (draft.waiting || draft.need_reply) {
+        repairs.push(Fired::new(
+            Repair::ReplyClosesExchange,
+            "the reply asked for a reply back; it closes its exchange instead",
+        ));
+    }
+    // A question is asked to be answered: the sender waits for it.
+    let waiting = (!reply && (draft.waiting || draft.ask.is_some())).then(|| {
+        receiver
+            .iter()
+            .map(|_| WaitId::random())
+            .collect::<Vec<_>>()
+    });
+    if let Some(w) = &waiting {
+        let waits = w.iter().cloned().zip(receiver.iter().cloned()).collect();
+        agent.hold_waits(waits, &step.task_id, &step.stage_id, now.unix_ms, None);
+    }
+    let message = Message {
+        task_id: step.task_id.clone(),
+        sender_id: agent.agent_id.clone(),
+        receiver,
+        message: draft.message,
+        stage_relative,
+        // Waiting for a reply nobody owes would lock the sender forever.
+        need_reply: (draft.need_reply && !reply) || waiting.is_some(),
+        waiting,
+        // Only the runtime links a reply to the wait it answers (`reply_to`); a wait id
+        // in the text (copied from someone else's message) is just text.
+        return_waiting_id: step.reply_to.as_ref().and_then(|r| r.wait_id.clone()),
+        ask: draft.ask,
+        body: None,
+    };
+    Ok(SkillOutcome {
+        send_message: Some(message.clone()),
+        repairs,
+        ..working(json!({ "send_message": message }))
+    })
+}
+
+/// Whom the message goes to: whoever the step answers first (a reply always reaches its
+/// asker, whatever the model wrote), then the receivers the model named; never the agent
+/// itself, never nobody.
+fn receivers(
+    agent: &AgentState,
+    step: &StepState,
+    named: Vec<crate::ids::AgentId>,
+) -> Result<Vec<crate::ids::AgentId>, SkillError> {
+    let mut receiver = Vec::new();
+    // A reply always reaches the one it answers, whatever the model wrote.
+    if let Some(r) = &step.reply_to {
+        receiver.push(r.agent_id.clone());
+    }
+    for r in named {
+        if !receiver.contains(&r) {
+            receiver.push(r);
         }
     }
+    if receiver.is_empty() {
+        return Err(SkillError::Invalid(
+            "<send_message> names no receiver".into(),
+        ));
+    }
+    if receiver.contains(&agent.agent_id) {
+        return Err(SkillError::Invalid(
+            "an agent cannot send a message to itself".into(),
+        ));
+    }
+    Ok(receiver)
+}
+
+/// A question for a person (`ask`): only people get one, it must be answerable, and an agent
+/// asks at most `step_limits.asks` of them in one stage.
+fn check_ask(
+    agent: &AgentState,
+    step: &StepState,
+    ask: &crate::state::Ask,
+    receiver: &[crate::ids::AgentId],
+) -> Result<(), SkillError> {
+    // Only a person gets a question's options or form (and has the answer checked).
+    if let Some(r) = receiver
+        .iter()
+        .find(|r| !agent.wait_patience.humans.contains(*r))
+    {
+        return Err(SkillError::Invalid(format!(
+            "`ask` is a question for a person, and `{r}` is an agent: send it \
+             without `ask`"
+        )));
+    }
+    ask.check().map_err(|e| {
+        SkillError::Invalid(format!("the question in `ask` cannot be answered: {e}"))
+    })?;
+    let (asked, cap) = (
+        asks_in_stage(agent, &step.task_id, &step.stage_id),
+        agent.step_limits.asks,
+    );
+    if asked >= cap {
+        return Err(SkillError::Invalid(format!(
+            "no more questions in this stage: you asked {asked} already, the most \
+             allowed (step_limits.asks is {cap}); go on with what you know"
+        )));
+    }
+    Ok(())
 }
 
 /// How many structured questions `agent` has put to people in `task`/`stage` (its
