@@ -97,12 +97,12 @@ pub fn complete_step(
             (StepResult::failed(e.clone()), Some(e))
         }
         Ok(reply) => match read_answer(agent, &step, reply, now, may_ask_again, &mut output) {
-            Ok((result, failure, state, repairs)) => {
-                stage_state = state;
-                fired.extend(repairs);
-                (result, failure)
+            Ok(read) => {
+                stage_state = read.state;
+                fired.extend(read.repairs);
+                (read.result, read.failure)
             }
-            Err(ask_again) => return ask_again,
+            Err((error, answer)) => return Completion::AskAgain { error, answer },
         },
     };
     output.repairs.extend(fired.iter().map(|f| f.rule));
@@ -125,9 +125,19 @@ pub fn complete_step(
     ))
 }
 
+/// What reading an answer gave: the step's result, why it failed if it did, the agent's state
+/// in the stage and the repairs made.
+struct Read {
+    result: StepResult,
+    failure: Option<String>,
+    state: StageAgentState,
+    repairs: Vec<Fired>,
+}
+
 /// An answer read by its skill (repaired where the policy allows, once the re-asks are spent):
 /// the step's result, why it failed if it did, the agent's state in the stage and the repairs
-/// made; `Err` with the request to ask again when the answer is unusable and may be asked about.
+/// made; `Err` with the error and the answer to ask again about, when the answer is unusable
+/// and may be asked about.
 fn read_answer(
     agent: &mut AgentState,
     step: &StepState,
@@ -135,13 +145,10 @@ fn read_answer(
     now: Now,
     may_ask_again: bool,
     output: &mut ExecuteOutput,
-) -> Result<(StepResult, Option<String>, StageAgentState, Vec<Fired>), Completion> {
+) -> Result<Read, (String, String)> {
     let interpreted = match skills::interpret(agent, step, &reply.text, now) {
         Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
-            return Err(Completion::AskAgain {
-                error: unusable(&e, reply.cut),
-                answer: reply.text,
-            });
+            return Err((unusable(&e, reply.cut), reply.text));
         }
         // Its re-asks spent: what the runtime can do in the skill's place, it does.
         Err(e) => skills::repair(agent, step, &e).ok_or(e),
@@ -150,7 +157,12 @@ fn read_answer(
     Ok(match interpreted {
         Ok(o) => {
             let (result, state, repairs) = take_outcome(agent, step, o, output);
-            (result, None, state, repairs)
+            Read {
+                result,
+                failure: None,
+                state,
+                repairs,
+            }
         }
         Err(e) => {
             let reason = format!("{} step failed: {}", step.executor, unusable(&e, reply.cut));
@@ -158,7 +170,12 @@ fn read_answer(
                 answer: Some(reply.text.into()),
                 ..StepResult::failed(reason.clone())
             };
-            (result, Some(reason), StageAgentState::Failed, Vec::new())
+            Read {
+                result,
+                failure: Some(reason),
+                state: StageAgentState::Failed,
+                repairs: Vec::new(),
+            }
         }
     })
 }
