@@ -2,6 +2,8 @@
 //! team's local time as `%Y-%m-%d %H:%M:%S`. Formatting a date costs more than the rest of
 //! recording a message, so each thread formats a given second only once.
 
+#![warn(missing_docs)]
+
 use std::cell::RefCell;
 
 thread_local! {
@@ -12,12 +14,14 @@ thread_local! {
 /// (deadlines, which must not move with the time zone or daylight saving).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Now {
+    /// The team's local wall-clock time, without a zone.
     pub local: chrono::NaiveDateTime,
     /// Milliseconds since the Unix epoch.
     pub unix_ms: i64,
 }
 
 impl Now {
+    /// The moment of the call, read from the system clock.
     pub fn current() -> Now {
         let t = chrono::Local::now();
         Now {

@@ -1,6 +1,8 @@
 //! Newtype ids for tasks, stages, agents, steps and wait ids, plus `StageRef` ("a stage id, or
 //! `no_relative`"), so that an id of one kind can never be passed where another is expected.
 
+#![warn(missing_docs)]
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -16,6 +18,7 @@ macro_rules! string_id {
             pub fn random() -> Self {
                 Self(uuid::Uuid::new_v4().to_string())
             }
+            /// The id as its wire string.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -86,11 +89,14 @@ pub const NO_RELATIVE: &str = "no_relative";
 /// Which stage a step or message belongs to: a stage, or none (`"no_relative"` on the wire).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StageRef {
+    /// Belongs to this stage.
     Stage(StageId),
+    /// Outside any stage (`"no_relative"`).
     NoRelative,
 }
 
 impl StageRef {
+    /// The stage it names, or `None` for `no_relative`.
     pub fn stage(&self) -> Option<&StageId> {
         match self {
             StageRef::Stage(id) => Some(id),
@@ -108,6 +114,7 @@ impl StageRef {
         }
     }
 
+    /// The wire form: the stage id, or `no_relative`.
     pub fn as_str(&self) -> &str {
         match self {
             StageRef::Stage(id) => id.as_str(),

@@ -1,6 +1,8 @@
 //! Message (SPEC §3), the `<instruction>` payloads a message may carry for the runtime, and
 //! `ExecuteOutput`, what an executed step hands to SyncState (SPEC §6).
 
+#![warn(missing_docs)]
+
 use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
 use crate::notice::Notice;
 use crate::state::{StageAgentState, TokenUsage};
@@ -16,15 +18,22 @@ pub const OPERATOR: &str = "operator";
 /// Sender id of SyncState's answers to ask_info queries.
 pub const SYNC_STATE_SENDER: &str = "[SyncState]";
 
+/// One message between agents, people and the runtime (SPEC §3); every delivered message goes
+/// to its task's `shared_conversation_pool`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// The task the message belongs to.
     pub task_id: TaskId,
+    /// Who sent it: an agent, a person, or a runtime sender such as `[TaskState]`.
     pub sender_id: AgentId,
+    /// The agents it is delivered to.
     pub receiver: Vec<AgentId>,
     /// Text for its reader (a model's prompt, a person); for a notice or an instruction it is
     /// rendered from `body`, which is what the runtime acts on.
     pub message: String,
+    /// The stage it belongs to, or `no_relative`.
     pub stage_relative: StageRef,
+    /// Whether a receiver is to answer it (an LLM agent adds a `send_message` step).
     pub need_reply: bool,
     /// One fresh wait id per receiver when the sender waits for replies.
     pub waiting: Option<Vec<WaitId>>,
@@ -44,7 +53,9 @@ pub struct Message {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageBody {
+    /// A notice from a task to its manager.
     Notice(Notice),
+    /// An instruction the receiving agent carries out.
     Instruction(Instruction),
 }
 
@@ -129,11 +140,15 @@ pub enum Instruction {
     /// Carries what the agent needs to plan: the task's and the stage's intention and this
     /// agent's goal in the stage.
     StartStage {
+        /// The stage that starts.
         stage_id: StageId,
+        /// The goal of the stage's task.
         #[serde(default)]
         task_intention: String,
+        /// The goal of the stage.
         #[serde(default)]
         stage_intention: String,
+        /// This agent's goal in the stage, from its `agent_allocation`.
         #[serde(default)]
         goal: String,
         /// Agents allocated to the stage (the first few), so the agent knows whom it works with.
@@ -143,22 +158,34 @@ pub enum Instruction {
         #[serde(default, skip_serializing_if = "is_zero")]
         colleagues_unlisted: usize,
     },
+    /// The stage is finished: the agent drops its steps and working memory of it.
     FinishStage {
+        /// The finished stage.
         stage_id: StageId,
     },
+    /// The task is finished: the agent drops every step and its working memory of it.
     FinishTask {
+        /// The finished task.
         task_id: TaskId,
     },
     /// An operator paused (or resumed) the task: start none of its steps until resumed.
     PauseTask {
+        /// The paused or resumed task.
         task_id: TaskId,
+        /// `true` to pause, `false` to resume.
         paused: bool,
     },
+    /// Note a task (and a stage, if given) in the agent's `working_memory`, e.g. when it joins
+    /// a task's group.
     UpdateWorkingMemory {
+        /// The task to note.
         task_id: TaskId,
+        /// The stage to note under it, if any.
         stage_id: Option<StageRef>,
     },
+    /// A tool call returned: insert a `tool_decision` step to decide whether and how to go on.
     AddToolDecision {
+        /// The tool whose call returned.
         tool_name: String,
     },
 }
@@ -170,8 +197,11 @@ fn is_zero(n: &usize) -> bool {
 /// One agent of a stage as a start_stage instruction lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Colleague {
+    /// The agent working alongside in the stage.
     pub agent_id: AgentId,
+    /// Its role, from its AgentState.
     pub role: String,
+    /// Its goal in the stage.
     pub goal: String,
 }
 
@@ -225,7 +255,9 @@ impl Message {
 /// One stage as `add_stage` or `retry_stage` describes it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StagePlan {
+    /// The stage's goal (`stage_intention`).
     pub stage_intention: String,
+    /// Who works in the stage: `{agent_id: that agent's goal}`.
     pub agent_allocation: BTreeMap<AgentId, String>,
 }
 
@@ -233,8 +265,10 @@ pub struct StagePlan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskOutcome {
+    /// The task reached its goal.
     #[default]
     Finished,
+    /// The task was closed without reaching its goal.
     Failed,
 }
 
@@ -242,34 +276,52 @@ pub enum TaskOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum TaskInstruction {
+    /// Create a task with the asking agent as its manager.
     AddTask {
         /// Chosen by the skill so the step that created the task records its id.
         #[serde(default = "TaskId::random")]
         task_id: TaskId,
+        /// The new task's name.
         #[serde(default)]
         task_name: String,
+        /// The new task's goal.
         task_intention: String,
     },
+    /// Append stages to a task's `stage_list`.
     AddStage {
+        /// The task to extend.
         task_id: TaskId,
+        /// The new stages, in order.
         stages: Vec<StagePlan>,
     },
+    /// Mark a stage finished and start the next one (or ask for the task's judgement).
     FinishStage {
+        /// The stage's task.
         task_id: TaskId,
+        /// The stage to finish.
         stage_id: StageId,
     },
+    /// End a task with its summary.
     FinishTask {
+        /// The task to end.
         task_id: TaskId,
+        /// What the task gave, for the operator (`task_summary`).
         #[serde(default)]
         task_summary: String,
+        /// Whether it reached its goal.
         #[serde(default)]
         outcome: TaskOutcome,
     },
+    /// Replace a failed stage with a new one right after it, with a corrected allocation.
     RetryStage {
+        /// The stage's task.
         task_id: TaskId,
+        /// The stage to retry.
         stage_id: StageId,
+        /// A new goal for the retry; the old stage's when absent.
         #[serde(default)]
         stage_intention: Option<String>,
+        /// The retry's `{agent_id: goal}`.
         agent_allocation: BTreeMap<AgentId, String>,
     },
 }
@@ -304,14 +356,21 @@ impl TaskInstruction {
 pub enum AgentInstruction {
     /// Start a new live agent from one of the team's agent templates.
     InitNewAgent {
+        /// The agent template to instantiate.
         template: String,
+        /// The new agent's id.
         agent_id: AgentId,
         /// Display name; the agent id when absent.
         #[serde(default)]
         name: Option<String>,
     },
     /// Add an existing agent to a task's group.
-    AddTaskParticipant { task_id: TaskId, agent_id: AgentId },
+    AddTaskParticipant {
+        /// The task whose group the agent joins.
+        task_id: TaskId,
+        /// The agent to add.
+        agent_id: AgentId,
+    },
 }
 
 /// The eleven ask_info queries (`<ask_info>{"type": …}`, SPEC §7).
@@ -322,29 +381,44 @@ pub enum AskInfoQuery {
     ManagedTasks,
     /// The tasks the asker takes part in, with the stages it is allocated in.
     JoinedTasks,
+    /// One task.
     Task {
+        /// The task asked about.
         task_id: TaskId,
     },
-    /// Stage ids are unique, so the task id may be left out.
+    /// One stage. Stage ids are unique, so the task id may be left out.
     Stage {
+        /// The stage's task, if the asker gave it.
         #[serde(default)]
         task_id: Option<TaskId>,
+        /// The stage asked about.
         stage_id: StageId,
     },
+    /// The agent templates a new agent can be started from.
     AgentTemplates,
+    /// Every agent's profile, briefly.
     AllAgentProfiles,
+    /// Every agent's full profile, with the running stages it works in.
     TeamProfiles,
+    /// The profiles of one task's group.
     TaskGroupProfiles {
+        /// The task whose `task_group` is listed.
         task_id: TaskId,
     },
+    /// The profiles of the agents allocated in one stage.
     StageProfiles {
+        /// The stage's task, if the asker gave it.
         #[serde(default)]
         task_id: Option<TaskId>,
+        /// The stage whose agents are listed.
         stage_id: StageId,
     },
+    /// The full AgentState of the given agents.
     AgentStates {
+        /// The agents asked about.
         agent_ids: Vec<AgentId>,
     },
+    /// Every skill and tool with its description.
     SkillsAndTools,
 }
 
@@ -352,18 +426,27 @@ pub enum AskInfoQuery {
 /// the answer must return.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AskInfoRequest {
+    /// What is asked.
     #[serde(flatten)]
     pub query: AskInfoQuery,
+    /// The wait id the answering message returns (`return_waiting_id`).
     pub waiting_id: WaitId,
+    /// The task of the asking step; the answer is sent in it.
     pub sender_task_id: TaskId,
+    /// The stage of the asking step, or `no_relative`.
     pub sender_stage: StageRef,
 }
 
+/// `update_stage_agent_state`: set one agent's state in a stage (`every_agent_state`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageAgentUpdate {
+    /// The stage's task.
     pub task_id: TaskId,
+    /// The stage the state is set in.
     pub stage_id: StageId,
+    /// The agent whose state in the stage changes.
     pub agent_id: AgentId,
+    /// Its new state in the stage.
     pub state: StageAgentState,
     /// Set with `failed` when the agent cannot go on in the stage (its last step there failed
     /// and nothing is left to run): SyncState tells the manager, who can retry the stage.
@@ -371,20 +454,31 @@ pub struct StageAgentUpdate {
     pub stuck: Option<String>,
 }
 
+/// `send_shared_info`: one line for a task's `shared_info_pool`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SharedInfoUpdate {
+    /// The task whose pool gets the line.
     pub task_id: TaskId,
+    /// The stage the line belongs to, or `no_relative`.
     pub stage_id: StageRef,
+    /// The agent that shares it.
     pub agent_id: AgentId,
+    /// That agent's role.
     pub role: String,
+    /// What is shared.
     pub content: String,
 }
 
+/// `update_stage_agent_completion`: one agent's completion summary for a stage.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompletionUpdate {
+    /// The stage's task.
     pub task_id: TaskId,
+    /// The stage the agent completed its part of.
     pub stage_id: StageId,
+    /// The reporting agent.
     pub agent_id: AgentId,
+    /// What it did and found, for the manager's judgement of the stage.
     pub completion_summary: String,
 }
 
@@ -395,11 +489,17 @@ pub struct ExecuteOutput {
     pub agent_id: Option<AgentId>,
     /// The task of the step that produced this (`add_task` is given only in the base task).
     pub task_id: Option<TaskId>,
+    /// Set this agent's state in a stage.
     pub update_stage_agent_state: Option<StageAgentUpdate>,
+    /// Append a line to a task's shared info pool.
     pub send_shared_info: Option<SharedInfoUpdate>,
+    /// Store this agent's completion summary for a stage.
     pub update_stage_agent_completion: Option<CompletionUpdate>,
+    /// A message to route.
     pub send_message: Option<Message>,
+    /// A task_manager action to carry out.
     pub task_instruction: Option<TaskInstruction>,
+    /// An agent_manager action to carry out.
     pub agent_instruction: Option<AgentInstruction>,
     /// A query SyncState answers with a message carrying `waiting_id`.
     pub ask_info: Option<AskInfoRequest>,

@@ -2,6 +2,8 @@
 //! is left, an agent is stuck), as typed data. The runtime decides on these fields; the text a
 //! manager or a person reads is rendered from them ([`Notice::render`]) and never read back.
 
+#![warn(missing_docs)]
+
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::state::ExecutionState;
 use serde::{Deserialize, Serialize};
@@ -12,8 +14,11 @@ use serde::{Deserialize, Serialize};
 pub enum Notice {
     /// A task was created with the receiver as its manager: it is to split it into stages.
     TaskCreated {
+        /// The new task.
         task_id: TaskId,
+        /// Its name, as `add_task` gave it.
         task_name: String,
+        /// Its goal (`task_intention`).
         task_intention: String,
         /// The team's agents, the first few (see [`AGENTS_LISTED`]).
         team: Vec<Teammate>,
@@ -23,24 +28,34 @@ pub enum Notice {
     },
     /// Every agent of a stage reported: the manager judges the stage.
     StageComplete {
+        /// The task the stage belongs to.
         task_id: TaskId,
+        /// The stage, its state and its agents' reports.
         #[serde(flatten)]
         stage: StageReports,
     },
     /// A task has no stage left to run: the manager judges the whole task.
     NoStageLeft {
+        /// The task to judge.
         task_id: TaskId,
+        /// Its goal, to judge the stages against.
         task_intention: String,
+        /// Each of its stages with what its agents reported, in order.
         stages: Vec<StageReports>,
     },
     /// An agent of a stage cannot go on (its last step failed and nothing is left to run).
     AgentStuck {
+        /// The task of the stage.
         task_id: TaskId,
+        /// The stage the agent is stuck in.
         stage_id: StageId,
+        /// The stage's goal (`stage_intention`).
         stage_intention: String,
+        /// The agent that cannot go on.
         agent_id: AgentId,
         /// The agent's goal in the stage, if it has one.
         goal: Option<String>,
+        /// Why its last step failed.
         reason: String,
     },
 }
@@ -48,15 +63,20 @@ pub enum Notice {
 /// One agent of the team as a notice names it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Teammate {
+    /// The agent the notice names.
     pub agent_id: AgentId,
+    /// Its role, from its AgentState.
     pub role: String,
 }
 
 /// A stage and what its agents reported, as a judgement needs it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageReports {
+    /// The stage reported on.
     pub stage_id: StageId,
+    /// Its goal (`stage_intention`).
     pub stage_intention: String,
+    /// Its `execution_state` when the notice was made.
     pub state: ExecutionState,
     /// The stage's agents (the first few), each with its goal and what it reported.
     pub reports: Vec<Report>,
@@ -68,8 +88,11 @@ pub struct StageReports {
 /// One agent's part of a stage: its goal and its completion summary, if it gave one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// The reporting agent.
     pub agent_id: AgentId,
+    /// Its goal in the stage, from the stage's `agent_allocation`.
     pub goal: String,
+    /// Its completion summary, if it submitted one.
     pub summary: Option<String>,
 }
 

@@ -1,6 +1,8 @@
 //! `Problem`: one thing wrong in a file a user wrote (team config, script, prompts), named by
 //! file and field so it can be fixed without guessing.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 use std::path::PathBuf;
 
@@ -8,8 +10,11 @@ use std::path::PathBuf;
 /// for the whole file; `line N` for a syntax error), and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
+    /// The file the user wrote that holds the problem.
     pub file: PathBuf,
+    /// Where in the file: a field path, `(file)`, or `line N`.
     pub field: String,
+    /// What is wrong, for the user to read.
     pub message: String,
 }
 

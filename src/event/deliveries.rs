@@ -5,6 +5,8 @@
 //! to the receivers that had not taken them: a crash between a send and its receipt loses no
 //! message and delivers none twice.
 
+#![warn(missing_docs)]
+
 use crate::ids::AgentId;
 use crate::message::Message;
 use serde::{Deserialize, Serialize};
@@ -15,7 +17,9 @@ use std::sync::Arc;
 /// routed again after a restart).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InFlight {
+    /// The number SyncState gave the message as it routed it.
     pub message_no: u64,
+    /// The message itself.
     pub message: Arc<Message>,
     /// The receivers that have not taken it, in the message's order.
     pub pending: Vec<AgentId>,
@@ -46,6 +50,8 @@ pub struct Deliveries {
 }
 
 impl Deliveries {
+    /// The ledger after a restart, from the messages still in flight and the newest number
+    /// routed.
     pub fn restore(in_flight: Vec<InFlight>, last_no: u64) -> Self {
         let mut d = Deliveries {
             last_no,
@@ -130,6 +136,7 @@ impl Deliveries {
         self.in_flight.len()
     }
 
+    /// The newest message number routed.
     pub fn last_no(&self) -> u64 {
         self.last_no
     }

@@ -3,6 +3,8 @@
 //! owner holds), and merged into a state as clients read it (`started_at`, `ended_at`, ms since
 //! the Unix epoch), so the console and REST can show durations, elapsed times and timelines.
 
+#![warn(missing_docs)]
+
 use super::{Change, StageChange, StepChange, TaskChange};
 use crate::ids::{StageId, StepId, TaskId};
 use crate::state::ExecutionState;
@@ -10,10 +12,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::hash::Hash;
 
+/// When one step, stage or task started and ended, as far as known.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Times {
+    /// When it started (ms since the Unix epoch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<i64>,
+    /// When it ended (ms since the Unix epoch), once it is over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<i64>,
 }
@@ -57,14 +62,17 @@ impl Clock {
         }
     }
 
+    /// The step's times, if it is timed.
     pub fn step(&self, id: &StepId) -> Option<Times> {
         self.steps.get(id).copied()
     }
 
+    /// The stage's times, if it is timed.
     pub fn stage(&self, id: &StageId) -> Option<Times> {
         self.stages.get(id).copied()
     }
 
+    /// The task's times, if it is timed.
     pub fn task(&self, id: &TaskId) -> Option<Times> {
         self.tasks.get(id).copied()
     }
@@ -74,6 +82,7 @@ impl Clock {
         self.steps.len() + self.stages.len() + self.tasks.len()
     }
 
+    /// Whether it times nothing.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -90,6 +99,7 @@ impl Clock {
         self.tasks.retain(|id, _| task(id));
     }
 
+    /// The clock as the store keeps it, each list sorted by id.
     pub fn record(&self) -> TimesRecord {
         fn list<K: Clone + Ord>(m: &HashMap<K, Times>) -> Vec<(K, Times)> {
             let mut v: Vec<_> = m.iter().map(|(k, t)| (k.clone(), *t)).collect();
@@ -103,6 +113,7 @@ impl Clock {
         }
     }
 
+    /// The clock again from the store's record.
     pub fn restore(r: TimesRecord) -> Self {
         Clock {
             steps: r.steps.into_iter().collect(),
@@ -115,8 +126,11 @@ impl Clock {
 /// The clock as the store keeps it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimesRecord {
+    /// The steps' times.
     pub steps: Vec<(StepId, Times)>,
+    /// The stages' times.
     pub stages: Vec<(StageId, Times)>,
+    /// The tasks' times.
     pub tasks: Vec<(TaskId, Times)>,
 }
 

@@ -13,8 +13,11 @@ pub type WorkingMemory = BTreeMap<TaskId, BTreeMap<StageRef, Vec<StepId>>>;
 /// The LLM settings an agent shows (never the API key itself).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LlmSettings {
+    /// The provider that serves the model (`openai`, `scripted`, …).
     pub provider: String,
+    /// The model's name at that provider.
     pub model: String,
+    /// The endpoint, when the provider's default is not used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
 }
@@ -22,19 +25,28 @@ pub struct LlmSettings {
 /// Settings of a human agent (its password is never part of its state).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HumanConfig {
+    /// The person's name as the console shows it.
     pub display_name: String,
 }
 
 /// One message in a human agent's private conversation with another agent.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PrivateMessage {
+    /// The task the message belongs to.
     pub task_id: TaskId,
+    /// Who sent it (the human or the other agent).
     pub sender_id: AgentId,
+    /// The message text.
     pub content: String,
+    /// The stage it belongs to, or `no_relative`.
     pub stage_relative: StageRef,
+    /// When, as `%Y-%m-%d %H:%M:%S` local time.
     pub timestamp: String,
+    /// Whether the sender asks for a reply.
     pub need_reply: bool,
+    /// Whether the sender waits for the reply (holds a wait id for it).
     pub waiting: bool,
+    /// The wait id this message answers, if it is a reply to a waiting message.
     pub return_waiting_id: Option<WaitId>,
     /// For a message the human must answer: whether the human has answered it.
     #[serde(default)]
@@ -47,7 +59,9 @@ pub struct PrivateMessage {
 /// A human agent's private conversations and global notices.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConversationPool {
+    /// The private conversations, by the other agent, oldest message first.
     pub conversation_privates: BTreeMap<AgentId, Vec<PrivateMessage>>,
+    /// Notices for the person (e.g. "agent X waits for your reply"), newest last.
     pub global_messages: Vec<String>,
     /// Notices dropped from the front of `global_messages` (only the newest are kept), so a
     /// reader can number every notice ever received (the console's "new" count).
@@ -60,21 +74,33 @@ pub struct ConversationPool {
 /// the whole of an agent as an `event::AgentRecord`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
+    /// The agent's id, unique in the team.
     pub agent_id: AgentId,
+    /// Its display name.
     pub name: String,
+    /// Its role in the team, as teammates and prompts see it.
     pub role: String,
+    /// What it is and can do, in prose, for its prompts and for managers choosing agents.
     pub profile: String,
+    /// Idle, working or waiting, derived from its queue and step lock.
     pub working_state: WorkingState,
+    /// Its model's settings (LLM agents only).
     pub llm_config: Option<LlmSettings>,
+    /// Its person's settings (human agents only).
     pub human_config: Option<HumanConfig>,
+    /// The unfinished work it holds, by task and stage.
     pub working_memory: WorkingMemory,
     /// `{"%Y%m%dT%H%M%S": markdown}`, written only through [`AgentState::apply_memory_ops`].
     pub persistent_memory: BTreeMap<String, String>,
+    /// Its steps in execution order and the ones still to run.
     #[serde(skip_deserializing)]
     pub agent_step: AgentStep,
+    /// The waits it holds for replies; it starts no step while one is held.
     #[serde(skip_deserializing)]
     pub step_lock: StepLock,
+    /// The skills it may run.
     pub skills: Vec<Skill>,
+    /// The MCP servers it may call, by name.
     pub tools: Vec<String>,
     /// The agent template this agent was created from by a manager (agent_manager), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,6 +109,7 @@ pub struct AgentState {
     /// observer sees agent states); only its owner reads it, via `/api/human/{id}/conversations`.
     #[serde(skip)]
     pub conversation_pool: Option<ConversationPool>,
+    /// Tokens its steps spent, summed.
     pub token_usage: TokenUsage,
     /// Paused by an operator: it finishes the step it runs, keeps taking messages and queuing
     /// steps, and starts none until resumed.
@@ -135,7 +162,9 @@ pub struct AgentState {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryOp {
+    /// Store this text under a new timestamp key.
     Add(String),
+    /// Remove the entry under this key.
     Delete(String),
 }
 
@@ -145,6 +174,7 @@ pub fn memory_key(t: NaiveDateTime) -> String {
 }
 
 impl AgentState {
+    /// A new idle agent with no model, person, skills, tools, memory or steps yet.
     pub fn new(agent_id: AgentId, name: String, role: String, profile: String) -> Self {
         AgentState {
             agent_id,

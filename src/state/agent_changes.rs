@@ -128,6 +128,8 @@ impl AgentState {
         self.agent_step.get(&id).cloned()
     }
 
+    /// Records an update to one of its steps, its texts capped to `step_chars`; nothing if the
+    /// agent does not hold the step.
     pub fn update_step(&mut self, id: &StepId, mut update: StepUpdate) {
         if self.agent_step.get(id).is_some() {
             if let Some(v) = &mut update.instruction_content {
@@ -332,6 +334,7 @@ impl AgentState {
         true
     }
 
+    /// Releases those of `ids` its step lock holds, whoever they wait for.
     pub fn release_waits(&mut self, ids: &[WaitId]) {
         let ids: Vec<WaitId> = ids
             .iter()
@@ -375,6 +378,7 @@ impl AgentState {
         }
     }
 
+    /// Adds tokens spent to the agent's total (nothing for an empty usage).
     pub fn add_tokens(&mut self, usage: TokenUsage) {
         if usage != TokenUsage::default() {
             self.emit(Change::Agent(AgentChange::Tokens {
@@ -395,6 +399,7 @@ impl AgentState {
         }
     }
 
+    /// The agent no longer owes a summary in this stage.
     pub fn close_goal(&mut self, task: &TaskId, stage: &StageId) {
         if self.open_goals.contains(&(task.clone(), stage.clone())) {
             self.emit(Change::Agent(AgentChange::GoalClosed {

@@ -10,6 +10,7 @@ use crate::ids::{StageRef, StepId, TaskId};
 use serde::{Serialize, Serializer};
 use std::collections::VecDeque;
 
+/// The agent's `agent_step`: every step in execution order, and the queue of those to run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AgentStep {
     step_list: Vec<StepState>,
@@ -43,10 +44,12 @@ impl AgentStep {
         }
     }
 
+    /// The list, the queue and the ids cut loose, as the store keeps them.
     pub fn parts(&self) -> (&[StepState], &VecDeque<StepId>, &[StepId]) {
         (&self.step_list, &self.todo, &self.cut_loose)
     }
 
+    /// Every step, in execution order (`step_list`).
     pub fn steps(&self) -> &[StepState] {
         &self.step_list
     }
@@ -62,14 +65,17 @@ impl AgentStep {
         })
     }
 
+    /// The ids still to run, next first (`todo`).
     pub fn todo(&self) -> impl Iterator<Item = &StepId> {
         self.todo.iter()
     }
 
+    /// How many steps are still to run.
     pub fn todo_len(&self) -> usize {
         self.todo.len()
     }
 
+    /// The step of this id, if the agent holds it.
     pub fn get(&self, id: &StepId) -> Option<&StepState> {
         self.step_list.iter().find(|s| &s.step_id == id)
     }
@@ -145,6 +151,7 @@ impl AgentStep {
         })
     }
 
+    /// Whether the step was cut loose from its finished stage or task.
     #[cfg(test)]
     pub fn is_cut_loose(&self, id: &StepId) -> bool {
         self.cut_loose.contains(id)

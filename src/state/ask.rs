@@ -19,20 +19,30 @@ pub enum Ask {
     /// Free text.
     Text,
     /// One of `options`.
-    Select { options: Vec<String> },
+    Select {
+        /// The choices offered, in order.
+        options: Vec<String>,
+    },
     /// A JSON object with these fields.
-    Form { fields: Vec<AskField> },
+    Form {
+        /// The form's fields, in order.
+        fields: Vec<AskField>,
+    },
 }
 
 /// One field of a form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AskField {
+    /// The field's key in the answer object.
     pub key: String,
+    /// What the person reads beside the field; the key when empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub label: String,
+    /// The type its value must have (`type` on the wire).
     #[serde(rename = "type", default)]
     pub kind: FieldKind,
+    /// Whether an answer must fill it.
     #[serde(default)]
     pub required: bool,
     /// The allowed values of a `select` field.
@@ -41,6 +51,7 @@ pub struct AskField {
     /// Bounds of a `number` field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
+    /// Upper bound of a `number` field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
 }
@@ -49,35 +60,55 @@ pub struct AskField {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldKind {
+    /// A string.
     #[default]
     Text,
+    /// A number, within the field's bounds if it has them.
     Number,
+    /// `true` or `false`.
     Boolean,
+    /// One of the field's options.
     Select,
 }
 
+/// Why a question cannot be asked, or why a person's answer does not fit it.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum AskError {
+    /// A choice has too few, too many, empty or repeated options.
     #[error("a choice needs 2 to {MAX_CHOICES} different, non-empty options")]
     BadOptions,
+    /// A form has no fields, too many, or empty or repeated keys.
     #[error("a form needs 1 to {MAX_CHOICES} fields, each with a different, non-empty key")]
     BadFields,
+    /// A select field (named) has fewer than two options.
     #[error("form field `{0}` is a select field without 2 or more options")]
     FieldOptions(String),
+    /// A number field (named) has its min above its max.
     #[error("form field `{0}` has a min above its max")]
     BadBounds(String),
+    /// An option, key or label is too long.
     #[error("options, keys and labels are at most {MAX_LABEL_CHARS} characters")]
     TooLong,
+    /// The answer is empty.
     #[error("the answer is empty")]
     Empty,
+    /// The answer is over the length an answer may have.
     #[error("the answer is longer than {MAX_ANSWER_CHARS} characters")]
     AnswerTooLong,
+    /// A choice was answered with something not offered (the options listed).
     #[error("the answer must be one of the options: {0}")]
     NotAnOption(String),
+    /// A form was answered with something other than a JSON object (why).
     #[error("the answer to a form must be a JSON object of its fields: {0}")]
     NotAForm(String),
+    /// A form field's value does not fit it.
     #[error("form field `{field}`: {why}")]
-    BadField { field: String, why: String },
+    BadField {
+        /// The field's key.
+        field: String,
+        /// What is wrong with its value.
+        why: String,
+    },
 }
 
 impl Ask {

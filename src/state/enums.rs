@@ -7,10 +7,14 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutionState {
+    /// Created, not started yet.
     #[default]
     Init,
+    /// Under way: a stage is the active one of its task.
     Running,
+    /// Ended with its goal judged met.
     Finished,
+    /// Ended without reaching its goal (a retried stage, a task closed as failed).
     Failed,
     /// Stopped by a person (`POST /api/task/{id}/cancel`).
     Cancelled,
@@ -30,15 +34,20 @@ impl ExecutionState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum StepExecutionState {
+    /// Created in the queue, not started yet.
     #[default]
     Init,
+    /// Not started yet: waits for the steps it depends on.
     Pending,
+    /// Being executed now.
     Running,
     /// A tool call or a plan waits for a person's approval (see `agent::approval`).
     WaitingForApproval,
     /// A tool call waits for a person to fill in arguments (see `agent::params`).
     WaitingForParam,
+    /// Ran to its end; its result is recorded.
     Finished,
+    /// Could not be carried out; the failure is recorded.
     Failed,
     /// Set aside: a person cancelled it (see `agent::cancel`), or its stage or task ended while
     /// it ran.
@@ -54,6 +63,7 @@ impl StepExecutionState {
         )
     }
 
+    /// Finished, failed or cancelled: the step will not run again.
     pub fn is_over(self) -> bool {
         matches!(
             self,
@@ -68,9 +78,12 @@ impl StepExecutionState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkingState {
+    /// No step running and none to run.
     #[default]
     Idle,
+    /// Running a step, or has steps to run.
     Working,
+    /// Held by its step lock (a reply it waits for) or by a person's decision.
     Waiting,
 }
 
@@ -78,10 +91,14 @@ pub enum WorkingState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum StageAgentState {
+    /// Allocated in the stage, not working in it yet.
     #[default]
     Idle,
+    /// Working towards its goal in the stage.
     Working,
+    /// Done: it submitted its completion summary.
     Finished,
+    /// Cannot go on in the stage: a step of it failed.
     Failed,
 }
 

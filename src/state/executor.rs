@@ -8,22 +8,36 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Skill {
+    /// Plans the agent's steps towards its goal in a stage (`<planned_step>`).
     Planning,
+    /// Looks back on the work and plans corrective steps, or a `summary` when done.
     Reflection,
+    /// Writes the agent's completion summary of a stage.
     Summary,
+    /// Writes the next tool step's `instruction_content` (`<tool_instruction>`).
     InstructionGeneration,
+    /// Thinks about the stage's history (`<think>`).
     Think,
+    /// Thinks without history (`<quick_think>`).
     QuickThink,
+    /// Inserts the next steps, outside any stage's plan.
     Decision,
+    /// Sends a message, or asks for more information first (`<send_message>`).
     SendMessage,
+    /// Digests a received message, optionally inserting a decision step.
     ProcessMessage,
+    /// Manages tasks: add_task, add_stage, finish_stage, finish_task, retry_stage.
     TaskManager,
+    /// Manages agents: init_new_agent, add_task_participant.
     AgentManager,
+    /// Asks SyncState one of the ask_info queries and waits for the answer.
     AskInfo,
+    /// After a tool step, decides whether and how to go on with the tool.
     ToolDecision,
 }
 
 impl Skill {
+    /// Every skill, in the SPEC's order.
     pub const ALL: [Skill; 13] = [
         Skill::Planning,
         Skill::Reflection,
@@ -40,6 +54,7 @@ impl Skill {
         Skill::ToolDecision,
     ];
 
+    /// The skill's wire name (`planning`, `quick_think`, …).
     pub fn name(self) -> &'static str {
         match self {
             Skill::Planning => "planning",
@@ -108,11 +123,14 @@ impl FromStr for Skill {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "executor", rename_all = "snake_case")]
 pub enum Executor {
+    /// A skill step, run by one of the thirteen skills.
     Skill(Skill),
+    /// A tool step, run on the MCP server of this name.
     Tool(String),
 }
 
 impl Executor {
+    /// The skill, for a skill step; `None` for a tool step.
     pub fn skill(&self) -> Option<Skill> {
         match self {
             Executor::Skill(s) => Some(*s),

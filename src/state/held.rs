@@ -12,6 +12,7 @@ const ITEM: usize = 160;
 
 /// The bytes an item holds in memory, roughly.
 pub trait Held {
+    /// Its texts' bytes plus the fixed allowance per item, as counted against the budget.
     fn held_bytes(&self) -> usize;
 }
 

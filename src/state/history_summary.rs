@@ -7,8 +7,12 @@ use serde::{Deserialize, Serialize};
 /// A stage's older history in a few sentences, covering its executed steps up to `upto`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistorySummary {
+    /// The task of the summed-up stage.
     pub task_id: TaskId,
+    /// The stage whose history it covers, or `no_relative`.
     pub stage_id: StageRef,
+    /// The last executed step it covers.
     pub upto: StepId,
+    /// The summary, as the agent's model wrote it.
     pub text: String,
 }

@@ -6,6 +6,7 @@ use crate::ids::{AgentId, StageId, StepId};
 use crate::notice::Notice;
 use serde::{Deserialize, Serialize};
 
+/// Why a step exists: the message, plan, stage start or runtime event that put it in the queue.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StepOrigin {
@@ -14,12 +15,19 @@ pub enum StepOrigin {
     #[default]
     Unknown,
     /// A message from `from` to digest (process_message).
-    Message { from: AgentId },
+    Message {
+        /// The message's sender.
+        from: AgentId,
+    },
     /// A message from `from` that is owed a reply (send_message).
-    Reply { from: AgentId },
+    Reply {
+        /// The sender awaiting the reply.
+        from: AgentId,
+    },
     /// A message that asks a manager to act: a person's goal or a task's notice. Ending such
     /// a step without acting would leave the work waiting for ever.
     Act {
+        /// Who asks: a person, or the runtime sender of the notice.
         from: AgentId,
         /// The notice acted on; none for a person's goal.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,19 +37,37 @@ pub enum StepOrigin {
         second_try: bool,
     },
     /// A stage started with the agent in it: plan for `goal`.
-    StageStart { stage_id: StageId, goal: String },
+    StageStart {
+        /// The stage that started.
+        stage_id: StageId,
+        /// The agent's goal in it.
+        goal: String,
+    },
     /// Planned by the step `by` (planning, reflection, decision).
-    Planned { by: StepId },
+    Planned {
+        /// The step whose plan holds this one.
+        by: StepId,
+    },
     /// The agent's last step failed and it had nothing left to run in the stage.
-    Recovery { after: StepId },
+    Recovery {
+        /// The step that failed.
+        after: StepId,
+    },
     /// Every planned step of the stage ran and no summary was written.
     ClosingReflection,
     /// One call of the native tool loop of step `parent`.
-    ToolCall { parent: StepId },
+    ToolCall {
+        /// The step running the tool loop.
+        parent: StepId,
+    },
     /// A tool returned: decide whether and how to go on using it.
-    ToolDecision { tool_name: String },
+    ToolDecision {
+        /// The tool that returned.
+        tool_name: String,
+    },
     /// A reply the agent waited for from `from` did not come before the wait's deadline.
     NoReply {
+        /// The receiver that did not answer, if known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         from: Option<AgentId>,
     },

@@ -14,22 +14,27 @@ pub const KEY: &str = "waiting_for_plan_check";
 /// A plan waiting for a person: an agent's steps, or a manager's stages for a task.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanCheck {
+    /// The steps an agent's plan would add (empty for a manager's stages).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<PlannedStep>,
     /// The stages an `add_stage` would add (`tool_approval.check_stages`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<StagesPlan>,
+    /// The hash of the plan, which a person's verdict names so it applies to this exact plan.
     pub plan_hash: String,
 }
 
 /// The stages a manager's `add_stage` proposes for a task.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StagesPlan {
+    /// The task the stages are for.
     pub task_id: TaskId,
+    /// The proposed stages, in order.
     pub stages: Vec<StagePlan>,
 }
 
 impl PlanCheck {
+    /// An agent's planned steps, waiting.
     pub fn new(steps: Vec<PlannedStep>) -> Self {
         let plan_hash = plan_hash(&steps);
         PlanCheck {

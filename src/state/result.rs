@@ -11,6 +11,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// A step's `execute_result`: its output plus the runtime's typed facts about it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepResult {
     /// What the skill parsed (`think`, `planned_step`, …) or the tool returned, and what a
@@ -33,15 +34,19 @@ pub struct StepResult {
 /// One answer that could not be used.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Try {
+    /// Why it could not be used.
     pub error: String,
+    /// The model's answer as it came.
     pub answer: String,
 }
 
 /// Who cancelled a step and why (`by` is absent when the runtime did, as its work ended).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cancelled {
+    /// The person who cancelled it; absent when the runtime did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<AgentId>,
+    /// Why it was cancelled.
     pub reason: String,
 }
 

@@ -6,19 +6,27 @@ use crate::ids::{AgentId, StageId, TaskId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// One stage of a task (SPEC §2 StageState); SyncState is its only writer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageState {
+    /// The task the stage belongs to.
     pub task_id: TaskId,
+    /// The stage's own id, unique across tasks.
     pub stage_id: StageId,
+    /// The stage's sub-goal.
     pub stage_intention: String,
     /// `{agent_id: that agent's goal in this stage}`.
     pub agent_allocation: BTreeMap<AgentId, String>,
+    /// Where the stage is in its lifecycle.
     pub execution_state: ExecutionState,
+    /// Each allocated agent's progress in the stage.
     pub every_agent_state: BTreeMap<AgentId, StageAgentState>,
+    /// The completion summaries submitted so far, by agent.
     pub completion_summary: BTreeMap<AgentId, String>,
 }
 
 impl StageState {
+    /// A new stage in `init`, with a fresh id and every allocated agent idle.
     pub fn new(
         task_id: TaskId,
         stage_intention: String,
@@ -70,6 +78,7 @@ impl StageState {
             })
     }
 
+    /// Whether every allocated agent submitted its completion summary.
     pub fn is_complete(&self) -> bool {
         !self.agent_allocation.is_empty()
             && self

@@ -9,7 +9,9 @@ use serde_json::Value;
 /// they cost when the model's config gives its price (`cost_per_1k_*`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TokenUsage {
+    /// Tokens sent to the model (the prompts).
     pub prompt_tokens: u64,
+    /// Tokens the model answered with.
     pub completion_tokens: u64,
     /// USD, priced by the model that spent the tokens (0 when it has no price).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -21,6 +23,7 @@ fn is_zero(x: &f64) -> bool {
 }
 
 impl TokenUsage {
+    /// A usage of these counts, without a price.
     pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Self {
         TokenUsage {
             prompt_tokens,
@@ -29,6 +32,7 @@ impl TokenUsage {
         }
     }
 
+    /// Adds `other` to this running total (tokens and cost).
     pub fn add(&mut self, other: TokenUsage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
@@ -46,6 +50,7 @@ impl TokenUsage {
         }
     }
 
+    /// Prompt and completion tokens together.
     pub fn total(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }
@@ -56,7 +61,9 @@ impl TokenUsage {
 /// cannot deliver, still returns the wait id so the sender is never left blocked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReplyTo {
+    /// The sender being answered.
     pub agent_id: AgentId,
+    /// The wait id to return, if that sender waits for the reply.
     pub wait_id: Option<WaitId>,
 }
 
@@ -74,26 +81,36 @@ pub struct ModelWait {
 /// One step of one agent (SPEC §2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepState {
+    /// The task the step works for.
     pub task_id: TaskId,
+    /// Its stage, or `no_relative` for a step outside any stage.
     pub stage_id: StageRef,
+    /// The agent that runs this step.
     pub agent_id: AgentId,
+    /// The step's own id.
     pub step_id: StepId,
+    /// What the step is meant to achieve, in a line.
     pub step_intention: String,
     /// Why the step exists: what the runtime decides on (the intention and text are for the
     /// prompt and for people).
     #[serde(default)]
     pub origin: StepOrigin,
+    /// What runs it: a skill or an MCP server (`type` and `executor` on the wire).
     #[serde(flatten)]
     pub executor: Executor,
+    /// Where the step is in its lifecycle.
     pub execution_state: StepExecutionState,
+    /// The step's input text for its skill (what to plan, think about, send, …).
     pub text_content: String,
     /// The tool call to make (tool steps), filled by instruction_generation.
     pub instruction_content: Option<Value>,
     /// What the skill parsed or the tool returned, and the runtime's facts about the step
     /// (why it failed, its re-asks, who cancelled it).
     pub execute_result: Option<StepResult>,
+    /// Tokens the step's model calls spent.
     #[serde(default)]
     pub token_usage: TokenUsage,
+    /// For a send_message step that answers a message: whom it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<ReplyTo>,
     /// A manager's second try at a goal or notice after SyncState refused its first answer:
@@ -117,6 +134,7 @@ impl StepState {
         format!("{}\n{}", self.step_intention, self.text_content)
     }
 
+    /// A new step in `init`, with a fresh id, no result and an unknown origin.
     pub fn new(
         task_id: TaskId,
         stage_id: StageRef,
@@ -166,14 +184,18 @@ impl StepState {
 /// A step as a plan names it (the JSON objects inside `<planned_step>`), before it gets ids.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlannedStep {
+    /// What the planned step is meant to achieve.
     pub step_intention: String,
+    /// What is to run it: a skill or an MCP server.
     #[serde(flatten)]
     pub executor: Executor,
+    /// The input text for its skill.
     #[serde(default)]
     pub text_content: String,
 }
 
 impl PlannedStep {
+    /// A planned step run by `executor`.
     pub fn new(
         executor: Executor,
         step_intention: impl Into<String>,

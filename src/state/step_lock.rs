@@ -13,8 +13,11 @@ use std::time::Duration;
 /// One wait on the lock.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Wait {
+    /// The wait id a reply must return to release the wait.
     pub id: WaitId,
+    /// The task it was taken in; finishing the task frees it.
     pub task: TaskId,
+    /// The stage it was taken in; finishing the stage frees it.
     pub stage: StageRef,
     /// The one whose reply releases it. `None` only for a wait stored before waits named it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,7 +32,9 @@ pub struct Wait {
 /// (`waits:` in the team file): people get longer than agents.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WaitPatience {
+    /// How long a wait for a person's reply lasts.
     pub human: Duration,
+    /// How long a wait for an agent's reply lasts.
     pub agent: Duration,
     /// How long a step waits for its model's endpoint to answer again (`waits.model_secs`).
     pub model: Duration,
@@ -59,6 +64,7 @@ impl WaitPatience {
     }
 }
 
+/// The agent's `step_lock`: the waits it holds; it runs no step while one is held.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepLock {
     waits: Vec<Wait>,
@@ -72,22 +78,27 @@ impl StepLock {
         }
     }
 
+    /// The waits held, oldest first.
     pub fn waits(&self) -> &[Wait] {
         &self.waits
     }
 
+    /// Whether no wait is held (the agent may run its next step).
     pub fn is_empty(&self) -> bool {
         self.waits.is_empty()
     }
 
+    /// How many waits are held.
     pub fn len(&self) -> usize {
         self.waits.len()
     }
 
+    /// The wait ids held.
     pub fn ids(&self) -> impl Iterator<Item = &WaitId> {
         self.waits.iter().map(|w| &w.id)
     }
 
+    /// Whether the wait `id` is held, whoever it waits for.
     pub fn holds(&self, id: &WaitId) -> bool {
         self.waits.iter().any(|w| &w.id == id)
     }

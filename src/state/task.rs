@@ -11,40 +11,58 @@ use std::sync::Arc;
 /// One line of the task's shared info pool: what an agent did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SharedInfo {
+    /// The agent that shared it.
     pub agent_id: AgentId,
+    /// That agent's role.
     pub role: String,
+    /// The stage it was shared in, or `no_relative`.
     pub stage_id: StageRef,
+    /// What was shared.
     pub content: String,
+    /// When, as `%Y-%m-%d %H:%M:%S` local time.
     pub timestamp: String,
 }
 
 /// One delivered message in the task's conversation pool.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConversationEntry {
+    /// When it was delivered, as `%Y-%m-%d %H:%M:%S` local time.
     pub timestamp: String,
     /// Shared with the receivers' deliveries and every reader's copy (never copied).
     pub message: Arc<Message>,
 }
 
+/// One task (SPEC §2 TaskState); SyncState is its only writer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskState {
+    /// The task's own id.
     pub task_id: TaskId,
+    /// A short name for people.
     pub task_name: String,
+    /// The task's goal.
     pub task_intention: String,
+    /// The agent that manages the task: splits it into stages and judges them.
     pub task_manager: AgentId,
+    /// The agents taking part, the manager first.
     pub task_group: Vec<AgentId>,
+    /// What its agents shared, oldest first (capped).
     pub shared_info_pool: VecDeque<SharedInfo>,
+    /// Every message delivered in the task, oldest first (capped).
     pub shared_conversation_pool: VecDeque<ConversationEntry>,
     /// How many of the oldest shared-info lines and conversation entries left memory (the
     /// pools of a long-lived task are capped).
     #[serde(default)]
     pub shared_info_omitted: u64,
+    /// How many of the oldest conversation entries left memory.
     #[serde(default)]
     pub shared_conversation_omitted: u64,
     /// Stage ids in execution order; the stages themselves are published as stage state.
     pub stage_list: Vec<StageId>,
+    /// Where the task is in its lifecycle.
     pub execution_state: ExecutionState,
+    /// What the task gave, as its manager summed it up in `finish_task`.
     pub task_summary: Option<String>,
+    /// Tokens its steps spent, summed.
     #[serde(default)]
     pub token_usage: TokenUsage,
     /// Paused by an operator: its agents start none of its steps until it is resumed.
@@ -56,6 +74,7 @@ pub struct TaskState {
 }
 
 impl TaskState {
+    /// A new task in `init`, its group holding only its manager.
     pub fn new(
         task_id: TaskId,
         task_name: String,
