@@ -43,9 +43,10 @@ pub struct Message {
     /// against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask: Option<crate::state::Ask>,
-    /// What the runtime reads from a message of its own: a notice or an instruction.
+    /// What the runtime reads from a message of its own: a notice or an instruction (boxed:
+    /// most messages carry none, and a message is moved and queued by the thousand).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<MessageBody>,
+    pub body: Option<Box<MessageBody>>,
 }
 
 /// The typed content of a message the runtime sends (`[TaskState]`): only the runtime sets it,
@@ -91,7 +92,7 @@ impl Message {
         notice: Notice,
     ) -> Self {
         Message {
-            body: Some(MessageBody::Notice(notice.clone())),
+            body: Some(Box::new(MessageBody::Notice(notice.clone()))),
             ..Self::notice(task_id, sender, receiver, stage, notice.render())
         }
     }
@@ -105,14 +106,14 @@ impl Message {
         i: &Instruction,
     ) -> Self {
         Message {
-            body: Some(MessageBody::Instruction(i.clone())),
+            body: Some(Box::new(MessageBody::Instruction(i.clone()))),
             ..Self::notice(task_id, sender, receiver, stage, i.render())
         }
     }
 
     /// The notice the message carries, if the runtime sent one.
     pub fn notice_body(&self) -> Option<&Notice> {
-        match &self.body {
+        match self.body.as_deref() {
             Some(MessageBody::Notice(n)) => Some(n),
             _ => None,
         }
@@ -120,7 +121,7 @@ impl Message {
 
     /// The instruction the message carries, if the runtime sent one.
     pub fn instruction_body(&self) -> Option<&Instruction> {
-        match &self.body {
+        match self.body.as_deref() {
             Some(MessageBody::Instruction(i)) => Some(i),
             _ => None,
         }
@@ -247,7 +248,7 @@ impl Message {
             .and_then(|(_, rest)| rest.split_once("</instruction>"))
             .map(|(json, _)| json);
         if let Some(i) = json.and_then(|j| serde_json::from_str(j).ok()) {
-            self.body = Some(MessageBody::Instruction(i));
+            self.body = Some(Box::new(MessageBody::Instruction(i)));
         }
     }
 }
