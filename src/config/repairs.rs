@@ -9,12 +9,39 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// `repairs:` as written.
-#[derive(Debug, Deserialize, Clone)]
-#[serde(untagged)]
+/// `repairs:` as written: a preset's name, or a map.
+#[derive(Debug, Clone)]
 pub enum RawRepairs {
     Preset(Preset),
     Map(RawRepairMap),
+}
+
+/// A preset's name that is none says which there are; a map is read field by field (an
+/// unknown field is named).
+impl<'de> Deserialize<'de> for RawRepairs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = RawRepairs;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a preset (strict, auto or small_model) or a map")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawRepairs, E> {
+                Preset::deserialize(serde::de::value::StrDeserializer::<E>::new(v))
+                    .map(RawRepairs::Preset)
+                    .map_err(|_| {
+                        E::custom(format!(
+                            "`{v}` is not a repairs preset: strict, auto or small_model"
+                        ))
+                    })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<RawRepairs, A::Error> {
+                RawRepairMap::deserialize(serde::de::value::MapAccessDeserializer::new(m))
+                    .map(RawRepairs::Map)
+            }
+        }
+        d.deserialize_any(Either)
+    }
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]
@@ -112,6 +139,19 @@ mod tests {
         assert_eq!(
             (t.repairs.reasks(), t.repairs.thresholds.stage_runs),
             (1, 5)
+        );
+    }
+
+    #[test]
+    fn a_preset_that_is_none_says_which_there_are() {
+        let dir = tmp("repairs-preset");
+        let e = load_team(&write(&dir, "a.yaml", &format!("{HEAD}repairs: strikt\n"))).unwrap_err();
+        let problems = e.problems();
+        assert!(
+            problems.iter().any(|p| p.field.starts_with("repairs")
+                && p.message
+                    .contains("`strikt` is not a repairs preset: strict, auto or small_model")),
+            "{problems:?}"
         );
     }
 
