@@ -272,8 +272,7 @@ fn render_no_stage_left(task_id: &TaskId, intention: &str, stages: &[StageReport
 }
 
 /// `text` with every line indented by `by` spaces: a summary of several lines (a composed one
-/// lists results) stays inside its agent's entry instead of reading as entries of its own (a
-/// 1.5B manager took such lines for stages and planned each again).
+/// lists results) stays inside its agent's entry instead of reading as entries of its own.
 fn indented(text: &str, by: usize) -> String {
     let pad = " ".repeat(by);
     text.lines()

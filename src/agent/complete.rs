@@ -271,8 +271,7 @@ fn note_repair(agent: &mut AgentState, step_id: &StepId, fired: Fired) {
 
 /// The repairs a reply gets before its skill reads it: an answer the provider stopped in a
 /// loop is recorded (`loop_cut`), and a constrained one stopped inside its JSON is closed where
-/// it stopped (`closed_json`): a small model that loops once inside a string would most often
-/// loop again when asked again.
+/// it stopped (`closed_json`), rather than asked again into the same loop.
 fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>) {
     if reply.cut != Some(crate::call::Cut::Repetition) {
         return;

@@ -43,11 +43,11 @@ pub struct ChatRequest {
     pub step_text: String,
     /// Told the answer so far while a provider streams it.
     pub progress: Option<AnswerProgress>,
-    /// Told when the call starts and stops waiting for its endpoint (see [`breaker`]).
+    /// Told when the call starts and stops waiting for its endpoint (see `llm::breaker`).
     pub model_wait: Option<ModelWaitReport>,
     /// How many unusable answers this step's model gave before this request (0 the first
-    /// time). A provider may sample more freely when asking again: the same prompt at the same
-    /// temperature tends to give the same unusable answer (a small model stuck repeating).
+    /// time). Where the repair policy has `reask_temperature` ([`Mending::hotter_retries`]), a
+    /// provider samples more freely when asking again.
     pub retry: u32,
     /// What the provider may do about the model's slips while it answers (the repair policy's
     /// share of the call).

@@ -95,13 +95,7 @@ impl SyncCore {
                         state: old.execution_state,
                     });
                 }
-                let plan = StagePlan {
-                    stage_intention: stage_intention
-                        .clone()
-                        .unwrap_or_else(|| old.stage_intention.clone()),
-                    agent_allocation: agent_allocation.clone(),
-                };
-                self.check_plan(&plan)
+                self.check_plan(&retried(old, stage_intention, agent_allocation))
             }
         }
     }
@@ -130,12 +124,7 @@ impl SyncCore {
                 stage_intention,
             } => {
                 let old = self.stage_of(task_id, stage_id)?;
-                let plan = StagePlan {
-                    stage_intention: stage_intention
-                        .clone()
-                        .unwrap_or_else(|| old.stage_intention.clone()),
-                    agent_allocation: agent_allocation.clone(),
-                };
+                let plan = retried(old, stage_intention, agent_allocation);
                 self.within_runs(&self.tasks[task_id], &plan)
             }
             _ => Ok(()),
@@ -453,4 +442,19 @@ pub(super) fn finish_stage_message(
             stage_id: stage.clone(),
         },
     )
+}
+
+/// The stage a retry_stage runs: its new intention, or the old one when none is given, with
+/// the corrected allocation.
+fn retried(
+    old: &StageState,
+    intention: &Option<String>,
+    allocation: &std::collections::BTreeMap<AgentId, String>,
+) -> StagePlan {
+    StagePlan {
+        stage_intention: intention
+            .clone()
+            .unwrap_or_else(|| old.stage_intention.clone()),
+        agent_allocation: allocation.clone(),
+    }
 }

@@ -39,43 +39,32 @@ pub fn task_created(task: &TaskState, roster: &[Member]) -> Message {
 
 /// Every agent allocated to the stage, with its goal and what it reported.
 fn allocated(stage: &StageState) -> StageReports {
-    let reports = stage
-        .agent_allocation
-        .iter()
-        .take(AGENTS_LISTED)
-        .map(|(a, goal)| Report {
-            agent_id: a.clone(),
-            goal: goal.clone(),
-            summary: stage.completion_summary.get(a).cloned(),
-        })
-        .collect();
-    StageReports {
-        stage_id: stage.stage_id.clone(),
-        stage_intention: stage.stage_intention.clone(),
-        state: stage.execution_state,
-        reports,
-        unlisted: stage.agent_allocation.len().saturating_sub(AGENTS_LISTED),
-    }
+    let reports = stage.agent_allocation.iter().map(|(a, goal)| Report {
+        agent_id: a.clone(),
+        goal: goal.clone(),
+        summary: stage.completion_summary.get(a).cloned(),
+    });
+    listed(stage, reports, stage.agent_allocation.len())
 }
 
 /// The agents of the stage that reported, with what they reported.
 fn reported(stage: &StageState) -> StageReports {
-    let reports = stage
-        .completion_summary
-        .iter()
-        .take(AGENTS_LISTED)
-        .map(|(a, summary)| Report {
-            agent_id: a.clone(),
-            goal: stage.agent_allocation.get(a).cloned().unwrap_or_default(),
-            summary: Some(summary.clone()),
-        })
-        .collect();
+    let reports = stage.completion_summary.iter().map(|(a, summary)| Report {
+        agent_id: a.clone(),
+        goal: stage.agent_allocation.get(a).cloned().unwrap_or_default(),
+        summary: Some(summary.clone()),
+    });
+    listed(stage, reports, stage.completion_summary.len())
+}
+
+/// The stage with the first [`AGENTS_LISTED`] of its `total` reports, the rest counted.
+fn listed(stage: &StageState, reports: impl Iterator<Item = Report>, total: usize) -> StageReports {
     StageReports {
         stage_id: stage.stage_id.clone(),
         stage_intention: stage.stage_intention.clone(),
         state: stage.execution_state,
-        reports,
-        unlisted: stage.completion_summary.len().saturating_sub(AGENTS_LISTED),
+        reports: reports.take(AGENTS_LISTED).collect(),
+        unlisted: total.saturating_sub(AGENTS_LISTED),
     }
 }
 
