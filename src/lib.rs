@@ -1,65 +1,31 @@
 //! # Cohort — an actor-based multi-agent runtime
 //!
-//! # Layout
-//! - [`ids`]: newtype ids (`TaskId`, `StageId`, `AgentId`, `StepId`, `WaitId`) and `StageRef`.
-//! - [`state`]: the four kinds of state, the agent's step queue and lock, lifecycle enums, and
-//!   the changes an agent makes to itself.
-//! - [`event`]: the core vocabulary of change: `Change` (one small typed event per change to a
-//!   task, stage, agent or step), the pure `apply` functions owners and readers share, and
-//!   `States`, a reader's copy of the team.
-//! - [`message`]: `Message` with its typed body (a notice or a runtime instruction),
-//!   `ExecuteOutput`.
-//! - [`notice`]: the typed notices a task sends its manager, and their rendering.
-//! - [`config`]: team files (agents, templates, people, LLMs, retention) checked into
-//!   `TeamConfig`, every problem naming its file and field.
-//! - [`prompt`]: prompt files and the assembly of a skill's prompt from state (pure).
-//! - [`parse`]: LLM answers into typed skill answers (pure, total).
-//! - [`policy`]: a tool call's risk and whether it waits for a person's approval (pure).
-//! - [`skills`]: each skill's interpretation of its answer.
-//! - [`agent`]: the agent's step machine: receiving messages, completing steps, humans.
-//! - [`sync`]: SyncState's core: tasks and stages, execute outputs, instructions, ask_info,
-//!   retention of finished tasks.
-//! - [`actors`]: thin actix shells: agents (on one arbiter per core), SyncState, the
-//!   Dispatcher, the Supervisor, and the System that wires a team.
-//! - [`monitor`]: the reader everything reads through: versions, states, broadcast, snapshots.
-//! - [`store`]: durability: the event log and snapshots on SQLite or Postgres (sqlx).
-//! - [`call`]: a model call and an MCP server call as data (request, reply, tool calls, what
-//!   the provider may mend), read and written by the step machine; made by `llm` and `mcp`.
-//! - [`llm`]: the `ChatModel` trait, the openai and scripted providers, the in-flight cap.
-//! - [`mcp`]: the one shared MCP client; [`bundled`]: the MCP servers shipped in the binary.
-//! - [`api`]: the axum router: human REST API, paged states, the websocket feed.
-//! - [`run`]: `cohort run`, following the change stream to the goal's end.
-//! - [`serve`]: `cohort serve`, the long-running team with its HTTP API.
-//! - [`bench`]: `cohort bench`, every benchmark scenario and its table.
-//! - [`auth`], [`clock`], [`problem`]: password hashes, record timestamps, config problems.
+//! This package is the `cohort` binary (CLI and `cohort bench`) and, as a library, one door to
+//! the workspace's crates under the module names they had in one crate, so a program (or a
+//! test) can write `cohort::state::…` or `cohort::actors::…`:
+//!
+//! | crate | modules |
+//! |---|---|
+//! | `cohort-core` | [`ids`], [`clock`], [`problem`], [`auth`], [`policy`], [`state`], [`event`], [`message`], [`notice`], [`call`], [`prompt`], [`config`], [`parse`], [`skills`], [`agent`], [`sync`] |
+//! | `cohort-llm` | [`llm`] |
+//! | `cohort-mcp` | [`mcp`] |
+//! | `cohort-mcp-servers` | [`bundled`] |
+//! | `cohort-store` | [`store`] |
+//! | `cohort-runtime` | [`actors`], [`monitor`], [`run`] |
+//! | `cohort-server` | [`api`], [`serve`] |
+//! | `cohort` (this one) | [`bench`] |
+//!
+//! README.md ("Crates and layers") draws how they stack.
 
-pub mod actors;
-// Clippy (1.95) asks for let-chains where an `if let` holds an `if`. In the modules being
-// rewritten now (the typed core: agent, event, sync; the agent actor) that is left to their
-// rewrite rather than re-indented under it; drop these allows once it has landed.
-pub mod agent;
-pub mod api;
-pub mod auth;
+pub use cohort_core::{
+    agent, auth, call, clock, config, event, ids, message, notice, parse, policy, problem, prompt,
+    skills, state, sync,
+};
+pub use cohort_llm as llm;
+pub use cohort_mcp as mcp;
+pub use cohort_mcp_servers as bundled;
+pub use cohort_runtime::{actors, monitor, run};
+pub use cohort_server::{api, serve};
+pub use cohort_store as store;
+
 pub mod bench;
-#[path = "../mcp_servers/src/mod.rs"]
-pub mod bundled;
-pub mod call;
-pub mod clock;
-pub mod config;
-pub mod event;
-pub mod ids;
-pub mod llm;
-pub mod mcp;
-pub mod message;
-pub mod monitor;
-pub mod notice;
-pub mod parse;
-pub mod policy;
-pub mod problem;
-pub mod prompt;
-pub mod run;
-pub mod serve;
-pub mod skills;
-pub mod state;
-pub mod store;
-pub mod sync;

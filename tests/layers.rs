@@ -1,6 +1,7 @@
-//! The crate's layers hold: no module imports one above it in a circle (only the model layer's
-//! types, `state`, `event`, `message` and `notice`, refer to each other), and nothing outside
-//! the tests includes a file through `#[path]`.
+//! The workspace's layers hold: no module imports one above it in a circle (only the model
+//! layer's types, `state`, `event`, `message` and `notice`, refer to each other), the pure core
+//! depends on no async runtime, actor, HTTP or database crate, and nothing includes a file
+//! through `#[path]`.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,7 +10,7 @@ use std::process::Command;
 fn no_module_circle_outside_the_model_layer() {
     let out = Command::new("python3")
         .arg("scripts/module-cycles")
-        .arg("src")
+        .arg(".")
         .output()
         .expect("python3 runs scripts/module-cycles");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -32,14 +33,31 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 }
 
 #[test]
-fn actors_and_skills_are_real_modules_not_path_includes() {
+fn no_file_is_included_through_path() {
     let mut files = Vec::new();
-    rust_files(Path::new("src/actors"), &mut files);
-    rust_files(Path::new("src/agent"), &mut files);
-    rust_files(Path::new("src/skills"), &mut files);
+    rust_files(Path::new("src"), &mut files);
+    rust_files(Path::new("crates"), &mut files);
+    rust_files(Path::new("mcp_servers"), &mut files);
+    assert!(files.len() > 100, "{} files", files.len());
     let with_path: Vec<_> = files
         .iter()
         .filter(|f| std::fs::read_to_string(f).unwrap().contains("#[path"))
         .collect();
     assert!(with_path.is_empty(), "{with_path:?}");
+}
+
+#[test]
+fn the_core_depends_on_no_runtime_actor_http_or_database_crate() {
+    let out = Command::new(env!("CARGO"))
+        .args(["tree", "--locked", "--offline", "-p", "cohort-core", "-e", "normal"])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(tree.contains("serde "), "{tree}");
+    let names: Vec<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
+    for banned in ["tokio", "actix", "axum", "sqlx", "hyper", "reqwest", "rmcp", "async-openai"] {
+        assert!(!names.contains(&banned), "cohort-core depends on {banned}:\n{tree}");
+    }
 }

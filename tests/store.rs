@@ -609,8 +609,8 @@ async fn a_store_made_before_compaction_loads_and_shrinks_at_its_first_compactio
     let mut c = sqlx::AnyConnection::connect(&url).await.unwrap();
     c.execute("PRAGMA journal_mode = WAL").await.unwrap();
     for sql in [
-        include_str!("../migrations/0001_events.sql"),
-        include_str!("../migrations/0002_sessions.sql"),
+        include_str!("../crates/cohort-store/migrations/0001_events.sql"),
+        include_str!("../crates/cohort-store/migrations/0002_sessions.sql"),
         "CREATE TABLE cohort_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); \
          INSERT INTO cohort_meta VALUES ('schema_version', '2')",
     ] {

@@ -2,8 +2,8 @@
 //! `list_notes`, `delete_note`), each note also a resource `notes:///KEY`, and a `recall_notes`
 //! prompt that hands an agent the notes under a prefix.
 
-use crate::bundled::notes_store::{Note, NotesError, NotesStore};
-use crate::bundled::uri;
+use crate::notes_store::{Note, NotesError, NotesStore};
+use crate::uri;
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;

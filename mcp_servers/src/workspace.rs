@@ -2,8 +2,8 @@
 //! prompt over the files inside one root folder. Every path goes through the sandbox; a refusal
 //! is a tool error (or, for resources and prompts, an `invalid_params` error) that says why.
 
-use crate::bundled::uri;
-use crate::bundled::workspace_fs::{Bounded, Entry, EntryKind, FsError, Workspace};
+use crate::uri;
+use crate::workspace_fs::{Bounded, Entry, EntryKind, FsError, Workspace};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;

@@ -2,7 +2,7 @@
 //! here, so they are tested directly): read, write, append, list, regex search, and the file
 //! list behind `resources/list`. Outputs are bounded so one call cannot flood an agent's context.
 
-use crate::bundled::sandbox::{Sandbox, SandboxError};
+use crate::sandbox::{Sandbox, SandboxError};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,234 @@
+//! A model call as data: the request a step makes ([`ChatRequest`], with what the provider may
+//! mend of the model's slips, [`Mending`]), the reply it gets ([`ChatReply`], cut short or
+//! whole), the tool calls of a native tool loop, and an MCP server call ([`McpCall`]). The
+//! clients that make these calls are `llm` and `mcp`; the step machine only reads and writes
+//! these types.
+
+pub mod mcp;
+pub mod repetition;
+pub mod structured;
+
+pub use mcp::McpCall;
+
+use crate::ids::{AgentId, StageRef, StepId, TaskId};
+use crate::state::{ModelWait, TokenUsage};
+use std::sync::Arc;
+
+/// One LLM call made by one step.
+#[derive(Clone, Debug)]
+pub struct ChatRequest {
+    /// The fixed part of the prompt (system section, role and permissions): the same for every
+    /// step of the agent, sent as the `system` message.
+    pub system: String,
+    /// The rest of the prompt (current step → history → memory), sent as the `user` message.
+    pub prompt: String,
+    /// The answer's shape as a JSON schema, for providers that can constrain the model by it.
+    pub answer_format: Option<AnswerFormat>,
+    /// Functions the model may call (the native tool loop: an MCP server's tools).
+    pub tools: Vec<ToolSpec>,
+    /// The loop's rounds so far: the calls the model asked for and what they returned.
+    pub rounds: Vec<ToolRound>,
+    /// Who asks and for what, so providers can log and scripts can select a reply.
+    pub agent_id: AgentId,
+    /// The executor name of the step (a skill name).
+    pub skill: String,
+    pub task_id: TaskId,
+    pub stage_id: StageRef,
+    pub step_id: StepId,
+    /// The agent template the asking agent was created from, if any (scripts may key replies
+    /// by template name for agents a manager creates).
+    pub template: Option<String>,
+    /// The step's intention and text: what the step asks for (scripts may choose a reply by
+    /// it).
+    pub step_text: String,
+    /// Told the answer so far while a provider streams it.
+    pub progress: Option<AnswerProgress>,
+    /// Told when the call starts and stops waiting for its endpoint (see `llm::breaker`).
+    pub model_wait: Option<ModelWaitReport>,
+    /// How many unusable answers this step's model gave before this request (0 the first
+    /// time). Where the repair policy has `reask_temperature` ([`Mending::hotter_retries`]), a
+    /// provider samples more freely when asking again.
+    pub retry: u32,
+    /// What the provider may do about the model's slips while it answers (the repair policy's
+    /// share of the call).
+    pub mending: Mending,
+}
+
+/// What a provider may do about a model's slips while it answers, as the team's repair policy
+/// (`policy::repairs`) allows: stop an answer that loops, sample more freely when asking again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mending {
+    /// `loop_cut`: stop an answer that writes one passage again and again.
+    pub loop_cut: Option<repetition::LoopLimits>,
+    /// `reask_temperature`: each re-ask samples more freely.
+    pub hotter_retries: bool,
+}
+
+impl Mending {
+    /// What `repairs` allows a provider.
+    pub fn of(repairs: &crate::policy::Repairs) -> Self {
+        use crate::policy::Repair;
+        let t = repairs.thresholds;
+        Mending {
+            loop_cut: repairs
+                .allows(Repair::LoopCut)
+                .then_some(repetition::LoopLimits {
+                    times: t.loop_times,
+                    span: t.loop_span,
+                }),
+            hotter_retries: repairs.allows(Repair::ReaskTemperature),
+        }
+    }
+}
+
+impl Default for Mending {
+    /// As the default policy (`repairs: auto`) allows.
+    fn default() -> Self {
+        Mending::of(&crate::policy::Repairs::default())
+    }
+}
+
+#[cfg(any(test, feature = "test-support"))]
+impl ChatRequest {
+    /// A request of `agent`'s `skill` step P1 in task T1, stage S1, with an empty prompt.
+    pub fn test(agent: &str, skill: &str) -> Self {
+        ChatRequest {
+            system: String::new(),
+            prompt: String::new(),
+            answer_format: None,
+            tools: Vec::new(),
+            rounds: Vec::new(),
+            agent_id: agent.into(),
+            skill: skill.into(),
+            task_id: "T1".into(),
+            stage_id: StageRef::Stage("S1".into()),
+            step_id: "P1".into(),
+            template: None,
+            step_text: String::new(),
+            progress: None,
+            model_wait: None,
+            retry: 0,
+            mending: Mending::default(),
+        }
+    }
+}
+
+/// Where a streamed answer's text goes while it is written (the agent publishes it, so the
+/// console shows the answer growing). Called with the whole text so far, a few times a second
+/// at most.
+#[derive(Clone)]
+pub struct AnswerProgress(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl AnswerProgress {
+    pub fn new(tell: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        AnswerProgress(std::sync::Arc::new(tell))
+    }
+
+    pub fn tell(&self, text_so_far: &str) {
+        (self.0)(text_so_far)
+    }
+}
+
+impl std::fmt::Debug for AnswerProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AnswerProgress")
+    }
+}
+
+/// The JSON an answer must be when a provider constrains the model (`response_format:
+/// json_schema`): an object with one property per answer tag of the skill (see
+/// `skills::answer_schema`). The provider turns such an answer back into tagged text,
+/// so every skill reads one format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnswerFormat {
+    /// The schema's name: the skill's name.
+    pub name: String,
+    pub schema: serde_json::Value,
+    /// Said in the system message when the answer is constrained: the tags become keys.
+    pub note: String,
+}
+
+/// A function offered to the model: an MCP tool with its input schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// A call the model asked for: `arguments` is the JSON text it wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One round of a tool loop: the model's calls (and any text with them), then each call's
+/// result as the model is shown it, in the same order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolRound {
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub results: Vec<String>,
+}
+
+/// The model's answer and what it cost.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatReply {
+    pub text: String,
+    pub usage: TokenUsage,
+    /// Why the text stops short of a whole answer, when it does.
+    pub cut: Option<Cut>,
+    /// Functions the model asked to call instead of (or besides) answering.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// Why an answer's text was cut short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cut {
+    /// The model stopped at its token limit (`finish_reason: length`).
+    TokenLimit,
+    /// The model wrote the same passage again and again; the text keeps it once (a streamed
+    /// answer is stopped there, see `repetition`).
+    Repetition,
+}
+
+impl ChatReply {
+    /// A whole answer the token limit cut off that ends in a loop keeps the passage once and is
+    /// marked cut by repetition (the re-ask then says why it ran so long); an answer that ended
+    /// by itself is left as it is.
+    pub fn without_loop(mut self, limits: Option<repetition::LoopLimits>) -> Self {
+        let Some(limits) = limits else { return self };
+        if self.cut != Some(Cut::TokenLimit) {
+            return self;
+        }
+        if let Some(at) = repetition::loop_start(&self.text, limits) {
+            self.text.truncate(at);
+            self.cut = Some(Cut::Repetition);
+        }
+        self
+    }
+}
+
+/// Where a call says that its wait for the endpoint began (`Some`) or ended (`None`).
+#[derive(Clone)]
+pub struct ModelWaitReport(Arc<dyn Fn(Option<ModelWait>) + Send + Sync>);
+
+impl ModelWaitReport {
+    pub fn new(tell: impl Fn(Option<ModelWait>) + Send + Sync + 'static) -> Self {
+        ModelWaitReport(Arc::new(tell))
+    }
+
+    /// Tells the step its wait began (`Some`) or ended (`None`).
+    pub fn tell(&self, wait: Option<ModelWait>) {
+        (self.0)(wait)
+    }
+}
+
+impl std::fmt::Debug for ModelWaitReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelWaitReport")
+    }
+}

@@ -1,0 +1,166 @@
+//! A `scripted` LLM's script (see `llm::scripted`): replies by agent id or template name and
+//! skill, read and checked with the team file (an unknown agent, skill or placeholder names its
+//! field).
+
+use crate::state::Skill;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Entry {
+    Text(String),
+    Timed {
+        text: String,
+        #[serde(default)]
+        delay_ms: u64,
+        #[serde(default)]
+        when: Option<String>,
+    },
+}
+
+impl Entry {
+    pub fn text(&self) -> &str {
+        match self {
+            Entry::Text(t) | Entry::Timed { text: t, .. } => t,
+        }
+    }
+    pub fn delay(&self) -> Duration {
+        match self {
+            Entry::Text(_) => Duration::ZERO,
+            Entry::Timed { delay_ms, .. } => Duration::from_millis(*delay_ms),
+        }
+    }
+    /// The rule's condition, if the entry is a rule.
+    pub fn when(&self) -> Option<&str> {
+        match self {
+            Entry::Timed { when: Some(w), .. } => Some(w),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptFile {
+    replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
+}
+
+/// Model calls that are not a skill's step but can be scripted like one: the judgement of a
+/// tool call's risk (`tool_approval.judge_with_llm`) and the summary of older history.
+pub const OTHER_CALLS: &[&str] = &[RISK_JUDGE, SUMMARIZE_HISTORY];
+
+/// The `skill` of a tool call's risk judgement.
+pub const RISK_JUDGE: &str = "risk_judge";
+
+/// The `skill` of the summary of a stage's older history (`agent::history_summary`).
+pub const SUMMARIZE_HISTORY: &str = "summarize_history";
+
+/// A loaded script: `agent id or template name → skill → replies in order`.
+#[derive(Clone, Debug)]
+pub struct Script {
+    pub replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
+    /// The same, each list split once into its rules and the replies taken in order.
+    pub split: BTreeMap<String, BTreeMap<String, Replies>>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Replies {
+    pub rules: Vec<Entry>,
+    pub in_order: Vec<Entry>,
+}
+
+const PLACEHOLDERS: [&str; 4] = ["task_id", "stage_id", "step_id", "agent_id"];
+
+impl Script {
+    /// The script in `path`; an error names the file.
+    pub fn load(path: &Path) -> Result<Script, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Script, String> {
+        let f: ScriptFile = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        let split = f
+            .replies
+            .iter()
+            .map(|(key, skills)| {
+                let skills = skills
+                    .iter()
+                    .map(|(skill, entries)| {
+                        let (rules, in_order) =
+                            entries.iter().cloned().partition(|e| e.when().is_some());
+                        (skill.clone(), Replies { rules, in_order })
+                    })
+                    .collect();
+                (key.clone(), skills)
+            })
+            .collect();
+        Ok(Script {
+            replies: f.replies,
+            split,
+        })
+    }
+
+    /// Problems as (field, message): replies keyed by a name that is neither one of `keys` (the
+    /// team's agent ids and template names), unknown skills, and placeholders that do not exist.
+    pub fn check_against(&self, keys: &[String]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (agent, skills) in &self.replies {
+            if !keys.iter().any(|a| a == agent) {
+                out.push((
+                    format!("replies.{agent}"),
+                    format!("the team has no agent or agent template `{agent}`"),
+                ));
+            }
+            for (skill, entries) in skills {
+                if skill.parse::<Skill>().is_err() && !OTHER_CALLS.contains(&skill.as_str()) {
+                    out.push((
+                        format!("replies.{agent}.{skill}"),
+                        format!("unknown skill `{skill}`"),
+                    ));
+                }
+                for (i, e) in entries.iter().enumerate() {
+                    if let Err(bad) = render(e.text(), &HashMap::new(), true) {
+                        out.push((format!("replies.{agent}.{skill}[{i}]"), bad));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Replaces `{{name}}` placeholders. With `dry`, only checks that every name is known.
+pub fn render(
+    text: &str,
+    vars: &HashMap<&str, String>,
+    dry: bool,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = after[..end].trim();
+        if !PLACEHOLDERS.contains(&name) {
+            return Err(format!(
+                "unknown placeholder {{{{{name}}}}} (known: {})",
+                PLACEHOLDERS.join(", ")
+            ));
+        }
+        if !dry {
+            out.push_str(&vars[name]);
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}

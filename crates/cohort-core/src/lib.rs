@@ -1,0 +1,45 @@
+//! # cohort-core — the pure core of Cohort
+//!
+//! Everything that decides, as plain functions on plain data: no async runtime, no actors, no
+//! HTTP, no database (`cargo tree -p cohort-core` has no tokio, actix, axum or sqlx). The
+//! runtime's actors only perform what these functions decide.
+//!
+//! # Map (lowest layer first)
+//! - [`ids`], [`clock`], [`problem`], [`auth`]: newtype ids and `StageRef`, record timestamps,
+//!   config problems, password and session-token hashes.
+//! - [`policy`]: a tool call's risk, whether it waits for a person's approval, and the repair
+//!   policy (every rule that mends a model's slip, named, counted and switchable).
+//! - The model layer, whose types refer to each other by design:
+//!   - [`state`]: the four kinds of state, the agent's step queue and lock, lifecycle enums,
+//!     a step's typed origin and result, and the changes an agent makes to itself;
+//!   - [`event`]: `Change` (one small typed event per change), the pure `apply` functions
+//!     owners and readers share, and `States`, a reader's copy of the team;
+//!   - [`message`]: `Message` with its typed body (a notice or a runtime instruction);
+//!   - [`notice`]: the typed notices a task sends its manager, and their rendering.
+//! - [`call`]: a model call and an MCP server call as data (request, reply, tool calls, what
+//!   a provider may mend), made by `cohort-llm` and `cohort-mcp`.
+//! - [`prompt`]: prompt files and the assembly of a skill's prompt from state.
+//! - [`config`]: team files checked into `TeamConfig`, every problem naming its file and
+//!   field; every default the layers above use.
+//! - [`parse`]: LLM answers into typed skill answers (total: never panics).
+//! - [`skills`]: each skill's interpretation of its answer.
+//! - [`agent`]: the agent's step machine: receiving messages, completing steps, people.
+//! - [`sync`]: SyncState's core: tasks and stages, execute outputs, instructions, ask_info,
+//!   retention of finished tasks.
+
+pub mod agent;
+pub mod auth;
+pub mod call;
+pub mod clock;
+pub mod config;
+pub mod event;
+pub mod ids;
+pub mod message;
+pub mod notice;
+pub mod parse;
+pub mod policy;
+pub mod problem;
+pub mod prompt;
+pub mod skills;
+pub mod state;
+pub mod sync;

@@ -1,0 +1,488 @@
+//! Assembling one skill's prompt from an agent's state, in the section order of SPEC §7:
+//! system → role & permissions → current step → history → persistent memory. Data written by
+//! agents or tools (contents, results, memory) is embedded so it cannot open sections of its own.
+
+use super::markdown::{block, bullet, fenced, one_line};
+use super::set::PromptSet;
+use crate::prompt::tokens::TokenCounter;
+use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
+use std::collections::BTreeMap;
+
+/// Everything a skill prompt is built from.
+pub struct PromptContext<'a> {
+    pub agent: &'a AgentState,
+    /// The step being executed.
+    pub step: &'a StepState,
+    /// MCP server name → description, for the agent's tool list.
+    pub tool_descriptions: &'a BTreeMap<String, String>,
+    /// instruction_generation: the tool step it writes the call for.
+    pub tool_step: Option<&'a StepState>,
+    /// instruction_generation: that server's tools, resources and prompts with their schemas,
+    /// when the client already knows them (so the call can be written without guessing).
+    pub tool_capabilities: Option<&'a serde_json::Value>,
+    /// tool_decision: this tool's call chain in the stage, oldest first.
+    pub tool_history: Option<&'a [StepState]>,
+    /// The most tokens the prompt may take (the model's context window less its answer), when
+    /// the model states one: history is shortened until the prompt fits.
+    pub budget: Option<usize>,
+    /// How the model counts tokens (its tokenizer, or an estimate).
+    pub tokens: TokenCounter,
+}
+
+/// How much of the history a prompt shows: everything, or (to fit a budget) older results cut
+/// and older entries left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fit {
+    /// Results of entries older than the newest [`KEPT_WHOLE`] are cut to [`OLDER_RESULT_CHARS`].
+    cut_older: bool,
+    /// At most this many executed entries are shown (the newest).
+    executed: usize,
+}
+
+/// Entries a shortened history still shows whole (seed 004: the newest five verbatim).
+pub const KEPT_WHOLE: usize = 5;
+/// What a shortened history keeps of an older entry's result (seed 004).
+pub const OLDER_RESULT_CHARS: usize = 500;
+
+/// Which history section a skill's prompt has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HistoryKind {
+    None,
+    /// Every other step of the current task and stage.
+    Stage,
+    /// The tool's call chain (tool_decision).
+    ToolChain,
+}
+
+pub fn history_kind(skill: Skill) -> HistoryKind {
+    match skill {
+        Skill::Reflection
+        | Skill::Summary
+        | Skill::Think
+        | Skill::SendMessage
+        | Skill::ProcessMessage
+        | Skill::TaskManager
+        | Skill::AgentManager
+        | Skill::Decision => HistoryKind::Stage,
+        Skill::ToolDecision => HistoryKind::ToolChain,
+        Skill::Planning | Skill::QuickThink | Skill::InstructionGeneration | Skill::AskInfo => {
+            HistoryKind::None
+        }
+    }
+}
+
+/// At most this many executed steps are shown in a stage's history (the newest ones).
+pub const MAX_EXECUTED_IN_HISTORY: usize = 24;
+/// At most this many steps still to run are shown in a stage's history (the next ones).
+pub const MAX_PENDING_IN_HISTORY: usize = 12;
+
+/// The agent's other steps in the current step's task and stage, split into executed
+/// (finished or failed) and not yet executed, each in execution order.
+pub fn stage_history<'a>(
+    agent: &'a AgentState,
+    current: &StepState,
+) -> (Vec<&'a StepState>, Vec<&'a StepState>) {
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| {
+            s.step_id != current.step_id
+                && s.task_id == current.task_id
+                && s.stage_id == current.stage_id
+        })
+        .partition(|s| s.execution_state.is_over())
+}
+
+/// A step's prompt in two parts: what stays the same for every step of this agent (the system
+/// section, role and permissions), sent as the `system` message so servers can cache it, and
+/// what this step adds (current step, history, memory), sent as the `user` message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prompt {
+    pub system: String,
+    pub user: String,
+    /// How many of the stage's oldest executed steps the history left out (to fit the budget
+    /// or its length cap); a summary of them is shown when the agent has written one.
+    pub history_omitted: usize,
+}
+
+impl Prompt {
+    /// Both parts as one text, in section order.
+    pub fn whole(&self) -> String {
+        format!("{}\n{}", self.system, self.user)
+    }
+}
+
+/// The prompt for one step of `skill`. Under a budget, the history is shortened in stages until
+/// the prompt fits: first older results are cut, then only the newest entries are shown.
+pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> Prompt {
+    let whole = Fit {
+        cut_older: false,
+        executed: MAX_EXECUTED_IN_HISTORY,
+    };
+    let stages = [
+        whole,
+        Fit {
+            cut_older: true,
+            ..whole
+        },
+        Fit {
+            cut_older: true,
+            executed: KEPT_WHOLE,
+        },
+    ];
+    let mut prompt = assemble(set, skill, ctx, whole);
+    for fit in &stages[1..] {
+        let fits = ctx
+            .budget
+            .is_none_or(|b| ctx.tokens.count(&prompt.system) + ctx.tokens.count(&prompt.user) <= b);
+        if fits || history_kind(skill) == HistoryKind::None {
+            break;
+        }
+        prompt = assemble(set, skill, ctx, *fit);
+    }
+    prompt
+}
+
+/// The fixed part: system section, role and permissions, and how tools are called when the
+/// agent calls them natively.
+fn fixed_part(set: &PromptSet, ctx: &PromptContext) -> String {
+    let mut fixed = Doc::default();
+    fixed.push(set.system_prompt());
+    push_role(&mut fixed, set, ctx);
+    if ctx.agent.native_tools && !ctx.agent.tools.is_empty() {
+        fixed.push(&set.phrases().native_tools_note);
+    }
+    fixed.finish()
+}
+
+/// The prompt of a tool step run as a native tool loop: the step, the stage's history (older
+/// results cut) and the memory, then what to do; the server's tools go beside it as functions.
+pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
+    let mut doc = Doc::default();
+    push_step_head(&mut doc, set, ctx.step);
+    let fit = Fit {
+        cut_older: true,
+        executed: MAX_EXECUTED_IN_HISTORY,
+    };
+    let history_omitted = push_stage_history(&mut doc, set, ctx, fit);
+    push_memory(&mut doc, set, ctx.agent);
+    doc.heading(1, &set.headings().rules);
+    doc.push(&set.phrases().tool_loop);
+    Prompt {
+        system: fixed_part(set, ctx),
+        user: doc.finish(),
+        history_omitted,
+    }
+}
+
+fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
+    let mut doc = Doc::default();
+    push_current_step(&mut doc, set, skill, ctx);
+    let history_omitted = match history_kind(skill) {
+        HistoryKind::Stage => push_stage_history(&mut doc, set, ctx, fit),
+        HistoryKind::ToolChain => {
+            push_tool_history(&mut doc, set, ctx, fit);
+            0
+        }
+        HistoryKind::None => 0,
+    };
+    push_memory(&mut doc, set, ctx.agent);
+    Prompt {
+        system: fixed_part(set, ctx),
+        user: doc.finish(),
+        history_omitted,
+    }
+}
+
+/// Markdown blocks separated by blank lines.
+#[derive(Default)]
+struct Doc(String);
+
+impl Doc {
+    fn push(&mut self, text: &str) {
+        self.0.push_str(text.trim_end());
+        self.0.push_str("\n\n");
+    }
+
+    fn heading(&mut self, level: usize, text: &str) {
+        self.push(&format!("{} {}", "#".repeat(level), one_line(text)));
+    }
+
+    fn finish(self) -> String {
+        let mut s = self.0;
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    }
+}
+
+fn push_role(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    let agent = ctx.agent;
+    doc.heading(1, &h.role);
+    doc.heading(2, &h.role_info);
+    let info = [
+        format!(
+            "- {}: {} ({})",
+            p.agent_id,
+            one_line(agent.agent_id.as_str()),
+            p.own_id_note
+        ),
+        bullet(&p.name, &agent.name, 3, &p.none),
+        bullet(&p.role, &agent.role, 3, &p.none),
+        bullet(&p.profile, &agent.profile, 3, &p.none),
+    ];
+    doc.push(&info.join("\n"));
+    doc.heading(2, &h.permissions);
+    doc.heading(3, &h.skills);
+    let skills: Vec<_> = agent
+        .skills
+        .iter()
+        .map(|s| {
+            format!(
+                "- **{}**: {}",
+                s.name(),
+                one_line(&set.skill(*s).description)
+            )
+        })
+        .collect();
+    doc.push(&list_or(&skills, &p.none));
+    doc.heading(3, &h.tools);
+    let tools: Vec<_> = agent
+        .tools
+        .iter()
+        .map(|t| {
+            let d = ctx
+                .tool_descriptions
+                .get(t)
+                .map(|d| one_line(d))
+                .filter(|d| !d.is_empty());
+            format!(
+                "- **{}**: {}",
+                one_line(t),
+                d.unwrap_or_else(|| p.no_description.clone())
+            )
+        })
+        .collect();
+    doc.push(&list_or(&tools, &p.none));
+}
+
+/// The current step's ids, intention and content.
+fn push_step_head(doc: &mut Doc, set: &PromptSet, step: &StepState) {
+    let (h, p) = (set.headings(), set.phrases());
+    doc.heading(1, &h.current_step);
+    doc.push(&step_ids(step));
+    doc.heading(2, &h.intention);
+    doc.push(&block(&one_line(&step.step_intention), 3, &p.none));
+    doc.heading(2, &h.content);
+    doc.push(&block(&step.text_content, 3, &p.none));
+}
+
+/// The current step: its ids and intention, what the skill asks and how to answer, and last
+/// the step's content. The content comes after the rules because a small model answers what
+/// it read last: with the content first and the rules after it, Qwen2.5 1.5B handed the
+/// content back as its answer (3 times in 3), and with the content last it did the work.
+fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    doc.heading(1, &h.current_step);
+    doc.push(&step_ids(ctx.step));
+    doc.heading(2, &h.intention);
+    doc.push(&block(&one_line(&ctx.step.step_intention), 3, &p.none));
+    if skill == Skill::InstructionGeneration {
+        doc.heading(2, &h.tool_step);
+        match ctx.tool_step {
+            Some(tool) => {
+                doc.push(&step_ids(tool));
+                doc.heading(3, &h.intention);
+                doc.push(&block(&one_line(&tool.step_intention), 4, &p.none));
+                doc.heading(3, &h.content);
+                doc.push(&block(&tool.text_content, 4, &p.none));
+                let server = tool.executor.name();
+                doc.heading(3, &format!("{}: {}", h.server, server));
+                let d = ctx
+                    .tool_descriptions
+                    .get(server)
+                    .map(|d| block(d, 4, &p.no_description));
+                doc.push(&d.unwrap_or_else(|| p.no_description.clone()));
+                if let Some(caps) = ctx.tool_capabilities {
+                    doc.push(&p.capabilities_note);
+                    doc.push(&json_block(caps));
+                }
+            }
+            None => doc.push(&p.none),
+        }
+    }
+    if matches!(skill, Skill::InstructionGeneration | Skill::ToolDecision) {
+        doc.heading(2, &h.mcp_base);
+        doc.push(set.mcp_base_prompt());
+    }
+    let sp = set.skill(skill);
+    doc.heading(2, &h.rules);
+    doc.push(&sp.skill_prompt);
+    doc.heading(2, &h.return_format);
+    doc.push(&sp.return_format);
+    if !sp.with_tools.is_empty() && !ctx.agent.tools.is_empty() {
+        doc.push(&sp.with_tools);
+    }
+    doc.heading(2, &h.content);
+    doc.push(&block(&ctx.step.text_content, 3, &p.none));
+}
+
+/// The ids and executor of a step, as a short list.
+fn step_ids(step: &StepState) -> String {
+    [
+        format!("- task_id: {}", one_line(step.task_id.as_str())),
+        format!("- stage_id: {}", one_line(step.stage_id.as_str())),
+        format!("- step_id: {}", one_line(step.step_id.as_str())),
+        format!(
+            "- executor: {} ({})",
+            one_line(step.executor.name()),
+            step_type(&step.executor)
+        ),
+    ]
+    .join("\n")
+}
+
+fn step_type(e: &Executor) -> &'static str {
+    match e {
+        Executor::Skill(_) => "skill",
+        Executor::Tool(_) => "tool",
+    }
+}
+
+/// The stage's history; returns how many older executed steps it left out.
+fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) -> usize {
+    let (h, p) = (set.headings(), set.phrases());
+    let (done, pending) = stage_history(ctx.agent, ctx.step);
+    doc.heading(1, &h.history);
+    doc.push(&p.history_note);
+    doc.heading(2, &h.history_done);
+    // The base task never ends, so a manager's history there only grows; the newest executed
+    // steps are what a step needs, and the prompt must stay bounded.
+    let skipped = done.len().saturating_sub(fit.executed);
+    if skipped > 0 {
+        doc.push(&format!("{} {skipped}", p.history_omitted));
+        if let Some(s) = ctx
+            .agent
+            .history_summary(&ctx.step.task_id, &ctx.step.stage_id)
+        {
+            doc.push(&format!(
+                "{}
+
+{}",
+                p.history_summary_note, s.text
+            ));
+        }
+    }
+    push_steps(doc, set, &done[skipped..], 3, fit.cut_older);
+    doc.heading(2, &h.history_pending);
+    // The next steps are what matters; a long queue (a flood of messages) must not grow the
+    // prompt with it.
+    let shown = pending.len().min(MAX_PENDING_IN_HISTORY);
+    push_steps(doc, set, &pending[..shown], 3, false);
+    if pending.len() > shown {
+        doc.push(&format!("{} {}", p.pending_omitted, pending.len() - shown));
+    }
+    skipped
+}
+
+fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) {
+    let (h, p) = (set.headings(), set.phrases());
+    doc.heading(1, &h.tool_history);
+    doc.push(&p.tool_history_note);
+    let chain: Vec<&StepState> = ctx.tool_history.unwrap_or_default().iter().collect();
+    push_steps(doc, set, &chain, 2, fit.cut_older);
+}
+
+/// Steps as numbered entries with headings of `level`; `(none)` for an empty list. With
+/// `cut_older`, the results of all but the newest [`KEPT_WHOLE`] are cut.
+fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize, cut_older: bool) {
+    let none = &set.phrases().none;
+    if steps.is_empty() {
+        doc.push(none);
+        return;
+    }
+    let whole_from = if cut_older {
+        steps.len().saturating_sub(KEPT_WHOLE)
+    } else {
+        0
+    };
+    for (i, s) in steps.iter().enumerate() {
+        let title = format!(
+            "{}. {} ({}) · {}",
+            i + 1,
+            s.executor.name(),
+            step_type(&s.executor),
+            s.execution_state
+        );
+        doc.heading(level, &title);
+        let mut lines = vec![
+            format!("- step_id: {}", one_line(s.step_id.as_str())),
+            format!("- step_intention: {}", one_line(&s.step_intention)),
+            bullet("text_content", &s.text_content, level + 1, none),
+        ];
+        if let Some(v) = &s.instruction_content {
+            lines.push(format!("- instruction_content:\n{}", json_block(v)));
+        }
+        match &s.execute_result {
+            // A failed step is one line: its reason. The raw answer that failed (and any tries
+            // asked again) would only grow every later prompt.
+            Some(v) if s.execution_state == StepExecutionState::Failed => {
+                let why = v.error.as_deref().unwrap_or("(no reason)");
+                lines.push(format!(
+                    "- failed: {}",
+                    one_line(&cap_chars(why, FAILURE_SHOWN))
+                ));
+            }
+            Some(v) if i < whole_from => {
+                let text = serde_json::to_string(v).unwrap_or_default();
+                lines.push(format!(
+                    "- execute_result (cut):\n{}",
+                    fenced(&cap_chars(&text, OLDER_RESULT_CHARS), "json")
+                ));
+            }
+            Some(v) => lines.push(format!("- execute_result:\n{}", json_block(v))),
+            None => {}
+        }
+        doc.push(&lines.join("\n"));
+    }
+}
+
+/// How much of a failed step's reason a prompt's history shows.
+const FAILURE_SHOWN: usize = 300;
+
+/// The first `n` characters of `s`, marked when cut.
+fn cap_chars(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}
+
+fn json_block(v: &impl serde::Serialize) -> String {
+    fenced(&serde_json::to_string_pretty(v).unwrap_or_default(), "json")
+}
+
+fn push_memory(doc: &mut Doc, set: &PromptSet, agent: &AgentState) {
+    let (h, p) = (set.headings(), set.phrases());
+    doc.heading(1, &h.memory);
+    doc.heading(2, &h.memory_rules);
+    doc.push(set.persistent_memory_prompt());
+    doc.heading(2, &h.memory_content);
+    let entries: Vec<_> = agent
+        .persistent_memory
+        .iter()
+        .map(|(k, v)| bullet(&one_line(k), v, 3, &p.none))
+        .collect();
+    doc.push(&list_or(&entries, &p.none));
+}
+
+fn list_or(items: &[String], none: &str) -> String {
+    if items.is_empty() {
+        none.to_owned()
+    } else {
+        items.join("\n")
+    }
+}

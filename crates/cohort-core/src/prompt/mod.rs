@@ -1,0 +1,140 @@
+//! Prompt sets and prompt assembly: the YAML texts under `prompts/<lang>/` (loaded once at
+//! start, from the built-in copies or a folder) and `build_prompt`, which assembles a skill's
+//! prompt from an agent's state. Pure apart from the loaders: no clock, no other I/O.
+//!
+//! Every skill prompt has the same sections, in the order of SPEC §7: system → role &
+//! permissions → current step → history (for the skills that see one) → persistent memory.
+//!
+//! - `set`: [`PromptSet`] (builtin / load) and [`check_prompt_dir`].
+//! - `schema`: the files and fields of a language, and the rules their texts must follow.
+//! - `assemble`: [`build_prompt`] and [`PromptContext`].
+//! - `markdown`: heading and fence helpers that keep embedded data from breaking sections.
+//! - `tokens`: a prompt's size in the model's tokens, for the context budget and usage.
+
+mod assemble;
+pub mod markdown;
+mod schema;
+mod set;
+pub mod tokens;
+
+#[cfg(test)]
+mod assemble_tests;
+#[cfg(test)]
+mod budget_tests;
+
+pub use assemble::stage_history;
+pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt};
+pub use schema::{Headings, Phrases};
+pub use set::{PromptSet, check_prompt_dir};
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// The language of a prompt set (`prompts/en/`, `prompts/zh/`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    #[default]
+    En,
+    Zh,
+}
+
+impl Language {
+    pub const ALL: [Language; 2] = [Language::En, Language::Zh];
+
+    /// The folder name and wire name: `en` or `zh`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Language::En => "en",
+            Language::Zh => "zh",
+        }
+    }
+}
+
+impl fmt::Display for Language {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl FromStr for Language {
+    type Err = PromptError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        Language::ALL
+            .into_iter()
+            .find(|l| l.code().eq_ignore_ascii_case(t))
+            .ok_or_else(|| PromptError::UnknownLanguage(t.to_owned()))
+    }
+}
+
+/// The three texts of one skill.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillPrompt {
+    /// One paragraph, shown in the skill list of every agent that has the skill: when to use it.
+    pub description: String,
+    /// What to do in a step of this skill, and its rules.
+    pub skill_prompt: String,
+    /// The exact answer tag and JSON shape the parser expects.
+    pub return_format: String,
+    /// How tool steps are planned, shown only to agents that have tools (planning and
+    /// reflection; empty for the other skills). A small model copies what its prompt shows, so
+    /// an agent without tools is never shown a tool step to copy.
+    pub with_tools: String,
+}
+
+pub use crate::problem::Problem;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error("`{0}` is not a prompt language (expected `en` or `zh`)")]
+    UnknownLanguage(String),
+    /// Every problem found in the files of the language being loaded.
+    #[error("invalid prompt files:{}", list(.0))]
+    Invalid(Vec<Problem>),
+}
+
+fn list(problems: &[Problem]) -> String {
+    problems.iter().map(|p| format!("\n  {p}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_parses_and_serializes_by_code() {
+        assert_eq!("zh".parse::<Language>().unwrap(), Language::Zh);
+        assert_eq!(" EN ".parse::<Language>().unwrap(), Language::En);
+        assert!(
+            matches!("fr".parse::<Language>(), Err(PromptError::UnknownLanguage(s)) if s == "fr")
+        );
+        assert_eq!(
+            serde_json::to_value(Language::Zh).unwrap(),
+            serde_json::json!("zh")
+        );
+        let l: Language = serde_json::from_value(serde_json::json!("en")).unwrap();
+        assert_eq!(l, Language::En);
+    }
+
+    #[test]
+    fn problems_display_file_field_and_message() {
+        let p = Problem {
+            file: std::path::PathBuf::from("prompts/zh/skills/think.yaml"),
+            field: "skill_prompt".into(),
+            message: "missing".into(),
+        };
+        assert_eq!(
+            p.to_string(),
+            "prompts/zh/skills/think.yaml: skill_prompt: missing"
+        );
+        let e = PromptError::Invalid(vec![p]);
+        assert_eq!(
+            e.to_string(),
+            "invalid prompt files:\n  prompts/zh/skills/think.yaml: skill_prompt: missing"
+        );
+    }
+}

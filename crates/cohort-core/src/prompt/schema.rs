@@ -1,0 +1,295 @@
+//! What one language's prompt files must hold: which files, which fields in each, and the rules
+//! a field's text must follow (heading levels that fit where it is placed, and the answer tags
+//! and names the parser relies on, so a translation cannot silently break the contract).
+
+use super::markdown::{heading_level, headings};
+use crate::state::Skill;
+use std::collections::BTreeMap;
+
+macro_rules! text_group {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, { $($(#[$fdoc:meta])* $field:ident),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct $name {
+            $($(#[$fdoc])* pub $field: String,)*
+        }
+
+        impl $name {
+            pub const KEYS: &'static [&'static str] =
+                &[$(concat!($prefix, ".", stringify!($field))),*];
+
+            /// Takes this group's fields out of a validated file (missing ones stay empty).
+            pub fn take(fields: &mut BTreeMap<String, String>) -> Self {
+                $name {
+                    $($field: fields
+                        .remove(concat!($prefix, ".", stringify!($field)))
+                        .unwrap_or_default(),)*
+                }
+            }
+        }
+    };
+}
+
+text_group!(
+    /// Section headings of an assembled prompt (`base.yaml`, `headings.*`), without the hashes.
+    Headings, "headings", {
+        role, role_info, permissions, skills, tools,
+        current_step, intention, content, rules, return_format,
+        /// instruction_generation: the tool step it writes the call for.
+        tool_step,
+        /// instruction_generation: the heading above the target server's description.
+        server,
+        mcp_base,
+        history, history_done, history_pending, tool_history,
+        memory, memory_rules, memory_content,
+    }
+);
+
+text_group!(
+    /// Short fixed phrases of an assembled prompt (`base.yaml`, `phrases.*`).
+    Phrases, "phrases", {
+        /// Shown for an empty list or text.
+        none,
+        no_description,
+        agent_id, own_id_note, name, role, profile,
+        history_note, tool_history_note,
+        /// Stands before the shown executed steps when older ones are left out.
+        history_omitted,
+        /// Stands after the shown steps still to run when more are queued.
+        pending_omitted,
+        /// Introduces the target server's known capabilities (instruction_generation).
+        capabilities_note,
+        /// Said when the endpoint constrains the answer to a JSON schema: the answer tags become
+        /// the keys of one JSON object.
+        json_answer,
+        /// In the system part of an agent whose model calls tools natively: how to plan them.
+        native_tools_note,
+        /// What a native tool loop step asks of the model.
+        tool_loop,
+        /// How the model judges one tool call's risk (`tool_approval.judge_with_llm`).
+        risk_judge,
+        /// Stands before the summary of older steps left out of a history.
+        history_summary_note,
+        /// How the model summarizes older steps of its stage (`agent::history_summary`).
+        summarize_history,
+    }
+);
+
+/// One file of a language's prompt set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromptFile {
+    Base,
+    Mcp,
+    Skill(Skill),
+}
+
+impl PromptFile {
+    /// Every file, in the order problems are reported.
+    pub fn all() -> impl Iterator<Item = PromptFile> {
+        [PromptFile::Base, PromptFile::Mcp]
+            .into_iter()
+            .chain(Skill::ALL.into_iter().map(PromptFile::Skill))
+    }
+
+    /// The path inside a language folder.
+    pub fn rel(self) -> String {
+        match self {
+            PromptFile::Base => "base.yaml".into(),
+            PromptFile::Mcp => "mcp.yaml".into(),
+            PromptFile::Skill(s) => format!("skills/{}.yaml", s.name()),
+        }
+    }
+
+    /// The fields Cohort reads from this file (dotted paths for nested ones).
+    pub fn keys(self) -> Vec<&'static str> {
+        match self {
+            PromptFile::Base => {
+                let mut k = vec!["system_prompt", "persistent_memory_prompt"];
+                k.extend(Headings::KEYS);
+                k.extend(Phrases::KEYS);
+                k
+            }
+            PromptFile::Mcp => vec!["mcp_base_prompt"],
+            PromptFile::Skill(Skill::Planning | Skill::Reflection) => {
+                vec!["description", "skill_prompt", "return_format", "with_tools"]
+            }
+            PromptFile::Skill(_) => vec!["description", "skill_prompt", "return_format"],
+        }
+    }
+
+    /// What is wrong with one present, non-empty field (nothing when it is fine).
+    pub fn check_field(self, key: &str, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        match (self, key) {
+            (PromptFile::Base, "system_prompt") => {
+                let first = text
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or_default();
+                if heading_level(first) != Some(1) {
+                    out.push("must start with a level-1 heading (`# …`)".into());
+                }
+                if headings(text).iter().filter(|(l, _, _)| *l == 1).count() > 1 {
+                    out.push("may have only one level-1 heading, its first line".into());
+                }
+            }
+            (PromptFile::Base, k) if k.starts_with("headings.") || k.starts_with("phrases.") => {
+                if text.trim().contains('\n') {
+                    out.push("must be a single line".into());
+                }
+                if k.starts_with("headings.") && text.trim_start().starts_with('#') {
+                    out.push("is written without the leading `#`".into());
+                }
+            }
+            (PromptFile::Skill(_), "description") => {
+                if text.lines().any(|l| heading_level(l).is_some()) {
+                    out.push("must be one paragraph without headings".into());
+                }
+                if text.trim().contains("\n\n") {
+                    out.push("must be one paragraph (no blank line)".into());
+                }
+            }
+            _ => {
+                // Every other text sits below a level-2 heading of the assembled prompt.
+                if headings(text).iter().any(|(l, _, _)| *l < 3) {
+                    out.push("may only use headings of level 3 (`###`) or deeper".into());
+                }
+            }
+        }
+        for word in required_words(self, key) {
+            if !text.contains(word) {
+                out.push(format!(
+                    "must mention `{word}` (part of the answer contract)"
+                ));
+            }
+        }
+        out
+    }
+
+    /// Words that must appear in the skill_prompt or the return_format of a skill file (names
+    /// of actions, queries and fields the parser knows).
+    pub fn contract_words(self) -> &'static [&'static str] {
+        let PromptFile::Skill(skill) = self else {
+            return &[];
+        };
+        match skill {
+            Skill::TaskManager => &[
+                "add_task",
+                "add_stage",
+                "finish_stage",
+                "finish_task",
+                "retry_stage",
+            ],
+            Skill::AgentManager => &["init_new_agent", "add_task_participant"],
+            Skill::AskInfo => &[
+                "managed_tasks",
+                "joined_tasks",
+                "`task`",
+                "`stage`",
+                "agent_templates",
+                "all_agent_profiles",
+                "team_profiles",
+                "task_group_profiles",
+                "stage_profiles",
+                "agent_states",
+                "skills_and_tools",
+            ],
+            Skill::SendMessage => &[
+                "receiver",
+                "stage_relative",
+                "need_reply",
+                "waiting",
+                "no_relative",
+            ],
+            Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
+                &["step_intention", "executor", "text_content"]
+            }
+            _ => &[],
+        }
+    }
+}
+
+/// Markers one field must contain by itself: the answer tags in a skill's return format, the
+/// memory tag, the instruction shapes of the MCP prompt.
+fn required_words(file: PromptFile, key: &str) -> &'static [&'static str] {
+    match (file, key) {
+        (PromptFile::Base, "persistent_memory_prompt") => {
+            &["<persistent_memory>", "\"add\"", "\"delete\""]
+        }
+        (PromptFile::Mcp, "mcp_base_prompt") => &[
+            "<tool_instruction>",
+            "get_description",
+            "tool_name",
+            "resource_name",
+            "prompt_name",
+            "uri",
+        ],
+        (PromptFile::Skill(skill), "return_format") => match skill {
+            Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
+                &["<planned_step>", "<persistent_memory>"]
+            }
+            Skill::Summary => &["<completion_summary>", "<persistent_memory>"],
+            Skill::InstructionGeneration => &["<tool_instruction>", "<persistent_memory>"],
+            Skill::Think => &["<think>", "<persistent_memory>"],
+            Skill::QuickThink => &["<quick_think>", "<persistent_memory>"],
+            Skill::SendMessage => &["<send_message>", "<get_more_info>", "<persistent_memory>"],
+            Skill::ProcessMessage => &["<react_action>", "<persistent_memory>"],
+            Skill::TaskManager => &["<task_instruction>", "<persistent_memory>"],
+            Skill::AgentManager => &["<agent_instruction>", "<persistent_memory>"],
+            Skill::AskInfo => &["<ask_info>", "<persistent_memory>"],
+        },
+        _ => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_is_listed_once() {
+        let files: Vec<_> = PromptFile::all().map(PromptFile::rel).collect();
+        assert_eq!(files.len(), 15);
+        assert!(files.contains(&"skills/tool_decision.yaml".to_string()));
+        let mut dedup = files.clone();
+        dedup.sort();
+        dedup.dedup();
+        assert_eq!(dedup.len(), files.len());
+    }
+
+    #[test]
+    fn field_rules_catch_broken_structure_and_contract() {
+        let think = PromptFile::Skill(Skill::Think);
+        assert!(
+            think
+                .check_field("return_format", "<think>x</think> <persistent_memory>")
+                .is_empty()
+        );
+        assert_eq!(
+            think
+                .check_field("return_format", "<thought>x</thought> <persistent_memory>")
+                .len(),
+            1
+        );
+        assert_eq!(think.check_field("skill_prompt", "## Big\ntext").len(), 1);
+        assert!(think.check_field("skill_prompt", "### ok\ntext").is_empty());
+        assert_eq!(
+            PromptFile::Base
+                .check_field("system_prompt", "no heading")
+                .len(),
+            1
+        );
+        assert_eq!(
+            PromptFile::Base
+                .check_field("system_prompt", "# A\n# B")
+                .len(),
+            1
+        );
+        assert_eq!(
+            PromptFile::Base
+                .check_field("headings.role", "# Role")
+                .len(),
+            1
+        );
+    }
+}

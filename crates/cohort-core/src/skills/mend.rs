@@ -1,0 +1,267 @@
+//! The repair policy's rules that mend a skill's answer (see `policy::repairs` for their names,
+//! switches and thresholds): an answer that hands back its instruction, a summary composed
+//! from the agent's own results, a finished task's summary given its stages' reports, an
+//! allocation without a goal, a stage plan with no step doing the work. Each is called where
+//! its skill reads the answer, only when the policy allows it, and says what it changed.
+
+use super::{SkillOutcome, working};
+use crate::ids::AgentId;
+use crate::message::{TaskInstruction, TaskOutcome};
+use crate::notice::{Notice, stages_for_operator};
+use crate::policy::{Fired, Repair};
+use crate::state::{AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// Whether an answer only hands back the step's own instruction (its intention or text), word
+/// for word give or take punctuation and case: most of it from its start, or all of it with a
+/// few words added: what a small model
+/// does when it does not do the work (seen on Qwen2.5 1.5B, for summaries and for the
+/// think step that was to write the poem).
+pub fn echoes(answer: &str, step: &StepState, slack: usize) -> bool {
+    [&step.text_content, &step.step_intention]
+        .iter()
+        .any(|t| hands_back(answer, t, slack))
+}
+
+/// Whether `answer` only hands back `asked` (see [`echoes`]).
+/// `slack`: the characters an answer may add to its instruction and still hand it back
+/// (`repairs.echo_slack`).
+pub fn hands_back(answer: &str, asked: &str, slack: usize) -> bool {
+    let plain = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (said, asked) = (plain(answer), plain(asked));
+    // Copied from its start: most of the instruction, or all of it with a few words added.
+    // A short answer from a long instruction ("yes" to "answer yes or no") is fine, and so
+    // is a passage taken from further in (a plan may carry the draft its step is to give).
+    !said.is_empty()
+        && !asked.is_empty()
+        && ((asked.starts_with(&said) && 2 * said.len() >= asked.len())
+            || (said.starts_with(&asked) && said.len() < asked.len() + slack))
+}
+
+/// An answer whose first paragraph only hands something back (`handed_back`: the step's
+/// instruction, say) before the real answer (a 1.5B reviewer began its summary with "Report
+/// the result of my goal in this stage: …"): what comes after that paragraph. Otherwise the
+/// whole answer.
+pub fn after_echoed_start(answer: &str, handed_back: impl Fn(&str) -> bool) -> &str {
+    let answer = answer.trim();
+    match answer.split_once("\n\n") {
+        Some((first, rest)) if !rest.trim().is_empty() && handed_back(first) => rest.trim(),
+        _ => answer,
+    }
+}
+
+/// A thought that still hands back its instruction after being asked again: kept, and said.
+pub(super) fn kept_echo(skill: Skill, text: &str) -> SkillOutcome {
+    let key = if skill == Skill::QuickThink {
+        "quick_think"
+    } else {
+        "think"
+    };
+    SkillOutcome {
+        repairs: vec![Fired::new(
+            Repair::EchoKept,
+            "the model handed back the step's instruction even when asked again; kept as it is",
+        )],
+        ..working(json!({ key: text }))
+    }
+}
+
+/// A completion summary written by the runtime from the agent's own results in the stage,
+/// when its model could not write one (`why`): the stage still closes on what was done, and
+/// the summary says it was composed. `None` when the agent has no result there to report.
+pub(super) fn composed_summary(
+    agent: &AgentState,
+    step: &StepState,
+    rule: Repair,
+    why: &str,
+) -> Option<SkillOutcome> {
+    let results: Vec<String> = agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| {
+            s.task_id == step.task_id
+                && s.stage_id == step.stage_id
+                && s.execution_state == StepExecutionState::Finished
+        })
+        .filter_map(reported)
+        .collect();
+    if results.is_empty() {
+        return None;
+    }
+    let newest = &results[results
+        .len()
+        .saturating_sub(agent.repairs.thresholds.reported)..];
+    // The results alone, as paragraphs: list items named by their steps' intentions ("write
+    // the first line") read to a small manager as work still to plan.
+    let summary = format!(
+        "({COMPOSED_HEADING} from {}'s results in this stage; its model could not write the \
+         summary.)\n\n{}",
+        agent.name,
+        newest.join("\n\n")
+    );
+    let mut what = format!("the summary was composed from the agent's results: {why}");
+    if newest.len() < results.len() {
+        what.push_str(&format!(
+            " ({} older results left out)",
+            results.len() - newest.len()
+        ));
+    }
+    Some(SkillOutcome {
+        repairs: vec![Fired::new(rule, what)],
+        ..super::summary::finished(json!({ "summary": summary }), summary)
+    })
+}
+
+/// How a summary the runtime composed begins (its words are no result of the stage's).
+pub const COMPOSED_HEADING: &str = "Composed by the runtime";
+
+/// How much of one result a composed summary quotes.
+const RESULT_CHARS: usize = 800;
+
+/// What a finished step produced that a summary reports: a thought, a message sent, or a
+/// tool's answer (the steps that only plan, digest or ask report nothing of their own).
+fn reported(step: &StepState) -> Option<String> {
+    let result = step.execute_result.as_ref()?;
+    let text = match step.executor {
+        Executor::Skill(Skill::Think) => result.get("think")?.as_str()?.to_owned(),
+        Executor::Skill(Skill::QuickThink) => result.get("quick_think")?.as_str()?.to_owned(),
+        Executor::Skill(Skill::SendMessage) => {
+            let m = result.get("send_message")?;
+            let to: Vec<&str> = m
+                .get("receiver")?
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            format!("sent to {}: {}", to.join(", "), m.get("message")?.as_str()?)
+        }
+        Executor::Tool(_) => serde_json::to_string(result).ok()?,
+        _ => return None,
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    Some(if text.chars().count() > RESULT_CHARS {
+        format!("{}…", text.chars().take(RESULT_CHARS).collect::<String>())
+    } else {
+        text.to_owned()
+    })
+}
+
+/// Every three words in a row of `text` (lower-cased, punctuation aside).
+fn trigrams(text: &str) -> std::collections::HashSet<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    words.windows(3).map(|w| w.join(" ")).collect()
+}
+
+/// A task finished with a summary that gives none of what its stages reported (a 1.5B
+/// manager wrote "The haiku about autumn rain is written and submitted by the writer agent.")
+/// gets the stages' reports added, marked: the operator asked for the result, not for news of
+/// it. A summary gives a result when it shares three words in a row with a report that are
+/// not the goal's own words (the task's and stages' intentions, which a summary may restate
+/// without giving anything); the runtime's own notes in a report are not looked for.
+pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -> bool {
+    let TaskInstruction::FinishTask {
+        task_summary,
+        outcome: TaskOutcome::Finished,
+        ..
+    } = instruction
+    else {
+        return false;
+    };
+    let Notice::NoStageLeft {
+        task_intention,
+        stages,
+        ..
+    } = notice
+    else {
+        return false;
+    };
+    let mut goal = trigrams(task_intention);
+    let mut reported = String::new();
+    for stage in stages {
+        goal.extend(trigrams(&stage.stage_intention));
+        for r in &stage.reports {
+            goal.extend(trigrams(&r.goal));
+            reported.push_str(r.summary.as_deref().unwrap_or_default());
+            reported.push('\n');
+        }
+    }
+    // The runtime's own words in a report (a composed summary's heading) give no result.
+    goal.extend(trigrams(COMPOSED_HEADING));
+    let results: Vec<String> = trigrams(&reported)
+        .into_iter()
+        .filter(|t| !goal.contains(t))
+        .collect();
+    let given = trigrams(task_summary);
+    if results.is_empty() || results.iter().any(|r| given.contains(r)) {
+        return false;
+    }
+    task_summary.push_str(&format!(
+        "\n\nWhat the stages reported (added by the runtime: the summary gave no result):\n{}",
+        stages_for_operator(stages)
+    ));
+    true
+}
+
+/// An agent of `allocation` whose goal is empty or only names it (a 0.5B manager allocated
+/// `{"writer": "writer"}`, and its writer worked to the goal "writer").
+pub(super) fn goal_missing(allocation: &BTreeMap<AgentId, String>) -> Option<&AgentId> {
+    let plain = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+    };
+    allocation.iter().find_map(|(agent, goal)| {
+        let goal = plain(goal);
+        (goal.is_empty() || goal == plain(agent.as_str())).then_some(agent)
+    })
+}
+
+/// Whether a planned step does (part of) the work itself, rather than plan, check, read,
+/// ask about or report it.
+pub(super) fn does_work(planned: &PlannedStep) -> bool {
+    match &planned.executor {
+        Executor::Tool(_) => true,
+        Executor::Skill(s) => !matches!(
+            s,
+            Skill::Planning
+                | Skill::Reflection
+                | Skill::Summary
+                | Skill::Decision
+                | Skill::ToolDecision
+                | Skill::ProcessMessage
+                | Skill::AskInfo
+        ),
+    }
+}
+
+/// The step that does the agent's goal in the stage of `step` by thinking, when it may think.
+pub(super) fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedStep> {
+    let skill = [Skill::Think, Skill::QuickThink]
+        .into_iter()
+        .find(|s| agent.skills.contains(s))?;
+    let goal = super::goal_in_stage(agent, step)?;
+    Some(PlannedStep::new(
+        Executor::Skill(skill),
+        "Do my goal in this stage",
+        format!(
+            "Do my goal in this stage and write the result itself in full (the text, the \
+             answer, the poem), not a plan or a description of it: {goal}"
+        ),
+    ))
+}

@@ -1,0 +1,296 @@
+//! The skills: each turns an LLM answer into effects on the agent (new steps, memory, step
+//! lock) and into what SyncState must do. Prompt assembly lives in `prompt/`, the LLM call in
+//! the actor; `interpret` here is pure, so every skill is unit-tested on plain data.
+
+mod agent_manager;
+pub mod answer_schema;
+mod ask_info;
+mod instruction_generation;
+mod mend;
+mod plan;
+mod process_message;
+mod send_message;
+mod summary;
+mod task_manager;
+mod think;
+
+pub use instruction_generation::next_tool_step;
+pub use plan::{check_plan, queue_plan};
+pub use task_manager::{closing, judges};
+
+use crate::clock::Now;
+use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
+use crate::parse::{self, ParseError};
+use crate::policy::Repair;
+use crate::state::{AgentState, Skill, StageAgentState, StepState};
+use serde_json::Value;
+
+/// What a skill made of an answer.
+#[derive(Debug, Default)]
+pub struct SkillOutcome {
+    /// Stored in the step's `execute_result`.
+    pub result: Value,
+    /// The agent's state in the stage after this step: `working`, or `finished` for summary.
+    pub stage_state: StageAgentState,
+    pub send_message: Option<Message>,
+    pub task_instruction: Option<TaskInstruction>,
+    pub agent_instruction: Option<AgentInstruction>,
+    /// A query for SyncState; its wait id is already on the agent's step lock.
+    pub ask_info: Option<AskInfoRequest>,
+    /// The agent's completion summary for the stage (summary skill).
+    pub completion: Option<String>,
+    /// The repairs made to the answer on the way (`policy::repairs`).
+    pub repairs: Vec<crate::policy::Fired>,
+}
+
+impl SkillOutcome {
+    /// What `rule` changed, when it fired on the answer.
+    pub fn fired(&self, rule: Repair) -> Option<&str> {
+        self.repairs
+            .iter()
+            .find(|f| f.rule == rule)
+            .map(|f| f.what.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SkillError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error("the plan has no usable step: {0}")]
+    EmptyPlan(String),
+    #[error("{0}")]
+    Invalid(String),
+    /// The answer (this text) only hands back the step's instruction.
+    #[error(
+        "the answer repeats this step's instruction: do what it asks and answer with the \
+         result itself (for a poem, the poem's lines; for a question, the answer)"
+    )]
+    Echo(String),
+    #[error("step `{0}` is a tool step; tool steps are run by the MCP tool executor, not a skill")]
+    NoTools(String),
+    /// A judgement whose verdict (`reached`) and action disagree; the action is kept so that
+    /// the runtime can carry out the verdict when the re-asks do not mend it.
+    #[error("{}", task_manager::disagreement(*reached))]
+    Disagrees {
+        reached: bool,
+        instruction: Box<TaskInstruction>,
+    },
+}
+
+/// Interprets `answer` as the result of `step` (a skill step of `agent`), applying the agent's
+/// local effects. Persistent-memory instructions in the answer are applied when the skill's
+/// own answer is good; a broken memory block is recorded in the result, not fatal.
+pub fn interpret(
+    agent: &mut AgentState,
+    step: &StepState,
+    answer: &str,
+    now: Now,
+) -> Result<SkillOutcome, SkillError> {
+    let skill = match step.executor.skill() {
+        Some(s) => s,
+        None => return Err(SkillError::NoTools(step.executor.to_string())),
+    };
+    let mut outcome = match skill {
+        Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
+            plan::interpret(skill, agent, step, answer)?
+        }
+        Skill::Summary => summary::interpret(agent, step, answer)?,
+        Skill::Think | Skill::QuickThink => think::interpret(skill, agent, step, answer)?,
+        Skill::SendMessage => send_message::interpret(agent, step, answer, now)?,
+        Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
+        Skill::TaskManager => {
+            task_manager::interpret(answer, task_manager::Asked::of(agent, step))?
+        }
+        Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
+        Skill::AgentManager => agent_manager::interpret(answer)?,
+        Skill::AskInfo => ask_info::interpret(agent, step, answer, now)?,
+    };
+    match parse::persistent_memory(answer) {
+        Ok(ops) if !ops.is_empty() => {
+            agent.apply_memory_ops(&ops, now.local);
+            set(
+                &mut outcome.result,
+                "persistent_memory",
+                serde_json::to_value(&ops).unwrap_or_default(),
+            );
+        }
+        Ok(_) => {}
+        Err(e) => set(
+            &mut outcome.result,
+            "persistent_memory_error",
+            Value::String(e.to_string()),
+        ),
+    }
+    Ok(outcome)
+}
+
+/// An answer still unusable after its re-asks, repaired where the runtime can do the skill's
+/// job itself: a summary is composed from the agent's own results in the stage; a thought
+/// that kept handing back its instruction is kept as it is, marked so (failing it would cost
+/// a recovery step, and what it says is for the next steps and the manager to judge); a
+/// manager's judgement whose action kept disagreeing with its verdict is carried out as the
+/// verdict says.
+pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
+    let allows = |rule| agent.repairs.allows(rule);
+    match (step.executor.skill()?, error) {
+        (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => {
+            mend::composed_summary(agent, step, Repair::ComposedAfterReasks, &error.to_string())
+        }
+        (skill @ (Skill::Think | Skill::QuickThink), SkillError::Echo(text))
+            if allows(Repair::EchoKept) =>
+        {
+            Some(mend::kept_echo(skill, text))
+        }
+        (
+            Skill::TaskManager,
+            SkillError::Disagrees {
+                reached,
+                instruction,
+            },
+        ) if allows(Repair::VerdictCarriedOut) => {
+            task_manager::carry_out_verdict(agent, step, *reached, instruction)
+        }
+        _ => None,
+    }
+}
+
+/// The agent's goal in the stage of `step`, as the stage's start gave it (the origin of the
+/// stage's first plan step); `None` outside a stage or once that step is gone.
+pub fn goal_in_stage(agent: &AgentState, step: &StepState) -> Option<String> {
+    step.stage_id.stage()?;
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| s.task_id == step.task_id && s.stage_id == step.stage_id)
+        .find_map(|s| s.origin.stage_goal())
+        .map(|g| g.trim().to_owned())
+        .filter(|g| !g.is_empty())
+}
+
+fn set(result: &mut Value, key: &str, v: Value) {
+    if !result.is_object() {
+        *result = serde_json::json!({ "result": result.take() });
+    }
+    if let Some(map) = result.as_object_mut() {
+        map.insert(key.to_owned(), v);
+    }
+}
+
+fn working(result: Value) -> SkillOutcome {
+    SkillOutcome {
+        result,
+        stage_state: StageAgentState::Working,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+pub mod test_support {
+    use crate::ids::{StageId, StageRef};
+    use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
+
+    /// An agent with `skills` whose model's slips are all mended (`repairs: small_model`), as
+    /// the tests of each rule need.
+    pub fn agent(skills: &[Skill]) -> AgentState {
+        let mut a = AgentState::new("w".into(), "Wren".into(), "writer".into(), "writes".into());
+        a.skills = skills.to_vec();
+        a.repairs = crate::policy::Repairs::preset(crate::policy::Preset::SmallModel);
+        a
+    }
+
+    /// Adds a running step of `skill` in task t / stage s and returns a copy of it.
+    pub fn running(a: &mut AgentState, skill: Skill, text: &str) -> StepState {
+        running_for(a, skill, text, StepOrigin::Unknown)
+    }
+
+    /// A running step of `skill` acting on the operator's goal `text`.
+    pub fn acting(a: &mut AgentState, skill: Skill, text: &str) -> StepState {
+        let origin = StepOrigin::Act {
+            from: "operator".into(),
+            notice: None,
+            second_try: false,
+        };
+        running_for(a, skill, text, origin)
+    }
+
+    /// The running plan step of a stage that gave the agent `goal`.
+    pub fn planning_for(a: &mut AgentState, goal: &str) -> StepState {
+        let origin = StepOrigin::StageStart {
+            stage_id: "s".into(),
+            goal: goal.into(),
+        };
+        running_for(a, Skill::Planning, &format!("Plan for: {goal}"), origin)
+    }
+
+    /// A running step of `skill` with its origin.
+    pub fn running_for(
+        a: &mut AgentState,
+        skill: Skill,
+        text: &str,
+        origin: StepOrigin,
+    ) -> StepState {
+        let s = StepState::new(
+            "t".into(),
+            StageRef::Stage(StageId::from("s")),
+            a.agent_id.clone(),
+            Executor::Skill(skill),
+            "do it",
+            text,
+        )
+        .with_origin(origin);
+        a.add_steps(vec![s]);
+        a.start_next().unwrap()
+    }
+
+    pub fn now() -> crate::clock::Now {
+        let local = chrono::NaiveDate::from_ymd_opt(2025, 6, 13)
+            .unwrap()
+            .and_hms_opt(10, 30, 22)
+            .unwrap();
+        crate::clock::Now {
+            local,
+            unix_ms: local.and_utc().timestamp_millis(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn memory_instructions_are_applied_alongside_the_answer() {
+        let mut a = agent(&[Skill::Think]);
+        let step = running(&mut a, Skill::Think, "");
+        let o = interpret(
+            &mut a,
+            &step,
+            "<think>ok</think><persistent_memory>[{\"add\": \"remember\"}]</persistent_memory>",
+            now(),
+        )
+        .unwrap();
+        assert_eq!(
+            a.persistent_memory.get("20250613T103022").unwrap(),
+            "remember"
+        );
+        assert!(o.result.get("persistent_memory").is_some());
+    }
+
+    #[test]
+    fn a_broken_memory_block_is_recorded_not_fatal() {
+        let mut a = agent(&[Skill::Think]);
+        let step = running(&mut a, Skill::Think, "");
+        let o = interpret(
+            &mut a,
+            &step,
+            "<think>ok</think><persistent_memory>[{\"add\": </persistent_memory>",
+            now(),
+        )
+        .unwrap();
+        assert!(a.persistent_memory.is_empty());
+        assert!(o.result.get("persistent_memory_error").is_some());
+    }
+}

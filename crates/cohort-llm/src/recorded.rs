@@ -1,0 +1,230 @@
+//! The newest LLM calls of a team, each as it was sent (system and user message) with the raw
+//! reply or the error, so a person can see why an agent did what it did (`GET
+//! /api/step/{id}/calls`, the console's step view). In memory only, and capped: the newest
+//! [`KEPT`] calls within [`BYTES_KEPT`], each text cut to [`TEXT_KEPT`], older calls forgotten,
+//! so the cost stays flat however long the team runs and however large its prompts.
+
+use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use crate::ids::{AgentId, StepId};
+use crate::state::TokenUsage;
+use futures::future::BoxFuture;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// Calls kept at most.
+pub const KEPT: usize = 300;
+/// The most text the kept calls hold together.
+pub const BYTES_KEPT: usize = 16 << 20;
+/// The most of one text (system message, prompt, reply) kept: its head and tail.
+pub const TEXT_KEPT: usize = 64 << 10;
+
+/// One LLM call as sent and answered.
+#[derive(Clone, Debug, Serialize)]
+pub struct Call {
+    pub step_id: StepId,
+    pub agent_id: AgentId,
+    pub skill: String,
+    /// When it was sent and when its answer came, ms since the Unix epoch.
+    pub sent_at: i64,
+    pub answered_at: i64,
+    pub system: String,
+    pub prompt: String,
+    /// Tool-loop rounds sent with it (calls and results), when any.
+    pub tool_rounds: usize,
+    pub reply: Option<String>,
+    pub error: Option<String>,
+    pub usage: TokenUsage,
+    /// Why the answer was cut short, when it was.
+    pub cut: Option<crate::Cut>,
+}
+
+impl Call {
+    fn bytes(&self) -> usize {
+        self.system.len() + self.prompt.len() + self.reply.as_ref().map_or(0, String::len)
+    }
+}
+
+/// The newest calls of a team, shared by its models and read by the API.
+#[derive(Debug, Default)]
+pub struct CallLog {
+    kept: Mutex<Kept>,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    calls: VecDeque<Call>,
+    bytes: usize,
+}
+
+impl CallLog {
+    fn push(&self, call: Call) {
+        let mut k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        k.bytes += call.bytes();
+        k.calls.push_back(call);
+        while k.calls.len() > KEPT || (k.bytes > BYTES_KEPT && k.calls.len() > 1) {
+            if let Some(old) = k.calls.pop_front() {
+                k.bytes -= old.bytes();
+            }
+        }
+    }
+
+    /// The calls of one step still kept, oldest first (a re-asked answer makes several).
+    pub fn of_step(&self, step: &StepId) -> Vec<Call> {
+        let k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        k.calls
+            .iter()
+            .filter(|c| &c.step_id == step)
+            .cloned()
+            .collect()
+    }
+}
+
+/// A model whose calls go to a [`CallLog`].
+pub struct Recorded {
+    inner: Arc<dyn ChatModel>,
+    log: Arc<CallLog>,
+}
+
+impl Recorded {
+    pub fn new(inner: Arc<dyn ChatModel>, log: Arc<CallLog>) -> Arc<Self> {
+        Arc::new(Recorded { inner, log })
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A text as kept: whole up to [`TEXT_KEPT`], else its head and tail with what was left out.
+fn kept_text(text: &str) -> String {
+    if text.len() <= TEXT_KEPT {
+        return text.to_owned();
+    }
+    let half = TEXT_KEPT / 2;
+    let head = text.floor_char_boundary(half);
+    let tail = text.ceil_char_boundary(text.len() - half);
+    format!(
+        "{}\n[… {} bytes left out …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+/// A call on its way: recorded when answered, or, if its future is dropped first (the step was
+/// cancelled or its work ended), recorded as abandoned.
+struct Pending {
+    call: Option<Call>,
+    log: Arc<CallLog>,
+}
+
+impl Pending {
+    fn answered(&mut self, result: &Result<ChatReply, LlmError>) {
+        if let Some(mut call) = self.call.take() {
+            call.answered_at = now_ms();
+            match result {
+                Ok(r) => {
+                    call.reply = Some(kept_text(&r.text));
+                    call.usage = r.usage;
+                    call.cut = r.cut;
+                }
+                Err(e) => call.error = Some(e.to_string()),
+            }
+            self.log.push(call);
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(mut call) = self.call.take() {
+            call.answered_at = now_ms();
+            call.error = Some(
+                "abandoned before an answer came (the step was cancelled or its work ended)".into(),
+            );
+            self.log.push(call);
+        }
+    }
+}
+
+impl ChatModel for Recorded {
+    super::delegate_to_inner!();
+
+    fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
+        let mut pending = Pending {
+            call: Some(Call {
+                step_id: request.step_id.clone(),
+                agent_id: request.agent_id.clone(),
+                skill: request.skill.clone(),
+                sent_at: now_ms(),
+                answered_at: 0,
+                system: kept_text(&request.system),
+                prompt: kept_text(&request.prompt),
+                tool_rounds: request.rounds.len(),
+                reply: None,
+                error: None,
+                usage: TokenUsage::default(),
+                cut: None,
+            }),
+            log: self.log.clone(),
+        };
+        let answer = self.inner.chat(request);
+        Box::pin(async move {
+            let result = answer.await;
+            pending.answered(&result);
+            result
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripted::{Script, ScriptedModel};
+
+    #[tokio::test]
+    async fn a_call_is_kept_with_its_prompt_and_reply_and_the_oldest_go_first() {
+        let dir = std::env::temp_dir().join(format!("cohort-recorded-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("s.yaml");
+        std::fs::write(
+            &f,
+            "replies:\n  w:\n    think:\n      - when: x\n        text: '<think>ok</think>'\n",
+        )
+        .unwrap();
+        let log = Arc::new(CallLog::default());
+        let m = Recorded::new(ScriptedModel::new(Script::load(&f).unwrap()), log.clone());
+        let mut req = ChatRequest {
+            system: "SYSTEM".into(),
+            stage_id: crate::ids::StageRef::NoRelative,
+            step_text: "x".into(),
+            ..ChatRequest::test("w", "think")
+        };
+        for i in 0..KEPT + 2 {
+            req.prompt = format!("PROMPT {i}");
+            m.chat(req.clone()).await.unwrap();
+        }
+        let calls = log.of_step(&req.step_id);
+        assert_eq!(calls.len(), KEPT, "capped");
+        assert_eq!(calls[0].prompt, "PROMPT 2", "the oldest two left");
+        assert_eq!(calls[KEPT - 1].prompt, format!("PROMPT {}", KEPT + 1));
+        assert_eq!(calls[0].reply.as_deref(), Some("<think>ok</think>"));
+
+        // A call whose answer is never awaited is kept as abandoned.
+        req.prompt = "DROPPED".into();
+        drop(m.chat(req.clone()));
+        let last = log.of_step(&req.step_id).pop().unwrap();
+        assert_eq!(last.prompt, "DROPPED");
+        assert!(last.error.unwrap().contains("abandoned"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_huge_text_keeps_its_head_and_tail() {
+        let text = format!("{}{}", "a".repeat(TEXT_KEPT), "z".repeat(TEXT_KEPT));
+        let kept = kept_text(&text);
+        assert!(kept.len() < TEXT_KEPT + 100);
+        assert!(kept.starts_with('a') && kept.ends_with('z') && kept.contains("bytes left out"));
+    }
+}

@@ -1,0 +1,23 @@
+//! # cohort-runtime — the actors that run a team
+//!
+//! Thin actix shells that perform what `cohort-core` decides, and the monitor everything reads
+//! the team through.
+//!
+//! # Map
+//! - [`actors`]: one actor per agent (on one arbiter per core), SyncState (owner of tasks and
+//!   stages), the Dispatcher (routes messages in order), the Supervisor (starts hired agents),
+//!   and the System that wires a team from its config, model clients, MCP client and store.
+//! - [`monitor`]: the reader of the change stream: versions, `States`, broadcast to live
+//!   subscribers, the journal to the store, snapshots and compaction.
+//! - [`run`]: `cohort run`, following the change stream to the goal's end.
+
+// The modules of the crates below under their own names, so paths read `crate::state::…`
+// here as they do in the core.
+use cohort_core::{agent, call, clock, config, event, ids, message, policy, prompt, skills, state, sync};
+use cohort_llm as llm;
+use cohort_mcp as mcp;
+use cohort_store as store;
+
+pub mod actors;
+pub mod monitor;
+pub mod run;

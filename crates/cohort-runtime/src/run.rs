@@ -1,0 +1,486 @@
+//! `cohort run`: start a team, give the goal to a manager, follow the tasks it creates until
+//! every one is finished or failed (or a limit hits), and report the final states. With a
+//! store the team carries on from what it holds, and the run follows only the tasks created
+//! after it started.
+
+mod progress;
+
+pub use progress::{Progress, Running};
+
+use crate::actors::{Host, SystemError, Team, start_team, start_team_stored};
+use crate::config::TeamConfig;
+use crate::event::States;
+use crate::ids::AgentId;
+use crate::ids::TaskId;
+use crate::monitor::feed::FeedReceiver;
+use crate::policy::Repair;
+use crate::state::{ExecutionState, TaskState, TokenUsage, WorkingState};
+use crate::store::Store;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+#[derive(Clone)]
+pub struct RunOptions {
+    pub manager: Option<AgentId>,
+    pub max_steps: Option<usize>,
+    pub timeout: Duration,
+    /// With no step running anywhere and nothing published for this long, the team is stuck.
+    pub stall_after: Duration,
+    /// End the run (cleanly: servers stopped) on Ctrl-C / SIGINT.
+    pub stop_on_ctrl_c: bool,
+    /// Keep the team's state here (`cohort run --data`); None: memory only.
+    pub store: Option<Arc<dyn Store>>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            manager: None,
+            max_steps: None,
+            timeout: Duration::from_secs(600),
+            stall_after: Duration::from_secs(10),
+            stop_on_ctrl_c: false,
+            store: None,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunOutcome {
+    Finished,
+    Failed,
+    TimedOut,
+    MaxSteps(usize),
+    /// Nothing runs and nothing changes, but the task is not over.
+    Stalled,
+    /// The operator pressed Ctrl-C.
+    Interrupted,
+}
+
+impl RunOutcome {
+    pub fn describe(&self, timeout: Duration) -> String {
+        match self {
+            RunOutcome::Finished => "task finished".into(),
+            RunOutcome::Failed => "task failed (or, of several tasks, one failed)".into(),
+            RunOutcome::TimedOut => format!(
+                "timed out after {}s before the task finished",
+                timeout.as_secs()
+            ),
+            RunOutcome::MaxSteps(n) => {
+                format!("stopped after {n} steps (--max-steps) before the task finished")
+            }
+            RunOutcome::Stalled => {
+                "the team stalled: no agent has a step it can run, and the task is not over".into()
+            }
+            RunOutcome::Interrupted => "interrupted before the task finished".into(),
+        }
+    }
+
+    /// The process exit code `cohort run` gives for this outcome (listed in its `--help`).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunOutcome::Finished => 0,
+            RunOutcome::Failed => 1,
+            RunOutcome::TimedOut | RunOutcome::MaxSteps(_) | RunOutcome::Stalled => 2,
+            // 128 + SIGINT, as shells expect of a program stopped by Ctrl-C.
+            RunOutcome::Interrupted => 130,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct RunReport {
+    pub outcome: RunOutcome,
+    /// The tasks the manager created for the goal, in the order they appeared.
+    pub tasks: Vec<TaskState>,
+    /// `{"task": {…}, "stage": {…}, "agent": {…}, "step": {…}}`, the final states.
+    pub states: Value,
+    pub steps_run: usize,
+    /// Tokens every agent spent during the run (also on steps of no task the goal made, and on
+    /// answers asked again).
+    pub tokens: TokenUsage,
+    /// What those tokens cost in USD, when the agents' LLM configs give prices.
+    pub cost_usd: Option<f64>,
+    /// How many times each repair rule fired on the goal's work (its tasks' steps and the
+    /// manager's steps on the goal itself).
+    pub repairs: BTreeMap<Repair, u64>,
+}
+
+/// The repairs counted in the base task (where a goal is acted on) so far.
+fn base_repairs(s: &States, base: &TaskId) -> BTreeMap<Repair, u64> {
+    s.tasks
+        .get(base)
+        .map(|t| t.repairs.clone())
+        .unwrap_or_default()
+}
+
+/// What each of the team's agents has spent so far.
+fn spent(s: &States) -> BTreeMap<AgentId, TokenUsage> {
+    s.agents
+        .iter()
+        .map(|(id, a)| (id.clone(), a.token_usage))
+        .collect()
+}
+
+/// The tokens spent between two readings, and their cost when the models that spent them have
+/// a price (each answer carries its cost, see `llm::priced`).
+fn spent_between(
+    before: &BTreeMap<AgentId, TokenUsage>,
+    after: &BTreeMap<AgentId, TokenUsage>,
+) -> (TokenUsage, Option<f64>) {
+    let mut total = TokenUsage::default();
+    for (id, now) in after {
+        total.add(now.since(before.get(id).copied().unwrap_or_default()));
+    }
+    (total, (total.cost_usd > 0.0).then_some(total.cost_usd))
+}
+
+/// Runs one goal to its end. Must run inside an actix system; the team's actors stay up until
+/// the caller stops the system. `on_progress` sees every step as it ends, every stage as it
+/// starts and ends, and after a quiet spell what is still running.
+///
+/// It follows the monitor's change stream: it wakes on each change, never polls, and reads the
+/// outcome and the step count from the monitor's exact states and counters, so a burst of
+/// changes that outruns it can cost progress lines but never a wrong result.
+pub async fn run_goal(
+    cfg: &TeamConfig,
+    goal: &str,
+    opts: &RunOptions,
+    host: &Host<'_>,
+    mut on_progress: impl FnMut(Progress<'_>),
+) -> Result<RunReport, SystemError> {
+    let team = match &opts.store {
+        Some(store) => {
+            let loaded = crate::store::load(store.as_ref())
+                .await
+                .map_err(|e| SystemError::Resume(e.to_string()))?;
+            start_team_stored(cfg, host, store.clone(), loaded)?
+        }
+        None => start_team(cfg, host)?,
+    };
+    // Tasks a stored team had before this run are not this goal's.
+    let before = Before(team.monitor.read(|s| {
+        s.tasks
+            .keys()
+            .cloned()
+            .chain(s.summaries().map(|t| t.task_id.clone()))
+            .collect()
+    }));
+    let spent_before = team.monitor.read(spent);
+    let base_before = team.monitor.read(|s| base_repairs(s, &team.base_task));
+    let mut events = team.monitor.subscribe();
+    team.submit_goal(opts.manager.as_ref(), goal).await?;
+
+    let mut tracker = progress::Tracker::new();
+    let mut outcome = follow(
+        &team,
+        opts,
+        &before,
+        &mut events,
+        &mut tracker,
+        &mut on_progress,
+    )
+    .await;
+    wait_for_running_steps(&team, Duration::from_secs(3)).await;
+    // Report what landed while settling (e.g. the finish_task step itself).
+    loop {
+        match events.try_recv() {
+            Ok(ev) => tracker.on_event(&team, &ev.event, &mut on_progress),
+            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
+            Err(_) => break,
+        }
+    }
+    // A step limit that hit as the last step landed, or a stall the last answer ended: the
+    // tasks' own end is the truth, when it came within the limit.
+    let upgrade = match outcome {
+        RunOutcome::MaxSteps(at) => team.monitor.read(|s| s.counters().steps_run) <= at as u64,
+        RunOutcome::Stalled => true,
+        _ => false,
+    };
+    if upgrade && let Some(o) = team.monitor.read(|s| concluded(s, &team, &before)) {
+        outcome = o;
+    }
+    team.shutdown().await;
+    Ok(report(
+        &team,
+        &before,
+        (&spent_before, base_before),
+        outcome,
+    ))
+}
+
+/// Follows the team's changes (showing progress) until the goal's tasks are over, a limit
+/// hits, the team stalls or the operator interrupts; how the run ended.
+async fn follow(
+    team: &Team,
+    opts: &RunOptions,
+    before: &Before,
+    events: &mut FeedReceiver,
+    tracker: &mut progress::Tracker,
+    on_progress: &mut impl FnMut(Progress<'_>),
+) -> RunOutcome {
+    let deadline = Instant::now() + opts.timeout;
+    let mut last_event = Instant::now();
+    let mut not_shown = 0u64;
+    let outcome = loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(ev) => {
+                    last_event = Instant::now();
+                    tracker.on_event(team, &ev.event, on_progress);
+                }
+                Err(RecvError::Lagged(missed)) => not_shown += missed,
+                Err(RecvError::Closed) => break RunOutcome::Stalled,
+            },
+            _ = tokio::time::sleep_until(deadline) => break RunOutcome::TimedOut,
+            _ = ctrl_c(opts.stop_on_ctrl_c) => break RunOutcome::Interrupted,
+            _ = tokio::time::sleep_until(tracker.quiet_deadline()) => {
+                tracker.on_quiet(team, on_progress);
+            }
+            _ = tokio::time::sleep_until(last_event + opts.stall_after) => {
+                let c = team.monitor.read(States::counters);
+                if c.agents_working == 0 && c.steps_running == 0 {
+                    break RunOutcome::Stalled;
+                }
+                last_event = Instant::now();
+            }
+        }
+        let (concluded, all_over, steps_run) = team.monitor.read(|s| {
+            (
+                concluded(s, team, before),
+                all_over(s, team, before),
+                s.counters().steps_run,
+            )
+        });
+        if let Some(o) = concluded {
+            break o;
+        }
+        if opts.max_steps.is_some_and(|m| steps_run >= m as u64) && !all_over {
+            break RunOutcome::MaxSteps(steps_run as usize);
+        }
+    };
+    if not_shown > 0 {
+        tracing::warn!("progress fell behind the team: {not_shown} changes were not shown");
+    }
+    outcome
+}
+
+/// The run's report, from the team's final states.
+/// `spent_before`, `base_before`: what the agents had spent and the base task's repairs when
+/// the goal was given.
+fn report(
+    team: &Team,
+    before: &Before,
+    (spent_before, base_before): (&BTreeMap<AgentId, TokenUsage>, BTreeMap<Repair, u64>),
+    outcome: RunOutcome,
+) -> RunReport {
+    let (tasks, steps_run): (Vec<TaskState>, usize) = team.monitor.read(|s| {
+        let tasks = s
+            .tasks_in_order()
+            .into_iter()
+            .filter(|t| t.task_id != team.base_task && !before.0.contains(&t.task_id))
+            .cloned()
+            .collect();
+        (tasks, s.counters().steps_run as usize)
+    });
+    let repairs = goal_repairs(team, &tasks, base_before);
+    let states = team.monitor.all();
+    let spent_after = team.monitor.read(spent);
+    let (tokens, cost_usd) = spent_between(spent_before, &spent_after);
+    // Everything published is stored, with a last snapshot, before the run reports.
+    team.monitor.close();
+    RunReport {
+        outcome,
+        tasks,
+        states,
+        steps_run,
+        tokens,
+        cost_usd,
+        repairs,
+    }
+}
+
+/// The repairs made on the goal's work: in its tasks, and in the base task since the goal was
+/// given (`base_before`: the base task's count then).
+fn goal_repairs(
+    team: &Team,
+    tasks: &[TaskState],
+    base_before: BTreeMap<Repair, u64>,
+) -> BTreeMap<Repair, u64> {
+    let mut repairs = team.monitor.read(|s| base_repairs(s, &team.base_task));
+    for (rule, n) in base_before {
+        repairs.entry(rule).and_modify(|m| *m = m.saturating_sub(n));
+    }
+    for t in tasks {
+        for (rule, n) in &t.repairs {
+            *repairs.entry(*rule).or_default() += n;
+        }
+    }
+    repairs.retain(|_, n| *n > 0);
+    repairs
+}
+
+/// A manager may split a goal into several tasks, one after another: the run is over when
+/// every task it created is over and the managers have nothing left to do (a manager that
+/// finishes one task and then adds the next is still working). It counts as finished only if
+/// no task failed.
+fn concluded(s: &States, team: &Team, before: &Before) -> Option<RunOutcome> {
+    if !all_over(s, team, before) {
+        return None;
+    }
+    let mut managers = goal_tasks(s, team, before)
+        .map(|t| &t.task_manager)
+        .chain(team.managers.iter());
+    let busy = managers.any(|m| {
+        s.agents
+            .get(m)
+            .is_some_and(|a| a.working_state != WorkingState::Idle)
+    });
+    if busy {
+        return None;
+    }
+    let failed = goal_tasks(s, team, before).any(|t| t.execution_state == ExecutionState::Failed)
+        || s.summaries()
+            .filter(|t| !before.0.contains(&t.task_id))
+            .any(|t| t.execution_state == ExecutionState::Failed);
+    Some(if failed {
+        RunOutcome::Failed
+    } else {
+        RunOutcome::Finished
+    })
+}
+
+/// The tasks a stored team had when the run started.
+struct Before(HashSet<TaskId>);
+
+/// The tasks of the goal: every task but the base task and those there before (one run, one
+/// goal).
+fn goal_tasks<'a>(
+    s: &'a States,
+    team: &'a Team,
+    before: &'a Before,
+) -> impl Iterator<Item = &'a TaskState> {
+    s.tasks
+        .values()
+        .filter(|t| t.task_id != team.base_task && !before.0.contains(&t.task_id))
+}
+
+/// Whether the run created tasks and every one of them is finished or failed.
+fn all_over(s: &States, team: &Team, before: &Before) -> bool {
+    let mut any = s.summaries().any(|t| !before.0.contains(&t.task_id));
+    for t in goal_tasks(s, team, before) {
+        if !t.execution_state.is_over() {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// Lets steps in flight land (finish_task cleanup, answers on their way), so reported states
+/// are settled ones. Bounded: a real LLM step may still be running when `max` is up.
+pub async fn wait_for_running_steps(team: &Team, max: Duration) {
+    let until = Instant::now() + max;
+    let mut changes = team.monitor.subscribe();
+    loop {
+        // Give changes already on their way through mailboxes a moment to land.
+        tokio::task::yield_now().await;
+        if team.monitor.read(|s| s.counters().steps_running) == 0 {
+            return;
+        }
+        tokio::select! {
+            r = changes.recv() => if matches!(r, Err(RecvError::Closed)) { return },
+            _ = tokio::time::sleep_until(until) => return,
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM when asked to watch for them; otherwise never.
+async fn ctrl_c(watch: bool) {
+    if !watch {
+        std::future::pending::<()>().await;
+    }
+    stop_signal().await;
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM: the operator or the system asks us to stop. Catching them lets
+/// the caller stop MCP server children, which live in their own process groups and would
+/// otherwise outlive us.
+pub async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod cost_tests {
+    use super::*;
+    use crate::config::load_team;
+
+    /// An empty folder for one test (the process id keeps runs apart).
+    fn tmp(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("cohort-run-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Writes `text` to `dir/name` and returns its path.
+    fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_runs_tokens_and_cost_are_what_each_agent_spent_since_it_started() {
+        let usage = |p, c, usd| TokenUsage {
+            cost_usd: usd,
+            ..TokenUsage::new(p, c)
+        };
+        let before = BTreeMap::from([(AgentId::from("m"), usage(1000, 0, 0.5))]);
+        let after = BTreeMap::from([
+            (AgentId::from("m"), usage(3000, 500, 2.5)),
+            // An agent new since (a hire), or one whose model has no price (a person).
+            (AgentId::from("h"), usage(10, 10, 0.0)),
+        ]);
+        let (tokens, cost) = spent_between(&before, &after);
+        assert_eq!(
+            (tokens.prompt_tokens, tokens.completion_tokens),
+            (2010, 510)
+        );
+        assert!((cost.unwrap() - 2.0).abs() < 1e-9, "{cost:?}");
+        let (_, cost) = spent_between(&before, &before);
+        assert_eq!(cost, None, "nothing priced was spent");
+    }
+
+    #[test]
+    fn a_price_needs_both_halves() {
+        let d = tmp("run-cost");
+        let half = "llm: {provider: openai, model: m, cost_per_1k_prompt: 0.5}\n\
+                    agents:\n  - {id: m, role: manager, skills: [task_manager]}\n";
+        let e = load_team(&write(&d, "half.yaml", half))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cost_per_1k_completion"), "{e}");
+    }
+}

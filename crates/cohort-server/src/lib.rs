@@ -1,0 +1,17 @@
+//! # cohort-server — the HTTP face of a team
+//!
+//! # Map
+//! - [`api`]: the axum router: the human REST API (login, send, conversations, approvals,
+//!   control), paged states, the websocket monitor feed and the embedded web console, served
+//!   connection by connection with deadlines and a connection cap.
+//! - [`serve`]: `cohort serve`, a long-running team with its HTTP API until Ctrl-C / SIGTERM.
+
+// The modules of the crates below under their own names, so paths read `crate::state::…`
+// here as they do in the core.
+use cohort_core::{agent, auth, config, event, ids, message, state, sync};
+use cohort_llm as llm;
+use cohort_runtime::{actors, monitor, run};
+use cohort_store as store;
+
+pub mod api;
+pub mod serve;

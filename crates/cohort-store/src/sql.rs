@@ -1,0 +1,618 @@
+//! The store's database calls on SQLite or Postgres through sqlx's `Any` driver, so one set
+//! of queries (portable SQL, `$n` parameters) serves both (`SqlStore` runs them). Opening a
+//! store takes its lock (a lock file beside a SQLite database, an advisory lock on Postgres),
+//! so two processes never write the same team; checks the schema version; and runs the
+//! migrations it lacks. A new SQLite file is made with incremental auto-vacuum, so compaction
+//! can give its space back a piece at a time (`sql_compact.rs`).
+
+use super::{Snapshot, StoreError, StoredEvent, StoredSession};
+use crate::event::Event;
+use crate::ids::TaskId;
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection, Executor, Row};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The schema this binary reads and writes; a store with a newer one is refused.
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// The migrations, in order: migration `i` brings the schema to version `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_events.sql"),
+    include_str!("../migrations/0002_sessions.sql"),
+    include_str!("../migrations/0003_compaction.sql"),
+    include_str!("../migrations/0004_snapshot_parts.sql"),
+];
+
+/// The schema that has the archive and the compaction record (a store written by an older
+/// cohort, read without migrating it, has neither).
+pub(super) const SCHEMA_ARCHIVE: i64 = 3;
+/// The schema that keeps a snapshot in parts (older ones keep each in one row).
+pub(super) const SCHEMA_PARTS: i64 = 4;
+
+/// The most a SQLite store's `-wal` file keeps once checkpointed: a burst of large commits
+/// grows it, and without a limit it would stay that large.
+const WAL_KEPT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Events per INSERT: few round trips, well under both databases' parameter limits.
+const ROWS_PER_INSERT: usize = 500;
+
+/// Which advisory lock a Postgres store takes (any fixed number; "cohort" in ASCII).
+const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
+/// How long opening a Postgres store waits for another process's lock to go.
+const PG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Which database a store is: compaction gives space back and sizes are read differently.
+pub(super) enum Backend {
+    /// The SQLite file (its `-wal` file beside it).
+    Sqlite(PathBuf),
+    Postgres,
+}
+
+/// A store that is its database's tables: every call, in the calling runtime.
+pub(super) struct Db {
+    pub(super) pool: AnyPool,
+    pub(super) backend: Backend,
+    /// The schema version of the database (below [`SCHEMA_VERSION`] only for a reader of a
+    /// store an older cohort wrote).
+    pub(super) schema: i64,
+    /// The URL without its password, for messages.
+    pub(super) url: String,
+    /// The last version stored, to refuse events out of order before touching the database.
+    pub(super) last: AtomicU64,
+    /// Held while the store is open: the lock file of a SQLite store, the connection holding a
+    /// Postgres store's advisory lock.
+    _lock: Lock,
+}
+
+enum Lock {
+    File(#[allow(dead_code)] File),
+    Postgres(#[allow(dead_code)] tokio::sync::Mutex<AnyConnection>),
+    /// A reader takes no lock.
+    None,
+}
+
+impl Db {
+    /// Opens (creating if need be) the SQLite database at `path`, WAL mode.
+    pub(super) async fn open_sqlite(path: &Path) -> Result<Db, StoreError> {
+        let url = format!("sqlite://{}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
+                url: url.clone(),
+                source: sqlx::Error::Io(e),
+            })?;
+        }
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::Open {
+                url: url.clone(),
+                source: sqlx::Error::Io(e),
+            })?;
+        if lock.try_lock().is_err() {
+            return Err(StoreError::Locked {
+                url,
+                lock: lock_path,
+            });
+        }
+        sqlx::any::install_default_drivers();
+        let conn_url = format!("{url}?mode=rwc");
+        // One connection first, so a file that is not a database fails at once and clearly
+        // (a pool would retry it until its timeout).
+        let mut probe =
+            AnyConnection::connect(&conn_url)
+                .await
+                .map_err(|source| StoreError::Open {
+                    url: url.clone(),
+                    source,
+                })?;
+        let probed = sqlx::raw_sql("SELECT count(*) FROM sqlite_master")
+            .execute(&mut probe)
+            .await;
+        let _ = probe.close().await;
+        if let Err(e) = probed {
+            return Err(StoreError::Corrupt {
+                url,
+                why: e.to_string(),
+            });
+        }
+        let pool = AnyPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    // Incremental auto-vacuum first: it takes effect only on a new file (whose
+                    // header the WAL switch writes); an older file is converted by its first
+                    // compaction. WAL: readers never wait for the writer. FULL: a commit is on
+                    // disk when it returns (group commit makes that cheap).
+                    conn.execute(AssertSqlSafe(format!(
+                        "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; \
+                         PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000; \
+                         PRAGMA journal_size_limit = {WAL_KEPT_BYTES};"
+                    )))
+                    .await?;
+                    Ok(())
+                })
+            })
+            .connect(&conn_url)
+            .await
+            .map_err(|source| StoreError::Open {
+                url: url.clone(),
+                source,
+            })?;
+        let backend = Backend::Sqlite(path.to_owned());
+        Self::ready(pool, url, backend, Lock::File(lock)).await
+    }
+
+    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
+    pub(super) async fn open_postgres(url: &str) -> Result<Db, StoreError> {
+        let shown = without_password(url);
+        sqlx::any::install_default_drivers();
+        let open = |source| StoreError::Open {
+            url: shown.clone(),
+            source,
+        };
+        let mut locker = AnyConnection::connect(url).await.map_err(open)?;
+        // A process killed a moment ago may still hold the lock until the server notices its
+        // connection is gone: wait a little for it before calling the store in use.
+        let deadline = std::time::Instant::now() + PG_LOCK_WAIT;
+        let got = loop {
+            let got: bool = sqlx::query("SELECT pg_try_advisory_lock($1)")
+                .bind(PG_LOCK_KEY)
+                .fetch_one(&mut locker)
+                .await
+                .and_then(|r| r.try_get(0))
+                .map_err(open)?;
+            if got || std::time::Instant::now() >= deadline {
+                break got;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
+        if !got {
+            return Err(StoreError::Locked {
+                url: shown,
+                lock: PathBuf::from(format!("pg_advisory_lock({PG_LOCK_KEY})")),
+            });
+        }
+        let pool = AnyPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .connect(url)
+            .await
+            .map_err(open)?;
+        let lock = Lock::Postgres(tokio::sync::Mutex::new(locker));
+        Self::ready(pool, shown, Backend::Postgres, lock).await
+    }
+
+    /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a
+    /// running team may keep writing; nothing is created or migrated.
+    pub(super) async fn open_reader(spec: &str) -> Result<Db, StoreError> {
+        sqlx::any::install_default_drivers();
+        let (url, shown, backend) =
+            if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+                (spec.to_owned(), without_password(spec), Backend::Postgres)
+            } else {
+                let path = Path::new(spec.strip_prefix("sqlite://").unwrap_or(spec));
+                let shown = format!("sqlite://{}", path.display());
+                if !path.is_file() {
+                    return Err(StoreError::Missing { url: shown });
+                }
+                let backend = Backend::Sqlite(path.to_owned());
+                (format!("{shown}?mode=ro"), shown, backend)
+            };
+        let pool = AnyPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .connect(&url)
+            .await
+            .map_err(|source| StoreError::Open {
+                url: shown.clone(),
+                source,
+            })?;
+        let found = schema_version(&pool, &shown).await?;
+        if found == 0 {
+            return Err(StoreError::Missing { url: shown });
+        }
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::SchemaNewer {
+                url: shown,
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let store = Db {
+            pool,
+            backend,
+            schema: found,
+            url: shown,
+            last: AtomicU64::new(0),
+            _lock: Lock::None,
+        };
+        let last = store.query_last_version().await?;
+        store.last.store(last, Ordering::SeqCst);
+        Ok(store)
+    }
+
+    async fn ready(
+        pool: AnyPool,
+        url: String,
+        backend: Backend,
+        lock: Lock,
+    ) -> Result<Db, StoreError> {
+        migrate(&pool, &url).await?;
+        let store = Db {
+            pool,
+            backend,
+            schema: SCHEMA_VERSION,
+            url,
+            last: AtomicU64::new(0),
+            _lock: lock,
+        };
+        let last = store.query_last_version().await?;
+        store.last.store(last, Ordering::SeqCst);
+        Ok(store)
+    }
+
+    pub(super) async fn query_last_version(&self) -> Result<u64, StoreError> {
+        let v: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) FROM events")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        Ok(v as u64)
+    }
+
+    /// Appends the rows in one transaction; returns the bytes of their bodies.
+    pub(super) async fn insert(&self, rows: Vec<EventRow>) -> Result<u64, StoreError> {
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let bytes = rows.iter().map(|r| r.body.len() as u64).sum();
+        let last = self.last.load(Ordering::SeqCst);
+        let mut prev = last;
+        for r in &rows {
+            if r.version <= prev {
+                return Err(StoreError::OutOfOrder {
+                    version: r.version,
+                    last: prev,
+                });
+            }
+            prev = r.version;
+        }
+        let mut tx = self.pool.begin().await?;
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            let mut sql = String::from("INSERT INTO events (version, at, task_id, body) VALUES ");
+            for i in 0..chunk.len() {
+                let p = i * 4;
+                if i > 0 {
+                    sql.push(',');
+                }
+                sql.push_str(&format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4));
+            }
+            // Only placeholders are put together here; the data goes in as parameters.
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for r in chunk {
+                q = q
+                    .bind(r.version as i64)
+                    .bind(r.at)
+                    .bind(r.task_id.clone())
+                    .bind(r.body.clone());
+            }
+            q.execute(&mut *tx).await?;
+        }
+        if let Err(e) = tx.commit().await {
+            // The commit may have landed before its answer was lost: learn what is stored.
+            if let Ok(v) = self.query_last_version().await {
+                self.last.store(v, Ordering::SeqCst);
+            }
+            return Err(e.into());
+        }
+        self.last.store(prev, Ordering::SeqCst);
+        Ok(bytes)
+    }
+
+    /// Keeps a snapshot, its JSON in `parts` (one row each, so the database copies one part at
+    /// a time); returns its size in bytes.
+    pub(super) async fn snapshot_put(
+        &self,
+        version: u64,
+        parts: Vec<String>,
+    ) -> Result<u64, StoreError> {
+        let bytes = parts.iter().map(|p| p.len() as u64).sum();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM snapshot_parts WHERE version = $1")
+            .bind(version as i64)
+            .execute(&mut *tx)
+            .await?;
+        for (i, part) in parts.into_iter().enumerate() {
+            sqlx::query("INSERT INTO snapshot_parts (version, part, body) VALUES ($1, $2, $3)")
+                .bind(version as i64)
+                .bind(i as i64)
+                .bind(part)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query(
+            "INSERT INTO snapshots (version, at, body) VALUES ($1, $2, '') \
+             ON CONFLICT (version) DO UPDATE SET body = excluded.body, at = excluded.at",
+        )
+        .bind(version as i64)
+        .bind(chrono::Utc::now().timestamp_millis())
+        .execute(&mut *tx)
+        .await?;
+        // The newest two are kept until compaction drops the older one (it would serve only
+        // with the events after it, which compaction prunes): a team whose compaction is far
+        // off still holds at most two.
+        let keep = "(SELECT MIN(version) FROM \
+             (SELECT version FROM snapshots ORDER BY version DESC LIMIT 2) AS newest)";
+        for table in ["snapshots", "snapshot_parts"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE version < {keep}"
+            )))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(bytes)
+    }
+
+    pub(super) async fn snapshot_latest(&self) -> Result<Option<Snapshot>, StoreError> {
+        // One transaction: a compaction beside it (a reader on a live store) cannot drop the
+        // parts between the row and them.
+        let mut tx = self.pool.begin().await?;
+        let Some(row) =
+            sqlx::query("SELECT version, body FROM snapshots ORDER BY version DESC LIMIT 1")
+                .fetch_optional(&mut *tx)
+                .await?
+        else {
+            return Ok(None);
+        };
+        let version: i64 = row.try_get(0)?;
+        let mut body: String = row.try_get(1)?;
+        // A snapshot written in parts has an empty row; one an older cohort wrote, its body.
+        if body.is_empty() && self.schema >= SCHEMA_PARTS {
+            body = snapshot_parts(&mut tx, version).await?;
+        }
+        tx.commit().await?;
+        let states = serde_json::from_str(&body).map_err(|e| StoreError::BadSnapshot {
+            version,
+            why: e.to_string(),
+        })?;
+        Ok(Some(Snapshot {
+            version: version as u64,
+            states,
+        }))
+    }
+
+    pub(super) async fn select_events(
+        &self,
+        task: Option<TaskId>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows =
+            match task {
+                None => sqlx::query(
+                    "SELECT version, body FROM events WHERE version > $1 ORDER BY version LIMIT $2",
+                )
+                .bind(after as i64)
+                .bind(limit as i64)
+                .fetch_all(&self.pool)
+                .await?,
+                Some(t) => {
+                    sqlx::query(
+                        "SELECT version, body FROM events WHERE task_id = $1 AND version > $2 \
+                     ORDER BY version LIMIT $3",
+                    )
+                    .bind(t.as_str().to_owned())
+                    .bind(after as i64)
+                    .bind(limit as i64)
+                    .fetch_all(&self.pool)
+                    .await?
+                }
+            };
+        rows.iter()
+            .map(|row| {
+                let version: i64 = row.try_get(0)?;
+                let body: String = row.try_get(1)?;
+                serde_json::from_str(&body).map_err(|e| StoreError::BadEvent {
+                    version,
+                    why: e.to_string(),
+                })
+            })
+            .collect()
+    }
+}
+
+impl Db {
+    pub(super) async fn session_put(&self, s: &StoredSession) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO sessions (token_hash, human, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (token_hash) DO UPDATE SET human = excluded.human, \
+             expires_at = excluded.expires_at",
+        )
+        .bind(s.token_hash.clone())
+        .bind(s.human.as_str().to_owned())
+        .bind(s.expires_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub(super) async fn session_delete(&self, token_hash: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
+            .bind(token_hash.to_owned())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn sessions_live(&self, now: i64) -> Result<Vec<StoredSession>, StoreError> {
+        sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        let rows = sqlx::query("SELECT token_hash, human, expires_at FROM sessions")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredSession {
+                    token_hash: r.try_get(0)?,
+                    human: r.try_get::<String, _>(1)?.into(),
+                    expires_at: r.try_get(2)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// An event as a row of the `events` table.
+pub(super) struct EventRow {
+    version: u64,
+    at: i64,
+    task_id: Option<String>,
+    body: String,
+}
+
+pub(super) fn rows(events: &[StoredEvent]) -> Result<Vec<EventRow>, StoreError> {
+    events
+        .iter()
+        .map(|e| {
+            Ok(EventRow {
+                version: e.event.version,
+                at: e.event.at,
+                task_id: e.task_id.as_ref().map(|t| t.as_str().to_owned()),
+                body: serde_json::to_string(&e.event).map_err(|err| StoreError::BadEvent {
+                    version: e.event.version as i64,
+                    why: err.to_string(),
+                })?,
+            })
+        })
+        .collect()
+}
+
+/// Brings the schema up to [`SCHEMA_VERSION`], refusing a store whose schema is newer.
+async fn migrate(pool: &AnyPool, url: &str) -> Result<(), StoreError> {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt {
+        url: url.to_owned(),
+        why: e.to_string(),
+    };
+    sqlx::raw_sql(
+        "CREATE TABLE IF NOT EXISTS cohort_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    )
+    .execute(pool)
+    .await
+    .map_err(corrupt)?;
+    let found = schema_version(pool, url).await?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaNewer {
+            url: url.to_owned(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+        let mut tx = pool.begin().await?;
+        sqlx::raw_sql(*sql).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO cohort_meta (key, value) VALUES ('schema_version', $1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind((i as i64 + 1).to_string())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}
+
+/// A snapshot's parts, joined in order (read a few at a time).
+async fn snapshot_parts(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    version: i64,
+) -> Result<String, StoreError> {
+    const AT_ONCE: i64 = 16;
+    let mut body = String::new();
+    let mut next = 0i64;
+    loop {
+        let rows = sqlx::query(
+            "SELECT part, body FROM snapshot_parts WHERE version = $1 AND part >= $2 \
+             ORDER BY part LIMIT $3",
+        )
+        .bind(version)
+        .bind(next)
+        .bind(AT_ONCE)
+        .fetch_all(&mut **tx)
+        .await?;
+        for r in &rows {
+            let part: i64 = r.try_get(0)?;
+            if part != next {
+                return Err(StoreError::BadSnapshot {
+                    version,
+                    why: format!("its part {next} is missing"),
+                });
+            }
+            body.push_str(&r.try_get::<String, _>(1)?);
+            next += 1;
+        }
+        if (rows.len() as i64) < AT_ONCE {
+            return Ok(body);
+        }
+    }
+}
+
+/// The schema version a store records (0 for a database cohort never wrote).
+async fn schema_version(pool: &AnyPool, url: &str) -> Result<i64, StoreError> {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt {
+        url: url.to_owned(),
+        why: e.to_string(),
+    };
+    let row = match sqlx::query("SELECT value FROM cohort_meta WHERE key = 'schema_version'")
+        .fetch_optional(pool)
+        .await
+    {
+        Ok(row) => row,
+        // No meta table: not a cohort store (yet).
+        Err(sqlx::Error::Database(e)) if e.message().contains("cohort_meta") => None,
+        Err(e) => return Err(corrupt(e)),
+    };
+    let Some(row) = row else { return Ok(0) };
+    let v: String = row.try_get(0).map_err(corrupt)?;
+    v.trim().parse().map_err(|_| StoreError::Corrupt {
+        url: url.to_owned(),
+        why: format!("its schema version is `{v}`"),
+    })
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((creds, host)) if creds.contains(':') => {
+            let user = creds.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            super::without_password("postgres://me:secret@db:5432/team"),
+            "postgres://me:***@db:5432/team"
+        );
+        assert_eq!(
+            super::without_password("postgres://db/team"),
+            "postgres://db/team"
+        );
+    }
+}
