@@ -49,15 +49,39 @@ fn no_file_is_included_through_path() {
 #[test]
 fn the_core_depends_on_no_runtime_actor_http_or_database_crate() {
     let out = Command::new(env!("CARGO"))
-        .args(["tree", "--locked", "--offline", "-p", "cohort-core", "-e", "normal"])
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-p",
+            "cohort-core",
+            "-e",
+            "normal",
+        ])
         .args(["--prefix", "none", "--format", "{p}"])
         .output()
         .expect("cargo tree runs");
     let tree = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(tree.contains("serde "), "{tree}");
     let names: Vec<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
-    for banned in ["tokio", "actix", "axum", "sqlx", "hyper", "reqwest", "rmcp", "async-openai"] {
-        assert!(!names.contains(&banned), "cohort-core depends on {banned}:\n{tree}");
+    for banned in [
+        "tokio",
+        "actix",
+        "axum",
+        "sqlx",
+        "hyper",
+        "reqwest",
+        "rmcp",
+        "async-openai",
+    ] {
+        assert!(
+            !names.contains(&banned),
+            "cohort-core depends on {banned}:\n{tree}"
+        );
     }
 }

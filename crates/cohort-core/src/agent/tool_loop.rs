@@ -1,11 +1,13 @@
-//! The native tool loop (seed 003): a tool step whose model calls tools natively gets its MCP
-//! server's tools as functions; the model calls them, each result goes back to it, until it
+//! The native tool loop (seed 003): a tool step whose model calls tools natively gets the
+//! tools of its MCP server, and of the agent's other servers, as functions; the model calls
+//! them (several at once when it asks for several), each result goes back to it, until it
 //! answers in text or the loop reaches its cap. Each call is recorded as a finished tool step
 //! of its own. This file holds the loop's pure parts; the agent actor performs the calls.
 
 use crate::call::{ToolCall, ToolRound, ToolSpec};
 use crate::state::{Executor, StepExecutionState, StepOrigin, StepResult, StepState};
 use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashMap};
 
 /// The most function calls one tool step's loop may make (seed 000's AGENT_MAX_STEPS).
 pub const TOOL_LOOP_CAP: usize = 25;
@@ -35,6 +37,74 @@ pub fn tool_specs(description: &Value) -> Vec<ToolSpec> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The functions one loop offers the model, from the servers the agent may use (the step's own
+/// first), and the server and tool each name calls. A tool name that two servers share is
+/// offered as `server__tool` from each, so the model can tell them apart (seed 003: one loop
+/// may mix the tools of several servers).
+#[derive(Clone, Debug, Default)]
+pub struct ToolSet {
+    /// What the model is offered, in the servers' order.
+    pub specs: Vec<ToolSpec>,
+    /// Each offered name: its server and the tool's own name there.
+    routes: HashMap<String, (String, String)>,
+}
+
+impl ToolSet {
+    /// The set of `servers`' tools, each server with its description (see [`tool_specs`]).
+    pub fn new(servers: &[(String, Value)]) -> Self {
+        let listed: Vec<(&str, Vec<ToolSpec>)> = servers
+            .iter()
+            .map(|(name, description)| (name.as_str(), tool_specs(description)))
+            .collect();
+        let mut servers_of: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, specs) in &listed {
+            for spec in specs {
+                *servers_of.entry(spec.name.as_str()).or_default() += 1;
+            }
+        }
+        let shared: Vec<String> = servers_of
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        let mut set = ToolSet::default();
+        for (server, specs) in listed {
+            for mut spec in specs {
+                let tool = spec.name.clone();
+                if shared.contains(&tool) {
+                    spec.name = format!("{}__{tool}", function_name(server));
+                }
+                set.routes
+                    .insert(spec.name.clone(), (server.to_owned(), tool));
+                set.specs.push(spec);
+            }
+        }
+        set
+    }
+
+    /// The server and tool the offered name `name` calls.
+    pub fn route(&self, name: &str) -> Result<(&str, &str), String> {
+        self.routes
+            .get(name)
+            .map(|(server, tool)| (server.as_str(), tool.as_str()))
+            .ok_or_else(|| format!("no tool is named `{name}` in this loop"))
+    }
+}
+
+/// A server's name as a function name may hold it (letters, digits, `_` and `-`).
+fn function_name(server: &str) -> String {
+    server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// A call's arguments as the object MCP wants; an empty text is no arguments.
@@ -93,21 +163,31 @@ fn cut_middle(text: &str, keep: usize) -> String {
 /// How a call step's text starts: it names the loop's step.
 const CALL_TEXT: &str = "Called by the tool loop of step ";
 
-/// The finished (or failed) tool step that records one call of the loop run by `parent`.
-pub fn call_step(parent: &StepState, call: &ToolCall, result: &Result<Value, String>) -> StepState {
+/// The finished (or failed) tool step that records one call of the loop run by `parent`, made
+/// to the server and tool `route` (None: the call named no tool of the loop, and went nowhere).
+pub fn call_step(
+    parent: &StepState,
+    route: Option<(&str, &str)>,
+    call: &ToolCall,
+    result: &Result<Value, String>,
+) -> StepState {
+    let (executor, tool) = match route {
+        Some((server, tool)) => (Executor::Tool(server.to_owned()), tool),
+        None => (parent.executor.clone(), call.name.as_str()),
+    };
     let mut step = StepState::new(
         parent.task_id.clone(),
         parent.stage_id.clone(),
         parent.agent_id.clone(),
-        parent.executor.clone(),
-        format!("Call `{}` ({})", call.name, parent.step_intention),
+        executor,
+        format!("Call `{tool}` ({})", parent.step_intention),
         format!("{CALL_TEXT}{}", parent.step_id),
     )
     .with_origin(StepOrigin::ToolCall {
         parent: parent.step_id.clone(),
     });
     let args = arguments(call).map_or_else(|_| json!(call.arguments), Value::Object);
-    step.instruction_content = Some(json!({ "tool_name": call.name, "arguments": args }));
+    step.instruction_content = Some(json!({ "tool_name": tool, "arguments": args }));
     let failed = match result {
         Ok(v) => v["isError"] == true,
         Err(_) => true,
@@ -178,6 +258,34 @@ mod tests {
     }
 
     #[test]
+    fn a_loop_offers_every_servers_tools_and_qualifies_a_shared_name() {
+        let tools = |names: &[&str]| json!({"tools": names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()});
+        let set = ToolSet::new(&[
+            ("workspace".into(), tools(&["read_file", "search"])),
+            ("my notes".into(), tools(&["add_note", "search"])),
+        ]);
+        let names: Vec<&str> = set.specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "workspace__search",
+                "add_note",
+                "my_notes__search"
+            ],
+            "the step's own server first, a shared name qualified on both"
+        );
+        assert_eq!(set.route("add_note"), Ok(("my notes", "add_note")));
+        assert_eq!(set.route("my_notes__search"), Ok(("my notes", "search")));
+        assert_eq!(set.route("workspace__search"), Ok(("workspace", "search")));
+        assert!(
+            set.route("search")
+                .unwrap_err()
+                .contains("no tool is named `search`")
+        );
+    }
+
+    #[test]
     fn arguments_must_be_an_object() {
         assert!(arguments(&call("x", "")).unwrap().is_empty());
         assert_eq!(arguments(&call("x", r#"{"a": 1}"#)).unwrap()["a"], 1);
@@ -215,14 +323,21 @@ mod tests {
         assert!(runs_natively(true, &parent) && !runs_natively(false, &parent));
         let s = call_step(
             &parent,
+            Some(("notes", "write_file")),
             &call("write_file", r#"{"path": "a"}"#),
             &Ok(json!({"content": []})),
         );
         assert_eq!(s.execution_state, StepExecutionState::Finished);
+        assert_eq!(
+            s.executor,
+            Executor::Tool("notes".into()),
+            "the server it went to"
+        );
         assert!(s.origin.is_tool_call() && !parent.origin.is_tool_call());
         assert_eq!(s.instruction_content.unwrap()["arguments"]["path"], "a");
-        let f = call_step(&parent, &call("x", "{}"), &Err("down".into()));
+        let f = call_step(&parent, None, &call("x", "{}"), &Err("down".into()));
         assert_eq!(f.execution_state, StepExecutionState::Failed);
+        assert_eq!(f.executor, parent.executor);
 
         let mut l = ToolLoop::default();
         assert!(l.may_call(TOOL_LOOP_CAP));

@@ -333,6 +333,14 @@ pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> 
     let per_stage = pick(r.per_stage, "per_stage", d.per_stage);
     let repeats = pick(r.repeats, "repeats", d.repeats);
     let reflections = pick(r.reflections, "reflections", d.reflections);
+    let parallel_tool_calls = bounded(
+        out,
+        file,
+        "step_limits.parallel_tool_calls",
+        r.parallel_tool_calls,
+        (1, Some(64)),
+        d.parallel_tool_calls,
+    );
     // No questions at all is a choice (0), unlike no steps.
     let asks = bounded(out, file, "step_limits.asks", r.asks, (0, None), d.asks);
     let mut budget = |v: Option<u64>, field: &str| {
@@ -354,6 +362,7 @@ pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> 
         task_steps: budget(r.task_steps, "task_steps"),
         asks,
         reflections,
+        parallel_tool_calls,
     }
 }
 

@@ -135,6 +135,8 @@ pub struct RawStepLimits {
     pub asks: Option<usize>,
     #[serde(default)]
     pub reflections: Option<usize>,
+    #[serde(default)]
+    pub parallel_tool_calls: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

@@ -135,11 +135,7 @@ impl Script {
 }
 
 /// Replaces `{{name}}` placeholders. With `dry`, only checks that every name is known.
-pub fn render(
-    text: &str,
-    vars: &HashMap<&str, String>,
-    dry: bool,
-) -> Result<String, String> {
+pub fn render(text: &str, vars: &HashMap<&str, String>, dry: bool) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("{{") {

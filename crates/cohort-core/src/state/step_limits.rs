@@ -20,6 +20,9 @@ pub struct StepLimits {
     /// with a summary whatever it plans (a 1.5B writer's reflections planned "write the fifth
     /// line of the haiku", then the sixth, the seventh, ...).
     pub reflections: usize,
+    /// Tool calls of one model reply a native tool loop makes at once (default 4); the results
+    /// go back to the model in the order of the calls.
+    pub parallel_tool_calls: usize,
 }
 
 impl Default for StepLimits {
@@ -31,6 +34,7 @@ impl Default for StepLimits {
             task_steps: None,
             asks: 3,
             reflections: 4,
+            parallel_tool_calls: 4,
         }
     }
 }

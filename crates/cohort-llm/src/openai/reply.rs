@@ -2,8 +2,8 @@
 //! its strict types reject what a local server sent, the few fields we need read from the JSON.
 
 use super::snippet;
-use crate::{ChatReply, Cut, LlmError, ToolCall};
 use crate::state::TokenUsage;
+use crate::{ChatReply, Cut, LlmError, ToolCall};
 use async_openai::types::chat::{ChatCompletionMessageToolCalls, CreateChatCompletionResponse};
 use serde_json::Value;
 

@@ -2,9 +2,9 @@
 //! functions and rounds) and the reply made from what came back (tags, estimated usage).
 
 use super::OpenAiSettings;
+use crate::prompt::tokens::TokenCounter;
 use crate::structured::tagged_answer;
 use crate::{ChatReply, ChatRequest, ToolRound};
-use crate::prompt::tokens::TokenCounter;
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,

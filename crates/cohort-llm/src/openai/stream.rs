@@ -4,8 +4,8 @@
 //! server's (fields missing or extra) do as well as OpenAI's.
 
 use super::{AttemptFailure, Inner, classify};
-use crate::{ChatReply, ChatRequest, Cut, LlmError, ToolCall};
 use crate::state::TokenUsage;
+use crate::{ChatReply, ChatRequest, Cut, LlmError, ToolCall};
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::{ChatCompletionStreamOptions, CreateChatCompletionRequest};
 use serde_json::Value;

@@ -7,8 +7,16 @@ use std::path::Path;
 
 /// Every file of `web/`: its path, content type and bytes. A test checks none is missing.
 pub const FILES: &[(&str, &str, &[u8])] = &[
-    ("index.html", HTML, include_bytes!("../../../../web/index.html")),
-    ("style.css", CSS, include_bytes!("../../../../web/style.css")),
+    (
+        "index.html",
+        HTML,
+        include_bytes!("../../../../web/index.html"),
+    ),
+    (
+        "style.css",
+        CSS,
+        include_bytes!("../../../../web/style.css"),
+    ),
     ("app.js", JS, include_bytes!("../../../../web/app.js")),
     ("ctx.js", JS, include_bytes!("../../../../web/ctx.js")),
     ("tasks.js", JS, include_bytes!("../../../../web/tasks.js")),
@@ -19,15 +27,35 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         JS,
         include_bytes!("../../../../web/conversations.js"),
     ),
-    ("composer.js", JS, include_bytes!("../../../../web/composer.js")),
-    ("control.js", JS, include_bytes!("../../../../web/control.js")),
+    (
+        "composer.js",
+        JS,
+        include_bytes!("../../../../web/composer.js"),
+    ),
+    (
+        "control.js",
+        JS,
+        include_bytes!("../../../../web/control.js"),
+    ),
     ("api.js", JS, include_bytes!("../../../../web/api.js")),
     ("calls.js", JS, include_bytes!("../../../../web/calls.js")),
-    ("decisions.js", JS, include_bytes!("../../../../web/decisions.js")),
+    (
+        "decisions.js",
+        JS,
+        include_bytes!("../../../../web/decisions.js"),
+    ),
     ("dom.js", JS, include_bytes!("../../../../web/dom.js")),
-    ("failures.js", JS, include_bytes!("../../../../web/failures.js")),
+    (
+        "failures.js",
+        JS,
+        include_bytes!("../../../../web/failures.js"),
+    ),
     ("graph.js", JS, include_bytes!("../../../../web/graph.js")),
-    ("timeline.js", JS, include_bytes!("../../../../web/timeline.js")),
+    (
+        "timeline.js",
+        JS,
+        include_bytes!("../../../../web/timeline.js"),
+    ),
     ("store.js", JS, include_bytes!("../../../../web/store.js")),
     ("text.js", JS, include_bytes!("../../../../web/text.js")),
 ];

@@ -4,20 +4,22 @@
 
 use super::{AgentActor, STORE_DEADLINE};
 use crate::agent::complete_tool_loop;
-use crate::agent::tool_loop::{ToolLoop, arguments, call_step, shown, tool_specs};
+use crate::agent::tool_loop::{ToolLoop, ToolSet, arguments, call_step, shown};
 use crate::llm::{ChatReply, ChatRequest, ToolCall, ToolRound};
 use crate::mcp::{McpCall, McpClient};
 use crate::prompt::tokens::TokenCounter;
 use crate::prompt::{PromptContext, build_tool_loop_prompt};
 use crate::state::{StepState, TokenUsage};
 use actix::prelude::*;
+use futures::StreamExt;
 use serde_json::Value;
 use std::sync::Arc;
 
 /// A loop in progress: its request (with the rounds so far), its state, what it cost.
 struct Running {
     step: StepState,
-    server: String,
+    /// The functions offered, and the server and tool each calls.
+    tools: Arc<ToolSet>,
     request: ChatRequest,
     state: ToolLoop,
     spent: TokenUsage,
@@ -55,7 +57,7 @@ impl AgentActor {
         let request = self.request_for(&step, "tool_loop", prompt.system, prompt.user);
         let started = self.monitor.assigned_version();
         let monitor = self.monitor.clone();
-        let name = server.clone();
+        let servers = self.loop_servers(&server);
         let describe = async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
             if !matches!(stored, Ok(true)) {
@@ -65,33 +67,40 @@ impl AgentActor {
                         .to_owned(),
                 );
             }
-            mcp.describe(&name).await.map_err(|e| e.to_string())
+            describe_servers(&mcp, servers).await
         };
         let handle = ctx.spawn(describe.into_actor(self).map(move |res, act, ctx| {
             act.phase.call_returned();
             if act.loop_cancelled(&step) {
                 return;
             }
-            let mut running = Running {
+            let tools = match res {
+                Ok(described) => ToolSet::new(&described),
+                Err(e) => return act.end_loop(&step, Err(e), TokenUsage::default(), ctx),
+            };
+            if tools.specs.is_empty() {
+                let why = format!("MCP server `{server}` offers no tools");
+                return act.end_loop(&step, Err(why), TokenUsage::default(), ctx);
+            }
+            let mut request = request;
+            request.tools = tools.specs.clone();
+            let running = Running {
                 step,
-                server,
+                tools: Arc::new(tools),
                 request,
                 state: ToolLoop::default(),
                 spent: TokenUsage::default(),
             };
-            match res.map(|d| tool_specs(&d)) {
-                Ok(specs) if !specs.is_empty() => {
-                    running.request.tools = specs;
-                    act.ask_loop(running, ctx);
-                }
-                Ok(_) => {
-                    let why = format!("MCP server `{}` offers no tools", running.server);
-                    act.end_loop(&running.step, Err(why), running.spent, ctx)
-                }
-                Err(e) => act.end_loop(&running.step, Err(e), running.spent, ctx),
-            }
+            act.ask_loop(running, ctx);
         }));
         self.phase.call_out(handle);
+    }
+
+    /// The servers a loop of a step of `server` offers the tools of: that one first, then the
+    /// others the agent may use.
+    fn loop_servers(&self, server: &str) -> Vec<String> {
+        let others = self.state.tools.iter().filter(|t| *t != server).cloned();
+        std::iter::once(server.to_owned()).chain(others).collect()
     }
 
     /// A person cancelled the loop's step: it was completed then, and the loop just stops.
@@ -174,7 +183,8 @@ impl AgentActor {
             let why = Err("the team has no MCP client".to_owned());
             return self.end_loop(&running.step, why, running.spent, ctx);
         };
-        let run_calls = self.loop_calls(mcp, running.server.clone(), reply.tool_calls.clone());
+        let calls = reply.tool_calls.clone();
+        let run_calls = self.loop_calls(mcp, running.tools.clone(), calls);
         let handle = ctx.spawn(run_calls.into_actor(self).map(move |results, act, ctx| {
             act.phase.call_returned();
             if act.loop_cancelled(&running.step) {
@@ -182,7 +192,9 @@ impl AgentActor {
             }
             let calls = reply.tool_calls;
             for (call, result) in calls.iter().zip(&results) {
-                act.state.add_done(call_step(&running.step, call, result));
+                let route = running.tools.route(&call.name).ok();
+                act.state
+                    .add_done(call_step(&running.step, route, call, result));
             }
             act.publish();
             running.state.calls += calls.len();
@@ -196,38 +208,41 @@ impl AgentActor {
         self.phase.call_out(handle);
     }
 
-    /// The calls a loop's model asked for, made in turn once the loop's start is stored (a
-    /// call may act): each call's result, or why it was not made.
+    /// The calls a loop's model asked for, made once the loop's start is stored (a call may
+    /// act), up to `step_limits.parallel_tool_calls` at a time: each call's result in the
+    /// order of the calls, or why it was not made.
     fn loop_calls(
         &self,
         mcp: Arc<McpClient>,
-        server: String,
+        tools: Arc<ToolSet>,
         calls: Vec<ToolCall>,
     ) -> impl Future<Output = Vec<Result<Value, String>>> + use<> {
         let started = self.monitor.assigned_version();
         let monitor = self.monitor.clone();
+        let at_once = self.state.step_limits.parallel_tool_calls.max(1);
         async move {
-            let mut results: Vec<Result<Value, String>> = Vec::with_capacity(calls.len());
             let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
-            for call in &calls {
-                let result = match (&stored, arguments(call)) {
-                    (Ok(true), Ok(args)) => {
-                        let call = McpCall::Tool {
-                            name: call.name.clone(),
-                            arguments: args,
-                        };
-                        mcp.call(&server, &call).await.map_err(|e| e.to_string())
-                    }
-                    (Ok(true), Err(e)) => Err(e),
-                    _ => Err(
-                        "the team's store did not confirm the loop in time; the tool was \
-                              not called"
-                            .to_owned(),
-                    ),
-                };
-                results.push(result);
+            if !matches!(stored, Ok(true)) {
+                let why = "the team's store did not confirm the loop in time; the tool was not \
+                           called";
+                return calls.iter().map(|_| Err(why.to_owned())).collect();
             }
-            results
+            let one = |call: ToolCall| {
+                let (mcp, tools) = (mcp.clone(), tools.clone());
+                async move {
+                    let (server, tool) = tools.route(&call.name)?;
+                    let call = McpCall::Tool {
+                        name: tool.to_owned(),
+                        arguments: arguments(&call)?,
+                    };
+                    mcp.call(server, &call).await.map_err(|e| e.to_string())
+                }
+            };
+            // `buffered` keeps the calls' order whatever order they end in.
+            futures::stream::iter(calls.into_iter().map(one))
+                .buffered(at_once)
+                .collect()
+                .await
         }
     }
 
@@ -244,4 +259,23 @@ impl AgentActor {
         let completion = complete_tool_loop(&mut self.state, &step.step_id, result, spent);
         self.apply_completion(step.step_id.clone(), completion, ctx);
     }
+}
+
+/// Each server's description (`McpClient::describe`), the step's own first. The step's own
+/// server must answer; another that cannot is left out of the loop (its tools are not
+/// offered) rather than failing a step that did not ask for it.
+async fn describe_servers(
+    mcp: &McpClient,
+    servers: Vec<String>,
+) -> Result<Vec<(String, Value)>, String> {
+    let described = futures::future::join_all(servers.iter().map(|s| mcp.describe(s))).await;
+    let mut out = Vec::with_capacity(servers.len());
+    for (i, (server, result)) in servers.into_iter().zip(described).enumerate() {
+        match result {
+            Ok(description) => out.push((server, description)),
+            Err(e) if i == 0 => return Err(e.to_string()),
+            Err(e) => tracing::warn!(%server, "its tools are left out of a tool loop: {e}"),
+        }
+    }
+    Ok(out)
 }
