@@ -478,6 +478,10 @@ pub(super) fn finish_output(
     if step.origin.is_second_try() {
         output.repairs.push(Repair::SecondTry);
     }
+    // A graph plan's steps that wait for this one cannot run if it failed.
+    if let Some(f) = &failure {
+        super::dependencies::fail_dependents(agent, step, f);
+    }
     let open = agent.holds(&step.task_id, &step.stage_id);
     if let (Some(stage), true) = (step.stage_id.stage(), open) {
         let goal = (step.task_id.clone(), stage.clone());
@@ -525,7 +529,7 @@ pub(super) fn finish_output(
 
 /// No step of this stage is queued, the agent waits for no reply in it, and the step did
 /// not leave a plan waiting for a person's check (the plan is what comes next).
-fn nothing_left_in_stage(agent: &AgentState, step: &StepState) -> bool {
+pub(super) fn nothing_left_in_stage(agent: &AgentState, step: &StepState) -> bool {
     let queued = agent
         .agent_step
         .todo()
@@ -567,7 +571,7 @@ fn add_recovery_decision(agent: &mut AgentState, step: &StepState, failure: &str
     agent.add_next_steps(vec![s]);
 }
 
-fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
+pub(super) fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
     let s = StepState::new(
         step.task_id.clone(),
         step.stage_id.clone(),

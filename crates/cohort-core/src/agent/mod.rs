@@ -6,6 +6,7 @@
 pub mod approval;
 pub mod cancel;
 mod complete;
+pub mod dependencies;
 pub mod history_summary;
 mod human;
 mod limits;

@@ -27,6 +27,15 @@ pub struct EditedStep {
     pub executor: String,
     #[serde(default)]
     pub text_content: String,
+    /// Its id in a graph plan, which `depends_on` of the plan's other steps name.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The ids of the steps it waits for.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// Once it finishes, the rest of the plan is planned again.
+    #[serde(default)]
+    pub replan: bool,
 }
 
 fn skill() -> String {
@@ -221,6 +230,11 @@ fn checked_edit(
     agent: &AgentState,
     edit: Vec<EditedStep>,
 ) -> Result<Vec<PlannedStep>, VerdictError> {
+    let replan: Vec<String> = edit
+        .iter()
+        .filter(|e| e.replan)
+        .filter_map(|e| e.id.clone())
+        .collect();
     let raw: Vec<RawPlannedStep> = edit
         .into_iter()
         .map(|e| RawPlannedStep {
@@ -228,6 +242,8 @@ fn checked_edit(
             step_type: e.step_type,
             executor: e.executor,
             text_content: e.text_content,
+            id: e.id,
+            depends_on: e.depends_on,
         })
         .collect();
     let asked = raw.len();
@@ -242,7 +258,8 @@ fn checked_edit(
     if !rejected.is_empty() {
         return Err(VerdictError::BadPlan(rejected.join("; ")));
     }
-    Ok(ok)
+    crate::skills::plan_graph::arrange(ok, &replan)
+        .map_err(|e| VerdictError::BadPlan(e.to_string()))
 }
 
 fn finish(agent: &mut AgentState, id: &StepId, result: Value) {

@@ -363,6 +363,15 @@ pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> 
         asks,
         reflections,
         parallel_tool_calls,
+        // No replan at all is a choice (0): the plan runs as first made.
+        replans: bounded(
+            out,
+            file,
+            "step_limits.replans",
+            r.replans,
+            (0, None),
+            d.replans,
+        ),
     }
 }
 

@@ -137,6 +137,8 @@ pub struct RawStepLimits {
     pub reflections: Option<usize>,
     #[serde(default)]
     pub parallel_tool_calls: Option<usize>,
+    #[serde(default)]
+    pub replans: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

@@ -15,14 +15,30 @@ pub struct RawPlannedStep {
     pub step_type: String,
     pub executor: String,
     pub text_content: String,
+    /// Its id in a graph plan (`id`, a string or a number), if it has one.
+    pub id: Option<String>,
+    /// The ids of the steps it waits for (`depends_on`).
+    pub depends_on: Vec<String>,
 }
 
-/// `<planned_step>[{step_intention, type, executor, text_content}, …]</planned_step>`.
-/// An empty list is valid (tool_decision: stop). `text_content` defaults to empty.
-pub fn planned_steps(text: &str) -> Result<Vec<RawPlannedStep>, ParseError> {
+/// A plan as the model wrote it: its steps, and the ids after which the rest is planned again
+/// (`replan`). Its structure is checked by `skills::plan_graph`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawPlan {
+    /// The planned steps, in the plan's order.
+    pub steps: Vec<RawPlannedStep>,
+    /// `replan`: the ids of the steps after which the agent plans the rest again.
+    pub replan: Vec<String>,
+}
+
+/// `<planned_step>[{step_intention, type, executor, text_content}, …]</planned_step>`, or a graph
+/// plan `{"steps": [{"id", "depends_on", …}, …], "replan": [ids]}`. An empty list is valid
+/// (tool_decision: stop). `text_content` defaults to empty.
+pub fn plan(text: &str) -> Result<RawPlan, ParseError> {
     const TAG: &str = "planned_step";
-    let items = list_items(TAG, unwrap_list(tagged_json(text, TAG)?))?;
-    items
+    let (list, replan) = split_plan(TAG, tagged_json(text, TAG)?)?;
+    let items = list_items(TAG, list)?;
+    let steps = items
         .iter()
         .enumerate()
         .map(|(i, item)| {
@@ -32,18 +48,36 @@ pub fn planned_steps(text: &str) -> Result<Vec<RawPlannedStep>, ParseError> {
                 step_type: o.str_any(&["type", "step_type"])?,
                 executor: o.str("executor")?,
                 text_content: o.text("text_content")?,
+                id: o.opt_id("id")?,
+                depends_on: o.id_list("depends_on")?,
             })
         })
-        .collect()
+        .collect::<Result<_, ParseError>>()?;
+    Ok(RawPlan { steps, replan })
 }
 
-/// `{"steps": […]}` → `[…]`: some models wrap the list in an object with one field.
-fn unwrap_list(value: Value) -> Value {
+/// The steps of a `<planned_step>` answer (see [`plan`]), for the skills whose plans are lists.
+pub fn planned_steps(text: &str) -> Result<Vec<RawPlannedStep>, ParseError> {
+    plan(text).map(|p| p.steps)
+}
+
+/// A plan object's step list and its `replan` ids. `{"steps": […], "replan": […]}` is a graph
+/// plan; an object with one list field is that list (some models wrap the list in an object);
+/// anything else is the list itself.
+fn split_plan(tag: &'static str, value: Value) -> Result<(Value, Vec<String>), ParseError> {
     match value {
-        Value::Object(mut map) if map.len() == 1 && map.values().all(Value::is_array) => {
-            map.values_mut().next().map(Value::take).unwrap_or_default()
+        whole @ Value::Object(_) if whole.get("steps").is_some_and(Value::is_array) => {
+            let replan = Obj::new(tag, "the plan".into(), &whole)?.id_list("replan")?;
+            let Value::Object(mut map) = whole else {
+                return Ok((Value::Null, replan));
+            };
+            Ok((map.remove("steps").unwrap_or_default(), replan))
         }
-        other => other,
+        Value::Object(mut map) if map.len() == 1 && map.values().all(Value::is_array) => {
+            let list = map.values_mut().next().map(Value::take).unwrap_or_default();
+            Ok((list, Vec::new()))
+        }
+        other => Ok((other, Vec::new())),
     }
 }
 
@@ -112,6 +146,8 @@ mod tests {
             step_type: ty.into(),
             executor: executor.into(),
             text_content: text.into(),
+            id: None,
+            depends_on: Vec::new(),
         }
     }
 

@@ -166,6 +166,38 @@ impl<'a> Obj<'a> {
         Ok(self.opt_str(name)?.unwrap_or_default())
     }
 
+    /// An optional id: a string, or a number as its digits (models number their steps).
+    pub(super) fn opt_id(&self, name: &str) -> Result<Option<String>, ParseError> {
+        match self.get(name) {
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            _ => self.opt_str(name),
+        }
+    }
+
+    /// An optional list of ids (strings or numbers); a single id is a list of one, absent is
+    /// empty.
+    pub(super) fn id_list(&self, name: &str) -> Result<Vec<String>, ParseError> {
+        const EXPECTED: &str = "an id or a list of ids";
+        let items: &[Value] = match self.get(name) {
+            None => return Ok(Vec::new()),
+            Some(Value::Array(items)) => items,
+            Some(v @ (Value::String(_) | Value::Number(_))) => std::slice::from_ref(v),
+            Some(other) => return Err(self.wrong(name, EXPECTED, other)),
+        };
+        let mut out: Vec<String> = Vec::with_capacity(items.len());
+        for item in items {
+            let id = match item {
+                Value::String(s) => s.trim().to_owned(),
+                Value::Number(n) => n.to_string(),
+                other => return Err(self.wrong(name, EXPECTED, other)),
+            };
+            if !id.is_empty() && !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
     /// A boolean; `"true"`/`"false"`/`"yes"`/`"no"` strings are accepted too.
     pub(super) fn bool_or(&self, name: &str, default: bool) -> Result<bool, ParseError> {
         match self.get(name) {

@@ -23,8 +23,8 @@ mod stopped;
 mod tags;
 
 pub use answers::{
-    RawPlannedStep, completion_summary, persistent_memory, planned_steps, quick_think, think,
-    tool_instruction,
+    RawPlan, RawPlannedStep, completion_summary, persistent_memory, plan, planned_steps,
+    quick_think, think, tool_instruction,
 };
 pub use instructions::{agent_instruction, ask_info, task_instruction};
 pub use json::lenient_json;

@@ -165,6 +165,7 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
         cut_older: true,
         executed: MAX_EXECUTED_IN_HISTORY,
     };
+    push_dependencies(&mut doc, set, ctx, fit);
     let history_omitted = push_stage_history(&mut doc, set, ctx, fit);
     push_memory(&mut doc, set, ctx.agent);
     doc.heading(1, &set.headings().rules);
@@ -179,6 +180,7 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
 fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
     let mut doc = Doc::default();
     push_current_step(&mut doc, set, skill, ctx);
+    push_dependencies(&mut doc, set, ctx, fit);
     let history_omitted = match history_kind(skill) {
         HistoryKind::Stage => push_stage_history(&mut doc, set, ctx, fit),
         HistoryKind::ToolChain => {
@@ -329,6 +331,29 @@ fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptC
     doc.push(&block(&ctx.step.text_content, 3, &p.none));
 }
 
+/// The results of the steps the current step depends on (a graph plan's `depends_on`, seed 001
+/// `buildStepContext`), whole or, to fit a budget, cut like older history.
+fn push_dependencies(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) {
+    if ctx.step.depends_on.is_empty() {
+        return;
+    }
+    let deps: Vec<&StepState> = ctx
+        .step
+        .depends_on
+        .iter()
+        .filter_map(|id| ctx.agent.agent_step.get(id))
+        .collect();
+    doc.heading(2, &set.headings().depends_on);
+    doc.push(&set.phrases().depends_note);
+    // Under a budget every dependency's result is cut: none of them is "the newest".
+    let cut = if fit.cut_older {
+        deps.len() + KEPT_WHOLE
+    } else {
+        0
+    };
+    push_steps_cut(doc, set, &deps, 3, cut);
+}
+
 /// The ids and executor of a step, as a short list.
 fn step_ids(step: &StepState) -> String {
     [
@@ -398,16 +423,27 @@ fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: F
 /// Steps as numbered entries with headings of `level`; `(none)` for an empty list. With
 /// `cut_older`, the results of all but the newest [`KEPT_WHOLE`] are cut.
 fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize, cut_older: bool) {
-    let none = &set.phrases().none;
-    if steps.is_empty() {
-        doc.push(none);
-        return;
-    }
     let whole_from = if cut_older {
         steps.len().saturating_sub(KEPT_WHOLE)
     } else {
         0
     };
+    push_steps_cut(doc, set, steps, level, whole_from);
+}
+
+/// `steps` as a history lists them, the results of the first `whole_from` cut.
+fn push_steps_cut(
+    doc: &mut Doc,
+    set: &PromptSet,
+    steps: &[&StepState],
+    level: usize,
+    whole_from: usize,
+) {
+    let none = &set.phrases().none;
+    if steps.is_empty() {
+        doc.push(none);
+        return;
+    }
     for (i, s) in steps.iter().enumerate() {
         let title = format!(
             "{}. {} ({}) · {}",
@@ -417,11 +453,12 @@ fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize
             s.execution_state
         );
         doc.heading(level, &title);
-        let mut lines = vec![
-            format!("- step_id: {}", one_line(s.step_id.as_str())),
-            format!("- step_intention: {}", one_line(&s.step_intention)),
-            bullet("text_content", &s.text_content, level + 1, none),
-        ];
+        let mut lines = vec![format!("- step_id: {}", one_line(s.step_id.as_str()))];
+        if let Some(id) = &s.plan_id {
+            lines.push(format!("- plan_id: {}", one_line(id)));
+        }
+        lines.push(format!("- step_intention: {}", one_line(&s.step_intention)));
+        lines.push(bullet("text_content", &s.text_content, level + 1, none));
         if let Some(v) = &s.instruction_content {
             lines.push(format!("- instruction_content:\n{}", json_block(v)));
         }

@@ -41,6 +41,8 @@ text_group!(
         server,
         mcp_base,
         history, history_done, history_pending, tool_history,
+        /// Above the results of the steps the current step depends on.
+        depends_on,
         memory, memory_rules, memory_content,
     }
 );
@@ -72,6 +74,8 @@ text_group!(
         history_summary_note,
         /// How the model summarizes older steps of its stage (`agent::history_summary`).
         summarize_history,
+        /// Says what the results of the steps the current step depends on are for.
+        depends_note,
     }
 );
 

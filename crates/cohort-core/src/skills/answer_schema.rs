@@ -47,7 +47,7 @@ pub fn answer_schema(
             if acting && steps.get("items").is_some() {
                 steps["minItems"] = json!(1);
             }
-            answer(&[("planned_step", steps)], &[])
+            answer(&[("planned_step", plan_or_graph(skill, steps))], &[])
         }
         Skill::Summary => answer(&[("completion_summary", text())], &[]),
         Skill::Think => answer(&[("think", text())], &[]),
@@ -189,6 +189,8 @@ fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
                 "type": { "type": "string", "enum": [kind] },
                 "executor": { "type": "string", "enum": names },
                 "text_content": plan_text(),
+                "id": line(),
+                "depends_on": { "type": "array", "items": line() },
             }),
             &["step_intention", "type", "executor", "text_content"],
         ));
@@ -200,6 +202,21 @@ fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
         _ => json!({ "anyOf": kinds }),
     };
     json!({ "type": "array", "items": items, "maxItems": max_plan_len(planner) })
+}
+
+/// A plan's list, or (planning, reflection) the graph form `{"steps": [...], "replan": [ids]}`
+/// whose steps carry `id` and `depends_on` (see `skills::plan_graph`). A decision's schema keeps
+/// to the list, the answer a manager's small model is asked for most; its tag form still reads
+/// a graph.
+fn plan_or_graph(planner: Skill, steps: Value) -> Value {
+    if !matches!(planner, Skill::Planning | Skill::Reflection) || steps.get("items").is_none() {
+        return steps;
+    }
+    let graph = object(
+        json!({ "steps": steps, "replan": { "type": "array", "items": line() } }),
+        &["steps"],
+    );
+    json!({ "anyOf": [steps, graph] })
 }
 
 fn step_request() -> Value {

@@ -8,6 +8,7 @@ mod ask_info;
 mod instruction_generation;
 mod mend;
 mod plan;
+pub mod plan_graph;
 mod process_message;
 mod send_message;
 mod summary;

@@ -3,13 +3,17 @@
 //! tool_decision, whose empty list means: stop using the tool).
 
 use super::{SkillError, SkillOutcome, working};
+use crate::event::StepUpdate;
+use crate::ids::StepId;
 use crate::parse::{self, RawPlannedStep};
 use crate::policy::{Fired, Repair};
 use crate::state::plan_check;
 use crate::state::{
-    AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin, StepState,
+    AgentState, Cancelled, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin,
+    StepResult, StepState,
 };
 use serde_json::json;
+use std::collections::HashMap;
 
 pub fn interpret(
     planner: Skill,
@@ -17,13 +21,21 @@ pub fn interpret(
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
-    let raw = parse::planned_steps(answer)?;
+    let parse::RawPlan { steps: raw, replan } = parse::plan(answer)?;
     let asked = raw.len();
     let acting = planner == Skill::Decision && step.origin.asks_to_act();
     let mut repairs = Vec::new();
     let (mut accepted, rejected) = check_plan(raw, agent, planner, acting, &mut repairs);
     if accepted.is_empty() && asked > 0 {
         return Err(SkillError::EmptyPlan(rejected.join("; ")));
+    }
+    let graph = !replan.is_empty() || accepted.iter().any(PlannedStep::in_graph);
+    if graph && !rejected.is_empty() {
+        return Err(SkillError::Invalid(format!(
+            "{}; the plan's steps depend on each other, so it runs whole or not at all: plan \
+             it again",
+            rejected.join("; ")
+        )));
     }
     // A goal or notice is acted on only by a task_manager step: what else the plan does first
     // (hire, ask, message) ends without any duty to go on, and the goal would be dropped.
@@ -46,15 +58,19 @@ pub fn interpret(
     // itself, done by thinking.
     if planner == Skill::Planning
         && agent.repairs.allows(Repair::WorkStepInserted)
+        && !matches!(step.origin, StepOrigin::Replan { .. })
         && !accepted.iter().any(super::mend::does_work)
         && let Some(work) = super::mend::work_step(agent, step)
     {
+        let work = work_first(work, &mut accepted, graph);
         accepted.insert(0, work);
         repairs.push(Fired::new(
             Repair::WorkStepInserted,
             "the plan had no step that does the work of the goal: a step doing it was put first",
         ));
     }
+    let mut accepted = super::plan_graph::arrange(accepted, &replan)
+        .map_err(|e| SkillError::Invalid(e.to_string()))?;
     // A reflection that plans only steps this agent already ran here, or only more reflecting,
     // plans nothing new: a real 1.5B model re-planned "check the result" and "summarise my
     // work" (as quick_think) after every reflection, for ever, and another planned only
@@ -118,31 +134,150 @@ pub fn interpret(
 }
 
 /// Gives `plan` the place of `step` (its task and stage) and queues it: decision and
-/// tool_decision act right away, planning and reflection queue up.
+/// tool_decision act right away, planning and reflection queue up. A graph plan's steps wait
+/// (`pending`) for the steps they depend on, and a step named in its `replan` is followed by a
+/// planning step that plans the rest again (at most `step_limits.replans` in a stage). A plan
+/// made again replaces the steps of the plan before it that have not started.
 pub fn queue_plan(
     agent: &mut AgentState,
     step: &StepState,
     planner: Skill,
     plan: Vec<PlannedStep>,
 ) {
-    let steps: Vec<StepState> = plan
-        .into_iter()
-        .map(|p| {
-            p.into_step(
+    if let StepOrigin::Replan { plan: earlier, .. } = &step.origin {
+        set_aside_unstarted(agent, earlier, &step.step_id);
+    }
+    let mut replans_left = if agent.skills.contains(&Skill::Planning) {
+        agent
+            .step_limits
+            .replans
+            .saturating_sub(replans_in(agent, step))
+    } else {
+        0
+    };
+    let shown = super::plan_graph::render(&plan);
+    let mut ids: HashMap<String, StepId> = HashMap::new();
+    let mut steps: Vec<StepState> = Vec::with_capacity(plan.len());
+    for p in plan {
+        let replan = p.replan && replans_left > 0;
+        let depends_on = p.depends_on.clone();
+        let mut s = p
+            .into_step(
                 step.task_id.clone(),
                 step.stage_id.clone(),
                 agent.agent_id.clone(),
             )
             .with_origin(StepOrigin::Planned {
                 by: step.step_id.clone(),
-            })
-        })
-        .collect();
+            });
+        s.depends_on = depends_on
+            .iter()
+            .filter_map(|d| ids.get(d).cloned())
+            .collect();
+        if !s.depends_on.is_empty() {
+            s.execution_state = StepExecutionState::Pending;
+        }
+        if let Some(id) = &s.plan_id {
+            ids.insert(id.clone(), s.step_id.clone());
+        }
+        let again = replan.then(|| replan_step(step, &s, &shown));
+        replans_left -= usize::from(replan);
+        steps.push(s);
+        steps.extend(again);
+    }
     if matches!(planner, Skill::Decision | Skill::ToolDecision) {
         agent.add_next_steps(steps);
     } else {
         agent.add_steps(steps);
     }
+}
+
+/// The planning step that plans the rest of a graph plan again once its step `after` finished
+/// (seed 001 `handleReplan`): its text holds the plan; the results so far are in its history.
+fn replan_step(planner: &StepState, after: &StepState, plan: &str) -> StepState {
+    let name = after.plan_id.as_deref().unwrap_or("?");
+    let mut s = StepState::new(
+        planner.task_id.clone(),
+        planner.stage_id.clone(),
+        after.agent_id.clone(),
+        Executor::Skill(Skill::Planning),
+        format!("Plan the rest of my plan again now that step `{name}` has finished"),
+        format!(
+            "My plan was:\n{plan}\nStep `{name}` has finished; its result and those of the other \
+             finished steps are in my history. Plan again the steps that are still to do, using \
+             what the finished steps found: the steps of the plan that have not started are \
+             replaced by the new plan, and finished or running steps stay as they are. Plan \
+             nothing that is already done."
+        ),
+    )
+    .with_origin(StepOrigin::Replan {
+        after: after.step_id.clone(),
+        plan: planner.step_id.clone(),
+    });
+    s.depends_on = vec![after.step_id.clone()];
+    s.execution_state = StepExecutionState::Pending;
+    s
+}
+
+/// How many replans the agent queued in the task and stage of `step`.
+fn replans_in(agent: &AgentState, step: &StepState) -> usize {
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| s.task_id == step.task_id && s.stage_id == step.stage_id)
+        .filter(|s| matches!(s.origin, StepOrigin::Replan { .. }))
+        .count()
+}
+
+/// The steps of the plan made by `plan` that have not started (and its other replans) are
+/// set aside: the plan made again by `by` replaces them.
+fn set_aside_unstarted(agent: &mut AgentState, plan: &StepId, by: &StepId) {
+    let unstarted: Vec<StepId> = agent
+        .agent_step
+        .todo()
+        .filter_map(|id| agent.agent_step.get(id))
+        .filter(|s| match &s.origin {
+            StepOrigin::Planned { by: p } => p == plan,
+            StepOrigin::Replan { plan: p, .. } => p == plan && s.step_id != *by,
+            _ => false,
+        })
+        .map(|s| s.step_id.clone())
+        .collect();
+    for id in unstarted {
+        let why = "the plan was made again after one of its steps; the new plan replaces it";
+        agent.update_step(
+            &id,
+            StepUpdate {
+                execution_state: Some(StepExecutionState::Cancelled),
+                execute_result: Some(Box::new(StepResult {
+                    cancelled: Some(Cancelled {
+                        by: None,
+                        reason: why.into(),
+                    }),
+                    ..StepResult::failed(why)
+                })),
+                ..Default::default()
+            },
+        );
+    }
+}
+
+/// The work step a repair puts first in a plan with none. In a graph plan it gets an id of its
+/// own, and the plan's steps that waited for nothing wait for it.
+fn work_first(mut work: PlannedStep, plan: &mut [PlannedStep], graph: bool) -> PlannedStep {
+    if !graph {
+        return work;
+    }
+    let mut id = "work".to_owned();
+    while plan.iter().any(|p| p.id.as_deref() == Some(&id)) {
+        id.push('_');
+    }
+    for p in plan.iter_mut().filter(|p| p.depends_on.is_empty()) {
+        p.depends_on.push(id.clone());
+    }
+    work.id = Some(id);
+    work
 }
 
 /// How many reflections the agent ran in the task and stage of `step` before it.
@@ -224,10 +359,13 @@ pub fn check_plan(
             "tool" => Err(format!("the agent may not use tool `{}`", r.executor)),
             other => Err(format!("type must be skill or tool, not `{other}`")),
         };
+        let in_graph = r.id.is_some() || !r.depends_on.is_empty();
         match executor {
-            // The same step twice in a row is planned once.
+            // The same step twice in a row is planned once (in a plain list: a graph's steps
+            // may do the same work side by side on purpose).
             Ok(e)
                 if agent.repairs.allows(Repair::DoubledStepDropped)
+                    && !in_graph
                     && ok.last().is_some_and(|p| {
                         p.executor == e
                             && p.step_intention == r.step_intention
@@ -242,7 +380,11 @@ pub fn check_plan(
                     ),
                 ));
             }
-            Ok(e) => ok.push(PlannedStep::new(e, r.step_intention, r.text_content)),
+            Ok(e) => ok.push(PlannedStep {
+                id: r.id,
+                depends_on: r.depends_on,
+                ..PlannedStep::new(e, r.step_intention, r.text_content)
+            }),
             Err(why) => rejected.push(format!("step {} ({}): {why}", i + 1, r.step_intention)),
         }
     }
@@ -264,6 +406,119 @@ mod tests {
             .todo()
             .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
             .collect()
+    }
+
+    const FAN_OUT: &str = r#"<planned_step>{"steps": [
+        {"id": "join", "depends_on": ["a", "b"], "step_intention": "join", "type": "skill", "executor": "think", "text_content": "j"},
+        {"id": "a", "step_intention": "part a", "type": "skill", "executor": "think", "text_content": "a"},
+        {"id": "b", "step_intention": "part b", "type": "skill", "executor": "think", "text_content": "b"}
+    ], "replan": ["a"]}</planned_step>"#;
+
+    fn todo_steps(a: &AgentState) -> Vec<StepState> {
+        a.agent_step
+            .todo()
+            .map(|id| a.agent_step.get(id).unwrap().clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_graph_plan_queues_its_steps_after_their_dependencies_with_a_replan_after_a() {
+        let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
+        let step = running(&mut a, Skill::Planning, "plan");
+        interpret(Skill::Planning, &mut a, &step, FAN_OUT).unwrap();
+        let queued = todo_steps(&a);
+        let names: Vec<&str> = queued
+            .iter()
+            .map(|s| s.plan_id.as_deref().unwrap_or("replan"))
+            .collect();
+        assert_eq!(names, ["a", "replan", "b", "join"]);
+        let (pa, again, pb, join) = (&queued[0], &queued[1], &queued[2], &queued[3]);
+        assert_eq!(
+            join.depends_on,
+            vec![pa.step_id.clone(), pb.step_id.clone()]
+        );
+        assert_eq!(join.execution_state, StepExecutionState::Pending);
+        assert_eq!(pb.execution_state, StepExecutionState::Init);
+        assert_eq!(again.executor, Executor::Skill(Skill::Planning));
+        assert_eq!(again.depends_on, vec![pa.step_id.clone()]);
+        assert!(matches!(&again.origin, StepOrigin::Replan { after, plan }
+            if *after == pa.step_id && *plan == step.step_id));
+        assert!(
+            again
+                .text_content
+                .contains("- `join` [think] join (after a, b)")
+        );
+        assert_eq!(a.next_runnable().unwrap().step_id, pa.step_id);
+    }
+
+    #[test]
+    fn a_replan_replaces_the_plans_unstarted_steps_and_keeps_the_finished_ones() {
+        use crate::event::StepUpdate;
+        let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
+        let step = running(&mut a, Skill::Planning, "plan");
+        interpret(Skill::Planning, &mut a, &step, FAN_OUT).unwrap();
+        let done = a.start_next().unwrap();
+        a.update_step(
+            &done.step_id,
+            StepUpdate {
+                execution_state: Some(StepExecutionState::Finished),
+                ..Default::default()
+            },
+        );
+        crate::agent::dependencies::advance(&mut a);
+        let again = a.start_next().unwrap();
+        assert!(matches!(again.origin, StepOrigin::Replan { .. }));
+        let new = r#"<planned_step>[{"step_intention": "finish up", "type": "skill", "executor": "think", "text_content": "f"}]</planned_step>"#;
+        interpret(Skill::Planning, &mut a, &again, new).unwrap();
+        let queued: Vec<String> = todo_steps(&a)
+            .into_iter()
+            .map(|s| s.step_intention)
+            .collect();
+        assert_eq!(queued, ["finish up"], "b and join were replaced");
+        let state = |intention: &str| {
+            let s = a
+                .agent_step
+                .steps()
+                .iter()
+                .find(|s| s.step_intention == intention);
+            s.unwrap().execution_state
+        };
+        assert_eq!(state("part a"), StepExecutionState::Finished);
+        assert_eq!(state("part b"), StepExecutionState::Cancelled);
+        assert_eq!(state("join"), StepExecutionState::Cancelled);
+    }
+
+    #[test]
+    fn a_plan_with_a_cycle_is_refused_with_the_circle_and_queues_nothing() {
+        let mut a = agent(&[Skill::Planning, Skill::Think]);
+        let step = running(&mut a, Skill::Planning, "plan");
+        let cyclic = r#"<planned_step>{"steps": [
+            {"id": "a", "depends_on": ["b"], "step_intention": "x", "type": "skill", "executor": "think"},
+            {"id": "b", "depends_on": ["a"], "step_intention": "y", "type": "skill", "executor": "think"}]}</planned_step>"#;
+        let err = interpret(Skill::Planning, &mut a, &step, cyclic).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a → b → a depend on each other in a circle"),
+            "{err}"
+        );
+        assert!(todo_steps(&a).is_empty());
+    }
+
+    #[test]
+    fn a_graph_plan_with_a_step_it_may_not_run_is_refused_whole() {
+        let mut a = agent(&[Skill::Planning, Skill::Think]);
+        let step = running(&mut a, Skill::Planning, "plan");
+        let bad = r#"<planned_step>{"steps": [
+            {"id": "a", "step_intention": "x", "type": "skill", "executor": "think"},
+            {"id": "b", "depends_on": ["a"], "step_intention": "y", "type": "tool", "executor": "web"}]}</planned_step>"#;
+        let err = interpret(Skill::Planning, &mut a, &step, bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("may not use tool `web`") && err.contains("runs whole"),
+            "{err}"
+        );
+        assert!(todo_steps(&a).is_empty());
     }
 
     #[test]

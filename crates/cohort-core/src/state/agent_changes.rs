@@ -108,14 +108,16 @@ impl AgentState {
         self.step_added(step, at, None);
     }
 
-    /// Takes the next step off the queue and marks it running.
     /// The step [`start_next`](Self::start_next) would start: the first queued one whose task
-    /// is not paused.
+    /// is not paused and that waits for no step it depends on (`pending`).
     pub fn next_runnable(&self) -> Option<&StepState> {
         self.agent_step
             .todo()
             .filter_map(|id| self.agent_step.get(id))
-            .find(|s| !self.paused_tasks.contains(&s.task_id))
+            .find(|s| {
+                !self.paused_tasks.contains(&s.task_id)
+                    && s.execution_state != StepExecutionState::Pending
+            })
     }
 
     /// Starts the first queued step whose task is not paused.

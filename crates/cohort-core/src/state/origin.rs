@@ -48,6 +48,14 @@ pub enum StepOrigin {
         /// The step whose plan holds this one.
         by: StepId,
     },
+    /// A graph plan's step `after`, named in its `replan`, finished: the agent plans the steps
+    /// of that plan (made by step `plan`) that have not started again, from what it learned.
+    Replan {
+        /// The step after which the plan is made again.
+        after: StepId,
+        /// The step whose plan is made again.
+        plan: StepId,
+    },
     /// The agent's last step failed and it had nothing left to run in the stage.
     Recovery {
         /// The step that failed.

@@ -120,6 +120,14 @@ pub struct StepState {
     /// Set while the step waits for its model's endpoint to answer again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_wait: Option<ModelWait>,
+    /// Its id in the graph plan that made it (the plan's own, e.g. `"a"`), by which the plan's
+    /// other steps, a plan check and people name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_id: Option<String>,
+    /// The steps that must finish before this one runs (its plan's `depends_on`): until then
+    /// it is `pending`; if one of them fails or is cancelled, so is this one, saying why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<StepId>,
 }
 
 impl StepState {
@@ -159,6 +167,8 @@ impl StepState {
             reply_to: None,
             refused_instruction: None,
             model_wait: None,
+            plan_id: None,
+            depends_on: Vec::new(),
         }
     }
 
@@ -192,6 +202,15 @@ pub struct PlannedStep {
     /// The input text for its skill.
     #[serde(default)]
     pub text_content: String,
+    /// Its id in a graph plan (unique in the plan); None in a plan that is a plain list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The ids of the plan's steps that must finish before it runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    /// Once it finishes, the agent plans the plan's steps that have not started again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replan: bool,
 }
 
 impl PlannedStep {
@@ -205,18 +224,29 @@ impl PlannedStep {
             step_intention: step_intention.into(),
             executor,
             text_content: text.into(),
+            id: None,
+            depends_on: Vec::new(),
+            replan: false,
         }
     }
 
-    /// Gives the plan a place: the task and stage of the step that planned it, and ids.
+    /// Whether it belongs to a graph plan (it has an id or dependencies).
+    pub fn in_graph(&self) -> bool {
+        self.id.is_some() || !self.depends_on.is_empty()
+    }
+
+    /// Gives the plan a place: the task and stage of the step that planned it, and ids (its
+    /// dependencies are the plan's to resolve, see `skills::plan::queue_plan`).
     pub fn into_step(self, task_id: TaskId, stage_id: StageRef, agent_id: AgentId) -> StepState {
-        StepState::new(
+        let mut step = StepState::new(
             task_id,
             stage_id,
             agent_id,
             self.executor,
             self.step_intention,
             self.text_content,
-        )
+        );
+        step.plan_id = self.id;
+        step
     }
 }

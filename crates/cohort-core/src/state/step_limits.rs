@@ -23,6 +23,9 @@ pub struct StepLimits {
     /// Tool calls of one model reply a native tool loop makes at once (default 4); the results
     /// go back to the model in the order of the calls.
     pub parallel_tool_calls: usize,
+    /// Replans (a graph plan's `replan`) one agent may run in one stage (default 3); a plan
+    /// past them runs on as planned.
+    pub replans: usize,
 }
 
 impl Default for StepLimits {
@@ -35,6 +38,7 @@ impl Default for StepLimits {
             asks: 3,
             reflections: 4,
             parallel_tool_calls: 4,
+            replans: 3,
         }
     }
 }

@@ -38,6 +38,28 @@ fn a_plan_may_only_name_what_the_planner_may_plan_for_this_agent() {
 }
 
 #[test]
+fn a_planning_answer_may_be_a_list_or_a_graph_and_both_parse() {
+    let a = agent(&[Skill::Planning, Skill::Think, Skill::Summary]);
+    let step = running(&mut a.clone(), Skill::Planning, "");
+    let schema = answer_schema(Skill::Planning, &a, &step, &[]);
+    let forms = schema["properties"]["planned_step"]["anyOf"]
+        .as_array()
+        .unwrap();
+    assert_eq!(forms[0]["type"], "array");
+    assert_eq!(forms[1]["required"], json!(["steps"]));
+    assert_eq!(forms[1]["properties"]["steps"], forms[0]);
+    assert!(forms[0]["items"]["properties"]["depends_on"].is_object());
+    let graph = json!({"planned_step": {"steps": [
+        {"id": "a", "step_intention": "x", "type": "skill", "executor": "think", "text_content": ""},
+        {"id": "b", "depends_on": ["a"], "step_intention": "y", "type": "skill", "executor": "summary", "text_content": ""}],
+        "replan": ["a"]}});
+    let plan = parse::plan(&tagged_answer(&graph.to_string()).unwrap()).unwrap();
+    assert_eq!(plan.replan, ["a"]);
+    assert_eq!(plan.steps[1].depends_on, ["a"]);
+    assert_eq!(plan.steps[0].id.as_deref(), Some("a"));
+}
+
+#[test]
 fn a_notice_that_asks_to_act_requires_a_react_action() {
     let a = agent(&[Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]);
     let notice = acting(&mut a.clone(), Skill::ProcessMessage, "Stage done.");

@@ -12,6 +12,8 @@ use actix::prelude::*;
 impl AgentActor {
     /// Starts the next runnable step if the agent may; publishes its changes either way.
     pub(super) fn try_run(&mut self, ctx: &mut Context<Self>) {
+        // A graph plan's steps whose dependencies ended are made ready (or end with them).
+        crate::agent::dependencies::advance(&mut self.state);
         self.arm_wait_timer(ctx);
         self.check_held(ctx);
         // A reply owed to a waiting sender runs even while this agent waits itself: two agents
