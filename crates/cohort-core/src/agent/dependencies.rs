@@ -110,6 +110,29 @@ pub fn fail_dependents(agent: &mut AgentState, failed: &StepState, reason: &str)
     dropped
 }
 
+/// Whether `candidate` may start while the steps `under_way` run: only a graph plan's ready
+/// steps run side by side, all of one plan, at most `step_limits.parallel_steps` at once;
+/// anything else waits for the agent to be free, as a plain list's steps always did.
+pub fn may_run_beside(agent: &AgentState, candidate: &StepState, under_way: &[&StepId]) -> bool {
+    if under_way.is_empty() {
+        return true;
+    }
+    let plan_of = |s: &StepState| match (&s.origin, &s.plan_id) {
+        (crate::state::StepOrigin::Planned { by }, Some(_)) => Some(by.clone()),
+        _ => None,
+    };
+    let Some(plan) = plan_of(candidate) else {
+        return false;
+    };
+    under_way.len() < agent.step_limits.parallel_steps
+        && under_way.iter().all(|id| {
+            agent
+                .agent_step
+                .get(id)
+                .is_some_and(|s| plan_of(s).as_ref() == Some(&plan))
+        })
+}
+
 /// What keeps a pending step from running.
 enum Blocker {
     /// Nothing: every dependency finished.

@@ -333,6 +333,14 @@ pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> 
     let per_stage = pick(r.per_stage, "per_stage", d.per_stage);
     let repeats = pick(r.repeats, "repeats", d.repeats);
     let reflections = pick(r.reflections, "reflections", d.reflections);
+    let parallel_steps = bounded(
+        out,
+        file,
+        "step_limits.parallel_steps",
+        r.parallel_steps,
+        (1, Some(64)),
+        d.parallel_steps,
+    );
     let parallel_tool_calls = bounded(
         out,
         file,
@@ -363,6 +371,7 @@ pub(super) fn step_limits(r: RawStepLimits, file: &Path, out: &mut Findings) -> 
         asks,
         reflections,
         parallel_tool_calls,
+        parallel_steps,
         // No replan at all is a choice (0): the plan runs as first made.
         replans: bounded(
             out,

@@ -139,6 +139,8 @@ pub struct RawStepLimits {
     pub parallel_tool_calls: Option<usize>,
     #[serde(default)]
     pub replans: Option<usize>,
+    #[serde(default)]
+    pub parallel_steps: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

@@ -26,6 +26,9 @@ pub struct StepLimits {
     /// Replans (a graph plan's `replan`) one agent may run in one stage (default 3); a plan
     /// past them runs on as planned.
     pub replans: usize,
+    /// Ready steps of one graph plan an agent runs at once (default 4; 1 runs one step at a
+    /// time, as a plain list does).
+    pub parallel_steps: usize,
 }
 
 impl Default for StepLimits {
@@ -39,6 +42,7 @@ impl Default for StepLimits {
             reflections: 4,
             parallel_tool_calls: 4,
             replans: 3,
+            parallel_steps: 4,
         }
     }
 }

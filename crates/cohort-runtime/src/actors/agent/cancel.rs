@@ -8,6 +8,7 @@ use super::messages::CancelStep;
 use crate::agent::cancel::{CancelError, cancel_step, check_cancel, mark_cancelled};
 use crate::agent::{Completion, complete_step, complete_tool_step, release_for};
 use crate::clock::Now;
+use crate::ids::StepId;
 use crate::state::{Executor, StepExecutionState};
 use actix::prelude::*;
 
@@ -24,7 +25,7 @@ impl Handler<CancelStep> for AgentActor {
             s.execution_state == StepExecutionState::Running
                 || s.execution_state.waits_for_a_person()
         });
-        if let Some((_, handle)) = self.phase.take_call(Some(&id)) {
+        if let Some(handle) = self.phase.take_call(&id) {
             ctx.cancel_future(handle);
         }
         self.phase.stop_waiting(&id);
@@ -55,18 +56,21 @@ impl AgentActor {
     /// A call in flight for a step whose stage or task ended (finished, or cancelled by a
     /// person) is abandoned: its future is dropped, which stops the LLM request or the tool
     /// call, and the step fails saying why.
-    pub(super) fn abandon_ended_call(&mut self, ctx: &mut Context<Self>) {
-        let Some(id) = self.phase.calling() else {
-            return;
-        };
-        let Some(step) = self.state.agent_step.get(id) else {
+    pub(super) fn abandon_ended_calls(&mut self, ctx: &mut Context<Self>) {
+        for id in self.phase.calling() {
+            self.abandon_if_ended(id, ctx);
+        }
+    }
+
+    fn abandon_if_ended(&mut self, id: StepId, ctx: &mut Context<Self>) {
+        let Some(step) = self.state.agent_step.get(&id) else {
             return;
         };
         if self.state.holds(&step.task_id, &step.stage_id) {
             return;
         }
         let is_tool = matches!(step.executor, Executor::Tool(_));
-        let Some((id, handle)) = self.phase.take_call(None) else {
+        let Some(handle) = self.phase.take_call(&id) else {
             return;
         };
         ctx.cancel_future(handle);

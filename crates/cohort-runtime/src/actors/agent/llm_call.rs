@@ -113,11 +113,12 @@ impl AgentActor {
         };
         request.progress = Some(self.answer_progress(&id));
         request.model_wait = Some(Self::wait_report(ctx, &id));
+        let step_id = id.clone();
         let call = ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
                 .map(move |res, act, ctx| {
-                    act.phase.call_returned();
+                    act.phase.call_returned(&id);
                     if let Err(crate::llm::LlmError::ContextExceeded { window, .. }) = &res
                         && act.rebuild_for_context(&id, *window, ctx)
                     {
@@ -131,7 +132,7 @@ impl AgentActor {
                     act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
                 }),
         );
-        self.phase.call_out(call);
+        self.phase.call_out(&step_id, call);
     }
 
     /// The endpoint refused step `id`'s prompt as longer than its `window`: the prompt is built

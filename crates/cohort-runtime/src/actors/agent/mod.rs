@@ -116,7 +116,7 @@ impl AgentActor {
             mcp,
             sync,
             monitor,
-            phase: phase::Phase::Idle,
+            phase: phase::Phase::default(),
             unanswered: commit::Unanswered::default(),
             wait_timer: None,
             approvers,
@@ -134,7 +134,7 @@ impl Actor for AgentActor {
         // if its tool says that is harmless, else settled as a failed call; then whatever its
         // queue holds runs.
         for id in crate::agent::interrupted_tool_steps(&self.state) {
-            self.phase = phase::Phase::running(id.clone());
+            self.phase.start(id.clone());
             self.resume_tool_step(id, ctx);
         }
         // A call that was waiting for a person's approval waits on (they were told already).

@@ -1,21 +1,35 @@
-//! When the agent starts its next step: it runs none, nothing holds it, its step lock is empty
-//! (or the step answers a waiting sender) and it is not paused; then how, by the step's
-//! executor: a skill's prompt and model call, a tool call, or the native tool loop.
+//! When the agent starts its next step: it runs none (or only ready steps of the same graph
+//! plan, up to `step_limits.parallel_steps`), nothing holds it, its step lock is empty (or the
+//! step answers a waiting sender) and it is not paused; then how, by the step's executor: a
+//! skill's prompt and model call, a tool call, or the native tool loop.
 
 use super::AgentActor;
-use super::phase::Phase;
+use crate::agent::dependencies::{advance, may_run_beside};
 use crate::agent::tool_loop::runs_natively;
 use crate::agent::{stop_reason, stop_step};
+use crate::ids::StepId;
 use crate::state::{Executor, StepState};
 use actix::prelude::*;
 
 impl AgentActor {
-    /// Starts the next runnable step if the agent may; publishes its changes either way.
+    /// Starts the next runnable steps the agent may (one, or a graph plan's ready steps side
+    /// by side); publishes its changes either way.
     pub(super) fn try_run(&mut self, ctx: &mut Context<Self>) {
         // A graph plan's steps whose dependencies ended are made ready (or end with them).
-        crate::agent::dependencies::advance(&mut self.state);
+        advance(&mut self.state);
         self.arm_wait_timer(ctx);
         self.check_held(ctx);
+        while let Some(step) = self.next_to_start() {
+            self.phase.start(step.step_id.clone());
+            self.publish();
+            self.run_step(step, ctx);
+        }
+        self.publish();
+    }
+
+    /// The next step to start now, taken off the queue: the agent is not paused, its step lock
+    /// lets it run, and it is free, or runs only steps of the graph plan this one belongs to.
+    fn next_to_start(&mut self) -> Option<StepState> {
         // A reply owed to a waiting sender runs even while this agent waits itself: two agents
         // waiting on each other would otherwise block both for good.
         let may_run = self.state.step_lock.is_empty()
@@ -23,16 +37,20 @@ impl AgentActor {
                 .state
                 .next_runnable()
                 .is_some_and(StepState::answers_a_wait);
-        if !matches!(self.phase, Phase::Idle) || !may_run || self.state.paused {
-            self.publish();
-            return;
+        if !may_run || self.state.paused || !(self.phase.idle() || self.phase.may_add()) {
+            return None;
         }
-        let Some(step) = self.state.start_next() else {
-            self.publish();
-            return;
-        };
-        self.phase = Phase::running(step.step_id.clone());
-        self.publish();
+        let candidate = self.state.next_runnable()?;
+        let under_way: Vec<&StepId> = self.phase.steps().collect();
+        if !may_run_beside(&self.state, candidate, &under_way) {
+            return None;
+        }
+        self.state.start_next()
+    }
+
+    /// Runs a started step by its executor: a skill's prompt and model call, a tool call, or
+    /// the native tool loop; a step past a limit ends at once, saying which.
+    fn run_step(&mut self, step: StepState, ctx: &mut Context<Self>) {
         if let Some(reason) = stop_reason(&self.state, &step) {
             tracing::warn!(agent = %self.state.agent_id, step = %step.step_id, "{reason}");
             let completion = stop_step(&mut self.state, &step.step_id, reason);

@@ -4,7 +4,6 @@
 //! no longer be decided (its stage or task ended, no operator left) ends its step.
 
 use super::AgentActor;
-use super::phase::Phase;
 use crate::agent::approval::verdict_due;
 use crate::agent::cancel::fail_waiting_step;
 use crate::agent::params::{await_params, param_request, params_notice};
@@ -19,19 +18,24 @@ impl AgentActor {
     /// While a step waits for a person the agent runs nothing else; if the step's stage or
     /// task ended meanwhile, or the step left, the wait is over.
     pub(super) fn check_held(&mut self, ctx: &mut Context<Self>) {
-        let Some(id) = self.phase.held().cloned() else {
-            return;
-        };
-        let step = self.state.agent_step.get(&id);
-        match step {
-            Some(s) if s.execution_state.waits_for_a_person() => {
-                if !self.state.holds(&s.task_id, &s.stage_id) {
+        for id in self.phase.held() {
+            let step = self.state.agent_step.get(&id);
+            match step {
+                Some(s) if s.execution_state.waits_for_a_person() => {
+                    if !self.state.holds(&s.task_id, &s.stage_id) {
+                        self.phase.stop_waiting(&id);
+                        let why = "its stage or task ended before a person decided on it";
+                        self.fail_waiting(id, why.into(), ctx);
+                    }
+                }
+                // It no longer waits (it ended, or left the agent): nothing holds the agent.
+                _ => {
                     self.phase.stop_waiting(&id);
-                    let why = "its stage or task ended before a person decided on it";
-                    self.fail_waiting(id, why.into(), ctx);
+                    if !self.phase.settling(&id) {
+                        self.phase.forget(&id);
+                    }
                 }
             }
-            _ => self.phase = Phase::Idle,
         }
     }
 }
@@ -128,11 +132,11 @@ impl AgentActor {
             .agent_step
             .get(&id)
             .is_some_and(|s| matches!(s.executor, Executor::Tool(_)));
-        self.phase = if tool {
-            Phase::HeldForPerson { step: id.clone() }
+        if tool {
+            self.phase.hold(id.clone());
         } else {
-            Phase::PlanCheck { plan: id.clone() }
-        };
+            self.phase.check_plan(id.clone());
+        }
         let Some(due) = verdict_due(&mut self.state, &id, now, patience) else {
             return;
         };

@@ -41,7 +41,7 @@ impl Handler<Deliver> for AgentActor {
         if !releases.is_empty() {
             self.submit_with_changes(releases, ctx);
         }
-        self.abandon_ended_call(ctx);
+        self.abandon_ended_calls(ctx);
         self.try_run(ctx);
     }
 }

@@ -5,7 +5,6 @@
 //! a verdict that waited decided, the next step run.
 
 use super::commit::{Answer, Handover};
-use super::phase::Phase;
 use super::verdict::PendingVerdict;
 use super::{AgentActor, LOOSE_HISTORY_KEPT};
 use crate::agent::{FollowUp, Settle, StepCompletion};
@@ -66,7 +65,7 @@ impl AgentActor {
             // gets its answer (dropped: refused).
             (Err(e), _) => {
                 if self.phase.settling(&id) {
-                    self.phase = Phase::Stopped;
+                    self.phase.stop();
                 }
                 tracing::warn!(agent = %self.state.agent_id, step = %id, "SyncState is unreachable: {e}");
             }

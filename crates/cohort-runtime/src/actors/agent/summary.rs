@@ -24,8 +24,9 @@ impl AgentActor {
         let system = self.prompts.phrases().summarize_history.clone();
         let mut request = self.request_for(&step, SUMMARIZE_HISTORY, system, job.prompt.clone());
         request.model_wait = Some(Self::wait_report(ctx, &step.step_id));
+        let id = step.step_id.clone();
         let handle = ctx.spawn(llm.chat(request).into_actor(self).map(move |answer, act, ctx| {
-            act.phase.call_returned();
+            act.phase.call_returned(&step.step_id);
             // The endpoint stayed down past the wait: the step's own call would wait again.
             if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &answer {
                 return act.give_up_for_endpoint(step.step_id, e.to_string(), ctx);
@@ -53,6 +54,6 @@ impl AgentActor {
             }
             act.run_skill(step, skill, true, ctx);
         }));
-        self.phase.call_out(handle);
+        self.phase.call_out(&id, handle);
     }
 }

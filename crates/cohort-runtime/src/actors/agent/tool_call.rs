@@ -54,8 +54,9 @@ impl AgentActor {
             }
             Ok(client.call(&asked, &made).await)
         };
+        let (id_out, id_back) = (id.clone(), id.clone());
         let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
-            act.phase.call_returned();
+            act.phase.call_returned(&id_back);
             match res {
                 Ok(Err(McpError::InvalidArguments { reason, .. })) => {
                     act.ask_for_params(id, server, call, reason, ctx)
@@ -64,7 +65,7 @@ impl AgentActor {
                 Err(why) => act.on_tool_result(id, Err(why), ctx),
             }
         }));
-        self.phase.call_out(handle);
+        self.phase.call_out(&id_out, handle);
     }
 
     /// A tool step a restart cut off: called again when the call is read-only or idempotent
@@ -84,11 +85,12 @@ impl AgentActor {
         };
         let client = client.clone();
         let asked = server.clone();
+        let (id_out, id_back) = (step.step_id.clone(), step.step_id.clone());
         let lookup = ctx.spawn(
             async move { client.safe_to_repeat(&asked, &call).await }
                 .into_actor(self)
                 .map(move |again, act, ctx| {
-                    act.phase.call_returned();
+                    act.phase.call_returned(&id_back);
                     if again && act.state.holds(&step.task_id, &step.stage_id) {
                         tracing::info!(agent = %act.state.agent_id, step = %step.step_id, "a read-only or idempotent tool call cut off by a restart is made again");
                         act.run_tool(step, server, ctx);
@@ -97,7 +99,7 @@ impl AgentActor {
                     }
                 }),
         );
-        self.phase.call_out(lookup);
+        self.phase.call_out(&id_out, lookup);
     }
 
     pub(super) fn on_tool_result(

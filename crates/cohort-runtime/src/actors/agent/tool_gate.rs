@@ -31,6 +31,7 @@ impl AgentActor {
             _ => return self.call_tool(id, server, call, client, ctx),
         };
         let (asked, srv) = (client.clone(), server.clone());
+        let (id_out, id_back) = (step.step_id.clone(), step.step_id.clone());
         let lookup = ctx.spawn(
             async move {
                 // Only a call refused for its arguments skips approval (it cannot be made as
@@ -43,7 +44,7 @@ impl AgentActor {
             }
             .into_actor(self)
             .map(move |(fits, risk), act, ctx| {
-                act.phase.call_returned();
+                act.phase.call_returned(&id_back);
                 if !act.still_live(&step) {
                     return act.on_tool_result(step.step_id, Err("ended".into()), ctx);
                 }
@@ -60,7 +61,7 @@ impl AgentActor {
                 }
             }),
         );
-        self.phase.call_out(lookup);
+        self.phase.call_out(&id_out, lookup);
     }
 
     /// Whether `step` still runs for live work (its stage or task may have ended while the
@@ -106,11 +107,12 @@ impl AgentActor {
         let system = self.prompts.phrases().risk_judge.clone();
         let mut request = self.request_for(&step, RISK_JUDGE, system, prompt);
         request.model_wait = Some(Self::wait_report(ctx, &step.step_id));
+        let (id_out, id_back) = (step.step_id.clone(), step.step_id.clone());
         let handle = ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
                 .map(move |answer, act, ctx| {
-                    act.phase.call_returned();
+                    act.phase.call_returned(&id_back);
                     if let Ok(reply) = &answer {
                         act.charge_side_call(&step, reply.usage, ctx);
                     }
@@ -128,7 +130,7 @@ impl AgentActor {
                     act.put_to_approver(step, server, call, client, risk, ctx);
                 }),
         );
-        self.phase.call_out(handle);
+        self.phase.call_out(&id_out, handle);
     }
 
     /// Makes the call, or, when `risk` needs a person under the agent's policy, holds the

@@ -69,8 +69,9 @@ impl AgentActor {
             }
             describe_servers(&mcp, servers).await
         };
+        let (id_out, id_back) = (step.step_id.clone(), step.step_id.clone());
         let handle = ctx.spawn(describe.into_actor(self).map(move |res, act, ctx| {
-            act.phase.call_returned();
+            act.phase.call_returned(&id_back);
             if act.loop_cancelled(&step) {
                 return;
             }
@@ -93,7 +94,7 @@ impl AgentActor {
             };
             act.ask_loop(running, ctx);
         }));
-        self.phase.call_out(handle);
+        self.phase.call_out(&id_out, handle);
     }
 
     /// The servers a loop of a step of `server` offers the tools of: that one first, then the
@@ -130,11 +131,12 @@ impl AgentActor {
         request.rounds = running.state.rounds.clone();
         request.progress = Some(self.answer_progress(&running.step.step_id));
         request.model_wait = Some(Self::wait_report(ctx, &running.step.step_id));
+        let (id_out, id_back) = (running.step.step_id.clone(), running.step.step_id.clone());
         let handle = ctx.spawn(
             llm.chat(request)
                 .into_actor(self)
                 .map(move |res, act, ctx| {
-                    act.phase.call_returned();
+                    act.phase.call_returned(&id_back);
                     if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &res {
                         if !act.loop_cancelled(&running.step) {
                             act.give_up_for_endpoint(running.step.step_id, e.to_string(), ctx);
@@ -144,7 +146,7 @@ impl AgentActor {
                     act.on_loop_answer(running, res.map_err(|e| e.to_string()), ctx)
                 }),
         );
-        self.phase.call_out(handle);
+        self.phase.call_out(&id_out, handle);
     }
 
     fn on_loop_answer(
@@ -185,8 +187,9 @@ impl AgentActor {
         };
         let calls = reply.tool_calls.clone();
         let run_calls = self.loop_calls(mcp, running.tools.clone(), calls);
+        let (id_out, id_back) = (running.step.step_id.clone(), running.step.step_id.clone());
         let handle = ctx.spawn(run_calls.into_actor(self).map(move |results, act, ctx| {
-            act.phase.call_returned();
+            act.phase.call_returned(&id_back);
             if act.loop_cancelled(&running.step) {
                 return;
             }
@@ -205,7 +208,7 @@ impl AgentActor {
             });
             act.ask_loop(running, ctx);
         }));
-        self.phase.call_out(handle);
+        self.phase.call_out(&id_out, handle);
     }
 
     /// The calls a loop's model asked for, made once the loop's start is stored (a call may

@@ -7,7 +7,6 @@
 use super::AgentActor;
 use super::commit::Handover;
 use super::messages::Decide;
-use super::phase::Phase;
 use crate::actors::CheckTaskInstruction;
 use crate::agent::approval::{Decided, Verdict, VerdictError, decide};
 use crate::agent::plan_check::{PlanCheck, confirmed_stages, finish_stage_check};
@@ -27,13 +26,7 @@ impl Handler<Decide> for AgentActor {
     fn handle(&mut self, d: Decide, ctx: &mut Context<Self>) -> Self::Result {
         // A plan's wait is published with its step's end, a moment before this agent takes
         // SyncState's answer: a verdict in that moment waits for it.
-        if let Phase::Settling {
-            step,
-            verdict: pending @ None,
-            ..
-        } = &mut self.phase
-            && *step == d.step_id
-        {
+        if let Some(pending) = self.phase.verdict_slot(&d.step_id) {
             let (tx, rx) = tokio::sync::oneshot::channel();
             let id = d.step_id.clone();
             *pending = Some((d, tx));
