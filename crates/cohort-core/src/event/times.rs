@@ -21,6 +21,10 @@ pub struct Times {
     /// When it ended (ms since the Unix epoch), once it is over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<i64>,
+    /// A graph plan's step: when the last step it waited for finished and it became ready
+    /// (ms since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<i64>,
 }
 
 /// The times of the steps, stages and tasks the states still hold.
@@ -43,6 +47,12 @@ impl Clock {
                 step_id, update, ..
             }) if update.execution_state.is_some_and(|s| s.is_over()) => {
                 end(&mut self.steps, step_id, at)
+            }
+            // A queued step goes back to `init` only from `pending`: it became ready.
+            Change::Step(StepChange::Updated {
+                step_id, update, ..
+            }) if update.execution_state == Some(crate::state::StepExecutionState::Init) => {
+                self.steps.entry(step_id.clone()).or_default().ready_at = Some(at);
             }
             Change::Task(TaskChange::Created { task }) => start(&mut self.tasks, &task.task_id, at),
             Change::Task(TaskChange::State {
@@ -158,6 +168,9 @@ pub fn with_times(
         if let Some(e) = t.ended_at {
             o.insert("ended_at".into(), e.into());
         }
+        if let Some(r) = t.ready_at {
+            o.insert("ready_at".into(), r.into());
+        }
     }
     Ok(v)
 }
@@ -197,11 +210,29 @@ mod tests {
             c.step(&"s".into()),
             Some(Times {
                 started_at: Some(100),
-                ended_at: Some(900)
+                ended_at: Some(900),
+                ready_at: None,
             })
         );
         c.retain(|_| false, |_| true, |_| true);
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn a_pending_step_notes_when_it_became_ready() {
+        let mut c = Clock::default();
+        let ready = Change::Step(StepChange::Updated {
+            agent_id: "a".into(),
+            step_id: "s".into(),
+            update: crate::event::StepUpdate {
+                execution_state: Some(StepExecutionState::Init),
+                ..Default::default()
+            },
+        });
+        c.note(&ready, 50);
+        c.note(&started("s"), 60);
+        let t = c.step(&"s".into()).unwrap();
+        assert_eq!((t.ready_at, t.started_at), (Some(50), Some(60)));
     }
 
     #[test]
@@ -231,6 +262,7 @@ mod tests {
             Some(Times {
                 started_at: Some(a),
                 ended_at: Some(b),
+                ready_at: None,
             })
         };
         assert_eq!(c.stage(&"s".into()), t(20, 80));
