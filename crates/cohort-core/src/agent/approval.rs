@@ -173,40 +173,72 @@ pub fn decide(
         .cloned()
         .ok_or_else(|| VerdictError::NotWaiting(id.clone()))?;
     if let Some(req) = ParamRequest::of(&step) {
-        return match verdict {
-            Verdict::FillParams { values } => {
-                fill_params(agent, &step, by, &values).map(Decided::Refill)
-            }
-            Verdict::Reject { reason } if reason.trim().is_empty() => Err(VerdictError::NoReason),
-            Verdict::Reject { reason } => Ok(Decided::Rejected(format!(
-                "`{by}` rejected the call to `{}` instead of filling in its arguments: {}",
-                req.tool,
-                reason.trim()
-            ))),
-            _ => Err(VerdictError::WrongKind(
-                id.clone(),
-                "parameters",
-                "send them with POST /api/step/{id}/params {values}",
-            )),
-        };
+        return decide_params(agent, id, &step, &req, by, verdict);
     }
     if PlanCheck::of(&step).is_some() {
-        let verdict = match verdict {
-            Verdict::ApprovePlan { plan_hash, steps } => PlanVerdict::Confirm { plan_hash, steps },
-            Verdict::Reject { reason } => PlanVerdict::Reject { reason },
-            Verdict::Approve { .. }
-            | Verdict::FillParams { .. }
-            | Verdict::ApproveStages { .. } => {
-                return Err(VerdictError::WrongKind(
-                    id.clone(),
-                    "a plan check",
-                    "send plan_hash (and steps to edit it), not args_hash",
-                ));
-            }
-        };
-        decide_plan(agent, &step, by, verdict)?;
-        return Ok(Decided::Planned);
+        return decide_plan_check(agent, id, &step, by, verdict);
     }
+    decide_call(agent, id, &step, by, verdict)
+}
+
+/// Applies `by`'s verdict on `step`, which waits for the arguments of a call (`req`).
+fn decide_params(
+    agent: &mut AgentState,
+    id: &StepId,
+    step: &StepState,
+    req: &ParamRequest,
+    by: &AgentId,
+    verdict: Verdict,
+) -> Result<Decided, VerdictError> {
+    match verdict {
+        Verdict::FillParams { values } => {
+            fill_params(agent, step, by, &values).map(Decided::Refill)
+        }
+        Verdict::Reject { reason } if reason.trim().is_empty() => Err(VerdictError::NoReason),
+        Verdict::Reject { reason } => Ok(Decided::Rejected(format!(
+            "`{by}` rejected the call to `{}` instead of filling in its arguments: {}",
+            req.tool,
+            reason.trim()
+        ))),
+        _ => Err(VerdictError::WrongKind(
+            id.clone(),
+            "parameters",
+            "send them with POST /api/step/{id}/params {values}",
+        )),
+    }
+}
+
+/// Applies `by`'s verdict on `step`, which waits for a person to check its plan.
+fn decide_plan_check(
+    agent: &mut AgentState,
+    id: &StepId,
+    step: &StepState,
+    by: &AgentId,
+    verdict: Verdict,
+) -> Result<Decided, VerdictError> {
+    let verdict = match verdict {
+        Verdict::ApprovePlan { plan_hash, steps } => PlanVerdict::Confirm { plan_hash, steps },
+        Verdict::Reject { reason } => PlanVerdict::Reject { reason },
+        Verdict::Approve { .. } | Verdict::FillParams { .. } | Verdict::ApproveStages { .. } => {
+            return Err(VerdictError::WrongKind(
+                id.clone(),
+                "a plan check",
+                "send plan_hash (and steps to edit it), not args_hash",
+            ));
+        }
+    };
+    decide_plan(agent, step, by, verdict)?;
+    Ok(Decided::Planned)
+}
+
+/// Applies `by`'s verdict on `step`, which waits for the approval of a tool call.
+fn decide_call(
+    agent: &mut AgentState,
+    id: &StepId,
+    step: &StepState,
+    by: &AgentId,
+    verdict: Verdict,
+) -> Result<Decided, VerdictError> {
     let req: ApprovalRequest = step
         .execute_result
         .as_ref()
@@ -238,14 +270,7 @@ pub fn decide(
             if seen != req.args_hash {
                 return Err(VerdictError::StaleHash);
             }
-            let (arguments, edited) = match arguments {
-                Some(Value::Object(a)) => (a, true),
-                Some(_) => return Err(VerdictError::BadArguments),
-                None => match req.arguments.clone() {
-                    Value::Object(a) => (a, false),
-                    _ => return Err(VerdictError::BadArguments),
-                },
-            };
+            let (arguments, edited) = approved_arguments(arguments, &req)?;
             let approved = Value::Object(arguments.clone());
             agent.update_step(
                 id,
@@ -265,6 +290,21 @@ pub fn decide(
                 arguments,
             }))
         }
+    }
+}
+
+/// The arguments an approved call runs with (the edit, else `req`'s), and whether edited.
+fn approved_arguments(
+    edit: Option<Value>,
+    req: &ApprovalRequest,
+) -> Result<(serde_json::Map<String, Value>, bool), VerdictError> {
+    match edit {
+        Some(Value::Object(a)) => Ok((a, true)),
+        Some(_) => Err(VerdictError::BadArguments),
+        None => match req.arguments.clone() {
+            Value::Object(a) => Ok((a, false)),
+            _ => Err(VerdictError::BadArguments),
+        },
     }
 }
 

@@ -149,16 +149,34 @@ pub fn human_send(
     m: &HumanMessage,
     now: &Now,
 ) -> Result<Vec<Message>, HumanError> {
+    let receivers = check_send(agent, m)?;
+    // Each receiver's question, if they asked one, takes only an answer that fits it; all
+    // are checked before anything is recorded.
+    let contents = receivers
+        .iter()
+        .map(|r| match pending_ask(agent, r, &m.task_id) {
+            Some(ask) => ask
+                .answer(&m.content)
+                .map_err(|why| HumanError::BadAnswer { to: r.clone(), why }),
+            None => Ok(m.content.clone()),
+        })
+        .collect::<Result<Vec<String>, HumanError>>()?;
+    let mut out = Vec::new();
+    for (r, content) in receivers.into_iter().zip(contents) {
+        out.push(send_to(agent, m, r, content, now));
+    }
+    record_send(agent, m, &out);
+    Ok(out)
+}
+
+/// The receivers of a person's send (each once, in order), or why the send is refused.
+fn check_send(agent: &AgentState, m: &HumanMessage) -> Result<Vec<AgentId>, HumanError> {
     if agent.human_config.is_none() {
         return Err(HumanError::NotHuman(agent.agent_id.clone()));
     }
     if m.wait_secs.is_some_and(|s| s == 0 || s > MAX_WAIT_SECS) {
         return Err(HumanError::BadWait);
     }
-    let patience = m.wait_secs.map(std::time::Duration::from_secs);
-    let stamp = now.stamp();
-    let now_ms = now.unix_ms;
-    let now = stamp.as_str();
     if m.content.trim().is_empty() {
         return Err(HumanError::Empty);
     }
@@ -174,74 +192,72 @@ pub fn human_send(
     if receivers.contains(&agent.agent_id) {
         return Err(HumanError::ToSelf);
     }
-    // Each receiver's question, if they asked one, takes only an answer that fits it; all
-    // are checked before anything is recorded.
-    let contents = receivers
-        .iter()
-        .map(|r| match pending_ask(agent, r, &m.task_id) {
-            Some(ask) => ask
-                .answer(&m.content)
-                .map_err(|why| HumanError::BadAnswer { to: r.clone(), why }),
-            None => Ok(m.content.clone()),
-        })
-        .collect::<Result<Vec<String>, HumanError>>()?;
-    let me = agent.agent_id.clone();
-    let mut out = Vec::new();
-    for (r, content) in receivers.into_iter().zip(contents) {
-        let answers = answer_pending(agent, &r, &m.task_id);
-        let wait = m.waiting.then(WaitId::random);
-        if let Some(w) = &wait {
-            agent.hold_waits(
-                vec![(w.clone(), r.clone())],
-                &m.task_id,
-                &m.stage_relative,
-                now_ms,
-                patience,
-            );
-        }
-        let message = Message {
-            task_id: m.task_id.clone(),
-            sender_id: me.clone(),
-            receiver: vec![r.clone()],
-            message: content.clone(),
-            stage_relative: m.stage_relative.clone(),
-            need_reply: m.need_reply || wait.is_some(),
-            waiting: wait.map(|w| vec![w]),
-            return_waiting_id: answers,
-            ask: None,
-            body: None,
-        };
-        agent.add_private(
-            &r,
-            PrivateMessage {
-                task_id: m.task_id.clone(),
-                sender_id: me.clone(),
-                content,
-                stage_relative: m.stage_relative.clone(),
-                timestamp: now.to_owned(),
-                need_reply: message.need_reply,
-                waiting: message.waiting.is_some(),
-                return_waiting_id: message.return_waiting_id.clone(),
-                replied: false,
-                ask: None,
-            },
+    Ok(receivers)
+}
+
+/// Sends `content` to `r` (answering its pending message, waiting if asked) and records it.
+fn send_to(
+    agent: &mut AgentState,
+    m: &HumanMessage,
+    r: AgentId,
+    content: String,
+    now: &Now,
+) -> Message {
+    let answers = answer_pending(agent, &r, &m.task_id);
+    let wait = m.waiting.then(WaitId::random);
+    if let Some(w) = &wait {
+        agent.hold_waits(
+            vec![(w.clone(), r.clone())],
+            &m.task_id,
+            &m.stage_relative,
+            now.unix_ms,
+            m.wait_secs.map(std::time::Duration::from_secs),
         );
-        out.push(message);
     }
-    // The step records what the person did; it never runs.
+    let message = Message {
+        task_id: m.task_id.clone(),
+        sender_id: agent.agent_id.clone(),
+        receiver: vec![r.clone()],
+        message: content.clone(),
+        stage_relative: m.stage_relative.clone(),
+        need_reply: m.need_reply || wait.is_some(),
+        waiting: wait.map(|w| vec![w]),
+        return_waiting_id: answers,
+        ask: None,
+        body: None,
+    };
+    agent.add_private(
+        &r,
+        PrivateMessage {
+            task_id: m.task_id.clone(),
+            sender_id: agent.agent_id.clone(),
+            content,
+            stage_relative: m.stage_relative.clone(),
+            timestamp: now.stamp(),
+            need_reply: message.need_reply,
+            waiting: message.waiting.is_some(),
+            return_waiting_id: message.return_waiting_id.clone(),
+            replied: false,
+            ask: None,
+        },
+    );
+    message
+}
+
+/// Records a person's send (`sent`) as a finished send_message step; it never runs.
+fn record_send(agent: &mut AgentState, m: &HumanMessage, sent: &[Message]) {
     let mut step = StepState::new(
         m.task_id.clone(),
         m.stage_relative.clone(),
-        me,
+        agent.agent_id.clone(),
         Executor::Skill(Skill::SendMessage),
         "Message sent by a person",
         m.content.clone(),
     )
     .with_origin(StepOrigin::Person);
     step.execution_state = StepExecutionState::Finished;
-    step.execute_result = Some(StepResult::output(json!({ "send_message": out })));
+    step.execute_result = Some(StepResult::output(json!({ "send_message": sent })));
     agent.add_done(step);
-    Ok(out)
 }
 
 /// The question of the oldest unanswered message from `from` in `task`, the one a send to

@@ -45,67 +45,79 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
         return out;
     }
 
-    let me = agent.agent_id.clone();
-    let sender = &msg.sender_id;
     if msg.need_reply {
-        // 3. A reply is owed: a send_message step addressed back to the sender. If the sender
-        // waits, the reply jumps the queue and its `reply_to` carries the wait id it returns
-        // (never the text: a wait id is the runtime's, not something the model copies).
-        let text = format!(
-            "Message from agent `{sender}` (reply to it):\n\n{}",
-            msg.message
-        );
-        let wait = msg.wait_id_for(&me).cloned();
-        let mut step = new_step(
-            agent,
-            msg,
-            Skill::SendMessage,
-            format!("Reply to the message from agent `{sender}`"),
-            text,
-        )
-        .with_origin(StepOrigin::Reply {
-            from: sender.clone(),
-        });
-        step.reply_to = Some(ReplyTo {
-            agent_id: sender.clone(),
-            wait_id: wait.clone(),
-        });
-        if wait.is_some() {
-            agent.add_next_steps(vec![step]);
-        } else {
-            agent.add_steps(vec![step]);
-        }
+        // 3. A reply is owed.
+        queue_reply(agent, msg);
     } else {
-        // 4. Nothing owed: digest it; a reply we were waiting for is digested first. A message
-        // that asks a manager to act goes straight to the skill that acts on it.
-        let act = !answers_wait && [TASK_STATE_SENDER, OPERATOR].contains(&sender.as_str());
-        let text = format!("{}{}", digest_heading(sender.as_str(), act), msg.message);
-        let (skill, intention) = match acting_skill(agent, act) {
-            Some(skill) => (skill, format!("Act on the message from agent `{sender}`")),
-            None => (
-                Skill::ProcessMessage,
-                format!("Process the message from agent `{sender}`"),
-            ),
-        };
-        let origin = if act {
-            StepOrigin::Act {
-                from: sender.clone(),
-                notice: msg.notice_body().cloned().map(Box::new),
-                second_try: false,
-            }
-        } else {
-            StepOrigin::Message {
-                from: sender.clone(),
-            }
-        };
-        let step = new_step(agent, msg, skill, intention, text).with_origin(origin);
-        if answers_wait {
-            agent.add_next_steps(vec![step]);
-        } else {
-            agent.add_steps(vec![step]);
-        }
+        // 4. Nothing owed: digest it, or act on it.
+        queue_digest(agent, msg, answers_wait);
     }
     out
+}
+
+/// Queues the reply `msg` asks for: a send_message step addressed back to its sender.
+fn queue_reply(agent: &mut AgentState, msg: &Message) {
+    let me = agent.agent_id.clone();
+    let sender = &msg.sender_id;
+    // If the sender waits, the reply jumps the queue and its `reply_to` carries the wait id it
+    // returns (never the text: a wait id is the runtime's, not something the model copies).
+    let text = format!(
+        "Message from agent `{sender}` (reply to it):\n\n{}",
+        msg.message
+    );
+    let wait = msg.wait_id_for(&me).cloned();
+    let mut step = new_step(
+        agent,
+        msg,
+        Skill::SendMessage,
+        format!("Reply to the message from agent `{sender}`"),
+        text,
+    )
+    .with_origin(StepOrigin::Reply {
+        from: sender.clone(),
+    });
+    step.reply_to = Some(ReplyTo {
+        agent_id: sender.clone(),
+        wait_id: wait.clone(),
+    });
+    if wait.is_some() {
+        agent.add_next_steps(vec![step]);
+    } else {
+        agent.add_steps(vec![step]);
+    }
+}
+
+/// Queues the step that digests (or acts on) `msg`, first when it `answers_wait`.
+fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
+    let sender = &msg.sender_id;
+    // A reply we were waiting for is digested first. A message that asks a manager to act goes
+    // straight to the skill that acts on it.
+    let act = !answers_wait && [TASK_STATE_SENDER, OPERATOR].contains(&sender.as_str());
+    let text = format!("{}{}", digest_heading(sender.as_str(), act), msg.message);
+    let (skill, intention) = match acting_skill(agent, act) {
+        Some(skill) => (skill, format!("Act on the message from agent `{sender}`")),
+        None => (
+            Skill::ProcessMessage,
+            format!("Process the message from agent `{sender}`"),
+        ),
+    };
+    let origin = if act {
+        StepOrigin::Act {
+            from: sender.clone(),
+            notice: msg.notice_body().cloned().map(Box::new),
+            second_try: false,
+        }
+    } else {
+        StepOrigin::Message {
+            from: sender.clone(),
+        }
+    };
+    let step = new_step(agent, msg, skill, intention, text).with_origin(origin);
+    if answers_wait {
+        agent.add_next_steps(vec![step]);
+    } else {
+        agent.add_steps(vec![step]);
+    }
 }
 
 /// How a process_message step's text starts: it names the sender, and says so when the

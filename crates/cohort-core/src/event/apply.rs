@@ -140,28 +140,10 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
         AgentChange::WorkingState { state, .. } => agent.working_state = *state,
         AgentChange::WorkNoted {
             task_id, stage_id, ..
-        } => {
-            let entry = agent.working_memory.entry(task_id.clone()).or_default();
-            if let Some(stage) = stage_id {
-                entry.entry(stage.clone()).or_default();
-            }
-        }
+        } => note_work(agent, task_id, stage_id.as_ref()),
         AgentChange::WorkCleared {
             task_id, stage_id, ..
-        } => match stage_id {
-            Some(stage) => {
-                if let Some(t) = agent.working_memory.get_mut(task_id) {
-                    t.remove(stage);
-                }
-                agent
-                    .history_summaries
-                    .retain(|s| &s.task_id != task_id || &s.stage_id != stage);
-            }
-            None => {
-                agent.working_memory.remove(task_id);
-                agent.history_summaries.retain(|s| &s.task_id != task_id);
-            }
-        },
+        } => clear_work(agent, task_id, stage_id.as_ref()),
         AgentChange::WaitsHeld {
             task_id,
             stage_id,
@@ -169,15 +151,7 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
             from,
             until,
             ..
-        } => agent
-            .step_lock
-            .hold(ids.iter().enumerate().map(|(i, id)| crate::state::Wait {
-                id: id.clone(),
-                task: task_id.clone(),
-                stage: stage_id.clone(),
-                from: from.get(i).cloned(),
-                until: until.get(i).copied(),
-            })),
+        } => hold_waits(agent, task_id, stage_id, ids, from, until),
         AgentChange::WaitsReleased { ids, .. } => {
             for id in ids {
                 agent.step_lock.release(id);
@@ -191,21 +165,8 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
         }
         AgentChange::Tokens { usage, .. } => agent.token_usage.add(*usage),
         AgentChange::Paused {
-            paused,
-            task_id: None,
-            ..
-        } => agent.paused = *paused,
-        AgentChange::Paused {
-            paused,
-            task_id: Some(t),
-            ..
-        } => {
-            if *paused {
-                agent.paused_tasks.insert(t.clone());
-            } else {
-                agent.paused_tasks.remove(t);
-            }
-        }
+            paused, task_id, ..
+        } => set_paused(agent, *paused, task_id.as_ref()),
         AgentChange::GoalOpened {
             task_id, stage_id, ..
         } => {
@@ -218,12 +179,7 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
                 .open_goals
                 .remove(&(task_id.clone(), stage_id.clone()));
         }
-        AgentChange::HistorySummarized { summary, .. } => {
-            agent
-                .history_summaries
-                .retain(|s| s.task_id != summary.task_id || s.stage_id != summary.stage_id);
-            agent.history_summaries.push(summary.clone());
-        }
+        AgentChange::HistorySummarized { summary, .. } => replace_summary(agent, summary),
         AgentChange::PrivateMessage { with, entry, .. } => {
             agent
                 .conversation_pool
@@ -233,16 +189,7 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
                 .or_default()
                 .push(entry.clone());
         }
-        AgentChange::PrivateReplied { with, index, .. } => {
-            if let Some(m) = agent
-                .conversation_pool
-                .as_mut()
-                .and_then(|p| p.conversation_privates.get_mut(with))
-                .and_then(|c| c.get_mut(*index))
-            {
-                m.replied = true;
-            }
-        }
+        AgentChange::PrivateReplied { with, index, .. } => mark_replied(agent, with, *index),
         // The ledger of messages in flight is the reader's (`States`), not the agent's.
         AgentChange::Received { .. } => {}
         AgentChange::Notice { text, .. } => agent
@@ -251,21 +198,106 @@ fn apply_agent_change(agent: &mut AgentState, c: &AgentChange) {
             .global_messages
             .push(text.clone()),
         AgentChange::PrivateTrimmed { with, count, .. } => {
-            let Some(pool) = agent.conversation_pool.as_mut() else {
-                return;
-            };
-            match with {
-                Some(w) => {
-                    if let Some(c) = pool.conversation_privates.get_mut(w) {
-                        c.drain(..(*count).min(c.len()));
-                    }
-                }
-                None => {
-                    let n = (*count).min(pool.global_messages.len());
-                    pool.global_messages.drain(..n);
-                    pool.global_messages_omitted += n as u64;
-                }
+            trim_conversation(agent, with.as_ref(), *count)
+        }
+    }
+}
+
+/// Notes in the agent's working memory that it works in `task_id` (and in a stage of it).
+fn note_work(agent: &mut AgentState, task_id: &TaskId, stage_id: Option<&crate::ids::StageRef>) {
+    let entry = agent.working_memory.entry(task_id.clone()).or_default();
+    if let Some(stage) = stage_id {
+        entry.entry(stage.clone()).or_default();
+    }
+}
+
+/// Forgets the agent's work, and its summaries, in a stage of `task_id` (or in all of it).
+fn clear_work(agent: &mut AgentState, task_id: &TaskId, stage_id: Option<&crate::ids::StageRef>) {
+    match stage_id {
+        Some(stage) => {
+            if let Some(t) = agent.working_memory.get_mut(task_id) {
+                t.remove(stage);
             }
+            agent
+                .history_summaries
+                .retain(|s| &s.task_id != task_id || &s.stage_id != stage);
+        }
+        None => {
+            agent.working_memory.remove(task_id);
+            agent.history_summaries.retain(|s| &s.task_id != task_id);
+        }
+    }
+}
+
+/// Takes the waits `ids`, `ids[i]` for `from[i]` until `until[i]` (either may be short).
+fn hold_waits(
+    agent: &mut AgentState,
+    task_id: &TaskId,
+    stage_id: &crate::ids::StageRef,
+    ids: &[crate::ids::WaitId],
+    from: &[crate::ids::AgentId],
+    until: &[i64],
+) {
+    agent
+        .step_lock
+        .hold(ids.iter().enumerate().map(|(i, id)| crate::state::Wait {
+            id: id.clone(),
+            task: task_id.clone(),
+            stage: stage_id.clone(),
+            from: from.get(i).cloned(),
+            until: until.get(i).copied(),
+        }))
+}
+
+/// Puts `summary` in place of the agent's history summary of the same task and stage.
+fn replace_summary(agent: &mut AgentState, summary: &crate::state::HistorySummary) {
+    agent
+        .history_summaries
+        .retain(|s| s.task_id != summary.task_id || s.stage_id != summary.stage_id);
+    agent.history_summaries.push(summary.clone());
+}
+
+/// Pauses or resumes the whole agent (`task_id` none) or only its work in one task.
+fn set_paused(agent: &mut AgentState, paused: bool, task_id: Option<&TaskId>) {
+    match task_id {
+        None => agent.paused = paused,
+        Some(t) => {
+            if paused {
+                agent.paused_tasks.insert(t.clone());
+            } else {
+                agent.paused_tasks.remove(t);
+            }
+        }
+    }
+}
+
+/// Marks the message at `index` of the human's conversation with `with` as answered.
+fn mark_replied(agent: &mut AgentState, with: &crate::ids::AgentId, index: usize) {
+    if let Some(m) = agent
+        .conversation_pool
+        .as_mut()
+        .and_then(|p| p.conversation_privates.get_mut(with))
+        .and_then(|c| c.get_mut(index))
+    {
+        m.replied = true;
+    }
+}
+
+/// Drops the oldest `count` messages of the human's talk with `with` (none: its notices).
+fn trim_conversation(agent: &mut AgentState, with: Option<&crate::ids::AgentId>, count: usize) {
+    let Some(pool) = agent.conversation_pool.as_mut() else {
+        return;
+    };
+    match with {
+        Some(w) => {
+            if let Some(c) = pool.conversation_privates.get_mut(w) {
+                c.drain(..count.min(c.len()));
+            }
+        }
+        None => {
+            let n = count.min(pool.global_messages.len());
+            pool.global_messages.drain(..n);
+            pool.global_messages_omitted += n as u64;
         }
     }
 }

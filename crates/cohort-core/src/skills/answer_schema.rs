@@ -318,55 +318,28 @@ fn allocation(agent: &AgentState, agents: &[String]) -> Value {
 
 /// In the base task a manager creates tasks; in a task it manages, it shapes and ends that task.
 fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> Value {
-    let allocation = || allocation(agent, agents);
-    let stage = object(
-        json!({ "stage_intention": text(), "agent_allocation": allocation() }),
-        &["stage_intention", "agent_allocation"],
-    );
     let add_task = variant(
         "action",
         "add_task",
         json!({ "task_name": line(), "task_intention": text() }),
         &["task_name", "task_intention"],
     );
-    // Inside a task the ids are known: the step's own task, and its stage when the step
-    // belongs to one (a stage complete, an agent stuck); stage actions need that stage.
-    let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
-    let task_id = if in_a_task {
-        json!({ "type": "string", "enum": [step.task_id.as_str()] })
-    } else {
-        line()
-    };
-    let stage_id = match step.stage_id.stage() {
-        Some(s) if in_a_task => Some(json!({ "type": "string", "enum": [s.as_str()] })),
-        _ if in_a_task => None,
-        _ => Some(line()),
-    };
-    let mut in_task = Vec::new();
-    // A notice about one stage is answered by finishing or retrying that stage.
-    if super::task_manager::stage_decided(agent, step).is_none() {
-        in_task.push(variant(
-            "action",
-            "add_stage",
-            json!({ "task_id": task_id, "stages": { "type": "array", "items": stage, "minItems": 1 } }),
-            &["task_id", "stages"],
-        ));
+    let in_task = in_task_actions(agent, step, agents);
+    match &agent.base_task {
+        Some(base) if *base == step.task_id => add_task,
+        Some(_) => json!({ "anyOf": in_task }),
+        None => {
+            let mut all = vec![add_task];
+            all.extend(in_task);
+            json!({ "anyOf": all })
+        }
     }
-    if let Some(stage_id) = stage_id {
-        in_task.push(variant(
-            "action",
-            "finish_stage",
-            json!({ "task_id": task_id, "stage_id": stage_id }),
-            &["task_id", "stage_id"],
-        ));
-        in_task.push(variant(
-            "action",
-            "retry_stage",
-            json!({ "task_id": task_id, "stage_id": stage_id, "stage_intention": text(),
-                    "agent_allocation": allocation() }),
-            &["task_id", "stage_id", "stage_intention", "agent_allocation"],
-        ));
-    }
+}
+
+/// The actions a manager may take inside a task, in the order they are offered.
+fn in_task_actions(agent: &AgentState, step: &StepState, agents: &[String]) -> Vec<Value> {
+    let (task_id, stage_id) = known_ids(agent, step);
+    let mut in_task = stage_actions(agent, step, agents, &task_id, stage_id);
     let finish_task = variant(
         "action",
         "finish_task",
@@ -393,15 +366,66 @@ fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> 
             in_task.retain(|v| !is_refused(v));
         }
     }
-    match &agent.base_task {
-        Some(base) if *base == step.task_id => add_task,
-        Some(_) => json!({ "anyOf": in_task }),
-        None => {
-            let mut all = vec![add_task];
-            all.extend(in_task);
-            json!({ "anyOf": all })
-        }
+    in_task
+}
+
+/// The schemas of the task id and (if any may be named) stage id an action names.
+fn known_ids(agent: &AgentState, step: &StepState) -> (Value, Option<Value>) {
+    // Inside a task the ids are known: the step's own task, and its stage when the step
+    // belongs to one (a stage complete, an agent stuck); stage actions need that stage.
+    let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
+    let task_id = if in_a_task {
+        json!({ "type": "string", "enum": [step.task_id.as_str()] })
+    } else {
+        line()
+    };
+    let stage_id = match step.stage_id.stage() {
+        Some(s) if in_a_task => Some(json!({ "type": "string", "enum": [s.as_str()] })),
+        _ if in_a_task => None,
+        _ => Some(line()),
+    };
+    (task_id, stage_id)
+}
+
+/// The stage actions: add_stage, and finish_stage and retry_stage when a stage can be named.
+fn stage_actions(
+    agent: &AgentState,
+    step: &StepState,
+    agents: &[String],
+    task_id: &Value,
+    stage_id: Option<Value>,
+) -> Vec<Value> {
+    let allocation = || allocation(agent, agents);
+    let stage = object(
+        json!({ "stage_intention": text(), "agent_allocation": allocation() }),
+        &["stage_intention", "agent_allocation"],
+    );
+    let mut actions = Vec::new();
+    // A notice about one stage is answered by finishing or retrying that stage.
+    if super::task_manager::stage_decided(agent, step).is_none() {
+        actions.push(variant(
+            "action",
+            "add_stage",
+            json!({ "task_id": task_id, "stages": { "type": "array", "items": stage, "minItems": 1 } }),
+            &["task_id", "stages"],
+        ));
     }
+    if let Some(stage_id) = stage_id {
+        actions.push(variant(
+            "action",
+            "finish_stage",
+            json!({ "task_id": task_id, "stage_id": stage_id }),
+            &["task_id", "stage_id"],
+        ));
+        actions.push(variant(
+            "action",
+            "retry_stage",
+            json!({ "task_id": task_id, "stage_id": stage_id, "stage_intention": text(),
+                    "agent_allocation": allocation() }),
+            &["task_id", "stage_id", "stage_intention", "agent_allocation"],
+        ));
+    }
+    actions
 }
 
 fn agent_instruction() -> Value {

@@ -37,11 +37,32 @@ pub fn interpret(
             rejected.join("; ")
         )));
     }
+    if acting {
+        check_acts(agent, &accepted)?;
+    }
+    insert_work_step(planner, agent, step, &mut accepted, graph, &mut repairs);
+    let mut accepted = super::plan_graph::arrange(accepted, &replan)
+        .map_err(|e| SkillError::Invalid(e.to_string()))?;
+    let note = close_reflection(planner, agent, step, asked, &mut accepted, &mut repairs);
+    let mut result = plan_answer(planner, asked, &accepted, &rejected, note);
+    // A plan a person checks first waits on this step (see `agent::plan_check`).
+    if plan_check::checks(agent, planner) && !accepted.is_empty() {
+        result[plan_check::KEY] = json!(plan_check::PlanCheck::new(accepted));
+    } else {
+        queue_plan(agent, step, planner, accepted);
+    }
+    Ok(SkillOutcome {
+        repairs,
+        ..working(result)
+    })
+}
+
+/// Refuses a plan of a manager asked to act that has no task_manager step to act with.
+fn check_acts(agent: &AgentState, accepted: &[PlannedStep]) -> Result<(), SkillError> {
     // A goal or notice is acted on only by a task_manager step: what else the plan does first
     // (hire, ask, message) ends without any duty to go on, and the goal would be dropped.
     let manages = agent.skills.contains(&Skill::TaskManager);
-    if acting
-        && manages
+    if manages
         && !accepted
             .iter()
             .any(|p| p.executor == Executor::Skill(Skill::TaskManager))
@@ -52,7 +73,19 @@ pub fn interpret(
                 .into(),
         ));
     }
-    let mut note = None;
+    Ok(())
+}
+
+/// Puts a step doing the goal's work first in a stage plan that has none (not in a plan made
+/// again after a replan point: the work may be done).
+fn insert_work_step(
+    planner: Skill,
+    agent: &AgentState,
+    step: &StepState,
+    accepted: &mut Vec<PlannedStep>,
+    graph: bool,
+    repairs: &mut Vec<Fired>,
+) {
     // A stage plan with no step that does the work, only checks of it (a 0.5B writer planned
     // two reflections, and its summary then handed back its goal), gets one first: the goal
     // itself, done by thinking.
@@ -62,15 +95,24 @@ pub fn interpret(
         && !accepted.iter().any(super::mend::does_work)
         && let Some(work) = super::mend::work_step(agent, step)
     {
-        let work = work_first(work, &mut accepted, graph);
+        let work = work_first(work, accepted, graph);
         accepted.insert(0, work);
         repairs.push(Fired::new(
             Repair::WorkStepInserted,
             "the plan had no step that does the work of the goal: a step doing it was put first",
         ));
     }
-    let mut accepted = super::plan_graph::arrange(accepted, &replan)
-        .map_err(|e| SkillError::Invalid(e.to_string()))?;
+}
+
+/// Closes the stage (a summary step) after a reflection that plans nothing (new) or is the last.
+fn close_reflection(
+    planner: Skill,
+    agent: &AgentState,
+    step: &StepState,
+    asked: usize,
+    accepted: &mut Vec<PlannedStep>,
+    repairs: &mut Vec<Fired>,
+) -> Option<&'static str> {
     // A reflection that plans only steps this agent already ran here, or only more reflecting,
     // plans nothing new: a real 1.5B model re-planned "check the result" and "summarise my
     // work" (as quick_think) after every reflection, for ever, and another planned only
@@ -84,29 +126,42 @@ pub fn interpret(
     let last_reflection = planner == Skill::Reflection
         && agent.repairs.allows(Repair::ReflectionCap)
         && reflections_before(agent, step) + 1 >= agent.step_limits.reflections;
-    if planner == Skill::Reflection && (asked == 0 || nothing_new || last_reflection) {
-        // A reflection that plans nothing means nothing is left to correct: close the stage.
-        accepted = vec![PlannedStep::new(
-            Executor::Skill(Skill::Summary),
-            "Summarise my work in this stage",
-            super::summary::CLOSING,
-        )];
-        if asked == 0 {
-            note = Some("empty reflection: a summary step was added");
-        } else if nothing_new {
-            repairs.push(Fired::new(
-                Repair::ReflectionNothingNew,
-                "the reflection planned only steps already run in this stage: a summary step \
-                 was planned instead",
-            ));
-        } else {
-            repairs.push(Fired::new(
-                Repair::ReflectionCap,
-                "the last reflection step_limits.reflections allows in this stage: a summary \
-                 step was planned instead",
-            ));
-        }
+    if planner != Skill::Reflection || !(asked == 0 || nothing_new || last_reflection) {
+        return None;
     }
+    // A reflection that plans nothing means nothing is left to correct: close the stage.
+    *accepted = vec![PlannedStep::new(
+        Executor::Skill(Skill::Summary),
+        "Summarise my work in this stage",
+        super::summary::CLOSING,
+    )];
+    if asked == 0 {
+        return Some("empty reflection: a summary step was added");
+    }
+    if nothing_new {
+        repairs.push(Fired::new(
+            Repair::ReflectionNothingNew,
+            "the reflection planned only steps already run in this stage: a summary step \
+             was planned instead",
+        ));
+    } else {
+        repairs.push(Fired::new(
+            Repair::ReflectionCap,
+            "the last reflection step_limits.reflections allows in this stage: a summary \
+             step was planned instead",
+        ));
+    }
+    None
+}
+
+/// The skill's answer: the plan under the planner's key, the rejected steps, note and stop.
+fn plan_answer(
+    planner: Skill,
+    asked: usize,
+    accepted: &[PlannedStep],
+    rejected: &[String],
+    note: Option<&str>,
+) -> serde_json::Value {
     let key = match planner {
         Skill::Planning => "planned_step",
         Skill::Reflection => "reflection_step",
@@ -121,16 +176,7 @@ pub fn interpret(
         // An empty list ends the long-tail use of the tool.
         result["stop"] = json!(asked == 0);
     }
-    // A plan a person checks first waits on this step (see `agent::plan_check`).
-    if plan_check::checks(agent, planner) && !accepted.is_empty() {
-        result[plan_check::KEY] = json!(plan_check::PlanCheck::new(accepted));
-    } else {
-        queue_plan(agent, step, planner, accepted);
-    }
-    Ok(SkillOutcome {
-        repairs,
-        ..working(result)
-    })
+    result
 }
 
 /// Gives `plan` the place of `step` (its task and stage) and queues it: decision and

@@ -200,15 +200,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         repairs,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
-    if let Some(refused) = refused
-        && repairs.allows(Repair::RefusedActionBarred)
-        && refused.action() == instruction.action()
-    {
-        return Err(SkillError::Invalid(format!(
-            "{} was refused just now (see above); choose another action",
-            refused.action()
-        )));
-    }
+    check_not_refused(refused, &repairs, &instruction)?;
     if repairs.allows(Repair::VerdictAgrees) {
         check_verdict(answer, &instruction)?;
     }
@@ -222,49 +214,9 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
             "the task summary gave none of the stages' results: their reports were added",
         ));
     }
-    if let (TaskInstruction::AddStage { .. }, Some(stage)) = (&instruction, decided) {
-        return Err(SkillError::Invalid(format!(
-            "this step decides on stage {stage}, which stays open until it is finished or \
-             retried: answer finish_stage to accept it, or retry_stage to redo it with a \
-             corrected intention and allocation (add_stage would leave it open for ever)"
-        )));
-    }
-    if let TaskInstruction::AddTask {
-        task_id,
-        task_name,
-        task_intention,
-    } = &mut instruction
-    {
-        if task_intention.trim().is_empty() {
-            return Err(SkillError::Invalid(
-                "add_task needs a task_intention".into(),
-            ));
-        }
-        // Never trust a model-made id for a new task: it could collide with an existing one.
-        *task_id = TaskId::random();
-        if task_name.trim().is_empty() {
-            *task_name = task_intention.chars().take(48).collect();
-        }
-    }
-    let allocations: Vec<&BTreeMap<AgentId, String>> = match &instruction {
-        TaskInstruction::AddStage { stages, .. } => {
-            stages.iter().map(|s| &s.agent_allocation).collect()
-        }
-        TaskInstruction::RetryStage {
-            agent_allocation, ..
-        } => vec![agent_allocation],
-        _ => Vec::new(),
-    };
-    if let Some(agent) = allocations
-        .into_iter()
-        .find_map(super::mend::goal_missing)
-        .filter(|_| repairs.allows(Repair::GoalOnlyNamesAgent))
-    {
-        return Err(SkillError::Invalid(format!(
-            "the allocation gives `{agent}` no goal, only its name: give each agent what it is \
-             to do in the stage, e.g. {{\"{agent}\": \"Write the haiku and give it in full\"}}"
-        )));
-    }
+    check_stage_decided(&instruction, decided)?;
+    name_new_task(&mut instruction)?;
+    check_goals(&instruction, &repairs)?;
     if let TaskInstruction::AddStage { stages, task_id } = &instruction {
         if stages.is_empty() {
             return Err(SkillError::Invalid("add_stage lists no stages".into()));
@@ -283,6 +235,85 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         repairs: fired,
         ..working(json!({ "task_instruction": instruction }))
     })
+}
+
+/// Refuses the action SyncState refused on the step's first try.
+fn check_not_refused(
+    refused: Option<&TaskInstruction>,
+    repairs: &Repairs,
+    instruction: &TaskInstruction,
+) -> Result<(), SkillError> {
+    if let Some(refused) = refused
+        && repairs.allows(Repair::RefusedActionBarred)
+        && refused.action() == instruction.action()
+    {
+        return Err(SkillError::Invalid(format!(
+            "{} was refused just now (see above); choose another action",
+            refused.action()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses add_stage from a step that decides on stage `decided`, which it would leave open.
+fn check_stage_decided(
+    instruction: &TaskInstruction,
+    decided: Option<&StageId>,
+) -> Result<(), SkillError> {
+    if let (TaskInstruction::AddStage { .. }, Some(stage)) = (instruction, decided) {
+        return Err(SkillError::Invalid(format!(
+            "this step decides on stage {stage}, which stays open until it is finished or \
+             retried: answer finish_stage to accept it, or retry_stage to redo it with a \
+             corrected intention and allocation (add_stage would leave it open for ever)"
+        )));
+    }
+    Ok(())
+}
+
+/// Gives an add_task a fresh id (and a name if it has none); refuses one without intention.
+fn name_new_task(instruction: &mut TaskInstruction) -> Result<(), SkillError> {
+    if let TaskInstruction::AddTask {
+        task_id,
+        task_name,
+        task_intention,
+    } = instruction
+    {
+        if task_intention.trim().is_empty() {
+            return Err(SkillError::Invalid(
+                "add_task needs a task_intention".into(),
+            ));
+        }
+        // Never trust a model-made id for a new task: it could collide with an existing one.
+        *task_id = TaskId::random();
+        if task_name.trim().is_empty() {
+            *task_name = task_intention.chars().take(48).collect();
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a stage allocation that gives an agent only its name as its goal.
+fn check_goals(instruction: &TaskInstruction, repairs: &Repairs) -> Result<(), SkillError> {
+    let allocations: Vec<&BTreeMap<AgentId, String>> = match instruction {
+        TaskInstruction::AddStage { stages, .. } => {
+            stages.iter().map(|s| &s.agent_allocation).collect()
+        }
+        TaskInstruction::RetryStage {
+            agent_allocation, ..
+        } => vec![agent_allocation],
+        _ => Vec::new(),
+    };
+    if let Some(agent) = allocations
+        .into_iter()
+        .find_map(super::mend::goal_missing)
+        .filter(|_| repairs.allows(Repair::GoalOnlyNamesAgent))
+    {
+        return Err(SkillError::Invalid(format!(
+            "the allocation gives `{agent}` no goal, only its name: give each agent what it is \
+             to do in the stage, e.g. {{\"{agent}\": \"Write the haiku and give it in full\"}}"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -404,12 +404,18 @@ fn s_of(v: &Value, key: &str) -> String {
 /// The parts of a published agent state that say what the agent is doing (`steps` holds its
 /// step states, when the caller has them).
 fn state_lines(v: &Value) -> String {
-    let s = |k: &str| {
-        v.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let mut lines = identity_lines(v);
+    lines.extend(step_lines(v));
+    lines.extend(working_memory_lines(v));
+    lines.extend(persistent_memory_lines(v));
+    if let Some(t) = v.get("template").and_then(Value::as_str) {
+        lines.push(format!("- created from template `{t}`"));
+    }
+    lines.join("\n") + "\n"
+}
+
+/// Who the agent of a published state is, what it can do, its model and its spending.
+fn identity_lines(v: &Value) -> Vec<String> {
     let names = |k: &str| {
         v.get(k)
             .and_then(Value::as_array)
@@ -423,10 +429,10 @@ fn state_lines(v: &Value) -> String {
             .unwrap_or_else(|| "none".into())
     };
     let mut lines = vec![
-        format!("- name: {}", one_line(&s("name"))),
-        format!("- role: {}", one_line(&s("role"))),
-        bullet("profile", &s("profile"), 5, "none"),
-        format!("- working state: {}", s("working_state")),
+        format!("- name: {}", one_line(&s_of(v, "name"))),
+        format!("- role: {}", one_line(&s_of(v, "role"))),
+        bullet("profile", &s_of(v, "profile"), 5, "none"),
+        format!("- working state: {}", s_of(v, "working_state")),
         format!("- skills: {}", names("skills")),
         format!("- tools: {}", names("tools")),
     ];
@@ -444,38 +450,27 @@ fn state_lines(v: &Value) -> String {
             t["completion_tokens"].as_u64().unwrap_or(0)
         ));
     }
-    let todo = v
-        .pointer("/agent_step/todo")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    let all = v
-        .pointer("/agent_step/step_list")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    lines.push(format!("- steps held: {all} ({todo} still to run)"));
-    let waits = v
-        .get("step_lock")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    lines.push(format!("- replies waited for: {waits}"));
+    lines
+}
+
+/// The steps and waits a published state holds, and (from `steps`) which run and are next.
+fn step_lines(v: &Value) -> Vec<String> {
+    let count = |list: Option<&Value>| list.and_then(Value::as_array).map_or(0, Vec::len);
+    let todo = count(v.pointer("/agent_step/todo"));
+    let all = count(v.pointer("/agent_step/step_list"));
+    let waits = count(v.get("step_lock"));
+    let mut lines = vec![
+        format!("- steps held: {all} ({todo} still to run)"),
+        format!("- replies waited for: {waits}"),
+    ];
     let steps: Vec<&Value> = v
         .get("steps")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .collect();
-    let line = |st: &Value| {
-        format!(
-            "`{}` {}: {} (task `{}`, stage {})",
-            s_of(st, "executor"),
-            s_of(st, "execution_state"),
-            one_line(&s_of(st, "step_intention")),
-            s_of(st, "task_id"),
-            s_of(st, "stage_id")
-        )
-    };
     if let Some(r) = steps.iter().find(|st| st["execution_state"] == "running") {
-        lines.push(format!("- running: {}", line(r)));
+        lines.push(format!("- running: {}", step_line(r)));
     }
     let queued: Vec<&&Value> = steps
         .iter()
@@ -484,10 +479,27 @@ fn state_lines(v: &Value) -> String {
     if !queued.is_empty() {
         lines.push(format!("- next steps ({} queued):", queued.len()));
         for st in queued.iter().take(QUEUED_SHOWN) {
-            lines.push(format!("  - {}", line(st)));
+            lines.push(format!("  - {}", step_line(st)));
         }
     }
-    lines.push("- working memory (task → stage: steps):".into());
+    lines
+}
+
+/// One published step state on a line: who runs it, its state and intention, and where.
+fn step_line(st: &Value) -> String {
+    format!(
+        "`{}` {}: {} (task `{}`, stage {})",
+        s_of(st, "executor"),
+        s_of(st, "execution_state"),
+        one_line(&s_of(st, "step_intention")),
+        s_of(st, "task_id"),
+        s_of(st, "stage_id")
+    )
+}
+
+/// A published state's working memory: for each task, its stages and how many steps each holds.
+fn working_memory_lines(v: &Value) -> Vec<String> {
+    let mut lines = vec!["- working memory (task → stage: steps):".to_owned()];
     match v.get("working_memory").and_then(Value::as_object) {
         Some(wm) if !wm.is_empty() => {
             for (task, stages) in wm {
@@ -509,23 +521,26 @@ fn state_lines(v: &Value) -> String {
         }
         _ => lines.push("  - none".into()),
     }
-    if let Some(m) = v
+    lines
+}
+
+/// A published state's persistent memory, one key a line (nothing when it is empty).
+fn persistent_memory_lines(v: &Value) -> Vec<String> {
+    let Some(m) = v
         .get("persistent_memory")
         .and_then(Value::as_object)
         .filter(|m| !m.is_empty())
-    {
-        lines.push("- persistent memory:".into());
-        for (key, text) in m {
-            lines.push(format!(
-                "  - {key}: {}",
-                one_line(text.as_str().unwrap_or_default())
-            ));
-        }
+    else {
+        return Vec::new();
+    };
+    let mut lines = vec!["- persistent memory:".to_owned()];
+    for (key, text) in m {
+        lines.push(format!(
+            "  - {key}: {}",
+            one_line(text.as_str().unwrap_or_default())
+        ));
     }
-    if let Some(t) = v.get("template").and_then(Value::as_str) {
-        lines.push(format!("- created from template `{t}`"));
-    }
-    lines.join("\n") + "\n"
+    lines
 }
 
 fn ids(agents: &[AgentId]) -> String {

@@ -229,46 +229,10 @@ impl SyncCore {
                 self.emit(applied, Change::Task(TaskChange::Created { task }));
             }
             TaskInstruction::AddStage { task_id, stages } => {
-                for plan in stages {
-                    let stage = StageState::new(
-                        task_id.clone(),
-                        plan.stage_intention,
-                        plan.agent_allocation,
-                    );
-                    self.join(&task_id, stage.agent_allocation.keys(), applied);
-                    // Each allocated agent records the stage in its working memory now, so it
-                    // knows the work ahead before the stage starts (seed §2.4.1).
-                    applied.messages.push(Message::instruction(
-                        task_id.clone(),
-                        AgentId::from(crate::message::TASK_STATE_SENDER),
-                        stage.agent_allocation.keys().cloned().collect(),
-                        StageRef::NoRelative,
-                        &Instruction::UpdateWorkingMemory {
-                            task_id: task_id.clone(),
-                            stage_id: Some(StageRef::Stage(stage.stage_id.clone())),
-                        },
-                    ));
-                    let at = self.tasks[&task_id].stage_list.len();
-                    self.emit(
-                        applied,
-                        Change::Stage(StageChange::Added { stage, list_at: at }),
-                    );
-                }
-                if !self.has_running_stage(&task_id) {
-                    self.start_next_stage(&task_id, applied);
-                }
+                self.add_stages(&task_id, stages, applied);
             }
             TaskInstruction::FinishStage { task_id, stage_id } => {
-                let agents: Vec<AgentId> = self.stages[&stage_id]
-                    .agent_allocation
-                    .keys()
-                    .cloned()
-                    .collect();
-                self.set_stage_state(&stage_id, ExecutionState::Finished, applied);
-                applied
-                    .messages
-                    .push(finish_stage_message(&task_id, &stage_id, agents));
-                self.start_next_stage(&task_id, applied);
+                self.finish_stage(&task_id, &stage_id, applied);
             }
             TaskInstruction::FinishTask {
                 task_id,
@@ -286,31 +250,90 @@ impl SyncCore {
                 stage_id,
                 stage_intention,
                 agent_allocation,
-            } => {
-                let old = &self.stages[&stage_id];
-                let old_agents: Vec<AgentId> = old.agent_allocation.keys().cloned().collect();
-                let intention = stage_intention.unwrap_or_else(|| old.stage_intention.clone());
-                self.set_stage_state(&stage_id, ExecutionState::Failed, applied);
-                let new = StageState::new(task_id.clone(), intention, agent_allocation);
-                self.join(&task_id, new.agent_allocation.keys(), applied);
-                let list = &self.tasks[&task_id].stage_list;
-                let at = list
-                    .iter()
-                    .position(|s| s == &stage_id)
-                    .map_or(list.len(), |i| i + 1);
-                self.emit(
-                    applied,
-                    Change::Stage(StageChange::Added {
-                        stage: new,
-                        list_at: at,
-                    }),
-                );
-                applied
-                    .messages
-                    .push(finish_stage_message(&task_id, &stage_id, old_agents));
-                self.start_next_stage(&task_id, applied);
-            }
+            } => self.retry_stage(
+                &task_id,
+                &stage_id,
+                stage_intention,
+                agent_allocation,
+                applied,
+            ),
         }
+    }
+
+    /// Appends `stages` to the task, tells their agents, and starts one if none runs.
+    fn add_stages(&mut self, task_id: &TaskId, stages: Vec<StagePlan>, applied: &mut Applied) {
+        for plan in stages {
+            let stage =
+                StageState::new(task_id.clone(), plan.stage_intention, plan.agent_allocation);
+            self.join(task_id, stage.agent_allocation.keys(), applied);
+            // Each allocated agent records the stage in its working memory now, so it
+            // knows the work ahead before the stage starts (seed §2.4.1).
+            applied.messages.push(Message::instruction(
+                task_id.clone(),
+                AgentId::from(crate::message::TASK_STATE_SENDER),
+                stage.agent_allocation.keys().cloned().collect(),
+                StageRef::NoRelative,
+                &Instruction::UpdateWorkingMemory {
+                    task_id: task_id.clone(),
+                    stage_id: Some(StageRef::Stage(stage.stage_id.clone())),
+                },
+            ));
+            let at = self.tasks[task_id].stage_list.len();
+            self.emit(
+                applied,
+                Change::Stage(StageChange::Added { stage, list_at: at }),
+            );
+        }
+        if !self.has_running_stage(task_id) {
+            self.start_next_stage(task_id, applied);
+        }
+    }
+
+    /// Finishes a stage, tells its agents, and starts the task's next stage.
+    fn finish_stage(&mut self, task_id: &TaskId, stage_id: &StageId, applied: &mut Applied) {
+        let agents: Vec<AgentId> = self.stages[stage_id]
+            .agent_allocation
+            .keys()
+            .cloned()
+            .collect();
+        self.set_stage_state(stage_id, ExecutionState::Finished, applied);
+        applied
+            .messages
+            .push(finish_stage_message(task_id, stage_id, agents));
+        self.start_next_stage(task_id, applied);
+    }
+
+    /// Fails a stage, puts a new try of it right after it, and starts the next stage.
+    fn retry_stage(
+        &mut self,
+        task_id: &TaskId,
+        stage_id: &StageId,
+        stage_intention: Option<String>,
+        agent_allocation: std::collections::BTreeMap<AgentId, String>,
+        applied: &mut Applied,
+    ) {
+        let old = &self.stages[stage_id];
+        let old_agents: Vec<AgentId> = old.agent_allocation.keys().cloned().collect();
+        let intention = stage_intention.unwrap_or_else(|| old.stage_intention.clone());
+        self.set_stage_state(stage_id, ExecutionState::Failed, applied);
+        let new = StageState::new(task_id.clone(), intention, agent_allocation);
+        self.join(task_id, new.agent_allocation.keys(), applied);
+        let list = &self.tasks[task_id].stage_list;
+        let at = list
+            .iter()
+            .position(|s| s == stage_id)
+            .map_or(list.len(), |i| i + 1);
+        self.emit(
+            applied,
+            Change::Stage(StageChange::Added {
+                stage: new,
+                list_at: at,
+            }),
+        );
+        applied
+            .messages
+            .push(finish_stage_message(task_id, stage_id, old_agents));
+        self.start_next_stage(task_id, applied);
     }
 
     /// Adds the agents not in the task group yet to it.

@@ -417,87 +417,11 @@ impl SyncCore {
             .agent_id
             .clone()
             .unwrap_or_else(|| AgentId::from("[unknown]"));
-        let refused = out
-            .send_message
-            .as_ref()
-            .map_or(Ok(()), |m| {
-                self.check_message(m)
-                    .and_then(|()| self.message_within_limits(m))
-            })
-            .and_then(|()| {
-                out.task_instruction.as_ref().map_or(Ok(()), |i| {
-                    self.within_limits(out.task_id.as_ref(), i)
-                        .and_then(|()| self.check_models_instruction(&agent, i))
-                })
-            })
-            .and_then(|()| {
-                out.agent_instruction
-                    .as_ref()
-                    .map_or(Ok(()), |i| self.check_agent_instruction(&agent, i))
-            })
-            .err();
-
+        let refused = self.refusal(&agent, out);
         let mut applied = Applied::default();
-        if let Some((task, usage)) = &out.token_usage
-            && self.tasks.contains_key(task)
-            && *usage != Default::default()
-        {
-            let c = Change::Task(TaskChange::Tokens {
-                task_id: task.clone(),
-                usage: *usage,
-            });
-            self.emit(&mut applied, c);
-        }
-        if let Some(task) = out.task_id.as_ref().filter(|t| self.tasks.contains_key(*t))
-            && !out.repairs.is_empty()
-        {
-            let c = Change::Task(TaskChange::Repaired {
-                task_id: task.clone(),
-                rules: out.repairs.clone(),
-            });
-            self.emit(&mut applied, c);
-        }
-        if let Some(u) = &out.update_stage_agent_state {
-            let mut u = u.clone();
-            if let Some(why) = &refused {
-                u.state = StageAgentState::Failed;
-                u.stuck
-                    .get_or_insert_with(|| format!("SyncState refused its step: {why}"));
-            }
-            self.update_agent_in_stage(&u, &mut applied);
-        }
-        if let Some(info) = &out.send_shared_info
-            && self.tasks.contains_key(&info.task_id)
-        {
-            let refused_note = if refused.is_some() { " (refused)" } else { "" };
-            let entry = SharedInfo {
-                agent_id: info.agent_id.clone(),
-                role: info.role.clone(),
-                stage_id: info.stage_id.clone(),
-                content: format!("{}{refused_note}", info.content),
-                timestamp: now.to_owned(),
-            };
-            let bytes = crate::state::Held::held_bytes(&entry);
-            let c = Change::Task(TaskChange::SharedInfo {
-                task_id: info.task_id.clone(),
-                entry,
-            });
-            self.emit(&mut applied, c);
-            self.pool_grew(&info.task_id, retention::Pool::Info, bytes, &mut applied);
-        }
-        if let Some(c) = &out.update_stage_agent_completion {
-            self.record_completion(c, &mut applied);
-        }
+        self.record_report(out, refused.as_ref(), now, &mut applied);
         if refused.is_none() {
-            if let Some(m) = &out.send_message {
-                applied.messages.push(m.clone());
-            }
-            if let Some(i) = &out.task_instruction {
-                self.run_instruction(&agent, i, &mut applied);
-            }
-            if let Some(i) = &out.agent_instruction {
-                self.run_agent_instruction(i, &mut applied);
-            }
+            self.carry_out(&agent, out, &mut applied);
         }
         // A query is never refused: whatever it asks about, the answer (possibly "there is no
         // such task") is what frees the asker's wait.
@@ -517,6 +441,112 @@ impl SyncCore {
         }
         applied.refused = refused;
         applied
+    }
+
+    /// The first refusal of what the step asks: its message, task or agent instruction.
+    fn refusal(&self, agent: &AgentId, out: &ExecuteOutput) -> Option<SyncError> {
+        out.send_message
+            .as_ref()
+            .map_or(Ok(()), |m| {
+                self.check_message(m)
+                    .and_then(|()| self.message_within_limits(m))
+            })
+            .and_then(|()| {
+                out.task_instruction.as_ref().map_or(Ok(()), |i| {
+                    self.within_limits(out.task_id.as_ref(), i)
+                        .and_then(|()| self.check_models_instruction(agent, i))
+                })
+            })
+            .and_then(|()| {
+                out.agent_instruction
+                    .as_ref()
+                    .map_or(Ok(()), |i| self.check_agent_instruction(agent, i))
+            })
+            .err()
+    }
+
+    /// Records what a step reports about itself; a `refused` one is failed in its stage.
+    fn record_report(
+        &mut self,
+        out: &ExecuteOutput,
+        refused: Option<&SyncError>,
+        now: &str,
+        applied: &mut Applied,
+    ) {
+        if let Some((task, usage)) = &out.token_usage
+            && self.tasks.contains_key(task)
+            && *usage != Default::default()
+        {
+            let c = Change::Task(TaskChange::Tokens {
+                task_id: task.clone(),
+                usage: *usage,
+            });
+            self.emit(applied, c);
+        }
+        if let Some(task) = out.task_id.as_ref().filter(|t| self.tasks.contains_key(*t))
+            && !out.repairs.is_empty()
+        {
+            let c = Change::Task(TaskChange::Repaired {
+                task_id: task.clone(),
+                rules: out.repairs.clone(),
+            });
+            self.emit(applied, c);
+        }
+        if let Some(u) = &out.update_stage_agent_state {
+            let mut u = u.clone();
+            if let Some(why) = refused {
+                u.state = StageAgentState::Failed;
+                u.stuck
+                    .get_or_insert_with(|| format!("SyncState refused its step: {why}"));
+            }
+            self.update_agent_in_stage(&u, applied);
+        }
+        if let Some(info) = &out.send_shared_info
+            && self.tasks.contains_key(&info.task_id)
+        {
+            self.share_info(info, refused.is_some(), now, applied);
+        }
+        if let Some(c) = &out.update_stage_agent_completion {
+            self.record_completion(c, applied);
+        }
+    }
+
+    /// Adds a step's line to its task's shared info pool, marked when the step was refused.
+    fn share_info(
+        &mut self,
+        info: &crate::message::SharedInfoUpdate,
+        refused: bool,
+        now: &str,
+        applied: &mut Applied,
+    ) {
+        let refused_note = if refused { " (refused)" } else { "" };
+        let entry = SharedInfo {
+            agent_id: info.agent_id.clone(),
+            role: info.role.clone(),
+            stage_id: info.stage_id.clone(),
+            content: format!("{}{refused_note}", info.content),
+            timestamp: now.to_owned(),
+        };
+        let bytes = crate::state::Held::held_bytes(&entry);
+        let c = Change::Task(TaskChange::SharedInfo {
+            task_id: info.task_id.clone(),
+            entry,
+        });
+        self.emit(applied, c);
+        self.pool_grew(&info.task_id, retention::Pool::Info, bytes, applied);
+    }
+
+    /// Sends the message and runs the instructions of a step that was not refused.
+    fn carry_out(&mut self, agent: &AgentId, out: &ExecuteOutput, applied: &mut Applied) {
+        if let Some(m) = &out.send_message {
+            applied.messages.push(m.clone());
+        }
+        if let Some(i) = &out.task_instruction {
+            self.run_instruction(agent, i, applied);
+        }
+        if let Some(i) = &out.agent_instruction {
+            self.run_agent_instruction(i, applied);
+        }
     }
 
     fn update_agent_in_stage(&mut self, u: &StageAgentUpdate, applied: &mut Applied) {
