@@ -360,51 +360,7 @@ pub fn check_plan(
     let mut ok: Vec<PlannedStep> = Vec::new();
     let mut rejected = Vec::new();
     for (i, r) in raw.into_iter().enumerate() {
-        // An obvious slip is repaired rather than refused: a skill of the agent's named as a
-        // tool is that skill.
-        let kind = r.step_type.trim().to_ascii_lowercase();
-        let named_skill = r
-            .executor
-            .parse::<Skill>()
-            .ok()
-            .filter(|s| agent.skills.contains(s));
-        let kind = match (kind.as_str(), named_skill) {
-            ("tool", Some(s))
-                if agent.repairs.allows(Repair::SkillNamedAsTool)
-                    && !agent.tools.iter().any(|t| t == r.executor.trim()) =>
-            {
-                repairs.push(Fired::new(
-                    Repair::SkillNamedAsTool,
-                    format!("step {} named the skill `{s}` as a tool", i + 1),
-                ));
-                "skill"
-            }
-            (k, _) => k,
-        };
-        let executor = match kind {
-            "skill" => match r.executor.parse::<Skill>() {
-                Err(e) => Err(e),
-                Ok(s) if !agent.skills.contains(&s) => Err(format!("the agent has no `{s}` skill")),
-                Ok(s) if !s.plannable_by(planner) => {
-                    Err(format!("`{s}` may not be planned by {planner}"))
-                }
-                Ok(s) if acting && !s.acts_through_the_team() => Err(format!(
-                    "this message asks you to act as a manager: plan task_manager (a goal \
-                     becomes a task with add_task), agent_manager, ask_info or send_message, \
-                     not `{s}`: the task's agents do the work"
-                )),
-                Ok(s) => Ok(Executor::Skill(s)),
-            },
-            "tool" if acting => Err(format!(
-                "this message asks you to act as a manager: plan task_manager, not the tool `{}`",
-                r.executor.trim()
-            )),
-            "tool" if agent.tools.iter().any(|t| t == r.executor.trim()) => {
-                Ok(Executor::Tool(r.executor.trim().to_owned()))
-            }
-            "tool" => Err(format!("the agent may not use tool `{}`", r.executor)),
-            other => Err(format!("type must be skill or tool, not `{other}`")),
-        };
+        let executor = planned_executor(&r, i, agent, planner, acting, repairs);
         let in_graph = r.id.is_some() || !r.depends_on.is_empty();
         match executor {
             // The same step twice in a row is planned once (in a plain list: a graph's steps
@@ -435,6 +391,62 @@ pub fn check_plan(
         }
     }
     (ok, rejected)
+}
+
+/// What runs the plan's step `r` (its place `i`), if the agent may plan it; else why not. A
+/// skill of the agent's named as a tool is that skill (an obvious slip, repaired rather than
+/// refused, and added to `repairs`).
+fn planned_executor(
+    r: &RawPlannedStep,
+    i: usize,
+    agent: &AgentState,
+    planner: Skill,
+    acting: bool,
+    repairs: &mut Vec<Fired>,
+) -> Result<Executor, String> {
+    let kind = r.step_type.trim().to_ascii_lowercase();
+    let named_skill = r
+        .executor
+        .parse::<Skill>()
+        .ok()
+        .filter(|s| agent.skills.contains(s));
+    let kind = match (kind.as_str(), named_skill) {
+        ("tool", Some(s))
+            if agent.repairs.allows(Repair::SkillNamedAsTool)
+                && !agent.tools.iter().any(|t| t == r.executor.trim()) =>
+        {
+            repairs.push(Fired::new(
+                Repair::SkillNamedAsTool,
+                format!("step {} named the skill `{s}` as a tool", i + 1),
+            ));
+            "skill"
+        }
+        (k, _) => k,
+    };
+    match kind {
+        "skill" => match r.executor.parse::<Skill>() {
+            Err(e) => Err(e),
+            Ok(s) if !agent.skills.contains(&s) => Err(format!("the agent has no `{s}` skill")),
+            Ok(s) if !s.plannable_by(planner) => {
+                Err(format!("`{s}` may not be planned by {planner}"))
+            }
+            Ok(s) if acting && !s.acts_through_the_team() => Err(format!(
+                "this message asks you to act as a manager: plan task_manager (a goal becomes a \
+                 task with add_task), agent_manager, ask_info or send_message, not `{s}`: the \
+                 task's agents do the work"
+            )),
+            Ok(s) => Ok(Executor::Skill(s)),
+        },
+        "tool" if acting => Err(format!(
+            "this message asks you to act as a manager: plan task_manager, not the tool `{}`",
+            r.executor.trim()
+        )),
+        "tool" if agent.tools.iter().any(|t| t == r.executor.trim()) => {
+            Ok(Executor::Tool(r.executor.trim().to_owned()))
+        }
+        "tool" => Err(format!("the agent may not use tool `{}`", r.executor)),
+        other => Err(format!("type must be skill or tool, not `{other}`")),
+    }
 }
 
 #[cfg(test)]
