@@ -146,6 +146,7 @@ enum Blocker {
 fn blocker(agent: &AgentState, step: &StepState) -> Blocker {
     let mut waits = false;
     for dep in &step.depends_on {
+        let dep = &standing_for(agent, dep);
         let Some(d) = agent.agent_step.get(dep) else {
             return Blocker::Ended {
                 cancelled: true,
@@ -177,6 +178,25 @@ fn blocker(agent: &AgentState, step: &StepState) -> Blocker {
         }
     }
     if waits { Blocker::Waits } else { Blocker::None }
+}
+
+/// The step that stands for `id` now: the copy it runs again as after a restart cut it off
+/// (and that copy's own copy, if another restart cut that one off too), or itself.
+fn standing_for(agent: &AgentState, id: &StepId) -> StepId {
+    let mut at = id.clone();
+    // A chain of restarts is short; the bound only guards against a loop in bad data.
+    for _ in 0..16 {
+        let next = agent
+            .agent_step
+            .get(&at)
+            .and_then(|s| s.execute_result.as_ref())
+            .and_then(|r| r.runs_again_as.clone());
+        match next {
+            Some(n) => at = n,
+            None => break,
+        }
+    }
+    at
 }
 
 /// The update that ends a step that will not run: cancelled (a dependency was set aside) or
@@ -309,6 +329,27 @@ mod tests {
             StepExecutionState::Init,
             "c did not depend on a"
         );
+    }
+
+    #[test]
+    fn a_step_waits_for_the_copy_a_restart_runs_its_dependency_again_as() {
+        let mut a = agent();
+        a.add_steps(vec![step("a", &[]), step("b", &["a"])]);
+        a.start_next();
+        assert_eq!(crate::agent::resume_after_restart(&mut a), 1);
+        let copy = a.next_runnable().unwrap().clone();
+        assert_eq!(copy.plan_id.as_deref(), Some("a"));
+        assert_eq!(advance(&mut a), Advanced::default(), "b waits for the copy");
+        assert_eq!(state(&a, "b"), StepExecutionState::Pending);
+        a.start_next();
+        a.update_step(
+            &copy.step_id,
+            StepUpdate {
+                execution_state: Some(StepExecutionState::Finished),
+                ..Default::default()
+            },
+        );
+        assert_eq!(advance(&mut a).ready, vec![StepId::from("b")]);
     }
 
     #[test]

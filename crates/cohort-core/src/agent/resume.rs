@@ -47,16 +47,6 @@ pub fn resume_after_restart(agent: &mut AgentState) -> usize {
         .collect();
     let mut again = Vec::new();
     for step in running {
-        agent.update_step(
-            &step.step_id,
-            StepUpdate {
-                execution_state: Some(StepExecutionState::Failed),
-                execute_result: Some(Box::new(StepResult::failed(format!(
-                    "{INTERRUPTED}; it runs again"
-                )))),
-                ..Default::default()
-            },
-        );
         let mut copy = StepState::new(
             step.task_id.clone(),
             step.stage_id.clone(),
@@ -68,6 +58,20 @@ pub fn resume_after_restart(agent: &mut AgentState) -> usize {
         copy.origin = step.origin;
         copy.instruction_content = step.instruction_content;
         copy.reply_to = step.reply_to;
+        // A graph plan's step keeps its place in the plan (its dependencies had finished).
+        copy.plan_id = step.plan_id;
+        copy.depends_on = step.depends_on;
+        agent.update_step(
+            &step.step_id,
+            StepUpdate {
+                execution_state: Some(StepExecutionState::Failed),
+                execute_result: Some(Box::new(StepResult {
+                    runs_again_as: Some(copy.step_id.clone()),
+                    ..StepResult::failed(format!("{INTERRUPTED}; it runs again"))
+                })),
+                ..Default::default()
+            },
+        );
         again.push(copy);
     }
     let n = again.len();

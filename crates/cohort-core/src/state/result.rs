@@ -4,7 +4,7 @@
 //! output, kept as the answer's own JSON. On the wire both sit side by side in one object, as
 //! `execute_result` always read.
 
-use crate::ids::AgentId;
+use crate::ids::{AgentId, StepId};
 use crate::policy::Fired;
 use serde::de::Deserializer;
 use serde::ser::{SerializeMap, Serializer};
@@ -29,6 +29,9 @@ pub struct StepResult {
     pub dropped: bool,
     /// The repairs the runtime made to the model's answer (`policy::repairs`).
     pub repairs: Vec<Fired>,
+    /// A step a restart cut off runs again as this step: the steps that waited for it wait
+    /// for that one (`agent::dependencies`).
+    pub runs_again_as: Option<StepId>,
 }
 
 /// One answer that could not be used.
@@ -56,6 +59,7 @@ const REASKED: &str = "reasked";
 const CANCELLED: &str = "cancelled";
 const DROPPED: &str = "dropped";
 const REPAIRS: &str = "repairs";
+const RUNS_AGAIN_AS: &str = "runs_again_as";
 
 impl StepResult {
     /// A result that is the skill's or tool's output (a JSON object; anything else is kept
@@ -184,6 +188,9 @@ impl Serialize for StepResult {
         if !self.repairs.is_empty() {
             map.serialize_entry(REPAIRS, &self.repairs)?;
         }
+        if let Some(id) = &self.runs_again_as {
+            map.serialize_entry(RUNS_AGAIN_AS, id)?;
+        }
         map.end()
     }
 }
@@ -210,6 +217,7 @@ impl StepResult {
         let cancelled = take::<Cancelled>(&mut output, CANCELLED);
         let dropped = take::<bool>(&mut output, DROPPED).unwrap_or(false);
         let repairs = take::<Vec<Fired>>(&mut output, REPAIRS).unwrap_or_default();
+        let runs_again_as = take::<StepId>(&mut output, RUNS_AGAIN_AS);
         // The raw answer is kept with a failure only.
         let answer = error.as_ref().and_then(|_| output.remove(ANSWER));
         StepResult {
@@ -220,6 +228,7 @@ impl StepResult {
             cancelled,
             dropped,
             repairs,
+            runs_again_as,
         }
     }
 }
@@ -245,6 +254,7 @@ mod tests {
             }),
             dropped: true,
             repairs: vec![Fired::new(crate::policy::Repair::LoopCut, "cut")],
+            runs_again_as: Some("copy".into()),
         };
         let wire = serde_json::to_value(&r).unwrap();
         assert_eq!(
@@ -252,7 +262,7 @@ mod tests {
             json!({"think": "rain", "error": "no tag", "answer": "raw",
                    "reasked": [{"error": "e", "answer": "a"}],
                    "cancelled": {"by": "op", "reason": "enough"}, "dropped": true,
-                   "repairs": [{"rule": "loop_cut", "what": "cut"}]})
+                   "repairs": [{"rule": "loop_cut", "what": "cut"}], "runs_again_as": "copy"})
         );
         assert_eq!(serde_json::from_value::<StepResult>(wire).unwrap(), r);
     }
