@@ -618,7 +618,14 @@ async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() 
         done.agent_step
             .steps()
             .iter()
-            .all(|st| st.execution_state == StepExecutionState::Finished)
+            .all(|st| st.execution_state == StepExecutionState::Finished),
+        "{:#?}",
+        done.agent_step
+            .steps()
+            .iter()
+            .filter(|st| st.execution_state != StepExecutionState::Finished)
+            .map(|st| (&st.step_intention, &st.text_content, &st.execute_result))
+            .collect::<Vec<_>>()
     );
     // The monitor saw the release too.
     let seen = get(&app, "/api/state/manager", &alice).await;

@@ -155,6 +155,7 @@ async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() 
             task_id: "t-one".into(),
             execution_state: cohort::state::ExecutionState::Finished,
             task_summary: Some("five, seven, five".into()),
+            outcome: None,
         }),
     ]);
     // Closing snapshots the states: everything is covered, and compaction folds it away.

@@ -54,8 +54,9 @@ fn answer(req: &RecordedRequest) -> StubResponse {
         "task_manager" => {
             // The runtime's notices first: they quote the task intention, which names a goal.
             if p.contains("was created with you as its manager") && p.contains("Keep a note") {
-                // A note's task has nothing to do: it is closed at once.
-                format!(r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "task_summary": "noted"}}</task_instruction>"#)
+                // A note's task has nothing to do: it is closed at once (as failed: no stage
+                // ran, so by the runtime's honest outcomes it did not finish any work).
+                format!(r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "outcome": "failed", "task_summary": "noted"}}</task_instruction>"#)
             } else if p.contains("was created with you as its manager") {
                 format!(
                     r#"<task_instruction>{{"action": "add_stage", "task_id": "{task}", "stages": [{{"stage_intention": "Work on {task}", "agent_allocation": {{"w": "Do the work of {task}"}}}}]}}</task_instruction>"#
@@ -265,7 +266,7 @@ async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
         team.monitor
             .snapshot(StateKind::Task)
             .values()
-            .filter(|t| t["task_name"] == "NOTE" && t["execution_state"] == "finished")
+            .filter(|t| t["task_name"] == "NOTE" && t["execution_state"] == "failed")
             .count()
     };
     for _ in 0..800 {

@@ -91,9 +91,9 @@ fn a_mended_slip_is_recorded_on_its_step_counted_in_its_task_and_named_at_the_en
     let (code, s, stderr) = run_cli(&slipping_team("small", "small_model"));
     assert_eq!(code, 0, "{stderr}");
     let closing = stderr.lines().last().unwrap();
-    assert!(closing.contains("1 repair: reask"), "{closing}");
+    assert!(closing.contains("1 repair: echo"), "{closing}");
     let task = the_task(&s);
-    assert_eq!(task["repairs"]["reask"], 1, "{task}");
+    assert_eq!(task["repairs"]["echo"], 1, "{task}");
     let asked_again: Vec<&Value> = steps(&s)
         .into_iter()
         .filter(|st| st["execute_result"]["reasked"].is_array())
@@ -103,16 +103,18 @@ fn a_mended_slip_is_recorded_on_its_step_counted_in_its_task_and_named_at_the_en
         asked_again[0]["execute_result"]["reasked"][0]["error"]
             .as_str()
             .unwrap()
-            .contains("repeats this step's instruction")
+            .contains("only repeats this step's instruction or your goal")
     );
 }
 
+/// An echo produced nothing: even under `strict` it is asked about again (a re-ask changes no
+/// answer), and the thought kept is the model's next answer, word for word.
 #[test]
-fn under_strict_the_same_slip_is_the_answer_as_given() {
+fn under_strict_an_echo_is_asked_again_and_never_kept_as_the_result() {
     let (code, s, stderr) = run_cli(&slipping_team("strict", "strict"));
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        !stderr.lines().last().unwrap().contains("repair"),
+        stderr.lines().last().unwrap().contains("1 repair: echo"),
         "{stderr}"
     );
     let thoughts: Vec<&Value> = steps(&s)
@@ -121,14 +123,13 @@ fn under_strict_the_same_slip_is_the_answer_as_given() {
         .map(|st| &st["execute_result"]["think"])
         .collect();
     assert!(
-        thoughts.contains(&&Value::from(
+        !thoughts.contains(&&Value::from(
             "Write a first 5-7-5 draft about autumn rain."
         )),
-        "{thoughts:?}"
+        "the echo is no thought: {thoughts:?}"
     );
-    assert!(
-        steps(&s)
-            .iter()
-            .all(|st| st["execute_result"]["reasked"].is_null())
-    );
+    // Nothing else is mended under strict: the other answers are the script's.
+    let task = the_task(&s);
+    let fired: Vec<&String> = task["repairs"].as_object().unwrap().keys().collect();
+    assert_eq!(fired, ["echo"], "{task}");
 }

@@ -51,7 +51,8 @@ async fn wait_for_steps(
 const ADD_TASK: &str = r#"<task_instruction>{"action": "add_task", "task_name": "Later", "task_intention": "do it later"}</task_instruction>"#;
 
 /// Once the queued answers are used: the notice that a task was created is answered by
-/// finishing that task (2 prompt tokens, 1 completion), anything else by text without a tag.
+/// closing that task, as failed since no stage ran (2 prompt tokens, 1 completion), anything
+/// else by text without a tag.
 fn close_new_tasks(req: &openai_stub::RecordedRequest) -> StubResponse {
     let prompt = req.prompt().unwrap_or_default();
     let task = prompt
@@ -62,7 +63,7 @@ fn close_new_tasks(req: &openai_stub::RecordedRequest) -> StubResponse {
     match task {
         Some(task) => StubResponse::reply_with_usage(
             &format!(
-                r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "task_summary": "later", "outcome": "finished"}}</task_instruction>"#
+                r#"<task_instruction>{{"action": "finish_task", "task_id": "{task}", "task_summary": "later", "outcome": "failed"}}</task_instruction>"#
             ),
             2,
             1,

@@ -387,6 +387,7 @@ impl History {
             task_id: task.into(),
             execution_state: ExecutionState::Finished,
             task_summary: Some(format!("{task} is done")),
+            outcome: None,
         };
         self.change(task, Change::Task(done), at);
         if evicted {

@@ -128,6 +128,18 @@ export function renderTaskHead() {
   );
 }
 
+/** Why a task failed, and the stages that gave no result (a finished task may list some). */
+function outcomeNote(t) {
+  const o = t.outcome;
+  if (!o || (!o.why && !(o.failed_stages || []).length)) return null;
+  const lines = [];
+  if (o.why) lines.push(h('li', null, o.why));
+  for (const f of o.failed_stages || []) {
+    lines.push(h('li', null, `Stage "${f.stage_intention}" failed: ${f.why}`));
+  }
+  return h('ul', { class: 'outcome-note', testid: 'task-outcome' }, ...lines);
+}
+
 export function renderStages() {
   const view = $('view-stages');
   const t = store.get('task', ui.taskId);
@@ -142,6 +154,7 @@ export function renderStages() {
         'section',
         { class: `summary-card st-border-${t.execution_state}`, testid: 'task-summary' },
         h('h3', null, t.execution_state === 'failed' ? 'Task failed' : t.execution_state === 'cancelled' ? 'Task cancelled' : 'Task summary'),
+        outcomeNote(t),
         h('p', { class: 'pre' }, t.task_summary),
       ),
     );

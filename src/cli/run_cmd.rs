@@ -35,6 +35,14 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
                 t.task_name,
                 t.task_summary.as_deref().unwrap_or("(no summary)")
             );
+            if let Some(end) = &t.outcome {
+                println!(
+                    "({} {}: {})\n",
+                    t.task_name,
+                    t.execution_state,
+                    end.render()
+                );
+            }
         }
     }
     let tokens = report.tokens;
@@ -43,7 +51,16 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
         .map(|usd| format!(", ${usd:.4}"))
         .unwrap_or_default();
     let code = report.outcome.exit_code();
-    let what = report.outcome.describe(opts.timeout);
+    let what = match (&report.outcome, why_failed(&report.tasks)) {
+        (cohort::run::RunOutcome::Failed, Some(why)) => format!("task failed: {why}"),
+        (cohort::run::RunOutcome::Finished, _) if with_failed_stages(&report.tasks) => {
+            format!(
+                "{}, with stages that failed",
+                report.outcome.describe(opts.timeout)
+            )
+        }
+        _ => report.outcome.describe(opts.timeout),
+    };
     let repairs = cohort::policy::repairs::counted(&report.repairs)
         .map(|r| format!(", {r}"))
         .unwrap_or_default();
@@ -60,6 +77,34 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
         count(report.tasks.len(), "task"),
     );
     Ok(code)
+}
+
+/// Why the first failed task failed: what its record says, or its summary's first line.
+fn why_failed(tasks: &[cohort::state::TaskState]) -> Option<String> {
+    let t = tasks
+        .iter()
+        .find(|t| t.execution_state == cohort::state::ExecutionState::Failed)?;
+    let said = t
+        .outcome
+        .as_ref()
+        .map(|e| e.render())
+        .filter(|r| !r.is_empty());
+    said.or_else(|| {
+        let summary = t.task_summary.as_deref()?;
+        summary
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+    })
+}
+
+/// Whether a finished task lists stages that gave no result.
+fn with_failed_stages(tasks: &[cohort::state::TaskState]) -> bool {
+    tasks.iter().any(|t| {
+        t.outcome
+            .as_ref()
+            .is_some_and(|e| !e.failed_stages.is_empty())
+    })
 }
 
 /// One progress line (two for a failed step: its reason).

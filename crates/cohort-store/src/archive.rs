@@ -111,6 +111,7 @@ mod tests {
                     task_id: t.clone(),
                     execution_state: ExecutionState::Finished,
                     task_summary: Some("done".into()),
+                    outcome: None,
                 }),
             ),
             event(

@@ -46,7 +46,13 @@ impl StepCompletion {
 #[allow(clippy::large_enum_variant)]
 pub enum Completion {
     Done(StepCompletion),
-    AskAgain { error: String, answer: String },
+    /// The answer cannot be used: ask again with `error`, counted as a firing of `rule`
+    /// (`reask`, or `echo` for an answer that only handed back its instruction or goal).
+    AskAgain {
+        error: String,
+        answer: String,
+        rule: Repair,
+    },
 }
 
 /// Interprets the answer to a step's LLM call. An answer the skill cannot use ends the step
@@ -102,7 +108,13 @@ pub fn complete_step(
                 fired.extend(read.repairs);
                 (read.result, read.failure)
             }
-            Err((error, answer)) => return Completion::AskAgain { error, answer },
+            Err((error, answer, rule)) => {
+                return Completion::AskAgain {
+                    error,
+                    answer,
+                    rule,
+                };
+            }
         },
     };
     output.repairs.extend(fired.iter().map(|f| f.rule));
@@ -145,10 +157,14 @@ fn read_answer(
     now: Now,
     may_ask_again: bool,
     output: &mut ExecuteOutput,
-) -> Result<Read, (String, String)> {
+) -> Result<Read, (String, String, Repair)> {
     let interpreted = match skills::interpret(agent, step, &reply.text, now) {
         Err(e) if may_ask_again && !matches!(e, skills::SkillError::NoTools(_)) => {
-            return Err((unusable(&e, reply.cut), reply.text));
+            let rule = match e {
+                skills::SkillError::Echo(_) => Repair::Echo,
+                _ => Repair::Reask,
+            };
+            return Err((unusable(&e, reply.cut), reply.text, rule));
         }
         // Its re-asks spent: what the runtime can do in the skill's place, it does.
         Err(e) => skills::repair(agent, step, &e).ok_or(e),

@@ -22,6 +22,8 @@ pub struct Asking {
     pub endpoint_down: Option<String>,
     /// How many times an unusable answer is asked about again (`repairs.reasks`).
     pub reasks: usize,
+    /// The rule each try fired (`reask`, or `echo`), counted once the step ends.
+    pub fired: Vec<crate::policy::Repair>,
 }
 
 impl Asking {
@@ -32,6 +34,7 @@ impl Asking {
             spent: TokenUsage::default(),
             endpoint_down: None,
             reasks,
+            fired: Vec::new(),
         }
     }
 
@@ -47,9 +50,16 @@ impl Asking {
         self.tries.last().is_some_and(|t| t.answer == shown(answer))
     }
 
-    /// Records an unusable answer; returns the request that asks again.
-    pub fn again(&mut self, error: &str, answer: &str, usage: TokenUsage) -> ChatRequest {
+    /// Records an unusable answer, a firing of `rule`; returns the request that asks again.
+    pub fn again(
+        &mut self,
+        error: &str,
+        answer: &str,
+        usage: TokenUsage,
+        rule: crate::policy::Repair,
+    ) -> ChatRequest {
         self.spent.add(usage);
+        self.fired.push(rule);
         self.tries.push(Try {
             error: error.to_owned(),
             answer: shown(answer),
@@ -95,7 +105,12 @@ mod tests {
     fn each_try_carries_the_error_and_the_answer_and_the_tries_run_out() {
         let mut a = Asking::new(request(), 3);
         let usage = TokenUsage::new(10, 2);
-        let again = a.again("no <think> tag", "hello", usage);
+        let again = a.again(
+            "no <think> tag",
+            "hello",
+            usage,
+            crate::policy::Repair::Reask,
+        );
         assert!(
             again
                 .prompt
@@ -103,8 +118,8 @@ mod tests {
         );
         assert!(again.prompt.contains("Error: no <think> tag") && again.prompt.contains("hello"));
         let third = {
-            a.again("e2", "x", usage);
-            a.again("e3", "y", usage)
+            a.again("e2", "x", usage, crate::policy::Repair::Reask);
+            a.again("e3", "y", usage, crate::policy::Repair::Echo)
         };
         // Always the first prompt plus the latest error, never a growing pile of tries.
         assert!(!third.prompt.contains("e2") && third.prompt.contains("e3"));

@@ -135,7 +135,7 @@ mod tests {
         );
         let t = load_team(&write(&dir, "c.yaml", &text)).unwrap();
         assert!(!t.repairs.allows(Repair::LoopCut));
-        assert!(t.repairs.allows(Repair::EchoThink));
+        assert!(t.repairs.allows(Repair::Echo));
         assert_eq!(
             (t.repairs.reasks(), t.repairs.thresholds.stage_runs),
             (1, 5)

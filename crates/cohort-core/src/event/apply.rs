@@ -19,11 +19,15 @@ pub fn apply_task(task: &mut TaskState, c: &TaskChange) {
         TaskChange::State {
             execution_state,
             task_summary,
+            outcome,
             ..
         } => {
             task.execution_state = *execution_state;
             if let Some(s) = task_summary {
                 task.task_summary = Some(s.clone());
+            }
+            if let Some(o) = outcome {
+                task.outcome = Some(o.clone());
             }
         }
         TaskChange::SharedInfo { entry, .. } => task.shared_info_pool.push_back(entry.clone()),

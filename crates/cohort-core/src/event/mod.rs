@@ -55,6 +55,9 @@ pub enum TaskChange {
         execution_state: ExecutionState,
         #[serde(skip_serializing_if = "Option::is_none")]
         task_summary: Option<String>,
+        /// Why it ended as it did, when there is more to say than its state.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<Box<crate::state::TaskEnd>>,
     },
     SharedInfo {
         task_id: TaskId,

@@ -255,6 +255,7 @@ mod tests {
                 task_id: "t".into(),
                 execution_state: ExecutionState::Finished,
                 task_summary: None,
+                outcome: None,
             }),
             90,
         );

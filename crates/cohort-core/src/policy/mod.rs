@@ -2,6 +2,7 @@
 //! must wait for a person's approval first, and which of a model's slips the runtime mends.
 
 mod approval;
+pub mod echo;
 pub mod repairs;
 mod risk;
 

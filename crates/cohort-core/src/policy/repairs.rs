@@ -31,11 +31,11 @@ pub enum Repair {
     ReaskTemperature,
     /// A goal or notice whose step failed (or was refused) gets one fresh step.
     SecondTry,
-    /// A think step that hands back its instruction (within `echo_slack` characters) is asked
-    /// again.
-    EchoThink,
-    /// A think step still handing back its instruction after the re-asks keeps it as its result.
-    EchoKept,
+    /// An answer that only hands back its instruction or its goal (within `echo_slack`
+    /// characters: a thought, a summary, a message's text) produced nothing: it is asked again
+    /// with that said, and still so after the re-asks, its step fails.
+    #[serde(alias = "echo_think")]
+    Echo,
     /// A summary whose first paragraph hands back its instruction loses that paragraph.
     EchoedStartDropped,
     /// A summary that hands back its goal is composed from the agent's newest results (up to
@@ -84,15 +84,14 @@ pub enum Reach {
 
 impl Repair {
     /// Every rule, in the order they are listed to people.
-    pub const ALL: [Repair; 24] = [
+    pub const ALL: [Repair; 23] = [
         Repair::LoopCut,
         Repair::ClosedJson,
         Repair::Reask,
         Repair::ReaskStuck,
         Repair::ReaskTemperature,
         Repair::SecondTry,
-        Repair::EchoThink,
-        Repair::EchoKept,
+        Repair::Echo,
         Repair::EchoedStartDropped,
         Repair::ComposedSummary,
         Repair::ComposedAfterReasks,
@@ -114,13 +113,14 @@ impl Repair {
     pub fn reach(self) -> Reach {
         use Repair::*;
         match self {
-            Reask | ReaskStuck | ReaskTemperature | SecondTry | RefusedActionBarred => Reach::Retry,
+            Reask | ReaskStuck | ReaskTemperature | SecondTry | RefusedActionBarred | Echo => {
+                Reach::Retry
+            }
             LoopCut | ClosedJson | ComposedAfterReasks | SkillNamedAsTool | VerdictAgrees
             | VerdictCarriedOut | GoalOnlyNamesAgent | RuntimeClosing | StageRunLimit
             | ReflectionCap => Reach::Mend,
-            EchoThink | EchoKept | EchoedStartDropped | ComposedSummary | WorkStepInserted
-            | ReflectionNothingNew | DoubledStepDropped | StageReportsAppended
-            | ReplyClosesExchange => Reach::Alter,
+            EchoedStartDropped | ComposedSummary | WorkStepInserted | ReflectionNothingNew
+            | DoubledStepDropped | StageReportsAppended | ReplyClosesExchange => Reach::Alter,
         }
     }
 
@@ -241,7 +241,7 @@ impl Fired {
     }
 }
 
-/// "2 repairs: echo_kept, loop_cut" for a count of firings per rule; `None` for none.
+/// "2 repairs: echo, loop_cut" for a count of firings per rule; `None` for none.
 pub fn counted(counts: &BTreeMap<Repair, u64>) -> Option<String> {
     let total: u64 = counts.values().sum();
     if total == 0 {
@@ -283,7 +283,7 @@ mod tests {
         let mut r = Repairs::preset(Preset::SmallModel);
         r.switched.insert(Repair::LoopCut, false);
         r.switched.insert(Repair::Reask, false);
-        assert!(!r.allows(Repair::LoopCut) && r.allows(Repair::EchoThink));
+        assert!(!r.allows(Repair::LoopCut) && r.allows(Repair::Echo));
         assert_eq!(r.reasks(), 0);
         let mut s = Repairs::preset(Preset::Strict);
         s.switched.insert(Repair::ComposedAfterReasks, true);
@@ -307,7 +307,7 @@ mod tests {
         assert_eq!(counted(&c), None);
         c.insert(Repair::LoopCut, 1);
         assert_eq!(counted(&c).unwrap(), "1 repair: loop_cut");
-        c.insert(Repair::EchoThink, 2);
-        assert_eq!(counted(&c).unwrap(), "3 repairs: loop_cut, echo_think ×2");
+        c.insert(Repair::Echo, 2);
+        assert_eq!(counted(&c).unwrap(), "3 repairs: loop_cut, echo ×2");
     }
 }

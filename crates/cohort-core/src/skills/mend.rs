@@ -4,10 +4,11 @@
 //! allocation without a goal, a stage plan with no step doing the work. Each is called where
 //! its skill reads the answer, only when the policy allows it, and says what it changed.
 
-use super::{SkillOutcome, working};
+use super::SkillOutcome;
 use crate::ids::AgentId;
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
+use crate::policy::echo::hands_back;
 use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState};
 use serde_json::{Value, json};
@@ -24,27 +25,6 @@ pub fn echoes(answer: &str, step: &StepState, slack: usize) -> bool {
         .any(|t| hands_back(answer, t, slack))
 }
 
-/// Whether `answer` only hands back `asked` (see [`echoes`]).
-/// `slack`: the characters an answer may add to its instruction and still hand it back
-/// (`repairs.echo_slack`).
-pub fn hands_back(answer: &str, asked: &str, slack: usize) -> bool {
-    let plain = |s: &str| {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let (said, asked) = (plain(answer), plain(asked));
-    // Copied from its start: most of the instruction, or all of it with a few words added.
-    // A short answer from a long instruction ("yes" to "answer yes or no") is fine, and so
-    // is a passage taken from further in (a plan may carry the draft its step is to give).
-    !said.is_empty()
-        && !asked.is_empty()
-        && ((asked.starts_with(&said) && 2 * said.len() >= asked.len())
-            || (said.starts_with(&asked) && said.len() < asked.len() + slack))
-}
-
 /// An answer whose first paragraph only hands something back (`handed_back`: the step's
 /// instruction, say) before the real answer (a 1.5B reviewer began its summary with "Report
 /// the result of my goal in this stage: …"): what comes after that paragraph. Otherwise the
@@ -54,22 +34,6 @@ pub fn after_echoed_start(answer: &str, handed_back: impl Fn(&str) -> bool) -> &
     match answer.split_once("\n\n") {
         Some((first, rest)) if !rest.trim().is_empty() && handed_back(first) => rest.trim(),
         _ => answer,
-    }
-}
-
-/// A thought that still hands back its instruction after being asked again: kept, and said.
-pub(super) fn kept_echo(skill: Skill, text: &str) -> SkillOutcome {
-    let key = if skill == Skill::QuickThink {
-        "quick_think"
-    } else {
-        "think"
-    };
-    SkillOutcome {
-        repairs: vec![Fired::new(
-            Repair::EchoKept,
-            "the model handed back the step's instruction even when asked again; kept as it is",
-        )],
-        ..working(json!({ key: text }))
     }
 }
 

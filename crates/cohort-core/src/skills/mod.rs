@@ -62,10 +62,11 @@ pub enum SkillError {
     EmptyPlan(String),
     #[error("{0}")]
     Invalid(String),
-    /// The answer (this text) only hands back the step's instruction.
+    /// The answer (this text) only hands back the step's instruction or goal.
     #[error(
-        "the answer repeats this step's instruction: do what it asks and answer with the \
-         result itself (for a poem, the poem's lines; for a question, the answer)"
+        "the answer only repeats this step's instruction or your goal, which produces \
+         nothing: do what it asks and answer with the result itself (for a poem, the poem's \
+         lines; for a question, the answer)"
     )]
     Echo(String),
     #[error("step `{0}` is a tool step; tool steps are run by the MCP tool executor, not a skill")]
@@ -127,21 +128,15 @@ pub fn interpret(
 }
 
 /// An answer still unusable after its re-asks, repaired where the runtime can do the skill's
-/// job itself: a summary is composed from the agent's own results in the stage; a thought
-/// that kept handing back its instruction is kept as it is, marked so (failing it would cost
-/// a recovery step, and what it says is for the next steps and the manager to judge); a
-/// manager's judgement whose action kept disagreeing with its verdict is carried out as the
-/// verdict says.
+/// job itself: a summary is composed from the agent's own results in the stage; a manager's
+/// judgement whose action kept disagreeing with its verdict is carried out as the verdict
+/// says. A thought that kept handing back its instruction or goal is not repaired: its step
+/// fails (it produced nothing, and the agent's next decision sees why).
 pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
     let allows = |rule| agent.repairs.allows(rule);
     match (step.executor.skill()?, error) {
         (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => {
             mend::composed_summary(agent, step, Repair::ComposedAfterReasks, &error.to_string())
-        }
-        (skill @ (Skill::Think | Skill::QuickThink), SkillError::Echo(text))
-            if allows(Repair::EchoKept) =>
-        {
-            Some(mend::kept_echo(skill, text))
         }
         (
             Skill::TaskManager,

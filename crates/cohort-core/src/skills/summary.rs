@@ -33,7 +33,7 @@ pub fn interpret(
         super::mend::echoes(text, step, slack)
             || goal
                 .as_deref()
-                .is_some_and(|g| super::mend::hands_back(text, g, slack))
+                .is_some_and(|g| crate::policy::echo::hands_back(text, g, slack))
     };
     let mut repairs = Vec::new();
     let mut summary = summary.trim().to_owned();
@@ -65,6 +65,10 @@ pub fn interpret(
                     .into(),
             )
         });
+    }
+    // Otherwise an echo is asked about again, and never closes the stage as its result.
+    if agent.repairs.allows(Repair::Echo) && handed_back(&summary) {
+        return Err(SkillError::Echo(summary));
     }
     Ok(SkillOutcome {
         repairs,

@@ -23,6 +23,9 @@ pub struct StageState {
     pub every_agent_state: BTreeMap<AgentId, StageAgentState>,
     /// The completion summaries submitted so far, by agent.
     pub completion_summary: BTreeMap<AgentId, String>,
+    /// The stage this one tries again (`retry_stage`), if it is a retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<StageId>,
 }
 
 impl StageState {
@@ -44,6 +47,7 @@ impl StageState {
             execution_state: ExecutionState::Init,
             every_agent_state,
             completion_summary: BTreeMap::new(),
+            retry_of: None,
         }
     }
 

@@ -71,6 +71,55 @@ pub struct TaskState {
     /// How many times each repair rule fired on the task's steps (`policy::repairs`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub repairs: std::collections::BTreeMap<crate::policy::Repair, u64>,
+    /// Once it ended: why it failed, and the stages that gave no result, when there is
+    /// anything to say beyond its state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Box<TaskEnd>>,
+}
+
+/// Why a task ended as it did, beyond its state: what `cohort run`, the console and `export`
+/// say about it. A finished task may still list stages that failed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskEnd {
+    /// Why the task failed (absent when it finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Its stages that ended without a result, each with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_stages: Vec<FailedStage>,
+}
+
+/// A stage that ended without a result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailedStage {
+    /// The stage.
+    pub stage_id: StageId,
+    /// Its sub-goal.
+    pub stage_intention: String,
+    /// Why it gave no result.
+    pub why: String,
+}
+
+impl TaskEnd {
+    /// Whether it says nothing.
+    pub fn is_empty(&self) -> bool {
+        self.why.is_none() && self.failed_stages.is_empty()
+    }
+
+    /// One line for people: why it failed, and which stages gave no result.
+    pub fn render(&self) -> String {
+        let stages: Vec<String> = self
+            .failed_stages
+            .iter()
+            .map(|s| format!("stage \"{}\" failed: {}", s.stage_intention, s.why))
+            .collect();
+        self.why
+            .iter()
+            .cloned()
+            .chain(stages)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
 }
 
 impl TaskState {
@@ -97,6 +146,7 @@ impl TaskState {
             token_usage: TokenUsage::default(),
             paused: false,
             repairs: Default::default(),
+            outcome: None,
         }
     }
 

@@ -100,6 +100,7 @@ mod tests {
         };
         crate::sync::tests::TryApply::try_apply(&mut c, &crate::sync::tests::by("m", add), "now")
             .unwrap();
+        crate::sync::tests::stage_done(&mut c, &t);
         let mut out = step_of(&t, 500);
         out.agent_id = Some("m".into());
         out.task_instruction = Some(TaskInstruction::FinishTask {

@@ -24,10 +24,12 @@ impl SyncCore {
         }
         self.open_task(task)?;
         let mut applied = Applied::default();
+        let why = cancelled_by(by, reason);
         self.close_task(
             task,
             ExecutionState::Cancelled,
-            cancelled_by(by, reason),
+            why.clone(),
+            Some(why),
             &mut applied,
         );
         Ok(applied)

@@ -16,6 +16,7 @@ impl SyncCore {
         task_id: &TaskId,
         state: ExecutionState,
         summary: String,
+        why: Option<String>,
         applied: &mut Applied,
     ) {
         let stage_state = match state {
@@ -27,12 +28,14 @@ impl SyncCore {
                 self.set_stage_state(&sid, stage_state, applied);
             }
         }
+        let outcome = self.task_end(task_id, why);
         self.emit(
             applied,
             Change::Task(TaskChange::State {
                 task_id: task_id.clone(),
                 execution_state: state,
                 task_summary: Some(summary),
+                outcome,
             }),
         );
         applied.messages.push(Message::instruction(
@@ -239,11 +242,12 @@ impl SyncCore {
                 task_summary,
                 outcome,
             } => {
-                let execution_state = match outcome {
+                let asked = match outcome {
                     TaskOutcome::Finished => ExecutionState::Finished,
                     TaskOutcome::Failed => ExecutionState::Failed,
                 };
-                self.close_task(&task_id, execution_state, task_summary, applied);
+                let (state, why) = self.finish_state(i, asked);
+                self.close_task(&task_id, state, task_summary, why, applied);
             }
             TaskInstruction::RetryStage {
                 task_id,
@@ -316,7 +320,8 @@ impl SyncCore {
         let old_agents: Vec<AgentId> = old.agent_allocation.keys().cloned().collect();
         let intention = stage_intention.unwrap_or_else(|| old.stage_intention.clone());
         self.set_stage_state(stage_id, ExecutionState::Failed, applied);
-        let new = StageState::new(task_id.clone(), intention, agent_allocation);
+        let mut new = StageState::new(task_id.clone(), intention, agent_allocation);
+        new.retry_of = Some(stage_id.clone());
         self.join(task_id, new.agent_allocation.keys(), applied);
         let list = &self.tasks[task_id].stage_list;
         let at = list
@@ -406,6 +411,7 @@ impl SyncCore {
                     task_id: task_id.clone(),
                     execution_state: ExecutionState::Running,
                     task_summary: None,
+                    outcome: None,
                 }),
             );
         }

@@ -11,6 +11,7 @@ pub use budget::TaskBudget;
 mod instructions;
 pub mod limits;
 pub mod notices;
+mod outcome;
 
 use crate::config::AgentTemplate;
 use crate::config::Retention;
@@ -81,6 +82,8 @@ pub enum SyncError {
          budget being {budget} (retention.memory_mib); finish or cancel a task, then send again"
     )]
     MemoryFull { held: usize, budget: usize },
+    #[error("{0}")]
+    HollowFinish(String),
     #[error("{0}")]
     Invalid(String),
 }
@@ -222,6 +225,9 @@ pub struct SyncCore {
     memory: crate::config::MemoryBudget,
     pool_bytes: HashMap<TaskId, retention::PoolBytes>,
     pools_total: usize,
+    /// Tasks whose manager's hollow `finish_task` was refused once: given again, it ends the
+    /// task failed (see `outcome`). Kept in memory: after a restart a manager is told once more.
+    hollow_refused: BTreeSet<TaskId>,
 }
 
 pub use crate::config::SHARED_POOL_KEPT;
@@ -316,6 +322,7 @@ impl SyncCore {
             memory: crate::config::MemoryBudget::default(),
             pool_bytes: HashMap::new(),
             pools_total: 0,
+            hollow_refused: BTreeSet::new(),
         }
     }
 
@@ -418,6 +425,9 @@ impl SyncCore {
             .clone()
             .unwrap_or_else(|| AgentId::from("[unknown]"));
         let refused = self.refusal(&agent, out);
+        if let (Some(SyncError::HollowFinish(_)), Some(i)) = (&refused, &out.task_instruction) {
+            self.hollow_refused.insert(i.task().clone());
+        }
         let mut applied = Applied::default();
         self.record_report(out, refused.as_ref(), now, &mut applied);
         if refused.is_none() {
@@ -455,6 +465,7 @@ impl SyncCore {
                 out.task_instruction.as_ref().map_or(Ok(()), |i| {
                     self.within_limits(out.task_id.as_ref(), i)
                         .and_then(|()| self.check_models_instruction(agent, i))
+                        .and_then(|()| self.refuse_hollow_finish(i))
                 })
             })
             .and_then(|()| {
@@ -593,7 +604,8 @@ impl SyncCore {
             .get(task)
             .is_some_and(|t| !t.execution_state.is_over());
         if open {
-            self.close_task(task, ExecutionState::Failed, format!("stopped: {why}"), out);
+            let why = format!("stopped: {why}");
+            self.close_task(task, ExecutionState::Failed, why.clone(), Some(why), out);
         }
     }
 

@@ -23,6 +23,7 @@ fn finished_task(c: &mut SyncCore, name: &str) -> (TaskId, Vec<Change>) {
             "now",
         )
         .unwrap();
+    let worked = crate::sync::tests::stage_done(c, &t);
     let done = c
         .try_apply(
             &by(
@@ -36,7 +37,7 @@ fn finished_task(c: &mut SyncCore, name: &str) -> (TaskId, Vec<Change>) {
             "now",
         )
         .unwrap();
-    (t, [added.changes, done.changes].concat())
+    (t, [added.changes, worked, done.changes].concat())
 }
 
 #[test]

@@ -65,6 +65,23 @@ fn plan(intention: &str, agents: &[&str]) -> StagePlan {
     }
 }
 
+/// Gives task `t` a stage of `a` and finishes it: a task with a finished stage may be finished
+/// (see `sync::outcome`); the changes that made.
+pub(super) fn stage_done(c: &mut SyncCore, t: &TaskId) -> Vec<Change> {
+    let add = TaskInstruction::AddStage {
+        task_id: t.clone(),
+        stages: vec![plan("the work", &["a"])],
+    };
+    let added = c.try_apply(&by("m", add), "now").unwrap();
+    let stage_id = c.task(t).unwrap().stage_list.last().unwrap().clone();
+    let finish = TaskInstruction::FinishStage {
+        task_id: t.clone(),
+        stage_id,
+    };
+    let finished = c.try_apply(&by("m", finish), "now").unwrap();
+    [added.changes, finished.changes].concat()
+}
+
 fn instruction_of(m: &Message) -> Option<Instruction> {
     m.instruction_body().cloned()
 }

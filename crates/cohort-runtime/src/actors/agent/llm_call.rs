@@ -180,9 +180,13 @@ impl AgentActor {
         match complete_step(&mut self.state, &id, reply, now, may_ask_again) {
             // An answer the skill cannot use: the same question again, with the error. The
             // step shows the try meanwhile.
-            Completion::AskAgain { error, answer } => {
+            Completion::AskAgain {
+                error,
+                answer,
+                rule,
+            } => {
                 tracing::info!(agent = %self.state.agent_id, step = %id, "asking again: {error}");
-                let request = asking.again(&error, &answer, usage);
+                let request = asking.again(&error, &answer, usage, rule);
                 self.state.update_step(
                     &id,
                     StepUpdate {
@@ -223,9 +227,11 @@ impl AgentActor {
                 ..Default::default()
             },
         );
-        // Each re-ask is a firing of the `reask` rule, counted in the step's task.
-        let reasks = std::iter::repeat_n(crate::policy::Repair::Reask, asking.tries.len());
-        completion.output.repairs.extend(reasks);
+        // Each re-ask is a firing of its rule (`reask`, or `echo`), counted in the step's task.
+        completion
+            .output
+            .repairs
+            .extend(asking.fired.iter().copied());
         if let Some((_, usage)) = completion.output.token_usage.as_mut() {
             usage.add(asking.spent);
         } else {
