@@ -10,15 +10,24 @@ use serde_json::{Map, Value};
 pub enum McpCall {
     /// The server's tools, resources (and templates) and prompts, with their schemas.
     Describe,
+    /// Call one of the server's tools (`tool_name`).
     Tool {
+        /// The tool's name.
         name: String,
+        /// The tool's arguments; empty when the instruction gave none.
         arguments: Map<String, Value>,
     },
+    /// Read one of the server's resources.
     Resource {
+        /// The resource's URI (`arguments.uri`, or `uri` / `resource_uri`, or a `resource_name`
+        /// that is a URI).
         uri: String,
     },
+    /// Get one of the server's prompts (`prompt_name`), filled in with arguments.
     Prompt {
+        /// The prompt's name.
         name: String,
+        /// The prompt's arguments; empty when the instruction gave none.
         arguments: Map<String, Value>,
     },
 }

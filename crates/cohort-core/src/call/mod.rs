@@ -3,6 +3,7 @@
 //! whole), the tool calls of a native tool loop, and an MCP server call ([`McpCall`]). The
 //! clients that make these calls are `llm` and `mcp`; the step machine only reads and writes
 //! these types.
+#![warn(missing_docs)]
 
 pub mod mcp;
 pub mod repetition;
@@ -32,8 +33,11 @@ pub struct ChatRequest {
     pub agent_id: AgentId,
     /// The executor name of the step (a skill name).
     pub skill: String,
+    /// The task the step belongs to.
     pub task_id: TaskId,
+    /// The stage the step belongs to, or `no_relative`.
     pub stage_id: StageRef,
+    /// The step making the call.
     pub step_id: StepId,
     /// The agent template the asking agent was created from, if any (scripts may key replies
     /// by template name for agents a manager creates).
@@ -120,10 +124,12 @@ impl ChatRequest {
 pub struct AnswerProgress(Arc<dyn Fn(&str) + Send + Sync>);
 
 impl AnswerProgress {
+    /// Wraps the function that receives the answer so far.
     pub fn new(tell: impl Fn(&str) + Send + Sync + 'static) -> Self {
         AnswerProgress(std::sync::Arc::new(tell))
     }
 
+    /// Passes on the whole answer text written so far.
     pub fn tell(&self, text_so_far: &str) {
         (self.0)(text_so_far)
     }
@@ -143,6 +149,7 @@ impl std::fmt::Debug for AnswerProgress {
 pub struct AnswerFormat {
     /// The schema's name: the skill's name.
     pub name: String,
+    /// The JSON schema the answer object must match.
     pub schema: serde_json::Value,
     /// Said in the system message when the answer is constrained: the tags become keys.
     pub note: String,
@@ -151,16 +158,22 @@ pub struct AnswerFormat {
 /// A function offered to the model: an MCP tool with its input schema.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolSpec {
+    /// The tool's name, which the model calls it by.
     pub name: String,
+    /// What the tool does, as the server describes it (the model chooses tools by it).
     pub description: String,
+    /// The JSON schema of the tool's arguments (its MCP input schema).
     pub parameters: serde_json::Value,
 }
 
 /// A call the model asked for: `arguments` is the JSON text it wrote.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCall {
+    /// The provider's id for the call, which pairs the call's result with it in the next round.
     pub id: String,
+    /// The tool to call.
     pub name: String,
+    /// The arguments as the model wrote them: JSON text, not yet parsed or checked.
     pub arguments: String,
 }
 
@@ -168,15 +181,20 @@ pub struct ToolCall {
 /// result as the model is shown it, in the same order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolRound {
+    /// The text the model wrote along with its calls; often empty.
     pub text: String,
+    /// The calls the model asked for.
     pub calls: Vec<ToolCall>,
+    /// Each call's result as shown to the model, one per call in `calls`' order.
     pub results: Vec<String>,
 }
 
 /// The model's answer and what it cost.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChatReply {
+    /// The answer's text, which the step's skill parses.
     pub text: String,
+    /// The tokens the call spent and their price.
     pub usage: TokenUsage,
     /// Why the text stops short of a whole answer, when it does.
     pub cut: Option<Cut>,
@@ -217,6 +235,7 @@ impl ChatReply {
 pub struct ModelWaitReport(Arc<dyn Fn(Option<ModelWait>) + Send + Sync>);
 
 impl ModelWaitReport {
+    /// Wraps the function that receives the wait's start and end.
     pub fn new(tell: impl Fn(Option<ModelWait>) + Send + Sync + 'static) -> Self {
         ModelWaitReport(Arc::new(tell))
     }

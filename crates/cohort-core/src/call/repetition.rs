@@ -14,7 +14,9 @@ const LETTERS: usize = 4;
 /// repair policy's `loop_times` and `loop_span`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoopLimits {
+    /// How many times in a row the passage must be written (`loop_times`).
     pub times: usize,
+    /// How many bytes the repeats must cover together, at least (`loop_span`).
     pub span: usize,
 }
 

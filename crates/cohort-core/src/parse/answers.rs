@@ -10,10 +10,13 @@ use serde_json::Value;
 /// planner may plan it, belongs to the skill, which knows the agent's skills and tools.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawPlannedStep {
+    /// What the step is for, in one line (the step's title in the plan).
     pub step_intention: String,
     /// `"skill"` or `"tool"` as written (key `type`; `step_type` is accepted too).
     pub step_type: String,
+    /// The skill or MCP server name that should run the step, not yet checked.
     pub executor: String,
+    /// The step's input for its executor; empty when the model left it out.
     pub text_content: String,
     /// Its id in a graph plan (`id`, a string or a number), if it has one.
     pub id: Option<String>,

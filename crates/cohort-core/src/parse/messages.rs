@@ -10,6 +10,7 @@ use serde_json::Value;
 /// What the send_message skill decided.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SendMessageAnswer {
+    /// Send this message (`<send_message>`).
     Send(SendMessageDraft),
     /// The agent needs to know more before it can write the message.
     GetMoreInfo(StepRequest),
@@ -20,9 +21,14 @@ pub enum SendMessageAnswer {
 pub struct SendMessageDraft {
     /// At least one agent, without duplicates.
     pub receiver: Vec<AgentId>,
+    /// The message text.
     pub message: String,
+    /// The stage the message is about; `no_relative` when the model left it out.
     pub stage_relative: StageRef,
+    /// Whether the receivers are asked to reply; false when left out.
     pub need_reply: bool,
+    /// Whether the sender waits for the replies (one wait id per receiver on its step lock);
+    /// false when left out.
     pub waiting: bool,
     /// A structured question for a person (`"ask": {"mode": "text" | "select" | "form", …}`).
     pub ask: Option<crate::state::Ask>,
@@ -31,7 +37,9 @@ pub struct SendMessageDraft {
 /// A step the model asks for (`{step_intention, text_content}`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepRequest {
+    /// What the requested step is for, in one line.
     pub step_intention: String,
+    /// The requested step's input text; empty when the model left it out.
     pub text_content: String,
 }
 

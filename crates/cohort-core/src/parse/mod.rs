@@ -12,6 +12,7 @@
 //! - extra fields (ignored); a single object where a list is expected.
 //!
 //! Tag names are matched exactly (`<planned_step>`, not `< Planned_Step >`).
+#![warn(missing_docs)]
 
 mod answers;
 mod fields;
@@ -45,67 +46,125 @@ pub fn tag_json(text: &str, tag: &'static str) -> Option<Result<serde_json::Valu
 /// step, so they name the tag, and the field when there is one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
+    /// The answer lacks the tag the skill expects.
     #[error("the answer has no <{tag}> tag")]
-    MissingTag { tag: &'static str },
+    MissingTag {
+        /// The tag name, without angle brackets.
+        tag: &'static str,
+    },
+    /// The answer has neither of the two tags a skill accepts (`<send_message>` or
+    /// `<get_more_info>`).
     #[error("the answer has neither a <{first}> nor a <{second}> tag")]
     MissingEitherTag {
+        /// The tag the skill looks for first.
         first: &'static str,
+        /// The alternative tag.
         second: &'static str,
     },
+    /// The tag is there but holds nothing once trimmed and unfenced.
     #[error("the <{tag}> tag is empty")]
-    EmptyTag { tag: &'static str },
+    EmptyTag {
+        /// The tag name.
+        tag: &'static str,
+    },
+    /// The tag's content is not JSON, even read leniently.
     #[error("<{tag}> is not valid JSON: {reason}")]
-    InvalidJson { tag: &'static str, reason: String },
-    #[error("<{tag}>{} should be {expected}, found {found}", located(.at))]
-    WrongShape {
+    InvalidJson {
+        /// The tag name.
         tag: &'static str,
-        at: String,
-        expected: &'static str,
-        found: &'static str,
-    },
-    #[error("<{tag}>{} field `{field}` is missing", located(.at))]
-    MissingField {
-        tag: &'static str,
-        at: String,
-        field: String,
-    },
-    #[error("<{tag}>{} field `{field}` is empty", located(.at))]
-    EmptyField {
-        tag: &'static str,
-        at: String,
-        field: String,
-    },
-    #[error("<{tag}>{} field `{field}` should be {expected}, found {found}", located(.at))]
-    WrongType {
-        tag: &'static str,
-        at: String,
-        field: String,
-        expected: &'static str,
-        found: &'static str,
-    },
-    #[error("<{tag}>{} field `{field}` is invalid: {reason}", located(.at))]
-    InvalidField {
-        tag: &'static str,
-        at: String,
-        field: String,
+        /// The JSON reader's complaint.
         reason: String,
     },
+    /// The JSON is the wrong kind of value (a string where an object or a list belongs).
+    #[error("<{tag}>{} should be {expected}, found {found}", located(.at))]
+    WrongShape {
+        /// The tag name.
+        tag: &'static str,
+        /// Where inside the tag ("item 2"); empty for the tag's whole value.
+        at: String,
+        /// The kind of value wanted ("a JSON object").
+        expected: &'static str,
+        /// The kind of value written ("a string", "a list", …).
+        found: &'static str,
+    },
+    /// A required field is absent (or `null`).
+    #[error("<{tag}>{} field `{field}` is missing", located(.at))]
+    MissingField {
+        /// The tag name.
+        tag: &'static str,
+        /// Which object inside the tag ("item 2"); empty for the top-level object.
+        at: String,
+        /// The missing field's key.
+        field: String,
+    },
+    /// A required string field is empty once trimmed.
+    #[error("<{tag}>{} field `{field}` is empty", located(.at))]
+    EmptyField {
+        /// The tag name.
+        tag: &'static str,
+        /// Which object inside the tag; empty for the top-level object.
+        at: String,
+        /// The empty field's key.
+        field: String,
+    },
+    /// A field holds the wrong kind of JSON value.
+    #[error("<{tag}>{} field `{field}` should be {expected}, found {found}", located(.at))]
+    WrongType {
+        /// The tag name.
+        tag: &'static str,
+        /// Which object inside the tag; empty for the top-level object.
+        at: String,
+        /// The field's key.
+        field: String,
+        /// The kind of value wanted ("a string", "a boolean", …).
+        expected: &'static str,
+        /// The kind of value written.
+        found: &'static str,
+    },
+    /// A field has the right kind of value but it cannot be read (e.g. a malformed `ask`).
+    #[error("<{tag}>{} field `{field}` is invalid: {reason}", located(.at))]
+    InvalidField {
+        /// The tag name.
+        tag: &'static str,
+        /// Which object inside the tag; empty for the top-level object.
+        at: String,
+        /// The field's key.
+        field: String,
+        /// What is wrong with it, and often how to write it.
+        reason: String,
+    },
+    /// The tag's value is wrong in a way no single field can be blamed for.
     #[error("<{tag}> is invalid: {reason}")]
-    Invalid { tag: &'static str, reason: String },
+    Invalid {
+        /// The tag name.
+        tag: &'static str,
+        /// The deserializer's complaint.
+        reason: String,
+    },
+    /// The field that picks an instruction's variant names none that exists.
     #[error("<{tag}> has unknown {key} `{action}`; valid {key}s: {valid}")]
     UnknownAction {
+        /// The tag name.
         tag: &'static str,
         /// The field that selects the variant: `action`, or `type` for ask_info.
         key: &'static str,
+        /// The value the model wrote there.
         action: String,
+        /// The valid values, comma-separated, so the re-ask can list them.
         valid: String,
     },
+    /// A field whose value must be one of a fixed set holds something else.
     #[error("<{tag}>{} field `{field}` has unknown value `{value}`; valid values: {valid}", located(.at))]
     UnknownValue {
+        /// The tag name.
         tag: &'static str,
+        /// Which object inside the tag; empty for the top-level object.
         at: String,
+        /// The field's key.
         field: String,
+        /// The value the model wrote.
         value: String,
+        /// The valid values, comma-separated.
         valid: String,
     },
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 /// Everything a skill prompt is built from.
 pub struct PromptContext<'a> {
+    /// The agent whose step it is: its role, skills, tools, steps and memory.
     pub agent: &'a AgentState,
     /// The step being executed.
     pub step: &'a StepState,
@@ -99,7 +100,9 @@ pub fn stage_history<'a>(
 /// what this step adds (current step, history, memory), sent as the `user` message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Prompt {
+    /// The fixed part: system section, role and permissions.
     pub system: String,
+    /// This step's part: current step, history and memory.
     pub user: String,
     /// How many of the stage's oldest executed steps the history left out (to fit the budget
     /// or its length cap); a summary of them is shown when the agent has written one.

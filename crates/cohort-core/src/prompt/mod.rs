@@ -10,6 +10,7 @@
 //! - `assemble`: [`build_prompt`] and [`PromptContext`].
 //! - `markdown`: heading and fence helpers that keep embedded data from breaking sections.
 //! - `tokens`: a prompt's size in the model's tokens, for the context budget and usage.
+#![warn(missing_docs)]
 
 mod assemble;
 pub mod markdown;
@@ -37,12 +38,15 @@ use std::str::FromStr;
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
+    /// English (`en`), the default.
     #[default]
     En,
+    /// Chinese (`zh`).
     Zh,
 }
 
 impl Language {
+    /// Every language Cohort ships prompts for; each must have a complete prompt set.
     pub const ALL: [Language; 2] = [Language::En, Language::Zh];
 
     /// The folder name and wire name: `en` or `zh`.
@@ -88,8 +92,10 @@ pub struct SkillPrompt {
 
 pub use crate::problem::Problem;
 
+/// Why a prompt language could not be chosen or its prompt files loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
+    /// A language name that is neither `en` nor `zh`.
     #[error("`{0}` is not a prompt language (expected `en` or `zh`)")]
     UnknownLanguage(String),
     /// Every problem found in the files of the language being loaded.

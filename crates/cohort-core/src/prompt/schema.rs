@@ -15,6 +15,8 @@ macro_rules! text_group {
         }
 
         impl $name {
+            /// The fields' keys in `base.yaml` (`<group>.<field>`), which a language's file must
+            /// all have.
             pub const KEYS: &'static [&'static str] =
                 &[$(concat!($prefix, ".", stringify!($field))),*];
 
@@ -33,17 +35,48 @@ macro_rules! text_group {
 text_group!(
     /// Section headings of an assembled prompt (`base.yaml`, `headings.*`), without the hashes.
     Headings, "headings", {
-        role, role_info, permissions, skills, tools,
-        current_step, intention, content, rules, return_format,
+        /// Above the role section (role info and permissions).
+        role,
+        /// Above the agent's id, name, role and profile.
+        role_info,
+        /// Above the skills and tools the agent may plan.
+        permissions,
+        /// Above the agent's skills, each with its description.
+        skills,
+        /// Above the agent's MCP servers, each with its description.
+        tools,
+        /// Above the current step section.
+        current_step,
+        /// Above a step's intention.
+        intention,
+        /// Above a step's text content.
+        content,
+        /// Above the skill's prompt (what to do in the step), and a tool loop's instructions.
+        rules,
+        /// Above the skill's return format (the answer tag and shape the parser expects).
+        return_format,
         /// instruction_generation: the tool step it writes the call for.
         tool_step,
         /// instruction_generation: the heading above the target server's description.
         server,
+        /// Above the guide to calling MCP servers (instruction_generation and tool_decision).
         mcp_base,
-        history, history_done, history_pending, tool_history,
+        /// Above the history of the current stage.
+        history,
+        /// Above the stage's executed steps.
+        history_done,
+        /// Above the stage's steps still to run.
+        history_pending,
+        /// Above tool_decision's history: the tool's call chain.
+        tool_history,
         /// Above the results of the steps the current step depends on.
         depends_on,
-        memory, memory_rules, memory_content,
+        /// Above the persistent memory section.
+        memory,
+        /// Above the rules for managing persistent memory.
+        memory_rules,
+        /// Above the agent's memory entries.
+        memory_content,
     }
 );
 
@@ -52,9 +85,22 @@ text_group!(
     Phrases, "phrases", {
         /// Shown for an empty list or text.
         none,
+        /// Shown for an MCP server that has no description.
         no_description,
-        agent_id, own_id_note, name, role, profile,
-        history_note, tool_history_note,
+        /// The label of the agent's id in its role info.
+        agent_id,
+        /// Follows the agent's id: other agents address it by this id.
+        own_id_note,
+        /// The label of the agent's name in its role info.
+        name,
+        /// The label of the agent's role in its role info.
+        role,
+        /// The label of the agent's profile in its role info.
+        profile,
+        /// Introduces the stage history: the agent's other steps in this task and stage.
+        history_note,
+        /// Introduces the tool's call chain in tool_decision's history.
+        tool_history_note,
         /// Stands before the shown executed steps when older ones are left out.
         history_omitted,
         /// Stands after the shown steps still to run when more are queued.

@@ -35,10 +35,12 @@ impl PromptSet {
         load_with(dir, lang, &|rel| read_disk(dir, rel))
     }
 
+    /// The language the set is written in.
     pub fn language(&self) -> Language {
         self.language
     }
 
+    /// The three texts (and tool planning text) of skill `s`; every skill has them.
     pub fn skill(&self, s: Skill) -> &SkillPrompt {
         // Complete by construction: `from_fields` inserts every skill.
         &self.skills[&s]
@@ -49,18 +51,22 @@ impl PromptSet {
         &self.system_prompt
     }
 
+    /// How an agent manages its persistent memory: shown above the entries in every prompt.
     pub fn persistent_memory_prompt(&self) -> &str {
         &self.persistent_memory_prompt
     }
 
+    /// How MCP servers are called: shown to instruction_generation and tool_decision steps.
     pub fn mcp_base_prompt(&self) -> &str {
         &self.mcp_base_prompt
     }
 
+    /// The section headings prompts are assembled with.
     pub fn headings(&self) -> &Headings {
         &self.headings
     }
 
+    /// The short fixed phrases prompts are assembled with.
     pub fn phrases(&self) -> &Phrases {
         &self.phrases
     }

@@ -6,8 +6,10 @@
 
 use std::fmt;
 
+/// How one model's tokens are counted: exactly with its tokenizer, or estimated. Cheap to copy.
 #[derive(Clone, Copy)]
 pub enum TokenCounter {
+    /// No known tokenizer: [`estimate`] (four ASCII characters a token, any other character one).
     Estimate,
     /// The model's tokenizer, and its name.
     Exact(&'static tiktoken::CoreBpe, &'static str),
@@ -27,6 +29,7 @@ impl TokenCounter {
         }
     }
 
+    /// How many tokens `text` takes for this model (exact or estimated).
     pub fn count(&self, text: &str) -> usize {
         match self {
             TokenCounter::Estimate => estimate(text),

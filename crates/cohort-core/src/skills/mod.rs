@@ -1,6 +1,7 @@
 //! The skills: each turns an LLM answer into effects on the agent (new steps, memory, step
 //! lock) and into what SyncState must do. Prompt assembly lives in `prompt/`, the LLM call in
 //! the actor; `interpret` here is pure, so every skill is unit-tested on plain data.
+#![warn(missing_docs)]
 
 mod agent_manager;
 pub mod answer_schema;
@@ -33,8 +34,11 @@ pub struct SkillOutcome {
     pub result: Value,
     /// The agent's state in the stage after this step: `working`, or `finished` for summary.
     pub stage_state: StageAgentState,
+    /// A message for SyncState to deliver (send_message skill).
     pub send_message: Option<Message>,
+    /// A change to a task for SyncState to make (task_manager skill).
     pub task_instruction: Option<TaskInstruction>,
+    /// An agent for SyncState to start or end (agent_manager skill).
     pub agent_instruction: Option<AgentInstruction>,
     /// A query for SyncState; its wait id is already on the agent's step lock.
     pub ask_info: Option<AskInfoRequest>,
@@ -54,12 +58,17 @@ impl SkillOutcome {
     }
 }
 
+/// Why a skill could not use an answer. The message is written for the model: while re-asks
+/// remain the step is asked again with it, so it says what to write instead.
 #[derive(Debug, thiserror::Error)]
 pub enum SkillError {
+    /// The answer's tag is missing or cannot be read.
     #[error(transparent)]
     Parse(#[from] ParseError),
+    /// Every planned step was rejected; the reasons, joined by `; `.
     #[error("the plan has no usable step: {0}")]
     EmptyPlan(String),
+    /// The answer reads but asks for something the skill cannot do; the message says why.
     #[error("{0}")]
     Invalid(String),
     /// The answer (this text) only hands back the step's instruction or goal.
@@ -69,13 +78,16 @@ pub enum SkillError {
          lines; for a question, the answer)"
     )]
     Echo(String),
+    /// The step runs an MCP server, not a skill (its executor named here); never re-asked.
     #[error("step `{0}` is a tool step; tool steps are run by the MCP tool executor, not a skill")]
     NoTools(String),
     /// A judgement whose verdict (`reached`) and action disagree; the action is kept so that
     /// the runtime can carry out the verdict when the re-asks do not mend it.
     #[error("{}", task_manager::disagreement(*reached))]
     Disagrees {
+        /// The verdict the answer's `<goal_reached>` gave.
         reached: bool,
+        /// The action the answer gave with it.
         instruction: Box<TaskInstruction>,
     },
 }
@@ -182,6 +194,7 @@ fn working(result: Value) -> SkillOutcome {
     }
 }
 
+/// Agents, running steps and a fixed clock for the skills' unit tests.
 #[cfg(test)]
 pub mod test_support {
     use crate::ids::{StageId, StageRef};
@@ -240,6 +253,8 @@ pub mod test_support {
         a.start_next().unwrap()
     }
 
+    /// A fixed moment, 2025-06-13 10:30:22 local time, so memory keys and timestamps in tests
+    /// are known.
     pub fn now() -> crate::clock::Now {
         let local = chrono::NaiveDate::from_ymd_opt(2025, 6, 13)
             .unwrap()
