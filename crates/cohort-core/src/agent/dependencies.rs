@@ -20,6 +20,10 @@ pub struct Advanced {
 /// The queue holds a plan's steps after the steps they depend on, so one pass in its order
 /// carries a failure through a whole chain.
 pub fn advance(agent: &mut AgentState) -> Advanced {
+    // Called on every turn of the agent: nothing to look through when nothing waits.
+    if !agent.agent_step.has_pending() {
+        return Advanced::default();
+    }
     let pending: Vec<StepId> = agent
         .agent_step
         .todo()

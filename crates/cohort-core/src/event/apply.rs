@@ -335,18 +335,16 @@ fn apply_step_change(agent: &mut AgentState, c: &StepChange) -> Vec<StepState> {
             // A step that is over is never queued: a queued step a person cancelled leaves the
             // queue (a started one left it when it started, so the queue is not searched).
             let mut leaves_queue = false;
+            if let Some(v) = update.execution_state
+                && let Some(was) = agent.agent_step.set_state(step_id, v)
+            {
+                leaves_queue = v.is_over()
+                    && matches!(was, StepExecutionState::Init | StepExecutionState::Pending);
+            }
             if let Some(s) = agent.agent_step.get_mut(step_id) {
-                if let Some(v) = update.execution_state {
-                    leaves_queue = v.is_over()
-                        && matches!(
-                            s.execution_state,
-                            StepExecutionState::Init | StepExecutionState::Pending
-                        );
-                    s.execution_state = v;
-                    // A step that ended waits for nothing more.
-                    if v.is_over() {
-                        s.model_wait = None;
-                    }
+                // A step that ended waits for nothing more.
+                if update.execution_state.is_some_and(|v| v.is_over()) {
+                    s.model_wait = None;
                 }
                 if let Some(v) = &update.execute_result {
                     s.execute_result = Some(crate::state::StepResult::clone(v));

@@ -19,6 +19,9 @@ pub struct AgentStep {
     /// their call can end and be recorded, but no longer belong to the work: if the same stage
     /// gets new steps meanwhile, its re-opened working memory must not adopt them.
     cut_loose: Vec<StepId>,
+    /// How many of its steps are `pending` (a graph plan's steps waiting for others), so an
+    /// agent with none does not look through its queue for them on every turn.
+    pending: usize,
 }
 
 /// Which steps finishing a piece of work touches.
@@ -37,11 +40,34 @@ impl AgentStep {
         todo: VecDeque<StepId>,
         cut_loose: Vec<StepId>,
     ) -> Self {
+        let pending = step_list
+            .iter()
+            .filter(|s| s.execution_state == StepExecutionState::Pending)
+            .count();
         AgentStep {
             step_list,
             todo,
             cut_loose,
+            pending,
         }
+    }
+
+    /// Whether any of its steps is `pending`.
+    pub fn has_pending(&self) -> bool {
+        self.pending > 0
+    }
+
+    /// Moves step `id` to state `to`; the state it had (None: no such step).
+    pub fn set_state(
+        &mut self,
+        id: &StepId,
+        to: StepExecutionState,
+    ) -> Option<StepExecutionState> {
+        let s = self.step_list.iter_mut().find(|s| &s.step_id == id)?;
+        let was = std::mem::replace(&mut s.execution_state, to);
+        let pending = StepExecutionState::Pending;
+        self.pending = self.pending + usize::from(to == pending) - usize::from(was == pending);
+        Some(was)
     }
 
     /// The list, the queue and the ids cut loose, as the store keeps them.
@@ -167,6 +193,7 @@ impl AgentStep {
                 .insert(t.min(self.todo.len()), step.step_id.clone());
         }
         let at = list_at.min(self.step_list.len());
+        self.pending += usize::from(step.execution_state == StepExecutionState::Pending);
         self.step_list.insert(at, step);
     }
 
@@ -184,9 +211,7 @@ impl AgentStep {
         } else {
             self.todo.retain(|t| t != id);
         }
-        if let Some(s) = self.get_mut(id) {
-            s.execution_state = StepExecutionState::Running;
-        }
+        self.set_state(id, StepExecutionState::Running);
     }
 
     /// Removes steps from the list, the queue and the cut-loose set; returns them.
@@ -200,6 +225,8 @@ impl AgentStep {
             .into_iter()
             .partition(|s| ids.contains(&s.step_id));
         self.step_list = kept;
+        let pending = StepExecutionState::Pending;
+        self.pending -= gone.iter().filter(|s| s.execution_state == pending).count();
         gone
     }
 
