@@ -12,19 +12,35 @@ use std::time::Duration;
 /// Which LLM an agent calls.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LlmConfig {
+    /// `provider: openai`: an OpenAI-compatible chat-completions endpoint (OpenAI, or a local
+    /// server such as Ollama).
     OpenAi {
+        /// `base_url:`, the API root that `/chat/completions` is appended to (default
+        /// `https://api.openai.com/v1`).
         base_url: String,
+        /// `model:`, the model named in every request; empty when only `model_env` gives it, which
+        /// must then be set when the team starts.
         model: String,
         /// The env var holding the API key; read only when the team starts.
         api_key_env: Option<String>,
         /// Env vars overriding base_url and model when set (read when the team starts).
         base_url_env: Option<String>,
+        /// `model_env:`, an env var whose value, when set at start, replaces `model`.
         model_env: Option<String>,
+        /// `temperature:`, from 0.0 to 2.0; unset leaves it to the endpoint.
         temperature: Option<f32>,
+        /// `max_tokens:`, the most tokens an answer may have (below `context_window`); unset leaves
+        /// it to the endpoint.
         max_tokens: Option<u32>,
+        /// `timeout_secs:`, how long one HTTP attempt may take (default 120 s); with `stream`, how
+        /// long the answer's first piece may take.
         timeout: Duration,
+        /// `max_retries:`, retries of an attempt that failed in a retryable way (default 3).
         max_retries: u32,
+        /// `structured_output:`, whether answers follow the skill's JSON schema (default `auto`).
         structured_output: StructuredOutput,
+        /// `context_window:`, the model's window in tokens (at least 2,048); prompts are shortened
+        /// to fit it.
         context_window: Option<u32>,
         /// `tool_calling: native`: tool steps run the native tool loop.
         native_tools: bool,
@@ -36,7 +52,10 @@ pub enum LlmConfig {
         /// every agent that uses it.
         max_in_flight: usize,
     },
+    /// `provider: scripted`: replies read from a script file instead of a model, for offline runs
+    /// and tests.
     Scripted {
+        /// `script:`, the script file, resolved against the folder of the file that names it.
         script: PathBuf,
         /// At most this many calls in flight to this script, shared by every agent using it.
         max_in_flight: usize,
@@ -72,11 +91,14 @@ impl FromStr for StructuredOutput {
 /// USD per 1,000 tokens of a model.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Price {
+    /// `cost_per_1k_prompt`: USD per 1,000 prompt tokens.
     pub prompt_per_1k: f64,
+    /// `cost_per_1k_completion`: USD per 1,000 completion tokens.
     pub completion_per_1k: f64,
 }
 
 impl Price {
+    /// What a call with this token usage cost, in USD (recorded as the call's `cost_usd`).
     pub fn cost(&self, usage: crate::state::TokenUsage) -> f64 {
         (usage.prompt_tokens as f64 * self.prompt_per_1k
             + usage.completion_tokens as f64 * self.completion_per_1k)
@@ -123,6 +145,7 @@ impl LlmConfig {
         }
     }
 
+    /// The most calls in flight at once to this endpoint or script (`max_in_flight`, default 64).
     pub fn max_in_flight(&self) -> usize {
         match self {
             LlmConfig::OpenAi { max_in_flight, .. } | LlmConfig::Scripted { max_in_flight, .. } => {

@@ -47,6 +47,7 @@ pub struct Retention {
 /// store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryBudget {
+    /// The budget in bytes (`retention.memory_mib` MiB).
     pub bytes: usize,
 }
 
@@ -56,6 +57,7 @@ impl MemoryBudget {
     /// The smallest budget accepted, in MiB: below it a pool holds less than one long message.
     pub const MIN_MIB: usize = 16;
 
+    /// A budget of `mib` MiB.
     pub fn mib(mib: usize) -> Self {
         MemoryBudget { bytes: mib << 20 }
     }

@@ -41,27 +41,47 @@ pub enum McpTransport {
     /// A child process speaking MCP on stdio. It gets only `env` (never the parent's
     /// environment, so LLM keys cannot leak), and runs in `cwd`.
     Stdio {
+        /// `command:`, the program to start.
         command: String,
+        /// `args:`, its command-line arguments.
         args: Vec<String>,
+        /// `env:`, the variables it is given; of the runtime's own environment it gets only `PATH`
+        /// and `HOME`.
         env: BTreeMap<String, String>,
+        /// The folder it runs in: `cwd:` resolved against the server file's folder, else that
+        /// folder.
         cwd: PathBuf,
     },
     /// A server shipped inside the `cohort` binary (`cohort mcp serve NAME ARGS…`), run as a
     /// child process like `Stdio`.
     Builtin {
+        /// `builtin:`, which server (one of [`BUILTIN_SERVERS`]).
         server: String,
+        /// `args:`, passed to the server after its name.
         args: Vec<String>,
+        /// `env:`, the variables it is given; of the runtime's own environment it gets only `PATH`
+        /// and `HOME`.
         env: BTreeMap<String, String>,
+        /// The folder it runs in: `cwd:` resolved against the server file's folder, else that
+        /// folder.
         cwd: PathBuf,
     },
     /// Streamable HTTP.
-    Http { url: String },
+    Http {
+        /// `url:`, the server's `http://` or `https://` endpoint.
+        url: String,
+    },
 }
 
+/// One MCP server the team may use, read from its own file (named by the team file's
+/// `mcp_servers:`, alone or in a folder) and checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct McpServerConfig {
+    /// `name:`, one word, unique in the team: what agents' `tools:` name the server by.
     pub name: String,
+    /// `description:`, what the server offers; agents choose tools by it.
     pub description: String,
+    /// How it is reached: `command`, `builtin` or `url`.
     pub transport: McpTransport,
     /// How long one call may take before it fails.
     pub call_timeout: Duration,

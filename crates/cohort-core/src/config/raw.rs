@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
+/// A team file as written: every key optional but `agents`, unknown keys refused.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTeam {
@@ -22,6 +23,7 @@ pub struct RawTeam {
     /// The LLM every agent uses unless it names its own.
     #[serde(default)]
     pub llm: Option<RawLlm>,
+    /// `agents:`, the team's LLM agents: at least one, and one of them with the task_manager skill.
     pub agents: Vec<RawAgent>,
     /// People who take part: they log in to the console and talk to agents.
     #[serde(default)]
@@ -189,18 +191,28 @@ pub struct RawHuman {
     pub access: super::Access,
 }
 
+/// One entry of `agents:` as written.
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct RawAgent {
+    /// Unique among agents and people (one id space); messages are addressed to it.
     pub id: String,
+    /// Display name (default: the id).
     #[serde(default)]
     pub name: Option<String>,
+    /// The agent's role, as teammates and its prompts see it.
     pub role: String,
+    /// What it is and can do, in prose, for its prompts and for managers choosing agents (default
+    /// empty).
     #[serde(default)]
     pub profile: String,
+    /// Skill names (`think`, `task_manager`, …), each known and listed once.
     pub skills: Vec<String>,
+    /// Names of MCP servers from the team's `mcp_servers`; calling them needs the
+    /// instruction_generation skill.
     #[serde(default)]
     pub tools: Vec<String>,
+    /// This agent's own LLM (else the team's `llm`).
     #[serde(default)]
     pub llm: Option<RawLlm>,
     /// This agent's own `tool_approval` (else the team's).
@@ -255,29 +267,39 @@ impl From<RawApproval> for crate::policy::ApprovalPolicy {
     }
 }
 
+/// An `llm:` block as written, of the team, an agent or a template: the provider and its settings.
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct RawLlm {
     /// `openai` or `scripted`.
     pub provider: String,
     // openai
+    /// API root (default `https://api.openai.com/v1`).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// Model name; `openai` needs it unless `model_env` gives it.
     #[serde(default)]
     pub model: Option<String>,
+    /// The env var holding the API key, read when the team starts; unset sends no key (local
+    /// servers).
     #[serde(default)]
     pub api_key_env: Option<String>,
     /// Env vars that, when set at start-up, override `base_url` / `model`.
     #[serde(default)]
     pub base_url_env: Option<String>,
+    /// Env var that, when set at start-up, overrides `model`.
     #[serde(default)]
     pub model_env: Option<String>,
+    /// Sampling temperature, 0.0 to 2.0 (unset: the endpoint's default).
     #[serde(default)]
     pub temperature: Option<f32>,
+    /// The most tokens an answer may have: at least 1, and below `context_window`.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// How long one HTTP attempt may take, in seconds (default 120).
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// Retries of an attempt that failed in a retryable way (default 3).
     #[serde(default)]
     pub max_retries: Option<u32>,
     /// `auto` (default), `json_schema` or `off`: whether answers are constrained by the
@@ -291,6 +313,8 @@ pub struct RawLlm {
     /// sending for `idle_timeout_secs` (default 60) is given up on at once.
     #[serde(default)]
     pub stream: Option<bool>,
+    /// Seconds a streamed answer may send nothing before the attempt is given up on (default 60;
+    /// only with `stream: true`).
     #[serde(default)]
     pub idle_timeout_secs: Option<u64>,
     /// `chain` (default) or `native`: how tool steps call MCP tools.
@@ -299,12 +323,14 @@ pub struct RawLlm {
     /// USD per 1,000 prompt / completion tokens (both or neither), for the run's cost.
     #[serde(default)]
     pub cost_per_1k_prompt: Option<f64>,
+    /// USD per 1,000 completion tokens; given together with `cost_per_1k_prompt`.
     #[serde(default)]
     pub cost_per_1k_completion: Option<f64>,
     /// At most this many calls in flight to this endpoint (default 64).
     #[serde(default)]
     pub max_in_flight: Option<usize>,
     // scripted
+    /// `scripted` only: the script file, relative to the file that names it.
     #[serde(default)]
     pub script: Option<String>,
 }
@@ -316,10 +342,15 @@ pub struct RawTemplate {
     /// Required inline; in its own file it defaults to the file stem.
     #[serde(default)]
     pub name: Option<String>,
+    /// The role every agent made from it gets.
     pub role: String,
+    /// The profile every agent made from it gets (default empty).
     #[serde(default)]
     pub profile: String,
+    /// Skill names, checked as an agent's are.
     pub skills: Vec<String>,
+    /// MCP server names; not checked against this team's `mcp_servers`, since templates may be
+    /// shared between teams.
     #[serde(default)]
     pub tools: Vec<String>,
     /// Defaults to the team's top-level `llm`.
@@ -330,7 +361,9 @@ pub struct RawTemplate {
 /// `agent_templates:` — one path, or a list of paths and inline templates.
 #[derive(Debug, Clone)]
 pub enum RawTemplates {
+    /// A single path: a template file, or a folder of them.
     One(String),
+    /// A list of paths and inline templates.
     Many(Vec<RawTemplateItem>),
 }
 
@@ -343,6 +376,7 @@ pub enum RawTemplates {
 pub enum RawTemplateItem {
     /// A template file, or a folder whose `*.yaml`/`*.yml` files each hold one template.
     Path(String),
+    /// A template written in place; it must have a `name`.
     Inline(RawTemplate),
 }
 

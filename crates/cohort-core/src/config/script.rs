@@ -8,25 +8,34 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Duration;
 
+/// One reply in a script: a plain string, or a map with `text` and optionally `delay_ms` or `when`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum Entry {
+    /// A reply used as it is, at once.
     Text(String),
+    /// A reply with a pause before it (`delay_ms`) or a condition (`when`).
     Timed {
+        /// The reply; may name `{{task_id}}`, `{{stage_id}}`, `{{step_id}}`, `{{agent_id}}`.
         text: String,
+        /// A pause before the answer, its text written out over it as if streamed (default 0).
         #[serde(default)]
         delay_ms: u64,
+        /// Makes the entry a rule: never used up, it answers every step whose intention or text
+        /// contains this string.
         #[serde(default)]
         when: Option<String>,
     },
 }
 
 impl Entry {
+    /// The reply's text, placeholders not filled in yet.
     pub fn text(&self) -> &str {
         match self {
             Entry::Text(t) | Entry::Timed { text: t, .. } => t,
         }
     }
+    /// How long the answer takes to come (`delay_ms`; none for a plain string).
     pub fn delay(&self) -> Duration {
         match self {
             Entry::Text(_) => Duration::ZERO,
@@ -61,14 +70,19 @@ pub const SUMMARIZE_HISTORY: &str = "summarize_history";
 /// A loaded script: `agent id or template name → skill → replies in order`.
 #[derive(Clone, Debug)]
 pub struct Script {
+    /// `replies:` as written: agent id or template name → skill (or one of [`OTHER_CALLS`]) →
+    /// entries.
     pub replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
     /// The same, each list split once into its rules and the replies taken in order.
     pub split: BTreeMap<String, BTreeMap<String, Replies>>,
 }
 
+/// One key's entries for one skill, split by kind.
 #[derive(Clone, Debug, Default)]
 pub struct Replies {
+    /// Entries with `when`: the first whose string the step's text contains answers it, and stays.
     pub rules: Vec<Entry>,
+    /// Entries without `when`, used up one per call in order; when they run out, the step fails.
     pub in_order: Vec<Entry>,
 }
 
@@ -82,6 +96,7 @@ impl Script {
         Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// A script from its YAML text (only `replies:`; any other key is refused).
     pub fn parse(text: &str) -> Result<Script, String> {
         let f: ScriptFile = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
         let split = f

@@ -19,15 +19,27 @@ use std::path::{Path, PathBuf};
 pub use super::agent::LlmConfig;
 pub use crate::problem::Problem;
 
+/// Why a team file could not be loaded; [`ConfigError::problems`] gives each problem as file, field
+/// and message.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file could not be read.
     #[error("{file}: cannot read: {source}")]
     Read {
+        /// The team file.
         file: PathBuf,
+        /// Why reading it failed.
         source: std::io::Error,
     },
+    /// The file is not YAML of the team file's shape (a wrong type, an unknown key).
     #[error("{file}: {message}")]
-    Yaml { file: PathBuf, message: String },
+    Yaml {
+        /// The team file.
+        file: PathBuf,
+        /// serde_yaml's message, which starts with the field's path (`agents[0].skills[1]: …`).
+        message: String,
+    },
+    /// The YAML was read, but values are wrong: every problem found, each naming its field.
     #[error("{} problem(s):\n{}", .0.len(), .0.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
     Invalid(Vec<Problem>),
 }
@@ -78,25 +90,43 @@ pub(super) fn split_yaml_message(m: &str) -> (String, String) {
     (field, rest.to_owned())
 }
 
+/// One agent of `agents:`, checked: what the runtime starts an LLM agent from.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
+    /// `id:`, unique among agents and people (one id space); messages are addressed to it.
     pub id: AgentId,
+    /// `name:`, its display name (default: the id).
     pub name: String,
+    /// `role:`, its role as teammates and its prompts see it.
     pub role: String,
+    /// `profile:`, what it is and can do in prose, for its prompts and for managers choosing
+    /// agents.
     pub profile: String,
+    /// `skills:`, each known and listed once; `task_manager` makes it a manager
+    /// ([`TeamConfig::managers`]).
     pub skills: Vec<Skill>,
+    /// `tools:`, the MCP servers (of `mcp_servers`) it may call, through its instruction_generation
+    /// steps.
     pub tools: Vec<String>,
+    /// The model it calls: its own `llm:`, else the team's.
     pub llm: LlmConfig,
     /// When its tool calls wait for a person (`tool_approval:`, else the team's).
     pub tool_approval: crate::policy::ApprovalPolicy,
 }
 
+/// A team file, validated: what the runtime starts a team from.
 #[derive(Clone, Debug)]
 pub struct TeamConfig {
+    /// The team file it was read from.
     pub file: PathBuf,
+    /// `name:`, shown in logs (default `team`).
     pub name: String,
+    /// `language:`, the prompts' language (`en`, the default, or `zh`).
     pub language: Language,
+    /// `prompts_dir:`, resolved against the team file's folder: prompts used instead of the
+    /// built-in ones.
     pub prompts_dir: Option<PathBuf>,
+    /// `agents:`, the LLM agents the team starts with.
     pub agents: Vec<AgentConfig>,
     /// The MCP servers the team may use.
     pub servers: Vec<McpServerConfig>,
@@ -107,7 +137,9 @@ pub struct TeamConfig {
     /// The most agents managers may create while the team runs: a model that keeps hiring
     /// would otherwise start actors without end.
     pub max_hired_agents: usize,
+    /// What the team keeps in memory (`retention:`).
     pub retention: Retention,
+    /// Limits of the console's websocket feeds (`feeds:`).
     pub feeds: Feeds,
     /// How far one agent may go on in one stage (`step_limits:`).
     pub step_limits: crate::state::StepLimits,
@@ -148,12 +180,18 @@ pub const DEFAULT_MAX_HIRED_AGENTS: usize = 32;
 /// A person of the team: who they are and how they log in.
 #[derive(Clone, Debug)]
 pub struct HumanEntry {
+    /// `id:`, what they log in as and are messaged at (one id space with the agents).
     pub id: AgentId,
+    /// `name:`, their display name (default: the id).
     pub name: String,
+    /// `role:`, shown to the agents (default `operator`); a label only, what they may do is
+    /// `access`.
     pub role: String,
+    /// `profile:`, about them in prose, for the agents (default empty).
     pub profile: String,
     /// Argon2id PHC string; checked with `crate::auth::verify_password`.
     pub password_hash: String,
+    /// `access:`, what they may see and do through the API (default `member`).
     pub access: Access,
 }
 

@@ -15,12 +15,16 @@ use std::path::{Path, PathBuf};
 pub struct AgentTemplate {
     /// The name managers use in `init_new_agent`.
     pub name: String,
+    /// `role:`, given to every agent made from it.
     pub role: String,
+    /// `profile:`, given to every agent made from it (default empty).
     pub profile: String,
+    /// `skills:`, checked as an agent's are.
     pub skills: Vec<Skill>,
     /// MCP server names. A template may name a server this team lacks (templates can be shared
     /// between teams); instantiating it then fails with that reason.
     pub tools: Vec<String>,
+    /// The model its agents call: its own `llm:`, else the team's.
     pub llm: LlmConfig,
     /// Where the template was written (the team file, or its own file).
     pub file: PathBuf,

@@ -43,6 +43,7 @@ impl Default for ApprovalPolicy {
 }
 
 impl ApprovalPolicy {
+    /// Whether a call of `risk` waits for a person: it is past `auto_run_up_to`, or that is `None`.
     pub fn needs_approval(&self, risk: Risk) -> bool {
         self.auto_run_up_to.is_none_or(|limit| risk > limit)
     }

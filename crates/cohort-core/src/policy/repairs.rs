@@ -110,6 +110,7 @@ impl Repair {
         Repair::ReplyClosesExchange,
     ];
 
+    /// How far the rule goes, which decides the presets it is on in.
     pub fn reach(self) -> Reach {
         use Repair::*;
         match self {
@@ -143,9 +144,13 @@ impl std::fmt::Display for Repair {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Preset {
+    /// Only rules that ask again or try once more ([`Reach::Retry`]): an answer is never altered.
     Strict,
+    /// The default: also rules that mend an answer unusable as it stands ([`Reach::Mend`]).
     #[default]
     Auto,
+    /// Every rule, also those that change or refuse an answer that could be read
+    /// ([`Reach::Alter`]).
     SmallModel,
 }
 
@@ -192,9 +197,12 @@ impl Default for Thresholds {
 /// The team's repair policy: a preset, the rules switched on or off beside it, thresholds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Repairs {
+    /// The preset (`repairs: strict`, or `preset:` in the map; default `auto`).
     pub preset: Preset,
     /// Rules switched on or off whatever the preset says.
     pub switched: BTreeMap<Repair, bool>,
+    /// The thresholds (`reasks`, `echo_slack`, `reported`, `stage_runs`, `loop_times`, `loop_span`
+    /// in the map).
     pub thresholds: Thresholds,
 }
 
@@ -228,11 +236,14 @@ impl Repairs {
 /// One firing of a rule on a step: which rule, and what it changed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fired {
+    /// The rule that fired.
     pub rule: Repair,
+    /// What it did to the step, in a sentence for the people reading its record.
     pub what: String,
 }
 
 impl Fired {
+    /// A firing of `rule`; `what` says what it changed.
     pub fn new(rule: Repair, what: impl Into<String>) -> Self {
         Fired {
             rule,

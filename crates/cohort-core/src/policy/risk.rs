@@ -7,11 +7,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// How much harm a tool call may do, ordered `Low < Medium < High`: `tool_approval.auto_run_up_to`
+/// lets calls up to a level run without asking (`low`, `medium`, `high` in YAML).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
+    /// Only reads (`readOnlyHint`), or the server's `risk:` says so.
     Low,
+    /// Changes things, but only adds to them (`destructiveHint: false`), or `risk:` says so.
     Medium,
+    /// May overwrite or delete things, or says nothing of its effects, or `risk:` says so.
     High,
 }
 
@@ -28,7 +33,9 @@ impl std::fmt::Display for Risk {
 /// A call's risk and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolRisk {
+    /// The call's risk level.
     pub risk: Risk,
+    /// Why, in words: shown to the person asked to approve the call.
     pub reason: String,
 }
 
