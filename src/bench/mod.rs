@@ -10,7 +10,6 @@
 //! - [`store`]: the store: events committed a second, the wait for one commit.
 //! - [`console`]: the web console in headless Chromium while a large team works.
 //! - [`client`]: the operator's REST client the served scenarios share.
-//! - [`fan_out`]: a graph plan's parts side by side, against its critical path.
 //! - [`load_store`]: the store under a flood of large messages, then compacted.
 //! - [`load_http`]: the HTTP server under hostile load (idle connections, wrong logins).
 //! - [`load_team`]: a served team under hostile load (a flood of large messages and readers, a
@@ -18,7 +17,6 @@
 
 pub mod client;
 pub mod console;
-pub mod fan_out;
 pub mod load_http;
 pub mod load_store;
 pub mod load_team;
@@ -103,11 +101,6 @@ pub enum Job {
         runs: usize,
         down_s: u64,
     },
-    FanOut {
-        parts: usize,
-        delay_ms: u64,
-        parallel_steps: usize,
-    },
 }
 
 impl Job {
@@ -161,11 +154,6 @@ impl Job {
             } => load_team::memory(messages, chars, readers, feeds),
             Job::LoadRunaway { seconds } => load_team::runaway(seconds),
             Job::LoadOutage { runs, down_s } => load_team::outage(runs, down_s),
-            Job::FanOut {
-                parts,
-                delay_ms,
-                parallel_steps,
-            } => fan_out::fan_out(parts, delay_ms, parallel_steps),
         }
     }
 }
@@ -258,9 +246,6 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
     }
     if wanted("websocket") {
         websocket_rows(exe, opts, &mut note, &mut out);
-    }
-    if wanted("fan_out") {
-        fan_out_rows(exe, &mut note, &mut out);
     }
     if wanted("console") {
         console_rows(exe, opts, &mut note, &mut out);
@@ -570,54 +555,6 @@ fn idle_rows(
             "≤ 64 KiB",
         ));
     }
-}
-
-/// The fan-out plan: four parts and a join, each answer 400 ms, with `parallel_steps` 4 and 1
-/// (three runs each, the best kept: the machine's noise only adds time).
-fn fan_out_rows(
-    exe: &Path,
-    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
-    out: &mut Vec<Row>,
-) {
-    eprintln!("bench: a fan-out plan, 4 parts and a join, 400 ms an answer …");
-    let best = |parallel_steps: usize, note: &mut dyn FnMut(Job) -> Option<Value>| {
-        (0..3)
-            .filter_map(|_| {
-                note(Job::FanOut {
-                    parts: 4,
-                    delay_ms: 400,
-                    parallel_steps,
-                })
-            })
-            .min_by(|a, b| f(&a["wall_ms"]).total_cmp(&f(&b["wall_ms"])))
-    };
-    let mut ask = |job: Job| note("fan_out", in_child(exe, &job));
-    let (Some(par), Some(seq)) = (best(4, &mut ask), best(1, &mut ask)) else {
-        return;
-    };
-    let critical = f(&par["critical_ms"]);
-    out.push(row(
-        "fan_out",
-        "goal → finished, parallel_steps 4: wall / critical path",
-        format!(
-            "{:.0} ms / {:.0} ms = {:.2}×",
-            f(&par["wall_ms"]),
-            critical,
-            f(&par["wall_ms"]) / critical
-        ),
-        "≤ 1.3×",
-    ));
-    out.push(row(
-        "fan_out",
-        "parallel_steps 4 against 1 (the same plan one step at a time)",
-        format!(
-            "{:.0} ms / {:.0} ms = {:.2}×",
-            f(&par["wall_ms"]),
-            f(&seq["wall_ms"]),
-            f(&par["wall_ms"]) / f(&seq["wall_ms"])
-        ),
-        "< 1 (12 answers in a row → 9)",
-    ));
 }
 
 /// Goals in a row to a served team: time per goal and memory, first against last.
