@@ -14,13 +14,18 @@
 //! - [`load_http`]: the HTTP server under hostile load (idle connections, wrong logins).
 //! - [`load_team`]: a served team under hostile load (a flood of large messages and readers, a
 //!   runaway model, an endpoint outage); [`model_stub`]: the OpenAI-compatible stub it uses.
+//! - [`fan_out`]: a graph plan's parts side by side, against its critical path and one at a
+//!   time.
+//! - [`parallel_tools`]: one reply's tool calls to a real MCP server at once, and one at a time.
 
 pub mod client;
 pub mod console;
+pub mod fan_out;
 pub mod load_http;
 pub mod load_store;
 pub mod load_team;
 pub mod model_stub;
+pub mod parallel_tools;
 pub mod scenarios;
 pub mod serve;
 pub mod store;
@@ -101,6 +106,17 @@ pub enum Job {
         runs: usize,
         down_s: u64,
     },
+    FanOut {
+        runs: usize,
+        parallel_steps: usize,
+        delay_ms: u64,
+    },
+    ParallelTools {
+        runs: usize,
+        parallel_tool_calls: usize,
+        calls: usize,
+        call_ms: u64,
+    },
 }
 
 impl Job {
@@ -154,6 +170,17 @@ impl Job {
             } => load_team::memory(messages, chars, readers, feeds),
             Job::LoadRunaway { seconds } => load_team::runaway(seconds),
             Job::LoadOutage { runs, down_s } => load_team::outage(runs, down_s),
+            Job::FanOut {
+                runs,
+                parallel_steps,
+                delay_ms,
+            } => fan_out::fan_out(runs, parallel_steps, delay_ms),
+            Job::ParallelTools {
+                runs,
+                parallel_tool_calls,
+                calls,
+                call_ms,
+            } => parallel_tools::parallel_tools(runs, parallel_tool_calls, calls, call_ms),
         }
     }
 }
@@ -255,6 +282,12 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
         if let Some(v) = note("load_store", in_child(exe, &load_store::job(opts.quick))) {
             out.extend(load_store::rows(&v));
         }
+    }
+    if wanted("fan_out") {
+        fan_out::rows(exe, opts, &mut note, &mut out);
+    }
+    if wanted("parallel_tools") {
+        parallel_tools::rows(exe, opts, &mut note, &mut out);
     }
     load_http::rows(exe, opts, &wanted, &mut note, &mut out);
     load_team::rows(exe, opts, &wanted, &mut note, &mut out);

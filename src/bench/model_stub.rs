@@ -8,6 +8,10 @@
 //! finish it; task judged → finish it), and on a goal that says `GOAL<name>` opens a task; it
 //! carries what to do through its own steps as an `ACTION …` line. Workers plan a draft and a
 //! check, think, reflect and sum up.
+//!
+//! With a [`ToolPlay`] (`parallel_tools`), workers plan one tool step on the named MCP server
+//! instead, and a native tool loop's first request is answered with that many calls of the
+//! first function it offers, all in one reply; the next request (the results in) with a text.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -139,8 +143,22 @@ pub struct Outage {
     pub lasts: Duration,
 }
 
+/// What the stub's workers do instead of a draft: one tool step whose native loop asks for
+/// `calls` calls at once.
+#[derive(Clone, Debug)]
+pub struct ToolPlay {
+    /// The MCP server the planned tool step names.
+    pub server: String,
+    /// Calls of the first offered function in the loop's first reply.
+    pub calls: usize,
+}
+
+/// The intention of the tool step a [`ToolPlay`] plans (to find it among the steps).
+pub const TOOL_STEP: &str = "Call the tools at once";
+
 struct Shared {
     calls: AtomicUsize,
+    play: Option<ToolPlay>,
     outage: Option<Outage>,
     down_until: Mutex<Option<Instant>>,
     /// Calls answered 500 for the outage.
@@ -157,8 +175,18 @@ pub struct ModelStub {
 impl ModelStub {
     /// Serves on 127.0.0.1 (a free port) in the current tokio runtime.
     pub async fn start(outage: Option<Outage>) -> std::io::Result<ModelStub> {
+        Self::serve(outage, None).await
+    }
+
+    /// A stub whose workers plan `play`'s tool step (no outage).
+    pub async fn start_play(play: ToolPlay) -> std::io::Result<ModelStub> {
+        Self::serve(None, Some(play)).await
+    }
+
+    async fn serve(outage: Option<Outage>, play: Option<ToolPlay>) -> std::io::Result<ModelStub> {
         let shared = Arc::new(Shared {
             calls: AtomicUsize::new(0),
+            play,
             outage,
             down_until: Mutex::new(None),
             refused: AtomicUsize::new(0),
@@ -217,6 +245,17 @@ async fn answer(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default();
     let schema = req["response_format"]["json_schema"]["name"].as_str();
+    if let Some(play) = &shared.play {
+        if req.get("tools").is_some() {
+            return tool_turn(play, &req);
+        }
+        if schema == Some("planning") {
+            return completion(
+                json!({"role": "assistant", "content": play_plan(play)}),
+                "stop",
+            );
+        }
+    }
     let Some(text) = competent(schema, user) else {
         let e = json!({"error": {"message": "the stub has no answer for this", "type": "invalid_request_error"}});
         return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
@@ -224,13 +263,47 @@ async fn answer(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     if req["stream"] == true {
         return streamed(&text);
     }
+    completion(json!({"role": "assistant", "content": text}), "stop")
+}
+
+/// A whole (not streamed) chat completion of one `message`.
+fn completion(message: Value, finish: &str) -> Response {
     axum::Json(json!({
         "id": "stub", "object": "chat.completion", "created": 1_700_000_000u32, "model": "stub",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                     "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
     }))
     .into_response()
+}
+
+/// A worker's plan under a [`ToolPlay`]: the tool step, then a check.
+fn play_plan(play: &ToolPlay) -> String {
+    json!({"planned_step": [
+        {"step_intention": TOOL_STEP, "type": "tool", "executor": play.server,
+         "text_content": format!("Call the server's tool {} times at once.", play.calls)},
+        {"step_intention": "check", "type": "skill", "executor": "reflection", "text_content": "done?"}]})
+    .to_string()
+}
+
+/// A native tool loop's turn under a [`ToolPlay`]: before any result, `calls` calls of the
+/// first function offered (ids `c0`, `c1`, …) in one reply; once the results are in, a text.
+fn tool_turn(play: &ToolPlay, req: &Value) -> Response {
+    let results = req["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+    let function = req["tools"][0]["function"]["name"].as_str().unwrap_or("?");
+    if results > 0 {
+        let text = format!("The {results} calls of {function} are done.");
+        return completion(json!({"role": "assistant", "content": text}), "stop");
+    }
+    let calls: Vec<Value> = (0..play.calls)
+        .map(|i| {
+            json!({"id": format!("c{i}"), "type": "function",
+                   "function": {"name": function, "arguments": "{}"}})
+        })
+        .collect();
+    let message = json!({"role": "assistant", "content": null, "tool_calls": calls});
+    completion(message, "tool_calls")
 }
 
 /// The answer as server-sent events: the text in one chunk, its end, the usage, `[DONE]`.
