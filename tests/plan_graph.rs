@@ -50,11 +50,11 @@ fn plan_step(id: &str, deps: &[&str], text: &str) -> String {
 }
 
 fn start(tag: &str, writer: &str) -> Team {
-    start_with(tag, writer, "")
+    start_full(tag, writer, "", "")
 }
 
-/// The team, with `extra` lines in its team file.
-fn start_with(tag: &str, writer: &str, extra: &str) -> Team {
+/// The team, with `extra` lines in its team file and `writer_extra` fields on its writer.
+fn start_full(tag: &str, writer: &str, extra: &str, writer_extra: &str) -> Team {
     let dir = std::env::temp_dir().join(format!("cohort-plan-graph-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -65,7 +65,7 @@ fn start_with(tag: &str, writer: &str, extra: &str) -> Team {
         format!("name: graph\nlanguage: en\n{extra}llm:\n  provider: scripted\n  script: script.yaml\n\
          agents:\n\
          \x20 - {{id: manager, name: M, role: manager, profile: p, skills: [process_message, decision, task_manager]}}\n\
-         \x20 - {{id: writer, name: W, role: writer, profile: p, skills: [planning, reflection, summary, think]}}\n"),
+         \x20 - {{id: writer, name: W, role: writer, profile: p, skills: [planning, reflection, summary, think]{writer_extra}}}\n"),
     )
     .unwrap();
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
@@ -174,14 +174,11 @@ async fn four_independent_steps_run_side_by_side_and_their_join_waits_for_all_of
     team.shutdown().await;
 }
 
-#[actix::test]
-async fn with_parallel_steps_1_the_same_plan_runs_one_step_at_a_time() {
+/// Runs the fan-out plan with `extra` in the team file and asserts each step ran after the one
+/// before it.
+async fn one_at_a_time(tag: &str, extra: &str, writer_extra: &str) {
     let parts = ["a", "b", "c", "d"];
-    let team = start_with(
-        "one-at-a-time",
-        &fan_out_writer(&parts),
-        "step_limits: {parallel_steps: 1}\n",
-    );
+    let team = start_full(tag, &fan_out_writer(&parts), extra, writer_extra);
     let steps = run(&team).await;
     let mut ran: Vec<(i64, i64)> = parts
         .iter()
@@ -196,6 +193,21 @@ async fn with_parallel_steps_1_the_same_plan_runs_one_step_at_a_time() {
         );
     }
     team.shutdown().await;
+}
+
+#[actix::test]
+async fn with_parallel_steps_1_the_same_plan_runs_one_step_at_a_time() {
+    one_at_a_time("team-1", "step_limits: {parallel_steps: 1}\n", "").await;
+}
+
+#[actix::test]
+async fn an_agents_own_parallel_steps_wins_over_the_teams() {
+    one_at_a_time(
+        "agent-1",
+        "step_limits: {parallel_steps: 8}\n",
+        ", parallel_steps: 1",
+    )
+    .await;
 }
 
 #[actix::test]

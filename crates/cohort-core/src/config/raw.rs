@@ -218,6 +218,9 @@ pub struct RawAgent {
     /// This agent's own `tool_approval` (else the team's).
     #[serde(default)]
     pub tool_approval: Option<RawApproval>,
+    /// This agent's own `parallel_steps` (else the team's `step_limits.parallel_steps`).
+    #[serde(default)]
+    pub parallel_steps: Option<usize>,
 }
 
 /// `tool_approval: {auto_run_up_to: low | medium | high | none, check_plans: bool}`.

@@ -112,6 +112,9 @@ pub struct AgentConfig {
     pub llm: LlmConfig,
     /// When its tool calls wait for a person (`tool_approval:`, else the team's).
     pub tool_approval: crate::policy::ApprovalPolicy,
+    /// `parallel_steps:`, the ready steps of one graph plan it runs at once, when it sets its
+    /// own (else `step_limits.parallel_steps`).
+    pub parallel_steps: Option<usize>,
 }
 
 /// A team file, validated: what the runtime starts a team from.
@@ -395,6 +398,10 @@ fn agents(
                     .or(raw.tool_approval)
                     .map(Into::into)
                     .unwrap_or_default(),
+                parallel_steps: a.parallel_steps.map(|n| {
+                    let field = site.field("parallel_steps");
+                    super::limits::bounded(out, file, &field, Some(n), (1, Some(64)), 1)
+                }),
                 llm,
             });
         }

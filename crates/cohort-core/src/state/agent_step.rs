@@ -58,11 +58,7 @@ impl AgentStep {
     }
 
     /// Moves step `id` to state `to`; the state it had (None: no such step).
-    pub fn set_state(
-        &mut self,
-        id: &StepId,
-        to: StepExecutionState,
-    ) -> Option<StepExecutionState> {
+    pub fn set_state(&mut self, id: &StepId, to: StepExecutionState) -> Option<StepExecutionState> {
         let s = self.step_list.iter_mut().find(|s| &s.step_id == id)?;
         let was = std::mem::replace(&mut s.execution_state, to);
         let pending = StepExecutionState::Pending;

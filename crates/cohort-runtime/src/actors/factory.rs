@@ -52,6 +52,8 @@ pub struct AgentFactory {
     pub wait_patience: crate::state::WaitPatience,
     /// Each configured agent's `tool_approval` (others, hired ones, get the team's).
     pub tool_approvals: Arc<HashMap<AgentId, crate::policy::ApprovalPolicy>>,
+    /// The agents that set their own `parallel_steps`.
+    pub parallel_steps: Arc<HashMap<AgentId, usize>>,
     /// The team's `tool_approval`.
     pub tool_approval: crate::policy::ApprovalPolicy,
     /// The team's base task, told to every agent.
@@ -131,6 +133,9 @@ impl AgentFactory {
         state.step_chars = self.step_chars;
         state.private_bytes = self.private_bytes;
         state.step_limits = self.step_limits;
+        if let Some(n) = self.parallel_steps.get(&id) {
+            state.step_limits.parallel_steps = *n;
+        }
         state.repairs = self.repairs.clone();
         state.wait_patience = self.wait_patience.clone();
         state.tool_approval = self

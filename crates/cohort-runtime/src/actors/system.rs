@@ -196,6 +196,12 @@ fn start(
                 .collect(),
         ),
         tool_approval: cfg.tool_approval,
+        parallel_steps: Arc::new(
+            cfg.agents
+                .iter()
+                .filter_map(|a| Some((a.id.clone(), a.parallel_steps?)))
+                .collect(),
+        ),
         base_task: base_task.clone(),
     };
     // The supervisor starts hired agents; SyncState only asks it to.
