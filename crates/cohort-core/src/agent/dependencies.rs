@@ -93,6 +93,9 @@ fn close_emptied_stages(agent: &mut AgentState, dropped: &[StepId]) {
 /// those) end now with `reason`: the step failed by itself, so none of them can run. Used when
 /// the failure is decided, before it is stored, so the agent knows at once what it has left.
 pub fn fail_dependents(agent: &mut AgentState, failed: &StepState, reason: &str) -> Vec<StepId> {
+    if !agent.agent_step.has_pending() {
+        return Vec::new();
+    }
     let mut gone: Vec<StepId> = vec![failed.step_id.clone()];
     let queued: Vec<StepId> = agent.agent_step.todo().cloned().collect();
     let mut dropped = Vec::new();
