@@ -76,6 +76,11 @@ fn start_full(tag: &str, writer: &str, extra: &str, writer_extra: &str) -> Team 
 /// Gives the goal and waits (60 s at most) for its task to end; its steps by intention.
 async fn run(team: &Team) -> Vec<Value> {
     team.submit_goal(None, "GOAL# run the plan").await.unwrap();
+    run_started(team).await
+}
+
+/// Waits (60 s at most) for the task of a goal already given to end; the writer's steps.
+async fn run_started(team: &Team) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let tasks = team.monitor.snapshot(StateKind::Task);
@@ -294,6 +299,65 @@ async fn a_replan_after_a_replaces_the_unstarted_steps_and_keeps_a() {
         step(&steps, "Step a")["execute_result"]["think"],
         "a found that b is not needed",
         "a keeps its result"
+    );
+    team.shutdown().await;
+}
+
+/// While the four parts run side by side, a person cancels one: it ends cancelled, the others
+/// finish on their own, and the join, which depended on it, is cancelled saying why; the
+/// writer's closing reflection then closes its part and the task still ends.
+#[actix::test]
+async fn cancelling_one_of_the_parts_in_flight_cancels_the_join_and_the_rest_finish() {
+    let parts = ["a", "b", "c", "d"];
+    let team = start("cancel", &fan_out_writer(&parts));
+    team.submit_goal(None, "GOAL# run the plan").await.unwrap();
+    let writer = team.agents[&"writer".into()].clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let running_b = loop {
+        let steps = team.monitor.snapshot(StateKind::Step);
+        let running: Vec<&Value> = steps
+            .values()
+            .filter(|s| s["agent_id"] == "writer" && s["execution_state"] == "running")
+            .collect();
+        if running.len() >= 2
+            && let Some(b) = running.iter().find(|s| s["step_intention"] == "Step b")
+        {
+            break b["step_id"].as_str().unwrap().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the parts never ran together: {steps:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    writer
+        .send(cohort::actors::CancelStep {
+            step_id: running_b.as_str().into(),
+            by: "operator".into(),
+            reason: "not needed".into(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let steps = run_started(&team).await;
+    let state = |i: &str| {
+        step(&steps, i)["execution_state"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(state("Step b"), "cancelled");
+    for p in ["a", "c", "d"] {
+        assert_eq!(state(&format!("Step {p}")), "finished", "{p}");
+    }
+    let join = step(&steps, "Step join");
+    assert_eq!(join["execution_state"], "cancelled", "{join}");
+    assert!(
+        join["execute_result"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("`b` (\"Step b\"), which was cancelled"),
+        "{join}"
     );
     team.shutdown().await;
 }

@@ -90,12 +90,19 @@ fn close_emptied_stages(agent: &mut AgentState, dropped: &[StepId]) {
 }
 
 /// The pending steps that depend on `failed` (and, through them, the steps that depend on
-/// those) end now with `reason`: the step failed by itself, so none of them can run. Used when
-/// the failure is decided, before it is stored, so the agent knows at once what it has left.
+/// those) end now with `reason`: the step failed (or a person cancelled it), so none of them
+/// can run. Used when its end is decided, before it is stored, so the agent knows at once what
+/// it has left.
 pub fn fail_dependents(agent: &mut AgentState, failed: &StepState, reason: &str) -> Vec<StepId> {
     if !agent.agent_step.has_pending() {
         return Vec::new();
     }
+    let cancelled = agent
+        .agent_step
+        .get(&failed.step_id)
+        .and_then(|s| s.execute_result.as_ref())
+        .is_some_and(|r| r.cancelled.is_some());
+    let how = if cancelled { "was cancelled" } else { "failed" };
     let mut gone: Vec<StepId> = vec![failed.step_id.clone()];
     let queued: Vec<StepId> = agent.agent_step.todo().cloned().collect();
     let mut dropped = Vec::new();
@@ -107,10 +114,10 @@ pub fn fail_dependents(agent: &mut AgentState, failed: &StepState, reason: &str)
             continue;
         };
         let why = format!(
-            "it depends on step {}, which failed: {reason}",
+            "it depends on step {}, which {how}: {reason}",
             named(agent, dep)
         );
-        agent.update_step(&id, not_run(false, why));
+        agent.update_step(&id, not_run(cancelled, why));
         gone.push(id.clone());
         dropped.push(id);
     }
