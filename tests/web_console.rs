@@ -4,11 +4,16 @@
 //! in, send the manager a goal, watch the task and its stages appear, answer the waiting
 //! question, see the manager's step lock released and the task finish.
 //!
+//! A second run serves `tests/fixtures/plan-graph`, whose writer plans a graph (four parts side
+//! by side, then a join), and `tests/web/plan_graph.test.mjs` checks the plan graph in the
+//! stage card (nodes, edges, the join waiting for the parts), the timeline's rows side by side
+//! and its ready mark, on a laptop and on a 390 px phone in dark mode.
+//!
 //! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
 //! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
 //! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`,
-//! `target/web-console-plan-check.png` (a plan waiting for the operator)
-//! and `target/web-console-server.log`.
+//! `target/web-console-plan-check.png` (a plan waiting for the operator),
+//! `target/web-console-plan-graph*.png` and `target/web-console*-server.log`.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -115,26 +120,51 @@ fn require_prerequisites(root: &Path) {
 
 #[test]
 fn the_console_in_chromium_runs_the_operator_example_to_its_end() {
+    drive(&Run {
+        name: "web-console",
+        team: "examples/operator/team.yaml",
+        script: "tests/web/console.test.mjs",
+    });
+}
+
+#[test]
+fn the_console_draws_a_graph_plan_and_its_parallel_steps() {
+    drive(&Run {
+        name: "web-console-plan-graph",
+        team: "tests/fixtures/plan-graph/team.yaml",
+        script: "tests/web/plan_graph.test.mjs",
+    });
+}
+
+/// One browser run: `cohort serve` with `team` on a fresh store, and the browser `script`
+/// against it; artifacts are named after `name` in `target/`.
+struct Run {
+    name: &'static str,
+    team: &'static str,
+    script: &'static str,
+}
+
+fn drive(run: &Run) {
     let root = root();
     require_prerequisites(&root);
     let target = root.join("target");
     std::fs::create_dir_all(&target).unwrap();
-    let screenshot = target.join("web-console.png");
+    let screenshot = target.join(format!("{}.png", run.name));
     let _ = std::fs::remove_file(&screenshot);
-    let server_log = target.join("web-console-server.log");
+    let server_log = target.join(format!("{}-server.log", run.name));
 
     let port = free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let log = File::create(&server_log).unwrap();
     // A fresh store each run, as a new user starts: the console shows a new team.
-    let data = target.join("web-console-data/team.db");
+    let data = target.join(format!("{}-data/team.db", run.name));
     let _ = std::fs::remove_dir_all(data.parent().unwrap());
     let server = Command::new(env!("CARGO_BIN_EXE_cohort"))
         .current_dir(&root)
         .args([
             "serve",
             "--team",
-            "examples/operator/team.yaml",
+            run.team,
             "--bind",
             &addr.to_string(),
             "--data",
@@ -170,11 +200,11 @@ fn the_console_in_chromium_runs_the_operator_example_to_its_end() {
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    let browser_log = target.join("web-console-browser.log");
+    let browser_log = target.join(format!("{}-browser.log", run.name));
     let out = File::create(&browser_log).unwrap();
     let browser = Command::new("node")
         .current_dir(&root)
-        .arg("tests/web/console.test.mjs")
+        .arg(run.script)
         .env("COHORT_URL", format!("http://{addr}"))
         .env("COHORT_USER", USER)
         .env("COHORT_PASSWORD", PASSWORD)

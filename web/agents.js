@@ -8,6 +8,7 @@ import { agentFailures, failureReason } from './failures.js';
 import { callsSection } from './calls.js';
 import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches, agentChip } from './ctx.js';
 import { confirmCancel } from './control.js';
+import { waitingOn } from './plan.js';
 
 /** Answers being written (streamed), by step id: shown under the running step until it ends. */
 export const writing = new Map();
@@ -107,12 +108,13 @@ export function renderTeamList() {
       const lock = lockOf(a);
       const fails = agentFailures(store, a.agent_id);
       const steps = store.stepsOf(a.agent_id);
-      const running = steps.find((s) => s.state.execution_state === 'running');
+      const running = steps.filter((s) => s.state.execution_state === 'running');
       const queued = ((a.agent_step && a.agent_step.todo) || []).length;
       const done = steps.filter((s) => ['finished', 'failed', 'cancelled'].includes(s.state.execution_state)).length;
       let doing;
       if (lock.length) doing = `waits for ${lock.length === 1 ? 'a reply' : `${lock.length} replies`}`;
-      else if (running) doing = `▸ ${running.state.step_intention}`;
+      // A graph plan's steps run side by side: the first, and how many more.
+      else if (running.length) doing = `▸ ${running[0].state.step_intention}${running.length > 1 ? ` +${running.length - 1} more` : ''}`;
       else if (queued) doing = `${queued} queued`;
       else if (a.agent_id === app.sess.human_agent_id) doing = `you${done ? ` · ${done} sent` : ''}`;
       else doing = done ? `${done} step${done === 1 ? '' : 's'} done` : 'no steps yet';
@@ -376,6 +378,8 @@ function stepRow(s) {
       human && s.text_content ? h('span', { class: 'muted' }, ` · “${truncate(s.text_content, 80)}”`) : null,
     ),
     h('span', { class: `exec exec-${s.type}`, title: `type: ${s.type}` }, `${s.type === 'tool' ? 'tool' : 'skill'} · ${s.executor}`),
+    s.plan_id ? h('span', { class: 'tag mono', testid: 'step-plan-id', title: 'its id in its plan' }, s.plan_id) : null,
+    s.execution_state === 'pending' ? h('span', { class: 'flag flag-wait', testid: 'step-waits-for', title: 'it runs once these steps of its plan finished' }, `waits for ${waitingOn(store, s).join(', ') || 'its plan'}`) : null,
     !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
     dropped ? h('span', { class: 'flag' }, 'dropped') : null,
     repairsFlag(res),
@@ -398,7 +402,7 @@ function stepRow(s) {
         s.instruction_content ? h('div', null, h('div', { class: 'label' }, 'Instruction'), jsonBlock(s.instruction_content)) : null,
         h('div', null, h('div', { class: 'label' }, 'Result'), res === null || res === undefined ? h('span', { class: 'muted' }, 'none yet') : jsonBlock(res)),
         !human ? callsSection(s.step_id, (id) => app.client.stepCalls(id)) : null,
-        h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`, s.started_at ? ` · started ${fmt.clock(s.started_at)}${s.ended_at ? ` · ran ${fmt.took(s)}` : ''}` : ''),
+        h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`, s.ready_at ? ` · ready ${fmt.clock(s.ready_at)}` : '', s.started_at ? ` · started ${fmt.clock(s.started_at)}${s.ended_at ? ` · ran ${fmt.took(s)}` : ''}` : ''),
         human || ['finished', 'failed', 'cancelled'].includes(s.execution_state)
           ? null
           : h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'step-cancel', onclick: () => confirmCancel(`step “${s.step_intention}”`, (why) => app.client.cancelStep(s.step_id, why)) }, 'Cancel step'),

@@ -173,6 +173,8 @@ function onTouched({ kind, id, state }) {
       if ((state && state.execution_state.startsWith('waiting_for_')) || app.decisionItems.some((d) => d.step_id === id)) refreshDecisions();
       mark('team', 'agents', 'failures');
       if (state && state.task_id === ui.taskId) mark('timeline');
+      // A graph plan's step: its plan is drawn in its stage's card.
+      if (state && state.task_id === ui.taskId && store.inGraphPlan(state)) mark('stages');
       if (state && state.agent_id === app.sess.human_agent_id) refreshConversations();
       break;
   }

@@ -40,6 +40,13 @@ export class Store {
     this.stepsSorted = new Map();
     // The failed steps' ids, kept as steps change, so the failures panel never scans them all.
     this.failed = new Set();
+    // Plans (see `plansIn`): the planned steps by the step that planned them, the plans that
+    // are graphs by `task|stage`, the newest version that touched each plan's steps, and the
+    // replan step that made a plan again.
+    this.planSteps = new Map();
+    this.graphPlans = new Map();
+    this.planVer = new Map();
+    this.replanOf = new Map();
   }
 
   /** `states` = {task: {id: state}, stage: {…}, agent: {…}, step: {…}}. */
@@ -81,7 +88,11 @@ export class Store {
       const r = this.maps[kind].get(id);
       if (!r) return null;
       r.version = v;
-      if (kind === 'step') this.stepsVer.set(r.state.agent_id, v);
+      if (kind === 'step') {
+        this.stepsVer.set(r.state.agent_id, v);
+        const by = plannedBy(r.state);
+        if (by) this.planVer.set(by, v);
+      }
       touched.push({ kind, id, state: r.state });
       return r.state;
     };
@@ -136,11 +147,13 @@ export class Store {
         for (const sid of (t && t.stage_list) || []) this.maps.stage.delete(sid);
         this.maps.task.delete(ev.task_id);
         this.stagesByTask.delete(ev.task_id);
+        for (const key of [...this.graphPlans.keys()]) if (key.startsWith(`${ev.task_id}|`)) this.graphPlans.delete(key);
         // Its steps leave with it, as they do on the server.
         for (const [id, r] of this.maps.step) {
           if (r.state.task_id === ev.task_id) {
             this.maps.step.delete(id);
             this.failed.delete(id);
+            this.forgetPlanned(id, r.state);
             this.stepsByAgent.get(r.state.agent_id)?.delete(id);
             this.stepsSorted.delete(r.state.agent_id);
             this.stepsVer.set(r.state.agent_id, v);
@@ -228,6 +241,9 @@ export class Store {
           }
           if (OVER.has(ev.execution_state)) delete st.model_wait;
           if (OVER.has(ev.execution_state) && ev.at !== undefined) st.ended_at = ev.at;
+          // A queued step goes back to `init` only from `pending`: its dependencies all
+          // finished and it became ready (as the server notes it, src/event/times.rs).
+          if (ev.execution_state === 'init' && ev.at !== undefined) st.ready_at = ev.at;
           this.noteFailure(ev.step_id, st);
         }
         break;
@@ -294,11 +310,17 @@ export class Store {
     const cur = map.get(id);
     if (state === null || state === undefined) {
       map.delete(id);
-      if (kind === 'step') this.failed.delete(id);
+      if (kind === 'step') {
+        this.failed.delete(id);
+        if (cur) this.forgetPlanned(id, cur.state);
+      }
       return;
     }
     map.set(id, { state, version, seq: cur ? cur.seq : ++this.seq });
-    if (kind === 'step') this.noteFailure(id, state);
+    if (kind === 'step') {
+      this.noteFailure(id, state);
+      this.notePlanned(id, state, version);
+    }
     if (kind === 'step' && state.agent_id) {
       index(this.stepsByAgent, state.agent_id, id, cur && cur.state.agent_id);
       for (const a of [state.agent_id, cur && cur.state.agent_id]) {
@@ -313,6 +335,61 @@ export class Store {
   noteFailure(id, step) {
     if (isFailure(step)) this.failed.add(id);
     else this.failed.delete(id);
+  }
+
+  /** Files a planned step under its plan, and the plan under its task and stage when the step
+   * makes it a graph (a step with a plan id or dependencies). */
+  notePlanned(id, step, version) {
+    const o = step.origin;
+    if (o && o.kind === 'replan' && o.plan) this.replanOf.set(o.plan, id);
+    const by = plannedBy(step);
+    if (!by) return;
+    index(this.planSteps, by, id);
+    this.planVer.set(by, Math.max(version, this.planVer.get(by) || 0));
+    if (isGraphStep(step)) index(this.graphPlans, `${step.task_id}|${step.stage_id}`, by);
+  }
+
+  forgetPlanned(id, step) {
+    const by = plannedBy(step);
+    const ids = by && this.planSteps.get(by);
+    if (!ids) return;
+    ids.delete(id);
+    if (!ids.size) {
+      this.planSteps.delete(by);
+      this.planVer.delete(by);
+      this.replanOf.delete(by);
+      this.graphPlans.get(`${step.task_id}|${step.stage_id}`)?.delete(by);
+    }
+  }
+
+  /**
+   * The graph plans of a task's stage (`stageId` may be `no_relative`), in the order they were
+   * made: [{by, steps}], `by` the step that planned them, `steps` their records oldest first.
+   */
+  plansIn(taskId, stageId) {
+    const plans = [];
+    for (const by of this.graphPlans.get(`${taskId}|${stageId}`) || []) {
+      const steps = [...(this.planSteps.get(by) || [])].map((id) => this.maps.step.get(id)).filter(Boolean).sort((a, b) => a.seq - b.seq);
+      if (steps.length) plans.push({ by, steps });
+    }
+    return plans.sort((a, b) => a.steps[0].seq - b.steps[0].seq);
+  }
+
+  /** Whether `step` belongs to a graph plan (one `plansIn` lists). */
+  inGraphPlan(step) {
+    const by = plannedBy(step);
+    return !!by && !!this.graphPlans.get(`${step.task_id}|${step.stage_id}`)?.has(by);
+  }
+
+  /** Changes whenever any step of the plan made by `by` changes. */
+  planVersion(by) {
+    return this.planVer.get(by) || 0;
+  }
+
+  /** The step that plans the rest of the plan made by `by` again (a replan), if one does. */
+  replanned(by) {
+    const id = this.replanOf.get(by);
+    return id ? this.get('step', id) : undefined;
   }
 
   /** The failed steps' records (see `isFailure`). */
@@ -360,6 +437,17 @@ export class Store {
   stepsVersion(agentId) {
     return this.stepsVer.get(agentId) || 0;
   }
+}
+
+/** The step that planned `step`, when a plan made it. */
+export function plannedBy(step) {
+  const o = step && step.origin;
+  return o && o.kind === 'planned' && typeof o.by === 'string' ? o.by : null;
+}
+
+/** A step of a graph plan: it has its plan's id or waits for other steps. */
+export function isGraphStep(step) {
+  return !!step && (typeof step.plan_id === 'string' || (Array.isArray(step.depends_on) && step.depends_on.length > 0));
 }
 
 function addTokens(rec, usage) {

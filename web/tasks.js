@@ -1,11 +1,14 @@
 // The tasks: the task list on the left (each with its running stage and stage dots), the
 // selected task's head (state, manager, group, pause/cancel) and its stages view (the summary,
-// each stage's allocation and summaries, the shared info). Which task is shown: the one the
-// person picked, else the newest running one, followed as new tasks start.
+// each stage's allocation and summaries, its agents' graph plans (plan.js), the shared info).
+// Which task is shown: the one the person picked, else the newest running one, followed as new
+// tasks start.
 
 import { h, keyed, lazyDetails, fmt, elapsed } from './dom.js';
-import { $, app, store, ui, mark, agentChip, isBase, badge, tasksInOrder, matches } from './ctx.js';
+import { $, app, store, ui, mark, agentChip, agentName, isBase, badge, tasksInOrder, matches, NO_RELATIVE } from './ctx.js';
 import { control, confirmCancel } from './control.js';
+import { planGraph } from './plan.js';
+import { showStep } from './agents.js';
 
 /** Keeps the shown task when the person picked it, else follows the newest running one. */
 export function ensureSelectedTask() {
@@ -180,7 +183,12 @@ export function renderStages() {
       ),
     );
   }
+  // Each card's graph plans, kept apart from the card: a step changing redraws its plan alone.
+  for (const card of list.children) if (card._plans) fillPlans(card._plans, t.task_id, card.dataset.stageId);
   parts.push(list);
+  // Graph plans made outside any stage (a manager's, say).
+  const loose = (view._loose ||= h('section', { class: 'plans-loose', testid: 'plans-outside-stages' }, h('h3', { class: 'label' }, 'Plans outside stages'), h('div', { class: 'plans' })));
+  if (fillPlans(loose.lastChild, t.task_id, NO_RELATIVE)) parts.push(loose);
   const info = t.shared_info_pool || [];
   if (info.length) {
     // Built again only when the pool changed (its entries are only appended or trimmed).
@@ -202,12 +210,28 @@ export function renderStages() {
   view.replaceChildren(...parts);
 }
 
+/** Draws the graph plans of a task's stage into `box`, each again only when one of its steps
+ * changed; says whether there are any. */
+function fillPlans(box, taskId, stageId) {
+  const plans = store.plansIn(taskId, stageId);
+  const ctx = { store, agentName, showStep, now: store.now() };
+  keyed(
+    box,
+    plans,
+    (p) => p.by,
+    (p) => `${store.planVersion(p.by)}|${store.replanned(p.by)?.step_id || ''}|${p.steps.length}`,
+    (p) => planGraph(ctx, p),
+  );
+  return plans.length > 0;
+}
+
 function stageCard(s, i) {
   const alloc = s.agent_allocation || {};
   const states = s.every_agent_state || {};
   const sums = s.completion_summary || {};
   const agents = [...new Set([...Object.keys(alloc), ...Object.keys(states)])];
-  return h(
+  const plans = h('div', { class: 'plans', testid: 'stage-plans' });
+  const card = h(
     'li',
     { class: `stage-card st-border-${s.execution_state}`, testid: 'stage-item', 'data-stage-id': s.stage_id, 'data-state': s.execution_state },
     h('div', { class: 'stage-top' }, h('span', { class: 'stage-no' }, `Stage ${i + 1}`), h('span', { class: 'stage-intention' }, s.stage_intention), elapsed(s.started_at, s.ended_at, store.now(), { class: 'muted small', testid: 'stage-elapsed' }), badge(s.execution_state, 'stage-state')),
@@ -231,7 +255,10 @@ function stageCard(s, i) {
         ),
       ),
     ),
+    plans,
   );
+  card._plans = plans;
+  return card;
 }
 
 /** A running stage that is stuck, or whose agents failed, is started afresh or stopped. */

@@ -1,7 +1,9 @@
 // A task's timeline: its stages as bands and, in one lane per agent, each step as a bar on a
 // shared time axis, coloured by its state; running steps grow while the view is open. Shows
-// where the time went and what ran in parallel. Steps without a known start (none yet) are
-// counted, not drawn.
+// where the time went and what ran in parallel: steps of one agent that ran at the same time (a
+// graph plan's) take rows of their lane side by side, and a graph step's wait from when its
+// dependencies all finished (`ready_at`) to its start is a thin mark before its bar. Steps
+// without a known start (none yet) are counted, not drawn.
 //
 // Drawn incrementally: a bar's place is in milliseconds from the task's first start, scaled by
 // one CSS variable (`--k`, the share of the track one millisecond takes), so as time passes
@@ -10,6 +12,7 @@
 // quarter (tiny steps are joined at a share of the axis).
 
 import { h, keyed, fmt, InView } from './dom.js';
+import { OVER } from './store.js';
 
 /** Steps closer than this share of the axis join one bar: a lane of thousands of short steps
  * stays a few hundred elements (a 5,000-step task draws as fast as a small one). */
@@ -49,6 +52,40 @@ function untimed(n, task) {
   return ['finished', 'failed', 'cancelled'].includes(task.execution_state) ? `${steps} never ran (dropped when the work ended)` : `${steps} not started yet`;
 }
 
+/** A lane's steps (sorted by start) in rows, none of which holds two steps at once: each step
+ * in the first row free by its start (a running one holds its row to the end). */
+function intoRows(steps) {
+  const rows = [];
+  const free = [];
+  for (const s of steps) {
+    let i = free.findIndex((t) => t <= s.started_at);
+    if (i < 0) {
+      i = rows.length;
+      rows.push([]);
+    }
+    rows[i].push(s);
+    // A step over without a known end does not hold its row.
+    free[i] = s.ended_at || (OVER.has(s.execution_state) ? s.started_at : Infinity);
+  }
+  return rows;
+}
+
+/** What the colours and marks say. */
+function legend() {
+  const item = (cls, text, title) => h('span', { class: 'tl-key', title }, h('span', { class: cls, 'aria-hidden': 'true' }), text);
+  return h(
+    'div',
+    { class: 'tl-legend muted small', testid: 'timeline-legend' },
+    item('tl-swatch st-running', 'running'),
+    item('tl-swatch st-finished', 'finished'),
+    item('tl-swatch st-failed', 'failed'),
+    item('tl-swatch st-cancelled', 'cancelled'),
+    item('tl-swatch st-waiting_for_approval', 'waits for a person'),
+    item('tl-swatch tl-swatch-ready', 'ready → start', "a graph plan's step: from when the steps it depends on had all finished to when it started"),
+    h('span', { class: 'tl-key' }, 'steps of one agent at the same time: rows side by side'),
+  );
+}
+
 /** An agent's steps in the task, read again only when its steps changed. */
 function laneOf(cache, store, agentId, taskId) {
   const ver = store.stepsVersion(agentId);
@@ -62,7 +99,9 @@ function laneOf(cache, store, agentId, taskId) {
     if (s.started_at) steps.push(s);
     else waiting += 1;
   }
-  steps.sort((a, b) => a.started_at - b.started_at);
+  // Steps that started together (a plan's parts) keep their plan's order, however they came.
+  steps.sort((a, b) => a.started_at - b.started_at || (a.plan_id || '').localeCompare(b.plan_id || ''));
+  const rows = intoRows(steps);
   // Each stage's first start and last end in this lane (`running`: it still runs).
   const stages = new Map();
   let lastEnd = 0;
@@ -75,7 +114,7 @@ function laneOf(cache, store, agentId, taskId) {
     if (s.ended_at) lastEnd = Math.max(lastEnd, s.ended_at);
     else running = true;
   }
-  const lane = { ver, steps, waiting, stages, lastEnd, running, first: steps.length ? steps[0].started_at : 0 };
+  const lane = { ver, steps, rows, waiting, stages, lastEnd, running, first: steps.length ? steps[0].started_at : 0 };
   cache.set(agentId, lane);
   return lane;
 }
@@ -142,6 +181,7 @@ export function renderTimeline(ctx, view) {
     tl.root = h(
       'div',
       { class: 'timeline', testid: 'timeline' },
+      legend(),
       tl.axis,
       h('div', { class: 'tl-lane tl-stages' }, h('div', { class: 'tl-label muted small' }, 'Stages'), tl.stageTrack),
       tl.laneBox,
@@ -193,29 +233,43 @@ export function renderTimeline(ctx, view) {
     ([agent, l]) =>
       h(
         'div',
-        { class: 'tl-lane', testid: 'timeline-lane', 'data-agent-id': agent },
-        h('div', { class: 'tl-label', title: agent }, ctx.agentName(agent)),
+        { class: 'tl-lane', testid: 'timeline-lane', 'data-agent-id': agent, 'data-rows': String(l.rows.length) },
+        h('div', { class: 'tl-label', title: l.rows.length > 1 ? `${agent} · up to ${l.rows.length} steps at once` : agent }, ctx.agentName(agent)),
         h(
           'div',
-          { class: 'tl-track' },
-          laneBars(l.steps, join).map((b) => {
-            // Made with plain DOM calls: a large task draws thousands of bars at once.
-            const s = b.steps[0];
-            const one = b.steps.length === 1;
-            const el = document.createElement('div');
-            el.className = `tl-step st-${b.state}${one ? '' : ' tl-joined'}`;
-            el.style.cssText = place(b.start, b.end);
-            el.title = one ? `${s.step_intention}\n${s.executor} · ${s.execution_state}${s.ended_at ? ` · ${fmt.took(s)}` : ''}` : `${b.steps.length} short steps, from “${s.step_intention}”`;
-            const d = el.dataset;
-            d.testid = 'timeline-step';
-            d.stepId = s.step_id;
-            d.state = b.state;
-            d.steps = String(b.steps.length);
-            return el;
-          }),
+          { class: 'tl-track tl-steps' },
+          l.rows.map((row, i) => h('div', { class: 'tl-row', 'data-row': String(i) }, laneBars(row, join).flatMap((b) => drawBar(b, i, place)))),
         ),
       ),
     lanesInView,
   );
   tl.untimed.textContent = waiting ? untimed(waiting, task) : '';
+}
+
+/** A bar, and before a graph step's bar the mark of its wait from ready to start; made with
+ * plain DOM calls (a large task draws thousands of bars at once). */
+function drawBar(b, row, place) {
+  const s = b.steps[0];
+  const one = b.steps.length === 1;
+  const el = document.createElement('div');
+  el.className = `tl-step st-${b.state}${one ? '' : ' tl-joined'}`;
+  el.style.cssText = place(b.start, b.end);
+  el.title = one
+    ? `${s.plan_id ? `${s.plan_id}: ` : ''}${s.step_intention}\n${s.executor} · ${s.execution_state}${s.ended_at ? ` · ${fmt.took(s)}` : ''}${s.ready_at ? `\nready ${fmt.clock(s.ready_at)}, started ${fmt.duration(Math.max(0, s.started_at - s.ready_at))} later` : ''}`
+    : `${b.steps.length} short steps, from “${s.step_intention}”`;
+  const d = el.dataset;
+  d.testid = 'timeline-step';
+  d.stepId = s.step_id;
+  d.state = b.state;
+  d.steps = String(b.steps.length);
+  d.row = String(row);
+  if (s.plan_id) d.planId = s.plan_id;
+  if (!one || !s.ready_at || s.ready_at > s.started_at) return [el];
+  const mark = document.createElement('div');
+  mark.className = 'tl-ready';
+  mark.style.cssText = place(s.ready_at, s.started_at);
+  mark.title = `ready at ${fmt.clock(s.ready_at)}: the steps it depends on had all finished; it started ${fmt.duration(s.started_at - s.ready_at)} later`;
+  mark.dataset.testid = 'timeline-ready';
+  mark.dataset.stepId = s.step_id;
+  return [el, mark];
 }

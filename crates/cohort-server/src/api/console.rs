@@ -51,6 +51,7 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../web/failures.js"),
     ),
     ("graph.js", JS, include_bytes!("../../../../web/graph.js")),
+    ("plan.js", JS, include_bytes!("../../../../web/plan.js")),
     (
         "timeline.js",
         JS,
