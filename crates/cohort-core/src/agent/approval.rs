@@ -17,10 +17,15 @@ use serde_json::{Value, json};
 /// What a person is asked to approve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
+    /// The MCP server the tool is called on.
     pub server: String,
+    /// The tool to call.
     pub tool: String,
+    /// The exact arguments the agent wrote, as a JSON object.
     pub arguments: Value,
+    /// The hash of `arguments`, which an approval must send back to show what it approves.
     pub args_hash: String,
+    /// How risky the call is and why (more than the agent's policy runs unasked).
     #[serde(flatten)]
     pub risk: ToolRisk,
 }
@@ -31,27 +36,42 @@ pub enum Verdict {
     /// Run it: `args_hash` is the hash of the arguments the person saw; `arguments`, when
     /// given, replace them (an edit).
     Approve {
+        /// The hash of the arguments the person saw.
         args_hash: String,
+        /// Edited arguments to call with instead, as a JSON object.
         arguments: Option<Value>,
     },
     /// Run the plan whose hash is `plan_hash`, or the edited `steps` in its place.
     ApprovePlan {
+        /// The hash of the plan the person saw.
         plan_hash: String,
+        /// The person's edit of the plan, run in its place.
         steps: Option<Vec<EditedStep>>,
     },
     /// Run the stages whose hash is `plan_hash` as `stages` (an edited `add_stage`).
     ApproveStages {
+        /// The hash of the stages the person saw.
         plan_hash: String,
+        /// The stages to add, as the person edited them.
         stages: Vec<crate::message::StagePlan>,
     },
     /// The fields a call waiting for parameters asked for, as a JSON object.
-    FillParams { values: Value },
+    FillParams {
+        /// The values, by field name; checked against the request's form.
+        values: Value,
+    },
     /// Fail the call, or have the plan planned again, for `reason`.
-    Reject { reason: String },
+    Reject {
+        /// Why, in words the agent can act on (it may not be blank).
+        reason: String,
+    },
 }
 
+/// Why a person's verdict was refused; the step keeps waiting, unchanged.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum VerdictError {
+    /// The step waits for no person: it never did, or its wait already ended (a verdict, a
+    /// cancel or its deadline came first).
     #[error("step `{0}` is not waiting for approval")]
     NotWaiting(StepId),
     /// The hash sent is not the hash of what waits. The right hash is not told: a verdict
@@ -61,16 +81,25 @@ pub enum VerdictError {
          read the request again (GET /api/approvals)"
     )]
     StaleHash,
+    /// The edited arguments (or the ones waiting) are not a JSON object.
     #[error("edited arguments must be a JSON object")]
     BadArguments,
+    /// A rejection came with a blank reason.
     #[error("a rejection needs a reason the agent can act on")]
     NoReason,
+    /// The verdict is for another kind of wait: the step, what it waits for, and what to send
+    /// instead.
     #[error("step `{0}` waits for {1}; {2}")]
     WrongKind(StepId, &'static str, &'static str),
+    /// The person's edited plan or stages cannot run (empty, a step the agent may not run,
+    /// stages SyncState refuses), with why.
     #[error("the edited plan cannot run: {0}")]
     BadPlan(String),
+    /// The values given for a parameter request do not fit its form.
     #[error("the values do not fit the form: {0}")]
     BadParams(crate::state::AskError),
+    /// The verdict could not be checked because the runtime did not answer (the team is
+    /// stopping), with why.
     #[error("the team is not running: {0}")]
     Unavailable(String),
 }

@@ -9,12 +9,17 @@ use crate::state::{
     AgentState, Cancelled, Executor, StageAgentState, StepExecutionState, StepResult,
 };
 
+/// Why a step could not be cancelled.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum CancelError {
+    /// The agent has no step with this id.
     #[error("agent `{0}` has no step `{1}`")]
     NoStep(AgentId, StepId),
+    /// The step is over already: finished, failed or cancelled, as the state says.
     #[error("step `{0}` is {1} already")]
     Over(StepId, StepExecutionState),
+    /// The step's output is with SyncState and its closing is being stored; cancelling now
+    /// would close it twice.
     #[error("step `{0}` is ending already (its result is being stored)")]
     Ending(StepId),
 }

@@ -45,12 +45,16 @@ impl StepCompletion {
 // allocation to save bytes on the rare re-ask.
 #[allow(clippy::large_enum_variant)]
 pub enum Completion {
+    /// The step ended, finished or failed, with what goes to SyncState.
     Done(StepCompletion),
-    /// The answer cannot be used: ask again with `error`, counted as a firing of `rule`
-    /// (`reask`, or `echo` for an answer that only handed back its instruction or goal).
+    /// The answer was unusable and may be asked about again; the step is still running.
     AskAgain {
+        /// What is wrong with the answer, told to the model.
         error: String,
+        /// The model's answer, shown back to it.
         answer: String,
+        /// The rule the re-ask is a firing of: `reask`, or `echo` for an answer that only
+        /// handed back its instruction or goal.
         rule: Repair,
     },
 }
@@ -228,6 +232,8 @@ pub enum FollowUp {
     /// The second try failed too: the runtime closes the work in the manager's place with this
     /// instruction (see `skills::closing`), recorded in the step's result.
     Close(TaskInstruction),
+    /// Nothing more: the step stays failed (its work ended, a repair is off, or the model
+    /// never answered).
     Nothing,
 }
 

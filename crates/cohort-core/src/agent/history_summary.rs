@@ -20,7 +20,9 @@ const RESULT_SHOWN: usize = 500;
 /// A summary to write before a step's prompt: what to ask, and the newest step it covers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SummaryJob {
+    /// The request to the agent's model: the summary so far and the steps to fold into it.
     pub prompt: String,
+    /// The newest step folded in; the summary written is recorded as covering up to it.
     pub upto: StepId,
 }
 

@@ -18,11 +18,17 @@ use serde_json::json;
 /// defaults are `api::human::SendBody`'s).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HumanMessage {
+    /// The task the message belongs to.
     pub task_id: TaskId,
+    /// Who gets it; one message goes to each (repeats dropped).
     pub receiver: Vec<AgentId>,
+    /// The text; to a receiver that asked a question, it must be an answer that fits it.
     pub content: String,
+    /// The stage it is about, if any.
     pub stage_relative: StageRef,
+    /// Whether the receivers are to reply.
     pub need_reply: bool,
+    /// Whether the person waits for the replies (a wait id per receiver).
     pub waiting: bool,
     /// With `waiting`: how long to wait for the reply, in seconds (default: the team's
     /// `waits.agent_secs` or `waits.human_secs`, by receiver).
@@ -32,20 +38,32 @@ pub struct HumanMessage {
 
 pub use crate::config::MAX_WAIT_SECS;
 
+/// Why a person's message was refused; nothing of it was sent or recorded.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum HumanError {
+    /// The sender is an LLM agent, not a person.
     #[error("`{0}` is not a human agent")]
     NotHuman(AgentId),
+    /// The message names no receiver.
     #[error("the message has no receiver")]
     NoReceiver,
+    /// The text is empty or blank.
     #[error("the message is empty")]
     Empty,
+    /// The person is among the receivers.
     #[error("a person cannot send a message to themselves")]
     ToSelf,
+    /// `wait_secs` is 0 or more than [`MAX_WAIT_SECS`].
     #[error("wait_secs must be from 1 to {MAX_WAIT_SECS}")]
     BadWait,
+    /// A receiver asked the person a question, and the text is not an answer its form takes.
     #[error("`{to}` asked you a question and the answer does not fit it: {why}")]
-    BadAnswer { to: AgentId, why: AskError },
+    BadAnswer {
+        /// The receiver that asked.
+        to: AgentId,
+        /// How the answer does not fit.
+        why: AskError,
+    },
 }
 
 /// receive_message for a human agent.

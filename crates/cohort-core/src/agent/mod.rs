@@ -3,6 +3,8 @@
 //! `ExecuteOutput` for SyncState (`complete`). The actor in `actors/agent/` only performs
 //! the effects these return.
 
+#![warn(missing_docs)]
+
 pub mod approval;
 pub mod cancel;
 mod complete;

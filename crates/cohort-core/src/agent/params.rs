@@ -20,7 +20,9 @@ pub const KEY: &str = "waiting_for_param";
 /// What a person is asked to fill in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ParamRequest {
+    /// The MCP server the tool is called on.
     pub server: String,
+    /// The tool whose call was refused.
     pub tool: String,
     /// The arguments as the agent wrote them.
     pub arguments: Value,

@@ -21,10 +21,14 @@ use serde_json::{Value, json};
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EditedStep {
+    /// What the step is meant to achieve, in a line.
     pub step_intention: String,
+    /// `"skill"` (the default) or `"tool"`, under the key `type`.
     #[serde(rename = "type", default = "skill")]
     pub step_type: String,
+    /// The skill or MCP server that runs it.
     pub executor: String,
+    /// The step's input text for its skill (empty by default).
     #[serde(default)]
     pub text_content: String,
     /// Its id in a graph plan, which `depends_on` of the plan's other steps name.
@@ -218,11 +222,16 @@ pub fn finish_stage_check(
 pub enum PlanVerdict {
     /// Run the plan whose hash is `plan_hash`, or `steps` in its place.
     Confirm {
+        /// The hash of the plan the person saw.
         plan_hash: String,
+        /// The person's edit, checked like the model's plan.
         steps: Option<Vec<EditedStep>>,
     },
     /// Plan again, following `reason`.
-    Reject { reason: String },
+    Reject {
+        /// The person's comment, which the new planning step sees.
+        reason: String,
+    },
 }
 
 /// An edited plan, checked like the model's: every step one the agent may run.

@@ -27,6 +27,7 @@ pub struct Asking {
 }
 
 impl Asking {
+    /// The first try of `request`, with `reasks` re-asks allowed and none used.
     pub fn new(request: ChatRequest, reasks: usize) -> Self {
         Asking {
             request,

@@ -21,6 +21,11 @@ pub struct Received {
     pub problem: Option<String>,
 }
 
+/// What a message does to an LLM agent: a reply frees the wait it answers (a late ask_info
+/// answer is ignored); a runtime instruction is obeyed (a stage starts or finishes, a task
+/// finishes or pauses, ...); any other message becomes a step: a reply owed (`send_message`,
+/// ahead of the queue when the sender waits), a manager acting on a notice or goal
+/// (`task_manager` or `decision`), or else `process_message`.
 pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
     let mut out = Received::default();
     // 1. A reply to something we wait for frees that wait id.

@@ -15,7 +15,9 @@ use serde_json::Value;
 /// How a step closes once SyncState answered its output.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settle {
+    /// The agent the step belongs to.
     pub agent_id: AgentId,
+    /// The step to close.
     pub step_id: StepId,
     /// Why the step failed by itself (its answer or its call), if it did.
     pub failure: Option<String>,

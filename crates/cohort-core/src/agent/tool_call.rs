@@ -4,6 +4,8 @@
 use crate::call::McpCall;
 use crate::state::{AgentState, StepState};
 
+/// The call tool step `step` makes on MCP server `server`, or why it may not make one: the
+/// agent is not allowed that server, or no instruction_generation step wrote the call.
 pub fn tool_call_for(
     agent: &AgentState,
     step: &StepState,

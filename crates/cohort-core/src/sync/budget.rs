@@ -9,7 +9,9 @@ use crate::message::{TaskInstruction, TaskOutcome};
 /// What one task may spend; `None` is no limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TaskBudget {
+    /// The most tokens a task may spend (`step_limits.task_tokens`).
     pub tokens: Option<u64>,
+    /// The most steps a task may run in this process (`step_limits.task_steps`).
     pub steps: Option<u64>,
 }
 
@@ -29,6 +31,7 @@ pub fn over_budget(budget: &TaskBudget, tokens: u64, steps: u64) -> Option<Strin
 }
 
 impl SyncCore {
+    /// Stops every task but the base task once it spends more than `budget`.
     pub fn with_budget(mut self, budget: TaskBudget) -> Self {
         self.budget = budget;
         self

@@ -21,10 +21,15 @@ use std::collections::BTreeSet;
 /// Which limit a refusal hit (operators are told once per kind and goal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LimitKind {
+    /// `add_task` outside the base task ([`SyncError::AddTaskOutsideBase`]).
     AddTaskOutsideBase,
+    /// `task_limits.open_tasks` ([`SyncError::OpenTasks`]).
     OpenTasks,
+    /// `task_limits.tasks_per_goal` ([`SyncError::TasksPerGoal`]).
     TasksPerGoal,
+    /// `task_limits.stages_per_task` ([`SyncError::StagesPerTask`]).
     StagesPerTask,
+    /// `task_limits.base_messages_per_goal` ([`SyncError::BaseMessages`]).
     BaseMessages,
 }
 
@@ -54,14 +59,14 @@ impl SyncError {
 }
 
 impl SyncCore {
-    /// Holds the models' work to `limits`. The team starts with one goal's allowance: a team
-    /// carried over from a store may be in the middle of a goal its people gave before.
     /// Mends the models' slips as `repairs` says (SyncState applies the stage run limit).
     pub fn with_repairs(mut self, repairs: crate::policy::Repairs) -> Self {
         self.repairs = repairs;
         self
     }
 
+    /// Holds the models' work to `limits`. The team starts with one goal's allowance: a team
+    /// carried over from a store may be in the middle of a goal its people gave before.
     pub fn with_task_limits(mut self, limits: TaskLimits) -> Self {
         self.task_limits = limits;
         self.work.tasks = limits.tasks_per_goal;

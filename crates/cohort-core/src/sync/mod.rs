@@ -2,6 +2,8 @@
 //! executed step's `ExecuteOutput` to them (SPEC §6), returning the messages to route and what
 //! changed. The actor in `actors/sync_state.rs` only routes and publishes.
 
+#![warn(missing_docs)]
+
 mod agents;
 mod ask_info;
 mod budget;
@@ -23,67 +25,130 @@ use crate::state::{
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
+/// Why SyncState refused a message, a task or agent instruction, or an operator's control.
+/// The text is what the refused step, its manager and the operators are told, so it says
+/// what to do instead.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SyncError {
+    /// The message or instruction names a task SyncState does not hold.
     #[error("there is no task `{0}`")]
     UnknownTask(TaskId),
+    /// The stage named is not one of the task's stages.
     #[error("task `{task}` has no stage `{stage}`")]
-    UnknownStage { task: TaskId, stage: StageId },
+    UnknownStage {
+        /// The task the stage was looked for in.
+        task: TaskId,
+        /// The stage id given.
+        stage: StageId,
+    },
+    /// A message's receiver, or an agent allocated to a stage or added to a task, is not on
+    /// the roster.
     #[error("there is no agent `{0}` in the team")]
     UnknownAgent(AgentId),
+    /// Only a task's manager may instruct it (its stages, its end, who takes part).
     #[error("agent `{agent}` is not the manager of task `{task}`")]
-    NotManager { agent: AgentId, task: TaskId },
+    NotManager {
+        /// The agent that gave the instruction.
+        agent: AgentId,
+        /// The task it is not the manager of.
+        task: TaskId,
+    },
+    /// The task is finished, failed or cancelled, with the state it ended in.
     #[error("task `{0}` is already {1}")]
     TaskOver(TaskId, ExecutionState),
+    /// The instruction would stage, finish or cancel the base task, which runs forever.
     #[error("the base task never finishes and has no stages")]
     BaseTask,
+    /// The stage is not running (not started yet, or over), so it cannot be finished or
+    /// retried.
     #[error("stage `{stage}` is {state}, not running")]
     StageNotRunning {
+        /// The stage named.
         stage: StageId,
+        /// The state it is in.
         state: ExecutionState,
     },
+    /// A stage with this goal already ran `repairs.stage_runs` times in the task: a manager
+    /// asking for it again is looping, not working (the `stage_run_limit` repair).
     #[error(
         "a stage with this goal (\"{goal}\") has run {runs} times in this task, the most it \
          may; accept what it gave (finish_stage, or finish_task if the task's goal is \
          reached), or add a stage whose goal says what is still missing"
     )]
-    RunLimit { goal: String, runs: usize },
+    RunLimit {
+        /// The stage goal asked for again.
+        goal: String,
+        /// How many stages with that goal the task has run (cancelled ones not counted).
+        runs: usize,
+    },
+    /// `add_task` came from a step in another task than the base task (`task_limits`).
     #[error(
         "add_task is given only in the base task, where a person's goals arrive; this step works \
          in task `{0}`: add a stage to it (add_stage), or finish it (finish_task)"
     )]
     AddTaskOutsideBase(TaskId),
+    /// The team already has `task_limits.open_tasks` tasks open.
     #[error(
         "{open} tasks are open, the most this team allows (task_limits.open_tasks is {max}); \
          finish or cancel one first"
     )]
-    OpenTasks { open: usize, max: usize },
+    OpenTasks {
+        /// Tasks open now, besides the base task.
+        open: usize,
+        /// `task_limits.open_tasks`.
+        max: usize,
+    },
+    /// The managers opened all the tasks the people's goals allow
+    /// (`task_limits.tasks_per_goal` for each message of a person in the base task).
     #[error(
         "the tasks the goals given allow are opened already (task_limits.tasks_per_goal is \
          {max} a goal); work on them, or wait for the next goal"
     )]
-    TasksPerGoal { max: usize },
+    TasksPerGoal {
+        /// `task_limits.tasks_per_goal`.
+        max: usize,
+    },
+    /// The stages added or retried would take the task past `task_limits.stages_per_task`.
     #[error(
         "task `{task}` has {stages} stages; with these it would pass the most a task may have \
          (task_limits.stages_per_task is {max}): finish the running stage or the task"
     )]
     StagesPerTask {
+        /// The task the stages were for.
         task: TaskId,
+        /// The stages it has already.
         stages: usize,
+        /// `task_limits.stages_per_task`.
         max: usize,
     },
+    /// Agents sent all the messages in the base task that the people's messages allow
+    /// (`task_limits.base_messages_per_goal` for each).
     #[error(
         "agents sent the messages the people's messages allow in the base task \
          (task_limits.base_messages_per_goal is {max} for each); wait for a person"
     )]
-    BaseMessages { max: usize },
+    BaseMessages {
+        /// `task_limits.base_messages_per_goal`.
+        max: usize,
+    },
+    /// The open tasks' messages and notes fill the team's memory budget
+    /// (`retention.memory_mib`), so a person's new message is refused until work ends.
     #[error(
         "the team's open work holds {held} bytes of messages and notes, its share of the memory \
          budget being {budget} (retention.memory_mib); finish or cancel a task, then send again"
     )]
-    MemoryFull { held: usize, budget: usize },
+    MemoryFull {
+        /// Bytes the open tasks' pools hold.
+        held: usize,
+        /// The pools' share of the memory budget, in bytes.
+        budget: usize,
+    },
+    /// A `finish_task` with `outcome: finished` for a task whose work produced no result (see
+    /// `outcome`), with why and what to do instead.
     #[error("{0}")]
     HollowFinish(String),
+    /// Any other malformed message or instruction (no receiver, a text too long, a stage
+    /// without agents, an ended stage...), with what is wrong.
     #[error("{0}")]
     Invalid(String),
 }
@@ -105,7 +170,10 @@ impl SyncError {
 /// (already applied to SyncState's own state) to publish.
 #[derive(Debug, Default, PartialEq)]
 pub struct Applied {
+    /// Messages for the actor to route: the step's own, and SyncState's notices to managers
+    /// and operators.
     pub messages: Vec<Message>,
+    /// Changes to tasks and stages, in the order they were applied.
     pub changes: Vec<Change>,
     /// Why the step's message or instruction was refused, if it was.
     pub refused: Option<SyncError>,
@@ -120,12 +188,20 @@ pub struct Applied {
 /// One agent as SyncState knows it: enough to validate allocations and describe the team.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Member {
+    /// Its id, as messages and stage allocations name it.
     pub id: AgentId,
+    /// Its display name.
     pub name: String,
+    /// Its role in the team, as notices and ask_info describe it.
     pub role: String,
+    /// What it is and can do, in prose, for managers choosing agents.
     pub profile: String,
+    /// The skills it may run.
     pub skills: Vec<Skill>,
+    /// The MCP servers it may call, by name.
     pub tools: Vec<String>,
+    /// A person rather than an LLM agent: their messages in the base task are goals, which
+    /// renew the team's `task_limits` allowance.
     pub human: bool,
     /// A person who sees and controls the whole team (`access: operator`): told when
     /// SyncState refuses work for a limit.
@@ -135,6 +211,7 @@ pub struct Member {
 }
 
 impl Member {
+    /// An LLM agent named by its id, with `role` and nothing else: no profile, skills or tools.
     pub fn new(id: impl Into<AgentId>, role: impl Into<String>) -> Self {
         let id = id.into();
         Member {
@@ -155,8 +232,11 @@ impl Member {
 /// are made from, and every skill and tool (MCP server) with its description.
 #[derive(Clone, Debug)]
 pub struct Catalog {
+    /// The templates init_new_agent may create agents from.
     pub templates: Vec<AgentTemplate>,
+    /// Every skill, with its description.
     pub skills: Vec<(Skill, String)>,
+    /// Every MCP server the team has, by name, with its description.
     pub tools: Vec<(String, String)>,
     /// How many agents init_new_agent may create in all.
     pub max_hired: usize,
@@ -174,6 +254,7 @@ impl Default for Catalog {
 }
 
 impl Catalog {
+    /// The template called `name`, if there is one.
     pub fn template(&self, name: &str) -> Option<&AgentTemplate> {
         self.templates.iter().find(|t| t.name == name)
     }
@@ -188,6 +269,10 @@ impl Catalog {
     }
 }
 
+/// SyncState's state and rules: it owns every task and stage and the team's roster, checks
+/// what steps, people and operators ask against the tasks' rules and the team's limits, and
+/// applies it, returning what to route and publish. Built with [`SyncCore::new`] or
+/// [`SyncCore::restore`], then configured with the `with_*` methods.
 pub struct SyncCore {
     tasks: BTreeMap<TaskId, TaskState>,
     stages: BTreeMap<StageId, StageState>,
@@ -380,22 +465,28 @@ impl SyncCore {
         self
     }
 
+    /// The base task: where people's goals arrive and managers open tasks; it never ends.
     pub fn base_task(&self) -> &TaskId {
         &self.base_task
     }
 
+    /// The task `id`, if SyncState still holds it (finished tasks past
+    /// `retention.finished_tasks` are dropped).
     pub fn task(&self, id: &TaskId) -> Option<&TaskState> {
         self.tasks.get(id)
     }
 
+    /// The stage `id`, if SyncState still holds it.
     pub fn stage(&self, id: &StageId) -> Option<&StageState> {
         self.stages.get(id)
     }
 
+    /// Every task SyncState holds, the base task among them, ordered by id.
     pub fn tasks(&self) -> impl Iterator<Item = &TaskState> {
         self.tasks.values()
     }
 
+    /// Every stage SyncState holds, of every task, ordered by id.
     pub fn stages(&self) -> impl Iterator<Item = &StageState> {
         self.stages.values()
     }
@@ -404,6 +495,7 @@ impl SyncCore {
         self.member(a).is_some()
     }
 
+    /// The roster's entry for agent `a`, if it is in the team.
     pub fn member(&self, a: &AgentId) -> Option<&Member> {
         self.roster.get(*self.roster_index.get(a)?)
     }

@@ -18,6 +18,8 @@ fn from_task(task: &TaskState, stage: StageRef, notice: Notice) -> Message {
     )
 }
 
+/// Tells the manager of a new task its id, name and goal, and who is in the team (the first
+/// [`AGENTS_LISTED`] of the roster), so it can plan the task's stages.
 pub fn task_created(task: &TaskState, roster: &[Member]) -> Message {
     let team = roster
         .iter()
@@ -68,6 +70,8 @@ fn listed(stage: &StageState, reports: impl Iterator<Item = Report>, total: usiz
     }
 }
 
+/// Tells the manager that every agent allocated to `stage` reported, with their goals and
+/// reports, so it can finish the stage or retry it.
 pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
     let notice = Notice::StageComplete {
         task_id: task.task_id.clone(),
@@ -76,6 +80,9 @@ pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
     from_task(task, StageRef::Stage(stage.stage_id.clone()), notice)
 }
 
+/// Tells the manager that no stage of the task is left to start, with what each of `stages`
+/// reported, so it judges whether the task's goal is reached: it finishes the task or adds a
+/// stage.
 pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageState>) -> Message {
     let notice = Notice::NoStageLeft {
         task_id: task.task_id.clone(),
@@ -85,6 +92,8 @@ pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageSt
     from_task(task, StageRef::NoRelative, notice)
 }
 
+/// Tells the manager that `agent`, allocated to `stage`, failed and cannot go on (`why`), so
+/// it can retry or finish the stage rather than wait for a report that will not come.
 pub fn agent_stuck(task: &TaskState, stage: &StageState, agent: &AgentId, why: &str) -> Message {
     let notice = Notice::AgentStuck {
         task_id: task.task_id.clone(),
