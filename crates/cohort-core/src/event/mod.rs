@@ -11,6 +11,8 @@
 //! - [`states`]: `States`, a reader's copy of the whole team built from changes, with the
 //!   bookkeeping a reader needs (steps that left their agent, evicted tasks, counters).
 
+#![warn(missing_docs)]
+
 pub mod apply;
 pub mod deliveries;
 pub mod record;
@@ -34,198 +36,308 @@ pub use states::{States, TaskSummaryLine};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Change {
+    /// A change to a task, decided by SyncState.
     Task(TaskChange),
+    /// A change to a stage, decided by SyncState.
     Stage(StageChange),
+    /// A change to an agent, decided by that agent.
     Agent(AgentChange),
+    /// A change to one of an agent's steps, decided by that agent.
     Step(StepChange),
 }
 
+/// A change to one task; SyncState is the only one that makes them. On the wire `op` names
+/// the variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum TaskChange {
+    /// A new task, whole as it starts.
     Created {
+        /// The new task.
         task: TaskState,
     },
+    /// Agents joined the task group (those already in it are skipped).
     Joined {
+        /// The task joined.
         task_id: TaskId,
+        /// The agents that joined, in the order they join the group.
         agents: Vec<AgentId>,
     },
+    /// The task moved in its lifecycle.
     State {
+        /// The task that moved.
         task_id: TaskId,
+        /// Where the task is now.
         execution_state: ExecutionState,
+        /// The manager's summary of what the task gave, when it is finished with one; `None`
+        /// keeps the summary the task has.
         #[serde(skip_serializing_if = "Option::is_none")]
         task_summary: Option<String>,
         /// Why it ended as it did, when there is more to say than its state.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<Box<crate::state::TaskEnd>>,
     },
+    /// An agent shared what it did: one line more in the task's shared info pool.
     SharedInfo {
+        /// The task whose pool grows.
         task_id: TaskId,
+        /// The line shared.
         entry: SharedInfo,
     },
     /// A message was routed: it joins the task's conversation pool and is in flight until
     /// each receiver took it ([`deliveries`]). Numbered by SyncState (0: not tracked).
     Conversation {
+        /// The task the message was sent in.
         task_id: TaskId,
+        /// The message, with when it was delivered.
         entry: ConversationEntry,
+        /// The number SyncState gave the message, which its receivers acknowledge
+        /// (`AgentChange::Received`); 0 for a message not tracked in flight.
         #[serde(default, skip_serializing_if = "is_zero")]
         message_no: u64,
     },
     /// The oldest entries of the shared pools left memory (a long-lived task's pools are
     /// capped); the task counts what it no longer holds.
     Trimmed {
+        /// The task whose pools were trimmed.
         task_id: TaskId,
+        /// How many of the oldest shared-info lines left.
         shared_info: usize,
+        /// How many of the oldest conversation entries left.
         conversation: usize,
     },
+    /// Tokens one of the task's steps spent, added to the task's total.
     Tokens {
+        /// The task the tokens were spent for.
         task_id: TaskId,
+        /// The tokens (and cost) to add.
         usage: TokenUsage,
     },
     /// Repair rules fired on one of the task's steps (`policy::repairs`).
     Repaired {
+        /// The task whose step was repaired.
         task_id: TaskId,
+        /// The rules that fired, each counted once more on the task.
         rules: Vec<crate::policy::Repair>,
     },
     /// An operator paused (or resumed) the task: its agents start none of its steps.
     Paused {
+        /// The task paused or resumed.
         task_id: TaskId,
+        /// True when paused, false when resumed.
         paused: bool,
     },
     /// A finished task left memory (retention); readers keep only the one-line summary.
     Evicted {
+        /// The task that left memory, with its stages.
         task_id: TaskId,
+        /// What readers keep of it.
         summary: TaskSummaryLine,
     },
 }
 
+/// A change to one stage; SyncState is the only one that makes them. On the wire `op` names
+/// the variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum StageChange {
     /// A new stage, placed at `list_at` in its task's stage list (not `at`: an event's `at`
     /// is its time).
-    Added { stage: StageState, list_at: usize },
+    Added {
+        /// The new stage, whole as it starts (it names its task).
+        stage: StageState,
+        /// Its place in the task's stage list (past the end: appended).
+        list_at: usize,
+    },
+    /// The stage moved in its lifecycle.
     State {
+        /// The stage that moved.
         stage_id: StageId,
+        /// Where the stage is now.
         execution_state: ExecutionState,
     },
+    /// An allocated agent's progress in the stage changed.
     Agent {
+        /// The stage.
         stage_id: StageId,
+        /// The allocated agent.
         agent_id: AgentId,
+        /// The agent's progress in the stage now.
         state: StageAgentState,
     },
     /// An allocated agent's completion summary (it is finished in the stage from then on).
     Completion {
+        /// The stage completed in.
         stage_id: StageId,
+        /// The agent that submitted the summary.
         agent_id: AgentId,
+        /// What the agent achieved in the stage, in its own words.
         summary: String,
     },
 }
 
+/// A change to one agent; the agent itself makes them (a person's through their agent). On
+/// the wire `op` names the variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum AgentChange {
+    /// An agent joined the team, whole with its steps (an agent of the same id is replaced).
     Added {
+        /// The agent as it is now.
         agent: Box<AgentState>,
     },
+    /// The agent became idle, working or waiting.
     WorkingState {
+        /// The agent.
         agent_id: AgentId,
+        /// What it is doing now.
         state: WorkingState,
     },
     /// The task (and stage) has an entry in working memory.
     WorkNoted {
+        /// The agent whose working memory it is.
         agent_id: AgentId,
+        /// The task noted.
         task_id: TaskId,
+        /// The stage noted under the task; `None` notes only the task.
         #[serde(skip_serializing_if = "Option::is_none")]
         stage_id: Option<StageRef>,
     },
     /// The stage's entry (or with no stage, the task's) left working memory.
     WorkCleared {
+        /// The agent whose working memory it is.
         agent_id: AgentId,
+        /// The task cleared (or whose stage is cleared).
         task_id: TaskId,
+        /// The stage cleared; `None` clears the whole task. Its history summaries go too.
         #[serde(skip_serializing_if = "Option::is_none")]
         stage_id: Option<StageRef>,
     },
     /// Waits taken: `ids[i]` waits for the reply of `from[i]` until `until[i]` (ms since the
     /// Unix epoch). `from` and `until` are empty in events stored before waits had them.
     WaitsHeld {
+        /// The agent that waits (its step lock holds the waits).
         agent_id: AgentId,
+        /// The task the waits were taken in; finishing it frees them.
         task_id: TaskId,
+        /// The stage the waits were taken in; finishing it frees them.
         stage_id: StageRef,
+        /// The wait ids, one per reply awaited.
         ids: Vec<WaitId>,
+        /// Whose reply releases each wait.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         from: Vec<AgentId>,
+        /// When each wait gives up (ms since the Unix epoch).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         until: Vec<i64>,
     },
+    /// Waits left the step lock: their replies came, or their work ended.
     WaitsReleased {
+        /// The agent that waited.
         agent_id: AgentId,
+        /// The wait ids released.
         ids: Vec<WaitId>,
     },
+    /// An entry was written to the agent's persistent memory.
     MemoryAdded {
+        /// The agent whose memory it is.
         agent_id: AgentId,
+        /// The entry's timestamp key (`%Y%m%dT%H%M%S`).
         key: String,
+        /// The entry's markdown.
         text: String,
     },
+    /// An entry left the agent's persistent memory.
     MemoryDeleted {
+        /// The agent whose memory it is.
         agent_id: AgentId,
+        /// The key of the entry removed.
         key: String,
     },
+    /// Tokens the agent's steps spent, added to the agent's total.
     Tokens {
+        /// The agent that spent them.
         agent_id: AgentId,
+        /// The tokens (and cost) to add.
         usage: TokenUsage,
     },
     /// An operator paused (or resumed) the agent, or only its work for one task.
     Paused {
+        /// The agent paused or resumed.
         agent_id: AgentId,
+        /// True when paused, false when resumed.
         paused: bool,
+        /// The one task whose work is paused or resumed; `None`: the whole agent.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         task_id: Option<TaskId>,
     },
     /// The agent owes a summary in this stage (bookkeeping for its closing reflection).
     GoalOpened {
+        /// The agent that owes it.
         agent_id: AgentId,
+        /// The stage's task.
         task_id: TaskId,
+        /// The stage.
         stage_id: StageId,
     },
+    /// The agent no longer owes a summary in this stage (it finished there, or the stage or
+    /// task ended).
     GoalClosed {
+        /// The agent that owed it.
         agent_id: AgentId,
+        /// The stage's task.
         task_id: TaskId,
+        /// The stage.
         stage_id: StageId,
     },
     /// The agent summarized the older history of a task and stage (replacing its summary).
     HistorySummarized {
+        /// The agent that wrote the summary.
         agent_id: AgentId,
+        /// The summary, naming its task and stage.
         summary: crate::state::HistorySummary,
     },
     /// A human's private conversation with `with` got a message (private to the human).
     PrivateMessage {
+        /// The human.
         agent_id: AgentId,
+        /// The other agent of the conversation.
         with: AgentId,
+        /// The message, sent by either of them.
         entry: PrivateMessage,
     },
     /// The human answered the message at `index` of its conversation with `with`.
     PrivateReplied {
+        /// The human.
         agent_id: AgentId,
+        /// The other agent of the conversation.
         with: AgentId,
+        /// The answered message's place in the conversation as the human holds it now.
         index: usize,
     },
     /// A notice for the human (private to the human).
     Notice {
+        /// The human.
         agent_id: AgentId,
+        /// The notice (e.g. that an agent waits for their reply).
         text: String,
     },
     /// The agent took routed message `message_no` (stored with what it did with it).
     Received {
+        /// The receiver.
         agent_id: AgentId,
+        /// The number SyncState gave the message (`TaskChange::Conversation`).
         message_no: u64,
     },
     /// The oldest `count` entries of a conversation (or of the notices, with no `with`) left
     /// memory: a person's pools are capped like every other list.
     PrivateTrimmed {
+        /// The human.
         agent_id: AgentId,
+        /// The other agent of the trimmed conversation; `None`: the notices.
         #[serde(skip_serializing_if = "Option::is_none")]
         with: Option<AgentId>,
+        /// How many of the oldest entries left.
         count: usize,
     },
 }
@@ -233,12 +345,16 @@ pub enum AgentChange {
 /// What an update sets on a step; fields left `None` keep their value.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepUpdate {
+    /// Where the step is now in its lifecycle; a queued step that is over leaves the queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution_state: Option<StepExecutionState>,
+    /// The step's whole `execute_result`, replacing the one it had.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execute_result: Option<Box<crate::state::StepResult>>,
+    /// The tool call to make (a tool step's, as instruction_generation filled it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction_content: Option<Value>,
+    /// The tokens the step's model calls spent so far, replacing its count (not added).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_usage: Option<TokenUsage>,
     /// The step's wait for its model's endpoint began (`{since, reason}`) or ended (`null`).
@@ -259,36 +375,56 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// A change to one agent's steps; the agent itself makes them. On the wire `op` names the
+/// variant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum StepChange {
     /// A new step at `list_at` in the agent's step list and, when it is to run, at `todo_at`
     /// in its queue; `remember` records it in working memory under its task and stage.
     Added {
+        /// The agent that will run the step.
         agent_id: AgentId,
+        /// The new step, whole.
         step: Box<StepState>,
+        /// Its place in the agent's step list.
         list_at: usize,
+        /// Its place in the queue of steps to run; `None`: not queued.
         #[serde(skip_serializing_if = "Option::is_none")]
         todo_at: Option<usize>,
+        /// Whether the step is noted in working memory under its task and stage.
         remember: bool,
     },
     /// The step left the queue and runs.
-    Started { agent_id: AgentId, step_id: StepId },
-    Updated {
+    Started {
+        /// The agent running it.
         agent_id: AgentId,
+        /// The step started.
         step_id: StepId,
+    },
+    /// Some of the step's fields were set (its state, result, tool call, tokens, model wait).
+    Updated {
+        /// The agent holding the step.
+        agent_id: AgentId,
+        /// The step updated.
+        step_id: StepId,
+        /// What is set; on the wire its fields sit beside `agent_id` and `step_id`.
         #[serde(flatten)]
         update: StepUpdate,
     },
     /// The steps left the agent's list, queue and working memory (their work was finished,
     /// or they are old history); they keep the record they had.
     Removed {
+        /// The agent that held the steps.
         agent_id: AgentId,
+        /// The steps removed.
         step_ids: Vec<StepId>,
     },
     /// Running steps whose work was finished under them: they end, but belong to it no more.
     CutLoose {
+        /// The agent running the steps.
         agent_id: AgentId,
+        /// The running steps cut loose (so re-opened work does not adopt them).
         step_ids: Vec<StepId>,
     },
 }
@@ -297,13 +433,18 @@ pub enum StepChange {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StateKind {
+    /// Tasks (`TaskState`).
     Task,
+    /// Stages (`StageState`).
     Stage,
+    /// Agents (`AgentState`).
     Agent,
+    /// Steps (`StepState`).
     Step,
 }
 
 impl StateKind {
+    /// Every kind, in the order clients list them (task, stage, agent, step).
     pub const ALL: [StateKind; 4] = [
         StateKind::Task,
         StateKind::Stage,
@@ -311,6 +452,7 @@ impl StateKind {
         StateKind::Step,
     ];
 
+    /// The kind's wire name: `task`, `stage`, `agent` or `step`.
     pub fn name(self) -> &'static str {
         match self {
             StateKind::Task => "task",
@@ -320,6 +462,7 @@ impl StateKind {
         }
     }
 
+    /// The kind a wire name names (as the REST API's `type=` gives it); `None` for any other.
     pub fn parse(name: &str) -> Option<StateKind> {
         StateKind::ALL.into_iter().find(|k| k.name() == name)
     }
@@ -400,9 +543,11 @@ impl Change {
 /// the whole team, so a reader can order changes and drop those it already has.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
+    /// The change's place in the team's history (one more than the change before it).
     pub version: u64,
     /// When it was published, in milliseconds since the Unix epoch.
     pub at: i64,
+    /// What changed; on the wire its fields sit beside `version` and `at`.
     #[serde(flatten)]
     pub change: Change,
 }

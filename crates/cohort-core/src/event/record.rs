@@ -18,22 +18,30 @@ use std::sync::Arc;
 /// One agent in full: its wire state plus what the wire leaves out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentRecord {
+    /// The agent's wire state (its steps, waits, private pool and open goals come out empty
+    /// when read back; the fields below hold them).
     pub agent: AgentState,
+    /// Its steps in execution order (`step_list`).
     pub steps: Vec<StepState>,
+    /// The ids of its steps still to run, next first.
     pub todo: VecDeque<StepId>,
+    /// Running steps cut loose from work that was finished under them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cut_loose: Vec<StepId>,
     /// Records made before waits named their sender and deadline kept `[id, task, stage]`;
     /// a `Wait` reads that form too (its later fields default).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waits: Vec<Wait>,
+    /// A human's private conversations and notices (never on the wire).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_pool: Option<ConversationPool>,
+    /// The stages the agent owes a summary in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub open_goals: Vec<(TaskId, StageId)>,
 }
 
 impl AgentRecord {
+    /// The whole of `agent`, copied.
     pub fn of(agent: &AgentState) -> Self {
         let (steps, todo, cut_loose) = agent.agent_step.parts();
         AgentRecord {
@@ -47,6 +55,7 @@ impl AgentRecord {
         }
     }
 
+    /// The agent again, exactly as the record was made from it.
     pub fn into_state(self) -> AgentState {
         let mut a = self.agent;
         a.agent_step = AgentStep::from_parts(self.steps, self.todo, self.cut_loose);
@@ -140,11 +149,16 @@ impl States {
 pub struct StatesRecord {
     /// Tasks in the order they were created.
     pub tasks: Vec<TaskState>,
+    /// The stages of the tasks in memory.
     pub stages: Vec<StageState>,
+    /// Every agent, whole.
     pub agents: Vec<AgentRecord>,
     /// Steps that left their agent, oldest first (their tasks are in `tasks`).
     pub retired: Vec<StepState>,
+    /// The summary lines of evicted tasks, oldest first.
     pub summaries: Vec<TaskSummaryLine>,
+    /// Steps that ran to their end so far (the one counter that cannot be counted again
+    /// from what is held).
     pub steps_run: u64,
     /// Messages routed but not yet taken by every receiver, oldest first.
     #[serde(default)]
@@ -156,13 +170,17 @@ pub struct StatesRecord {
     /// were timed too).
     #[serde(default)]
     pub step_times: Vec<(StepId, Times)>,
+    /// When the stages held started and ended.
     #[serde(default)]
     pub stage_times: Vec<(StageId, Times)>,
+    /// When the tasks held started and ended.
     #[serde(default)]
     pub task_times: Vec<(TaskId, Times)>,
 }
 
 impl StatesRecord {
+    /// The whole of `states`, copied (see [`States::write_record`] to write it without the
+    /// copy).
     pub fn of(states: &States) -> Self {
         let times = states.times.record();
         StatesRecord {
@@ -185,6 +203,8 @@ impl StatesRecord {
         serde_json::to_string(self)
     }
 
+    /// The states again, with their messages in flight and times, as the record was made
+    /// from them (the counters of what is held are counted again).
     pub fn into_states(self) -> States {
         let mut states = States::restore(
             self.tasks,

@@ -19,16 +19,22 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 /// What is left in memory of a finished task after it was evicted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskSummaryLine {
+    /// The evicted task's id.
     pub task_id: TaskId,
+    /// Its name.
     pub task_name: String,
+    /// How it ended.
     pub execution_state: ExecutionState,
     /// The first line of the task summary (at most 200 characters).
     pub summary: String,
+    /// How many stages it had.
     pub stages: usize,
+    /// Tokens its steps spent, summed.
     pub token_usage: TokenUsage,
 }
 
 impl TaskSummaryLine {
+    /// The line kept of `task` when it is evicted.
     pub fn of(task: &TaskState) -> Self {
         let summary: String = task
             .task_summary
@@ -139,10 +145,15 @@ pub struct Counters {
     pub agents_working: u64,
 }
 
+/// A reader's copy of the whole team (the monitor's, a client's, `cohort run`'s), kept by
+/// applying every change in order; see the module docs for what it keeps beside the states.
 #[derive(Debug, Default)]
 pub struct States {
+    /// The tasks in memory, by id.
     pub tasks: BTreeMap<TaskId, TaskState>,
+    /// The stages of the tasks in memory, by id.
     pub stages: BTreeMap<StageId, StageState>,
+    /// Every agent, with the steps in its list, by id.
     pub agents: BTreeMap<AgentId, AgentState>,
     /// Which agent holds each step still in an agent's list.
     live: HashMap<StepId, AgentId>,
@@ -185,6 +196,8 @@ impl States {
         }
     }
 
+    /// Applies a change to the states and the reader's bookkeeping (retired steps, summary
+    /// lines, counters, messages in flight), without noting times (see [`States::apply_at`]).
     pub fn apply(&mut self, c: &Change) {
         match c {
             Change::Task(TaskChange::Evicted { task_id, summary }) => {
@@ -365,6 +378,7 @@ impl States {
         tasks
     }
 
+    /// The exact figures kept while applying.
     pub fn counters(&self) -> Counters {
         self.counters
     }
@@ -433,6 +447,7 @@ impl States {
         self.summaries.iter()
     }
 
+    /// The step of this id, in its agent's list or among those that left it.
     pub fn step(&self, id: &StepId) -> Option<&StepState> {
         match self.live.get(id) {
             Some(agent) => self.agents.get(agent)?.agent_step.get(id),
