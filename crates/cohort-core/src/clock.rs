@@ -2,8 +2,6 @@
 //! team's local time as `%Y-%m-%d %H:%M:%S`. Formatting a date costs more than the rest of
 //! recording a message, so each thread formats a given second only once.
 
-#![warn(missing_docs)]
-
 use std::cell::RefCell;
 
 thread_local! {

@@ -1,8 +1,6 @@
 //! Newtype ids for tasks, stages, agents, steps and wait ids, plus `StageRef` ("a stage id, or
 //! `no_relative`"), so that an id of one kind can never be passed where another is expected.
 
-#![warn(missing_docs)]
-
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

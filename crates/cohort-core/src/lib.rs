@@ -27,6 +27,8 @@
 //! - [`sync`]: SyncState's core: tasks and stages, execute outputs, instructions, ask_info,
 //!   retention of finished tasks.
 
+#![warn(missing_docs)]
+
 pub mod agent;
 pub mod auth;
 pub mod call;

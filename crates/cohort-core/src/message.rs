@@ -1,8 +1,6 @@
 //! Message (SPEC §3), the `<instruction>` payloads a message may carry for the runtime, and
 //! `ExecuteOutput`, what an executed step hands to SyncState (SPEC §6).
 
-#![warn(missing_docs)]
-
 use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
 use crate::notice::Notice;
 use crate::state::{StageAgentState, TokenUsage};

@@ -2,8 +2,6 @@
 //! is left, an agent is stuck), as typed data. The runtime decides on these fields; the text a
 //! manager or a person reads is rendered from them ([`Notice::render`]) and never read back.
 
-#![warn(missing_docs)]
-
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::state::ExecutionState;
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,6 @@
 //! `Problem`: one thing wrong in a file a user wrote (team config, script, prompts), named by
 //! file and field so it can be fixed without guessing.
 
-#![warn(missing_docs)]
-
 use std::fmt;
 use std::path::PathBuf;
 

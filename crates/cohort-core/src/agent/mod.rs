@@ -3,8 +3,6 @@
 //! `ExecuteOutput` for SyncState (`complete`). The actor in `actors/agent/` only performs
 //! the effects these return.
 
-#![warn(missing_docs)]
-
 pub mod approval;
 pub mod cancel;
 mod complete;

@@ -3,7 +3,6 @@
 //! whole), the tool calls of a native tool loop, and an MCP server call ([`McpCall`]). The
 //! clients that make these calls are `llm` and `mcp`; the step machine only reads and writes
 //! these types.
-#![warn(missing_docs)]
 
 pub mod mcp;
 pub mod repetition;

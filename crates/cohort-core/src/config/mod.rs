@@ -1,6 +1,5 @@
 //! Team configuration: the raw YAML shape (`raw.rs`, unknown fields rejected) and its
 //! validation into a `TeamConfig` (`team.rs`) whose errors name the file and the field.
-#![warn(missing_docs)]
 
 mod agent;
 mod http;

@@ -5,8 +5,6 @@
 //! to the receivers that had not taken them: a crash between a send and its receipt loses no
 //! message and delivers none twice.
 
-#![warn(missing_docs)]
-
 use crate::ids::AgentId;
 use crate::message::Message;
 use serde::{Deserialize, Serialize};

@@ -11,8 +11,6 @@
 //! - [`states`]: `States`, a reader's copy of the whole team built from changes, with the
 //!   bookkeeping a reader needs (steps that left their agent, evicted tasks, counters).
 
-#![warn(missing_docs)]
-
 pub mod apply;
 pub mod deliveries;
 pub mod record;

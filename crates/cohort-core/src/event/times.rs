@@ -3,8 +3,6 @@
 //! owner holds), and merged into a state as clients read it (`started_at`, `ended_at`, ms since
 //! the Unix epoch), so the console and REST can show durations, elapsed times and timelines.
 
-#![warn(missing_docs)]
-
 use super::{Change, StageChange, StepChange, TaskChange};
 use crate::ids::{StageId, StepId, TaskId};
 use crate::state::ExecutionState;

@@ -12,7 +12,6 @@
 //! - extra fields (ignored); a single object where a list is expected.
 //!
 //! Tag names are matched exactly (`<planned_step>`, not `< Planned_Step >`).
-#![warn(missing_docs)]
 
 mod answers;
 mod fields;

@@ -1,6 +1,5 @@
 //! Pure decisions about what agents may do on their own: how risky a tool call is, whether it
 //! must wait for a person's approval first, and which of a model's slips the runtime mends.
-#![warn(missing_docs)]
 
 mod approval;
 pub mod echo;

@@ -10,7 +10,6 @@
 //! - `assemble`: [`build_prompt`] and [`PromptContext`].
 //! - `markdown`: heading and fence helpers that keep embedded data from breaking sections.
 //! - `tokens`: a prompt's size in the model's tokens, for the context budget and usage.
-#![warn(missing_docs)]
 
 mod assemble;
 pub mod markdown;

@@ -1,8 +1,6 @@
 //! The four kinds of state (task, stage, agent, step), the agent's step queue and the enums of
 //! their lifecycles. Plain data with the transitions that belong to it; no I/O, no actors.
 
-#![warn(missing_docs)]
-
 mod agent;
 mod agent_changes;
 mod agent_step;

@@ -2,8 +2,6 @@
 //! executed step's `ExecuteOutput` to them (SPEC §6), returning the messages to route and what
 //! changed. The actor in `actors/sync_state.rs` only routes and publishes.
 
-#![warn(missing_docs)]
-
 mod agents;
 mod ask_info;
 mod budget;
