@@ -47,7 +47,10 @@ pub fn answer_schema(
             if acting && steps.get("items").is_some() {
                 steps["minItems"] = json!(1);
             }
-            answer(&[("planned_step", plan_or_graph(skill, steps))], &[])
+            answer(
+                &[("planned_step", plan_or_graph(skill, acting, steps))],
+                &[],
+            )
         }
         Skill::Summary => answer(&[("completion_summary", text())], &[]),
         Skill::Think => answer(&[("think", text())], &[]),
@@ -204,12 +207,15 @@ fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
     json!({ "type": "array", "items": items, "maxItems": max_plan_len(planner) })
 }
 
-/// A plan's list, or (planning, reflection) the graph form `{"steps": [...], "replan": [ids]}`
-/// whose steps carry `id` and `depends_on` (see `skills::plan_graph`). A decision's schema keeps
-/// to the list, the answer a manager's small model is asked for most; its tag form still reads
-/// a graph.
-fn plan_or_graph(planner: Skill, steps: Value) -> Value {
-    if !matches!(planner, Skill::Planning | Skill::Reflection) || steps.get("items").is_none() {
+/// A plan's list, or (planning, reflection, decision) the graph form `{"steps": [...],
+/// "replan": [ids]}` whose steps carry `id` and `depends_on` (see `skills::plan_graph`). A
+/// decision that acts on a goal or a notice keeps to the list: it hands the work to the team in
+/// one or two steps, and a small manager model is asked for it most (its tag form still reads a
+/// graph); tool_decision plans a call or two, never a graph.
+fn plan_or_graph(planner: Skill, acting: bool, steps: Value) -> Value {
+    let graphs = matches!(planner, Skill::Planning | Skill::Reflection)
+        || (planner == Skill::Decision && !acting);
+    if !graphs || steps.get("items").is_none() {
         return steps;
     }
     let graph = object(

@@ -28,12 +28,14 @@ fn a_plan_may_only_name_what_the_planner_may_plan_for_this_agent() {
     a.tools = vec!["workspace".into()];
     let step = running(&mut a.clone(), Skill::Decision, "");
     let schema = answer_schema(Skill::Decision, &a, &step, &[]);
+    // A decision on no goal may answer a list or a graph of the same steps.
+    let list = &schema["properties"]["planned_step"]["anyOf"][0];
     let mut names = Vec::new();
-    enums(&schema["properties"]["planned_step"], &mut names);
+    enums(list, &mut names);
     names.sort();
     // decision may not plan itself, process_message or summary; the tool is its own kind.
     assert_eq!(names, ["skill", "think", "tool", "workspace"]);
-    assert_eq!(schema["properties"]["planned_step"]["maxItems"], 4);
+    assert_eq!(list["maxItems"], 4);
     assert_eq!(schema["required"], json!(["planned_step"]));
 }
 
@@ -89,11 +91,17 @@ fn a_decision_on_a_notice_must_plan_something() {
     };
     assert_eq!(min(&notice), json!(1));
     assert_eq!(min(&free), Value::Null);
-    // Acting on it goes through the team: the manager does not do the work itself.
+    // Acting on it goes through the team: the manager does not do the work itself. (A free
+    // decision's list is the first of its two forms, list or graph.)
     let executors = |step| {
-        answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"]["items"]
-            ["properties"]["executor"]["enum"]
-            .clone()
+        let plan =
+            answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"].clone();
+        let list = if plan["anyOf"].is_array() {
+            plan["anyOf"][0].clone()
+        } else {
+            plan
+        };
+        list["items"]["properties"]["executor"]["enum"].clone()
     };
     assert_eq!(executors(&notice), json!(["task_manager", "agent_manager"]));
     assert_eq!(
