@@ -204,6 +204,15 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     if repairs.allows(Repair::VerdictAgrees) {
         check_verdict(answer, &instruction)?;
     }
+    // A task summary that only hands back the task's goal produced nothing: asked again (the
+    // echo rule), before any report is added to it (a 1.5B manager's summary was its goal, and
+    // the writer's report only described a poem nobody wrote).
+    if let Some(notice) = judged_task
+        && repairs.allows(Repair::Echo)
+        && let Some(summary) = summary_echoing_goal(&instruction, notice, &repairs)
+    {
+        return Err(SkillError::Echo(summary));
+    }
     let mut fired = Vec::new();
     if let Some(notice) = judged_task
         && repairs.allows(Repair::StageReportsAppended)
@@ -235,6 +244,28 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         repairs: fired,
         ..working(json!({ "task_instruction": instruction }))
     })
+}
+
+/// A finished task's summary, when it only hands back the task's goal (see `policy::echo`).
+fn summary_echoing_goal(
+    instruction: &TaskInstruction,
+    notice: &Notice,
+    repairs: &Repairs,
+) -> Option<String> {
+    let (
+        TaskInstruction::FinishTask {
+            task_summary,
+            outcome: TaskOutcome::Finished,
+            ..
+        },
+        Notice::NoStageLeft { task_intention, .. },
+    ) = (instruction, notice)
+    else {
+        return None;
+    };
+    let slack = repairs.thresholds.echo_slack;
+    crate::policy::echo::hands_back(task_summary, task_intention, slack)
+        .then(|| task_summary.clone())
 }
 
 /// Refuses the action SyncState refused on the step's first try.
@@ -470,5 +501,33 @@ mod tests {
             "A haiku about autumn rain is written.",
         );
         assert!(summary.contains("cold drops on the eaves"), "{summary}");
+    }
+
+    #[test]
+    fn a_task_summary_that_only_hands_back_the_goal_is_asked_again_not_given_reports() {
+        let task = crate::state::TaskState::new(
+            "t".into(),
+            "h".into(),
+            "Write a haiku about autumn rain".into(),
+            "m".into(),
+        );
+        let stage = crate::state::StageState::new(
+            "t".into(),
+            "Write it".into(),
+            [("w".into(), "write".into())].into(),
+        );
+        let message = crate::sync::notices::judge_task(&task, [&stage].into_iter());
+        let asked = || Asked {
+            judged_task: message.notice_body(),
+            repairs: Repairs::preset(crate::policy::Preset::SmallModel),
+            ..Asked::default()
+        };
+        let echo = r#"<task_instruction>{"action": "finish_task", "task_id": "t", "task_summary": "Write a haiku about autumn rain", "outcome": "finished"}</task_instruction>"#;
+        assert!(matches!(interpret(echo, asked()), Err(SkillError::Echo(_))));
+        let failed = echo.replace("\"finished\"", "\"failed\"");
+        assert!(
+            interpret(&failed, asked()).is_ok(),
+            "a failed task may say its goal"
+        );
     }
 }
