@@ -102,7 +102,6 @@ pub fn fail_dependents(agent: &mut AgentState, failed: &StepState, reason: &str)
         .get(&failed.step_id)
         .and_then(|s| s.execute_result.as_ref())
         .is_some_and(|r| r.cancelled.is_some());
-    let how = if cancelled { "was cancelled" } else { "failed" };
     let mut gone: Vec<StepId> = vec![failed.step_id.clone()];
     let queued: Vec<StepId> = agent.agent_step.todo().cloned().collect();
     let mut dropped = Vec::new();
@@ -113,10 +112,7 @@ pub fn fail_dependents(agent: &mut AgentState, failed: &StepState, reason: &str)
         let Some(dep) = step.depends_on.iter().find(|d| gone.contains(d)) else {
             continue;
         };
-        let why = format!(
-            "it depends on step {}, which {how}: {reason}",
-            named(agent, dep)
-        );
+        let why = depends_why(agent, dep, cancelled, Some(reason));
         agent.update_step(&id, not_run(cancelled, why));
         gone.push(id.clone());
         dropped.push(id);
@@ -173,19 +169,13 @@ fn blocker(agent: &AgentState, step: &StepState) -> Blocker {
                 let reason = d.failure_reason().unwrap_or("no reason was recorded");
                 return Blocker::Ended {
                     cancelled: false,
-                    why: format!(
-                        "it depends on step {}, which failed: {reason}",
-                        named(agent, dep)
-                    ),
+                    why: depends_why(agent, dep, false, Some(reason)),
                 };
             }
             StepExecutionState::Cancelled => {
                 return Blocker::Ended {
                     cancelled: true,
-                    why: format!(
-                        "it depends on step {}, which was cancelled",
-                        named(agent, dep)
-                    ),
+                    why: depends_why(agent, dep, true, None),
                 };
             }
             _ => waits = true,
@@ -236,6 +226,13 @@ fn not_run(cancelled: bool, why: String) -> StepUpdate {
         execute_result: Some(Box::new(result)),
         ..Default::default()
     }
+}
+
+/// Why a step will not run: the step `dep` it depends on failed or was `cancelled`, and why.
+fn depends_why(agent: &AgentState, dep: &StepId, cancelled: bool, reason: Option<&str>) -> String {
+    let how = if cancelled { "was cancelled" } else { "failed" };
+    let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
+    format!("it depends on step {}, which {how}{why}", named(agent, dep))
 }
 
 /// A step as a reason names it: its plan id and intention when the agent holds it.
