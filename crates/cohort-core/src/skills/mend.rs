@@ -25,6 +25,14 @@ pub fn echoes(answer: &str, step: &StepState, slack: usize) -> bool {
         .any(|t| hands_back(answer, t, slack))
 }
 
+/// Whether a text the step produced (a thought, a summary, a message's body) only hands back
+/// the step's instruction or the agent's goal in its stage: no result, whatever skill wrote it.
+pub fn hands_back_work(agent: &AgentState, step: &StepState, text: &str) -> bool {
+    let slack = agent.repairs.thresholds.echo_slack;
+    echoes(text, step, slack)
+        || super::goal_in_stage(agent, step).is_some_and(|g| hands_back(text, &g, slack))
+}
+
 /// An answer whose first paragraph only hands something back (`handed_back`: the step's
 /// instruction, say) before the real answer (a 1.5B reviewer began its summary with "Report
 /// the result of my goal in this stage: …"): what comes after that paragraph. Otherwise the

@@ -76,6 +76,13 @@ fn send(
     if let Some(ask) = &draft.ask {
         check_ask(agent, step, ask, &receiver)?;
     }
+    // A body that only hands back the step's instruction or the sender's goal tells the
+    // receiver nothing (a small model "sends" its task instead of its result).
+    if agent.repairs.allows(Repair::Echo)
+        && super::mend::hands_back_work(agent, step, &draft.message)
+    {
+        return Err(SkillError::Echo(draft.message));
+    }
     // A reply closes its exchange: one that asked for a reply in turn let a real 1.5B
     // writer and manager trade replies until the repeat limit stopped them. A further
     // question is a message of its own (a planned send_message), or a person's ask.
@@ -234,6 +241,33 @@ mod tests {
         let ten_min = now().unix_ms + 600_000;
         assert!(waits.iter().all(|w| w.until == Some(ten_min)));
         assert_eq!(m.return_waiting_id, None);
+    }
+
+    #[test]
+    fn a_body_that_hands_back_the_instruction_is_no_message() {
+        let mut a = agent(&[Skill::SendMessage]);
+        let step = running(
+            &mut a,
+            Skill::SendMessage,
+            "Send the reviewer the finished haiku",
+        );
+        let answer = |body: &str| {
+            format!(
+                r#"<send_message>{{"receiver": "x", "message": "{body}", "stage_relative": "no_relative", "need_reply": false, "waiting": false}}</send_message>"#
+            )
+        };
+        let echo = interpret(
+            &mut a,
+            &step,
+            &answer("Send the reviewer the finished haiku."),
+            now(),
+        );
+        assert!(matches!(echo, Err(SkillError::Echo(_))), "{echo:?}");
+        let sent = interpret(&mut a, &step, &answer("Rain on the tin roof / ..."), now()).unwrap();
+        assert_eq!(
+            sent.send_message.unwrap().message,
+            "Rain on the tin roof / ..."
+        );
     }
 
     #[test]

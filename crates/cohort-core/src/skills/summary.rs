@@ -27,14 +27,7 @@ pub fn interpret(
     // goal ("Write a haiku about autumn rain", Qwen2.5 0.5B) as the summary; the manager
     // would then judge the stage on nothing (a 1.5B manager planned the whole stage again, a
     // 0.5B one finished the task with the goal as its result).
-    let goal = super::goal_in_stage(agent, step);
-    let slack = agent.repairs.thresholds.echo_slack;
-    let handed_back = |text: &str| {
-        super::mend::echoes(text, step, slack)
-            || goal
-                .as_deref()
-                .is_some_and(|g| crate::policy::echo::hands_back(text, g, slack))
-    };
+    let handed_back = |text: &str| super::mend::hands_back_work(agent, step, text);
     let mut repairs = Vec::new();
     let mut summary = summary.trim().to_owned();
     if agent.repairs.allows(Repair::EchoedStartDropped) {

@@ -1,7 +1,7 @@
 //! think (with the stage's history) and quick_think (without): text the agent writes for
 //! itself, kept in the step's result where later steps see it.
 
-use super::mend::echoes;
+use super::mend::hands_back_work;
 use super::{SkillError, SkillOutcome, working};
 use crate::parse;
 use crate::policy::Repair;
@@ -21,13 +21,7 @@ pub fn interpret(
     // The instruction or the goal handed back is no result: the model is asked again, and
     // still so after the re-asks, the step fails (issue: a 0.5B writer's "think" returned
     // its goal, and the task was reported finished with no haiku anywhere).
-    let repairs = &agent.repairs;
-    let slack = repairs.thresholds.echo_slack;
-    let goal = super::goal_in_stage(agent, step);
-    if repairs.allows(Repair::Echo)
-        && (echoes(&text, step, slack)
-            || goal.is_some_and(|g| crate::policy::echo::hands_back(&text, &g, slack)))
-    {
+    if agent.repairs.allows(Repair::Echo) && hands_back_work(agent, step, &text) {
         return Err(SkillError::Echo(text));
     }
     Ok(working(json!({ key: text })))
