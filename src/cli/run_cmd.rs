@@ -53,12 +53,13 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
     let code = report.outcome.exit_code();
     let what = match (&report.outcome, why_failed(&report.tasks)) {
         (cohort::run::RunOutcome::Failed, Some(why)) => format!("task failed: {why}"),
-        (cohort::run::RunOutcome::Finished, _) if with_failed_stages(&report.tasks) => {
-            format!(
-                "{}, with stages that failed",
+        (cohort::run::RunOutcome::Finished, _) => match failed_stages(&report.tasks) {
+            Some(which) => format!(
+                "{}, with stages that failed: {which}",
                 report.outcome.describe(opts.timeout)
-            )
-        }
+            ),
+            None => report.outcome.describe(opts.timeout),
+        },
         _ => report.outcome.describe(opts.timeout),
     };
     let repairs = cohort::policy::repairs::counted(&report.repairs)
@@ -98,13 +99,13 @@ fn why_failed(tasks: &[cohort::state::TaskState]) -> Option<String> {
     })
 }
 
-/// Whether a finished task lists stages that gave no result.
-fn with_failed_stages(tasks: &[cohort::state::TaskState]) -> bool {
-    tasks.iter().any(|t| {
-        t.outcome
-            .as_ref()
-            .is_some_and(|e| !e.failed_stages.is_empty())
-    })
+/// Which stages of a finished task gave no result, and why; `None` when all gave one.
+fn failed_stages(tasks: &[cohort::state::TaskState]) -> Option<String> {
+    tasks
+        .iter()
+        .filter_map(|t| t.outcome.as_ref())
+        .map(|e| e.render())
+        .find(|r| !r.is_empty())
 }
 
 /// One progress line (two for a failed step: its reason).

@@ -10,7 +10,7 @@ use super::{SyncCore, SyncError};
 use crate::ids::{StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::policy::echo::hands_back;
-use crate::state::{ExecutionState, FailedStage, StageState, TaskEnd};
+use crate::state::{ExecutionState, FailedStage, StageAgentState, StageState, TaskEnd};
 
 /// Characters a task summary may add to the task's goal and still only hand it back (at most
 /// half the goal's length).
@@ -123,9 +123,19 @@ impl SyncCore {
 }
 
 /// Whether a stage finished (a manager or a person judged its work done; a failed or
-/// cancelled stage gave nothing).
+/// cancelled stage gave nothing) with some agent's work in it: one closed as finished after
+/// every agent in it failed, with no completion summary, gave nothing either (a manager told
+/// that its only agent cannot go on may still answer `finish_stage`).
 fn gave_a_result(s: &StageState) -> bool {
     s.execution_state == ExecutionState::Finished
+        && (!s.completion_summary.is_empty() || !all_agents_failed(s))
+}
+
+fn all_agents_failed(s: &StageState) -> bool {
+    !s.every_agent_state.is_empty()
+        && s.every_agent_state
+            .values()
+            .all(|a| *a == StageAgentState::Failed)
 }
 
 /// Whether a later stage retried `s` (its `retry_of`) and gave a result.
@@ -157,6 +167,7 @@ fn why_no_result(s: &StageState) -> String {
     };
     match s.execution_state {
         ExecutionState::Cancelled => format!("it was cancelled{how}"),
+        ExecutionState::Finished => format!("it was closed with every agent in it failed{how}"),
         _ => format!("it ended {}{how}", s.execution_state),
     }
 }
@@ -165,7 +176,6 @@ fn why_no_result(s: &StageState) -> String {
 mod tests {
     use super::*;
     use crate::ids::AgentId;
-    use crate::state::StageAgentState;
     use crate::sync::tests::{TryApply, by, two_stage_task};
     use std::collections::BTreeMap;
 
@@ -301,11 +311,24 @@ mod tests {
     }
 
     #[test]
-    fn a_stage_gives_a_result_only_when_it_finished() {
+    fn a_stage_gives_a_result_only_when_it_finished_with_some_work_in_it() {
         use ExecutionState as E;
         use StageAgentState as A;
-        assert!(gave_a_result(&stage(E::Finished, A::Failed)));
+        assert!(gave_a_result(&stage(E::Finished, A::Finished)));
+        assert!(gave_a_result(&stage(E::Finished, A::Working)));
         assert!(!gave_a_result(&stage(E::Failed, A::Finished)));
+        // Closed as finished with its only agent failed and no summary: nothing came of it.
+        let closed = stage(E::Finished, A::Failed);
+        assert!(!gave_a_result(&closed));
+        assert_eq!(
+            why_no_result(&closed),
+            "it was closed with every agent in it failed (writer failed)"
+        );
+        let mut reported = closed.clone();
+        reported
+            .completion_summary
+            .insert("writer".into(), "three lines".into());
+        assert!(gave_a_result(&reported));
         assert_eq!(
             why_no_result(&stage(E::Failed, A::Failed)),
             "it ended failed (writer failed)"
