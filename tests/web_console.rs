@@ -9,11 +9,16 @@
 //! stage card (nodes, edges, the join waiting for the parts), the timeline's rows side by side
 //! and its ready mark, on a laptop and on a 390 px phone in dark mode.
 //!
+//! A third serves `tests/fixtures/outcome`, and `tests/web/outcome.test.mjs` checks honest
+//! outcomes: a task whose manager declared success on nothing is shown failed with the reason
+//! (badge, summary card, failures panel), and one that finished with a stage that gave nothing
+//! is flagged with that stage named.
+//!
 //! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
 //! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
 //! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`,
 //! `target/web-console-plan-check.png` (a plan waiting for the operator),
-//! `target/web-console-plan-graph*.png` and `target/web-console*-server.log`.
+//! `target/web-console-plan-graph*.png`, `target/web-console-outcome*.png` and `target/web-console*-server.log`.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -133,6 +138,15 @@ fn the_console_draws_a_graph_plan_and_its_parallel_steps() {
         name: "web-console-plan-graph",
         team: "tests/fixtures/plan-graph/team.yaml",
         script: "tests/web/plan_graph.test.mjs",
+    });
+}
+
+#[test]
+fn the_console_shows_why_a_task_failed_and_which_stages_gave_nothing() {
+    drive(&Run {
+        name: "web-console-outcome",
+        team: "tests/fixtures/outcome/team.yaml",
+        script: "tests/web/outcome.test.mjs",
     });
 }
 

@@ -18,7 +18,7 @@ import { renderFailures } from './failures.js';
 import { renderTimeline } from './timeline.js';
 import { renderGraph } from './graph.js';
 import { $, app, store, ui, mark, onPaint, agentName, taskName, isBase } from './ctx.js';
-import { ensureSelectedTask, renderTaskList, renderTaskHead, renderStages } from './tasks.js';
+import { ensureSelectedTask, renderTaskList, renderTaskHead, renderStages, selectTask } from './tasks.js';
 import { renderGroupChat, renderChatCount, renderInbox, markNoticesSeen } from './chat.js';
 import { writing, renderTeamList, renderAgentCards, showStep, showAgent, forgetAgentViews } from './agents.js';
 import { renderComposer, send } from './composer.js';
@@ -77,7 +77,7 @@ setInterval(() => {
 
 /** What the view modules need from the app. */
 function viewCtx() {
-  return { store, agentName, taskName, showStep };
+  return { store, agentName, taskName, showStep, showTask: selectTask };
 }
 
 onPaint(render);
@@ -157,6 +157,8 @@ function onTouched({ kind, id, state }) {
   switch (kind) {
     case 'task':
       mark('tasks', 'summary', 'composer');
+      // A task that ended failed with a reason is listed with the failures.
+      if (state && state.execution_state === 'failed') mark('failures');
       if (id === ui.taskId || !ui.taskPicked) mark('detail', 'chat', 'graph');
       break;
     case 'stage':

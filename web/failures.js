@@ -1,6 +1,8 @@
-// The failures panel: the failed steps the console holds, newest first, each with its agent,
-// task, time and reason; a click shows the step in its agent's card. Failures are never only
-// in a log: an agent whose last step failed is marked in the agent list too.
+// The failures panel: the tasks that ended failed and the failed steps the console holds,
+// newest first. A task with the runtime's reason (a manager that declared success on nothing:
+// no stage gave a result); a step with its agent, task, time and reason. A click shows the task,
+// or the step in its agent's card. Failures are never only in a log: an agent whose last step
+// failed is marked in the agent list too.
 
 import { h, keyed, fmt } from './dom.js';
 import { isFailure } from './store.js';
@@ -29,9 +31,26 @@ export function agentFailures(store, agentId) {
   return { count: failed.length, lastFailed: !!last && isFailure(last.state), last: last && last.state };
 }
 
-/** ctx: {store, agentName, taskName, showStep(step)} */
+/** The tasks that ended failed, newest first: a task may fail with no step of it failed. */
+export function failedTasks(store) {
+  return store
+    .all('task')
+    .filter((r) => r.state.execution_state === 'failed')
+    .sort((a, b) => (b.state.ended_at || 0) - (a.state.ended_at || 0));
+}
+
+/** Why a task failed: the runtime's reason, and its stages that gave no result. */
+export function taskFailureReason(t) {
+  const o = t.outcome || {};
+  const lines = [o.why, ...(o.failed_stages || []).map((f) => `stage "${f.stage_intention}" failed: ${f.why}`)].filter(Boolean);
+  return lines.length ? lines.join('\n') : t.task_summary || 'no reason recorded';
+}
+
+/** ctx: {store, agentName, taskName, showStep(step), showTask(id)} */
 export function renderFailures(ctx, panel, list, count) {
-  const all = failedSteps(ctx.store);
+  const tasks = failedTasks(ctx.store).map((r) => ({ key: `task:${r.state.task_id}`, r, task: true }));
+  const steps = failedSteps(ctx.store).map((r) => ({ key: r.state.step_id, r, task: false }));
+  const all = [...tasks, ...steps];
   panel.hidden = all.length === 0;
   count.textContent = String(all.length);
   count.dataset.count = String(all.length);
@@ -39,37 +58,67 @@ export function renderFailures(ctx, panel, list, count) {
   keyed(
     list,
     shown,
-    (r) => r.state.step_id,
-    (r) => String(r.version),
-    (r) => {
-      const s = r.state;
-      return h(
-        'li',
-        {
-          class: 'failure',
-          testid: 'failure-item',
-          'data-step-id': s.step_id,
-          'data-agent-id': s.agent_id,
-          tabindex: '0',
-          role: 'button',
-          title: 'show this step',
-          onclick: () => ctx.showStep(s),
-          onkeydown: (e) => {
-            if (e.key === 'Enter') ctx.showStep(s);
-          },
-        },
-        h(
-          'div',
-          { class: 'failure-head' },
-          h('b', null, ctx.agentName(s.agent_id)),
-          h('span', { class: 'muted small' }, ` · ${s.executor}`),
-          h('span', { class: 'spacer' }),
-          h('span', { class: 'muted small' }, fmt.clock(s.ended_at)),
-        ),
-        h('div', { class: 'small' }, s.step_intention, h('span', { class: 'muted' }, ` · ${ctx.taskName(s.task_id)}`)),
-        h('p', { class: 'failure-reason pre', testid: 'failure-reason' }, failureReason(s)),
-      );
-    },
+    (e) => e.key,
+    (e) => String(e.r.version),
+    (e) => (e.task ? taskItem(ctx, e.r.state) : stepItem(ctx, e.r.state)),
   );
   if (all.length > SHOWN) list.append(h('li', { class: 'muted small' }, `${all.length - SHOWN} older failures not shown`));
+}
+
+function taskItem(ctx, t) {
+  return h(
+    'li',
+    {
+      class: 'failure failure-task',
+      testid: 'failure-item',
+      'data-kind': 'task',
+      'data-task-id': t.task_id,
+      tabindex: '0',
+      role: 'button',
+      title: 'show this task',
+      onclick: () => ctx.showTask(t.task_id),
+      onkeydown: (e) => {
+        if (e.key === 'Enter') ctx.showTask(t.task_id);
+      },
+    },
+    h(
+      'div',
+      { class: 'failure-head' },
+      h('b', null, `Task ${t.task_name}`),
+      h('span', { class: 'muted small' }, ' · failed'),
+      h('span', { class: 'spacer' }),
+      h('span', { class: 'muted small' }, fmt.clock(t.ended_at)),
+    ),
+    h('p', { class: 'failure-reason pre', testid: 'failure-reason' }, taskFailureReason(t)),
+  );
+}
+
+function stepItem(ctx, s) {
+  return h(
+    'li',
+    {
+      class: 'failure',
+      testid: 'failure-item',
+      'data-kind': 'step',
+      'data-step-id': s.step_id,
+      'data-agent-id': s.agent_id,
+      tabindex: '0',
+      role: 'button',
+      title: 'show this step',
+      onclick: () => ctx.showStep(s),
+      onkeydown: (e) => {
+        if (e.key === 'Enter') ctx.showStep(s);
+      },
+    },
+    h(
+      'div',
+      { class: 'failure-head' },
+      h('b', null, ctx.agentName(s.agent_id)),
+      h('span', { class: 'muted small' }, ` · ${s.executor}`),
+      h('span', { class: 'spacer' }),
+      h('span', { class: 'muted small' }, fmt.clock(s.ended_at)),
+    ),
+    h('div', { class: 'small' }, s.step_intention, h('span', { class: 'muted' }, ` · ${ctx.taskName(s.task_id)}`)),
+    h('p', { class: 'failure-reason pre', testid: 'failure-reason' }, failureReason(s)),
+  );
 }

@@ -81,8 +81,8 @@ export function renderTaskList() {
             }
           },
         },
-        h('div', { class: 'task-item-top' }, h('span', { class: 'task-name' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base') : null, isBase(t) ? null : elapsed(t.started_at, t.ended_at, store.now(), { class: 'task-elapsed muted small', testid: 'task-elapsed' }), badge(t.execution_state, 'task-state')),
-        h('div', { class: 'task-item-stage', testid: 'task-running-stage' }, stageLabel(t)),
+        h('div', { class: 'task-item-top' }, h('span', { class: 'task-name' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base') : null, isBase(t) ? null : elapsed(t.started_at, t.ended_at, store.now(), { class: 'task-elapsed muted small', testid: 'task-elapsed' }), outcomeBadge(t, 'task-state')),
+        h('div', { class: 'task-item-stage', testid: 'task-running-stage' }, stageLabel(t), stagesFailedFlag(t)),
         stages.length
           ? h(
               'div',
@@ -117,7 +117,7 @@ export function renderTaskHead() {
         h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'task-cancel', onclick: () => confirmCancel(`task “${t.task_name}”`, (why) => app.client.cancelTask(t.task_id, why)) }, 'Cancel task'),
       );
   head.replaceChildren(
-    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, badge(t.execution_state, 'task-detail-state'), t.paused ? h('span', { class: 'flag flag-wait', testid: 'task-paused' }, 'paused') : null, controls),
+    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, outcomeBadge(t, 'task-detail-state'), stagesFailedFlag(t), t.paused ? h('span', { class: 'flag flag-wait', testid: 'task-paused' }, 'paused') : null, controls),
     h('p', { class: 'task-intention' }, t.task_intention || ''),
     h(
       'div',
@@ -129,6 +129,22 @@ export function renderTaskHead() {
       h('span', { class: 'meta-item muted mono', title: 'task id' }, fmt.short(t.task_id)),
     ),
   );
+}
+
+/** The task's state badge, its title saying why a failed task failed. */
+function outcomeBadge(t, testid) {
+  const b = badge(t.execution_state, testid);
+  const o = t.outcome;
+  if (o && o.why) b.title = o.why;
+  return b;
+}
+
+/** A finished task whose stages did not all give a result says how many did not. */
+function stagesFailedFlag(t) {
+  const failed = (t.outcome && t.outcome.failed_stages) || [];
+  if (t.execution_state !== 'finished' || !failed.length) return null;
+  const what = failed.map((f) => `${f.stage_intention}: ${f.why}`).join('\n');
+  return h('span', { class: 'flag flag-warn', testid: 'task-stages-failed', title: what }, `${failed.length} stage${failed.length === 1 ? '' : 's'} failed`);
 }
 
 /** Why a task failed, and the stages that gave no result (a finished task may list some). */

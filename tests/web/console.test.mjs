@@ -374,7 +374,7 @@ try {
 
   await step('a step that fails shows in the failures panel with its reason, and marks its agent', async () => {
     await sendGoal(baseId, 'FAIL ON PURPOSE: show me what a failure looks like');
-    const item = page.locator('[data-testid="failure-item"]').first();
+    const item = page.locator('[data-testid="failure-item"][data-kind="step"]').first();
     await item.waitFor();
     const reason = (await item.getByTestId('failure-reason').textContent()) || '';
     if (!reason.includes('planned_step')) throw new Failure(`the failure's reason: "${reason}"`);
