@@ -113,6 +113,8 @@ export class Store {
         if (t) {
           t.execution_state = ev.execution_state;
           if (ev.task_summary !== undefined) t.task_summary = ev.task_summary;
+          // Why it failed, and its stages that gave nothing (absent when all went well).
+          if (ev.outcome !== undefined) t.outcome = ev.outcome;
           if (OVER.has(ev.execution_state) && ev.at !== undefined) t.ended_at = ev.at;
         }
         break;

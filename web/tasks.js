@@ -181,12 +181,14 @@ export function renderStages() {
   // The stage cards are keyed: a stage of a hundred agents is drawn again only when it changed.
   const list = (view._stages ||= h('ol', { class: 'stage-list', testid: 'stage-list' }));
   const stages = store.stagesOf(t).map((r, i) => ({ r, i }));
+  // A stage that gave no result, by the task's record (one closed as finished may have).
+  const gaveNothing = new Map(((t.outcome && t.outcome.failed_stages) || []).map((f) => [f.stage_id, f.why]));
   keyed(
     list,
     stages,
     ({ r }) => r.state.stage_id,
-    ({ r, i }) => `${r.version}|${i}`,
-    ({ r, i }) => stageCard(r.state, i),
+    ({ r, i }) => `${r.version}|${i}|${gaveNothing.get(r.state.stage_id) || ''}`,
+    ({ r, i }) => stageCard(r.state, i, gaveNothing.get(r.state.stage_id)),
   );
   if (!stages.length) {
     list.replaceChildren(
@@ -241,7 +243,8 @@ function fillPlans(box, taskId, stageId) {
   return plans.length > 0;
 }
 
-function stageCard(s, i) {
+/** A stage's card; `gaveNothing`: why the task's record says the stage gave no result. */
+function stageCard(s, i, gaveNothing) {
   const alloc = s.agent_allocation || {};
   const states = s.every_agent_state || {};
   const sums = s.completion_summary || {};
@@ -250,7 +253,7 @@ function stageCard(s, i) {
   const card = h(
     'li',
     { class: `stage-card st-border-${s.execution_state}`, testid: 'stage-item', 'data-stage-id': s.stage_id, 'data-state': s.execution_state },
-    h('div', { class: 'stage-top' }, h('span', { class: 'stage-no' }, `Stage ${i + 1}`), h('span', { class: 'stage-intention' }, s.stage_intention), elapsed(s.started_at, s.ended_at, store.now(), { class: 'muted small', testid: 'stage-elapsed' }), badge(s.execution_state, 'stage-state')),
+    h('div', { class: 'stage-top' }, h('span', { class: 'stage-no' }, `Stage ${i + 1}`), h('span', { class: 'stage-intention' }, s.stage_intention), elapsed(s.started_at, s.ended_at, store.now(), { class: 'muted small', testid: 'stage-elapsed' }), badge(s.execution_state, 'stage-state'), gaveNothing ? h('span', { class: 'flag flag-warn', testid: 'stage-gave-nothing', title: gaveNothing }, 'no result') : null),
     s.execution_state === 'running' ? stageControls(s) : null,
     h(
       'table',

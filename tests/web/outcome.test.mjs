@@ -132,12 +132,15 @@ try {
     const flag = ((await item.getByTestId('task-stages-failed').textContent()) || '').trim();
     if (flag !== '1 stage failed') throw new Failure(`the list's flag: "${flag}"`);
     await item.click();
-    const head = ((await page.locator('[data-testid="task-head"] [data-testid="task-stages-failed"]').textContent()) || '').trim();
+    const head = ((await page.locator('[data-testid="task-detail"] [data-testid="task-stages-failed"]').textContent()) || '').trim();
     if (head !== '1 stage failed') throw new Failure(`the head's flag: "${head}"`);
     const note = (await page.locator('[data-testid="task-summary"] [data-testid="task-outcome"]').textContent()) || '';
     if (!note.includes('Stage "MIXED write" failed') || note.includes('MIXED review')) throw new Failure(`the outcome note: "${note}"`);
     const heading = await page.locator('[data-testid="task-summary"] h3').textContent();
     if (heading !== 'Task summary') throw new Failure(`the summary card's heading: "${heading}"`);
+    // The stage closed as finished with its writer failed is marked as giving no result.
+    const marked = await page.locator('[data-testid="stage-item"]:has([data-testid="stage-gave-nothing"]) .stage-intention').allTextContents();
+    if (JSON.stringify(marked) !== JSON.stringify(['MIXED write'])) throw new Failure(`stages marked as giving nothing: ${JSON.stringify(marked)}`);
     await page.screenshot({ path: shot('-mixed') });
     return item.getAttribute('data-task-id');
   });
@@ -150,7 +153,7 @@ try {
     // The finished task is no failure, whatever its stages.
     if (await page.locator(`[data-testid="failure-item"][data-kind="task"][data-task-id="${mixed}"]`).count()) throw new Failure('the finished task is listed as a failure');
     await entry.click();
-    await page.locator(`[data-testid="task-head"][data-task-id="${hollow}"]`).waitFor();
+    await page.locator(`[data-testid="task-detail"][data-task-id="${hollow}"]`).waitFor();
   });
 
   await step('the stage-failed flag reads in light and dark mode', async () => {
