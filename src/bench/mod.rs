@@ -17,6 +17,8 @@
 //! - [`fan_out`]: a graph plan's parts side by side, against its critical path and one at a
 //!   time.
 //! - [`parallel_tools`]: one reply's tool calls to a real MCP server at once, and one at a time.
+//! - [`prompt_cache`]: every prompt of a team's run through a local endpoint: tokens a call, the
+//!   prefix each call shares with its agent's previous one, what a cache slot per agent reuses.
 
 pub mod client;
 pub mod console;
@@ -26,6 +28,7 @@ pub mod load_store;
 pub mod load_team;
 pub mod model_stub;
 pub mod parallel_tools;
+pub mod prompt_cache;
 pub mod scenarios;
 pub mod serve;
 pub mod store;
@@ -117,6 +120,10 @@ pub enum Job {
         calls: usize,
         call_ms: u64,
     },
+    PromptCache {
+        /// `quickstart` or `stage20`.
+        team: String,
+    },
 }
 
 impl Job {
@@ -181,6 +188,7 @@ impl Job {
                 calls,
                 call_ms,
             } => parallel_tools::parallel_tools(runs, parallel_tool_calls, calls, call_ms),
+            Job::PromptCache { ref team } => prompt_cache::prompt_cache(team),
         }
     }
 }
@@ -288,6 +296,9 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
     }
     if wanted("parallel_tools") {
         parallel_tools::rows(exe, opts, &mut note, &mut out);
+    }
+    if wanted("prompt_cache") {
+        prompt_cache::rows(exe, opts, &mut note, &mut out);
     }
     load_http::rows(exe, opts, &wanted, &mut note, &mut out);
     load_team::rows(exe, opts, &wanted, &mut note, &mut out);

@@ -11,6 +11,10 @@ use serde_json::Value;
 pub struct TokenUsage {
     /// Tokens sent to the model (the prompts).
     pub prompt_tokens: u64,
+    /// Of the prompt tokens, those the endpoint served from its prompt cache (a prefix it had
+    /// already evaluated), as it reports them; 0 when it reports none.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_prompt_tokens: u64,
     /// Tokens the model answered with.
     pub completion_tokens: u64,
     /// USD, priced by the model that spent the tokens (0 when it has no price).
@@ -22,19 +26,36 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
+}
+
 impl TokenUsage {
     /// A usage of these counts, without a price.
     pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Self {
         TokenUsage {
             prompt_tokens,
             completion_tokens,
-            cost_usd: 0.0,
+            ..Default::default()
         }
+    }
+
+    /// This usage with `cached` of its prompt tokens served from the endpoint's cache (never
+    /// more than the prompt).
+    pub fn with_cached(mut self, cached: u64) -> Self {
+        self.cached_prompt_tokens = cached.min(self.prompt_tokens);
+        self
+    }
+
+    /// Prompt tokens the endpoint evaluated anew (not from its cache).
+    pub fn uncached_prompt_tokens(&self) -> u64 {
+        self.prompt_tokens.saturating_sub(self.cached_prompt_tokens)
     }
 
     /// Adds `other` to this running total (tokens and cost).
     pub fn add(&mut self, other: TokenUsage) {
         self.prompt_tokens += other.prompt_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.cost_usd += other.cost_usd;
     }
@@ -43,6 +64,9 @@ impl TokenUsage {
     pub fn since(&self, earlier: TokenUsage) -> TokenUsage {
         TokenUsage {
             prompt_tokens: self.prompt_tokens.saturating_sub(earlier.prompt_tokens),
+            cached_prompt_tokens: self
+                .cached_prompt_tokens
+                .saturating_sub(earlier.cached_prompt_tokens),
             completion_tokens: self
                 .completion_tokens
                 .saturating_sub(earlier.completion_tokens),

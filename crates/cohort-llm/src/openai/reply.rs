@@ -15,7 +15,11 @@ pub(super) fn reply_from_response(
 ) -> Result<ChatReply, LlmError> {
     let usage = response
         .usage
-        .map(|u| TokenUsage::new(u64::from(u.prompt_tokens), u64::from(u.completion_tokens)))
+        .map(|u| {
+            let cached = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+            TokenUsage::new(u64::from(u.prompt_tokens), u64::from(u.completion_tokens))
+                .with_cached(cached.map_or(0, u64::from))
+        })
         .unwrap_or_default();
     let Some(choice) = response.choices.into_iter().next() else {
         return Err(LlmError::EmptyAnswer("the response has no choices".into()));
@@ -65,6 +69,15 @@ pub(super) fn reply_from_response(
     }
 }
 
+/// A `usage` object as OpenAI, vLLM and llama.cpp send it: prompt and completion tokens, and
+/// the prompt tokens served from the endpoint's prompt cache
+/// (`prompt_tokens_details.cached_tokens`). A missing count is 0.
+pub(super) fn usage_of(usage: &Value) -> TokenUsage {
+    let tokens = |path: &str| usage.pointer(path).and_then(Value::as_u64).unwrap_or(0);
+    TokenUsage::new(tokens("/prompt_tokens"), tokens("/completion_tokens"))
+        .with_cached(tokens("/prompt_tokens_details/cached_tokens"))
+}
+
 /// A 2xx body async-openai's strict types rejected (`strict` says why), read the way local
 /// servers need: only `choices[0].message.content` and `usage.{prompt,completion}_tokens`
 /// matter. A body that is not JSON or has no `choices` array is no chat completion at all.
@@ -79,15 +92,7 @@ pub(super) fn reply_leniently(
         .and_then(Value::as_array)
         .ok_or_else(invalid)?;
     tracing::debug!(error = %strict, "not a strict chat completion; reading it leniently");
-    let tokens = |name: &str| {
-        value
-            .pointer(&format!("/usage/{name}"))
-            .and_then(Value::as_u64)
-    };
-    let usage = TokenUsage::new(
-        tokens("prompt_tokens").unwrap_or(0),
-        tokens("completion_tokens").unwrap_or(0),
-    );
+    let usage = value.get("usage").map(usage_of).unwrap_or_default();
     let Some(choice) = choices.first() else {
         return Err(LlmError::EmptyAnswer("the response has no choices".into()));
     };
@@ -243,6 +248,29 @@ mod tests {
             "usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
         assert!(strict_rejects(body));
         assert_eq!(parse(body).unwrap().usage, usage(5, 2));
+    }
+
+    #[test]
+    fn the_prompt_tokens_served_from_the_cache_are_read_strictly_and_leniently() {
+        // OpenAI's shape, and llama.cpp's as its server sends it (no `total_tokens` in some
+        // builds; `timings` beside `usage`).
+        let openai = r#"{"id":"x","object":"chat.completion","created":1,"model":"m",
+            "choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],
+            "usage":{"prompt_tokens":2006,"completion_tokens":300,"total_tokens":2306,
+                     "prompt_tokens_details":{"cached_tokens":1920}}}"#;
+        assert!(!strict_rejects(openai));
+        let u = parse(openai).unwrap().usage;
+        assert_eq!((u.prompt_tokens, u.cached_prompt_tokens), (2006, 1920));
+        assert_eq!(u.uncached_prompt_tokens(), 86);
+        let llama = r#"{"choices":[{"finish_reason":"length","index":0,"message":{"role":"assistant","content":"Hello!"}}],
+            "created":1795732645,"model":"qwen","object":"chat.completion",
+            "usage":{"completion_tokens":2,"prompt_tokens":31,"prompt_tokens_details":{"cached_tokens":3}},
+            "timings":{"cache_n":3,"prompt_n":28}}"#;
+        assert!(strict_rejects(llama));
+        assert_eq!(parse(llama).unwrap().usage.cached_prompt_tokens, 3);
+        // A count above the prompt's (a confused server) is held to the prompt.
+        let over = r#"{"choices":[{"message":{"content":"ok"}}],"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":9}}}"#;
+        assert_eq!(parse(over).unwrap().usage.cached_prompt_tokens, 5);
     }
 
     #[test]

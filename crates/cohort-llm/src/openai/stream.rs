@@ -124,11 +124,7 @@ impl Assembly {
             )));
         }
         if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
-            let tokens = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = Some(TokenUsage::new(
-                tokens("prompt_tokens"),
-                tokens("completion_tokens"),
-            ));
+            self.usage = Some(super::reply::usage_of(usage));
         }
         let Some(choice) = chunk
             .get("choices")
@@ -299,11 +295,13 @@ mod tests {
             text("<think>Cold "),
             text("rain</think>"),
             json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}),
-            json!({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 9}}),
+            json!({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 9,
+                "prompt_tokens_details": {"cached_tokens": 96}}}),
         ])
         .unwrap();
         assert_eq!(reply.text, "<think>Cold rain</think>");
         assert_eq!(reply.usage.prompt_tokens, 120);
+        assert_eq!(reply.usage.cached_prompt_tokens, 96);
         assert_eq!(reply.usage.completion_tokens, 9);
         assert_eq!(reply.cut, None);
     }

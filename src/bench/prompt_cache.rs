@@ -1,0 +1,444 @@
+//! The `prompt_cache` scenario: every prompt of a team's run, recorded as it crosses HTTP, and
+//! what a prefix cache can reuse of it. The team runs on the `openai` provider against a local
+//! OpenAI-compatible endpoint that replays the team's script (so the run is the scripted run,
+//! call for call) and records each request: its messages as a chat template joins them, its
+//! answer schema, its cache fields (`prompt_cache_key`, llama.cpp's `id_slot` and
+//! `cache_prompt`).
+//!
+//! Figures, in cl100k tokens (the model is named `gpt-4` so client and endpoint count alike):
+//! tokens a call; the share of a call that is a prefix of the same agent's previous call; the
+//! tokens a call adds beyond it; the schema's tokens a call; and what an endpoint with one
+//! cache slot per `id_slot` (else one slot for all, as a default llama.cpp server) reuses, which
+//! it reports as `usage.prompt_tokens_details.cached_tokens`, so the client's count of cached
+//! tokens is checked against it.
+//!
+//! Teams: the quickstart (a manager and two workers, two stages), and a stage of 20 workers
+//! (the benchmark team, two think steps each).
+
+use super::load_http::runtime;
+use super::scenarios::Figures;
+use super::team::{Scratch, TeamShape, write_team};
+use super::{BenchOptions, Job, Row, f, in_child, row};
+use crate::actors::Host;
+use crate::config::load_team;
+use crate::config::script::Script;
+use crate::ids::{AgentId, StageRef, StepId, TaskId};
+use crate::llm::scripted::ScriptedModel;
+use crate::llm::{ChatModel, ChatRequest};
+use crate::prompt::tokens::TokenCounter;
+use crate::run::{RunOptions, run_goal};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The model the bench team names: its tokenizer (cl100k) counts on both sides.
+const MODEL: &str = "gpt-4";
+
+/// One request as the endpoint saw it.
+#[derive(Clone, Debug, Default)]
+struct Seen {
+    agent: String,
+    /// Tokens of the messages joined as a chat template would (role markers, then the text).
+    tokens: usize,
+    /// Tokens of the longest common prefix with the same agent's previous call (0 for its first).
+    shared: usize,
+    /// Whether the agent had a previous call.
+    follows: bool,
+    schema_tokens: usize,
+    /// Tokens the endpoint's cache reused (one slot per `id_slot`, else one for all).
+    cached: usize,
+    keyed: bool,
+    slotted: bool,
+}
+
+struct Recorder {
+    script: Arc<ScriptedModel>,
+    tokens: TokenCounter,
+    seen: Mutex<Vec<Seen>>,
+    /// The previous prompt of each agent.
+    by_agent: Mutex<HashMap<String, String>>,
+    /// The prompt each cache slot holds.
+    slots: Mutex<HashMap<String, String>>,
+}
+
+/// The endpoint; stops when dropped.
+struct Endpoint {
+    addr: std::net::SocketAddr,
+    recorder: Arc<Recorder>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn serve(script: Script) -> std::io::Result<Endpoint> {
+    let recorder = Arc::new(Recorder {
+        script: ScriptedModel::new(script),
+        tokens: TokenCounter::for_model(MODEL),
+        seen: Mutex::default(),
+        by_agent: Mutex::default(),
+        slots: Mutex::default(),
+    });
+    let app = Router::new()
+        .route("/v1/chat/completions", post(answer))
+        .with_state(recorder.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(Endpoint {
+        addr,
+        recorder,
+        server,
+    })
+}
+
+/// The value of the first line `- {name}: …` of `text` (up to a ` (` note).
+fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!("- {name}: ");
+    let line = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix(&key))?;
+    Some(line.split(" (").next().unwrap_or(line).trim())
+}
+
+/// The current step's ids and skill, read from its ids block (the lines `- task_id`,
+/// `- stage_id`, `- step_id`, `- executor`, together), and the asking agent.
+fn asked(system: &str, user: &str) -> Option<(String, [String; 4])> {
+    let lines: Vec<&str> = user.lines().collect();
+    let at = lines.windows(4).position(|w| {
+        w[0].starts_with("- task_id: ")
+            && w[1].starts_with("- stage_id: ")
+            && w[2].starts_with("- step_id: ")
+            && w[3].starts_with("- executor: ")
+    })?;
+    let block = lines[at..at + 4].join("\n");
+    let get = |n: &str| field(&block, n).map(str::to_owned);
+    let agent = ["agent id", "agent_id"]
+        .iter()
+        .find_map(|n| field(system, n).or_else(|| field(user, n)))?;
+    Some((
+        agent.to_owned(),
+        [
+            get("task_id")?,
+            get("stage_id")?,
+            get("step_id")?,
+            get("executor")?,
+        ],
+    ))
+}
+
+fn common_prefix<'a>(a: &'a str, b: &str) -> &'a str {
+    let n = a
+        .char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i);
+    &a[..n]
+}
+
+async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let text_of = |role: &str| {
+        messages
+            .iter()
+            .filter(|m| m["role"] == role)
+            .filter_map(|m| m["content"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (system, user) = (text_of("system"), text_of("user"));
+    let Some((agent, [task, stage, step, skill])) = asked(&system, &user) else {
+        let e = json!({"error": {"message": "no current step in the prompt", "type": "invalid_request_error"}});
+        return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+    };
+    let text: String = messages
+        .iter()
+        .map(|m| {
+            format!(
+                "<|{}|>\n{}\n",
+                m["role"].as_str().unwrap_or(""),
+                m["content"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let seen = record(&rec, &req, agent.clone(), text);
+    let request = ChatRequest {
+        system,
+        prompt: user,
+        answer_format: None,
+        tools: Vec::new(),
+        rounds: Vec::new(),
+        agent_id: AgentId::from(agent.as_str()),
+        skill,
+        task_id: TaskId::from(task.as_str()),
+        stage_id: StageRef::parse(&stage),
+        step_id: StepId::from(step.as_str()),
+        template: None,
+        step_text: String::new(),
+        progress: None,
+        model_wait: None,
+        retry: 0,
+        mending: Default::default(),
+    };
+    match rec.script.chat(request).await {
+        Ok(reply) => axum::Json(json!({
+            "id": "replay", "object": "chat.completion", "created": 1_700_000_000u32, "model": MODEL,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": seen.tokens, "completion_tokens": rec.tokens.count(&reply.text),
+                      "prompt_tokens_details": {"cached_tokens": seen.cached}}
+        }))
+        .into_response(),
+        Err(e) => {
+            let e = json!({"error": {"message": e.to_string(), "type": "invalid_request_error"}});
+            (StatusCode::BAD_REQUEST, axum::Json(e)).into_response()
+        }
+    }
+}
+
+/// Records one request: its size, what it shares with the agent's previous call, what the
+/// endpoint's cache slot holds of it.
+fn record(rec: &Recorder, req: &Value, agent: String, text: String) -> Seen {
+    let count = |s: &str| rec.tokens.count(s);
+    let previous = rec
+        .by_agent
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(agent.clone(), text.clone());
+    let slot = req["id_slot"]
+        .as_i64()
+        .map_or_else(|| "shared".to_owned(), |s| s.to_string());
+    let held = rec
+        .slots
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(slot, text.clone());
+    let schema = &req["response_format"];
+    let seen = Seen {
+        tokens: count(&text),
+        shared: previous
+            .as_deref()
+            .map_or(0, |p| count(common_prefix(&text, p))),
+        follows: previous.is_some(),
+        schema_tokens: if schema.is_null() {
+            0
+        } else {
+            count(&schema.to_string())
+        },
+        cached: held
+            .as_deref()
+            .map_or(0, |p| count(common_prefix(&text, p))),
+        keyed: req["prompt_cache_key"].is_string(),
+        slotted: req["id_slot"].is_i64() && req["cache_prompt"] == true,
+        agent,
+    };
+    rec.seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(seen.clone());
+    seen
+}
+
+/// The team of `which` in `dir`, on the `openai` provider at `base_url`: its team file and the
+/// script the endpoint replays.
+fn write(dir: &Path, which: &str, base_url: &str) -> Result<(std::path::PathBuf, Script), String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (team, script) = match which {
+        "quickstart" => (
+            std::fs::read_to_string(root.join("examples/quickstart/team.yaml"))
+                .map_err(|e| e.to_string())?,
+            root.join("examples/quickstart/script.yaml"),
+        ),
+        _ => {
+            let shape = TeamShape {
+                workers: 20,
+                steps: 2,
+                delay_ms: 0,
+                max_in_flight: 8,
+                goals: 1,
+            };
+            let file = write_team(dir, shape, None).map_err(|e| e.to_string())?;
+            (
+                std::fs::read_to_string(&file).map_err(|e| e.to_string())?,
+                dir.join("script.yaml"),
+            )
+        }
+    };
+    let script = Script::load(&script).map_err(|e| e.to_string())?;
+    // The team's `llm:` block (up to the next top-level line) becomes the endpoint's.
+    let start = team.find("\nllm:").ok_or("the team has no llm block")? + 1;
+    let mut end = team.len();
+    let mut at = start
+        + team[start..]
+            .find('\n')
+            .map_or(team.len() - start, |i| i + 1);
+    while at < team.len() {
+        let line = &team[at..];
+        if line.starts_with(|c: char| !c.is_whitespace()) {
+            end = at;
+            break;
+        }
+        at += line.find('\n').map_or(line.len(), |i| i + 1);
+    }
+    let llm = format!("llm:\n  provider: openai\n  base_url: {base_url}\n  model: {MODEL}\n");
+    let file = dir.join("bench-team.yaml");
+    std::fs::write(&file, format!("{}{llm}{}", &team[..start], &team[end..]))
+        .map_err(|e| e.to_string())?;
+    Ok((file, script))
+}
+
+/// Runs `which` (`quickstart` or `stage20`) through the recording endpoint.
+pub fn prompt_cache(which: &str) -> Figures {
+    let scratch = Scratch::new(&format!("prompt-cache-{which}")).map_err(|e| e.to_string())?;
+    let rt = runtime()?;
+    let script_dir = scratch.0.clone();
+    // The endpoint's address is needed in the team file, and the script in the endpoint.
+    let (file, script) = write(&script_dir, which, "http://127.0.0.1:1/v1")?;
+    let endpoint = rt.block_on(serve(script)).map_err(|e| e.to_string())?;
+    let base = format!("http://{}/v1", endpoint.addr);
+    let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+    std::fs::write(&file, text.replace("http://127.0.0.1:1/v1", &base))
+        .map_err(|e| e.to_string())?;
+    let cfg = load_team(&file).map_err(|e| e.to_string())?;
+    let opts = RunOptions {
+        timeout: Duration::from_secs(300),
+        stall_after: Duration::from_secs(60),
+        ..RunOptions::default()
+    };
+    let vars = |_: &str| None;
+    let host = Host::new(
+        &vars,
+        std::env::current_exe().unwrap_or_else(|_| "cohort".into()),
+    );
+    let report = actix::System::new()
+        .block_on(async {
+            run_goal(
+                &cfg,
+                "Write a haiku about autumn rain",
+                &opts,
+                &host,
+                |_| {},
+            )
+            .await
+        })
+        .map_err(|e| e.to_string())?;
+    let seen = endpoint
+        .recorder
+        .seen
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    Ok(figures(&seen, &report))
+}
+
+fn figures(seen: &[Seen], report: &crate::run::RunReport) -> Value {
+    let calls = seen.len().max(1) as f64;
+    let sum = |g: fn(&Seen) -> usize| seen.iter().map(g).sum::<usize>() as f64;
+    let tokens = sum(|s| s.tokens);
+    let following: Vec<&Seen> = seen.iter().filter(|s| s.follows).collect();
+    let shared: usize = following.iter().map(|s| s.shared).sum();
+    let of_following: usize = following.iter().map(|s| s.tokens).sum();
+    json!({
+        "calls": seen.len(),
+        "outcome": format!("{:?}", report.outcome),
+        "tokens_a_call": tokens / calls,
+        "largest_call": seen.iter().map(|s| s.tokens).max().unwrap_or(0),
+        "shared_pct": 100.0 * shared as f64 / of_following.max(1) as f64,
+        "new_a_call": (tokens - shared as f64) / calls,
+        "schema_tokens_a_call": sum(|s| s.schema_tokens) / calls,
+        "cached_pct": 100.0 * sum(|s| s.cached) / tokens.max(1.0),
+        "client_cached": report.tokens.cached_prompt_tokens,
+        "endpoint_cached": sum(|s| s.cached),
+        "keyed": seen.iter().filter(|s| s.keyed).count(),
+        "slotted": seen.iter().filter(|s| s.slotted).count(),
+        "agents": seen.iter().map(|s| s.agent.as_str()).collect::<std::collections::BTreeSet<_>>().len(),
+    })
+}
+
+/// Today's figures (before prompts were ordered for the cache), as the issue measured them.
+const BEFORE_TOKENS: f64 = 2459.0;
+
+/// The scenario's rows: tokens a call, the prefix share, what is new, the cache's reuse.
+pub fn rows(
+    exe: &Path,
+    _opts: &BenchOptions,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
+    for which in ["quickstart", "stage20"] {
+        eprintln!("bench: prompt_cache: every prompt of the {which} through a local endpoint …");
+        let job = Job::PromptCache {
+            team: which.to_owned(),
+        };
+        let Some(v) = note("prompt_cache", in_child(exe, &job)) else {
+            continue;
+        };
+        let name = format!("prompt_cache {which}");
+        let target = |t: &str| {
+            if which == "quickstart" {
+                t.to_owned()
+            } else {
+                String::new()
+            }
+        };
+        out.push(row(
+            &name,
+            "tokens a call",
+            format!(
+                "{:.0} ({} calls, {})",
+                f(&v["tokens_a_call"]),
+                v["calls"],
+                v["outcome"].as_str().unwrap_or("?")
+            ),
+            &target(&format!(
+                "≤ {:.0} (−35 % of {BEFORE_TOKENS:.0})",
+                BEFORE_TOKENS * 0.65
+            )),
+        ));
+        out.push(row(
+            &name,
+            "prefix shared with the agent's previous call",
+            format!("{:.1} %", f(&v["shared_pct"])),
+            "≥ 85 % (48 % before)",
+        ));
+        out.push(row(
+            &name,
+            "new tokens a call",
+            format!("{:.0}", f(&v["new_a_call"])),
+            "",
+        ));
+        out.push(row(
+            &name,
+            "schema tokens a call",
+            format!("{:.0}", f(&v["schema_tokens_a_call"])),
+            "",
+        ));
+        out.push(row(
+            &name,
+            "cached by a slot per agent",
+            format!(
+                "{:.1} % (client counted {} of {}; {} of {} calls keyed, {} slotted)",
+                f(&v["cached_pct"]),
+                v["client_cached"],
+                v["endpoint_cached"],
+                v["keyed"],
+                v["calls"],
+                v["slotted"]
+            ),
+            "client = endpoint",
+        ));
+    }
+}
