@@ -423,7 +423,6 @@ fn constrained(prompt: &str) -> ChatRequest {
             name: "think".into(),
             schema: json!({"type": "object", "properties": {"think": {"type": "string"}},
                            "required": ["think"]}),
-            note: "ANSWER IN JSON".into(),
         }),
         ..request(prompt)
     }
@@ -445,7 +444,8 @@ async fn the_fixed_part_goes_as_system_and_the_answer_is_constrained_by_its_sche
     let messages = sent.body["messages"].as_array().expect("messages");
     assert_eq!(messages.len(), 2);
     assert_eq!(messages[0]["role"], "system");
-    assert_eq!(messages[0]["content"], "SYSTEM PART\n\nANSWER IN JSON");
+    // How tags become keys is the prompt's (its system part), not added by the provider.
+    assert_eq!(messages[0]["content"], "SYSTEM PART");
     assert_eq!(messages[1]["role"], "user");
     assert_eq!(messages[1]["content"], "STEP PART");
     let format = &sent.body["response_format"];

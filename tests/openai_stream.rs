@@ -201,7 +201,6 @@ async fn a_constrained_answer_that_loops_inside_a_string_is_stopped_there_and_le
     asked.answer_format = Some(cohort::llm::AnswerFormat {
         name: "summary".into(),
         schema: serde_json::json!({"type": "object", "properties": {"completion_summary": {"type": "string"}}}),
-        note: "Answer as JSON.".into(),
     });
     let reply = model.chat(asked).await.unwrap();
     assert_eq!(reply.cut, Some(cohort::llm::Cut::Repetition));

@@ -175,6 +175,13 @@ async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
             )
         })
         .collect();
+    if let Ok(d) = std::env::var("DUMP_PROMPTS") {
+        let n = rec.seen.lock().unwrap().len();
+        let _ = std::fs::write(
+            format!("{d}/{n:03}-{agent}-{skill}.txt"),
+            format!("{text}\n<|schema|>\n{}", req["response_format"]),
+        );
+    }
     let seen = record(&rec, &req, agent.clone(), text);
     let request = ChatRequest {
         system,

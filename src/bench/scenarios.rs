@@ -437,6 +437,7 @@ fn think_request(
             tool_history: None,
             budget: None,
             tokens: crate::prompt::tokens::TokenCounter::Estimate,
+            constrained: model.constrains_answers(),
         },
     );
     let answer_format = (model.constrains_answers()
@@ -444,7 +445,6 @@ fn think_request(
     .then(|| crate::llm::AnswerFormat {
         name: Skill::Think.name().to_owned(),
         schema: crate::skills::answer_schema::answer_schema(Skill::Think, agent, step, &[]),
-        note: prompts.phrases().json_answer.clone(),
     });
     ChatRequest {
         system: prompt.system,

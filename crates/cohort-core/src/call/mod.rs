@@ -150,8 +150,6 @@ pub struct AnswerFormat {
     pub name: String,
     /// The JSON schema the answer object must match.
     pub schema: serde_json::Value,
-    /// Said in the system message when the answer is constrained: the tags become keys.
-    pub note: String,
 }
 
 /// A function offered to the model: an MCP tool with its input schema.

@@ -1,6 +1,16 @@
-//! Assembling one skill's prompt from an agent's state, in the section order of SPEC §7:
-//! system → role & permissions → current step → history → persistent memory. Data written by
-//! agents or tools (contents, results, memory) is embedded so it cannot open sections of its own.
+//! Assembling one skill's prompt from an agent's state, ordered from most to least stable so an
+//! endpoint's prompt cache serves most of each call from the agent's previous one:
+//!
+//! 1. the system message, the same for every step of the agent: the system section, role and
+//!    permissions (skills, tools), how memory and JSON answers work;
+//! 2. what only grows: the stage's executed steps, oldest first, appended and never rewritten
+//!    above the newest (a budget cuts them from the oldest end, in whole blocks);
+//! 3. what changes each call: the memory's entries, the pending steps, the results the step
+//!    builds on, and the current step (its rules and answer format, its content last).
+//!
+//! Nothing volatile (a clock, a counter, a random id) is in parts 1 and 2 but the steps' own
+//! ids. Data written by agents or tools (contents, results, memory) is embedded so it cannot open
+//! sections of its own.
 
 use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
@@ -28,6 +38,9 @@ pub struct PromptContext<'a> {
     pub budget: Option<usize>,
     /// How the model counts tokens (its tokenizer, or an estimate).
     pub tokens: TokenCounter,
+    /// Whether the model's answers are constrained by a JSON schema: the system message then
+    /// says how tags become keys (for every step, so it stays the same from step to step).
+    pub constrained: bool,
 }
 
 /// How much of the history a prompt shows: everything, or (to fit a budget) older results cut
@@ -40,7 +53,9 @@ struct Fit {
     executed: usize,
 }
 
-/// Entries a shortened history still shows whole (seed 004: the newest five verbatim).
+/// Entries a shortened history still shows whole (seed 004: the newest five verbatim); older
+/// results are cut a block of this many at a time, so the history above stays the same for the
+/// next few calls (their prompt cache keeps serving it).
 pub const KEPT_WHOLE: usize = 5;
 /// What a shortened history keeps of an older entry's result (seed 004).
 pub const OLDER_RESULT_CHARS: usize = 500;
@@ -96,13 +111,14 @@ pub fn stage_history<'a>(
 }
 
 /// A step's prompt in two parts: what stays the same for every step of this agent (the system
-/// section, role and permissions), sent as the `system` message so servers can cache it, and
-/// what this step adds (current step, history, memory), sent as the `user` message.
+/// section, role and permissions, how memory and answers work), sent as the `system` message,
+/// and what this step adds (history, memory entries, pending steps, current step), sent as the
+/// `user` message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Prompt {
     /// The fixed part: system section, role and permissions.
     pub system: String,
-    /// This step's part: current step, history and memory.
+    /// This step's part: history, memory entries, pending steps, current step.
     pub user: String,
     /// How many of the stage's oldest executed steps the history left out (to fit the budget
     /// or its length cap); a summary of them is shown when the agent has written one.
@@ -147,15 +163,22 @@ pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> Promp
     prompt
 }
 
-/// The fixed part: system section, role and permissions, and how tools are called when the
-/// agent calls them natively.
+/// The fixed part: system section, role and permissions, how tools are called when the agent
+/// calls them natively, how memory is kept and, for a constrained model, how answers become
+/// JSON. The same for every step of the agent.
 fn fixed_part(set: &PromptSet, ctx: &PromptContext) -> String {
+    let (h, p) = (set.headings(), set.phrases());
     let mut fixed = Doc::default();
     fixed.push(set.system_prompt());
     push_role(&mut fixed, set, ctx);
     if ctx.agent.native_tools && !ctx.agent.tools.is_empty() {
-        fixed.push(&set.phrases().native_tools_note);
+        fixed.push(&p.native_tools_note);
     }
+    if ctx.constrained {
+        fixed.push(&p.json_answer);
+    }
+    fixed.heading(1, &h.memory);
+    fixed.push(set.persistent_memory_prompt());
     fixed.finish()
 }
 
@@ -163,14 +186,15 @@ fn fixed_part(set: &PromptSet, ctx: &PromptContext) -> String {
 /// results cut) and the memory, then what to do; the server's tools go beside it as functions.
 pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
     let mut doc = Doc::default();
-    push_step_head(&mut doc, set, ctx.step);
     let fit = Fit {
         cut_older: true,
         executed: MAX_EXECUTED_IN_HISTORY,
     };
-    push_dependencies(&mut doc, set, ctx, fit);
     let history_omitted = push_stage_history(&mut doc, set, ctx, fit);
     push_memory(&mut doc, set, ctx.agent);
+    push_pending(&mut doc, set, ctx);
+    push_dependencies(&mut doc, set, ctx, fit);
+    push_step_head(&mut doc, set, ctx.step);
     doc.heading(1, &set.headings().rules);
     doc.push(&set.phrases().tool_loop);
     Prompt {
@@ -182,8 +206,7 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
 
 fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
     let mut doc = Doc::default();
-    push_current_step(&mut doc, set, skill, ctx);
-    push_dependencies(&mut doc, set, ctx, fit);
+    // What only grows first, what changes each call after it, the current step last.
     let history_omitted = match history_kind(skill) {
         HistoryKind::Stage => push_stage_history(&mut doc, set, ctx, fit),
         HistoryKind::ToolChain => {
@@ -193,6 +216,11 @@ fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Pro
         HistoryKind::None => 0,
     };
     push_memory(&mut doc, set, ctx.agent);
+    if history_kind(skill) == HistoryKind::Stage {
+        push_pending(&mut doc, set, ctx);
+    }
+    push_dependencies(&mut doc, set, ctx, fit);
+    push_current_step(&mut doc, set, skill, ctx);
     Prompt {
         system: fixed_part(set, ctx),
         user: doc.finish(),
@@ -346,15 +374,11 @@ fn push_dependencies(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: F
         .iter()
         .filter_map(|id| ctx.agent.agent_step.get(id))
         .collect();
-    doc.heading(2, &set.headings().depends_on);
+    doc.heading(1, &set.headings().depends_on);
     doc.push(&set.phrases().depends_note);
     // Under a budget every dependency's result is cut: none of them is "the newest".
-    let cut = if fit.cut_older {
-        deps.len() + KEPT_WHOLE
-    } else {
-        0
-    };
-    push_steps_cut(doc, set, &deps, 3, cut);
+    let cut = if fit.cut_older { deps.len() } else { 0 };
+    push_steps_cut(doc, set, &deps, 2, 0, cut);
 }
 
 /// The ids and executor of a step, as a short list.
@@ -379,40 +403,62 @@ fn step_type(e: &Executor) -> &'static str {
     }
 }
 
-/// The stage's history; returns how many older executed steps it left out.
+/// The stage's executed steps, oldest first; returns how many older ones it left out. Steps
+/// are left out (and their results cut) from the oldest end a block at a time, so the lines
+/// above the newest entries stay as they were for the next calls.
 fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) -> usize {
     let (h, p) = (set.headings(), set.phrases());
-    let (done, pending) = stage_history(ctx.agent, ctx.step);
+    let (done, _) = stage_history(ctx.agent, ctx.step);
     doc.heading(1, &h.history);
     doc.push(&p.history_note);
-    doc.heading(2, &h.history_done);
     // The base task never ends, so a manager's history there only grows; the newest executed
     // steps are what a step needs, and the prompt must stay bounded.
-    let skipped = done.len().saturating_sub(fit.executed);
+    let skipped = left_out(done.len(), fit.executed);
     if skipped > 0 {
         doc.push(&format!("{} {skipped}", p.history_omitted));
         if let Some(s) = ctx
             .agent
             .history_summary(&ctx.step.task_id, &ctx.step.stage_id)
         {
-            doc.push(&format!(
-                "{}
-
-{}",
-                p.history_summary_note, s.text
-            ));
+            doc.push(&format!("{}\n\n{}", p.history_summary_note, s.text));
         }
     }
-    push_steps(doc, set, &done[skipped..], 3, fit.cut_older);
-    doc.heading(2, &h.history_pending);
+    let shown = &done[skipped..];
+    let whole_from = if fit.cut_older {
+        cut_before(shown.len())
+    } else {
+        0
+    };
+    push_steps_cut(doc, set, shown, 2, skipped, whole_from);
+    skipped
+}
+
+/// How many of `done` executed steps a history showing at most `shown` leaves out: a multiple
+/// of half of `shown`, so the oldest entries drop a block at a time, not one a call.
+pub fn left_out(done: usize, shown: usize) -> usize {
+    let over = done.saturating_sub(shown);
+    let block = (shown / 2).max(1);
+    over.div_ceil(block) * block
+}
+
+/// Of `n` entries, the first this many have their results cut: all but the newest
+/// [`KEPT_WHOLE`] to [`2 × KEPT_WHOLE`), a block of [`KEPT_WHOLE`] cut at a time.
+fn cut_before(n: usize) -> usize {
+    n.saturating_sub(KEPT_WHOLE) / KEPT_WHOLE * KEPT_WHOLE
+}
+
+/// The stage's steps still to run, the next ones first.
+fn push_pending(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    let (_, pending) = stage_history(ctx.agent, ctx.step);
+    doc.heading(1, &h.history_pending);
     // The next steps are what matters; a long queue (a flood of messages) must not grow the
     // prompt with it.
     let shown = pending.len().min(MAX_PENDING_IN_HISTORY);
-    push_steps(doc, set, &pending[..shown], 3, false);
+    push_steps_cut(doc, set, &pending[..shown], 2, 0, 0);
     if pending.len() > shown {
         doc.push(&format!("{} {}", p.pending_omitted, pending.len() - shown));
     }
-    skipped
 }
 
 fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) {
@@ -420,26 +466,28 @@ fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: F
     doc.heading(1, &h.tool_history);
     doc.push(&p.tool_history_note);
     let chain: Vec<&StepState> = ctx.tool_history.unwrap_or_default().iter().collect();
-    push_steps(doc, set, &chain, 2, fit.cut_older);
+    push_tool_history_steps(doc, set, &chain, fit.cut_older);
 }
 
-/// Steps as numbered entries with headings of `level`; `(none)` for an empty list. With
-/// `cut_older`, the results of all but the newest [`KEPT_WHOLE`] are cut.
-fn push_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], level: usize, cut_older: bool) {
+fn push_tool_history_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], cut_older: bool) {
     let whole_from = if cut_older {
-        steps.len().saturating_sub(KEPT_WHOLE)
+        cut_before(steps.len())
     } else {
         0
     };
-    push_steps_cut(doc, set, steps, level, whole_from);
+    push_steps_cut(doc, set, steps, 2, 0, whole_from);
 }
 
-/// `steps` as a history lists them, the results of the first `whole_from` cut.
+/// `steps` as a history lists them, numbered from `first + 1` (their place in the whole
+/// history, so a number never changes when older entries drop), the results of the first
+/// `whole_from` cut. Each entry is compact: its executor, state, intention, text and result
+/// (one line of JSON without empty fields); a step's id only where a plan names it.
 fn push_steps_cut(
     doc: &mut Doc,
     set: &PromptSet,
     steps: &[&StepState],
     level: usize,
+    first: usize,
     whole_from: usize,
 ) {
     let none = &set.phrases().none;
@@ -448,22 +496,25 @@ fn push_steps_cut(
         return;
     }
     for (i, s) in steps.iter().enumerate() {
+        let kind = match s.executor {
+            Executor::Skill(_) => String::new(),
+            Executor::Tool(_) => " (tool)".to_owned(),
+        };
         let title = format!(
-            "{}. {} ({}) · {}",
-            i + 1,
+            "{}. {}{kind} · {}",
+            first + i + 1,
             s.executor.name(),
-            step_type(&s.executor),
             s.execution_state
         );
         doc.heading(level, &title);
-        let mut lines = vec![format!("- step_id: {}", one_line(s.step_id.as_str()))];
+        let mut lines = Vec::new();
         if let Some(id) = &s.plan_id {
             lines.push(format!("- plan_id: {}", one_line(id)));
         }
         lines.push(format!("- step_intention: {}", one_line(&s.step_intention)));
         lines.push(bullet("text_content", &s.text_content, level + 1, none));
         if let Some(v) = &s.instruction_content {
-            lines.push(format!("- instruction_content:\n{}", json_block(v)));
+            lines.push(format!("- instruction_content: {}", json_line(v)));
         }
         match &s.execute_result {
             // A failed step is one line: its reason. The raw answer that failed (and any tries
@@ -476,13 +527,13 @@ fn push_steps_cut(
                 ));
             }
             Some(v) if i < whole_from => {
-                let text = serde_json::to_string(v).unwrap_or_default();
+                let text = json_line(v);
                 lines.push(format!(
-                    "- execute_result (cut):\n{}",
-                    fenced(&cap_chars(&text, OLDER_RESULT_CHARS), "json")
+                    "- execute_result (cut): {}",
+                    cap_chars(&text, OLDER_RESULT_CHARS)
                 ));
             }
-            Some(v) => lines.push(format!("- execute_result:\n{}", json_block(v))),
+            Some(v) => lines.push(format!("- execute_result: {}", json_line(v))),
             None => {}
         }
         doc.push(&lines.join("\n"));
@@ -505,12 +556,37 @@ fn json_block(v: &impl serde::Serialize) -> String {
     fenced(&serde_json::to_string_pretty(v).unwrap_or_default(), "json")
 }
 
+/// A value as one line of JSON, its nulls and empty lists and objects left out (a history
+/// entry's result: what was produced, not the shape around it). One line cannot open a
+/// section, so it needs no fence.
+fn json_line(v: &impl serde::Serialize) -> String {
+    let mut v = serde_json::to_value(v).unwrap_or_default();
+    prune(&mut v);
+    serde_json::to_string(&v).unwrap_or_default()
+}
+
+fn prune(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    };
+    match v {
+        Value::Object(o) => {
+            o.values_mut().for_each(prune);
+            o.retain(|_, v| !empty(v));
+        }
+        Value::Array(a) => a.iter_mut().for_each(prune),
+        _ => {}
+    }
+}
+
+/// The agent's memory entries (how memory works is in the system message).
 fn push_memory(doc: &mut Doc, set: &PromptSet, agent: &AgentState) {
     let (h, p) = (set.headings(), set.phrases());
-    doc.heading(1, &h.memory);
-    doc.heading(2, &h.memory_rules);
-    doc.push(set.persistent_memory_prompt());
-    doc.heading(2, &h.memory_content);
+    doc.heading(1, &h.memory_content);
     let entries: Vec<_> = agent
         .persistent_memory
         .iter()

@@ -164,6 +164,7 @@ fn prompt_for(set: &PromptSet, skill: Skill, agent: &AgentState, current: &StepI
         tool_history: (skill == Skill::ToolDecision).then_some(chain.as_slice()),
         budget: None,
         tokens: crate::prompt::tokens::TokenCounter::Estimate,
+        constrained: false,
     };
     build_prompt(set, skill, &ctx).whole()
 }
@@ -196,14 +197,20 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
                     .unwrap()
             };
 
-            // Level 1: exactly the SPEC sections, in order (injected data opened none).
-            let mut want1 = vec![system_title.clone(), h.role.clone(), h.current_step.clone()];
+            // Level 1: exactly these sections, in order from most to least stable (injected
+            // data opened none): the system message's, then what only grows, then what
+            // changes each call, the current step last.
+            let mut want1 = vec![system_title.clone(), h.role.clone(), h.memory.clone()];
             match history_kind(skill) {
                 HistoryKind::Stage => want1.push(h.history.clone()),
                 HistoryKind::ToolChain => want1.push(h.tool_history.clone()),
                 HistoryKind::None => {}
             }
-            want1.push(h.memory.clone());
+            want1.push(h.memory_content.clone());
+            if history_kind(skill) == HistoryKind::Stage {
+                want1.push(h.history_pending.clone());
+            }
+            want1.push(h.current_step.clone());
             let got1: Vec<_> = found
                 .iter()
                 .filter(|(l, _, _)| *l == 1)
@@ -221,8 +228,8 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
 
             // Level 2 below the system prompt: the subsections this skill must have, in order.
             let role_at = got1[1].1;
-            // The step's content comes last in its section, after the rules (a small model
-            // answers what it read last).
+            // The step's content comes last, after the rules (a small model answers what it
+            // read last).
             let mut want2 = vec![&h.role_info, &h.permissions, &h.intention];
             if skill == Skill::InstructionGeneration {
                 want2.push(&h.tool_step);
@@ -231,10 +238,6 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
                 want2.push(&h.mcp_base);
             }
             want2.extend([&h.rules, &h.return_format, &h.content]);
-            if history_kind(skill) == HistoryKind::Stage {
-                want2.extend([&h.history_done, &h.history_pending]);
-            }
-            want2.extend([&h.memory_rules, &h.memory_content]);
             let known = [
                 &h.role_info,
                 &h.permissions,
@@ -244,10 +247,6 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
                 &h.mcp_base,
                 &h.rules,
                 &h.return_format,
-                &h.history_done,
-                &h.history_pending,
-                &h.memory_rules,
-                &h.memory_content,
             ];
             let got2: Vec<_> = found
                 .iter()
@@ -285,14 +284,16 @@ fn history_holds_only_same_task_and_stage_steps_and_not_the_current_one() {
     let h = set.headings();
     let (agent, current) = fixture(Skill::Think);
     let prompt = prompt_for(&set, Skill::Think, &agent, &current);
-    let history = section(&prompt, &h.history, &h.memory);
+    // The executed steps, then (after the memory's entries) the pending ones.
+    let history = section(&prompt, &h.history, &h.current_step);
     for present in [
         "DONE_THINK",
         "FAILED_TOOL",
         "PENDING_REFLECTION",
         // A failed step is one line: its reason.
         "- failed: disk full",
-        "\"tool_name\": \"write\"",
+        // A result or call is one line of JSON.
+        r#"- instruction_content: {"arguments":{"path":"a.md"},"tool_name":"write"}"#,
     ] {
         assert!(
             history.contains(present),
@@ -311,7 +312,7 @@ fn history_holds_only_same_task_and_stage_steps_and_not_the_current_one() {
             "{absent} must not be in\n{history}"
         );
     }
-    let pending_at = history.find(&format!("## {}", h.history_pending)).unwrap();
+    let pending_at = history.find(&format!("# {}", h.history_pending)).unwrap();
     assert!(history.find("DONE_THINK").unwrap() < pending_at);
     assert!(history.find("FAILED_TOOL").unwrap() < pending_at);
     assert!(history.find("PENDING_REFLECTION").unwrap() > pending_at);
@@ -320,7 +321,7 @@ fn history_holds_only_same_task_and_stage_steps_and_not_the_current_one() {
     let mut agent = agent;
     agent.agent_step.get_mut(&current).unwrap().stage_id = StageRef::NoRelative;
     let prompt = prompt_for(&set, Skill::Think, &agent, &current);
-    let history = section(&prompt, &h.history, &h.memory);
+    let history = section(&prompt, &h.history, &h.current_step);
     assert!(history.contains("NO_RELATIVE"));
     for absent in ["DONE_THINK", "PENDING_REFLECTION", "OTHER_TASK"] {
         assert!(
@@ -360,7 +361,7 @@ fn role_names_the_agent_id_its_skills_and_its_tools() {
     bare.add_steps(vec![cur]);
     let prompt = prompt_for(&set, Skill::QuickThink, &bare, &id);
     let h = set.headings();
-    let role = section(&prompt, &h.role, &h.current_step);
+    let role = section(&prompt, &h.role, &h.memory);
     assert!(
         role.contains(&format!(
             "### {}\n\n(none)\n\n### {}\n\n(none)",
@@ -369,7 +370,10 @@ fn role_names_the_agent_id_its_skills_and_its_tools() {
         "{role}"
     );
     assert!(
-        prompt.ends_with(&format!("## {}\n\n(none)\n", h.memory_content)),
+        prompt.contains(&format!(
+            "# {}\n\n(none)\n\n# {}",
+            h.memory_content, h.current_step
+        )),
         "{prompt}"
     );
 }
@@ -423,11 +427,18 @@ fn memory_lists_entries_by_key_after_the_rules() {
     let (agent, current) = fixture(Skill::Planning);
     let prompt = prompt_for(&set, Skill::Planning, &agent, &current);
     let memory = section(&prompt, &h.memory, "\u{0}");
-    let rules = memory.find(set.persistent_memory_prompt()).unwrap();
-    let entry = memory
+    // How memory works is in the system message (the same every step), the entries after.
+    let (system, user) = prompt
+        .split_once(&format!("\n# {}\n", h.memory_content))
+        .unwrap();
+    assert!(system.contains(set.persistent_memory_prompt()), "{prompt}");
+    let entry = user
         .find("- 20250613T103022:\n  ### Notes\n  The report goes to b2.")
         .unwrap();
-    assert!(rules < entry, "{memory}");
+    assert!(
+        entry < user.find(&format!("# {}", h.current_step)).unwrap(),
+        "{user}"
+    );
     assert!(
         memory.contains("- 20250613T110000:\n```text\n# Injected memory heading\n```"),
         "{memory}"
@@ -473,11 +484,32 @@ fn a_long_history_shows_only_the_newest_executed_steps() {
         tool_history: None,
         budget: None,
         tokens: crate::prompt::tokens::TokenCounter::Estimate,
+        constrained: false,
     };
     let p = build_prompt(&set, Skill::Think, &ctx).whole();
-    assert!(!p.contains("OLD_005"), "the oldest steps are left out");
-    assert!(p.contains("OLD_006") && p.contains(&format!("OLD_{:03}", total - 1)));
-    assert!(p.contains(&format!("{} 6", set.phrases().history_omitted)));
+    // Six over the cap: the oldest leave a block of half the cap (12) at once, so the entries
+    // above stay the same for the next calls, numbered by their place in the whole history.
+    assert!(!p.contains("OLD_011"), "the oldest steps are left out");
+    assert!(p.contains("OLD_012") && p.contains(&format!("OLD_{:03}", total - 1)));
+    assert!(p.contains("## 13. think · finished"), "{p}");
+    assert!(p.contains(&format!("{} 12", set.phrases().history_omitted)));
+}
+
+#[test]
+fn older_steps_leave_the_history_a_block_at_a_time() {
+    use super::assemble::left_out;
+    // Up to the cap nothing is left out; past it, blocks of half the cap.
+    assert_eq!(left_out(24, 24), 0);
+    assert_eq!(
+        (25..=36).map(|n| left_out(n, 24)).collect::<Vec<_>>(),
+        [12; 12]
+    );
+    assert_eq!(left_out(37, 24), 24);
+    // A tight budget's five: blocks of two.
+    assert_eq!(
+        (5..=10).map(|n| left_out(n, 5)).collect::<Vec<_>>(),
+        [0, 2, 2, 4, 4, 6]
+    );
 }
 
 #[test]
@@ -507,6 +539,7 @@ fn a_long_queue_shows_only_the_next_steps_and_counts_the_rest() {
         tool_history: None,
         budget: None,
         tokens: crate::prompt::tokens::TokenCounter::Estimate,
+        constrained: false,
     };
     let p = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(p.contains("QUEUED_001") && p.contains(&format!("QUEUED_{MAX_PENDING_IN_HISTORY:03}")));
@@ -549,6 +582,7 @@ fn instruction_generation_shows_the_servers_known_capabilities() {
         tool_history: None,
         budget: None,
         tokens: crate::prompt::tokens::TokenCounter::Estimate,
+        constrained: false,
     };
     let p = build_prompt(&set, Skill::InstructionGeneration, &ctx).whole();
     assert!(p.contains(&set.phrases().capabilities_note) && p.contains("write_file"));

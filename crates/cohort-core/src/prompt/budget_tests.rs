@@ -50,6 +50,7 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
             tool_history: None,
             budget,
             tokens,
+            constrained: false,
         };
         build_prompt(&set, Skill::Think, &ctx)
     };
@@ -67,20 +68,21 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
     );
     assert!((older..10).all(|i| cut.contains(&format!("TAIL_{i}"))));
 
-    // Less room still: only the newest five entries, the rest counted.
+    // Less room still: at most the newest five entries (older ones leave two at a time), the
+    // rest counted.
     let newest = prompt(Some(1000)).whole();
-    assert!(!newest.contains("STEP_4") && newest.contains("STEP_5"));
-    assert!(newest.contains(&format!("{} 5", set.phrases().history_omitted)));
+    assert!(!newest.contains("STEP_5") && newest.contains("STEP_6"));
+    assert!(newest.contains(&format!("{} 6", set.phrases().history_omitted)));
     assert!(size(&prompt(Some(1000))) < size(&prompt(None)) * 2 / 3);
-    assert_eq!(prompt(Some(1000)).history_omitted, 5);
+    assert_eq!(prompt(Some(1000)).history_omitted, 6);
     assert_eq!(prompt(None).history_omitted, 0);
 
-    // The five left out are due for a summary; once the agent has one, it stands in for them.
-    let job = crate::agent::history_summary::summary_due(&a, &step, 5).expect("a summary is due");
+    // The six left out are due for a summary; once the agent has one, it stands in for them.
+    let job = crate::agent::history_summary::summary_due(&a, &step, 6).expect("a summary is due");
     assert!(
         job.prompt.contains("STEP_0")
-            && job.prompt.contains("STEP_4")
-            && !job.prompt.contains("STEP_5")
+            && job.prompt.contains("STEP_5")
+            && !job.prompt.contains("STEP_6")
     );
     let summary =
         crate::agent::history_summary::summary_of(&step, &job, "SUMMARY: wrote five drafts")
@@ -96,6 +98,7 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
         tool_history: None,
         budget: Some(1000),
         tokens: crate::prompt::tokens::TokenCounter::Estimate,
+        constrained: false,
     };
     let with_summary = build_prompt(&set, Skill::Think, &ctx).whole();
     assert!(with_summary.contains(&set.phrases().history_summary_note));

@@ -61,20 +61,16 @@ text_group!(
         server,
         /// Above the guide to calling MCP servers (instruction_generation and tool_decision).
         mcp_base,
-        /// Above the history of the current stage.
-        history,
         /// Above the stage's executed steps.
-        history_done,
+        history,
         /// Above the stage's steps still to run.
         history_pending,
         /// Above tool_decision's history: the tool's call chain.
         tool_history,
         /// Above the results of the steps the current step depends on.
         depends_on,
-        /// Above the persistent memory section.
+        /// Above the rules for managing persistent memory (in the system message).
         memory,
-        /// Above the rules for managing persistent memory.
-        memory_rules,
         /// Above the agent's memory entries.
         memory_content,
     }

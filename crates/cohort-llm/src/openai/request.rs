@@ -37,11 +37,9 @@ pub(super) fn completion_request(
     constrained: bool,
 ) -> CreateChatCompletionRequest {
     let format = request.answer_format.as_ref().filter(|_| constrained);
-    let mut system = request.system.clone();
-    if let Some(format) = format {
-        system.push_str("\n\n");
-        system.push_str(&format.note);
-    }
+    // How tags become keys is in the system message already (for every step, so it stays the
+    // same from step to step).
+    let system = request.system.clone();
     let mut messages = Vec::with_capacity(2);
     if !system.trim().is_empty() {
         messages.push(ChatCompletionRequestMessage::System(

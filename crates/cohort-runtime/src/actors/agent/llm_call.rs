@@ -50,6 +50,7 @@ impl AgentActor {
                     .llm
                     .as_ref()
                     .map_or(TokenCounter::Estimate, |m| m.token_counter()),
+                constrained: self.llm.as_ref().is_some_and(|m| m.constrains_answers()),
             },
         );
         if !summarized
@@ -65,7 +66,6 @@ impl AgentActor {
             .then(|| AnswerFormat {
                 name: skill.name().to_owned(),
                 schema: answer_schema(skill, &self.state, &step, &self.receivers(skill)),
-                note: self.prompts.phrases().json_answer.clone(),
             });
         let request = ChatRequest {
             answer_format,

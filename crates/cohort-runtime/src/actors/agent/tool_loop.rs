@@ -52,6 +52,7 @@ impl AgentActor {
                     .llm
                     .as_ref()
                     .map_or(TokenCounter::Estimate, |m| m.token_counter()),
+                constrained: self.llm.as_ref().is_some_and(|m| m.constrains_answers()),
             },
         );
         let request = self.request_for(&step, "tool_loop", prompt.system, prompt.user);
