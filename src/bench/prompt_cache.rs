@@ -115,16 +115,19 @@ fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// The current step's ids and skill, read from its ids block (the lines `- task_id`,
-/// `- stage_id`, `- step_id`, `- executor`, together), and the asking agent.
+/// `- stage_id` and `- executor`, together, with a `- step_id` line between in older builds),
+/// and the asking agent. The step's own id is a fresh one when the prompt does not name it.
 fn asked(system: &str, user: &str) -> Option<(String, [String; 4])> {
     let lines: Vec<&str> = user.lines().collect();
-    let at = lines.windows(4).position(|w| {
-        w[0].starts_with("- task_id: ")
-            && w[1].starts_with("- stage_id: ")
-            && w[2].starts_with("- step_id: ")
-            && w[3].starts_with("- executor: ")
+    let at = (0..lines.len().saturating_sub(2)).find(|&i| {
+        lines[i].starts_with("- task_id: ")
+            && lines[i + 1].starts_with("- stage_id: ")
+            && lines[i + 2..]
+                .iter()
+                .take(2)
+                .any(|l| l.starts_with("- executor: "))
     })?;
-    let block = lines[at..at + 4].join("\n");
+    let block = lines[at..(at + 4).min(lines.len())].join("\n");
     let get = |n: &str| field(&block, n).map(str::to_owned);
     let agent = ["agent id", "agent_id"]
         .iter()
@@ -134,7 +137,7 @@ fn asked(system: &str, user: &str) -> Option<(String, [String; 4])> {
         [
             get("task_id")?,
             get("stage_id")?,
-            get("step_id")?,
+            get("step_id").unwrap_or_else(|| StepId::random().to_string()),
             get("executor")?,
         ],
     ))

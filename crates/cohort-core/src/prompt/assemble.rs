@@ -381,12 +381,12 @@ fn push_dependencies(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: F
     push_steps_cut(doc, set, &deps, 2, 0, cut);
 }
 
-/// The ids and executor of a step, as a short list.
+/// The ids a step's answer may need (its task and stage) and its executor, as a short list.
+/// Its own id is left out: no answer names it.
 fn step_ids(step: &StepState) -> String {
     [
         format!("- task_id: {}", one_line(step.task_id.as_str())),
         format!("- stage_id: {}", one_line(step.stage_id.as_str())),
-        format!("- step_id: {}", one_line(step.step_id.as_str())),
         format!(
             "- executor: {} ({})",
             one_line(step.executor.name()),
