@@ -29,6 +29,8 @@ fn settings(base_url: String) -> OpenAiSettings {
         context_window: None,
         native_tools: false,
         stream: None,
+        prompt_cache_key: true,
+        cache_slots: None,
     }
 }
 
@@ -540,4 +542,96 @@ async fn a_plain_retry_that_fails_too_goes_on_retrying_without_the_schema() {
         .collect();
     // The plain retry was not answered at once, so the schema was not blamed.
     assert_eq!(schema, [true, false, false, true]);
+}
+
+/// `request(prompt)` from `agent`.
+fn from(agent: &str, prompt: &str) -> ChatRequest {
+    ChatRequest {
+        agent_id: AgentId::from(agent),
+        ..request(prompt)
+    }
+}
+
+#[tokio::test]
+async fn each_agent_keeps_its_cache_key_and_slot_and_cached_tokens_are_read() {
+    let stub = OpenAiStub::start().await;
+    let cached = r#"{"id":"x","object":"chat.completion","created":1,"model":"m",
+        "choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],
+        "usage":{"prompt_tokens":2000,"completion_tokens":5,"total_tokens":2005,
+                 "prompt_tokens_details":{"cached_tokens":1800}}}"#;
+    stub.set_default(StubResponse::raw(200, cached));
+    let m = model(OpenAiSettings {
+        cache_slots: Some(2),
+        ..settings(stub.base_url())
+    });
+    for agent in ["manager", "writer", "reviewer", "writer"] {
+        let reply = m.chat(from(agent, "STEP")).await.unwrap();
+        assert_eq!(reply.usage.cached_prompt_tokens, 1800);
+        assert_eq!(reply.usage.uncached_prompt_tokens(), 200);
+    }
+    let sent: Vec<_> = stub
+        .requests()
+        .iter()
+        .map(|r| {
+            (
+                r.body["prompt_cache_key"].as_str().unwrap_or("").to_owned(),
+                r.body["id_slot"].as_u64(),
+                r.body["cache_prompt"].as_bool(),
+            )
+        })
+        .collect();
+    // Slots in turn as agents first call (two slots: the third agent shares the first's),
+    // and the same slot again for an agent's next call.
+    assert_eq!(
+        sent,
+        [
+            ("manager".into(), Some(0), Some(true)),
+            ("writer".into(), Some(1), Some(true)),
+            ("reviewer".into(), Some(0), Some(true)),
+            ("writer".into(), Some(1), Some(true)),
+        ]
+    );
+    // Without slots named, neither llama.cpp field is sent.
+    let plain = OpenAiStub::start().await;
+    plain.push(StubResponse::reply("ok"));
+    model(settings(plain.base_url()))
+        .chat(from("writer", "STEP"))
+        .await
+        .unwrap();
+    let body = &plain.requests()[0].body;
+    assert!(
+        body.get("id_slot").is_none() && body.get("cache_prompt").is_none(),
+        "{body}"
+    );
+    assert_eq!(body["prompt_cache_key"], "writer");
+}
+
+#[tokio::test]
+async fn an_endpoint_that_refuses_the_cache_key_is_asked_again_without_it_for_good() {
+    let stub = OpenAiStub::start().await;
+    stub.push(StubResponse::error(
+        400,
+        "Unrecognized request argument supplied: prompt_cache_key",
+    ));
+    stub.set_default(StubResponse::reply("ok"));
+    let m = model(settings(stub.base_url()));
+    assert_eq!(m.chat(from("writer", "ONE")).await.unwrap().text, "ok");
+    assert_eq!(m.chat(from("writer", "TWO")).await.unwrap().text, "ok");
+    let keys: Vec<bool> = stub
+        .requests()
+        .iter()
+        .map(|r| r.body.get("prompt_cache_key").is_some())
+        .collect();
+    assert_eq!(keys, [true, false, false]);
+    // Turned off in the settings, it is never sent.
+    let off = OpenAiStub::start().await;
+    off.push(StubResponse::reply("ok"));
+    model(OpenAiSettings {
+        prompt_cache_key: false,
+        ..settings(off.base_url())
+    })
+    .chat(from("writer", "STEP"))
+    .await
+    .unwrap();
+    assert!(off.requests()[0].body.get("prompt_cache_key").is_none());
 }

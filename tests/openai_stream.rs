@@ -31,6 +31,8 @@ fn settings(base_url: String, idle: Duration) -> OpenAiSettings {
         context_window: None,
         native_tools: false,
         stream: Some(idle),
+        prompt_cache_key: true,
+        cache_slots: None,
     }
 }
 

@@ -42,6 +42,10 @@ use std::time::Duration;
 /// The model the bench team names: its tokenizer (cl100k) counts on both sides.
 const MODEL: &str = "gpt-4";
 
+/// The endpoint's cache slots the bench team names (`cache_slots`): fewer than the 21 agents of
+/// the 20-worker stage, as on a real server.
+const SLOTS: u32 = 8;
+
 /// One request as the endpoint saw it.
 #[derive(Clone, Debug, Default)]
 struct Seen {
@@ -178,7 +182,6 @@ async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
             )
         })
         .collect();
-    if let Ok(d) = std::env::var("DUMP_PROMPTS") {
         let n = rec.seen.lock().unwrap().len();
         let _ = std::fs::write(
             format!("{d}/{n:03}-{agent}-{skill}.txt"),
@@ -303,7 +306,7 @@ fn write(dir: &Path, which: &str, base_url: &str) -> Result<(std::path::PathBuf,
         }
         at += line.find('\n').map_or(line.len(), |i| i + 1);
     }
-    let llm = format!("llm:\n  provider: openai\n  base_url: {base_url}\n  model: {MODEL}\n");
+    let llm = format!("llm:\n  provider: openai\n  base_url: {base_url}\n  model: {MODEL}\n  cache_slots: {SLOTS}\n");
     let file = dir.join("bench-team.yaml");
     std::fs::write(&file, format!("{}{llm}{}", &team[..start], &team[end..]))
         .map_err(|e| e.to_string())?;

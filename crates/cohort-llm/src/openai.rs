@@ -29,6 +29,7 @@
 //! reject such a body (`JSONDeserialize`, which still carries the body), and [`reply_leniently`]
 //! then reads `choices[0].message.content` and `usage` from the JSON itself.
 
+mod cache;
 mod context;
 mod reply;
 mod request;
@@ -40,7 +41,8 @@ use crate::prompt::tokens::TokenCounter;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
-use async_openai::types::chat::CreateChatCompletionRequest;
+use async_openai::types::chat::CreateChatCompletionResponse;
+use cache::{Body, Slots};
 use futures::future::BoxFuture;
 use reply::{reply_from_response, reply_leniently};
 use request::{completion_request, finish_reply};
@@ -91,6 +93,11 @@ pub struct OpenAiSettings {
     /// first piece, and the idle timeout each wait after it: a stream that stops is given up on
     /// (and retried) after the idle timeout, one that keeps writing is never cut off.
     pub stream: Option<Duration>,
+    /// Send the asking agent's id as `prompt_cache_key` (dropped for good if refused).
+    pub prompt_cache_key: bool,
+    /// A llama.cpp-style server's slot count: each agent's calls go to a slot of its own
+    /// (`id_slot`, `cache_prompt: true`).
+    pub cache_slots: Option<u32>,
 }
 
 pub use crate::config::StructuredOutput;
@@ -112,6 +119,8 @@ impl fmt::Debug for OpenAiSettings {
             .field("context_window", &self.context_window)
             .field("native_tools", &self.native_tools)
             .field("stream", &self.stream)
+            .field("prompt_cache_key", &self.prompt_cache_key)
+            .field("cache_slots", &self.cache_slots)
             .finish()
     }
 }
@@ -136,9 +145,28 @@ struct Inner {
     learned_window: AtomicU32,
     /// The model's tokenizer, when its name says which.
     tokens: TokenCounter,
+    /// Each agent's server slot, when the settings name the server's slots.
+    slots: Option<Slots>,
+    /// Set when the endpoint refused `prompt_cache_key`: it is not sent again.
+    key_refused: AtomicBool,
 }
 
 impl Inner {
+    /// The request body for `request`: its chat completion, with the agent's cache key and
+    /// slot where the settings ask for them.
+    fn body(&self, request: &ChatRequest, constrained: bool) -> Body {
+        let mut chat = completion_request(&self.settings, request, constrained);
+        if self.settings.prompt_cache_key && !self.key_refused.load(Ordering::Relaxed) {
+            chat.prompt_cache_key = Some(request.agent_id.to_string());
+        }
+        let slot = self.slots.as_ref().map(|s| s.of(&request.agent_id));
+        Body {
+            chat,
+            id_slot: slot,
+            cache_prompt: slot.map(|_| true),
+        }
+    }
+
     fn constrains(&self, request: &ChatRequest) -> bool {
         // A tool loop's answer is calls or free text: no schema for it.
         request.answer_format.is_some()
@@ -192,13 +220,16 @@ impl OpenAiModel {
             http,
             authorize: api_key.is_some(),
         });
+        let slots = settings.cache_slots.map(Slots::new);
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
                 tokens: TokenCounter::for_model(&settings.model),
+                slots,
                 settings,
                 schema_refused: AtomicBool::new(false),
                 learned_window: AtomicU32::new(0),
+                key_refused: AtomicBool::new(false),
             }),
         })
     }
@@ -273,7 +304,7 @@ fn chat_completions_url(base_url: &str) -> Result<reqwest::Url, LlmError> {
 async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatReply, LlmError> {
     let settings = &inner.settings;
     let mut constrained = inner.constrains(request);
-    let mut body = completion_request(settings, request, constrained);
+    let mut body = inner.body(request, constrained);
     let mut attempts = 0;
     loop {
         attempts += 1;
@@ -300,13 +331,29 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
                 body: body.clone(),
             });
         }
+        // An endpoint that does not know `prompt_cache_key` and rejects it: asked again
+        // without it, and it is not sent again.
+        if let AttemptFailure::Status(HttpStatus {
+            status: 400 | 422,
+            body: refusal,
+            ..
+        }) = &failure
+            && body.chat.prompt_cache_key.is_some()
+            && cache::refuses_key(refusal)
+        {
+            if !inner.key_refused.swap(true, Ordering::Relaxed) {
+                tracing::warn!(model = %settings.model, "the LLM endpoint refuses prompt_cache_key; it is not sent from now on");
+            }
+            body.chat.prompt_cache_key = None;
+            continue;
+        }
         if constrained
             && settings.structured_output == StructuredOutput::Auto
             && failure.may_be_schema_refusal()
         {
             // Asked once more without the schema: if that is answered, the schema was what
             // the endpoint refused, and it is not sent again.
-            let plain = completion_request(settings, request, false);
+            let plain = inner.body(request, false);
             match attempt(inner, plain.clone(), request).await {
                 Ok(reply) => {
                     if !inner.schema_refused.swap(true, Ordering::Relaxed) {
@@ -355,15 +402,15 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
 /// body) by `request_timeout`, so a server that stalls mid-body cannot hold the step forever.
 async fn attempt(
     inner: &Inner,
-    body: CreateChatCompletionRequest,
+    body: Body,
     request: &ChatRequest,
 ) -> Result<ChatReply, AttemptFailure> {
     if let Some(idle) = inner.settings.stream {
         return stream::attempt(inner, body, request, idle).await;
     }
     let chat = inner.client.chat();
-    let reply = match tokio::time::timeout(inner.settings.request_timeout, chat.create(body)).await
-    {
+    let sent = chat.create_byot::<_, CreateChatCompletionResponse>(body);
+    let reply = match tokio::time::timeout(inner.settings.request_timeout, sent).await {
         Err(_elapsed) => Err(AttemptFailure::Timeout),
         Ok(Ok(response)) => reply_from_response(response).map_err(AttemptFailure::BadAnswer),
         Ok(Err(error)) => classify(error),

@@ -66,7 +66,15 @@ mod tests {
         let price = Price {
             prompt_per_1k: 0.5,
             completion_per_1k: 2.0,
+            cached_prompt_per_1k: 0.05,
         };
+        // Prompt tokens the endpoint served from its cache cost the cached rate.
+        let cached = TokenUsage::new(2_000, 500).with_cached(1_000);
+        assert!(
+            (price.cost(cached) - 1.55).abs() < 1e-9,
+            "{}",
+            price.cost(cached)
+        );
         let priced = Priced::wrap(Arc::new(Fixed), Some(price));
         let reply = priced.chat(ChatRequest::test("w", "think")).await.unwrap();
         assert_eq!(reply.usage.cost_usd, 2.0);

@@ -48,6 +48,8 @@ pub enum LlmConfig {
         stream: Option<Duration>,
         /// What its tokens cost, when the config says (`cost_per_1k_prompt`/`_completion`).
         price: Option<Price>,
+        /// How calls ask the endpoint to reuse their prompt prefix.
+        cache: PromptCache,
         /// At most this many calls in flight to this endpoint (base URL and model), shared by
         /// every agent that uses it.
         max_in_flight: usize,
@@ -88,6 +90,16 @@ impl FromStr for StructuredOutput {
     }
 }
 
+/// How an `openai` model's calls ask the endpoint to reuse their prompt prefix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PromptCache {
+    /// `prompt_cache_key:` send the agent's id as OpenAI's `prompt_cache_key` (default true).
+    pub key: bool,
+    /// `cache_slots:` a llama.cpp-style server's slot count: each agent keeps its own slot
+    /// (`id_slot`, `cache_prompt: true`).
+    pub slots: Option<u32>,
+}
+
 /// USD per 1,000 tokens of a model.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Price {
@@ -95,12 +107,17 @@ pub struct Price {
     pub prompt_per_1k: f64,
     /// `cost_per_1k_completion`: USD per 1,000 completion tokens.
     pub completion_per_1k: f64,
+    /// `cost_per_1k_cached_prompt`: USD per 1,000 prompt tokens served from the endpoint's
+    /// cache (the prompt price when not given).
+    pub cached_prompt_per_1k: f64,
 }
 
 impl Price {
-    /// What a call with this token usage cost, in USD (recorded as the call's `cost_usd`).
+    /// What a call with this token usage cost, in USD (recorded as the call's `cost_usd`):
+    /// cached prompt tokens at the cached rate, the rest at the prompt rate.
     pub fn cost(&self, usage: crate::state::TokenUsage) -> f64 {
-        (usage.prompt_tokens as f64 * self.prompt_per_1k
+        (usage.uncached_prompt_tokens() as f64 * self.prompt_per_1k
+            + usage.cached_prompt_tokens as f64 * self.cached_prompt_per_1k
             + usage.completion_tokens as f64 * self.completion_per_1k)
             / 1000.0
     }
@@ -381,6 +398,13 @@ fn openai_config(l: &RawLlm, max_in_flight: usize) -> Result<LlmConfig, (String,
     let stream = stream(l)?;
     let timeout = Duration::from_secs(l.timeout_secs.unwrap_or(120).max(1));
     check_context_window(l)?;
+    if l.cache_slots == Some(0) {
+        return Err(("cache_slots".into(), "must be at least 1".into()));
+    }
+    let cache = PromptCache {
+        key: l.prompt_cache_key.unwrap_or(true),
+        slots: l.cache_slots,
+    };
     Ok(LlmConfig::OpenAi {
         base_url: l
             .base_url
@@ -399,17 +423,29 @@ fn openai_config(l: &RawLlm, max_in_flight: usize) -> Result<LlmConfig, (String,
         native_tools,
         stream,
         price,
+        cache,
         max_in_flight,
     })
 }
 
 /// What the model costs: both prices or neither.
 fn price(l: &RawLlm) -> Result<Option<Price>, (String, String)> {
+    if l.cost_per_1k_cached_prompt.is_some_and(|c| c < 0.0) {
+        return Err((
+            "cost_per_1k_cached_prompt".into(),
+            "costs may not be negative".into(),
+        ));
+    }
     match (l.cost_per_1k_prompt, l.cost_per_1k_completion) {
+        (None, None) if l.cost_per_1k_cached_prompt.is_some() => Err((
+            "cost_per_1k_cached_prompt".into(),
+            "give it with cost_per_1k_prompt and cost_per_1k_completion".into(),
+        )),
         (None, None) => Ok(None),
         (Some(p), Some(c)) if p >= 0.0 && c >= 0.0 => Ok(Some(Price {
             prompt_per_1k: p,
             completion_per_1k: c,
+            cached_prompt_per_1k: l.cost_per_1k_cached_prompt.unwrap_or(p),
         })),
         (Some(_), Some(_)) => Err((
             "cost_per_1k_prompt".into(),
@@ -481,10 +517,27 @@ fn scripted_config(
             "a scripted model costs nothing".into(),
         ));
     }
+    if l.cost_per_1k_cached_prompt.is_some() {
+        return Err((
+            "cost_per_1k_cached_prompt".into(),
+            "a scripted model costs nothing".into(),
+        ));
+    }
     if l.tool_calling.is_some() {
         return Err((
             "tool_calling".into(),
             "only the openai provider calls tools natively".into(),
+        ));
+    }
+    if l.cache_slots.is_some() || l.prompt_cache_key.is_some() {
+        let field = if l.cache_slots.is_some() {
+            "cache_slots"
+        } else {
+            "prompt_cache_key"
+        };
+        return Err((
+            field.into(),
+            "only the openai provider asks an endpoint to cache prompts".into(),
         ));
     }
     if l.stream.is_some() || l.idle_timeout_secs.is_some() {
@@ -547,6 +600,56 @@ mod tests {
         assert_eq!(
             field("{provider: scripted, script: Cargo.toml, stream: true}"),
             "stream"
+        );
+    }
+
+    #[test]
+    fn the_prompt_cache_settings_and_the_cached_price() {
+        let cache = |yaml| match llm(yaml) {
+            Ok(LlmConfig::OpenAi { cache, price, .. }) => (cache, price),
+            other => panic!("{other:?}"),
+        };
+        let (c, price) = cache("{provider: openai, model: m}");
+        assert_eq!(
+            c,
+            PromptCache {
+                key: true,
+                slots: None
+            }
+        );
+        assert_eq!(price, None);
+        let (c, _) = cache("{provider: openai, model: m, cache_slots: 4, prompt_cache_key: false}");
+        assert_eq!(
+            c,
+            PromptCache {
+                key: false,
+                slots: Some(4)
+            }
+        );
+        let (_, p) = cache(
+            "{provider: openai, model: m, cost_per_1k_prompt: 1.0, cost_per_1k_completion: 4.0, cost_per_1k_cached_prompt: 0.1}",
+        );
+        assert_eq!(p.unwrap().cached_prompt_per_1k, 0.1);
+        let (_, p) = cache(
+            "{provider: openai, model: m, cost_per_1k_prompt: 1.0, cost_per_1k_completion: 4.0}",
+        );
+        assert_eq!(
+            p.unwrap().cached_prompt_per_1k,
+            1.0,
+            "the prompt rate by default"
+        );
+        let field = |yaml| llm(yaml).unwrap_err().0;
+        assert_eq!(
+            field("{provider: openai, model: m, cache_slots: 0}"),
+            "cache_slots"
+        );
+        assert_eq!(
+            field("{provider: openai, model: m, cost_per_1k_cached_prompt: 0.1}"),
+            "cost_per_1k_cached_prompt"
+        );
+        assert_eq!(
+            field("{provider: scripted, script: Cargo.toml, cache_slots: 2}"),
+            "cache_slots"
         );
     }
 }

@@ -11,7 +11,7 @@ pub mod script;
 mod team;
 mod templates;
 
-pub use agent::{Price, StructuredOutput};
+pub use agent::{Price, PromptCache, StructuredOutput};
 pub use http::{Http, parse_proxy};
 pub use limits::{
     Compaction, Feeds, MAX_WAIT_SECS, MemoryBudget, Retention, SESSION_TTL, SHARED_POOL_KEPT,

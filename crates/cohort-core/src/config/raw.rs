@@ -329,6 +329,19 @@ pub struct RawLlm {
     /// USD per 1,000 completion tokens; given together with `cost_per_1k_prompt`.
     #[serde(default)]
     pub cost_per_1k_completion: Option<f64>,
+    /// USD per 1,000 prompt tokens the endpoint served from its prompt cache (default: the
+    /// prompt price).
+    #[serde(default)]
+    pub cost_per_1k_cached_prompt: Option<f64>,
+    /// Send each agent's id as OpenAI's `prompt_cache_key` (default true), so its calls meet
+    /// the same cache; dropped for good if the endpoint refuses the field.
+    #[serde(default)]
+    pub prompt_cache_key: Option<bool>,
+    /// A llama.cpp-style server's slot count: each agent keeps a slot of its own (`id_slot`,
+    /// `cache_prompt: true`) so agents stop evicting each other's prompt prefix. Unset sends
+    /// neither field.
+    #[serde(default)]
+    pub cache_slots: Option<u32>,
     /// At most this many calls in flight to this endpoint (default 64).
     #[serde(default)]
     pub max_in_flight: Option<usize>,

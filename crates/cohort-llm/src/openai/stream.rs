@@ -3,11 +3,12 @@
 //! chunks bring `finish_reason` and `usage`. Chunks are read as plain JSON, leniently, so a local
 //! server's (fields missing or extra) do as well as OpenAI's.
 
+use super::cache::Body;
 use super::{AttemptFailure, Inner, classify};
 use crate::state::TokenUsage;
 use crate::{ChatReply, ChatRequest, Cut, LlmError, ToolCall};
 use async_openai::error::OpenAIError;
-use async_openai::types::chat::{ChatCompletionStreamOptions, CreateChatCompletionRequest};
+use async_openai::types::chat::ChatCompletionStreamOptions;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -27,14 +28,14 @@ const LOOP_CHECK_BYTES: usize = 96;
 /// passage again and again, is stopped there and comes back cut (`Cut::Repetition`).
 pub(super) async fn attempt(
     inner: &Inner,
-    mut body: CreateChatCompletionRequest,
+    mut body: Body,
     request: &ChatRequest,
     idle: Duration,
 ) -> Result<ChatReply, AttemptFailure> {
     use futures::StreamExt;
     use tokio::time::{Instant, timeout_at};
-    body.stream = Some(true);
-    body.stream_options = Some(ChatCompletionStreamOptions {
+    body.chat.stream = Some(true);
+    body.chat.stream_options = Some(ChatCompletionStreamOptions {
         include_usage: Some(true),
         include_obfuscation: None,
     });

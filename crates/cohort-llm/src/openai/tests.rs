@@ -41,6 +41,8 @@ fn the_client_is_configured_from_the_settings_only() {
         context_window: None,
         native_tools: false,
         stream: None,
+        prompt_cache_key: true,
+        cache_slots: None,
     };
     let model = OpenAiModel::new(settings.clone()).unwrap();
     assert_eq!(model.prompt_budget(), None, "no context window stated");

@@ -309,6 +309,7 @@ impl<'a> ModelBuilder<'a> {
                 context_window,
                 native_tools,
                 stream,
+                cache,
                 ..
             } => {
                 // `base_url_env` and `model_env` were read at start (`TeamConfig::with_env`).
@@ -337,6 +338,8 @@ impl<'a> ModelBuilder<'a> {
                     context_window: *context_window,
                     native_tools: *native_tools,
                     stream: *stream,
+                    prompt_cache_key: cache.key,
+                    cache_slots: cache.slots,
                 })?)
             }
         })
