@@ -182,12 +182,6 @@ async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
             )
         })
         .collect();
-        let n = rec.seen.lock().unwrap().len();
-        let _ = std::fs::write(
-            format!("{d}/{n:03}-{agent}-{skill}.txt"),
-            format!("{text}\n<|schema|>\n{}", req["response_format"]),
-        );
-    }
     let seen = record(&rec, &req, agent.clone(), text);
     let request = ChatRequest {
         system,
@@ -306,7 +300,9 @@ fn write(dir: &Path, which: &str, base_url: &str) -> Result<(std::path::PathBuf,
         }
         at += line.find('\n').map_or(line.len(), |i| i + 1);
     }
-    let llm = format!("llm:\n  provider: openai\n  base_url: {base_url}\n  model: {MODEL}\n  cache_slots: {SLOTS}\n");
+    let llm = format!(
+        "llm:\n  provider: openai\n  base_url: {base_url}\n  model: {MODEL}\n  cache_slots: {SLOTS}\n"
+    );
     let file = dir.join("bench-team.yaml");
     std::fs::write(&file, format!("{}{llm}{}", &team[..start], &team[end..]))
         .map_err(|e| e.to_string())?;
