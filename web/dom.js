@@ -234,7 +234,9 @@ export const fmt = {
     const p = u.prompt_tokens || 0;
     const c = u.completion_tokens || 0;
     if (!p && !c) return null;
-    return `${fmt.int(p)} in · ${fmt.int(c)} out${u.cost_usd ? ` · ${fmt.usd(u.cost_usd)}` : ''}`;
+    // Prompt tokens the endpoint served from its cache are counted in, and said apart.
+    const cached = u.cached_prompt_tokens ? ` (${fmt.int(u.cached_prompt_tokens)} cached)` : '';
+    return `${fmt.int(p)} in${cached} · ${fmt.int(c)} out${u.cost_usd ? ` · ${fmt.usd(u.cost_usd)}` : ''}`;
   },
   /** 0.01234 → "$0.0123", 12.5 → "$12.50". */
   usd(x) {

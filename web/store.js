@@ -455,6 +455,7 @@ export function isGraphStep(step) {
 function addTokens(rec, usage) {
   const u = (rec.token_usage ||= { prompt_tokens: 0, completion_tokens: 0 });
   u.prompt_tokens += usage.prompt_tokens || 0;
+  if (usage.cached_prompt_tokens) u.cached_prompt_tokens = (u.cached_prompt_tokens || 0) + usage.cached_prompt_tokens;
   u.completion_tokens += usage.completion_tokens || 0;
   if (usage.cost_usd) u.cost_usd = (u.cost_usd || 0) + usage.cost_usd;
 }

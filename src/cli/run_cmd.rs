@@ -66,7 +66,7 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
         .map(|r| format!(", {r}"))
         .unwrap_or_default();
     eprintln!(
-        "{} ({}, {} prompt + {} completion tokens{cost} in {}{repairs})",
+        "{} ({}, {} prompt{} + {} completion tokens{cost} in {}{repairs})",
         if code == 0 {
             paint.green(&what)
         } else {
@@ -74,6 +74,7 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
         },
         count(report.steps_run, "step"),
         tokens.prompt_tokens,
+        cached(tokens),
         tokens.completion_tokens,
         count(report.tasks.len(), "task"),
     );
@@ -97,6 +98,14 @@ fn why_failed(tasks: &[cohort::state::TaskState]) -> Option<String> {
             .find(|l| !l.trim().is_empty())
             .map(str::to_owned)
     })
+}
+
+/// " (1800 cached)": the prompt tokens the endpoint served from its cache, when it reported any.
+fn cached(u: cohort::state::TokenUsage) -> String {
+    match u.cached_prompt_tokens {
+        0 => String::new(),
+        n => format!(" ({n} cached)"),
+    }
 }
 
 /// Which stages of a finished task gave no result, and why; `None` when all gave one.
@@ -126,8 +135,10 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
                 step.executor.name(),
                 step.step_intention.lines().next().unwrap_or_default(),
                 paint.dim(&format!(
-                    "({took}{}+{} tok)",
-                    step.token_usage.prompt_tokens, step.token_usage.completion_tokens
+                    "({took}{}{}+{} tok)",
+                    step.token_usage.prompt_tokens,
+                    cached(step.token_usage),
+                    step.token_usage.completion_tokens
                 )),
             );
             // Why it failed, or why it was set aside (a person's cancel, its work ending).
@@ -209,6 +220,20 @@ mod tests {
                 &plain
             ),
             "ok   Wren       think                  Draft the haiku (2.1 s, 812+64 tok)"
+        );
+        // Prompt tokens the endpoint served from its cache are said apart.
+        step.token_usage.cached_prompt_tokens = 700;
+        let shown = line(
+            &Progress::Step {
+                step: &step,
+                agent: "Wren",
+                took,
+            },
+            &plain,
+        );
+        assert!(
+            shown.ends_with("(2.1 s, 812 (700 cached)+64 tok)"),
+            "{shown}"
         );
         let mut stage = StageState::new(
             "t".into(),
