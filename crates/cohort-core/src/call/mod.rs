@@ -20,7 +20,8 @@ pub struct ChatRequest {
     /// The fixed part of the prompt (system section, role and permissions): the same for every
     /// step of the agent, sent as the `system` message.
     pub system: String,
-    /// The rest of the prompt (current step → history → memory), sent as the `user` message.
+    /// The rest of the prompt (history → memory entries, pending steps → current step), sent as
+    /// the `user` message.
     pub prompt: String,
     /// The answer's shape as a JSON schema, for providers that can constrain the model by it.
     pub answer_format: Option<AnswerFormat>,

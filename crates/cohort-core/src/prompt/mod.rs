@@ -2,8 +2,10 @@
 //! start, from the built-in copies or a folder) and `build_prompt`, which assembles a skill's
 //! prompt from an agent's state. Pure apart from the loaders: no clock, no other I/O.
 //!
-//! Every skill prompt has the same sections, in the order of SPEC §7: system → role &
-//! permissions → current step → history (for the skills that see one) → persistent memory.
+//! Every skill prompt has SPEC §7's sections, ordered from the most to the least stable for an
+//! endpoint's prompt cache (see `assemble`): system → role & permissions → memory rules, then
+//! the stage's history (for the skills that see one), the memory's entries, the pending steps
+//! and the current step last.
 //!
 //! - `set`: [`PromptSet`] (builtin / load) and [`check_prompt_dir`].
 //! - `schema`: the files and fields of a language, and the rules their texts must follow.
