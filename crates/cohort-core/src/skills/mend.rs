@@ -18,12 +18,19 @@ use std::collections::BTreeMap;
 /// for word give or take punctuation and case: most of it from its start, or all of it with a
 /// few words added: what a small model
 /// does when it does not do the work (seen on Qwen2.5 1.5B, for summaries and for the
-/// think step that was to write the poem).
+/// think step that was to write the poem). A step text longer than an instruction
+/// ([`INSTRUCTION_CHARS`]) is the plan's draft of the result, and handing it back delivers it.
 pub fn echoes(answer: &str, step: &StepState, slack: usize) -> bool {
-    [&step.text_content, &step.step_intention]
-        .iter()
+    let text = Some(&step.text_content).filter(|t| t.chars().count() <= INSTRUCTION_CHARS);
+    text.into_iter()
+        .chain([&step.step_intention])
         .any(|t| hands_back(answer, t, slack))
 }
+
+/// The longest step text that reads as an instruction. A real 1.5B planner wrote its draft into
+/// the text of the step that was to give it (400 characters), and the step's answer handed the
+/// draft back: asked again as an echo, it handed it back again for 25 minutes.
+pub const INSTRUCTION_CHARS: usize = 200;
 
 /// Whether a text the step produced (a thought, a summary, a message's body) only hands back
 /// the step's instruction or the agent's goal in its stage: no result, whatever skill wrote it.
@@ -236,4 +243,26 @@ pub(super) fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedS
              answer, the poem), not a plan or a description of it: {goal}"
         ),
     ))
+}
+
+#[cfg(test)]
+mod echo_tests {
+    use super::*;
+    use crate::skills::test_support::*;
+    use crate::state::Skill;
+
+    #[test]
+    fn a_step_text_handed_back_is_an_echo_only_when_it_is_an_instruction() {
+        let mut a = agent(&[Skill::QuickThink]);
+        let short = running(&mut a, Skill::QuickThink, "Write a haiku about autumn rain");
+        assert!(echoes("Write a haiku about autumn rain.", &short, 40));
+        let draft = "Write a haiku about autumn rain, with a gentle breeze and the leaves rustle in \
+                     the wind, a quiet moment of beauty in the fall. The raindrops fall gently, a \
+                     symphony of nature's music. The air is crisp and fresh, a reminder of autumn.";
+        assert!(draft.chars().count() > INSTRUCTION_CHARS);
+        let long = running(&mut a, Skill::QuickThink, draft);
+        assert!(!echoes(draft, &long, 40), "the plan's draft, delivered");
+        // Its intention still counts.
+        assert!(echoes(&long.step_intention.clone(), &long, 40));
+    }
 }
