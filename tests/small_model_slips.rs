@@ -72,9 +72,8 @@ fn answer(req: &RecordedRequest, seen: &mut HashMap<String, usize>) -> StubRespo
         *n += 1;
         *n
     };
-    // The step's own content (its history below may quote earlier notices).
-    let prompt = req.prompt().unwrap_or_default();
-    let prompt = prompt.split("# History").next().unwrap_or_default();
+    // The current step's section (the history above it may quote earlier notices).
+    let prompt = cohort::bench::model_stub::current_step(req.prompt().unwrap_or_default());
     let stage_again = |task: &str| {
         json!({"action": "add_stage", "task_id": task,
             "stages": [{"stage_intention": "Write the haiku",

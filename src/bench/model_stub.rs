@@ -32,11 +32,13 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
     Some(text[from..from + len].trim())
 }
 
-/// The current step's section of a user prompt (history and memory follow it, and may quote
-/// earlier notices).
+/// The current step's section of a user prompt, to its end (a re-ask adds to it): the section
+/// that holds the step's `- executor:` line. The history, memory and pending steps come before
+/// it and may quote earlier notices; data embedded in a prompt never opens a section.
 pub fn current_step(user: &str) -> &str {
-    match user.get(1..).and_then(|rest| rest.find("\n# ")) {
-        Some(end) => &user[..end + 1],
+    let ids = user.rfind("\n- executor: ").unwrap_or(user.len());
+    match user[..ids].rfind("\n# ") {
+        Some(start) => &user[start + 1..],
         None => user,
     }
 }

@@ -10,6 +10,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// Which LLM an agent calls.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per agent or template, read once at start: boxing buys nothing"
+)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum LlmConfig {
     /// `provider: openai`: an OpenAI-compatible chat-completions endpoint (OpenAI, or a local

@@ -8,9 +8,8 @@
 //! 3. what changes each call: the memory's entries, the pending steps, the results the step
 //!    builds on, and the current step (its rules and answer format, its content last).
 //!
-//! Nothing volatile (a clock, a counter, a random id) is in parts 1 and 2 but the steps' own
-//! ids. Data written by agents or tools (contents, results, memory) is embedded so it cannot open
-//! sections of its own.
+//! Nothing volatile (a clock, a counter, a step's random id) is in parts 1 and 2. Data written by
+//! agents or tools (contents, results, memory) is embedded so it cannot open sections of its own.
 
 use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
