@@ -440,8 +440,8 @@ pub fn left_out(done: usize, shown: usize) -> usize {
     over.div_ceil(block) * block
 }
 
-/// Of `n` entries, the first this many have their results cut: all but the newest
-/// [`KEPT_WHOLE`] to [`2 × KEPT_WHOLE`), a block of [`KEPT_WHOLE`] cut at a time.
+/// Of `n` entries, the first this many have their results cut: all but the newest 5 to 9
+/// ([`KEPT_WHOLE`] to twice that, less one), a block of [`KEPT_WHOLE`] cut at a time.
 fn cut_before(n: usize) -> usize {
     n.saturating_sub(KEPT_WHOLE) / KEPT_WHOLE * KEPT_WHOLE
 }
@@ -465,16 +465,12 @@ fn push_tool_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: F
     doc.heading(1, &h.tool_history);
     doc.push(&p.tool_history_note);
     let chain: Vec<&StepState> = ctx.tool_history.unwrap_or_default().iter().collect();
-    push_tool_history_steps(doc, set, &chain, fit.cut_older);
-}
-
-fn push_tool_history_steps(doc: &mut Doc, set: &PromptSet, steps: &[&StepState], cut_older: bool) {
-    let whole_from = if cut_older {
-        cut_before(steps.len())
+    let whole_from = if fit.cut_older {
+        cut_before(chain.len())
     } else {
         0
     };
-    push_steps_cut(doc, set, steps, 2, 0, whole_from);
+    push_steps_cut(doc, set, &chain, 2, 0, whole_from);
 }
 
 /// `steps` as a history lists them, numbered from `first + 1` (their place in the whole
