@@ -8,69 +8,12 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-outcome.png node tests/web/outcome.test.mjs
 
-import { chromium } from 'playwright-core';
+import { Failure, settings, step, run, firstLine, log, elapsed, launch, signIn as logIn, sendGoal } from './harness.mjs';
 
-const env = (name, fallback) => {
-  const v = process.env[name];
-  if (v !== undefined && v !== '') return v;
-  if (fallback !== undefined) return fallback;
-  console.error(`outcome test: set ${name}`);
-  process.exit(2);
-};
-
-const BASE_URL = env('COHORT_URL').replace(/\/+$/, '');
-const USER = env('COHORT_USER');
-const PASSWORD = env('COHORT_PASSWORD');
-const SHOT = env('COHORT_SCREENSHOT', 'web-console-outcome.png');
-const WAIT = Number(env('COHORT_WAIT_MS', '60000'));
-const CHROMIUM = env('COHORT_CHROMIUM', '/usr/bin/chromium');
+const S = settings('outcome test', 'web-console-outcome.png');
+const { SHOT, WAIT, shot } = S;
+const signIn = (page) => logIn(page, S);
 const HOLLOW_WHY = 'no stage of the task finished with a result';
-
-const started = Date.now();
-const log = (msg) => console.log(`[web ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
-
-class Failure extends Error {}
-
-let phase = 'start';
-async function step(name, fn) {
-  phase = name;
-  log(name);
-  try {
-    return await fn();
-  } catch (e) {
-    throw e instanceof Failure ? e : new Failure(firstLine(e));
-  }
-}
-
-function firstLine(e) {
-  // eslint-disable-next-line no-control-regex
-  const s = String((e && e.message) || e).replace(/\x1b\[[0-9;]*m/g, '');
-  return s.split('\n').slice(0, 3).join(' | ');
-}
-
-const shot = (suffix) => SHOT.replace(/(\.png)?$/, `${suffix}.png`);
-
-async function signIn(page) {
-  await page.goto(`${BASE_URL}/`, { waitUntil: 'domcontentloaded' });
-  await page.getByTestId('login-user').fill(USER);
-  await page.getByTestId('login-password').fill(PASSWORD);
-  await page.getByTestId('login-submit').click();
-  await page.locator('[data-testid="conn-status"][data-state="live"]').waitFor();
-}
-
-/** Sends the manager `text` in the base task, as an operator gives a goal. */
-async function sendGoal(page, text) {
-  const baseId = await page.locator('[data-testid="task-item"][data-base="true"]').first().getAttribute('data-task-id');
-  await page.getByTestId('composer-task').selectOption(baseId);
-  const box = page.locator('[data-testid="receiver-option"][data-agent-id="manager"] input');
-  if (!(await box.count())) await page.getByTestId('receivers-all').click();
-  await box.check();
-  await page.getByTestId('composer-need-reply').uncheck();
-  await page.getByTestId('composer-waiting').uncheck();
-  await page.getByTestId('composer-content').fill(text);
-  await page.getByTestId('composer-send').click();
-  await page.locator('[data-testid="composer-status"][data-state="sent"]').waitFor();
-}
 
 /** The WCAG contrast ratio of an element's text on its background (both opaque `rgb(…)`). */
 function contrastOf(el) {
@@ -87,10 +30,7 @@ function contrastOf(el) {
   return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
 }
 
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch(S);
 const pageErrors = [];
 let page;
 let ok = false;
@@ -103,7 +43,7 @@ try {
     if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
   });
 
-  await step(`sign in as ${USER}`, () => signIn(page));
+  await step(`sign in as ${S.USER}`, () => signIn(page));
 
   const hollow = await step('a manager that declares success on nothing: the task ends failed, and its badge says why', async () => {
     await sendGoal(page, 'HOLLOW# write the haiku');
@@ -175,9 +115,9 @@ try {
   });
   if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
   ok = true;
-  log(`passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(`passed in ${elapsed()} s`);
 } catch (e) {
-  console.error(`\nOUTCOME TEST FAILED at "${phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
+  console.error(`\nOUTCOME TEST FAILED at "${run.phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
   if (pageErrors.length) console.error(`page errors:\n  ${pageErrors.join('\n  ')}`);
   if (page) {
     try {

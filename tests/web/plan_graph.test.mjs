@@ -9,47 +9,12 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-plan-graph.png node tests/web/plan_graph.test.mjs
 
-import { chromium } from 'playwright-core';
+import { Failure, settings, step, run, firstLine, log, elapsed, launch, signIn as logIn, sendGoal } from './harness.mjs';
 
-const env = (name, fallback) => {
-  const v = process.env[name];
-  if (v !== undefined && v !== '') return v;
-  if (fallback !== undefined) return fallback;
-  console.error(`plan graph test: set ${name}`);
-  process.exit(2);
-};
-
-const BASE_URL = env('COHORT_URL').replace(/\/+$/, '');
-const USER = env('COHORT_USER');
-const PASSWORD = env('COHORT_PASSWORD');
-const SHOT = env('COHORT_SCREENSHOT', 'web-console-plan-graph.png');
-const WAIT = Number(env('COHORT_WAIT_MS', '60000'));
-const CHROMIUM = env('COHORT_CHROMIUM', '/usr/bin/chromium');
+const S = settings('plan graph test', 'web-console-plan-graph.png');
+const { SHOT, WAIT, shot } = S;
+const signIn = (page) => logIn(page, S);
 const PARTS = ['a', 'b', 'c', 'd'];
-
-const started = Date.now();
-const log = (msg) => console.log(`[web ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
-
-class Failure extends Error {}
-
-let phase = 'start';
-async function step(name, fn) {
-  phase = name;
-  log(name);
-  try {
-    return await fn();
-  } catch (e) {
-    throw e instanceof Failure ? e : new Failure(firstLine(e));
-  }
-}
-
-function firstLine(e) {
-  // eslint-disable-next-line no-control-regex
-  const s = String((e && e.message) || e).replace(/\x1b\[[0-9;]*m/g, '');
-  return s.split('\n').slice(0, 3).join(' | ');
-}
-
-const shot = (suffix) => SHOT.replace(/(\.png)?$/, `${suffix}.png`);
 
 /** What the page's plan graph shows now (in the page). */
 function graphNow() {
@@ -68,18 +33,8 @@ function graphNow() {
   };
 }
 
-async function signIn(page) {
-  await page.goto(`${BASE_URL}/`, { waitUntil: 'domcontentloaded' });
-  await page.getByTestId('login-user').fill(USER);
-  await page.getByTestId('login-password').fill(PASSWORD);
-  await page.getByTestId('login-submit').click();
-  await page.locator('[data-testid="conn-status"][data-state="live"]').waitFor();
-}
 
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch(S);
 const pageErrors = [];
 let page;
 let ok = false;
@@ -94,7 +49,7 @@ try {
     if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
   });
 
-  await step(`sign in as ${USER}`, () => signIn(page));
+  await step(`sign in as ${S.USER}`, () => signIn(page));
 
   await step('the store notes when a pending step became ready, as the server does', async () => {
     const got = await page.evaluate(async () => {
@@ -170,18 +125,7 @@ try {
     });
   });
 
-  await step('send the manager the goal', async () => {
-    const baseId = await page.locator('[data-testid="task-item"][data-base="true"]').first().getAttribute('data-task-id');
-    await page.getByTestId('composer-task').selectOption(baseId);
-    const box = page.locator('[data-testid="receiver-option"][data-agent-id="manager"] input');
-    if (!(await box.count())) await page.getByTestId('receivers-all').click();
-    await box.check();
-    await page.getByTestId('composer-need-reply').uncheck();
-    await page.getByTestId('composer-waiting').uncheck();
-    await page.getByTestId('composer-content').fill('GOAL# run the plan');
-    await page.getByTestId('composer-send').click();
-    await page.locator('[data-testid="composer-status"][data-state="sent"]').waitFor();
-  });
+  await step('send the manager the goal', () => sendGoal(page, 'GOAL# run the plan'));
 
   const taskId = await step('the task appears and its stage card is shown', async () => {
     const item = page.locator('[data-testid="task-item"][data-task-name="Graph"]');
@@ -304,9 +248,9 @@ try {
   if (!(await page.evaluate(() => window.__noReload === true))) throw new Failure('the page reloaded; updates must arrive live');
   if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
   ok = true;
-  log(`passed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(`passed in ${elapsed()} s`);
 } catch (e) {
-  console.error(`\nPLAN GRAPH TEST FAILED at "${phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
+  console.error(`\nPLAN GRAPH TEST FAILED at "${run.phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
   if (pageErrors.length) console.error(`page errors:\n  ${pageErrors.join('\n  ')}`);
   if (page) {
     try {
