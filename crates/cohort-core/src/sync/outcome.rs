@@ -16,10 +16,47 @@ use crate::state::{ExecutionState, FailedStage, StageAgentState, StageState, Tas
 /// half the goal's length).
 const SUMMARY_SLACK: usize = 40;
 
+/// Why a `finish_task` with `outcome: finished` reports work its task did not do.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Hollow {
+    /// No stage finished with a result; the first stage that gave none, when there is one.
+    NoStageResult(Option<FailedStage>),
+    /// The task summary only hands back the task's goal.
+    GoalHandedBack,
+}
+
+impl Hollow {
+    /// The reason, said to the manager: which stage gave nothing, and why.
+    fn detail(&self) -> String {
+        match self {
+            Hollow::NoStageResult(Some(f)) => format!(
+                "{} (stage \"{}\": {})",
+                Self::NO_STAGE,
+                f.stage_intention,
+                f.why
+            ),
+            Hollow::NoStageResult(None) => Self::NO_STAGE.to_owned(),
+            Hollow::GoalHandedBack => Self::GOAL.to_owned(),
+        }
+    }
+
+    /// The reason, in the task's record (its failed stages are listed beside it).
+    fn brief(&self) -> &'static str {
+        match self {
+            Hollow::NoStageResult(_) => Self::NO_STAGE,
+            Hollow::GoalHandedBack => Self::GOAL,
+        }
+    }
+
+    const NO_STAGE: &'static str = "no stage of the task finished with a result";
+    const GOAL: &'static str =
+        "the task summary only hands back the task's goal: say what the work gave";
+}
+
 impl SyncCore {
     /// Why `finish_task` with `outcome: finished` would report work the task did not do; None
     /// when its work produced a result (or the instruction is no such finish).
-    pub(super) fn hollow_finish(&self, i: &TaskInstruction) -> Option<String> {
+    pub(super) fn hollow_finish(&self, i: &TaskInstruction) -> Option<Hollow> {
         let TaskInstruction::FinishTask {
             task_id,
             task_summary,
@@ -35,26 +72,16 @@ impl SyncCore {
             .filter_map(|s| self.stages.get(s))
             .collect();
         if !stages.iter().any(|s| gave_a_result(s)) {
-            let why = match self.failed_stages(task_id).first() {
-                Some(f) => format!(
-                    "no stage of the task finished with a result (stage \"{}\": {})",
-                    f.stage_intention, f.why
-                ),
-                None => "no stage of the task finished with a result".to_owned(),
-            };
-            return Some(why);
+            let first = self.failed_stages(task_id).into_iter().next();
+            return Some(Hollow::NoStageResult(first));
         }
         let goal = [&task.task_intention, &task.task_name];
         // A few words added to a long goal ("… Done.") are still the goal; a short goal's
         // name followed by what happened is a summary.
         let slack = |g: &str| SUMMARY_SLACK.min(g.chars().count() / 2);
-        if goal.iter().any(|g| hands_back(task_summary, g, slack(g))) {
-            return Some(
-                "the task summary only hands back the task's goal: say what the work gave"
-                    .to_owned(),
-            );
-        }
-        None
+        goal.iter()
+            .any(|g| hands_back(task_summary, g, slack(g)))
+            .then_some(Hollow::GoalHandedBack)
     }
 
     /// The refusal of a hollow finish, the first time a task's manager gives one.
@@ -63,26 +90,31 @@ impl SyncCore {
             return Ok(());
         }
         match self.hollow_finish(i) {
-            Some(why) => Err(SyncError::HollowFinish(format!(
-                "{why}. finish_task with outcome finished is for a task whose work produced a \
+            Some(hollow) => Err(SyncError::HollowFinish(format!(
+                "{}. finish_task with outcome finished is for a task whose work produced a \
                  result: finish it with outcome failed and say why, or add a stage that does \
-                 the missing work"
+                 the missing work",
+                hollow.detail()
             ))),
             None => Ok(()),
         }
     }
 
     /// The state a manager's `finish_task` ends its task in, and why it failed when it did:
-    /// a finish given again after its refusal as hollow ends the task failed, with the reason.
+    /// a finish given again after its refusal as hollow ends the task failed, with the reason
+    /// (the stages that gave nothing are listed in the record beside it).
     pub(super) fn finish_state(
         &self,
         i: &TaskInstruction,
         asked: ExecutionState,
     ) -> (ExecutionState, Option<String>) {
         match self.hollow_finish(i) {
-            Some(why) => (
+            Some(hollow) => (
                 ExecutionState::Failed,
-                Some(format!("the manager declared it finished, but {why}")),
+                Some(format!(
+                    "the manager declared it finished, but {}",
+                    hollow.brief()
+                )),
             ),
             None => (asked, None),
         }
@@ -211,6 +243,8 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("outcome failed"), "{why}");
+        // The manager is told which stage gave nothing.
+        assert!(why.contains("(stage \"one\": it ended failed"), "{why}");
         assert!(!c.task(&t).unwrap().execution_state.is_over());
         // Given again, the manager insists: the task ends failed, saying why.
         let again = c.apply(&finish(&t, "The haiku is written."), "now");
@@ -225,8 +259,16 @@ mod tests {
                 .starts_with("the manager declared it finished")
         );
         assert_eq!(end.failed_stages[0].stage_intention, "one");
+        // The record names the stages beside the reason, not in it.
+        assert_eq!(
+            end.why.as_deref(),
+            Some(
+                "the manager declared it finished, but no stage of the task finished with a result"
+            )
+        );
         assert!(
-            end.render().contains("stage \"one\" failed"),
+            end.render()
+                .contains("; stage \"one\" failed: it ended failed"),
             "{}",
             end.render()
         );
