@@ -43,7 +43,9 @@ function stageLabel(t) {
   if (i >= 0) return `Stage ${i + 1}/${stages.length} · ${stages[i].state.stage_intention}`;
   const waiting = stages.findIndex((r) => r.state.execution_state === 'init');
   if (waiting >= 0) return `Stage ${waiting + 1}/${stages.length} next · ${stages[waiting].state.stage_intention}`;
-  const done = stages.filter((r) => r.state.execution_state === 'finished').length;
+  // A stage the task's record says gave no result is not counted as finished.
+  const nothing = gaveNothing(t);
+  const done = stages.filter((r) => r.state.execution_state === 'finished' && !nothing.has(r.state.stage_id)).length;
   return `${done}/${stages.length} stages finished`;
 }
 
@@ -87,7 +89,11 @@ export function renderTaskList() {
           ? h(
               'div',
               { class: 'stage-dots', 'aria-hidden': 'true' },
-              stages.map((s) => h('span', { class: `dot st-${s.state.execution_state}`, title: `${s.state.stage_intention} — ${s.state.execution_state}` })),
+              stages.map((s) => {
+                const why = gaveNothing(t).get(s.state.stage_id);
+                const state = why ? 'failed' : s.state.execution_state;
+                return h('span', { class: `dot st-${state}`, title: `${s.state.stage_intention} — ${why ? `no result: ${why}` : state}` });
+              }),
             )
           : null,
       );
@@ -129,6 +135,12 @@ export function renderTaskHead() {
       h('span', { class: 'meta-item muted mono', title: 'task id' }, fmt.short(t.task_id)),
     ),
   );
+}
+
+/** The stages the task's record says gave no result (a stage closed as finished may have), by
+ * id, with why. */
+function gaveNothing(t) {
+  return new Map(((t.outcome && t.outcome.failed_stages) || []).map((f) => [f.stage_id, f.why]));
 }
 
 /** The task's state badge, its title saying why a failed task failed. */
@@ -182,13 +194,13 @@ export function renderStages() {
   const list = (view._stages ||= h('ol', { class: 'stage-list', testid: 'stage-list' }));
   const stages = store.stagesOf(t).map((r, i) => ({ r, i }));
   // A stage that gave no result, by the task's record (one closed as finished may have).
-  const gaveNothing = new Map(((t.outcome && t.outcome.failed_stages) || []).map((f) => [f.stage_id, f.why]));
+  const nothing = gaveNothing(t);
   keyed(
     list,
     stages,
     ({ r }) => r.state.stage_id,
-    ({ r, i }) => `${r.version}|${i}|${gaveNothing.get(r.state.stage_id) || ''}`,
-    ({ r, i }) => stageCard(r.state, i, gaveNothing.get(r.state.stage_id)),
+    ({ r, i }) => `${r.version}|${i}|${nothing.get(r.state.stage_id) || ''}`,
+    ({ r, i }) => stageCard(r.state, i, nothing.get(r.state.stage_id)),
   );
   if (!stages.length) {
     list.replaceChildren(

@@ -71,6 +71,11 @@ try {
     await item.waitFor();
     const flag = ((await item.getByTestId('task-stages-failed').textContent()) || '').trim();
     if (flag !== '1 stage failed') throw new Failure(`the list's flag: "${flag}"`);
+    // The stage that gave nothing is not counted as finished, and its dot is a failed one.
+    const label = ((await item.getByTestId('task-running-stage').textContent()) || '').trim();
+    if (!label.startsWith('1/2 stages finished')) throw new Failure(`the list's stage label: "${label}"`);
+    const dots = await item.locator('.stage-dots .dot').evaluateAll((els) => els.map((e) => e.className));
+    if (JSON.stringify(dots) !== JSON.stringify(['dot st-failed', 'dot st-finished'])) throw new Failure(`the stage dots: ${JSON.stringify(dots)}`);
     await item.click();
     const head = ((await page.locator('[data-testid="task-detail"] [data-testid="task-stages-failed"]').textContent()) || '').trim();
     if (head !== '1 stage failed') throw new Failure(`the head's flag: "${head}"`);
