@@ -189,9 +189,10 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
         cut_older: true,
         executed: MAX_EXECUTED_IN_HISTORY,
     };
-    let history_omitted = push_stage_history(&mut doc, set, ctx, fit);
+    let (done, pending) = stage_history(ctx.agent, ctx.step);
+    let history_omitted = push_stage_history(&mut doc, set, ctx, &done, fit);
     push_memory(&mut doc, set, ctx.agent);
-    push_pending(&mut doc, set, ctx);
+    push_pending(&mut doc, set, &pending);
     push_dependencies(&mut doc, set, ctx, fit);
     push_step_head(&mut doc, set, ctx.step);
     doc.heading(1, &set.headings().rules);
@@ -206,8 +207,13 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
 fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
     let mut doc = Doc::default();
     // What only grows first, what changes each call after it, the current step last.
-    let history_omitted = match history_kind(skill) {
-        HistoryKind::Stage => push_stage_history(&mut doc, set, ctx, fit),
+    let kind = history_kind(skill);
+    let (done, pending) = match kind {
+        HistoryKind::Stage => stage_history(ctx.agent, ctx.step),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let history_omitted = match kind {
+        HistoryKind::Stage => push_stage_history(&mut doc, set, ctx, &done, fit),
         HistoryKind::ToolChain => {
             push_tool_history(&mut doc, set, ctx, fit);
             0
@@ -215,8 +221,8 @@ fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Pro
         HistoryKind::None => 0,
     };
     push_memory(&mut doc, set, ctx.agent);
-    if history_kind(skill) == HistoryKind::Stage {
-        push_pending(&mut doc, set, ctx);
+    if kind == HistoryKind::Stage {
+        push_pending(&mut doc, set, &pending);
     }
     push_dependencies(&mut doc, set, ctx, fit);
     push_current_step(&mut doc, set, skill, ctx);
@@ -405,9 +411,14 @@ fn step_type(e: &Executor) -> &'static str {
 /// The stage's executed steps, oldest first; returns how many older ones it left out. Steps
 /// are left out (and their results cut) from the oldest end a block at a time, so the lines
 /// above the newest entries stay as they were for the next calls.
-fn push_stage_history(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: Fit) -> usize {
+fn push_stage_history(
+    doc: &mut Doc,
+    set: &PromptSet,
+    ctx: &PromptContext,
+    done: &[&StepState],
+    fit: Fit,
+) -> usize {
     let (h, p) = (set.headings(), set.phrases());
-    let (done, _) = stage_history(ctx.agent, ctx.step);
     doc.heading(1, &h.history);
     doc.push(&p.history_note);
     // The base task never ends, so a manager's history there only grows; the newest executed
@@ -447,9 +458,8 @@ fn cut_before(n: usize) -> usize {
 }
 
 /// The stage's steps still to run, the next ones first.
-fn push_pending(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+fn push_pending(doc: &mut Doc, set: &PromptSet, pending: &[&StepState]) {
     let (h, p) = (set.headings(), set.phrases());
-    let (_, pending) = stage_history(ctx.agent, ctx.step);
     doc.heading(1, &h.history_pending);
     // The next steps are what matters; a long queue (a flood of messages) must not grow the
     // prompt with it.
