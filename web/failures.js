@@ -65,60 +65,53 @@ export function renderFailures(ctx, panel, list, count) {
   if (all.length > SHOWN) list.append(h('li', { class: 'muted small' }, `${all.length - SHOWN} older failures not shown`));
 }
 
-function taskItem(ctx, t) {
+/** One entry of the panel: `who` and `what` in its head with the time it ended, an optional
+ * line under it, the reason; a click or Enter opens it. */
+function item({ cls, data, title, open, who, what, at, line, reason }) {
   return h(
     'li',
     {
-      class: 'failure failure-task',
+      class: cls,
       testid: 'failure-item',
-      'data-kind': 'task',
-      'data-task-id': t.task_id,
+      ...data,
       tabindex: '0',
       role: 'button',
-      title: 'show this task',
-      onclick: () => ctx.showTask(t.task_id),
+      title,
+      onclick: open,
       onkeydown: (e) => {
-        if (e.key === 'Enter') ctx.showTask(t.task_id);
+        if (e.key === 'Enter') open();
       },
     },
-    h(
-      'div',
-      { class: 'failure-head' },
-      h('b', null, `Task ${t.task_name}`),
-      h('span', { class: 'muted small' }, ' · failed'),
-      h('span', { class: 'spacer' }),
-      h('span', { class: 'muted small' }, fmt.clock(t.ended_at)),
-    ),
-    h('p', { class: 'failure-reason pre', testid: 'failure-reason' }, taskFailureReason(t)),
+    h('div', { class: 'failure-head' }, h('b', null, who), h('span', { class: 'muted small' }, what), h('span', { class: 'spacer' }), h('span', { class: 'muted small' }, fmt.clock(at))),
+    line,
+    h('p', { class: 'failure-reason pre', testid: 'failure-reason' }, reason),
   );
 }
 
+function taskItem(ctx, t) {
+  return item({
+    cls: 'failure failure-task',
+    data: { 'data-kind': 'task', 'data-task-id': t.task_id },
+    title: 'show this task',
+    open: () => ctx.showTask(t.task_id),
+    who: `Task ${t.task_name}`,
+    what: ' · failed',
+    at: t.ended_at,
+    line: null,
+    reason: taskFailureReason(t),
+  });
+}
+
 function stepItem(ctx, s) {
-  return h(
-    'li',
-    {
-      class: 'failure',
-      testid: 'failure-item',
-      'data-kind': 'step',
-      'data-step-id': s.step_id,
-      'data-agent-id': s.agent_id,
-      tabindex: '0',
-      role: 'button',
-      title: 'show this step',
-      onclick: () => ctx.showStep(s),
-      onkeydown: (e) => {
-        if (e.key === 'Enter') ctx.showStep(s);
-      },
-    },
-    h(
-      'div',
-      { class: 'failure-head' },
-      h('b', null, ctx.agentName(s.agent_id)),
-      h('span', { class: 'muted small' }, ` · ${s.executor}`),
-      h('span', { class: 'spacer' }),
-      h('span', { class: 'muted small' }, fmt.clock(s.ended_at)),
-    ),
-    h('div', { class: 'small' }, s.step_intention, h('span', { class: 'muted' }, ` · ${ctx.taskName(s.task_id)}`)),
-    h('p', { class: 'failure-reason pre', testid: 'failure-reason' }, failureReason(s)),
-  );
+  return item({
+    cls: 'failure',
+    data: { 'data-kind': 'step', 'data-step-id': s.step_id, 'data-agent-id': s.agent_id },
+    title: 'show this step',
+    open: () => ctx.showStep(s),
+    who: ctx.agentName(s.agent_id),
+    what: ` · ${s.executor}`,
+    at: s.ended_at,
+    line: h('div', { class: 'small' }, s.step_intention, h('span', { class: 'muted' }, ` · ${ctx.taskName(s.task_id)}`)),
+    reason: failureReason(s),
+  });
 }

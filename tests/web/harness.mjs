@@ -86,3 +86,18 @@ export async function sendGoal(page, text) {
   await page.getByTestId('composer-send').click();
   await page.locator('[data-testid="composer-status"][data-state="sent"]').waitFor();
 }
+
+/** Says where and why a test failed, with the page's errors and a screenshot of the page at
+ * `shot`; `more` (optional, async) says what else the page shows. */
+export async function reportFailure(test, e, { page, pageErrors, shot, more }) {
+  console.error(`\n${test} FAILED at "${run.phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
+  if (pageErrors.length) console.error(`page errors:\n  ${pageErrors.join('\n  ')}`);
+  if (!page) return;
+  try {
+    if (more) console.error(await more());
+    await page.screenshot({ path: shot });
+    console.error(`screenshot of the failure: ${shot}`);
+  } catch {
+    /* the page itself is gone */
+  }
+}

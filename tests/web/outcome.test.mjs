@@ -8,7 +8,7 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-outcome.png node tests/web/outcome.test.mjs
 
-import { Failure, settings, step, run, firstLine, log, elapsed, launch, signIn as logIn, sendGoal } from './harness.mjs';
+import { Failure, settings, step, log, elapsed, launch, signIn as logIn, sendGoal, reportFailure } from './harness.mjs';
 
 const S = settings('outcome test', 'web-console-outcome.png');
 const { SHOT, WAIT, shot } = S;
@@ -122,16 +122,7 @@ try {
   ok = true;
   log(`passed in ${elapsed()} s`);
 } catch (e) {
-  console.error(`\nOUTCOME TEST FAILED at "${run.phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
-  if (pageErrors.length) console.error(`page errors:\n  ${pageErrors.join('\n  ')}`);
-  if (page) {
-    try {
-      await page.screenshot({ path: SHOT });
-      console.error(`screenshot of the failure: ${SHOT}`);
-    } catch {
-      /* the page itself is gone */
-    }
-  }
+  await reportFailure('OUTCOME TEST', e, { page, pageErrors, shot: SHOT });
 } finally {
   await browser.close().catch(() => {});
 }

@@ -9,7 +9,7 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-plan-graph.png node tests/web/plan_graph.test.mjs
 
-import { Failure, settings, step, run, firstLine, log, elapsed, launch, signIn as logIn, sendGoal } from './harness.mjs';
+import { Failure, settings, step, log, elapsed, launch, signIn as logIn, sendGoal, reportFailure } from './harness.mjs';
 
 const S = settings('plan graph test', 'web-console-plan-graph.png');
 const { SHOT, WAIT, shot } = S;
@@ -250,17 +250,8 @@ try {
   ok = true;
   log(`passed in ${elapsed()} s`);
 } catch (e) {
-  console.error(`\nPLAN GRAPH TEST FAILED at "${run.phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
-  if (pageErrors.length) console.error(`page errors:\n  ${pageErrors.join('\n  ')}`);
-  if (page) {
-    try {
-      console.error(`the plan graph shown: ${JSON.stringify(await page.evaluate(graphNow))}`);
-      await page.screenshot({ path: SHOT });
-      console.error(`screenshot of the failure: ${SHOT}`);
-    } catch {
-      /* the page itself is gone */
-    }
-  }
+  const more = async () => `the plan graph shown: ${JSON.stringify(await page.evaluate(graphNow))}`;
+  await reportFailure('PLAN GRAPH TEST', e, { page, pageErrors, shot: SHOT, more });
 } finally {
   await browser.close().catch(() => {});
 }

@@ -23,3 +23,15 @@ pub fn hands_back(answer: &str, asked: &str, slack: usize) -> bool {
         && ((asked.starts_with(&said) && 2 * said.len() >= asked.len())
             || (said.starts_with(&asked) && said.len() < asked.len() + slack))
 }
+
+/// The longest step text that reads as an instruction. A longer one is the plan's draft of the
+/// result, and handing it back delivers it: a real 1.5B planner wrote its draft into the text
+/// of the step that was to give it (400 characters), and asked again as an echo, the step
+/// handed the draft back for 25 minutes.
+pub const INSTRUCTION_CHARS: usize = 200;
+
+/// Whether `answer` only hands back a step's `text` that reads as an instruction (at most
+/// [`INSTRUCTION_CHARS`]); a longer text handed back is delivered, not echoed.
+pub fn hands_back_instruction(answer: &str, text: &str, slack: usize) -> bool {
+    text.chars().count() <= INSTRUCTION_CHARS && hands_back(answer, text, slack)
+}

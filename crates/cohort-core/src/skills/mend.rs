@@ -8,29 +8,18 @@ use super::SkillOutcome;
 use crate::ids::AgentId;
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
-use crate::policy::echo::hands_back;
+use crate::policy::echo::{hands_back, hands_back_instruction};
 use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-/// Whether an answer only hands back the step's own instruction (its intention or text), word
-/// for word give or take punctuation and case: most of it from its start, or all of it with a
-/// few words added: what a small model
-/// does when it does not do the work (seen on Qwen2.5 1.5B, for summaries and for the
-/// think step that was to write the poem). A step text longer than an instruction
-/// ([`INSTRUCTION_CHARS`]) is the plan's draft of the result, and handing it back delivers it.
+/// Whether an answer only hands back the step's own instruction (its intention, or its text
+/// when that reads as an instruction): the echo rule's test, see `policy::echo`.
 pub fn echoes(answer: &str, step: &StepState, slack: usize) -> bool {
-    let text = Some(&step.text_content).filter(|t| t.chars().count() <= INSTRUCTION_CHARS);
-    text.into_iter()
-        .chain([&step.step_intention])
-        .any(|t| hands_back(answer, t, slack))
+    hands_back_instruction(answer, &step.text_content, slack)
+        || hands_back(answer, &step.step_intention, slack)
 }
-
-/// The longest step text that reads as an instruction. A real 1.5B planner wrote its draft into
-/// the text of the step that was to give it (400 characters), and the step's answer handed the
-/// draft back: asked again as an echo, it handed it back again for 25 minutes.
-pub const INSTRUCTION_CHARS: usize = 200;
 
 /// Whether a text the step produced (a thought, a summary, a message's body) only hands back
 /// the step's instruction or the agent's goal in its stage: no result, whatever skill wrote it.
@@ -259,7 +248,7 @@ mod echo_tests {
         let draft = "Write a haiku about autumn rain, with a gentle breeze and the leaves rustle in \
                      the wind, a quiet moment of beauty in the fall. The raindrops fall gently, a \
                      symphony of nature's music. The air is crisp and fresh, a reminder of autumn.";
-        assert!(draft.chars().count() > INSTRUCTION_CHARS);
+        assert!(draft.chars().count() > crate::policy::echo::INSTRUCTION_CHARS);
         let long = running(&mut a, Skill::QuickThink, draft);
         assert!(!echoes(draft, &long, 40), "the plan's draft, delivered");
         // Its intention still counts.

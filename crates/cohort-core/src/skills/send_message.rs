@@ -77,7 +77,7 @@ fn send(
         check_ask(agent, step, ask, &receiver)?;
     }
     // A body that only hands back the step's instruction or the sender's goal tells the
-    // receiver nothing (a small model "sends" its task instead of its result).
+    // receiver nothing: the echo rule (`policy::echo`).
     if agent.repairs.allows(Repair::Echo)
         && super::mend::hands_back_work(agent, step, &draft.message)
     {
