@@ -14,6 +14,11 @@
 //! (badge, summary card, failures panel), and one that finished with a stage that gave nothing
 //! is flagged with that stage named.
 //!
+//! A fourth serves the operator example again for `tests/web/first_hour.test.mjs`: what waits
+//! for the person is at the top of the page and answered in place (one click for a choice),
+//! the goal-giver is told the outcome, pause shows at once, a cancelled task is not a success,
+//! and every text reads at 4.5:1 in both themes with nothing wider than a 390 px phone.
+//!
 //! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
 //! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
 //! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`,
@@ -147,6 +152,15 @@ fn the_console_shows_why_a_task_failed_and_which_stages_gave_nothing() {
         name: "web-console-outcome",
         team: "tests/fixtures/outcome/team.yaml",
         script: "tests/web/outcome.test.mjs",
+    });
+}
+
+#[test]
+fn the_operators_first_hour_nothing_that_waits_is_hidden_in_either_theme_or_on_a_phone() {
+    drive(&Run {
+        name: "web-console-first-hour",
+        team: "examples/operator/team.yaml",
+        script: "tests/web/first_hour.test.mjs",
     });
 }
 

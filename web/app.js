@@ -23,7 +23,8 @@ import { renderGroupChat, renderChatCount, renderInbox, markNoticesSeen } from '
 import { writing, renderTeamList, renderAgentCards, showStep, showAgent, forgetAgentViews } from './agents.js';
 import { renderComposer, send } from './composer.js';
 import { refreshConversations } from './conversations.js';
-import { refreshDecisions, renderDecisionList } from './control.js';
+import { refreshDecisions } from './control.js';
+import { renderWaiting } from './waiting.js';
 
 let live = null;
 
@@ -61,7 +62,8 @@ function render(parts) {
   run('inbox', renderInbox);
   run('composer', renderComposer);
   run('summary', renderSummaryLine);
-  run('decisions', renderDecisionList);
+  if (parts.has('inbox')) parts.add('decisions');
+  run('decisions', renderWaiting);
   run('failures', () => renderFailures(viewCtx(), $('failures'), $('failure-list'), $('failure-count')));
   run('timeline', () => renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: store.now(), redraw: () => mark('timeline') }, $('view-timeline')));
   run('graph', () => renderGraph({ ...viewCtx(), task: store.get('task', ui.taskId), showAgent }, $('view-graph')));
@@ -251,6 +253,7 @@ function signOut(message) {
   app.composerSig = '';
   app.decisionItems = [];
   $('decisions').hidden = true;
+  for (const id of ['question-list', 'decision-list']) $(id).replaceChildren();
   store.reset(0);
   for (const id of ['task-list', 'agent-list', 'agent-cards', 'view-chat', 'conv-tabs', 'conv-body', 'view-stages', 'view-timeline']) {
     $(id).replaceChildren();

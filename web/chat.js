@@ -1,11 +1,10 @@
 // The conversations: the selected task's group chat (the runtime's long system messages fold
 // to their first line) and the person's inbox: private conversations (the ones asking for a
-// reply first, with Answer and a structured question's options or form), and notices with a
-// count of the ones not seen yet.
+// reply first, with Answer, which fills the composer; the question itself is answered in the
+// "Waiting for you" strip, waiting.js), and notices with a count of the ones not seen yet.
 
 import { h, keyed, atBottom, fmt } from './dom.js';
-import { messageBody, linkIds } from './text.js';
-import { fieldInput } from './decisions.js';
+import { messageBody, linkIds, systemSentence } from './text.js';
 import { $, app, store, ui, mark, agentName, agentChip, taskName, stageName, truncate, NO_RELATIVE } from './ctx.js';
 import { pendingOf } from './conversations.js';
 import { selectTask } from './tasks.js';
@@ -48,8 +47,19 @@ export function renderGroupChat() {
   view.dataset.fresh = key;
 }
 
-/** The runtime's long notices in the group chat fold to their first line. */
-function systemBody(text) {
+/** A runtime message in the group chat: a sentence made from its typed body, its raw text
+ * one click away (for debugging); without a body, its raw text folds to the first line. */
+function systemBody(m) {
+  const sentence = systemSentence(m.body, { agent: agentName, task: (id) => taskName(id), stage: (id) => (store.get('stage', id) || {}).stage_intention || fmt.short(id) });
+  const text = m.message || '';
+  if (sentence) {
+    return h(
+      'div',
+      { class: 'msg-body', testid: 'system-sentence' },
+      h('span', { class: 'pre' }, sentence),
+      h('details', { class: 'fold raw-fold', testid: 'system-message-raw' }, h('summary', null, 'raw'), h('pre', { class: 'call-text' }, text)),
+    );
+  }
   const first = text.split('\n').find((l) => l.trim()) || text;
   return h('details', { class: 'fold sys-fold', testid: 'system-message-fold' }, h('summary', null, truncate(first, 140)), messageBody(text, lookups));
 }
@@ -75,7 +85,7 @@ function groupMessage(entry) {
       flags,
       h('span', { class: 'time', title: entry.timestamp }, fmt.time(entry.timestamp)),
     ),
-    system ? systemBody(m.message || '') : messageBody(m.message || '', lookups),
+    system ? systemBody(m) : messageBody(m.message || '', lookups),
   );
 }
 
@@ -179,7 +189,6 @@ function privateMessage(m) {
       h('span', { class: 'time', title: m.timestamp }, fmt.time(m.timestamp)),
     ),
     messageBody(m.content || '', lookups),
-    pending && m.ask ? askControls(m) : null,
     pending
       ? h(
           'div',
@@ -199,34 +208,4 @@ export function markNoticesSeen() {
     $('notice-new').hidden = true;
     for (const li of $('notice-list').querySelectorAll('.unseen')) li.classList.remove('unseen');
   }
-}
-
-/** A structured question's answer helpers: its options, or its form, fill the composer. */
-function askControls(m) {
-  const fill = (text) => {
-    answer(m);
-    $('c-content').value = text;
-    $('c-content').focus();
-  };
-  if (m.ask.mode === 'select') {
-    return h('div', { class: 'ask-options', testid: 'ask-options' }, (m.ask.options || []).map((o) => h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'ask-option', onclick: () => fill(o) }, o)));
-  }
-  if (m.ask.mode === 'form') {
-    const inputs = (m.ask.fields || []).map((f) => [f, fieldInput(f)]);
-    const use = () => {
-      const values = {};
-      for (const [f, input] of inputs) {
-        if (f.type === 'boolean') values[f.key] = input.checked;
-        else if (input.value !== '') values[f.key] = f.type === 'number' ? Number(input.value) : input.value;
-      }
-      fill(JSON.stringify(values));
-    };
-    return h(
-      'div',
-      { class: 'ask-form form-fields', testid: 'ask-form' },
-      inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input)),
-      h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'ask-form-use', onclick: use }, 'Use these values'),
-    );
-  }
-  return null;
 }

@@ -1,10 +1,9 @@
 // The operator's controls: the decisions waiting for the person (GET /api/approvals, fetched
-// again when a step starts or stops waiting; drawn by decisions.js) and pause/cancel, whose
+// again when a step starts or stops waiting; drawn by waiting.js) and pause/cancel, whose
 // outcome (or refusal) shows in the composer's status line.
 
 import { AuthError } from './api.js';
-import { renderDecisions } from './decisions.js';
-import { $, app, mark, agentName, taskName } from './ctx.js';
+import { app, mark } from './ctx.js';
 import { setStatus } from './composer.js';
 
 let decisionTimer = 0;
@@ -22,17 +21,6 @@ export function refreshDecisions(delay = 150) {
       console.warn('approvals:', e.message);
     }
   }, delay);
-}
-
-export function renderDecisionList() {
-  $('decisions').hidden = app.decisionItems.length === 0;
-  $('decision-count').textContent = String(app.decisionItems.length);
-  const act = {
-    approve: (item, body) => app.client.approve(item.step_id, body).finally(() => refreshDecisions(0)),
-    reject: (item, reason) => app.client.reject(item.step_id, reason).finally(() => refreshDecisions(0)),
-    fill: (item, values) => app.client.fillParams(item.step_id, values).finally(() => refreshDecisions(0)),
-  };
-  renderDecisions($('decision-list'), app.decisionItems, act, { agent: agentName, task: taskName });
 }
 
 /** Runs an operator's control; its refusal (a member, a task already over) is shown. */

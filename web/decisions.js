@@ -4,7 +4,7 @@
 // Missing parameters: a form made from the tool's schema, filled in or rejected. The hash the
 // person saw goes with every approval, so a changed call or plan needs a new look.
 
-import { h, jsonBlock, keyed } from './dom.js';
+import { h, jsonBlock, keyed, fmt } from './dom.js';
 
 /**
  * Renders `items` into `container`; `act` performs the verdicts and resolves when the server
@@ -45,7 +45,7 @@ function decision(item, act, names) {
   const reason = h('input', { class: 'grow', placeholder: item.kind === 'plan' ? 'comment: what to plan instead' : 'reason (the agent reads it)', testid: 'decision-reason' });
   const reject = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-reject', onclick: () => busy(act.reject(item, reason.value)) }, 'Reject');
   const body = item.kind === 'plan' ? planBody(item, act, busy) : item.kind === 'params' ? paramsBody(item, act, busy) : toolBody(item, act, busy);
-  const due = item.decide_by_ms ? new Date(item.decide_by_ms).toLocaleTimeString() : null;
+  const due = item.decide_by_ms ? fmt.clock(item.decide_by_ms) : null;
   const box = h(
     'div',
     { class: `decision decision-${item.kind}`, testid: 'decision', 'data-step-id': item.step_id, 'data-kind': item.kind },
@@ -54,7 +54,7 @@ function decision(item, act, names) {
       { class: 'msg-head' },
       h('b', null, KIND_TITLE[item.kind] || item.kind),
       h('span', { class: 'muted' }, ` · ${names.agent(item.agent_id)}`),
-      h('span', { class: 'tag', title: item.task_id }, names.task(item.task_id)),
+      h('span', { class: 'tag', title: `task ${item.task_id}` }, names.task(item.task_id)),
       due ? h('span', { class: 'time', title: 'decide by' }, `by ${due}`) : null,
     ),
     h('p', { class: 'small' }, item.step_intention || ''),

@@ -139,6 +139,11 @@ export class Store {
         }
         break;
       }
+      case 'task/paused': {
+        const t = touch('task', ev.task_id);
+        if (t) t.paused = ev.paused === true;
+        break;
+      }
       case 'task/tokens': {
         const t = touch('task', ev.task_id);
         if (t) addTokens(t, ev.usage);
@@ -299,6 +304,16 @@ export class Store {
         break;
       case 'tokens':
         addTokens(a, ev.usage);
+        break;
+      case 'paused':
+        // The whole agent, or one task's work on it (as `set_paused` in src/event/apply.rs).
+        if (ev.task_id === undefined) a.paused = ev.paused === true;
+        else {
+          const tasks = new Set(a.paused_tasks || []);
+          if (ev.paused) tasks.add(ev.task_id);
+          else tasks.delete(ev.task_id);
+          a.paused_tasks = [...tasks];
+        }
         break;
       default:
         // goal_opened/closed (bookkeeping), a person's own chats and notices: nothing shown

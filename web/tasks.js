@@ -9,6 +9,7 @@ import { $, app, store, ui, mark, agentChip, agentName, isBase, badge, tasksInOr
 import { control, confirmCancel } from './control.js';
 import { planGraph } from './plan.js';
 import { showStep } from './agents.js';
+import { waitsIn, waitLabel } from './waiting.js';
 
 /** Keeps the shown task when the person picked it, else follows the newest running one. */
 export function ensureSelectedTask() {
@@ -58,7 +59,7 @@ export function renderTaskList() {
     list,
     tasks,
     (r) => r.state.task_id,
-    (r) => `${r.version}|${store.stagesOf(r.state).map((s) => s.version).join(',')}|${r.state.task_id === ui.taskId}`,
+    (r) => `${r.version}|${store.stagesOf(r.state).map((s) => s.version).join(',')}|${r.state.task_id === ui.taskId}|${waitsIn(r.state.task_id).length}`,
     (r) => {
       const t = r.state;
       const stages = store.stagesOf(t);
@@ -84,7 +85,7 @@ export function renderTaskList() {
           },
         },
         h('div', { class: 'task-item-top' }, h('span', { class: 'task-name' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base') : null, isBase(t) ? null : elapsed(t.started_at, t.ended_at, store.now(), { class: 'task-elapsed muted small', testid: 'task-elapsed' }), outcomeBadge(t, 'task-state')),
-        h('div', { class: 'task-item-stage', testid: 'task-running-stage' }, stageLabel(t), stagesFailedFlag(t)),
+        h('div', { class: 'task-item-stage', testid: 'task-running-stage' }, stageLabel(t), stagesFailedFlag(t), waitsIn(t.task_id).length ? h('span', { class: 'flag flag-you', testid: 'task-waits-you-flag' }, 'waits for you') : null),
         stages.length
           ? h(
               'div',
@@ -123,8 +124,9 @@ export function renderTaskHead() {
         h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'task-cancel', onclick: () => confirmCancel(`task “${t.task_name}”`, (why) => app.client.cancelTask(t.task_id, why)) }, 'Cancel task'),
       );
   head.replaceChildren(
-    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, outcomeBadge(t, 'task-detail-state'), stagesFailedFlag(t), t.paused ? h('span', { class: 'flag flag-wait', testid: 'task-paused' }, 'paused') : null, controls),
+    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, outcomeBadge(t, 'task-detail-state'), stagesFailedFlag(t), controls),
     h('p', { class: 'task-intention' }, t.task_intention || ''),
+    waitingNote(t) || '',
     h(
       'div',
       { class: 'meta' },
@@ -137,6 +139,14 @@ export function renderTaskHead() {
   );
 }
 
+/** "Waiting for you: …" under a task's goal while the task waits for the person. */
+function waitingNote(t) {
+  const waits = waitsIn(t.task_id);
+  if (!waits.length) return null;
+  const more = waits.length > 1 ? ` (and ${waits.length - 1} more)` : '';
+  return h('p', { class: 'task-waits-you', testid: 'task-waits-you', role: 'status' }, h('b', null, 'Waiting for you: '), waitLabel(waits[0]), more, '. Answer it at the top of the page.');
+}
+
 /** The stages the task's record says gave no result (a stage closed as finished may have), by
  * id, with why. */
 function gaveNothing(t) {
@@ -145,7 +155,8 @@ function gaveNothing(t) {
 
 /** The task's state badge, its title saying why a failed task failed. */
 function outcomeBadge(t, testid) {
-  const b = badge(t.execution_state, testid);
+  // A paused task is still `running` in its record; people see that it is paused.
+  const b = badge(t.paused && t.execution_state === 'running' ? 'paused' : t.execution_state, testid);
   const o = t.outcome;
   if (o && o.why) b.title = o.why;
   return b;
@@ -199,7 +210,7 @@ export function renderStages() {
     list,
     stages,
     ({ r }) => r.state.stage_id,
-    ({ r, i }) => `${r.version}|${i}|${nothing.get(r.state.stage_id) || ''}`,
+    ({ r, i }) => `${r.version}|${i}|${nothing.get(r.state.stage_id) || ''}|${waitsIn(t.task_id).map((w) => w.who).join(',')}`,
     ({ r, i }) => stageCard(r.state, i, nothing.get(r.state.stage_id)),
   );
   if (!stages.length) {
@@ -209,7 +220,9 @@ export function renderStages() {
         { class: 'empty' },
         isBase(t)
           ? 'The base task never finishes and has no stages: it is where you give the manager a goal, which becomes a task of its own.'
-          : 'No stages yet: the manager adds them.',
+          : waitsIn(t.task_id).length
+            ? 'No stages yet: the manager waits for you (see the top of the page).'
+            : 'No stages yet: the manager adds them.',
       ),
     );
   }
@@ -275,7 +288,7 @@ function stageCard(s, i, gaveNothing) {
           h(
             'tr',
             { 'data-agent-id': id },
-            h('td', { class: 'alloc-agent' }, agentChip(id), badge(states[id] || 'idle', 'stage-agent-state')),
+            h('td', { class: 'alloc-agent' }, agentChip(id), agentInStage(s, id, states[id])),
             h(
               'td',
               { class: 'alloc-goal' },
@@ -290,6 +303,14 @@ function stageCard(s, i, gaveNothing) {
   );
   card._plans = plans;
   return card;
+}
+
+/** An agent's state in a stage; one whose work waits for the person says so (the stage's
+ * record says `working` while its plan waits for a check). */
+function agentInStage(s, id, state) {
+  const waiting = waitsIn(s.task_id).some((w) => w.who === id);
+  if (waiting && (!state || state === 'working' || state === 'idle')) return h('span', { class: 'badge st-waiting-you', testid: 'stage-agent-state', 'data-state': 'waiting_for_you' }, 'waits for you');
+  return badge(state || 'idle', 'stage-agent-state');
 }
 
 /** A running stage that is stuck, or whose agents failed, is started afresh or stopped. */

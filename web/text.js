@@ -97,3 +97,51 @@ function linkPlain(text, lookups) {
   frag.appendChild(document.createTextNode(text.slice(last)));
   return frag;
 }
+
+/**
+ * What a runtime message (`[TaskState]`) says, as a sentence for people, from its typed body
+ * (`message.body`: a notice or an instruction); null when it has none (the raw text is shown
+ * then). `names` = {agent(id), task(id), stage(id)} give names for ids.
+ */
+export function systemSentence(body, names) {
+  if (!body || typeof body !== 'object') return null;
+  if (body.notice) return noticeSentence(body.notice, names);
+  if (body.instruction) return instructionSentence(body.instruction, names);
+  return null;
+}
+
+function noticeSentence(n, names) {
+  switch (n.kind) {
+    case 'task_created':
+      return `Task “${n.task_name}” was created. The manager splits it into stages next.`;
+    case 'stage_complete':
+      return `Every agent of stage “${n.stage_intention}” reported (${n.state}). The manager judges the stage.`;
+    case 'no_stage_left':
+      return `Every stage of the task has run. The manager judges the whole task.`;
+    case 'agent_stuck':
+      return `${names.agent(n.agent_id)} cannot go on in stage “${n.stage_intention}”: ${n.reason}`;
+    default:
+      return null;
+  }
+}
+
+function instructionSentence(i, names) {
+  const [action, a] = Object.entries(i)[0] || [];
+  if (!a || typeof a !== 'object') return null;
+  switch (action) {
+    case 'start_stage':
+      return `Stage “${a.stage_intention || names.stage(a.stage_id)}” starts. Goal: ${a.goal}`;
+    case 'finish_stage':
+      return `Stage “${names.stage(a.stage_id)}” is finished.`;
+    case 'finish_task':
+      return `Task “${names.task(a.task_id)}” is finished.`;
+    case 'pause_task':
+      return `Task “${names.task(a.task_id)}” was ${a.paused ? 'paused' : 'resumed'} by an operator.`;
+    case 'update_working_memory':
+      return 'The working memory of this task is updated.';
+    case 'add_tool_decision':
+      return `A tool (${a.tool_name}) returned: decide how to go on.`;
+    default:
+      return null;
+  }
+}

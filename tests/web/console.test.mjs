@@ -1,6 +1,7 @@
 // Drives the Cohort web console in headless Chromium (Debian's /usr/bin/chromium) the way an
 // operator would: sign in, give the manager a goal in the base task, watch the task appear,
-// answer the manager's waiting question from the inbox, see the manager's step lock released,
+// answer the manager's waiting question (a wrong answer from the inbox's composer is refused;
+// the option in "Waiting for you" sends), see the manager's step lock released,
 // the stages run and the task finish; then keep a screenshot.
 //
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
@@ -236,12 +237,12 @@ try {
     if (!refusal.includes('Spring | Summer | Autumn | Winter')) throw new Failure(`the refusal says: ${refusal}`);
     // The browser logs the refused request (422) as an error; that one was asked for.
     for (let i = pageErrors.length - 1; i >= 0; i--) if (pageErrors[i].includes('status of 422')) pageErrors.splice(i, 1);
-    // Its options are buttons that fill the answer in.
-    await question.msg.locator('[data-testid="ask-option"]', { hasText: ANSWER }).click();
-    const filled = await page.getByTestId('composer-content').inputValue();
-    if (filled !== ANSWER) throw new Failure(`the option filled in "${filled}"`);
-    await page.getByTestId('composer-send').click();
-    await waitSent();
+    // The question waits at the top of the page too, where its options answer at one click.
+    const card = page.locator(`[data-testid="question"][data-agent-id="${MANAGER}"]`);
+    await card.locator('[data-testid="ask-option"]', { hasText: ANSWER }).click();
+    await card.locator('[data-testid="question-status"][data-state="sent"]').waitFor();
+    // What was typed for the refused answer is left to the person; clear it for what follows.
+    await page.getByTestId('composer-content').fill('');
   });
 
   await step(`the answer is recorded and ${MANAGER}'s step lock is released`, async () => {

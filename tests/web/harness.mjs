@@ -101,3 +101,101 @@ export async function reportFailure(test, e, { page, pageErrors, shot, more }) {
     /* the page itself is gone */
   }
 }
+
+/**
+ * Every visible text on the page whose contrast with what it is drawn on is below `min`
+ * (WCAG AA: 4.5 for text), as `{text, ratio, fg, bg, where}`. The background is found by
+ * compositing the element's and its ancestors' background colours (a gradient counts as its
+ * first colour); disabled controls are left out, as WCAG does.
+ */
+export function lowContrast(page, min = 4.5) {
+  return page.evaluate((min) => {
+    const parse = (c) => {
+      const m = c.match(/rgba?\(([^)]+)\)/);
+      if (!m) return null;
+      const p = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+      return { r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1 };
+    };
+    const over = (top, under) => ({
+      r: top.r * top.a + under.r * (1 - top.a),
+      g: top.g * top.a + under.g * (1 - top.a),
+      b: top.b * top.a + under.b * (1 - top.a),
+      a: 1,
+    });
+    const background = (el) => {
+      const layers = [];
+      for (let e = el; e; e = e.parentElement) {
+        const s = getComputedStyle(e);
+        let c = parse(s.backgroundColor);
+        if ((!c || c.a === 0) && s.backgroundImage.includes('gradient')) c = parse(s.backgroundImage);
+        if (c && c.a > 0) {
+          layers.push(c);
+          if (c.a >= 1) break;
+        }
+      }
+      let bg = { r: 255, g: 255, b: 255, a: 1 };
+      if (getComputedStyle(document.documentElement).colorScheme.includes('dark') && !layers.some((l) => l.a >= 1)) bg = { r: 0, g: 0, b: 0, a: 1 };
+      for (const l of layers.reverse()) bg = over(l, bg);
+      return bg;
+    };
+    const lum = ({ r, g, b }) => {
+      const f = (v) => {
+        v /= 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+      };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const ratio = (a, b) => {
+      const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+      return (x + 0.05) / (y + 0.05);
+    };
+    const where = (el) => {
+      const parts = [];
+      for (let e = el; e && parts.length < 3; e = e.parentElement) parts.push(e.tagName.toLowerCase() + (e.dataset.testid ? `[${e.dataset.testid}]` : e.className && typeof e.className === 'string' ? `.${e.className.trim().split(/\s+/).join('.')}` : ''));
+      return parts.join(' < ');
+    };
+    const bad = [];
+    for (const el of document.querySelectorAll('body *')) {
+      const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      if (!own || el.closest(':disabled, [hidden], svg, option')) continue;
+      const r = el.getBoundingClientRect();
+      const s = getComputedStyle(el);
+      if (!r.width || !r.height || s.visibility === 'hidden' || Number(s.opacity) === 0) continue;
+      const fg = parse(s.color);
+      const bg = background(el);
+      const q = ratio(fg.a < 1 ? over(fg, bg) : fg, bg);
+      if (q < min) bad.push({ text: el.textContent.trim().slice(0, 40), ratio: Math.round(q * 100) / 100, fg: s.color, bg: `rgb(${[bg.r, bg.g, bg.b].map(Math.round)})`, where: where(el) });
+    }
+    return bad;
+  }, min);
+}
+
+/** The elements reaching past the viewport's right edge, as `{where, right, width}`; empty when
+ * the page fits. Inside a panel that scrolls, an element past the edge still counts (it is cut
+ * off until the panel is scrolled sideways), except in the parts meant to scroll sideways (a
+ * plan's graph, code and JSON blocks, text being edited) and text cut with an ellipsis. */
+export function overflowing(page) {
+  return page.evaluate(() => {
+    const vw = document.documentElement.clientWidth;
+    const SIDEWAYS = '.plan-box, pre, .call-text, textarea, .json, svg';
+    // Text cut on purpose (an ellipsis): a box that hides what overflows it, and fits.
+    const clipped = (el) => {
+      for (let e = el.parentElement; e && e !== document.body; e = e.parentElement) {
+        const o = getComputedStyle(e).overflowX;
+        if ((o === 'hidden' || o === 'clip') && e.getBoundingClientRect().right <= vw + 1) return true;
+      }
+      return false;
+    };
+    const out = [];
+    for (const el of document.querySelectorAll('body *')) {
+      const r = el.getBoundingClientRect();
+      if (!r.width || !r.height || getComputedStyle(el).visibility === 'hidden' || el.closest('[hidden]')) continue;
+      if (r.right > vw + 1 && !el.closest(SIDEWAYS) && !clipped(el)) {
+        const name = `${el.tagName.toLowerCase()}${el.dataset.testid ? `[${el.dataset.testid}]` : el.className && typeof el.className === 'string' ? `.${el.className.trim().split(/\s+/).join('.')}` : ''}`;
+        out.push({ where: name, right: Math.round(r.right), width: Math.round(r.width) });
+      }
+    }
+    if (document.documentElement.scrollWidth > vw + 1) out.push({ where: 'the page scrolls sideways', right: document.documentElement.scrollWidth, width: vw });
+    return out;
+  });
+}

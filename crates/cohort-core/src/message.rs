@@ -285,6 +285,10 @@ pub enum TaskInstruction {
         task_name: String,
         /// The new task's goal.
         task_intention: String,
+        /// The person whose goal the task serves, told how it ends. Set by the skill from the
+        /// step's origin; whatever a model writes here is replaced.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested_by: Option<AgentId>,
     },
     /// Append stages to a task's `stage_list`.
     AddStage {

@@ -56,6 +56,20 @@ pub enum Notice {
         /// Why its last step failed.
         reason: String,
     },
+    /// A task ended: told to the person whose goal it served (not to a manager).
+    TaskEnded {
+        /// The task that ended.
+        task_id: TaskId,
+        /// Its name.
+        task_name: String,
+        /// How it ended: finished, failed or cancelled.
+        state: ExecutionState,
+        /// Its summary (what it gave, or why it was cancelled).
+        summary: String,
+        /// Why it failed, or which of its stages gave nothing, when there is anything to say.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
+    },
 }
 
 /// One agent of the team as a notice names it.
@@ -108,7 +122,9 @@ impl Notice {
         match self {
             Notice::StageComplete { stage, .. } => Some(&stage.stage_id),
             Notice::AgentStuck { stage_id, .. } => Some(stage_id),
-            Notice::TaskCreated { .. } | Notice::NoStageLeft { .. } => None,
+            Notice::TaskCreated { .. } | Notice::NoStageLeft { .. } | Notice::TaskEnded { .. } => {
+                None
+            }
         }
     }
 
@@ -117,6 +133,25 @@ impl Notice {
         match self {
             Notice::NoStageLeft { stages, .. } => Some(stages),
             _ => None,
+        }
+    }
+
+    /// What the notice reports, in a few words (a step's title).
+    pub fn headline(&self) -> String {
+        match self {
+            Notice::TaskCreated { task_name, .. } => format!("task \"{task_name}\" was created"),
+            Notice::StageComplete { stage, .. } => {
+                format!("stage \"{}\" is complete", stage.stage_intention)
+            }
+            Notice::NoStageLeft { .. } => "the task has no stage left".to_owned(),
+            Notice::AgentStuck {
+                agent_id,
+                stage_intention,
+                ..
+            } => format!("`{agent_id}` cannot go on in stage \"{stage_intention}\""),
+            Notice::TaskEnded {
+                task_name, state, ..
+            } => format!("task \"{task_name}\" {}", ended(*state)),
         }
     }
 
@@ -152,7 +187,33 @@ impl Notice {
                  with finish_stage if its goal is met anyway.",
                 goal.as_deref().unwrap_or("(none)")
             ),
+            Notice::TaskEnded {
+                task_name,
+                state,
+                summary,
+                why,
+                ..
+            } => {
+                let mut text = format!("Your task \"{task_name}\" {}.", ended(*state));
+                if let Some(why) = why {
+                    text.push_str(&format!(" {why}"));
+                }
+                if !summary.trim().is_empty() {
+                    text.push_str(&format!("\n{summary}"));
+                }
+                text
+            }
         }
+    }
+}
+
+/// How a task's end reads in a sentence.
+fn ended(state: ExecutionState) -> &'static str {
+    match state {
+        ExecutionState::Finished => "finished",
+        ExecutionState::Failed => "failed",
+        ExecutionState::Cancelled => "was cancelled",
+        _ => "ended",
     }
 }
 

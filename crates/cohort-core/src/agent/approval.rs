@@ -166,25 +166,22 @@ pub fn approval_notice(step: &StepState, req: &ApprovalRequest) -> String {
     if n > NOTICE_ARGS_CHARS {
         args = args.chars().take(NOTICE_ARGS_CHARS).collect();
         args.push_str(&format!(
-            "\n[… {} more characters: see the step or GET /api/approvals]",
+            "\n[… {} more characters: see the step in the console]",
             n - NOTICE_ARGS_CHARS
         ));
     }
+    // For people: no hash and no route (the console and GET /api/approvals carry those).
     format!(
-        "Approval needed: agent `{}` wants to call `{}` on MCP server `{}` (step {}, \"{}\").\n\
-         Risk {}: {}.\nArguments (hash {}):\n{}\n\
-         Approve, edit the arguments or reject it in the console, or with \
-         POST /api/step/{}/approve or /reject.",
+        "Approval needed: agent `{}` wants to call `{}` on MCP server `{}` (\"{}\").\n\
+         Risk {}: {}.\nArguments:\n{}\n\
+         Approve, edit the arguments or reject the call under \"Waiting for you\" in the console.",
         step.agent_id,
         req.tool,
         req.server,
-        step.step_id,
         step.step_intention,
         req.risk.risk,
         req.risk.reason,
-        req.args_hash,
         args,
-        step.step_id,
     )
 }
 

@@ -6,6 +6,7 @@
 use crate::clock::Now;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
+use crate::notice::Notice;
 use crate::state::{
     AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepOrigin, StepResult,
     StepState,
@@ -71,10 +72,15 @@ pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec
     if let Some(w) = &msg.return_waiting_id {
         agent.release_wait(w, &msg.sender_id);
     }
-    if msg.sender_id.as_str() == TASK_STATE_SENDER
-        && let Some(i) = msg.instruction_body()
-    {
-        return obey(agent, msg, i.clone());
+    if msg.sender_id.as_str() == TASK_STATE_SENDER {
+        if let Some(i) = msg.instruction_body() {
+            return obey(agent, msg, i.clone());
+        }
+        // A task the person asked for ended: a notice, not a chat they must answer.
+        if let Some(n @ Notice::TaskEnded { .. }) = msg.notice_body() {
+            agent.add_notice(n.render());
+            return Vec::new();
+        }
     }
     let me = agent.agent_id.clone();
     let wait = msg.wait_id_for(&me).cloned();

@@ -70,21 +70,18 @@ pub fn plan_notice(step: &StepState, check: &PlanCheck) -> String {
             .map(|(i, p)| format!("{}. [{}] {}", i + 1, p.executor, p.step_intention))
             .collect(),
     };
+    // For people: no hash and no route (the console and GET /api/approvals carry those).
+    let what = if check.stages.is_some() {
+        "stages"
+    } else {
+        "steps"
+    };
     format!(
-        "Plan check: agent `{}` planned these steps (step {}, \"{}\", plan hash {}):\n{}\n\
-         Confirm, edit or reject the plan in the console, or with POST /api/step/{}/approve \
-         {{plan_hash, {}?}} or /reject {{reason}}.",
+        "Plan check: agent `{}` planned these {what} for \"{}\":\n{}\n\
+         Confirm, edit or reject the plan under \"Waiting for you\" in the console.",
         step.agent_id,
-        step.step_id,
         step.step_intention,
-        check.plan_hash,
         list.join("\n"),
-        step.step_id,
-        if check.stages.is_some() {
-            "stages"
-        } else {
-            "steps"
-        },
     )
 }
 

@@ -50,7 +50,10 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
         return out;
     }
 
-    if msg.need_reply {
+    // A goal or a notice for a manager is acted on even when its sender asks for a reply
+    // (need_reply is the API's default): a reply alone would leave the goal undone, and the
+    // person who gave it is told how its task ended (SPEC §5.3, amended).
+    if msg.need_reply && !(acts(msg, answers_wait) && acting_skill(agent, true).is_some()) {
         // 3. A reply is owed.
         queue_reply(agent, msg);
     } else {
@@ -97,10 +100,10 @@ fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
     let sender = &msg.sender_id;
     // A reply we were waiting for is digested first. A message that asks a manager to act goes
     // straight to the skill that acts on it.
-    let act = !answers_wait && [TASK_STATE_SENDER, OPERATOR].contains(&sender.as_str());
+    let act = acts(msg, answers_wait);
     let text = format!("{}{}", digest_heading(sender.as_str(), act), msg.message);
     let (skill, intention) = match acting_skill(agent, act) {
-        Some(skill) => (skill, format!("Act on the message from agent `{sender}`")),
+        Some(skill) => (skill, acting_intention(msg)),
         None => (
             Skill::ProcessMessage,
             format!("Process the message from agent `{sender}`"),
@@ -122,6 +125,20 @@ fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
         agent.add_next_steps(vec![step]);
     } else {
         agent.add_steps(vec![step]);
+    }
+}
+
+/// Whether `msg` asks a manager to act: an operator's goal or a runtime notice (not a reply
+/// the agent waited for).
+fn acts(msg: &Message, answers_wait: bool) -> bool {
+    !answers_wait && [TASK_STATE_SENDER, OPERATOR].contains(&msg.sender_id.as_str())
+}
+
+/// The title of a step acting on `msg`, as people read it in the console and the CLI.
+fn acting_intention(msg: &Message) -> String {
+    match msg.notice_body() {
+        Some(n) => format!("Act on the notice: {}", n.headline()),
+        None => format!("Act on the goal from `{}`", msg.sender_id),
     }
 }
 

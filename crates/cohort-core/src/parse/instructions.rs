@@ -204,6 +204,7 @@ mod tests {
                 task_name,
                 task_intention,
                 task_id,
+                ..
             } => {
                 assert_eq!(
                     (task_name.as_str(), task_intention.as_str()),

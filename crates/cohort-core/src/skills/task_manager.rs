@@ -177,6 +177,8 @@ pub struct Asked<'a> {
     pub judged_task: Option<&'a Notice>,
     /// Which of the model's slips are mended.
     pub repairs: Repairs,
+    /// The person whose goal the step acts on: a task it creates is theirs to hear about.
+    pub requester: Option<AgentId>,
 }
 
 impl<'a> Asked<'a> {
@@ -187,6 +189,7 @@ impl<'a> Asked<'a> {
             refused: step.refused_instruction.as_ref(),
             judged_task: judged_task(step),
             repairs: agent.repairs.clone(),
+            requester: requester(agent, step),
         }
     }
 }
@@ -198,6 +201,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         refused,
         judged_task,
         repairs,
+        requester,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
     check_not_refused(refused, &repairs, &instruction)?;
@@ -224,7 +228,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         ));
     }
     check_stage_decided(&instruction, decided)?;
-    name_new_task(&mut instruction)?;
+    name_new_task(&mut instruction, requester)?;
     check_goals(&instruction, &repairs)?;
     if let TaskInstruction::AddStage { stages, task_id } = &instruction {
         if stages.is_empty() {
@@ -301,14 +305,30 @@ fn check_stage_decided(
     Ok(())
 }
 
-/// Gives an add_task a fresh id (and a name if it has none); refuses one without intention.
-fn name_new_task(instruction: &mut TaskInstruction) -> Result<(), SkillError> {
+/// Who gave the goal `step` acts on: the person whose goal the step (or the decision step
+/// that planned it) acts on; `None` for a task made on the manager's own initiative.
+fn requester(agent: &AgentState, step: &StepState) -> Option<AgentId> {
+    let of = |s: &StepState| s.origin.goal_from().cloned();
+    of(step).or_else(|| match &step.origin {
+        crate::state::StepOrigin::Planned { by } => agent.agent_step.get(by).and_then(of),
+        _ => None,
+    })
+}
+
+/// Gives an add_task a fresh id (and a name if it has none) and the person whose goal it
+/// serves (never what the model wrote); refuses one without intention.
+fn name_new_task(
+    instruction: &mut TaskInstruction,
+    requester: Option<AgentId>,
+) -> Result<(), SkillError> {
     if let TaskInstruction::AddTask {
         task_id,
         task_name,
         task_intention,
+        requested_by,
     } = instruction
     {
+        *requested_by = requester;
         if task_intention.trim().is_empty() {
             return Err(SkillError::Invalid(
                 "add_task needs a task_intention".into(),
@@ -372,6 +392,46 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(o.result["task_instruction"]["action"], "add_task");
+    }
+
+    /// A task is the goal-giver's: found from the step acting on their goal, or from the
+    /// decision step that planned it; never from what the model wrote.
+    #[test]
+    fn a_new_task_records_whose_goal_it_serves() {
+        use crate::state::{Executor, Skill, StepOrigin};
+        let mut manager = AgentState::new("m".into(), "M".into(), "manager".into(), "p".into());
+        let step = |skill, origin| {
+            StepState::new(
+                "base".into(),
+                crate::ids::StageRef::NoRelative,
+                "m".into(),
+                Executor::Skill(skill),
+                "x",
+                "",
+            )
+            .with_origin(origin)
+        };
+        let goal = StepOrigin::Act {
+            from: "op".into(),
+            notice: None,
+            second_try: false,
+        };
+        let decision = step(Skill::Decision, goal.clone());
+        let by = decision.step_id.clone();
+        manager.add_steps(vec![decision]);
+        let answer = r#"<task_instruction>{"action": "add_task", "task_intention": "a poem", "requested_by": "mallory"}</task_instruction>"#;
+        let asked_by = |s: &StepState| {
+            match interpret(answer, Asked::of(&manager, s)).unwrap().task_instruction {
+                Some(TaskInstruction::AddTask { requested_by, .. }) => requested_by,
+                other => panic!("{other:?}"),
+            }
+        };
+        let direct = step(Skill::TaskManager, goal);
+        assert_eq!(asked_by(&direct), Some("op".into()));
+        let planned = step(Skill::TaskManager, StepOrigin::Planned { by });
+        assert_eq!(asked_by(&planned), Some("op".into()));
+        let own = step(Skill::TaskManager, StepOrigin::Unknown);
+        assert_eq!(asked_by(&own), None);
     }
 
     #[test]

@@ -100,6 +100,16 @@ impl StepOrigin {
         )
     }
 
+    /// The person whose goal an acting step acts on (none for a runtime notice).
+    pub fn goal_from(&self) -> Option<&AgentId> {
+        match self {
+            StepOrigin::Act {
+                from, notice: None, ..
+            } => Some(from),
+            _ => None,
+        }
+    }
+
     /// The notice an acting step acts on.
     pub fn notice(&self) -> Option<&Notice> {
         match self {

@@ -75,6 +75,9 @@ pub struct TaskState {
     /// anything to say beyond its state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Box<TaskEnd>>,
+    /// The person whose goal the task serves: told how it ended (`Notice::TaskEnded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<AgentId>,
 }
 
 /// Why a task ended as it did, beyond its state: what `cohort run`, the console and `export`
@@ -147,6 +150,7 @@ impl TaskState {
             paused: false,
             repairs: Default::default(),
             outcome: None,
+            requested_by: None,
         }
     }
 

@@ -213,6 +213,7 @@ mod tests {
             task_id: t.clone(),
             task_name: "n".into(),
             task_intention: "i".into(),
+            requested_by: None,
         };
         assert!(c.apply(&task_out(&c, "m", add), "now").refused.is_none());
         let stage = TaskInstruction::AddStage {
@@ -293,6 +294,7 @@ mod tests {
             task_id: t.clone(),
             task_name: "n".into(),
             task_intention: "i".into(),
+            requested_by: None,
         };
         c.apply(&task_out(&c, "m", add), "now");
         let join = |task: &str, agent: &str| AgentInstruction::AddTaskParticipant {

@@ -100,6 +100,7 @@ mod tests {
             task_id: t.clone(),
             task_name: "n".into(),
             task_intention: "i".into(),
+            requested_by: None,
         };
         crate::sync::tests::TryApply::try_apply(&mut c, &crate::sync::tests::by("m", add), "now")
             .unwrap();
@@ -143,6 +144,7 @@ mod tests {
                     task_id: t.clone(),
                     task_name: "n".into(),
                     task_intention: "i".into(),
+                    requested_by: None,
                 },
             ),
             "now",

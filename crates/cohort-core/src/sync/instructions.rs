@@ -29,6 +29,14 @@ impl SyncCore {
             }
         }
         let outcome = self.task_end(task_id, why);
+        let told = notices::task_ended(
+            &self.tasks[task_id],
+            state,
+            &summary,
+            outcome.as_deref(),
+            &self.roster,
+        );
+        applied.messages.extend(told);
         self.emit(
             applied,
             Change::Task(TaskChange::State {
@@ -223,8 +231,11 @@ impl SyncCore {
                 task_id,
                 task_name,
                 task_intention,
+                requested_by,
             } => {
-                let task = TaskState::new(task_id, task_name, task_intention, agent.clone());
+                let mut task =
+                    TaskState::new(task_id, task_name, task_intention, agent.clone());
+                task.requested_by = requested_by;
                 self.count_opened();
                 applied
                     .messages

@@ -223,6 +223,7 @@ mod tests {
             task_id: TaskId::random(),
             task_name: "n".into(),
             task_intention: "i".into(),
+            requested_by: None,
         }
     }
 
@@ -326,6 +327,7 @@ mod tests {
             task_id: t.clone(),
             task_name: "n".into(),
             task_intention: "i".into(),
+            requested_by: None,
         };
         c.try_apply(&by_in(&base, "m", add), "now").unwrap();
         let stage = |goal: &str| StagePlan {

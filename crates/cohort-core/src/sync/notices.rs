@@ -1,12 +1,13 @@
 //! The notices a task sends its manager (a task was created, a stage is complete, every stage
-//! is done, an agent is stuck), built as typed [`Notice`]s from the task's and stages' states.
-//! They carry ids so the manager's next instruction can name them.
+//! is done, an agent is stuck), and the one it sends the person whose goal it served (it
+//! ended), built as typed [`Notice`]s from the task's and stages' states. They carry ids so the
+//! manager's next instruction can name them.
 
 use super::Member;
 use crate::ids::{AgentId, StageRef};
 use crate::message::{Message, TASK_STATE_SENDER};
 use crate::notice::{AGENTS_LISTED, Notice, Report, StageReports, Teammate};
-use crate::state::{StageState, TaskState};
+use crate::state::{ExecutionState, StageState, TaskEnd, TaskState};
 
 fn from_task(task: &TaskState, stage: StageRef, notice: Notice) -> Message {
     Message::from_notice(
@@ -16,6 +17,36 @@ fn from_task(task: &TaskState, stage: StageRef, notice: Notice) -> Message {
         stage,
         notice,
     )
+}
+
+/// Tells the person whose goal `task` served how it ended: its summary, and why it failed or
+/// which stages gave nothing. `None` when nobody is to be told (a task the manager made on its
+/// own, or one whose requester is not a person of the team).
+pub fn task_ended(
+    task: &TaskState,
+    state: ExecutionState,
+    summary: &str,
+    outcome: Option<&TaskEnd>,
+    roster: &[Member],
+) -> Option<Message> {
+    let person = task.requested_by.as_ref()?;
+    if !roster.iter().any(|m| &m.id == person && m.human) {
+        return None;
+    }
+    let notice = Notice::TaskEnded {
+        task_id: task.task_id.clone(),
+        task_name: task.task_name.clone(),
+        state,
+        summary: summary.to_owned(),
+        why: outcome.filter(|o| !o.is_empty()).map(TaskEnd::render),
+    };
+    Some(Message::from_notice(
+        task.task_id.clone(),
+        AgentId::from(TASK_STATE_SENDER),
+        vec![person.clone()],
+        StageRef::NoRelative,
+        notice,
+    ))
 }
 
 /// Tells the manager of a new task its id, name and goal, and who is in the team (the first

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::ids::{StageRef, WaitId};
+use crate::notice::Notice;
 use crate::message::{CompletionUpdate, Instruction, StagePlan, TaskInstruction, TaskOutcome};
 
 /// `apply` with its refusal as an error, as the SyncState actor answers it.
@@ -98,6 +99,7 @@ pub(super) fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
                     task_id: t.clone(),
                     task_name: "n".into(),
                     task_intention: "i".into(),
+                    requested_by: None,
                 },
             ),
             "now",
@@ -585,4 +587,71 @@ fn one_stage_goal_runs_at_most_three_times_in_a_task_by_add_stage_or_retry_stage
     // Nor with other agents; another goal is work of its own.
     assert!(c.try_apply(&again(plan("one", &["a"])), "now").is_err());
     c.try_apply(&again(plan("three", &["a"])), "now").unwrap();
+}
+
+/// A task made for a person's goal tells that person how it ended, with its summary; one the
+/// manager made on its own (or for someone who is not a person) tells nobody.
+#[test]
+fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
+    let mut roster: Vec<Member> = ["m", "a"].iter().map(|id| Member::new(*id, "r")).collect();
+    roster.push(Member {
+        human: true,
+        ..Member::new("op", "operator")
+    });
+    let mut c = SyncCore::new(roster, &["m".into()], &[]);
+    let add = |c: &mut SyncCore, requested_by: Option<&str>| {
+        let t = TaskId::random();
+        let i = TaskInstruction::AddTask {
+            task_id: t.clone(),
+            task_name: "Haiku".into(),
+            task_intention: "write one".into(),
+            requested_by: requested_by.map(AgentId::from),
+        };
+        c.try_apply(&by("m", i), "now").unwrap();
+        t
+    };
+    let finish = |t: &TaskId, outcome| {
+        by_in(
+            t,
+            "m",
+            TaskInstruction::FinishTask {
+                task_id: t.clone(),
+                task_summary: "Cold rain on the eaves".into(),
+                outcome,
+            },
+        )
+    };
+    let told = |a: &Applied| -> Vec<(Vec<AgentId>, String)> {
+        a.messages
+            .iter()
+            .filter(|m| matches!(m.notice_body(), Some(Notice::TaskEnded { .. })))
+            .map(|m| (m.receiver.clone(), m.message.clone()))
+            .collect()
+    };
+
+    let t = add(&mut c, Some("op"));
+    assert_eq!(c.task(&t).unwrap().requested_by, Some("op".into()));
+    stage_done(&mut c, &t);
+    let out = c.try_apply(&finish(&t, TaskOutcome::Finished), "now").unwrap();
+    assert_eq!(
+        told(&out),
+        [(
+            vec![AgentId::from("op")],
+            "Your task \"Haiku\" finished.\nCold rain on the eaves".to_owned()
+        )]
+    );
+
+    // A failed one says so, with why.
+    let t = add(&mut c, Some("op"));
+    let out = c.try_apply(&finish(&t, TaskOutcome::Failed), "now").unwrap();
+    let said = told(&out);
+    assert_eq!(said.len(), 1);
+    assert!(said[0].1.starts_with("Your task \"Haiku\" failed."), "{}", said[0].1);
+
+    // Nobody, or an LLM agent, is not told.
+    for who in [None, Some("a")] {
+        let t = add(&mut c, who);
+        let out = c.try_apply(&finish(&t, TaskOutcome::Failed), "now").unwrap();
+        assert!(told(&out).is_empty(), "{who:?}");
+    }
 }

@@ -78,6 +78,7 @@ fn setup() -> (SyncCore, TaskId, Vec<StageId>) {
             task_id: t.clone(),
             task_name: "Report".into(),
             task_intention: "Write the report".into(),
+            requested_by: None,
         },
     );
     let plan = |intention: &str, agent: &str| StagePlan {

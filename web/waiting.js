@@ -1,0 +1,166 @@
+// "Waiting for you": everything the team waits on the person for, in one strip at the top of
+// the page, never inside a scrolled panel. Questions an agent asked (a choice's options send
+// the answer at one click; a form or a free answer is sent from the card itself), and the
+// steps held for the person's verdict: plan and stage checks, tool approvals, missing
+// parameters (drawn by decisions.js). Each says who asks, in which task, and by when; the task
+// views ask `waitsIn` whether a task waits for the person.
+
+import { h, keyed, fmt } from './dom.js';
+import { AuthError } from './api.js';
+import { renderDecisions, fieldInput } from './decisions.js';
+import { $, app, ui, mark, agentName, taskName, NO_RELATIVE } from './ctx.js';
+import { pendingOf, refreshConversations } from './conversations.js';
+import { refreshDecisions } from './control.js';
+import { selectTask } from './tasks.js';
+
+/** The questions waiting for the person's reply, oldest first, as {kind: 'question', …}. */
+function questions() {
+  const out = [];
+  for (const [from, msgs] of Object.entries(ui.pool.conversation_privates || {})) {
+    for (const m of pendingOf(msgs)) out.push({ kind: 'question', from, m });
+  }
+  return out.sort((a, b) => (a.m.timestamp < b.m.timestamp ? -1 : a.m.timestamp > b.m.timestamp ? 1 : 0));
+}
+
+/** What waits for the person in task `taskId`: [{kind, who, what}] (questions first). */
+export function waitsIn(taskId) {
+  const qs = questions()
+    .filter((q) => q.m.task_id === taskId)
+    .map((q) => ({ kind: 'question', who: q.from, what: q.m.content }));
+  const ds = (app.decisionItems || [])
+    .filter((d) => d.task_id === taskId)
+    .map((d) => ({ kind: d.kind, who: d.agent_id, what: d.step_intention || '' }));
+  return [...qs, ...ds];
+}
+
+/** What a waiting item asks, in a few words, for the task views. */
+export function waitLabel(w) {
+  const who = agentName(w.who);
+  if (w.kind === 'question') return `${who} asks you: “${w.what}”`;
+  if (w.kind === 'plan') return `${who}'s plan waits for your check`;
+  if (w.kind === 'params') return `${who} needs parameters from you`;
+  return `${who} waits for your approval of a tool call`;
+}
+
+let lastSig = '';
+let lastCount = 0;
+
+export function renderWaiting() {
+  const qs = questions();
+  const ds = app.decisionItems || [];
+  const n = qs.length + ds.length;
+  $('decisions').hidden = n === 0;
+  $('decision-count').textContent = String(n);
+  keyed(
+    $('question-list'),
+    qs,
+    (q) => `${q.from}|${q.m.task_id}|${q.m.timestamp}`,
+    (q) => `${agentName(q.from)}|${taskName(q.m.task_id)}`,
+    (q) => questionCard(q),
+  );
+  if (!qs.length) $('question-list').replaceChildren();
+  const act = {
+    approve: (item, body) => app.client.approve(item.step_id, body).finally(() => refreshDecisions(0)),
+    reject: (item, reason) => app.client.reject(item.step_id, reason).finally(() => refreshDecisions(0)),
+    fill: (item, values) => app.client.fillParams(item.step_id, values).finally(() => refreshDecisions(0)),
+  };
+  if (ds.length) renderDecisions($('decision-list'), ds, act, { agent: agentName, task: taskName });
+  else $('decision-list').replaceChildren();
+  // Something new waits: the strip comes into view if the page was scrolled away from it (on a
+  // phone, the composer that sent the goal is two screens down).
+  if (n > lastCount) {
+    const r = $('decisions').getBoundingClientRect();
+    if (r.top < 0 || r.top > window.innerHeight - 80) $('decisions').scrollIntoView({ block: 'start' });
+  }
+  lastCount = n;
+  // The task list and the task's head say which tasks wait for the person.
+  const sig = [...qs.map((q) => q.m.task_id), ...ds.map((d) => d.task_id)].join('|');
+  if (sig !== lastSig) {
+    lastSig = sig;
+    mark('tasks', 'detail', 'stages');
+  }
+}
+
+/** Sends `content` as the person's answer to question `q`; resolves when the server took it. */
+async function sendAnswer(q, content) {
+  await app.client.sendMessage({
+    task_id: q.m.task_id,
+    receiver: [q.from],
+    content,
+    stage_relative: q.m.stage_relative || NO_RELATIVE,
+    need_reply: false,
+    waiting: false,
+  });
+  refreshConversations(0);
+}
+
+function questionCard(q) {
+  const { m } = q;
+  const status = h('p', { class: 'composer-status small', role: 'status', testid: 'question-status' });
+  const card = h('div', { class: 'decision decision-question', testid: 'question', 'data-agent-id': q.from, 'data-task-id': m.task_id });
+  const answer = (content) => {
+    for (const el of card.querySelectorAll('button, input, textarea, select')) el.disabled = true;
+    status.dataset.state = 'sending';
+    status.textContent = 'Sending…';
+    sendAnswer(q, content).then(
+      () => {
+        status.dataset.state = 'sent';
+        status.textContent = `Answered: ${content}`;
+      },
+      (e) => {
+        if (e instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
+        for (const el of card.querySelectorAll('button, input, textarea, select')) el.disabled = false;
+        status.dataset.state = 'error';
+        status.textContent = `Not sent: ${e.message}`;
+      },
+    );
+  };
+  card.append(
+    h(
+      'div',
+      { class: 'msg-head' },
+      h('b', null, 'Question'),
+      h('span', { class: 'muted' }, ` · ${agentName(q.from)}`),
+      h('span', { class: 'tag tag-link', title: `task ${m.task_id}`, onclick: () => selectTask(m.task_id) }, taskName(m.task_id)),
+      h('span', { class: `flag ${m.waiting ? 'flag-wait' : ''}` }, m.waiting ? 'waits for your reply' : 'asks for a reply'),
+      m.reply_by_ms ? h('span', { class: 'time', title: 'it stops waiting at' }, `by ${fmt.clock(m.reply_by_ms)}`) : null,
+    ),
+    h('p', { class: 'question-text' }, m.content || ''),
+    answerControls(m, answer),
+    status,
+  );
+  return card;
+}
+
+/** A choice: one button per option, each sends. A form: its fields and Send. Else a line. */
+function answerControls(m, answer) {
+  const ask = m.ask || {};
+  if (ask.mode === 'select') {
+    return h('div', { class: 'ask-options', testid: 'ask-options' }, (ask.options || []).map((o) => h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-option', onclick: () => answer(o) }, o)));
+  }
+  if (ask.mode === 'form') {
+    const inputs = (ask.fields || []).map((f) => [f, fieldInput(f)]);
+    const send = () => {
+      const values = {};
+      for (const [f, input] of inputs) {
+        if (f.type === 'boolean') values[f.key] = input.checked;
+        else if (input.value !== '') values[f.key] = f.type === 'number' ? Number(input.value) : input.value;
+      }
+      answer(JSON.stringify(values));
+    };
+    return h(
+      'div',
+      { class: 'ask-form form-fields', testid: 'ask-form' },
+      inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input)),
+      h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-form-send', onclick: send }, 'Send')),
+    );
+  }
+  const input = h('input', { class: 'grow', placeholder: 'Your answer', testid: 'question-answer', 'aria-label': 'Your answer' });
+  const send = () => {
+    if (input.value.trim()) answer(input.value);
+  };
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') send();
+  });
+  return h('div', { class: 'row' }, input, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'question-send', onclick: send }, 'Send'));
+}
