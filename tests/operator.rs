@@ -10,19 +10,19 @@ use cohort::monitor::StateKind;
 use std::path::Path;
 use std::time::Duration;
 
-#[actix::test]
-async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes() {
-    let cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
-    let vars = |_: &str| None;
-    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+/// One goal of the operator example, from the person's message to its finished task: the
+/// manager's waiting question is answered (the answer returns the wait id), the writer's plan
+/// confirmed; returns the new task's id.
+async fn one_goal(team: &cohort::actors::Team, need_reply: bool) -> String {
     let operator = &team.agents[&AgentId::from("operator")];
     let manager = &team.agents[&AgentId::from("manager")];
+    let before = team.monitor.snapshot(StateKind::Task);
     let goal = HumanMessage {
         task_id: team.base_task.clone(),
         receiver: vec!["manager".into()],
         content: "Write a haiku".into(),
         stage_relative: StageRef::NoRelative,
-        need_reply: false,
+        need_reply,
         waiting: false,
         wait_secs: None,
     };
@@ -36,7 +36,7 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
         if let Some(q) = pool
             .conversation_privates
             .get(&AgentId::from("manager"))
-            .and_then(|c| c.iter().find(|m| m.waiting))
+            .and_then(|c| c.iter().find(|m| m.waiting && !m.replied))
         {
             question = Some(q.clone());
             assert!(
@@ -96,22 +96,36 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
     }
     assert!(confirmed, "the writer's plan waited for the operator");
 
-    let mut finished = false;
     for _ in 0..400 {
         let tasks = team.monitor.snapshot(StateKind::Task);
-        if tasks.values().any(|t| {
-            t["task_name"] == "Haiku for the operator" && t["execution_state"] == "finished"
-        }) {
-            finished = true;
-            break;
+        let done = tasks.iter().find(|(id, t)| {
+            !before.contains_key(*id)
+                && t["task_name"] == "Haiku for the operator"
+                && t["execution_state"] == "finished"
+        });
+        if let Some((id, _)) = done {
+            return id.clone();
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(
-        finished,
+    panic!(
         "the task never finished: {:#?}",
         team.monitor.snapshot(StateKind::Task)
     );
+}
+
+/// The example runs goal after goal (its script is made of rules), a goal sent with
+/// need_reply (the API's default) as well, and the person is told each task's end.
+#[actix::test]
+async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes() {
+    let cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
+    let vars = |_: &str| None;
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let first = one_goal(&team, false).await;
+    let second = one_goal(&team, true).await;
+    assert_ne!(first, second);
+
+    let manager = &team.agents[&AgentId::from("manager")];
     assert!(
         manager
             .send(GetAgentState)
@@ -120,11 +134,24 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
             .step_lock
             .is_empty()
     );
-    let me = operator.send(GetAgentState).await.unwrap();
+    let me = team.agents[&AgentId::from("operator")]
+        .send(GetAgentState)
+        .await
+        .unwrap();
     assert!(
-        me.agent_step.steps().len() >= 2,
+        me.agent_step.steps().len() >= 4,
         "the person's sends are recorded as steps"
     );
+    let told: Vec<&String> = me
+        .conversation_pool
+        .as_ref()
+        .unwrap()
+        .global_messages
+        .iter()
+        .filter(|n| n.starts_with("Your task \"Haiku for the operator\" finished."))
+        .collect();
+    assert_eq!(told.len(), 2, "the person is told of each task's end: {told:?}");
+    assert!(told[0].contains("Cold rain on the eaves"), "{}", told[0]);
 }
 
 #[actix::test]
@@ -164,6 +191,20 @@ async fn an_unanswered_question_runs_out_of_time_and_the_manager_goes_on() {
     }
     let (executor, waits) = gave_up.expect("the manager's wait never ran out");
     assert_eq!(executor, "decision");
+    // The example's manager goes on without the answer: the writing stage is added.
+    let mut staged = false;
+    for _ in 0..400 {
+        staged = team
+            .monitor
+            .snapshot(StateKind::Stage)
+            .values()
+            .any(|s| s["stage_intention"] == "Write the haiku");
+        if staged {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(staged, "the manager never went on without the answer");
     assert_eq!(
         waits, 0,
         "the wait that ran out no longer locks the manager"
