@@ -240,7 +240,8 @@ try {
     // The question waits at the top of the page too, where its options answer at one click.
     const card = page.locator(`[data-testid="question"][data-agent-id="${MANAGER}"]`);
     await card.locator('[data-testid="ask-option"]', { hasText: ANSWER }).click();
-    await card.locator('[data-testid="question-status"][data-state="sent"]').waitFor();
+    // Answered, it leaves the strip (the server recorded the answer).
+    await card.waitFor({ state: 'detached' });
     // What was typed for the refused answer is left to the person; clear it for what follows.
     await page.getByTestId('composer-content').fill('');
   });
