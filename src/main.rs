@@ -192,7 +192,11 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match Cli::parse().command {
+    let cli = match parse_args() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    match cli.command {
         Command::Check { team, strict } => check::check(&team, strict),
         Command::Inspect { data } => read_store(&data, None, false),
         Command::Export { data, task } => read_store(&data, task, true),
@@ -251,6 +255,23 @@ fn main() -> ExitCode {
             code
         }
     }
+}
+
+/// The arguments, or how the process ends without running anything: `--help` and
+/// `--version` print and exit 0; a missing, unknown or malformed argument is bad input (exit 3,
+/// the code every command gives bad input), with clap's message naming the argument.
+fn parse_args() -> Result<Cli, ExitCode> {
+    use clap::error::ErrorKind;
+    let e = match Cli::try_parse() {
+        Ok(cli) => return Ok(cli),
+        Err(e) => e,
+    };
+    // Printing can only fail on a closed stdout/stderr, where nobody would read it anyway.
+    let _ = e.print();
+    Err(match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+        _ => ExitCode::from(3),
+    })
 }
 
 fn bench(
@@ -338,9 +359,28 @@ fn mcp(command: McpCommand) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             output::print_error(&e);
-            ExitCode::from(1)
+            ExitCode::from(if is_bad_argument(&e) { 3 } else { 1 })
         }
     }
+}
+
+/// An argument of `cohort mcp` the command cannot use (bad input, exit 3), as against a server
+/// or its file failing (exit 1).
+#[derive(Debug, thiserror::Error)]
+enum McpArgError {
+    // rmcp's server refuses requests whose Host is not loopback (DNS-rebinding protection),
+    // so a wider bind would only answer 403s.
+    #[error("bundled servers serve on loopback addresses only (127.0.0.1, ::1), not {0}")]
+    WideBind(std::net::SocketAddr),
+}
+
+fn is_bad_argument(e: &anyhow::Error) -> bool {
+    use cohort::mcp::cli::CliError;
+    e.downcast_ref::<McpArgError>().is_some()
+        || matches!(
+            e.downcast_ref::<CliError>(),
+            Some(CliError::Args(_) | CliError::NoCapability)
+        )
 }
 
 async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
@@ -371,12 +411,9 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
             http: Some(addr),
             args,
         } => {
-            // rmcp's server refuses requests whose Host is not loopback (DNS-rebinding
-            // protection), so a wider bind would only answer 403s.
-            anyhow::ensure!(
-                addr.ip().is_loopback(),
-                "bundled servers serve on loopback addresses only (127.0.0.1, ::1), not {addr}"
-            );
+            if !addr.ip().is_loopback() {
+                return Err(McpArgError::WideBind(addr).into());
+            }
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding {addr}"))?;

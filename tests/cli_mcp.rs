@@ -110,7 +110,7 @@ fn describe_and_call_the_bundled_workspace_from_a_bare_file_name() {
 }
 
 #[test]
-fn failures_exit_non_zero_with_the_servers_or_the_configs_reason() {
+fn failures_exit_non_zero_with_the_servers_or_the_configs_reason_and_bad_arguments_exit_3() {
     let d = workspace_dir("cli-err");
     let out = cohort(
         &d,
@@ -145,7 +145,8 @@ fn failures_exit_non_zero_with_the_servers_or_the_configs_reason() {
             "[1]",
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "arguments it cannot use are bad input");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--args is not a JSON object"));
 
     std::fs::write(
         d.join("bad.yaml"),
@@ -177,7 +178,7 @@ fn serve_over_http_answers_calls_and_refuses_wide_binds() {
             "/tmp",
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "a wide bind is bad input");
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
 
     let d = workspace_dir("cli-http");

@@ -94,6 +94,29 @@ fn an_empty_goal_is_bad_input() {
     );
 }
 
+/// A missing or unknown argument is bad input (3), never a limit's code (2); help is not an
+/// error.
+#[test]
+fn argument_errors_exit_3_with_the_argument_named() {
+    let out = cohort(&["run", "--team", "examples/quickstart/team.yaml"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("required arguments were not provided") && stderr.contains("--goal"),
+        "{stderr}"
+    );
+    let out = cohort(&["run", "--goal", "x", "--team", "t.yaml", "--max-step", "3"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("--max-step"), "{stderr}");
+    let out = cohort(&["run", "--goal", "x", "--team", "t.yaml", "--max-steps", "many"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(cohort(&[]).status.code(), Some(3), "no command at all");
+    assert_eq!(cohort(&["nonsense"]).status.code(), Some(3));
+    assert_eq!(cohort(&["run", "--help"]).status.code(), Some(0));
+    assert_eq!(cohort(&["--version"]).status.code(), Some(0));
+}
+
 #[test]
 fn a_missing_api_key_is_said_once_and_is_bad_input() {
     let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
