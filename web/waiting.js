@@ -123,7 +123,7 @@ function questionCard(q) {
       h('span', { class: 'muted' }, ` · ${agentName(q.from)}`),
       h('span', { class: 'tag tag-link', title: `task ${m.task_id}`, onclick: () => selectTask(m.task_id) }, taskName(m.task_id)),
       h('span', { class: `flag ${m.waiting ? 'flag-wait' : ''}` }, m.waiting ? 'waits for your reply' : 'asks for a reply'),
-      m.reply_by_ms ? h('span', { class: 'time', title: 'it stops waiting at' }, `by ${fmt.clock(m.reply_by_ms)}`) : null,
+      m.reply_by_ms ? h('span', { class: 'time', testid: 'question-deadline', title: 'it stops waiting for your answer at' }, `by ${fmt.clock(m.reply_by_ms)}`) : null,
     ),
     h('p', { class: 'question-text' }, m.content || ''),
     answerControls(m, answer),

@@ -98,6 +98,11 @@ try {
     const card = page.locator('[data-testid="decisions"] [data-testid="question"]').first();
     await card.waitFor();
     for (const option of await card.getByTestId('ask-option').all()) await inView(page, option, 'an option of the question');
+    // Who asks, in which task, by when.
+    const head = (await card.locator('.msg-head').textContent()) || '';
+    if (!head.includes('Mira') || !head.includes('Haiku for the operator')) throw new Failure(`the question's head: "${head}"`);
+    const by = (await card.getByTestId('question-deadline').textContent()) || '';
+    if (!/^by \d\d:\d\d:\d\d$/.test(by)) throw new Failure(`the question's deadline: "${by}"`);
     await page.locator(`[data-testid="task-detail"][data-task-id="${task}"] [data-testid="task-waits-you"]`).waitFor();
     await page.locator(`[data-testid="task-item"][data-task-id="${task}"] [data-testid="task-waits-you-flag"]`).waitFor();
     await contrastOk(page, 'the laptop, a question waiting');

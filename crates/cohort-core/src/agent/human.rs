@@ -67,8 +67,14 @@ pub enum HumanError {
     },
 }
 
-/// receive_message for a human agent.
-pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec<StepState> {
+/// receive_message for a human agent, at `now` (the record's timestamp) and `now_ms` (from
+/// which a waiting sender's deadline is told: it waits `waits.human_secs` for a person).
+pub fn receive_as_human(
+    agent: &mut AgentState,
+    msg: &Message,
+    now: &str,
+    now_ms: i64,
+) -> Vec<StepState> {
     if let Some(w) = &msg.return_waiting_id {
         agent.release_wait(w, &msg.sender_id);
     }
@@ -95,6 +101,10 @@ pub fn receive_as_human(agent: &mut AgentState, msg: &Message, now: &str) -> Vec
         return_waiting_id: wait.clone(),
         replied: false,
         ask: msg.ask.clone(),
+        reply_by_ms: wait.as_ref().map(|_| {
+            let patience = i64::try_from(agent.wait_patience.human.as_millis()).unwrap_or(i64::MAX);
+            now_ms.saturating_add(patience)
+        }),
     };
     let sender = msg.sender_id.clone();
     agent.add_private(&sender, entry);
@@ -263,6 +273,7 @@ fn send_to(
             return_waiting_id: message.return_waiting_id.clone(),
             replied: false,
             ask: None,
+            reply_by_ms: None,
         },
     );
     message
@@ -349,6 +360,7 @@ mod tests {
                 &mut h,
                 &from("m", &format!("{i:03}{}", "x".repeat(16_000))),
                 "now",
+                0,
             );
         }
         let chat =
@@ -366,9 +378,9 @@ mod tests {
         q.need_reply = true;
         q.waiting = Some(vec!["w1".into()]);
         q.receiver = vec!["op".into()];
-        receive_as_human(&mut h, &q, "now");
+        receive_as_human(&mut h, &q, "now", 0);
         for i in 0..crate::state::PRIVATE_KEPT + 50 {
-            receive_as_human(&mut h, &from("m", &format!("note {i}")), "now");
+            receive_as_human(&mut h, &from("m", &format!("note {i}")), "now", 0);
         }
         let chat =
             &h.conversation_pool.as_ref().unwrap().conversation_privates[&AgentId::from("m")];
@@ -389,7 +401,7 @@ mod tests {
         };
         let sent = human_send(&mut h, &reply, &Now::current()).unwrap();
         assert_eq!(sent[0].return_waiting_id, Some("w1".into()));
-        receive_as_human(&mut h, &from("m", "one more"), "now");
+        receive_as_human(&mut h, &from("m", "one more"), "now", 0);
         let chat =
             &h.conversation_pool.as_ref().unwrap().conversation_privates[&AgentId::from("m")];
         assert_eq!(chat.len(), crate::state::PRIVATE_KEPT);
@@ -405,7 +417,7 @@ mod tests {
         q.ask = Some(
             serde_json::from_value(json!({"mode": "select", "options": ["Red", "Blue"]})).unwrap(),
         );
-        receive_as_human(&mut h, &q, "now");
+        receive_as_human(&mut h, &q, "now", 0);
         let notices = &h.conversation_pool.as_ref().unwrap().global_messages;
         assert!(
             notices.last().unwrap().contains("Choose one: Red | Blue"),
@@ -461,11 +473,20 @@ mod tests {
         let mut m = from("mgr", "Which colour?");
         m.need_reply = true;
         m.waiting = Some(vec!["w1".into()]);
-        receive_as_human(&mut h, &m, "now");
+        receive_as_human(&mut h, &m, "now", 1_000);
         let p = h.conversation_pool.as_ref().unwrap();
         let q = &p.conversation_privates[&AgentId::from("mgr")][0];
         assert!(q.waiting && q.return_waiting_id == Some("w1".into()) && !q.replied);
         assert!(p.global_messages[0].contains("waiting for your reply"));
+        // The sender stops waiting after the team's patience for a person: the console says by
+        // when.
+        let patience = h.wait_patience.human.as_millis() as i64;
+        assert_eq!(q.reply_by_ms, Some(1_000 + patience));
+        let mut chat = from("mgr", "FYI");
+        chat.need_reply = true;
+        receive_as_human(&mut h, &chat, "now", 1_000);
+        let p = h.conversation_pool.as_ref().unwrap();
+        assert_eq!(p.conversation_privates[&AgentId::from("mgr")][1].reply_by_ms, None);
     }
 
     #[test]
@@ -474,7 +495,7 @@ mod tests {
         let mut m = from("mgr", "Which colour?");
         m.need_reply = true;
         m.waiting = Some(vec!["w1".into()]);
-        receive_as_human(&mut h, &m, "now");
+        receive_as_human(&mut h, &m, "now", 0);
         let send = HumanMessage {
             task_id: "t".into(),
             receiver: vec!["mgr".into(), "other".into()],
@@ -554,7 +575,7 @@ mod tests {
             StageRef::NoRelative,
             &i,
         );
-        receive_as_human(&mut h, &m, "n");
+        receive_as_human(&mut h, &m, "n", 0);
         assert!(h.conversation_pool.as_ref().unwrap().global_messages[0].contains("finished"));
         assert!(
             h.conversation_pool

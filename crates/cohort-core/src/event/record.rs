@@ -280,6 +280,7 @@ mod tests {
                 return_waiting_id: None,
                 replied: false,
                 ask: None,
+                reply_by_ms: None,
             },
         }));
         for n in 0..2 {

@@ -54,6 +54,10 @@ pub struct PrivateMessage {
     /// The question it asks, when it is a structured one (text, choice or form).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ask: Option<crate::state::Ask>,
+    /// For a message whose sender waits for the person's reply: when the sender stops waiting
+    /// (milliseconds since the Unix epoch), as the console shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_by_ms: Option<i64>,
 }
 
 /// A human agent's private conversations and global notices.

@@ -409,6 +409,7 @@ mod tests {
             return_waiting_id: need_reply.then(|| WaitId::from("w")),
             replied,
             ask: None,
+            reply_by_ms: None,
         }
     }
 

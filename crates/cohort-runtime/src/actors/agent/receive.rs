@@ -16,7 +16,8 @@ impl Handler<Deliver> for AgentActor {
         self.state.note_received(no);
         if self.state.human_config.is_some() {
             let now = crate::clock::local_timestamp();
-            receive_as_human(&mut self.state, &m, &now);
+            let now_ms = crate::clock::Now::current().unix_ms;
+            receive_as_human(&mut self.state, &m, &now, now_ms);
             self.publish();
             self.arm_wait_timer(ctx);
             return;
