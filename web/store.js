@@ -14,6 +14,11 @@ export function isFailure(step) {
   return step.execution_state === 'failed' && !(step.execute_result && step.execute_result.dropped === true);
 }
 
+/** A step's wait for a person that lasts ends at `at` (as src/event/times.rs notes it). */
+function endWait(st, at) {
+  if (at !== undefined && st.waited_from !== undefined && st.waited_to === undefined) st.waited_to = at;
+}
+
 export class Store {
   constructor() {
     this.reset(0);
@@ -230,6 +235,7 @@ export class Store {
           st.execution_state = 'running';
           // As the server notes it (src/event/times.rs): the first start is kept.
           if (st.started_at === undefined && ev.at !== undefined) st.started_at = ev.at;
+          endWait(st, ev.at);
         }
         const a = touch('agent', ev.agent_id);
         if (a) a.agent_step.todo = a.agent_step.todo.filter((id) => id !== ev.step_id);
@@ -251,6 +257,13 @@ export class Store {
           // A queued step goes back to `init` only from `pending`: its dependencies all
           // finished and it became ready (as the server notes it, src/event/times.rs).
           if (ev.execution_state === 'init' && ev.at !== undefined) st.ready_at = ev.at;
+          // The time it waits for a person's verdict, drawn as waiting on the timeline.
+          if (ev.execution_state !== undefined && ev.at !== undefined) {
+            if (ev.execution_state.startsWith('waiting_for_')) {
+              st.waited_from = ev.at;
+              delete st.waited_to;
+            } else endWait(st, ev.at);
+          }
           this.noteFailure(ev.step_id, st);
         }
         break;

@@ -80,7 +80,7 @@ function legend() {
     item('tl-swatch st-finished', 'finished'),
     item('tl-swatch st-failed', 'failed'),
     item('tl-swatch st-cancelled', 'cancelled'),
-    item('tl-swatch st-waiting_for_approval', 'waits for a person'),
+    item('tl-swatch st-waiting_for_approval', 'waits for a person', "a step's time waiting for your check, approval or parameters, drawn over its bar"),
     item('tl-swatch tl-swatch-ready', 'ready → start', "a graph plan's step: from when the steps it depends on had all finished to when it started"),
     h('span', { class: 'tl-key' }, 'steps of one agent at the same time: rows side by side'),
   );
@@ -264,12 +264,27 @@ function drawBar(b, row, place) {
   d.steps = String(b.steps.length);
   d.row = String(row);
   if (s.plan_id) d.planId = s.plan_id;
-  if (!one || !s.ready_at || s.ready_at > s.started_at) return [el];
+  const out = [el];
+  if (one && s.waited_from !== undefined) out.push(waitMark(s, place));
+  if (!one || !s.ready_at || s.ready_at > s.started_at) return out;
   const mark = document.createElement('div');
   mark.className = 'tl-ready';
   mark.style.cssText = place(s.ready_at, s.started_at);
   mark.title = `ready at ${fmt.clock(s.ready_at)}: the steps it depends on had all finished; it started ${fmt.duration(s.started_at - s.ready_at)} later`;
   mark.dataset.testid = 'timeline-ready';
   mark.dataset.stepId = s.step_id;
-  return [el, mark];
+  return [...out, mark];
+}
+
+/** The part of a step's bar spent waiting for a person (a plan check, an approval): drawn
+ * over the bar as waiting, so the run time is not read as the model's. */
+function waitMark(s, place) {
+  const end = s.waited_to ?? (s.ended_at || null);
+  const mark = document.createElement('div');
+  mark.className = 'tl-wait';
+  mark.style.cssText = place(s.waited_from, end);
+  mark.title = `waited for a person from ${fmt.clock(s.waited_from)}${end ? ` for ${fmt.duration(end - s.waited_from)}` : ' (still waiting)'}`;
+  mark.dataset.testid = 'timeline-wait';
+  mark.dataset.stepId = s.step_id;
+  return mark;
 }

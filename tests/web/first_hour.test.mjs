@@ -12,6 +12,7 @@
 //   success.
 // - Every text has a contrast of at least 4.5:1 (WCAG AA) in both themes, the sign-in page
 //   included, and nothing is wider than the phone's screen.
+// - The timeline draws a step's wait for the person's check as waiting.
 //
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-first-hour.png node tests/web/first_hour.test.mjs
@@ -132,9 +133,11 @@ try {
     await page.locator(`[data-testid="task-item"][data-task-id="${task}"][data-state="finished"]`).waitFor();
     await page.locator('#notice-new:not([hidden])').waitFor();
     await page.getByTestId('notices').locator('summary').click();
-    const first = page.getByTestId('notice-item').first();
-    const text = (await first.textContent()) || '';
-    if (!text.startsWith('Your task "Haiku for the operator" finished.') || !text.includes('Cold rain')) throw new Failure(`the newest notice: "${text}"`);
+    // The person's notices are fetched again once their own record changes: wait for it.
+    const told = page.getByTestId('notice-item').filter({ hasText: 'Your task "Haiku for the operator" finished.' }).first();
+    await told.waitFor();
+    const text = (await told.textContent()) || '';
+    if (!text.includes('Cold rain')) throw new Failure(`the notice: "${text}"`);
     await page.locator('#notice-new').waitFor({ state: 'hidden' });
   });
 
@@ -147,6 +150,14 @@ try {
     await sentence.getByTestId('system-message-raw').locator('summary').click();
     const raw = (await sentence.locator('pre').textContent()) || '';
     if (!raw.includes('[TaskState]')) throw new Failure(`the raw text: "${raw.slice(0, 80)}"`);
+    await page.getByTestId('tab-stages').click();
+  });
+
+  await step("the timeline draws the plan check's wait as waiting, with a legend", async () => {
+    await page.getByTestId('tab-timeline').click();
+    await page.locator('[data-testid="timeline-wait"]').first().waitFor({ state: 'attached' });
+    const legend = (await page.getByTestId('timeline-legend').textContent()) || '';
+    if (!legend.includes('waits for a person')) throw new Failure(`the legend: "${legend}"`);
     await page.getByTestId('tab-stages').click();
   });
 

@@ -23,6 +23,13 @@ pub struct Times {
     /// (ms since the Unix epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_at: Option<i64>,
+    /// When the step last began to wait for a person's verdict (a plan check, an approval,
+    /// parameters), so a timeline draws that time as waiting, not running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_from: Option<i64>,
+    /// When that wait ended (absent while it lasts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_to: Option<i64>,
 }
 
 /// The times of the steps, stages and tasks the states still hold.
@@ -39,18 +46,16 @@ impl Clock {
     pub fn note(&mut self, c: &Change, at: i64) {
         match c {
             Change::Step(StepChange::Started { step_id, .. }) => {
-                start(&mut self.steps, step_id, at)
+                start(&mut self.steps, step_id, at);
+                // An approved tool call starts again: its wait for the person is over.
+                end_wait(self.steps.get_mut(step_id), at);
             }
             Change::Step(StepChange::Updated {
                 step_id, update, ..
-            }) if update.execution_state.is_some_and(|s| s.is_over()) => {
-                end(&mut self.steps, step_id, at)
-            }
-            // A queued step goes back to `init` only from `pending`: it became ready.
-            Change::Step(StepChange::Updated {
-                step_id, update, ..
-            }) if update.execution_state == Some(crate::state::StepExecutionState::Init) => {
-                self.steps.entry(step_id.clone()).or_default().ready_at = Some(at);
+            }) => {
+                if let Some(state) = update.execution_state {
+                    self.step_state(step_id, state, at);
+                }
             }
             Change::Task(TaskChange::Created { task }) => start(&mut self.tasks, &task.task_id, at),
             Change::Task(TaskChange::State {
@@ -67,6 +72,25 @@ impl Clock {
                 _ => {}
             },
             _ => {}
+        }
+    }
+
+    /// A step's state changed to `state` at `at`: it ended, became ready, or began or stopped
+    /// waiting for a person.
+    fn step_state(&mut self, id: &StepId, state: crate::state::StepExecutionState, at: i64) {
+        use crate::state::StepExecutionState::Init;
+        let t = self.steps.entry(id.clone()).or_default();
+        if state.waits_for_a_person() {
+            t.waited_from = Some(at);
+            t.waited_to = None;
+            return;
+        }
+        end_wait(Some(&mut *t), at);
+        if state.is_over() {
+            t.ended_at = Some(at);
+        } else if state == Init {
+            // A queued step goes back to `init` only from `pending`: it became ready.
+            t.ready_at = Some(at);
         }
     }
 
@@ -149,6 +173,16 @@ fn start<K: Clone + Eq + Hash>(m: &mut HashMap<K, Times>, id: &K, at: i64) {
         .get_or_insert(at);
 }
 
+/// A wait for a person that lasts ends at `at`.
+fn end_wait(t: Option<&mut Times>, at: i64) {
+    if let Some(t) = t
+        && t.waited_from.is_some()
+        && t.waited_to.is_none()
+    {
+        t.waited_to = Some(at);
+    }
+}
+
 fn end<K: Clone + Eq + Hash>(m: &mut HashMap<K, Times>, id: &K, at: i64) {
     m.entry(id.clone()).or_default().ended_at = Some(at);
 }
@@ -168,6 +202,12 @@ pub fn with_times(
         }
         if let Some(r) = t.ready_at {
             o.insert("ready_at".into(), r.into());
+        }
+        if let Some(w) = t.waited_from {
+            o.insert("waited_from".into(), w.into());
+        }
+        if let Some(w) = t.waited_to {
+            o.insert("waited_to".into(), w.into());
         }
     }
     Ok(v)
@@ -210,10 +250,28 @@ mod tests {
                 started_at: Some(100),
                 ended_at: Some(900),
                 ready_at: None,
+                // It waited for the person from 150 until it started again at 200.
+                waited_from: Some(150),
+                waited_to: Some(200),
             })
         );
         c.retain(|_| false, |_| true, |_| true);
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn a_plan_check_is_timed_as_a_wait_until_the_person_decides() {
+        let mut c = Clock::default();
+        c.note(&started("p"), 100);
+        c.note(&ended("p", StepExecutionState::WaitingForApproval), 300);
+        let t = c.step(&"p".into()).unwrap();
+        assert_eq!((t.waited_from, t.waited_to, t.ended_at), (Some(300), None, None));
+        c.note(&ended("p", StepExecutionState::Finished), 5_300);
+        let t = c.step(&"p".into()).unwrap();
+        assert_eq!(
+            (t.waited_from, t.waited_to, t.ended_at),
+            (Some(300), Some(5_300), Some(5_300))
+        );
     }
 
     #[test]
@@ -261,7 +319,7 @@ mod tests {
             Some(Times {
                 started_at: Some(a),
                 ended_at: Some(b),
-                ready_at: None,
+                ..Times::default()
             })
         };
         assert_eq!(c.stage(&"s".into()), t(20, 80));
