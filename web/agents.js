@@ -155,6 +155,10 @@ export function renderTeamList() {
             ? h('span', { class: `fail-mark${fails.lastFailed ? ' fail-last' : ''}`, testid: 'agent-failures', title: fails.lastFailed ? `last step failed: ${failureReason(fails.last)}` : `${fails.count} failed step${fails.count === 1 ? '' : 's'}` }, `✕ ${fails.count}`)
             : null,
           lock.length ? h('span', { class: 'lock', testid: 'agent-lock', title: `step lock: ${lock.join(', ')}` }, lockIcon(), ` ${lock.length}`) : null,
+          // Paused by an operator (the whole agent, or its work in some tasks).
+          a.paused || (a.paused_tasks || []).length
+            ? h('span', { class: 'flag flag-wait', testid: 'agent-paused', title: a.paused ? 'paused: it starts no step until resumed' : `its work is paused in ${a.paused_tasks.length} task(s)` }, 'paused')
+            : null,
         ),
       );
     },

@@ -183,8 +183,11 @@ try {
     const label = (await page.getByTestId('task-pause').textContent()) || '';
     if (label.trim() !== 'Resume') throw new Failure(`the pause button says "${label}" once paused`);
     log(`  paused shown after ${Date.now() - clicked} ms`);
+    // The writer's work in it is paused too, and its entry says so.
+    await page.locator('[data-testid="agent-item"][data-agent-id="writer"] [data-testid="agent-paused"]').waitFor({ timeout: 1000 });
     await page.getByTestId('task-pause').click();
     await page.locator('[data-testid="task-detail-state"][data-state="running"]').waitFor({ timeout: 1000 });
+    await page.locator('[data-testid="agent-item"][data-agent-id="writer"] [data-testid="agent-paused"]').waitFor({ state: 'detached', timeout: 1000 });
     return id;
   });
 
