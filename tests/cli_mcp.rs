@@ -145,7 +145,11 @@ fn failures_exit_non_zero_with_the_servers_or_the_configs_reason_and_bad_argumen
             "[1]",
         ],
     );
-    assert_eq!(out.status.code(), Some(3), "arguments it cannot use are bad input");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "arguments it cannot use are bad input"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("--args is not a JSON object"));
 
     std::fs::write(

@@ -109,7 +109,15 @@ fn argument_errors_exit_3_with_the_argument_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("--max-step"), "{stderr}");
-    let out = cohort(&["run", "--goal", "x", "--team", "t.yaml", "--max-steps", "many"]);
+    let out = cohort(&[
+        "run",
+        "--goal",
+        "x",
+        "--team",
+        "t.yaml",
+        "--max-steps",
+        "many",
+    ]);
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(cohort(&[]).status.code(), Some(3), "no command at all");
     assert_eq!(cohort(&["nonsense"]).status.code(), Some(3));
