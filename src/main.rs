@@ -102,6 +102,15 @@ enum Command {
         #[arg(long)]
         task: Option<String>,
     },
+    /// Copy a stored team's data to a new file, consistently, also while the team runs
+    /// (SQLite; for Postgres use pg_dump).
+    Backup {
+        #[command(flatten)]
+        data: DataArgs,
+        /// The new file to write the copy to (never overwritten).
+        #[arg(long)]
+        to: PathBuf,
+    },
     /// Validate a team configuration (and the script and prompts it uses); list every problem
     /// and warn about what would fail at start (an API key variable not set). Exit 1 on a
     /// problem, or on a warning with --strict.
@@ -200,6 +209,7 @@ fn main() -> ExitCode {
         Command::Check { team, strict } => check::check(&team, strict),
         Command::Inspect { data } => read_store(&data, None, false),
         Command::Export { data, task } => read_store(&data, task, true),
+        Command::Backup { data, to } => cli::data::backup(&data, &to),
         Command::Serve {
             team,
             bind,
@@ -237,7 +247,7 @@ fn main() -> ExitCode {
             let code = system.block_on(async move {
                 let mut opts = opts;
                 match data.open(None).await {
-                    Ok(store) => opts.store = store,
+                    Ok(opened) => opts.store = opened.map(|o| o.store),
                     Err(e) => {
                         output::print_error(&e.into());
                         return ExitCode::from(3);
@@ -468,6 +478,14 @@ fn hash_password(password: Option<String>) -> ExitCode {
     }
 }
 
+/// What `serve` says as it stops: that it stopped, and where the team's data is.
+fn stopped_line(place: Option<&str>) -> String {
+    match place {
+        Some(place) => format!("Cohort stopped; the team's data is in {place}"),
+        None => "Cohort stopped; nothing was stored (--no-data)".to_owned(),
+    }
+}
+
 fn serve(
     team: &std::path::Path,
     bind: std::net::SocketAddr,
@@ -487,16 +505,17 @@ fn serve(
             if let Some(dir) = &web {
                 cohort::api::console::check_dir(dir).map_err(anyhow::Error::msg)?;
             }
-            let store = match &data {
+            let opened = match &data {
                 Some(d) => d.open(Some(cohort::store::default_path(team))).await?,
                 None => None,
             };
+            let place = opened.as_ref().map(|o| o.place.clone());
             cohort::serve::serve_team(
                 &cfg,
                 &host,
                 bind,
                 web,
-                store,
+                opened.map(|o| o.store),
                 cohort::run::stop_signal(),
                 |addr| {
                     eprintln!(
@@ -506,6 +525,7 @@ fn serve(
                 },
             )
             .await?;
+            eprintln!("{}", stopped_line(place.as_deref()));
             anyhow::Ok(())
         };
         match run.await {

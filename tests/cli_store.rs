@@ -36,9 +36,11 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
     );
     t1.execution_state = cohort::state::ExecutionState::Running;
     let t2 = TaskState::new("t-two".into(), "Plan a trip".into(), "i".into(), "m".into());
+    let t3 = TaskState::new("t-one-more".into(), "More".into(), "i".into(), "m".into());
     let last = m.publish(vec![
         Change::Task(TaskChange::Created { task: t1 }),
         Change::Task(TaskChange::Created { task: t2 }),
+        Change::Task(TaskChange::Created { task: t3 }),
         Change::Task(TaskChange::Tokens {
             task_id: "t-one".into(),
             usage: TokenUsage::new(3, 1),
@@ -76,9 +78,9 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
             .iter()
             .map(|e| e["version"].as_u64().unwrap())
             .collect::<Vec<_>>(),
-        [1, 2, 3]
+        [1, 2, 3, 4]
     );
-    assert!(err.contains("3 events"), "{err}");
+    assert!(err.contains("4 events"), "{err}");
     let (ok, lines, _) = cohort(&["export", "--data", path, "--task", "t-one"]);
     assert!(ok);
     let ops: Vec<String> = lines
@@ -86,6 +88,29 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["op"].to_string())
         .collect();
     assert_eq!(ops, ["\"created\"", "\"tokens\""]);
+    // A unique start of an id names its task (the console shows ids 8 characters long).
+    let (ok, lines, err) = cohort(&["export", "--data", path, "--task", "t-tw"]);
+    assert!(ok, "{err}");
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert!(lines.contains("Plan a trip"), "{lines}");
+    // An unknown, too short or ambiguous id is bad input, said as such: never "0 events".
+    for (given, says) in [
+        ("abcd1234", "no task in sqlite://"),
+        ("t-", "too short to name a task"),
+        ("t-on", "names more than one task"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+            .args(["export", "--data", path, "--task", given])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{given}: {err}");
+        assert!(
+            err.contains(says) && !err.contains("0 events"),
+            "{given}: {err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
     m.close();
 
     // Missing data, or none named: a clear error, exit 3, nothing created.
@@ -132,6 +157,13 @@ fn run_with_data_keeps_the_team_and_a_second_run_follows_only_its_own_goal() {
     assert!(ok, "{err}");
     let finished = table.lines().filter(|l| l.contains(" finished ")).count();
     assert_eq!(finished, 2, "both goals' tasks are stored:\n{table}");
+    // The run's end checkpointed the store: its main file holds everything.
+    let wal = scratch.0.join("run.db-wal");
+    assert!(
+        std::fs::metadata(&wal).map_or(0, |m| m.len()) == 0,
+        "{} is not empty",
+        wal.display()
+    );
 }
 
 /// After compaction: `inspect` shows the store's sizes and its last compaction; `export` gives
@@ -190,5 +222,157 @@ async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() 
     assert_eq!(task["execution_state"], "finished");
     assert_eq!(task["task_summary"], "five, seven, five");
     assert_eq!(line["archived"]["version"], 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `cohort serve` child on a store of its own, stopped with SIGINT: its stderr once it ended.
+struct Serving {
+    child: std::process::Child,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Serving {
+    /// Starts `serve` with these store arguments and waits until it listens.
+    fn start(data: &[&str]) -> Serving {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cohort"))
+            .args(["serve", "--team", "examples/quickstart/team.yaml"])
+            .args(["--bind", "127.0.0.1:0"])
+            .args(data)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, stderr) = std::sync::mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let serving = Serving { child, stderr };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match serving.stderr.recv_timeout(left) {
+                Ok(line) if line.starts_with("Cohort is serving") => return serving,
+                Ok(_) => {}
+                Err(e) => panic!("serve did not start: {e}"),
+            }
+        }
+    }
+
+    /// Sends SIGINT; the exit code and what it wrote on stderr and stdout since it started.
+    fn interrupt(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = self.child.wait().unwrap();
+        let mut out = String::new();
+        std::io::Read::read_to_string(self.child.stdout.as_mut().unwrap(), &mut out).unwrap();
+        out.extend(self.stderr.iter().map(|l| l + "\n"));
+        (status.code(), out)
+    }
+}
+
+/// Ctrl-C on `serve`: it says it stopped and where the data is, and the `.db` file alone (no
+/// `-wal` beside it, as a plain file copy takes it) holds the team.
+#[test]
+fn serve_stopped_by_sigint_says_where_the_data_is_and_leaves_the_db_file_whole() {
+    let dir = std::env::temp_dir().join(format!("cohort-cli-sigint-db-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("op.db");
+    let serving = Serving::start(&["--data", db.to_str().unwrap()]);
+    let (code, said) = serving.interrupt();
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "Cohort stopped; the team's data is in {}",
+            db.display()
+        )),
+        "{said}"
+    );
+    let copy = dir.join("copy").join("op.db");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(&db, &copy).unwrap();
+    let (ok, table, err) = cohort(&["inspect", "--data", copy.to_str().unwrap()]);
+    assert!(ok, "the copied .db alone: {err}");
+    assert!(table.contains("MAS base task"), "{table}");
+
+    let (code, said) = Serving::start(&["--no-data"]).interrupt();
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("Cohort stopped; nothing was stored (--no-data)"),
+        "{said}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `cohort backup` copies the store of a team that is running (no lock taken) into a file
+/// `inspect` reads; it never overwrites, and sends a Postgres store to pg_dump.
+#[test]
+fn backup_copies_a_running_teams_store_and_refuses_what_it_cannot_copy() {
+    let dir = std::env::temp_dir().join(format!("cohort-cli-backup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("op.db");
+    let to = dir.join("backup.db");
+    let serving = Serving::start(&["--data", db.to_str().unwrap()]);
+    // The team stores its base task a moment after it starts listening.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !cohort(&["inspect", "--data", db.to_str().unwrap()])
+        .1
+        .contains("MAS base task")
+    {
+        assert!(std::time::Instant::now() < deadline, "no base task stored");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (ok, _, err) = cohort(&[
+        "backup",
+        "--data",
+        db.to_str().unwrap(),
+        "--to",
+        to.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(err.starts_with("backed up sqlite://"), "{err}");
+    let (ok, table, err) = cohort(&["inspect", "--data", to.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(table.contains("MAS base task"), "{table}");
+    let again = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args([
+            "backup",
+            "--data",
+            db.to_str().unwrap(),
+            "--to",
+            to.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    let (code, said) = serving.interrupt();
+    assert_eq!(code, Some(0), "{said}");
+
+    let pg = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args([
+            "backup",
+            "--database",
+            "postgres://u:secret@localhost/db",
+            "--to",
+        ])
+        .arg(dir.join("pg.db"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&pg.stderr);
+    assert_eq!(pg.status.code(), Some(3), "{err}");
+    assert!(err.contains("pg_dump") && !err.contains("secret"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,4 +1,5 @@
-//! The command line's store flags (`--data`, `--database`) and `cohort inspect` / `export`.
+//! The command line's store flags (`--data`, `--database`) and `cohort inspect` / `export` /
+//! `backup`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,45 +16,102 @@ pub struct DataArgs {
     pub database: Option<String>,
 }
 
+/// A store opened for a team, and where it is as a person would name it: the SQLite file's
+/// path, or the Postgres URL without its password.
+pub struct Opened {
+    pub store: std::sync::Arc<dyn cohort::store::Store>,
+    pub place: String,
+}
+
 impl DataArgs {
     /// Opens the store asked for, or `default` when neither flag is given; None for neither.
     pub async fn open(
         &self,
         default: Option<PathBuf>,
-    ) -> Result<Option<std::sync::Arc<dyn cohort::store::Store>>, cohort::store::StoreError> {
+    ) -> Result<Option<Opened>, cohort::store::StoreError> {
         use cohort::store::SqlStore;
-        let store = match (&self.database, self.data.clone().or(default)) {
-            (Some(url), _) => SqlStore::open_postgres(url).await?,
-            (None, Some(path)) => SqlStore::open_sqlite(&path).await?,
+        let (store, place) = match (&self.database, self.data.clone().or(default)) {
+            (Some(url), _) => {
+                let store = SqlStore::open_postgres(url).await?;
+                let place = store.url().to_owned();
+                (store, place)
+            }
+            (None, Some(path)) => (
+                SqlStore::open_sqlite(&path).await?,
+                path.display().to_string(),
+            ),
             (None, None) => return Ok(None),
         };
         eprintln!("The team's data is in {}", store.url());
-        Ok(Some(std::sync::Arc::new(store)))
+        Ok(Some(Opened {
+            store: std::sync::Arc::new(store),
+            place,
+        }))
+    }
+
+    /// The store named, as `inspect`, `export` and `backup` take it (a path or a URL).
+    fn spec(&self) -> Option<String> {
+        match (&self.database, &self.data) {
+            (Some(url), _) => Some(url.clone()),
+            (None, Some(path)) => Some(path.display().to_string()),
+            (None, None) => None,
+        }
     }
 }
 
-/// `cohort inspect` (a table) and `cohort export` (JSON lines), from a store opened to read.
-pub fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCode {
-    let spec = match (&data.database, &data.data) {
-        (Some(url), _) => url.clone(),
-        (None, Some(path)) => path.display().to_string(),
-        (None, None) => {
-            eprintln!("error: say which data to read: --data PATH or --database URL");
-            return ExitCode::from(3);
-        }
-    };
-    let rt = match tokio::runtime::Builder::new_current_thread()
+/// A runtime for a command that only reads or copies a store.
+fn store_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
+}
+
+/// `cohort backup`: a consistent copy of the store to the new file `to`, also while the team
+/// runs (SQLite; a Postgres store is refused with the advice to use pg_dump). Exit 3 for what
+/// cannot be copied, as for `inspect`.
+pub fn backup(data: &DataArgs, to: &std::path::Path) -> ExitCode {
+    let Some(spec) = data.spec() else {
+        eprintln!("error: say which data to back up: --data PATH or --database URL");
+        return ExitCode::from(3);
+    };
+    let rt = match store_runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(1);
         }
     };
-    let task = task.map(cohort::ids::TaskId::from);
-    match rt.block_on(cohort::store::inspect::read(&spec, task.as_ref(), export)) {
+    match rt.block_on(cohort::store::backup::backup(&spec, to)) {
+        Ok(b) => {
+            eprintln!(
+                "backed up {} to {} ({})",
+                b.from,
+                b.to.display(),
+                cohort::store::stats::human_bytes(b.bytes)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// `cohort inspect` (a table) and `cohort export` (JSON lines), from a store opened to read.
+pub fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCode {
+    let Some(spec) = data.spec() else {
+        eprintln!("error: say which data to read: --data PATH or --database URL");
+        return ExitCode::from(3);
+    };
+    let rt = match store_runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(cohort::store::inspect::read(&spec, task.as_deref(), export)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -206,12 +206,21 @@ pub async fn run_goal(
         outcome = o;
     }
     team.shutdown().await;
-    Ok(report(
-        &team,
-        &before,
-        (&spent_before, base_before),
-        outcome,
-    ))
+    let report = report(&team, &before, (&spent_before, base_before), outcome);
+    if let Some(store) = &opts.store {
+        checkpoint(store.as_ref()).await;
+    }
+    Ok(report)
+}
+
+/// On a clean stop (the run's end, `serve` stopped by a signal), after the monitor closed:
+/// the store's main file is made to hold everything committed (SQLite's `-wal` copied in), so
+/// copying that file alone copies the team. A failure is only logged: the data is safe in the
+/// `-wal` file, which SQLite reads back on the next open.
+pub async fn checkpoint(store: &dyn Store) {
+    if let Err(e) = store.checkpoint().await {
+        tracing::warn!("the store's -wal file was not copied into its main file: {e}");
+    }
 }
 
 /// Follows the team's changes (showing progress) until the goal's tasks are over, a limit
@@ -410,24 +419,38 @@ async fn ctrl_c(watch: bool) {
 
 /// Ctrl-C (SIGINT) or SIGTERM: the operator or the system asks us to stop. Catching them lets
 /// the caller stop MCP server children, which live in their own process groups and would
-/// otherwise outlive us.
-pub async fn stop_signal() {
+/// otherwise outlive us, and checkpoint the store. The handlers are installed by the call, not
+/// when the future is first polled: a signal that comes between the two (right after `serve`
+/// says it listens) is a clean stop too, never the default action's kill. Must be called
+/// inside a tokio runtime.
+pub fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            },
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+        let int = signal(SignalKind::interrupt());
+        let term = signal(SignalKind::terminate());
+        async move {
+            match (int, term) {
+                (Ok(mut int), Ok(mut term)) => {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                (Ok(mut int), Err(_)) => {
+                    int.recv().await;
+                }
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! `cohort serve`: a long-running team with its HTTP API, websocket monitor and web console,
-//! until Ctrl-C / SIGTERM; then steps in flight get a moment to finish and the team's MCP
-//! servers are stopped.
+//! until Ctrl-C / SIGTERM; then steps in flight get a moment to finish, the team's MCP
+//! servers are stopped and its store is checkpointed (its main file then holds everything).
 
 use crate::actors::{Host, SystemError, start_team, start_team_stored};
 use crate::api::{ApiState, serve};
@@ -82,6 +82,7 @@ pub async fn serve_team(
             "serving beyond loopback on {bind}: anyone who can reach it can try to log in"
         );
     }
+    let kept = store.clone();
     let team = match store.clone() {
         Some(store) => {
             let loaded = crate::store::load(store.as_ref()).await?;
@@ -121,5 +122,8 @@ pub async fn serve_team(
     team.shutdown().await;
     // Whatever was published is committed, and a snapshot taken for a quick start next time.
     team.monitor.close();
+    if let Some(store) = kept {
+        crate::run::checkpoint(store.as_ref()).await;
+    }
     served.map_err(ServeError::Http)
 }

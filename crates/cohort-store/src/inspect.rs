@@ -8,8 +8,14 @@ use std::io::Write;
 
 /// `cohort inspect` (`export` false: the table, on stdout) and `cohort export` (the events of
 /// everything or of `task`, as JSON lines on stdout), from the store `spec` opened to read.
-pub async fn read(spec: &str, task: Option<&TaskId>, export: bool) -> Result<(), StoreError> {
+/// `task` is a task's id or a unique prefix of it ([`resolve_task`]).
+pub async fn read(spec: &str, task: Option<&str>, export: bool) -> Result<(), StoreError> {
     let store = super::SqlStore::open_reader(spec).await?;
+    let task = match task {
+        Some(given) => Some(resolve_task(&store, given).await?),
+        None => None,
+    };
+    let task = task.as_ref();
     if export {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
@@ -33,6 +39,84 @@ pub async fn read(spec: &str, task: Option<&TaskId>, export: bool) -> Result<(),
         print!("\n{}", describe_store(&store.stats().await?));
     }
     Ok(())
+}
+
+/// The fewest characters of a task id that may name it: the console shows 8.
+pub const SHORT_ID_MIN: usize = 4;
+
+/// The stored task `given` names: the task with that id, else the one task whose id starts
+/// with it (at least [`SHORT_ID_MIN`] characters, as the console's short ids are); an unknown,
+/// too short or ambiguous id is an error that says which.
+pub async fn resolve_task(store: &super::SqlStore, given: &str) -> Result<TaskId, StoreError> {
+    let given = given.trim();
+    if given.is_empty() {
+        return Err(StoreError::NoTaskId);
+    }
+    let prefix = given.to_owned();
+    let found = store
+        .call(|db| async move { db.task_ids_starting(&prefix, 6).await })
+        .await?;
+    pick_task(given, found, store.url())
+}
+
+/// Of the stored task ids that start with `given`, the one it names.
+fn pick_task(given: &str, found: Vec<TaskId>, url: &str) -> Result<TaskId, StoreError> {
+    if let Some(exact) = found.iter().find(|t| t.as_str() == given) {
+        return Ok(exact.clone());
+    }
+    if given.chars().count() < SHORT_ID_MIN {
+        return Err(StoreError::ShortTaskId {
+            given: given.to_owned(),
+        });
+    }
+    match found.as_slice() {
+        [] => Err(StoreError::UnknownTask {
+            given: given.to_owned(),
+            url: url.to_owned(),
+        }),
+        [one] => Ok(one.clone()),
+        many => Err(StoreError::AmbiguousTask {
+            given: given.to_owned(),
+            url: url.to_owned(),
+            matches: many.iter().map(|t| t.to_string()).collect(),
+        }),
+    }
+}
+
+impl super::sql::Db {
+    /// Up to `limit` ids of tasks the store has events or an archived record of, that start
+    /// with `prefix`, in order.
+    pub(super) async fn task_ids_starting(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        use sqlx::Row;
+        let pattern = format!(
+            "{}%",
+            prefix
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        let archive = if self.schema >= super::sql::SCHEMA_ARCHIVE {
+            " UNION SELECT task_id FROM task_archive WHERE task_id LIKE $1 ESCAPE '\\'"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT DISTINCT task_id FROM events WHERE task_id LIKE $1 ESCAPE '\\'{archive} \
+             ORDER BY task_id LIMIT $2"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(pattern)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok(TaskId::from(r.try_get::<String, _>(0)?.as_str())))
+            .collect()
+    }
 }
 
 /// A table of the stored tasks (oldest first), then the agents and what was running.
@@ -215,5 +299,37 @@ pub async fn export(
             Some(last) if page.len() == PAGE => after = last.version,
             _ => return Ok(Exported { events, archived }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_is_named_by_its_id_or_a_unique_prefix_of_four_characters_or_more() {
+        let ids = |v: &[&str]| v.iter().map(|t| TaskId::from(*t)).collect::<Vec<_>>();
+        let url = "sqlite://t.db";
+        let pick = |given: &str, found: &[&str]| pick_task(given, ids(found), url);
+        assert_eq!(
+            pick("4f5de683", &["4f5de683-a420"]).unwrap().as_str(),
+            "4f5de683-a420"
+        );
+        // An id that is whole wins over the longer ids it begins.
+        assert_eq!(pick("t-1", &["t-1", "t-12"]).unwrap().as_str(), "t-1");
+        assert!(matches!(
+            pick("4f5", &["4f5de683"]),
+            Err(StoreError::ShortTaskId { .. })
+        ));
+        let unknown = pick("abcd1234", &[]).unwrap_err().to_string();
+        assert_eq!(
+            unknown,
+            "no task in sqlite://t.db has an id that is or starts with `abcd1234`"
+        );
+        let two = pick("4f5d", &["4f5d-1", "4f5d-2"]).unwrap_err().to_string();
+        assert!(
+            two.contains("4f5d-1, 4f5d-2") && two.contains("give more"),
+            "{two}"
+        );
     }
 }

@@ -15,11 +15,13 @@
 //! - [`compact`]: compaction, what it keeps and what it drops.
 //! - [`stats`]: what a store holds, in counts and bytes (`cohort inspect`, the bench).
 //! - [`inspect`]: `cohort inspect` and `cohort export`, reading a store without the team.
+//! - [`backup`]: `cohort backup`, a consistent copy of a SQLite store while the team runs.
 
 // The core's modules under their own names, so paths here read as they do in the core.
 use cohort_core::{config, event, ids, state};
 
 pub mod archive;
+pub mod backup;
 pub mod compact;
 pub mod inspect;
 pub mod sql;
@@ -168,6 +170,29 @@ pub enum StoreError {
     OutOfOrder { version: u64, last: u64 },
     #[error("cannot write the export: {0}")]
     Write(#[source] std::io::Error),
+    #[error(
+        "{url} is a Postgres database: back it up with pg_dump (for example `pg_dump \
+         --format=custom --file=cohort.dump DATABASE_URL`), which copies it consistently while \
+         the team runs"
+    )]
+    BackupPostgres { url: String },
+    #[error("{} already exists: a backup is written to a new file only", .0.display())]
+    BackupExists(PathBuf),
+    #[error("no task id given: --task needs a task id, or its first 4 characters or more")]
+    NoTaskId,
+    #[error(
+        "`{given}` is too short to name a task: give 4 characters of its id or more (the \
+         console shows 8)"
+    )]
+    ShortTaskId { given: String },
+    #[error("no task in {url} has an id that is or starts with `{given}`")]
+    UnknownTask { given: String, url: String },
+    #[error("`{given}` names more than one task in {url}: {}; give more of the id", .matches.join(", "))]
+    AmbiguousTask {
+        given: String,
+        url: String,
+        matches: Vec<String>,
+    },
 }
 
 /// Where a team keeps its data unless told otherwise: `.cohort/<team file name>.db` in the
@@ -295,6 +320,12 @@ pub trait Store: Send + Sync {
         policy: &'a Compaction,
         stop: &'a AtomicBool,
     ) -> BoxFuture<'a, Result<Compacted, StoreError>>;
+    /// Makes the store's main file hold everything committed, on a clean stop: SQLite copies
+    /// its `-wal` file in and truncates it, so the `.db` file alone is a whole copy. Nothing to
+    /// do for a store without such a file (Postgres).
+    fn checkpoint(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 #[cfg(test)]

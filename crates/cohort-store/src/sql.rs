@@ -589,7 +589,7 @@ async fn schema_version(pool: &AnyPool, url: &str) -> Result<i64, StoreError> {
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
-fn without_password(url: &str) -> String {
+pub(super) fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

@@ -189,6 +189,10 @@ impl Store for SqlStore {
     ) -> BoxFuture<'a, Result<Compacted, StoreError>> {
         Box::pin(self.compact_now(policy, stop))
     }
+
+    fn checkpoint(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.call(|db| async move { db.sqlite_checkpoint().await }))
+    }
 }
 
 /// The store's own runtime (one thread). Dropped without waiting, from any context.
