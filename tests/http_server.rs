@@ -259,3 +259,74 @@ async fn the_server_stops_at_once_with_idle_connections_open() {
     assert!(closes_within(&mut silent, BOUND).await);
     assert!(closes_within(&mut kept, BOUND).await);
 }
+
+/// `POST …/cancel` over a real socket as curl sends it: the reason is optional, so no body, an
+/// empty body and no content type are all a cancel without a reason (never 415); a body that
+/// is there is read as JSON whatever its content type says.
+#[actix::test]
+async fn a_cancel_needs_no_body_and_no_content_type() {
+    let mut server = serve_with(Http::default()).await;
+    let login = json!({"human_agent_id": "alice", "password": ALICE_PASSWORD}).to_string();
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    let req = format!(
+        "POST /api/bind_human_agent HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{login}",
+        login.len()
+    );
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    let (_, body) = response(&mut tcp).await;
+    let token = serde_json::from_str::<serde_json::Value>(&body).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let base = server._team.base_task.clone();
+    let post = |path: String, extra: &'static str, body: &'static str| {
+        let token = token.clone();
+        let addr = server.addr;
+        async move {
+            let mut tcp = TcpStream::connect(addr).await.unwrap();
+            let req = format!(
+                "POST {path} HTTP/1.1\r\nhost: test\r\nauthorization: Bearer {token}\r\n{extra}\r\n{body}"
+            );
+            tcp.write_all(req.as_bytes()).await.unwrap();
+            response(&mut tcp).await
+        }
+    };
+    let base_cancel = format!("/api/task/{base}/cancel");
+    let asks: [(&str, &str, &str); 4] = [
+        ("no body, no length", "", ""),
+        ("an empty body", "content-length: 0\r\n", ""),
+        (
+            "an empty JSON body",
+            "content-type: application/json\r\ncontent-length: 0\r\n",
+            "",
+        ),
+        (
+            "curl -d's form type",
+            "content-type: application/x-www-form-urlencoded\r\ncontent-length: 16\r\n",
+            r#"{"reason": "no"}"#,
+        ),
+    ];
+    for (what, extra, body) in asks {
+        let (head, body) = post(base_cancel.clone(), extra, body).await;
+        // The route ran: the base task is refused for being the base task, not for the body.
+        assert!(head.starts_with("http/1.1 409"), "{what}: {head}\n{body}");
+        assert!(body.contains("base task"), "{what}: {body}");
+    }
+    let (head, body) = post(
+        "/api/task/no-such-task/cancel".into(),
+        "content-length: 0\r\n",
+        "",
+    )
+    .await;
+    assert!(head.starts_with("http/1.1 404"), "{head}\n{body}");
+    let (head, body) = post(
+        base_cancel,
+        "content-type: application/json\r\ncontent-length: 8\r\n",
+        "not json",
+    )
+    .await;
+    assert!(head.starts_with("http/1.1 400"), "{head}\n{body}");
+    assert!(body.contains("empty or a JSON object"), "{body}");
+    server.stop.take().unwrap().send(()).unwrap();
+    server.done.await.unwrap().unwrap();
+}

@@ -6,9 +6,9 @@
 //! `POST /api/agent/{id}/pause` / `resume` holds an agent's next steps,
 //! `POST /api/stage/{id}/cancel {reason?}` stops a stage and `POST /api/stage/{id}/retry` starts
 //! a running stage afresh with the same agents (409 for a stage not running). 404 for what the
-//! caller cannot see, 403 for a member.
+//! caller cannot see, 403 for a member. A cancel's body may be left out (the reason is optional).
 
-use super::error::{ApiJson, ApiPath};
+use super::error::ApiPath;
 use super::{ApiState, AppError, Caller};
 use crate::actors::{
     CancelStage, CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask,
@@ -28,6 +28,35 @@ use serde_json::{Value, json};
 pub struct CancelBody {
     #[serde(default)]
     pub reason: String,
+}
+
+/// A cancel's body: `{reason?}` as JSON, or nothing at all (no body, an empty one), since the
+/// reason is optional. The content type is not required: `curl -d '{"reason": "…"}'` sends
+/// its own, and the body is read as JSON whatever it says.
+pub struct OptionalBody(pub CancelBody);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for OptionalBody {
+    type Rejection = AppError;
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, AppError> {
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalBody(CancelBody::default()));
+        }
+        serde_json::from_slice(&bytes)
+            .map(OptionalBody)
+            .map_err(|e| {
+                let status = match e.classify() {
+                    serde_json::error::Category::Data => StatusCode::UNPROCESSABLE_ENTITY,
+                    _ => StatusCode::BAD_REQUEST,
+                };
+                AppError::Rejected(
+                    status,
+                    format!("the body must be empty or a JSON object {{\"reason\": \"…\"}}: {e}"),
+                )
+            })
+    }
 }
 
 /// The agent of step `id`, when the caller sees the step and is an operator (404 and 403
@@ -112,7 +141,7 @@ pub async fn cancel_step(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<StepId>,
-    ApiJson(body): ApiJson<CancelBody>,
+    OptionalBody(body): OptionalBody,
 ) -> Result<Json<Value>, AppError> {
     let agent = operator_step(&state, &caller, &id, "cancels a step")?;
     let cancel = CancelStep {
@@ -143,7 +172,7 @@ pub async fn cancel_task(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<TaskId>,
-    ApiJson(body): ApiJson<CancelBody>,
+    OptionalBody(body): OptionalBody,
 ) -> Result<Json<Value>, AppError> {
     operator_task(&state, &caller, &id, "cancels a task")?;
     let cancel = CancelTask {
@@ -243,7 +272,7 @@ pub async fn cancel_stage(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<StageId>,
-    ApiJson(body): ApiJson<CancelBody>,
+    OptionalBody(body): OptionalBody,
 ) -> Result<Json<Value>, AppError> {
     let task = operator_stage(&state, &caller, &id, "cancels a stage")?;
     let cancel = CancelStage {
