@@ -150,7 +150,11 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
         .iter()
         .filter(|n| n.starts_with("Your task \"Haiku for the operator\" finished."))
         .collect();
-    assert_eq!(told.len(), 2, "the person is told of each task's end: {told:?}");
+    assert_eq!(
+        told.len(),
+        2,
+        "the person is told of each task's end: {told:?}"
+    );
     assert!(told[0].contains("Cold rain on the eaves"), "{}", told[0]);
 }
 

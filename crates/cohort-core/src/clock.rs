@@ -34,6 +34,18 @@ impl Now {
     }
 }
 
+/// A span of seconds as people read it: `45 s`, `3 min`, `2 h 5 min`.
+pub fn span(secs: u64) -> String {
+    match secs {
+        0..=89 => format!("{secs} s"),
+        90..=3_599 => format!("{} min", (secs + 30) / 60),
+        _ => match (secs / 3_600, secs % 3_600 / 60) {
+            (h, 0) => format!("{h} h"),
+            (h, m) => format!("{h} h {m} min"),
+        },
+    }
+}
+
 /// Now, as `2025-06-13 10:30:22` (local time).
 pub fn local_timestamp() -> String {
     // The second from the system clock alone: finding the local offset is the costly part,
@@ -53,6 +65,14 @@ pub fn local_timestamp() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn spans_read_in_the_unit_people_use() {
+        assert_eq!(super::span(45), "45 s");
+        assert_eq!(super::span(180), "3 min");
+        assert_eq!(super::span(7_500), "2 h 5 min");
+        assert_eq!(super::span(7_200), "2 h");
+    }
+
     #[test]
     fn timestamps_have_the_record_format() {
         let t = super::local_timestamp();

@@ -70,6 +70,18 @@ pub enum Notice {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         why: Option<String>,
     },
+    /// A task stalled: no agent has had work in it for a while, and it is not over. Told to
+    /// the person whose goal it serves.
+    TaskStalled {
+        /// The task that stalled.
+        task_id: TaskId,
+        /// Its name.
+        task_name: String,
+        /// Its manager, whom the person may write to.
+        task_manager: AgentId,
+        /// How long nobody has worked in it, in seconds.
+        idle_secs: u64,
+    },
 }
 
 /// One agent of the team as a notice names it.
@@ -122,9 +134,10 @@ impl Notice {
         match self {
             Notice::StageComplete { stage, .. } => Some(&stage.stage_id),
             Notice::AgentStuck { stage_id, .. } => Some(stage_id),
-            Notice::TaskCreated { .. } | Notice::NoStageLeft { .. } | Notice::TaskEnded { .. } => {
-                None
-            }
+            Notice::TaskCreated { .. }
+            | Notice::NoStageLeft { .. }
+            | Notice::TaskEnded { .. }
+            | Notice::TaskStalled { .. } => None,
         }
     }
 
@@ -152,6 +165,7 @@ impl Notice {
             Notice::TaskEnded {
                 task_name, state, ..
             } => format!("task \"{task_name}\" {}", ended(*state)),
+            Notice::TaskStalled { task_name, .. } => format!("task \"{task_name}\" stalled"),
         }
     }
 
@@ -203,6 +217,17 @@ impl Notice {
                 }
                 text
             }
+            Notice::TaskStalled {
+                task_name,
+                task_manager,
+                idle_secs,
+                ..
+            } => format!(
+                "Your task \"{task_name}\" has stalled: no agent has had anything to do in it \
+                 for {} and it is not over. Write to its manager `{task_manager}` in the task \
+                 to get it going, or cancel it.",
+                crate::clock::span(*idle_secs)
+            ),
         }
     }
 }

@@ -82,8 +82,9 @@ pub fn receive_as_human(
         if let Some(i) = msg.instruction_body() {
             return obey(agent, msg, i.clone());
         }
-        // A task the person asked for ended: a notice, not a chat they must answer.
-        if let Some(n @ Notice::TaskEnded { .. }) = msg.notice_body() {
+        // A task the person asked for ended or stalled: a notice, not a chat to answer.
+        if let Some(n @ (Notice::TaskEnded { .. } | Notice::TaskStalled { .. })) = msg.notice_body()
+        {
             agent.add_notice(n.render());
             return Vec::new();
         }
@@ -486,7 +487,10 @@ mod tests {
         chat.need_reply = true;
         receive_as_human(&mut h, &chat, "now", 1_000);
         let p = h.conversation_pool.as_ref().unwrap();
-        assert_eq!(p.conversation_privates[&AgentId::from("mgr")][1].reply_by_ms, None);
+        assert_eq!(
+            p.conversation_privates[&AgentId::from("mgr")][1].reply_by_ms,
+            None
+        );
     }
 
     #[test]

@@ -405,6 +405,7 @@ pub(super) fn waits(r: RawWaits, file: &Path, out: &mut Findings) -> WaitPatienc
         human: pick(r.human_secs, "human_secs", d.human),
         agent: pick(r.agent_secs, "agent_secs", d.agent),
         model: pick(r.model_secs, "model_secs", d.model),
+        stall: pick(r.stall_secs, "stall_secs", d.stall),
         humans: d.humans,
     }
 }

@@ -120,6 +120,8 @@ pub struct RawWaits {
     pub agent_secs: Option<u64>,
     #[serde(default)]
     pub model_secs: Option<u64>,
+    #[serde(default)]
+    pub stall_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Clone, Default)]

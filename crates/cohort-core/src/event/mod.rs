@@ -14,6 +14,7 @@
 pub mod apply;
 pub mod deliveries;
 pub mod record;
+pub mod stall;
 pub mod states;
 pub mod times;
 

@@ -420,11 +420,12 @@ mod tests {
         let by = decision.step_id.clone();
         manager.add_steps(vec![decision]);
         let answer = r#"<task_instruction>{"action": "add_task", "task_intention": "a poem", "requested_by": "mallory"}</task_instruction>"#;
-        let asked_by = |s: &StepState| {
-            match interpret(answer, Asked::of(&manager, s)).unwrap().task_instruction {
-                Some(TaskInstruction::AddTask { requested_by, .. }) => requested_by,
-                other => panic!("{other:?}"),
-            }
+        let asked_by = |s: &StepState| match interpret(answer, Asked::of(&manager, s))
+            .unwrap()
+            .task_instruction
+        {
+            Some(TaskInstruction::AddTask { requested_by, .. }) => requested_by,
+            other => panic!("{other:?}"),
         };
         let direct = step(Skill::TaskManager, goal);
         assert_eq!(asked_by(&direct), Some("op".into()));

@@ -38,6 +38,9 @@ pub struct WaitPatience {
     pub agent: Duration,
     /// How long a step waits for its model's endpoint to answer again (`waits.model_secs`).
     pub model: Duration,
+    /// How long a served team's open task may have nobody working in it before the person
+    /// whose goal it serves is told it stalled (`waits.stall_secs`).
+    pub stall: Duration,
     /// The team's human agents (the rest are agents or the runtime).
     pub humans: Arc<BTreeSet<AgentId>>,
 }
@@ -48,6 +51,7 @@ impl Default for WaitPatience {
             human: Duration::from_secs(30 * 60),
             agent: Duration::from_secs(10 * 60),
             model: Duration::from_secs(30 * 60),
+            stall: Duration::from_secs(10 * 60),
             humans: Arc::default(),
         }
     }

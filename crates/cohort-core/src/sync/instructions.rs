@@ -233,8 +233,7 @@ impl SyncCore {
                 task_intention,
                 requested_by,
             } => {
-                let mut task =
-                    TaskState::new(task_id, task_name, task_intention, agent.clone());
+                let mut task = TaskState::new(task_id, task_name, task_intention, agent.clone());
                 task.requested_by = requested_by;
                 self.count_opened();
                 applied

@@ -12,6 +12,7 @@ mod instructions;
 pub mod limits;
 pub mod notices;
 mod outcome;
+mod stall;
 
 use crate::config::AgentTemplate;
 use crate::config::Retention;
@@ -311,6 +312,8 @@ pub struct SyncCore {
     /// Tasks whose manager's hollow `finish_task` was refused once: given again, it ends the
     /// task failed (see `outcome`). Kept in memory: after a restart a manager is told once more.
     hollow_refused: BTreeSet<TaskId>,
+    /// Tasks whose goal-giver was told they stalled (once a task; see `report_stall`).
+    stall_told: BTreeSet<TaskId>,
 }
 
 pub use crate::config::SHARED_POOL_KEPT;
@@ -406,6 +409,7 @@ impl SyncCore {
             pool_bytes: HashMap::new(),
             pools_total: 0,
             hollow_refused: BTreeSet::new(),
+            stall_told: BTreeSet::new(),
         }
     }
 

@@ -29,10 +29,7 @@ pub fn task_ended(
     outcome: Option<&TaskEnd>,
     roster: &[Member],
 ) -> Option<Message> {
-    let person = task.requested_by.as_ref()?;
-    if !roster.iter().any(|m| &m.id == person && m.human) {
-        return None;
-    }
+    let person = goal_giver(task, roster)?;
     let notice = Notice::TaskEnded {
         task_id: task.task_id.clone(),
         task_name: task.task_name.clone(),
@@ -47,6 +44,33 @@ pub fn task_ended(
         StageRef::NoRelative,
         notice,
     ))
+}
+
+/// Tells the person whose goal `task` serves that it stalled, idle for `idle_secs`.
+pub fn task_stalled(task: &TaskState, idle_secs: u64, roster: &[Member]) -> Option<Message> {
+    let person = goal_giver(task, roster)?;
+    let notice = Notice::TaskStalled {
+        task_id: task.task_id.clone(),
+        task_name: task.task_name.clone(),
+        task_manager: task.task_manager.clone(),
+        idle_secs,
+    };
+    Some(Message::from_notice(
+        task.task_id.clone(),
+        AgentId::from(TASK_STATE_SENDER),
+        vec![person.clone()],
+        StageRef::NoRelative,
+        notice,
+    ))
+}
+
+/// The person whose goal `task` serves, when they are a person of the team.
+fn goal_giver<'a>(task: &'a TaskState, roster: &[Member]) -> Option<&'a AgentId> {
+    let person = task.requested_by.as_ref()?;
+    roster
+        .iter()
+        .any(|m| &m.id == person && m.human)
+        .then_some(person)
 }
 
 /// Tells the manager of a new task its id, name and goal, and who is in the team (the first

@@ -93,6 +93,7 @@ impl SyncCore {
     /// the oldest of them leaves, with a one-line summary for readers.
     pub(super) fn retire_task(&mut self, task: &TaskId, applied: &mut Applied) {
         self.steps_run.remove(task);
+        self.stall_told.remove(task);
         self.finished.push_back(task.clone());
         while self.finished.len() > self.finished_kept {
             self.evict_oldest_finished(applied);

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::ids::{StageRef, WaitId};
-use crate::notice::Notice;
 use crate::message::{CompletionUpdate, Instruction, StagePlan, TaskInstruction, TaskOutcome};
+use crate::notice::Notice;
 
 /// `apply` with its refusal as an error, as the SyncState actor answers it.
 pub(super) trait TryApply {
@@ -632,7 +632,9 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
     let t = add(&mut c, Some("op"));
     assert_eq!(c.task(&t).unwrap().requested_by, Some("op".into()));
     stage_done(&mut c, &t);
-    let out = c.try_apply(&finish(&t, TaskOutcome::Finished), "now").unwrap();
+    let out = c
+        .try_apply(&finish(&t, TaskOutcome::Finished), "now")
+        .unwrap();
     assert_eq!(
         told(&out),
         [(
@@ -643,15 +645,23 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
 
     // A failed one says so, with why.
     let t = add(&mut c, Some("op"));
-    let out = c.try_apply(&finish(&t, TaskOutcome::Failed), "now").unwrap();
+    let out = c
+        .try_apply(&finish(&t, TaskOutcome::Failed), "now")
+        .unwrap();
     let said = told(&out);
     assert_eq!(said.len(), 1);
-    assert!(said[0].1.starts_with("Your task \"Haiku\" failed."), "{}", said[0].1);
+    assert!(
+        said[0].1.starts_with("Your task \"Haiku\" failed."),
+        "{}",
+        said[0].1
+    );
 
     // Nobody, or an LLM agent, is not told.
     for who in [None, Some("a")] {
         let t = add(&mut c, who);
-        let out = c.try_apply(&finish(&t, TaskOutcome::Failed), "now").unwrap();
+        let out = c
+            .try_apply(&finish(&t, TaskOutcome::Failed), "now")
+            .unwrap();
         assert!(told(&out).is_empty(), "{who:?}");
     }
 }

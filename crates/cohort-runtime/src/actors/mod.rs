@@ -1,6 +1,6 @@
 //! Thin actix shells around the pure core: one actor per agent, SyncState (owner of tasks and
 //! stages), the Dispatcher (routes messages in order), the Supervisor (starts hired agents),
-//! and the System that wires a team.
+//! the Watchdog (finds stalled tasks), and the System that wires a team.
 
 mod agent;
 mod dispatcher;
@@ -8,6 +8,7 @@ mod factory;
 mod supervisor;
 mod sync_state;
 mod system;
+mod watchdog;
 
 pub use agent::{
     AgentActor, AgentTools, CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused,
@@ -20,7 +21,8 @@ pub use dispatcher::{
 pub use factory::{AgentFactory, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{
-    ApplyOutput, CancelStage, CancelTask, CheckRoom, CheckTaskInstruction, PauseTask, RetryStage,
-    SubmitMessage, SubmitMessages, SyncStateActor,
+    ApplyOutput, CancelStage, CancelTask, CheckRoom, CheckTaskInstruction, PauseTask, ReportStall,
+    RetryStage, SubmitMessage, SubmitMessages, SyncStateActor,
 };
 pub use system::{Host, OPERATOR, SystemError, Team, start_team, start_team_stored};
+pub use watchdog::Watchdog;

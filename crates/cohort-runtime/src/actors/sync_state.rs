@@ -8,6 +8,7 @@ use super::dispatcher::{Dispatcher, Route};
 use super::supervisor::Hire;
 use crate::agent::Settle;
 use crate::event::Change;
+use crate::ids::TaskId;
 use crate::message::{ExecuteOutput, Message};
 use crate::monitor::Monitor;
 use crate::sync::{Applied, SyncCore, SyncError};
@@ -155,6 +156,15 @@ pub struct ApplyOutput {
     pub settle: Option<Settle>,
 }
 
+/// The watchdog found `task` with nobody working in it for `idle_secs`: its goal-giver is told
+/// (once; see `SyncCore::report_stall`).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ReportStall {
+    pub task_id: TaskId,
+    pub idle_secs: u64,
+}
+
 /// A message from outside the agents' steps (the operator's goal, a wait id returned).
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
@@ -295,6 +305,17 @@ impl Handler<RetryStage> for SyncStateActor {
             .operator_retry_stage(&r.task_id, &r.stage_id, &r.by)?;
         self.effect(applied, Vec::new(), ctx);
         Ok(())
+    }
+}
+
+impl Handler<ReportStall> for SyncStateActor {
+    type Result = ();
+    fn handle(&mut self, r: ReportStall, ctx: &mut Context<Self>) {
+        let applied = self.core.report_stall(&r.task_id, r.idle_secs);
+        if !applied.messages.is_empty() {
+            tracing::info!(task = %r.task_id, idle_secs = r.idle_secs, "a task stalled: its goal-giver is told");
+            self.effect(applied, Vec::new(), ctx);
+        }
     }
 }
 

@@ -214,6 +214,7 @@ fn start(
     )
     .start();
     supervisor.do_send(Wire(sync.clone()));
+    super::Watchdog::new(monitor.clone(), sync.clone(), cfg.waits.stall).start();
     let agents = spawn_agents(cfg, models, stored, &factory, &sync);
     route_in_flight(&monitor, &dispatcher);
     Ok(Team {

@@ -59,7 +59,11 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
     ),
     ("store.js", JS, include_bytes!("../../../../web/store.js")),
     ("text.js", JS, include_bytes!("../../../../web/text.js")),
-    ("waiting.js", JS, include_bytes!("../../../../web/waiting.js")),
+    (
+        "waiting.js",
+        JS,
+        include_bytes!("../../../../web/waiting.js"),
+    ),
 ];
 
 const HTML: &str = "text/html; charset=utf-8";

@@ -141,14 +141,35 @@ fn a_notice_or_goal_goes_straight_to_the_skill_that_acts_on_it() {
     // A goal sent asking for a reply (the API's default) is acted on all the same: a reply
     // alone would leave it undone. Its step's title says whose goal it is.
     let mut e = skills(&[]);
-    receive_message(&mut e, &Message { need_reply: true, ..goal.clone() });
+    receive_message(
+        &mut e,
+        &Message {
+            need_reply: true,
+            ..goal.clone()
+        },
+    );
     assert_eq!(executors(&e), ["task_manager"]);
-    let step = e.agent_step.get(e.agent_step.todo().next().unwrap()).unwrap();
-    assert_eq!(step.step_intention, format!("Act on the goal from `{OPERATOR}`"));
-    assert_eq!(step.origin.goal_from(), Some(&crate::ids::AgentId::from(OPERATOR)));
+    let step = e
+        .agent_step
+        .get(e.agent_step.todo().next().unwrap())
+        .unwrap();
+    assert_eq!(
+        step.step_intention,
+        format!("Act on the goal from `{OPERATOR}`")
+    );
+    assert_eq!(
+        step.origin.goal_from(),
+        Some(&crate::ids::AgentId::from(OPERATOR))
+    );
     // A colleague's question that asks a reply still gets one.
     let mut f = skills(&[]);
-    receive_message(&mut f, &Message { need_reply: true, ..msg("Which one?") });
+    receive_message(
+        &mut f,
+        &Message {
+            need_reply: true,
+            ..msg("Which one?")
+        },
+    );
     assert_eq!(executors(&f), ["send_message"]);
 }
 
