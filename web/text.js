@@ -120,6 +120,10 @@ function noticeSentence(n, names) {
       return `Every stage of the task has run. The manager judges the whole task.`;
     case 'agent_stuck':
       return `${names.agent(n.agent_id)} cannot go on in stage “${n.stage_intention}”: ${n.reason}`;
+    case 'task_ended':
+      return `The task ${n.state === 'cancelled' ? 'was cancelled' : n.state}; whoever gave its goal is told.`;
+    case 'task_stalled':
+      return `No agent has had anything to do in this task for ${Math.max(1, Math.round(n.idle_secs / 60))} min; whoever gave its goal is told.`;
     default:
       return null;
   }
