@@ -22,15 +22,25 @@ function questions() {
   return out.sort((a, b) => (a.m.timestamp < b.m.timestamp ? -1 : a.m.timestamp > b.m.timestamp ? 1 : 0));
 }
 
+const NONE = [];
+// What waits, by task: built again only when the person's conversations or the decisions were
+// fetched anew (both are replaced whole), not for every task a list draws.
+const index = { pool: null, decisions: null, byTask: new Map() };
+
 /** What waits for the person in task `taskId`: [{kind, who, what}] (questions first). */
 export function waitsIn(taskId) {
-  const qs = questions()
-    .filter((q) => q.m.task_id === taskId)
-    .map((q) => ({ kind: 'question', who: q.from, what: q.m.content }));
-  const ds = (app.decisionItems || [])
-    .filter((d) => d.task_id === taskId)
-    .map((d) => ({ kind: d.kind, who: d.agent_id, what: d.step_intention || '' }));
-  return [...qs, ...ds];
+  if (index.pool !== ui.pool || index.decisions !== app.decisionItems) {
+    index.pool = ui.pool;
+    index.decisions = app.decisionItems;
+    index.byTask = new Map();
+    const add = (task, w) => {
+      if (!index.byTask.has(task)) index.byTask.set(task, []);
+      index.byTask.get(task).push(w);
+    };
+    for (const q of questions()) add(q.m.task_id, { kind: 'question', who: q.from, what: q.m.content });
+    for (const d of app.decisionItems || []) add(d.task_id, { kind: d.kind, who: d.agent_id, what: d.step_intention || '' });
+  }
+  return index.byTask.get(taskId) || NONE;
 }
 
 /** What a waiting item asks, in a few words, for the task views. */
