@@ -831,3 +831,59 @@ async fn concurrent_wrong_logins_run_a_bounded_number_of_password_checks() {
     let peak = state.password_checks_peak();
     assert!((1..=2).contains(&peak), "{peak} checks ran at once");
 }
+
+/// The ids of a `{id: state}` page in the order the body lists them.
+fn listed_order(r: &Reply) -> Vec<String> {
+    let mut ids: Vec<(usize, String)> = r
+        .body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|id| (r.text.find(&format!("\"{id}\":")).unwrap(), id.clone()))
+        .collect();
+    ids.sort();
+    ids.into_iter().map(|(_, id)| id).collect()
+}
+
+/// Steps come in the order they were created (their `created_at`), not by id, whole and a page
+/// at a time.
+#[actix::test]
+async fn steps_are_listed_by_when_they_were_created() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    team.submit_goal(None, "Make us a logo").await.unwrap();
+    let all = eventually("three steps", || async {
+        let r = get(&app, "/api/states?type=step", &alice).await;
+        (r.body.as_object().map_or(0, |m| m.len()) >= 3).then_some(r)
+    })
+    .await;
+    let order = listed_order(&all);
+    let created: Vec<(i64, String)> = order
+        .iter()
+        .map(|id| (all.body[id]["created_at"].as_i64().expect(id), id.clone()))
+        .collect();
+    let mut by_time = created.clone();
+    by_time.sort();
+    assert_eq!(created, by_time, "listed by creation time, then id");
+    // Paging follows the same order.
+    let mut paged = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let uri = match &next {
+            Some(after) => format!("/api/states?type=step&limit=1&after={after}"),
+            None => "/api/states?type=step&limit=1".to_owned(),
+        };
+        let r = get(&app, &uri, &alice).await;
+        paged.extend(listed_order(&r));
+        next = r
+            .headers
+            .get("x-cohort-next-after")
+            .map(|v| v.to_str().unwrap().to_owned());
+        if next.is_none() || paged.len() > 50 {
+            break;
+        }
+    }
+    assert_eq!(paged[..order.len()], order[..], "pages in the same order");
+}

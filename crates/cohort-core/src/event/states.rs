@@ -509,7 +509,8 @@ impl States {
         with_times(&summary, self.times.task(id)).ok()
     }
 
-    /// The ids of one kind, sorted, optionally only those of one task.
+    /// The ids of one kind in list order, optionally only those of one task: steps by when
+    /// they were created (then by id), the other kinds by id.
     pub fn ids(&self, kind: StateKind, task: Option<&TaskId>) -> Vec<String> {
         let mut ids: Vec<String> = match kind {
             StateKind::Task => self
@@ -532,14 +533,37 @@ impl States {
                     .map(|a| a.to_string())
                     .collect()
             }
-            StateKind::Step => self
-                .steps()
-                .filter(|s| task.is_none_or(|x| &s.task_id == x))
-                .map(|s| s.step_id.to_string())
-                .collect(),
+            StateKind::Step => {
+                let mut steps: Vec<(i64, String)> = self
+                    .steps()
+                    .filter(|s| task.is_none_or(|x| &s.task_id == x))
+                    .map(|s| (self.step_created(s.step_id.as_str()), s.step_id.to_string()))
+                    .collect();
+                steps.sort_unstable();
+                return steps.into_iter().map(|(_, id)| id).collect();
+            }
         };
         ids.sort_unstable();
         ids
+    }
+
+    /// When step `id` was created, as lists order steps (0 for a step known without a time).
+    fn step_created(&self, id: &str) -> i64 {
+        self.times.step_created(&id.into()).unwrap_or(0)
+    }
+
+    /// Where a page that follows `after` starts in `ids` (a list [`States::ids`] gave): just
+    /// past `after` in the list's order. A step `after` the states no longer hold starts the
+    /// list again (a reader that keeps what it read by id loses nothing).
+    pub fn page_start(&self, kind: StateKind, ids: &[String], after: &str) -> usize {
+        if kind != StateKind::Step {
+            return ids.partition_point(|id| id.as_str() <= after);
+        }
+        if self.step(&after.into()).is_none() {
+            return 0;
+        }
+        let key = (self.step_created(after), after);
+        ids.partition_point(|id| (self.step_created(id), id.as_str()) <= key)
     }
 
     /// `{id: state}` for one kind.
@@ -648,5 +672,42 @@ mod tests {
             s.retired_bytes(),
             "the running sum is what is held"
         );
+    }
+
+    #[test]
+    fn steps_are_listed_by_when_they_were_created_and_paged_in_that_order() {
+        let mut s = States::default();
+        let agent = AgentState::new("a".into(), "A".into(), "w".into(), "".into());
+        s.apply(&Change::Agent(AgentChange::Added {
+            agent: Box::new(agent),
+        }));
+        // Ids sort the other way round from the times the steps were added at.
+        for (id, at) in [("c", 100), ("b", 200), ("a", 300), ("d", 300)] {
+            let mut step = StepState::new(
+                "t".into(),
+                StageRef::NoRelative,
+                "a".into(),
+                Executor::Skill(Skill::Think),
+                id,
+                "",
+            );
+            step.step_id = id.into();
+            let added = Change::Step(StepChange::Added {
+                agent_id: "a".into(),
+                step: Box::new(step),
+                list_at: 9,
+                todo_at: None,
+                remember: false,
+            });
+            s.apply_at(&added, at);
+        }
+        let ids = s.ids(StateKind::Step, None);
+        assert_eq!(ids, ["c", "b", "a", "d"], "by time, then by id");
+        assert_eq!(s.page_start(StateKind::Step, &ids, "c"), 1);
+        assert_eq!(s.page_start(StateKind::Step, &ids, "a"), 3);
+        assert_eq!(s.page_start(StateKind::Step, &ids, "d"), 4);
+        assert_eq!(s.page_start(StateKind::Step, &ids, "gone"), 0);
+        let json = s.json(StateKind::Step, "b").unwrap();
+        assert_eq!(json["created_at"], 200, "{json}");
     }
 }

@@ -13,6 +13,10 @@ use std::hash::Hash;
 /// When one step, stage or task started and ended, as far as known.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Times {
+    /// A step: when it was added to its agent's queue (ms since the Unix epoch); lists of
+    /// steps are in this order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
     /// When it started (ms since the Unix epoch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<i64>,
@@ -45,6 +49,10 @@ impl Clock {
     /// waiting keeps its first start; a task starts when it is created, a stage when it runs.
     pub fn note(&mut self, c: &Change, at: i64) {
         match c {
+            Change::Step(StepChange::Added { step, .. }) => {
+                let t = self.steps.entry(step.step_id.clone()).or_default();
+                t.created_at.get_or_insert(at);
+            }
             Change::Step(StepChange::Started { step_id, .. }) => {
                 start(&mut self.steps, step_id, at);
                 // An approved tool call starts again: its wait for the person is over.
@@ -97,6 +105,14 @@ impl Clock {
     /// The step's times, if it is timed.
     pub fn step(&self, id: &StepId) -> Option<Times> {
         self.steps.get(id).copied()
+    }
+
+    /// When the step was created, for ordering lists of steps: when it was added, else (a
+    /// step stored before that was noted) when it started; `None` for a step not timed.
+    pub fn step_created(&self, id: &StepId) -> Option<i64> {
+        self.steps
+            .get(id)
+            .map(|t| t.created_at.or(t.started_at).unwrap_or(0))
     }
 
     /// The stage's times, if it is timed.
@@ -194,6 +210,9 @@ pub fn with_times(
 ) -> serde_json::Result<serde_json::Value> {
     let mut v = serde_json::to_value(state)?;
     if let (Some(t), Some(o)) = (times, v.as_object_mut()) {
+        if let Some(c) = t.created_at {
+            o.insert("created_at".into(), c.into());
+        }
         if let Some(s) = t.started_at {
             o.insert("started_at".into(), s.into());
         }
@@ -247,6 +266,7 @@ mod tests {
         assert_eq!(
             c.step(&"s".into()),
             Some(Times {
+                created_at: None,
                 started_at: Some(100),
                 ended_at: Some(900),
                 ready_at: None,
@@ -265,7 +285,10 @@ mod tests {
         c.note(&started("p"), 100);
         c.note(&ended("p", StepExecutionState::WaitingForApproval), 300);
         let t = c.step(&"p".into()).unwrap();
-        assert_eq!((t.waited_from, t.waited_to, t.ended_at), (Some(300), None, None));
+        assert_eq!(
+            (t.waited_from, t.waited_to, t.ended_at),
+            (Some(300), None, None)
+        );
         c.note(&ended("p", StepExecutionState::Finished), 5_300);
         let t = c.step(&"p".into()).unwrap();
         assert_eq!(

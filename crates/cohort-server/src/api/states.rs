@@ -108,7 +108,8 @@ impl PageAsk {
         })
     }
 
-    /// The page as `caller` sees it now: `{id: state}` in id order, as many as fit.
+    /// The page as `caller` sees it now: `{id: state}` in list order (steps by when they were
+    /// created, the rest by id), as many as fit.
     fn build(&self, s: &crate::event::States, view: &View) -> Built {
         let mut ids = s.ids(self.kind, self.task.as_ref());
         if *view != View::All {
@@ -119,7 +120,7 @@ impl PageAsk {
             ids.retain(|id| view.sees(s, self.kind, id));
         }
         let start = match &self.after {
-            Some(a) => ids.partition_point(|id| id <= a),
+            Some(a) => s.page_start(self.kind, &ids, a),
             None => 0,
         };
         let mut body = Vec::with_capacity(4096);
@@ -163,7 +164,8 @@ impl PageAsk {
 }
 
 /// `GET /api/states?type=…[&limit=N][&max_bytes=B][&after=ID][&task=ID][&full=true]` →
-/// `{id: state}`, ids in order, one page at a time (at most `limit` states and about
+/// `{id: state}` in list order (steps by when they were created, then id; the rest by id),
+/// one page at a time (at most `limit` states and about
 /// `max_bytes` of JSON). Tasks come without their pools (their sizes instead) unless one task's
 /// `full` record is asked for. When more remain, the `x-cohort-next-after` header names the id
 /// to ask `after`; `x-cohort-total` counts every match. The same page for the same person is
