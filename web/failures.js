@@ -9,6 +9,9 @@ import { isFailure } from './store.js';
 
 /** Shown at once; the rest are counted. */
 const SHOWN = 50;
+/** How many the panel shows until the person asks for all: it stays short beside the inbox. */
+const FIRST = 2;
+let expanded = false;
 
 export function failedSteps(store) {
   return store
@@ -54,7 +57,7 @@ export function renderFailures(ctx, panel, list, count) {
   panel.hidden = all.length === 0;
   count.textContent = String(all.length);
   count.dataset.count = String(all.length);
-  const shown = all.slice(0, SHOWN);
+  const shown = all.slice(0, expanded ? SHOWN : FIRST);
   keyed(
     list,
     shown,
@@ -62,7 +65,13 @@ export function renderFailures(ctx, panel, list, count) {
     (e) => String(e.r.version),
     (e) => (e.task ? taskItem(ctx, e.r.state) : stepItem(ctx, e.r.state)),
   );
-  if (all.length > SHOWN) list.append(h('li', { class: 'muted small' }, `${all.length - SHOWN} older failures not shown`));
+  const redraw = () => renderFailures(ctx, panel, list, count);
+  if (all.length > FIRST) {
+    const more = expanded
+      ? h('button', { type: 'button', class: 'btn btn-link small', testid: 'failures-fewer', onclick: () => { expanded = false; redraw(); } }, 'show fewer')
+      : h('button', { type: 'button', class: 'btn btn-link small', testid: 'failures-all', onclick: () => { expanded = true; redraw(); } }, `show all ${Math.min(all.length, SHOWN)}`);
+    list.append(h('li', { class: 'failures-more' }, more, expanded && all.length > SHOWN ? h('span', { class: 'muted small' }, ` · ${all.length - SHOWN} older not shown`) : null));
+  }
 }
 
 /** One entry of the panel: `who` and `what` in its head with the time it ended, an optional

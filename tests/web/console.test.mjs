@@ -396,6 +396,17 @@ try {
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-failure.png') });
   });
 
+  await step('the failures panel stays short: the newest two, and "show all" for the rest', async () => {
+    await sendGoal(baseId, 'FAIL ON PURPOSE again');
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid="failure-count"]')?.dataset.count) >= 4);
+    const n = Number(await page.getByTestId('failure-count').getAttribute('data-count'));
+    if ((await page.locator('[data-testid="failure-item"]').count()) !== 2) throw new Failure('more than two failures shown before "show all"');
+    await page.getByTestId('failures-all').click();
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="failure-item"]').length === n, n);
+    await page.getByTestId('failures-fewer').click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="failure-item"]').length === 2);
+  });
+
   await step('on a 390×844 phone in dark mode the console fits the screen', async () => {
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, colorScheme: 'dark', isMobile: true, hasTouch: true });
     const p = await phone.newPage();
@@ -430,7 +441,9 @@ try {
     await plan.getByTestId('decision-approve').click();
     await page.getByTestId('tab-agents').click();
     await page.locator('[data-testid="agent-card"][data-agent-id="writer"] [data-testid="step-item"][data-state="running"]').first().waitFor();
-    const failuresBefore = await page.locator('[data-testid="failure-item"]').count();
+    // The panel shows the newest few; its count says how many there are.
+    const failures = () => page.getByTestId('failure-count').getAttribute('data-count').then(Number);
+    const failuresBefore = await failures();
     page.once('dialog', (d) => d.accept('not needed any more'));
     await page.getByTestId('task-cancel').click();
     await page.locator(`${q.task(id)}[data-state="cancelled"]`).waitFor();
@@ -439,7 +452,7 @@ try {
     if (running) throw new Failure('the writer still shows a running step after the task was cancelled');
     // Its step was set aside (cancelled), not failed: the failures panel does not grow.
     await page.locator('[data-testid="agent-card"][data-agent-id="writer"] [data-testid="step-item"][data-state="cancelled"]').first().waitFor();
-    const failuresAfter = await page.locator('[data-testid="failure-item"]').count();
+    const failuresAfter = await failures();
     if (failuresAfter !== failuresBefore) throw new Failure(`failures went from ${failuresBefore} to ${failuresAfter} on a cancel`);
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-cancelled.png') });
   });
