@@ -246,6 +246,7 @@ fn main() -> ExitCode {
             let system = actix::System::new();
             let code = system.block_on(async move {
                 let mut opts = opts;
+                let spec = data.spec();
                 match data.open(None).await {
                     Ok(opened) => opts.store = opened.map(|o| o.store),
                     Err(e) => {
@@ -253,7 +254,7 @@ fn main() -> ExitCode {
                         return ExitCode::from(3);
                     }
                 }
-                match run_cmd::run(&team, &goal, json, &opts).await {
+                match run_cmd::run(&team, &goal, json, &opts, spec.as_deref()).await {
                     Ok(code) => ExitCode::from(code),
                     Err(e) => {
                         output::print_error(&e);

@@ -224,3 +224,29 @@ fn serve_refuses_a_web_folder_without_a_console() {
         "{stderr}"
     );
 }
+
+/// A team that needs a person stalls under `run`, which has nobody to answer: the run says who
+/// waits for whom, what was asked, and that `serve` is the way to answer (exit 2).
+#[test]
+fn a_stall_on_a_person_says_who_waits_what_was_asked_and_how_to_answer() {
+    let out = cohort(&[
+        "run",
+        "--team",
+        "examples/operator/team.yaml",
+        "--goal",
+        "Write a haiku",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "WAIT `manager` waits for `operator` to answer: \"Which season should the haiku be about?\""
+        ),
+        "{stderr}"
+    );
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("the team stalled waiting for `operator`: to answer, run `cohort serve --team examples/operator/team.yaml`"),
+        "{last}"
+    );
+}

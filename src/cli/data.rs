@@ -50,7 +50,7 @@ impl DataArgs {
     }
 
     /// The store named, as `inspect`, `export` and `backup` take it (a path or a URL).
-    fn spec(&self) -> Option<String> {
+    pub fn spec(&self) -> Option<String> {
         match (&self.database, &self.data) {
             (Some(url), _) => Some(url.clone()),
             (None, Some(path)) => Some(path.display().to_string()),

@@ -10,8 +10,16 @@ use cohort::run::{Progress, RunOptions, run_goal};
 use cohort::state::{ExecutionState, StepExecutionState};
 use std::path::Path;
 
-/// Runs the goal; the exit code is the outcome's (see `RunOutcome::exit_code`).
-pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyhow::Result<u8> {
+/// Runs the goal; the exit code is the outcome's (see `RunOutcome::exit_code`). `data` is the
+/// store the run keeps its state in (`--data` / `--database` as given), for the advice on how
+/// to answer a person's wait the run stalled on.
+pub async fn run(
+    team: &Path,
+    goal: &str,
+    json: bool,
+    opts: &RunOptions,
+    data: Option<&str>,
+) -> anyhow::Result<u8> {
     if goal.trim().is_empty() {
         anyhow::bail!("the goal is empty: say what the team should do with --goal \"…\"");
     }
@@ -60,6 +68,12 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
             ),
             None => report.outcome.describe(opts.timeout),
         },
+        (cohort::run::RunOutcome::Stalled, _) if !report.waiting.is_empty() => {
+            for w in &report.waiting {
+                eprintln!("{} {}", paint.yellow("WAIT"), w.render());
+            }
+            stalled_on_people(&report.waiting, team, data)
+        }
         _ => report.outcome.describe(opts.timeout),
     };
     let repairs = cohort::policy::repairs::counted(&report.repairs)
@@ -79,6 +93,39 @@ pub async fn run(team: &Path, goal: &str, json: bool, opts: &RunOptions) -> anyh
         count(report.tasks.len(), "task"),
     );
     Ok(code)
+}
+
+/// The closing line of a run that stalled waiting for people: whom it waits for (each wait
+/// was said on a line of its own above) and how to answer, which `run` cannot do.
+fn stalled_on_people(
+    waiting: &[cohort::run::PersonWait],
+    team: &Path,
+    data: Option<&str>,
+) -> String {
+    let mut people: Vec<String> = Vec::new();
+    for w in waiting {
+        let who = w
+            .person
+            .as_ref()
+            .map_or_else(|| "an operator".to_owned(), |p| format!("`{p}`"));
+        if !people.contains(&who) {
+            people.push(who);
+        }
+    }
+    let answer = match data {
+        Some(d) => format!(
+            "to answer, run `cohort serve --team {} --data {d}` and reply in its console",
+            team.display()
+        ),
+        None => format!(
+            "to answer, run `cohort serve --team {}` and give the goal in its console (this run kept no data)",
+            team.display()
+        ),
+    };
+    format!(
+        "the team stalled waiting for {}: {answer}",
+        people.join(", ")
+    )
 }
 
 /// Why the first failed task failed: what its record says, or its summary's first line.

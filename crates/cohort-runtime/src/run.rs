@@ -4,8 +4,10 @@
 //! after it started.
 
 mod progress;
+mod waits;
 
 pub use progress::{Progress, Running};
+pub use waits::{Asked, PersonWait, person_waits};
 
 use crate::actors::{Host, SystemError, Team, start_team, start_team_stored};
 use crate::config::TeamConfig;
@@ -109,6 +111,9 @@ pub struct RunReport {
     /// How many times each repair rule fired on the goal's work (its tasks' steps and the
     /// manager's steps on the goal itself).
     pub repairs: BTreeMap<Repair, u64>,
+    /// What the team waits for people to do at the end (why a run stalls when it needs a
+    /// person: `cohort run` has nobody to answer).
+    pub waiting: Vec<PersonWait>,
 }
 
 /// The repairs counted in the base task (where a goal is acted on) so far.
@@ -298,6 +303,7 @@ fn report(
         (tasks, s.counters().steps_run as usize)
     });
     let repairs = goal_repairs(team, &tasks, base_before);
+    let waiting = team.monitor.read(person_waits);
     let states = team.monitor.all();
     let spent_after = team.monitor.read(spent);
     let (tokens, cost_usd) = spent_between(spent_before, &spent_after);
@@ -311,6 +317,7 @@ fn report(
         tokens,
         cost_usd,
         repairs,
+        waiting,
     }
 }
 
