@@ -208,10 +208,14 @@ impl Notice {
                 why,
                 ..
             } => {
-                let mut text = format!("Your task \"{task_name}\" {}.", ended(*state));
-                if let Some(why) = why {
-                    text.push_str(&format!(" {why}"));
-                }
+                let how = ended(*state);
+                let mut text = match (why, state) {
+                    (Some(why), ExecutionState::Finished) => {
+                        format!("Your task \"{task_name}\" {how}, but {why}.")
+                    }
+                    (Some(why), _) => format!("Your task \"{task_name}\" {how}: {why}."),
+                    (None, _) => format!("Your task \"{task_name}\" {how}."),
+                };
                 if !summary.trim().is_empty() {
                     text.push_str(&format!("\n{summary}"));
                 }
