@@ -78,6 +78,38 @@ fn a_run_that_finishes_on_its_step_limit_reports_the_finish_and_exits_zero() {
     );
 }
 
+/// `--max-steps N` runs N steps exactly, though several agents work side by side: no agent
+/// starts a step past the limit (it was checked as steps ended, and 3 became 4, or 9).
+#[test]
+fn max_steps_stops_after_exactly_that_many_steps() {
+    for n in ["1", "3", "7"] {
+        let out = cohort(&[
+            "run",
+            "--team",
+            "examples/quickstart/team.yaml",
+            "--goal",
+            HAIKU,
+            "--max-steps",
+            n,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let steps = stderr
+            .lines()
+            .filter(|l| l.starts_with("ok ") || l.starts_with("FAIL"))
+            .count();
+        assert_eq!(steps.to_string(), n, "{stderr}");
+        let last = stderr.lines().last().unwrap();
+        let unit = if n == "1" { "step" } else { "steps" };
+        assert!(
+            last.starts_with(&format!(
+                "stopped after {n} {unit} (--max-steps) before the task finished ({n} {unit}, "
+            )),
+            "{last}"
+        );
+    }
+}
+
 #[test]
 fn an_empty_goal_is_bad_input() {
     let out = cohort(&[

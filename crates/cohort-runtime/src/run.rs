@@ -9,7 +9,7 @@ mod waits;
 pub use progress::{Progress, Running};
 pub use waits::{Asked, PersonWait, person_waits};
 
-use crate::actors::{Host, SystemError, Team, start_team, start_team_stored};
+use crate::actors::{Host, StepAllowance, SystemError, Team, start_team_limited};
 use crate::config::TeamConfig;
 use crate::event::States;
 use crate::ids::AgentId;
@@ -73,9 +73,10 @@ impl RunOutcome {
                 "timed out after {}s before the task finished",
                 timeout.as_secs()
             ),
-            RunOutcome::MaxSteps(n) => {
-                format!("stopped after {n} steps (--max-steps) before the task finished")
-            }
+            RunOutcome::MaxSteps(n) => format!(
+                "stopped after {n} step{} (--max-steps) before the task finished",
+                if *n == 1 { "" } else { "s" }
+            ),
             RunOutcome::Stalled => {
                 "the team stalled: no agent has a step it can run, and the task is not over".into()
             }
@@ -159,15 +160,20 @@ pub async fn run_goal(
     host: &Host<'_>,
     mut on_progress: impl FnMut(Progress<'_>),
 ) -> Result<RunReport, SystemError> {
-    let team = match &opts.store {
+    let stored = match &opts.store {
         Some(store) => {
             let loaded = crate::store::load(store.as_ref())
                 .await
                 .map_err(|e| SystemError::Resume(e.to_string()))?;
-            start_team_stored(cfg, host, store.clone(), loaded)?
+            Some((store.clone(), loaded))
         }
-        None => start_team(cfg, host)?,
+        None => None,
     };
+    // The limit is held where steps start, so no agent starts one past it.
+    let steps = opts
+        .max_steps
+        .map_or_else(StepAllowance::unlimited, |n| StepAllowance::of(n as u64));
+    let team = start_team_limited(cfg, host, stored, steps)?;
     // Tasks a stored team had before this run are not this goal's.
     let before = Before(team.monitor.read(|s| {
         s.tasks
@@ -258,6 +264,10 @@ async fn follow(
             }
             _ = tokio::time::sleep_until(last_event + opts.stall_after) => {
                 let c = team.monitor.read(States::counters);
+                if c.steps_running == 0 && team.steps.spent() {
+                    // The allowance went on steps that ended without counting (dropped).
+                    break RunOutcome::MaxSteps(c.steps_run as usize);
+                }
                 if c.agents_working == 0 && c.steps_running == 0 {
                     break RunOutcome::Stalled;
                 }

@@ -58,6 +58,8 @@ pub struct AgentFactory {
     pub tool_approval: crate::policy::ApprovalPolicy,
     /// The team's base task, told to every agent.
     pub base_task: crate::ids::TaskId,
+    /// The steps the team's agents may still start, shared by all of them.
+    pub steps: super::StepAllowance,
 }
 
 /// The agents' threads: one actix arbiter per core, so a team uses every core. They stop when
@@ -166,7 +168,8 @@ impl AgentFactory {
             tools,
             SyncLink::to(&sync),
             self.monitor.clone(),
-        );
+        )
+        .with_allowance(self.steps.clone());
         let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);
         self.dispatcher
             .do_send(RegisterControl(id.clone(), addr.clone()));

@@ -3,6 +3,7 @@
 //! the Watchdog (finds stalled tasks), and the System that wires a team.
 
 mod agent;
+mod allowance;
 mod dispatcher;
 mod factory;
 mod supervisor;
@@ -14,6 +15,7 @@ pub use agent::{
     AgentActor, AgentTools, CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused,
     SetPaused,
 };
+pub use allowance::StepAllowance;
 pub use dispatcher::{
     CancelStepFor, ControlRefused, DecideFor, Dispatcher, PauseFor, Register, RegisterControl,
     Route,
@@ -24,5 +26,7 @@ pub use sync_state::{
     ApplyOutput, CancelStage, CancelTask, CheckRoom, CheckTaskInstruction, PauseTask, ReportStall,
     RetryStage, SubmitMessage, SubmitMessages, SyncStateActor,
 };
-pub use system::{Host, OPERATOR, SystemError, Team, start_team, start_team_stored};
+pub use system::{
+    Host, OPERATOR, SystemError, Team, start_team, start_team_limited, start_team_stored,
+};
 pub use watchdog::Watchdog;

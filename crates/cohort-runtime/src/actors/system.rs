@@ -64,6 +64,8 @@ pub struct Team {
     pub retention: crate::config::Retention,
     /// The newest LLM calls, as sent and answered.
     pub calls: Arc<crate::llm::recorded::CallLog>,
+    /// The steps its agents may still start (unlimited unless started with a limit).
+    pub steps: super::StepAllowance,
 }
 
 impl Team {
@@ -120,7 +122,25 @@ impl<'a> Host<'a> {
 
 /// Starts a team. Must run inside an actix system.
 pub fn start_team(cfg: &TeamConfig, host: &Host) -> Result<Team, SystemError> {
-    start(cfg, host, Monitor::new(MONITOR_BUFFER), false)
+    start_team_limited(cfg, host, None, super::StepAllowance::unlimited())
+}
+
+/// Starts a team (in memory, or carrying on from `stored` as [`start_team_stored`] does) whose
+/// agents start no more steps, all together, than `steps` allows (`cohort run --max-steps`).
+pub fn start_team_limited(
+    cfg: &TeamConfig,
+    host: &Host,
+    stored: Option<(Arc<dyn Store>, Loaded)>,
+    steps: super::StepAllowance,
+) -> Result<Team, SystemError> {
+    let Some((store, loaded)) = stored else {
+        return start(cfg, host, Monitor::new(MONITOR_BUFFER), false, steps);
+    };
+    // A store that stopped before its base task was stored starts the team afresh.
+    let resumed = !loaded.states.tasks.is_empty();
+    let monitor = Monitor::with_store(MONITOR_BUFFER, store.clone(), loaded.states, loaded.version);
+    monitor.keep_compacted(store, cfg.store);
+    start(cfg, host, monitor, resumed, steps)
 }
 
 /// Starts a team that keeps its state in `store` (compacted now and then as the team file's
@@ -134,11 +154,12 @@ pub fn start_team_stored(
     store: Arc<dyn Store>,
     loaded: Loaded,
 ) -> Result<Team, SystemError> {
-    // A store that stopped before its base task was stored starts the team afresh.
-    let resumed = !loaded.states.tasks.is_empty();
-    let monitor = Monitor::with_store(MONITOR_BUFFER, store.clone(), loaded.states, loaded.version);
-    monitor.keep_compacted(store, cfg.store);
-    start(cfg, host, monitor, resumed)
+    start_team_limited(
+        cfg,
+        host,
+        Some((store, loaded)),
+        super::StepAllowance::unlimited(),
+    )
 }
 
 /// Events a live reader may fall behind by before it is sent a snapshot instead: each holds
@@ -150,6 +171,7 @@ fn start(
     host: &Host,
     monitor: Monitor,
     resumed: bool,
+    steps: super::StepAllowance,
 ) -> Result<Team, SystemError> {
     let cfg = &cfg.with_env(host.vars);
     monitor.hold_retired_to(cfg.retention.memory.retired_steps());
@@ -203,6 +225,7 @@ fn start(
                 .collect(),
         ),
         base_task: base_task.clone(),
+        steps: steps.clone(),
     };
     // The supervisor starts hired agents; SyncState only asks it to.
     let supervisor = Supervisor::new(factory.clone()).start();
@@ -228,6 +251,7 @@ fn start(
         mcp: tools.mcp,
         retention: cfg.retention,
         calls: builder.calls.clone(),
+        steps,
     })
 }
 

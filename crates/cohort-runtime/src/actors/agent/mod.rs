@@ -92,6 +92,8 @@ pub struct AgentActor {
     wait_timer: timers::WaitTimer,
     /// Who is asked to approve a tool call.
     approvers: Arc<[AgentId]>,
+    /// The steps the team may still start (`cohort run --max-steps`), shared by its agents.
+    allowance: super::StepAllowance,
 }
 
 impl AgentActor {
@@ -120,7 +122,14 @@ impl AgentActor {
             unanswered: commit::Unanswered::default(),
             wait_timer: None,
             approvers,
+            allowance: super::StepAllowance::unlimited(),
         }
+    }
+
+    /// The same agent, starting steps only while `allowance` has some left.
+    pub fn with_allowance(mut self, allowance: super::StepAllowance) -> Self {
+        self.allowance = allowance;
+        self
     }
 }
 

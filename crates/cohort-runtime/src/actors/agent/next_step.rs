@@ -28,7 +28,8 @@ impl AgentActor {
     }
 
     /// The next step to start now, taken off the queue: the agent is not paused, its step lock
-    /// lets it run, and it is free, or runs only steps of the graph plan this one belongs to.
+    /// lets it run, and it is free, or runs only steps of the graph plan this one belongs to;
+    /// and the team's step allowance has a step left, which it takes.
     fn next_to_start(&mut self) -> Option<StepState> {
         // A reply owed to a waiting sender runs even while this agent waits itself: two agents
         // waiting on each other would otherwise block both for good.
@@ -42,7 +43,7 @@ impl AgentActor {
         }
         let candidate = self.state.next_runnable()?;
         let under_way: Vec<&StepId> = self.phase.steps().collect();
-        if !may_run_beside(&self.state, candidate, &under_way) {
+        if !may_run_beside(&self.state, candidate, &under_way) || !self.allowance.take() {
             return None;
         }
         self.state.start_next()
