@@ -193,3 +193,111 @@ fn a_missing_file_is_a_clear_error() {
         "{out}"
     );
 }
+
+/// Two independent schema errors (a wrong type, an unknown key) and a wrong value are all
+/// listed in one go, each with its file and field; `check` no longer stops at the first.
+#[test]
+fn every_schema_problem_is_listed_not_only_the_first() {
+    let f = temp(
+        "schema",
+        "llm: gpt-4\nagents:\n  - {id: m, role: manager, skills: [task_manager], colour: red}\n  - {id: w, role: writer, skills: [telepathy]}\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(["check", "--team"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let file = f.display().to_string();
+    for want in [
+        format!(
+            "{file}: llm: must be a mapping with `provider` (openai or scripted) and its settings, not the text \"gpt-4\""
+        ),
+        format!("{file}: agents[0].colour: unknown field `colour`"),
+        format!("{file}: agents[1].skills[0]: unknown skill `telepathy`"),
+    ] {
+        assert!(stdout.contains(&want), "{want}\nin:\n{stdout}");
+    }
+    assert_eq!(
+        stdout.lines().count(),
+        3,
+        "nothing that only follows from them:\n{stdout}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "3 problems found\n");
+}
+
+/// What a person reads about a YAML file names its keys and YAML's kinds of value, never the
+/// Rust type that reads it (`expected struct RawLlm`, `usize`, `untagged enum OneOrMany`).
+#[test]
+fn yaml_errors_never_name_a_rust_type() {
+    let rust = [
+        "Raw",
+        "struct ",
+        "enum ",
+        "usize",
+        "u64",
+        "u32",
+        "f32",
+        "Value::",
+        "OneOrMany",
+        "YAML tag",
+        "variant",
+    ];
+    let agent = "agents: [{id: m, role: manager, skills: [task_manager]}]\n";
+    let llm = "llm: {provider: openai, model: m}\n";
+    for bad in [
+        "llm: gpt-4\n",
+        "llm: {provider: openai, model: m, temperature: hot, max_tokens: -1}\n",
+        "mcp_servers: {a: 1}\n",
+        "tool_approval: [1]\n",
+        "tool_approval: {auto_run_up_to: [1]}\n",
+        "retention: 5\n",
+        "repairs: [1]\n",
+        "repairs: {preset: [loud]}\n",
+        "agent_templates: 5\n",
+        "agent_templates: [{name: t, role: r, skills: [think], llm: 3}]\n",
+        "humans: [{id: h, password_hash: x, access: [1]}]\n",
+        "humans: [5]\n",
+        "step_limits: {per_stage: x, task_tokens: 1.5}\n",
+        "waits: {human_secs: soon}\n",
+        "language: [1]\n",
+        "max_hired_agents: many\n",
+    ] {
+        let text = format!(
+            "{}{}{bad}",
+            if bad.starts_with("llm") { "" } else { llm },
+            agent
+        );
+        let f = temp("no-rust", &text);
+        let (code, out) = check(&f);
+        assert_eq!(code, 1, "{bad}: {out}");
+        for name in rust {
+            assert!(!out.contains(name), "{bad}: `{name}` in:\n{out}");
+        }
+    }
+    // A server file and a template file are read the same way.
+    let dir = temp("no-rust-files", "").parent().unwrap().to_path_buf();
+    std::fs::write(
+        dir.join("srv.yaml"),
+        "name: [x]\ndescription: 5\ntimeout_secs: soon\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(["mcp", "describe"])
+        .arg(dir.join("srv.yaml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("srv.yaml: name: must be a string, not a list"),
+        "{err}"
+    );
+    assert!(
+        err.contains("timeout_secs: must be a whole number"),
+        "{err}"
+    );
+    for name in rust {
+        assert!(!err.contains(name), "`{name}` in:\n{err}");
+    }
+}

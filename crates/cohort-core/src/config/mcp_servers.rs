@@ -10,6 +10,9 @@ use std::time::Duration;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "an MCP server: a mapping with `name`, `description` and one of `command`, `builtin` or `url`"
+)]
 struct RawServer {
     name: String,
     description: String,
@@ -106,13 +109,17 @@ pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
     };
     let text = std::fs::read_to_string(file)
         .map_err(|e| vec![problem("(file)", format!("cannot read: {e}"))])?;
-    let raw: RawServer = serde_yaml::from_str(&text).map_err(|e| {
-        let m = e.to_string();
-        match m.split_once(": ") {
-            Some((path, rest)) if !path.contains(' ') => vec![problem(path, rest.to_owned())],
-            _ => vec![problem("(document)", m)],
+    let read = super::yaml::read::<RawServer>(&text);
+    let raw = match read.value {
+        Some(raw) if read.slips.is_empty() => raw,
+        _ => {
+            return Err(read
+                .slips
+                .into_iter()
+                .map(|s| problem(&s.field, s.message))
+                .collect());
         }
-    })?;
+    };
     let mut problems = Vec::new();
     let name = raw.name.trim().to_owned();
     if name.is_empty() || name.chars().any(|c| c.is_whitespace()) {

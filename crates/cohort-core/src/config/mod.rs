@@ -1,5 +1,6 @@
-//! Team configuration: the raw YAML shape (`raw.rs`, unknown fields rejected) and its
-//! validation into a `TeamConfig` (`team.rs`) whose errors name the file and the field.
+//! Team configuration: the raw YAML shape (`raw.rs`, unknown fields rejected), read with every
+//! schema problem worded for the person (`yaml.rs`), and its validation into a `TeamConfig`
+//! (`team.rs`) whose errors name the file and the field.
 
 mod agent;
 mod http;
@@ -10,6 +11,7 @@ mod repairs;
 pub mod script;
 mod team;
 mod templates;
+mod yaml;
 
 pub use agent::{Price, PromptCache, StructuredOutput};
 pub use http::{Http, parse_proxy};

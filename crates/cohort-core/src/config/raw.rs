@@ -7,6 +7,7 @@ use std::fmt;
 /// A team file as written: every key optional but `agents`, unknown keys refused.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a team file: a mapping with `agents` and the team's settings")]
 pub struct RawTeam {
     /// A name for the team, shown in logs.
     #[serde(default)]
@@ -70,6 +71,9 @@ pub struct RawTeam {
 /// `http:`, how `cohort serve` treats connections.
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "a mapping of HTTP settings (header_timeout_s, idle_timeout_s, max_connections, …)"
+)]
 pub struct RawHttp {
     #[serde(default)]
     pub header_timeout_s: Option<u64>,
@@ -88,6 +92,9 @@ pub struct RawHttp {
 /// `store:`, what the store keeps beyond what recovery needs, and how often it is compacted.
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "a mapping of store settings (keep_events_hours, keep_events_mb, compact_every_s)"
+)]
 pub struct RawStore {
     #[serde(default)]
     pub keep_events_hours: Option<u64>,
@@ -100,6 +107,7 @@ pub struct RawStore {
 /// `task_limits:`, how much work models may open.
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a mapping of task limits (open_tasks, tasks_per_goal, …)")]
 pub struct RawTaskLimits {
     #[serde(default)]
     pub open_tasks: Option<usize>,
@@ -113,6 +121,7 @@ pub struct RawTaskLimits {
 
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a mapping of waits in seconds (human_secs, agent_secs, model_secs, …)")]
 pub struct RawWaits {
     #[serde(default)]
     pub human_secs: Option<u64>,
@@ -126,6 +135,7 @@ pub struct RawWaits {
 
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a mapping of step limits (per_stage, repeats, task_tokens, …)")]
 pub struct RawStepLimits {
     #[serde(default)]
     pub per_stage: Option<usize>,
@@ -149,6 +159,9 @@ pub struct RawStepLimits {
 
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "a mapping of retention settings (finished_tasks, message_chars, memory_mib, …)"
+)]
 pub struct RawRetention {
     #[serde(default)]
     pub finished_tasks: Option<usize>,
@@ -165,6 +178,7 @@ pub struct RawRetention {
 /// `feeds:`, the websocket monitor feeds `cohort serve` gives the console.
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a mapping of websocket feed settings (per_human, total, …)")]
 pub struct RawFeeds {
     #[serde(default)]
     pub per_human: Option<usize>,
@@ -178,6 +192,9 @@ pub struct RawFeeds {
 
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "a person: a mapping with `id` and `password_hash` (and name, role, profile, access)"
+)]
 pub struct RawHuman {
     pub id: String,
     #[serde(default)]
@@ -196,6 +213,9 @@ pub struct RawHuman {
 /// One entry of `agents:` as written.
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "an agent: a mapping with `id`, `role` and `skills` (and name, profile, tools, llm, …)"
+)]
 pub struct RawAgent {
     /// Unique among agents and people (one id space); messages are addressed to it.
     pub id: String,
@@ -228,6 +248,9 @@ pub struct RawAgent {
 /// `tool_approval: {auto_run_up_to: low | medium | high | none, check_plans: bool}`.
 #[derive(Debug, Deserialize, Clone, Copy)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "a mapping (auto_run_up_to, check_plans, ask_for_params, judge_with_llm, check_stages)"
+)]
 pub struct RawApproval {
     #[serde(default = "never_asks")]
     pub auto_run_up_to: AutoRunLevel,
@@ -247,6 +270,7 @@ fn never_asks() -> AutoRunLevel {
 
 #[derive(Debug, Deserialize, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
+#[serde(expecting = "one of low, medium, high, none")]
 pub enum AutoRunLevel {
     Low,
     Medium,
@@ -275,6 +299,7 @@ impl From<RawApproval> for crate::policy::ApprovalPolicy {
 /// An `llm:` block as written, of the team, an agent or a template: the provider and its settings.
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a mapping with `provider` (openai or scripted) and its settings")]
 pub struct RawLlm {
     /// `openai` or `scripted`.
     pub provider: String,
@@ -356,6 +381,9 @@ pub struct RawLlm {
 /// One agent template as written, inline in the team file or alone in its own file.
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "an agent template: a mapping with `role` and `skills` (and name, profile, tools, llm)"
+)]
 pub struct RawTemplate {
     /// Required inline; in its own file it defaults to the file stem.
     #[serde(default)]
@@ -443,6 +471,7 @@ impl<'de> Deserialize<'de> for RawTemplateItem {
 /// A single path or a list of them.
 #[derive(Debug, Deserialize, Clone)]
 #[serde(untagged)]
+#[serde(expecting = "must be a path, or a list of paths")]
 pub enum OneOrMany {
     One(String),
     Many(Vec<String>),

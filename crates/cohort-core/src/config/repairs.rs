@@ -24,7 +24,7 @@ impl<'de> Deserialize<'de> for RawRepairs {
         impl<'de> serde::de::Visitor<'de> for Either {
             type Value = RawRepairs;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a preset (strict, auto or small_model) or a map")
+                f.write_str("a preset (strict, auto or small_model) or a mapping")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawRepairs, E> {
                 Preset::deserialize(serde::de::value::StrDeserializer::<E>::new(v))
@@ -46,6 +46,9 @@ impl<'de> Deserialize<'de> for RawRepairs {
 
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "a mapping (preset, rules, reasks, echo_slack, reported, stage_runs, loop_times, loop_span)"
+)]
 pub struct RawRepairMap {
     #[serde(default)]
     pub preset: Option<Preset>,

@@ -11,6 +11,7 @@ use std::time::Duration;
 /// One reply in a script: a plain string, or a map with `text` and optionally `delay_ms` or `when`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
+#[serde(expecting = "must be a text, or a mapping with `text` (and `delay_ms` or `when`)")]
 pub enum Entry {
     /// A reply used as it is, at once.
     Text(String),
@@ -53,6 +54,7 @@ impl Entry {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(expecting = "a script: a mapping with `replies`")]
 struct ScriptFile {
     replies: BTreeMap<String, BTreeMap<String, Vec<Entry>>>,
 }
@@ -98,7 +100,18 @@ impl Script {
 
     /// A script from its YAML text (only `replies:`; any other key is refused).
     pub fn parse(text: &str) -> Result<Script, String> {
-        let f: ScriptFile = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        let read = super::yaml::read::<ScriptFile>(text);
+        let f = match read.value {
+            Some(f) if read.slips.is_empty() => f,
+            _ => {
+                let said: Vec<String> = read
+                    .slips
+                    .iter()
+                    .map(|s| format!("{}: {}", s.field, s.message))
+                    .collect();
+                return Err(said.join("; "));
+            }
+        };
         let split = f
             .replies
             .iter()

@@ -31,15 +31,8 @@ pub enum ConfigError {
         /// Why reading it failed.
         source: std::io::Error,
     },
-    /// The file is not YAML of the team file's shape (a wrong type, an unknown key).
-    #[error("{file}: {message}")]
-    Yaml {
-        /// The team file.
-        file: PathBuf,
-        /// serde_yaml's message, which starts with the field's path (`agents[0].skills[1]: …`).
-        message: String,
-    },
-    /// The YAML was read, but values are wrong: every problem found, each naming its field.
+    /// The file does not have a team file's shape (a wrong type, an unknown key), or its values
+    /// are wrong: every problem found, each naming its file and field.
     #[error("{} problem(s):\n{}", .0.len(), .0.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n"))]
     Invalid(Vec<Problem>),
 }
@@ -56,38 +49,8 @@ impl ConfigError {
                     message: format!("cannot read: {source}"),
                 }]
             }
-            ConfigError::Yaml { file, message } => {
-                let (field, msg) = split_yaml_message(message);
-                vec![Problem {
-                    file: file.clone(),
-                    field,
-                    message: msg,
-                }]
-            }
         }
     }
-}
-
-/// serde_yaml writes `agents[0].skills[1]: unknown variant …`; split the path off as the field.
-/// An unknown key is named in the message only, so it is appended to the path: the field a user
-/// must delete is `agents[0].colour`, not `agents[0]` (and `colour`, not the whole document, at
-/// the top of a file).
-pub(super) fn split_yaml_message(m: &str) -> (String, String) {
-    let (path, rest) = match m.split_once(": ") {
-        Some((path, rest)) if !path.contains(' ') => (Some(path), rest),
-        _ => (None, m),
-    };
-    let unknown = rest
-        .strip_prefix("unknown field `")
-        .and_then(|r| r.split_once('`'))
-        .map(|(key, _)| key);
-    let field = match (path, unknown) {
-        (Some(p), Some(k)) => format!("{p}.{k}"),
-        (None, Some(k)) => k.to_owned(),
-        (Some(p), None) => p.to_owned(),
-        (None, None) => "(document)".to_owned(),
-    };
-    (field, rest.to_owned())
 }
 
 /// One agent of `agents:`, checked: what the runtime starts an LLM agent from.
@@ -201,6 +164,7 @@ pub struct HumanEntry {
 /// What a person may see and do through the API and the console (`access:` of a human).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[serde(expecting = "member or operator")]
 pub enum Access {
     /// Sees and controls the whole team.
     Operator,
@@ -226,11 +190,51 @@ pub fn load_team(path: &Path) -> Result<TeamConfig, ConfigError> {
         file: path.into(),
         source,
     })?;
-    let raw: RawTeam = serde_yaml::from_str(&text).map_err(|e| ConfigError::Yaml {
-        file: path.into(),
-        message: e.to_string(),
-    })?;
-    validate(raw, path)
+    let read = super::yaml::read::<RawTeam>(&text);
+    if read.slips.is_empty()
+        && let Some(raw) = read.value
+    {
+        return validate(raw, path);
+    }
+    let mut problems: Vec<Problem> = read
+        .slips
+        .into_iter()
+        .map(|s| Problem {
+            file: path.into(),
+            field: s.field,
+            message: s.message,
+        })
+        .collect();
+    // The rest of the file, checked without what did not fit: its problems too, but for those
+    // that only follow from what was set aside.
+    if let Some(raw) = read.value
+        && let Err(ConfigError::Invalid(more)) = validate(raw, path)
+    {
+        problems.extend(
+            more.into_iter()
+                .filter(|p| !follows_from(p, path, &read.set_aside)),
+        );
+    }
+    Err(ConfigError::Invalid(problems))
+}
+
+/// Whether `p`, found in a team file read without the fields `set_aside`, may only be there
+/// because they were: it is about one of them (or what holds one), about an agent's model or
+/// tools when the team's `llm` or `mcp_servers` was set aside, or in another file (a script
+/// names agents and templates) when an agent or template was.
+fn follows_from(p: &Problem, team: &Path, set_aside: &[String]) -> bool {
+    let within =
+        |a: &str, b: &str| a == b || b.strip_prefix(a).is_some_and(|r| r.starts_with(['.', '[']));
+    set_aside.iter().any(|gone| {
+        let member = gone.starts_with("agents") || gone.starts_with("agent_templates");
+        if p.file != team {
+            return member;
+        }
+        within(gone, &p.field)
+            || within(&p.field, gone)
+            || (gone == "llm" && p.field.ends_with(".llm"))
+            || (gone == "mcp_servers" && p.field.contains("tools["))
+    })
 }
 
 fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {

@@ -5,7 +5,6 @@
 use super::LlmConfig;
 use super::agent::{Findings, Site, TeamLlm, check_body};
 use super::raw::{RawTeam, RawTemplate, RawTemplateItem, RawTemplates};
-use super::team::split_yaml_message;
 use crate::state::Skill;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -140,11 +139,14 @@ impl Loader<'_> {
             Ok(t) => t,
             Err(e) => return self.out.add(file, "(file)", format!("cannot read: {e}")),
         };
-        let raw: RawTemplate = match serde_yaml::from_str(&text) {
-            Ok(r) => r,
-            Err(e) => {
-                let (field, message) = split_yaml_message(&e.to_string());
-                return self.out.add(file, field, message);
+        let read = super::yaml::read::<RawTemplate>(&text);
+        let raw = match read.value {
+            Some(r) if read.slips.is_empty() => r,
+            _ => {
+                for s in read.slips {
+                    self.out.add(file, s.field, s.message);
+                }
+                return;
             }
         };
         let name = raw.name.clone().unwrap_or_else(|| {

@@ -143,6 +143,7 @@ impl std::fmt::Display for Repair {
 /// Which rules are on before any switch of the team file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[serde(expecting = "one of strict, auto, small_model")]
 pub enum Preset {
     /// Only rules that ask again or try once more ([`Reach::Retry`]): an answer is never altered.
     Strict,

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 /// lets calls up to a level run without asking (`low`, `medium`, `high` in YAML).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[serde(expecting = "one of low, medium, high")]
 pub enum Risk {
     /// Only reads (`readOnlyHint`), or the server's `risk:` says so.
     Low,
