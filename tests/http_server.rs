@@ -327,6 +327,14 @@ async fn a_cancel_needs_no_body_and_no_content_type() {
     .await;
     assert!(head.starts_with("http/1.1 400"), "{head}\n{body}");
     assert!(body.contains("empty or a JSON object"), "{body}");
+    let (head, body) = post(
+        "/api/task/no-such-task/cancel".into(),
+        "content-length: 3\r\n",
+        "[1]",
+    )
+    .await;
+    assert!(head.starts_with("http/1.1 422"), "{head}\n{body}");
+    assert!(!body.contains("CancelBody") && !body.contains("struct"), "{body}");
     server.stop.take().unwrap().send(()).unwrap();
     server.done.await.unwrap().unwrap();
 }

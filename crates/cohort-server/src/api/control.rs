@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a JSON object {\"reason\": \"…\"}")]
 pub struct CancelBody {
     #[serde(default)]
     pub reason: String,
