@@ -334,7 +334,10 @@ async fn a_cancel_needs_no_body_and_no_content_type() {
     )
     .await;
     assert!(head.starts_with("http/1.1 422"), "{head}\n{body}");
-    assert!(!body.contains("CancelBody") && !body.contains("struct"), "{body}");
+    assert!(
+        !body.contains("CancelBody") && !body.contains("struct"),
+        "{body}"
+    );
     server.stop.take().unwrap().send(()).unwrap();
     server.done.await.unwrap().unwrap();
 }
