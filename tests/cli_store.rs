@@ -229,14 +229,21 @@ async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() 
 struct Serving {
     child: std::process::Child,
     stderr: std::sync::mpsc::Receiver<String>,
+    /// Where it listens.
+    addr: String,
 }
 
 impl Serving {
-    /// Starts `serve` with these store arguments and waits until it listens.
+    /// Starts `serve` of the quickstart with these store arguments and waits until it listens.
     fn start(data: &[&str]) -> Serving {
+        Self::start_team("examples/quickstart/team.yaml", data)
+    }
+
+    /// Starts `serve` of `team` with these store arguments and waits until it listens.
+    fn start_team(team: &str, data: &[&str]) -> Serving {
         use std::io::BufRead;
         let mut child = Command::new(env!("CARGO_BIN_EXE_cohort"))
-            .args(["serve", "--team", "examples/quickstart/team.yaml"])
+            .args(["serve", "--team", team])
             .args(["--bind", "127.0.0.1:0"])
             .args(data)
             .env("NO_COLOR", "1")
@@ -251,12 +258,22 @@ impl Serving {
                 let _ = tx.send(line);
             }
         });
-        let serving = Serving { child, stderr };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match serving.stderr.recv_timeout(left) {
-                Ok(line) if line.starts_with("Cohort is serving") => return serving,
+            match stderr.recv_timeout(left) {
+                Ok(line) if line.starts_with("Cohort is serving") => {
+                    let addr = line
+                        .split_once("http://")
+                        .and_then(|(_, a)| a.split_once(' '))
+                        .map(|(a, _)| a.to_owned())
+                        .expect(&line);
+                    return Serving {
+                        child,
+                        stderr,
+                        addr,
+                    };
+                }
                 Ok(_) => {}
                 Err(e) => panic!("serve did not start: {e}"),
             }
@@ -374,5 +391,106 @@ fn backup_copies_a_running_teams_store_and_refuses_what_it_cannot_copy() {
     let err = String::from_utf8_lossy(&pg.stderr);
     assert_eq!(pg.status.code(), Some(3), "{err}");
     assert!(err.contains("pg_dump") && !err.contains("secret"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One HTTP request to a served team; the answer's JSON.
+async fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> serde_json::Value {
+    let client = reqwest::Client::new();
+    let mut req = client.request(method.parse().unwrap(), format!("http://{addr}{path}"));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req.send().await.unwrap().json().await.unwrap()
+}
+
+/// A failed step's prompt and raw reply outlive a restart: `run` keeps them in its store with
+/// the failure, and `serve` on that store (a new process, its call log empty) still answers
+/// `GET /api/step/{id}/calls` with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_steps_prompt_and_raw_reply_are_there_after_a_restart() {
+    let dir = std::env::temp_dir().join(format!("cohort-cli-calls-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["team.yaml", "script.yaml"] {
+        std::fs::copy(format!("tests/fixtures/failures/{f}"), dir.join(f)).unwrap();
+    }
+    let hash = cohort::auth::hash_password("look-at-failures").unwrap();
+    let mut team = std::fs::read_to_string(dir.join("team.yaml")).unwrap();
+    team.push_str(&format!(
+        "humans:\n  - {{id: alice, access: operator, password_hash: \"{hash}\"}}\n"
+    ));
+    std::fs::write(dir.join("team.yaml"), team).unwrap();
+    let (team, db) = (dir.join("team.yaml"), dir.join("team.db"));
+    let (team, db) = (team.to_str().unwrap(), db.to_str().unwrap());
+    let (ok, _, err) = cohort(&[
+        "run",
+        "--team",
+        team,
+        "--goal",
+        "Write and review a line",
+        "--data",
+        db,
+    ]);
+    assert!(!ok && err.contains("task failed"), "{err}");
+
+    let serving = Serving::start_team(team, &["--data", db]);
+    let login = serde_json::json!({"human_agent_id": "alice", "password": "look-at-failures"});
+    let token = http(
+        &serving.addr,
+        "POST",
+        "/api/bind_human_agent",
+        None,
+        Some(login),
+    )
+    .await;
+    let token = token["token"].as_str().expect("a token").to_owned();
+    let steps = http(
+        &serving.addr,
+        "GET",
+        "/api/states?type=step",
+        Some(&token),
+        None,
+    )
+    .await;
+    let failed = steps
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, s)| {
+            s["agent_id"] == "reviewer"
+                && s["execution_state"] == "failed"
+                && s["executor"] == "planning"
+        })
+        .map(|(id, _)| id.clone())
+        .expect("the reviewer's failed plan");
+    let calls = http(
+        &serving.addr,
+        "GET",
+        &format!("/api/step/{failed}/calls"),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(calls["stored"], true, "{calls:#}");
+    let first = &calls["calls"][0];
+    assert!(
+        first["prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains("review")),
+        "{calls:#}"
+    );
+    assert_eq!(first["reply"], "I will review things.", "{calls:#}");
+    let (code, said) = serving.interrupt();
+    assert_eq!(code, Some(0), "{said}");
     let _ = std::fs::remove_dir_all(&dir);
 }

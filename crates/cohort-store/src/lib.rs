@@ -16,6 +16,7 @@
 //! - [`stats`]: what a store holds, in counts and bytes (`cohort inspect`, the bench).
 //! - [`inspect`]: `cohort inspect` and `cohort export`, reading a store without the team.
 //! - [`backup`]: `cohort backup`, a consistent copy of a SQLite store while the team runs.
+//! - [`step_calls`]: the model calls of failed steps, kept so they outlive a restart.
 
 // The core's modules under their own names, so paths here read as they do in the core.
 use cohort_core::{config, event, ids, state};
@@ -28,10 +29,11 @@ pub mod sql;
 mod sql_compact;
 mod sql_store;
 pub mod stats;
+pub mod step_calls;
 
 use crate::config::Compaction;
 use crate::event::{Event, StatesRecord};
-use crate::ids::TaskId;
+use crate::ids::{StepId, TaskId};
 use futures::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -326,7 +328,28 @@ pub trait Store: Send + Sync {
     fn checkpoint(&self) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async { Ok(()) })
     }
+    /// Keeps the model calls of a failed step (`calls`: their JSON, each text capped by the
+    /// caller), replacing any kept for it; only the newest [`STEP_CALLS_KEPT`] steps' are kept.
+    fn put_step_calls<'a>(
+        &'a self,
+        step: &'a StepId,
+        calls: String,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (step, calls);
+        Box::pin(async { Ok(()) })
+    }
+    /// The model calls kept for a failed step (their JSON), if any.
+    fn step_calls<'a>(
+        &'a self,
+        step: &'a StepId,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let _ = step;
+        Box::pin(async { Ok(None) })
+    }
 }
+
+/// How many failed steps' model calls a store keeps (the newest).
+pub const STEP_CALLS_KEPT: usize = 200;
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0002_sessions.sql"),
     include_str!("../migrations/0003_compaction.sql"),
     include_str!("../migrations/0004_snapshot_parts.sql"),
+    include_str!("../migrations/0005_step_calls.sql"),
 ];
 
 /// The schema that has the archive and the compaction record (a store written by an older
@@ -30,6 +31,8 @@ const MIGRATIONS: &[&str] = &[
 pub(super) const SCHEMA_ARCHIVE: i64 = 3;
 /// The schema that keeps a snapshot in parts (older ones keep each in one row).
 pub(super) const SCHEMA_PARTS: i64 = 4;
+/// The schema that keeps the model calls of failed steps.
+pub(super) const SCHEMA_STEP_CALLS: i64 = 5;
 
 /// The most a SQLite store's `-wal` file keeps once checkpointed: a burst of large commits
 /// grows it, and without a limit it would stay that large.

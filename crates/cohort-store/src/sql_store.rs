@@ -7,7 +7,7 @@ use super::{
 };
 use crate::config::Compaction;
 use crate::event::Event;
-use crate::ids::TaskId;
+use crate::ids::{StepId, TaskId};
 use futures::future::BoxFuture;
 use std::future::Future;
 use std::path::Path;
@@ -192,6 +192,23 @@ impl Store for SqlStore {
 
     fn checkpoint(&self) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(self.call(|db| async move { db.sqlite_checkpoint().await }))
+    }
+
+    fn put_step_calls<'a>(
+        &'a self,
+        step: &'a StepId,
+        calls: String,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let step = step.clone();
+        Box::pin(self.call(|db| async move { db.step_calls_put(step, calls).await }))
+    }
+
+    fn step_calls<'a>(
+        &'a self,
+        step: &'a StepId,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let step = step.clone();
+        Box::pin(self.call(|db| async move { db.step_calls_get(step).await }))
     }
 }
 

@@ -188,6 +188,8 @@ fn start(
     // Every model is built before anything starts, so a missing API key stops start-up with
     // the agent (or template) that needs it.
     let mut builder = ModelBuilder::new(host.vars, cfg.waits.model);
+    // A failed step's prompt and raw reply are kept in the store beside its failure.
+    monitor.keep_failed_calls(builder.calls.clone(), cfg.retention.step_chars);
     let (models, templates) = build_models(cfg, &mut builder)?;
     // A model with a place of its own (a script) carries on where the stored steps left it.
     if resumed {

@@ -174,6 +174,7 @@ fn write_loop(
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
             since_bytes += commit(&rt, store.as_ref(), &stored);
+            keep_failed_calls(&rt, store.as_ref(), &inner, &stored);
             committed = stored.last().map_or(committed, |e| e.event.version);
             reveal(&inner, entries);
             durable.send_replace(committed);
@@ -322,6 +323,40 @@ fn commit(rt: &tokio::runtime::Runtime, store: &dyn Store, events: &[StoredEvent
         );
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Stores the model calls of the steps a committed batch failed (when the monitor keeps them,
+/// see [`super::Monitor::keep_failed_calls`]), each text capped: the call log is memory only.
+/// A call not stored is logged and given up on: the step's failure itself is stored.
+fn keep_failed_calls(
+    rt: &tokio::runtime::Runtime,
+    store: &dyn Store,
+    inner: &Inner,
+    events: &[StoredEvent],
+) {
+    let Some((calls, chars)) = inner.failed_calls.get() else {
+        return;
+    };
+    for e in events {
+        let Change::Step(StepChange::Updated {
+            step_id, update, ..
+        }) = &e.event.change
+        else {
+            continue;
+        };
+        if update.execution_state != Some(crate::state::StepExecutionState::Failed) {
+            continue;
+        }
+        let made = calls.of_step(step_id);
+        if made.is_empty() {
+            continue;
+        }
+        let mut kept = serde_json::to_value(&made).unwrap_or_default();
+        crate::state::cap_value(&mut kept, *chars);
+        if let Err(err) = rt.block_on(store.put_step_calls(step_id, kept.to_string())) {
+            tracing::warn!(step = %step_id, "the failed step's model calls were not stored: {err}");
+        }
     }
 }
 

@@ -99,6 +99,9 @@ struct Inner {
     snapshot_sends: tokio::sync::Semaphore,
     /// Set when it keeps that store compacted.
     compactor: OnceLock<Compactor>,
+    /// Set when the journal keeps failed steps' model calls in the store: the team's call log
+    /// and the most characters of one text kept.
+    failed_calls: OnceLock<(Arc<crate::llm::recorded::CallLog>, usize)>,
     /// With a journal: the newest version given to a change (ahead of the states' while the
     /// journal commits). A lock of its own: a publisher may wait on a full journal while
     /// holding it, and the journal needs the states' lock, never this one, to drain.
@@ -146,6 +149,7 @@ impl Monitor {
                 journal: OnceLock::new(),
                 snapshot_sends: tokio::sync::Semaphore::new(SNAPSHOT_SENDS),
                 compactor: OnceLock::new(),
+                failed_calls: OnceLock::new(),
                 assigned: Mutex::new(version),
             }),
         }
@@ -182,6 +186,13 @@ impl Monitor {
         if self.inner.compactor.get().is_none() {
             let _ = self.inner.compactor.set(Compactor::start(store, policy));
         }
+    }
+
+    /// Keeps the model calls of each step that fails (from `calls`, the team's call log, each
+    /// text cut to `text_chars`) in the store, with the change that failed it, so they outlive
+    /// a restart. Once only; nothing to do without a store.
+    pub fn keep_failed_calls(&self, calls: Arc<crate::llm::recorded::CallLog>, text_chars: usize) {
+        let _ = self.inner.failed_calls.set((calls, text_chars));
     }
 
     /// Commits what is queued, takes a last snapshot and stops writing (with a store; nothing

@@ -275,7 +275,8 @@ fn live_state(s: &crate::event::States, view: &View, id: &str) -> Built {
 
 /// `GET /api/step/{id}/calls` → `{step_id, calls: [{system, prompt, reply | error, usage, …}],
 /// kept}`: the step's LLM calls as sent and answered (a re-asked answer makes several), while
-/// they are among the team's newest `kept` calls. Operators only: a prompt carries the agent's
+/// they are among the team's newest `kept` calls; a failed step's, also from the store once
+/// they are not (after a restart; then with `"stored": true`). Operators only: a prompt carries the agent's
 /// long-term memory and history from other work, which a member's view leaves out; to anyone
 /// else the step is a 404.
 pub async fn step_calls(
@@ -292,11 +293,37 @@ pub async fn step_calls(
         return Err(AppError::NotFound(format!("no step `{id}`")));
     }
     let calls = state.inner.calls.of_step(&step);
+    if calls.is_empty()
+        && let Some(stored) = stored_calls(&state, &step).await?
+    {
+        return Ok(Json(json!({
+            "step_id": id,
+            "calls": stored,
+            "kept": crate::llm::recorded::KEPT,
+            "stored": true,
+        })));
+    }
     Ok(Json(json!({
         "step_id": id,
         "calls": calls,
         "kept": crate::llm::recorded::KEPT,
     })))
+}
+
+/// A failed step's calls as the store kept them (they outlive a restart; the call log does
+/// not), when the team has a store.
+async fn stored_calls(
+    state: &ApiState,
+    step: &crate::ids::StepId,
+) -> Result<Option<Value>, AppError> {
+    let Some(store) = &state.inner.store else {
+        return Ok(None);
+    };
+    let json = store
+        .step_calls(step)
+        .await
+        .map_err(|e| AppError::Internal(format!("reading the step's stored calls: {e}")))?;
+    Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
 }
 
 #[cfg(test)]
