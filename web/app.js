@@ -253,9 +253,8 @@ function signOut(message) {
   app.composerSig = '';
   app.decisionItems = [];
   $('decisions').hidden = true;
-  for (const id of ['question-list', 'decision-list']) $(id).replaceChildren();
   store.reset(0);
-  for (const id of ['task-list', 'agent-list', 'agent-cards', 'view-chat', 'conv-tabs', 'conv-body', 'view-stages', 'view-timeline']) {
+  for (const id of ['task-list', 'agent-list', 'agent-cards', 'view-chat', 'conv-tabs', 'conv-body', 'view-stages', 'view-timeline', 'question-list', 'decision-list']) {
     $(id).replaceChildren();
     $(id)._keyed = null;
   }

@@ -11,11 +11,6 @@ import { h, jsonBlock, keyed, fmt } from './dom.js';
  * took them: act.approve(item, body), act.reject(item, reason), act.fill(item, values).
  */
 export function renderDecisions(container, items, act, names) {
-  if (!items.length) {
-    container._keyed = null;
-    container.replaceChildren(h('p', { class: 'muted small' }, 'Nothing waits for you.'));
-    return;
-  }
   // Keyed by step and by what the person is asked (its hash): a card being filled in keeps
   // what was typed while other decisions come and go.
   const sig = (item) => `${item.kind}:${item.args_hash || item.plan_hash || ''}:${JSON.stringify(item.form || null)}`;

@@ -68,14 +68,12 @@ export function renderWaiting() {
     (q) => `${agentName(q.from)}|${taskName(q.m.task_id)}`,
     (q) => questionCard(q),
   );
-  if (!qs.length) $('question-list').replaceChildren();
   const act = {
     approve: (item, body) => app.client.approve(item.step_id, body).finally(() => refreshDecisions(0)),
     reject: (item, reason) => app.client.reject(item.step_id, reason).finally(() => refreshDecisions(0)),
     fill: (item, values) => app.client.fillParams(item.step_id, values).finally(() => refreshDecisions(0)),
   };
-  if (ds.length) renderDecisions($('decision-list'), ds, act, { agent: agentName, task: taskName });
-  else $('decision-list').replaceChildren();
+  renderDecisions($('decision-list'), ds, act, { agent: agentName, task: taskName });
   // Something new waits: the strip comes into view if the page was scrolled away from it (on a
   // phone, the composer that sent the goal is two screens down).
   if (n > lastCount) {
