@@ -191,6 +191,16 @@ enum McpCommand {
     },
 }
 
+/// A command that only prints (inspect, export) ends quietly when its reader goes away
+/// (`cohort export … | head`), as Unix tools do, instead of panicking on the broken pipe. Only
+/// there: a server must outlive a closed connection.
+fn quiet_on_closed_pipe() {
+    // SAFETY: resetting a signal's disposition to its default, before any thread writes.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     return_freed_memory_at_once();
     tracing_subscriber::fmt()
@@ -207,8 +217,14 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check { team, strict } => check::check(&team, strict),
-        Command::Inspect { data } => read_store(&data, None, false),
-        Command::Export { data, task } => read_store(&data, task, true),
+        Command::Inspect { data } => {
+            quiet_on_closed_pipe();
+            read_store(&data, None, false)
+        }
+        Command::Export { data, task } => {
+            quiet_on_closed_pipe();
+            read_store(&data, task, true)
+        }
         Command::Backup { data, to } => cli::data::backup(&data, &to),
         Command::Serve {
             team,

@@ -157,6 +157,17 @@ fn run_with_data_keeps_the_team_and_a_second_run_follows_only_its_own_goal() {
     assert!(ok, "{err}");
     let finished = table.lines().filter(|l| l.contains(" finished ")).count();
     assert_eq!(finished, 2, "both goals' tasks are stored:\n{table}");
+    // Piped into a reader that is gone (`| head`), inspect ends quietly, as Unix tools do.
+    let mut gone = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(["inspect", "--data", path])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(gone.stdout.take());
+    let out = gone.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
     // The run's end checkpointed the store: its main file holds everything.
     let wal = scratch.0.join("run.db-wal");
     assert!(
