@@ -97,6 +97,8 @@ fn typed<T: DeserializeOwned>(
         Ok(t) => return Ok(t),
         Err(e) => e.to_string(),
     };
+    // The model (and a person reading the failure) is told JSON's kinds, never a Rust type.
+    let said = json_words(&err);
     if let Some(field) = quoted_after(&err, "missing field ") {
         return Err(ParseError::MissingField {
             tag,
@@ -118,7 +120,7 @@ fn typed<T: DeserializeOwned>(
     // the error to its absence.
     let skip = if action.is_some() { key } else { "" };
     let Some(field) = culprit::<T>(&value, &err, skip, &fields) else {
-        return Err(ParseError::Invalid { tag, reason: err });
+        return Err(ParseError::Invalid { tag, reason: said });
     };
     match quoted_after(&err, "unknown variant ") {
         Some(value) => Err(ParseError::UnknownValue {
@@ -132,9 +134,43 @@ fn typed<T: DeserializeOwned>(
             tag,
             at: String::new(),
             field,
-            reason: err,
+            reason: said,
         }),
     }
+}
+
+/// serde's message in JSON's words: `expected struct StagePlan` is "expected an object",
+/// `a sequence` "an array", `a map` "an object", an enum "one of the values it takes".
+fn json_words(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find("expected ") {
+        let (head, tail) = rest.split_at(i + "expected ".len());
+        out.push_str(head);
+        let (word, after) = if let Some(t) = tail.strip_prefix("struct ") {
+            ("an object", skip_name(t))
+        } else if let Some(t) = tail.strip_prefix("enum ") {
+            ("one of the values it takes", skip_name(t))
+        } else if let Some(t) = tail.strip_prefix("a sequence") {
+            ("an array", t)
+        } else if let Some(t) = tail.strip_prefix("a map") {
+            ("an object", t)
+        } else {
+            ("", tail)
+        };
+        out.push_str(word);
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What follows a Rust type's name (`StagePlan at line 1` → ` at line 1`).
+fn skip_name(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[end..]
 }
 
 /// The field whose removal changes the error: serde reports a bad value while it reads the
@@ -193,6 +229,25 @@ mod tests {
 
     fn task(json: &str) -> Result<TaskInstruction, ParseError> {
         task_instruction(&format!("<task_instruction>{json}</task_instruction>"))
+    }
+
+    #[test]
+    fn a_malformed_field_is_said_in_jsons_words_not_rusts() {
+        let err = task(r#"{"action": "add_stage", "task_id": "t", "stages": "draft it"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected an array"), "{err}");
+        let err = task(r#"{"action": "add_stage", "task_id": "t", "stages": ["draft it"]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("expected an object") && !err.contains("StagePlan"),
+            "{err}"
+        );
+        assert_eq!(
+            json_words("invalid type: string \"x\", expected struct Colleague at line 1"),
+            "invalid type: string \"x\", expected an object at line 1"
+        );
     }
 
     #[test]
@@ -307,7 +362,7 @@ mod tests {
             err(
                 r#"{"action": "retry_stage", "task_id": "t", "stage_id": "s", "agent_allocation": "missing field `x`"}"#
             ),
-            "<task_instruction> field `agent_allocation` is invalid: invalid type: string \"missing field `x`\", expected a map"
+            "<task_instruction> field `agent_allocation` is invalid: invalid type: string \"missing field `x`\", expected an object"
         );
         assert_eq!(
             err("[1]"),
