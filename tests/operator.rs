@@ -59,7 +59,7 @@ async fn one_goal(team: &cohort::actors::Team, need_reply: bool) -> String {
         receiver: vec!["manager".into()],
         content: "Autumn".into(),
         stage_relative: StageRef::NoRelative,
-        need_reply: false,
+        need_reply,
         waiting: false,
         wait_secs: None,
     };
@@ -156,6 +156,14 @@ async fn the_person_answers_the_managers_waiting_question_and_the_task_finishes(
         "the person is told of each task's end: {told:?}"
     );
     assert!(told[0].contains("Cold rain on the eaves"), "{}", told[0]);
+    // Sent with need_reply (the goal and the answer), nothing failed: the manager replied.
+    let failed: Vec<String> = team.monitor.read(|s| {
+        s.steps()
+            .filter(|st| st.execution_state == cohort::state::StepExecutionState::Failed)
+            .map(|st| format!("{}: {}", st.agent_id, st.step_intention))
+            .collect()
+    });
+    assert!(failed.is_empty(), "{failed:?}");
 }
 
 #[actix::test]
