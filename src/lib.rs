@@ -15,7 +15,7 @@
 //! | `cohort-server` | [`api`], [`serve`] |
 //! | `cohort` (this one) | [`bench`] |
 //!
-//! README.md ("Crates and layers") draws how they stack.
+//! docs/architecture.md draws how they stack.
 
 pub use cohort_core::{
     agent, auth, call, clock, config, event, ids, message, notice, parse, policy, problem, prompt,
