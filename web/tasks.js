@@ -306,8 +306,11 @@ function stageCard(s, i, gaveNothing) {
 }
 
 /** An agent's state in a stage; one whose work waits for the person says so (the stage's
- * record says `working` while its plan waits for a check). */
+ * record says `working` while its plan waits for a check), and nobody works in a stage over. */
 function agentInStage(s, id, state) {
+  // A stage that is over has nobody working in it, whatever its record last said of an agent
+  // (a stage cancelled while its agent worked keeps `working`).
+  if (['finished', 'failed', 'cancelled'].includes(s.execution_state) && (!state || state === 'working')) return badge('stopped', 'stage-agent-state');
   const waiting = waitsIn(s.task_id).some((w) => w.who === id);
   if (waiting && (!state || state === 'working' || state === 'idle')) return h('span', { class: 'badge st-waiting-you', testid: 'stage-agent-state', 'data-state': 'waiting_for_you' }, 'waits for you');
   return badge(state || 'idle', 'stage-agent-state');

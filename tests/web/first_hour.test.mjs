@@ -200,6 +200,11 @@ try {
     const look = await card.evaluate((el) => ({ cls: el.className, bg: getComputedStyle(el).backgroundColor, border: getComputedStyle(el).borderLeftColor, title: el.querySelector('h3')?.textContent }));
     const finished = await page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--finished').trim());
     if (look.title !== 'Task cancelled' || look.border.replace(/\s/g, '') === finished || /rgb\(244, 251, 247\)/.test(look.bg)) throw new Failure(`the cancelled task's card: ${JSON.stringify(look)}`);
+    // Its stage was cancelled with it: nobody works in it, and it is not called a failure.
+    const agents = await page.locator('[data-testid="stage-item"] [data-testid="stage-agent-state"]').allTextContents();
+    if (agents.some((a) => a.trim() === 'working')) throw new Failure(`the cancelled stage's agents: ${agents.join(', ')}`);
+    const note = (await card.textContent()) || '';
+    if (note.includes('failed')) throw new Failure(`the cancelled task's card calls something failed: ${note}`);
     await contrastOk(page, 'the laptop, a cancelled task');
   });
 

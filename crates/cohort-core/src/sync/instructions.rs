@@ -28,7 +28,7 @@ impl SyncCore {
                 self.set_stage_state(&sid, stage_state, applied);
             }
         }
-        let outcome = self.task_end(task_id, why);
+        let outcome = self.task_end(task_id, state, why);
         let told = notices::task_ended(
             &self.tasks[task_id],
             state,

@@ -120,13 +120,24 @@ impl SyncCore {
         }
     }
 
-    /// How a task that just ended is recorded beyond its state: `why` it failed, and its stages
-    /// that gave no result.
-    pub(super) fn task_end(&self, task_id: &TaskId, why: Option<String>) -> Option<Box<TaskEnd>> {
-        let end = TaskEnd {
-            why,
-            failed_stages: self.failed_stages(task_id),
-        };
+    /// How a task that just ended as `state` is recorded beyond its state: `why` it failed, and
+    /// its stages that gave no result. A cancelled task's stages cancelled with it did not
+    /// fail: they are not listed.
+    pub(super) fn task_end(
+        &self,
+        task_id: &TaskId,
+        state: ExecutionState,
+        why: Option<String>,
+    ) -> Option<Box<TaskEnd>> {
+        let mut failed_stages = self.failed_stages(task_id);
+        if state == ExecutionState::Cancelled {
+            failed_stages.retain(|f| {
+                self.stages
+                    .get(&f.stage_id)
+                    .is_none_or(|s| s.execution_state != ExecutionState::Cancelled)
+            });
+        }
+        let end = TaskEnd { why, failed_stages };
         (!end.is_empty()).then(|| Box::new(end))
     }
 
@@ -230,6 +241,19 @@ mod tests {
             agent_allocation: BTreeMap::from([(AgentId::from("a"), "again".to_owned())]),
         };
         c.try_apply(&by("m", retry), "now").unwrap();
+    }
+
+    #[test]
+    fn a_cancelled_task_does_not_list_the_stages_cancelled_with_it_as_failed() {
+        let (mut c, t, _) = two_stage_task();
+        c.cancel_task(&t, &AgentId::from("m"), "not needed").unwrap();
+        let task = c.task(&t).unwrap();
+        assert_eq!(task.execution_state, ExecutionState::Cancelled);
+        assert!(
+            task.outcome.as_ref().is_none_or(|o| o.failed_stages.is_empty()),
+            "{:?}",
+            task.outcome
+        );
     }
 
     #[test]
