@@ -246,11 +246,14 @@ mod tests {
     #[test]
     fn a_cancelled_task_does_not_list_the_stages_cancelled_with_it_as_failed() {
         let (mut c, t, _) = two_stage_task();
-        c.cancel_task(&t, &AgentId::from("m"), "not needed").unwrap();
+        c.cancel_task(&t, &AgentId::from("m"), "not needed")
+            .unwrap();
         let task = c.task(&t).unwrap();
         assert_eq!(task.execution_state, ExecutionState::Cancelled);
         assert!(
-            task.outcome.as_ref().is_none_or(|o| o.failed_stages.is_empty()),
+            task.outcome
+                .as_ref()
+                .is_none_or(|o| o.failed_stages.is_empty()),
             "{:?}",
             task.outcome
         );
