@@ -66,20 +66,29 @@ fn store_runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// The store `data` names and a runtime to reach it, for a command that would `what` it; the
+/// exit code when there is none (3: no data named; 1: no runtime).
+fn opened(data: &DataArgs, what: &str) -> Result<(String, tokio::runtime::Runtime), ExitCode> {
+    let Some(spec) = data.spec() else {
+        eprintln!("error: say which data to {what}: --data PATH or --database URL");
+        return Err(ExitCode::from(3));
+    };
+    match store_runtime() {
+        Ok(rt) => Ok((spec, rt)),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
 /// `cohort backup`: a consistent copy of the store to the new file `to`, also while the team
 /// runs (SQLite; a Postgres store is refused with the advice to use pg_dump). Exit 3 for what
 /// cannot be copied, as for `inspect`.
 pub fn backup(data: &DataArgs, to: &std::path::Path) -> ExitCode {
-    let Some(spec) = data.spec() else {
-        eprintln!("error: say which data to back up: --data PATH or --database URL");
-        return ExitCode::from(3);
-    };
-    let rt = match store_runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
+    let (spec, rt) = match opened(data, "back up") {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     match rt.block_on(cohort::store::backup::backup(&spec, to)) {
         Ok(b) => {
@@ -100,16 +109,9 @@ pub fn backup(data: &DataArgs, to: &std::path::Path) -> ExitCode {
 
 /// `cohort inspect` (a table) and `cohort export` (JSON lines), from a store opened to read.
 pub fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCode {
-    let Some(spec) = data.spec() else {
-        eprintln!("error: say which data to read: --data PATH or --database URL");
-        return ExitCode::from(3);
-    };
-    let rt = match store_runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
+    let (spec, rt) = match opened(data, "read") {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     match rt.block_on(cohort::store::inspect::read(&spec, task.as_deref(), export)) {
         Ok(()) => ExitCode::SUCCESS,

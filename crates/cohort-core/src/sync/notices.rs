@@ -29,32 +29,40 @@ pub fn task_ended(
     outcome: Option<&TaskEnd>,
     roster: &[Member],
 ) -> Option<Message> {
-    let person = goal_giver(task, roster)?;
-    let notice = Notice::TaskEnded {
-        task_id: task.task_id.clone(),
-        task_name: task.task_name.clone(),
-        state,
-        summary: summary.to_owned(),
-        why: outcome.filter(|o| !o.is_empty()).map(TaskEnd::render),
-    };
-    Some(Message::from_notice(
-        task.task_id.clone(),
-        AgentId::from(TASK_STATE_SENDER),
-        vec![person.clone()],
-        StageRef::NoRelative,
-        notice,
-    ))
+    to_goal_giver(
+        task,
+        roster,
+        Notice::TaskEnded {
+            task_id: task.task_id.clone(),
+            task_name: task.task_name.clone(),
+            state,
+            summary: summary.to_owned(),
+            why: outcome.filter(|o| !o.is_empty()).map(TaskEnd::render),
+        },
+    )
 }
 
 /// Tells the person whose goal `task` serves that it stalled, idle for `idle_secs`.
 pub fn task_stalled(task: &TaskState, idle_secs: u64, roster: &[Member]) -> Option<Message> {
-    let person = goal_giver(task, roster)?;
-    let notice = Notice::TaskStalled {
-        task_id: task.task_id.clone(),
-        task_name: task.task_name.clone(),
-        task_manager: task.task_manager.clone(),
-        idle_secs,
-    };
+    to_goal_giver(
+        task,
+        roster,
+        Notice::TaskStalled {
+            task_id: task.task_id.clone(),
+            task_name: task.task_name.clone(),
+            task_manager: task.task_manager.clone(),
+            idle_secs,
+        },
+    )
+}
+
+/// `notice` as a message to the person whose goal `task` serves, when they are a person of
+/// the team.
+fn to_goal_giver(task: &TaskState, roster: &[Member], notice: Notice) -> Option<Message> {
+    let person = task.requested_by.as_ref()?;
+    if !roster.iter().any(|m| &m.id == person && m.human) {
+        return None;
+    }
     Some(Message::from_notice(
         task.task_id.clone(),
         AgentId::from(TASK_STATE_SENDER),
@@ -62,15 +70,6 @@ pub fn task_stalled(task: &TaskState, idle_secs: u64, roster: &[Member]) -> Opti
         StageRef::NoRelative,
         notice,
     ))
-}
-
-/// The person whose goal `task` serves, when they are a person of the team.
-fn goal_giver<'a>(task: &'a TaskState, roster: &[Member]) -> Option<&'a AgentId> {
-    let person = task.requested_by.as_ref()?;
-    roster
-        .iter()
-        .any(|m| &m.id == person && m.human)
-        .then_some(person)
 }
 
 /// Tells the manager of a new task its id, name and goal, and who is in the team (the first
