@@ -216,6 +216,29 @@ try {
     await dark.context.close();
   });
 
+  await step('on a 390×844 phone a goal sent from the composer (far down) brings its question and plan check into view', async () => {
+    const phone = await signedIn(browser, PHONE, 'light', pageErrors);
+    const p = phone.page;
+    const base = await p.locator('[data-testid="task-item"][data-base="true"]').first().getAttribute('data-task-id');
+    await p.getByTestId('composer-task').selectOption(base);
+    await p.getByTestId('composer-content').fill('Write another haiku');
+    await p.getByTestId('composer-send').click();
+    const card = p.locator('[data-testid="decisions"] [data-testid="question"]').first();
+    await card.waitFor();
+    await p.waitForTimeout(300);
+    for (const option of await card.getByTestId('ask-option').all()) await inView(p, option, 'an option of the question (phone)');
+    await card.locator('[data-testid="ask-option"]', { hasText: 'Spring' }).click();
+    const plan = p.locator('[data-testid="decisions"] [data-testid="decision"][data-kind="plan"]').first();
+    await plan.waitFor();
+    await p.waitForTimeout(300);
+    await inView(p, plan.getByTestId('decision-approve'), 'Confirm plan (phone)');
+    await inView(p, plan.getByTestId('decision-reject'), 'Reject (phone)');
+    await p.screenshot({ path: shot('-phone-plan-check') });
+    await plan.getByTestId('decision-approve').click();
+    await p.locator('[data-testid="decisions"]').waitFor({ state: 'hidden' });
+    await phone.context.close();
+  });
+
   for (const scheme of ['light', 'dark']) {
     await step(`a 390×844 phone (${scheme}): nothing wider than the screen, every text at 4.5:1`, async () => {
       const phone = await signedIn(browser, PHONE, scheme, pageErrors);
