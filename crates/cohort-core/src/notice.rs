@@ -169,7 +169,7 @@ impl Notice {
         }
     }
 
-    /// The notice as its manager reads it.
+    /// The notice as its receiver reads it: the manager, or the person whose task it reports.
     pub fn render(&self) -> String {
         match self {
             Notice::TaskCreated {

@@ -6,7 +6,6 @@
 use crate::clock::Now;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
-use crate::notice::Notice;
 use crate::state::{
     AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepOrigin, StepResult,
     StepState,
@@ -82,9 +81,9 @@ pub fn receive_as_human(
         if let Some(i) = msg.instruction_body() {
             return obey(agent, msg, i.clone());
         }
-        // A task the person asked for ended or stalled: a notice, not a chat to answer.
-        if let Some(n @ (Notice::TaskEnded { .. } | Notice::TaskStalled { .. })) = msg.notice_body()
-        {
+        // A notice for a person (a task they asked for ended or stalled) is a notice, not a
+        // chat to answer.
+        if let Some(n) = msg.notice_body() {
             agent.add_notice(n.render());
             return Vec::new();
         }
