@@ -118,31 +118,27 @@ fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     Some(line.split(" (").next().unwrap_or(line).trim())
 }
 
-/// The current step's ids and skill, read from its ids block (the lines `- task_id`,
-/// `- stage_id` and `- executor`, together, with a `- step_id` line between in older builds),
-/// and the asking agent. The step's own id is a fresh one when the prompt does not name it.
+/// The current step's ids and skill: its task and stage from the first pair of lines
+/// `- task_id` / `- stage_id` (atop the stage's history, or in the current step for a skill
+/// without one), its skill from the current step's `- executor` line; and the asking agent.
+/// The step's own id is a fresh one: the prompt does not name it.
 fn asked(system: &str, user: &str) -> Option<(String, [String; 4])> {
     let lines: Vec<&str> = user.lines().collect();
-    let at = (0..lines.len().saturating_sub(2)).find(|&i| {
-        lines[i].starts_with("- task_id: ")
-            && lines[i + 1].starts_with("- stage_id: ")
-            && lines[i + 2..]
-                .iter()
-                .take(2)
-                .any(|l| l.starts_with("- executor: "))
+    let at = (0..lines.len().saturating_sub(1)).find(|&i| {
+        lines[i].starts_with("- task_id: ") && lines[i + 1].starts_with("- stage_id: ")
     })?;
-    let block = lines[at..(at + 4).min(lines.len())].join("\n");
-    let get = |n: &str| field(&block, n).map(str::to_owned);
+    let ids = lines[at..at + 2].join("\n");
+    let current = &user[user.rfind("# Current step")?..];
     let agent = ["agent id", "agent_id"]
         .iter()
         .find_map(|n| field(system, n).or_else(|| field(user, n)))?;
     Some((
         agent.to_owned(),
         [
-            get("task_id")?,
-            get("stage_id")?,
-            get("step_id").unwrap_or_else(|| StepId::random().to_string()),
-            get("executor")?,
+            field(&ids, "task_id")?.to_owned(),
+            field(&ids, "stage_id")?.to_owned(),
+            StepId::random().to_string(),
+            field(current, "executor")?.to_owned(),
         ],
     ))
 }

@@ -3,14 +3,16 @@
 //!
 //! 1. the system message, the same for every step of the agent: the system section, role and
 //!    permissions (skills, tools), how memory and JSON answers work;
-//! 2. what only grows: the stage's executed steps, oldest first, appended and never rewritten
-//!    above the newest (a budget cuts them from the oldest end, in whole blocks);
+//! 2. what only grows: the stage's task and stage ids, then its executed steps, oldest first,
+//!    appended and never rewritten above the newest (a budget cuts them from the oldest end, in
+//!    whole blocks);
 //! 3. what changes each call: the memory's entries, the pending steps, the results the step
 //!    builds on, and the current step (its rules and answer format, its content last).
 //!
 //! Nothing volatile (a clock, a counter, a step's random id) is in parts 1 and 2. Data written by
 //! agents or tools (contents, results, memory) is embedded so it cannot open sections of its own.
 
+use super::entry::{json_line, result_line};
 use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
 use crate::prompt::tokens::TokenCounter;
@@ -306,11 +308,11 @@ fn push_role(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
     doc.push(&list_or(&tools, &p.none));
 }
 
-/// The current step's ids, intention and content.
+/// The current step's executor, intention and content (its ids are atop the history).
 fn push_step_head(doc: &mut Doc, set: &PromptSet, step: &StepState) {
     let (h, p) = (set.headings(), set.phrases());
     doc.heading(1, &h.current_step);
-    doc.push(&step_ids(step));
+    doc.push(&executor_line(step));
     doc.heading(2, &h.intention);
     doc.push(&block(&one_line(&step.step_intention), 3, &p.none));
     doc.heading(2, &h.content);
@@ -324,7 +326,11 @@ fn push_step_head(doc: &mut Doc, set: &PromptSet, step: &StepState) {
 fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
     let (h, p) = (set.headings(), set.phrases());
     doc.heading(1, &h.current_step);
-    doc.push(&step_ids(ctx.step));
+    if history_kind(skill) == HistoryKind::Stage {
+        doc.push(&executor_line(ctx.step));
+    } else {
+        doc.push(&step_ids(ctx.step));
+    }
     doc.heading(2, &h.intention);
     doc.push(&block(&one_line(&ctx.step.step_intention), 3, &p.none));
     if skill == Skill::InstructionGeneration {
@@ -386,19 +392,29 @@ fn push_dependencies(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: F
     push_steps_cut(doc, set, &deps, 2, 0, cut);
 }
 
-/// The ids a step's answer may need (its task and stage) and its executor, as a short list.
-/// Its own id is left out: no answer names it.
+/// The ids a step's answer may need (its task and stage) and its executor, as a short list, for
+/// a step without a stage history (which shows the ids at its top). Its own id is left out: no
+/// answer names it.
 fn step_ids(step: &StepState) -> String {
-    [
-        format!("- task_id: {}", one_line(step.task_id.as_str())),
-        format!("- stage_id: {}", one_line(step.stage_id.as_str())),
-        format!(
-            "- executor: {} ({})",
-            one_line(step.executor.name()),
-            step_type(&step.executor)
-        ),
-    ]
-    .join("\n")
+    format!("{}\n{}", scope_ids(step), executor_line(step))
+}
+
+/// The step's task and stage ids. A stage history shows them at its top, where they stay the
+/// same for every call of the stage (a cached prefix), rather than in each current step.
+fn scope_ids(step: &StepState) -> String {
+    format!(
+        "- task_id: {}\n- stage_id: {}",
+        one_line(step.task_id.as_str()),
+        one_line(step.stage_id.as_str())
+    )
+}
+
+fn executor_line(step: &StepState) -> String {
+    format!(
+        "- executor: {} ({})",
+        one_line(step.executor.name()),
+        step_type(&step.executor)
+    )
 }
 
 fn step_type(e: &Executor) -> &'static str {
@@ -420,7 +436,7 @@ fn push_stage_history(
 ) -> usize {
     let (h, p) = (set.headings(), set.phrases());
     doc.heading(1, &h.history);
-    doc.push(&p.history_note);
+    doc.push(&format!("{}\n\n{}", p.history_note, scope_ids(ctx.step)));
     // The base task never ends, so a manager's history there only grows; the newest executed
     // steps are what a step needs, and the prompt must stay bounded.
     let skipped = left_out(done.len(), fit.executed);
@@ -532,13 +548,13 @@ fn push_steps_cut(
                 ));
             }
             Some(v) if i < whole_from => {
-                let text = json_line(v);
+                let text = result_line(v);
                 lines.push(format!(
                     "- execute_result (cut): {}",
                     cap_chars(&text, OLDER_RESULT_CHARS)
                 ));
             }
-            Some(v) => lines.push(format!("- execute_result: {}", json_line(v))),
+            Some(v) => lines.push(format!("- execute_result: {}", result_line(v))),
             None => {}
         }
         doc.push(&lines.join("\n"));
@@ -559,33 +575,6 @@ fn cap_chars(s: &str, n: usize) -> String {
 
 fn json_block(v: &impl serde::Serialize) -> String {
     fenced(&serde_json::to_string_pretty(v).unwrap_or_default(), "json")
-}
-
-/// A value as one line of JSON, its nulls and empty lists and objects left out (a history
-/// entry's result: what was produced, not the shape around it). One line cannot open a
-/// section, so it needs no fence.
-fn json_line(v: &impl serde::Serialize) -> String {
-    let mut v = serde_json::to_value(v).unwrap_or_default();
-    prune(&mut v);
-    serde_json::to_string(&v).unwrap_or_default()
-}
-
-fn prune(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    let empty = |v: &Value| match v {
-        Value::Null => true,
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
-        _ => false,
-    };
-    match v {
-        Value::Object(o) => {
-            o.values_mut().for_each(prune);
-            o.retain(|_, v| !empty(v));
-        }
-        Value::Array(a) => a.iter_mut().for_each(prune),
-        _ => {}
-    }
 }
 
 /// The agent's memory entries (how memory works is in the system message).

@@ -596,3 +596,81 @@ fn instruction_generation_shows_the_servers_known_capabilities() {
             .contains("write_file")
     );
 }
+
+/// What stays the same for a whole stage sits above what changes each call: the step's task
+/// and stage ids head the stage's history (the current step names only its executor), while a
+/// skill without that history keeps them in its current step.
+#[test]
+fn a_stage_history_carries_the_ids_and_the_current_step_only_its_executor() {
+    let set = PromptSet::builtin(Language::En);
+    let h = set.headings();
+    let (agent, current) = fixture(Skill::Think);
+    let prompt = prompt_for(&set, Skill::Think, &agent, &current);
+    let history = section(&prompt, &h.history, &h.memory_content);
+    assert!(history.contains("- task_id: t1\n- stage_id: s1"), "{history}");
+    let step = section(&prompt, &h.current_step, "none");
+    assert!(step.contains("- executor: think (skill)"), "{step}");
+    assert!(!step.contains("task_id"), "{step}");
+
+    let (agent, current) = fixture(Skill::Planning);
+    let prompt = prompt_for(&set, Skill::Planning, &agent, &current);
+    let step = section(&prompt, &h.current_step, "none");
+    assert!(
+        step.contains("- task_id: t1\n- stage_id: s1\n- executor: planning (skill)"),
+        "{step}"
+    );
+}
+
+/// A history entry shows what its step produced, not what other entries already show or the
+/// runtime's bookkeeping: a plan is its steps' executors and intentions (each planned step has
+/// an entry with its text), a sent message is what its sender wrote (no wait ids, task or
+/// sender).
+#[test]
+fn a_history_entry_shows_a_plan_as_its_outline_and_a_message_as_written() {
+    let set = PromptSet::builtin(Language::En);
+    let h = set.headings();
+    let (mut agent, current) = fixture(Skill::Reflection);
+    let mut plan = step(
+        "t1",
+        stage("s1"),
+        Executor::Skill(Skill::Planning),
+        "PLAN",
+        "Plan it",
+    );
+    plan.execution_state = StepExecutionState::Finished;
+    plan.execute_result = Some(StepResult::output(json!({
+        "planned_step": [{"step_intention": "Draft it", "type": "skill", "executor": "think",
+                          "text_content": "PLANNED_TEXT"}],
+        "rejected": []
+    })));
+    let mut sent = step(
+        "t1",
+        stage("s1"),
+        Executor::Skill(Skill::SendMessage),
+        "SEND",
+        "Send it",
+    );
+    sent.execution_state = StepExecutionState::Finished;
+    sent.execute_result = Some(StepResult::output(json!({"send_message": {
+        "task_id": "t1", "sender_id": "a1", "receiver": ["b2"], "message": "the draft",
+        "stage_relative": "s1", "need_reply": true, "waiting": ["WAIT_ID"],
+        "return_waiting_id": null
+    }})));
+    agent.add_steps(vec![plan, sent]);
+    let prompt = prompt_for(&set, Skill::Reflection, &agent, &current);
+    let history = section(&prompt, &h.history, &h.memory_content);
+    assert!(
+        history.contains(
+            r#"- execute_result: {"planned_step":[{"executor":"think","step_intention":"Draft it"}]}"#
+        ),
+        "{history}"
+    );
+    assert!(!history.contains("PLANNED_TEXT"), "{history}");
+    assert!(
+        history.contains(
+            r#"- execute_result: {"send_message":{"message":"the draft","need_reply":true,"receiver":["b2"],"stage_relative":"s1","waiting":true}}"#
+        ),
+        "{history}"
+    );
+    assert!(!history.contains("WAIT_ID"), "{history}");
+}

@@ -10,10 +10,12 @@
 //! - `set`: [`PromptSet`] (builtin / load) and [`check_prompt_dir`].
 //! - `schema`: the files and fields of a language, and the rules their texts must follow.
 //! - `assemble`: [`build_prompt`] and [`PromptContext`].
+//! - `entry`: a history entry's result as one compact line.
 //! - `markdown`: heading and fence helpers that keep embedded data from breaking sections.
 //! - `tokens`: a prompt's size in the model's tokens, for the context budget and usage.
 
 mod assemble;
+mod entry;
 pub mod markdown;
 mod schema;
 mod set;

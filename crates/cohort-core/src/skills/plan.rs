@@ -154,6 +154,16 @@ fn close_reflection(
     None
 }
 
+/// The key a planner's result holds its accepted plan under (decision for every acting skill).
+pub fn plan_key(planner: Skill) -> &'static str {
+    match planner {
+        Skill::Planning => "planned_step",
+        Skill::Reflection => "reflection_step",
+        Skill::ToolDecision => "tool_decision",
+        _ => "decision_step",
+    }
+}
+
 /// The skill's answer: the plan under the planner's key, the rejected steps, note and stop.
 fn plan_answer(
     planner: Skill,
@@ -162,13 +172,7 @@ fn plan_answer(
     rejected: &[String],
     note: Option<&str>,
 ) -> serde_json::Value {
-    let key = match planner {
-        Skill::Planning => "planned_step",
-        Skill::Reflection => "reflection_step",
-        Skill::ToolDecision => "tool_decision",
-        _ => "decision_step",
-    };
-    let mut result = json!({ key: accepted, "rejected": rejected });
+    let mut result = json!({ plan_key(planner): accepted, "rejected": rejected });
     if let Some(n) = note {
         result["note"] = json!(n);
     }
