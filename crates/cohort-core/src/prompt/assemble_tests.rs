@@ -607,7 +607,10 @@ fn a_stage_history_carries_the_ids_and_the_current_step_only_its_executor() {
     let (agent, current) = fixture(Skill::Think);
     let prompt = prompt_for(&set, Skill::Think, &agent, &current);
     let history = section(&prompt, &h.history, &h.memory_content);
-    assert!(history.contains("- task_id: t1\n- stage_id: s1"), "{history}");
+    assert!(
+        history.contains("- task_id: t1\n- stage_id: s1"),
+        "{history}"
+    );
     let step = section(&prompt, &h.current_step, "none");
     assert!(step.contains("- executor: think (skill)"), "{step}");
     assert!(!step.contains("task_id"), "{step}");
