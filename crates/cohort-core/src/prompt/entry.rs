@@ -5,21 +5,28 @@
 use crate::message::Message;
 use crate::skills::plan_key;
 use crate::state::{PlannedStep, Skill, StepResult};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// A step's result for its history entry: empty fields left out; a plan as each step's
 /// executor and intention (each planned step has an entry of its own, with its text); a sent
 /// message as what its sender wrote, without the ids the runtime filled in.
 pub fn result_line(result: &StepResult) -> String {
-    let mut shown = result.clone();
-    compact_output(&mut shown.output);
-    json_line(&shown)
+    // A result serializes its output's keys at the top, beside the runtime's own facts.
+    let mut v = serde_json::to_value(result).unwrap_or_default();
+    if let Some(output) = v.as_object_mut() {
+        compact_output(output);
+    }
+    pruned_line(v)
 }
 
 /// A value as one line of JSON, its nulls and empty lists and objects left out. One line
 /// cannot open a section, so it needs no fence.
 pub fn json_line(v: &impl serde::Serialize) -> String {
-    let mut v = serde_json::to_value(v).unwrap_or_default();
+    pruned_line(serde_json::to_value(v).unwrap_or_default())
+}
+
+fn pruned_line(mut v: Value) -> String {
     prune(&mut v);
     serde_json::to_string(&v).unwrap_or_default()
 }
@@ -35,12 +42,12 @@ fn compact_output(output: &mut Map<String, Value>) {
         let Some(plan) = output.get_mut(key) else {
             continue;
         };
-        if let Ok(steps) = serde_json::from_value::<Vec<PlannedStep>>(plan.clone()) {
+        if let Ok(steps) = Vec::<PlannedStep>::deserialize(&*plan) {
             *plan = steps.iter().map(plan_outline).collect();
         }
     }
     if let Some(sent) = output.get_mut("send_message")
-        && let Ok(m) = serde_json::from_value::<Message>(sent.clone())
+        && let Ok(m) = Message::deserialize(&*sent)
     {
         *sent = as_written(&m);
     }
