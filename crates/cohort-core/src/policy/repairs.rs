@@ -45,6 +45,9 @@ pub enum Repair {
     ComposedAfterReasks,
     /// A stage plan with no step doing the work gets one first.
     WorkStepInserted,
+    /// A reflection planning the summary of a stage where none of the agent's steps did the
+    /// work gets a step doing it before the summary.
+    WorkBeforeSummary,
     /// A reflection that plans only what already ran gets the summary instead.
     ReflectionNothingNew,
     /// The last reflection a stage allows (`step_limits.reflections`) plans the summary.
@@ -84,7 +87,7 @@ pub enum Reach {
 
 impl Repair {
     /// Every rule, in the order they are listed to people.
-    pub const ALL: [Repair; 23] = [
+    pub const ALL: [Repair; 24] = [
         Repair::LoopCut,
         Repair::ClosedJson,
         Repair::Reask,
@@ -96,6 +99,7 @@ impl Repair {
         Repair::ComposedSummary,
         Repair::ComposedAfterReasks,
         Repair::WorkStepInserted,
+        Repair::WorkBeforeSummary,
         Repair::ReflectionNothingNew,
         Repair::ReflectionCap,
         Repair::SkillNamedAsTool,
@@ -120,8 +124,9 @@ impl Repair {
             LoopCut | ClosedJson | ComposedAfterReasks | SkillNamedAsTool | VerdictAgrees
             | VerdictCarriedOut | GoalOnlyNamesAgent | RuntimeClosing | StageRunLimit
             | ReflectionCap => Reach::Mend,
-            EchoedStartDropped | ComposedSummary | WorkStepInserted | ReflectionNothingNew
-            | DoubledStepDropped | StageReportsAppended | ReplyClosesExchange => Reach::Alter,
+            EchoedStartDropped | ComposedSummary | WorkStepInserted | WorkBeforeSummary
+            | ReflectionNothingNew | DoubledStepDropped | StageReportsAppended
+            | ReplyClosesExchange => Reach::Alter,
         }
     }
 

@@ -203,7 +203,12 @@ pub(super) fn goal_missing(allocation: &BTreeMap<AgentId, String>) -> Option<&Ag
 /// Whether a planned step does (part of) the work itself, rather than plan, check, read,
 /// ask about or report it.
 pub(super) fn does_work(planned: &PlannedStep) -> bool {
-    match &planned.executor {
+    works(&planned.executor)
+}
+
+/// Whether a step of `executor` does (part of) the work itself (see [`does_work`]).
+pub(super) fn works(executor: &Executor) -> bool {
+    match executor {
         Executor::Tool(_) => true,
         Executor::Skill(s) => !matches!(
             s,

@@ -44,6 +44,7 @@ pub fn interpret(
     let mut accepted = super::plan_graph::arrange(accepted, &replan)
         .map_err(|e| SkillError::Invalid(e.to_string()))?;
     let note = close_reflection(planner, agent, step, asked, &mut accepted, &mut repairs);
+    work_before_summary(planner, agent, step, &mut accepted, &mut repairs);
     let mut result = plan_answer(planner, asked, &accepted, &rejected, note);
     // A plan a person checks first waits on this step (see `agent::plan_check`).
     if plan_check::checks(agent, planner) && !accepted.is_empty() {
@@ -125,7 +126,7 @@ fn close_reflection(
         });
     let last_reflection = planner == Skill::Reflection
         && agent.repairs.allows(Repair::ReflectionCap)
-        && reflections_before(agent, step) + 1 >= agent.step_limits.reflections;
+        && last_reflection(agent, step);
     if planner != Skill::Reflection || !(asked == 0 || nothing_new || last_reflection) {
         return None;
     }
@@ -152,6 +153,48 @@ fn close_reflection(
         ));
     }
     None
+}
+
+/// Puts a step doing the goal's work before the summary a reflection plans, when none of the
+/// agent's steps in the stage did any work (not on the last reflection the stage allows, which
+/// must close it).
+fn work_before_summary(
+    planner: Skill,
+    agent: &AgentState,
+    step: &StepState,
+    accepted: &mut Vec<PlannedStep>,
+    repairs: &mut Vec<Fired>,
+) {
+    // A 0.5B writer whose one work step failed reflected, planned the summary, had it refused
+    // for handing back its goal (there was nothing else to report), and did so again and again
+    // until the stage's step limit: with nothing done, a summary can only echo its goal.
+    if planner != Skill::Reflection || !agent.repairs.allows(Repair::WorkBeforeSummary) {
+        return;
+    }
+    let summary = Executor::Skill(Skill::Summary);
+    let Some(at) = accepted.iter().position(|p| p.executor == summary) else {
+        return;
+    };
+    let worked = agent.agent_step.ended_beside(step).any(|s| {
+        s.execution_state == StepExecutionState::Finished && super::mend::works(&s.executor)
+    });
+    if worked || accepted[..at].iter().any(super::mend::does_work) || last_reflection(agent, step)
+    {
+        return;
+    }
+    if let Some(work) = super::mend::work_step(agent, step) {
+        accepted.insert(at, work);
+        repairs.push(Fired::new(
+            Repair::WorkBeforeSummary,
+            "the reflection planned the summary, but none of this agent's steps in the stage \
+             did the work: a step doing it was put before the summary",
+        ));
+    }
+}
+
+/// Whether `step`, a reflection, is the last one `step_limits.reflections` allows in its stage.
+fn last_reflection(agent: &AgentState, step: &StepState) -> bool {
+    reflections_before(agent, step) + 1 >= agent.step_limits.reflections
 }
 
 /// The key a planner's result holds its accepted plan under (decision for every acting skill).
@@ -763,6 +806,56 @@ mod tests {
         let o = interpret(Skill::Planning, &mut c, &step, only_checks).unwrap();
         assert!(o.repairs.is_empty());
         assert_eq!(o.result["planned_step"][0]["executor"], "reflection");
+    }
+
+    #[test]
+    fn a_summary_planned_before_any_work_gets_the_work_first() {
+        let summary = r#"<planned_step>[{"step_intention": "Summarise", "type": "skill", "executor": "summary", "text_content": "report"}]</planned_step>"#;
+        // A stage whose planning finished and whose think ended `think_state`; then a reflection.
+        let reflect = |think_state: StepExecutionState, repairs: crate::policy::Repairs| {
+            let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection, Skill::Summary]);
+            a.repairs = repairs;
+            a.step_limits.reflections = 3;
+            for s in [
+                planning_for(&mut a, "Write a haiku about autumn rain"),
+                running(&mut a, Skill::Think, "Write the haiku"),
+            ] {
+                let state = if s.executor == Executor::Skill(Skill::Think) {
+                    think_state
+                } else {
+                    StepExecutionState::Finished
+                };
+                a.update_step(
+                    &s.step_id,
+                    StepUpdate {
+                        execution_state: Some(state),
+                        ..Default::default()
+                    },
+                );
+            }
+            let r = running(&mut a, Skill::Reflection, "check");
+            interpret(Skill::Reflection, &mut a, &r, summary).unwrap()
+        };
+        let small = crate::policy::Repairs::preset(crate::policy::Preset::SmallModel);
+        let o = reflect(StepExecutionState::Failed, small.clone());
+        let plan = &o.result["reflection_step"];
+        assert_eq!(plan[0]["executor"], "think");
+        assert!(
+            plan[0]["text_content"]
+                .as_str()
+                .unwrap()
+                .ends_with(": Write a haiku about autumn rain")
+        );
+        assert_eq!(plan[1]["executor"], "summary");
+        assert!(o.fired(Repair::WorkBeforeSummary).unwrap().contains("did the work"));
+        // Once a step did the work, the summary is planned as the model gave it.
+        let o = reflect(StepExecutionState::Finished, small);
+        assert_eq!(o.result["reflection_step"][0]["executor"], "summary");
+        assert!(o.repairs.is_empty());
+        // Off in `auto`: the plan is the model's.
+        let o = reflect(StepExecutionState::Failed, crate::policy::Repairs::default());
+        assert_eq!(o.result["reflection_step"][0]["executor"], "summary");
+        assert!(o.repairs.is_empty());
     }
 
     #[test]
