@@ -110,9 +110,11 @@ fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
         ),
     };
     let origin = if act {
+        let notice = msg.notice_body().cloned().map(Box::new);
         StepOrigin::Act {
             from: sender.clone(),
-            notice: msg.notice_body().cloned().map(Box::new),
+            goal: notice.is_none().then(|| msg.message.clone()),
+            notice,
             second_try: false,
         }
     } else {

@@ -64,6 +64,9 @@ pub enum Repair {
     StageReportsAppended,
     /// An allocation whose goal only names its agent (`{"writer": "writer"}`) is asked again.
     GoalOnlyNamesAgent,
+    /// A task made for a person's goal whose intention leaves out most of the goal's words
+    /// takes the goal, as the person gave it, as its intention.
+    GoalKeptAsIntention,
     /// A second try repeating the refused action is asked again; the action is not offered.
     RefusedActionBarred,
     /// A manager whose second try failed too: the runtime closes the stage or fails the task.
@@ -87,7 +90,7 @@ pub enum Reach {
 
 impl Repair {
     /// Every rule, in the order they are listed to people.
-    pub const ALL: [Repair; 24] = [
+    pub const ALL: [Repair; 25] = [
         Repair::LoopCut,
         Repair::ClosedJson,
         Repair::Reask,
@@ -108,6 +111,7 @@ impl Repair {
         Repair::VerdictCarriedOut,
         Repair::StageReportsAppended,
         Repair::GoalOnlyNamesAgent,
+        Repair::GoalKeptAsIntention,
         Repair::RefusedActionBarred,
         Repair::RuntimeClosing,
         Repair::StageRunLimit,
@@ -126,7 +130,7 @@ impl Repair {
             | ReflectionCap => Reach::Mend,
             EchoedStartDropped | ComposedSummary | WorkStepInserted | WorkBeforeSummary
             | ReflectionNothingNew | DoubledStepDropped | StageReportsAppended
-            | ReplyClosesExchange => Reach::Alter,
+            | ReplyClosesExchange | GoalKeptAsIntention => Reach::Alter,
         }
     }
 

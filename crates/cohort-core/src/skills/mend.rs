@@ -185,6 +185,30 @@ pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -
     true
 }
 
+/// Makes a person's `goal` the intention of the task `instruction` adds, when that intention
+/// carries fewer than half of the goal's words (a 0.5B manager made the goal "Write a haiku
+/// about autumn rain" the task "Create a task with a short name and a clear intention.", words
+/// of its own rules, and every stage after it worked to those). The prompt asks for the goal as
+/// the person gave it, so nothing the person asked for is lost by this.
+pub(super) fn keep_goal_as_intention(instruction: &mut TaskInstruction, goal: &str) -> bool {
+    let TaskInstruction::AddTask { task_intention, .. } = instruction else {
+        return false;
+    };
+    let words = |s: &str| -> std::collections::HashSet<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() > 1)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let asked = words(goal);
+    let kept = words(task_intention);
+    if asked.is_empty() || 2 * asked.intersection(&kept).count() >= asked.len() {
+        return false;
+    }
+    *task_intention = goal.trim().to_owned();
+    true
+}
+
 /// An agent of `allocation` whose goal is empty or only names it (a 0.5B manager allocated
 /// `{"writer": "writer"}`, and its writer worked to the goal "writer").
 pub(super) fn goal_missing(allocation: &BTreeMap<AgentId, String>) -> Option<&AgentId> {

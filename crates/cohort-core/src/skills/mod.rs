@@ -218,6 +218,7 @@ pub mod test_support {
         let origin = StepOrigin::Act {
             from: "operator".into(),
             notice: None,
+            goal: Some(text.into()),
             second_try: false,
         };
         running_for(a, skill, text, origin)

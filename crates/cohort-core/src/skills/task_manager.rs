@@ -179,6 +179,8 @@ pub struct Asked<'a> {
     pub repairs: Repairs,
     /// The person whose goal the step acts on: a task it creates is theirs to hear about.
     pub requester: Option<AgentId>,
+    /// That goal, as the person gave it.
+    pub goal: Option<String>,
 }
 
 impl<'a> Asked<'a> {
@@ -190,6 +192,9 @@ impl<'a> Asked<'a> {
             judged_task: judged_task(step),
             repairs: agent.repairs.clone(),
             requester: requester(agent, step),
+            goal: acted_on(agent, step)
+                .and_then(|s| s.origin.persons_goal())
+                .map(str::to_owned),
         }
     }
 }
@@ -202,6 +207,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         judged_task,
         repairs,
         requester,
+        goal,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
     check_not_refused(refused, &repairs, &instruction)?;
@@ -229,6 +235,15 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     }
     check_stage_decided(&instruction, decided)?;
     name_new_task(&mut instruction, requester)?;
+    if let Some(goal) = goal.filter(|_| repairs.allows(Repair::GoalKeptAsIntention))
+        && super::mend::keep_goal_as_intention(&mut instruction, &goal)
+    {
+        fired.push(Fired::new(
+            Repair::GoalKeptAsIntention,
+            "the task's intention left out most of the person's goal: the goal, as they gave \
+             it, is its intention",
+        ));
+    }
     check_goals(&instruction, &repairs)?;
     if let TaskInstruction::AddStage { stages, task_id } = &instruction {
         if stages.is_empty() {
@@ -308,11 +323,20 @@ fn check_stage_decided(
 /// Who gave the goal `step` acts on: the person whose goal the step (or the decision step
 /// that planned it) acts on; `None` for a task made on the manager's own initiative.
 fn requester(agent: &AgentState, step: &StepState) -> Option<AgentId> {
-    let of = |s: &StepState| s.origin.goal_from().cloned();
-    of(step).or_else(|| match &step.origin {
-        crate::state::StepOrigin::Planned { by } => agent.agent_step.get(by).and_then(of),
+    acted_on(agent, step).and_then(|s| s.origin.goal_from().cloned())
+}
+
+/// The step that acts on a message asking to act: `step` itself, or the decision step that
+/// planned it.
+fn acted_on<'a>(agent: &'a AgentState, step: &'a StepState) -> Option<&'a StepState> {
+    match &step.origin {
+        crate::state::StepOrigin::Act { .. } => Some(step),
+        crate::state::StepOrigin::Planned { by } => agent
+            .agent_step
+            .get(by)
+            .filter(|s| s.origin.asks_to_act()),
         _ => None,
-    })
+    }
 }
 
 /// Gives an add_task a fresh id (and a name if it has none) and the person whose goal it
@@ -414,6 +438,7 @@ mod tests {
         let goal = StepOrigin::Act {
             from: "op".into(),
             notice: None,
+            goal: Some("a poem".into()),
             second_try: false,
         };
         let decision = step(Skill::Decision, goal.clone());
@@ -433,6 +458,38 @@ mod tests {
         assert_eq!(asked_by(&planned), Some("op".into()));
         let own = step(Skill::TaskManager, StepOrigin::Unknown);
         assert_eq!(asked_by(&own), None);
+    }
+
+    #[test]
+    fn a_task_for_a_persons_goal_keeps_the_goal_as_its_intention() {
+        let asked = |preset| Asked {
+            goal: Some("Write a haiku about autumn rain".into()),
+            repairs: crate::policy::Repairs::preset(preset),
+            ..Asked::default()
+        };
+        let add = |intention: &str| {
+            format!(
+                r#"<task_instruction>{{"action": "add_task", "task_name": "Rain", "task_intention": "{intention}"}}</task_instruction>"#
+            )
+        };
+        let intention = |o: &SkillOutcome| match &o.task_instruction {
+            Some(TaskInstruction::AddTask { task_intention, .. }) => task_intention.clone(),
+            other => panic!("{other:?}"),
+        };
+        // A 0.5B manager's intention, words of its own rules: the goal replaces it.
+        let rules = add("Create a task with a short name and a clear intention.");
+        let o = interpret(&rules, asked(crate::policy::Preset::SmallModel)).unwrap();
+        assert_eq!(intention(&o), "Write a haiku about autumn rain");
+        assert!(o.fired(Repair::GoalKeptAsIntention).unwrap().contains("as they gave it"));
+        // An intention that carries the goal (and adds to it) is the model's.
+        let more = add("Write a haiku about autumn rain, then have it reviewed");
+        let o = interpret(&more, asked(crate::policy::Preset::SmallModel)).unwrap();
+        assert_eq!(intention(&o), "Write a haiku about autumn rain, then have it reviewed");
+        assert!(o.repairs.is_empty());
+        // Off in `auto`.
+        let o = interpret(&rules, asked(crate::policy::Preset::Auto)).unwrap();
+        assert!(intention(&o).starts_with("Create a task"));
+        assert!(o.repairs.is_empty());
     }
 
     #[test]

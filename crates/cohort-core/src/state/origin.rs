@@ -32,6 +32,10 @@ pub enum StepOrigin {
         /// The notice acted on; none for a person's goal.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         notice: Option<Box<Notice>>,
+        /// A person's goal as they gave it (none for a notice): an add_task's intention is
+        /// checked against it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal: Option<String>,
         /// The second try at it, after the first failed or was refused (there is no third).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         second_try: bool,
@@ -110,6 +114,14 @@ impl StepOrigin {
         }
     }
 
+    /// The goal a person gave, which an acting step acts on (none for a runtime notice).
+    pub fn persons_goal(&self) -> Option<&str> {
+        match self {
+            StepOrigin::Act { goal, .. } => goal.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The notice an acting step acts on.
     pub fn notice(&self) -> Option<&Notice> {
         match self {
@@ -124,10 +136,12 @@ impl StepOrigin {
             StepOrigin::Act {
                 from,
                 notice,
+                goal,
                 second_try: false,
             } => Some(StepOrigin::Act {
                 from: from.clone(),
                 notice: notice.clone(),
+                goal: goal.clone(),
                 second_try: true,
             }),
             _ => None,

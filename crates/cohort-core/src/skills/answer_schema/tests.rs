@@ -153,6 +153,7 @@ fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
     task_level.origin = crate::state::StepOrigin::Act {
         from: crate::message::TASK_STATE_SENDER.into(),
         notice: judge.notice_body().cloned().map(Box::new),
+        goal: None,
         second_try: false,
     };
     let schema = answer_schema(Skill::TaskManager, &a, &task_level, &[]);
