@@ -641,11 +641,21 @@ fn a_history_entry_shows_a_plan_as_its_outline_and_a_message_as_written() {
         "Plan it",
     );
     plan.execution_state = StepExecutionState::Finished;
-    plan.execute_result = Some(StepResult::output(json!({
+    let mut planned = StepResult::output(json!({
         "planned_step": [{"step_intention": "Draft it", "type": "skill", "executor": "think",
                           "text_content": "PLANNED_TEXT"}],
         "rejected": []
-    })));
+    }));
+    // The answer asked about again and the repair made are records for people, not context.
+    planned.reasked.push(crate::state::Try {
+        error: "the answer has no <planned_step> tag".into(),
+        answer: "REASKED_ANSWER".into(),
+    });
+    planned.repairs.push(crate::policy::Fired::new(
+        crate::policy::Repair::WorkStepInserted,
+        "REPAIR_NOTE",
+    ));
+    plan.execute_result = Some(planned);
     let mut sent = step(
         "t1",
         stage("s1"),
@@ -669,6 +679,8 @@ fn a_history_entry_shows_a_plan_as_its_outline_and_a_message_as_written() {
         "{history}"
     );
     assert!(!history.contains("PLANNED_TEXT"), "{history}");
+    assert!(!history.contains("REASKED_ANSWER"), "{history}");
+    assert!(!history.contains("REPAIR_NOTE"), "{history}");
     assert!(
         history.contains(
             r#"- execute_result: {"send_message":{"message":"the draft","need_reply":true,"receiver":["b2"],"stage_relative":"s1","waiting":true}}"#

@@ -8,16 +8,21 @@ use crate::state::{PlannedStep, Skill, StepResult};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-/// A step's result for its history entry: empty fields left out; a plan as each step's
-/// executor and intention (each planned step has an entry of its own, with its text); a sent
-/// message as what its sender wrote, without the ids the runtime filled in.
+/// A step's result for its history entry: what the step produced (and who cancelled it), not
+/// the answers asked about again or the repairs made to it, which are records for people; empty
+/// fields left out; a plan as each step's executor and intention (each planned step has an
+/// entry of its own, with its text); a sent message as what its sender wrote, without the ids
+/// the runtime filled in.
 pub fn result_line(result: &StepResult) -> String {
-    // A result serializes its output's keys at the top, beside the runtime's own facts.
-    let mut v = serde_json::to_value(result).unwrap_or_default();
-    if let Some(output) = v.as_object_mut() {
-        compact_output(output);
+    // A 0.5B writer's history showed its planning step's re-asked answer (a passage written
+    // over and over), and its later steps wrote that passage again: a model copies what its
+    // prompt shows, so the answers that could not be used stay out of it.
+    let mut output = result.output.clone();
+    compact_output(&mut output);
+    if let Some(c) = &result.cancelled {
+        output.insert("cancelled".into(), json!(c));
     }
-    pruned_line(v)
+    pruned_line(Value::Object(output))
 }
 
 /// A value as one line of JSON, its nulls and empty lists and objects left out. One line
