@@ -280,10 +280,8 @@ pub fn load_servers(paths: &[PathBuf]) -> Result<Vec<McpServerConfig>, Vec<Probl
 mod tests {
     use super::*;
 
-    fn dir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cohort-mcpcfg-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn dir(tag: &str) -> crate::config::test_files::TestDir {
+        crate::config::test_files::tmp(&format!("mcpcfg-{tag}"))
     }
 
     #[test]
@@ -304,10 +302,10 @@ mod tests {
             "name: web\ndescription: d\nurl: http://127.0.0.1:1/mcp\ntimeout_secs: 5\n",
         )
         .unwrap();
-        let s = load_servers(std::slice::from_ref(&d)).unwrap();
+        let s = load_servers(&[d.to_path_buf()]).unwrap();
         assert_eq!(s[0].connect_timeout, Duration::from_secs(60));
         assert_eq!(s.len(), 3);
-        assert!(matches!(&s[0].transport, McpTransport::Builtin { cwd, .. } if cwd == &d));
+        assert!(matches!(&s[0].transport, McpTransport::Builtin { cwd, .. } if cwd.as_path() == &*d));
         assert!(matches!(&s[1].transport, McpTransport::Stdio { env, .. } if env["TZ"] == "UTC"));
         assert_eq!(s[2].call_timeout, Duration::from_secs(5));
     }
@@ -369,7 +367,7 @@ mod tests {
             "name: s\ndescription: d\nurl: http://y/mcp\n",
         )
         .unwrap();
-        let p = load_servers(&[d]).unwrap_err();
+        let p = load_servers(&[d.to_path_buf()]).unwrap_err();
         assert!(p[0].message.contains("also used by"));
     }
 
@@ -382,7 +380,7 @@ mod tests {
         )
         .unwrap();
         let prev = std::env::current_dir().unwrap();
-        std::env::set_current_dir(&d).unwrap();
+        std::env::set_current_dir(&*d).unwrap();
         let s = load_server(Path::new("w.yaml"));
         std::env::set_current_dir(prev).unwrap();
         match s.unwrap().transport {

@@ -31,12 +31,29 @@ pub use templates::AgentTemplate;
 pub mod test_files {
     use std::path::{Path, PathBuf};
 
-    /// An empty folder for one test (`tag` names it; the process id keeps runs apart).
-    pub fn tmp(tag: &str) -> PathBuf {
+    /// An empty folder for one test (`tag` names it; the process id keeps runs apart),
+    /// removed with everything in it when the test drops it.
+    pub fn tmp(tag: &str) -> TestDir {
         let d = std::env::temp_dir().join(format!("cohort-config-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        TestDir(d)
+    }
+
+    /// A test's folder; removed when dropped, so repeated runs leave nothing in the temp dir.
+    pub struct TestDir(PathBuf);
+
+    impl std::ops::Deref for TestDir {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TestDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 
     /// Writes `text` to `dir/name` (creating sub-folders) and returns its path.

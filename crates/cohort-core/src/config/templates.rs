@@ -228,11 +228,10 @@ fn check_name(name: &str) -> Result<(), String> {
 mod tests {
     use crate::config::{LlmConfig, load_team};
     use crate::state::Skill;
-    use std::path::PathBuf;
 
     use crate::config::test_files::write;
 
-    fn tmp(tag: &str) -> PathBuf {
+    fn tmp(tag: &str) -> crate::config::test_files::TestDir {
         crate::config::test_files::tmp(&format!("templates-{tag}"))
     }
 
