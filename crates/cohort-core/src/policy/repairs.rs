@@ -62,7 +62,8 @@ pub enum Repair {
     VerdictCarriedOut,
     /// A finished task's summary that gives none of its stages' results gets their reports.
     StageReportsAppended,
-    /// An allocation whose goal only names its agent (`{"writer": "writer"}`) is asked again.
+    /// An allocation whose goal only names its agent (`{"writer": "writer"}`), or is empty or
+    /// a placeholder (`"…"`), is asked again.
     GoalOnlyNamesAgent,
     /// A task made for a person's goal whose intention leaves out most of the goal's words
     /// takes the goal, as the person gave it, as its intention.

@@ -367,25 +367,36 @@ fn name_new_task(
     Ok(())
 }
 
-/// Refuses a stage allocation that gives an agent only its name as its goal.
+/// Refuses a stage allocation that gives an agent no goal: none, a placeholder, or its name.
 fn check_goals(instruction: &TaskInstruction, repairs: &Repairs) -> Result<(), SkillError> {
-    let allocations: Vec<&BTreeMap<AgentId, String>> = match instruction {
-        TaskInstruction::AddStage { stages, .. } => {
-            stages.iter().map(|s| &s.agent_allocation).collect()
-        }
+    let allocations: Vec<(&BTreeMap<AgentId, String>, &str)> = match instruction {
+        TaskInstruction::AddStage { stages, .. } => stages
+            .iter()
+            .map(|s| (&s.agent_allocation, s.stage_intention.as_str()))
+            .collect(),
         TaskInstruction::RetryStage {
-            agent_allocation, ..
-        } => vec![agent_allocation],
+            agent_allocation,
+            stage_intention,
+            ..
+        } => vec![(agent_allocation, stage_intention.as_deref().unwrap_or_default())],
         _ => Vec::new(),
     };
-    if let Some(agent) = allocations
+    if let Some((agent, intention)) = allocations
         .into_iter()
-        .find_map(super::mend::goal_missing)
+        .find_map(|(a, intention)| super::mend::goal_missing(a).map(|agent| (agent, intention)))
         .filter(|_| repairs.allows(Repair::GoalOnlyNamesAgent))
     {
+        // The example is the stage's own intention: a small model copies the example it is
+        // given, and a fixed one ("Write the haiku and give it in full") became a 0.5B
+        // writer's goal, without the task's subject.
+        let example = match intention.trim() {
+            "" => "what it is to do, in the task's words",
+            said => said,
+        };
         return Err(SkillError::Invalid(format!(
-            "the allocation gives `{agent}` no goal, only its name: give each agent what it is \
-             to do in the stage, e.g. {{\"{agent}\": \"Write the haiku and give it in full\"}}"
+            "the allocation gives `{agent}` no goal (none, a placeholder, or only its name): \
+             give each agent what it is to do in the stage, e.g. {}",
+            serde_json::json!({ agent.as_str(): example })
         )));
     }
     Ok(())
@@ -505,18 +516,20 @@ mod tests {
     }
 
     #[test]
-    fn an_allocation_that_only_names_its_agent_gives_no_goal() {
+    fn an_allocation_that_names_its_agent_or_a_placeholder_gives_no_goal() {
         let stage = |goal: &str| {
             format!(
                 r#"<task_instruction>{{"action": "add_stage", "task_id": "t", "stages": [{{"stage_intention": "Write a haiku", "agent_allocation": {{"reviewer": "Review it", "writer": "{goal}"}}}}]}}</task_instruction>"#
             )
         };
-        for named in ["writer", " Writer.", ""] {
+        for named in ["writer", " Writer.", "", "…"] {
             let why = interpret(&stage(named), Asked::default())
                 .err()
                 .unwrap()
                 .to_string();
             assert!(why.contains("gives `writer` no goal"), "{named:?}: {why}");
+            // The example to follow is the stage's own intention, not a fixed text.
+            assert!(why.ends_with(r#"e.g. {"writer":"Write a haiku"}"#), "{why}");
         }
         assert!(interpret(&stage("Write the haiku as the writer"), Asked::default()).is_ok());
         let retry = r#"<task_instruction>{"action": "retry_stage", "task_id": "t", "stage_id": "s1", "agent_allocation": {"w": "w"}}</task_instruction>"#;
