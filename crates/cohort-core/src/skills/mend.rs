@@ -125,13 +125,16 @@ fn reported(step: &StepState) -> Option<String> {
     })
 }
 
-/// Every three words in a row of `text` (lower-cased, punctuation aside).
-fn trigrams(text: &str) -> std::collections::HashSet<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
+/// The words of `text`, lower-cased, punctuation aside.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
-        .collect();
+}
+
+/// Every three words in a row of `text` (lower-cased, punctuation aside).
+fn trigrams(text: &str) -> std::collections::HashSet<String> {
+    let words: Vec<String> = words(text).collect();
     words.windows(3).map(|w| w.join(" ")).collect()
 }
 
@@ -194,14 +197,12 @@ pub(super) fn keep_goal_as_intention(instruction: &mut TaskInstruction, goal: &s
     let TaskInstruction::AddTask { task_intention, .. } = instruction else {
         return false;
     };
-    let words = |s: &str| -> std::collections::HashSet<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.chars().count() > 1)
-            .map(str::to_lowercase)
-            .collect()
+    // Words of one letter ("a") say nothing of what was asked.
+    let set = |s: &str| -> std::collections::HashSet<String> {
+        words(s).filter(|w| w.chars().count() > 1).collect()
     };
-    let asked = words(goal);
-    let kept = words(task_intention);
+    let asked = set(goal);
+    let kept = set(task_intention);
     if asked.is_empty() || 2 * asked.intersection(&kept).count() >= asked.len() {
         return false;
     }
@@ -212,12 +213,7 @@ pub(super) fn keep_goal_as_intention(instruction: &mut TaskInstruction, goal: &s
 /// An agent of `allocation` whose goal is empty or only names it (a 0.5B manager allocated
 /// `{"writer": "writer"}`, and its writer worked to the goal "writer").
 pub(super) fn goal_missing(allocation: &BTreeMap<AgentId, String>) -> Option<&AgentId> {
-    let plain = |s: &str| {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect::<Vec<_>>()
-    };
+    let plain = |s: &str| words(s).collect::<Vec<_>>();
     allocation.iter().find_map(|(agent, goal)| {
         let goal = plain(goal);
         (goal.is_empty() || goal == plain(agent.as_str())).then_some(agent)
