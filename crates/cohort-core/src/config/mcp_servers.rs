@@ -305,7 +305,9 @@ mod tests {
         let s = load_servers(&[d.to_path_buf()]).unwrap();
         assert_eq!(s[0].connect_timeout, Duration::from_secs(60));
         assert_eq!(s.len(), 3);
-        assert!(matches!(&s[0].transport, McpTransport::Builtin { cwd, .. } if cwd.as_path() == &*d));
+        assert!(
+            matches!(&s[0].transport, McpTransport::Builtin { cwd, .. } if cwd.as_path() == &*d)
+        );
         assert!(matches!(&s[1].transport, McpTransport::Stdio { env, .. } if env["TZ"] == "UTC"));
         assert_eq!(s[2].call_timeout, Duration::from_secs(5));
     }

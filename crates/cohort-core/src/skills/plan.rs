@@ -178,8 +178,7 @@ fn work_before_summary(
     let worked = agent.agent_step.ended_beside(step).any(|s| {
         s.execution_state == StepExecutionState::Finished && super::mend::works(&s.executor)
     });
-    if worked || accepted[..at].iter().any(super::mend::does_work) || last_reflection(agent, step)
-    {
+    if worked || accepted[..at].iter().any(super::mend::does_work) || last_reflection(agent, step) {
         return;
     }
     if let Some(work) = super::mend::work_step(agent, step) {
@@ -813,7 +812,12 @@ mod tests {
         let summary = r#"<planned_step>[{"step_intention": "Summarise", "type": "skill", "executor": "summary", "text_content": "report"}]</planned_step>"#;
         // A stage whose planning finished and whose think ended `think_state`; then a reflection.
         let reflect = |think_state: StepExecutionState, repairs: crate::policy::Repairs| {
-            let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection, Skill::Summary]);
+            let mut a = agent(&[
+                Skill::Planning,
+                Skill::Think,
+                Skill::Reflection,
+                Skill::Summary,
+            ]);
             a.repairs = repairs;
             a.step_limits.reflections = 3;
             for s in [
@@ -847,13 +851,20 @@ mod tests {
                 .ends_with(": Write a haiku about autumn rain")
         );
         assert_eq!(plan[1]["executor"], "summary");
-        assert!(o.fired(Repair::WorkBeforeSummary).unwrap().contains("did the work"));
+        assert!(
+            o.fired(Repair::WorkBeforeSummary)
+                .unwrap()
+                .contains("did the work")
+        );
         // Once a step did the work, the summary is planned as the model gave it.
         let o = reflect(StepExecutionState::Finished, small);
         assert_eq!(o.result["reflection_step"][0]["executor"], "summary");
         assert!(o.repairs.is_empty());
         // Off in `auto`: the plan is the model's.
-        let o = reflect(StepExecutionState::Failed, crate::policy::Repairs::default());
+        let o = reflect(
+            StepExecutionState::Failed,
+            crate::policy::Repairs::default(),
+        );
         assert_eq!(o.result["reflection_step"][0]["executor"], "summary");
         assert!(o.repairs.is_empty());
     }

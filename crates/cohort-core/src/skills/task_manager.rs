@@ -331,10 +331,9 @@ fn requester(agent: &AgentState, step: &StepState) -> Option<AgentId> {
 fn acted_on<'a>(agent: &'a AgentState, step: &'a StepState) -> Option<&'a StepState> {
     match &step.origin {
         crate::state::StepOrigin::Act { .. } => Some(step),
-        crate::state::StepOrigin::Planned { by } => agent
-            .agent_step
-            .get(by)
-            .filter(|s| s.origin.asks_to_act()),
+        crate::state::StepOrigin::Planned { by } => {
+            agent.agent_step.get(by).filter(|s| s.origin.asks_to_act())
+        }
         _ => None,
     }
 }
@@ -378,7 +377,10 @@ fn check_goals(instruction: &TaskInstruction, repairs: &Repairs) -> Result<(), S
             agent_allocation,
             stage_intention,
             ..
-        } => vec![(agent_allocation, stage_intention.as_deref().unwrap_or_default())],
+        } => vec![(
+            agent_allocation,
+            stage_intention.as_deref().unwrap_or_default(),
+        )],
         _ => Vec::new(),
     };
     if let Some((agent, intention)) = allocations
@@ -491,11 +493,18 @@ mod tests {
         let rules = add("Create a task with a short name and a clear intention.");
         let o = interpret(&rules, asked(crate::policy::Preset::SmallModel)).unwrap();
         assert_eq!(intention(&o), "Write a haiku about autumn rain");
-        assert!(o.fired(Repair::GoalKeptAsIntention).unwrap().contains("as they gave it"));
+        assert!(
+            o.fired(Repair::GoalKeptAsIntention)
+                .unwrap()
+                .contains("as they gave it")
+        );
         // An intention that carries the goal (and adds to it) is the model's.
         let more = add("Write a haiku about autumn rain, then have it reviewed");
         let o = interpret(&more, asked(crate::policy::Preset::SmallModel)).unwrap();
-        assert_eq!(intention(&o), "Write a haiku about autumn rain, then have it reviewed");
+        assert_eq!(
+            intention(&o),
+            "Write a haiku about autumn rain, then have it reviewed"
+        );
         assert!(o.repairs.is_empty());
         // Off in `auto`.
         let o = interpret(&rules, asked(crate::policy::Preset::Auto)).unwrap();
