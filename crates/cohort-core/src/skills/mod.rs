@@ -197,7 +197,7 @@ fn working(result: Value) -> SkillOutcome {
 #[cfg(test)]
 pub mod test_support {
     use crate::ids::{StageId, StageRef};
-    use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
+    use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepOrigin, StepState};
 
     /// An agent with `skills` whose model's slips are all mended (`repairs: small_model`), as
     /// the tests of each rule need.
@@ -231,6 +231,17 @@ pub mod test_support {
             goal: goal.into(),
         };
         running_for(a, Skill::Planning, &format!("Plan for: {goal}"), origin)
+    }
+
+    /// Ends `step` of `a` in `state` (finished, failed, …).
+    pub fn end(a: &mut AgentState, step: &StepState, state: StepExecutionState) {
+        a.update_step(
+            &step.step_id,
+            crate::event::StepUpdate {
+                execution_state: Some(state),
+                ..Default::default()
+            },
+        );
     }
 
     /// A running step of `skill` with its origin.

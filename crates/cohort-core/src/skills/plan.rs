@@ -772,6 +772,13 @@ mod tests {
         assert!(o.result["rejected"].as_array().unwrap().is_empty());
     }
 
+    /// Asserts that `planned` is the think step the runtime adds to do `goal`.
+    fn assert_works_on(planned: &serde_json::Value, goal: &str) {
+        assert_eq!(planned["executor"], "think");
+        let text = planned["text_content"].as_str().unwrap();
+        assert!(text.ends_with(&format!(": {goal}")), "{text}");
+    }
+
     #[test]
     fn a_stage_plan_that_only_checks_gets_a_step_doing_the_goal_first() {
         let mut a = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
@@ -784,13 +791,7 @@ mod tests {
                 .contains("no step that does the work")
         );
         let planned = &o.result["planned_step"];
-        assert_eq!(planned[0]["executor"], "think");
-        assert!(
-            planned[0]["text_content"]
-                .as_str()
-                .unwrap()
-                .ends_with(": Write a haiku about autumn rain")
-        );
+        assert_works_on(&planned[0], "Write a haiku about autumn rain");
         assert_eq!(planned[1]["executor"], "reflection");
         // A plan that does the work is left as it is.
         let mut b = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
@@ -820,36 +821,17 @@ mod tests {
             ]);
             a.repairs = repairs;
             a.step_limits.reflections = 3;
-            for s in [
-                planning_for(&mut a, "Write a haiku about autumn rain"),
-                running(&mut a, Skill::Think, "Write the haiku"),
-            ] {
-                let state = if s.executor == Executor::Skill(Skill::Think) {
-                    think_state
-                } else {
-                    StepExecutionState::Finished
-                };
-                a.update_step(
-                    &s.step_id,
-                    StepUpdate {
-                        execution_state: Some(state),
-                        ..Default::default()
-                    },
-                );
-            }
+            let plan = planning_for(&mut a, "Write a haiku about autumn rain");
+            end(&mut a, &plan, StepExecutionState::Finished);
+            let think = running(&mut a, Skill::Think, "Write the haiku");
+            end(&mut a, &think, think_state);
             let r = running(&mut a, Skill::Reflection, "check");
             interpret(Skill::Reflection, &mut a, &r, summary).unwrap()
         };
         let small = crate::policy::Repairs::preset(crate::policy::Preset::SmallModel);
         let o = reflect(StepExecutionState::Failed, small.clone());
         let plan = &o.result["reflection_step"];
-        assert_eq!(plan[0]["executor"], "think");
-        assert!(
-            plan[0]["text_content"]
-                .as_str()
-                .unwrap()
-                .ends_with(": Write a haiku about autumn rain")
-        );
+        assert_works_on(&plan[0], "Write a haiku about autumn rain");
         assert_eq!(plan[1]["executor"], "summary");
         assert!(
             o.fired(Repair::WorkBeforeSummary)
@@ -878,13 +860,7 @@ mod tests {
             a.step_limits.reflections = 3;
             for _ in 0..before {
                 let r = running(&mut a, Skill::Reflection, "every planned step has run");
-                a.update_step(
-                    &r.step_id,
-                    crate::event::StepUpdate {
-                        execution_state: Some(StepExecutionState::Finished),
-                        ..Default::default()
-                    },
-                );
+                end(&mut a, &r, StepExecutionState::Finished);
             }
             let r = running(&mut a, Skill::Reflection, "every planned step has run");
             interpret(Skill::Reflection, &mut a, &r, more).unwrap()
