@@ -244,6 +244,10 @@ pub(super) fn works(executor: &Executor) -> bool {
 }
 
 /// The step that does the agent's goal in the stage of `step` by thinking, when it may think.
+/// Its text is the goal as the stage gave it, nothing around it: asked "Do my goal … and write
+/// the result itself in full …: write a haiku about autumn rain", Qwen2.5 0.5B handed the text
+/// back 3 times in 3; asked "Write a haiku about autumn rain." in the same prompt, it wrote a
+/// haiku 3 times in 3 (the skill's rules already say the answer is the result itself).
 pub(super) fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedStep> {
     let skill = [Skill::Think, Skill::QuickThink]
         .into_iter()
@@ -252,10 +256,7 @@ pub(super) fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedS
     Some(PlannedStep::new(
         Executor::Skill(skill),
         "Do my goal in this stage",
-        format!(
-            "Do my goal in this stage and write the result itself in full (the text, the \
-             answer, the poem), not a plan or a description of it: {goal}"
-        ),
+        goal,
     ))
 }
 
