@@ -1,9 +1,11 @@
 //! Asking the model again when its answer cannot be used (a missing tag, broken JSON, a plan
 //! that names an executor it may not use): the same prompt, followed by the exact error and
 //! the answer it gave, at most `repairs.reasks` times (seed 000: JSON_GEN_MAX_TRIAL) before
-//! the step fails. Each try is recorded on the step (`execute_result.reasked`), so it stays visible.
+//! the step fails; an echo, under `echo_asked_afresh`, as the same prompt alone. Each try is
+//! recorded on the step (`execute_result.reasked`), so it stays visible.
 
 use crate::call::ChatRequest;
+use crate::policy::{Repair, Repairs};
 use crate::state::{TokenUsage, Try};
 
 /// How much of a bad answer goes back into the prompt (its start and its end).
@@ -22,20 +24,27 @@ pub struct Asking {
     pub endpoint_down: Option<String>,
     /// How many times an unusable answer is asked about again (`repairs.reasks`).
     pub reasks: usize,
-    /// The rule each try fired (`reask`, or `echo`), counted once the step ends.
-    pub fired: Vec<crate::policy::Repair>,
+    /// The rule each try fired (`reask`, `echo`, `echo_asked_afresh`), counted once the step
+    /// ends.
+    pub fired: Vec<Repair>,
+    /// Whether a model giving the same unusable answer twice is asked no more (`reask_stuck`).
+    stuck_stops: bool,
+    /// Whether an echo is asked again as the same prompt alone (`echo_asked_afresh`).
+    echo_afresh: bool,
 }
 
 impl Asking {
-    /// The first try of `request`, with `reasks` re-asks allowed and none used.
-    pub fn new(request: ChatRequest, reasks: usize) -> Self {
+    /// The first try of `request`, re-asked as the team's repair policy says, none used yet.
+    pub fn new(request: ChatRequest, repairs: &Repairs) -> Self {
         Asking {
             request,
             tries: Vec::new(),
             spent: TokenUsage::default(),
             endpoint_down: None,
-            reasks,
+            reasks: repairs.reasks(),
             fired: Vec::new(),
+            stuck_stops: repairs.allows(Repair::ReaskStuck),
+            echo_afresh: repairs.allows(Repair::EchoAskedAfresh),
         }
     }
 
@@ -44,11 +53,15 @@ impl Asking {
         self.tries.len() < self.reasks
     }
 
-    /// Whether `answer` is the unusable answer the model gave last time, word for word: a model
-    /// stuck on one answer gives it again (Qwen2.5 1.5B gave the same one four times in a row,
-    /// a minute each), so it is not asked a third time.
-    pub fn gave_before(&self, answer: &str) -> bool {
-        self.tries.last().is_some_and(|t| t.answer == shown(answer))
+    /// Whether `answer` shows the model stuck: it is the unusable answer the model gave last
+    /// time, word for word, to the same question with the error beneath it (Qwen2.5 1.5B gave
+    /// the same one four times in a row, a minute each), so it is not asked a third time. An
+    /// echo asked afresh was a new sample of the same prompt: the same echo again says less,
+    /// and costs a second.
+    pub fn stuck_on(&self, answer: &str) -> bool {
+        self.stuck_stops
+            && self.fired.last() != Some(&Repair::EchoAskedAfresh)
+            && self.tries.last().is_some_and(|t| t.answer == shown(answer))
     }
 
     /// Records an unusable answer, a firing of `rule`; returns the request that asks again.
@@ -57,7 +70,7 @@ impl Asking {
         error: &str,
         answer: &str,
         usage: TokenUsage,
-        rule: crate::policy::Repair,
+        rule: Repair,
     ) -> ChatRequest {
         self.spent.add(usage);
         self.fired.push(rule);
@@ -67,6 +80,12 @@ impl Asking {
         });
         let mut request = self.request.clone();
         request.retry = self.tries.len() as u32;
+        if rule == Repair::Echo && self.echo_afresh {
+            // The same prompt, sampled again (more freely under `reask_temperature`): the echo
+            // quoted beneath the error is what a small model copies.
+            self.fired.push(Repair::EchoAskedAfresh);
+            return request;
+        }
         request.prompt = format!(
             "{}\n\n# Your previous answer could not be used\n\nError: {error}\n\nYour answer \
              was:\n\n```\n{}\n```\n\nAnswer again, in exactly the format asked for above.",
@@ -94,6 +113,7 @@ fn shown(answer: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Preset;
 
     fn request() -> ChatRequest {
         ChatRequest {
@@ -104,14 +124,9 @@ mod tests {
 
     #[test]
     fn each_try_carries_the_error_and_the_answer_and_the_tries_run_out() {
-        let mut a = Asking::new(request(), 3);
+        let mut a = Asking::new(request(), &Repairs::preset(Preset::Strict));
         let usage = TokenUsage::new(10, 2);
-        let again = a.again(
-            "no <think> tag",
-            "hello",
-            usage,
-            crate::policy::Repair::Reask,
-        );
+        let again = a.again("no <think> tag", "hello", usage, Repair::Reask);
         assert!(
             again
                 .prompt
@@ -119,8 +134,8 @@ mod tests {
         );
         assert!(again.prompt.contains("Error: no <think> tag") && again.prompt.contains("hello"));
         let third = {
-            a.again("e2", "x", usage, crate::policy::Repair::Reask);
-            a.again("e3", "y", usage, crate::policy::Repair::Echo)
+            a.again("e2", "x", usage, Repair::Reask);
+            a.again("e3", "y", usage, Repair::Echo)
         };
         // Always the first prompt plus the latest error, never a growing pile of tries.
         assert!(!third.prompt.contains("e2") && third.prompt.contains("e3"));
@@ -131,10 +146,39 @@ mod tests {
         assert!(!a.may_ask_again());
         assert_eq!(a.tries.len(), 3);
         assert!(
-            a.gave_before("y") && !a.gave_before("x"),
+            a.stuck_on("y") && !a.stuck_on("x"),
             "only the last answer counts"
         );
         assert_eq!(a.spent.prompt_tokens, 30);
+        assert_eq!(a.fired, [Repair::Reask, Repair::Reask, Repair::Echo]);
+    }
+
+    #[test]
+    fn an_echo_is_asked_afresh_where_the_policy_says_so() {
+        let mut a = Asking::new(request(), &Repairs::default());
+        let usage = TokenUsage::new(10, 2);
+        let echo = "<think>Write a haiku</think>";
+        let again = a.again("the answer only repeats …", echo, usage, Repair::Echo);
+        // The prompt as first sent, nothing quoted; a re-ask all the same (its temperature).
+        assert_eq!(again.prompt, "PROMPT");
+        assert_eq!(again.retry, 1);
+        assert_eq!(a.tries[0].answer, echo, "the try stays on the step's record");
+        assert_eq!(a.fired, [Repair::Echo, Repair::EchoAskedAfresh]);
+        assert!(
+            !a.stuck_on(echo),
+            "the same echo from a fresh sample is asked again"
+        );
+        // Other slips are still asked about with the error beneath the prompt.
+        let again = a.again("no <think> tag", "prose", usage, Repair::Reask);
+        assert!(again.prompt.contains("Error: no <think> tag"));
+        assert!(a.stuck_on("prose"));
+        // Switched off, an echo is quoted like any other slip.
+        let mut off = Repairs::default();
+        off.switched.insert(Repair::EchoAskedAfresh, false);
+        let mut a = Asking::new(request(), &off);
+        let again = a.again("the answer only repeats …", echo, usage, Repair::Echo);
+        assert!(again.prompt.contains(echo));
+        assert_eq!(a.fired, [Repair::Echo]);
     }
 
     #[test]

@@ -73,7 +73,7 @@ impl AgentActor {
         };
         let id = step.step_id.clone();
         if self.llm.is_none() {
-            let asking = Asking::new(request, self.state.repairs.reasks());
+            let asking = Asking::new(request, &self.state.repairs);
             self.on_answer(
                 id,
                 Err("this agent has no LLM (a human agent's steps never run)".into()),
@@ -82,7 +82,7 @@ impl AgentActor {
             );
             return;
         }
-        let asking = Asking::new(request.clone(), self.state.repairs.reasks());
+        let asking = Asking::new(request.clone(), &self.state.repairs);
         self.ask(id, request, asking, ctx);
     }
 
@@ -174,8 +174,7 @@ impl AgentActor {
             (reply, _) => reply,
         };
         // A model that gives the same unusable answer again is stuck on it: no more asking.
-        let stuck = self.state.repairs.allows(crate::policy::Repair::ReaskStuck)
-            && reply.as_ref().is_ok_and(|r| asking.gave_before(&r.text));
+        let stuck = reply.as_ref().is_ok_and(|r| asking.stuck_on(&r.text));
         let may_ask_again = asking.may_ask_again() && !stuck;
         match complete_step(&mut self.state, &id, reply, now, may_ask_again) {
             // An answer the skill cannot use: the same question again, with the error. The
@@ -227,7 +226,8 @@ impl AgentActor {
                 ..Default::default()
             },
         );
-        // Each re-ask is a firing of its rule (`reask`, or `echo`), counted in the step's task.
+        // Each re-ask is a firing of its rule (`reask`, `echo`, `echo_asked_afresh`), counted in
+        // the step's task.
         completion
             .output
             .repairs
