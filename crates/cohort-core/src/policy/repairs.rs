@@ -47,6 +47,9 @@ pub enum Repair {
     ComposedSummary,
     /// A summary still unusable after the re-asks is composed from the agent's results.
     ComposedAfterReasks,
+    /// A summary that gives none of the agent's results in the stage (it tells of a poem
+    /// without giving it) gets the newest of them (up to `reported`) added, marked.
+    SummaryResultsAdded,
     /// A stage plan with no step doing the work gets one first.
     WorkStepInserted,
     /// A reflection planning the summary of a stage where none of the agent's steps did the
@@ -95,7 +98,7 @@ pub enum Reach {
 
 impl Repair {
     /// Every rule, in the order they are listed to people.
-    pub const ALL: [Repair; 26] = [
+    pub const ALL: [Repair; 27] = [
         Repair::LoopCut,
         Repair::ClosedJson,
         Repair::Reask,
@@ -107,6 +110,7 @@ impl Repair {
         Repair::EchoedStartDropped,
         Repair::ComposedSummary,
         Repair::ComposedAfterReasks,
+        Repair::SummaryResultsAdded,
         Repair::WorkStepInserted,
         Repair::WorkBeforeSummary,
         Repair::ReflectionNothingNew,
@@ -136,7 +140,7 @@ impl Repair {
             | ReflectionCap | EchoAskedAfresh => Reach::Mend,
             EchoedStartDropped | ComposedSummary | WorkStepInserted | WorkBeforeSummary
             | ReflectionNothingNew | DoubledStepDropped | StageReportsAppended
-            | ReplyClosesExchange | GoalKeptAsIntention => Reach::Alter,
+            | ReplyClosesExchange | GoalKeptAsIntention | SummaryResultsAdded => Reach::Alter,
         }
     }
 

@@ -50,23 +50,11 @@ pub(super) fn composed_summary(
     rule: Repair,
     why: &str,
 ) -> Option<SkillOutcome> {
-    let results: Vec<String> = agent
-        .agent_step
-        .steps()
-        .iter()
-        .filter(|s| {
-            s.task_id == step.task_id
-                && s.stage_id == step.stage_id
-                && s.execution_state == StepExecutionState::Finished
-        })
-        .filter_map(reported)
-        .collect();
+    let results = stage_results(agent, step);
     if results.is_empty() {
         return None;
     }
-    let newest = &results[results
-        .len()
-        .saturating_sub(agent.repairs.thresholds.reported)..];
+    let newest = newest(agent, &results);
     // The results alone, as paragraphs: list items named by their steps' intentions ("write
     // the first line") read to a small manager as work still to plan.
     let summary = format!(
@@ -86,6 +74,57 @@ pub(super) fn composed_summary(
         repairs: vec![Fired::new(rule, what)],
         ..super::summary::finished(json!({ "summary": summary }), summary)
     })
+}
+
+/// What the agent's finished steps in the stage of `step` produced, oldest first.
+fn stage_results(agent: &AgentState, step: &StepState) -> Vec<String> {
+    agent
+        .agent_step
+        .steps()
+        .iter()
+        .filter(|s| {
+            s.task_id == step.task_id
+                && s.stage_id == step.stage_id
+                && s.execution_state == StepExecutionState::Finished
+        })
+        .filter_map(reported)
+        .collect()
+}
+
+/// The newest `reported` of `results`: what a summary the runtime writes to gives.
+fn newest<'a>(agent: &AgentState, results: &'a [String]) -> &'a [String] {
+    &results[results
+        .len()
+        .saturating_sub(agent.repairs.thresholds.reported)..]
+}
+
+/// Adds the agent's newest results in the stage to a `summary` that gives none of them (a 1.5B
+/// writer reported "I have written a haiku about autumn rain … I am done", its poem nowhere in
+/// it, and the manager finished the task on that), marked as added: the manager judges the
+/// stage, and the person reads it, on what it produced. A summary gives a result when it shares
+/// three words in a row with one that are not the agent's goal's own words.
+pub(super) fn summary_with_results(
+    agent: &AgentState,
+    step: &StepState,
+    summary: &mut String,
+) -> bool {
+    let results = stage_results(agent, step);
+    let mut goal = trigrams(&super::goal_in_stage(agent, step).unwrap_or_default());
+    goal.extend(trigrams(COMPOSED_HEADING));
+    let given = trigrams(summary);
+    let mut found = results
+        .iter()
+        .flat_map(|r| trigrams(r))
+        .filter(|t| !goal.contains(t))
+        .peekable();
+    if found.peek().is_none() || found.any(|t| given.contains(&t)) {
+        return false;
+    }
+    summary.push_str(&format!(
+        "\n\nMy results in this stage (added by the runtime: the summary gave none of them):\n\n{}",
+        newest(agent, &results).join("\n\n")
+    ));
+    true
 }
 
 /// How a summary the runtime composed begins (its words are no result of the stage's).

@@ -63,6 +63,14 @@ pub fn interpret(
     if agent.repairs.allows(Repair::Echo) && handed_back(&summary) {
         return Err(SkillError::Echo(summary));
     }
+    if agent.repairs.allows(Repair::SummaryResultsAdded)
+        && super::mend::summary_with_results(agent, step, &mut summary)
+    {
+        repairs.push(Fired::new(
+            Repair::SummaryResultsAdded,
+            "the summary gave none of the agent's results in the stage: its newest were added",
+        ));
+    }
     Ok(SkillOutcome {
         repairs,
         ..finished(json!({ "summary": summary }), summary)
@@ -143,6 +151,46 @@ mod tests {
         )
         .unwrap();
         assert!(o.repairs.is_empty());
+    }
+
+    #[test]
+    fn a_summary_that_tells_of_the_result_without_giving_it_gets_the_results_added() {
+        let mut a = agent(&[Skill::Think, Skill::Planning, Skill::Summary]);
+        let goal = "Write a haiku about autumn rain";
+        let plan = planning_for(&mut a, goal);
+        finish(&mut a, &plan, json!({ "planned_step": [] }));
+        let step = running(&mut a, Skill::Summary, CLOSING);
+        let news = "<completion_summary>I have written a haiku about autumn rain, which meets \
+                    the goal. I am done.</completion_summary>";
+        // Nothing produced in the stage: nothing to add.
+        assert!(interpret(&a, &step, news).unwrap().repairs.is_empty());
+        let think = running(&mut a, Skill::Think, goal);
+        let poem = "Rain on red maples\nthe gutter hums all evening\none leaf, then another";
+        finish(&mut a, &think, json!({ "think": poem }));
+        let o = interpret(&a, &step, news).unwrap();
+        assert!(o.fired(Repair::SummaryResultsAdded).is_some());
+        let summary = o.completion.unwrap();
+        assert!(summary.starts_with("I have written a haiku"), "{summary}");
+        assert!(summary.contains("added by the runtime") && summary.ends_with(poem));
+        assert_eq!(o.result["summary"], summary);
+        // A summary that gives the poem (three words of it in a row) is left as it is.
+        let gives =
+            "<completion_summary>Wrote it: the gutter hums all evening.</completion_summary>";
+        assert!(interpret(&a, &step, gives).unwrap().repairs.is_empty());
+        // The goal's own words are no result.
+        let think = running(&mut a, Skill::Think, "again");
+        finish(&mut a, &think, json!({ "think": goal }));
+        let restated = "<completion_summary>Done: a haiku about autumn rain.</completion_summary>";
+        let o = interpret(&a, &step, restated).unwrap();
+        assert!(
+            o.completion.unwrap().contains(poem),
+            "the poem is still added"
+        );
+        // Switched off, a summary is taken as written.
+        a.repairs
+            .switched
+            .insert(Repair::SummaryResultsAdded, false);
+        assert!(interpret(&a, &step, news).unwrap().repairs.is_empty());
     }
 
     #[test]
