@@ -162,7 +162,10 @@ mod tests {
         // The prompt as first sent, nothing quoted; a re-ask all the same (its temperature).
         assert_eq!(again.prompt, "PROMPT");
         assert_eq!(again.retry, 1);
-        assert_eq!(a.tries[0].answer, echo, "the try stays on the step's record");
+        assert_eq!(
+            a.tries[0].answer, echo,
+            "the try stays on the step's record"
+        );
         assert_eq!(a.fired, [Repair::Echo, Repair::EchoAskedAfresh]);
         assert!(
             !a.stuck_on(echo),
