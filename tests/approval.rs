@@ -3,6 +3,9 @@
 //! MEDIUM on its own, the write waits; the operator sees it through REST with its exact
 //! arguments and risk, and approves it (as written or edited) or rejects it with a reason.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use cohort::actors::{Host, Team, start_team};
@@ -10,17 +13,17 @@ use cohort::api::{ApiState, router};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use cohort::policy::{ApprovalPolicy, Risk};
+use scratch::Scratch;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 use tower::ServiceExt;
 
 const PASSWORD: &str = "cohort-demo";
 
 /// A private copy of the tools example (its own workspace folder), the clerk set to ask.
-fn config(tag: &str) -> (PathBuf, cohort::config::TeamConfig) {
-    let dir = std::env::temp_dir().join(format!("cohort-approval-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn config(tag: &str) -> (Scratch, cohort::config::TeamConfig) {
+    let dir = Scratch::new(&format!("approval-{tag}"));
     for sub in ["servers", "workspace"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }
@@ -37,7 +40,7 @@ fn config(tag: &str) -> (PathBuf, cohort::config::TeamConfig) {
     (dir, cfg)
 }
 
-fn team(tag: &str) -> (PathBuf, Team, ApiState) {
+fn team(tag: &str) -> (Scratch, Team, ApiState) {
     let (dir, cfg) = config(tag);
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
@@ -225,7 +228,6 @@ async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_appro
         "Edited by the operator\n"
     );
     team.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[actix::test]
@@ -265,7 +267,6 @@ async fn a_rejected_call_fails_its_step_with_the_reason_and_never_runs() {
         "the rejected call never ran"
     );
     team.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[actix::test]
@@ -318,7 +319,6 @@ async fn a_call_waiting_for_approval_waits_on_after_a_restart() {
     );
     team.shutdown().await;
     team.monitor.close();
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[actix::test]
@@ -388,7 +388,6 @@ async fn a_missing_argument_is_filled_in_by_the_operator_and_the_call_runs() {
         "Filled in by a person\n"
     );
     team.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[actix::test]
@@ -443,7 +442,6 @@ async fn a_call_no_one_decides_on_in_time_is_not_run_and_the_clerk_goes_on() {
     let (_, approvals) = call(&api, "GET", "/api/approvals", &token, None).await;
     assert_eq!(approvals["approvals"], json!([]), "nothing waits any more");
     team.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[actix::test]
@@ -519,5 +517,4 @@ async fn a_call_the_model_judges_riskier_than_its_annotations_waits_for_approval
     assert_eq!(status, StatusCode::OK, "{answer}");
     task_ends(&team).await;
     team.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -2,6 +2,9 @@
 //! `tokio::io::duplex`, and over streamable HTTP with `serve_http`. Includes the workspace
 //! sandbox: every escape attempt is refused and nothing outside the root is read or written.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 use cohort::bundled::{BundledArgs, BundledError, NotesServer, WorkspaceServer, serve_http};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ErrorCode, GetPromptRequestParams,
@@ -10,19 +13,12 @@ use rmcp::model::{
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServerHandler, ServiceExt};
+use scratch::Scratch;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 type Client = RunningService<RoleClient, ()>;
-
-/// A fresh folder per test (and per run), removed first if a previous run left it.
-fn temp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cohort-bundled-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// An rmcp client connected to `server` in process.
 async fn connect<S: ServerHandler>(server: S) -> Client {
@@ -115,7 +111,8 @@ fn mcp_error(e: ServiceError) -> rmcp::ErrorData {
 
 #[tokio::test]
 async fn workspace_serves_tools_resources_and_prompts() {
-    let root = temp("ws-e2e").join("root");
+    let dir = Scratch::new("bundled-ws-e2e");
+    let root = dir.join("root");
     let client = connect(WorkspaceServer::new(&root).unwrap()).await;
 
     let info = client.peer_info().expect("server info");
@@ -180,7 +177,8 @@ async fn workspace_serves_tools_resources_and_prompts() {
 
 #[tokio::test]
 async fn workspace_reports_protocol_and_tool_errors() {
-    let root = temp("ws-errors").join("root");
+    let dir = Scratch::new("bundled-ws-errors");
+    let root = dir.join("root");
     let client = connect(WorkspaceServer::new(&root).unwrap()).await;
 
     // An unknown tool is a protocol error, not a tool result.
@@ -248,7 +246,7 @@ fn tree(dir: &Path) -> Vec<String> {
 async fn the_sandbox_refuses_every_escape_and_touches_nothing_outside() {
     use std::os::unix::fs::symlink;
     const SECRET: &str = "TOP SECRET outside the root";
-    let base = temp("ws-sandbox");
+    let base = Scratch::new("bundled-ws-sandbox");
     let root = base.join("root");
     let outside = base.join("outside");
     std::fs::create_dir_all(root.join("dir")).unwrap();
@@ -406,7 +404,8 @@ async fn the_sandbox_refuses_every_escape_and_touches_nothing_outside() {
 
 #[tokio::test]
 async fn notes_are_kept_listed_deleted_and_persisted() {
-    let file = temp("notes-e2e").join("state/notes.json");
+    let dir = Scratch::new("bundled-notes-e2e");
+    let file = dir.join("state/notes.json");
     let client = connect(NotesServer::open(&file).unwrap()).await;
 
     let tools = tool_names(&client).await;
@@ -484,7 +483,8 @@ async fn notes_are_kept_listed_deleted_and_persisted() {
 
 #[tokio::test]
 async fn concurrent_note_writes_all_land_in_the_file() {
-    let file = temp("notes-concurrent").join("notes.json");
+    let dir = Scratch::new("bundled-notes-concurrent");
+    let file = dir.join("notes.json");
     let server = NotesServer::open(&file).unwrap();
     let clients: Vec<Client> =
         futures::future::join_all((0..4).map(|_| connect(server.clone()))).await;
@@ -509,7 +509,8 @@ async fn concurrent_note_writes_all_land_in_the_file() {
 
 #[tokio::test]
 async fn serve_http_answers_an_rmcp_client_and_stops_on_shutdown() {
-    let root = temp("http").join("root");
+    let dir = Scratch::new("bundled-http");
+    let root = dir.join("root");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -599,7 +600,8 @@ fn the_shipped_yamls_name_builtin_servers_with_valid_arguments() {
 #[tokio::test]
 async fn a_fifo_in_the_workspace_is_refused_at_once() {
     use std::os::unix::ffi::OsStrExt;
-    let root = temp("ws-fifo").join("root");
+    let dir = Scratch::new("bundled-ws-fifo");
+    let root = dir.join("root");
     let client = connect(WorkspaceServer::new(&root).unwrap()).await;
     let fifo = std::ffi::CString::new(root.join("pipe").as_os_str().as_bytes()).unwrap();
     // SAFETY: `fifo` is a NUL-terminated path that outlives the call.

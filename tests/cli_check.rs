@@ -1,5 +1,10 @@
 //! `cohort check`: a good team passes; broken ones list every problem with file and field.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
+use std::path::PathBuf;
 use std::process::Command;
 
 fn check(path: &std::path::Path) -> (i32, String) {
@@ -14,12 +19,12 @@ fn check(path: &std::path::Path) -> (i32, String) {
     )
 }
 
-fn temp(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-check-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// `text` as `team.yaml` in a fresh folder: the folder (removed when dropped) and the file.
+fn temp(name: &str, text: &str) -> (Scratch, PathBuf) {
+    let dir = Scratch::new(&format!("check-{name}"));
     let f = dir.join("team.yaml");
     std::fs::write(&f, text).unwrap();
-    f
+    (dir, f)
 }
 
 #[test]
@@ -48,7 +53,7 @@ fn the_readme_sample_team_passes_check() {
         .expect("the README's team file")
         + 8;
     let sample = &readme[start..start + readme[start..].find("```").unwrap()];
-    let f = temp("readme", sample);
+    let (_dir, f) = temp("readme", sample);
     std::fs::copy(
         "examples/quickstart/script.yaml",
         f.parent().unwrap().join("script.yaml"),
@@ -60,7 +65,7 @@ fn the_readme_sample_team_passes_check() {
 
 #[test]
 fn malformed_yaml_names_file_and_field() {
-    let f = temp(
+    let (_dir, f) = temp(
         "yaml",
         "agents:\n  - id: a\n    role: r\n    skills: planning\n",
     );
@@ -72,16 +77,15 @@ fn malformed_yaml_names_file_and_field() {
 
 #[test]
 fn every_problem_is_listed_including_the_script() {
-    let dir = temp("sem", "").parent().unwrap().to_path_buf();
+    let (dir, f) = temp(
+        "sem",
+        "llm: {provider: scripted, script: script.yaml}\nagents:\n  - {id: m, role: r, skills: [task_manager, telepathy]}\n  - {id: m, role: r, skills: [think]}\n",
+    );
     std::fs::write(
         dir.join("script.yaml"),
         "replies:\n  ghost:\n    planning: [x]\n",
     )
     .unwrap();
-    let f = temp(
-        "sem",
-        "llm: {provider: scripted, script: script.yaml}\nagents:\n  - {id: m, role: r, skills: [task_manager, telepathy]}\n  - {id: m, role: r, skills: [think]}\n",
-    );
     let (code, out) = check(&f);
     assert_eq!(code, 1);
     assert!(
@@ -97,7 +101,7 @@ fn every_problem_is_listed_including_the_script() {
 
 #[test]
 fn a_bad_template_file_is_named_with_its_field() {
-    let f = temp(
+    let (_dir, f) = temp(
         "template",
         "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: r, skills: [task_manager, agent_manager]}\nagent_templates: [templates]\n",
     );
@@ -122,7 +126,7 @@ fn check_counts_templates_and_notes_one_this_team_cannot_hire_from() {
     let (code, out) = check(std::path::Path::new("examples/hiring/team.yaml"));
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("2 agents, 2 agent templates"), "{out}");
-    let f = temp(
+    let (_dir, f) = temp(
         "tool-note",
         "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager, agent_manager]}\n\
          agent_templates:\n  - {name: browser, role: r, skills: [instruction_generation], tools: [web]}\n",
@@ -171,7 +175,7 @@ fn an_unset_api_key_variable_is_a_warning_and_fails_strict() {
 
 #[test]
 fn one_problem_is_one_problem() {
-    let f = temp(
+    let (_dir, f) = temp(
         "one",
         "llm: {provider: openai, model: m}\nagents:\n  - {id: m, role: manager, skills: [task_manager, telepathy]}\n",
     );
@@ -198,7 +202,7 @@ fn a_missing_file_is_a_clear_error() {
 /// listed in one go, each with its file and field; `check` no longer stops at the first.
 #[test]
 fn every_schema_problem_is_listed_not_only_the_first() {
-    let f = temp(
+    let (_dir, f) = temp(
         "schema",
         "llm: gpt-4\nagents:\n  - {id: m, role: manager, skills: [task_manager], colour: red}\n  - {id: w, role: writer, skills: [telepathy]}\n",
     );
@@ -269,7 +273,7 @@ fn yaml_errors_never_name_a_rust_type() {
             if bad.starts_with("llm") { "" } else { llm },
             agent
         );
-        let f = temp("no-rust", &text);
+        let (_dir, f) = temp("no-rust", &text);
         let (code, out) = check(&f);
         assert_eq!(code, 1, "{bad}: {out}");
         for name in rust {
@@ -277,7 +281,7 @@ fn yaml_errors_never_name_a_rust_type() {
         }
     }
     // A server file and a template file are read the same way.
-    let dir = temp("no-rust-files", "").parent().unwrap().to_path_buf();
+    let dir = Scratch::new("check-no-rust-files");
     std::fs::write(
         dir.join("srv.yaml"),
         "name: [x]\ndescription: 5\ntimeout_secs: soon\n",

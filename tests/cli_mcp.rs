@@ -4,6 +4,7 @@
 #[path = "support/mcp.rs"]
 mod mcp;
 
+use mcp::scratch::Scratch;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -28,7 +29,7 @@ fn json(out: &Output) -> Value {
 }
 
 /// A folder with `w.yaml` serving the bundled workspace on `ws/`.
-fn workspace_dir(tag: &str) -> std::path::PathBuf {
+fn workspace_dir(tag: &str) -> Scratch {
     let d = mcp::temp_dir(tag);
     std::fs::create_dir_all(d.join("ws")).unwrap();
     std::fs::write(

@@ -2,6 +2,10 @@
 //! stderr, and an exit code that match the tasks' final states, also under `--max-steps`
 //! pressure and on Ctrl-C. Golden files hold what does not vary from run to run.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -188,8 +192,7 @@ fn help_lists_every_exit_code() {
 /// Ctrl-C while an LLM call is in flight: the run stops cleanly and exits 130.
 #[test]
 fn ctrl_c_ends_the_run_with_exit_130() {
-    let dir = std::env::temp_dir().join(format!("cohort-cli-sigint-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-sigint");
     std::fs::write(
         dir.join("script.yaml"),
         "replies:\n  manager:\n    task_manager:\n      - text: '<task_instruction>{\"action\": \"add_task\", \"task_name\": \"t\", \"task_intention\": \"t\"}</task_instruction>'\n        delay_ms: 120000\n",
@@ -233,7 +236,6 @@ fn ctrl_c_ends_the_run_with_exit_130() {
         "stopped in {:?}",
         sent.elapsed()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A console folder that is not one is refused at start, before the team starts.

@@ -2,10 +2,14 @@
 //! journal, as a running team writes it): the table of tasks, the events as JSON lines (all,
 //! or one task's), and clear errors for missing data.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 use cohort::event::{Change, States, TaskChange};
 use cohort::monitor::Monitor;
 use cohort::state::{TaskState, TokenUsage};
 use cohort::store::SqlStore;
+use scratch::Scratch;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -23,8 +27,7 @@ fn cohort(args: &[&str]) -> (bool, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
-    let dir = std::env::temp_dir().join(format!("cohort-cli-store-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("cli-store");
     let file = dir.join("team.db");
     let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
     let m = Monitor::with_store(1_024, store, States::default(), 0);
@@ -123,7 +126,6 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
         !ok && err.contains("--data PATH or --database URL"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `cohort run --data`: the team's state is kept; a second run on the same file carries on
@@ -181,8 +183,7 @@ fn run_with_data_keeps_the_team_and_a_second_run_follows_only_its_own_goal() {
 /// a compacted task as its final record (`{"archived": …}`), then the events kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() {
-    let dir = std::env::temp_dir().join(format!("cohort-cli-compact-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("cli-compact");
     let file = dir.join("team.db");
     let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
     let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
@@ -233,7 +234,6 @@ async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() 
     assert_eq!(task["execution_state"], "finished");
     assert_eq!(task["task_summary"], "five, seven, five");
     assert_eq!(line["archived"]["version"], 2);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A `cohort serve` child on a store of its own, stopped with SIGINT: its stderr once it ended.
@@ -313,9 +313,7 @@ impl Serving {
 /// `-wal` beside it, as a plain file copy takes it) holds the team.
 #[test]
 fn serve_stopped_by_sigint_says_where_the_data_is_and_leaves_the_db_file_whole() {
-    let dir = std::env::temp_dir().join(format!("cohort-cli-sigint-db-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-sigint-db");
     let db = dir.join("op.db");
     let serving = Serving::start(&["--data", db.to_str().unwrap()]);
     let (code, said) = serving.interrupt();
@@ -340,16 +338,13 @@ fn serve_stopped_by_sigint_says_where_the_data_is_and_leaves_the_db_file_whole()
         said.contains("Cohort stopped; nothing was stored (--no-data)"),
         "{said}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `cohort backup` copies the store of a team that is running (no lock taken) into a file
 /// `inspect` reads; it never overwrites, and sends a Postgres store to pg_dump.
 #[test]
 fn backup_copies_a_running_teams_store_and_refuses_what_it_cannot_copy() {
-    let dir = std::env::temp_dir().join(format!("cohort-cli-backup-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-backup");
     let db = dir.join("op.db");
     let to = dir.join("backup.db");
     let serving = Serving::start(&["--data", db.to_str().unwrap()]);
@@ -402,7 +397,6 @@ fn backup_copies_a_running_teams_store_and_refuses_what_it_cannot_copy() {
     let err = String::from_utf8_lossy(&pg.stderr);
     assert_eq!(pg.status.code(), Some(3), "{err}");
     assert!(err.contains("pg_dump") && !err.contains("secret"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// One HTTP request to a served team; the answer's JSON.
@@ -429,9 +423,7 @@ async fn http(
 /// `GET /api/step/{id}/calls` with them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_steps_prompt_and_raw_reply_are_there_after_a_restart() {
-    let dir = std::env::temp_dir().join(format!("cohort-cli-calls-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-calls");
     for f in ["team.yaml", "script.yaml"] {
         std::fs::copy(format!("tests/fixtures/failures/{f}"), dir.join(f)).unwrap();
     }
@@ -503,5 +495,4 @@ async fn a_failed_steps_prompt_and_raw_reply_are_there_after_a_restart() {
     assert_eq!(first["reply"], "I will review things.", "{calls:#}");
     let (code, said) = serving.interrupt();
     assert_eq!(code, Some(0), "{said}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,6 +10,7 @@ mod http;
 use axum::http::{StatusCode, header};
 use cohort::api::{ApiState, router};
 use cohort::state::StepExecutionState;
+use common::scratch::Scratch;
 use common::*;
 use http::*;
 
@@ -36,7 +37,7 @@ async fn the_built_in_console_is_served_without_a_web_dir() {
 #[actix::test]
 async fn the_console_is_served_from_web_dir_without_escaping_it() {
     let (team, cfg) = start();
-    let root = std::env::temp_dir().join(format!("cohort-api-web-{}", std::process::id()));
+    let root = Scratch::new("api-web");
     let dir = root.join("web");
     std::fs::create_dir_all(dir.join("js")).unwrap();
     std::fs::write(root.join("secret.txt"), "TOP SECRET").unwrap();
@@ -67,7 +68,6 @@ async fn the_console_is_served_from_web_dir_without_escaping_it() {
     // The API is not shadowed by the console.
     let r = call(&app, "GET", "/api/states?type=task", None, None).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
-    std::fs::remove_dir_all(&root).ok();
 }
 
 /// A step's LLM calls, as sent and answered, are readable through REST: the prompt the model

@@ -15,15 +15,14 @@ use cohort::actors::{
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use cohort::state::StepState;
+use mcp::scratch::Scratch;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The quickstart team, its writer's first draft taking a minute to write.
-fn slow_quickstart(tag: &str) -> std::path::PathBuf {
+fn slow_quickstart(tag: &str) -> Scratch {
     // Each test its own folder: `cargo test` runs a binary's tests side by side in one process.
-    let dir = std::env::temp_dir().join(format!("cohort-control-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(&format!("control-{tag}"));
     std::fs::copy("examples/quickstart/team.yaml", dir.join("team.yaml")).unwrap();
     let script = std::fs::read_to_string(Path::new("examples/quickstart/script.yaml")).unwrap();
     let draft = r#"      - "<think>Draft:\n  Rain on the eaves\n  the maple lets go its red\n  one leaf at a time</think>""#;
@@ -39,7 +38,7 @@ fn slow_quickstart(tag: &str) -> std::path::PathBuf {
 
 /// The slow quickstart started with the haiku goal, once the writer's draft is running: the
 /// team (and its folder) with the draft step.
-async fn draft_running(tag: &str) -> (std::path::PathBuf, cohort::actors::Team, StepState) {
+async fn draft_running(tag: &str) -> (Scratch, cohort::actors::Team, StepState) {
     let dir = slow_quickstart(tag);
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
@@ -68,7 +67,7 @@ async fn draft_running(tag: &str) -> (std::path::PathBuf, cohort::actors::Team, 
 
 #[actix::test]
 async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
-    let (dir, team, draft) = draft_running("cancel").await;
+    let (_dir, team, draft) = draft_running("cancel").await;
     let (task, step) = (draft.task_id, draft.step_id);
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -141,7 +140,6 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
         assert!(Instant::now() < deadline, "the writer stayed busy");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[actix::test]
@@ -209,7 +207,7 @@ async fn a_paused_agent_starts_nothing_until_it_is_resumed() {
 
 #[actix::test]
 async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
-    let (dir, team, draft) = draft_running("retry").await;
+    let (_dir, team, draft) = draft_running("retry").await;
     let (task, stage, step) = (draft.task_id, draft.stage_id, draft.step_id);
     let stage_id = stage.stage().unwrap().clone();
     team.sync
@@ -258,7 +256,6 @@ async fn retrying_a_running_stage_starts_it_afresh_and_abandons_its_old_call() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Cancels `step` of `agent` as the operator, then waits until it is `cancelled`; how long
@@ -292,7 +289,7 @@ async fn cancel_step(
 
 #[actix::test]
 async fn cancelling_a_step_mid_llm_call_ends_it_at_once_and_its_agent_goes_on() {
-    let (dir, team, draft) = draft_running("cancel-step").await;
+    let (_dir, team, draft) = draft_running("cancel-step").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (took, s) = cancel_step(&team, "writer", &draft.step_id).await;
     assert!(
@@ -345,14 +342,12 @@ async fn cancelling_a_step_mid_llm_call_ends_it_at_once_and_its_agent_goes_on() 
         task["execution_state"], "cancelled",
         "only the step was cancelled"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[actix::test]
 async fn cancelling_a_step_mid_tool_call_abandons_the_call() {
     // The tools example, its clerk calling server-everything's minute-long operation.
-    let dir = std::env::temp_dir().join(format!("cohort-control-tool-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("control-tool");
     for sub in ["servers", "workspace"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }
@@ -439,7 +434,6 @@ async fn cancelling_a_step_mid_tool_call_abandons_the_call() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     team.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[actix::test]

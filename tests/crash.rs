@@ -11,7 +11,10 @@
 
 #[path = "support/postgres.rs"]
 mod postgres;
+#[path = "support/scratch.rs"]
+mod scratch;
 
+use scratch::Scratch;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -536,28 +539,19 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
     );
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-crash-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_sqlite() {
     let kills = std::env::var("COHORT_CRASH_KILLS")
         .ok()
         .and_then(|k| k.parse().ok())
         .unwrap_or(20);
-    let dir = temp_dir("sqlite");
+    let dir = Scratch::new("crash-sqlite");
     crash_run("sqlite", Data::Sqlite(dir.join("team.db")), &dir, kills).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_postgres() {
     let pg = postgres::Cluster::start("crash");
-    let dir = temp_dir("postgres");
+    let dir = Scratch::new("crash-postgres");
     crash_run("postgres", Data::Postgres(pg.url()), &dir, 8).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

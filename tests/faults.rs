@@ -8,12 +8,15 @@
 mod competent;
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use competent::competent;
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
+use scratch::Scratch;
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,9 +24,9 @@ use std::time::{Duration, Instant};
 
 const GOALS: usize = 20;
 
-fn team_file(base_url: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// The team on the stub at `base_url`, in a fresh folder: the folder's guard and the file.
+fn team_file(base_url: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = Scratch::new("faults");
     let f = dir.join("team.yaml");
     std::fs::write(
         &f,
@@ -35,7 +38,7 @@ fn team_file(base_url: &str) -> std::path::PathBuf {
         ),
     )
     .unwrap();
-    f
+    (dir, f)
 }
 
 /// One call in five is broken, in turn by each kind of fault (deterministic: the n-th call).
@@ -68,7 +71,8 @@ async fn twenty_goals_finish_though_one_call_in_five_fails() {
     let calls = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&calls);
     stub.set_fallback(move |req| flaky(counter.fetch_add(1, Ordering::Relaxed), req));
-    let cfg = load_team(&team_file(&stub.base_url())).unwrap();
+    let (_dir, file) = team_file(&stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
 

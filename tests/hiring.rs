@@ -1,12 +1,15 @@
 //! Team management end to end: the hiring example (ask_info for templates, init_new_agent, the
 //! new agent allocated in the same task), and the refusals a manager's agent_manager step gets.
 
+#[path = "support/scratch.rs"]
+mod scratch;
 #[path = "support/states.rs"]
 mod states;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
+use scratch::Scratch;
 use serde_json::Value;
 use states::*;
 use std::path::Path;
@@ -188,8 +191,7 @@ replies:
 
 #[actix::test]
 async fn unknown_template_taken_id_and_a_missing_tool_fail_the_step_with_the_reason() {
-    let dir = std::env::temp_dir().join(format!("cohort-hiring-refusals-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("hiring-refusals");
     std::fs::write(dir.join("team.yaml"), REFUSALS_TEAM).unwrap();
     std::fs::write(dir.join("script.yaml"), REFUSALS_SCRIPT).unwrap();
     let cfg = load_team(&dir.join("team.yaml")).unwrap();

@@ -8,12 +8,15 @@
 mod openai_stub;
 #[path = "support/prompt_fields.rs"]
 mod prompt_fields;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
 use prompt_fields::{content, field};
+use scratch::Scratch;
 use std::time::Duration;
 
 const THINKS: usize = 12;
@@ -61,8 +64,7 @@ fn answer(req: &RecordedRequest) -> StubResponse {
 async fn older_history_left_out_of_a_prompt_is_summarized_and_shown_in_its_place() {
     let stub = OpenAiStub::start().await;
     stub.set_fallback(answer);
-    let dir = std::env::temp_dir().join(format!("cohort-history-summary-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("history-summary");
     let file = dir.join("team.yaml");
     std::fs::write(
         &file,
@@ -127,5 +129,4 @@ async fn older_history_left_out_of_a_prompt_is_summarized_and_shown_in_its_place
         "{w:#}"
     );
     team.shutdown().await;
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -5,9 +5,12 @@
 //! the reason, and given again, the task ends failed saying why; `cohort run` exits 1 with
 //! `task failed: …`. The same team with real answers finishes as before.
 
+#[path = "support/scratch.rs"]
+mod scratch;
 #[path = "support/states.rs"]
 mod states;
 
+use scratch::Scratch;
 use serde_json::Value;
 use states::*;
 use std::path::PathBuf;
@@ -15,8 +18,9 @@ use std::process::Command;
 
 const GOAL: &str = "Write a haiku about autumn rain";
 
-/// The team, its writer thinking and summarising `think` and `summary`.
-fn team(tag: &str, think: &str, summary: &str) -> PathBuf {
+/// The team, its writer thinking and summarising `think` and `summary`: its folder's guard and
+/// its file.
+fn team(tag: &str, think: &str, summary: &str) -> (Scratch, PathBuf) {
     let script = format!(
         r#"replies:
   manager:
@@ -50,11 +54,10 @@ fn team(tag: &str, think: &str, summary: &str) -> PathBuf {
 }
 
 /// A team of a manager and `workers` (each planning, reflecting, thinking and summarising)
-/// answering from `script`, written to a fresh folder named after `tag`.
-fn team_file(tag: &str, script: &str, workers: &[&str]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-honest-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// answering from `script`, written to a fresh folder named after `tag`: the folder's guard
+/// (it removes the folder when dropped) and the team file.
+fn team_file(tag: &str, script: &str, workers: &[&str]) -> (Scratch, PathBuf) {
+    let dir = Scratch::new(&format!("honest-{tag}"));
     std::fs::write(dir.join("script.yaml"), script).unwrap();
     let mut team = "name: honest\nlanguage: en\nllm:\n  provider: scripted\n  script: script.yaml\n\
          agents:\n\
@@ -67,7 +70,7 @@ fn team_file(tag: &str, script: &str, workers: &[&str]) -> PathBuf {
     }
     let f = dir.join("team.yaml");
     std::fs::write(&f, team).unwrap();
-    f
+    (dir, f)
 }
 
 /// `cohort run` of the goal on `team`, its store beside the team file (`team.db`).
@@ -88,7 +91,8 @@ fn run(team: &PathBuf) -> (i32, Value, String) {
 
 #[test]
 fn a_team_that_echoes_its_goal_and_declares_success_anyway_ends_failed_saying_why() {
-    let (code, s, stderr) = run(&team("echo", GOAL, GOAL));
+    let (dir, file) = team("echo", GOAL, GOAL);
+    let (code, s, stderr) = run(&file);
     let closing = stderr.lines().last().unwrap_or_default();
     assert_eq!(code, 1, "{stderr}");
     assert!(closing.starts_with("task failed: "), "{closing}");
@@ -114,8 +118,7 @@ fn a_team_that_echoes_its_goal_and_declares_success_anyway_ends_failed_saying_wh
     }
     assert!(task["repairs"]["echo"].as_u64().unwrap_or(0) >= 1, "{task}");
     // The stored record says why too: `cohort export` carries the reason.
-    let data =
-        std::env::temp_dir().join(format!("cohort-honest-echo-{}/team.db", std::process::id()));
+    let data = dir.join("team.db");
     let export = Command::new(env!("CARGO_BIN_EXE_cohort"))
         .arg("export")
         .arg("--data")
@@ -138,7 +141,8 @@ fn a_team_that_echoes_its_goal_and_declares_success_anyway_ends_failed_saying_wh
 #[test]
 fn the_same_team_with_real_answers_finishes() {
     let poem = "Cold rain on the eaves / the maple lets go its red / one leaf at a time";
-    let (code, s, stderr) = run(&team("real", poem, poem));
+    let (_dir, file) = team("real", poem, poem);
+    let (code, s, stderr) = run(&file);
     assert_eq!(code, 0, "{stderr}");
     let task = the_task(&s);
     assert_eq!(task["execution_state"], "finished", "{task}");
@@ -188,7 +192,8 @@ fn a_task_with_one_failed_and_one_finished_stage_ends_finished_and_says_which_fa
         text: '<completion_summary>Cold rain on the eaves / the maple lets go its red / one leaf at a time</completion_summary>'
 "#
     );
-    let (code, s, stderr) = run(&team_file("mixed", &script, &["writer", "reviewer"]));
+    let (_dir, file) = team_file("mixed", &script, &["writer", "reviewer"]);
+    let (code, s, stderr) = run(&file);
     let closing = stderr.lines().last().unwrap_or_default();
     assert_eq!(code, 0, "{stderr}");
     assert!(

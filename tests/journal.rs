@@ -3,11 +3,15 @@
 //! closing takes a snapshot the states can be rebuilt from; a store that fails for a while
 //! loses nothing.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 use cohort::event::{Change, Event, States, TaskChange};
 use cohort::monitor::Monitor;
 use cohort::state::{TaskState, TokenUsage};
 use cohort::store::{Snapshot, SqlStore, Store, StoreError, StoredEvent};
 use futures::future::BoxFuture;
+use scratch::Scratch;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -25,10 +29,11 @@ fn tokens(id: &str, n: u64) -> Change {
     })
 }
 
-fn db(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("cohort-journal-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d.join("team.db")
+/// A fresh folder and the store file in it; the folder goes when its guard is dropped.
+fn db(name: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = Scratch::new(&format!("journal-{name}"));
+    let file = dir.join("team.db");
+    (dir, file)
 }
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -39,7 +44,7 @@ async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_are_stored_before_anyone_sees_them_and_a_snapshot_rebuilds_the_states() {
-    let file = db("ahead");
+    let (_dir, file) = db("ahead");
     let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
     let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
     let mut rx = m.subscribe();
@@ -96,8 +101,6 @@ async fn changes_are_stored_before_anyone_sees_them_and_a_snapshot_rebuilds_the_
     let Snapshot { version, states } = store.latest_snapshot().await.unwrap().unwrap();
     assert_eq!(version, last);
     assert_eq!(states.into_states().all_json(), m.all());
-    drop(store);
-    let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
 
 /// A real SQLite store whose first appends fail, as a store that is briefly unreachable.
@@ -185,7 +188,7 @@ impl Store for Flaky {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_fails_for_a_while_delays_changes_and_loses_none() {
-    let file = db("flaky");
+    let (_dir, file) = db("flaky");
     let store = Arc::new(Flaky {
         inner: SqlStore::open_sqlite(&file).await.unwrap(),
         failures_left: AtomicUsize::new(3),
@@ -204,14 +207,13 @@ async fn a_store_that_fails_for_a_while_delays_changes_and_loses_none() {
     assert!(m.read(|s| s.tasks.contains_key(&"t1".into())));
     assert_eq!(store.events_after(0, 10).await.unwrap().len(), 1);
     m.close();
-    let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
 
 /// Publishing far faster than the store commits fills the journal's queue: publishers then
 /// wait for the writer (never the other way round), and everything is committed in the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publisher_faster_than_the_store_waits_for_it_and_nothing_is_dropped() {
-    let file = db("full");
+    let (_dir, file) = db("full");
     let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
     let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
     m.publish(vec![created("t1")]);
@@ -247,7 +249,6 @@ async fn a_publisher_faster_than_the_store_waits_for_it_and_nothing_is_dropped()
     assert_eq!(store.last_version().await.unwrap(), 30_001);
     assert_eq!(m.version(), 30_001);
     m.close();
-    let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
 
 /// A change carrying a 16 KB message, as a flood of large messages publishes them.
@@ -284,7 +285,7 @@ async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_events_bring_a_snapshot_before_ten_thousand_of_them() {
     use cohort::monitor::journal::{SNAPSHOT_EVERY, SNAPSHOT_MIN_BYTES};
-    let file = db("bytes");
+    let (_dir, file) = db("bytes");
     let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
     let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
     m.publish(vec![created("t1")]);
@@ -301,14 +302,13 @@ async fn large_events_bring_a_snapshot_before_ten_thousand_of_them() {
     })
     .await;
     m.close();
-    let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
 
 /// A monitor keeps its store compacted while it runs: the events its snapshots cover leave
 /// (here at once: nothing kept beyond recovery), and the store still rebuilds its states.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_monitor_keeps_its_store_compacted() {
-    let file = db("compacting");
+    let (_dir, file) = db("compacting");
     let store = Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
     let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
     let policy = cohort::config::Compaction {
@@ -334,6 +334,4 @@ async fn a_running_monitor_keeps_its_store_compacted() {
     m.close();
     let loaded = cohort::store::load(store.as_ref()).await.unwrap();
     assert_eq!(loaded.states.all_json(), m.all());
-    drop(store);
-    let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }

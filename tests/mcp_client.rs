@@ -130,7 +130,7 @@ async fn children_get_only_their_configured_env_and_run_in_their_cwd() {
     let mut config = mcp::everything("ev", &m, Duration::from_secs(30));
     if let McpTransport::Stdio { env, cwd: dir, .. } = &mut config.transport {
         env.insert("GREETING".into(), "hi".into());
-        *dir = cwd.clone();
+        *dir = cwd.to_path_buf();
     }
     let c = client(vec![config]);
     let result = c.call("ev", &tool("get-env", json!({}))).await.unwrap();
@@ -444,7 +444,7 @@ async fn builtin_servers_start_as_cohort_mcp_serve() {
         server: "workspace".into(),
         args: vec!["--root".into(), "/tmp/ws".into()],
         env: Default::default(),
-        cwd: dir.clone(),
+        cwd: dir.to_path_buf(),
     };
     let c = McpClient::new(
         vec![config],
@@ -515,7 +515,7 @@ async fn bundled_workspace_and_notes_servers_run_as_children_of_the_real_binary(
             server: name.into(),
             args: args.iter().map(|a| a.to_string()).collect(),
             env: [("COHORT_TEST_MARKER".to_owned(), m.clone())].into(),
-            cwd: dir.clone(),
+            cwd: dir.to_path_buf(),
         },
         call_timeout: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(60),

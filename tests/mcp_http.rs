@@ -2,7 +2,11 @@
 //! a server that went away fails calls promptly (not after the whole timeout), and the client
 //! reconnects once the server is back.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 use cohort::mcp::{McpCall, McpClient, McpOptions, McpServerConfig, McpTransport};
+use scratch::Scratch;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -31,13 +35,12 @@ fn tool(name: &str, args: serde_json::Value) -> McpCall {
 
 #[tokio::test]
 async fn the_client_uses_the_bundled_workspace_over_http_and_survives_its_restart() {
-    let root = std::env::temp_dir().join(format!("cohort-mcp-http-{}", std::process::id()));
-    std::fs::create_dir_all(&root).unwrap();
+    let root = Scratch::new("mcp-http");
     let addr = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap();
-    let stop = serve(root.clone(), addr).await;
+    let stop = serve(root.to_path_buf(), addr).await;
     let config = McpServerConfig {
         risk: Default::default(),
         name: "ws".into(),
@@ -88,7 +91,7 @@ async fn the_client_uses_the_bundled_workspace_over_http_and_survives_its_restar
     );
 
     // Back on the same address: the next calls reconnect.
-    let _stop = serve(root.clone(), addr).await;
+    let _stop = serve(root.to_path_buf(), addr).await;
     let mut last = None;
     for _ in 0..20 {
         match client

@@ -7,6 +7,8 @@
 mod openai_stub;
 #[path = "support/prompt_fields.rs"]
 mod prompt_fields;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
@@ -14,6 +16,7 @@ use cohort::monitor::StateKind;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
 use prompt_fields::{content, field};
+use scratch::Scratch;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -107,8 +110,7 @@ fn team_yaml(stub: &OpenAiStub) -> String {
 async fn two_tasks_share_one_worker_and_keep_their_stages_apart() {
     let stub = OpenAiStub::start().await;
     stub.set_fallback(answer);
-    let dir = std::env::temp_dir().join(format!("cohort-multi-task-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("multi-task");
     let file = dir.join("team.yaml");
     std::fs::write(&file, team_yaml(&stub)).unwrap();
     let cfg = load_team(&file).unwrap();
@@ -220,8 +222,7 @@ async fn two_tasks_share_one_worker_and_keep_their_stages_apart() {
 async fn a_run_whose_goal_becomes_two_tasks_ends_when_both_are_over() {
     let stub = OpenAiStub::start().await;
     stub.set_fallback(answer);
-    let dir = std::env::temp_dir().join(format!("cohort-multi-task-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("multi-task-run");
     let file = dir.join("team.yaml");
     std::fs::write(&file, team_yaml(&stub)).unwrap();
     let cfg = load_team(&file).unwrap();
@@ -252,8 +253,7 @@ async fn a_run_whose_goal_becomes_two_tasks_ends_when_both_are_over() {
 async fn a_long_lived_manager_keeps_a_bounded_base_task_history() {
     let stub = OpenAiStub::start().await;
     stub.set_fallback(answer);
-    let dir = std::env::temp_dir().join(format!("cohort-multi-task-long-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("multi-task-long");
     let file = dir.join("team.yaml");
     std::fs::write(&file, team_yaml(&stub)).unwrap();
     let cfg = load_team(&file).unwrap();

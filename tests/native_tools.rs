@@ -8,19 +8,20 @@
 mod competent;
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
+use scratch::Scratch;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-fn team_dir(tag: &str, base_url: &str) -> std::path::PathBuf {
+fn team_dir(tag: &str, base_url: &str) -> Scratch {
     // Each test its own folder: `cargo test` runs a binary's tests side by side in one process.
-    let dir =
-        std::env::temp_dir().join(format!("cohort-native-tools-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new(&format!("native-tools-{tag}"));
     std::fs::create_dir_all(dir.join("servers")).unwrap();
     std::fs::create_dir_all(dir.join("ws")).unwrap();
     std::fs::write(

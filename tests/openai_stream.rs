@@ -4,6 +4,8 @@
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
@@ -11,6 +13,7 @@ use cohort::ids::{AgentId, StageRef, StepId, TaskId};
 use cohort::llm::openai::{OpenAiModel, OpenAiSettings, StructuredOutput};
 use cohort::llm::{AnswerProgress, ChatModel, ChatRequest, LlmError};
 use openai_stub::{OpenAiStub, StubResponse};
+use scratch::Scratch;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -221,8 +224,7 @@ async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
     let plan = r#"<task_instruction>{"action": "add_task", "task_name": "Haiku", "task_intention": "write one"}</task_instruction>"#;
     let (a, b) = plan.split_at(plan.len() / 2);
     stub.push(StubResponse::streamed(&[a, b], None).with_event_delay(Duration::from_millis(300)));
-    let dir = std::env::temp_dir().join(format!("cohort-stream-team-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("stream-team");
     std::fs::write(
         dir.join("team.yaml"),
         format!(
@@ -262,7 +264,6 @@ async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
             );
             assert!(stub.requests().iter().all(|r| r.body["stream"] == true));
             team.shutdown().await;
-            let _ = std::fs::remove_dir_all(&dir);
             return;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;

@@ -8,6 +8,8 @@
 mod competent;
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
@@ -15,14 +17,15 @@ use cohort::event::{Change, StepChange};
 use cohort::monitor::StateKind;
 use competent::competent;
 use openai_stub::{OpenAiStub, StubResponse};
+use scratch::Scratch;
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn team_file(base_url: &str, name: &str, extra: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-outage-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// The team on the stub at `base_url`, in a fresh folder: the folder's guard and the file.
+fn team_file(base_url: &str, name: &str, extra: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = Scratch::new(&format!("outage-{name}"));
     let f = dir.join("team.yaml");
     std::fs::write(
         &f,
@@ -35,7 +38,7 @@ fn team_file(base_url: &str, name: &str, extra: &str) -> std::path::PathBuf {
         ),
     )
     .unwrap();
-    f
+    (dir, f)
 }
 
 /// Answers competently, except from the `from`-th call on for `down`: every call then is a 500.
@@ -82,7 +85,8 @@ async fn task_over(team: &cohort::actors::Team, within: Duration) -> Option<Valu
 async fn a_goal_waits_out_an_outage_of_its_endpoint_and_finishes() {
     let stub = OpenAiStub::start().await;
     let calls = down_for_a_while(&stub, 3, Duration::from_secs(5));
-    let cfg = load_team(&team_file(&stub.base_url(), "back", "")).unwrap();
+    let (_dir, file) = team_file(&stub.base_url(), "back", "");
+    let cfg = load_team(&file).unwrap();
     let team = start_team(&cfg, &host(&|_| None)).unwrap();
     let mut events = team.monitor.subscribe();
     let waits = Arc::new(Mutex::new(Vec::new()));
@@ -124,12 +128,8 @@ async fn a_goal_waits_out_an_outage_of_its_endpoint_and_finishes() {
 async fn an_endpoint_down_past_the_wait_fails_its_task_with_the_reason() {
     let stub = OpenAiStub::start().await;
     down_for_a_while(&stub, 3, Duration::from_secs(3600));
-    let cfg = load_team(&team_file(
-        &stub.base_url(),
-        "gone",
-        "waits: {model_secs: 3}\n",
-    ))
-    .unwrap();
+    let (_dir, file) = team_file(&stub.base_url(), "gone", "waits: {model_secs: 3}\n");
+    let cfg = load_team(&file).unwrap();
     let team = start_team(&cfg, &host(&|_| None)).unwrap();
     team.submit_goal(None, "Please reach GOAL<g1>.")
         .await

@@ -8,6 +8,8 @@
 mod competent;
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
@@ -21,6 +23,7 @@ use rmcp::transport::streamable_http_server::{
 };
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
+use scratch::Scratch;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -110,9 +113,8 @@ async fn serve<S: ServerHandler + Clone + Send + Sync + 'static>(server: S) -> S
     format!("http://{addr}/mcp")
 }
 
-fn team_dir(base_url: &str, meeting: &str, desk: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-parallel-tools-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn team_dir(base_url: &str, meeting: &str, desk: &str) -> Scratch {
+    let dir = Scratch::new("parallel-tools");
     std::fs::create_dir_all(dir.join("servers")).unwrap();
     let server = |name: &str, url: &str| {
         let yaml =

@@ -5,6 +5,8 @@
 
 #[path = "fixtures/api/http.rs"]
 mod http;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use axum::Router;
 use axum::http::StatusCode;
@@ -13,6 +15,7 @@ use cohort::api::{ApiState, router};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use http::{assert_error, get, post};
+use scratch::Scratch;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
@@ -197,9 +200,7 @@ async fn an_edited_plan_runs_in_place_of_the_one_the_writer_made() {
 async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
     use cohort::actors::start_team_stored;
     use cohort::store::{SqlStore, load};
-    let dir = std::env::temp_dir().join(format!("cohort-plan-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("plan-restart");
     let cfg = load_team(Path::new("examples/operator/team.yaml")).unwrap();
     assert!(cfg.tool_approval.check_plans, "the example checks plans");
     let file = dir.join("team.db");
@@ -268,7 +269,6 @@ async fn a_plan_waiting_for_its_check_waits_on_after_a_restart() {
     assert!(finished, "{:#?}", team.monitor.snapshot(StateKind::Task));
     team.shutdown().await;
     team.monitor.close();
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A manager's stages wait too (`tool_approval.check_stages`): the operator edits the stage

@@ -3,12 +3,15 @@
 //! prompt; a plan with a cycle is refused with the circle and the corrected one runs; a replan
 //! after step `a` replaces the plan's unstarted steps and keeps what finished.
 
+#[path = "support/scratch.rs"]
+mod scratch;
 #[path = "support/states.rs"]
 mod states;
 
 use cohort::actors::{Host, Team, start_team};
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
+use scratch::Scratch;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -49,15 +52,14 @@ fn plan_step(id: &str, deps: &[&str], text: &str) -> String {
     )
 }
 
-fn start(tag: &str, writer: &str) -> Team {
+fn start(tag: &str, writer: &str) -> (Scratch, Team) {
     start_full(tag, writer, "", "")
 }
 
-/// The team, with `extra` lines in its team file and `writer_extra` fields on its writer.
-fn start_full(tag: &str, writer: &str, extra: &str, writer_extra: &str) -> Team {
-    let dir = std::env::temp_dir().join(format!("cohort-plan-graph-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// The team, with `extra` lines in its team file and `writer_extra` fields on its writer,
+/// started from a fresh folder: that folder's guard (keep it while the team runs) and the team.
+fn start_full(tag: &str, writer: &str, extra: &str, writer_extra: &str) -> (Scratch, Team) {
+    let dir = Scratch::new(&format!("plan-graph-{tag}"));
     let script = format!("replies:{MANAGER}  writer:\n{writer}{CLOSING}");
     std::fs::write(dir.join("script.yaml"), script).unwrap();
     std::fs::write(
@@ -70,7 +72,8 @@ fn start_full(tag: &str, writer: &str, extra: &str, writer_extra: &str) -> Team 
     .unwrap();
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let vars = |_: &str| None;
-    start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap()
+    let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    (dir, team)
 }
 
 /// Gives the goal and waits (60 s at most) for its task to end; its steps by intention.
@@ -141,7 +144,7 @@ fn fan_out_writer(parts: &[&str]) -> String {
 #[actix::test]
 async fn four_independent_steps_run_side_by_side_and_their_join_waits_for_all_of_them() {
     let parts = ["a", "b", "c", "d"];
-    let team = start("fan-out", &fan_out_writer(&parts));
+    let (_dir, team) = start("fan-out", &fan_out_writer(&parts));
     let steps = run(&team).await;
 
     let ran: Vec<(i64, i64)> = parts
@@ -183,7 +186,7 @@ async fn four_independent_steps_run_side_by_side_and_their_join_waits_for_all_of
 /// before it.
 async fn one_at_a_time(tag: &str, extra: &str, writer_extra: &str) {
     let parts = ["a", "b", "c", "d"];
-    let team = start_full(tag, &fan_out_writer(&parts), extra, writer_extra);
+    let (_dir, team) = start_full(tag, &fan_out_writer(&parts), extra, writer_extra);
     let steps = run(&team).await;
     let mut ran: Vec<(i64, i64)> = parts
         .iter()
@@ -232,7 +235,7 @@ async fn a_plan_with_a_cycle_is_refused_with_the_circle_and_the_corrected_plan_r
         think("PART-a", "a done"),
         think("PART-b", "b done"),
     );
-    let team = start("cycle", &writer);
+    let (_dir, team) = start("cycle", &writer);
     let steps = run(&team).await;
     let planning = steps
         .iter()
@@ -271,7 +274,7 @@ async fn a_replan_after_a_replaces_the_unstarted_steps_and_keeps_a() {
         think("PART-c", "c done"),
         think("PART-x", "x done"),
     );
-    let team = start("replan", &writer);
+    let (_dir, team) = start("replan", &writer);
     let steps = run(&team).await;
     let state = |i: &str| {
         step(&steps, i)["execution_state"]
@@ -309,7 +312,7 @@ async fn a_replan_after_a_replaces_the_unstarted_steps_and_keeps_a() {
 #[actix::test]
 async fn cancelling_one_of_the_parts_in_flight_cancels_the_join_and_the_rest_finish() {
     let parts = ["a", "b", "c", "d"];
-    let team = start("cancel", &fan_out_writer(&parts));
+    let (_dir, team) = start("cancel", &fan_out_writer(&parts));
     team.submit_goal(None, "GOAL# run the plan").await.unwrap();
     let writer = team.agents[&"writer".into()].clone();
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -3,6 +3,8 @@
 //! a slip is mended, recorded on its step, counted in its task and named in `cohort run`'s
 //! closing line.
 
+#[path = "support/scratch.rs"]
+mod scratch;
 #[path = "support/states.rs"]
 mod states;
 
@@ -10,6 +12,7 @@ use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::policy::{Preset, Repairs};
 use cohort::run::{RunOptions, RunOutcome, run_goal};
+use scratch::Scratch;
 use serde_json::Value;
 use states::*;
 use std::path::{Path, PathBuf};
@@ -59,11 +62,10 @@ async fn under_strict_the_scripted_answers_are_the_results_exactly() {
 }
 
 /// The quickstart team in a folder of its own, its writer's first thought handing back the
-/// step's instruction (a small model's slip), under `repairs`.
-fn slipping_team(tag: &str, repairs: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-repairs-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// step's instruction (a small model's slip), under `repairs`: the folder's guard and the team
+/// file.
+fn slipping_team(tag: &str, repairs: &str) -> (Scratch, PathBuf) {
+    let dir = Scratch::new(&format!("repairs-{tag}"));
     let script = std::fs::read_to_string("examples/quickstart/script.yaml").unwrap();
     let echo = "      - \"<think>Write a first 5-7-5 draft about autumn rain.</think>\"\n";
     let slipped = script.replacen("    think:\n", &format!("    think:\n{echo}"), 1);
@@ -72,7 +74,7 @@ fn slipping_team(tag: &str, repairs: &str) -> PathBuf {
     let team = std::fs::read_to_string("examples/quickstart/team.yaml").unwrap();
     let f = dir.join("team.yaml");
     std::fs::write(&f, format!("{team}\nrepairs: {repairs}\n")).unwrap();
-    f
+    (dir, f)
 }
 
 fn run_cli(team: &Path) -> (i32, Value, String) {
@@ -88,12 +90,20 @@ fn run_cli(team: &Path) -> (i32, Value, String) {
 
 #[test]
 fn a_mended_slip_is_recorded_on_its_step_counted_in_its_task_and_named_at_the_end() {
-    let (code, s, stderr) = run_cli(&slipping_team("small", "small_model"));
+    let (_dir, team) = slipping_team("small", "small_model");
+    let (code, s, stderr) = run_cli(&team);
     assert_eq!(code, 0, "{stderr}");
     let closing = stderr.lines().last().unwrap();
-    assert!(closing.contains("1 repair: echo"), "{closing}");
+    // The echo, asked again as the same prompt alone; and the writer's first summary, which
+    // tells of its draft without giving it, gets its results added.
+    assert!(
+        closing.contains("3 repairs: echo, echo_asked_afresh, summary_results_added"),
+        "{closing}"
+    );
     let task = the_task(&s);
     assert_eq!(task["repairs"]["echo"], 1, "{task}");
+    assert_eq!(task["repairs"]["echo_asked_afresh"], 1, "{task}");
+    assert_eq!(task["repairs"]["summary_results_added"], 1, "{task}");
     let asked_again: Vec<&Value> = steps(&s)
         .into_iter()
         .filter(|st| st["execute_result"]["reasked"].is_array())
@@ -111,7 +121,8 @@ fn a_mended_slip_is_recorded_on_its_step_counted_in_its_task_and_named_at_the_en
 /// answer), and the thought kept is the model's next answer, word for word.
 #[test]
 fn under_strict_an_echo_is_asked_again_and_never_kept_as_the_result() {
-    let (code, s, stderr) = run_cli(&slipping_team("strict", "strict"));
+    let (_dir, team) = slipping_team("strict", "strict");
+    let (code, s, stderr) = run_cli(&team);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.lines().last().unwrap().contains("1 repair: echo"),

@@ -6,22 +6,21 @@
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use openai_stub::{OpenAiStub, StubResponse};
+use scratch::Scratch;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-fn team_file(base_url: &str, extra: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "cohort-runaway-{}-{}",
-        std::process::id(),
-        extra.len()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+/// The team on the stub at `base_url`, in a fresh folder: the folder's guard and the file.
+fn team_file(base_url: &str, extra: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = Scratch::new("runaway");
     let f = dir.join("team.yaml");
     std::fs::write(
         &f,
@@ -34,7 +33,7 @@ fn team_file(base_url: &str, extra: &str) -> std::path::PathBuf {
         ),
     )
     .unwrap();
-    f
+    (dir, f)
 }
 
 fn host(vars: &dyn Fn(&str) -> Option<String>) -> Host<'_> {
@@ -53,7 +52,8 @@ async fn a_manager_answering_add_task_to_every_notice_opens_one_task_for_one_goa
              \"task_intention\": \"Write a haiku about autumn rain\"}</task_instruction>",
         )
     });
-    let cfg = load_team(&team_file(&stub.base_url(), "")).unwrap();
+    let (_dir, file) = team_file(&stub.base_url(), "");
+    let cfg = load_team(&file).unwrap();
     let opts = RunOptions {
         timeout: Duration::from_secs(60),
         ..RunOptions::default()

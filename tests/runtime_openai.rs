@@ -3,19 +3,22 @@
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::Host;
 use cohort::actors::start_team;
 use cohort::config::load_team;
 use cohort::monitor::StateKind;
 use openai_stub::{OpenAiStub, StubResponse};
+use scratch::Scratch;
 use serde_json::Value;
 use std::time::Duration;
 
-/// Each test gets its own folder: the tests run in parallel with different endpoints.
-fn team_file(test: &str, base_url: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-rt-openai-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// Each test gets its own folder: the tests run in parallel with different endpoints. The
+/// folder's guard (it removes the folder when dropped) and the team file.
+fn team_file(test: &str, base_url: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = Scratch::new(&format!("rt-openai-{test}"));
     let f = dir.join("team.yaml");
     std::fs::write(
         &f,
@@ -25,7 +28,7 @@ fn team_file(test: &str, base_url: &str) -> std::path::PathBuf {
         ),
     )
     .unwrap();
-    f
+    (dir, f)
 }
 
 /// Waits until `pred` holds on the step states, or fails after a few seconds.
@@ -101,7 +104,8 @@ async fn an_answer_without_its_tag_is_asked_again_then_fails_and_the_goal_is_tri
         StubResponse::reply_with_usage(ADD_TASK, 3, 1),
     ]);
     stub.set_fallback(close_new_tasks);
-    let cfg = load_team(&team_file("no-tag", &stub.base_url())).unwrap();
+    let (_dir, file) = team_file("no-tag", &stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
 
@@ -185,7 +189,8 @@ async fn the_same_unusable_answer_twice_is_not_asked_for_again() {
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
-    let cfg = load_team(&team_file("same-answer", &stub.base_url())).unwrap();
+    let (_dir, file) = team_file("same-answer", &stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
 
@@ -217,7 +222,8 @@ async fn an_answer_cut_off_at_max_tokens_is_asked_again_saying_so() {
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
-    let cfg = load_team(&team_file("cut-off", &stub.base_url())).unwrap();
+    let (_dir, file) = team_file("cut-off", &stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
@@ -254,7 +260,8 @@ async fn an_answer_fixed_on_the_second_ask_finishes_the_step() {
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
-    let cfg = load_team(&team_file("fixed", &stub.base_url())).unwrap();
+    let (_dir, file) = team_file("fixed", &stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let vars = |k: &str| (k == "COHORT_TEST_KEY").then(|| "sk-test".to_owned());
     let team = start_team(&cfg, &host(&vars)).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
@@ -296,7 +303,8 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
-    let cfg = load_team(&team_file("http-400", &stub.base_url())).unwrap();
+    let (_dir, file) = team_file("http-400", &stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
     let steps = wait_for_steps(&team.monitor, "a failed step and its second try", |s| {
@@ -326,7 +334,8 @@ async fn a_400_fails_the_step_without_retrying_and_the_agent_goes_on() {
 
 #[actix::test]
 async fn a_missing_api_key_variable_is_a_clear_startup_error() {
-    let cfg = load_team(&team_file("missing-key", "http://127.0.0.1:9")).unwrap();
+    let (_dir, file) = team_file("missing-key", "http://127.0.0.1:9");
+    let cfg = load_team(&file).unwrap();
     let err = start_team(&cfg, &host(&|_| None))
         .err()
         .expect("start must fail")
@@ -349,7 +358,8 @@ async fn constrained_json_answers_take_a_goal_to_a_task() {
             r#"{"task_instruction": {"action": "add_task", "task_name": "Haiku", "task_intention": "write one"}}"#,
         ),
     ]);
-    let cfg = load_team(&team_file("json", &stub.base_url())).unwrap();
+    let (_dir, file) = team_file("json", &stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
     team.submit_goal(None, "a haiku").await.unwrap();
     wait_for_steps(&team.monitor, "the task_manager step to finish", |s| {
@@ -386,7 +396,8 @@ async fn a_prompt_refused_as_too_long_is_built_again_under_the_window_the_endpoi
         StubResponse::reply(ADD_TASK),
     ]);
     stub.set_fallback(close_new_tasks);
-    let cfg = load_team(&team_file("context", &stub.base_url())).unwrap();
+    let (_dir, file) = team_file("context", &stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let team = start_team(&cfg, &host(&|_| Some("sk-test".to_owned()))).unwrap();
     team.submit_goal(None, "first goal").await.unwrap();
     wait_for_steps(&team.monitor, "the goal's step and the new task's", |s| {
@@ -440,8 +451,7 @@ async fn the_model_and_endpoint_set_by_env_variables_are_the_ones_called_and_sho
     stub.push(StubResponse::reply(
         r#"<task_instruction>{"action": "add_task", "task_name": "Haiku", "task_intention": "write one"}</task_instruction>"#,
     ));
-    let dir = std::env::temp_dir().join(format!("cohort-rt-openai-{}-env", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("rt-openai-env");
     let f = dir.join("team.yaml");
     std::fs::write(
         &f,

@@ -2,6 +2,10 @@
 //! same file it shows every task, stage, agent and step it had, and the question an agent
 //! was waiting on is still waiting for its person.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -109,9 +113,7 @@ fn stop(mut s: Server) {
 
 #[tokio::test]
 async fn serve_stopped_and_started_on_the_same_data_carries_on() {
-    let dir = std::env::temp_dir().join(format!("cohort-serve-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("serve-restart");
     let data = dir.join("team.db");
     let http = reqwest::Client::new();
 
@@ -242,6 +244,4 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
         2,
         "the base task and the goal's: {tasks}"
     );
-    drop(s);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,20 +9,23 @@
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{RunOptions, RunOutcome, run_goal};
 use openai_stub::{OpenAiStub, RecordedRequest, StubResponse};
+use scratch::Scratch;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 const POEM: &str = "Cold rain on the eaves / the maple lets go its red / one leaf at a time";
 
-fn team_file(base_url: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-slips-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// The team on the stub at `base_url`, in a fresh folder: the folder's guard and the file.
+fn team_file(base_url: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = Scratch::new("slips");
     let f = dir.join("team.yaml");
     std::fs::write(
         &f,
@@ -35,7 +38,7 @@ fn team_file(base_url: &str) -> std::path::PathBuf {
         ),
     )
     .unwrap();
-    f
+    (dir, f)
 }
 
 /// The skill a request is for and its answer's schema (free-text skills have none: the step's
@@ -131,7 +134,8 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
     let stub = OpenAiStub::start().await;
     let seen = Mutex::new(HashMap::new());
     stub.set_fallback(move |req| answer(req, &mut seen.lock().unwrap()));
-    let cfg = load_team(&team_file(&stub.base_url())).unwrap();
+    let (_dir, file) = team_file(&stub.base_url());
+    let cfg = load_team(&file).unwrap();
     let report = run_goal(
         &cfg,
         "Write a haiku about autumn rain",

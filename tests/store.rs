@@ -5,11 +5,14 @@
 
 #[path = "support/postgres.rs"]
 mod postgres;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::event::{Change, Event, StatesRecord, TaskChange};
 use cohort::ids::TaskId;
 use cohort::state::{TaskState, TokenUsage};
 use cohort::store::{SqlStore, Store, StoreError, StoredEvent, StoredSession};
+use scratch::Scratch;
 use std::future::Future;
 
 fn task_created(version: u64, task: &str) -> StoredEvent {
@@ -182,16 +185,9 @@ async fn set_schema_version(url: &str, v: i64) {
         .unwrap();
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("cohort-store-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[tokio::test]
 async fn sqlite_store() {
-    let dir = scratch("sqlite");
+    let dir = Scratch::new("store-sqlite");
     let file = dir.join("data/team.db");
     suite(|| SqlStore::open_sqlite(&file)).await;
 
@@ -226,7 +222,6 @@ async fn sqlite_store() {
         before,
         "the file is untouched"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -281,8 +276,8 @@ fn independent_of_its_callers_runtime(open: impl FnOnce() -> SqlStore + Send + '
 
 #[test]
 fn a_sqlite_store_does_not_depend_on_its_callers_runtime() {
-    let file = std::env::temp_dir().join(format!("cohort-independent-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&file);
+    let dir = Scratch::new("independent");
+    let file = dir.join("team.db");
     let opener = tokio::runtime::Runtime::new().unwrap();
     let store = opener.block_on(SqlStore::open_sqlite(&file)).unwrap();
     drop(opener);
@@ -584,11 +579,9 @@ async fn compaction_suite(store: &SqlStore, sqlite: bool) {
 
 #[tokio::test]
 async fn compaction_keeps_what_recovery_and_readers_need_and_gives_the_rest_back_sqlite() {
-    let dir = scratch("compact-sqlite");
+    let dir = Scratch::new("store-compact-sqlite");
     let store = SqlStore::open_sqlite(&dir.join("team.db")).await.unwrap();
     compaction_suite(&store, true).await;
-    drop(store);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -603,7 +596,7 @@ async fn compaction_keeps_what_recovery_and_readers_need_postgres() {
 #[tokio::test]
 async fn a_store_made_before_compaction_loads_and_shrinks_at_its_first_compaction() {
     use sqlx::{Connection, Executor, Row};
-    let dir = scratch("compact-old");
+    let dir = Scratch::new("store-compact-old");
     let file = dir.join("team.db");
     let url = format!("sqlite://{}?mode=rwc", file.display());
     sqlx::any::install_default_drivers();
@@ -660,5 +653,4 @@ async fn a_store_made_before_compaction_loads_and_shrinks_at_its_first_compactio
     assert!(stats.disk_bytes() <= 3 * stats.live_bytes(), "{stats:?}");
     drop(store);
     assert_eq!(mode(file).await, 2, "incremental from now on");
-    let _ = std::fs::remove_dir_all(&dir);
 }

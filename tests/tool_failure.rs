@@ -4,6 +4,8 @@
 
 #[path = "support/openai_stub.rs"]
 mod openai_stub;
+#[path = "support/scratch.rs"]
+mod scratch;
 
 use cohort::actors::{Host, SubmitMessage, start_team};
 use cohort::config::load_team;
@@ -11,6 +13,7 @@ use cohort::ids::{AgentId, StageRef};
 use cohort::message::Message;
 use cohort::monitor::StateKind;
 use openai_stub::{OpenAiStub, StubResponse};
+use scratch::Scratch;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -26,7 +29,7 @@ async fn an_unknown_tool_fails_the_step_and_the_decision_after_it_sees_why() {
         StubResponse::reply(r#"<tool_instruction>{"tool_name": "scribble", "arguments": {"path": "a.txt"}}</tool_instruction>"#),
         StubResponse::reply("The tool does not exist; stop here.<planned_step>[]</planned_step>"),
     ]);
-    let dir = std::env::temp_dir().join(format!("cohort-tool-failure-{}", std::process::id()));
+    let dir = Scratch::new("tool-failure");
     std::fs::create_dir_all(dir.join("ws")).unwrap();
     std::fs::write(
         dir.join("workspace.yaml"),

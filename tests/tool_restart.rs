@@ -4,6 +4,9 @@
 //! called again. The MCP server is a real one over streamable HTTP whose tools count their
 //! calls and hang until released, so the stop lands while both calls are in flight.
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 use cohort::actors::{Host, Team, start_team_stored};
 use cohort::config::load_team;
 use cohort::state::{Executor, StepExecutionState};
@@ -16,6 +19,7 @@ use rmcp::transport::streamable_http_server::{
 };
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
+use scratch::Scratch;
 use serde::Deserialize;
 use std::path::Path;
 use std::sync::Arc;
@@ -183,8 +187,7 @@ async fn until(what: &str, mut ok: impl FnMut() -> bool) {
 
 #[actix::test]
 async fn a_tool_that_may_have_acted_is_not_called_again_after_a_restart_a_read_only_one_is() {
-    let dir = std::env::temp_dir().join(format!("cohort-tool-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("tool-restart");
     let counts = Arc::new(Counts::default());
     let url = serve(counts.clone()).await;
     let cfg = load_team(&write_team(&dir, &url)).unwrap();
@@ -250,5 +253,4 @@ async fn a_tool_that_may_have_acted_is_not_called_again_after_a_restart_a_read_o
     assert!(result.unwrap().to_string().contains("found one line"));
     team.shutdown().await;
     team.monitor.close();
-    let _ = std::fs::remove_dir_all(&dir);
 }

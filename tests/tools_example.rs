@@ -2,18 +2,20 @@
 //! shared MCP client in a long-tail chain (IG → tool → tool_decision …), and the file it
 //! wrote is on disk afterwards.
 
+#[path = "support/scratch.rs"]
+mod scratch;
 #[path = "support/states.rs"]
 mod states;
 
 use cohort::actors::Host;
 use cohort::config::load_team;
 use cohort::run::{Progress, RunOptions, RunOutcome, run_goal};
-use std::path::{Path, PathBuf};
+use scratch::Scratch;
+use std::path::Path;
 
 /// A private copy of the example, so the test writes into its own workspace folder.
-fn copy_example() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cohort-tools-example-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn copy_example() -> Scratch {
+    let dir = Scratch::new("tools-example");
     for sub in ["servers", "workspace"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }

@@ -218,16 +218,19 @@ pub fn write_atomically(file: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::test_dir::TestDir;
 
-    fn file(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cohort-notes-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        d.join("sub/notes.json")
+    /// A notes file in a sub-folder not made yet, in a fresh folder: the folder's guard (it
+    /// removes the folder when dropped) and the file.
+    fn file(tag: &str) -> (TestDir, PathBuf) {
+        let d = TestDir::new(&format!("notes-{tag}"));
+        let f = d.join("sub/notes.json");
+        (d, f)
     }
 
     #[tokio::test]
     async fn notes_persist_across_reopen_and_leave_no_temp_files() {
-        let f = file("persist");
+        let (_dir, f) = file("persist");
         let store = NotesStore::open(&f).unwrap();
         assert!(store.set("design/api", "REST first").await.unwrap());
         assert!(!store.set("design/api", "REST, then gRPC").await.unwrap());
@@ -260,7 +263,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_corrupt_file_is_refused_not_overwritten() {
-        let f = file("corrupt");
+        let (_dir, f) = file("corrupt");
         std::fs::create_dir_all(f.parent().unwrap()).unwrap();
         std::fs::write(&f, "{not json").unwrap();
         assert!(matches!(NotesStore::open(&f), Err(NotesError::Load { .. })));
@@ -269,7 +272,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_save_changes_nothing() {
-        let f = file("failed");
+        let (_dir, f) = file("failed");
         let store = NotesStore::open(&f).unwrap();
         store.set("a", "1").await.unwrap();
         // The file's place is taken by a folder: the rename fails.
@@ -284,7 +287,8 @@ mod tests {
 
     #[tokio::test]
     async fn keys_and_texts_are_checked() {
-        let store = NotesStore::open(&file("keys")).unwrap();
+        let (_dir, f) = file("keys");
+        let store = NotesStore::open(&f).unwrap();
         assert!(matches!(
             store.set("", "x").await,
             Err(NotesError::EmptyKey)

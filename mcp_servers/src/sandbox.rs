@@ -171,16 +171,43 @@ pub fn normalize(path: &str) -> Result<Vec<String>, SandboxError> {
     Ok(parts)
 }
 
+/// Folders for this crate's unit tests (here, in `workspace_fs` and in `notes_store`).
+#[cfg(test)]
+pub(crate) mod test_dir {
+    use std::path::{Path, PathBuf};
+
+    /// An empty folder for one test in the temp folder (`tag` names it; the process id keeps
+    /// runs apart), removed with everything in it when the test drops it, so repeated runs
+    /// leave nothing in the temp folder.
+    pub(crate) struct TestDir(PathBuf);
+
+    impl TestDir {
+        pub(crate) fn new(tag: &str) -> TestDir {
+            let d = std::env::temp_dir().join(format!("cohort-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            TestDir(d)
+        }
+    }
+
+    impl std::ops::Deref for TestDir {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TestDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_dir::TestDir;
     use super::*;
-
-    fn temp(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cohort-sandbox-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
 
     #[test]
     fn lexical_rules_refuse_escapes_and_foreign_forms() {
@@ -230,7 +257,7 @@ mod tests {
     #[test]
     fn symlinks_are_followed_only_while_they_stay_inside() {
         use std::os::unix::fs::symlink;
-        let base = temp("links");
+        let base = TestDir::new("sandbox-links");
         let root = base.join("root");
         let outside = base.join("outside");
         std::fs::create_dir_all(root.join("dir")).unwrap();

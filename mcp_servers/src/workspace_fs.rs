@@ -374,10 +374,11 @@ fn special_kind(kind: &fs::FileType) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::test_dir::TestDir;
 
-    fn workspace(tag: &str) -> (PathBuf, Workspace) {
-        let d = std::env::temp_dir().join(format!("cohort-wsfs-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
+    /// A workspace on `root` in a fresh folder; the folder goes when the test drops its guard.
+    fn workspace(tag: &str) -> (TestDir, Workspace) {
+        let d = TestDir::new(&format!("wsfs-{tag}"));
         let ws = Workspace::open(&d.join("root")).unwrap();
         (d, ws)
     }

@@ -3,7 +3,11 @@
 //! Include with `#[path = "support/mcp.rs"] mod mcp;`.
 #![allow(dead_code)]
 
+#[path = "scratch.rs"]
+pub mod scratch;
+
 use cohort::mcp::{McpServerConfig, McpTransport};
+use scratch::Scratch;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -55,10 +59,9 @@ pub fn marker(tag: &str) -> String {
     format!("{tag}-{}-{nanos}", std::process::id())
 }
 
-pub fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cohort-mcp-{}", marker(tag)));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test, removed when the test drops it.
+pub fn temp_dir(tag: &str) -> Scratch {
+    Scratch::new(&format!("mcp-{tag}"))
 }
 
 pub fn stdio(

@@ -183,9 +183,19 @@ mod tests {
     use super::*;
     use crate::scripted::{Script, ScriptedModel};
 
+    /// A test's folder in the temp folder, removed on drop: also when the test fails.
+    struct Scratch(std::path::PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[tokio::test]
     async fn a_call_is_kept_with_its_prompt_and_reply_and_the_oldest_go_first() {
         let dir = std::env::temp_dir().join(format!("cohort-recorded-{}", std::process::id()));
+        let _cleanup = Scratch(dir.clone());
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("s.yaml");
         std::fs::write(
@@ -217,7 +227,6 @@ mod tests {
         let last = log.of_step(&req.step_id).pop().unwrap();
         assert_eq!(last.prompt, "DROPPED");
         assert!(last.error.unwrap().contains("abandoned"));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

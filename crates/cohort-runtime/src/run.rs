@@ -476,12 +476,29 @@ mod cost_tests {
     use super::*;
     use crate::config::load_team;
 
-    /// An empty folder for one test (the process id keeps runs apart).
-    fn tmp(tag: &str) -> std::path::PathBuf {
+    /// An empty folder for one test (the process id keeps runs apart), removed with everything
+    /// in it when the test drops it.
+    fn tmp(tag: &str) -> TestDir {
         let d = std::env::temp_dir().join(format!("cohort-run-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        TestDir(d)
+    }
+
+    /// A test's folder; removed when dropped, so repeated runs leave nothing in the temp dir.
+    struct TestDir(std::path::PathBuf);
+
+    impl std::ops::Deref for TestDir {
+        type Target = std::path::Path;
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TestDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 
     /// Writes `text` to `dir/name` and returns its path.
