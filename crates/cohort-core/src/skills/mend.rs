@@ -121,11 +121,15 @@ pub(super) fn summary_with_results(
         return false;
     }
     summary.push_str(&format!(
-        "\n\nMy results in this stage (added by the runtime: the summary gave none of them):\n\n{}",
+        "\n\n{RESULTS_ADDED_HEADING}:\n\n{}",
         newest(agent, &results).join("\n\n")
     ));
     true
 }
+
+/// The line above the results the runtime adds to a summary (its words are no result).
+pub(super) const RESULTS_ADDED_HEADING: &str =
+    "My results in this stage (added by the runtime: the summary gave none of them)";
 
 /// How a summary the runtime composed begins (its words are no result of the stage's).
 pub const COMPOSED_HEADING: &str = "Composed by the runtime";
@@ -210,8 +214,10 @@ pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -
             reported.push('\n');
         }
     }
-    // The runtime's own words in a report (a composed summary's heading) give no result.
+    // The runtime's own words in a report (a composed summary's heading, the line above the
+    // results it added) give no result.
     goal.extend(trigrams(COMPOSED_HEADING));
+    goal.extend(trigrams(RESULTS_ADDED_HEADING));
     let results: Vec<String> = trigrams(&reported)
         .into_iter()
         .filter(|t| !goal.contains(t))

@@ -631,6 +631,11 @@ mod tests {
         assert!(!given.contains("added by the runtime"), "{given}");
         let (part, _) = finish("The writer wrote: the maple lets go.");
         assert!(!part.contains("added by the runtime"), "{part}");
+        // The line the runtime put above results it added to a report is no result either.
+        let heading = crate::skills::mend::RESULTS_ADDED_HEADING;
+        let report = format!("Done.\n\n{heading}:\n\n{poem}");
+        let (copied, _) = finished_with("a haiku", &report, &format!("Finished. {heading}."));
+        assert!(copied.contains("the maple lets go its red"), "{copied}");
     }
 
     #[test]
