@@ -53,11 +53,10 @@ impl Asking {
         self.tries.len() < self.reasks
     }
 
-    /// Whether `answer` shows the model stuck: it is the unusable answer the model gave last
-    /// time, word for word, to the same question with the error beneath it (Qwen2.5 1.5B gave
-    /// the same one four times in a row, a minute each), so it is not asked a third time. An
-    /// echo asked afresh was a new sample of the same prompt: the same echo again says less,
-    /// and costs a second.
+    /// Whether `answer` shows the model stuck (`reask_stuck`): it is the unusable answer the
+    /// model gave last time, word for word, to the same question with the error beneath it, so
+    /// it is not asked a third time. After an echo asked afresh (a new sample of the same
+    /// prompt), the same answer again is not taken as stuck.
     pub fn stuck_on(&self, answer: &str) -> bool {
         self.stuck_stops
             && self.fired.last() != Some(&Repair::EchoAskedAfresh)
@@ -81,8 +80,8 @@ impl Asking {
         let mut request = self.request.clone();
         request.retry = self.tries.len() as u32;
         if rule == Repair::Echo && self.echo_afresh {
-            // The same prompt, sampled again (more freely under `reask_temperature`): the echo
-            // quoted beneath the error is what a small model copies.
+            // `echo_asked_afresh`: the same prompt, sampled again (more freely under
+            // `reask_temperature`), nothing quoted.
             self.fired.push(Repair::EchoAskedAfresh);
             return request;
         }
