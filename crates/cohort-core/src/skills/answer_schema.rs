@@ -12,10 +12,17 @@ use crate::state::{AgentState, Skill, StepState};
 use serde_json::{Map, Value, json};
 
 /// The most steps one plan may hold. A model asked for "a plan" without a bound writes lists a
-/// team never finishes; these are generous for one stage's work.
-fn max_plan_len(planner: Skill) -> usize {
+/// team never finishes; these are generous for one stage's work. A reflection adds two fixes at
+/// most and a check (a tool fix is two steps: its `instruction_generation` and the call; when
+/// the queue runs out without a summary the runtime adds a closing reflection anyway). Its bound
+/// is that and no more because a constrained small model fills a list to its bound: sent the
+/// same reflection prompt, Qwen2.5 0.5B wrote 269–944 tokens (mean 563, up to 44 s) allowed six
+/// steps, 263–437 (mean 353, up to 18 s) allowed three.
+fn max_plan_len(planner: Skill, agent: &AgentState) -> usize {
     match planner {
-        Skill::Planning | Skill::Reflection => 6,
+        Skill::Planning => 6,
+        Skill::Reflection if agent.tools.is_empty() || agent.native_tools => 3,
+        Skill::Reflection => 5,
         _ => 4,
     }
 }
@@ -132,6 +139,15 @@ fn line() -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": LINE_CHARS })
 }
 
+/// A planned step's own id in a graph (`skills::plan_graph`): a label (`draft`, or the UUID a
+/// small model makes up), never a sentence.
+fn id() -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": ID_CHARS })
+}
+
+/// The longest id of a planned step, in characters.
+pub const ID_CHARS: usize = 40;
+
 /// The longest text an answer's field may hold, in characters.
 pub const TEXT_CHARS: usize = 2_000;
 /// The longest name, id or intention, in characters.
@@ -192,8 +208,8 @@ fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
                 "type": { "type": "string", "enum": [kind] },
                 "executor": { "type": "string", "enum": names },
                 "text_content": plan_text(),
-                "id": line(),
-                "depends_on": { "type": "array", "items": line() },
+                "id": id(),
+                "depends_on": { "type": "array", "items": id() },
             }),
             &["step_intention", "type", "executor", "text_content"],
         ));
@@ -204,7 +220,7 @@ fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
         1 => kinds.remove(0),
         _ => json!({ "anyOf": kinds }),
     };
-    json!({ "type": "array", "items": items, "maxItems": max_plan_len(planner) })
+    json!({ "type": "array", "items": items, "maxItems": max_plan_len(planner, agent) })
 }
 
 /// A plan's list, or (planning, reflection, decision) the graph form `{"steps": [...],
@@ -219,7 +235,7 @@ fn plan_or_graph(planner: Skill, acting: bool, steps: Value) -> Value {
         return steps;
     }
     let graph = object(
-        json!({ "steps": steps, "replan": { "type": "array", "items": line() } }),
+        json!({ "steps": steps, "replan": { "type": "array", "items": id() } }),
         &["steps"],
     );
     json!({ "anyOf": [steps, graph] })

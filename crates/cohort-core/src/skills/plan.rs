@@ -409,15 +409,18 @@ pub fn check_plan(
         let executor = planned_executor(&r, i, agent, planner, acting, repairs);
         let in_graph = r.id.is_some() || !r.depends_on.is_empty();
         match executor {
-            // The same step twice in a row is planned once (in a plain list: a graph's steps
-            // may do the same work side by side on purpose).
+            // The same step twice in a row is planned once. A graph's steps may do the same
+            // work side by side on purpose, under ids of their own; one that repeats the step
+            // before it with its id too is that step written twice (Qwen2.5 0.5B wrote a
+            // reflection's one check three times over, id and all, and the plan was refused
+            // for the id).
             Ok(e)
                 if agent.repairs.allows(Repair::DoubledStepDropped)
-                    && !in_graph
                     && ok.last().is_some_and(|p| {
                         p.executor == e
                             && p.step_intention == r.step_intention
                             && p.text_content == r.text_content
+                            && (!in_graph || (p.id == r.id && p.depends_on == r.depends_on))
                     }) =>
             {
                 repairs.push(Fired::new(
@@ -770,6 +773,39 @@ mod tests {
         let o = interpret(Skill::Decision, &mut a, &step, answer).unwrap();
         assert_eq!(todo_executors(&a), ["quick_think", "task_manager"]);
         assert!(o.result["rejected"].as_array().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_graph_step_written_twice_id_and_all_is_planned_once() {
+        let plan = |ids: &[&str]| {
+            let steps: Vec<String> = ids
+                .iter()
+                .map(|id| {
+                    format!(
+                        r#"{{"id": "{id}", "step_intention": "Draft", "type": "skill", "executor": "think", "text_content": "Write it"}}"#
+                    )
+                })
+                .collect();
+            format!("<planned_step>[{}]</planned_step>", steps.join(","))
+        };
+        let decide = |a: &mut AgentState, ids: &[&str]| {
+            let step = running(a, Skill::Decision, "");
+            interpret(Skill::Decision, a, &step, &plan(ids))
+        };
+        let skills = [Skill::Decision, Skill::Think];
+        let mut a = agent(&skills);
+        let o = decide(&mut a, &["d", "d", "d"]).unwrap();
+        assert_eq!(todo_executors(&a), ["think"]);
+        assert!(o.fired(Repair::DoubledStepDropped).is_some());
+        // The same work under ids of their own is two steps, side by side on purpose.
+        let mut b = agent(&skills);
+        decide(&mut b, &["d1", "d2"]).unwrap();
+        assert_eq!(todo_executors(&b), ["think", "think"]);
+        // Without the repair, the repeated id refuses the plan.
+        let mut c = agent(&skills);
+        c.repairs.switched.insert(Repair::DoubledStepDropped, false);
+        let err = decide(&mut c, &["d", "d"]).unwrap_err();
+        assert!(err.to_string().contains("`d`"), "{err}");
     }
 
     /// Asserts that `planned` is the think step the runtime adds to do `goal`.

@@ -62,6 +62,31 @@ fn a_planning_answer_may_be_a_list_or_a_graph_and_both_parse() {
 }
 
 #[test]
+fn a_reflection_adds_at_most_two_fixes_and_a_check_and_ids_are_labels() {
+    let mut a = agent(&[
+        Skill::Planning,
+        Skill::Reflection,
+        Skill::Think,
+        Skill::Summary,
+        Skill::InstructionGeneration,
+    ]);
+    let list = |a: &AgentState, skill| {
+        let step = running(&mut a.clone(), skill, "");
+        answer_schema(skill, a, &step, &[])["properties"]["planned_step"]["anyOf"][0].clone()
+    };
+    assert_eq!(list(&a, Skill::Reflection)["maxItems"], 3);
+    assert_eq!(list(&a, Skill::Planning)["maxItems"], 6);
+    let item = &list(&a, Skill::Reflection)["items"]["properties"];
+    assert_eq!(item["id"]["maxLength"], ID_CHARS);
+    assert_eq!(item["depends_on"]["items"]["maxLength"], ID_CHARS);
+    // A tool fix is two steps (its instruction and the call), unless the model calls natively.
+    a.tools = vec!["workspace".into()];
+    assert_eq!(list(&a, Skill::Reflection)["maxItems"], 5);
+    a.native_tools = true;
+    assert_eq!(list(&a, Skill::Reflection)["maxItems"], 3);
+}
+
+#[test]
 fn a_notice_that_asks_to_act_requires_a_react_action() {
     let a = agent(&[Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]);
     let notice = acting(&mut a.clone(), Skill::ProcessMessage, "Stage done.");
