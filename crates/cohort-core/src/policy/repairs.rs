@@ -61,7 +61,9 @@ pub enum Repair {
     ReflectionCap,
     /// A plan step naming one of the agent's skills as a tool is made a skill step.
     SkillNamedAsTool,
-    /// The same step planned twice in a row is planned once.
+    /// The same step planned twice in a row is planned once; in a graph, only when it repeats
+    /// the step before it id and all (Qwen2.5 0.5B wrote a reflection's one check three times
+    /// under one id, and the plan was refused for the id).
     DoubledStepDropped,
     /// A judgement whose verdict and action disagree is asked again.
     VerdictAgrees,

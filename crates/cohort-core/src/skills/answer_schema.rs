@@ -14,10 +14,9 @@ use serde_json::{Map, Value, json};
 /// The most steps one plan may hold. A model asked for "a plan" without a bound writes lists a
 /// team never finishes; these are generous for one stage's work. A reflection adds two fixes at
 /// most and a check (a tool fix is two steps: its `instruction_generation` and the call; when
-/// the queue runs out without a summary the runtime adds a closing reflection anyway). Its bound
-/// is that and no more because a constrained small model fills a list to its bound: sent the
-/// same reflection prompt, Qwen2.5 0.5B wrote 269–944 tokens (mean 563, up to 44 s) allowed six
-/// steps, 263–437 (mean 353, up to 18 s) allowed three.
+/// the queue runs out without a summary the runtime adds a closing reflection anyway), and no
+/// more: a constrained model may fill a list to its bound, so a loose bound is paid for in
+/// generated tokens (BENCHMARKS.md, "a reflection's bound").
 fn max_plan_len(planner: Skill, agent: &AgentState) -> usize {
     match planner {
         Skill::Planning => 6,

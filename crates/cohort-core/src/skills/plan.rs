@@ -409,11 +409,9 @@ pub fn check_plan(
         let executor = planned_executor(&r, i, agent, planner, acting, repairs);
         let in_graph = r.id.is_some() || !r.depends_on.is_empty();
         match executor {
-            // The same step twice in a row is planned once. A graph's steps may do the same
-            // work side by side on purpose, under ids of their own; one that repeats the step
-            // before it with its id too is that step written twice (Qwen2.5 0.5B wrote a
-            // reflection's one check three times over, id and all, and the plan was refused
-            // for the id).
+            // `doubled_step_dropped`. A graph's steps may do the same work side by side on
+            // purpose, under ids of their own; one repeating the step before it id and all is
+            // that step written twice.
             Ok(e)
                 if agent.repairs.allows(Repair::DoubledStepDropped)
                     && ok.last().is_some_and(|p| {
