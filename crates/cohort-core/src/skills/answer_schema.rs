@@ -138,8 +138,8 @@ fn line() -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": LINE_CHARS })
 }
 
-/// A planned step's own id in a graph (`skills::plan_graph`): a label (`draft`, or the UUID a
-/// small model makes up), never a sentence.
+/// A planned step's own id in a graph (`skills::plan_graph`): a label such as `draft` or a
+/// UUID, never a sentence.
 fn id() -> Value {
     json!({ "type": "string", "minLength": 1, "maxLength": ID_CHARS })
 }

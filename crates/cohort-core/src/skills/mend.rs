@@ -98,10 +98,9 @@ fn newest<'a>(agent: &AgentState, results: &'a [String]) -> &'a [String] {
         .saturating_sub(agent.repairs.thresholds.reported)..]
 }
 
-/// Adds the agent's newest results in the stage to a `summary` that gives none of them (a 1.5B
-/// writer reported "I have written a haiku about autumn rain … I am done", its poem nowhere in
-/// it, and the manager finished the task on that), marked as added: the manager judges the
-/// stage, and the person reads it, on what it produced. A summary gives a result when it shares
+/// `summary_results_added`: adds the agent's newest results in the stage to a `summary` that
+/// gives none of them, marked as added: the manager judges the stage, and the person reads it,
+/// on what it produced. A summary gives a result when it shares
 /// three words in a row with one that are not the agent's goal's own words.
 pub(super) fn summary_with_results(
     agent: &AgentState,
