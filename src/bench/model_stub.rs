@@ -46,16 +46,18 @@ pub fn current_step(user: &str) -> &str {
 /// What a competent model answers to a request whose answer schema is named `schema` (None: a
 /// free-text skill) and whose user prompt is `user`; None when it has no answer.
 pub fn competent(schema: Option<&str>, user: &str) -> Option<String> {
+    // The summary of older history an agent's prompt folds in (plain text, no step).
+    if schema.is_none() && user.contains("Steps to fold into it") {
+        return Some("Earlier: tasks were added.".into());
+    }
     let user = current_step(user);
     match schema {
         Some(skill) => constrained(skill, user).map(|v| v.to_string()),
-        None if user.contains("<think>") => Some("<think>A draft.</think>".into()),
-        None if user.contains("<completion_summary>") => {
-            Some("<completion_summary>Wrote it.</completion_summary>".into())
-        }
-        // The summary of older history an agent's prompt folds in (plain text).
-        None if user.contains("Steps to fold into it") => Some("Earlier: tasks were added.".into()),
-        None => None,
+        None => match between(user, "- executor: ", " (")? {
+            "think" => Some("<think>A draft.</think>".into()),
+            "summary" => Some("<completion_summary>Wrote it.</completion_summary>".into()),
+            _ => None,
+        },
     }
 }
 

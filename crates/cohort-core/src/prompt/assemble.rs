@@ -3,14 +3,18 @@
 //!
 //! 1. the system message, the same for every step of the agent: the system section, role and
 //!    permissions (skills, tools), how memory and JSON answers work;
-//! 2. what only grows: the stage's task and stage ids, then its executed steps, oldest first,
+//! 2. what only grows: the stage's task and stage ids and its executed steps, oldest first,
 //!    appended and never rewritten above the newest (a budget cuts them from the oldest end, in
 //!    whole blocks);
-//! 3. what changes each call: the memory's entries, the pending steps, the results the step
-//!    builds on, and the current step (its rules and answer format, its content last).
+//! 3. what is the same for every step of one skill: the skill's rules and answer format;
+//! 4. what changes each call: the memory's entries, the pending steps, the results the step
+//!    builds on, and the current step (its intention and, last, its content).
 //!
-//! Nothing volatile (a clock, a counter, a step's random id) is in parts 1 and 2. Data written by
-//! agents or tools (contents, results, memory) is embedded so it cannot open sections of its own.
+//! Nothing volatile (a clock, a counter, a step's random id) is in parts 1 to 3, and nothing
+//! that differs between stages above the skill's rules while the stage's history is empty: a
+//! manager's calls on notices, each in a stage of its own, share everything up to the memory.
+//! Data written by agents or tools (contents, results, memory) is embedded so it cannot open
+//! sections of its own.
 
 use super::entry::{json_line, result_line};
 use super::markdown::{block, bullet, fenced, one_line};
@@ -193,12 +197,12 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
     };
     let (done, pending) = stage_history(ctx.agent, ctx.step);
     let history_omitted = push_stage_history(&mut doc, set, ctx, &done, fit);
+    doc.heading(1, &set.headings().rules);
+    doc.push(&set.phrases().tool_loop);
     push_memory(&mut doc, set, ctx.agent);
     push_pending(&mut doc, set, &pending);
     push_dependencies(&mut doc, set, ctx, fit);
-    push_step_head(&mut doc, set, ctx.step);
-    doc.heading(1, &set.headings().rules);
-    doc.push(&set.phrases().tool_loop);
+    push_step_head(&mut doc, set, ctx.step, !done.is_empty());
     Prompt {
         system: fixed_part(set, ctx),
         user: doc.finish(),
@@ -208,7 +212,7 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
 
 fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
     let mut doc = Doc::default();
-    // What only grows first, what changes each call after it, the current step last.
+    // What only grows first, the skill's rules, what changes each call, the current step last.
     let kind = history_kind(skill);
     let (done, pending) = match kind {
         HistoryKind::Stage => stage_history(ctx.agent, ctx.step),
@@ -222,12 +226,14 @@ fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Pro
         }
         HistoryKind::None => 0,
     };
+    push_skill_rules(&mut doc, set, skill, ctx);
     push_memory(&mut doc, set, ctx.agent);
     if kind == HistoryKind::Stage {
         push_pending(&mut doc, set, &pending);
     }
     push_dependencies(&mut doc, set, ctx, fit);
-    push_current_step(&mut doc, set, skill, ctx);
+    let ids_above = kind == HistoryKind::Stage && !done.is_empty();
+    push_current_step(&mut doc, set, skill, ctx, ids_above);
     Prompt {
         system: fixed_part(set, ctx),
         user: doc.finish(),
@@ -308,55 +314,23 @@ fn push_role(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
     doc.push(&list_or(&tools, &p.none));
 }
 
-/// The current step's executor, intention and content (its ids are atop the history).
-fn push_step_head(doc: &mut Doc, set: &PromptSet, step: &StepState) {
+/// The current step's ids (unless atop its history), executor, intention and content.
+fn push_step_head(doc: &mut Doc, set: &PromptSet, step: &StepState, ids_above: bool) {
     let (h, p) = (set.headings(), set.phrases());
     doc.heading(1, &h.current_step);
-    doc.push(&executor_line(step));
+    doc.push(&step_head(step, ids_above));
     doc.heading(2, &h.intention);
     doc.push(&block(&one_line(&step.step_intention), 3, &p.none));
     doc.heading(2, &h.content);
     doc.push(&block(&step.text_content, 3, &p.none));
 }
 
-/// The current step: its ids and intention, what the skill asks and how to answer, and last
-/// the step's content. The content comes after the rules because a small model answers what
-/// it read last: with the content first and the rules after it, Qwen2.5 1.5B handed the
-/// content back as its answer (3 times in 3), and with the content last it did the work.
-fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
-    let (h, p) = (set.headings(), set.phrases());
-    doc.heading(1, &h.current_step);
-    if history_kind(skill) == HistoryKind::Stage {
-        doc.push(&executor_line(ctx.step));
-    } else {
-        doc.push(&step_ids(ctx.step));
-    }
-    doc.heading(2, &h.intention);
-    doc.push(&block(&one_line(&ctx.step.step_intention), 3, &p.none));
-    if skill == Skill::InstructionGeneration {
-        doc.heading(2, &h.tool_step);
-        match ctx.tool_step {
-            Some(tool) => {
-                doc.push(&step_ids(tool));
-                doc.heading(3, &h.intention);
-                doc.push(&block(&one_line(&tool.step_intention), 4, &p.none));
-                doc.heading(3, &h.content);
-                doc.push(&block(&tool.text_content, 4, &p.none));
-                let server = tool.executor.name();
-                doc.heading(3, &format!("{}: {}", h.server, server));
-                let d = ctx
-                    .tool_descriptions
-                    .get(server)
-                    .map(|d| block(d, 4, &p.no_description));
-                doc.push(&d.unwrap_or_else(|| p.no_description.clone()));
-                if let Some(caps) = ctx.tool_capabilities {
-                    doc.push(&p.capabilities_note);
-                    doc.push(&json_block(caps));
-                }
-            }
-            None => doc.push(&p.none),
-        }
-    }
+/// What the skill asks and how to answer, the same for every step of the skill: above the
+/// memory, the pending steps and the current step, so consecutive calls of one skill with the
+/// same history above (a manager's notices, each in a stage of its own) share it as a prefix.
+fn push_skill_rules(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
+    let h = set.headings();
+    doc.heading(1, &format!("{}: {}", h.skill_at_hand, skill.name()));
     if matches!(skill, Skill::InstructionGeneration | Skill::ToolDecision) {
         doc.heading(2, &h.mcp_base);
         doc.push(set.mcp_base_prompt());
@@ -369,8 +343,57 @@ fn push_current_step(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptC
     if !sp.with_tools.is_empty() && !ctx.agent.tools.is_empty() {
         doc.push(&sp.with_tools);
     }
+}
+
+/// The current step: its ids (unless atop its history), executor and intention,
+/// instruction_generation's target tool step, and last the step's content. The content comes after the skill's rules because a small
+/// model answers what it read last: with the content first and the rules after it, Qwen2.5 1.5B
+/// handed the content back as its answer (3 times in 3), and with the content last it did the
+/// work.
+fn push_current_step(
+    doc: &mut Doc,
+    set: &PromptSet,
+    skill: Skill,
+    ctx: &PromptContext,
+    ids_above: bool,
+) {
+    let (h, p) = (set.headings(), set.phrases());
+    doc.heading(1, &h.current_step);
+    doc.push(&step_head(ctx.step, ids_above));
+    doc.heading(2, &h.intention);
+    doc.push(&block(&one_line(&ctx.step.step_intention), 3, &p.none));
+    if skill == Skill::InstructionGeneration {
+        push_tool_step(doc, set, ctx);
+    }
     doc.heading(2, &h.content);
     doc.push(&block(&ctx.step.text_content, 3, &p.none));
+}
+
+/// instruction_generation's target: the tool step it writes the call for, and that server's
+/// description and (when known) capabilities.
+fn push_tool_step(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
+    let (h, p) = (set.headings(), set.phrases());
+    doc.heading(2, &h.tool_step);
+    let Some(tool) = ctx.tool_step else {
+        doc.push(&p.none);
+        return;
+    };
+    doc.push(&step_ids(tool));
+    doc.heading(3, &h.intention);
+    doc.push(&block(&one_line(&tool.step_intention), 4, &p.none));
+    doc.heading(3, &h.content);
+    doc.push(&block(&tool.text_content, 4, &p.none));
+    let server = tool.executor.name();
+    doc.heading(3, &format!("{}: {}", h.server, server));
+    let d = ctx
+        .tool_descriptions
+        .get(server)
+        .map(|d| block(d, 4, &p.no_description));
+    doc.push(&d.unwrap_or_else(|| p.no_description.clone()));
+    if let Some(caps) = ctx.tool_capabilities {
+        doc.push(&p.capabilities_note);
+        doc.push(&json_block(caps));
+    }
 }
 
 /// The results of the steps the current step depends on (a graph plan's `depends_on`, seed 001
@@ -392,15 +415,25 @@ fn push_dependencies(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext, fit: F
     push_steps_cut(doc, set, &deps, 2, 0, cut);
 }
 
-/// The ids a step's answer may need (its task and stage) and its executor, as a short list, for
-/// a step without a stage history (which shows the ids at its top). Its own id is left out: no
-/// answer names it.
+/// The ids a step's answer may need (its task and stage) and its executor, as a short list. Its
+/// own id is left out: no answer names it.
 fn step_ids(step: &StepState) -> String {
     format!("{}\n{}", scope_ids(step), executor_line(step))
 }
 
-/// The step's task and stage ids. A stage history shows them at its top, where they stay the
-/// same for every call of the stage (a cached prefix), rather than in each current step.
+/// A current step's first lines: its executor, after its ids unless they head its history.
+fn step_head(step: &StepState, ids_above: bool) -> String {
+    if ids_above {
+        executor_line(step)
+    } else {
+        step_ids(step)
+    }
+}
+
+/// The step's task and stage ids. A history with entries shows them at its top, where they
+/// stay the same for the stage's later calls (a cached prefix); above an empty history they
+/// would be the first thing two stages' calls differ in, ahead of the skill's rules (a
+/// manager's notices, each in a stage of its own), so the current step shows them instead.
 fn scope_ids(step: &StepState) -> String {
     format!(
         "- task_id: {}\n- stage_id: {}",
@@ -436,7 +469,11 @@ fn push_stage_history(
 ) -> usize {
     let (h, p) = (set.headings(), set.phrases());
     doc.heading(1, &h.history);
-    doc.push(&format!("{}\n\n{}", p.history_note, scope_ids(ctx.step)));
+    if done.is_empty() {
+        doc.push(&p.history_note);
+    } else {
+        doc.push(&format!("{}\n\n{}", p.history_note, scope_ids(ctx.step)));
+    }
     // The base task never ends, so a manager's history there only grows; the newest executed
     // steps are what a step needs, and the prompt must stay bounded.
     let skipped = left_out(done.len(), fit.executed);

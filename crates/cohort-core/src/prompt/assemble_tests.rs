@@ -198,14 +198,15 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
             };
 
             // Level 1: exactly these sections, in order from most to least stable (injected
-            // data opened none): the system message's, then what only grows, then what
-            // changes each call, the current step last.
+            // data opened none): the system message's, then what only grows, then the skill's
+            // rules, then what changes each call, the current step last.
             let mut want1 = vec![system_title.clone(), h.role.clone(), h.memory.clone()];
             match history_kind(skill) {
                 HistoryKind::Stage => want1.push(h.history.clone()),
                 HistoryKind::ToolChain => want1.push(h.tool_history.clone()),
                 HistoryKind::None => {}
             }
+            want1.push(format!("{}: {}", h.skill_at_hand, skill.name()));
             want1.push(h.memory_content.clone());
             if history_kind(skill) == HistoryKind::Stage {
                 want1.push(h.history_pending.clone());
@@ -230,14 +231,15 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
             let role_at = got1[1].1;
             // The step's content comes last, after the rules (a small model answers what it
             // read last).
-            let mut want2 = vec![&h.role_info, &h.permissions, &h.intention];
-            if skill == Skill::InstructionGeneration {
-                want2.push(&h.tool_step);
-            }
+            let mut want2 = vec![&h.role_info, &h.permissions];
             if matches!(skill, Skill::InstructionGeneration | Skill::ToolDecision) {
                 want2.push(&h.mcp_base);
             }
-            want2.extend([&h.rules, &h.return_format, &h.content]);
+            want2.extend([&h.rules, &h.return_format, &h.intention]);
+            if skill == Skill::InstructionGeneration {
+                want2.push(&h.tool_step);
+            }
+            want2.push(&h.content);
             let known = [
                 &h.role_info,
                 &h.permissions,
@@ -396,7 +398,9 @@ fn instruction_generation_shows_the_target_tool_step_and_server() {
             "{want} missing from\n{step_section}"
         );
     }
-    assert!(step_section.contains(set.mcp_base_prompt()));
+    let skill = format!("{}: instruction_generation", h.skill_at_hand);
+    assert!(section(&prompt, &skill, &h.memory_content).contains(set.mcp_base_prompt()));
+    assert!(!step_section.contains(set.mcp_base_prompt()));
     assert!(!prompt.contains(&format!("# {}\n", h.history)));
 }
 
@@ -417,7 +421,8 @@ fn tool_decision_shows_the_call_chain_in_order() {
         !chain.contains("DONE_THINK"),
         "tool_decision sees its chain, not the stage history"
     );
-    assert!(section(&prompt, &h.current_step, &h.tool_history).contains(set.mcp_base_prompt()));
+    let skill = format!("{}: tool_decision", h.skill_at_hand);
+    assert!(section(&prompt, &skill, &h.memory_content).contains(set.mcp_base_prompt()));
 }
 
 #[test]
@@ -597,31 +602,45 @@ fn instruction_generation_shows_the_servers_known_capabilities() {
     );
 }
 
-/// What stays the same for a whole stage sits above what changes each call: the step's task
-/// and stage ids head the stage's history (the current step names only its executor), while a
-/// skill without that history keeps them in its current step.
+/// The step's task and stage ids head a history with entries (the same for the stage's later
+/// calls), and are in the current step otherwise: above an empty history they would be the
+/// first difference between two stages' calls, ahead of the skill's rules.
 #[test]
-fn a_stage_history_carries_the_ids_and_the_current_step_only_its_executor() {
+fn the_ids_head_a_history_with_entries_and_are_in_the_current_step_otherwise() {
     let set = PromptSet::builtin(Language::En);
     let h = set.headings();
     let (agent, current) = fixture(Skill::Think);
     let prompt = prompt_for(&set, Skill::Think, &agent, &current);
     let history = section(&prompt, &h.history, &h.memory_content);
-    assert!(
-        history.contains("- task_id: t1\n- stage_id: s1"),
-        "{history}"
-    );
-    let step = section(&prompt, &h.current_step, "none");
-    assert!(step.contains("- executor: think (skill)"), "{step}");
-    assert!(!step.contains("task_id"), "{step}");
+    assert!(history.contains("- task_id: t1\n- stage_id: s1"), "{history}");
+    let head = section(&prompt, &h.current_step, "none");
+    assert!(head.contains("- executor: think (skill)") && !head.contains("task_id"), "{head}");
 
     let (agent, current) = fixture(Skill::Planning);
     let prompt = prompt_for(&set, Skill::Planning, &agent, &current);
-    let step = section(&prompt, &h.current_step, "none");
+    let head = section(&prompt, &h.current_step, "none");
     assert!(
-        step.contains("- task_id: t1\n- stage_id: s1\n- executor: planning (skill)"),
-        "{step}"
+        head.contains("- task_id: t1\n- stage_id: s1\n- executor: planning (skill)"),
+        "{head}"
     );
+
+    // A manager's task_manager steps on two stages, nothing executed in either: the same up to
+    // the memory, and each names its own stage below it.
+    let mut agent = AgentState::new("m".into(), "Mo".into(), "manager".into(), "".into());
+    agent.skills = vec![Skill::TaskManager];
+    let steps: Vec<StepState> = ["s1", "s2"]
+        .iter()
+        .map(|s| {
+            let e = Executor::Skill(Skill::TaskManager);
+            step("t1", stage(s), e, "Act on the notice", "Stage done")
+        })
+        .collect();
+    let ids: Vec<StepId> = steps.iter().map(|s| s.step_id.clone()).collect();
+    agent.add_steps(steps);
+    let [one, two] = [&ids[0], &ids[1]].map(|id| prompt_for(&set, Skill::TaskManager, &agent, id));
+    let cut = |p: &str| p.find(&format!("\n# {}\n", h.memory_content)).unwrap();
+    assert_eq!(one[..cut(&one)], two[..cut(&two)]);
+    assert!(one[cut(&one)..].contains("- stage_id: s1") && two[cut(&two)..].contains("- stage_id: s2"));
 }
 
 /// A history entry shows what its step produced, not what other entries already show or the

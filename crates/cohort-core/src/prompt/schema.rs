@@ -47,6 +47,8 @@ text_group!(
         tools,
         /// Above the current step section.
         current_step,
+        /// Above the skill's rules and return format, followed by the skill's name.
+        skill_at_hand,
         /// Above a step's intention.
         intention,
         /// Above a step's text content.
