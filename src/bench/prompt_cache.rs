@@ -26,6 +26,7 @@ use crate::ids::{AgentId, StageRef, StepId, TaskId};
 use crate::llm::scripted::ScriptedModel;
 use crate::llm::{ChatModel, ChatRequest};
 use crate::prompt::tokens::TokenCounter;
+use crate::prompt::{Headings, Language, PromptSet};
 use crate::run::{RunOptions, run_goal};
 use axum::Router;
 use axum::body::Bytes;
@@ -57,6 +58,8 @@ struct Seen {
     /// Whether the agent had a previous call.
     follows: bool,
     schema_tokens: usize,
+    /// The tokens beyond the shared prefix, by the prompt part they are in ([`PARTS`]).
+    new_by_part: [usize; PARTS.len()],
     /// Tokens the endpoint's cache reused (one slot per `id_slot`, else one for all).
     cached: usize,
     keyed: bool,
@@ -66,6 +69,8 @@ struct Seen {
 struct Recorder {
     script: Arc<ScriptedModel>,
     tokens: TokenCounter,
+    /// The bench team's (English) section headings, to tell a prompt's parts apart.
+    headings: Headings,
     seen: Mutex<Vec<Seen>>,
     /// The previous prompt of each agent.
     by_agent: Mutex<HashMap<String, String>>,
@@ -90,6 +95,7 @@ async fn serve(script: Script) -> std::io::Result<Endpoint> {
     let recorder = Arc::new(Recorder {
         script: ScriptedModel::new(script),
         tokens: TokenCounter::for_model(MODEL),
+        headings: PromptSet::builtin(Language::En).headings().clone(),
         seen: Mutex::default(),
         by_agent: Mutex::default(),
         slots: Mutex::default(),
@@ -141,6 +147,61 @@ fn asked(system: &str, user: &str) -> Option<(String, [String; 4])> {
             field(current, "executor")?.to_owned(),
         ],
     ))
+}
+
+/// The parts of a prompt the new tokens of a call are counted in: the system message, then the
+/// `user` message's level-1 sections by their heading (the bench team's prompts are English).
+const PARTS: [&str; 6] = [
+    "system",
+    "history",
+    "skill rules",
+    "memory and pending steps",
+    "current step",
+    "other",
+];
+
+/// The part of a prompt a level-1 heading of its `user` message opens.
+fn part_of(h: &Headings, heading: &str) -> usize {
+    let is = |name: &str| heading == name;
+    if is(&h.history) || is(&h.tool_history) {
+        1
+    } else if heading.starts_with(&format!("{}: ", h.skill_at_hand)) || is(&h.rules) {
+        2
+    } else if is(&h.memory_content) || is(&h.history_pending) {
+        3
+    } else if is(&h.current_step) || is(&h.depends_on) {
+        4
+    } else {
+        5
+    }
+}
+
+/// The tokens of `text` from byte `from` on, by the part of the prompt they are in.
+fn new_by_part(
+    h: &Headings,
+    text: &str,
+    from: usize,
+    count: impl Fn(&str) -> usize,
+) -> [usize; PARTS.len()] {
+    let mut by = [0; PARTS.len()];
+    let user = text.find("<|user|>\n").map_or(text.len(), |i| i + "<|user|>\n".len());
+    // Where each part starts: the system message at 0, then each `# ` line of the user message.
+    let mut starts = vec![(0, 0)];
+    let mut at = user;
+    for line in text[user..].split_inclusive('\n') {
+        if let Some(line) = line.strip_prefix("# ") {
+            starts.push((at, part_of(h, line.trim_end())));
+        }
+        at += line.len();
+    }
+    for (i, &(start, part)) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).map_or(text.len(), |s| s.0);
+        let lo = start.max(from);
+        if lo < end {
+            by[part] += count(&text[lo..end]);
+        }
+    }
+    by
 }
 
 fn common_prefix<'a>(a: &'a str, b: &str) -> &'a str {
@@ -230,11 +291,17 @@ fn record(rec: &Recorder, req: &Value, agent: String, text: String) -> Seen {
         .unwrap_or_else(|p| p.into_inner())
         .insert(slot, text.clone());
     let schema = &req["response_format"];
+    let prefix = previous.as_deref().map_or(0, |p| common_prefix(&text, p).len());
     let seen = Seen {
         tokens: count(&text),
         shared: previous
             .as_deref()
             .map_or(0, |p| count(common_prefix(&text, p))),
+        new_by_part: if previous.is_some() {
+            new_by_part(&rec.headings, &text, prefix, count)
+        } else {
+            [0; PARTS.len()]
+        },
         follows: previous.is_some(),
         schema_tokens: if schema.is_null() {
             0
@@ -356,6 +423,16 @@ fn figures(seen: &[Seen], report: &crate::run::RunReport) -> Value {
     let following: Vec<&Seen> = seen.iter().filter(|s| s.follows).collect();
     let shared: usize = following.iter().map(|s| s.shared).sum();
     let of_following: usize = following.iter().map(|s| s.tokens).sum();
+    // What the calls that follow another of their agent's add, by part, per such call.
+    let by_part: serde_json::Map<String, Value> = PARTS
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let sum: usize = following.iter().map(|s| s.new_by_part[i]).sum();
+            let each = sum as f64 / following.len().max(1) as f64;
+            ((*part).to_owned(), json!(each))
+        })
+        .collect();
     json!({
         "calls": seen.len(),
         "outcome": format!("{:?}", report.outcome),
@@ -364,6 +441,7 @@ fn figures(seen: &[Seen], report: &crate::run::RunReport) -> Value {
         "shared_pct": 100.0 * shared as f64 / of_following.max(1) as f64,
         "new_a_call": (tokens - shared as f64) / calls,
         "schema_tokens_a_call": sum(|s| s.schema_tokens) / calls,
+        "new_by_part": by_part,
         "cached_pct": 100.0 * sum(|s| s.cached) / tokens.max(1.0),
         "client_cached": report.tokens.cached_prompt_tokens,
         "endpoint_cached": sum(|s| s.cached),
@@ -423,6 +501,19 @@ pub fn rows(
             &name,
             "new tokens a call",
             format!("{:.0}", f(&v["new_a_call"])),
+            "",
+        ));
+        let parts: Vec<String> = PARTS
+            .iter()
+            .filter_map(|p| {
+                let n = f(&v["new_by_part"][*p]);
+                (n >= 0.5).then(|| format!("{p} {n:.0}"))
+            })
+            .collect();
+        out.push(row(
+            &name,
+            "new tokens of a following call, by part",
+            parts.join(" · "),
             "",
         ));
         out.push(row(
