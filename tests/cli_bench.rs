@@ -11,7 +11,7 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
             "--quick",
             "--no-autogen",
             "--only",
-            "step_overhead,workers,messages,goals,store,load_connections,load_logins",
+            "step_overhead,workers,messages,goals,store,load_connections,load_logins,prompt_cache",
         ])
         .output()
         .unwrap();
@@ -27,6 +27,9 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
         "| store | 20000 events, 8 a publish, SQLite (WAL, synchronous=FULL) |",
         "| load_connections | 300 connections (280 silent or half-sent, 20 keep-alive), server at ulimit -n 256",
         "| load_logins | 120 wrong logins at once from 4 addresses: server RSS before → peak |",
+        "| prompt_cache quickstart | tokens a call | ",
+        "calls, Finished) |",
+        "| prompt_cache stage20 | new tokens of a following call, by part | history ",
     ] {
         assert!(table.contains(want), "missing {want:?} in:\n{table}");
     }

@@ -184,7 +184,9 @@ fn new_by_part(
     count: impl Fn(&str) -> usize,
 ) -> [usize; PARTS.len()] {
     let mut by = [0; PARTS.len()];
-    let user = text.find("<|user|>\n").map_or(text.len(), |i| i + "<|user|>\n".len());
+    let user = text
+        .find("<|user|>\n")
+        .map_or(text.len(), |i| i + "<|user|>\n".len());
     // Where each part starts: the system message at 0, then each `# ` line of the user message.
     let mut starts = vec![(0, 0)];
     let mut at = user;
@@ -291,7 +293,9 @@ fn record(rec: &Recorder, req: &Value, agent: String, text: String) -> Seen {
         .unwrap_or_else(|p| p.into_inner())
         .insert(slot, text.clone());
     let schema = &req["response_format"];
-    let prefix = previous.as_deref().map_or(0, |p| common_prefix(&text, p).len());
+    let prefix = previous
+        .as_deref()
+        .map_or(0, |p| common_prefix(&text, p).len());
     let seen = Seen {
         tokens: count(&text),
         shared: previous
@@ -536,5 +540,31 @@ pub fn rows(
             ),
             "client = endpoint",
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each new token is counted once, in the part its `# ` section opens; a prefix that ends
+    /// inside a section counts only that section's rest.
+    #[test]
+    fn new_tokens_are_counted_in_the_part_they_are_in() {
+        let set = PromptSet::builtin(Language::En);
+        let h = set.headings();
+        let text = format!(
+            "<|system|>\nrules\n<|user|>\n# {}\n\nold new\n\n# {}: think\n\nr\n\n# {}\n\nm\n\n# {}\n\nc\n",
+            h.history, h.skill_at_hand, h.memory_content, h.current_step
+        );
+        let words = |s: &str| s.split_whitespace().count();
+        let from = text.find("new").unwrap();
+        let by = new_by_part(h, &text, from, words);
+        // history: "new"; skill rules: "# Skill: think r"; memory: "# Memory content m";
+        // current step: "# Current step c".
+        assert_eq!(by, [0, 1, 4, 4, 4, 0]);
+        assert_eq!(by.iter().sum::<usize>(), words(&text[from..]));
+        // From the start, the system message is counted too.
+        assert_eq!(new_by_part(h, &text, 0, words)[0], 3);
     }
 }

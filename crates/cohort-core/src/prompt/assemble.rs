@@ -346,10 +346,10 @@ fn push_skill_rules(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptCo
 }
 
 /// The current step: its ids (unless atop its history), executor and intention,
-/// instruction_generation's target tool step, and last the step's content. The content comes after the skill's rules because a small
-/// model answers what it read last: with the content first and the rules after it, Qwen2.5 1.5B
-/// handed the content back as its answer (3 times in 3), and with the content last it did the
-/// work.
+/// instruction_generation's target tool step, and last the step's content. The content comes
+/// after the skill's rules because a small model answers what it read last: with the content
+/// first and the rules after it, Qwen2.5 1.5B handed the content back as its answer (3 times in
+/// 3), and with the content last it did the work.
 fn push_current_step(
     doc: &mut Doc,
     set: &PromptSet,

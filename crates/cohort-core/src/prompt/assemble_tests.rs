@@ -612,9 +612,15 @@ fn the_ids_head_a_history_with_entries_and_are_in_the_current_step_otherwise() {
     let (agent, current) = fixture(Skill::Think);
     let prompt = prompt_for(&set, Skill::Think, &agent, &current);
     let history = section(&prompt, &h.history, &h.memory_content);
-    assert!(history.contains("- task_id: t1\n- stage_id: s1"), "{history}");
+    assert!(
+        history.contains("- task_id: t1\n- stage_id: s1"),
+        "{history}"
+    );
     let head = section(&prompt, &h.current_step, "none");
-    assert!(head.contains("- executor: think (skill)") && !head.contains("task_id"), "{head}");
+    assert!(
+        head.contains("- executor: think (skill)") && !head.contains("task_id"),
+        "{head}"
+    );
 
     let (agent, current) = fixture(Skill::Planning);
     let prompt = prompt_for(&set, Skill::Planning, &agent, &current);
@@ -640,7 +646,9 @@ fn the_ids_head_a_history_with_entries_and_are_in_the_current_step_otherwise() {
     let [one, two] = [&ids[0], &ids[1]].map(|id| prompt_for(&set, Skill::TaskManager, &agent, id));
     let cut = |p: &str| p.find(&format!("\n# {}\n", h.memory_content)).unwrap();
     assert_eq!(one[..cut(&one)], two[..cut(&two)]);
-    assert!(one[cut(&one)..].contains("- stage_id: s1") && two[cut(&two)..].contains("- stage_id: s2"));
+    assert!(
+        one[cut(&one)..].contains("- stage_id: s1") && two[cut(&two)..].contains("- stage_id: s2")
+    );
 }
 
 /// A history entry shows what its step produced, not what other entries already show or the
