@@ -6,13 +6,16 @@
 //! 2. what only grows: the stage's task and stage ids and its executed steps, oldest first,
 //!    appended and never rewritten above the newest (a budget cuts them from the oldest end, in
 //!    whole blocks);
-//! 3. what is the same for every step of one skill: the skill's rules and answer format;
-//! 4. what changes each call: the memory's entries, the pending steps, the results the step
-//!    builds on, and the current step (its intention and, last, its content).
+//! 3. what changes now and then: the memory's entries, the pending steps;
+//! 4. what is the same for every step of one skill: the skill's rules and answer format;
+//! 5. what changes each call: the results the step builds on, and the current step (its
+//!    intention and, last, its content).
 //!
-//! Nothing volatile (a clock, a counter, a step's random id) is in parts 1 to 3, and nothing
+//! Nothing volatile (a clock, a counter, a step's random id) is in parts 1 to 4, and nothing
 //! that differs between stages above the skill's rules while the stage's history is empty: a
-//! manager's calls on notices, each in a stage of its own, share everything up to the memory.
+//! manager's calls on notices, each in a stage of its own with nothing pending, share all but
+//! the current step. The pending steps stay above the rules: with them between the answer
+//! format and the step, Qwen2.5 1.5B answered a think step with a pending step's text.
 //! Data written by agents or tools (contents, results, memory) is embedded so it cannot open
 //! sections of its own.
 
@@ -197,10 +200,10 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
     };
     let (done, pending) = stage_history(ctx.agent, ctx.step);
     let history_omitted = push_stage_history(&mut doc, set, ctx, &done, fit);
-    doc.heading(1, &set.headings().rules);
-    doc.push(&set.phrases().tool_loop);
     push_memory(&mut doc, set, ctx.agent);
     push_pending(&mut doc, set, &pending);
+    doc.heading(1, &set.headings().rules);
+    doc.push(&set.phrases().tool_loop);
     push_dependencies(&mut doc, set, ctx, fit);
     push_step_head(&mut doc, set, ctx.step, !done.is_empty());
     Prompt {
@@ -212,7 +215,8 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
 
 fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Prompt {
     let mut doc = Doc::default();
-    // What only grows first, the skill's rules, what changes each call, the current step last.
+    // What only grows first, then what rarely changes (memory, pending steps), the skill's
+    // rules, and what changes each call, the current step last.
     let kind = history_kind(skill);
     let (done, pending) = match kind {
         HistoryKind::Stage => stage_history(ctx.agent, ctx.step),
@@ -226,11 +230,11 @@ fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Pro
         }
         HistoryKind::None => 0,
     };
-    push_skill_rules(&mut doc, set, skill, ctx);
     push_memory(&mut doc, set, ctx.agent);
     if kind == HistoryKind::Stage {
         push_pending(&mut doc, set, &pending);
     }
+    push_skill_rules(&mut doc, set, skill, ctx);
     push_dependencies(&mut doc, set, ctx, fit);
     let ids_above = kind == HistoryKind::Stage && !done.is_empty();
     push_current_step(&mut doc, set, skill, ctx, ids_above);
@@ -326,8 +330,8 @@ fn push_step_head(doc: &mut Doc, set: &PromptSet, step: &StepState, ids_above: b
 }
 
 /// What the skill asks and how to answer, the same for every step of the skill: above the
-/// memory, the pending steps and the current step, so consecutive calls of one skill with the
-/// same history above (a manager's notices, each in a stage of its own) share it as a prefix.
+/// current step, so consecutive calls of one skill with the same history, memory and pending
+/// steps above (a manager's notices, each in a stage of its own) share it as a prefix.
 fn push_skill_rules(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
     let h = set.headings();
     doc.heading(1, &format!("{}: {}", h.skill_at_hand, skill.name()));

@@ -206,11 +206,11 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
                 HistoryKind::ToolChain => want1.push(h.tool_history.clone()),
                 HistoryKind::None => {}
             }
-            want1.push(format!("{}: {}", h.skill_at_hand, skill.name()));
             want1.push(h.memory_content.clone());
             if history_kind(skill) == HistoryKind::Stage {
                 want1.push(h.history_pending.clone());
             }
+            want1.push(format!("{}: {}", h.skill_at_hand, skill.name()));
             want1.push(h.current_step.clone());
             let got1: Vec<_> = found
                 .iter()
@@ -373,8 +373,8 @@ fn role_names_the_agent_id_its_skills_and_its_tools() {
     );
     assert!(
         prompt.contains(&format!(
-            "# {}\n\n(none)\n\n# {}",
-            h.memory_content, h.current_step
+            "# {}\n\n(none)\n\n# {}: quick_think",
+            h.memory_content, h.skill_at_hand
         )),
         "{prompt}"
     );
@@ -399,7 +399,7 @@ fn instruction_generation_shows_the_target_tool_step_and_server() {
         );
     }
     let skill = format!("{}: instruction_generation", h.skill_at_hand);
-    assert!(section(&prompt, &skill, &h.memory_content).contains(set.mcp_base_prompt()));
+    assert!(section(&prompt, &skill, &h.current_step).contains(set.mcp_base_prompt()));
     assert!(!step_section.contains(set.mcp_base_prompt()));
     assert!(!prompt.contains(&format!("# {}\n", h.history)));
 }
@@ -422,7 +422,7 @@ fn tool_decision_shows_the_call_chain_in_order() {
         "tool_decision sees its chain, not the stage history"
     );
     let skill = format!("{}: tool_decision", h.skill_at_hand);
-    assert!(section(&prompt, &skill, &h.memory_content).contains(set.mcp_base_prompt()));
+    assert!(section(&prompt, &skill, &h.current_step).contains(set.mcp_base_prompt()));
 }
 
 #[test]
@@ -630,8 +630,8 @@ fn the_ids_head_a_history_with_entries_and_are_in_the_current_step_otherwise() {
         "{head}"
     );
 
-    // A manager's task_manager steps on two stages, nothing executed in either: the same up to
-    // the memory, and each names its own stage below it.
+    // A manager's task_manager steps on two stages, nothing executed or pending in either: the
+    // same up to the current step, which names its own stage.
     let mut agent = AgentState::new("m".into(), "Mo".into(), "manager".into(), "".into());
     agent.skills = vec![Skill::TaskManager];
     let steps: Vec<StepState> = ["s1", "s2"]
@@ -644,7 +644,7 @@ fn the_ids_head_a_history_with_entries_and_are_in_the_current_step_otherwise() {
     let ids: Vec<StepId> = steps.iter().map(|s| s.step_id.clone()).collect();
     agent.add_steps(steps);
     let [one, two] = [&ids[0], &ids[1]].map(|id| prompt_for(&set, Skill::TaskManager, &agent, id));
-    let cut = |p: &str| p.find(&format!("\n# {}\n", h.memory_content)).unwrap();
+    let cut = |p: &str| p.find(&format!("\n# {}\n", h.current_step)).unwrap();
     assert_eq!(one[..cut(&one)], two[..cut(&two)]);
     assert!(
         one[cut(&one)..].contains("- stage_id: s1") && two[cut(&two)..].contains("- stage_id: s2")
