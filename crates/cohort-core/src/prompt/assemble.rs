@@ -14,8 +14,9 @@
 //! Nothing volatile (a clock, a counter, a step's random id) is in parts 1 to 4, and nothing
 //! that differs between stages above the skill's rules while the stage's history is empty: a
 //! manager's calls on notices, each in a stage of its own with nothing pending, share all but
-//! the current step. The pending steps stay above the rules: with them between the answer
-//! format and the step, Qwen2.5 1.5B answered a think step with a pending step's text.
+//! the current step. Nothing but the step's own ids, intention and content comes between the
+//! answer format and the content, which is last (docs/configuration.md, "Prompt caching", has
+//! the measurements behind this order).
 //! Data written by agents or tools (contents, results, memory) is embedded so it cannot open
 //! sections of its own.
 
@@ -205,7 +206,7 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
     doc.heading(1, &set.headings().rules);
     doc.push(&set.phrases().tool_loop);
     push_dependencies(&mut doc, set, ctx, fit);
-    push_step_head(&mut doc, set, ctx.step, !done.is_empty());
+    push_current_step(&mut doc, set, None, ctx, !done.is_empty());
     Prompt {
         system: fixed_part(set, ctx),
         user: doc.finish(),
@@ -237,7 +238,7 @@ fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Pro
     push_skill_rules(&mut doc, set, skill, ctx);
     push_dependencies(&mut doc, set, ctx, fit);
     let ids_above = kind == HistoryKind::Stage && !done.is_empty();
-    push_current_step(&mut doc, set, skill, ctx, ids_above);
+    push_current_step(&mut doc, set, Some(skill), ctx, ids_above);
     Prompt {
         system: fixed_part(set, ctx),
         user: doc.finish(),
@@ -318,17 +319,6 @@ fn push_role(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
     doc.push(&list_or(&tools, &p.none));
 }
 
-/// The current step's ids (unless atop its history), executor, intention and content.
-fn push_step_head(doc: &mut Doc, set: &PromptSet, step: &StepState, ids_above: bool) {
-    let (h, p) = (set.headings(), set.phrases());
-    doc.heading(1, &h.current_step);
-    doc.push(&step_head(step, ids_above));
-    doc.heading(2, &h.intention);
-    doc.push(&block(&one_line(&step.step_intention), 3, &p.none));
-    doc.heading(2, &h.content);
-    doc.push(&block(&step.text_content, 3, &p.none));
-}
-
 /// What the skill asks and how to answer, the same for every step of the skill: above the
 /// current step, so consecutive calls of one skill with the same history, memory and pending
 /// steps above (a manager's notices, each in a stage of its own) share it as a prefix.
@@ -349,15 +339,14 @@ fn push_skill_rules(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptCo
     }
 }
 
-/// The current step: its ids (unless atop its history), executor and intention,
-/// instruction_generation's target tool step, and last the step's content. The content comes
-/// after the skill's rules because a small model answers what it read last: with the content
-/// first and the rules after it, Qwen2.5 1.5B handed the content back as its answer (3 times in
-/// 3), and with the content last it did the work.
+/// The current step (of a skill, or of a tool run as a native loop when `skill` is None): its
+/// ids (unless atop its history), executor and intention, instruction_generation's target tool
+/// step, and last the step's content: the section the answer is about is the one read last
+/// (see the module's note on the order).
 fn push_current_step(
     doc: &mut Doc,
     set: &PromptSet,
-    skill: Skill,
+    skill: Option<Skill>,
     ctx: &PromptContext,
     ids_above: bool,
 ) {
@@ -366,7 +355,7 @@ fn push_current_step(
     doc.push(&step_head(ctx.step, ids_above));
     doc.heading(2, &h.intention);
     doc.push(&block(&one_line(&ctx.step.step_intention), 3, &p.none));
-    if skill == Skill::InstructionGeneration {
+    if skill == Some(Skill::InstructionGeneration) {
         push_tool_step(doc, set, ctx);
     }
     doc.heading(2, &h.content);
