@@ -189,6 +189,8 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
             "{summary}"
         );
         assert!(summary.contains(POEM), "{summary}");
+        // The report carried the work's result on its own, for the task's judgement.
+        assert_eq!(stage["completion_results"]["writer"], json!([POEM]));
         assert_eq!(stage["execution_state"], "finished");
     }
 

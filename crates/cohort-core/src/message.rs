@@ -483,6 +483,11 @@ pub struct CompletionUpdate {
     pub agent_id: AgentId,
     /// What it did and found, for the manager's judgement of the stage.
     pub completion_summary: String,
+    /// What its work steps in the stage produced (the newest few, as their results recorded
+    /// them): what a judgement of the task checks its summary against, since a summary's own
+    /// words may be only news of the work.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<String>,
 }
 
 /// What one executed step asks SyncState to do. Every field is optional.

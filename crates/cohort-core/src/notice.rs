@@ -118,6 +118,11 @@ pub struct Report {
     pub goal: String,
     /// Its completion summary, if it submitted one.
     pub summary: Option<String>,
+    /// What its work steps produced, as the runtime recorded them (see
+    /// `CompletionUpdate::results`); not rendered: the summary speaks for the agent, these are
+    /// what a task's summary is checked against.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<String>,
 }
 
 /// How many agents a notice names one by one; a team or stage of thousands is summed up after
@@ -247,29 +252,40 @@ fn ended(state: ExecutionState) -> &'static str {
 }
 
 impl StageReports {
-    /// The stage as an operator reads it in a summary: its state and goal (without its id),
-    /// then what each agent reported.
+    /// The stage as an operator reads it in a task's summary: its state and goal (without its
+    /// id), then what each agent's work produced, or its report where the runtime recorded no
+    /// results (a person's): the operator asked for the result, which a report may only
+    /// describe.
     pub fn for_operator(&self) -> String {
         format!(
             "- stage ({}): {}\n{}",
             self.state,
             self.stage_intention,
-            self.reported()
+            self.entries(true)
         )
     }
 
-    /// What each agent reported, one entry each, a summary of several lines indented inside
-    /// its entry.
+    /// What each agent reported, as its manager reads it.
     fn reported(&self) -> String {
+        self.entries(false)
+    }
+
+    /// One entry an agent, several lines indented inside it: its work's results when
+    /// `results` asks for them and they were recorded, else its summary.
+    fn entries(&self, results: bool) -> String {
         let mut lines = self
             .reports
             .iter()
             .filter_map(|r| {
-                let summary = r.summary.as_deref()?;
+                let (said, text) = if results && !r.results.is_empty() {
+                    ("produced", r.results.join("\n\n"))
+                } else {
+                    ("reported", r.summary.clone()?)
+                };
                 Some(format!(
-                    "  - `{}` reported:\n{}",
+                    "  - `{}` {said}:\n{}",
                     r.agent_id,
-                    indented(summary, 4)
+                    indented(&text, 4)
                 ))
             })
             .collect::<Vec<_>>()

@@ -219,6 +219,7 @@ fn take_outcome(
             stage_id: stage.clone(),
             agent_id: agent.agent_id.clone(),
             completion_summary: summary,
+            results: skills::results_in_stage(agent, step),
         });
     }
     (StepResult::output(o.result), o.stage_state, o.repairs)

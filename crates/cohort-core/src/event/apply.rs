@@ -69,11 +69,22 @@ pub fn apply_stage(stage: &mut StageState, c: &StageChange) {
             stage.every_agent_state.insert(agent_id.clone(), *state);
         }
         StageChange::Completion {
-            agent_id, summary, ..
+            agent_id,
+            summary,
+            results,
+            ..
         } => {
             stage
                 .completion_summary
                 .insert(agent_id.clone(), summary.clone());
+            // A report given again replaces the one before, its results with it.
+            if results.is_empty() {
+                stage.completion_results.remove(agent_id);
+            } else {
+                stage
+                    .completion_results
+                    .insert(agent_id.clone(), results.clone());
+            }
             stage
                 .every_agent_state
                 .insert(agent_id.clone(), StageAgentState::Finished);

@@ -172,6 +172,9 @@ pub enum StageChange {
         agent_id: AgentId,
         /// What the agent achieved in the stage, in its own words.
         summary: String,
+        /// What its work steps produced (see `CompletionUpdate::results`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        results: Vec<String>,
     },
 }
 

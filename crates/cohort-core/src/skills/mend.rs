@@ -91,6 +91,12 @@ fn stage_results(agent: &AgentState, step: &StepState) -> Vec<String> {
         .collect()
 }
 
+/// The newest of what the agent's finished steps in the stage of `step` produced (up to the
+/// policy's `reported`): what its completion report carries beside its summary.
+pub fn results_in_stage(agent: &AgentState, step: &StepState) -> Vec<String> {
+    newest(agent, &stage_results(agent, step)).to_vec()
+}
+
 /// The newest `reported` of `results`: what a summary the runtime writes to gives.
 fn newest<'a>(agent: &AgentState, results: &'a [String]) -> &'a [String] {
     &results[results
@@ -183,9 +189,10 @@ fn trigrams(text: &str) -> std::collections::HashSet<String> {
 /// A task finished with a summary that gives none of what its stages reported (a 1.5B
 /// manager wrote "The haiku about autumn rain is written and submitted by the writer agent.")
 /// gets the stages' reports added, marked: the operator asked for the result, not for news of
-/// it. A summary gives a result when it shares three words in a row with a report that are
-/// not the goal's own words (the task's and stages' intentions, which a summary may restate
-/// without giving anything); the runtime's own notes in a report are not looked for.
+/// it. A summary gives a result when it shares three words in a row with what an agent's work
+/// steps produced (its report's summary, when it has no recorded results) that are not the
+/// goal's own words (the task's and stages' intentions, which a summary may restate without
+/// giving anything); the runtime's own notes in a report are not looked for.
 pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -> bool {
     let TaskInstruction::FinishTask {
         task_summary,
@@ -209,7 +216,14 @@ pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -
         goal.extend(trigrams(&stage.stage_intention));
         for r in &stage.reports {
             goal.extend(trigrams(&r.goal));
-            reported.push_str(r.summary.as_deref().unwrap_or_default());
+            // What the agent's work produced, when the runtime recorded it: a summary may pad
+            // its result with news of the work, which a task summary can share without giving
+            // anything. A person's report is their summary alone.
+            if r.results.is_empty() {
+                reported.push_str(r.summary.as_deref().unwrap_or_default());
+            } else {
+                reported.push_str(&r.results.join("\n"));
+            }
             reported.push('\n');
         }
     }
@@ -226,7 +240,7 @@ pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -
         return false;
     }
     task_summary.push_str(&format!(
-        "\n\nWhat the stages reported (added by the runtime: the summary gave no result):\n{}",
+        "\n\nWhat the stages produced (added by the runtime: the summary gave no result):\n{}",
         stages_for_operator(stages)
     ));
     true

@@ -16,6 +16,7 @@ mod task_manager;
 mod think;
 
 pub use instruction_generation::next_tool_step;
+pub use mend::results_in_stage;
 pub use plan::{check_plan, plan_key, queue_plan};
 pub use task_manager::{closing, judges};
 

@@ -588,6 +588,16 @@ mod tests {
     /// The summary task `t` (intention `intention`) finishes with when its manager answers
     /// `summary`, judging it after one stage "Write it" whose writer reported `report`.
     fn finished_with(intention: &str, report: &str, summary: &str) -> (String, StageId) {
+        finished_with_results(intention, report, &[], summary)
+    }
+
+    /// As [`finished_with`], the writer's work steps having produced `results`.
+    fn finished_with_results(
+        intention: &str,
+        report: &str,
+        results: &[&str],
+        summary: &str,
+    ) -> (String, StageId) {
         let task =
             crate::state::TaskState::new("t".into(), "h".into(), intention.into(), "m".into());
         let mut stage = crate::state::StageState::new(
@@ -595,7 +605,9 @@ mod tests {
             "Write it".into(),
             [("w".into(), "write".into())].into(),
         );
-        stage.completion_summary.insert("w".into(), report.into());
+        let results = results.iter().map(|r| r.to_string()).collect();
+        let report = stage.completion_change(&"w".into(), report.into(), results);
+        crate::event::apply_stage(&mut stage, &report.unwrap());
         let message = crate::sync::notices::judge_task(&task, [&stage].into_iter());
         let notice = message.notice_body().unwrap();
         let asked = Asked {
@@ -636,6 +648,32 @@ mod tests {
         let report = format!("Done.\n\n{heading}:\n\n{poem}");
         let (copied, _) = finished_with("a haiku", &report, &format!("Finished. {heading}."));
         assert!(copied.contains("the maple lets go its red"), "{copied}");
+    }
+
+    #[test]
+    fn a_task_summary_sharing_only_a_reports_news_of_the_work_gets_the_stage_reports() {
+        let poem = "Cold rain on the eaves\nthe maple lets go its red\none leaf at a time";
+        let report = format!("I wrote the haiku and the result was sent to the manager.\n\n{poem}");
+        let news = "The haiku is done and the result was sent to the manager.";
+        let (summary, _) = finished_with_results("a haiku", &report, &[poem], news);
+        assert!(summary.contains("added by the runtime"), "{summary}");
+        // What the work produced is added, not the report's news of it.
+        assert!(
+            summary.contains("- `w` produced:\n    Cold rain on the eaves"),
+            "{summary}"
+        );
+        assert_eq!(
+            summary.matches("sent to the manager").count(),
+            1,
+            "{summary}"
+        );
+        // Without recorded results the report's own words count, news and all.
+        let (summary, _) = finished_with("a haiku", &report, news);
+        assert!(!summary.contains("added by the runtime"), "{summary}");
+        // A summary giving the result is left as it is.
+        let (summary, _) =
+            finished_with_results("a haiku", &report, &[poem], "The maple lets go its red.");
+        assert!(!summary.contains("added by the runtime"), "{summary}");
     }
 
     #[test]

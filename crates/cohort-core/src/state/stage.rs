@@ -23,6 +23,10 @@ pub struct StageState {
     pub every_agent_state: BTreeMap<AgentId, StageAgentState>,
     /// The completion summaries submitted so far, by agent.
     pub completion_summary: BTreeMap<AgentId, String>,
+    /// What each reporting agent's work steps produced (see `CompletionUpdate::results`): the
+    /// results a task's summary is checked against, beside the agents' own words.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub completion_results: BTreeMap<AgentId, Vec<String>>,
     /// The stage this one tries again (`retry_stage`), if it is a retry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_of: Option<StageId>,
@@ -47,6 +51,7 @@ impl StageState {
             execution_state: ExecutionState::Init,
             every_agent_state,
             completion_summary: BTreeMap::new(),
+            completion_results: BTreeMap::new(),
             retry_of: None,
         }
     }
@@ -72,13 +77,19 @@ impl StageState {
 
     /// The change that stores an allocated agent's completion summary (None for an agent not
     /// allocated here).
-    pub fn completion_change(&self, agent: &AgentId, summary: String) -> Option<StageChange> {
+    pub fn completion_change(
+        &self,
+        agent: &AgentId,
+        summary: String,
+        results: Vec<String>,
+    ) -> Option<StageChange> {
         self.agent_allocation
             .contains_key(agent)
             .then(|| StageChange::Completion {
                 stage_id: self.stage_id.clone(),
                 agent_id: agent.clone(),
                 summary,
+                results,
             })
     }
 
@@ -107,7 +118,7 @@ mod tests {
     /// Records a summary as SyncState does; true when it completes the stage.
     fn complete(s: &mut StageState, agent: &str, text: &str) -> bool {
         let was = s.is_complete();
-        match s.completion_change(&agent.into(), text.into()) {
+        match s.completion_change(&agent.into(), text.into(), Vec::new()) {
             Some(c) => apply_stage(s, &c),
             None => return false,
         }

@@ -124,6 +124,7 @@ impl SyncCore {
                 stage_id: stage.clone(),
                 agent_id: by.clone(),
                 summary: why,
+                results: Vec::new(),
             }),
         );
         self.set_stage_state(stage, ExecutionState::Cancelled, &mut applied);

@@ -776,7 +776,8 @@ impl SyncCore {
             return;
         }
         let was_complete = stage.is_complete();
-        let Some(change) = stage.completion_change(&c.agent_id, c.completion_summary.clone())
+        let Some(change) =
+            stage.completion_change(&c.agent_id, c.completion_summary.clone(), c.results.clone())
         else {
             return;
         };

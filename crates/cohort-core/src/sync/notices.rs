@@ -99,18 +99,30 @@ fn allocated(stage: &StageState) -> StageReports {
         agent_id: a.clone(),
         goal: goal.clone(),
         summary: stage.completion_summary.get(a).cloned(),
+        results: Vec::new(),
     });
     listed(stage, reports, stage.agent_allocation.len())
 }
 
-/// The agents of the stage that reported, with what they reported.
+/// The agents of the stage that reported, with what they reported and what their work steps
+/// produced (the task's judgement checks its summary against those).
 fn reported(stage: &StageState) -> StageReports {
     let reports = stage.completion_summary.iter().map(|(a, summary)| Report {
         agent_id: a.clone(),
         goal: stage.agent_allocation.get(a).cloned().unwrap_or_default(),
         summary: Some(summary.clone()),
+        results: results_of(stage, a),
     });
     listed(stage, reports, stage.completion_summary.len())
+}
+
+/// What `agent`'s work steps in the stage produced, as it reported them.
+fn results_of(stage: &StageState, agent: &AgentId) -> Vec<String> {
+    stage
+        .completion_results
+        .get(agent)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The stage with the first [`AGENTS_LISTED`] of its `total` reports, the rest counted.

@@ -157,6 +157,7 @@ fn complete(c: &mut SyncCore, t: &TaskId, s: &StageId, agent: &str) -> Applied {
             stage_id: s.clone(),
             agent_id: agent.into(),
             completion_summary: format!("{agent} done"),
+            results: vec![format!("{agent}'s work")],
         }),
         ..Default::default()
     };
@@ -194,11 +195,18 @@ fn the_manager_is_told_once_every_allocated_agent_has_summarised() {
     assert!(!m.need_reply);
     assert!(m.message.contains("a done") && m.message.contains("b done"));
     assert_eq!(m.stage_relative, StageRef::Stage(stages[0].clone()));
+    // A stage's judgement reads the reports; the work results are kept for the task's.
+    let Some(Notice::StageComplete { stage, .. }) = m.notice_body() else {
+        panic!("{m:?}")
+    };
+    assert!(stage.reports.iter().all(|r| r.results.is_empty()));
 }
 
 #[test]
 fn finish_stage_hands_over_to_the_next_stage_then_asks_for_a_task_judgement() {
     let (mut c, t, stages) = two_stage_task();
+    complete(&mut c, &t, &stages[0], "a");
+    complete(&mut c, &t, &stages[0], "b");
     let out = c
         .try_apply(
             &by(
@@ -241,6 +249,20 @@ fn finish_stage_hands_over_to_the_next_stage_then_asks_for_a_task_judgement() {
     let judge = out.messages.last().unwrap();
     assert!(instruction_of(judge).is_none());
     assert!(judge.message.contains("finish_task"));
+    // The task's judgement gets each agent's work results beside its report.
+    let Some(Notice::NoStageLeft { stages: judged, .. }) = judge.notice_body() else {
+        panic!("{judge:?}")
+    };
+    let results: Vec<_> = judged[0]
+        .reports
+        .iter()
+        .map(|r| r.results.clone())
+        .collect();
+    assert_eq!(results, vec![vec!["a's work"], vec!["b's work"]]);
+    assert!(
+        !judge.message.contains("a's work"),
+        "results are not rendered"
+    );
     let out = c
         .try_apply(
             &by(

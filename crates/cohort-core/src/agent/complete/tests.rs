@@ -481,3 +481,39 @@ fn a_json_answer_stopped_in_a_loop_is_closed_where_the_policy_allows_and_recorde
         Completion::AskAgain { .. }
     ));
 }
+
+#[test]
+fn a_completion_report_carries_what_the_agents_work_steps_produced() {
+    let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Summary]);
+    done(complete_step(
+        &mut a,
+        &id,
+        answer("<think>Cold rain on the eaves</think>"),
+        now(),
+        false,
+    ));
+    crate::agent::settle_step(&mut a, &id, None, &[]);
+    // The summary runs next, instead of the reflection the runtime queued.
+    let queued = a.agent_step.next().expect("a reflection").step_id.clone();
+    a.remove_step(&queued);
+    let summary = StepState::new(
+        "t".into(),
+        StageRef::Stage(StageId::from("s")),
+        "w".into(),
+        Executor::Skill(Skill::Summary),
+        "Summarise my work in this stage",
+        "",
+    );
+    a.add_steps(vec![summary]);
+    let id = a.start_next().unwrap().step_id;
+    let report = "<completion_summary>I wrote it: cold rain on the eaves.</completion_summary>";
+    let out = done(complete_step(&mut a, &id, answer(report), now(), false)).output;
+    let completion = out
+        .update_stage_agent_completion
+        .expect("a completion report");
+    assert_eq!(
+        completion.results,
+        vec!["Cold rain on the eaves".to_owned()]
+    );
+    assert!(completion.completion_summary.contains("I wrote it"));
+}
