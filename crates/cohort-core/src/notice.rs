@@ -119,8 +119,8 @@ pub struct Report {
     /// Its completion summary, if it submitted one.
     pub summary: Option<String>,
     /// What its work steps produced, as the runtime recorded them (see
-    /// `CompletionUpdate::results`); not rendered: the summary speaks for the agent, these are
-    /// what a task's summary is checked against.
+    /// `CompletionUpdate::results`): what a task's summary is checked against, and what the
+    /// operator is given when it gives none. The manager reads the summary alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<String>,
 }

@@ -69,7 +69,8 @@ pub enum Repair {
     VerdictAgrees,
     /// A verdict its action kept contradicting after the re-asks is carried out.
     VerdictCarriedOut,
-    /// A finished task's summary that gives none of its stages' results gets their reports.
+    /// A finished task's summary that gives none of its stages' results gets them (the agents'
+    /// work results where recorded, else their reports).
     StageReportsAppended,
     /// An allocation whose goal only names its agent (`{"writer": "writer"}`), or is empty or
     /// a placeholder (`"…"`), is asked again.

@@ -1,6 +1,6 @@
 //! The repair policy's rules that mend a skill's answer (see `policy::repairs` for their names,
 //! switches and thresholds): an answer that hands back its instruction, a summary composed
-//! from the agent's own results, a finished task's summary given its stages' reports, an
+//! from the agent's own results, a finished task's summary given its stages' results, an
 //! allocation without a goal, a stage plan with no step doing the work. Each is called where
 //! its skill reads the answer, only when the policy allows it, and says what it changed.
 
@@ -188,8 +188,8 @@ fn trigrams(text: &str) -> std::collections::HashSet<String> {
 
 /// A task finished with a summary that gives none of what its stages reported (a 1.5B
 /// manager wrote "The haiku about autumn rain is written and submitted by the writer agent.")
-/// gets the stages' reports added, marked: the operator asked for the result, not for news of
-/// it. A summary gives a result when it shares three words in a row with what an agent's work
+/// gets what the stages produced added, marked: the operator asked for the result, not for
+/// news of it. A summary gives a result when it shares three words in a row with what an agent's work
 /// steps produced (its report's summary, when it has no recorded results) that are not the
 /// goal's own words (the task's and stages' intentions, which a summary may restate without
 /// giving anything); the runtime's own notes in a report are not looked for.

@@ -230,7 +230,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     {
         fired.push(Fired::new(
             Repair::StageReportsAppended,
-            "the task summary gave none of the stages' results: their reports were added",
+            "the task summary gave none of the stages' results: they were added",
         ));
     }
     check_stage_decided(&instruction, decided)?;
