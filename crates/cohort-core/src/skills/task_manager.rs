@@ -606,8 +606,8 @@ mod tests {
             [("w".into(), "write".into())].into(),
         );
         let results = results.iter().map(|r| r.to_string()).collect();
-        let report = stage.completion_change(&"w".into(), report.into(), results);
-        crate::event::apply_stage(&mut stage, &report.unwrap());
+        let change = stage.completion_change(&"w".into(), report.into(), results);
+        crate::event::apply_stage(&mut stage, &change.unwrap());
         let message = crate::sync::notices::judge_task(&task, [&stage].into_iter());
         let notice = message.notice_body().unwrap();
         let asked = Asked {
@@ -651,7 +651,7 @@ mod tests {
     }
 
     #[test]
-    fn a_task_summary_sharing_only_a_reports_news_of_the_work_gets_the_stage_reports() {
+    fn a_task_summary_sharing_only_a_reports_news_of_the_work_gets_what_the_stages_produced() {
         let poem = "Cold rain on the eaves\nthe maple lets go its red\none leaf at a time";
         let report = format!("I wrote the haiku and the result was sent to the manager.\n\n{poem}");
         let news = "The haiku is done and the result was sent to the manager.";
