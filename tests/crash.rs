@@ -6,7 +6,8 @@
 //! kill; every goal was taken exactly once, and every acknowledged goal is there. What the API
 //! showed before a kill is still there after the restart.
 //!
-//! `COHORT_CRASH_KILLS` sets the number of kills of the SQLite run (default 20);
+//! The same rounds with SIGTERM instead check that a clean stop stores every change its actors
+//! made. `COHORT_CRASH_KILLS` sets the number of kills of the SQLite run (default 20);
 //! `scripts/crash-test` runs it with 100.
 
 #[path = "support/postgres.rs"]
@@ -86,24 +87,54 @@ impl Server {
         self.child.wait().unwrap();
     }
 
-    /// SIGTERM (a clean stop that closes the store).
+    /// SIGTERM (a clean stop that closes the store): it exits 0, and stores every change its
+    /// actors made (none is made after its journal closed).
     fn stop(mut self) {
         let pid = self.child.id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
         let deadline = Instant::now() + Duration::from_secs(60);
-        while self.child.try_wait().unwrap().is_none() {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
             assert!(
                 Instant::now() < deadline,
                 "serve did not stop on SIGTERM:\n{}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
+        };
+        let log = self.log();
+        assert!(
+            status.success(),
+            "serve stopped with {status} on SIGTERM:\n{log}"
+        );
+        assert!(
+            !log.contains("was not stored"),
+            "a change was made after the journal closed:\n{log}"
+        );
+    }
+
+    /// Ends the process as `how` says.
+    fn end(self, how: End) {
+        match how {
+            End::Kill => self.kill(),
+            End::Term => self.stop(),
         }
     }
 
     fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+}
+
+/// How a round ends the server.
+#[derive(Clone, Copy)]
+enum End {
+    /// kill -9.
+    Kill,
+    /// SIGTERM, checked to be a clean stop.
+    Term,
 }
 
 /// A small deterministic random source (its seed is printed, so a failing run can be
@@ -422,7 +453,7 @@ fn export(data: &Data) -> Record {
     Record { by_task, goals }
 }
 
-async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
+async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize, how: End) {
     let seed = std::env::var("COHORT_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -463,7 +494,7 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize) {
         // What the API shows now was stored before it was shown: it must survive the kill.
         let shown = tasks(&http, &s.base, &token).await;
         tokio::time::sleep(Duration::from_millis(rng.below(40))).await;
-        s.kill();
+        s.end(how);
         stop.store(true, Ordering::Relaxed);
         running.await.unwrap();
         s = Server::start(&data, dir.join(format!("{name}-{round}.log")));
@@ -546,12 +577,28 @@ async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_sqlite() 
         .and_then(|k| k.parse().ok())
         .unwrap_or(20);
     let dir = Scratch::new("crash-sqlite");
-    crash_run("sqlite", Data::Sqlite(dir.join("team.db")), &dir, kills).await;
+    crash_run(
+        "sqlite",
+        Data::Sqlite(dir.join("team.db")),
+        &dir,
+        kills,
+        End::Kill,
+    )
+    .await;
+}
+
+/// SIGTERM while goals run stops the actors before the journal: every stop is clean (no change
+/// made after the journal closed), and the restarted team loses and repeats nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_goals_run_stores_every_change_and_loses_nothing() {
+    let dir = Scratch::new("sigterm-sqlite");
+    let data = Data::Sqlite(dir.join("team.db"));
+    crash_run("sigterm", data, &dir, 6, End::Term).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_postgres() {
     let pg = postgres::Cluster::start("crash");
     let dir = Scratch::new("crash-postgres");
-    crash_run("postgres", Data::Postgres(pg.url()), &dir, 8).await;
+    crash_run("postgres", Data::Postgres(pg.url()), &dir, 8, End::Kill).await;
 }

@@ -216,6 +216,8 @@ pub async fn run_goal(
     if upgrade && let Some(o) = team.monitor.read(|s| concluded(s, &team, &before)) {
         outcome = o;
     }
+    // Every actor stops before the journal closes (in `report`): nothing lands unstored.
+    team.stop_actors().await;
     team.shutdown().await;
     let report = report(&team, &before, (&spent_before, base_before), outcome);
     if let Some(store) = &opts.store {

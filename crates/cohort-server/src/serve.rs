@@ -5,7 +5,6 @@
 use crate::actors::{Host, SystemError, start_team, start_team_stored};
 use crate::api::{ApiState, serve};
 use crate::config::TeamConfig;
-use crate::run::wait_for_running_steps;
 use crate::store::Store;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -117,11 +116,9 @@ pub async fn serve_team(
             .unwrap_or_else(|_| Err(std::io::Error::other("the HTTP runtime stopped"))),
         Err(e) => Err(e),
     };
-    // Shutting down: let running steps land (bounded), then stop what the team started.
-    wait_for_running_steps(&team, Duration::from_secs(10)).await;
-    team.shutdown().await;
-    // Whatever was published is committed, and a snapshot taken for a quick start next time.
-    team.monitor.close();
+    // Shutting down: running steps land (bounded), every actor stops, then what the team
+    // started; whatever was published is committed, with a snapshot for a quick start.
+    team.stop(Duration::from_secs(10)).await;
     if let Some(store) = kept {
         crate::run::checkpoint(store.as_ref()).await;
     }

@@ -1,29 +1,39 @@
 //! A team-wide allowance of steps (`cohort run --max-steps N`): an agent takes one before it
 //! starts a step, so no more than N steps ever start, however many agents run side by side.
 //! Counting steps as they end instead (what the run saw) let steps already started on other
-//! agents run past the limit.
+//! agents run past the limit. A team that is stopping closes its allowance, so its running
+//! steps can end without new ones starting behind them.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Steps the team's agents may still start, shared by all of them; unlimited by default.
 #[derive(Clone, Debug, Default)]
-pub struct StepAllowance(Option<Arc<AtomicU64>>);
+pub struct StepAllowance {
+    left: Option<Arc<AtomicU64>>,
+    closed: Arc<AtomicBool>,
+}
 
 impl StepAllowance {
     /// No limit.
     pub fn unlimited() -> Self {
-        StepAllowance(None)
+        StepAllowance::default()
     }
 
     /// At most `steps` steps, in all.
     pub fn of(steps: u64) -> Self {
-        StepAllowance(Some(Arc::new(AtomicU64::new(steps))))
+        StepAllowance {
+            left: Some(Arc::new(AtomicU64::new(steps))),
+            ..StepAllowance::default()
+        }
     }
 
-    /// Takes one step's allowance: false, taking nothing, when none is left.
+    /// Takes one step's allowance: false, taking nothing, when none is left or it is closed.
     pub fn take(&self) -> bool {
-        match &self.0 {
+        if self.closed.load(Ordering::SeqCst) {
+            return false;
+        }
+        match &self.left {
             None => true,
             Some(left) => left
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -31,9 +41,14 @@ impl StepAllowance {
         }
     }
 
+    /// No step starts from now on (steps wait in their queues, for the next start).
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
     /// Whether a limit was set and every step of it was taken.
     pub fn spent(&self) -> bool {
-        self.0
+        self.left
             .as_ref()
             .is_some_and(|left| left.load(Ordering::SeqCst) == 0)
     }
@@ -56,5 +71,15 @@ mod tests {
         assert!(a.spent());
         let free = StepAllowance::unlimited();
         assert!((0..100).all(|_| free.take()) && !free.spent());
+    }
+
+    #[test]
+    fn a_closed_allowance_gives_no_step_to_any_of_its_holders() {
+        let team = StepAllowance::unlimited();
+        let agent = team.clone();
+        assert!(agent.take());
+        team.close();
+        assert!(!agent.take() && !team.take());
+        assert!(!team.spent(), "closing is no limit reached");
     }
 }

@@ -63,9 +63,12 @@ pub struct AgentFactory {
 }
 
 /// The agents' threads: one actix arbiter per core, so a team uses every core. They stop when
-/// the last handle to them goes (SyncState's supervisor and the team's factory are done).
+/// the last handle to them goes (SyncState's supervisor and the team's factory are done), or
+/// when the team is stopped ([`Workers::stop`]).
 pub struct Workers {
-    arbiters: Vec<Arbiter>,
+    handles: Vec<ArbiterHandle>,
+    /// Taken by [`Workers::stop`], which joins their threads.
+    arbiters: std::sync::Mutex<Vec<Arbiter>>,
     next: AtomicUsize,
 }
 
@@ -73,21 +76,46 @@ impl Workers {
     /// One thread per core. Must run inside an actix system.
     pub fn start() -> Self {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let arbiters: Vec<Arbiter> = (0..n).map(|_| Arbiter::new()).collect();
         Workers {
-            arbiters: (0..n).map(|_| Arbiter::new()).collect(),
+            handles: arbiters.iter().map(Arbiter::handle).collect(),
+            arbiters: std::sync::Mutex::new(arbiters),
             next: AtomicUsize::new(0),
         }
     }
 
     fn pick(&self) -> ArbiterHandle {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.arbiters.len();
-        self.arbiters[i].handle()
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
+        self.handles[i].clone()
+    }
+
+    /// Stops every agent: each thread ends its event loop (the handler it is in finishes;
+    /// its actors and the futures they spawned are dropped) and is joined, so no agent's code
+    /// runs once this returns.
+    pub async fn stop(&self) {
+        let arbiters =
+            std::mem::take(&mut *self.arbiters.lock().unwrap_or_else(|e| e.into_inner()));
+        for a in &arbiters {
+            a.stop();
+        }
+        // Joining blocks: off the caller's thread, which may be the one SyncState runs on.
+        let joined = tokio::task::spawn_blocking(move || {
+            for a in arbiters {
+                let _ = a.join();
+            }
+        });
+        let _ = joined.await;
     }
 }
 
 impl Drop for Workers {
     fn drop(&mut self) {
-        for a in &self.arbiters {
+        for a in self
+            .arbiters
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
             a.stop();
         }
     }

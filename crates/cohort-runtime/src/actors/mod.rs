@@ -1,11 +1,12 @@
 //! Thin actix shells around the pure core: one actor per agent, SyncState (owner of tasks and
 //! stages), the Dispatcher (routes messages in order), the Supervisor (starts hired agents),
-//! the Watchdog (finds stalled tasks), and the System that wires a team.
+//! the Watchdog (finds stalled tasks), the System that wires a team, and stopping it in order.
 
 mod agent;
 mod allowance;
 mod dispatcher;
 mod factory;
+pub mod stop;
 mod supervisor;
 mod sync_state;
 mod system;

@@ -66,9 +66,36 @@ pub struct Team {
     pub calls: Arc<crate::llm::recorded::CallLog>,
     /// The steps its agents may still start (unlimited unless started with a limit).
     pub steps: super::StepAllowance,
+    /// The team's own actors besides SyncState and the dispatcher, and its agents' threads:
+    /// what [`Team::stop`] stops.
+    workers: Arc<Workers>,
+    supervisor: Addr<Supervisor>,
+    watchdog: Addr<super::Watchdog>,
 }
 
 impl Team {
+    /// Stops the team, in the order that loses nothing: no step starts any more, the running
+    /// ones get up to `grace` to land, every actor is stopped (agents first, see
+    /// [`super::stop`]), then its MCP servers, and last its journal commits what it was given
+    /// (with a snapshot). A step still running when `grace` is up stays running in the store:
+    /// the next start settles it as interrupted.
+    pub async fn stop(&self, grace: std::time::Duration) {
+        self.steps.close();
+        crate::run::wait_for_running_steps(self, grace).await;
+        self.stop_actors().await;
+        self.shutdown().await;
+        self.monitor.close();
+    }
+
+    /// Stops every actor of the team, agents first: afterwards nothing of it changes state.
+    pub async fn stop_actors(&self) {
+        self.workers.stop().await;
+        super::stop::stop_actor(&self.watchdog).await;
+        super::stop::stop_actor(&self.supervisor).await;
+        super::stop::stop_actor(&self.sync).await;
+        super::stop::stop_actor(&self.dispatcher).await;
+    }
+
     /// Stops what the team started outside this process (MCP server children).
     pub async fn shutdown(&self) {
         if let Some(mcp) = &self.mcp {
@@ -198,13 +225,14 @@ fn start(
 
     let dispatcher = Dispatcher::new(monitor.clone()).start();
     let tools = agent_tools(cfg, host);
+    let workers = Arc::new(Workers::start());
     let factory = AgentFactory {
         prompts,
         tools: tools.clone(),
         monitor: monitor.clone(),
         dispatcher: dispatcher.clone(),
         templates: Arc::new(templates),
-        workers: Arc::new(Workers::start()),
+        workers: workers.clone(),
         step_chars: cfg.retention.step_chars,
         private_bytes: cfg.retention.memory.private_chat(),
         step_limits: cfg.step_limits,
@@ -239,7 +267,7 @@ fn start(
     )
     .start();
     supervisor.do_send(Wire(sync.clone()));
-    super::Watchdog::new(monitor.clone(), sync.clone(), cfg.waits.stall).start();
+    let watchdog = super::Watchdog::new(monitor.clone(), sync.clone(), cfg.waits.stall).start();
     let agents = spawn_agents(cfg, models, stored, &factory, &sync);
     route_in_flight(&monitor, &dispatcher);
     Ok(Team {
@@ -254,6 +282,9 @@ fn start(
         retention: cfg.retention,
         calls: builder.calls.clone(),
         steps,
+        workers,
+        supervisor,
+        watchdog,
     })
 }
 
