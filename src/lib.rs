@@ -18,14 +18,14 @@
 //! docs/architecture.md draws how they stack.
 
 pub use cohort_core::{
-    agent, auth, call, clock, config, event, ids, message, notice, parse, policy, problem, prompt,
-    skills, state, sync,
+    agent, auth, call, clock, config, event, ids, lease, message, notice, parse, policy, problem,
+    prompt, skills, state, sync,
 };
 pub use cohort_llm as llm;
 pub use cohort_mcp as mcp;
 pub use cohort_mcp_servers as bundled;
 pub use cohort_runtime::{actors, monitor, run};
-pub use cohort_server::{api, serve};
+pub use cohort_server::{api, node, serve};
 pub use cohort_store as store;
 
 pub mod bench;

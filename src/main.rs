@@ -88,6 +88,15 @@ enum Command {
         /// Keep nothing: the team's state lives in memory only and is lost when it stops.
         #[arg(long, conflicts_with_all = ["data", "database"])]
         no_data: bool,
+        /// Serve as this node of a team across machines: every node runs the same team file
+        /// on one Postgres store (--database); the node holding the team's lease runs it, the
+        /// others stand by and take over when it stops or dies (docs/deployment.md).
+        #[arg(long, requires = "database", conflicts_with = "no_data")]
+        node: Option<String>,
+        /// With --node: how long the team's lease lasts unless renewed, in seconds; a node
+        /// that dies is replaced within about this long.
+        #[arg(long, default_value_t = 10, requires = "node")]
+        lease_secs: u64,
     },
     /// List a stored team's tasks and agents without starting it (also while it runs).
     Inspect {
@@ -232,7 +241,12 @@ fn main() -> ExitCode {
             web,
             data,
             no_data,
-        } => serve(&team, bind, web, (!no_data).then_some(data)),
+            node,
+            lease_secs,
+        } => {
+            let node = node.map(|name| (name, Duration::from_secs(lease_secs)));
+            serve(&team, bind, web, (!no_data).then_some(data), node)
+        }
         Command::Mcp { command } => mcp(command),
         Command::Bench {
             quick,
@@ -508,6 +522,7 @@ fn serve(
     bind: std::net::SocketAddr,
     web: Option<PathBuf>,
     data: Option<DataArgs>,
+    node: Option<(String, Duration)>,
 ) -> ExitCode {
     let system = actix::System::new();
     let code = system.block_on(async move {
@@ -521,6 +536,39 @@ fn serve(
             // A mistyped console folder stops start-up before anything is created.
             if let Some(dir) = &web {
                 cohort::api::console::check_dir(dir).map_err(anyhow::Error::msg)?;
+            }
+            if let (Some((name, lease)), Some(d)) = (node, &data) {
+                let url = d.database.as_deref().unwrap_or_default();
+                let store =
+                    std::sync::Arc::new(cohort::store::SqlStore::open_postgres_node(url).await?);
+                eprintln!("The team's data is in {}", store.url());
+                let options = cohort::node::NodeOptions {
+                    team_hash: cohort::lease::team_hash(
+                        &std::fs::read(team)
+                            .with_context(|| format!("reading {}", team.display()))?,
+                    ),
+                    name,
+                    term: cohort::lease::LeaseTerm::new(lease),
+                };
+                let node = options.name.clone();
+                cohort::node::serve_node(
+                    &cfg,
+                    &host,
+                    bind,
+                    web,
+                    store.clone(),
+                    options,
+                    cohort::run::stop_signal(),
+                    |addr| {
+                        eprintln!(
+                            "Node {node} of {} is up on http://{addr} (Ctrl-C to stop)",
+                            team.display()
+                        );
+                    },
+                )
+                .await?;
+                eprintln!("{}", stopped_line(Some(store.url())));
+                return anyhow::Ok(());
             }
             let opened = match &data {
                 Some(d) => d.open(Some(cohort::store::default_path(team))).await?,

@@ -6,7 +6,8 @@
 //!
 //! # Map (lowest layer first)
 //! - [`ids`], [`clock`], [`problem`], [`auth`]: newtype ids and `StageRef`, record timestamps,
-//!   config problems, password and session-token hashes.
+//!   config problems, password and session-token hashes; [`lease`], how a node of a team
+//!   across machines keeps its lease.
 //! - [`policy`]: a tool call's risk, whether it waits for a person's approval, and the repair
 //!   policy (every rule that mends a model's slip, named, counted and switchable).
 //! - The model layer, whose types refer to each other by design:
@@ -36,6 +37,7 @@ pub mod clock;
 pub mod config;
 pub mod event;
 pub mod ids;
+pub mod lease;
 pub mod message;
 pub mod notice;
 pub mod parse;

@@ -10,6 +10,7 @@
 //! - [`monitor`]: the reader of the change stream: versions, `States`, broadcast to live
 //!   subscribers, the journal to the store, snapshots and compaction.
 //! - [`run`]: `cohort run`, following the change stream to the goal's end.
+//! - [`node`]: a node of a team across machines, waiting for the team's lease and keeping it.
 
 // The modules of the crates below under their own names, so paths read `crate::state::…`
 // here as they do in the core.
@@ -22,4 +23,5 @@ use cohort_store as store;
 
 pub mod actors;
 pub mod monitor;
+pub mod node;
 pub mod run;

@@ -5,6 +5,8 @@
 //!   control), paged states, the websocket monitor feed and the embedded web console, served
 //!   connection by connection with deadlines and a connection cap.
 //! - [`serve`]: `cohort serve`, a long-running team with its HTTP API until Ctrl-C / SIGTERM.
+//! - [`node`]: `cohort serve --node`, one node of a team across machines: standing by, or
+//!   running the team while it holds the team's lease.
 
 // The modules of the crates below under their own names, so paths read `crate::state::…`
 // here as they do in the core.
@@ -14,4 +16,5 @@ use cohort_runtime::{actors, monitor, run};
 use cohort_store as store;
 
 pub mod api;
+pub mod node;
 pub mod serve;

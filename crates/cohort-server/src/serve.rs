@@ -35,6 +35,18 @@ pub fn spawn_http(
     state: ApiState,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<tokio::sync::oneshot::Receiver<std::io::Result<()>>> {
+    spawn_serving(listener, move |listener| serve(listener, state, stop))
+}
+
+/// Runs `serving` on `listener` on an HTTP runtime of its own (see [`spawn_http`]); answers
+/// once it has stopped.
+pub fn spawn_serving<F>(
+    listener: std::net::TcpListener,
+    serving: impl FnOnce(tokio::net::TcpListener) -> F + Send + 'static,
+) -> std::io::Result<tokio::sync::oneshot::Receiver<std::io::Result<()>>>
+where
+    F: Future<Output = std::io::Result<()>>,
+{
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("cohort-http")
@@ -45,7 +57,7 @@ pub fn spawn_http(
         .spawn(move || {
             let served = rt.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener)?;
-                serve(listener, state, stop).await
+                serving(listener).await
             });
             let _ = tx.send(served);
         })?;
@@ -64,6 +76,42 @@ pub fn allowed_origins(bound: SocketAddr) -> Vec<String> {
     origins
 }
 
+pub(crate) fn warn_beyond_loopback(bind: SocketAddr) {
+    if !bind.ip().is_loopback() {
+        tracing::warn!(
+            "serving beyond loopback on {bind}: anyone who can reach it can try to log in"
+        );
+    }
+}
+
+/// A listener on `bind` (non-blocking, for tokio) and the address it got.
+pub(crate) fn listen(bind: SocketAddr) -> Result<(std::net::TcpListener, SocketAddr), ServeError> {
+    let listener = std::net::TcpListener::bind(bind)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| ServeError::Bind { addr: bind, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServeError::Bind { addr: bind, source })?;
+    Ok((listener, bound))
+}
+
+/// The API of `team` served on `bound`: its people's sessions kept in `store` when given.
+pub async fn api_state(
+    cfg: &TeamConfig,
+    team: &crate::actors::Team,
+    web_dir: Option<PathBuf>,
+    bound: SocketAddr,
+    store: Option<Arc<dyn Store>>,
+) -> Result<ApiState, ServeError> {
+    let state = ApiState::new(team, &cfg.humans, web_dir, allowed_origins(bound))
+        .with_feed_config(cfg.feeds.into())
+        .with_http(cfg.http.clone());
+    Ok(match store {
+        Some(store) => state.with_store(cfg.session_ttl, store).await?,
+        None => state.with_session_ttl(cfg.session_ttl),
+    })
+}
+
 /// Runs the team and its server on `bind` until `stop` resolves, keeping its state in `store`
 /// when given (and carrying on from what it holds). `on_ready` gets the bound address
 /// (useful with port 0).
@@ -76,11 +124,7 @@ pub async fn serve_team(
     stop: impl Future<Output = ()> + Send + 'static,
     on_ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    if !bind.ip().is_loopback() {
-        tracing::warn!(
-            "serving beyond loopback on {bind}: anyone who can reach it can try to log in"
-        );
-    }
+    warn_beyond_loopback(bind);
     let kept = store.clone();
     let team = match store.clone() {
         Some(store) => {
@@ -96,19 +140,8 @@ pub async fn serve_team(
         }
         None => start_team(cfg, host)?,
     };
-    let listener = std::net::TcpListener::bind(bind)
-        .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        .map_err(|source| ServeError::Bind { addr: bind, source })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|source| ServeError::Bind { addr: bind, source })?;
-    let state = ApiState::new(&team, &cfg.humans, web_dir, allowed_origins(bound))
-        .with_feed_config(cfg.feeds.into())
-        .with_http(cfg.http.clone());
-    let state = match store {
-        Some(store) => state.with_store(cfg.session_ttl, store).await?,
-        None => state.with_session_ttl(cfg.session_ttl),
-    };
+    let (listener, bound) = listen(bind)?;
+    let state = api_state(cfg, &team, web_dir, bound, store).await?;
     on_ready(bound);
     let served = match spawn_http(listener, state, stop) {
         Ok(done) => done

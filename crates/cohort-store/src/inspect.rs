@@ -1,5 +1,6 @@
 //! `cohort inspect` and `cohort export`: reading a team's store without starting the team.
 
+use super::lease::{LeaseRow, NodeRow};
 use super::stats::human_bytes;
 use super::{ArchivedTask, Loaded, Store, StoreError, StoreStats};
 use crate::event::States;
@@ -37,8 +38,49 @@ pub async fn read(spec: &str, task: Option<&str>, export: bool) -> Result<(), St
         let loaded = super::load(&store).await?;
         print!("{}", describe(store.url(), &loaded));
         print!("\n{}", describe_store(&store.stats().await?));
+        let (nodes, leases) = store.placement().await?;
+        print!("{}", describe_nodes(&nodes, &leases));
     }
     Ok(())
+}
+
+/// The nodes of a team across machines and its leases (nothing for a store without nodes).
+pub fn describe_nodes(nodes: &[NodeRow], leases: &[LeaseRow]) -> String {
+    if nodes.is_empty() && leases.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\n{:<16} {:<22} {:<10} {:>10}  {}\n",
+        "NODE", "ADDRESS", "STATE", "SEEN", "TEAM FILE"
+    );
+    for n in nodes {
+        let state = match n.stopped_at {
+            Some(_) => "stopped",
+            // Heard from within a few renewals: alive; else it went away without saying.
+            None if n.seen_ms_ago < 30_000 => "up",
+            None => "gone",
+        };
+        out.push_str(&format!(
+            "{:<16} {:<22} {:<10} {:>8.1}s  {}\n",
+            n.name,
+            n.address,
+            state,
+            n.seen_ms_ago as f64 / 1000.0,
+            &n.team_hash[..n.team_hash.len().min(12)]
+        ));
+    }
+    for l in leases {
+        let left = if l.expires_in_ms > 0 {
+            format!("expires in {:.1}s", l.expires_in_ms as f64 / 1000.0)
+        } else {
+            "expired or given up".to_owned()
+        };
+        out.push_str(&format!(
+            "lease `{}`: node {}, token {}, {left}\n",
+            l.resource, l.node, l.token
+        ));
+    }
+    out
 }
 
 /// The fewest characters of a task id that may name it: the console shows 8.

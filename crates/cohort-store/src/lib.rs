@@ -17,6 +17,7 @@
 //! - [`inspect`]: `cohort inspect` and `cohort export`, reading a store without the team.
 //! - [`backup`]: `cohort backup`, a consistent copy of a SQLite store while the team runs.
 //! - [`step_calls`]: the model calls of failed steps, kept so they outlive a restart.
+//! - [`lease`]: the nodes of a team across machines and their fenced leases (Postgres).
 
 // The core's modules under their own names, so paths here read as they do in the core.
 use cohort_core::{config, event, ids, state};
@@ -25,6 +26,7 @@ pub mod archive;
 pub mod backup;
 pub mod compact;
 pub mod inspect;
+pub mod lease;
 pub mod sql;
 mod sql_compact;
 mod sql_store;
@@ -180,6 +182,26 @@ pub enum StoreError {
     BackupPostgres { url: String },
     #[error("{} already exists: a backup is written to a new file only", .0.display())]
     BackupExists(PathBuf),
+    #[error(
+        "this node no longer holds the `{resource}` lease (its token {token}; node `{held_by}` \
+         holds it now, token {token_now}): the store refuses its writes"
+    )]
+    Fenced {
+        resource: String,
+        token: i64,
+        held_by: String,
+        token_now: i64,
+    },
+    #[error(
+        "node `{node}` runs another team file than node `{other}`, which serves this team now: \
+         start every node of a team with the same team file"
+    )]
+    TeamDiffers { node: String, other: String },
+    #[error(
+        "{url} cannot hold the nodes of a team across machines: `--node` needs a Postgres store \
+         (`--database postgres://…`)"
+    )]
+    NodesNeedPostgres { url: String },
     #[error("no task id given: --task needs a task id, or its first 4 characters or more")]
     NoTaskId,
     #[error(

@@ -5,6 +5,7 @@
 //! migrations it lacks. A new SQLite file is made with incremental auto-vacuum, so compaction
 //! can give its space back a piece at a time (`sql_compact.rs`).
 
+use super::lease::Fence;
 use super::{Snapshot, StoreError, StoredEvent, StoredSession};
 use crate::event::Event;
 use crate::ids::TaskId;
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -24,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_compaction.sql"),
     include_str!("../migrations/0004_snapshot_parts.sql"),
     include_str!("../migrations/0005_step_calls.sql"),
+    include_str!("../migrations/0006_nodes.sql"),
 ];
 
 /// The schema that has the archive and the compaction record (a store written by an older
@@ -33,6 +35,8 @@ pub(super) const SCHEMA_ARCHIVE: i64 = 3;
 pub(super) const SCHEMA_PARTS: i64 = 4;
 /// The schema that keeps the model calls of failed steps.
 pub(super) const SCHEMA_STEP_CALLS: i64 = 5;
+/// The schema that has the nodes and leases of a team across machines.
+pub(super) const SCHEMA_NODES: i64 = 6;
 
 /// The most a SQLite store's `-wal` file keeps once checkpointed: a burst of large commits
 /// grows it, and without a limit it would stay that large.
@@ -151,8 +155,10 @@ impl Db {
         Self::ready(pool, url, backend, Lock::File(lock)).await
     }
 
-    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
-    pub(super) async fn open_postgres(url: &str) -> Result<Db, StoreError> {
+    /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock: alone
+    /// (one process writes the team), or `shared` with the other nodes of a team across
+    /// machines, whose leases say who writes (either kind keeps the other out).
+    pub(super) async fn open_postgres(url: &str, shared: bool) -> Result<Db, StoreError> {
         let shown = without_password(url);
         sqlx::any::install_default_drivers();
         let open = |source| StoreError::Open {
@@ -164,7 +170,12 @@ impl Db {
         // connection is gone: wait a little for it before calling the store in use.
         let deadline = std::time::Instant::now() + PG_LOCK_WAIT;
         let got = loop {
-            let got: bool = sqlx::query("SELECT pg_try_advisory_lock($1)")
+            let take = if shared {
+                "SELECT pg_try_advisory_lock_shared($1)"
+            } else {
+                "SELECT pg_try_advisory_lock($1)"
+            };
+            let got: bool = sqlx::query(take)
                 .bind(PG_LOCK_KEY)
                 .fetch_one(&mut locker)
                 .await
@@ -268,8 +279,13 @@ impl Db {
         Ok(v as u64)
     }
 
-    /// Appends the rows in one transaction; returns the bytes of their bodies.
-    pub(super) async fn insert(&self, rows: Vec<EventRow>) -> Result<u64, StoreError> {
+    /// Appends the rows in one transaction (refused when `fence` no longer holds its lease);
+    /// returns the bytes of their bodies.
+    pub(super) async fn insert(
+        &self,
+        rows: Vec<EventRow>,
+        fence: Option<&Fence>,
+    ) -> Result<u64, StoreError> {
         if rows.is_empty() {
             return Ok(0);
         }
@@ -286,6 +302,9 @@ impl Db {
             prev = r.version;
         }
         let mut tx = self.pool.begin().await?;
+        if let Some(fence) = fence {
+            fence.check(&mut tx).await?;
+        }
         for chunk in rows.chunks(ROWS_PER_INSERT) {
             let mut sql = String::from("INSERT INTO events (version, at, task_id, body) VALUES ");
             for i in 0..chunk.len() {
@@ -323,9 +342,13 @@ impl Db {
         &self,
         version: u64,
         parts: Vec<String>,
+        fence: Option<&Fence>,
     ) -> Result<u64, StoreError> {
         let bytes = parts.iter().map(|p| p.len() as u64).sum();
         let mut tx = self.pool.begin().await?;
+        if let Some(fence) = fence {
+            fence.check(&mut tx).await?;
+        }
         sqlx::query("DELETE FROM snapshot_parts WHERE version = $1")
             .bind(version as i64)
             .execute(&mut *tx)

@@ -1,6 +1,7 @@
 //! `SqlStore`, the team's store as the rest of Cohort sees it: the database calls of
 //! [`super::sql::Db`], each run on a runtime of the store's own.
 
+use super::lease::Fence;
 use super::sql::{Db, rows};
 use super::{
     ArchivedTask, Compacted, Snapshot, SnapshotJson, Store, StoreError, StoredEvent, StoredSession,
@@ -20,9 +21,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// the sockets it comes on. A caller that blocks its own thread (closing the journal) or a
 /// runtime that stops (the HTTP server's) can never stall or break the store.
 pub struct SqlStore {
-    db: Arc<Db>,
+    pub(super) db: Arc<Db>,
     url: String,
-    rt: StoreRuntime,
+    rt: Arc<StoreRuntime>,
+    /// A node's hold on the team's lease: its appends and snapshots are refused once another
+    /// node took the lease ([`SqlStore::fenced`]).
+    fence: Option<Arc<Fence>>,
 }
 
 impl SqlStore {
@@ -35,7 +39,31 @@ impl SqlStore {
     /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock.
     pub async fn open_postgres(url: &str) -> Result<SqlStore, StoreError> {
         let url = url.to_owned();
-        Self::on_own_runtime(async move { Db::open_postgres(&url).await }).await
+        Self::on_own_runtime(async move { Db::open_postgres(&url, false).await }).await
+    }
+
+    /// Connects to the Postgres database at `url` as one node of a team across machines: its
+    /// lock is shared with the other nodes (and keeps a lone `serve` out), and what it writes
+    /// is fenced by the team's lease ([`SqlStore::fenced`]).
+    pub async fn open_postgres_node(url: &str) -> Result<SqlStore, StoreError> {
+        let url = url.to_owned();
+        Self::on_own_runtime(async move { Db::open_postgres(&url, true).await }).await
+    }
+
+    /// The same store, its appends and snapshots refused (in their own transactions) once
+    /// `fence`'s lease has passed to another node; and its idea of the last version stored
+    /// read again, since other nodes may have written meanwhile.
+    pub async fn fenced(&self, fence: Fence) -> Result<SqlStore, StoreError> {
+        let last = self
+            .call(|db| async move { db.query_last_version().await })
+            .await?;
+        self.db.last.store(last, Ordering::SeqCst);
+        Ok(SqlStore {
+            db: self.db.clone(),
+            url: self.url.clone(),
+            rt: self.rt.clone(),
+            fence: Some(Arc::new(fence)),
+        })
     }
 
     /// Opens `spec`: a `postgres://` URL, or else a SQLite file path.
@@ -62,7 +90,8 @@ impl SqlStore {
         Ok(SqlStore {
             url: db.url.clone(),
             db: Arc::new(db),
-            rt,
+            rt: Arc::new(rt),
+            fence: None,
         })
     }
 
@@ -108,10 +137,12 @@ impl Store for SqlStore {
     }
 
     fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>> {
-        let db = self.db.clone();
+        let (db, fence) = (self.db.clone(), self.fence.clone());
         Box::pin(async move {
             let rows = rows(events)?;
-            self.rt.run(async move { db.insert(rows).await }).await
+            self.rt
+                .run(async move { db.insert(rows, fence.as_deref()).await })
+                .await
         })
     }
 
@@ -120,10 +151,10 @@ impl Store for SqlStore {
         version: u64,
         json: SnapshotJson,
     ) -> BoxFuture<'_, Result<u64, StoreError>> {
-        let db = self.db.clone();
+        let (db, fence) = (self.db.clone(), self.fence.clone());
         Box::pin(
             self.rt
-                .run(async move { db.snapshot_put(version, json.0).await }),
+                .run(async move { db.snapshot_put(version, json.0, fence.as_deref()).await }),
         )
     }
 

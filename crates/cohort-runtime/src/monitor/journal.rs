@@ -6,6 +6,10 @@
 //! and only then applies it to the monitor's states, broadcasts it and runs the effects queued
 //! with it (a message routed once its record is safe). A full queue makes publishers wait
 //! for the writer: a store that cannot keep up slows the team instead of filling memory.
+//!
+//! A store that refuses a batch for its fence (a node of a team across machines that lost
+//! the team's lease to another node) ends the journal at once: nothing of that batch or after
+//! it is shown, and [`Journal::fenced`] tells the node to stop its team.
 
 use super::{Inner, Published};
 use crate::event::{Change, Event, StageChange, StepChange};
@@ -48,6 +52,8 @@ pub(super) enum Item {
 pub(super) struct Journal {
     queue: SyncSender<Item>,
     durable: watch::Receiver<u64>,
+    /// True once the store refused a batch for its fence.
+    fenced: watch::Receiver<bool>,
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Told (closed) when the writer thread ends.
     ended: std::sync::Mutex<Option<Receiver<()>>>,
@@ -62,13 +68,14 @@ impl Journal {
     pub(super) fn start(inner: Weak<Inner>, store: Arc<dyn Store>, stored: u64) -> Journal {
         let (queue, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let (durable_tx, durable) = watch::channel(stored);
+        let (fenced_tx, fenced) = watch::channel(false);
         let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
         let writer = std::thread::Builder::new()
             .name("cohort-journal".into())
             .spawn(move || {
                 let _ended = ended_tx;
                 let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    write_loop(inner, store, rx, durable_tx, stored)
+                    write_loop(inner, store, rx, (durable_tx, fenced_tx), stored)
                 }));
                 // Without its journal the team would go on storing nothing: stop the process
                 // instead, so that it is restarted on its store and carries on from there.
@@ -84,6 +91,7 @@ impl Journal {
         Journal {
             queue,
             durable,
+            fenced,
             writer: std::sync::Mutex::new(Some(writer)),
             ended: std::sync::Mutex::new(Some(ended)),
         }
@@ -97,6 +105,10 @@ impl Journal {
                 tracing::debug!("the journal is behind; the publisher waits for the store");
                 let _ = self.queue.send(item);
             }
+            // A fenced node's changes are refused by the store: its team is being stopped.
+            Err(TrySendError::Disconnected(_)) if *self.fenced.borrow() => {
+                tracing::debug!("not stored: this node no longer holds the team's lease");
+            }
             Err(TrySendError::Disconnected(_)) => {
                 tracing::error!("the journal has stopped: a change was not stored");
             }
@@ -105,6 +117,11 @@ impl Journal {
 
     pub(super) fn durable(&self) -> watch::Receiver<u64> {
         self.durable.clone()
+    }
+
+    /// Turns true once the store refused a batch for its fence.
+    pub(super) fn fenced(&self) -> watch::Receiver<bool> {
+        self.fenced.clone()
     }
 
     /// Commits what is queued, takes a last snapshot and stops the writer, waiting at most
@@ -135,7 +152,7 @@ fn write_loop(
     inner: Weak<Inner>,
     store: Arc<dyn Store>,
     rx: Receiver<Item>,
-    durable: watch::Sender<u64>,
+    (durable, fenced): (watch::Sender<u64>, watch::Sender<bool>),
     stored: u64,
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -173,7 +190,14 @@ fn write_loop(
         };
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
-            since_bytes += commit(&rt, store.as_ref(), &stored);
+            match commit(&rt, store.as_ref(), &stored) {
+                Ok(bytes) => since_bytes += bytes,
+                Err(e) => {
+                    tracing::error!("{e}; this node stops its team");
+                    fenced.send_replace(true);
+                    return;
+                }
+            }
             keep_failed_calls(&rt, store.as_ref(), &inner, &stored);
             committed = stored.last().map_or(committed, |e| e.event.version);
             reveal(&inner, entries);
@@ -300,13 +324,19 @@ fn task_of(
 
 /// Appends a batch, retrying (with growing pauses, each failure logged) until the store takes
 /// it: nothing is shown before it is stored, and nothing is dropped. Returns the bytes stored
-/// (0 for a commit whose answer was lost but which landed).
-fn commit(rt: &tokio::runtime::Runtime, store: &dyn Store, events: &[StoredEvent]) -> u64 {
+/// (0 for a commit whose answer was lost but which landed), or the store's refusal for the
+/// fence, which no retry can change.
+fn commit(
+    rt: &tokio::runtime::Runtime,
+    store: &dyn Store,
+    events: &[StoredEvent],
+) -> Result<u64, crate::store::StoreError> {
     let mut pause = Duration::from_millis(50);
     let mut events = events;
     loop {
         let e = match rt.block_on(store.append(events)) {
-            Ok(bytes) => return bytes,
+            Ok(bytes) => return Ok(bytes),
+            Err(e @ crate::store::StoreError::Fenced { .. }) => return Err(e),
             Err(e) => e,
         };
         // A commit whose answer was lost may have landed (the store then knows a newer last
@@ -314,7 +344,7 @@ fn commit(rt: &tokio::runtime::Runtime, store: &dyn Store, events: &[StoredEvent
         if let Ok(last) = rt.block_on(store.last_version()) {
             events = &events[events.partition_point(|e| e.event.version <= last)..];
             if events.is_empty() {
-                return 0;
+                return Ok(0);
             }
         }
         tracing::error!(

@@ -179,6 +179,20 @@ impl Monitor {
         rx.wait_for(|v| *v >= version).await.is_ok()
     }
 
+    /// Resolves once the store refused this monitor's changes for its fence (a node of a
+    /// team across machines that lost the team's lease); never without a store.
+    pub async fn fenced(&self) {
+        match self.inner.journal.get() {
+            // A journal that ends otherwise (closed) was never fenced.
+            Some(j) => {
+                if j.fenced().wait_for(|f| *f).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending().await,
+        }
+    }
+
     /// Compacts `store` (the one this monitor writes to) now and then under `policy`, on a
     /// thread of its own, until the monitor closes or goes. Once only: a second call does
     /// nothing.

@@ -38,7 +38,7 @@ pub mod ws;
 
 pub use error::AppError;
 pub use login_limit::LoginLimits;
-pub use server::serve;
+pub use server::{serve, serve_router};
 pub use session::SESSION_TTL;
 pub use ws::FeedConfig;
 

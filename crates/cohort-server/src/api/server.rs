@@ -49,9 +49,22 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let http = state.inner.http.clone();
-    let limits = conn_limits(&http, open_file_limit());
-    let table = Connections::new(limits);
     let app = router(state.clone());
+    serve_router(listener, app, &http, move || state.close_feeds(), shutdown).await
+}
+
+/// Serves `app` on `listener` under `http`'s limits until `shutdown` completes; then stops
+/// accepting, runs `closing` (which ends long-lived responses such as feeds), closes idle
+/// connections and waits for requests in flight to finish.
+pub async fn serve_router(
+    listener: TcpListener,
+    app: Router,
+    http: &Http,
+    closing: impl FnOnce(),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let limits = conn_limits(http, open_file_limit());
+    let table = Connections::new(limits);
     let (stop_tx, stop_rx) = watch::channel(false);
     // Every connection task holds a receiver; `closed` resolves once all have ended.
     let (alive_tx, alive_rx) = watch::channel(());
@@ -93,7 +106,7 @@ pub async fn serve(
         }
     }
     drop(listener);
-    state.close_feeds();
+    closing();
     stop_tx.send_replace(true);
     drop(alive_rx);
     alive_tx.closed().await;

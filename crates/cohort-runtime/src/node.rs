@@ -1,0 +1,118 @@
+//! A node of a team across machines: waiting for the team's lease, and keeping it.
+//!
+//! Every node of a team runs `cohort serve --node NAME` on one shared Postgres store. One of
+//! them holds the team's lease and runs its actors; the others wait, heartbeating, and take the
+//! lease over when its holder stops renewing it (died, cut off) or gives it up (SIGTERM). The
+//! holder renews every third of the term and stops acting once it cannot show a renewal within
+//! the term ([`LeaseTerm::act_until`]); should it write anyway, the store refuses it by the
+//! lease's fencing token.
+
+use crate::store::lease::{Fence, Seat, TEAM_LEASE, Taken};
+use crate::store::{SqlStore, StoreError};
+use cohort_core::lease::LeaseTerm;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::watch;
+
+/// Waits until this node holds the team's lease, saying it is alive meanwhile; `waiting` is
+/// told who holds it (the node's name and API address) each time that changes. A store that
+/// cannot be reached is tried again.
+pub async fn wait_for_lease(
+    store: &SqlStore,
+    seat: &Seat,
+    term: LeaseTerm,
+    mut waiting: impl FnMut(&str, &str),
+) -> (Fence, Instant) {
+    let mut holder = String::new();
+    loop {
+        let sent = Instant::now();
+        let taken = match store.heartbeat(seat).await {
+            Ok(()) => store.take_lease(TEAM_LEASE, seat, term.ttl).await,
+            Err(e) => Err(e),
+        };
+        match taken {
+            Ok(Taken::Held(fence)) => return (fence, sent),
+            Ok(Taken::HeldBy { node, address, .. }) if node != holder => {
+                waiting(&node, &address);
+                holder = node;
+            }
+            Ok(Taken::HeldBy { .. }) => {}
+            Err(e) => tracing::warn!("looking for the team's lease failed: {e}"),
+        }
+        tokio::time::sleep(term.look_every()).await;
+    }
+}
+
+/// A held lease, renewed in the background until dropped or [`Keeper::lost`].
+pub struct Keeper {
+    lost: watch::Receiver<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Keeper {
+    /// Keeps `fence`'s lease, taken (or last renewed) by a call sent at `sent`.
+    pub fn start(
+        store: Arc<SqlStore>,
+        seat: Seat,
+        fence: Fence,
+        sent: Instant,
+        term: LeaseTerm,
+    ) -> Self {
+        let (lost_tx, lost) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let why = renew_until_lost(&store, &seat, &fence, sent, term).await;
+            tracing::error!("this node stops acting for the team: {why}");
+            lost_tx.send_replace(true);
+        });
+        Keeper { lost, task }
+    }
+
+    /// Resolves once this node may no longer act on the lease.
+    pub async fn lost(&self) {
+        let mut lost = self.lost.clone();
+        if lost.wait_for(|l| *l).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Renews the lease every third of its term; returns why the node may act on it no longer:
+/// another took it, or no renewal got through in time.
+async fn renew_until_lost(
+    store: &SqlStore,
+    seat: &Seat,
+    fence: &Fence,
+    mut sent: Instant,
+    term: LeaseTerm,
+) -> String {
+    loop {
+        let until = term.act_until(sent);
+        let next = (Instant::now() + term.renew_every()).min(until);
+        tokio::time::sleep_until(next.into()).await;
+        if Instant::now() >= until {
+            return format!(
+                "its lease was not renewed within {:?}",
+                term.ttl - term.ttl / 5
+            );
+        }
+        let trying = Instant::now();
+        let renewed = tokio::time::timeout_at(until.into(), async {
+            let renewed = store.renew_lease(fence, term.ttl).await?;
+            store.heartbeat(seat).await?;
+            Ok::<bool, StoreError>(renewed)
+        })
+        .await;
+        match renewed {
+            Ok(Ok(true)) => sent = trying,
+            Ok(Ok(false)) => return "another node took the team's lease over".into(),
+            Ok(Err(e)) => tracing::warn!("renewing the team's lease failed: {e}"),
+            Err(_) => {}
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! `cohort serve --node NAME --database postgres://…`: one node of a team across machines.
+//!
+//! Every node runs the same team file on one shared Postgres store. The node that holds the
+//! team's lease ([`crate::store::lease`]) runs the team and serves its API; the others stand
+//! by, answering every request with 503 and where the team is served, until the lease is
+//! theirs: when its holder stops on a signal (it gives the lease up at once), dies, or is cut
+//! off from the store (its lease runs out; any write it still tries is refused by the lease's
+//! fencing token). A node that loses the lease stops its team and stands by again; the next
+//! holder carries on from the store, as a restart does.
+
+use crate::actors::{Host, start_team_stored};
+use crate::config::TeamConfig;
+use crate::serve::{
+    ServeError, api_state, listen, spawn_http, spawn_serving, warn_beyond_loopback,
+};
+use crate::store::lease::{Fence, Seat};
+use crate::store::{SqlStore, Store};
+use axum::Router;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use cohort_core::lease::LeaseTerm;
+use cohort_runtime::node::{Keeper, wait_for_lease};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Who this node is in its team.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    pub name: String,
+    pub term: LeaseTerm,
+    /// [`cohort_core::lease::team_hash`] of the node's team file.
+    pub team_hash: String,
+}
+
+/// How a term as the team's node ended.
+enum Ended {
+    /// Asked to stop (a signal): the lease was given up.
+    Stopped,
+    /// The lease was lost: the node stands by again.
+    Lost,
+}
+
+/// Runs this node until `stop`: stands by, leads the team while it holds the lease, stands by
+/// again if it loses it. `on_ready` gets the bound address once the node has joined.
+#[allow(clippy::too_many_arguments)]
+pub async fn serve_node(
+    cfg: &TeamConfig,
+    host: &Host<'_>,
+    bind: SocketAddr,
+    web_dir: Option<PathBuf>,
+    store: Arc<SqlStore>,
+    node: NodeOptions,
+    stop: impl Future<Output = ()> + Send + 'static,
+    on_ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    warn_beyond_loopback(bind);
+    let (listener, bound) = listen(bind)?;
+    let seat = Seat {
+        node: node.name.clone(),
+        instance: uuid::Uuid::new_v4().to_string(),
+        address: bound.to_string(),
+        team_hash: node.team_hash.clone(),
+    };
+    // A node whose team file differs from the running nodes' is refused before it serves.
+    store.join(&seat, node.term.ttl * 2).await?;
+    on_ready(bound);
+    let (stop_tx, stopping) = watch::channel(false);
+    tokio::spawn(async move {
+        stop.await;
+        stop_tx.send_replace(true);
+    });
+    loop {
+        let Some((fence, sent)) =
+            stand_by(&listener, cfg, &store, &seat, node.term, &stopping).await?
+        else {
+            break;
+        };
+        tracing::info!(node = %seat.node, token = fence.token, "this node holds the team's lease and runs the team");
+        eprintln!(
+            "Node {} runs the team (lease token {})",
+            seat.node, fence.token
+        );
+        let term = Term {
+            cfg,
+            host,
+            store: &store,
+            seat: &seat,
+            term: node.term,
+        };
+        let listener = listener.try_clone().map_err(ServeError::Http)?;
+        match term
+            .lead(listener, bound, web_dir.clone(), fence, sent, &stopping)
+            .await?
+        {
+            Ended::Stopped => break,
+            Ended::Lost => eprintln!("Node {} lost the team's lease and stands by", seat.node),
+        }
+    }
+    if let Err(e) = store.leave(&seat).await {
+        tracing::warn!("the store was not told that this node stopped: {e}");
+    }
+    Ok(())
+}
+
+/// Serves the stand-by answer until this node holds the team's lease (Some) or is asked to
+/// stop (None).
+async fn stand_by(
+    listener: &std::net::TcpListener,
+    cfg: &TeamConfig,
+    store: &SqlStore,
+    seat: &Seat,
+    term: LeaseTerm,
+    stopping: &watch::Receiver<bool>,
+) -> Result<Option<(Fence, Instant)>, ServeError> {
+    let leader: Arc<Mutex<Option<(String, String)>>> = Arc::default();
+    let app = standby_router(seat.node.clone(), leader.clone());
+    let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
+    let http = cfg.http.clone();
+    let served = spawn_serving(
+        listener.try_clone().map_err(ServeError::Http)?,
+        move |l| async move {
+            crate::api::serve_router(l, app, &http, || {}, async {
+                let _ = http_stopped.await;
+            })
+            .await
+        },
+    )
+    .map_err(ServeError::Http)?;
+    let waiting = wait_for_lease(store, seat, term, |node, address| {
+        eprintln!(
+            "Node {} stands by: node {node} runs the team (http://{address})",
+            seat.node
+        );
+        *leader.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((node.to_owned(), address.to_owned()));
+    });
+    let got = tokio::select! {
+        got = waiting => Some(got),
+        () = stopped(stopping) => None,
+    };
+    let _ = http_stop.send(());
+    let _ = served.await;
+    Ok(got)
+}
+
+/// What a standing-by node answers to every request: 503, and which node serves the team.
+fn standby_router(me: String, leader: Arc<Mutex<Option<(String, String)>>>) -> Router {
+    Router::new().fallback(move || {
+        let leader = leader.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let me = me.clone();
+        async move {
+            let (node, address) = leader.unwrap_or_default();
+            let body = serde_json::json!({
+                "error": format!(
+                    "node {me} stands by: the team is served by node {node} at http://{address}"
+                ),
+                "node": me,
+                "role": "standby",
+                "leader": {"node": node, "address": address},
+            });
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [("retry-after", "1")],
+                axum::Json(body),
+            )
+                .into_response()
+        }
+    })
+}
+
+/// What one term as the team's node works with.
+struct Term<'a> {
+    cfg: &'a TeamConfig,
+    host: &'a Host<'a>,
+    store: &'a Arc<SqlStore>,
+    seat: &'a Seat,
+    term: LeaseTerm,
+}
+
+impl Term<'_> {
+    /// Runs the team under `fence` until the node is asked to stop or loses the lease.
+    async fn lead(
+        &self,
+        listener: std::net::TcpListener,
+        bound: SocketAddr,
+        web_dir: Option<PathBuf>,
+        fence: Fence,
+        sent: Instant,
+        stopping: &watch::Receiver<bool>,
+    ) -> Result<Ended, ServeError> {
+        let keeper = Keeper::start(
+            self.store.clone(),
+            self.seat.clone(),
+            fence.clone(),
+            sent,
+            self.term,
+        );
+        let fenced: Arc<dyn Store> = Arc::new(self.store.fenced(fence.clone()).await?);
+        let loaded = crate::store::load(fenced.as_ref()).await?;
+        let team = start_team_stored(self.cfg, self.host, fenced.clone(), loaded)?;
+        let state = api_state(self.cfg, &team, web_dir, bound, Some(fenced)).await?;
+        let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = spawn_http(listener, state, async {
+            let _ = http_stopped.await;
+        })
+        .map_err(ServeError::Http)?;
+        let ended = tokio::select! {
+            () = stopped(stopping) => Ended::Stopped,
+            () = keeper.lost() => Ended::Lost,
+            () = team.monitor.fenced() => Ended::Lost,
+        };
+        let _ = http_stop.send(());
+        let _ = served.await;
+        match ended {
+            Ended::Stopped => {
+                team.stop(Duration::from_secs(10)).await;
+                // Given up at once: a node standing by takes over without waiting for expiry.
+                if let Err(e) = self.store.release_lease(&fence).await {
+                    tracing::warn!("the team's lease was not given up (it expires instead): {e}");
+                }
+            }
+            Ended::Lost => {
+                // Nothing of this term may be stored any more: stop at once, no grace.
+                team.steps.close();
+                team.stop_actors().await;
+                team.shutdown().await;
+                team.monitor.close();
+            }
+        }
+        Ok(ended)
+    }
+}
+
+/// Resolves once the node is asked to stop.
+async fn stopped(stopping: &watch::Receiver<bool>) {
+    let mut s = stopping.clone();
+    if s.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
