@@ -54,6 +54,16 @@ impl Drop for Server {
 
 impl Server {
     fn start(data: &Data, log: PathBuf) -> Server {
+        Self::start_with(data, log, &[])
+    }
+
+    /// A node of a team across machines, named `name`, with a lease of `lease_secs`.
+    fn start_node(data: &Data, log: PathBuf, name: &str, lease_secs: u64) -> Server {
+        let lease = lease_secs.to_string();
+        Self::start_with(data, log, &["--node", name, "--lease-secs", &lease])
+    }
+
+    fn start_with(data: &Data, log: PathBuf, more: &[&str]) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -69,6 +79,7 @@ impl Server {
             ])
             .arg(format!("127.0.0.1:{port}"))
             .args(data.args())
+            .args(more)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -453,7 +464,8 @@ fn export(data: &Data) -> Record {
     Record { by_task, goals }
 }
 
-async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize, how: End) {
+/// The run's random source, from `COHORT_CRASH_SEED` or the clock (printed either way).
+fn seeded(name: &str, kills: usize) -> Rng {
     let seed = std::env::var("COHORT_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -465,7 +477,11 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize, how: End) {
                 | 1
         });
     println!("{name}: {kills} kills, COHORT_CRASH_SEED={seed}");
-    let mut rng = Rng(seed);
+    Rng(seed)
+}
+
+async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize, how: End) {
+    let mut rng = seeded(name, kills);
     let http = http();
 
     // A goal that runs with no kill: what every task must look like in the end.
@@ -521,7 +537,17 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize, how: End) {
     let goals = settle(&http, &s, &token, &base_task, acked, true).await;
     s.stop();
 
-    let record = export(&data);
+    check_record(&data, &driver, &base_task, goals, kills);
+    println!(
+        "{name}: {kills} kills, {goals} goals ({acked} acknowledged), every task as without a kill"
+    );
+}
+
+/// The store's record after `goals` goals and `kills` kills: every acknowledged goal taken
+/// exactly once, and every task with the same finished steps and messages as the first one,
+/// which ran without a kill.
+fn check_record(data: &Data, driver: &Driver, base_task: &str, goals: usize, kills: usize) {
+    let record = export(data);
     let acked = driver.acked.lock().unwrap().clone();
     let taken: BTreeSet<usize> = record.goals.iter().copied().collect();
     assert_eq!(
@@ -546,7 +572,7 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize, how: End) {
     assert!(reference.len() >= 10, "{reference:?}");
     let mut tasks_seen = 0;
     for (task, sig) in &record.by_task {
-        if *task == base_task {
+        if *task == *base_task {
             continue;
         }
         tasks_seen += 1;
@@ -557,17 +583,13 @@ async fn crash_run(name: &str, data: Data, dir: &Path, kills: usize, how: End) {
     }
     assert_eq!(tasks_seen, goals);
     // The base task: each goal was read, decided on and turned into a task exactly once.
-    let base = &record.by_task[&base_task];
+    let base = &record.by_task[base_task];
     for (key, n) in base {
         assert_eq!(
             *n, goals,
             "base task: {key} happened {n} times for {goals} goals"
         );
     }
-    println!(
-        "{name}: {kills} kills, {goals} goals ({} acknowledged), every task as without a kill",
-        acked.len()
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -601,4 +623,145 @@ async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_postgres(
     let pg = postgres::Cluster::start("crash");
     let dir = Scratch::new("crash-postgres");
     crash_run("postgres", Data::Postgres(pg.url()), &dir, 8, End::Kill).await;
+}
+
+/// The node of `nodes` that runs the team: the one that serves reads (the others stand by and
+/// answer 503); logs in on it first when no `token` is given yet. Waits up to a minute.
+async fn leader(http: &reqwest::Client, nodes: &[Server], token: Option<&str>) -> (usize, String) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        for (i, n) in nodes.iter().enumerate() {
+            let r = match token {
+                None => {
+                    http.post(format!("{}/api/bind_human_agent", n.base))
+                        .json(&json!({"human_agent_id": "operator", "password": "cohort-demo"}))
+                        .send()
+                        .await
+                }
+                Some(t) => {
+                    http.get(format!("{}/api/states?type=task", n.base))
+                        .bearer_auth(t)
+                        .send()
+                        .await
+                }
+            };
+            let Ok(r) = r.inspect_err(|_| ()) else {
+                continue;
+            };
+            if r.status().is_success() {
+                let token = match token {
+                    Some(t) => t.to_owned(),
+                    None => r.json::<Value>().await.unwrap()["token"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned(),
+                };
+                return (i, token);
+            }
+        }
+        let logs: Vec<String> = nodes.iter().map(Server::log).collect();
+        assert!(
+            Instant::now() < deadline,
+            "no node runs the team:\n{}",
+            logs.join("\n---\n")
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Three nodes of one team on one Postgres store, a node killed with kill -9 again and again
+/// (the node running the team three times in four, else one standing by) and started again
+/// under its name while goals come: a standing-by node takes over each time, and in the end
+/// the store's record is as if nothing had been killed.
+async fn cluster_run(url: String, dir: &Path, kills: usize) {
+    const NAMES: [&str; 3] = ["n1", "n2", "n3"];
+    const LEASE_SECS: u64 = 2;
+    let mut rng = seeded("nodes", kills);
+    let http = http();
+    let data = Data::Postgres(url);
+    let start = |i: usize, round: usize| {
+        let log = dir.join(format!("{}-{round}.log", NAMES[i]));
+        Server::start_node(&data, log, NAMES[i], LEASE_SECS)
+    };
+    let mut nodes: Vec<Server> = (0..NAMES.len()).map(|i| start(i, 0)).collect();
+    let (mut l, token) = leader(&http, &nodes, None).await;
+    let all = tasks(&http, &nodes[l].base, &token).await.unwrap();
+    let base_task = all.keys().next().unwrap().clone();
+    let driver = Arc::new(Driver {
+        next_goal: AtomicUsize::new(0),
+        acked: Mutex::new(BTreeSet::new()),
+        goals_up_to: AtomicUsize::new(1),
+    });
+    let (stop, running) = start_driver(&driver, &nodes[l], &token, &base_task);
+    assert_eq!(
+        settle(&http, &nodes[l], &token, &base_task, 1, false).await,
+        1
+    );
+    stop.store(true, Ordering::Relaxed);
+    running.await.unwrap();
+
+    let mut takeovers = Vec::new();
+    for round in 1..=kills {
+        driver
+            .goals_up_to
+            .fetch_add(1 + rng.below(3) as usize, Ordering::SeqCst);
+        let (stop, running) = start_driver(&driver, &nodes[l], &token, &base_task);
+        tokio::time::sleep(Duration::from_millis(50 + rng.below(600))).await;
+        let shown = tasks(&http, &nodes[l].base, &token).await;
+        let led = l;
+        let victim = if rng.below(4) < 3 {
+            l
+        } else {
+            (l + 1 + rng.below(2) as usize) % 3
+        };
+        let killed = Instant::now();
+        let restarted = start(victim, round);
+        std::mem::replace(&mut nodes[victim], restarted).kill();
+        stop.store(true, Ordering::Relaxed);
+        running.await.unwrap();
+        (l, _) = leader(&http, &nodes, Some(&token)).await;
+        if victim == led {
+            takeovers.push(killed.elapsed());
+        }
+        let now = tasks(&http, &nodes[l].base, &token).await.unwrap();
+        for (id, before) in shown.into_iter().flatten() {
+            let after = match now.get(&id) {
+                Some(t) => t.clone(),
+                None => get(&http, &nodes[l].base, &token, &format!("/api/state/{id}"))
+                    .await
+                    .unwrap_or_else(|| panic!("round {round}: task {id} is gone")),
+            };
+            if before["execution_state"] == "finished" {
+                assert_eq!(
+                    after["execution_state"], "finished",
+                    "round {round}: task {id}"
+                );
+            }
+        }
+    }
+    let acked = driver.acked.lock().unwrap().len();
+    let goals = settle(&http, &nodes[l], &token, &base_task, acked, true).await;
+    // Standing-by nodes first, so none takes over while the last one stops.
+    let leading = nodes.remove(l);
+    nodes.into_iter().for_each(Server::stop);
+    leading.stop();
+    check_record(&data, &driver, &base_task, goals, kills);
+    takeovers.sort();
+    println!(
+        "nodes: {kills} kills, {goals} goals ({acked} acknowledged), every task as without a kill; \
+         the team ran again {:?} (median) to {:?} (most) after a kill (lease {LEASE_SECS} s)",
+        takeovers.get(takeovers.len() / 2),
+        takeovers.last()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_nodes_of_a_team_across_machines_loses_nothing_and_does_nothing_twice() {
+    let pg = postgres::Cluster::start("crash-nodes");
+    let dir = Scratch::new("crash-nodes");
+    let kills = std::env::var("COHORT_CRASH_NODE_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(20);
+    cluster_run(pg.url(), &dir, kills).await;
 }

@@ -1,0 +1,346 @@
+//! A team across machines on one Postgres store (`cohort serve --node NAME`): the team's lease
+//! and its fencing token, checked where it matters, in the store's own transactions, and the
+//! nodes as a person runs them: one runs the team, the others stand by and say where it is; a
+//! node killed with kill -9 is replaced once its lease runs out, one stopped with SIGTERM at
+//! once; a node with another team file is refused.
+
+#[path = "support/postgres.rs"]
+mod postgres;
+#[path = "support/scratch.rs"]
+mod scratch;
+
+use cohort::event::{Change, Event, StatesRecord, TaskChange};
+use cohort::state::TaskState;
+use cohort::store::lease::{Fence, Seat, TEAM_LEASE, Taken};
+use cohort::store::{SnapshotJson, SqlStore, Store, StoreError, StoredEvent};
+use scratch::Scratch;
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn task_created(version: u64, task: &str) -> StoredEvent {
+    let t = TaskState::new(task.into(), format!("task {task}"), "i".into(), "m".into());
+    StoredEvent {
+        event: Event {
+            version,
+            at: 1_700_000_000_000 + version as i64,
+            change: Change::Task(TaskChange::Created { task: t }),
+        },
+        task_id: Some(task.into()),
+    }
+}
+
+fn seat(node: &str) -> Seat {
+    Seat {
+        node: node.into(),
+        instance: format!("{node}-instance"),
+        address: format!("{node}:7878"),
+        team_hash: "same".into(),
+    }
+}
+
+async fn take(store: &SqlStore, node: &str, ttl: Duration) -> Taken {
+    store
+        .take_lease(TEAM_LEASE, &seat(node), ttl)
+        .await
+        .unwrap()
+}
+
+fn held(t: Taken) -> Fence {
+    match t {
+        Taken::Held(f) => f,
+        other => panic!("the lease was not taken: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_node_that_lost_the_lease_cannot_append_or_snapshot_and_its_successor_can() {
+    let pg = postgres::Cluster::start("fence");
+    let a = SqlStore::open_postgres_node(&pg.url()).await.unwrap();
+    let b = SqlStore::open_postgres_node(&pg.url()).await.unwrap();
+    for n in ["a", "b"] {
+        a.join(&seat(n), Duration::from_secs(10)).await.unwrap();
+    }
+    let ttl = Duration::from_millis(1500);
+    let fa = held(take(&a, "a", ttl).await);
+    assert_eq!(fa.token, 1);
+    // While a holds it, b is told who does and where.
+    match take(&b, "b", ttl).await {
+        Taken::HeldBy { node, address, .. } => {
+            assert_eq!((node.as_str(), address.as_str()), ("a", "a:7878"))
+        }
+        other => panic!("{other:?}"),
+    }
+    let a_writes = a.fenced(fa.clone()).await.unwrap();
+    a_writes.append(&[task_created(1, "t1")]).await.unwrap();
+    assert!(a.renew_lease(&fa, ttl).await.unwrap());
+
+    // a stops renewing (cut off, or dead): once the term is up, b takes the lease over.
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
+    let fb = held(take(&b, "b", ttl).await);
+    assert_eq!(fb.token, 2, "a takeover gets the next token");
+    let b_writes = b.fenced(fb.clone()).await.unwrap();
+
+    // Whatever a still tries to write is refused by the store, in the write's transaction.
+    let refused = a_writes.append(&[task_created(2, "t2")]).await.unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::Fenced { token: 1, token_now: 2, held_by, .. } if held_by == "b"),
+        "{refused}"
+    );
+    let snap =
+        SnapshotJson::from(serde_json::to_string(&StatesRecord::of(&Default::default())).unwrap());
+    assert!(matches!(
+        a_writes.put_snapshot(1, snap).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    assert!(
+        !a.renew_lease(&fa, ttl).await.unwrap(),
+        "a cannot renew what b holds"
+    );
+
+    // b carries on from what a stored, and writes.
+    assert_eq!(b_writes.last_version().await.unwrap(), 1);
+    b_writes.append(&[task_created(2, "t2")]).await.unwrap();
+    let events = b.events_after(0, 10).await.unwrap();
+    assert_eq!(events.iter().map(|e| e.version).collect::<Vec<_>>(), [1, 2]);
+
+    // Given up, the lease is taken at once, with the next token again.
+    b.release_lease(&fb).await.unwrap();
+    assert_eq!(held(take(&a, "a", ttl).await).token, 3);
+    let (nodes, leases) = a.placement().await.unwrap();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!((leases[0].node.as_str(), leases[0].token), ("a", 3));
+}
+
+#[tokio::test]
+async fn nodes_share_the_store_and_keep_a_lone_serve_out() {
+    let pg = postgres::Cluster::start("node-lock");
+    let a = SqlStore::open_postgres_node(&pg.url()).await.unwrap();
+    let _b = SqlStore::open_postgres_node(&pg.url()).await.unwrap();
+    let lone = SqlStore::open_postgres(&pg.url()).await.err().unwrap();
+    assert!(matches!(lone, StoreError::Locked { .. }), "{lone}");
+    drop((a, _b));
+    // A lone serve's store keeps nodes out the same way.
+    let _lone = SqlStore::open_postgres(&pg.url()).await.unwrap();
+    let node = SqlStore::open_postgres_node(&pg.url()).await.err().unwrap();
+    assert!(matches!(node, StoreError::Locked { .. }), "{node}");
+}
+
+#[tokio::test]
+async fn a_node_with_another_team_file_is_refused_while_the_others_run() {
+    let pg = postgres::Cluster::start("node-team");
+    let store = SqlStore::open_postgres_node(&pg.url()).await.unwrap();
+    store
+        .join(&seat("a"), Duration::from_secs(10))
+        .await
+        .unwrap();
+    let other = Seat {
+        team_hash: "edited".into(),
+        ..seat("b")
+    };
+    let refused = store
+        .join(&other, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::TeamDiffers { node, other } if node == "b" && other == "a"),
+        "{refused}"
+    );
+    // Once the others have stopped, the edited file is the team's (as a restart follows it).
+    store.leave(&seat("a")).await.unwrap();
+    store.join(&other, Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_sqlite_store_cannot_hold_nodes() {
+    let dir = Scratch::new("node-sqlite");
+    let store = SqlStore::open_sqlite(&dir.join("team.db")).await.unwrap();
+    let refused = store
+        .join(&seat("a"), Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StoreError::NodesNeedPostgres { .. }),
+        "{refused}"
+    );
+}
+
+/// A `cohort serve --node` process.
+struct Node {
+    child: Child,
+    base: String,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Node {
+    fn start(name: &str, team: &str, url: &str, lease_secs: u64, dir: &std::path::Path) -> Node {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = dir.join(format!("{name}-{port}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_cohort"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["serve", "--team", team, "--bind"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["--database", url, "--node", name, "--lease-secs"])
+            .arg(lease_secs.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Node {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// What the node answers to a login as the operator: its status and body (None while it
+    /// does not answer yet).
+    async fn login(&self, http: &reqwest::Client) -> Option<(u16, Value)> {
+        let r = http
+            .post(format!("{}/api/bind_human_agent", self.base))
+            .json(&json!({"human_agent_id": "operator", "password": "cohort-demo"}))
+            .send()
+            .await
+            .ok()?;
+        Some((r.status().as_u16(), r.json().await.unwrap_or(Value::Null)))
+    }
+
+    /// Waits until the node answers a login with `status`; its body.
+    async fn until(&self, http: &reqwest::Client, status: u16, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some((s, body)) = self.login(http).await
+                && s == status
+            {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not answer {status} within {within:?}:\n{}",
+                self.base,
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the node did not exit:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+const TEAM: &str = "tests/fixtures/crash/team.yaml";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standing_by_node_names_the_leader_and_takes_over_at_once_when_it_stops_on_sigterm() {
+    let pg = postgres::Cluster::start("node-handover");
+    let dir = Scratch::new("node-handover");
+    let http = reqwest::Client::new();
+    // A lease of a minute: only a lease given up makes the second node take over sooner.
+    let mut a = Node::start("a", TEAM, &pg.url(), 60, &dir);
+    let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b = Node::start("b", TEAM, &pg.url(), 60, &dir);
+    let standby = b.until(&http, 503, Duration::from_secs(60)).await;
+    assert_eq!(standby["role"], "standby");
+    assert_eq!(standby["leader"]["node"], "a");
+    assert_eq!(
+        format!("http://{}", standby["leader"]["address"].as_str().unwrap()),
+        a.base
+    );
+
+    let stopped = Instant::now();
+    a.signal("-TERM");
+    assert!(
+        a.wait_exit(Duration::from_secs(30)).success(),
+        "{}",
+        a.log()
+    );
+    b.until(&http, 200, Duration::from_secs(30)).await;
+    let took = stopped.elapsed();
+    println!("node b took over {took:?} after node a's SIGTERM");
+    assert!(
+        took < Duration::from_secs(30),
+        "b waited for the lease to expire instead of taking the one a gave up"
+    );
+    // A person logged in on a is logged in on b: the sessions are in the store.
+    let r = http
+        .get(format!("{}/api/states?type=task", b.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert!(!a.log().contains("was not stored"), "{}", a.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_team_file_differs_from_the_running_nodes_is_refused() {
+    let pg = postgres::Cluster::start("node-differs");
+    let dir = Scratch::new("node-differs");
+    let http = reqwest::Client::new();
+    let a = Node::start("a", TEAM, &pg.url(), 10, &dir);
+    a.until(&http, 200, Duration::from_secs(60)).await;
+    // The same team with one more line: another file.
+    let edited = dir.join("team.yaml");
+    let text = std::fs::read_to_string(TEAM).unwrap() + "\n# edited\n";
+    std::fs::write(
+        &edited,
+        text.replace(
+            "script: script.yaml",
+            &format!(
+                "script: {}/tests/fixtures/crash/script.yaml",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+        ),
+    )
+    .unwrap();
+    let mut b = Node::start("b", edited.to_str().unwrap(), &pg.url(), 10, &dir);
+    let status = b.wait_exit(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(3), "{}", b.log());
+    assert!(
+        b.log().contains("runs another team file than node `a`"),
+        "{}",
+        b.log()
+    );
+}
