@@ -107,10 +107,22 @@ async fn changes_are_stored_before_anyone_sees_them_and_a_snapshot_rebuilds_the_
 struct Flaky {
     inner: SqlStore,
     failures_left: AtomicUsize,
+    /// Refuse every append as a store refuses a node that lost the team's lease.
+    fenced: bool,
 }
 
 impl Store for Flaky {
     fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>> {
+        if self.fenced {
+            return Box::pin(async {
+                Err(StoreError::Fenced {
+                    resource: "team".into(),
+                    token: 1,
+                    held_by: "b".into(),
+                    token_now: 2,
+                })
+            });
+        }
         if self
             .failures_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -192,6 +204,7 @@ async fn a_store_that_fails_for_a_while_delays_changes_and_loses_none() {
     let store = Arc::new(Flaky {
         inner: SqlStore::open_sqlite(&file).await.unwrap(),
         failures_left: AtomicUsize::new(3),
+        fenced: false,
     });
     let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
     let v = m.publish(vec![created("t1")]);
@@ -206,6 +219,46 @@ async fn a_store_that_fails_for_a_while_delays_changes_and_loses_none() {
     );
     assert!(m.read(|s| s.tasks.contains_key(&"t1".into())));
     assert_eq!(store.events_after(0, 10).await.unwrap().len(), 1);
+    m.close();
+}
+
+/// A node that lost the team's lease abandons its journal while the store cannot be reached:
+/// the writer stops retrying at once, and nothing of what was queued is stored or shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_journal_stops_retrying_and_stores_and_shows_nothing_more() {
+    let (_dir, file) = db("abandoned");
+    let store = Arc::new(Flaky {
+        inner: SqlStore::open_sqlite(&file).await.unwrap(),
+        failures_left: AtomicUsize::new(usize::MAX),
+        fenced: false,
+    });
+    let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
+    let v = m.publish(vec![created("t1")]);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    within("abandoning", async { m.abandon() }).await;
+    assert!(
+        !within("the durable mark", m.durable(v)).await,
+        "never stored"
+    );
+    assert!(m.read(|s| s.tasks.is_empty()), "never shown");
+    assert!(store.events_after(0, 10).await.unwrap().is_empty());
+}
+
+/// A store that refuses a batch for its fence ends the journal at once (no retry can help)
+/// and tells the monitor, so the node stops its team; nothing of the batch is shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_refusing_the_fence_ends_the_journal_and_tells_the_monitor() {
+    let (_dir, file) = db("fenced");
+    let store = Arc::new(Flaky {
+        inner: SqlStore::open_sqlite(&file).await.unwrap(),
+        failures_left: AtomicUsize::new(0),
+        fenced: true,
+    });
+    let m = Monitor::with_store(1_024, store.clone(), States::default(), 0);
+    let v = m.publish(vec![created("t1")]);
+    within("the monitor told of the fence", m.fenced()).await;
+    assert!(!within("the durable mark", m.durable(v)).await);
+    assert!(m.read(|s| s.tasks.is_empty()));
     m.close();
 }
 

@@ -344,3 +344,123 @@ async fn a_node_whose_team_file_differs_from_the_running_nodes_is_refused() {
         b.log()
     );
 }
+
+/// A TCP proxy on loopback to `to`, that can cut every connection and refuse new ones (a node
+/// cut off from its store) and let them through again.
+struct Proxy {
+    port: u16,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+impl Proxy {
+    async fn start(to: u16) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (open, is_open) = tokio::sync::watch::channel(true);
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                if !*is_open.borrow() {
+                    continue;
+                }
+                let mut cut = is_open.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(("127.0.0.1", to)).await
+                    else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = cut.wait_for(|open| !*open) => {}
+                    }
+                });
+            }
+        });
+        Proxy { port, open }
+    }
+
+    fn cut(&self) {
+        self.open.send_replace(false);
+    }
+
+    fn restore(&self) {
+        self.open.send_replace(true);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_the_store_stops_and_rejoins_without_writing_stale_state() {
+    let pg = postgres::Cluster::start("node-cut");
+    let dir = Scratch::new("node-cut");
+    let http = reqwest::Client::new();
+    let proxy = Proxy::start(pg.port).await;
+    let through_proxy = pg
+        .url()
+        .replace(&format!(":{}/", pg.port), &format!(":{}/", proxy.port));
+    let a = Node::start("a", TEAM, &through_proxy, 3, &dir);
+    let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b = Node::start("b", TEAM, &pg.url(), 3, &dir);
+    b.until(&http, 503, Duration::from_secs(60)).await;
+
+    // a's connections to the store drop: it stops serving the team within its lease, and b,
+    // which still reaches the store, runs it.
+    let cut = Instant::now();
+    proxy.cut();
+    b.until(&http, 200, Duration::from_secs(30)).await;
+    println!(
+        "b ran the team {:?} after a was cut off (lease 3 s)",
+        cut.elapsed()
+    );
+    a.until(&http, 503, Duration::from_secs(30)).await;
+    assert!(
+        a.log().contains("this node stops acting for the team"),
+        "{}",
+        a.log()
+    );
+
+    // Given work on b, the team goes on there; a comes back and stands by, writing nothing.
+    let base_task = {
+        let r = http
+            .get(format!("{}/api/states?type=task", b.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        let v: Value = r.json().await.unwrap();
+        v.as_object().unwrap().keys().next().unwrap().clone()
+    };
+    let goal = http
+        .post(format!("{}/api/send_message", b.base))
+        .bearer_auth(&token)
+        .json(&json!({"human_agent_id": "operator", "task_id": base_task, "receiver": ["manager"], "content": "GOAL#1 write one line", "need_reply": false}))
+        .send()
+        .await
+        .unwrap();
+    assert!(goal.status().is_success(), "{}", goal.status());
+    proxy.restore();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let standby = a.until(&http, 503, Duration::from_secs(30)).await;
+        if standby["leader"]["node"] == "b" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a does not see b run the team: {standby}\n{}",
+            a.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let store = SqlStore::open_reader(&pg.url()).await.unwrap();
+    let (_, leases) = store.placement().await.unwrap();
+    assert_eq!((leases[0].node.as_str(), leases[0].token), ("b", 2));
+    // The store's versions run on without a gap or a second writer's repeat.
+    let events = store.events_after(0, 100_000).await.unwrap();
+    assert!(events.windows(2).all(|w| w[1].version == w[0].version + 1));
+    assert!(!b.log().contains("refuses its writes"), "{}", b.log());
+}

@@ -153,11 +153,15 @@ fn standby_router(me: String, leader: Arc<Mutex<Option<(String, String)>>>) -> R
         let leader = leader.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let me = me.clone();
         async move {
-            let (node, address) = leader.unwrap_or_default();
-            let body = serde_json::json!({
-                "error": format!(
+            let error = match &leader {
+                Some((node, address)) => format!(
                     "node {me} stands by: the team is served by node {node} at http://{address}"
                 ),
+                None => format!("node {me} stands by: which node serves the team is not known yet"),
+            };
+            let (node, address) = leader.unwrap_or_default();
+            let body = serde_json::json!({
+                "error": error,
                 "node": me,
                 "role": "standby",
                 "leader": {"node": node, "address": address},
@@ -224,11 +228,12 @@ impl Term<'_> {
                 }
             }
             Ended::Lost => {
-                // Nothing of this term may be stored any more: stop at once, no grace.
+                // Nothing of this term is the node's to store any more: stop at once, no grace,
+                // and drop what the journal holds (never shown: as if the node had crashed).
                 team.steps.close();
                 team.stop_actors().await;
                 team.shutdown().await;
-                team.monitor.close();
+                team.monitor.abandon();
             }
         }
         Ok(ended)

@@ -16,6 +16,7 @@ use crate::event::{Change, Event, StageChange, StepChange};
 use crate::ids::{StageId, StepId, TaskId};
 use crate::store::{SnapshotJson, Store, StoredEvent};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
@@ -54,6 +55,8 @@ pub(super) struct Journal {
     durable: watch::Receiver<u64>,
     /// True once the store refused a batch for its fence.
     fenced: watch::Receiver<bool>,
+    /// Set to make the writer stop at once, storing nothing more ([`Journal::abandon`]).
+    abandoned: Arc<AtomicBool>,
     writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Told (closed) when the writer thread ends.
     ended: std::sync::Mutex<Option<Receiver<()>>>,
@@ -69,13 +72,15 @@ impl Journal {
         let (queue, rx) = std::sync::mpsc::sync_channel(QUEUE);
         let (durable_tx, durable) = watch::channel(stored);
         let (fenced_tx, fenced) = watch::channel(false);
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let given_up = abandoned.clone();
         let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
         let writer = std::thread::Builder::new()
             .name("cohort-journal".into())
             .spawn(move || {
                 let _ended = ended_tx;
                 let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    write_loop(inner, store, rx, (durable_tx, fenced_tx), stored)
+                    write_loop(inner, store, rx, (durable_tx, fenced_tx), &given_up, stored)
                 }));
                 // Without its journal the team would go on storing nothing: stop the process
                 // instead, so that it is restarted on its store and carries on from there.
@@ -92,6 +97,7 @@ impl Journal {
             queue,
             durable,
             fenced,
+            abandoned,
             writer: std::sync::Mutex::new(Some(writer)),
             ended: std::sync::Mutex::new(Some(ended)),
         }
@@ -128,6 +134,14 @@ impl Journal {
     /// [`CLOSE_DEADLINE`]: a store that cannot take the last changes does not keep the process
     /// from stopping (what it did not store is lost as in a crash, and a start carries on
     /// from what it has).
+    /// Stops the writer at once: what is queued, and a commit it is retrying, are dropped,
+    /// as in a crash (a node that lost the team's lease: its changes are no longer its to
+    /// store, and none of them was shown). Waits for the writer as [`Journal::close`] does.
+    pub(super) fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+        self.close();
+    }
+
     pub(super) fn close(&self) {
         let _ = self.queue.send(Item::Close);
         let ended = self.ended.lock().ok().and_then(|mut e| e.take());
@@ -153,6 +167,7 @@ fn write_loop(
     store: Arc<dyn Store>,
     rx: Receiver<Item>,
     (durable, fenced): (watch::Sender<u64>, watch::Sender<bool>),
+    abandoned: &AtomicBool,
     stored: u64,
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -185,14 +200,18 @@ fn write_loop(
         };
         let (entries, count, close) = batch(first, &rx);
         closing = close;
+        if abandoned.load(Ordering::SeqCst) {
+            return;
+        }
         let Some(inner) = inner.upgrade() else {
             break;
         };
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
-            match commit(&rt, store.as_ref(), &stored) {
+            match commit(&rt, store.as_ref(), &stored, abandoned) {
                 Ok(bytes) => since_bytes += bytes,
-                Err(e) => {
+                Err(None) => return,
+                Err(Some(e)) => {
                     tracing::error!("{e}; this node stops its team");
                     fenced.send_replace(true);
                     return;
@@ -325,18 +344,19 @@ fn task_of(
 /// Appends a batch, retrying (with growing pauses, each failure logged) until the store takes
 /// it: nothing is shown before it is stored, and nothing is dropped. Returns the bytes stored
 /// (0 for a commit whose answer was lost but which landed), or the store's refusal for the
-/// fence, which no retry can change.
+/// fence, which no retry can change (None: the journal was abandoned while retrying).
 fn commit(
     rt: &tokio::runtime::Runtime,
     store: &dyn Store,
     events: &[StoredEvent],
-) -> Result<u64, crate::store::StoreError> {
+    abandoned: &AtomicBool,
+) -> Result<u64, Option<crate::store::StoreError>> {
     let mut pause = Duration::from_millis(50);
     let mut events = events;
     loop {
         let e = match rt.block_on(store.append(events)) {
             Ok(bytes) => return Ok(bytes),
-            Err(e @ crate::store::StoreError::Fenced { .. }) => return Err(e),
+            Err(e @ crate::store::StoreError::Fenced { .. }) => return Err(Some(e)),
             Err(e) => e,
         };
         // A commit whose answer was lost may have landed (the store then knows a newer last
@@ -352,6 +372,9 @@ fn commit(
             events.len()
         );
         std::thread::sleep(pause);
+        if abandoned.load(Ordering::SeqCst) {
+            return Err(None);
+        }
         pause = (pause * 2).min(Duration::from_secs(5));
     }
 }

@@ -209,6 +209,17 @@ impl Monitor {
         let _ = self.inner.failed_calls.set((calls, text_chars));
     }
 
+    /// Stops writing at once, storing nothing of what is queued (none of it was shown): for a
+    /// node that lost the team's lease, whose changes are no longer its to store.
+    pub fn abandon(&self) {
+        if let Some(c) = self.inner.compactor.get() {
+            c.stop();
+        }
+        if let Some(j) = self.inner.journal.get() {
+            j.abandon();
+        }
+    }
+
     /// Commits what is queued, takes a last snapshot and stops writing (with a store; nothing
     /// to do without one). Changes published afterwards are not stored.
     pub fn close(&self) {
