@@ -97,6 +97,8 @@ enum Command {
         /// that dies is replaced within about this long.
         #[arg(long, default_value_t = 10, requires = "node")]
         lease_secs: u64,
+        #[command(flatten)]
+        nats: cli::nats::NatsArgs,
     },
     /// List a stored team's tasks and agents without starting it (also while it runs).
     Inspect {
@@ -243,8 +245,9 @@ fn main() -> ExitCode {
             no_data,
             node,
             lease_secs,
+            nats,
         } => {
-            let node = node.map(|name| (name, Duration::from_secs(lease_secs)));
+            let node = node.map(|name| (name, Duration::from_secs(lease_secs), nats.options()));
             serve(&team, bind, web, (!no_data).then_some(data), node)
         }
         Command::Mcp { command } => mcp(command),
@@ -522,7 +525,7 @@ fn serve(
     bind: std::net::SocketAddr,
     web: Option<PathBuf>,
     data: Option<DataArgs>,
-    node: Option<(String, Duration)>,
+    node: Option<(String, Duration, Option<cohort::node::bus::BusOptions>)>,
 ) -> ExitCode {
     let system = actix::System::new();
     let code = system.block_on(async move {
@@ -537,7 +540,7 @@ fn serve(
             if let Some(dir) = &web {
                 cohort::api::console::check_dir(dir).map_err(anyhow::Error::msg)?;
             }
-            if let (Some((name, lease)), Some(d)) = (node, &data) {
+            if let (Some((name, lease, nats)), Some(d)) = (node, &data) {
                 let url = d.database.as_deref().unwrap_or_default();
                 let store =
                     std::sync::Arc::new(cohort::store::SqlStore::open_postgres_node(url).await?);
@@ -547,6 +550,17 @@ fn serve(
                         &std::fs::read(team)
                             .with_context(|| format!("reading {}", team.display()))?,
                     ),
+                    bus: match nats {
+                        Some(o) => {
+                            let bus = cohort::node::bus::Bus::connect(&o, &cfg.name, &name).await?;
+                            eprintln!(
+                                "The team's events go to NATS at {} (stream {})",
+                                bus.shown, bus.names.events_stream
+                            );
+                            Some(std::sync::Arc::new(bus))
+                        }
+                        None => None,
+                    },
                     name,
                     term: cohort::lease::LeaseTerm::new(lease),
                 };

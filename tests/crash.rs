@@ -10,6 +10,8 @@
 //! made. `COHORT_CRASH_KILLS` sets the number of kills of the SQLite run (default 20);
 //! `scripts/crash-test` runs it with 100.
 
+#[path = "support/nats.rs"]
+mod nats;
 #[path = "support/postgres.rs"]
 mod postgres;
 #[path = "support/scratch.rs"]
@@ -57,10 +59,15 @@ impl Server {
         Self::start_with(data, log, &[])
     }
 
-    /// A node of a team across machines, named `name`, with a lease of `lease_secs`.
-    fn start_node(data: &Data, log: PathBuf, name: &str, lease_secs: u64) -> Server {
+    /// A node of a team across machines, named `name`, with a lease of `lease_secs`, that
+    /// publishes the team's events on `nats`.
+    fn start_node(data: &Data, log: PathBuf, name: &str, lease_secs: u64, nats: &str) -> Server {
         let lease = lease_secs.to_string();
-        Self::start_with(data, log, &["--node", name, "--lease-secs", &lease])
+        Self::start_with(
+            data,
+            log,
+            &["--node", name, "--lease-secs", &lease, "--nats", nats],
+        )
     }
 
     fn start_with(data: &Data, log: PathBuf, more: &[&str]) -> Server {
@@ -625,6 +632,42 @@ async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_postgres(
     crash_run("postgres", Data::Postgres(pg.url()), &dir, 8, End::Kill).await;
 }
 
+/// The team's event stream on `nats` holds every event of the store, each once and in order,
+/// as the store keeps it, though the nodes that published them were killed again and again;
+/// returns how many.
+async fn check_stream(data: &Data, nats: &nats::Nats) -> usize {
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("export")
+        .args(data.args())
+        .output()
+        .unwrap();
+    let stored: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let mut stream = js.get_stream("COHORT_crash_EVENTS").await.unwrap();
+    let count = stream.info().await.unwrap().state.messages;
+    assert_eq!(
+        count as usize,
+        stored.len(),
+        "the stream and the store hold as many events"
+    );
+    for (seq, want) in (1..=count).zip(&stored) {
+        let m = stream.get_raw_message(seq).await.unwrap();
+        let got: Value = serde_json::from_slice(&m.payload).unwrap();
+        assert_eq!(&got, want, "message {seq} of the stream");
+        assert_eq!(
+            m.headers.get("Cohort-Version").unwrap().as_str(),
+            want["version"].to_string()
+        );
+    }
+    stored.len()
+}
+
 /// The node of `nodes` that runs the team: the one that serves reads (the others stand by and
 /// answer 503); logs in on it first when no `token` is given yet. Waits up to a minute.
 async fn leader(http: &reqwest::Client, nodes: &[Server], token: Option<&str>) -> (usize, String) {
@@ -673,7 +716,7 @@ async fn leader(http: &reqwest::Client, nodes: &[Server], token: Option<&str>) -
 /// (the node running the team three times in four, else one standing by) and started again
 /// under its name while goals come: a standing-by node takes over each time, and in the end
 /// the store's record is as if nothing had been killed.
-async fn cluster_run(url: String, dir: &Path, kills: usize) {
+async fn cluster_run(url: String, nats: &nats::Nats, dir: &Path, kills: usize) {
     const NAMES: [&str; 3] = ["n1", "n2", "n3"];
     const LEASE_SECS: u64 = 2;
     let mut rng = seeded("nodes", kills);
@@ -681,7 +724,7 @@ async fn cluster_run(url: String, dir: &Path, kills: usize) {
     let data = Data::Postgres(url);
     let start = |i: usize, round: usize| {
         let log = dir.join(format!("{}-{round}.log", NAMES[i]));
-        Server::start_node(&data, log, NAMES[i], LEASE_SECS)
+        Server::start_node(&data, log, NAMES[i], LEASE_SECS, &nats.url())
     };
     let mut nodes: Vec<Server> = (0..NAMES.len()).map(|i| start(i, 0)).collect();
     let (mut l, token) = leader(&http, &nodes, None).await;
@@ -746,10 +789,12 @@ async fn cluster_run(url: String, dir: &Path, kills: usize) {
     nodes.into_iter().for_each(Server::stop);
     leading.stop();
     check_record(&data, &driver, &base_task, goals, kills);
+    let published = check_stream(&data, nats).await;
     takeovers.sort();
     println!(
-        "nodes: {kills} kills, {goals} goals ({acked} acknowledged), every task as without a kill; \
-         the team ran again {:?} (median) to {:?} (most) after a kill (lease {LEASE_SECS} s)",
+        "nodes: {kills} kills, {goals} goals ({acked} acknowledged), every task as without a kill, \
+         {published} events on the stream as in the store; the team ran again {:?} (median) to \
+         {:?} (most) after a kill (lease {LEASE_SECS} s)",
         takeovers.get(takeovers.len() / 2),
         takeovers.last()
     );
@@ -758,10 +803,11 @@ async fn cluster_run(url: String, dir: &Path, kills: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_of_nodes_of_a_team_across_machines_loses_nothing_and_does_nothing_twice() {
     let pg = postgres::Cluster::start("crash-nodes");
+    let nats = nats::Nats::start("crash-nodes");
     let dir = Scratch::new("crash-nodes");
     let kills = std::env::var("COHORT_CRASH_NODE_KILLS")
         .ok()
         .and_then(|k| k.parse().ok())
         .unwrap_or(20);
-    cluster_run(pg.url(), &dir, kills).await;
+    cluster_run(pg.url(), &nats, &dir, kills).await;
 }

@@ -19,6 +19,11 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use cohort_core::lease::LeaseTerm;
+// The node's runtime parts under this module, so `cohort::node::…` names them all.
+pub use cohort_runtime::node::{bus, lease, relay};
+
+use cohort_runtime::node::bus::Bus;
+use cohort_runtime::node::relay::Relay;
 use cohort_runtime::node::{Keeper, wait_for_lease};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -28,12 +33,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// Who this node is in its team.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct NodeOptions {
     pub name: String,
     pub term: LeaseTerm,
     /// [`cohort_core::lease::team_hash`] of the node's team file.
     pub team_hash: String,
+    /// NATS, when the node has it: the team's events are published on its event stream.
+    pub bus: Option<Arc<Bus>>,
 }
 
 /// How a term as the team's node ended.
@@ -90,6 +97,7 @@ pub async fn serve_node(
             store: &store,
             seat: &seat,
             term: node.term,
+            bus: node.bus.clone(),
         };
         let listener = listener.try_clone().map_err(ServeError::Http)?;
         match term
@@ -183,6 +191,7 @@ struct Term<'a> {
     store: &'a Arc<SqlStore>,
     seat: &'a Seat,
     term: LeaseTerm,
+    bus: Option<Arc<Bus>>,
 }
 
 impl Term<'_> {
@@ -206,6 +215,10 @@ impl Term<'_> {
         let fenced: Arc<dyn Store> = Arc::new(self.store.fenced(fence.clone()).await?);
         let loaded = crate::store::load(fenced.as_ref()).await?;
         let team = start_team_stored(self.cfg, self.host, fenced.clone(), loaded)?;
+        let relay = self
+            .bus
+            .clone()
+            .map(|bus| Relay::start(bus, self.store.clone(), team.monitor.clone()));
         let state = api_state(self.cfg, &team, web_dir, bound, Some(fenced)).await?;
         let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
         let served = spawn_http(listener, state, async {
@@ -222,6 +235,10 @@ impl Term<'_> {
         match ended {
             Ended::Stopped => {
                 team.stop(Duration::from_secs(10)).await;
+                // What the journal stored last goes out before the lease does.
+                if let Some(relay) = relay {
+                    relay.finish(Duration::from_secs(5)).await;
+                }
                 // Given up at once: a node standing by takes over without waiting for expiry.
                 if let Err(e) = self.store.release_lease(&fence).await {
                     tracing::warn!("the team's lease was not given up (it expires instead): {e}");
@@ -230,6 +247,7 @@ impl Term<'_> {
             Ended::Lost => {
                 // Nothing of this term is the node's to store any more: stop at once, no grace,
                 // and drop what the journal holds (never shown: as if the node had crashed).
+                drop(relay);
                 team.steps.close();
                 team.stop_actors().await;
                 team.shutdown().await;

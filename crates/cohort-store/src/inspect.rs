@@ -40,6 +40,12 @@ pub async fn read(spec: &str, task: Option<&str>, export: bool) -> Result<(), St
         print!("\n{}", describe_store(&store.stats().await?));
         let (nodes, leases) = store.placement().await?;
         print!("{}", describe_nodes(&nodes, &leases));
+        if let Some(v) = store.published_to().await? {
+            println!(
+                "events on the NATS event stream: up to version {v} ({} behind the store)",
+                loaded.version.saturating_sub(v)
+            );
+        }
     }
     Ok(())
 }

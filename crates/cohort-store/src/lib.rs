@@ -18,6 +18,7 @@
 //! - [`backup`]: `cohort backup`, a consistent copy of a SQLite store while the team runs.
 //! - [`step_calls`]: the model calls of failed steps, kept so they outlive a restart.
 //! - [`lease`]: the nodes of a team across machines and their fenced leases (Postgres).
+//! - [`published`]: how far the team's events are on its NATS event stream.
 
 // The core's modules under their own names, so paths here read as they do in the core.
 use cohort_core::{config, event, ids, state};
@@ -27,6 +28,7 @@ pub mod backup;
 pub mod compact;
 pub mod inspect;
 pub mod lease;
+pub mod published;
 pub mod sql;
 mod sql_compact;
 mod sql_store;

@@ -1,4 +1,4 @@
-//! A node of a team across machines: waiting for the team's lease, and keeping it.
+//! The team's lease as a node keeps it: waiting for it, renewing it, knowing when it is lost.
 //!
 //! Every node of a team runs `cohort serve --node NAME` on one shared Postgres store. One of
 //! them holds the team's lease and runs its actors; the others wait, heartbeating, and take the
