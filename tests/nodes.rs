@@ -4,6 +4,8 @@
 //! node killed with kill -9 is replaced once its lease runs out, one stopped with SIGTERM at
 //! once; a node with another team file is refused.
 
+#[path = "support/nats.rs"]
+mod nats;
 #[path = "support/postgres.rs"]
 mod postgres;
 #[path = "support/scratch.rs"]
@@ -181,6 +183,18 @@ impl Drop for Node {
 
 impl Node {
     fn start(name: &str, team: &str, url: &str, lease_secs: u64, dir: &std::path::Path) -> Node {
+        Self::start_with(name, team, url, lease_secs, dir, &[], &[])
+    }
+
+    fn start_with(
+        name: &str,
+        team: &str,
+        url: &str,
+        lease_secs: u64,
+        dir: &std::path::Path,
+        more: &[&str],
+        env: &[(&str, &str)],
+    ) -> Node {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -193,6 +207,8 @@ impl Node {
             .arg(format!("127.0.0.1:{port}"))
             .args(["--database", url, "--node", name, "--lease-secs"])
             .arg(lease_secs.to_string())
+            .args(more)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -463,4 +479,160 @@ async fn a_node_cut_off_from_the_store_stops_and_rejoins_without_writing_stale_s
     let events = store.events_after(0, 100_000).await.unwrap();
     assert!(events.windows(2).all(|w| w[1].version == w[0].version + 1));
     assert!(!b.log().contains("refuses its writes"), "{}", b.log());
+}
+
+/// Sends goal `k` to the manager on `base` and answers the manager's question until the goal's
+/// task is finished.
+async fn run_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) {
+    let tasks = |http: reqwest::Client| async move {
+        let r = http
+            .get(format!("{base}/api/states?type=task"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        r.json::<Value>().await.unwrap()
+    };
+    let before = tasks(http.clone()).await.as_object().unwrap().len();
+    let all = tasks(http.clone()).await;
+    let base_task = all
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, t)| t["task_name"] == "MAS base task")
+        .map(|(id, _)| id.clone())
+        .unwrap_or_else(|| panic!("no base task in {all}"));
+    let sent = http
+        .post(format!("{base}/api/send_message"))
+        .bearer_auth(token)
+        .json(&json!({"human_agent_id": "operator", "task_id": base_task, "receiver": ["manager"], "content": format!("GOAL#{k} write one line"), "need_reply": false}))
+        .send()
+        .await
+        .unwrap();
+    let status = sent.status();
+    assert!(
+        status.is_success(),
+        "{status}: {}",
+        sent.text().await.unwrap_or_default()
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let pending: Value = http
+            .get(format!("{base}/api/human/operator/pending"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for q in pending["pending"].as_array().into_iter().flatten() {
+            http.post(format!("{base}/api/send_message"))
+                .bearer_auth(token)
+                .json(&json!({"human_agent_id": "operator", "task_id": q["task_id"], "receiver": [q["sender_id"]], "content": "ANSWER# blue", "need_reply": false}))
+                .send()
+                .await
+                .unwrap();
+        }
+        let all = tasks(http.clone()).await;
+        let all = all.as_object().unwrap();
+        if all.len() > before
+            && all
+                .values()
+                .filter(|t| t["execution_state"] == "finished")
+                .count()
+                >= all.len() - 1
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "goal {k} did not finish: {all:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The team's event stream, read back whole: each message's version and JSON.
+async fn stream_events(nats: &nats::Nats, stream: &str) -> Vec<(u64, Value)> {
+    let (user, password) = nats.auth.clone().unwrap();
+    let client = async_nats::ConnectOptions::with_user_and_password(user, password)
+        .connect(nats.url())
+        .await
+        .unwrap();
+    let js = async_nats::jetstream::new(client);
+    let mut stream = js.get_stream(stream).await.unwrap();
+    let count = stream.info().await.unwrap().state.messages;
+    let mut out = Vec::new();
+    for seq in 1..=count {
+        let m = stream.get_raw_message(seq).await.unwrap();
+        let v = m
+            .headers
+            .get("Cohort-Version")
+            .unwrap()
+            .as_str()
+            .parse()
+            .unwrap();
+        out.push((v, serde_json::from_slice(&m.payload).unwrap()));
+    }
+    out
+}
+
+/// A node with NATS publishes every change its store commits on the team's stream, once and
+/// in order, across a restart of NATS itself (its streams are file-backed) and a node's
+/// SIGTERM; its credentials never reach its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order() {
+    let pg = postgres::Cluster::start("node-events");
+    let mut nats = nats::Nats::start_with_user("node-events", "cohort", "s3cret-pass");
+    let dir = Scratch::new("node-events");
+    let http = reqwest::Client::new();
+    let url = nats.url();
+    let more = ["--nats", url.as_str(), "--nats-user", "cohort"];
+    let env = [("COHORT_NATS_PASSWORD", "s3cret-pass")];
+    let mut a = Node::start_with("a", TEAM, &pg.url(), 10, &dir, &more, &env);
+    let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    run_goal(&http, &a.base, &token, 1).await;
+    // NATS goes down and comes back: the relay waits, then publishes what it missed.
+    nats.restart();
+    run_goal(&http, &a.base, &token, 2).await;
+    a.signal("-TERM");
+    assert!(
+        a.wait_exit(Duration::from_secs(30)).success(),
+        "{}",
+        a.log()
+    );
+
+    let store = SqlStore::open_reader(&pg.url()).await.unwrap();
+    let stored = store.events_after(0, 100_000).await.unwrap();
+    let published = stream_events(&nats, "COHORT_crash_EVENTS").await;
+    assert_eq!(published.len(), stored.len(), "every stored change, once");
+    for ((v, json), e) in published.iter().zip(&stored) {
+        assert_eq!(*v, e.version);
+        assert_eq!(json, &serde_json::to_value(e).unwrap());
+    }
+    assert_eq!(
+        store.published_to().await.unwrap(),
+        Some(stored.last().unwrap().version)
+    );
+    assert!(
+        !a.log().contains("s3cret-pass"),
+        "the password was logged:\n{}",
+        a.log()
+    );
+
+    // A node that may not log in to NATS says so and stops, before it serves anything.
+    let wrong = [("COHORT_NATS_PASSWORD", "wrong")];
+    let mut b = Node::start_with("b", TEAM, &pg.url(), 10, &dir, &more, &wrong);
+    assert_eq!(
+        b.wait_exit(Duration::from_secs(30)).code(),
+        Some(3),
+        "{}",
+        b.log()
+    );
+    assert!(b.log().contains("cannot connect to NATS"), "{}", b.log());
+    assert!(!b.log().contains("wrong"), "{}", b.log());
 }

@@ -92,7 +92,7 @@ const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
 #[derive(Debug, thiserror::Error)]
 pub enum BusError {
-    #[error("cannot reach NATS at {url}: {why}")]
+    #[error("cannot connect to NATS at {url}: {why}")]
     Connect { url: String, why: String },
     #[error("cannot read the credentials for NATS: {0}")]
     Credentials(#[source] std::io::Error),
