@@ -481,27 +481,34 @@ async fn a_node_cut_off_from_the_store_stops_and_rejoins_without_writing_stale_s
     assert!(!b.log().contains("refuses its writes"), "{}", b.log());
 }
 
-/// Sends goal `k` to the manager on `base` and answers the manager's question until the goal's
-/// task is finished.
-async fn run_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) {
-    let tasks = |http: reqwest::Client| async move {
-        let r = http
-            .get(format!("{base}/api/states?type=task"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap();
-        r.json::<Value>().await.unwrap()
-    };
-    let before = tasks(http.clone()).await.as_object().unwrap().len();
-    let all = tasks(http.clone()).await;
-    let base_task = all
+/// The tasks `base` shows, by id.
+async fn tasks_on(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+) -> serde_json::Map<String, Value> {
+    let r = http
+        .get(format!("{base}/api/states?type=task"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    r.json::<Value>()
+        .await
+        .unwrap()
         .as_object()
         .unwrap()
+        .clone()
+}
+
+/// Sends goal `k` to the manager on `base`; whether it was acknowledged (so stored).
+async fn send_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) -> bool {
+    let all = tasks_on(http, base, token).await;
+    let base_task = all
         .iter()
         .find(|(_, t)| t["task_name"] == "MAS base task")
         .map(|(id, _)| id.clone())
-        .unwrap_or_else(|| panic!("no base task in {all}"));
+        .unwrap_or_else(|| panic!("no base task in {all:?}"));
     let sent = http
         .post(format!("{base}/api/send_message"))
         .bearer_auth(token)
@@ -509,12 +516,12 @@ async fn run_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) {
         .send()
         .await
         .unwrap();
-    let status = sent.status();
-    assert!(
-        status.is_success(),
-        "{status}: {}",
-        sent.text().await.unwrap_or_default()
-    );
+    sent.status().is_success()
+}
+
+/// Answers the manager's questions on `base` until it shows `tasks` tasks besides the base
+/// task, every one of them finished.
+async fn finish_tasks(http: &reqwest::Client, base: &str, token: &str, tasks: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let pending: Value = http
@@ -534,23 +541,29 @@ async fn run_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) {
                 .await
                 .unwrap();
         }
-        let all = tasks(http.clone()).await;
-        let all = all.as_object().unwrap();
-        if all.len() > before
-            && all
-                .values()
-                .filter(|t| t["execution_state"] == "finished")
-                .count()
-                >= all.len() - 1
-        {
+        let all = tasks_on(http, base, token).await;
+        let done = all
+            .values()
+            .filter(|t| t["task_name"] != "MAS base task" && t["execution_state"] == "finished")
+            .count();
+        if all.len() == tasks + 1 && done == tasks {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "goal {k} did not finish: {all:?}"
+            "{tasks} tasks did not finish: {all:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Sends goal `k` (the `k`th) to the manager on `base` and sees its task to its end.
+async fn run_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) {
+    assert!(
+        send_goal(http, base, token, k).await,
+        "goal {k} was refused"
+    );
+    finish_tasks(http, base, token, k).await;
 }
 
 /// The team's event stream, read back whole: each message's version and JSON.
@@ -635,4 +648,59 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
     );
     assert!(b.log().contains("cannot connect to NATS"), "{}", b.log());
     assert!(!b.log().contains("wrong"), "{}", b.log());
+}
+
+/// Postgres itself restarts (as after a crash) while a goal runs: the node running the team
+/// cannot renew its lease and stops; once Postgres is back a node runs the team again, and the
+/// goal, acknowledged before, finishes, as does the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_restart_stalls_the_team_and_it_resumes_with_nothing_lost() {
+    let pg = postgres::Cluster::start("node-pg-restart");
+    let dir = Scratch::new("node-pg-restart");
+    let http = reqwest::Client::new();
+    let a = Node::start("a", TEAM, &pg.url(), 2, &dir);
+    let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b = Node::start("b", TEAM, &pg.url(), 2, &dir);
+    b.until(&http, 503, Duration::from_secs(60)).await;
+    run_goal(&http, &a.base, &token, 1).await;
+    // A goal acknowledged, then Postgres goes down for longer than the lease while it runs.
+    assert!(send_goal(&http, &a.base, &token, 2).await);
+    pg.restart(Duration::from_secs(3));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let leader = loop {
+        let mut found = None;
+        for n in [&a, &b] {
+            let r = http
+                .get(format!("{}/api/states?type=task", n.base))
+                .bearer_auth(&token)
+                .send()
+                .await;
+            if r.is_ok_and(|r| r.status().is_success()) {
+                found = Some(n);
+            }
+        }
+        if let Some(n) = found {
+            break n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no node runs the team again:\n{}\n---\n{}",
+            a.log(),
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    finish_tasks(&http, &leader.base, &token, 2).await;
+    run_goal(&http, &leader.base, &token, 3).await;
+    let store = SqlStore::open_reader(&pg.url()).await.unwrap();
+    let events = store.events_after(0, 100_000).await.unwrap();
+    assert!(events.windows(2).all(|w| w[1].version == w[0].version + 1));
+    let (_, leases) = store.placement().await.unwrap();
+    assert!(
+        leases[0].token >= 2,
+        "the lease was taken again: {leases:?}"
+    );
 }

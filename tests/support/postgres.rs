@@ -45,17 +45,22 @@ impl Cluster {
                 "--no-sync",
             ],
         );
+        c.start_server();
+        c
+    }
+
+    fn start_server(&self) {
         let opts = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-            c.port,
-            c.dir.display()
+            self.port,
+            self.dir.display()
         );
-        let log = c.dir.join("log");
-        c.run(
+        let log = self.dir.join("log");
+        self.run(
             "pg_ctl",
             &[
                 "-D",
-                c.dir.to_str().unwrap(),
+                self.dir.to_str().unwrap(),
                 "-o",
                 &opts,
                 "-l",
@@ -66,7 +71,15 @@ impl Cluster {
                 "start",
             ],
         );
-        c
+    }
+
+    /// Stops the server as a crash would (`-m immediate`), waits `down`, and starts it again on
+    /// the same port and data.
+    pub fn restart(&self, down: std::time::Duration) {
+        let dir = self.dir.to_str().unwrap().to_owned();
+        self.run("pg_ctl", &["-D", &dir, "-m", "immediate", "-w", "stop"]);
+        std::thread::sleep(down);
+        self.start_server();
     }
 
     pub fn url(&self) -> String {
