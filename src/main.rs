@@ -146,7 +146,7 @@ enum Command {
         quick: bool,
         /// Only the scenarios whose names contain one of these (comma-separated): step_overhead,
         /// workers, latency, messages, autogen, idle, goals, websocket, store, console,
-        /// fan_out, parallel_tools, prompt_cache, load_store.
+        /// fan_out, parallel_tools, prompt_cache, load_store, nodes.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
         /// Skip the autogen-core comparison (it installs autogen-core from PyPI into a

@@ -11,7 +11,7 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
             "--quick",
             "--no-autogen",
             "--only",
-            "step_overhead,workers,messages,goals,store,load_connections,load_logins,prompt_cache",
+            "step_overhead,workers,messages,goals,store,load_connections,load_logins,prompt_cache,nodes",
         ])
         .output()
         .unwrap();
@@ -30,6 +30,8 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
         "| prompt_cache quickstart | tokens a call | ",
         "calls, Finished) |",
         "| prompt_cache stage20 | new tokens of a following call, by part | history ",
+        "| nodes | 1 goals each way, 200 ms a reply: ms a goal | Postgres ",
+        "| nodes | 3 nodes, lease 2 s: the team served again after | kill -9: ",
     ] {
         assert!(table.contains(want), "missing {want:?} in:\n{table}");
     }

@@ -128,6 +128,22 @@ async fn nodes_share_the_store_and_keep_a_lone_serve_out() {
     assert!(matches!(node, StoreError::Locked { .. }), "{node}");
 }
 
+/// Nodes started together on a new database migrate it one at a time: none fails on the
+/// tables another is making.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_starting_together_on_a_new_database_all_open_it() {
+    let pg = postgres::Cluster::start("node-migrate");
+    let url = pg.url();
+    let (a, b, c) = tokio::join!(
+        SqlStore::open_postgres_node(&url),
+        SqlStore::open_postgres_node(&url),
+        SqlStore::open_postgres_node(&url)
+    );
+    for opened in [a, b, c] {
+        opened.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_node_with_another_team_file_is_refused_while_the_others_run() {
     let pg = postgres::Cluster::start("node-team");
@@ -411,10 +427,10 @@ async fn a_node_cut_off_from_the_store_stops_and_rejoins_without_writing_stale_s
     let pg = postgres::Cluster::start("node-cut");
     let dir = Scratch::new("node-cut");
     let http = reqwest::Client::new();
-    let proxy = Proxy::start(pg.port).await;
+    let proxy = Proxy::start(pg.port()).await;
     let through_proxy = pg
         .url()
-        .replace(&format!(":{}/", pg.port), &format!(":{}/", proxy.port));
+        .replace(&format!(":{}/", pg.port()), &format!(":{}/", proxy.port));
     let a = Node::start("a", TEAM, &through_proxy, 3, &dir);
     let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
         .as_str()
@@ -568,7 +584,7 @@ async fn run_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) {
 
 /// The team's event stream, read back whole: each message's version and JSON.
 async fn stream_events(nats: &nats::Nats, stream: &str) -> Vec<(u64, Value)> {
-    let (user, password) = nats.auth.clone().unwrap();
+    let (user, password) = nats.auth().unwrap();
     let client = async_nats::ConnectOptions::with_user_and_password(user, password)
         .connect(nats.url())
         .await

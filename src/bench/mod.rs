@@ -10,6 +10,9 @@
 //! - [`store`]: the store: events committed a second, the wait for one commit.
 //! - [`console`]: the web console in headless Chromium while a large team works.
 //! - [`client`]: the operator's REST client the served scenarios share.
+//! - [`servers`]: throwaway Postgres and NATS servers (for the tests too).
+//! - [`nodes`]: a team across machines as `cohort serve` processes: a goal's time on Postgres,
+//!   as one node, as one node with NATS; how long fail-over takes after kill -9 and SIGTERM.
 //! - [`load_store`]: the store under a flood of large messages, then compacted.
 //! - [`load_http`]: the HTTP server under hostile load (idle connections, wrong logins).
 //! - [`load_team`]: a served team under hostile load (a flood of large messages and readers, a
@@ -27,10 +30,12 @@ pub mod load_http;
 pub mod load_store;
 pub mod load_team;
 pub mod model_stub;
+pub mod nodes;
 pub mod parallel_tools;
 pub mod prompt_cache;
 pub mod scenarios;
 pub mod serve;
+pub mod servers;
 pub mod store;
 pub mod team;
 
@@ -124,6 +129,11 @@ pub enum Job {
         /// `quickstart` or `stage20`.
         team: String,
     },
+    Nodes {
+        goals: usize,
+        slow_goals: usize,
+        kills: usize,
+    },
 }
 
 impl Job {
@@ -189,6 +199,11 @@ impl Job {
                 call_ms,
             } => parallel_tools::parallel_tools(runs, parallel_tool_calls, calls, call_ms),
             Job::PromptCache { ref team } => prompt_cache::prompt_cache(team),
+            Job::Nodes {
+                goals,
+                slow_goals,
+                kills,
+            } => nodes::nodes(goals, slow_goals, kills),
         }
     }
 }
@@ -299,6 +314,12 @@ pub fn run(exe: &Path, opts: &BenchOptions) -> Vec<Row> {
     }
     if wanted("prompt_cache") {
         prompt_cache::rows(exe, opts, &mut note, &mut out);
+    }
+    if wanted("nodes") {
+        eprintln!("bench: a team across machines: goals each way, then fail-over of 3 nodes …");
+        if let Some(v) = note("nodes", in_child(exe, &nodes::job(opts.quick))) {
+            out.extend(nodes::rows(&v));
+        }
     }
     load_http::rows(exe, opts, &wanted, &mut note, &mut out);
     load_team::rows(exe, opts, &wanted, &mut note, &mut out);

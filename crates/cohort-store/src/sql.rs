@@ -47,6 +47,8 @@ const ROWS_PER_INSERT: usize = 500;
 
 /// Which advisory lock a Postgres store takes (any fixed number; "cohort" in ASCII).
 const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
+/// Which advisory lock a Postgres store holds while it migrates ("cohortm").
+const PG_MIGRATE_KEY: i64 = 0x636f_686f_7274_6d;
 /// How long opening a Postgres store waits for another process's lock to go.
 const PG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -198,8 +200,24 @@ impl Db {
             .connect(url)
             .await
             .map_err(open)?;
+        // Nodes starting together on a new database would run the same migrations at once
+        // (Postgres's catalog refuses a second `CREATE TABLE IF NOT EXISTS` under way): one at
+        // a time, the others find them done.
+        let migrating = |sql| sqlx::query(sql).bind(PG_MIGRATE_KEY);
+        migrating("SELECT pg_advisory_lock($1)")
+            .execute(&mut locker)
+            .await
+            .map_err(open)?;
         let lock = Lock::Postgres(tokio::sync::Mutex::new(locker));
-        Self::ready(pool, shown, Backend::Postgres, lock).await
+        let ready = Self::ready(pool, shown, Backend::Postgres, lock).await;
+        if let Ok(db) = &ready
+            && let Lock::Postgres(locker) = &db._lock
+        {
+            let _ = migrating("SELECT pg_advisory_unlock($1)")
+                .execute(&mut *locker.lock().await)
+                .await;
+        }
+        ready
     }
 
     /// Opens a store to read it only (`cohort inspect`, `cohort export`): no lock, so a

@@ -107,13 +107,26 @@ pub enum BusError {
     },
 }
 
-/// A node's connection to NATS, with its team's names.
+/// A node's connection to NATS, with its team's names. The connection and everything that
+/// uses it (the relay) run on a thread of the bus's own, never on the actors'.
 pub struct Bus {
     pub client: async_nats::Client,
     pub jetstream: jetstream::Context,
     pub names: TeamNames,
     /// The URL without a password, for messages.
     pub shown: String,
+    rt: BusRuntime,
+}
+
+/// The bus's runtime (one thread), dropped without waiting.
+struct BusRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for BusRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl Bus {
@@ -121,7 +134,64 @@ impl Bus {
     /// exists (file-backed, so it outlives a restart of NATS).
     pub async fn connect(options: &BusOptions, team: &str, node: &str) -> Result<Bus, BusError> {
         let shown = without_password(&options.url);
-        let client = connect_options(options, team, node)
+        // Held as a BusRuntime from the start: dropped on an error here (inside an async
+        // context), a bare runtime would panic.
+        let rt = BusRuntime(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("cohort-nats")
+                .enable_all()
+                .build()
+                .map_err(|e| BusError::Connect {
+                    url: shown.clone(),
+                    why: e.to_string(),
+                })?,
+        ));
+        let names = TeamNames::of(team);
+        let connecting = Self::open(
+            options.clone(),
+            team.to_owned(),
+            node.to_owned(),
+            names.clone(),
+            shown.clone(),
+        );
+        let running = match &rt.0 {
+            Some(r) => r.spawn(connecting),
+            None => tokio::spawn(connecting),
+        };
+        let (client, jetstream) = running.await.map_err(|e| BusError::Connect {
+            url: shown.clone(),
+            why: e.to_string(),
+        })??;
+        Ok(Bus {
+            client,
+            jetstream,
+            names,
+            shown,
+            rt,
+        })
+    }
+
+    /// Runs `work` on the bus's thread.
+    pub fn spawn<F>(&self, work: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match &self.rt.0 {
+            Some(rt) => rt.spawn(work),
+            None => tokio::spawn(work),
+        }
+    }
+
+    async fn open(
+        options: BusOptions,
+        team: String,
+        node: String,
+        names: TeamNames,
+        shown: String,
+    ) -> Result<(async_nats::Client, jetstream::Context), BusError> {
+        let client = connect_options(&options, &team, &node)
             .await?
             .connect(options.url.as_str())
             .await
@@ -130,7 +200,6 @@ impl Bus {
                 why: e.to_string(),
             })?;
         let jetstream = jetstream::new(client.clone());
-        let names = TeamNames::of(team);
         jetstream
             .get_or_create_stream(jetstream::stream::Config {
                 name: names.events_stream.clone(),
@@ -147,12 +216,7 @@ impl Bus {
                 stream: names.events_stream.clone(),
                 why: e.to_string(),
             })?;
-        Ok(Bus {
-            client,
-            jetstream,
-            names,
-            shown,
-        })
+        Ok((client, jetstream))
     }
 }
 

@@ -35,9 +35,11 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// Starts relaying on the bus's thread.
     pub fn start(bus: Arc<Bus>, store: Arc<SqlStore>, monitor: Monitor) -> Relay {
+        let on = bus.clone();
         Relay {
-            task: tokio::spawn(async move { relay(&bus, &store, &monitor).await }),
+            task: on.spawn(async move { relay(&bus, &store, &monitor).await }),
         }
     }
 
@@ -58,10 +60,13 @@ impl Drop for Relay {
 }
 
 async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
+    // Subscribed before anything is read, so no change falls between catching up and live.
+    let mut feed = monitor.subscribe();
     let mut pause = Duration::from_millis(50);
-    let mut last = None;
+    let mut noted = Noted::default();
+    let mut cursor = None;
     loop {
-        let cursor = match last {
+        let at = match cursor {
             Some(v) => v,
             None => match last_published(bus).await {
                 Ok(v) => v,
@@ -73,22 +78,20 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
                 }
             },
         };
-        // Woken by the next commit; once the journal has closed, only what is stored is left.
-        let open = monitor.durable(cursor + 1).await;
-        match publish_page(bus, store, cursor).await {
-            Ok(Some(v)) => {
-                last = Some(v);
+        match step(bus, store, monitor, &mut feed, at).await {
+            Ok(Step::Published(v)) => {
+                cursor = Some(v);
                 pause = Duration::from_millis(50);
-                if let Err(e) = store.note_published(v).await {
-                    tracing::debug!("the store was not told how far the relay got: {e}");
-                }
+                noted.now_and_then(store, v).await;
             }
-            Ok(None) if !open => return,
-            Ok(None) => last = Some(cursor),
+            Ok(Step::Done) => {
+                noted.finally(store, at).await;
+                return;
+            }
             Err(why) => {
                 // The stream's last version is read again: a message may have landed.
                 tracing::warn!("publishing the team's events failed (retrying): {why}");
-                last = None;
+                cursor = None;
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(MOST_PAUSE);
             }
@@ -96,17 +99,74 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
     }
 }
 
-/// Publishes the stored events after `cursor` (up to a page) and waits for JetStream to take
-/// them; the last version published, None when the store holds nothing after `cursor`.
-async fn publish_page(bus: &Bus, store: &SqlStore, cursor: u64) -> Result<Option<u64>, String> {
+/// What one step of the relay came to.
+enum Step {
+    /// Published up to this version.
+    Published(u64),
+    /// The journal has closed and everything it stored is published.
+    Done,
+}
+
+/// Publishes what comes after `cursor`: from the store while the stream is behind what the
+/// monitor has shown (at the start, or after the relay fell behind its feed), else the next
+/// changes of the feed as they are committed (their JSON as the websocket sends it).
+async fn step(
+    bus: &Bus,
+    store: &SqlStore,
+    monitor: &Monitor,
+    feed: &mut crate::monitor::feed::FeedReceiver,
+    cursor: u64,
+) -> Result<Step, String> {
+    if cursor < monitor.version() {
+        return from_store(bus, store, cursor)
+            .await
+            .map(|v| Step::Published(v.unwrap_or(cursor)));
+    }
+    let first = tokio::select! {
+        got = feed.recv() => got,
+        // The journal closed: what it stored last is in the store.
+        _ = monitor.durable(u64::MAX) => {
+            return Ok(match from_store(bus, store, cursor).await? {
+                Some(v) => Step::Published(v),
+                None => Step::Done,
+            });
+        }
+    };
+    let Ok(first) = first else {
+        // Fell behind the feed (or it closed): the store has every change.
+        return from_store(bus, store, cursor)
+            .await
+            .map(|v| Step::Published(v.unwrap_or(cursor)));
+    };
+    let mut batch = vec![first];
+    while batch.len() < PAGE {
+        match feed.try_recv() {
+            Ok(p) => batch.push(p),
+            Err(_) => break,
+        }
+    }
+    batch.retain(|p| p.event.version > cursor);
+    if batch.first().is_some_and(|p| p.event.version != cursor + 1) {
+        return from_store(bus, store, cursor)
+            .await
+            .map(|v| Step::Published(v.unwrap_or(cursor)));
+    }
+    let events = batch.iter().map(|p| (p.event.version, p.json().clone()));
+    publish(bus, events, cursor)
+        .await
+        .map(|v| Step::Published(v.unwrap_or(cursor)))
+}
+
+/// Publishes a page of the stored events after `cursor`; the last version published (None:
+/// the store holds nothing after it).
+async fn from_store(bus: &Bus, store: &SqlStore, cursor: u64) -> Result<Option<u64>, String> {
     let events = store
         .events_after(cursor, PAGE)
         .await
         .map_err(|e| e.to_string())?;
-    let Some(first) = events.first() else {
-        return Ok(None);
-    };
-    if first.version > cursor + 1 {
+    if let Some(first) = events.first()
+        && first.version > cursor + 1
+    {
         tracing::warn!(
             "events {} to {} left the store before they were published (compacted): the stream \
              skips them",
@@ -114,38 +174,80 @@ async fn publish_page(bus: &Bus, store: &SqlStore, cursor: u64) -> Result<Option
             first.version - 1
         );
     }
-    let mut acks = Vec::with_capacity(events.len());
-    let mut previous = cursor;
+    let mut json = Vec::with_capacity(events.len());
     for e in &events {
-        let json = serde_json::to_vec(e).map_err(|e| e.to_string())?;
-        let mut message = PublishMessage::build().message_id(e.version.to_string());
+        json.push((
+            e.version,
+            bytes::Bytes::from(serde_json::to_vec(e).map_err(|e| e.to_string())?),
+        ));
+    }
+    publish(bus, json.into_iter(), cursor).await
+}
+
+/// How far the relay got, told to the store at most once a second (each note is a commit,
+/// which would otherwise compete with the journal's), and once more at the end.
+#[derive(Default)]
+struct Noted {
+    at: Option<std::time::Instant>,
+    version: u64,
+}
+
+impl Noted {
+    async fn now_and_then(&mut self, store: &SqlStore, version: u64) {
+        if self
+            .at
+            .is_some_and(|at| at.elapsed() < Duration::from_secs(1))
+        {
+            return;
+        }
+        self.finally(store, version).await;
+    }
+
+    async fn finally(&mut self, store: &SqlStore, version: u64) {
+        if version == self.version {
+            return;
+        }
+        match store.note_published(version).await {
+            Ok(()) => (self.at, self.version) = (Some(std::time::Instant::now()), version),
+            Err(e) => tracing::debug!("the store was not told how far the relay got: {e}"),
+        }
+    }
+}
+
+/// Publishes `events` (version and JSON, in order, following `cursor`) and waits for
+/// JetStream to take them; the last version published (None for no events).
+async fn publish(
+    bus: &Bus,
+    events: impl Iterator<Item = (u64, bytes::Bytes)>,
+    cursor: u64,
+) -> Result<Option<u64>, String> {
+    let mut acks = Vec::new();
+    let mut previous = cursor;
+    for (version, json) in events {
+        let mut message = PublishMessage::build().message_id(version.to_string());
         if previous > 0 {
             message = message.expected_last_message_id(previous.to_string());
         }
-        let message = message.header("Cohort-Version", e.version.to_string());
+        let message = message.header("Cohort-Version", version.to_string());
+        let subject = bus.names.events_subject.clone();
         let sent = match bus
             .jetstream
-            .send_publish(
-                bus.names.events_subject.clone(),
-                message.clone().payload(json.into()),
-            )
+            .send_publish(subject.clone(), message.clone().payload(json))
             .await
         {
             Err(err) if err.kind() == PublishErrorKind::MaxPayloadExceeded => {
                 let stub = message.header("Cohort-Too-Large", "true");
-                bus.jetstream
-                    .send_publish(bus.names.events_subject.clone(), stub)
-                    .await
+                bus.jetstream.send_publish(subject, stub).await
             }
             other => other,
         };
         acks.push(sent.map_err(|e| e.to_string())?);
-        previous = e.version;
+        previous = version;
     }
     for ack in acks {
         ack.await.map_err(|e| e.to_string())?;
     }
-    Ok(Some(previous))
+    Ok((previous > cursor).then_some(previous))
 }
 
 /// The version of the newest event on the team's stream (0 for an empty stream).

@@ -1,0 +1,337 @@
+//! A team across machines, as a person runs it: `cohort serve` processes on one Postgres
+//! cluster. First the time a goal takes on Postgres alone, as one node (`--node`: every write
+//! checks the team's lease), and as one node with NATS (`--nats`: every change also published
+//! on the team's event stream), in rounds side by side so the machine's noise falls on all
+//! three; then three nodes of one team, the node running it killed with kill -9 again and
+//! again (how long until another runs it) and stopped with SIGTERM (how long until the lease it
+//! gave up is taken).
+
+use super::client::Client;
+use super::scenarios::Figures;
+use super::serve::PASSWORD;
+use super::servers::{Nats, Postgres};
+use super::team::{Scratch, TeamShape, write_team};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The lease of the fail-over part: a node that dies is replaced within about this long.
+const LEASE_SECS: u64 = 2;
+
+/// One `cohort serve` child.
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+    log: std::path::PathBuf,
+}
+
+impl Served {
+    fn start(team: &Path, url: &str, more: &[&str]) -> Result<Served, String> {
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = team.with_file_name(format!("serve-{n}.log"));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let child = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
+            .args(["serve", "--team"])
+            .arg(team)
+            .args(["--bind", &addr.to_string(), "--database", url])
+            .args(more)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).map_err(|e| e.to_string())?)
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        Ok(Served { child, addr, log })
+    }
+
+    /// The end of what the process said, for an error.
+    fn said(&self) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join("\n")
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn term(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The model's latency of the second set of goals (the figure is at 200 ms a call).
+const SLOW_MS: u64 = 200;
+
+/// `goals` goals in each of three ways of serving with instant replies, `slow_goals` with
+/// replies after [`SLOW_MS`], then `kills` kills and SIGTERMs of three nodes.
+pub fn nodes(goals: usize, slow_goals: usize, kills: usize) -> Figures {
+    let pg = Postgres::start("bench-nodes")?;
+    let nats = Nats::start("bench-nodes", None)?;
+    let hash = crate::auth::hash_password(PASSWORD)?;
+    let team = |name: &str, delay_ms: u64, goals: usize| {
+        let scratch = Scratch::new(name).map_err(|e| e.to_string())?;
+        let shape = TeamShape {
+            workers: 2,
+            steps: 3,
+            delay_ms,
+            max_in_flight: 64,
+            goals: goals + 1,
+        };
+        let file = write_team(&scratch.0, shape, Some(&hash)).map_err(|e| e.to_string())?;
+        Ok::<_, String>((scratch, file))
+    };
+    let (_instant_dir, instant) = team("nodes", 0, goals)?;
+    let (_slow_dir, slow) = team("nodes-slow", SLOW_MS, slow_goals)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let per_goal = goal_times(&pg, &nats, &instant, "instant", goals).await?;
+        let per_slow_goal = goal_times(&pg, &nats, &slow, "slow", slow_goals).await?;
+        let url = pg.create_database("failover")?;
+        let failover = failover(&instant, &url, &nats.url(), kills).await?;
+        Ok(json!({
+            "goals": goals, "ms_per_goal": per_goal,
+            "slow_goals": slow_goals, "slow_ms": SLOW_MS, "ms_per_slow_goal": per_slow_goal,
+            "failover": failover,
+        }))
+    })
+}
+
+/// Mean milliseconds a goal takes, served each way (rounds interleaved), each on a database
+/// of its own named after `set`.
+async fn goal_times(
+    pg: &Postgres,
+    nats: &Nats,
+    team: &Path,
+    set: &str,
+    goals: usize,
+) -> Result<Value, String> {
+    let nats_url = nats.url();
+    let ways: [(&str, Vec<&str>); 3] = [
+        ("alone", vec![]),
+        ("node", vec!["--node", "a"]),
+        ("node_nats", vec!["--node", "a", "--nats", &nats_url]),
+    ];
+    let mut served = Vec::new();
+    for (name, more) in &ways {
+        let url = pg.create_database(&format!("{set}_{name}"))?;
+        let s = Served::start(team, &url, more)?;
+        let client = login(s.addr, Duration::from_secs(60)).await?;
+        served.push((name, s, client, Vec::new()));
+    }
+    const ROUNDS: usize = 3;
+    let mut sent = 0;
+    for round in 0..ROUNDS {
+        let n = goals / ROUNDS + usize::from(round < goals % ROUNDS);
+        for (_, _, client, took) in &mut served {
+            for k in 0..n {
+                let started = Instant::now();
+                run_goal(client, sent + k + 1).await?;
+                took.push(started.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+        sent += n;
+    }
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+    Ok(served
+        .iter()
+        .map(|(name, _, _, took)| (name.to_string(), json!(mean(took))))
+        .collect::<serde_json::Map<_, _>>()
+        .into())
+}
+
+/// Logs the operator in on `addr` once it serves the team (a standing-by node answers 503).
+async fn login(addr: SocketAddr, within: Duration) -> Result<Client, String> {
+    let deadline = Instant::now() + within;
+    loop {
+        match Client::login(addr).await {
+            Ok(c) => return Ok(c),
+            Err(e) if Instant::now() > deadline => return Err(format!("{addr}: {e}")),
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+/// Sends the operator's goal and waits until `finished` tasks besides the base task are.
+async fn run_goal(client: &Client, finished: usize) -> Result<(), String> {
+    let status = client.send("manager", format!("goal {finished}")).await;
+    if status != 200 {
+        return Err(format!("goal {finished}: {status}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, tasks, _) = client.get("/api/states?type=task").await?;
+        let done = tasks.as_object().map_or(0, |t| {
+            t.values()
+                .filter(|t| t["execution_state"] == "finished" && t["task_name"] != "MAS base task")
+                .count()
+        });
+        if done >= finished {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("goal {finished} did not finish within 60 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Three nodes; the one running the team is killed `kills` times (and started again), then
+/// stopped with SIGTERM `kills` times: seconds until another node serves the team.
+async fn failover(team: &Path, url: &str, nats: &str, kills: usize) -> Result<Value, String> {
+    let names = ["n1", "n2", "n3"];
+    let lease = LEASE_SECS.to_string();
+    let start = |name: &str| {
+        Served::start(
+            team,
+            url,
+            &["--node", name, "--lease-secs", &lease, "--nats", nats],
+        )
+    };
+    let mut nodes: Vec<Served> = names.iter().map(|n| start(n)).collect::<Result<_, _>>()?;
+    let (mut leader, token) = leading(&nodes, None).await?;
+    let mut killed = Vec::new();
+    let mut stopped = Vec::new();
+    for k in 0..kills * 2 {
+        let at = Instant::now();
+        if k < kills {
+            nodes[leader].kill();
+        } else {
+            nodes[leader].term();
+        }
+        let was = leader;
+        (leader, _) = leading(&nodes, Some(&token)).await?;
+        let s = at.elapsed().as_secs_f64();
+        if k < kills {
+            killed.push(s)
+        } else {
+            stopped.push(s)
+        }
+        nodes[was] = start(names[was])?;
+    }
+    Ok(
+        json!({"lease_s": LEASE_SECS, "after_kill_s": spread(&mut killed), "after_sigterm_s": spread(&mut stopped)}),
+    )
+}
+
+/// The node serving the team (logging in on it when no `token` is given): its index and the
+/// operator's token. Waits up to a minute.
+async fn leading(nodes: &[Served], token: Option<&str>) -> Result<(usize, String), String> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        for (i, n) in nodes.iter().enumerate() {
+            match token {
+                None => {
+                    if let Ok(c) = Client::login(n.addr).await {
+                        return Ok((i, c.token));
+                    }
+                }
+                Some(t) => {
+                    let r = http
+                        .get(format!("http://{}/api/states?type=task", n.addr))
+                        .bearer_auth(t)
+                        .send()
+                        .await;
+                    if r.is_ok_and(|r| r.status().is_success()) {
+                        return Ok((i, t.to_owned()));
+                    }
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            let said: Vec<String> = nodes.iter().map(Served::said).collect();
+            return Err(format!(
+                "no node served the team within 60 s:\n{}",
+                said.join("\n---\n")
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Median and most of `xs`.
+fn spread(xs: &mut [f64]) -> Value {
+    xs.sort_by(f64::total_cmp);
+    json!({"median": xs.get(xs.len() / 2), "most": xs.last(), "n": xs.len()})
+}
+
+/// The scenario's job.
+pub(super) fn job(quick: bool) -> super::Job {
+    super::Job::Nodes {
+        goals: if quick { 3 } else { 30 },
+        slow_goals: if quick { 1 } else { 6 },
+        kills: if quick { 1 } else { 5 },
+    }
+}
+
+/// The table's lines.
+pub(super) fn rows(v: &Value) -> Vec<super::Row> {
+    let f = super::f;
+    let ways = |per: &Value| {
+        let (pg, node, with_nats) = (f(&per["alone"]), f(&per["node"]), f(&per["node_nats"]));
+        format!(
+            "Postgres {pg:.0}; one node {node:.0} ({:.2}×); one node + NATS {with_nats:.0} ({:.2}×)",
+            node / pg,
+            with_nats / pg
+        )
+    };
+    let fo = &v["failover"];
+    vec![
+        super::row(
+            "nodes",
+            format!(
+                "{} goals each way, instant replies (2 workers, 3 steps): ms a goal",
+                v["goals"]
+            ),
+            ways(&v["ms_per_goal"]),
+            "",
+        ),
+        super::row(
+            "nodes",
+            format!(
+                "{} goals each way, {} ms a reply: ms a goal",
+                v["slow_goals"], v["slow_ms"]
+            ),
+            ways(&v["ms_per_slow_goal"]),
+            "one node with NATS ≤ 1.1× Postgres alone",
+        ),
+        super::row(
+            "nodes",
+            format!(
+                "3 nodes, lease {} s: the team served again after",
+                fo["lease_s"]
+            ),
+            format!(
+                "kill -9: {:.2} s median, {:.2} s most; SIGTERM: {:.2} s median, {:.2} s most",
+                f(&fo["after_kill_s"]["median"]),
+                f(&fo["after_kill_s"]["most"]),
+                f(&fo["after_sigterm_s"]["median"]),
+                f(&fo["after_sigterm_s"]["most"])
+            ),
+            "≤ lease + 2 s after kill -9",
+        ),
+    ]
+}
