@@ -45,6 +45,8 @@ struct Server {
     child: Child,
     base: String,
     log: PathBuf,
+    /// The node's name, for a node of a team across machines.
+    node: Option<String>,
 }
 
 impl Drop for Server {
@@ -63,11 +65,10 @@ impl Server {
     /// publishes the team's events on `nats`.
     fn start_node(data: &Data, log: PathBuf, name: &str, lease_secs: u64, nats: &str) -> Server {
         let lease = lease_secs.to_string();
-        Self::start_with(
-            data,
-            log,
-            &["--node", name, "--lease-secs", &lease, "--nats", nats],
-        )
+        let more = ["--node", name, "--lease-secs", &lease, "--nats", nats];
+        let mut s = Self::start_with(data, log, &more);
+        s.node = Some(name.to_owned());
+        s
     }
 
     fn start_with(data: &Data, log: PathBuf, more: &[&str]) -> Server {
@@ -96,6 +97,7 @@ impl Server {
             child,
             base: format!("http://127.0.0.1:{port}"),
             log,
+            node: None,
         }
     }
 
@@ -668,38 +670,35 @@ async fn check_stream(data: &Data, nats: &nats::Nats) -> usize {
     stored.len()
 }
 
-/// The node of `nodes` that runs the team: the one that serves reads (the others stand by and
-/// answer 503); logs in on it first when no `token` is given yet. Waits up to a minute.
+/// The node of `nodes` that runs the team (every node serves the API, a standing-by one by
+/// passing requests on to it: the `cohort-node` header of an answer names the node that made
+/// it); logs in on it first when no `token` is given yet. Waits up to a minute.
 async fn leader(http: &reqwest::Client, nodes: &[Server], token: Option<&str>) -> (usize, String) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         for (i, n) in nodes.iter().enumerate() {
-            let r = match token {
-                None => {
-                    http.post(format!("{}/api/bind_human_agent", n.base))
-                        .json(&json!({"human_agent_id": "operator", "password": "cohort-demo"}))
-                        .send()
-                        .await
-                }
-                Some(t) => {
-                    http.get(format!("{}/api/states?type=task", n.base))
-                        .bearer_auth(t)
-                        .send()
-                        .await
-                }
-            };
-            let Ok(r) = r.inspect_err(|_| ()) else {
+            let Ok(r) = http.get(format!("{}/api/states", n.base)).send().await else {
                 continue;
             };
-            if r.status().is_success() {
-                let token = match token {
-                    Some(t) => t.to_owned(),
-                    None => r.json::<Value>().await.unwrap()["token"]
-                        .as_str()
-                        .unwrap()
-                        .to_owned(),
-                };
-                return (i, token);
+            let made_by = r.headers().get("cohort-node").and_then(|v| v.to_str().ok());
+            if made_by != n.node.as_deref() {
+                continue;
+            }
+            match token {
+                Some(t) => return (i, t.to_owned()),
+                None => {
+                    let login = http
+                        .post(format!("{}/api/bind_human_agent", n.base))
+                        .json(&json!({"human_agent_id": "operator", "password": "cohort-demo"}))
+                        .send()
+                        .await;
+                    if let Ok(r) = login
+                        && r.status().is_success()
+                    {
+                        let v: Value = r.json().await.unwrap();
+                        return (i, v["token"].as_str().unwrap().to_owned());
+                    }
+                }
             }
         }
         let logs: Vec<String> = nodes.iter().map(Server::log).collect();

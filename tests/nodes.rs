@@ -272,6 +272,31 @@ impl Node {
         }
     }
 
+    /// The node that made this node's answer to a read (the one running the team: a node
+    /// standing by passes requests on to it), when it answers.
+    async fn served_by(&self, http: &reqwest::Client) -> Option<String> {
+        let r = http
+            .get(format!("{}/api/states", self.base))
+            .send()
+            .await
+            .ok()?;
+        Some(r.headers().get("cohort-node")?.to_str().ok()?.to_owned())
+    }
+
+    /// Waits until this node's answers are made by node `name`.
+    async fn until_served_by(&self, http: &reqwest::Client, name: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.served_by(http).await.as_deref() != Some(name) {
+            assert!(
+                Instant::now() < deadline,
+                "{} is not served by node {name} within {within:?}:\n{}",
+                self.base,
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     fn signal(&self, sig: &str) {
         let pid = self.child.id().to_string();
         assert!(
@@ -301,8 +326,10 @@ impl Node {
 
 const TEAM: &str = "tests/fixtures/crash/team.yaml";
 
+/// A standing-by node serves the API by passing every request on to the node running the
+/// team, and runs the team itself at once when that node stops on SIGTERM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_standing_by_node_names_the_leader_and_takes_over_at_once_when_it_stops_on_sigterm() {
+async fn a_standing_by_node_serves_through_the_leader_and_takes_over_at_once_on_sigterm() {
     let pg = postgres::Cluster::start("node-handover");
     let dir = Scratch::new("node-handover");
     let http = reqwest::Client::new();
@@ -313,13 +340,31 @@ async fn a_standing_by_node_names_the_leader_and_takes_over_at_once_when_it_stop
         .unwrap()
         .to_owned();
     let b = Node::start("b", TEAM, &pg.url(), 60, &dir);
-    let standby = b.until(&http, 503, Duration::from_secs(60)).await;
-    assert_eq!(standby["role"], "standby");
-    assert_eq!(standby["leader"]["node"], "a");
-    assert_eq!(
-        format!("http://{}", standby["leader"]["address"].as_str().unwrap()),
-        a.base
-    );
+    b.until_served_by(&http, "a", Duration::from_secs(60)).await;
+    // Through b: a login, a read, a goal, and the websocket feed, all made by a.
+    let via_b = b.until(&http, 200, Duration::from_secs(10)).await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = http
+        .get(format!("{}/api/states?type=task", b.base))
+        .bearer_auth(&via_b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["cohort-node"], "a");
+    assert_eq!(r.headers()["cohort-via"], "b");
+    assert!(r.status().is_success(), "{}", r.status());
+    let ws = format!("ws{}/ws?token={via_b}", b.base.trim_start_matches("http"));
+    let (mut feed, _) = tokio_tungstenite::connect_async(ws).await.unwrap();
+    run_goal(&http, &b.base, &via_b, 1).await;
+    let frame = tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut feed))
+        .await
+        .expect("a frame of the feed through b")
+        .unwrap()
+        .unwrap();
+    assert!(frame.is_text(), "{frame:?}");
+    drop(feed);
 
     let stopped = Instant::now();
     a.signal("-TERM");
@@ -328,7 +373,7 @@ async fn a_standing_by_node_names_the_leader_and_takes_over_at_once_when_it_stop
         "{}",
         a.log()
     );
-    b.until(&http, 200, Duration::from_secs(30)).await;
+    b.until_served_by(&http, "b", Duration::from_secs(30)).await;
     let took = stopped.elapsed();
     println!("node b took over {took:?} after node a's SIGTERM");
     assert!(
@@ -437,18 +482,23 @@ async fn a_node_cut_off_from_the_store_stops_and_rejoins_without_writing_stale_s
         .unwrap()
         .to_owned();
     let b = Node::start("b", TEAM, &pg.url(), 3, &dir);
-    b.until(&http, 503, Duration::from_secs(60)).await;
+    b.until_served_by(&http, "a", Duration::from_secs(60)).await;
 
     // a's connections to the store drop: it stops serving the team within its lease, and b,
     // which still reaches the store, runs it.
     let cut = Instant::now();
     proxy.cut();
-    b.until(&http, 200, Duration::from_secs(30)).await;
+    b.until_served_by(&http, "b", Duration::from_secs(30)).await;
     println!(
         "b ran the team {:?} after a was cut off (lease 3 s)",
         cut.elapsed()
     );
-    a.until(&http, 503, Duration::from_secs(30)).await;
+    // a no longer answers as the team's node.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while a.served_by(&http).await.as_deref() == Some("a") {
+        assert!(Instant::now() < deadline, "a still acts:\n{}", a.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert!(
         a.log().contains("this node stops acting for the team"),
         "{}",
@@ -475,19 +525,7 @@ async fn a_node_cut_off_from_the_store_stops_and_rejoins_without_writing_stale_s
         .unwrap();
     assert!(goal.status().is_success(), "{}", goal.status());
     proxy.restore();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let standby = a.until(&http, 503, Duration::from_secs(30)).await;
-        if standby["leader"]["node"] == "b" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "a does not see b run the team: {standby}\n{}",
-            a.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    a.until_served_by(&http, "b", Duration::from_secs(30)).await;
     let store = SqlStore::open_reader(&pg.url()).await.unwrap();
     let (_, leases) = store.placement().await.unwrap();
     assert_eq!((leases[0].node.as_str(), leases[0].token), ("b", 2));
@@ -680,7 +718,7 @@ async fn a_postgres_restart_stalls_the_team_and_it_resumes_with_nothing_lost() {
         .unwrap()
         .to_owned();
     let b = Node::start("b", TEAM, &pg.url(), 2, &dir);
-    b.until(&http, 503, Duration::from_secs(60)).await;
+    b.until_served_by(&http, "a", Duration::from_secs(60)).await;
     run_goal(&http, &a.base, &token, 1).await;
     // A goal acknowledged, then Postgres goes down for longer than the lease while it runs.
     assert!(send_goal(&http, &a.base, &token, 2).await);
@@ -688,13 +726,8 @@ async fn a_postgres_restart_stalls_the_team_and_it_resumes_with_nothing_lost() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let leader = loop {
         let mut found = None;
-        for n in [&a, &b] {
-            let r = http
-                .get(format!("{}/api/states?type=task", n.base))
-                .bearer_auth(&token)
-                .send()
-                .await;
-            if r.is_ok_and(|r| r.status().is_success()) {
+        for (n, name) in [(&a, "a"), (&b, "b")] {
+            if n.served_by(&http).await.as_deref() == Some(name) {
                 found = Some(n);
             }
         }

@@ -2,23 +2,19 @@
 //!
 //! Every node runs the same team file on one shared Postgres store. The node that holds the
 //! team's lease ([`crate::store::lease`]) runs the team and serves its API; the others stand
-//! by, answering every request with 503 and where the team is served, until the lease is
-//! theirs: when its holder stops on a signal (it gives the lease up at once), dies, or is cut
+//! by, passing every request on to it ([`standby`]), until the lease is theirs: when its holder stops on a signal (it gives the lease up at once), dies, or is cut
 //! off from the store (its lease runs out; any write it still tries is refused by the lease's
 //! fencing token). A node that loses the lease stops its team and stands by again; the next
 //! holder carries on from the store, as a restart does.
 
 use crate::actors::{Host, start_team_stored};
 use crate::config::TeamConfig;
-use crate::serve::{
-    ServeError, api_state, listen, spawn_http, spawn_serving, warn_beyond_loopback,
-};
+use crate::serve::{ServeError, api_state, listen, spawn_serving, warn_beyond_loopback};
 use crate::store::lease::{Fence, Seat};
 use crate::store::{SqlStore, Store};
-use axum::Router;
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
 use cohort_core::lease::LeaseTerm;
+pub mod standby;
+
 // The node's runtime parts under this module, so `cohort::node::…` names them all.
 pub use cohort_runtime::node::{bus, lease, relay};
 
@@ -28,7 +24,7 @@ use cohort_runtime::node::{Keeper, wait_for_lease};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -82,7 +78,7 @@ pub async fn serve_node(
     });
     loop {
         let Some((fence, sent)) =
-            stand_by(&listener, cfg, &store, &seat, node.term, &stopping).await?
+            stand_by(&listener, bound, cfg, &store, &seat, node.term, &stopping).await?
         else {
             break;
         };
@@ -118,14 +114,16 @@ pub async fn serve_node(
 /// stop (None).
 async fn stand_by(
     listener: &std::net::TcpListener,
+    bound: SocketAddr,
     cfg: &TeamConfig,
     store: &SqlStore,
     seat: &Seat,
     term: LeaseTerm,
     stopping: &watch::Receiver<bool>,
 ) -> Result<Option<(Fence, Instant)>, ServeError> {
-    let leader: Arc<Mutex<Option<(String, String)>>> = Arc::default();
-    let app = standby_router(seat.node.clone(), leader.clone());
+    let leader: standby::Leader = Arc::default();
+    let origins = crate::serve::allowed_origins(bound);
+    let app = standby::router(seat.node.clone(), leader.clone(), origins);
     let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
     let http = cfg.http.clone();
     let served = spawn_serving(
@@ -153,35 +151,6 @@ async fn stand_by(
     let _ = http_stop.send(());
     let _ = served.await;
     Ok(got)
-}
-
-/// What a standing-by node answers to every request: 503, and which node serves the team.
-fn standby_router(me: String, leader: Arc<Mutex<Option<(String, String)>>>) -> Router {
-    Router::new().fallback(move || {
-        let leader = leader.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let me = me.clone();
-        async move {
-            let error = match &leader {
-                Some((node, address)) => format!(
-                    "node {me} stands by: the team is served by node {node} at http://{address}"
-                ),
-                None => format!("node {me} stands by: which node serves the team is not known yet"),
-            };
-            let (node, address) = leader.unwrap_or_default();
-            let body = serde_json::json!({
-                "error": error,
-                "node": me,
-                "role": "standby",
-                "leader": {"node": node, "address": address},
-            });
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [("retry-after", "1")],
-                axum::Json(body),
-            )
-                .into_response()
-        }
-    })
 }
 
 /// What one term as the team's node works with.
@@ -221,8 +190,13 @@ impl Term<'_> {
             .map(|bus| Relay::start(bus, self.store.clone(), team.monitor.clone()));
         let state = api_state(self.cfg, &team, web_dir, bound, Some(fenced)).await?;
         let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
-        let served = spawn_http(listener, state, async {
-            let _ = http_stopped.await;
+        let app = standby::named(crate::api::router(state.clone()), &self.seat.node);
+        let http = self.cfg.http.clone();
+        let served = spawn_serving(listener, move |l| async move {
+            let stop = async {
+                let _ = http_stopped.await;
+            };
+            crate::api::serve_router(l, app, &http, move || state.close_feeds(), stop).await
         })
         .map_err(ServeError::Http)?;
         let ended = tokio::select! {

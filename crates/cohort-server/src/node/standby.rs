@@ -1,0 +1,188 @@
+//! What a standing-by node serves: every request passed on to the node that runs the team, so
+//! any node's address serves the REST API, the websocket and the console (a load balancer may
+//! send people to any node). Until it knows which node runs the team, or when that node cannot
+//! be reached, it answers 503 with what it knows, and `Retry-After: 1`.
+//!
+//! A request is sent on a connection of its own to the running node, with its body (at most
+//! [`BODY_LIMIT`](crate::api::BODY_LIMIT)) and headers, `X-Forwarded-For` extended with the
+//! caller's address (which the running node believes only from addresses in its
+//! `http.trusted_proxies`). A websocket upgrade is checked against this node's own allowed
+//! origins, then passed on as from the running node's own origin; once both sides have
+//! switched protocols, the bytes are copied both ways until either side closes.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::connect_info::ConnectInfo;
+use axum::http::{HeaderValue, Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The header every answer of a node carries: the name of the node that made it (the one
+/// running the team, also when a standing-by node passed the request on).
+pub const NODE_HEADER: &str = "cohort-node";
+/// The header a standing-by node adds to the answers it passes on: its own name.
+pub const VIA_HEADER: &str = "cohort-via";
+
+/// `app` with every answer saying that node `name` made it ([`NODE_HEADER`]).
+pub fn named(app: Router, name: &str) -> Router {
+    let value = HeaderValue::from_str(name).unwrap_or_else(|_| HeaderValue::from_static("?"));
+    app.layer(axum::middleware::map_response(move |mut res: Response| {
+        let value = value.clone();
+        async move {
+            res.headers_mut().insert(NODE_HEADER, value);
+            res
+        }
+    }))
+}
+
+/// The node that runs the team, as this node last heard: its name and API address.
+pub type Leader = Arc<Mutex<Option<(String, String)>>>;
+
+/// How long a request waits to reach the running node and for its answer to begin.
+const FORWARD_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The router of a standing-by node `me`, which allows websockets from `origins`.
+pub fn router(me: String, leader: Leader, origins: Vec<String>) -> Router {
+    let shared = Arc::new((me, leader, origins));
+    Router::new().fallback(move |req: Request<Body>| {
+        let shared = shared.clone();
+        async move {
+            let (me, leader, origins) = &*shared;
+            let running = leader.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let Some((node, address)) = running else {
+                return unavailable(me, None, "which node runs the team is not known yet");
+            };
+            match forward(&address, origins, req).await {
+                Ok(mut res) => {
+                    if let Ok(v) = HeaderValue::from_str(me) {
+                        res.headers_mut().insert(VIA_HEADER, v);
+                    }
+                    res
+                }
+                Err(Refused::Origin(why)) => (StatusCode::FORBIDDEN, axum::Json(serde_json::json!({"error": why}))).into_response(),
+                Err(Refused::TooLarge) => (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(serde_json::json!({"error": format!("the request body is over {} bytes", crate::api::BODY_LIMIT)}))).into_response(),
+                Err(Refused::Unreachable(why)) => {
+                    unavailable(me, Some((&node, &address)), &format!("node {node} at http://{address} cannot be reached ({why})"))
+                }
+            }
+        }
+    })
+}
+
+/// 503 from a standing-by node: why, and which node runs the team when it knows.
+fn unavailable(me: &str, leader: Option<(&str, &str)>, why: &str) -> Response {
+    let (node, address) = leader.unwrap_or_default();
+    let body = serde_json::json!({
+        "error": format!("node {me} stands by: {why}"),
+        "node": me,
+        "role": "standby",
+        "leader": {"node": node, "address": address},
+    });
+    let mut res = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [("retry-after", "1")],
+        axum::Json(body),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(me) {
+        res.headers_mut().insert(VIA_HEADER, v);
+    }
+    res
+}
+
+enum Refused {
+    Origin(String),
+    TooLarge,
+    Unreachable(String),
+}
+
+/// Passes `req` on to the node at `address`; its answer (a websocket's switch of protocols,
+/// with the bytes copied both ways behind it).
+async fn forward(
+    address: &str,
+    origins: &[String],
+    mut req: Request<Body>,
+) -> Result<Response, Refused> {
+    let upgrade = req.headers().contains_key(header::UPGRADE);
+    if upgrade {
+        check_origin(req.headers(), origins)?;
+        let own = HeaderValue::from_str(&format!("http://{address}"))
+            .map_err(|e| Refused::Unreachable(e.to_string()))?;
+        req.headers_mut().insert(header::ORIGIN, own);
+    }
+    let from = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if let Some(ip) = from {
+        let chain = match req
+            .headers()
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(before) => format!("{before}, {ip}"),
+            None => ip.to_string(),
+        };
+        if let Ok(v) = HeaderValue::from_str(&chain) {
+            req.headers_mut().insert("x-forwarded-for", v);
+        }
+    }
+    let downstream = upgrade.then(|| hyper::upgrade::on(&mut req));
+    let (parts, body) = req.into_parts();
+    let body = http_body_util::Limited::new(body, crate::api::BODY_LIMIT)
+        .collect()
+        .await
+        .map_err(|_| Refused::TooLarge)?
+        .to_bytes();
+    let unreachable = |e: &dyn std::fmt::Display| Refused::Unreachable(e.to_string());
+    let sent = async {
+        let tcp = tokio::net::TcpStream::connect(address)
+            .await
+            .map_err(|e| unreachable(&e))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .map_err(|e| unreachable(&e))?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.with_upgrades().await {
+                tracing::debug!("a connection to the running node ended: {e}");
+            }
+        });
+        let req = Request::from_parts(parts, http_body_util::Full::new(body));
+        sender.send_request(req).await.map_err(|e| unreachable(&e))
+    };
+    let mut res = tokio::time::timeout(FORWARD_DEADLINE, sent)
+        .await
+        .map_err(|_| Refused::Unreachable(format!("no answer within {FORWARD_DEADLINE:?}")))??;
+    if let (StatusCode::SWITCHING_PROTOCOLS, Some(downstream)) = (res.status(), downstream) {
+        let upstream = hyper::upgrade::on(&mut res);
+        tokio::spawn(async move {
+            let (Ok(up), Ok(down)) = (upstream.await, downstream.await) else {
+                return;
+            };
+            let _ =
+                tokio::io::copy_bidirectional(&mut TokioIo::new(up), &mut TokioIo::new(down)).await;
+        });
+    }
+    Ok(res.map(Body::new))
+}
+
+/// 403 unless a browser's `Origin` is one this node allows (as the running node checks its own).
+fn check_origin(headers: &axum::http::HeaderMap, allowed: &[String]) -> Result<(), Refused> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().unwrap_or("").trim_end_matches('/');
+    if allowed
+        .iter()
+        .any(|a| a == "*" || a.trim_end_matches('/').eq_ignore_ascii_case(origin))
+    {
+        return Ok(());
+    }
+    Err(Refused::Origin(format!(
+        "websocket connections from origin `{origin}` are not allowed"
+    )))
+}
