@@ -391,6 +391,29 @@ async fn a_standing_by_node_serves_through_the_leader_and_takes_over_at_once_on_
     assert!(!a.log().contains("was not stored"), "{}", a.log());
 }
 
+/// A node killed and started again at once under its name finds the lease held by its
+/// previous run: it answers at once that it stands by (never passing requests on to itself),
+/// and runs the team once that lease has run out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_under_its_name_waits_out_its_previous_runs_lease() {
+    let pg = postgres::Cluster::start("node-restart");
+    let dir = Scratch::new("node-restart");
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let mut a = Node::start("a", TEAM, &pg.url(), 4, &dir);
+    a.until_served_by(&http, "a", Duration::from_secs(60)).await;
+    a.signal("-KILL");
+    a.wait_exit(Duration::from_secs(10));
+    let again = Node::start("a", TEAM, &pg.url(), 4, &dir);
+    let standby = again.until(&http, 503, Duration::from_secs(10)).await;
+    assert_eq!(standby["role"], "standby", "{standby}");
+    again
+        .until_served_by(&http, "a", Duration::from_secs(30))
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_whose_team_file_differs_from_the_running_nodes_is_refused() {
     let pg = postgres::Cluster::start("node-differs");

@@ -15,7 +15,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 /// Waits until this node holds the team's lease, saying it is alive meanwhile; `waiting` is
-/// told who holds it (the node's name and API address) each time that changes. A store that
+/// told who holds it (the node's name and API address) each time either changes. A store that
 /// cannot be reached is tried again.
 pub async fn wait_for_lease(
     store: &SqlStore,
@@ -23,7 +23,7 @@ pub async fn wait_for_lease(
     term: LeaseTerm,
     mut waiting: impl FnMut(&str, &str),
 ) -> (Fence, Instant) {
-    let mut holder = String::new();
+    let mut holder = (String::new(), String::new());
     loop {
         let sent = Instant::now();
         let taken = match store.heartbeat(seat).await {
@@ -32,9 +32,11 @@ pub async fn wait_for_lease(
         };
         match taken {
             Ok(Taken::Held(fence)) => return (fence, sent),
-            Ok(Taken::HeldBy { node, address, .. }) if node != holder => {
+            Ok(Taken::HeldBy { node, address, .. })
+                if (&node, &address) != (&holder.0, &holder.1) =>
+            {
                 waiting(&node, &address);
-                holder = node;
+                holder = (node, address);
             }
             Ok(Taken::HeldBy { .. }) => {}
             Err(e) => tracing::warn!("looking for the team's lease failed: {e}"),

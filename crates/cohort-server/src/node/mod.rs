@@ -137,12 +137,20 @@ async fn stand_by(
     )
     .map_err(ServeError::Http)?;
     let waiting = wait_for_lease(store, seat, term, |node, address| {
-        eprintln!(
-            "Node {} stands by: node {node} runs the team (http://{address})",
-            seat.node
-        );
-        *leader.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((node.to_owned(), address.to_owned()));
+        // Held under this node's own name: by its previous run (killed), until that lease
+        // runs out. Nothing to pass requests on to; the address is this node's own now.
+        let running = (node != seat.node).then(|| (node.to_owned(), address.to_owned()));
+        match &running {
+            Some(_) => eprintln!(
+                "Node {} stands by: node {node} runs the team (http://{address})",
+                seat.node
+            ),
+            None => eprintln!(
+                "Node {} stands by: its previous run held the team's lease",
+                seat.node
+            ),
+        }
+        *leader.lock().unwrap_or_else(|e| e.into_inner()) = running;
     });
     let got = tokio::select! {
         got = waiting => Some(got),

@@ -56,6 +56,12 @@ pub fn router(me: String, leader: Leader, origins: Vec<String>) -> Router {
             let Some((node, address)) = running else {
                 return unavailable(me, None, "which node runs the team is not known yet");
             };
+            // Passed on once already: the node it went to stands by too (the team is changing
+            // nodes). Never twice, so two nodes with stale news cannot pass it back and forth.
+            if req.headers().contains_key(VIA_HEADER) {
+                let why = format!("node {node} at http://{address} does not run the team either");
+                return unavailable(me, Some((&node, &address)), &why);
+            }
             match forward(&address, origins, req).await {
                 Ok(mut res) => {
                     if let Ok(v) = HeaderValue::from_str(me) {
