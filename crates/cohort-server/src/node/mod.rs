@@ -139,13 +139,20 @@ async fn stand_by(
     let waiting = wait_for_lease(store, seat, term, |node, address| {
         // Held under this node's own name: by its previous run (killed), until that lease
         // runs out. Nothing to pass requests on to; the address is this node's own now.
-        let running = (node != seat.node).then(|| (node.to_owned(), address.to_owned()));
+        let running = if node == seat.node {
+            standby::Running::PreviousRun
+        } else {
+            standby::Running::Node {
+                name: node.to_owned(),
+                address: address.to_owned(),
+            }
+        };
         match &running {
-            Some(_) => eprintln!(
+            standby::Running::Node { .. } => eprintln!(
                 "Node {} stands by: node {node} runs the team (http://{address})",
                 seat.node
             ),
-            None => eprintln!(
+            _ => eprintln!(
                 "Node {} stands by: its previous run held the team's lease",
                 seat.node
             ),

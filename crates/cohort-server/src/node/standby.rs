@@ -39,8 +39,19 @@ pub fn named(app: Router, name: &str) -> Router {
     }))
 }
 
-/// The node that runs the team, as this node last heard: its name and API address.
-pub type Leader = Arc<Mutex<Option<(String, String)>>>;
+/// The node that runs the team, as this node last heard.
+#[derive(Clone, Debug, Default)]
+pub enum Running {
+    #[default]
+    Unknown,
+    /// This node's own previous run (killed): its lease runs out before anyone takes over.
+    PreviousRun,
+    /// Another node, at this API address.
+    Node { name: String, address: String },
+}
+
+/// Where a standing-by node keeps what it last heard of the running node.
+pub type Leader = Arc<Mutex<Running>>;
 
 /// How long a request waits to reach the running node and for its answer to begin.
 const FORWARD_DEADLINE: Duration = Duration::from_secs(30);
@@ -53,8 +64,15 @@ pub fn router(me: String, leader: Leader, origins: Vec<String>) -> Router {
         async move {
             let (me, leader, origins) = &*shared;
             let running = leader.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let Some((node, address)) = running else {
-                return unavailable(me, None, "which node runs the team is not known yet");
+            let (node, address) = match running {
+                Running::Node { name, address } => (name, address),
+                Running::Unknown => {
+                    return unavailable(me, None, "which node runs the team is not known yet");
+                }
+                Running::PreviousRun => {
+                    let why = "the team's lease is held by this node's previous run until it runs out";
+                    return unavailable(me, None, why);
+                }
             };
             // Passed on once already: the node it went to stands by too (the team is changing
             // nodes). Never twice, so two nodes with stale news cannot pass it back and forth.
