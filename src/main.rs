@@ -98,7 +98,7 @@ enum Command {
         #[arg(long, default_value_t = 10, requires = "node")]
         lease_secs: u64,
         #[command(flatten)]
-        nats: cli::nats::NatsArgs,
+        nats: Box<cli::nats::NatsArgs>,
     },
     /// List a stored team's tasks and agents without starting it (also while it runs).
     Inspect {

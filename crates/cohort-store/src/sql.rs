@@ -48,7 +48,7 @@ const ROWS_PER_INSERT: usize = 500;
 /// Which advisory lock a Postgres store takes (any fixed number; "cohort" in ASCII).
 const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
 /// Which advisory lock a Postgres store holds while it migrates ("cohortm").
-const PG_MIGRATE_KEY: i64 = 0x636f_686f_7274_6d;
+const PG_MIGRATE_KEY: i64 = 0x0063_6f68_6f72_746d;
 /// How long opening a Postgres store waits for another process's lock to go.
 const PG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
