@@ -97,6 +97,10 @@ enum Command {
         /// that dies is replaced within about this long.
         #[arg(long, default_value_t = 10, requires = "node")]
         lease_secs: u64,
+        /// With --node: the HOST:PORT at which the other nodes reach this one's API (they pass
+        /// requests on to it); needed when --bind is 0.0.0.0 or [::].
+        #[arg(long, requires = "node")]
+        advertise: Option<String>,
         #[command(flatten)]
         nats: Box<cli::nats::NatsArgs>,
     },
@@ -245,9 +249,15 @@ fn main() -> ExitCode {
             no_data,
             node,
             lease_secs,
+            advertise,
             nats,
         } => {
-            let node = node.map(|name| (name, Duration::from_secs(lease_secs), nats.options()));
+            let node = node.map(|name| cli::nats::Node {
+                name,
+                lease: Duration::from_secs(lease_secs),
+                advertise,
+                nats: nats.options(),
+            });
             serve(&team, bind, web, (!no_data).then_some(data), node)
         }
         Command::Mcp { command } => mcp(command),
@@ -525,7 +535,7 @@ fn serve(
     bind: std::net::SocketAddr,
     web: Option<PathBuf>,
     data: Option<DataArgs>,
-    node: Option<(String, Duration, Option<cohort::node::bus::BusOptions>)>,
+    node: Option<cli::nats::Node>,
 ) -> ExitCode {
     let system = actix::System::new();
     let code = system.block_on(async move {
@@ -540,7 +550,16 @@ fn serve(
             if let Some(dir) = &web {
                 cohort::api::console::check_dir(dir).map_err(anyhow::Error::msg)?;
             }
-            if let (Some((name, lease, nats)), Some(d)) = (node, &data) {
+            if let (
+                Some(cli::nats::Node {
+                    name,
+                    lease,
+                    advertise,
+                    nats,
+                }),
+                Some(d),
+            ) = (node, &data)
+            {
                 let url = d.database.as_deref().unwrap_or_default();
                 let store =
                     std::sync::Arc::new(cohort::store::SqlStore::open_postgres_node(url).await?);
@@ -563,6 +582,7 @@ fn serve(
                     },
                     name,
                     term: cohort::lease::LeaseTerm::new(lease),
+                    advertise,
                 };
                 let node = options.name.clone();
                 cohort::node::serve_node(

@@ -417,7 +417,8 @@ struct Record {
     goals: Vec<usize>,
 }
 
-fn export(data: &Data) -> Record {
+/// `cohort export` of `data`: every stored event, as JSON.
+fn exported(data: &Data) -> Vec<Value> {
     let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("export")
@@ -429,11 +430,18 @@ fn export(data: &Data) -> Record {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn export(data: &Data) -> Record {
     let mut steps: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut by_task: BTreeMap<String, Signature> = BTreeMap::new();
     let mut goals = Vec::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        let e: Value = serde_json::from_str(line).unwrap();
+    for e in exported(data) {
         match (e["kind"].as_str().unwrap(), e["op"].as_str().unwrap()) {
             ("step", "added") => {
                 let s = &e["step"];
@@ -638,17 +646,7 @@ async fn kill_9_at_random_moments_loses_nothing_and_does_nothing_twice_postgres(
 /// as the store keeps it, though the nodes that published them were killed again and again;
 /// returns how many.
 async fn check_stream(data: &Data, nats: &nats::Nats) -> usize {
-    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("export")
-        .args(data.args())
-        .output()
-        .unwrap();
-    let stored: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let stored = exported(data);
     let client = async_nats::connect(nats.url()).await.unwrap();
     let js = async_nats::jetstream::new(client);
     let mut stream = js.get_stream("COHORT_crash_EVENTS").await.unwrap();

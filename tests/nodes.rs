@@ -114,6 +114,43 @@ async fn a_node_that_lost_the_lease_cannot_append_or_snapshot_and_its_successor_
     assert_eq!((leases[0].node.as_str(), leases[0].token), ("a", 3));
 }
 
+/// A write under way (it holds the lease row as a fenced append does) holds up a takeover until
+/// it commits, but not the holder's renewal: a long snapshot never costs its node the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_under_way_holds_up_a_takeover_but_not_a_renewal() {
+    use sqlx::Connection;
+    let pg = postgres::Cluster::start("fence-locks");
+    let a = std::sync::Arc::new(SqlStore::open_postgres_node(&pg.url()).await.unwrap());
+    let b = std::sync::Arc::new(SqlStore::open_postgres_node(&pg.url()).await.unwrap());
+    let ttl = Duration::from_millis(1500);
+    let fa = held(take(&a, "a", ttl).await);
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&pg.url()).await.unwrap();
+    let mut write = conn.begin().await.unwrap();
+    sqlx::query("SELECT token FROM leases WHERE resource = 'team' FOR KEY SHARE")
+        .fetch_one(&mut *write)
+        .await
+        .unwrap();
+    let renewed = tokio::time::timeout(Duration::from_secs(2), a.renew_lease(&fa, ttl)).await;
+    assert!(
+        matches!(renewed, Ok(Ok(true))),
+        "the renewal waited for the write: {renewed:?}"
+    );
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
+    let taking = {
+        let b = b.clone();
+        tokio::spawn(async move { b.take_lease(TEAM_LEASE, &seat("b"), ttl).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !taking.is_finished(),
+        "the takeover did not wait for the write under way"
+    );
+    write.commit().await.unwrap();
+    let taken = taking.await.unwrap().unwrap();
+    assert_eq!(held(taken).token, 2);
+}
+
 #[tokio::test]
 async fn nodes_share_the_store_and_keep_a_lone_serve_out() {
     let pg = postgres::Cluster::start("node-lock");
@@ -253,23 +290,39 @@ impl Node {
         Some((r.status().as_u16(), r.json().await.unwrap_or(Value::Null)))
     }
 
-    /// Waits until the node answers a login with `status`; its body.
-    async fn until(&self, http: &reqwest::Client, status: u16, within: Duration) -> Value {
+    /// Asks `ask` every 50 ms until it answers, for at most `within` (then fails, saying it
+    /// was waiting for `what`, with the node's log).
+    async fn poll<T>(
+        &self,
+        what: &str,
+        within: Duration,
+        mut ask: impl AsyncFnMut() -> Option<T>,
+    ) -> T {
         let deadline = Instant::now() + within;
         loop {
-            if let Some((s, body)) = self.login(http).await
-                && s == status
-            {
-                return body;
+            if let Some(answer) = ask().await {
+                return answer;
             }
             assert!(
                 Instant::now() < deadline,
-                "{} did not answer {status} within {within:?}:\n{}",
+                "{}: {what} not within {within:?}:\n{}",
                 self.base,
                 self.log()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Waits until the node answers a login with `status`; its body.
+    async fn until(&self, http: &reqwest::Client, status: u16, within: Duration) -> Value {
+        let what = format!("a login answered {status}");
+        self.poll(&what, within, async || {
+            self.login(http)
+                .await
+                .filter(|(s, _)| *s == status)
+                .map(|(_, body)| body)
+        })
+        .await
     }
 
     /// The node that made this node's answer to a read (the one running the team: a node
@@ -285,16 +338,11 @@ impl Node {
 
     /// Waits until this node's answers are made by node `name`.
     async fn until_served_by(&self, http: &reqwest::Client, name: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        while self.served_by(http).await.as_deref() != Some(name) {
-            assert!(
-                Instant::now() < deadline,
-                "{} is not served by node {name} within {within:?}:\n{}",
-                self.base,
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let what = format!("served by node {name}");
+        self.poll(&what, within, async || {
+            (self.served_by(http).await.as_deref() == Some(name)).then_some(())
+        })
+        .await
     }
 
     fn signal(&self, sig: &str) {

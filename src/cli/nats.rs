@@ -1,9 +1,17 @@
-//! The command line's NATS flags (`cohort serve --node NAME --nats URL …`): where NATS is, the
-//! node's credentials and TLS. Secrets are best given by environment variable (a command line
+//! The command line's node and NATS flags (`cohort serve --node NAME --nats URL …`): the node,
+//! where NATS is, the node's credentials and TLS. Secrets are best given by environment variable (a command line
 //! is visible to every user of the machine in `ps`).
 
 use cohort::node::bus::{BusOptions, Credentials, Tls};
 use std::path::PathBuf;
+
+/// A node of a team across machines as its flags give it.
+pub struct Node {
+    pub name: String,
+    pub lease: std::time::Duration,
+    pub advertise: Option<String>,
+    pub nats: Option<BusOptions>,
+}
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct NatsArgs {

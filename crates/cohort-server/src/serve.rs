@@ -25,6 +25,11 @@ pub enum ServeError {
     Http(std::io::Error),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error(
+        "a node bound to {bind} must say where the other nodes reach it: add --advertise \
+         HOST:PORT (they pass requests on to that address)"
+    )]
+    Unadvertised { bind: SocketAddr },
 }
 
 /// Runs the HTTP API (REST, websocket feeds, console) until `stop` on a runtime of its own

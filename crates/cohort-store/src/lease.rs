@@ -2,10 +2,13 @@
 //! leases that say which node owns what, each with a fencing token.
 //!
 //! The leases are rows of the store itself, not of another system: a write is refused when its
-//! fence's token is no longer the lease's, and that check runs in the write's own transaction
-//! (`SELECT … FOR SHARE` on the lease row; taking the lease over updates that row, so it waits
-//! for writes under way and every later write of the old owner sees the new token). Expiry is
-//! by the database's clock, so the nodes' clocks need not agree.
+//! fence's token is no longer the lease's, and that check runs in the write's own transaction.
+//! The locks are chosen so that only a takeover waits for writes: a write holds the lease row
+//! `FOR KEY SHARE` while it commits; a takeover locks it `FOR UPDATE` first (which waits for
+//! those writes, and makes every later write of the old owner see the new token); a renewal
+//! or a release is a plain `UPDATE` of the expiry, which a write's lock does not hold up, so a
+//! long snapshot never delays the renewal that keeps its node the owner. Expiry is by the
+//! database's clock, so the nodes' clocks need not agree.
 
 use super::sql::{Backend, SCHEMA_NODES};
 use super::{SqlStore, StoreError};
@@ -74,17 +77,18 @@ pub struct LeaseRow {
 
 impl Fence {
     /// Refuses the transaction `tx` belongs to unless this fence's token still holds the
-    /// lease; the row stays locked (shared) until `tx` ends, so nobody takes the lease over
-    /// while the write commits.
+    /// lease; the row stays locked (`FOR KEY SHARE`) until `tx` ends, so nobody takes the
+    /// lease over while the write commits.
     pub(super) async fn check(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     ) -> Result<(), StoreError> {
-        let row =
-            sqlx::query("SELECT node, instance, token FROM leases WHERE resource = $1 FOR SHARE")
-                .bind(self.resource.clone())
-                .fetch_optional(&mut **tx)
-                .await?;
+        let row = sqlx::query(
+            "SELECT node, instance, token FROM leases WHERE resource = $1 FOR KEY SHARE",
+        )
+        .bind(self.resource.clone())
+        .fetch_optional(&mut **tx)
+        .await?;
         let (node, instance, token): (String, String, i64) = match row {
             Some(r) => (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?),
             None => (String::new(), String::new(), 0),
@@ -148,26 +152,20 @@ impl SqlStore {
 
     /// Says that `seat`'s node is alive.
     pub async fn heartbeat(&self, seat: &Seat) -> Result<(), StoreError> {
-        let seat = seat.clone();
-        self.call(move |db| async move {
-            sqlx::query(AssertSqlSafe(format!(
-                "UPDATE nodes SET seen_at = {NOW_MS} WHERE name = $1 AND instance = $2"
-            )))
-            .bind(seat.node)
-            .bind(seat.instance)
-            .execute(&db.pool)
-            .await?;
-            Ok(())
-        })
-        .await
+        self.stamp_node(seat, "seen_at").await
     }
 
     /// Says that `seat`'s node stopped (on a signal): it is listed as gone at once.
     pub async fn leave(&self, seat: &Seat) -> Result<(), StoreError> {
+        self.stamp_node(seat, "stopped_at").await
+    }
+
+    /// Sets `seat`'s node's time `column` to now.
+    async fn stamp_node(&self, seat: &Seat, column: &'static str) -> Result<(), StoreError> {
         let seat = seat.clone();
         self.call(move |db| async move {
             sqlx::query(AssertSqlSafe(format!(
-                "UPDATE nodes SET stopped_at = {NOW_MS} WHERE name = $1 AND instance = $2"
+                "UPDATE nodes SET {column} = {NOW_MS} WHERE name = $1 AND instance = $2"
             )))
             .bind(seat.node)
             .bind(seat.instance)
@@ -188,6 +186,13 @@ impl SqlStore {
     ) -> Result<Taken, StoreError> {
         let (resource, seat) = (resource.to_owned(), seat.clone());
         self.call(move |db| async move {
+            let mut tx = db.pool.begin().await?;
+            // First the row alone, `FOR UPDATE`: waits for the writes under way of whoever
+            // holds it (their `FOR KEY SHARE`), so none commits under a token taken over.
+            sqlx::query("SELECT token FROM leases WHERE resource = $1 FOR UPDATE")
+                .bind(resource.clone())
+                .fetch_optional(&mut *tx)
+                .await?;
             let took = sqlx::query(AssertSqlSafe(format!(
                 "INSERT INTO leases (resource, node, instance, token, expires_at, taken_at) \
                  VALUES ($1, $2, $3, 1, {NOW_MS} + $4, {NOW_MS}) ON CONFLICT (resource) DO UPDATE \
@@ -201,8 +206,9 @@ impl SqlStore {
             .bind(seat.node.clone())
             .bind(seat.instance.clone())
             .bind(ttl.as_millis() as i64)
-            .fetch_optional(&db.pool)
+            .fetch_optional(&mut *tx)
             .await?;
+            tx.commit().await?;
             if let Some(r) = took {
                 return Ok(Taken::Held(Fence {
                     resource,
@@ -227,13 +233,14 @@ impl SqlStore {
         .await
     }
 
-    /// Extends `fence`'s lease by `ttl` from now; false when it is no longer this fence's.
+    /// Extends `fence`'s lease by `ttl` from now; false when it is no longer this fence's (taken
+    /// over, or given up: a renewal that lands after the release does not undo it).
     pub async fn renew_lease(&self, fence: &Fence, ttl: Duration) -> Result<bool, StoreError> {
         let fence = fence.clone();
         self.call(move |db| async move {
             let done = sqlx::query(AssertSqlSafe(format!(
                 "UPDATE leases SET expires_at = {NOW_MS} + $1 \
-                 WHERE resource = $2 AND instance = $3 AND token = $4"
+                 WHERE resource = $2 AND instance = $3 AND token = $4 AND expires_at > 0"
             )))
             .bind(ttl.as_millis() as i64)
             .bind(fence.resource)

@@ -37,6 +37,8 @@ pub struct NodeOptions {
     pub team_hash: String,
     /// NATS, when the node has it: the team's events are published on its event stream.
     pub bus: Option<Arc<Bus>>,
+    /// Where the other nodes reach this one's API (default: the address it is bound to).
+    pub advertise: Option<String>,
 }
 
 /// How a term as the team's node ended.
@@ -65,7 +67,11 @@ pub async fn serve_node(
     let seat = Seat {
         node: node.name.clone(),
         instance: uuid::Uuid::new_v4().to_string(),
-        address: bound.to_string(),
+        address: match &node.advertise {
+            Some(a) => a.clone(),
+            None if bound.ip().is_unspecified() => return Err(ServeError::Unadvertised { bind }),
+            None => bound.to_string(),
+        },
         team_hash: node.team_hash.clone(),
     };
     // A node whose team file differs from the running nodes' is refused before it serves.

@@ -138,6 +138,9 @@ async fn forward(
             .map_err(|e| Refused::Unreachable(e.to_string()))?;
         req.headers_mut().insert(header::ORIGIN, own);
     }
+    // Marked as passed on, so the node it reaches never passes it on again.
+    req.headers_mut()
+        .insert(VIA_HEADER, HeaderValue::from_static("standby"));
     let from = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
