@@ -98,13 +98,19 @@ impl Workers {
         for a in &arbiters {
             a.stop();
         }
-        // Joining blocks: off the caller's thread, which may be the one SyncState runs on.
+        // Joining blocks: off the caller's thread, which may be the one SyncState runs on; and
+        // not for ever (a handler that never ends is a bug, not a reason not to stop).
         let joined = tokio::task::spawn_blocking(move || {
             for a in arbiters {
                 let _ = a.join();
             }
         });
-        let _ = joined.await;
+        if tokio::time::timeout(Duration::from_secs(10), joined)
+            .await
+            .is_err()
+        {
+            tracing::warn!("an agent's thread did not end within 10 s; stopping without it");
+        }
     }
 }
 

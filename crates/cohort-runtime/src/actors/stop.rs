@@ -22,10 +22,18 @@ pub async fn stop_actor<A>(addr: &Addr<A>)
 where
     A: Actor<Context = Context<A>> + Handler<Stop>,
 {
-    if addr.send(Stop).await.is_err() {
-        return;
-    }
     let until = Instant::now() + STOP_DEADLINE;
+    match tokio::time::timeout(STOP_DEADLINE, addr.send(Stop)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => return,
+        Err(_) => {
+            tracing::warn!(
+                actor = std::any::type_name::<A>(),
+                "an actor did not take its stop within {STOP_DEADLINE:?}"
+            );
+            return;
+        }
+    }
     while addr.connected() {
         if Instant::now() >= until {
             tracing::warn!(

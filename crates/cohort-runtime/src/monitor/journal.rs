@@ -111,8 +111,11 @@ impl Journal {
                 tracing::debug!("the journal is behind; the publisher waits for the store");
                 let _ = self.queue.send(item);
             }
-            // A fenced node's changes are refused by the store: its team is being stopped.
-            Err(TrySendError::Disconnected(_)) if *self.fenced.borrow() => {
+            // A fenced node's changes are refused by the store, an abandoned journal's are not
+            // its to store: its team is being stopped.
+            Err(TrySendError::Disconnected(_))
+                if *self.fenced.borrow() || self.abandoned.load(Ordering::SeqCst) =>
+            {
                 tracing::debug!("not stored: this node no longer holds the team's lease");
             }
             Err(TrySendError::Disconnected(_)) => {

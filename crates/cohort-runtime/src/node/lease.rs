@@ -45,10 +45,13 @@ pub async fn wait_for_lease(
     }
 }
 
-/// A held lease, renewed in the background until dropped or [`Keeper::lost`].
+/// A held lease, renewed in the background until dropped or [`Keeper::lost`]. It renews on a
+/// thread of its own: a busy actor thread (or one waiting for the journal) never makes the
+/// node miss a renewal.
 pub struct Keeper {
     lost: watch::Receiver<bool>,
-    task: tokio::task::JoinHandle<()>,
+    /// Dropped with the keeper, which ends its thread.
+    _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 impl Keeper {
@@ -61,12 +64,33 @@ impl Keeper {
         term: LeaseTerm,
     ) -> Self {
         let (lost_tx, lost) = watch::channel(false);
-        let task = tokio::spawn(async move {
-            let why = renew_until_lost(&store, &seat, &fence, sent, term).await;
-            tracing::error!("this node stops acting for the team: {why}");
-            lost_tx.send_replace(true);
-        });
-        Keeper { lost, task }
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let renewing = async move {
+            tokio::select! {
+                why = renew_until_lost(&store, &seat, &fence, sent, term) => {
+                    tracing::error!("this node stops acting for the team: {why}");
+                    lost_tx.send_replace(true);
+                }
+                _ = stopped => {}
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("cohort-lease".into())
+            .spawn(move || {
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt.block_on(renewing),
+                    Err(e) => tracing::error!("the lease keeper could not start its runtime: {e}"),
+                }
+            });
+        // Without it the lease runs out, and the store's refusal of the next write (the
+        // fence) stops the team instead.
+        if let Err(e) = thread {
+            tracing::error!("the lease keeper's thread did not start: {e}");
+        }
+        Keeper { lost, _stop: stop }
     }
 
     /// Resolves once this node may no longer act on the lease.
@@ -75,12 +99,6 @@ impl Keeper {
         if lost.wait_for(|l| *l).await.is_err() {
             std::future::pending::<()>().await;
         }
-    }
-}
-
-impl Drop for Keeper {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 

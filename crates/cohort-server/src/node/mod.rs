@@ -25,7 +25,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// Who this node is in its team.
@@ -83,7 +83,7 @@ pub async fn serve_node(
         stop_tx.send_replace(true);
     });
     loop {
-        let Some((fence, sent)) =
+        let Some((fence, keeper)) =
             stand_by(&listener, bound, cfg, &store, &seat, node.term, &stopping).await?
         else {
             break;
@@ -98,12 +98,11 @@ pub async fn serve_node(
             host,
             store: &store,
             seat: &seat,
-            term: node.term,
             bus: node.bus.clone(),
         };
         let listener = listener.try_clone().map_err(ServeError::Http)?;
         match term
-            .lead(listener, bound, web_dir.clone(), fence, sent, &stopping)
+            .lead(listener, bound, web_dir.clone(), (fence, keeper), &stopping)
             .await?
         {
             Ended::Stopped => break,
@@ -122,11 +121,11 @@ async fn stand_by(
     listener: &std::net::TcpListener,
     bound: SocketAddr,
     cfg: &TeamConfig,
-    store: &SqlStore,
+    store: &Arc<SqlStore>,
     seat: &Seat,
     term: LeaseTerm,
     stopping: &watch::Receiver<bool>,
-) -> Result<Option<(Fence, Instant)>, ServeError> {
+) -> Result<Option<(Fence, Keeper)>, ServeError> {
     let leader: standby::Leader = Arc::default();
     let origins = crate::serve::allowed_origins(bound);
     let app = standby::router(seat.node.clone(), leader.clone(), origins);
@@ -169,10 +168,24 @@ async fn stand_by(
         got = waiting => Some(got),
         () = stopped(stopping) => None,
     };
+    // Renewed from the moment it is taken: what follows (the stand-by server's last requests,
+    // loading the team) must not eat into the term.
+    let got = got.map(|(fence, sent)| {
+        let keeper = Keeper::start(store.clone(), seat.clone(), fence.clone(), sent, term);
+        (fence, keeper)
+    });
     let _ = http_stop.send(());
-    let _ = served.await;
+    // Requests still being passed on (to a node that went away) are not waited for long.
+    if tokio::time::timeout(STANDBY_DRAIN, served).await.is_err() {
+        tracing::warn!(
+            "requests passed on were still under way after {STANDBY_DRAIN:?}; left behind"
+        );
+    }
     Ok(got)
 }
+
+/// How long a node that took the lease waits for its stand-by server's requests to end.
+const STANDBY_DRAIN: Duration = Duration::from_secs(3);
 
 /// What one term as the team's node works with.
 struct Term<'a> {
@@ -180,7 +193,6 @@ struct Term<'a> {
     host: &'a Host<'a>,
     store: &'a Arc<SqlStore>,
     seat: &'a Seat,
-    term: LeaseTerm,
     bus: Option<Arc<Bus>>,
 }
 
@@ -191,17 +203,9 @@ impl Term<'_> {
         listener: std::net::TcpListener,
         bound: SocketAddr,
         web_dir: Option<PathBuf>,
-        fence: Fence,
-        sent: Instant,
+        (fence, keeper): (Fence, Keeper),
         stopping: &watch::Receiver<bool>,
     ) -> Result<Ended, ServeError> {
-        let keeper = Keeper::start(
-            self.store.clone(),
-            self.seat.clone(),
-            fence.clone(),
-            sent,
-            self.term,
-        );
         let fenced: Arc<dyn Store> = Arc::new(self.store.fenced(fence.clone()).await?);
         let loaded = crate::store::load(fenced.as_ref()).await?;
         let team = start_team_stored(self.cfg, self.host, fenced.clone(), loaded)?;
@@ -240,13 +244,14 @@ impl Term<'_> {
                 }
             }
             Ended::Lost => {
-                // Nothing of this term is the node's to store any more: stop at once, no grace,
-                // and drop what the journal holds (never shown: as if the node had crashed).
+                // Nothing of this term is the node's to store any more: the journal drops what
+                // it holds first (never shown: as if the node had crashed), so no actor waits
+                // on it, then everything stops at once, no grace.
                 drop(relay);
                 team.steps.close();
+                team.monitor.abandon();
                 team.stop_actors().await;
                 team.shutdown().await;
-                team.monitor.abandon();
             }
         }
         Ok(ended)
