@@ -765,6 +765,24 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
         a.log()
     );
 
+    // A team of the same name on another store, on the same NATS, publishes nothing into
+    // this team's stream, and says why.
+    let other_pg = postgres::Cluster::start("node-events-other");
+    let good = [("COHORT_NATS_PASSWORD", "s3cret-pass")];
+    let c = Node::start_with("c", TEAM, &other_pg.url(), 10, &dir, &more, &good);
+    c.until(&http, 200, Duration::from_secs(60)).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !c.log().contains("holds the events of another store") {
+        assert!(Instant::now() < deadline, "{}", c.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        stream_events(&nats, "COHORT_crash_EVENTS").await.len(),
+        stored.len(),
+        "another store's events went into this team's stream"
+    );
+    drop(c);
+
     // A node that may not log in to NATS says so and stops, before it serves anything.
     let wrong = [("COHORT_NATS_PASSWORD", "wrong")];
     let mut b = Node::start_with("b", TEAM, &pg.url(), 10, &dir, &more, &wrong);

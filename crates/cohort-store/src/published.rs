@@ -21,6 +21,26 @@ impl SqlStore {
         .await
     }
 
+    /// This store's own id, made (at random) the first time it is asked for: the relay stamps
+    /// it on each message, so a stream that holds another store's events is known as such.
+    pub async fn store_id(&self) -> Result<String, StoreError> {
+        let made = cohort_core::auth::new_token()[..32].to_owned();
+        self.call(move |db| async move {
+            sqlx::query(
+                "INSERT INTO cohort_meta (key, value) VALUES ('store_id', $1) \
+                 ON CONFLICT (key) DO NOTHING",
+            )
+            .bind(made)
+            .execute(&db.pool)
+            .await?;
+            let row = sqlx::query("SELECT value FROM cohort_meta WHERE key = 'store_id'")
+                .fetch_one(&db.pool)
+                .await?;
+            Ok(row.try_get(0)?)
+        })
+        .await
+    }
+
     /// The version the events were last noted published up to (None: never published).
     pub async fn published_to(&self) -> Result<Option<u64>, StoreError> {
         self.call(|db| async move {

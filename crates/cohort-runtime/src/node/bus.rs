@@ -66,9 +66,10 @@ pub struct TeamNames {
 
 impl TeamNames {
     /// The names of the team called `team` (its team file's `name`): anything but letters,
-    /// digits, `-` and `_` becomes `_`, as NATS subjects and stream names allow.
+    /// digits, `-` and `_` becomes `_`, as NATS subjects and stream names allow, and a name
+    /// that changes so gets the start of its hash, so that two names never share a stream.
     pub fn of(team: &str) -> Self {
-        let token: String = team
+        let mut token: String = team
             .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -78,6 +79,12 @@ impl TeamNames {
                 }
             })
             .collect();
+        if token != team {
+            token = format!(
+                "{token}-{}",
+                &cohort_core::lease::team_hash(team.as_bytes())[..8]
+            );
+        }
         TeamNames {
             events_subject: format!("cohort.{token}.events"),
             events_stream: format!("COHORT_{token}_EVENTS"),
@@ -283,12 +290,21 @@ mod tests {
 
     #[test]
     fn each_team_has_subjects_and_a_stream_of_its_own() {
-        let a = TeamNames::of("sales team");
+        let a = TeamNames::of("sales_team");
         assert_eq!(a.events_subject, "cohort.sales_team.events");
         assert_eq!(a.events_stream, "COHORT_sales_team_EVENTS");
         assert_ne!(TeamNames::of("ops"), a);
+        // Names that read alike once cleaned keep streams of their own.
+        let spaced = TeamNames::of("sales team");
+        assert!(
+            spaced.events_subject.starts_with("cohort.sales_team-"),
+            "{spaced:?}"
+        );
+        assert_ne!(spaced, a);
+        assert_ne!(spaced, TeamNames::of("sales.team"));
         // A name cannot reach into another team's subjects with `.`, `*` or `>`.
-        assert_eq!(TeamNames::of("a.*.>").events_subject, "cohort.a___.events");
+        let odd = TeamNames::of("a.*.>").events_subject;
+        assert!(!odd[7..odd.len() - 7].contains(['.', '*', '>']), "{odd}");
     }
 
     #[test]

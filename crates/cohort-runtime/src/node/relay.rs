@@ -65,11 +65,30 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
     let mut pause = Duration::from_millis(50);
     let mut noted = Noted::default();
     let mut cursor = None;
+    let stamp = loop {
+        match store.store_id().await {
+            Ok(id) => break id,
+            Err(e) => {
+                tracing::warn!("reading the store's id failed (retrying): {e}");
+                tokio::time::sleep(MOST_PAUSE).await;
+            }
+        }
+    };
+    let bus = &Stamped { bus, store: stamp };
     loop {
         let at = match cursor {
             Some(v) => v,
-            None => match last_published(bus).await {
-                Ok(v) => v,
+            None => match last_published(bus.bus).await {
+                Ok((_, Some(other))) if other != bus.store => {
+                    tracing::error!(
+                        "the stream {} holds the events of another store ({other}): this \
+                         team's events are not published; give it a name of its own, or a NATS \
+                         of its own",
+                        bus.bus.names.events_stream
+                    );
+                    return;
+                }
+                Ok((v, _)) => v,
                 Err(why) => {
                     tracing::warn!("reading the event stream's last version failed: {why}");
                     tokio::time::sleep(pause).await;
@@ -99,6 +118,12 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
     }
 }
 
+/// The bus, and the id of the store whose events go out on it.
+struct Stamped<'a> {
+    bus: &'a Bus,
+    store: String,
+}
+
 /// What one step of the relay came to.
 enum Step {
     /// Published up to this version.
@@ -111,7 +136,7 @@ enum Step {
 /// monitor has shown (at the start, or after the relay fell behind its feed), else the next
 /// changes of the feed as they are committed (their JSON as the websocket sends it).
 async fn step(
-    bus: &Bus,
+    bus: &Stamped<'_>,
     store: &SqlStore,
     monitor: &Monitor,
     feed: &mut crate::monitor::feed::FeedReceiver,
@@ -159,7 +184,11 @@ async fn step(
 
 /// Publishes a page of the stored events after `cursor`; the last version published (None:
 /// the store holds nothing after it).
-async fn from_store(bus: &Bus, store: &SqlStore, cursor: u64) -> Result<Option<u64>, String> {
+async fn from_store(
+    bus: &Stamped<'_>,
+    store: &SqlStore,
+    cursor: u64,
+) -> Result<Option<u64>, String> {
     let events = store
         .events_after(cursor, PAGE)
         .await
@@ -217,10 +246,11 @@ impl Noted {
 /// Publishes `events` (version and JSON, in order, following `cursor`) and waits for
 /// JetStream to take them; the last version published (None for no events).
 async fn publish(
-    bus: &Bus,
+    stamped: &Stamped<'_>,
     events: impl Iterator<Item = (u64, bytes::Bytes)>,
     cursor: u64,
 ) -> Result<Option<u64>, String> {
+    let bus = stamped.bus;
     let mut acks = Vec::new();
     let mut previous = cursor;
     for (version, json) in events {
@@ -228,7 +258,9 @@ async fn publish(
         if previous > 0 {
             message = message.expected_last_message_id(previous.to_string());
         }
-        let message = message.header("Cohort-Version", version.to_string());
+        let message = message
+            .header("Cohort-Version", version.to_string())
+            .header("Cohort-Store", stamped.store.as_str());
         let subject = bus.names.events_subject.clone();
         let sent = match bus
             .jetstream
@@ -250,8 +282,9 @@ async fn publish(
     Ok((previous > cursor).then_some(previous))
 }
 
-/// The version of the newest event on the team's stream (0 for an empty stream).
-pub async fn last_published(bus: &Bus) -> Result<u64, String> {
+/// The version of the newest event on the team's stream (0 for an empty stream), and the id of
+/// the store it came from.
+pub async fn last_published(bus: &Bus) -> Result<(u64, Option<String>), String> {
     let stream = bus
         .jetstream
         .get_stream_no_info(&bus.names.events_stream)
@@ -261,12 +294,15 @@ pub async fn last_published(bus: &Bus) -> Result<u64, String> {
         .get_last_raw_message_by_subject(&bus.names.events_subject)
         .await
     {
-        Ok(m) => Ok(version_of(&m.headers).unwrap_or(0)),
+        Ok(m) => {
+            let store = m.headers.get("Cohort-Store").map(|s| s.as_str().to_owned());
+            Ok((version_of(&m.headers).unwrap_or(0), store))
+        }
         Err(e)
             if e.kind()
                 == async_nats::jetstream::stream::LastRawMessageErrorKind::NoMessageFound =>
         {
-            Ok(0)
+            Ok((0, None))
         }
         Err(e) => Err(e.to_string()),
     }
