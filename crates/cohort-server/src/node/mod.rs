@@ -2,9 +2,9 @@
 //!
 //! Every node runs the same team file on one shared Postgres store. The node that holds the
 //! team's lease ([`crate::store::lease`]) runs the team and serves its API; the others stand
-//! by, passing every request on to it ([`standby`]), until the lease is theirs: when its holder stops on a signal (it gives the lease up at once), dies, or is cut
-//! off from the store (its lease runs out; any write it still tries is refused by the lease's
-//! fencing token). A node that loses the lease stops its team and stands by again; the next
+//! by, passing every request on to it ([`standby`]), until the lease is theirs: when its
+//! holder stops on a signal (it gives the lease up at once), dies, or is cut off from the store
+//! (its lease runs out; any write it still tries is refused by the lease's fencing token). A node that loses the lease stops its team and stands by again; the next
 //! holder carries on from the store, as a restart does.
 
 use crate::actors::{Host, start_team_stored};
@@ -13,6 +13,7 @@ use crate::serve::{ServeError, api_state, listen, spawn_serving, warn_beyond_loo
 use crate::store::lease::{Fence, Seat};
 use crate::store::{SqlStore, Store};
 use cohort_core::lease::LeaseTerm;
+
 pub mod standby;
 
 // The node's runtime parts under this module, so `cohort::node::…` names them all.
