@@ -6,9 +6,10 @@
 //! the relay publishes what the store holds after the last version the stream has. So a node
 //! killed between the two leaves nothing unpublished: the next node to run the team starts
 //! from the stream's last version. Each message carries its version as `Nats-Msg-Id` and
-//! expects the previous one as the stream's last (`Nats-Expected-Last-Msg-Id`): JetStream
-//! drops a repeat and refuses a message out of order, so two relays (one of a node that just
-//! lost the lease) can never publish a version twice or out of order.
+//! expects the stream's sequence of the message before it (`Nats-Expected-Last-Subject-Sequence`,
+//! which JetStream keeps across its restarts): JetStream drops a repeat and refuses a message out
+//! of order, so two relays (one of a node that just lost the lease) can never publish a version
+//! twice or out of order.
 //!
 //! A message is the event's JSON as the store keeps it (`{"version", "at", …change}`), with
 //! header `Cohort-Version`. An event larger than NATS takes is published empty, with header
@@ -64,7 +65,7 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
     let mut feed = monitor.subscribe();
     let mut pause = Duration::from_millis(50);
     let mut noted = Noted::default();
-    let mut cursor = None;
+    let mut cursor: Option<Cursor> = None;
     let stamp = loop {
         match store.store_id().await {
             Ok(id) => break id,
@@ -88,7 +89,7 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
                     );
                     return;
                 }
-                Ok((v, _)) => v,
+                Ok((at, _)) => at,
                 Err(why) => {
                     tracing::warn!("reading the event stream's last version failed: {why}");
                     tokio::time::sleep(pause).await;
@@ -98,13 +99,13 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
             },
         };
         match step(bus, store, monitor, &mut feed, at).await {
-            Ok(Step::Published(v)) => {
-                cursor = Some(v);
+            Ok(Step::Published(to)) => {
+                cursor = Some(to);
                 pause = Duration::from_millis(50);
-                noted.now_and_then(store, v).await;
+                noted.now_and_then(store, to.version).await;
             }
             Ok(Step::Done) => {
-                noted.finally(store, at).await;
+                noted.finally(store, at.version).await;
                 return;
             }
             Err(why) => {
@@ -124,10 +125,18 @@ struct Stamped<'a> {
     store: String,
 }
 
+/// Where the stream is: the version of its last message, and that message's sequence in it
+/// (0 and 0 for an empty stream).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pub version: u64,
+    pub seq: u64,
+}
+
 /// What one step of the relay came to.
 enum Step {
-    /// Published up to this version.
-    Published(u64),
+    /// Published up to here.
+    Published(Cursor),
     /// The journal has closed and everything it stored is published.
     Done,
 }
@@ -140,9 +149,9 @@ async fn step(
     store: &SqlStore,
     monitor: &Monitor,
     feed: &mut crate::monitor::feed::FeedReceiver,
-    cursor: u64,
+    cursor: Cursor,
 ) -> Result<Step, String> {
-    if cursor < monitor.version() {
+    if cursor.version < monitor.version() {
         return from_store(bus, store, cursor)
             .await
             .map(|v| Step::Published(v.unwrap_or(cursor)));
@@ -170,8 +179,11 @@ async fn step(
             Err(_) => break,
         }
     }
-    batch.retain(|p| p.event.version > cursor);
-    if batch.first().is_some_and(|p| p.event.version != cursor + 1) {
+    batch.retain(|p| p.event.version > cursor.version);
+    if batch
+        .first()
+        .is_some_and(|p| p.event.version != cursor.version + 1)
+    {
         return from_store(bus, store, cursor)
             .await
             .map(|v| Step::Published(v.unwrap_or(cursor)));
@@ -187,19 +199,19 @@ async fn step(
 async fn from_store(
     bus: &Stamped<'_>,
     store: &SqlStore,
-    cursor: u64,
-) -> Result<Option<u64>, String> {
+    cursor: Cursor,
+) -> Result<Option<Cursor>, String> {
     let events = store
-        .events_after(cursor, PAGE)
+        .events_after(cursor.version, PAGE)
         .await
         .map_err(|e| e.to_string())?;
     if let Some(first) = events.first()
-        && first.version > cursor + 1
+        && first.version > cursor.version + 1
     {
         tracing::warn!(
             "events {} to {} left the store before they were published (compacted): the stream \
              skips them",
-            cursor + 1,
+            cursor.version + 1,
             first.version - 1
         );
     }
@@ -248,17 +260,16 @@ impl Noted {
 async fn publish(
     stamped: &Stamped<'_>,
     events: impl Iterator<Item = (u64, bytes::Bytes)>,
-    cursor: u64,
-) -> Result<Option<u64>, String> {
+    cursor: Cursor,
+) -> Result<Option<Cursor>, String> {
     let bus = stamped.bus;
     let mut acks = Vec::new();
-    let mut previous = cursor;
-    for (version, json) in events {
-        let mut message = PublishMessage::build().message_id(version.to_string());
-        if previous > 0 {
-            message = message.expected_last_message_id(previous.to_string());
-        }
-        let message = message
+    let mut last = cursor.version;
+    // Only this relay publishes on the subject: each message lands right after the one before.
+    for ((version, json), expected) in events.zip(cursor.seq..) {
+        let message = PublishMessage::build()
+            .message_id(version.to_string())
+            .expected_last_subject_sequence(expected)
             .header("Cohort-Version", version.to_string())
             .header("Cohort-Store", stamped.store.as_str());
         let subject = bus.names.events_subject.clone();
@@ -274,17 +285,18 @@ async fn publish(
             other => other,
         };
         acks.push(sent.map_err(|e| e.to_string())?);
-        previous = version;
+        last = version;
     }
+    let mut seq = cursor.seq;
     for ack in acks {
-        ack.await.map_err(|e| e.to_string())?;
+        seq = ack.await.map_err(|e| e.to_string())?.sequence;
     }
-    Ok((previous > cursor).then_some(previous))
+    Ok((last > cursor.version).then_some(Cursor { version: last, seq }))
 }
 
-/// The version of the newest event on the team's stream (0 for an empty stream), and the id of
-/// the store it came from.
-pub async fn last_published(bus: &Bus) -> Result<(u64, Option<String>), String> {
+/// Where the team's stream is (0 and 0 when it is empty), and the id of the store its last
+/// message came from.
+pub async fn last_published(bus: &Bus) -> Result<(Cursor, Option<String>), String> {
     let stream = bus
         .jetstream
         .get_stream_no_info(&bus.names.events_stream)
@@ -296,13 +308,17 @@ pub async fn last_published(bus: &Bus) -> Result<(u64, Option<String>), String> 
     {
         Ok(m) => {
             let store = m.headers.get("Cohort-Store").map(|s| s.as_str().to_owned());
-            Ok((version_of(&m.headers).unwrap_or(0), store))
+            let at = Cursor {
+                version: version_of(&m.headers).unwrap_or(0),
+                seq: m.sequence,
+            };
+            Ok((at, store))
         }
         Err(e)
             if e.kind()
                 == async_nats::jetstream::stream::LastRawMessageErrorKind::NoMessageFound =>
         {
-            Ok((0, None))
+            Ok((Cursor::default(), None))
         }
         Err(e) => Err(e.to_string()),
     }

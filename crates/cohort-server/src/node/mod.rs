@@ -104,10 +104,20 @@ pub async fn serve_node(
         let listener = listener.try_clone().map_err(ServeError::Http)?;
         match term
             .lead(listener, bound, web_dir.clone(), (fence, keeper), &stopping)
-            .await?
+            .await
         {
-            Ended::Stopped => break,
-            Ended::Lost => eprintln!("Node {} lost the team's lease and stands by", seat.node),
+            Ok(Ended::Stopped) => break,
+            Ok(Ended::Lost) => eprintln!("Node {} lost the team's lease and stands by", seat.node),
+            // The store failed as the term began (a connection lost, say): the lease, no longer
+            // renewed, runs out, and this node or another tries again.
+            Err(ServeError::Store(e)) => {
+                tracing::error!("this node could not run the team ({e}); it stands by again");
+                tokio::select! {
+                    () = tokio::time::sleep(node.term.ttl) => {}
+                    () = stopped(&stopping) => break,
+                }
+            }
+            Err(e) => return Err(e),
         }
     }
     if let Err(e) = store.leave(&seat).await {
@@ -214,7 +224,15 @@ impl Term<'_> {
             .bus
             .clone()
             .map(|bus| Relay::start(bus, self.store.clone(), team.monitor.clone()));
-        let state = api_state(self.cfg, &team, web_dir, bound, Some(fenced)).await?;
+        let state = match api_state(self.cfg, &team, web_dir, bound, Some(fenced)).await {
+            Ok(state) => state,
+            Err(e) => {
+                // The team runs already: it stops before the error is told.
+                drop(relay);
+                abandon(&team).await;
+                return Err(e);
+            }
+        };
         let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
         let app = standby::named(crate::api::router(state.clone()), &self.seat.node);
         let http = self.cfg.http.clone();
@@ -245,18 +263,22 @@ impl Term<'_> {
                 }
             }
             Ended::Lost => {
-                // Nothing of this term is the node's to store any more: the journal drops what
-                // it holds first (never shown: as if the node had crashed), so no actor waits
-                // on it, then everything stops at once, no grace.
                 drop(relay);
-                team.steps.close();
-                team.monitor.abandon();
-                team.stop_actors().await;
-                team.shutdown().await;
+                abandon(&team).await;
             }
         }
         Ok(ended)
     }
+}
+
+/// Stops a team whose node may store nothing more of it: the journal drops what it holds
+/// first (never shown: as if the node had crashed), so no actor waits on it, then everything
+/// stops at once, no grace.
+async fn abandon(team: &crate::actors::Team) {
+    team.steps.close();
+    team.monitor.abandon();
+    team.stop_actors().await;
+    team.shutdown().await;
 }
 
 /// Resolves once the node is asked to stop.
