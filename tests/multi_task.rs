@@ -139,7 +139,7 @@ async fn two_tasks_share_one_worker_and_keep_their_stages_apart() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(done, "both tasks finish: {:#?}", tasks(&team));
-    cohort::run::wait_for_running_steps(&team, Duration::from_secs(3)).await;
+    team.wait_for_running_steps(Duration::from_secs(3)).await;
 
     let ts = tasks(&team);
     let stages: Vec<(String, String)> = ts

@@ -197,7 +197,7 @@ pub async fn run_goal(
         &mut on_progress,
     )
     .await;
-    wait_for_running_steps(&team, Duration::from_secs(3)).await;
+    team.wait_for_running_steps(Duration::from_secs(3)).await;
     // Report what landed while settling (e.g. the finish_task step itself).
     loop {
         match events.try_recv() {
@@ -408,24 +408,6 @@ fn all_over(s: &States, team: &Team, before: &Before) -> bool {
         any = true;
     }
     any
-}
-
-/// Lets steps in flight land (finish_task cleanup, answers on their way), so reported states
-/// are settled ones. Bounded: a real LLM step may still be running when `max` is up.
-pub async fn wait_for_running_steps(team: &Team, max: Duration) {
-    let until = Instant::now() + max;
-    let mut changes = team.monitor.subscribe();
-    loop {
-        // Give changes already on their way through mailboxes a moment to land.
-        tokio::task::yield_now().await;
-        if team.monitor.read(|s| s.counters().steps_running) == 0 {
-            return;
-        }
-        tokio::select! {
-            r = changes.recv() => if matches!(r, Err(RecvError::Closed)) { return },
-            _ = tokio::time::sleep_until(until) => return,
-        }
-    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM when asked to watch for them; otherwise never.

@@ -81,10 +81,29 @@ impl Team {
     /// the next start settles it as interrupted.
     pub async fn stop(&self, grace: std::time::Duration) {
         self.steps.close();
-        crate::run::wait_for_running_steps(self, grace).await;
+        self.wait_for_running_steps(grace).await;
         self.stop_actors().await;
         self.shutdown().await;
         self.monitor.close();
+    }
+
+    /// Lets steps in flight land (finish_task cleanup, answers on their way), so reported
+    /// states are settled ones. Bounded: a real LLM step may still be running when `max` is up.
+    pub async fn wait_for_running_steps(&self, max: std::time::Duration) {
+        use tokio::sync::broadcast::error::RecvError;
+        let until = tokio::time::Instant::now() + max;
+        let mut changes = self.monitor.subscribe();
+        loop {
+            // Give changes already on their way through mailboxes a moment to land.
+            tokio::task::yield_now().await;
+            if self.monitor.read(|s| s.counters().steps_running) == 0 {
+                return;
+            }
+            tokio::select! {
+                r = changes.recv() => if matches!(r, Err(RecvError::Closed)) { return },
+                _ = tokio::time::sleep_until(until) => return,
+            }
+        }
     }
 
     /// Stops every actor of the team, agents first: afterwards nothing of it changes state.
