@@ -88,21 +88,8 @@ enum Command {
         /// Keep nothing: the team's state lives in memory only and is lost when it stops.
         #[arg(long, conflicts_with_all = ["data", "database"])]
         no_data: bool,
-        /// Serve as this node of a team across machines: every node runs the same team file
-        /// on one Postgres store (--database); the node holding the team's lease runs it, the
-        /// others stand by and take over when it stops or dies (docs/deployment.md).
-        #[arg(long, requires = "database", conflicts_with = "no_data")]
-        node: Option<String>,
-        /// With --node: how long the team's lease lasts unless renewed, in seconds; a node
-        /// that dies is replaced within about this long.
-        #[arg(long, default_value_t = 10, requires = "node")]
-        lease_secs: u64,
-        /// With --node: the HOST:PORT at which the other nodes reach this one's API (they pass
-        /// requests on to it); needed when --bind is 0.0.0.0 or [::].
-        #[arg(long, requires = "node")]
-        advertise: Option<String>,
         #[command(flatten)]
-        nats: Box<cli::nats::NatsArgs>,
+        node: Box<cli::node::NodeArgs>,
     },
     /// List a stored team's tasks and agents without starting it (also while it runs).
     Inspect {
@@ -248,18 +235,7 @@ fn main() -> ExitCode {
             data,
             no_data,
             node,
-            lease_secs,
-            advertise,
-            nats,
-        } => {
-            let node = node.map(|name| cli::nats::Node {
-                name,
-                lease: Duration::from_secs(lease_secs),
-                advertise,
-                nats: nats.options(),
-            });
-            serve(&team, bind, web, (!no_data).then_some(data), node)
-        }
+        } => serve(&team, bind, web, (!no_data).then_some(data), node.node()),
         Command::Mcp { command } => mcp(command),
         Command::Bench {
             quick,
@@ -286,29 +262,40 @@ fn main() -> ExitCode {
                 stop_on_ctrl_c: true,
                 ..Default::default()
             };
-            let system = actix::System::new();
-            let code = system.block_on(async move {
-                let mut opts = opts;
-                let spec = data.spec();
-                match data.open(None).await {
-                    Ok(opened) => opts.store = opened.map(|o| o.store),
-                    Err(e) => {
-                        output::print_error(&e.into());
-                        return ExitCode::from(3);
-                    }
-                }
-                match run_cmd::run(&team, &goal, json, &opts, spec.as_deref()).await {
-                    Ok(code) => ExitCode::from(code),
-                    Err(e) => {
-                        output::print_error(&e);
-                        ExitCode::from(3)
-                    }
-                }
-            });
-            actix::System::current().stop();
-            code
+            run(&team, &goal, json, opts, &data)
         }
     }
+}
+
+/// `cohort run`: the team started on its store (if any), the goal given, followed to its end.
+fn run(
+    team: &std::path::Path,
+    goal: &str,
+    json: bool,
+    opts: RunOptions,
+    data: &DataArgs,
+) -> ExitCode {
+    let system = actix::System::new();
+    let code = system.block_on(async move {
+        let mut opts = opts;
+        let spec = data.spec();
+        match data.open(None).await {
+            Ok(opened) => opts.store = opened.map(|o| o.store),
+            Err(e) => {
+                output::print_error(&e.into());
+                return ExitCode::from(3);
+            }
+        }
+        match run_cmd::run(team, goal, json, &opts, spec.as_deref()).await {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                output::print_error(&e);
+                ExitCode::from(3)
+            }
+        }
+    });
+    actix::System::current().stop();
+    code
 }
 
 /// The arguments, or how the process ends without running anything: `--help` and
@@ -535,7 +522,7 @@ fn serve(
     bind: std::net::SocketAddr,
     web: Option<PathBuf>,
     data: Option<DataArgs>,
-    node: Option<cli::nats::Node>,
+    node: Option<cli::node::Node>,
 ) -> ExitCode {
     let system = actix::System::new();
     let code = system.block_on(async move {
@@ -550,59 +537,10 @@ fn serve(
             if let Some(dir) = &web {
                 cohort::api::console::check_dir(dir).map_err(anyhow::Error::msg)?;
             }
-            if let (
-                Some(cli::nats::Node {
-                    name,
-                    lease,
-                    advertise,
-                    nats,
-                }),
-                Some(d),
-            ) = (node, &data)
+            if let (Some(node), Some(url)) =
+                (node, data.as_ref().and_then(|d| d.database.as_deref()))
             {
-                let url = d.database.as_deref().unwrap_or_default();
-                let store =
-                    std::sync::Arc::new(cohort::store::SqlStore::open_postgres_node(url).await?);
-                eprintln!("The team's data is in {}", store.url());
-                let options = cohort::node::NodeOptions {
-                    team_hash: cohort::lease::team_hash(
-                        &std::fs::read(team)
-                            .with_context(|| format!("reading {}", team.display()))?,
-                    ),
-                    bus: match nats {
-                        Some(o) => {
-                            let bus = cohort::node::bus::Bus::connect(&o, &cfg.name, &name).await?;
-                            eprintln!(
-                                "The team's events go to NATS at {} (stream {})",
-                                bus.shown, bus.names.events_stream
-                            );
-                            Some(std::sync::Arc::new(bus))
-                        }
-                        None => None,
-                    },
-                    name,
-                    term: cohort::lease::LeaseTerm::new(lease),
-                    advertise,
-                };
-                let node = options.name.clone();
-                cohort::node::serve_node(
-                    &cfg,
-                    &host,
-                    bind,
-                    web,
-                    store.clone(),
-                    options,
-                    cohort::run::stop_signal(),
-                    |addr| {
-                        eprintln!(
-                            "Node {node} of {} is up on http://{addr} (Ctrl-C to stop)",
-                            team.display()
-                        );
-                    },
-                )
-                .await?;
-                eprintln!("{}", stopped_line(Some(store.url())));
-                return anyhow::Ok(());
+                return cli::node::serve(team, &cfg, &host, (bind, web), url, node).await;
             }
             let opened = match &data {
                 Some(d) => d.open(Some(cohort::store::default_path(team))).await?,

@@ -1,10 +1,9 @@
 //! The command line's pieces besides argument parsing (which stays in `main.rs`): the
-//! `check` and `run` commands, the store flags with `inspect` / `export`, the NATS flags of a
-//! node, and how output
-//! reaches a person.
+//! `check` and `run` commands, the store flags with `inspect` / `export`, a node of a team
+//! across machines, and how output reaches a person.
 
 pub mod check;
 pub mod data;
-pub mod nats;
+pub mod node;
 pub mod output;
 pub mod run_cmd;

@@ -244,14 +244,13 @@ fn start(
 
     let dispatcher = Dispatcher::new(monitor.clone()).start();
     let tools = agent_tools(cfg, host);
-    let workers = Arc::new(Workers::start());
     let factory = AgentFactory {
         prompts,
         tools: tools.clone(),
         monitor: monitor.clone(),
         dispatcher: dispatcher.clone(),
         templates: Arc::new(templates),
-        workers: workers.clone(),
+        workers: Arc::new(Workers::start()),
         step_chars: cfg.retention.step_chars,
         private_bytes: cfg.retention.memory.private_chat(),
         step_limits: cfg.step_limits,
@@ -276,17 +275,7 @@ fn start(
         base_task: base_task.clone(),
         steps: steps.clone(),
     };
-    // The supervisor starts hired agents; SyncState only asks it to.
-    let supervisor = Supervisor::new(factory.clone()).start();
-    let sync = SyncStateActor::new(
-        core,
-        dispatcher.clone(),
-        monitor.clone(),
-        Some(supervisor.clone().recipient()),
-    )
-    .start();
-    supervisor.do_send(Wire(sync.clone()));
-    let watchdog = super::Watchdog::new(monitor.clone(), sync.clone(), cfg.waits.stall).start();
+    let (supervisor, sync, watchdog) = start_sync(core, &factory, cfg.waits.stall);
     let agents = spawn_agents(cfg, models, stored, &factory, &sync);
     route_in_flight(&monitor, &dispatcher);
     Ok(Team {
@@ -301,10 +290,30 @@ fn start(
         retention: cfg.retention,
         calls: builder.calls.clone(),
         steps,
-        workers,
+        workers: factory.workers.clone(),
         supervisor,
         watchdog,
     })
+}
+
+/// SyncState with `core`, the supervisor that starts the agents it hires (SyncState only asks
+/// it to), and the watchdog that tells it of tasks stalled for `stall`.
+fn start_sync(
+    core: SyncCore,
+    factory: &AgentFactory,
+    stall: std::time::Duration,
+) -> (Addr<Supervisor>, Addr<SyncStateActor>, Addr<super::Watchdog>) {
+    let supervisor = Supervisor::new(factory.clone()).start();
+    let sync = SyncStateActor::new(
+        core,
+        factory.dispatcher.clone(),
+        factory.monitor.clone(),
+        Some(supervisor.clone().recipient()),
+    )
+    .start();
+    supervisor.do_send(Wire(sync.clone()));
+    let watchdog = super::Watchdog::new(factory.monitor.clone(), sync.clone(), stall).start();
+    (supervisor, sync, watchdog)
 }
 
 /// SyncState's core: a new team's, or carried on from the monitor's stored tasks and stages.
