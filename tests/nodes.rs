@@ -325,6 +325,12 @@ impl Node {
         .await
     }
 
+    /// The operator's token from a login on this node, once it answers one (within `within`).
+    async fn token(&self, http: &reqwest::Client, within: Duration) -> String {
+        let body = self.until(http, 200, within).await;
+        body["token"].as_str().unwrap().to_owned()
+    }
+
     /// The node that made this node's answer to a read (the one running the team: a node
     /// standing by passes requests on to it), when it answers.
     async fn served_by(&self, http: &reqwest::Client) -> Option<String> {
@@ -383,17 +389,11 @@ async fn a_standing_by_node_serves_through_the_leader_and_takes_over_at_once_on_
     let http = reqwest::Client::new();
     // A lease of a minute: only a lease given up makes the second node take over sooner.
     let mut a = Node::start("a", TEAM, &pg.url(), 60, &dir);
-    let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = a.token(&http, Duration::from_secs(60)).await;
     let b = Node::start("b", TEAM, &pg.url(), 60, &dir);
     b.until_served_by(&http, "a", Duration::from_secs(60)).await;
     // Through b: a login, a read, a goal, and the websocket feed, all made by a.
-    let via_b = b.until(&http, 200, Duration::from_secs(10)).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let via_b = b.token(&http, Duration::from_secs(10)).await;
     let r = http
         .get(format!("{}/api/states?type=task", b.base))
         .bearer_auth(&via_b)
@@ -561,10 +561,7 @@ async fn a_node_cut_off_from_the_store_stops_and_rejoins_without_writing_stale_s
         .url()
         .replace(&format!(":{}/", pg.port()), &format!(":{}/", proxy.port));
     let a = Node::start("a", TEAM, &through_proxy, 3, &dir);
-    let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = a.token(&http, Duration::from_secs(60)).await;
     let b = Node::start("b", TEAM, &pg.url(), 3, &dir);
     b.until_served_by(&http, "a", Duration::from_secs(60)).await;
 
@@ -742,10 +739,7 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
     let more = ["--nats", url.as_str(), "--nats-user", "cohort"];
     let env = [("COHORT_NATS_PASSWORD", "s3cret-pass")];
     let mut a = Node::start_with("a", TEAM, &pg.url(), 10, &dir, &more, &env);
-    let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = a.token(&http, Duration::from_secs(60)).await;
     run_goal(&http, &a.base, &token, 1).await;
     // NATS goes down and comes back: the relay waits, then publishes what it missed.
     nats.restart();
@@ -815,10 +809,7 @@ async fn a_postgres_restart_stalls_the_team_and_it_resumes_with_nothing_lost() {
     let dir = Scratch::new("node-pg-restart");
     let http = reqwest::Client::new();
     let a = Node::start("a", TEAM, &pg.url(), 2, &dir);
-    let token = a.until(&http, 200, Duration::from_secs(60)).await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = a.token(&http, Duration::from_secs(60)).await;
     let b = Node::start("b", TEAM, &pg.url(), 2, &dir);
     b.until_served_by(&http, "a", Duration::from_secs(60)).await;
     run_goal(&http, &a.base, &token, 1).await;

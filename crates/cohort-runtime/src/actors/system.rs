@@ -302,7 +302,11 @@ fn start_sync(
     core: SyncCore,
     factory: &AgentFactory,
     stall: std::time::Duration,
-) -> (Addr<Supervisor>, Addr<SyncStateActor>, Addr<super::Watchdog>) {
+) -> (
+    Addr<Supervisor>,
+    Addr<SyncStateActor>,
+    Addr<super::Watchdog>,
+) {
     let supervisor = Supervisor::new(factory.clone()).start();
     let sync = SyncStateActor::new(
         core,

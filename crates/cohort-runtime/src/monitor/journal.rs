@@ -213,8 +213,8 @@ fn write_loop(
             let stored = with_tasks(&inner, &entries);
             match commit(&rt, store.as_ref(), &stored, abandoned) {
                 Ok(bytes) => since_bytes += bytes,
-                Err(None) => return,
-                Err(Some(e)) => {
+                Err(NotStored::Abandoned) => return,
+                Err(NotStored::Fenced(e)) => {
                     tracing::error!("{e}; this node stops its team");
                     fenced.send_replace(true);
                     return;
@@ -347,19 +347,27 @@ fn task_of(
 /// Appends a batch, retrying (with growing pauses, each failure logged) until the store takes
 /// it: nothing is shown before it is stored, and nothing is dropped. Returns the bytes stored
 /// (0 for a commit whose answer was lost but which landed), or the store's refusal for the
-/// fence, which no retry can change (None: the journal was abandoned while retrying).
+/// fence, which no retry can change, or that the journal was abandoned while retrying.
+/// Why a batch was not stored, once retrying is no use.
+enum NotStored {
+    /// The store refused the node's fence: another node holds the team's lease.
+    Fenced(crate::store::StoreError),
+    /// The journal was abandoned (its node lost the lease) while the store failed.
+    Abandoned,
+}
+
 fn commit(
     rt: &tokio::runtime::Runtime,
     store: &dyn Store,
     events: &[StoredEvent],
     abandoned: &AtomicBool,
-) -> Result<u64, Option<crate::store::StoreError>> {
+) -> Result<u64, NotStored> {
     let mut pause = Duration::from_millis(50);
     let mut events = events;
     loop {
         let e = match rt.block_on(store.append(events)) {
             Ok(bytes) => return Ok(bytes),
-            Err(e @ crate::store::StoreError::Fenced { .. }) => return Err(Some(e)),
+            Err(e @ crate::store::StoreError::Fenced { .. }) => return Err(NotStored::Fenced(e)),
             Err(e) => e,
         };
         // A commit whose answer was lost may have landed (the store then knows a newer last
@@ -376,7 +384,7 @@ fn commit(
         );
         std::thread::sleep(pause);
         if abandoned.load(Ordering::SeqCst) {
-            return Err(None);
+            return Err(NotStored::Abandoned);
         }
         pause = (pause * 2).min(Duration::from_secs(5));
     }

@@ -152,9 +152,7 @@ async fn step(
     cursor: Cursor,
 ) -> Result<Step, String> {
     if cursor.version < monitor.version() {
-        return from_store(bus, store, cursor)
-            .await
-            .map(|v| Step::Published(v.unwrap_or(cursor)));
+        return catch_up(bus, store, cursor).await;
     }
     let first = tokio::select! {
         got = feed.recv() => got,
@@ -168,9 +166,7 @@ async fn step(
     };
     let Ok(first) = first else {
         // Fell behind the feed (or it closed): the store has every change.
-        return from_store(bus, store, cursor)
-            .await
-            .map(|v| Step::Published(v.unwrap_or(cursor)));
+        return catch_up(bus, store, cursor).await;
     };
     let mut batch = vec![first];
     while batch.len() < PAGE {
@@ -184,14 +180,23 @@ async fn step(
         .first()
         .is_some_and(|p| p.event.version != cursor.version + 1)
     {
-        return from_store(bus, store, cursor)
-            .await
-            .map(|v| Step::Published(v.unwrap_or(cursor)));
+        return catch_up(bus, store, cursor).await;
     }
     let events = batch.iter().map(|p| (p.event.version, p.json().clone()));
     publish(bus, events, cursor)
         .await
         .map(|v| Step::Published(v.unwrap_or(cursor)))
+}
+
+/// Publishes a page of what the store holds after `cursor`, for a relay behind what the
+/// monitor has shown.
+async fn catch_up(bus: &Stamped<'_>, store: &SqlStore, cursor: Cursor) -> Result<Step, String> {
+    let published = from_store(bus, store, cursor).await?;
+    if published.is_none() {
+        // Shown but not in the store cannot be (it is stored first): do not spin on it.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(Step::Published(published.unwrap_or(cursor)))
 }
 
 /// Publishes a page of the stored events after `cursor`; the last version published (None:

@@ -149,8 +149,8 @@ pub async fn upgrade(
 
 /// 403 when a browser (which always sends `Origin`) opens the socket from a page whose origin
 /// is not allowed. Clients that send no `Origin` are not browsers and are let through (the
-/// token still guards them).
-fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), AppError> {
+/// token still guards them). A standing-by node checks its own origins with it too.
+pub fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), AppError> {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
     };

@@ -10,6 +10,7 @@
 //! origins, then passed on as from the running node's own origin; once both sides have
 //! switched protocols, the bytes are copied both ways until either side closes.
 
+use crate::api::AppError;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
@@ -70,7 +71,8 @@ pub fn router(me: String, leader: Leader, origins: Vec<String>) -> Router {
                     return unavailable(me, None, "which node runs the team is not known yet");
                 }
                 Running::PreviousRun => {
-                    let why = "the team's lease is held by this node's previous run until it runs out";
+                    let why = "the team's lease is held by this node's previous run until it \
+                               runs out";
                     return unavailable(me, None, why);
                 }
             };
@@ -87,10 +89,14 @@ pub fn router(me: String, leader: Leader, origins: Vec<String>) -> Router {
                     }
                     res
                 }
-                Err(Refused::Origin(why)) => (StatusCode::FORBIDDEN, axum::Json(serde_json::json!({"error": why}))).into_response(),
-                Err(Refused::TooLarge) => (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(serde_json::json!({"error": format!("the request body is over {} bytes", crate::api::BODY_LIMIT)}))).into_response(),
+                Err(Refused::Origin(refused)) => refused.into_response(),
+                Err(Refused::TooLarge) => {
+                    let why = format!("the request body is over {} bytes", crate::api::BODY_LIMIT);
+                    AppError::Rejected(StatusCode::PAYLOAD_TOO_LARGE, why).into_response()
+                }
                 Err(Refused::Unreachable(why)) => {
-                    unavailable(me, Some((&node, &address)), &format!("node {node} at http://{address} cannot be reached ({why})"))
+                    let why = format!("node {node} at http://{address} cannot be reached ({why})");
+                    unavailable(me, Some((&node, &address)), &why)
                 }
             }
         }
@@ -119,7 +125,7 @@ fn unavailable(me: &str, leader: Option<(&str, &str)>, why: &str) -> Response {
 }
 
 enum Refused {
-    Origin(String),
+    Origin(AppError),
     TooLarge,
     Unreachable(String),
 }
@@ -133,7 +139,7 @@ async fn forward(
 ) -> Result<Response, Refused> {
     let upgrade = req.headers().contains_key(header::UPGRADE);
     if upgrade {
-        check_origin(req.headers(), origins)?;
+        crate::api::ws::check_origin(req.headers(), origins).map_err(Refused::Origin)?;
         let own = HeaderValue::from_str(&format!("http://{address}"))
             .map_err(|e| Refused::Unreachable(e.to_string()))?;
         req.headers_mut().insert(header::ORIGIN, own);
@@ -195,21 +201,4 @@ async fn forward(
         });
     }
     Ok(res.map(Body::new))
-}
-
-/// 403 unless a browser's `Origin` is one this node allows (as the running node checks its own).
-fn check_origin(headers: &axum::http::HeaderMap, allowed: &[String]) -> Result<(), Refused> {
-    let Some(origin) = headers.get(header::ORIGIN) else {
-        return Ok(());
-    };
-    let origin = origin.to_str().unwrap_or("").trim_end_matches('/');
-    if allowed
-        .iter()
-        .any(|a| a == "*" || a.trim_end_matches('/').eq_ignore_ascii_case(origin))
-    {
-        return Ok(());
-    }
-    Err(Refused::Origin(format!(
-        "websocket connections from origin `{origin}` are not allowed"
-    )))
 }
