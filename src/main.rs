@@ -542,6 +542,8 @@ fn serve(
             {
                 return cli::node::serve(team, &cfg, &host, (bind, web), url, node).await;
             }
+            // Watched before the store is opened: a SIGTERM meanwhile is a clean stop too.
+            let stop = cohort::run::stop_signal();
             let opened = match &data {
                 Some(d) => d.open(Some(cohort::store::default_path(team))).await?,
                 None => None,
@@ -553,7 +555,7 @@ fn serve(
                 bind,
                 web,
                 opened.map(|o| o.store),
-                cohort::run::stop_signal(),
+                stop,
                 |addr| {
                     eprintln!(
                         "Cohort is serving {} on http://{addr} (Ctrl-C to stop)",

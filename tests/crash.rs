@@ -675,18 +675,7 @@ async fn leader(http: &reqwest::Client, nodes: &[Server], token: Option<&str>) -
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         for (i, n) in nodes.iter().enumerate() {
-            let asked = Instant::now();
-            let r = http.get(format!("{}/api/states", n.base)).send().await;
-            if asked.elapsed() > Duration::from_secs(1) {
-                println!(
-                    "DEBUG {:?} {} took {:?}: {:?}",
-                    n.node,
-                    n.base,
-                    asked.elapsed(),
-                    r.as_ref().map(|r| r.headers().clone())
-                );
-            }
-            let Ok(r) = r else {
+            let Ok(r) = http.get(format!("{}/api/states", n.base)).send().await else {
                 continue;
             };
             let made_by = r.headers().get("cohort-node").and_then(|v| v.to_str().ok());
@@ -766,15 +755,7 @@ async fn cluster_run(url: String, nats: &nats::Nats, dir: &Path, kills: usize) {
             (l + 1 + rng.below(2) as usize) % 3
         };
         let killed = Instant::now();
-        println!(
-            "DEBUG round {round}: killing {} at {}",
-            NAMES[victim], nodes[victim].base
-        );
         let restarted = start(victim, round);
-        println!(
-            "DEBUG round {round}: restarted {} at {}",
-            NAMES[victim], restarted.base
-        );
         std::mem::replace(&mut nodes[victim], restarted).kill();
         stop.store(true, Ordering::Relaxed);
         running.await.unwrap();

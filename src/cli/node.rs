@@ -57,6 +57,9 @@ pub async fn serve(
     url: &str,
     node: Node,
 ) -> anyhow::Result<()> {
+    // Watched from the start: a SIGTERM while the store or NATS is reached stops the node as
+    // cleanly as one later (the default action would kill it).
+    let stop = cohort::run::stop_signal();
     let store = Arc::new(cohort::store::SqlStore::open_postgres_node(url).await?);
     eprintln!("The team's data is in {}", store.url());
     let file = std::fs::read(team).with_context(|| format!("reading {}", team.display()))?;
@@ -76,7 +79,7 @@ pub async fn serve(
         bus,
         advertise: node.advertise,
     };
-    let (stop, name) = (cohort::run::stop_signal(), node.name);
+    let name = node.name;
     cohort::node::serve_node(cfg, host, bind, web, store.clone(), options, stop, |addr| {
         let team = team.display();
         eprintln!("Node {name} of {team} is up on http://{addr} (Ctrl-C to stop)");
