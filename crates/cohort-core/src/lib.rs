@@ -7,7 +7,7 @@
 //! # Map (lowest layer first)
 //! - [`ids`], [`clock`], [`problem`], [`auth`]: newtype ids and `StageRef`, record timestamps,
 //!   config problems, password and session-token hashes; [`lease`], how a node of a team
-//!   across machines keeps its lease.
+//!   across machines keeps its lease, and [`placement`], which node runs which agent.
 //! - [`policy`]: a tool call's risk, whether it waits for a person's approval, and the repair
 //!   policy (every rule that mends a model's slip, named, counted and switchable).
 //! - The model layer, whose types refer to each other by design:
@@ -41,6 +41,7 @@ pub mod lease;
 pub mod message;
 pub mod notice;
 pub mod parse;
+pub mod placement;
 pub mod policy;
 pub mod problem;
 pub mod prompt;

@@ -201,7 +201,7 @@ impl AgentFactory {
             self.prompts.clone(),
             tools,
             SyncLink::to(&sync),
-            self.monitor.clone(),
+            Arc::new(self.monitor.clone()),
         )
         .with_allowance(self.steps.clone());
         let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);

@@ -92,7 +92,7 @@ impl AgentActor {
             return;
         }
         self.state.refresh_working_state();
-        self.monitor.publish(self.state.take_changes());
+        self.outlet.publish(self.state.take_changes());
     }
 
     /// The runtime's closing of work this manager could not act on twice (see

@@ -92,12 +92,7 @@ impl AgentActor {
         if !matches!(skill, Skill::SendMessage | Skill::TaskManager) {
             return Vec::new();
         }
-        self.monitor.read(|s| {
-            if s.agents.len() > RECEIVERS_LISTED {
-                return Vec::new();
-            }
-            s.agents.keys().map(|a| a.to_string()).collect()
-        })
+        self.outlet.receivers(RECEIVERS_LISTED)
     }
 
     /// Sends a step's request to its model; the answer comes back to `on_answer`.

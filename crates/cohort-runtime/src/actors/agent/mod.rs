@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `messages.rs` | its whole protocol: every message it handles |
 //! | `phase.rs` | what it is doing: idle, running, held for a person, settling, … |
+//! | `outlet.rs` | where its own changes go: the monitor, or the running node over NATS |
 //! | `commit.rs` | where its changes go: published, or handed to SyncState (`commit`) |
 //! | `next_step.rs` | when it starts its next step, and how by the step's executor |
 //! | `llm_call.rs` | a skill step's prompt, its model call and the answer |
@@ -28,7 +29,6 @@
 use crate::ids::AgentId;
 use crate::llm::ChatModel;
 use crate::mcp::McpClient;
-use crate::monitor::Monitor;
 use crate::prompt::PromptSet;
 use crate::state::AgentState;
 use actix::prelude::*;
@@ -43,6 +43,7 @@ mod llm_call;
 mod messages;
 mod model;
 mod next_step;
+mod outlet;
 mod person;
 mod phase;
 mod receive;
@@ -56,6 +57,7 @@ mod verdict;
 
 pub use commit::SyncLink;
 pub use messages::{CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused, SetPaused};
+pub use outlet::Outlet;
 
 /// What an agent needs to use tools: the servers' descriptions (for its prompts) and the
 /// team's shared MCP client.
@@ -83,7 +85,8 @@ pub struct AgentActor {
     /// The team's one MCP client (None when the team has no servers).
     mcp: Option<Arc<McpClient>>,
     sync: SyncLink,
-    monitor: Monitor,
+    /// Where its own changes go (see `outlet.rs`).
+    outlet: Arc<dyn Outlet>,
     /// What the agent is doing.
     phase: phase::Phase,
     /// The hand-overs SyncState has not answered yet (see `commit.rs`).
@@ -103,7 +106,7 @@ impl AgentActor {
         prompts: Arc<PromptSet>,
         tools: AgentTools,
         sync: SyncLink,
-        monitor: Monitor,
+        outlet: Arc<dyn Outlet>,
     ) -> Self {
         let AgentTools {
             descriptions: tool_descriptions,
@@ -117,7 +120,7 @@ impl AgentActor {
             tool_descriptions,
             mcp,
             sync,
-            monitor,
+            outlet,
             phase: phase::Phase::default(),
             unanswered: commit::Unanswered::default(),
             wait_timer: None,

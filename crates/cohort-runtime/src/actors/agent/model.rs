@@ -53,12 +53,8 @@ impl AgentActor {
 
     /// Where a streamed answer of step `id` goes while it is written: the monitor's live feed.
     pub(super) fn answer_progress(&self, id: &StepId) -> AnswerProgress {
-        let (monitor, agent, step) = (
-            self.monitor.clone(),
-            self.state.agent_id.clone(),
-            id.clone(),
-        );
-        AnswerProgress::new(move |text| monitor.writing(&agent, &step, text))
+        let (outlet, agent, step) = (self.outlet.clone(), self.state.agent_id.clone(), id.clone());
+        AnswerProgress::new(move |text| outlet.writing(&agent, &step, text))
     }
 
     /// A side call of step `id` (its history's summary, a tool loop's round) found the model's

@@ -40,11 +40,10 @@ impl AgentActor {
         // The tool is called only once the step's start is stored: after a crash a started
         // tool step is never run again (it may have acted), so a start the store lost must
         // not have reached the tool either.
-        let started = self.monitor.assigned_version();
-        let monitor = self.monitor.clone();
+        let stored = self.outlet.stored();
         let (asked, made) = (server.clone(), call.clone());
         let call_server = async move {
-            let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
+            let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
                 return Err(
                     "the team's store did not confirm the step's start in time; the \

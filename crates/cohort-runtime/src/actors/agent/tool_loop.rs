@@ -56,11 +56,10 @@ impl AgentActor {
             },
         );
         let request = self.request_for(&step, "tool_loop", prompt.system, prompt.user);
-        let started = self.monitor.assigned_version();
-        let monitor = self.monitor.clone();
+        let stored = self.outlet.stored();
         let servers = self.loop_servers(&server);
         let describe = async move {
-            let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
+            let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
                 return Err(
                     "the team's store did not confirm the step's start in time; no \
@@ -221,11 +220,10 @@ impl AgentActor {
         tools: Arc<ToolSet>,
         calls: Vec<ToolCall>,
     ) -> impl Future<Output = Vec<Result<Value, String>>> + use<> {
-        let started = self.monitor.assigned_version();
-        let monitor = self.monitor.clone();
+        let stored = self.outlet.stored();
         let at_once = self.state.step_limits.parallel_tool_calls.max(1);
         async move {
-            let stored = tokio::time::timeout(STORE_DEADLINE, monitor.durable(started)).await;
+            let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
                 let why = "the team's store did not confirm the loop in time; the tool was not \
                            called";
