@@ -91,7 +91,9 @@ pub trait ChatModel: Send + Sync + 'static {
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>>;
 
     /// A team carried over from a store tells its models which calls were answered before
-    /// (a model with state of its own, like a script's place, carries on from there).
+    /// (a model with state of its own, like a script's place, carries on from there). Told
+    /// again for the same agents (one that comes back from another node of the team), it
+    /// carries on from the newer count, not from both.
     fn carry_on(&self, _answered: &[Answered]) {}
 
     /// The most tokens a prompt may take (the context window less the answer's room), when

@@ -101,6 +101,12 @@ impl ChatModel for ScriptedModel {
     /// restarted on its store goes on with the next reply, not the first one again.
     fn carry_on(&self, answered: &[Answered]) {
         let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
+        // What it was told before of these agents is replaced, not added to.
+        let told: std::collections::HashSet<&str> = answered
+            .iter()
+            .map(|a| self.key(a.agent_id.as_str(), a.template.as_deref()).0)
+            .collect();
+        cursors.retain(|(key, _), _| !told.contains(key.as_str()));
         for a in answered {
             let (key, _) = self.key(a.agent_id.as_str(), a.template.as_deref());
             if self.rule(key, &a.skill, &a.step_text).is_none() {

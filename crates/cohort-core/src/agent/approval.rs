@@ -31,7 +31,7 @@ pub struct ApprovalRequest {
 }
 
 /// A person's verdict on a waiting call or plan.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Verdict {
     /// Run it: `args_hash` is the hash of the arguments the person saw; `arguments`, when
     /// given, replace them (an edit).
@@ -68,7 +68,7 @@ pub enum Verdict {
 }
 
 /// Why a person's verdict was refused; the step keeps waiting, unchanged.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, thiserror::Error, PartialEq, Serialize, Deserialize)]
 pub enum VerdictError {
     /// The step waits for no person: it never did, or its wait already ended (a verdict, a
     /// cancel or its deadline came first).
@@ -90,7 +90,7 @@ pub enum VerdictError {
     /// The verdict is for another kind of wait: the step, what it waits for, and what to send
     /// instead.
     #[error("step `{0}` waits for {1}; {2}")]
-    WrongKind(StepId, &'static str, &'static str),
+    WrongKind(StepId, String, String),
     /// The person's edited plan or stages cannot run (empty, a step the agent may not run,
     /// stages SyncState refuses), with why.
     #[error("the edited plan cannot run: {0}")]
@@ -228,8 +228,8 @@ fn decide_params(
         ))),
         _ => Err(VerdictError::WrongKind(
             id.clone(),
-            "parameters",
-            "send them with POST /api/step/{id}/params {values}",
+            "parameters".into(),
+            "send them with POST /api/step/{id}/params {values}".into(),
         )),
     }
 }
@@ -248,8 +248,8 @@ fn decide_plan_check(
         Verdict::Approve { .. } | Verdict::FillParams { .. } | Verdict::ApproveStages { .. } => {
             return Err(VerdictError::WrongKind(
                 id.clone(),
-                "a plan check",
-                "send plan_hash (and steps to edit it), not args_hash",
+                "a plan check".into(),
+                "send plan_hash (and steps to edit it), not args_hash".into(),
             ));
         }
     };
@@ -286,8 +286,8 @@ fn decide_call(
         | Verdict::FillParams { .. }
         | Verdict::ApproveStages { .. } => Err(VerdictError::WrongKind(
             id.clone(),
-            "a tool call's approval",
-            "send args_hash (and arguments to edit them), not plan_hash",
+            "a tool call's approval".into(),
+            "send args_hash (and arguments to edit them), not plan_hash".into(),
         )),
         Verdict::Approve {
             args_hash: seen,

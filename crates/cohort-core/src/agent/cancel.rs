@@ -10,7 +10,7 @@ use crate::state::{
 };
 
 /// Why a step could not be cancelled.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, thiserror::Error, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum CancelError {
     /// The agent has no step with this id.
     #[error("agent `{0}` has no step `{1}`")]

@@ -6,6 +6,7 @@
 //! confirmation is bound to the plan the person saw, by its hash.
 
 use super::approval::VerdictError;
+use serde::Serialize;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
 use crate::message::{StagePlan, TaskInstruction};
@@ -18,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// One step of a person's edited plan, in the model's own format.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EditedStep {
     /// What the step is meant to achieve, in a line.
@@ -101,8 +102,8 @@ pub fn decide_plan(
         PlanVerdict::Confirm { .. } if check.stages.is_some() => {
             return Err(VerdictError::WrongKind(
                 id.clone(),
-                "a stage plan's check",
-                "its confirmation goes through SyncState",
+                "a stage plan's check".into(),
+                "its confirmation goes through SyncState".into(),
             ));
         }
         PlanVerdict::Confirm {
@@ -179,8 +180,8 @@ pub fn confirmed_stages(
     let proposed = check.stages.ok_or_else(|| {
         VerdictError::WrongKind(
             step.step_id.clone(),
-            "a plan of steps",
-            "send steps, not stages",
+            "a plan of steps".into(),
+            "send steps, not stages".into(),
         )
     })?;
     if plan_hash != check.plan_hash {

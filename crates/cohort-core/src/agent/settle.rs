@@ -13,7 +13,7 @@ use crate::sync::SyncError;
 use serde_json::Value;
 
 /// How a step closes once SyncState answered its output.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Settle {
     /// The agent the step belongs to.
     pub agent_id: AgentId,

@@ -72,7 +72,7 @@ pub enum FieldKind {
 }
 
 /// Why a question cannot be asked, or why a person's answer does not fit it.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, thiserror::Error, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AskError {
     /// A choice has too few, too many, empty or repeated options.
     #[error("a choice needs 2 to {MAX_CHOICES} different, non-empty options")]

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 /// Why SyncState refused a message, a task or agent instruction, or an operator's control.
 /// The text is what the refused step, its manager and the operators are told, so it says
 /// what to do instead.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, thiserror::Error, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum SyncError {
     /// The message or instruction names a task SyncState does not hold.
     #[error("there is no task `{0}`")]

@@ -2,7 +2,7 @@
 //! from a template when a manager asks (init_new_agent). It builds the agent's state, publishes
 //! it, starts its actor on a worker thread and registers it with the dispatcher.
 
-use super::agent::{AgentActor, AgentTools, SyncLink};
+use super::agent::{AgentActor, AgentTools, Outlet, SyncLink};
 use super::dispatcher::{Dispatcher, Register, RegisterControl};
 use super::sync_state::SyncStateActor;
 use crate::config::{AgentTemplate, LlmConfig};
@@ -31,8 +31,8 @@ pub type Templates = HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>;
 
 #[derive(Clone)]
 pub struct AgentFactory {
-    pub prompts: Arc<PromptSet>,
-    pub tools: AgentTools,
+    /// What every agent is given.
+    pub settings: AgentSettings,
     pub monitor: Monitor,
     pub dispatcher: Addr<Dispatcher>,
     /// Each template with its model, built at start-up so a missing API key is found then,
@@ -40,6 +40,15 @@ pub struct AgentFactory {
     pub templates: Arc<Templates>,
     /// The threads agents run on, one per core; agents are placed on them in turn.
     pub workers: Arc<Workers>,
+}
+
+/// What every agent of the team is given besides its own state: its prompts and tools, and
+/// the team file's settings that a stored state does not carry (they follow the team file).
+/// A node that runs agents for the team's node builds the same from the same file.
+#[derive(Clone)]
+pub struct AgentSettings {
+    pub prompts: Arc<PromptSet>,
+    pub tools: AgentTools,
     /// `retention.step_chars`, given to every agent.
     pub step_chars: usize,
     /// The bytes one of a person's private conversations keeps (the memory budget's share).
@@ -60,6 +69,57 @@ pub struct AgentFactory {
     pub base_task: crate::ids::TaskId,
     /// The steps the team's agents may still start, shared by all of them.
     pub steps: super::StepAllowance,
+}
+
+impl AgentSettings {
+    /// Gives `state` the team file's settings and says which tools its actor gets (people
+    /// never call tools themselves).
+    pub fn prepare(&self, state: &mut AgentState, llm: Option<&Arc<dyn ChatModel>>) -> AgentTools {
+        let tools = if llm.is_some() {
+            self.tools.clone()
+        } else {
+            AgentTools::default()
+        };
+        let id = state.agent_id.clone();
+        state.native_tools = llm.is_some_and(|m| m.native_tools());
+        state.step_chars = self.step_chars;
+        state.private_bytes = self.private_bytes;
+        state.step_limits = self.step_limits;
+        if let Some(n) = self.parallel_steps.get(&id) {
+            state.step_limits.parallel_steps = *n;
+        }
+        state.repairs = self.repairs.clone();
+        state.wait_patience = self.wait_patience.clone();
+        state.tool_approval = self
+            .tool_approvals
+            .get(&id)
+            .copied()
+            .unwrap_or(self.tool_approval);
+        // A call that may wait for a person (for approval or for its arguments) must be a step
+        // of its own, which the native loop (many calls inside one step) cannot give: such an
+        // agent calls tools through the instruction_generation → tool → tool_decision chain.
+        if state.tool_approval.auto_run_up_to != Some(crate::policy::Risk::High)
+            || state.tool_approval.ask_for_params
+        {
+            state.native_tools = false;
+        }
+        state.base_task = Some(self.base_task.clone());
+        tools
+    }
+
+    /// The actor of `state` (prepared), handing over through `sync` and publishing to
+    /// `outlet`.
+    pub fn actor(
+        &self,
+        state: AgentState,
+        llm: Option<Arc<dyn ChatModel>>,
+        tools: AgentTools,
+        sync: SyncLink,
+        outlet: Arc<dyn Outlet>,
+    ) -> AgentActor {
+        AgentActor::new(state, llm, self.prompts.clone(), tools, sync, outlet)
+            .with_allowance(self.steps.clone())
+    }
 }
 
 /// The agents' threads: one actix arbiter per core, so a team uses every core. They stop when
@@ -84,7 +144,8 @@ impl Workers {
         }
     }
 
-    fn pick(&self) -> ArbiterHandle {
+    /// The thread the next agent runs on.
+    pub fn pick(&self) -> ArbiterHandle {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
         self.handles[i].clone()
     }
@@ -158,36 +219,8 @@ impl AgentFactory {
         sync: Addr<SyncStateActor>,
         announce: bool,
     ) -> Addr<AgentActor> {
-        // People never call tools themselves.
-        let tools = if llm.is_some() {
-            self.tools.clone()
-        } else {
-            AgentTools::default()
-        };
+        let tools = self.settings.prepare(&mut state, llm.as_ref());
         let id = state.agent_id.clone();
-        state.native_tools = llm.as_ref().is_some_and(|m| m.native_tools());
-        state.step_chars = self.step_chars;
-        state.private_bytes = self.private_bytes;
-        state.step_limits = self.step_limits;
-        if let Some(n) = self.parallel_steps.get(&id) {
-            state.step_limits.parallel_steps = *n;
-        }
-        state.repairs = self.repairs.clone();
-        state.wait_patience = self.wait_patience.clone();
-        state.tool_approval = self
-            .tool_approvals
-            .get(&id)
-            .copied()
-            .unwrap_or(self.tool_approval);
-        // A call that may wait for a person (for approval or for its arguments) must be a step
-        // of its own, which the native loop (many calls inside one step) cannot give: such an
-        // agent calls tools through the instruction_generation → tool → tool_decision chain.
-        if state.tool_approval.auto_run_up_to != Some(crate::policy::Risk::High)
-            || state.tool_approval.ask_for_params
-        {
-            state.native_tools = false;
-        }
-        state.base_task = Some(self.base_task.clone());
         if announce {
             // Published before it starts, so whoever learns of the agent next (an ask_info
             // answer, a client) finds it.
@@ -195,15 +228,10 @@ impl AgentFactory {
             state.take_changes();
             self.monitor.publish(vec![state.added()]);
         }
-        let actor = AgentActor::new(
-            state,
-            llm,
-            self.prompts.clone(),
-            tools,
-            SyncLink::to(&sync),
-            Arc::new(self.monitor.clone()),
-        )
-        .with_allowance(self.steps.clone());
+        let outlet: Arc<dyn Outlet> = Arc::new(self.monitor.clone());
+        let actor = self
+            .settings
+            .actor(state, llm, tools, SyncLink::to(&sync), outlet);
         let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);
         self.dispatcher
             .do_send(RegisterControl(id.clone(), addr.clone()));
@@ -234,10 +262,10 @@ impl AgentFactory {
             &template.llm,
         );
         state.template = Some(template.name.clone());
-        state.step_chars = self.step_chars;
-        state.step_limits = self.step_limits;
-        state.repairs = self.repairs.clone();
-        state.base_task = Some(self.base_task.clone());
+        state.step_chars = self.settings.step_chars;
+        state.step_limits = self.settings.step_limits;
+        state.repairs = self.settings.repairs.clone();
+        state.base_task = Some(self.settings.base_task.clone());
         state.refresh_working_state();
         state.take_changes();
         let added = state.added();

@@ -4,7 +4,8 @@
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Route};
 use super::factory::{
-    AgentFactory, ModelBuilder, Templates, Workers, llm_agent_state, llm_settings,
+    AgentFactory, AgentSettings, ModelBuilder, Templates, Workers, llm_agent_state,
+    llm_settings,
 };
 use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
@@ -245,35 +246,11 @@ fn start(
     let dispatcher = Dispatcher::new(monitor.clone()).start();
     let tools = agent_tools(cfg, host);
     let factory = AgentFactory {
-        prompts,
-        tools: tools.clone(),
+        settings: agent_settings(cfg, prompts, tools.clone(), base_task.clone(), steps.clone()),
         monitor: monitor.clone(),
         dispatcher: dispatcher.clone(),
         templates: Arc::new(templates),
         workers: Arc::new(Workers::start()),
-        step_chars: cfg.retention.step_chars,
-        private_bytes: cfg.retention.memory.private_chat(),
-        step_limits: cfg.step_limits,
-        repairs: cfg.repairs.clone(),
-        wait_patience: crate::state::WaitPatience {
-            humans: Arc::new(humans.iter().cloned().collect()),
-            ..cfg.waits.clone()
-        },
-        tool_approvals: Arc::new(
-            cfg.agents
-                .iter()
-                .map(|a| (a.id.clone(), a.tool_approval))
-                .collect(),
-        ),
-        tool_approval: cfg.tool_approval,
-        parallel_steps: Arc::new(
-            cfg.agents
-                .iter()
-                .filter_map(|a| Some((a.id.clone(), a.parallel_steps?)))
-                .collect(),
-        ),
-        base_task: base_task.clone(),
-        steps: steps.clone(),
     };
     let (supervisor, sync, watchdog) = start_sync(core, &factory, cfg.waits.stall);
     let agents = spawn_agents(cfg, models, stored, &factory, &sync);
@@ -294,6 +271,44 @@ fn start(
         supervisor,
         watchdog,
     })
+}
+
+/// What every agent of the team file `cfg` is given (see [`AgentSettings`]).
+pub fn agent_settings(
+    cfg: &TeamConfig,
+    prompts: Arc<PromptSet>,
+    tools: AgentTools,
+    base_task: TaskId,
+    steps: super::StepAllowance,
+) -> AgentSettings {
+    let humans = cfg.humans.iter().map(|h| h.id.clone()).collect();
+    AgentSettings {
+        prompts,
+        tools,
+        step_chars: cfg.retention.step_chars,
+        private_bytes: cfg.retention.memory.private_chat(),
+        step_limits: cfg.step_limits,
+        repairs: cfg.repairs.clone(),
+        wait_patience: crate::state::WaitPatience {
+            humans: Arc::new(humans),
+            ..cfg.waits.clone()
+        },
+        tool_approvals: Arc::new(
+            cfg.agents
+                .iter()
+                .map(|a| (a.id.clone(), a.tool_approval))
+                .collect(),
+        ),
+        tool_approval: cfg.tool_approval,
+        parallel_steps: Arc::new(
+            cfg.agents
+                .iter()
+                .filter_map(|a| Some((a.id.clone(), a.parallel_steps?)))
+                .collect(),
+        ),
+        base_task,
+        steps,
+    }
 }
 
 /// SyncState with `core`, the supervisor that starts the agents it hires (SyncState only asks
