@@ -846,3 +846,119 @@ async fn a_postgres_restart_stalls_the_team_and_it_resumes_with_nothing_lost() {
         "the lease was taken again: {leases:?}"
     );
 }
+
+const SPREAD: &str = "tests/fixtures/spread/team.yaml";
+
+/// Which node holds each agent's lease, as the store says.
+async fn agent_leases(url: &str) -> std::collections::BTreeMap<String, String> {
+    let store = SqlStore::open_reader(url).await.unwrap();
+    let (_, leases) = store.placement().await.unwrap();
+    leases
+        .into_iter()
+        .filter_map(|l| Some((l.resource.strip_prefix("agent/")?.to_owned(), l.node)))
+        .collect()
+}
+
+/// Waits until the store shows an agent's lease held by each of `nodes`.
+async fn until_spread_over(
+    url: &str,
+    nodes: &[&str],
+    within: Duration,
+) -> std::collections::BTreeMap<String, String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let leases = agent_leases(url).await;
+        if nodes.iter().all(|n| leases.values().any(|v| v == n)) {
+            return leases;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "agents not spread over {nodes:?}: {leases:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The steps of `agent` on `base`, as `(executor, execution_state)`.
+async fn steps_of(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    agent: &str,
+) -> Vec<(String, String)> {
+    let all: Value = http
+        .get(format!("{base}/api/states?type=step"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    all.as_object()
+        .unwrap()
+        .values()
+        .filter(|s| s["agent_id"] == agent)
+        .map(|s| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (text(&s["executor"]), text(&s["execution_state"]))
+        })
+        .collect()
+}
+
+/// With NATS, the team's agents spread over the live nodes: the node running the team keeps
+/// SyncState and a share, and a joining node takes a share. A goal's messages and waits cross
+/// between them (the writer waits for the reviewer's reply from the other node). The writer's
+/// node is killed while its step runs there: the writer runs on the team's node again, from
+/// the record, its step runs again, and the goal finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on_elsewhere() {
+    let pg = postgres::Cluster::start("node-spread");
+    let nats = nats::Nats::start("node-spread");
+    let dir = Scratch::new("node-spread");
+    let http = reqwest::Client::new();
+    let url = nats.url();
+    let more = ["--nats", url.as_str()];
+    let info = [("COHORT_LOG", "info")];
+    let a = Node::start_with("a", SPREAD, &pg.url(), 2, &dir, &more, &info);
+    let token = a.token(&http, Duration::from_secs(60)).await;
+    let mut b = Node::start_with("b", SPREAD, &pg.url(), 2, &dir, &more, &info);
+    let leases = until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
+    assert_eq!(leases.len(), 3, "{leases:?}");
+    assert_eq!(leases["writer"], "b", "{leases:?}");
+    assert!(send_goal(&http, &a.base, &token, 1).await);
+    a.poll(
+        "the writer thinking on node b",
+        Duration::from_secs(30),
+        async || {
+            let steps = steps_of(&http, &a.base, &token, "writer").await;
+            steps
+                .iter()
+                .any(|(e, s)| e == "think" && s == "running")
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(
+        b.log().contains("the agent runs on this node"),
+        "{}",
+        b.log()
+    );
+    b.signal("-KILL");
+    b.wait_exit(Duration::from_secs(10));
+    finish_tasks(&http, &a.base, &token, 1).await;
+    assert_eq!(agent_leases(&pg.url()).await["writer"], "a");
+    // The think cut off on node b is settled as interrupted and runs again, once; every other
+    // step of the writer finished, none twice.
+    let steps = steps_of(&http, &a.base, &token, "writer").await;
+    let ended = |x: &str, st: &str| steps.iter().filter(|(e, s)| e == x && s == st).count();
+    assert_eq!(ended("think", "failed"), 1, "{steps:?}");
+    assert_eq!(ended("think", "finished"), 2, "{steps:?}");
+    assert_eq!(ended("send_message", "finished"), 1, "{steps:?}");
+    assert_eq!(steps.len(), 11, "{steps:?}");
+    assert!(
+        a.log().contains("agents moved between the team's nodes"),
+        "{}",
+        a.log()
+    );
+}

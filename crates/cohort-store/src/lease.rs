@@ -18,6 +18,11 @@ use std::time::Duration;
 /// The lease of the whole team: its agents and SyncState run on the node that holds it.
 pub const TEAM_LEASE: &str = "team";
 
+/// The lease of agent `agent`: it runs on the node that holds it (granted by the team's node).
+pub fn agent_lease(agent: &str) -> String {
+    format!("agent/{agent}")
+}
+
 /// Now, in milliseconds since the Unix epoch, by the database's clock.
 const NOW_MS: &str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
 
@@ -56,6 +61,8 @@ pub enum Taken {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct NodeRow {
     pub name: String,
+    /// The process serving as it now.
+    pub instance: String,
     pub address: String,
     pub team_hash: String,
     pub started_at: i64,
@@ -253,6 +260,55 @@ impl SqlStore {
         .await
     }
 
+    /// Grants agent `agent`'s lease to node `node`'s process `instance` for `ttl`, with the
+    /// next fencing token, whoever held it: only the team's node places agents, so the grant is
+    /// refused unless `team` (its hold on the team's lease) still holds, checked in the same
+    /// transaction.
+    pub async fn grant_agent_lease(
+        &self,
+        team: &Fence,
+        agent: &str,
+        (node, instance): (&str, &str),
+        ttl: Duration,
+    ) -> Result<i64, StoreError> {
+        let (team, resource) = (team.clone(), agent_lease(agent));
+        let (node, instance) = (node.to_owned(), instance.to_owned());
+        self.call(move |db| async move {
+            let mut tx = db.pool.begin().await?;
+            team.check(&mut tx).await?;
+            let r = sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO leases (resource, node, instance, token, expires_at, taken_at)                  VALUES ($1, $2, $3, 1, {NOW_MS} + $4, {NOW_MS}) ON CONFLICT (resource) DO UPDATE                  SET node = excluded.node, instance = excluded.instance,                  token = leases.token + 1, expires_at = excluded.expires_at,                  taken_at = excluded.taken_at RETURNING token"
+            )))
+            .bind(resource)
+            .bind(node)
+            .bind(instance)
+            .bind(ttl.as_millis() as i64)
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(r.try_get(0)?)
+        })
+        .await
+    }
+
+    /// Extends by `ttl` the agents' leases `seat`'s process holds: a node renews them all in
+    /// one statement, as often as it says it is alive.
+    pub async fn renew_agent_leases(&self, seat: &Seat, ttl: Duration) -> Result<(), StoreError> {
+        let seat = seat.clone();
+        self.call(move |db| async move {
+            sqlx::query(AssertSqlSafe(format!(
+                "UPDATE leases SET expires_at = {NOW_MS} + $1                  WHERE node = $2 AND instance = $3 AND resource LIKE 'agent/%'"
+            )))
+            .bind(ttl.as_millis() as i64)
+            .bind(seat.node)
+            .bind(seat.instance)
+            .execute(&db.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Gives `fence`'s lease up at once, so another node takes it without waiting for it to
     /// expire (a node stopping on a signal).
     pub async fn release_lease(&self, fence: &Fence) -> Result<(), StoreError> {
@@ -280,8 +336,8 @@ impl SqlStore {
                 return Ok((Vec::new(), Vec::new()));
             }
             let nodes = sqlx::query(AssertSqlSafe(format!(
-                "SELECT name, address, team_hash, started_at, {NOW_MS} - seen_at, stopped_at \
-                 FROM nodes ORDER BY name"
+                "SELECT name, address, team_hash, started_at, {NOW_MS} - seen_at, stopped_at, \
+                 instance FROM nodes ORDER BY name"
             )))
             .fetch_all(&db.pool)
             .await?
@@ -294,6 +350,7 @@ impl SqlStore {
                     started_at: r.try_get(3)?,
                     seen_ms_ago: r.try_get(4)?,
                     stopped_at: r.try_get(5)?,
+                    instance: r.try_get(6)?,
                 })
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()?;

@@ -22,6 +22,9 @@ pub enum CancelError {
     /// would close it twice.
     #[error("step `{0}` is ending already (its result is being stored)")]
     Ending(StepId),
+    /// The agent could not be asked (it runs on another node that did not answer), with why.
+    #[error("the agent did not answer: {0}")]
+    Unavailable(String),
 }
 
 /// Why a cancelled step ended, as its result says.

@@ -6,7 +6,6 @@
 //! confirmation is bound to the plan the person saw, by its hash.
 
 use super::approval::VerdictError;
-use serde::Serialize;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
 use crate::message::{StagePlan, TaskInstruction};
@@ -16,6 +15,7 @@ pub use crate::state::plan_check::{
 };
 use crate::state::{AgentState, PlannedStep, Skill, StepExecutionState, StepResult, StepState};
 use serde::Deserialize;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// One step of a person's edited plan, in the model's own format.

@@ -3,7 +3,7 @@
 //! a receiver the team does not have is acknowledged here, so the message leaves the messages
 //! in flight instead of waiting there for ever.
 
-use super::agent::{AgentActor, Decide, Deliver, SetPaused};
+use super::agent::{CancelStep, Decide, Deliver, SetPaused};
 use crate::event::{AgentChange, Change};
 use crate::ids::AgentId;
 use crate::message::Message;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub struct Dispatcher {
     agents: HashMap<AgentId, Recipient<Deliver>>,
     /// The agents themselves, for a person's control (a verdict on a tool call, a pause).
-    controls: HashMap<AgentId, Addr<AgentActor>>,
+    controls: HashMap<AgentId, Controls>,
     monitor: Monitor,
 }
 
@@ -29,10 +29,33 @@ impl Dispatcher {
     }
 }
 
+/// Where a person's control of one agent goes: its actor, or its stand-in on this node when
+/// it runs on another node of the team.
+#[derive(Clone)]
+pub struct Controls {
+    decide: Recipient<Decide>,
+    cancel: Recipient<CancelStep>,
+    pause: Recipient<SetPaused>,
+}
+
+impl Controls {
+    /// The controls of the agent (or stand-in) at `to`.
+    pub fn of<A>(to: &Addr<A>) -> Self
+    where
+        A: Actor<Context = Context<A>> + Handler<Decide> + Handler<CancelStep> + Handler<SetPaused>,
+    {
+        Controls {
+            decide: to.clone().recipient(),
+            cancel: to.clone().recipient(),
+            pause: to.clone().recipient(),
+        }
+    }
+}
+
 /// Registers an agent for a person's control.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct RegisterControl(pub AgentId, pub Addr<AgentActor>);
+pub struct RegisterControl(pub AgentId, pub Controls);
 
 impl Handler<RegisterControl> for Dispatcher {
     type Result = ();
@@ -52,7 +75,8 @@ impl Handler<PauseFor> for Dispatcher {
         let to = self.controls.get(&agent).cloned();
         Box::pin(async move {
             let to = to.ok_or_else(|| ControlRefused::NoAgent(agent.clone()))?;
-            to.send(SetPaused(paused))
+            to.pause
+                .send(SetPaused(paused))
                 .await
                 .map_err(|e| ControlRefused::Unreachable(agent, e.to_string()))
         })
@@ -92,7 +116,7 @@ impl Handler<CancelStepFor> for Dispatcher {
         let to = self.controls.get(&agent).cloned();
         Box::pin(async move {
             let to = to.ok_or_else(|| ControlRefused::NoAgent(agent.clone()))?;
-            match to.send(c).await {
+            match to.cancel.send(c).await {
                 Ok(r) => Ok(r?),
                 Err(e) => Err(ControlRefused::Unreachable(agent, e.to_string())),
             }
@@ -106,7 +130,7 @@ impl Handler<DecideFor> for Dispatcher {
         let to = self.controls.get(&agent).cloned();
         Box::pin(async move {
             let to = to.ok_or_else(|| ControlRefused::NoAgent(agent.clone()))?;
-            match to.send(d).await {
+            match to.decide.send(d).await {
                 Ok(r) => Ok(r?),
                 Err(e) => Err(ControlRefused::Unreachable(agent, e.to_string())),
             }

@@ -3,7 +3,7 @@
 //! it, starts its actor on a worker thread and registers it with the dispatcher.
 
 use super::agent::{AgentActor, AgentTools, Outlet, SyncLink};
-use super::dispatcher::{Dispatcher, Register, RegisterControl};
+use super::dispatcher::{Controls, Dispatcher, Register, RegisterControl};
 use super::sync_state::SyncStateActor;
 use crate::config::{AgentTemplate, LlmConfig};
 use crate::event::Change;
@@ -234,7 +234,7 @@ impl AgentFactory {
             .actor(state, llm, tools, SyncLink::to(&sync), outlet);
         let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);
         self.dispatcher
-            .do_send(RegisterControl(id.clone(), addr.clone()));
+            .do_send(RegisterControl(id.clone(), Controls::of(&addr)));
         self.dispatcher
             .do_send(Register(id, addr.clone().recipient()));
         addr

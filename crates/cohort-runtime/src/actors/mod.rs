@@ -13,21 +13,22 @@ mod system;
 mod watchdog;
 
 pub use agent::{
-    AgentActor, AgentTools, CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused,
-    SetPaused,
+    AgentActor, AgentTools, CancelStep, Decide, Deliver, GetAgentState, HumanSend, Outlet, Retire,
+    SendRefused, SetPaused, SyncLink,
 };
 pub use allowance::StepAllowance;
 pub use dispatcher::{
-    CancelStepFor, ControlRefused, DecideFor, Dispatcher, PauseFor, Register, RegisterControl,
-    Route,
+    CancelStepFor, ControlRefused, Controls, DecideFor, Dispatcher, PauseFor, Register,
+    RegisterControl, Route,
 };
-pub use factory::{AgentFactory, Workers};
+pub use factory::{AgentFactory, AgentSettings, ModelBuilder, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{
     ApplyOutput, CancelStage, CancelTask, CheckRoom, CheckTaskInstruction, PauseTask, ReportStall,
     RetryStage, SubmitMessage, SubmitMessages, SyncStateActor,
 };
 pub use system::{
-    Host, OPERATOR, SystemError, Team, start_team, start_team_limited, start_team_stored,
+    Host, OPERATOR, SystemError, Team, agent_settings, agent_tools, answered_in, build_models,
+    start_team, start_team_limited, start_team_stored,
 };
 pub use watchdog::Watchdog;

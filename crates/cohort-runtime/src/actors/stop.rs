@@ -59,6 +59,7 @@ macro_rules! stops {
 }
 
 stops!(
+    super::AgentActor,
     super::Dispatcher,
     super::Supervisor,
     super::SyncStateActor,

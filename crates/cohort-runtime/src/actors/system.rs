@@ -4,8 +4,7 @@
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Route};
 use super::factory::{
-    AgentFactory, AgentSettings, ModelBuilder, Templates, Workers, llm_agent_state,
-    llm_settings,
+    AgentFactory, AgentSettings, ModelBuilder, Templates, Workers, llm_agent_state, llm_settings,
 };
 use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
@@ -72,6 +71,10 @@ pub struct Team {
     workers: Arc<Workers>,
     supervisor: Addr<Supervisor>,
     watchdog: Addr<super::Watchdog>,
+    /// How its agents are started (again, when one comes back from another node).
+    pub factory: AgentFactory,
+    /// Each agent of the team file's model.
+    pub models: HashMap<AgentId, Arc<dyn ChatModel>>,
 }
 
 impl Team {
@@ -246,13 +249,25 @@ fn start(
     let dispatcher = Dispatcher::new(monitor.clone()).start();
     let tools = agent_tools(cfg, host);
     let factory = AgentFactory {
-        settings: agent_settings(cfg, prompts, tools.clone(), base_task.clone(), steps.clone()),
+        settings: agent_settings(
+            cfg,
+            prompts,
+            tools.clone(),
+            base_task.clone(),
+            steps.clone(),
+        ),
         monitor: monitor.clone(),
         dispatcher: dispatcher.clone(),
         templates: Arc::new(templates),
         workers: Arc::new(Workers::start()),
     };
     let (supervisor, sync, watchdog) = start_sync(core, &factory, cfg.waits.stall);
+    let by_agent = cfg
+        .agents
+        .iter()
+        .map(|a| a.id.clone())
+        .zip(models.iter().cloned())
+        .collect();
     let agents = spawn_agents(cfg, models, stored, &factory, &sync);
     route_in_flight(&monitor, &dispatcher);
     Ok(Team {
@@ -270,6 +285,8 @@ fn start(
         workers: factory.workers.clone(),
         supervisor,
         watchdog,
+        factory,
+        models: by_agent,
     })
 }
 
@@ -438,7 +455,7 @@ fn catalog(cfg: &TeamConfig, prompts: &PromptSet) -> Catalog {
 }
 
 /// Each configured agent's model (in the team file's order) and each template's.
-fn build_models(
+pub fn build_models(
     cfg: &TeamConfig,
     builder: &mut ModelBuilder,
 ) -> Result<(Vec<Arc<dyn ChatModel>>, Templates), SystemError> {
@@ -464,7 +481,7 @@ fn build_models(
 }
 
 /// The tools every agent may use: the team's MCP servers, and who approves a call.
-fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
+pub fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
     let tools = AgentTools {
         descriptions: Arc::new(
             cfg.servers
@@ -650,22 +667,9 @@ fn carry_on(
 ) {
     let answered: Vec<Answered> = monitor.read(|s| {
         s.steps()
-            .filter(|st| {
-                matches!(st.executor, Executor::Skill(_)) && st.token_usage != TokenUsage::default()
-            })
             .flat_map(|st| {
-                // Each answer the model gave: the tries it was asked again after, and the
-                // last one unless the step was still waiting for it.
-                let tries = st.execute_result.as_ref().map_or(0, |r| r.reasked.len());
-                let last = usize::from(st.execution_state != StepExecutionState::Running);
-                let agent = s.agents.get(&st.agent_id);
-                let one = agent.map(|a| Answered {
-                    agent_id: st.agent_id.clone(),
-                    template: a.template.clone(),
-                    skill: st.executor.name().to_owned(),
-                    step_text: st.asks(),
-                });
-                std::iter::repeat_n(one, tries + last).flatten()
+                let template = s.agents.get(&st.agent_id).map(|a| a.template.clone());
+                template.map(|t| answered_in(st, t)).unwrap_or_default()
             })
             .collect()
     });
@@ -686,4 +690,22 @@ fn carry_on(
             .collect();
         model.carry_on(&hired);
     }
+}
+
+/// The model calls step `st` shows were answered (its agent made from `template`, if any):
+/// the tries it was asked again after, and the last one unless the step was still waiting for
+/// it. None for a step that is not a skill's or made no call.
+pub fn answered_in(st: &crate::state::StepState, template: Option<String>) -> Vec<Answered> {
+    if !matches!(st.executor, Executor::Skill(_)) || st.token_usage == TokenUsage::default() {
+        return Vec::new();
+    }
+    let tries = st.execute_result.as_ref().map_or(0, |r| r.reasked.len());
+    let last = usize::from(st.execution_state != StepExecutionState::Running);
+    let one = Answered {
+        agent_id: st.agent_id.clone(),
+        template,
+        skill: st.executor.name().to_owned(),
+        step_text: st.asks(),
+    };
+    vec![one; tries + last]
 }

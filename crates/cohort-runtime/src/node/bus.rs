@@ -62,34 +62,51 @@ pub struct TeamNames {
     pub events_subject: String,
     /// The JetStream stream that keeps them.
     pub events_stream: String,
+    /// Where agents on other nodes call the team's node ([`super::wire::ToCore`]).
+    pub core_subject: String,
+    /// Where the team's node calls node `<name>` (its agents): this, `.`, the name's token.
+    hosts_prefix: String,
 }
 
 impl TeamNames {
-    /// The names of the team called `team` (its team file's `name`): anything but letters,
-    /// digits, `-` and `_` becomes `_`, as NATS subjects and stream names allow, and a name
-    /// that changes so gets the start of its hash, so that two names never share a stream.
+    /// The names of the team called `team` (its team file's `name`, as a [`subject_token`]).
     pub fn of(team: &str) -> Self {
-        let mut token: String = team
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        if token != team {
-            token = format!(
-                "{token}-{}",
-                &cohort_core::lease::team_hash(team.as_bytes())[..8]
-            );
-        }
+        let token = subject_token(team);
         TeamNames {
             events_subject: format!("cohort.{token}.events"),
             events_stream: format!("COHORT_{token}_EVENTS"),
+            core_subject: format!("cohort.{token}.core"),
+            hosts_prefix: format!("cohort.{token}.node"),
         }
     }
+
+    /// Where the team's node calls node `node` about the agents it runs.
+    pub fn host_subject(&self, node: &str) -> String {
+        format!("{}.{}", self.hosts_prefix, subject_token(node))
+    }
+}
+
+/// `name` as one token of a NATS subject or a stream name: anything but letters, digits, `-`
+/// and `_` becomes `_`, and a name that changes so gets the start of its hash, so that two
+/// names never share a token.
+fn subject_token(name: &str) -> String {
+    let token: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if token == name {
+        return token;
+    }
+    format!(
+        "{token}-{}",
+        &cohort_core::lease::team_hash(name.as_bytes())[..8]
+    )
 }
 
 /// The most the event stream keeps; older changes go first (the store keeps them all).
@@ -177,6 +194,14 @@ impl Bus {
             shown,
             rt,
         })
+    }
+
+    /// The bus's runtime, for a thread of the node's own that waits on NATS.
+    pub fn handle(&self) -> tokio::runtime::Handle {
+        match &self.rt.0 {
+            Some(rt) => rt.handle().clone(),
+            None => tokio::runtime::Handle::current(),
+        }
     }
 
     /// Runs `work` on the bus's thread.

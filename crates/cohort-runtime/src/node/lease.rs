@@ -26,8 +26,12 @@ pub async fn wait_for_lease(
     let mut holder = (String::new(), String::new());
     loop {
         let sent = Instant::now();
+        // Saying it is alive renews the leases of the agents it runs for the team's node.
         let taken = match store.heartbeat(seat).await {
-            Ok(()) => store.take_lease(TEAM_LEASE, seat, term.ttl).await,
+            Ok(()) => match store.renew_agent_leases(seat, term.ttl).await {
+                Ok(()) => store.take_lease(TEAM_LEASE, seat, term.ttl).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         match taken {
@@ -125,6 +129,7 @@ async fn renew_until_lost(
         let renewed = tokio::time::timeout_at(until.into(), async {
             let renewed = store.renew_lease(fence, term.ttl).await?;
             store.heartbeat(seat).await?;
+            store.renew_agent_leases(seat, term.ttl).await?;
             Ok::<bool, StoreError>(renewed)
         })
         .await;

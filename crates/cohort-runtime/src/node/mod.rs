@@ -6,9 +6,17 @@
 //!   streams of its team.
 //! - [`relay`]: every change the store commits, published to the team's JetStream event
 //!   stream, in order and each once.
+//! - [`wire`]: what the team's node and the nodes that run agents for it say to each other;
+//!   [`link`]: saying it over NATS, in order, each call with its answer and a deadline.
 
 pub mod bus;
+pub mod core_calls;
+pub mod host;
 pub mod lease;
+pub mod link;
+pub mod placer;
 pub mod relay;
+pub mod stand_in;
+pub mod wire;
 
 pub use lease::{Keeper, wait_for_lease};

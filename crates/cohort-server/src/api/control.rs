@@ -160,6 +160,9 @@ pub async fn cancel_step(
         Err(ControlRefused::NotCancelled(e @ (CancelError::Over(..) | CancelError::Ending(_)))) => {
             Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
         }
+        Err(ControlRefused::NotCancelled(e @ CancelError::Unavailable(_))) => {
+            Err(AppError::Unavailable(e.to_string()))
+        }
         Err(e @ (ControlRefused::NoAgent(_) | ControlRefused::NotCancelled(_))) => {
             Err(AppError::NotFound(e.to_string()))
         }

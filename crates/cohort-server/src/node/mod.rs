@@ -20,6 +20,10 @@ pub mod standby;
 pub use cohort_runtime::node::{bus, lease, relay};
 
 use cohort_runtime::node::bus::Bus;
+use cohort_runtime::node::core_calls::{CoreCalls, Grants};
+use cohort_runtime::node::host::{AgentHost, HostParts};
+use cohort_runtime::node::link::Link;
+use cohort_runtime::node::placer::Placer;
 use cohort_runtime::node::relay::Relay;
 use cohort_runtime::node::{Keeper, wait_for_lease};
 use std::future::Future;
@@ -36,7 +40,8 @@ pub struct NodeOptions {
     pub term: LeaseTerm,
     /// [`cohort_core::lease::team_hash`] of the node's team file.
     pub team_hash: String,
-    /// NATS, when the node has it: the team's events are published on its event stream.
+    /// NATS, when the node has it: the team's events are published on its event stream, and
+    /// the team's agents spread over the nodes.
     pub bus: Option<Arc<Bus>>,
     /// Where the other nodes reach this one's API (default: the address it is bound to).
     pub advertise: Option<String>,
@@ -77,6 +82,10 @@ pub async fn serve_node(
     };
     // A node whose team file differs from the running nodes' is refused before it serves.
     store.join(&seat, node.term.ttl * 2).await?;
+    let spread = match &node.bus {
+        Some(bus) => Some(Spread::start(bus.clone(), cfg, host, &seat.node).await?),
+        None => None,
+    };
     on_ready(bound);
     let (stop_tx, stopping) = watch::channel(false);
     tokio::spawn(async move {
@@ -84,11 +93,22 @@ pub async fn serve_node(
         stop_tx.send_replace(true);
     });
     loop {
-        let Some((fence, keeper)) =
-            stand_by(&listener, bound, cfg, &store, &seat, node.term, &stopping).await?
-        else {
+        let stood_by = stand_by(&listener, bound, cfg, &store, &seat, node.term, &stopping).await?;
+        let Some((fence, keeper)) = stood_by else {
+            // Its agents land and are stored before the node says it stopped, so the team's
+            // node moves them at once.
+            if let Some(spread) = &spread
+                && !spread.host.release_all().await
+            {
+                tracing::warn!("some of this node's agents did not land before it stopped");
+            }
             break;
         };
+        // The agents it ran for the team's node that is gone: that node's successor (this
+        // one) places them again from the record.
+        if let Some(spread) = &spread {
+            spread.host.drop_all();
+        }
         tracing::info!(node = %seat.node, token = fence.token, "this node holds the team's lease and runs the team");
         eprintln!(
             "Node {} runs the team (lease token {})",
@@ -100,6 +120,8 @@ pub async fn serve_node(
             store: &store,
             seat: &seat,
             bus: node.bus.clone(),
+            spread: spread.as_ref(),
+            lease: node.term,
         };
         let listener = listener.try_clone().map_err(ServeError::Http)?;
         match term
@@ -198,6 +220,34 @@ async fn stand_by(
 /// How long a node that took the lease waits for its stand-by server's requests to end.
 const STANDBY_DRAIN: Duration = Duration::from_secs(3);
 
+/// A node's part in spreading its team's agents over the nodes (with NATS): its link to the
+/// other nodes, and the agents it runs for the team's node while it does not run the team.
+struct Spread {
+    bus: Arc<Bus>,
+    link: Link,
+    host: AgentHost,
+    _serving: tokio::task::JoinHandle<()>,
+}
+
+impl Spread {
+    async fn start(
+        bus: Arc<Bus>,
+        cfg: &TeamConfig,
+        host: &Host<'_>,
+        node: &str,
+    ) -> Result<Spread, ServeError> {
+        let link = Link::start(&bus).await?;
+        let parts = HostParts::build(cfg, host)?;
+        let (agents, serving) = AgentHost::start(&bus, link.clone(), node, parts).await?;
+        Ok(Spread {
+            bus,
+            link,
+            host: agents,
+            _serving: serving,
+        })
+    }
+}
+
 /// What one term as the team's node works with.
 struct Term<'a> {
     cfg: &'a TeamConfig,
@@ -205,6 +255,8 @@ struct Term<'a> {
     store: &'a Arc<SqlStore>,
     seat: &'a Seat,
     bus: Option<Arc<Bus>>,
+    spread: Option<&'a Spread>,
+    lease: LeaseTerm,
 }
 
 impl Term<'_> {
@@ -224,6 +276,17 @@ impl Term<'_> {
             .bus
             .clone()
             .map(|bus| Relay::start(bus, self.store.clone(), team.monitor.clone()));
+        let placing = match self.spread {
+            Some(spread) => match self.place(spread, &team, &fence).await {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    drop(relay);
+                    abandon(&team).await;
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         let state = match api_state(self.cfg, &team, web_dir, bound, Some(fenced)).await {
             Ok(state) => state,
             Err(e) => {
@@ -250,8 +313,21 @@ impl Term<'_> {
         };
         let _ = http_stop.send(());
         let _ = served.await;
+        let placer = match (placing, &ended) {
+            (Some(p), Ended::Stopped) => p.stop().await,
+            // A node that lost the lease moves nothing more, not even the move under way.
+            (Some(p), Ended::Lost) => {
+                p.placing.abort();
+                None
+            }
+            (None, _) => None,
+        };
         match ended {
             Ended::Stopped => {
+                // The agents on other nodes land and are stored first, as those here do.
+                if let Some(mut placer) = placer {
+                    placer.release_all().await;
+                }
                 team.stop(Duration::from_secs(10)).await;
                 // What the journal stored last goes out before the lease does.
                 if let Some(relay) = relay {
@@ -268,6 +344,61 @@ impl Term<'_> {
             }
         }
         Ok(ended)
+    }
+}
+
+/// The team's node placing its agents over the nodes, and taking the calls of those that run
+/// elsewhere.
+struct Placing {
+    _calls: CoreCalls,
+    stop: tokio::sync::oneshot::Sender<()>,
+    placing: tokio::task::JoinHandle<Placer>,
+}
+
+impl Placing {
+    /// Stops placing (after the round under way); the placer, to let the agents go with.
+    async fn stop(self) -> Option<Placer> {
+        let _ = self.stop.send(());
+        self.placing.await.ok()
+    }
+}
+
+impl Term<'_> {
+    /// Starts placing `team`'s agents over the live nodes, under `fence`.
+    async fn place(
+        &self,
+        spread: &Spread,
+        team: &crate::actors::Team,
+        fence: &Fence,
+    ) -> Result<Placing, ServeError> {
+        let grants = Arc::new(Grants::default());
+        let calls = CoreCalls::start(
+            &spread.bus,
+            team.monitor.clone(),
+            team.sync.clone(),
+            grants.clone(),
+        )
+        .await?;
+        let placer = Placer::new(
+            team,
+            &self.seat.node,
+            fence.clone(),
+            self.lease,
+            self.store.clone(),
+            spread.link.clone(),
+            spread.bus.names.clone(),
+            grants,
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let look = self.lease.look_every();
+        let placing = actix::spawn(placer.run(look, async {
+            let _ = stopped.await;
+        }));
+        Ok(Placing {
+            _calls: calls,
+            stop,
+            placing,
+        })
     }
 }
 

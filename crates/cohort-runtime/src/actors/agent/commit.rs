@@ -45,6 +45,13 @@ impl SyncLink {
 #[derive(Default)]
 pub(super) struct Unanswered(u32);
 
+impl Unanswered {
+    /// Whether every hand-over has been answered.
+    pub(super) fn none(&self) -> bool {
+        self.0 == 0
+    }
+}
+
 /// What the agent hands over to SyncState with its changes. Built to be sent at once, never
 /// kept: the size of the output variant costs nothing.
 #[allow(clippy::large_enum_variant)]

@@ -52,6 +52,12 @@ pub struct Decide {
 #[rtype(result = "()")]
 pub struct SetPaused(pub bool);
 
+/// The agent moves to another node of the team: it stops once its steps under way have
+/// landed, within the deadline given (see `retire.rs`). Answered true once it has stopped.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct Retire(pub std::time::Duration);
+
 /// A person's message, sent as this human agent (one message per receiver, each answering
 /// that receiver's pending wait). Answered with the messages sent, or why nothing was sent
 /// (see `human.rs`).

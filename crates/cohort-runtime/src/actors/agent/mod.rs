@@ -22,6 +22,7 @@
 //! | `verdict.rs` | a person's verdict on such a step |
 //! | `cancel.rs` | a step ended early: cancelled by a person, or its work ended under it |
 //! | `control.rs` | an operator's pause |
+//! | `retire.rs` | leaving this node for another node of the team |
 //! | `receive.rs` | a message delivered to the agent |
 //! | `human.rs` | a human agent sending what its person writes |
 //! | `timers.rs` | the timer for its replies' wait deadlines |
@@ -47,6 +48,7 @@ mod outlet;
 mod person;
 mod phase;
 mod receive;
+mod retire;
 mod settle;
 mod summary;
 mod timers;
@@ -56,7 +58,9 @@ mod tool_loop;
 mod verdict;
 
 pub use commit::SyncLink;
-pub use messages::{CancelStep, Decide, Deliver, GetAgentState, HumanSend, SendRefused, SetPaused};
+pub use messages::{
+    CancelStep, Decide, Deliver, GetAgentState, HumanSend, Retire, SendRefused, SetPaused,
+};
 pub use outlet::Outlet;
 
 /// What an agent needs to use tools: the servers' descriptions (for its prompts) and the
@@ -97,6 +101,10 @@ pub struct AgentActor {
     approvers: Arc<[AgentId]>,
     /// The steps the team may still start (`cohort run --max-steps`), shared by its agents.
     allowance: super::StepAllowance,
+    /// Set while it moves to another node (see `retire.rs`): told once it has stopped.
+    retiring: Option<tokio::sync::oneshot::Sender<bool>>,
+    /// The messages it took lately (see `receive.rs`).
+    taken: receive::Taken,
 }
 
 impl AgentActor {
@@ -126,6 +134,8 @@ impl AgentActor {
             wait_timer: None,
             approvers,
             allowance: super::StepAllowance::unlimited(),
+            retiring: None,
+            taken: receive::Taken::default(),
         }
     }
 

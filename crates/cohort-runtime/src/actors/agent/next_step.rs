@@ -25,6 +25,7 @@ impl AgentActor {
             self.run_step(step, ctx);
         }
         self.publish();
+        self.leave_if_quiet(ctx);
     }
 
     /// The next step to start now, taken off the queue: the agent is not paused, its step lock
@@ -38,7 +39,11 @@ impl AgentActor {
                 .state
                 .next_runnable()
                 .is_some_and(StepState::answers_a_wait);
-        if !may_run || self.state.paused || !(self.phase.idle() || self.phase.may_add()) {
+        if !may_run
+            || self.state.paused
+            || self.retiring.is_some()
+            || !(self.phase.idle() || self.phase.may_add())
+        {
             return None;
         }
         let candidate = self.state.next_runnable()?;

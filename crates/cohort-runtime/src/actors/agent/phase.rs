@@ -81,6 +81,12 @@ impl Phase {
         !self.runs.is_empty() || self.stopped
     }
 
+    /// Whether none of its steps under way is running or being stored (any it has wait for a
+    /// person): nothing it does is lost if it stops now.
+    pub(super) fn quiet(&self) -> bool {
+        self.runs.values().all(|r| matches!(r, Run::HeldForPerson))
+    }
+
     /// Whether step `id`'s end is being stored.
     pub(super) fn settling(&self, id: &StepId) -> bool {
         matches!(self.runs.get(id), Some(Run::Settling { .. }))

@@ -1,0 +1,457 @@
+//! A node running agents for the team's node: it takes the [`ToHost`] calls on its own subject.
+//! It runs an agent it is granted, carrying on from the state the team's record has (a step
+//! its last node left running is settled as a restart settles it); it passes on what the agent
+//! is sent; and it lets the agent go when told,
+//! once its steps under way have landed and are stored. The agent's own changes and hand-overs
+//! go to the team's node ([`CoreLink`]).
+
+use super::bus::Bus;
+use super::link::Link;
+use super::wire::{
+    CoreAnswer, CoreCall, CoreRefusal, Hold, HostAnswer, HostRefusal, ToCore, ToHost,
+};
+use crate::actors::AgentSettings;
+use crate::actors::stop::Stop;
+use crate::actors::{
+    AgentActor, ApplyOutput, CancelStep, CheckTaskInstruction, Decide, Deliver, Outlet, Retire,
+    SetPaused, SubmitMessages, SyncLink, Workers,
+};
+use crate::event::Change;
+use crate::ids::{AgentId, StepId, TaskId};
+use crate::llm::ChatModel;
+use crate::state::AgentState;
+use crate::sync::SyncError;
+use actix::prelude::*;
+use futures::FutureExt;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a hand-over or a `Stored` call waits for the team's node.
+const CORE_DEADLINE: Duration = Duration::from_secs(30);
+/// How long an agent let go of has for its steps under way to land.
+pub const RELEASE_WITHIN: Duration = Duration::from_secs(30);
+
+/// An agent's way to the team's node, under its hold: its outlet, and (in a [`CoreProxy`]) its
+/// link to SyncState.
+pub struct CoreLink {
+    agent: AgentId,
+    hold: Hold,
+    link: Link,
+    subject: String,
+}
+
+impl CoreLink {
+    fn payload(&self, call: CoreCall) -> bytes::Bytes {
+        let call = ToCore {
+            agent: self.agent.clone(),
+            hold: self.hold,
+            call,
+        };
+        serde_json::to_vec(&call).unwrap_or_default().into()
+    }
+
+    /// Asks the team's node, answered with its answer (or why there is none).
+    fn ask(&self, call: CoreCall) -> impl Future<Output = CoreAnswer> + Send + use<> {
+        let asked = self
+            .link
+            .ask(self.subject.clone(), self.payload(call), CORE_DEADLINE);
+        async move {
+            let answer = asked
+                .await
+                .map_err(|e| CoreRefusal::Unavailable(e.to_string()))?;
+            serde_json::from_slice::<CoreAnswer>(&answer)
+                .map_err(|e| CoreRefusal::Unavailable(format!("an unreadable answer: {e}")))?
+        }
+    }
+}
+
+impl Outlet for CoreLink {
+    fn publish(&self, changes: Vec<Change>) {
+        if !changes.is_empty() {
+            let payload = self.payload(CoreCall::Publish { changes });
+            self.link.tell(self.subject.clone(), payload);
+        }
+    }
+
+    fn stored(&self) -> BoxFuture<'static, bool> {
+        self.ask(CoreCall::Stored).map(|a| a.is_ok()).boxed()
+    }
+
+    fn writing(&self, _agent: &AgentId, step: &StepId, text: &str) {
+        let payload = self.payload(CoreCall::Writing {
+            step: step.clone(),
+            text: text.to_owned(),
+        });
+        self.link.tell(self.subject.clone(), payload);
+    }
+
+    /// Not known here (agents are hired on the team's node): the answer's schema lists none,
+    /// and SyncState checks the receivers.
+    fn receivers(&self, _at_most: usize) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// SyncState, for an agent on this node: its hand-overs, passed on to the team's node. A
+/// hand-over that finds no answer, or is refused as not held, stops the proxy, so the agent
+/// learns that SyncState cannot be reached (and starts nothing more).
+pub struct CoreProxy(Arc<CoreLink>);
+
+impl Actor for CoreProxy {
+    type Context = Context<Self>;
+}
+
+impl CoreProxy {
+    fn pass_on(&self, call: CoreCall) -> ResponseActFuture<Self, Result<(), SyncError>> {
+        let asked = self.0.ask(call);
+        Box::pin(asked.into_actor(self).map(|answer, act, ctx| match answer {
+            Ok(()) => Ok(()),
+            Err(CoreRefusal::Sync(e)) => Err(e),
+            Err(e) => {
+                tracing::warn!(agent = %act.0.agent, "the team's node did not take a hand-over: {e}");
+                ctx.stop();
+                // Never seen: the stopped proxy drops the answer, and the agent sees it closed.
+                Err(SyncError::Invalid(e.to_string()))
+            }
+        }))
+    }
+}
+
+impl Handler<ApplyOutput> for CoreProxy {
+    type Result = ResponseActFuture<Self, Result<(), SyncError>>;
+    fn handle(&mut self, m: ApplyOutput, _: &mut Context<Self>) -> Self::Result {
+        self.pass_on(CoreCall::Apply {
+            output: Box::new(m.output),
+            held: m.held,
+            settle: m.settle.map(Box::new),
+        })
+    }
+}
+
+impl Handler<SubmitMessages> for CoreProxy {
+    type Result = ResponseActFuture<Self, Result<(), SyncError>>;
+    fn handle(&mut self, m: SubmitMessages, _: &mut Context<Self>) -> Self::Result {
+        self.pass_on(CoreCall::Submit {
+            messages: m.messages,
+            held: m.held,
+        })
+    }
+}
+
+impl Handler<CheckTaskInstruction> for CoreProxy {
+    type Result = ResponseActFuture<Self, Result<(), SyncError>>;
+    fn handle(&mut self, m: CheckTaskInstruction, _: &mut Context<Self>) -> Self::Result {
+        self.pass_on(CoreCall::Check {
+            instruction: m.instruction,
+        })
+    }
+}
+
+/// An agent running here.
+struct Hosted {
+    hold: Hold,
+    addr: Addr<AgentActor>,
+    core: Arc<CoreLink>,
+}
+
+/// What this node runs agents with: the same settings and models as the team's node.
+pub struct HostParts {
+    pub settings: AgentSettings,
+    /// Each agent of the team file's model.
+    pub models: HashMap<AgentId, Arc<dyn ChatModel>>,
+    pub workers: Arc<Workers>,
+}
+
+impl HostParts {
+    /// The parts of a node that runs team file `cfg`'s agents for the team's node: the same
+    /// prompts, settings and models, and MCP servers of its own. Must run inside an actix
+    /// system.
+    pub fn build(
+        cfg: &crate::config::TeamConfig,
+        host: &crate::actors::Host,
+    ) -> Result<HostParts, crate::actors::SystemError> {
+        let cfg = &cfg.with_env(host.vars);
+        let prompts = Arc::new(match &cfg.prompts_dir {
+            Some(dir) => crate::prompt::PromptSet::load(dir, cfg.language)?,
+            None => crate::prompt::PromptSet::builtin(cfg.language),
+        });
+        let mut builder = crate::actors::ModelBuilder::new(host.vars, cfg.waits.model);
+        let (models, _) = crate::actors::build_models(cfg, &mut builder)?;
+        let tools = crate::actors::agent_tools(cfg, host);
+        // The base task is the record's: each run is told it.
+        let base_task = TaskId::from("");
+        let steps = crate::actors::StepAllowance::unlimited();
+        Ok(HostParts {
+            settings: crate::actors::agent_settings(cfg, prompts, tools, base_task, steps),
+            models: cfg
+                .agents
+                .iter()
+                .map(|a| a.id.clone())
+                .zip(models)
+                .collect(),
+            workers: Arc::new(Workers::start()),
+        })
+    }
+}
+
+/// This node's agents, running for the team's node.
+#[derive(Clone)]
+pub struct AgentHost {
+    inner: Arc<HostInner>,
+}
+
+struct HostInner {
+    parts: HostParts,
+    link: Link,
+    core_subject: String,
+    agents: Mutex<HashMap<AgentId, Hosted>>,
+}
+
+impl AgentHost {
+    /// Takes the team's node's calls on this node's subject (`node`), until the returned
+    /// handle is dropped. Must run inside an actix system.
+    pub async fn start(
+        bus: &Arc<Bus>,
+        link: Link,
+        node: &str,
+        parts: HostParts,
+    ) -> Result<(AgentHost, tokio::task::JoinHandle<()>), super::link::LinkError> {
+        let mut calls = bus
+            .client
+            .subscribe(bus.names.host_subject(node))
+            .await
+            .map_err(|e| super::link::LinkError::Start(e.to_string()))?;
+        let host = AgentHost {
+            inner: Arc::new(HostInner {
+                parts,
+                link,
+                core_subject: bus.names.core_subject.clone(),
+                agents: Mutex::default(),
+            }),
+        };
+        let client = bus.client.clone();
+        let serving = host.clone();
+        let task = actix::spawn(async move {
+            while let Some(m) = calls.next().await {
+                let answer = match serde_json::from_slice::<ToHost>(&m.payload) {
+                    Ok(call) => serving.answer(call),
+                    Err(e) => {
+                        let why = format!("a call from the team's node could not be read: {e}");
+                        futures::future::ready(Err(HostRefusal::Failed(why))).boxed()
+                    }
+                };
+                let client = client.clone();
+                // Answered as it comes: a verdict or a release that waits holds up nothing.
+                actix::spawn(async move {
+                    let answer = answer.await;
+                    if let Some(reply) = m.reply {
+                        let json = serde_json::to_vec(&answer).unwrap_or_default();
+                        if let Err(e) = client.publish(reply, json.into()).await {
+                            tracing::warn!("an answer to the team's node was not sent: {e}");
+                        }
+                    }
+                });
+            }
+        });
+        Ok((host, task))
+    }
+
+    /// The agents running here.
+    pub fn agents(&self) -> Vec<AgentId> {
+        self.inner.lock().keys().cloned().collect()
+    }
+
+    /// Does `call` (what can be done at once is done before the next call is read); the
+    /// future is its answer.
+    fn answer(&self, call: ToHost) -> BoxFuture<'static, HostAnswer> {
+        let agent = call.agent().clone();
+        let held = match &call {
+            ToHost::Run { .. } => None,
+            ToHost::Deliver { hold, .. }
+            | ToHost::Decide { hold, .. }
+            | ToHost::Cancel { hold, .. }
+            | ToHost::Pause { hold, .. }
+            | ToHost::Release { hold, .. } => Some(*hold),
+        };
+        let addr = match held {
+            None => None,
+            Some(hold) => match self.inner.lock().get(&agent) {
+                Some(h) if h.hold == hold => Some(h.addr.clone()),
+                _ => return futures::future::ready(Err(HostRefusal::NotHere(agent))).boxed(),
+            },
+        };
+        let ready = |r: HostAnswer| futures::future::ready(r).boxed();
+        match (call, addr) {
+            (
+                ToHost::Run {
+                    hold,
+                    state,
+                    base_task,
+                },
+                _,
+            ) => ready(self.run(hold, *state, base_task)),
+            (ToHost::Deliver { no, message, .. }, Some(addr)) => {
+                addr.do_send(Deliver(no, Arc::new(message)));
+                ready(Ok(()))
+            }
+            (
+                ToHost::Decide {
+                    step_id,
+                    by,
+                    verdict,
+                    ..
+                },
+                Some(addr),
+            ) => async move {
+                match addr
+                    .send(Decide {
+                        step_id,
+                        by,
+                        verdict,
+                    })
+                    .await
+                {
+                    Ok(r) => r.map_err(HostRefusal::Verdict),
+                    Err(e) => Err(HostRefusal::Failed(e.to_string())),
+                }
+            }
+            .boxed(),
+            (
+                ToHost::Cancel {
+                    step_id,
+                    by,
+                    reason,
+                    ..
+                },
+                Some(addr),
+            ) => async move {
+                match addr
+                    .send(CancelStep {
+                        step_id,
+                        by,
+                        reason,
+                    })
+                    .await
+                {
+                    Ok(r) => r.map_err(HostRefusal::Cancel),
+                    Err(e) => Err(HostRefusal::Failed(e.to_string())),
+                }
+            }
+            .boxed(),
+            (ToHost::Pause { paused, .. }, Some(addr)) => {
+                addr.do_send(SetPaused(paused));
+                ready(Ok(()))
+            }
+            (ToHost::Release { .. }, Some(_)) => self.release(agent).boxed(),
+            (_, None) => ready(Err(HostRefusal::NotHere(agent))),
+        }
+    }
+
+    /// Runs `state`'s agent under `hold` (replacing any run of it here under an older hold).
+    fn run(&self, hold: Hold, mut state: AgentState, base_task: TaskId) -> HostAnswer {
+        let agent = state.agent_id.clone();
+        let parts = &self.inner.parts;
+        let Some(llm) = parts.models.get(&agent).cloned() else {
+            return Err(HostRefusal::Failed(format!(
+                "agent `{agent}` is not in this node's team file"
+            )));
+        };
+        {
+            let mut agents = self.inner.lock();
+            if let Some(old) = agents.remove(&agent) {
+                tracing::warn!(%agent, "the agent was granted here again; its older run stops");
+                old.addr.do_send(Stop);
+            }
+            // Granted by a newer term of the team's node: what the older one placed here is
+            // not the record's any more (that node is gone; the new one places from the record).
+            agents.retain(|a, h| {
+                let stale = h.hold.term < hold.term;
+                if stale {
+                    tracing::warn!(agent = %a, "placed here by a team's node that is gone; stopped");
+                    h.addr.do_send(Stop);
+                }
+                !stale
+            });
+        }
+        crate::agent::resume_after_restart(&mut state);
+        let template = state.template.clone();
+        let answered: Vec<_> = state
+            .agent_step
+            .steps()
+            .iter()
+            .flat_map(|st| crate::actors::answered_in(st, template.clone()))
+            .collect();
+        llm.carry_on(&answered);
+        let settings = AgentSettings {
+            base_task,
+            ..parts.settings.clone()
+        };
+        let tools = settings.prepare(&mut state, Some(&llm));
+        let core = Arc::new(CoreLink {
+            agent: agent.clone(),
+            hold,
+            link: self.inner.link.clone(),
+            subject: self.inner.core_subject.clone(),
+        });
+        let arbiter = parts.workers.pick();
+        let proxy = CoreProxy::start_in_arbiter(&arbiter, {
+            let core = core.clone();
+            move |_| CoreProxy(core)
+        });
+        let outlet: Arc<dyn Outlet> = core.clone();
+        let actor = settings.actor(state, Some(llm), tools, SyncLink::to(&proxy), outlet);
+        let addr = AgentActor::start_in_arbiter(&arbiter, move |_| actor);
+        tracing::info!(%agent, token = hold.token, "the agent runs on this node");
+        self.inner.lock().insert(agent, Hosted { hold, addr, core });
+        Ok(())
+    }
+
+    /// Lets `agent` go: once its steps under way have landed and everything it did is stored.
+    fn release(&self, agent: AgentId) -> impl Future<Output = HostAnswer> + Send + use<> {
+        let host = self.clone();
+        async move {
+            let Some((addr, core)) = host
+                .inner
+                .lock()
+                .get(&agent)
+                .map(|h| (h.addr.clone(), h.core.clone()))
+            else {
+                return Err(HostRefusal::NotHere(agent));
+            };
+            let stopped = addr.send(Retire(RELEASE_WITHIN)).await.unwrap_or(true);
+            if !stopped {
+                return Err(HostRefusal::Failed(format!(
+                    "agent `{agent}`'s steps under way did not land within {RELEASE_WITHIN:?}"
+                )));
+            }
+            host.inner.lock().remove(&agent);
+            core.ask(CoreCall::Stored)
+                .await
+                .map_err(|e| HostRefusal::Failed(e.to_string()))
+        }
+    }
+
+    /// Lets every agent here go (this node stops, or runs the team itself now), each once its
+    /// steps under way have landed; true if all of them did and were stored.
+    pub async fn release_all(&self) -> bool {
+        let all = futures::future::join_all(self.agents().into_iter().map(|a| self.release(a)));
+        all.await.iter().all(Result::is_ok)
+    }
+
+    /// Stops every agent here at once (the team's node is gone: what they did since it went
+    /// is not stored, and their next node carries on from the record).
+    pub fn drop_all(&self) {
+        for (_, h) in self.inner.lock().drain() {
+            h.addr.do_send(Stop);
+        }
+    }
+}
+
+impl HostInner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Hosted>> {
+        self.agents.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

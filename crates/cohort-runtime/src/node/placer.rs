@@ -1,0 +1,390 @@
+//! The team's node placing the team file's agents over the live nodes
+//! ([`cohort_core::placement`]): every look, the agents of a node that went away, and a share
+//! for a node that joined, move. A move lets the agent go where it runs (its steps under way
+//! land and are stored), grants its lease to the next node with the next token (refused unless
+//! this node still holds the team's lease, in the same transaction), runs it there from the
+//! record, and routes to it again the messages it had not taken. People, and the agents
+//! managers hire, stay on the team's node.
+
+use super::bus::TeamNames;
+use super::core_calls::Grants;
+use super::host::RELEASE_WITHIN;
+use super::link::Link;
+use super::stand_in::StandIn;
+use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
+use crate::actors::{
+    AgentActor, AgentFactory, Controls, Dispatcher, Register, RegisterControl, Retire, Route,
+    SyncStateActor, Team,
+};
+use crate::ids::{AgentId, TaskId};
+use crate::llm::ChatModel;
+use crate::monitor::Monitor;
+use crate::store::lease::{Fence, NodeRow};
+use crate::store::{SqlStore, StoreError};
+use actix::prelude::*;
+use cohort_core::lease::LeaseTerm;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Moves made side by side at most.
+const MOVES_AT_ONCE: usize = 64;
+/// How long a call to another node about a move waits for its answer.
+const MOVE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Where an agent runs.
+#[derive(Clone)]
+pub enum Place {
+    Here(Addr<AgentActor>),
+    On {
+        node: String,
+        hold: Hold,
+        stand_in: Addr<StandIn>,
+    },
+}
+
+impl Place {
+    fn node<'a>(&'a self, me: &'a str) -> &'a str {
+        match self {
+            Place::Here(_) => me,
+            Place::On { node, .. } => node,
+        }
+    }
+}
+
+/// What moving an agent works with.
+#[derive(Clone)]
+struct Mover {
+    me: String,
+    fence: Fence,
+    term: LeaseTerm,
+    store: Arc<SqlStore>,
+    link: Link,
+    names: TeamNames,
+    grants: Arc<Grants>,
+    monitor: Monitor,
+    dispatcher: Addr<Dispatcher>,
+    sync: Addr<SyncStateActor>,
+    factory: AgentFactory,
+    models: Arc<HashMap<AgentId, Arc<dyn ChatModel>>>,
+    base_task: TaskId,
+}
+
+/// The team's node's placement of its agents.
+pub struct Placer {
+    mover: Mover,
+    places: BTreeMap<AgentId, Place>,
+}
+
+impl Placer {
+    /// The placer of `team` (all its agents on this node, `me`, so far), placing under `fence`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        team: &Team,
+        me: &str,
+        fence: Fence,
+        term: LeaseTerm,
+        store: Arc<SqlStore>,
+        link: Link,
+        names: TeamNames,
+        grants: Arc<Grants>,
+    ) -> Placer {
+        let places = team
+            .agents
+            .iter()
+            .filter(|(id, _)| team.models.contains_key(*id))
+            .map(|(id, addr)| (id.clone(), Place::Here(addr.clone())))
+            .collect();
+        Placer {
+            mover: Mover {
+                me: me.to_owned(),
+                fence,
+                term,
+                store,
+                link,
+                names,
+                grants,
+                monitor: team.monitor.clone(),
+                dispatcher: team.dispatcher.clone(),
+                sync: team.sync.clone(),
+                factory: team.factory.clone(),
+                models: Arc::new(team.models.clone()),
+                base_task: team.base_task.clone(),
+            },
+            places,
+        }
+    }
+
+    /// Where each agent runs now, by node.
+    pub fn placement(&self) -> BTreeMap<AgentId, String> {
+        let me = &self.mover.me;
+        self.places
+            .iter()
+            .map(|(a, p)| (a.clone(), p.node(me).to_owned()))
+            .collect()
+    }
+
+    /// Places the agents every `look` until `stop` resolves; gives itself back then.
+    pub async fn run(mut self, look: Duration, stop: impl Future<Output = ()>) -> Self {
+        let mut stop = std::pin::pin!(stop);
+        self.claim_here().await;
+        loop {
+            // A round under way is finished (a move half made would leave an agent nowhere).
+            if let Err(e) = self.round().await {
+                tracing::warn!("placing the team's agents failed this time: {e}");
+            }
+            tokio::select! {
+                () = tokio::time::sleep(look) => {}
+                () = &mut stop => return self,
+            }
+        }
+    }
+
+    /// Takes the leases of the agents that run here from the start (the record says where
+    /// every agent runs, and the next token of each is above any an older term granted).
+    async fn claim_here(&self) {
+        let m = &self.mover;
+        for (agent, place) in &self.places {
+            if let Place::Here(_) = place
+                && let Err(e) = m
+                    .store
+                    .grant_agent_lease(
+                        &m.fence,
+                        agent.as_str(),
+                        (&m.me, &m.fence.instance),
+                        m.term.ttl,
+                    )
+                    .await
+            {
+                tracing::warn!(%agent, "the lease of an agent that runs here was not taken: {e}");
+            }
+        }
+    }
+
+    /// One look at the live nodes, and the moves it calls for.
+    pub async fn round(&mut self) -> Result<usize, StoreError> {
+        let (nodes, _) = self.mover.store.placement().await?;
+        let live: BTreeMap<String, NodeRow> = nodes
+            .into_iter()
+            .filter(|n| n.name == self.mover.me || self.mover.live(n))
+            .map(|n| (n.name.clone(), n))
+            .collect();
+        let names: Vec<String> = live.keys().cloned().collect();
+        let agents: Vec<AgentId> = self.places.keys().cloned().collect();
+        let current = self.placement();
+        let want = cohort_core::placement::place(&agents, &names, &current);
+        let moves: Vec<(AgentId, NodeRow)> = cohort_core::placement::moves(&current, &want)
+            .into_iter()
+            .map(|(a, n)| (a.clone(), live[n].clone()))
+            .collect();
+        let mut moved = 0;
+        for chunk in moves.chunks(MOVES_AT_ONCE) {
+            let done = futures::future::join_all(chunk.iter().map(|(agent, to)| {
+                let from = self.places[agent].clone();
+                let gone = !live.contains_key(from.node(&self.mover.me));
+                self.mover
+                    .clone()
+                    .move_agent(agent.clone(), from, gone, to.clone())
+            }))
+            .await;
+            for ((agent, _), place) in chunk.iter().zip(done) {
+                if let Some(place) = place {
+                    moved += 1;
+                    self.places.insert(agent.clone(), place);
+                }
+            }
+        }
+        if moved > 0 {
+            tracing::info!(
+                moved,
+                nodes = live.len(),
+                "agents moved between the team's nodes"
+            );
+        }
+        Ok(moved)
+    }
+
+    /// Lets every agent on another node go (this node stops): their steps under way land and
+    /// are stored, so whichever node runs the team next carries on from the record.
+    pub async fn release_all(&mut self) {
+        let released = self.places.iter().filter_map(|(agent, place)| match place {
+            Place::On { node, hold, .. } => {
+                Some(self.mover.release(agent.clone(), node.clone(), *hold))
+            }
+            Place::Here(_) => None,
+        });
+        for (agent, r) in futures::future::join_all(released).await {
+            if let Err(e) = r {
+                tracing::warn!(%agent, "the agent's node did not let it go in time: {e}");
+            }
+        }
+    }
+}
+
+impl Mover {
+    /// Whether node `n` is alive: heard from within the lease's term, and not stopped.
+    fn live(&self, n: &NodeRow) -> bool {
+        n.stopped_at.is_none() && (n.seen_ms_ago as u128) < self.term.ttl.as_millis()
+    }
+
+    /// Moves `agent` from `from` (`gone`: a node that went away) to `to`; its new place, or
+    /// None if it stays where it was (it could not be let go in time, or not run there).
+    async fn move_agent(
+        self,
+        agent: AgentId,
+        from: Place,
+        gone: bool,
+        to: NodeRow,
+    ) -> Option<Place> {
+        match &from {
+            // Stopped already (Err) is as good as let go.
+            Place::Here(addr) => {
+                if let Ok(false) = addr.send(Retire(RELEASE_WITHIN)).await {
+                    return None;
+                }
+            }
+            Place::On { node, hold, .. } if !gone => {
+                let (_, r) = self.release(agent.clone(), node.clone(), *hold).await;
+                if let Err(e) = r
+                    && !matches!(e, HostRefusal::NotHere(_))
+                {
+                    tracing::warn!(%agent, "the agent's node did not let it go ({e}); it stays");
+                    return None;
+                }
+            }
+            Place::On { .. } => {}
+        }
+        self.grants.clear(&agent);
+        // Whatever the agent did where it was is stored before its next node reads it.
+        let version = self.monitor.assigned_version();
+        if !matches!(
+            tokio::time::timeout(MOVE_DEADLINE, self.monitor.durable(version)).await,
+            Ok(true)
+        ) {
+            tracing::warn!(%agent, "the store did not confirm the agent's changes; it moves later");
+            return self.back_here(agent).await;
+        }
+        let place = if to.name == self.me {
+            self.back_here(agent.clone()).await
+        } else {
+            match self.run_on(&agent, &to).await {
+                Some(p) => Some(p),
+                None => self.back_here(agent.clone()).await,
+            }
+        };
+        self.route_again(&agent);
+        place
+    }
+
+    /// Asks `node` to let `agent` go.
+    async fn release(&self, agent: AgentId, node: String, hold: Hold) -> (AgentId, HostAnswer) {
+        let call = ToHost::Release {
+            agent: agent.clone(),
+            hold,
+        };
+        let answer = self.ask(&node, &call, RELEASE_WITHIN + MOVE_DEADLINE).await;
+        (agent, answer)
+    }
+
+    async fn ask(&self, node: &str, call: &ToHost, deadline: Duration) -> HostAnswer {
+        let payload = serde_json::to_vec(call).unwrap_or_default();
+        let answer = self
+            .link
+            .ask(self.names.host_subject(node), payload.into(), deadline)
+            .await
+            .map_err(|e| HostRefusal::Failed(e.to_string()))?;
+        serde_json::from_slice::<HostAnswer>(&answer)
+            .map_err(|e| HostRefusal::Failed(format!("an unreadable answer: {e}")))?
+    }
+
+    /// Runs `agent` on node `to` from the record, under a new lease; None if it did not take it.
+    async fn run_on(&self, agent: &AgentId, to: &NodeRow) -> Option<Place> {
+        let state = self.monitor.read(|s| s.agents.get(agent).cloned())?;
+        let token = self
+            .store
+            .grant_agent_lease(
+                &self.fence,
+                agent.as_str(),
+                (&to.name, &to.instance),
+                self.term.ttl,
+            )
+            .await
+            .map_err(|e| tracing::warn!(%agent, "the agent's lease was not granted: {e}"))
+            .ok()?;
+        let hold = Hold {
+            term: self.fence.token,
+            token,
+        };
+        self.grants.set(agent.clone(), hold);
+        let call = ToHost::Run {
+            hold,
+            state: Box::new(state),
+            base_task: self.base_task.clone(),
+        };
+        if let Err(e) = self.ask(&to.name, &call, MOVE_DEADLINE).await {
+            tracing::warn!(%agent, node = %to.name, "the node did not run the agent ({e}); it stays here");
+            self.grants.clear(agent);
+            return None;
+        }
+        let subject = self.names.host_subject(&to.name);
+        let stand_in = StandIn::new(agent.clone(), hold, subject, self.link.clone()).start();
+        self.dispatcher
+            .do_send(RegisterControl(agent.clone(), Controls::of(&stand_in)));
+        self.dispatcher
+            .do_send(Register(agent.clone(), stand_in.clone().recipient()));
+        tracing::info!(%agent, node = %to.name, token, "the agent runs on another node");
+        Some(Place::On {
+            node: to.name.clone(),
+            hold,
+            stand_in,
+        })
+    }
+
+    /// Runs `agent` on this node again, from the record.
+    async fn back_here(&self, agent: AgentId) -> Option<Place> {
+        let mut state = self.monitor.read(|s| s.agents.get(&agent).cloned())?;
+        let llm = self.models.get(&agent)?.clone();
+        if let Err(e) = self
+            .store
+            .grant_agent_lease(
+                &self.fence,
+                agent.as_str(),
+                (&self.me, &self.fence.instance),
+                self.term.ttl,
+            )
+            .await
+        {
+            tracing::warn!(%agent, "the agent's lease was not granted to this node: {e}");
+        }
+        crate::agent::resume_after_restart(&mut state);
+        let template = state.template.clone();
+        let answered: Vec<_> = state
+            .agent_step
+            .steps()
+            .iter()
+            .flat_map(|st| crate::actors::answered_in(st, template.clone()))
+            .collect();
+        llm.carry_on(&answered);
+        let addr = self
+            .factory
+            .spawn_restored(state, Some(llm), self.sync.clone());
+        Some(Place::Here(addr))
+    }
+
+    /// Routes to `agent` again the messages the record says it has not taken.
+    fn route_again(&self, agent: &AgentId) {
+        let waiting = self.monitor.read(|s| {
+            s.deliveries
+                .in_flight()
+                .filter(|f| f.pending.contains(agent))
+                .collect::<Vec<_>>()
+        });
+        for f in waiting {
+            self.dispatcher.do_send(Route {
+                message_no: f.message_no,
+                message: f.message,
+                to: Some(vec![agent.clone()]),
+            });
+        }
+    }
+}

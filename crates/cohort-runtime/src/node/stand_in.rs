@@ -1,0 +1,172 @@
+//! An agent's stand-in on the team's node while the agent runs on another node: registered
+//! with the dispatcher in the agent's place, it passes on what the agent is sent (messages, a
+//! person's verdicts, cancels, pauses) as [`ToHost`] calls to that node.
+//!
+//! Messages go one at a time, in the order they were routed, each once its predecessor was
+//! taken (one in flight per agent); one that found no answer is sent again. One the node says
+//! it no longer runs the agent for is left in flight: the team's record still has it, and
+//! it is delivered again wherever the agent runs next.
+
+use super::link::Link;
+use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
+use crate::actors::{CancelStep, Decide, Deliver, SetPaused};
+use crate::agent::approval::VerdictError;
+use crate::agent::cancel::CancelError;
+use crate::ids::AgentId;
+use crate::message::Message;
+use actix::prelude::*;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a call to the agent's node waits for its answer.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a message that found no answer waits before it is sent again.
+const RESEND_AFTER: Duration = Duration::from_millis(500);
+/// Messages waiting to be passed on at most; beyond it they stay in flight in the record.
+const QUEUED: usize = 100_000;
+
+pub struct StandIn {
+    agent: AgentId,
+    hold: Hold,
+    /// The subject of the node the agent runs on.
+    node: String,
+    link: Link,
+    queue: VecDeque<(u64, Arc<Message>)>,
+    sending: bool,
+}
+
+impl StandIn {
+    pub fn new(agent: AgentId, hold: Hold, node: String, link: Link) -> Self {
+        StandIn {
+            agent,
+            hold,
+            node,
+            link,
+            queue: VecDeque::new(),
+            sending: false,
+        }
+    }
+
+    /// Asks the agent's node, answered with its answer (or why there is none).
+    fn ask(&self, call: &ToHost) -> impl Future<Output = HostAnswer> + use<> {
+        let payload = serde_json::to_vec(call).unwrap_or_default();
+        let asked = self
+            .link
+            .ask(self.node.clone(), payload.into(), ANSWER_DEADLINE);
+        async move {
+            let answer = asked
+                .await
+                .map_err(|e| HostRefusal::Failed(e.to_string()))?;
+            serde_json::from_slice::<HostAnswer>(&answer)
+                .map_err(|e| HostRefusal::Failed(format!("an unreadable answer: {e}")))?
+        }
+    }
+
+    /// Passes the oldest waiting message on, unless one is on its way already.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        if self.sending {
+            return;
+        }
+        let Some((no, message)) = self.queue.front().cloned() else {
+            return;
+        };
+        self.sending = true;
+        let call = ToHost::Deliver {
+            agent: self.agent.clone(),
+            hold: self.hold,
+            no,
+            message: (*message).clone(),
+        };
+        ctx.spawn(self.ask(&call).into_actor(self).map(|answer, act, ctx| {
+            act.sending = false;
+            match answer {
+                Ok(()) => {
+                    act.queue.pop_front();
+                    act.pump(ctx);
+                }
+                Err(HostRefusal::NotHere(_)) => {
+                    tracing::info!(agent = %act.agent, "the agent's node no longer runs it; its messages wait in the record");
+                    act.queue.clear();
+                }
+                Err(e) => {
+                    tracing::warn!(agent = %act.agent, "a message to the agent's node found no answer ({e}); sent again");
+                    ctx.run_later(RESEND_AFTER, |act, ctx| act.pump(ctx));
+                }
+            }
+        }));
+    }
+}
+
+impl Actor for StandIn {
+    type Context = Context<Self>;
+}
+
+impl Handler<Deliver> for StandIn {
+    type Result = ();
+    fn handle(&mut self, Deliver(no, message): Deliver, ctx: &mut Context<Self>) {
+        if self.queue.len() >= QUEUED {
+            tracing::warn!(agent = %self.agent, "too many messages wait for the agent's node; this one waits in the record");
+            return;
+        }
+        self.queue.push_back((no, message));
+        self.pump(ctx);
+    }
+}
+
+impl Handler<Decide> for StandIn {
+    type Result = ResponseFuture<Result<(), VerdictError>>;
+    fn handle(&mut self, d: Decide, _: &mut Context<Self>) -> Self::Result {
+        let asked = self.ask(&ToHost::Decide {
+            agent: self.agent.clone(),
+            hold: self.hold,
+            step_id: d.step_id,
+            by: d.by,
+            verdict: d.verdict,
+        });
+        Box::pin(async move {
+            match asked.await {
+                Ok(()) => Ok(()),
+                Err(HostRefusal::Verdict(e)) => Err(e),
+                Err(e) => Err(VerdictError::Unavailable(e.to_string())),
+            }
+        })
+    }
+}
+
+impl Handler<CancelStep> for StandIn {
+    type Result = ResponseFuture<Result<(), CancelError>>;
+    fn handle(&mut self, c: CancelStep, _: &mut Context<Self>) -> Self::Result {
+        let asked = self.ask(&ToHost::Cancel {
+            agent: self.agent.clone(),
+            hold: self.hold,
+            step_id: c.step_id,
+            by: c.by,
+            reason: c.reason,
+        });
+        Box::pin(async move {
+            match asked.await {
+                Ok(()) => Ok(()),
+                Err(HostRefusal::Cancel(e)) => Err(e),
+                Err(e) => Err(CancelError::Unavailable(e.to_string())),
+            }
+        })
+    }
+}
+
+impl Handler<SetPaused> for StandIn {
+    type Result = ResponseFuture<()>;
+    fn handle(&mut self, SetPaused(paused): SetPaused, _: &mut Context<Self>) -> Self::Result {
+        let agent = self.agent.clone();
+        let asked = self.ask(&ToHost::Pause {
+            agent: agent.clone(),
+            hold: self.hold,
+            paused,
+        });
+        Box::pin(async move {
+            if let Err(e) = asked.await {
+                tracing::warn!(%agent, "the agent's node did not take the pause: {e}");
+            }
+        })
+    }
+}
