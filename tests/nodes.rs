@@ -962,3 +962,67 @@ async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on
         a.log()
     );
 }
+
+/// The node running the team dies while agents run on the other two: one of them takes the
+/// team over, places every agent again from the record (the ones still running under the dead
+/// node's term are stopped: their changes would be refused), and the goal finishes. The other
+/// then stops with SIGTERM: its agents land, are stored and run on the team's node at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_teams_node_dies_its_successor_places_the_agents_again_from_the_record() {
+    let pg = postgres::Cluster::start("node-spread-lead");
+    let nats = nats::Nats::start("node-spread-lead");
+    let dir = Scratch::new("node-spread-lead");
+    let http = reqwest::Client::new();
+    let url = nats.url();
+    let more = ["--nats", url.as_str()];
+    let info = [("COHORT_LOG", "info")];
+    let mut a = Node::start_with("a", SPREAD, &pg.url(), 2, &dir, &more, &info);
+    let token = a.token(&http, Duration::from_secs(60)).await;
+    let mut b = Node::start_with("b", SPREAD, &pg.url(), 2, &dir, &more, &info);
+    let c = Node::start_with("c", SPREAD, &pg.url(), 2, &dir, &more, &info);
+    until_spread_over(&pg.url(), &["a", "b", "c"], Duration::from_secs(30)).await;
+    assert!(send_goal(&http, &a.base, &token, 1).await);
+    a.poll("the writer thinking", Duration::from_secs(30), async || {
+        let steps = steps_of(&http, &a.base, &token, "writer").await;
+        steps
+            .iter()
+            .any(|(e, s)| e == "think" && s == "running")
+            .then_some(())
+    })
+    .await;
+    a.signal("-KILL");
+    a.wait_exit(Duration::from_secs(10));
+    // Whichever of b and c runs the team now, either serves.
+    let token = b.token(&http, Duration::from_secs(30)).await;
+    finish_tasks(&http, &b.base, &token, 1).await;
+    let leases = until_spread_over(&pg.url(), &["b", "c"], Duration::from_secs(30)).await;
+    assert!(leases.values().all(|n| n != "a"), "{leases:?}");
+    let steps = steps_of(&http, &b.base, &token, "writer").await;
+    let think = |st: &str| {
+        steps
+            .iter()
+            .filter(|(e, s)| e == "think" && s == st)
+            .count()
+    };
+    assert_eq!(think("finished"), 2, "{steps:?}");
+    assert!(think("failed") <= 1, "{steps:?}");
+    // b stops on SIGTERM: its agents are let go, stored, and run on c (or b was the team's
+    // node: c takes the team over). Nothing is left on b.
+    b.signal("-TERM");
+    assert!(
+        b.wait_exit(Duration::from_secs(30)).success(),
+        "{}",
+        b.log()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while agent_leases(&pg.url()).await.values().any(|n| n != "c") {
+        assert!(Instant::now() < deadline, "{}", c.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let token = c.token(&http, Duration::from_secs(30)).await;
+    let tasks = tasks_on(&http, &c.base, &token).await;
+    assert!(
+        tasks.values().any(|t| t["execution_state"] == "finished"),
+        "{tasks:?}"
+    );
+}

@@ -145,6 +145,7 @@ impl Team {
     /// Does `call`; its answer, unless it wants none.
     async fn answer(&self, ToCore { agent, hold, call }: ToCore) -> Option<CoreAnswer> {
         if self.grants.get(&agent) != Some(hold) {
+            tracing::debug!(%agent, ?hold, now = ?self.grants.get(&agent), "a call under a hold that is not the agent's now was refused");
             // A glimpse of an answer being written needs no answer, even a refusal.
             return (!matches!(call, CoreCall::Writing { .. }))
                 .then_some(Err(CoreRefusal::NotHeld(agent)));

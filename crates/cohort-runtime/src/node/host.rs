@@ -288,11 +288,11 @@ impl AgentHost {
             (
                 ToHost::Run {
                     hold,
-                    state,
+                    record,
                     base_task,
                 },
                 _,
-            ) => ready(self.run(hold, *state, base_task)),
+            ) => ready(self.run(hold, record.into_state(), base_task)),
             (ToHost::Deliver { no, message, .. }, Some(addr)) => {
                 addr.do_send(Deliver(no, Arc::new(message)));
                 ready(Ok(()))

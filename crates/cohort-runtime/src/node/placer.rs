@@ -318,7 +318,7 @@ impl Mover {
         self.grants.set(agent.clone(), hold);
         let call = ToHost::Run {
             hold,
-            state: Box::new(state),
+            record: Box::new(crate::event::AgentRecord::of(&state)),
             base_task: self.base_task.clone(),
         };
         if let Err(e) = self.ask(&to.name, &call, MOVE_DEADLINE).await {

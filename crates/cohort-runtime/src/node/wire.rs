@@ -10,10 +10,10 @@
 use crate::agent::Settle;
 use crate::agent::approval::{Verdict, VerdictError};
 use crate::agent::cancel::CancelError;
+use crate::event::AgentRecord;
 use crate::event::Change;
 use crate::ids::{AgentId, StepId, TaskId};
 use crate::message::{ExecuteOutput, Message, TaskInstruction};
-use crate::state::AgentState;
 use crate::sync::SyncError;
 use serde::{Deserialize, Serialize};
 
@@ -84,10 +84,11 @@ pub type CoreAnswer = Result<(), CoreRefusal>;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "call", rename_all = "snake_case")]
 pub enum ToHost {
-    /// Run this agent, carrying on from `state` (as the store has it).
+    /// Run this agent, carrying on from its record (as the store keeps it: whole, its steps
+    /// and waits too).
     Run {
         hold: Hold,
-        state: Box<AgentState>,
+        record: Box<AgentRecord>,
         base_task: TaskId,
     },
     /// Deliver message `no` to it (0: a message no one tracks).
@@ -128,7 +129,7 @@ impl ToHost {
     /// The agent the call is about.
     pub fn agent(&self) -> &AgentId {
         match self {
-            ToHost::Run { state, .. } => &state.agent_id,
+            ToHost::Run { record, .. } => &record.agent.agent_id,
             ToHost::Deliver { agent, .. }
             | ToHost::Decide { agent, .. }
             | ToHost::Cancel { agent, .. }
@@ -159,6 +160,7 @@ pub type HostAnswer = Result<(), HostRefusal>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::AgentState;
 
     #[test]
     fn calls_and_answers_read_back_as_they_were_sent() {
@@ -182,6 +184,33 @@ mod tests {
         assert_eq!(
             serde_json::from_slice::<CoreAnswer>(&json).unwrap(),
             refused
+        );
+        // An agent's record goes whole: its steps, not only their ids as the wire state has them.
+        let mut agent =
+            AgentState::new("writer".into(), "W".into(), "writer".into(), String::new());
+        agent.add_next_steps(vec![crate::state::StepState::new(
+            TaskId::from("t1"),
+            crate::ids::StageRef::NoRelative,
+            agent.agent_id.clone(),
+            crate::state::Executor::Skill(crate::state::Skill::Think),
+            "think",
+            "about it",
+        )]);
+        let run = ToHost::Run {
+            hold,
+            record: Box::new(AgentRecord::of(&agent)),
+            base_task: TaskId::from("t0"),
+        };
+        let ToHost::Run { record, .. } =
+            serde_json::from_slice(&serde_json::to_vec(&run).unwrap()).unwrap()
+        else {
+            panic!("not a run");
+        };
+        let back = record.into_state();
+        assert_eq!(back.agent_step.steps().len(), 1);
+        assert_eq!(
+            back.next_runnable().map(|s| &s.text_content),
+            Some(&"about it".to_owned())
         );
         let not_here: HostAnswer = Err(HostRefusal::NotHere(AgentId::from("writer")));
         let json = serde_json::to_vec(&not_here).unwrap();
