@@ -133,6 +133,8 @@ pub enum Job {
         goals: usize,
         slow_goals: usize,
         kills: usize,
+        /// Workers of the team spread over three nodes.
+        spread_workers: usize,
     },
 }
 
@@ -203,7 +205,8 @@ impl Job {
                 goals,
                 slow_goals,
                 kills,
-            } => nodes::nodes(goals, slow_goals, kills),
+                spread_workers,
+            } => nodes::nodes(goals, slow_goals, kills, spread_workers),
         }
     }
 }

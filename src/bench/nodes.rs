@@ -4,7 +4,9 @@
 //! on the team's event stream), in rounds side by side so the machine's noise falls on all
 //! three; then three nodes of one team, the node running it killed with kill -9 again and
 //! again (how long until another runs it) and stopped with SIGTERM (how long until the lease it
-//! gave up is taken).
+//! gave up is taken); last, a goal of a wide team (one stage for every worker, 10 calls each,
+//! 200 ms a call) on one node with NATS and with its agents spread over three nodes, beside its
+//! critical path (the calls one after another on the longest chain).
 
 use super::client::Client;
 use super::scenarios::Figures;
@@ -80,8 +82,9 @@ impl Drop for Served {
 const SLOW_MS: u64 = 200;
 
 /// `goals` goals in each of three ways of serving with instant replies, `slow_goals` with
-/// replies after [`SLOW_MS`], then `kills` kills and SIGTERMs of three nodes.
-pub fn nodes(goals: usize, slow_goals: usize, kills: usize) -> Figures {
+/// replies after [`SLOW_MS`], then `kills` kills and SIGTERMs of three nodes, then a goal of
+/// `spread_workers` workers on one node and spread over three.
+pub fn nodes(goals: usize, slow_goals: usize, kills: usize, spread_workers: usize) -> Figures {
     let pg = Postgres::start("bench-nodes")?;
     let nats = Nats::start("bench-nodes", None)?;
     let hash = crate::auth::hash_password(PASSWORD)?;
@@ -108,10 +111,11 @@ pub fn nodes(goals: usize, slow_goals: usize, kills: usize) -> Figures {
         let per_slow_goal = goal_times(&pg, &nats, &slow, "slow", slow_goals).await?;
         let url = pg.create_database("failover")?;
         let failover = failover(&instant, &url, &nats.url(), kills).await?;
+        let spread = spread_goal(&pg, &nats, &hash, spread_workers).await?;
         Ok(json!({
             "goals": goals, "ms_per_goal": per_goal,
             "slow_goals": slow_goals, "slow_ms": SLOW_MS, "ms_per_slow_goal": per_slow_goal,
-            "failover": failover,
+            "failover": failover, "spread": spread,
         }))
     })
 }
@@ -272,6 +276,83 @@ async fn leading(nodes: &[Served], token: Option<&str>) -> Result<(usize, String
     }
 }
 
+/// Think steps of each worker of the spread team: with planning, reflection and summary, ten
+/// model calls.
+const SPREAD_STEPS: usize = 7;
+
+/// One goal of a team of `workers` (each making ten calls of [`SLOW_MS`]), first on one node
+/// with NATS, then with its agents spread over three nodes (once every node holds its share):
+/// seconds until the task finished, and the critical path.
+async fn spread_goal(
+    pg: &Postgres,
+    nats: &Nats,
+    hash: &str,
+    workers: usize,
+) -> Result<Value, String> {
+    let scratch = Scratch::new("nodes-spread").map_err(|e| e.to_string())?;
+    let shape = TeamShape {
+        workers,
+        steps: SPREAD_STEPS,
+        delay_ms: SLOW_MS,
+        max_in_flight: workers.max(1) * 2,
+        goals: 1,
+    };
+    let team = write_team(&scratch.0, shape, Some(hash)).map_err(|e| e.to_string())?;
+    let calls = super::team::MANAGER_CALLS + super::team::worker_calls(SPREAD_STEPS);
+    let critical_s = (calls * SLOW_MS) as f64 / 1000.0;
+    let nats_url = nats.url();
+    let more = |name: &'static str| ["--node", name, "--nats", nats_url.as_str()];
+    let one = {
+        let url = pg.create_database("spread_one")?;
+        let node = Served::start(&team, &url, &more("a"))?;
+        let client = login(node.addr, Duration::from_secs(120)).await?;
+        let at = Instant::now();
+        run_goal(&client, 1).await?;
+        at.elapsed().as_secs_f64()
+    };
+    let url = pg.create_database("spread_three")?;
+    let mut nodes = vec![Served::start(&team, &url, &more("a"))?];
+    let client = login(nodes[0].addr, Duration::from_secs(120)).await?;
+    nodes.push(Served::start(&team, &url, &more("b"))?);
+    nodes.push(Served::start(&team, &url, &more("c"))?);
+    let placed_at = Instant::now();
+    let shares = spread_over(&url, 3, workers + 1).await?;
+    let placed_s = placed_at.elapsed().as_secs_f64();
+    let at = Instant::now();
+    run_goal(&client, 1).await?;
+    let three = at.elapsed().as_secs_f64();
+    Ok(json!({
+        "workers": workers, "calls": calls, "critical_s": critical_s,
+        "one_node_s": one, "three_nodes_s": three, "placed_s": placed_s, "shares": shares,
+    }))
+}
+
+/// Waits until the agents' leases in the store at `url` are held by `nodes` nodes, `agents` in
+/// all, each holding at least a third less than an even share; the agents each node holds.
+async fn spread_over(url: &str, nodes: usize, agents: usize) -> Result<Value, String> {
+    let store = crate::store::SqlStore::open_reader(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, leases) = store.placement().await.map_err(|e| e.to_string())?;
+        let mut held: std::collections::BTreeMap<String, usize> = Default::default();
+        for l in leases.iter().filter(|l| l.resource.starts_with("agent/")) {
+            *held.entry(l.node.clone()).or_default() += 1;
+        }
+        let even = agents / nodes;
+        if held.len() == nodes && held.values().all(|n| *n + even / 3 >= even) {
+            return Ok(json!(held));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the agents were not spread over {nodes} nodes: {held:?}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Median and most of `xs`.
 fn spread(xs: &mut [f64]) -> Value {
     xs.sort_by(f64::total_cmp);
@@ -284,6 +365,7 @@ pub(super) fn job(quick: bool) -> super::Job {
         goals: if quick { 3 } else { 30 },
         slow_goals: if quick { 1 } else { 6 },
         kills: if quick { 1 } else { 5 },
+        spread_workers: if quick { 20 } else { 1000 },
     }
 }
 
@@ -299,6 +381,7 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
         )
     };
     let fo = &v["failover"];
+    let sp = &v["spread"];
     vec![
         super::row(
             "nodes",
@@ -332,6 +415,26 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
                 f(&fo["after_sigterm_s"]["most"])
             ),
             "≤ lease + 2 s after kill -9",
+        ),
+        super::row(
+            "nodes",
+            format!(
+                "a goal of {} workers × {} calls of {} ms (critical path {:.1} s): s",
+                sp["workers"],
+                sp["calls"],
+                v["slow_ms"],
+                f(&sp["critical_s"])
+            ),
+            format!(
+                "one node + NATS {:.2} ({:.2}×); three nodes {:.2} ({:.2}×), agents {} (placed in {:.1} s)",
+                f(&sp["one_node_s"]),
+                f(&sp["one_node_s"]) / f(&sp["critical_s"]),
+                f(&sp["three_nodes_s"]),
+                f(&sp["three_nodes_s"]) / f(&sp["critical_s"]),
+                sp["shares"],
+                f(&sp["placed_s"]),
+            ),
+            "three nodes ≤ 1.3× the critical path",
         ),
     ]
 }

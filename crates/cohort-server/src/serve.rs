@@ -30,8 +30,6 @@ pub enum ServeError {
          HOST:PORT (they pass requests on to that address)"
     )]
     Unadvertised { bind: SocketAddr },
-    #[error("this node cannot talk to the team's other nodes over NATS: {0}")]
-    Link(#[from] cohort_runtime::node::link::LinkError),
 }
 
 /// Runs the HTTP API (REST, websocket feeds, console) until `stop` on a runtime of its own

@@ -22,7 +22,7 @@ pub use cohort_runtime::node::{bus, lease, relay};
 use cohort_runtime::node::bus::Bus;
 use cohort_runtime::node::core_calls::{CoreCalls, Grants};
 use cohort_runtime::node::host::{AgentHost, HostParts};
-use cohort_runtime::node::link::Link;
+use cohort_runtime::node::link::{Link, LinkError};
 use cohort_runtime::node::placer::Placer;
 use cohort_runtime::node::relay::Relay;
 use cohort_runtime::node::{Keeper, wait_for_lease};
@@ -47,6 +47,27 @@ pub struct NodeOptions {
     pub advertise: Option<String>,
 }
 
+/// Why a node stopped serving.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error("this node cannot talk to the team's other nodes over NATS: {0}")]
+    Link(#[from] LinkError),
+}
+
+impl From<crate::store::StoreError> for NodeError {
+    fn from(e: crate::store::StoreError) -> Self {
+        NodeError::Serve(ServeError::Store(e))
+    }
+}
+
+impl From<crate::actors::SystemError> for NodeError {
+    fn from(e: crate::actors::SystemError) -> Self {
+        NodeError::Serve(ServeError::Start(e))
+    }
+}
+
 /// How a term as the team's node ended.
 enum Ended {
     /// Asked to stop (a signal): the lease was given up.
@@ -67,7 +88,7 @@ pub async fn serve_node(
     node: NodeOptions,
     stop: impl Future<Output = ()> + Send + 'static,
     on_ready: impl FnOnce(SocketAddr),
-) -> Result<(), ServeError> {
+) -> Result<(), NodeError> {
     warn_beyond_loopback(bind);
     let (listener, bound) = listen(bind)?;
     let seat = Seat {
@@ -75,7 +96,9 @@ pub async fn serve_node(
         instance: uuid::Uuid::new_v4().to_string(),
         address: match &node.advertise {
             Some(a) => a.clone(),
-            None if bound.ip().is_unspecified() => return Err(ServeError::Unadvertised { bind }),
+            None if bound.ip().is_unspecified() => {
+                return Err(ServeError::Unadvertised { bind }.into());
+            }
             None => bound.to_string(),
         },
         team_hash: node.team_hash.clone(),
@@ -132,7 +155,7 @@ pub async fn serve_node(
             Ok(Ended::Lost) => eprintln!("Node {} lost the team's lease and stands by", seat.node),
             // The store failed as the term began (a connection lost, say): the lease, no longer
             // renewed, runs out, and this node or another tries again.
-            Err(ServeError::Store(e)) => {
+            Err(NodeError::Serve(ServeError::Store(e))) => {
                 tracing::error!("this node could not run the team ({e}); it stands by again");
                 tokio::select! {
                     () = tokio::time::sleep(node.term.ttl) => {}
@@ -235,7 +258,7 @@ impl Spread {
         cfg: &TeamConfig,
         host: &Host<'_>,
         node: &str,
-    ) -> Result<Spread, ServeError> {
+    ) -> Result<Spread, NodeError> {
         let link = Link::start(&bus).await?;
         let parts = HostParts::build(cfg, host)?;
         let (agents, serving) = AgentHost::start(&bus, link.clone(), node, parts).await?;
@@ -268,7 +291,7 @@ impl Term<'_> {
         web_dir: Option<PathBuf>,
         (fence, keeper): (Fence, Keeper),
         stopping: &watch::Receiver<bool>,
-    ) -> Result<Ended, ServeError> {
+    ) -> Result<Ended, NodeError> {
         let fenced: Arc<dyn Store> = Arc::new(self.store.fenced(fence.clone()).await?);
         let loaded = crate::store::load(fenced.as_ref()).await?;
         let team = start_team_stored(self.cfg, self.host, fenced.clone(), loaded)?;
@@ -293,7 +316,7 @@ impl Term<'_> {
                 // The team runs already: it stops before the error is told.
                 drop(relay);
                 abandon(&team).await;
-                return Err(e);
+                return Err(e.into());
             }
         };
         let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -370,7 +393,7 @@ impl Term<'_> {
         spread: &Spread,
         team: &crate::actors::Team,
         fence: &Fence,
-    ) -> Result<Placing, ServeError> {
+    ) -> Result<Placing, NodeError> {
         let grants = Arc::new(Grants::default());
         let calls = CoreCalls::start(
             &spread.bus,

@@ -1,6 +1,6 @@
 //! Where an agent's own changes go besides its hand-overs to SyncState: the team's monitor when
 //! the agent runs on the node that runs the team, or that node over NATS when the agent is
-//! placed on another node (`crate::node::host`). Either way they are stored in the order the
+//! placed on another node (the node module's `host`). Either way they are stored in the order the
 //! agent made them, after what it handed over before.
 
 use crate::event::Change;
