@@ -419,10 +419,10 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
         super::row(
             "nodes",
             format!(
-                "a goal of {} workers × {} calls of {} ms (critical path {:.1} s): s",
+                "a goal of {} workers × 10 calls of {} ms (critical path {} calls, {:.1} s): s",
                 sp["workers"],
-                sp["calls"],
                 v["slow_ms"],
+                sp["calls"],
                 f(&sp["critical_s"])
             ),
             format!(
