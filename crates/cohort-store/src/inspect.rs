@@ -75,7 +75,11 @@ pub fn describe_nodes(nodes: &[NodeRow], leases: &[LeaseRow]) -> String {
             &n.team_hash[..n.team_hash.len().min(12)]
         ));
     }
-    for l in leases {
+    let (agents, others): (Vec<&LeaseRow>, Vec<&LeaseRow>) = leases
+        .iter()
+        .partition(|l| l.resource.starts_with("agent/"));
+    out.push_str(&describe_agent_leases(&agents));
+    for l in others {
         let left = if l.expires_in_ms > 0 {
             format!("expires in {:.1}s", l.expires_in_ms as f64 / 1000.0)
         } else {
@@ -87,6 +91,31 @@ pub fn describe_nodes(nodes: &[NodeRow], leases: &[LeaseRow]) -> String {
         ));
     }
     out
+}
+
+/// Agents' leases listed one by one at most; more are counted by node.
+const AGENTS_LISTED: usize = 12;
+
+/// Where the agents run: each agent's lease when there are few, else how many each node holds.
+fn describe_agent_leases(agents: &[&LeaseRow]) -> String {
+    if agents.len() <= AGENTS_LISTED {
+        return agents
+            .iter()
+            .map(|l| {
+                let agent = l.resource.trim_start_matches("agent/");
+                format!("agent {agent}: node {}, token {}\n", l.node, l.token)
+            })
+            .collect();
+    }
+    let mut by_node: std::collections::BTreeMap<&str, usize> = Default::default();
+    for l in agents {
+        *by_node.entry(&l.node).or_default() += 1;
+    }
+    let shares: Vec<String> = by_node
+        .iter()
+        .map(|(n, k)| format!("node {n} {k}"))
+        .collect();
+    format!("agents: {} ({} in all)\n", shares.join(", "), agents.len())
 }
 
 /// The fewest characters of a task id that may name it: the console shows 8.
@@ -379,5 +408,36 @@ mod tests {
             two.contains("4f5d-1, 4f5d-2") && two.contains("give more"),
             "{two}"
         );
+    }
+
+    fn lease(resource: &str, node: &str) -> LeaseRow {
+        LeaseRow {
+            resource: resource.into(),
+            node: node.into(),
+            token: 3,
+            expires_in_ms: 1000,
+        }
+    }
+
+    #[test]
+    fn a_few_agents_are_listed_and_many_are_counted_by_node() {
+        let team = lease("team", "a");
+        let few = [team.clone(), lease("agent/writer", "b")];
+        let shown = describe_nodes(&[], &few);
+        assert!(shown.contains("agent writer: node b, token 3"), "{shown}");
+        assert!(shown.contains("lease `team`: node a"), "{shown}");
+        let mut many = vec![team];
+        for i in 0..30 {
+            many.push(lease(
+                &format!("agent/w{i}"),
+                if i % 3 == 0 { "a" } else { "b" },
+            ));
+        }
+        let shown = describe_nodes(&[], &many);
+        assert!(
+            shown.contains("agents: node a 10, node b 20 (30 in all)"),
+            "{shown}"
+        );
+        assert!(!shown.contains("agent w1:"), "{shown}");
     }
 }
