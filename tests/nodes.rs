@@ -1026,3 +1026,49 @@ async fn when_the_teams_node_dies_its_successor_places_the_agents_again_from_the
         "{tasks:?}"
     );
 }
+
+/// The console of a team across machines, in headless Chromium (`tests/web/nodes.test.mjs`):
+/// the nodes in the topbar, the node on each agent's card, and a killed node marked gone while
+/// its agent's card names the node it runs on again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_which_node_runs_each_agent_and_marks_a_node_that_went_away() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        root.join("tests/web/node_modules/playwright-core/package.json")
+            .is_file(),
+        "run .ci/run: it installs the browser test's client (npm ci --prefix tests/web)"
+    );
+    let pg = postgres::Cluster::start("node-console");
+    let nats = nats::Nats::start("node-console");
+    let dir = Scratch::new("node-console");
+    let http = reqwest::Client::new();
+    let url = nats.url();
+    let more = ["--nats", url.as_str()];
+    let a = Node::start_with("a", SPREAD, &pg.url(), 2, &dir, &more, &[]);
+    a.token(&http, Duration::from_secs(60)).await;
+    let b = Node::start_with("b", SPREAD, &pg.url(), 2, &dir, &more, &[]);
+    until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
+    let shot = root.join("target/web-console-nodes.png");
+    let out = tokio::process::Command::new("node")
+        .current_dir(root)
+        .arg("tests/web/nodes.test.mjs")
+        .env("COHORT_URL", &a.base)
+        .env("COHORT_USER", "operator")
+        .env("COHORT_PASSWORD", "cohort-demo")
+        .env("COHORT_KILL_PID", b.child.id().to_string())
+        .env("COHORT_SCREENSHOT", &shot)
+        .env("COHORT_CHROMIUM", "/usr/bin/chromium")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), out)
+        .await
+        .expect("the browser test ended within 3 minutes")
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "{}\n{}\nnode a:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        a.log()
+    );
+}

@@ -9,6 +9,7 @@ import { callsSection } from './calls.js';
 import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches, agentChip } from './ctx.js';
 import { confirmCancel } from './control.js';
 import { waitingOn } from './plan.js';
+import { nodes, nodeTag } from './nodes.js';
 
 /** Answers being written (streamed), by step id: shown under the running step until it ends. */
 export const writing = new Map();
@@ -225,7 +226,7 @@ export function renderAgentCards() {
     agents,
     (r) => r.state.agent_id,
     (r) =>
-      `${r.version}|${store.stepsVersion(r.state.agent_id)}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}|${ui.showAllQueued.has(r.state.agent_id)}|${ui.focusStep}|${ui.filter}`,
+      `${r.version}|${nodes.sig}|${store.stepsVersion(r.state.agent_id)}|${ui.stepsThisTask ? ui.taskId : '*'}|${ui.showAllSteps.has(r.state.agent_id)}|${ui.showAllQueued.has(r.state.agent_id)}|${ui.focusStep}|${ui.filter}`,
     (r) => agentCard(r.state),
     cardsInView,
   );
@@ -288,7 +289,7 @@ function agentCard(a) {
         'div',
         { class: 'agent-card-title' },
         h('div', null, h('b', null, a.name || a.agent_id), ' ', h('span', { class: 'muted mono small' }, a.agent_id)),
-        h('div', { class: 'muted small' }, a.role !== a.agent_id ? a.role : null, a.human_config ? h('span', { class: 'tag tag-human' }, 'human') : null, a.template ? h('span', { class: 'tag', testid: 'agent-card-template', title: 'created by a manager from this agent template' }, `hired · ${a.template}`) : null, a.agent_id === app.sess.human_agent_id ? h('span', { class: 'tag tag-human' }, 'you') : null),
+        h('div', { class: 'muted small' }, a.role !== a.agent_id ? a.role : null, a.human_config ? h('span', { class: 'tag tag-human' }, 'human') : null, a.template ? h('span', { class: 'tag', testid: 'agent-card-template', title: 'created by a manager from this agent template' }, `hired · ${a.template}`) : null, a.agent_id === app.sess.human_agent_id ? h('span', { class: 'tag tag-human' }, 'you') : null, nodeTag(a.agent_id)),
       ),
       h('span', { class: 'spacer' }),
       h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-card-state' }, a.working_state),

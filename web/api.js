@@ -68,6 +68,7 @@ export function api(s) {
     conversations: () => request('GET', `/api/human/${me}/conversations`, { token: s.token }),
     sendMessage: (m) => request('POST', '/api/send_message', { token: s.token, body: { human_agent_id: s.human_agent_id, ...m } }),
     approvals: () => request('GET', '/api/approvals', { token: s.token }),
+    nodes: () => request('GET', '/api/nodes', { token: s.token }),
     approve: (step, body) => request('POST', `/api/step/${encodeURIComponent(step)}/approve`, { token: s.token, body }),
     reject: (step, reason) => request('POST', `/api/step/${encodeURIComponent(step)}/reject`, { token: s.token, body: { reason } }),
     fillParams: (step, values) => request('POST', `/api/step/${encodeURIComponent(step)}/params`, { token: s.token, body: { values } }),

@@ -2,7 +2,7 @@
 // This is the entry: the session (sign in, sign out), the live feed, which parts of the page a
 // change marks dirty, the painter that redraws them, the tabs and the page's event wiring. The
 // views are modules of their own: tasks.js, chat.js, agents.js, composer.js, control.js,
-// failures.js, timeline.js; what they share is in ctx.js.
+// failures.js, timeline.js, nodes.js; what they share is in ctx.js.
 //
 // Data flow: the websocket sends a snapshot of the four states, then one event per change.
 // Events go into the Store (by version, older ones ignored); each marks the parts of the page
@@ -25,6 +25,7 @@ import { renderComposer, send } from './composer.js';
 import { refreshConversations } from './conversations.js';
 import { refreshDecisions } from './control.js';
 import { renderWaiting } from './waiting.js';
+import { startNodes, stopNodes, renderNodes } from './nodes.js';
 
 let live = null;
 
@@ -62,6 +63,7 @@ function render(parts) {
   run('inbox', renderInbox);
   run('composer', renderComposer);
   run('summary', renderSummaryLine);
+  run('nodes', renderNodes);
   if (parts.has('inbox')) parts.add('decisions');
   run('decisions', renderWaiting);
   run('failures', () => renderFailures(viewCtx(), $('failures'), $('failure-list'), $('failure-count')));
@@ -226,6 +228,7 @@ function start(s) {
   });
   live.connect();
   refreshConversations(0);
+  startNodes();
   clearInterval(start.poll);
   // A slow safety net for the private chats, in case an event was missed while offline.
   start.poll = setInterval(() => refreshConversations(0), 20000);
@@ -236,6 +239,7 @@ function signOut(message) {
   if (live) live.stop();
   live = null;
   clearInterval(start.poll);
+  stopNodes();
   session.clear();
   app.sess = null;
   app.client = null;

@@ -52,6 +52,7 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
     ),
     ("graph.js", JS, include_bytes!("../../../../web/graph.js")),
     ("plan.js", JS, include_bytes!("../../../../web/plan.js")),
+    ("nodes.js", JS, include_bytes!("../../../../web/nodes.js")),
     (
         "timeline.js",
         JS,

@@ -9,7 +9,8 @@
 //! - [`login_limit`]: the failed-login back-off.
 //! - [`human`]: `POST /api/bind_human_agent`, `POST /api/send_message`, a human's conversations
 //!   and pending questions.
-//! - [`states`]: `GET /api/states?type=…` and `GET /api/state/{id}`.
+//! - [`states`]: `GET /api/states?type=…` and `GET /api/state/{id}`; [`nodes`]: `GET
+//!   /api/nodes`, where a team across machines runs.
 //! - [`ws`]: `GET /ws?token=…`, the monitor feed (snapshot, then live events).
 //! - [`feed_slots`]: the caps on open feeds, per person and in all.
 //! - [`server`]: serving connections under the `http:` limits; [`connections`]: what each
@@ -29,6 +30,7 @@ pub mod error;
 pub mod feed_slots;
 pub mod human;
 pub mod login_limit;
+pub mod nodes;
 pub mod password_checks;
 pub mod reads;
 pub mod server;
@@ -103,6 +105,9 @@ struct Inner {
     /// Whose forwarded-for headers name the client (from `http.trusted_proxies`).
     proxies: client_addr::TrustedProxies,
     password_checks: password_checks::PasswordChecks,
+    /// A node of a team across machines: the store that lists the nodes and leases, and how
+    /// long a node unheard of counts as up (its lease's term, in ms).
+    nodes: std::sync::OnceLock<(Arc<crate::store::SqlStore>, u128)>,
 }
 
 /// A person who can log in: their agent's address, their password hash and what they may see.
@@ -161,6 +166,7 @@ impl ApiState {
                 http: crate::config::Http::default(),
                 proxies: client_addr::TrustedProxies::default(),
                 password_checks: password_checks::PasswordChecks::default(),
+                nodes: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -209,6 +215,12 @@ impl ApiState {
         self.inner_mut().sessions = Sessions::stored(ttl, store.clone()).await?;
         self.inner_mut().store = Some(store);
         Ok(self)
+    }
+
+    /// Serves as a node of a team across machines whose nodes and leases `store` lists; a node
+    /// unheard of for `term` counts as gone (`GET /api/nodes`).
+    pub fn show_nodes(&self, store: Arc<crate::store::SqlStore>, term: std::time::Duration) {
+        let _ = self.inner.nodes.set((store, term.as_millis()));
     }
 
     /// Sessions lasting `ttl`, in memory only (call before the state is cloned).
@@ -283,6 +295,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         path: "/api/step/{id}/calls",
         example: "/api/step/no-such-step/calls",
         handler: || get(states::step_calls),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/nodes",
+        example: "/api/nodes",
+        handler: || get(nodes::nodes),
     },
     ApiRoute {
         method: "GET",

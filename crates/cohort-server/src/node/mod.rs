@@ -319,6 +319,7 @@ impl Term<'_> {
                 return Err(e.into());
             }
         };
+        state.show_nodes(self.store.clone(), self.lease.ttl);
         let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
         let app = standby::named(crate::api::router(state.clone()), &self.seat.node);
         let http = self.cfg.http.clone();
