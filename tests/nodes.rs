@@ -1072,3 +1072,35 @@ async fn the_console_shows_which_node_runs_each_agent_and_marks_a_node_that_went
         a.log()
     );
 }
+
+/// A node that runs an agent is killed and started again at once under its name: the team's
+/// node sees another process serving as it, places the agent again from the record (it does
+/// not wait for a node that is back), and a goal finishes across the two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_at_once_under_its_name_gets_its_agents_again_from_the_record() {
+    let pg = postgres::Cluster::start("node-spread-restart");
+    let nats = nats::Nats::start("node-spread-restart");
+    let dir = Scratch::new("node-spread-restart");
+    let http = reqwest::Client::new();
+    let url = nats.url();
+    let more = ["--nats", url.as_str()];
+    let info = [("COHORT_LOG", "info")];
+    let a = Node::start_with("a", SPREAD, &pg.url(), 10, &dir, &more, &info);
+    let token = a.token(&http, Duration::from_secs(60)).await;
+    let mut b = Node::start_with("b", SPREAD, &pg.url(), 10, &dir, &more, &info);
+    until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
+    b.signal("-KILL");
+    b.wait_exit(Duration::from_secs(10));
+    let b = Node::start_with("b", SPREAD, &pg.url(), 10, &dir, &more, &info);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !b.log().contains("the agent runs on this node") {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted node got no agent (lease 10 s: not by waiting it out):\n{}\n{}",
+            b.log(),
+            a.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    run_goal(&http, &a.base, &token, 1).await;
+}

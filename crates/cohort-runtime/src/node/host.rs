@@ -97,8 +97,10 @@ impl Outlet for CoreLink {
 
 /// SyncState, for an agent on this node: its hand-overs, passed on to the team's node. A
 /// hand-over that finds no answer, or is refused as not held, stops the proxy, so the agent
-/// learns that SyncState cannot be reached (and starts nothing more).
-pub struct CoreProxy(Arc<CoreLink>);
+/// learns that SyncState cannot be reached (and starts nothing more), and this node lets the
+/// agent go: the team's node, told so by the next message it sends it, runs it again from the
+/// record.
+pub struct CoreProxy(Arc<CoreLink>, std::sync::Weak<HostInner>);
 
 impl Actor for CoreProxy {
     type Context = Context<Self>;
@@ -111,7 +113,10 @@ impl CoreProxy {
             Ok(()) => Ok(()),
             Err(CoreRefusal::Sync(e)) => Err(e),
             Err(e) => {
-                tracing::warn!(agent = %act.0.agent, "the team's node did not take a hand-over: {e}");
+                tracing::warn!(agent = %act.0.agent, "the team's node did not take a hand-over: {e}; the agent stops here");
+                if let Some(host) = act.1.upgrade() {
+                    host.forget(&act.0.agent, act.0.hold);
+                }
                 ctx.stop();
                 // Never seen: the stopped proxy drops the answer, and the agent sees it closed.
                 Err(SyncError::Invalid(e.to_string()))
@@ -398,8 +403,8 @@ impl AgentHost {
         });
         let arbiter = parts.workers.pick();
         let proxy = CoreProxy::start_in_arbiter(&arbiter, {
-            let core = core.clone();
-            move |_| CoreProxy(core)
+            let (core, host) = (core.clone(), Arc::downgrade(&self.inner));
+            move |_| CoreProxy(core, host)
         });
         let outlet: Arc<dyn Outlet> = core.clone();
         let actor = settings.actor(state, Some(llm), tools, SyncLink::to(&proxy), outlet);
@@ -451,6 +456,16 @@ impl AgentHost {
 }
 
 impl HostInner {
+    /// Stops `agent` if it runs here under `hold`.
+    fn forget(&self, agent: &AgentId, hold: Hold) {
+        let mut agents = self.lock();
+        if agents.get(agent).is_some_and(|h| h.hold == hold)
+            && let Some(h) = agents.remove(agent)
+        {
+            h.addr.do_send(Stop);
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Hosted>> {
         self.agents.lock().unwrap_or_else(|e| e.into_inner())
     }

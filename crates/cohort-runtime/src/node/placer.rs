@@ -10,7 +10,7 @@ use super::bus::TeamNames;
 use super::core_calls::Grants;
 use super::host::RELEASE_WITHIN;
 use super::link::Link;
-use super::stand_in::StandIn;
+use super::stand_in::{Lost, StandIn};
 use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
 use crate::actors::{
     AgentActor, AgentFactory, Controls, Dispatcher, Register, RegisterControl, Retire, Route,
@@ -38,6 +38,8 @@ pub enum Place {
     Here(Addr<AgentActor>),
     On {
         node: String,
+        /// The process serving as that node when the agent was placed there.
+        instance: String,
         hold: Hold,
         stand_in: Addr<StandIn>,
     },
@@ -68,6 +70,7 @@ struct Mover {
     factory: AgentFactory,
     models: Arc<HashMap<AgentId, Arc<dyn ChatModel>>>,
     base_task: TaskId,
+    lost: Arc<Lost>,
 }
 
 /// The team's node's placement of its agents.
@@ -110,6 +113,7 @@ impl Placer {
                 factory: team.factory.clone(),
                 models: Arc::new(team.models.clone()),
                 base_task: team.base_task.clone(),
+                lost: Arc::default(),
             },
             places,
         }
@@ -171,7 +175,18 @@ impl Placer {
             .collect();
         let names: Vec<String> = live.keys().cloned().collect();
         let agents: Vec<AgentId> = self.places.keys().cloned().collect();
-        let current = self.placement();
+        // Where the agents run, but for those whose node went away (or restarted, or said it
+        // no longer runs them): they are placed afresh.
+        let away: Vec<AgentId> = self
+            .places
+            .iter()
+            .filter(|(a, p)| self.mover.away(a, p, &live))
+            .map(|(a, _)| a.clone())
+            .collect();
+        let mut current = self.placement();
+        for a in &away {
+            current.remove(a);
+        }
         let want = cohort_core::placement::place(&agents, &names, &current);
         let moves: Vec<(AgentId, NodeRow)> = cohort_core::placement::moves(&current, &want)
             .into_iter()
@@ -181,7 +196,7 @@ impl Placer {
         for chunk in moves.chunks(MOVES_AT_ONCE) {
             let done = futures::future::join_all(chunk.iter().map(|(agent, to)| {
                 let from = self.places[agent].clone();
-                let gone = !live.contains_key(from.node(&self.mover.me));
+                let gone = away.contains(agent);
                 self.mover
                     .clone()
                     .move_agent(agent.clone(), from, gone, to.clone())
@@ -222,6 +237,21 @@ impl Placer {
 }
 
 impl Mover {
+    /// Whether `agent`, placed at `place`, no longer runs there: its node is not live, is
+    /// another process now (it restarted), or said it no longer runs it.
+    fn away(&self, agent: &AgentId, place: &Place, live: &BTreeMap<String, NodeRow>) -> bool {
+        let Place::On {
+            node,
+            instance,
+            hold,
+            ..
+        } = place
+        else {
+            return false;
+        };
+        live.get(node).is_none_or(|n| &n.instance != instance) || self.lost.take(agent, *hold)
+    }
+
     /// Whether node `n` is alive: heard from within the lease's term, and not stopped.
     fn live(&self, n: &NodeRow) -> bool {
         n.stopped_at.is_none() && (n.seen_ms_ago as u128) < self.term.ttl.as_millis()
@@ -327,7 +357,8 @@ impl Mover {
             return None;
         }
         let subject = self.names.host_subject(&to.name);
-        let stand_in = StandIn::new(agent.clone(), hold, subject, self.link.clone()).start();
+        let lost = self.lost.clone();
+        let stand_in = StandIn::new(agent.clone(), hold, subject, self.link.clone(), lost).start();
         self.dispatcher
             .do_send(RegisterControl(agent.clone(), Controls::of(&stand_in)));
         self.dispatcher
@@ -335,6 +366,7 @@ impl Mover {
         tracing::info!(%agent, node = %to.name, token, "the agent runs on another node");
         Some(Place::On {
             node: to.name.clone(),
+            instance: to.instance.clone(),
             hold,
             stand_in,
         })

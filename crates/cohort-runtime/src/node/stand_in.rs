@@ -5,7 +5,8 @@
 //! Messages go one at a time, in the order they were routed, each once its predecessor was
 //! taken (one in flight per agent); one that found no answer is sent again. One the node says
 //! it no longer runs the agent for is left in flight: the team's record still has it, and
-//! it is delivered again wherever the agent runs next.
+//! it is delivered again wherever the agent runs next; the agent is noted [`Lost`], so the
+//! placer runs it again (that node restarted, or let it go).
 
 use super::link::Link;
 use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
@@ -15,8 +16,8 @@ use crate::agent::cancel::CancelError;
 use crate::ids::AgentId;
 use crate::message::Message;
 use actix::prelude::*;
-use std::collections::VecDeque;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a call to the agent's node waits for its answer.
@@ -26,6 +27,34 @@ const RESEND_AFTER: Duration = Duration::from_millis(500);
 /// Messages waiting to be passed on at most; beyond it they stay in flight in the record.
 const QUEUED: usize = 100_000;
 
+/// The agents whose node said it no longer runs them (under the hold they were placed with),
+/// though no move was made: that node restarted, or let them go when they lost their way to
+/// the team's node. The placer places them again from the record.
+#[derive(Default)]
+pub struct Lost(Mutex<HashMap<AgentId, Hold>>);
+
+impl Lost {
+    fn note(&self, agent: AgentId, hold: Hold) {
+        self.lock().insert(agent, hold);
+    }
+
+    /// Whether `agent`, placed under `hold`, was lost (forgotten once asked).
+    pub fn take(&self, agent: &AgentId, hold: Hold) -> bool {
+        let mut lost = self.lock();
+        match lost.get(agent) {
+            Some(h) if *h == hold => {
+                lost.remove(agent);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Hold>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 pub struct StandIn {
     agent: AgentId,
     hold: Hold,
@@ -34,10 +63,11 @@ pub struct StandIn {
     link: Link,
     queue: VecDeque<(u64, Arc<Message>)>,
     sending: bool,
+    lost: Arc<Lost>,
 }
 
 impl StandIn {
-    pub fn new(agent: AgentId, hold: Hold, node: String, link: Link) -> Self {
+    pub fn new(agent: AgentId, hold: Hold, node: String, link: Link, lost: Arc<Lost>) -> Self {
         StandIn {
             agent,
             hold,
@@ -45,6 +75,7 @@ impl StandIn {
             link,
             queue: VecDeque::new(),
             sending: false,
+            lost,
         }
     }
 
@@ -86,8 +117,9 @@ impl StandIn {
                     act.pump(ctx);
                 }
                 Err(HostRefusal::NotHere(_)) => {
-                    tracing::info!(agent = %act.agent, "the agent's node no longer runs it; its messages wait in the record");
+                    tracing::warn!(agent = %act.agent, "the agent's node no longer runs it; its messages wait in the record and it is placed again");
                     act.queue.clear();
+                    act.lost.note(act.agent.clone(), act.hold);
                 }
                 Err(e) => {
                     tracing::warn!(agent = %act.agent, "a message to the agent's node found no answer ({e}); sent again");
