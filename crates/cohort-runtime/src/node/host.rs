@@ -273,15 +273,7 @@ impl AgentHost {
     /// future is its answer.
     fn answer(&self, call: ToHost) -> BoxFuture<'static, HostAnswer> {
         let agent = call.agent().clone();
-        let held = match &call {
-            ToHost::Run { .. } => None,
-            ToHost::Deliver { hold, .. }
-            | ToHost::Decide { hold, .. }
-            | ToHost::Cancel { hold, .. }
-            | ToHost::Pause { hold, .. }
-            | ToHost::Release { hold, .. } => Some(*hold),
-        };
-        let addr = match held {
+        let addr = match call.hold() {
             None => None,
             Some(hold) => match self.inner.lock().get(&agent) {
                 Some(h) if h.hold == hold => Some(h.addr.clone()),

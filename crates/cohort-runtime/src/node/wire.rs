@@ -126,6 +126,18 @@ pub enum ToHost {
 }
 
 impl ToHost {
+    /// The hold the call is made under (none for `Run`, which grants one).
+    pub fn hold(&self) -> Option<Hold> {
+        match self {
+            ToHost::Run { .. } => None,
+            ToHost::Deliver { hold, .. }
+            | ToHost::Decide { hold, .. }
+            | ToHost::Cancel { hold, .. }
+            | ToHost::Pause { hold, .. }
+            | ToHost::Release { hold, .. } => Some(*hold),
+        }
+    }
+
     /// The agent the call is about.
     pub fn agent(&self) -> &AgentId {
         match self {

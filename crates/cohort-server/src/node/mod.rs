@@ -69,6 +69,7 @@ impl From<crate::actors::SystemError> for NodeError {
 }
 
 /// How a term as the team's node ended.
+#[derive(Clone, Copy)]
 enum Ended {
     /// Asked to stop (a signal): the lease was given up.
     Stopped,
@@ -91,18 +92,7 @@ pub async fn serve_node(
 ) -> Result<(), NodeError> {
     warn_beyond_loopback(bind);
     let (listener, bound) = listen(bind)?;
-    let seat = Seat {
-        node: node.name.clone(),
-        instance: uuid::Uuid::new_v4().to_string(),
-        address: match &node.advertise {
-            Some(a) => a.clone(),
-            None if bound.ip().is_unspecified() => {
-                return Err(ServeError::Unadvertised { bind }.into());
-            }
-            None => bound.to_string(),
-        },
-        team_hash: node.team_hash.clone(),
-    };
+    let seat = seat_of(&node, bind, bound)?;
     // A node whose team file differs from the running nodes' is refused before it serves.
     store.join(&seat, node.term.ttl * 2).await?;
     let spread = match &node.bus {
@@ -169,6 +159,23 @@ pub async fn serve_node(
         tracing::warn!("the store was not told that this node stopped: {e}");
     }
     Ok(())
+}
+
+/// Who this node is, as it joins: a new process of its name, serving at its advertised
+/// address (the one it is bound to unless told).
+fn seat_of(node: &NodeOptions, bind: SocketAddr, bound: SocketAddr) -> Result<Seat, NodeError> {
+    Ok(Seat {
+        node: node.name.clone(),
+        instance: uuid::Uuid::new_v4().to_string(),
+        address: match &node.advertise {
+            Some(a) => a.clone(),
+            None if bound.ip().is_unspecified() => {
+                return Err(ServeError::Unadvertised { bind }.into());
+            }
+            None => bound.to_string(),
+        },
+        team_hash: node.team_hash.clone(),
+    })
 }
 
 /// Serves the stand-by answer until this node holds the team's lease (Some) or is asked to
@@ -337,19 +344,27 @@ impl Term<'_> {
         };
         let _ = http_stop.send(());
         let _ = served.await;
-        let placer = match (placing, &ended) {
-            (Some(p), Ended::Stopped) => p.stop().await,
-            // A node that lost the lease moves nothing more, not even the move under way.
-            (Some(p), Ended::Lost) => {
-                p.placing.abort();
-                None
-            }
-            (None, _) => None,
-        };
+        self.end(ended, &team, (placing, relay), &fence).await;
+        Ok(ended)
+    }
+
+    /// Ends a term that `ended` so: stopped, the agents here and elsewhere land and are stored,
+    /// the relay publishes what is left and the lease is given up; lost, nothing more is stored
+    /// or moved.
+    async fn end(
+        &self,
+        ended: Ended,
+        team: &crate::actors::Team,
+        (placing, relay): (Option<Placing>, Option<Relay>),
+        fence: &Fence,
+    ) {
         match ended {
             Ended::Stopped => {
                 // The agents on other nodes land and are stored first, as those here do.
-                if let Some(mut placer) = placer {
+                if let Some(mut placer) = match placing {
+                    Some(p) => p.stop().await,
+                    None => None,
+                } {
                     placer.release_all().await;
                 }
                 team.stop(Duration::from_secs(10)).await;
@@ -358,16 +373,19 @@ impl Term<'_> {
                     relay.finish(Duration::from_secs(5)).await;
                 }
                 // Given up at once: a node standing by takes over without waiting for expiry.
-                if let Err(e) = self.store.release_lease(&fence).await {
+                if let Err(e) = self.store.release_lease(fence).await {
                     tracing::warn!("the team's lease was not given up (it expires instead): {e}");
                 }
             }
             Ended::Lost => {
+                // Not even the move under way goes on.
+                if let Some(p) = placing {
+                    p.placing.abort();
+                }
                 drop(relay);
-                abandon(&team).await;
+                abandon(team).await;
             }
         }
-        Ok(ended)
     }
 }
 
