@@ -328,7 +328,8 @@ async fn spread_goal(
 }
 
 /// Waits until the agents' leases in the store at `url` are held by `nodes` nodes, `agents` in
-/// all, each holding at least a third less than an even share; the agents each node holds.
+/// all, each holding its even share (the placer moves nothing more); the agents each node
+/// holds.
 async fn spread_over(url: &str, nodes: usize, agents: usize) -> Result<Value, String> {
     let store = crate::store::SqlStore::open_reader(url)
         .await
@@ -341,7 +342,7 @@ async fn spread_over(url: &str, nodes: usize, agents: usize) -> Result<Value, St
             *held.entry(l.node.clone()).or_default() += 1;
         }
         let even = agents / nodes;
-        if held.len() == nodes && held.values().all(|n| *n + even / 3 >= even) {
+        if held.len() == nodes && held.values().all(|n| *n >= even) {
             return Ok(json!(held));
         }
         if Instant::now() > deadline {

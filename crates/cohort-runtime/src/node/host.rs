@@ -41,7 +41,14 @@ pub struct CoreLink {
     hold: Hold,
     link: Link,
     subject: String,
+    /// When the last glimpse of an answer being written went out (see [`WRITING_EVERY`]).
+    wrote: Mutex<Option<std::time::Instant>>,
 }
+
+/// The least time between two glimpses of an answer being written that an agent on another
+/// node sends: a model streams many chunks a second, and each would be a message to the
+/// team's node (the step's result carries the whole answer anyway).
+const WRITING_EVERY: Duration = Duration::from_millis(250);
 
 impl CoreLink {
     fn payload(&self, call: CoreCall) -> bytes::Bytes {
@@ -81,6 +88,14 @@ impl Outlet for CoreLink {
     }
 
     fn writing(&self, _agent: &AgentId, step: &StepId, text: &str) {
+        {
+            let mut wrote = self.wrote.lock().unwrap_or_else(|e| e.into_inner());
+            let now = std::time::Instant::now();
+            if wrote.is_some_and(|at| now.duration_since(at) < WRITING_EVERY) {
+                return;
+            }
+            *wrote = Some(now);
+        }
         let payload = self.payload(CoreCall::Writing {
             step: step.clone(),
             text: text.to_owned(),
@@ -392,6 +407,7 @@ impl AgentHost {
             hold,
             link: self.inner.link.clone(),
             subject: self.inner.core_subject.clone(),
+            wrote: Mutex::default(),
         });
         let arbiter = parts.workers.pick();
         let proxy = CoreProxy::start_in_arbiter(&arbiter, {
