@@ -277,7 +277,11 @@ impl SqlStore {
             let mut tx = db.pool.begin().await?;
             team.check(&mut tx).await?;
             let r = sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO leases (resource, node, instance, token, expires_at, taken_at)                  VALUES ($1, $2, $3, 1, {NOW_MS} + $4, {NOW_MS}) ON CONFLICT (resource) DO UPDATE                  SET node = excluded.node, instance = excluded.instance,                  token = leases.token + 1, expires_at = excluded.expires_at,                  taken_at = excluded.taken_at RETURNING token"
+                "INSERT INTO leases (resource, node, instance, token, expires_at, taken_at) \
+                 VALUES ($1, $2, $3, 1, {NOW_MS} + $4, {NOW_MS}) ON CONFLICT (resource) DO UPDATE \
+                 SET node = excluded.node, instance = excluded.instance, \
+                 token = leases.token + 1, expires_at = excluded.expires_at, \
+                 taken_at = excluded.taken_at RETURNING token"
             )))
             .bind(resource)
             .bind(node)
@@ -297,7 +301,8 @@ impl SqlStore {
         let seat = seat.clone();
         self.call(move |db| async move {
             sqlx::query(AssertSqlSafe(format!(
-                "UPDATE leases SET expires_at = {NOW_MS} + $1                  WHERE node = $2 AND instance = $3 AND resource LIKE 'agent/%'"
+                "UPDATE leases SET expires_at = {NOW_MS} + $1 \
+                 WHERE node = $2 AND instance = $3 AND resource LIKE 'agent/%'"
             )))
             .bind(ttl.as_millis() as i64)
             .bind(seat.node)

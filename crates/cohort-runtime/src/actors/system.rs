@@ -709,3 +709,18 @@ pub fn answered_in(st: &crate::state::StepState, template: Option<String>) -> Ve
     };
     vec![one; tries + last]
 }
+
+/// An agent that comes to run on this node from the record (moved from another node, or its
+/// node gone): a step left running is settled as a restart settles it, and `llm` carries on
+/// from the calls its steps show answered.
+pub fn resume_moved(state: &mut AgentState, llm: &Arc<dyn ChatModel>) {
+    resume_after_restart(state);
+    let template = state.template.clone();
+    let answered: Vec<Answered> = state
+        .agent_step
+        .steps()
+        .iter()
+        .flat_map(|st| answered_in(st, template.clone()))
+        .collect();
+    llm.carry_on(&answered);
+}

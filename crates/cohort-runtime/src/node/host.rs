@@ -388,15 +388,7 @@ impl AgentHost {
                 !stale
             });
         }
-        crate::agent::resume_after_restart(&mut state);
-        let template = state.template.clone();
-        let answered: Vec<_> = state
-            .agent_step
-            .steps()
-            .iter()
-            .flat_map(|st| crate::actors::answered_in(st, template.clone()))
-            .collect();
-        llm.carry_on(&answered);
+        crate::actors::resume_moved(&mut state, &llm);
         let settings = AgentSettings {
             base_task,
             ..parts.settings.clone()

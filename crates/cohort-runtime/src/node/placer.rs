@@ -147,20 +147,9 @@ impl Placer {
     /// Takes the leases of the agents that run here from the start (the record says where
     /// every agent runs, and the next token of each is above any an older term granted).
     async fn claim_here(&self) {
-        let m = &self.mover;
         for (agent, place) in &self.places {
-            if let Place::Here(_) = place
-                && let Err(e) = m
-                    .store
-                    .grant_agent_lease(
-                        &m.fence,
-                        agent.as_str(),
-                        (&m.me, &m.fence.instance),
-                        m.term.ttl,
-                    )
-                    .await
-            {
-                tracing::warn!(%agent, "the lease of an agent that runs here was not taken: {e}");
+            if let Place::Here(_) = place {
+                self.mover.grant_here(agent).await;
             }
         }
     }
@@ -372,31 +361,24 @@ impl Mover {
         })
     }
 
+    /// Takes `agent`'s lease for this node (it runs here: the record says so).
+    async fn grant_here(&self, agent: &AgentId) {
+        let here = (self.me.as_str(), self.fence.instance.as_str());
+        let granted = self
+            .store
+            .grant_agent_lease(&self.fence, agent.as_str(), here, self.term.ttl)
+            .await;
+        if let Err(e) = granted {
+            tracing::warn!(%agent, "the agent's lease was not granted to this node: {e}");
+        }
+    }
+
     /// Runs `agent` on this node again, from the record.
     async fn back_here(&self, agent: AgentId) -> Option<Place> {
         let mut state = self.monitor.read(|s| s.agents.get(&agent).cloned())?;
         let llm = self.models.get(&agent)?.clone();
-        if let Err(e) = self
-            .store
-            .grant_agent_lease(
-                &self.fence,
-                agent.as_str(),
-                (&self.me, &self.fence.instance),
-                self.term.ttl,
-            )
-            .await
-        {
-            tracing::warn!(%agent, "the agent's lease was not granted to this node: {e}");
-        }
-        crate::agent::resume_after_restart(&mut state);
-        let template = state.template.clone();
-        let answered: Vec<_> = state
-            .agent_step
-            .steps()
-            .iter()
-            .flat_map(|st| crate::actors::answered_in(st, template.clone()))
-            .collect();
-        llm.carry_on(&answered);
+        self.grant_here(&agent).await;
+        crate::actors::resume_moved(&mut state, &llm);
         let addr = self
             .factory
             .spawn_restored(state, Some(llm), self.sync.clone());
