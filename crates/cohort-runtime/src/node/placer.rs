@@ -133,9 +133,14 @@ impl Placer {
         let mut stop = std::pin::pin!(stop);
         self.claim_here().await;
         loop {
-            // A round under way is finished (a move half made would leave an agent nowhere).
-            if let Err(e) = self.round().await {
-                tracing::warn!("placing the team's agents failed this time: {e}");
+            // A stop ends a round under way: a move cut off half made leaves its agent in the
+            // record, where whichever node runs the team next places it from (this one is
+            // stopping its team).
+            tokio::select! {
+                r = self.round() => if let Err(e) = r {
+                    tracing::warn!("placing the team's agents failed this time: {e}");
+                },
+                () = &mut stop => return self,
             }
             tokio::select! {
                 () = tokio::time::sleep(look) => {}
@@ -209,8 +214,19 @@ impl Placer {
     }
 
     /// Lets every agent on another node go (this node stops): their steps under way land and
-    /// are stored, so whichever node runs the team next carries on from the record.
-    pub async fn release_all(&mut self) {
+    /// are stored, so whichever node runs the team next carries on from the record. Waits at
+    /// most `within` (as long as the steps here get): an agent not let go by then is carried on
+    /// from the record as it is.
+    pub async fn release_all(&mut self, within: Duration) {
+        if tokio::time::timeout(within, self.release_each())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some agents on other nodes were not let go within {within:?}");
+        }
+    }
+
+    async fn release_each(&mut self) {
         let released = self.places.iter().filter_map(|(agent, place)| match place {
             Place::On { node, hold, .. } => {
                 Some(self.mover.release(agent.clone(), node.clone(), *hold))

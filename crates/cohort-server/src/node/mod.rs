@@ -247,6 +247,9 @@ async fn stand_by(
     Ok(got)
 }
 
+/// How long a stopping node's steps under way, here and on other nodes, get to land.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
 /// How long a node that took the lease waits for its stand-by server's requests to end.
 const STANDBY_DRAIN: Duration = Duration::from_secs(3);
 
@@ -361,13 +364,10 @@ impl Term<'_> {
         match ended {
             Ended::Stopped => {
                 // The agents on other nodes land and are stored first, as those here do.
-                if let Some(mut placer) = match placing {
-                    Some(p) => p.stop().await,
-                    None => None,
-                } {
-                    placer.release_all().await;
+                if let Some(p) = placing {
+                    p.stop_and_release(STOP_GRACE).await;
                 }
-                team.stop(Duration::from_secs(10)).await;
+                team.stop(STOP_GRACE).await;
                 // What the journal stored last goes out before the lease does.
                 if let Some(relay) = relay {
                     relay.finish(Duration::from_secs(5)).await;
@@ -392,16 +392,20 @@ impl Term<'_> {
 /// The team's node placing its agents over the nodes, and taking the calls of those that run
 /// elsewhere.
 struct Placing {
-    _calls: CoreCalls,
+    calls: CoreCalls,
     stop: tokio::sync::oneshot::Sender<()>,
     placing: tokio::task::JoinHandle<Placer>,
 }
 
 impl Placing {
-    /// Stops placing (after the round under way); the placer, to let the agents go with.
-    async fn stop(self) -> Option<Placer> {
+    /// Stops placing, then lets the agents on other nodes go within `within`: each lands and
+    /// hands over its last changes, so their calls are taken until then.
+    async fn stop_and_release(self, within: Duration) {
         let _ = self.stop.send(());
-        self.placing.await.ok()
+        if let Ok(mut placer) = self.placing.await {
+            placer.release_all(within).await;
+        }
+        drop(self.calls);
     }
 }
 
@@ -437,7 +441,7 @@ impl Term<'_> {
             let _ = stopped.await;
         }));
         Ok(Placing {
-            _calls: calls,
+            calls,
             stop,
             placing,
         })
