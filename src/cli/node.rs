@@ -92,7 +92,8 @@ pub async fn serve(
 #[derive(clap::Args, Clone, Debug)]
 pub struct NatsArgs {
     /// NATS with JetStream for a team across machines (`nats://host:4222`, `tls://…`; several
-    /// comma-separated): every committed change is published on the team's event stream.
+    /// comma-separated): the team's agents spread over the nodes, and every committed change
+    /// is published on the team's event stream.
     #[arg(long, env = "COHORT_NATS_URL", requires = "node")]
     pub nats: Option<String>,
     /// A NATS user (with --nats-password).

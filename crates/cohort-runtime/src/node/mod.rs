@@ -8,6 +8,10 @@
 //!   stream, in order and each once.
 //! - [`wire`]: what the team's node and the nodes that run agents for it say to each other;
 //!   [`link`]: saying it over NATS, in order, each call with its answer and a deadline.
+//! - On the team's node: [`placer`], which node runs which agent, and moving one;
+//!   [`stand_in`], an agent elsewhere in the dispatcher's eyes; [`core_calls`], taking the
+//!   calls of agents elsewhere (under their leases) to SyncState and the monitor.
+//! - On the others: [`host`], running the agents the team's node placed there.
 
 pub mod bus;
 pub mod core_calls;
