@@ -1104,3 +1104,32 @@ async fn a_node_restarted_at_once_under_its_name_gets_its_agents_again_from_the_
     }
     run_goal(&http, &a.base, &token, 1).await;
 }
+
+/// A node that runs an agent is cut off from NATS (its connection dropped) while it still says
+/// it is alive in the store: messages for its agent find no answer, the agent is placed on the
+/// team's node again from the record, and the goal finishes; nothing it ran is applied twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_nats_loses_its_agents_to_the_others_and_the_goal_finishes() {
+    let pg = postgres::Cluster::start("node-nats-cut");
+    let nats = nats::Nats::start("node-nats-cut");
+    let dir = Scratch::new("node-nats-cut");
+    let http = reqwest::Client::new();
+    let port: u16 = nats.url().rsplit(':').next().unwrap().parse().unwrap();
+    let proxy = Proxy::start(port).await;
+    let (direct, cut_off) = (nats.url(), format!("nats://127.0.0.1:{}", proxy.port));
+    let info = [("COHORT_LOG", "info")];
+    let a = Node::start_with("a", SPREAD, &pg.url(), 10, &dir, &["--nats", &direct], &info);
+    let token = a.token(&http, Duration::from_secs(60)).await;
+    let b = Node::start_with("b", SPREAD, &pg.url(), 10, &dir, &["--nats", &cut_off], &info);
+    let leases = until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
+    assert_eq!(leases["writer"], "b", "{leases:?}");
+    proxy.cut();
+    run_goal(&http, &a.base, &token, 1).await;
+    assert_eq!(agent_leases(&pg.url()).await["writer"], "a", "{}", a.log());
+    let steps = steps_of(&http, &a.base, &token, "writer").await;
+    let ended = |x: &str, st: &str| steps.iter().filter(|(e, s)| e == x && s == st).count();
+    assert_eq!(ended("think", "finished"), 2, "{steps:?}");
+    assert_eq!(ended("send_message", "finished"), 1, "{steps:?}");
+    proxy.restore();
+    drop(b);
+}

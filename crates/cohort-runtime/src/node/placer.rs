@@ -71,7 +71,13 @@ struct Mover {
     models: Arc<HashMap<AgentId, Arc<dyn ChatModel>>>,
     base_task: TaskId,
     lost: Arc<Lost>,
+    /// The nodes that did not take an agent lately, and when: alive in the store but not
+    /// reached over NATS, they get no agent (and keep none) for [`UNREACHABLE_FOR`].
+    unreachable: Arc<std::sync::Mutex<HashMap<String, std::time::Instant>>>,
 }
+
+/// How long a node that did not take an agent is left out of the placement.
+const UNREACHABLE_FOR: Duration = Duration::from_secs(10);
 
 /// The team's node's placement of its agents.
 pub struct Placer {
@@ -114,6 +120,7 @@ impl Placer {
                 models: Arc::new(team.models.clone()),
                 base_task: team.base_task.clone(),
                 lost: Arc::default(),
+                unreachable: Arc::default(),
             },
             places,
         }
@@ -164,7 +171,7 @@ impl Placer {
         let (nodes, _) = self.mover.store.placement().await?;
         let live: BTreeMap<String, NodeRow> = nodes
             .into_iter()
-            .filter(|n| n.name == self.mover.me || self.mover.live(n))
+            .filter(|n| n.name == self.mover.me || (self.mover.live(n) && self.mover.reached(n)))
             .map(|n| (n.name.clone(), n))
             .collect();
         let names: Vec<String> = live.keys().cloned().collect();
@@ -255,6 +262,14 @@ impl Mover {
             return false;
         };
         live.get(node).is_none_or(|n| &n.instance != instance) || self.lost.take(agent, *hold)
+    }
+
+    /// Whether node `n` took the last agent it was asked to run, or was asked long enough ago
+    /// to be asked again.
+    fn reached(&self, n: &NodeRow) -> bool {
+        let mut unreachable = self.unreachable.lock().unwrap_or_else(|e| e.into_inner());
+        unreachable.retain(|_, at| at.elapsed() < UNREACHABLE_FOR);
+        !unreachable.contains_key(&n.name)
     }
 
     /// Whether node `n` is alive: heard from within the lease's term, and not stopped.
@@ -357,7 +372,11 @@ impl Mover {
             base_task: self.base_task.clone(),
         };
         if let Err(e) = self.ask(&to.name, &call, MOVE_DEADLINE).await {
-            tracing::warn!(%agent, node = %to.name, "the node did not run the agent ({e}); it stays here");
+            tracing::warn!(%agent, node = %to.name, "the node did not run the agent ({e}); it stays here, and the node gets none for {UNREACHABLE_FOR:?}");
+            self.unreachable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(to.name.clone(), std::time::Instant::now());
             self.grants.clear(agent);
             return None;
         }

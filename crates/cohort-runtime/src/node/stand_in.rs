@@ -6,7 +6,9 @@
 //! taken (one in flight per agent); one that found no answer is sent again. One the node says
 //! it no longer runs the agent for is left in flight: the team's record still has it, and
 //! it is delivered again wherever the agent runs next; the agent is noted [`Lost`], so the
-//! placer runs it again (that node restarted, or let it go).
+//! placer runs it again (that node restarted, or let it go). So is an agent whose node took no
+//! message for [`UNREACHABLE_AFTER`] (cut off from NATS): its old copy's writes are refused by
+//! its stale lease.
 
 use super::link::Link;
 use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
@@ -26,6 +28,10 @@ const ANSWER_DEADLINE: Duration = Duration::from_secs(10);
 const RESEND_AFTER: Duration = Duration::from_millis(500);
 /// Messages waiting to be passed on at most; beyond it they stay in flight in the record.
 const QUEUED: usize = 100_000;
+/// How long the agent's node may go without taking a message before the agent counts as lost
+/// there (cut off from NATS while it still says it is alive in the store): it is placed again,
+/// and whatever the old copy still tries is refused by its stale lease.
+const UNREACHABLE_AFTER: Duration = Duration::from_secs(10);
 
 /// The agents whose node said it no longer runs them (under the hold they were placed with),
 /// though no move was made: that node restarted, or let them go when they lost their way to
@@ -64,6 +70,8 @@ pub struct StandIn {
     queue: VecDeque<(u64, Arc<Message>)>,
     sending: bool,
     lost: Arc<Lost>,
+    /// Since when the message at the front of the queue has found no answer.
+    failing_since: Option<std::time::Instant>,
 }
 
 impl StandIn {
@@ -76,6 +84,7 @@ impl StandIn {
             queue: VecDeque::new(),
             sending: false,
             lost,
+            failing_since: None,
         }
     }
 
@@ -113,6 +122,7 @@ impl StandIn {
             act.sending = false;
             match answer {
                 Ok(()) => {
+                    act.failing_since = None;
                     act.queue.pop_front();
                     act.pump(ctx);
                 }
@@ -122,6 +132,13 @@ impl StandIn {
                     act.lost.note(act.agent.clone(), act.hold);
                 }
                 Err(e) => {
+                    let since = *act.failing_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() >= UNREACHABLE_AFTER {
+                        tracing::warn!(agent = %act.agent, "the agent's node took no message for {UNREACHABLE_AFTER:?} ({e}); it is placed again");
+                        act.queue.clear();
+                        act.lost.note(act.agent.clone(), act.hold);
+                        return;
+                    }
                     tracing::warn!(agent = %act.agent, "a message to the agent's node found no answer ({e}); sent again");
                     ctx.run_later(RESEND_AFTER, |act, ctx| act.pump(ctx));
                 }
