@@ -1118,9 +1118,12 @@ async fn a_node_cut_off_from_nats_loses_its_agents_to_the_others_and_the_goal_fi
     let proxy = Proxy::start(port).await;
     let (direct, cut_off) = (nats.url(), format!("nats://127.0.0.1:{}", proxy.port));
     let info = [("COHORT_LOG", "info")];
-    let a = Node::start_with("a", SPREAD, &pg.url(), 10, &dir, &["--nats", &direct], &info);
+    let node = |name, nats: &str| {
+        Node::start_with(name, SPREAD, &pg.url(), 10, &dir, &["--nats", nats], &info)
+    };
+    let a = node("a", &direct);
     let token = a.token(&http, Duration::from_secs(60)).await;
-    let b = Node::start_with("b", SPREAD, &pg.url(), 10, &dir, &["--nats", &cut_off], &info);
+    let b = node("b", &cut_off);
     let leases = until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
     assert_eq!(leases["writer"], "b", "{leases:?}");
     proxy.cut();
