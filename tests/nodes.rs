@@ -849,6 +849,57 @@ async fn a_postgres_restart_stalls_the_team_and_it_resumes_with_nothing_lost() {
 
 const SPREAD: &str = "tests/fixtures/spread/team.yaml";
 
+/// What a test of agents spread over nodes runs on: its own Postgres and NATS, a scratch
+/// folder for the nodes' logs, and a client.
+struct Spreading {
+    pg: postgres::Cluster,
+    nats: nats::Nats,
+    dir: Scratch,
+    http: reqwest::Client,
+}
+
+impl Spreading {
+    fn start(tag: &str) -> Spreading {
+        Spreading {
+            pg: postgres::Cluster::start(tag),
+            nats: nats::Nats::start(tag),
+            dir: Scratch::new(tag),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Node `name` of the spread team with lease `lease_secs`, logging what it does.
+    fn node(&self, name: &str, lease_secs: u64) -> Node {
+        self.node_on(name, lease_secs, &self.nats.url())
+    }
+
+    /// The same, reaching NATS at `nats`.
+    fn node_on(&self, name: &str, lease_secs: u64, nats: &str) -> Node {
+        let (url, info) = (self.pg.url(), [("COHORT_LOG", "info")]);
+        Node::start_with(
+            name,
+            SPREAD,
+            &url,
+            lease_secs,
+            &self.dir,
+            &["--nats", nats],
+            &info,
+        )
+    }
+}
+
+/// Waits until the writer's think step runs (the goal's first slow step).
+async fn until_the_writer_thinks(http: &reqwest::Client, a: &Node, token: &str) {
+    a.poll("the writer thinking", Duration::from_secs(30), async || {
+        let steps = steps_of(http, &a.base, token, "writer").await;
+        steps
+            .iter()
+            .any(|(e, s)| e == "think" && s == "running")
+            .then_some(())
+    })
+    .await;
+}
+
 /// Which node holds each agent's lease, as the store says.
 async fn agent_leases(url: &str) -> std::collections::BTreeMap<String, String> {
     let store = SqlStore::open_reader(url).await.unwrap();
@@ -913,32 +964,16 @@ async fn steps_of(
 /// the record, its step runs again, and the goal finishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on_elsewhere() {
-    let pg = postgres::Cluster::start("node-spread");
-    let nats = nats::Nats::start("node-spread");
-    let dir = Scratch::new("node-spread");
-    let http = reqwest::Client::new();
-    let url = nats.url();
-    let more = ["--nats", url.as_str()];
-    let info = [("COHORT_LOG", "info")];
-    let a = Node::start_with("a", SPREAD, &pg.url(), 2, &dir, &more, &info);
-    let token = a.token(&http, Duration::from_secs(60)).await;
-    let mut b = Node::start_with("b", SPREAD, &pg.url(), 2, &dir, &more, &info);
+    let t = Spreading::start("node-spread");
+    let (pg, http) = (&t.pg, &t.http);
+    let a = t.node("a", 2);
+    let token = a.token(http, Duration::from_secs(60)).await;
+    let mut b = t.node("b", 2);
     let leases = until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
     assert_eq!(leases.len(), 3, "{leases:?}");
     assert_eq!(leases["writer"], "b", "{leases:?}");
-    assert!(send_goal(&http, &a.base, &token, 1).await);
-    a.poll(
-        "the writer thinking on node b",
-        Duration::from_secs(30),
-        async || {
-            let steps = steps_of(&http, &a.base, &token, "writer").await;
-            steps
-                .iter()
-                .any(|(e, s)| e == "think" && s == "running")
-                .then_some(())
-        },
-    )
-    .await;
+    assert!(send_goal(http, &a.base, &token, 1).await);
+    until_the_writer_thinks(http, &a, &token).await;
     assert!(
         b.log().contains("the agent runs on this node"),
         "{}",
@@ -946,11 +981,11 @@ async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on
     );
     b.signal("-KILL");
     b.wait_exit(Duration::from_secs(10));
-    finish_tasks(&http, &a.base, &token, 1).await;
+    finish_tasks(http, &a.base, &token, 1).await;
     assert_eq!(agent_leases(&pg.url()).await["writer"], "a");
     // The think cut off on node b is settled as interrupted and runs again, once; every other
     // step of the writer finished, none twice.
-    let steps = steps_of(&http, &a.base, &token, "writer").await;
+    let steps = steps_of(http, &a.base, &token, "writer").await;
     let ended = |x: &str, st: &str| steps.iter().filter(|(e, s)| e == x && s == st).count();
     assert_eq!(ended("think", "failed"), 1, "{steps:?}");
     assert_eq!(ended("think", "finished"), 2, "{steps:?}");
@@ -969,35 +1004,23 @@ async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on
 /// then stops with SIGTERM: its agents land, are stored and run on the team's node at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_teams_node_dies_its_successor_places_the_agents_again_from_the_record() {
-    let pg = postgres::Cluster::start("node-spread-lead");
-    let nats = nats::Nats::start("node-spread-lead");
-    let dir = Scratch::new("node-spread-lead");
-    let http = reqwest::Client::new();
-    let url = nats.url();
-    let more = ["--nats", url.as_str()];
-    let info = [("COHORT_LOG", "info")];
-    let mut a = Node::start_with("a", SPREAD, &pg.url(), 2, &dir, &more, &info);
-    let token = a.token(&http, Duration::from_secs(60)).await;
-    let mut b = Node::start_with("b", SPREAD, &pg.url(), 2, &dir, &more, &info);
-    let c = Node::start_with("c", SPREAD, &pg.url(), 2, &dir, &more, &info);
+    let t = Spreading::start("node-spread-lead");
+    let (pg, http) = (&t.pg, &t.http);
+    let mut a = t.node("a", 2);
+    let token = a.token(http, Duration::from_secs(60)).await;
+    let mut b = t.node("b", 2);
+    let c = t.node("c", 2);
     until_spread_over(&pg.url(), &["a", "b", "c"], Duration::from_secs(30)).await;
-    assert!(send_goal(&http, &a.base, &token, 1).await);
-    a.poll("the writer thinking", Duration::from_secs(30), async || {
-        let steps = steps_of(&http, &a.base, &token, "writer").await;
-        steps
-            .iter()
-            .any(|(e, s)| e == "think" && s == "running")
-            .then_some(())
-    })
-    .await;
+    assert!(send_goal(http, &a.base, &token, 1).await);
+    until_the_writer_thinks(http, &a, &token).await;
     a.signal("-KILL");
     a.wait_exit(Duration::from_secs(10));
     // Whichever of b and c runs the team now, either serves.
-    let token = b.token(&http, Duration::from_secs(30)).await;
-    finish_tasks(&http, &b.base, &token, 1).await;
+    let token = b.token(http, Duration::from_secs(30)).await;
+    finish_tasks(http, &b.base, &token, 1).await;
     let leases = until_spread_over(&pg.url(), &["b", "c"], Duration::from_secs(30)).await;
     assert!(leases.values().all(|n| n != "a"), "{leases:?}");
-    let steps = steps_of(&http, &b.base, &token, "writer").await;
+    let steps = steps_of(http, &b.base, &token, "writer").await;
     let think = |st: &str| {
         steps
             .iter()
@@ -1019,8 +1042,8 @@ async fn when_the_teams_node_dies_its_successor_places_the_agents_again_from_the
         assert!(Instant::now() < deadline, "{}", c.log());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let token = c.token(&http, Duration::from_secs(30)).await;
-    let tasks = tasks_on(&http, &c.base, &token).await;
+    let token = c.token(http, Duration::from_secs(30)).await;
+    let tasks = tasks_on(http, &c.base, &token).await;
     assert!(
         tasks.values().any(|t| t["execution_state"] == "finished"),
         "{tasks:?}"
@@ -1038,15 +1061,11 @@ async fn the_console_shows_which_node_runs_each_agent_and_marks_a_node_that_went
             .is_file(),
         "run .ci/run: it installs the browser test's client (npm ci --prefix tests/web)"
     );
-    let pg = postgres::Cluster::start("node-console");
-    let nats = nats::Nats::start("node-console");
-    let dir = Scratch::new("node-console");
-    let http = reqwest::Client::new();
-    let url = nats.url();
-    let more = ["--nats", url.as_str()];
-    let a = Node::start_with("a", SPREAD, &pg.url(), 2, &dir, &more, &[]);
-    a.token(&http, Duration::from_secs(60)).await;
-    let b = Node::start_with("b", SPREAD, &pg.url(), 2, &dir, &more, &[]);
+    let t = Spreading::start("node-console");
+    let (pg, http) = (&t.pg, &t.http);
+    let a = t.node("a", 2);
+    a.token(http, Duration::from_secs(60)).await;
+    let b = t.node("b", 2);
     until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
     let shot = root.join("target/web-console-nodes.png");
     let out = tokio::process::Command::new("node")
@@ -1078,20 +1097,15 @@ async fn the_console_shows_which_node_runs_each_agent_and_marks_a_node_that_went
 /// not wait for a node that is back), and a goal finishes across the two.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_restarted_at_once_under_its_name_gets_its_agents_again_from_the_record() {
-    let pg = postgres::Cluster::start("node-spread-restart");
-    let nats = nats::Nats::start("node-spread-restart");
-    let dir = Scratch::new("node-spread-restart");
-    let http = reqwest::Client::new();
-    let url = nats.url();
-    let more = ["--nats", url.as_str()];
-    let info = [("COHORT_LOG", "info")];
-    let a = Node::start_with("a", SPREAD, &pg.url(), 10, &dir, &more, &info);
-    let token = a.token(&http, Duration::from_secs(60)).await;
-    let mut b = Node::start_with("b", SPREAD, &pg.url(), 10, &dir, &more, &info);
+    let t = Spreading::start("node-spread-restart");
+    let (pg, http) = (&t.pg, &t.http);
+    let a = t.node("a", 10);
+    let token = a.token(http, Duration::from_secs(60)).await;
+    let mut b = t.node("b", 10);
     until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
     b.signal("-KILL");
     b.wait_exit(Duration::from_secs(10));
-    let b = Node::start_with("b", SPREAD, &pg.url(), 10, &dir, &more, &info);
+    let b = t.node("b", 10);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !b.log().contains("the agent runs on this node") {
         assert!(
@@ -1102,7 +1116,7 @@ async fn a_node_restarted_at_once_under_its_name_gets_its_agents_again_from_the_
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    run_goal(&http, &a.base, &token, 1).await;
+    run_goal(http, &a.base, &token, 1).await;
 }
 
 /// A node that runs an agent is cut off from NATS (its connection dropped) while it still says
@@ -1110,26 +1124,19 @@ async fn a_node_restarted_at_once_under_its_name_gets_its_agents_again_from_the_
 /// team's node again from the record, and the goal finishes; nothing it ran is applied twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_cut_off_from_nats_loses_its_agents_to_the_others_and_the_goal_finishes() {
-    let pg = postgres::Cluster::start("node-nats-cut");
-    let nats = nats::Nats::start("node-nats-cut");
-    let dir = Scratch::new("node-nats-cut");
-    let http = reqwest::Client::new();
-    let port: u16 = nats.url().rsplit(':').next().unwrap().parse().unwrap();
+    let t = Spreading::start("node-nats-cut");
+    let (pg, http) = (&t.pg, &t.http);
+    let port: u16 = t.nats.url().rsplit(':').next().unwrap().parse().unwrap();
     let proxy = Proxy::start(port).await;
-    let (direct, cut_off) = (nats.url(), format!("nats://127.0.0.1:{}", proxy.port));
-    let info = [("COHORT_LOG", "info")];
-    let node = |name, nats: &str| {
-        Node::start_with(name, SPREAD, &pg.url(), 10, &dir, &["--nats", nats], &info)
-    };
-    let a = node("a", &direct);
-    let token = a.token(&http, Duration::from_secs(60)).await;
-    let b = node("b", &cut_off);
+    let a = t.node("a", 10);
+    let token = a.token(http, Duration::from_secs(60)).await;
+    let b = t.node_on("b", 10, &format!("nats://127.0.0.1:{}", proxy.port));
     let leases = until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
     assert_eq!(leases["writer"], "b", "{leases:?}");
     proxy.cut();
-    run_goal(&http, &a.base, &token, 1).await;
+    run_goal(http, &a.base, &token, 1).await;
     assert_eq!(agent_leases(&pg.url()).await["writer"], "a", "{}", a.log());
-    let steps = steps_of(&http, &a.base, &token, "writer").await;
+    let steps = steps_of(http, &a.base, &token, "writer").await;
     let ended = |x: &str, st: &str| steps.iter().filter(|(e, s)| e == x && s == st).count();
     assert_eq!(ended("think", "finished"), 2, "{steps:?}");
     assert_eq!(ended("send_message", "finished"), 1, "{steps:?}");
