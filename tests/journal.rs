@@ -112,7 +112,11 @@ struct Flaky {
 }
 
 impl Store for Flaky {
-    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>> {
+    fn append_as<'a>(
+        &'a self,
+        events: &'a [StoredEvent],
+        writers: &'a [cohort::store::lease::AgentWrite],
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
         if self.fenced {
             return Box::pin(async {
                 Err(StoreError::Fenced {
@@ -130,7 +134,7 @@ impl Store for Flaky {
         {
             return Box::pin(async { Err(StoreError::Query(sqlx::Error::PoolTimedOut)) });
         }
-        self.inner.append(events)
+        self.inner.append_as(events, writers)
     }
     fn put_snapshot(
         &self,

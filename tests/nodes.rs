@@ -13,7 +13,7 @@ mod scratch;
 
 use cohort::event::{Change, Event, StatesRecord, TaskChange};
 use cohort::state::TaskState;
-use cohort::store::lease::{Fence, Seat, TEAM_LEASE, Taken};
+use cohort::store::lease::{AgentWrite, Fence, Seat, TEAM_LEASE, Taken};
 use cohort::store::{SnapshotJson, SqlStore, Store, StoreError, StoredEvent};
 use scratch::Scratch;
 use serde_json::{Value, json};
@@ -112,6 +112,77 @@ async fn a_node_that_lost_the_lease_cannot_append_or_snapshot_and_its_successor_
     let (nodes, leases) = a.placement().await.unwrap();
     assert_eq!(nodes.len(), 2);
     assert_eq!((leases[0].node.as_str(), leases[0].token), ("a", 3));
+}
+
+/// An agent's changes from another node are committed only while the token they were made
+/// under is still the agent's lease's: once the team's node granted the agent to a third
+/// node, the store refuses a write under the old token, in the write's own transaction (the
+/// team's node's memory is not the only fence), and takes one under the new token.
+#[tokio::test]
+async fn an_agents_write_under_a_token_it_was_granted_away_from_is_refused_by_the_store() {
+    let pg = postgres::Cluster::start("agent-fence");
+    let store = SqlStore::open_postgres_node(&pg.url()).await.unwrap();
+    for n in ["a", "b", "c"] {
+        store.join(&seat(n), Duration::from_secs(10)).await.unwrap();
+    }
+    let ttl = Duration::from_secs(10);
+    let team = held(take(&store, "a", ttl).await);
+    let writes = store.fenced(team.clone()).await.unwrap();
+    let on = |n: &str| (n.to_owned(), seat(n).instance);
+    let (b, c) = (on("b"), on("c"));
+    let first = store
+        .grant_agent_lease(&team, "writer", (&b.0, &b.1), ttl)
+        .await
+        .unwrap();
+    let as_of = |token| {
+        [AgentWrite {
+            agent: "writer".into(),
+            token,
+        }]
+    };
+    writes
+        .append_as(&[task_created(1, "t1")], &as_of(first))
+        .await
+        .unwrap();
+
+    let second = store
+        .grant_agent_lease(&team, "writer", (&c.0, &c.1), ttl)
+        .await
+        .unwrap();
+    assert_eq!(
+        second,
+        first + 1,
+        "a grant to another node gets the next token"
+    );
+    let refused = writes
+        .append_as(&[task_created(2, "t2")], &as_of(first))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::Fenced { resource, token_now, held_by, .. }
+            if resource == "agent/writer" && *token_now == second && held_by == "c"),
+        "{refused}"
+    );
+    assert_eq!(
+        writes.last_version().await.unwrap(),
+        1,
+        "nothing of it was stored"
+    );
+    // An agent never granted is no fence to pass either.
+    let never = [AgentWrite {
+        agent: "nobody".into(),
+        token: 1,
+    }];
+    assert!(matches!(
+        writes.append_as(&[task_created(2, "t2")], &never).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    writes
+        .append_as(&[task_created(2, "t2")], &as_of(second))
+        .await
+        .unwrap();
+    let events = store.events_after(0, 10).await.unwrap();
+    assert_eq!(events.iter().map(|e| e.version).collect::<Vec<_>>(), [1, 2]);
 }
 
 /// A write under way (it holds the lease row as a fenced append does) holds up a takeover until

@@ -45,6 +45,15 @@ pub struct Fence {
     pub token: i64,
 }
 
+/// An agent's lease as a write was made under: the token the team's node granted the node the
+/// agent runs on. A write that carries it is refused, in its own transaction, unless the token
+/// is still the lease's ([`SqlStore`]'s `append_as`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct AgentWrite {
+    pub agent: String,
+    pub token: i64,
+}
+
 /// What taking a lease came to.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Taken {
@@ -110,6 +119,36 @@ impl Fence {
             token_now: token,
         })
     }
+}
+
+/// Refuses the transaction `tx` belongs to unless every one of `writers` still holds its
+/// agent's lease; the rows stay locked (`FOR KEY SHARE`) until `tx` ends, so no grant to
+/// another node commits between the check and the write (a grant waits for it, and the
+/// writes after it see the new token).
+pub(super) async fn check_agents(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    writers: &[AgentWrite],
+) -> Result<(), StoreError> {
+    for w in writers {
+        let resource = agent_lease(&w.agent);
+        let row = sqlx::query("SELECT node, token FROM leases WHERE resource = $1 FOR KEY SHARE")
+            .bind(resource.clone())
+            .fetch_optional(&mut **tx)
+            .await?;
+        let (node, token): (String, i64) = match row {
+            Some(r) => (r.try_get(0)?, r.try_get(1)?),
+            None => (String::new(), 0),
+        };
+        if token != w.token {
+            return Err(StoreError::Fenced {
+                resource,
+                token: w.token,
+                held_by: node,
+                token_now: token,
+            });
+        }
+    }
+    Ok(())
 }
 
 impl SqlStore {
@@ -276,6 +315,12 @@ impl SqlStore {
         self.call(move |db| async move {
             let mut tx = db.pool.begin().await?;
             team.check(&mut tx).await?;
+            // As a takeover: waits for the writes under way under the agent's old token (their
+            // `FOR KEY SHARE`), so none commits once the next node has the agent.
+            sqlx::query("SELECT token FROM leases WHERE resource = $1 FOR UPDATE")
+                .bind(resource.clone())
+                .fetch_optional(&mut *tx)
+                .await?;
             let r = sqlx::query(AssertSqlSafe(format!(
                 "INSERT INTO leases (resource, node, instance, token, expires_at, taken_at) \
                  VALUES ($1, $2, $3, 1, {NOW_MS} + $4, {NOW_MS}) ON CONFLICT (resource) DO UPDATE \

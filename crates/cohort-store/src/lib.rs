@@ -294,7 +294,17 @@ pub async fn stored_task(
 pub trait Store: Send + Sync {
     /// Appends events, in version order and after every event already stored, all or none;
     /// returns the bytes stored (what the journal paces its snapshots by).
-    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>>;
+    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>> {
+        self.append_as(events, &[])
+    }
+    /// Appends events as [`Store::append`] does, refused too unless each of `writers` (the
+    /// agents on other nodes whose changes they hold) still holds its agent's lease, checked in
+    /// the same transaction.
+    fn append_as<'a>(
+        &'a self,
+        events: &'a [StoredEvent],
+        writers: &'a [lease::AgentWrite],
+    ) -> BoxFuture<'a, Result<u64, StoreError>>;
     /// Keeps a snapshot of the states at `version` (every event up to it applied), given as
     /// the JSON of their [`StatesRecord`] in parts ([`SnapshotJson`]); returns its size in
     /// bytes.

@@ -5,7 +5,7 @@
 //! migrations it lacks. A new SQLite file is made with incremental auto-vacuum, so compaction
 //! can give its space back a piece at a time (`sql_compact.rs`).
 
-use super::lease::Fence;
+use super::lease::{AgentWrite, Fence, check_agents};
 use super::{Snapshot, StoreError, StoredEvent, StoredSession};
 use crate::event::Event;
 use crate::ids::TaskId;
@@ -297,12 +297,13 @@ impl Db {
         Ok(v as u64)
     }
 
-    /// Appends the rows in one transaction (refused when `fence` no longer holds its lease);
-    /// returns the bytes of their bodies.
+    /// Appends the rows in one transaction (refused when `fence` no longer holds its lease, or
+    /// one of `writers` its agent's); returns the bytes of their bodies.
     pub(super) async fn insert(
         &self,
         rows: Vec<EventRow>,
         fence: Option<&Fence>,
+        writers: &[AgentWrite],
     ) -> Result<u64, StoreError> {
         if rows.is_empty() {
             return Ok(0);
@@ -322,6 +323,9 @@ impl Db {
         let mut tx = self.pool.begin().await?;
         if let Some(fence) = fence {
             fence.check(&mut tx).await?;
+        }
+        if !writers.is_empty() {
+            check_agents(&mut tx, writers).await?;
         }
         for chunk in rows.chunks(ROWS_PER_INSERT) {
             let mut sql = String::from("INSERT INTO events (version, at, task_id, body) VALUES ");

@@ -1,7 +1,7 @@
 //! `SqlStore`, the team's store as the rest of Cohort sees it: the database calls of
 //! [`super::sql::Db`], each run on a runtime of the store's own.
 
-use super::lease::Fence;
+use super::lease::{AgentWrite, Fence};
 use super::sql::{Db, rows};
 use super::{
     ArchivedTask, Compacted, Snapshot, SnapshotJson, Store, StoreError, StoredEvent, StoredSession,
@@ -136,12 +136,16 @@ impl Store for SqlStore {
         Box::pin(self.rt.run(async move { db.sessions_live(now).await }))
     }
 
-    fn append<'a>(&'a self, events: &'a [StoredEvent]) -> BoxFuture<'a, Result<u64, StoreError>> {
-        let (db, fence) = (self.db.clone(), self.fence.clone());
+    fn append_as<'a>(
+        &'a self,
+        events: &'a [StoredEvent],
+        writers: &'a [AgentWrite],
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        let (db, fence, writers) = (self.db.clone(), self.fence.clone(), writers.to_vec());
         Box::pin(async move {
             let rows = rows(events)?;
             self.rt
-                .run(async move { db.insert(rows, fence.as_deref()).await })
+                .run(async move { db.insert(rows, fence.as_deref(), &writers).await })
                 .await
         })
     }

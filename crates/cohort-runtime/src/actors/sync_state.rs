@@ -10,7 +10,8 @@ use crate::agent::Settle;
 use crate::event::Change;
 use crate::ids::TaskId;
 use crate::message::{ExecuteOutput, Message};
-use crate::monitor::Monitor;
+use crate::monitor::{Effect, Monitor};
+use crate::store::lease::AgentWrite;
 use crate::sync::{Applied, SyncCore, SyncError};
 use actix::prelude::*;
 use std::sync::Arc;
@@ -40,8 +41,14 @@ impl SyncStateActor {
 
     /// Publishes `held` (an agent's own changes) and what SyncCore decided in one commit, then
     /// routes the messages once it is stored: a receiver never acts on a message whose sending
-    /// step a restart would lose. Without a store they go at once.
-    fn effect(&mut self, mut applied: Applied, held: Vec<Change>, ctx: &mut Context<Self>) {
+    /// step a restart would lose. Without a store they go at once. The commit is refused unless
+    /// `writer` (the agent's lease, for one on another node) still holds.
+    fn effect(
+        &mut self,
+        mut applied: Applied,
+        (held, writer): (Vec<Change>, Option<AgentWrite>),
+        ctx: &mut Context<Self>,
+    ) {
         let mut changes = held;
         changes.append(&mut applied.changes);
         let out = self.record_sent(&mut applied, &mut changes);
@@ -50,11 +57,11 @@ impl SyncStateActor {
             (Some(h), false) => h.clone(),
             (None, false) => {
                 tracing::error!("a hire was accepted, but this team has no supervisor");
-                self.publish_routing(changes, out);
+                self.publish_routing(changes, out, writer);
                 return;
             }
             (_, true) => {
-                self.publish_routing(changes, out);
+                self.publish_routing(changes, out, writer);
                 return;
             }
         };
@@ -75,25 +82,21 @@ impl SyncStateActor {
         };
         ctx.wait(started.into_actor(self).map(move |added, act, _| {
             changes.extend(added);
-            act.publish_routing(changes, out);
+            act.publish_routing(changes, out, writer);
         }));
     }
 
     /// Publishes `changes` and routes `out` through the dispatcher once they are stored.
-    fn publish_routing(&self, changes: Vec<Change>, out: Vec<Route>) {
-        if out.is_empty() {
-            self.monitor.publish(changes);
-            return;
-        }
+    fn publish_routing(&self, changes: Vec<Change>, out: Vec<Route>, writer: Option<AgentWrite>) {
         let dispatcher = self.dispatcher.clone();
-        self.monitor.publish_then(
-            changes,
+        let route: Option<Effect> = (!out.is_empty()).then(|| {
             Box::new(move || {
                 for r in out {
                     dispatcher.do_send(r);
                 }
-            }),
-        );
+            }) as Effect
+        });
+        self.monitor.publish_as(writer, changes, route);
     }
 
     /// Numbers the output's messages (and ask_info answers) and records them in their tasks'
@@ -154,6 +157,20 @@ pub struct ApplyOutput {
     pub output: ExecuteOutput,
     pub held: Vec<Change>,
     pub settle: Option<Settle>,
+    /// The agent's lease it was handed over under, when it runs on another node.
+    pub writer: Option<AgentWrite>,
+}
+
+/// Answered once SyncState has published everything it took before (a hire defers its
+/// publishing past the answer to the output that made it): what the placer waits for before
+/// it reads an agent's record to move it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct AllPublished;
+
+impl Handler<AllPublished> for SyncStateActor {
+    type Result = ();
+    fn handle(&mut self, _: AllPublished, _: &mut Context<Self>) {}
 }
 
 /// The watchdog found `task` with nobody working in it for `idle_secs`: its goal-giver is told
@@ -178,6 +195,8 @@ pub struct SubmitMessage(pub Message);
 pub struct SubmitMessages {
     pub messages: Vec<Message>,
     pub held: Vec<Change>,
+    /// The agent's lease it was handed over under, when it runs on another node.
+    pub writer: Option<AgentWrite>,
 }
 
 impl Handler<ApplyOutput> for SyncStateActor {
@@ -196,7 +215,7 @@ impl Handler<ApplyOutput> for SyncStateActor {
                 }
             }
         }
-        self.effect(applied, msg.held, ctx);
+        self.effect(applied, (msg.held, msg.writer), ctx);
         refused.map_or(Ok(()), Err)
     }
 }
@@ -215,7 +234,7 @@ impl Handler<CancelTask> for SyncStateActor {
     fn handle(&mut self, c: CancelTask, ctx: &mut Context<Self>) -> Self::Result {
         let applied = self.core.cancel_task(&c.task_id, &c.by, &c.reason)?;
         tracing::info!(task = %c.task_id, by = %c.by, "task cancelled");
-        self.effect(applied, Vec::new(), ctx);
+        self.effect(applied, (Vec::new(), None), ctx);
         Ok(())
     }
 }
@@ -265,7 +284,7 @@ impl Handler<CancelStage> for SyncStateActor {
         let applied = self
             .core
             .cancel_stage(&c.task_id, &c.stage_id, &c.by, &c.reason)?;
-        self.effect(applied, Vec::new(), ctx);
+        self.effect(applied, (Vec::new(), None), ctx);
         Ok(())
     }
 }
@@ -283,7 +302,7 @@ impl Handler<PauseTask> for SyncStateActor {
     type Result = Result<(), SyncError>;
     fn handle(&mut self, p: PauseTask, ctx: &mut Context<Self>) -> Self::Result {
         let applied = self.core.pause_task(&p.task_id, &p.by, p.paused)?;
-        self.effect(applied, Vec::new(), ctx);
+        self.effect(applied, (Vec::new(), None), ctx);
         Ok(())
     }
 }
@@ -303,7 +322,7 @@ impl Handler<RetryStage> for SyncStateActor {
         let applied = self
             .core
             .operator_retry_stage(&r.task_id, &r.stage_id, &r.by)?;
-        self.effect(applied, Vec::new(), ctx);
+        self.effect(applied, (Vec::new(), None), ctx);
         Ok(())
     }
 }
@@ -314,7 +333,7 @@ impl Handler<ReportStall> for SyncStateActor {
         let applied = self.core.report_stall(&r.task_id, r.idle_secs);
         if !applied.messages.is_empty() {
             tracing::info!(task = %r.task_id, idle_secs = r.idle_secs, "a task stalled: its goal-giver is told");
-            self.effect(applied, Vec::new(), ctx);
+            self.effect(applied, (Vec::new(), None), ctx);
         }
     }
 }
@@ -323,7 +342,7 @@ impl Handler<SubmitMessage> for SyncStateActor {
     type Result = Result<(), SyncError>;
     fn handle(&mut self, SubmitMessage(m): SubmitMessage, ctx: &mut Context<Self>) -> Self::Result {
         let applied = self.core.submit(m)?;
-        self.effect(applied, Vec::new(), ctx);
+        self.effect(applied, (Vec::new(), None), ctx);
         Ok(())
     }
 }
@@ -346,7 +365,7 @@ impl Handler<SubmitMessages> for SyncStateActor {
         if refused.is_some() {
             applied.messages.clear();
         }
-        self.effect(applied, msg.held, ctx);
+        self.effect(applied, (msg.held, msg.writer), ctx);
         refused.map_or(Ok(()), Err)
     }
 }

@@ -8,12 +8,14 @@
 //! for the writer: a store that cannot keep up slows the team instead of filling memory.
 //!
 //! A store that refuses a batch for its fence (a node of a team across machines that lost
-//! the team's lease to another node) ends the journal at once: nothing of that batch or after
+//! the team's lease to another node, or a batch holding an agent's changes made under a lease
+//! the agent has since been granted to another node under) ends the journal at once: nothing of that batch or after
 //! it is shown, and [`Journal::fenced`] tells the node to stop its team.
 
 use super::{Inner, Published};
 use crate::event::{Change, Event, StageChange, StepChange};
 use crate::ids::{StageId, StepId, TaskId};
+use crate::store::lease::AgentWrite;
 use crate::store::{SnapshotJson, Store, StoredEvent};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +43,8 @@ pub const SNAPSHOT_MIN_BYTES: u64 = 8 * 1024 * 1024;
 pub(super) struct Entry {
     pub events: Vec<Event>,
     pub effect: Option<Effect>,
+    /// The agent's lease the events were written under (an agent on another node).
+    pub writer: Option<AgentWrite>,
 }
 
 pub(super) enum Item {
@@ -211,7 +215,8 @@ fn write_loop(
         };
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
-            match commit(&rt, store.as_ref(), &stored, abandoned) {
+            let writers = writers(&entries);
+            match commit(&rt, store.as_ref(), (&stored, &writers), abandoned) {
                 Ok(bytes) => since_bytes += bytes,
                 Err(NotStored::Abandoned) => return,
                 Err(NotStored::Fenced(e)) => {
@@ -356,16 +361,24 @@ enum NotStored {
     Abandoned,
 }
 
+/// The agents' leases a batch's entries were written under, each once.
+fn writers(entries: &[Entry]) -> Vec<AgentWrite> {
+    let mut writers: Vec<AgentWrite> = entries.iter().filter_map(|e| e.writer.clone()).collect();
+    writers.sort_by(|a, b| (&a.agent, a.token).cmp(&(&b.agent, b.token)));
+    writers.dedup();
+    writers
+}
+
 fn commit(
     rt: &tokio::runtime::Runtime,
     store: &dyn Store,
-    events: &[StoredEvent],
+    (events, writers): (&[StoredEvent], &[AgentWrite]),
     abandoned: &AtomicBool,
 ) -> Result<u64, NotStored> {
     let mut pause = Duration::from_millis(50);
     let mut events = events;
     loop {
-        let e = match rt.block_on(store.append(events)) {
+        let e = match rt.block_on(store.append_as(events, writers)) {
             Ok(bytes) => return Ok(bytes),
             Err(e @ crate::store::StoreError::Fenced { .. }) => return Err(NotStored::Fenced(e)),
             Err(e) => e,

@@ -17,9 +17,11 @@ pub use crate::event::StateKind;
 use crate::event::{Change, Event, States};
 use crate::ids::{AgentId, StepId};
 use crate::store::Store;
+use crate::store::lease::AgentWrite;
 use bytes::Bytes;
 use compactor::Compactor;
-use journal::{Effect, Entry, Journal};
+pub use journal::Effect;
+use journal::{Entry, Journal};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -239,16 +241,24 @@ impl Monitor {
     /// sent to subscribers (in version order: the lock is held while sending). With a store,
     /// that happens once the journal has committed them. Returns the last version given.
     pub fn publish(&self, changes: Vec<Change>) -> u64 {
-        self.publish_inner(changes, None)
+        self.publish_as(None, changes, None)
     }
 
     /// Publishes changes, then runs `effect` once they are visible: at once without a store,
     /// after their commit with one (a message is routed only once its record is safe).
     pub fn publish_then(&self, changes: Vec<Change>, effect: Effect) -> u64 {
-        self.publish_inner(changes, Some(effect))
+        self.publish_as(None, changes, Some(effect))
     }
 
-    fn publish_inner(&self, changes: Vec<Change>, effect: Option<Effect>) -> u64 {
+    /// Publishes changes (then runs `effect`, if any, as [`Monitor::publish_then`] does); with
+    /// a `writer` (an agent on another node, or SyncState applying what it handed over), the
+    /// store refuses their commit unless the agent's lease still has that token.
+    pub fn publish_as(
+        &self,
+        writer: Option<AgentWrite>,
+        changes: Vec<Change>,
+        effect: Option<Effect>,
+    ) -> u64 {
         // Agents publish after every message, mostly nothing: that must cost the journal
         // nothing either.
         if changes.is_empty() && effect.is_none() {
@@ -267,7 +277,11 @@ impl Monitor {
                 });
             }
             // Queued under the lock, so the journal gets them in version order.
-            journal.push(Entry { events, effect });
+            journal.push(Entry {
+                events,
+                effect,
+                writer,
+            });
             return *assigned;
         }
         let mut shared = self.lock();

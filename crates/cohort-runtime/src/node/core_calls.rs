@@ -3,7 +3,9 @@
 //! directly. One agent's calls are done in the order they were sent, each before the next
 //! (its hand-over is answered before its next call is looked at); different agents' side by
 //! side, on a thread of their own. A call under another hold than the agent's current one is
-//! refused: an agent that moved, or whose node was given up for dead, changes nothing.
+//! refused: an agent that moved, or whose node was given up for dead, changes nothing. What a
+//! call publishes carries the agent's lease token, and the store refuses its commit unless the
+//! token is still the lease's: the team's node's memory is not the only fence.
 
 use super::bus::Bus;
 use super::link::LinkError;
@@ -11,6 +13,7 @@ use super::wire::{CoreAnswer, CoreCall, CoreRefusal, Hold, ToCore};
 use crate::actors::{ApplyOutput, CheckTaskInstruction, SubmitMessages, SyncStateActor};
 use crate::ids::AgentId;
 use crate::monitor::Monitor;
+use crate::store::lease::AgentWrite;
 use actix::Addr;
 use async_nats::Subject;
 use futures::StreamExt;
@@ -24,26 +27,94 @@ const PER_AGENT: usize = 1024;
 /// How long a `Stored` call waits for the journal.
 const STORE_DEADLINE: Duration = Duration::from_secs(30);
 
-/// The hold each agent placed on another node runs under now, as the team's node granted it.
+/// The hold each agent placed on another node runs under now, as the team's node granted it,
+/// and how many of its calls under that hold are being done.
 #[derive(Default)]
-pub struct Grants(Mutex<HashMap<AgentId, Hold>>);
+pub struct Grants {
+    held: Mutex<HashMap<AgentId, Granted>>,
+    /// Told whenever an agent's last call under way ends.
+    done: tokio::sync::Notify,
+}
+
+#[derive(Clone, Copy)]
+struct Granted {
+    /// None once the agent is revoked, while calls begun before still run.
+    hold: Option<Hold>,
+    under_way: usize,
+}
+
+/// A call under way under the agent's current hold; it ends when dropped.
+pub struct Doing<'a> {
+    grants: &'a Grants,
+    agent: AgentId,
+}
+
+impl Drop for Doing<'_> {
+    fn drop(&mut self) {
+        let mut held = self.grants.lock();
+        if let Some(g) = held.get_mut(&self.agent) {
+            g.under_way -= 1;
+            if g.under_way == 0 {
+                if g.hold.is_none() {
+                    held.remove(&self.agent);
+                }
+                self.grants.done.notify_waiters();
+            }
+        }
+    }
+}
 
 impl Grants {
     pub fn set(&self, agent: AgentId, hold: Hold) {
-        self.lock().insert(agent, hold);
+        let mut held = self.lock();
+        let g = held.entry(agent).or_insert(Granted {
+            hold: None,
+            under_way: 0,
+        });
+        g.hold = Some(hold);
     }
 
-    /// The agent runs on no other node (it is back on this one, or moving).
-    pub fn clear(&self, agent: &AgentId) {
-        self.lock().remove(agent);
+    /// The agent runs on no other node (it is back on this one, or moving): its calls are
+    /// refused from now on. Resolves once the calls begun before are done (their changes
+    /// published), so nothing it did under the old hold is published after its next node
+    /// read the record; at most `within`, false if some were still under way.
+    pub async fn revoke(&self, agent: &AgentId, within: Duration) -> bool {
+        let drained = async {
+            loop {
+                let done = self.done.notified();
+                {
+                    let mut held = self.lock();
+                    match held.get_mut(agent) {
+                        Some(g) if g.under_way > 0 => g.hold = None,
+                        _ => {
+                            held.remove(agent);
+                            return;
+                        }
+                    }
+                }
+                done.await;
+            }
+        };
+        tokio::time::timeout(within, drained).await.is_ok()
     }
 
     pub fn get(&self, agent: &AgentId) -> Option<Hold> {
-        self.lock().get(agent).copied()
+        self.lock().get(agent).and_then(|g| g.hold)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Hold>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    /// Begins a call of `agent`'s under `hold`, unless that is not its hold now.
+    fn begin(&self, agent: &AgentId, hold: Hold) -> Option<Doing<'_>> {
+        let mut held = self.lock();
+        let g = held.get_mut(agent).filter(|g| g.hold == Some(hold))?;
+        g.under_way += 1;
+        Some(Doing {
+            grants: self,
+            agent: agent.clone(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Granted>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -144,16 +215,20 @@ async fn one_agent(team: Team, mut calls: mpsc::Receiver<(ToCore, Option<Subject
 impl Team {
     /// Does `call`; its answer, unless it wants none.
     async fn answer(&self, ToCore { agent, hold, call }: ToCore) -> Option<CoreAnswer> {
-        if self.grants.get(&agent) != Some(hold) {
+        let Some(_doing) = self.grants.begin(&agent, hold) else {
             tracing::debug!(%agent, ?hold, now = ?self.grants.get(&agent), "a call under a hold that is not the agent's now was refused");
             // A glimpse of an answer being written needs no answer, even a refusal.
             return (!matches!(call, CoreCall::Writing { .. }))
                 .then_some(Err(CoreRefusal::NotHeld(agent)));
-        }
+        };
+        let writer = Some(AgentWrite {
+            agent: agent.to_string(),
+            token: hold.token,
+        });
         let unreachable = |e: actix::MailboxError| CoreRefusal::Unavailable(e.to_string());
         Some(match call {
             CoreCall::Publish { changes } => {
-                self.monitor.publish(changes);
+                self.monitor.publish_as(writer, changes, None);
                 return None;
             }
             CoreCall::Writing { step, text } => {
@@ -170,13 +245,18 @@ impl Team {
                     output: *output,
                     held,
                     settle: settle.map(|s| *s),
+                    writer,
                 })
                 .await
                 .map_err(unreachable)
                 .and_then(|r| r.map_err(CoreRefusal::Sync)),
             CoreCall::Submit { messages, held } => self
                 .sync
-                .send(SubmitMessages { messages, held })
+                .send(SubmitMessages {
+                    messages,
+                    held,
+                    writer,
+                })
                 .await
                 .map_err(unreachable)
                 .and_then(|r| r.map_err(CoreRefusal::Sync)),
@@ -194,5 +274,45 @@ impl Team {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOLD: Hold = Hold { term: 1, token: 7 };
+
+    #[tokio::test]
+    async fn a_revoke_refuses_new_calls_at_once_and_waits_for_those_under_way() {
+        let grants = Arc::new(Grants::default());
+        let agent = AgentId::from("w");
+        grants.set(agent.clone(), HOLD);
+        assert!(grants.begin(&agent, Hold { term: 1, token: 6 }).is_none());
+        let doing = grants.begin(&agent, HOLD).expect("its hold now");
+
+        let (g, a) = (grants.clone(), agent.clone());
+        let revoked = tokio::spawn(async move { g.revoke(&a, Duration::from_secs(5)).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!revoked.is_finished(), "a call is still under way");
+        assert!(grants.begin(&agent, HOLD).is_none(), "refused once revoked");
+        assert_eq!(grants.get(&agent), None);
+        drop(doing);
+        assert!(revoked.await.unwrap());
+        assert!(grants.lock().is_empty(), "nothing kept of a revoked agent");
+    }
+
+    #[tokio::test]
+    async fn a_revoke_gives_up_at_its_deadline_and_a_new_grant_is_not_undone() {
+        let grants = Grants::default();
+        let agent = AgentId::from("w");
+        grants.set(agent.clone(), HOLD);
+        let doing = grants.begin(&agent, HOLD).unwrap();
+        assert!(!grants.revoke(&agent, Duration::from_millis(20)).await);
+        let next = Hold { term: 1, token: 8 };
+        grants.set(agent.clone(), next);
+        drop(doing);
+        assert_eq!(grants.get(&agent), Some(next));
+        assert!(grants.begin(&agent, next).is_some());
     }
 }

@@ -13,8 +13,8 @@ use super::link::Link;
 use super::stand_in::{Lost, StandIn};
 use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
 use crate::actors::{
-    AgentActor, AgentFactory, Controls, Dispatcher, Register, RegisterControl, Retire, Route,
-    SyncStateActor, Team,
+    AgentActor, AgentFactory, AllPublished, Controls, Dispatcher, Register, RegisterControl,
+    Retire, Route, SyncStateActor, Team,
 };
 use crate::ids::{AgentId, TaskId};
 use crate::llm::ChatModel;
@@ -304,8 +304,16 @@ impl Mover {
             }
             Place::On { .. } => {}
         }
-        self.grants.clear(&agent);
-        // Whatever the agent did where it was is stored before its next node reads it.
+        // Whatever the agent did where it was is stored before its next node reads it: its
+        // calls under way end, SyncState publishes what they handed over (it answers this only
+        // after what it took before), and the store commits it all.
+        if !self.grants.revoke(&agent, MOVE_DEADLINE).await {
+            tracing::warn!(%agent, "the agent's calls under way did not end; it moves later");
+            return self.back_here(agent).await;
+        }
+        if self.sync.send(AllPublished).await.is_err() {
+            return None;
+        }
         let version = self.monitor.assigned_version();
         if !matches!(
             tokio::time::timeout(MOVE_DEADLINE, self.monitor.durable(version)).await,
@@ -377,7 +385,7 @@ impl Mover {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(to.name.clone(), std::time::Instant::now());
-            self.grants.clear(agent);
+            self.grants.revoke(agent, MOVE_DEADLINE).await;
             return None;
         }
         let subject = self.names.host_subject(&to.name);

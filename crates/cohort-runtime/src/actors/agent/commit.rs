@@ -81,10 +81,13 @@ impl AgentActor {
                 output,
                 held,
                 settle,
+                writer: None,
             })),
-            Handover::Messages(messages) => {
-                Either::Right(self.sync.submit.send(SubmitMessages { messages, held }))
-            }
+            Handover::Messages(messages) => Either::Right(self.sync.submit.send(SubmitMessages {
+                messages,
+                held,
+                writer: None,
+            })),
         };
         sent.into_actor(self).map(|answer, act, _| {
             act.unanswered.0 -= 1;
