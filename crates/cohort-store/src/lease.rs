@@ -129,27 +129,43 @@ pub(super) async fn check_agents(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     writers: &[AgentWrite],
 ) -> Result<(), StoreError> {
-    for w in writers {
-        let resource = agent_lease(&w.agent);
-        let row = sqlx::query("SELECT node, token FROM leases WHERE resource = $1 FOR KEY SHARE")
-            .bind(resource.clone())
-            .fetch_optional(&mut **tx)
-            .await?;
-        let (node, token): (String, i64) = match row {
-            Some(r) => (r.try_get(0)?, r.try_get(1)?),
-            None => (String::new(), 0),
-        };
-        if token != w.token {
-            return Err(StoreError::Fenced {
-                resource,
-                token: w.token,
-                held_by: node,
-                token_now: token,
-            });
+    // One statement per few hundred agents, not one each: a batch of a busy team holds the
+    // changes of hundreds of agents.
+    for chunk in writers.chunks(AGENTS_PER_CHECK) {
+        let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT resource, node, token FROM leases WHERE resource IN ({}) FOR KEY SHARE",
+            marks.join(", ")
+        );
+        // Only placeholders are put together here; the names go in as parameters.
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for w in chunk {
+            q = q.bind(agent_lease(&w.agent));
+        }
+        let mut now = std::collections::HashMap::new();
+        for r in q.fetch_all(&mut **tx).await? {
+            let (resource, node, token): (String, String, i64) =
+                (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+            now.insert(resource, (node, token));
+        }
+        for w in chunk {
+            let resource = agent_lease(&w.agent);
+            let (held_by, token_now) = now.get(&resource).cloned().unwrap_or_default();
+            if token_now != w.token {
+                return Err(StoreError::Fenced {
+                    resource,
+                    token: w.token,
+                    held_by,
+                    token_now,
+                });
+            }
         }
     }
     Ok(())
 }
+
+/// Agents' leases read by one statement at most.
+const AGENTS_PER_CHECK: usize = 500;
 
 impl SqlStore {
     /// Enters `seat` in the list of nodes (a node restarted under its name replaces its old
