@@ -2,7 +2,7 @@
 //! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests).
 
 // The core's modules under their own names, so paths here read as they do in the core.
-use cohort_core::{call, config, ids, prompt, state};
+use cohort_core::{call, config, event, ids, prompt, state};
 
 pub mod breaker;
 pub mod limit;

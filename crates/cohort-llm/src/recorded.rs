@@ -2,14 +2,16 @@
 //! reply or the error, so a person can see why an agent did what it did (`GET
 //! /api/step/{id}/calls`, the console's step view). In memory only, and capped: the newest
 //! [`KEPT`] calls within [`BYTES_KEPT`], each text cut to [`TEXT_KEPT`], older calls forgotten,
-//! so the cost stays flat however long the team runs and however large its prompts.
+//! so the cost stays flat however long the team runs and however large its prompts. Beside
+//! them, how long every call took, by model and outcome, in buckets (the metrics' LLM latency).
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use crate::event::tally::Histogram;
 use crate::ids::{AgentId, StepId};
 use crate::state::TokenUsage;
 use futures::future::BoxFuture;
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 /// Calls kept at most.
@@ -45,10 +47,42 @@ impl Call {
     }
 }
 
+/// The upper bounds of the LLM-call duration buckets, in seconds.
+pub const CALL_SECONDS: &[f64] = &[
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// How a call ended, as the timings count it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CallOutcome {
+    /// The model answered.
+    Answered,
+    /// The call failed (after its retries).
+    Failed,
+    /// Its step let it go before an answer came.
+    Abandoned,
+}
+
+impl CallOutcome {
+    /// Its label in the metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallOutcome::Answered => "answered",
+            CallOutcome::Failed => "failed",
+            CallOutcome::Abandoned => "abandoned",
+        }
+    }
+}
+
+/// How long the calls took, by model (`provider/model`) and outcome: a label set per model a
+/// team file names, three outcomes each.
+pub type Timings = BTreeMap<(String, CallOutcome), Histogram>;
+
 /// The newest calls of a team, shared by its models and read by the API.
 #[derive(Debug, Default)]
 pub struct CallLog {
     kept: Mutex<Kept>,
+    timings: Mutex<Timings>,
 }
 
 #[derive(Debug, Default)]
@@ -58,6 +92,22 @@ struct Kept {
 }
 
 impl CallLog {
+    /// How long the calls took so far.
+    pub fn timings(&self) -> Timings {
+        self.timings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn time(&self, model: &str, outcome: CallOutcome, call: &Call) {
+        let secs = (call.answered_at - call.sent_at).max(0) as f64 / 1000.0;
+        let mut t = self.timings.lock().unwrap_or_else(|p| p.into_inner());
+        t.entry((model.to_owned(), outcome))
+            .or_default()
+            .observe(CALL_SECONDS, secs);
+    }
+
     fn push(&self, call: Call) {
         let mut k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         k.bytes += call.bytes();
@@ -84,11 +134,17 @@ impl CallLog {
 pub struct Recorded {
     inner: Arc<dyn ChatModel>,
     log: Arc<CallLog>,
+    /// The model's name in the timings (`provider/model`).
+    model: Arc<str>,
 }
 
 impl Recorded {
-    pub fn new(inner: Arc<dyn ChatModel>, log: Arc<CallLog>) -> Arc<Self> {
-        Arc::new(Recorded { inner, log })
+    pub fn new(inner: Arc<dyn ChatModel>, log: Arc<CallLog>, model: &str) -> Arc<Self> {
+        Arc::new(Recorded {
+            inner,
+            log,
+            model: model.into(),
+        })
     }
 }
 
@@ -117,20 +173,26 @@ fn kept_text(text: &str) -> String {
 struct Pending {
     call: Option<Call>,
     log: Arc<CallLog>,
+    model: Arc<str>,
 }
 
 impl Pending {
     fn answered(&mut self, result: &Result<ChatReply, LlmError>) {
         if let Some(mut call) = self.call.take() {
             call.answered_at = now_ms();
-            match result {
+            let outcome = match result {
                 Ok(r) => {
                     call.reply = Some(kept_text(&r.text));
                     call.usage = r.usage;
                     call.cut = r.cut;
+                    CallOutcome::Answered
                 }
-                Err(e) => call.error = Some(e.to_string()),
-            }
+                Err(e) => {
+                    call.error = Some(e.to_string());
+                    CallOutcome::Failed
+                }
+            };
+            self.log.time(&self.model, outcome, &call);
             self.log.push(call);
         }
     }
@@ -143,6 +205,7 @@ impl Drop for Pending {
             call.error = Some(
                 "abandoned before an answer came (the step was cancelled or its work ended)".into(),
             );
+            self.log.time(&self.model, CallOutcome::Abandoned, &call);
             self.log.push(call);
         }
     }
@@ -168,6 +231,7 @@ impl ChatModel for Recorded {
                 cut: None,
             }),
             log: self.log.clone(),
+            model: self.model.clone(),
         };
         let answer = self.inner.chat(request);
         Box::pin(async move {
@@ -204,7 +268,11 @@ mod tests {
         )
         .unwrap();
         let log = Arc::new(CallLog::default());
-        let m = Recorded::new(ScriptedModel::new(Script::load(&f).unwrap()), log.clone());
+        let m = Recorded::new(
+            ScriptedModel::new(Script::load(&f).unwrap()),
+            log.clone(),
+            "scripted/x",
+        );
         let mut req = ChatRequest {
             system: "SYSTEM".into(),
             stage_id: crate::ids::StageRef::NoRelative,
@@ -227,6 +295,12 @@ mod tests {
         let last = log.of_step(&req.step_id).pop().unwrap();
         assert_eq!(last.prompt, "DROPPED");
         assert!(last.error.unwrap().contains("abandoned"));
+
+        // Every call is timed, however it ended, and none is forgotten with the calls.
+        let timings = log.timings();
+        let count = |o| timings[&("scripted/x".to_owned(), o)].count;
+        assert_eq!(count(CallOutcome::Answered), KEPT as u64 + 2);
+        assert_eq!(count(CallOutcome::Abandoned), 1);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod deliveries;
 pub mod record;
 pub mod stall;
 pub mod states;
+pub mod tally;
 pub mod times;
 
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};

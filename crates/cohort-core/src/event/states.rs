@@ -5,6 +5,7 @@
 
 use super::apply::{apply_agent, apply_sync};
 use super::deliveries::Deliveries;
+use super::tally::{Seen, Tally};
 use super::times::{Clock, Times, with_times};
 use super::{AgentChange, Change, StateKind, StepChange, TaskChange};
 use crate::ids::{AgentId, StageId, StepId, TaskId};
@@ -174,14 +175,21 @@ pub struct States {
     pub deliveries: Deliveries,
     /// When the steps, stages and tasks held here started and ended.
     pub times: Clock,
+    /// What the team did since this reader started counting ([`States::start_tally`]).
+    tally: Tally,
 }
 
 impl States {
     /// Applies a change published at `at` (ms since the Unix epoch): the states, and the
     /// times of the step, stage or task it starts or ends.
     pub fn apply_at(&mut self, c: &Change, at: i64) {
+        let seen = Seen::of(c, &self.agents);
         self.apply(c);
         self.times.note(c, at);
+        if let Some(seen) = seen {
+            let started = self.times.step(&seen.step_id).and_then(|t| t.started_at);
+            self.tally.note(seen, started, at);
+        }
         // Forget the times of what was let go, in one sweep once they are as many as what is
         // held: amortised constant per change, bounded by what is held.
         let held = self.live.len() + self.retired.len() + self.stages.len() + self.tasks.len();
@@ -376,6 +384,17 @@ impl States {
         let mut tasks: Vec<&TaskState> = self.tasks.values().collect();
         tasks.sort_by_key(|t| self.created.get(&t.task_id).copied().unwrap_or(0));
         tasks
+    }
+
+    /// What the team did since counting started.
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// Counts from now on only: what was applied to load the states (a restart replaying the
+    /// store) is not counted again.
+    pub fn start_tally(&mut self) {
+        self.tally = Tally::default();
     }
 
     /// The exact figures kept while applying.
@@ -709,5 +728,85 @@ mod tests {
         assert_eq!(s.page_start(StateKind::Step, &ids, "gone"), 0);
         let json = s.json(StateKind::Step, "b").unwrap();
         assert_eq!(json["created_at"], 200, "{json}");
+    }
+
+    #[test]
+    fn the_tally_counts_ended_steps_their_time_tokens_and_repairs_once_each() {
+        use super::super::StepUpdate;
+        use super::super::tally::Outcome;
+        use crate::policy::repairs::{Fired, Repair};
+        use crate::state::{StepResult, TokenUsage};
+        let mut s = States::default();
+        let mut agent = AgentState::new("a".into(), "A".into(), "w".into(), "".into());
+        agent.llm_config = Some(crate::state::LlmSettings {
+            provider: "openai".into(),
+            model: "m1".into(),
+            base_url: None,
+        });
+        s.apply(&Change::Agent(AgentChange::Added {
+            agent: Box::new(agent),
+        }));
+        let step = StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "a".into(),
+            Executor::Skill(Skill::Think),
+            "i",
+            "",
+        );
+        let id = step.step_id.clone();
+        s.apply_at(
+            &Change::Step(StepChange::Added {
+                agent_id: "a".into(),
+                step: Box::new(step),
+                list_at: 0,
+                todo_at: Some(0),
+                remember: false,
+            }),
+            1_000,
+        );
+        let start = Change::Step(StepChange::Started {
+            agent_id: "a".into(),
+            step_id: id.clone(),
+        });
+        s.apply_at(&start, 2_000);
+        let update = |u: StepUpdate| {
+            Change::Step(StepChange::Updated {
+                agent_id: "a".into(),
+                step_id: id.clone(),
+                update: u,
+            })
+        };
+        // Running totals: the second reading adds only what was spent since the first.
+        for (p, c) in [(100, 10), (250, 30)] {
+            let spent = update(StepUpdate {
+                token_usage: Some(TokenUsage::new(p, c)),
+                ..Default::default()
+            });
+            s.apply_at(&spent, 2_500);
+        }
+        let mut result = StepResult::default();
+        result
+            .repairs
+            .push(Fired::new(Repair::LoopCut, "cut the loop"));
+        let end = update(StepUpdate {
+            execution_state: Some(StepExecutionState::Finished),
+            execute_result: Some(Box::new(result)),
+            ..Default::default()
+        });
+        s.apply_at(&end, 4_500);
+        // Said again (a replayed update): the step is over already, nothing more is counted.
+        s.apply_at(&end, 5_000);
+
+        let t = s.tally();
+        assert_eq!(t.steps.get(&("think".into(), Outcome::Finished)), Some(&1));
+        assert_eq!(t.steps.len(), 1);
+        let h = &t.step_seconds["think"];
+        assert_eq!((h.count, h.sum), (1, 2.5));
+        let used = t.usage[&("a".into(), "openai/m1".into())];
+        assert_eq!((used.prompt_tokens, used.completion_tokens), (250, 30));
+        assert_eq!(t.repairs.get(&Repair::LoopCut.name()), Some(&1));
+        s.start_tally();
+        assert!(s.tally().steps.is_empty());
     }
 }

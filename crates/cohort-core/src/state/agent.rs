@@ -22,6 +22,13 @@ pub struct LlmSettings {
     pub base_url: Option<String>,
 }
 
+impl LlmSettings {
+    /// `provider/model`, as metrics name the model.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.provider, self.model)
+    }
+}
+
 /// Settings of a human agent (its password is never part of its state).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HumanConfig {

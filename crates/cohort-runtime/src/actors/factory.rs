@@ -346,6 +346,7 @@ impl<'a> ModelBuilder<'a> {
                 Recorded::new(
                     Priced::wrap(self.connect(llm)?, llm.price()),
                     self.calls.clone(),
+                    &llm_settings(llm).label(),
                 ),
                 llm.max_in_flight(),
             ),

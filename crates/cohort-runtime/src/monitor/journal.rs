@@ -216,8 +216,16 @@ fn write_loop(
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
             let writers = writers(&entries);
+            let began = std::time::Instant::now();
             match commit(&rt, store.as_ref(), (&stored, &writers), abandoned) {
-                Ok(bytes) => since_bytes += bytes,
+                Ok(bytes) => {
+                    since_bytes += bytes;
+                    inner
+                        .commits
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .observe(super::COMMIT_SECONDS, began.elapsed().as_secs_f64());
+                }
                 Err(NotStored::Abandoned) => return,
                 Err(NotStored::Fenced(e)) => {
                     tracing::error!("{e}; this node stops its team");

@@ -14,6 +14,7 @@ pub mod feed;
 pub mod journal;
 
 pub use crate::event::StateKind;
+use crate::event::tally::Histogram;
 use crate::event::{Change, Event, States};
 use crate::ids::{AgentId, StepId};
 use crate::store::Store;
@@ -108,7 +109,14 @@ struct Inner {
     /// journal commits). A lock of its own: a publisher may wait on a full journal while
     /// holding it, and the journal needs the states' lock, never this one, to drain.
     assigned: Mutex<u64>,
+    /// How long the journal's commits took ([`Monitor::commit_timings`]).
+    commits: Mutex<Histogram>,
 }
+
+/// The upper bounds of the store-commit duration buckets, in seconds.
+pub const COMMIT_SECONDS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -153,17 +161,35 @@ impl Monitor {
                 compactor: OnceLock::new(),
                 failed_calls: OnceLock::new(),
                 assigned: Mutex::new(version),
+                commits: Mutex::default(),
             }),
         }
     }
 
     /// A monitor that writes every change to `store` before anyone sees it, starting from
     /// `states` at `version` (what the store holds: empty and 0 for a new store).
-    pub fn with_store(buffer: usize, store: Arc<dyn Store>, states: States, version: u64) -> Self {
+    pub fn with_store(
+        buffer: usize,
+        store: Arc<dyn Store>,
+        mut states: States,
+        version: u64,
+    ) -> Self {
+        // What the store holds was counted by the run that made it.
+        states.start_tally();
         let m = Self::starting_at(buffer, states, version);
         let journal = Journal::start(Arc::downgrade(&m.inner), store, version);
         let _ = m.inner.journal.set(journal);
         m
+    }
+
+    /// How long the journal's commits took so far (in [`COMMIT_SECONDS`] buckets); empty
+    /// without a store.
+    pub fn commit_timings(&self) -> Histogram {
+        self.inner
+            .commits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Holds the steps that left their agents (kept for readers) to `bytes`.

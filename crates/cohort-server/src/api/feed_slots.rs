@@ -43,6 +43,17 @@ impl FeedSlots {
     }
 }
 
+impl FeedSlots {
+    /// The feeds open now, of everyone.
+    pub fn open(&self) -> usize {
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .sum()
+    }
+}
+
 impl Drop for FeedSlot {
     fn drop(&mut self) {
         let mut open = self.slots.open.lock().unwrap_or_else(|p| p.into_inner());

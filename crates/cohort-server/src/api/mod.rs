@@ -13,6 +13,7 @@
 //!   /api/nodes`, where a team across machines runs.
 //! - [`ws`]: `GET /ws?token=…`, the monitor feed (snapshot, then live events).
 //! - [`feed_slots`]: the caps on open feeds, per person and in all.
+//! - [`metrics`]: `GET /metrics`, the team's figures for Prometheus.
 //! - [`server`]: serving connections under the `http:` limits; [`connections`]: what each
 //!   open connection is doing, its deadline, and which one gives way when the table fills;
 //!   [`body_deadline`]: a request's body must arrive in time.
@@ -30,6 +31,7 @@ pub mod error;
 pub mod feed_slots;
 pub mod human;
 pub mod login_limit;
+pub mod metrics;
 pub mod nodes;
 pub mod password_checks;
 pub mod reads;
@@ -295,6 +297,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         path: "/api/step/{id}/calls",
         example: "/api/step/no-such-step/calls",
         handler: || get(states::step_calls),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/metrics",
+        example: "/metrics",
+        handler: || get(metrics::metrics),
     },
     ApiRoute {
         method: "GET",
