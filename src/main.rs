@@ -83,6 +83,10 @@ enum Command {
         /// Serve the console from this folder instead of the one built into the binary.
         #[arg(long)]
         web: Option<PathBuf>,
+        /// Also serve `GET /metrics` here, without a token, for a Prometheus scraper on the
+        /// operators' network (instead of the team file's `http.metrics_bind`).
+        #[arg(long, env = "COHORT_METRICS_BIND")]
+        metrics_bind: Option<std::net::SocketAddr>,
         #[command(flatten)]
         data: DataArgs,
         /// Keep nothing: the team's state lives in memory only and is lost when it stops.
@@ -232,10 +236,17 @@ fn main() -> ExitCode {
             team,
             bind,
             web,
+            metrics_bind,
             data,
             no_data,
             node,
-        } => serve(&team, bind, web, (!no_data).then_some(data), node.node()),
+        } => serve(
+            &team,
+            (bind, metrics_bind),
+            web,
+            (!no_data).then_some(data),
+            node.node(),
+        ),
         Command::Mcp { command } => mcp(command),
         Command::Bench {
             quick,
@@ -519,7 +530,7 @@ fn stopped_line(place: Option<&str>) -> String {
 
 fn serve(
     team: &std::path::Path,
-    bind: std::net::SocketAddr,
+    (bind, metrics_bind): (std::net::SocketAddr, Option<std::net::SocketAddr>),
     web: Option<PathBuf>,
     data: Option<DataArgs>,
     node: Option<cli::node::Node>,
@@ -527,7 +538,10 @@ fn serve(
     let system = actix::System::new();
     let code = system.block_on(async move {
         let run = async {
-            let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
+            let mut cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
+            if metrics_bind.is_some() {
+                cfg.http.metrics_bind = metrics_bind;
+            }
             let vars = |k: &str| std::env::var(k).ok();
             let host = Host::new(
                 &vars,

@@ -176,3 +176,86 @@ async fn the_metrics_parse_and_count_what_the_states_say_the_team_did() {
     let r = call(&app, "GET", "/metrics", Some(&bob), None).await;
     assert_error(&r, StatusCode::FORBIDDEN, "a member reading the metrics");
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Stops the server it holds when dropped, also when the test fails.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `cohort serve --metrics-bind` serves the figures to a scraper without a token on that
+/// address (and nothing else there), while the API's own `/metrics` still wants an operator.
+#[tokio::test]
+async fn a_scraper_reads_the_metrics_without_a_token_on_their_own_address() {
+    let (api, scrape) = (free_port(), free_port());
+    let _server = Serving(
+        std::process::Command::new(env!("CARGO_BIN_EXE_cohort"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "serve",
+                "--team",
+                "examples/operator/team.yaml",
+                "--no-data",
+            ])
+            .arg("--bind")
+            .arg(format!("127.0.0.1:{api}"))
+            .arg("--metrics-bind")
+            .arg(format!("127.0.0.1:{scrape}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let http = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let text = loop {
+        match http
+            .get(format!("http://127.0.0.1:{scrape}/metrics"))
+            .send()
+            .await
+        {
+            Ok(r) => {
+                assert_eq!(r.status(), 200);
+                let kind = r.headers()["content-type"].to_str().unwrap().to_owned();
+                assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
+                break r.text().await.unwrap();
+            }
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("the metrics were not served: {e}"),
+        }
+    };
+    let scraped = Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    assert_eq!(total(&scraped, "cohort_steps_running", &[]), 0.0, "{text}");
+    assert!(
+        scraped
+            .docs
+            .contains_key("cohort_llm_call_duration_seconds")
+    );
+    let other = http
+        .get(format!("http://127.0.0.1:{scrape}/api/states?type=task"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404, "only the metrics are served there");
+    let on_api = http
+        .get(format!("http://127.0.0.1:{api}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(on_api.status(), 401, "the API's /metrics wants a token");
+}

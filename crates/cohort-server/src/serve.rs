@@ -100,6 +100,35 @@ pub(crate) fn listen(bind: SocketAddr) -> Result<(std::net::TcpListener, SocketA
     Ok((listener, bound))
 }
 
+/// `GET /metrics` served without a token on its own address (`http.metrics_bind`), for as long
+/// as this is kept.
+pub struct MetricsServer {
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Serves `state`'s metrics on `http.metrics_bind`, when the team file or `--metrics-bind` gives
+/// one, until the answer is dropped.
+pub fn serve_metrics(
+    http: &crate::config::Http,
+    state: &ApiState,
+) -> Result<Option<MetricsServer>, ServeError> {
+    let Some(bind) = http.metrics_bind else {
+        return Ok(None);
+    };
+    let (listener, bound) = listen(bind)?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (app, http) = (crate::api::metrics::router(state.clone()), http.clone());
+    spawn_serving(listener, move |l| async move {
+        let stop = async {
+            let _ = stopped.await;
+        };
+        crate::api::serve_router(l, app, &http, || {}, stop).await
+    })
+    .map_err(ServeError::Http)?;
+    tracing::info!("metrics for scrapers on http://{bound}/metrics");
+    Ok(Some(MetricsServer { _stop: stop }))
+}
+
 /// The API of `team` served on `bound`: its people's sessions kept in `store` when given.
 pub async fn api_state(
     cfg: &TeamConfig,
@@ -147,6 +176,7 @@ pub async fn serve_team(
     };
     let (listener, bound) = listen(bind)?;
     let state = api_state(cfg, &team, web_dir, bound, store).await?;
+    let _metrics = serve_metrics(&cfg.http, &state)?;
     on_ready(bound);
     let served = match spawn_http(listener, state, stop) {
         Ok(done) => done

@@ -1,13 +1,14 @@
 //! `http:` in the team file: how `cohort serve` treats connections — how long a client may take
 //! to send a request and may keep an idle connection open, how many connections it holds at
 //! once, how many requests one connection carries, and which reverse proxies' forwarded-for
-//! headers it believes. Each value out of its range is a problem naming its field.
+//! headers it believes, and where `GET /metrics` is served for a scraper. Each value out of its
+//! range is a problem naming its field.
 
 use super::agent::Findings;
 use super::limits::bounded;
 use super::raw::RawHttp;
 use ipnet::IpNet;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
@@ -28,6 +29,9 @@ pub struct Http {
     /// Reverse proxies whose `X-Forwarded-For` / `Forwarded` headers name the client (none by
     /// default: a client's own forwarded headers are never believed).
     pub trusted_proxies: Vec<IpNet>,
+    /// Where `GET /metrics` is also served, without a token, for a scraper on the operators'
+    /// network (none by default: then only operators read it, on the API's address).
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 impl Default for Http {
@@ -38,6 +42,7 @@ impl Default for Http {
             max_connections: 1024,
             max_requests_per_connection: 1000,
             trusted_proxies: Vec::new(),
+            metrics_bind: None,
         }
     }
 }
@@ -100,12 +105,27 @@ pub(super) fn http(r: RawHttp, file: &Path, out: &mut Findings) -> Http {
             Err(why) => out.add(file, format!("http.trusted_proxies[{i}]"), why),
         }
     }
+    let metrics_bind = r
+        .metrics_bind
+        .as_deref()
+        .and_then(|a| match a.trim().parse() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                out.add(
+                    file,
+                    "http.metrics_bind",
+                    format!("`{a}` is not an address and port (e.g. `127.0.0.1:9464`)"),
+                );
+                None
+            }
+        });
     Http {
         header_timeout,
         idle_timeout,
         max_connections,
         max_requests_per_connection,
         trusted_proxies,
+        metrics_bind,
     }
 }
 
@@ -142,7 +162,7 @@ mod tests {
         let t = load_team(&write(&d, "default.yaml", HEAD)).unwrap();
         assert_eq!(t.http, Http::default());
         let set = format!(
-            "{HEAD}http: {{header_timeout_s: 3, idle_timeout_s: 20, max_connections: 64, max_requests_per_connection: 5, trusted_proxies: [10.0.0.5, 192.168.0.0/16, \"fd00::/8\"]}}\n"
+            "{HEAD}http: {{header_timeout_s: 3, idle_timeout_s: 20, max_connections: 64, max_requests_per_connection: 5, trusted_proxies: [10.0.0.5, 192.168.0.0/16, \"fd00::/8\"], metrics_bind: \"127.0.0.1:9464\"}}\n"
         );
         let t = load_team(&write(&d, "set.yaml", &set)).unwrap();
         assert_eq!(t.http.header_timeout, Duration::from_secs(3));
@@ -156,13 +176,14 @@ mod tests {
             .map(|n| n.to_string())
             .collect();
         assert_eq!(nets, ["10.0.0.5/32", "192.168.0.0/16", "fd00::/8"]);
+        assert_eq!(t.http.metrics_bind, Some("127.0.0.1:9464".parse().unwrap()));
     }
 
     #[test]
     fn an_http_value_out_of_range_names_its_field() {
         let d = tmp("http-bad");
         let bad = format!(
-            "{HEAD}http: {{header_timeout_s: 0, idle_timeout_s: 99999, max_connections: 2, max_requests_per_connection: 0, trusted_proxies: [10.0.0.1, proxy.local, 10.0.0.0/33]}}\n"
+            "{HEAD}http: {{header_timeout_s: 0, idle_timeout_s: 99999, max_connections: 2, max_requests_per_connection: 0, trusted_proxies: [10.0.0.1, proxy.local, 10.0.0.0/33], metrics_bind: \"localhost\"}}\n"
         );
         let problems = load_team(&write(&d, "bad.yaml", &bad))
             .unwrap_err()
@@ -177,6 +198,7 @@ mod tests {
                 "http.max_requests_per_connection",
                 "http.trusted_proxies[1]",
                 "http.trusted_proxies[2]",
+                "http.metrics_bind",
             ]
         );
         assert!(problems[4].message.contains("proxy.local"), "{problems:?}");

@@ -87,6 +87,9 @@ pub struct RawHttp {
     /// believed.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,
+    /// Where to serve `GET /metrics` without a token, for a scraper (`127.0.0.1:9464`).
+    #[serde(default)]
+    pub metrics_bind: Option<String>,
 }
 
 /// `store:`, what the store keeps beyond what recovery needs, and how often it is compacted.

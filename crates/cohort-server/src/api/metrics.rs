@@ -4,7 +4,7 @@
 //! rule, re-asks), gauges from the states as they are now (steps running and queued, waits for
 //! a person, tasks by state, messages in flight), and the process's own timings (LLM calls by
 //! model and outcome, store commits) and feeds. Operators only, or on a bind address of its own
-//! (`--metrics-bind`) for a scraper on the operators' network.
+//! (`http.metrics_bind`, or `--metrics-bind`) for a scraper on the operators' network.
 
 use super::{ApiState, AppError, Caller};
 use crate::event::tally::{Histogram, STEP_SECONDS};
@@ -23,7 +23,19 @@ pub async fn metrics(State(state): State<ApiState>, caller: Caller) -> Result<Re
     Ok(exposition(&state))
 }
 
-/// The figures as a scrape's answer (no caller: the `--metrics-bind` listener).
+/// The metrics alone, without a token (the `http.metrics_bind` listener): any other path is
+/// not found.
+pub fn router(state: ApiState) -> axum::Router {
+    axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(|State(s): State<ApiState>| async move { exposition(&s) }),
+        )
+        .fallback(|| async { AppError::NotFound("only /metrics is served here".into()) })
+        .with_state(state)
+}
+
+/// The figures as a scrape's answer (no caller: the `http.metrics_bind` listener).
 pub fn exposition(state: &ApiState) -> Response {
     let text = render(state);
     ([(header::CONTENT_TYPE, TEXT_FORMAT)], text).into_response()

@@ -330,6 +330,12 @@ impl Term<'_> {
             }
         };
         state.show_nodes(self.store.clone(), self.lease.ttl);
+        // Served while this node runs the team (a node standing by has no figures of its
+        // own); a port another process holds costs the scrape, not the term.
+        let _metrics = crate::serve::serve_metrics(&self.cfg.http, &state).unwrap_or_else(|e| {
+            tracing::warn!("the metrics are not served for scrapers: {e}");
+            None
+        });
         let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
         let app = standby::named(crate::api::router(state.clone()), &self.seat.node);
         let http = self.cfg.http.clone();
