@@ -887,3 +887,26 @@ async fn steps_are_listed_by_when_they_were_created() {
     }
     assert_eq!(paged[..order.len()], order[..], "pages in the same order");
 }
+
+/// Seed 000 §10.3: a person gives at most `http.goals_per_person` goals (5) within
+/// `http.goal_window_s` (15 s); one more is refused with 429 and `Retry-After`.
+#[actix::test]
+async fn a_persons_goals_are_held_to_five_in_fifteen_seconds() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg).with_http(cfg.http.clone());
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    let goal = |n: usize| {
+        json!({"human_agent_id": "alice", "task_id": base_task(&team),
+            "receiver": ["manager"], "content": format!("goal {n}"), "need_reply": false})
+    };
+    for n in 0..5 {
+        let r = post(&app, "/api/send_message", Some(&alice), goal(n)).await;
+        assert_eq!(r.status, StatusCode::OK, "goal {n}: {}", r.text);
+    }
+    let r = post(&app, "/api/send_message", Some(&alice), goal(5)).await;
+    assert_error(&r, StatusCode::TOO_MANY_REQUESTS, "a sixth goal within 15 s");
+    assert!(r.text.contains("http.goals_per_person"), "{}", r.text);
+    let wait: u64 = r.headers[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    assert!((1..=15).contains(&wait), "Retry-After {wait}");
+}

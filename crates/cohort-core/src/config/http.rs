@@ -1,7 +1,7 @@
 //! `http:` in the team file: how `cohort serve` treats connections — how long a client may take
 //! to send a request and may keep an idle connection open, how many connections it holds at
 //! once, how many requests one connection carries, and which reverse proxies' forwarded-for
-//! headers it believes, and where `GET /metrics` is served for a scraper. Each value out of its
+//! headers it believes, where `GET /metrics` is served for a scraper, and how many goals it takes (seed 000 §10.3). Each value out of its
 //! range is a problem naming its field.
 
 use super::agent::Findings;
@@ -32,6 +32,14 @@ pub struct Http {
     /// Where `GET /metrics` is also served, without a token, for a scraper on the operators'
     /// network (none by default: then only operators read it, on the API's address).
     pub metrics_bind: Option<SocketAddr>,
+    /// A person's goal (a message in the base task) is refused with 429 while the team has
+    /// this many tasks running (default 30, seed 000 §10.3).
+    pub running_tasks: usize,
+    /// Goals one person may give within [`Http::goal_window`] (default 5 in 15 s, seed 000
+    /// §10.3); one more is refused with 429 and the seconds until the oldest leaves the window.
+    pub goals_per_person: usize,
+    /// The sliding window `goals_per_person` counts in (`goal_window_s`).
+    pub goal_window: Duration,
 }
 
 impl Default for Http {
@@ -43,6 +51,9 @@ impl Default for Http {
             max_requests_per_connection: 1000,
             trusted_proxies: Vec::new(),
             metrics_bind: None,
+            running_tasks: 30,
+            goals_per_person: 5,
+            goal_window: Duration::from_secs(15),
         }
     }
 }
@@ -51,6 +62,8 @@ impl Default for Http {
 const MAX_HEADER_TIMEOUT_S: u64 = 300;
 /// The longest `idle_timeout_s` accepted (an hour).
 const MAX_IDLE_TIMEOUT_S: u64 = 3600;
+/// The longest `goal_window_s` accepted (a day).
+const MAX_GOAL_WINDOW_S: u64 = 86_400;
 /// Fewer connections than this could not hold a console and a login at once.
 const MIN_CONNECTIONS: usize = 16;
 const MAX_CONNECTIONS: usize = 1_000_000;
@@ -119,6 +132,18 @@ pub(super) fn http(r: RawHttp, file: &Path, out: &mut Findings) -> Http {
                 None
             }
         });
+    let mut count = |v: Option<usize>, field: &str, default: usize| {
+        bounded(out, file, &format!("http.{field}"), v, (1, None), default)
+    };
+    let running_tasks = count(r.running_tasks, "running_tasks", d.running_tasks);
+    let goals_per_person = count(r.goals_per_person, "goals_per_person", d.goals_per_person);
+    let goal_window = secs(
+        out,
+        r.goal_window_s,
+        "goal_window_s",
+        MAX_GOAL_WINDOW_S,
+        d.goal_window,
+    );
     Http {
         header_timeout,
         idle_timeout,
@@ -126,6 +151,9 @@ pub(super) fn http(r: RawHttp, file: &Path, out: &mut Findings) -> Http {
         max_requests_per_connection,
         trusted_proxies,
         metrics_bind,
+        running_tasks,
+        goals_per_person,
+        goal_window,
     }
 }
 

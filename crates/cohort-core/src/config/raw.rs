@@ -90,6 +90,12 @@ pub struct RawHttp {
     /// Where to serve `GET /metrics` without a token, for a scraper (`127.0.0.1:9464`).
     #[serde(default)]
     pub metrics_bind: Option<String>,
+    #[serde(default)]
+    pub running_tasks: Option<usize>,
+    #[serde(default)]
+    pub goals_per_person: Option<usize>,
+    #[serde(default)]
+    pub goal_window_s: Option<u64>,
 }
 
 /// `store:`, what the store keeps beyond what recovery needs, and how often it is compacted.

@@ -27,6 +27,10 @@ pub enum AppError {
     /// Too many failed logins; retry after this many seconds.
     #[error("too many failed logins; try again in {0} s")]
     TooManyRequests(u64),
+    /// A goal the team takes no more of now (seed 000 §10.3's caps); retry after this many
+    /// seconds.
+    #[error("{0}")]
+    Held(String, u64),
     /// The server is too busy for this right now (too many password checks); retry in a
     /// second.
     #[error("{0}")]
@@ -53,7 +57,9 @@ impl AppError {
             AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
-            AppError::TooManyRequests(_) | AppError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::TooManyRequests(_) | AppError::Busy(_) | AppError::Held(..) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             AppError::Rejected(s, _) => *s,
             AppError::Unavailable(_) | AppError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -71,7 +77,7 @@ impl IntoResponse for AppError {
         let body = json!({ "success": false, "error": self.to_string() });
         let mut res = (status, axum::Json(body)).into_response();
         let retry = match self {
-            AppError::TooManyRequests(secs) => Some(secs.max(1)),
+            AppError::TooManyRequests(secs) | AppError::Held(_, secs) => Some(secs.max(1)),
             AppError::Busy(_) | AppError::Overloaded(_) => Some(1),
             _ => None,
         };

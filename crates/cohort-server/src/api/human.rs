@@ -9,7 +9,7 @@ use super::{ApiState, AppError, Caller};
 use crate::actors::{HumanSend, SendRefused};
 use crate::agent::{HumanError, HumanMessage};
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
-use crate::state::{ConversationPool, PrivateMessage};
+use crate::state::{ConversationPool, ExecutionState, PrivateMessage};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -166,6 +166,7 @@ pub async fn send_message(
     let human = state.human(&sender)?;
     check_reach(&state, &caller, &m)?;
     check_room(&state, &m)?;
+    admit_goal(&state, &sender, &m)?;
     let sent = human.send(HumanSend(m)).await?.map_err(|e| match e {
         SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
             AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
@@ -198,6 +199,26 @@ pub async fn send_message(
     Ok(Json(
         json!({ "success": true, "message": note, "sent": sent }),
     ))
+}
+
+/// A goal (a message in the base task) is taken only within seed 000 §10.3's caps: the tasks
+/// running, and the goals its sender gave lately ([`super::goal_limit`]).
+fn admit_goal(state: &ApiState, sender: &AgentId, m: &HumanMessage) -> Result<(), AppError> {
+    let base = &state.inner.base_task;
+    if &m.task_id != base {
+        return Ok(());
+    }
+    let running = state.inner.monitor.read(|s| {
+        s.tasks
+            .values()
+            .filter(|t| &t.task_id != base && t.execution_state == ExecutionState::Running)
+            .count()
+    });
+    state
+        .inner
+        .goals
+        .admit(sender, running)
+        .map_err(|held| AppError::Held(held.to_string(), held.retry_after()))
 }
 
 /// A member posts only into their own tasks, to agents they can see.

@@ -12,7 +12,8 @@
 //! - [`states`]: `GET /api/states?type=…` and `GET /api/state/{id}`; [`nodes`]: `GET
 //!   /api/nodes`, where a team across machines runs.
 //! - [`ws`]: `GET /ws?token=…`, the monitor feed (snapshot, then live events).
-//! - [`feed_slots`]: the caps on open feeds, per person and in all.
+//! - [`feed_slots`]: the caps on open feeds, per person and in all; [`goal_limit`]: the caps on
+//!   people's goals (tasks running, goals per person in a window).
 //! - [`metrics`]: `GET /metrics`, the team's figures for Prometheus.
 //! - [`server`]: serving connections under the `http:` limits; [`connections`]: what each
 //!   open connection is doing, its deadline, and which one gives way when the table fills;
@@ -29,6 +30,7 @@ pub mod console;
 pub mod control;
 pub mod error;
 pub mod feed_slots;
+pub mod goal_limit;
 pub mod human;
 pub mod login_limit;
 pub mod metrics;
@@ -89,6 +91,7 @@ struct Inner {
     allowed_origins: Vec<String>,
     feed: FeedConfig,
     feed_slots: Arc<feed_slots::FeedSlots>,
+    goals: goal_limit::GoalLimiter,
     /// The longest message a person may send, in characters (the team's retention setting).
     message_chars: usize,
     /// The most bytes of steps an agent may have queued before a person's message to it waits.
@@ -159,6 +162,7 @@ impl ApiState {
                 allowed_origins,
                 feed: FeedConfig::default(),
                 feed_slots: Arc::default(),
+                goals: goal_limit::GoalLimiter::new(&crate::config::Http::default()),
                 message_chars: team.retention.message_chars,
                 agent_queue_bytes: team.retention.memory.agent_queue(),
                 reads: reads::Reads::default(),
@@ -184,6 +188,7 @@ impl ApiState {
     pub fn with_http(mut self, http: crate::config::Http) -> Self {
         let inner = self.inner_mut();
         inner.proxies = client_addr::TrustedProxies::new(http.trusted_proxies.clone());
+        inner.goals = goal_limit::GoalLimiter::new(&http);
         inner.http = http;
         self
     }
