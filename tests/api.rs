@@ -905,8 +905,16 @@ async fn a_persons_goals_are_held_to_five_in_fifteen_seconds() {
         assert_eq!(r.status, StatusCode::OK, "goal {n}: {}", r.text);
     }
     let r = post(&app, "/api/send_message", Some(&alice), goal(5)).await;
-    assert_error(&r, StatusCode::TOO_MANY_REQUESTS, "a sixth goal within 15 s");
+    assert_error(
+        &r,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a sixth goal within 15 s",
+    );
     assert!(r.text.contains("http.goals_per_person"), "{}", r.text);
-    let wait: u64 = r.headers[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    let wait: u64 = r.headers[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=15).contains(&wait), "Retry-After {wait}");
 }

@@ -298,32 +298,39 @@ fn record_send(agent: &mut AgentState, m: &HumanMessage, sent: &[Message]) {
 /// The question of the oldest unanswered message from `from` in `task`, the one a send to
 /// `from` answers (see `answer_pending`), if it carries one.
 fn pending_ask<'a>(agent: &'a AgentState, from: &AgentId, task: &TaskId) -> Option<&'a Ask> {
+    pending(agent, from, task)?.1.ask.as_ref()
+}
+
+/// The oldest message from `from` in `task` that needs the person's reply and has none yet,
+/// with its place in their conversation.
+fn pending<'a>(
+    agent: &'a AgentState,
+    from: &AgentId,
+    task: &TaskId,
+) -> Option<(usize, &'a PrivateMessage)> {
     agent
         .conversation_pool
         .as_ref()?
         .conversation_privates
         .get(from)?
         .iter()
-        .find(|p| &p.sender_id == from && &p.task_id == task && p.need_reply && !p.replied)?
-        .ask
-        .as_ref()
+        .enumerate()
+        .find(|(_, p)| &p.sender_id == from && &p.task_id == task && p.need_reply && !p.replied)
 }
 
 /// Marks the oldest unanswered message from `from` in `task` that needed a reply as answered,
 /// returning its wait id if its sender waits.
 fn answer_pending(agent: &mut AgentState, from: &AgentId, task: &TaskId) -> Option<WaitId> {
-    let chat = agent
-        .conversation_pool
-        .as_ref()?
-        .conversation_privates
-        .get(from)?;
-    let (index, pending) = chat
-        .iter()
-        .enumerate()
-        .find(|(_, p)| &p.sender_id == from && &p.task_id == task && p.need_reply && !p.replied)?;
+    let (index, pending) = pending(agent, from, task)?;
     let wait = pending.return_waiting_id.clone();
     agent.mark_replied(from, index);
     wait
+}
+
+/// Whether a person's send `m` gives the team a goal: a message in the base task `base` that
+/// answers nothing any of its receivers asked (what seed 000 §10.3's caps count).
+pub fn gives_a_goal(agent: &AgentState, m: &HumanMessage, base: &TaskId) -> bool {
+    &m.task_id == base && m.receiver.iter().all(|r| pending(agent, r, base).is_none())
 }
 
 #[cfg(test)]
@@ -369,6 +376,38 @@ mod tests {
         assert!(held <= 100 << 10, "{held} bytes in {} messages", chat.len());
         assert!(chat.len() >= 4, "{}", chat.len());
         assert!(chat.last().unwrap().content.starts_with("099"));
+    }
+
+    #[test]
+    fn a_message_in_the_base_task_is_a_goal_unless_it_answers_a_question() {
+        let mut h = human();
+        let to_m = |task: &str| HumanMessage {
+            task_id: task.into(),
+            receiver: vec!["m".into()],
+            content: "do it".into(),
+            stage_relative: StageRef::NoRelative,
+            need_reply: true,
+            waiting: false,
+            wait_secs: None,
+        };
+        let base = TaskId::from("t");
+        assert!(gives_a_goal(&h, &to_m("t"), &base));
+        assert!(
+            !gives_a_goal(&h, &to_m("other"), &base),
+            "work inside a task"
+        );
+        let mut q = from("m", "which colour?");
+        q.need_reply = true;
+        receive_as_human(&mut h, &q, "now", 0);
+        assert!(
+            !gives_a_goal(&h, &to_m("t"), &base),
+            "an answer to m's question"
+        );
+        human_send(&mut h, &to_m("t"), &Now::current()).unwrap();
+        assert!(
+            gives_a_goal(&h, &to_m("t"), &base),
+            "answered: the next is a goal"
+        );
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub use complete::{
     Completion, FollowUp, StepCompletion, act_again_after_refusal, complete_step,
     complete_tool_loop, complete_tool_step, stop_step,
 };
-pub use human::{HumanError, HumanMessage, MAX_WAIT_SECS, human_send, receive_as_human};
+pub use human::{
+    HumanError, HumanMessage, MAX_WAIT_SECS, gives_a_goal, human_send, receive_as_human,
+};
 pub use limits::stop_reason;
 pub use reask::Asking;
 pub use receive::{Received, asks_to_act, receive_message};

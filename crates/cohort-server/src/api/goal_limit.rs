@@ -129,7 +129,9 @@ mod tests {
         let t0 = Instant::now();
         assert!(l.admit_at(&alice, 0, t0).is_ok());
         assert!(l.admit_at(&alice, 0, t0 + Duration::from_secs(5)).is_ok());
-        let held = l.admit_at(&alice, 0, t0 + Duration::from_secs(6)).unwrap_err();
+        let held = l
+            .admit_at(&alice, 0, t0 + Duration::from_secs(6))
+            .unwrap_err();
         assert_eq!(held.retry_after(), 9, "the first leaves the window at 15 s");
         assert!(held.to_string().contains("2 goals within 15s"), "{held}");
         // Someone else is not held back by alice.
@@ -143,13 +145,7 @@ mod tests {
     fn no_goal_is_taken_while_the_team_runs_its_most_tasks() {
         let l = limiter();
         let held = l.admit(&"alice".into(), 3).unwrap_err();
-        assert_eq!(
-            held,
-            Held::Running {
-                running: 3,
-                max: 3
-            }
-        );
+        assert_eq!(held, Held::Running { running: 3, max: 3 });
         assert_eq!(held.retry_after(), 10);
         assert!(l.admit(&"alice".into(), 2).is_ok());
     }

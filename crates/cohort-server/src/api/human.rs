@@ -7,7 +7,7 @@ use super::error::{ApiJson, ApiPath};
 use super::password_checks::CheckRefused;
 use super::{ApiState, AppError, Caller};
 use crate::actors::{HumanSend, SendRefused};
-use crate::agent::{HumanError, HumanMessage};
+use crate::agent::{HumanError, HumanMessage, gives_a_goal};
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::state::{ConversationPool, ExecutionState, PrivateMessage};
 use axum::Json;
@@ -201,19 +201,23 @@ pub async fn send_message(
     ))
 }
 
-/// A goal (a message in the base task) is taken only within seed 000 §10.3's caps: the tasks
-/// running, and the goals its sender gave lately ([`super::goal_limit`]).
+/// A goal (a message in the base task that answers nothing) is taken only within seed 000
+/// §10.3's caps: the tasks running, and the goals its sender gave lately
+/// ([`super::goal_limit`]).
 fn admit_goal(state: &ApiState, sender: &AgentId, m: &HumanMessage) -> Result<(), AppError> {
     let base = &state.inner.base_task;
-    if &m.task_id != base {
-        return Ok(());
-    }
     let running = state.inner.monitor.read(|s| {
-        s.tasks
-            .values()
-            .filter(|t| &t.task_id != base && t.execution_state == ExecutionState::Running)
-            .count()
+        let person = s.agents.get(sender)?;
+        gives_a_goal(person, m, base).then(|| {
+            s.tasks
+                .values()
+                .filter(|t| &t.task_id != base && t.execution_state == ExecutionState::Running)
+                .count()
+        })
     });
+    let Some(running) = running else {
+        return Ok(());
+    };
     state
         .inner
         .goals
