@@ -8,11 +8,13 @@
 //!
 //! - [`apply`]: the pure `apply` of a change to a task, a stage or an agent (with its steps).
 //! - [`record`]: the whole of a state as the store keeps it (the wire form leaves parts out).
+//! - [`flow`]: the seeds' event stream of one task (FLOW_*/STEP_*/TEXT_ADD) folded from changes.
 //! - [`states`]: `States`, a reader's copy of the whole team built from changes, with the
 //!   bookkeeping a reader needs (steps that left their agent, evicted tasks, counters).
 
 pub mod apply;
 pub mod deliveries;
+pub mod flow;
 pub mod record;
 pub mod stall;
 pub mod states;
