@@ -166,24 +166,31 @@ impl ServeChild {
         // Reads the server's stderr to its end (a full pipe would block it), passing on the
         // address it serves on.
         std::thread::spawn(move || {
+            // The last lines it wrote, to say why if it ends before serving.
+            let mut last = std::collections::VecDeque::new();
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(addr) = line
                     .split_once(" on http://")
                     .and_then(|(_, rest)| rest.split_whitespace().next())
                     .and_then(|a| a.parse::<SocketAddr>().ok())
                 {
-                    let _ = tx.send(addr);
+                    let _ = tx.send(Ok(addr));
+                }
+                last.push_back(line);
+                if last.len() > 10 {
+                    last.pop_front();
                 }
             }
+            let _ = tx.send(Err(Vec::from(last).join("\n")));
         });
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(addr) => Ok(ServeChild { child, addr }),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err("`cohort serve` did not say where it serves within 60 s".to_owned())
-            }
-        }
+        let why = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Ok(addr)) => return Ok(ServeChild { child, addr }),
+            Ok(Err(said)) => format!("`cohort serve` ended before serving: {said}"),
+            Err(_) => "`cohort serve` did not say where it serves within 60 s".to_owned(),
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(why)
     }
 
     /// A `/proc/<pid>/status` figure in MiB (`VmRSS:`, `VmHWM:`).
@@ -244,7 +251,9 @@ fn raise_own_open_files(want: u64) -> Result<(), String> {
 }
 
 /// The bench team with an operator, and `extra` appended to its team file.
-fn team(name: &str, extra: &str) -> Result<(Scratch, std::path::PathBuf), String> {
+/// A bench team with more keys (`http_keys`, indented YAML lines) in its `http:` block, which
+/// `write_team` ends the file with.
+fn team(name: &str, http_keys: &str) -> Result<(Scratch, std::path::PathBuf), String> {
     let scratch = Scratch::new(name).map_err(|e| e.to_string())?;
     let hash = crate::auth::hash_password(PASSWORD)?;
     let shape = TeamShape {
@@ -255,9 +264,9 @@ fn team(name: &str, extra: &str) -> Result<(Scratch, std::path::PathBuf), String
         goals: 1,
     };
     let file = write_team(&scratch.0, shape, Some(&hash)).map_err(|e| e.to_string())?;
-    if !extra.is_empty() {
+    if !http_keys.is_empty() {
         let mut text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
-        text.push_str(extra);
+        text.push_str(http_keys);
         std::fs::write(&file, text).map_err(|e| e.to_string())?;
     }
     Ok((scratch, file))
@@ -391,7 +400,7 @@ fn sample_fds(pid: u32) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
 pub fn connections(connections: usize, open_files: u64, quick: bool) -> Figures {
     let (header, idle) = if quick { (2, 4) } else { (10, 60) };
     let extra = if quick {
-        format!("http: {{header_timeout_s: {header}, idle_timeout_s: {idle}}}\n")
+        format!("  header_timeout_s: {header}\n  idle_timeout_s: {idle}\n")
     } else {
         String::new()
     };

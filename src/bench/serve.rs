@@ -37,13 +37,13 @@ pub(super) async fn start_served(
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let state = ApiState::new(&team, &cfg.humans, web, vec!["*".into()]).with_feed_config(
-        crate::api::FeedConfig {
+    let state = ApiState::new(&team, &cfg.humans, web, vec!["*".into()])
+        .with_http(cfg.http.clone())
+        .with_feed_config(crate::api::FeedConfig {
             max_per_human: feeds,
             max_total: feeds,
             ..Default::default()
-        },
-    );
+        });
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     // As `cohort serve` runs it: on a runtime of its own, beside the actors.
     crate::serve::spawn_http(listener, state, async move {

@@ -82,7 +82,8 @@ pub fn write_team(
             "humans:\n  - id: operator\n    role: operator\n    access: operator\n    password_hash: \"{hash}\"\n"
         );
         // A bench is one person giving goals as fast as the team takes them: seed 000's caps on a
-        // person's goals (5 in 15 s, 30 running) would measure the cap, not the team.
+        // person's goals (5 in 15 s, 30 running) would measure the cap, not the team. Last in
+        // the file, so a scenario may add keys to it.
         team.push_str("http:\n  goals_per_person: 1000000\n  running_tasks: 1000000\n");
     }
     std::fs::write(dir.join("team.yaml"), team)?;
