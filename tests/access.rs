@@ -42,7 +42,9 @@ fn publish_hidden_task(team: &cohort::actors::Team) {
     );
     step.step_id = "hidden-step".into();
     team.monitor.publish(vec![
-        Change::Task(TaskChange::Created { task }),
+        Change::Task(TaskChange::Created {
+            task: Box::new(task),
+        }),
         Change::Stage(StageChange::Added { stage, list_at: 0 }),
         Change::Step(StepChange::Added {
             agent_id: "manager".into(),

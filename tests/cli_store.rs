@@ -41,9 +41,9 @@ async fn inspect_lists_the_stored_tasks_and_export_writes_their_events() {
     let t2 = TaskState::new("t-two".into(), "Plan a trip".into(), "i".into(), "m".into());
     let t3 = TaskState::new("t-one-more".into(), "More".into(), "i".into(), "m".into());
     let last = m.publish(vec![
-        Change::Task(TaskChange::Created { task: t1 }),
-        Change::Task(TaskChange::Created { task: t2 }),
-        Change::Task(TaskChange::Created { task: t3 }),
+        Change::Task(TaskChange::Created { task: Box::new(t1) }),
+        Change::Task(TaskChange::Created { task: Box::new(t2) }),
+        Change::Task(TaskChange::Created { task: Box::new(t3) }),
         Change::Task(TaskChange::Tokens {
             task_id: "t-one".into(),
             usage: TokenUsage::new(3, 1),
@@ -194,7 +194,7 @@ async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() 
         "m".into(),
     );
     m.publish(vec![
-        Change::Task(TaskChange::Created { task: t }),
+        Change::Task(TaskChange::Created { task: Box::new(t) }),
         Change::Task(TaskChange::State {
             task_id: "t-one".into(),
             execution_state: cohort::state::ExecutionState::Finished,

@@ -18,7 +18,12 @@ use std::time::Duration;
 
 fn created(id: &str) -> Change {
     Change::Task(TaskChange::Created {
-        task: TaskState::new(id.into(), "n".into(), "i".into(), "m".into()),
+        task: Box::new(TaskState::new(
+            id.into(),
+            "n".into(),
+            "i".into(),
+            "m".into(),
+        )),
     })
 }
 

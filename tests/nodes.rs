@@ -26,7 +26,7 @@ fn task_created(version: u64, task: &str) -> StoredEvent {
         event: Event {
             version,
             at: 1_700_000_000_000 + version as i64,
-            change: Change::Task(TaskChange::Created { task: t }),
+            change: Change::Task(TaskChange::Created { task: Box::new(t) }),
         },
         task_id: Some(task.into()),
     }

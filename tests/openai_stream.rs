@@ -243,7 +243,7 @@ async fn a_team_on_a_streaming_endpoint_shows_each_answer_being_written() {
         .await
         .expect("a writing frame")
         .unwrap();
-    let frame: Value = serde_json::from_slice(&frame.json).unwrap();
+    let frame: Value = serde_json::from_slice(frame.json()).unwrap();
     assert_eq!(frame["type"], "writing");
     assert_eq!(frame["agent_id"], "manager");
     let text = frame["text"].as_str().unwrap();

@@ -21,7 +21,7 @@ fn task_created(version: u64, task: &str) -> StoredEvent {
         event: Event {
             version,
             at: 1_700_000_000_000 + version as i64,
-            change: Change::Task(TaskChange::Created { task: t }),
+            change: Change::Task(TaskChange::Created { task: Box::new(t) }),
         },
         task_id: Some(task.into()),
     }
@@ -365,7 +365,11 @@ impl History {
 
     fn created(&mut self, task: &str, at: i64) {
         let t = TaskState::new(task.into(), format!("task {task}"), "i".into(), "m".into());
-        self.change(task, Change::Task(TaskChange::Created { task: t }), at);
+        self.change(
+            task,
+            Change::Task(TaskChange::Created { task: Box::new(t) }),
+            at,
+        );
     }
 
     /// A task that runs one stage with `messages` messages and finishes; `evicted`: it then

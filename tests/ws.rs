@@ -85,12 +85,12 @@ async fn refused(req: impl IntoClientRequest + Unpin) -> u16 {
 /// A change that (re)creates task `id` with `intention`.
 fn task(id: &str, intention: &str) -> Vec<Change> {
     vec![Change::Task(TaskChange::Created {
-        task: TaskState::new(
+        task: Box::new(TaskState::new(
             id.into(),
             "probe".into(),
             intention.into(),
             "manager".into(),
-        ),
+        )),
     })]
 }
 

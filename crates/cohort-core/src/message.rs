@@ -289,6 +289,10 @@ pub enum TaskInstruction {
         /// step's origin; whatever a model writes here is replaced.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         requested_by: Option<AgentId>,
+        /// The step that acted on the goal (or notice) the task serves: its trace's root. Set
+        /// by the skill; whatever a model writes here is replaced.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal_step: Option<crate::ids::StepId>,
     },
     /// Append stages to a task's `stage_list`.
     AddStage {

@@ -190,6 +190,26 @@ impl McpClient {
         }
     }
 
+    /// The risk of each tool of `server` as its description fetched already tells it (never
+    /// connects); `None` when it was not described yet.
+    pub fn known_risks(&self, server: &str) -> Option<Vec<(String, crate::policy::ToolRisk)>> {
+        let description = self.cached_description(server)?;
+        let overrides = self
+            .server(server)
+            .map(|s| s.risk.clone())
+            .unwrap_or_default();
+        let tools = description["tools"].as_array().into_iter().flatten();
+        Some(
+            tools
+                .filter_map(|t| {
+                    let name = t["name"].as_str()?;
+                    let risk = crate::policy::judge(name, t.get("annotations"), &overrides);
+                    Some((name.to_owned(), risk))
+                })
+                .collect(),
+        )
+    }
+
     /// Runs one call; a tool's result is the full `CallToolResult` as JSON.
     pub async fn call(&self, server: &str, call: &McpCall) -> Result<Value, McpError> {
         match call {

@@ -11,6 +11,7 @@
 //!   subscribers, the journal to the store, snapshots and compaction.
 //! - [`run`]: `cohort run`, following the change stream to the goal's end.
 //! - [`node`]: a node of a team across machines, waiting for the team's lease and keeping it.
+//! - [`otel`]: traces out over OpenTelemetry (OTLP) when the standard variables ask for them.
 
 // The modules of the crates below under their own names, so paths read `crate::state::…`
 // here as they do in the core.
@@ -24,4 +25,5 @@ use cohort_store as store;
 pub mod actors;
 pub mod monitor;
 pub mod node;
+pub mod otel;
 pub mod run;

@@ -12,7 +12,8 @@
 // here as they do in the core.
 use cohort_core::{agent, auth, config, event, ids, message, state, sync};
 use cohort_llm as llm;
-use cohort_runtime::{actors, monitor, run};
+use cohort_mcp as mcp;
+use cohort_runtime::{actors, monitor, otel, run};
 use cohort_store as store;
 
 pub mod api;

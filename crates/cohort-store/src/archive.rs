@@ -103,7 +103,12 @@ mod tests {
         let task = TaskState::new(t.clone(), "n".into(), "i".into(), "m".into());
         let stage = StageState::new(t.clone(), "do it".into(), Default::default());
         let events = [
-            event(1, Change::Task(TaskChange::Created { task })),
+            event(
+                1,
+                Change::Task(TaskChange::Created {
+                    task: Box::new(task),
+                }),
+            ),
             event(2, Change::Stage(StageChange::Added { stage, list_at: 0 })),
             event(
                 5,

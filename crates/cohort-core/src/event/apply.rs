@@ -100,7 +100,7 @@ pub fn apply_sync(
 ) {
     match c {
         Change::Task(TaskChange::Created { task }) => {
-            tasks.insert(task.task_id.clone(), task.clone());
+            tasks.insert(task.task_id.clone(), (**task).clone());
         }
         Change::Task(TaskChange::Evicted { task_id, .. }) => {
             if let Some(t) = tasks.remove(task_id) {

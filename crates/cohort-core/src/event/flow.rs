@@ -33,7 +33,7 @@ pub const FLOW_STEPS: usize = 4_096;
 
 /// The plan's risk at FLOW_START (seed 000 §3.1): the highest risk of the tools its agents may
 /// call, and the tool that sets it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FlowRisk {
     /// The highest risk found, with why.
     #[serde(flatten)]
@@ -46,8 +46,47 @@ pub struct FlowRisk {
     pub unknown_servers: Vec<String>,
 }
 
+/// The plan's risk from what its agents' tool servers are known to offer: each server with
+/// the risk of each of its tools, or `None` when it was not described yet. `None` when no tool
+/// is known at all (a plan without tools, or servers not described yet) and no server is
+/// unknown.
+pub fn plan_risk<'a>(
+    servers: impl IntoIterator<Item = (&'a str, Option<Vec<(String, ToolRisk)>>)>,
+) -> Option<FlowRisk> {
+    let mut highest: Option<(String, ToolRisk)> = None;
+    let mut unknown_servers = Vec::new();
+    for (server, tools) in servers {
+        let Some(tools) = tools else {
+            unknown_servers.push(server.to_owned());
+            continue;
+        };
+        for (tool, risk) in tools {
+            if highest.as_ref().is_none_or(|(_, h)| risk.risk > h.risk) {
+                highest = Some((format!("{server}/{tool}"), risk));
+            }
+        }
+    }
+    let (tool, risk) = match highest {
+        Some(h) => h,
+        None if unknown_servers.is_empty() => return None,
+        // Nothing known: the servers not described may do anything.
+        None => (
+            String::new(),
+            ToolRisk {
+                risk: crate::policy::Risk::High,
+                reason: "its tool servers were not described yet".into(),
+            },
+        ),
+    };
+    Some(FlowRisk {
+        risk,
+        tool,
+        unknown_servers,
+    })
+}
+
 /// Why a flow stopped (FLOW_STOP).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// A person paused the task.
@@ -57,7 +96,7 @@ pub enum StopReason {
 }
 
 /// What seed 004's process events call a phase's status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PhaseStatus {
     /// The step runs.
@@ -70,7 +109,7 @@ pub enum PhaseStatus {
 
 /// The fields every step event carries: which step, whose, and its phase (seed 004: the
 /// executor, a skill's or a tool server's name).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepRef {
     /// The step.
     pub step_id: StepId,
@@ -84,10 +123,10 @@ pub struct StepRef {
 /// fields are named as in the states (`task_id`, `step_id`, …), and their JSON schemas are in
 /// `docs/flow-events.schema.json`.
 #[allow(missing_docs)]
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FlowEvent {
-    /// The task started (its first stage runs).
+    /// The task's flow began (the task was made), with the risk of what its plan may call.
     FlowStart {
         task_id: TaskId,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -371,6 +410,8 @@ fn error_of(result: Option<&StepResult>) -> Option<String> {
 /// What a fold keeps of the task itself.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskView {
+    /// Its flow began: the task was made (FLOW_START was told).
+    pub begun: bool,
     /// Where the task is in its lifecycle.
     pub state: ExecutionState,
     /// A person paused it.
@@ -385,10 +426,19 @@ impl TaskView {
     /// What a fold keeps of `t`.
     pub fn of(t: &TaskState) -> TaskView {
         TaskView {
+            begun: true,
             state: t.execution_state,
             paused: t.paused,
             summary: t.task_summary.clone(),
             why: t.outcome.as_ref().and_then(|o| o.why.clone()),
+        }
+    }
+
+    /// A task just made: begun, nothing else yet.
+    fn begun() -> TaskView {
+        TaskView {
+            begun: true,
+            ..TaskView::default()
         }
     }
 }
@@ -403,7 +453,7 @@ pub fn task_moved(
 ) -> Vec<FlowEvent> {
     let mut out = Vec::new();
     let task_id = id.clone();
-    if from.state == ExecutionState::Init && to.state != ExecutionState::Init {
+    if !from.begun && to.begun {
         out.push(FlowEvent::FlowStart {
             task_id: task_id.clone(),
             risk: risk(),
@@ -470,6 +520,11 @@ impl TaskFlow {
         &self.task_id
     }
 
+    /// The steps it follows.
+    pub fn step_ids(&self) -> impl Iterator<Item = &StepId> {
+        self.order.iter()
+    }
+
     /// Whether step `id` is one of this task's.
     pub fn has_step(&self, id: &StepId) -> bool {
         self.steps.contains_key(id)
@@ -486,23 +541,18 @@ impl TaskFlow {
     ) -> Vec<FlowEvent> {
         let mut out = Vec::new();
         let to = task.map(TaskView::of).unwrap_or_else(|| self.task.clone());
-        let over = to.state.is_over();
-        // The start first, the end after the steps.
-        let started = TaskView {
-            state: if over {
-                ExecutionState::Running
-            } else {
-                to.state
-            },
-            ..to.clone()
+        // The start first, a stop or the end after the steps.
+        let start = match self.task.begun {
+            true => self.task.clone(),
+            false => TaskView::begun(),
         };
-        if to.state != ExecutionState::Init {
-            out.extend(task_moved(&self.task_id, &self.task, &started, risk));
+        if to.begun {
+            out.extend(task_moved(&self.task_id, &self.task, &start, risk));
         }
         for s in steps {
             out.extend(self.step_to(s));
         }
-        out.extend(task_moved(&self.task_id, &started, &to, risk));
+        out.extend(task_moved(&self.task_id, &start, &to, risk));
         self.task = to;
         self.remember_risk(&out);
         out
@@ -585,7 +635,18 @@ impl TaskFlow {
 
     fn step_change(&mut self, s: &StepChange) -> Vec<FlowEvent> {
         match s {
-            StepChange::Added { step, .. } if step.task_id == self.task_id => self.step_to(step),
+            StepChange::Added { step, .. } if step.task_id == self.task_id => {
+                // A step of a task not seen made begins its flow (a reader may come in
+                // between the task's creation and its first step).
+                let mut out = Vec::new();
+                if !self.task.begun {
+                    let start = TaskView::begun();
+                    out = task_moved(&self.task_id, &self.task, &start, &|| None);
+                    self.task = start;
+                }
+                out.extend(self.step_to(step));
+                out
+            }
             StepChange::Started { step_id, .. } => {
                 self.move_step(step_id, StepExecutionState::Running, None)
             }
@@ -631,13 +692,17 @@ impl TaskFlow {
     /// is new, if the step is this task's and something is. A text that does not go on from
     /// what was sent is a new answer (the model was asked again) and starts at 0.
     pub fn text(&mut self, id: &StepId, so_far: &str) -> Option<FlowEvent> {
-        let view = self.steps.get_mut(id)?;
+        let view = self.steps.get_mut(id).filter(|v| !v.state.is_over())?;
         let goes_on = so_far.starts_with(&view.text);
         let (offset, delta) = if goes_on && view.text_whole {
             (view.text_chars, &so_far[view.text.len()..])
         } else if goes_on {
             // Past the cap only the kept start and the length can be compared.
-            let skip: usize = so_far.chars().take(view.text_chars).map(char::len_utf8).sum();
+            let skip: usize = so_far
+                .chars()
+                .take(view.text_chars)
+                .map(char::len_utf8)
+                .sum();
             (view.text_chars, &so_far[skip..])
         } else {
             (0, so_far)
@@ -668,15 +733,14 @@ impl TaskFlow {
     /// stop or end.
     pub fn replay(&self) -> Vec<FlowEvent> {
         let mut out = Vec::new();
-        let begun = TaskView {
-            state: ExecutionState::Running,
-            paused: false,
-            ..self.task.clone()
-        };
-        if self.task.state != ExecutionState::Init {
-            out.extend(task_moved(&self.task_id, &TaskView::default(), &begun, &|| {
-                self.risk.clone()
-            }));
+        let begun = TaskView::begun();
+        if self.task.begun {
+            out.extend(task_moved(
+                &self.task_id,
+                &TaskView::default(),
+                &begun,
+                &|| self.risk.clone(),
+            ));
         }
         for id in &self.order {
             let Some(v) = self.steps.get(id) else {
@@ -772,18 +836,24 @@ mod tests {
 
     /// Follows a task's changes one by one, as a live reader does.
     fn follow(flow: &mut TaskFlow, changes: &[Change]) -> Vec<FlowEvent> {
-        changes.iter().flat_map(|c| flow.apply(c, &no_risk)).collect()
+        changes
+            .iter()
+            .flat_map(|c| flow.apply(c, &no_risk))
+            .collect()
     }
 
     #[test]
     fn a_task_run_reads_as_seed_000_tells_it_and_a_late_reader_is_told_the_same() {
         let mut s = step(Executor::Tool("workspace".into()));
-        s.instruction_content = Some(json!({"tool_name": "write_file", "arguments": {"path": "a"}}));
+        s.instruction_content =
+            Some(json!({"tool_name": "write_file", "arguments": {"path": "a"}}));
         let id = s.step_id.clone();
         let mut output = StepResult::default();
         output.output.insert("result".into(), json!("written"));
         let changes = [
-            Change::Task(TaskChange::Created { task: task() }),
+            Change::Task(TaskChange::Created {
+                task: Box::new(task()),
+            }),
             task_state(ExecutionState::Running),
             added(&s),
             Change::Step(StepChange::Started {
@@ -797,7 +867,13 @@ mod tests {
         let live = follow(&mut flow, &changes);
         assert_eq!(
             names(&live),
-            ["FLOW_START", "STEP_INIT", "STEP_INPUT", "STEP_OUTPUT", "FLOW_SUCCESS"]
+            [
+                "FLOW_START",
+                "STEP_INIT",
+                "STEP_INPUT",
+                "STEP_OUTPUT",
+                "FLOW_SUCCESS"
+            ]
         );
         let FlowEvent::StepInput { input, step, .. } = &live[2] else {
             panic!("{live:?}")
@@ -810,7 +886,9 @@ mod tests {
         let mut done = s.clone();
         done.execution_state = StepExecutionState::Finished;
         done.execute_result = match &changes[4] {
-            Change::Step(StepChange::Updated { update, .. }) => update.execute_result.as_deref().cloned(),
+            Change::Step(StepChange::Updated { update, .. }) => {
+                update.execute_result.as_deref().cloned()
+            }
             _ => None,
         };
         let mut finished = task();
@@ -840,9 +918,16 @@ mod tests {
         );
         assert_eq!(
             names(&events),
-            ["STEP_INIT", "STEP_WAITING_FOR_START", "FLOW_STOP", "STEP_CANCEL"]
+            [
+                "FLOW_START",
+                "STEP_INIT",
+                "STEP_WAITING_FOR_START",
+                "FLOW_STOP",
+                "STEP_CANCEL"
+            ],
+            "a step of a task not seen made begins its flow"
         );
-        let FlowEvent::StepWaitingForStart { request, .. } = &events[1] else {
+        let FlowEvent::StepWaitingForStart { request, .. } = &events[2] else {
             panic!()
         };
         assert_eq!(request["risk"], "high");
@@ -855,7 +940,12 @@ mod tests {
         let mut flow = TaskFlow::new("t".into());
         follow(&mut flow, &[added(&s)]);
         let mut deltas = Vec::new();
-        for so_far in ["<th", "<think>héllo", "<think>héllo", "<think>héllo wörld</think>"] {
+        for so_far in [
+            "<th",
+            "<think>héllo",
+            "<think>héllo",
+            "<think>héllo wörld</think>",
+        ] {
             deltas.extend(flow.text(&id, so_far));
         }
         // A text of another task's step is none of this fold's business.
@@ -872,13 +962,37 @@ mod tests {
         assert_eq!(deltas.len(), 3, "an unchanged text sends nothing");
         // A late reader gets the text so far at once.
         let replayed = flow.replay();
-        assert!(matches!(&replayed[1], FlowEvent::TextAdd { offset: 0, delta, .. } if *delta == text));
+        assert!(
+            matches!(&replayed[2], FlowEvent::TextAdd { offset: 0, delta, .. } if *delta == text)
+        );
         // An answer asked for again starts over at 0.
         let again = flow.text(&id, "<think>").unwrap();
         assert!(matches!(again, FlowEvent::TextAdd { offset: 0, .. }));
         let end = follow(&mut flow, &[moved(&id, StepExecutionState::Finished, None)]);
-        assert_eq!(names(&end), ["STEP_INPUT", "agent_stream_done", "STEP_OUTPUT"]);
+        assert_eq!(
+            names(&end),
+            ["STEP_INPUT", "agent_stream_done", "STEP_OUTPUT"]
+        );
         assert!(matches!(end[1], FlowEvent::TextDone { chars: 7, .. }));
+    }
+
+    #[test]
+    fn the_plan_risk_is_the_highest_tool_risk_and_names_servers_not_described() {
+        use crate::policy::Risk;
+        let r = |risk, reason: &str| ToolRisk {
+            risk,
+            reason: reason.into(),
+        };
+        let known = vec![
+            ("read".to_owned(), r(Risk::Low, "reads")),
+            ("write".to_owned(), r(Risk::Medium, "adds")),
+        ];
+        let risk = plan_risk([("fs", Some(known)), ("web", None)]).unwrap();
+        assert_eq!(risk.risk.risk, Risk::Medium);
+        assert_eq!(risk.tool, "fs/write");
+        assert_eq!(risk.unknown_servers, ["web"]);
+        assert_eq!(plan_risk([("fs", Some(Vec::new()))]), None);
+        assert_eq!(plan_risk([("web", None)]).unwrap().risk.risk, Risk::High);
     }
 
     #[test]
@@ -898,9 +1012,15 @@ mod tests {
         for _ in 0..FLOW_STEPS + 5 {
             let s = step(Executor::Skill(Skill::Think));
             let id = s.step_id.clone();
-            follow(&mut flow, &[added(&s), moved(&id, StepExecutionState::Finished, None)]);
+            follow(
+                &mut flow,
+                &[added(&s), moved(&id, StepExecutionState::Finished, None)],
+            );
         }
         assert_eq!(flow.steps.len(), FLOW_STEPS);
-        assert!(flow.has_step(&first.step_id), "the one still queued is kept");
+        assert!(
+            flow.has_step(&first.step_id),
+            "the one still queued is kept"
+        );
     }
 }

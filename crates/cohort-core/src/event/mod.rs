@@ -9,6 +9,7 @@
 //! - [`apply`]: the pure `apply` of a change to a task, a stage or an agent (with its steps).
 //! - [`record`]: the whole of a state as the store keeps it (the wire form leaves parts out).
 //! - [`flow`]: the seeds' event stream of one task (FLOW_*/STEP_*/TEXT_ADD) folded from changes.
+//! - [`trace`]: the spans of the team's work (one goal, one trace), planned from the states.
 //! - [`states`]: `States`, a reader's copy of the whole team built from changes, with the
 //!   bookkeeping a reader needs (steps that left their agent, evicted tasks, counters).
 
@@ -20,6 +21,7 @@ pub mod stall;
 pub mod states;
 pub mod tally;
 pub mod times;
+pub mod trace;
 
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
 use crate::state::{
@@ -56,7 +58,7 @@ pub enum TaskChange {
     /// A new task, whole as it starts.
     Created {
         /// The new task.
-        task: TaskState,
+        task: Box<TaskState>,
     },
     /// Agents joined the task group (those already in it are skipped).
     Joined {

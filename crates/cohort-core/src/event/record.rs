@@ -240,7 +240,12 @@ mod tests {
     fn team() -> States {
         let mut s = States::default();
         let task = TaskState::new("t".into(), "n".into(), "i".into(), "a".into());
-        s.apply_at(&Change::Task(TaskChange::Created { task }), 1);
+        s.apply_at(
+            &Change::Task(TaskChange::Created {
+                task: Box::new(task),
+            }),
+            1,
+        );
         let m = Arc::new(Message::notice(
             "t".into(),
             "a".into(),

@@ -44,7 +44,7 @@ mod tests {
     fn task(id: &str, requested_by: Option<&str>) -> Change {
         let mut t = TaskState::new(id.into(), "n".into(), "i".into(), "m".into());
         t.requested_by = requested_by.map(Into::into);
-        Change::Task(TaskChange::Created { task: t })
+        Change::Task(TaskChange::Created { task: Box::new(t) })
     }
 
     #[test]

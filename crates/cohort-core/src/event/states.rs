@@ -651,7 +651,9 @@ mod tests {
         let mut s = States::default();
         s.hold_retired_to(200 << 10);
         let task = TaskState::new("t".into(), "n".into(), "i".into(), "a".into());
-        s.apply(&Change::Task(TaskChange::Created { task }));
+        s.apply(&Change::Task(TaskChange::Created {
+            task: Box::new(task),
+        }));
         let agent = AgentState::new("a".into(), "A".into(), "w".into(), "".into());
         s.apply(&Change::Agent(AgentChange::Added {
             agent: Box::new(agent),

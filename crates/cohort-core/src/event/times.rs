@@ -318,7 +318,12 @@ mod tests {
     fn a_task_runs_from_its_creation_and_a_stage_from_its_start_to_their_ends() {
         let mut c = Clock::default();
         let task = crate::state::TaskState::new("t".into(), "n".into(), "i".into(), "m".into());
-        c.note(&Change::Task(TaskChange::Created { task }), 10);
+        c.note(
+            &Change::Task(TaskChange::Created {
+                task: Box::new(task),
+            }),
+            10,
+        );
         let stage = |state| {
             Change::Stage(StageChange::State {
                 stage_id: "s".into(),

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 /// How much harm a tool call may do, ordered `Low < Medium < High`: `tool_approval.auto_run_up_to`
 /// lets calls up to a level run without asking (`low`, `medium`, `high` in YAML).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[serde(expecting = "one of low, medium, high")]
 pub enum Risk {
@@ -32,7 +34,7 @@ impl std::fmt::Display for Risk {
 }
 
 /// A call's risk and why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolRisk {
     /// The call's risk level.
     pub risk: Risk,

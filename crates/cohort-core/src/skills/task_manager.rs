@@ -181,6 +181,9 @@ pub struct Asked<'a> {
     pub requester: Option<AgentId>,
     /// That goal, as the person gave it.
     pub goal: Option<String>,
+    /// The step a task it creates comes from: the one acting on the goal (or notice), or this
+    /// step on the manager's own initiative.
+    pub goal_step: Option<crate::ids::StepId>,
 }
 
 impl<'a> Asked<'a> {
@@ -195,6 +198,7 @@ impl<'a> Asked<'a> {
             goal: acted_on(agent, step)
                 .and_then(|s| s.origin.persons_goal())
                 .map(str::to_owned),
+            goal_step: Some(acted_on(agent, step).unwrap_or(step).step_id.clone()),
         }
     }
 }
@@ -208,6 +212,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         repairs,
         requester,
         goal,
+        goal_step,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
     check_not_refused(refused, &repairs, &instruction)?;
@@ -234,7 +239,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         ));
     }
     check_stage_decided(&instruction, decided)?;
-    name_new_task(&mut instruction, requester)?;
+    name_new_task(&mut instruction, requester, goal_step)?;
     if let Some(goal) = goal.filter(|_| repairs.allows(Repair::GoalKeptAsIntention))
         && super::mend::keep_goal_as_intention(&mut instruction, &goal)
     {
@@ -343,15 +348,18 @@ fn acted_on<'a>(agent: &'a AgentState, step: &'a StepState) -> Option<&'a StepSt
 fn name_new_task(
     instruction: &mut TaskInstruction,
     requester: Option<AgentId>,
+    goal_step: Option<crate::ids::StepId>,
 ) -> Result<(), SkillError> {
     if let TaskInstruction::AddTask {
         task_id,
         task_name,
         task_intention,
         requested_by,
+        goal_step: from,
     } = instruction
     {
         *requested_by = requester;
+        *from = goal_step;
         if task_intention.trim().is_empty() {
             return Err(SkillError::Invalid(
                 "add_task needs a task_intention".into(),

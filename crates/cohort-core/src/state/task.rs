@@ -78,6 +78,9 @@ pub struct TaskState {
     /// The person whose goal the task serves: told how it ended (`Notice::TaskEnded`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<AgentId>,
+    /// The step that acted on the goal the task serves (`event::trace`: one goal, one trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal_step: Option<crate::ids::StepId>,
 }
 
 /// Why a task ended as it did, beyond its state: what `cohort run`, the console and `export`
@@ -151,6 +154,7 @@ impl TaskState {
             repairs: Default::default(),
             outcome: None,
             requested_by: None,
+            goal_step: None,
         }
     }
 

@@ -214,6 +214,7 @@ mod tests {
             task_name: "n".into(),
             task_intention: "i".into(),
             requested_by: None,
+            goal_step: None,
         };
         assert!(c.apply(&task_out(&c, "m", add), "now").refused.is_none());
         let stage = TaskInstruction::AddStage {
@@ -295,6 +296,7 @@ mod tests {
             task_name: "n".into(),
             task_intention: "i".into(),
             requested_by: None,
+            goal_step: None,
         };
         c.apply(&task_out(&c, "m", add), "now");
         let join = |task: &str, agent: &str| AgentInstruction::AddTaskParticipant {

@@ -101,6 +101,7 @@ mod tests {
             task_name: "n".into(),
             task_intention: "i".into(),
             requested_by: None,
+            goal_step: None,
         };
         crate::sync::tests::TryApply::try_apply(&mut c, &crate::sync::tests::by("m", add), "now")
             .unwrap();
@@ -145,6 +146,7 @@ mod tests {
                     task_name: "n".into(),
                     task_intention: "i".into(),
                     requested_by: None,
+                    goal_step: None,
                 },
             ),
             "now",

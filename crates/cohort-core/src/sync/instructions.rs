@@ -232,14 +232,21 @@ impl SyncCore {
                 task_name,
                 task_intention,
                 requested_by,
+                goal_step,
             } => {
                 let mut task = TaskState::new(task_id, task_name, task_intention, agent.clone());
                 task.requested_by = requested_by;
+                task.goal_step = goal_step;
                 self.count_opened();
                 applied
                     .messages
                     .push(notices::task_created(&task, &self.roster));
-                self.emit(applied, Change::Task(TaskChange::Created { task }));
+                self.emit(
+                    applied,
+                    Change::Task(TaskChange::Created {
+                        task: Box::new(task),
+                    }),
+                );
             }
             TaskInstruction::AddStage { task_id, stages } => {
                 self.add_stages(&task_id, stages, applied);

@@ -224,6 +224,7 @@ mod tests {
             task_name: "n".into(),
             task_intention: "i".into(),
             requested_by: None,
+            goal_step: None,
         }
     }
 
@@ -328,6 +329,7 @@ mod tests {
             task_name: "n".into(),
             task_intention: "i".into(),
             requested_by: None,
+            goal_step: None,
         };
         c.try_apply(&by_in(&base, "m", add), "now").unwrap();
         let stage = |goal: &str| StagePlan {

@@ -451,7 +451,11 @@ impl SyncCore {
         }
         self.tasks
             .values()
-            .map(|t| Change::Task(TaskChange::Created { task: t.clone() }))
+            .map(|t| {
+                Change::Task(TaskChange::Created {
+                    task: Box::new(t.clone()),
+                })
+            })
             .collect()
     }
 

@@ -100,6 +100,7 @@ pub(super) fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
                     task_name: "n".into(),
                     task_intention: "i".into(),
                     requested_by: None,
+                    goal_step: None,
                 },
             ),
             "now",
@@ -628,6 +629,7 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
             task_name: "Haiku".into(),
             task_intention: "write one".into(),
             requested_by: requested_by.map(AgentId::from),
+            goal_step: None,
         };
         c.try_apply(&by("m", i), "now").unwrap();
         t

@@ -75,6 +75,8 @@ pub struct Team {
     pub factory: AgentFactory,
     /// Each agent of the team file's model.
     pub models: HashMap<AgentId, Arc<dyn ChatModel>>,
+    /// The team's traces, when the environment asks for them (`crate::otel`).
+    pub traces: Option<Arc<crate::otel::Traces>>,
 }
 
 impl Team {
@@ -119,10 +121,14 @@ impl Team {
         super::stop::stop_actor(&self.dispatcher).await;
     }
 
-    /// Stops what the team started outside this process (MCP server children).
+    /// Stops what the team started outside this process (MCP server children), and sends
+    /// the traces of what it did (waiting 5 s at most for their receiver).
     pub async fn shutdown(&self) {
         if let Some(mcp) = &self.mcp {
             mcp.shutdown().await;
+        }
+        if let Some(traces) = &self.traces {
+            traces.finish(std::time::Duration::from_secs(5)).await;
         }
     }
 
@@ -270,6 +276,18 @@ fn start(
         .collect();
     let agents = spawn_agents(cfg, models, stored, &factory, &sync);
     route_in_flight(&monitor, &dispatcher);
+    // Traces the environment asks for but that cannot be sent are said, never fatal.
+    let traces = crate::otel::Traces::start(
+        &monitor,
+        builder.calls.clone(),
+        base_task.clone(),
+        &cfg.name,
+    )
+    .unwrap_or_else(|e| {
+        tracing::warn!("no traces: {e}");
+        None
+    })
+    .map(Arc::new);
     Ok(Team {
         monitor,
         sync,
@@ -287,6 +305,7 @@ fn start(
         watchdog,
         factory,
         models: by_agent,
+        traces,
     })
 }
 

@@ -47,13 +47,18 @@ impl Published {
     }
 }
 
-/// The websocket frame of an answer being written: `{"type": "writing", "agent_id", "step_id",
-/// "text"}` with the text so far (its newest [`WRITING_SHOWN`] characters).
+/// An answer being written: its step and the whole text so far. The websocket's frame of it,
+/// `{"type": "writing", "agent_id", "step_id", "text"}`, shows the text's newest
+/// [`WRITING_SHOWN`] characters; the task event stream sends what is new as TEXT_ADD deltas.
 #[derive(Debug)]
 pub struct Writing {
+    /// The agent writing it.
+    pub agent_id: AgentId,
     /// The step being written (a feed shows it only to those who may see the step).
     pub step_id: StepId,
-    pub json: Bytes,
+    /// The whole text so far.
+    pub text: String,
+    json: OnceLock<Bytes>,
 }
 
 /// How many characters of an answer being written a frame shows: its end, where it grows.
@@ -70,19 +75,28 @@ const WRITING_BUFFER: usize = 64;
 
 impl Writing {
     fn new(agent_id: &AgentId, step_id: &StepId, text: &str) -> Self {
-        let skip = text.chars().count().saturating_sub(WRITING_SHOWN);
-        let shown: String = text.chars().skip(skip).collect();
-        let json = serde_json::json!({
-            "type": "writing",
-            "agent_id": agent_id,
-            "step_id": step_id,
-            "text": shown,
-            "cut": skip > 0,
-        });
         Writing {
+            agent_id: agent_id.clone(),
             step_id: step_id.clone(),
-            json: Bytes::from(serde_json::to_vec(&json).unwrap_or_default()),
+            text: text.to_owned(),
+            json: OnceLock::new(),
         }
+    }
+
+    /// The websocket frame, made once for every feed.
+    pub fn json(&self) -> &Bytes {
+        self.json.get_or_init(|| {
+            let skip = self.text.chars().count().saturating_sub(WRITING_SHOWN);
+            let shown: String = self.text.chars().skip(skip).collect();
+            let json = serde_json::json!({
+                "type": "writing",
+                "agent_id": self.agent_id,
+                "step_id": self.step_id,
+                "text": shown,
+                "cut": skip > 0,
+            });
+            Bytes::from(serde_json::to_vec(&json).unwrap_or_default())
+        })
     }
 }
 
@@ -448,7 +462,12 @@ mod tests {
 
     fn created(id: &str) -> Change {
         Change::Task(TaskChange::Created {
-            task: TaskState::new(id.into(), "n".into(), "i".into(), "m".into()),
+            task: Box::new(TaskState::new(
+                id.into(),
+                "n".into(),
+                "i".into(),
+                "m".into(),
+            )),
         })
     }
 

@@ -304,7 +304,9 @@ mod tests {
             "manager".into(),
         );
         base.task_group.extend(["alice".into(), "bob".into()]);
-        s.apply(&Change::Task(TaskChange::Created { task: base }));
+        s.apply(&Change::Task(TaskChange::Created {
+            task: Box::new(base),
+        }));
         let goal = crate::message::Message::notice(
             "base".into(),
             "alice".into(),
@@ -343,7 +345,7 @@ mod tests {
         for (task, who, agent) in [("mine", "bob", "writer"), ("theirs", "alice", "reviewer")] {
             let mut t = TaskState::new(task.into(), task.into(), String::new(), "manager".into());
             t.task_group.extend([who.into(), agent.into()]);
-            s.apply(&Change::Task(TaskChange::Created { task: t }));
+            s.apply(&Change::Task(TaskChange::Created { task: Box::new(t) }));
             let mut stage = StageState::new(task.into(), String::new(), Default::default());
             stage.stage_id = format!("{task}-s").into();
             s.apply(&Change::Stage(StageChange::Added { stage, list_at: 0 }));

@@ -109,6 +109,24 @@ fn render(state: &ApiState) -> String {
         &[],
         inner.feed_slots.open() as f64,
     );
+    if let Some(traces) = &inner.traces {
+        out.family(
+            "cohort_trace_spans_total",
+            "counter",
+            "Spans sent over OTLP (exported), dropped before sending (queue full, reader behind) or refused by the receiver (failed).",
+        );
+        for (outcome, n) in [
+            ("exported", traces.exported()),
+            ("dropped", traces.dropped()),
+            ("failed", traces.failed()),
+        ] {
+            out.sample(
+                "cohort_trace_spans_total",
+                &[("outcome", outcome)],
+                n as f64,
+            );
+        }
+    }
     out.0
 }
 

@@ -30,6 +30,7 @@ pub mod console;
 pub mod control;
 pub mod error;
 pub mod feed_slots;
+pub mod flow_hub;
 pub mod goal_limit;
 pub mod human;
 pub mod login_limit;
@@ -40,6 +41,7 @@ pub mod reads;
 pub mod server;
 pub mod session;
 pub mod states;
+pub mod task_events;
 pub mod ws;
 
 pub use error::AppError;
@@ -113,6 +115,12 @@ struct Inner {
     /// A node of a team across machines: the store that lists the nodes and leases, and how
     /// long a node unheard of counts as up (its lease's term, in ms).
     nodes: std::sync::OnceLock<(Arc<crate::store::SqlStore>, u128)>,
+    /// The team's tool servers, for the plan's risk a task's flow starts with.
+    mcp: Option<Arc<crate::mcp::McpClient>>,
+    /// The task event streams' hub, started by the first follower.
+    flow_hub: std::sync::OnceLock<Arc<flow_hub::FlowHub>>,
+    /// What became of the team's spans, when it sends traces.
+    traces: Option<Arc<crate::otel::TraceStats>>,
 }
 
 /// A person who can log in: their agent's address, their password hash and what they may see.
@@ -173,8 +181,25 @@ impl ApiState {
                 proxies: client_addr::TrustedProxies::default(),
                 password_checks: password_checks::PasswordChecks::default(),
                 nodes: std::sync::OnceLock::new(),
+                mcp: team.mcp.clone(),
+                flow_hub: std::sync::OnceLock::new(),
+                traces: team.traces.as_ref().map(|t| t.stats()),
             }),
         }
+    }
+
+    /// The task event streams' hub, started on first use.
+    fn flow_hub(&self) -> Arc<flow_hub::FlowHub> {
+        let inner = &self.inner;
+        inner
+            .flow_hub
+            .get_or_init(|| {
+                let mcp = inner.mcp.clone();
+                let risk: flow_hub::RiskOf =
+                    Arc::new(move |s, task| plan_risk(s, task, mcp.as_deref()));
+                flow_hub::FlowHub::start(inner.monitor.clone(), risk)
+            })
+            .clone()
     }
 
     /// Other failed-login limits (call before the state is cloned).
@@ -252,6 +277,34 @@ impl ApiState {
     pub fn close_feeds(&self) {
         self.inner.closing.send_replace(true);
     }
+}
+
+/// The plan's risk of `task`: the highest of the tools its plan may call, as the team's tool
+/// servers described them. A task's flow starts as it is made, before its manager planned its
+/// stages, so its plan may then call the tools of any agent of the team.
+fn plan_risk(
+    s: &crate::event::States,
+    task: &TaskId,
+    mcp: Option<&crate::mcp::McpClient>,
+) -> Option<crate::event::flow::FlowRisk> {
+    let (mcp, task) = (mcp?, s.tasks.get(task)?);
+    let agents: Vec<&crate::state::AgentState> = match task.stage_list.is_empty() {
+        true => s.agents.values().collect(),
+        false => task
+            .task_group
+            .iter()
+            .filter_map(|a| s.agents.get(a))
+            .collect(),
+    };
+    let servers: std::collections::BTreeSet<&str> = agents
+        .into_iter()
+        .flat_map(|a| a.tools.iter().map(String::as_str))
+        .collect();
+    crate::event::flow::plan_risk(
+        servers
+            .into_iter()
+            .map(|name| (name, mcp.known_risks(name))),
+    )
 }
 
 /// One route that needs `Authorization: Bearer <token>`. The router is built from
@@ -344,6 +397,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         path: "/api/step/{id}/cancel",
         example: "/api/step/no-such-step/cancel",
         handler: || post(control::cancel_step),
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/task/{id}/events",
+        example: "/api/task/no-such-task/events",
+        handler: || get(task_events::task_events),
     },
     ApiRoute {
         method: "POST",

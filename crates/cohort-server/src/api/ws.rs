@@ -26,7 +26,6 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocketUpgrade, close_
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use serde::Deserialize;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -89,23 +88,20 @@ pub enum FeedEnd {
 /// About the most bytes of events one frame carries (more wait for the next frame).
 pub const FRAME_BYTES: usize = 1 << 20;
 
-#[derive(Deserialize)]
-pub struct WsQuery {
-    pub token: Option<String>,
-}
-
 /// `GET /ws?token=…`. Browsers cannot set headers on a websocket, so the token comes in the
-/// query; the Origin check keeps other sites' pages from opening the feed with it.
+/// query; the Origin check keeps other sites' pages from opening the feed with it. With
+/// `&format=flow&task=…` the socket carries that task's flow instead ([`super::task_events`]).
 pub async fn upgrade(
     State(state): State<ApiState>,
     headers: HeaderMap,
-    ApiQuery(q): ApiQuery<WsQuery>,
+    ApiQuery(q): ApiQuery<super::task_events::EventsQuery>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, AppError> {
     let inner = &state.inner;
     check_origin(&headers, &inner.allowed_origins)?;
     let token = q
         .token
+        .clone()
         .ok_or_else(|| AppError::Unauthorized("add `?token=<token>` to the URL".into()))?;
     let human = inner
         .sessions
@@ -116,6 +112,22 @@ pub async fn upgrade(
         // The feed takes no commands: refuse anything but small control frames from clients.
         .max_message_size(4 * 1024)
         .max_frame_size(4 * 1024);
+    match q.format.as_deref() {
+        Some("flow") => {
+            return super::task_events::over_websocket(&state, human, &token, q, ws).await;
+        }
+        Some(other) => {
+            return Err(AppError::BadRequest(format!(
+                "unknown format `{other}`; `flow` is the one there is (leave it out for the states)"
+            )));
+        }
+        None if !q.only_token() => {
+            return Err(AppError::BadRequest(
+                "`task`, `names` and `last_event_id` go with `format=flow`".into(),
+            ));
+        }
+        None => {}
+    }
     let monitor = inner.monitor.clone();
     let closing = feed_closing(&state, &token);
     let cfg = inner.feed;
@@ -225,7 +237,7 @@ where
                     if view != View::All && !monitor.read(|s| view.sees_step(s, &w.step_id)) {
                         continue;
                     }
-                    let text = Utf8Bytes::try_from(w.json.clone()).unwrap_or_default();
+                    let text = Utf8Bytes::try_from(w.json().clone()).unwrap_or_default();
                     if let Err(end) = send(&mut sink, text, cfg).await {
                         return end;
                     }
@@ -359,7 +371,7 @@ async fn closed(closing: &mut watch::Receiver<Option<Closing>>) -> Closing {
 
 /// The closing channel of one feed opened with `token`: set when the server shuts down, when
 /// the session is logged out, or when it expires. The watcher ends with the feed.
-fn feed_closing(state: &ApiState, token: &str) -> watch::Receiver<Option<Closing>> {
+pub(super) fn feed_closing(state: &ApiState, token: &str) -> watch::Receiver<Option<Closing>> {
     let (tx, rx) = watch::channel(None);
     let mut server = state.inner.closing.subscribe();
     let mut ended = state.inner.sessions.watch_ended();

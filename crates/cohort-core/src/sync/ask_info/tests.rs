@@ -79,6 +79,7 @@ fn setup() -> (SyncCore, TaskId, Vec<StageId>) {
             task_name: "Report".into(),
             task_intention: "Write the report".into(),
             requested_by: None,
+            goal_step: None,
         },
     );
     let plan = |intention: &str, agent: &str| StagePlan {

@@ -106,7 +106,8 @@ impl AgentActor {
         let Some(llm) = &self.llm else {
             return;
         };
-        request.progress = Some(self.answer_progress(&id));
+        let progress = self.answer_progress(&id);
+        request.progress = Some(progress.clone());
         request.model_wait = Some(Self::wait_report(ctx, &id));
         let step_id = id.clone();
         let call = ctx.spawn(
@@ -114,6 +115,7 @@ impl AgentActor {
                 .into_actor(self)
                 .map(move |res, act, ctx| {
                     act.phase.call_returned(&id);
+                    Self::tell_whole(&progress, &res);
                     if let Err(crate::llm::LlmError::ContextExceeded { window, .. }) = &res
                         && act.rebuild_for_context(&id, *window, ctx)
                     {

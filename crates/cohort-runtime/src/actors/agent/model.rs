@@ -57,6 +57,20 @@ impl AgentActor {
         AnswerProgress::new(move |text| outlet.writing(&agent, &step, text))
     }
 
+    /// A stream tells its text a few times a second, so the last it told may fall short of the
+    /// answer: the whole answer is told once it is in, and readers of the text (the task event
+    /// stream's TEXT_ADD) end with all of it.
+    pub(super) fn tell_whole(
+        progress: &AnswerProgress,
+        reply: &Result<crate::llm::ChatReply, crate::llm::LlmError>,
+    ) {
+        if let Ok(r) = reply
+            && !r.text.is_empty()
+        {
+            progress.tell(&r.text);
+        }
+    }
+
     /// A side call of step `id` (its history's summary, a tool loop's round) found the model's
     /// endpoint down past `waits.model_secs`: the step fails, and its task with it, as when its
     /// own call does.

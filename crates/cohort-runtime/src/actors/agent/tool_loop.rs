@@ -129,7 +129,8 @@ impl AgentActor {
         }
         let mut request = running.request.clone();
         request.rounds = running.state.rounds.clone();
-        request.progress = Some(self.answer_progress(&running.step.step_id));
+        let progress = self.answer_progress(&running.step.step_id);
+        request.progress = Some(progress.clone());
         request.model_wait = Some(Self::wait_report(ctx, &running.step.step_id));
         let (id_out, id_back) = (running.step.step_id.clone(), running.step.step_id.clone());
         let handle = ctx.spawn(
@@ -137,6 +138,7 @@ impl AgentActor {
                 .into_actor(self)
                 .map(move |res, act, ctx| {
                     act.phase.call_returned(&id_back);
+                    Self::tell_whole(&progress, &res);
                     if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &res {
                         if !act.loop_cancelled(&running.step) {
                             act.give_up_for_endpoint(running.step.step_id, e.to_string(), ctx);

@@ -31,7 +31,7 @@ fn me() -> AgentId {
 fn task(id: &str, n: u64) -> Vec<Change> {
     let mut t = TaskState::new(id.into(), "n".into(), "i".into(), "m".into());
     t.task_summary = Some(n.to_string());
-    vec![Change::Task(TaskChange::Created { task: t })]
+    vec![Change::Task(TaskChange::Created { task: Box::new(t) })]
 }
 
 /// The events of a frame, or the frame itself if it is a snapshot.

@@ -1,0 +1,471 @@
+//! Traces of the team's work, planned from its states (plain data, no exporter): one goal is
+//! one trace, rooted at the step that acted on it, with the task it made, the task's stages,
+//! their steps, and each step's model calls and wait for a person below. Ids are derived from
+//! the stored ids (a hash of each), so a trace goes on across a restart and every reader names
+//! the same span the same way. Attributes follow OpenTelemetry's GenAI conventions
+//! (`gen_ai.operation.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, …) beside
+//! Cohort's own ids (`cohort.task_id`, …).
+
+use crate::ids::{StageRef, StepId, TaskId};
+use crate::state::{
+    Executor, StageState, StepExecutionState, StepOrigin, StepState, TaskState, TokenUsage,
+};
+use sha2::{Digest, Sha256};
+
+/// A trace's id: the first 16 bytes of a hash of what it is rooted in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TraceId(pub [u8; 16]);
+
+/// A span's id: the first 8 bytes of a hash of what it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SpanId(pub [u8; 8]);
+
+fn digest(kind: &str, id: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(kind.as_bytes());
+    h.update(b":");
+    h.update(id.as_bytes());
+    h.finalize().into()
+}
+
+impl TraceId {
+    fn of(kind: &str, id: &str) -> TraceId {
+        let d = digest(kind, id);
+        TraceId(d[..16].try_into().expect("32 bytes"))
+    }
+
+    /// As W3C trace context writes it (32 hex digits).
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl SpanId {
+    /// The span of a thing of `kind` (`task`, `stage`, `step`, …) with id `id`.
+    pub fn of(kind: &str, id: &str) -> SpanId {
+        let d = digest(kind, id);
+        SpanId(d[16..24].try_into().expect("32 bytes"))
+    }
+}
+
+/// A span attribute's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attr {
+    /// Text.
+    Str(String),
+    /// A whole number.
+    Int(i64),
+    /// A list of texts.
+    List(Vec<String>),
+}
+
+/// An event in a span (a prompt or an answer, when content is recorded).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpanEvent {
+    /// Its name (`gen_ai.user.message`, …).
+    pub name: &'static str,
+    /// When, in ms since the Unix epoch.
+    pub at_ms: i64,
+    /// What it carries.
+    pub attributes: Vec<(&'static str, Attr)>,
+}
+
+/// Whether a span reaches out of the process (a model or tool call) or stays in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanKind {
+    /// Work in the process.
+    Internal,
+    /// A call out of it.
+    Client,
+}
+
+/// One span, ready for an exporter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpanPlan {
+    /// The trace it is in.
+    pub trace: TraceId,
+    /// Its own id.
+    pub span: SpanId,
+    /// The span it is part of; none for a trace's root.
+    pub parent: Option<SpanId>,
+    /// Its name, as the conventions say (`chat {model}`, `execute_tool {tool}`, …).
+    pub name: String,
+    /// In the process or a call out.
+    pub kind: SpanKind,
+    /// When it started and ended, ms since the Unix epoch.
+    pub start_ms: i64,
+    /// See `start_ms`.
+    pub end_ms: i64,
+    /// What it was.
+    pub attributes: Vec<(&'static str, Attr)>,
+    /// What happened in it (prompts and answers, when recorded).
+    pub events: Vec<SpanEvent>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+/// Where a step's span hangs: its trace and its parent.
+fn place_of_step(
+    step: &StepState,
+    task: Option<&TaskState>,
+    base: &TaskId,
+) -> (TraceId, Option<SpanId>) {
+    if &step.task_id == base || task.is_none() {
+        // In the base task a step acting on a goal roots a trace; one it planned joins it.
+        return match &step.origin {
+            StepOrigin::Planned { by } => (
+                TraceId::of("step", by.as_str()),
+                Some(SpanId::of("step", by.as_str())),
+            ),
+            _ => (TraceId::of("step", step.step_id.as_str()), None),
+        };
+    }
+    let task = task.expect("checked above");
+    let parent = match &step.stage_id {
+        StageRef::Stage(stage) => SpanId::of("stage", stage.as_str()),
+        _ => SpanId::of("task", task.task_id.as_str()),
+    };
+    (trace_of_task(task), Some(parent))
+}
+
+/// The trace of a task: its goal's, else its own.
+pub fn trace_of_task(task: &TaskState) -> TraceId {
+    match &task.goal_step {
+        Some(step) => TraceId::of("step", step.as_str()),
+        None => TraceId::of("task", task.task_id.as_str()),
+    }
+}
+
+fn usage_attrs(usage: &TokenUsage, out: &mut Vec<(&'static str, Attr)>) {
+    out.push((
+        "gen_ai.usage.input_tokens",
+        Attr::Int(usage.prompt_tokens as i64),
+    ));
+    out.push((
+        "gen_ai.usage.output_tokens",
+        Attr::Int(usage.completion_tokens as i64),
+    ));
+    if usage.cached_prompt_tokens > 0 {
+        out.push((
+            "gen_ai.usage.cache_read.input_tokens",
+            Attr::Int(usage.cached_prompt_tokens as i64),
+        ));
+    }
+}
+
+/// The span of a step that ended, from `start_ms` to `end_ms`.
+pub fn step_span(
+    step: &StepState,
+    task: Option<&TaskState>,
+    base: &TaskId,
+    (start_ms, end_ms): (i64, i64),
+) -> SpanPlan {
+    let (trace, parent) = place_of_step(step, task, base);
+    let mut attributes = vec![
+        ("cohort.task_id", Attr::Str(step.task_id.to_string())),
+        ("cohort.step_id", Attr::Str(step.step_id.to_string())),
+        ("gen_ai.agent.id", Attr::Str(step.agent_id.to_string())),
+        (
+            "cohort.executor",
+            Attr::Str(step.executor.name().to_owned()),
+        ),
+        (
+            "cohort.state",
+            Attr::Str(format!("{:?}", step.execution_state).to_lowercase()),
+        ),
+    ];
+    if let StageRef::Stage(stage) = &step.stage_id {
+        attributes.push(("cohort.stage_id", Attr::Str(stage.to_string())));
+    }
+    let name = match &step.executor {
+        Executor::Tool(server) => {
+            attributes.push(("gen_ai.operation.name", Attr::Str("execute_tool".into())));
+            let tool = step
+                .instruction_content
+                .as_ref()
+                .and_then(|c| c.get("tool_name"))
+                .and_then(|t| t.as_str())
+                .unwrap_or("get_description");
+            attributes.push(("gen_ai.tool.name", Attr::Str(tool.to_owned())));
+            attributes.push(("cohort.tool_server", Attr::Str(server.clone())));
+            format!("execute_tool {tool}")
+        }
+        Executor::Skill(skill) => {
+            attributes.push(("gen_ai.operation.name", Attr::Str("invoke_agent".into())));
+            format!("invoke_agent {} {}", step.agent_id, skill.name())
+        }
+    };
+    usage_attrs(&step.token_usage, &mut attributes);
+    let result = step.execute_result.as_ref();
+    if let Some(r) = result.filter(|r| !r.repairs.is_empty()) {
+        let rules = r.repairs.iter().map(|f| f.rule.name().to_owned()).collect();
+        attributes.push(("cohort.repairs", Attr::List(rules)));
+    }
+    let error = match step.execution_state {
+        StepExecutionState::Failed => {
+            Some(result.and_then(|r| r.error.clone()).unwrap_or_default())
+        }
+        _ => None,
+    };
+    SpanPlan {
+        trace,
+        span: SpanId::of("step", step.step_id.as_str()),
+        parent,
+        name,
+        kind: if matches!(step.executor, Executor::Tool(_)) {
+            SpanKind::Client
+        } else {
+            SpanKind::Internal
+        },
+        start_ms,
+        end_ms,
+        attributes,
+        events: Vec::new(),
+        error,
+    }
+}
+
+/// A step's wait for a person's verdict (an approval, a plan check, arguments to fill).
+pub fn wait_span(step: &SpanPlan, from_ms: i64, to_ms: i64) -> SpanPlan {
+    SpanPlan {
+        trace: step.trace,
+        span: SpanId::of("wait", &format!("{:?}-{from_ms}", step.span.0)),
+        parent: Some(step.span),
+        name: "wait_for_person".into(),
+        kind: SpanKind::Internal,
+        start_ms: from_ms,
+        end_ms: to_ms,
+        attributes: Vec::new(),
+        events: Vec::new(),
+        error: None,
+    }
+}
+
+/// What a model call of a step was, as the call log kept it.
+#[derive(Clone, Debug)]
+pub struct CallFacts<'a> {
+    /// When it was sent, ms since the Unix epoch.
+    pub sent_ms: i64,
+    /// When its answer (or failure) came.
+    pub answered_ms: i64,
+    /// `provider/model`.
+    pub model: &'a str,
+    /// The tokens it spent.
+    pub usage: TokenUsage,
+    /// Why it failed, when it did.
+    pub error: Option<&'a str>,
+    /// Why its answer was cut short (`length` for a token limit), else `stop`.
+    pub finish_reason: &'a str,
+    /// The system message, prompt and answer, when content is recorded.
+    pub content: Option<(&'a str, &'a str, Option<&'a str>)>,
+}
+
+/// The `n`-th model call of a step.
+pub fn call_span(step: &SpanPlan, step_id: &StepId, n: usize, call: &CallFacts<'_>) -> SpanPlan {
+    let (provider, model) = call.model.split_once('/').unwrap_or(("", call.model));
+    let mut attributes = vec![
+        ("gen_ai.operation.name", Attr::Str("chat".into())),
+        ("gen_ai.provider.name", Attr::Str(provider.to_owned())),
+        ("gen_ai.request.model", Attr::Str(model.to_owned())),
+        (
+            "gen_ai.response.finish_reasons",
+            Attr::List(vec![call.finish_reason.to_owned()]),
+        ),
+    ];
+    usage_attrs(&call.usage, &mut attributes);
+    let mut events = Vec::new();
+    if let Some((system, prompt, reply)) = call.content {
+        events.push(SpanEvent {
+            name: "gen_ai.system.message",
+            at_ms: call.sent_ms,
+            attributes: vec![("content", Attr::Str(system.to_owned()))],
+        });
+        events.push(SpanEvent {
+            name: "gen_ai.user.message",
+            at_ms: call.sent_ms,
+            attributes: vec![("content", Attr::Str(prompt.to_owned()))],
+        });
+        if let Some(reply) = reply {
+            events.push(SpanEvent {
+                name: "gen_ai.choice",
+                at_ms: call.answered_ms,
+                attributes: vec![("content", Attr::Str(reply.to_owned()))],
+            });
+        }
+    }
+    SpanPlan {
+        trace: step.trace,
+        span: SpanId::of("call", &format!("{step_id}/{n}")),
+        parent: Some(step.span),
+        name: format!("chat {model}"),
+        kind: SpanKind::Client,
+        start_ms: call.sent_ms,
+        end_ms: call.answered_ms.max(call.sent_ms),
+        attributes,
+        events,
+        error: call.error.map(str::to_owned),
+    }
+}
+
+/// The span of a task that ended, under the step that made it.
+pub fn task_span(task: &TaskState, (start_ms, end_ms): (i64, i64)) -> SpanPlan {
+    let mut attributes = vec![
+        ("cohort.task_id", Attr::Str(task.task_id.to_string())),
+        (
+            "cohort.state",
+            Attr::Str(format!("{:?}", task.execution_state).to_lowercase()),
+        ),
+    ];
+    usage_attrs(&task.token_usage, &mut attributes);
+    let error = (task.execution_state == crate::state::ExecutionState::Failed).then(|| {
+        task.outcome
+            .as_ref()
+            .and_then(|o| o.why.clone())
+            .unwrap_or_default()
+    });
+    SpanPlan {
+        trace: trace_of_task(task),
+        span: SpanId::of("task", task.task_id.as_str()),
+        parent: task
+            .goal_step
+            .as_ref()
+            .map(|s| SpanId::of("step", s.as_str())),
+        name: format!("task {}", task.task_name),
+        kind: SpanKind::Internal,
+        start_ms,
+        end_ms,
+        attributes,
+        events: Vec::new(),
+        error,
+    }
+}
+
+/// The span of a stage that ended, under its task.
+pub fn stage_span(
+    stage: &StageState,
+    task: &TaskState,
+    (start_ms, end_ms): (i64, i64),
+) -> SpanPlan {
+    SpanPlan {
+        trace: trace_of_task(task),
+        span: SpanId::of("stage", stage.stage_id.as_str()),
+        parent: Some(SpanId::of("task", task.task_id.as_str())),
+        name: format!(
+            "stage {}",
+            stage.stage_intention.chars().take(60).collect::<String>()
+        ),
+        kind: SpanKind::Internal,
+        start_ms,
+        end_ms,
+        attributes: vec![
+            ("cohort.task_id", Attr::Str(task.task_id.to_string())),
+            ("cohort.stage_id", Attr::Str(stage.stage_id.to_string())),
+            (
+                "cohort.state",
+                Attr::Str(format!("{:?}", stage.execution_state).to_lowercase()),
+            ),
+        ],
+        events: Vec::new(),
+        error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::StageId;
+    use crate::state::{Skill, StepResult};
+
+    fn task_made_by(goal: &StepState) -> TaskState {
+        let mut t = TaskState::new("t".into(), "Haiku".into(), "write one".into(), "m".into());
+        t.goal_step = Some(goal.step_id.clone());
+        t
+    }
+
+    fn step(task: &str, stage: StageRef, executor: Executor, origin: StepOrigin) -> StepState {
+        StepState::new(task.into(), stage, "w".into(), executor, "do it", "text")
+            .with_origin(origin)
+    }
+
+    #[test]
+    fn one_goal_is_one_trace_from_its_step_to_the_task_its_stages_and_their_steps() {
+        let base = TaskId::from("base");
+        let act = StepOrigin::Act {
+            from: "op".into(),
+            notice: None,
+            goal: Some("a haiku".into()),
+            second_try: false,
+        };
+        let goal = step(
+            "base",
+            StageRef::NoRelative,
+            Executor::Skill(Skill::TaskManager),
+            act,
+        );
+        let goal_span = step_span(&goal, None, &base, (0, 1));
+        assert_eq!(goal_span.parent, None, "the goal's step is the root");
+        let task = task_made_by(&goal);
+        let t = task_span(&task, (1, 9));
+        assert_eq!((t.trace, t.parent), (goal_span.trace, Some(goal_span.span)));
+        let mut stage = StageState::new("t".into(), "write".into(), Default::default());
+        stage.stage_id = StageId::from("s1");
+        let st = stage_span(&stage, &task, (2, 8));
+        assert_eq!((st.trace, st.parent), (goal_span.trace, Some(t.span)));
+        let mut work = step(
+            "t",
+            StageRef::Stage("s1".into()),
+            Executor::Tool("fs".into()),
+            StepOrigin::Unknown,
+        );
+        work.instruction_content = Some(serde_json::json!({"tool_name": "write_file"}));
+        work.execution_state = StepExecutionState::Failed;
+        work.execute_result = Some(StepResult::failed("disk full"));
+        let w = step_span(&work, Some(&task), &base, (3, 4));
+        assert_eq!((w.trace, w.parent), (goal_span.trace, Some(st.span)));
+        assert_eq!(w.name, "execute_tool write_file");
+        assert_eq!(w.kind, SpanKind::Client);
+        assert_eq!(w.error.as_deref(), Some("disk full"));
+        // The ids come from the stored ids: the same after a restart.
+        assert_eq!(step_span(&work, Some(&task), &base, (3, 4)).span, w.span);
+        assert_eq!(w.trace.hex().len(), 32);
+    }
+
+    #[test]
+    fn a_call_span_carries_the_genai_attributes_and_content_only_when_given() {
+        let base = TaskId::from("base");
+        let s = step(
+            "base",
+            StageRef::NoRelative,
+            Executor::Skill(Skill::Think),
+            StepOrigin::Unknown,
+        );
+        let parent = step_span(&s, None, &base, (0, 5));
+        let mut facts = CallFacts {
+            sent_ms: 1,
+            answered_ms: 4,
+            model: "openai/gpt-x",
+            usage: TokenUsage::new(10, 3),
+            error: None,
+            finish_reason: "stop",
+            content: None,
+        };
+        let c = call_span(&parent, &s.step_id, 0, &facts);
+        let get = |k: &str| {
+            c.attributes
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(get("gen_ai.request.model"), Some(Attr::Str("gpt-x".into())));
+        assert_eq!(
+            get("gen_ai.provider.name"),
+            Some(Attr::Str("openai".into()))
+        );
+        assert_eq!(get("gen_ai.usage.input_tokens"), Some(Attr::Int(10)));
+        assert_eq!(c.parent, Some(parent.span));
+        assert!(c.events.is_empty());
+        facts.content = Some(("sys", "prompt", Some("answer")));
+        assert_eq!(call_span(&parent, &s.step_id, 0, &facts).events.len(), 3);
+        assert_ne!(call_span(&parent, &s.step_id, 1, &facts).span, c.span);
+    }
+}

@@ -1,0 +1,164 @@
+//! Spans out to the OTLP exporter: a bounded queue the reader offers spans to (never waiting:
+//! a full queue drops the span and counts it), and a task that sends them in batches, each
+//! within a deadline, counting what went out and what the receiver refused or never took.
+
+use crate::event::trace::{Attr, SpanKind, SpanPlan};
+use opentelemetry::trace::{
+    SpanContext, SpanId, SpanKind as OtelKind, Status, TraceFlags, TraceId, TraceState,
+};
+use opentelemetry::{InstrumentationScope, KeyValue, Value};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter as _, SpanLinks};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+/// Spans waiting for the exporter at most; more are dropped (and counted).
+pub const QUEUE: usize = 4_096;
+/// Spans in one export at most.
+pub const BATCH: usize = 512;
+/// How long one export may take before its spans count as failed.
+pub const EXPORT_DEADLINE: Duration = Duration::from_secs(10);
+
+/// What became of the spans planned.
+#[derive(Debug, Default)]
+pub struct TraceStats {
+    exported: AtomicU64,
+    dropped: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl TraceStats {
+    /// Spans the receiver took.
+    pub fn exported(&self) -> u64 {
+        self.exported.load(Ordering::Relaxed)
+    }
+    /// Spans dropped before they were sent: the queue was full, or the reader fell behind.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+    /// Spans sent that the receiver refused or did not take in time.
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
+}
+
+/// Where the reader offers spans.
+pub(super) struct Queue {
+    tx: mpsc::Sender<SpanPlan>,
+    stats: Arc<TraceStats>,
+}
+
+impl Queue {
+    /// Queues a span, or drops it when the queue is full.
+    pub(super) fn offer(&self, span: SpanPlan) {
+        if self.tx.try_send(span).is_err() {
+            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The reader missed `n` changes: their spans are lost (counted as one each).
+    pub(super) fn missed(&self, n: u64) {
+        self.stats.dropped.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// The exporter the environment names, and the task feeding it.
+pub(super) fn start(
+    team: &str,
+    stats: Arc<TraceStats>,
+) -> Result<(Queue, tokio::task::JoinHandle<()>), super::TraceError> {
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+        .build()
+        .map_err(|e| super::TraceError::Exporter(e.to_string()))?;
+    let mut resource = opentelemetry_sdk::Resource::builder()
+        .with_attribute(KeyValue::new("cohort.team", team.to_owned()));
+    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+        resource = resource.with_service_name("cohort");
+    }
+    exporter.set_resource(&resource.build());
+    let (tx, mut rx) = mpsc::channel(QUEUE);
+    let scope = InstrumentationScope::builder("cohort")
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build();
+    let counts = stats.clone();
+    let task = tokio::spawn(async move {
+        let mut batch = Vec::with_capacity(BATCH);
+        while rx.recv_many(&mut batch, BATCH).await > 0 {
+            let n = batch.len() as u64;
+            let spans = batch.drain(..).map(|p| span_data(p, &scope)).collect();
+            match tokio::time::timeout(EXPORT_DEADLINE, exporter.export(spans)).await {
+                Ok(Ok(())) => counts.exported.fetch_add(n, Ordering::Relaxed),
+                Ok(Err(e)) => {
+                    tracing::warn!("the trace receiver refused {n} spans: {e}");
+                    counts.failed.fetch_add(n, Ordering::Relaxed)
+                }
+                Err(_) => {
+                    tracing::warn!("the trace receiver took no spans in {EXPORT_DEADLINE:?}");
+                    counts.failed.fetch_add(n, Ordering::Relaxed)
+                }
+            };
+        }
+    });
+    Ok((Queue { tx, stats }, task))
+}
+
+fn time(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
+}
+
+fn attrs(list: Vec<(&'static str, Attr)>) -> Vec<KeyValue> {
+    list.into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Attr::Str(s) => Value::from(s),
+                Attr::Int(i) => Value::from(i),
+                Attr::List(l) => Value::Array(opentelemetry::Array::String(
+                    l.into_iter().map(Into::into).collect(),
+                )),
+            };
+            KeyValue::new(k, v)
+        })
+        .collect()
+}
+
+/// A planned span as the SDK's exporters take it.
+fn span_data(p: SpanPlan, scope: &InstrumentationScope) -> SpanData {
+    let context = SpanContext::new(
+        TraceId::from_bytes(p.trace.0),
+        SpanId::from_bytes(p.span.0),
+        TraceFlags::SAMPLED,
+        false,
+        TraceState::default(),
+    );
+    // Not exhaustive: made by default, then filled.
+    let mut events = SpanEvents::default();
+    events.events = p
+        .events
+        .into_iter()
+        .map(|e| opentelemetry::trace::Event::new(e.name, time(e.at_ms), attrs(e.attributes), 0))
+        .collect();
+    SpanData {
+        span_context: context,
+        parent_span_id: p
+            .parent
+            .map_or(SpanId::INVALID, |s| SpanId::from_bytes(s.0)),
+        parent_span_is_remote: false,
+        span_kind: match p.kind {
+            SpanKind::Internal => OtelKind::Internal,
+            SpanKind::Client => OtelKind::Client,
+        },
+        name: p.name.into(),
+        start_time: time(p.start_ms),
+        end_time: time(p.end_ms),
+        attributes: attrs(p.attributes),
+        dropped_attributes_count: 0,
+        events,
+        links: SpanLinks::default(),
+        status: match p.error {
+            Some(e) => Status::error(e),
+            None => Status::Unset,
+        },
+        instrumentation_scope: scope.clone(),
+    }
+}

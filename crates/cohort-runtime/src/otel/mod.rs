@@ -1,0 +1,243 @@
+//! Traces out over OpenTelemetry, when the standard variables ask for them
+//! (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, protocol from
+//! `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` by default, or `grpc`). A reader of the
+//! monitor's changes and of the team's call log plans each span as its work ends
+//! ([`crate::event::trace`]) and [`export`] hands it to the OTLP exporter through a bounded
+//! queue. Nothing of it exists without those variables, and it never holds the team back: the
+//! reader follows the monitor's feed (whose sender never waits) and the queue drops, counting,
+//! what the exporter cannot take.
+//!
+//! Prompts and answers go in as span events only with
+//! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (they may hold secrets).
+
+mod export;
+
+use crate::event::trace::{self, CallFacts, SpanPlan};
+use crate::event::{Change, StageChange, StepChange, TaskChange};
+use crate::ids::TaskId;
+use crate::llm::recorded::CallLog;
+use crate::monitor::Monitor;
+use crate::monitor::feed::RecvError;
+pub use export::TraceStats;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Why traces could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("the OTLP exporter could not be made: {0}")]
+    Exporter(String),
+}
+
+/// Whether the environment asks for traces.
+pub fn asked_for() -> bool {
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    let is = |k: &str, v: &str| std::env::var(k).is_ok_and(|x| x.trim().eq_ignore_ascii_case(v));
+    let off = is("OTEL_SDK_DISABLED", "true") || is("OTEL_TRACES_EXPORTER", "none");
+    !off && (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+}
+
+/// The team's traces while they go out; see the module docs.
+pub struct Traces {
+    stats: Arc<TraceStats>,
+    monitor: Monitor,
+    /// The newest version the reader has made spans of.
+    read_to: Arc<AtomicU64>,
+    reader: tokio::task::JoinHandle<()>,
+    exporter: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Traces {
+    /// Starts the traces of a team (`team` its name, `base` its base task) when the environment
+    /// asks for them; `None` when it does not.
+    pub fn start(
+        monitor: &Monitor,
+        calls: Arc<CallLog>,
+        base: TaskId,
+        team: &str,
+    ) -> Result<Option<Traces>, TraceError> {
+        if !asked_for() {
+            return Ok(None);
+        }
+        let stats = Arc::new(TraceStats::default());
+        let (queue, exporter) = export::start(team, stats.clone())?;
+        let read_to = Arc::new(AtomicU64::new(monitor.version()));
+        let reader = Reader {
+            monitor: monitor.clone(),
+            calls,
+            base,
+            content: std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+                .is_ok_and(|v| v.eq_ignore_ascii_case("true")),
+            queue,
+            read_to: read_to.clone(),
+        };
+        tracing::info!("traces go out over OTLP");
+        Ok(Some(Traces {
+            stats,
+            monitor: monitor.clone(),
+            read_to,
+            reader: tokio::spawn(reader.run(monitor.subscribe())),
+            exporter: std::sync::Mutex::new(Some(exporter)),
+        }))
+    }
+
+    /// What went out, and what was dropped.
+    pub fn stats(&self) -> Arc<TraceStats> {
+        self.stats.clone()
+    }
+
+    /// Sends what the team did up to now, waiting at most `within`: the reader catches up
+    /// with the monitor, then the exporter empties its queue. Once only; traces end.
+    pub async fn finish(&self, within: Duration) {
+        let until = tokio::time::Instant::now() + within;
+        let target = self.monitor.version();
+        while self.read_to.load(Ordering::Acquire) < target && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The reader holds the queue's sender: once it is gone the exporter drains and ends.
+        self.reader.abort();
+        let exporter = self
+            .exporter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(exporter) = exporter {
+            let _ = tokio::time::timeout_at(until, exporter).await;
+        }
+    }
+}
+
+impl Drop for Traces {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Plans the spans of what ends, as the changes say it ends.
+struct Reader {
+    monitor: Monitor,
+    calls: Arc<CallLog>,
+    base: TaskId,
+    content: bool,
+    queue: export::Queue,
+    read_to: Arc<AtomicU64>,
+}
+
+impl Reader {
+    async fn run(self, mut feed: crate::monitor::feed::FeedReceiver) {
+        loop {
+            match feed.recv().await {
+                Ok(p) => {
+                    for span in self.spans_of(&p.event.change, p.event.at) {
+                        self.queue.offer(span);
+                    }
+                    self.read_to.store(p.event.version, Ordering::Release);
+                }
+                Err(RecvError::Lagged(n)) => {
+                    // Spans of the changes missed are lost, and counted so.
+                    self.queue.missed(n);
+                    feed = feed.resubscribe();
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+
+    fn spans_of(&self, change: &Change, at: i64) -> Vec<SpanPlan> {
+        match change {
+            Change::Step(StepChange::Updated {
+                step_id, update, ..
+            }) if update.execution_state.is_some_and(|s| s.is_over()) => {
+                self.step_spans(step_id, at)
+            }
+            Change::Stage(StageChange::State {
+                stage_id,
+                execution_state,
+            }) if execution_state.is_over() => self
+                .monitor
+                .read(|s| {
+                    let stage = s.stages.get(stage_id)?;
+                    let task = s.tasks.get(&stage.task_id)?;
+                    Some(trace::stage_span(
+                        stage,
+                        task,
+                        span_times(s.times.stage(stage_id), at),
+                    ))
+                })
+                .into_iter()
+                .collect(),
+            Change::Task(TaskChange::State {
+                task_id,
+                execution_state,
+                ..
+            }) if execution_state.is_over() => self
+                .monitor
+                .read(|s| {
+                    let task = s.tasks.get(task_id)?;
+                    Some(trace::task_span(
+                        task,
+                        span_times(s.times.task(task_id), at),
+                    ))
+                })
+                .into_iter()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A step's span, its wait for a person and its model calls.
+    fn step_spans(&self, id: &crate::ids::StepId, at: i64) -> Vec<SpanPlan> {
+        let planned = self.monitor.read(|s| {
+            let step = s.step(id)?;
+            let times = s.times.step(id);
+            let model = s
+                .agents
+                .get(&step.agent_id)
+                .and_then(|a| a.llm_config.as_ref())
+                .map(|l| l.label())
+                .unwrap_or_default();
+            let task = s.tasks.get(&step.task_id);
+            let span = trace::step_span(step, task, &self.base, span_times(times, at));
+            let wait = times
+                .and_then(|t| Some((t.waited_from?, t.waited_to?)))
+                .map(|(from, to)| trace::wait_span(&span, from, to));
+            Some((span, wait, model))
+        });
+        let Some((span, wait, model)) = planned else {
+            return Vec::new();
+        };
+        let mut out: Vec<SpanPlan> = wait.into_iter().collect();
+        for (n, call) in self.calls.of_step(id).iter().enumerate() {
+            let finish = match call.cut {
+                Some(crate::llm::Cut::TokenLimit) => "length",
+                Some(crate::llm::Cut::Repetition) => "repetition",
+                None if call.error.is_some() => "error",
+                None => "stop",
+            };
+            let facts = CallFacts {
+                sent_ms: call.sent_at,
+                answered_ms: call.answered_at,
+                model: &model,
+                usage: call.usage,
+                error: call.error.as_deref(),
+                finish_reason: finish,
+                content: self.content.then_some((
+                    call.system.as_str(),
+                    call.prompt.as_str(),
+                    call.reply.as_deref(),
+                )),
+            };
+            out.push(trace::call_span(&span, id, n, &facts));
+        }
+        out.push(span);
+        out
+    }
+}
+
+/// A span's start and end from the times the states keep (the change's time when missing).
+fn span_times(times: Option<crate::event::times::Times>, at: i64) -> (i64, i64) {
+    let t = times.unwrap_or_default();
+    let start = t.started_at.or(t.created_at).unwrap_or(at);
+    (start, t.ended_at.unwrap_or(at).max(start))
+}
