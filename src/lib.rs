@@ -24,7 +24,7 @@ pub use cohort_core::{
 pub use cohort_llm as llm;
 pub use cohort_mcp as mcp;
 pub use cohort_mcp_servers as bundled;
-pub use cohort_runtime::{actors, monitor, run};
+pub use cohort_runtime::{actors, monitor, otel, run};
 pub use cohort_server::{api, node, serve};
 pub use cohort_store as store;
 

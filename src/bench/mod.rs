@@ -54,6 +54,10 @@ pub enum Job {
         iterations: usize,
         #[serde(default)]
         store: bool,
+        /// Traces out over OTLP meanwhile: to a receiver (`receiver`) or a port nobody listens
+        /// on (`dead`).
+        #[serde(default)]
+        traces: Option<scenarios::TracesTo>,
     },
     Store {
         events: usize,
@@ -146,7 +150,8 @@ impl Job {
                 history,
                 iterations,
                 store,
-            } => scenarios::step_overhead(history, iterations, store),
+                traces,
+            } => scenarios::step_overhead(history, iterations, store, traces),
             Job::Store {
                 events,
                 per_publish,
@@ -344,6 +349,7 @@ fn step_overhead_rows(
             history,
             iterations: if q { 300 } else { 3000 },
             store: false,
+            traces: None,
         };
         eprintln!("bench: step overhead at a history of {history} …");
         if let Some(v) = note("step_overhead", in_child(exe, &job)) {
@@ -361,11 +367,43 @@ fn step_overhead_rows(
         }
         eprintln!("bench:   {:.1}s", started.elapsed().as_secs_f64());
     }
+    // At a history of 20 with traces going out, to a receiver and to nobody.
+    for (to, label) in [
+        (
+            scenarios::TracesTo::Receiver,
+            "traces to a local OTLP receiver",
+        ),
+        (scenarios::TracesTo::Dead, "traces to a dead OTLP receiver"),
+    ] {
+        let job = Job::StepOverhead {
+            history: 20,
+            iterations: if q { 300 } else { 3000 },
+            store: false,
+            traces: Some(to),
+        };
+        eprintln!("bench: step overhead at a history of 20, {label} …");
+        if let Some(v) = note("step_overhead", in_child(exe, &job)) {
+            out.push(row(
+                "step_overhead",
+                format!("history 20, {label}: p50 / p99"),
+                format!(
+                    "{:.0} µs / {:.0} µs; spans {} sent, {} dropped, {} failed",
+                    f(&v["p50_us"]),
+                    f(&v["p99_us"]),
+                    v["spans_exported"],
+                    v["spans_dropped"],
+                    v["spans_failed"]
+                ),
+                "≤ 1.25× without traces",
+            ));
+        }
+    }
     // The same at a history of 20 with the monitor writing ahead to a SQLite file.
     let job = Job::StepOverhead {
         history: 20,
         iterations: if q { 300 } else { 3000 },
         store: true,
+        traces: None,
     };
     eprintln!("bench: step overhead at a history of 20, with the store …");
     if let Some(v) = note("step_overhead", in_child(exe, &job)) {

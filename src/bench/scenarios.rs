@@ -289,11 +289,66 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// Where a step-overhead run's traces go.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TracesTo {
+    /// An OTLP/HTTP receiver in this process that takes every batch.
+    Receiver,
+    /// A port nobody listens on.
+    Dead,
+}
+
+/// Starts a team's traces beside `monitor` on a runtime of their own (as `serve` runs them
+/// beside the actors), sent to `to`.
+fn start_traces(
+    monitor: &Monitor,
+    to: TracesTo,
+) -> Result<(tokio::runtime::Runtime, crate::otel::Traces), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let endpoint = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        match to {
+            TracesTo::Receiver => {
+                let app = axum::Router::new().route(
+                    "/v1/traces",
+                    axum::routing::post(|| async { Vec::<u8>::new() }),
+                );
+                tokio::spawn(async move { axum::serve(listener, app).await });
+            }
+            TracesTo::Dead => drop(listener),
+        }
+        Ok::<_, std::io::Error>(format!("http://{addr}"))
+    });
+    let endpoint = endpoint.map_err(|e| e.to_string())?;
+    // SAFETY: this child process runs one scenario; no other thread reads the environment
+    // while it is set (the traces' runtime is idle, the monitor has no journal thread here).
+    unsafe { std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint) };
+    let calls = std::sync::Arc::new(crate::llm::recorded::CallLog::default());
+    let traces = rt
+        .block_on(async {
+            crate::otel::Traces::start(monitor, calls, TaskId::from("base"), "bench")
+        })
+        .map_err(|e| e.to_string())?
+        .ok_or("traces did not start")?;
+    Ok((rt, traces))
+}
+
 /// The step path with no actor in between: pick → prompt → LLM (scripted, no delay) → parse
 /// → apply (agent and SyncState) → publish, at a stage history of `history` finished steps.
 /// With `store`, the monitor writes ahead to a SQLite file (the commit itself happens on the
 /// journal's thread, which the step does not wait for; the run waits for all at the end).
-pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures {
+pub fn step_overhead(
+    history: usize,
+    iterations: usize,
+    store: bool,
+    traces: Option<TracesTo>,
+) -> Figures {
     let scratch = Scratch::new("overhead").map_err(|e| e.to_string())?;
     let model = scripted_thoughts(&scratch, iterations + 1)?;
     let prompts = PromptSet::builtin(crate::prompt::Language::En);
@@ -311,6 +366,7 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
     } else {
         Monitor::new(1024)
     };
+    let traced = traces.map(|to| start_traces(&monitor, to)).transpose()?;
     let mut sync = SyncCore::new(vec![Member::new("w", "worker")], &[], &[]);
     let task = TaskId::from("t");
     let stage = StageRef::Stage(StageId::from("s"));
@@ -357,12 +413,20 @@ pub fn step_overhead(history: usize, iterations: usize, store: bool) -> Figures 
     }
     let committed = rt.block_on(monitor.durable(monitor.assigned_version()));
     monitor.close();
+    let spans = traced.map(|(trt, traces)| {
+        trt.block_on(traces.finish(std::time::Duration::from_secs(15)));
+        let s = traces.stats();
+        (s.exported(), s.dropped(), s.failed())
+    });
     took.sort_unstable();
     Ok(json!({
         "history": history,
         "iterations": iterations,
         "store": store,
         "all_committed": committed,
+        "spans_exported": spans.map(|s| s.0),
+        "spans_dropped": spans.map(|s| s.1),
+        "spans_failed": spans.map(|s| s.2),
         "p50_us": micros(percentile(&took, 0.5)),
         "p99_us": micros(percentile(&took, 0.99)),
     }))
