@@ -67,7 +67,9 @@ fn text<'a>(s: &'a Span, key: &str) -> &'a str {
     }
 }
 
-fn run_quickstart(endpoint: &str, extra: &[(&str, &str)]) -> (String, Duration) {
+/// `cohort run --json` of the quickstart: its final states (stdout), what it said (stderr, the
+/// closing line) and how long it took.
+fn run_quickstart(endpoint: &str, extra: &[(&str, &str)]) -> (serde_json::Value, String, Duration) {
     let started = Instant::now();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cohort"));
     cmd.args([
@@ -76,6 +78,7 @@ fn run_quickstart(endpoint: &str, extra: &[(&str, &str)]) -> (String, Duration) 
         "examples/quickstart/team.yaml",
         "--goal",
         "Write a haiku about autumn rain",
+        "--json",
     ])
     .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
     .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL");
@@ -88,13 +91,9 @@ fn run_quickstart(endpoint: &str, extra: &[(&str, &str)]) -> (String, Duration) 
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // The closing line goes to stderr, the answer to stdout.
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (said, started.elapsed())
+    let states = serde_json::from_slice(&out.stdout).expect("the final states");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    (states, said, started.elapsed())
 }
 
 /// The prompt and completion tokens the closing line names (`… 1234 prompt (…) + 56 completion tokens …`).
@@ -110,7 +109,7 @@ fn closing_tokens(stdout: &str) -> (i64, i64) {
 async fn a_quickstart_run_is_one_trace_with_the_genai_span_tree() {
     let (addr, got) = receiver().await;
     let endpoint = format!("http://{addr}");
-    let (stdout, _) = tokio::task::spawn_blocking(move || run_quickstart(&endpoint, &[]))
+    let (states, stdout, _) = tokio::task::spawn_blocking(move || run_quickstart(&endpoint, &[]))
         .await
         .unwrap();
     let spans = got.lock().unwrap().clone();
@@ -124,6 +123,19 @@ async fn a_quickstart_run_is_one_trace_with_the_genai_span_tree() {
         "{:#?}",
         spans.iter().map(|s| &s.name).collect::<Vec<_>>()
     );
+    // The task names its trace, as the console shows it.
+    let hex: String = spans[0]
+        .trace_id
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let task = states["task"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|t| t["task_name"] != "MAS base task")
+        .unwrap();
+    assert_eq!(task["trace_id"], hex.as_str());
 
     // The tree: one root (the manager's step on the goal); every other span's parent is sent.
     let ids: HashMap<&Vec<u8>, &Span> = spans.iter().map(|s| (&s.span_id, s)).collect();
@@ -205,7 +217,7 @@ async fn prompts_go_as_span_events_only_when_asked_and_a_dead_receiver_never_hol
     let (addr, got) = receiver().await;
     let endpoint = format!("http://{addr}");
     let asked = [("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")];
-    let (_, took) = tokio::task::spawn_blocking(move || run_quickstart(&endpoint, &asked))
+    let (_, _, took) = tokio::task::spawn_blocking(move || run_quickstart(&endpoint, &asked))
         .await
         .unwrap();
     let spans = got.lock().unwrap().clone();
@@ -221,7 +233,7 @@ async fn prompts_go_as_span_events_only_when_asked_and_a_dead_receiver_never_hol
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
     drop(dead);
-    let (stdout, dead_took) = tokio::task::spawn_blocking(move || {
+    let (_, stdout, dead_took) = tokio::task::spawn_blocking(move || {
         run_quickstart(&format!("http://127.0.0.1:{port}"), &[])
     })
     .await

@@ -135,6 +135,79 @@ export function renderTaskHead() {
       !isBase(t) && t.started_at ? h('span', { class: 'meta-item muted' }, over ? 'ran ' : 'running for ', elapsed(t.started_at, t.ended_at, store.now(), { testid: 'task-head-elapsed' })) : null,
       tokens ? h('span', { class: 'meta-item muted' }, `tokens ${tokens}`) : null,
       h('span', { class: 'meta-item muted mono', title: 'task id' }, fmt.short(t.task_id)),
+      traceItem(t),
+    ),
+  );
+}
+
+/** The OpenTelemetry trace the task's work is in, to look up in a trace viewer (a click copies
+ * it). */
+function traceItem(t) {
+  if (!t.trace_id) return null;
+  const copy = () => navigator.clipboard && navigator.clipboard.writeText(t.trace_id).catch(() => {});
+  return h(
+    'button',
+    { type: 'button', class: 'meta-item muted mono trace-id', testid: 'task-trace', 'data-trace-id': t.trace_id, title: 'OpenTelemetry trace id: find the task in Jaeger, Tempo or Langfuse (click to copy)', onclick: copy },
+    `trace ${t.trace_id}`,
+  );
+}
+
+/** What a usage adds up to, with the repairs made to the answers. */
+function addUp(into, s) {
+  const u = s.token_usage || {};
+  into.prompt += u.prompt_tokens || 0;
+  into.cached += u.cached_prompt_tokens || 0;
+  into.completion += u.completion_tokens || 0;
+  into.usd += u.cost_usd || 0;
+  into.repairs += ((s.execute_result && s.execute_result.repairs) || []).length;
+  return into;
+}
+
+const nothingSpent = () => ({ prompt: 0, cached: 0, completion: 0, usd: 0, repairs: 0 });
+
+/** One bar of the spent card: prompt tokens (the cached part lighter) and completion tokens,
+ * scaled to the largest row. */
+function spentRow(testid, key, label, x, most) {
+  const pct = (n) => `${((100 * n) / Math.max(most, 1)).toFixed(1)}%`;
+  const words = `${fmt.int(x.prompt)} in${x.cached ? ` (${fmt.int(x.cached)} cached)` : ''} · ${fmt.int(x.completion)} out${x.usd ? ` · ${fmt.usd(x.usd)}` : ''}${x.repairs ? ` · ${x.repairs} repair${x.repairs === 1 ? '' : 's'}` : ''}`;
+  return h(
+    'li',
+    { class: 'spent-row', testid, 'data-key': key, 'data-tokens': x.prompt + x.completion, 'data-repairs': x.repairs },
+    h('span', { class: 'spent-label' }, label),
+    h(
+      'span',
+      { class: 'spent-bar', 'aria-hidden': 'true' },
+      h('span', { class: 'spent-cached', style: `width:${pct(x.cached)}` }),
+      h('span', { class: 'spent-in', style: `width:${pct(x.prompt - x.cached)}` }),
+      h('span', { class: 'spent-out', style: `width:${pct(x.completion)}` }),
+    ),
+    h('span', { class: 'spent-words muted' }, words),
+  );
+}
+
+/** What the task's steps spent, per agent and for its costliest steps: tokens (cached ones
+ * apart), USD where the models have prices, repairs to the answers. */
+function spentCard(t) {
+  const steps = [];
+  for (const id of t.task_group || []) for (const r of store.stepsOf(id)) if (r.state.task_id === t.task_id) steps.push(r.state);
+  const total = (x) => x.prompt + x.completion;
+  const spent = steps.map((s) => ({ s, x: addUp(nothingSpent(), s) })).filter(({ x }) => total(x) > 0 || x.repairs);
+  if (!spent.length) return null;
+  const agents = new Map();
+  for (const { s } of spent) addUp(agents.get(s.agent_id) || agents.set(s.agent_id, nothingSpent()).get(s.agent_id), s);
+  const byAgent = [...agents].sort((a, b) => total(b[1]) - total(a[1]));
+  const costliest = spent.sort((a, b) => total(b.x) - total(a.x)).slice(0, 8);
+  const most = Math.max(...byAgent.map(([, x]) => total(x)));
+  return h(
+    'section',
+    { class: 'spent-card', testid: 'task-spent' },
+    h('h3', { class: 'label' }, 'Spent by agent'),
+    h('ul', { class: 'spent-list' }, byAgent.map(([id, x]) => spentRow('spent-agent', id, agentName(id), x, most))),
+    h('h3', { class: 'label' }, 'Costliest steps'),
+    h(
+      'ul',
+      { class: 'spent-list' },
+      costliest.map(({ s, x }) => spentRow('spent-step', s.step_id, `${agentName(s.agent_id)}: ${s.step_intention}`, x, most)),
     ),
   );
 }
@@ -229,6 +302,8 @@ export function renderStages() {
   // Each card's graph plans, kept apart from the card: a step changing redraws its plan alone.
   for (const card of list.children) if (card._plans) fillPlans(card._plans, t.task_id, card.dataset.stageId);
   parts.push(list);
+  const spent = spentCard(t);
+  if (spent) parts.push(spent);
   // Graph plans made outside any stage (a manager's, say).
   const loose = (view._loose ||= h('section', { class: 'plans-loose', testid: 'plans-outside-stages' }, h('h3', { class: 'label' }, 'Plans outside stages'), h('div', { class: 'plans' })));
   if (fillPlans(loose.lastChild, t.task_id, NO_RELATIVE)) parts.push(loose);

@@ -344,6 +344,25 @@ try {
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-timeline.png') });
   });
 
+  await step('the task names its trace and shows what each agent and its costliest steps spent', async () => {
+    await page.locator(q.task(task.id)).click();
+    await page.getByTestId('tab-stages').click();
+    const trace = await page.getByTestId('task-trace').getAttribute('data-trace-id');
+    if (!/^[0-9a-f]{32}$/.test(trace || '')) throw new Failure(`the task's trace id: "${trace}"`);
+    const card = page.getByTestId('task-spent');
+    await card.waitFor();
+    const rows = await page.locator('[data-testid="spent-agent"]').evaluateAll((els) => els.map((e) => [e.dataset.key, Number(e.dataset.tokens)]));
+    const who = rows.map(([k]) => k);
+    if (!who.includes('writer') || !who.includes(MANAGER)) throw new Failure(`spent by: ${who.join(', ')}`);
+    if (!rows.every(([, t]) => t > 0)) throw new Failure(`spent by agent: ${JSON.stringify(rows)}`);
+    // Largest first.
+    if (rows.some(([, t], i) => i > 0 && t > rows[i - 1][1])) throw new Failure(`not largest first: ${JSON.stringify(rows)}`);
+    const steps = await page.locator('[data-testid="spent-step"]').count();
+    if (steps < 1 || steps > 8) throw new Failure(`${steps} costliest steps shown`);
+    await card.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-spent.png') });
+  });
+
   await step('the filter narrows tasks, agents and steps, and clearing it shows all again', async () => {
     await page.getByTestId('tab-agents').click();
     // The lists are drawn in the next animation frame: wait until they show exactly the match.

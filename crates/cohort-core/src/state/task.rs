@@ -81,6 +81,10 @@ pub struct TaskState {
     /// The step that acted on the goal the task serves (`event::trace`: one goal, one trace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goal_step: Option<crate::ids::StepId>,
+    /// The OpenTelemetry trace its work is in (`event::trace::trace_of_task`, as 32 hex
+    /// digits): what a person looks it up by in their trace viewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// Why a task ended as it did, beyond its state: what `cohort run`, the console and `export`
@@ -155,6 +159,7 @@ impl TaskState {
             outcome: None,
             requested_by: None,
             goal_step: None,
+            trace_id: None,
         }
     }
 

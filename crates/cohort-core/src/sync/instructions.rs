@@ -237,6 +237,7 @@ impl SyncCore {
                 let mut task = TaskState::new(task_id, task_name, task_intention, agent.clone());
                 task.requested_by = requested_by;
                 task.goal_step = goal_step;
+                task.trace_id = Some(crate::event::trace::trace_of_task(&task).hex());
                 self.count_opened();
                 applied
                     .messages

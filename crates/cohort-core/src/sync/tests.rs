@@ -689,3 +689,23 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
         assert!(told(&out).is_empty(), "{who:?}");
     }
 }
+
+#[test]
+fn a_task_made_for_a_goal_names_the_trace_of_the_step_that_acted_on_it() {
+    let roster: Vec<Member> = ["m"].iter().map(|id| Member::new(*id, "r")).collect();
+    let mut c = SyncCore::new(roster, &["m".into()], &[]);
+    let (t, goal) = (TaskId::random(), crate::ids::StepId::from("goal-step"));
+    let i = TaskInstruction::AddTask {
+        task_id: t.clone(),
+        task_name: "Haiku".into(),
+        task_intention: "write one".into(),
+        requested_by: None,
+        goal_step: Some(goal.clone()),
+    };
+    c.try_apply(&by("m", i), "now").unwrap();
+    let task = c.task(&t).unwrap();
+    assert_eq!(task.goal_step, Some(goal));
+    let trace = crate::event::trace::trace_of_task(task).hex();
+    assert_eq!(task.trace_id.as_deref(), Some(trace.as_str()));
+    assert_eq!(trace.len(), 32);
+}

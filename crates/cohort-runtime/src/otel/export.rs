@@ -19,6 +19,10 @@ pub const QUEUE: usize = 4_096;
 pub const BATCH: usize = 512;
 /// How long one export may take before its spans count as failed.
 pub const EXPORT_DEADLINE: Duration = Duration::from_secs(10);
+/// The pause after a failed export, doubled after each failure up to [`BACKOFF_MAX`]: a
+/// receiver that is down costs a try now and then, and the queue meanwhile fills and drops.
+pub const BACKOFF_MIN: Duration = Duration::from_millis(500);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// What became of the spans planned.
 #[derive(Debug, Default)]
@@ -57,7 +61,8 @@ impl Queue {
         }
     }
 
-    /// The reader missed `n` changes: their spans are lost (counted as one each).
+    /// The reader missed `n` changes, or the states let go of what a span was to be made of
+    /// before the reader came to it: those spans are lost (counted as one each).
     pub(super) fn missed(&self, n: u64) {
         self.stats.dropped.fetch_add(n, Ordering::Relaxed);
     }
@@ -84,20 +89,25 @@ pub(super) fn start(
     let counts = stats.clone();
     let task = tokio::spawn(async move {
         let mut batch = Vec::with_capacity(BATCH);
+        let mut backoff = BACKOFF_MIN;
         while rx.recv_many(&mut batch, BATCH).await > 0 {
             let n = batch.len() as u64;
             let spans = batch.drain(..).map(|p| span_data(p, &scope)).collect();
-            match tokio::time::timeout(EXPORT_DEADLINE, exporter.export(spans)).await {
-                Ok(Ok(())) => counts.exported.fetch_add(n, Ordering::Relaxed),
-                Ok(Err(e)) => {
-                    tracing::warn!("the trace receiver refused {n} spans: {e}");
-                    counts.failed.fetch_add(n, Ordering::Relaxed)
+            let why = match tokio::time::timeout(EXPORT_DEADLINE, exporter.export(spans)).await {
+                Ok(Ok(())) => {
+                    counts.exported.fetch_add(n, Ordering::Relaxed);
+                    backoff = BACKOFF_MIN;
+                    continue;
                 }
-                Err(_) => {
-                    tracing::warn!("the trace receiver took no spans in {EXPORT_DEADLINE:?}");
-                    counts.failed.fetch_add(n, Ordering::Relaxed)
-                }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("it took none in {EXPORT_DEADLINE:?}"),
             };
+            counts.failed.fetch_add(n, Ordering::Relaxed);
+            tracing::warn!(
+                "the trace receiver did not take {n} spans ({why}); next try in {backoff:?}"
+            );
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
         }
     });
     Ok((Queue { tx, stats }, task))

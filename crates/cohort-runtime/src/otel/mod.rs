@@ -205,6 +205,8 @@ impl Reader {
             Some((span, wait, model))
         });
         let Some((span, wait, model)) = planned else {
+            // The states let the step go before the reader came to it.
+            self.queue.missed(1);
             return Vec::new();
         };
         let mut out: Vec<SpanPlan> = wait.into_iter().collect();
