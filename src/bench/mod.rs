@@ -367,7 +367,42 @@ fn step_overhead_rows(
         }
         eprintln!("bench:   {:.1}s", started.elapsed().as_secs_f64());
     }
-    // At a history of 20 with traces going out, to a receiver and to nobody.
+    traces_rows(exe, q, note, out);
+    // The same at a history of 20 with the monitor writing ahead to a SQLite file.
+    let job = Job::StepOverhead {
+        history: 20,
+        iterations: if q { 300 } else { 3000 },
+        store: true,
+        traces: None,
+    };
+    eprintln!("bench: step overhead at a history of 20, with the store …");
+    if let Some(v) = note("step_overhead", in_child(exe, &job)) {
+        out.push(row(
+            "step_overhead",
+            "history 20, with the SQLite store: p50 / p99",
+            format!(
+                "{:.0} µs / {:.0} µs{}",
+                f(&v["p50_us"]),
+                f(&v["p99_us"]),
+                if v["all_committed"] == true {
+                    ""
+                } else {
+                    " (NOT all committed)"
+                }
+            ),
+            "≤ 1.2× without the store",
+        ));
+    }
+}
+
+/// The cost of one step at a history of 20 with traces going out, to a receiver and to
+/// nobody.
+fn traces_rows(
+    exe: &Path,
+    q: bool,
+    note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
+    out: &mut Vec<Row>,
+) {
     for (to, label) in [
         (
             scenarios::TracesTo::Receiver,
@@ -397,31 +432,6 @@ fn step_overhead_rows(
                 "≤ 1.25× without traces",
             ));
         }
-    }
-    // The same at a history of 20 with the monitor writing ahead to a SQLite file.
-    let job = Job::StepOverhead {
-        history: 20,
-        iterations: if q { 300 } else { 3000 },
-        store: true,
-        traces: None,
-    };
-    eprintln!("bench: step overhead at a history of 20, with the store …");
-    if let Some(v) = note("step_overhead", in_child(exe, &job)) {
-        out.push(row(
-            "step_overhead",
-            "history 20, with the SQLite store: p50 / p99",
-            format!(
-                "{:.0} µs / {:.0} µs{}",
-                f(&v["p50_us"]),
-                f(&v["p99_us"]),
-                if v["all_committed"] == true {
-                    ""
-                } else {
-                    " (NOT all committed)"
-                }
-            ),
-            "≤ 1.2× without the store",
-        ));
     }
 }
 

@@ -339,6 +339,13 @@ fn start_traces(
     Ok((rt, traces))
 }
 
+/// Sends the run's last spans (15 s at most): how many went out, were dropped and failed.
+fn spans_sent((rt, traces): (tokio::runtime::Runtime, crate::otel::Traces)) -> (u64, u64, u64) {
+    rt.block_on(traces.finish(std::time::Duration::from_secs(15)));
+    let s = traces.stats();
+    (s.exported(), s.dropped(), s.failed())
+}
+
 /// The step path with no actor in between: pick → prompt → LLM (scripted, no delay) → parse
 /// → apply (agent and SyncState) → publish, at a stage history of `history` finished steps.
 /// With `store`, the monitor writes ahead to a SQLite file (the commit itself happens on the
@@ -413,11 +420,7 @@ pub fn step_overhead(
     }
     let committed = rt.block_on(monitor.durable(monitor.assigned_version()));
     monitor.close();
-    let spans = traced.map(|(trt, traces)| {
-        trt.block_on(traces.finish(std::time::Duration::from_secs(15)));
-        let s = traces.stats();
-        (s.exported(), s.dropped(), s.failed())
-    });
+    let spans = traced.map(spans_sent);
     took.sort_unstable();
     Ok(json!({
         "history": history,

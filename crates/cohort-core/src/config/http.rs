@@ -111,27 +111,8 @@ pub(super) fn http(r: RawHttp, file: &Path, out: &mut Findings) -> Http {
         (1, None),
         d.max_requests_per_connection,
     );
-    let mut trusted_proxies = Vec::new();
-    for (i, p) in r.trusted_proxies.iter().enumerate() {
-        match parse_proxy(p) {
-            Ok(net) => trusted_proxies.push(net),
-            Err(why) => out.add(file, format!("http.trusted_proxies[{i}]"), why),
-        }
-    }
-    let metrics_bind = r
-        .metrics_bind
-        .as_deref()
-        .and_then(|a| match a.trim().parse() {
-            Ok(addr) => Some(addr),
-            Err(_) => {
-                out.add(
-                    file,
-                    "http.metrics_bind",
-                    format!("`{a}` is not an address and port (e.g. `127.0.0.1:9464`)"),
-                );
-                None
-            }
-        });
+    let trusted_proxies = proxies(&r.trusted_proxies, file, out);
+    let metrics_bind = metrics_bind(r.metrics_bind.as_deref(), file, out);
     let mut count = |v: Option<usize>, field: &str, default: usize| {
         bounded(out, file, &format!("http.{field}"), v, (1, None), default)
     };
@@ -155,6 +136,37 @@ pub(super) fn http(r: RawHttp, file: &Path, out: &mut Findings) -> Http {
         goals_per_person,
         goal_window,
     }
+}
+
+/// `http.trusted_proxies`, each an address or a network.
+fn proxies(given: &[String], file: &Path, out: &mut Findings) -> Vec<IpNet> {
+    let mut nets = Vec::new();
+    for (i, p) in given.iter().enumerate() {
+        match parse_proxy(p) {
+            Ok(net) => nets.push(net),
+            Err(why) => out.add(file, format!("http.trusted_proxies[{i}]"), why),
+        }
+    }
+    nets
+}
+
+/// `http.metrics_bind`: an address and port, if given.
+fn metrics_bind(
+    given: Option<&str>,
+    file: &Path,
+    out: &mut Findings,
+) -> Option<std::net::SocketAddr> {
+    given.and_then(|a| match a.trim().parse() {
+        Ok(addr) => Some(addr),
+        Err(_) => {
+            out.add(
+                file,
+                "http.metrics_bind",
+                format!("`{a}` is not an address and port (e.g. `127.0.0.1:9464`)"),
+            );
+            None
+        }
+    })
 }
 
 /// An address (`10.0.0.5`, `::1`) or a network (`10.0.0.0/8`, `fd00::/8`). Host bits in a

@@ -276,18 +276,7 @@ fn start(
         .collect();
     let agents = spawn_agents(cfg, models, stored, &factory, &sync);
     route_in_flight(&monitor, &dispatcher);
-    // Traces the environment asks for but that cannot be sent are said, never fatal.
-    let traces = crate::otel::Traces::start(
-        &monitor,
-        builder.calls.clone(),
-        base_task.clone(),
-        &cfg.name,
-    )
-    .unwrap_or_else(|e| {
-        tracing::warn!("no traces: {e}");
-        None
-    })
-    .map(Arc::new);
+    let traces = traces_of(&monitor, &builder.calls, &base_task, &cfg.name);
     Ok(Team {
         monitor,
         sync,
@@ -307,6 +296,22 @@ fn start(
         models: by_agent,
         traces,
     })
+}
+
+/// The team's traces, when the environment asks for them; traces that cannot be sent are
+/// said, never fatal.
+fn traces_of(
+    monitor: &Monitor,
+    calls: &Arc<crate::llm::recorded::CallLog>,
+    base: &TaskId,
+    team: &str,
+) -> Option<Arc<crate::otel::Traces>> {
+    crate::otel::Traces::start(monitor, calls.clone(), base.clone(), team)
+        .unwrap_or_else(|e| {
+            tracing::warn!("no traces: {e}");
+            None
+        })
+        .map(Arc::new)
 }
 
 /// What every agent of the team file `cfg` is given (see [`AgentSettings`]).

@@ -27,6 +27,8 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// What became of the spans planned.
 #[derive(Debug, Default)]
 pub struct TraceStats {
+    /// Spans queued (the rest were dropped at once).
+    queued: AtomicU64,
     exported: AtomicU64,
     dropped: AtomicU64,
     failed: AtomicU64,
@@ -45,6 +47,13 @@ impl TraceStats {
     pub fn failed(&self) -> u64 {
         self.failed.load(Ordering::Relaxed)
     }
+
+    /// The exporter was stopped with spans still queued: they count as dropped.
+    pub(super) fn give_up_queued(&self) {
+        let done = self.exported() + self.failed();
+        let left = self.queued.load(Ordering::Relaxed).saturating_sub(done);
+        self.dropped.fetch_add(left, Ordering::Relaxed);
+    }
 }
 
 /// Where the reader offers spans.
@@ -56,9 +65,10 @@ pub(super) struct Queue {
 impl Queue {
     /// Queues a span, or drops it when the queue is full.
     pub(super) fn offer(&self, span: SpanPlan) {
-        if self.tx.try_send(span).is_err() {
-            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-        }
+        match self.tx.try_send(span) {
+            Ok(()) => self.stats.queued.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self.stats.dropped.fetch_add(1, Ordering::Relaxed),
+        };
     }
 
     /// The reader missed `n` changes, or the states let go of what a span was to be made of

@@ -102,8 +102,13 @@ impl Traces {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some(exporter) = exporter {
-            let _ = tokio::time::timeout_at(until, exporter).await;
+        if let Some(mut exporter) = exporter
+            && tokio::time::timeout_at(until, &mut exporter).await.is_err()
+        {
+            // The receiver is too slow or down: what is still queued is not sent.
+            exporter.abort();
+            let _ = exporter.await;
+            self.stats.give_up_queued();
         }
     }
 }

@@ -110,24 +110,29 @@ fn render(state: &ApiState) -> String {
         inner.feed_slots.open() as f64,
     );
     if let Some(traces) = &inner.traces {
-        out.family(
-            "cohort_trace_spans_total",
-            "counter",
-            "Spans sent over OTLP (exported), dropped before sending (queue full, reader behind) or refused by the receiver (failed).",
-        );
-        for (outcome, n) in [
-            ("exported", traces.exported()),
-            ("dropped", traces.dropped()),
-            ("failed", traces.failed()),
-        ] {
-            out.sample(
-                "cohort_trace_spans_total",
-                &[("outcome", outcome)],
-                n as f64,
-            );
-        }
+        trace_figures(&mut out, traces);
     }
     out.0
+}
+
+/// What became of the team's spans.
+fn trace_figures(out: &mut Text, traces: &crate::otel::TraceStats) {
+    out.family(
+        "cohort_trace_spans_total",
+        "counter",
+        "Spans sent over OTLP (exported), dropped before sending (queue full, reader behind) or refused by the receiver (failed).",
+    );
+    for (outcome, n) in [
+        ("exported", traces.exported()),
+        ("dropped", traces.dropped()),
+        ("failed", traces.failed()),
+    ] {
+        out.sample(
+            "cohort_trace_spans_total",
+            &[("outcome", outcome)],
+            n as f64,
+        );
+    }
 }
 
 /// The gauges read from the states as they are now.
