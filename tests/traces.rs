@@ -2,13 +2,19 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a receiver written here (HTTP/protobuf, decoded
 //! with OpenTelemetry's own protobuf types) gives one trace for the goal, whose spans make the
 //! tree goal step → task → stages → steps → model calls, with the GenAI attributes, and whose
-//! model calls' tokens add up to the run's closing line. A run against a dead receiver ends as
-//! quickly and counts what it could not send.
+//! model calls' tokens add up to the run's closing line; the same spans come over gRPC
+//! (`OTEL_EXPORTER_OTLP_PROTOCOL=grpc`, the collector's TraceService served here). A run against
+//! a dead receiver still ends.
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::routing::post;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
@@ -39,6 +45,39 @@ async fn receiver() -> (std::net::SocketAddr, Received) {
                 Vec::<u8>::new()
             }
         }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (addr, got)
+}
+
+/// The collector's gRPC TraceService, keeping what it is sent.
+struct Collector(Received);
+
+#[tonic::async_trait]
+impl TraceService for Collector {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let mut spans = self.0.lock().unwrap();
+        for rs in request.into_inner().resource_spans {
+            for ss in rs.scope_spans {
+                spans.extend(ss.spans);
+            }
+        }
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+/// A gRPC receiver (HTTP/2 without TLS, as collectors listen on 4317).
+async fn grpc_receiver() -> (std::net::SocketAddr, Received) {
+    let got: Received = Arc::default();
+    let service = TraceServiceServer::new(Collector(got.clone()));
+    let app = Router::new().route_service(
+        "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+        service,
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -243,4 +282,24 @@ async fn prompts_go_as_span_events_only_when_asked_and_a_dead_receiver_never_hol
         dead_took < took + Duration::from_secs(60),
         "{dead_took:?} against {took:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_trace_comes_over_grpc() {
+    let (addr, got) = grpc_receiver().await;
+    let endpoint = format!("http://{addr}");
+    let grpc = [("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")];
+    let (_, said, _) = tokio::task::spawn_blocking(move || run_quickstart(&endpoint, &grpc))
+        .await
+        .unwrap();
+    let spans = got.lock().unwrap().clone();
+    assert!(
+        spans.len() > 10,
+        "{} spans over gRPC; the run said {said}",
+        spans.len()
+    );
+    let traces: HashSet<&Vec<u8>> = spans.iter().map(|s| &s.trace_id).collect();
+    assert_eq!(traces.len(), 1);
+    let chats = spans.iter().filter(|s| s.name.starts_with("chat ")).count();
+    assert!(chats > 0);
 }
