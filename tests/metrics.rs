@@ -124,6 +124,23 @@ async fn the_metrics_parse_and_count_what_the_states_say_the_team_did() {
         ended.values().sum::<f64>()
     );
 
+    // The memory budget and what its bounded parts hold, each within its share.
+    let budget = |part| total(&scrape, "cohort_memory_budget_bytes", &[("part", part)]);
+    let held = |part| total(&scrape, "cohort_memory_held_bytes", &[("part", part)]);
+    assert_eq!(budget("total"), (_cfg.retention.memory.bytes) as f64);
+    for part in ["retired_steps", "feed"] {
+        assert!(
+            budget(part) > 0.0 && held(part) <= budget(part),
+            "{part}: {} of {}",
+            held(part),
+            budget(part)
+        );
+    }
+    assert_eq!(
+        held("retired_steps"),
+        total(&scrape, "cohort_retired_steps_bytes", &[])
+    );
+
     // Tokens: the steps' counts, by kind, added up over agents and models.
     assert!(prompt > 0.0 && completion > 0.0);
     assert_eq!(

@@ -351,6 +351,11 @@ impl Monitor {
         self.inner.tx.subscribe()
     }
 
+    /// The bytes the live feed's backlog holds now (what its slowest reader has not read).
+    pub fn feed_bytes(&self) -> usize {
+        self.inner.tx.held().1
+    }
+
     /// Holds the live feed's backlog to `bytes` (a subscriber further behind gets `Lagged`).
     pub fn hold_feed_to(&self, bytes: usize) {
         self.inner.tx.set_bytes(bytes);

@@ -109,10 +109,43 @@ fn render(state: &ApiState) -> String {
         &[],
         inner.feed_slots.open() as f64,
     );
+    memory_figures(&mut out, inner);
     if let Some(traces) = &inner.traces {
         trace_figures(&mut out, traces);
     }
     out.0
+}
+
+/// The memory budget and what its bounded parts hold now: the steps kept for readers and the
+/// live feed's backlog (each held to its share; the rest of the budget bounds the tasks'
+/// pools, agents' queues and private chats, each by its own cap).
+fn memory_figures(out: &mut Text, inner: &super::Inner) {
+    let budget = inner.memory;
+    let retired = inner.monitor.read(|s| s.retired_bytes());
+    out.family("cohort_memory_budget_bytes", "gauge", "The team's memory budget (retention.memory_mib) and the shares of it its parts are held to.");
+    for (part, bytes) in [
+        ("total", budget.bytes),
+        ("retired_steps", budget.retired_steps()),
+        ("feed", budget.feed()),
+        ("task_pools", budget.all_pools()),
+    ] {
+        out.sample(
+            "cohort_memory_budget_bytes",
+            &[("part", part)],
+            bytes as f64,
+        );
+    }
+    out.family(
+        "cohort_memory_held_bytes",
+        "gauge",
+        "What the parts held to a share of the memory budget hold now.",
+    );
+    for (part, bytes) in [
+        ("retired_steps", retired),
+        ("feed", inner.monitor.feed_bytes()),
+    ] {
+        out.sample("cohort_memory_held_bytes", &[("part", part)], bytes as f64);
+    }
 }
 
 /// What became of the team's spans.

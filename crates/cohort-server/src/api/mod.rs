@@ -119,6 +119,8 @@ struct Inner {
     mcp: Option<Arc<crate::mcp::McpClient>>,
     /// The task event streams' hub, started by the first follower.
     flow_hub: std::sync::OnceLock<Arc<flow_hub::FlowHub>>,
+    /// The team's memory budget (`retention.memory_mib`), for the metrics of its use.
+    memory: crate::config::MemoryBudget,
     /// What became of the team's spans, when it sends traces.
     traces: Option<Arc<crate::otel::TraceStats>>,
 }
@@ -184,6 +186,7 @@ impl ApiState {
                 mcp: team.mcp.clone(),
                 flow_hub: std::sync::OnceLock::new(),
                 traces: team.traces.as_ref().map(|t| t.stats()),
+                memory: team.retention.memory,
             }),
         }
     }
