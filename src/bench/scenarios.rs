@@ -346,6 +346,28 @@ fn spans_sent((rt, traces): (tokio::runtime::Runtime, crate::otel::Traces)) -> (
     (s.exported(), s.dropped(), s.failed())
 }
 
+/// The monitor a step-overhead run publishes to: writing ahead to a SQLite file in `scratch`
+/// with `store`, else in memory only.
+fn overhead_monitor(
+    rt: &tokio::runtime::Runtime,
+    scratch: &Scratch,
+    store: bool,
+) -> Result<Monitor, String> {
+    if !store {
+        return Ok(Monitor::new(1024));
+    }
+    let file = scratch.0.join("data.db");
+    let store = rt
+        .block_on(crate::store::SqlStore::open_sqlite(&file))
+        .map_err(|e| e.to_string())?;
+    Ok(Monitor::with_store(
+        1024,
+        std::sync::Arc::new(store),
+        Default::default(),
+        0,
+    ))
+}
+
 /// The step path with no actor in between: pick → prompt → LLM (scripted, no delay) → parse
 /// → apply (agent and SyncState) → publish, at a stage history of `history` finished steps.
 /// With `store`, the monitor writes ahead to a SQLite file (the commit itself happens on the
@@ -363,16 +385,7 @@ pub fn step_overhead(
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let monitor = if store {
-        let store = rt
-            .block_on(crate::store::SqlStore::open_sqlite(
-                &scratch.0.join("data.db"),
-            ))
-            .map_err(|e| e.to_string())?;
-        Monitor::with_store(1024, std::sync::Arc::new(store), Default::default(), 0)
-    } else {
-        Monitor::new(1024)
-    };
+    let monitor = overhead_monitor(&rt, &scratch, store)?;
     let traced = traces.map(|to| start_traces(&monitor, to)).transpose()?;
     let mut sync = SyncCore::new(vec![Member::new("w", "worker")], &[], &[]);
     let task = TaskId::from("t");

@@ -121,12 +121,14 @@ impl CallLog {
 
     /// The calls of one step still kept, oldest first (a re-asked answer makes several).
     pub fn of_step(&self, step: &StepId) -> Vec<Call> {
+        self.map_step(step, Call::clone)
+    }
+
+    /// What `f` makes of each call of one step still kept, oldest first: for readers that need
+    /// a few of a call's fields, not copies of its texts.
+    pub fn map_step<R>(&self, step: &StepId, f: impl FnMut(&Call) -> R) -> Vec<R> {
         let k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        k.calls
-            .iter()
-            .filter(|c| &c.step_id == step)
-            .cloned()
-            .collect()
+        k.calls.iter().filter(|c| &c.step_id == step).map(f).collect()
     }
 }
 

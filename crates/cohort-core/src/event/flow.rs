@@ -363,7 +363,8 @@ pub fn step_moved(
         view.text_whole = true;
     }
     let output = || result.map(|r| bounded(&Value::Object(r.output.clone())));
-    let request = |key: &str| output().and_then(|o| o.get(key).cloned());
+    // Only the request a person is asked to decide on, each bounded on its own.
+    let request = |key: &str| result.and_then(|r| r.output.get(key)).map(bounded);
     let told = match to {
         S::Init | S::Pending | S::Running => None,
         S::WaitingForApproval => Some(FlowEvent::StepWaitingForStart {

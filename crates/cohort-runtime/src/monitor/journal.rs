@@ -216,16 +216,8 @@ fn write_loop(
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
             let writers = writers(&entries);
-            let began = std::time::Instant::now();
-            match commit(&rt, store.as_ref(), (&stored, &writers), abandoned) {
-                Ok(bytes) => {
-                    since_bytes += bytes;
-                    inner
-                        .commits
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .observe(super::COMMIT_SECONDS, began.elapsed().as_secs_f64());
-                }
+            match timed_commit(&rt, store.as_ref(), &inner, (&stored, &writers), abandoned) {
+                Ok(bytes) => since_bytes += bytes,
                 Err(NotStored::Abandoned) => return,
                 Err(NotStored::Fenced(e)) => {
                     tracing::error!("{e}; this node stops its team");
@@ -249,6 +241,27 @@ fn write_loop(
             (since_snapshot, since_bytes) = (0, 0);
         }
     }
+}
+
+/// [`commit`], with how long a commit that succeeded took noted in the monitor's commit
+/// timings (`/metrics`).
+fn timed_commit(
+    rt: &tokio::runtime::Runtime,
+    store: &dyn Store,
+    inner: &Inner,
+    batch: (&[StoredEvent], &[AgentWrite]),
+    abandoned: &AtomicBool,
+) -> Result<u64, NotStored> {
+    let began = std::time::Instant::now();
+    let done = commit(rt, store, batch, abandoned);
+    if done.is_ok() {
+        inner
+            .commits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .observe(super::COMMIT_SECONDS, began.elapsed().as_secs_f64());
+    }
+    done
 }
 
 /// The entries waiting, from `first` on, up to [`BATCH`] events or a close (which ends the

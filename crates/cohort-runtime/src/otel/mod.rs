@@ -215,7 +215,9 @@ impl Reader {
             return Vec::new();
         };
         let mut out: Vec<SpanPlan> = wait.into_iter().collect();
-        for (n, call) in self.calls.of_step(id).iter().enumerate() {
+        // Made under the call log's lock from the fields a span needs (texts only when asked).
+        let mut n = 0;
+        out.extend(self.calls.map_step(id, |call| {
             let finish = match call.cut {
                 Some(crate::llm::Cut::TokenLimit) => "length",
                 Some(crate::llm::Cut::Repetition) => "repetition",
@@ -235,8 +237,9 @@ impl Reader {
                     call.reply.as_deref(),
                 )),
             };
-            out.push(trace::call_span(&span, id, n, &facts));
-        }
+            n += 1;
+            trace::call_span(&span, id, n - 1, &facts)
+        }));
         out.push(span);
         out
     }
