@@ -128,7 +128,11 @@ impl CallLog {
     /// a few of a call's fields, not copies of its texts.
     pub fn map_step<R>(&self, step: &StepId, f: impl FnMut(&Call) -> R) -> Vec<R> {
         let k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        k.calls.iter().filter(|c| &c.step_id == step).map(f).collect()
+        k.calls
+            .iter()
+            .filter(|c| &c.step_id == step)
+            .map(f)
+            .collect()
     }
 }
 

@@ -521,11 +521,6 @@ impl TaskFlow {
         &self.task_id
     }
 
-    /// The steps it follows.
-    pub fn step_ids(&self) -> impl Iterator<Item = &StepId> {
-        self.order.iter()
-    }
-
     /// Whether step `id` is one of this task's.
     pub fn has_step(&self, id: &StepId) -> bool {
         self.steps.contains_key(id)

@@ -152,8 +152,13 @@ impl Entry {
 #[derive(Default)]
 struct HubState {
     entries: HashMap<TaskId, Entry>,
-    /// Which followed task each step belongs to.
-    steps: HashMap<StepId, TaskId>,
+}
+
+impl HubState {
+    /// The followed task whose fold follows step `id` (at most [`FOLLOWED_TASKS`] to ask).
+    fn entry_of_step(&mut self, id: &StepId) -> Option<&mut Entry> {
+        self.entries.values_mut().find(|e| e.flow.has_step(id))
+    }
 }
 
 /// See the module docs.
@@ -198,9 +203,6 @@ impl FlowHub {
                 return Err(FollowError::TooMany);
             }
             let entry = self.new_entry(task)?;
-            for id in entry.flow.step_ids() {
-                state.steps.insert(id.clone(), task.clone());
-            }
             state.entries.insert(task.clone(), entry);
         }
         let entry = state.entries.get_mut(task).expect("inserted above");
@@ -267,22 +269,15 @@ impl FlowHub {
         if state.entries.is_empty() {
             return;
         }
-        let task = match change {
-            Change::Step(StepChange::Added { step, .. }) => Some(step.task_id.clone()),
-            Change::Step(s) => step_of(s).and_then(|id| state.steps.get(id).cloned()),
-            _ => change.task_id().cloned(),
+        let entry = match change {
+            Change::Step(StepChange::Added { step, .. }) => state.entries.get_mut(&step.task_id),
+            Change::Step(s) => step_of(s).and_then(|id| state.entry_of_step(id)),
+            _ => change.task_id().and_then(|t| state.entries.get_mut(t)),
         };
-        let Some(task) = task else { return };
-        let HubState { entries, steps } = &mut *state;
-        let Some(entry) = entries.get_mut(&task) else {
+        let Some(entry) = entry.filter(|e| version > e.from_version) else {
             return;
         };
-        if version <= entry.from_version {
-            return;
-        }
-        if let Change::Step(StepChange::Added { step, .. }) = change {
-            steps.insert(step.step_id.clone(), task.clone());
-        }
+        let task = entry.flow.task_id().clone();
         let risk = || self.monitor.read(|s| (self.risk)(s, &task));
         let events = entry.flow.apply(change, &risk);
         entry.tell(self.epoch, events);
@@ -291,10 +286,7 @@ impl FlowHub {
     /// An answer being written: a TEXT_ADD for a followed task's step.
     fn on_writing(&self, step: &StepId, text: &str) {
         let mut state = self.lock();
-        let Some(task) = state.steps.get(step).cloned() else {
-            return;
-        };
-        if let Some(entry) = state.entries.get_mut(&task)
+        if let Some(entry) = state.entry_of_step(step)
             && let Some(event) = entry.flow.text(step, text)
         {
             entry.tell(self.epoch, vec![event]);
@@ -305,16 +297,12 @@ impl FlowHub {
     /// moved meanwhile.
     fn resync(&self) {
         let mut state = self.lock();
-        let HubState { entries, steps } = &mut *state;
         self.monitor.read_at(|s, version| {
-            for (task, entry) in entries.iter_mut() {
+            for (task, entry) in state.entries.iter_mut() {
                 let risk = || (self.risk)(s, task);
                 let events = entry
                     .flow
                     .catch_up(s.tasks.get(task), steps_of(s, task), &risk);
-                for id in entry.flow.step_ids() {
-                    steps.insert(id.clone(), task.clone());
-                }
                 entry.from_version = version;
                 entry.tell(self.epoch, events);
             }
@@ -332,8 +320,6 @@ fn forget_idle(state: &mut HubState, linger: Duration) -> bool {
     state
         .entries
         .retain(|_, e| e.followers > 0 || e.idle_since.is_none_or(|t| t.elapsed() < linger));
-    let HubState { entries, steps } = state;
-    steps.retain(|_, task| entries.contains_key(task));
     state.entries.len() < before
 }
 

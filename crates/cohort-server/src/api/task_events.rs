@@ -93,7 +93,6 @@ fn follow(
     Ok((telling, following))
 }
 
-/// `GET /api/task/{id}/events`.
 impl EventsQuery {
     /// Nothing but a token (the websocket's states feed).
     pub fn only_token(&self) -> bool {
@@ -104,6 +103,7 @@ impl EventsQuery {
     }
 }
 
+/// `GET /api/task/{id}/events`.
 pub async fn task_events(
     State(state): State<ApiState>,
     caller: Caller,
