@@ -271,11 +271,21 @@ fn main() -> ExitCode {
                 max_steps,
                 timeout: Duration::from_secs(timeout),
                 stop_on_ctrl_c: true,
+                traceparent: env_traceparent(),
                 ..Default::default()
             };
             run(&team, &goal, json, opts, &data)
         }
     }
+}
+
+/// The trace a command was started in (`TRACEPARENT`, OpenTelemetry's carrier for a trace
+/// context passed to a process). One that cannot be read is ignored, with a warning.
+fn env_traceparent() -> Option<cohort::event::trace_context::TraceParent> {
+    let text = std::env::var("TRACEPARENT").ok()?;
+    text.parse()
+        .map_err(|e| eprintln!("warning: TRACEPARENT is ignored: {e}"))
+        .ok()
 }
 
 /// `cohort run`: the team started on its store (if any), the goal given, followed to its end.

@@ -578,14 +578,30 @@ async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() 
         "the manager holds the wait id alice sees"
     );
 
-    // Alice answers; the answer carries the wait id by itself.
+    // Alice answers, from a client that traces its calls (a W3C `traceparent` header); the
+    // answer carries the wait id by itself.
     let answer = json!({"human_agent_id": "alice", "task_id": q["task_id"],
         "receiver": ["manager"], "content": "Blue, please.", "need_reply": false});
-    let r = post(&app, "/api/send_message", Some(&alice), answer).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    assert_eq!(r.body["success"], true);
-    let sent = r.body["sent"].as_array().unwrap();
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let req = Request::post("/api/send_message")
+        .header(header::AUTHORIZATION, format!("Bearer {alice}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("traceparent", TP)
+        .body(Body::from(answer.to_string()))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["success"], true);
+    let sent = body["sent"].as_array().unwrap();
     assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0]["trace"], TP,
+        "the message travels in the caller's trace"
+    );
     assert_eq!(sent[0]["return_waiting_id"], wait_id.as_str());
     assert_eq!(sent[0]["receiver"], json!(["manager"]));
     let r = get(&app, "/api/human/alice/pending", &alice).await;
@@ -609,6 +625,7 @@ async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() 
             st.executor.name() == Skill::ProcessMessage.name()
                 && st.text_content.contains("Blue, please.")
                 && st.execution_state == StepExecutionState::Finished
+                && st.caused_by.map(|c| c.to_string()).as_deref() == Some(TP)
         });
         let idle = s.agent_step.todo_len() == 0 && s.agent_step.running().is_none();
         (s.step_lock.is_empty() && digested && idle).then_some(s)

@@ -18,6 +18,7 @@ use cohort::store::{SnapshotJson, SqlStore, Store, StoreError, StoredEvent};
 use scratch::Scratch;
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn task_created(version: u64, task: &str) -> StoredEvent {
@@ -772,6 +773,25 @@ async fn run_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) {
     finish_tasks(http, base, token, k).await;
 }
 
+/// Every `traceparent` header on the team's NATS from now on, as it arrives.
+async fn traceparents_on_nats(nats: &nats::Nats) -> Arc<Mutex<Vec<String>>> {
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let mut all = client.subscribe("cohort.>").await.unwrap();
+    client.flush().await.unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let into = seen.clone();
+    tokio::spawn(async move {
+        let _client = client;
+        while let Some(m) = futures::StreamExt::next(&mut all).await {
+            let tp = m.headers.as_ref().and_then(|h| h.get("traceparent"));
+            if let Some(tp) = tp {
+                into.lock().unwrap().push(tp.as_str().to_owned());
+            }
+        }
+    });
+    seen
+}
+
 /// The team's event stream, read back whole: each message's version and JSON.
 async fn stream_events(nats: &nats::Nats, stream: &str) -> Vec<(u64, Value)> {
     let (user, password) = nats.auth().unwrap();
@@ -1043,8 +1063,20 @@ async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on
     let leases = until_spread_over(&pg.url(), &["a", "b"], Duration::from_secs(30)).await;
     assert_eq!(leases.len(), 3, "{leases:?}");
     assert_eq!(leases["writer"], "b", "{leases:?}");
+    let headers = traceparents_on_nats(&t.nats).await;
     assert!(send_goal(http, &a.base, &token, 1).await);
     until_the_writer_thinks(http, &a, &token).await;
+    // The calls that carried the goal's messages between the nodes named its trace in a W3C
+    // `traceparent` header.
+    let tasks = tasks_on(http, &a.base, &token).await;
+    let task = tasks.values().find(|t| t["task_name"] != "MAS base task");
+    let trace = task.and_then(|t| t["trace_id"].as_str());
+    let trace = trace.unwrap_or_else(|| panic!("{tasks:?}")).to_owned();
+    let seen = headers.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|h| h.starts_with(&format!("00-{trace}-"))),
+        "no call in trace {trace}: {seen:?}"
+    );
     assert!(
         b.log().contains("the agent runs on this node"),
         "{}",

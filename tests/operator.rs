@@ -25,6 +25,7 @@ async fn one_goal(team: &cohort::actors::Team, need_reply: bool) -> String {
         need_reply,
         waiting: false,
         wait_secs: None,
+        traceparent: None,
     };
     operator.send(HumanSend(goal)).await.unwrap().unwrap();
 
@@ -62,6 +63,7 @@ async fn one_goal(team: &cohort::actors::Team, need_reply: bool) -> String {
         need_reply,
         waiting: false,
         wait_secs: None,
+        traceparent: None,
     };
     let sent = operator.send(HumanSend(answer)).await.unwrap().unwrap();
     assert_eq!(sent[0].return_waiting_id, question.return_waiting_id);
@@ -182,6 +184,7 @@ async fn an_unanswered_question_runs_out_of_time_and_the_manager_goes_on() {
         need_reply: false,
         waiting: false,
         wait_secs: None,
+        traceparent: None,
     };
     operator.send(HumanSend(goal)).await.unwrap().unwrap();
 

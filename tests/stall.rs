@@ -25,6 +25,7 @@ async fn a_task_nobody_works_on_tells_its_goal_giver_it_stalled() {
         need_reply: true,
         waiting: false,
         wait_secs: None,
+        traceparent: None,
     };
     operator.send(HumanSend(goal)).await.unwrap().unwrap();
 

@@ -175,6 +175,19 @@ async fn a_quickstart_run_is_one_trace_with_the_genai_span_tree() {
         .find(|t| t["task_name"] != "MAS base task")
         .unwrap();
     assert_eq!(task["trace_id"], hex.as_str());
+    // Every message of the task travelled in its trace (W3C traceparent), from its sender's
+    // span: a span that was sent.
+    let pool = task["shared_conversation_pool"].as_array().unwrap();
+    assert!(pool.len() >= 3, "{pool:?}");
+    for entry in pool {
+        let tp = entry["message"]["trace"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{entry}"));
+        assert!(
+            tp.starts_with(&format!("00-{hex}-")) && tp.ends_with("-01"),
+            "{tp}"
+        );
+    }
 
     // The tree: one root (the manager's step on the goal); every other span's parent is sent.
     let ids: HashMap<&Vec<u8>, &Span> = spans.iter().map(|s| (&s.span_id, s)).collect();
@@ -203,6 +216,37 @@ async fn a_quickstart_run_is_one_trace_with_the_genai_span_tree() {
         }
     }
     let parent = |s: &Span| ids[&s.parent_span_id].name.clone();
+    // A step made by a message links to the span the message came from (its sender's step,
+    // or the stage or task a runtime notice is about), in the same trace, and sent.
+    let linked: Vec<&Span> = spans.iter().filter(|s| !s.links.is_empty()).collect();
+    assert!(linked.len() >= 3, "{} linked spans", linked.len());
+    for s in &linked {
+        for l in &s.links {
+            assert_eq!(l.trace_id, spans[0].trace_id, "{}", s.name);
+            assert!(
+                ids.contains_key(&l.span_id),
+                "{} links to a span never sent",
+                s.name
+            );
+        }
+    }
+    // The writer asks the reviewer, who answers: each step links to the other's message.
+    let pairs: Vec<(&str, &str)> = linked
+        .iter()
+        .map(|s| (s.name.as_str(), ids[&s.links[0].span_id].name.as_str()))
+        .collect();
+    for pair in [
+        (
+            "invoke_agent reviewer send_message",
+            "invoke_agent writer send_message",
+        ),
+        (
+            "invoke_agent writer process_message",
+            "invoke_agent reviewer send_message",
+        ),
+    ] {
+        assert!(pairs.contains(&pair), "{pair:?} not in {pairs:#?}");
+    }
     let task = spans
         .iter()
         .find(|s| s.name.starts_with("task "))
@@ -288,7 +332,9 @@ async fn prompts_go_as_span_events_only_when_asked_and_a_dead_receiver_never_hol
 async fn the_same_trace_comes_over_grpc() {
     let (addr, got) = grpc_receiver().await;
     let endpoint = format!("http://{addr}");
-    let grpc = [("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")];
+    let caller = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let grpc = [("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), ("TRACEPARENT", TP)];
     let (_, said, _) = tokio::task::spawn_blocking(move || run_quickstart(&endpoint, &grpc))
         .await
         .unwrap();
@@ -300,6 +346,20 @@ async fn the_same_trace_comes_over_grpc() {
     );
     let traces: HashSet<&Vec<u8>> = spans.iter().map(|s| &s.trace_id).collect();
     assert_eq!(traces.len(), 1);
+    // Started within a caller's trace (`TRACEPARENT`): the goal's work is in it, its root
+    // under the caller's span and linked to it.
+    let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(hex(&spans[0].trace_id), caller);
+    let goal = spans
+        .iter()
+        .find(|s| hex(&s.parent_span_id) == "00f067aa0ba902b7")
+        .expect("a span under the caller's");
+    assert!(
+        goal.name.starts_with("invoke_agent manager"),
+        "{}",
+        goal.name
+    );
+    assert_eq!(hex(&goal.links[0].span_id), "00f067aa0ba902b7");
     let chats = spans.iter().filter(|s| s.name.starts_with("chat ")).count();
     assert!(chats > 0);
 }

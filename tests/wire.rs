@@ -17,7 +17,7 @@
 //!
 //! What varies from run to run is normalised: each distinct UUID becomes `<id1>`, `<id2>`, … in
 //! the order `events.txt` first shows it (the other files use the same names); epoch
-//! milliseconds become `<ms>`, clock times `<datetime>`, trace ids `<trace>`, memory-key stamps `<stamp>`, versions
+//! milliseconds become `<ms>`, clock times `<datetime>`, trace ids `<trace>`, trace contexts `<traceparent>`, memory-key stamps `<stamp>`, versions
 //! `<version>`. The writer and the reviewer work at once in the first stage, so the order
 //! *between* agents varies while each one's own order does not: `events.txt` lists each agent's
 //! changes in order, then the working states each agent took (whether it went idle between two
@@ -334,6 +334,9 @@ static DATETIME: LazyLock<Regex> =
 static STAMP: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d{8}T\d{6}").unwrap());
 /// A trace id: a hash of a (random) step id, 32 hex digits.
 static TRACE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[0-9a-f]{32}$").unwrap());
+/// A W3C `traceparent` (a message's trace context): a trace id and a span id, both hashes.
+static TRACEPARENT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$").unwrap());
 
 /// Milliseconds since the Unix epoch between 2001 and 2286: a time, not a count.
 fn is_epoch_ms(n: &serde_json::Number) -> bool {
@@ -361,6 +364,7 @@ impl Ids {
         });
         let s = DATETIME.replace_all(&s, "<datetime>");
         let s = TRACE.replace_all(&s, "<trace>");
+        let s = TRACEPARENT.replace_all(&s, "<traceparent>");
         STAMP.replace_all(&s, "<stamp>").into_owned()
     }
 

@@ -45,6 +45,10 @@ pub struct Message {
     /// most messages carry none, and a message is moved and queued by the thousand).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Box<MessageBody>>,
+    /// The trace context it travels with (W3C `traceparent`): the span of the step that sent
+    /// it, so the step it causes joins that trace wherever it runs (`event::trace_context`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::event::trace_context::TraceParent>,
 }
 
 /// The typed content of a message the runtime sends (`[TaskState]`): only the runtime sets it,
@@ -78,6 +82,7 @@ impl Message {
             return_waiting_id: None,
             ask: None,
             body: None,
+            trace: None,
         }
     }
 
@@ -293,6 +298,14 @@ pub enum TaskInstruction {
         /// by the skill; whatever a model writes here is replaced.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         goal_step: Option<crate::ids::StepId>,
+        /// The trace that step is in, which the task joins. Set by the skill; what a model
+        /// writes here is replaced (and never refuses the answer: read leniently).
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "crate::event::trace_context::lenient_trace"
+        )]
+        trace: Option<crate::event::trace::TraceId>,
     },
     /// Append stages to a task's `stage_list`.
     AddStage {

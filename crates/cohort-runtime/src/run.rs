@@ -12,6 +12,7 @@ pub use waits::{Asked, PersonWait, person_waits};
 use crate::actors::{Host, StepAllowance, SystemError, Team, start_team_limited};
 use crate::config::TeamConfig;
 use crate::event::States;
+use crate::event::trace_context::TraceParent;
 use crate::ids::AgentId;
 use crate::ids::TaskId;
 use crate::monitor::feed::FeedReceiver;
@@ -36,6 +37,9 @@ pub struct RunOptions {
     pub stop_on_ctrl_c: bool,
     /// Keep the team's state here (`cohort run --data`); None: memory only.
     pub store: Option<Arc<dyn Store>>,
+    /// The caller's trace (the `TRACEPARENT` environment variable, as OpenTelemetry passes a
+    /// trace context to a command): the goal's work joins it.
+    pub traceparent: Option<TraceParent>,
 }
 
 impl Default for RunOptions {
@@ -47,6 +51,7 @@ impl Default for RunOptions {
             stall_after: Duration::from_secs(10),
             stop_on_ctrl_c: false,
             store: None,
+            traceparent: None,
         }
     }
 }
@@ -185,7 +190,8 @@ pub async fn run_goal(
     let spent_before = team.monitor.read(spent);
     let base_before = team.monitor.read(|s| base_repairs(s, &team.base_task));
     let mut events = team.monitor.subscribe();
-    team.submit_goal(opts.manager.as_ref(), goal).await?;
+    team.submit_goal_traced(opts.manager.as_ref(), goal, opts.traceparent)
+        .await?;
 
     let mut tracker = progress::Tracker::new();
     let mut outcome = follow(

@@ -34,6 +34,10 @@ pub struct HumanMessage {
     /// `waits.agent_secs` or `waits.human_secs`, by receiver).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_secs: Option<u64>,
+    /// The caller's trace context (the request's W3C `traceparent` header): the work the
+    /// message causes joins the caller's trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<crate::event::trace_context::TraceParent>,
 }
 
 pub use crate::config::MAX_WAIT_SECS;
@@ -259,6 +263,7 @@ fn send_to(
         return_waiting_id: answers,
         ask: None,
         body: None,
+        trace: m.traceparent,
     };
     agent.add_private(
         &r,
@@ -389,6 +394,7 @@ mod tests {
             need_reply: true,
             waiting: false,
             wait_secs: None,
+            traceparent: None,
         };
         let base = TaskId::from("t");
         assert!(gives_a_goal(&h, &to_m("t"), &base));
@@ -437,6 +443,7 @@ mod tests {
             need_reply: false,
             waiting: false,
             wait_secs: None,
+            traceparent: None,
         };
         let sent = human_send(&mut h, &reply, &Now::current()).unwrap();
         assert_eq!(sent[0].return_waiting_id, Some("w1".into()));
@@ -470,6 +477,7 @@ mod tests {
             need_reply: false,
             waiting: false,
             wait_secs: None,
+            traceparent: None,
         };
         let before = h.clone();
         let e = human_send(&mut h, &reply("green"), &Now::current()).unwrap_err();
@@ -546,6 +554,7 @@ mod tests {
             need_reply: false,
             waiting: false,
             wait_secs: None,
+            traceparent: None,
         };
         let out = human_send(&mut h, &send, &Now::current()).unwrap();
         assert_eq!(out.len(), 2, "one message per receiver");
@@ -572,6 +581,7 @@ mod tests {
             need_reply: true,
             waiting: false,
             wait_secs: None,
+            traceparent: None,
         };
         assert_eq!(
             human_send(&mut h, &send, &Now::current()),

@@ -207,6 +207,8 @@ pub fn act_again(
         ),
     );
     again.refused_instruction = refused;
+    // The same message's work: the same trace, caused by the same sender.
+    (again.trace, again.caused_by) = (step.trace, step.caused_by);
     Some(again.with_origin(origin))
 }
 
@@ -217,14 +219,16 @@ fn new_step(
     intention: String,
     text: String,
 ) -> StepState {
-    StepState::new(
+    let mut step = StepState::new(
         msg.task_id.clone(),
         msg.stage_relative.clone(),
         agent.agent_id.clone(),
         Executor::Skill(skill),
         intention,
         text,
-    )
+    );
+    step.caused_by = msg.trace;
+    step
 }
 
 fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState> {
@@ -254,7 +258,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                  {GOAL_LINE}{goal}\n\nAgents of this stage (id, role, goal):\n{team}"
             );
             agent.open_goal(&task, &stage_id);
-            let step = StepState::new(
+            let mut step = StepState::new(
                 task,
                 StageRef::Stage(stage_id.clone()),
                 agent.agent_id.clone(),
@@ -263,6 +267,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                 text,
             )
             .with_origin(StepOrigin::StageStart { stage_id, goal });
+            step.caused_by = msg.trace;
             agent.add_steps(vec![step]);
             Vec::new()
         }
@@ -279,7 +284,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             Vec::new()
         }
         Instruction::AddToolDecision { tool_name } => {
-            let step = StepState::new(
+            let mut step = StepState::new(
                 task,
                 msg.stage_relative.clone(),
                 agent.agent_id.clone(),
@@ -290,6 +295,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                 ),
             )
             .with_origin(StepOrigin::ToolDecision { tool_name });
+            step.caused_by = msg.trace;
             agent.add_next_steps(vec![step]);
             Vec::new()
         }

@@ -22,6 +22,7 @@ pub mod states;
 pub mod tally;
 pub mod times;
 pub mod trace;
+pub mod trace_context;
 
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
 use crate::state::{

@@ -124,6 +124,8 @@ struct TaskListed<'a> {
     conversation_count: usize,
     shared_info_omitted: u64,
     shared_conversation_omitted: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<crate::event::trace::TraceId>,
 }
 
 /// How many steps that left their agent a reader keeps per task (the oldest leave first; the
@@ -524,6 +526,7 @@ impl States {
             conversation_count,
             shared_info_omitted: t.shared_info_omitted,
             shared_conversation_omitted: t.shared_conversation_omitted,
+            trace_id: t.trace_id,
         };
         with_times(&summary, self.times.task(id)).ok()
     }

@@ -6,10 +6,10 @@
 //! (`gen_ai.operation.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`, …) beside
 //! Cohort's own ids (`cohort.task_id`, …).
 
+use super::trace_context::TraceParent;
 use crate::ids::{StageRef, StepId, TaskId};
-use crate::state::{
-    Executor, StageState, StepExecutionState, StepOrigin, StepState, TaskState, TokenUsage,
-};
+use crate::message::Message;
+use crate::state::{Executor, StageState, StepExecutionState, StepState, TaskState, TokenUsage};
 use sha2::{Digest, Sha256};
 
 /// A trace's id: the first 16 bytes of a hash of what it is rooted in.
@@ -29,14 +29,15 @@ fn digest(kind: &str, id: &str) -> [u8; 32] {
 }
 
 impl TraceId {
-    fn of(kind: &str, id: &str) -> TraceId {
+    /// The trace rooted in a thing of `kind` with id `id`.
+    pub fn of(kind: &str, id: &str) -> TraceId {
         let d = digest(kind, id);
         TraceId(d[..16].try_into().expect("32 bytes"))
     }
 
     /// As W3C trace context writes it (32 hex digits).
     pub fn hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        self.to_string()
     }
 }
 
@@ -102,25 +103,32 @@ pub struct SpanPlan {
     pub events: Vec<SpanEvent>,
     /// Why it failed, when it did.
     pub error: Option<String>,
+    /// Spans it follows from in other work: the step whose message caused it.
+    pub links: Vec<TraceParent>,
 }
 
-/// Where a step's span hangs: its trace and its parent.
+/// Where a step's span hangs: its trace and its parent. In a task: the task's trace, under
+/// its stage (or the task). In the base task: the trace the step was put in as it was added,
+/// under the span of the step whose message caused it, else of the step that made it; a
+/// step with neither (a person's goal acted on) roots its trace.
 fn place_of_step(
     step: &StepState,
     task: Option<&TaskState>,
     base: &TaskId,
 ) -> (TraceId, Option<SpanId>) {
-    if &step.task_id == base || task.is_none() {
-        // In the base task a step acting on a goal roots a trace; one it planned joins it.
-        return match &step.origin {
-            StepOrigin::Planned { by } => (
-                TraceId::of("step", by.as_str()),
-                Some(SpanId::of("step", by.as_str())),
-            ),
-            _ => (TraceId::of("step", step.step_id.as_str()), None),
-        };
-    }
-    let task = task.expect("checked above");
+    let Some(task) = task.filter(|_| &step.task_id != base) else {
+        let made_by = step.origin.made_by();
+        let trace = step.trace.unwrap_or_else(|| {
+            // Stored before steps carried their trace: a planned step joins its planner's.
+            let root = made_by.unwrap_or(&step.step_id);
+            TraceId::of("step", root.as_str())
+        });
+        let parent = step
+            .caused_by
+            .map(|c| c.span)
+            .or_else(|| made_by.map(|by| SpanId::of("step", by.as_str())));
+        return (trace, parent);
+    };
     let parent = match &step.stage_id {
         StageRef::Stage(stage) => SpanId::of("stage", stage.as_str()),
         _ => SpanId::of("task", task.task_id.as_str()),
@@ -128,11 +136,31 @@ fn place_of_step(
     (trace_of_task(task), Some(parent))
 }
 
-/// The trace of a task: its goal's, else its own.
+/// The trace of a task: the one it was put in as it was made (its goal's), else its goal
+/// step's own, else its own.
 pub fn trace_of_task(task: &TaskState) -> TraceId {
+    if let Some(trace) = task.trace_id {
+        return trace;
+    }
     match &task.goal_step {
         Some(step) => TraceId::of("step", step.as_str()),
         None => TraceId::of("task", task.task_id.as_str()),
+    }
+}
+
+/// The trace context of a message of `task`'s: the task's trace (where every step of the
+/// task has its span), from the span of the agent's step that sent it (`from_a_step`), else
+/// of its stage or task (a runtime notice; a person's message, whose caller's span, if any,
+/// is in another trace).
+pub fn context_in_task(m: &Message, task: &TaskState, from_a_step: bool) -> TraceParent {
+    let sender = m.trace.filter(|_| from_a_step).map(|t| t.span);
+    let span = sender.unwrap_or_else(|| match &m.stage_relative {
+        StageRef::Stage(stage) => SpanId::of("stage", stage.as_str()),
+        _ => SpanId::of("task", task.task_id.as_str()),
+    });
+    TraceParent {
+        trace: trace_of_task(task),
+        span,
     }
 }
 
@@ -222,6 +250,7 @@ pub fn step_span(
         attributes,
         events: Vec::new(),
         error,
+        links: step.caused_by.into_iter().collect(),
     }
 }
 
@@ -238,6 +267,7 @@ pub fn wait_span(step: &SpanPlan, from_ms: i64, to_ms: i64) -> SpanPlan {
         attributes: Vec::new(),
         events: Vec::new(),
         error: None,
+        links: Vec::new(),
     }
 }
 
@@ -304,6 +334,7 @@ pub fn call_span(step: &SpanPlan, step_id: &StepId, n: usize, call: &CallFacts<'
         attributes,
         events,
         error: call.error.map(str::to_owned),
+        links: Vec::new(),
     }
 }
 
@@ -337,6 +368,7 @@ pub fn task_span(task: &TaskState, (start_ms, end_ms): (i64, i64)) -> SpanPlan {
         attributes,
         events: Vec::new(),
         error,
+        links: Vec::new(),
     }
 }
 
@@ -367,6 +399,7 @@ pub fn stage_span(
         ],
         events: Vec::new(),
         error: None,
+        links: Vec::new(),
     }
 }
 
@@ -374,7 +407,7 @@ pub fn stage_span(
 mod tests {
     use super::*;
     use crate::ids::StageId;
-    use crate::state::{Skill, StepResult};
+    use crate::state::{Skill, StepOrigin, StepResult};
 
     fn task_made_by(goal: &StepState) -> TaskState {
         let mut t = TaskState::new("t".into(), "Haiku".into(), "write one".into(), "m".into());
@@ -428,6 +461,64 @@ mod tests {
         // The ids come from the stored ids: the same after a restart.
         assert_eq!(step_span(&work, Some(&task), &base, (3, 4)).span, w.span);
         assert_eq!(w.trace.hex().len(), 32);
+    }
+
+    #[test]
+    fn a_step_caused_by_another_agents_message_joins_its_trace_under_and_linked_to_its_span() {
+        let base = TaskId::from("base");
+        let mut sender = step(
+            "base",
+            StageRef::NoRelative,
+            Executor::Skill(Skill::SendMessage),
+            StepOrigin::Unknown,
+        );
+        sender.trace = Some(TraceId::of("step", "the-goal"));
+        let sent = TraceParent::of_step(&sender).unwrap();
+        let mut reply = step(
+            "base",
+            StageRef::NoRelative,
+            Executor::Skill(Skill::ProcessMessage),
+            StepOrigin::Message { from: "w".into() },
+        );
+        (reply.trace, reply.caused_by) = (Some(sent.trace), Some(sent));
+        let s = step_span(&sender, None, &base, (0, 1));
+        let r = step_span(&reply, None, &base, (2, 3));
+        assert_eq!((r.trace, r.parent), (s.trace, Some(s.span)));
+        assert_eq!(r.links, vec![sent]);
+        assert!(s.links.is_empty());
+        // A step it planned is in the same trace, under it.
+        let mut planned = step(
+            "base",
+            StageRef::NoRelative,
+            Executor::Skill(Skill::Think),
+            StepOrigin::Planned {
+                by: reply.step_id.clone(),
+            },
+        );
+        planned.trace = reply.trace;
+        let p = step_span(&planned, None, &base, (3, 4));
+        assert_eq!((p.trace, p.parent), (s.trace, Some(r.span)));
+        // A message of a task: the task's trace, from the sender's span or the stage's.
+        let mut task = task_made_by(&sender);
+        task.trace_id = Some(TraceId::of("caller", "x"));
+        let mut m = Message::notice(
+            "t".into(),
+            "w".into(),
+            vec!["m".into()],
+            StageRef::Stage("s1".into()),
+            "hi".into(),
+        );
+        let from_stage = context_in_task(&m, &task, true);
+        assert_eq!(from_stage.trace, TraceId::of("caller", "x"));
+        assert_eq!(from_stage.span, SpanId::of("stage", "s1"));
+        m.trace = Some(sent);
+        assert_eq!(context_in_task(&m, &task, true).span, sent.span);
+        assert_eq!(
+            context_in_task(&m, &task, true).trace,
+            TraceId::of("caller", "x")
+        );
+        // A person's caller's span is in the caller's trace: the stage's stands in.
+        assert_eq!(context_in_task(&m, &task, false), from_stage);
     }
 
     #[test]

@@ -184,6 +184,8 @@ pub struct Asked<'a> {
     /// The step a task it creates comes from: the one acting on the goal (or notice), or this
     /// step on the manager's own initiative.
     pub goal_step: Option<crate::ids::StepId>,
+    /// The trace that step is in: a task it creates joins it.
+    pub goal_trace: Option<crate::event::trace::TraceId>,
 }
 
 impl<'a> Asked<'a> {
@@ -199,6 +201,7 @@ impl<'a> Asked<'a> {
                 .and_then(|s| s.origin.persons_goal())
                 .map(str::to_owned),
             goal_step: Some(acted_on(agent, step).unwrap_or(step).step_id.clone()),
+            goal_trace: acted_on(agent, step).unwrap_or(step).trace,
         }
     }
 }
@@ -213,6 +216,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         requester,
         goal,
         goal_step,
+        goal_trace,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
     check_not_refused(refused, &repairs, &instruction)?;
@@ -239,7 +243,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         ));
     }
     check_stage_decided(&instruction, decided)?;
-    name_new_task(&mut instruction, requester, goal_step)?;
+    name_new_task(&mut instruction, requester, (goal_step, goal_trace))?;
     if let Some(goal) = goal.filter(|_| repairs.allows(Repair::GoalKeptAsIntention))
         && super::mend::keep_goal_as_intention(&mut instruction, &goal)
     {
@@ -348,7 +352,10 @@ fn acted_on<'a>(agent: &'a AgentState, step: &'a StepState) -> Option<&'a StepSt
 fn name_new_task(
     instruction: &mut TaskInstruction,
     requester: Option<AgentId>,
-    goal_step: Option<crate::ids::StepId>,
+    (goal_step, goal_trace): (
+        Option<crate::ids::StepId>,
+        Option<crate::event::trace::TraceId>,
+    ),
 ) -> Result<(), SkillError> {
     if let TaskInstruction::AddTask {
         task_id,
@@ -356,10 +363,12 @@ fn name_new_task(
         task_intention,
         requested_by,
         goal_step: from,
+        trace,
     } = instruction
     {
         *requested_by = requester;
         *from = goal_step;
+        *trace = goal_trace;
         if task_intention.trim().is_empty() {
             return Err(SkillError::Invalid(
                 "add_task needs a task_intention".into(),

@@ -7,6 +7,7 @@ use super::{
     AgentState, Held, MemoryOp, PrivateMessage, StepExecutionState, StepResult, StepState,
     TokenUsage, memory_key,
 };
+use crate::event::trace::TraceId;
 use crate::event::{AgentChange, Change, StepChange, StepUpdate, apply_agent};
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
 use chrono::NaiveDateTime;
@@ -76,6 +77,9 @@ impl AgentState {
         if let Some(r) = &mut step.execute_result {
             r.cap(max);
         }
+        if step.trace.is_none() {
+            step.trace = Some(self.trace_of_new_step(&step));
+        }
         self.emit(Change::Step(StepChange::Added {
             agent_id: self.id(),
             step: Box::new(step),
@@ -83,6 +87,18 @@ impl AgentState {
             todo_at,
             remember,
         }));
+    }
+
+    /// The trace a step joins as it is added: the trace of the message that caused it, else
+    /// of the step that made it, else a trace of its own (a person's goal roots one).
+    fn trace_of_new_step(&self, step: &StepState) -> TraceId {
+        if let Some(cause) = &step.caused_by {
+            return cause.trace;
+        }
+        let maker = step.origin.made_by().and_then(|by| self.agent_step.get(by));
+        maker
+            .and_then(|m| m.trace)
+            .unwrap_or_else(|| TraceId::of("step", step.step_id.as_str()))
     }
 
     /// Appends steps to the queue and records them in working memory.

@@ -159,6 +159,17 @@ impl StepOrigin {
         matches!(self, StepOrigin::Recovery { .. })
     }
 
+    /// The step of the same agent that made this one: it planned it, failed before it, ran
+    /// the tool loop it is a call of, or finished before its plan is made again.
+    pub fn made_by(&self) -> Option<&StepId> {
+        match self {
+            StepOrigin::Planned { by } => Some(by),
+            StepOrigin::Replan { after, .. } | StepOrigin::Recovery { after } => Some(after),
+            StepOrigin::ToolCall { parent } => Some(parent),
+            _ => None,
+        }
+    }
+
     /// The agent's goal, on the step that started its part in a stage.
     pub fn stage_goal(&self) -> Option<&str> {
         match self {

@@ -152,6 +152,15 @@ pub struct StepState {
     /// it is `pending`; if one of them fails or is cancelled, so is this one, saying why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<StepId>,
+    /// The trace it is in (`event::trace`), fixed as it is added: the trace of the message
+    /// that caused it, else of the step that made it, else one of its own. The messages it
+    /// sends carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::event::trace::TraceId>,
+    /// The span of the step that sent the message it came from (its `traceparent`): its
+    /// span links to it, so one goal's work across agents and nodes reads as one trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caused_by: Option<crate::event::trace_context::TraceParent>,
 }
 
 impl StepState {
@@ -193,6 +202,8 @@ impl StepState {
             model_wait: None,
             plan_id: None,
             depends_on: Vec::new(),
+            trace: None,
+            caused_by: None,
         }
     }
 

@@ -84,7 +84,7 @@ pub struct TaskState {
     /// The OpenTelemetry trace its work is in (`event::trace::trace_of_task`, as 32 hex
     /// digits): what a person looks it up by in their trace viewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace_id: Option<String>,
+    pub trace_id: Option<crate::event::trace::TraceId>,
 }
 
 /// Why a task ended as it did, beyond its state: what `cohort run`, the console and `export`

@@ -215,6 +215,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
+            trace: None,
         };
         assert!(c.apply(&task_out(&c, "m", add), "now").refused.is_none());
         let stage = TaskInstruction::AddStage {
@@ -297,6 +298,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
+            trace: None,
         };
         c.apply(&task_out(&c, "m", add), "now");
         let join = |task: &str, agent: &str| AgentInstruction::AddTaskParticipant {

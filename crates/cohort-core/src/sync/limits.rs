@@ -225,6 +225,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
+            trace: None,
         }
     }
 
@@ -330,6 +331,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
+            trace: None,
         };
         c.try_apply(&by_in(&base, "m", add), "now").unwrap();
         let stage = |goal: &str| StagePlan {

@@ -101,6 +101,7 @@ pub(super) fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
                     task_intention: "i".into(),
                     requested_by: None,
                     goal_step: None,
+                    trace: None,
                 },
             ),
             "now",
@@ -630,6 +631,7 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
             task_intention: "write one".into(),
             requested_by: requested_by.map(AgentId::from),
             goal_step: None,
+            trace: None,
         };
         c.try_apply(&by("m", i), "now").unwrap();
         t
@@ -701,11 +703,82 @@ fn a_task_made_for_a_goal_names_the_trace_of_the_step_that_acted_on_it() {
         task_intention: "write one".into(),
         requested_by: None,
         goal_step: Some(goal.clone()),
+        trace: None,
     };
     c.try_apply(&by("m", i), "now").unwrap();
     let task = c.task(&t).unwrap();
-    assert_eq!(task.goal_step, Some(goal));
-    let trace = crate::event::trace::trace_of_task(task).hex();
-    assert_eq!(task.trace_id.as_deref(), Some(trace.as_str()));
-    assert_eq!(trace.len(), 32);
+    assert_eq!(task.goal_step, Some(goal.clone()));
+    use crate::event::trace::TraceId;
+    assert_eq!(task.trace_id, Some(TraceId::of("step", "goal-step")));
+    // A goal given within a caller's trace (a `traceparent`): the task joins that trace.
+    let (t2, caller) = (TaskId::random(), TraceId::of("caller", "x"));
+    let i = TaskInstruction::AddTask {
+        task_id: t2.clone(),
+        task_name: "Haiku".into(),
+        task_intention: "write another".into(),
+        requested_by: None,
+        goal_step: Some(goal),
+        trace: Some(caller),
+    };
+    c.try_apply(&by("m", i), "now").unwrap();
+    assert_eq!(c.task(&t2).unwrap().trace_id, Some(caller));
+    let json = serde_json::to_value(c.task(&t2).unwrap()).unwrap();
+    assert_eq!(
+        json["trace_id"],
+        caller.to_string(),
+        "stored as 32 hex digits"
+    );
+}
+
+#[test]
+fn a_message_of_a_task_travels_in_the_tasks_trace_and_one_of_the_base_task_keeps_its_own() {
+    use crate::event::trace::{SpanId, TraceId};
+    use crate::event::trace_context::TraceParent;
+    let roster: Vec<Member> = ["m", "w"].iter().map(|id| Member::new(*id, "r")).collect();
+    let mut c = SyncCore::new(roster, &["m".into()], &[]);
+    let t = TaskId::random();
+    let i = TaskInstruction::AddTask {
+        task_id: t.clone(),
+        task_name: "Haiku".into(),
+        task_intention: "write one".into(),
+        requested_by: None,
+        goal_step: Some("goal".into()),
+        trace: None,
+    };
+    c.try_apply(&by("m", i), "now").unwrap();
+    let trace = TraceId::of("step", "goal");
+    let sender = TraceParent {
+        trace: TraceId::of("step", "elsewhere"),
+        span: SpanId::of("step", "sender"),
+    };
+    let mut m = Message::notice(
+        t.clone(),
+        "w".into(),
+        vec!["m".into()],
+        StageRef::Stage("s1".into()),
+        "done".into(),
+    );
+    c.place_in_trace(&mut m);
+    let stage = SpanId::of("stage", "s1");
+    assert_eq!(m.trace, Some(TraceParent { trace, span: stage }));
+    m.trace = Some(sender);
+    c.place_in_trace(&mut m);
+    let span = sender.span;
+    assert_eq!(
+        m.trace,
+        Some(TraceParent { trace, span }),
+        "the sender's span kept"
+    );
+    let mut b = Message::notice(
+        c.base_task().clone(),
+        "w".into(),
+        vec!["m".into()],
+        StageRef::NoRelative,
+        "hi".into(),
+    );
+    c.place_in_trace(&mut b);
+    assert_eq!(b.trace, None);
+    b.trace = Some(sender);
+    c.place_in_trace(&mut b);
+    assert_eq!(b.trace, Some(sender));
 }

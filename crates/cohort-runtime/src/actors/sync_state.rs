@@ -112,7 +112,8 @@ impl SyncStateActor {
         }
         let now = now();
         out.into_iter()
-            .map(|m| {
+            .map(|mut m| {
+                self.core.place_in_trace(&mut m);
                 let m = Arc::new(m);
                 let (no, recorded) = self.core.record_sent(m.clone(), &now);
                 changes.extend(recorded);

@@ -10,6 +10,7 @@ use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
 use crate::agent::resume_after_restart;
 use crate::config::TeamConfig;
+use crate::event::trace_context::TraceParent;
 use crate::ids::{AgentId, StageRef, TaskId};
 use crate::llm::LlmError;
 use crate::llm::{Answered, ChatModel};
@@ -138,6 +139,16 @@ impl Team {
         manager: Option<&AgentId>,
         goal: &str,
     ) -> Result<(), SystemError> {
+        self.submit_goal_traced(manager, goal, None).await
+    }
+
+    /// [`submit_goal`](Self::submit_goal) within the caller's trace, when it has one.
+    pub async fn submit_goal_traced(
+        &self,
+        manager: Option<&AgentId>,
+        goal: &str,
+        trace: Option<TraceParent>,
+    ) -> Result<(), SystemError> {
         let to = match manager {
             Some(m) if self.managers.contains(m) => m.clone(),
             Some(m) => return Err(SystemError::UnknownManager(m.clone())),
@@ -147,13 +158,14 @@ impl Team {
                 .cloned()
                 .ok_or(SystemError::NoManager)?,
         };
-        let m = Message::notice(
+        let mut m = Message::notice(
             self.base_task.clone(),
             AgentId::from(OPERATOR),
             vec![to],
             StageRef::NoRelative,
             goal.to_owned(),
         );
+        m.trace = trace;
         self.sync.send(SubmitMessage(m)).await??;
         Ok(())
     }

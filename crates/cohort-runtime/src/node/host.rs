@@ -62,9 +62,10 @@ impl CoreLink {
 
     /// Asks the team's node, answered with its answer (or why there is none).
     fn ask(&self, call: CoreCall) -> impl Future<Output = CoreAnswer> + Send + use<> {
+        let trace = call.trace();
         let asked = self
             .link
-            .ask(self.subject.clone(), self.payload(call), CORE_DEADLINE);
+            .ask(self.subject.clone(), (self.payload(call), trace), CORE_DEADLINE);
         async move {
             let answer = asked
                 .await

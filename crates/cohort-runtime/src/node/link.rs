@@ -5,6 +5,7 @@
 //! is for is gone) is answered at once by NATS, and fails so.
 
 use super::bus::Bus;
+use crate::event::trace_context::TraceParent;
 use bytes::Bytes;
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -13,6 +14,9 @@ use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
+
+/// The header a call about a message carries its trace context in (W3C Trace Context).
+pub const TRACEPARENT: &str = "traceparent";
 
 /// Calls queued to go out at most; a caller beyond it waits (as it waits for a full journal).
 const QUEUED: usize = 65_536;
@@ -47,6 +51,10 @@ struct Outgoing {
     subject: String,
     payload: Bytes,
     reply: Option<String>,
+    /// The trace context of the message the call carries, sent as a W3C `traceparent`
+    /// header, so whatever reads the subject (a node, a tap, a NATS tracing proxy) can follow
+    /// the trace without reading the payload.
+    trace: Option<TraceParent>,
 }
 
 impl Link {
@@ -90,10 +98,25 @@ impl Link {
             .spawn(move || {
                 // Ends when the last handle to the link is dropped (the queue closes).
                 while let Ok(o) = queued.recv() {
+                    let headers = o.trace.map(|t| {
+                        let mut h = async_nats::HeaderMap::new();
+                        h.insert(TRACEPARENT, t.to_string().as_str());
+                        h
+                    });
                     let sent = handle.block_on(async {
-                        match o.reply {
-                            Some(r) => client.publish_with_reply(o.subject, r, o.payload).await,
-                            None => client.publish(o.subject, o.payload).await,
+                        match (o.reply, headers) {
+                            (Some(r), Some(h)) => {
+                                client
+                                    .publish_with_reply_and_headers(o.subject, r, h, o.payload)
+                                    .await
+                            }
+                            (Some(r), None) => {
+                                client.publish_with_reply(o.subject, r, o.payload).await
+                            }
+                            (None, Some(h)) => {
+                                client.publish_with_headers(o.subject, h, o.payload).await
+                            }
+                            (None, None) => client.publish(o.subject, o.payload).await,
                         }
                     });
                     if let Err(e) = sent {
@@ -111,14 +134,16 @@ impl Link {
             subject,
             payload,
             reply: None,
+            trace: None,
         });
     }
 
-    /// Sends `payload` on `subject` and waits up to `deadline` for its answer.
+    /// Sends `payload` (a call about a message in `trace`, if any) on `subject` and waits up
+    /// to `deadline` for its answer.
     pub fn ask(
         &self,
         subject: String,
-        payload: Bytes,
+        (payload, trace): (Bytes, Option<TraceParent>),
         deadline: Duration,
     ) -> impl Future<Output = Result<Bytes, LinkError>> + Send + 'static + use<> {
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
@@ -129,6 +154,7 @@ impl Link {
             subject,
             payload,
             reply,
+            trace,
         });
         let inner = self.inner.clone();
         async move {

@@ -93,7 +93,7 @@ impl StandIn {
         let payload = serde_json::to_vec(call).unwrap_or_default();
         let asked = self
             .link
-            .ask(self.node.clone(), payload.into(), ANSWER_DEADLINE);
+            .ask(self.node.clone(), (payload.into(), call.trace()), ANSWER_DEADLINE);
         async move {
             let answer = asked
                 .await

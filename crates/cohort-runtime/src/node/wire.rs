@@ -12,6 +12,7 @@ use crate::agent::approval::{Verdict, VerdictError};
 use crate::agent::cancel::CancelError;
 use crate::event::AgentRecord;
 use crate::event::Change;
+use crate::event::trace_context::TraceParent;
 use crate::ids::{AgentId, StepId, TaskId};
 use crate::message::{ExecuteOutput, Message, TaskInstruction};
 use crate::sync::SyncError;
@@ -58,6 +59,17 @@ pub enum CoreCall {
     Stored,
     /// An answer being written (a glimpse for the live feed; never answered).
     Writing { step: StepId, text: String },
+}
+
+impl CoreCall {
+    /// The trace context of the message the call hands over, if it hands one over.
+    pub fn trace(&self) -> Option<TraceParent> {
+        match self {
+            CoreCall::Apply { output, .. } => output.send_message.as_ref()?.trace,
+            CoreCall::Submit { messages, .. } => messages.first()?.trace,
+            _ => None,
+        }
+    }
 }
 
 /// Why the team's node did not do what an agent asked.
@@ -135,6 +147,14 @@ impl ToHost {
             | ToHost::Cancel { hold, .. }
             | ToHost::Pause { hold, .. }
             | ToHost::Release { hold, .. } => Some(*hold),
+        }
+    }
+
+    /// The trace context of the message the call delivers, if it delivers one.
+    pub fn trace(&self) -> Option<TraceParent> {
+        match self {
+            ToHost::Deliver { message, .. } => message.trace,
+            _ => None,
         }
     }
 

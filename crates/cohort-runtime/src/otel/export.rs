@@ -2,9 +2,12 @@
 //! a full queue drops the span and counts it), and a task that sends them in batches, each
 //! within a deadline, counting what went out and what the receiver refused or never took.
 
-use crate::event::trace::{Attr, SpanKind, SpanPlan};
+use crate::event::trace::{
+    Attr, SpanId as PlannedSpan, SpanKind, SpanPlan, TraceId as PlannedTrace,
+};
+use crate::event::trace_context::TraceParent;
 use opentelemetry::trace::{
-    SpanContext, SpanId, SpanKind as OtelKind, Status, TraceFlags, TraceId, TraceState,
+    Link, SpanContext, SpanId, SpanKind as OtelKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{InstrumentationScope, KeyValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter as _, SpanLinks};
@@ -142,15 +145,33 @@ fn attrs(list: Vec<(&'static str, Attr)>) -> Vec<KeyValue> {
         .collect()
 }
 
+fn span_context(trace: PlannedTrace, span: PlannedSpan, remote: bool) -> SpanContext {
+    SpanContext::new(
+        TraceId::from_bytes(trace.0),
+        SpanId::from_bytes(span.0),
+        TraceFlags::SAMPLED,
+        remote,
+        TraceState::default(),
+    )
+}
+
+/// The spans a span follows from: the step whose message caused it, possibly on another node
+/// (a remote context, as a `traceparent` carried it).
+fn links(from: Vec<TraceParent>) -> SpanLinks {
+    let mut links = SpanLinks::default();
+    links.links = from
+        .into_iter()
+        .map(|t| {
+            let kind = KeyValue::new("cohort.link", "caused_by");
+            Link::new(span_context(t.trace, t.span, true), vec![kind], 0)
+        })
+        .collect();
+    links
+}
+
 /// A planned span as the SDK's exporters take it.
 fn span_data(p: SpanPlan, scope: &InstrumentationScope) -> SpanData {
-    let context = SpanContext::new(
-        TraceId::from_bytes(p.trace.0),
-        SpanId::from_bytes(p.span.0),
-        TraceFlags::SAMPLED,
-        false,
-        TraceState::default(),
-    );
+    let context = span_context(p.trace, p.span, false);
     // Not exhaustive: made by default, then filled.
     let mut events = SpanEvents::default();
     events.events = p
@@ -174,7 +195,7 @@ fn span_data(p: SpanPlan, scope: &InstrumentationScope) -> SpanData {
         attributes: attrs(p.attributes),
         dropped_attributes_count: 0,
         events,
-        links: SpanLinks::default(),
+        links: links(p.links),
         status: match p.error {
             Some(e) => Status::error(e),
             None => Status::Unset,

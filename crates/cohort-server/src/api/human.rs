@@ -8,6 +8,7 @@ use super::password_checks::CheckRefused;
 use super::{ApiState, AppError, Caller};
 use crate::actors::{HumanSend, SendRefused};
 use crate::agent::{HumanError, HumanMessage, gives_a_goal};
+use crate::event::trace_context::TraceParent;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::state::{ConversationPool, ExecutionState, PrivateMessage};
 use axum::Json;
@@ -127,8 +128,8 @@ fn yes() -> bool {
 }
 
 impl SendBody {
-    /// Who sends, and what.
-    fn into_message(self) -> (AgentId, HumanMessage) {
+    /// Who sends, and what; in the trace of `traceparent`, when the caller sent one.
+    fn into_message(self, traceparent: Option<TraceParent>) -> (AgentId, HumanMessage) {
         let SendBody {
             human_agent_id,
             task_id,
@@ -147,8 +148,22 @@ impl SendBody {
             need_reply,
             waiting,
             wait_secs,
+            traceparent,
         };
         (human_agent_id, message)
+    }
+}
+
+/// The caller's W3C trace context. One that cannot be read is ignored, as W3C Trace Context
+/// asks of a receiver (the message's work then roots a trace of its own).
+fn caller_trace(headers: &axum::http::HeaderMap) -> Option<TraceParent> {
+    let text = headers.get("traceparent")?.to_str().ok()?;
+    match text.parse() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::debug!("a request's traceparent is ignored: {e}");
+            None
+        }
     }
 }
 
@@ -159,9 +174,10 @@ const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 pub async fn send_message(
     State(state): State<ApiState>,
     caller: Caller,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, AppError> {
-    let (sender, m) = body.into_message();
+    let (sender, m) = body.into_message(caller_trace(&headers));
     caller.must_be(&sender)?;
     let human = state.human(&sender)?;
     check_reach(&state, &caller, &m)?;

@@ -541,3 +541,58 @@ fn rewording_a_notice_changes_no_decision() {
         assert_eq!(decide(&notice), decide(&reworded), "{}", notice.message);
     }
 }
+
+#[test]
+fn a_step_made_from_a_message_carries_its_trace_context_and_the_steps_it_plans_join_it() {
+    use crate::event::trace::{SpanId, TraceId};
+    use crate::event::trace_context::TraceParent;
+    let sent = TraceParent {
+        trace: TraceId::of("step", "goal"),
+        span: SpanId::of("step", "sender"),
+    };
+    let mut a = agent();
+    let mut m = msg("news");
+    m.trace = Some(sent);
+    receive_message(&mut a, &m);
+    let got = a.agent_step.steps()[0].clone();
+    assert_eq!((got.caused_by, got.trace), (Some(sent), Some(sent.trace)));
+    // A stage start's plan step too.
+    let mut start = sys_i(Instruction::StartStage {
+        stage_id: "s".into(),
+        task_intention: "t".into(),
+        stage_intention: "s".into(),
+        goal: "g".into(),
+        colleagues: Vec::new(),
+        colleagues_unlisted: 0,
+    });
+    start.trace = Some(sent);
+    receive_message(&mut a, &start);
+    assert_eq!(a.agent_step.steps()[1].caused_by, Some(sent));
+    // A step the message's step plans joins its trace; one with no cause roots its own.
+    let think = || {
+        StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "b".into(),
+            Executor::Skill(Skill::Think),
+            "x",
+            "",
+        )
+    };
+    a.add_steps(vec![
+        think().with_origin(StepOrigin::Planned {
+            by: got.step_id.clone(),
+        }),
+        think(),
+    ]);
+    let steps = a.agent_step.steps();
+    assert_eq!(steps[2].trace, Some(sent.trace));
+    assert_eq!(steps[2].caused_by, None);
+    let own = TraceId::of("step", steps[3].step_id.as_str());
+    assert_eq!(steps[3].trace, Some(own));
+    // A message with no trace context (one stored before messages carried it) roots one.
+    let mut b = agent();
+    receive_message(&mut b, &msg("plain"));
+    let s = &b.agent_step.steps()[0];
+    assert_eq!(s.trace, Some(TraceId::of("step", s.step_id.as_str())));
+}
