@@ -1094,6 +1094,35 @@ async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on
     assert_eq!(ended("think", "finished"), 2, "{steps:?}");
     assert_eq!(ended("send_message", "finished"), 1, "{steps:?}");
     assert_eq!(steps.len(), 11, "{steps:?}");
+    // The model calls the writer made on node b reached the team's call log: its plan's
+    // call is there to read, as sent.
+    let all: Value = http
+        .get(format!("{}/api/states?type=step", a.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let plan = all.as_object().unwrap().values();
+    let plan = plan
+        .filter(|s| s["agent_id"] == "writer" && s["executor"] == "planning")
+        .find_map(|s| s["step_id"].as_str())
+        .unwrap();
+    let calls: Value = http
+        .get(format!("{}/api/step/{plan}/calls", a.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let calls = calls["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0]["prompt"].as_str().unwrap().len() > 100);
+    assert_eq!(calls[0]["agent_id"], "writer");
     assert!(
         a.log().contains("agents moved between the team's nodes"),
         "{}",

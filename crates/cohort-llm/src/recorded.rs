@@ -4,15 +4,17 @@
 //! [`KEPT`] calls within [`BYTES_KEPT`], each text cut to [`TEXT_KEPT`], older calls forgotten,
 //! so the cost stays flat however long the team runs and however large its prompts. Beside
 //! them, how long every call took, by model and outcome, in buckets (the metrics' LLM latency).
+//! A node that runs agents for the team's node forwards its calls there instead
+//! ([`CallLog::forward_to`]), so the team's log holds every agent's calls wherever they ran.
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use crate::event::tally::Histogram;
 use crate::ids::{AgentId, StepId};
 use crate::state::TokenUsage;
 use futures::future::BoxFuture;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Calls kept at most.
 pub const KEPT: usize = 300;
@@ -22,7 +24,7 @@ pub const BYTES_KEPT: usize = 16 << 20;
 pub const TEXT_KEPT: usize = 64 << 10;
 
 /// One LLM call as sent and answered.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Call {
     pub step_id: StepId,
     pub agent_id: AgentId,
@@ -53,7 +55,7 @@ pub const CALL_SECONDS: &[f64] = &[
 ];
 
 /// How a call ended, as the timings count it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum CallOutcome {
     /// The model answered.
     Answered,
@@ -78,11 +80,24 @@ impl CallOutcome {
 /// team file names, three outcomes each.
 pub type Timings = BTreeMap<(String, CallOutcome), Histogram>;
 
+/// Where a node that keeps no log of its own sends each call as it ends, with its model's
+/// name and outcome.
+pub type Forward = Box<dyn Fn(Call, &str, CallOutcome) + Send + Sync>;
+
 /// The newest calls of a team, shared by its models and read by the API.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct CallLog {
     kept: Mutex<Kept>,
     timings: Mutex<Timings>,
+    forward: OnceLock<Forward>,
+}
+
+impl std::fmt::Debug for CallLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallLog")
+            .field("forwards", &self.forward.get().is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -92,6 +107,27 @@ struct Kept {
 }
 
 impl CallLog {
+    /// From now on each call goes to `forward` as it ends, and is neither kept nor timed here
+    /// (a node running agents for the team's node, whose log is the team's). Once only: false
+    /// if the log forwards already.
+    pub fn forward_to(&self, forward: Forward) -> bool {
+        self.forward.set(forward).is_ok()
+    }
+
+    /// Keeps and times a call that ended on another node (what that node's log forwarded).
+    pub fn keep(&self, call: Call, model: &str, outcome: CallOutcome) {
+        self.time(model, outcome, &call);
+        self.push(call);
+    }
+
+    /// A call that ended here: forwarded, or kept.
+    fn ended(&self, call: Call, model: &str, outcome: CallOutcome) {
+        match self.forward.get() {
+            Some(forward) => forward(call, model, outcome),
+            None => self.keep(call, model, outcome),
+        }
+    }
+
     /// How long the calls took so far.
     pub fn timings(&self) -> Timings {
         self.timings
@@ -198,8 +234,7 @@ impl Pending {
                     CallOutcome::Failed
                 }
             };
-            self.log.time(&self.model, outcome, &call);
-            self.log.push(call);
+            self.log.ended(call, &self.model, outcome);
         }
     }
 }
@@ -211,8 +246,7 @@ impl Drop for Pending {
             call.error = Some(
                 "abandoned before an answer came (the step was cancelled or its work ended)".into(),
             );
-            self.log.time(&self.model, CallOutcome::Abandoned, &call);
-            self.log.push(call);
+            self.log.ended(call, &self.model, CallOutcome::Abandoned);
         }
     }
 }
@@ -307,6 +341,46 @@ mod tests {
         let count = |o| timings[&("scripted/x".to_owned(), o)].count;
         assert_eq!(count(CallOutcome::Answered), KEPT as u64 + 2);
         assert_eq!(count(CallOutcome::Abandoned), 1);
+    }
+
+    #[tokio::test]
+    async fn a_forwarding_log_hands_each_call_on_as_it_ends_and_keeps_none() {
+        let dir = std::env::temp_dir().join(format!("cohort-forward-{}", std::process::id()));
+        let _cleanup = Scratch(dir.clone());
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("s.yaml");
+        std::fs::write(&f, "replies:\n  w:\n    think:\n      - text: '<think>ok</think>'\n")
+            .unwrap();
+        let here = Arc::new(CallLog::default());
+        let team = Arc::new(CallLog::default());
+        let to = team.clone();
+        assert!(here.forward_to(Box::new(move |call, model, outcome| {
+            // As a node sends it: through JSON.
+            let call: Call = serde_json::from_slice(&serde_json::to_vec(&call).unwrap()).unwrap();
+            to.keep(call, model, outcome)
+        })));
+        assert!(!here.forward_to(Box::new(|_, _, _| ())), "once only");
+        let m = Recorded::new(
+            ScriptedModel::new(Script::load(&f).unwrap()),
+            here.clone(),
+            "scripted/x",
+        );
+        let req = ChatRequest {
+            prompt: "PROMPT".into(),
+            ..ChatRequest::test("w", "think")
+        };
+        m.chat(req.clone()).await.unwrap();
+        drop(m.chat(req.clone()));
+        assert!(here.of_step(&req.step_id).is_empty());
+        assert!(here.timings().is_empty());
+        let calls = team.of_step(&req.step_id);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].prompt, "PROMPT");
+        assert_eq!(calls[0].reply.as_deref(), Some("<think>ok</think>"));
+        assert!(calls[1].error.as_deref().unwrap().contains("abandoned"));
+        let timings = team.timings();
+        assert_eq!(timings[&("scripted/x".to_owned(), CallOutcome::Answered)].count, 1);
+        assert_eq!(timings[&("scripted/x".to_owned(), CallOutcome::Abandoned)].count, 1);
     }
 
     #[test]

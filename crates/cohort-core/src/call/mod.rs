@@ -201,7 +201,7 @@ pub struct ChatReply {
 }
 
 /// Why an answer's text was cut short.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cut {
     /// The model stopped at its token limit (`finish_reason: length`).

@@ -12,6 +12,7 @@ use super::link::LinkError;
 use super::wire::{CoreAnswer, CoreCall, CoreRefusal, Hold, ToCore};
 use crate::actors::{ApplyOutput, CheckTaskInstruction, SubmitMessages, SyncStateActor};
 use crate::ids::AgentId;
+use crate::llm::recorded::CallLog;
 use crate::monitor::Monitor;
 use crate::store::lease::AgentWrite;
 use actix::Addr;
@@ -123,6 +124,7 @@ impl Grants {
 struct Team {
     client: async_nats::Client,
     monitor: Monitor,
+    calls: Arc<CallLog>,
     sync: Addr<SyncStateActor>,
     grants: Arc<Grants>,
 }
@@ -136,11 +138,11 @@ impl CoreCalls {
     /// Takes the calls of the team's agents on other nodes, until dropped.
     pub async fn start(
         bus: &Arc<Bus>,
-        monitor: Monitor,
+        (monitor, calls): (Monitor, Arc<CallLog>),
         sync: Addr<SyncStateActor>,
         grants: Arc<Grants>,
     ) -> Result<CoreCalls, LinkError> {
-        let mut calls = bus
+        let mut incoming = bus
             .client
             .subscribe(bus.names.core_subject.clone())
             .await
@@ -148,6 +150,7 @@ impl CoreCalls {
         let team = Team {
             client: bus.client.clone(),
             monitor,
+            calls,
             sync,
             grants,
         };
@@ -157,7 +160,7 @@ impl CoreCalls {
                 HashMap::new();
             loop {
                 let m = tokio::select! {
-                    m = calls.next() => match m { Some(m) => m, None => return },
+                    m = incoming.next() => match m { Some(m) => m, None => return },
                     _ = &mut stopped => return,
                 };
                 let call: ToCore = match serde_json::from_slice(&m.payload) {
@@ -217,8 +220,9 @@ impl Team {
     async fn answer(&self, ToCore { agent, hold, call }: ToCore) -> Option<CoreAnswer> {
         let Some(_doing) = self.grants.begin(&agent, hold) else {
             tracing::debug!(%agent, ?hold, now = ?self.grants.get(&agent), "a call under a hold that is not the agent's now was refused");
-            // A glimpse of an answer being written needs no answer, even a refusal.
-            return (!matches!(call, CoreCall::Writing { .. }))
+            // A glimpse of an answer being written or a call ended needs no answer, even a
+            // refusal.
+            return (!matches!(call, CoreCall::Writing { .. } | CoreCall::Called { .. }))
                 .then_some(Err(CoreRefusal::NotHeld(agent)));
         };
         let writer = Some(AgentWrite {
@@ -233,6 +237,14 @@ impl Team {
             }
             CoreCall::Writing { step, text } => {
                 self.monitor.writing(&agent, &step, &text);
+                return None;
+            }
+            CoreCall::Called {
+                record,
+                model,
+                outcome,
+            } => {
+                self.calls.keep(*record, &model, outcome);
                 return None;
             }
             CoreCall::Apply {

@@ -19,6 +19,7 @@ use crate::actors::{
 use crate::event::Change;
 use crate::ids::{AgentId, StepId, TaskId};
 use crate::llm::ChatModel;
+use crate::llm::recorded::{Call, CallOutcome};
 use crate::state::AgentState;
 use crate::sync::SyncError;
 use actix::prelude::*;
@@ -184,6 +185,8 @@ pub struct HostParts {
     /// Each agent of the team file's model.
     pub models: HashMap<AgentId, Arc<dyn ChatModel>>,
     pub workers: Arc<Workers>,
+    /// The models' call log, which forwards each call to the team's node.
+    pub calls: Arc<crate::llm::recorded::CallLog>,
 }
 
 impl HostParts {
@@ -214,6 +217,7 @@ impl HostParts {
                 .zip(models)
                 .collect(),
             workers: Arc::new(Workers::start()),
+            calls: builder.calls.clone(),
         })
     }
 }
@@ -253,6 +257,12 @@ impl AgentHost {
                 agents: Mutex::default(),
             }),
         };
+        let weak = Arc::downgrade(&host.inner);
+        host.inner.parts.calls.forward_to(Box::new(move |call, model, outcome| {
+            if let Some(inner) = weak.upgrade() {
+                inner.called(call, model, outcome);
+            }
+        }));
         let client = bus.client.clone();
         let serving = host.clone();
         let task = actix::spawn(async move {
@@ -464,6 +474,20 @@ impl HostInner {
             && let Some(h) = agents.remove(agent)
         {
             h.addr.do_send(Stop);
+        }
+    }
+
+    /// Sends a model call of an agent here to the team's node, under the agent's hold; the
+    /// call of an agent let go of meanwhile is dropped (its next node's log starts afresh).
+    fn called(&self, call: Call, model: &str, outcome: CallOutcome) {
+        let core = self.lock().get(&call.agent_id).map(|h| h.core.clone());
+        if let Some(core) = core {
+            let call = CoreCall::Called {
+                record: Box::new(call),
+                model: model.to_owned(),
+                outcome,
+            };
+            core.link.tell(core.subject.clone(), core.payload(call));
         }
     }
 

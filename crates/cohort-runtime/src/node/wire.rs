@@ -14,6 +14,7 @@ use crate::event::AgentRecord;
 use crate::event::Change;
 use crate::event::trace_context::TraceParent;
 use crate::ids::{AgentId, StepId, TaskId};
+use crate::llm::recorded::{Call, CallOutcome};
 use crate::message::{ExecuteOutput, Message, TaskInstruction};
 use crate::sync::SyncError;
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,13 @@ pub enum CoreCall {
     Stored,
     /// An answer being written (a glimpse for the live feed; never answered).
     Writing { step: StepId, text: String },
+    /// A model call that ended, for the team's call log (the console's step view, the
+    /// traces and the metrics read it there); never answered.
+    Called {
+        record: Box<Call>,
+        model: String,
+        outcome: CallOutcome,
+    },
 }
 
 impl CoreCall {
