@@ -359,7 +359,16 @@ try {
     if (rows.some(([, t], i) => i > 0 && t > rows[i - 1][1])) throw new Failure(`not largest first: ${JSON.stringify(rows)}`);
     const steps = await page.locator('[data-testid="spent-step"]').count();
     if (steps < 1 || steps > 8) throw new Failure(`${steps} costliest steps shown`);
-    await card.scrollIntoViewIfNeeded();
+    // The card is drawn again as changes come in (the operator's own agent still moves): a
+    // scroll that finds it detached tries the new one.
+    for (let tries = 0; ; tries++) {
+      try {
+        await card.scrollIntoViewIfNeeded();
+        break;
+      } catch (e) {
+        if (tries >= 4 || !/not attached/.test(String(e))) throw e;
+      }
+    }
     await page.screenshot({ path: SHOT.replace(/(\.png)?$/, '-spent.png') });
   });
 
