@@ -346,22 +346,23 @@ fn spans_sent((rt, traces): (tokio::runtime::Runtime, crate::otel::Traces)) -> (
     (s.exported(), s.dropped(), s.failed())
 }
 
-/// The monitor a step-overhead run publishes to: writing ahead to a SQLite file in `scratch`
-/// with `store`, else in memory only.
+/// The monitor a step-overhead run publishes to, with a feed the size of a team's: writing
+/// ahead to a SQLite file in `scratch` with `store`, else in memory only.
 fn overhead_monitor(
     rt: &tokio::runtime::Runtime,
     scratch: &Scratch,
     store: bool,
 ) -> Result<Monitor, String> {
+    let feed = crate::actors::MONITOR_BUFFER;
     if !store {
-        return Ok(Monitor::new(1024));
+        return Ok(Monitor::new(feed));
     }
     let file = scratch.0.join("data.db");
     let store = rt
         .block_on(crate::store::SqlStore::open_sqlite(&file))
         .map_err(|e| e.to_string())?;
     Ok(Monitor::with_store(
-        1024,
+        feed,
         std::sync::Arc::new(store),
         Default::default(),
         0,
@@ -399,6 +400,14 @@ pub fn step_overhead(
     ];
     agent.note_working_memory(task.clone(), Some(stage.clone()));
     monitor.publish(sync.initial_changes());
+    // The task the steps are of, so that a step that leaves the agent is kept a while as a
+    // team's readers keep it (retired), not forgotten at once.
+    let made = crate::state::TaskState::new(task.clone(), "t".into(), "t".into(), "m".into());
+    monitor.publish(vec![crate::event::Change::Task(
+        crate::event::TaskChange::Created {
+            task: Box::new(made),
+        },
+    )]);
     monitor.publish(vec![agent.added()]);
     let think = |i: usize| {
         StepState::new(

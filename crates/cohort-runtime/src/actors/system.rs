@@ -232,7 +232,7 @@ pub fn start_team_stored(
 
 /// Events a live reader may fall behind by before it is sent a snapshot instead: each holds
 /// its change (a step's texts, a message) until overwritten, so the buffer is memory.
-const MONITOR_BUFFER: usize = 8_192;
+pub const MONITOR_BUFFER: usize = 8_192;
 
 fn start(
     cfg: &TeamConfig,

@@ -186,6 +186,32 @@ impl FeedReceiver {
         }
     }
 
+    /// Every event there now, up to `max`, appended to `out` under one lock: for a reader that
+    /// polls rather than waits (it is then never woken by a sender). `Lagged(n)` as
+    /// [`recv`](Self::recv) says it, with nothing appended; `Closed` once the monitor is gone
+    /// and nothing is left.
+    pub fn try_recv_many(
+        &mut self,
+        max: usize,
+        out: &mut Vec<Arc<Published>>,
+    ) -> Result<(), TryRecvError> {
+        let ring = self.shared.lock();
+        if self.next < ring.first {
+            let missed = ring.first - self.next;
+            self.next = ring.first;
+            return Err(TryRecvError::Lagged(missed));
+        }
+        let from = (self.next - ring.first) as usize;
+        if from >= ring.events.len() && ring.closed {
+            return Err(TryRecvError::Closed);
+        }
+        let taken = ring.events.range(from..).take(max);
+        let before = out.len();
+        out.extend(taken.cloned());
+        self.next += (out.len() - before) as u64;
+        Ok(())
+    }
+
     /// A receiver of the events sent from now on (skipping what this one has not read).
     pub fn resubscribe(&self) -> FeedReceiver {
         let mut ring = self.shared.lock();
@@ -286,5 +312,40 @@ mod tests {
         drop(feed);
         while slow.try_recv().is_ok() {}
         assert!(matches!(slow.try_recv(), Err(TryRecvError::Closed)));
+    }
+
+    #[test]
+    fn a_polling_reader_takes_what_is_there_in_order_up_to_its_batch_and_is_told_it_lagged() {
+        let feed = Feed::new(FeedCap {
+            events: 5,
+            bytes: 1 << 20,
+        });
+        let mut rx = feed.subscribe();
+        let mut got = Vec::new();
+        rx.try_recv_many(10, &mut got).unwrap();
+        assert!(got.is_empty(), "nothing yet");
+        for n in 1..=4 {
+            feed.send(message(n, 0));
+        }
+        rx.try_recv_many(3, &mut got).unwrap();
+        rx.try_recv_many(3, &mut got).unwrap();
+        let versions: Vec<u64> = got.iter().map(|p| p.event.version).collect();
+        assert_eq!(versions, [1, 2, 3, 4]);
+        for n in 5..=12 {
+            feed.send(message(n, 0));
+        }
+        assert!(matches!(
+            rx.try_recv_many(10, &mut got),
+            Err(TryRecvError::Lagged(3))
+        ));
+        got.clear();
+        rx.try_recv_many(10, &mut got).unwrap();
+        assert_eq!(got[0].event.version, 8, "on from the oldest kept");
+        assert_eq!(got.len(), 5);
+        drop(feed);
+        assert!(matches!(
+            rx.try_recv_many(10, &mut got),
+            Err(TryRecvError::Closed)
+        ));
     }
 }

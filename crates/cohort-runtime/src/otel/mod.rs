@@ -4,8 +4,8 @@
 //! monitor's changes and of the team's call log plans each span as its work ends
 //! ([`crate::event::trace`]) and [`export`] hands it to the OTLP exporter through a bounded
 //! queue. Nothing of it exists without those variables, and it never holds the team back: the
-//! reader follows the monitor's feed (whose sender never waits) and the queue drops, counting,
-//! what the exporter cannot take.
+//! reader polls the monitor's feed (whose sender never waits, and never wakes it) and the
+//! queue drops, counting, what the exporter cannot take.
 //!
 //! Prompts and answers go in as span events only with
 //! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (they may hold secrets).
@@ -17,7 +17,8 @@ use crate::event::{Change, StageChange, StepChange, TaskChange};
 use crate::ids::TaskId;
 use crate::llm::recorded::CallLog;
 use crate::monitor::Monitor;
-use crate::monitor::feed::RecvError;
+use crate::monitor::Published;
+use crate::monitor::feed::{FeedReceiver, RecvError, TryRecvError};
 pub use export::TraceStats;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,21 +130,50 @@ struct Reader {
     read_to: Arc<AtomicU64>,
 }
 
+/// How long the reader waits when it has read every change there was. While the team is busy
+/// it polls rather than waits to be woken: a sender wakes only a waiting reader, so a step
+/// that publishes pays for no wake-up of the reader's thread (at the 8,192 changes a team's
+/// feed keeps, a team would have to publish four million changes a second to outrun it).
+const POLL: Duration = Duration::from_millis(2);
+/// Empty polls after which the team is idle: the reader then waits to be woken by the next
+/// change (one wake-up; it polls again from there), so an idle team costs it nothing.
+const IDLE_POLLS: u32 = 50;
+/// The most changes the reader takes from the feed at once (under one lock of it).
+const BATCH: usize = 512;
+
+/// Fills `batch` with the changes there are (see [`POLL`] and [`IDLE_POLLS`]).
+async fn next_batch(
+    feed: &mut FeedReceiver,
+    batch: &mut Vec<Arc<Published>>,
+) -> Result<(), RecvError> {
+    for _ in 0..IDLE_POLLS {
+        match feed.try_recv_many(BATCH, batch) {
+            Ok(()) if batch.is_empty() => tokio::time::sleep(POLL).await,
+            Ok(()) => return Ok(()),
+            Err(TryRecvError::Lagged(n)) => return Err(RecvError::Lagged(n)),
+            // Closed: the monitor is gone (an empty feed is `Ok` with nothing).
+            Err(_) => return Err(RecvError::Closed),
+        }
+    }
+    batch.push(feed.recv().await?);
+    Ok(())
+}
+
 impl Reader {
-    async fn run(self, mut feed: crate::monitor::feed::FeedReceiver) {
+    async fn run(self, mut feed: FeedReceiver) {
+        let mut batch = Vec::with_capacity(BATCH);
         loop {
-            match feed.recv().await {
-                Ok(p) => {
-                    for span in self.spans_of(&p.event.change, p.event.at) {
-                        self.queue.offer(span);
+            match next_batch(&mut feed, &mut batch).await {
+                Ok(()) => {
+                    for p in batch.drain(..) {
+                        for span in self.spans_of(&p.event.change, p.event.at) {
+                            self.queue.offer(span);
+                        }
+                        self.read_to.store(p.event.version, Ordering::Release);
                     }
-                    self.read_to.store(p.event.version, Ordering::Release);
                 }
-                Err(RecvError::Lagged(n)) => {
-                    // Spans of the changes missed are lost, and counted so.
-                    self.queue.missed(n);
-                    feed = feed.resubscribe();
-                }
+                // Spans of the changes missed are lost, and counted so.
+                Err(RecvError::Lagged(n)) => self.queue.missed(n),
                 Err(RecvError::Closed) => return,
             }
         }
