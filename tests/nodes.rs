@@ -253,6 +253,34 @@ async fn nodes_starting_together_on_a_new_database_all_open_it() {
     }
 }
 
+/// Two nodes with different team files that start at the same moment: never both let in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_nodes_with_different_team_files_starting_together_one_is_refused() {
+    let pg = postgres::Cluster::start("node-team-race");
+    let (a, b) = (
+        SqlStore::open_postgres_node(&pg.url()).await.unwrap(),
+        SqlStore::open_postgres_node(&pg.url()).await.unwrap(),
+    );
+    for round in 0..20 {
+        let x = seat(&format!("x{round}"));
+        let y = Seat {
+            team_hash: "edited".into(),
+            ..seat(&format!("y{round}"))
+        };
+        let live = Duration::from_secs(10);
+        let (joined_x, joined_y) = tokio::join!(a.join(&x, live), b.join(&y, live));
+        assert!(
+            joined_x.is_err() || joined_y.is_err(),
+            "round {round}: both let in"
+        );
+        let refused = joined_x.err().or(joined_y.err()).unwrap();
+        assert!(matches!(refused, StoreError::TeamDiffers { .. }), "{refused}");
+        // Both gone before the next round.
+        a.leave(&x).await.unwrap();
+        a.leave(&y).await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_node_with_another_team_file_is_refused_while_the_others_run() {
     let pg = postgres::Cluster::start("node-team");

@@ -170,7 +170,10 @@ const AGENTS_PER_CHECK: usize = 500;
 impl SqlStore {
     /// Enters `seat` in the list of nodes (a node restarted under its name replaces its old
     /// process), refused when another node heard from within `live_within` runs another team
-    /// file: every node of a team must run the same one.
+    /// file: every node of a team must run the same one. The check and the entry are one
+    /// transaction under a lock of the list that joins take one at a time (heartbeats wait
+    /// for it too, for as long as a join takes), so two nodes with different files that start
+    /// at the same moment cannot both be let in.
     pub async fn join(&self, seat: &Seat, live_within: Duration) -> Result<(), StoreError> {
         let seat = seat.clone();
         self.call(move |db| async move {
@@ -179,6 +182,10 @@ impl SqlStore {
                     url: db.url.clone(),
                 });
             }
+            let mut tx = db.pool.begin().await?;
+            sqlx::query("LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE")
+                .execute(&mut *tx)
+                .await?;
             let differing = sqlx::query(AssertSqlSafe(format!(
                 "SELECT name FROM nodes WHERE name <> $1 AND team_hash <> $2 \
                  AND stopped_at IS NULL AND seen_at > {NOW_MS} - $3 ORDER BY name LIMIT 1"
@@ -186,7 +193,7 @@ impl SqlStore {
             .bind(seat.node.clone())
             .bind(seat.team_hash.clone())
             .bind(live_within.as_millis() as i64)
-            .fetch_optional(&db.pool)
+            .fetch_optional(&mut *tx)
             .await?;
             if let Some(r) = differing {
                 return Err(StoreError::TeamDiffers {
@@ -205,8 +212,9 @@ impl SqlStore {
             .bind(seat.instance.clone())
             .bind(seat.address.clone())
             .bind(seat.team_hash.clone())
-            .execute(&db.pool)
+            .execute(&mut *tx)
             .await?;
+            tx.commit().await?;
             Ok(())
         })
         .await
@@ -231,7 +239,7 @@ impl SqlStore {
             )))
             .bind(seat.node)
             .bind(seat.instance)
-            .execute(&db.pool)
+            .execute(&db.leases)
             .await?;
             Ok(())
         })
@@ -308,7 +316,7 @@ impl SqlStore {
             .bind(fence.resource)
             .bind(fence.instance)
             .bind(fence.token)
-            .execute(&db.pool)
+            .execute(&db.leases)
             .await?;
             Ok(done.rows_affected() == 1)
         })
@@ -368,7 +376,7 @@ impl SqlStore {
             .bind(ttl.as_millis() as i64)
             .bind(seat.node)
             .bind(seat.instance)
-            .execute(&db.pool)
+            .execute(&db.leases)
             .await?;
             Ok(())
         })

@@ -62,6 +62,10 @@ pub(super) enum Backend {
 /// A store that is its database's tables: every call, in the calling runtime.
 pub(super) struct Db {
     pub(super) pool: AnyPool,
+    /// What renews leases and says the node is alive: a connection of its own on a node's
+    /// store, so a journal or a compaction holding every connection of `pool` never costs
+    /// the node its leases (the main pool itself elsewhere).
+    pub(super) leases: AnyPool,
     pub(super) backend: Backend,
     /// The schema version of the database (below [`SCHEMA_VERSION`] only for a reader of a
     /// store an older cohort wrote).
@@ -154,7 +158,7 @@ impl Db {
                 source,
             })?;
         let backend = Backend::Sqlite(path.to_owned());
-        Self::ready(pool, url, backend, Lock::File(lock)).await
+        Self::ready((pool.clone(), pool), url, backend, Lock::File(lock)).await
     }
 
     /// Connects to the Postgres database at `url` (`postgres://…`) and takes its lock: alone
@@ -200,6 +204,15 @@ impl Db {
             .connect(url)
             .await
             .map_err(open)?;
+        let leases = match shared {
+            true => AnyPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(std::time::Duration::from_secs(5))
+                .connect(url)
+                .await
+                .map_err(open)?,
+            false => pool.clone(),
+        };
         // Nodes starting together on a new database would run the same migrations at once
         // (Postgres's catalog refuses a second `CREATE TABLE IF NOT EXISTS` under way): one at
         // a time, the others find them done.
@@ -209,7 +222,7 @@ impl Db {
             .await
             .map_err(open)?;
         let lock = Lock::Postgres(tokio::sync::Mutex::new(locker));
-        let ready = Self::ready(pool, shown, Backend::Postgres, lock).await;
+        let ready = Self::ready((pool, leases), shown, Backend::Postgres, lock).await;
         if let Ok(db) = &ready
             && let Lock::Postgres(locker) = &db._lock
         {
@@ -257,6 +270,7 @@ impl Db {
             });
         }
         let store = Db {
+            leases: pool.clone(),
             pool,
             backend,
             schema: found,
@@ -270,7 +284,7 @@ impl Db {
     }
 
     async fn ready(
-        pool: AnyPool,
+        (pool, leases): (AnyPool, AnyPool),
         url: String,
         backend: Backend,
         lock: Lock,
@@ -278,6 +292,7 @@ impl Db {
         migrate(&pool, &url).await?;
         let store = Db {
             pool,
+            leases,
             backend,
             schema: SCHEMA_VERSION,
             url,

@@ -145,6 +145,10 @@ pub struct Feeds {
     /// How long a frame may wait for a client before it counts as stalled and is
     /// disconnected (default 10 s).
     pub send_timeout: Duration,
+    /// How often a feed pings its client (default 30 s). A client that has sent nothing, not
+    /// even a pong, for three of these is gone (its connection broke without a close: a
+    /// laptop shut, a network cut) and is disconnected, so it holds no feed for ever.
+    pub ping: Duration,
 }
 
 impl Default for Feeds {
@@ -154,6 +158,7 @@ impl Default for Feeds {
             total: 256,
             frame_interval: Duration::from_millis(2),
             send_timeout: Duration::from_secs(10),
+            ping: Duration::from_secs(30),
         }
     }
 }
@@ -303,6 +308,7 @@ pub(super) fn feeds(r: RawFeeds, file: &Path, out: &mut Findings) -> Feeds {
     );
     let total = at_least_one(r.total.map(|n| n as u64), "total", d.total as u64);
     let send_timeout = at_least_one(r.send_timeout_s, "send_timeout_s", d.send_timeout.as_secs());
+    let ping = at_least_one(r.ping_s, "ping_s", d.ping.as_secs());
     let frame_interval = bounded(
         out,
         file,
@@ -316,6 +322,7 @@ pub(super) fn feeds(r: RawFeeds, file: &Path, out: &mut Findings) -> Feeds {
         total: total as usize,
         frame_interval: Duration::from_millis(frame_interval),
         send_timeout: Duration::from_secs(send_timeout),
+        ping: Duration::from_secs(ping),
     }
 }
 
@@ -520,7 +527,7 @@ mod tests {
             .to_string();
         assert!(e.contains("step_limits.per_stage"), "{e}");
         let set = format!(
-            "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3}}\nsession_ttl_hours: 2\n"
+            "{head}retention: {{step_chars: 100, message_chars: 50}}\nfeeds: {{per_human: 2, total: 9, frame_interval_ms: 0, send_timeout_s: 3, ping_s: 5}}\nsession_ttl_hours: 2\n"
         );
         let t = load_team(&write(&d, "set.yaml", &set)).unwrap();
         assert_eq!(
@@ -535,6 +542,7 @@ mod tests {
                 total: 9,
                 frame_interval: Duration::ZERO,
                 send_timeout: Duration::from_secs(3),
+                ping: Duration::from_secs(5),
             }
         );
         let zeros = format!(
@@ -545,7 +553,7 @@ mod tests {
             .problems();
         assert!(problems[0].message.contains("colour"), "{problems:?}");
         let zeros = format!(
-            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, frame_interval_ms: 999999999999}}\nsession_ttl_hours: 99999999999999\n"
+            "{head}retention: {{step_chars: 0}}\nfeeds: {{per_human: 0, total: 0, send_timeout_s: 0, ping_s: 0, frame_interval_ms: 999999999999}}\nsession_ttl_hours: 99999999999999\n"
         );
         let problems = load_team(&write(&d, "zeros2.yaml", &zeros))
             .unwrap_err()
@@ -558,6 +566,7 @@ mod tests {
                 "feeds.per_human",
                 "feeds.total",
                 "feeds.send_timeout_s",
+                "feeds.ping_s",
                 "feeds.frame_interval_ms",
                 "session_ttl_hours"
             ]

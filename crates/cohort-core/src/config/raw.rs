@@ -197,6 +197,8 @@ pub struct RawFeeds {
     pub frame_interval_ms: Option<u64>,
     #[serde(default)]
     pub send_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub ping_s: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -171,11 +171,13 @@ pub async fn over_websocket(
         last.as_deref(),
         token,
     )?;
-    let send_timeout = state.inner.feed.send_timeout;
+    let cfg = state.inner.feed;
+    let send_timeout = cfg.send_timeout;
     Ok(ws.on_upgrade(move |socket| async move {
         let (mut sink, mut incoming) = socket.split();
         let events = telling.start(following);
         futures::pin_mut!(events);
+        let mut keepalive = super::ws::Keepalive::new(cfg.ping);
         loop {
             tokio::select! {
                 item = events.next() => {
@@ -186,8 +188,17 @@ pub async fn over_websocket(
                         _ => break,
                     }
                 }
-                // The client only closes (or goes): anything else it sends is not read.
-                msg = incoming.next() => if !matches!(msg, Some(Ok(_))) { break },
+                // The client only closes (or goes): anything else it sends only says it is
+                // there.
+                msg = incoming.next() => match msg {
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(_)) => keepalive.heard(),
+                },
+                ping = keepalive.due() => {
+                    if super::ws::keepalive_step(&mut sink, ping, cfg).await.is_err() {
+                        return;
+                    }
+                },
             }
         }
         let _ = tokio::time::timeout(send_timeout, sink.send(Message::Close(None))).await;

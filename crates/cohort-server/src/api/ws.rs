@@ -46,6 +46,8 @@ pub struct FeedConfig {
     /// and go out together: a busy team costs each client a few larger frames a second rather
     /// than one per change, which is what keeps a hundred clients cheap to serve.
     pub frame_interval: Duration,
+    /// How often a feed pings its client; three pings without a word back end it.
+    pub ping: Duration,
 }
 
 impl Default for FeedConfig {
@@ -62,6 +64,7 @@ impl From<crate::config::Feeds> for FeedConfig {
             max_total: f.total,
             max_batch: 512,
             frame_interval: f.frame_interval,
+            ping: f.ping,
         }
     }
 }
@@ -71,6 +74,8 @@ impl From<crate::config::Feeds> for FeedConfig {
 pub enum FeedEnd {
     /// The client closed the socket or it broke.
     ClientGone,
+    /// The client sent nothing, not even a pong, for three pings.
+    Silent,
     /// A frame waited longer than `send_timeout`.
     Stalled,
     /// Sending failed (the connection is gone).
@@ -228,6 +233,7 @@ where
     };
     let mut last_frame = tokio::time::Instant::now();
     let mut writing = monitor.subscribe_writing();
+    let mut keepalive = Keepalive::new(cfg.ping);
     loop {
         tokio::select! {
             // An answer being written: passed on as it is, never batched or replayed (the
@@ -280,7 +286,12 @@ where
             msg = incoming.next() => match msg {
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return FeedEnd::ClientGone,
                 // Pings are answered by the socket itself; the feed takes no commands.
-                Some(Ok(_)) => {}
+                Some(Ok(_)) => keepalive.heard(),
+            },
+            ping = keepalive.due() => {
+                if let Err(end) = keepalive_step(&mut sink, ping, cfg).await {
+                    return end;
+                }
             },
             why = closed(&mut closing) => return close(&mut sink, why, cfg).await,
         }
@@ -351,6 +362,72 @@ async fn close<S: Sink<Message> + Unpin>(sink: &mut S, why: Closing, cfg: FeedCo
     }));
     let _ = tokio::time::timeout(cfg.send_timeout, sink.send(bye)).await;
     end
+}
+
+/// A feed's pings to its client, and when it last heard from it ([`FeedConfig::ping`]): a
+/// connection that broke without a close (a laptop shut, a network cut) sends nothing more,
+/// and is let go after three pings instead of holding its feed for ever.
+pub(super) struct Keepalive {
+    every: Duration,
+    ticks: tokio::time::Interval,
+    heard: tokio::time::Instant,
+}
+
+/// What is due: a ping, or the end of a client that has been silent for three.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Ping {
+    Send,
+    Silent,
+}
+
+impl Keepalive {
+    pub(super) fn new(every: Duration) -> Keepalive {
+        let now = tokio::time::Instant::now();
+        let mut ticks = tokio::time::interval_at(now + every, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Keepalive {
+            every,
+            ticks,
+            heard: now,
+        }
+    }
+
+    /// The client sent something (a pong, a ping, anything).
+    pub(super) fn heard(&mut self) {
+        self.heard = tokio::time::Instant::now();
+    }
+
+    /// Waits for the next ping, and says whether the client is silent by then.
+    pub(super) async fn due(&mut self) -> Ping {
+        self.ticks.tick().await;
+        if self.heard.elapsed() >= 3 * self.every {
+            Ping::Silent
+        } else {
+            Ping::Send
+        }
+    }
+}
+
+/// Sends a ping, or closes a silent client's socket (code 1001) and says it ended.
+pub(super) async fn keepalive_step<S: Sink<Message> + Unpin>(
+    sink: &mut S,
+    ping: Ping,
+    cfg: FeedConfig,
+) -> Result<(), FeedEnd> {
+    let frame = match ping {
+        Ping::Send => Message::Ping(Default::default()),
+        Ping::Silent => Message::Close(Some(CloseFrame {
+            code: close_code::AWAY,
+            reason: "nothing heard from the client for three pings".into(),
+        })),
+    };
+    let sent = tokio::time::timeout(cfg.send_timeout, sink.send(frame)).await;
+    match (ping, sent) {
+        (Ping::Silent, _) => Err(FeedEnd::Silent),
+        (Ping::Send, Ok(Ok(()))) => Ok(()),
+        (Ping::Send, Ok(Err(_))) => Err(FeedEnd::SendFailed),
+        (Ping::Send, Err(_)) => Err(FeedEnd::Stalled),
+    }
 }
 
 /// Why a feed must close (sent on its `closing` channel; `None` while it may stay open).

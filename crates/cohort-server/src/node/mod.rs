@@ -191,7 +191,10 @@ async fn stand_by(
 ) -> Result<Option<(Fence, Keeper)>, ServeError> {
     let leader: standby::Leader = Arc::default();
     let origins = crate::serve::allowed_origins(bound);
-    let app = standby::router(seat.node.clone(), leader.clone(), origins);
+    // The running node pings each feed every `feeds.ping_s`: a tunnel that carried nothing
+    // for four pings is a connection that broke.
+    let idle = 4 * cfg.feeds.ping;
+    let app = standby::router(seat.node.clone(), leader.clone(), (origins, idle));
     let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
     let http = cfg.http.clone();
     let served = spawn_serving(

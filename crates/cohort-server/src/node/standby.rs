@@ -8,7 +8,9 @@
 //! caller's address (which the running node believes only from addresses in its
 //! `http.trusted_proxies`). A websocket upgrade is checked against this node's own allowed
 //! origins, then passed on as from the running node's own origin; once both sides have
-//! switched protocols, the bytes are copied both ways until either side closes.
+//! switched protocols, the bytes are copied both ways until either side closes, or until
+//! neither has sent anything for the tunnel's idle deadline (the running node pings every
+//! feed, so only a connection that broke without a close goes that long).
 
 use crate::api::AppError;
 use axum::Router;
@@ -57,8 +59,9 @@ pub type Leader = Arc<Mutex<Running>>;
 /// How long a request waits to reach the running node and for its answer to begin.
 const FORWARD_DEADLINE: Duration = Duration::from_secs(30);
 
-/// The router of a standing-by node `me`, which allows websockets from `origins`.
-pub fn router(me: String, leader: Leader, origins: Vec<String>) -> Router {
+/// The router of a standing-by node `me`, which allows websockets from `origins` and closes a
+/// websocket's tunnel that carried nothing for `idle`.
+pub fn router(me: String, leader: Leader, (origins, idle): (Vec<String>, Duration)) -> Router {
     let shared = Arc::new((me, leader, origins));
     Router::new().fallback(move |req: Request<Body>| {
         let shared = shared.clone();
@@ -82,7 +85,7 @@ pub fn router(me: String, leader: Leader, origins: Vec<String>) -> Router {
                 let why = format!("node {node} at http://{address} does not run the team either");
                 return unavailable(me, Some((&node, &address)), &why);
             }
-            match forward(&address, origins, req).await {
+            match forward(&address, (origins, idle), req).await {
                 Ok(mut res) => {
                     if let Ok(v) = HeaderValue::from_str(me) {
                         res.headers_mut().insert(VIA_HEADER, v);
@@ -131,10 +134,10 @@ enum Refused {
 }
 
 /// Passes `req` on to the node at `address`; its answer (a websocket's switch of protocols,
-/// with the bytes copied both ways behind it).
+/// with the bytes copied both ways behind it until either side closes or both are `idle`).
 async fn forward(
     address: &str,
-    origins: &[String],
+    (origins, idle): (&[String], Duration),
     mut req: Request<Body>,
 ) -> Result<Response, Refused> {
     let upgrade = req.headers().contains_key(header::UPGRADE);
@@ -196,9 +199,115 @@ async fn forward(
             let (Ok(up), Ok(down)) = (upstream.await, downstream.await) else {
                 return;
             };
-            let _ =
-                tokio::io::copy_bidirectional(&mut TokioIo::new(up), &mut TokioIo::new(down)).await;
+            tunnel(TokioIo::new(up), TokioIo::new(down), idle).await;
         });
     }
     Ok(res.map(Body::new))
+}
+
+/// Copies bytes both ways between `a` and `b` until either side closes, or until neither has
+/// sent anything for `idle`.
+async fn tunnel<A, B>(a: A, b: B, idle: Duration)
+where
+    A: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    B: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let heard = Arc::new(Mutex::new(tokio::time::Instant::now()));
+    let (mut a, mut b) = (Heard::new(a, &heard), Heard::new(b, &heard));
+    let quiet = async {
+        loop {
+            let last = *heard.lock().unwrap_or_else(|e| e.into_inner());
+            if last.elapsed() >= idle {
+                return;
+            }
+            tokio::time::sleep_until(last + idle).await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut a, &mut b) => {}
+        _ = quiet => tracing::debug!("a websocket tunnel carried nothing for {idle:?}: closed"),
+    }
+}
+
+/// An end of a tunnel that notes when it last read anything.
+struct Heard<T> {
+    io: T,
+    heard: Arc<Mutex<tokio::time::Instant>>,
+}
+
+impl<T> Heard<T> {
+    fn new(io: T, heard: &Arc<Mutex<tokio::time::Instant>>) -> Heard<T> {
+        Heard {
+            io,
+            heard: heard.clone(),
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Heard<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let read = std::pin::Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            *self.heard.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
+        }
+        read
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Heard<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, data)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tunnel_carries_bytes_both_ways_and_closes_once_both_sides_are_quiet() {
+        let (mut client, near) = tokio::io::duplex(64);
+        let (far, mut server) = tokio::io::duplex(64);
+        let idle = Duration::from_secs(120);
+        let t = tokio::spawn(tunnel(near, far, idle));
+        let mut buf = [0u8; 4];
+        for _ in 0..5 {
+            // Something every minute (a ping and its pong) keeps it open.
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            client.write_all(b"ping").await.unwrap();
+            server.read_exact(&mut buf).await.unwrap();
+            server.write_all(b"pong").await.unwrap();
+            client.read_exact(&mut buf).await.unwrap();
+            assert_eq!(&buf, b"pong");
+        }
+        assert!(!t.is_finished());
+        let closed = tokio::time::timeout(idle + Duration::from_secs(1), t).await;
+        assert!(closed.is_ok(), "quiet for longer than its deadline");
+        // Both ends see it closed.
+        assert_eq!(client.read(&mut buf).await.unwrap(), 0);
+    }
 }

@@ -357,3 +357,45 @@ async fn an_answer_being_written_reaches_the_feed_beside_the_events() {
     assert_eq!(events(&next)[0]["op"], "created");
     feed.abort();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_answers_pings_stays_and_one_silent_for_three_is_let_go() {
+    let m = Monitor::new(16);
+    let cfg = FeedConfig {
+        ping: Duration::from_secs(30),
+        ..cfg(1_000)
+    };
+    // Silent: pinged at 30, 60 and 90 s, then closed as gone.
+    let (tx, mut rx) = mpsc::channel(16);
+    let (_close, closing) = watch::channel(None);
+    let feed = tokio::spawn({
+        let m = m.clone();
+        async move { run_feed(tx, silent(), &m, operator(&me()), cfg, closing).await }
+    });
+    assert_eq!(text(rx.next().await.unwrap())["type"], "snapshot");
+    for _ in 0..2 {
+        assert!(matches!(rx.next().await.unwrap(), Message::Ping(_)));
+    }
+    match rx.next().await.unwrap() {
+        Message::Close(Some(f)) => assert_eq!(f.code, close_code::AWAY),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(feed.await.unwrap(), FeedEnd::Silent);
+    // A client whose pongs come back is pinged on and kept.
+    let (tx, mut rx) = mpsc::channel(16);
+    let (pong, pongs) = mpsc::channel::<Result<Message, ()>>(16);
+    let (_close, closing) = watch::channel(None);
+    let feed = tokio::spawn({
+        let m = m.clone();
+        async move { run_feed(tx, pongs, &m, operator(&me()), cfg, closing).await }
+    });
+    assert_eq!(text(rx.next().await.unwrap())["type"], "snapshot");
+    for _ in 0..6 {
+        assert!(matches!(rx.next().await.unwrap(), Message::Ping(_)));
+        pong.clone()
+            .try_send(Ok(Message::Pong(Default::default())))
+            .unwrap();
+    }
+    assert!(!feed.is_finished(), "three minutes of pongs: still there");
+    feed.abort();
+}
