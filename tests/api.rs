@@ -599,7 +599,7 @@ async fn a_waiting_question_is_answered_through_the_api_and_frees_the_manager() 
     let sent = body["sent"].as_array().unwrap();
     assert_eq!(sent.len(), 1);
     assert_eq!(
-        sent[0]["trace"], TP,
+        sent[0]["traceparent"], TP,
         "the message travels in the caller's trace"
     );
     assert_eq!(sent[0]["return_waiting_id"], wait_id.as_str());

@@ -274,7 +274,10 @@ async fn of_two_nodes_with_different_team_files_starting_together_one_is_refused
             "round {round}: both let in"
         );
         let refused = joined_x.err().or(joined_y.err()).unwrap();
-        assert!(matches!(refused, StoreError::TeamDiffers { .. }), "{refused}");
+        assert!(
+            matches!(refused, StoreError::TeamDiffers { .. }),
+            "{refused}"
+        );
         // Both gone before the next round.
         a.leave(&x).await.unwrap();
         a.leave(&y).await.unwrap();

@@ -180,7 +180,7 @@ async fn a_quickstart_run_is_one_trace_with_the_genai_span_tree() {
     let pool = task["shared_conversation_pool"].as_array().unwrap();
     assert!(pool.len() >= 3, "{pool:?}");
     for entry in pool {
-        let tp = entry["message"]["trace"]
+        let tp = entry["message"]["traceparent"]
             .as_str()
             .unwrap_or_else(|| panic!("{entry}"));
         assert!(
@@ -216,10 +216,10 @@ async fn a_quickstart_run_is_one_trace_with_the_genai_span_tree() {
         }
     }
     let parent = |s: &Span| ids[&s.parent_span_id].name.clone();
-    // A step made by a message links to the span the message came from (its sender's step,
-    // or the stage or task a runtime notice is about), in the same trace, and sent.
+    // A step made by another agent's message links to the sender's step (in the same trace,
+    // and sent); one made by a runtime notice hangs under the stage it is about, no link.
     let linked: Vec<&Span> = spans.iter().filter(|s| !s.links.is_empty()).collect();
-    assert!(linked.len() >= 3, "{} linked spans", linked.len());
+    assert_eq!(linked.len(), 2, "{} linked spans", linked.len());
     for s in &linked {
         for l in &s.links {
             assert_eq!(l.trace_id, spans[0].trace_id, "{}", s.name);
@@ -359,7 +359,10 @@ async fn the_same_trace_comes_over_grpc() {
         "{}",
         goal.name
     );
-    assert_eq!(hex(&goal.links[0].span_id), "00f067aa0ba902b7");
+    assert!(
+        goal.links.is_empty(),
+        "under the caller's span: no link besides"
+    );
     let chats = spans.iter().filter(|s| s.name.starts_with("chat ")).count();
     assert!(chats > 0);
 }

@@ -48,7 +48,7 @@ pub struct Message {
     /// The trace context it travels with (W3C `traceparent`): the span of the step that sent
     /// it, so the step it causes joins that trace wherever it runs (`event::trace_context`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::event::trace_context::TraceParent>,
+    pub traceparent: Option<crate::event::trace_context::TraceParent>,
 }
 
 /// The typed content of a message the runtime sends (`[TaskState]`): only the runtime sets it,
@@ -82,7 +82,7 @@ impl Message {
             return_waiting_id: None,
             ask: None,
             body: None,
-            trace: None,
+            traceparent: None,
         }
     }
 
@@ -305,7 +305,7 @@ pub enum TaskInstruction {
             skip_serializing_if = "Option::is_none",
             deserialize_with = "crate::event::trace_context::lenient_trace"
         )]
-        trace: Option<crate::event::trace::TraceId>,
+        trace_id: Option<crate::event::trace::TraceId>,
     },
     /// Append stages to a task's `stage_list`.
     AddStage {

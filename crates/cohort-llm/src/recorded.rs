@@ -56,6 +56,7 @@ pub const CALL_SECONDS: &[f64] = &[
 
 /// How a call ended, as the timings count it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CallOutcome {
     /// The model answered.
     Answered,
@@ -349,8 +350,11 @@ mod tests {
         let _cleanup = Scratch(dir.clone());
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("s.yaml");
-        std::fs::write(&f, "replies:\n  w:\n    think:\n      - text: '<think>ok</think>'\n")
-            .unwrap();
+        std::fs::write(
+            &f,
+            "replies:\n  w:\n    think:\n      - text: '<think>ok</think>'\n",
+        )
+        .unwrap();
         let here = Arc::new(CallLog::default());
         let team = Arc::new(CallLog::default());
         let to = team.clone();
@@ -379,8 +383,14 @@ mod tests {
         assert_eq!(calls[0].reply.as_deref(), Some("<think>ok</think>"));
         assert!(calls[1].error.as_deref().unwrap().contains("abandoned"));
         let timings = team.timings();
-        assert_eq!(timings[&("scripted/x".to_owned(), CallOutcome::Answered)].count, 1);
-        assert_eq!(timings[&("scripted/x".to_owned(), CallOutcome::Abandoned)].count, 1);
+        assert_eq!(
+            timings[&("scripted/x".to_owned(), CallOutcome::Answered)].count,
+            1
+        );
+        assert_eq!(
+            timings[&("scripted/x".to_owned(), CallOutcome::Abandoned)].count,
+            1
+        );
     }
 
     #[test]

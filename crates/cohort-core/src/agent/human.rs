@@ -263,7 +263,7 @@ fn send_to(
         return_waiting_id: answers,
         ask: None,
         body: None,
-        trace: m.traceparent,
+        traceparent: m.traceparent,
     };
     agent.add_private(
         &r,

@@ -208,7 +208,7 @@ pub fn act_again(
     );
     again.refused_instruction = refused;
     // The same message's work: the same trace, caused by the same sender.
-    (again.trace, again.caused_by) = (step.trace, step.caused_by);
+    (again.trace_id, again.caused_by) = (step.trace_id, step.caused_by);
     Some(again.with_origin(origin))
 }
 
@@ -227,7 +227,7 @@ fn new_step(
         intention,
         text,
     );
-    step.caused_by = msg.trace;
+    step.caused_by = msg.traceparent;
     step
 }
 
@@ -267,7 +267,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                 text,
             )
             .with_origin(StepOrigin::StageStart { stage_id, goal });
-            step.caused_by = msg.trace;
+            step.caused_by = msg.traceparent;
             agent.add_steps(vec![step]);
             Vec::new()
         }
@@ -295,7 +295,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                 ),
             )
             .with_origin(StepOrigin::ToolDecision { tool_name });
-            step.caused_by = msg.trace;
+            step.caused_by = msg.traceparent;
             agent.add_next_steps(vec![step]);
             Vec::new()
         }

@@ -34,11 +34,6 @@ impl TraceId {
         let d = digest(kind, id);
         TraceId(d[..16].try_into().expect("32 bytes"))
     }
-
-    /// As W3C trace context writes it (32 hex digits).
-    pub fn hex(&self) -> String {
-        self.to_string()
-    }
 }
 
 impl SpanId {
@@ -118,7 +113,7 @@ fn place_of_step(
 ) -> (TraceId, Option<SpanId>) {
     let Some(task) = task.filter(|_| &step.task_id != base) else {
         let made_by = step.origin.made_by();
-        let trace = step.trace.unwrap_or_else(|| {
+        let trace = step.trace_id.unwrap_or_else(|| {
             // Stored before steps carried their trace: a planned step joins its planner's.
             let root = made_by.unwrap_or(&step.step_id);
             TraceId::of("step", root.as_str())
@@ -129,11 +124,18 @@ fn place_of_step(
             .or_else(|| made_by.map(|by| SpanId::of("step", by.as_str())));
         return (trace, parent);
     };
-    let parent = match &step.stage_id {
+    (
+        trace_of_task(task),
+        Some(span_of_place(&step.stage_id, task)),
+    )
+}
+
+/// The span of what `place` names in `task`: its stage, or the task itself.
+fn span_of_place(place: &StageRef, task: &TaskState) -> SpanId {
+    match place {
         StageRef::Stage(stage) => SpanId::of("stage", stage.as_str()),
         _ => SpanId::of("task", task.task_id.as_str()),
-    };
-    (trace_of_task(task), Some(parent))
+    }
 }
 
 /// The trace of a task: the one it was put in as it was made (its goal's), else its goal
@@ -153,11 +155,8 @@ pub fn trace_of_task(task: &TaskState) -> TraceId {
 /// of its stage or task (a runtime notice; a person's message, whose caller's span, if any,
 /// is in another trace).
 pub fn context_in_task(m: &Message, task: &TaskState, from_a_step: bool) -> TraceParent {
-    let sender = m.trace.filter(|_| from_a_step).map(|t| t.span);
-    let span = sender.unwrap_or_else(|| match &m.stage_relative {
-        StageRef::Stage(stage) => SpanId::of("stage", stage.as_str()),
-        _ => SpanId::of("task", task.task_id.as_str()),
-    });
+    let sender = m.traceparent.filter(|_| from_a_step).map(|t| t.span);
+    let span = sender.unwrap_or_else(|| span_of_place(&m.stage_relative, task));
     TraceParent {
         trace: trace_of_task(task),
         span,
@@ -250,7 +249,12 @@ pub fn step_span(
         attributes,
         events: Vec::new(),
         error,
-        links: step.caused_by.into_iter().collect(),
+        // The sender's span, unless the span hangs under it already.
+        links: step
+            .caused_by
+            .filter(|c| Some(c.span) != parent)
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -460,7 +464,7 @@ mod tests {
         assert_eq!(w.error.as_deref(), Some("disk full"));
         // The ids come from the stored ids: the same after a restart.
         assert_eq!(step_span(&work, Some(&task), &base, (3, 4)).span, w.span);
-        assert_eq!(w.trace.hex().len(), 32);
+        assert_eq!(w.trace.to_string().len(), 32);
     }
 
     #[test]
@@ -472,7 +476,7 @@ mod tests {
             Executor::Skill(Skill::SendMessage),
             StepOrigin::Unknown,
         );
-        sender.trace = Some(TraceId::of("step", "the-goal"));
+        sender.trace_id = Some(TraceId::of("step", "the-goal"));
         let sent = TraceParent::of_step(&sender).unwrap();
         let mut reply = step(
             "base",
@@ -480,11 +484,14 @@ mod tests {
             Executor::Skill(Skill::ProcessMessage),
             StepOrigin::Message { from: "w".into() },
         );
-        (reply.trace, reply.caused_by) = (Some(sent.trace), Some(sent));
+        (reply.trace_id, reply.caused_by) = (Some(sent.trace), Some(sent));
         let s = step_span(&sender, None, &base, (0, 1));
         let r = step_span(&reply, None, &base, (2, 3));
         assert_eq!((r.trace, r.parent), (s.trace, Some(s.span)));
-        assert_eq!(r.links, vec![sent]);
+        assert!(
+            r.links.is_empty(),
+            "under its sender's span: no link besides"
+        );
         assert!(s.links.is_empty());
         // A step it planned is in the same trace, under it.
         let mut planned = step(
@@ -495,7 +502,7 @@ mod tests {
                 by: reply.step_id.clone(),
             },
         );
-        planned.trace = reply.trace;
+        planned.trace_id = reply.trace_id;
         let p = step_span(&planned, None, &base, (3, 4));
         assert_eq!((p.trace, p.parent), (s.trace, Some(r.span)));
         // A message of a task: the task's trace, from the sender's span or the stage's.
@@ -511,7 +518,7 @@ mod tests {
         let from_stage = context_in_task(&m, &task, true);
         assert_eq!(from_stage.trace, TraceId::of("caller", "x"));
         assert_eq!(from_stage.span, SpanId::of("stage", "s1"));
-        m.trace = Some(sent);
+        m.traceparent = Some(sent);
         assert_eq!(context_in_task(&m, &task, true).span, sent.span);
         assert_eq!(
             context_in_task(&m, &task, true).trace,

@@ -36,7 +36,7 @@ impl TraceParent {
     /// The context of what `step` sends: its trace and its span (none for a step stored
     /// before steps carried their trace).
     pub fn of_step(step: &StepState) -> Option<TraceParent> {
-        step.trace.map(|trace| TraceParent {
+        step.trace_id.map(|trace| TraceParent {
             trace,
             span: SpanId::of("step", step.step_id.as_str()),
         })
@@ -73,9 +73,12 @@ impl fmt::Display for SpanId {
 impl FromStr for TraceId {
     type Err = TraceContextError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        hex::<16>(s)
-            .map(TraceId)
-            .ok_or_else(|| TraceContextError::Shape(s.to_owned()))
+        let id =
+            hex::<16>(s).ok_or_else(|| TraceContextError::Shape(s.chars().take(80).collect()))?;
+        if id == [0; 16] {
+            return Err(TraceContextError::Zero);
+        }
+        Ok(TraceId(id))
     }
 }
 
@@ -185,6 +188,8 @@ mod tests {
         }
         let zero = "00-00000000000000000000000000000000-00f067aa0ba902b7-01";
         assert_eq!(zero.parse::<TraceParent>(), Err(TraceContextError::Zero));
+        let zeros = "00000000000000000000000000000000".parse::<TraceId>();
+        assert_eq!(zeros, Err(TraceContextError::Zero));
         let ff = "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         assert_eq!(ff.parse::<TraceParent>(), Err(TraceContextError::Version));
     }

@@ -56,6 +56,12 @@ fn compact_output(output: &mut Map<String, Value>) {
     {
         *sent = as_written(&m);
     }
+    // What the skill sets on a new task (whose goal, the trace) is not the model's to repeat.
+    if let Some(Value::Object(task)) = output.get_mut("task_instruction") {
+        for key in ["requested_by", "goal_step", "trace_id"] {
+            task.remove(key);
+        }
+    }
 }
 
 /// A planned step without its text (its own entry shows it).
@@ -95,5 +101,23 @@ fn prune(v: &mut Value) {
         }
         Value::Array(a) => a.iter_mut().for_each(prune),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_tasks_line_shows_what_the_model_wrote_not_what_the_skill_set() {
+        let result = StepResult::output(json!({"task_instruction": {
+            "action": "add_task", "task_name": "Haiku", "task_intention": "write one",
+            "task_id": "t1", "requested_by": "op", "goal_step": "s1",
+            "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}}));
+        let line = result_line(&result);
+        assert!(line.contains(r#""task_intention":"write one""#), "{line}");
+        for set in ["requested_by", "goal_step", "trace_id", "4bf92f"] {
+            assert!(!line.contains(set), "{set} in {line}");
+        }
     }
 }

@@ -122,7 +122,7 @@ fn send(
         return_waiting_id: step.reply_to.as_ref().and_then(|r| r.wait_id.clone()),
         ask: draft.ask,
         body: None,
-        trace: crate::event::trace_context::TraceParent::of_step(step),
+        traceparent: crate::event::trace_context::TraceParent::of_step(step),
     };
     Ok(SkillOutcome {
         send_message: Some(message.clone()),

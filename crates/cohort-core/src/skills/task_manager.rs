@@ -190,6 +190,8 @@ pub struct Asked<'a> {
 
 impl<'a> Asked<'a> {
     pub fn of(agent: &AgentState, step: &'a StepState) -> Self {
+        let acted_on = acted_on(agent, step);
+        let goal_of = acted_on.unwrap_or(step);
         Asked {
             check_stages: crate::state::plan_check::checks_stages(agent),
             decided: stage_decided(agent, step),
@@ -197,11 +199,11 @@ impl<'a> Asked<'a> {
             judged_task: judged_task(step),
             repairs: agent.repairs.clone(),
             requester: requester(agent, step),
-            goal: acted_on(agent, step)
+            goal: acted_on
                 .and_then(|s| s.origin.persons_goal())
                 .map(str::to_owned),
-            goal_step: Some(acted_on(agent, step).unwrap_or(step).step_id.clone()),
-            goal_trace: acted_on(agent, step).unwrap_or(step).trace,
+            goal_step: Some(goal_of.step_id.clone()),
+            goal_trace: goal_of.trace_id,
         }
     }
 }
@@ -243,7 +245,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         ));
     }
     check_stage_decided(&instruction, decided)?;
-    name_new_task(&mut instruction, requester, (goal_step, goal_trace))?;
+    name_new_task(&mut instruction, requester, goal_step, goal_trace)?;
     if let Some(goal) = goal.filter(|_| repairs.allows(Repair::GoalKeptAsIntention))
         && super::mend::keep_goal_as_intention(&mut instruction, &goal)
     {
@@ -352,10 +354,8 @@ fn acted_on<'a>(agent: &'a AgentState, step: &'a StepState) -> Option<&'a StepSt
 fn name_new_task(
     instruction: &mut TaskInstruction,
     requester: Option<AgentId>,
-    (goal_step, goal_trace): (
-        Option<crate::ids::StepId>,
-        Option<crate::event::trace::TraceId>,
-    ),
+    goal_step: Option<crate::ids::StepId>,
+    goal_trace: Option<crate::event::trace::TraceId>,
 ) -> Result<(), SkillError> {
     if let TaskInstruction::AddTask {
         task_id,
@@ -363,12 +363,12 @@ fn name_new_task(
         task_intention,
         requested_by,
         goal_step: from,
-        trace,
+        trace_id,
     } = instruction
     {
         *requested_by = requester;
         *from = goal_step;
-        *trace = goal_trace;
+        *trace_id = goal_trace;
         if task_intention.trim().is_empty() {
             return Err(SkillError::Invalid(
                 "add_task needs a task_intention".into(),
@@ -488,6 +488,21 @@ mod tests {
         assert_eq!(asked_by(&planned), Some("op".into()));
         let own = step(Skill::TaskManager, StepOrigin::Unknown);
         assert_eq!(asked_by(&own), None);
+        // The trace is the goal step's, whatever the model wrote there (even no string).
+        let goal_trace = manager.agent_step.steps()[0].trace_id;
+        assert!(goal_trace.is_some());
+        for written in [r#""ffffffffffffffffffffffffffffffff""#, "5", r#""x""#] {
+            let answer = format!(
+                r#"<task_instruction>{{"action": "add_task", "task_intention": "a poem", "trace_id": {written}}}</task_instruction>"#
+            );
+            let made = interpret(&answer, Asked::of(&manager, &planned)).unwrap();
+            match made.task_instruction {
+                Some(TaskInstruction::AddTask { trace_id, .. }) => {
+                    assert_eq!(trace_id, goal_trace, "{written}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -77,8 +77,8 @@ impl AgentState {
         if let Some(r) = &mut step.execute_result {
             r.cap(max);
         }
-        if step.trace.is_none() {
-            step.trace = Some(self.trace_of_new_step(&step));
+        if step.trace_id.is_none() {
+            step.trace_id = Some(self.trace_of_new_step(&step));
         }
         self.emit(Change::Step(StepChange::Added {
             agent_id: self.id(),
@@ -97,7 +97,7 @@ impl AgentState {
         }
         let maker = step.origin.made_by().and_then(|by| self.agent_step.get(by));
         maker
-            .and_then(|m| m.trace)
+            .and_then(|m| m.trace_id)
             .unwrap_or_else(|| TraceId::of("step", step.step_id.as_str()))
     }
 

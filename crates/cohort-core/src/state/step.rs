@@ -156,7 +156,7 @@ pub struct StepState {
     /// that caused it, else of the step that made it, else one of its own. The messages it
     /// sends carry it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::event::trace::TraceId>,
+    pub trace_id: Option<crate::event::trace::TraceId>,
     /// The span of the step that sent the message it came from (its `traceparent`): its
     /// span links to it, so one goal's work across agents and nodes reads as one trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,7 +202,7 @@ impl StepState {
             model_wait: None,
             plan_id: None,
             depends_on: Vec::new(),
-            trace: None,
+            trace_id: None,
             caused_by: None,
         }
     }

@@ -215,7 +215,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
-            trace: None,
+            trace_id: None,
         };
         assert!(c.apply(&task_out(&c, "m", add), "now").refused.is_none());
         let stage = TaskInstruction::AddStage {
@@ -298,7 +298,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
-            trace: None,
+            trace_id: None,
         };
         c.apply(&task_out(&c, "m", add), "now");
         let join = |task: &str, agent: &str| AgentInstruction::AddTaskParticipant {

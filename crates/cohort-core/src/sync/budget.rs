@@ -102,7 +102,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
-            trace: None,
+            trace_id: None,
         };
         crate::sync::tests::TryApply::try_apply(&mut c, &crate::sync::tests::by("m", add), "now")
             .unwrap();
@@ -148,7 +148,7 @@ mod tests {
                     task_intention: "i".into(),
                     requested_by: None,
                     goal_step: None,
-                    trace: None,
+                    trace_id: None,
                 },
             ),
             "now",

@@ -233,13 +233,13 @@ impl SyncCore {
                 task_intention,
                 requested_by,
                 goal_step,
-                trace,
+                trace_id,
             } => {
                 let mut task = TaskState::new(task_id, task_name, task_intention, agent.clone());
                 task.requested_by = requested_by;
                 task.goal_step = goal_step;
                 task.trace_id =
-                    Some(trace.unwrap_or_else(|| crate::event::trace::trace_of_task(&task)));
+                    Some(trace_id.unwrap_or_else(|| crate::event::trace::trace_of_task(&task)));
                 self.count_opened();
                 applied
                     .messages

@@ -225,7 +225,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
-            trace: None,
+            trace_id: None,
         }
     }
 
@@ -252,7 +252,7 @@ mod tests {
         );
         let a = c.submit(m).unwrap();
         for m in a.messages {
-            c.record_sent(m.into(), "now");
+            c.record_sent(m, "now");
         }
     }
 
@@ -331,7 +331,7 @@ mod tests {
             task_intention: "i".into(),
             requested_by: None,
             goal_step: None,
-            trace: None,
+            trace_id: None,
         };
         c.try_apply(&by_in(&base, "m", add), "now").unwrap();
         let stage = |goal: &str| StagePlan {
@@ -386,7 +386,7 @@ mod tests {
             let mut a = c.apply(&out, "now");
             let refused = a.refused.take();
             for m in a.messages {
-                c.record_sent(m.into(), "now");
+                c.record_sent(m, "now");
             }
             refused
         };

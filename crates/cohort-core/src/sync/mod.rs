@@ -798,19 +798,26 @@ impl SyncCore {
     /// Puts a message about to be routed in its task's trace (`event::trace::context_in_task`):
     /// a runtime notice, a person's answer and an agent's message all carry it on. The base
     /// task is no one goal's: its messages keep their sender's trace, if any.
-    pub fn place_in_trace(&self, m: &mut Message) {
+    fn place_in_trace(&self, m: &mut Message) {
         if m.task_id == self.base_task {
             return;
         }
         if let Some(task) = self.tasks.get(&m.task_id) {
             let from_a_step = self.member(&m.sender_id).is_some_and(|s| !s.human);
-            m.trace = Some(crate::event::trace::context_in_task(m, task, from_a_step));
+            m.traceparent = Some(crate::event::trace::context_in_task(m, task, from_a_step));
         }
     }
 
-    /// Records a message about to be routed: it gets the next number and joins its task's
-    /// conversation pool. Returns the number (receivers acknowledge it) and the changes.
-    pub fn record_sent(&mut self, m: std::sync::Arc<Message>, now: &str) -> (u64, Vec<Change>) {
+    /// Records a message about to be routed: it is put in its task's trace, gets the next
+    /// number and joins its task's conversation pool. Returns the number (receivers
+    /// acknowledge it), the message as recorded (to route) and the changes.
+    pub fn record_sent(
+        &mut self,
+        mut m: Message,
+        now: &str,
+    ) -> (u64, std::sync::Arc<Message>, Vec<Change>) {
+        self.place_in_trace(&mut m);
+        let m = std::sync::Arc::new(m);
         let mut applied = Applied::default();
         self.count_routed(&m);
         self.last_message_no += 1;
@@ -821,13 +828,13 @@ impl SyncCore {
             task_id: task.clone(),
             entry: ConversationEntry {
                 timestamp: now.to_owned(),
-                message: m,
+                message: m.clone(),
             },
             message_no: no,
         });
         self.emit(&mut applied, c);
         self.pool_grew(&task, retention::Pool::Conversation, bytes, &mut applied);
-        (no, applied.changes)
+        (no, m, applied.changes)
     }
 }
 

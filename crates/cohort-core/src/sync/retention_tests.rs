@@ -20,7 +20,7 @@ fn finished_task(c: &mut SyncCore, name: &str) -> (TaskId, Vec<Change>) {
                     task_intention: "i".into(),
                     requested_by: None,
                     goal_step: None,
-                    trace: None,
+                    trace_id: None,
                 },
             ),
             "now",
@@ -108,8 +108,8 @@ fn shared_pools_are_trimmed_in_batches_and_count_what_left() {
             format!("m{i}"),
         );
         trims += c
-            .record_sent(m.into(), "now")
-            .1
+            .record_sent(m, "now")
+            .2
             .iter()
             .filter(|ch| matches!(ch, Change::Task(TaskChange::Trimmed { .. })))
             .count();
@@ -222,7 +222,7 @@ fn a_pool_is_held_to_its_bytes_whatever_its_count_allows() {
     let mut c = core().with_retention(retention);
     let base = c.base_task().clone();
     for _ in 0..40 {
-        c.record_sent(big(&base, "m", 16).into(), "now");
+        c.record_sent(big(&base, "m", 16), "now");
     }
     let t = c.task(&base).unwrap();
     let held: usize = t
@@ -264,7 +264,7 @@ fn past_the_pools_share_finished_tasks_leave_early_and_open_work_refuses_a_perso
     for i in 0..80 {
         let (t, _) = finished_task(&mut c, &format!("done{i}"));
         for _ in 0..2 {
-            c.record_sent(big(&t, "m", 3).into(), "now");
+            c.record_sent(big(&t, "m", 3), "now");
         }
         finished.push(t);
     }
@@ -286,14 +286,14 @@ fn past_the_pools_share_finished_tasks_leave_early_and_open_work_refuses_a_perso
                     task_intention: "i".into(),
                     requested_by: None,
                     goal_step: None,
-                    trace: None,
+                    trace_id: None,
                 },
             ),
             "now",
         )
         .unwrap();
         for _ in 0..2 {
-            c.record_sent(big(&t, "m", 3).into(), "now");
+            c.record_sent(big(&t, "m", 3), "now");
         }
     }
     let base = c.base_task().clone();

@@ -49,7 +49,7 @@ mod tests {
             task_intention: "write one".into(),
             requested_by: Some("op".into()),
             goal_step: None,
-            trace: None,
+            trace_id: None,
         };
         c.try_apply(&by("m", add), "now").unwrap();
         let told = c.report_stall(&t, 180);

@@ -101,7 +101,7 @@ pub(super) fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
                     task_intention: "i".into(),
                     requested_by: None,
                     goal_step: None,
-                    trace: None,
+                    trace_id: None,
                 },
             ),
             "now",
@@ -428,7 +428,7 @@ fn messages_to_unknown_agents_or_tasks_are_refused_and_deliveries_are_recorded()
     assert!(c.submit(m.clone()).is_err());
     m.waiting = None;
     assert_eq!(c.submit(m.clone()).unwrap().messages.len(), 1);
-    c.record_sent(m.into(), "now");
+    c.record_sent(m, "now");
     assert_eq!(c.task(&base).unwrap().shared_conversation_pool.len(), 1);
 }
 
@@ -563,8 +563,8 @@ fn routed_messages_are_numbered_on_from_the_last_one_a_store_had() {
         StageRef::NoRelative,
         "x".into(),
     );
-    let (first, changes) = c.record_sent(m.clone().into(), "now");
-    let (second, _) = c.record_sent(m.into(), "now");
+    let (first, _, changes) = c.record_sent(m.clone(), "now");
+    let (second, _, _) = c.record_sent(m, "now");
     assert_eq!((first, second), (42, 43));
     assert!(matches!(
         &changes[0],
@@ -631,7 +631,7 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
             task_intention: "write one".into(),
             requested_by: requested_by.map(AgentId::from),
             goal_step: None,
-            trace: None,
+            trace_id: None,
         };
         c.try_apply(&by("m", i), "now").unwrap();
         t
@@ -703,7 +703,7 @@ fn a_task_made_for_a_goal_names_the_trace_of_the_step_that_acted_on_it() {
         task_intention: "write one".into(),
         requested_by: None,
         goal_step: Some(goal.clone()),
-        trace: None,
+        trace_id: None,
     };
     c.try_apply(&by("m", i), "now").unwrap();
     let task = c.task(&t).unwrap();
@@ -718,7 +718,7 @@ fn a_task_made_for_a_goal_names_the_trace_of_the_step_that_acted_on_it() {
         task_intention: "write another".into(),
         requested_by: None,
         goal_step: Some(goal),
-        trace: Some(caller),
+        trace_id: Some(caller),
     };
     c.try_apply(&by("m", i), "now").unwrap();
     assert_eq!(c.task(&t2).unwrap().trace_id, Some(caller));
@@ -743,7 +743,7 @@ fn a_message_of_a_task_travels_in_the_tasks_trace_and_one_of_the_base_task_keeps
         task_intention: "write one".into(),
         requested_by: None,
         goal_step: Some("goal".into()),
-        trace: None,
+        trace_id: None,
     };
     c.try_apply(&by("m", i), "now").unwrap();
     let trace = TraceId::of("step", "goal");
@@ -760,12 +760,12 @@ fn a_message_of_a_task_travels_in_the_tasks_trace_and_one_of_the_base_task_keeps
     );
     c.place_in_trace(&mut m);
     let stage = SpanId::of("stage", "s1");
-    assert_eq!(m.trace, Some(TraceParent { trace, span: stage }));
-    m.trace = Some(sender);
+    assert_eq!(m.traceparent, Some(TraceParent { trace, span: stage }));
+    m.traceparent = Some(sender);
     c.place_in_trace(&mut m);
     let span = sender.span;
     assert_eq!(
-        m.trace,
+        m.traceparent,
         Some(TraceParent { trace, span }),
         "the sender's span kept"
     );
@@ -777,8 +777,8 @@ fn a_message_of_a_task_travels_in_the_tasks_trace_and_one_of_the_base_task_keeps
         "hi".into(),
     );
     c.place_in_trace(&mut b);
-    assert_eq!(b.trace, None);
-    b.trace = Some(sender);
+    assert_eq!(b.traceparent, None);
+    b.traceparent = Some(sender);
     c.place_in_trace(&mut b);
-    assert_eq!(b.trace, Some(sender));
+    assert_eq!(b.traceparent, Some(sender));
 }

@@ -28,7 +28,7 @@ pub use sync_state::{
     ReportStall, RetryStage, SubmitMessage, SubmitMessages, SyncStateActor,
 };
 pub use system::{
-    Host, MONITOR_BUFFER, OPERATOR, SystemError, Team, agent_settings, agent_tools, answered_in, build_models,
-    resume_moved, start_team, start_team_limited, start_team_stored,
+    Host, MONITOR_BUFFER, OPERATOR, SystemError, Team, agent_settings, agent_tools, answered_in,
+    build_models, resume_moved, start_team, start_team_limited, start_team_stored,
 };
 pub use watchdog::Watchdog;

@@ -14,7 +14,6 @@ use crate::monitor::{Effect, Monitor};
 use crate::store::lease::AgentWrite;
 use crate::sync::{Applied, SyncCore, SyncError};
 use actix::prelude::*;
-use std::sync::Arc;
 
 pub struct SyncStateActor {
     core: SyncCore,
@@ -112,10 +111,8 @@ impl SyncStateActor {
         }
         let now = now();
         out.into_iter()
-            .map(|mut m| {
-                self.core.place_in_trace(&mut m);
-                let m = Arc::new(m);
-                let (no, recorded) = self.core.record_sent(m.clone(), &now);
+            .map(|m| {
+                let (no, m, recorded) = self.core.record_sent(m, &now);
                 changes.extend(recorded);
                 Route {
                     message_no: no,

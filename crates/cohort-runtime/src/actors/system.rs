@@ -165,7 +165,7 @@ impl Team {
             StageRef::NoRelative,
             goal.to_owned(),
         );
-        m.trace = trace;
+        m.traceparent = trace;
         self.sync.send(SubmitMessage(m)).await??;
         Ok(())
     }

@@ -186,24 +186,24 @@ impl FeedReceiver {
         }
     }
 
-    /// Every event there now, up to `max`, appended to `out` under one lock: for a reader that
-    /// polls rather than waits (it is then never woken by a sender). `Lagged(n)` as
-    /// [`recv`](Self::recv) says it, with nothing appended; `Closed` once the monitor is gone
-    /// and nothing is left.
+    /// Every event there now, up to `max`, appended to `out` under one lock (none: nothing
+    /// there yet): for a reader that polls rather than waits (it is then never woken by a
+    /// sender). `Lagged(n)` as [`recv`](Self::recv) says it, with nothing appended; `Closed`
+    /// once the monitor is gone and nothing is left.
     pub fn try_recv_many(
         &mut self,
         max: usize,
         out: &mut Vec<Arc<Published>>,
-    ) -> Result<(), TryRecvError> {
+    ) -> Result<(), RecvError> {
         let ring = self.shared.lock();
         if self.next < ring.first {
             let missed = ring.first - self.next;
             self.next = ring.first;
-            return Err(TryRecvError::Lagged(missed));
+            return Err(RecvError::Lagged(missed));
         }
         let from = (self.next - ring.first) as usize;
         if from >= ring.events.len() && ring.closed {
-            return Err(TryRecvError::Closed);
+            return Err(RecvError::Closed);
         }
         let taken = ring.events.range(from..).take(max);
         let before = out.len();
@@ -336,16 +336,21 @@ mod tests {
         }
         assert!(matches!(
             rx.try_recv_many(10, &mut got),
-            Err(TryRecvError::Lagged(3))
+            Err(RecvError::Lagged(3))
         ));
         got.clear();
         rx.try_recv_many(10, &mut got).unwrap();
         assert_eq!(got[0].event.version, 8, "on from the oldest kept");
         assert_eq!(got.len(), 5);
+        // Closed: what is left is still taken, then it says so.
+        feed.send(message(13, 0));
         drop(feed);
+        got.clear();
+        rx.try_recv_many(10, &mut got).unwrap();
+        assert_eq!(got[0].event.version, 13);
         assert!(matches!(
             rx.try_recv_many(10, &mut got),
-            Err(TryRecvError::Closed)
+            Err(RecvError::Closed)
         ));
     }
 }

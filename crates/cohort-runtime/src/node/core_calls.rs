@@ -138,7 +138,8 @@ impl CoreCalls {
     /// Takes the calls of the team's agents on other nodes, until dropped.
     pub async fn start(
         bus: &Arc<Bus>,
-        (monitor, calls): (Monitor, Arc<CallLog>),
+        monitor: Monitor,
+        calls: Arc<CallLog>,
         sync: Addr<SyncStateActor>,
         grants: Arc<Grants>,
     ) -> Result<CoreCalls, LinkError> {
@@ -244,7 +245,10 @@ impl Team {
                 model,
                 outcome,
             } => {
-                self.calls.keep(*record, &model, outcome);
+                // An agent's node speaks for its own agent's calls only.
+                if record.agent_id == agent {
+                    self.calls.keep(*record, &model, outcome);
+                }
                 return None;
             }
             CoreCall::Apply {

@@ -63,10 +63,11 @@ impl CoreLink {
 
     /// Asks the team's node, answered with its answer (or why there is none).
     fn ask(&self, call: CoreCall) -> impl Future<Output = CoreAnswer> + Send + use<> {
-        let trace = call.trace();
+        let traceparent = call.traceparent();
+        let payload = self.payload(call);
         let asked = self
             .link
-            .ask(self.subject.clone(), (self.payload(call), trace), CORE_DEADLINE);
+            .ask(self.subject.clone(), payload, traceparent, CORE_DEADLINE);
         async move {
             let answer = asked
                 .await
@@ -258,11 +259,16 @@ impl AgentHost {
             }),
         };
         let weak = Arc::downgrade(&host.inner);
-        host.inner.parts.calls.forward_to(Box::new(move |call, model, outcome| {
-            if let Some(inner) = weak.upgrade() {
-                inner.called(call, model, outcome);
-            }
-        }));
+        let forwards = host
+            .inner
+            .parts
+            .calls
+            .forward_to(Box::new(move |call, model, outcome| {
+                if let Some(inner) = weak.upgrade() {
+                    inner.called(call, model, outcome);
+                }
+            }));
+        debug_assert!(forwards, "a node's call log forwards to one host");
         let client = bus.client.clone();
         let serving = host.clone();
         let task = actix::spawn(async move {
@@ -477,8 +483,9 @@ impl HostInner {
         }
     }
 
-    /// Sends a model call of an agent here to the team's node, under the agent's hold; the
-    /// call of an agent let go of meanwhile is dropped (its next node's log starts afresh).
+    /// Sends a model call of an agent here to the team's node, under the agent's hold. The
+    /// call of an agent let go of meanwhile is not sent (it is lost to the step view and the
+    /// traces: a let-go agent's steps have landed, so only an abandoned call can end so late).
     fn called(&self, call: Call, model: &str, outcome: CallOutcome) {
         let core = self.lock().get(&call.agent_id).map(|h| h.core.clone());
         if let Some(core) = core {

@@ -54,7 +54,7 @@ struct Outgoing {
     /// The trace context of the message the call carries, sent as a W3C `traceparent`
     /// header, so whatever reads the subject (a node, a tap, a NATS tracing proxy) can follow
     /// the trace without reading the payload.
-    trace: Option<TraceParent>,
+    traceparent: Option<TraceParent>,
 }
 
 impl Link {
@@ -98,7 +98,7 @@ impl Link {
             .spawn(move || {
                 // Ends when the last handle to the link is dropped (the queue closes).
                 while let Ok(o) = queued.recv() {
-                    let headers = o.trace.map(|t| {
+                    let headers = o.traceparent.map(|t| {
                         let mut h = async_nats::HeaderMap::new();
                         h.insert(TRACEPARENT, t.to_string().as_str());
                         h
@@ -134,16 +134,17 @@ impl Link {
             subject,
             payload,
             reply: None,
-            trace: None,
+            traceparent: None,
         });
     }
 
-    /// Sends `payload` (a call about a message in `trace`, if any) on `subject` and waits up
-    /// to `deadline` for its answer.
+    /// Sends `payload` (a call about a message in trace `traceparent`, if any) on `subject`
+    /// and waits up to `deadline` for its answer.
     pub fn ask(
         &self,
         subject: String,
-        (payload, trace): (Bytes, Option<TraceParent>),
+        payload: Bytes,
+        traceparent: Option<TraceParent>,
         deadline: Duration,
     ) -> impl Future<Output = Result<Bytes, LinkError>> + Send + 'static + use<> {
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
@@ -154,7 +155,7 @@ impl Link {
             subject,
             payload,
             reply,
-            trace,
+            traceparent,
         });
         let inner = self.inner.clone();
         async move {

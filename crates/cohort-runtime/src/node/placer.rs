@@ -348,7 +348,12 @@ impl Mover {
         let payload = serde_json::to_vec(call).unwrap_or_default();
         let answer = self
             .link
-            .ask(self.names.host_subject(node), (payload.into(), call.trace()), deadline)
+            .ask(
+                self.names.host_subject(node),
+                payload.into(),
+                call.traceparent(),
+                deadline,
+            )
             .await
             .map_err(|e| HostRefusal::Failed(e.to_string()))?;
         serde_json::from_slice::<HostAnswer>(&answer)

@@ -91,9 +91,12 @@ impl StandIn {
     /// Asks the agent's node, answered with its answer (or why there is none).
     fn ask(&self, call: &ToHost) -> impl Future<Output = HostAnswer> + use<> {
         let payload = serde_json::to_vec(call).unwrap_or_default();
-        let asked = self
-            .link
-            .ask(self.node.clone(), (payload.into(), call.trace()), ANSWER_DEADLINE);
+        let asked = self.link.ask(
+            self.node.clone(),
+            payload.into(),
+            call.traceparent(),
+            ANSWER_DEADLINE,
+        );
         async move {
             let answer = asked
                 .await

@@ -71,10 +71,10 @@ pub enum CoreCall {
 
 impl CoreCall {
     /// The trace context of the message the call hands over, if it hands one over.
-    pub fn trace(&self) -> Option<TraceParent> {
+    pub fn traceparent(&self) -> Option<TraceParent> {
         match self {
-            CoreCall::Apply { output, .. } => output.send_message.as_ref()?.trace,
-            CoreCall::Submit { messages, .. } => messages.first()?.trace,
+            CoreCall::Apply { output, .. } => output.send_message.as_ref()?.traceparent,
+            CoreCall::Submit { messages, .. } => messages.first()?.traceparent,
             _ => None,
         }
     }
@@ -159,9 +159,9 @@ impl ToHost {
     }
 
     /// The trace context of the message the call delivers, if it delivers one.
-    pub fn trace(&self) -> Option<TraceParent> {
+    pub fn traceparent(&self) -> Option<TraceParent> {
         match self {
-            ToHost::Deliver { message, .. } => message.trace,
+            ToHost::Deliver { message, .. } => message.traceparent,
             _ => None,
         }
     }

@@ -18,7 +18,7 @@ use crate::ids::TaskId;
 use crate::llm::recorded::CallLog;
 use crate::monitor::Monitor;
 use crate::monitor::Published;
-use crate::monitor::feed::{FeedReceiver, RecvError, TryRecvError};
+use crate::monitor::feed::{FeedReceiver, RecvError};
 pub use export::TraceStats;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,40 +130,52 @@ struct Reader {
     read_to: Arc<AtomicU64>,
 }
 
-/// How long the reader waits when it has read every change there was. While the team is busy
-/// it polls rather than waits to be woken: a sender wakes only a waiting reader, so a step
-/// that publishes pays for no wake-up of the reader's thread (at the 8,192 changes a team's
-/// feed keeps, a team would have to publish four million changes a second to outrun it).
-const POLL: Duration = Duration::from_millis(2);
-/// Empty polls after which the team is idle: the reader then waits to be woken by the next
-/// change (one wake-up; it polls again from there), so an idle team costs it nothing.
-const IDLE_POLLS: u32 = 50;
+/// How the reader waits for changes. While the team is busy it polls rather than waits to be
+/// woken: a sender wakes only a waiting reader, so a step that publishes pays for no wake-up
+/// of the reader's thread. Each poll that finds nothing doubles the pause before the next (up
+/// to [`MOST_PAUSE`]) and each that finds something halves it (down to [`LEAST_PAUSE`]), so a
+/// team that publishes every so often is polled about that often. After [`IDLE`] of nothing
+/// the reader waits to be woken by the next change: an idle team costs it nothing.
+struct Polling {
+    pause: Duration,
+}
+
+const LEAST_PAUSE: Duration = Duration::from_millis(2);
+const MOST_PAUSE: Duration = Duration::from_millis(32);
+const IDLE: Duration = Duration::from_millis(250);
 /// The most changes the reader takes from the feed at once (under one lock of it).
 const BATCH: usize = 512;
 
-/// Fills `batch` with the changes there are (see [`POLL`] and [`IDLE_POLLS`]).
-async fn next_batch(
-    feed: &mut FeedReceiver,
-    batch: &mut Vec<Arc<Published>>,
-) -> Result<(), RecvError> {
-    for _ in 0..IDLE_POLLS {
-        match feed.try_recv_many(BATCH, batch) {
-            Ok(()) if batch.is_empty() => tokio::time::sleep(POLL).await,
-            Ok(()) => return Ok(()),
-            Err(TryRecvError::Lagged(n)) => return Err(RecvError::Lagged(n)),
-            // Closed: the monitor is gone (an empty feed is `Ok` with nothing).
-            Err(_) => return Err(RecvError::Closed),
+impl Polling {
+    /// Fills `batch` with the changes there are.
+    async fn next_batch(
+        &mut self,
+        feed: &mut FeedReceiver,
+        batch: &mut Vec<Arc<Published>>,
+    ) -> Result<(), RecvError> {
+        let mut waited = Duration::ZERO;
+        while waited < IDLE {
+            feed.try_recv_many(BATCH, batch)?;
+            if !batch.is_empty() {
+                self.pause = (self.pause / 2).max(LEAST_PAUSE);
+                return Ok(());
+            }
+            tokio::time::sleep(self.pause).await;
+            waited += self.pause;
+            self.pause = (self.pause * 2).min(MOST_PAUSE);
         }
+        batch.push(feed.recv().await?);
+        self.pause = LEAST_PAUSE;
+        Ok(())
     }
-    batch.push(feed.recv().await?);
-    Ok(())
 }
 
 impl Reader {
     async fn run(self, mut feed: FeedReceiver) {
         let mut batch = Vec::with_capacity(BATCH);
+        let mut polling = Polling { pause: LEAST_PAUSE };
         loop {
-            match next_batch(&mut feed, &mut batch).await {
+            match polling.next_batch(&mut feed, &mut batch).await {
                 Ok(()) => {
                     for p in batch.drain(..) {
                         for span in self.spans_of(&p.event.change, p.event.at) {
@@ -171,6 +183,8 @@ impl Reader {
                         }
                         self.read_to.store(p.event.version, Ordering::Release);
                     }
+                    // A batch may be hundreds of spans: what shares the thread goes first.
+                    tokio::task::yield_now().await;
                 }
                 // Spans of the changes missed are lost, and counted so.
                 Err(RecvError::Lagged(n)) => self.queue.missed(n),
@@ -280,4 +294,60 @@ fn span_times(times: Option<crate::event::times::Times>, at: i64) -> (i64, i64) 
     let t = times.unwrap_or_default();
     let start = t.started_at.or(t.created_at).unwrap_or(at);
     (start, t.ended_at.unwrap_or(at).max(start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::TaskChange;
+    use crate::state::TaskState;
+
+    fn task(id: &str) -> Vec<Change> {
+        let t = TaskState::new(id.into(), "n".into(), "i".into(), "m".into());
+        vec![Change::Task(TaskChange::Created { task: Box::new(t) })]
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_reader_polls_a_busy_feed_waits_to_be_woken_when_idle_and_counts_a_lag() {
+        let monitor = Monitor::new(16);
+        let mut feed = monitor.subscribe();
+        let mut polling = Polling { pause: LEAST_PAUSE };
+        let mut batch = Vec::new();
+        // What is there is taken at once, in one batch.
+        for i in 0..3 {
+            monitor.publish(task(&format!("t{i}")));
+        }
+        polling.next_batch(&mut feed, &mut batch).await.unwrap();
+        assert_eq!(batch.len(), 3);
+        batch.clear();
+        // Nothing for a minute: the reader backs off, then waits to be woken by the change.
+        let m = monitor.clone();
+        let later = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            m.publish(task("late"));
+        });
+        let started = tokio::time::Instant::now();
+        polling.next_batch(&mut feed, &mut batch).await.unwrap();
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(60),
+            "woken by the change"
+        );
+        assert_eq!(batch.len(), 1);
+        assert_eq!(polling.pause, LEAST_PAUSE);
+        later.await.unwrap();
+        batch.clear();
+        // A reader behind the ring is told how much it missed, then goes on.
+        for i in 0..40 {
+            monitor.publish(task(&format!("u{i}")));
+        }
+        let lagged = polling.next_batch(&mut feed, &mut batch).await;
+        assert!(matches!(lagged, Err(RecvError::Lagged(24))), "{lagged:?}");
+        polling.next_batch(&mut feed, &mut batch).await.unwrap();
+        assert_eq!(batch.len(), 16);
+        batch.clear();
+        drop(monitor);
+        let closed = polling.next_batch(&mut feed, &mut batch).await;
+        assert!(matches!(closed, Err(RecvError::Closed)), "{closed:?}");
+    }
 }

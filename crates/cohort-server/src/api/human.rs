@@ -177,7 +177,10 @@ pub async fn send_message(
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, AppError> {
-    let (sender, m) = body.into_message(caller_trace(&headers));
+    // A goal (a message in the base task) joins the caller's trace; a message in a task
+    // travels in the task's trace whoever sends it (SyncState puts it there).
+    let traceparent = caller_trace(&headers).filter(|_| body.task_id == state.inner.base_task);
+    let (sender, m) = body.into_message(traceparent);
     caller.must_be(&sender)?;
     let human = state.human(&sender)?;
     check_reach(&state, &caller, &m)?;

@@ -429,7 +429,8 @@ impl Term<'_> {
         let grants = Arc::new(Grants::default());
         let calls = CoreCalls::start(
             &spread.bus,
-            (team.monitor.clone(), team.calls.clone()),
+            team.monitor.clone(),
+            team.calls.clone(),
             team.sync.clone(),
             grants.clone(),
         )

@@ -552,10 +552,13 @@ fn a_step_made_from_a_message_carries_its_trace_context_and_the_steps_it_plans_j
     };
     let mut a = agent();
     let mut m = msg("news");
-    m.trace = Some(sent);
+    m.traceparent = Some(sent);
     receive_message(&mut a, &m);
     let got = a.agent_step.steps()[0].clone();
-    assert_eq!((got.caused_by, got.trace), (Some(sent), Some(sent.trace)));
+    assert_eq!(
+        (got.caused_by, got.trace_id),
+        (Some(sent), Some(sent.trace))
+    );
     // A stage start's plan step too.
     let mut start = sys_i(Instruction::StartStage {
         stage_id: "s".into(),
@@ -565,7 +568,7 @@ fn a_step_made_from_a_message_carries_its_trace_context_and_the_steps_it_plans_j
         colleagues: Vec::new(),
         colleagues_unlisted: 0,
     });
-    start.trace = Some(sent);
+    start.traceparent = Some(sent);
     receive_message(&mut a, &start);
     assert_eq!(a.agent_step.steps()[1].caused_by, Some(sent));
     // A step the message's step plans joins its trace; one with no cause roots its own.
@@ -586,13 +589,13 @@ fn a_step_made_from_a_message_carries_its_trace_context_and_the_steps_it_plans_j
         think(),
     ]);
     let steps = a.agent_step.steps();
-    assert_eq!(steps[2].trace, Some(sent.trace));
+    assert_eq!(steps[2].trace_id, Some(sent.trace));
     assert_eq!(steps[2].caused_by, None);
     let own = TraceId::of("step", steps[3].step_id.as_str());
-    assert_eq!(steps[3].trace, Some(own));
+    assert_eq!(steps[3].trace_id, Some(own));
     // A message with no trace context (one stored before messages carried it) roots one.
     let mut b = agent();
     receive_message(&mut b, &msg("plain"));
     let s = &b.agent_step.steps()[0];
-    assert_eq!(s.trace, Some(TraceId::of("step", s.step_id.as_str())));
+    assert_eq!(s.trace_id, Some(TraceId::of("step", s.step_id.as_str())));
 }

@@ -80,7 +80,7 @@ fn setup() -> (SyncCore, TaskId, Vec<StageId>) {
             task_intention: "Write the report".into(),
             requested_by: None,
             goal_step: None,
-            trace: None,
+            trace_id: None,
         },
     );
     let plan = |intention: &str, agent: &str| StagePlan {
