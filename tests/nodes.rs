@@ -725,18 +725,8 @@ async fn tasks_on(
     base: &str,
     token: &str,
 ) -> serde_json::Map<String, Value> {
-    let r = http
-        .get(format!("{base}/api/states?type=task"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    r.json::<Value>()
-        .await
-        .unwrap()
-        .as_object()
-        .unwrap()
-        .clone()
+    let tasks = get_json(http, format!("{base}/api/states?type=task"), token).await;
+    tasks.as_object().unwrap().clone()
 }
 
 /// Sends goal `k` to the manager on `base`; whether it was acknowledged (so stored).
@@ -1052,6 +1042,12 @@ async fn until_spread_over(
     }
 }
 
+/// What `GET url` answers the holder of `token`, as JSON.
+async fn get_json(http: &reqwest::Client, url: String, token: &str) -> Value {
+    let r = http.get(url).bearer_auth(token).send().await.unwrap();
+    r.json().await.unwrap()
+}
+
 /// The steps of `agent` on `base`, as `(executor, execution_state)`.
 async fn steps_of(
     http: &reqwest::Client,
@@ -1059,15 +1055,7 @@ async fn steps_of(
     token: &str,
     agent: &str,
 ) -> Vec<(String, String)> {
-    let all: Value = http
-        .get(format!("{base}/api/states?type=step"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let all = get_json(http, format!("{base}/api/states?type=step"), token).await;
     all.as_object()
         .unwrap()
         .values()
@@ -1127,29 +1115,13 @@ async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on
     assert_eq!(steps.len(), 11, "{steps:?}");
     // The model calls the writer made on node b reached the team's call log: its plan's
     // call is there to read, as sent.
-    let all: Value = http
-        .get(format!("{}/api/states?type=step", a.base))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let all = get_json(http, format!("{}/api/states?type=step", a.base), &token).await;
     let plan = all.as_object().unwrap().values();
     let plan = plan
         .filter(|s| s["agent_id"] == "writer" && s["executor"] == "planning")
         .find_map(|s| s["step_id"].as_str())
         .unwrap();
-    let calls: Value = http
-        .get(format!("{}/api/step/{plan}/calls", a.base))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let calls = get_json(http, format!("{}/api/step/{plan}/calls", a.base), &token).await;
     let calls = calls["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert!(calls[0]["prompt"].as_str().unwrap().len() > 100);

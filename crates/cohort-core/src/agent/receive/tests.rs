@@ -7,17 +7,22 @@ fn agent() -> AgentState {
     AgentState::new("b".into(), "B".into(), "r".into(), "p".into())
 }
 
-/// An agent with one think step queued (task t, no stage), so insertions show their place.
-fn agent_with_a_think_step() -> AgentState {
-    let mut a = agent();
-    a.add_steps(vec![StepState::new(
+/// A think step of agent b in task t, no stage.
+fn think() -> StepState {
+    StepState::new(
         "t".into(),
         StageRef::NoRelative,
         "b".into(),
         Executor::Skill(Skill::Think),
         "x",
         "",
-    )]);
+    )
+}
+
+/// An agent with one think step queued (task t, no stage), so insertions show their place.
+fn agent_with_a_think_step() -> AgentState {
+    let mut a = agent();
+    a.add_steps(vec![think()]);
     a
 }
 
@@ -572,16 +577,6 @@ fn a_step_made_from_a_message_carries_its_trace_context_and_the_steps_it_plans_j
     receive_message(&mut a, &start);
     assert_eq!(a.agent_step.steps()[1].caused_by, Some(sent));
     // A step the message's step plans joins its trace; one with no cause roots its own.
-    let think = || {
-        StepState::new(
-            "t".into(),
-            StageRef::NoRelative,
-            "b".into(),
-            Executor::Skill(Skill::Think),
-            "x",
-            "",
-        )
-    };
     a.add_steps(vec![
         think().with_origin(StepOrigin::Planned {
             by: got.step_id.clone(),
