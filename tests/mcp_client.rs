@@ -489,6 +489,7 @@ async fn streamable_http_servers_are_reached_by_url() {
     let mut config = mcp::everything("web", "unused", Duration::from_secs(30));
     config.transport = McpTransport::Http {
         url: format!("http://127.0.0.1:{port}/mcp"),
+        flavor: cohort::mcp::HttpFlavor::StreamableHttp,
     };
     let c = client(vec![config]);
     assert!(names(&c.describe("web").await.unwrap()["tools"]).contains(&"echo"));

@@ -47,6 +47,7 @@ async fn the_client_uses_the_bundled_workspace_over_http_and_survives_its_restar
         description: "files".into(),
         transport: McpTransport::Http {
             url: format!("http://{addr}/mcp"),
+            flavor: cohort::mcp::HttpFlavor::Auto,
         },
         call_timeout: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(10),

@@ -8,7 +8,8 @@
 use super::process::{EXIT_GRACE, INHERITED_VARS, Process, spawn};
 use super::schema::check_arguments;
 use crate::call::McpCall;
-use crate::config::mcp_servers::{McpServerConfig, McpTransport};
+use crate::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
+use crate::sse::SseTransport;
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorCode, GetPromptRequestParams,
@@ -396,19 +397,10 @@ impl McpClient {
             Implementation::new("cohort", env!("CARGO_PKG_VERSION")),
         );
         let (program, fixed, args, env, cwd) = match &config.transport {
-            McpTransport::Http { url } => {
-                // rmcp's client speaks streamable HTTP only; an SSE-only server fails here.
-                // A server that went away must fail the call in flight, not be reconnected to
-                // forever (rmcp's default): two retries, a second apart.
-                let mut retry = FixedInterval::default();
-                retry.max_times = Some(2);
-                let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                http.retry_config = Arc::new(retry);
-                let transport = StreamableHttpClientTransport::from_config(http);
-                let service = tokio::time::timeout(budget, handler.serve(transport))
+            McpTransport::Http { url, flavor } => {
+                let service = over_http(url, *flavor, budget, handler)
                     .await
-                    .map_err(|_| failed(format!("no answer from {url} within {budget:?}")))?
-                    .map_err(|e| failed(format!("{url}: {e}")))?;
+                    .map_err(failed)?;
                 return Ok(Session::new(service, None));
             }
             McpTransport::Stdio {
@@ -457,6 +449,69 @@ impl McpClient {
             reason = process.died() => return Err(failed(reason)),
         };
         Ok(Session::new(service, Some(process)))
+    }
+}
+
+/// A session with the server at `url` over the HTTP transport `flavor` names, within
+/// `budget`. `Auto` tries streamable HTTP first and, when the server refuses it, the older
+/// HTTP+SSE transport (MCP's own advice for a client that meets an older server).
+async fn over_http(
+    url: &str,
+    flavor: HttpFlavor,
+    budget: Duration,
+    handler: ClientConfig,
+) -> Result<RunningService<RoleClient, ClientConfig>, String> {
+    let streamable = async |handler: ClientConfig| {
+        // A server that went away must fail the call in flight, not be reconnected to
+        // forever (rmcp's default): two retries, a second apart.
+        let mut retry = FixedInterval::default();
+        retry.max_times = Some(2);
+        let mut http = StreamableHttpClientTransportConfig::with_uri(url);
+        http.retry_config = Arc::new(retry);
+        let transport = StreamableHttpClientTransport::from_config(http);
+        match tokio::time::timeout(budget, handler.serve(transport)).await {
+            Ok(served) => served.map_err(|e| Refused::Other(format!("{url}: {e}"))),
+            Err(_) => Err(Refused::Timeout(format!(
+                "no answer from {url} within {budget:?}"
+            ))),
+        }
+    };
+    let sse = async |handler: ClientConfig| {
+        let started = tokio::time::Instant::now();
+        let transport = SseTransport::connect(url, budget)
+            .await
+            .map_err(|e| format!("{url} (SSE): {e}"))?;
+        let left = budget.saturating_sub(started.elapsed());
+        tokio::time::timeout(left, handler.serve(transport))
+            .await
+            .map_err(|_| format!("no answer from {url} (SSE) within {budget:?}"))?
+            .map_err(|e| format!("{url} (SSE): {e}"))
+    };
+    match flavor {
+        HttpFlavor::StreamableHttp => streamable(handler).await.map_err(Refused::into_reason),
+        HttpFlavor::Sse => sse(handler).await,
+        HttpFlavor::Auto => match streamable(handler.clone()).await {
+            Ok(service) => Ok(service),
+            // A server that does not answer at all is not asked a second way.
+            Err(Refused::Timeout(why)) => Err(why),
+            Err(Refused::Other(first)) => sse(handler).await.map_err(|second| {
+                format!("it speaks neither streamable HTTP ({first}) nor HTTP+SSE ({second})")
+            }),
+        },
+    }
+}
+
+/// Why streamable HTTP did not start a session.
+enum Refused {
+    Timeout(String),
+    Other(String),
+}
+
+impl Refused {
+    fn into_reason(self) -> String {
+        match self {
+            Refused::Timeout(why) | Refused::Other(why) => why,
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! `mcp_servers/*.yaml`: one MCP server per file — its name, the description agents see, and
 //! how to reach it: a child process (`command`/`args`/`env`), a server shipped inside the
-//! `cohort` binary (`builtin`/`args`), or streamable HTTP (`url`).
+//! `cohort` binary (`builtin`/`args`), or HTTP (`url`: streamable HTTP, or the older HTTP+SSE
+//! transport, found out or named by `transport:`).
 
 use crate::problem::Problem;
 use serde::Deserialize;
@@ -28,6 +29,9 @@ struct RawServer {
     cwd: Option<String>,
     #[serde(default)]
     url: Option<String>,
+    /// With `url`: which HTTP transport the server speaks (found out when not said).
+    #[serde(default)]
+    transport: Option<HttpFlavor>,
     #[serde(default)]
     timeout_secs: Option<u64>,
     #[serde(default)]
@@ -69,11 +73,28 @@ pub enum McpTransport {
         /// folder.
         cwd: PathBuf,
     },
-    /// Streamable HTTP.
+    /// Over HTTP.
     Http {
         /// `url:`, the server's `http://` or `https://` endpoint.
         url: String,
+        /// `transport:`, which of MCP's HTTP transports it speaks.
+        flavor: HttpFlavor,
     },
+}
+
+/// Which of MCP's HTTP transports a `url` server speaks (`transport:` in its file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[serde(expecting = "`auto`, `streamable_http` or `sse`")]
+pub enum HttpFlavor {
+    /// Streamable HTTP first; a server that refuses it with a 4xx (MCP's way to tell an
+    /// older server) is spoken to over SSE (the default).
+    #[default]
+    Auto,
+    /// Streamable HTTP (MCP 2025-03-26 and later) only.
+    StreamableHttp,
+    /// The older HTTP+SSE transport (MCP 2024-11-05) only: `url` is its SSE endpoint.
+    Sse,
 }
 
 /// One MCP server the team may use, read from its own file (named by the team file's
@@ -170,6 +191,12 @@ fn transport(
     problem: &dyn Fn(&str, String) -> Problem,
     problems: &mut Vec<Problem>,
 ) -> Option<McpTransport> {
+    if raw.transport.is_some() && raw.url.is_none() {
+        problems.push(problem(
+            "transport",
+            "`transport` says how to speak to a `url` server; a process speaks stdio".into(),
+        ));
+    }
     let kinds = [
         raw.command.is_some(),
         raw.builtin.is_some(),
@@ -218,7 +245,8 @@ fn transport(
                 "`args` and `env` only apply to servers started as processes".into(),
             ));
         }
-        Some(McpTransport::Http { url })
+        let flavor = raw.transport.unwrap_or_default();
+        Some(McpTransport::Http { url, flavor })
     }
 }
 
@@ -310,6 +338,37 @@ mod tests {
         );
         assert!(matches!(&s[1].transport, McpTransport::Stdio { env, .. } if env["TZ"] == "UTC"));
         assert_eq!(s[2].call_timeout, Duration::from_secs(5));
+        let auto = HttpFlavor::Auto;
+        assert!(matches!(&s[2].transport, McpTransport::Http { flavor, .. } if *flavor == auto));
+    }
+
+    #[test]
+    fn a_url_servers_transport_is_read_and_refused_where_it_does_not_apply() {
+        let d = dir("flavor");
+        let f = d.join("sse.yaml");
+        std::fs::write(&f, "name: old
+description: d
+url: http://h/sse
+transport: sse
+").unwrap();
+        let s = load_server(&f).unwrap();
+        assert!(
+            matches!(&s.transport, McpTransport::Http { flavor, .. } if *flavor == HttpFlavor::Sse)
+        );
+        std::fs::write(&f, "name: old
+description: d
+url: http://h/sse
+transport: ws
+").unwrap();
+        let p = load_server(&f).unwrap_err();
+        assert!(p[0].message.contains("`sse`"), "{p:?}");
+        std::fs::write(&f, "name: old
+description: d
+command: x
+transport: sse
+").unwrap();
+        let p = load_server(&f).unwrap_err();
+        assert_eq!(p[0].field, "transport", "{p:?}");
     }
 
     #[test]
