@@ -195,6 +195,15 @@ enum McpCommand {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// The client MCP's conformance suite drives (`npx @modelcontextprotocol/conformance
+    /// client --command "cohort mcp conformance-client"`): the team's own MCP client, doing
+    /// what the scenario `MCP_CONFORMANCE_SCENARIO` names against the server at URL.
+    ConformanceClient {
+        url: String,
+        /// The scenario (the suite sets MCP_CONFORMANCE_SCENARIO).
+        #[arg(long, env = "MCP_CONFORMANCE_SCENARIO")]
+        scenario: String,
+    },
 }
 
 /// A command that only prints (inspect, export) ends quietly when its reader goes away
@@ -438,7 +447,12 @@ enum McpArgError {
 
 fn is_bad_argument(e: &anyhow::Error) -> bool {
     use cohort::mcp::cli::CliError;
+    use cohort::mcp::conformance::ConformanceError;
     e.downcast_ref::<McpArgError>().is_some()
+        || matches!(
+            e.downcast_ref::<ConformanceError>(),
+            Some(ConformanceError::UnknownScenario(_))
+        )
         || matches!(
             e.downcast_ref::<CliError>(),
             Some(CliError::Args(_) | CliError::NoCapability)
@@ -484,6 +498,9 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
                 listener.local_addr()?
             );
             cohort::bundled::serve_http(&name, &args, listener, cohort::run::stop_signal()).await?;
+        }
+        McpCommand::ConformanceClient { url, scenario } => {
+            cohort::mcp::conformance::run(&url, &scenario, opts).await?;
         }
     }
     Ok(())

@@ -9,11 +9,11 @@ use super::process::{EXIT_GRACE, INHERITED_VARS, Process, spawn};
 use super::schema::check_arguments;
 use crate::call::McpCall;
 use crate::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
+use crate::elicit::{Elicitor, Handler};
 use crate::sse::SseTransport;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorCode, GetPromptRequestParams,
-    Implementation, JsonObject, ReadResourceRequestParams,
+    CallToolRequestParams, ErrorCode, GetPromptRequestParams, JsonObject, ReadResourceRequestParams,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -90,6 +90,8 @@ pub struct McpClient {
     slots: Vec<Slot>,
     opts: McpOptions,
     closed: AtomicBool,
+    /// Who answers a server's questions during a call; none: they are declined.
+    elicitor: Option<Arc<dyn Elicitor>>,
 }
 
 #[derive(Default)]
@@ -111,17 +113,35 @@ struct Description {
 struct Session {
     peer: Peer<RoleClient>,
     /// Taken by `close`; dropping it also ends the session.
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     process: Option<Process>,
 }
 
 impl McpClient {
     pub fn new(servers: Vec<McpServerConfig>, opts: McpOptions) -> Arc<McpClient> {
+        Self::build(servers, opts, None)
+    }
+
+    /// A client whose servers' questions during a call (MCP elicitation) go to `elicitor`.
+    pub fn with_elicitor(
+        servers: Vec<McpServerConfig>,
+        opts: McpOptions,
+        elicitor: Arc<dyn Elicitor>,
+    ) -> Arc<McpClient> {
+        Self::build(servers, opts, Some(elicitor))
+    }
+
+    fn build(
+        servers: Vec<McpServerConfig>,
+        opts: McpOptions,
+        elicitor: Option<Arc<dyn Elicitor>>,
+    ) -> Arc<McpClient> {
         Arc::new(McpClient {
             slots: servers.iter().map(|_| Slot::default()).collect(),
             servers,
             opts,
             closed: AtomicBool::new(false),
+            elicitor,
         })
     }
 
@@ -392,10 +412,7 @@ impl McpClient {
             reason,
         };
         let budget = config.connect_timeout;
-        let handler = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("cohort", env!("CARGO_PKG_VERSION")),
-        );
+        let handler = Handler::new(&config.name, self.elicitor.clone());
         let (program, fixed, args, env, cwd) = match &config.transport {
             McpTransport::Http { url, flavor } => {
                 let service = over_http(url, *flavor, budget, handler)
@@ -459,9 +476,9 @@ async fn over_http(
     url: &str,
     flavor: HttpFlavor,
     budget: Duration,
-    handler: ClientConfig,
-) -> Result<RunningService<RoleClient, ClientConfig>, String> {
-    let streamable = async |handler: ClientConfig| {
+    handler: Handler,
+) -> Result<RunningService<RoleClient, Handler>, String> {
+    let streamable = async |handler: Handler| {
         // A server that went away must fail the call in flight, not be reconnected to
         // forever (rmcp's default): two retries, a second apart.
         let mut retry = FixedInterval::default();
@@ -476,7 +493,7 @@ async fn over_http(
             ))),
         }
     };
-    let sse = async |handler: ClientConfig| {
+    let sse = async |handler: Handler| {
         let started = tokio::time::Instant::now();
         let transport = SseTransport::connect(url, budget)
             .await
@@ -516,7 +533,7 @@ impl Refused {
 }
 
 impl Session {
-    fn new(service: RunningService<RoleClient, ClientConfig>, process: Option<Process>) -> Session {
+    fn new(service: RunningService<RoleClient, Handler>, process: Option<Process>) -> Session {
         Session {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),

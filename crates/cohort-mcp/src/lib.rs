@@ -7,6 +7,8 @@ use cohort_core::{call, config, policy, problem};
 
 pub mod cli;
 pub mod client;
+pub mod conformance;
+pub mod elicit;
 
 mod process;
 pub mod schema;

@@ -346,27 +346,39 @@ mod tests {
     fn a_url_servers_transport_is_read_and_refused_where_it_does_not_apply() {
         let d = dir("flavor");
         let f = d.join("sse.yaml");
-        std::fs::write(&f, "name: old
+        std::fs::write(
+            &f,
+            "name: old
 description: d
 url: http://h/sse
 transport: sse
-").unwrap();
+",
+        )
+        .unwrap();
         let s = load_server(&f).unwrap();
         assert!(
             matches!(&s.transport, McpTransport::Http { flavor, .. } if *flavor == HttpFlavor::Sse)
         );
-        std::fs::write(&f, "name: old
+        std::fs::write(
+            &f,
+            "name: old
 description: d
 url: http://h/sse
 transport: ws
-").unwrap();
+",
+        )
+        .unwrap();
         let p = load_server(&f).unwrap_err();
         assert!(p[0].message.contains("`sse`"), "{p:?}");
-        std::fs::write(&f, "name: old
+        std::fs::write(
+            &f,
+            "name: old
 description: d
 command: x
 transport: sse
-").unwrap();
+",
+        )
+        .unwrap();
         let p = load_server(&f).unwrap_err();
         assert_eq!(p[0].field, "transport", "{p:?}");
     }

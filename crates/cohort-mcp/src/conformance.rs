@@ -1,0 +1,107 @@
+//! `cohort mcp conformance-client URL`: the client MCP's conformance suite
+//! (`@modelcontextprotocol/conformance client`) drives, one scenario a run, named by
+//! `MCP_CONFORMANCE_SCENARIO`. It is the team's own client ([`McpClient`], the one agents call
+//! tools through), asked to do what each scenario checks; a question a server asks during a
+//! call (elicitation) is answered as a person who leaves every field as offered would answer
+//! it.
+
+use super::client::{McpClient, McpError, McpOptions};
+use super::elicit::{Answer, Elicitor, Question};
+use crate::call::McpCall;
+use crate::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
+use futures::future::BoxFuture;
+use serde_json::{Map, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a scenario could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ConformanceError {
+    #[error("no scenario named `{0}` (this client knows: {known})", known = SCENARIOS.join(", "))]
+    UnknownScenario(String),
+    #[error("the server lists no tool `{0}`")]
+    NoTool(String),
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+}
+
+/// The scenarios this client knows (of the suite's `core` client scenarios, those that are
+/// not `auth/*`).
+pub const SCENARIOS: &[&str] = &[
+    "initialize",
+    "tools_call",
+    "elicitation-sep1034-client-defaults",
+    "sse-retry",
+];
+
+/// The name the client gives the server it tests.
+const SERVER: &str = "under-test";
+
+/// Answers every question by accepting the form as offered: nothing filled in, so the form's
+/// defaults stand (SEP-1034: the client fills them in).
+struct AcceptAsOffered;
+
+impl Elicitor for AcceptAsOffered {
+    fn ask(&self, _question: Question) -> BoxFuture<'static, Answer> {
+        Box::pin(async { Answer::Accept(Map::new()) })
+    }
+}
+
+/// Runs `scenario` against the server at `url`.
+pub async fn run(url: &str, scenario: &str, opts: McpOptions) -> Result<(), ConformanceError> {
+    if !SCENARIOS.contains(&scenario) {
+        return Err(ConformanceError::UnknownScenario(scenario.to_owned()));
+    }
+    let server = McpServerConfig {
+        risk: Default::default(),
+        name: SERVER.into(),
+        description: format!("the conformance suite's server for `{scenario}`"),
+        transport: McpTransport::Http {
+            url: url.to_owned(),
+            flavor: HttpFlavor::Auto,
+        },
+        call_timeout: Duration::from_secs(20),
+        connect_timeout: Duration::from_secs(10),
+        file: "conformance.yaml".into(),
+    };
+    let client = McpClient::with_elicitor(vec![server], opts, Arc::new(AcceptAsOffered));
+    let done = act(&client, scenario).await;
+    client.shutdown().await;
+    done
+}
+
+/// What `scenario` asks of a client once it is connected.
+async fn act(client: &McpClient, scenario: &str) -> Result<(), ConformanceError> {
+    let described = client.describe(SERVER).await?;
+    let tools: Vec<&str> = described["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    let call = async |name: &str, arguments: serde_json::Value| {
+        if !tools.contains(&name) {
+            return Err(ConformanceError::NoTool(name.to_owned()));
+        }
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
+        let call = McpCall::Tool {
+            name: name.to_owned(),
+            arguments,
+        };
+        client.call(SERVER, &call).await?;
+        Ok(())
+    };
+    match scenario {
+        "tools_call" => call("add_numbers", json!({"a": 2, "b": 3})).await,
+        "elicitation-sep1034-client-defaults" => {
+            call("test_client_elicitation_defaults", json!({})).await
+        }
+        // A call whose answer comes after the server closed its stream and the client came
+        // back for it.
+        "sse-retry" => match tools.first() {
+            Some(tool) => call(tool, json!({})).await,
+            None => Err(ConformanceError::NoTool("(any)".into())),
+        },
+        _ => Ok(()),
+    }
+}
