@@ -19,6 +19,10 @@
 //! the goal-giver is told the outcome, pause shows at once, a cancelled task is not a success,
 //! and every text reads at 4.5:1 in both themes with nothing wider than a 390 px phone.
 //!
+//! A fifth serves `tests/fixtures/elicitation` with server-everything, and
+//! `tests/web/elicitation.test.mjs` answers the question the server asks during the clerk's
+//! call in its "Waiting for you" card (the server's message, its form with defaults filled in).
+//!
 //! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
 //! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
 //! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`,
@@ -132,7 +136,7 @@ fn require_prerequisites(root: &Path) {
 fn the_console_in_chromium_runs_the_operator_example_to_its_end() {
     drive(&Run {
         name: "web-console",
-        team: "examples/operator/team.yaml",
+        team: "examples/operator/team.yaml".into(),
         script: "tests/web/console.test.mjs",
     });
 }
@@ -141,7 +145,7 @@ fn the_console_in_chromium_runs_the_operator_example_to_its_end() {
 fn the_console_draws_a_graph_plan_and_its_parallel_steps() {
     drive(&Run {
         name: "web-console-plan-graph",
-        team: "tests/fixtures/plan-graph/team.yaml",
+        team: "tests/fixtures/plan-graph/team.yaml".into(),
         script: "tests/web/plan_graph.test.mjs",
     });
 }
@@ -150,7 +154,7 @@ fn the_console_draws_a_graph_plan_and_its_parallel_steps() {
 fn the_console_shows_why_a_task_failed_and_which_stages_gave_nothing() {
     drive(&Run {
         name: "web-console-outcome",
-        team: "tests/fixtures/outcome/team.yaml",
+        team: "tests/fixtures/outcome/team.yaml".into(),
         script: "tests/web/outcome.test.mjs",
     });
 }
@@ -159,16 +163,57 @@ fn the_console_shows_why_a_task_failed_and_which_stages_gave_nothing() {
 fn the_operators_first_hour_nothing_that_waits_is_hidden_in_either_theme_or_on_a_phone() {
     drive(&Run {
         name: "web-console-first-hour",
-        team: "examples/operator/team.yaml",
+        team: "examples/operator/team.yaml".into(),
         script: "tests/web/first_hour.test.mjs",
     });
+}
+
+#[test]
+fn the_operator_answers_a_servers_question_in_the_console_and_the_call_goes_on() {
+    // The elicitation team (tests/fixtures/elicitation), its server file naming
+    // server-everything where .ci/run installed it.
+    let dir = root().join("target/web-console-elicitation-team");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("servers")).unwrap();
+    for f in ["team.yaml", "script.yaml"] {
+        std::fs::copy(
+            root().join("tests/fixtures/elicitation").join(f),
+            dir.join(f),
+        )
+        .unwrap();
+    }
+    let everything =
+        mcp_cache().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        everything.is_file(),
+        "{} is missing: run .ci/run",
+        everything.display()
+    );
+    let server = format!(
+        "name: everything\ndescription: MCP's reference test server\ncommand: node\nargs: [{:?}, stdio]\n",
+        everything.display().to_string()
+    );
+    std::fs::write(dir.join("servers/everything.yaml"), server).unwrap();
+    drive(&Run {
+        name: "web-console-elicitation",
+        team: dir.join("team.yaml").display().to_string(),
+        script: "tests/web/elicitation.test.mjs",
+    });
+}
+
+/// Where `.ci/run` installs the third-party MCP servers (`$COHORT_CI_CACHE`).
+fn mcp_cache() -> PathBuf {
+    match std::env::var_os("COHORT_CI_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/cohort-ci"),
+    }
 }
 
 /// One browser run: `cohort serve` with `team` on a fresh store, and the browser `script`
 /// against it; artifacts are named after `name` in `target/`.
 struct Run {
     name: &'static str,
-    team: &'static str,
+    team: String,
     script: &'static str,
 }
 
@@ -192,7 +237,7 @@ fn drive(run: &Run) {
         .args([
             "serve",
             "--team",
-            run.team,
+            &run.team,
             "--bind",
             &addr.to_string(),
             "--data",

@@ -1,8 +1,9 @@
 // "Waiting for you": the steps held for a person's verdict (GET /api/approvals), each answerable
 // in place. A tool call: its risk, reason and exact arguments (editable), approve or reject. A
 // plan: its steps (editable as JSON), confirm or reject with a comment that is planned again.
-// Missing parameters: a form made from the tool's schema, filled in or rejected. The hash the
-// person saw goes with every approval, so a changed call or plan needs a new look.
+// Missing parameters: a form made from the tool's schema, filled in or rejected. A server's
+// question during a call: its message and form (its defaults filled in), answered or declined.
+// The hash the person saw goes with every approval, so a changed call or plan needs a new look.
 
 import { h, jsonBlock, keyed, fmt } from './dom.js';
 
@@ -17,7 +18,8 @@ export function renderDecisions(container, items, act, names) {
   keyed(container, items, (item) => item.step_id, sig, (item) => decision(item, act, names));
 }
 
-const KIND_TITLE = { tool_call: 'Tool call', plan: 'Plan check', params: 'Parameters needed' };
+const KIND_TITLE = { tool_call: 'Tool call', plan: 'Plan check', params: 'Parameters needed', elicitation: 'A server asks' };
+const BODY = { plan: planBody, params: paramsBody, elicitation: elicitationBody };
 
 function decision(item, act, names) {
   const status = h('p', { class: 'composer-status small', role: 'status', testid: 'decision-status' });
@@ -37,9 +39,13 @@ function decision(item, act, names) {
       },
     );
   };
-  const reason = h('input', { class: 'grow', placeholder: item.kind === 'plan' ? 'comment: what to plan instead' : 'reason (the agent reads it)', testid: 'decision-reason' });
-  const reject = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-reject', onclick: () => busy(act.reject(item, reason.value)) }, 'Reject');
-  const body = item.kind === 'plan' ? planBody(item, act, busy) : item.kind === 'params' ? paramsBody(item, act, busy) : toolBody(item, act, busy);
+  const asks = item.kind === 'elicitation';
+  const placeholder = item.kind === 'plan' ? 'comment: what to plan instead' : asks ? 'why not (kept with the step)' : 'reason (the agent reads it)';
+  const reason = h('input', { class: 'grow', placeholder, testid: 'decision-reason' });
+  // Declining a server's question needs no reason: the server is told only that it was declined.
+  const rejectWith = () => busy(act.reject(item, reason.value || (asks ? 'declined' : '')));
+  const reject = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-reject', onclick: rejectWith }, asks ? 'Decline' : 'Reject');
+  const body = (BODY[item.kind] || toolBody)(item, act, busy);
   const due = item.decide_by_ms ? fmt.clock(item.decide_by_ms) : null;
   const box = h(
     'div',
@@ -135,38 +141,65 @@ function planBody(item, act, busy) {
   );
 }
 
-function paramsBody(item, act, busy) {
+/** A form's inputs, and a function that reads the values filled in. */
+function formInputs(item) {
   const fields = (item.form && item.form.fields) || [];
   const inputs = fields.map((f) => [f, fieldInput(f)]);
-  const fill = () => {
-    const values = {};
+  const values = () => {
+    const out = {};
     for (const [f, input] of inputs) {
-      if (f.type === 'boolean') values[f.key] = input.checked;
-      else if (input.value !== '') values[f.key] = f.type === 'number' ? Number(input.value) : input.value;
+      if (f.type === 'boolean') out[f.key] = input.checked;
+      else if (input.value !== '') out[f.key] = f.type === 'number' ? Number(input.value) : input.value;
     }
-    busy(act.fill(item, values));
+    return out;
   };
+  const view = h('div', { class: 'form-fields' }, inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input)));
+  return { view, values };
+}
+
+function paramsBody(item, act, busy) {
+  const form = formInputs(item);
   return h(
     'div',
     null,
     h('p', { class: 'small' }, h('b', null, item.tool), ` on ${item.server}: ${item.reason || ''}`),
     jsonBlock(item.arguments ?? {}),
-    h('div', { class: 'form-fields' }, inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input))),
-    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: fill }, 'Fill in and run')),
+    form.view,
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: () => busy(act.fill(item, form.values())) }, 'Fill in and run')),
   );
 }
 
-/** An input for one form field (`agent::ask::AskField`). */
+/** A server's question during a call: its message, and its form (none: a yes or a no). */
+function elicitationBody(item, act, busy) {
+  const form = formInputs(item);
+  return h(
+    'div',
+    null,
+    h('p', { class: 'small' }, `${item.server}, during `, h('b', null, item.tool || 'a call'), ':'),
+    h('p', { class: 'decision-message', testid: 'decision-message' }, item.message || ''),
+    form.view,
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: () => busy(act.fill(item, form.values())) }, 'Answer')),
+  );
+}
+
+/** An input for one form field (`agent::ask::AskField`), holding its default if it has one. */
 export function fieldInput(f) {
   const testid = `field-${f.key}`;
-  switch (f.type) {
-    case 'boolean':
-      return h('input', { type: 'checkbox', testid, 'data-key': f.key });
-    case 'number':
-      return h('input', { type: 'number', testid, 'data-key': f.key, min: f.min, max: f.max, step: 'any' });
-    case 'select':
-      return h('select', { testid, 'data-key': f.key }, h('option', { value: '' }, '—'), (f.options || []).map((o) => h('option', { value: o }, o)));
-    default:
-      return h('textarea', { rows: 2, testid, 'data-key': f.key });
+  const input = (() => {
+    switch (f.type) {
+      case 'boolean':
+        return h('input', { type: 'checkbox', testid, 'data-key': f.key });
+      case 'number':
+        return h('input', { type: 'number', testid, 'data-key': f.key, min: f.min, max: f.max, step: 'any' });
+      case 'select':
+        return h('select', { testid, 'data-key': f.key }, h('option', { value: '' }, '—'), (f.options || []).map((o) => h('option', { value: o }, o)));
+      default:
+        return h('textarea', { rows: 2, testid, 'data-key': f.key });
+    }
+  })();
+  if (f.default !== undefined && f.default !== null) {
+    if (f.type === 'boolean') input.checked = f.default === true;
+    else input.value = String(f.default);
   }
+  return input;
 }

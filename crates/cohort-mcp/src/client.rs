@@ -9,7 +9,7 @@ use super::process::{EXIT_GRACE, INHERITED_VARS, Process, spawn};
 use super::schema::check_arguments;
 use crate::call::McpCall;
 use crate::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
-use crate::elicit::{Elicitor, Handler};
+use crate::elicit::{Askers, Elicitation, Elicitor, Handler};
 use crate::sse::SseTransport;
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -90,8 +90,8 @@ pub struct McpClient {
     slots: Vec<Slot>,
     opts: McpOptions,
     closed: AtomicBool,
-    /// Who answers a server's questions during a call; none: they are declined.
-    elicitor: Option<Arc<dyn Elicitor>>,
+    /// Who answers a server's questions during a call.
+    elicitation: Elicitation,
 }
 
 #[derive(Default)]
@@ -99,6 +99,8 @@ struct Slot {
     /// Held only while looking up or (re)connecting the session, never across a call.
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
     description: Mutex<Option<Arc<Description>>>,
+    /// Who answers for each call under way (`call_asking`).
+    askers: Arc<Askers>,
 }
 
 struct Description {
@@ -118,30 +120,24 @@ struct Session {
 }
 
 impl McpClient {
+    /// A client that declines every question a server asks during a call.
     pub fn new(servers: Vec<McpServerConfig>, opts: McpOptions) -> Arc<McpClient> {
-        Self::build(servers, opts, None)
+        Self::with_elicitation(servers, opts, Elicitation::Nobody)
     }
 
-    /// A client whose servers' questions during a call (MCP elicitation) go to `elicitor`.
-    pub fn with_elicitor(
+    /// A client whose servers' questions during a call (MCP elicitation) go where
+    /// `elicitation` says.
+    pub fn with_elicitation(
         servers: Vec<McpServerConfig>,
         opts: McpOptions,
-        elicitor: Arc<dyn Elicitor>,
-    ) -> Arc<McpClient> {
-        Self::build(servers, opts, Some(elicitor))
-    }
-
-    fn build(
-        servers: Vec<McpServerConfig>,
-        opts: McpOptions,
-        elicitor: Option<Arc<dyn Elicitor>>,
+        elicitation: Elicitation,
     ) -> Arc<McpClient> {
         Arc::new(McpClient {
             slots: servers.iter().map(|_| Slot::default()).collect(),
             servers,
             opts,
             closed: AtomicBool::new(false),
-            elicitor,
+            elicitation,
         })
     }
 
@@ -229,6 +225,19 @@ impl McpClient {
                 })
                 .collect(),
         )
+    }
+
+    /// [`call`](Self::call), with a question the server asks during it going to `asker`
+    /// (a client made with [`Elicitation::PerCall`]).
+    pub async fn call_asking(
+        &self,
+        server: &str,
+        call: &McpCall,
+        asker: Arc<dyn Elicitor>,
+    ) -> Result<Value, McpError> {
+        let (_, slot) = self.lookup(server)?;
+        let _asking = slot.askers.asking(asker);
+        self.call(server, call).await
     }
 
     /// Runs one call; a tool's result is the full `CallToolResult` as JSON.
@@ -401,18 +410,22 @@ impl McpClient {
         if let Some(dead) = current.take() {
             dead.close().await;
         }
-        let session = Arc::new(self.connect(config).await?);
+        let session = Arc::new(self.connect(config, &slot.askers).await?);
         *current = Some(session.clone());
         Ok(session)
     }
 
-    async fn connect(&self, config: &McpServerConfig) -> Result<Session, McpError> {
+    async fn connect(
+        &self,
+        config: &McpServerConfig,
+        askers: &Arc<Askers>,
+    ) -> Result<Session, McpError> {
         let failed = |reason: String| McpError::Connect {
             server: config.name.clone(),
             reason,
         };
         let budget = config.connect_timeout;
-        let handler = Handler::new(&config.name, self.elicitor.clone());
+        let handler = Handler::new(&config.name, self.elicitation.clone(), askers.clone());
         let (program, fixed, args, env, cwd) = match &config.transport {
             McpTransport::Http { url, flavor } => {
                 let service = over_http(url, *flavor, budget, handler)

@@ -6,7 +6,8 @@
 //! it.
 
 use super::client::{McpClient, McpError, McpOptions};
-use super::elicit::{Answer, Elicitor, Question};
+use super::elicit::{Elicitation, Elicitor, Question};
+use crate::agent::elicitation::ElicitationAnswer;
 use crate::call::McpCall;
 use crate::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
 use futures::future::BoxFuture;
@@ -42,8 +43,8 @@ const SERVER: &str = "under-test";
 struct AcceptAsOffered;
 
 impl Elicitor for AcceptAsOffered {
-    fn ask(&self, _question: Question) -> BoxFuture<'static, Answer> {
-        Box::pin(async { Answer::Accept(Map::new()) })
+    fn ask(&self, _question: Question) -> BoxFuture<'static, ElicitationAnswer> {
+        Box::pin(async { ElicitationAnswer::Accept(Map::new()) })
     }
 }
 
@@ -64,7 +65,8 @@ pub async fn run(url: &str, scenario: &str, opts: McpOptions) -> Result<(), Conf
         connect_timeout: Duration::from_secs(10),
         file: "conformance.yaml".into(),
     };
-    let client = McpClient::with_elicitor(vec![server], opts, Arc::new(AcceptAsOffered));
+    let answerer = Elicitation::Always(Arc::new(AcceptAsOffered));
+    let client = McpClient::with_elicitation(vec![server], opts, answerer);
     let done = act(&client, scenario).await;
     client.shutdown().await;
     done

@@ -1,8 +1,10 @@
-//! A server's question during a call (MCP elicitation): who answers it ([`Elicitor`]: the
-//! team asks a person; the conformance client accepts the form as offered), and the answer as
-//! the server gets it: what the person accepted, with the form's defaults filled in for what
-//! they left empty (SEP-1034), or their refusal. A client with no one to ask declines.
+//! A server's question during a call (MCP elicitation): who answers it ([`Elicitor`]: for a
+//! team's call, the person its step asks; for the conformance client, a person who accepts the
+//! form as offered), and the answer as the server gets it: what the person accepted, with the
+//! form's defaults filled in for what they left empty (SEP-1034), or their refusal. A client
+//! with no one to ask declines.
 
+use crate::agent::elicitation::ElicitationAnswer;
 use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
@@ -10,7 +12,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleClient};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// What a server asks.
 #[derive(Clone, Debug)]
@@ -19,24 +21,73 @@ pub struct Question {
     pub server: String,
     /// What it says to the person.
     pub message: String,
-    /// The form it wants filled.
-    pub schema: ElicitationSchema,
-}
-
-/// The person's answer.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Answer {
-    /// The form, filled (what is left out takes the form's default).
-    Accept(JsonObject),
-    /// They will not answer; the server's work may go on without it.
-    Decline,
-    /// They stop the whole operation.
-    Cancel,
+    /// The form it wants filled, as its JSON Schema.
+    pub schema: Value,
 }
 
 /// Who answers the servers' questions.
 pub trait Elicitor: Send + Sync {
-    fn ask(&self, question: Question) -> BoxFuture<'static, Answer>;
+    fn ask(&self, question: Question) -> BoxFuture<'static, ElicitationAnswer>;
+}
+
+/// Who may be asked, as a client is made: nobody (questions are declined), one answerer for
+/// every question, or the caller of each call ([`crate::McpClient::call_asking`]).
+#[derive(Clone)]
+pub enum Elicitation {
+    Nobody,
+    Always(Arc<dyn Elicitor>),
+    PerCall,
+}
+
+/// The answerers of the calls under way on one server, each under the number of its call.
+#[derive(Default)]
+pub(crate) struct Askers {
+    next: std::sync::atomic::AtomicU64,
+    under_way: Mutex<Vec<(u64, Arc<dyn Elicitor>)>>,
+}
+
+/// A call's answerer, registered while the call is under way.
+pub(crate) struct Asking<'a> {
+    askers: &'a Askers,
+    no: u64,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.askers.lock().retain(|(no, _)| *no != self.no);
+    }
+}
+
+impl Askers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Arc<dyn Elicitor>)>> {
+        self.under_way.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers `asker` for a call until the returned guard drops.
+    pub(crate) fn asking(&self, asker: Arc<dyn Elicitor>) -> Asking<'_> {
+        let no = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().push((no, asker));
+        Asking { askers: self, no }
+    }
+
+    /// The answerer of the one call under way. MCP ties a server's question to the request it
+    /// is asked during, but rmcp does not say which: with several calls under way on the one
+    /// session, the question cannot be tied to one and is declined.
+    fn only(&self, server: &str) -> Option<Arc<dyn Elicitor>> {
+        let under_way = self.lock();
+        match under_way.as_slice() {
+            [(_, one)] => Some(one.clone()),
+            [] => None,
+            many => {
+                tracing::warn!(
+                    server,
+                    calls = many.len(),
+                    "a server asked a question while several calls to it were under way: it cannot be tied to one, so it is declined"
+                );
+                None
+            }
+        }
+    }
 }
 
 /// `content` with each field of `schema` that it leaves out set to the field's default, when
@@ -62,15 +113,16 @@ pub fn with_defaults(schema: &ElicitationSchema, mut content: JsonObject) -> Jso
 /// the server's questions.
 #[derive(Clone)]
 pub(crate) struct Handler {
-    pub(crate) info: ClientConfig,
-    pub(crate) server: String,
-    pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
+    info: ClientConfig,
+    server: String,
+    elicitation: Elicitation,
+    askers: Arc<Askers>,
 }
 
 impl Handler {
-    pub(crate) fn new(server: &str, elicitor: Option<Arc<dyn Elicitor>>) -> Handler {
+    pub(crate) fn new(server: &str, elicitation: Elicitation, askers: Arc<Askers>) -> Handler {
         let mut capabilities = ClientCapabilities::default();
-        if elicitor.is_some() {
+        if !matches!(elicitation, Elicitation::Nobody) {
             let mut can = ElicitationCapability::default();
             can.form = Some(FormElicitationCapability::default());
             capabilities.elicitation = Some(can);
@@ -86,7 +138,17 @@ impl Handler {
         Handler {
             info,
             server: server.to_owned(),
-            elicitor,
+            elicitation,
+            askers,
+        }
+    }
+
+    /// Who answers a question asked now.
+    fn answerer(&self) -> Option<Arc<dyn Elicitor>> {
+        match &self.elicitation {
+            Elicitation::Nobody => None,
+            Elicitation::Always(e) => Some(e.clone()),
+            Elicitation::PerCall => self.askers.only(&self.server),
         }
     }
 }
@@ -108,7 +170,7 @@ impl rmcp::ClientHandler for Handler {
                 requested_schema,
                 ..
             },
-        ) = (&self.elicitor, request)
+        ) = (self.answerer(), request)
         else {
             // No one to ask, or a question answered on a web page (URL mode) a team does not
             // open.
@@ -117,15 +179,15 @@ impl rmcp::ClientHandler for Handler {
         let question = Question {
             server: self.server.clone(),
             message,
-            schema: requested_schema.clone(),
+            schema: serde_json::to_value(&requested_schema).unwrap_or_default(),
         };
         Ok(match elicitor.ask(question).await {
-            Answer::Accept(content) => {
+            ElicitationAnswer::Accept(content) => {
                 let content = with_defaults(&requested_schema, content);
                 ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
             }
-            Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+            ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
         })
     }
 }

@@ -3,7 +3,7 @@
 //! against a tool's input schema (`schema`), and the tool step's call (`call::McpCall`).
 
 // The core's modules under their own names, so paths here read as they do in the core.
-use cohort_core::{call, config, policy, problem};
+use cohort_core::{agent, call, config, policy, problem};
 
 pub mod cli;
 pub mod client;

@@ -115,6 +115,8 @@ pub enum Decided {
     Planned,
     /// Parameters were filled in: make the call again (its risk is judged again).
     Refill(McpCall),
+    /// A server's question was answered: the answer goes back through the call still open.
+    Elicited(super::elicitation::ElicitationAnswer),
 }
 
 /// The request for `call`, if it needs a person under the agent's policy.
@@ -198,6 +200,10 @@ pub fn decide(
         .filter(|s| s.execution_state.waits_for_a_person())
         .cloned()
         .ok_or_else(|| VerdictError::NotWaiting(id.clone()))?;
+    if super::elicitation::ElicitationRequest::of(&step).is_some() {
+        return super::elicitation::answer_elicitation(agent, &step, by, verdict)
+            .map(Decided::Elicited);
+    }
     if let Some(req) = ParamRequest::of(&step) {
         return decide_params(agent, id, &step, &req, by, verdict);
     }

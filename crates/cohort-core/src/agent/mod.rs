@@ -7,6 +7,7 @@ pub mod approval;
 pub mod cancel;
 mod complete;
 pub mod dependencies;
+pub mod elicitation;
 pub mod history_summary;
 mod human;
 mod limits;

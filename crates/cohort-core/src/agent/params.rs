@@ -78,7 +78,7 @@ pub fn param_request(
     let fields: Vec<AskField> = keys
         .iter()
         .take(crate::state::MAX_CHOICES)
-        .map(|k| field(k, &properties[k]))
+        .map(|k| field(k, &properties[k], true))
         .collect();
     let json_fields = keys
         .iter()
@@ -102,18 +102,25 @@ pub fn param_request(
     })
 }
 
-/// A form field for the schema property `key`.
-fn field(key: &str, prop: &Value) -> AskField {
-    let options: Vec<String> = prop
-        .get("enum")
-        .and_then(Value::as_array)
-        .map(|e| {
-            e.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+/// A form field for the JSON Schema property `key` (a field of a tool's input, or of a form
+/// a server sends), with its default when the schema gives one.
+pub(crate) fn field(key: &str, prop: &Value, required: bool) -> AskField {
+    // A choice is an `enum` of values, or a `oneOf` of titled constants (its values are the
+    // constants).
+    let listed = |k: &str| prop.get(k).and_then(Value::as_array);
+    let options: Vec<String> = match (listed("enum"), listed("oneOf")) {
+        (Some(e), _) => e
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        (None, Some(one_of)) => one_of
+            .iter()
+            .filter_map(|o| o.get("const")?.as_str())
+            .map(str::to_owned)
+            .collect(),
+        (None, None) => Vec::new(),
+    };
     let kind = match prop.get("type").and_then(Value::as_str) {
         _ if options.len() >= 2 => FieldKind::Select,
         Some("number" | "integer") => FieldKind::Number,
@@ -131,7 +138,7 @@ fn field(key: &str, prop: &Value) -> AskField {
         key: key.to_owned(),
         label,
         kind,
-        required: true,
+        required,
         options: if kind == FieldKind::Select {
             options
         } else {
@@ -139,6 +146,7 @@ fn field(key: &str, prop: &Value) -> AskField {
         },
         min: prop.get("minimum").and_then(Value::as_f64),
         max: prop.get("maximum").and_then(Value::as_f64),
+        default: prop.get("default").filter(|d| !d.is_null()).cloned(),
     }
 }
 

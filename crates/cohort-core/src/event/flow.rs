@@ -189,7 +189,8 @@ pub enum FlowEvent {
         step: StepRef,
         request: Value,
     },
-    /// A step waits for a person to fill in its call's arguments.
+    /// A step waits for a person to fill in its call's arguments, or to answer what its call's
+    /// server asks.
     StepWaitingForParam {
         #[serde(flatten)]
         step: StepRef,
@@ -373,9 +374,12 @@ pub fn step_moved(
                 .or_else(|| request("waiting_for_plan_check"))
                 .unwrap_or(Value::Null),
         }),
+        // Missing arguments, or a server's question during the call.
         S::WaitingForParam => Some(FlowEvent::StepWaitingForParam {
             step,
-            form: request("waiting_for_param").unwrap_or(Value::Null),
+            form: request(crate::agent::params::KEY)
+                .or_else(|| request(crate::agent::elicitation::KEY))
+                .unwrap_or(Value::Null),
         }),
         S::Finished => Some(FlowEvent::StepOutput {
             step,

@@ -5,8 +5,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The most options a choice, or fields a form, may have.
+/// The most options a choice may have (and fields a form an agent writes).
 pub const MAX_CHOICES: usize = 12;
+/// The most fields any form may have (a tool's server may send a longer one than an agent
+/// writes).
+pub const MAX_FIELDS: usize = 24;
 /// The longest option, key or label, in characters.
 const MAX_LABEL_CHARS: usize = 200;
 /// The longest text a person may give in one answer or field, in characters.
@@ -54,6 +57,9 @@ pub struct AskField {
     /// Upper bound of a `number` field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
+    /// What the field holds when a person leaves it empty (the form shows it filled in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
 }
 
 /// The type of a form field's value.
@@ -122,7 +128,7 @@ impl Ask {
                 keys.sort_unstable();
                 keys.dedup();
                 if fields.is_empty()
-                    || fields.len() > MAX_CHOICES
+                    || fields.len() > MAX_FIELDS
                     || keys.len() != fields.len()
                     || keys.contains(&"")
                 {
@@ -218,6 +224,8 @@ impl AskField {
             Some(Value::String(s)) if s.trim().is_empty() => None,
             Some(v) => Some(v),
         };
+        // Left empty: the field's default, checked as any value is.
+        let v = v.or(self.default.as_ref());
         let Some(v) = v else {
             return if self.required {
                 Err(bad("it is required".into()))

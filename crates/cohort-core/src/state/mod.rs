@@ -28,7 +28,7 @@ pub use agent::{
 use agent_changes::default_private_bytes;
 pub use agent_changes::{PRIVATE_BYTES_KEPT, PRIVATE_KEPT};
 pub use agent_step::AgentStep;
-pub use ask::{Ask, AskError, AskField, FieldKind, MAX_CHOICES};
+pub use ask::{Ask, AskError, AskField, FieldKind, MAX_CHOICES, MAX_FIELDS};
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
 pub use executor::{Executor, Skill};
 pub use held::{Held, value_bytes};

@@ -525,10 +525,12 @@ pub fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
                 .map(|s| (s.name.clone(), s.description.clone()))
                 .collect(),
         ),
+        // A server's question during a call goes to the agent whose step makes it.
         mcp: (!cfg.servers.is_empty()).then(|| {
-            McpClient::new(
+            McpClient::with_elicitation(
                 cfg.servers.clone(),
                 McpOptions::new(host.cohort_exe.clone(), host.vars),
+                crate::mcp::elicit::Elicitation::PerCall,
             )
         }),
         approvers: cfg

@@ -33,6 +33,12 @@ pub enum Asked {
     Approval { step: String },
     /// The arguments of this step's tool call.
     Params { step: String },
+    /// An answer to what a server asks during this step's tool call.
+    ServerQuestion {
+        step: String,
+        server: String,
+        message: String,
+    },
 }
 
 /// Everything the team waits for people to do, agent by agent.
@@ -58,9 +64,15 @@ pub fn person_waits(s: &States) -> Vec<PersonWait> {
                     .unwrap_or_default()
                     .to_owned()
             };
-            let asked = match step.execution_state {
-                StepExecutionState::WaitingForParam => Asked::Params { step: step_name() },
-                StepExecutionState::WaitingForApproval => match step.executor {
+            let question = crate::agent::elicitation::ElicitationRequest::of(step);
+            let asked = match (step.execution_state, question) {
+                (StepExecutionState::WaitingForParam, Some(q)) => Asked::ServerQuestion {
+                    step: step_name(),
+                    server: q.server,
+                    message: shortened(&q.message),
+                },
+                (StepExecutionState::WaitingForParam, None) => Asked::Params { step: step_name() },
+                (StepExecutionState::WaitingForApproval, _) => match step.executor {
                     Executor::Tool(_) => Asked::Approval { step: step_name() },
                     Executor::Skill(_) => Asked::PlanCheck { step: step_name() },
                 },
@@ -122,6 +134,13 @@ impl PersonWait {
             Asked::Params { step } => {
                 format!("`{agent}` waits for {who} to fill in the arguments of its step \"{step}\"")
             }
+            Asked::ServerQuestion {
+                step,
+                server,
+                message,
+            } => format!(
+                "`{agent}` waits for {who} to answer MCP server `{server}`, which asks during its step \"{step}\": \"{message}\""
+            ),
         }
     }
 }

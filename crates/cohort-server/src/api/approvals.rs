@@ -3,7 +3,8 @@
 //! (`POST /api/step/{id}/approve`: a tool call with `{args_hash, arguments?}`, the hash of the
 //! arguments they saw and edited arguments if any; a plan with `{plan_hash, steps?}`, the
 //! plan's hash and an edited list of steps if any), fills in the arguments a call waits for
-//! (`POST /api/step/{id}/params {values}`, `kind` `params`) or rejects it
+//! (`POST /api/step/{id}/params {values}`, `kind` `params`), answers what a server asks during
+//! a call (the same route, `kind` `elicitation`; a rejection declines it) or rejects it
 //! (`POST /api/step/{id}/reject {reason}`: the call fails, the plan is planned again). The
 //! agent takes the verdict (see `agent::approval`, `agent::plan_check`): a stale hash or a
 //! step no longer waiting is 409, an edit that cannot run 422.
@@ -42,6 +43,7 @@ pub async fn approvals(
                     ("waiting_for_approval", "tool_call"),
                     (plan_check::KEY, "plan"),
                     (params::KEY, "params"),
+                    (crate::agent::elicitation::KEY, "elicitation"),
                 ] {
                     if let Some(Value::Object(req)) =
                         st.execute_result.as_ref().and_then(|r| r.get(key))

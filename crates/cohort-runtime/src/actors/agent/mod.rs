@@ -39,6 +39,7 @@ use std::sync::Arc;
 mod cancel;
 mod commit;
 mod control;
+mod elicit;
 mod human;
 mod llm_call;
 mod messages;

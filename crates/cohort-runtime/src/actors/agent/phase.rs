@@ -13,10 +13,13 @@ pub(super) enum Run {
     /// It runs. `call`: the future of its LLM, tool or lookup call while one is out, abandoned
     /// (dropped) when the step's stage or task ends first. `rebuilt_for_context`: its prompt was
     /// built again after the endpoint refused it as longer than its context window (once per
-    /// step: the model now knows the window).
+    /// step: the model now knows the window). `asked`: a question the server asks during its
+    /// tool call, waiting for a person (its number, and where the answer goes; dropped with the
+    /// run, which answers `cancel`).
     Running {
         call: Option<SpawnHandle>,
         rebuilt_for_context: bool,
+        asked: Option<(u64, Asked)>,
     },
     /// A tool call that waits for a person's verdict (approval, or arguments filled in); the
     /// verdict runs the call or ends the step.
@@ -27,11 +30,15 @@ pub(super) enum Run {
     Settling { verdict: Option<PendingVerdict> },
 }
 
+/// Where a person's answer to a server's question goes.
+pub(super) type Asked = tokio::sync::oneshot::Sender<crate::agent::elicitation::ElicitationAnswer>;
+
 impl Run {
     fn running() -> Self {
         Run::Running {
             call: None,
             rebuilt_for_context: false,
+            asked: None,
         }
     }
 }
@@ -49,6 +56,8 @@ pub(super) struct Phase {
     /// SyncState could not be reached to store a step's end (the team is stopping): nothing
     /// of it was stored, and the agent starts nothing more.
     stopped: bool,
+    /// The number of the last server's question asked (see [`Run::Running`]).
+    questions: u64,
 }
 
 impl Phase {
@@ -150,10 +159,11 @@ impl Phase {
         }
     }
 
-    /// Step `id`'s call answered (its future is done).
+    /// Step `id`'s call answered (its future is done): a question its server asked is over.
     pub(super) fn call_returned(&mut self, id: &StepId) {
-        if let Some(Run::Running { call, .. }) = self.runs.get_mut(id) {
+        if let Some(Run::Running { call, asked, .. }) = self.runs.get_mut(id) {
             *call = None;
+            *asked = None;
         }
     }
 
@@ -161,6 +171,38 @@ impl Phase {
     pub(super) fn take_call(&mut self, id: &StepId) -> Option<SpawnHandle> {
         match self.runs.get_mut(id) {
             Some(Run::Running { call, .. }) => call.take(),
+            _ => None,
+        }
+    }
+
+    /// A server asks a question during step `id`'s call, whose answer goes to `to`: its
+    /// number, or None when the step has no call in flight or a question waits already.
+    pub(super) fn ask(&mut self, id: &StepId, to: Asked) -> Option<u64> {
+        match self.runs.get_mut(id) {
+            Some(Run::Running {
+                call: Some(_),
+                asked: asked @ None,
+                ..
+            }) => {
+                self.questions += 1;
+                *asked = Some((self.questions, to));
+                Some(self.questions)
+            }
+            _ => None,
+        }
+    }
+
+    /// Where the answer to the question waiting on step `id` goes (only question `no`'s, when
+    /// given), taken: the question is over.
+    pub(super) fn take_asked(&mut self, id: &StepId, no: Option<u64>) -> Option<Asked> {
+        match self.runs.get_mut(id) {
+            Some(Run::Running { asked, .. })
+                if asked
+                    .as_ref()
+                    .is_some_and(|(n, _)| no.is_none_or(|no| *n == no)) =>
+            {
+                asked.take().map(|(_, to)| to)
+            }
             _ => None,
         }
     }

@@ -42,6 +42,11 @@ impl AgentActor {
         // not have reached the tool either.
         let stored = self.outlet.stored();
         let (asked, made) = (server.clone(), call.clone());
+        // A question the server asks during the call comes back to this agent.
+        let asker = super::elicit::StepAsker {
+            agent: ctx.address(),
+            step: id.clone(),
+        };
         let call_server = async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
@@ -51,7 +56,7 @@ impl AgentActor {
                         .to_owned(),
                 );
             }
-            Ok(client.call(&asked, &made).await)
+            Ok(client.call_asking(&asked, &made, Arc::new(asker)).await)
         };
         let (id_out, id_back) = (id.clone(), id.clone());
         let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {

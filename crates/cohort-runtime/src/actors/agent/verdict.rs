@@ -134,6 +134,7 @@ impl AgentActor {
             Decided::Rejected(why) => self.on_tool_result(d.step_id, Err(why), ctx),
             // The check and what it queued are stored before anything of it runs.
             Decided::Planned => self.submit_with_changes(Vec::new(), ctx),
+            Decided::Elicited(answer) => self.answered(&d.step_id, answer, ctx),
         }
         Ok(())
     }

@@ -1,0 +1,81 @@
+// Drives the Cohort web console in headless Chromium through a server's question during a tool
+// call (MCP elicitation; run by tests/web_console.rs against tests/fixtures/elicitation, with
+// server-everything): the clerk's call of `trigger-elicitation-request` makes its server ask
+// for a person's details; the question shows under "Waiting for you" with the server's message
+// and its form, defaults filled in; the operator answers it there, the card goes, and the
+// call's result holds the answer.
+//
+//   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
+//   COHORT_SCREENSHOT=target/web-console-elicitation.png node tests/web/elicitation.test.mjs
+
+import { Failure, settings, step, log, elapsed, launch, signIn as logIn, sendGoal, reportFailure } from './harness.mjs';
+
+const S = settings('elicitation test', 'web-console-elicitation.png');
+const { SHOT, WAIT, shot } = S;
+
+const browser = await launch(S);
+const pageErrors = [];
+let page;
+let ok = false;
+try {
+  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, deviceScaleFactor: 1 });
+  page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
+  });
+
+  await step(`sign in as ${S.USER}`, () => logIn(page, S));
+  await step('give the goal', () => sendGoal(page, 'Ask the person for their details'));
+
+  const card = page.locator('[data-testid="decisions"] [data-testid="decision"][data-kind="elicitation"]').first();
+  await step('the server\'s question waits under "Waiting for you", with its message and form', async () => {
+    await card.waitFor();
+    const title = (await card.locator('.msg-head b').textContent()) || '';
+    if (title !== 'A server asks') throw new Failure(`the card's title: "${title}"`);
+    const message = (await card.getByTestId('decision-message').textContent()) || '';
+    if (!message.includes('Please provide inputs')) throw new Failure(`the server's message: "${message}"`);
+    const integer = await card.getByTestId('field-integer').inputValue();
+    if (integer !== '42') throw new Failure(`the integer field holds "${integer}", not its default 42`);
+    const hero = card.getByTestId('field-titledSingleSelectEnum');
+    if ((await hero.locator('option').count()) !== 4) throw new Failure('the titled select does not offer its three heroes');
+    const decline = (await card.getByTestId('decision-reject').textContent()) || '';
+    if (decline !== 'Decline') throw new Failure(`the refusal button reads "${decline}"`);
+    await card.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: shot('-asked') });
+  });
+
+  await step('the operator answers in place; the card goes', async () => {
+    await card.getByTestId('field-name').fill('Ada Lovelace');
+    await card.getByTestId('field-check').check();
+    await card.getByTestId('decision-fill').click();
+    await page.locator('[data-testid="decision"][data-kind="elicitation"]').waitFor({ state: 'detached' });
+  });
+
+  await step('the call\'s result holds the answer, defaults and all', async () => {
+    const result = await page.waitForFunction(async () => {
+      const { token } = JSON.parse(sessionStorage.getItem('cohort.session') || '{}');
+      const r = await fetch('/api/states?type=step', { headers: { authorization: `Bearer ${token}` } });
+      const steps = Object.values(await r.json());
+      const call = steps.find((s) => s.executor === 'everything' && s.execution_state === 'finished');
+      return call ? JSON.stringify(call.execute_result) : null;
+    }, null, { polling: 250 });
+    const text = await result.jsonValue();
+    for (const want of ['Name: Ada Lovelace', 'Agreed to terms: true', 'Favorite Integer: 42']) {
+      if (!text.includes(want)) throw new Failure(`the result lacks "${want}": ${text.slice(0, 600)}`);
+    }
+  });
+
+  await step(`screenshot to ${SHOT}`, async () => {
+    await page.screenshot({ path: SHOT });
+  });
+  if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
+  ok = true;
+  log(`PASSED in ${elapsed()} s`);
+} catch (e) {
+  await reportFailure('ELICITATION TEST', e, { page, pageErrors, shot: SHOT });
+} finally {
+  await browser.close();
+}
+process.exit(ok ? 0 : 1);
