@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 /// The key of a server's question in its step's `execute_result` while it waits.
-pub const KEY: &str = "elicitation";
+pub const KEY: &str = crate::state::ELICITATION_KEY;
 /// The most of a server's message a step keeps (and a person is shown).
 const MESSAGE_CHARS: usize = 4_000;
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 /// The key of a parameter request in its step's `execute_result`.
-pub const KEY: &str = "waiting_for_param";
+pub const KEY: &str = crate::state::PARAMS_KEY;
 
 /// What a person is asked to fill in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -377,8 +377,8 @@ pub fn step_moved(
         // Missing arguments, or a server's question during the call.
         S::WaitingForParam => Some(FlowEvent::StepWaitingForParam {
             step,
-            form: request(crate::agent::params::KEY)
-                .or_else(|| request(crate::agent::elicitation::KEY))
+            form: request(crate::state::PARAMS_KEY)
+                .or_else(|| request(crate::state::ELICITATION_KEY))
                 .unwrap_or(Value::Null),
         }),
         S::Finished => Some(FlowEvent::StepOutput {

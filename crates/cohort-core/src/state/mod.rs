@@ -34,7 +34,7 @@ pub use executor::{Executor, Skill};
 pub use held::{Held, value_bytes};
 pub use history_summary::HistorySummary;
 pub use origin::StepOrigin;
-pub use result::{Cancelled, StepResult, Try};
+pub use result::{Cancelled, ELICITATION_KEY, PARAMS_KEY, StepResult, Try};
 pub use stage::StageState;
 pub use step::{ModelWait, PlannedStep, ReplyTo, StepState, TokenUsage};
 pub use step_limits::StepLimits;

@@ -11,6 +11,12 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// Where a step that waits for a person keeps, in its result, the arguments it asks for
+/// (`agent::params`).
+pub const PARAMS_KEY: &str = "waiting_for_param";
+/// Where a step keeps the question its call's server asks a person (`agent::elicitation`).
+pub const ELICITATION_KEY: &str = "elicitation";
+
 /// A step's `execute_result`: its output plus the runtime's typed facts about it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepResult {
