@@ -186,7 +186,7 @@ enum McpCommand {
         #[arg(long, default_value = "{}")]
         args: String,
     },
-    /// Serve a server bundled in this binary (workspace, notes) on stdio, or over streamable
+    /// Serve a server bundled in this binary (workspace, notes, web) on stdio, or over streamable
     /// HTTP with --http; its own arguments follow `--` (e.g. `-- --root DIR`).
     Serve {
         name: String,
@@ -465,7 +465,7 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
     let opts = cohort::mcp::McpOptions::new(exe, &vars);
     match command {
         McpCommand::Describe { server } => {
-            print_json(&cohort::mcp::cli::describe(&server, opts).await?)?;
+            print_json(&cohort::mcp::cli::describe(&server, opts, &vars).await?)?;
         }
         McpCommand::Call {
             server,
@@ -475,7 +475,7 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
             args,
         } => {
             let call = cohort::mcp::cli::call_from_flags(tool, resource, prompt, &args)?;
-            print_json(&cohort::mcp::cli::call(&server, opts, &call).await?)?;
+            print_json(&cohort::mcp::cli::call(&server, (opts, &vars), &call).await?)?;
         }
         McpCommand::Serve {
             name,

@@ -591,6 +591,14 @@ fn the_shipped_yamls_name_builtin_servers_with_valid_arguments() {
         let parsed = BundledArgs::parse_in(&builtin, &args, &cwd).unwrap();
         assert_eq!(parsed.path, dir.join(path), "{file}");
     }
+    // The web server's: a search API whose key is passed on by name, never written there.
+    let web = cohort::mcp::load_server(&dir.join("web.yaml")).unwrap();
+    let cohort::mcp::McpTransport::Builtin { args, pass_env, .. } = web.transport else {
+        panic!("web.yaml is not a builtin server");
+    };
+    let parsed = cohort::bundled::WebArgs::parse(&args).unwrap();
+    let (_, _, key_env) = parsed.search.expect("a search API");
+    assert_eq!(pass_env, [key_env.unwrap()]);
 }
 
 /// A FIFO in the workspace (made by anyone who shares the folder) is refused at once by every

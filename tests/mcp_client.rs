@@ -128,11 +128,26 @@ async fn children_get_only_their_configured_env_and_run_in_their_cwd() {
     let m = mcp::marker("env");
     let cwd = mcp::temp_dir("cwd");
     let mut config = mcp::everything("ev", &m, Duration::from_secs(30));
-    if let McpTransport::Stdio { env, cwd: dir, .. } = &mut config.transport {
+    if let McpTransport::Stdio {
+        env,
+        pass_env,
+        cwd: dir,
+        ..
+    } = &mut config.transport
+    {
         env.insert("GREETING".into(), "hi".into());
+        // A key the server needs, passed by name from Cohort's environment.
+        pass_env.push("COHORT_PASSED_KEY".into());
         *dir = cwd.to_path_buf();
     }
-    let c = client(vec![config]);
+    let vars = |k: &str| match k {
+        "COHORT_PASSED_KEY" => Some("passed-on".to_owned()),
+        "COHORT_TEST_SECRET" => Some("must-not-leak".to_owned()),
+        _ => std::env::var(k).ok(),
+    };
+    let opts = McpOptions::new(env!("CARGO_BIN_EXE_cohort"), &vars)
+        .passing_env_of(std::slice::from_ref(&config), &vars);
+    let c = McpClient::new(vec![config], opts);
     let result = c.call("ev", &tool("get-env", json!({}))).await.unwrap();
     let env: Map<String, Value> = serde_json::from_str(mcp::first_text(&result)).unwrap();
     let keys: Vec<&String> = env.keys().collect();
@@ -145,6 +160,7 @@ async fn children_get_only_their_configured_env_and_run_in_their_cwd() {
         "a parent variable leaked: {keys:?}"
     );
     assert_eq!(env["GREETING"], json!("hi"));
+    assert_eq!(env["COHORT_PASSED_KEY"], json!("passed-on"));
     assert!(
         env.contains_key("PATH") && env.contains_key("HOME"),
         "{keys:?}"
@@ -444,6 +460,7 @@ async fn builtin_servers_start_as_cohort_mcp_serve() {
         server: "workspace".into(),
         args: vec!["--root".into(), "/tmp/ws".into()],
         env: Default::default(),
+        pass_env: Vec::new(),
         cwd: dir.to_path_buf(),
     };
     let c = McpClient::new(
@@ -516,6 +533,7 @@ async fn bundled_workspace_and_notes_servers_run_as_children_of_the_real_binary(
             server: name.into(),
             args: args.iter().map(|a| a.to_string()).collect(),
             env: [("COHORT_TEST_MARKER".to_owned(), m.clone())].into(),
+            pass_env: Vec::new(),
             cwd: dir.to_path_buf(),
         },
         call_timeout: Duration::from_secs(30),

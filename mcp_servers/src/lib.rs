@@ -9,6 +9,9 @@
 //! - [`workspace`]: the `workspace` server (tools, resources, `review_file` prompt).
 //! - [`notes_store`]: the notes and their atomically written JSON file.
 //! - [`notes`]: the `notes` server (tools, resources, `recall_notes` prompt).
+//! - [`web_fetch`]: which hosts may be fetched, fetching within limits, a page as text.
+//! - [`web_search`]: the search APIs (SearXNG, Brave, Tavily) and their answers.
+//! - [`web`]: the `web` server (`web_search`, `fetch_url`) and its arguments.
 //! - this file: argument parsing and the two transports (stdio, streamable HTTP at `/mcp`).
 //!
 //! Logging: rmcp and these servers log with `tracing`; the caller's subscriber must write to
@@ -21,12 +24,16 @@ pub mod notes;
 pub mod notes_store;
 pub mod sandbox;
 pub mod uri;
+pub mod web;
+pub mod web_fetch;
+pub mod web_search;
 pub mod workspace;
 pub mod workspace_fs;
 
 pub use notes::NotesServer;
 pub use notes_store::{NotesError, NotesStore};
 pub use sandbox::{Sandbox, SandboxError};
+pub use web::{WebArgs, WebServer};
 pub use workspace::WorkspaceServer;
 
 use crate::config::mcp_servers::BUILTIN_SERVERS;
@@ -154,13 +161,20 @@ impl BundledArgs {
     }
 }
 
-/// A built server: the one type the transports below are written over twice.
+/// A built server: the one type the transports below are written over for each.
 enum Built {
     Workspace(WorkspaceServer),
     Notes(NotesServer),
+    Web(WebServer),
 }
 
 fn build(name: &str, args: &[String]) -> Result<Built, BundledError> {
+    if name == "web" {
+        let vars = |k: &str| std::env::var(k).ok();
+        let server = WebServer::new(WebArgs::parse(args)?, &vars)?;
+        tracing::info!("web MCP server ready");
+        return Ok(Built::Web(server));
+    }
     let args = BundledArgs::parse(name, args)?;
     Ok(match args.kind {
         BundledKind::Workspace => {
@@ -184,6 +198,7 @@ pub async fn serve_stdio(name: &str, args: &[String]) -> Result<(), BundledError
     match build(name, args)? {
         Built::Workspace(s) => run_stdio(s).await,
         Built::Notes(s) => run_stdio(s).await,
+        Built::Web(s) => run_stdio(s).await,
     }
 }
 
@@ -209,6 +224,7 @@ pub async fn serve_http(
     match build(name, args)? {
         Built::Workspace(s) => run_http(s, listener, shutdown).await,
         Built::Notes(s) => run_http(s, listener, shutdown).await,
+        Built::Web(s) => run_http(s, listener, shutdown).await,
     }
 }
 
@@ -262,7 +278,9 @@ mod tests {
 
     #[test]
     fn every_builtin_name_has_a_server() {
-        for name in BUILTIN_SERVERS {
+        // The web server needs no argument (fetch_url alone); the file servers need theirs.
+        assert!(build("web", &[]).is_ok());
+        for name in BUILTIN_SERVERS.iter().filter(|n| **n != "web") {
             // No flag given: the error must be about the flag, not an unknown server.
             let err = BundledArgs::parse_in(name, &[], Path::new("/"))
                 .unwrap_err()

@@ -82,6 +82,7 @@ pub fn stdio(
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect::<BTreeMap<_, _>>(),
+            pass_env: Vec::new(),
             cwd: std::env::temp_dir(),
         },
         call_timeout: timeout,

@@ -18,12 +18,16 @@ pub enum CliError {
     Mcp(#[from] super::client::McpError),
 }
 
+/// Where a command reads the variables a server's `pass_env` names.
+pub type Vars<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 async fn with_server<T>(
     file: &Path,
-    opts: McpOptions,
+    (opts, vars): (McpOptions, Vars<'_>),
     f: impl AsyncFnOnce(&McpClient, &str) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
     let server = load_server(file).map_err(CliError::Config)?;
+    let opts = opts.passing_env_of(std::slice::from_ref(&server), vars);
     let name = server.name.clone();
     let client = McpClient::new(vec![server], opts);
     let out = f(&client, &name).await;
@@ -32,13 +36,23 @@ async fn with_server<T>(
 }
 
 /// The server's tools, resources, resource templates and prompts.
-pub async fn describe(file: &Path, opts: McpOptions) -> Result<Value, CliError> {
-    with_server(file, opts, async |c, name| Ok(c.describe(name).await?)).await
+pub async fn describe(file: &Path, opts: McpOptions, vars: Vars<'_>) -> Result<Value, CliError> {
+    with_server(file, (opts, vars), async |c, name| {
+        Ok(c.describe(name).await?)
+    })
+    .await
 }
 
 /// One call; the server's full answer.
-pub async fn call(file: &Path, opts: McpOptions, call: &McpCall) -> Result<Value, CliError> {
-    with_server(file, opts, async |c, name| Ok(c.call(name, call).await?)).await
+pub async fn call(
+    file: &Path,
+    (opts, vars): (McpOptions, Vars<'_>),
+    call: &McpCall,
+) -> Result<Value, CliError> {
+    with_server(file, (opts, vars), async |c, name| {
+        Ok(c.call(name, call).await?)
+    })
+    .await
 }
 
 /// The call the command-line flags describe.

@@ -34,6 +34,8 @@ pub struct McpOptions {
     pub cohort_exe: PathBuf,
     /// The variables of our own environment children inherit (`INHERITED_VARS`: PATH, HOME).
     pub inherited_env: Vec<(String, String)>,
+    /// The variables servers' `pass_env` name, as our environment has them.
+    pub passed_env: BTreeMap<String, String>,
 }
 
 impl McpOptions {
@@ -47,7 +49,29 @@ impl McpOptions {
         McpOptions {
             cohort_exe: cohort_exe.into(),
             inherited_env,
+            passed_env: BTreeMap::new(),
         }
+    }
+
+    /// These options with the variables `servers` name in their `pass_env`, read through
+    /// `vars` (one that is not set is not passed).
+    pub fn passing_env_of(
+        mut self,
+        servers: &[McpServerConfig],
+        vars: &dyn Fn(&str) -> Option<String>,
+    ) -> Self {
+        for s in servers {
+            if let McpTransport::Stdio { pass_env, .. } | McpTransport::Builtin { pass_env, .. } =
+                &s.transport
+            {
+                for name in pass_env {
+                    if let Some(v) = vars(name) {
+                        self.passed_env.insert(name.clone(), v);
+                    }
+                }
+            }
+        }
+        self
     }
 }
 
@@ -437,24 +461,39 @@ impl McpClient {
                 command,
                 args,
                 env,
+                pass_env,
                 cwd,
-            } => (PathBuf::from(command), vec![], args, env, cwd),
+            } => (PathBuf::from(command), vec![], args, (env, pass_env), cwd),
             McpTransport::Builtin {
                 server,
                 args,
                 env,
+                pass_env,
                 cwd,
             } => {
                 let fixed = vec!["mcp", "serve", server.as_str(), "--"];
-                (self.opts.cohort_exe.clone(), fixed, args, env, cwd)
+                (
+                    self.opts.cohort_exe.clone(),
+                    fixed,
+                    args,
+                    (env, pass_env),
+                    cwd,
+                )
             }
         };
+        let (env, pass_env) = env;
+        let mut env = env.clone();
+        for name in pass_env {
+            if let Some(v) = self.opts.passed_env.get(name) {
+                env.insert(name.clone(), v.clone());
+            }
+        }
         let (process, stdin, stdout) = spawn(
             &config.name,
             &program,
             &fixed,
             args,
-            env,
+            &env,
             cwd,
             &self.opts.inherited_env,
         )

@@ -25,6 +25,10 @@ struct RawServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// Variables of Cohort's own environment passed on to the server by name (its keys stay
+    /// out of the file).
+    #[serde(default)]
+    pass_env: Vec<String>,
     #[serde(default)]
     cwd: Option<String>,
     #[serde(default)]
@@ -53,8 +57,10 @@ pub enum McpTransport {
         /// `args:`, its command-line arguments.
         args: Vec<String>,
         /// `env:`, the variables it is given; of the runtime's own environment it gets only `PATH`
-        /// and `HOME`.
+        /// and `HOME`, and those `pass_env:` names.
         env: BTreeMap<String, String>,
+        /// `pass_env:`, variables of Cohort's own environment it is given by name.
+        pass_env: Vec<String>,
         /// The folder it runs in: `cwd:` resolved against the server file's folder, else that
         /// folder.
         cwd: PathBuf,
@@ -67,8 +73,10 @@ pub enum McpTransport {
         /// `args:`, passed to the server after its name.
         args: Vec<String>,
         /// `env:`, the variables it is given; of the runtime's own environment it gets only `PATH`
-        /// and `HOME`.
+        /// and `HOME`, and those `pass_env:` names.
         env: BTreeMap<String, String>,
+        /// `pass_env:`, variables of Cohort's own environment it is given by name.
+        pass_env: Vec<String>,
         /// The folder it runs in: `cwd:` resolved against the server file's folder, else that
         /// folder.
         cwd: PathBuf,
@@ -119,7 +127,7 @@ pub struct McpServerConfig {
 }
 
 /// Names of the servers the `cohort` binary ships.
-pub const BUILTIN_SERVERS: [&str; 2] = ["workspace", "notes"];
+pub const BUILTIN_SERVERS: [&str; 3] = ["workspace", "notes", "web"];
 
 /// Reads one server file; every problem is reported with the file and the field.
 pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
@@ -216,6 +224,7 @@ fn transport(
             command: command.clone(),
             args: raw.args.clone(),
             env: raw.env.clone(),
+            pass_env: raw.pass_env.clone(),
             cwd,
         })
     } else if let Some(server) = &raw.builtin {
@@ -232,6 +241,7 @@ fn transport(
             server: server.clone(),
             args: raw.args.clone(),
             env: raw.env.clone(),
+            pass_env: raw.pass_env.clone(),
             cwd,
         })
     } else {
@@ -239,10 +249,10 @@ fn transport(
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             problems.push(problem("url", format!("`{url}` is not an http(s) URL")));
         }
-        if !raw.args.is_empty() || !raw.env.is_empty() {
+        if !raw.args.is_empty() || !raw.env.is_empty() || !raw.pass_env.is_empty() {
             problems.push(problem(
                 "args",
-                "`args` and `env` only apply to servers started as processes".into(),
+                "`args`, `env` and `pass_env` only apply to servers started as processes".into(),
             ));
         }
         let flavor = raw.transport.unwrap_or_default();

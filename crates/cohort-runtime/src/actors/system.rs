@@ -529,7 +529,8 @@ pub fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
         mcp: (!cfg.servers.is_empty()).then(|| {
             McpClient::with_elicitation(
                 cfg.servers.clone(),
-                McpOptions::new(host.cohort_exe.clone(), host.vars),
+                McpOptions::new(host.cohort_exe.clone(), host.vars)
+                    .passing_env_of(&cfg.servers, host.vars),
                 crate::mcp::elicit::Elicitation::PerCall,
             )
         }),
