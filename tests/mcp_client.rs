@@ -119,6 +119,71 @@ async fn everything_server_is_described_and_its_tools_resources_and_prompts_call
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn titles_and_output_schemas_are_kept_and_structured_results_checked_against_them() {
+    let c = client(vec![mcp::everything(
+        "ev",
+        &mcp::marker("structured"),
+        Duration::from_secs(30),
+    )]);
+    let d = c.describe("ev").await.unwrap();
+    let tools = d["tools"].as_array().unwrap();
+    let structured = tools
+        .iter()
+        .find(|t| t["name"] == "get-structured-content")
+        .unwrap();
+    assert_eq!(structured["title"], "Get Structured Content Tool");
+    assert_eq!(
+        structured["output_schema"]["required"],
+        json!(["temperature", "conditions", "humidity"]),
+        "{structured}"
+    );
+    let echo = tools.iter().find(|t| t["name"] == "echo").unwrap();
+    assert_eq!(echo.get("output_schema"), None, "no schema, none shown");
+    let weather = c
+        .call(
+            "ev",
+            &tool("get-structured-content", json!({"location": "Chicago"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(weather["structuredContent"]["temperature"], 36, "{weather}");
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_tools_result_serves_the_same_call_within_the_servers_cache_time() {
+    let mut config = mcp::everything("ev", &mcp::marker("cache"), Duration::from_secs(30));
+    config.cache = Some(Duration::from_secs(60));
+    let c = client(vec![config]);
+    let hello = tool("echo", json!({"message": "hello"}));
+    let first = c.call("ev", &hello).await.unwrap();
+    assert_eq!(first.get("cached"), None, "{first}");
+    let again = c.call("ev", &hello).await.unwrap();
+    assert!(again["cached"]["age_ms"].is_u64(), "{again}");
+    assert_eq!(again["content"], first["content"]);
+    let other = c
+        .call("ev", &tool("echo", json!({"message": "other"})))
+        .await
+        .unwrap();
+    assert_eq!(other.get("cached"), None, "other arguments: another call");
+    // A tool that may change things is never served from the cache.
+    let add = tool("toggle-simulated-logging", json!({}));
+    c.call("ev", &add).await.unwrap();
+    let twice = c.call("ev", &add).await.unwrap();
+    assert_eq!(twice.get("cached"), None, "{twice}");
+    c.shutdown().await;
+    // Without cache_secs nothing is kept.
+    let c = client(vec![mcp::everything(
+        "ev",
+        &mcp::marker("nocache"),
+        Duration::from_secs(30),
+    )]);
+    c.call("ev", &hello).await.unwrap();
+    assert_eq!(c.call("ev", &hello).await.unwrap().get("cached"), None);
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn children_get_only_their_configured_env_and_run_in_their_cwd() {
     // SAFETY: set before any server starts; nothing in this test binary reads these.
     unsafe {
@@ -527,6 +592,7 @@ async fn bundled_workspace_and_notes_servers_run_as_children_of_the_real_binary(
     let m = mcp::marker("bundled");
     let builtin = |name: &str, args: &[&str]| McpServerConfig {
         risk: Default::default(),
+        cache: None,
         name: name.into(),
         description: format!("bundled {name}"),
         transport: McpTransport::Builtin {

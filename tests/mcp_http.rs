@@ -43,6 +43,7 @@ async fn the_client_uses_the_bundled_workspace_over_http_and_survives_its_restar
     let stop = serve(root.to_path_buf(), addr).await;
     let config = McpServerConfig {
         risk: Default::default(),
+        cache: None,
         name: "ws".into(),
         description: "files".into(),
         transport: McpTransport::Http {

@@ -71,6 +71,7 @@ fn free_port() -> u16 {
 fn config(url: &str, flavor: HttpFlavor, timeout: Duration) -> McpServerConfig {
     McpServerConfig {
         risk: Default::default(),
+        cache: None,
         name: "old".into(),
         description: "an SSE-only server".into(),
         transport: McpTransport::Http {

@@ -220,6 +220,7 @@ async fn agents_run_it_as_a_child_of_the_binary_with_its_key_passed_by_name() {
     let dir = Scratch::new("web-child");
     let config = McpServerConfig {
         risk: Default::default(),
+        cache: None,
         name: "web".into(),
         description: "the web".into(),
         transport: McpTransport::Builtin {

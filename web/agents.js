@@ -387,6 +387,7 @@ function stepRow(s) {
     s.execution_state === 'pending' ? h('span', { class: 'flag flag-wait', testid: 'step-waits-for', title: 'it runs once these steps of its plan finished' }, `waits for ${waitingOn(store, s).join(', ') || 'its plan'}`) : null,
     !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
     dropped ? h('span', { class: 'flag' }, 'dropped') : null,
+    res && res.cached ? h('span', { class: 'flag', testid: 'step-cached', title: `served from the server's cache: the same call ${Math.round((res.cached.age_ms || 0) / 1000)} s before` }, 'cached') : null,
     repairsFlag(res),
     s.model_wait
       ? h('span', { class: 'flag flag-wait', testid: 'step-model-wait', title: s.model_wait.reason }, `waiting for the model endpoint since ${fmt.clock(s.model_wait.since)}`)

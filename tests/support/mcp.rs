@@ -73,6 +73,7 @@ pub fn stdio(
 ) -> McpServerConfig {
     McpServerConfig {
         risk: Default::default(),
+        cache: None,
         name: name.into(),
         description: format!("test server {name}"),
         transport: McpTransport::Stdio {

@@ -7,6 +7,7 @@
 
 use super::process::{EXIT_GRACE, INHERITED_VARS, Process, spawn};
 use super::schema::check_arguments;
+use crate::cache::ResultCache;
 use crate::call::McpCall;
 use crate::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
 use crate::elicit::{Askers, Elicitation, Elicitor, Handler};
@@ -105,6 +106,14 @@ pub enum McpError {
     },
     #[error("MCP server `{server}` refused the request: {reason}")]
     Request { server: String, reason: String },
+    #[error(
+        "tool `{tool}` of MCP server `{server}` answered outside its own output schema: {reason}"
+    )]
+    BadResult {
+        server: String,
+        tool: String,
+        reason: String,
+    },
 }
 
 /// The shared client; hand it to agents as `Arc<McpClient>`.
@@ -118,19 +127,35 @@ pub struct McpClient {
     elicitation: Elicitation,
 }
 
-#[derive(Default)]
 struct Slot {
     /// Held only while looking up or (re)connecting the session, never across a call.
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
     description: Mutex<Option<Arc<Description>>>,
     /// Who answers for each call under way (`call_asking`).
     askers: Arc<Askers>,
+    /// Its read-only tools' results, when its file sets `cache_secs`.
+    cache: Option<ResultCache>,
+}
+
+impl Slot {
+    fn new(server: &McpServerConfig) -> Slot {
+        Slot {
+            session: tokio::sync::Mutex::default(),
+            description: Mutex::default(),
+            askers: Arc::default(),
+            cache: server.cache.map(ResultCache::new),
+        }
+    }
 }
 
 struct Description {
     json: Value,
     /// Tool name → input schema, for the argument check.
     schemas: BTreeMap<String, Value>,
+    /// Tool name → output schema, for the check of its structured results.
+    outputs: BTreeMap<String, Value>,
+    /// Tools that say they only read (`readOnlyHint`): their results may be cached.
+    read_only: BTreeSet<String>,
     /// Tools whose annotations say calling them again does no harm (`readOnlyHint` or
     /// `idempotentHint`).
     repeatable: BTreeSet<String>,
@@ -157,7 +182,7 @@ impl McpClient {
         elicitation: Elicitation,
     ) -> Arc<McpClient> {
         Arc::new(McpClient {
-            slots: servers.iter().map(|_| Slot::default()).collect(),
+            slots: servers.iter().map(Slot::new).collect(),
             servers,
             opts,
             closed: AtomicBool::new(false),
@@ -319,6 +344,17 @@ impl McpClient {
         arguments: &Map<String, Value>,
     ) -> Result<Value, McpError> {
         self.check_tool_call(server, tool, arguments).await?;
+        let (_, slot) = self.lookup(server)?;
+        let description = self.description(server, false).await?;
+        // A read-only tool's result, when the server's results are cached and this call's is.
+        let cache = slot
+            .cache
+            .as_ref()
+            .filter(|_| description.read_only.contains(tool));
+        if let Some((mut json, age)) = cache.and_then(|c| c.get(tool, arguments)) {
+            json["cached"] = json!({ "age_ms": age.as_millis() as u64 });
+            return Ok(json);
+        }
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
         let result = self
             .request(server, |peer| async move { peer.call_tool(params).await })
@@ -330,6 +366,18 @@ impl McpClient {
                 tool: tool.into(),
                 message: text_of(&json["content"]),
             });
+        }
+        if let Some(schema) = description.outputs.get(tool) {
+            check_structured(schema, result.structured_content.as_ref()).map_err(|reason| {
+                McpError::BadResult {
+                    server: server.into(),
+                    tool: tool.into(),
+                    reason,
+                }
+            })?;
+        }
+        if let Some(c) = cache {
+            c.put(tool, arguments, &json);
         }
         Ok(json)
     }
@@ -661,6 +709,22 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
         .iter()
         .map(|t| (t.name.to_string(), Value::Object((*t.input_schema).clone())))
         .collect();
+    let outputs = tools
+        .iter()
+        .filter_map(|t| {
+            let schema = t.output_schema.as_ref()?;
+            Some((t.name.to_string(), Value::Object((**schema).clone())))
+        })
+        .collect();
+    let read_only = tools
+        .iter()
+        .filter(|t| {
+            t.annotations
+                .as_ref()
+                .is_some_and(|a| a.read_only_hint == Some(true))
+        })
+        .map(|t| t.name.to_string())
+        .collect();
     let repeatable = tools
         .iter()
         .filter(|t| {
@@ -679,6 +743,12 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
             let mut tool = json!({
                 "name": t.name, "description": t.description, "input_schema": t.input_schema,
             });
+            if let Some(title) = &t.title {
+                tool["title"] = json!(title);
+            }
+            if let Some(output) = &t.output_schema {
+                tool["output_schema"] = json!(output);
+            }
             if let Some(a) = &t.annotations {
                 tool["annotations"] = to_json(a);
             }
@@ -701,6 +771,8 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
     Ok(Description {
         json,
         schemas,
+        outputs,
+        read_only,
         repeatable,
     })
 }
@@ -721,6 +793,16 @@ async fn listed<T>(
     }
 }
 
+/// Whether a tool's structured result fits its output schema: MCP has a tool that declares one
+/// give its result as an object that fits it.
+fn check_structured(schema: &Value, structured: Option<&Value>) -> Result<(), String> {
+    match structured {
+        None => Err("it declares an output schema but gave no structured content".into()),
+        Some(Value::Object(content)) => check_arguments(schema, content),
+        Some(other) => Err(format!("its structured content is not an object: {other}")),
+    }
+}
+
 fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or_else(|e| json!({"unserializable": e.to_string()}))
 }
@@ -738,5 +820,31 @@ fn text_of(content: &Value) -> String {
         content.to_string()
     } else {
         texts.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_structured_result_must_fit_the_output_schema_its_tool_declares() {
+        let schema =
+            json!({"type": "object", "properties": {"t": {"type": "number"}}, "required": ["t"]});
+        assert_eq!(check_structured(&schema, Some(&json!({"t": 3}))), Ok(()));
+        let wrong = check_structured(&schema, Some(&json!({"t": "hot"}))).unwrap_err();
+        assert!(wrong.contains('t'), "{wrong}");
+        let missing = check_structured(&schema, Some(&json!({}))).unwrap_err();
+        assert!(missing.contains("missing required"), "{missing}");
+        assert!(
+            check_structured(&schema, None)
+                .unwrap_err()
+                .contains("no structured content")
+        );
+        assert!(
+            check_structured(&schema, Some(&json!([1])))
+                .unwrap_err()
+                .contains("not an object")
+        );
     }
 }

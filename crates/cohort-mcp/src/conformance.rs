@@ -55,6 +55,7 @@ pub async fn run(url: &str, scenario: &str, opts: McpOptions) -> Result<(), Conf
     }
     let server = McpServerConfig {
         risk: Default::default(),
+        cache: None,
         name: SERVER.into(),
         description: format!("the conformance suite's server for `{scenario}`"),
         transport: McpTransport::Http {

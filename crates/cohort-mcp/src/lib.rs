@@ -5,6 +5,7 @@
 // The core's modules under their own names, so paths here read as they do in the core.
 use cohort_core::{agent, call, config, policy, problem};
 
+mod cache;
 pub mod cli;
 pub mod client;
 pub mod conformance;

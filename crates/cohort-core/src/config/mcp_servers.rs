@@ -40,6 +40,9 @@ struct RawServer {
     timeout_secs: Option<u64>,
     #[serde(default)]
     connect_timeout_secs: Option<u64>,
+    /// Results of its read-only tools kept this long for the same call (off when absent).
+    #[serde(default)]
+    cache_secs: Option<u64>,
     /// Risk levels that replace what the tools' annotations say: per tool name, `"*"` for
     /// the rest (`low`, `medium`, `high`).
     #[serde(default)]
@@ -124,6 +127,9 @@ pub struct McpServerConfig {
     pub file: PathBuf,
     /// `risk:` overrides of its tools' risk levels.
     pub risk: crate::policy::RiskOverrides,
+    /// `cache_secs:`, how long a read-only tool's result serves the same call again (None:
+    /// never).
+    pub cache: Option<Duration>,
 }
 
 /// Names of the servers the `cohort` binary ships.
@@ -186,6 +192,7 @@ pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
             connect_timeout: Duration::from_secs(raw.connect_timeout_secs.unwrap_or(60)),
             file: file.to_path_buf(),
             risk: raw.risk,
+            cache: raw.cache_secs.filter(|s| *s > 0).map(Duration::from_secs),
         }),
         _ => Err(problems),
     }
@@ -337,7 +344,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             d.join("c.yml"),
-            "name: web\ndescription: d\nurl: http://127.0.0.1:1/mcp\ntimeout_secs: 5\n",
+            "name: web\ndescription: d\nurl: http://127.0.0.1:1/mcp\ntimeout_secs: 5\ncache_secs: 30\n",
         )
         .unwrap();
         let s = load_servers(&[d.to_path_buf()]).unwrap();
@@ -348,6 +355,8 @@ mod tests {
         );
         assert!(matches!(&s[1].transport, McpTransport::Stdio { env, .. } if env["TZ"] == "UTC"));
         assert_eq!(s[2].call_timeout, Duration::from_secs(5));
+        assert_eq!(s[2].cache, Some(Duration::from_secs(30)));
+        assert_eq!(s[0].cache, None, "off unless set");
         let auto = HttpFlavor::Auto;
         assert!(matches!(&s[2].transport, McpTransport::Http { flavor, .. } if *flavor == auto));
     }
