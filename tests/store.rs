@@ -8,6 +8,7 @@ mod postgres;
 #[path = "support/scratch.rs"]
 mod scratch;
 
+use cohort::call::media::{Blob, BlobId};
 use cohort::event::{Change, Event, StatesRecord, TaskChange};
 use cohort::ids::TaskId;
 use cohort::state::{TaskState, TokenUsage};
@@ -170,7 +171,46 @@ where
         [live],
         "the expired one is gone"
     );
+    blobs(&store).await;
     drop(store);
+    let store = reopen().await.unwrap();
+    let gone = blob(cohort::store::BLOBS_KEPT);
+    assert!(store.blob(&gone.id).await.unwrap().is_none(), "the older ones left for good");
+    let newest = blob(1_000 + cohort::store::BLOBS_KEPT - 1);
+    assert_eq!(store.blob(&newest.id).await.unwrap(), Some(newest), "kept over a restart");
+    let oldest_kept = blob(1_000);
+    assert!(store.blob(&oldest_kept.id).await.unwrap().is_some(), "the newest 128, all kept");
+    drop(store);
+}
+
+/// A blob of its own bytes, numbered `n`.
+fn blob(n: usize) -> Blob {
+    let bytes = format!("\u{89}PNG {n}").into_bytes();
+    Blob {
+        id: BlobId::of(&bytes),
+        mime: "image/png".into(),
+        bytes,
+    }
+}
+
+/// Images and sounds: read back by their id, the same bytes kept once, the newest
+/// `BLOBS_KEPT` kept (the oldest by when they were last kept).
+async fn blobs(store: &SqlStore) {
+    let first = blob(0);
+    store.put_blob(first.clone()).await.unwrap();
+    assert_eq!(store.blob(&first.id).await.unwrap(), Some(first.clone()));
+    assert!(store.blob(&blob(1).id).await.unwrap().is_none());
+    for n in 1..cohort::store::BLOBS_KEPT {
+        store.put_blob(blob(n)).await.unwrap();
+    }
+    // Kept again: the newest now, so the next one pushes out the second instead.
+    store.put_blob(first.clone()).await.unwrap();
+    store.put_blob(blob(cohort::store::BLOBS_KEPT)).await.unwrap();
+    assert!(store.blob(&blob(1).id).await.unwrap().is_none(), "the oldest left");
+    assert_eq!(store.blob(&first.id).await.unwrap(), Some(first));
+    for n in 0..cohort::store::BLOBS_KEPT {
+        store.put_blob(blob(1_000 + n)).await.unwrap();
+    }
 }
 
 /// Sets the stored schema version, as a newer cohort would have left it.

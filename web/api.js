@@ -46,6 +46,21 @@ async function request(method, path, { token, body } = {}) {
   return data;
 }
 
+/** An image or a sound a tool returned, as a Blob (its MIME type from the server). */
+async function fetchBlob(id, token) {
+  const res = await fetch(`/api/blob/${encodeURIComponent(id)}`, { headers: { Authorization: `Bearer ${token}` } });
+  if (res.status === 401) throw new AuthError('not signed in');
+  if (!res.ok) {
+    const text = await res.text();
+    let why = text;
+    try {
+      why = errorText(JSON.parse(text)) || text;
+    } catch {}
+    throw new Error(why || `${res.status} ${res.statusText}`);
+  }
+  return res.blob();
+}
+
 function errorText(data) {
   if (!data) return '';
   if (typeof data === 'string') return data;
@@ -75,6 +90,7 @@ export function api(s) {
     cancelStep: (step, reason) => request('POST', `/api/step/${encodeURIComponent(step)}/cancel`, { token: s.token, body: { reason } }),
     cancelTask: (task, reason) => request('POST', `/api/task/${encodeURIComponent(task)}/cancel`, { token: s.token, body: { reason } }),
     pauseTask: (task, paused) => request('POST', `/api/task/${encodeURIComponent(task)}/${paused ? 'pause' : 'resume'}`, { token: s.token }),
+    blob: (id) => fetchBlob(id, s.token),
     stepCalls: (step) => request('GET', `/api/step/${encodeURIComponent(step)}/calls`, { token: s.token }),
     retryStage: (stage) => request('POST', `/api/stage/${encodeURIComponent(stage)}/retry`, { token: s.token }),
     cancelStage: (stage, reason) => request('POST', `/api/stage/${encodeURIComponent(stage)}/cancel`, { token: s.token, body: { reason } }),

@@ -248,6 +248,7 @@ async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
         answer_format: None,
         tools: Vec::new(),
         rounds: Vec::new(),
+        images: Vec::new(),
         agent_id: AgentId::from(agent.as_str()),
         skill,
         task_id: TaskId::from(task.as_str()),

@@ -541,6 +541,7 @@ fn think_request(
         answer_format,
         tools: Vec::new(),
         rounds: Vec::new(),
+        images: Vec::new(),
         agent_id: "w".into(),
         skill: "think".into(),
         task_id: step.task_id.clone(),

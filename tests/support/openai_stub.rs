@@ -236,9 +236,14 @@ impl RecordedRequest {
         self.body["model"].as_str()
     }
 
-    /// The `content` of the last message: what the provider asked.
+    /// The `content` of the last message: what the provider asked (its text part, when it
+    /// came with images).
     pub fn prompt(&self) -> Option<&str> {
-        self.body["messages"].as_array()?.last()?["content"].as_str()
+        let content = &self.body["messages"].as_array()?.last()?["content"];
+        content.as_str().or_else(|| {
+            let parts = content.as_array()?;
+            parts.iter().find(|p| p["type"] == "text")?["text"].as_str()
+        })
     }
 }
 

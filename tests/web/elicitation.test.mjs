@@ -3,7 +3,8 @@
 // server-everything): the clerk's call of `trigger-elicitation-request` makes its server ask
 // for a person's details; the question shows under "Waiting for you" with the server's message
 // and its form, defaults filled in; the operator answers it there, the card goes, and the
-// call's result holds the answer.
+// call's result holds the answer. The clerk's next call fetches server-everything's tiny image,
+// which its step shows as a picture (fetched from /api/blob with the session's token).
 //
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-elicitation.png node tests/web/elicitation.test.mjs
@@ -65,6 +66,24 @@ try {
     for (const want of ['Name: Ada Lovelace', 'Agreed to terms: true', 'Favorite Integer: 42']) {
       if (!text.includes(want)) throw new Failure(`the result lacks "${want}": ${text.slice(0, 600)}`);
     }
+  });
+
+  await step("the image the clerk's next call returned shows in its step, as a picture", async () => {
+    await page.getByTestId('tab-agents').click();
+    const card = page.locator('[data-testid="agent-card"][data-agent-id="clerk"]');
+    await card.waitFor();
+    const row = card.locator('[data-testid="step-item"][data-executor="everything"][data-state="finished"]', { hasText: 'Get the logo' });
+    await row.waitFor();
+    await row.locator('summary').first().click();
+    const img = row.getByTestId('step-media-image');
+    await img.waitFor();
+    const size = await page.waitForFunction((el) => (el.complete && el.naturalWidth > 0 ? [el.naturalWidth, el.naturalHeight] : null), await img.elementHandle(), { polling: 100 });
+    const [w, hgt] = await size.jsonValue();
+    if (w !== 20 || hgt !== 20) throw new Failure(`the logo shows at ${w}x${hgt}, not as the 20x20 PNG the server sent`);
+    const note = (await row.getByTestId('step-media').textContent()) || '';
+    if (!note.includes('image/png')) throw new Failure(`the picture's note: "${note}"`);
+    await row.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: shot('-image') });
   });
 
   await step(`screenshot to ${SHOT}`, async () => {

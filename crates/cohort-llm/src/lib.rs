@@ -76,6 +76,10 @@ macro_rules! delegate_to_inner {
             self.inner.native_tools()
         }
 
+        fn takes_images(&self) -> bool {
+            self.inner.takes_images()
+        }
+
         fn constrains_answers(&self) -> bool {
             self.inner.constrains_answers()
         }
@@ -116,6 +120,12 @@ pub trait ChatModel: Send + Sync + 'static {
     /// Whether tool steps run the native tool loop with this model (its config says
     /// `tool_calling: native`): the model calls the server's functions itself.
     fn native_tools(&self) -> bool {
+        false
+    }
+
+    /// Whether this model takes images (its config says `multimodal: true`): a request's
+    /// [`images`](ChatRequest::images) are filled for it only.
+    fn takes_images(&self) -> bool {
         false
     }
 }

@@ -85,6 +85,7 @@ mod tests {
                 answer_format: None,
                 tools: Vec::new(),
                 rounds: Vec::new(),
+                images: Vec::new(),
                 agent_id: format!("a{i}").into(),
                 skill: "think".into(),
                 task_id: "t".into(),

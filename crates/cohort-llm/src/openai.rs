@@ -88,6 +88,9 @@ pub struct OpenAiSettings {
     /// Tool steps run the native tool loop (`tool_calling: native`) instead of the
     /// instruction_generation → tool → tool_decision chain.
     pub native_tools: bool,
+    /// The model takes images (`multimodal: true`): a request's images go with its prompt as
+    /// image parts.
+    pub multimodal: bool,
     /// `Some(idle timeout)`: answers are streamed (`stream: true`); the growing text goes to the
     /// request's [`AnswerProgress`]. `request_timeout` then bounds the wait for the answer's
     /// first piece, and the idle timeout each wait after it: a stream that stops is given up on
@@ -118,6 +121,7 @@ impl fmt::Debug for OpenAiSettings {
             .field("structured_output", &self.structured_output)
             .field("context_window", &self.context_window)
             .field("native_tools", &self.native_tools)
+            .field("multimodal", &self.multimodal)
             .field("stream", &self.stream)
             .field("prompt_cache_key", &self.prompt_cache_key)
             .field("cache_slots", &self.cache_slots)
@@ -255,6 +259,10 @@ impl ChatModel for OpenAiModel {
 
     fn native_tools(&self) -> bool {
         self.inner.settings.native_tools
+    }
+
+    fn takes_images(&self) -> bool {
+        self.inner.settings.multimodal
     }
 
     fn token_counter(&self) -> TokenCounter {

@@ -21,10 +21,11 @@
 //! - [`published`]: how far the team's events are on its NATS event stream.
 
 // The core's modules under their own names, so paths here read as they do in the core.
-use cohort_core::{config, event, ids, state};
+use cohort_core::{call, config, event, ids, state};
 
 pub mod archive;
 pub mod backup;
+mod blobs;
 pub mod compact;
 pub mod inspect;
 pub mod lease;
@@ -380,10 +381,26 @@ pub trait Store: Send + Sync {
         let _ = step;
         Box::pin(async { Ok(None) })
     }
+    /// Keeps an image or a sound a tool returned; only the newest [`BLOBS_KEPT`] are kept.
+    fn put_blob(&self, blob: call::media::Blob) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = blob;
+        Box::pin(async { Ok(()) })
+    }
+    /// A kept image or sound, if the store still has it.
+    fn blob<'a>(
+        &'a self,
+        id: &'a call::media::BlobId,
+    ) -> BoxFuture<'a, Result<Option<call::media::Blob>, StoreError>> {
+        let _ = id;
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// How many failed steps' model calls a store keeps (the newest).
 pub const STEP_CALLS_KEPT: usize = 200;
+/// How many images and sounds a store keeps (the newest; each at most
+/// `call::media::MOST_BLOB_BYTES`).
+pub const BLOBS_KEPT: usize = 128;
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0004_snapshot_parts.sql"),
     include_str!("../migrations/0005_step_calls.sql"),
     include_str!("../migrations/0006_nodes.sql"),
+    include_str!("../migrations/0007_blobs.sql"),
 ];
 
 /// The schema that has the archive and the compaction record (a store written by an older
@@ -37,6 +38,8 @@ pub(super) const SCHEMA_PARTS: i64 = 4;
 pub(super) const SCHEMA_STEP_CALLS: i64 = 5;
 /// The schema that has the nodes and leases of a team across machines.
 pub(super) const SCHEMA_NODES: i64 = 6;
+/// The schema that keeps the images and sounds tools returned.
+pub(super) const SCHEMA_BLOBS: i64 = 7;
 
 /// The most a SQLite store's `-wal` file keeps once checkpointed: a burst of large commits
 /// grows it, and without a limit it would stay that large.

@@ -245,6 +245,18 @@ impl Store for SqlStore {
         let step = step.clone();
         Box::pin(self.call(|db| async move { db.step_calls_get(step).await }))
     }
+
+    fn put_blob(&self, blob: crate::call::media::Blob) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.call(|db| async move { db.blob_put(blob).await }))
+    }
+
+    fn blob<'a>(
+        &'a self,
+        id: &'a crate::call::media::BlobId,
+    ) -> BoxFuture<'a, Result<Option<crate::call::media::Blob>, StoreError>> {
+        let id = id.clone();
+        Box::pin(self.call(|db| async move { db.blob_get(id).await }))
+    }
 }
 
 /// The store's own runtime (one thread). Dropped without waiting, from any context.

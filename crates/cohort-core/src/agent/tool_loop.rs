@@ -4,6 +4,7 @@
 //! answers in text or the loop reaches its cap. Each call is recorded as a finished tool step
 //! of its own. This file holds the loop's pure parts; the agent actor performs the calls.
 
+use crate::call::media::told;
 use crate::call::{ToolCall, ToolRound, ToolSpec};
 use crate::state::{Executor, StepExecutionState, StepOrigin, StepResult, StepState};
 use serde_json::{Map, Value, json};
@@ -131,9 +132,15 @@ pub fn shown(result: &Result<Value, String>) -> String {
     let text = match result {
         Err(e) => format!("error: {e}"),
         Ok(v) => {
-            let texts: Vec<&str> = v["content"]
+            // An image or a sound is told of in words (a model that takes images is sent them
+            // beside the prompt, see `call::media`).
+            let texts: Vec<String> = v["content"]
                 .as_array()
-                .map(|c| c.iter().filter_map(|p| p["text"].as_str()).collect())
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|p| p["text"].as_str().map(str::to_owned).or_else(|| told(p)))
+                        .collect()
+                })
                 .unwrap_or_default();
             let body = if texts.is_empty() {
                 v.to_string()

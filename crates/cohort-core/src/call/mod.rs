@@ -5,6 +5,7 @@
 //! these types.
 
 pub mod mcp;
+pub mod media;
 pub mod repetition;
 pub mod structured;
 
@@ -29,6 +30,9 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     /// The loop's rounds so far: the calls the model asked for and what they returned.
     pub rounds: Vec<ToolRound>,
+    /// Images the prompt's results refer to, sent beside the text to a model that takes images
+    /// (its config says `multimodal: true`); none for any other (the prompt describes them).
+    pub images: Vec<Arc<media::Blob>>,
     /// Who asks and for what, so providers can log and scripts can select a reply.
     pub agent_id: AgentId,
     /// The executor name of the step (a skill name).
@@ -102,6 +106,7 @@ impl ChatRequest {
             answer_format: None,
             tools: Vec::new(),
             rounds: Vec::new(),
+            images: Vec::new(),
             agent_id: agent.into(),
             skill: skill.into(),
             task_id: "T1".into(),

@@ -48,6 +48,9 @@ pub enum LlmConfig {
         context_window: Option<u32>,
         /// `tool_calling: native`: tool steps run the native tool loop.
         native_tools: bool,
+        /// `multimodal: true`: the model takes images, and is sent those the prompt's results
+        /// refer to.
+        multimodal: bool,
         /// `stream: true`: answers are streamed, and a stream idle this long is given up on.
         stream: Option<Duration>,
         /// What its tokens cost, when the config says (`cost_per_1k_prompt`/`_completion`).
@@ -425,6 +428,7 @@ fn openai_config(l: &RawLlm, max_in_flight: usize) -> Result<LlmConfig, (String,
         structured_output,
         context_window: l.context_window,
         native_tools,
+        multimodal: l.multimodal.unwrap_or(false),
         stream,
         price,
         cache,
@@ -531,6 +535,12 @@ fn scripted_config(
         return Err((
             "tool_calling".into(),
             "only the openai provider calls tools natively".into(),
+        ));
+    }
+    if l.multimodal.is_some() {
+        return Err((
+            "multimodal".into(),
+            "only the openai provider is sent images".into(),
         ));
     }
     if l.cache_slots.is_some() || l.prompt_cache_key.is_some() {

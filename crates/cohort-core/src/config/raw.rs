@@ -361,6 +361,10 @@ pub struct RawLlm {
     /// `chain` (default) or `native`: how tool steps call MCP tools.
     #[serde(default)]
     pub tool_calling: Option<String>,
+    /// Whether the model takes images: the images tools returned are sent to it beside the
+    /// prompt (default false: the prompt describes them).
+    #[serde(default)]
+    pub multimodal: Option<bool>,
     /// USD per 1,000 prompt / completion tokens (both or neither), for the run's cost.
     #[serde(default)]
     pub cost_per_1k_prompt: Option<f64>,

@@ -23,6 +23,7 @@
 use super::entry::{json_line, result_line};
 use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
+use crate::call::media::{MediaRef, media_in};
 use crate::prompt::tokens::TokenCounter;
 use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
 use std::collections::BTreeMap;
@@ -132,6 +133,9 @@ pub struct Prompt {
     /// How many of the stage's oldest executed steps the history left out (to fit the budget
     /// or its length cap); a summary of them is shown when the agent has written one.
     pub history_omitted: usize,
+    /// The images and sounds the results shown whole refer to, oldest first (see
+    /// `call::media`): a model that takes images is sent them beside the text.
+    pub media: Vec<MediaRef>,
 }
 
 impl Prompt {
@@ -207,10 +211,12 @@ pub fn build_tool_loop_prompt(set: &PromptSet, ctx: &PromptContext) -> Prompt {
     doc.push(&set.phrases().tool_loop);
     push_dependencies(&mut doc, set, ctx, fit);
     push_current_step(&mut doc, set, None, ctx, !done.is_empty());
+    let (user, media) = doc.finish_with_media();
     Prompt {
         system: fixed_part(set, ctx),
-        user: doc.finish(),
+        user,
         history_omitted,
+        media,
     }
 }
 
@@ -239,18 +245,28 @@ fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Pro
     push_dependencies(&mut doc, set, ctx, fit);
     let ids_above = kind == HistoryKind::Stage && !done.is_empty();
     push_current_step(&mut doc, set, Some(skill), ctx, ids_above);
+    let (user, media) = doc.finish_with_media();
     Prompt {
         system: fixed_part(set, ctx),
-        user: doc.finish(),
+        user,
         history_omitted,
+        media,
     }
 }
 
-/// Markdown blocks separated by blank lines.
+/// Markdown blocks separated by blank lines, and the media the results in them refer to.
 #[derive(Default)]
-struct Doc(String);
+struct Doc(String, Vec<MediaRef>);
 
 impl Doc {
+    /// The text, and the media its results refer to (each once, oldest first).
+    fn finish_with_media(mut self) -> (String, Vec<MediaRef>) {
+        let mut media = std::mem::take(&mut self.1);
+        let mut seen = std::collections::HashSet::new();
+        media.retain(|m| seen.insert(m.blob.clone()));
+        (self.finish(), media)
+    }
+
     fn push(&mut self, text: &str) {
         self.0.push_str(text.trim_end());
         self.0.push_str("\n\n");
@@ -584,7 +600,10 @@ fn push_steps_cut(
                     cap_chars(&text, OLDER_RESULT_CHARS)
                 ));
             }
-            Some(v) => lines.push(format!("- execute_result: {}", result_line(v))),
+            Some(v) => {
+                lines.push(format!("- execute_result: {}", result_line(v)));
+                doc.1.extend(media_in(v.output.values()));
+            }
             None => {}
         }
         doc.push(&lines.join("\n"));

@@ -9,9 +9,11 @@ use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
     ChatCompletionRequestSystemMessage, ChatCompletionRequestToolMessage,
-    ChatCompletionRequestUserMessage, ChatCompletionTool, ChatCompletionTools,
+    ChatCompletionRequestMessageContentPartImage, ChatCompletionRequestMessageContentPartText,
+    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
+    ChatCompletionRequestUserMessageContentPart, ChatCompletionTool, ChatCompletionTools,
     CreateChatCompletionRequest, FunctionCall, FunctionObject, ResponseFormat,
-    ResponseFormatJsonSchema,
+    ImageUrl, ResponseFormatJsonSchema,
 };
 
 /// Added to the temperature per unusable answer before this request, up to [`MAX_RETRY_TEMPERATURE`].
@@ -51,7 +53,7 @@ pub(super) fn completion_request(
     }
     messages.push(ChatCompletionRequestMessage::User(
         ChatCompletionRequestUserMessage {
-            content: request.prompt.clone().into(),
+            content: user_content(settings, request),
             name: None,
         },
     ));
@@ -98,6 +100,39 @@ pub(super) fn completion_request(
         }),
         ..Default::default()
     }
+}
+
+/// The `user` message's content: the prompt, then, for a model that takes images, the images
+/// its results refer to as `image_url` parts (`data:` URLs: the endpoint may not reach this
+/// team's API).
+fn user_content(settings: &OpenAiSettings, request: &ChatRequest) -> ChatCompletionRequestUserMessageContent {
+    let images: Vec<_> = request
+        .images
+        .iter()
+        .filter(|_| settings.multimodal)
+        .filter(|b| b.mime.starts_with("image/"))
+        .collect();
+    if images.is_empty() {
+        return request.prompt.clone().into();
+    }
+    let text = ChatCompletionRequestUserMessageContentPart::Text(
+        ChatCompletionRequestMessageContentPartText {
+            text: request.prompt.clone(),
+            prompt_cache_breakpoint: None,
+        },
+    );
+    let pictures = images.into_iter().map(|b| {
+        ChatCompletionRequestUserMessageContentPart::ImageUrl(
+            ChatCompletionRequestMessageContentPartImage {
+                image_url: ImageUrl {
+                    url: crate::call::media::data_url(&b.mime, &b.bytes),
+                    detail: None,
+                },
+                prompt_cache_breakpoint: None,
+            },
+        )
+    });
+    ChatCompletionRequestUserMessageContent::Array(std::iter::once(text).chain(pictures).collect())
 }
 
 /// One round of a tool loop as messages: the assistant's calls, then one tool message each.

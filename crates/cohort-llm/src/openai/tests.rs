@@ -40,6 +40,7 @@ fn the_client_is_configured_from_the_settings_only() {
         structured_output: StructuredOutput::Auto,
         context_window: None,
         native_tools: false,
+        multimodal: false,
         stream: None,
         prompt_cache_key: true,
         cache_slots: None,

@@ -374,6 +374,7 @@ impl<'a> ModelBuilder<'a> {
                 structured_output,
                 context_window,
                 native_tools,
+                multimodal,
                 stream,
                 cache,
                 ..
@@ -403,6 +404,7 @@ impl<'a> ModelBuilder<'a> {
                     structured_output: *structured_output,
                     context_window: *context_window,
                     native_tools: *native_tools,
+                    multimodal: *multimodal,
                     stream: *stream,
                     prompt_cache_key: cache.key,
                     cache_slots: cache.slots,

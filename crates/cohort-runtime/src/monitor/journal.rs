@@ -213,6 +213,8 @@ fn write_loop(
         let Some(inner) = inner.upgrade() else {
             break;
         };
+        // The blobs the batch's results refer to go first.
+        keep_blobs(&rt, store.as_ref(), &inner);
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
             let writers = writers(&entries);
@@ -454,6 +456,18 @@ fn keep_failed_calls(
         crate::state::cap_value(&mut kept, *chars);
         if let Err(err) = rt.block_on(store.put_step_calls(step_id, kept.to_string())) {
             tracing::warn!(step = %step_id, "the failed step's model calls were not stored: {err}");
+        }
+    }
+}
+
+/// Stores the images and sounds kept since the last batch (see [`super::Monitor::keep_blob`]).
+/// One not stored is logged and given up on: the result that refers to it is stored anyway,
+/// and a reader is told the blob is no longer kept.
+fn keep_blobs(rt: &tokio::runtime::Runtime, store: &dyn Store, inner: &Inner) {
+    for blob in inner.media.take_pending() {
+        let id = blob.id.clone();
+        if let Err(err) = rt.block_on(store.put_blob((*blob).clone())) {
+            tracing::warn!(blob = %id, "an image or sound a tool returned was not stored: {err}");
         }
     }
 }

@@ -12,6 +12,7 @@
 mod compactor;
 pub mod feed;
 pub mod journal;
+pub mod media;
 
 pub use crate::event::StateKind;
 use crate::event::tally::Histogram;
@@ -125,6 +126,8 @@ struct Inner {
     assigned: Mutex<u64>,
     /// How long the journal's commits took ([`Monitor::commit_timings`]).
     commits: Mutex<Histogram>,
+    /// The team's images and sounds (see [`media`]).
+    media: media::Media,
 }
 
 /// The upper bounds of the store-commit duration buckets, in seconds.
@@ -176,6 +179,7 @@ impl Monitor {
                 failed_calls: OnceLock::new(),
                 assigned: Mutex::new(version),
                 commits: Mutex::default(),
+                media: media::Media::default(),
             }),
         }
     }
@@ -204,6 +208,18 @@ impl Monitor {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Keeps an image or a sound a tool returned: held in memory (the newest), and with a store
+    /// written by the journal before the change that refers to it. Keep it before publishing
+    /// that change.
+    pub fn keep_blob(&self, blob: crate::call::media::Blob) {
+        self.inner.media.keep(blob, self.inner.journal.get().is_some());
+    }
+
+    /// An image or a sound still held in memory (the store may have it when this does not).
+    pub fn blob(&self, id: &crate::call::media::BlobId) -> Option<Arc<crate::call::media::Blob>> {
+        self.inner.media.get(id)
     }
 
     /// Holds the steps that left their agents (kept for readers) to `bytes`.

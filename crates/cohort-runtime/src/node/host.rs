@@ -19,6 +19,7 @@ use crate::actors::{
 use crate::event::Change;
 use crate::ids::{AgentId, StepId, TaskId};
 use crate::llm::ChatModel;
+use crate::call::media::{Blob, BlobId};
 use crate::llm::recorded::{Call, CallOutcome};
 use crate::state::AgentState;
 use crate::sync::SyncError;
@@ -44,6 +45,26 @@ pub struct CoreLink {
     subject: String,
     /// When the last glimpse of an answer being written went out (see [`WRITING_EVERY`]).
     wrote: Mutex<Option<std::time::Instant>>,
+    /// This node's images and sounds (see [`NodeMedia`]).
+    media: Arc<NodeMedia>,
+}
+
+/// The images and sounds the tools of this node's agents returned: held here (for their
+/// models) and written straight to the team's store, which every node shares (a blob is too
+/// large to pass through NATS, and the node running the team reads it from the store).
+#[derive(Default)]
+pub struct NodeMedia {
+    held: crate::monitor::media::Media,
+    store: Option<Arc<dyn crate::store::Store>>,
+}
+
+impl NodeMedia {
+    pub fn new(store: Option<Arc<dyn crate::store::Store>>) -> NodeMedia {
+        NodeMedia {
+            held: Default::default(),
+            store,
+        }
+    }
 }
 
 /// The least time between two glimpses of an answer being written that an agent on another
@@ -110,6 +131,22 @@ impl Outlet for CoreLink {
     /// and SyncState checks the receivers.
     fn receivers(&self, _at_most: usize) -> Vec<String> {
         Vec::new()
+    }
+
+    fn keep_blob(&self, blob: Blob) {
+        self.media.held.keep(blob.clone(), false);
+        if let Some(store) = self.media.store.clone() {
+            tokio::spawn(async move {
+                let id = blob.id.clone();
+                if let Err(e) = store.put_blob(blob).await {
+                    tracing::warn!(blob = %id, "an image or sound a tool returned was not stored: {e}");
+                }
+            });
+        }
+    }
+
+    fn blob(&self, id: &BlobId) -> Option<Arc<Blob>> {
+        self.media.held.get(id)
     }
 }
 
@@ -188,6 +225,8 @@ pub struct HostParts {
     pub workers: Arc<Workers>,
     /// The models' call log, which forwards each call to the team's node.
     pub calls: Arc<crate::llm::recorded::CallLog>,
+    /// The images and sounds its agents' tools return.
+    pub media: Arc<NodeMedia>,
 }
 
 impl HostParts {
@@ -197,6 +236,7 @@ impl HostParts {
     pub fn build(
         cfg: &crate::config::TeamConfig,
         host: &crate::actors::Host,
+        store: Option<Arc<dyn crate::store::Store>>,
     ) -> Result<HostParts, crate::actors::SystemError> {
         let cfg = &cfg.with_env(host.vars);
         let prompts = Arc::new(match &cfg.prompts_dir {
@@ -219,6 +259,7 @@ impl HostParts {
                 .collect(),
             workers: Arc::new(Workers::start()),
             calls: builder.calls.clone(),
+            media: Arc::new(NodeMedia::new(store)),
         })
     }
 }
@@ -417,6 +458,7 @@ impl AgentHost {
             link: self.inner.link.clone(),
             subject: self.inner.core_subject.clone(),
             wrote: Mutex::default(),
+            media: parts.media.clone(),
         });
         let arbiter = parts.workers.pick();
         let proxy = CoreProxy::start_in_arbiter(&arbiter, {

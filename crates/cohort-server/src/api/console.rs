@@ -53,6 +53,7 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
     ("graph.js", JS, include_bytes!("../../../../web/graph.js")),
     ("plan.js", JS, include_bytes!("../../../../web/plan.js")),
     ("nodes.js", JS, include_bytes!("../../../../web/nodes.js")),
+    ("media.js", JS, include_bytes!("../../../../web/media.js")),
     (
         "timeline.js",
         JS,

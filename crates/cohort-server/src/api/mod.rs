@@ -361,6 +361,12 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
     },
     ApiRoute {
         method: "GET",
+        path: "/api/blob/{id}",
+        example: "/api/blob/no-such-blob",
+        handler: || get(states::blob),
+    },
+    ApiRoute {
+        method: "GET",
         path: "/metrics",
         example: "/metrics",
         handler: || get(metrics::metrics),

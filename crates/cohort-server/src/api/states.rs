@@ -338,3 +338,36 @@ mod tests {
         assert_eq!(parse_kind(""), None);
     }
 }
+
+/// `GET /api/blob/{id}` → an image or a sound a tool returned (see `call::media`), with its
+/// MIME type: held in memory lately, else read from the store. Any person logged in may read
+/// one: its id is the hash of its bytes, known only from a result they were shown.
+pub async fn blob(
+    State(state): State<ApiState>,
+    _caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<axum::response::Response, AppError> {
+    use axum::response::IntoResponse;
+    let gone = || AppError::NotFound(format!("no image or sound `{id}` is kept (any more)"));
+    let blob_id = crate::call::media::BlobId::parse(&id).ok_or_else(gone)?;
+    let held = state.inner.monitor.blob(&blob_id).map(|b| (*b).clone());
+    let blob = match (held, &state.inner.store) {
+        (Some(b), _) => b,
+        (None, Some(store)) => store
+            .blob(&blob_id)
+            .await
+            .map_err(|e| AppError::Unavailable(format!("the store could not be read: {e}")))?
+            .ok_or_else(gone)?,
+        (None, None) => return Err(gone()),
+    };
+    let headers = [
+        (axum::http::header::CONTENT_TYPE, blob.mime),
+        // The same id is the same bytes for ever.
+        (
+            axum::http::header::CACHE_CONTROL,
+            "private, max-age=31536000, immutable".to_owned(),
+        ),
+        (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+    ];
+    Ok((headers, blob.bytes).into_response())
+}

@@ -96,7 +96,10 @@ pub async fn serve_node(
     // A node whose team file differs from the running nodes' is refused before it serves.
     store.join(&seat, node.term.ttl * 2).await?;
     let spread = match &node.bus {
-        Some(bus) => Some(Spread::start(bus.clone(), cfg, host, &seat.node).await?),
+        Some(bus) => {
+            let shared: Arc<dyn crate::store::Store> = store.clone();
+            Some(Spread::start(bus.clone(), cfg, host, shared, &seat.node).await?)
+        }
         None => None,
     };
     on_ready(bound);
@@ -270,10 +273,11 @@ impl Spread {
         bus: Arc<Bus>,
         cfg: &TeamConfig,
         host: &Host<'_>,
+        store: Arc<dyn crate::store::Store>,
         node: &str,
     ) -> Result<Spread, NodeError> {
         let link = Link::start(&bus).await?;
-        let parts = HostParts::build(cfg, host)?;
+        let parts = HostParts::build(cfg, host, Some(store))?;
         let (agents, serving) = AgentHost::start(&bus, link.clone(), node, parts).await?;
         Ok(Spread {
             bus,

@@ -69,6 +69,7 @@ impl AgentActor {
             });
         let request = ChatRequest {
             answer_format,
+            images: self.images_for(&prompt.media),
             ..self.request_for(&step, skill.name(), prompt.system, prompt.user)
         };
         let id = step.step_id.clone();

@@ -13,7 +13,12 @@ use crate::ids::StepId;
 use crate::llm::{AnswerProgress, ChatRequest};
 use crate::message::ExecuteOutput;
 use crate::state::{StepExecutionState, StepState, TokenUsage};
+use crate::call::media::{Blob, MediaRef};
 use actix::prelude::*;
+use std::sync::Arc;
+
+/// The most images one model call is sent: each costs the model hundreds of tokens or more.
+pub const MOST_IMAGES: usize = 8;
 
 impl AgentActor {
     /// A model call of this agent for `step`: the step's own answer, or a call on its behalf
@@ -31,6 +36,7 @@ impl AgentActor {
             answer_format: None,
             tools: Vec::new(),
             rounds: Vec::new(),
+            images: Vec::new(),
             agent_id: self.state.agent_id.clone(),
             skill: name.to_owned(),
             task_id: step.task_id.clone(),
@@ -43,6 +49,24 @@ impl AgentActor {
             retry: 0,
             mending: crate::llm::Mending::of(&self.state.repairs),
         }
+    }
+
+    /// The images among `media` (a prompt's, oldest first) sent to a model that takes images:
+    /// the newest [`MOST_IMAGES`] still held in memory (after a restart the prompt describes
+    /// them only); none for a model that does not take them.
+    pub(super) fn images_for(&self, media: &[MediaRef]) -> Vec<Arc<Blob>> {
+        if !self.llm.as_ref().is_some_and(|m| m.takes_images()) {
+            return Vec::new();
+        }
+        let mut images: Vec<_> = media
+            .iter()
+            .rev()
+            .filter(|m| m.is_image())
+            .filter_map(|m| self.outlet.blob(&m.blob))
+            .take(MOST_IMAGES)
+            .collect();
+        images.reverse();
+        images
     }
 
     /// Where a call of step `id` says that it waits for its model's endpoint: the step shows it.

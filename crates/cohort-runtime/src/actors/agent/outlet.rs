@@ -3,6 +3,8 @@
 //! placed on another node (the node module's `host`). Either way they are stored in the order the
 //! agent made them, after what it handed over before.
 
+use crate::call::media::{Blob, BlobId};
+use std::sync::Arc;
 use crate::event::Change;
 use crate::ids::{AgentId, StepId};
 use crate::monitor::Monitor;
@@ -22,11 +24,26 @@ pub trait Outlet: Send + Sync {
 
     /// The team's agents, when there are no more than `at_most` (else none).
     fn receivers(&self, at_most: usize) -> Vec<String>;
+
+    /// Keeps an image or a sound a tool returned, before the result that refers to it is
+    /// published.
+    fn keep_blob(&self, blob: Blob);
+
+    /// An image or a sound kept lately (held in memory), for a model that takes images.
+    fn blob(&self, id: &BlobId) -> Option<Arc<Blob>>;
 }
 
 impl Outlet for Monitor {
     fn publish(&self, changes: Vec<Change>) {
         Monitor::publish(self, changes);
+    }
+
+    fn keep_blob(&self, blob: Blob) {
+        Monitor::keep_blob(self, blob);
+    }
+
+    fn blob(&self, id: &BlobId) -> Option<Arc<Blob>> {
+        Monitor::blob(self, id)
     }
 
     fn stored(&self) -> BoxFuture<'static, bool> {

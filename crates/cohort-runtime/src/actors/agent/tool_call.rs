@@ -109,10 +109,21 @@ impl AgentActor {
     pub(super) fn on_tool_result(
         &mut self,
         id: StepId,
-        result: Result<serde_json::Value, String>,
+        mut result: Result<serde_json::Value, String>,
         ctx: &mut Context<Self>,
     ) {
+        self.keep_media(&mut result);
         let completion = complete_tool_step(&mut self.state, &id, result);
         self.apply_completion(id, completion, ctx);
+    }
+
+    /// Takes the images and sounds out of a tool's result, each kept (before the result that
+    /// refers to it is published) and left there as a reference (see `call::media`).
+    pub(super) fn keep_media(&self, result: &mut Result<serde_json::Value, String>) {
+        if let Ok(v) = result {
+            for blob in crate::call::media::take_media(v) {
+                self.outlet.keep_blob(blob);
+            }
+        }
     }
 }

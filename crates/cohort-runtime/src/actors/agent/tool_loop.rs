@@ -55,7 +55,10 @@ impl AgentActor {
                 constrained: self.llm.as_ref().is_some_and(|m| m.constrains_answers()),
             },
         );
-        let request = self.request_for(&step, "tool_loop", prompt.system, prompt.user);
+        let request = ChatRequest {
+            images: self.images_for(&prompt.media),
+            ..self.request_for(&step, "tool_loop", prompt.system, prompt.user)
+        };
         let stored = self.outlet.stored();
         let servers = self.loop_servers(&server);
         let describe = async move {
@@ -190,11 +193,15 @@ impl AgentActor {
         let calls = reply.tool_calls.clone();
         let run_calls = self.loop_calls(mcp, running.tools.clone(), calls);
         let (id_out, id_back) = (running.step.step_id.clone(), running.step.step_id.clone());
-        let handle = ctx.spawn(run_calls.into_actor(self).map(move |results, act, ctx| {
+        let handle = ctx.spawn(run_calls.into_actor(self).map(move |mut results, act, ctx| {
             act.phase.call_returned(&id_back);
             if act.loop_cancelled(&running.step) {
                 return;
             }
+            for result in results.iter_mut() {
+                act.keep_media(result);
+            }
+            act.add_images(&mut running.request, &results);
             let calls = reply.tool_calls;
             for (call, result) in calls.iter().zip(&results) {
                 let route = running.tools.route(&call.name).ok();
@@ -248,6 +255,15 @@ impl AgentActor {
                 .collect()
                 .await
         }
+    }
+
+    /// The images a round's results brought, added to those the loop's model is sent (the
+    /// newest [`MOST_IMAGES`](super::model::MOST_IMAGES) of all).
+    fn add_images(&self, request: &mut ChatRequest, results: &[Result<Value, String>]) {
+        let brought = crate::call::media::media_in(results.iter().filter_map(|r| r.as_ref().ok()));
+        request.images.extend(self.images_for(&brought));
+        let over = request.images.len().saturating_sub(super::model::MOST_IMAGES);
+        request.images.drain(..over);
     }
 
     fn end_loop(
