@@ -203,6 +203,17 @@ enum McpCommand {
         /// The scenario (the suite sets MCP_CONFORMANCE_SCENARIO).
         #[arg(long, env = "MCP_CONFORMANCE_SCENARIO")]
         scenario: String,
+        /// What the scenario gives the client (the suite sets MCP_CONFORMANCE_CONTEXT).
+        #[arg(long, env = "MCP_CONFORMANCE_CONTEXT")]
+        context: Option<String>,
+    },
+    /// Authorize a `url` server whose file has `oauth:` (MCP's OAuth): prints the address to
+    /// consent at in a browser, takes the browser back on this machine's loopback, and keeps
+    /// the tokens (in COHORT_OAUTH_DIR, else ~/.config/cohort/oauth, readable by you only),
+    /// where a team you start finds and refreshes them.
+    Login {
+        /// The server's YAML file.
+        server: PathBuf,
     },
 }
 
@@ -499,8 +510,41 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
             );
             cohort::bundled::serve_http(&name, &args, listener, cohort::run::stop_signal()).await?;
         }
-        McpCommand::ConformanceClient { url, scenario } => {
-            cohort::mcp::conformance::run(&url, &scenario, opts).await?;
+        McpCommand::ConformanceClient {
+            url,
+            scenario,
+            context,
+        } => {
+            cohort::mcp::conformance::run(&url, &scenario, context.as_deref(), opts).await?;
+        }
+        McpCommand::Login { server } => {
+            let show = std::sync::Arc::new(|server: &str, url: &str| {
+                eprintln!(
+                    "MCP server `{server}` asks for an authorization. Open this address in a \
+                     browser on this machine and consent:\n\n  {url}\n"
+                );
+            });
+            let consent = cohort::mcp::oauth::Loopback::bind(show).await?;
+            let opts = cohort::mcp::McpOptions {
+                consent: Some(cohort::mcp::client::SharedConsent(std::sync::Arc::new(
+                    consent,
+                ))),
+                ..opts
+            };
+            let place = opts.oauth_tokens.clone();
+            let described = cohort::mcp::cli::describe(&server, opts, &vars).await?;
+            let tools = described["tools"].as_array().map_or(0, Vec::len);
+            match place {
+                cohort::mcp::oauth::TokenPlace::Dir(dir) => eprintln!(
+                    "Authorized: the server lists {tools} tools. Its tokens are kept in {} (only \
+                     you can read them); a team started by you uses and refreshes them.",
+                    dir.display()
+                ),
+                cohort::mcp::oauth::TokenPlace::Memory => eprintln!(
+                    "Authorized ({tools} tools), but neither COHORT_OAUTH_DIR nor HOME is set: \
+                     the tokens were not kept."
+                ),
+            }
         }
     }
     Ok(())

@@ -572,6 +572,7 @@ async fn streamable_http_servers_are_reached_by_url() {
     config.transport = McpTransport::Http {
         url: format!("http://127.0.0.1:{port}/mcp"),
         flavor: cohort::mcp::HttpFlavor::StreamableHttp,
+        oauth: None,
     };
     let c = client(vec![config]);
     assert!(names(&c.describe("web").await.unwrap()["tools"]).contains(&"echo"));

@@ -1,7 +1,8 @@
 //! MCP's own conformance suite (npm `@modelcontextprotocol/conformance`, client mode, pinned by
 //! `.ci/run` with the Node 22 it needs) against `cohort mcp conformance-client`, the team's own
-//! MCP client: each scenario of the suite's `core` client suite that is not `auth/*` must pass
-//! (initialize, tools_call, elicitation defaults, SSE retry). The suite starts its own server per
+//! MCP client: each scenario of the suite's `core` client suite must pass (initialize,
+//! tools_call, elicitation defaults, SSE retry, and the fourteen `auth/*` ones: OAuth
+//! discovery, client registration, scopes, token endpoint authentication). The suite starts its own server per
 //! scenario, runs the client against it and checks what it saw on the wire.
 
 #[path = "support/mcp.rs"]
@@ -66,17 +67,90 @@ fn sse_retry_is_respected_and_the_stream_resumed() {
     passes("sse-retry");
 }
 
+// OAuth (MCP's authorization spec): where the metadata is found, how the client is known,
+// which scopes it asks for, how it authenticates at the token endpoint.
+
+#[test]
+fn auth_metadata_at_the_default_places() {
+    passes("auth/metadata-default");
+}
+
+#[test]
+fn auth_metadata_from_openid_configuration() {
+    passes("auth/metadata-var1");
+}
+
+#[test]
+fn auth_metadata_at_a_root_resource_and_a_tenant_path() {
+    passes("auth/metadata-var2");
+}
+
+#[test]
+fn auth_metadata_where_the_challenge_says() {
+    passes("auth/metadata-var3");
+}
+
+#[test]
+fn auth_a_url_client_id_where_the_server_takes_one() {
+    passes("auth/basic-cimd");
+}
+
+#[test]
+fn auth_scope_from_the_challenge() {
+    passes("auth/scope-from-www-authenticate");
+}
+
+#[test]
+fn auth_scope_from_the_resource_metadata() {
+    passes("auth/scope-from-scopes-supported");
+}
+
+#[test]
+fn auth_no_scope_where_none_is_named() {
+    passes("auth/scope-omitted-when-undefined");
+}
+
+#[test]
+fn auth_a_wider_scope_when_a_call_needs_one() {
+    passes("auth/scope-step-up");
+}
+
+#[test]
+fn auth_a_server_that_never_grants_is_not_asked_forever() {
+    passes("auth/scope-retry-limit");
+}
+
+#[test]
+fn auth_client_secret_basic() {
+    passes("auth/token-endpoint-auth-basic");
+}
+
+#[test]
+fn auth_client_secret_post() {
+    passes("auth/token-endpoint-auth-post");
+}
+
+#[test]
+fn auth_a_public_client() {
+    passes("auth/token-endpoint-auth-none");
+}
+
+#[test]
+fn auth_a_pre_registered_client() {
+    passes("auth/pre-registration");
+}
+
 #[test]
 fn a_scenario_the_client_does_not_know_is_bad_input_naming_those_it_does() {
     let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
         .args(["mcp", "conformance-client", "http://127.0.0.1:9/mcp"])
-        .env("MCP_CONFORMANCE_SCENARIO", "auth/metadata-default")
+        .env("MCP_CONFORMANCE_SCENARIO", "auth/resource-mismatch")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains("no scenario named `auth/metadata-default`"),
+        said.contains("no scenario named `auth/resource-mismatch`"),
         "{said}"
     );
     assert!(said.contains("tools_call"), "{said}");

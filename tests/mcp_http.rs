@@ -49,6 +49,7 @@ async fn the_client_uses_the_bundled_workspace_over_http_and_survives_its_restar
         transport: McpTransport::Http {
             url: format!("http://{addr}/mcp"),
             flavor: cohort::mcp::HttpFlavor::Auto,
+            oauth: None,
         },
         call_timeout: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(10),

@@ -77,6 +77,7 @@ fn config(url: &str, flavor: HttpFlavor, timeout: Duration) -> McpServerConfig {
         transport: McpTransport::Http {
             url: url.into(),
             flavor,
+            oauth: None,
         },
         call_timeout: timeout,
         connect_timeout: Duration::from_secs(10),

@@ -98,12 +98,19 @@ async fn after_the_call(stub: &OpenAiStub) -> Value {
     loop {
         let found = stub.requests().into_iter().find(|r| {
             r.body.get("tools").is_some()
-                && r.body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool")
+                && r.body["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["role"] == "tool")
         });
         if let Some(r) = found {
             return r.body;
         }
-        assert!(Instant::now() < deadline, "the loop never asked again after the call");
+        assert!(
+            Instant::now() < deadline,
+            "the loop never asked again after the call"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -119,17 +126,25 @@ async fn call_result(team: &Team) -> Value {
         if let Some(s) = call {
             return s["execute_result"].clone();
         }
-        assert!(Instant::now() < deadline, "no step holds the image's reference");
+        assert!(
+            Instant::now() < deadline,
+            "no step holds the image's reference"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
 /// The image server-everything returns, as its bytes.
 fn tiny_image() -> Vec<u8> {
-    let js = mcp::everything_js().parent().unwrap().join("tools/get-tiny-image.js");
+    let js = mcp::everything_js()
+        .parent()
+        .unwrap()
+        .join("tools/get-tiny-image.js");
     let text = std::fs::read_to_string(js).unwrap();
     let data = text.split('"').nth(1).unwrap();
-    base64::engine::general_purpose::STANDARD.decode(data).unwrap()
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap()
 }
 
 async fn get(api: &ApiState, uri: &str, token: Option<&str>) -> (StatusCode, String, Vec<u8>) {
@@ -147,7 +162,9 @@ async fn get(api: &ApiState, uri: &str, token: Option<&str>) -> (StatusCode, Str
         .get("content-type")
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
     (status, mime, bytes.to_vec())
 }
 
@@ -160,7 +177,9 @@ async fn token(api: &ApiState) -> String {
         .body(Body::from(login.to_string()))
         .unwrap();
     let res = router(api.clone()).oneshot(req).await.unwrap();
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+        .await
+        .unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     body["token"].as_str().unwrap().to_owned()
 }
@@ -173,8 +192,14 @@ async fn a_tools_image_reaches_a_multimodal_model_as_a_picture_and_a_person_thro
 
     let result = call_result(&team).await;
     let text = result.to_string();
-    assert!(text.contains(id.as_str()), "the result refers to the blob: {text}");
-    assert!(!text.contains("iVBORw0KGgo"), "no base64 left in the step: {text}");
+    assert!(
+        text.contains(id.as_str()),
+        "the result refers to the blob: {text}"
+    );
+    assert!(
+        !text.contains("iVBORw0KGgo"),
+        "no base64 left in the step: {text}"
+    );
     assert!(text.contains("image/png"), "{text}");
 
     let asked = after_the_call(&stub).await;
@@ -184,7 +209,9 @@ async fn a_tools_image_reaches_a_multimodal_model_as_a_picture_and_a_person_thro
         .iter()
         .find(|m| m["role"] == "user")
         .unwrap();
-    let parts = user["content"].as_array().expect("the prompt came with parts");
+    let parts = user["content"]
+        .as_array()
+        .expect("the prompt came with parts");
     assert_eq!(parts[0]["type"], "text");
     let url = format!(
         "data:image/png;base64,{}",
@@ -218,7 +245,11 @@ async fn a_tools_image_reaches_a_multimodal_model_as_a_picture_and_a_person_thro
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(String::from_utf8_lossy(&body).contains("no image or sound"));
     let (status, _, _) = get(&api, "/api/blob/..%2Fetc", Some(&token)).await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "not an id: nothing is looked up");
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "not an id: nothing is looked up"
+    );
     team.shutdown().await;
 }
 
@@ -227,8 +258,14 @@ async fn a_model_that_takes_no_images_is_told_of_them_in_words() {
     let (team, stub, _dir) = started("text", false).await;
     let asked = after_the_call(&stub).await;
     for r in stub.requests() {
-        assert!(!r.raw_body.contains("iVBORw0KGgo"), "no image bytes to this model");
-        assert!(!r.raw_body.contains("image_url"), "no picture to this model");
+        assert!(
+            !r.raw_body.contains("iVBORw0KGgo"),
+            "no image bytes to this model"
+        );
+        assert!(
+            !r.raw_body.contains("image_url"),
+            "no picture to this model"
+        );
     }
     let tool = asked["messages"]
         .as_array()
@@ -237,6 +274,9 @@ async fn a_model_that_takes_no_images_is_told_of_them_in_words() {
         .find(|m| m["role"] == "tool")
         .unwrap();
     let told = tool["content"].as_str().unwrap();
-    assert!(told.contains("[image: image/png, "), "the model is told what came back: {told}");
+    assert!(
+        told.contains("[image: image/png, "),
+        "the model is told what came back: {told}"
+    );
     team.shutdown().await;
 }

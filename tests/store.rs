@@ -175,11 +175,21 @@ where
     drop(store);
     let store = reopen().await.unwrap();
     let gone = blob(cohort::store::BLOBS_KEPT);
-    assert!(store.blob(&gone.id).await.unwrap().is_none(), "the older ones left for good");
+    assert!(
+        store.blob(&gone.id).await.unwrap().is_none(),
+        "the older ones left for good"
+    );
     let newest = blob(1_000 + cohort::store::BLOBS_KEPT - 1);
-    assert_eq!(store.blob(&newest.id).await.unwrap(), Some(newest), "kept over a restart");
+    assert_eq!(
+        store.blob(&newest.id).await.unwrap(),
+        Some(newest),
+        "kept over a restart"
+    );
     let oldest_kept = blob(1_000);
-    assert!(store.blob(&oldest_kept.id).await.unwrap().is_some(), "the newest 128, all kept");
+    assert!(
+        store.blob(&oldest_kept.id).await.unwrap().is_some(),
+        "the newest 128, all kept"
+    );
     drop(store);
 }
 
@@ -205,8 +215,14 @@ async fn blobs(store: &SqlStore) {
     }
     // Kept again: the newest now, so the next one pushes out the second instead.
     store.put_blob(first.clone()).await.unwrap();
-    store.put_blob(blob(cohort::store::BLOBS_KEPT)).await.unwrap();
-    assert!(store.blob(&blob(1).id).await.unwrap().is_none(), "the oldest left");
+    store
+        .put_blob(blob(cohort::store::BLOBS_KEPT))
+        .await
+        .unwrap();
+    assert!(
+        store.blob(&blob(1).id).await.unwrap().is_none(),
+        "the oldest left"
+    );
     assert_eq!(store.blob(&first.id).await.unwrap(), Some(first));
     for n in 0..cohort::store::BLOBS_KEPT {
         store.put_blob(blob(1_000 + n)).await.unwrap();

@@ -11,6 +11,7 @@ use crate::cache::ResultCache;
 use crate::call::McpCall;
 use crate::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
 use crate::elicit::{Askers, Elicitation, Elicitor, Handler};
+use crate::oauth::{Consent, MOST_AUTHORIZATIONS, OAuth, TokenPlace};
 use crate::sse::SseTransport;
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -37,6 +38,21 @@ pub struct McpOptions {
     pub inherited_env: Vec<(String, String)>,
     /// The variables servers' `pass_env` name, as our environment has them.
     pub passed_env: BTreeMap<String, String>,
+    /// Where the OAuth tokens of `url` servers are kept.
+    pub oauth_tokens: TokenPlace,
+    /// Who consents when a server needs an OAuth authorization (None: nobody; the call fails
+    /// saying how to log in).
+    pub consent: Option<SharedConsent>,
+}
+
+/// A [`Consent`] the options can carry.
+#[derive(Clone)]
+pub struct SharedConsent(pub Arc<dyn Consent>);
+
+impl std::fmt::Debug for SharedConsent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedConsent")
+    }
 }
 
 impl McpOptions {
@@ -51,6 +67,8 @@ impl McpOptions {
             cohort_exe: cohort_exe.into(),
             inherited_env,
             passed_env: BTreeMap::new(),
+            oauth_tokens: TokenPlace::from_env(vars),
+            consent: None,
         }
     }
 
@@ -62,13 +80,19 @@ impl McpOptions {
         vars: &dyn Fn(&str) -> Option<String>,
     ) -> Self {
         for s in servers {
-            if let McpTransport::Stdio { pass_env, .. } | McpTransport::Builtin { pass_env, .. } =
-                &s.transport
-            {
-                for name in pass_env {
-                    if let Some(v) = vars(name) {
-                        self.passed_env.insert(name.clone(), v);
-                    }
+            let names: Vec<&String> = match &s.transport {
+                McpTransport::Stdio { pass_env, .. } | McpTransport::Builtin { pass_env, .. } => {
+                    pass_env.iter().collect()
+                }
+                // An OAuth client's secret is read by the client itself, never passed on.
+                McpTransport::Http { oauth, .. } => oauth
+                    .iter()
+                    .filter_map(|o| o.client_secret_env.as_ref())
+                    .collect(),
+            };
+            for name in names {
+                if let Some(v) = vars(name) {
+                    self.passed_env.insert(name.clone(), v);
                 }
             }
         }
@@ -107,6 +131,17 @@ pub enum McpError {
     #[error("MCP server `{server}` refused the request: {reason}")]
     Request { server: String, reason: String },
     #[error(
+        "MCP server `{server}` refused the request without an authorization it accepts: {reason}"
+    )]
+    Unauthorized {
+        server: String,
+        /// Its `WWW-Authenticate` challenge (a 401 or a 403), which says what it wants.
+        challenge: String,
+        reason: String,
+    },
+    #[error("MCP server `{server}`: {reason}")]
+    Authorization { server: String, reason: String },
+    #[error(
         "tool `{tool}` of MCP server `{server}` answered outside its own output schema: {reason}"
     )]
     BadResult {
@@ -125,6 +160,8 @@ pub struct McpClient {
     closed: AtomicBool,
     /// Who answers a server's questions during a call.
     elicitation: Elicitation,
+    /// The OAuth tokens of its `url` servers, and who consents.
+    oauth: OAuth,
 }
 
 struct Slot {
@@ -181,9 +218,11 @@ impl McpClient {
         opts: McpOptions,
         elicitation: Elicitation,
     ) -> Arc<McpClient> {
+        let consent = opts.consent.clone().map(|c| c.0);
         Arc::new(McpClient {
             slots: servers.iter().map(Slot::new).collect(),
             servers,
+            oauth: OAuth::new(opts.oauth_tokens.clone(), consent),
             opts,
             closed: AtomicBool::new(false),
             elicitation,
@@ -297,10 +336,10 @@ impl McpClient {
             McpCall::Resource { uri } => {
                 let params = ReadResourceRequestParams::new(uri.clone());
                 let result = self
-                    .request(
-                        server,
-                        |peer| async move { peer.read_resource(params).await },
-                    )
+                    .request(server, |peer| {
+                        let params = params.clone();
+                        async move { peer.read_resource(params).await }
+                    })
                     .await?;
                 Ok(to_json(&result))
             }
@@ -317,7 +356,10 @@ impl McpClient {
                     .collect();
                 let params = GetPromptRequestParams::new(name.clone()).with_arguments(arguments);
                 let result = self
-                    .request(server, |peer| async move { peer.get_prompt(params).await })
+                    .request(server, |peer| {
+                        let params = params.clone();
+                        async move { peer.get_prompt(params).await }
+                    })
                     .await?;
                 Ok(to_json(&result))
             }
@@ -357,7 +399,10 @@ impl McpClient {
         }
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
         let result = self
-            .request(server, |peer| async move { peer.call_tool(params).await })
+            .request(server, |peer| {
+                let params = params.clone();
+                async move { peer.call_tool(params).await }
+            })
             .await?;
         let json = to_json(&result);
         if result.is_error == Some(true) {
@@ -428,11 +473,69 @@ impl McpClient {
         Ok((&self.servers[i], &self.slots[i]))
     }
 
-    /// Runs one request on the server's session (connecting first if needed), bounded by the
-    /// server's `call_timeout` and cut short if the server process dies meanwhile.
+    /// Runs one request (see [`request_once`](Self::request_once)); a server that refuses it
+    /// for want of an authorization is authorized as its challenge says (at most
+    /// [`MOST_AUTHORIZATIONS`] times) and asked again.
     async fn request<T, F, Fut>(&self, server: &str, f: F) -> Result<T, McpError>
     where
-        F: FnOnce(Peer<RoleClient>) -> Fut,
+        F: Fn(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let mut authorized = 0;
+        loop {
+            match self.request_once(server, &f).await {
+                Err(McpError::Unauthorized { challenge, .. })
+                    if authorized < MOST_AUTHORIZATIONS =>
+                {
+                    authorized += 1;
+                    self.authorize(server, &challenge).await?;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// Authorizes `server` as its `challenge` asks, then drops its session: the next request
+    /// connects with the new tokens.
+    async fn authorize(&self, server: &str, challenge: &str) -> Result<(), McpError> {
+        let (config, slot) = self.lookup(server)?;
+        let McpTransport::Http {
+            url,
+            oauth: Some(settings),
+            ..
+        } = &config.transport
+        else {
+            return Err(McpError::Authorization {
+                server: server.into(),
+                reason: format!(
+                    "it asks for an OAuth authorization ({challenge}); add `oauth: {{}}` to {}",
+                    config.file.display()
+                ),
+            });
+        };
+        let secret = settings
+            .client_secret_env
+            .as_ref()
+            .and_then(|v| self.opts.passed_env.get(v).cloned());
+        let file = config.file.display().to_string();
+        self.oauth
+            .authorize((server, &file), url, settings, secret, challenge)
+            .await
+            .map_err(|e| McpError::Authorization {
+                server: server.into(),
+                reason: e.to_string(),
+            })?;
+        if let Some(old) = slot.session.lock().await.take() {
+            old.close().await;
+        }
+        Ok(())
+    }
+
+    /// Runs one request on the server's session (connecting first if needed), bounded by the
+    /// server's `call_timeout` and cut short if the server process dies meanwhile.
+    async fn request_once<T, F, Fut>(&self, server: &str, f: &F) -> Result<T, McpError>
+    where
+        F: Fn(Peer<RoleClient>) -> Fut,
         Fut: Future<Output = Result<T, ServiceError>>,
     {
         let (config, slot) = self.lookup(server)?;
@@ -499,7 +602,29 @@ impl McpClient {
         let budget = config.connect_timeout;
         let handler = Handler::new(&config.name, self.elicitation.clone(), askers.clone());
         let (program, fixed, args, env, cwd) = match &config.transport {
-            McpTransport::Http { url, flavor } => {
+            McpTransport::Http {
+                url,
+                oauth: Some(_),
+                ..
+            } => {
+                let manager = self
+                    .oauth
+                    .manager(url)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+                let service = authorized(url, budget, handler, manager).await.map_err(
+                    |(challenge, reason)| match challenge {
+                        Some(challenge) => McpError::Unauthorized {
+                            server: config.name.clone(),
+                            challenge,
+                            reason,
+                        },
+                        None => failed(reason),
+                    },
+                )?;
+                return Ok(Session::new(service, None));
+            }
+            McpTransport::Http { url, flavor, .. } => {
                 let service = over_http(url, *flavor, budget, handler)
                     .await
                     .map_err(failed)?;
@@ -618,6 +743,36 @@ async fn over_http(
     }
 }
 
+/// A session with the OAuth-protected server at `url` over streamable HTTP, its requests
+/// carrying the access token `manager` holds (refreshed when it runs out), within `budget`.
+/// A refusal for want of an authorization comes back with the server's challenge.
+async fn authorized(
+    url: &str,
+    budget: Duration,
+    handler: Handler,
+    manager: rmcp::transport::AuthorizationManager,
+) -> Result<RunningService<RoleClient, Handler>, (Option<String>, String)> {
+    let mut retry = FixedInterval::default();
+    retry.max_times = Some(2);
+    let mut http = StreamableHttpClientTransportConfig::with_uri(url);
+    http.retry_config = Arc::new(retry);
+    let client = rmcp::transport::AuthClient::new(reqwest::Client::default(), manager);
+    let transport = StreamableHttpClientTransport::with_client(client, http);
+    match tokio::time::timeout(budget, handler.serve(transport)).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => {
+            let challenge = match &e {
+                rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+                    challenge_in(error)
+                }
+                _ => None,
+            };
+            Err((challenge, format!("{url}: {e}")))
+        }
+        Err(_) => Err((None, format!("no answer from {url} within {budget:?}"))),
+    }
+}
+
 /// Why streamable HTTP did not start a session.
 enum Refused {
     Timeout(String),
@@ -674,6 +829,15 @@ impl Session {
 
 fn service_error(server: &str, e: ServiceError) -> McpError {
     let server = server.to_owned();
+    if let ServiceError::TransportSend(d) = &e
+        && let Some(challenge) = challenge_in(d)
+    {
+        return McpError::Unauthorized {
+            server,
+            reason: e.to_string(),
+            challenge,
+        };
+    }
     match e {
         ServiceError::McpError(data) => McpError::Request {
             server,
@@ -692,6 +856,22 @@ fn service_error(server: &str, e: ServiceError) -> McpError {
             reason: other.to_string(),
         },
     }
+}
+
+/// The `WWW-Authenticate` challenge of a 401 or 403 somewhere in `e`'s chain of causes.
+fn challenge_in(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(challenge) = c
+            .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+            .and_then(|h| h.auth_challenge())
+        {
+            return Some(challenge.to_owned());
+        }
+        cause = c.source();
+    }
+    None
 }
 
 /// Lists a server's tools, resources, resource templates and prompts; a capability the

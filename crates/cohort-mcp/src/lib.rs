@@ -11,6 +11,7 @@ pub mod client;
 pub mod conformance;
 pub mod elicit;
 
+pub mod oauth;
 mod process;
 pub mod schema;
 pub mod sse;

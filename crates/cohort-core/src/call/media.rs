@@ -85,7 +85,10 @@ pub fn take_media(result: &mut Value) -> Vec<Blob> {
         if !matches!(kind, "image" | "audio") {
             continue;
         }
-        let mime = block["mimeType"].as_str().unwrap_or("application/octet-stream").to_owned();
+        let mime = block["mimeType"]
+            .as_str()
+            .unwrap_or("application/octet-stream")
+            .to_owned();
         let data = block["data"].as_str().unwrap_or_default();
         let decoded = base64::engine::general_purpose::STANDARD.decode(data.trim());
         *block = match decoded {
@@ -95,7 +98,8 @@ pub fn take_media(result: &mut Value) -> Vec<Blob> {
                     mime: mime.clone(),
                     bytes: bytes.len(),
                 };
-                let reference = json!({"type": kind, "mimeType": r.mime, "blob": r.blob, "bytes": r.bytes});
+                let reference =
+                    json!({"type": kind, "mimeType": r.mime, "blob": r.blob, "bytes": r.bytes});
                 taken.push(Blob {
                     id: r.blob,
                     mime,
@@ -115,7 +119,9 @@ pub fn take_media(result: &mut Value) -> Vec<Blob> {
 /// How a result's image or sound is told of in words (`[image: image/png, 1234 bytes]`); none
 /// for another kind of content.
 pub fn told(block: &Value) -> Option<String> {
-    let kind = block["type"].as_str().filter(|k| matches!(*k, "image" | "audio"))?;
+    let kind = block["type"]
+        .as_str()
+        .filter(|k| matches!(*k, "image" | "audio"))?;
     let mime = block["mimeType"].as_str().unwrap_or("of an unknown type");
     Some(match block["bytes"].as_u64() {
         Some(n) => format!("[{kind}: {mime}, {n} bytes]"),
@@ -133,8 +139,10 @@ pub fn media_in<'a>(values: impl IntoIterator<Item = &'a Value>) -> Vec<MediaRef
     fn walk(v: &Value, depth: usize, found: &mut Vec<MediaRef>) {
         match v {
             Value::Object(o) if o.contains_key("blob") => {
-                if matches!(o.get("type").and_then(Value::as_str), Some("image" | "audio"))
-                    && let Ok(r) = serde_json::from_value(v.clone())
+                if matches!(
+                    o.get("type").and_then(Value::as_str),
+                    Some("image" | "audio")
+                ) && let Ok(r) = serde_json::from_value(v.clone())
                 {
                     found.push(r);
                 }
@@ -178,16 +186,31 @@ mod tests {
         assert_eq!(result["content"][1]["blob"], blobs[0].id.as_str());
         assert_eq!(result["content"][1]["bytes"], 7);
         assert!(result["content"][1].get("data").is_none(), "no base64 left");
-        assert_eq!(told(&result["content"][1]).unwrap(), "[image: image/png, 7 bytes]");
+        assert_eq!(
+            told(&result["content"][1]).unwrap(),
+            "[image: image/png, 7 bytes]"
+        );
         assert_eq!(told(&result["content"][0]), None);
-        assert!(result["content"][2]["omitted"].as_str().unwrap().contains("not base64"));
+        assert!(
+            result["content"][2]["omitted"]
+                .as_str()
+                .unwrap()
+                .contains("not base64")
+        );
         let refs = media_in([&result]);
         assert_eq!(refs.len(), 1);
         let nested = json!({"calls": [{"result": result.clone()}]});
-        assert_eq!(media_in([&nested]), refs, "found wherever a step keeps the result");
+        assert_eq!(
+            media_in([&nested]),
+            refs,
+            "found wherever a step keeps the result"
+        );
         assert!(refs[0].is_image());
         assert!(data_url("image/png", &png).starts_with("data:image/png;base64,iVBORw"));
-        assert_eq!(BlobId::parse(blobs[0].id.as_str()), Some(blobs[0].id.clone()));
+        assert_eq!(
+            BlobId::parse(blobs[0].id.as_str()),
+            Some(blobs[0].id.clone())
+        );
         assert_eq!(BlobId::parse("../etc"), None);
     }
 }

@@ -36,6 +36,9 @@ struct RawServer {
     /// With `url`: which HTTP transport the server speaks (found out when not said).
     #[serde(default)]
     transport: Option<HttpFlavor>,
+    /// With `url`: the server is reached with an OAuth access token.
+    #[serde(default)]
+    oauth: Option<OAuthSettings>,
     #[serde(default)]
     timeout_secs: Option<u64>,
     #[serde(default)]
@@ -90,7 +93,37 @@ pub enum McpTransport {
         url: String,
         /// `transport:`, which of MCP's HTTP transports it speaks.
         flavor: HttpFlavor,
+        /// `oauth:`, how it is authorized (MCP's authorization spec); None: it is not.
+        oauth: Option<OAuthSettings>,
     },
+}
+
+/// `oauth:` of a `url` server: it is reached with an OAuth access token, got once by a person
+/// (`cohort mcp login`) and refreshed by the team, kept as a secret (never in states or logs).
+/// Everything else (the authorization server, the scopes it wants) is found out from the
+/// server, as MCP's authorization spec says; `oauth: {}` is enough for most servers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "a mapping: `oauth: {}`, or with client_id, client_secret_env, scopes or client_metadata_url"
+)]
+pub struct OAuthSettings {
+    /// `client_id:`, a client registered with the authorization server beforehand; without
+    /// it the client names its metadata document (`client_metadata_url`) where the server
+    /// takes one, else registers itself (dynamic client registration).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// `client_secret_env:`, the variable of Cohort's environment that holds that client's
+    /// secret (a confidential client).
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// `scopes:`, the scopes to ask for; none: those the server's challenge or metadata name.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// `client_metadata_url:`, the `https` address of this client's metadata document (a URL
+    /// client id, SEP-991), used where the authorization server takes one.
+    #[serde(default)]
+    pub client_metadata_url: Option<String>,
 }
 
 /// Which of MCP's HTTP transports a `url` server speaks (`transport:` in its file).
@@ -206,6 +239,12 @@ fn transport(
     problem: &dyn Fn(&str, String) -> Problem,
     problems: &mut Vec<Problem>,
 ) -> Option<McpTransport> {
+    if raw.oauth.is_some() && raw.url.is_none() {
+        problems.push(problem(
+            "oauth",
+            "`oauth` authorizes a `url` server; a process gets its keys with `pass_env`".into(),
+        ));
+    }
     if raw.transport.is_some() && raw.url.is_none() {
         problems.push(problem(
             "transport",
@@ -263,7 +302,43 @@ fn transport(
             ));
         }
         let flavor = raw.transport.unwrap_or_default();
-        Some(McpTransport::Http { url, flavor })
+        if let Some(oauth) = &raw.oauth {
+            check_oauth(oauth, flavor, problem, problems);
+        }
+        Some(McpTransport::Http {
+            url,
+            flavor,
+            oauth: raw.oauth.clone(),
+        })
+    }
+}
+
+/// The problems of a `url` server's `oauth:` block.
+fn check_oauth(
+    oauth: &OAuthSettings,
+    flavor: HttpFlavor,
+    problem: &dyn Fn(&str, String) -> Problem,
+    problems: &mut Vec<Problem>,
+) {
+    if flavor == HttpFlavor::Sse {
+        problems.push(problem(
+            "oauth",
+            "OAuth is spoken over streamable HTTP; the older HTTP+SSE transport has none".into(),
+        ));
+    }
+    if oauth.client_secret_env.is_some() && oauth.client_id.is_none() {
+        problems.push(problem(
+            "oauth.client_secret_env",
+            "a client secret belongs to a registered client: give `client_id` too".into(),
+        ));
+    }
+    if let Some(u) = &oauth.client_metadata_url
+        && !u.starts_with("https://")
+    {
+        problems.push(problem(
+            "oauth.client_metadata_url",
+            format!("`{u}` is not an https URL (a URL client id must be https)"),
+        ));
     }
 }
 
@@ -400,6 +475,47 @@ transport: sse
         .unwrap();
         let p = load_server(&f).unwrap_err();
         assert_eq!(p[0].field, "transport", "{p:?}");
+    }
+
+    #[test]
+    fn a_url_servers_oauth_is_read_and_its_slips_named() {
+        let d = dir("oauth");
+        let f = d.join("remote.yaml");
+        let write = |oauth: &str| {
+            std::fs::write(
+                &f,
+                format!("name: remote\ndescription: d\nurl: https://h/mcp\n{oauth}\n"),
+            )
+            .unwrap()
+        };
+        write("oauth: {}");
+        let s = load_server(&f).unwrap();
+        let McpTransport::Http { oauth, .. } = &s.transport else {
+            panic!("{s:?}")
+        };
+        assert_eq!(oauth.as_ref(), Some(&OAuthSettings::default()));
+        write("oauth: {client_id: c, client_secret_env: C_SECRET, scopes: [read]}");
+        assert!(load_server(&f).is_ok());
+        let slips = [
+            ("oauth: {client_secret_env: S}", "oauth.client_secret_env"),
+            (
+                "oauth: {client_metadata_url: 'http://me/c.json'}",
+                "oauth.client_metadata_url",
+            ),
+            ("transport: sse\noauth: {}", "oauth"),
+            ("oauth: {client: x}", "oauth"),
+        ];
+        for (yaml, field) in slips {
+            write(yaml);
+            let p = load_server(&f).unwrap_err();
+            assert!(
+                p.iter().any(|p| p.field.starts_with(field)),
+                "{yaml}: {p:?}"
+            );
+        }
+        std::fs::write(&f, "name: p\ndescription: d\ncommand: x\noauth: {}\n").unwrap();
+        let p = load_server(&f).unwrap_err();
+        assert_eq!(p[0].field, "oauth", "{p:?}");
     }
 
     #[test]

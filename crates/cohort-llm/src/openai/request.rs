@@ -8,12 +8,12 @@ use crate::{ChatReply, ChatRequest, ToolRound};
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
-    ChatCompletionRequestSystemMessage, ChatCompletionRequestToolMessage,
     ChatCompletionRequestMessageContentPartImage, ChatCompletionRequestMessageContentPartText,
+    ChatCompletionRequestSystemMessage, ChatCompletionRequestToolMessage,
     ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
     ChatCompletionRequestUserMessageContentPart, ChatCompletionTool, ChatCompletionTools,
-    CreateChatCompletionRequest, FunctionCall, FunctionObject, ResponseFormat,
-    ImageUrl, ResponseFormatJsonSchema,
+    CreateChatCompletionRequest, FunctionCall, FunctionObject, ImageUrl, ResponseFormat,
+    ResponseFormatJsonSchema,
 };
 
 /// Added to the temperature per unusable answer before this request, up to [`MAX_RETRY_TEMPERATURE`].
@@ -105,7 +105,10 @@ pub(super) fn completion_request(
 /// The `user` message's content: the prompt, then, for a model that takes images, the images
 /// its results refer to as `image_url` parts (`data:` URLs: the endpoint may not reach this
 /// team's API).
-fn user_content(settings: &OpenAiSettings, request: &ChatRequest) -> ChatCompletionRequestUserMessageContent {
+fn user_content(
+    settings: &OpenAiSettings,
+    request: &ChatRequest,
+) -> ChatCompletionRequestUserMessageContent {
     let images: Vec<_> = request
         .images
         .iter()

@@ -92,6 +92,9 @@ mod tests {
         media.keep(blob(3, MEMORY_BYTES / 2), false);
         assert!(media.get(&first.id).is_none(), "the oldest left");
         assert!(media.lock().bytes <= MEMORY_BYTES);
-        assert!(media.take_pending().is_empty(), "nothing to store without a store");
+        assert!(
+            media.take_pending().is_empty(),
+            "nothing to store without a store"
+        );
     }
 }

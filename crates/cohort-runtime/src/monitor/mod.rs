@@ -214,7 +214,9 @@ impl Monitor {
     /// written by the journal before the change that refers to it. Keep it before publishing
     /// that change.
     pub fn keep_blob(&self, blob: crate::call::media::Blob) {
-        self.inner.media.keep(blob, self.inner.journal.get().is_some());
+        self.inner
+            .media
+            .keep(blob, self.inner.journal.get().is_some());
     }
 
     /// An image or a sound still held in memory (the store may have it when this does not).

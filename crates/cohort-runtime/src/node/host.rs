@@ -16,10 +16,10 @@ use crate::actors::{
     AgentActor, ApplyOutput, CancelStep, CheckTaskInstruction, Decide, Deliver, Outlet, Retire,
     SetPaused, SubmitMessages, SyncLink, Workers,
 };
+use crate::call::media::{Blob, BlobId};
 use crate::event::Change;
 use crate::ids::{AgentId, StepId, TaskId};
 use crate::llm::ChatModel;
-use crate::call::media::{Blob, BlobId};
 use crate::llm::recorded::{Call, CallOutcome};
 use crate::state::AgentState;
 use crate::sync::SyncError;

@@ -326,19 +326,6 @@ async fn stored_calls(
     Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn type_names_are_the_four_kinds() {
-        assert_eq!(parse_kind("step"), Some(StateKind::Step));
-        assert_eq!(parse_kind("task"), Some(StateKind::Task));
-        assert_eq!(parse_kind("Task"), None);
-        assert_eq!(parse_kind(""), None);
-    }
-}
-
 /// `GET /api/blob/{id}` → an image or a sound a tool returned (see `call::media`), with its
 /// MIME type: held in memory lately, else read from the store. Any person logged in may read
 /// one: its id is the hash of its bytes, known only from a result they were shown.
@@ -367,7 +354,23 @@ pub async fn blob(
             axum::http::header::CACHE_CONTROL,
             "private, max-age=31536000, immutable".to_owned(),
         ),
-        (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+        (
+            axum::http::header::X_CONTENT_TYPE_OPTIONS,
+            "nosniff".to_owned(),
+        ),
     ];
     Ok((headers, blob.bytes).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_are_the_four_kinds() {
+        assert_eq!(parse_kind("step"), Some(StateKind::Step));
+        assert_eq!(parse_kind("task"), Some(StateKind::Task));
+        assert_eq!(parse_kind("Task"), None);
+        assert_eq!(parse_kind(""), None);
+    }
 }

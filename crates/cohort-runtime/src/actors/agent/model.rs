@@ -8,12 +8,12 @@ use super::commit::Handover;
 use super::messages::ModelWaiting;
 use crate::agent::{Completion, complete_step};
 use crate::call::ModelWaitReport;
+use crate::call::media::{Blob, MediaRef};
 use crate::event::StepUpdate;
 use crate::ids::StepId;
 use crate::llm::{AnswerProgress, ChatRequest};
 use crate::message::ExecuteOutput;
 use crate::state::{StepExecutionState, StepState, TokenUsage};
-use crate::call::media::{Blob, MediaRef};
 use actix::prelude::*;
 use std::sync::Arc;
 

@@ -4,12 +4,12 @@
 //! agent made them, after what it handed over before.
 
 use crate::call::media::{Blob, BlobId};
-use std::sync::Arc;
 use crate::event::Change;
 use crate::ids::{AgentId, StepId};
 use crate::monitor::Monitor;
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use std::sync::Arc;
 
 pub trait Outlet: Send + Sync {
     /// Publishes the agent's changes, after everything it published or handed over before.

@@ -193,30 +193,34 @@ impl AgentActor {
         let calls = reply.tool_calls.clone();
         let run_calls = self.loop_calls(mcp, running.tools.clone(), calls);
         let (id_out, id_back) = (running.step.step_id.clone(), running.step.step_id.clone());
-        let handle = ctx.spawn(run_calls.into_actor(self).map(move |mut results, act, ctx| {
-            act.phase.call_returned(&id_back);
-            if act.loop_cancelled(&running.step) {
-                return;
-            }
-            for result in results.iter_mut() {
-                act.keep_media(result);
-            }
-            act.add_images(&mut running.request, &results);
-            let calls = reply.tool_calls;
-            for (call, result) in calls.iter().zip(&results) {
-                let route = running.tools.route(&call.name).ok();
-                act.state
-                    .add_done(call_step(&running.step, route, call, result));
-            }
-            act.publish();
-            running.state.calls += calls.len();
-            running.state.rounds.push(ToolRound {
-                text: reply.text,
-                results: results.iter().map(shown).collect(),
-                calls,
-            });
-            act.ask_loop(running, ctx);
-        }));
+        let handle = ctx.spawn(
+            run_calls
+                .into_actor(self)
+                .map(move |mut results, act, ctx| {
+                    act.phase.call_returned(&id_back);
+                    if act.loop_cancelled(&running.step) {
+                        return;
+                    }
+                    for result in results.iter_mut() {
+                        act.keep_media(result);
+                    }
+                    act.add_images(&mut running.request, &results);
+                    let calls = reply.tool_calls;
+                    for (call, result) in calls.iter().zip(&results) {
+                        let route = running.tools.route(&call.name).ok();
+                        act.state
+                            .add_done(call_step(&running.step, route, call, result));
+                    }
+                    act.publish();
+                    running.state.calls += calls.len();
+                    running.state.rounds.push(ToolRound {
+                        text: reply.text,
+                        results: results.iter().map(shown).collect(),
+                        calls,
+                    });
+                    act.ask_loop(running, ctx);
+                }),
+        );
         self.phase.call_out(&id_out, handle);
     }
 
@@ -262,7 +266,10 @@ impl AgentActor {
     fn add_images(&self, request: &mut ChatRequest, results: &[Result<Value, String>]) {
         let brought = crate::call::media::media_in(results.iter().filter_map(|r| r.as_ref().ok()));
         request.images.extend(self.images_for(&brought));
-        let over = request.images.len().saturating_sub(super::model::MOST_IMAGES);
+        let over = request
+            .images
+            .len()
+            .saturating_sub(super::model::MOST_IMAGES);
         request.images.drain(..over);
     }
 
