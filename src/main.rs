@@ -72,6 +72,24 @@ enum Command {
         #[command(flatten)]
         data: DataArgs,
     },
+    /// Run a recorded run again (`cohort run --data FILE` records every model call) with each
+    /// model call answered from the record: no model is asked. Says whether the replayed run
+    /// asked what the recorded one asked and ended in the same states (exit 0) or where it
+    /// first differed (exit 1): a changed prompt template shows its effect without a model.
+    Replay {
+        /// The team configuration file (as recorded, or changed to see the change's effect).
+        #[arg(long)]
+        team: PathBuf,
+        /// The recorded run's store.
+        #[command(flatten)]
+        data: DataArgs,
+        /// Stop after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// Call the MCP servers again instead of answering tool calls from the record.
+        #[arg(long)]
+        live_tools: bool,
+    },
     /// Run a team as a long-lived process with the HTTP API, the live websocket monitor and the
     /// web console, until Ctrl-C / SIGTERM.
     Serve {
@@ -295,6 +313,28 @@ fn main() -> ExitCode {
                 ..Default::default()
             };
             run(&team, &goal, json, opts, &data)
+        }
+        Command::Replay {
+            team,
+            data,
+            timeout,
+            live_tools,
+        } => {
+            let system = actix::System::new();
+            let code = system.block_on(async move {
+                let done =
+                    cli::replay_cmd::replay(&team, &data, Duration::from_secs(timeout), live_tools)
+                        .await;
+                match done {
+                    Ok(code) => ExitCode::from(code),
+                    Err(e) => {
+                        output::print_error(&e);
+                        ExitCode::from(3)
+                    }
+                }
+            });
+            actix::System::current().stop();
+            code
         }
     }
 }

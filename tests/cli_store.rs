@@ -228,7 +228,7 @@ async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() 
     );
     let (ok, lines, err) = cohort(&["export", "--data", path, "--task", "t-one"]);
     assert!(ok, "{err}");
-    assert!(err.contains("0 events and 1 archived task record"), "{err}");
+    assert!(err.contains("0 events, 1 archived task record"), "{err}");
     let line: serde_json::Value = serde_json::from_str(lines.trim()).unwrap();
     let task = &line["archived"]["task"];
     assert_eq!(task["execution_state"], "finished");

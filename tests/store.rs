@@ -172,6 +172,7 @@ where
         "the expired one is gone"
     );
     blobs(&store).await;
+    model_calls(&store).await;
     drop(store);
     let store = reopen().await.unwrap();
     let gone = blob(cohort::store::BLOBS_KEPT);
@@ -191,6 +192,53 @@ where
         "the newest 128, all kept"
     );
     drop(store);
+}
+
+/// Recorded model calls: read back in order, of one task or all; each agent's newest within
+/// its bytes, the oldest of that agent leaving first, another agent's untouched.
+async fn model_calls(store: &SqlStore) {
+    use cohort::store::model_calls::StoredModelCall;
+    let call = |seq: u64, agent: &str, task: &str| StoredModelCall {
+        seq,
+        agent_id: agent.into(),
+        task_id: Some(task.into()),
+        step_id: format!("s{seq}").as_str().into(),
+        body: format!("{{\"seq\":{seq},\"prompt\":\"{}\"}}", "x".repeat(100)),
+    };
+    let size = call(1, "a", "t").body.len() as u64;
+    let calls: Vec<_> = (1..=6)
+        .map(|n| call(n, if n % 2 == 0 { "b" } else { "a" }, "t"))
+        .collect();
+    store.put_model_calls(calls, 10 * size).await.unwrap();
+    let all = store.model_calls(None, 0, 100).await.unwrap();
+    assert_eq!(
+        all.iter().map(|c| c.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6]
+    );
+    // Agent a makes four more: it keeps its newest within two calls' bytes.
+    let more: Vec<_> = (7..=10).map(|n| call(n * 2 - 1, "a", "u")).collect();
+    store.put_model_calls(more, 2 * size + 4).await.unwrap();
+    let all = store.model_calls(None, 0, 100).await.unwrap();
+    let of = |agent: &str| {
+        all.iter()
+            .filter(|c| c.agent_id.as_str() == agent)
+            .map(|c| c.seq)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of("a"), [17, 19], "a's newest within its bytes");
+    assert_eq!(of("b"), [2, 4, 6], "b's calls are b's");
+    let u: cohort::ids::TaskId = "u".into();
+    assert_eq!(store.model_calls(Some(&u), 0, 100).await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .model_calls(None, 4, 2)
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| c.seq)
+            .collect::<Vec<_>>(),
+        [6, 17]
+    );
 }
 
 /// A blob of its own bytes, numbered `n`.

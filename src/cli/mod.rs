@@ -6,4 +6,5 @@ pub mod check;
 pub mod data;
 pub mod node;
 pub mod output;
+pub mod replay_cmd;
 pub mod run_cmd;

@@ -1,5 +1,6 @@
 //! LLM providers behind one trait: `openai` (async-openai against any OpenAI-compatible
-//! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests).
+//! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests); and a
+//! recorded run's calls served again (`replay`).
 
 // The core's modules under their own names, so paths here read as they do in the core.
 use cohort_core::{call, config, event, ids, prompt, state};
@@ -9,6 +10,7 @@ pub mod limit;
 pub mod openai;
 pub mod priced;
 pub mod recorded;
+pub mod replay;
 pub mod scripted;
 
 pub use crate::call::{
@@ -56,6 +58,8 @@ pub enum LlmError {
     },
     #[error("script: {0}")]
     Script(String),
+    #[error("replay: {0}")]
+    Replay(String),
 }
 
 /// A chat model. The returned future owns everything it needs, so an agent actor can spawn it

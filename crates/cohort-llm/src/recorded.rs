@@ -9,7 +9,7 @@
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use crate::event::tally::Histogram;
-use crate::ids::{AgentId, StepId};
+use crate::ids::{AgentId, StepId, TaskId};
 use crate::state::TokenUsage;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -23,12 +23,28 @@ pub const BYTES_KEPT: usize = 16 << 20;
 /// The most of one text (system message, prompt, reply) kept: its head and tail.
 pub const TEXT_KEPT: usize = 64 << 10;
 
-/// One LLM call as sent and answered.
+/// One LLM call as sent and answered. The log keeps each text capped; the record of every
+/// call (see [`CallLog::record_to`]) keeps them whole, and what a replay needs besides: the
+/// task, the order, the rounds and functions sent, the calls the model asked for.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Call {
     pub step_id: StepId,
     pub agent_id: AgentId,
     pub skill: String,
+    /// The task of the step it served.
+    #[serde(default)]
+    pub task_id: Option<TaskId>,
+    /// Its place among the team's calls: later calls have larger numbers, also across
+    /// restarts (microseconds since the Unix epoch, made strictly increasing).
+    #[serde(default)]
+    pub seq: u64,
+    /// The model it went to (`provider/model`).
+    #[serde(default)]
+    pub model: String,
+    /// What its step asks (intention and text): a replay tells an agent's calls made side by
+    /// side apart by it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub step_text: String,
     /// When it was sent and when its answer came, ms since the Unix epoch.
     pub sent_at: i64,
     pub answered_at: i64,
@@ -36,7 +52,22 @@ pub struct Call {
     pub prompt: String,
     /// Tool-loop rounds sent with it (calls and results), when any.
     pub tool_rounds: usize,
+    /// Those rounds (in the record only: the log shows their count).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<crate::ToolRound>,
+    /// The functions offered (their names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
+    /// The answer's schema, by name, when the answer was constrained by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// How many unusable answers of its step came before it (0: the first ask).
+    #[serde(default)]
+    pub retry: u32,
     pub reply: Option<String>,
+    /// The functions the model asked to call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::ToolCall>,
     pub error: Option<String>,
     pub usage: TokenUsage,
     /// Why the answer was cut short, when it was.
@@ -44,10 +75,28 @@ pub struct Call {
 }
 
 impl Call {
-    fn bytes(&self) -> usize {
-        self.system.len() + self.prompt.len() + self.reply.as_ref().map_or(0, String::len)
+    /// The bytes of its texts, about what it takes to keep.
+    pub fn bytes(&self) -> usize {
+        let rounds: usize = self
+            .rounds
+            .iter()
+            .map(|r| r.text.len() + r.results.iter().map(String::len).sum::<usize>())
+            .sum();
+        self.system.len() + self.prompt.len() + self.reply.as_ref().map_or(0, String::len) + rounds
+    }
+
+    /// As the log keeps it: each text capped, the rounds counted only.
+    fn capped(mut self) -> Call {
+        self.system = kept_text(&self.system);
+        self.prompt = kept_text(&self.prompt);
+        self.reply = self.reply.as_deref().map(kept_text);
+        self.rounds = Vec::new();
+        self
     }
 }
+
+/// Where every call goes as it ends, whole (the team's record of its model calls).
+pub type Record = Box<dyn Fn(&Call) + Send + Sync>;
 
 /// The upper bounds of the LLM-call duration buckets, in seconds.
 pub const CALL_SECONDS: &[f64] = &[
@@ -91,6 +140,7 @@ pub struct CallLog {
     kept: Mutex<Kept>,
     timings: Mutex<Timings>,
     forward: OnceLock<Forward>,
+    record: OnceLock<Record>,
 }
 
 impl std::fmt::Debug for CallLog {
@@ -115,10 +165,19 @@ impl CallLog {
         self.forward.set(forward).is_ok()
     }
 
+    /// From now on each call that ends (here or on another node) also goes to `record`,
+    /// whole. Once only: false if the log records already.
+    pub fn record_to(&self, record: Record) -> bool {
+        self.record.set(record).is_ok()
+    }
+
     /// Keeps and times a call that ended on another node (what that node's log forwarded).
     pub fn keep(&self, call: Call, model: &str, outcome: CallOutcome) {
         self.time(model, outcome, &call);
-        self.push(call);
+        if let Some(record) = self.record.get() {
+            record(&call);
+        }
+        self.push(call.capped());
     }
 
     /// A call that ended here: forwarded, or kept.
@@ -195,6 +254,22 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
+/// The next call's place ([`Call::seq`]): the time in microseconds, or one more than the last
+/// when the clock has not moved on (or went back).
+fn next_seq() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = chrono::Utc::now().timestamp_micros().max(0) as u64;
+    let mut last = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(last + 1);
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
+
 /// A text as kept: whole up to [`TEXT_KEPT`], else its head and tail with what was left out.
 fn kept_text(text: &str) -> String {
     if text.len() <= TEXT_KEPT {
@@ -225,7 +300,8 @@ impl Pending {
             call.answered_at = now_ms();
             let outcome = match result {
                 Ok(r) => {
-                    call.reply = Some(kept_text(&r.text));
+                    call.reply = Some(r.text.clone());
+                    call.tool_calls = r.tool_calls.clone();
                     call.usage = r.usage;
                     call.cut = r.cut;
                     CallOutcome::Answered
@@ -261,12 +337,21 @@ impl ChatModel for Recorded {
                 step_id: request.step_id.clone(),
                 agent_id: request.agent_id.clone(),
                 skill: request.skill.clone(),
+                task_id: Some(request.task_id.clone()),
+                seq: next_seq(),
+                model: self.model.to_string(),
+                step_text: request.step_text.clone(),
                 sent_at: now_ms(),
                 answered_at: 0,
-                system: kept_text(&request.system),
-                prompt: kept_text(&request.prompt),
+                system: request.system.clone(),
+                prompt: request.prompt.clone(),
                 tool_rounds: request.rounds.len(),
+                rounds: request.rounds.clone(),
+                functions: request.tools.iter().map(|t| t.name.clone()).collect(),
+                schema: request.answer_format.as_ref().map(|f| f.name.clone()),
+                retry: request.retry,
                 reply: None,
+                tool_calls: Vec::new(),
                 error: None,
                 usage: TokenUsage::default(),
                 cut: None,

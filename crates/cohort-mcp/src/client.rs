@@ -43,6 +43,9 @@ pub struct McpOptions {
     /// Who consents when a server needs an OAuth authorization (None: nobody; the call fails
     /// saying how to log in).
     pub consent: Option<SharedConsent>,
+    /// A recorded run's tool calls, answering this client's calls instead of the servers
+    /// (`cohort replay`; descriptions still come from the servers).
+    pub replay: Option<Arc<crate::replay::ToolRecord>>,
 }
 
 /// A [`Consent`] the options can carry.
@@ -69,6 +72,7 @@ impl McpOptions {
             passed_env: BTreeMap::new(),
             oauth_tokens: TokenPlace::from_env(vars),
             consent: None,
+            replay: None,
         }
     }
 
@@ -141,6 +145,9 @@ pub enum McpError {
     },
     #[error("MCP server `{server}`: {reason}")]
     Authorization { server: String, reason: String },
+    /// A replayed call's recorded failure, as it was said then.
+    #[error("{0}")]
+    Replayed(String),
     #[error(
         "tool `{tool}` of MCP server `{server}` answered outside its own output schema: {reason}"
     )]
@@ -330,6 +337,22 @@ impl McpClient {
 
     /// Runs one call; a tool's result is the full `CallToolResult` as JSON.
     pub async fn call(&self, server: &str, call: &McpCall) -> Result<Value, McpError> {
+        if let Some(record) = &self.opts.replay {
+            return match record.answer(server, call) {
+                Some(Ok(described)) if matches!(call, McpCall::Describe) => {
+                    // Described as then: what later prompts show of the server.
+                    let (_, slot) = self.lookup(server)?;
+                    let description = Arc::new(Description::of(described.clone()));
+                    *slot.description.lock().expect("poisoned") = Some(description);
+                    Ok(described)
+                }
+                Some(outcome) => outcome.map_err(McpError::Replayed),
+                None => Err(McpError::Replayed(format!(
+                    "replay: the recorded run made no such call to MCP server `{server}` \
+                     (this run calls what the recorded one did not)"
+                ))),
+            };
+        }
         match call {
             McpCall::Describe => self.describe(server).await,
             McpCall::Tool { name, arguments } => self.call_tool(server, name, arguments).await,
@@ -885,35 +908,6 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
     let resources = listed(has_resources, peer.list_all_resources()).await?;
     let templates = listed(has_resources, peer.list_all_resource_templates()).await?;
     let prompts = listed(declared(|c| c.prompts.is_some()), peer.list_all_prompts()).await?;
-    let schemas = tools
-        .iter()
-        .map(|t| (t.name.to_string(), Value::Object((*t.input_schema).clone())))
-        .collect();
-    let outputs = tools
-        .iter()
-        .filter_map(|t| {
-            let schema = t.output_schema.as_ref()?;
-            Some((t.name.to_string(), Value::Object((**schema).clone())))
-        })
-        .collect();
-    let read_only = tools
-        .iter()
-        .filter(|t| {
-            t.annotations
-                .as_ref()
-                .is_some_and(|a| a.read_only_hint == Some(true))
-        })
-        .map(|t| t.name.to_string())
-        .collect();
-    let repeatable = tools
-        .iter()
-        .filter(|t| {
-            t.annotations
-                .as_ref()
-                .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true))
-        })
-        .map(|t| t.name.to_string())
-        .collect();
     // The server's own instructions (e.g. the workspace root and its URI scheme) help an agent
     // write correct calls.
     let instructions = peer.peer_info().and_then(|info| info.instructions.clone());
@@ -948,13 +942,35 @@ async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
-    Ok(Description {
-        json,
-        schemas,
-        outputs,
-        read_only,
-        repeatable,
-    })
+    Ok(Description::of(json))
+}
+
+impl Description {
+    /// A description from its JSON (see [`McpClient::describe`]): each tool's schemas, and
+    /// which tools say they only read or may be called again.
+    fn of(json: Value) -> Description {
+        let tools: Vec<&Value> = json["tools"].as_array().into_iter().flatten().collect();
+        let named = |f: &dyn Fn(&Value) -> Option<Value>| -> BTreeMap<String, Value> {
+            tools
+                .iter()
+                .filter_map(|t| Some((t["name"].as_str()?.to_owned(), f(t)?)))
+                .collect()
+        };
+        let hinted = |hints: &[&str]| -> BTreeSet<String> {
+            tools
+                .iter()
+                .filter(|t| hints.iter().any(|h| t["annotations"][*h] == true))
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        };
+        Description {
+            schemas: named(&|t| Some(t["input_schema"].clone())),
+            outputs: named(&|t| t.get("output_schema").filter(|s| s.is_object()).cloned()),
+            read_only: hinted(&["readOnlyHint"]),
+            repeatable: hinted(&["readOnlyHint", "idempotentHint"]),
+            json,
+        }
+    }
 }
 
 /// Runs a list request only if the capability is declared; a server that does not know the

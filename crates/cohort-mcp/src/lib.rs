@@ -13,6 +13,7 @@ pub mod elicit;
 
 pub mod oauth;
 mod process;
+pub mod replay;
 pub mod schema;
 pub mod sse;
 

@@ -25,11 +25,20 @@ pub async fn read(spec: &str, task: Option<&str>, export: bool) -> Result<(), St
             Err(e) => Err(e),
         };
         match written {
-            Ok(Exported { events, archived }) if archived > 0 => eprintln!(
-                "{events} events and {archived} archived task record(s) from {}",
-                store.url()
-            ),
-            Ok(Exported { events, .. }) => eprintln!("{events} events from {}", store.url()),
+            Ok(Exported {
+                events,
+                archived,
+                model_calls,
+            }) => {
+                let archived = match archived {
+                    0 => String::new(),
+                    n => format!(", {n} archived task record(s)"),
+                };
+                eprintln!(
+                    "{events} events{archived} and {model_calls} recorded model calls from {}",
+                    store.url()
+                )
+            }
             // The reader stopped reading (`cohort export | head`): that is its choice.
             Err(StoreError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
             Err(e) => return Err(e),
@@ -305,6 +314,8 @@ pub struct Exported {
     pub events: u64,
     /// Archived task records: tasks whose older events compaction folded away.
     pub archived: u64,
+    /// Recorded model calls (each agent's newest the store keeps).
+    pub model_calls: u64,
 }
 
 /// An archived record as an export line: `{"archived": {"version", "task", "stages"}}`.
@@ -374,7 +385,35 @@ pub async fn export(
         events += page.len() as u64;
         match page.last() {
             Some(last) if page.len() == PAGE => after = last.version,
-            _ => return Ok(Exported { events, archived }),
+            _ => break,
+        }
+    }
+    let model_calls = export_model_calls(store, task, out).await?;
+    Ok(Exported {
+        events,
+        archived,
+        model_calls,
+    })
+}
+
+/// Writes the recorded model calls (of `task` only, when given), oldest first, one line each:
+/// `{"model_call": {…}}` (the request and the reply whole).
+async fn export_model_calls(
+    store: &dyn Store,
+    task: Option<&TaskId>,
+    out: &mut dyn Write,
+) -> Result<u64, StoreError> {
+    const PAGE: usize = 500;
+    let (mut after, mut written) = (0, 0);
+    loop {
+        let page = store.model_calls(task, after, PAGE).await?;
+        for c in &page {
+            writeln!(out, "{{\"model_call\":{}}}", c.body).map_err(StoreError::Write)?;
+        }
+        written += page.len() as u64;
+        match page.last() {
+            Some(last) if page.len() == PAGE => after = last.seq,
+            _ => return Ok(written),
         }
     }
 }

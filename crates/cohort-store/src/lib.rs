@@ -29,6 +29,7 @@ mod blobs;
 pub mod compact;
 pub mod inspect;
 pub mod lease;
+pub mod model_calls;
 pub mod published;
 pub mod sql;
 mod sql_compact;
@@ -380,6 +381,26 @@ pub trait Store: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
         let _ = step;
         Box::pin(async { Ok(None) })
+    }
+    /// Keeps recorded model calls; each agent keeps its newest within `bytes_per_agent`.
+    fn put_model_calls(
+        &self,
+        calls: Vec<model_calls::StoredModelCall>,
+        bytes_per_agent: u64,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = (calls, bytes_per_agent);
+        Box::pin(async { Ok(()) })
+    }
+    /// Recorded model calls after `after` (their `seq`), oldest first, at most `limit`; of
+    /// `task` only when given.
+    fn model_calls<'a>(
+        &'a self,
+        task: Option<&'a TaskId>,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<model_calls::StoredModelCall>, StoreError>> {
+        let _ = (task, after, limit);
+        Box::pin(async { Ok(Vec::new()) })
     }
     /// Keeps an image or a sound a tool returned; only the newest [`BLOBS_KEPT`] are kept.
     fn put_blob(&self, blob: call::media::Blob) -> BoxFuture<'_, Result<(), StoreError>> {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0005_step_calls.sql"),
     include_str!("../migrations/0006_nodes.sql"),
     include_str!("../migrations/0007_blobs.sql"),
+    include_str!("../migrations/0008_model_calls.sql"),
 ];
 
 /// The schema that has the archive and the compaction record (a store written by an older
@@ -40,6 +41,8 @@ pub(super) const SCHEMA_STEP_CALLS: i64 = 5;
 pub(super) const SCHEMA_NODES: i64 = 6;
 /// The schema that keeps the images and sounds tools returned.
 pub(super) const SCHEMA_BLOBS: i64 = 7;
+/// The schema that records every model call.
+pub(super) const SCHEMA_MODEL_CALLS: i64 = 8;
 
 /// The most a SQLite store's `-wal` file keeps once checkpointed: a burst of large commits
 /// grows it, and without a limit it would stay that large.

@@ -246,6 +246,24 @@ impl Store for SqlStore {
         Box::pin(self.call(|db| async move { db.step_calls_get(step).await }))
     }
 
+    fn put_model_calls(
+        &self,
+        calls: Vec<crate::model_calls::StoredModelCall>,
+        bytes_per_agent: u64,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.call(|db| async move { db.model_calls_put(calls, bytes_per_agent).await }))
+    }
+
+    fn model_calls<'a>(
+        &'a self,
+        task: Option<&'a TaskId>,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<crate::model_calls::StoredModelCall>, StoreError>> {
+        let task = task.cloned();
+        Box::pin(self.call(|db| async move { db.model_calls_get(task, after, limit).await }))
+    }
+
     fn put_blob(&self, blob: crate::call::media::Blob) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(self.call(|db| async move { db.blob_put(blob).await }))
     }

@@ -7,6 +7,7 @@
 pub mod mcp;
 pub mod media;
 pub mod repetition;
+pub mod replay;
 pub mod structured;
 
 pub use mcp::McpCall;
@@ -170,7 +171,7 @@ pub struct ToolSpec {
 }
 
 /// A call the model asked for: `arguments` is the JSON text it wrote.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     /// The provider's id for the call, which pairs the call's result with it in the next round.
     pub id: String,
@@ -182,7 +183,7 @@ pub struct ToolCall {
 
 /// One round of a tool loop: the model's calls (and any text with them), then each call's
 /// result as the model is shown it, in the same order.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolRound {
     /// The text the model wrote along with its calls; often empty.
     pub text: String,

@@ -38,6 +38,10 @@ pub struct Retention {
     /// What the team keeps in memory of its work, in bytes (`memory_mib`, default 256 MiB):
     /// the budget every byte cap below is a share of (see [`MemoryBudget`]).
     pub memory: MemoryBudget,
+    /// What the store keeps of each agent's recorded model calls (each request and reply
+    /// whole, for replay), in bytes: its newest calls within it (`recorded_calls_mib`, default
+    /// 16 MiB; 0 records none).
+    pub recorded_call_bytes: u64,
 }
 
 /// The one memory budget of a team, in bytes, and the share of it each kind of data that grows
@@ -171,6 +175,7 @@ impl Default for Retention {
             message_chars: 16 * 1024,
             step_chars: crate::state::DEFAULT_STEP_CHARS,
             memory: MemoryBudget::default(),
+            recorded_call_bytes: (RECORDED_CALLS_MIB as u64) << 20,
         }
     }
 }
@@ -236,7 +241,11 @@ pub fn bounded<T: PartialOrd + Copy + Display>(
     default
 }
 
-/// The retention settings; a zero is refused (it would keep nothing).
+/// The store's default share of recorded model calls per agent, in MiB.
+pub const RECORDED_CALLS_MIB: usize = 16;
+
+/// The retention settings; a zero is refused (it would keep nothing), except where it means
+/// "record none".
 pub(super) fn retention(r: RawRetention, file: &Path, out: &mut Findings) -> Retention {
     let d = Retention::default();
     let mut pick = |v: Option<usize>, field: &str, default: usize| {
@@ -266,6 +275,15 @@ pub(super) fn retention(r: RawRetention, file: &Path, out: &mut Findings) -> Ret
             (MemoryBudget::MIN_MIB, None),
             MemoryBudget::DEFAULT_MIB,
         )),
+        recorded_call_bytes: (bounded(
+            out,
+            file,
+            "retention.recorded_calls_mib",
+            r.recorded_calls_mib,
+            (0, Some(1 << 16)),
+            RECORDED_CALLS_MIB,
+        ) as u64)
+            << 20,
     }
 }
 

@@ -182,6 +182,9 @@ pub struct RawRetention {
     pub step_chars: Option<usize>,
     #[serde(default)]
     pub memory_mib: Option<usize>,
+    /// MiB of recorded model calls the store keeps per agent (0: none are recorded).
+    #[serde(default)]
+    pub recorded_calls_mib: Option<usize>,
 }
 
 /// `feeds:`, the websocket monitor feeds `cohort serve` gives the console.

@@ -319,6 +319,8 @@ pub struct ModelBuilder<'a> {
     endpoints: HashMap<String, Arc<dyn ChatModel>>,
     /// Where every model's calls are kept for people to read.
     pub calls: Arc<CallLog>,
+    /// A recorded run that answers every model's calls instead (see `llm::replay`).
+    pub replay: Option<Arc<crate::llm::replay::Record>>,
 }
 
 impl<'a> ModelBuilder<'a> {
@@ -328,6 +330,7 @@ impl<'a> ModelBuilder<'a> {
             patience,
             endpoints: HashMap::new(),
             calls: Arc::default(),
+            replay: None,
         }
     }
 
@@ -341,10 +344,14 @@ impl<'a> ModelBuilder<'a> {
         }
         // Recorded inside the cap: a call's time is the endpoint's, not its wait for a turn.
         // The breaker outside it: a call waiting for a dead endpoint holds no place in the cap.
+        let mut endpoint = self.connect(llm)?;
+        if let Some(record) = &self.replay {
+            endpoint = crate::llm::replay::Replayed::new(endpoint, record.clone());
+        }
         let model: Arc<dyn ChatModel> = Breaker::new(
             Limited::new(
                 Recorded::new(
-                    Priced::wrap(self.connect(llm)?, llm.price()),
+                    Priced::wrap(endpoint, llm.price()),
                     self.calls.clone(),
                     &llm_settings(llm).label(),
                 ),
@@ -386,6 +393,8 @@ impl<'a> ModelBuilder<'a> {
                     ));
                 }
                 let api_key = match api_key_env {
+                    // A replay asks no endpoint: it needs no key.
+                    Some(_) if self.replay.is_some() => None,
                     Some(var) => {
                         Some(env(var).ok_or_else(|| LlmError::MissingApiKey(var.clone()))?)
                     }

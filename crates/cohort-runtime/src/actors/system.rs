@@ -177,6 +177,11 @@ impl Team {
 pub struct Host<'a> {
     pub vars: &'a dyn Fn(&str) -> Option<String>,
     pub cohort_exe: PathBuf,
+    /// A recorded run whose model calls answer this team's (`cohort replay`): no model is
+    /// asked, and no API key is needed.
+    pub replay: Option<Arc<crate::llm::replay::Record>>,
+    /// A recorded run whose tool calls answer this team's (none: its servers are called).
+    pub replay_tools: Option<Arc<crate::mcp::replay::ToolRecord>>,
 }
 
 impl<'a> Host<'a> {
@@ -184,6 +189,8 @@ impl<'a> Host<'a> {
         Host {
             vars,
             cohort_exe: cohort_exe.into(),
+            replay: None,
+            replay_tools: None,
         }
     }
 }
@@ -256,8 +263,11 @@ fn start(
     // Every model is built before anything starts, so a missing API key stops start-up with
     // the agent (or template) that needs it.
     let mut builder = ModelBuilder::new(host.vars, cfg.waits.model);
+    builder.replay = host.replay.clone();
     // A failed step's prompt and raw reply are kept in the store beside its failure.
     monitor.keep_failed_calls(builder.calls.clone(), cfg.retention.step_chars);
+    // Every call whole, for replay (`retention.recorded_calls_mib`).
+    monitor.record_calls(&builder.calls, cfg.retention.recorded_call_bytes);
     let (models, templates) = build_models(cfg, &mut builder)?;
     // A model with a place of its own (a script) carries on where the stored steps left it.
     if resumed {
@@ -529,8 +539,11 @@ pub fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
         mcp: (!cfg.servers.is_empty()).then(|| {
             McpClient::with_elicitation(
                 cfg.servers.clone(),
-                McpOptions::new(host.cohort_exe.clone(), host.vars)
-                    .passing_env_of(&cfg.servers, host.vars),
+                McpOptions {
+                    replay: host.replay_tools.clone(),
+                    ..McpOptions::new(host.cohort_exe.clone(), host.vars)
+                        .passing_env_of(&cfg.servers, host.vars)
+                },
                 crate::mcp::elicit::Elicitation::PerCall,
             )
         }),

@@ -213,8 +213,9 @@ fn write_loop(
         let Some(inner) = inner.upgrade() else {
             break;
         };
-        // The blobs the batch's results refer to go first.
+        // The blobs the batch's results refer to go first, and the model calls it came from.
         keep_blobs(&rt, store.as_ref(), &inner);
+        keep_model_calls(&rt, store.as_ref(), &inner);
         if !entries.is_empty() {
             let stored = with_tasks(&inner, &entries);
             let writers = writers(&entries);
@@ -457,6 +458,22 @@ fn keep_failed_calls(
         if let Err(err) = rt.block_on(store.put_step_calls(step_id, kept.to_string())) {
             tracing::warn!(step = %step_id, "the failed step's model calls were not stored: {err}");
         }
+    }
+}
+
+/// Stores the model calls recorded since the last batch (see [`super::Monitor::record_calls`]).
+/// Calls not stored are logged and given up on: the run goes on, its replay will lack them.
+fn keep_model_calls(rt: &tokio::runtime::Runtime, store: &dyn Store, inner: &Inner) {
+    let Some(recording) = inner.recording.get() else {
+        return;
+    };
+    let calls = recording.take();
+    if calls.is_empty() {
+        return;
+    }
+    let n = calls.len();
+    if let Err(err) = rt.block_on(store.put_model_calls(calls, recording.bytes_per_agent)) {
+        tracing::warn!("{n} model calls were not recorded: {err}");
     }
 }
 

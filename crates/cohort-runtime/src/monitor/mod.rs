@@ -13,6 +13,7 @@ mod compactor;
 pub mod feed;
 pub mod journal;
 pub mod media;
+pub mod record;
 
 pub use crate::event::StateKind;
 use crate::event::tally::Histogram;
@@ -128,6 +129,8 @@ struct Inner {
     commits: Mutex<Histogram>,
     /// The team's images and sounds (see [`media`]).
     media: media::Media,
+    /// Every model call, on its way to the store (see [`record`]); set with a store only.
+    recording: OnceLock<Arc<record::Recording>>,
 }
 
 /// The upper bounds of the store-commit duration buckets, in seconds.
@@ -180,6 +183,7 @@ impl Monitor {
                 assigned: Mutex::new(version),
                 commits: Mutex::default(),
                 media: media::Media::default(),
+                recording: OnceLock::new(),
             }),
         }
     }
@@ -267,6 +271,19 @@ impl Monitor {
     /// a restart. Once only; nothing to do without a store.
     pub fn keep_failed_calls(&self, calls: Arc<crate::llm::recorded::CallLog>, text_chars: usize) {
         let _ = self.inner.failed_calls.set((calls, text_chars));
+    }
+
+    /// Records every model call of `calls` (the team's call log) in the store, each agent's
+    /// newest within `bytes_per_agent`: the journal writes each before the batch of changes
+    /// after it. Once only; nothing to do without a store or with no bytes to keep.
+    pub fn record_calls(&self, calls: &crate::llm::recorded::CallLog, bytes_per_agent: u64) {
+        if self.inner.journal.get().is_none() || bytes_per_agent == 0 {
+            return;
+        }
+        let recording = Arc::new(record::Recording::new(bytes_per_agent));
+        if self.inner.recording.set(recording.clone()).is_ok() {
+            calls.record_to(Box::new(move |call| recording.add(call)));
+        }
     }
 
     /// Stops writing at once, storing nothing of what is queued (none of it was shown): for a

@@ -1,0 +1,287 @@
+//! A model served from a recorded run (`cohort replay`): each agent's calls are answered with
+//! what the model answered then, in the order the agent made them, and each request is
+//! checked against the recorded one (through the map of the two runs' ids, see
+//! `call::replay`): a prompt that differs is a divergence, kept with its first differing line,
+//! so a prompt change's effect shows without a model. No call leaves the process.
+
+use super::recorded::Call;
+use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use crate::call::replay::{FirstDifference, IdMap};
+use crate::ids::{AgentId, StepId};
+use futures::future::BoxFuture;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A request that differs from the recorded one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    pub agent_id: AgentId,
+    pub skill: String,
+    /// The replayed step that made it.
+    pub step_id: StepId,
+    /// Which part differs: `system` or `prompt`.
+    pub part: &'static str,
+    pub difference: FirstDifference,
+}
+
+/// The recorded calls being served, and what the replay found.
+pub struct Record {
+    by_agent: Mutex<HashMap<AgentId, VecDeque<Call>>>,
+    ids: Mutex<IdMap>,
+    divergences: Mutex<Vec<Divergence>>,
+    served: AtomicUsize,
+}
+
+impl Record {
+    /// The record of `calls` (any order: each agent's are served by their `seq`).
+    pub fn new(mut calls: Vec<Call>) -> Arc<Record> {
+        calls.sort_by_key(|c| c.seq);
+        let mut by_agent: HashMap<AgentId, VecDeque<Call>> = HashMap::new();
+        for c in calls {
+            by_agent.entry(c.agent_id.clone()).or_default().push_back(c);
+        }
+        Arc::new(Record {
+            by_agent: Mutex::new(by_agent),
+            ids: Mutex::default(),
+            divergences: Mutex::default(),
+            served: AtomicUsize::new(0),
+        })
+    }
+
+    /// The requests that differed from the recorded ones, in the order they were made.
+    pub fn divergences(&self) -> Vec<Divergence> {
+        self.divergences
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// How many calls were answered from the record.
+    pub fn served(&self) -> usize {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// How many recorded calls no request asked for.
+    pub fn left(&self) -> usize {
+        let by_agent = self.by_agent.lock().unwrap_or_else(|p| p.into_inner());
+        by_agent.values().map(VecDeque::len).sum()
+    }
+
+    /// How the recorded run's final states and the replayed run's differ (see
+    /// `call::replay::state_differences`), through the ids the replay paired.
+    pub fn state_differences(
+        &self,
+        recorded: &serde_json::Value,
+        replayed: &serde_json::Value,
+        most: usize,
+    ) -> Vec<String> {
+        let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        crate::call::replay::state_differences(recorded, replayed, &ids, most)
+    }
+
+    /// A recorded text as the replayed run names its ids.
+    pub fn to_replayed(&self, text: &str) -> String {
+        self.ids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .to_replayed(text)
+    }
+
+    /// The answer to `request`: the agent's next recorded call's, checked and with its ids
+    /// made the replayed run's. `Ok(None)`: the call was abandoned then (it is now too).
+    fn answer(&self, request: &ChatRequest) -> Result<Option<ChatReply>, LlmError> {
+        let call = self
+            .by_agent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(&request.agent_id)
+            .and_then(|calls| next_for(calls, request))
+            .ok_or_else(|| {
+                LlmError::Replay(format!(
+                    "the record has no more calls of agent `{}` (this run asks more than the \
+                     recorded one did)",
+                    request.agent_id
+                ))
+            })?;
+        self.served.fetch_add(1, Ordering::Relaxed);
+        self.check(&call, request);
+        let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        match (&call.reply, &call.error) {
+            (Some(text), _) => Ok(Some(ChatReply {
+                text: ids.to_replayed(text),
+                usage: call.usage,
+                cut: call.cut,
+                tool_calls: call
+                    .tool_calls
+                    .iter()
+                    .map(|c| crate::ToolCall {
+                        arguments: ids.to_replayed(&c.arguments),
+                        ..c.clone()
+                    })
+                    .collect(),
+            })),
+            (None, Some(e)) if e.starts_with("abandoned") => Ok(None),
+            (None, e) => Err(LlmError::Replay(format!(
+                "as recorded, the call failed: {}",
+                e.as_deref().unwrap_or("(no reason kept)")
+            ))),
+        }
+    }
+
+    /// Learns the two runs' ids from the request, and keeps where it differs.
+    fn check(&self, call: &Call, request: &ChatRequest) {
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        ids.learn(&call.system, &request.system);
+        ids.learn(&call.prompt, &request.prompt);
+        let parts = [
+            ("system", &call.system, &request.system),
+            ("prompt", &call.prompt, &request.prompt),
+        ];
+        for (part, recorded, replayed) in parts {
+            if let Some(difference) = ids.first_difference(recorded, replayed) {
+                self.divergences
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Divergence {
+                        agent_id: request.agent_id.clone(),
+                        skill: request.skill.clone(),
+                        step_id: request.step_id.clone(),
+                        part,
+                        difference,
+                    });
+            }
+        }
+    }
+}
+
+/// The agent's recorded call that answers `request`: its next call for the same skill and
+/// the same step text (an agent runs a plan's parallel steps side by side, and they may ask
+/// in another order than they did), else simply its next call.
+fn next_for(calls: &mut VecDeque<Call>, request: &ChatRequest) -> Option<Call> {
+    let ids = |t: &str| crate::call::replay::ids_in(t).len();
+    let same_step = calls.iter().position(|c| {
+        c.skill == request.skill
+            && !c.step_text.is_empty()
+            && c.step_text.len() == request.step_text.len()
+            && ids(&c.step_text) == ids(&request.step_text)
+            && strip_ids(&c.step_text) == strip_ids(&request.step_text)
+    });
+    calls.remove(same_step.unwrap_or(0))
+}
+
+/// A text with its ids left out, to compare two runs' texts.
+fn strip_ids(text: &str) -> String {
+    let mut out = text.to_owned();
+    for id in crate::call::replay::ids_in(text) {
+        out = out.replacen(id, "", 1);
+    }
+    out
+}
+
+/// A team's model in a replay: shaped as the configured one (its prompt budget, tokenizer,
+/// native tools, constrained answers, images: all of which shape the prompt), answered from
+/// the record.
+pub struct Replayed {
+    inner: Arc<dyn ChatModel>,
+    record: Arc<Record>,
+}
+
+impl Replayed {
+    /// `inner`, the configured model, is asked nothing; `record` answers.
+    pub fn new(inner: Arc<dyn ChatModel>, record: Arc<Record>) -> Arc<Replayed> {
+        Arc::new(Replayed { inner, record })
+    }
+}
+
+impl ChatModel for Replayed {
+    super::delegate_to_inner!();
+
+    fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
+        let answer = self.record.answer(&request);
+        Box::pin(async move {
+            match answer {
+                Ok(Some(reply)) => {
+                    if let Some(p) = &request.progress {
+                        p.tell(&reply.text);
+                    }
+                    Ok(reply)
+                }
+                // Abandoned then: whatever abandoned it will do so again.
+                Ok(None) => std::future::pending().await,
+                Err(e) => Err(e),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T1: &str = "0b2b7c3e-1f0a-4c55-9a1e-5d6f7a8b9c0d";
+    const T2: &str = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
+
+    fn call(agent: &str, seq: u64, prompt: &str, reply: &str) -> Call {
+        serde_json::from_value(serde_json::json!({
+            "step_id": "s", "agent_id": agent, "skill": "think", "seq": seq, "sent_at": 0,
+            "answered_at": 0, "system": "SYS", "prompt": prompt, "tool_rounds": 0,
+            "reply": reply, "error": null, "usage": {"prompt_tokens": 7, "completion_tokens": 3},
+            "cut": null
+        }))
+        .unwrap()
+    }
+
+    fn request(agent: &str, prompt: &str) -> ChatRequest {
+        ChatRequest {
+            system: "SYS".into(),
+            prompt: prompt.into(),
+            ..ChatRequest::test(agent, "think")
+        }
+    }
+
+    #[tokio::test]
+    async fn each_agent_is_answered_in_its_order_with_the_replayed_runs_ids() {
+        let record = Record::new(vec![
+            call("w", 2, "then", "second"),
+            call(
+                "m",
+                3,
+                &format!("task {T1}"),
+                &format!("<finish>{T1}</finish>"),
+            ),
+            call("w", 1, "first", "first answer"),
+        ]);
+        let shape = crate::scripted::ScriptedModel::new(
+            crate::scripted::Script::parse("replies: {}").unwrap(),
+        );
+        let model = Replayed::new(shape, record.clone());
+        let a = model.chat(request("w", "first")).await.unwrap();
+        assert_eq!(a.text, "first answer");
+        assert_eq!(a.usage.prompt_tokens, 7);
+        let m = model
+            .chat(request("m", &format!("task {T2}")))
+            .await
+            .unwrap();
+        assert_eq!(
+            m.text,
+            format!("<finish>{T2}</finish>"),
+            "the replayed task's id"
+        );
+        let b = model.chat(request("w", "then, changed")).await.unwrap();
+        assert_eq!(
+            b.text, "second",
+            "a changed prompt is still answered as recorded"
+        );
+        let d = record.divergences();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].part, "prompt");
+        assert_eq!(d[0].difference.replayed.as_deref(), Some("then, changed"));
+        let more = model.chat(request("w", "more")).await.unwrap_err();
+        assert!(
+            more.to_string().contains("no more calls of agent `w`"),
+            "{more}"
+        );
+        assert_eq!((record.served(), record.left()), (3, 0));
+    }
+}

@@ -1,0 +1,104 @@
+//! Every model call of a team, kept in the store (see the migration `0008_model_calls.sql`):
+//! the request and the reply whole, so a run can be replayed from them and a failure read
+//! after a restart. A ring per agent: the newest calls within a byte cap each, the oldest of
+//! an agent leaving as its new ones come.
+
+use super::StoreError;
+use super::sql::{Db, SCHEMA_MODEL_CALLS};
+use crate::ids::{AgentId, StepId, TaskId};
+use sqlx::Row;
+use std::collections::BTreeSet;
+
+/// One recorded model call as the store keeps it: its place, whose it is, and its JSON (the
+/// runtime's `llm::recorded::Call`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredModelCall {
+    /// Its place among the team's calls (larger: sent later).
+    pub seq: u64,
+    pub agent_id: AgentId,
+    pub task_id: Option<TaskId>,
+    pub step_id: StepId,
+    /// The call as JSON.
+    pub body: String,
+}
+
+impl Db {
+    /// Keeps `calls` (a call kept already is kept once), then lets each of their agents' oldest
+    /// calls go while that agent's calls hold more than `bytes_per_agent`.
+    pub(super) async fn model_calls_put(
+        &self,
+        calls: Vec<StoredModelCall>,
+        bytes_per_agent: u64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut agents = BTreeSet::new();
+        for c in calls {
+            sqlx::query("DELETE FROM model_calls WHERE seq = $1")
+                .bind(c.seq as i64)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO model_calls (seq, agent_id, task_id, step_id, bytes, body) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(c.seq as i64)
+            .bind(c.agent_id.as_str().to_owned())
+            .bind(c.task_id.as_ref().map(|t| t.as_str().to_owned()))
+            .bind(c.step_id.as_str().to_owned())
+            .bind(c.body.len() as i64)
+            .bind(c.body)
+            .execute(&mut *tx)
+            .await?;
+            agents.insert(c.agent_id);
+        }
+        for agent in agents {
+            // The newest calls whose bytes, added up from the newest, stay within the cap.
+            sqlx::query(
+                "DELETE FROM model_calls WHERE agent_id = $1 AND seq <= COALESCE((\
+                   SELECT MAX(seq) FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total \
+                   FROM model_calls WHERE agent_id = $1) newest WHERE total > $2), -1)",
+            )
+            .bind(agent.as_str().to_owned())
+            .bind(bytes_per_agent as i64)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The kept calls after `after` (by `seq`), oldest first, at most `limit`; of one task
+    /// only when `task` names it. None from a store written before calls were recorded.
+    pub(super) async fn model_calls_get(
+        &self,
+        task: Option<TaskId>,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredModelCall>, StoreError> {
+        if self.schema < SCHEMA_MODEL_CALLS {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT seq, agent_id, task_id, step_id, body FROM model_calls \
+             WHERE seq > $1 AND ($2 IS NULL OR task_id = $2) ORDER BY seq LIMIT $3",
+        )
+        .bind(after as i64)
+        .bind(task.map(|t| t.as_str().to_owned()))
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredModelCall {
+                    seq: r.try_get::<i64, _>(0)? as u64,
+                    agent_id: AgentId::from(r.try_get::<String, _>(1)?.as_str()),
+                    task_id: r
+                        .try_get::<Option<String>, _>(2)?
+                        .map(|t| TaskId::from(t.as_str())),
+                    step_id: StepId::from(r.try_get::<String, _>(3)?.as_str()),
+                    body: r.try_get(4)?,
+                })
+            })
+            .collect()
+    }
+}
