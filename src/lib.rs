@@ -13,7 +13,7 @@
 //! | `cohort-store` | [`store`] |
 //! | `cohort-runtime` | [`actors`], [`monitor`], [`run`] |
 //! | `cohort-server` | [`api`], [`serve`] |
-//! | `cohort` (this one) | [`bench`] |
+//! | `cohort` (this one) | [`bench`], [`eval`] |
 //!
 //! docs/architecture.md draws how they stack.
 
@@ -29,3 +29,4 @@ pub use cohort_server::{api, node, serve};
 pub use cohort_store as store;
 
 pub mod bench;
+pub mod eval;

@@ -90,6 +90,33 @@ enum Command {
         #[arg(long)]
         live_tools: bool,
     },
+    /// Run an eval suite: its goals against a team, each a number of times, judged by their
+    /// checks; prints a table (finish rate, honest rate, time, tokens, cost, repairs), writes
+    /// JSON (and HTML with --html), compares with an earlier run (--compare), and exits 1 when
+    /// a goal's finish rate is below the suite's min_rate.
+    Eval {
+        /// The suite file (see evals/suite.yaml).
+        suite: PathBuf,
+        /// The team file the goals run with (instead of the suite's `team:`).
+        #[arg(long)]
+        team: Option<PathBuf>,
+        /// Runs per goal (instead of the suite's `repeat:`).
+        #[arg(long)]
+        repeat: Option<usize>,
+        /// Runs at once.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Where the results' JSON goes (default: eval-<suite>.json here).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Also write a self-contained HTML report here.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// An earlier run's JSON: each goal's figures side by side, each difference marked
+        /// when it is beyond noise.
+        #[arg(long)]
+        compare: Option<PathBuf>,
+    },
     /// Run a team as a long-lived process with the HTTP API, the live websocket monitor and the
     /// web console, until Ctrl-C / SIGTERM.
     Serve {
@@ -313,6 +340,32 @@ fn main() -> ExitCode {
                 ..Default::default()
             };
             run(&team, &goal, json, opts, &data)
+        }
+        Command::Eval {
+            suite,
+            team,
+            repeat,
+            jobs,
+            json,
+            html,
+            compare,
+        } => {
+            let args = cli::eval_cmd::EvalArgs {
+                suite,
+                team,
+                repeat,
+                jobs,
+                json,
+                html,
+                compare,
+            };
+            match cli::eval_cmd::eval(&args) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => {
+                    output::print_error(&e);
+                    ExitCode::from(3)
+                }
+            }
         }
         Command::Replay {
             team,

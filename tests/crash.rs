@@ -417,7 +417,8 @@ struct Record {
     goals: Vec<usize>,
 }
 
-/// `cohort export` of `data`: every stored event, as JSON.
+/// `cohort export` of `data`: every stored event, as JSON (the recorded model calls after
+/// them are not events).
 fn exported(data: &Data) -> Vec<Value> {
     let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -433,7 +434,8 @@ fn exported(data: &Data) -> Vec<Value> {
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l.get("model_call").is_none())
         .collect()
 }
 

@@ -58,6 +58,9 @@ pub enum Job {
         /// on (`dead`).
         #[serde(default)]
         traces: Option<scenarios::TracesTo>,
+        /// Every model call recorded in the store (with `store`).
+        #[serde(default)]
+        recorded: bool,
     },
     Store {
         events: usize,
@@ -151,7 +154,8 @@ impl Job {
                 iterations,
                 store,
                 traces,
-            } => scenarios::step_overhead(history, iterations, store, traces),
+                recorded,
+            } => scenarios::step_overhead(history, iterations, (store, recorded), traces),
             Job::Store {
                 events,
                 per_publish,
@@ -350,6 +354,7 @@ fn step_overhead_rows(
             iterations: if q { 300 } else { 3000 },
             store: false,
             traces: None,
+            recorded: false,
         };
         eprintln!("bench: step overhead at a history of {history} …");
         if let Some(v) = note("step_overhead", in_child(exe, &job)) {
@@ -369,29 +374,39 @@ fn step_overhead_rows(
     }
     traces_rows(exe, q, note, out);
     // The same at a history of 20 with the monitor writing ahead to a SQLite file.
-    let job = Job::StepOverhead {
-        history: 20,
-        iterations: if q { 300 } else { 3000 },
-        store: true,
-        traces: None,
-    };
-    eprintln!("bench: step overhead at a history of 20, with the store …");
-    if let Some(v) = note("step_overhead", in_child(exe, &job)) {
-        out.push(row(
-            "step_overhead",
-            "history 20, with the SQLite store: p50 / p99",
-            format!(
-                "{:.0} µs / {:.0} µs{}",
-                f(&v["p50_us"]),
-                f(&v["p99_us"]),
-                if v["all_committed"] == true {
-                    ""
-                } else {
-                    " (NOT all committed)"
-                }
-            ),
-            "≤ 1.2× without the store",
-        ));
+    for (recorded, label, target) in [
+        (false, "with the SQLite store", "≤ 1.2× without the store"),
+        (
+            true,
+            "with the SQLite store, every model call recorded",
+            "≤ 1.05× the store alone",
+        ),
+    ] {
+        let job = Job::StepOverhead {
+            history: 20,
+            iterations: if q { 300 } else { 3000 },
+            store: true,
+            traces: None,
+            recorded,
+        };
+        eprintln!("bench: step overhead at a history of 20, {label} …");
+        if let Some(v) = note("step_overhead", in_child(exe, &job)) {
+            out.push(row(
+                "step_overhead",
+                format!("history 20, {label}: p50 / p99"),
+                format!(
+                    "{:.0} µs / {:.0} µs{}",
+                    f(&v["p50_us"]),
+                    f(&v["p99_us"]),
+                    if v["all_committed"] == true {
+                        ""
+                    } else {
+                        " (NOT all committed)"
+                    }
+                ),
+                target,
+            ));
+        }
     }
 }
 
@@ -415,6 +430,7 @@ fn traces_rows(
             iterations: if q { 300 } else { 3000 },
             store: false,
             traces: Some(to),
+            recorded: false,
         };
         eprintln!("bench: step overhead at a history of 20, {label} …");
         if let Some(v) = note("step_overhead", in_child(exe, &job)) {

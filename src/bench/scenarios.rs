@@ -376,17 +376,23 @@ fn overhead_monitor(
 pub fn step_overhead(
     history: usize,
     iterations: usize,
-    store: bool,
+    (store, recorded): (bool, bool),
     traces: Option<TracesTo>,
 ) -> Figures {
     let scratch = Scratch::new("overhead").map_err(|e| e.to_string())?;
-    let model = scripted_thoughts(&scratch, iterations + 1)?;
+    let mut model: Arc<dyn ChatModel> = scripted_thoughts(&scratch, iterations + 1)?;
     let prompts = PromptSet::builtin(crate::prompt::Language::En);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     let monitor = overhead_monitor(&rt, &scratch, store)?;
+    if recorded {
+        // As a team records: the call log, and every call on its way to the store.
+        let log = Arc::new(crate::llm::recorded::CallLog::default());
+        monitor.record_calls(&log, 16 << 20);
+        model = crate::llm::recorded::Recorded::new(model, log, "scripted/bench");
+    }
     let traced = traces.map(|to| start_traces(&monitor, to)).transpose()?;
     let mut sync = SyncCore::new(vec![Member::new("w", "worker")], &[], &[]);
     let task = TaskId::from("t");
@@ -448,6 +454,7 @@ pub fn step_overhead(
         "history": history,
         "iterations": iterations,
         "store": store,
+        "recorded": recorded,
         "all_committed": committed,
         "spans_exported": spans.map(|s| s.0),
         "spans_dropped": spans.map(|s| s.1),

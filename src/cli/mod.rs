@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod data;
+pub mod eval_cmd;
 pub mod node;
 pub mod output;
 pub mod replay_cmd;

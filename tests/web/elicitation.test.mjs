@@ -59,7 +59,7 @@ try {
       const { token } = JSON.parse(sessionStorage.getItem('cohort.session') || '{}');
       const r = await fetch('/api/states?type=step', { headers: { authorization: `Bearer ${token}` } });
       const steps = Object.values(await r.json());
-      const call = steps.find((s) => s.executor === 'everything' && s.execution_state === 'finished');
+      const call = steps.find((s) => s.executor === 'everything' && s.step_intention === 'Ask the person through the server' && s.execution_state === 'finished');
       return call ? JSON.stringify(call.execute_result) : null;
     }, null, { polling: 250 });
     const text = await result.jsonValue();

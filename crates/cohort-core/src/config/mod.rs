@@ -3,6 +3,7 @@
 //! (`team.rs`) whose errors name the file and the field.
 
 mod agent;
+pub mod eval_suite;
 mod http;
 mod limits;
 pub mod mcp_servers;

@@ -82,7 +82,7 @@ mod tests {
         serde_json::from_value(serde_json::json!({
             "step_id": "s", "agent_id": "a", "skill": "think", "seq": seq, "sent_at": 0,
             "answered_at": 0, "system": "", "prompt": prompt, "tool_rounds": 0, "reply": "ok",
-            "error": null, "usage": {}, "cut": null
+            "error": null, "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "cut": null
         }))
         .unwrap()
     }

@@ -1,0 +1,327 @@
+//! An eval suite file (`cohort eval SUITE.yaml`): goals for a team, each run a number of times
+//! and checked by rules, with the finish rate each must reach. Every problem names the file
+//! and the field, as a team file's do.
+
+use crate::problem::Problem;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A suite as its file says, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suite {
+    /// `name:`, for the report (default: the file's name).
+    pub name: String,
+    /// The file it came from.
+    pub file: PathBuf,
+    /// `team:`, the team file goals run with unless they name their own (resolved against the
+    /// suite's folder); `cohort eval --team` replaces it.
+    pub team: Option<PathBuf>,
+    /// `repeat:`, runs per goal (default 1; `--repeat` replaces it).
+    pub repeat: usize,
+    /// `min_rate:`, the finish rate (0 to 1) every goal must reach for the suite to pass
+    /// (default 1: every run).
+    pub min_rate: f64,
+    /// `timeout_secs:`, how long one run may take (default 300).
+    pub timeout: Duration,
+    /// `goals:`, at least one.
+    pub goals: Vec<SuiteGoal>,
+}
+
+/// One goal of a suite.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuiteGoal {
+    /// `id:`, unique in the suite: the report's row.
+    pub id: String,
+    /// `goal:`, as the operator would give it.
+    pub goal: String,
+    /// `team:`, this goal's own team file (resolved against the suite's folder).
+    pub team: Option<PathBuf>,
+    /// `expect:`, the outcome a good run ends in (default `finished`; `failed` for a goal the
+    /// team must refuse).
+    pub expect: Expected,
+    /// `checks:`, what a good run's result must show besides.
+    pub checks: Vec<Check>,
+}
+
+/// The outcome a good run of a goal ends in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[serde(expecting = "`finished`, `failed` or `stalled`")]
+pub enum Expected {
+    /// Its tasks finished.
+    #[default]
+    Finished,
+    /// A task failed (the goal was refused, or could not be reached and said so).
+    Failed,
+    /// The team waits for a person (a question no one in an eval answers).
+    Stalled,
+}
+
+/// One rule a good run's result must meet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Check {
+    /// The tasks' summaries hold this text.
+    Contains(String),
+    /// The tasks' summaries match this regular expression.
+    Regex(String),
+    /// A task's summary is a JSON object fitting this schema.
+    JsonSchema(serde_json::Value),
+    /// This file exists after the run (relative to the team file's folder).
+    FileExists(PathBuf),
+    /// The run took at most this many steps.
+    MaxSteps(usize),
+    /// The run spent at most this many tokens (prompt and completion).
+    MaxTokens(u64),
+}
+
+impl Check {
+    /// The check's name, as the report shows it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Check::Contains(_) => "contains",
+            Check::Regex(_) => "regex",
+            Check::JsonSchema(_) => "json_schema",
+            Check::FileExists(_) => "file_exists",
+            Check::MaxSteps(_) => "max_steps",
+            Check::MaxTokens(_) => "max_tokens",
+        }
+    }
+}
+
+/// A check as its file writes it: a mapping with one key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "one check: contains, regex, json_schema, file_exists, max_steps or max_tokens"
+)]
+struct RawCheck {
+    #[serde(default)]
+    contains: Option<String>,
+    #[serde(default)]
+    regex: Option<String>,
+    #[serde(default)]
+    json_schema: Option<serde_json::Value>,
+    #[serde(default)]
+    file_exists: Option<PathBuf>,
+    #[serde(default)]
+    max_steps: Option<usize>,
+    #[serde(default)]
+    max_tokens: Option<u64>,
+}
+
+impl RawCheck {
+    /// The check, when exactly one key is given.
+    fn check(self) -> Option<Check> {
+        let given = [
+            self.contains.map(Check::Contains),
+            self.regex.map(Check::Regex),
+            self.json_schema.map(Check::JsonSchema),
+            self.file_exists.map(Check::FileExists),
+            self.max_steps.map(Check::MaxSteps),
+            self.max_tokens.map(Check::MaxTokens),
+        ];
+        let mut given = given.into_iter().flatten();
+        let one = given.next()?;
+        given.next().is_none().then_some(one)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(
+    expecting = "an eval suite: a mapping with `goals` (and name, team, repeat, min_rate, timeout_secs)"
+)]
+struct RawSuite {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    team: Option<PathBuf>,
+    #[serde(default)]
+    repeat: Option<usize>,
+    #[serde(default)]
+    min_rate: Option<f64>,
+    #[serde(default)]
+    timeout_secs: Option<u64>,
+    goals: Vec<RawGoal>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(expecting = "a goal: a mapping with `id`, `goal` (and team, expect, checks)")]
+struct RawGoal {
+    id: String,
+    goal: String,
+    #[serde(default)]
+    team: Option<PathBuf>,
+    #[serde(default)]
+    expect: Expected,
+    #[serde(default)]
+    checks: Vec<RawCheck>,
+}
+
+/// Reads and checks a suite file; every problem names the file and the field.
+pub fn load_suite(file: &Path) -> Result<Suite, Vec<Problem>> {
+    let problem = |field: &str, message: String| Problem {
+        file: file.to_path_buf(),
+        field: field.into(),
+        message,
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| vec![problem("(file)", format!("cannot read: {e}"))])?;
+    let read = super::yaml::read::<RawSuite>(&text);
+    let raw = match read.value {
+        Some(raw) if read.slips.is_empty() => raw,
+        _ => {
+            return Err(read
+                .slips
+                .into_iter()
+                .map(|s| problem(&s.field, s.message))
+                .collect());
+        }
+    };
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let mut problems = Vec::new();
+    let min_rate = raw.min_rate.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&min_rate) {
+        problems.push(problem(
+            "min_rate",
+            format!("{min_rate} is not from 0 to 1"),
+        ));
+    }
+    if raw.repeat == Some(0) || raw.timeout_secs == Some(0) {
+        let field = if raw.repeat == Some(0) {
+            "repeat"
+        } else {
+            "timeout_secs"
+        };
+        problems.push(problem(field, "must be at least 1".into()));
+    }
+    if raw.goals.is_empty() {
+        problems.push(problem("goals", "a suite needs at least one goal".into()));
+    }
+    let mut goals: Vec<SuiteGoal> = Vec::new();
+    for (i, g) in raw.goals.into_iter().enumerate() {
+        let at = |f: &str| format!("goals[{i}].{f}");
+        if g.id.trim().is_empty() || goals.iter().any(|o| o.id == g.id) {
+            problems.push(problem(
+                &at("id"),
+                format!("`{}` is empty or used twice", g.id),
+            ));
+        }
+        if g.goal.trim().is_empty() {
+            problems.push(problem(&at("goal"), "the goal is empty".into()));
+        }
+        let mut checks = Vec::new();
+        for (k, raw) in g.checks.into_iter().enumerate() {
+            let Some(c) = raw.check() else {
+                problems.push(problem(
+                    &at(&format!("checks[{k}]")),
+                    "give exactly one check (contains, regex, json_schema, file_exists, \
+                     max_steps or max_tokens)"
+                        .into(),
+                ));
+                continue;
+            };
+            if let Check::Regex(r) = &c
+                && let Err(e) = regex::Regex::new(r)
+            {
+                problems.push(problem(&at(&format!("checks[{k}].regex")), e.to_string()));
+            }
+            checks.push(c);
+        }
+        goals.push(SuiteGoal {
+            id: g.id,
+            goal: g.goal,
+            team: g.team.map(|t| dir.join(t)),
+            expect: g.expect,
+            checks,
+        });
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(Suite {
+        name: raw.name.unwrap_or_else(|| {
+            file.file_stem()
+                .map_or("suite".into(), |s| s.to_string_lossy().into_owned())
+        }),
+        file: file.to_path_buf(),
+        team: raw.team.map(|t| dir.join(t)),
+        repeat: raw.repeat.unwrap_or(1),
+        min_rate,
+        timeout: Duration::from_secs(raw.timeout_secs.unwrap_or(300)),
+        goals,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &crate::config::test_files::TestDir, name: &str, text: &str) -> PathBuf {
+        let f = dir.join(format!("{name}.yaml"));
+        std::fs::write(&f, text).unwrap();
+        f
+    }
+
+    #[test]
+    fn a_suite_reads_with_its_goals_checks_and_paths() {
+        let dir = crate::config::test_files::tmp("suite-ok");
+        let f = write(
+            &dir,
+            "ok",
+            "name: small\nteam: ../team.yaml\nrepeat: 3\nmin_rate: 0.5\ngoals:\n\
+             - id: haiku\n  goal: Write a haiku\n  checks:\n    - contains: rain\n    - max_steps: 40\n\
+             - id: refuse\n  goal: Do harm\n  expect: failed\n  team: other.yaml\n",
+        );
+        let s = load_suite(&f).unwrap();
+        assert_eq!((s.name.as_str(), s.repeat, s.min_rate), ("small", 3, 0.5));
+        assert_eq!(s.team, Some(f.parent().unwrap().join("../team.yaml")));
+        assert_eq!(
+            s.goals[0].checks,
+            [Check::Contains("rain".into()), Check::MaxSteps(40)]
+        );
+        assert_eq!(s.goals[1].expect, Expected::Failed);
+        assert_eq!(
+            s.goals[1].team,
+            Some(f.parent().unwrap().join("other.yaml"))
+        );
+    }
+
+    #[test]
+    fn a_suites_slips_name_their_fields() {
+        let cases = [
+            ("goals: []\n", "goals"),
+            ("min_rate: 2\ngoals: [{id: a, goal: g}]\n", "min_rate"),
+            (
+                "goals: [{id: a, goal: g}, {id: a, goal: h}]\n",
+                "goals[1].id",
+            ),
+            (
+                "goals: [{id: a, goal: g, checks: [{regex: '(a'}]}]\n",
+                "goals[0].checks[0].regex",
+            ),
+            (
+                "goals: [{id: a, goal: g, checks: [{smells: x}]}]\n",
+                "goals[0].checks[0]",
+            ),
+            (
+                "goals: [{id: a, goal: g, checks: [{contains: x, max_steps: 3}]}]\n",
+                "goals[0].checks[0]",
+            ),
+            (
+                "goals: [{id: a, goal: g, expect: maybe}]\n",
+                "goals[0].expect",
+            ),
+        ];
+        let dir = crate::config::test_files::tmp("suite-bad");
+        for (i, (yaml, field)) in cases.iter().enumerate() {
+            let p = load_suite(&write(&dir, &format!("bad{i}"), yaml)).unwrap_err();
+            assert!(
+                p.iter().any(|p| p.field.starts_with(field)),
+                "{yaml}: {p:?}"
+            );
+        }
+    }
+}
