@@ -1,7 +1,8 @@
 //! `cohort eval` as a person uses it: the bundled suite (`evals/suite.yaml`, twelve goals the
 //! scripted eval team attempts: writing, JSON, a file written and one read through the
 //! workspace server, a plan run in parallel, two stages, a review by message, a goal refused,
-//! a question to a person) passes, with its table, JSON and HTML report; and a comparison of
+//! a question to a person; the haiku also judged by the suite's judge model) passes, with its
+//! table, JSON and HTML report; and a comparison of
 //! a good run with one whose answers were broken on purpose marks the drop as beyond noise
 //! and fails the suite's rate.
 
@@ -57,6 +58,27 @@ fn the_bundled_suite_passes_with_its_table_json_and_html() {
         .find(|r| r["goal"] == "refuse-harm")
         .unwrap();
     assert_eq!(refused["outcome"], "failed");
+    // The judge's verdict on the haiku, with its reasons.
+    let haiku = result["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["goal"] == "haiku")
+        .unwrap();
+    let judged = haiku["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "judge")
+        .unwrap();
+    assert_eq!(judged["held"], true, "{judged}");
+    assert!(
+        judged["reasons"]
+            .as_str()
+            .unwrap()
+            .contains("Three short lines"),
+        "{judged}"
+    );
     assert!(
         table.contains("| weather-json | 1 | 100 % (1/1) | 100 % |"),
         "{table}"

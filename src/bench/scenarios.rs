@@ -387,10 +387,13 @@ pub fn step_overhead(
         .build()
         .map_err(|e| e.to_string())?;
     let monitor = overhead_monitor(&rt, &scratch, store)?;
-    if recorded {
-        // As a team records: the call log, and every call on its way to the store.
+    if store {
+        // As a team's models are: their calls in the team's call log; with `recorded`, each
+        // also on its way to the store.
         let log = Arc::new(crate::llm::recorded::CallLog::default());
-        monitor.record_calls(&log, 16 << 20);
+        if recorded {
+            monitor.record_calls(&log, 16 << 20);
+        }
         model = crate::llm::recorded::Recorded::new(model, log, "scripted/bench");
     }
     let traced = traces.map(|to| start_traces(&monitor, to)).transpose()?;

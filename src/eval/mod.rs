@@ -53,6 +53,9 @@ pub struct CheckResult {
     /// Why it did not hold.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub why: String,
+    /// A judge's reasons for its verdict, either way.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasons: String,
 }
 
 /// What a run left that the checks read.
@@ -94,31 +97,41 @@ pub fn check_run(checks: &[Check], facts: &RunFacts) -> Vec<CheckResult> {
     checks
         .iter()
         .map(|c| {
-            let why =
-                match c {
-                    Check::Contains(t) => (!text.contains(t.as_str()))
-                        .then(|| format!("the summaries do not hold `{t}`")),
-                    Check::Regex(r) => match regex::Regex::new(r) {
-                        Ok(re) if re.is_match(&text) => None,
-                        Ok(_) => Some(format!("the summaries do not match `{r}`")),
-                        Err(e) => Some(e.to_string()),
-                    },
-                    Check::JsonSchema(schema) => fits_schema(schema, &facts.summaries),
-                    Check::FileExists(p) => (!facts.team_dir.join(p).exists())
-                        .then(|| format!("{} does not exist", p.display())),
-                    Check::MaxSteps(n) => {
-                        (facts.steps > *n).then(|| format!("{} steps, more than {n}", facts.steps))
-                    }
-                    Check::MaxTokens(n) => (facts.tokens > *n)
-                        .then(|| format!("{} tokens, more than {n}", facts.tokens)),
-                };
+            let why = rule_broken(c, facts, &text);
             CheckResult {
                 check: c.name().to_owned(),
                 held: why.is_none(),
                 why: why.unwrap_or_default(),
+                reasons: String::new(),
             }
         })
         .collect()
+}
+
+/// Why `check` does not hold for a run whose summaries read `text`; none when it holds.
+fn rule_broken(check: &Check, facts: &RunFacts, text: &str) -> Option<String> {
+    match check {
+        Check::Contains(t) => {
+            (!text.contains(t.as_str())).then(|| format!("the summaries do not hold `{t}`"))
+        }
+        Check::Regex(r) => match regex::Regex::new(r) {
+            Ok(re) if re.is_match(text) => None,
+            Ok(_) => Some(format!("the summaries do not match `{r}`")),
+            Err(e) => Some(e.to_string()),
+        },
+        Check::JsonSchema(schema) => fits_schema(schema, &facts.summaries),
+        Check::FileExists(p) => {
+            (!facts.team_dir.join(p).exists()).then(|| format!("{} does not exist", p.display()))
+        }
+        Check::MaxSteps(n) => {
+            (facts.steps > *n).then(|| format!("{} steps, more than {n}", facts.steps))
+        }
+        Check::MaxTokens(n) => {
+            (facts.tokens > *n).then(|| format!("{} tokens, more than {n}", facts.tokens))
+        }
+        // Judged by the suite's model (see `judge_with`), not by a rule.
+        Check::Judge(_) => Some("not judged: the suite has no judge model".into()),
+    }
 }
 
 /// None when a summary is a JSON object fitting `schema`; else why none is.
@@ -138,6 +151,74 @@ fn fits_schema(schema: &serde_json::Value, summaries: &[String]) -> Option<Strin
         }
     }
     Some(why)
+}
+
+/// The judge model's verdict on a result against `rubric`: whether it holds, and why.
+pub async fn judge_with(
+    model: &dyn crate::llm::ChatModel,
+    goal: &str,
+    summaries: &[String],
+    rubric: &str,
+) -> CheckResult {
+    let request = crate::llm::ChatRequest {
+        system: "You judge the result of an AI team's work against a rubric. Read the goal, \
+                 the result and the rubric; answer <verdict>pass</verdict> when the result \
+                 meets the rubric, else <verdict>fail</verdict>; then give your reasons in \
+                 <reasons>…</reasons>, briefly."
+            .into(),
+        prompt: format!(
+            "# Goal\n\n{goal}\n\n# Result\n\n{}\n\n# Rubric\n\n{rubric}\n",
+            summaries.join("\n\n")
+        ),
+        answer_format: None,
+        tools: Vec::new(),
+        rounds: Vec::new(),
+        images: Vec::new(),
+        agent_id: "judge".into(),
+        skill: "judge".into(),
+        task_id: "eval".into(),
+        stage_id: crate::ids::StageRef::NoRelative,
+        step_id: "judge".into(),
+        template: None,
+        step_text: rubric.to_owned(),
+        progress: None,
+        model_wait: None,
+        retry: 0,
+        mending: crate::llm::Mending::default(),
+    };
+    let tag = |text: &str, name: &str| -> Option<String> {
+        let (open, close) = (format!("<{name}>"), format!("</{name}>"));
+        let start = text.find(&open)? + open.len();
+        let end = text[start..].find(&close)? + start;
+        Some(text[start..end].trim().to_owned())
+    };
+    let (held, why, reasons) = match model.chat(request).await {
+        Ok(reply) => {
+            let verdict = tag(&reply.text, "verdict").map(|v| v.to_lowercase());
+            let reasons =
+                tag(&reply.text, "reasons").unwrap_or_else(|| reply.text.trim().to_owned());
+            match verdict.as_deref() {
+                Some("pass") => (true, String::new(), reasons),
+                Some("fail") => (
+                    false,
+                    "the judge found the rubric not met".to_owned(),
+                    reasons,
+                ),
+                _ => (false, "the judge gave no verdict".to_owned(), reasons),
+            }
+        }
+        Err(e) => (
+            false,
+            format!("the judge could not be asked: {e}"),
+            String::new(),
+        ),
+    };
+    CheckResult {
+        check: "judge".into(),
+        held,
+        why,
+        reasons,
+    }
 }
 
 /// Judges one run of `goal`.
@@ -197,6 +278,15 @@ pub fn run_suite(
         queue.extend((1..=repeat).map(|run| (g.clone(), file.clone(), run)));
     }
     queue.reverse();
+    let vars = |k: &str| std::env::var(k).ok();
+    let judge = match &suite.judge {
+        Some(llm) => Some(
+            crate::actors::ModelBuilder::new(&vars, std::time::Duration::from_secs(60))
+                .build(llm)
+                .map_err(|e| anyhow::anyhow!("the suite's judge model: {e}"))?,
+        ),
+        None => None,
+    };
     let queue = Mutex::new(queue);
     let done = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -205,7 +295,7 @@ pub fn run_suite(
                 while let Some((goal, file, run)) =
                     queue.lock().unwrap_or_else(|p| p.into_inner()).pop()
                 {
-                    let judged = one_run(&goal, &file, run, suite.timeout);
+                    let judged = one_run(&goal, &file, (run, suite.timeout), judge.as_deref());
                     progress(&judged);
                     done.lock().unwrap_or_else(|p| p.into_inner()).push(judged);
                 }
@@ -229,7 +319,12 @@ fn suite_place(suite: &Suite, goal: &str) -> usize {
 
 /// One run of `goal` with the team in `file`, in an actor system of its own, judged; a run
 /// that cannot start is judged a failure that says why.
-fn one_run(goal: &SuiteGoal, file: &Path, run: usize, timeout: std::time::Duration) -> Judged {
+fn one_run(
+    goal: &SuiteGoal,
+    file: &Path,
+    (run, timeout): (usize, std::time::Duration),
+    judge_model: Option<&dyn crate::llm::ChatModel>,
+) -> Judged {
     let started = Instant::now();
     let system = actix::System::new();
     let result = system.block_on(async {
@@ -241,11 +336,22 @@ fn one_run(goal: &SuiteGoal, file: &Path, run: usize, timeout: std::time::Durati
             ..RunOptions::default()
         };
         let report = run_goal(&cfg, &goal.goal, &opts, &host, |_| {}).await?;
-        anyhow::Ok(report)
+        let summaries: Vec<String> = report
+            .tasks
+            .iter()
+            .filter_map(|t| t.task_summary.clone())
+            .collect();
+        let mut verdicts = Vec::new();
+        for c in &goal.checks {
+            if let (Check::Judge(rubric), Some(model)) = (c, judge_model) {
+                verdicts.push(judge_with(model, &goal.goal, &summaries, rubric).await);
+            }
+        }
+        anyhow::Ok((report, verdicts))
     });
     let wall_ms = started.elapsed().as_millis() as u64;
     match result {
-        Ok(report) => {
+        Ok((report, verdicts)) => {
             let facts = RunFacts {
                 outcome: report.outcome.clone(),
                 summaries: report
@@ -257,7 +363,20 @@ fn one_run(goal: &SuiteGoal, file: &Path, run: usize, timeout: std::time::Durati
                 tokens: report.tokens.prompt_tokens + report.tokens.completion_tokens,
                 team_dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
             };
-            judge(goal, run, &facts, &report, wall_ms)
+            let mut judged = judge(goal, run, &facts, &report, wall_ms);
+            // The judge's verdicts in the places of its checks.
+            let mut verdicts = verdicts.into_iter();
+            for (c, result) in goal.checks.iter().zip(judged.checks.iter_mut()) {
+                if matches!(c, Check::Judge(_))
+                    && let Some(v) = verdicts.next()
+                {
+                    *result = v;
+                }
+            }
+            let held = judged.checks.iter().all(|c| c.held);
+            judged.passed = held && as_expected(&facts.outcome, goal.expect);
+            judged.honest = facts.outcome != RunOutcome::Finished || held;
+            judged
         }
         Err(e) => Judged {
             goal: goal.id.clone(),
@@ -269,6 +388,7 @@ fn one_run(goal: &SuiteGoal, file: &Path, run: usize, timeout: std::time::Durati
                 check: "run".into(),
                 held: false,
                 why: e.to_string(),
+                reasons: String::new(),
             }],
             wall_ms,
             steps: 0,

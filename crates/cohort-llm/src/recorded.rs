@@ -85,18 +85,27 @@ impl Call {
         self.system.len() + self.prompt.len() + self.reply.as_ref().map_or(0, String::len) + rounds
     }
 
-    /// As the log keeps it: each text capped, the rounds counted only.
+    /// As the log keeps it: each text capped (moved, not copied, when it is short), the
+    /// rounds counted only.
     fn capped(mut self) -> Call {
-        self.system = kept_text(&self.system);
-        self.prompt = kept_text(&self.prompt);
-        self.reply = self.reply.as_deref().map(kept_text);
+        let cap = |t: String| {
+            if t.len() <= TEXT_KEPT {
+                t
+            } else {
+                kept_text(&t)
+            }
+        };
+        self.system = cap(std::mem::take(&mut self.system));
+        self.prompt = cap(std::mem::take(&mut self.prompt));
+        self.reply = self.reply.take().map(cap);
         self.rounds = Vec::new();
         self
     }
 }
 
-/// Where every call goes as it ends, whole (the team's record of its model calls).
-pub type Record = Box<dyn Fn(&Call) + Send + Sync>;
+/// Where every call goes as it ends, whole (the team's record of its model calls); it is
+/// handed its own copy, to store off the step's path.
+pub type Record = Box<dyn Fn(Call) + Send + Sync>;
 
 /// The upper bounds of the LLM-call duration buckets, in seconds.
 pub const CALL_SECONDS: &[f64] = &[
@@ -175,7 +184,7 @@ impl CallLog {
     pub fn keep(&self, call: Call, model: &str, outcome: CallOutcome) {
         self.time(model, outcome, &call);
         if let Some(record) = self.record.get() {
-            record(&call);
+            record(call.clone());
         }
         self.push(call.capped());
     }

@@ -26,6 +26,8 @@ pub struct Suite {
     pub timeout: Duration,
     /// `goals:`, at least one.
     pub goals: Vec<SuiteGoal>,
+    /// `judge:`, the model that judges `judge` checks (an llm block, as in a team file).
+    pub judge: Option<super::LlmConfig>,
 }
 
 /// One goal of a suite.
@@ -73,6 +75,9 @@ pub enum Check {
     MaxSteps(usize),
     /// The run spent at most this many tokens (prompt and completion).
     MaxTokens(u64),
+    /// The suite's judge model finds that the result meets this rubric (its verdict and its
+    /// reasons are kept with the run).
+    Judge(String),
 }
 
 impl Check {
@@ -85,6 +90,7 @@ impl Check {
             Check::FileExists(_) => "file_exists",
             Check::MaxSteps(_) => "max_steps",
             Check::MaxTokens(_) => "max_tokens",
+            Check::Judge(_) => "judge",
         }
     }
 }
@@ -93,7 +99,7 @@ impl Check {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 #[serde(
-    expecting = "one check: contains, regex, json_schema, file_exists, max_steps or max_tokens"
+    expecting = "one check: contains, regex, json_schema, file_exists, max_steps, max_tokens or judge"
 )]
 struct RawCheck {
     #[serde(default)]
@@ -108,6 +114,8 @@ struct RawCheck {
     max_steps: Option<usize>,
     #[serde(default)]
     max_tokens: Option<u64>,
+    #[serde(default)]
+    judge: Option<String>,
 }
 
 impl RawCheck {
@@ -120,6 +128,7 @@ impl RawCheck {
             self.file_exists.map(Check::FileExists),
             self.max_steps.map(Check::MaxSteps),
             self.max_tokens.map(Check::MaxTokens),
+            self.judge.map(Check::Judge),
         ];
         let mut given = given.into_iter().flatten();
         let one = given.next()?;
@@ -143,6 +152,8 @@ struct RawSuite {
     min_rate: Option<f64>,
     #[serde(default)]
     timeout_secs: Option<u64>,
+    #[serde(default)]
+    judge: Option<super::RawLlm>,
     goals: Vec<RawGoal>,
 }
 
@@ -167,19 +178,7 @@ pub fn load_suite(file: &Path) -> Result<Suite, Vec<Problem>> {
         field: field.into(),
         message,
     };
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| vec![problem("(file)", format!("cannot read: {e}"))])?;
-    let read = super::yaml::read::<RawSuite>(&text);
-    let raw = match read.value {
-        Some(raw) if read.slips.is_empty() => raw,
-        _ => {
-            return Err(read
-                .slips
-                .into_iter()
-                .map(|s| problem(&s.field, s.message))
-                .collect());
-        }
-    };
+    let raw: RawSuite = super::yaml::load(file)?;
     let dir = file.parent().unwrap_or(Path::new("."));
     let mut problems = Vec::new();
     let min_rate = raw.min_rate.unwrap_or(1.0);
@@ -218,7 +217,7 @@ pub fn load_suite(file: &Path) -> Result<Suite, Vec<Problem>> {
                 problems.push(problem(
                     &at(&format!("checks[{k}]")),
                     "give exactly one check (contains, regex, json_schema, file_exists, \
-                     max_steps or max_tokens)"
+                     max_steps, max_tokens or judge)"
                         .into(),
                 ));
                 continue;
@@ -238,10 +237,30 @@ pub fn load_suite(file: &Path) -> Result<Suite, Vec<Problem>> {
             checks,
         });
     }
+    let judge = match &raw.judge {
+        Some(l) => match super::agent::llm_config(l, dir) {
+            Ok(c) => Some(c),
+            Err((field, why)) => {
+                problems.push(problem(&format!("judge.{field}"), why));
+                None
+            }
+        },
+        None => None,
+    };
+    let judged = goals
+        .iter()
+        .any(|g| g.checks.iter().any(|c| matches!(c, Check::Judge(_))));
+    if judged && raw.judge.is_none() {
+        problems.push(problem(
+            "judge",
+            "a goal has a `judge` check: name the judge's model here (an llm block)".into(),
+        ));
+    }
     if !problems.is_empty() {
         return Err(problems);
     }
     Ok(Suite {
+        judge,
         name: raw.name.unwrap_or_else(|| {
             file.file_stem()
                 .map_or("suite".into(), |s| s.to_string_lossy().into_owned())

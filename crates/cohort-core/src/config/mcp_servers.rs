@@ -175,19 +175,7 @@ pub fn load_server(file: &Path) -> Result<McpServerConfig, Vec<Problem>> {
         field: field.into(),
         message,
     };
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| vec![problem("(file)", format!("cannot read: {e}"))])?;
-    let read = super::yaml::read::<RawServer>(&text);
-    let raw = match read.value {
-        Some(raw) if read.slips.is_empty() => raw,
-        _ => {
-            return Err(read
-                .slips
-                .into_iter()
-                .map(|s| problem(&s.field, s.message))
-                .collect());
-        }
-    };
+    let raw: RawServer = super::yaml::load(file)?;
     let mut problems = Vec::new();
     let name = raw.name.trim().to_owned();
     if name.is_empty() || name.chars().any(|c| c.is_whitespace()) {

@@ -36,6 +36,29 @@ enum Step {
     Index(usize),
 }
 
+/// Reads the file `file` as a `T`, whole: else every problem it has, each naming the file and
+/// the field (a file that cannot be read is one problem, of `(file)`).
+pub(super) fn load<T: DeserializeOwned>(
+    file: &std::path::Path,
+) -> Result<T, Vec<crate::problem::Problem>> {
+    let problem = |field: &str, message: String| crate::problem::Problem {
+        file: file.to_path_buf(),
+        field: field.into(),
+        message,
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| vec![problem("(file)", format!("cannot read: {e}"))])?;
+    let read = read::<T>(&text);
+    match read.value {
+        Some(v) if read.slips.is_empty() => Ok(v),
+        _ => Err(read
+            .slips
+            .into_iter()
+            .map(|s| problem(&s.field, s.message))
+            .collect()),
+    }
+}
+
 /// Reads `text` as a `T`, listing every schema problem (see the module docs).
 pub(super) fn read<T: DeserializeOwned>(text: &str) -> Read<T> {
     let first = match serde_yaml::from_str::<T>(text) {

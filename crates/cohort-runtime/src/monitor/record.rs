@@ -1,7 +1,8 @@
 //! The record of every model call (see `llm::recorded::Call`): each call, as it ends, waits
-//! here for the journal, which stores it before the batch of changes it led to, so a stored
-//! run never holds a step whose call is missing. Bounded: a journal that falls behind lets
-//! the oldest waiting calls go (counted, and said once).
+//! here for the journal, which writes it as JSON (on its own thread, off the step's path)
+//! and stores it before the batch of changes it led to, so a stored run never holds a step
+//! whose call is missing. Bounded: a journal that falls behind lets the oldest waiting calls
+//! go (counted, and said once).
 
 use crate::llm::recorded::Call;
 use crate::store::model_calls::StoredModelCall;
@@ -20,7 +21,7 @@ pub struct Recording {
 
 #[derive(Default)]
 struct Pending {
-    calls: VecDeque<StoredModelCall>,
+    calls: VecDeque<Call>,
     bytes: usize,
     /// Calls let go because the journal fell behind.
     dropped: u64,
@@ -39,23 +40,13 @@ impl Recording {
     }
 
     /// Queues `call` for the journal.
-    pub fn add(&self, call: &Call) {
-        let body = match serde_json::to_string(call) {
-            Ok(b) => b,
-            Err(e) => return tracing::warn!("a model call could not be recorded: {e}"),
-        };
+    pub fn add(&self, call: Call) {
         let mut p = self.lock();
-        p.bytes += body.len();
-        p.calls.push_back(StoredModelCall {
-            seq: call.seq,
-            agent_id: call.agent_id.clone(),
-            task_id: call.task_id.clone(),
-            step_id: call.step_id.clone(),
-            body,
-        });
+        p.bytes += call.bytes();
+        p.calls.push_back(call);
         while p.bytes > PENDING_BYTES && p.calls.len() > 1 {
             if let Some(old) = p.calls.pop_front() {
-                p.bytes -= old.body.len();
+                p.bytes -= old.bytes();
                 p.dropped += 1;
                 if p.dropped == 1 {
                     tracing::warn!(
@@ -66,11 +57,30 @@ impl Recording {
         }
     }
 
-    /// The calls waiting, taken.
+    /// The calls waiting, taken, as the store keeps them (one that cannot be written as JSON
+    /// is logged and left out).
     pub(super) fn take(&self) -> Vec<StoredModelCall> {
-        let mut p = self.lock();
-        p.bytes = 0;
-        p.calls.drain(..).collect()
+        let calls: Vec<Call> = {
+            let mut p = self.lock();
+            p.bytes = 0;
+            p.calls.drain(..).collect()
+        };
+        calls
+            .into_iter()
+            .filter_map(|call| match serde_json::to_string(&call) {
+                Ok(body) => Some(StoredModelCall {
+                    seq: call.seq,
+                    agent_id: call.agent_id,
+                    task_id: call.task_id,
+                    step_id: call.step_id,
+                    body,
+                }),
+                Err(e) => {
+                    tracing::warn!("a model call could not be recorded: {e}");
+                    None
+                }
+            })
+            .collect()
     }
 }
 
@@ -90,15 +100,15 @@ mod tests {
     #[test]
     fn calls_wait_for_the_journal_in_order_and_a_backlog_lets_the_oldest_go() {
         let r = Recording::new(1 << 20);
-        r.add(&call(1, "one"));
-        r.add(&call(2, "two"));
+        r.add(call(1, "one"));
+        r.add(call(2, "two"));
         let taken = r.take();
         assert_eq!(taken.iter().map(|c| c.seq).collect::<Vec<_>>(), [1, 2]);
         assert!(taken[0].body.contains("\"prompt\":\"one\""));
         assert!(r.take().is_empty());
         let big = "x".repeat(PENDING_BYTES / 3);
         for seq in 0..5 {
-            r.add(&call(seq, &big));
+            r.add(call(seq, &big));
         }
         let kept = r.take();
         assert!(
