@@ -209,15 +209,26 @@ async fn model_calls(store: &SqlStore) {
     let calls: Vec<_> = (1..=6)
         .map(|n| call(n, if n % 2 == 0 { "b" } else { "a" }, "t"))
         .collect();
-    store.put_model_calls(calls, 10 * size).await.unwrap();
+    let trim = |bytes: u64, agents: &[&str]| cohort::store::model_calls::Trim {
+        bytes_per_agent: bytes,
+        agents: agents.iter().map(|a| (*a).into()).collect(),
+    };
+    store
+        .put_model_calls(calls, trim(10 * size, &["a", "b"]))
+        .await
+        .unwrap();
     let all = store.model_calls(None, 0, 100).await.unwrap();
     assert_eq!(
         all.iter().map(|c| c.seq).collect::<Vec<_>>(),
         [1, 2, 3, 4, 5, 6]
     );
-    // Agent a makes four more: it keeps its newest within two calls' bytes.
+    // Agent a makes four more, and its ring is trimmed (b's is not due): it keeps its newest
+    // within two calls' bytes.
     let more: Vec<_> = (7..=10).map(|n| call(n * 2 - 1, "a", "u")).collect();
-    store.put_model_calls(more, 2 * size + 4).await.unwrap();
+    store
+        .put_model_calls(more, trim(2 * size + 4, &["a"]))
+        .await
+        .unwrap();
     let all = store.model_calls(None, 0, 100).await.unwrap();
     let of = |agent: &str| {
         all.iter()
@@ -226,7 +237,7 @@ async fn model_calls(store: &SqlStore) {
             .collect::<Vec<_>>()
     };
     assert_eq!(of("a"), [17, 19], "a's newest within its bytes");
-    assert_eq!(of("b"), [2, 4, 6], "b's calls are b's");
+    assert_eq!(of("b"), [2, 4, 6], "b's ring is trimmed only when named");
     let u: cohort::ids::TaskId = "u".into();
     assert_eq!(store.model_calls(Some(&u), 0, 100).await.unwrap().len(), 2);
     assert_eq!(

@@ -382,13 +382,14 @@ pub trait Store: Send + Sync {
         let _ = step;
         Box::pin(async { Ok(None) })
     }
-    /// Keeps recorded model calls; each agent keeps its newest within `bytes_per_agent`.
+    /// Keeps recorded model calls, then trims the rings `trim` names (each agent keeps its
+    /// newest within its bytes).
     fn put_model_calls(
         &self,
         calls: Vec<model_calls::StoredModelCall>,
-        bytes_per_agent: u64,
+        trim: model_calls::Trim,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
-        let _ = (calls, bytes_per_agent);
+        let _ = (calls, trim);
         Box::pin(async { Ok(()) })
     }
     /// Recorded model calls after `after` (their `seq`), oldest first, at most `limit`; of

@@ -22,16 +22,23 @@ pub struct StoredModelCall {
     pub body: String,
 }
 
+/// Which agents' rings are trimmed with a batch: the oldest calls of each go while its calls
+/// hold more than `bytes_per_agent`. A writer trims an agent now and then (after an eighth of
+/// its cap was written, say), not with every call: a trim reads the agent's whole ring.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trim {
+    pub bytes_per_agent: u64,
+    pub agents: BTreeSet<AgentId>,
+}
+
 impl Db {
-    /// Keeps `calls` (a call kept already is kept once), then lets each of their agents' oldest
-    /// calls go while that agent's calls hold more than `bytes_per_agent`.
+    /// Keeps `calls` (a call kept already is kept once), then trims the rings `trim` names.
     pub(super) async fn model_calls_put(
         &self,
         calls: Vec<StoredModelCall>,
-        bytes_per_agent: u64,
+        trim: Trim,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        let mut agents = BTreeSet::new();
         for c in calls {
             sqlx::query("DELETE FROM model_calls WHERE seq = $1")
                 .bind(c.seq as i64)
@@ -49,9 +56,8 @@ impl Db {
             .bind(c.body)
             .execute(&mut *tx)
             .await?;
-            agents.insert(c.agent_id);
         }
-        for agent in agents {
+        for agent in trim.agents {
             // The newest calls whose bytes, added up from the newest, stay within the cap.
             sqlx::query(
                 "DELETE FROM model_calls WHERE agent_id = $1 AND seq <= COALESCE((\
@@ -59,7 +65,7 @@ impl Db {
                    FROM model_calls WHERE agent_id = $1) newest WHERE total > $2), -1)",
             )
             .bind(agent.as_str().to_owned())
-            .bind(bytes_per_agent as i64)
+            .bind(trim.bytes_per_agent as i64)
             .execute(&mut *tx)
             .await?;
         }

@@ -249,9 +249,9 @@ impl Store for SqlStore {
     fn put_model_calls(
         &self,
         calls: Vec<crate::model_calls::StoredModelCall>,
-        bytes_per_agent: u64,
+        trim: crate::model_calls::Trim,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(self.call(|db| async move { db.model_calls_put(calls, bytes_per_agent).await }))
+        Box::pin(self.call(|db| async move { db.model_calls_put(calls, trim).await }))
     }
 
     fn model_calls<'a>(

@@ -467,12 +467,12 @@ fn keep_model_calls(rt: &tokio::runtime::Runtime, store: &dyn Store, inner: &Inn
     let Some(recording) = inner.recording.get() else {
         return;
     };
-    let calls = recording.take();
+    let (calls, trim) = recording.take();
     if calls.is_empty() {
         return;
     }
     let n = calls.len();
-    if let Err(err) = rt.block_on(store.put_model_calls(calls, recording.bytes_per_agent)) {
+    if let Err(err) = rt.block_on(store.put_model_calls(calls, trim)) {
         tracing::warn!("{n} model calls were not recorded: {err}");
     }
 }

@@ -4,9 +4,10 @@
 //! whose call is missing. Bounded: a journal that falls behind lets the oldest waiting calls
 //! go (counted, and said once).
 
+use crate::ids::AgentId;
 use crate::llm::recorded::Call;
-use crate::store::model_calls::StoredModelCall;
-use std::collections::VecDeque;
+use crate::store::model_calls::{StoredModelCall, Trim};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 
 /// The most bytes of calls waiting for the journal.
@@ -25,6 +26,8 @@ struct Pending {
     bytes: usize,
     /// Calls let go because the journal fell behind.
     dropped: u64,
+    /// Per agent, the bytes recorded since its ring was last trimmed.
+    untrimmed: HashMap<AgentId, u64>,
 }
 
 impl Recording {
@@ -58,14 +61,29 @@ impl Recording {
     }
 
     /// The calls waiting, taken, as the store keeps them (one that cannot be written as JSON
-    /// is logged and left out).
-    pub(super) fn take(&self) -> Vec<StoredModelCall> {
+    /// is logged and left out), and the rings to trim with them: each agent's once an eighth
+    /// of its bytes was recorded since its last trim, so a trim (which reads the agent's whole
+    /// ring) costs a constant share of each call.
+    pub(super) fn take(&self) -> (Vec<StoredModelCall>, Trim) {
+        let mut trim = Trim {
+            bytes_per_agent: self.bytes_per_agent,
+            agents: BTreeSet::new(),
+        };
         let calls: Vec<Call> = {
             let mut p = self.lock();
             p.bytes = 0;
-            p.calls.drain(..).collect()
+            let calls: Vec<Call> = p.calls.drain(..).collect();
+            for c in &calls {
+                *p.untrimmed.entry(c.agent_id.clone()).or_default() += c.bytes() as u64;
+            }
+            let due = (self.bytes_per_agent / 8).max(1);
+            for (agent, bytes) in p.untrimmed.iter_mut().filter(|(_, b)| **b >= due) {
+                trim.agents.insert(agent.clone());
+                *bytes = 0;
+            }
+            calls
         };
-        calls
+        let stored = calls
             .into_iter()
             .filter_map(|call| match serde_json::to_string(&call) {
                 Ok(body) => Some(StoredModelCall {
@@ -80,7 +98,8 @@ impl Recording {
                     None
                 }
             })
-            .collect()
+            .collect();
+        (stored, trim)
     }
 }
 
@@ -102,19 +121,26 @@ mod tests {
         let r = Recording::new(1 << 20);
         r.add(call(1, "one"));
         r.add(call(2, "two"));
-        let taken = r.take();
+        let (taken, trim) = r.take();
         assert_eq!(taken.iter().map(|c| c.seq).collect::<Vec<_>>(), [1, 2]);
+        assert!(
+            trim.agents.is_empty(),
+            "far below an eighth of its bytes: no trim yet"
+        );
         assert!(taken[0].body.contains("\"prompt\":\"one\""));
-        assert!(r.take().is_empty());
+        assert!(r.take().0.is_empty());
         let big = "x".repeat(PENDING_BYTES / 3);
         for seq in 0..5 {
             r.add(call(seq, &big));
         }
-        let kept = r.take();
+        let (kept, trim) = r.take();
         assert!(
             kept.len() < 5 && kept.last().unwrap().seq == 4,
             "the newest stay"
         );
         assert_eq!(r.lock().dropped, 5 - kept.len() as u64);
+        assert!(trim.agents.contains(&AgentId::from("a")), "past an eighth: trimmed");
+        r.add(call(9, "small"));
+        assert!(r.take().1.agents.is_empty(), "counted afresh after a trim");
     }
 }
