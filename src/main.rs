@@ -94,29 +94,7 @@ enum Command {
     /// checks; prints a table (finish rate, honest rate, time, tokens, cost, repairs), writes
     /// JSON (and HTML with --html), compares with an earlier run (--compare), and exits 1 when
     /// a goal's finish rate is below the suite's min_rate.
-    Eval {
-        /// The suite file (see evals/suite.yaml).
-        suite: PathBuf,
-        /// The team file the goals run with (instead of the suite's `team:`).
-        #[arg(long)]
-        team: Option<PathBuf>,
-        /// Runs per goal (instead of the suite's `repeat:`).
-        #[arg(long)]
-        repeat: Option<usize>,
-        /// Runs at once.
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
-        /// Where the results' JSON goes (default: eval-<suite>.json here).
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Also write a self-contained HTML report here.
-        #[arg(long)]
-        html: Option<PathBuf>,
-        /// An earlier run's JSON: each goal's figures side by side, each difference marked
-        /// when it is beyond noise.
-        #[arg(long)]
-        compare: Option<PathBuf>,
-    },
+    Eval(cli::eval_cmd::EvalArgs),
     /// Run a team as a long-lived process with the HTTP API, the live websocket monitor and the
     /// web console, until Ctrl-C / SIGTERM.
     Serve {
@@ -341,54 +319,13 @@ fn main() -> ExitCode {
             };
             run(&team, &goal, json, opts, &data)
         }
-        Command::Eval {
-            suite,
-            team,
-            repeat,
-            jobs,
-            json,
-            html,
-            compare,
-        } => {
-            let args = cli::eval_cmd::EvalArgs {
-                suite,
-                team,
-                repeat,
-                jobs,
-                json,
-                html,
-                compare,
-            };
-            match cli::eval_cmd::eval(&args) {
-                Ok(code) => ExitCode::from(code),
-                Err(e) => {
-                    output::print_error(&e);
-                    ExitCode::from(3)
-                }
-            }
-        }
+        Command::Eval(args) => exit_of(cli::eval_cmd::eval(&args)),
         Command::Replay {
             team,
             data,
             timeout,
             live_tools,
-        } => {
-            let system = actix::System::new();
-            let code = system.block_on(async move {
-                let done =
-                    cli::replay_cmd::replay(&team, &data, Duration::from_secs(timeout), live_tools)
-                        .await;
-                match done {
-                    Ok(code) => ExitCode::from(code),
-                    Err(e) => {
-                        output::print_error(&e);
-                        ExitCode::from(3)
-                    }
-                }
-            });
-            actix::System::current().stop();
-            code
-        }
+        } => replay(&team, &data, Duration::from_secs(timeout), live_tools),
     }
 }
 
@@ -420,16 +357,30 @@ fn run(
                 return ExitCode::from(3);
             }
         }
-        match run_cmd::run(team, goal, json, &opts, spec.as_deref()).await {
-            Ok(code) => ExitCode::from(code),
-            Err(e) => {
-                output::print_error(&e);
-                ExitCode::from(3)
-            }
-        }
+        exit_of(run_cmd::run(team, goal, json, &opts, spec.as_deref()).await)
     });
     actix::System::current().stop();
     code
+}
+
+/// `cohort replay`, in an actor system of its own.
+fn replay(team: &std::path::Path, data: &DataArgs, timeout: Duration, live: bool) -> ExitCode {
+    let system = actix::System::new();
+    let code = system
+        .block_on(async { exit_of(cli::replay_cmd::replay(team, data, timeout, live).await) });
+    actix::System::current().stop();
+    code
+}
+
+/// A command's exit: its code, or its error said and bad input's code (3).
+fn exit_of(done: anyhow::Result<u8>) -> ExitCode {
+    match done {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            output::print_error(&e);
+            ExitCode::from(3)
+        }
+    }
 }
 
 /// The arguments, or how the process ends without running anything: `--help` and

@@ -388,53 +388,11 @@ pub fn step_overhead(
         .map_err(|e| e.to_string())?;
     let monitor = overhead_monitor(&rt, &scratch, store)?;
     if store {
-        // As a team's models are: their calls in the team's call log; with `recorded`, each
-        // also on its way to the store.
-        let log = Arc::new(crate::llm::recorded::CallLog::default());
-        if recorded {
-            monitor.record_calls(&log, 16 << 20);
-        }
-        model = crate::llm::recorded::Recorded::new(model, log, "scripted/bench");
+        model = logged(model, &monitor, recorded);
     }
     let traced = traces.map(|to| start_traces(&monitor, to)).transpose()?;
     let mut sync = SyncCore::new(vec![Member::new("w", "worker")], &[], &[]);
-    let task = TaskId::from("t");
-    let stage = StageRef::Stage(StageId::from("s"));
-    let mut agent = AgentState::new("w".into(), "W".into(), "worker".into(), "thinks".into());
-    agent.skills = vec![
-        Skill::Think,
-        Skill::Planning,
-        Skill::Reflection,
-        Skill::Summary,
-    ];
-    agent.note_working_memory(task.clone(), Some(stage.clone()));
-    monitor.publish(sync.initial_changes());
-    // The task the steps are of, so that a step that leaves the agent is kept a while as a
-    // team's readers keep it (retired), not forgotten at once.
-    let made = crate::state::TaskState::new(task.clone(), "t".into(), "t".into(), "m".into());
-    monitor.publish(vec![crate::event::Change::Task(
-        crate::event::TaskChange::Created {
-            task: Box::new(made),
-        },
-    )]);
-    monitor.publish(vec![agent.added()]);
-    let think = |i: usize| {
-        StepState::new(
-            task.clone(),
-            stage.clone(),
-            "w".into(),
-            Executor::Skill(Skill::Think),
-            format!("think {i}"),
-            "Think about the goal.",
-        )
-    };
-    // The history: finished steps of the stage.
-    for i in 0..history {
-        agent.add_steps(vec![think(i)]);
-        let s = agent.start_next().ok_or("no step")?;
-        settle_step(&mut agent, &s.step_id, None, &[]);
-    }
-    monitor.publish(agent.take_changes());
+    let (mut agent, think) = overhead_agent(&monitor, &sync, history)?;
     let mut took = Vec::with_capacity(iterations);
     for i in 0..iterations {
         agent.add_steps(vec![think(history + i)]);
@@ -465,6 +423,63 @@ pub fn step_overhead(
         "p50_us": micros(percentile(&took, 0.5)),
         "p99_us": micros(percentile(&took, 0.99)),
     }))
+}
+
+/// `model` as a team's models are: its calls in the team's call log; with `recorded`, each
+/// also on its way to `monitor`'s store.
+fn logged(model: Arc<dyn ChatModel>, monitor: &Monitor, recorded: bool) -> Arc<dyn ChatModel> {
+    let log = Arc::new(crate::llm::recorded::CallLog::default());
+    if recorded {
+        monitor.record_calls(&log, 16 << 20);
+    }
+    crate::llm::recorded::Recorded::new(model, log, "scripted/bench")
+}
+
+/// The bench's agent, published with its task, and `history` finished think steps of its
+/// stage; and the maker of its next think steps (numbered).
+fn overhead_agent(
+    monitor: &Monitor,
+    sync: &SyncCore,
+    history: usize,
+) -> Result<(AgentState, impl Fn(usize) -> StepState + use<>), String> {
+    let task = TaskId::from("t");
+    let stage = StageRef::Stage(StageId::from("s"));
+    let mut agent = AgentState::new("w".into(), "W".into(), "worker".into(), "thinks".into());
+    agent.skills = vec![
+        Skill::Think,
+        Skill::Planning,
+        Skill::Reflection,
+        Skill::Summary,
+    ];
+    agent.note_working_memory(task.clone(), Some(stage.clone()));
+    monitor.publish(sync.initial_changes());
+    // The task the steps are of, so that a step that leaves the agent is kept a while as a
+    // team's readers keep it (retired), not forgotten at once.
+    let made = crate::state::TaskState::new(task.clone(), "t".into(), "t".into(), "m".into());
+    monitor.publish(vec![crate::event::Change::Task(
+        crate::event::TaskChange::Created {
+            task: Box::new(made),
+        },
+    )]);
+    monitor.publish(vec![agent.added()]);
+    let think = move |i: usize| {
+        StepState::new(
+            task.clone(),
+            stage.clone(),
+            "w".into(),
+            Executor::Skill(Skill::Think),
+            format!("think {i}"),
+            "Think about the goal.",
+        )
+    };
+    // The history: finished steps of the stage.
+    for i in 0..history {
+        agent.add_steps(vec![think(i)]);
+        let s = agent.start_next().ok_or("no step")?;
+        settle_step(&mut agent, &s.step_id, None, &[]);
+    }
+    monitor.publish(agent.take_changes());
+    Ok((agent, think))
 }
 
 /// One measured step: the agent's next step starts, its model answers, the answer is applied

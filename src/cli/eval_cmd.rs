@@ -9,15 +9,28 @@ use cohort::eval::{Judged, run_suite};
 use std::path::{Path, PathBuf};
 
 /// What `cohort eval` was asked.
+#[derive(clap::Args)]
 pub struct EvalArgs {
+    /// The suite file (see evals/suite.yaml).
     pub suite: PathBuf,
+    /// The team file the goals run with (instead of the suite's `team:`).
+    #[arg(long)]
     pub team: Option<PathBuf>,
+    /// Runs per goal (instead of the suite's `repeat:`).
+    #[arg(long)]
     pub repeat: Option<usize>,
+    /// Runs at once.
+    #[arg(long, default_value_t = 1)]
     pub jobs: usize,
-    /// Where the JSON goes (default `eval-<suite>.json` in the current folder).
+    /// Where the results' JSON goes (default: eval-<suite>.json here).
+    #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here.
+    #[arg(long)]
     pub html: Option<PathBuf>,
-    /// An earlier run's JSON to compare with.
+    /// An earlier run's JSON: each goal's figures side by side, each difference marked when
+    /// it is beyond noise.
+    #[arg(long)]
     pub compare: Option<PathBuf>,
 }
 

@@ -320,38 +320,10 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
             Ok(reply) => return Ok(finish_reply(reply, request, constrained, inner.tokens)),
             Err(failure) => failure,
         };
-        // Too long for the window: no retry of the same prompt helps; the caller builds a
-        // shorter one under the window the refusal named.
-        if let AttemptFailure::Status(HttpStatus {
-            status: 400 | 413 | 422,
-            body,
-            ..
-        }) = &failure
-            && let Some(window) = context::window_from_refusal(body)
-        {
-            let before = inner.learned_window.load(Ordering::Relaxed);
-            if before == 0 || window < before {
-                inner.learned_window.store(window, Ordering::Relaxed);
-                tracing::warn!(model = %settings.model, window, "the LLM endpoint's context window is {window} tokens; prompts are built under it from now on");
-            }
-            return Err(LlmError::ContextExceeded {
-                window,
-                body: body.clone(),
-            });
+        if let Some(too_long) = window_refusal(inner, &failure) {
+            return Err(too_long);
         }
-        // An endpoint that does not know `prompt_cache_key` and rejects it: asked again
-        // without it, and it is not sent again.
-        if let AttemptFailure::Status(HttpStatus {
-            status: 400 | 422,
-            body: refusal,
-            ..
-        }) = &failure
-            && body.chat.prompt_cache_key.is_some()
-            && cache::refuses_key(refusal)
-        {
-            if !inner.key_refused.swap(true, Ordering::Relaxed) {
-                tracing::warn!(model = %settings.model, "the LLM endpoint refuses prompt_cache_key; it is not sent from now on");
-            }
+        if refused_cache_key(inner, &failure, &body) {
             body.chat.prompt_cache_key = None;
             continue;
         }
@@ -404,6 +376,43 @@ async fn call_with_retries(inner: &Inner, request: &ChatRequest) -> Result<ChatR
         );
         tokio::time::sleep(delay).await;
     }
+}
+
+/// A refusal of a prompt too long for the window: no retry of the same prompt helps; the
+/// caller builds a shorter one under the window the refusal named (learned for later calls).
+fn window_refusal(inner: &Inner, failure: &AttemptFailure) -> Option<LlmError> {
+    let AttemptFailure::Status(HttpStatus {
+        status: 400 | 413 | 422,
+        body,
+        ..
+    }) = failure
+    else {
+        return None;
+    };
+    let window = context::window_from_refusal(body)?;
+    let before = inner.learned_window.load(Ordering::Relaxed);
+    if before == 0 || window < before {
+        inner.learned_window.store(window, Ordering::Relaxed);
+        tracing::warn!(model = %inner.settings.model, window, "the LLM endpoint's context window is {window} tokens; prompts are built under it from now on");
+    }
+    Some(LlmError::ContextExceeded {
+        window,
+        body: body.clone(),
+    })
+}
+
+/// Whether `failure` is an endpoint that does not know `prompt_cache_key` rejecting the one
+/// `body` sent: then it is asked again without it, and the key is not sent again.
+fn refused_cache_key(inner: &Inner, failure: &AttemptFailure, body: &Body) -> bool {
+    let refused = matches!(failure, AttemptFailure::Status(HttpStatus {
+        status: 400 | 422,
+        body: refusal,
+        ..
+    }) if body.chat.prompt_cache_key.is_some() && cache::refuses_key(refusal));
+    if refused && !inner.key_refused.swap(true, Ordering::Relaxed) {
+        tracing::warn!(model = %inner.settings.model, "the LLM endpoint refuses prompt_cache_key; it is not sent from now on");
+    }
+    refused
 }
 
 /// One `client.chat().create(..)`, bounded as a whole (connect, send, wait, read and parse the

@@ -80,14 +80,6 @@ impl Record {
         crate::call::replay::state_differences(recorded, replayed, &ids, most)
     }
 
-    /// A recorded text as the replayed run names its ids.
-    pub fn to_replayed(&self, text: &str) -> String {
-        self.ids
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .to_replayed(text)
-    }
-
     /// The answer to `request`: the agent's next recorded call's, checked and with its ids
     /// made the replayed run's. `Ok(None)`: the call was abandoned then (it is now too).
     fn answer(&self, request: &ChatRequest) -> Result<Option<ChatReply>, LlmError> {
@@ -159,24 +151,12 @@ impl Record {
 /// the same step text (an agent runs a plan's parallel steps side by side, and they may ask
 /// in another order than they did), else simply its next call.
 fn next_for(calls: &mut VecDeque<Call>, request: &ChatRequest) -> Option<Call> {
-    let ids = |t: &str| crate::call::replay::ids_in(t).len();
+    use crate::call::replay::without_ids;
+    let asked = without_ids(&request.step_text);
     let same_step = calls.iter().position(|c| {
-        c.skill == request.skill
-            && !c.step_text.is_empty()
-            && c.step_text.len() == request.step_text.len()
-            && ids(&c.step_text) == ids(&request.step_text)
-            && strip_ids(&c.step_text) == strip_ids(&request.step_text)
+        c.skill == request.skill && !c.step_text.is_empty() && without_ids(&c.step_text) == asked
     });
     calls.remove(same_step.unwrap_or(0))
-}
-
-/// A text with its ids left out, to compare two runs' texts.
-fn strip_ids(text: &str) -> String {
-    let mut out = text.to_owned();
-    for id in crate::call::replay::ids_in(text) {
-        out = out.replacen(id, "", 1);
-    }
-    out
 }
 
 /// A team's model in a replay: shaped as the configured one (its prompt budget, tokenizer,

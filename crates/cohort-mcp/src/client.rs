@@ -618,40 +618,11 @@ impl McpClient {
         config: &McpServerConfig,
         askers: &Arc<Askers>,
     ) -> Result<Session, McpError> {
-        let failed = |reason: String| McpError::Connect {
-            server: config.name.clone(),
-            reason,
-        };
-        let budget = config.connect_timeout;
         let handler = Handler::new(&config.name, self.elicitation.clone(), askers.clone());
-        let (program, fixed, args, env, cwd) = match &config.transport {
-            McpTransport::Http {
-                url,
-                oauth: Some(_),
-                ..
-            } => {
-                let manager = self
-                    .oauth
-                    .manager(url)
+        match &config.transport {
+            McpTransport::Http { url, flavor, oauth } => {
+                self.connect_http(config, (url, *flavor, oauth.is_some()), handler)
                     .await
-                    .map_err(|e| failed(e.to_string()))?;
-                let service = authorized(url, budget, handler, manager).await.map_err(
-                    |(challenge, reason)| match challenge {
-                        Some(challenge) => McpError::Unauthorized {
-                            server: config.name.clone(),
-                            challenge,
-                            reason,
-                        },
-                        None => failed(reason),
-                    },
-                )?;
-                return Ok(Session::new(service, None));
-            }
-            McpTransport::Http { url, flavor, .. } => {
-                let service = over_http(url, *flavor, budget, handler)
-                    .await
-                    .map_err(failed)?;
-                return Ok(Session::new(service, None));
             }
             McpTransport::Stdio {
                 command,
@@ -659,7 +630,17 @@ impl McpClient {
                 env,
                 pass_env,
                 cwd,
-            } => (PathBuf::from(command), vec![], args, (env, pass_env), cwd),
+            } => {
+                let launch = Launch {
+                    program: PathBuf::from(command),
+                    fixed: Vec::new(),
+                    args,
+                    env,
+                    pass_env,
+                    cwd,
+                };
+                self.connect_process(config, launch, handler).await
+            }
             McpTransport::Builtin {
                 server,
                 args,
@@ -667,34 +648,85 @@ impl McpClient {
                 pass_env,
                 cwd,
             } => {
-                let fixed = vec!["mcp", "serve", server.as_str(), "--"];
-                (
-                    self.opts.cohort_exe.clone(),
-                    fixed,
+                let launch = Launch {
+                    program: self.opts.cohort_exe.clone(),
+                    fixed: vec!["mcp", "serve", server.as_str(), "--"],
                     args,
-                    (env, pass_env),
+                    env,
+                    pass_env,
                     cwd,
-                )
+                };
+                self.connect_process(config, launch, handler).await
             }
+        }
+    }
+
+    /// A session over HTTP: with an OAuth token when the server's file has `oauth:` (a
+    /// refusal for want of one comes back with the server's challenge), else as `flavor` says.
+    async fn connect_http(
+        &self,
+        config: &McpServerConfig,
+        (url, flavor, oauth): (&str, HttpFlavor, bool),
+        handler: Handler,
+    ) -> Result<Session, McpError> {
+        let failed = |reason: String| McpError::Connect {
+            server: config.name.clone(),
+            reason,
         };
-        let (env, pass_env) = env;
-        let mut env = env.clone();
-        for name in pass_env {
+        let budget = config.connect_timeout;
+        let service = if oauth {
+            let manager = self
+                .oauth
+                .manager(url)
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            authorized(url, budget, handler, manager)
+                .await
+                .map_err(|(challenge, reason)| match challenge {
+                    Some(challenge) => McpError::Unauthorized {
+                        server: config.name.clone(),
+                        challenge,
+                        reason,
+                    },
+                    None => failed(reason),
+                })?
+        } else {
+            over_http(url, flavor, budget, handler)
+                .await
+                .map_err(failed)?
+        };
+        Ok(Session::new(service, None))
+    }
+
+    /// A session with a child process started as `launch` says, over its stdio.
+    async fn connect_process(
+        &self,
+        config: &McpServerConfig,
+        launch: Launch<'_>,
+        handler: Handler,
+    ) -> Result<Session, McpError> {
+        let failed = |reason: String| McpError::Connect {
+            server: config.name.clone(),
+            reason,
+        };
+        let budget = config.connect_timeout;
+        let mut env = launch.env.clone();
+        for name in launch.pass_env {
             if let Some(v) = self.opts.passed_env.get(name) {
                 env.insert(name.clone(), v.clone());
             }
         }
         let (process, stdin, stdout) = spawn(
             &config.name,
-            &program,
-            &fixed,
-            args,
+            &launch.program,
+            &launch.fixed,
+            launch.args,
             &env,
-            cwd,
+            launch.cwd,
             &self.opts.inherited_env,
         )
         .map_err(failed)?;
-        let program = program.display();
+        let program = launch.program.display();
         // On any failure below, dropping `process` makes the reaper kill the child.
         let service = tokio::select! {
             result = tokio::time::timeout(budget, handler.serve((stdout, stdin))) => match result {
@@ -715,6 +747,17 @@ impl McpClient {
         };
         Ok(Session::new(service, Some(process)))
     }
+}
+
+/// How a server's child process is started: the program, its fixed arguments (a built-in
+/// server's `mcp serve NAME --`), the file's arguments, environment and folder.
+struct Launch<'a> {
+    program: PathBuf,
+    fixed: Vec<&'a str>,
+    args: &'a [String],
+    env: &'a BTreeMap<String, String>,
+    pass_env: &'a [String],
+    cwd: &'a std::path::Path,
 }
 
 /// A session with the server at `url` over the HTTP transport `flavor` names, within

@@ -55,15 +55,9 @@ impl IdMap {
 
     /// `text` (recorded) with each id it pairs replaced by the replayed run's.
     pub fn to_replayed(&self, text: &str) -> String {
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some((at, id)) = next_id(rest) {
-            out.push_str(&rest[..at]);
-            out.push_str(self.forward.get(id).map_or(id, String::as_str));
-            rest = &rest[at + id.len()..];
-        }
-        out.push_str(rest);
-        out
+        rewrite_ids(text, |id, out| {
+            out.push_str(self.forward.get(id).map_or(id, String::as_str))
+        })
     }
 
     /// Where `replayed` first differs from `recorded` read with the replayed run's ids; none
@@ -102,20 +96,14 @@ impl IdMap {
     /// paired id made the replayed run's; either way, an id never paired (one no prompt showed,
     /// such as a step's own) made `<id>`, so the two runs' texts compare.
     pub fn canonical(&self, text: &str, recorded: bool) -> String {
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some((at, id)) = next_id(rest) {
-            out.push_str(&rest[..at]);
+        rewrite_ids(text, |id, out| {
             let known = if recorded {
                 self.forward.get(id).map(String::as_str)
             } else {
                 self.back.contains_key(id).then_some(id)
             };
             out.push_str(known.unwrap_or("<id>"));
-            rest = &rest[at + id.len()..];
-        }
-        out.push_str(rest);
-        out
+        })
     }
 }
 
@@ -290,6 +278,24 @@ fn fields_differing(was: &Value, is: &Value) -> String {
         .join("; ")
 }
 
+/// `text` with each id in it replaced by what `put` writes for it.
+fn rewrite_ids(text: &str, mut put: impl FnMut(&str, &mut String)) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((at, id)) = next_id(rest) {
+        out.push_str(&rest[..at]);
+        put(id, &mut out);
+        rest = &rest[at + id.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with its ids left out, to compare two runs' texts.
+pub fn without_ids(text: &str) -> String {
+    rewrite_ids(text, |_, _| {})
+}
+
 /// The runtime's ids (UUIDs: 8-4-4-4-12 hex digits) in `text`, in order.
 pub fn ids_in(text: &str) -> Vec<&str> {
     let mut found = Vec::new();
@@ -363,6 +369,10 @@ mod tests {
     fn ids_are_found_whole_and_in_order() {
         let text = format!("task_id: {A}\n- stage {B}, not x{A}y or {A}-1");
         assert_eq!(ids_in(&text), [A, B]);
+        assert_eq!(
+            without_ids(&format!("task {A}, stage {B}")),
+            "task , stage "
+        );
         assert!(ids_in("0b2b7c3e-1f0a-4c55-9a1e-5d6f7a8b9c0").is_empty());
     }
 

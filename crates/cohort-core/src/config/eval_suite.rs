@@ -173,91 +173,40 @@ struct RawGoal {
 
 /// Reads and checks a suite file; every problem names the file and the field.
 pub fn load_suite(file: &Path) -> Result<Suite, Vec<Problem>> {
-    let problem = |field: &str, message: String| Problem {
-        file: file.to_path_buf(),
-        field: field.into(),
-        message,
-    };
     let raw: RawSuite = super::yaml::load(file)?;
     let dir = file.parent().unwrap_or(Path::new("."));
-    let mut problems = Vec::new();
+    // Each problem as (field, what is wrong).
+    let mut slips: Vec<(String, String)> = Vec::new();
     let min_rate = raw.min_rate.unwrap_or(1.0);
     if !(0.0..=1.0).contains(&min_rate) {
-        problems.push(problem(
-            "min_rate",
-            format!("{min_rate} is not from 0 to 1"),
-        ));
+        slips.push(("min_rate".into(), format!("{min_rate} is not from 0 to 1")));
     }
-    if raw.repeat == Some(0) || raw.timeout_secs == Some(0) {
-        let field = if raw.repeat == Some(0) {
-            "repeat"
-        } else {
-            "timeout_secs"
-        };
-        problems.push(problem(field, "must be at least 1".into()));
+    for (field, v) in [
+        ("repeat", raw.repeat.map(|n| n as u64)),
+        ("timeout_secs", raw.timeout_secs),
+    ] {
+        if v == Some(0) {
+            slips.push((field.into(), "must be at least 1".into()));
+        }
     }
     if raw.goals.is_empty() {
-        problems.push(problem("goals", "a suite needs at least one goal".into()));
+        slips.push(("goals".into(), "a suite needs at least one goal".into()));
     }
     let mut goals: Vec<SuiteGoal> = Vec::new();
     for (i, g) in raw.goals.into_iter().enumerate() {
-        let at = |f: &str| format!("goals[{i}].{f}");
-        if g.id.trim().is_empty() || goals.iter().any(|o| o.id == g.id) {
-            problems.push(problem(
-                &at("id"),
-                format!("`{}` is empty or used twice", g.id),
-            ));
-        }
-        if g.goal.trim().is_empty() {
-            problems.push(problem(&at("goal"), "the goal is empty".into()));
-        }
-        let mut checks = Vec::new();
-        for (k, raw) in g.checks.into_iter().enumerate() {
-            let Some(c) = raw.check() else {
-                problems.push(problem(
-                    &at(&format!("checks[{k}]")),
-                    "give exactly one check (contains, regex, json_schema, file_exists, \
-                     max_steps, max_tokens or judge)"
-                        .into(),
-                ));
-                continue;
-            };
-            if let Check::Regex(r) = &c
-                && let Err(e) = regex::Regex::new(r)
-            {
-                problems.push(problem(&at(&format!("checks[{k}].regex")), e.to_string()));
-            }
-            checks.push(c);
-        }
-        goals.push(SuiteGoal {
-            id: g.id,
-            goal: g.goal,
-            team: g.team.map(|t| dir.join(t)),
-            expect: g.expect,
-            checks,
-        });
+        let goal = suite_goal(i, g, dir, &goals, &mut slips);
+        goals.push(goal);
     }
-    let judge = match &raw.judge {
-        Some(l) => match super::agent::llm_config(l, dir) {
-            Ok(c) => Some(c),
-            Err((field, why)) => {
-                problems.push(problem(&format!("judge.{field}"), why));
-                None
-            }
-        },
-        None => None,
-    };
-    let judged = goals
-        .iter()
-        .any(|g| g.checks.iter().any(|c| matches!(c, Check::Judge(_))));
-    if judged && raw.judge.is_none() {
-        problems.push(problem(
-            "judge",
-            "a goal has a `judge` check: name the judge's model here (an llm block)".into(),
-        ));
-    }
-    if !problems.is_empty() {
-        return Err(problems);
+    let judge = judge_model(raw.judge.as_ref(), &goals, dir, &mut slips);
+    if !slips.is_empty() {
+        return Err(slips
+            .into_iter()
+            .map(|(field, message)| Problem {
+                file: file.to_path_buf(),
+                field,
+                message,
+            })
+            .collect());
     }
     Ok(Suite {
         judge,
@@ -272,6 +221,76 @@ pub fn load_suite(file: &Path) -> Result<Suite, Vec<Problem>> {
         timeout: Duration::from_secs(raw.timeout_secs.unwrap_or(300)),
         goals,
     })
+}
+
+/// Goal `i` of the suite, checked (its id unique among `before`); its slips added to `slips`.
+fn suite_goal(
+    i: usize,
+    g: RawGoal,
+    dir: &Path,
+    before: &[SuiteGoal],
+    slips: &mut Vec<(String, String)>,
+) -> SuiteGoal {
+    let at = |f: &str| format!("goals[{i}].{f}");
+    if g.id.trim().is_empty() || before.iter().any(|o| o.id == g.id) {
+        slips.push((at("id"), format!("`{}` is empty or used twice", g.id)));
+    }
+    if g.goal.trim().is_empty() {
+        slips.push((at("goal"), "the goal is empty".into()));
+    }
+    let mut checks = Vec::new();
+    for (k, raw) in g.checks.into_iter().enumerate() {
+        let Some(c) = raw.check() else {
+            slips.push((
+                at(&format!("checks[{k}]")),
+                "give exactly one check (contains, regex, json_schema, file_exists, \
+                 max_steps, max_tokens or judge)"
+                    .into(),
+            ));
+            continue;
+        };
+        if let Check::Regex(r) = &c
+            && let Err(e) = regex::Regex::new(r)
+        {
+            slips.push((at(&format!("checks[{k}].regex")), e.to_string()));
+        }
+        checks.push(c);
+    }
+    SuiteGoal {
+        id: g.id,
+        goal: g.goal,
+        team: g.team.map(|t| dir.join(t)),
+        expect: g.expect,
+        checks,
+    }
+}
+
+/// The suite's judge model: needed when a goal has a `judge` check.
+fn judge_model(
+    raw: Option<&super::RawLlm>,
+    goals: &[SuiteGoal],
+    dir: &Path,
+    slips: &mut Vec<(String, String)>,
+) -> Option<super::LlmConfig> {
+    let judged = goals
+        .iter()
+        .any(|g| g.checks.iter().any(|c| matches!(c, Check::Judge(_))));
+    let Some(raw) = raw else {
+        if judged {
+            slips.push((
+                "judge".into(),
+                "a goal has a `judge` check: name the judge's model here (an llm block)".into(),
+            ));
+        }
+        return None;
+    };
+    match super::agent::llm_config(raw, dir) {
+        Ok(c) => Some(c),
+        Err((field, why)) => {
+            slips.push((format!("judge.{field}"), why));
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -139,7 +139,10 @@ mod tests {
             "the newest stay"
         );
         assert_eq!(r.lock().dropped, 5 - kept.len() as u64);
-        assert!(trim.agents.contains(&AgentId::from("a")), "past an eighth: trimmed");
+        assert!(
+            trim.agents.contains(&AgentId::from("a")),
+            "past an eighth: trimmed"
+        );
         r.add(call(9, "small"));
         assert!(r.take().1.agents.is_empty(), "counted afresh after a trim");
     }
