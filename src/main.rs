@@ -76,20 +76,10 @@ enum Command {
     /// model call answered from the record: no model is asked. Says whether the replayed run
     /// asked what the recorded one asked and ended in the same states (exit 0) or where it
     /// first differed (exit 1): a changed prompt template shows its effect without a model.
-    Replay {
-        /// The team configuration file (as recorded, or changed to see the change's effect).
-        #[arg(long)]
-        team: PathBuf,
-        /// The recorded run's store.
-        #[command(flatten)]
-        data: DataArgs,
-        /// Stop after this many seconds.
-        #[arg(long, default_value_t = 600)]
-        timeout: u64,
-        /// Call the MCP servers again instead of answering tool calls from the record.
-        #[arg(long)]
-        live_tools: bool,
-    },
+    /// With --fork-at STEP: replays up to that step, then goes on with the live model (an
+    /// edited step text, or the team file's edited prompts) as a new task beside the recorded
+    /// one, in a copy of the store.
+    Replay(cli::replay_cmd::ReplayArgs),
     /// Run an eval suite: its goals against a team, each a number of times, judged by their
     /// checks; prints a table (finish rate, honest rate, time, tokens, cost, repairs), writes
     /// JSON (and HTML with --html), compares with an earlier run (--compare), and exits 1 when
@@ -320,12 +310,7 @@ fn main() -> ExitCode {
             run(&team, &goal, json, opts, &data)
         }
         Command::Eval(args) => exit_of(cli::eval_cmd::eval(&args)),
-        Command::Replay {
-            team,
-            data,
-            timeout,
-            live_tools,
-        } => replay(&team, &data, Duration::from_secs(timeout), live_tools),
+        Command::Replay(args) => replay(&args),
     }
 }
 
@@ -364,10 +349,9 @@ fn run(
 }
 
 /// `cohort replay`, in an actor system of its own.
-fn replay(team: &std::path::Path, data: &DataArgs, timeout: Duration, live: bool) -> ExitCode {
+fn replay(args: &cli::replay_cmd::ReplayArgs) -> ExitCode {
     let system = actix::System::new();
-    let code = system
-        .block_on(async { exit_of(cli::replay_cmd::replay(team, data, timeout, live).await) });
+    let code = system.block_on(async { exit_of(cli::replay_cmd::replay(args).await) });
     actix::System::current().stop();
     code
 }

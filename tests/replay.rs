@@ -189,3 +189,225 @@ fn a_run_against_an_endpoint_replays_without_asking_it_or_needing_its_key() {
         "the replay asked the endpoint nothing"
     );
 }
+
+#[test]
+fn a_fork_at_a_failed_step_goes_on_with_a_live_endpoint_and_finishes() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = Scratch::new("replay-fork");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stub = rt.block_on(OpenAiStub::start());
+    // While recorded, the endpoint answers the writer's think step with nothing, so it fails.
+    let broken = Arc::new(AtomicBool::new(true));
+    let b = broken.clone();
+    stub.set_fallback(move |req| {
+        let think = req
+            .prompt()
+            .is_some_and(|p| p.contains("- executor: think ("));
+        if think && b.load(Ordering::Relaxed) {
+            StubResponse::no_content()
+        } else {
+            StubResponse::reply_with_usage(&competent::competent(req), 50, 10)
+        }
+    });
+    let team = dir.join("team.yaml");
+    std::fs::write(
+        &team,
+        format!(
+            "llm: {{provider: openai, base_url: '{}', model: m, api_key_env: FORK_TEST_KEY}}\n\
+             agents:\n\
+             \x20 - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n\
+             \x20 - {{id: writer, role: writer, skills: [planning, reflection, summary, think]}}\n",
+            stub.base_url()
+        ),
+    )
+    .unwrap();
+    let key = [("FORK_TEST_KEY", "sk-test")];
+    let db = dir.join("run.db");
+    let (t, d) = (team.display().to_string(), db.display().to_string());
+    let goal = "Please reach GOAL<haiku>.";
+    cohort(
+        &[
+            "run",
+            "--team",
+            &t,
+            "--goal",
+            goal,
+            "--data",
+            &d,
+            "--timeout",
+            "60",
+        ],
+        &key,
+    );
+    let calls: Vec<serde_json::Value> = export(&db)
+        .into_iter()
+        .filter_map(|l| l.get("model_call").cloned())
+        .collect();
+    let failed = calls
+        .iter()
+        .find(|c| c["skill"] == "think")
+        .expect("the recorded think call");
+    let (step, task) = (
+        failed["step_id"].as_str().unwrap(),
+        failed["task_id"].as_str().unwrap(),
+    );
+    let recorded_step = step_state(&db, step);
+    assert_eq!(
+        recorded_step["execution_state"], "failed",
+        "{recorded_step}"
+    );
+
+    broken.store(false, Ordering::Relaxed);
+    let asked = stub.requests().len();
+    let fork = dir.join("fork.db");
+    let out = cohort(
+        &[
+            "replay",
+            "--team",
+            &t,
+            "--data",
+            &d,
+            "--fork-at",
+            step,
+            "--llm",
+            "live",
+            "--step-text",
+            "Draft it in five words.",
+            "--out",
+            &fork.display().to_string(),
+        ],
+        &key,
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("task finished"), "{said}");
+    // Before the step the record answered; from it the endpoint did, told the edited text.
+    let live = &stub.requests()[asked..];
+    let before = calls.iter().filter(|c| c["step_id"] != step).count();
+    assert!(
+        !live.is_empty() && live.len() < calls.len(),
+        "{} live of {}",
+        live.len(),
+        calls.len()
+    );
+    assert!(
+        live[0]
+            .prompt()
+            .unwrap()
+            .contains("Draft it in five words."),
+        "the first live call is the edited step's: {:?}",
+        live[0].prompt()
+    );
+    assert!(before > 0);
+    // The fork is a new task beside the recorded one, which it names; the recorded store is
+    // as it was.
+    let lines = export(&fork);
+    let tasks = last_states(&lines, "task");
+    let forked: Vec<_> = tasks
+        .values()
+        .filter(|t| t.get("forked_from").is_some())
+        .collect();
+    assert_eq!(forked.len(), 1, "{tasks:?}");
+    assert_eq!(forked[0]["forked_from"]["task_id"], task);
+    assert_eq!(forked[0]["forked_from"]["step_id"], step);
+    assert_eq!(forked[0]["execution_state"], "finished");
+    assert!(tasks.contains_key(task), "the recorded task is beside it");
+    assert!(
+        last_states(&export(&db), "task")
+            .values()
+            .all(|t| t.get("forked_from").is_none())
+    );
+    // A step no model call made cannot be a fork's point; nor can a fork be written over a file.
+    let out = cohort(
+        &[
+            "replay",
+            "--team",
+            &t,
+            "--data",
+            &d,
+            "--fork-at",
+            "no-such-step",
+        ],
+        &key,
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let out = cohort(
+        &[
+            "replay",
+            "--team",
+            &t,
+            "--data",
+            &d,
+            "--fork-at",
+            step,
+            "--out",
+            &fork.display().to_string(),
+        ],
+        &key,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `cohort export`'s lines.
+fn export(db: &Path) -> Vec<serde_json::Value> {
+    let out = cohort(&["export", "--data", &db.display().to_string()], &[]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Each task's state as the exported events leave it: created, then its state and its fork
+/// mark.
+fn last_states(
+    lines: &[serde_json::Value],
+    kind: &str,
+) -> std::collections::HashMap<String, serde_json::Value> {
+    let mut tasks = std::collections::HashMap::new();
+    for l in lines.iter().filter(|l| l["kind"] == kind) {
+        match l["op"].as_str() {
+            Some("created") => {
+                let t = l["task"].clone();
+                tasks.insert(t["task_id"].as_str().unwrap().to_owned(), t);
+            }
+            Some("state") => {
+                if let Some(t) = tasks.get_mut(l["task_id"].as_str().unwrap()) {
+                    t["execution_state"] = l["execution_state"].clone();
+                }
+            }
+            Some("forked") => {
+                if let Some(t) = tasks.get_mut(l["task_id"].as_str().unwrap()) {
+                    t["forked_from"] = l["from"].clone();
+                }
+            }
+            _ => {}
+        }
+    }
+    tasks
+}
+
+/// A step's state as the exported events leave it (added, then its updates).
+fn step_state(db: &Path, step: &str) -> serde_json::Value {
+    let mut state = serde_json::Value::Null;
+    for l in export(db).into_iter().filter(|l| l["kind"] == "step") {
+        if l["op"] == "added" && l["step"]["step_id"] == step {
+            state = l["step"].clone();
+        } else if l["op"] == "updated"
+            && l["step_id"] == step
+            && let Some(s) = l.get("execution_state")
+        {
+            state["execution_state"] = s.clone();
+        }
+    }
+    state
+}

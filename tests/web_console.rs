@@ -138,6 +138,7 @@ fn the_console_in_chromium_runs_the_operator_example_to_its_end() {
         name: "web-console",
         team: "examples/operator/team.yaml".into(),
         script: "tests/web/console.test.mjs",
+        prepare: None,
     });
 }
 
@@ -147,6 +148,7 @@ fn the_console_draws_a_graph_plan_and_its_parallel_steps() {
         name: "web-console-plan-graph",
         team: "tests/fixtures/plan-graph/team.yaml".into(),
         script: "tests/web/plan_graph.test.mjs",
+        prepare: None,
     });
 }
 
@@ -156,6 +158,7 @@ fn the_console_shows_why_a_task_failed_and_which_stages_gave_nothing() {
         name: "web-console-outcome",
         team: "tests/fixtures/outcome/team.yaml".into(),
         script: "tests/web/outcome.test.mjs",
+        prepare: None,
     });
 }
 
@@ -165,7 +168,77 @@ fn the_operators_first_hour_nothing_that_waits_is_hidden_in_either_theme_or_on_a
         name: "web-console-first-hour",
         team: "examples/operator/team.yaml".into(),
         script: "tests/web/first_hour.test.mjs",
+        prepare: None,
     });
+}
+
+#[test]
+fn a_forked_task_names_the_task_it_forks_and_a_failed_step_offers_the_fork() {
+    drive(&Run {
+        name: "web-console-fork",
+        team: "tests/fixtures/outcome/team.yaml".into(),
+        script: "tests/web/fork.test.mjs",
+        prepare: Some(forked_store),
+    });
+}
+
+/// A store holding a run whose writer's step failed (the outcome fixture's hollow goal) and,
+/// beside it, that run forked at the failed step with an edited text (`cohort replay
+/// --fork-at`), written to `data`.
+fn forked_store(root: &Path, data: &Path) {
+    let team = "tests/fixtures/outcome/team.yaml";
+    let recorded = data.with_file_name("recorded.db");
+    let cohort = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+            .current_dir(root)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let rec = recorded.to_str().unwrap();
+    cohort(&[
+        "run",
+        "--team",
+        team,
+        "--goal",
+        "HOLLOW# write the haiku",
+        "--data",
+        rec,
+        "--timeout",
+        "60",
+    ]);
+    let (_, exported, _) = cohort(&["export", "--data", rec]);
+    let failed = exported
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|l| l.get("model_call").cloned())
+        .find(|c| c["skill"] == "think")
+        .expect("the writer's think call is recorded");
+    let step = failed["step_id"].as_str().unwrap();
+    let (code, _, said) = cohort(&[
+        "replay",
+        "--team",
+        team,
+        "--data",
+        rec,
+        "--fork-at",
+        step,
+        "--step-text",
+        "FORKED# Write a haiku about autumn rain",
+        "--out",
+        data.to_str().unwrap(),
+        "--timeout",
+        "60",
+    ]);
+    assert!(
+        said.contains("The fork (task"),
+        "the fork ({code:?}): {said}"
+    );
 }
 
 #[test]
@@ -198,6 +271,7 @@ fn the_operator_answers_a_servers_question_in_the_console_and_the_call_goes_on()
         name: "web-console-elicitation",
         team: dir.join("team.yaml").display().to_string(),
         script: "tests/web/elicitation.test.mjs",
+        prepare: None,
     });
 }
 
@@ -215,6 +289,8 @@ struct Run {
     name: &'static str,
     team: String,
     script: &'static str,
+    /// Fills the store the server starts on (none: a new team).
+    prepare: Option<fn(&Path, &Path)>,
 }
 
 fn drive(run: &Run) {
@@ -232,6 +308,10 @@ fn drive(run: &Run) {
     // A fresh store each run, as a new user starts: the console shows a new team.
     let data = target.join(format!("{}-data/team.db", run.name));
     let _ = std::fs::remove_dir_all(data.parent().unwrap());
+    if let Some(prepare) = run.prepare {
+        std::fs::create_dir_all(data.parent().unwrap()).unwrap();
+        prepare(&root, &data);
+    }
     let server = Command::new(env!("CARGO_BIN_EXE_cohort"))
         .current_dir(&root)
         .args([

@@ -7,6 +7,7 @@ import { h, keyed, lazyDetails, jsonBlock, fmt, lockIcon, InView } from './dom.j
 import { agentFailures, failureReason } from './failures.js';
 import { callsSection } from './calls.js';
 import { mediaSection } from './media.js';
+import { forkSection } from './fork.js';
 import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches, agentChip } from './ctx.js';
 import { confirmCancel } from './control.js';
 import { waitingOn } from './plan.js';
@@ -410,6 +411,7 @@ function stepRow(s) {
         h('div', null, h('div', { class: 'label' }, 'Result'), res === null || res === undefined ? h('span', { class: 'muted' }, 'none yet') : jsonBlock(res)),
         res ? mediaSection(res, (id) => app.client.blob(id)) : null,
         !human ? callsSection(s.step_id, (id) => app.client.stepCalls(id)) : null,
+        !human ? forkSection(s) : null,
         h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`, s.ready_at ? ` · ready ${fmt.clock(s.ready_at)}` : '', s.started_at ? ` · started ${fmt.clock(s.started_at)}${s.ended_at ? ` · ran ${fmt.took(s)}` : ''}` : ''),
         human || ['finished', 'failed', 'cancelled'].includes(s.execution_state)
           ? null

@@ -144,6 +144,11 @@ export class Store {
         }
         break;
       }
+      case 'task/forked': {
+        const t = touch('task', ev.task_id);
+        if (t) t.forked_from = ev.from;
+        break;
+      }
       case 'task/paused': {
         const t = touch('task', ev.task_id);
         if (t) t.paused = ev.paused === true;

@@ -5,11 +5,12 @@
 // tasks start.
 
 import { h, keyed, lazyDetails, fmt, elapsed } from './dom.js';
-import { $, app, store, ui, mark, agentChip, agentName, isBase, badge, tasksInOrder, matches, NO_RELATIVE } from './ctx.js';
+import { $, app, store, ui, mark, agentChip, agentName, isBase, badge, tasksInOrder, matches, taskName, NO_RELATIVE } from './ctx.js';
 import { control, confirmCancel } from './control.js';
 import { planGraph } from './plan.js';
 import { showStep } from './agents.js';
 import { waitsIn, waitLabel } from './waiting.js';
+import { forkedFromItem } from './fork.js';
 
 /** Keeps the shown task when the person picked it, else follows the newest running one. */
 export function ensureSelectedTask() {
@@ -136,6 +137,7 @@ export function renderTaskHead() {
       tokens ? h('span', { class: 'meta-item muted' }, `tokens ${tokens}`) : null,
       h('span', { class: 'meta-item muted mono', title: 'task id' }, fmt.short(t.task_id)),
       traceItem(t),
+      forkedFromItem(t, { task: taskName }, selectTask),
     ),
   );
 }

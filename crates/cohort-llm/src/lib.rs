@@ -6,6 +6,7 @@
 use cohort_core::{call, config, event, ids, prompt, state};
 
 pub mod breaker;
+pub mod fork;
 pub mod limit;
 pub mod openai;
 pub mod priced;

@@ -28,14 +28,35 @@ pub struct Divergence {
 /// The recorded calls being served, and what the replay found.
 pub struct Record {
     by_agent: Mutex<HashMap<AgentId, VecDeque<Call>>>,
+    /// A fork's point (`cohort replay --fork-at`): recorded calls from this `seq` on are not
+    /// served; a request they would answer, or one the record has nothing for, goes to the
+    /// live model. None: every call is answered from the record.
+    live_from: Option<u64>,
     ids: Mutex<IdMap>,
     divergences: Mutex<Vec<Divergence>>,
     served: AtomicUsize,
+    /// How many calls went to the live model (past a fork's point).
+    live: AtomicUsize,
+}
+
+/// How a request is answered.
+enum Answer {
+    Recorded(ChatReply),
+    /// Abandoned then: whatever abandoned it will do so again.
+    Abandoned,
+    /// Past a fork's point: the live model answers.
+    Live,
 }
 
 impl Record {
     /// The record of `calls` (any order: each agent's are served by their `seq`).
-    pub fn new(mut calls: Vec<Call>) -> Arc<Record> {
+    pub fn new(calls: Vec<Call>) -> Arc<Record> {
+        Self::forked(calls, None)
+    }
+
+    /// The record of `calls` answering every call made before `live_from` (a recorded
+    /// call's `seq`: the fork's point); from there on, the live model answers.
+    pub fn forked(mut calls: Vec<Call>, live_from: Option<u64>) -> Arc<Record> {
         calls.sort_by_key(|c| c.seq);
         let mut by_agent: HashMap<AgentId, VecDeque<Call>> = HashMap::new();
         for c in calls {
@@ -43,9 +64,11 @@ impl Record {
         }
         Arc::new(Record {
             by_agent: Mutex::new(by_agent),
+            live_from,
             ids: Mutex::default(),
             divergences: Mutex::default(),
             served: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
         })
     }
 
@@ -60,6 +83,11 @@ impl Record {
     /// How many calls were answered from the record.
     pub fn served(&self) -> usize {
         self.served.load(Ordering::Relaxed)
+    }
+
+    /// How many calls the live model answered (past a fork's point).
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
     }
 
     /// How many recorded calls no request asked for.
@@ -81,26 +109,32 @@ impl Record {
     }
 
     /// The answer to `request`: the agent's next recorded call's, checked and with its ids
-    /// made the replayed run's. `Ok(None)`: the call was abandoned then (it is now too).
-    fn answer(&self, request: &ChatRequest) -> Result<Option<ChatReply>, LlmError> {
-        let call = self
-            .by_agent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_mut(&request.agent_id)
-            .and_then(|calls| next_for(calls, request))
-            .ok_or_else(|| {
-                LlmError::Replay(format!(
-                    "the record has no more calls of agent `{}` (this run asks more than the \
-                     recorded one did)",
-                    request.agent_id
-                ))
-            })?;
+    /// made the replayed run's; past a fork's point, the live model's.
+    fn answer(&self, request: &ChatRequest) -> Result<Answer, LlmError> {
+        let call = {
+            let mut by_agent = self.by_agent.lock().unwrap_or_else(|p| p.into_inner());
+            let calls = by_agent.get_mut(&request.agent_id);
+            let call = calls.and_then(|calls| next_for(calls, request, self.live_from));
+            match (call, self.live_from) {
+                (Some(call), _) => call,
+                (None, Some(_)) => {
+                    self.live.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Answer::Live);
+                }
+                (None, None) => {
+                    return Err(LlmError::Replay(format!(
+                        "the record has no more calls of agent `{}` (this run asks more than \
+                         the recorded one did)",
+                        request.agent_id
+                    )));
+                }
+            }
+        };
         self.served.fetch_add(1, Ordering::Relaxed);
         self.check(&call, request);
         let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
         match (&call.reply, &call.error) {
-            (Some(text), _) => Ok(Some(ChatReply {
+            (Some(text), _) => Ok(Answer::Recorded(ChatReply {
                 text: ids.to_replayed(text),
                 usage: call.usage,
                 cut: call.cut,
@@ -113,7 +147,7 @@ impl Record {
                     })
                     .collect(),
             })),
-            (None, Some(e)) if e.starts_with("abandoned") => Ok(None),
+            (None, Some(e)) if e.starts_with("abandoned") => Ok(Answer::Abandoned),
             (None, e) => Err(LlmError::Replay(format!(
                 "as recorded, the call failed: {}",
                 e.as_deref().unwrap_or("(no reason kept)")
@@ -149,14 +183,23 @@ impl Record {
 
 /// The agent's recorded call that answers `request`: its next call for the same skill and
 /// the same step text (an agent runs a plan's parallel steps side by side, and they may ask
-/// in another order than they did), else simply its next call.
-fn next_for(calls: &mut VecDeque<Call>, request: &ChatRequest) -> Option<Call> {
+/// in another order than they did), else simply its next call; none made from `live_from` on.
+fn next_for(
+    calls: &mut VecDeque<Call>,
+    request: &ChatRequest,
+    live_from: Option<u64>,
+) -> Option<Call> {
     use crate::call::replay::without_ids;
     let asked = without_ids(&request.step_text);
+    let before_fork = |c: &Call| live_from.is_none_or(|at| c.seq < at);
     let same_step = calls.iter().position(|c| {
-        c.skill == request.skill && !c.step_text.is_empty() && without_ids(&c.step_text) == asked
+        c.skill == request.skill
+            && !c.step_text.is_empty()
+            && without_ids(&c.step_text) == asked
+            && before_fork(c)
     });
-    calls.remove(same_step.unwrap_or(0))
+    let at = same_step.or_else(|| calls.front().filter(|c| before_fork(c)).map(|_| 0))?;
+    calls.remove(at)
 }
 
 /// A team's model in a replay: shaped as the configured one (its prompt budget, tokenizer,
@@ -178,18 +221,22 @@ impl ChatModel for Replayed {
     super::delegate_to_inner!();
 
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
-        let answer = self.record.answer(&request);
+        let answer = match self.record.answer(&request) {
+            Ok(Answer::Live) => return self.inner.chat(request),
+            Ok(Answer::Recorded(reply)) => Ok(Some(reply)),
+            Ok(Answer::Abandoned) => Ok(None),
+            Err(e) => Err(e),
+        };
         Box::pin(async move {
-            match answer {
-                Ok(Some(reply)) => {
+            match answer? {
+                Some(reply) => {
                     if let Some(p) = &request.progress {
                         p.tell(&reply.text);
                     }
                     Ok(reply)
                 }
                 // Abandoned then: whatever abandoned it will do so again.
-                Ok(None) => std::future::pending().await,
-                Err(e) => Err(e),
+                None => std::future::pending().await,
             }
         })
     }
@@ -263,5 +310,38 @@ mod tests {
             "{more}"
         );
         assert_eq!((record.served(), record.left()), (3, 0));
+    }
+
+    #[tokio::test]
+    async fn a_fork_answers_from_the_record_before_its_point_and_live_from_there() {
+        let record = Record::forked(
+            vec![
+                call("w", 1, "first", "recorded first"),
+                call("m", 2, "plan", "recorded plan"),
+                call("w", 3, "second", "recorded second"),
+            ],
+            Some(3),
+        );
+        let live = crate::scripted::ScriptedModel::new(
+            crate::scripted::Script::parse(
+                "replies:\n  w:\n    think:\n      - live second\n      - live third\n",
+            )
+            .unwrap(),
+        );
+        let model = Replayed::new(live, record.clone());
+        let ask = |a: &str, p: &str| model.chat(request(a, p));
+        assert_eq!(ask("w", "first").await.unwrap().text, "recorded first");
+        assert_eq!(ask("m", "plan").await.unwrap().text, "recorded plan");
+        assert_eq!(
+            ask("w", "second").await.unwrap().text,
+            "live second",
+            "the fork's point"
+        );
+        assert_eq!(
+            ask("w", "third").await.unwrap().text,
+            "live third",
+            "past the record"
+        );
+        assert_eq!((record.served(), record.live(), record.left()), (2, 2, 1));
     }
 }

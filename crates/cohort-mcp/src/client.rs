@@ -338,20 +338,24 @@ impl McpClient {
     /// Runs one call; a tool's result is the full `CallToolResult` as JSON.
     pub async fn call(&self, server: &str, call: &McpCall) -> Result<Value, McpError> {
         if let Some(record) = &self.opts.replay {
-            return match record.answer(server, call) {
+            match record.answer(server, call) {
                 Some(Ok(described)) if matches!(call, McpCall::Describe) => {
                     // Described as then: what later prompts show of the server.
                     let (_, slot) = self.lookup(server)?;
                     let description = Arc::new(Description::of(described.clone()));
                     *slot.description.lock().expect("poisoned") = Some(description);
-                    Ok(described)
+                    return Ok(described);
                 }
-                Some(outcome) => outcome.map_err(McpError::Replayed),
-                None => Err(McpError::Replayed(format!(
-                    "replay: the recorded run made no such call to MCP server `{server}` \
-                     (this run calls what the recorded one did not)"
-                ))),
-            };
+                Some(outcome) => return outcome.map_err(McpError::Replayed),
+                // A fork's own way: the server is called.
+                None if record.then_live() => {}
+                None => {
+                    return Err(McpError::Replayed(format!(
+                        "replay: the recorded run made no such call to MCP server `{server}` \
+                         (this run calls what the recorded one did not)"
+                    )));
+                }
+            }
         }
         match call {
             McpCall::Describe => self.describe(server).await,

@@ -17,6 +17,9 @@ pub type Outcome = Result<Value, String>;
 pub struct ToolRecord {
     calls: Mutex<HashMap<(String, String), VecDeque<Outcome>>>,
     served: AtomicUsize,
+    /// A fork's record (`cohort replay --fork-at`): a call it has no answer for is made to the
+    /// server (the fork's own way), not refused.
+    then_live: bool,
 }
 
 /// A call as a key: its JSON (arguments' keys in order).
@@ -40,7 +43,24 @@ impl ToolRecord {
         ToolRecord {
             calls: Mutex::new(by_call),
             served: AtomicUsize::new(0),
+            then_live: false,
         }
+    }
+
+    /// A fork's record: the calls made before the fork's point, answered as then; any other
+    /// call is made to its server.
+    pub fn forked(
+        calls: impl IntoIterator<Item = (String, McpCall, Result<Value, String>)>,
+    ) -> ToolRecord {
+        ToolRecord {
+            then_live: true,
+            ..Self::new(calls)
+        }
+    }
+
+    /// Whether a call the record has no answer for is made to its server.
+    pub fn then_live(&self) -> bool {
+        self.then_live
     }
 
     /// The recorded outcome of the next such call; none when the recorded run made no more.

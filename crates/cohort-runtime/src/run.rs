@@ -40,6 +40,9 @@ pub struct RunOptions {
     /// The caller's trace (the `TRACEPARENT` environment variable, as OpenTelemetry passes a
     /// trace context to a command): the goal's work joins it.
     pub traceparent: Option<TraceParent>,
+    /// The recorded task and step the goal's tasks fork (`cohort replay --fork-at`): each is
+    /// marked so before the run ends.
+    pub forked_from: Option<crate::state::ForkedFrom>,
 }
 
 impl Default for RunOptions {
@@ -52,6 +55,7 @@ impl Default for RunOptions {
             stop_on_ctrl_c: false,
             store: None,
             traceparent: None,
+            forked_from: None,
         }
     }
 }
@@ -222,6 +226,9 @@ pub async fn run_goal(
     if upgrade && let Some(o) = team.monitor.read(|s| concluded(s, &team, &before)) {
         outcome = o;
     }
+    if let Some(from) = &opts.forked_from {
+        mark_forked(&team, &before, from).await;
+    }
     // Every actor stops before the journal closes (in `report`): nothing lands unstored.
     team.stop_actors().await;
     team.shutdown().await;
@@ -230,6 +237,26 @@ pub async fn run_goal(
         checkpoint(store.as_ref()).await;
     }
     Ok(report)
+}
+
+/// Marks each of the goal's tasks as forked `from` a recorded task's step.
+async fn mark_forked(team: &Team, before: &Before, from: &crate::state::ForkedFrom) {
+    let tasks: Vec<TaskId> = team.monitor.read(|s| {
+        goal_tasks(s, team, before)
+            .map(|t| t.task_id.clone())
+            .collect()
+    });
+    for task_id in tasks {
+        let marked = team.sync.send(crate::actors::MarkForked {
+            task_id: task_id.clone(),
+            from: from.clone(),
+        });
+        match marked.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(task = %task_id, "the fork was not marked: {e}"),
+            Err(e) => tracing::warn!(task = %task_id, "the fork was not marked: {e}"),
+        }
+    }
 }
 
 /// On a clean stop (the run's end, `serve` stopped by a signal), after the monitor closed:

@@ -17,6 +17,9 @@ pub struct IdMap {
     back: HashMap<String, String>,
 }
 
+/// How far ahead a replayed text's lines are searched for one a recorded line reads as.
+const RESYNC: usize = 64;
+
 /// Where a replayed prompt first differs from the recorded one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FirstDifference {
@@ -43,8 +46,32 @@ impl std::fmt::Display for FirstDifference {
 
 impl IdMap {
     /// Learns the pairs `recorded` and `replayed` (one text as recorded and as replayed) show:
-    /// their ids in order, each pair whose ids are both new.
+    /// line by line, the ids of two lines that read the same but for their ids, in order, each
+    /// pair whose ids are both new. A line only one text has (a fork's team knows a task the
+    /// recorded one did not yet) is stepped over: the nearest line of the same shape within
+    /// [`RESYNC`] lines is where the two go on together.
     pub fn learn(&mut self, recorded: &str, replayed: &str) {
+        let a: Vec<String> = recorded.lines().map(without_ids).collect();
+        let b: Vec<String> = replayed.lines().map(without_ids).collect();
+        let (ra, rb): (Vec<&str>, Vec<&str>) =
+            (recorded.lines().collect(), replayed.lines().collect());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            if a[i] == b[j] {
+                self.pair(ra[i], rb[j]);
+                (i, j) = (i + 1, j + 1);
+                continue;
+            }
+            let end = b.len().min(j + RESYNC);
+            match (j + 1..end).find(|&k| b[k] == a[i]) {
+                Some(k) => j = k,
+                None => i += 1,
+            }
+        }
+    }
+
+    /// Pairs the ids of one line as recorded and as replayed, in order.
+    fn pair(&mut self, recorded: &str, replayed: &str) {
         for (r, p) in ids_in(recorded).into_iter().zip(ids_in(replayed)) {
             if r != p && !self.forward.contains_key(r) && !self.back.contains_key(p) {
                 self.forward.insert(r.to_owned(), p.to_owned());
@@ -398,5 +425,19 @@ mod tests {
         // A pair is learnt once: a later text cannot remap an id.
         ids.learn(A, Y);
         assert_eq!(ids.to_replayed(A), X);
+    }
+
+    #[test]
+    fn a_line_only_one_text_has_is_stepped_over_when_ids_are_paired() {
+        let mut ids = IdMap::default();
+        let recorded = format!("# Tasks\n(none)\n# Step\n- task_id: {A}\n- stage_id: {B}");
+        let replayed = format!("# Tasks\n- task_id: {Y}\n# Step\n- task_id: {X}\n- stage_id: {B}");
+        ids.learn(&recorded, &replayed);
+        assert_eq!(
+            ids.to_replayed(A),
+            X,
+            "not the task only the replayed text lists"
+        );
+        assert_eq!(ids.to_replayed(B), B, "the same id in both");
     }
 }

@@ -53,6 +53,7 @@ pub fn apply_task(task: &mut TaskState, c: &TaskChange) {
             }
         }
         TaskChange::Paused { paused, .. } => task.paused = *paused,
+        TaskChange::Forked { from, .. } => task.forked_from = Some(from.clone()),
     }
 }
 

@@ -132,6 +132,13 @@ pub enum TaskChange {
         /// True when paused, false when resumed.
         paused: bool,
     },
+    /// The task was forked from a recorded one (`cohort replay --fork-at`).
+    Forked {
+        /// The fork.
+        task_id: TaskId,
+        /// The task and step it branched off from.
+        from: crate::state::ForkedFrom,
+    },
     /// A finished task left memory (retention); readers keep only the one-line summary.
     Evicted {
         /// The task that left memory, with its stages.
@@ -490,6 +497,7 @@ impl Change {
                 | TaskChange::Tokens { task_id, .. }
                 | TaskChange::Repaired { task_id, .. }
                 | TaskChange::Paused { task_id, .. }
+                | TaskChange::Forked { task_id, .. }
                 | TaskChange::Evicted { task_id, .. } => task_id,
             }),
             Change::Stage(StageChange::Added { stage, .. }) => Some(&stage.task_id),

@@ -39,6 +39,6 @@ pub use stage::StageState;
 pub use step::{ModelWait, PlannedStep, ReplyTo, StepState, TokenUsage};
 pub use step_limits::StepLimits;
 pub use step_lock::{StepLock, Wait, WaitPatience};
-pub use task::{ConversationEntry, FailedStage, SharedInfo, TaskEnd, TaskState};
+pub use task::{ConversationEntry, FailedStage, ForkedFrom, SharedInfo, TaskEnd, TaskState};
 use text_cap::default_step_chars;
 pub use text_cap::{DEFAULT_STEP_CHARS, cap_str, cap_value};

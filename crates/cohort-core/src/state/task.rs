@@ -85,6 +85,19 @@ pub struct TaskState {
     /// digits): what a person looks it up by in their trace viewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<crate::event::trace::TraceId>,
+    /// The recorded task and step this task was forked from (`cohort replay --fork-at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// Where a forked task branched off: the task it replays and the step from which it went
+/// its own way (with the live model, or an edited step text or agent prompt).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    /// The recorded task.
+    pub task_id: TaskId,
+    /// The step of that task from which the fork went on alone.
+    pub step_id: crate::ids::StepId,
 }
 
 /// Why a task ended as it did, beyond its state: what `cohort run`, the console and `export`
@@ -160,6 +173,7 @@ impl TaskState {
             requested_by: None,
             goal_step: None,
             trace_id: None,
+            forked_from: None,
         }
     }
 

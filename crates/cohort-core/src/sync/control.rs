@@ -95,6 +95,30 @@ impl SyncCore {
         Ok(applied)
     }
 
+    /// Marks `task` as forked `from` a recorded task's step (`cohort replay --fork-at`), over
+    /// or not: what the console shows beside it.
+    pub fn mark_forked(
+        &mut self,
+        task: &TaskId,
+        from: crate::state::ForkedFrom,
+    ) -> Result<Applied, SyncError> {
+        if task == &self.base_task {
+            return Err(SyncError::BaseTask);
+        }
+        if !self.tasks.contains_key(task) {
+            return Err(SyncError::UnknownTask(task.clone()));
+        }
+        let mut applied = Applied::default();
+        self.emit(
+            &mut applied,
+            Change::Task(TaskChange::Forked {
+                task_id: task.clone(),
+                from,
+            }),
+        );
+        Ok(applied)
+    }
+
     /// `by` cancels `stage` of `task` with `reason`: it becomes `cancelled` (the reason in its
     /// summaries, under `by`); a running stage's agents drop its work (calls in flight for it
     /// are abandoned) and the next stage starts, or the manager is asked to judge the task.
@@ -269,6 +293,28 @@ mod tests {
         let base = c.base_task.clone();
         assert!(matches!(
             c.pause_task(&base, &"op".into(), true),
+            Err(SyncError::BaseTask)
+        ));
+    }
+
+    #[test]
+    fn a_forked_task_names_its_origin_even_once_over_and_tells_no_one() {
+        let (mut c, t, _) = two_stage_task();
+        c.cancel_task(&t, &"op".into(), "").unwrap();
+        let from = crate::state::ForkedFrom {
+            task_id: "recorded".into(),
+            step_id: "failed-step".into(),
+        };
+        let a = c.mark_forked(&t, from.clone()).unwrap();
+        assert!(a.messages.is_empty());
+        assert_eq!(c.task(&t).unwrap().forked_from, Some(from.clone()));
+        assert!(matches!(
+            c.mark_forked(&"nowhere".into(), from.clone()),
+            Err(SyncError::UnknownTask(_))
+        ));
+        let base = c.base_task.clone();
+        assert!(matches!(
+            c.mark_forked(&base, from),
             Err(SyncError::BaseTask)
         ));
     }

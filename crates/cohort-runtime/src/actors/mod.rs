@@ -24,8 +24,8 @@ pub use dispatcher::{
 pub use factory::{AgentFactory, AgentSettings, ModelBuilder, Workers};
 pub use supervisor::{Hire, Supervisor, Wire};
 pub use sync_state::{
-    AllPublished, ApplyOutput, CancelStage, CancelTask, CheckRoom, CheckTaskInstruction, PauseTask,
-    ReportStall, RetryStage, SubmitMessage, SubmitMessages, SyncStateActor,
+    AllPublished, ApplyOutput, CancelStage, CancelTask, CheckRoom, CheckTaskInstruction,
+    MarkForked, PauseTask, ReportStall, RetryStage, SubmitMessage, SubmitMessages, SyncStateActor,
 };
 pub use system::{
     Host, MONITOR_BUFFER, OPERATOR, SystemError, Team, agent_settings, agent_tools, answered_in,

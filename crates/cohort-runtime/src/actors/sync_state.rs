@@ -305,6 +305,23 @@ impl Handler<PauseTask> for SyncStateActor {
     }
 }
 
+/// A task is marked as forked from a recorded one (see `SyncCore::mark_forked`).
+#[derive(Message)]
+#[rtype(result = "Result<(), SyncError>")]
+pub struct MarkForked {
+    pub task_id: crate::ids::TaskId,
+    pub from: crate::state::ForkedFrom,
+}
+
+impl Handler<MarkForked> for SyncStateActor {
+    type Result = Result<(), SyncError>;
+    fn handle(&mut self, m: MarkForked, ctx: &mut Context<Self>) -> Self::Result {
+        let applied = self.core.mark_forked(&m.task_id, m.from)?;
+        self.effect(applied, (Vec::new(), None), ctx);
+        Ok(())
+    }
+}
+
 /// A person retries a task's running stage (see `SyncCore::operator_retry_stage`).
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]

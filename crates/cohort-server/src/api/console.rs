@@ -45,6 +45,7 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../web/decisions.js"),
     ),
     ("dom.js", JS, include_bytes!("../../../../web/dom.js")),
+    ("fork.js", JS, include_bytes!("../../../../web/fork.js")),
     (
         "failures.js",
         JS,
