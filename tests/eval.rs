@@ -58,6 +58,15 @@ fn the_bundled_suite_passes_with_its_table_json_and_html() {
         .find(|r| r["goal"] == "refuse-harm")
         .unwrap();
     assert_eq!(refused["outcome"], "failed");
+    // The question to a person is answered by the suite's scripted operator, and the answer
+    // reaches the result.
+    let asked = result["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["goal"] == "ask-a-person")
+        .unwrap();
+    assert_eq!(asked["outcome"], "finished", "{asked}");
     // The judge's verdict on the haiku, with its reasons.
     let haiku = result["runs"]
         .as_array()

@@ -250,6 +250,23 @@ async fn model_calls(store: &SqlStore) {
             .collect::<Vec<_>>(),
         [6, 17]
     );
+    // With a batch of events, in its transaction: both are there; a call kept again replaces
+    // the one with its number.
+    let next = store.last_version().await.unwrap() + 1;
+    let recorded = cohort::store::model_calls::Recorded {
+        calls: vec![call(40, "c", "v"), call(17, "a", "u")],
+        trim: trim(1 << 20, &["c"]),
+    };
+    store
+        .append_recorded(&[tokens(next, "v")], &[], &recorded)
+        .await
+        .unwrap();
+    assert_eq!(store.last_version().await.unwrap(), next);
+    let v: cohort::ids::TaskId = "v".into();
+    let with = store.model_calls(Some(&v), 0, 100).await.unwrap();
+    assert_eq!(with.iter().map(|c| c.seq).collect::<Vec<_>>(), [40]);
+    let all = store.model_calls(None, 0, 100).await.unwrap();
+    assert_eq!(all.iter().filter(|c| c.seq == 17).count(), 1);
 }
 
 /// A blob of its own bytes, numbered `n`.

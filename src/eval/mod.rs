@@ -333,6 +333,7 @@ fn one_run(
         let host = Host::new(&vars, std::env::current_exe()?);
         let opts = RunOptions {
             timeout,
+            answers: goal.answers.clone(),
             ..RunOptions::default()
         };
         let report = run_goal(&cfg, &goal.goal, &opts, &host, |_| {}).await?;
@@ -448,6 +449,7 @@ mod tests {
             team: None,
             expect: Expected::Finished,
             checks: vec![Check::Contains("rain".into())],
+            answers: Vec::new(),
         };
         let report = |outcome| crate::run::RunReport {
             outcome,

@@ -3,6 +3,7 @@
 //! store the team carries on from what it holds, and the run follows only the tasks created
 //! after it started.
 
+mod operator;
 mod progress;
 mod waits;
 
@@ -43,6 +44,10 @@ pub struct RunOptions {
     /// The recorded task and step the goal's tasks fork (`cohort replay --fork-at`): each is
     /// marked so before the run ends.
     pub forked_from: Option<crate::state::ForkedFrom>,
+    /// A scripted operator's answers (`cohort eval`): each question an agent asks a person
+    /// and waits on gets the next (see `run::operator`). None: questions wait, as with
+    /// nobody there.
+    pub answers: Vec<String>,
 }
 
 impl Default for RunOptions {
@@ -56,6 +61,7 @@ impl Default for RunOptions {
             store: None,
             traceparent: None,
             forked_from: None,
+            answers: Vec::new(),
         }
     }
 }
@@ -280,6 +286,7 @@ async fn follow(
     on_progress: &mut impl FnMut(Progress<'_>),
 ) -> RunOutcome {
     let deadline = Instant::now() + opts.timeout;
+    let mut operator = operator::ScriptedOperator::new(&opts.answers);
     let mut last_event = Instant::now();
     let mut not_shown = 0u64;
     let outcome = loop {
@@ -309,6 +316,7 @@ async fn follow(
                 last_event = Instant::now();
             }
         }
+        operator.answer(team).await;
         let (concluded, all_over, steps_run) = team.monitor.read(|s| {
             (
                 concluded(s, team, before),

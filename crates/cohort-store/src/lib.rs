@@ -307,6 +307,20 @@ pub trait Store: Send + Sync {
         events: &'a [StoredEvent],
         writers: &'a [lease::AgentWrite],
     ) -> BoxFuture<'a, Result<u64, StoreError>>;
+    /// Appends events as [`Store::append_as`] does, with the recorded model calls they came
+    /// from (and the rings to trim) in the same transaction: a batch costs one commit.
+    fn append_recorded<'a>(
+        &'a self,
+        events: &'a [StoredEvent],
+        writers: &'a [lease::AgentWrite],
+        recorded: &'a model_calls::Recorded,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let r = recorded.clone();
+            self.put_model_calls(r.calls, r.trim).await?;
+            self.append_as(events, writers).await
+        })
+    }
     /// Keeps a snapshot of the states at `version` (every event up to it applied), given as
     /// the JSON of their [`StatesRecord`] in parts ([`SnapshotJson`]); returns its size in
     /// bytes.

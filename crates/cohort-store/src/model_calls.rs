@@ -25,10 +25,17 @@ pub struct StoredModelCall {
 /// Which agents' rings are trimmed with a batch: the oldest calls of each go while its calls
 /// hold more than `bytes_per_agent`. A writer trims an agent now and then (after an eighth of
 /// its cap was written, say), not with every call: a trim reads the agent's whole ring.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trim {
     pub bytes_per_agent: u64,
     pub agents: BTreeSet<AgentId>,
+}
+
+/// Recorded calls stored with the batch of events they led to, in its transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    pub calls: Vec<StoredModelCall>,
+    pub trim: Trim,
 }
 
 impl Db {
@@ -39,36 +46,7 @@ impl Db {
         trim: Trim,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        for c in calls {
-            sqlx::query("DELETE FROM model_calls WHERE seq = $1")
-                .bind(c.seq as i64)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(
-                "INSERT INTO model_calls (seq, agent_id, task_id, step_id, bytes, body) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(c.seq as i64)
-            .bind(c.agent_id.as_str().to_owned())
-            .bind(c.task_id.as_ref().map(|t| t.as_str().to_owned()))
-            .bind(c.step_id.as_str().to_owned())
-            .bind(c.body.len() as i64)
-            .bind(c.body)
-            .execute(&mut *tx)
-            .await?;
-        }
-        for agent in trim.agents {
-            // The newest calls whose bytes, added up from the newest, stay within the cap.
-            sqlx::query(
-                "DELETE FROM model_calls WHERE agent_id = $1 AND seq <= COALESCE((\
-                   SELECT MAX(seq) FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total \
-                   FROM model_calls WHERE agent_id = $1) newest WHERE total > $2), -1)",
-            )
-            .bind(agent.as_str().to_owned())
-            .bind(trim.bytes_per_agent as i64)
-            .execute(&mut *tx)
-            .await?;
-        }
+        write(&mut tx, Recorded { calls, trim }).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -107,4 +85,41 @@ impl Db {
             })
             .collect()
     }
+}
+
+/// Keeps `calls` in the transaction `tx` (a call kept already is replaced), then trims the
+/// rings `trim` names.
+pub(super) async fn write(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    Recorded { calls, trim }: Recorded,
+) -> Result<(), StoreError> {
+    for c in calls {
+        sqlx::query(
+            "INSERT INTO model_calls (seq, agent_id, task_id, step_id, bytes, body) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (seq) DO UPDATE SET \
+             agent_id = excluded.agent_id, task_id = excluded.task_id, \
+             step_id = excluded.step_id, bytes = excluded.bytes, body = excluded.body",
+        )
+        .bind(c.seq as i64)
+        .bind(c.agent_id.as_str().to_owned())
+        .bind(c.task_id.as_ref().map(|t| t.as_str().to_owned()))
+        .bind(c.step_id.as_str().to_owned())
+        .bind(c.body.len() as i64)
+        .bind(c.body)
+        .execute(&mut **tx)
+        .await?;
+    }
+    for agent in trim.agents {
+        // The newest calls whose bytes, added up from the newest, stay within the cap.
+        sqlx::query(
+            "DELETE FROM model_calls WHERE agent_id = $1 AND seq <= COALESCE((\
+               SELECT MAX(seq) FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total \
+               FROM model_calls WHERE agent_id = $1) newest WHERE total > $2), -1)",
+        )
+        .bind(agent.as_str().to_owned())
+        .bind(trim.bytes_per_agent as i64)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }

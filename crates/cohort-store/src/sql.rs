@@ -325,6 +325,7 @@ impl Db {
         rows: Vec<EventRow>,
         fence: Option<&Fence>,
         writers: &[AgentWrite],
+        recorded: Option<super::model_calls::Recorded>,
     ) -> Result<u64, StoreError> {
         if rows.is_empty() {
             return Ok(0);
@@ -367,6 +368,9 @@ impl Db {
                     .bind(r.body.clone());
             }
             q.execute(&mut *tx).await?;
+        }
+        if let Some(r) = recorded {
+            super::model_calls::write(&mut tx, r).await?;
         }
         if let Err(e) = tx.commit().await {
             // The commit may have landed before its answer was lost: learn what is stored.

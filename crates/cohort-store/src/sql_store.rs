@@ -145,7 +145,26 @@ impl Store for SqlStore {
         Box::pin(async move {
             let rows = rows(events)?;
             self.rt
-                .run(async move { db.insert(rows, fence.as_deref(), &writers).await })
+                .run(async move { db.insert(rows, fence.as_deref(), &writers, None).await })
+                .await
+        })
+    }
+
+    fn append_recorded<'a>(
+        &'a self,
+        events: &'a [StoredEvent],
+        writers: &'a [AgentWrite],
+        recorded: &'a crate::model_calls::Recorded,
+    ) -> BoxFuture<'a, Result<u64, StoreError>> {
+        let (db, fence, writers) = (self.db.clone(), self.fence.clone(), writers.to_vec());
+        let recorded = recorded.clone();
+        Box::pin(async move {
+            let rows = rows(events)?;
+            self.rt
+                .run(async move {
+                    db.insert(rows, fence.as_deref(), &writers, Some(recorded))
+                        .await
+                })
                 .await
         })
     }

@@ -44,6 +44,9 @@ pub struct SuiteGoal {
     pub expect: Expected,
     /// `checks:`, what a good run's result must show besides.
     pub checks: Vec<Check>,
+    /// `answers:`, a scripted operator's: each question an agent asks a person and waits on
+    /// gets the next, in order (none: questions wait, as with nobody there).
+    pub answers: Vec<String>,
 }
 
 /// The outcome a good run of a goal ends in.
@@ -56,7 +59,7 @@ pub enum Expected {
     Finished,
     /// A task failed (the goal was refused, or could not be reached and said so).
     Failed,
-    /// The team waits for a person (a question no one in an eval answers).
+    /// The team waits for a person (a question its scripted operator has no answer for).
     Stalled,
 }
 
@@ -159,7 +162,7 @@ struct RawSuite {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[serde(expecting = "a goal: a mapping with `id`, `goal` (and team, expect, checks)")]
+#[serde(expecting = "a goal: a mapping with `id`, `goal` (and team, expect, checks, answers)")]
 struct RawGoal {
     id: String,
     goal: String,
@@ -169,6 +172,8 @@ struct RawGoal {
     expect: Expected,
     #[serde(default)]
     checks: Vec<RawCheck>,
+    #[serde(default)]
+    answers: Vec<String>,
 }
 
 /// Reads and checks a suite file; every problem names the file and the field.
@@ -262,6 +267,7 @@ fn suite_goal(
         team: g.team.map(|t| dir.join(t)),
         expect: g.expect,
         checks,
+        answers: g.answers,
     }
 }
 
@@ -311,7 +317,8 @@ mod tests {
             "ok",
             "name: small\nteam: ../team.yaml\nrepeat: 3\nmin_rate: 0.5\ngoals:\n\
              - id: haiku\n  goal: Write a haiku\n  checks:\n    - contains: rain\n    - max_steps: 40\n\
-             - id: refuse\n  goal: Do harm\n  expect: failed\n  team: other.yaml\n",
+             - id: refuse\n  goal: Do harm\n  expect: failed\n  team: other.yaml\n\
+             - id: ask\n  goal: Ask me\n  answers: [teal]\n",
         );
         let s = load_suite(&f).unwrap();
         assert_eq!((s.name.as_str(), s.repeat, s.min_rate), ("small", 3, 0.5));
@@ -321,6 +328,7 @@ mod tests {
             [Check::Contains("rain".into()), Check::MaxSteps(40)]
         );
         assert_eq!(s.goals[1].expect, Expected::Failed);
+        assert_eq!(s.goals[2].answers, ["teal"]);
         assert_eq!(
             s.goals[1].team,
             Some(f.parent().unwrap().join("other.yaml"))

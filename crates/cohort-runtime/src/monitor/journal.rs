@@ -16,6 +16,7 @@ use super::{Inner, Published};
 use crate::event::{Change, Event, StageChange, StepChange};
 use crate::ids::{StageId, StepId, TaskId};
 use crate::store::lease::AgentWrite;
+use crate::store::model_calls::Recorded;
 use crate::store::{SnapshotJson, Store, StoredEvent};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -213,13 +214,17 @@ fn write_loop(
         let Some(inner) = inner.upgrade() else {
             break;
         };
-        // The blobs the batch's results refer to go first, and the model calls it came from.
+        // The blobs the batch's results refer to go first; the model calls it came from are
+        // stored with it, in its transaction (alone when no change came with them).
         keep_blobs(&rt, store.as_ref(), &inner);
-        keep_model_calls(&rt, store.as_ref(), &inner);
-        if !entries.is_empty() {
+        let recorded = recorded_calls(&inner);
+        if entries.is_empty() {
+            keep_model_calls(&rt, store.as_ref(), recorded);
+        } else {
             let stored = with_tasks(&inner, &entries);
             let writers = writers(&entries);
-            match timed_commit(&rt, store.as_ref(), &inner, (&stored, &writers), abandoned) {
+            let batch = (&stored[..], &writers[..], &recorded);
+            match timed_commit(&rt, store.as_ref(), &inner, batch, abandoned) {
                 Ok(bytes) => since_bytes += bytes,
                 Err(NotStored::Abandoned) => return,
                 Err(NotStored::Fenced(e)) => {
@@ -252,7 +257,7 @@ fn timed_commit(
     rt: &tokio::runtime::Runtime,
     store: &dyn Store,
     inner: &Inner,
-    batch: (&[StoredEvent], &[AgentWrite]),
+    batch: (&[StoredEvent], &[AgentWrite], &Recorded),
     abandoned: &AtomicBool,
 ) -> Result<u64, NotStored> {
     let began = std::time::Instant::now();
@@ -396,13 +401,18 @@ fn writers(entries: &[Entry]) -> Vec<AgentWrite> {
 fn commit(
     rt: &tokio::runtime::Runtime,
     store: &dyn Store,
-    (events, writers): (&[StoredEvent], &[AgentWrite]),
+    (events, writers, recorded): (&[StoredEvent], &[AgentWrite], &Recorded),
     abandoned: &AtomicBool,
 ) -> Result<u64, NotStored> {
     let mut pause = Duration::from_millis(50);
     let mut events = events;
     loop {
-        let e = match rt.block_on(store.append_as(events, writers)) {
+        let appended = if recorded.calls.is_empty() && recorded.trim.agents.is_empty() {
+            rt.block_on(store.append_as(events, writers))
+        } else {
+            rt.block_on(store.append_recorded(events, writers, recorded))
+        };
+        let e = match appended {
             Ok(bytes) => return Ok(bytes),
             Err(e @ crate::store::StoreError::Fenced { .. }) => return Err(NotStored::Fenced(e)),
             Err(e) => e,
@@ -461,18 +471,27 @@ fn keep_failed_calls(
     }
 }
 
-/// Stores the model calls recorded since the last batch (see [`super::Monitor::record_calls`]).
-/// Calls not stored are logged and given up on: the run goes on, its replay will lack them.
-fn keep_model_calls(rt: &tokio::runtime::Runtime, store: &dyn Store, inner: &Inner) {
-    let Some(recording) = inner.recording.get() else {
-        return;
-    };
-    let (calls, trim) = recording.take();
-    if calls.is_empty() {
+/// The model calls recorded since the last batch (see [`super::Monitor::record_calls`]), to
+/// store with it; none when the team records none.
+fn recorded_calls(inner: &Inner) -> Recorded {
+    inner
+        .recording
+        .get()
+        .map(|r| {
+            let (calls, trim) = r.take();
+            Recorded { calls, trim }
+        })
+        .unwrap_or_default()
+}
+
+/// Stores recorded model calls that came with no change. Calls not stored are logged and
+/// given up on: the run goes on, its replay will lack them.
+fn keep_model_calls(rt: &tokio::runtime::Runtime, store: &dyn Store, recorded: Recorded) {
+    if recorded.calls.is_empty() {
         return;
     }
-    let n = calls.len();
-    if let Err(err) = rt.block_on(store.put_model_calls(calls, trim)) {
+    let n = recorded.calls.len();
+    if let Err(err) = rt.block_on(store.put_model_calls(recorded.calls, recorded.trim)) {
         tracing::warn!("{n} model calls were not recorded: {err}");
     }
 }

@@ -1,6 +1,6 @@
 //! The record of every model call (see `llm::recorded::Call`): each call, as it ends, waits
 //! here for the journal, which writes it as JSON (on its own thread, off the step's path)
-//! and stores it before the batch of changes it led to, so a stored run never holds a step
+//! and stores it in the transaction of the batch of changes it led to, so a stored run never holds a step
 //! whose call is missing. Bounded: a journal that falls behind lets the oldest waiting calls
 //! go (counted, and said once).
 
