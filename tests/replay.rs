@@ -158,18 +158,7 @@ fn a_run_against_an_endpoint_replays_without_asking_it_or_needing_its_key() {
         .unwrap();
     let stub = rt.block_on(OpenAiStub::start());
     stub.set_fallback(|req| StubResponse::reply_with_usage(&competent::competent(req), 50, 10));
-    let team = dir.join("team.yaml");
-    std::fs::write(
-        &team,
-        format!(
-            "llm: {{provider: openai, base_url: '{}', model: m, api_key_env: REPLAY_TEST_KEY}}\n\
-             agents:\n\
-             \x20 - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n\
-             \x20 - {{id: writer, role: writer, skills: [planning, reflection, summary, think]}}\n",
-            stub.base_url()
-        ),
-    )
-    .unwrap();
+    let team = endpoint_team(&dir, &stub);
     let db = dir.join("run.db");
     record(
         &team,
@@ -214,19 +203,8 @@ fn a_fork_at_a_failed_step_goes_on_with_a_live_endpoint_and_finishes() {
             StubResponse::reply_with_usage(&competent::competent(req), 50, 10)
         }
     });
-    let team = dir.join("team.yaml");
-    std::fs::write(
-        &team,
-        format!(
-            "llm: {{provider: openai, base_url: '{}', model: m, api_key_env: FORK_TEST_KEY}}\n\
-             agents:\n\
-             \x20 - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n\
-             \x20 - {{id: writer, role: writer, skills: [planning, reflection, summary, think]}}\n",
-            stub.base_url()
-        ),
-    )
-    .unwrap();
-    let key = [("FORK_TEST_KEY", "sk-test")];
+    let team = endpoint_team(&dir, &stub);
+    let key = [("REPLAY_TEST_KEY", "sk-test")];
     let db = dir.join("run.db");
     let (t, d) = (team.display().to_string(), db.display().to_string());
     let goal = "Please reach GOAL<haiku>.";
@@ -356,6 +334,23 @@ fn a_fork_at_a_failed_step_goes_on_with_a_live_endpoint_and_finishes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A team of a manager and a writer asking `stub`, its key in `REPLAY_TEST_KEY`.
+fn endpoint_team(dir: &Path, stub: &OpenAiStub) -> std::path::PathBuf {
+    let team = dir.join("team.yaml");
+    std::fs::write(
+        &team,
+        format!(
+            "llm: {{provider: openai, base_url: '{}', model: m, api_key_env: REPLAY_TEST_KEY}}\n\
+             agents:\n\
+             \x20 - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n\
+             \x20 - {{id: writer, role: writer, skills: [planning, reflection, summary, think]}}\n",
+            stub.base_url()
+        ),
+    )
+    .unwrap();
+    team
 }
 
 /// `cohort export`'s lines.
