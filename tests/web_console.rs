@@ -173,6 +173,16 @@ fn the_operators_first_hour_nothing_that_waits_is_hidden_in_either_theme_or_on_a
 }
 
 #[test]
+fn a_graph_plan_is_checked_as_a_graph_edited_and_run_as_edited() {
+    drive(&Run {
+        name: "web-console-plan-check-graph",
+        team: "tests/fixtures/plan-graph/checked.yaml".into(),
+        script: "tests/web/plan_check_graph.test.mjs",
+        prepare: None,
+    });
+}
+
+#[test]
 fn a_forked_task_names_the_task_it_forks_and_a_failed_step_offers_the_fork() {
     drive(&Run {
         name: "web-console-fork",

@@ -1,11 +1,13 @@
 // "Waiting for you": the steps held for a person's verdict (GET /api/approvals), each answerable
 // in place. A tool call: its risk, reason and exact arguments (editable), approve or reject. A
-// plan: its steps (editable as JSON), confirm or reject with a comment that is planned again.
+// plan: its steps (a graph plan with its ids, dependencies and sketch; editable as JSON, checked
+// before it is sent), confirm or reject with a comment that is planned again.
 // Missing parameters: a form made from the tool's schema, filled in or rejected. A server's
 // question during a call: its message and form (its defaults filled in), answered or declined.
 // The hash the person saw goes with every approval, so a changed call or plan needs a new look.
 
 import { h, jsonBlock, keyed, fmt } from './dom.js';
+import { editable, isGraph, graphProblem, stepList, sketch } from './plan_check.js';
 
 /**
  * Renders `items` into `container`; `act` performs the verdicts and resolves when the server
@@ -118,9 +120,10 @@ function stagesBody(item, act, busy) {
 
 function planBody(item, act, busy) {
   if (item.stages) return stagesBody(item, act, busy);
-  const steps = (item.steps || []).map(({ step_intention, type, executor, text_content }) => ({ step_intention, type, executor, text_content }));
-  const list = h('ol', { class: 'small' }, steps.map((s) => h('li', null, h('span', { class: 'mono' }, `[${s.executor}] `), s.step_intention)));
-  const edit = h('textarea', { rows: 5, class: 'mono small', testid: 'decision-steps' });
+  // Ids, dependencies and replan marks are kept: an edit of a graph plan stays a graph.
+  const steps = (item.steps || []).map(editable);
+  const graph = isGraph(steps);
+  const edit = h('textarea', { rows: graph ? 10 : 5, class: 'mono small', testid: 'decision-steps' });
   edit.value = JSON.stringify(steps, null, 2);
   const confirm = () => {
     let edited;
@@ -129,18 +132,20 @@ function planBody(item, act, busy) {
     } catch (e) {
       return busy(Promise.reject(new Error(`the steps are not JSON: ${e.message}`)));
     }
+    const problem = graphProblem(edited);
+    if (problem) return busy(Promise.reject(new Error(`not sent: ${problem}`)));
     const same = JSON.stringify(edited) === JSON.stringify(steps);
     busy(act.approve(item, same ? { plan_hash: item.plan_hash } : { plan_hash: item.plan_hash, steps: edited }));
   };
   return h(
     'div',
     null,
-    list,
-    h('details', { class: 'fold' }, h('summary', null, 'Edit the steps'), edit),
+    stepList(steps),
+    graph ? h('div', { class: 'plan-box' }, sketch(steps)) : null,
+    h('details', { class: 'fold' }, h('summary', null, graph ? 'Edit the steps (ids, depends_on, replan)' : 'Edit the steps'), edit),
     h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: confirm }, 'Confirm plan')),
   );
 }
-
 /** A form's inputs, and a function that reads the values filled in. */
 function formInputs(item) {
   const fields = (item.form && item.form.fields) || [];

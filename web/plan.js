@@ -10,15 +10,15 @@ import { truncate } from './ctx.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 /** A node's size, the gaps between nodes and levels, and the margin around them (px). */
-const NODE_W = 124;
-const NODE_H = 50;
+export const NODE_W = 124;
+export const NODE_H = 50;
 const GAP_X = 12;
 const GAP_Y = 30;
 const PAD = 6;
 /** How many characters of a step's intention and status fit on a node's line. */
 const LINE = 19;
 
-function s(tag, attrs, ...children) {
+export function s(tag, attrs, ...children) {
   const el = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined && v !== false) el.setAttribute(k, String(v));
   for (const c of children.flat()) {

@@ -47,6 +47,11 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
     ("dom.js", JS, include_bytes!("../../../../web/dom.js")),
     ("fork.js", JS, include_bytes!("../../../../web/fork.js")),
     (
+        "plan_check.js",
+        JS,
+        include_bytes!("../../../../web/plan_check.js"),
+    ),
+    (
         "failures.js",
         JS,
         include_bytes!("../../../../web/failures.js"),
