@@ -72,6 +72,15 @@ async function everyTab(page, where, phone) {
     await page.waitForTimeout(250);
     await contrastOk(page, `${where}, tab ${tab}`);
     if (phone) await fitsOk(page, `${where}, tab ${tab}`);
+    if (phone && tab === 'agents') {
+      // A person's step opened: the goal they sent, a long word in it, wraps within the screen.
+      const only = page.locator('#steps-this-task');
+      if ((await only.count()) && (await only.isChecked())) await only.uncheck();
+      const item = page.locator('[data-testid="step-item"]', { hasText: 'example.org' }).first();
+      await item.locator('summary').first().click();
+      await page.waitForTimeout(150);
+      await fitsOk(page, `${where}, tab ${tab}, a person's step opened`);
+    }
   }
   await page.getByTestId('tab-stages').click();
 }
@@ -221,7 +230,7 @@ try {
     const p = phone.page;
     const base = await p.locator('[data-testid="task-item"][data-base="true"]').first().getAttribute('data-task-id');
     await p.getByTestId('composer-task').selectOption(base);
-    await p.getByTestId('composer-content').fill('Write another haiku');
+    await p.getByTestId('composer-content').fill('Write another haiku, as https://example.org/an-address-with-no-space-in-it-at-all/of/a/long/path asks');
     await p.getByTestId('composer-send').click();
     const card = p.locator('[data-testid="decisions"] [data-testid="question"]').first();
     await card.waitFor();
