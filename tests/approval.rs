@@ -157,6 +157,13 @@ async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_appro
             .contains("destructiveHint")
     );
     assert_eq!(waiting["arguments"]["path"], "hello.txt");
+    // HIGH: the person is warned what the call may do before approving it.
+    assert!(
+        waiting["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("HIGH risk: it may overwrite or delete things")),
+        "{waiting}"
+    );
     let step = waiting["step_id"].as_str().unwrap().to_owned();
     assert_eq!(
         clerk_step(&team, &step)["execution_state"],
@@ -184,7 +191,7 @@ async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_appro
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(
-        told.contains("write_file") && told.contains("Risk HIGH"),
+        told.contains("write_file") && told.contains("Risk HIGH") && told.contains("Careful:"),
         "{told}"
     );
     // The message is for a person: no hash and no route (GET /api/approvals has the hash).

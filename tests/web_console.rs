@@ -183,6 +183,34 @@ fn a_graph_plan_is_checked_as_a_graph_edited_and_run_as_edited() {
 }
 
 #[test]
+fn a_high_call_waits_with_its_warning_and_runs_once_approved() {
+    // A copy of the tools example, so the file its clerk writes lands in the copy.
+    let copy = root().join("target/web-console-approval-warning-tools");
+    let _ = std::fs::remove_dir_all(&copy);
+    copy_dir(&root().join("examples/tools"), &copy);
+    drive(&Run {
+        name: "web-console-approval-warning",
+        team: copy.join("approval.yaml").display().to_string(),
+        script: "tests/web/approval_warning.test.mjs",
+        prepare: None,
+    });
+}
+
+/// Copies a folder, with what it holds.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
 fn a_forked_task_names_the_task_it_forks_and_a_failed_step_offers_the_fork() {
     drive(&Run {
         name: "web-console-fork",

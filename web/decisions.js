@@ -85,6 +85,8 @@ function toolBody(item, act, busy) {
     'div',
     null,
     h('p', { class: 'small' }, h('b', null, `${item.tool}`), ` on ${item.server} · `, h('span', { class: `risk risk-${item.risk}`, testid: 'decision-risk' }, `risk ${String(item.risk || '').toUpperCase()}`), ` · ${item.reason || ''}`),
+    // A HIGH call is asked with a warning (seed 000 §11.1): what it may do, said first.
+    item.warning ? h('p', { class: 'decision-warning small', role: 'alert', testid: 'decision-warning' }, item.warning) : null,
     args,
     h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: approve }, 'Approve')),
   );

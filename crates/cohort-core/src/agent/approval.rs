@@ -28,6 +28,22 @@ pub struct ApprovalRequest {
     /// How risky the call is and why (more than the agent's policy runs unasked).
     #[serde(flatten)]
     pub risk: ToolRisk,
+    /// For a HIGH call, the warning a person reads before approving it (seed 000 §11.1:
+    /// HIGH is confirmed with a warning): what the call may do, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// The warning a HIGH call of `tool` carries (none below HIGH): what it may do, from its risk's
+/// reason, and that the team cannot take it back.
+pub fn high_risk_warning(tool: &str, risk: &ToolRisk) -> Option<String> {
+    (risk.risk == crate::policy::Risk::High).then(|| {
+        format!(
+            "Careful: `{tool}` is HIGH risk: {}. What it does may not be undone by the team; \
+             read the arguments before you approve.",
+            risk.reason
+        )
+    })
 }
 
 /// A person's verdict on a waiting call or plan.
@@ -138,6 +154,7 @@ pub fn approval_needed(
         tool: name.clone(),
         args_hash: args_hash(&arguments),
         arguments,
+        warning: high_risk_warning(name, &risk),
         risk,
     })
 }
@@ -173,9 +190,14 @@ pub fn approval_notice(step: &StepState, req: &ApprovalRequest) -> String {
         ));
     }
     // For people: no hash and no route (the console and GET /api/approvals carry those).
+    let warning = req
+        .warning
+        .as_ref()
+        .map(|w| format!("{w}\n"))
+        .unwrap_or_default();
     format!(
         "Approval needed: agent `{}` wants to call `{}` on MCP server `{}` (\"{}\").\n\
-         Risk {}: {}.\nArguments:\n{}\n\
+         {warning}Risk {}: {}.\nArguments:\n{}\n\
          Approve, edit the arguments or reject the call under \"Waiting for you\" in the console.",
         step.agent_id,
         req.tool,
@@ -433,7 +455,18 @@ mod tests {
         let (mut a, id, req) = waiting();
         let step = a.agent_step.get(&id).unwrap();
         assert_eq!(step.execution_state, StepExecutionState::WaitingForApproval);
-        assert!(approval_notice(step, &req).contains("Risk HIGH: it may overwrite"));
+        let notice = approval_notice(step, &req);
+        assert!(notice.contains("Risk HIGH: it may overwrite"), "{notice}");
+        // HIGH is asked with a warning that names what the call may do; MEDIUM without.
+        assert!(
+            notice.contains("Careful: `write_file` is HIGH risk: it may overwrite."),
+            "{notice}"
+        );
+        let medium = ToolRisk {
+            risk: Risk::Medium,
+            reason: "it only adds".into(),
+        };
+        assert_eq!(high_risk_warning("append_file", &medium), None);
         let mut big = req.clone();
         big.arguments = json!({ "content": "x".repeat(10_000) });
         let notice = approval_notice(step, &big);

@@ -1,0 +1,83 @@
+// Drives the Cohort web console in headless Chromium through a HIGH call's approval (run by
+// tests/web_console.rs on a copy of examples/tools/approval.yaml, whose clerk's HIGH calls and
+// plans wait for the operator): the clerk's plans are confirmed as they come, and the call that
+// writes the file waits with a warning that names what it may do, shown before its arguments;
+// approved, the task finishes.
+//
+//   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
+//   COHORT_SCREENSHOT=target/web-console-approval-warning.png node tests/web/approval_warning.test.mjs
+
+import { Failure, settings, step, log, elapsed, launch, signIn as logIn, sendGoal, reportFailure } from './harness.mjs';
+
+const S = settings('approval warning test', 'web-console-approval-warning.png');
+const { SHOT, WAIT, shot } = S;
+
+const browser = await launch(S);
+const pageErrors = [];
+let page;
+let ok = false;
+try {
+  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, deviceScaleFactor: 1 });
+  page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
+  });
+
+  await step(`sign in as ${S.USER}`, () => logIn(page, S));
+  await step('send the manager the goal', () => sendGoal(page, 'Write a greeting file'));
+
+  const warned = await step('plans confirmed as they come; the HIGH call waits with its warning first, and is approved', async () => {
+    const deadline = Date.now() + WAIT * 2;
+    while (Date.now() < deadline) {
+      const card = page.locator('[data-testid="decisions"] [data-testid="decision"]').first();
+      await card.waitFor();
+      const kind = await card.getAttribute('data-kind');
+      if (kind === 'tool_call') {
+        const risk = ((await card.getByTestId('decision-risk').textContent()) || '').trim();
+        if (risk !== 'risk HIGH') throw new Failure(`a ${risk} call waits, not the HIGH one`);
+        const warning = card.getByTestId('decision-warning');
+        const text = (await warning.textContent()) || '';
+        if (!text.startsWith('Careful: `write_file` is HIGH risk: it may overwrite or delete things')) throw new Failure(`the warning: "${text}"`);
+        if ((await warning.getAttribute('role')) !== 'alert') throw new Failure('the warning is not announced');
+        // Said before the arguments it warns about.
+        const before = await warning.evaluate((w) => !!(w.compareDocumentPosition(w.parentElement.querySelector('[data-testid="decision-arguments"]')) & Node.DOCUMENT_POSITION_FOLLOWING));
+        if (!before) throw new Failure('the warning comes after the arguments');
+        await card.screenshot({ path: shot('-card') });
+        await card.getByTestId('decision-approve').click();
+        await card.waitFor({ state: 'detached' });
+        return text;
+      }
+      await card.getByTestId('decision-approve').click();
+      await card.waitFor({ state: 'detached' });
+    }
+    throw new Failure('no HIGH call came to be approved');
+  });
+
+  await step('the task finishes once the rest of its plans are confirmed', async () => {
+    const done = page.locator('[data-testid="task-item"][data-base="false"][data-state="finished"]').first();
+    const deadline = Date.now() + WAIT * 2;
+    while (!(await done.count())) {
+      if (Date.now() > deadline) throw new Failure('the task did not finish');
+      const card = page.locator('[data-testid="decisions"] [data-testid="decision"]').first();
+      if (await card.count()) {
+        await card.getByTestId('decision-approve').click();
+        await card.waitFor({ state: 'detached' });
+      } else await page.waitForTimeout(200);
+    }
+    log(`warned: ${warned}`);
+  });
+
+  await step(`screenshot to ${SHOT}`, async () => {
+    await page.screenshot({ path: SHOT });
+  });
+  if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
+  ok = true;
+  log(`passed in ${elapsed()} s`);
+} catch (e) {
+  await reportFailure('APPROVAL WARNING TEST', e, { page, pageErrors, shot: SHOT });
+} finally {
+  await browser.close().catch(() => {});
+}
+process.exit(ok ? 0 : 1);
