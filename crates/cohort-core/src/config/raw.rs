@@ -266,8 +266,9 @@ pub struct RawAgent {
     expecting = "a mapping (auto_run_up_to, check_plans, ask_for_params, judge_with_llm, check_stages)"
 )]
 pub struct RawApproval {
-    #[serde(default = "never_asks")]
-    pub auto_run_up_to: AutoRunLevel,
+    /// None: the default (see [`RawApproval::policy`]).
+    #[serde(default)]
+    pub auto_run_up_to: Option<AutoRunLevel>,
     #[serde(default)]
     pub check_plans: bool,
     #[serde(default)]
@@ -276,10 +277,6 @@ pub struct RawApproval {
     pub judge_with_llm: bool,
     #[serde(default)]
     pub check_stages: bool,
-}
-
-fn never_asks() -> AutoRunLevel {
-    AutoRunLevel::High
 }
 
 #[derive(Debug, Deserialize, Clone, Copy)]
@@ -292,20 +289,35 @@ pub enum AutoRunLevel {
     None,
 }
 
-impl From<RawApproval> for crate::policy::ApprovalPolicy {
-    fn from(r: RawApproval) -> Self {
+impl RawApproval {
+    /// The policy `raw` (the agent's own, else the team's) sets. A level not set is seed 000's
+    /// (§11.1: MEDIUM and HIGH calls are confirmed by a person, HIGH with a warning) when the
+    /// team has an operator to confirm them (`asker`), else HIGH: calls run unasked, as nobody
+    /// could answer (`cohort check` says so).
+    pub fn policy(raw: Option<RawApproval>, asker: bool) -> crate::policy::ApprovalPolicy {
         use crate::policy::Risk;
+        let level = raw.and_then(|r| r.auto_run_up_to);
+        let auto_run_up_to = match level {
+            Some(AutoRunLevel::Low) => Some(Risk::Low),
+            Some(AutoRunLevel::Medium) => Some(Risk::Medium),
+            Some(AutoRunLevel::High) => Some(Risk::High),
+            Some(AutoRunLevel::None) => None,
+            None if asker => Some(Risk::Low),
+            None => Some(Risk::High),
+        };
+        let raw = raw.unwrap_or(RawApproval {
+            auto_run_up_to: None,
+            check_plans: false,
+            ask_for_params: false,
+            judge_with_llm: false,
+            check_stages: false,
+        });
         crate::policy::ApprovalPolicy {
-            auto_run_up_to: match r.auto_run_up_to {
-                AutoRunLevel::Low => Some(Risk::Low),
-                AutoRunLevel::Medium => Some(Risk::Medium),
-                AutoRunLevel::High => Some(Risk::High),
-                AutoRunLevel::None => None,
-            },
-            check_plans: r.check_plans,
-            ask_for_params: r.ask_for_params,
-            judge_with_llm: r.judge_with_llm,
-            check_stages: r.check_stages,
+            auto_run_up_to,
+            check_plans: raw.check_plans,
+            ask_for_params: raw.ask_for_params,
+            judge_with_llm: raw.judge_with_llm,
+            check_stages: raw.check_stages,
         }
     }
 }

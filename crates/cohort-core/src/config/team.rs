@@ -7,7 +7,7 @@ use super::limits::{
     step_limits, task_limits, waits,
 };
 use super::mcp_servers::{McpServerConfig, load_servers};
-use super::raw::RawTeam;
+use super::raw::{RawApproval, RawTeam};
 use super::script::Script;
 use super::templates::{AgentTemplate, load_templates};
 use crate::ids::AgentId;
@@ -282,6 +282,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     let store = compaction(raw.store.clone().unwrap_or_default(), file, &mut out);
     let http = super::http::http(raw.http.clone().unwrap_or_default(), file, &mut out);
     let repairs = super::repairs::repairs(raw.repairs.clone(), file, &mut out);
+    let tool_approval = RawApproval::policy(raw.tool_approval, asker(&raw));
     check_scripts(&raw, &templates, &mut out);
 
     let mut problems = out.problems;
@@ -309,8 +310,13 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         store,
         http,
         repairs,
-        tool_approval: raw.tool_approval.map(Into::into).unwrap_or_default(),
+        tool_approval,
     })
+}
+
+/// Whether the team has a person who may confirm a tool call (an operator).
+fn asker(raw: &RawTeam) -> bool {
+    raw.humans.iter().any(|h| h.access == Access::Operator)
 }
 
 /// The prompt language (`en` when unset or unknown, the latter a problem).
@@ -397,11 +403,10 @@ fn agents(
                 profile: a.profile.clone(),
                 skills: body.skills,
                 tools: a.tools.clone(),
-                tool_approval: a
-                    .tool_approval
-                    .or(raw.tool_approval)
-                    .map(Into::into)
-                    .unwrap_or_default(),
+                tool_approval: RawApproval::policy(
+                    a.tool_approval.or(raw.tool_approval),
+                    asker(raw),
+                ),
                 parallel_steps: a.parallel_steps.map(|n| {
                     let field = site.field("parallel_steps");
                     super::limits::bounded(out, file, &field, Some(n), (1, Some(64)), 1)
