@@ -617,4 +617,36 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn by_default_an_operator_confirms_medium_and_high_calls_and_without_one_they_run() {
+        use crate::policy::Risk;
+        let d = tmp("approval-default");
+        let team = |humans: &str, approval: &str| {
+            let text = format!(
+                "llm: {{provider: openai, model: m}}\n{approval}{humans}agents:\n  - {{id: m, role: manager, skills: [task_manager]}}\n  - {{id: w, role: w, skills: [think], tool_approval: {{check_plans: true}}}}\n"
+            );
+            load_team(&write(&d, "t.yaml", &text)).unwrap()
+        };
+        let operator =
+            "humans:\n  - {id: op, role: operator, access: operator, password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"}\n";
+        let member = "humans:\n  - {id: guest, role: guest, password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"}\n";
+        let t = team(operator, "");
+        assert_eq!(t.tool_approval.auto_run_up_to, Some(Risk::Low));
+        assert_eq!(t.agents[1].tool_approval.auto_run_up_to, Some(Risk::Low));
+        assert!(
+            t.agents[1].tool_approval.check_plans,
+            "its own setting kept"
+        );
+        for nobody in [member, ""] {
+            let t = team(nobody, "");
+            assert_eq!(t.agents[0].tool_approval.auto_run_up_to, Some(Risk::High));
+        }
+        let t = team(operator, "tool_approval: {auto_run_up_to: high}\n");
+        assert_eq!(
+            t.agents[0].tool_approval.auto_run_up_to,
+            Some(Risk::High),
+            "one line away"
+        );
+    }
 }
