@@ -238,7 +238,7 @@ async fn a_destructive_call_waits_and_runs_with_the_arguments_the_operator_appro
 }
 
 #[actix::test]
-async fn a_rejected_call_fails_its_step_with_the_reason_and_never_runs() {
+async fn a_call_rejected_to_skip_it_fails_its_step_with_the_reason_and_never_runs() {
     let (dir, team, api) = team("reject");
     let token = login(&api).await;
     team.submit_goal(None, "Write a greeting file")
@@ -253,7 +253,7 @@ async fn a_rejected_call_fails_its_step_with_the_reason_and_never_runs() {
         StatusCode::UNPROCESSABLE_ENTITY,
         "a rejection needs a reason"
     );
-    let body = json!({"reason": "not in the shared folder, please"});
+    let body = json!({"reason": "not in the shared folder, please", "then": "skip"});
     let (status, answer) = call(&api, "POST", &uri, &token, Some(body)).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     for _ in 0..400 {
@@ -273,6 +273,54 @@ async fn a_rejected_call_fails_its_step_with_the_reason_and_never_runs() {
         !dir.join("workspace/hello.txt").exists(),
         "the rejected call never ran"
     );
+    team.shutdown().await;
+}
+
+#[actix::test]
+async fn a_rejected_call_cancels_its_task_as_seed_000_says_and_the_goal_giver_is_told() {
+    let (dir, team, api) = team("reject-cancel");
+    let token = login(&api).await;
+    team.submit_goal(None, "Write a greeting file")
+        .await
+        .unwrap();
+    let waiting = waiting_call(&api, &token).await;
+    let step = waiting["step_id"].as_str().unwrap().to_owned();
+    let task = waiting["task_id"].as_str().unwrap().to_owned();
+    let uri = format!("/api/step/{step}/reject");
+    let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"reason": ""}))).await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a cancel needs a reason"
+    );
+    let body = json!({"reason": "wrong folder altogether"});
+    let (status, answer) = call(&api, "POST", &uri, &token, Some(body)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["cancelled"], true, "{answer}");
+    let state = |kind: &str, id: &str| team.monitor.read(|s| s.all_json()[kind][id].clone());
+    for _ in 0..400 {
+        if state("step", &step)["execution_state"] == "cancelled" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(state("step", &step)["execution_state"], "cancelled");
+    let t = state("task", &task);
+    assert_eq!(t["execution_state"], "cancelled", "{t}");
+    assert!(
+        t["task_summary"]
+            .as_str()
+            .unwrap()
+            .contains("wrong folder altogether"),
+        "{t}"
+    );
+    assert!(
+        !dir.join("workspace/hello.txt").exists(),
+        "the call never ran"
+    );
+    // Over: a second verdict is refused.
+    let (status, _) = call(&api, "POST", &uri, &token, Some(json!({"reason": "again"}))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
     team.shutdown().await;
 }
 

@@ -43,6 +43,7 @@ fn team_files(tag: &str, llm: &str, multimodal: bool) -> Scratch {
              llm: {{provider: openai, base_url: '{llm}', model: m, tool_calling: native, multimodal: {multimodal}}}\n\
              humans:\n\
              \x20 - {{id: operator, access: operator, password_hash: '{PASSWORD_HASH}'}}\n\
+             tool_approval: {{auto_run_up_to: high}}\n\
              agents:\n\
              \x20 - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n\
              \x20 - {{id: clerk, role: clerk, skills: [planning, reflection, summary, think, instruction_generation, tool_decision], tools: [everything]}}\n"

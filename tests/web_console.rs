@@ -183,7 +183,7 @@ fn a_graph_plan_is_checked_as_a_graph_edited_and_run_as_edited() {
 }
 
 #[test]
-fn a_high_call_waits_with_its_warning_and_runs_once_approved() {
+fn a_high_call_waits_with_its_warning_and_a_reject_cancels_its_task() {
     // A copy of the tools example, so the file its clerk writes lands in the copy.
     let copy = root().join("target/web-console-approval-warning-tools");
     let _ = std::fs::remove_dir_all(&copy);
@@ -194,6 +194,10 @@ fn a_high_call_waits_with_its_warning_and_runs_once_approved() {
         script: "tests/web/approval_warning.test.mjs",
         prepare: None,
     });
+    assert!(
+        !copy.join("workspace/hello.txt").exists(),
+        "the rejected call never ran"
+    );
 }
 
 /// Copies a folder, with what it holds.

@@ -85,7 +85,7 @@ export function api(s) {
     approvals: () => request('GET', '/api/approvals', { token: s.token }),
     nodes: () => request('GET', '/api/nodes', { token: s.token }),
     approve: (step, body) => request('POST', `/api/step/${encodeURIComponent(step)}/approve`, { token: s.token, body }),
-    reject: (step, reason) => request('POST', `/api/step/${encodeURIComponent(step)}/reject`, { token: s.token, body: { reason } }),
+    reject: (step, reason, then) => request('POST', `/api/step/${encodeURIComponent(step)}/reject`, { token: s.token, body: then ? { reason, then } : { reason } }),
     fillParams: (step, values) => request('POST', `/api/step/${encodeURIComponent(step)}/params`, { token: s.token, body: { values } }),
     cancelStep: (step, reason) => request('POST', `/api/step/${encodeURIComponent(step)}/cancel`, { token: s.token, body: { reason } }),
     cancelTask: (task, reason) => request('POST', `/api/task/${encodeURIComponent(task)}/cancel`, { token: s.token, body: { reason } }),

@@ -11,7 +11,7 @@ import { editable, isGraph, graphProblem, stepList, sketch } from './plan_check.
 
 /**
  * Renders `items` into `container`; `act` performs the verdicts and resolves when the server
- * took them: act.approve(item, body), act.reject(item, reason), act.fill(item, values).
+ * took them: act.approve(item, body), act.reject(item, reason, then), act.fill(item, values).
  */
 export function renderDecisions(container, items, act, names) {
   // Keyed by step and by what the person is asked (its hash): a card being filled in keeps
@@ -45,8 +45,16 @@ function decision(item, act, names) {
   const placeholder = item.kind === 'plan' ? 'comment: what to plan instead' : asks ? 'why not (kept with the step)' : 'reason (the agent reads it)';
   const reason = h('input', { class: 'grow', placeholder, testid: 'decision-reason' });
   // Declining a server's question needs no reason: the server is told only that it was declined.
-  const rejectWith = () => busy(act.reject(item, reason.value || (asks ? 'declined' : '')));
-  const reject = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-reject', onclick: rejectWith }, asks ? 'Decline' : 'Reject');
+  const rejectWith = (then) => busy(act.reject(item, reason.value || (asks ? 'declined' : ''), then));
+  // A tool call's rejection cancels its task, as seed 000 says; skipping only the call is the
+  // other choice.
+  const call = item.kind === 'tool_call';
+  const reject = h(
+    'button',
+    { type: 'button', class: `btn btn-ghost btn-sm${call ? ' btn-danger' : ''}`, testid: 'decision-reject', title: call ? 'the task is cancelled, and whoever gave its goal is told why' : null, onclick: () => rejectWith(call ? 'cancel_task' : undefined) },
+    asks ? 'Decline' : call ? 'Reject: cancel the task' : 'Reject',
+  );
+  const skip = call ? h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-skip', title: 'the call fails with your reason; the agent goes on without it', onclick: () => rejectWith('skip') }, 'Skip this call') : null;
   const body = (BODY[item.kind] || toolBody)(item, act, busy);
   const due = item.decide_by_ms ? fmt.clock(item.decide_by_ms) : null;
   const box = h(
@@ -62,7 +70,7 @@ function decision(item, act, names) {
     ),
     h('p', { class: 'small' }, item.step_intention || ''),
     body,
-    h('div', { class: 'row' }, reason, reject),
+    h('div', { class: 'row' }, reason, skip, reject),
     status,
   );
   return box;

@@ -70,7 +70,7 @@ export function renderWaiting() {
   );
   const act = {
     approve: (item, body) => app.client.approve(item.step_id, body).finally(() => refreshDecisions(0)),
-    reject: (item, reason) => app.client.reject(item.step_id, reason).finally(() => refreshDecisions(0)),
+    reject: (item, reason, then) => app.client.reject(item.step_id, reason, then).finally(() => refreshDecisions(0)),
     fill: (item, values) => app.client.fillParams(item.step_id, values).finally(() => refreshDecisions(0)),
   };
   renderDecisions($('decision-list'), ds, act, { agent: agentName, task: taskName });

@@ -628,8 +628,7 @@ mod tests {
             );
             load_team(&write(&d, "t.yaml", &text)).unwrap()
         };
-        let operator =
-            "humans:\n  - {id: op, role: operator, access: operator, password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"}\n";
+        let operator = "humans:\n  - {id: op, role: operator, access: operator, password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"}\n";
         let member = "humans:\n  - {id: guest, role: guest, password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"}\n";
         let t = team(operator, "");
         assert_eq!(t.tool_approval.auto_run_up_to, Some(Risk::Low));

@@ -11,11 +11,13 @@
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
-use crate::actors::{ControlRefused, Decide, DecideFor};
+use crate::actors::{CancelStep, CancelStepFor, ControlRefused, Decide, DecideFor};
 use crate::agent::approval::{DUE, Verdict, VerdictError};
+use crate::agent::cancel::CancelError;
 use crate::agent::params;
 use crate::agent::plan_check::{self, EditedStep};
-use crate::ids::StepId;
+use crate::ids::{AgentId, StepId, TaskId};
+use crate::state::{Executor, StepExecutionState};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -102,6 +104,21 @@ impl From<EditedStage> for crate::message::StagePlan {
 #[serde(deny_unknown_fields)]
 pub struct RejectBody {
     pub reason: String,
+    /// What a rejected tool call leads to (default: as seed 000 says, the task is cancelled).
+    #[serde(default)]
+    pub then: Option<AfterReject>,
+}
+
+/// What a person's rejection of a waiting step leads to.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterReject {
+    /// The step fails with the reason, which the agent reads and goes on from (a plan is
+    /// planned again, a server's question declined).
+    Skip,
+    /// The task is cancelled with the reason (seed 000 §5.2: cancelling at a confirmation
+    /// ends the flow): the step is cancelled with it, and the goal's giver is told.
+    CancelTask,
 }
 
 /// `POST /api/step/{id}/approve`.
@@ -179,22 +196,87 @@ pub async fn fill_params(
     .await
 }
 
-/// `POST /api/step/{id}/reject`.
+/// `POST /api/step/{id}/reject {reason, then?}`: a tool call's rejection cancels its task
+/// unless `then` is `skip` (seed 000 §5.2); any other waiting step's fails it (`skip`) unless
+/// `then` is `cancel_task`.
 pub async fn reject(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<StepId>,
     ApiJson(body): ApiJson<RejectBody>,
 ) -> Result<Json<Value>, AppError> {
-    give(
-        &state,
-        &caller,
-        id,
-        Verdict::Reject {
-            reason: body.reason,
-        },
-    )
-    .await
+    let agent = super::control::operator_step(&state, &caller, &id, "decides on waiting steps")?;
+    let waiting = state.inner.monitor.read(|s| {
+        s.step(&id)
+            .filter(|st| st.execution_state.waits_for_a_person())
+            .map(|st| {
+                let approval = st.execution_state == StepExecutionState::WaitingForApproval
+                    && matches!(st.executor, Executor::Tool(_));
+                (st.task_id.clone(), approval)
+            })
+    });
+    let Some((task, tool_call)) = waiting else {
+        return Err(AppError::Rejected(
+            StatusCode::CONFLICT,
+            format!("step `{id}` is not waiting for a person's verdict"),
+        ));
+    };
+    let default = if tool_call {
+        AfterReject::CancelTask
+    } else {
+        AfterReject::Skip
+    };
+    match body.then.unwrap_or(default) {
+        AfterReject::Skip => {
+            let verdict = Verdict::Reject {
+                reason: body.reason,
+            };
+            give(&state, &caller, id, verdict).await
+        }
+        AfterReject::CancelTask => {
+            cancel_task_at(&state, &caller, (agent, id), task, body.reason).await
+        }
+    }
+}
+
+/// Cancels the waiting step `id` of `agent` (seed 000's STEP_CANCEL), then its task (the
+/// FLOW_CANCEL), both for `reason`; the goal's giver is told as of any cancelled task.
+async fn cancel_task_at(
+    state: &ApiState,
+    caller: &Caller,
+    (agent, id): (AgentId, StepId),
+    task: TaskId,
+    reason: String,
+) -> Result<Json<Value>, AppError> {
+    if reason.trim().is_empty() {
+        return Err(AppError::Rejected(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "a rejection needs a reason: the person whose goal it was reads it".into(),
+        ));
+    }
+    let step = CancelStep {
+        step_id: id.clone(),
+        by: caller.0.clone(),
+        reason: reason.clone(),
+    };
+    let cancelled = state
+        .inner
+        .dispatcher
+        .send(CancelStepFor(agent, step))
+        .await;
+    match cancelled.map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))? {
+        // Over already (decided on meanwhile): the task is cancelled all the same.
+        Ok(()) | Err(ControlRefused::NotCancelled(CancelError::Over(..))) => {}
+        Err(e) => return Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
+    }
+    let cancel = crate::actors::CancelTask {
+        task_id: task.clone(),
+        by: caller.0.clone(),
+        reason,
+    };
+    let answer = state.inner.sync.send(cancel).await;
+    let ok = json!({ "success": true, "step_id": id, "task_id": task, "cancelled": true });
+    super::control::sync_reply(answer, ok)
 }
 
 async fn give(

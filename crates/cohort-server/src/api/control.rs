@@ -116,7 +116,7 @@ fn operator_stage(
 
 /// SyncState's answer to a person's control as the reply: `ok` when done; 409 for work that is
 /// over (or the base task, or a stage not running), 404 for work that is gone, 422 otherwise.
-fn sync_reply(
+pub(super) fn sync_reply(
     answer: Result<Result<(), SyncError>, actix::MailboxError>,
     ok: Value,
 ) -> Result<Json<Value>, AppError> {
