@@ -389,6 +389,9 @@ function stepRow(s) {
     s.execution_state === 'pending' ? h('span', { class: 'flag flag-wait', testid: 'step-waits-for', title: 'it runs once these steps of its plan finished' }, `waits for ${waitingOn(store, s).join(', ') || 'its plan'}`) : null,
     !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
     dropped ? h('span', { class: 'flag' }, 'dropped') : null,
+    res && (res.tool_retries || []).length
+      ? h('span', { class: 'flag', testid: 'step-retried', title: res.tool_retries.map((r, i) => `try ${i + 1}: ${r.error} (then ${r.waited_ms} ms' pause)`).join('\n') }, `retried ${res.tool_retries.length}×`)
+      : null,
     res && res.cached ? h('span', { class: 'flag', testid: 'step-cached', title: `served from the server's cache: the same call ${Math.round((res.cached.age_ms || 0) / 1000)} s before` }, 'cached') : null,
     repairsFlag(res),
     s.model_wait

@@ -158,6 +158,18 @@ pub enum McpError {
     },
 }
 
+impl McpError {
+    /// Whether the failure may pass if the call is made again: the server did not answer in
+    /// time, could not be reached, or went away during the call (see `policy::tool_retry`).
+    /// A tool's own error, a refusal or bad arguments fail the same way again.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            McpError::Timeout { .. } | McpError::Connect { .. } | McpError::ServerGone { .. }
+        )
+    }
+}
+
 /// The shared client; hand it to agents as `Arc<McpClient>`.
 pub struct McpClient {
     servers: Vec<McpServerConfig>,

@@ -397,10 +397,21 @@ pub fn complete_tool_step(
     step_id: &StepId,
     result: Result<serde_json::Value, String>,
 ) -> StepCompletion {
+    complete_tool_step_retried(agent, step_id, result, Vec::new())
+}
+
+/// [`complete_tool_step`] for a call made again after passing failures, each kept on the step
+/// (`policy::tool_retry`).
+pub fn complete_tool_step_retried(
+    agent: &mut AgentState,
+    step_id: &StepId,
+    result: Result<serde_json::Value, String>,
+    retries: Vec<crate::policy::tool_retry::ToolRetry>,
+) -> StepCompletion {
     let Some((step, output, lock_before)) = opening(agent, step_id) else {
         return StepCompletion::vanished();
     };
-    let (value, failure, stage_state) = match result {
+    let (mut value, failure, stage_state) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => (
             set_aside(),
             Some(STAGE_ENDED.to_owned()),
@@ -415,6 +426,7 @@ pub fn complete_tool_step(
             StageAgentState::Working,
         ),
     };
+    value.tool_retries = retries;
     agent.update_step(step_id, result_update(value));
     if agent.holds(&step.task_id, &step.stage_id) {
         let decision = StepState::new(

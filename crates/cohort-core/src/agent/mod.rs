@@ -25,7 +25,7 @@ mod waits;
 
 pub use complete::{
     Completion, FollowUp, StepCompletion, act_again_after_refusal, complete_step,
-    complete_tool_loop, complete_tool_step, stop_step,
+    complete_tool_loop, complete_tool_step, complete_tool_step_retried, stop_step,
 };
 pub use human::{
     HumanError, HumanMessage, MAX_WAIT_SECS, gives_a_goal, human_send, receive_as_human,

@@ -5,6 +5,7 @@ mod approval;
 pub mod echo;
 pub mod repairs;
 mod risk;
+pub mod tool_retry;
 
 pub use approval::{ApprovalPolicy, args_hash};
 pub use repairs::{Fired, Preset, Repair, Repairs, Thresholds};

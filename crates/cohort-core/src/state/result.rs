@@ -38,6 +38,9 @@ pub struct StepResult {
     /// A step a restart cut off runs again as this step: the steps that waited for it wait
     /// for that one (`agent::dependencies`).
     pub runs_again_as: Option<StepId>,
+    /// A tool step's call made again after a passing failure, each try that failed
+    /// (`policy::tool_retry`).
+    pub tool_retries: Vec<crate::policy::tool_retry::ToolRetry>,
 }
 
 /// One answer that could not be used.
@@ -66,6 +69,7 @@ const CANCELLED: &str = "cancelled";
 const DROPPED: &str = "dropped";
 const REPAIRS: &str = "repairs";
 const RUNS_AGAIN_AS: &str = "runs_again_as";
+const TOOL_RETRIES: &str = "tool_retries";
 
 impl StepResult {
     /// A result that is the skill's or tool's output (a JSON object; anything else is kept
@@ -123,6 +127,9 @@ impl StepResult {
             super::cap_str(&mut t.error, max);
             super::cap_str(&mut t.answer, max);
         }
+        for r in &mut self.tool_retries {
+            super::cap_str(&mut r.error, max);
+        }
     }
 
     /// Its bytes in memory, roughly (see [`Held`](super::Held)).
@@ -144,6 +151,11 @@ impl StepResult {
                 .repairs
                 .iter()
                 .map(|f| 32 + f.what.len())
+                .sum::<usize>()
+            + self
+                .tool_retries
+                .iter()
+                .map(|r| 16 + r.error.len())
                 .sum::<usize>()
     }
 
@@ -197,6 +209,9 @@ impl Serialize for StepResult {
         if let Some(id) = &self.runs_again_as {
             map.serialize_entry(RUNS_AGAIN_AS, id)?;
         }
+        if !self.tool_retries.is_empty() {
+            map.serialize_entry(TOOL_RETRIES, &self.tool_retries)?;
+        }
         map.end()
     }
 }
@@ -224,6 +239,7 @@ impl StepResult {
         let dropped = take::<bool>(&mut output, DROPPED).unwrap_or(false);
         let repairs = take::<Vec<Fired>>(&mut output, REPAIRS).unwrap_or_default();
         let runs_again_as = take::<StepId>(&mut output, RUNS_AGAIN_AS);
+        let tool_retries = take(&mut output, TOOL_RETRIES).unwrap_or_default();
         // The raw answer is kept with a failure only.
         let answer = error.as_ref().and_then(|_| output.remove(ANSWER));
         StepResult {
@@ -235,6 +251,7 @@ impl StepResult {
             dropped,
             repairs,
             runs_again_as,
+            tool_retries,
         }
     }
 }

@@ -3,9 +3,10 @@
 //! when the tool says that is harmless).
 
 use super::{AgentActor, STORE_DEADLINE};
-use crate::agent::{complete_tool_step, tool_call_for};
+use crate::agent::{complete_tool_step_retried, tool_call_for};
 use crate::ids::StepId;
 use crate::mcp::{McpClient, McpError};
+use crate::policy::tool_retry::{ToolRetry, pause_before_retry};
 use crate::state::StepState;
 use actix::prelude::*;
 use std::sync::Arc;
@@ -43,10 +44,10 @@ impl AgentActor {
         let stored = self.outlet.stored();
         let (asked, made) = (server.clone(), call.clone());
         // A question the server asks during the call comes back to this agent.
-        let asker = super::elicit::StepAsker {
+        let asker: Arc<dyn crate::mcp::elicit::Elicitor> = Arc::new(super::elicit::StepAsker {
             agent: ctx.address(),
             step: id.clone(),
-        };
+        });
         let call_server = async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
@@ -56,16 +57,18 @@ impl AgentActor {
                         .to_owned(),
                 );
             }
-            Ok(client.call_asking(&asked, &made, Arc::new(asker)).await)
+            Ok(call_retrying(&client, &asked, &made, asker).await)
         };
         let (id_out, id_back) = (id.clone(), id.clone());
         let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
             act.phase.call_returned(&id_back);
             match res {
-                Ok(Err(McpError::InvalidArguments { reason, .. })) => {
+                Ok((Err(McpError::InvalidArguments { reason, .. }), _)) => {
                     act.ask_for_params(id, server, call, reason, ctx)
                 }
-                Ok(r) => act.on_tool_result(id, r.map_err(|e| e.to_string()), ctx),
+                Ok((r, retries)) => {
+                    act.on_tool_result_retried(id, r.map_err(|e| e.to_string()), retries, ctx)
+                }
                 Err(why) => act.on_tool_result(id, Err(why), ctx),
             }
         }));
@@ -109,11 +112,22 @@ impl AgentActor {
     pub(super) fn on_tool_result(
         &mut self,
         id: StepId,
+        result: Result<serde_json::Value, String>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.on_tool_result_retried(id, result, Vec::new(), ctx);
+    }
+
+    /// A tool step's result, after the tries that failed and were made again (`retries`).
+    fn on_tool_result_retried(
+        &mut self,
+        id: StepId,
         mut result: Result<serde_json::Value, String>,
+        retries: Vec<ToolRetry>,
         ctx: &mut Context<Self>,
     ) {
         self.keep_media(&mut result);
-        let completion = complete_tool_step(&mut self.state, &id, result);
+        let completion = complete_tool_step_retried(&mut self.state, &id, result, retries);
         self.apply_completion(id, completion, ctx);
     }
 
@@ -125,5 +139,34 @@ impl AgentActor {
                 self.outlet.keep_blob(blob);
             }
         }
+    }
+}
+
+/// Makes `call` on `server`, and again after a pause while it fails for a passing reason and
+/// the tool says a repeat is harmless (`policy::tool_retry`); the last outcome, with the tries
+/// that failed before it.
+async fn call_retrying(
+    client: &McpClient,
+    server: &str,
+    call: &crate::mcp::McpCall,
+    asker: Arc<dyn crate::mcp::elicit::Elicitor>,
+) -> (Result<serde_json::Value, McpError>, Vec<ToolRetry>) {
+    let mut retries = Vec::new();
+    loop {
+        let result = client.call_asking(server, call, asker.clone()).await;
+        let Err(e) = &result else {
+            return (result, retries);
+        };
+        let transient = e.is_transient();
+        let repeatable = transient && client.safe_to_repeat(server, call).await;
+        let Some(pause) = pause_before_retry(retries.len(), transient, repeatable) else {
+            return (result, retries);
+        };
+        tracing::info!(server, error = %e, ?pause, "a harmless tool call that failed for a passing reason is made again");
+        retries.push(ToolRetry {
+            error: e.to_string(),
+            waited_ms: pause.as_millis() as u64,
+        });
+        tokio::time::sleep(pause).await;
     }
 }
