@@ -278,6 +278,10 @@ mod tests {
             dropped: true,
             repairs: vec![Fired::new(crate::policy::Repair::LoopCut, "cut")],
             runs_again_as: Some("copy".into()),
+            tool_retries: vec![crate::policy::tool_retry::ToolRetry {
+                error: "timed out".into(),
+                waited_ms: 250,
+            }],
         };
         let wire = serde_json::to_value(&r).unwrap();
         assert_eq!(
@@ -285,7 +289,8 @@ mod tests {
             json!({"think": "rain", "error": "no tag", "answer": "raw",
                    "reasked": [{"error": "e", "answer": "a"}],
                    "cancelled": {"by": "op", "reason": "enough"}, "dropped": true,
-                   "repairs": [{"rule": "loop_cut", "what": "cut"}], "runs_again_as": "copy"})
+                   "repairs": [{"rule": "loop_cut", "what": "cut"}], "runs_again_as": "copy",
+                   "tool_retries": [{"error": "timed out", "waited_ms": 250}]})
         );
         assert_eq!(serde_json::from_value::<StepResult>(wire).unwrap(), r);
     }
