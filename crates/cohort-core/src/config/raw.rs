@@ -293,7 +293,7 @@ impl RawApproval {
     /// The policy `raw` (the agent's own, else the team's) sets. A level not set is seed 000's
     /// (§11.1: MEDIUM and HIGH calls are confirmed by a person, HIGH with a warning) when the
     /// team has an operator to confirm them (`asker`), else HIGH: calls run unasked, as nobody
-    /// could answer (`cohort check` says so).
+    /// could answer.
     pub fn policy(raw: Option<RawApproval>, asker: bool) -> crate::policy::ApprovalPolicy {
         use crate::policy::Risk;
         let level = raw.and_then(|r| r.auto_run_up_to);
