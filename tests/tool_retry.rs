@@ -5,23 +5,20 @@
 //! made once and fails. The MCP server is a real one over streamable HTTP whose tools count
 //! their calls.
 
+#[path = "support/ledger.rs"]
+mod ledger;
 #[path = "support/scratch.rs"]
 mod scratch;
 
 use cohort::actors::{Host, start_team};
 use cohort::config::load_team;
 use cohort::state::{Executor, StepExecutionState};
+use ledger::TextArgs;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{ServerCapabilities, ServerConfig};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
-use schemars::JsonSchema;
 use scratch::Scratch;
-use serde::Deserialize;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -36,12 +33,6 @@ struct Counts {
 struct Flaky {
     counts: Arc<Counts>,
     tool_router: ToolRouter<Self>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-struct TextArgs {
-    /// Some text.
-    text: String,
 }
 
 /// Longer than the server's `timeout_secs`: the call times out.
@@ -77,89 +68,11 @@ impl ServerHandler for Flaky {
 }
 
 async fn serve(counts: Arc<Counts>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = Flaky {
+    ledger::serve(Flaky {
         counts,
         tool_router: Flaky::tool_router(),
-    };
-    let service: StreamableHttpService<Flaky, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Default::default(),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    format!("http://{addr}/mcp")
-}
-
-const SCRIPT: &str = r#"
-replies:
-  manager:
-    task_manager:
-      - when: "GOAL#"
-        text: '<task_instruction>{"action": "add_task", "task_name": "Ledger", "task_intention": "Use the ledger."}</task_instruction>'
-      - when: "was created with you as its manager"
-        text: '<task_instruction>{"action": "add_stage", "task_id": "{{task_id}}", "stages": [{"stage_intention": "Ledger work", "agent_allocation": {"writer": "WRITE# one line", "reader": "READ# one line"}}]}</task_instruction>'
-      - when: "has submitted its completion summary"
-        text: '<task_instruction>{"action": "finish_stage", "task_id": "{{task_id}}", "stage_id": "{{stage_id}}"}</task_instruction>'
-      - when: "cannot go on"
-        text: '<task_instruction>{"action": "finish_stage", "task_id": "{{task_id}}", "stage_id": "{{stage_id}}"}</task_instruction>'
-      - when: "has no stage left to run"
-        text: '<task_instruction>{"action": "finish_task", "task_id": "{{task_id}}", "task_summary": "Done."}</task_instruction>'
-  writer:
-    planning:
-      - when: "WRITE#"
-        text: '<planned_step>[{"step_intention": "Prepare", "type": "skill", "executor": "instruction_generation", "text_content": "PREP-APPEND"}, {"step_intention": "Append", "type": "tool", "executor": "ledger", "text_content": "append it"}]</planned_step>'
-    instruction_generation:
-      - when: "PREP-APPEND"
-        text: '<tool_instruction>{"tool_name": "append", "arguments": {"text": "one line"}}</tool_instruction>'
-    tool_decision:
-      - when: "Decide how to go on"
-        text: 'Enough.<planned_step>[]</planned_step>'
-    reflection:
-      - when: "every planned step has run"
-        text: '<planned_step>[{"step_intention": "Report", "type": "skill", "executor": "summary", "text_content": "SUMMARY#"}]</planned_step>'
-    summary:
-      - when: "SUMMARY#"
-        text: '<completion_summary>Handled the ledger.</completion_summary>'
-  reader:
-    planning:
-      - when: "READ#"
-        text: '<planned_step>[{"step_intention": "Prepare", "type": "skill", "executor": "instruction_generation", "text_content": "PREP-LOOKUP"}, {"step_intention": "Look up", "type": "tool", "executor": "ledger", "text_content": "look it up"}]</planned_step>'
-    instruction_generation:
-      - when: "PREP-LOOKUP"
-        text: '<tool_instruction>{"tool_name": "lookup", "arguments": {"text": "one line"}}</tool_instruction>'
-    tool_decision:
-      - when: "Decide how to go on"
-        text: 'Enough.<planned_step>[]</planned_step>'
-    reflection:
-      - when: "every planned step has run"
-        text: '<planned_step>[{"step_intention": "Report", "type": "skill", "executor": "summary", "text_content": "SUMMARY#"}]</planned_step>'
-    summary:
-      - when: "SUMMARY#"
-        text: '<completion_summary>Read the ledger.</completion_summary>'
-"#;
-
-fn write_team(dir: &Path, url: &str) -> std::path::PathBuf {
-    std::fs::create_dir_all(dir.join("servers")).unwrap();
-    std::fs::write(
-        dir.join("servers/ledger.yaml"),
-        format!("name: ledger\ndescription: A ledger.\nurl: {url}\ntimeout_secs: 1\n"),
-    )
-    .unwrap();
-    std::fs::write(dir.join("script.yaml"), SCRIPT).unwrap();
-    let team = dir.join("team.yaml");
-    std::fs::write(
-        &team,
-        "name: ledger\nlanguage: en\nmcp_servers: servers\nllm:\n  provider: scripted\n  script: script.yaml\n\
-         agents:\n\
-         \x20 - {id: manager, name: M, role: manager, profile: p, skills: [process_message, decision, task_manager]}\n\
-         \x20 - {id: writer, name: W, role: writer, profile: p, skills: [planning, reflection, summary, instruction_generation, tool_decision], tools: [ledger]}\n\
-         \x20 - {id: reader, name: R, role: reader, profile: p, skills: [planning, reflection, summary, instruction_generation, tool_decision], tools: [ledger]}\n",
-    )
-    .unwrap();
-    team
+    })
+    .await
 }
 
 #[actix::test]
@@ -167,7 +80,7 @@ async fn a_harmless_call_that_times_out_is_made_again_and_one_that_may_have_acte
     let dir = Scratch::new("tool-retry");
     let counts = Arc::new(Counts::default());
     let url = serve(counts.clone()).await;
-    let cfg = load_team(&write_team(&dir, &url)).unwrap();
+    let cfg = load_team(&ledger::write_team(&dir, &url, 1)).unwrap();
     let vars = |_: &str| None;
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     team.submit_goal(None, "GOAL# use the ledger")

@@ -8,32 +8,21 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-approval-warning.png node tests/web/approval_warning.test.mjs
 
-import { Failure, settings, step, log, elapsed, launch, signIn as logIn, sendGoal, reportFailure } from './harness.mjs';
+import { Failure, settings, step, log, walk, sendGoal } from './harness.mjs';
 
 const S = settings('approval warning test', 'web-console-approval-warning.png');
-const { SHOT, WAIT, shot } = S;
+const { WAIT, shot } = S;
 
-const browser = await launch(S);
-const pageErrors = [];
-let page;
-let ok = false;
-try {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, deviceScaleFactor: 1 });
-  page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
-  });
-
-  await step(`sign in as ${S.USER}`, () => logIn(page, S));
+await walk(S, 'APPROVAL WARNING TEST', async (page) => {
   await step('send the manager the goal', () => sendGoal(page, 'Write a greeting file'));
 
   const warned = await step('plans confirmed as they come; the HIGH call waits with its warning first, and is rejected: cancel the task', async () => {
     const deadline = Date.now() + WAIT * 2;
     while (Date.now() < deadline) {
-      const card = page.locator('[data-testid="decisions"] [data-testid="decision"]').first();
-      await card.waitFor();
+      await page.locator('[data-testid="decisions"] [data-testid="decision"]').first().waitFor();
+      // This card, by its step: the next one may take its place at the top at once.
+      const id = await page.locator('[data-testid="decisions"] [data-testid="decision"]').first().getAttribute('data-step-id');
+      const card = page.locator(`[data-testid="decisions"] [data-testid="decision"][data-step-id="${id}"]`);
       const kind = await card.getAttribute('data-kind');
       if (kind === 'tool_call') {
         const risk = ((await card.getByTestId('decision-risk').textContent()) || '').trim();
@@ -70,16 +59,4 @@ try {
     if (!text.includes('Task cancelled') || !text.includes('not this file, not today')) throw new Failure(`the summary card: "${text}"`);
     log(`warned: ${warned}`);
   });
-
-  await step(`screenshot to ${SHOT}`, async () => {
-    await page.screenshot({ path: SHOT });
-  });
-  if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
-  ok = true;
-  log(`passed in ${elapsed()} s`);
-} catch (e) {
-  await reportFailure('APPROVAL WARNING TEST', e, { page, pageErrors, shot: SHOT });
-} finally {
-  await browser.close().catch(() => {});
-}
-process.exit(ok ? 0 : 1);
+});

@@ -8,25 +8,12 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-fork.png node tests/web/fork.test.mjs
 
-import { Failure, settings, step, log, elapsed, launch, signIn as logIn, reportFailure } from './harness.mjs';
+import { Failure, settings, step, log, walk } from './harness.mjs';
 
 const S = settings('fork test', 'web-console-fork.png');
-const { SHOT, WAIT } = S;
+const { WAIT } = S;
 
-const browser = await launch(S);
-const pageErrors = [];
-let page;
-let ok = false;
-try {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, deviceScaleFactor: 1 });
-  page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
-  });
-
-  await step(`sign in as ${S.USER}`, () => logIn(page, S));
+await walk(S, 'FORK TEST', async (page) => {
 
   const { recorded, failedStep } = await step('the forked task says what it was forked from', async () => {
     const items = page.locator('[data-testid="task-item"][data-task-name="Hollow haiku"]');
@@ -65,16 +52,4 @@ try {
     if (!edited.endsWith(`--step-text 'Write the rain'\\''s haiku'`)) throw new Failure(`the edited command: "${edited}"`);
     log(`recorded task ${recorded}: ${edited}`);
   });
-
-  await step(`screenshot to ${SHOT}`, async () => {
-    await page.screenshot({ path: SHOT });
-  });
-  if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
-  ok = true;
-  log(`passed in ${elapsed()} s`);
-} catch (e) {
-  await reportFailure('FORK TEST', e, { page, pageErrors, shot: SHOT });
-} finally {
-  await browser.close().catch(() => {});
-}
-process.exit(ok ? 0 : 1);
+});

@@ -199,3 +199,35 @@ export function overflowing(page) {
     return out;
   });
 }
+
+/**
+ * A whole browser walk: Chromium started, a laptop-sized page whose errors are collected, the
+ * person signed in, `body(page, browser)` run, a screenshot at `S.SHOT`, and the process ended
+ * with 0, or 1 with the failure said (`label` names the test). The page's own errors fail it.
+ */
+export async function walk(S, label, body) {
+  const browser = await launch(S);
+  const pageErrors = [];
+  let page;
+  let ok = false;
+  try {
+    const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, deviceScaleFactor: 1 });
+    page = await context.newPage();
+    page.setDefaultTimeout(S.WAIT);
+    page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
+    });
+    await step(`sign in as ${S.USER}`, () => signIn(page, S));
+    await body(page, browser);
+    await step(`screenshot to ${S.SHOT}`, () => page.screenshot({ path: S.SHOT }));
+    if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
+    ok = true;
+    log(`passed in ${elapsed()} s`);
+  } catch (e) {
+    await reportFailure(label, e, { page, pageErrors, shot: S.SHOT });
+  } finally {
+    await browser.close().catch(() => {});
+  }
+  process.exit(ok ? 0 : 1);
+}

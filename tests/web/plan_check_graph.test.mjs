@@ -9,26 +9,13 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-plan-check-graph.png node tests/web/plan_check_graph.test.mjs
 
-import { Failure, settings, step, log, elapsed, launch, signIn as logIn, sendGoal, reportFailure } from './harness.mjs';
+import { Failure, settings, step, log, walk, sendGoal } from './harness.mjs';
 
 const S = settings('plan check graph test', 'web-console-plan-check-graph.png');
-const { SHOT, WAIT, shot } = S;
+const { WAIT, shot } = S;
 const INTO_JOIN = ['a->join', 'b->join', 'c->join', 'd->join'];
 
-const browser = await launch(S);
-const pageErrors = [];
-let page;
-let ok = false;
-try {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, deviceScaleFactor: 1 });
-  page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
-  });
-
-  await step(`sign in as ${S.USER}`, () => logIn(page, S));
+await walk(S, 'PLAN CHECK GRAPH TEST', async (page) => {
   await step('send the manager the goal', () => sendGoal(page, 'GOAL# run the plan'));
 
   const card = page.locator('[data-testid="decisions"] [data-testid="decision"][data-kind="plan"]').first();
@@ -86,16 +73,4 @@ try {
     if (JSON.stringify(edges) !== JSON.stringify(['a->b', ...INTO_JOIN])) throw new Failure(`the running plan's arrows: ${edges}`);
     await page.locator('[data-testid="task-item"][data-task-name="Graph"][data-state="finished"]').waitFor();
   });
-
-  await step(`screenshot to ${SHOT}`, async () => {
-    await page.screenshot({ path: SHOT });
-  });
-  if (pageErrors.length) throw new Failure(`the page reported errors:\n  ${pageErrors.join('\n  ')}`);
-  ok = true;
-  log(`passed in ${elapsed()} s`);
-} catch (e) {
-  await reportFailure('PLAN CHECK GRAPH TEST', e, { page, pageErrors, shot: SHOT });
-} finally {
-  await browser.close().catch(() => {});
-}
-process.exit(ok ? 0 : 1);
+});
