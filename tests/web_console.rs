@@ -215,6 +215,43 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 #[test]
+fn a_multi_select_and_a_form_of_every_field_kind_are_answered_in_the_console() {
+    let run = Run {
+        name: "web-console-asks",
+        team: "tests/fixtures/asks/team.yaml".into(),
+        script: "tests/web/asks.test.mjs",
+        prepare: None,
+    };
+    drive(&run);
+    // What the writer got, as the store keeps the operator's replies: checked and typed.
+    let data = root().join("target/web-console-asks-data/team.db");
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(["export", "--data", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let replies: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["op"] == "conversation" && l["entry"]["message"]["sender_id"] == "operator")
+        .filter_map(|l| l["entry"]["message"]["message"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        replies.iter().any(|r| r == r#"["Spring","Autumn"]"#),
+        "{replies:?}"
+    );
+    let form = replies
+        .iter()
+        .filter_map(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+        .find(|v| v.get("title").is_some())
+        .unwrap_or_else(|| panic!("no form answer in {replies:?}"));
+    assert_eq!(
+        form,
+        serde_json::json!({"title": "Four seasons", "notes": "Short poems.\nOne per season.",
+            "count": 2, "urgent": true, "colour": "blue"})
+    );
+}
+
+#[test]
 fn a_forked_task_names_the_task_it_forks_and_a_failed_step_offers_the_fork() {
     drive(&Run {
         name: "web-console-fork",

@@ -208,8 +208,10 @@ export function fieldInput(f) {
         return h('input', { type: 'number', testid, 'data-key': f.key, min: f.min, max: f.max, step: 'any' });
       case 'select':
         return h('select', { testid, 'data-key': f.key }, h('option', { value: '' }, '—'), (f.options || []).map((o) => h('option', { value: o }, o)));
+      case 'textarea':
+        return h('textarea', { rows: 5, testid, 'data-key': f.key, maxlength: f.max_length });
       default:
-        return h('textarea', { rows: 2, testid, 'data-key': f.key });
+        return h('textarea', { rows: 2, testid, 'data-key': f.key, maxlength: f.max_length });
     }
   })();
   if (f.default !== undefined && f.default !== null) {

@@ -140,9 +140,23 @@ function questionCard(q) {
   return card;
 }
 
-/** A choice: one button per option, each sends. A form: its fields and Send. Else a line. */
+/** A choice: one button per option, each sends (several: a box per option and Send). A form:
+ * its fields, each with its description, and Send. Else a line. */
 function answerControls(m, answer) {
   const ask = m.ask || {};
+  if (ask.mode === 'select' && ask.multiple) {
+    const boxes = (ask.options || []).map((o) => [o, h('input', { type: 'checkbox', testid: 'ask-choice', 'data-option': o })]);
+    const send = () => {
+      const chosen = boxes.filter(([, b]) => b.checked).map(([o]) => o);
+      if (chosen.length) answer(JSON.stringify(chosen));
+    };
+    return h(
+      'div',
+      { class: 'ask-options ask-multi', testid: 'ask-options' },
+      boxes.map(([o, b]) => h('label', { class: 'small ask-choice' }, b, ` ${o}`)),
+      h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-choices-send', onclick: send }, 'Send'),
+    );
+  }
   if (ask.mode === 'select') {
     return h('div', { class: 'ask-options', testid: 'ask-options' }, (ask.options || []).map((o) => h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-option', onclick: () => answer(o) }, o)));
   }
@@ -159,7 +173,7 @@ function answerControls(m, answer) {
     return h(
       'div',
       { class: 'ask-form form-fields', testid: 'ask-form' },
-      inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input)),
+      inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input, f.description ? h('span', { class: 'muted field-help' }, f.description) : null)),
       h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-form-send', onclick: send }, 'Send')),
     );
   }

@@ -147,6 +147,11 @@ pub(crate) fn field(key: &str, prop: &Value, required: bool) -> AskField {
         min: prop.get("minimum").and_then(Value::as_f64),
         max: prop.get("maximum").and_then(Value::as_f64),
         default: prop.get("default").filter(|d| !d.is_null()).cloned(),
+        description: String::new(),
+        max_length: prop
+            .get("maxLength")
+            .and_then(Value::as_u64)
+            .map(|n| n as usize),
     }
 }
 

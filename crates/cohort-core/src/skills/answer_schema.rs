@@ -280,15 +280,20 @@ fn ask() -> Value {
         json!({
             "key": line(),
             "label": line(),
-            "type": { "type": "string", "enum": ["text", "number", "boolean", "select"] },
+            "type": { "type": "string", "enum": ["text", "textarea", "number", "boolean", "select"] },
             "required": { "type": "boolean" },
             "options": { "type": "array", "items": line() },
+            "description": line(),
+            "max_length": { "type": "integer", "minimum": 1 },
         }),
         &["key", "type", "required"],
     );
     json!({ "anyOf": [
         object(json!({ "mode": mode("text") }), &["mode"]),
-        object(json!({ "mode": mode("select"), "options": options }), &["mode", "options"]),
+        object(
+            json!({ "mode": mode("select"), "options": options, "multiple": { "type": "boolean" } }),
+            &["mode", "options"],
+        ),
         object(
             json!({ "mode": mode("form"), "fields": {
                 "type": "array", "items": field, "minItems": 1, "maxItems": crate::state::MAX_CHOICES,

@@ -1,6 +1,8 @@
 //! Ask: a structured question to a person (seed 001's Plan Ask): free text, a choice among
-//! options, or a form of typed fields, and how a person's answer is checked against it, so the
-//! agent gets an option it offered or a form whose fields have the types it asked for.
+//! options (one, or several with `multiple`), or a form of typed fields (text, a longer text,
+//! number, yes/no, a choice; each with its description, default and length), and how a
+//! person's answer is checked against it, so the agent gets options it offered or a form whose
+//! fields have the types it asked for.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -21,10 +23,13 @@ const MAX_ANSWER_CHARS: usize = 8_000;
 pub enum Ask {
     /// Free text.
     Text,
-    /// One of `options`.
+    /// One of `options`, or with `multiple` one or more of them (the answer a JSON list).
     Select {
         /// The choices offered, in order.
         options: Vec<String>,
+        /// Several may be chosen (seed 001's multi-select).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        multiple: bool,
     },
     /// A JSON object with these fields.
     Form {
@@ -60,15 +65,23 @@ pub struct AskField {
     /// What the field holds when a person leaves it empty (the form shows it filled in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
+    /// What the field is for, shown under it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// The most characters a `text` or `textarea` field's value may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<usize>,
 }
 
 /// The type of a form field's value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldKind {
-    /// A string.
+    /// A string, on a line.
     #[default]
     Text,
+    /// A string of several lines.
+    Textarea,
     /// A number, within the field's bounds if it has them.
     Number,
     /// `true` or `false`.
@@ -122,7 +135,7 @@ impl Ask {
     pub fn check(&self) -> Result<(), AskError> {
         match self {
             Ask::Text => Ok(()),
-            Ask::Select { options } => check_options(options).ok_or(AskError::BadOptions)?,
+            Ask::Select { options, .. } => check_options(options).ok_or(AskError::BadOptions)?,
             Ask::Form { fields } => {
                 let mut keys: Vec<&str> = fields.iter().map(|f| f.key.trim()).collect();
                 keys.sort_unstable();
@@ -137,8 +150,12 @@ impl Ask {
                 for f in fields {
                     if f.key.chars().count() > MAX_LABEL_CHARS
                         || f.label.chars().count() > MAX_LABEL_CHARS
+                        || f.description.chars().count() > MAX_ANSWER_CHARS
                     {
                         return Err(AskError::TooLong);
+                    }
+                    if f.max_length == Some(0) {
+                        return Err(AskError::BadBounds(f.key.clone()));
                     }
                     if f.min.zip(f.max).is_some_and(|(lo, hi)| lo > hi) {
                         return Err(AskError::BadBounds(f.key.clone()));
@@ -166,9 +183,14 @@ impl Ask {
         }
         match self {
             Ask::Text => Ok(answer.to_owned()),
-            Ask::Select { options } => {
-                choose(options, answer).ok_or_else(|| AskError::NotAnOption(options.join(" | ")))
-            }
+            Ask::Select {
+                options,
+                multiple: false,
+            } => choose(options, answer).ok_or_else(|| AskError::NotAnOption(options.join(" | "))),
+            Ask::Select {
+                options,
+                multiple: true,
+            } => choose_several(options, answer),
             Ask::Form { fields } => {
                 let given: Map<String, Value> = match serde_json::from_str(answer) {
                     Ok(Value::Object(m)) => m,
@@ -196,7 +218,14 @@ impl Ask {
     pub fn describe(&self) -> String {
         match self {
             Ask::Text => "Answer in your own words.".to_owned(),
-            Ask::Select { options } => format!("Choose one: {}.", options.join(" | ")),
+            Ask::Select {
+                options,
+                multiple: false,
+            } => format!("Choose one: {}.", options.join(" | ")),
+            Ask::Select {
+                options,
+                multiple: true,
+            } => format!("Choose one or more (a JSON list): {}.", options.join(" | ")),
             Ask::Form { fields } => {
                 let list: Vec<String> = fields
                     .iter()
@@ -234,15 +263,22 @@ impl AskField {
             };
         };
         let value = match self.kind {
-            FieldKind::Text => match v {
-                // Kept exactly as given: a field may be a tool's argument (a file's content).
-                Value::String(s) if s.chars().count() <= MAX_ANSWER_CHARS => {
-                    Value::String(s.clone())
+            FieldKind::Text | FieldKind::Textarea => {
+                let text = match v {
+                    // Kept exactly as given: a field may be a tool's argument (a file's content).
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    _ => return Err(bad("it must be text".into())),
+                };
+                let most = self
+                    .max_length
+                    .unwrap_or(MAX_ANSWER_CHARS)
+                    .min(MAX_ANSWER_CHARS);
+                if text.chars().count() > most {
+                    return Err(bad(format!("it may be at most {most} characters long")));
                 }
-                Value::String(_) => return Err(AskError::AnswerTooLong),
-                Value::Number(n) => Value::String(n.to_string()),
-                _ => return Err(bad("it must be text".into())),
-            },
+                Value::String(text)
+            }
             FieldKind::Number => {
                 let n = match v {
                     Value::Number(n) => n.as_f64(),
@@ -301,6 +337,33 @@ fn check_options(options: &[String]) -> Option<Result<(), AskError>> {
         return Some(Err(AskError::TooLong));
     }
     Some(Ok(()))
+}
+
+/// The options a multi-select `answer` chose: a JSON list of them (or one option alone), each
+/// offered, at least one, each once; the canonical answer is their JSON list, in the order
+/// the options were offered.
+fn choose_several(options: &[String], answer: &str) -> Result<String, AskError> {
+    let not_one =
+        |a: &str| AskError::NotAnOption(format!("{a} is not one of {}", options.join(" | ")));
+    let given: Vec<String> = match serde_json::from_str::<Value>(answer) {
+        Ok(Value::Array(items)) => items
+            .into_iter()
+            .map(|i| match i {
+                Value::String(s) => Ok(s),
+                other => Err(not_one(&other.to_string())),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => vec![answer.to_owned()],
+    };
+    let mut chosen = Vec::new();
+    for g in &given {
+        chosen.push(choose(options, g).ok_or_else(|| not_one(g))?);
+    }
+    if chosen.is_empty() {
+        return Err(AskError::Empty);
+    }
+    let picked: Vec<&String> = options.iter().filter(|o| chosen.contains(o)).collect();
+    Ok(serde_json::to_string(&picked).unwrap_or_default())
 }
 
 fn choose(options: &[String], answer: &str) -> Option<String> {
@@ -363,6 +426,47 @@ mod tests {
         assert!(why(r#"{"city": "x", "nights": 1, "pool": true}"#).contains("no such field"));
         assert!(why(r#"{"city": "x", "nights": 1, "room": "suite"}"#).contains("single | double"));
         assert!(why("three nights in Oslo").contains("JSON object"));
+    }
+
+    #[test]
+    fn a_multi_select_takes_one_or_more_of_its_options_as_a_list() {
+        let a =
+            ask(json!({"mode": "select", "options": ["Tea", "Coffee", "Water"], "multiple": true}));
+        a.check().unwrap();
+        assert_eq!(
+            a.answer(r#"["water", " TEA"]"#).unwrap(),
+            r#"["Tea","Water"]"#
+        );
+        assert_eq!(a.answer("coffee").unwrap(), r#"["Coffee"]"#, "one alone");
+        assert_eq!(a.answer("[]").unwrap_err(), AskError::Empty);
+        assert!(
+            a.answer(r#"["Tea", "milk"]"#)
+                .unwrap_err()
+                .to_string()
+                .contains("milk")
+        );
+        assert!(a.describe().contains("one or more"));
+    }
+
+    #[test]
+    fn a_form_field_may_be_a_longer_text_with_a_description_and_a_length() {
+        let a = ask(json!({"mode": "form", "fields": [
+            {"key": "note", "type": "textarea", "description": "What to tell the team", "max_length": 10},
+            {"key": "name", "max_length": 3, "default": "Ada"},
+        ]}));
+        a.check().unwrap();
+        let got = a.answer(r#"{"note": "two\nlines"}"#).unwrap();
+        assert_eq!(got, r#"{"name":"Ada","note":"two\nlines"}"#);
+        let why = a
+            .answer(r#"{"note": "far too long a note"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            why.contains("`note`: it may be at most 10 characters long"),
+            "{why}"
+        );
+        let zero = ask(json!({"mode": "form", "fields": [{"key": "x", "max_length": 0}]}));
+        assert_eq!(zero.check().unwrap_err(), AskError::BadBounds("x".into()));
     }
 
     #[test]
