@@ -144,21 +144,23 @@ function questionCard(q) {
  * its fields, each with its description, and Send. Else a line. */
 function answerControls(m, answer) {
   const ask = m.ask || {};
+  // An option is a text, or {key, label}: the person reads the label, the answer is the key.
+  const options = (ask.options || []).map((o) => (typeof o === 'string' ? { key: o, label: o } : { key: o.key, label: o.label || o.key }));
   if (ask.mode === 'select' && ask.multiple) {
-    const boxes = (ask.options || []).map((o) => [o, h('input', { type: 'checkbox', testid: 'ask-choice', 'data-option': o })]);
+    const boxes = options.map((o) => [o, h('input', { type: 'checkbox', testid: 'ask-choice', 'data-option': o.key })]);
     const send = () => {
-      const chosen = boxes.filter(([, b]) => b.checked).map(([o]) => o);
+      const chosen = boxes.filter(([, b]) => b.checked).map(([o]) => o.key);
       if (chosen.length) answer(JSON.stringify(chosen));
     };
     return h(
       'div',
       { class: 'ask-options ask-multi', testid: 'ask-options' },
-      boxes.map(([o, b]) => h('label', { class: 'small ask-choice' }, b, ` ${o}`)),
+      boxes.map(([o, b]) => h('label', { class: 'small ask-choice' }, b, ` ${o.label}`)),
       h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-choices-send', onclick: send }, 'Send'),
     );
   }
   if (ask.mode === 'select') {
-    return h('div', { class: 'ask-options', testid: 'ask-options' }, (ask.options || []).map((o) => h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-option', onclick: () => answer(o) }, o)));
+    return h('div', { class: 'ask-options', testid: 'ask-options' }, options.map((o) => h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-option', 'data-option': o.key, onclick: () => answer(o.key) }, o.label)));
   }
   if (ask.mode === 'form') {
     const inputs = (ask.fields || []).map((f) => [f, fieldInput(f)]);

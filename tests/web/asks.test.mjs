@@ -1,6 +1,7 @@
 // Drives the Cohort web console in headless Chromium through structured questions (run by
 // tests/web_console.rs against tests/fixtures/asks, whose writer asks the operator): a
-// multi-select answered with two of its options (a box each, then Send), and a form with every
+// multi-select (one option with a key apart from its label) answered with two of its options
+// (a box each, then Send), and a form with every
 // field kind (a line with its description and length, a longer text, a number, yes/no, a
 // choice) filled in and sent; the task finishes. tests/web_console.rs then reads the answers
 // the writer got from the store: the options as a JSON list, the form as typed values.
@@ -20,8 +21,10 @@ await walk(S, 'ASKS TEST', async (page) => {
     const card = page.locator('[data-testid="question"]').first();
     await card.locator('[data-testid="ask-choice"]').first().waitFor();
     const options = await card.locator('[data-testid="ask-choice"]').evaluateAll((els) => els.map((e) => e.dataset.option));
-    if (JSON.stringify(options) !== JSON.stringify(['Spring', 'Summer', 'Autumn', 'Winter'])) throw new Failure(`the options: ${options}`);
-    await card.locator('[data-testid="ask-choice"][data-option="Spring"]').check();
+    if (JSON.stringify(options) !== JSON.stringify(['spring', 'Summer', 'Autumn', 'Winter'])) throw new Failure(`the options' keys: ${options}`);
+    const labels = await card.locator('.ask-choice').allTextContents();
+    if (labels[0].trim() !== 'Spring: blossoms') throw new Failure(`the first option reads "${labels[0]}", not its label`);
+    await card.locator('[data-testid="ask-choice"][data-option="spring"]').check();
     await card.locator('[data-testid="ask-choice"][data-option="Autumn"]').check();
     await card.screenshot({ path: shot('-multi') });
     await card.getByTestId('ask-choices-send').click();

@@ -273,8 +273,11 @@ fn send_message(agent: &AgentState, agents: &[String]) -> Value {
 /// A structured question for a person (`state::Ask`): optional.
 fn ask() -> Value {
     let mode = |m: &str| json!({ "type": "string", "enum": [m] });
+    // An option is a text, or a key with the label a person reads.
+    let keyed = object(json!({ "key": line(), "label": line() }), &["key", "label"]);
     let options = json!({
-        "type": "array", "items": line(), "minItems": 2, "maxItems": crate::state::MAX_CHOICES,
+        "type": "array", "items": { "anyOf": [line(), keyed] },
+        "minItems": 2, "maxItems": crate::state::MAX_CHOICES,
     });
     let field = object(
         json!({

@@ -26,7 +26,7 @@ pub enum Ask {
     /// One of `options`, or with `multiple` one or more of them (the answer a JSON list).
     Select {
         /// The choices offered, in order.
-        options: Vec<String>,
+        options: Vec<AskOption>,
         /// Several may be chosen (seed 001's multi-select).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         multiple: bool,
@@ -36,6 +36,72 @@ pub enum Ask {
         /// The form's fields, in order.
         fields: Vec<AskField>,
     },
+}
+
+/// One option of a choice (seed 001's options with keys): the answer it gives (`key`) and
+/// what the person reads (`label`; the key when empty). On the wire a plain string is an option
+/// whose key and label are that string; `{"key", "label"}` gives both.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AskOption {
+    /// What the answer is when the option is chosen.
+    pub key: String,
+    /// What the person reads; the key when empty.
+    pub label: String,
+}
+
+impl AskOption {
+    /// What the person reads.
+    pub fn label(&self) -> &str {
+        if self.label.is_empty() {
+            &self.key
+        } else {
+            &self.label
+        }
+    }
+
+    /// As listed for a person or a model: `key`, or `key (label)` when they differ.
+    fn listed(&self) -> String {
+        if self.label() == self.key {
+            self.key.clone()
+        } else {
+            format!("{} ({})", self.key, self.label)
+        }
+    }
+}
+
+impl Serialize for AskOption {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.label() == self.key {
+            return s.serialize_str(&self.key);
+        }
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("key", &self.key)?;
+        m.serialize_entry("label", &self.label)?;
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for AskOption {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged, expecting = "an option: a text, or {\"key\", \"label\"}")]
+        enum Raw {
+            Plain(String),
+            Keyed {
+                key: String,
+                #[serde(default)]
+                label: String,
+            },
+        }
+        Ok(match Raw::deserialize(d)? {
+            Raw::Plain(key) => AskOption {
+                key,
+                label: String::new(),
+            },
+            Raw::Keyed { key, label } => AskOption { key, label },
+        })
+    }
 }
 
 /// One field of a form.
@@ -135,7 +201,15 @@ impl Ask {
     pub fn check(&self) -> Result<(), AskError> {
         match self {
             Ask::Text => Ok(()),
-            Ask::Select { options, .. } => check_options(options).ok_or(AskError::BadOptions)?,
+            Ask::Select { options, .. } => {
+                if options
+                    .iter()
+                    .any(|o| o.label.chars().count() > MAX_LABEL_CHARS)
+                {
+                    return Err(AskError::TooLong);
+                }
+                check_options(&keys_of(options)).ok_or(AskError::BadOptions)?
+            }
             Ask::Form { fields } => {
                 let mut keys: Vec<&str> = fields.iter().map(|f| f.key.trim()).collect();
                 keys.sort_unstable();
@@ -186,7 +260,7 @@ impl Ask {
             Ask::Select {
                 options,
                 multiple: false,
-            } => choose(options, answer).ok_or_else(|| AskError::NotAnOption(options.join(" | "))),
+            } => pick(options, answer).ok_or_else(|| AskError::NotAnOption(listed(options))),
             Ask::Select {
                 options,
                 multiple: true,
@@ -221,11 +295,11 @@ impl Ask {
             Ask::Select {
                 options,
                 multiple: false,
-            } => format!("Choose one: {}.", options.join(" | ")),
+            } => format!("Choose one: {}.", listed(options)),
             Ask::Select {
                 options,
                 multiple: true,
-            } => format!("Choose one or more (a JSON list): {}.", options.join(" | ")),
+            } => format!("Choose one or more (a JSON list): {}.", listed(options)),
             Ask::Form { fields } => {
                 let list: Vec<String> = fields
                     .iter()
@@ -340,11 +414,10 @@ fn check_options(options: &[String]) -> Option<Result<(), AskError>> {
 }
 
 /// The options a multi-select `answer` chose: a JSON list of them (or one option alone), each
-/// offered, at least one, each once; the canonical answer is their JSON list, in the order
-/// the options were offered.
-fn choose_several(options: &[String], answer: &str) -> Result<String, AskError> {
-    let not_one =
-        |a: &str| AskError::NotAnOption(format!("{a} is not one of {}", options.join(" | ")));
+/// offered (by key or label), at least one; the canonical answer is the JSON list of their
+/// keys, in the order the options were offered.
+fn choose_several(options: &[AskOption], answer: &str) -> Result<String, AskError> {
+    let not_one = |a: &str| AskError::NotAnOption(format!("{a} is not one of {}", listed(options)));
     let given: Vec<String> = match serde_json::from_str::<Value>(answer) {
         Ok(Value::Array(items)) => items
             .into_iter()
@@ -357,13 +430,45 @@ fn choose_several(options: &[String], answer: &str) -> Result<String, AskError> 
     };
     let mut chosen = Vec::new();
     for g in &given {
-        chosen.push(choose(options, g).ok_or_else(|| not_one(g))?);
+        chosen.push(pick(options, g).ok_or_else(|| not_one(g))?);
     }
     if chosen.is_empty() {
         return Err(AskError::Empty);
     }
-    let picked: Vec<&String> = options.iter().filter(|o| chosen.contains(o)).collect();
+    let picked: Vec<&str> = options
+        .iter()
+        .filter(|o| chosen.contains(&o.key))
+        .map(|o| o.key.as_str())
+        .collect();
     Ok(serde_json::to_string(&picked).unwrap_or_default())
+}
+
+/// The key of the option `answer` names, by its key or its label (without regard to case or
+/// surrounding blanks).
+fn pick(options: &[AskOption], answer: &str) -> Option<String> {
+    let a = answer.trim();
+    options
+        .iter()
+        .find(|o| o.key.trim().eq_ignore_ascii_case(a))
+        .or_else(|| {
+            options
+                .iter()
+                .find(|o| o.label().trim().eq_ignore_ascii_case(a))
+        })
+        .map(|o| o.key.clone())
+}
+
+fn keys_of(options: &[AskOption]) -> Vec<String> {
+    options.iter().map(|o| o.key.clone()).collect()
+}
+
+/// The options as a person or a model reads them in one line.
+fn listed(options: &[AskOption]) -> String {
+    options
+        .iter()
+        .map(AskOption::listed)
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 fn choose(options: &[String], answer: &str) -> Option<String> {
@@ -446,6 +551,32 @@ mod tests {
                 .contains("milk")
         );
         assert!(a.describe().contains("one or more"));
+    }
+
+    #[test]
+    fn an_option_may_have_a_key_apart_from_what_the_person_reads() {
+        let a = ask(json!({"mode": "select", "options": [
+            {"key": "s", "label": "Spring: blossoms"}, "Summer", {"key": "a"}]}));
+        a.check().unwrap();
+        assert_eq!(a.answer("spring: BLOSSOMS").unwrap(), "s", "by its label");
+        assert_eq!(a.answer("S").unwrap(), "s", "by its key");
+        assert_eq!(a.answer("a").unwrap(), "a");
+        assert!(
+            a.describe().contains("s (Spring: blossoms) | Summer | a"),
+            "{}",
+            a.describe()
+        );
+        // A plain option stays a plain string on the wire.
+        assert_eq!(
+            serde_json::to_value(&a).unwrap()["options"],
+            json!([{"key": "s", "label": "Spring: blossoms"}, "Summer", "a"])
+        );
+        let twice = ask(json!({"mode": "select", "options": [{"key": "x", "label": "A"}, "x"]}));
+        assert_eq!(
+            twice.check().unwrap_err(),
+            AskError::BadOptions,
+            "keys differ"
+        );
     }
 
     #[test]
