@@ -218,8 +218,8 @@ fn copy_dir(from: &Path, to: &Path) {
 fn a_multi_select_and_a_form_of_every_field_kind_are_answered_in_the_console() {
     let run = Run {
         name: "web-console-asks",
-        team: "tests/fixtures/asks/team.yaml".into(),
-        script: "tests/web/asks.test.mjs",
+        team: "tests/fixtures/ask-forms/team.yaml".into(),
+        script: "tests/web/ask_forms.test.mjs",
         prepare: None,
     };
     drive(&run);

@@ -64,7 +64,9 @@ export function renderWaiting() {
   keyed(
     $('question-list'),
     qs,
-    (q) => `${q.from}|${q.m.task_id}|${q.m.timestamp}`,
+    // Two questions of one agent in one task may come within the same second (the timestamp's
+    // resolution): their deadlines (ms) and texts tell them apart.
+    (q) => `${q.from}|${q.m.task_id}|${q.m.timestamp}|${q.m.reply_by_ms || ''}|${q.m.content}`,
     (q) => `${agentName(q.from)}|${taskName(q.m.task_id)}`,
     (q) => questionCard(q),
   );
