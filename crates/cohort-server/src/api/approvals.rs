@@ -198,7 +198,7 @@ pub async fn fill_params(
 
 /// `POST /api/step/{id}/reject {reason, then?}`: a tool call's rejection cancels its task
 /// unless `then` is `skip` (seed 000 §5.2); any other waiting step's fails it (`skip`) unless
-/// `then` is `cancel_task`.
+/// `then` is `cancel_task`. A step of the base task (which never ends) is only skipped.
 pub async fn reject(
     State(state): State<ApiState>,
     caller: Caller,
@@ -221,12 +221,10 @@ pub async fn reject(
             format!("step `{id}` is not waiting for a person's verdict"),
         ));
     };
-    let default = if tool_call {
-        AfterReject::CancelTask
-    } else {
-        AfterReject::Skip
-    };
-    match body.then.unwrap_or(default) {
+    let in_base = task == state.inner.base_task;
+    let then = after_reject(body.then, tool_call, in_base)
+        .map_err(|why| AppError::Rejected(StatusCode::CONFLICT, why.into()))?;
+    match then {
         AfterReject::Skip => {
             let verdict = Verdict::Reject {
                 reason: body.reason,
@@ -236,6 +234,23 @@ pub async fn reject(
         AfterReject::CancelTask => {
             cancel_task_at(&state, &caller, (agent, id), task, body.reason).await
         }
+    }
+}
+
+/// What a rejection leads to: `asked`, else a tool call's cancels its task (seed 000) and any
+/// other's is skipped; a step of the base task, which never ends, is only skipped.
+fn after_reject(
+    asked: Option<AfterReject>,
+    tool_call: bool,
+    in_base: bool,
+) -> Result<AfterReject, &'static str> {
+    match asked {
+        Some(AfterReject::CancelTask) if in_base => {
+            Err("the step is in the base task, which is never cancelled: skip the call instead")
+        }
+        Some(then) => Ok(then),
+        None if tool_call && !in_base => Ok(AfterReject::CancelTask),
+        None => Ok(AfterReject::Skip),
     }
 }
 
@@ -312,5 +327,33 @@ async fn give(
         )),
         Err(e @ ControlRefused::NoAgent(_)) => Err(AppError::NotFound(e.to_string())),
         Err(e) => Err(AppError::Unavailable(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejected_call_cancels_its_task_unless_skipped_or_in_the_base_task() {
+        use AfterReject::{CancelTask, Skip};
+        assert_eq!(
+            after_reject(None, true, false),
+            Ok(CancelTask),
+            "seed 000's default"
+        );
+        assert_eq!(after_reject(Some(Skip), true, false), Ok(Skip));
+        assert_eq!(
+            after_reject(None, false, false),
+            Ok(Skip),
+            "a plan is planned again"
+        );
+        assert_eq!(after_reject(Some(CancelTask), false, false), Ok(CancelTask));
+        assert_eq!(
+            after_reject(None, true, true),
+            Ok(Skip),
+            "the base task never ends"
+        );
+        assert!(after_reject(Some(CancelTask), true, true).is_err());
     }
 }
