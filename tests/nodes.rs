@@ -748,41 +748,59 @@ async fn send_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) ->
 }
 
 /// Answers the manager's questions on `base` until it shows `tasks` tasks besides the base
-/// task, every one of them finished.
+/// task, every one of them finished. A node taking the team over or giving it up may drop a
+/// connection: the round is made again (until the deadline, which says the last error).
 async fn finish_tasks(http: &reqwest::Client, base: &str, token: &str, tasks: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let pending: Value = http
-            .get(format!("{base}/api/human/operator/pending"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        for q in pending["pending"].as_array().into_iter().flatten() {
-            http.post(format!("{base}/api/send_message"))
-                .bearer_auth(token)
-                .json(&json!({"human_agent_id": "operator", "task_id": q["task_id"], "receiver": [q["sender_id"]], "content": "ANSWER# blue", "need_reply": false}))
-                .send()
-                .await
-                .unwrap();
-        }
-        let all = tasks_on(http, base, token).await;
-        let done = all
-            .values()
-            .filter(|t| t["task_name"] != "MAS base task" && t["execution_state"] == "finished")
-            .count();
-        if all.len() == tasks + 1 && done == tasks {
-            return;
-        }
+        let seen = match finish_round(http, base, token, tasks).await {
+            Ok((true, _)) => return,
+            Ok((false, all)) => format!("{all:?}"),
+            Err(e) => format!("the last request failed: {e}"),
+        };
         assert!(
             Instant::now() < deadline,
-            "{tasks} tasks did not finish: {all:?}"
+            "{tasks} tasks did not finish: {seen}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// One round of [`finish_tasks`]: the questions waiting answered, then whether the tasks are
+/// all there and finished, with the tasks seen.
+async fn finish_round(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    tasks: usize,
+) -> Result<(bool, Value), reqwest::Error> {
+    let pending: Value = http
+        .get(format!("{base}/api/human/operator/pending"))
+        .bearer_auth(token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    for q in pending["pending"].as_array().into_iter().flatten() {
+        http.post(format!("{base}/api/send_message"))
+            .bearer_auth(token)
+            .json(&json!({"human_agent_id": "operator", "task_id": q["task_id"], "receiver": [q["sender_id"]], "content": "ANSWER# blue", "need_reply": false}))
+            .send()
+            .await?;
+    }
+    let all: Value = http
+        .get(format!("{base}/api/states?type=task"))
+        .bearer_auth(token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let states = all.as_object().cloned().unwrap_or_default();
+    let done = states
+        .values()
+        .filter(|t| t["task_name"] != "MAS base task" && t["execution_state"] == "finished")
+        .count();
+    Ok((states.len() == tasks + 1 && done == tasks, all))
 }
 
 /// Sends goal `k` (the `k`th) to the manager on `base` and sees its task to its end.
