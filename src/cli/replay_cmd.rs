@@ -81,7 +81,8 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<u8> {
         "name the recorded run's store: --data FILE (as `cohort run --data` wrote it) or --database URL",
     )?;
     let task = args.task.as_deref().map(TaskId::from);
-    let recorded = read_record(opened.store.as_ref(), task.as_ref()).await?;
+    let states = store_states(opened.store.as_ref()).await?;
+    let recorded = read_record(opened.store.as_ref(), states, task.as_ref()).await?;
     let json = recorded.states.all_json();
     let tools = (!args.live_tools)
         .then(|| Arc::new(ToolRecord::new(tool_calls(&recorded.states, &json, None))));
@@ -209,7 +210,8 @@ async fn fork(args: &ReplayArgs, cfg: &TeamConfig, step: StepId) -> anyhow::Resu
         .step(&step)
         .with_context(|| format!("the store holds no step `{step}` (name a step of the recorded run, as the console shows its id)"))?
         .clone();
-    let mut recorded = read_record(store.as_ref(), Some(&at.task_id)).await?;
+    // The states are read once: the record keeps them.
+    let mut recorded = read_record(store.as_ref(), state, Some(&at.task_id)).await?;
     let point = cohort::llm::fork::fork_point(&recorded.calls, &step)?;
     if let Some(text) = &args.step_text {
         let StepOrigin::Planned { by } = &at.origin else {
@@ -229,9 +231,14 @@ async fn fork(args: &ReplayArgs, cfg: &TeamConfig, step: StepId) -> anyhow::Resu
         .iter()
         .find(|c| c.seq == point)
         .map(|c| c.sent_at);
-    let json = state.all_json();
-    let tools =
-        (!args.live_tools).then(|| Arc::new(ToolRecord::forked(tool_calls(&state, &json, since))));
+    let json = recorded.states.all_json();
+    let tools = (!args.live_tools).then(|| {
+        Arc::new(ToolRecord::forked(tool_calls(
+            &recorded.states,
+            &json,
+            since,
+        )))
+    });
     eprintln!(
         "Forking task {} at step {step} ({}): {} recorded model calls before it are answered \
          from the record, then {}.",
@@ -312,10 +319,12 @@ async fn store_states(store: &dyn cohort::store::Store) -> anyhow::Result<cohort
     Ok(cohort::store::load(store).await?.states)
 }
 
-/// The recorded run of `task` the store holds (none named: of its only goal). Of a store with
-/// more goals than one, a task's calls are its steps' and its goal step's.
+/// The recorded run of `task` the store holds (none named: of its only goal), `states` being
+/// the store's final states. Of a store with more goals than one, a task's calls are its
+/// steps' and its goal step's.
 async fn read_record(
     store: &dyn cohort::store::Store,
+    states: cohort::event::States,
     task: Option<&TaskId>,
 ) -> anyhow::Result<Recorded> {
     let mut calls = Vec::new();
@@ -338,7 +347,6 @@ async fn read_record(
              sets retention.recorded_calls_mib: 0 (stores written before this version have none)"
         );
     }
-    let states = store_states(store).await?;
     let goals = goals(&states);
     let goal = match (task, goals.as_slice()) {
         (_, []) => anyhow::bail!("the store holds no goal given by the operator to replay"),
