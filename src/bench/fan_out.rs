@@ -3,7 +3,7 @@
 //! at a given `step_limits.parallel_steps`; the parent compares the wall time with the plan's
 //! critical path and with `parallel_steps: 1`.
 //!
-//! The team is tests/plan_graph.rs's: a manager that opens one task with one stage for the
+//! The team is tests/suite/plan_graph.rs's: a manager that opens one task with one stage for the
 //! writer, and a writer whose planning answers the graph, whose reflection plans the summary.
 //! Only the five think answers wait; every other answer is instant.
 

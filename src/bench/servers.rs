@@ -1,5 +1,5 @@
 //! Throwaway Postgres and NATS servers on free loopback ports, for the benchmarks of a team
-//! across machines and for the tests (`tests/support/postgres.rs` and `nats.rs` wrap these):
+//! across machines and for the tests (`tests/suite/support/postgres.rs` and `nats.rs` wrap these):
 //! each in a fresh folder, stopped (by pid or `pg_ctl`) and removed when dropped.
 //!
 //! Postgres comes from Debian's `postgresql` package (`initdb`, `pg_ctl`; as root the server

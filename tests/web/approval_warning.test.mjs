@@ -1,5 +1,5 @@
 // Drives the Cohort web console in headless Chromium through a HIGH call's confirmation (run by
-// tests/web_console.rs on a copy of examples/tools/approval.yaml, whose clerk's HIGH calls and
+// tests/suite/web_console.rs on a copy of examples/tools/approval.yaml, whose clerk's HIGH calls and
 // plans wait for the operator): the clerk's plans are confirmed as they come, and the call that
 // writes the file waits with a warning that names what it may do, shown before its arguments,
 // with two ways to reject it: skip the call, or (seed 000's default) cancel the task. Rejected

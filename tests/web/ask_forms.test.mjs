@@ -1,9 +1,9 @@
 // Drives the Cohort web console in headless Chromium through structured questions (run by
-// tests/web_console.rs against tests/fixtures/ask-forms, whose writer asks the operator): a
+// tests/suite/web_console.rs against tests/fixtures/ask-forms, whose writer asks the operator): a
 // multi-select (one option with a key apart from its label) answered with two of its options
 // (a box each, then Send), and a form with every
 // field kind (a line with its description and length, a longer text, a number, yes/no, a
-// choice) filled in and sent; the task finishes. tests/web_console.rs then reads the answers
+// choice) filled in and sent; the task finishes. tests/suite/web_console.rs then reads the answers
 // the writer got from the store: the options as a JSON list, the form as typed values.
 //
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \

@@ -1,5 +1,5 @@
 // Drives the Cohort web console in headless Chromium through a server's question during a tool
-// call (MCP elicitation; run by tests/web_console.rs against tests/fixtures/elicitation, with
+// call (MCP elicitation; run by tests/suite/web_console.rs against tests/fixtures/elicitation, with
 // server-everything): the clerk's call of `trigger-elicitation-request` makes its server ask
 // for a person's details; the question shows under "Waiting for you" with the server's message
 // and its form, defaults filled in; the operator answers it there, the card goes, and the

@@ -1,4 +1,4 @@
-// The operator's first hour, in headless Chromium (run by tests/web_console.rs against the
+// The operator's first hour, in headless Chromium (run by tests/suite/web_console.rs against the
 // operator example): a laptop (1280×800) and a phone (390×844), light and dark.
 //
 // - What waits for the person is at the top of the page, never in a scrolled panel: the
@@ -34,7 +34,7 @@ async function contrastOk(page, where) {
 /** Fails when anything reaches past the phone's screen. */
 async function fitsOk(page, where) {
   const out = await overflowing(page);
-  if (out.length) throw new Failure(`${where}: wider than the screen: ${out.slice(0, 5).map((o) => `${o.where} to ${o.right} px`).join(', ')}`);
+  if (out.length) throw new Failure(`${where}: wider than the screen: ${out.slice(0, 12).map((o) => `${o.where} to ${o.right} px`).join(', ')}`);
 }
 
 /** Fails unless `locator` is wholly inside the viewport, outside any panel that scrolls. */

@@ -1,4 +1,4 @@
-// Drives the Cohort web console in headless Chromium through a fork (run by tests/web_console.rs
+// Drives the Cohort web console in headless Chromium through a fork (run by tests/suite/web_console.rs
 // on a store that holds a recorded run of tests/fixtures/outcome whose writer's step failed, and
 // that run forked at the failed step by `cohort replay --fork-at` with an edited step text): the
 // forked task's head says which task and step it was forked from and leads to that task; the

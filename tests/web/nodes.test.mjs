@@ -1,5 +1,5 @@
 // Drives the Cohort web console in headless Chromium against a team across machines (run by
-// tests/nodes.rs: nodes a and b of tests/fixtures/spread on one Postgres and one NATS): the
+// tests/suite/nodes.rs: nodes a and b of tests/fixtures/spread on one Postgres and one NATS): the
 // topbar lists the nodes, the one running the team marked; each agent's card names the node it
 // runs on. Then node b is killed (COHORT_KILL_PID): b is marked gone, and its agent's card
 // names node a, where it runs again. The marks read in light and dark mode.

@@ -1,5 +1,5 @@
 // Drives the Cohort web console in headless Chromium through honest outcomes (run by
-// tests/web_console.rs against tests/fixtures/outcome): a task whose manager declared success on
+// tests/suite/web_console.rs against tests/fixtures/outcome): a task whose manager declared success on
 // nothing ends failed, and the console says why (its badge's title, the outcome note in its
 // summary card, a task entry in the failures panel that selects it); a task that finished with
 // one stage that gave nothing says so (a "1 stage failed" flag in the task list and head, the

@@ -1,5 +1,5 @@
 // Drives the Cohort web console in headless Chromium through the check of a graph plan (run by
-// tests/web_console.rs against tests/fixtures/plan-graph/checked.yaml, whose writer's plans wait
+// tests/suite/web_console.rs against tests/fixtures/plan-graph/checked.yaml, whose writer's plans wait
 // for the operator): the plan-check card shows the plan as a graph (each step's id and what it
 // waits for, a sketch with an arrow per dependency); an edit that makes a circle is refused in
 // the card with the reason and sent nowhere; an edit that adds a dependency (part b after part

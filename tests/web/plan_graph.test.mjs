@@ -1,5 +1,5 @@
 // Drives the Cohort web console in headless Chromium through a graph plan (run by
-// tests/web_console.rs against tests/fixtures/plan-graph): the writer plans four parts `a`..`d`
+// tests/suite/web_console.rs against tests/fixtures/plan-graph): the writer plans four parts `a`..`d`
 // with no dependencies and `join` after all four. Checks the plan graph in the stage card (5
 // nodes, 4 edges into `join`, `join` saying what it waits for while the parts run), the
 // timeline (the parts in rows side by side, `join`'s ready mark, the legend), and the graph on a

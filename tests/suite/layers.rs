@@ -1,0 +1,90 @@
+//! The workspace's layers hold: no module imports one above it in a circle (only the model
+//! layer's types, `state`, `event`, `message` and `notice`, refer to each other), the pure core
+//! depends on no async runtime, actor, HTTP or database crate, and nothing includes a file
+//! through `#[path]`.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn no_module_circle_outside_the_model_layer() {
+    let out = Command::new("python3")
+        .arg("scripts/module-cycles")
+        .arg(".")
+        .output()
+        .expect("python3 runs scripts/module-cycles");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("circle: event, message, notice, state"),
+        "{text}"
+    );
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_file_is_included_through_path() {
+    let mut files = Vec::new();
+    rust_files(Path::new("src"), &mut files);
+    rust_files(Path::new("crates"), &mut files);
+    rust_files(Path::new("mcp_servers"), &mut files);
+    rust_files(Path::new("tests"), &mut files);
+    assert!(files.len() > 100, "{} files", files.len());
+    // Spelled in two parts so that this file does not find itself.
+    let attribute = concat!("#[", "path");
+    let with_path: Vec<_> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).unwrap().contains(attribute))
+        .collect();
+    assert!(with_path.is_empty(), "{with_path:?}");
+}
+
+#[test]
+fn the_core_depends_on_no_runtime_actor_http_or_database_crate() {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-p",
+            "cohort-core",
+            "-e",
+            "normal",
+        ])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(tree.contains("serde "), "{tree}");
+    let names: Vec<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
+    for banned in [
+        "tokio",
+        "actix",
+        "axum",
+        "sqlx",
+        "hyper",
+        "reqwest",
+        "rmcp",
+        "async-openai",
+    ] {
+        assert!(
+            !names.contains(&banned),
+            "cohort-core depends on {banned}:\n{tree}"
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! `cohort serve` keeps its team in a SQLite file: stopped (SIGTERM) and started again on the
+//! same file it shows every task, stage, agent and step it had, and the question an agent
+//! was waiting on is still waiting for its person.
+
+use crate::support::scratch;
+
+use scratch::Scratch;
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    base: String,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(data: &std::path::Path, log: std::path::PathBuf) -> Server {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["serve", "--team", "examples/operator/team.yaml", "--bind"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data")
+        .arg(data)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        log,
+    }
+}
+
+async fn login(http: &reqwest::Client, s: &Server) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = http
+            .post(format!("{}/api/bind_human_agent", s.base))
+            .json(&json!({"human_agent_id": "operator", "password": "cohort-demo"}))
+            .send()
+            .await;
+        if let Ok(r) = r {
+            let v: Value = r.json().await.unwrap();
+            return v["token"].as_str().unwrap().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not come up: {}",
+            std::fs::read_to_string(&s.log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn get(http: &reqwest::Client, s: &Server, token: &str, path: &str) -> Value {
+    http.get(format!("{}{path}", s.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Every state the API shows, each kind.
+async fn all_states(http: &reqwest::Client, s: &Server, token: &str) -> Value {
+    let mut out = serde_json::Map::new();
+    for kind in ["task", "stage", "agent", "step"] {
+        out.insert(
+            kind.into(),
+            get(http, s, token, &format!("/api/states?type={kind}")).await,
+        );
+    }
+    Value::Object(out)
+}
+
+fn stop(mut s: Server) {
+    let pid = s.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn serve_stopped_and_started_on_the_same_data_carries_on() {
+    let dir = Scratch::new("serve-restart");
+    let data = dir.join("team.db");
+    let http = reqwest::Client::new();
+
+    let s = start(&data, dir.join("first.log"));
+    let token = login(&http, &s).await;
+    let base_task = get(&http, &s, &token, "/api/states?type=task").await;
+    let base_task = base_task
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let r = http
+        .post(format!("{}/api/send_message", s.base))
+        .bearer_auth(&token)
+        .json(&json!({
+            "human_agent_id": "operator",
+            "task_id": base_task,
+            "receiver": ["manager"],
+            "content": "Write a haiku about autumn rain",
+            "need_reply": false,
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    // The scripted manager asks the operator a waiting question: wait until it is pending.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pending = loop {
+        let p = get(&http, &s, &token, "/api/human/operator/pending").await;
+        if p["pending"].as_array().is_some_and(|a| !a.is_empty()) {
+            break p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no question reached the operator"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = all_states(&http, &s, &token).await;
+    assert!(before["step"].as_object().unwrap().len() >= 2, "{before}");
+    stop(s);
+
+    // The token is not in the store: only its hash is.
+    let raw = std::fs::read(&data).unwrap();
+    let wal = std::fs::read(dir.join("team.db-wal")).unwrap_or_default();
+    for bytes in [&raw, &wal] {
+        assert!(
+            !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+            "the token itself is stored"
+        );
+    }
+
+    let s = start(&data, dir.join("second.log"));
+    // Wait until it serves, then use the token of the first run: the session survived.
+    login(&http, &s).await;
+    let after = all_states(&http, &s, &token).await;
+    assert_eq!(after, before, "every state as it was before the stop");
+    assert_eq!(
+        get(&http, &s, &token, "/api/human/operator/pending").await,
+        pending,
+        "the waiting question still waits for its person"
+    );
+    let log = std::fs::read_to_string(&s.log).unwrap();
+    assert!(log.contains("The team's data is in sqlite://"), "{log}");
+
+    // And it carries on: the answer reaches the manager, which was waiting for it across the
+    // restart, and the goal's task runs to its end. The scripted model goes on with its next
+    // replies (not the first ones again): one question, one task.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut answers = 0;
+    let tasks = loop {
+        let pending = get(&http, &s, &token, "/api/human/operator/pending").await;
+        for q in pending["pending"].as_array().into_iter().flatten() {
+            answers += 1;
+            let r = http
+                .post(format!("{}/api/send_message", s.base))
+                .bearer_auth(&token)
+                .json(&json!({
+                    "human_agent_id": "operator",
+                    "task_id": q["task_id"],
+                    "receiver": [q["sender_id"]],
+                    "content": "Autumn",
+                    "need_reply": false,
+                }))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+        }
+        // The example's plans wait for the operator's check: confirmed as they are.
+        let waiting = get(&http, &s, &token, "/api/approvals").await;
+        for a in waiting["approvals"].as_array().into_iter().flatten() {
+            let r = http
+                .post(format!(
+                    "{}/api/step/{}/approve",
+                    s.base,
+                    a["step_id"].as_str().unwrap()
+                ))
+                .bearer_auth(&token)
+                .json(&json!({ "plan_hash": a["plan_hash"] }))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+        }
+        let tasks = get(&http, &s, &token, "/api/states?type=task").await;
+        let finished = tasks
+            .as_object()
+            .unwrap()
+            .values()
+            .any(|t| t["task_name"] != "MAS base task" && t["execution_state"] == "finished");
+        if finished {
+            break tasks;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the goal's task did not finish after the restart: {tasks}\n{}",
+            std::fs::read_to_string(&s.log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(answers, 1, "the manager asked its one question once");
+    assert_eq!(
+        tasks.as_object().unwrap().len(),
+        2,
+        "the base task and the goal's: {tasks}"
+    );
+}
