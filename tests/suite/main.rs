@@ -60,6 +60,7 @@ mod stall;
 mod store;
 mod task_events;
 mod tool_failure;
+mod tool_refusal;
 mod tool_restart;
 mod tool_retry;
 mod tools_example;

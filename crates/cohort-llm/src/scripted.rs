@@ -26,8 +26,10 @@
 //! ```
 
 use super::{Answered, ChatModel, ChatReply, ChatRequest, LlmError};
+pub use crate::config::script::{
+    CORRECT_ARGUMENTS, OTHER_CALLS, REFUSAL_JUDGE, RISK_JUDGE, SUMMARIZE_HISTORY, Script,
+};
 use crate::config::script::{Entry, render};
-pub use crate::config::script::{OTHER_CALLS, RISK_JUDGE, SUMMARIZE_HISTORY, Script};
 use crate::state::TokenUsage;
 use futures::future::BoxFuture;
 use std::collections::HashMap;

@@ -134,6 +134,10 @@ pub enum McpError {
     },
     #[error("MCP server `{server}` refused the request: {reason}")]
     Request { server: String, reason: String },
+    /// The server refused the request's parameters (JSON-RPC `invalid params`): for a tool
+    /// call, its arguments (see `agent::tool_refusal`).
+    #[error("MCP server `{server}` refused the request's parameters: {reason}")]
+    ParamsRefused { server: String, reason: String },
     #[error(
         "MCP server `{server}` refused the request without an authorization it accepts: {reason}"
     )]
@@ -921,6 +925,12 @@ fn service_error(server: &str, e: ServiceError) -> McpError {
         };
     }
     match e {
+        ServiceError::McpError(data) if data.code == rmcp::model::ErrorCode::INVALID_PARAMS => {
+            McpError::ParamsRefused {
+                server,
+                reason: data.message.into_owned(),
+            }
+        }
         ServiceError::McpError(data) => McpError::Request {
             server,
             reason: data.message.into_owned(),

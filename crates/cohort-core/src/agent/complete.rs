@@ -2,6 +2,7 @@
 //! record tokens, and build the `ExecuteOutput` for SyncState. The step stays `running` until
 //! SyncState has applied that output (`settle_step`), so "finished" means its effects happened.
 
+use super::ToolAttempts;
 use crate::call::ChatReply;
 use crate::clock::Now;
 use crate::event::StepUpdate;
@@ -397,16 +398,16 @@ pub fn complete_tool_step(
     step_id: &StepId,
     result: Result<serde_json::Value, String>,
 ) -> StepCompletion {
-    complete_tool_step_retried(agent, step_id, result, Vec::new())
+    complete_tool_step_after(agent, step_id, result, ToolAttempts::default())
 }
 
-/// [`complete_tool_step`] for a call made again after passing failures, each kept on the step
-/// (`policy::tool_retry`).
-pub fn complete_tool_step_retried(
+/// [`complete_tool_step`] for a call that took more than one try: the tries made again after
+/// a passing failure and the repairs made on the way are kept on the step.
+pub fn complete_tool_step_after(
     agent: &mut AgentState,
     step_id: &StepId,
     result: Result<serde_json::Value, String>,
-    retries: Vec<crate::policy::tool_retry::ToolRetry>,
+    attempts: ToolAttempts,
 ) -> StepCompletion {
     let Some((step, output, lock_before)) = opening(agent, step_id) else {
         return StepCompletion::vanished();
@@ -426,7 +427,8 @@ pub fn complete_tool_step_retried(
             StageAgentState::Working,
         ),
     };
-    value.tool_retries = retries;
+    value.tool_retries = attempts.retries;
+    value.repairs.extend(attempts.repairs);
     agent.update_step(step_id, result_update(value));
     if agent.holds(&step.task_id, &step.stage_id) {
         let decision = StepState::new(

@@ -21,11 +21,12 @@ mod settle;
 mod tool_call;
 mod tool_history;
 pub mod tool_loop;
+pub mod tool_refusal;
 mod waits;
 
 pub use complete::{
     Completion, FollowUp, StepCompletion, act_again_after_refusal, complete_step,
-    complete_tool_loop, complete_tool_step, complete_tool_step_retried, stop_step,
+    complete_tool_loop, complete_tool_step, complete_tool_step_after, stop_step,
 };
 pub use human::{
     HumanError, HumanMessage, MAX_WAIT_SECS, gives_a_goal, human_send, receive_as_human,
@@ -37,6 +38,6 @@ pub use resume::{
     INTERRUPTED, interrupted_tool_call, interrupted_tool_steps, resume_after_restart,
 };
 pub use settle::{Settle, release_for, settle_step};
-pub use tool_call::tool_call_for;
+pub use tool_call::{ToolAttempts, tool_call_for};
 pub use tool_history::tool_chain;
 pub use waits::expire_waits;

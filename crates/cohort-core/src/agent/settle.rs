@@ -6,6 +6,8 @@
 use crate::event::{AgentChange, Change, StepChange, StepUpdate};
 use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
 use crate::message::Message;
+use crate::policy::Fired;
+use crate::policy::tool_retry::ToolRetry;
 use crate::state::{
     AgentState, Cancelled, ReplyTo, StepExecutionState, StepResult, StepState, Try,
 };
@@ -27,6 +29,12 @@ pub struct Settle {
     /// the model was asked again after (`super::reask`).
     answer: Option<Value>,
     reasked: Vec<Try>,
+    /// And the repairs made on the way, and a tool call's tries made again: a failure is
+    /// seen with what was tried before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    repairs: Vec<Fired>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_retries: Vec<ToolRetry>,
     /// The step's place and who waits for its reply (told if it fails).
     task_id: TaskId,
     stage_id: StageRef,
@@ -57,6 +65,8 @@ impl Settle {
             added_waits,
             answer: result.and_then(|r| r.answer.clone()),
             reasked: result.map(|r| r.reasked.clone()).unwrap_or_default(),
+            repairs: result.map(|r| r.repairs.clone()).unwrap_or_default(),
+            tool_retries: result.map(|r| r.tool_retries.clone()).unwrap_or_default(),
             task_id: step.task_id.clone(),
             stage_id: step.stage_id.clone(),
             reply_to: step.reply_to.clone(),
@@ -99,6 +109,8 @@ impl Settle {
                 let mut result = StepResult {
                     answer: self.answer.clone(),
                     reasked: self.reasked.clone(),
+                    repairs: self.repairs.clone(),
+                    tool_retries: self.tool_retries.clone(),
                     cancelled: self.cancelled.clone(),
                     ..StepResult::failed(reason)
                 };
@@ -267,6 +279,39 @@ mod tests {
         assert_eq!(back.receiver, vec![AgentId::from("boss")]);
         assert_eq!(back.return_waiting_id, Some(WaitId::from("W-boss")));
         assert!(back.message.contains("no such stage"));
+    }
+
+    #[test]
+    fn a_failure_keeps_the_repairs_and_retries_made_before_it() {
+        use crate::policy::{Fired, Repair};
+        let (mut a, id, _) = running_reply();
+        let tried = StepResult {
+            repairs: vec![Fired::new(Repair::RefusalJudged, "judged")],
+            tool_retries: vec![ToolRetry {
+                error: "timeout".into(),
+                waited_ms: 250,
+            }],
+            ..StepResult::failed("refused")
+        };
+        a.update_step(
+            &id,
+            StepUpdate {
+                execute_result: Some(Box::new(tried)),
+                ..Default::default()
+            },
+        );
+        let settle = Settle::of(&a, &id, Some("refused".into()), vec![]).unwrap();
+        a.apply_stored(settle.changes(Some("refused")));
+        let result = a
+            .agent_step
+            .get(&id)
+            .unwrap()
+            .execute_result
+            .clone()
+            .unwrap();
+        assert_eq!(result.repairs.len(), 1);
+        assert_eq!(result.tool_retries.len(), 1);
+        assert_eq!(result.error.as_deref(), Some("refused"));
     }
 
     #[test]

@@ -1,8 +1,29 @@
 //! What a tool step asks of its MCP server: the agent must be allowed that server, and an
 //! instruction_generation step must have written the call. Checked before anything is sent.
+//! What it took to get the call's last answer is kept with the step's result.
 
 use crate::call::McpCall;
+use crate::policy::tool_retry::ToolRetry;
+use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, StepState};
+
+/// What a tool step's call took before its last answer: the tries made again after a passing
+/// failure (`policy::tool_retry`) and the repairs made on the way (a refusal judged by the
+/// model, arguments it wrote anew: `agent::tool_refusal`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolAttempts {
+    /// Each try that failed for a passing reason and was made again.
+    pub retries: Vec<ToolRetry>,
+    /// The repairs made to the call on the way (`RefusalJudged`, `ArgumentsReasked`).
+    pub repairs: Vec<Fired>,
+}
+
+impl ToolAttempts {
+    /// How many times `rule` fired on the way.
+    pub fn fired(&self, rule: Repair) -> usize {
+        self.repairs.iter().filter(|f| f.rule == rule).count()
+    }
+}
 
 /// The call tool step `step` makes on MCP server `server`, or why it may not make one: the
 /// agent is not allowed that server, or no instruction_generation step wrote the call.

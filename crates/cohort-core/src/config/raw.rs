@@ -271,8 +271,9 @@ pub struct RawApproval {
     pub auto_run_up_to: Option<AutoRunLevel>,
     #[serde(default)]
     pub check_plans: bool,
+    /// None: the default (see [`RawApproval::policy`]).
     #[serde(default)]
-    pub ask_for_params: bool,
+    pub ask_for_params: Option<bool>,
     #[serde(default)]
     pub judge_with_llm: bool,
     #[serde(default)]
@@ -293,7 +294,9 @@ impl RawApproval {
     /// The policy `raw` (the agent's own, else the team's) sets. A level not set is seed 000's
     /// (§11.1: MEDIUM and HIGH calls are confirmed by a person, HIGH with a warning) when the
     /// team has an operator to confirm them (`asker`), else HIGH: calls run unasked, as nobody
-    /// could answer.
+    /// could answer. Likewise a call refused for its arguments is put to that operator
+    /// (seed 000 §4.2) unless `ask_for_params` says otherwise; with nobody to ask, the agent's
+    /// model writes them anew (`Repair::ArgumentsReasked`).
     pub fn policy(raw: Option<RawApproval>, asker: bool) -> crate::policy::ApprovalPolicy {
         use crate::policy::Risk;
         let level = raw.and_then(|r| r.auto_run_up_to);
@@ -308,14 +311,14 @@ impl RawApproval {
         let raw = raw.unwrap_or(RawApproval {
             auto_run_up_to: None,
             check_plans: false,
-            ask_for_params: false,
+            ask_for_params: None,
             judge_with_llm: false,
             check_stages: false,
         });
         crate::policy::ApprovalPolicy {
             auto_run_up_to,
             check_plans: raw.check_plans,
-            ask_for_params: raw.ask_for_params,
+            ask_for_params: raw.ask_for_params.unwrap_or(asker),
             judge_with_llm: raw.judge_with_llm,
             check_stages: raw.check_stages,
         }

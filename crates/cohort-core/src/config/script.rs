@@ -60,11 +60,23 @@ struct ScriptFile {
 }
 
 /// Model calls that are not a skill's step but can be scripted like one: the judgement of a
-/// tool call's risk (`tool_approval.judge_with_llm`) and the summary of older history.
-pub const OTHER_CALLS: &[&str] = &[RISK_JUDGE, SUMMARIZE_HISTORY];
+/// tool call's risk (`tool_approval.judge_with_llm`), the summary of older history, and the
+/// judgement of a tool's refusal and the arguments written anew after one.
+pub const OTHER_CALLS: &[&str] = &[
+    RISK_JUDGE,
+    SUMMARIZE_HISTORY,
+    REFUSAL_JUDGE,
+    CORRECT_ARGUMENTS,
+];
 
 /// The `skill` of a tool call's risk judgement.
 pub const RISK_JUDGE: &str = "risk_judge";
+
+/// The `skill` of the judgement of a tool's refusal (`Repair::RefusalJudged`).
+pub const REFUSAL_JUDGE: &str = "refusal_judge";
+
+/// The `skill` of a refused call's arguments written anew (`Repair::ArgumentsReasked`).
+pub const CORRECT_ARGUMENTS: &str = "correct_arguments";
 
 /// The `skill` of the summary of a stage's older history (`agent::history_summary`).
 pub const SUMMARIZE_HISTORY: &str = "summarize_history";

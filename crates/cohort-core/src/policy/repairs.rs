@@ -86,6 +86,12 @@ pub enum Repair {
     StageRunLimit,
     /// A reply that asks nothing of its own does not wait for a reply back.
     ReplyClosesExchange,
+    /// A tool's refusal whose words do not tell whether the call's arguments were at fault is
+    /// judged by the agent's model (`agent::tool_refusal`).
+    RefusalJudged,
+    /// A tool call refused for its arguments, with no person to fill them in, is asked about
+    /// again: the model, shown the refusal, writes the arguments anew, up to `reasks` times.
+    ArgumentsReasked,
 }
 
 /// How far a rule goes, which decides the presets it is on in.
@@ -101,7 +107,7 @@ pub enum Reach {
 
 impl Repair {
     /// Every rule, in the order they are listed to people.
-    pub const ALL: [Repair; 27] = [
+    pub const ALL: [Repair; 29] = [
         Repair::LoopCut,
         Repair::ClosedJson,
         Repair::Reask,
@@ -129,15 +135,16 @@ impl Repair {
         Repair::RuntimeClosing,
         Repair::StageRunLimit,
         Repair::ReplyClosesExchange,
+        Repair::RefusalJudged,
+        Repair::ArgumentsReasked,
     ];
 
     /// How far the rule goes, which decides the presets it is on in.
     pub fn reach(self) -> Reach {
         use Repair::*;
         match self {
-            Reask | ReaskStuck | ReaskTemperature | SecondTry | RefusedActionBarred | Echo => {
-                Reach::Retry
-            }
+            Reask | ReaskStuck | ReaskTemperature | SecondTry | RefusedActionBarred | Echo
+            | RefusalJudged | ArgumentsReasked => Reach::Retry,
             LoopCut | ClosedJson | ComposedAfterReasks | SkillNamedAsTool | VerdictAgrees
             | VerdictCarriedOut | GoalOnlyNamesAgent | RuntimeClosing | StageRunLimit
             | ReflectionCap | EchoAskedAfresh => Reach::Mend,

@@ -114,6 +114,11 @@ text_group!(
         tool_loop,
         /// How the model judges one tool call's risk (`tool_approval.judge_with_llm`).
         risk_judge,
+        /// How the model judges whether a tool's refusal is about the call's arguments
+        /// (`Repair::RefusalJudged`).
+        refusal_judge,
+        /// How the model writes a refused call's arguments anew (`Repair::ArgumentsReasked`).
+        correct_arguments,
         /// Stands before the summary of older steps left out of a history.
         history_summary_note,
         /// How the model summarizes older steps of its stage (`agent::history_summary`).

@@ -56,6 +56,7 @@ mod timers;
 mod tool_call;
 mod tool_gate;
 mod tool_loop;
+mod tool_refusal;
 mod verdict;
 
 pub use commit::SyncLink;
@@ -106,6 +107,8 @@ pub struct AgentActor {
     retiring: Option<tokio::sync::oneshot::Sender<bool>>,
     /// The messages it took lately (see `receive.rs`).
     taken: receive::Taken,
+    /// What each tool call under way has taken so far: retries, repairs (see `tool_call.rs`).
+    tool_attempts: std::collections::HashMap<crate::ids::StepId, crate::agent::ToolAttempts>,
 }
 
 impl AgentActor {
@@ -137,6 +140,7 @@ impl AgentActor {
             allowance: super::StepAllowance::unlimited(),
             retiring: None,
             taken: receive::Taken::default(),
+            tool_attempts: Default::default(),
         }
     }
 

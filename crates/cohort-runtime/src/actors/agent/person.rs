@@ -60,48 +60,39 @@ impl AgentActor {
         self.tell_approvers(&step, plan_notice(&step, &check), ctx);
     }
 
-    /// A tool call refused for its arguments: with `tool_approval.ask_for_params` and an
-    /// operator to ask, the step waits for them to fill in the fields the tool's schema and the
-    /// refusal name; otherwise it fails with the refusal (its decision step follows).
+    /// A tool call refused for its arguments (`told`: the refusal in plain words): with
+    /// `tool_approval.ask_for_params` and an operator to ask, the step waits for them to fill
+    /// in the fields the tool's schema and the refusal name, and this is true; false when
+    /// there is nobody to ask or no field to ask for.
     pub(super) fn ask_for_params(
         &mut self,
-        id: StepId,
-        server: String,
-        call: McpCall,
-        reason: String,
+        id: &StepId,
+        server: &str,
+        call: &McpCall,
+        told: &str,
         ctx: &mut Context<Self>,
-    ) {
-        let refused = |tool: &str| {
-            format!("invalid arguments for tool `{tool}` of MCP server `{server}`: {reason}")
+    ) -> bool {
+        let McpCall::Tool { name, arguments } = call else {
+            return false;
         };
-        let McpCall::Tool { name, arguments } = &call else {
-            return self.on_tool_result(id, Err(reason), ctx);
-        };
-        let schema = self
-            .mcp
-            .as_ref()
-            .and_then(|m| m.cached_description(&server))
-            .and_then(|d| {
-                d["tools"]
-                    .as_array()?
-                    .iter()
-                    .find(|t| t["name"] == name.as_str())
-                    .map(|t| t["input_schema"].clone())
-            });
-        let step = self.state.agent_step.get(&id).cloned();
-        let request = schema
-            .filter(|_| self.state.tool_approval.ask_for_params && !self.approvers.is_empty())
-            .and_then(|schema| param_request(&server, name, arguments, &schema, &reason));
+        if !self.state.tool_approval.ask_for_params || self.approvers.is_empty() {
+            return false;
+        }
+        let request = self
+            .described_tool(server, name)
+            .and_then(|t| param_request(server, name, arguments, &t.input_schema, told));
+        let step = self.state.agent_step.get(id).cloned();
         let (Some(req), Some(step)) = (request, step) else {
-            return self.on_tool_result(id, Err(refused(name)), ctx);
+            return false;
         };
         if !self.state.holds(&step.task_id, &step.stage_id) {
-            return self.on_tool_result(id, Err(refused(name)), ctx);
+            return false;
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, "a tool call waits for a person to fill in its arguments");
-        await_params(&mut self.state, &id, &req);
-        self.hold_for_a_person(id, ctx);
+        await_params(&mut self.state, id, &req);
+        self.hold_for_a_person(id.clone(), ctx);
         self.tell_approvers(&step, params_notice(&step, &req), ctx);
+        true
     }
 
     /// Tells the team's operators what `step` waits for, stored with the agent's changes.

@@ -3,13 +3,20 @@
 //! when the tool says that is harmless).
 
 use super::{AgentActor, STORE_DEADLINE};
-use crate::agent::{complete_tool_step_retried, tool_call_for};
+use crate::agent::{ToolAttempts, complete_tool_step_after, tool_call_for};
 use crate::ids::StepId;
 use crate::mcp::{McpClient, McpError};
 use crate::policy::tool_retry::{ToolRetry, pause_before_retry};
 use crate::state::StepState;
 use actix::prelude::*;
+use serde_json::Value;
 use std::sync::Arc;
+
+/// A tool as its server describes it (from the client's cached description).
+pub(super) struct DescribedTool {
+    pub description: String,
+    pub input_schema: Value,
+}
 
 impl AgentActor {
     /// A tool step goes to the one shared MCP client; the call runs as a spawned future too.
@@ -62,17 +69,46 @@ impl AgentActor {
         let (id_out, id_back) = (id.clone(), id.clone());
         let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
             act.phase.call_returned(&id_back);
-            match res {
-                Ok((Err(McpError::InvalidArguments { reason, .. }), _)) => {
-                    act.ask_for_params(id, server, call, reason, ctx)
-                }
-                Ok((r, retries)) => {
-                    act.on_tool_result_retried(id, r.map_err(|e| e.to_string()), retries, ctx)
-                }
-                Err(why) => act.on_tool_result(id, Err(why), ctx),
+            let (result, retries) = match res {
+                Ok(made) => made,
+                Err(why) => return act.on_tool_result(id, Err(why), ctx),
+            };
+            act.attempts(&id).retries.extend(retries);
+            match result {
+                Ok(v) => act.on_tool_result(id, Ok(v), ctx),
+                Err(e) => match act.refusal_of(&server, &call, &e) {
+                    Some(refusal) => act.on_refusal(id, server, call, refusal, e.to_string(), ctx),
+                    None => act.on_tool_result(id, Err(e.to_string()), ctx),
+                },
             }
         }));
         self.phase.call_out(&id_out, handle);
+    }
+
+    /// What the tool step `id`'s call has taken so far (kept until its result). Entries of
+    /// steps that no longer run are dropped here, so the map holds only calls under way.
+    pub(super) fn attempts(&mut self, id: &StepId) -> &mut ToolAttempts {
+        let steps = &self.state.agent_step;
+        self.tool_attempts.retain(|k, _| {
+            k == id
+                || steps
+                    .get(k)
+                    .is_some_and(|s| s.execution_state == crate::state::StepExecutionState::Running)
+        });
+        self.tool_attempts.entry(id.clone()).or_default()
+    }
+
+    /// `tool` of `server` as the client last saw it described.
+    pub(super) fn described_tool(&self, server: &str, tool: &str) -> Option<DescribedTool> {
+        let description = self.mcp.as_ref()?.cached_description(server)?;
+        let entry = description["tools"]
+            .as_array()?
+            .iter()
+            .find(|t| t["name"] == tool)?;
+        Some(DescribedTool {
+            description: entry["description"].as_str().unwrap_or_default().to_owned(),
+            input_schema: entry["input_schema"].clone(),
+        })
     }
 
     /// A tool step a restart cut off: called again when the call is read-only or idempotent
@@ -109,25 +145,16 @@ impl AgentActor {
         self.phase.call_out(&id_out, lookup);
     }
 
+    /// A tool step's result, with what its call took on the way (`attempts`).
     pub(super) fn on_tool_result(
         &mut self,
         id: StepId,
-        result: Result<serde_json::Value, String>,
-        ctx: &mut Context<Self>,
-    ) {
-        self.on_tool_result_retried(id, result, Vec::new(), ctx);
-    }
-
-    /// A tool step's result, after the tries that failed and were made again (`retries`).
-    fn on_tool_result_retried(
-        &mut self,
-        id: StepId,
         mut result: Result<serde_json::Value, String>,
-        retries: Vec<ToolRetry>,
         ctx: &mut Context<Self>,
     ) {
         self.keep_media(&mut result);
-        let completion = complete_tool_step_retried(&mut self.state, &id, result, retries);
+        let attempts = self.tool_attempts.remove(&id).unwrap_or_default();
+        let completion = complete_tool_step_after(&mut self.state, &id, result, attempts);
         self.apply_completion(id, completion, ctx);
     }
 

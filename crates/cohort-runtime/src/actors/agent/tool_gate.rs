@@ -66,7 +66,7 @@ impl AgentActor {
 
     /// Whether `step` still runs for live work (its stage or task may have ended while the
     /// gate asked something).
-    fn still_live(&self, step: &StepState) -> bool {
+    pub(super) fn still_live(&self, step: &StepState) -> bool {
         self.state
             .agent_step
             .get(&step.step_id)
@@ -87,15 +87,9 @@ impl AgentActor {
         let (Some(llm), McpCall::Tool { name, arguments }) = (self.llm.clone(), &call) else {
             return self.put_to_approver(step, server, call, client, annotated, ctx);
         };
-        let description = client
-            .cached_description(&server)
-            .and_then(|d| {
-                d["tools"]
-                    .as_array()?
-                    .iter()
-                    .find(|t| t["name"] == name.as_str())
-                    .map(|t| t["description"].as_str().unwrap_or_default().to_owned())
-            })
+        let description = self
+            .described_tool(&server, name)
+            .map(|t| t.description)
             .unwrap_or_default();
         let prompt = judge_prompt(
             &server,

@@ -143,7 +143,7 @@ impl AgentActor {
     /// approved as it is) or through the risk check (arguments a person filled in). The
     /// verdict is stored first because after a crash a step that was running is never called
     /// again, so a verdict the store lost must not have reached the tool either.
-    fn store_then_call(
+    pub(super) fn store_then_call(
         &mut self,
         id: StepId,
         call: McpCall,

@@ -1,0 +1,270 @@
+//! A tool call its server refused (`agent::tool_refusal` decides): a refusal the rules cannot
+//! place is judged by the agent's model; one about the arguments goes to a person's form, or,
+//! with nobody to ask, back to the model, which writes the arguments anew, and the corrected
+//! call is stored and made through the risk check like any call.
+
+use super::AgentActor;
+use crate::agent::tool_refusal::{
+    Refusal, RefusalKind, RefusedCall, changed_fields, read_correction, read_judgement,
+};
+use crate::event::StepUpdate;
+use crate::ids::StepId;
+use crate::llm::scripted::{CORRECT_ARGUMENTS, REFUSAL_JUDGE};
+use crate::mcp::{McpCall, McpError};
+use crate::policy::{Fired, Repair};
+use actix::prelude::*;
+use serde_json::json;
+
+/// Which of the model's two questions about a refused call is asked.
+#[derive(Clone, Copy)]
+enum Question {
+    /// Is the refusal about the arguments?
+    Judge,
+    /// Which arguments would the tool accept?
+    Correct,
+}
+
+impl AgentActor {
+    /// The refusal in `e`, when the call was refused rather than failed: by the runtime's
+    /// schema check, as the server's `invalid params`, or as the tool's own error.
+    pub(super) fn refusal_of(&self, server: &str, call: &McpCall, e: &McpError) -> Option<Refusal> {
+        let McpCall::Tool { name, .. } = call else {
+            return None;
+        };
+        let schema = self
+            .described_tool(server, name)
+            .map(|t| t.input_schema)
+            .unwrap_or_default();
+        match e {
+            McpError::InvalidArguments { reason, .. } | McpError::ParamsRefused { reason, .. } => {
+                Some(Refusal::of_parameters(name, reason, &schema))
+            }
+            McpError::ToolFailed { message, .. } => {
+                Some(Refusal::of_result(name, message, &schema))
+            }
+            _ => None,
+        }
+    }
+
+    /// A refused call (`error`: the failure as the client put it): about something else, it
+    /// fails the step; about the arguments, they are asked for; unplaced, the model judges.
+    pub(super) fn on_refusal(
+        &mut self,
+        id: StepId,
+        server: String,
+        call: McpCall,
+        refusal: Refusal,
+        error: String,
+        ctx: &mut Context<Self>,
+    ) {
+        match refusal.kind.clone() {
+            Some(RefusalKind::Arguments { fields }) => {
+                self.on_argument_refusal(id, server, call, refusal, &fields, ctx)
+            }
+            None if self.state.repairs.allows(Repair::RefusalJudged) && self.llm.is_some() => {
+                let refused = Refused {
+                    server,
+                    call,
+                    refusal,
+                    told: error,
+                };
+                self.ask_model(Question::Judge, id, refused, ctx)
+            }
+            Some(RefusalKind::Other) | None => self.on_tool_result(id, Err(error), ctx),
+        }
+    }
+
+    /// A refusal about the arguments: a person fills them in where one can be asked, else
+    /// the model writes them anew while `reasks` allows, else the step fails with the refusal
+    /// in plain words.
+    fn on_argument_refusal(
+        &mut self,
+        id: StepId,
+        server: String,
+        call: McpCall,
+        refusal: Refusal,
+        fields: &[String],
+        ctx: &mut Context<Self>,
+    ) {
+        let told = refusal.describe(fields);
+        if self.ask_for_params(&id, &server, &call, &told, ctx) {
+            return;
+        }
+        let made = self.attempts(&id).fired(Repair::ArgumentsReasked);
+        let may = self.state.repairs.allows(Repair::ArgumentsReasked) && self.llm.is_some();
+        if !may || made >= self.state.repairs.thresholds.reasks {
+            let why = match made {
+                0 => told,
+                n => format!("{told} (after the model wrote the arguments anew {n} times)"),
+            };
+            return self.on_tool_result(id, Err(why), ctx);
+        }
+        let refused = Refused {
+            server,
+            call,
+            refusal,
+            told,
+        };
+        self.ask_model(Question::Correct, id, refused, ctx)
+    }
+
+    /// Asks the agent's model `question` about the refused call of step `id`; its answer is
+    /// read once it comes, for a step still live.
+    fn ask_model(
+        &mut self,
+        question: Question,
+        id: StepId,
+        refused: Refused,
+        ctx: &mut Context<Self>,
+    ) {
+        let (Some(llm), Some(step), McpCall::Tool { arguments, .. }) = (
+            self.llm.clone(),
+            self.state.agent_step.get(&id).cloned(),
+            &refused.call,
+        ) else {
+            return self.on_tool_result(id, Err(refused.told), ctx);
+        };
+        let Refused {
+            server,
+            refusal,
+            told,
+            ..
+        } = &refused;
+        let tool = self.described_tool(server, &refusal.tool);
+        let (description, schema) = tool
+            .map(|t| (t.description, t.input_schema))
+            .unwrap_or_default();
+        let shown = RefusedCall {
+            server,
+            description: &description,
+            schema: &schema,
+            arguments,
+            intention: &step.step_intention,
+        };
+        let prompt = shown.prompt(refusal, told);
+        let phrases = self.prompts.phrases();
+        let (name, system) = match question {
+            Question::Judge => (REFUSAL_JUDGE, phrases.refusal_judge.clone()),
+            Question::Correct => (CORRECT_ARGUMENTS, phrases.correct_arguments.clone()),
+        };
+        let mut request = self.request_for(&step, name, system, prompt);
+        request.model_wait = Some(Self::wait_report(ctx, &id));
+        let id_out = id.clone();
+        let handle = ctx.spawn(
+            llm.chat(request)
+                .into_actor(self)
+                .map(move |answer, act, ctx| {
+                    act.phase.call_returned(&id);
+                    if let Ok(reply) = &answer {
+                        act.charge_side_call(&step, reply.usage, ctx);
+                    }
+                    if !act.still_live(&step) {
+                        return act.on_tool_result(id, Err("ended".into()), ctx);
+                    }
+                    let answer = answer.map(|r| r.text).map_err(|e| e.to_string());
+                    match question {
+                        Question::Judge => act.on_judgement(step.step_id, refused, answer, ctx),
+                        Question::Correct => act.on_correction(step.step_id, refused, answer, ctx),
+                    }
+                }),
+        );
+        self.phase.call_out(&id_out, handle);
+    }
+
+    /// The model judged a refusal the rules could not place; its judgement is kept on the step.
+    fn on_judgement(
+        &mut self,
+        id: StepId,
+        refused: Refused,
+        answer: Result<String, String>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Refused {
+            server,
+            call,
+            refusal,
+            told: error,
+        } = refused;
+        let schema = self
+            .described_tool(&server, &refusal.tool)
+            .map(|t| t.input_schema)
+            .unwrap_or_default();
+        let judged = answer.and_then(|text| read_judgement(&text, &schema));
+        let what = match &judged {
+            Ok(RefusalKind::Arguments { fields }) if fields.is_empty() => {
+                "the model judged the refusal to be about the call's arguments".to_owned()
+            }
+            Ok(RefusalKind::Arguments { fields }) => format!(
+                "the model judged the refusal to be about the call's arguments ({})",
+                fields.join(", ")
+            ),
+            Ok(RefusalKind::Other) => {
+                "the model judged the refusal to be about something other than the arguments"
+                    .to_owned()
+            }
+            Err(why) => format!("the model's judgement of the refusal could not be used ({why})"),
+        };
+        self.attempts(&id)
+            .repairs
+            .push(Fired::new(Repair::RefusalJudged, what));
+        match judged {
+            Ok(RefusalKind::Arguments { fields }) => {
+                self.on_argument_refusal(id, server, call, refusal, &fields, ctx)
+            }
+            _ => self.on_tool_result(id, Err(error), ctx),
+        }
+    }
+
+    /// The model wrote a refused call's arguments anew: stored as the step's instruction, then
+    /// called through the risk check; an answer that cannot be used ends the step.
+    fn on_correction(
+        &mut self,
+        id: StepId,
+        refused: Refused,
+        answer: Result<String, String>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Refused { call, told, .. } = refused;
+        let McpCall::Tool { name, arguments } = call else {
+            return self.on_tool_result(id, Err(told), ctx);
+        };
+        let corrected = match answer.and_then(|text| read_correction(&text, &arguments)) {
+            Ok(corrected) => corrected,
+            Err(why) => {
+                let why =
+                    format!("{told} (the model's corrected arguments could not be used: {why})");
+                return self.on_tool_result(id, Err(why), ctx);
+            }
+        };
+        let what = format!(
+            "{told}; the model wrote the arguments anew ({} changed)",
+            changed_fields(&arguments, &corrected).join(", ")
+        );
+        tracing::info!(agent = %self.state.agent_id, step = %id, tool = %name, "a call refused for its arguments is made again with the model's corrected ones");
+        self.attempts(&id)
+            .repairs
+            .push(Fired::new(Repair::ArgumentsReasked, what));
+        self.state.update_step(
+            &id,
+            StepUpdate {
+                instruction_content: Some(json!({ "tool_name": name, "arguments": corrected })),
+                ..Default::default()
+            },
+        );
+        let call = McpCall::Tool {
+            name,
+            arguments: corrected,
+        };
+        self.store_then_call(id, call, true, ctx);
+    }
+}
+
+/// A refused call, with what answering a question about it needs.
+struct Refused {
+    server: String,
+    call: McpCall,
+    refusal: Refusal,
+    /// How the refusal was put to the model (the failure as the client put it, for a
+    /// judgement).
+    told: String,
+}

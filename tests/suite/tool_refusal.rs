@@ -1,0 +1,381 @@
+//! A tool that refuses a call after it is made (seed 000 §4.2, §5.3), against a real MCP
+//! server over streamable HTTP: a date in the wrong form is judged a parameter error by the
+//! rules; with no person in the team, the model writes the arguments anew and the corrected
+//! call passes, at most `reasks` times; with an operator, the refusal reaches the form in
+//! plain words and the call runs with what they filled in. A refusal the rules cannot place
+//! is judged by the model, and one about something else fails the step as before.
+
+use crate::support::api_team::{api, eventually, login};
+use crate::support::http::{get, post};
+use crate::support::{ledger, scratch};
+
+use cohort::actors::{Host, Team, start_team};
+use cohort::api::router;
+use cohort::config::load_team;
+use cohort::policy::Repair;
+use cohort::state::{Executor, StepExecutionState, StepState};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use scratch::Scratch;
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct BookArgs {
+    /// The room.
+    room: String,
+    /// The day.
+    date: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct DeskArgs {
+    /// The desk.
+    desk: String,
+}
+
+/// The rooms server: `book_room` takes dates written YYYY-MM-DD only (its calls counted per
+/// room); every desk is taken.
+#[derive(Clone)]
+struct Rooms {
+    calls: Arc<Mutex<BTreeMap<String, usize>>>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl Rooms {
+    #[tool(description = "Book a room for a day.")]
+    async fn book_room(&self, Parameters(a): Parameters<BookArgs>) -> Result<String, String> {
+        *self
+            .calls
+            .lock()
+            .unwrap()
+            .entry(a.room.clone())
+            .or_default() += 1;
+        let iso = a.date.len() == 10
+            && a.date.char_indices().all(|(i, c)| {
+                if i == 4 || i == 7 {
+                    c == '-'
+                } else {
+                    c.is_ascii_digit()
+                }
+            });
+        if !iso {
+            return Err(format!(
+                "date must be written as YYYY-MM-DD, not `{}`",
+                a.date
+            ));
+        }
+        Ok(format!("booked {} on {}", a.room, a.date))
+    }
+
+    #[tool(description = "Reserve a desk.")]
+    async fn reserve_desk(&self, Parameters(a): Parameters<DeskArgs>) -> Result<String, String> {
+        Err(format!("desk {} is taken until noon", a.desk))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Rooms {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+/// A worker's script: plans one call of `tool` with `arguments`, then answers `extra` (the
+/// model's replies to the refusal questions) in order.
+fn worker(id: &str, tool: &str, arguments: &str, extra: &str) -> String {
+    format!(
+        r#"
+  {id}:
+    planning:
+      - when: "WORK#"
+        text: '<planned_step>[{{"step_intention": "Prepare", "type": "skill", "executor": "instruction_generation", "text_content": "PREP"}}, {{"step_intention": "Call", "type": "tool", "executor": "rooms", "text_content": "make the call"}}]</planned_step>'
+    instruction_generation:
+      - when: "PREP"
+        text: '<tool_instruction>{{"tool_name": "{tool}", "arguments": {arguments}}}</tool_instruction>'
+    tool_decision:
+      - when: "Decide how to go on"
+        text: 'Enough.<planned_step>[]</planned_step>'
+    reflection:
+      - when: "every planned step has run"
+        text: '<planned_step>[{{"step_intention": "Report", "type": "skill", "executor": "summary", "text_content": "SUMMARY#"}}]</planned_step>'
+    summary:
+      - when: "SUMMARY#"
+        text: '<completion_summary>Did it.</completion_summary>'
+{extra}"#
+    )
+}
+
+/// The team in `dir`: a manager giving each of `workers` one stage goal, the rooms server at
+/// `url`, and `humans` (a YAML list, or empty).
+fn write_team(dir: &Path, url: &str, workers: &[(&str, String)], humans: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("servers")).unwrap();
+    std::fs::write(
+        dir.join("servers/rooms.yaml"),
+        format!("name: rooms\ndescription: Rooms and desks.\nurl: {url}\n"),
+    )
+    .unwrap();
+    let allocation: Vec<String> = workers
+        .iter()
+        .map(|(id, _)| format!(r#""{id}": "WORK# {id}""#))
+        .collect();
+    let mut script = format!(
+        r#"replies:
+  manager:
+    task_manager:
+      - when: "GOAL#"
+        text: '<task_instruction>{{"action": "add_task", "task_name": "Rooms", "task_intention": "Book."}}</task_instruction>'
+      - when: "was created with you as its manager"
+        text: '<task_instruction>{{"action": "add_stage", "task_id": "{{{{task_id}}}}", "stages": [{{"stage_intention": "Booking", "agent_allocation": {{{}}}}}]}}</task_instruction>'
+      - when: "has submitted its completion summary"
+        text: '<task_instruction>{{"action": "finish_stage", "task_id": "{{{{task_id}}}}", "stage_id": "{{{{stage_id}}}}"}}</task_instruction>'
+      - when: "has no stage left to run"
+        text: '<task_instruction>{{"action": "finish_task", "task_id": "{{{{task_id}}}}", "task_summary": "Done."}}</task_instruction>'
+"#,
+        allocation.join(", ")
+    );
+    let mut agents = String::from(
+        "  - {id: manager, name: M, role: manager, profile: p, skills: [process_message, decision, task_manager]}\n",
+    );
+    for (id, replies) in workers {
+        script.push_str(replies);
+        agents.push_str(&format!(
+            "  - {{id: {id}, name: {id}, role: worker, profile: p, skills: [planning, reflection, summary, instruction_generation, tool_decision], tools: [rooms]}}\n"
+        ));
+    }
+    std::fs::write(dir.join("script.yaml"), script).unwrap();
+    let team = dir.join("team.yaml");
+    std::fs::write(
+        &team,
+        format!(
+            "name: rooms\nlanguage: en\nmcp_servers: servers\nllm:\n  provider: scripted\n  script: script.yaml\n\
+             tool_approval: {{auto_run_up_to: high}}\n{humans}agents:\n{agents}"
+        ),
+    )
+    .unwrap();
+    team
+}
+
+async fn serve() -> (String, Arc<Mutex<BTreeMap<String, usize>>>) {
+    let calls = Arc::new(Mutex::new(BTreeMap::new()));
+    let url = ledger::serve(Rooms {
+        calls: calls.clone(),
+        tool_router: Rooms::tool_router(),
+    })
+    .await;
+    (url, calls)
+}
+
+/// `agent`'s tool step once it has ended.
+async fn ended_tool_step(team: &Team, agent: &str) -> StepState {
+    let agent = agent.to_owned();
+    eventually(&format!("{agent}'s tool step to end"), || {
+        let step = team.monitor.read(|s| {
+            s.steps()
+                .find(|st| {
+                    st.agent_id.as_str() == agent && matches!(st.executor, Executor::Tool(_))
+                })
+                .cloned()
+        });
+        async move { step.filter(|s| s.execution_state.is_over()) }
+    })
+    .await
+}
+
+fn repairs(step: &StepState, rule: Repair) -> Vec<String> {
+    let result = step.execute_result.as_ref().expect("a result");
+    result
+        .repairs
+        .iter()
+        .filter(|f| f.rule == rule)
+        .map(|f| f.what.clone())
+        .collect()
+}
+
+#[actix::test]
+async fn with_no_person_the_model_corrects_refused_arguments_a_bounded_number_of_times() {
+    let dir = Scratch::new("tool-refusal-model");
+    let (url, calls) = serve().await;
+    let fixed = "    correct_arguments:\n      - '<tool_arguments>{\"room\": \"A\", \"date\": \"2026-12-07\"}</tool_arguments>'\n";
+    let judged =
+        "    refusal_judge:\n      - '<tool_refusal>{\"about_arguments\": false}</tool_refusal>'\n";
+    let stubborn = "    correct_arguments:\n      - '<tool_arguments>{\"room\": \"B\", \"date\": \"monday\"}</tool_arguments>'\n      - '<tool_arguments>{\"room\": \"B\", \"date\": \"tuesday\"}</tool_arguments>'\n      - '<tool_arguments>{\"room\": \"B\", \"date\": \"wednesday\"}</tool_arguments>'\n      - '<tool_arguments>{\"room\": \"B\", \"date\": \"2026-12-10\"}</tool_arguments>'\n";
+    let workers = [
+        (
+            "booker",
+            worker(
+                "booker",
+                "book_room",
+                r#"{"room": "A", "date": "next monday"}"#,
+                fixed,
+            ),
+        ),
+        (
+            "desker",
+            worker("desker", "reserve_desk", r#"{"desk": "4"}"#, judged),
+        ),
+        (
+            "stubborn",
+            worker(
+                "stubborn",
+                "book_room",
+                r#"{"room": "B", "date": "soon"}"#,
+                stubborn,
+            ),
+        ),
+    ];
+    let cfg = load_team(&write_team(&dir, &url, &workers, "")).unwrap();
+    let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    team.submit_goal(None, "GOAL# book").await.unwrap();
+
+    // Refused for its date, corrected by the model, passed.
+    let booked = ended_tool_step(&team, "booker").await;
+    assert_eq!(
+        booked.execution_state,
+        StepExecutionState::Finished,
+        "{booked:?}"
+    );
+    let result = booked
+        .execute_result
+        .as_ref()
+        .unwrap()
+        .to_value()
+        .to_string();
+    assert!(result.contains("booked A on 2026-12-07"), "{result}");
+    let fixes = repairs(&booked, Repair::ArgumentsReasked);
+    assert_eq!(fixes.len(), 1, "{fixes:?}");
+    assert!(
+        fixes[0].contains("the tool `book_room` did not accept the value of `date`: date must be written as YYYY-MM-DD")
+            && fixes[0].contains("(date changed)"),
+        "told in plain words, with what changed: {fixes:?}"
+    );
+    assert_eq!(
+        booked.instruction_content.as_ref().unwrap()["arguments"],
+        json!({"room": "A", "date": "2026-12-07"}),
+        "the corrected call is the step's instruction"
+    );
+
+    // Words the rules cannot place: the model judged them not about the arguments.
+    let desk = ended_tool_step(&team, "desker").await;
+    assert_eq!(desk.execution_state, StepExecutionState::Failed, "{desk:?}");
+    let error = desk.execute_result.as_ref().unwrap().error.clone().unwrap();
+    assert!(error.contains("desk 4 is taken until noon"), "{error}");
+    let judged = repairs(&desk, Repair::RefusalJudged);
+    assert_eq!(judged.len(), 1, "{desk:?}");
+    assert!(
+        judged[0].contains("something other than the arguments"),
+        "{judged:?}"
+    );
+    assert!(repairs(&desk, Repair::ArgumentsReasked).is_empty());
+
+    // Corrections that keep failing: three (`reasks`), then the step fails; the fourth
+    // scripted correction, which would pass, is never asked for.
+    let gave_up = ended_tool_step(&team, "stubborn").await;
+    assert_eq!(gave_up.execution_state, StepExecutionState::Failed);
+    let error = gave_up
+        .execute_result
+        .as_ref()
+        .unwrap()
+        .error
+        .clone()
+        .unwrap();
+    assert!(
+        error.contains("after the model wrote the arguments anew 3 times"),
+        "{error}"
+    );
+    assert_eq!(repairs(&gave_up, Repair::ArgumentsReasked).len(), 3);
+
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(
+        calls.get("A"),
+        Some(&2),
+        "refused once, then passed: {calls:?}"
+    );
+    assert_eq!(
+        calls.get("B"),
+        Some(&4),
+        "the first call and three corrections: {calls:?}"
+    );
+    team.shutdown().await;
+}
+
+#[actix::test]
+async fn with_an_operator_the_refusal_reaches_the_form_in_plain_words() {
+    let dir = Scratch::new("tool-refusal-person");
+    let (url, calls) = serve().await;
+    // No scripted correction: were the model asked, the step would fail.
+    let workers = [(
+        "booker",
+        worker(
+            "booker",
+            "book_room",
+            r#"{"room": "A", "date": "next monday"}"#,
+            "",
+        ),
+    )];
+    // Password `cohort-demo` (the examples' operator).
+    let humans = "humans:\n  - id: operator\n    name: Operator\n    role: operator\n    access: operator\n    profile: p\n    password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"\n";
+    let cfg = load_team(&write_team(&dir, &url, &workers, humans)).unwrap();
+    let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let token = login(&state, "operator", "cohort-demo").await;
+    team.submit_goal(None, "GOAL# book").await.unwrap();
+
+    let asked = eventually("the refused call to wait for the operator", || {
+        let app = app.clone();
+        let token = token.clone();
+        async move {
+            let r = get(&app, "/api/approvals", &token).await;
+            r.body["approvals"].as_array()?.first().cloned()
+        }
+    })
+    .await;
+    assert_eq!(asked["kind"], "params", "{asked:#}");
+    assert_eq!(
+        asked["reason"],
+        "the tool `book_room` did not accept the value of `date`: date must be written as \
+         YYYY-MM-DD, not `next monday`"
+    );
+    let keys: Vec<&str> = asked["form"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["key"].as_str())
+        .collect();
+    assert_eq!(keys, ["date"], "{asked:#}");
+
+    let step = asked["step_id"].as_str().unwrap();
+    let uri = format!("/api/step/{step}/params");
+    let r = post(
+        &app,
+        &uri,
+        Some(&token),
+        json!({"values": {"date": "2026-12-07"}}),
+    )
+    .await;
+    assert!(r.status.is_success(), "{}", r.text);
+    let booked = ended_tool_step(&team, "booker").await;
+    assert_eq!(
+        booked.execution_state,
+        StepExecutionState::Finished,
+        "{booked:?}"
+    );
+    let result = booked
+        .execute_result
+        .as_ref()
+        .unwrap()
+        .to_value()
+        .to_string();
+    assert!(result.contains("booked A on 2026-12-07"), "{result}");
+    assert!(repairs(&booked, Repair::ArgumentsReasked).is_empty());
+    assert_eq!(calls.lock().unwrap().get("A"), Some(&2));
+    team.shutdown().await;
+}
