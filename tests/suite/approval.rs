@@ -390,7 +390,7 @@ async fn a_missing_argument_is_filled_in_by_the_operator_and_the_call_runs() {
         &cfg.file,
         ApprovalPolicy {
             auto_run_up_to: Some(Risk::Medium),
-            ask_for_params: true,
+            ask_for_params: Some(true),
             ..Default::default()
         },
     )

@@ -1,7 +1,7 @@
 //! The workspace's layers hold: no module imports one above it in a circle (only the model
 //! layer's types, `state`, `event`, `message` and `notice`, refer to each other), the pure core
 //! depends on no async runtime, actor, HTTP or database crate, and nothing includes a file
-//! through `#[path]`.
+//! through a `path` attribute.
 
 use std::path::Path;
 use std::process::Command;

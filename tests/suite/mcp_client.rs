@@ -271,11 +271,12 @@ async fn unknown_tools_bad_arguments_and_server_errors_are_told_apart() {
     let missing = McpCall::Resource {
         uri: "demo://resource/no/such/thing".into(),
     };
+    // The server answers a resource it lacks with JSON-RPC `invalid params`.
     match c.call("ev", &missing).await {
-        Err(McpError::Request { reason, .. }) => {
+        Err(McpError::ParamsRefused { reason, .. }) => {
             assert!(reason.contains("demo://resource/no/such/thing"), "{reason}")
         }
-        other => panic!("expected Request, got {other:?}"),
+        other => panic!("expected ParamsRefused, got {other:?}"),
     }
     assert!(matches!(
         c.call("nope", &McpCall::Describe).await,

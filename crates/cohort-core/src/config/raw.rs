@@ -294,9 +294,8 @@ impl RawApproval {
     /// The policy `raw` (the agent's own, else the team's) sets. A level not set is seed 000's
     /// (§11.1: MEDIUM and HIGH calls are confirmed by a person, HIGH with a warning) when the
     /// team has an operator to confirm them (`asker`), else HIGH: calls run unasked, as nobody
-    /// could answer. Likewise a call refused for its arguments is put to that operator
-    /// (seed 000 §4.2) unless `ask_for_params` says otherwise; with nobody to ask, the agent's
-    /// model writes them anew (`Repair::ArgumentsReasked`).
+    /// could answer. A call refused for its arguments is put to that operator (seed 000 §4.2)
+    /// unless `ask_for_params` says otherwise (see [`crate::policy::ApprovalPolicy`]).
     pub fn policy(raw: Option<RawApproval>, asker: bool) -> crate::policy::ApprovalPolicy {
         use crate::policy::Risk;
         let level = raw.and_then(|r| r.auto_run_up_to);
@@ -318,7 +317,7 @@ impl RawApproval {
         crate::policy::ApprovalPolicy {
             auto_run_up_to,
             check_plans: raw.check_plans,
-            ask_for_params: raw.ask_for_params.unwrap_or(asker),
+            ask_for_params: raw.ask_for_params,
             judge_with_llm: raw.judge_with_llm,
             check_stages: raw.check_stages,
         }

@@ -10,7 +10,8 @@ use serde_json::Value;
 /// `tool_approval: {auto_run_up_to: low | medium | high | none, check_plans: bool}`: calls
 /// up to that risk run without asking; `none` asks for every call; `high` (the default) never
 /// asks. With `check_plans`, each plan of a planning step waits for a person's check; with
-/// `ask_for_params`, a call refused for its arguments waits for a person to fill them in.
+/// `ask_for_params` (by default where there is an operator), a call refused for its arguments
+/// waits for a person to fill them in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalPolicy {
     /// `None`: every call waits for a person.
@@ -18,9 +19,12 @@ pub struct ApprovalPolicy {
     /// A person confirms, edits or rejects the agent's plans before they run.
     #[serde(default)]
     pub check_plans: bool,
-    /// A tool call refused for bad or missing arguments waits for a person to fill them in.
+    /// A tool call refused for bad or missing arguments waits for a person to fill them in
+    /// (`Some(true)`), never does (`Some(false)`), or, as seed 000 says (`None`), does when the
+    /// team has an operator and the call is a step of its own (a native tool loop's model sees
+    /// the refusal and writes the call again itself).
     #[serde(default)]
-    pub ask_for_params: bool,
+    pub ask_for_params: Option<bool>,
     /// A call its annotations let run on its own is judged by the agent's model first, for
     /// its exact arguments; the judgement may only raise its risk.
     #[serde(default)]
@@ -35,7 +39,7 @@ impl Default for ApprovalPolicy {
         ApprovalPolicy {
             auto_run_up_to: Some(Risk::High),
             check_plans: false,
-            ask_for_params: false,
+            ask_for_params: None,
             judge_with_llm: false,
             check_stages: false,
         }

@@ -95,11 +95,12 @@ impl AgentSettings {
             .get(&id)
             .copied()
             .unwrap_or(self.tool_approval);
-        // A call that may wait for a person (for approval or for its arguments) must be a step
-        // of its own, which the native loop (many calls inside one step) cannot give: such an
-        // agent calls tools through the instruction_generation → tool → tool_decision chain.
+        // A call that may wait for a person (for approval, or for its arguments where that is
+        // asked for outright) must be a step of its own, which the native loop (many calls
+        // inside one step) cannot give: such an agent calls tools through the
+        // instruction_generation → tool → tool_decision chain.
         if state.tool_approval.auto_run_up_to != Some(crate::policy::Risk::High)
-            || state.tool_approval.ask_for_params
+            || state.tool_approval.ask_for_params == Some(true)
         {
             state.native_tools = false;
         }

@@ -60,8 +60,8 @@ impl AgentActor {
         self.tell_approvers(&step, plan_notice(&step, &check), ctx);
     }
 
-    /// A tool call refused for its arguments (`told`: the refusal in plain words): with
-    /// `tool_approval.ask_for_params` and an operator to ask, the step waits for them to fill
+    /// A tool call refused for its arguments (`told`: the refusal in plain words): unless
+    /// `tool_approval.ask_for_params` is off, with an operator to ask, the step waits for them to fill
     /// in the fields the tool's schema and the refusal name, and this is true; false when
     /// there is nobody to ask or no field to ask for.
     pub(super) fn ask_for_params(
@@ -75,7 +75,7 @@ impl AgentActor {
         let McpCall::Tool { name, arguments } = call else {
             return false;
         };
-        if !self.state.tool_approval.ask_for_params || self.approvers.is_empty() {
+        if self.state.tool_approval.ask_for_params == Some(false) || self.approvers.is_empty() {
             return false;
         }
         let request = self
