@@ -177,6 +177,7 @@ pub fn call_step(
     route: Option<(&str, &str)>,
     call: &ToolCall,
     result: &Result<Value, String>,
+    retries: Vec<crate::policy::tool_retry::ToolRetry>,
 ) -> StepState {
     let (executor, tool) = match route {
         Some((server, tool)) => (Executor::Tool(server.to_owned()), tool),
@@ -203,6 +204,9 @@ pub fn call_step(
         Ok(v) => StepResult::output(v.clone()),
         Err(e) => StepResult::failed(e.clone()),
     });
+    if let Some(r) = step.execute_result.as_mut() {
+        r.tool_retries = retries;
+    }
     step.execution_state = if failed {
         StepExecutionState::Failed
     } else {
@@ -333,6 +337,7 @@ mod tests {
             Some(("notes", "write_file")),
             &call("write_file", r#"{"path": "a"}"#),
             &Ok(json!({"content": []})),
+            Vec::new(),
         );
         assert_eq!(s.execution_state, StepExecutionState::Finished);
         assert_eq!(
@@ -342,9 +347,20 @@ mod tests {
         );
         assert!(s.origin.is_tool_call() && !parent.origin.is_tool_call());
         assert_eq!(s.instruction_content.unwrap()["arguments"]["path"], "a");
-        let f = call_step(&parent, None, &call("x", "{}"), &Err("down".into()));
+        let retried = vec![crate::policy::tool_retry::ToolRetry {
+            error: "timeout".into(),
+            waited_ms: 250,
+        }];
+        let f = call_step(
+            &parent,
+            None,
+            &call("x", "{}"),
+            &Err("down".into()),
+            retried,
+        );
         assert_eq!(f.execution_state, StepExecutionState::Failed);
         assert_eq!(f.executor, parent.executor);
+        assert_eq!(f.execute_result.unwrap().tool_retries.len(), 1, "kept");
 
         let mut l = ToolLoop::default();
         assert!(l.may_call(TOOL_LOOP_CAP));

@@ -64,7 +64,7 @@ impl AgentActor {
                         .to_owned(),
                 );
             }
-            Ok(call_retrying(&client, &asked, &made, asker).await)
+            Ok(call_retrying(&client, &asked, &made, Some(asker)).await)
         };
         let (id_out, id_back) = (id.clone(), id.clone());
         let handle = ctx.spawn(call_server.into_actor(self).map(move |res, act, ctx| {
@@ -169,18 +169,22 @@ impl AgentActor {
     }
 }
 
-/// Makes `call` on `server`, and again after a pause while it fails for a passing reason and
-/// the tool says a repeat is harmless (`policy::tool_retry`); the last outcome, with the tries
-/// that failed before it.
-async fn call_retrying(
+/// Makes `call` on `server` (a server's questions during it going to `asker`, where there is
+/// one), and again after a pause while it fails for a passing reason and the tool says a
+/// repeat is harmless (`policy::tool_retry`); the last outcome, with the tries that failed
+/// before it.
+pub(super) async fn call_retrying(
     client: &McpClient,
     server: &str,
     call: &crate::mcp::McpCall,
-    asker: Arc<dyn crate::mcp::elicit::Elicitor>,
+    asker: Option<Arc<dyn crate::mcp::elicit::Elicitor>>,
 ) -> (Result<serde_json::Value, McpError>, Vec<ToolRetry>) {
     let mut retries = Vec::new();
     loop {
-        let result = client.call_asking(server, call, asker.clone()).await;
+        let result = match &asker {
+            Some(asker) => client.call_asking(server, call, asker.clone()).await,
+            None => client.call(server, call).await,
+        };
         let Err(e) = &result else {
             return (result, retries);
         };

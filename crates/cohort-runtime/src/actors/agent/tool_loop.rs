@@ -2,11 +2,13 @@
 //! model with its tools as functions, run the calls it asks for, and ask again until it
 //! answers. Every LLM call and MCP call runs as a spawned future; the mailbox stays open.
 
+use super::tool_call::call_retrying;
 use super::{AgentActor, STORE_DEADLINE};
 use crate::agent::complete_tool_loop;
 use crate::agent::tool_loop::{ToolLoop, ToolSet, arguments, call_step, shown};
 use crate::llm::{ChatReply, ChatRequest, ToolCall, ToolRound};
 use crate::mcp::{McpCall, McpClient};
+use crate::policy::tool_retry::ToolRetry;
 use crate::prompt::tokens::TokenCounter;
 use crate::prompt::{PromptContext, build_tool_loop_prompt};
 use crate::state::{StepState, TokenUsage};
@@ -193,46 +195,44 @@ impl AgentActor {
         let calls = reply.tool_calls.clone();
         let run_calls = self.loop_calls(mcp, running.tools.clone(), calls);
         let (id_out, id_back) = (running.step.step_id.clone(), running.step.step_id.clone());
-        let handle = ctx.spawn(
-            run_calls
-                .into_actor(self)
-                .map(move |mut results, act, ctx| {
-                    act.phase.call_returned(&id_back);
-                    if act.loop_cancelled(&running.step) {
-                        return;
-                    }
-                    for result in results.iter_mut() {
-                        act.keep_media(result);
-                    }
-                    act.add_images(&mut running.request, &results);
-                    let calls = reply.tool_calls;
-                    for (call, result) in calls.iter().zip(&results) {
-                        let route = running.tools.route(&call.name).ok();
-                        act.state
-                            .add_done(call_step(&running.step, route, call, result));
-                    }
-                    act.publish();
-                    running.state.calls += calls.len();
-                    running.state.rounds.push(ToolRound {
-                        text: reply.text,
-                        results: results.iter().map(shown).collect(),
-                        calls,
-                    });
-                    act.ask_loop(running, ctx);
-                }),
-        );
+        let handle = ctx.spawn(run_calls.into_actor(self).map(move |made, act, ctx| {
+            act.phase.call_returned(&id_back);
+            if act.loop_cancelled(&running.step) {
+                return;
+            }
+            let (mut results, retries): (Vec<_>, Vec<_>) = made.into_iter().unzip();
+            for result in results.iter_mut() {
+                act.keep_media(result);
+            }
+            act.add_images(&mut running.request, &results);
+            let calls = reply.tool_calls;
+            for ((call, result), retries) in calls.iter().zip(&results).zip(retries) {
+                let route = running.tools.route(&call.name).ok();
+                let done = call_step(&running.step, route, call, result, retries);
+                act.state.add_done(done);
+            }
+            act.publish();
+            running.state.calls += calls.len();
+            running.state.rounds.push(ToolRound {
+                text: reply.text,
+                results: results.iter().map(shown).collect(),
+                calls,
+            });
+            act.ask_loop(running, ctx);
+        }));
         self.phase.call_out(&id_out, handle);
     }
 
     /// The calls a loop's model asked for, made once the loop's start is stored (a call may
-    /// act), up to `step_limits.parallel_tool_calls` at a time: each call's result in the
-    /// order of the calls, or why it was not made.
+    /// act), up to `step_limits.parallel_tool_calls` at a time, each made again after a
+    /// passing failure where that is harmless (as a tool step's call is): each call's result in
+    /// the order of the calls, or why it was not made, with its tries made again.
     fn loop_calls(
         &self,
         mcp: Arc<McpClient>,
         tools: Arc<ToolSet>,
         calls: Vec<ToolCall>,
-    ) -> impl Future<Output = Vec<Result<Value, String>>> + use<> {
+    ) -> impl Future<Output = Vec<(Result<Value, String>, Vec<ToolRetry>)>> + use<> {
         let stored = self.outlet.stored();
         let at_once = self.state.step_limits.parallel_tool_calls.max(1);
         async move {
@@ -240,17 +240,30 @@ impl AgentActor {
             if !matches!(stored, Ok(true)) {
                 let why = "the team's store did not confirm the loop in time; the tool was not \
                            called";
-                return calls.iter().map(|_| Err(why.to_owned())).collect();
+                return calls
+                    .iter()
+                    .map(|_| (Err(why.to_owned()), Vec::new()))
+                    .collect();
             }
             let one = |call: ToolCall| {
                 let (mcp, tools) = (mcp.clone(), tools.clone());
                 async move {
-                    let (server, tool) = tools.route(&call.name)?;
-                    let call = McpCall::Tool {
-                        name: tool.to_owned(),
-                        arguments: arguments(&call)?,
+                    let routed = tools.route(&call.name).and_then(|(server, tool)| {
+                        let name = tool.to_owned();
+                        Ok((
+                            server,
+                            McpCall::Tool {
+                                name,
+                                arguments: arguments(&call)?,
+                            },
+                        ))
+                    });
+                    let (server, call) = match routed {
+                        Ok(routed) => routed,
+                        Err(why) => return (Err(why), Vec::new()),
                     };
-                    mcp.call(server, &call).await.map_err(|e| e.to_string())
+                    let (result, retries) = call_retrying(&mcp, server, &call, None).await;
+                    (result.map_err(|e| e.to_string()), retries)
                 }
             };
             // `buffered` keeps the calls' order whatever order they end in.
