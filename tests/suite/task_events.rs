@@ -305,7 +305,7 @@ async fn the_tools_example_reads_as_seed_000_tells_it_and_a_reconnect_misses_not
     for (step, text) in texts(&whole) {
         let answered = calls.of_step(&step.as_str().into());
         let reply = answered.last().and_then(|c| c.reply.clone()).unwrap();
-        assert_eq!(text, reply, "step {step}");
+        assert_eq!(text, &*reply, "step {step}");
     }
 
     // A client from another run (or too far behind) is told to start again, then told all.

@@ -63,7 +63,7 @@ pub fn edit_planned_text(
             planner: planner.clone(),
         })?;
     if let Some(reply) = &mut holder.reply {
-        *reply = reply.replace(&old, &new);
+        *reply = reply.replace(&old, &new).into();
     }
     for t in &mut holder.tool_calls {
         t.arguments = t.arguments.replace(&old, &new);

@@ -48,8 +48,10 @@ pub struct Call {
     /// When it was sent and when its answer came, ms since the Unix epoch.
     pub sent_at: i64,
     pub answered_at: i64,
-    pub system: String,
-    pub prompt: String,
+    /// The texts are shared (`Arc`): the log's copy and the record's are one allocation, so
+    /// recording a call copies no text on the step's path.
+    pub system: Arc<str>,
+    pub prompt: Arc<str>,
     /// Tool-loop rounds sent with it (calls and results), when any.
     pub tool_rounds: usize,
     /// Those rounds (in the record only: the log shows their count).
@@ -64,7 +66,7 @@ pub struct Call {
     /// How many unusable answers of its step came before it (0: the first ask).
     #[serde(default)]
     pub retry: u32,
-    pub reply: Option<String>,
+    pub reply: Option<Arc<str>>,
     /// The functions the model asked to call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<crate::ToolCall>,
@@ -82,21 +84,21 @@ impl Call {
             .iter()
             .map(|r| r.text.len() + r.results.iter().map(String::len).sum::<usize>())
             .sum();
-        self.system.len() + self.prompt.len() + self.reply.as_ref().map_or(0, String::len) + rounds
+        self.system.len() + self.prompt.len() + self.reply.as_ref().map_or(0, |r| r.len()) + rounds
     }
 
     /// As the log keeps it: each text capped (moved, not copied, when it is short), the
     /// rounds counted only.
     fn capped(mut self) -> Call {
-        let cap = |t: String| {
+        let cap = |t: Arc<str>| {
             if t.len() <= TEXT_KEPT {
                 t
             } else {
-                kept_text(&t)
+                Arc::from(kept_text(&t))
             }
         };
-        self.system = cap(std::mem::take(&mut self.system));
-        self.prompt = cap(std::mem::take(&mut self.prompt));
+        self.system = cap(self.system);
+        self.prompt = cap(self.prompt);
         self.reply = self.reply.take().map(cap);
         self.rounds = Vec::new();
         self
@@ -309,7 +311,7 @@ impl Pending {
             call.answered_at = now_ms();
             let outcome = match result {
                 Ok(r) => {
-                    call.reply = Some(r.text.clone());
+                    call.reply = Some(Arc::from(r.text.as_str()));
                     call.tool_calls = r.tool_calls.clone();
                     call.usage = r.usage;
                     call.cut = r.cut;
@@ -352,8 +354,8 @@ impl ChatModel for Recorded {
                 step_text: request.step_text.clone(),
                 sent_at: now_ms(),
                 answered_at: 0,
-                system: request.system.clone(),
-                prompt: request.prompt.clone(),
+                system: Arc::from(request.system.as_str()),
+                prompt: Arc::from(request.prompt.as_str()),
                 tool_rounds: request.rounds.len(),
                 rounds: request.rounds.clone(),
                 functions: request.tools.iter().map(|t| t.name.clone()).collect(),
@@ -420,15 +422,15 @@ mod tests {
         }
         let calls = log.of_step(&req.step_id);
         assert_eq!(calls.len(), KEPT, "capped");
-        assert_eq!(calls[0].prompt, "PROMPT 2", "the oldest two left");
-        assert_eq!(calls[KEPT - 1].prompt, format!("PROMPT {}", KEPT + 1));
+        assert_eq!(&*calls[0].prompt, "PROMPT 2", "the oldest two left");
+        assert_eq!(&*calls[KEPT - 1].prompt, format!("PROMPT {}", KEPT + 1));
         assert_eq!(calls[0].reply.as_deref(), Some("<think>ok</think>"));
 
         // A call whose answer is never awaited is kept as abandoned.
         req.prompt = "DROPPED".into();
         drop(m.chat(req.clone()));
         let last = log.of_step(&req.step_id).pop().unwrap();
-        assert_eq!(last.prompt, "DROPPED");
+        assert_eq!(&*last.prompt, "DROPPED");
         assert!(last.error.unwrap().contains("abandoned"));
 
         // Every call is timed, however it ended, and none is forgotten with the calls.
@@ -473,7 +475,7 @@ mod tests {
         assert!(here.timings().is_empty());
         let calls = team.of_step(&req.step_id);
         assert_eq!(calls.len(), 2);
-        assert_eq!(calls[0].prompt, "PROMPT");
+        assert_eq!(&*calls[0].prompt, "PROMPT");
         assert_eq!(calls[0].reply.as_deref(), Some("<think>ok</think>"));
         assert!(calls[1].error.as_deref().unwrap().contains("abandoned"));
         let timings = team.timings();

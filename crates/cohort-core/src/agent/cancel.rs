@@ -47,14 +47,21 @@ pub fn check_cancel(agent: &AgentState, id: &StepId) -> Result<(), CancelError> 
     Ok(())
 }
 
-/// Marks step `id` cancelled by `by` (it leaves the queue); the reason.
+/// Marks step `id` cancelled by `by` (it leaves the queue); the reason. What was tried
+/// before (repairs, a tool call's retries) stays on its result.
 pub fn mark_cancelled(agent: &mut AgentState, id: &StepId, by: &AgentId, reason: &str) -> String {
     let why = cancel_reason(by, reason);
+    let before = agent
+        .agent_step
+        .get(id)
+        .and_then(|s| s.execute_result.as_ref());
     let mut update = result_update(StepResult {
         cancelled: Some(Cancelled {
             by: Some(by.clone()),
             reason: reason.trim().to_owned(),
         }),
+        repairs: before.map(|r| r.repairs.clone()).unwrap_or_default(),
+        tool_retries: before.map(|r| r.tool_retries.clone()).unwrap_or_default(),
         ..StepResult::failed(why.clone())
     });
     update.execution_state = Some(StepExecutionState::Cancelled);
@@ -69,6 +76,7 @@ pub fn cancel_step(
     id: &StepId,
     by: &AgentId,
     reason: &str,
+    attempts: super::ToolAttempts,
 ) -> StepCompletion {
     let tool = agent
         .agent_step
@@ -77,7 +85,8 @@ pub fn cancel_step(
     if tool {
         // A tool call ends as any call does, so a tool_decision step follows and the agent
         // decides how to go on with the tool.
-        let completion = super::complete_tool_step(agent, id, Err(cancel_reason(by, reason)));
+        let why = Err(cancel_reason(by, reason));
+        let completion = super::complete_tool_step_after(agent, id, why, attempts);
         mark_cancelled(agent, id, by, reason);
         return completion;
     }
@@ -141,7 +150,13 @@ mod tests {
         let id = s.step_id.clone();
         a.add_steps(vec![s]);
         check_cancel(&a, &id).unwrap();
-        let c = cancel_step(&mut a, &id, &"op".into(), " wrong idea ");
+        let c = cancel_step(
+            &mut a,
+            &id,
+            &"op".into(),
+            " wrong idea ",
+            Default::default(),
+        );
         assert_eq!(c.failure.as_deref(), Some("cancelled by `op`: wrong idea"));
         let step = a.agent_step.get(&id).unwrap();
         assert_eq!(

@@ -44,14 +44,15 @@ impl ParamRequest {
 }
 
 /// The request for a call of `tool` refused for `reason`: a form of the schema's required
-/// fields left out and the fields the reason names. `None` when no field can be named (then
-/// the call just fails, and the agent decides).
+/// fields left out and the fields at fault (`named`, as the refusal was judged). `None` when
+/// no field can be named (then the call just fails, and the agent decides).
 pub fn param_request(
     server: &str,
     tool: &str,
     arguments: &Map<String, Value>,
     schema: &Value,
     reason: &str,
+    named: &[String],
 ) -> Option<ParamRequest> {
     let properties = schema.get("properties")?.as_object()?;
     let empty = |k: &str| match arguments.get(k) {
@@ -68,11 +69,9 @@ pub fn param_request(
         .filter(|k| properties.contains_key(*k) && empty(k))
         .map(str::to_owned)
         .collect();
-    // Names in backticks (`path`, `opts.depth`): the top-level field they belong to.
-    for named in reason.split('`').skip(1).step_by(2) {
-        let top = named.split(['.', '[']).next().unwrap_or_default();
-        if properties.contains_key(top) && !keys.iter().any(|k| k == top) {
-            keys.push(top.to_owned());
+    for k in named {
+        if properties.contains_key(k) && !keys.contains(k) {
+            keys.push(k.clone());
         }
     }
     let fields: Vec<AskField> = keys
@@ -262,6 +261,7 @@ mod tests {
             &args,
             &schema(),
             "missing required argument `content`; argument `mode` must be one of",
+            &["content".into(), "mode".into(), "nonsense".into()],
         )
         .unwrap();
         let Ask::Form { fields } = &req.form else {
@@ -275,7 +275,15 @@ mod tests {
         let full: Map<String, Value> =
             serde_json::from_value(json!({"path": "a", "content": "b"})).unwrap();
         assert!(
-            param_request("ws", "write_file", &full, &schema(), "the server said no").is_none()
+            param_request(
+                "ws",
+                "write_file",
+                &full,
+                &schema(),
+                "the server said no",
+                &[]
+            )
+            .is_none()
         );
     }
 
@@ -300,6 +308,7 @@ mod tests {
             &args,
             &schema(),
             "missing required argument `content` and `tags`",
+            &["tags".into()],
         )
         .unwrap();
         await_params(&mut a, &id, &req);

@@ -39,6 +39,11 @@ const ARGUMENT_WORDS: &[&str] = &[
 
 /// Words with which a tool says something other than the arguments stopped it.
 const OTHER_WORDS: &[&str] = &[
+    "unknown tool",
+    "authentication",
+    "api key",
+    "token",
+    "credential",
     "not found",
     "no such",
     "does not exist",
@@ -135,10 +140,12 @@ impl Refusal {
 /// and nothing else stopped it (or names the field at fault), about something else when it
 /// says only that; `None` when the words do not tell.
 pub fn classify(said: &str, schema: &Value) -> Option<RefusalKind> {
-    let lower = said.to_lowercase();
+    // Whole words only: "unexpected error" says nothing of what was expected.
+    let words = format!(" {} ", words(said).join(" "));
+    let says = |phrase: &&str| words.contains(&format!(" {phrase} "));
     let fields = named_fields(said, schema);
-    let argument = ARGUMENT_WORDS.iter().any(|w| lower.contains(w));
-    let other = OTHER_WORDS.iter().any(|w| lower.contains(w));
+    let argument = ARGUMENT_WORDS.iter().any(says);
+    let other = OTHER_WORDS.iter().any(says);
     match (argument, other) {
         (true, false) => Some(RefusalKind::Arguments { fields }),
         (true, true) if !fields.is_empty() => Some(RefusalKind::Arguments { fields }),
@@ -147,13 +154,17 @@ pub fn classify(said: &str, schema: &Value) -> Option<RefusalKind> {
     }
 }
 
-/// The input schema's top-level fields that `said` names as words, in the schema's order.
-fn named_fields(said: &str, schema: &Value) -> Vec<String> {
-    let words: Vec<String> = said
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+/// The words of `said`, lowercased (a word: letters, digits and `_`).
+fn words(said: &str) -> Vec<String> {
+    said.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
-        .collect();
+        .collect()
+}
+
+/// The input schema's top-level fields that `said` names as words, in the schema's order.
+fn named_fields(said: &str, schema: &Value) -> Vec<String> {
+    let words = words(said);
     properties(schema)
         .map(|p| {
             p.keys()
@@ -198,6 +209,50 @@ fn json_message(v: &Value) -> Option<String> {
         }
     }
     None
+}
+
+/// Where a refused call goes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// A person fills the arguments in (a form of the fields at fault).
+    Person,
+    /// The agent's model writes them anew (`Repair::ArgumentsReasked`).
+    Model,
+    /// Nowhere: the step fails with the refusal.
+    Fail,
+}
+
+/// What can be done about a refused call besides failing it.
+#[derive(Clone, Copy, Debug)]
+pub struct Routes {
+    /// `tool_approval.ask_for_params` (None: as seed 000 says, a person where there is one).
+    pub ask_for_params: Option<bool>,
+    /// The team has an operator to ask.
+    pub operator: bool,
+    /// The agent has a model, and the policy lets it write arguments anew.
+    pub model: bool,
+    /// How many times it may (`repairs.reasks`).
+    pub reasks: usize,
+}
+
+impl Routes {
+    /// Where a call refused for its arguments goes, after `made` corrections by the model:
+    /// to a person where one may be asked, else to the model while corrections are left.
+    pub fn route(&self, made: usize) -> Route {
+        if self.operator && self.ask_for_params != Some(false) {
+            Route::Person
+        } else if self.model && made < self.reasks {
+            Route::Model
+        } else {
+            Route::Fail
+        }
+    }
+
+    /// Whether judging a refusal the rules cannot place could change anything: a refusal
+    /// about the arguments would go somewhere.
+    pub fn worth_judging(&self, made: usize) -> bool {
+        self.route(made) != Route::Fail
+    }
 }
 
 /// JSON shown to the model, cut at [`JSON_SHOWN`] characters.
@@ -349,6 +404,15 @@ mod tests {
             fields(classify("invalid: outdated dated entry", &schema())),
             Some(vec![])
         );
+        // Nor a phrase: "unexpected" is not "expected".
+        assert_eq!(classify("unexpected error", &schema()), None);
+        // Credentials and unknown tools are not the arguments' fault.
+        assert_eq!(
+            classify("Unknown tool: book", &schema()),
+            Some(RefusalKind::Other)
+        );
+        assert_eq!(classify("authentication required", &schema()), None);
+        assert_eq!(classify("invalid API key", &schema()), None);
     }
 
     #[test]
@@ -386,6 +450,24 @@ mod tests {
             long.describe(&[])
                 .starts_with("the tool `t` did not accept its arguments: x x")
         );
+    }
+
+    #[test]
+    fn a_refused_call_goes_to_a_person_else_to_the_model_while_corrections_are_left() {
+        let routes = |ask: Option<bool>, operator: bool, model: bool| Routes {
+            ask_for_params: ask,
+            operator,
+            model,
+            reasks: 2,
+        };
+        assert_eq!(routes(None, true, true).route(0), Route::Person);
+        assert_eq!(routes(Some(true), true, true).route(5), Route::Person);
+        assert_eq!(routes(Some(false), true, true).route(0), Route::Model);
+        assert_eq!(routes(None, false, true).route(1), Route::Model);
+        assert_eq!(routes(None, false, true).route(2), Route::Fail);
+        assert_eq!(routes(None, false, false).route(0), Route::Fail);
+        assert!(!routes(Some(false), true, false).worth_judging(0));
+        assert!(routes(None, false, true).worth_judging(1));
     }
 
     #[test]

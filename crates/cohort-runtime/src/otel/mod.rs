@@ -276,8 +276,8 @@ impl Reader {
                 error: call.error.as_deref(),
                 finish_reason: finish,
                 content: self.content.then_some((
-                    call.system.as_str(),
-                    call.prompt.as_str(),
+                    &call.system,
+                    &call.prompt,
                     call.reply.as_deref(),
                 )),
             };

@@ -6,7 +6,7 @@
 use super::AgentActor;
 use super::messages::CancelStep;
 use crate::agent::cancel::{CancelError, cancel_step, check_cancel, mark_cancelled};
-use crate::agent::{Completion, complete_step, complete_tool_step, release_for};
+use crate::agent::{Completion, complete_step, complete_tool_step_after, release_for};
 use crate::clock::Now;
 use crate::ids::StepId;
 use crate::state::{Executor, StepExecutionState};
@@ -32,7 +32,8 @@ impl Handler<CancelStep> for AgentActor {
         if started || !self.phase.busy() {
             // The agent was on this step, or idle: the step ends as any step does, and the
             // agent goes on from there.
-            let completion = cancel_step(&mut self.state, &id, &c.by, &c.reason);
+            let attempts = self.tool_attempts.remove(&id).unwrap_or_default();
+            let completion = cancel_step(&mut self.state, &id, &c.by, &c.reason, attempts);
             self.apply_completion(id, completion, ctx);
         } else {
             // Queued behind the step the agent is running: it just leaves the queue (whoever
@@ -78,7 +79,8 @@ impl AgentActor {
         // The step no longer belongs to live work, so completing it only records why it ended.
         let why = "abandoned".to_owned();
         let completion = if is_tool {
-            complete_tool_step(&mut self.state, &id, Err(why))
+            let attempts = self.tool_attempts.remove(&id).unwrap_or_default();
+            complete_tool_step_after(&mut self.state, &id, Err(why), attempts)
         } else {
             match complete_step(&mut self.state, &id, Err(why), Now::current(), false) {
                 Completion::Done(c) => c,

@@ -60,27 +60,25 @@ impl AgentActor {
         self.tell_approvers(&step, plan_notice(&step, &check), ctx);
     }
 
-    /// A tool call refused for its arguments (`told`: the refusal in plain words): unless
-    /// `tool_approval.ask_for_params` is off, with an operator to ask, the step waits for them to fill
-    /// in the fields the tool's schema and the refusal name, and this is true; false when
-    /// there is nobody to ask or no field to ask for.
+    /// A tool call refused for its arguments, to be put to a person (`told`: the refusal in
+    /// plain words; `fields`: those at fault): the step waits for the team's operators to fill
+    /// in those fields and the required ones left out, and this is true; false when there is
+    /// no field to ask for or the step's work ended.
     pub(super) fn ask_for_params(
         &mut self,
         id: &StepId,
         server: &str,
         call: &McpCall,
         told: &str,
+        fields: &[String],
         ctx: &mut Context<Self>,
     ) -> bool {
         let McpCall::Tool { name, arguments } = call else {
             return false;
         };
-        if self.state.tool_approval.ask_for_params == Some(false) || self.approvers.is_empty() {
-            return false;
-        }
         let request = self
             .described_tool(server, name)
-            .and_then(|t| param_request(server, name, arguments, &t.input_schema, told));
+            .and_then(|t| param_request(server, name, arguments, &t.input_schema, told, fields));
         let step = self.state.agent_step.get(id).cloned();
         let (Some(req), Some(step)) = (request, step) else {
             return false;

@@ -86,15 +86,12 @@ impl AgentActor {
     }
 
     /// What the tool step `id`'s call has taken so far (kept until its result). Entries of
-    /// steps that no longer run are dropped here, so the map holds only calls under way.
+    /// steps that ended (or left) are dropped here, so the map holds only calls under way or
+    /// waiting for a person.
     pub(super) fn attempts(&mut self, id: &StepId) -> &mut ToolAttempts {
         let steps = &self.state.agent_step;
-        self.tool_attempts.retain(|k, _| {
-            k == id
-                || steps
-                    .get(k)
-                    .is_some_and(|s| s.execution_state == crate::state::StepExecutionState::Running)
-        });
+        self.tool_attempts
+            .retain(|k, _| k == id || steps.get(k).is_some_and(|s| !s.execution_state.is_over()));
         self.tool_attempts.entry(id.clone()).or_default()
     }
 

@@ -5,7 +5,8 @@
 
 use super::AgentActor;
 use crate::agent::tool_refusal::{
-    Refusal, RefusalKind, RefusedCall, changed_fields, read_correction, read_judgement,
+    Refusal, RefusalKind, RefusedCall, Route, Routes, changed_fields, read_correction,
+    read_judgement,
 };
 use crate::event::StepUpdate;
 use crate::ids::StepId;
@@ -57,11 +58,15 @@ impl AgentActor {
         error: String,
         ctx: &mut Context<Self>,
     ) {
+        let made = self.attempts(&id).fired(Repair::ArgumentsReasked);
+        let judged = self.state.repairs.allows(Repair::RefusalJudged)
+            && self.llm.is_some()
+            && self.refusal_routes().worth_judging(made);
         match refusal.kind.clone() {
             Some(RefusalKind::Arguments { fields }) => {
                 self.on_argument_refusal(id, server, call, refusal, &fields, ctx)
             }
-            None if self.state.repairs.allows(Repair::RefusalJudged) && self.llm.is_some() => {
+            None if judged => {
                 let refused = Refused {
                     server,
                     call,
@@ -71,6 +76,16 @@ impl AgentActor {
                 self.ask_model(Question::Judge, id, refused, ctx)
             }
             Some(RefusalKind::Other) | None => self.on_tool_result(id, Err(error), ctx),
+        }
+    }
+
+    /// What may be done about this agent's refused calls (see `agent::tool_refusal::Routes`).
+    fn refusal_routes(&self) -> Routes {
+        Routes {
+            ask_for_params: self.state.tool_approval.ask_for_params,
+            operator: !self.approvers.is_empty(),
+            model: self.llm.is_some() && self.state.repairs.allows(Repair::ArgumentsReasked),
+            reasks: self.state.repairs.thresholds.reasks,
         }
     }
 
@@ -87,12 +102,19 @@ impl AgentActor {
         ctx: &mut Context<Self>,
     ) {
         let told = refusal.describe(fields);
-        if self.ask_for_params(&id, &server, &call, &told, ctx) {
+        let routes = self.refusal_routes();
+        let made = self.attempts(&id).fired(Repair::ArgumentsReasked);
+        if routes.route(made) == Route::Person
+            && self.ask_for_params(&id, &server, &call, &told, fields, ctx)
+        {
             return;
         }
-        let made = self.attempts(&id).fired(Repair::ArgumentsReasked);
-        let may = self.state.repairs.allows(Repair::ArgumentsReasked) && self.llm.is_some();
-        if !may || made >= self.state.repairs.thresholds.reasks {
+        // No form could be made (no field to name): the model, as with nobody to ask.
+        let without_person = Routes {
+            operator: false,
+            ..routes
+        };
+        if without_person.route(made) != Route::Model {
             let why = match made {
                 0 => told,
                 n => format!("{told} (after the model wrote the arguments anew {n} times)"),
