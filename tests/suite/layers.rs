@@ -1,7 +1,8 @@
 //! The workspace's layers hold: no module imports one above it in a circle (only the model
 //! layer's types, `state`, `event`, `message` and `notice`, refer to each other), the pure core
-//! depends on no async runtime, actor, HTTP or database crate, and nothing includes a file
-//! through a `path` attribute.
+//! depends on no async runtime, actor, HTTP or database crate, nothing includes a file
+//! through a `path` attribute, and no function outside tests grows past the house style's
+//! length (`scripts/long-fns`).
 
 use std::path::Path;
 use std::process::Command;
@@ -87,4 +88,22 @@ fn the_core_depends_on_no_runtime_actor_http_or_database_crate() {
             "cohort-core depends on {banned}:\n{tree}"
         );
     }
+}
+
+/// The house style asks for functions of ~80 lines; `scripts/long-fns` lists those longer.
+/// A function may run a little over (a few lines of a long signature), never past this.
+const LONGEST_FN: usize = 90;
+
+#[test]
+fn no_function_outside_tests_is_longer_than_the_house_style_allows() {
+    let out = Command::new("python3")
+        .args(["scripts/long-fns", &LONGEST_FN.to_string()])
+        .output()
+        .expect("python3 runs scripts/long-fns");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let long = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        long.trim().is_empty(),
+        "functions over {LONGEST_FN} lines (split them by what they do):\n{long}"
+    );
 }
