@@ -100,7 +100,11 @@ fn no_function_outside_tests_is_longer_than_the_house_style_allows() {
         .args(["scripts/long-fns", &LONGEST_FN.to_string()])
         .output()
         .expect("python3 runs scripts/long-fns");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let long = String::from_utf8_lossy(&out.stdout);
     assert!(
         long.trim().is_empty(),

@@ -104,6 +104,15 @@ impl McpOptions {
     }
 }
 
+/// One tool as its server describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolInfo {
+    /// What the server says it does.
+    pub description: String,
+    /// The JSON schema of its arguments.
+    pub input_schema: Value,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
     #[error("no MCP server named `{0}`")]
@@ -212,6 +221,8 @@ struct Description {
     json: Value,
     /// Tool name → input schema, for the argument check.
     schemas: BTreeMap<String, Value>,
+    /// Tool name → what the server says it does.
+    descriptions: BTreeMap<String, String>,
     /// Tool name → output schema, for the check of its structured results.
     outputs: BTreeMap<String, Value>,
     /// Tools that say they only read (`readOnlyHint`): their results may be cached.
@@ -262,13 +273,26 @@ impl McpClient {
 
     /// The server's description if it was fetched already (never connects).
     pub fn cached_description(&self, server: &str) -> Option<Value> {
+        self.cached(server).map(|d| d.json.clone())
+    }
+
+    fn cached(&self, server: &str) -> Option<Arc<Description>> {
         let i = self.servers.iter().position(|s| s.name == server)?;
-        let cached = self.slots[i]
+        self.slots[i]
             .description
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        cached.map(|d| d.json.clone())
+            .clone()
+    }
+
+    /// `tool` of `server` as its description fetched already tells it (never connects): what
+    /// it does and its input schema; `None` when not described yet or it has no such tool.
+    pub fn cached_tool(&self, server: &str, tool: &str) -> Option<ToolInfo> {
+        let d = self.cached(server)?;
+        Some(ToolInfo {
+            description: d.descriptions.get(tool).cloned().unwrap_or_default(),
+            input_schema: d.schemas.get(tool)?.clone(),
+        })
     }
 
     /// `{"tools": [{name, description, input_schema}], "resources": [{uri, name, description,
@@ -1034,6 +1058,15 @@ impl Description {
         };
         Description {
             schemas: named(&|t| Some(t["input_schema"].clone())),
+            descriptions: tools
+                .iter()
+                .filter_map(|t| {
+                    Some((
+                        t["name"].as_str()?.into(),
+                        t["description"].as_str()?.into(),
+                    ))
+                })
+                .collect(),
             outputs: named(&|t| t.get("output_schema").filter(|s| s.is_object()).cloned()),
             read_only: hinted(&["readOnlyHint"]),
             repeatable: hinted(&["readOnlyHint", "idempotentHint"]),

@@ -21,4 +21,4 @@ pub use crate::call::McpCall;
 pub use crate::config::mcp_servers::{
     HttpFlavor, McpServerConfig, McpTransport, load_server, load_servers,
 };
-pub use client::{McpClient, McpError, McpOptions};
+pub use client::{McpClient, McpError, McpOptions, ToolInfo};

@@ -9,14 +9,7 @@ use crate::mcp::{McpClient, McpError};
 use crate::policy::tool_retry::{ToolRetry, pause_before_retry};
 use crate::state::StepState;
 use actix::prelude::*;
-use serde_json::Value;
 use std::sync::Arc;
-
-/// A tool as its server describes it (from the client's cached description).
-pub(super) struct DescribedTool {
-    pub description: String,
-    pub input_schema: Value,
-}
 
 impl AgentActor {
     /// A tool step goes to the one shared MCP client; the call runs as a spawned future too.
@@ -96,16 +89,8 @@ impl AgentActor {
     }
 
     /// `tool` of `server` as the client last saw it described.
-    pub(super) fn described_tool(&self, server: &str, tool: &str) -> Option<DescribedTool> {
-        let description = self.mcp.as_ref()?.cached_description(server)?;
-        let entry = description["tools"]
-            .as_array()?
-            .iter()
-            .find(|t| t["name"] == tool)?;
-        Some(DescribedTool {
-            description: entry["description"].as_str().unwrap_or_default().to_owned(),
-            input_schema: entry["input_schema"].clone(),
-        })
+    pub(super) fn described_tool(&self, server: &str, tool: &str) -> Option<crate::mcp::ToolInfo> {
+        self.mcp.as_ref()?.cached_tool(server, tool)
     }
 
     /// A tool step a restart cut off: called again when the call is read-only or idempotent
