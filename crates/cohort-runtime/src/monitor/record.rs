@@ -85,7 +85,7 @@ impl Recording {
         };
         let stored = calls
             .into_iter()
-            .filter_map(|call| match json_of(&call) {
+            .filter_map(|call| match serde_json::to_string(&call) {
                 Ok(body) => Some(StoredModelCall {
                     seq: call.seq,
                     agent_id: call.agent_id,
@@ -101,15 +101,6 @@ impl Recording {
             .collect();
         (stored, trim)
     }
-}
-
-/// `call` as JSON, written into a buffer sized for it at once: a call's texts run to kilobytes,
-/// and growing the buffer by doubling copied them again and again.
-fn json_of(call: &Call) -> serde_json::Result<String> {
-    let mut out = Vec::with_capacity(call.bytes() + call.bytes() / 8 + 1024);
-    serde_json::to_writer(&mut out, call)?;
-    // serde_json writes only UTF-8; were it not, the call is left out like any unwritable one.
-    String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
 }
 
 #[cfg(test)]
