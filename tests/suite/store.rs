@@ -202,6 +202,7 @@ async fn model_calls(store: &SqlStore) {
         task_id: Some(task.into()),
         step_id: format!("s{seq}").as_str().into(),
         body: format!("{{\"seq\":{seq},\"prompt\":\"{}\"}}", "x".repeat(100)),
+        system: None,
     };
     let size = call(1, "a", "t").body.len() as u64;
     let calls: Vec<_> = (1..=6)
@@ -265,6 +266,73 @@ async fn model_calls(store: &SqlStore) {
     assert_eq!(with.iter().map(|c| c.seq).collect::<Vec<_>>(), [40]);
     let all = store.model_calls(None, 0, 100).await.unwrap();
     assert_eq!(all.iter().filter(|c| c.seq == 17).count(), 1);
+    system_texts(store, &call, &trim).await;
+}
+
+/// A call's system prompt is kept once for every call that sends it, and read back in its
+/// place; once no kept call names it, it goes with a trim.
+async fn system_texts(
+    store: &SqlStore,
+    call: &dyn Fn(u64, &str, &str) -> cohort::store::model_calls::StoredModelCall,
+    trim: &dyn Fn(u64, &[&str]) -> cohort::store::model_calls::Trim,
+) {
+    use cohort::store::model_calls::SystemText;
+    let with = |seq: u64, text: &str, sent: bool| {
+        let mut c = call(seq, "d", "w");
+        c.system = Some(SystemText {
+            id: SystemText::id_of(text),
+            text: sent.then(|| text.to_owned()),
+            bytes: text.len(),
+        });
+        c
+    };
+    // The second call names the text the first stored.
+    let calls = vec![
+        with(50, "SYS-D", true),
+        with(51, "SYS-D", false),
+        with(52, "SYS-E", true),
+    ];
+    store
+        .put_model_calls(calls, trim(1 << 20, &[]))
+        .await
+        .unwrap();
+    let w: cohort::ids::TaskId = "w".into();
+    let read = |calls: Vec<cohort::store::model_calls::StoredModelCall>| {
+        calls
+            .iter()
+            .map(|c| {
+                let v: serde_json::Value = serde_json::from_str(&c.body).unwrap();
+                (
+                    c.seq,
+                    v["system"].as_str().map(str::to_owned),
+                    v["prompt"].is_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let back = read(store.model_calls(Some(&w), 0, 100).await.unwrap());
+    let sys = |t: &str| Some(t.to_owned());
+    assert_eq!(
+        back,
+        [
+            (50, sys("SYS-D"), true),
+            (51, sys("SYS-D"), true),
+            (52, sys("SYS-E"), true)
+        ]
+    );
+    // d's ring trimmed to its newest call: SYS-D is named by none and goes; a call that
+    // named it without sending it (which a writer does only before a trim) reads without it.
+    let size = call(52, "d", "w").body.len() as u64 + "SYS-E".len() as u64;
+    store
+        .put_model_calls(vec![], trim(size, &["d"]))
+        .await
+        .unwrap();
+    store
+        .put_model_calls(vec![with(53, "SYS-D", false)], trim(1 << 20, &[]))
+        .await
+        .unwrap();
+    let back = read(store.model_calls(Some(&w), 0, 100).await.unwrap());
+    assert_eq!(back, [(52, sys("SYS-E"), true), (53, None, true)]);
 }
 
 /// A blob of its own bytes, numbered `n`.

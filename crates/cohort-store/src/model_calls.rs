@@ -1,10 +1,12 @@
 //! Every model call of a team, kept in the store (see the migration `0008_model_calls.sql`):
 //! the request and the reply whole, so a run can be replayed from them and a failure read
 //! after a restart. A ring per agent: the newest calls within a byte cap each, the oldest of
-//! an agent leaving as its new ones come.
+//! an agent leaving as its new ones come. A call's system prompt, the same call after call,
+//! is kept once (`0009_model_call_texts.sql`): writing it with every call was most of the
+//! cost of recording.
 
 use super::StoreError;
-use super::sql::{Db, SCHEMA_MODEL_CALLS};
+use super::sql::{Db, SCHEMA_CALL_TEXTS, SCHEMA_MODEL_CALLS};
 use crate::ids::{AgentId, StepId, TaskId};
 use sqlx::Row;
 use std::collections::BTreeSet;
@@ -18,8 +20,42 @@ pub struct StoredModelCall {
     pub agent_id: AgentId,
     pub task_id: Option<TaskId>,
     pub step_id: StepId,
-    /// The call as JSON.
+    /// The call as JSON; without its system prompt when `system` holds it.
     pub body: String,
+    /// Its system prompt, kept apart (once for every call that sent the same).
+    pub system: Option<SystemText>,
+}
+
+/// A call's system prompt as the store keeps it: once, under its id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SystemText {
+    /// The hex SHA-256 of the text.
+    pub id: String,
+    /// The text; `None` when the writer knows the store has it already (written with an
+    /// earlier batch since the last trim), so it is not written again.
+    pub text: Option<String>,
+    /// Its length in bytes.
+    pub bytes: usize,
+}
+
+impl SystemText {
+    /// The id of `text` (the hex SHA-256 of its bytes, as a blob's).
+    pub fn id_of(text: &str) -> String {
+        crate::call::media::BlobId::of(text.as_bytes())
+            .as_str()
+            .to_owned()
+    }
+}
+
+/// The JSON of a call whose system prompt was kept apart, whole again: `text` under `system`.
+fn with_system(body: String, text: String) -> String {
+    match serde_json::from_str::<serde_json::Value>(&body) {
+        Ok(serde_json::Value::Object(mut call)) => {
+            call.insert("system".into(), serde_json::Value::String(text));
+            serde_json::Value::Object(call).to_string()
+        }
+        _ => body,
+    }
 }
 
 /// Which agents' rings are trimmed with a batch: the oldest calls of each go while its calls
@@ -62,17 +98,29 @@ impl Db {
         if self.schema < SCHEMA_MODEL_CALLS {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(
-            "SELECT seq, agent_id, task_id, step_id, body FROM model_calls \
-             WHERE seq > $1 AND ($2 IS NULL OR task_id = $2) ORDER BY seq LIMIT $3",
-        )
-        .bind(after as i64)
-        .bind(task.map(|t| t.as_str().to_owned()))
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await?;
+        // A store from before the texts were kept apart has every call whole.
+        let sql = if self.schema >= SCHEMA_CALL_TEXTS {
+            "SELECT seq, agent_id, task_id, step_id, body, \
+             (SELECT t.body FROM model_call_texts t WHERE t.id = model_calls.system_id) \
+             FROM model_calls WHERE seq > $1 AND ($2 IS NULL OR task_id = $2) \
+             ORDER BY seq LIMIT $3"
+        } else {
+            "SELECT seq, agent_id, task_id, step_id, body, CAST(NULL AS TEXT) FROM model_calls \
+             WHERE seq > $1 AND ($2 IS NULL OR task_id = $2) ORDER BY seq LIMIT $3"
+        };
+        let rows = sqlx::query(sql)
+            .bind(after as i64)
+            .bind(task.map(|t| t.as_str().to_owned()))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter()
             .map(|r| {
+                let body: String = r.try_get(4)?;
+                let body = match r.try_get::<Option<String>, _>(5)? {
+                    Some(text) => with_system(body, text),
+                    None => body,
+                };
                 Ok(StoredModelCall {
                     seq: r.try_get::<i64, _>(0)? as u64,
                     agent_id: AgentId::from(r.try_get::<String, _>(1)?.as_str()),
@@ -80,7 +128,8 @@ impl Db {
                         .try_get::<Option<String>, _>(2)?
                         .map(|t| TaskId::from(t.as_str())),
                     step_id: StepId::from(r.try_get::<String, _>(3)?.as_str()),
-                    body: r.try_get(4)?,
+                    body,
+                    system: None,
                 })
             })
             .collect()
@@ -93,22 +142,44 @@ pub(super) async fn write(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     Recorded { calls, trim }: Recorded,
 ) -> Result<(), StoreError> {
+    let mut written = BTreeSet::new();
     for c in calls {
+        let system_id = c.system.as_ref().map(|s| s.id.clone());
+        let text_bytes = c.system.as_ref().map_or(0, |s| s.bytes);
+        if let Some((id, text)) = c
+            .system
+            .and_then(|s| Some((s.id, s.text?)))
+            .filter(|(id, _)| written.insert(id.clone()))
+        {
+            sqlx::query(
+                "INSERT INTO model_call_texts (id, body) VALUES ($1, $2) \
+                 ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(id)
+            .bind(text)
+            .execute(&mut **tx)
+            .await?;
+        }
+        // A call's bytes count its system prompt, kept once or not: the ring holds as many
+        // calls as before.
         sqlx::query(
-            "INSERT INTO model_calls (seq, agent_id, task_id, step_id, bytes, body) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (seq) DO UPDATE SET \
+            "INSERT INTO model_calls (seq, agent_id, task_id, step_id, bytes, body, system_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (seq) DO UPDATE SET \
              agent_id = excluded.agent_id, task_id = excluded.task_id, \
-             step_id = excluded.step_id, bytes = excluded.bytes, body = excluded.body",
+             step_id = excluded.step_id, bytes = excluded.bytes, body = excluded.body, \
+             system_id = excluded.system_id",
         )
         .bind(c.seq as i64)
         .bind(c.agent_id.as_str().to_owned())
         .bind(c.task_id.as_ref().map(|t| t.as_str().to_owned()))
         .bind(c.step_id.as_str().to_owned())
-        .bind(c.body.len() as i64)
+        .bind((c.body.len() + text_bytes) as i64)
         .bind(c.body)
+        .bind(system_id)
         .execute(&mut **tx)
         .await?;
     }
+    let trimmed = !trim.agents.is_empty();
     for agent in trim.agents {
         // The newest calls whose bytes, added up from the newest, stay within the cap.
         sqlx::query(
@@ -118,6 +189,14 @@ pub(super) async fn write(
         )
         .bind(agent.as_str().to_owned())
         .bind(trim.bytes_per_agent as i64)
+        .execute(&mut **tx)
+        .await?;
+    }
+    if trimmed {
+        sqlx::query(
+            "DELETE FROM model_call_texts WHERE NOT EXISTS \
+             (SELECT 1 FROM model_calls c WHERE c.system_id = model_call_texts.id)",
+        )
         .execute(&mut **tx)
         .await?;
     }

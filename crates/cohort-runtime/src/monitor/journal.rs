@@ -219,7 +219,7 @@ fn write_loop(
         keep_blobs(&rt, store.as_ref(), &inner);
         let recorded = recorded_calls(&inner);
         if entries.is_empty() {
-            keep_model_calls(&rt, store.as_ref(), recorded);
+            keep_model_calls(&rt, store.as_ref(), &inner, recorded);
         } else {
             let stored = with_tasks(&inner, &entries);
             let writers = writers(&entries);
@@ -486,13 +486,22 @@ fn recorded_calls(inner: &Inner) -> Recorded {
 
 /// Stores recorded model calls that came with no change. Calls not stored are logged and
 /// given up on: the run goes on, its replay will lack them.
-fn keep_model_calls(rt: &tokio::runtime::Runtime, store: &dyn Store, recorded: Recorded) {
+fn keep_model_calls(
+    rt: &tokio::runtime::Runtime,
+    store: &dyn Store,
+    inner: &Inner,
+    recorded: Recorded,
+) {
     if recorded.calls.is_empty() {
         return;
     }
     let n = recorded.calls.len();
     if let Err(err) = rt.block_on(store.put_model_calls(recorded.calls, recorded.trim)) {
         tracing::warn!("{n} model calls were not recorded: {err}");
+        // The system prompts they carried may be missing too: the next calls store them.
+        if let Some(r) = inner.recording.get() {
+            r.forget_stored_texts();
+        }
     }
 }
 
