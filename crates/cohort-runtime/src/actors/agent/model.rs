@@ -113,6 +113,44 @@ impl AgentActor {
         }
     }
 
+    /// Asks `llm` a question about the tool call of `step` on its behalf (its risk, its
+    /// refusal, its arguments anew; `ask`: what a script keys its replies by, the instructions
+    /// and the question). What it cost is charged like any side call; `then` gets the answer's
+    /// text (or why there is none) while the step still runs for live work, and a step whose
+    /// work ended meanwhile ends as a tool result.
+    pub(super) fn ask_about_call(
+        &mut self,
+        llm: Arc<dyn crate::llm::ChatModel>,
+        step: StepState,
+        (name, system, prompt): (&str, String, String),
+        then: impl FnOnce(&mut Self, StepState, Result<String, String>, &mut Context<Self>) + 'static,
+        ctx: &mut Context<Self>,
+    ) {
+        let mut request = self.request_for(&step, name, system, prompt);
+        request.model_wait = Some(Self::wait_report(ctx, &step.step_id));
+        let id = step.step_id.clone();
+        let handle = ctx.spawn(
+            llm.chat(request)
+                .into_actor(self)
+                .map(move |answer, act, ctx| {
+                    act.phase.call_returned(&step.step_id);
+                    if let Ok(reply) = &answer {
+                        act.charge_side_call(&step, reply.usage, ctx);
+                    }
+                    if !act.still_live(&step) {
+                        return act.on_tool_result(step.step_id, Err("ended".into()), ctx);
+                    }
+                    then(
+                        act,
+                        step,
+                        answer.map(|r| r.text).map_err(|e| e.to_string()),
+                        ctx,
+                    );
+                }),
+        );
+        self.phase.call_out(&id, handle);
+    }
+
     /// What a side call cost goes to the agent and, through SyncState, to the step's task (so
     /// a task's token budget counts it).
     pub(super) fn charge_side_call(

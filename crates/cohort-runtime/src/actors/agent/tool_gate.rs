@@ -99,32 +99,12 @@ impl AgentActor {
             &step.step_intention,
         );
         let system = self.prompts.phrases().risk_judge.clone();
-        let mut request = self.request_for(&step, RISK_JUDGE, system, prompt);
-        request.model_wait = Some(Self::wait_report(ctx, &step.step_id));
-        let (id_out, id_back) = (step.step_id.clone(), step.step_id.clone());
-        let handle = ctx.spawn(
-            llm.chat(request)
-                .into_actor(self)
-                .map(move |answer, act, ctx| {
-                    act.phase.call_returned(&id_back);
-                    if let Ok(reply) = &answer {
-                        act.charge_side_call(&step, reply.usage, ctx);
-                    }
-                    if !act.still_live(&step) {
-                        return act.on_tool_result(step.step_id, Err("ended".into()), ctx);
-                    }
-                    let answer = answer.map_err(|e| e.to_string());
-                    let risk = with_judgement(
-                        annotated,
-                        answer
-                            .as_ref()
-                            .map(|r| r.text.as_str())
-                            .map_err(String::as_str),
-                    );
-                    act.put_to_approver(step, server, call, client, risk, ctx);
-                }),
-        );
-        self.phase.call_out(&id_out, handle);
+        let ask = (RISK_JUDGE, system, prompt);
+        let then = move |act: &mut Self, step, answer: Result<String, String>, ctx: &mut _| {
+            let risk = with_judgement(annotated, answer.as_deref().map_err(String::as_str));
+            act.put_to_approver(step, server, call, client, risk, ctx);
+        };
+        self.ask_about_call(llm, step, ask, then, ctx);
     }
 
     /// Makes the call, or, when `risk` needs a person under the agent's policy, holds the

@@ -13,6 +13,7 @@ use crate::ids::StepId;
 use crate::llm::scripted::{CORRECT_ARGUMENTS, REFUSAL_JUDGE};
 use crate::mcp::{McpCall, McpError};
 use crate::policy::{Fired, Repair};
+use crate::state::StepState;
 use actix::prelude::*;
 use serde_json::json;
 
@@ -169,28 +170,11 @@ impl AgentActor {
             Question::Judge => (REFUSAL_JUDGE, phrases.refusal_judge.clone()),
             Question::Correct => (CORRECT_ARGUMENTS, phrases.correct_arguments.clone()),
         };
-        let mut request = self.request_for(&step, name, system, prompt);
-        request.model_wait = Some(Self::wait_report(ctx, &id));
-        let id_out = id.clone();
-        let handle = ctx.spawn(
-            llm.chat(request)
-                .into_actor(self)
-                .map(move |answer, act, ctx| {
-                    act.phase.call_returned(&id);
-                    if let Ok(reply) = &answer {
-                        act.charge_side_call(&step, reply.usage, ctx);
-                    }
-                    if !act.still_live(&step) {
-                        return act.on_tool_result(id, Err("ended".into()), ctx);
-                    }
-                    let answer = answer.map(|r| r.text).map_err(|e| e.to_string());
-                    match question {
-                        Question::Judge => act.on_judgement(step.step_id, refused, answer, ctx),
-                        Question::Correct => act.on_correction(step.step_id, refused, answer, ctx),
-                    }
-                }),
-        );
-        self.phase.call_out(&id_out, handle);
+        let then = move |act: &mut Self, step: StepState, answer, ctx: &mut _| match question {
+            Question::Judge => act.on_judgement(step.step_id, refused, answer, ctx),
+            Question::Correct => act.on_correction(step.step_id, refused, answer, ctx),
+        };
+        self.ask_about_call(llm, step, (name, system, prompt), then, ctx);
     }
 
     /// The model judged a refusal the rules could not place; its judgement is kept on the step.
