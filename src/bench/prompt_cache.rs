@@ -471,77 +471,81 @@ pub fn rows(
         let job = Job::PromptCache {
             team: which.to_owned(),
         };
-        let Some(v) = note("prompt_cache", in_child(exe, &job)) else {
-            continue;
-        };
-        let name = format!("prompt_cache {which}");
-        let target = |t: &str| {
-            if which == "quickstart" {
-                t.to_owned()
-            } else {
-                String::new()
-            }
-        };
-        out.push(row(
-            &name,
-            "tokens a call",
-            format!(
-                "{:.0} ({} calls, {})",
-                f(&v["tokens_a_call"]),
-                v["calls"],
-                v["outcome"].as_str().unwrap_or("?")
-            ),
-            &target(&format!(
-                "≤ {:.0} (−35 % of {BEFORE_TOKENS:.0})",
-                BEFORE_TOKENS * 0.65
-            )),
-        ));
-        out.push(row(
-            &name,
-            "prefix shared with the agent's previous call",
-            format!("{:.1} %", f(&v["shared_pct"])),
-            "≥ 85 % (48 % before)",
-        ));
-        out.push(row(
-            &name,
-            "new tokens a call",
-            format!("{:.0}", f(&v["new_a_call"])),
-            "",
-        ));
-        let parts: Vec<String> = PARTS
-            .iter()
-            .filter_map(|p| {
-                let n = f(&v["new_by_part"][*p]);
-                (n >= 0.5).then(|| format!("{p} {n:.0}"))
-            })
-            .collect();
-        out.push(row(
-            &name,
-            "new tokens of a following call, by part",
-            parts.join(" · "),
-            "",
-        ));
-        out.push(row(
-            &name,
-            "schema tokens a call",
-            format!("{:.0}", f(&v["schema_tokens_a_call"])),
-            "",
-        ));
-        out.push(row(
-            &name,
-            "cached by a slot per agent",
-            format!(
-                "{:.1} % (client counted {} of {}; {} of {} calls keyed, {} slotted)",
-                f(&v["cached_pct"]),
-                v["client_cached"],
-                v["endpoint_cached"],
-                v["keyed"],
-                v["calls"],
-                v["slotted"]
-            ),
-            "client = endpoint",
-        ));
+        if let Some(v) = note("prompt_cache", in_child(exe, &job)) {
+            team_rows(which, &v, out);
+        }
     }
+}
+
+/// The rows of one team's run (`v`: what its child measured).
+fn team_rows(which: &str, v: &Value, out: &mut Vec<Row>) {
+    let name = format!("prompt_cache {which}");
+    let target = |t: &str| {
+        if which == "quickstart" {
+            t.to_owned()
+        } else {
+            String::new()
+        }
+    };
+    out.push(row(
+        &name,
+        "tokens a call",
+        format!(
+            "{:.0} ({} calls, {})",
+            f(&v["tokens_a_call"]),
+            v["calls"],
+            v["outcome"].as_str().unwrap_or("?")
+        ),
+        &target(&format!(
+            "≤ {:.0} (−35 % of {BEFORE_TOKENS:.0})",
+            BEFORE_TOKENS * 0.65
+        )),
+    ));
+    out.push(row(
+        &name,
+        "prefix shared with the agent's previous call",
+        format!("{:.1} %", f(&v["shared_pct"])),
+        "≥ 85 % (48 % before)",
+    ));
+    out.push(row(
+        &name,
+        "new tokens a call",
+        format!("{:.0}", f(&v["new_a_call"])),
+        "",
+    ));
+    let parts: Vec<String> = PARTS
+        .iter()
+        .filter_map(|p| {
+            let n = f(&v["new_by_part"][*p]);
+            (n >= 0.5).then(|| format!("{p} {n:.0}"))
+        })
+        .collect();
+    out.push(row(
+        &name,
+        "new tokens of a following call, by part",
+        parts.join(" · "),
+        "",
+    ));
+    out.push(row(
+        &name,
+        "schema tokens a call",
+        format!("{:.0}", f(&v["schema_tokens_a_call"])),
+        "",
+    ));
+    out.push(row(
+        &name,
+        "cached by a slot per agent",
+        format!(
+            "{:.1} % (client counted {} of {}; {} of {} calls keyed, {} slotted)",
+            f(&v["cached_pct"]),
+            v["client_cached"],
+            v["endpoint_cached"],
+            v["keyed"],
+            v["calls"],
+            v["slotted"]
+        ),
+        "client = endpoint",
+    ));
 }
 
 #[cfg(test)]

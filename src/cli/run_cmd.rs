@@ -34,25 +34,7 @@ pub async fn run(
         eprintln!("{}", line(&p, &paint))
     })
     .await?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report.states)?);
-    } else {
-        for t in &report.tasks {
-            println!(
-                "# {}\n\n{}\n",
-                t.task_name,
-                t.task_summary.as_deref().unwrap_or("(no summary)")
-            );
-            if let Some(end) = &t.outcome {
-                println!(
-                    "({} {}: {})\n",
-                    t.task_name,
-                    t.execution_state,
-                    end.render()
-                );
-            }
-        }
-    }
+    print_results(&report, json)?;
     let tokens = report.tokens;
     let cost = report
         .cost_usd
@@ -93,6 +75,31 @@ pub async fn run(
         count(report.tasks.len(), "task"),
     );
     Ok(code)
+}
+
+/// What the run gave, on stdout: its final states as JSON, or each task's summary (and how it
+/// ended, when there is more to say than its state).
+fn print_results(report: &cohort::run::RunReport, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.states)?);
+        return Ok(());
+    }
+    for t in &report.tasks {
+        println!(
+            "# {}\n\n{}\n",
+            t.task_name,
+            t.task_summary.as_deref().unwrap_or("(no summary)")
+        );
+        if let Some(end) = &t.outcome {
+            println!(
+                "({} {}: {})\n",
+                t.task_name,
+                t.execution_state,
+                end.render()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The closing line of a run that stalled waiting for people: whom it waits for (each wait

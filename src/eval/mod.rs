@@ -317,6 +317,42 @@ fn suite_place(suite: &Suite, goal: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
+/// A run of `goal` that ended with `report`, judged by its checks (`verdicts`: the judge
+/// model's, in the order of its `judge` checks).
+fn judged_run(
+    goal: &SuiteGoal,
+    (run, file): (usize, &Path),
+    report: &crate::run::RunReport,
+    verdicts: Vec<CheckResult>,
+    wall_ms: u64,
+) -> Judged {
+    let facts = RunFacts {
+        outcome: report.outcome.clone(),
+        summaries: report
+            .tasks
+            .iter()
+            .filter_map(|t| t.task_summary.clone())
+            .collect(),
+        steps: report.steps_run,
+        tokens: report.tokens.prompt_tokens + report.tokens.completion_tokens,
+        team_dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+    };
+    let mut judged = judge(goal, run, &facts, report, wall_ms);
+    // The judge's verdicts in the places of its checks.
+    let mut verdicts = verdicts.into_iter();
+    for (c, result) in goal.checks.iter().zip(judged.checks.iter_mut()) {
+        if matches!(c, Check::Judge(_))
+            && let Some(v) = verdicts.next()
+        {
+            *result = v;
+        }
+    }
+    let held = judged.checks.iter().all(|c| c.held);
+    judged.passed = held && as_expected(&facts.outcome, goal.expect);
+    judged.honest = facts.outcome != RunOutcome::Finished || held;
+    judged
+}
+
 /// One run of `goal` with the team in `file`, in an actor system of its own, judged; a run
 /// that cannot start is judged a failure that says why.
 fn one_run(
@@ -352,33 +388,7 @@ fn one_run(
     });
     let wall_ms = started.elapsed().as_millis() as u64;
     match result {
-        Ok((report, verdicts)) => {
-            let facts = RunFacts {
-                outcome: report.outcome.clone(),
-                summaries: report
-                    .tasks
-                    .iter()
-                    .filter_map(|t| t.task_summary.clone())
-                    .collect(),
-                steps: report.steps_run,
-                tokens: report.tokens.prompt_tokens + report.tokens.completion_tokens,
-                team_dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
-            };
-            let mut judged = judge(goal, run, &facts, &report, wall_ms);
-            // The judge's verdicts in the places of its checks.
-            let mut verdicts = verdicts.into_iter();
-            for (c, result) in goal.checks.iter().zip(judged.checks.iter_mut()) {
-                if matches!(c, Check::Judge(_))
-                    && let Some(v) = verdicts.next()
-                {
-                    *result = v;
-                }
-            }
-            let held = judged.checks.iter().all(|c| c.held);
-            judged.passed = held && as_expected(&facts.outcome, goal.expect);
-            judged.honest = facts.outcome != RunOutcome::Finished || held;
-            judged
-        }
+        Ok((report, verdicts)) => judged_run(goal, (run, file), &report, verdicts, wall_ms),
         Err(e) => Judged {
             goal: goal.id.clone(),
             run,

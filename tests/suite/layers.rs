@@ -90,9 +90,9 @@ fn the_core_depends_on_no_runtime_actor_http_or_database_crate() {
     }
 }
 
-/// The house style asks for functions of ~80 lines; `scripts/long-fns` lists those longer.
-/// A function may run a little over (a few lines of a long signature), never past this.
-const LONGEST_FN: usize = 90;
+/// The house style asks for functions of ~80 lines; `scripts/long-fns` lists those longer
+/// (a function whose doc says "Long because …" is left out, for the reason given there).
+const LONGEST_FN: usize = 80;
 
 #[test]
 fn no_function_outside_tests_is_longer_than_the_house_style_allows() {

@@ -363,10 +363,25 @@ pub fn step_moved(
         view.text_chars = 0;
         view.text_whole = true;
     }
+    let told = arrived(step, to, result, dropped);
+    out.extend(told.clone());
+    view.last = told;
+    out
+}
+
+/// The event that tells a step arrived at `to` with `result` there (`dropped`: removed before
+/// it ran); none for a state that is told by the input alone.
+fn arrived(
+    step: StepRef,
+    to: StepExecutionState,
+    result: Option<&StepResult>,
+    dropped: bool,
+) -> Option<FlowEvent> {
+    use StepExecutionState as S;
     let output = || result.map(|r| bounded(&Value::Object(r.output.clone())));
     // Only the request a person is asked to decide on, each bounded on its own.
     let request = |key: &str| result.and_then(|r| r.output.get(key)).map(bounded);
-    let told = match to {
+    match to {
         S::Init | S::Pending | S::Running => None,
         S::WaitingForApproval => Some(FlowEvent::StepWaitingForStart {
             step,
@@ -402,10 +417,7 @@ pub fn step_moved(
                 .or_else(|| error_of(result))
                 .unwrap_or_default(),
         }),
-    };
-    out.extend(told.clone());
-    view.last = told;
-    out
+    }
 }
 
 fn error_of(result: Option<&StepResult>) -> Option<String> {

@@ -212,6 +212,21 @@ where
     feed_from(events, sink, incoming, monitor, viewer, cfg, closing).await
 }
 
+/// An answer being written, sent on to a viewer who sees its step.
+async fn pass_writing<S: Sink<Message> + Unpin>(
+    sink: &mut S,
+    w: &crate::monitor::Writing,
+    monitor: &Monitor,
+    view: &View,
+    cfg: FeedConfig,
+) -> Result<(), FeedEnd> {
+    if *view != View::All && !monitor.read(|s| view.sees_step(s, &w.step_id)) {
+        return Ok(());
+    }
+    let text = Utf8Bytes::try_from(w.json().clone()).unwrap_or_default();
+    send(sink, text, cfg).await
+}
+
 /// `run_feed` from a subscription taken before this call: events in it that the snapshot
 /// already holds are skipped.
 async fn feed_from<S, R, E>(
@@ -240,11 +255,7 @@ where
             // step's result replaces it; a frame missed is only a glimpse missed).
             w = writing.recv() => match w {
                 Ok(w) => {
-                    if view != View::All && !monitor.read(|s| view.sees_step(s, &w.step_id)) {
-                        continue;
-                    }
-                    let text = Utf8Bytes::try_from(w.json().clone()).unwrap_or_default();
-                    if let Err(end) = send(&mut sink, text, cfg).await {
+                    if let Err(end) = pass_writing(&mut sink, &w, monitor, &view, cfg).await {
                         return end;
                     }
                 }

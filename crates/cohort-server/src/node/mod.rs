@@ -103,21 +103,11 @@ pub async fn serve_node(
         None => None,
     };
     on_ready(bound);
-    let (stop_tx, stopping) = watch::channel(false);
-    tokio::spawn(async move {
-        stop.await;
-        stop_tx.send_replace(true);
-    });
+    let stopping = stop_signal(stop);
     loop {
         let stood_by = stand_by(&listener, bound, cfg, &store, &seat, node.term, &stopping).await?;
         let Some((fence, keeper)) = stood_by else {
-            // Its agents land and are stored before the node says it stopped, so the team's
-            // node moves them at once.
-            if let Some(spread) = &spread
-                && !spread.host.release_all().await
-            {
-                tracing::warn!("some of this node's agents did not land before it stopped");
-            }
+            release_agents(spread.as_ref()).await;
             break;
         };
         // The agents it ran for the team's node that is gone: that node's successor (this
@@ -162,6 +152,26 @@ pub async fn serve_node(
         tracing::warn!("the store was not told that this node stopped: {e}");
     }
     Ok(())
+}
+
+/// `stop` as a signal every part of the node can watch.
+fn stop_signal(stop: impl Future<Output = ()> + Send + 'static) -> watch::Receiver<bool> {
+    let (stop_tx, stopping) = watch::channel(false);
+    tokio::spawn(async move {
+        stop.await;
+        stop_tx.send_replace(true);
+    });
+    stopping
+}
+
+/// A node that stops lets the agents it ran for the team's node land and be stored before it
+/// says so, so the team's node moves them at once.
+async fn release_agents(spread: Option<&Spread>) {
+    if let Some(spread) = spread
+        && !spread.host.release_all().await
+    {
+        tracing::warn!("some of this node's agents did not land before it stopped");
+    }
 }
 
 /// Who this node is, as it joins: a new process of its name, serving at its advertised
