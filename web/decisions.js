@@ -177,7 +177,8 @@ function paramsBody(item, act, busy) {
   return h(
     'div',
     null,
-    h('p', { class: 'small' }, h('b', null, item.tool), ` on ${item.server}: ${item.reason || ''}`),
+    h('p', { class: 'small' }, h('b', null, item.tool), ` on ${item.server}`),
+    item.reason ? h('p', { class: 'decision-message', testid: 'decision-refusal' }, item.reason) : null,
     jsonBlock(item.arguments ?? {}),
     form.view,
     h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: () => busy(act.fill(item, form.values())) }, 'Fill in and run')),

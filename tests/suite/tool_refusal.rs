@@ -7,90 +7,21 @@
 
 use crate::support::api_team::{api, eventually, login};
 use crate::support::http::{get, post};
-use crate::support::{ledger, scratch};
+use crate::support::rooms::{asked, serve};
+use crate::support::scratch;
 
 use cohort::actors::{Host, Team, start_team};
 use cohort::api::router;
 use cohort::config::load_team;
 use cohort::policy::Repair;
 use cohort::state::{Executor, StepExecutionState, StepState};
-use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{ServerCapabilities, ServerConfig};
-use rmcp::{ServerHandler, tool, tool_handler, tool_router};
-use schemars::JsonSchema;
 use scratch::Scratch;
-use serde::Deserialize;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-
-#[derive(Debug, Deserialize, JsonSchema)]
-struct BookArgs {
-    /// The room.
-    room: String,
-    /// The day.
-    date: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-struct DeskArgs {
-    /// The desk.
-    desk: String,
-}
-
-/// The rooms server: `book_room` takes dates written YYYY-MM-DD only (its calls counted per
-/// room); every desk is taken.
-#[derive(Clone)]
-struct Rooms {
-    calls: Arc<Mutex<BTreeMap<String, usize>>>,
-    tool_router: ToolRouter<Self>,
-}
-
-#[tool_router]
-impl Rooms {
-    #[tool(description = "Book a room for a day.")]
-    async fn book_room(&self, Parameters(a): Parameters<BookArgs>) -> Result<String, String> {
-        *self
-            .calls
-            .lock()
-            .unwrap()
-            .entry(a.room.clone())
-            .or_default() += 1;
-        let iso = a.date.len() == 10
-            && a.date.char_indices().all(|(i, c)| {
-                if i == 4 || i == 7 {
-                    c == '-'
-                } else {
-                    c.is_ascii_digit()
-                }
-            });
-        if !iso {
-            return Err(format!(
-                "date must be written as YYYY-MM-DD, not `{}`",
-                a.date
-            ));
-        }
-        Ok(format!("booked {} on {}", a.room, a.date))
-    }
-
-    #[tool(description = "Reserve a desk.")]
-    async fn reserve_desk(&self, Parameters(a): Parameters<DeskArgs>) -> Result<String, String> {
-        Err(format!("desk {} is taken until noon", a.desk))
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for Rooms {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-}
 
 /// A worker's script: plans one call of `tool` with `arguments`, then answers `extra` (the
 /// model's replies to the refusal questions) in order.
-fn worker(id: &str, tool: &str, arguments: &str, extra: &str) -> String {
+pub(crate) fn worker(id: &str, tool: &str, arguments: &str, extra: &str) -> String {
     format!(
         r#"
   {id}:
@@ -115,7 +46,12 @@ fn worker(id: &str, tool: &str, arguments: &str, extra: &str) -> String {
 
 /// The team in `dir`: a manager giving each of `workers` one stage goal, the rooms server at
 /// `url`, and `humans` (a YAML list, or empty).
-fn write_team(dir: &Path, url: &str, workers: &[(&str, String)], humans: &str) -> PathBuf {
+pub(crate) fn write_team(
+    dir: &Path,
+    url: &str,
+    workers: &[(&str, String)],
+    humans: &str,
+) -> PathBuf {
     std::fs::create_dir_all(dir.join("servers")).unwrap();
     std::fs::write(
         dir.join("servers/rooms.yaml"),
@@ -163,15 +99,8 @@ fn write_team(dir: &Path, url: &str, workers: &[(&str, String)], humans: &str) -
     team
 }
 
-async fn serve() -> (String, Arc<Mutex<BTreeMap<String, usize>>>) {
-    let calls = Arc::new(Mutex::new(BTreeMap::new()));
-    let url = ledger::serve(Rooms {
-        calls: calls.clone(),
-        tool_router: Rooms::tool_router(),
-    })
-    .await;
-    (url, calls)
-}
+/// The team's operator, `operator`, who signs in with `cohort-demo` (as in the examples).
+pub(crate) const OPERATOR: &str = "humans:\n  - id: operator\n    name: Operator\n    role: operator\n    access: operator\n    profile: p\n    password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"\n";
 
 /// `agent`'s tool step once it has ended.
 async fn ended_tool_step(team: &Team, agent: &str) -> StepState {
@@ -292,16 +221,11 @@ async fn with_no_person_the_model_corrects_refused_arguments_a_bounded_number_of
     );
     assert_eq!(repairs(&gave_up, Repair::ArgumentsReasked).len(), 3);
 
-    let calls = calls.lock().unwrap().clone();
+    assert_eq!(asked(&calls, "A"), 2, "refused once, then passed");
     assert_eq!(
-        calls.get("A"),
-        Some(&2),
-        "refused once, then passed: {calls:?}"
-    );
-    assert_eq!(
-        calls.get("B"),
-        Some(&4),
-        "the first call and three corrections: {calls:?}"
+        asked(&calls, "B"),
+        4,
+        "the first call and three corrections"
     );
     team.shutdown().await;
 }
@@ -320,9 +244,7 @@ async fn with_an_operator_the_refusal_reaches_the_form_in_plain_words() {
             "",
         ),
     )];
-    // Password `cohort-demo` (the examples' operator).
-    let humans = "humans:\n  - id: operator\n    name: Operator\n    role: operator\n    access: operator\n    profile: p\n    password_hash: \"$argon2id$v=19$m=19456,t=2,p=1$jUcQy16DUfKKGV/lL6/6jw$aSPXFXbbjz70sKV8AbvLk3wWNpKjUlg5S0r0DZiRjNI\"\n";
-    let cfg = load_team(&write_team(&dir, &url, &workers, humans)).unwrap();
+    let cfg = load_team(&write_team(&dir, &url, &workers, OPERATOR)).unwrap();
     let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     let state = api(&team, &cfg);
     let app = router(state.clone());
@@ -376,6 +298,6 @@ async fn with_an_operator_the_refusal_reaches_the_form_in_plain_words() {
         .to_string();
     assert!(result.contains("booked A on 2026-12-07"), "{result}");
     assert!(repairs(&booked, Repair::ArgumentsReasked).is_empty());
-    assert_eq!(calls.lock().unwrap().get("A"), Some(&2));
+    assert_eq!(crate::support::rooms::asked(&calls, "A"), 2);
     team.shutdown().await;
 }

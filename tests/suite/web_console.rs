@@ -354,6 +354,43 @@ fn the_operator_answers_a_servers_question_in_the_console_and_the_call_goes_on()
     });
 }
 
+#[test]
+fn a_refused_calls_fields_are_asked_for_in_plain_words_and_the_filled_call_runs() {
+    // The rooms server, served by this test; the team's booker writes a date the server
+    // refuses, and the operator fills it in.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (url, bookings) = rt.block_on(crate::support::rooms::serve());
+    let dir = root().join("target/web-console-refusal-team");
+    let _ = std::fs::remove_dir_all(&dir);
+    let booker = crate::tool_refusal::worker(
+        "booker",
+        "book_room",
+        r#"{"room": "A", "date": "next monday"}"#,
+        "",
+    );
+    let team = crate::tool_refusal::write_team(
+        &dir,
+        &url,
+        &[("booker", booker)],
+        crate::tool_refusal::OPERATOR,
+    );
+    drive(&Run {
+        name: "web-console-refusal",
+        team: team.display().to_string(),
+        script: "tests/web/refusal.test.mjs",
+        prepare: None,
+    });
+    let asked = bookings.lock().unwrap().clone();
+    assert_eq!(
+        asked,
+        [
+            ("A".to_owned(), "next monday".to_owned()),
+            ("A".to_owned(), "2026-12-07".to_owned())
+        ],
+        "refused, then made with the date the operator filled in"
+    );
+}
+
 /// Where `.ci/run` installs the third-party MCP servers (`$COHORT_CI_CACHE`).
 fn mcp_cache() -> PathBuf {
     match std::env::var_os("COHORT_CI_CACHE") {

@@ -9,5 +9,6 @@ pub mod nats;
 pub mod openai_stub;
 pub mod postgres;
 pub mod prompt_fields;
+pub mod rooms;
 pub mod scratch;
 pub mod states;
