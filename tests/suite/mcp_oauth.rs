@@ -297,6 +297,28 @@ async fn a_person_logs_in_once_and_the_team_uses_and_refreshes_the_tokens() {
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     team.call("files", &write("b.txt")).await.unwrap();
     assert!(root.join("a.txt").is_file() && root.join("b.txt").is_file());
+    // The server no longer takes the kept token (a refresh another request or process made
+    // replaced it): refused with `invalid_token`, the team refreshes the kept tokens rather
+    // than ask for a login nobody here could give; only a refusal after that asks for one.
+    gate.grants.lock().unwrap().access = Some("replaced-elsewhere".into());
+    let oauth = cohort::mcp::oauth::OAuth::new(TokenPlace::Dir(tokens.clone()), None);
+    let challenge = "Bearer error=\"invalid_token\"";
+    let url = format!("{}/mcp", gate.base);
+    let place = ("files", file.to_str().unwrap());
+    let settings = cohort::config::mcp_servers::OAuthSettings::default();
+    let before = gate.grants.lock().unwrap().refreshed;
+    oauth
+        .authorize(place, &url, (&settings, None), challenge, true)
+        .await
+        .unwrap();
+    assert_eq!(gate.grants.lock().unwrap().refreshed, before + 1);
+    assert!(
+        oauth
+            .authorize(place, &url, (&settings, None), challenge, false)
+            .await
+            .is_err(),
+        "refused again: a login is needed"
+    );
     let refreshed = gate.grants.lock().unwrap().refreshed;
     assert!(
         refreshed >= 1,

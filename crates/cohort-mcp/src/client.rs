@@ -555,16 +555,21 @@ impl McpClient {
                     if authorized < MOST_AUTHORIZATIONS =>
                 {
                     authorized += 1;
-                    self.authorize(server, &challenge).await?;
+                    self.authorize(server, &challenge, authorized == 1).await?;
                 }
                 outcome => return outcome,
             }
         }
     }
 
-    /// Authorizes `server` as its `challenge` asks, then drops its session: the next request
-    /// connects with the new tokens.
-    async fn authorize(&self, server: &str, challenge: &str) -> Result<(), McpError> {
+    /// Authorizes `server` as its `challenge` asks (`may_refresh`: a refresh of the kept tokens
+    /// may do), then drops its session: the next request connects with the new tokens.
+    async fn authorize(
+        &self,
+        server: &str,
+        challenge: &str,
+        may_refresh: bool,
+    ) -> Result<(), McpError> {
         let (config, slot) = self.lookup(server)?;
         let McpTransport::Http {
             url,
@@ -586,7 +591,13 @@ impl McpClient {
             .and_then(|v| self.opts.passed_env.get(v).cloned());
         let file = config.file.display().to_string();
         self.oauth
-            .authorize((server, &file), url, settings, secret, challenge)
+            .authorize(
+                (server, &file),
+                url,
+                (settings, secret),
+                challenge,
+                may_refresh,
+            )
             .await
             .map_err(|e| McpError::Authorization {
                 server: server.into(),

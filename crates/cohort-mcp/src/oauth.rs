@@ -104,6 +104,24 @@ impl OAuth {
         Ok(manager)
     }
 
+    /// Whether the kept tokens of `url` were refreshed (none kept, or no refresh token, or a
+    /// refusal: they were not).
+    async fn refreshed(&self, url: &str) -> bool {
+        let Ok(manager) = self.manager(url).await else {
+            return false;
+        };
+        match manager.refresh_token().await {
+            Ok(_) => {
+                tracing::info!(url, "the kept OAuth tokens were refreshed after a refusal");
+                true
+            }
+            Err(e) => {
+                tracing::debug!(url, "the kept OAuth tokens could not be refreshed: {e}");
+                false
+            }
+        }
+    }
+
     fn keep_in(&self, manager: &mut AuthorizationManager, url: &str) {
         match &self.place {
             TokenPlace::Memory => {
@@ -115,15 +133,21 @@ impl OAuth {
     }
 
     /// Authorizes the server at `url` (its file `file`) as its `challenge` (a
-    /// `WWW-Authenticate` header) asks; the tokens are kept where this OAuth keeps them.
+    /// `WWW-Authenticate` header) asks; the tokens are kept where this OAuth keeps them. A
+    /// token the server no longer takes (`invalid_token`) is first refreshed, when
+    /// `may_refresh` (once per request): it may only have run out, or been replaced on the
+    /// server by a refresh a parallel request made, and no person need log in again for that.
     pub async fn authorize(
         &self,
         (name, file): (&str, &str),
         url: &str,
-        settings: &OAuthSettings,
-        secret: Option<String>,
+        (settings, secret): (&OAuthSettings, Option<String>),
         challenge: &str,
+        may_refresh: bool,
     ) -> Result<(), OAuthError> {
+        if may_refresh && challenge.contains("invalid_token") && self.refreshed(url).await {
+            return Ok(());
+        }
         let Some(consent) = self.consent.clone() else {
             return Err(OAuthError::NeedsLogin {
                 file: file.to_owned(),
