@@ -95,12 +95,9 @@ impl Refusal {
     /// arguments, unless its words say only another cause (servers send a missing resource as
     /// `invalid params` too).
     pub fn of_parameters(tool: &str, said: &str, schema: &Value) -> Refusal {
-        let kind = match classify(said, schema) {
-            Some(RefusalKind::Other) => RefusalKind::Other,
-            _ => RefusalKind::Arguments {
-                fields: named_fields(said, schema),
-            },
-        };
+        let kind = classify(said, schema).unwrap_or_else(|| RefusalKind::Arguments {
+            fields: named_fields(said, schema),
+        });
         Refusal {
             tool: tool.to_owned(),
             said: said.to_owned(),
