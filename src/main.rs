@@ -520,7 +520,10 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
             name,
             http: None,
             args,
-        } => cohort::bundled::serve_stdio(&name, &args).await?,
+        } => {
+            let shelf = cli::shelf::StoreShelf::from_env();
+            cohort::bundled::serve_stdio(&name, &args, shelf).await?
+        }
         McpCommand::Serve {
             name,
             http: Some(addr),
@@ -536,7 +539,9 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
                 "serving `{name}` on http://{}/mcp (Ctrl-C to stop)",
                 listener.local_addr()?
             );
-            cohort::bundled::serve_http(&name, &args, listener, cohort::run::stop_signal()).await?;
+            let shelf = cli::shelf::StoreShelf::from_env();
+            cohort::bundled::serve_http(&name, &args, listener, cohort::run::stop_signal(), shelf)
+                .await?;
         }
         McpCommand::ConformanceClient {
             url,
@@ -642,7 +647,7 @@ fn serve(
                 cfg.http.metrics_bind = metrics_bind;
             }
             let vars = |k: &str| std::env::var(k).ok();
-            let host = Host::new(
+            let mut host = Host::new(
                 &vars,
                 std::env::current_exe().context("locating the cohort binary")?,
             );
@@ -653,6 +658,7 @@ fn serve(
             if let (Some(node), Some(url)) =
                 (node, data.as_ref().and_then(|d| d.database.as_deref()))
             {
+                host.attachments = Some(url.to_owned());
                 return cli::node::serve(team, &cfg, &host, (bind, web), url, node).await;
             }
             // Watched before the store is opened: a SIGTERM meanwhile is a clean stop too.
@@ -662,6 +668,7 @@ fn serve(
                 None => None,
             };
             let place = opened.as_ref().map(|o| o.place.clone());
+            host.attachments = opened.as_ref().map(|o| o.spec.clone());
             cohort::serve::serve_team(
                 &cfg,
                 &host,

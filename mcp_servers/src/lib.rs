@@ -7,6 +7,8 @@
 //! - [`uri`]: the `SCHEME:///percent-encoded-name` resource URIs.
 //! - [`workspace_fs`]: the workspace's file operations as plain blocking functions.
 //! - [`workspace`]: the `workspace` server (tools, resources, `review_file` prompt).
+//! - [`attachments`]: the files people attached, as `read_attachment` reads them from a
+//!   [`Shelf`](attachments::Shelf) on the team's store.
 //! - [`notes_store`]: the notes and their atomically written JSON file.
 //! - [`notes`]: the `notes` server (tools, resources, `recall_notes` prompt).
 //! - [`web_fetch`]: which hosts may be fetched, fetching within limits, a page as text.
@@ -20,6 +22,7 @@
 // The core's modules under their own names, so paths here read as they do in the core.
 use cohort_core::config;
 
+pub mod attachments;
 pub mod notes;
 pub mod notes_store;
 pub mod sandbox;
@@ -168,7 +171,10 @@ enum Built {
     Web(WebServer),
 }
 
-fn build(name: &str, args: &[String]) -> Result<Built, BundledError> {
+/// Where the workspace server reads attached files from, if the team has a store.
+pub type SharedShelf = Option<std::sync::Arc<dyn attachments::Shelf>>;
+
+fn build(name: &str, args: &[String], shelf: SharedShelf) -> Result<Built, BundledError> {
     if name == "web" {
         let vars = |k: &str| std::env::var(k).ok();
         let server = WebServer::new(WebArgs::parse(args)?, &vars)?;
@@ -178,10 +184,12 @@ fn build(name: &str, args: &[String]) -> Result<Built, BundledError> {
     let args = BundledArgs::parse(name, args)?;
     Ok(match args.kind {
         BundledKind::Workspace => {
-            let server = WorkspaceServer::new(&args.path).map_err(|source| BundledError::Root {
-                path: args.path.clone(),
-                source,
-            })?;
+            let server = WorkspaceServer::new(&args.path)
+                .map_err(|source| BundledError::Root {
+                    path: args.path.clone(),
+                    source,
+                })?
+                .with_attachments(shelf);
             tracing::info!(root = %server.root().display(), "workspace MCP server ready");
             Built::Workspace(server)
         }
@@ -194,8 +202,12 @@ fn build(name: &str, args: &[String]) -> Result<Built, BundledError> {
 }
 
 /// Serves bundled server `name` over stdin/stdout until the client closes stdin.
-pub async fn serve_stdio(name: &str, args: &[String]) -> Result<(), BundledError> {
-    match build(name, args)? {
+pub async fn serve_stdio(
+    name: &str,
+    args: &[String],
+    shelf: SharedShelf,
+) -> Result<(), BundledError> {
+    match build(name, args, shelf)? {
         Built::Workspace(s) => run_stdio(s).await,
         Built::Notes(s) => run_stdio(s).await,
         Built::Web(s) => run_stdio(s).await,
@@ -220,8 +232,9 @@ pub async fn serve_http(
     args: &[String],
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    shelf: SharedShelf,
 ) -> Result<(), BundledError> {
-    match build(name, args)? {
+    match build(name, args, shelf)? {
         Built::Workspace(s) => run_http(s, listener, shutdown).await,
         Built::Notes(s) => run_http(s, listener, shutdown).await,
         Built::Web(s) => run_http(s, listener, shutdown).await,
@@ -279,7 +292,7 @@ mod tests {
     #[test]
     fn every_builtin_name_has_a_server() {
         // The web server needs no argument (fetch_url alone); the file servers need theirs.
-        assert!(build("web", &[]).is_ok());
+        assert!(build("web", &[], None).is_ok());
         for name in BUILTIN_SERVERS.iter().filter(|n| **n != "web") {
             // No flag given: the error must be about the flag, not an unknown server.
             let err = BundledArgs::parse_in(name, &[], Path::new("/"))

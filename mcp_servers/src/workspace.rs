@@ -2,8 +2,8 @@
 //! prompt over the files inside one root folder. Every path goes through the sandbox; a refusal
 //! is a tool error (or, for resources and prompts, an `invalid_params` error) that says why.
 
-use crate::uri;
 use crate::workspace_fs::{Bounded, Entry, EntryKind, FsError, Workspace};
+use crate::{attachments, uri};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -66,6 +66,8 @@ pub struct SearchArgs {
 #[derive(Clone, Debug)]
 pub struct WorkspaceServer {
     ws: Arc<Workspace>,
+    /// Where attached files are read from; without one, `read_attachment` is not offered.
+    shelf: crate::SharedShelf,
     tool_router: ToolRouter<Self>,
     prompt_router: PromptRouter<Self>,
 }
@@ -75,9 +77,21 @@ impl WorkspaceServer {
     pub fn new(root: &Path) -> std::io::Result<Self> {
         Ok(Self {
             ws: Arc::new(Workspace::open(root)?),
+            shelf: None,
             tool_router: Self::tool_router(),
             prompt_router: Self::prompt_router(),
         })
+    }
+
+    /// This server reading attached files from `shelf`; with none, it does not offer
+    /// `read_attachment`.
+    pub fn with_attachments(mut self, shelf: crate::SharedShelf) -> Self {
+        if shelf.is_none() {
+            self.tool_router
+                .remove_route(cohort_core::attachment::READ_TOOL);
+        }
+        self.shelf = shelf;
+        self
     }
 
     /// The canonical root folder.
@@ -120,7 +134,7 @@ impl WorkspaceServer {
     )]
     async fn write_file(&self, Parameters(a): Parameters<WriteArgs>) -> Result<String, String> {
         let len = a.content.len();
-        self.run(move |ws| ws.write(&a.path, &a.content))
+        self.run(move |ws| ws.write(&a.path, a.content.as_bytes()))
             .await
             .map(|p| format!("wrote {len} bytes to {p}"))
             .map_err(|e| e.to_string())
@@ -180,6 +194,34 @@ impl WorkspaceServer {
             out.push("… (more matches; narrow the path or the pattern)".into());
         }
         Ok(out.join("\n"))
+    }
+
+    #[tool(
+        description = "Read a file a person attached to a goal or a message, by the id the message or the task lists (`att-…`): text comes back as text, an image as an image. `save_as` (a path relative to the workspace root) also saves it in the workspace, where the other tools reach it.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn read_attachment(
+        &self,
+        Parameters(a): Parameters<attachments::ReadArgs>,
+    ) -> Result<rmcp::model::CallToolResult, String> {
+        let shelf = self
+            .shelf
+            .clone()
+            .ok_or("this workspace server was started without the team's store")?;
+        let file = attachments::fetch(&*shelf, &a.id).await?;
+        let Some(path) = a.save_as else {
+            return Ok(attachments::result(&file, None));
+        };
+        let bytes = file.bytes.clone();
+        let saved = self
+            .run(move |ws| ws.write(&path, &bytes))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(attachments::result(&file, Some(&saved)))
     }
 }
 

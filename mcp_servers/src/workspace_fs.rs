@@ -112,12 +112,12 @@ impl Workspace {
 
     /// Writes `content`, replacing the file; creates missing parent folders. Returns the
     /// normalized path.
-    pub fn write(&self, path: &str, content: &str) -> Result<String, FsError> {
+    pub fn write(&self, path: &str, content: impl AsRef<[u8]>) -> Result<String, FsError> {
         let (real, shown) = self.prepare_write(path)?;
         let mut opts = fs::OpenOptions::new();
         opts.write(true).create(true).truncate(true);
         open_regular(&real, &shown, &opts)?
-            .write_all(content.as_bytes())
+            .write_all(content.as_ref())
             .map_err(|source| io_err(&shown, source))?;
         Ok(shown)
     }
@@ -447,7 +447,7 @@ mod tests {
     #[test]
     fn search_stops_at_the_match_bound() {
         let (_d, ws) = workspace("bound");
-        ws.write("many.txt", &"hit\n".repeat(MAX_MATCHES + 5))
+        ws.write("many.txt", "hit\n".repeat(MAX_MATCHES + 5))
             .unwrap();
         let found = ws.search("hit", "").unwrap();
         assert_eq!(found.items.len(), MAX_MATCHES);
@@ -521,7 +521,7 @@ mod tests {
     #[test]
     fn large_files_are_refused() {
         let (_d, ws) = workspace("large");
-        ws.write("big", &"x".repeat(MAX_READ_BYTES as usize + 1))
+        ws.write("big", "x".repeat(MAX_READ_BYTES as usize + 1))
             .unwrap();
         assert!(matches!(ws.read("big"), Err(FsError::TooLarge { .. })));
     }

@@ -21,6 +21,8 @@ pub struct DataArgs {
 pub struct Opened {
     pub store: std::sync::Arc<dyn cohort::store::Store>,
     pub place: String,
+    /// How another process of this machine opens it (a URL, or the file's absolute path).
+    pub spec: String,
 }
 
 impl DataArgs {
@@ -30,15 +32,19 @@ impl DataArgs {
         default: Option<PathBuf>,
     ) -> Result<Option<Opened>, cohort::store::StoreError> {
         use cohort::store::SqlStore;
-        let (store, place) = match (&self.database, self.data.clone().or(default)) {
+        let (store, place, spec) = match (&self.database, self.data.clone().or(default)) {
             (Some(url), _) => {
                 let store = SqlStore::open_postgres(url).await?;
                 let place = store.url().to_owned();
-                (store, place)
+                (store, place, url.clone())
             }
             (None, Some(path)) => (
                 SqlStore::open_sqlite(&path).await?,
                 path.display().to_string(),
+                std::path::absolute(&path)
+                    .unwrap_or_else(|_| path.clone())
+                    .display()
+                    .to_string(),
             ),
             (None, None) => return Ok(None),
         };
@@ -46,6 +52,7 @@ impl DataArgs {
         Ok(Some(Opened {
             store: std::sync::Arc::new(store),
             place,
+            spec,
         }))
     }
 

@@ -1,6 +1,6 @@
 //! The command line's pieces besides argument parsing (which stays in `main.rs`): the
 //! `check` and `run` commands, the store flags with `inspect` / `export`, a node of a team
-//! across machines, and how output reaches a person.
+//! across machines, how output reaches a person, and the attached files a bundled server reads.
 
 pub mod check;
 pub mod data;
@@ -9,3 +9,4 @@ pub mod node;
 pub mod output;
 pub mod replay_cmd;
 pub mod run_cmd;
+pub mod shelf;

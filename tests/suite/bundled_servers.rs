@@ -515,9 +515,15 @@ async fn serve_http_answers_an_rmcp_client_and_stops_on_shutdown() {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let args = vec!["--root".to_owned(), root.display().to_string()];
     let server = tokio::spawn(async move {
-        serve_http("workspace", &args, listener, async {
-            let _ = stopped.await;
-        })
+        serve_http(
+            "workspace",
+            &args,
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+            None,
+        )
         .await
     });
 
@@ -551,16 +557,16 @@ async fn serve_http_answers_an_rmcp_client_and_stops_on_shutdown() {
 #[tokio::test]
 async fn serve_http_refuses_bad_arguments_before_listening() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let e = serve_http("nope", &[], listener, async {})
+    let e = serve_http("nope", &[], listener, async {}, None)
         .await
         .unwrap_err();
     assert!(matches!(e, BundledError::UnknownServer { .. }), "{e}");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let e = serve_http("notes", &[], listener, async {})
+    let e = serve_http("notes", &[], listener, async {}, None)
         .await
         .unwrap_err();
     assert!(e.to_string().contains("`--file` is required"), "{e}");
-    let e = cohort::bundled::serve_stdio("workspace", &["--dir".into(), "x".into()])
+    let e = cohort::bundled::serve_stdio("workspace", &["--dir".into(), "x".into()], None)
         .await
         .unwrap_err();
     assert!(e.to_string().contains("unexpected argument `--dir`"), "{e}");

@@ -9,6 +9,7 @@ mod agent_actor;
 mod api;
 mod approval;
 mod asks;
+mod attachments;
 mod bundled_servers;
 mod cli_bench;
 mod cli_check;

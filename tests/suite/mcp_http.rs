@@ -16,9 +16,15 @@ async fn serve(root: PathBuf, addr: std::net::SocketAddr) -> oneshot::Sender<()>
     let (stop, stopped) = oneshot::channel::<()>();
     let args = vec!["--root".to_owned(), root.display().to_string()];
     tokio::spawn(async move {
-        cohort::bundled::serve_http("workspace", &args, listener, async {
-            let _ = stopped.await;
-        })
+        cohort::bundled::serve_http(
+            "workspace",
+            &args,
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+            None,
+        )
         .await
         .unwrap();
     });

@@ -15,7 +15,8 @@
 //!     a step's typed origin and result, and the changes an agent makes to itself;
 //!   - [`event`]: `Change` (one small typed event per change), the pure `apply` functions
 //!     owners and readers share, and `States`, a reader's copy of the team;
-//!   - [`message`]: `Message` with its typed body (a notice or a runtime instruction);
+//!   - [`message`]: `Message` with its typed body (a notice or a runtime instruction), and
+//!     [`attachment`], the files a person attaches to one;
 //!   - [`notice`]: the typed notices a task sends its manager, and their rendering.
 //! - [`call`]: a model call and an MCP server call as data (request, reply, tool calls, what
 //!   a provider may mend), made by `cohort-llm` and `cohort-mcp`.
@@ -31,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod attachment;
 pub mod auth;
 pub mod call;
 pub mod clock;

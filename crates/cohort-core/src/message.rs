@@ -49,6 +49,9 @@ pub struct Message {
     /// it, so the step it causes joins that trace wherever it runs (`event::trace_context`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<crate::event::trace_context::TraceParent>,
+    /// Files a person attached (kept in the store; the receiver reads them by id).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::attachment::Attachment>,
 }
 
 /// The typed content of a message the runtime sends (`[TaskState]`): only the runtime sets it,
@@ -83,6 +86,7 @@ impl Message {
             ask: None,
             body: None,
             traceparent: None,
+            attachments: Vec::new(),
         }
     }
 
@@ -155,6 +159,9 @@ pub enum Instruction {
         /// This agent's goal in the stage, from its `agent_allocation`.
         #[serde(default)]
         goal: String,
+        /// The files attached to the task: each agent of the stage may read them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<crate::attachment::Attachment>,
         /// Agents allocated to the stage (the first few), so the agent knows whom it works with.
         #[serde(default)]
         colleagues: Vec<Colleague>,
@@ -298,6 +305,10 @@ pub enum TaskInstruction {
         /// by the skill; whatever a model writes here is replaced.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         goal_step: Option<crate::ids::StepId>,
+        /// The files attached to that goal: the task lists them. Set by the skill; whatever a
+        /// model writes here is replaced.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<crate::attachment::Attachment>,
         /// The trace that step is in, which the task joins. Set by the skill; what a model
         /// writes here is replaced (and never refuses the answer: read leniently).
         #[serde(

@@ -46,6 +46,8 @@ pub struct McpOptions {
     /// A recorded run's tool calls, answering this client's calls instead of the servers
     /// (`cohort replay`; descriptions still come from the servers).
     pub replay: Option<Arc<crate::replay::ToolRecord>>,
+    /// Variables given to the builtin servers only (the team's store, for attached files).
+    pub builtin_env: BTreeMap<String, String>,
 }
 
 /// A [`Consent`] the options can carry.
@@ -73,6 +75,7 @@ impl McpOptions {
             oauth_tokens: TokenPlace::from_env(vars),
             consent: None,
             replay: None,
+            builtin_env: BTreeMap::new(),
         }
     }
 
@@ -703,11 +706,13 @@ impl McpClient {
                 pass_env,
                 cwd,
             } => {
+                let mut env = env.clone();
+                env.extend(self.opts.builtin_env.clone());
                 let launch = Launch {
                     program: self.opts.cohort_exe.clone(),
                     fixed: vec!["mcp", "serve", server.as_str(), "--"],
                     args,
-                    env,
+                    env: &env,
                     pass_env,
                     cwd,
                 };

@@ -16,7 +16,8 @@
 // The modules of the crates below under their own names, so paths read `crate::state::…`
 // here as they do in the core.
 use cohort_core::{
-    agent, call, clock, config, event, ids, message, policy, prompt, skills, state, sync,
+    agent, attachment, call, clock, config, event, ids, message, policy, prompt, skills, state,
+    sync,
 };
 use cohort_llm as llm;
 use cohort_mcp as mcp;

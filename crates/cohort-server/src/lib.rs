@@ -10,7 +10,7 @@
 
 // The modules of the crates below under their own names, so paths read `crate::state::…`
 // here as they do in the core.
-use cohort_core::{agent, auth, call, config, event, ids, message, state, sync};
+use cohort_core::{agent, attachment, auth, call, config, event, ids, message, state, sync};
 use cohort_llm as llm;
 use cohort_mcp as mcp;
 use cohort_runtime::{actors, monitor, otel, run};

@@ -21,9 +21,10 @@
 //! - [`published`]: how far the team's events are on its NATS event stream.
 
 // The core's modules under their own names, so paths here read as they do in the core.
-use cohort_core::{call, config, event, ids, state};
+use cohort_core::{attachment, call, config, event, ids, state};
 
 pub mod archive;
+mod attachments;
 pub mod backup;
 mod blobs;
 pub mod compact;
@@ -206,6 +207,8 @@ pub enum StoreError {
          (`--database postgres://…`)"
     )]
     NodesNeedPostgres { url: String },
+    #[error("this store keeps no attached files")]
+    NoAttachments,
     #[error("no task id given: --task needs a task id, or its first 4 characters or more")]
     NoTaskId,
     #[error(
@@ -430,6 +433,25 @@ pub trait Store: Send + Sync {
         let _ = id;
         Box::pin(async { Ok(None) })
     }
+    /// Keeps a file a person attached, before the upload is acknowledged; only the newest
+    /// [`ATTACHMENTS_KEPT`] are kept. A store that keeps none refuses it.
+    fn put_attachment(
+        &self,
+        file: attachment::Attachment,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let _ = (file, bytes);
+        Box::pin(async { Err(StoreError::NoAttachments) })
+    }
+    /// A kept attachment, with its bytes when `with_bytes`; none if the store does not have it.
+    fn attachment<'a>(
+        &'a self,
+        id: &'a attachment::AttachmentId,
+        with_bytes: bool,
+    ) -> BoxFuture<'a, Result<Option<KeptAttachment>, StoreError>> {
+        let _ = (id, with_bytes);
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// How many failed steps' model calls a store keeps (the newest).
@@ -437,6 +459,13 @@ pub const STEP_CALLS_KEPT: usize = 200;
 /// How many images and sounds a store keeps (the newest; each at most
 /// `call::media::MOST_BLOB_BYTES`).
 pub const BLOBS_KEPT: usize = 128;
+/// An attached file as a store gives it back: its reference and its bytes (none when they
+/// were not asked for).
+pub type KeptAttachment = (attachment::Attachment, Vec<u8>);
+
+/// How many attached files a store keeps (the newest; each at most
+/// `attachment::MOST_ATTACHMENT_BYTES`).
+pub const ATTACHMENTS_KEPT: usize = 256;
 
 #[cfg(test)]
 mod tests {

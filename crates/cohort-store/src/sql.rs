@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The schema this binary reads and writes; a store with a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0007_blobs.sql"),
     include_str!("../migrations/0008_model_calls.sql"),
     include_str!("../migrations/0009_model_call_texts.sql"),
+    include_str!("../migrations/0010_attachments.sql"),
 ];
 
 /// The schema that has the archive and the compaction record (a store written by an older
@@ -46,6 +47,8 @@ pub(super) const SCHEMA_BLOBS: i64 = 7;
 pub(super) const SCHEMA_MODEL_CALLS: i64 = 8;
 /// From here a recorded call's system prompt is kept once, in `model_call_texts`.
 pub(super) const SCHEMA_CALL_TEXTS: i64 = 9;
+/// The schema that keeps the files people attach.
+pub(super) const SCHEMA_ATTACHMENTS: i64 = 10;
 
 /// The most a SQLite store's `-wal` file keeps once checkpointed: a burst of large commits
 /// grows it, and without a limit it would stay that large.

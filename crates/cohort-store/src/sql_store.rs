@@ -294,6 +294,23 @@ impl Store for SqlStore {
         let id = id.clone();
         Box::pin(self.call(|db| async move { db.blob_get(id).await }))
     }
+
+    fn put_attachment(
+        &self,
+        file: crate::attachment::Attachment,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.call(|db| async move { db.attachment_put(file, bytes).await }))
+    }
+
+    fn attachment<'a>(
+        &'a self,
+        id: &'a crate::attachment::AttachmentId,
+        with_bytes: bool,
+    ) -> BoxFuture<'a, Result<Option<crate::KeptAttachment>, StoreError>> {
+        let id = id.clone();
+        Box::pin(self.call(|db| async move { db.attachment_get(id, with_bytes).await }))
+    }
 }
 
 /// The store's own runtime (one thread). Dropped without waiting, from any context.

@@ -38,6 +38,9 @@ pub struct HumanMessage {
     /// message causes joins the caller's trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<crate::event::trace_context::TraceParent>,
+    /// Files the person attached, as the store keeps them; each receiver gets them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::attachment::Attachment>,
 }
 
 pub use crate::config::MAX_WAIT_SECS;
@@ -60,6 +63,9 @@ pub enum HumanError {
     /// `wait_secs` is 0 or more than [`MAX_WAIT_SECS`].
     #[error("wait_secs must be from 1 to {MAX_WAIT_SECS}")]
     BadWait,
+    /// More files than one message may carry.
+    #[error("{0}")]
+    Attachments(crate::attachment::AttachmentError),
     /// A receiver asked the person a question, and the text is not an answer its form takes.
     #[error("`{to}` asked you a question and the answer does not fit it: {why}")]
     BadAnswer {
@@ -218,6 +224,11 @@ fn check_send(agent: &AgentState, m: &HumanMessage) -> Result<Vec<AgentId>, Huma
     if m.content.trim().is_empty() {
         return Err(HumanError::Empty);
     }
+    if m.attachments.len() > crate::attachment::MOST_ATTACHMENTS_PER_MESSAGE {
+        return Err(HumanError::Attachments(
+            crate::attachment::AttachmentError::TooMany(m.attachments.len()),
+        ));
+    }
     let mut receivers: Vec<AgentId> = Vec::new();
     for r in &m.receiver {
         if !receivers.contains(r) {
@@ -264,6 +275,7 @@ fn send_to(
         ask: None,
         body: None,
         traceparent: m.traceparent,
+        attachments: m.attachments.clone(),
     };
     agent.add_private(
         &r,
@@ -387,6 +399,7 @@ mod tests {
     fn a_message_in_the_base_task_is_a_goal_unless_it_answers_a_question() {
         let mut h = human();
         let to_m = |task: &str| HumanMessage {
+            attachments: Vec::new(),
             task_id: task.into(),
             receiver: vec!["m".into()],
             content: "do it".into(),
@@ -436,6 +449,7 @@ mod tests {
         assert!(chat.len() <= crate::state::PRIVATE_KEPT + 51);
         // Once answered, it may leave with the rest.
         let reply = HumanMessage {
+            attachments: Vec::new(),
             task_id: "t".into(),
             receiver: vec!["m".into()],
             content: "answer".into(),
@@ -470,6 +484,7 @@ mod tests {
             "{notices:?}"
         );
         let reply = |content: &str| HumanMessage {
+            attachments: Vec::new(),
             task_id: "t".into(),
             receiver: vec!["m".into()],
             content: content.into(),
@@ -547,6 +562,7 @@ mod tests {
         m.waiting = Some(vec!["w1".into()]);
         receive_as_human(&mut h, &m, "now", 0);
         let send = HumanMessage {
+            attachments: Vec::new(),
             task_id: "t".into(),
             receiver: vec!["mgr".into(), "other".into()],
             content: "Blue".into(),
@@ -574,6 +590,7 @@ mod tests {
     fn bad_sends_are_refused() {
         let mut h = human();
         let mut send = HumanMessage {
+            attachments: Vec::new(),
             task_id: "t".into(),
             receiver: vec![],
             content: "x".into(),

@@ -70,8 +70,9 @@ fn queue_reply(agent: &mut AgentState, msg: &Message) {
     // If the sender waits, the reply jumps the queue and its `reply_to` carries the wait id it
     // returns (never the text: a wait id is the runtime's, not something the model copies).
     let text = format!(
-        "Message from agent `{sender}` (reply to it):\n\n{}",
-        msg.message
+        "Message from agent `{sender}` (reply to it):\n\n{}{}",
+        msg.message,
+        attached(msg)
     );
     let wait = msg.wait_id_for(&me).cloned();
     let mut step = new_step(
@@ -101,7 +102,12 @@ fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
     // A reply we were waiting for is digested first. A message that asks a manager to act goes
     // straight to the skill that acts on it.
     let act = acts(msg, answers_wait);
-    let text = format!("{}{}", digest_heading(sender.as_str(), act), msg.message);
+    let text = format!(
+        "{}{}{}",
+        digest_heading(sender.as_str(), act),
+        msg.message,
+        attached(msg)
+    );
     let (skill, intention) = match acting_skill(agent, act) {
         Some(skill) => (skill, acting_intention(msg)),
         None => (
@@ -114,6 +120,7 @@ fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
         StepOrigin::Act {
             from: sender.clone(),
             goal: notice.is_none().then(|| msg.message.clone()),
+            attachments: msg.attachments.clone(),
             notice,
             second_try: false,
         }
@@ -128,6 +135,11 @@ fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
     } else {
         agent.add_steps(vec![step]);
     }
+}
+
+/// The lines that list the files a message carries (none: empty).
+fn attached(msg: &Message) -> String {
+    crate::attachment::render("Files attached to this message", &msg.attachments)
 }
 
 /// Whether `msg` asks a manager to act: an operator's goal or a runtime notice (not a reply
@@ -239,6 +251,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             task_intention,
             stage_intention,
             goal,
+            attachments,
             colleagues,
             colleagues_unlisted,
         } => {
@@ -255,7 +268,8 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             let text = format!(
                 "A new stage starts and you take part in it. Plan the steps that reach your goal.\n\n\
                  Task intention: {task_intention}\nStage id: {stage_id}\nStage intention: {stage_intention}\n\
-                 {GOAL_LINE}{goal}\n\nAgents of this stage (id, role, goal):\n{team}"
+                 {GOAL_LINE}{goal}\n\nAgents of this stage (id, role, goal):\n{team}{}",
+                crate::attachment::render("Files attached to the task", &attachments)
             );
             agent.open_goal(&task, &stage_id);
             let mut step = StepState::new(

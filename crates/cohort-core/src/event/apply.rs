@@ -32,6 +32,7 @@ pub fn apply_task(task: &mut TaskState, c: &TaskChange) {
         }
         TaskChange::SharedInfo { entry, .. } => task.shared_info_pool.push_back(entry.clone()),
         TaskChange::Conversation { entry, .. } => {
+            crate::attachment::list_on_task(&mut task.attachments, &entry.message.attachments);
             task.shared_conversation_pool.push_back(entry.clone())
         }
         TaskChange::Trimmed {

@@ -126,6 +126,8 @@ struct TaskListed<'a> {
     shared_conversation_omitted: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_id: Option<crate::event::trace::TraceId>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    attachments: &'a [crate::attachment::Attachment],
 }
 
 /// How many steps that left their agent a reader keeps per task (the oldest leave first; the
@@ -527,6 +529,7 @@ impl States {
             shared_info_omitted: t.shared_info_omitted,
             shared_conversation_omitted: t.shared_conversation_omitted,
             trace_id: t.trace_id,
+            attachments: &t.attachments,
         };
         with_times(&summary, self.times.task(id)).ok()
     }

@@ -431,6 +431,7 @@ mod tests {
             from: "op".into(),
             notice: None,
             goal: Some("a haiku".into()),
+            attachments: Vec::new(),
             second_try: false,
         };
         let goal = step(

@@ -220,6 +220,7 @@ pub mod test_support {
             from: "operator".into(),
             notice: None,
             goal: Some(text.into()),
+            attachments: Vec::new(),
             second_try: false,
         };
         running_for(a, skill, text, origin)

@@ -123,6 +123,7 @@ fn send(
         ask: draft.ask,
         body: None,
         traceparent: crate::event::trace_context::TraceParent::of_step(step),
+        attachments: Vec::new(),
     };
     Ok(SkillOutcome {
         send_message: Some(message.clone()),

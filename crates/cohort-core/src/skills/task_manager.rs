@@ -186,6 +186,8 @@ pub struct Asked<'a> {
     pub goal_step: Option<crate::ids::StepId>,
     /// The trace that step is in: a task it creates joins it.
     pub goal_trace: Option<crate::event::trace::TraceId>,
+    /// The files attached to that goal: a task it creates lists them.
+    pub goal_attachments: Vec<crate::attachment::Attachment>,
 }
 
 impl<'a> Asked<'a> {
@@ -204,6 +206,7 @@ impl<'a> Asked<'a> {
                 .map(str::to_owned),
             goal_step: Some(goal_of.step_id.clone()),
             goal_trace: goal_of.trace_id,
+            goal_attachments: goal_of.origin.goal_attachments().to_vec(),
         }
     }
 }
@@ -219,6 +222,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         goal,
         goal_step,
         goal_trace,
+        goal_attachments,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
     check_not_refused(refused, &repairs, &instruction)?;
@@ -245,7 +249,12 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         ));
     }
     check_stage_decided(&instruction, decided)?;
-    name_new_task(&mut instruction, requester, goal_step, goal_trace)?;
+    name_new_task(
+        &mut instruction,
+        requester,
+        (goal_step, goal_trace),
+        goal_attachments,
+    )?;
     if let Some(goal) = goal.filter(|_| repairs.allows(Repair::GoalKeptAsIntention))
         && super::mend::keep_goal_as_intention(&mut instruction, &goal)
     {
@@ -354,8 +363,11 @@ fn acted_on<'a>(agent: &'a AgentState, step: &'a StepState) -> Option<&'a StepSt
 fn name_new_task(
     instruction: &mut TaskInstruction,
     requester: Option<AgentId>,
-    goal_step: Option<crate::ids::StepId>,
-    goal_trace: Option<crate::event::trace::TraceId>,
+    (goal_step, goal_trace): (
+        Option<crate::ids::StepId>,
+        Option<crate::event::trace::TraceId>,
+    ),
+    goal_attachments: Vec<crate::attachment::Attachment>,
 ) -> Result<(), SkillError> {
     if let TaskInstruction::AddTask {
         task_id,
@@ -363,12 +375,14 @@ fn name_new_task(
         task_intention,
         requested_by,
         goal_step: from,
+        attachments,
         trace_id,
     } = instruction
     {
         *requested_by = requester;
         *from = goal_step;
         *trace_id = goal_trace;
+        *attachments = goal_attachments;
         if task_intention.trim().is_empty() {
             return Err(SkillError::Invalid(
                 "add_task needs a task_intention".into(),
@@ -469,6 +483,7 @@ mod tests {
             from: "op".into(),
             notice: None,
             goal: Some("a poem".into()),
+            attachments: Vec::new(),
             second_try: false,
         };
         let decision = step(Skill::Decision, goal.clone());

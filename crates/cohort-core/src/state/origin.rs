@@ -36,6 +36,9 @@ pub enum StepOrigin {
         /// checked against it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         goal: Option<String>,
+        /// The files the person attached to the goal: a task made for it lists them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<crate::attachment::Attachment>,
         /// The second try at it, after the first failed or was refused (there is no third).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         second_try: bool,
@@ -122,6 +125,14 @@ impl StepOrigin {
         }
     }
 
+    /// The files attached to the goal an acting step acts on.
+    pub fn goal_attachments(&self) -> &[crate::attachment::Attachment] {
+        match self {
+            StepOrigin::Act { attachments, .. } => attachments,
+            _ => &[],
+        }
+    }
+
     /// The notice an acting step acts on.
     pub fn notice(&self) -> Option<&Notice> {
         match self {
@@ -137,11 +148,13 @@ impl StepOrigin {
                 from,
                 notice,
                 goal,
+                attachments,
                 second_try: false,
             } => Some(StepOrigin::Act {
                 from: from.clone(),
                 notice: notice.clone(),
                 goal: goal.clone(),
+                attachments: attachments.clone(),
                 second_try: true,
             }),
             _ => None,

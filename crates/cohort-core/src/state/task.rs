@@ -88,6 +88,10 @@ pub struct TaskState {
     /// The recorded task and step this task was forked from (`cohort replay --fork-at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// The files people attached to its goal and to its messages (the first
+    /// [`MOST_ATTACHMENTS_PER_TASK`](crate::attachment::MOST_ATTACHMENTS_PER_TASK)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::attachment::Attachment>,
 }
 
 /// Where a forked task branched off: the task it replays and the step from which it went
@@ -173,6 +177,7 @@ impl TaskState {
             requested_by: None,
             goal_step: None,
             trace_id: None,
+            attachments: Vec::new(),
             forked_from: None,
         }
     }

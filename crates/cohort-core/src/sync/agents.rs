@@ -210,6 +210,7 @@ mod tests {
 
         let t = TaskId::from("t");
         let add = TaskInstruction::AddTask {
+            attachments: Vec::new(),
             task_id: t.clone(),
             task_name: "n".into(),
             task_intention: "i".into(),
@@ -293,6 +294,7 @@ mod tests {
         let mut c = core();
         let t = TaskId::from("t");
         let add = TaskInstruction::AddTask {
+            attachments: Vec::new(),
             task_id: t.clone(),
             task_name: "n".into(),
             task_intention: "i".into(),

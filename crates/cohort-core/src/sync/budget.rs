@@ -97,6 +97,7 @@ mod tests {
         });
         let t = TaskId::random();
         let add = TaskInstruction::AddTask {
+            attachments: Vec::new(),
             task_id: t.clone(),
             task_name: "n".into(),
             task_intention: "i".into(),
@@ -143,6 +144,7 @@ mod tests {
             &crate::sync::tests::by(
                 "m",
                 TaskInstruction::AddTask {
+                    attachments: Vec::new(),
                     task_id: t.clone(),
                     task_name: "n".into(),
                     task_intention: "i".into(),

@@ -233,10 +233,12 @@ impl SyncCore {
                 task_intention,
                 requested_by,
                 goal_step,
+                attachments,
                 trace_id,
             } => {
                 let mut task = TaskState::new(task_id, task_name, task_intention, agent.clone());
                 task.requested_by = requested_by;
+                crate::attachment::list_on_task(&mut task.attachments, &attachments);
                 task.goal_step = goal_step;
                 task.trace_id =
                     Some(trace_id.unwrap_or_else(|| crate::event::trace::trace_of_task(&task)));
@@ -458,6 +460,7 @@ impl SyncCore {
             let i = Instruction::StartStage {
                 stage_id: next.clone(),
                 task_intention: task.task_intention.clone(),
+                attachments: task.attachments.clone(),
                 stage_intention: stage.stage_intention.clone(),
                 goal: goal.clone(),
                 colleagues: colleagues.clone(),

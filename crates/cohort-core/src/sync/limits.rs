@@ -220,6 +220,7 @@ mod tests {
 
     fn add_task() -> TaskInstruction {
         TaskInstruction::AddTask {
+            attachments: Vec::new(),
             task_id: TaskId::random(),
             task_name: "n".into(),
             task_intention: "i".into(),
@@ -326,6 +327,7 @@ mod tests {
         let base = c.base_task().clone();
         let t = TaskId::random();
         let add = TaskInstruction::AddTask {
+            attachments: Vec::new(),
             task_id: t.clone(),
             task_name: "n".into(),
             task_intention: "i".into(),

@@ -15,6 +15,7 @@ fn finished_task(c: &mut SyncCore, name: &str) -> (TaskId, Vec<Change>) {
             &by(
                 "m",
                 TaskInstruction::AddTask {
+                    attachments: Vec::new(),
                     task_id: t.clone(),
                     task_name: name.into(),
                     task_intention: "i".into(),
@@ -281,6 +282,7 @@ fn past_the_pools_share_finished_tasks_leave_early_and_open_work_refuses_a_perso
             &by(
                 "m",
                 TaskInstruction::AddTask {
+                    attachments: Vec::new(),
                     task_id: t.clone(),
                     task_name: "n".into(),
                     task_intention: "i".into(),

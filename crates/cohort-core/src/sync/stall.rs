@@ -44,6 +44,7 @@ mod tests {
         let mut c = SyncCore::new(roster, &["m".into()], &[]);
         let t = TaskId::random();
         let add = TaskInstruction::AddTask {
+            attachments: Vec::new(),
             task_id: t.clone(),
             task_name: "Haiku".into(),
             task_intention: "write one".into(),

@@ -96,6 +96,7 @@ pub(super) fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
             &by(
                 "m",
                 TaskInstruction::AddTask {
+                    attachments: Vec::new(),
                     task_id: t.clone(),
                     task_name: "n".into(),
                     task_intention: "i".into(),
@@ -626,6 +627,7 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
     let add = |c: &mut SyncCore, requested_by: Option<&str>| {
         let t = TaskId::random();
         let i = TaskInstruction::AddTask {
+            attachments: Vec::new(),
             task_id: t.clone(),
             task_name: "Haiku".into(),
             task_intention: "write one".into(),
@@ -698,6 +700,7 @@ fn a_task_made_for_a_goal_names_the_trace_of_the_step_that_acted_on_it() {
     let mut c = SyncCore::new(roster, &["m".into()], &[]);
     let (t, goal) = (TaskId::random(), crate::ids::StepId::from("goal-step"));
     let i = TaskInstruction::AddTask {
+        attachments: Vec::new(),
         task_id: t.clone(),
         task_name: "Haiku".into(),
         task_intention: "write one".into(),
@@ -713,6 +716,7 @@ fn a_task_made_for_a_goal_names_the_trace_of_the_step_that_acted_on_it() {
     // A goal given within a caller's trace (a `traceparent`): the task joins that trace.
     let (t2, caller) = (TaskId::random(), TraceId::of("caller", "x"));
     let i = TaskInstruction::AddTask {
+        attachments: Vec::new(),
         task_id: t2.clone(),
         task_name: "Haiku".into(),
         task_intention: "write another".into(),
@@ -738,6 +742,7 @@ fn a_message_of_a_task_travels_in_the_tasks_trace_and_one_of_the_base_task_keeps
     let mut c = SyncCore::new(roster, &["m".into()], &[]);
     let t = TaskId::random();
     let i = TaskInstruction::AddTask {
+        attachments: Vec::new(),
         task_id: t.clone(),
         task_name: "Haiku".into(),
         task_intention: "write one".into(),

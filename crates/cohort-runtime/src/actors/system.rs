@@ -182,6 +182,9 @@ pub struct Host<'a> {
     pub replay: Option<Arc<crate::llm::replay::Record>>,
     /// A recorded run whose tool calls answer this team's (none: its servers are called).
     pub replay_tools: Option<Arc<crate::mcp::replay::ToolRecord>>,
+    /// The team's store as the bundled servers open it (read-only) for the files people
+    /// attached: a path or a URL, handed to them in `attachment::STORE_VAR`.
+    pub attachments: Option<String>,
 }
 
 impl<'a> Host<'a> {
@@ -191,6 +194,7 @@ impl<'a> Host<'a> {
             cohort_exe: cohort_exe.into(),
             replay: None,
             replay_tools: None,
+            attachments: None,
         }
     }
 }
@@ -541,6 +545,11 @@ pub fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
                 cfg.servers.clone(),
                 McpOptions {
                     replay: host.replay_tools.clone(),
+                    builtin_env: host
+                        .attachments
+                        .iter()
+                        .map(|s| (crate::attachment::STORE_VAR.to_owned(), s.clone()))
+                        .collect(),
                     ..McpOptions::new(host.cohort_exe.clone(), host.vars)
                         .passing_env_of(&cfg.servers, host.vars)
                 },

@@ -59,6 +59,7 @@ impl ScriptedOperator {
                 continue;
             };
             let reply = HumanMessage {
+                attachments: Vec::new(),
                 task_id: task,
                 receiver: vec![agent],
                 content,

@@ -2,7 +2,9 @@
 //! [`BODY_LIMIT`](super::BODY_LIMIT): a client trickling a body byte by byte would otherwise
 //! hold its connection "at work" for as long as it likes, out of reach of the timeouts and of
 //! the eviction that keeps room for logins. The body is read here, before any handler, and
-//! handed on as it came.
+//! handed on as it came. An upload of an attached file from a person logged in may be as
+//! large as one file may be ([`UPLOAD_LIMIT`](super::attachments::UPLOAD_LIMIT)); nobody else's
+//! body is read past the usual limit.
 
 use super::connections::ConnHandle;
 use super::{ApiState, AppError, BODY_LIMIT};
@@ -22,11 +24,12 @@ pub async fn read_body_in_time(
 ) -> Result<Response, AppError> {
     let conn = req.extensions().get::<ConnHandle>().cloned();
     let (parts, body) = req.into_parts();
+    let limit = limit_of(&state, &parts);
     let body = if body.is_end_stream() {
         body
     } else {
         let within = state.inner.http.header_timeout;
-        let read = tokio::time::timeout(within, Limited::new(body, BODY_LIMIT).collect()).await;
+        let read = tokio::time::timeout(within, Limited::new(body, limit).collect()).await;
         match read {
             Err(_) => {
                 return Err(AppError::Rejected(
@@ -40,7 +43,7 @@ pub async fn read_body_in_time(
             Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
                 return Err(AppError::Rejected(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("the request body is larger than {BODY_LIMIT} bytes"),
+                    format!("the request body is larger than {limit} bytes"),
                 ));
             }
             Ok(Err(e)) => {
@@ -55,4 +58,18 @@ pub async fn read_body_in_time(
         conn.body_read();
     }
     Ok(next.run(Request::from_parts(parts, body)).await)
+}
+
+/// How large this request's body may be: an upload by a person with a live session may carry
+/// one file at its cap; any other request, [`BODY_LIMIT`].
+fn limit_of(state: &ApiState, parts: &axum::http::request::Parts) -> usize {
+    let upload = parts.method == axum::http::Method::POST
+        && parts.uri.path() == super::attachments::UPLOAD_PATH;
+    let live =
+        || super::bearer(&parts.headers).is_some_and(|t| state.inner.sessions.human(t).is_some());
+    if upload && live() {
+        super::attachments::UPLOAD_LIMIT
+    } else {
+        BODY_LIMIT
+    }
 }

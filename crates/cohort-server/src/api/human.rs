@@ -117,6 +117,9 @@ pub struct SendBody {
     pub waiting: bool,
     #[serde(default)]
     pub wait_secs: Option<u64>,
+    /// The ids of files uploaded to `POST /api/attachments`, sent with the message.
+    #[serde(default)]
+    pub attachments: Vec<String>,
 }
 
 fn no_relative() -> StageRef {
@@ -139,8 +142,10 @@ impl SendBody {
             need_reply,
             waiting,
             wait_secs,
+            attachments: _,
         } = self;
         let message = HumanMessage {
+            attachments: Vec::new(),
             task_id,
             receiver,
             content,
@@ -167,21 +172,22 @@ fn caller_trace(headers: &axum::http::HeaderMap) -> Option<TraceParent> {
     }
 }
 
-/// How long a request waits for the store to confirm what it changed.
-const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+use super::STORE_DEADLINE;
 
 /// `POST /api/send_message` → `{success, message, sent: [Message]}`.
 pub async fn send_message(
     State(state): State<ApiState>,
     caller: Caller,
     headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<SendBody>,
+    ApiJson(mut body): ApiJson<SendBody>,
 ) -> Result<Json<Value>, AppError> {
+    let files = std::mem::take(&mut body.attachments);
     // A goal (a message in the base task) joins the caller's trace; a message in a task
     // travels in the task's trace whoever sends it (SyncState puts it there).
     let traceparent = caller_trace(&headers).filter(|_| body.task_id == state.inner.base_task);
-    let (sender, m) = body.into_message(traceparent);
+    let (sender, mut m) = body.into_message(traceparent);
     caller.must_be(&sender)?;
+    m.attachments = super::attachments::resolve(&state, &files).await?;
     let human = state.human(&sender)?;
     check_reach(&state, &caller, &m)?;
     check_room(&state, &m)?;

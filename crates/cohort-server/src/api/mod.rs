@@ -23,6 +23,7 @@
 
 pub mod access;
 pub mod approvals;
+pub mod attachments;
 pub mod body_deadline;
 pub mod client_addr;
 pub mod connections;
@@ -71,6 +72,9 @@ use tokio::sync::watch;
 
 /// Largest request body accepted (larger ones get 413).
 pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// How long a request waits for the store to confirm what it changed.
+pub(crate) const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What the handlers share: actor addresses, the monitor, sessions. Cheap to clone.
 #[derive(Clone)]
@@ -328,6 +332,20 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
         path: "/api/send_message",
         example: "/api/send_message",
         handler: || post(human::send_message),
+    },
+    ApiRoute {
+        method: "POST",
+        path: attachments::UPLOAD_PATH,
+        example: "/api/attachments?name=notes.txt",
+        handler: || {
+            post(attachments::upload).layer(DefaultBodyLimit::max(attachments::UPLOAD_LIMIT))
+        },
+    },
+    ApiRoute {
+        method: "GET",
+        path: "/api/attachments/{id}",
+        example: "/api/attachments/att-000000000000000000000000",
+        handler: || get(attachments::download),
     },
     ApiRoute {
         method: "GET",

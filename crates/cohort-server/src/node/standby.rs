@@ -94,7 +94,7 @@ pub fn router(me: String, leader: Leader, (origins, idle): (Vec<String>, Duratio
                 }
                 Err(Refused::Origin(refused)) => refused.into_response(),
                 Err(Refused::TooLarge) => {
-                    let why = format!("the request body is over {} bytes", crate::api::BODY_LIMIT);
+                    let why = "the request body is over the limit of its route".to_owned();
                     AppError::Rejected(StatusCode::PAYLOAD_TOO_LARGE, why).into_response()
                 }
                 Err(Refused::Unreachable(why)) => {
@@ -169,7 +169,15 @@ async fn forward(
     }
     let downstream = upgrade.then(|| hyper::upgrade::on(&mut req));
     let (parts, body) = req.into_parts();
-    let body = http_body_util::Limited::new(body, crate::api::BODY_LIMIT)
+    // An upload may carry one attached file; the node that runs the team checks who sends it.
+    let upload = parts.method == axum::http::Method::POST
+        && parts.uri.path() == crate::api::attachments::UPLOAD_PATH;
+    let limit = if upload {
+        crate::api::attachments::UPLOAD_LIMIT
+    } else {
+        crate::api::BODY_LIMIT
+    };
+    let body = http_body_util::Limited::new(body, limit)
         .collect()
         .await
         .map_err(|_| Refused::TooLarge)?

@@ -249,6 +249,7 @@ fn a_wait_id_from_someone_else_frees_nothing() {
 fn start_stage_adds_a_planning_step_with_the_stage_and_goal() {
     let mut a = agent();
     let i = Instruction::StartStage {
+        attachments: Vec::new(),
         stage_id: "s9".into(),
         task_intention: "write".into(),
         stage_intention: "draft it".into(),
@@ -566,6 +567,7 @@ fn a_step_made_from_a_message_carries_its_trace_context_and_the_steps_it_plans_j
     );
     // A stage start's plan step too.
     let mut start = sys_i(Instruction::StartStage {
+        attachments: Vec::new(),
         stage_id: "s".into(),
         task_intention: "t".into(),
         stage_intention: "s".into(),

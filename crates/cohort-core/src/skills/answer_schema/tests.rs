@@ -176,6 +176,7 @@ fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
     let task = crate::state::TaskState::new("t".into(), "h".into(), "a haiku".into(), "m".into());
     let judge = crate::sync::notices::judge_task(&task, std::iter::empty());
     task_level.origin = crate::state::StepOrigin::Act {
+        attachments: Vec::new(),
         from: crate::message::TASK_STATE_SENDER.into(),
         notice: judge.notice_body().cloned().map(Box::new),
         goal: None,

@@ -75,6 +75,7 @@ fn setup() -> (SyncCore, TaskId, Vec<StageId>) {
     run(
         &mut c,
         TaskInstruction::AddTask {
+            attachments: Vec::new(),
             task_id: t.clone(),
             task_name: "Report".into(),
             task_intention: "Write the report".into(),
