@@ -22,13 +22,15 @@ export const session = {
   },
 };
 
-async function request(method, path, { token, body } = {}) {
+async function request(method, path, { token, body, file } = {}) {
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  // A file goes as the body itself, its type as the browser knows it.
+  if (file) headers['Content-Type'] = file.type || 'application/octet-stream';
   if (token) headers.Authorization = `Bearer ${token}`;
   let res;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    res = await fetch(path, { method, headers, body: file || (body === undefined ? undefined : JSON.stringify(body)) });
   } catch (e) {
     throw new Error(`the server cannot be reached (${e.message})`);
   }
@@ -46,9 +48,10 @@ async function request(method, path, { token, body } = {}) {
   return data;
 }
 
-/** An image or a sound a tool returned, as a Blob (its MIME type from the server). */
-async function fetchBlob(id, token) {
-  const res = await fetch(`/api/blob/${encodeURIComponent(id)}`, { headers: { Authorization: `Bearer ${token}` } });
+/** An image or a sound a tool returned (or, from `/api/attachments`, a file a person
+ * attached), as a Blob (its MIME type from the server). */
+async function fetchBlob(id, token, base = '/api/blob') {
+  const res = await fetch(`${base}/${encodeURIComponent(id)}`, { headers: { Authorization: `Bearer ${token}` } });
   if (res.status === 401) throw new AuthError('not signed in');
   if (!res.ok) {
     const text = await res.text();
@@ -91,6 +94,8 @@ export function api(s) {
     cancelTask: (task, reason) => request('POST', `/api/task/${encodeURIComponent(task)}/cancel`, { token: s.token, body: { reason } }),
     pauseTask: (task, paused) => request('POST', `/api/task/${encodeURIComponent(task)}/${paused ? 'pause' : 'resume'}`, { token: s.token }),
     blob: (id) => fetchBlob(id, s.token),
+    upload: (file) => request('POST', `/api/attachments?name=${encodeURIComponent(file.name)}`, { token: s.token, file }),
+    attachment: (id) => fetchBlob(id, s.token, '/api/attachments'),
     stepCalls: (step) => request('GET', `/api/step/${encodeURIComponent(step)}/calls`, { token: s.token }),
     retryStage: (stage) => request('POST', `/api/stage/${encodeURIComponent(stage)}/retry`, { token: s.token }),
     cancelStage: (stage, reason) => request('POST', `/api/stage/${encodeURIComponent(stage)}/cancel`, { token: s.token, body: { reason } }),

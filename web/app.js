@@ -21,7 +21,8 @@ import { $, app, store, ui, mark, onPaint, agentName, taskName, isBase } from '.
 import { ensureSelectedTask, renderTaskList, renderTaskHead, renderStages, selectTask } from './tasks.js';
 import { renderGroupChat, renderChatCount, renderInbox, markNoticesSeen } from './chat.js';
 import { writing, renderTeamList, renderAgentCards, showStep, showAgent, forgetAgentViews } from './agents.js';
-import { renderComposer, send } from './composer.js';
+import { renderComposer, send, setStatus } from './composer.js';
+import { attachPicked } from './attachments.js';
 import { refreshConversations } from './conversations.js';
 import { refreshDecisions } from './control.js';
 import { renderWaiting } from './waiting.js';
@@ -320,6 +321,7 @@ function wire() {
     if (!e.target.checked) $('c-waiting').checked = false;
   });
   $('composer').addEventListener('submit', send);
+  $('c-files').addEventListener('change', (e) => attachPicked(e.target, setStatus));
   $('c-content').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) $('composer').requestSubmit();
   });

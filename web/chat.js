@@ -9,6 +9,7 @@ import { $, app, store, ui, mark, agentName, agentChip, taskName, stageName, tru
 import { pendingOf } from './conversations.js';
 import { selectTask } from './tasks.js';
 import { answer } from './composer.js';
+import { fileList } from './attachments.js';
 
 /** What message text links to: task and stage ids, a click on a task shows it. */
 const lookups = {
@@ -86,6 +87,7 @@ function groupMessage(entry) {
       h('span', { class: 'time', title: entry.timestamp }, fmt.time(entry.timestamp)),
     ),
     system ? systemBody(m) : messageBody(m.message || '', lookups),
+    fileList(m.attachments, 'message-attachments'),
   );
 }
 

@@ -6,6 +6,7 @@ import { h } from './dom.js';
 import { AuthError } from './api.js';
 import { $, app, store, ui, mark, agentName, taskName, isBase, tasksInOrder, truncate, NO_RELATIVE } from './ctx.js';
 import { refreshConversations } from './conversations.js';
+import { attachedIds, clearAttached } from './attachments.js';
 
 /** Answers message `m`: its sender, task and stage fill the composer. */
 export function answer(m) {
@@ -132,6 +133,8 @@ export async function send(e) {
   if (!ui.composerTask) return setStatus('error', 'Choose a task.');
   if (!receiver.length) return setStatus('error', 'Choose at least one receiver.');
   if (!content.trim()) return setStatus('error', 'Write a message first.');
+  const attachments = attachedIds();
+  if (!attachments) return setStatus('error', 'Wait until the files are attached.');
   const body = {
     task_id: ui.composerTask,
     receiver,
@@ -140,13 +143,16 @@ export async function send(e) {
     need_reply: $('c-need-reply').checked,
     waiting: $('c-waiting').checked,
   };
+  if (attachments.length) body.attachments = attachments;
   const btn = $('c-send');
   btn.disabled = true;
   setStatus('sending', 'Sending…');
   try {
     await app.client.sendMessage(body);
-    setStatus('sent', `Sent to ${receiver.map(agentName).join(', ')} in “${taskName(body.task_id)}”.`);
+    const files = attachments.length ? ` with ${attachments.length} file${attachments.length === 1 ? '' : 's'}` : '';
+    setStatus('sent', `Sent to ${receiver.map(agentName).join(', ')} in “${taskName(body.task_id)}”${files}.`);
     $('c-content').value = '';
+    clearAttached();
     ui.replyTo = null;
     mark('composer', 'inbox');
     refreshConversations(0);

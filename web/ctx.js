@@ -46,6 +46,7 @@ export const ui = {
   composerTaskPicked: false,
   receiversPicked: false, // the person chose receivers (else the task's manager is offered)
   autoReceiver: null,
+  attached: [], // files attached to the message being written: {name, state, id, mime, bytes}
   filter: '', // lower-case words the task list, agent list and steps are filtered by
 };
 

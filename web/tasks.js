@@ -11,6 +11,7 @@ import { planGraph } from './plan.js';
 import { showStep } from './agents.js';
 import { waitsIn, waitLabel } from './waiting.js';
 import { forkedFromItem } from './fork.js';
+import { fileList } from './attachments.js';
 
 /** Keeps the shown task when the person picked it, else follows the newest running one. */
 export function ensureSelectedTask() {
@@ -127,6 +128,7 @@ export function renderTaskHead() {
   head.replaceChildren(
     h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, outcomeBadge(t, 'task-detail-state'), stagesFailedFlag(t), controls),
     h('p', { class: 'task-intention' }, t.task_intention || ''),
+    isBase(t) ? null : fileList(t.attachments, 'task-attachments'),
     waitingNote(t) || '',
     h(
       'div',

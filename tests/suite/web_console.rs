@@ -23,6 +23,9 @@
 //! `tests/web/elicitation.test.mjs` answers the question the server asks during the clerk's
 //! call in its "Waiting for you" card (the server's message, its form with defaults filled in).
 //!
+//! A sixth serves `tests/fixtures/attachments`, and `tests/web/attachments.test.mjs` attaches
+//! a file to a goal in the composer, sees the task list it, and downloads it.
+//!
 //! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
 //! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
 //! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`,
@@ -388,6 +391,29 @@ fn a_refused_calls_fields_are_asked_for_in_plain_words_and_the_filled_call_runs(
             ("A".to_owned(), "2026-12-07".to_owned())
         ],
         "refused, then made with the date the operator filled in"
+    );
+}
+
+#[test]
+fn a_file_attached_in_the_console_is_listed_on_the_task_and_read_by_the_agent() {
+    // The attachments team, copied so that its workspace is made under target/.
+    let fixture = root().join("tests/fixtures/attachments");
+    let dir = root().join("target/web-console-attachments-team");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("servers")).unwrap();
+    for f in ["team.yaml", "script.yaml", "servers/workspace.yaml"] {
+        std::fs::copy(fixture.join(f), dir.join(f)).unwrap();
+    }
+    drive(&Run {
+        name: "web-console-attachments",
+        team: dir.join("team.yaml").display().to_string(),
+        script: "tests/web/attachments.test.mjs",
+        prepare: None,
+    });
+    assert_eq!(
+        std::fs::read(dir.join("workspace/inputs/sales.csv")).unwrap(),
+        std::fs::read(fixture.join("sales.csv")).unwrap(),
+        "the analyst saved the attached file in the workspace"
     );
 }
 

@@ -215,8 +215,10 @@ export async function walk(S, label, body) {
     page = await context.newPage();
     page.setDefaultTimeout(S.WAIT);
     page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
+    // A test that provokes an error on purpose names it in `S.expectedErrors` (regexes).
+    const expected = (text) => (S.expectedErrors || []).some((re) => re.test(text));
     page.on('console', (m) => {
-      if (m.type() === 'error') pageErrors.push(`console error: ${m.text()}`);
+      if (m.type() === 'error' && !expected(m.text())) pageErrors.push(`console error: ${m.text()}`);
     });
     await step(`sign in as ${S.USER}`, () => signIn(page, S));
     await body(page, browser);
