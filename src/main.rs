@@ -67,6 +67,10 @@ enum Command {
         /// Which manager receives the goal (default: the first agent with task_manager).
         #[arg(long)]
         manager: Option<String>,
+        /// A file to give with the goal (repeatable, at most 8, each up to 4 MB): kept in the
+        /// store, so it needs --data or --database; agents read it with the workspace server.
+        #[arg(long = "attach", value_name = "FILE")]
+        attach: Vec<PathBuf>,
         /// Keep the team's state in a store (none by default for `run`): started again on the
         /// same data, the team carries on from it.
         #[command(flatten)]
@@ -297,6 +301,7 @@ fn main() -> ExitCode {
             max_steps,
             timeout,
             manager,
+            attach,
             data,
         } => {
             let opts = RunOptions {
@@ -307,7 +312,7 @@ fn main() -> ExitCode {
                 traceparent: env_traceparent(),
                 ..Default::default()
             };
-            run(&team, &goal, json, opts, &data)
+            run(&team, &goal, json, (opts, &attach), &data)
         }
         Command::Eval(args) => exit_of(cli::eval_cmd::eval(&args)),
         Command::Replay(args) => replay(&args),
@@ -328,7 +333,7 @@ fn run(
     team: &std::path::Path,
     goal: &str,
     json: bool,
-    opts: RunOptions,
+    (opts, attach): (RunOptions, &[PathBuf]),
     data: &DataArgs,
 ) -> ExitCode {
     let system = actix::System::new();
@@ -336,9 +341,19 @@ fn run(
         let mut opts = opts;
         let spec = data.spec();
         match data.open(None).await {
-            Ok(opened) => opts.store = opened.map(|o| o.store),
+            Ok(opened) => {
+                opts.store_spec = opened.as_ref().map(|o| o.spec.clone());
+                opts.store = opened.map(|o| o.store);
+            }
             Err(e) => {
                 output::print_error(&e.into());
+                return ExitCode::from(3);
+            }
+        }
+        match cli::attach::keep(attach, opts.store.as_deref()).await {
+            Ok(files) => opts.attachments = files,
+            Err(e) => {
+                output::print_error(&e);
                 return ExitCode::from(3);
             }
         }

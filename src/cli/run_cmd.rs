@@ -25,10 +25,11 @@ pub async fn run(
     }
     let cfg = load_team(team).with_context(|| format!("loading {}", team.display()))?;
     let vars = |k: &str| std::env::var(k).ok();
-    let host = Host::new(
+    let mut host = Host::new(
         &vars,
         std::env::current_exe().context("locating the cohort binary")?,
     );
+    host.attachments = opts.store_spec.clone();
     let paint = Paint(super::output::colour());
     let report = run_goal(&cfg, goal, opts, &host, |p| {
         eprintln!("{}", line(&p, &paint))

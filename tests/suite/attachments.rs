@@ -279,3 +279,44 @@ async fn a_file_attached_to_a_goal_is_listed_on_its_task_and_read_by_the_agent()
     assert_eq!(r.headers()["x-content-type-options"], "nosniff");
     assert_eq!(r.bytes().await.unwrap().to_vec(), csv);
 }
+
+#[test]
+fn cohort_run_gives_its_goal_the_files_attached_and_refuses_what_it_cannot_keep() {
+    let dir = Scratch::new("attachments-run");
+    team_in(&dir);
+    std::fs::copy(Path::new(FIXTURE).join("sales.csv"), dir.join("sales.csv")).unwrap();
+    std::fs::write(dir.join("page.html"), "<script>").unwrap();
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+            .current_dir(&*dir)
+            .args([
+                "run",
+                "--team",
+                "team.yaml",
+                "--goal",
+                "GOAL# sum up the sales",
+            ])
+            .args(["--timeout", "60"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, said) = run(&["--attach", "sales.csv"]);
+    assert_eq!(code, Some(3), "{said}");
+    assert!(said.contains("give --data"), "{said}");
+    let (code, said) = run(&["--attach", "page.html", "--data", "team.db"]);
+    assert_eq!(code, Some(3), "{said}");
+    assert!(said.contains("page.html cannot be attached"), "{said}");
+
+    let (code, said) = run(&["--attach", "sales.csv", "--data", "team.db"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(
+        std::fs::read(dir.join("workspace/inputs/sales.csv")).unwrap(),
+        std::fs::read(dir.join("sales.csv")).unwrap(),
+        "the analyst read the attached file and saved it"
+    );
+}

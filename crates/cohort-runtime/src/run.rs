@@ -48,6 +48,10 @@ pub struct RunOptions {
     /// and waits on gets the next (see `run::operator`). None: questions wait, as with
     /// nobody there.
     pub answers: Vec<String>,
+    /// Files given with the goal (`cohort run --attach`), already kept in `store`.
+    pub attachments: Vec<crate::attachment::Attachment>,
+    /// How the bundled servers open `store` to read those files (a URL, or an absolute path).
+    pub store_spec: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -62,6 +66,8 @@ impl Default for RunOptions {
             traceparent: None,
             forked_from: None,
             answers: Vec::new(),
+            attachments: Vec::new(),
+            store_spec: None,
         }
     }
 }
@@ -200,8 +206,12 @@ pub async fn run_goal(
     let spent_before = team.monitor.read(spent);
     let base_before = team.monitor.read(|s| base_repairs(s, &team.base_task));
     let mut events = team.monitor.subscribe();
-    team.submit_goal_traced(opts.manager.as_ref(), goal, opts.traceparent)
-        .await?;
+    team.submit_goal_traced(
+        opts.manager.as_ref(),
+        goal,
+        (opts.traceparent, opts.attachments.clone()),
+    )
+    .await?;
 
     let mut tracker = progress::Tracker::new();
     let mut outcome = follow(

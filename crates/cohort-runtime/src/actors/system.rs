@@ -139,15 +139,17 @@ impl Team {
         manager: Option<&AgentId>,
         goal: &str,
     ) -> Result<(), SystemError> {
-        self.submit_goal_traced(manager, goal, None).await
+        self.submit_goal_traced(manager, goal, (None, Vec::new()))
+            .await
     }
 
-    /// [`submit_goal`](Self::submit_goal) within the caller's trace, when it has one.
+    /// [`submit_goal`](Self::submit_goal) within the caller's trace, when it has one, with
+    /// the files given with it (kept in the store already).
     pub async fn submit_goal_traced(
         &self,
         manager: Option<&AgentId>,
         goal: &str,
-        trace: Option<TraceParent>,
+        (trace, attachments): (Option<TraceParent>, Vec<crate::attachment::Attachment>),
     ) -> Result<(), SystemError> {
         let to = match manager {
             Some(m) if self.managers.contains(m) => m.clone(),
@@ -166,6 +168,7 @@ impl Team {
             goal.to_owned(),
         );
         m.traceparent = trace;
+        m.attachments = attachments;
         self.sync.send(SubmitMessage(m)).await??;
         Ok(())
     }

@@ -60,7 +60,11 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
     ("plan.js", JS, include_bytes!("../../../../web/plan.js")),
     ("nodes.js", JS, include_bytes!("../../../../web/nodes.js")),
     ("media.js", JS, include_bytes!("../../../../web/media.js")),
-    ("attachments.js", JS, include_bytes!("../../../../web/attachments.js")),
+    (
+        "attachments.js",
+        JS,
+        include_bytes!("../../../../web/attachments.js"),
+    ),
     (
         "timeline.js",
         JS,
