@@ -37,6 +37,7 @@ mod mcp_http;
 mod mcp_oauth;
 mod mcp_sse;
 mod media;
+mod message_choice;
 mod metrics;
 mod multi_task;
 mod native_tools;

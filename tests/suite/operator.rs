@@ -18,6 +18,7 @@ async fn one_goal(team: &cohort::actors::Team, need_reply: bool) -> String {
     let manager = &team.agents[&AgentId::from("manager")];
     let before = team.monitor.snapshot(StateKind::Task);
     let goal = HumanMessage {
+        choice: None,
         attachments: Vec::new(),
         task_id: team.base_task.clone(),
         receiver: vec!["manager".into()],
@@ -57,6 +58,7 @@ async fn one_goal(team: &cohort::actors::Team, need_reply: bool) -> String {
     );
 
     let answer = HumanMessage {
+        choice: None,
         attachments: Vec::new(),
         task_id: question.task_id.clone(),
         receiver: vec!["manager".into()],
@@ -179,6 +181,7 @@ async fn an_unanswered_question_runs_out_of_time_and_the_manager_goes_on() {
     let operator = &team.agents[&AgentId::from("operator")];
     let manager = &team.agents[&AgentId::from("manager")];
     let goal = HumanMessage {
+        choice: None,
         attachments: Vec::new(),
         task_id: team.base_task.clone(),
         receiver: vec!["manager".into()],

@@ -18,6 +18,7 @@ async fn a_task_nobody_works_on_tells_its_goal_giver_it_stalled() {
     let team = start_team(&cfg, &Host::new(&vars, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     let operator = &team.agents[&AgentId::from("operator")];
     let goal = HumanMessage {
+        choice: None,
         attachments: Vec::new(),
         task_id: team.base_task.clone(),
         receiver: vec!["manager".into()],

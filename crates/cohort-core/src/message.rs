@@ -52,6 +52,9 @@ pub struct Message {
     /// Files a person attached (kept in the store; the receiver reads them by id).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<crate::attachment::Attachment>,
+    /// The model and MCP servers the sender chose for the receiver's work on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Box<crate::state::Choice>>,
 }
 
 /// The typed content of a message the runtime sends (`[TaskState]`): only the runtime sets it,
@@ -87,6 +90,7 @@ impl Message {
             body: None,
             traceparent: None,
             attachments: Vec::new(),
+            choice: None,
         }
     }
 

@@ -31,10 +31,17 @@ fn hashes() -> &'static (String, String) {
     })
 }
 
-/// A fixture's team file plus a `humans:` list, written to a fresh folder (with the script).
+/// A fixture's team file plus a `humans:` list, written to a fresh folder (with its scripts).
 fn write_team(fixture: &Path) -> Scratch {
     let dir = Scratch::new("api-test");
-    std::fs::copy(fixture.join("script.yaml"), dir.join("script.yaml")).unwrap();
+    // Its scripts (every file but the team file itself; a named model may have its own).
+    for entry in std::fs::read_dir(fixture).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap();
+        if path.is_file() && name != "team.yaml" {
+            std::fs::copy(&path, dir.join(name)).unwrap();
+        }
+    }
     let (alice, bob) = hashes();
     let mut team = std::fs::read_to_string(fixture.join("team.yaml")).unwrap();
     team.push_str(&format!(

@@ -41,6 +41,10 @@ pub struct HumanMessage {
     /// Files the person attached, as the store keeps them; each receiver gets them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<crate::attachment::Attachment>,
+    /// The model and MCP servers chosen for the receivers' work on it (checked against each
+    /// receiver before it is sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<crate::state::Choice>,
 }
 
 pub use crate::config::MAX_WAIT_SECS;
@@ -276,6 +280,7 @@ fn send_to(
         body: None,
         traceparent: m.traceparent,
         attachments: m.attachments.clone(),
+        choice: m.choice.clone().filter(|c| !c.is_empty()).map(Box::new),
     };
     agent.add_private(
         &r,
@@ -399,6 +404,7 @@ mod tests {
     fn a_message_in_the_base_task_is_a_goal_unless_it_answers_a_question() {
         let mut h = human();
         let to_m = |task: &str| HumanMessage {
+            choice: None,
             attachments: Vec::new(),
             task_id: task.into(),
             receiver: vec!["m".into()],
@@ -449,6 +455,7 @@ mod tests {
         assert!(chat.len() <= crate::state::PRIVATE_KEPT + 51);
         // Once answered, it may leave with the rest.
         let reply = HumanMessage {
+            choice: None,
             attachments: Vec::new(),
             task_id: "t".into(),
             receiver: vec!["m".into()],
@@ -484,6 +491,7 @@ mod tests {
             "{notices:?}"
         );
         let reply = |content: &str| HumanMessage {
+            choice: None,
             attachments: Vec::new(),
             task_id: "t".into(),
             receiver: vec!["m".into()],
@@ -562,6 +570,7 @@ mod tests {
         m.waiting = Some(vec!["w1".into()]);
         receive_as_human(&mut h, &m, "now", 0);
         let send = HumanMessage {
+            choice: None,
             attachments: Vec::new(),
             task_id: "t".into(),
             receiver: vec!["mgr".into(), "other".into()],
@@ -590,6 +599,7 @@ mod tests {
     fn bad_sends_are_refused() {
         let mut h = human();
         let mut send = HumanMessage {
+            choice: None,
             attachments: Vec::new(),
             task_id: "t".into(),
             receiver: vec![],

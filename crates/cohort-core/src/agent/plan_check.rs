@@ -254,8 +254,13 @@ fn checked_edit(
         })
         .collect();
     let asked = raw.len();
-    let (ok, rejected) =
-        crate::skills::check_plan(raw, agent, Skill::Planning, false, &mut Vec::new());
+    let (ok, rejected) = crate::skills::check_plan(
+        raw,
+        (agent, &agent.tools),
+        Skill::Planning,
+        false,
+        &mut Vec::new(),
+    );
     if asked == 0 {
         return Err(VerdictError::BadPlan(
             "an edited plan needs at least one step (reject the plan to have it planned again)"

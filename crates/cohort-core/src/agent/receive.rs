@@ -240,6 +240,7 @@ fn new_step(
         text,
     );
     step.caused_by = msg.traceparent;
+    step.choice = msg.choice.clone();
     step
 }
 

@@ -32,11 +32,13 @@ pub fn tool_call_for(
     step: &StepState,
     server: &str,
 ) -> Result<McpCall, String> {
-    if !agent.tools.iter().any(|t| t == server) {
+    let offered = crate::state::offered_tools(agent, step);
+    if !offered.iter().any(|t| *t == server) {
+        let names: Vec<&str> = offered.iter().map(|t| t.as_str()).collect();
         return Err(format!(
-            "agent `{}` may not use the MCP server `{server}` (its tools: {})",
+            "agent `{}` may not use the MCP server `{server}` here (its tools: {})",
             agent.agent_id,
-            agent.tools.join(", ")
+            names.join(", ")
         ));
     }
     let instruction = step

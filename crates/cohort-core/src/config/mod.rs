@@ -1,12 +1,13 @@
 //! Team configuration: the raw YAML shape (`raw.rs`, unknown fields rejected), read with every
 //! schema problem worded for the person (`yaml.rs`), and its validation into a `TeamConfig`
-//! (`team.rs`) whose errors name the file and the field.
+//! (`team.rs`) whose errors name the file and the field; `models.rs` the team's named models.
 
 mod agent;
 pub mod eval_suite;
 mod http;
 mod limits;
 pub mod mcp_servers;
+mod models;
 mod raw;
 mod repairs;
 pub mod script;

@@ -24,6 +24,9 @@ pub struct RawTeam {
     /// The LLM every agent uses unless it names its own.
     #[serde(default)]
     pub llm: Option<RawLlm>,
+    /// Named models a message may choose for an agent that lists the name in its `models`.
+    #[serde(default)]
+    pub models: std::collections::BTreeMap<String, RawLlm>,
     /// `agents:`, the team's LLM agents: at least one, and one of them with the task_manager skill.
     pub agents: Vec<RawAgent>,
     /// People who take part: they log in to the console and talk to agents.
@@ -251,6 +254,9 @@ pub struct RawAgent {
     /// This agent's own LLM (else the team's `llm`).
     #[serde(default)]
     pub llm: Option<RawLlm>,
+    /// The team's named models a message may choose for this agent (none: only its own).
+    #[serde(default)]
+    pub models: Vec<String>,
     /// This agent's own `tool_approval` (else the team's).
     #[serde(default)]
     pub tool_approval: Option<RawApproval>,

@@ -73,6 +73,8 @@ pub struct AgentConfig {
     pub tools: Vec<String>,
     /// The model it calls: its own `llm:`, else the team's.
     pub llm: LlmConfig,
+    /// `models:`, the team's named models a message may choose for it instead (seed 004).
+    pub models: Vec<String>,
     /// When its tool calls wait for a person (`tool_approval:`, else the team's).
     pub tool_approval: crate::policy::ApprovalPolicy,
     /// `parallel_steps:`, the ready steps of one graph plan it runs at once, when it sets its
@@ -96,6 +98,8 @@ pub struct TeamConfig {
     pub agents: Vec<AgentConfig>,
     /// The MCP servers the team may use.
     pub servers: Vec<McpServerConfig>,
+    /// `models:`, named models a message may choose for the agents that list them.
+    pub models: std::collections::BTreeMap<String, LlmConfig>,
     /// The people of the team (human agents).
     pub humans: Vec<HumanEntry>,
     /// Templates managers can instantiate new agents from (agent_manager).
@@ -135,6 +139,9 @@ impl TeamConfig {
         }
         for t in &mut cfg.templates {
             t.llm = t.llm.with_env(env);
+        }
+        for m in cfg.models.values_mut() {
+            *m = m.with_env(env);
         }
         cfg
     }
@@ -256,6 +263,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
     }
     // Checked once here, so a broken team `llm` is one problem, not one per agent using it.
     let team_llm = TeamLlm::check(raw.llm.as_ref(), file, base, &mut out);
+    let models = super::models::named_models(&raw.models, file, base, &mut out);
     let mut seen = BTreeSet::new();
     let agents = agents(&raw, file, base, &servers, &team_llm, &mut seen, &mut out);
     let humans = humans(&raw, file, &mut seen, &mut out);
@@ -298,6 +306,7 @@ fn validate(raw: RawTeam, file: &Path) -> Result<TeamConfig, ConfigError> {
         prompts_dir,
         agents,
         servers,
+        models,
         humans,
         templates,
         max_hired_agents: raw.max_hired_agents.unwrap_or(DEFAULT_MAX_HIRED_AGENTS),
@@ -395,6 +404,7 @@ fn agents(
             out,
         );
         check_tools(&site, &a.tools, servers, out);
+        super::models::check_agent_models(&site, &a.models, &raw.models, out);
         if let Some(llm) = body.llm {
             agents.push(AgentConfig {
                 id: AgentId::from(id),
@@ -403,6 +413,7 @@ fn agents(
                 profile: a.profile.clone(),
                 skills: body.skills,
                 tools: a.tools.clone(),
+                models: a.models.clone(),
                 tool_approval: RawApproval::policy(
                     a.tool_approval.or(raw.tool_approval),
                     asker(raw),

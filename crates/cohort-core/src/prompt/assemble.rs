@@ -316,9 +316,8 @@ fn push_role(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
         .collect();
     doc.push(&list_or(&skills, &p.none));
     doc.heading(3, &h.tools);
-    let tools: Vec<_> = agent
-        .tools
-        .iter()
+    let tools: Vec<_> = crate::state::offered_tools(agent, ctx.step)
+        .into_iter()
         .map(|t| {
             let d = ctx
                 .tool_descriptions

@@ -49,7 +49,7 @@ pub fn answer_schema(
     match skill {
         Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
             let acting = skill == Skill::Decision && step.origin.asks_to_act();
-            let mut steps = plan(skill, agent, acting);
+            let mut steps = plan(skill, (agent, step), acting);
             if acting && steps.get("items").is_some() {
                 steps["minItems"] = json!(1);
             }
@@ -175,7 +175,7 @@ fn memory() -> Value {
 
 /// A planned step list whose `type`/`executor` pairs are exactly what `planner` may plan for
 /// this agent: its plannable skills, or its tools.
-fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
+fn plan(planner: Skill, (agent, step): (&AgentState, &StepState), acting: bool) -> Value {
     let skills: Vec<&str> = agent
         .skills
         .iter()
@@ -190,9 +190,8 @@ fn plan(planner: Skill, agent: &AgentState, acting: bool) -> Value {
         ("skill", skills),
         (
             "tool",
-            agent
-                .tools
-                .iter()
+            crate::state::offered_tools(agent, step)
+                .into_iter()
                 .filter(|_| !acting)
                 .map(String::as_str)
                 .collect(),

@@ -25,7 +25,12 @@ pub fn interpret(
     let asked = raw.len();
     let acting = planner == Skill::Decision && step.origin.asks_to_act();
     let mut repairs = Vec::new();
-    let (mut accepted, rejected) = check_plan(raw, agent, planner, acting, &mut repairs);
+    let offered: Vec<String> = crate::state::offered_tools(agent, step)
+        .into_iter()
+        .cloned()
+        .collect();
+    let (mut accepted, rejected) =
+        check_plan(raw, (agent, &offered), planner, acting, &mut repairs);
     if accepted.is_empty() && asked > 0 {
         return Err(SkillError::EmptyPlan(rejected.join("; ")));
     }
@@ -395,10 +400,11 @@ fn ran_before(agent: &AgentState, step: &StepState, planned: &PlannedStep) -> bo
 /// Splits a raw plan into steps the agent may run and reasons for the ones it may not; the
 /// repairs made on the way are added to `repairs`. `acting`: the plan answers a message that
 /// asks a manager to act, so it may only act through the team
-/// ([`Skill::acts_through_the_team`]).
+/// ([`Skill::acts_through_the_team`]). `tools`: the MCP servers the plan may use (the
+/// agent's, or those a message chose).
 pub fn check_plan(
     raw: Vec<RawPlannedStep>,
-    agent: &AgentState,
+    (agent, tools): (&AgentState, &[String]),
     planner: Skill,
     acting: bool,
     repairs: &mut Vec<Fired>,
@@ -406,7 +412,7 @@ pub fn check_plan(
     let mut ok: Vec<PlannedStep> = Vec::new();
     let mut rejected = Vec::new();
     for (i, r) in raw.into_iter().enumerate() {
-        let executor = planned_executor(&r, i, agent, planner, acting, repairs);
+        let executor = planned_executor(&r, i, (agent, tools), planner, acting, repairs);
         let in_graph = r.id.is_some() || !r.depends_on.is_empty();
         match executor {
             // `doubled_step_dropped`. A graph's steps may do the same work side by side on
@@ -446,7 +452,7 @@ pub fn check_plan(
 fn planned_executor(
     r: &RawPlannedStep,
     i: usize,
-    agent: &AgentState,
+    (agent, tools): (&AgentState, &[String]),
     planner: Skill,
     acting: bool,
     repairs: &mut Vec<Fired>,
@@ -460,7 +466,7 @@ fn planned_executor(
     let kind = match (kind.as_str(), named_skill) {
         ("tool", Some(s))
             if agent.repairs.allows(Repair::SkillNamedAsTool)
-                && !agent.tools.iter().any(|t| t == r.executor.trim()) =>
+                && !tools.iter().any(|t| t == r.executor.trim()) =>
         {
             repairs.push(Fired::new(
                 Repair::SkillNamedAsTool,
@@ -488,7 +494,7 @@ fn planned_executor(
             "this message asks you to act as a manager: plan task_manager, not the tool `{}`",
             r.executor.trim()
         )),
-        "tool" if agent.tools.iter().any(|t| t == r.executor.trim()) => {
+        "tool" if tools.iter().any(|t| t == r.executor.trim()) => {
             Ok(Executor::Tool(r.executor.trim().to_owned()))
         }
         "tool" => Err(format!("the agent may not use tool `{}`", r.executor)),
@@ -987,5 +993,40 @@ mod tests {
         )
         .unwrap();
         assert_eq!(o.result["stop"], true);
+    }
+
+    #[test]
+    fn a_plan_may_use_only_the_servers_its_message_chose_and_its_steps_keep_the_choice() {
+        let mut a = agent(&[Skill::Planning, Skill::InstructionGeneration]);
+        a.tools = vec!["files".into(), "notes".into()];
+        a.models = vec!["strong".into()];
+        let mut step = running(&mut a, Skill::Planning, "");
+        let choice = crate::state::Choice {
+            llm: Some("strong".into()),
+            mcp_servers: Some(vec!["files".into()]),
+        };
+        step.choice = Some(Box::new(choice.clone()));
+        a.agent_step.get_mut(&step.step_id).unwrap().choice = step.choice.clone();
+        let plan = |server: &str| {
+            format!(
+                r#"<planned_step>[{{"step_intention": "call", "type": "skill", "executor": "instruction_generation", "text_content": "x"}}, {{"step_intention": "use", "type": "tool", "executor": "{server}", "text_content": "y"}}]</planned_step>"#
+            )
+        };
+        let o = interpret(Skill::Planning, &mut a, &step, &plan("notes")).unwrap();
+        let rejected = o.result.to_string();
+        assert!(rejected.contains("may not use tool `notes`"), "{rejected}");
+        interpret(Skill::Planning, &mut a, &step, &plan("files")).unwrap();
+        let planned: Vec<_> = a
+            .agent_step
+            .todo()
+            .filter_map(|id| a.agent_step.get(id))
+            .filter(|s| s.executor.name() == "files")
+            .collect();
+        assert_eq!(planned.len(), 1);
+        assert_eq!(
+            planned[0].choice.as_deref(),
+            Some(&choice),
+            "inherited from its planner"
+        );
     }
 }

@@ -124,6 +124,7 @@ fn send(
         body: None,
         traceparent: crate::event::trace_context::TraceParent::of_step(step),
         attachments: Vec::new(),
+        choice: None,
     };
     Ok(SkillOutcome {
         send_message: Some(message.clone()),

@@ -113,6 +113,9 @@ pub struct AgentState {
     pub skills: Vec<Skill>,
     /// The MCP servers it may call, by name.
     pub tools: Vec<String>,
+    /// The team's named models a message may choose for it (`models:` in the team file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
     /// The agent template this agent was created from by a manager (agent_manager), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
@@ -201,6 +204,7 @@ impl AgentState {
             step_lock: StepLock::default(),
             skills: Vec::new(),
             tools: Vec::new(),
+            models: Vec::new(),
             template: None,
             conversation_pool: None,
             token_usage: TokenUsage::default(),

@@ -80,6 +80,11 @@ impl AgentState {
         if step.trace_id.is_none() {
             step.trace_id = Some(self.trace_of_new_step(&step));
         }
+        // A step planned by one a message chose the model or servers for keeps the choice.
+        if step.choice.is_none() {
+            let maker = step.origin.made_by().and_then(|by| self.agent_step.get(by));
+            step.choice = maker.and_then(|m| m.choice.clone());
+        }
         self.emit(Change::Step(StepChange::Added {
             agent_id: self.id(),
             step: Box::new(step),

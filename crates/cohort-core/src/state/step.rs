@@ -161,6 +161,10 @@ pub struct StepState {
     /// span links to it, so one goal's work across agents and nodes reads as one trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caused_by: Option<crate::event::trace_context::TraceParent>,
+    /// The model and MCP servers the message it came from chose (inherited by the steps it
+    /// plans): see [`Choice`](super::Choice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Box<super::Choice>>,
 }
 
 impl StepState {
@@ -204,6 +208,7 @@ impl StepState {
             depends_on: Vec::new(),
             trace_id: None,
             caused_by: None,
+            choice: None,
         }
     }
 

@@ -69,6 +69,10 @@ pub struct AgentSettings {
     pub base_task: crate::ids::TaskId,
     /// The steps the team's agents may still start, shared by all of them.
     pub steps: super::StepAllowance,
+    /// The team's named models (`models:`), which a message may choose.
+    pub named_models: super::agent::NamedModels,
+    /// The names each configured agent may be given (its `models:`).
+    pub agent_models: Arc<HashMap<AgentId, Vec<String>>>,
 }
 
 impl AgentSettings {
@@ -90,6 +94,8 @@ impl AgentSettings {
         }
         state.repairs = self.repairs.clone();
         state.wait_patience = self.wait_patience.clone();
+        // The team file says which named models a message may choose for the agent.
+        state.models = self.agent_models.get(&id).cloned().unwrap_or_default();
         state.tool_approval = self
             .tool_approvals
             .get(&id)
@@ -120,6 +126,7 @@ impl AgentSettings {
     ) -> AgentActor {
         AgentActor::new(state, llm, self.prompts.clone(), tools, sync, outlet)
             .with_allowance(self.steps.clone())
+            .with_named_models(self.named_models.clone())
     }
 }
 

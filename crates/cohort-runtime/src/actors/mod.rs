@@ -29,6 +29,6 @@ pub use sync_state::{
 };
 pub use system::{
     Host, MONITOR_BUFFER, OPERATOR, SystemError, Team, agent_settings, agent_tools, answered_in,
-    build_models, resume_moved, start_team, start_team_limited, start_team_stored,
+    build_models, named_models, resume_moved, start_team, start_team_limited, start_team_stored,
 };
 pub use watchdog::Watchdog;

@@ -276,6 +276,7 @@ fn start(
     // Every call whole, for replay (`retention.recorded_calls_mib`).
     monitor.record_calls(&builder.calls, cfg.retention.recorded_call_bytes);
     let (models, templates) = build_models(cfg, &mut builder)?;
+    let named = named_models(cfg, &mut builder)?;
     // A model with a place of its own (a script) carries on where the stored steps left it.
     if resumed {
         carry_on(&monitor, cfg, &models, &templates);
@@ -286,7 +287,7 @@ fn start(
     let factory = AgentFactory {
         settings: agent_settings(
             cfg,
-            prompts,
+            (prompts, named),
             tools.clone(),
             base_task.clone(),
             steps.clone(),
@@ -346,7 +347,7 @@ fn traces_of(
 /// What every agent of the team file `cfg` is given (see [`AgentSettings`]).
 pub fn agent_settings(
     cfg: &TeamConfig,
-    prompts: Arc<PromptSet>,
+    (prompts, named_models): (Arc<PromptSet>, super::agent::NamedModels),
     tools: AgentTools,
     base_task: TaskId,
     steps: super::StepAllowance,
@@ -378,6 +379,13 @@ pub fn agent_settings(
         ),
         base_task,
         steps,
+        named_models,
+        agent_models: Arc::new(
+            cfg.agents
+                .iter()
+                .map(|a| (a.id.clone(), a.models.clone()))
+                .collect(),
+        ),
     }
 }
 
@@ -531,6 +539,22 @@ pub fn build_models(
         templates.insert(t.name.clone(), (t.clone(), model));
     }
     Ok((models, templates))
+}
+
+/// The team's named models (`models:`), built before anything starts as the agents' are.
+pub fn named_models(
+    cfg: &TeamConfig,
+    builder: &mut ModelBuilder,
+) -> Result<super::agent::NamedModels, SystemError> {
+    let mut named = HashMap::new();
+    for (name, llm) in &cfg.models {
+        let model = builder.build(llm).map_err(|source| SystemError::Llm {
+            agent: format!("model `{name}` of the team's models"),
+            source,
+        })?;
+        named.insert(name.clone(), model);
+    }
+    Ok(Arc::new(named))
 }
 
 /// The tools every agent may use: the team's MCP servers, and who approves a call.

@@ -245,12 +245,13 @@ impl HostParts {
         });
         let mut builder = crate::actors::ModelBuilder::new(host.vars, cfg.waits.model);
         let (models, _) = crate::actors::build_models(cfg, &mut builder)?;
+        let named = crate::actors::named_models(cfg, &mut builder)?;
         let tools = crate::actors::agent_tools(cfg, host);
         // The base task is the record's: each run is told it.
         let base_task = TaskId::from("");
         let steps = crate::actors::StepAllowance::unlimited();
         Ok(HostParts {
-            settings: crate::actors::agent_settings(cfg, prompts, tools, base_task, steps),
+            settings: crate::actors::agent_settings(cfg, (prompts, named), tools, base_task, steps),
             models: cfg
                 .agents
                 .iter()

@@ -59,6 +59,7 @@ impl ScriptedOperator {
                 continue;
             };
             let reply = HumanMessage {
+                choice: None,
                 attachments: Vec::new(),
                 task_id: task,
                 receiver: vec![agent],

@@ -120,6 +120,13 @@ pub struct SendBody {
     /// The ids of files uploaded to `POST /api/attachments`, sent with the message.
     #[serde(default)]
     pub attachments: Vec<String>,
+    /// One of the team's named models for the receivers' work on the message (each receiver
+    /// must list it in its `models`).
+    #[serde(default)]
+    pub llm: Option<String>,
+    /// The MCP servers that work may use (of each receiver's tools; empty: none).
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 fn no_relative() -> StageRef {
@@ -143,7 +150,10 @@ impl SendBody {
             waiting,
             wait_secs,
             attachments: _,
+            llm,
+            mcp_servers,
         } = self;
+        let choice = crate::state::Choice { llm, mcp_servers };
         let message = HumanMessage {
             attachments: Vec::new(),
             task_id,
@@ -154,6 +164,7 @@ impl SendBody {
             waiting,
             wait_secs,
             traceparent,
+            choice: (!choice.is_empty()).then_some(choice),
         };
         (human_agent_id, message)
     }
@@ -191,6 +202,7 @@ pub async fn send_message(
     let human = state.human(&sender)?;
     check_reach(&state, &caller, &m)?;
     check_room(&state, &m)?;
+    check_choice(&state, &m)?;
     admit_goal(&state, &sender, &m)?;
     let sent = human.send(HumanSend(m)).await?.map_err(|e| match e {
         SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
@@ -264,6 +276,26 @@ fn check_reach(state: &ApiState, caller: &Caller, m: &HumanMessage) -> Result<()
     });
     match outside {
         Some(why) => Err(AppError::Forbidden(why)),
+        None => Ok(()),
+    }
+}
+
+/// The model and MCP servers the message chooses are ones each receiver may be given.
+fn check_choice(state: &ApiState, m: &HumanMessage) -> Result<(), AppError> {
+    let Some(choice) = &m.choice else {
+        return Ok(());
+    };
+    let refused = state.inner.monitor.read(|s| {
+        m.receiver
+            .iter()
+            .filter_map(|r| s.agents.get(r))
+            .find_map(|a| choice.check(a).err())
+    });
+    match refused {
+        Some(why) => Err(AppError::Rejected(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            why.to_string(),
+        )),
         None => Ok(()),
     }
 }

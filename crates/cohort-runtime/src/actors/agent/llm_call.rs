@@ -35,6 +35,8 @@ impl AgentActor {
             .as_ref()
             .zip(self.mcp.as_ref())
             .and_then(|(s, mcp)| mcp.cached_description(s.executor.name()));
+        // The model a message chose for this step, else the agent's own.
+        let model = self.model_for(&step).cloned();
         let prompt = build_prompt(
             &self.prompts,
             skill,
@@ -45,22 +47,20 @@ impl AgentActor {
                 tool_step: tool_step.as_ref(),
                 tool_capabilities: tool_capabilities.as_ref(),
                 tool_history: tool_history.as_deref(),
-                budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
-                tokens: self
-                    .llm
+                budget: model.as_ref().and_then(|m| m.prompt_budget()),
+                tokens: model
                     .as_ref()
                     .map_or(TokenCounter::Estimate, |m| m.token_counter()),
-                constrained: self.llm.as_ref().is_some_and(|m| m.constrains_answers()),
+                constrained: model.as_ref().is_some_and(|m| m.constrains_answers()),
             },
         );
         if !summarized
-            && self.llm.is_some()
+            && model.is_some()
             && let Some(job) = summary_due(&self.state, &step, prompt.history_omitted)
         {
             return self.summarize_then_run(step, skill, job, ctx);
         }
-        let answer_format = self
-            .llm
+        let answer_format = model
             .as_ref()
             .is_some_and(|m| m.constrains_answers() && answer_schema::constrained(skill))
             .then(|| AnswerFormat {
@@ -73,7 +73,7 @@ impl AgentActor {
             ..self.request_for(&step, skill.name(), prompt.system, prompt.user)
         };
         let id = step.step_id.clone();
-        if self.llm.is_none() {
+        if model.is_none() {
             let asking = Asking::new(request, &self.state.repairs);
             self.on_answer(
                 id,
@@ -104,7 +104,8 @@ impl AgentActor {
         asking: Asking,
         ctx: &mut Context<Self>,
     ) {
-        let Some(llm) = &self.llm else {
+        let step = self.state.agent_step.get(&id);
+        let Some(llm) = step.and_then(|s| self.model_for(s)).cloned() else {
             return;
         };
         let progress = self.answer_progress(&id);

@@ -31,7 +31,7 @@ use crate::ids::AgentId;
 use crate::llm::ChatModel;
 use crate::mcp::McpClient;
 use crate::prompt::PromptSet;
-use crate::state::AgentState;
+use crate::state::{AgentState, StepState};
 use actix::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -86,6 +86,8 @@ pub struct AgentActor {
     state: AgentState,
     /// None for a human agent: its steps record what the person did and never run.
     llm: Option<Arc<dyn ChatModel>>,
+    /// The team's named models, which a message may choose for its steps (`models:`).
+    named_models: NamedModels,
     prompts: Arc<PromptSet>,
     tool_descriptions: Arc<BTreeMap<String, String>>,
     /// The team's one MCP client (None when the team has no servers).
@@ -128,6 +130,7 @@ impl AgentActor {
         AgentActor {
             state,
             llm,
+            named_models: NamedModels::default(),
             prompts,
             tool_descriptions,
             mcp,
@@ -149,7 +152,33 @@ impl AgentActor {
         self.allowance = allowance;
         self
     }
+
+    /// The same agent, with the team's named models a message may choose.
+    pub fn with_named_models(mut self, models: NamedModels) -> Self {
+        self.named_models = models;
+        self
+    }
+
+    /// The model `step` calls: the named model its message chose, else the agent's own (none
+    /// for a person). A choice the team no longer has (a team file edited since) falls back
+    /// to the agent's own, said once in the log per call.
+    fn model_for(&self, step: &StepState) -> Option<&Arc<dyn ChatModel>> {
+        let own = self.llm.as_ref()?;
+        let Some(name) = crate::state::chosen_model(step) else {
+            return Some(own);
+        };
+        match self.named_models.get(name) {
+            Some(m) => Some(m),
+            None => {
+                tracing::warn!(step = %step.step_id, model = name, "the chosen model is not the team's; the agent's own answers");
+                Some(own)
+            }
+        }
+    }
 }
+
+/// The team's named models by name (`models:` in the team file).
+pub type NamedModels = Arc<std::collections::HashMap<String, Arc<dyn ChatModel>>>;
 
 impl Actor for AgentActor {
     type Context = Context<Self>;

@@ -36,7 +36,8 @@ impl AgentActor {
         server: String,
         ctx: &mut Context<Self>,
     ) {
-        let (Some(mcp), Some(_)) = (self.mcp.clone(), &self.llm) else {
+        let model = self.model_for(&step).cloned();
+        let (Some(mcp), Some(_)) = (self.mcp.clone(), &model) else {
             let why = format!("the team has no MCP server `{server}` or the agent no model");
             return self.end_loop(&step, Err(why), TokenUsage::default(), ctx);
         };
@@ -49,12 +50,11 @@ impl AgentActor {
                 tool_step: None,
                 tool_capabilities: None,
                 tool_history: None,
-                budget: self.llm.as_ref().and_then(|m| m.prompt_budget()),
-                tokens: self
-                    .llm
+                budget: model.as_ref().and_then(|m| m.prompt_budget()),
+                tokens: model
                     .as_ref()
                     .map_or(TokenCounter::Estimate, |m| m.token_counter()),
-                constrained: self.llm.as_ref().is_some_and(|m| m.constrains_answers()),
+                constrained: model.as_ref().is_some_and(|m| m.constrains_answers()),
             },
         );
         let request = ChatRequest {
@@ -121,7 +121,7 @@ impl AgentActor {
         if self.loop_cancelled(&running.step) {
             return;
         }
-        let Some(llm) = self.llm.clone() else {
+        let Some(llm) = self.model_for(&running.step).cloned() else {
             let why = Err("the agent has no model".to_owned());
             return self.end_loop(&running.step, why, running.spent, ctx);
         };
