@@ -7,6 +7,7 @@ import { AuthError } from './api.js';
 import { $, app, store, ui, mark, agentName, taskName, isBase, tasksInOrder, truncate, NO_RELATIVE } from './ctx.js';
 import { refreshConversations } from './conversations.js';
 import { attachedIds, clearAttached } from './attachments.js';
+import { renderChoice, choiceBody } from './choice.js';
 
 /** Answers message `m`: its sender, task and stage fill the composer. */
 export function answer(m) {
@@ -93,6 +94,7 @@ export function renderComposer() {
             if (input.checked) ui.receivers.add(id);
             else ui.receivers.delete(id);
             label.classList.toggle('on', input.checked);
+            renderChoice([...ui.receivers]);
           });
           const label = h(
             'label',
@@ -105,6 +107,8 @@ export function renderComposer() {
         })
       : [h('span', { class: 'muted small' }, ui.scope === 'group' ? 'Nobody else is in this task group; choose “all agents”.' : 'No other agents.')]),
   );
+
+  renderChoice([...ui.receivers]);
 
   const rep = $('c-reply');
   if (ui.replyTo) {
@@ -144,6 +148,7 @@ export async function send(e) {
     waiting: $('c-waiting').checked,
   };
   if (attachments.length) body.attachments = attachments;
+  Object.assign(body, choiceBody());
   const btn = $('c-send');
   btn.disabled = true;
   setStatus('sending', 'Sending…');

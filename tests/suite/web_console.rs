@@ -24,7 +24,8 @@
 //! call in its "Waiting for you" card (the server's message, its form with defaults filled in).
 //!
 //! A sixth serves `tests/fixtures/attachments`, and `tests/web/attachments.test.mjs` attaches
-//! a file to a goal in the composer, sees the task list it, and downloads it.
+//! a file to a goal in the composer, sees the task list it, and downloads it; a seventh has
+//! `tests/web/choice.test.mjs` choose a message's model and tools in the composer.
 //!
 //! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
 //! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
@@ -415,6 +416,34 @@ fn a_file_attached_in_the_console_is_listed_on_the_task_and_read_by_the_agent() 
         std::fs::read(fixture.join("sales.csv")).unwrap(),
         "the analyst saved the attached file in the workspace"
     );
+}
+
+#[test]
+fn a_message_chooses_its_model_and_tools_in_the_composer() {
+    // The choice fixture's writer, with the workspace server as its tool, and the operator.
+    let fixtures = root().join("tests/fixtures");
+    let dir = root().join("target/web-console-choice-team");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("servers")).unwrap();
+    for f in ["script.yaml", "strong.yaml"] {
+        std::fs::copy(fixtures.join("choice").join(f), dir.join(f)).unwrap();
+    }
+    std::fs::copy(
+        fixtures.join("attachments/servers/workspace.yaml"),
+        dir.join("servers/workspace.yaml"),
+    )
+    .unwrap();
+    let team = format!(
+        "llm: {{provider: scripted, script: script.yaml}}\nmcp_servers: servers\nmodels:\n  strong: {{provider: scripted, script: strong.yaml}}\n{}agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n  - {{id: writer, role: writer, skills: [process_message, send_message, think, instruction_generation], tools: [workspace], models: [strong]}}\n",
+        crate::tool_refusal::OPERATOR
+    );
+    std::fs::write(dir.join("team.yaml"), team).unwrap();
+    drive(&Run {
+        name: "web-console-choice",
+        team: dir.join("team.yaml").display().to_string(),
+        script: "tests/web/choice.test.mjs",
+        prepare: None,
+    });
 }
 
 /// Where `.ci/run` installs the third-party MCP servers (`$COHORT_CI_CACHE`).

@@ -65,6 +65,7 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         JS,
         include_bytes!("../../../../web/attachments.js"),
     ),
+    ("choice.js", JS, include_bytes!("../../../../web/choice.js")),
     (
         "timeline.js",
         JS,
