@@ -513,6 +513,31 @@ fn is_bad_argument(e: &anyhow::Error) -> bool {
         )
 }
 
+/// `cohort mcp serve NAME`: a bundled server over stdio, or over HTTP on a loopback address;
+/// the workspace server reads attached files from the store the runtime names.
+async fn serve_bundled(
+    name: &str,
+    http: Option<std::net::SocketAddr>,
+    args: &[String],
+) -> anyhow::Result<()> {
+    let shelf = cli::shelf::StoreShelf::from_env();
+    let Some(addr) = http else {
+        return Ok(cohort::bundled::serve_stdio(name, args, shelf).await?);
+    };
+    if !addr.ip().is_loopback() {
+        return Err(McpArgError::WideBind(addr).into());
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    eprintln!(
+        "serving `{name}` on http://{}/mcp (Ctrl-C to stop)",
+        listener.local_addr()?
+    );
+    cohort::bundled::serve_http(name, args, listener, cohort::run::stop_signal(), shelf).await?;
+    Ok(())
+}
+
 async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("locating the cohort binary")?;
     let vars = |k: &str| std::env::var(k).ok();
@@ -531,33 +556,7 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
             let call = cohort::mcp::cli::call_from_flags(tool, resource, prompt, &args)?;
             print_json(&cohort::mcp::cli::call(&server, (opts, &vars), &call).await?)?;
         }
-        McpCommand::Serve {
-            name,
-            http: None,
-            args,
-        } => {
-            let shelf = cli::shelf::StoreShelf::from_env();
-            cohort::bundled::serve_stdio(&name, &args, shelf).await?
-        }
-        McpCommand::Serve {
-            name,
-            http: Some(addr),
-            args,
-        } => {
-            if !addr.ip().is_loopback() {
-                return Err(McpArgError::WideBind(addr).into());
-            }
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("binding {addr}"))?;
-            eprintln!(
-                "serving `{name}` on http://{}/mcp (Ctrl-C to stop)",
-                listener.local_addr()?
-            );
-            let shelf = cli::shelf::StoreShelf::from_env();
-            cohort::bundled::serve_http(&name, &args, listener, cohort::run::stop_signal(), shelf)
-                .await?;
-        }
+        McpCommand::Serve { name, http, args } => serve_bundled(&name, http, &args).await?,
         McpCommand::ConformanceClient {
             url,
             scenario,

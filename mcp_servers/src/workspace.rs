@@ -78,7 +78,7 @@ impl WorkspaceServer {
         Ok(Self {
             ws: Arc::new(Workspace::open(root)?),
             shelf: None,
-            tool_router: Self::tool_router(),
+            tool_router: Self::without_attachments(),
             prompt_router: Self::prompt_router(),
         })
     }
@@ -86,12 +86,19 @@ impl WorkspaceServer {
     /// This server reading attached files from `shelf`; with none, it does not offer
     /// `read_attachment`.
     pub fn with_attachments(mut self, shelf: crate::SharedShelf) -> Self {
-        if shelf.is_none() {
-            self.tool_router
-                .remove_route(cohort_core::attachment::READ_TOOL);
-        }
+        self.tool_router = match shelf {
+            Some(_) => Self::tool_router(),
+            None => Self::without_attachments(),
+        };
         self.shelf = shelf;
         self
+    }
+
+    /// Every tool but `read_attachment`, which needs the team's store.
+    fn without_attachments() -> ToolRouter<Self> {
+        let mut router = Self::tool_router();
+        router.remove_route(cohort_core::attachment::READ_TOOL);
+        router
     }
 
     /// The canonical root folder.

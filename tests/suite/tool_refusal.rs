@@ -301,3 +301,62 @@ async fn with_an_operator_the_refusal_reaches_the_form_in_plain_words() {
     assert_eq!(crate::support::rooms::asked(&calls, "A"), 2);
     team.shutdown().await;
 }
+
+/// A call waiting for a person's form across a restart keeps what it took: the model's
+/// judgement made before the restart is still on the step, beside the one made after the
+/// person filled the form and the server refused again.
+#[actix::test]
+async fn a_call_waiting_for_its_form_keeps_its_repairs_across_a_restart() {
+    use cohort::actors::start_team_stored;
+    use cohort::store::{SqlStore, load};
+    let dir = Scratch::new("tool-refusal-restart");
+    let (url, _calls) = serve().await;
+    // The desk's refusal is one the rules cannot place: the model judges it, each time, to be
+    // about the desk asked for.
+    let judged = "    refusal_judge:\n      - when: \"\"\n        text: '<tool_refusal>{\"about_arguments\": true, \"fields\": [\"desk\"]}</tool_refusal>'\n";
+    let workers = [(
+        "desker",
+        worker("desker", "reserve_desk", r#"{"desk": "4"}"#, judged),
+    )];
+    let cfg = load_team(&write_team(&dir, &url, &workers, OPERATOR)).unwrap();
+    let file = dir.join("team.db");
+    let open = || async {
+        let store = std::sync::Arc::new(SqlStore::open_sqlite(&file).await.unwrap());
+        let loaded = load(store.as_ref()).await.unwrap();
+        let host = Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"));
+        let team = start_team_stored(&cfg, &host, store, loaded).unwrap();
+        let state = api(&team, &cfg);
+        let token = login(&state, "operator", "cohort-demo").await;
+        (team, router(state), token)
+    };
+    let waiting = |app: axum::Router, token: String, n: usize| async move {
+        eventually("the desk's call to wait for the operator", || {
+            let (app, token) = (app.clone(), token.clone());
+            async move {
+                let r = get(&app, "/api/approvals", &token).await;
+                let asked = r.body["approvals"].as_array()?.first().cloned()?;
+                let uri = format!("/api/state/{}", asked["step_id"].as_str()?);
+                let step = get(&app, &uri, &token).await.body;
+                let judged = step["state"]["execute_result"]["repairs"].as_array()?.len();
+                (judged == n).then_some(asked)
+            }
+        })
+        .await
+    };
+    let (team, app, token) = open().await;
+    team.submit_goal(None, "GOAL# book").await.unwrap();
+    let asked = waiting(app, token, 1).await;
+    team.shutdown().await;
+    team.monitor.close();
+    drop(team);
+
+    let (team, app, token) = open().await;
+    let step = asked["step_id"].as_str().unwrap().to_owned();
+    let uri = format!("/api/step/{step}/params");
+    let r = post(&app, &uri, Some(&token), json!({"values": {"desk": "5"}})).await;
+    assert!(r.status.is_success(), "{}", r.text);
+    // Refused again and judged again: both judgements are the step's.
+    let again = waiting(app, token, 2).await;
+    assert_eq!(again["step_id"], step.as_str());
+    team.shutdown().await;
+}

@@ -155,12 +155,24 @@ pub(crate) fn field(key: &str, prop: &Value, required: bool) -> AskField {
 }
 
 /// Puts the step `id` on hold for `req` (state `waiting_for_param`).
-pub fn await_params(agent: &mut AgentState, id: &StepId, req: &ParamRequest) {
+pub fn await_params(
+    agent: &mut AgentState,
+    id: &StepId,
+    req: &ParamRequest,
+    so_far: &super::ToolAttempts,
+) {
+    // What the call took so far is kept on the step: a restart while the person has not
+    // answered still counts the retries and repairs made (each is bounded per call).
+    let waiting = StepResult {
+        repairs: so_far.repairs.clone(),
+        tool_retries: so_far.retries.clone(),
+        ..StepResult::output(json!({ KEY: req }))
+    };
     agent.update_step(
         id,
         StepUpdate {
             execution_state: Some(StepExecutionState::WaitingForParam),
-            execute_result: Some(Box::new(StepResult::output(json!({ KEY: req })))),
+            execute_result: Some(Box::new(waiting)),
             ..Default::default()
         },
     );
@@ -208,14 +220,18 @@ pub fn fill_params(
         arguments.insert(k.clone(), v);
     }
     let keys: Vec<&String> = filled.keys().collect();
+    let waited = step.execute_result.as_ref();
+    let running = StepResult {
+        repairs: waited.map(|r| r.repairs.clone()).unwrap_or_default(),
+        tool_retries: waited.map(|r| r.tool_retries.clone()).unwrap_or_default(),
+        ..StepResult::output(json!({ "params_filled": { "by": by, "fields": keys } }))
+    };
     agent.update_step(
         &step.step_id,
         StepUpdate {
             execution_state: Some(StepExecutionState::Running),
             instruction_content: Some(json!({ "tool_name": req.tool, "arguments": arguments })),
-            execute_result: Some(Box::new(StepResult::output(
-                json!({ "params_filled": { "by": by, "fields": keys } }),
-            ))),
+            execute_result: Some(Box::new(running)),
             ..Default::default()
         },
     );
@@ -311,9 +327,20 @@ mod tests {
             &["tags".into()],
         )
         .unwrap();
-        await_params(&mut a, &id, &req);
+        let so_far = super::super::ToolAttempts {
+            retries: Vec::new(),
+            repairs: vec![crate::policy::Fired::new(
+                crate::policy::Repair::RefusalJudged,
+                "judged",
+            )],
+        };
+        await_params(&mut a, &id, &req, &so_far);
         let step = a.agent_step.get(&id).unwrap().clone();
         assert_eq!(step.execution_state, StepExecutionState::WaitingForParam);
+        assert_eq!(
+            step.execute_result.as_ref().unwrap().repairs,
+            so_far.repairs
+        );
         assert!(params_notice(&step, &req).contains("`content` (text, required)"));
         let e = fill_params(&mut a, &step, &"op".into(), &json!({"content": " "})).unwrap_err();
         assert!(e.to_string().contains("`content`: it is required"), "{e}");
@@ -334,6 +361,11 @@ mod tests {
         );
         let step = a.agent_step.get(&id).unwrap();
         assert_eq!(step.execution_state, StepExecutionState::Running);
+        // What the call took before the wait goes on with it (kept across a restart).
+        assert_eq!(
+            step.execute_result.as_ref().unwrap().repairs,
+            so_far.repairs
+        );
         assert_eq!(
             step.execute_result.as_ref().unwrap()["params_filled"]["by"],
             "op"

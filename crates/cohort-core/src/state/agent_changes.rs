@@ -77,12 +77,12 @@ impl AgentState {
         if let Some(r) = &mut step.execute_result {
             r.cap(max);
         }
+        let maker = step.origin.made_by().and_then(|by| self.agent_step.get(by));
         if step.trace_id.is_none() {
-            step.trace_id = Some(self.trace_of_new_step(&step));
+            step.trace_id = Some(trace_of_new_step(&step, maker));
         }
         // A step planned by one a message chose the model or servers for keeps the choice.
         if step.choice.is_none() {
-            let maker = step.origin.made_by().and_then(|by| self.agent_step.get(by));
             step.choice = maker.and_then(|m| m.choice.clone());
         }
         self.emit(Change::Step(StepChange::Added {
@@ -92,18 +92,6 @@ impl AgentState {
             todo_at,
             remember,
         }));
-    }
-
-    /// The trace a step joins as it is added: the trace of the message that caused it, else
-    /// of the step that made it, else a trace of its own (a person's goal roots one).
-    fn trace_of_new_step(&self, step: &StepState) -> TraceId {
-        if let Some(cause) = &step.caused_by {
-            return cause.trace;
-        }
-        let maker = step.origin.made_by().and_then(|by| self.agent_step.get(by));
-        maker
-            .and_then(|m| m.trace_id)
-            .unwrap_or_else(|| TraceId::of("step", step.step_id.as_str()))
     }
 
     /// Appends steps to the queue and records them in working memory.
@@ -531,4 +519,15 @@ impl AgentState {
             index,
         }));
     }
+}
+
+/// The trace a step joins as it is added: the trace of the message that caused it, else of
+/// the step that made it (`maker`), else a trace of its own (a person's goal roots one).
+fn trace_of_new_step(step: &StepState, maker: Option<&StepState>) -> TraceId {
+    if let Some(cause) = &step.caused_by {
+        return cause.trace;
+    }
+    maker
+        .and_then(|m| m.trace_id)
+        .unwrap_or_else(|| TraceId::of("step", step.step_id.as_str()))
 }

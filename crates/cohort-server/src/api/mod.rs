@@ -344,7 +344,7 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
     ApiRoute {
         method: "GET",
         path: "/api/attachments/{id}",
-        example: "/api/attachments/att-000000000000000000000000",
+        example: "/api/attachments/no-such-file",
         handler: || get(attachments::download),
     },
     ApiRoute {

@@ -87,7 +87,8 @@ impl AgentActor {
             return false;
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, "a tool call waits for a person to fill in its arguments");
-        await_params(&mut self.state, id, &req);
+        let so_far = self.attempts(id).clone();
+        await_params(&mut self.state, id, &req, &so_far);
         self.hold_for_a_person(id.clone(), ctx);
         self.tell_approvers(&step, params_notice(&step, &req), ctx);
         true

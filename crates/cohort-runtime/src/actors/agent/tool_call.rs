@@ -80,12 +80,19 @@ impl AgentActor {
 
     /// What the tool step `id`'s call has taken so far (kept until its result). Entries of
     /// steps that ended (or left) are dropped here, so the map holds only calls under way or
-    /// waiting for a person.
+    /// waiting for a person. A call this actor did not start (a restart came while it waited
+    /// for a person) begins with what its step kept of it.
     pub(super) fn attempts(&mut self, id: &StepId) -> &mut ToolAttempts {
         let steps = &self.state.agent_step;
         self.tool_attempts
             .retain(|k, _| k == id || steps.get(k).is_some_and(|s| !s.execution_state.is_over()));
-        self.tool_attempts.entry(id.clone()).or_default()
+        let kept = steps.get(id).and_then(|s| s.execute_result.as_ref());
+        self.tool_attempts
+            .entry(id.clone())
+            .or_insert_with(|| ToolAttempts {
+                retries: kept.map(|r| r.tool_retries.clone()).unwrap_or_default(),
+                repairs: kept.map(|r| r.repairs.clone()).unwrap_or_default(),
+            })
     }
 
     /// `tool` of `server` as the client last saw it described.
