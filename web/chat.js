@@ -191,6 +191,7 @@ function privateMessage(m) {
       h('span', { class: 'time', title: m.timestamp }, fmt.time(m.timestamp)),
     ),
     messageBody(m.content || '', lookups),
+    fileList(m.attachments, 'message-attachments'),
     pending
       ? h(
           'div',

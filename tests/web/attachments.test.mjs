@@ -45,6 +45,8 @@ await walk(S, 'ATTACHMENTS TEST', async (page) => {
     const said = (await page.getByTestId('composer-status').textContent()) || '';
     if (!said.includes('with 1 file')) throw new Failure(`the composer said "${said}"`);
     if (await page.getByTestId('composer-attached-file').count()) throw new Failure('the sent file is still in the composer');
+    // The person's own conversation with the manager shows what went with the goal.
+    await page.locator('[data-testid="private-chat"] [data-testid="message-attachments"] [data-attachment-id]').first().waitFor({ state: 'attached' });
   });
 
   await step('the task lists the file and finishes', async () => {

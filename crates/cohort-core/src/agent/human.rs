@@ -119,6 +119,7 @@ pub fn receive_as_human(
             let patience = i64::try_from(agent.wait_patience.human.as_millis()).unwrap_or(i64::MAX);
             now_ms.saturating_add(patience)
         }),
+        attachments: msg.attachments.clone(),
     };
     let sender = msg.sender_id.clone();
     agent.add_private(&sender, entry);
@@ -296,6 +297,7 @@ fn send_to(
             replied: false,
             ask: None,
             reply_by_ms: None,
+            attachments: m.attachments.clone(),
         },
     );
     message

@@ -275,6 +275,7 @@ mod tests {
             agent_id: "p".into(),
             with: "a".into(),
             entry: PrivateMessage {
+                attachments: Vec::new(),
                 task_id: "t".into(),
                 sender_id: "a".into(),
                 content: "hello".into(),

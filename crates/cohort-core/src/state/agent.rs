@@ -65,6 +65,9 @@ pub struct PrivateMessage {
     /// (milliseconds since the Unix epoch), as the console shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_by_ms: Option<i64>,
+    /// The files that went with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::attachment::Attachment>,
 }
 
 /// A human agent's private conversations and global notices.
