@@ -9,33 +9,15 @@
 
 use crate::support::scratch;
 
+use crate::support::served::Served;
 use cohort::attachment::{AttachmentId, MOST_ATTACHMENT_BYTES};
 use scratch::Scratch;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/attachments");
-
-struct Server {
-    child: Child,
-    base: String,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn said(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
 
 /// The fixture team copied into `dir` (its workspace is made there).
 fn team_in(dir: &Path) {
@@ -45,57 +27,19 @@ fn team_in(dir: &Path) {
     }
 }
 
-fn start(dir: &Path, log: &str) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let log = dir.join(log);
-    let child = Command::new(env!("CARGO_BIN_EXE_cohort"))
-        .current_dir(dir)
-        .args([
-            "serve",
-            "--team",
-            "team.yaml",
-            "--data",
-            "team.db",
-            "--bind",
-        ])
-        .arg(format!("127.0.0.1:{port}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        log,
-    }
+fn start(dir: &Path, log: &str) -> Served {
+    let args = ["--team", "team.yaml", "--data", "team.db"];
+    Served::start(dir, &args, dir.join(log))
 }
 
-async fn login(http: &reqwest::Client, s: &Server) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = http
-            .post(format!("{}/api/bind_human_agent", s.base))
-            .json(&json!({"human_agent_id": "operator", "password": "cohort-demo"}))
-            .send()
-            .await;
-        if let Ok(r) = r {
-            let v: Value = r.json().await.unwrap();
-            return v["token"].as_str().unwrap().to_owned();
-        }
-        assert!(Instant::now() < deadline, "no server: {}", s.said());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn login(http: &reqwest::Client, s: &Served) -> String {
+    s.login(http, ("operator", "cohort-demo")).await
 }
 
 /// Uploads `bytes` as `name` of type `mime`: the status and the answer.
 async fn upload(
     http: &reqwest::Client,
-    s: &Server,
+    s: &Served,
     token: Option<&str>,
     (name, mime): (&str, &str),
     bytes: Vec<u8>,
@@ -113,7 +57,7 @@ async fn upload(
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
-async fn states(http: &reqwest::Client, s: &Server, token: &str, kind: &str) -> Value {
+async fn states(http: &reqwest::Client, s: &Served, token: &str, kind: &str) -> Value {
     http.get(format!("{}/api/states?type={kind}", s.base))
         .bearer_auth(token)
         .send()
@@ -124,7 +68,7 @@ async fn states(http: &reqwest::Client, s: &Server, token: &str, kind: &str) -> 
         .unwrap()
 }
 
-async fn send(http: &reqwest::Client, s: &Server, token: &str, files: &[&str]) -> (u16, Value) {
+async fn send(http: &reqwest::Client, s: &Served, token: &str, files: &[&str]) -> (u16, Value) {
     let tasks = states(http, s, token, "task").await;
     let base = tasks
         .as_object()
@@ -156,7 +100,7 @@ fn refused(got: &(u16, Value), status: u16, says: &str) {
 
 /// Waits until `what` of the states of `kind` holds.
 async fn until(
-    (http, s, token): (&reqwest::Client, &Server, &str),
+    (http, s, token): (&reqwest::Client, &Served, &str),
     kind: &str,
     what: &str,
     holds: impl Fn(&Value) -> bool,

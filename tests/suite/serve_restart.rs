@@ -4,74 +4,23 @@
 
 use crate::support::scratch;
 
+use crate::support::served::Served;
 use scratch::Scratch;
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct Server {
-    child: Child,
-    base: String,
-    log: std::path::PathBuf,
+fn start(data: &std::path::Path, log: std::path::PathBuf) -> Served {
+    let data = data.display().to_string();
+    let args = ["--team", "examples/operator/team.yaml", "--data", &data];
+    Served::start(std::path::Path::new(env!("CARGO_MANIFEST_DIR")), &args, log)
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+async fn login(http: &reqwest::Client, s: &Served) -> String {
+    s.login(http, ("operator", "cohort-demo")).await
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start(data: &std::path::Path, log: std::path::PathBuf) -> Server {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_cohort"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["serve", "--team", "examples/operator/team.yaml", "--bind"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data")
-        .arg(data)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        log,
-    }
-}
-
-async fn login(http: &reqwest::Client, s: &Server) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = http
-            .post(format!("{}/api/bind_human_agent", s.base))
-            .json(&json!({"human_agent_id": "operator", "password": "cohort-demo"}))
-            .send()
-            .await;
-        if let Ok(r) = r {
-            let v: Value = r.json().await.unwrap();
-            return v["token"].as_str().unwrap().to_owned();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server did not come up: {}",
-            std::fs::read_to_string(&s.log).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn get(http: &reqwest::Client, s: &Server, token: &str, path: &str) -> Value {
+async fn get(http: &reqwest::Client, s: &Served, token: &str, path: &str) -> Value {
     http.get(format!("{}{path}", s.base))
         .bearer_auth(token)
         .send()
@@ -83,7 +32,7 @@ async fn get(http: &reqwest::Client, s: &Server, token: &str, path: &str) -> Val
 }
 
 /// Every state the API shows, each kind.
-async fn all_states(http: &reqwest::Client, s: &Server, token: &str) -> Value {
+async fn all_states(http: &reqwest::Client, s: &Served, token: &str) -> Value {
     let mut out = serde_json::Map::new();
     for kind in ["task", "stage", "agent", "step"] {
         out.insert(
@@ -94,7 +43,7 @@ async fn all_states(http: &reqwest::Client, s: &Server, token: &str) -> Value {
     Value::Object(out)
 }
 
-fn stop(mut s: Server) {
+fn stop(mut s: Served) {
     let pid = s.child.id().to_string();
     assert!(
         Command::new("kill")

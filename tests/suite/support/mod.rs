@@ -11,4 +11,5 @@ pub mod postgres;
 pub mod prompt_fields;
 pub mod rooms;
 pub mod scratch;
+pub mod served;
 pub mod states;

@@ -481,6 +481,7 @@ mod tests {
 
     fn msg(sender: &str, need_reply: bool, replied: bool, ts: &str) -> PrivateMessage {
         PrivateMessage {
+            attachments: Vec::new(),
             task_id: "t".into(),
             sender_id: sender.into(),
             content: format!("from {sender}"),
