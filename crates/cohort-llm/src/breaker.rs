@@ -11,7 +11,7 @@
 //! Retried calls are the same call again: nothing of the step changed while it waited.
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError, ModelWaitReport};
-use crate::state::ModelWait;
+use cohort_core::state::ModelWait;
 use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -309,7 +309,7 @@ fn health_answered(health: &Mutex<Health>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::TokenUsage;
+    use cohort_core::state::TokenUsage;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Down (HTTP 500) until `up_at` calls have been made; counts the calls.

@@ -5,7 +5,7 @@
 //! text as though the model had written it (the step's state holds it, and so does its prompt).
 
 use super::recorded::Call;
-use crate::ids::StepId;
+use cohort_core::ids::StepId;
 
 /// Why a fork cannot be made as asked.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

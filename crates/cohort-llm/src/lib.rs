@@ -2,9 +2,6 @@
 //! endpoint) and `scripted` (replies from a YAML script, for offline runs and tests); and a
 //! recorded run's calls served again (`replay`).
 
-// The core's modules under their own names, so paths here read as they do in the core.
-use cohort_core::{call, config, event, ids, prompt, state};
-
 pub mod breaker;
 pub mod fork;
 pub mod limit;
@@ -14,11 +11,11 @@ pub mod recorded;
 pub mod replay;
 pub mod scripted;
 
-pub use crate::call::{
+pub use cohort_core::call::{
     AnswerFormat, AnswerProgress, ChatReply, ChatRequest, Cut, Mending, ModelWaitReport, ToolCall,
     ToolRound, ToolSpec, repetition, structured,
 };
-use crate::ids::AgentId;
+use cohort_core::ids::AgentId;
 use futures::future::BoxFuture;
 use std::time::Duration;
 
@@ -89,7 +86,7 @@ macro_rules! delegate_to_inner {
             self.inner.constrains_answers()
         }
 
-        fn token_counter(&self) -> $crate::prompt::tokens::TokenCounter {
+        fn token_counter(&self) -> ::cohort_core::prompt::tokens::TokenCounter {
             self.inner.token_counter()
         }
     };
@@ -108,8 +105,8 @@ pub trait ChatModel: Send + Sync + 'static {
     /// The most tokens a prompt may take (the context window less the answer's room), when
     /// the model's config states a context window.
     /// How this model's tokens are counted: its own tokenizer when known, else an estimate.
-    fn token_counter(&self) -> crate::prompt::tokens::TokenCounter {
-        crate::prompt::tokens::TokenCounter::Estimate
+    fn token_counter(&self) -> cohort_core::prompt::tokens::TokenCounter {
+        cohort_core::prompt::tokens::TokenCounter::Estimate
     }
 
     fn prompt_budget(&self) -> Option<usize> {

@@ -41,8 +41,8 @@ impl ChatModel for Limited {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::StageRef;
-    use crate::state::TokenUsage;
+    use cohort_core::ids::StageRef;
+    use cohort_core::state::TokenUsage;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 

@@ -37,12 +37,12 @@ mod stream;
 mod transport;
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
-use crate::prompt::tokens::TokenCounter;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::CreateChatCompletionResponse;
 use cache::{Body, Slots};
+use cohort_core::prompt::tokens::TokenCounter;
 use futures::future::BoxFuture;
 use reply::{reply_from_response, reply_leniently};
 use request::{completion_request, finish_reply};
@@ -103,7 +103,7 @@ pub struct OpenAiSettings {
     pub cache_slots: Option<u32>,
 }
 
-pub use crate::config::StructuredOutput;
+pub use cohort_core::config::StructuredOutput;
 
 // By hand so that the key never reaches a log line through `{:?}`.
 impl fmt::Debug for OpenAiSettings {

@@ -3,7 +3,7 @@
 //! tasks, the console and `cohort run` all add up the same figure.
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
-use crate::config::Price;
+use cohort_core::config::Price;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -43,7 +43,7 @@ impl ChatModel for Priced {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::TokenUsage;
+    use cohort_core::state::TokenUsage;
 
     /// Answers every call with the same usage.
     struct Fixed;

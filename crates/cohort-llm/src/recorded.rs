@@ -8,9 +8,9 @@
 //! ([`CallLog::forward_to`]), so the team's log holds every agent's calls wherever they ran.
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
-use crate::event::tally::Histogram;
-use crate::ids::{AgentId, StepId, TaskId};
-use crate::state::TokenUsage;
+use cohort_core::event::tally::Histogram;
+use cohort_core::ids::{AgentId, StepId, TaskId};
+use cohort_core::state::TokenUsage;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -412,7 +412,7 @@ mod tests {
         );
         let mut req = ChatRequest {
             system: "SYSTEM".into(),
-            stage_id: crate::ids::StageRef::NoRelative,
+            stage_id: cohort_core::ids::StageRef::NoRelative,
             step_text: "x".into(),
             ..ChatRequest::test("w", "think")
         };

@@ -6,8 +6,8 @@
 
 use super::recorded::Call;
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
-use crate::call::replay::{FirstDifference, IdMap};
-use crate::ids::{AgentId, StepId};
+use cohort_core::call::replay::{FirstDifference, IdMap};
+use cohort_core::ids::{AgentId, StepId};
 use futures::future::BoxFuture;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -105,7 +105,7 @@ impl Record {
         most: usize,
     ) -> Vec<String> {
         let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
-        crate::call::replay::state_differences(recorded, replayed, &ids, most)
+        cohort_core::call::replay::state_differences(recorded, replayed, &ids, most)
     }
 
     /// The answer to `request`: the agent's next recorded call's, checked and with its ids
@@ -189,7 +189,7 @@ fn next_for(
     request: &ChatRequest,
     live_from: Option<u64>,
 ) -> Option<Call> {
-    use crate::call::replay::without_ids;
+    use cohort_core::call::replay::without_ids;
     let asked = without_ids(&request.step_text);
     let before_fork = |c: &Call| live_from.is_none_or(|at| c.seq < at);
     let same_step = calls.iter().position(|c| {

@@ -26,11 +26,11 @@
 //! ```
 
 use super::{Answered, ChatModel, ChatReply, ChatRequest, LlmError};
-pub use crate::config::script::{
+pub use cohort_core::config::script::{
     CORRECT_ARGUMENTS, OTHER_CALLS, REFUSAL_JUDGE, RISK_JUDGE, SUMMARIZE_HISTORY, Script,
 };
-use crate::config::script::{Entry, render};
-use crate::state::TokenUsage;
+use cohort_core::config::script::{Entry, render};
+use cohort_core::state::TokenUsage;
 use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -168,7 +168,7 @@ const WRITTEN_IN: usize = 4;
 /// A scripted model has no tokenizer; it counts about four characters a token, as a rough
 /// stand-in so usage figures are non-zero and comparable between runs.
 fn estimate_tokens(text: &str) -> u64 {
-    crate::prompt::tokens::estimate(text) as u64
+    cohort_core::prompt::tokens::estimate(text) as u64
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! llama.cpp-style server a slot of the agent's own (`id_slot`, `cache_prompt: true`), so
 //! agents stop evicting each other's prefix from a shared slot.
 
-use crate::ids::AgentId;
 use async_openai::types::chat::CreateChatCompletionRequest;
+use cohort_core::ids::AgentId;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Mutex;

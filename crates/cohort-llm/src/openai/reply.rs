@@ -2,9 +2,9 @@
 //! its strict types reject what a local server sent, the few fields we need read from the JSON.
 
 use super::snippet;
-use crate::state::TokenUsage;
 use crate::{ChatReply, Cut, LlmError, ToolCall};
 use async_openai::types::chat::{ChatCompletionMessageToolCalls, CreateChatCompletionResponse};
+use cohort_core::state::TokenUsage;
 use serde_json::Value;
 
 /// A parsed chat completion → text and usage. A missing first choice or empty content is

@@ -2,7 +2,6 @@
 //! functions and rounds) and the reply made from what came back (tags, estimated usage).
 
 use super::OpenAiSettings;
-use crate::prompt::tokens::TokenCounter;
 use crate::structured::tagged_answer;
 use crate::{ChatReply, ChatRequest, ToolRound};
 use async_openai::types::chat::{
@@ -15,6 +14,7 @@ use async_openai::types::chat::{
     CreateChatCompletionRequest, FunctionCall, FunctionObject, ImageUrl, ResponseFormat,
     ResponseFormatJsonSchema,
 };
+use cohort_core::prompt::tokens::TokenCounter;
 
 /// Added to the temperature per unusable answer before this request, up to [`MAX_RETRY_TEMPERATURE`].
 const RETRY_TEMPERATURE_STEP: f32 = 0.3;
@@ -128,7 +128,7 @@ fn user_content(
         ChatCompletionRequestUserMessageContentPart::ImageUrl(
             ChatCompletionRequestMessageContentPartImage {
                 image_url: ImageUrl {
-                    url: crate::call::media::data_url(&b.mime, &b.bytes),
+                    url: cohort_core::call::media::data_url(&b.mime, &b.bytes),
                     detail: None,
                 },
                 prompt_cache_breakpoint: None,

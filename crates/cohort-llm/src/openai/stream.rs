@@ -5,10 +5,10 @@
 
 use super::cache::Body;
 use super::{AttemptFailure, Inner, classify};
-use crate::state::TokenUsage;
 use crate::{ChatReply, ChatRequest, Cut, LlmError, ToolCall};
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::ChatCompletionStreamOptions;
+use cohort_core::state::TokenUsage;
 use serde_json::Value;
 use std::time::Duration;
 
