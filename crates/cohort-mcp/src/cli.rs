@@ -9,7 +9,7 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error("{}", .0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))]
-    Config(Vec<crate::problem::Problem>),
+    Config(Vec<cohort_core::problem::Problem>),
     #[error("--args is not a JSON object: {0}")]
     Args(String),
     #[error("give one of --tool, --resource or --prompt")]

@@ -8,11 +8,11 @@
 use super::process::{EXIT_GRACE, INHERITED_VARS, Process, spawn};
 use super::schema::check_arguments;
 use crate::cache::ResultCache;
-use crate::call::McpCall;
-use crate::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
 use crate::elicit::{Askers, Elicitation, Elicitor, Handler};
 use crate::oauth::{Consent, MOST_AUTHORIZATIONS, OAuth, TokenPlace};
 use crate::sse::SseTransport;
+use cohort_core::call::McpCall;
+use cohort_core::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, ErrorCode, GetPromptRequestParams, JsonObject, ReadResourceRequestParams,
@@ -324,7 +324,7 @@ impl McpClient {
 
     /// How risky calling `tool` on `server` is: from its annotations and the server's `risk:`
     /// overrides. A server that cannot be asked makes the call HIGH.
-    pub async fn tool_risk(&self, server: &str, tool: &str) -> crate::policy::ToolRisk {
+    pub async fn tool_risk(&self, server: &str, tool: &str) -> cohort_core::policy::ToolRisk {
         let overrides = self
             .server(server)
             .map(|s| s.risk.clone())
@@ -335,19 +335,22 @@ impl McpClient {
                     .as_array()
                     .and_then(|ts| ts.iter().find(|t| t["name"] == tool))
                     .and_then(|t| t.get("annotations"));
-                crate::policy::judge(tool, annotations, &overrides)
+                cohort_core::policy::judge(tool, annotations, &overrides)
             }
-            Err(e) if overrides.is_empty() => crate::policy::ToolRisk {
-                risk: crate::policy::Risk::High,
+            Err(e) if overrides.is_empty() => cohort_core::policy::ToolRisk {
+                risk: cohort_core::policy::Risk::High,
                 reason: format!("the server could not be asked what the tool does: {e}"),
             },
-            Err(_) => crate::policy::judge(tool, None, &overrides),
+            Err(_) => cohort_core::policy::judge(tool, None, &overrides),
         }
     }
 
     /// The risk of each tool of `server` as its description fetched already tells it (never
     /// connects); `None` when it was not described yet.
-    pub fn known_risks(&self, server: &str) -> Option<Vec<(String, crate::policy::ToolRisk)>> {
+    pub fn known_risks(
+        &self,
+        server: &str,
+    ) -> Option<Vec<(String, cohort_core::policy::ToolRisk)>> {
         let description = self.cached_description(server)?;
         let overrides = self
             .server(server)
@@ -358,7 +361,7 @@ impl McpClient {
             tools
                 .filter_map(|t| {
                     let name = t["name"].as_str()?;
-                    let risk = crate::policy::judge(name, t.get("annotations"), &overrides);
+                    let risk = cohort_core::policy::judge(name, t.get("annotations"), &overrides);
                     Some((name.to_owned(), risk))
                 })
                 .collect(),

@@ -7,7 +7,7 @@
 //! suite's authorization server that consents at once ([`FollowRedirect`]); a team that runs
 //! unattended has none, and a server that needs a login fails its calls, saying how to log in.
 
-use crate::config::mcp_servers::OAuthSettings;
+use cohort_core::config::mcp_servers::OAuthSettings;
 use futures::future::BoxFuture;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore,

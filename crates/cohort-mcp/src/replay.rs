@@ -3,7 +3,7 @@
 //! the order the recorded run made that same call, so a replay does not depend on the world
 //! its tools touch having stayed as it was (a file the run wrote is there now).
 
-use crate::call::McpCall;
+use cohort_core::call::McpCall;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
