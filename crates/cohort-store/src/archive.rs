@@ -3,9 +3,9 @@
 //! from the record and applies only the task's events after it, so a finished task that left
 //! memory is still read whole after its events are gone.
 
-use crate::event::{Change, Event, States, TaskChange};
-use crate::ids::TaskId;
-use crate::state::{StageState, TaskState};
+use cohort_core::event::{Change, Event, States, TaskChange};
+use cohort_core::ids::TaskId;
+use cohort_core::state::{StageState, TaskState};
 use serde::{Deserialize, Serialize};
 
 /// A task as the archive keeps it.
@@ -86,8 +86,8 @@ impl TaskFold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::StageChange;
-    use crate::state::ExecutionState;
+    use cohort_core::event::StageChange;
+    use cohort_core::state::ExecutionState;
 
     fn event(version: u64, change: Change) -> Event {
         Event {
@@ -123,7 +123,7 @@ mod tests {
                 9,
                 Change::Task(TaskChange::Evicted {
                     task_id: t.clone(),
-                    summary: crate::event::TaskSummaryLine::of(&TaskState::new(
+                    summary: cohort_core::event::TaskSummaryLine::of(&TaskState::new(
                         t.clone(),
                         "n".into(),
                         "i".into(),

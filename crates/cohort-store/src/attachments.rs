@@ -5,8 +5,8 @@
 
 use super::StoreError;
 use super::sql::{Db, SCHEMA_ATTACHMENTS};
-use crate::attachment::{Attachment, AttachmentId};
 use base64::Engine;
+use cohort_core::attachment::{Attachment, AttachmentId};
 use sqlx::Row;
 
 impl Db {

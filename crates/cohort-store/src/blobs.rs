@@ -5,8 +5,8 @@
 
 use super::StoreError;
 use super::sql::{Db, SCHEMA_BLOBS};
-use crate::call::media::{Blob, BlobId};
 use base64::Engine;
+use cohort_core::call::media::{Blob, BlobId};
 use sqlx::Row;
 
 impl Db {

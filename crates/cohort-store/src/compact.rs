@@ -13,7 +13,7 @@
 
 use super::archive::TaskFold;
 use super::{SqlStore, Store, StoreError};
-use crate::config::Compaction;
+use cohort_core::config::Compaction;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 

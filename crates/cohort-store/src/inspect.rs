@@ -3,8 +3,8 @@
 use super::lease::{LeaseRow, NodeRow};
 use super::stats::human_bytes;
 use super::{ArchivedTask, Loaded, Store, StoreError, StoreStats};
-use crate::event::States;
-use crate::ids::TaskId;
+use cohort_core::event::States;
+use cohort_core::ids::TaskId;
 use std::io::Write;
 
 /// `cohort inspect` (`export` false: the table, on stdout) and `cohort export` (the events of

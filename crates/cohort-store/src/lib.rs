@@ -1,7 +1,7 @@
 //! Durability: the state event stream written to a store, and read back after a restart.
 //!
 //! The store is a log of [`Event`]s plus snapshots of the whole
-//! [`States`](crate::event::States) (as a [`StatesRecord`]), so recovery reads the newest
+//! [`States`](cohort_core::event::States) (as a [`StatesRecord`]), so recovery reads the newest
 //! snapshot and only the events after it. Compaction ([`compact`]) keeps it proportional to
 //! what it holds: events the newest snapshot covers leave once past a retention window (each
 //! task they touched folded first into its [`ArchivedTask`]), older snapshots leave, and the
@@ -20,9 +20,6 @@
 //! - [`lease`]: the nodes of a team across machines and their fenced leases (Postgres).
 //! - [`published`]: how far the team's events are on its NATS event stream.
 
-// The core's modules under their own names, so paths here read as they do in the core.
-use cohort_core::{attachment, call, config, event, ids, state};
-
 pub mod archive;
 mod attachments;
 pub mod backup;
@@ -38,9 +35,9 @@ mod sql_store;
 pub mod stats;
 pub mod step_calls;
 
-use crate::config::Compaction;
-use crate::event::{Event, StatesRecord};
-use crate::ids::{StepId, TaskId};
+use cohort_core::config::Compaction;
+use cohort_core::event::{Event, StatesRecord};
+use cohort_core::ids::{StepId, TaskId};
 use futures::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -62,7 +59,7 @@ pub struct StoredEvent {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredSession {
     pub token_hash: String,
-    pub human: crate::ids::AgentId,
+    pub human: cohort_core::ids::AgentId,
     /// Milliseconds since the Unix epoch.
     pub expires_at: i64,
 }
@@ -241,7 +238,7 @@ pub fn default_path(team_file: &std::path::Path) -> PathBuf {
 
 /// What a store holds, read back: the states at `version` (empty and 0 for a new store).
 pub struct Loaded {
-    pub states: crate::event::States,
+    pub states: cohort_core::event::States,
     pub version: u64,
     /// Events replayed on top of the snapshot.
     pub replayed: u64,
@@ -253,7 +250,7 @@ pub async fn load(store: &dyn Store) -> Result<Loaded, StoreError> {
     const PAGE: usize = 1_000;
     let (mut states, mut version) = match store.latest_snapshot().await? {
         Some(s) => (s.states.into_states(), s.version),
-        None => (crate::event::States::default(), 0),
+        None => (cohort_core::event::States::default(), 0),
     };
     let mut replayed = 0;
     loop {
@@ -282,7 +279,13 @@ pub async fn load(store: &dyn Store) -> Result<Loaded, StoreError> {
 pub async fn stored_task(
     store: &dyn Store,
     id: &TaskId,
-) -> Result<Option<(crate::state::TaskState, Vec<crate::state::StageState>)>, StoreError> {
+) -> Result<
+    Option<(
+        cohort_core::state::TaskState,
+        Vec<cohort_core::state::StageState>,
+    )>,
+    StoreError,
+> {
     const PAGE: usize = 256;
     let mut fold = archive::TaskFold::new(id, store.archived(id).await?);
     loop {
@@ -421,15 +424,18 @@ pub trait Store: Send + Sync {
         Box::pin(async { Ok(Vec::new()) })
     }
     /// Keeps an image or a sound a tool returned; only the newest [`BLOBS_KEPT`] are kept.
-    fn put_blob(&self, blob: call::media::Blob) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn put_blob(
+        &self,
+        blob: cohort_core::call::media::Blob,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
         let _ = blob;
         Box::pin(async { Ok(()) })
     }
     /// A kept image or sound, if the store still has it.
     fn blob<'a>(
         &'a self,
-        id: &'a call::media::BlobId,
-    ) -> BoxFuture<'a, Result<Option<call::media::Blob>, StoreError>> {
+        id: &'a cohort_core::call::media::BlobId,
+    ) -> BoxFuture<'a, Result<Option<cohort_core::call::media::Blob>, StoreError>> {
         let _ = id;
         Box::pin(async { Ok(None) })
     }
@@ -437,7 +443,7 @@ pub trait Store: Send + Sync {
     /// [`ATTACHMENTS_KEPT`] are kept. A store that keeps none refuses it.
     fn put_attachment(
         &self,
-        file: attachment::Attachment,
+        file: cohort_core::attachment::Attachment,
         bytes: Vec<u8>,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
         let _ = (file, bytes);
@@ -446,7 +452,7 @@ pub trait Store: Send + Sync {
     /// A kept attachment, with its bytes when `with_bytes`; none if the store does not have it.
     fn attachment<'a>(
         &'a self,
-        id: &'a attachment::AttachmentId,
+        id: &'a cohort_core::attachment::AttachmentId,
         with_bytes: bool,
     ) -> BoxFuture<'a, Result<Option<KeptAttachment>, StoreError>> {
         let _ = (id, with_bytes);
@@ -457,14 +463,14 @@ pub trait Store: Send + Sync {
 /// How many failed steps' model calls a store keeps (the newest).
 pub const STEP_CALLS_KEPT: usize = 200;
 /// How many images and sounds a store keeps (the newest; each at most
-/// `call::media::MOST_BLOB_BYTES`).
+/// `cohort_core::call::media::MOST_BLOB_BYTES`).
 pub const BLOBS_KEPT: usize = 128;
 /// An attached file as a store gives it back: its reference and its bytes (none when they
 /// were not asked for).
-pub type KeptAttachment = (attachment::Attachment, Vec<u8>);
+pub type KeptAttachment = (cohort_core::attachment::Attachment, Vec<u8>);
 
 /// How many attached files a store keeps (the newest; each at most
-/// `attachment::MOST_ATTACHMENT_BYTES`).
+/// `cohort_core::attachment::MOST_ATTACHMENT_BYTES`).
 pub const ATTACHMENTS_KEPT: usize = 256;
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use super::StoreError;
 use super::sql::{Db, SCHEMA_CALL_TEXTS, SCHEMA_MODEL_CALLS};
-use crate::ids::{AgentId, StepId, TaskId};
+use cohort_core::ids::{AgentId, StepId, TaskId};
 use sqlx::Row;
 use std::collections::BTreeSet;
 
@@ -41,7 +41,7 @@ pub struct SystemText {
 impl SystemText {
     /// The id of `text` (the hex SHA-256 of its bytes, as a blob's).
     pub fn id_of(text: &str) -> String {
-        crate::call::media::BlobId::of(text.as_bytes())
+        cohort_core::call::media::BlobId::of(text.as_bytes())
             .as_str()
             .to_owned()
     }

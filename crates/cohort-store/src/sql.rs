@@ -7,8 +7,8 @@
 
 use super::lease::{AgentWrite, Fence, check_agents};
 use super::{Snapshot, StoreError, StoredEvent, StoredSession};
-use crate::event::Event;
-use crate::ids::TaskId;
+use cohort_core::event::Event;
+use cohort_core::ids::TaskId;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyConnection, AnyPool, AssertSqlSafe, Connection, Executor, Row};
 use std::fs::File;

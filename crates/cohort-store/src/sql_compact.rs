@@ -4,7 +4,7 @@
 
 use super::sql::{Backend, Db, SCHEMA_ARCHIVE};
 use super::{ArchivedTask, Compacted, StoreError, StoreStats};
-use crate::ids::TaskId;
+use cohort_core::ids::TaskId;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 

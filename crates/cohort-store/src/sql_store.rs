@@ -6,9 +6,9 @@ use super::sql::{Db, rows};
 use super::{
     ArchivedTask, Compacted, Snapshot, SnapshotJson, Store, StoreError, StoredEvent, StoredSession,
 };
-use crate::config::Compaction;
-use crate::event::Event;
-use crate::ids::{StepId, TaskId};
+use cohort_core::config::Compaction;
+use cohort_core::event::Event;
+use cohort_core::ids::{StepId, TaskId};
 use futures::future::BoxFuture;
 use std::future::Future;
 use std::path::Path;
@@ -283,21 +283,24 @@ impl Store for SqlStore {
         Box::pin(self.call(|db| async move { db.model_calls_get(task, after, limit).await }))
     }
 
-    fn put_blob(&self, blob: crate::call::media::Blob) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn put_blob(
+        &self,
+        blob: cohort_core::call::media::Blob,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(self.call(|db| async move { db.blob_put(blob).await }))
     }
 
     fn blob<'a>(
         &'a self,
-        id: &'a crate::call::media::BlobId,
-    ) -> BoxFuture<'a, Result<Option<crate::call::media::Blob>, StoreError>> {
+        id: &'a cohort_core::call::media::BlobId,
+    ) -> BoxFuture<'a, Result<Option<cohort_core::call::media::Blob>, StoreError>> {
         let id = id.clone();
         Box::pin(self.call(|db| async move { db.blob_get(id).await }))
     }
 
     fn put_attachment(
         &self,
-        file: crate::attachment::Attachment,
+        file: cohort_core::attachment::Attachment,
         bytes: Vec<u8>,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(self.call(|db| async move { db.attachment_put(file, bytes).await }))
@@ -305,7 +308,7 @@ impl Store for SqlStore {
 
     fn attachment<'a>(
         &'a self,
-        id: &'a crate::attachment::AttachmentId,
+        id: &'a cohort_core::attachment::AttachmentId,
         with_bytes: bool,
     ) -> BoxFuture<'a, Result<Option<crate::KeptAttachment>, StoreError>> {
         let id = id.clone();

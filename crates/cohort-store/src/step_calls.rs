@@ -5,7 +5,7 @@
 
 use super::StoreError;
 use super::sql::{Db, SCHEMA_STEP_CALLS};
-use crate::ids::StepId;
+use cohort_core::ids::StepId;
 use sqlx::Row;
 
 impl Db {
