@@ -13,16 +13,6 @@
 //! - [`node`]: a node of a team across machines, waiting for the team's lease and keeping it.
 //! - [`otel`]: traces out over OpenTelemetry (OTLP) when the standard variables ask for them.
 
-// The modules of the crates below under their own names, so paths read `crate::state::…`
-// here as they do in the core.
-use cohort_core::{
-    agent, attachment, call, clock, config, event, ids, message, policy, prompt, skills, state,
-    sync,
-};
-use cohort_llm as llm;
-use cohort_mcp as mcp;
-use cohort_store as store;
-
 pub mod actors;
 pub mod monitor;
 pub mod node;

@@ -11,15 +11,15 @@ pub use progress::{Progress, Running};
 pub use waits::{Asked, PersonWait, person_waits};
 
 use crate::actors::{Host, StepAllowance, SystemError, Team, start_team_limited};
-use crate::config::TeamConfig;
-use crate::event::States;
-use crate::event::trace_context::TraceParent;
-use crate::ids::AgentId;
-use crate::ids::TaskId;
 use crate::monitor::feed::FeedReceiver;
-use crate::policy::Repair;
-use crate::state::{ExecutionState, TaskState, TokenUsage, WorkingState};
-use crate::store::Store;
+use cohort_core::config::TeamConfig;
+use cohort_core::event::States;
+use cohort_core::event::trace_context::TraceParent;
+use cohort_core::ids::AgentId;
+use cohort_core::ids::TaskId;
+use cohort_core::policy::Repair;
+use cohort_core::state::{ExecutionState, TaskState, TokenUsage, WorkingState};
+use cohort_store::Store;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -43,13 +43,13 @@ pub struct RunOptions {
     pub traceparent: Option<TraceParent>,
     /// The recorded task and step the goal's tasks fork (`cohort replay --fork-at`): each is
     /// marked so before the run ends.
-    pub forked_from: Option<crate::state::ForkedFrom>,
+    pub forked_from: Option<cohort_core::state::ForkedFrom>,
     /// A scripted operator's answers (`cohort eval`): each question an agent asks a person
     /// and waits on gets the next (see `run::operator`). None: questions wait, as with
     /// nobody there.
     pub answers: Vec<String>,
     /// Files given with the goal (`cohort run --attach`), already kept in `store`.
-    pub attachments: Vec<crate::attachment::Attachment>,
+    pub attachments: Vec<cohort_core::attachment::Attachment>,
     /// How the bundled servers open `store` to read those files (a URL, or an absolute path).
     pub store_spec: Option<String>,
 }
@@ -183,7 +183,7 @@ pub async fn run_goal(
 ) -> Result<RunReport, SystemError> {
     let stored = match &opts.store {
         Some(store) => {
-            let loaded = crate::store::load(store.as_ref())
+            let loaded = cohort_store::load(store.as_ref())
                 .await
                 .map_err(|e| SystemError::Resume(e.to_string()))?;
             Some((store.clone(), loaded))
@@ -256,7 +256,7 @@ pub async fn run_goal(
 }
 
 /// Marks each of the goal's tasks as forked `from` a recorded task's step.
-async fn mark_forked(team: &Team, before: &Before, from: &crate::state::ForkedFrom) {
+async fn mark_forked(team: &Team, before: &Before, from: &cohort_core::state::ForkedFrom) {
     let tasks: Vec<TaskId> = team.monitor.read(|s| {
         goal_tasks(s, team, before)
             .map(|t| t.task_id.clone())
@@ -509,7 +509,7 @@ pub fn stop_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
 #[cfg(test)]
 mod cost_tests {
     use super::*;
-    use crate::config::load_team;
+    use cohort_core::config::load_team;
 
     /// An empty folder for one test (the process id keeps runs apart), removed with everything
     /// in it when the test drops it.

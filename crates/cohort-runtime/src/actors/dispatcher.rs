@@ -4,11 +4,11 @@
 //! in flight instead of waiting there for ever.
 
 use super::agent::{CancelStep, Decide, Deliver, SetPaused};
-use crate::event::{AgentChange, Change};
-use crate::ids::AgentId;
-use crate::message::Message;
 use crate::monitor::Monitor;
 use actix::prelude::*;
+use cohort_core::event::{AgentChange, Change};
+use cohort_core::ids::AgentId;
+use cohort_core::message::Message;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -96,9 +96,9 @@ pub enum ControlRefused {
     #[error("agent `{0}` did not answer: {1}")]
     Unreachable(AgentId, String),
     #[error(transparent)]
-    Refused(#[from] crate::agent::approval::VerdictError),
+    Refused(#[from] cohort_core::agent::approval::VerdictError),
     #[error(transparent)]
-    NotCancelled(#[from] crate::agent::cancel::CancelError),
+    NotCancelled(#[from] cohort_core::agent::cancel::CancelError),
 }
 
 /// A person cancels one agent's step; `Err` says why nothing was cancelled.

@@ -5,22 +5,22 @@
 use super::agent::{AgentActor, AgentTools, Outlet, SyncLink};
 use super::dispatcher::{Controls, Dispatcher, Register, RegisterControl};
 use super::sync_state::SyncStateActor;
-use crate::config::{AgentTemplate, LlmConfig};
-use crate::event::Change;
-use crate::ids::AgentId;
-use crate::llm::ChatModel;
-use crate::llm::LlmError;
-use crate::llm::breaker::Breaker;
-use crate::llm::limit::Limited;
-use crate::llm::openai::{OpenAiModel, OpenAiSettings};
-use crate::llm::priced::Priced;
-use crate::llm::recorded::{CallLog, Recorded};
-use crate::llm::scripted::{Script, ScriptedModel};
 use crate::monitor::Monitor;
-use crate::prompt::PromptSet;
-use crate::state::{AgentState, LlmSettings, Skill};
-use crate::sync::Member;
 use actix::prelude::*;
+use cohort_core::config::{AgentTemplate, LlmConfig};
+use cohort_core::event::Change;
+use cohort_core::ids::AgentId;
+use cohort_core::prompt::PromptSet;
+use cohort_core::state::{AgentState, LlmSettings, Skill};
+use cohort_core::sync::Member;
+use cohort_llm::ChatModel;
+use cohort_llm::LlmError;
+use cohort_llm::breaker::Breaker;
+use cohort_llm::limit::Limited;
+use cohort_llm::openai::{OpenAiModel, OpenAiSettings};
+use cohort_llm::priced::Priced;
+use cohort_llm::recorded::{CallLog, Recorded};
+use cohort_llm::scripted::{Script, ScriptedModel};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,19 +54,19 @@ pub struct AgentSettings {
     /// The bytes one of a person's private conversations keeps (the memory budget's share).
     pub private_bytes: usize,
     /// `step_limits:`, given to every agent.
-    pub step_limits: crate::state::StepLimits,
+    pub step_limits: cohort_core::state::StepLimits,
     /// `repairs:`, given to every agent.
-    pub repairs: crate::policy::Repairs,
+    pub repairs: cohort_core::policy::Repairs,
     /// `waits:` (with the team's humans), given to every agent.
-    pub wait_patience: crate::state::WaitPatience,
+    pub wait_patience: cohort_core::state::WaitPatience,
     /// Each configured agent's `tool_approval` (others, hired ones, get the team's).
-    pub tool_approvals: Arc<HashMap<AgentId, crate::policy::ApprovalPolicy>>,
+    pub tool_approvals: Arc<HashMap<AgentId, cohort_core::policy::ApprovalPolicy>>,
     /// The agents that set their own `parallel_steps`.
     pub parallel_steps: Arc<HashMap<AgentId, usize>>,
     /// The team's `tool_approval`.
-    pub tool_approval: crate::policy::ApprovalPolicy,
+    pub tool_approval: cohort_core::policy::ApprovalPolicy,
     /// The team's base task, told to every agent.
-    pub base_task: crate::ids::TaskId,
+    pub base_task: cohort_core::ids::TaskId,
     /// The steps the team's agents may still start, shared by all of them.
     pub steps: super::StepAllowance,
     /// The team's named models (`models:`), which a message may choose.
@@ -105,7 +105,7 @@ impl AgentSettings {
         // asked for outright) must be a step of its own, which the native loop (many calls
         // inside one step) cannot give: such an agent calls tools through the
         // instruction_generation → tool → tool_decision chain.
-        if state.tool_approval.auto_run_up_to != Some(crate::policy::Risk::High)
+        if state.tool_approval.auto_run_up_to != Some(cohort_core::policy::Risk::High)
             || state.tool_approval.ask_for_params == Some(true)
         {
             state.native_tools = false;
@@ -328,7 +328,7 @@ pub struct ModelBuilder<'a> {
     /// Where every model's calls are kept for people to read.
     pub calls: Arc<CallLog>,
     /// A recorded run that answers every model's calls instead (see `llm::replay`).
-    pub replay: Option<Arc<crate::llm::replay::Record>>,
+    pub replay: Option<Arc<cohort_llm::replay::Record>>,
 }
 
 impl<'a> ModelBuilder<'a> {
@@ -354,7 +354,7 @@ impl<'a> ModelBuilder<'a> {
         // The breaker outside it: a call waiting for a dead endpoint holds no place in the cap.
         let mut endpoint = self.connect(llm)?;
         if let Some(record) = &self.replay {
-            endpoint = crate::llm::replay::Replayed::new(endpoint, record.clone());
+            endpoint = cohort_llm::replay::Replayed::new(endpoint, record.clone());
         }
         let model: Arc<dyn ChatModel> = Breaker::new(
             Limited::new(

@@ -5,9 +5,9 @@
 
 use super::factory::AgentFactory;
 use super::sync_state::SyncStateActor;
-use crate::event::Change;
-use crate::sync::Member;
 use actix::prelude::*;
+use cohort_core::event::Change;
+use cohort_core::sync::Member;
 
 pub struct Supervisor {
     factory: AgentFactory,

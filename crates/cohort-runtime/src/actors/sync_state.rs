@@ -6,14 +6,14 @@
 
 use super::dispatcher::{Dispatcher, Route};
 use super::supervisor::Hire;
-use crate::agent::Settle;
-use crate::event::Change;
-use crate::ids::TaskId;
-use crate::message::{ExecuteOutput, Message};
 use crate::monitor::{Effect, Monitor};
-use crate::store::lease::AgentWrite;
-use crate::sync::{Applied, SyncCore, SyncError};
 use actix::prelude::*;
+use cohort_core::agent::Settle;
+use cohort_core::event::Change;
+use cohort_core::ids::TaskId;
+use cohort_core::message::{ExecuteOutput, Message};
+use cohort_core::sync::{Applied, SyncCore, SyncError};
+use cohort_store::lease::AgentWrite;
 
 pub struct SyncStateActor {
     core: SyncCore,
@@ -125,7 +125,10 @@ impl SyncStateActor {
 }
 
 /// An agent's published state with its steps (the state lists them by id) under `steps`.
-fn agent_with_steps(monitor: &Monitor, id: &crate::ids::AgentId) -> Option<serde_json::Value> {
+fn agent_with_steps(
+    monitor: &Monitor,
+    id: &cohort_core::ids::AgentId,
+) -> Option<serde_json::Value> {
     monitor.read(|s| {
         let agent = s.agents.get(id)?;
         let mut v = serde_json::to_value(agent).ok()?;
@@ -135,7 +138,7 @@ fn agent_with_steps(monitor: &Monitor, id: &crate::ids::AgentId) -> Option<serde
 }
 
 fn now() -> String {
-    crate::clock::local_timestamp()
+    cohort_core::clock::local_timestamp()
 }
 
 impl Actor for SyncStateActor {
@@ -222,8 +225,8 @@ impl Handler<ApplyOutput> for SyncStateActor {
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
 pub struct CancelTask {
-    pub task_id: crate::ids::TaskId,
-    pub by: crate::ids::AgentId,
+    pub task_id: cohort_core::ids::TaskId,
+    pub by: cohort_core::ids::AgentId,
     pub reason: String,
 }
 
@@ -242,8 +245,8 @@ impl Handler<CancelTask> for SyncStateActor {
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
 pub struct CheckTaskInstruction {
-    pub agent: crate::ids::AgentId,
-    pub instruction: crate::message::TaskInstruction,
+    pub agent: cohort_core::ids::AgentId,
+    pub instruction: cohort_core::message::TaskInstruction,
 }
 
 impl Handler<CheckTaskInstruction> for SyncStateActor {
@@ -270,9 +273,9 @@ impl Handler<CheckRoom> for SyncStateActor {
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
 pub struct CancelStage {
-    pub task_id: crate::ids::TaskId,
-    pub stage_id: crate::ids::StageId,
-    pub by: crate::ids::AgentId,
+    pub task_id: cohort_core::ids::TaskId,
+    pub stage_id: cohort_core::ids::StageId,
+    pub by: cohort_core::ids::AgentId,
     pub reason: String,
 }
 
@@ -291,8 +294,8 @@ impl Handler<CancelStage> for SyncStateActor {
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
 pub struct PauseTask {
-    pub task_id: crate::ids::TaskId,
-    pub by: crate::ids::AgentId,
+    pub task_id: cohort_core::ids::TaskId,
+    pub by: cohort_core::ids::AgentId,
     pub paused: bool,
 }
 
@@ -309,8 +312,8 @@ impl Handler<PauseTask> for SyncStateActor {
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
 pub struct MarkForked {
-    pub task_id: crate::ids::TaskId,
-    pub from: crate::state::ForkedFrom,
+    pub task_id: cohort_core::ids::TaskId,
+    pub from: cohort_core::state::ForkedFrom,
 }
 
 impl Handler<MarkForked> for SyncStateActor {
@@ -326,9 +329,9 @@ impl Handler<MarkForked> for SyncStateActor {
 #[derive(Message)]
 #[rtype(result = "Result<(), SyncError>")]
 pub struct RetryStage {
-    pub task_id: crate::ids::TaskId,
-    pub stage_id: crate::ids::StageId,
-    pub by: crate::ids::AgentId,
+    pub task_id: cohort_core::ids::TaskId,
+    pub stage_id: cohort_core::ids::StageId,
+    pub by: cohort_core::ids::AgentId,
 }
 
 impl Handler<RetryStage> for SyncStateActor {

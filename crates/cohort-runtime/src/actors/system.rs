@@ -8,26 +8,26 @@ use super::factory::{
 };
 use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
-use crate::agent::resume_after_restart;
-use crate::config::TeamConfig;
-use crate::event::trace_context::TraceParent;
-use crate::ids::{AgentId, StageRef, TaskId};
-use crate::llm::LlmError;
-use crate::llm::{Answered, ChatModel};
-use crate::mcp::{McpClient, McpOptions};
-use crate::message::Message;
 use crate::monitor::Monitor;
-use crate::prompt::{PromptError, PromptSet};
-use crate::state::{AgentState, ConversationPool, HumanConfig, Skill};
-use crate::state::{Executor, StepExecutionState, TokenUsage};
-use crate::store::{Loaded, Store};
-use crate::sync::{Catalog, Member, SyncCore, SyncError, TaskBudget};
 use actix::prelude::*;
+use cohort_core::agent::resume_after_restart;
+use cohort_core::config::TeamConfig;
+use cohort_core::event::trace_context::TraceParent;
+use cohort_core::ids::{AgentId, StageRef, TaskId};
+use cohort_core::message::Message;
+use cohort_core::prompt::{PromptError, PromptSet};
+use cohort_core::state::{AgentState, ConversationPool, HumanConfig, Skill};
+use cohort_core::state::{Executor, StepExecutionState, TokenUsage};
+use cohort_core::sync::{Catalog, Member, SyncCore, SyncError, TaskBudget};
+use cohort_llm::LlmError;
+use cohort_llm::{Answered, ChatModel};
+use cohort_mcp::{McpClient, McpOptions};
+use cohort_store::{Loaded, Store};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use crate::message::OPERATOR;
+pub use cohort_core::message::OPERATOR;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SystemError {
@@ -62,9 +62,9 @@ pub struct Team {
     /// The team's MCP client; `shutdown` stops every server process it started.
     pub mcp: Option<Arc<McpClient>>,
     /// What the team keeps in memory and the largest message it takes.
-    pub retention: crate::config::Retention,
+    pub retention: cohort_core::config::Retention,
     /// The newest LLM calls, as sent and answered.
-    pub calls: Arc<crate::llm::recorded::CallLog>,
+    pub calls: Arc<cohort_llm::recorded::CallLog>,
     /// The steps its agents may still start (unlimited unless started with a limit).
     pub steps: super::StepAllowance,
     /// The team's own actors besides SyncState and the dispatcher, and its agents' threads:
@@ -149,7 +149,10 @@ impl Team {
         &self,
         manager: Option<&AgentId>,
         goal: &str,
-        (trace, attachments): (Option<TraceParent>, Vec<crate::attachment::Attachment>),
+        (trace, attachments): (
+            Option<TraceParent>,
+            Vec<cohort_core::attachment::Attachment>,
+        ),
     ) -> Result<(), SystemError> {
         let to = match manager {
             Some(m) if self.managers.contains(m) => m.clone(),
@@ -182,9 +185,9 @@ pub struct Host<'a> {
     pub cohort_exe: PathBuf,
     /// A recorded run whose model calls answer this team's (`cohort replay`): no model is
     /// asked, and no API key is needed.
-    pub replay: Option<Arc<crate::llm::replay::Record>>,
+    pub replay: Option<Arc<cohort_llm::replay::Record>>,
     /// A recorded run whose tool calls answer this team's (none: its servers are called).
-    pub replay_tools: Option<Arc<crate::mcp::replay::ToolRecord>>,
+    pub replay_tools: Option<Arc<cohort_mcp::replay::ToolRecord>>,
     /// The team's store as the bundled servers open it (read-only) for the files people
     /// attached: a path or a URL, handed to them in `attachment::STORE_VAR`.
     pub attachments: Option<String>,
@@ -229,7 +232,7 @@ pub fn start_team_limited(
 /// `store:` says), carrying on from what it holds (`loaded`;
 /// a new team when the store is empty): tasks, stages, every agent (hired ones with their
 /// templates) with its steps, queue, waits and memory. A step that was running when the
-/// process stopped is settled by [`crate::agent::resume_after_restart`].
+/// process stopped is settled by [`cohort_core::agent::resume_after_restart`].
 pub fn start_team_stored(
     cfg: &TeamConfig,
     host: &Host,
@@ -332,7 +335,7 @@ fn start(
 /// said, never fatal.
 fn traces_of(
     monitor: &Monitor,
-    calls: &Arc<crate::llm::recorded::CallLog>,
+    calls: &Arc<cohort_llm::recorded::CallLog>,
     base: &TaskId,
     team: &str,
 ) -> Option<Arc<crate::otel::Traces>> {
@@ -360,7 +363,7 @@ pub fn agent_settings(
         private_bytes: cfg.retention.memory.private_chat(),
         step_limits: cfg.step_limits,
         repairs: cfg.repairs.clone(),
-        wait_patience: crate::state::WaitPatience {
+        wait_patience: cohort_core::state::WaitPatience {
             humans: Arc::new(humans),
             ..cfg.waits.clone()
         },
@@ -492,7 +495,7 @@ fn roster(cfg: &TeamConfig) -> Vec<Member> {
             name: h.name.clone(),
             profile: h.profile.clone(),
             human: true,
-            operator: h.access == crate::config::Access::Operator,
+            operator: h.access == cohort_core::config::Access::Operator,
             ..Member::new(h.id.clone(), h.role.clone())
         }))
         .collect()
@@ -575,18 +578,18 @@ pub fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
                     builtin_env: host
                         .attachments
                         .iter()
-                        .map(|s| (crate::attachment::STORE_VAR.to_owned(), s.clone()))
+                        .map(|s| (cohort_core::attachment::STORE_VAR.to_owned(), s.clone()))
                         .collect(),
                     ..McpOptions::new(host.cohort_exe.clone(), host.vars)
                         .passing_env_of(&cfg.servers, host.vars)
                 },
-                crate::mcp::elicit::Elicitation::PerCall,
+                cohort_mcp::elicit::Elicitation::PerCall,
             )
         }),
         approvers: cfg
             .humans
             .iter()
-            .filter(|h| h.access == crate::config::Access::Operator)
+            .filter(|h| h.access == cohort_core::config::Access::Operator)
             .map(|h| h.id.clone())
             .collect(),
     };
@@ -670,7 +673,7 @@ fn restart(
 }
 
 /// A person of the team file, new.
-fn person_state(h: &crate::config::HumanEntry) -> AgentState {
+fn person_state(h: &cohort_core::config::HumanEntry) -> AgentState {
     let mut state = AgentState::new(
         h.id.clone(),
         h.name.clone(),
@@ -726,7 +729,7 @@ fn follow_team_file(
     name: &str,
     role: &str,
     profile: &str,
-    llm_agent: Option<(&[Skill], &[String], &crate::config::LlmConfig)>,
+    llm_agent: Option<(&[Skill], &[String], &cohort_core::config::LlmConfig)>,
 ) -> bool {
     fn set<T: PartialEq>(field: &mut T, value: T, changed: &mut bool) {
         if *field != value {
@@ -783,7 +786,7 @@ fn carry_on(
 /// The model calls step `st` shows were answered (its agent made from `template`, if any):
 /// the tries it was asked again after, and the last one unless the step was still waiting for
 /// it. None for a step that is not a skill's or made no call.
-pub fn answered_in(st: &crate::state::StepState, template: Option<String>) -> Vec<Answered> {
+pub fn answered_in(st: &cohort_core::state::StepState, template: Option<String>) -> Vec<Answered> {
     if !matches!(st.executor, Executor::Skill(_)) || st.token_usage == TokenUsage::default() {
         return Vec::new();
     }

@@ -3,10 +3,10 @@
 //! `waits.stall_secs` to SyncState, which tells the task's goal-giver.
 
 use super::sync_state::{ReportStall, SyncStateActor};
-use crate::event::stall::idle_tasks;
-use crate::ids::TaskId;
 use crate::monitor::Monitor;
 use actix::prelude::*;
+use cohort_core::event::stall::idle_tasks;
+use cohort_core::ids::TaskId;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

@@ -1,11 +1,11 @@
 //! The monitor's compactor: a thread of its own that compacts the team's store every
-//! `store.compact_every_s` (see [`crate::store::compact`]), never on the journal's thread, so
+//! `store.compact_every_s` (see [`cohort_store::compact`]), never on the journal's thread, so
 //! commits are not held up by it; each of its transactions is short, so a commit waits for at
 //! most one of them.
 
-use crate::config::Compaction;
-use crate::store::Store;
-use crate::store::stats::human_bytes;
+use cohort_core::config::Compaction;
+use cohort_store::Store;
+use cohort_store::stats::human_bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};

@@ -7,8 +7,8 @@
 //! subscriber nothing is kept.
 
 use super::Published;
-use crate::event::{AgentChange, Change, StepChange, TaskChange};
-use crate::state::{Held, value_bytes};
+use cohort_core::event::{AgentChange, Change, StepChange, TaskChange};
+use cohort_core::state::{Held, value_bytes};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
@@ -233,10 +233,10 @@ impl Drop for FeedReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Event, TaskChange};
-    use crate::ids::StageRef;
-    use crate::message::Message;
-    use crate::state::ConversationEntry;
+    use cohort_core::event::{Event, TaskChange};
+    use cohort_core::ids::StageRef;
+    use cohort_core::message::Message;
+    use cohort_core::state::ConversationEntry;
     use std::sync::OnceLock;
 
     fn message(n: u64, kb: usize) -> Arc<Published> {

@@ -13,11 +13,11 @@
 //! it is shown, and [`Journal::fenced`] tells the node to stop its team.
 
 use super::{Inner, Published};
-use crate::event::{Change, Event, StageChange, StepChange};
-use crate::ids::{StageId, StepId, TaskId};
-use crate::store::lease::AgentWrite;
-use crate::store::model_calls::Recorded;
-use crate::store::{SnapshotJson, Store, StoredEvent};
+use cohort_core::event::{Change, Event, StageChange, StepChange};
+use cohort_core::ids::{StageId, StepId, TaskId};
+use cohort_store::lease::AgentWrite;
+use cohort_store::model_calls::Recorded;
+use cohort_store::{SnapshotJson, Store, StoredEvent};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -300,7 +300,7 @@ fn snapshot(
     rt: &tokio::runtime::Runtime,
     store: &dyn Store,
     inner: &Inner,
-) -> Result<u64, crate::store::StoreError> {
+) -> Result<u64, cohort_store::StoreError> {
     // Written straight from the states under the lock: a copy of the whole team beside the
     // team would double the memory a snapshot costs.
     let (version, json) = {
@@ -310,7 +310,7 @@ fn snapshot(
     };
     match json {
         Ok(json) => rt.block_on(store.put_snapshot(version, json)),
-        Err(e) => Err(crate::store::StoreError::BadSnapshot {
+        Err(e) => Err(cohort_store::StoreError::BadSnapshot {
             version: version as i64,
             why: e.to_string(),
         }),
@@ -370,7 +370,7 @@ fn with_tasks(inner: &Inner, entries: &[Entry]) -> Vec<StoredEvent> {
 fn task_of(
     id: &StepId,
     added: &HashMap<&StepId, &TaskId>,
-    states: &crate::event::States,
+    states: &cohort_core::event::States,
 ) -> Option<TaskId> {
     added
         .get(id)
@@ -385,7 +385,7 @@ fn task_of(
 /// Why a batch was not stored, once retrying is no use.
 enum NotStored {
     /// The store refused the node's fence: another node holds the team's lease.
-    Fenced(crate::store::StoreError),
+    Fenced(cohort_store::StoreError),
     /// The journal was abandoned (its node lost the lease) while the store failed.
     Abandoned,
 }
@@ -414,7 +414,7 @@ fn commit(
         };
         let e = match appended {
             Ok(bytes) => return Ok(bytes),
-            Err(e @ crate::store::StoreError::Fenced { .. }) => return Err(NotStored::Fenced(e)),
+            Err(e @ cohort_store::StoreError::Fenced { .. }) => return Err(NotStored::Fenced(e)),
             Err(e) => e,
         };
         // A commit whose answer was lost may have landed (the store then knows a newer last
@@ -456,7 +456,7 @@ fn keep_failed_calls(
         else {
             continue;
         };
-        if update.execution_state != Some(crate::state::StepExecutionState::Failed) {
+        if update.execution_state != Some(cohort_core::state::StepExecutionState::Failed) {
             continue;
         }
         let made = calls.of_step(step_id);
@@ -464,7 +464,7 @@ fn keep_failed_calls(
             continue;
         }
         let mut kept = serde_json::to_value(&made).unwrap_or_default();
-        crate::state::cap_value(&mut kept, *chars);
+        cohort_core::state::cap_value(&mut kept, *chars);
         if let Err(err) = rt.block_on(store.put_step_calls(step_id, kept.to_string())) {
             tracing::warn!(step = %step_id, "the failed step's model calls were not stored: {err}");
         }

@@ -3,7 +3,7 @@
 //! the journal before the change that refers to it is committed, so a stored result never
 //! names a blob the store lacks (unless the store let it go as one of its oldest).
 
-use crate::call::media::{Blob, BlobId};
+use cohort_core::call::media::{Blob, BlobId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 

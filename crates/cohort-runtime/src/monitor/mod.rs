@@ -15,13 +15,13 @@ pub mod journal;
 pub mod media;
 pub mod record;
 
-pub use crate::event::StateKind;
-use crate::event::tally::Histogram;
-use crate::event::{Change, Event, States};
-use crate::ids::{AgentId, StepId};
-use crate::store::Store;
-use crate::store::lease::AgentWrite;
 use bytes::Bytes;
+pub use cohort_core::event::StateKind;
+use cohort_core::event::tally::Histogram;
+use cohort_core::event::{Change, Event, States};
+use cohort_core::ids::{AgentId, StepId};
+use cohort_store::Store;
+use cohort_store::lease::AgentWrite;
 use compactor::Compactor;
 pub use journal::Effect;
 use journal::{Entry, Journal};
@@ -120,7 +120,7 @@ struct Inner {
     compactor: OnceLock<Compactor>,
     /// Set when the journal keeps failed steps' model calls in the store: the team's call log
     /// and the most characters of one text kept.
-    failed_calls: OnceLock<(Arc<crate::llm::recorded::CallLog>, usize)>,
+    failed_calls: OnceLock<(Arc<cohort_llm::recorded::CallLog>, usize)>,
     /// With a journal: the newest version given to a change (ahead of the states' while the
     /// journal commits). A lock of its own: a publisher may wait on a full journal while
     /// holding it, and the journal needs the states' lock, never this one, to drain.
@@ -217,14 +217,17 @@ impl Monitor {
     /// Keeps an image or a sound a tool returned: held in memory (the newest), and with a store
     /// written by the journal before the change that refers to it. Keep it before publishing
     /// that change.
-    pub fn keep_blob(&self, blob: crate::call::media::Blob) {
+    pub fn keep_blob(&self, blob: cohort_core::call::media::Blob) {
         self.inner
             .media
             .keep(blob, self.inner.journal.get().is_some());
     }
 
     /// An image or a sound still held in memory (the store may have it when this does not).
-    pub fn blob(&self, id: &crate::call::media::BlobId) -> Option<Arc<crate::call::media::Blob>> {
+    pub fn blob(
+        &self,
+        id: &cohort_core::call::media::BlobId,
+    ) -> Option<Arc<cohort_core::call::media::Blob>> {
         self.inner.media.get(id)
     }
 
@@ -260,7 +263,7 @@ impl Monitor {
     /// Compacts `store` (the one this monitor writes to) now and then under `policy`, on a
     /// thread of its own, until the monitor closes or goes. Once only: a second call does
     /// nothing.
-    pub fn keep_compacted(&self, store: Arc<dyn Store>, policy: crate::config::Compaction) {
+    pub fn keep_compacted(&self, store: Arc<dyn Store>, policy: cohort_core::config::Compaction) {
         if self.inner.compactor.get().is_none() {
             let _ = self.inner.compactor.set(Compactor::start(store, policy));
         }
@@ -269,14 +272,14 @@ impl Monitor {
     /// Keeps the model calls of each step that fails (from `calls`, the team's call log, each
     /// text cut to `text_chars`) in the store, with the change that failed it, so they outlive
     /// a restart. Once only; nothing to do without a store.
-    pub fn keep_failed_calls(&self, calls: Arc<crate::llm::recorded::CallLog>, text_chars: usize) {
+    pub fn keep_failed_calls(&self, calls: Arc<cohort_llm::recorded::CallLog>, text_chars: usize) {
         let _ = self.inner.failed_calls.set((calls, text_chars));
     }
 
     /// Records every model call of `calls` (the team's call log) in the store, each agent's
     /// newest within `bytes_per_agent`: the journal writes each before the batch of changes
     /// after it. Once only; nothing to do without a store or with no bytes to keep.
-    pub fn record_calls(&self, calls: &crate::llm::recorded::CallLog, bytes_per_agent: u64) {
+    pub fn record_calls(&self, calls: &cohort_llm::recorded::CallLog, bytes_per_agent: u64) {
         if self.inner.journal.get().is_none() || bytes_per_agent == 0 {
             return;
         }
@@ -497,8 +500,8 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::TaskChange;
-    use crate::state::TaskState;
+    use cohort_core::event::TaskChange;
+    use cohort_core::state::TaskState;
 
     fn created(id: &str) -> Change {
         Change::Task(TaskChange::Created {

@@ -4,9 +4,9 @@
 //! whose call is missing. Bounded: a journal that falls behind lets the oldest waiting calls
 //! go (counted, and said once).
 
-use crate::ids::AgentId;
-use crate::llm::recorded::Call;
-use crate::store::model_calls::{StoredModelCall, SystemText, Trim};
+use cohort_core::ids::AgentId;
+use cohort_llm::recorded::Call;
+use cohort_store::model_calls::{StoredModelCall, SystemText, Trim};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 

@@ -16,14 +16,14 @@ use crate::actors::{
     AgentActor, ApplyOutput, CancelStep, CheckTaskInstruction, Decide, Deliver, Outlet, Retire,
     SetPaused, SubmitMessages, SyncLink, Workers,
 };
-use crate::call::media::{Blob, BlobId};
-use crate::event::Change;
-use crate::ids::{AgentId, StepId, TaskId};
-use crate::llm::ChatModel;
-use crate::llm::recorded::{Call, CallOutcome};
-use crate::state::AgentState;
-use crate::sync::SyncError;
 use actix::prelude::*;
+use cohort_core::call::media::{Blob, BlobId};
+use cohort_core::event::Change;
+use cohort_core::ids::{AgentId, StepId, TaskId};
+use cohort_core::state::AgentState;
+use cohort_core::sync::SyncError;
+use cohort_llm::ChatModel;
+use cohort_llm::recorded::{Call, CallOutcome};
 use futures::FutureExt;
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -55,11 +55,11 @@ pub struct CoreLink {
 #[derive(Default)]
 pub struct NodeMedia {
     held: crate::monitor::media::Media,
-    store: Option<Arc<dyn crate::store::Store>>,
+    store: Option<Arc<dyn cohort_store::Store>>,
 }
 
 impl NodeMedia {
-    pub fn new(store: Option<Arc<dyn crate::store::Store>>) -> NodeMedia {
+    pub fn new(store: Option<Arc<dyn cohort_store::Store>>) -> NodeMedia {
         NodeMedia {
             held: Default::default(),
             store,
@@ -224,7 +224,7 @@ pub struct HostParts {
     pub models: HashMap<AgentId, Arc<dyn ChatModel>>,
     pub workers: Arc<Workers>,
     /// The models' call log, which forwards each call to the team's node.
-    pub calls: Arc<crate::llm::recorded::CallLog>,
+    pub calls: Arc<cohort_llm::recorded::CallLog>,
     /// The images and sounds its agents' tools return.
     pub media: Arc<NodeMedia>,
 }
@@ -234,14 +234,14 @@ impl HostParts {
     /// prompts, settings and models, and MCP servers of its own. Must run inside an actix
     /// system.
     pub fn build(
-        cfg: &crate::config::TeamConfig,
+        cfg: &cohort_core::config::TeamConfig,
         host: &crate::actors::Host,
-        store: Option<Arc<dyn crate::store::Store>>,
+        store: Option<Arc<dyn cohort_store::Store>>,
     ) -> Result<HostParts, crate::actors::SystemError> {
         let cfg = &cfg.with_env(host.vars);
         let prompts = Arc::new(match &cfg.prompts_dir {
-            Some(dir) => crate::prompt::PromptSet::load(dir, cfg.language)?,
-            None => crate::prompt::PromptSet::builtin(cfg.language),
+            Some(dir) => cohort_core::prompt::PromptSet::load(dir, cfg.language)?,
+            None => cohort_core::prompt::PromptSet::builtin(cfg.language),
         });
         let mut builder = crate::actors::ModelBuilder::new(host.vars, cfg.waits.model);
         let (models, _) = crate::actors::build_models(cfg, &mut builder)?;

@@ -7,9 +7,9 @@
 //! the term ([`LeaseTerm::act_until`]); should it write anyway, the store refuses it by the
 //! lease's fencing token.
 
-use crate::store::lease::{Fence, Seat, TEAM_LEASE, Taken};
-use crate::store::{SqlStore, StoreError};
 use cohort_core::lease::LeaseTerm;
+use cohort_store::lease::{Fence, Seat, TEAM_LEASE, Taken};
+use cohort_store::{SqlStore, StoreError};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;

@@ -5,8 +5,8 @@
 //! is for is gone) is answered at once by NATS, and fails so.
 
 use super::bus::Bus;
-use crate::event::trace_context::TraceParent;
 use bytes::Bytes;
+use cohort_core::event::trace_context::TraceParent;
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -16,13 +16,13 @@ use crate::actors::{
     AgentActor, AgentFactory, AllPublished, Controls, Dispatcher, Register, RegisterControl,
     Retire, Route, SyncStateActor, Team,
 };
-use crate::ids::{AgentId, TaskId};
-use crate::llm::ChatModel;
 use crate::monitor::Monitor;
-use crate::store::lease::{Fence, NodeRow};
-use crate::store::{SqlStore, StoreError};
 use actix::prelude::*;
+use cohort_core::ids::{AgentId, TaskId};
 use cohort_core::lease::LeaseTerm;
+use cohort_llm::ChatModel;
+use cohort_store::lease::{Fence, NodeRow};
+use cohort_store::{SqlStore, StoreError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -381,7 +381,7 @@ impl Mover {
         self.grants.set(agent.clone(), hold);
         let call = ToHost::Run {
             hold,
-            record: Box::new(crate::event::AgentRecord::of(&state)),
+            record: Box::new(cohort_core::event::AgentRecord::of(&state)),
             base_task: self.base_task.clone(),
         };
         if let Err(e) = self.ask(&to.name, &call, MOVE_DEADLINE).await {

@@ -17,10 +17,10 @@
 
 use super::bus::Bus;
 use crate::monitor::Monitor;
-use crate::store::{SqlStore, Store};
 use async_nats::HeaderMap;
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
+use cohort_store::{SqlStore, Store};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -13,11 +13,11 @@
 use super::link::Link;
 use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
 use crate::actors::{CancelStep, Decide, Deliver, SetPaused};
-use crate::agent::approval::VerdictError;
-use crate::agent::cancel::CancelError;
-use crate::ids::AgentId;
-use crate::message::Message;
 use actix::prelude::*;
+use cohort_core::agent::approval::VerdictError;
+use cohort_core::agent::cancel::CancelError;
+use cohort_core::ids::AgentId;
+use cohort_core::message::Message;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

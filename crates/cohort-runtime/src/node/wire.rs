@@ -7,16 +7,16 @@
 //! refused, so an agent that moved (or whose node was given up for dead) changes nothing from
 //! where it was.
 
-use crate::agent::Settle;
-use crate::agent::approval::{Verdict, VerdictError};
-use crate::agent::cancel::CancelError;
-use crate::event::AgentRecord;
-use crate::event::Change;
-use crate::event::trace_context::TraceParent;
-use crate::ids::{AgentId, StepId, TaskId};
-use crate::llm::recorded::{Call, CallOutcome};
-use crate::message::{ExecuteOutput, Message, TaskInstruction};
-use crate::sync::SyncError;
+use cohort_core::agent::Settle;
+use cohort_core::agent::approval::{Verdict, VerdictError};
+use cohort_core::agent::cancel::CancelError;
+use cohort_core::event::AgentRecord;
+use cohort_core::event::Change;
+use cohort_core::event::trace_context::TraceParent;
+use cohort_core::ids::{AgentId, StepId, TaskId};
+use cohort_core::message::{ExecuteOutput, Message, TaskInstruction};
+use cohort_core::sync::SyncError;
+use cohort_llm::recorded::{Call, CallOutcome};
 use serde::{Deserialize, Serialize};
 
 /// Where an agent runs, as the team's node granted it.
@@ -200,7 +200,7 @@ pub type HostAnswer = Result<(), HostRefusal>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::AgentState;
+    use cohort_core::state::AgentState;
 
     #[test]
     fn calls_and_answers_read_back_as_they_were_sent() {
@@ -228,11 +228,11 @@ mod tests {
         // An agent's record goes whole: its steps, not only their ids as the wire state has them.
         let mut agent =
             AgentState::new("writer".into(), "W".into(), "writer".into(), String::new());
-        agent.add_next_steps(vec![crate::state::StepState::new(
+        agent.add_next_steps(vec![cohort_core::state::StepState::new(
             TaskId::from("t1"),
-            crate::ids::StageRef::NoRelative,
+            cohort_core::ids::StageRef::NoRelative,
             agent.agent_id.clone(),
-            crate::state::Executor::Skill(crate::state::Skill::Think),
+            cohort_core::state::Executor::Skill(cohort_core::state::Skill::Think),
             "think",
             "about it",
         )]);

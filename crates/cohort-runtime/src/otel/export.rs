@@ -2,10 +2,10 @@
 //! a full queue drops the span and counts it), and a task that sends them in batches, each
 //! within a deadline, counting what went out and what the receiver refused or never took.
 
-use crate::event::trace::{
+use cohort_core::event::trace::{
     Attr, SpanId as PlannedSpan, SpanKind, SpanPlan, TraceId as PlannedTrace,
 };
-use crate::event::trace_context::TraceParent;
+use cohort_core::event::trace_context::TraceParent;
 use opentelemetry::trace::{
     Link, SpanContext, SpanId, SpanKind as OtelKind, Status, TraceFlags, TraceId, TraceState,
 };

@@ -2,7 +2,7 @@
 //! (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, protocol from
 //! `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` by default, or `grpc`). A reader of the
 //! monitor's changes and of the team's call log plans each span as its work ends
-//! ([`crate::event::trace`]) and [`export`] hands it to the OTLP exporter through a bounded
+//! ([`cohort_core::event::trace`]) and [`export`] hands it to the OTLP exporter through a bounded
 //! queue. Nothing of it exists without those variables, and it never holds the team back: the
 //! reader polls the monitor's feed (whose sender never waits, and never wakes it) and the
 //! queue drops, counting, what the exporter cannot take.
@@ -12,13 +12,13 @@
 
 mod export;
 
-use crate::event::trace::{self, CallFacts, SpanPlan};
-use crate::event::{Change, StageChange, StepChange, TaskChange};
-use crate::ids::TaskId;
-use crate::llm::recorded::CallLog;
 use crate::monitor::Monitor;
 use crate::monitor::Published;
 use crate::monitor::feed::{FeedReceiver, RecvError};
+use cohort_core::event::trace::{self, CallFacts, SpanPlan};
+use cohort_core::event::{Change, StageChange, StepChange, TaskChange};
+use cohort_core::ids::TaskId;
+use cohort_llm::recorded::CallLog;
 pub use export::TraceStats;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -236,7 +236,7 @@ impl Reader {
     }
 
     /// A step's span, its wait for a person and its model calls.
-    fn step_spans(&self, id: &crate::ids::StepId, at: i64) -> Vec<SpanPlan> {
+    fn step_spans(&self, id: &cohort_core::ids::StepId, at: i64) -> Vec<SpanPlan> {
         let planned = self.monitor.read(|s| {
             let step = s.step(id)?;
             let times = s.times.step(id);
@@ -263,8 +263,8 @@ impl Reader {
         let mut n = 0;
         out.extend(self.calls.map_step(id, |call| {
             let finish = match call.cut {
-                Some(crate::llm::Cut::TokenLimit) => "length",
-                Some(crate::llm::Cut::Repetition) => "repetition",
+                Some(cohort_llm::Cut::TokenLimit) => "length",
+                Some(cohort_llm::Cut::Repetition) => "repetition",
                 None if call.error.is_some() => "error",
                 None => "stop",
             };
@@ -290,7 +290,7 @@ impl Reader {
 }
 
 /// A span's start and end from the times the states keep (the change's time when missing).
-fn span_times(times: Option<crate::event::times::Times>, at: i64) -> (i64, i64) {
+fn span_times(times: Option<cohort_core::event::times::Times>, at: i64) -> (i64, i64) {
     let t = times.unwrap_or_default();
     let start = t.started_at.or(t.created_at).unwrap_or(at);
     (start, t.ended_at.unwrap_or(at).max(start))
@@ -299,8 +299,8 @@ fn span_times(times: Option<crate::event::times::Times>, at: i64) -> (i64, i64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::TaskChange;
-    use crate::state::TaskState;
+    use cohort_core::event::TaskChange;
+    use cohort_core::state::TaskState;
 
     fn task(id: &str) -> Vec<Change> {
         let t = TaskState::new(id.into(), "n".into(), "i".into(), "m".into());

@@ -3,9 +3,9 @@
 //! LLM call never looks like a hang.
 
 use crate::actors::Team;
-use crate::event::{Change, Event, StageChange, States, StepChange};
-use crate::ids::{AgentId, StepId};
-use crate::state::{ExecutionState, StageState, StepExecutionState, StepState};
+use cohort_core::event::{Change, Event, StageChange, States, StepChange};
+use cohort_core::ids::{AgentId, StepId};
+use cohort_core::state::{ExecutionState, StageState, StepExecutionState, StepState};
 use std::collections::HashMap;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -71,7 +71,7 @@ impl Tracker {
     fn tell_model_wait(
         &mut self,
         team: &Team,
-        step_id: &crate::ids::StepId,
+        step_id: &cohort_core::ids::StepId,
         reason: &str,
         out: &mut impl FnMut(Progress<'_>),
     ) {

@@ -3,9 +3,9 @@
 //! the message that carried its wait id), and steps held for a person's verdict (a plan check,
 //! a tool call's approval, its arguments). `cohort run` cannot answer them; it says so.
 
-use crate::event::States;
-use crate::ids::{AgentId, TaskId};
-use crate::state::{Executor, StepExecutionState};
+use cohort_core::event::States;
+use cohort_core::ids::{AgentId, TaskId};
+use cohort_core::state::{Executor, StepExecutionState};
 
 /// The most characters of a question a one-line report shows.
 pub const ASKED_CHARS: usize = 120;
@@ -64,7 +64,7 @@ pub fn person_waits(s: &States) -> Vec<PersonWait> {
                     .unwrap_or_default()
                     .to_owned()
             };
-            let question = crate::agent::elicitation::ElicitationRequest::of(step);
+            let question = cohort_core::agent::elicitation::ElicitationRequest::of(step);
             let asked = match (step.execution_state, question) {
                 (StepExecutionState::WaitingForParam, Some(q)) => Asked::ServerQuestion {
                     step: step_name(),
@@ -94,7 +94,7 @@ fn is_person(s: &States, id: &AgentId) -> bool {
 }
 
 /// The text of the message in `task` that took wait `id`, shortened to one line.
-fn question(s: &States, task: &TaskId, id: &crate::ids::WaitId) -> Option<String> {
+fn question(s: &States, task: &TaskId, id: &cohort_core::ids::WaitId) -> Option<String> {
     let pool = &s.tasks.get(task)?.shared_conversation_pool;
     let m = pool
         .iter()

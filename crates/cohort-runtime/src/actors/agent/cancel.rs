@@ -5,12 +5,12 @@
 
 use super::AgentActor;
 use super::messages::CancelStep;
-use crate::agent::cancel::{CancelError, cancel_step, check_cancel, mark_cancelled};
-use crate::agent::{Completion, complete_step, complete_tool_step_after, release_for};
-use crate::clock::Now;
-use crate::ids::StepId;
-use crate::state::{Executor, StepExecutionState};
 use actix::prelude::*;
+use cohort_core::agent::cancel::{CancelError, cancel_step, check_cancel, mark_cancelled};
+use cohort_core::agent::{Completion, complete_step, complete_tool_step_after, release_for};
+use cohort_core::clock::Now;
+use cohort_core::ids::StepId;
+use cohort_core::state::{Executor, StepExecutionState};
 
 impl Handler<CancelStep> for AgentActor {
     type Result = Result<(), CancelError>;

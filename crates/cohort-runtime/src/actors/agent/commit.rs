@@ -7,10 +7,10 @@
 
 use super::AgentActor;
 use crate::actors::sync_state::{ApplyOutput, CheckTaskInstruction, SubmitMessages};
-use crate::agent::Settle;
-use crate::message::{ExecuteOutput, Message, TaskInstruction};
-use crate::sync::SyncError;
 use actix::prelude::*;
+use cohort_core::agent::Settle;
+use cohort_core::message::{ExecuteOutput, Message, TaskInstruction};
+use cohort_core::sync::SyncError;
 use futures::future::Either;
 
 /// The agent's way to SyncState (the owner of tasks and stages): what it hands over, and the
@@ -115,7 +115,7 @@ impl AgentActor {
             // The runtime closes the task the refused step was about (never an add_task).
             task_id: Some(closing.task().clone()),
             task_instruction: Some(closing),
-            repairs: vec![crate::policy::Repair::RuntimeClosing],
+            repairs: vec![cohort_core::policy::Repair::RuntimeClosing],
             ..Default::default()
         };
         let commit = self.commit(Handover::Output(output, None));

@@ -7,15 +7,15 @@
 //! is cancelled, and the step runs on either way.
 
 use super::AgentActor;
-use crate::agent::elicitation::{
+use actix::prelude::*;
+use cohort_core::agent::elicitation::{
     ElicitationAnswer, await_elicitation, elicitation_notice, elicitation_request, resume_call,
 };
-use crate::agent::tool_call_for;
-use crate::ids::StepId;
-use crate::mcp::McpCall;
-use crate::mcp::elicit::{Elicitor, Question};
-use crate::state::StepExecutionState;
-use actix::prelude::*;
+use cohort_core::agent::tool_call_for;
+use cohort_core::ids::StepId;
+use cohort_core::state::StepExecutionState;
+use cohort_mcp::McpCall;
+use cohort_mcp::elicit::{Elicitor, Question};
 use futures::future::BoxFuture;
 
 /// Where a question during step `step`'s call goes: its agent.

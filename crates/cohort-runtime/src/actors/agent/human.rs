@@ -4,14 +4,14 @@
 use super::commit::Handover;
 use super::messages::{HumanSend, SendRefused};
 use super::{AgentActor, LOOSE_HISTORY_KEPT};
-use crate::agent::human_send;
-use crate::message::Message;
 use actix::prelude::*;
+use cohort_core::agent::human_send;
+use cohort_core::message::Message;
 
 impl Handler<HumanSend> for AgentActor {
     type Result = ResponseActFuture<Self, Result<Vec<Message>, SendRefused>>;
     fn handle(&mut self, HumanSend(m): HumanSend, ctx: &mut Context<Self>) -> Self::Result {
-        let sent = match human_send(&mut self.state, &m, &crate::clock::Now::current()) {
+        let sent = match human_send(&mut self.state, &m, &cohort_core::clock::Now::current()) {
             Ok(sent) => sent,
             Err(e) => {
                 self.publish();

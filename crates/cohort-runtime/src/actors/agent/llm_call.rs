@@ -4,18 +4,18 @@
 //! again under the model's context window when the endpoint refused the prompt as too long.
 
 use super::AgentActor;
-use crate::agent::history_summary::summary_due;
-use crate::agent::{Asking, Completion, StepCompletion, complete_step, tool_chain};
-use crate::event::StepUpdate;
-use crate::ids::StepId;
-use crate::llm::{AnswerFormat, ChatRequest};
-use crate::prompt::tokens::TokenCounter;
-use crate::prompt::{PromptContext, build_prompt};
-use crate::skills::answer_schema::{self, RECEIVERS_LISTED, answer_schema};
-use crate::skills::next_tool_step;
-use crate::state::StepResult;
-use crate::state::{Executor, Skill, StepState};
 use actix::prelude::*;
+use cohort_core::agent::history_summary::summary_due;
+use cohort_core::agent::{Asking, Completion, StepCompletion, complete_step, tool_chain};
+use cohort_core::event::StepUpdate;
+use cohort_core::ids::StepId;
+use cohort_core::prompt::tokens::TokenCounter;
+use cohort_core::prompt::{PromptContext, build_prompt};
+use cohort_core::skills::answer_schema::{self, RECEIVERS_LISTED, answer_schema};
+use cohort_core::skills::next_tool_step;
+use cohort_core::state::StepResult;
+use cohort_core::state::{Executor, Skill, StepState};
+use cohort_llm::{AnswerFormat, ChatRequest};
 
 impl AgentActor {
     /// Builds a skill step's prompt and asks its model; first, when the prompt leaves older
@@ -118,14 +118,14 @@ impl AgentActor {
                 .map(move |res, act, ctx| {
                     act.phase.call_returned(&id);
                     Self::tell_whole(&progress, &res);
-                    if let Err(crate::llm::LlmError::ContextExceeded { window, .. }) = &res
+                    if let Err(cohort_llm::LlmError::ContextExceeded { window, .. }) = &res
                         && act.rebuild_for_context(&id, *window, ctx)
                     {
                         return;
                     }
                     // An endpoint that stayed down past `waits.model_secs` ends the task.
                     let mut asking = asking;
-                    if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &res {
+                    if let Err(e @ cohort_llm::LlmError::EndpointDown { .. }) = &res {
                         asking.endpoint_down = Some(e.to_string());
                     }
                     act.on_answer(id, res.map_err(|e| e.to_string()), asking, ctx)
@@ -157,11 +157,11 @@ impl AgentActor {
     fn on_answer(
         &mut self,
         id: StepId,
-        reply: Result<crate::llm::ChatReply, String>,
+        reply: Result<cohort_llm::ChatReply, String>,
         mut asking: Asking,
         ctx: &mut Context<Self>,
     ) {
-        let now = crate::clock::Now::current();
+        let now = cohort_core::clock::Now::current();
         let usage = reply.as_ref().map(|r| r.usage).unwrap_or_default();
         // Asking again failed itself: the step fails for the answer it could not use.
         let reply = match (reply, asking.tries.last()) {

@@ -1,13 +1,13 @@
 //! The agent actor's whole protocol: every message it handles, with what it answers. The
 //! handlers live with the concept each message belongs to (see the map in `mod.rs`).
 
-use crate::agent::HumanMessage;
-use crate::agent::approval::{Verdict, VerdictError};
-use crate::agent::cancel::CancelError;
-use crate::ids::{AgentId, StepId};
-use crate::message::Message;
-use crate::state::{AgentState, ModelWait};
 use actix::prelude::*;
+use cohort_core::agent::HumanMessage;
+use cohort_core::agent::approval::{Verdict, VerdictError};
+use cohort_core::agent::cancel::CancelError;
+use cohort_core::ids::{AgentId, StepId};
+use cohort_core::message::Message;
+use cohort_core::state::{AgentState, ModelWait};
 use std::sync::Arc;
 
 /// A message for this agent from the dispatcher, with SyncState's number for it (the agent
@@ -70,10 +70,10 @@ pub struct HumanSend(pub HumanMessage);
 pub enum SendRefused {
     /// It is not a message this person may send (see `HumanError`).
     #[error(transparent)]
-    Human(#[from] crate::agent::HumanError),
+    Human(#[from] cohort_core::agent::HumanError),
     /// SyncState refused it.
     #[error(transparent)]
-    Refused(crate::sync::SyncError),
+    Refused(cohort_core::sync::SyncError),
     /// The team is not running.
     #[error("the team is not running: {0}")]
     NotRunning(String),

@@ -27,12 +27,12 @@
 //! | `human.rs` | a human agent sending what its person writes |
 //! | `timers.rs` | the timer for its replies' wait deadlines |
 
-use crate::ids::AgentId;
-use crate::llm::ChatModel;
-use crate::mcp::McpClient;
-use crate::prompt::PromptSet;
-use crate::state::{AgentState, StepState};
 use actix::prelude::*;
+use cohort_core::ids::AgentId;
+use cohort_core::prompt::PromptSet;
+use cohort_core::state::{AgentState, StepState};
+use cohort_llm::ChatModel;
+use cohort_mcp::McpClient;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -110,7 +110,8 @@ pub struct AgentActor {
     /// The messages it took lately (see `receive.rs`).
     taken: receive::Taken,
     /// What each tool call under way has taken so far: retries, repairs (see `tool_call.rs`).
-    tool_attempts: std::collections::HashMap<crate::ids::StepId, crate::agent::ToolAttempts>,
+    tool_attempts:
+        std::collections::HashMap<cohort_core::ids::StepId, cohort_core::agent::ToolAttempts>,
 }
 
 impl AgentActor {
@@ -164,7 +165,7 @@ impl AgentActor {
     /// to the agent's own, said once in the log per call.
     fn model_for(&self, step: &StepState) -> Option<&Arc<dyn ChatModel>> {
         let own = self.llm.as_ref()?;
-        let Some(name) = crate::state::chosen_model(step) else {
+        let Some(name) = cohort_core::state::chosen_model(step) else {
             return Some(own);
         };
         match self.named_models.get(name) {
@@ -189,12 +190,12 @@ impl Actor for AgentActor {
         // An agent carried over from a store: a tool call the restart cut off is made again
         // if its tool says that is harmless, else settled as a failed call; then whatever its
         // queue holds runs.
-        for id in crate::agent::interrupted_tool_steps(&self.state) {
+        for id in cohort_core::agent::interrupted_tool_steps(&self.state) {
             self.phase.start(id.clone());
             self.resume_tool_step(id, ctx);
         }
         // A call that was waiting for a person's approval waits on (they were told already).
-        if let Some(id) = crate::agent::approval::waiting_for_approval(&self.state) {
+        if let Some(id) = cohort_core::agent::approval::waiting_for_approval(&self.state) {
             if self.approvers.is_empty() {
                 let why = "the step waited for a person's approval, but the team no longer has \
                            an operator to ask";

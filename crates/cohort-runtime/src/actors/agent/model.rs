@@ -6,15 +6,15 @@
 use super::AgentActor;
 use super::commit::Handover;
 use super::messages::ModelWaiting;
-use crate::agent::{Completion, complete_step};
-use crate::call::ModelWaitReport;
-use crate::call::media::{Blob, MediaRef};
-use crate::event::StepUpdate;
-use crate::ids::StepId;
-use crate::llm::{AnswerProgress, ChatRequest};
-use crate::message::ExecuteOutput;
-use crate::state::{StepExecutionState, StepState, TokenUsage};
 use actix::prelude::*;
+use cohort_core::agent::{Completion, complete_step};
+use cohort_core::call::ModelWaitReport;
+use cohort_core::call::media::{Blob, MediaRef};
+use cohort_core::event::StepUpdate;
+use cohort_core::ids::StepId;
+use cohort_core::message::ExecuteOutput;
+use cohort_core::state::{StepExecutionState, StepState, TokenUsage};
+use cohort_llm::{AnswerProgress, ChatRequest};
 use std::sync::Arc;
 
 /// The most images one model call is sent: each costs the model hundreds of tokens or more.
@@ -47,7 +47,7 @@ impl AgentActor {
             progress: None,
             model_wait: None,
             retry: 0,
-            mending: crate::llm::Mending::of(&self.state.repairs),
+            mending: cohort_llm::Mending::of(&self.state.repairs),
         }
     }
 
@@ -86,7 +86,7 @@ impl AgentActor {
     /// stream's TEXT_ADD) end with all of it.
     pub(super) fn tell_whole(
         progress: &AnswerProgress,
-        reply: &Result<crate::llm::ChatReply, crate::llm::LlmError>,
+        reply: &Result<cohort_llm::ChatReply, cohort_llm::LlmError>,
     ) {
         if let Ok(r) = reply
             && !r.text.is_empty()
@@ -104,7 +104,7 @@ impl AgentActor {
         why: String,
         ctx: &mut Context<Self>,
     ) {
-        let now = crate::clock::Now::current();
+        let now = cohort_core::clock::Now::current();
         if let Completion::Done(mut completion) =
             complete_step(&mut self.state, &id, Err(why.clone()), now, false)
         {
@@ -120,7 +120,7 @@ impl AgentActor {
     /// work ended meanwhile ends as a tool result.
     pub(super) fn ask_about_call(
         &mut self,
-        llm: Arc<dyn crate::llm::ChatModel>,
+        llm: Arc<dyn cohort_llm::ChatModel>,
         step: StepState,
         (name, system, prompt): (&str, String, String),
         then: impl FnOnce(&mut Self, StepState, Result<String, String>, &mut Context<Self>) + 'static,

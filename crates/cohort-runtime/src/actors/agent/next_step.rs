@@ -4,12 +4,12 @@
 //! skill's prompt and model call, a tool call, or the native tool loop.
 
 use super::AgentActor;
-use crate::agent::dependencies::{advance, may_run_beside};
-use crate::agent::tool_loop::runs_natively;
-use crate::agent::{stop_reason, stop_step};
-use crate::ids::StepId;
-use crate::state::{Executor, StepState};
 use actix::prelude::*;
+use cohort_core::agent::dependencies::{advance, may_run_beside};
+use cohort_core::agent::tool_loop::runs_natively;
+use cohort_core::agent::{stop_reason, stop_step};
+use cohort_core::ids::StepId;
+use cohort_core::state::{Executor, StepState};
 
 impl AgentActor {
     /// Starts the next runnable steps the agent may (one, or a graph plan's ready steps side

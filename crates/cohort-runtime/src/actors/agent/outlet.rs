@@ -3,10 +3,10 @@
 //! placed on another node (the node module's `host`). Either way they are stored in the order the
 //! agent made them, after what it handed over before.
 
-use crate::call::media::{Blob, BlobId};
-use crate::event::Change;
-use crate::ids::{AgentId, StepId};
 use crate::monitor::Monitor;
+use cohort_core::call::media::{Blob, BlobId};
+use cohort_core::event::Change;
+use cohort_core::ids::{AgentId, StepId};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::sync::Arc;

@@ -4,15 +4,15 @@
 //! no longer be decided (its stage or task ended, no operator left) ends its step.
 
 use super::AgentActor;
-use crate::agent::approval::verdict_due;
-use crate::agent::cancel::fail_waiting_step;
-use crate::agent::params::{await_params, param_request, params_notice};
-use crate::agent::plan_check::{PlanCheck, plan_notice};
-use crate::ids::{AgentId, StepId};
-use crate::mcp::McpCall;
-use crate::message::Message;
-use crate::state::{Executor, StepState};
 use actix::prelude::*;
+use cohort_core::agent::approval::verdict_due;
+use cohort_core::agent::cancel::fail_waiting_step;
+use cohort_core::agent::params::{await_params, param_request, params_notice};
+use cohort_core::agent::plan_check::{PlanCheck, plan_notice};
+use cohort_core::ids::{AgentId, StepId};
+use cohort_core::message::Message;
+use cohort_core::state::{Executor, StepState};
+use cohort_mcp::McpCall;
 
 impl AgentActor {
     /// While a step waits for a person the agent runs nothing else; if the step's stage or
@@ -114,7 +114,7 @@ impl AgentActor {
     /// The step `id` now waits for a person's verdict: the agent runs nothing else until it
     /// comes or its deadline (`waits.human_secs`) passes, when the step ends as not decided.
     pub(super) fn hold_for_a_person(&mut self, id: StepId, ctx: &mut Context<Self>) {
-        let now = crate::clock::Now::current().unix_ms;
+        let now = cohort_core::clock::Now::current().unix_ms;
         let patience = self.state.wait_patience.human;
         // A tool call that waits is the agent's current step; a plan that waits was settled.
         let tool = self
@@ -138,7 +138,7 @@ impl AgentActor {
                     s.execution_state.waits_for_a_person()
                         && s.execute_result
                             .as_ref()
-                            .and_then(|r| r.get(crate::agent::approval::DUE))
+                            .and_then(|r| r.get(cohort_core::agent::approval::DUE))
                             .and_then(serde_json::Value::as_i64)
                             == Some(due)
                 });
@@ -182,11 +182,14 @@ impl AgentActor {
             // so the manager plans them again (and asks again), as after a rejection.
             let step = self.state.agent_step.get(&id).cloned();
             if let Some(step) = step {
-                let verdict = crate::agent::plan_check::PlanVerdict::Reject { reason: why };
-                let by = AgentId::from(crate::message::TASK_STATE_SENDER);
-                if let Err(e) =
-                    crate::agent::plan_check::decide_plan(&mut self.state, &step, &by, verdict)
-                {
+                let verdict = cohort_core::agent::plan_check::PlanVerdict::Reject { reason: why };
+                let by = AgentId::from(cohort_core::message::TASK_STATE_SENDER);
+                if let Err(e) = cohort_core::agent::plan_check::decide_plan(
+                    &mut self.state,
+                    &step,
+                    &by,
+                    verdict,
+                ) {
                     tracing::warn!(agent = %self.state.agent_id, step = %id, "{e}");
                 }
             }

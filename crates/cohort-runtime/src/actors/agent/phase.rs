@@ -4,8 +4,8 @@
 //! else says what the agent does.
 
 use super::verdict::PendingVerdict;
-use crate::ids::StepId;
 use actix::SpawnHandle;
+use cohort_core::ids::StepId;
 use std::collections::BTreeMap;
 
 /// What one step of the agent's own is doing.
@@ -31,7 +31,8 @@ pub(super) enum Run {
 }
 
 /// Where a person's answer to a server's question goes.
-pub(super) type Asked = tokio::sync::oneshot::Sender<crate::agent::elicitation::ElicitationAnswer>;
+pub(super) type Asked =
+    tokio::sync::oneshot::Sender<cohort_core::agent::elicitation::ElicitationAnswer>;
 
 impl Run {
     fn running() -> Self {

@@ -7,9 +7,9 @@
 
 use super::AgentActor;
 use super::messages::Deliver;
-use crate::agent::{receive_as_human, receive_message, release_for};
-use crate::message::Message;
 use actix::prelude::*;
+use cohort_core::agent::{receive_as_human, receive_message, release_for};
+use cohort_core::message::Message;
 use std::collections::{HashSet, VecDeque};
 
 /// How many message numbers an agent remembers having taken.
@@ -50,8 +50,8 @@ impl Handler<Deliver> for AgentActor {
         // The receipt goes out with what the message made of this agent, in one commit.
         self.state.note_received(no);
         if self.state.human_config.is_some() {
-            let now = crate::clock::local_timestamp();
-            let now_ms = crate::clock::Now::current().unix_ms;
+            let now = cohort_core::clock::local_timestamp();
+            let now_ms = cohort_core::clock::Now::current().unix_ms;
             receive_as_human(&mut self.state, &m, &now, now_ms);
             self.publish();
             self.arm_wait_timer(ctx);

@@ -7,9 +7,9 @@
 use super::commit::{Answer, Handover};
 use super::verdict::PendingVerdict;
 use super::{AgentActor, LOOSE_HISTORY_KEPT};
-use crate::agent::{FollowUp, Settle, StepCompletion};
-use crate::ids::{StageRef, StepId};
 use actix::prelude::*;
+use cohort_core::agent::{FollowUp, Settle, StepCompletion};
+use cohort_core::ids::{StageRef, StepId};
 
 impl AgentActor {
     /// Hands a finished step's output to SyncState with the agent's changes and how the step
@@ -47,8 +47,13 @@ impl AgentActor {
                 {
                     let barred = refused
                         .as_ref()
-                        .is_some_and(crate::sync::SyncError::bars_the_action);
-                    match crate::agent::act_again_after_refusal(&mut self.state, &id, why, barred) {
+                        .is_some_and(cohort_core::sync::SyncError::bars_the_action);
+                    match cohort_core::agent::act_again_after_refusal(
+                        &mut self.state,
+                        &id,
+                        why,
+                        barred,
+                    ) {
                         FollowUp::Again => self.publish(),
                         FollowUp::Close(closing) => self.close_in_place(closing, ctx),
                         FollowUp::Nothing => {}
@@ -105,7 +110,7 @@ impl AgentActor {
                 .state
                 .agent_step
                 .get(id)
-                .is_some_and(crate::agent::plan_check::awaits_check)
+                .is_some_and(cohort_core::agent::plan_check::awaits_check)
         {
             self.await_plan_check(id.clone(), ctx);
         }

@@ -4,10 +4,10 @@
 //! without it.
 
 use super::AgentActor;
-use crate::agent::history_summary::{SummaryJob, summary_of};
-use crate::llm::scripted::SUMMARIZE_HISTORY;
-use crate::state::{Skill, StepState};
 use actix::prelude::*;
+use cohort_core::agent::history_summary::{SummaryJob, summary_of};
+use cohort_core::state::{Skill, StepState};
+use cohort_llm::scripted::SUMMARIZE_HISTORY;
 
 impl AgentActor {
     /// Has the model summarize the history `job` covers, keeps the summary, then runs `step`.
@@ -28,7 +28,7 @@ impl AgentActor {
         let handle = ctx.spawn(llm.chat(request).into_actor(self).map(move |answer, act, ctx| {
             act.phase.call_returned(&step.step_id);
             // The endpoint stayed down past the wait: the step's own call would wait again.
-            if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &answer {
+            if let Err(e @ cohort_llm::LlmError::EndpointDown { .. }) = &answer {
                 return act.give_up_for_endpoint(step.step_id, e.to_string(), ctx);
             }
             let written = match answer {

@@ -3,9 +3,9 @@
 //! time is up are released by `agent::expire_waits` and the agent goes on.
 
 use super::AgentActor;
-use crate::agent::expire_waits;
-use crate::clock::Now;
 use actix::prelude::*;
+use cohort_core::agent::expire_waits;
+use cohort_core::clock::Now;
 use std::time::Duration;
 
 /// The armed timer: the deadline it fires for (ms since the Unix epoch) and its handle.

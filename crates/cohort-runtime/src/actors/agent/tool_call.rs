@@ -3,12 +3,12 @@
 //! when the tool says that is harmless).
 
 use super::{AgentActor, STORE_DEADLINE};
-use crate::agent::{ToolAttempts, complete_tool_step_after, tool_call_for};
-use crate::ids::StepId;
-use crate::mcp::{McpClient, McpError};
-use crate::policy::tool_retry::{ToolRetry, pause_before_retry};
-use crate::state::StepState;
 use actix::prelude::*;
+use cohort_core::agent::{ToolAttempts, complete_tool_step_after, tool_call_for};
+use cohort_core::ids::StepId;
+use cohort_core::policy::tool_retry::{ToolRetry, pause_before_retry};
+use cohort_core::state::StepState;
+use cohort_mcp::{McpClient, McpError};
 use std::sync::Arc;
 
 impl AgentActor {
@@ -34,7 +34,7 @@ impl AgentActor {
         &mut self,
         id: StepId,
         server: String,
-        call: crate::mcp::McpCall,
+        call: cohort_mcp::McpCall,
         client: Arc<McpClient>,
         ctx: &mut Context<Self>,
     ) {
@@ -44,7 +44,7 @@ impl AgentActor {
         let stored = self.outlet.stored();
         let (asked, made) = (server.clone(), call.clone());
         // A question the server asks during the call comes back to this agent.
-        let asker: Arc<dyn crate::mcp::elicit::Elicitor> = Arc::new(super::elicit::StepAsker {
+        let asker: Arc<dyn cohort_mcp::elicit::Elicitor> = Arc::new(super::elicit::StepAsker {
             agent: ctx.address(),
             step: id.clone(),
         });
@@ -96,7 +96,7 @@ impl AgentActor {
     }
 
     /// `tool` of `server` as the client last saw it described.
-    pub(super) fn described_tool(&self, server: &str, tool: &str) -> Option<crate::mcp::ToolInfo> {
+    pub(super) fn described_tool(&self, server: &str, tool: &str) -> Option<cohort_mcp::ToolInfo> {
         self.mcp.as_ref()?.cached_tool(server, tool)
     }
 
@@ -105,7 +105,7 @@ impl AgentActor {
     pub(super) fn resume_tool_step(&mut self, id: StepId, ctx: &mut Context<Self>) {
         let step = self.state.agent_step.get(&id).cloned();
         let interrupted = move |act: &mut Self, ctx: &mut Context<Self>| {
-            act.on_tool_result(id, Err(crate::agent::interrupted_tool_call()), ctx)
+            act.on_tool_result(id, Err(cohort_core::agent::interrupted_tool_call()), ctx)
         };
         let Some(step) = step else {
             return interrupted(self, ctx);
@@ -151,7 +151,7 @@ impl AgentActor {
     /// refers to it is published) and left there as a reference (see `call::media`).
     pub(super) fn keep_media(&self, result: &mut Result<serde_json::Value, String>) {
         if let Ok(v) = result {
-            for blob in crate::call::media::take_media(v) {
+            for blob in cohort_core::call::media::take_media(v) {
                 self.outlet.keep_blob(blob);
             }
         }
@@ -165,8 +165,8 @@ impl AgentActor {
 pub(super) async fn call_retrying(
     client: &McpClient,
     server: &str,
-    call: &crate::mcp::McpCall,
-    asker: Option<Arc<dyn crate::mcp::elicit::Elicitor>>,
+    call: &cohort_mcp::McpCall,
+    asker: Option<Arc<dyn cohort_mcp::elicit::Elicitor>>,
 ) -> (Result<serde_json::Value, McpError>, Vec<ToolRetry>) {
     let mut retries = Vec::new();
     loop {

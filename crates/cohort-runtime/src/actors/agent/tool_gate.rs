@@ -5,13 +5,13 @@
 //! written is not put to anyone: making it fails, or asks for its arguments.
 
 use super::AgentActor;
-use crate::agent::approval::{approval_needed, approval_notice, await_approval};
-use crate::agent::risk_judge::{judge_prompt, with_judgement};
-use crate::llm::scripted::RISK_JUDGE;
-use crate::mcp::{McpCall, McpClient, McpError};
-use crate::policy::{Risk, ToolRisk};
-use crate::state::StepState;
 use actix::prelude::*;
+use cohort_core::agent::approval::{approval_needed, approval_notice, await_approval};
+use cohort_core::agent::risk_judge::{judge_prompt, with_judgement};
+use cohort_core::policy::{Risk, ToolRisk};
+use cohort_core::state::StepState;
+use cohort_llm::scripted::RISK_JUDGE;
+use cohort_mcp::{McpCall, McpClient, McpError};
 use std::sync::Arc;
 
 impl AgentActor {

@@ -4,15 +4,15 @@
 
 use super::tool_call::call_retrying;
 use super::{AgentActor, STORE_DEADLINE};
-use crate::agent::complete_tool_loop;
-use crate::agent::tool_loop::{ToolLoop, ToolSet, arguments, call_step, shown};
-use crate::llm::{ChatReply, ChatRequest, ToolCall, ToolRound};
-use crate::mcp::{McpCall, McpClient};
-use crate::policy::tool_retry::ToolRetry;
-use crate::prompt::tokens::TokenCounter;
-use crate::prompt::{PromptContext, build_tool_loop_prompt};
-use crate::state::{StepState, TokenUsage};
 use actix::prelude::*;
+use cohort_core::agent::complete_tool_loop;
+use cohort_core::agent::tool_loop::{ToolLoop, ToolSet, arguments, call_step, shown};
+use cohort_core::policy::tool_retry::ToolRetry;
+use cohort_core::prompt::tokens::TokenCounter;
+use cohort_core::prompt::{PromptContext, build_tool_loop_prompt};
+use cohort_core::state::{StepState, TokenUsage};
+use cohort_llm::{ChatReply, ChatRequest, ToolCall, ToolRound};
+use cohort_mcp::{McpCall, McpClient};
 use futures::StreamExt;
 use serde_json::Value;
 use std::sync::Arc;
@@ -114,7 +114,7 @@ impl AgentActor {
         self.state
             .agent_step
             .get(&step.step_id)
-            .is_none_or(|s| s.execution_state != crate::state::StepExecutionState::Running)
+            .is_none_or(|s| s.execution_state != cohort_core::state::StepExecutionState::Running)
     }
 
     fn ask_loop(&mut self, running: Running, ctx: &mut Context<Self>) {
@@ -144,7 +144,7 @@ impl AgentActor {
                 .map(move |res, act, ctx| {
                     act.phase.call_returned(&id_back);
                     Self::tell_whole(&progress, &res);
-                    if let Err(e @ crate::llm::LlmError::EndpointDown { .. }) = &res {
+                    if let Err(e @ cohort_llm::LlmError::EndpointDown { .. }) = &res {
                         if !act.loop_cancelled(&running.step) {
                             act.give_up_for_endpoint(running.step.step_id, e.to_string(), ctx);
                         }
@@ -184,7 +184,7 @@ impl AgentActor {
         if !running.state.may_call(reply.tool_calls.len()) {
             let why = format!(
                 "the tool loop reached its cap of {} calls without an answer",
-                crate::agent::tool_loop::TOOL_LOOP_CAP
+                cohort_core::agent::tool_loop::TOOL_LOOP_CAP
             );
             return self.end_loop(&running.step, Err(why), running.spent, ctx);
         }
@@ -277,7 +277,8 @@ impl AgentActor {
     /// The images a round's results brought, added to those the loop's model is sent (the
     /// newest [`MOST_IMAGES`](super::model::MOST_IMAGES) of all).
     fn add_images(&self, request: &mut ChatRequest, results: &[Result<Value, String>]) {
-        let brought = crate::call::media::media_in(results.iter().filter_map(|r| r.as_ref().ok()));
+        let brought =
+            cohort_core::call::media::media_in(results.iter().filter_map(|r| r.as_ref().ok()));
         request.images.extend(self.images_for(&brought));
         let over = request
             .images

@@ -4,17 +4,17 @@
 //! call is stored and made through the risk check like any call.
 
 use super::AgentActor;
-use crate::agent::tool_refusal::{
+use actix::prelude::*;
+use cohort_core::agent::tool_refusal::{
     Refusal, RefusalKind, RefusedCall, Route, Routes, changed_fields, read_correction,
     read_judgement,
 };
-use crate::event::StepUpdate;
-use crate::ids::StepId;
-use crate::llm::scripted::{CORRECT_ARGUMENTS, REFUSAL_JUDGE};
-use crate::mcp::{McpCall, McpError};
-use crate::policy::{Fired, Repair};
-use crate::state::StepState;
-use actix::prelude::*;
+use cohort_core::event::StepUpdate;
+use cohort_core::ids::StepId;
+use cohort_core::policy::{Fired, Repair};
+use cohort_core::state::StepState;
+use cohort_llm::scripted::{CORRECT_ARGUMENTS, REFUSAL_JUDGE};
+use cohort_mcp::{McpCall, McpError};
 use serde_json::json;
 
 /// Which of the model's two questions about a refused call is asked.

@@ -8,12 +8,12 @@ use super::AgentActor;
 use super::commit::Handover;
 use super::messages::Decide;
 use crate::actors::CheckTaskInstruction;
-use crate::agent::approval::{Decided, Verdict, VerdictError, decide};
-use crate::agent::plan_check::{PlanCheck, confirmed_stages, finish_stage_check};
-use crate::ids::StepId;
-use crate::mcp::McpCall;
-use crate::message::TaskInstruction;
 use actix::prelude::*;
+use cohort_core::agent::approval::{Decided, Verdict, VerdictError, decide};
+use cohort_core::agent::plan_check::{PlanCheck, confirmed_stages, finish_stage_check};
+use cohort_core::ids::StepId;
+use cohort_core::message::TaskInstruction;
+use cohort_mcp::McpCall;
 
 /// A verdict that came while its step was being settled, and where its answer goes.
 pub(super) type PendingVerdict = (
@@ -110,7 +110,7 @@ impl AgentActor {
             finish_stage_check(&mut act.state, &d.step_id, &d.by, edited, &add);
             tracing::info!(agent = %act.state.agent_id, step = %d.step_id, by = %d.by, edited, "a person confirmed a manager's stages");
             act.phase.stop_waiting(&d.step_id);
-            let output = crate::message::ExecuteOutput {
+            let output = cohort_core::message::ExecuteOutput {
                 agent_id: Some(act.state.agent_id.clone()),
                 task_id: act.state.agent_step.get(&d.step_id).map(|s| s.task_id.clone()),
                 task_instruction: Some(add),
@@ -155,10 +155,9 @@ impl AgentActor {
             act.publish();
             // A person may have cancelled the step while the verdict was stored: it ended then.
             let step = act.state.agent_step.get(&id).cloned();
-            if step
-                .as_ref()
-                .is_some_and(|s| s.execution_state != crate::state::StepExecutionState::Running)
-            {
+            if step.as_ref().is_some_and(|s| {
+                s.execution_state != cohort_core::state::StepExecutionState::Running
+            }) {
                 return;
             }
             let stored = match res {
