@@ -2,10 +2,10 @@
 //! until Ctrl-C / SIGTERM; then steps in flight get a moment to finish, the team's MCP
 //! servers are stopped and its store is checkpointed (its main file then holds everything).
 
-use crate::actors::{Host, SystemError, start_team, start_team_stored};
 use crate::api::{ApiState, serve};
-use crate::config::TeamConfig;
-use crate::store::Store;
+use cohort_core::config::TeamConfig;
+use cohort_runtime::actors::{Host, SystemError, start_team, start_team_stored};
+use cohort_store::Store;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ pub enum ServeError {
     #[error("the HTTP server failed: {0}")]
     Http(std::io::Error),
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] cohort_store::StoreError),
     #[error(
         "a node bound to {bind} must say where the other nodes reach it: add --advertise \
          HOST:PORT (they pass requests on to that address)"
@@ -109,7 +109,7 @@ pub struct MetricsServer {
 /// Serves `state`'s metrics on `http.metrics_bind`, when the team file or `--metrics-bind` gives
 /// one, until the answer is dropped.
 pub fn serve_metrics(
-    http: &crate::config::Http,
+    http: &cohort_core::config::Http,
     state: &ApiState,
 ) -> Result<Option<MetricsServer>, ServeError> {
     let Some(bind) = http.metrics_bind else {
@@ -132,7 +132,7 @@ pub fn serve_metrics(
 /// The API of `team` served on `bound`: its people's sessions kept in `store` when given.
 pub async fn api_state(
     cfg: &TeamConfig,
-    team: &crate::actors::Team,
+    team: &cohort_runtime::actors::Team,
     web_dir: Option<PathBuf>,
     bound: SocketAddr,
     store: Option<Arc<dyn Store>>,
@@ -162,7 +162,7 @@ pub async fn serve_team(
     let kept = store.clone();
     let team = match store.clone() {
         Some(store) => {
-            let loaded = crate::store::load(store.as_ref()).await?;
+            let loaded = cohort_store::load(store.as_ref()).await?;
             if loaded.version > 0 {
                 tracing::info!(
                     "carrying on from the stored state at version {} ({} events replayed)",
@@ -188,7 +188,7 @@ pub async fn serve_team(
     // started; whatever was published is committed, with a snapshot for a quick start.
     team.stop(Duration::from_secs(10)).await;
     if let Some(store) = kept {
-        crate::run::checkpoint(store.as_ref()).await;
+        cohort_runtime::run::checkpoint(store.as_ref()).await;
     }
     served.map_err(ServeError::Http)
 }

@@ -5,10 +5,10 @@
 //! Every read of states, REST and websocket alike, asks one `View`, so no route can forget
 //! the rule.
 
-use crate::config::Access;
-use crate::event::{AgentChange, Change, StageChange, States, StepChange, TaskChange};
-use crate::ids::{AgentId, StageId, StepId, TaskId};
-use crate::monitor::StateKind;
+use cohort_core::config::Access;
+use cohort_core::event::{AgentChange, Change, StageChange, States, StepChange, TaskChange};
+use cohort_core::ids::{AgentId, StageId, StepId, TaskId};
+use cohort_runtime::monitor::StateKind;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
@@ -55,7 +55,7 @@ impl View {
     }
 
     /// A message in a task's conversation: in the base task, only one the member sent or got.
-    fn sees_message(&self, task: &TaskId, m: &crate::message::Message) -> bool {
+    fn sees_message(&self, task: &TaskId, m: &cohort_core::message::Message) -> bool {
         self.sees_task(task)
             && (!self.is_base(task)
                 || self.is_me(&m.sender_id)
@@ -87,7 +87,7 @@ impl View {
         matches!(self, View::All) || s.step(step).is_some_and(|st| self.sees_step_state(st))
     }
 
-    pub fn sees_step_state(&self, st: &crate::state::StepState) -> bool {
+    pub fn sees_step_state(&self, st: &cohort_core::state::StepState) -> bool {
         self.sees_task(&st.task_id) && (!self.is_base(&st.task_id) || self.is_me(&st.agent_id))
     }
 
@@ -289,8 +289,8 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::StageRef;
-    use crate::state::{AgentState, Executor, Skill, StageState, StepState, TaskState};
+    use cohort_core::ids::StageRef;
+    use cohort_core::state::{AgentState, Executor, Skill, StageState, StepState, TaskState};
 
     /// The base task (group: manager, alice, bob) with the manager's step and alice's goal;
     /// task `mine` (group: bob, writer) and task `theirs` (group: alice, reviewer), each with
@@ -307,7 +307,7 @@ mod tests {
         s.apply(&Change::Task(TaskChange::Created {
             task: Box::new(base),
         }));
-        let goal = crate::message::Message::notice(
+        let goal = cohort_core::message::Message::notice(
             "base".into(),
             "alice".into(),
             vec!["manager".into()],
@@ -316,14 +316,14 @@ mod tests {
         );
         s.apply(&Change::Task(TaskChange::Conversation {
             task_id: "base".into(),
-            entry: crate::state::ConversationEntry {
+            entry: cohort_core::state::ConversationEntry {
                 timestamp: String::new(),
                 message: std::sync::Arc::new(goal),
             },
             message_no: 1,
         }));
         let m = AgentState::new("manager".into(), "M".into(), "m".into(), "p".into());
-        s.apply(&Change::Agent(crate::event::AgentChange::Added {
+        s.apply(&Change::Agent(cohort_core::event::AgentChange::Added {
             agent: Box::new(m),
         }));
         let mut step = StepState::new(
@@ -350,7 +350,7 @@ mod tests {
             stage.stage_id = format!("{task}-s").into();
             s.apply(&Change::Stage(StageChange::Added { stage, list_at: 0 }));
             let a = AgentState::new(agent.into(), agent.into(), "r".into(), "p".into());
-            s.apply(&Change::Agent(crate::event::AgentChange::Added {
+            s.apply(&Change::Agent(cohort_core::event::AgentChange::Added {
                 agent: Box::new(a),
             }));
             let mut step = StepState::new(
@@ -436,7 +436,7 @@ mod tests {
         let state = |stage: &str| {
             Change::Stage(StageChange::State {
                 stage_id: stage.into(),
-                execution_state: crate::state::ExecutionState::Running,
+                execution_state: cohort_core::state::ExecutionState::Running,
             })
         };
         assert!(bob.sees_change(&s, &state("mine-s")));

@@ -11,16 +11,16 @@
 
 use super::error::{ApiJson, ApiPath};
 use super::{ApiState, AppError, Caller};
-use crate::actors::{CancelStep, CancelStepFor, ControlRefused, Decide, DecideFor};
-use crate::agent::approval::{DUE, Verdict, VerdictError};
-use crate::agent::cancel::CancelError;
-use crate::agent::params;
-use crate::agent::plan_check::{self, EditedStep};
-use crate::ids::{AgentId, StepId, TaskId};
-use crate::state::{Executor, StepExecutionState};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use cohort_core::agent::approval::{DUE, Verdict, VerdictError};
+use cohort_core::agent::cancel::CancelError;
+use cohort_core::agent::params;
+use cohort_core::agent::plan_check::{self, EditedStep};
+use cohort_core::ids::{AgentId, StepId, TaskId};
+use cohort_core::state::{Executor, StepExecutionState};
+use cohort_runtime::actors::{CancelStep, CancelStepFor, ControlRefused, Decide, DecideFor};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -45,7 +45,7 @@ pub async fn approvals(
                     ("waiting_for_approval", "tool_call"),
                     (plan_check::KEY, "plan"),
                     (params::KEY, "params"),
-                    (crate::agent::elicitation::KEY, "elicitation"),
+                    (cohort_core::agent::elicitation::KEY, "elicitation"),
                 ] {
                     if let Some(Value::Object(req)) =
                         st.execute_result.as_ref().and_then(|r| r.get(key))
@@ -88,12 +88,12 @@ pub struct ApproveBody {
 #[serde(deny_unknown_fields)]
 pub struct EditedStage {
     pub stage_intention: String,
-    pub agent_allocation: std::collections::BTreeMap<crate::ids::AgentId, String>,
+    pub agent_allocation: std::collections::BTreeMap<cohort_core::ids::AgentId, String>,
 }
 
-impl From<EditedStage> for crate::message::StagePlan {
+impl From<EditedStage> for cohort_core::message::StagePlan {
     fn from(e: EditedStage) -> Self {
-        crate::message::StagePlan {
+        cohort_core::message::StagePlan {
             stage_intention: e.stage_intention,
             agent_allocation: e.agent_allocation,
         }
@@ -284,7 +284,7 @@ async fn cancel_task_at(
         Ok(()) | Err(ControlRefused::NotCancelled(CancelError::Over(..))) => {}
         Err(e) => return Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
     }
-    let cancel = crate::actors::CancelTask {
+    let cancel = cohort_runtime::actors::CancelTask {
         task_id: task.clone(),
         by: caller.0.clone(),
         reason,

@@ -5,12 +5,12 @@
 
 use super::error::{ApiPath, ApiQuery};
 use super::{ApiState, AppError, Caller};
-use crate::attachment::{self, Attachment, AttachmentId};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use cohort_core::attachment::{self, Attachment, AttachmentId};
 use serde::Deserialize;
 
 /// The most bytes an upload's request body may have: one file at its cap.
@@ -123,7 +123,7 @@ pub async fn resolve(state: &ApiState, ids: &[String]) -> Result<Vec<Attachment>
     Ok(files)
 }
 
-fn store_of(state: &ApiState) -> Result<&std::sync::Arc<dyn crate::store::Store>, AppError> {
+fn store_of(state: &ApiState) -> Result<&std::sync::Arc<dyn cohort_store::Store>, AppError> {
     state.inner.store.as_ref().ok_or_else(|| {
         AppError::Rejected(
             StatusCode::CONFLICT,

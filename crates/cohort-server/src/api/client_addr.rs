@@ -122,7 +122,7 @@ mod tests {
     fn proxies(nets: &[&str]) -> TrustedProxies {
         TrustedProxies::new(
             nets.iter()
-                .map(|n| crate::config::parse_proxy(n).unwrap())
+                .map(|n| cohort_core::config::parse_proxy(n).unwrap())
                 .collect(),
         )
     }

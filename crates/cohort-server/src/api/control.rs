@@ -10,16 +10,16 @@
 
 use super::error::ApiPath;
 use super::{ApiState, AppError, Caller};
-use crate::actors::{
-    CancelStage, CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask,
-    RetryStage,
-};
-use crate::agent::cancel::CancelError;
-use crate::ids::{AgentId, StageId, StepId, TaskId};
-use crate::sync::SyncError;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use cohort_core::agent::cancel::CancelError;
+use cohort_core::ids::{AgentId, StageId, StepId, TaskId};
+use cohort_core::sync::SyncError;
+use cohort_runtime::actors::{
+    CancelStage, CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask,
+    RetryStage,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

@@ -3,7 +3,7 @@
 //! as it runs; the slot is given back when it ends, however it ends.
 
 use super::ws::FeedConfig;
-use crate::ids::AgentId;
+use cohort_core::ids::AgentId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

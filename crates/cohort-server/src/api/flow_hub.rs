@@ -12,12 +12,12 @@
 //! same transitions, never a silent gap). It never holds the runtime back: it reads the
 //! monitor's feeds, whose senders never wait.
 
-use crate::event::States;
-use crate::event::flow::{FlowEvent, FlowRisk, TaskFlow};
-use crate::ids::{StepId, TaskId};
-use crate::monitor::Monitor;
-use crate::monitor::feed::RecvError;
 use bytes::Bytes;
+use cohort_core::event::States;
+use cohort_core::event::flow::{FlowEvent, FlowRisk, TaskFlow};
+use cohort_core::ids::{StepId, TaskId};
+use cohort_runtime::monitor::Monitor;
+use cohort_runtime::monitor::feed::RecvError;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -263,8 +263,8 @@ impl FlowHub {
     }
 
     /// One change: the events it means for the task it belongs to, if that task is followed.
-    fn on_change(&self, version: u64, change: &crate::event::Change) {
-        use crate::event::{Change, StepChange};
+    fn on_change(&self, version: u64, change: &cohort_core::event::Change) {
+        use cohort_core::event::{Change, StepChange};
         let mut state = self.lock();
         if state.entries.is_empty() {
             return;
@@ -324,15 +324,15 @@ fn forget_idle(state: &mut HubState, linger: Duration) -> bool {
 }
 
 /// A task's steps in the order they were made.
-fn steps_of<'a>(s: &'a States, task: &TaskId) -> Vec<&'a crate::state::StepState> {
-    s.ids(crate::event::StateKind::Step, Some(task))
+fn steps_of<'a>(s: &'a States, task: &TaskId) -> Vec<&'a cohort_core::state::StepState> {
+    s.ids(cohort_core::event::StateKind::Step, Some(task))
         .iter()
         .filter_map(|id| s.step(&StepId::from(id.as_str())))
         .collect()
 }
 
-fn step_of(s: &crate::event::StepChange) -> Option<&StepId> {
-    use crate::event::StepChange;
+fn step_of(s: &cohort_core::event::StepChange) -> Option<&StepId> {
+    use cohort_core::event::StepChange;
     match s {
         StepChange::Started { step_id, .. } | StepChange::Updated { step_id, .. } => Some(step_id),
         _ => None,
@@ -342,8 +342,8 @@ fn step_of(s: &crate::event::StepChange) -> Option<&StepId> {
 async fn read_loop(
     hub: Weak<FlowHub>,
     (mut events, mut writing): (
-        crate::monitor::feed::FeedReceiver,
-        broadcast::Receiver<Arc<crate::monitor::Writing>>,
+        cohort_runtime::monitor::feed::FeedReceiver,
+        broadcast::Receiver<Arc<cohort_runtime::monitor::Writing>>,
     ),
 ) {
     let mut sweep = tokio::time::interval(LINGER / 4);

@@ -4,7 +4,7 @@
 //! `http.goal_window_s` (a sliding window); each refusal says in `Retry-After` when to try
 //! again. Replies and messages inside a task are never held back: they are how work finishes.
 
-use crate::ids::AgentId;
+use cohort_core::ids::AgentId;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -67,7 +67,7 @@ pub struct GoalLimiter {
 }
 
 impl GoalLimiter {
-    pub fn new(http: &crate::config::Http) -> Self {
+    pub fn new(http: &cohort_core::config::Http) -> Self {
         GoalLimiter {
             per_person: http.goals_per_person,
             window: http.goal_window,
@@ -114,7 +114,7 @@ mod tests {
     use super::*;
 
     fn limiter() -> GoalLimiter {
-        GoalLimiter::new(&crate::config::Http {
+        GoalLimiter::new(&cohort_core::config::Http {
             goals_per_person: 2,
             goal_window: Duration::from_secs(15),
             running_tasks: 3,

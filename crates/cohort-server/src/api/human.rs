@@ -6,14 +6,14 @@ use super::client_addr::ClientAddr;
 use super::error::{ApiJson, ApiPath};
 use super::password_checks::CheckRefused;
 use super::{ApiState, AppError, Caller};
-use crate::actors::{HumanSend, SendRefused};
-use crate::agent::{HumanError, HumanMessage, gives_a_goal};
-use crate::event::trace_context::TraceParent;
-use crate::ids::{AgentId, StageRef, TaskId, WaitId};
-use crate::state::{ConversationPool, ExecutionState, PrivateMessage};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use cohort_core::agent::{HumanError, HumanMessage, gives_a_goal};
+use cohort_core::event::trace_context::TraceParent;
+use cohort_core::ids::{AgentId, StageRef, TaskId, WaitId};
+use cohort_core::state::{ConversationPool, ExecutionState, PrivateMessage};
+use cohort_runtime::actors::{HumanSend, SendRefused};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -153,7 +153,7 @@ impl SendBody {
             llm,
             mcp_servers,
         } = self;
-        let choice = crate::state::Choice { llm, mcp_servers };
+        let choice = cohort_core::state::Choice { llm, mcp_servers };
         let message = HumanMessage {
             attachments: Vec::new(),
             task_id,
@@ -208,7 +208,7 @@ pub async fn send_message(
         SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
             AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
         }
-        SendRefused::Refused(e @ crate::sync::SyncError::MemoryFull { .. }) => {
+        SendRefused::Refused(e @ cohort_core::sync::SyncError::MemoryFull { .. }) => {
             AppError::Overloaded(e.to_string())
         }
         SendRefused::NotRunning(e) => AppError::Unavailable(e),
@@ -352,7 +352,7 @@ fn check_room(state: &ApiState, m: &HumanMessage) -> Result<(), AppError> {
 /// bytes of steps queued (each message becomes a step; a person who posts faster than an agent
 /// works would grow its queue without end). None when every receiver has room.
 fn busy_receiver(
-    s: &crate::event::States,
+    s: &cohort_core::event::States,
     receivers: &[AgentId],
     bytes: usize,
     cap: usize,
@@ -363,7 +363,7 @@ fn busy_receiver(
             .agent_step
             .todo()
             .filter_map(|id| agent.agent_step.get(id))
-            .map(crate::state::Held::held_bytes)
+            .map(cohort_core::state::Held::held_bytes)
             .sum();
         (queued + bytes > cap).then(|| {
             format!(
@@ -421,7 +421,7 @@ pub struct Pending {
     pub return_waiting_id: Option<WaitId>,
     /// A structured question: the answer must fit it (an option, or a form's JSON object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ask: Option<crate::state::Ask>,
+    pub ask: Option<cohort_core::state::Ask>,
 }
 
 /// `GET /api/human/{id}/pending` → `{human_agent_id, pending: [Pending]}`, oldest first.
@@ -466,7 +466,10 @@ pub fn pending_in(pool: &ConversationPool, me: &AgentId) -> Vec<Pending> {
 }
 
 impl ApiState {
-    fn human(&self, id: &AgentId) -> Result<&actix::Addr<crate::actors::AgentActor>, AppError> {
+    fn human(
+        &self,
+        id: &AgentId,
+    ) -> Result<&actix::Addr<cohort_runtime::actors::AgentActor>, AppError> {
         self.inner
             .humans
             .get(id)
@@ -522,9 +525,9 @@ mod tests {
 
     #[test]
     fn a_message_waits_while_its_receiver_has_its_share_of_work_queued() {
-        use crate::event::{AgentChange, Change, StepChange};
-        use crate::state::{AgentState, Executor, Skill, StepState};
-        let mut s = crate::event::States::default();
+        use cohort_core::event::{AgentChange, Change, StepChange};
+        use cohort_core::state::{AgentState, Executor, Skill, StepState};
+        let mut s = cohort_core::event::States::default();
         let agent = AgentState::new("w".into(), "W".into(), "worker".into(), "".into());
         s.apply(&Change::Agent(AgentChange::Added {
             agent: Box::new(agent),
@@ -558,6 +561,6 @@ mod tests {
 
     #[test]
     fn the_decoy_hash_is_a_valid_argon2id_hash() {
-        crate::auth::check_hash(DECOY_HASH).unwrap();
+        cohort_core::auth::check_hash(DECOY_HASH).unwrap();
     }
 }

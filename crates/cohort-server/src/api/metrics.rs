@@ -7,12 +7,12 @@
 //! (`http.metrics_bind`, or `--metrics-bind`) for a scraper on the operators' network.
 
 use super::{ApiState, AppError, Caller};
-use crate::event::tally::{Histogram, STEP_SECONDS};
-use crate::llm::recorded::CALL_SECONDS;
-use crate::monitor::COMMIT_SECONDS;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use cohort_core::event::tally::{Histogram, STEP_SECONDS};
+use cohort_llm::recorded::CALL_SECONDS;
+use cohort_runtime::monitor::COMMIT_SECONDS;
 use std::fmt::Write;
 
 /// The content type Prometheus scrapes the text format as.
@@ -149,7 +149,7 @@ fn memory_figures(out: &mut Text, inner: &super::Inner) {
 }
 
 /// What became of the team's spans.
-fn trace_figures(out: &mut Text, traces: &crate::otel::TraceStats) {
+fn trace_figures(out: &mut Text, traces: &cohort_runtime::otel::TraceStats) {
     out.family(
         "cohort_trace_spans_total",
         "counter",
@@ -169,7 +169,7 @@ fn trace_figures(out: &mut Text, traces: &crate::otel::TraceStats) {
 }
 
 /// The gauges read from the states as they are now.
-fn now_figures(out: &mut Text, s: &crate::event::States) {
+fn now_figures(out: &mut Text, s: &cohort_core::event::States) {
     let c = s.counters();
     out.family("cohort_steps_running", "gauge", "Steps running now.");
     out.sample("cohort_steps_running", &[], c.steps_running as f64);

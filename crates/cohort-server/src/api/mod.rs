@@ -51,10 +51,6 @@ pub use server::{serve, serve_router};
 pub use session::SESSION_TTL;
 pub use ws::FeedConfig;
 
-use crate::actors::{AgentActor, Team};
-use crate::config::HumanEntry;
-use crate::ids::{AgentId, TaskId};
-use crate::monitor::Monitor;
 use actix::Addr;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
@@ -63,6 +59,10 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{MethodRouter, any, get, post};
+use cohort_core::config::HumanEntry;
+use cohort_core::ids::{AgentId, TaskId};
+use cohort_runtime::actors::{AgentActor, Team};
+use cohort_runtime::monitor::Monitor;
 use login_limit::LoginLimiter;
 use session::Sessions;
 use std::collections::HashMap;
@@ -85,9 +85,9 @@ pub struct ApiState {
 struct Inner {
     monitor: Monitor,
     /// Where verdicts on agents' tool calls go.
-    dispatcher: Addr<crate::actors::Dispatcher>,
+    dispatcher: Addr<cohort_runtime::actors::Dispatcher>,
     /// Where a person's control of tasks goes.
-    sync: Addr<crate::actors::SyncStateActor>,
+    sync: Addr<cohort_runtime::actors::SyncStateActor>,
     /// The base task, where everyone is (members see it only in part).
     base_task: TaskId,
     humans: HashMap<AgentId, HumanAccount>,
@@ -105,35 +105,35 @@ struct Inner {
     /// Large reads, built a few at a time and shared.
     reads: reads::Reads,
     /// Where finished tasks that left memory are still read from.
-    store: Option<Arc<dyn crate::store::Store>>,
+    store: Option<Arc<dyn cohort_store::Store>>,
     /// The team's newest LLM calls, as sent and answered.
-    calls: Arc<crate::llm::recorded::CallLog>,
+    calls: Arc<cohort_llm::recorded::CallLog>,
     /// Turns true when the server shuts down, so websocket feeds (which outlive the HTTP
     /// connection they were upgraded from) end too.
     closing: watch::Sender<bool>,
     /// How the server treats connections (`http:` in the team file).
-    http: crate::config::Http,
+    http: cohort_core::config::Http,
     /// Whose forwarded-for headers name the client (from `http.trusted_proxies`).
     proxies: client_addr::TrustedProxies,
     password_checks: password_checks::PasswordChecks,
     /// A node of a team across machines: the store that lists the nodes and leases, and how
     /// long a node unheard of counts as up (its lease's term, in ms).
-    nodes: std::sync::OnceLock<(Arc<crate::store::SqlStore>, u128)>,
+    nodes: std::sync::OnceLock<(Arc<cohort_store::SqlStore>, u128)>,
     /// The team's tool servers, for the plan's risk a task's flow starts with.
-    mcp: Option<Arc<crate::mcp::McpClient>>,
+    mcp: Option<Arc<cohort_mcp::McpClient>>,
     /// The task event streams' hub, started by the first follower.
     flow_hub: std::sync::OnceLock<Arc<flow_hub::FlowHub>>,
     /// The team's memory budget (`retention.memory_mib`), for the metrics of its use.
-    memory: crate::config::MemoryBudget,
+    memory: cohort_core::config::MemoryBudget,
     /// What became of the team's spans, when it sends traces.
-    traces: Option<Arc<crate::otel::TraceStats>>,
+    traces: Option<Arc<cohort_runtime::otel::TraceStats>>,
 }
 
 /// A person who can log in: their agent's address, their password hash and what they may see.
 struct HumanAccount {
     addr: Addr<AgentActor>,
     password_hash: String,
-    access: crate::config::Access,
+    access: cohort_core::config::Access,
 }
 
 impl ApiState {
@@ -176,14 +176,14 @@ impl ApiState {
                 allowed_origins,
                 feed: FeedConfig::default(),
                 feed_slots: Arc::default(),
-                goals: goal_limit::GoalLimiter::new(&crate::config::Http::default()),
+                goals: goal_limit::GoalLimiter::new(&cohort_core::config::Http::default()),
                 message_chars: team.retention.message_chars,
                 agent_queue_bytes: team.retention.memory.agent_queue(),
                 reads: reads::Reads::default(),
                 store: None,
                 calls: team.calls.clone(),
                 closing: watch::Sender::new(false),
-                http: crate::config::Http::default(),
+                http: cohort_core::config::Http::default(),
                 proxies: client_addr::TrustedProxies::default(),
                 password_checks: password_checks::PasswordChecks::default(),
                 nodes: std::sync::OnceLock::new(),
@@ -217,7 +217,7 @@ impl ApiState {
 
     /// The team's `http:` settings: connection limits for `serve`, and the trusted reverse
     /// proxies (call before the state is cloned).
-    pub fn with_http(mut self, http: crate::config::Http) -> Self {
+    pub fn with_http(mut self, http: cohort_core::config::Http) -> Self {
         let inner = self.inner_mut();
         inner.proxies = client_addr::TrustedProxies::new(http.trusted_proxies.clone());
         inner.goals = goal_limit::GoalLimiter::new(&http);
@@ -249,8 +249,8 @@ impl ApiState {
     pub async fn with_store(
         mut self,
         ttl: std::time::Duration,
-        store: Arc<dyn crate::store::Store>,
-    ) -> Result<Self, crate::store::StoreError> {
+        store: Arc<dyn cohort_store::Store>,
+    ) -> Result<Self, cohort_store::StoreError> {
         self.inner_mut().sessions = Sessions::stored(ttl, store.clone()).await?;
         self.inner_mut().store = Some(store);
         Ok(self)
@@ -258,7 +258,7 @@ impl ApiState {
 
     /// Serves as a node of a team across machines whose nodes and leases `store` lists; a node
     /// unheard of for `term` counts as gone (`GET /api/nodes`).
-    pub fn show_nodes(&self, store: Arc<crate::store::SqlStore>, term: std::time::Duration) {
+    pub fn show_nodes(&self, store: Arc<cohort_store::SqlStore>, term: std::time::Duration) {
         let _ = self.inner.nodes.set((store, term.as_millis()));
     }
 
@@ -273,11 +273,11 @@ impl ApiState {
     }
 
     /// What `human` may see (a member, unless the team file says otherwise).
-    pub fn access_of(&self, human: &AgentId) -> crate::config::Access {
+    pub fn access_of(&self, human: &AgentId) -> cohort_core::config::Access {
         self.inner
             .humans
             .get(human)
-            .map_or(crate::config::Access::Member, |h| h.access)
+            .map_or(cohort_core::config::Access::Member, |h| h.access)
     }
 
     /// Ends every open websocket feed (also done by `serve` when its shutdown signal fires).
@@ -290,12 +290,12 @@ impl ApiState {
 /// servers described them. A task's flow starts as it is made, before its manager planned its
 /// stages, so its plan may then call the tools of any agent of the team.
 fn plan_risk(
-    s: &crate::event::States,
+    s: &cohort_core::event::States,
     task: &TaskId,
-    mcp: Option<&crate::mcp::McpClient>,
-) -> Option<crate::event::flow::FlowRisk> {
+    mcp: Option<&cohort_mcp::McpClient>,
+) -> Option<cohort_core::event::flow::FlowRisk> {
     let (mcp, task) = (mcp?, s.tasks.get(task)?);
-    let agents: Vec<&crate::state::AgentState> = match task.stage_list.is_empty() {
+    let agents: Vec<&cohort_core::state::AgentState> = match task.stage_list.is_empty() {
         true => s.agents.values().collect(),
         false => task
             .task_group
@@ -307,7 +307,7 @@ fn plan_risk(
         .into_iter()
         .flat_map(|a| a.tools.iter().map(String::as_str))
         .collect();
-    crate::event::flow::plan_risk(
+    cohort_core::event::flow::plan_risk(
         servers
             .into_iter()
             .map(|name| (name, mcp.known_risks(name))),
@@ -535,12 +535,12 @@ async fn no_such_route(method: axum::http::Method, uri: axum::http::Uri) -> AppE
 
 /// The human a request's bearer token belongs to, and their access (set by `require_token`).
 #[derive(Clone, Debug)]
-pub struct Caller(pub AgentId, pub crate::config::Access, pub TaskId);
+pub struct Caller(pub AgentId, pub cohort_core::config::Access, pub TaskId);
 
 impl Caller {
     /// 403 unless the caller is an operator; `what` says what only an operator does.
     pub fn must_be_operator(&self, what: &str) -> Result<(), AppError> {
-        if self.1 == crate::config::Access::Operator {
+        if self.1 == cohort_core::config::Access::Operator {
             Ok(())
         } else {
             Err(AppError::Forbidden(format!("only an operator {what}")))
@@ -550,13 +550,13 @@ impl Caller {
     /// Who shares built reads with whom: every operator sees the same, a member only their own.
     pub fn read_key(&self) -> String {
         match self.1 {
-            crate::config::Access::Operator => "all".into(),
+            cohort_core::config::Access::Operator => "all".into(),
             _ => format!("member:{}", self.0),
         }
     }
 
     /// What the caller may see, as the states are now.
-    pub fn view(&self, s: &crate::event::States) -> access::View {
+    pub fn view(&self, s: &cohort_core::event::States) -> access::View {
         access::View::of(&self.0, self.1, Some(&self.2), s)
     }
 

@@ -3,9 +3,9 @@
 //! for scripts. A team served by one process has no nodes: both lists are empty. Operators only.
 
 use super::{ApiState, AppError, Caller};
-use crate::store::lease::TEAM_LEASE;
 use axum::Json;
 use axum::extract::State;
+use cohort_store::lease::TEAM_LEASE;
 use serde_json::{Map, Value, json};
 
 pub async fn nodes(State(state): State<ApiState>, caller: Caller) -> Result<Json<Value>, AppError> {

@@ -115,7 +115,7 @@ impl InLine<'_> {
         tokio::task::spawn_blocking(move || {
             let now = running.now.fetch_add(1, Ordering::SeqCst) + 1;
             running.peak.fetch_max(now, Ordering::SeqCst);
-            let ok = crate::auth::verify_password(&password, &hash);
+            let ok = cohort_core::auth::verify_password(&password, &hash);
             running.now.fetch_sub(1, Ordering::SeqCst);
             drop(permit);
             ok
@@ -164,7 +164,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_more_checks_run_at_once_than_there_are_permits() {
-        let hash = crate::auth::hash_password("right").unwrap();
+        let hash = cohort_core::auth::hash_password("right").unwrap();
         let checks = Arc::new(PasswordChecks::new(2));
         let mut tasks = Vec::new();
         for i in 0..8 {

@@ -12,11 +12,11 @@
 
 use super::connections::{Admission, Conn, ConnHandle, ConnLimits, Connections, Slot};
 use super::{ApiState, router};
-use crate::config::Http;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
 use axum::http::{HeaderValue, Request, StatusCode, header};
+use cohort_core::config::Http;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;

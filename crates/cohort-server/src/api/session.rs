@@ -1,13 +1,13 @@
 //! Who is logged in: the session table (a hash of each token → human, with an expiry), kept
 //! in the store too so logins survive a restart; logging out ends a session.
 
-use crate::ids::AgentId;
-use crate::store::{Store, StoreError, StoredSession};
+use cohort_core::ids::AgentId;
+use cohort_store::{Store, StoreError, StoredSession};
 use dashmap::DashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::config::SESSION_TTL;
+pub use cohort_core::config::SESSION_TTL;
 
 /// Open sessions, by a hash of their token: the table (and the store, which keeps them across
 /// restarts) never holds a token itself, so reading either gives no one a way in. Tokens are
@@ -82,7 +82,7 @@ impl Sessions {
         let now = now_ms();
         // Logins are rare: dropping expired sessions here keeps the table small.
         self.by_hash.retain(|_, s| s.expires_at > now);
-        let token = crate::auth::new_token();
+        let token = cohort_core::auth::new_token();
         let hash = token_hash(&token);
         let expires_at = now.saturating_add(self.ttl.as_millis() as i64);
         if let Some(store) = &self.store {

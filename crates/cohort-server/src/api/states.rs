@@ -7,13 +7,13 @@ use super::access::View;
 use super::error::{ApiPath, ApiQuery};
 use super::reads::Built;
 use super::{ApiState, AppError, Caller};
-use crate::ids::TaskId;
-use crate::monitor::StateKind;
 use axum::Json;
 use axum::extract::RawQuery;
 use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
+use cohort_core::ids::TaskId;
+use cohort_runtime::monitor::StateKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -110,7 +110,7 @@ impl PageAsk {
 
     /// The page as `caller` sees it now: `{id: state}` in list order (steps by when they were
     /// created, the rest by id), as many as fit.
-    fn build(&self, s: &crate::event::States, view: &View) -> Built {
+    fn build(&self, s: &cohort_core::event::States, view: &View) -> Built {
         let mut ids = s.ids(self.kind, self.task.as_ref());
         if *view != View::All {
             // Nothing of a task they cannot see, not even which of their agents are in it.
@@ -234,7 +234,7 @@ pub async fn state(
         return Err(not_found());
     };
     let view = state.inner.monitor.read(|s| caller.view(s));
-    match crate::store::stored_task(store.as_ref(), &TaskId::from(id.as_str())).await {
+    match cohort_store::stored_task(store.as_ref(), &TaskId::from(id.as_str())).await {
         // A member reads back only a task whose group held them.
         Ok(Some((task, _))) if view != View::All && !task.task_group.contains(&caller.0) => {
             Err(not_found())
@@ -254,7 +254,7 @@ const HIDDEN: &str = "hidden";
 const GONE: &str = "gone";
 
 /// `{kind, state}` of whichever kind has `id` in memory, as `view` may see it.
-fn live_state(s: &crate::event::States, view: &View, id: &str) -> Built {
+fn live_state(s: &cohort_core::event::States, view: &View, id: &str) -> Built {
     let found = StateKind::ALL.into_iter().find_map(|k| {
         let exists = s.json(k, id).is_some();
         exists.then(|| {
@@ -284,7 +284,7 @@ pub async fn step_calls(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, AppError> {
-    let step = crate::ids::StepId::from(id.as_str());
+    let step = cohort_core::ids::StepId::from(id.as_str());
     let seen = state
         .inner
         .monitor
@@ -299,14 +299,14 @@ pub async fn step_calls(
         return Ok(Json(json!({
             "step_id": id,
             "calls": stored,
-            "kept": crate::llm::recorded::KEPT,
+            "kept": cohort_llm::recorded::KEPT,
             "stored": true,
         })));
     }
     Ok(Json(json!({
         "step_id": id,
         "calls": calls,
-        "kept": crate::llm::recorded::KEPT,
+        "kept": cohort_llm::recorded::KEPT,
     })))
 }
 
@@ -314,7 +314,7 @@ pub async fn step_calls(
 /// not), when the team has a store.
 async fn stored_calls(
     state: &ApiState,
-    step: &crate::ids::StepId,
+    step: &cohort_core::ids::StepId,
 ) -> Result<Option<Value>, AppError> {
     let Some(store) = &state.inner.store else {
         return Ok(None);
@@ -336,7 +336,7 @@ pub async fn blob(
 ) -> Result<axum::response::Response, AppError> {
     use axum::response::IntoResponse;
     let gone = || AppError::NotFound(format!("no image or sound `{id}` is kept (any more)"));
-    let blob_id = crate::call::media::BlobId::parse(&id).ok_or_else(gone)?;
+    let blob_id = cohort_core::call::media::BlobId::parse(&id).ok_or_else(gone)?;
     let held = state.inner.monitor.blob(&blob_id).map(|b| (*b).clone());
     let blob = match (held, &state.inner.store) {
         (Some(b), _) => b,

@@ -12,12 +12,12 @@ use super::error::{ApiPath, ApiQuery};
 use super::flow_hub::{FlowHub, Following, Told};
 use super::ws::{Closing, feed_closing};
 use super::{ApiState, AppError, Caller};
-use crate::event::flow::FlowEvent;
-use crate::ids::TaskId;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use cohort_core::event::flow::FlowEvent;
+use cohort_core::ids::TaskId;
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -59,8 +59,8 @@ pub struct EventsQuery {
 /// spare, and the hub follows it for them.
 fn follow(
     state: &ApiState,
-    human: &crate::ids::AgentId,
-    view: impl FnOnce(&crate::event::States) -> bool,
+    human: &cohort_core::ids::AgentId,
+    view: impl FnOnce(&cohort_core::event::States) -> bool,
     task: TaskId,
     names: Names,
     last: Option<&str>,
@@ -125,7 +125,7 @@ pub async fn task_events(
         .map(str::to_owned)
         .or(q.last_event_id);
     let token = super::bearer(&headers).unwrap_or_default().to_owned();
-    let sees = |s: &crate::event::States| caller.view(s).sees_task(&task);
+    let sees = |s: &cohort_core::event::States| caller.view(s).sees_task(&task);
     let (telling, following) = follow(
         &state,
         &caller.0,
@@ -147,7 +147,7 @@ pub async fn task_events(
 /// websocket, for `human` (whose token it is), one text frame each.
 pub async fn over_websocket(
     state: &ApiState,
-    human: crate::ids::AgentId,
+    human: cohort_core::ids::AgentId,
     token: &str,
     q: EventsQuery,
     ws: axum::extract::ws::WebSocketUpgrade,
@@ -158,7 +158,7 @@ pub async fn over_websocket(
         .task
         .ok_or_else(|| AppError::BadRequest("`format=flow` needs `task=<task id>`".into()))?;
     let (access, base) = (state.access_of(&human), state.inner.base_task.clone());
-    let sees = |s: &crate::event::States| {
+    let sees = |s: &cohort_core::event::States| {
         super::access::View::of(&human, access, Some(&base), s).sees_task(&task)
     };
     let last = q.last_event_id.clone();

@@ -16,15 +16,15 @@
 use super::access::View;
 use super::error::ApiQuery;
 use super::{ApiState, AppError};
-use crate::config::Access;
-use crate::ids::AgentId;
-use crate::monitor::feed::{FeedReceiver, RecvError, TryRecvError};
-use crate::monitor::{Monitor, Published};
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocketUpgrade, close_code};
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
+use cohort_core::config::Access;
+use cohort_core::ids::AgentId;
+use cohort_runtime::monitor::feed::{FeedReceiver, RecvError, TryRecvError};
+use cohort_runtime::monitor::{Monitor, Published};
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,12 +52,12 @@ pub struct FeedConfig {
 
 impl Default for FeedConfig {
     fn default() -> Self {
-        FeedConfig::from(crate::config::Feeds::default())
+        FeedConfig::from(cohort_core::config::Feeds::default())
     }
 }
 
-impl From<crate::config::Feeds> for FeedConfig {
-    fn from(f: crate::config::Feeds) -> Self {
+impl From<cohort_core::config::Feeds> for FeedConfig {
+    fn from(f: cohort_core::config::Feeds) -> Self {
         FeedConfig {
             send_timeout: f.send_timeout,
             max_per_human: f.per_human,
@@ -189,7 +189,7 @@ pub fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), AppEr
 pub struct Viewer<'a> {
     pub id: &'a AgentId,
     pub access: Access,
-    pub base: Option<&'a crate::ids::TaskId>,
+    pub base: Option<&'a cohort_core::ids::TaskId>,
 }
 
 /// Streams the monitor to `viewer` until it leaves, stalls, or the server closes.
@@ -215,7 +215,7 @@ where
 /// An answer being written, sent on to a viewer who sees its step.
 async fn pass_writing<S: Sink<Message> + Unpin>(
     sink: &mut S,
-    w: &crate::monitor::Writing,
+    w: &cohort_runtime::monitor::Writing,
     monitor: &Monitor,
     view: &View,
     cfg: FeedConfig,

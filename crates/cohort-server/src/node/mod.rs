@@ -1,18 +1,18 @@
 //! `cohort serve --node NAME --database postgres://…`: one node of a team across machines.
 //!
 //! Every node runs the same team file on one shared Postgres store. The node that holds the
-//! team's lease ([`crate::store::lease`]) runs the team and serves its API; the others stand
+//! team's lease ([`cohort_store::lease`]) runs the team and serves its API; the others stand
 //! by, passing every request on to it ([`standby`]), until the lease is theirs: when its
 //! holder stops on a signal (it gives the lease up at once), dies, or is cut off from the store
 //! (its lease runs out; any write it still tries is refused by the lease's fencing token). A node that loses the lease stops its team and stands by again; the next
 //! holder carries on from the store, as a restart does.
 
-use crate::actors::{Host, start_team_stored};
-use crate::config::TeamConfig;
 use crate::serve::{ServeError, api_state, listen, spawn_serving, warn_beyond_loopback};
-use crate::store::lease::{Fence, Seat};
-use crate::store::{SqlStore, Store};
+use cohort_core::config::TeamConfig;
 use cohort_core::lease::LeaseTerm;
+use cohort_runtime::actors::{Host, start_team_stored};
+use cohort_store::lease::{Fence, Seat};
+use cohort_store::{SqlStore, Store};
 
 pub mod standby;
 
@@ -56,14 +56,14 @@ pub enum NodeError {
     Link(#[from] LinkError),
 }
 
-impl From<crate::store::StoreError> for NodeError {
-    fn from(e: crate::store::StoreError) -> Self {
+impl From<cohort_store::StoreError> for NodeError {
+    fn from(e: cohort_store::StoreError) -> Self {
         NodeError::Serve(ServeError::Store(e))
     }
 }
 
-impl From<crate::actors::SystemError> for NodeError {
-    fn from(e: crate::actors::SystemError) -> Self {
+impl From<cohort_runtime::actors::SystemError> for NodeError {
+    fn from(e: cohort_runtime::actors::SystemError) -> Self {
         NodeError::Serve(ServeError::Start(e))
     }
 }
@@ -97,7 +97,7 @@ pub async fn serve_node(
     store.join(&seat, node.term.ttl * 2).await?;
     let spread = match &node.bus {
         Some(bus) => {
-            let shared: Arc<dyn crate::store::Store> = store.clone();
+            let shared: Arc<dyn cohort_store::Store> = store.clone();
             Some(Spread::start(bus.clone(), cfg, host, shared, &seat.node).await?)
         }
         None => None,
@@ -283,7 +283,7 @@ impl Spread {
         bus: Arc<Bus>,
         cfg: &TeamConfig,
         host: &Host<'_>,
-        store: Arc<dyn crate::store::Store>,
+        store: Arc<dyn cohort_store::Store>,
         node: &str,
     ) -> Result<Spread, NodeError> {
         let link = Link::start(&bus).await?;
@@ -320,7 +320,7 @@ impl Term<'_> {
         stopping: &watch::Receiver<bool>,
     ) -> Result<Ended, NodeError> {
         let fenced: Arc<dyn Store> = Arc::new(self.store.fenced(fence.clone()).await?);
-        let loaded = crate::store::load(fenced.as_ref()).await?;
+        let loaded = cohort_store::load(fenced.as_ref()).await?;
         let team = start_team_stored(self.cfg, self.host, fenced.clone(), loaded)?;
         let relay = self
             .bus
@@ -380,7 +380,7 @@ impl Term<'_> {
     async fn end(
         &self,
         ended: Ended,
-        team: &crate::actors::Team,
+        team: &cohort_runtime::actors::Team,
         (placing, relay): (Option<Placing>, Option<Relay>),
         fence: &Fence,
     ) {
@@ -437,7 +437,7 @@ impl Term<'_> {
     async fn place(
         &self,
         spread: &Spread,
-        team: &crate::actors::Team,
+        team: &cohort_runtime::actors::Team,
         fence: &Fence,
     ) -> Result<Placing, NodeError> {
         let grants = Arc::new(Grants::default());
@@ -475,7 +475,7 @@ impl Term<'_> {
 /// Stops a team whose node may store nothing more of it: the journal drops what it holds
 /// first (never shown: as if the node had crashed), so no actor waits on it, then everything
 /// stops at once, no grace.
-async fn abandon(team: &crate::actors::Team) {
+async fn abandon(team: &cohort_runtime::actors::Team) {
     team.steps.close();
     team.monitor.abandon();
     team.stop_actors().await;

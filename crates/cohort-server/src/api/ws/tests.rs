@@ -1,7 +1,7 @@
 //! Unit tests of the websocket feed loop, over in-memory sinks and streams (no socket).
 use super::*;
-use crate::event::{Change, TaskChange};
-use crate::state::TaskState;
+use cohort_core::event::{Change, TaskChange};
+use cohort_core::state::TaskState;
 use futures::channel::mpsc;
 use serde_json::Value;
 use std::pin::Pin;
@@ -249,7 +249,7 @@ async fn events_waiting_for_a_client_go_out_in_one_frame() {
 
 #[tokio::test]
 async fn a_persons_private_changes_reach_only_their_own_feed() {
-    use crate::event::AgentChange;
+    use cohort_core::event::AgentChange;
     let m = Monitor::new(64);
     let (tx, mut rx) = mpsc::channel(64);
     let (_close, closing) = watch::channel(None);
