@@ -19,9 +19,6 @@
 //! Logging: rmcp and these servers log with `tracing`; the caller's subscriber must write to
 //! stderr, because over stdio, stdout carries the protocol.
 
-// The core's modules under their own names, so paths here read as they do in the core.
-use cohort_core::config;
-
 pub mod attachments;
 pub mod notes;
 pub mod notes_store;
@@ -39,7 +36,7 @@ pub use sandbox::{Sandbox, SandboxError};
 pub use web::{WebArgs, WebServer};
 pub use workspace::WorkspaceServer;
 
-use crate::config::mcp_servers::BUILTIN_SERVERS;
+use cohort_core::config::mcp_servers::BUILTIN_SERVERS;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};
