@@ -18,8 +18,8 @@
 //! docs/architecture.md draws how they stack.
 
 pub use cohort_core::{
-    agent, attachment, auth, call, clock, config, event, ids, lease, message, notice, parse,
-    policy, problem, prompt, skills, state, sync,
+    attachment, auth, call, clock, config, event, ids, lease, message, notice, parse, policy,
+    problem, prompt, skills, state, step, team,
 };
 pub use cohort_llm as llm;
 pub use cohort_mcp as mcp;

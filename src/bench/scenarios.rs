@@ -3,7 +3,6 @@
 
 use super::team::{Scratch, TeamShape, write_team};
 use crate::actors::{Deliver, Dispatcher, Host, Register, SyncStateActor, start_team};
-use crate::agent::{complete_step, settle_step};
 use crate::config::load_team;
 use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
 use crate::llm::{ChatModel, ChatRequest};
@@ -12,7 +11,8 @@ use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
 use crate::run::{RunOptions, run_goal};
 use crate::state::{AgentState, Executor, Skill, StepState};
-use crate::sync::{Member, SyncCore};
+use crate::step::{complete_step, settle_step};
+use crate::team::{Member, SyncCore};
 use actix::prelude::*;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -496,7 +496,7 @@ fn one_step(
     let request = think_request(prompts, model, agent, &step);
     let reply = futures::executor::block_on(model.chat(request)).map_err(|e| e.to_string());
     let now = crate::clock::Now::current();
-    let crate::agent::Completion::Done(done) =
+    let crate::step::Completion::Done(done) =
         complete_step(agent, &step.step_id, reply, now, false)
     else {
         return Err("a scripted answer could not be used".into());

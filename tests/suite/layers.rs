@@ -111,3 +111,52 @@ fn no_function_outside_tests_is_longer_than_the_house_style_allows() {
         "functions over {LONGEST_FN} lines (split them by what they do):\n{long}"
     );
 }
+
+/// Every path names the crate it lives in: no crate's root brings another crate's modules in
+/// under their bare names (`use cohort_core::{…}`, `use cohort_llm as llm`).
+#[test]
+fn no_crate_aliases_the_modules_of_another() {
+    let roots = std::fs::read_dir("crates")
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src/lib.rs"))
+        .chain([Path::new("mcp_servers/src/lib.rs").to_path_buf()]);
+    let mut aliasing = Vec::new();
+    for root in roots {
+        let text = std::fs::read_to_string(&root).unwrap();
+        for line in text.lines() {
+            // `use cohort_core::{…}` (a crate's root items by bare name) or `use cohort_x as y`.
+            let Some(rest) = line.trim().strip_prefix("use cohort_") else {
+                continue;
+            };
+            let krate: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let after = &rest[krate.len()..];
+            if after.starts_with("::{") || after.starts_with(" as ") {
+                aliasing.push(format!("{}: {}", root.display(), line.trim()));
+            }
+        }
+    }
+    assert!(aliasing.is_empty(), "{aliasing:#?}");
+}
+
+/// "agent" is the actor: no file of the core's step machine shares a name with one of the
+/// agent actor's, so a name says which side it is on.
+#[test]
+fn the_step_machine_and_the_agent_actor_share_no_file_name() {
+    let stems = |dir: &str| -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.unwrap().path();
+                (p.extension()? == "rs").then(|| p.file_stem().unwrap().to_string_lossy().into())
+            })
+            .filter(|s: &String| s != "mod")
+            .collect()
+    };
+    let core = stems("crates/cohort-core/src/step");
+    let actor = stems("crates/cohort-runtime/src/actors/agent");
+    let shared: Vec<_> = core.intersection(&actor).collect();
+    assert!(shared.is_empty(), "{shared:?}");
+}

@@ -3,10 +3,10 @@
 //! the manager's step lock is released), and the task finishes.
 
 use cohort::actors::{GetAgentState, Host, HumanSend, start_team};
-use cohort::agent::HumanMessage;
 use cohort::config::load_team;
 use cohort::ids::{AgentId, StageRef};
 use cohort::monitor::StateKind;
+use cohort::step::HumanMessage;
 use std::path::Path;
 use std::time::Duration;
 
@@ -77,15 +77,15 @@ async fn one_goal(team: &cohort::actors::Team, need_reply: bool) -> String {
     for _ in 0..400 {
         let plan = team.monitor.read(|s| {
             s.steps()
-                .find(|st| cohort::agent::plan_check::awaits_check(st))
+                .find(|st| cohort::step::plan_check::awaits_check(st))
                 .cloned()
         });
         if let Some(step) = plan {
-            let check = cohort::agent::plan_check::PlanCheck::of(&step).unwrap();
+            let check = cohort::step::plan_check::PlanCheck::of(&step).unwrap();
             let decide = cohort::actors::Decide {
                 step_id: step.step_id.clone(),
                 by: "operator".into(),
-                verdict: cohort::agent::approval::Verdict::ApprovePlan {
+                verdict: cohort::step::approval::Verdict::ApprovePlan {
                     plan_hash: check.plan_hash,
                     steps: None,
                 },

@@ -3,10 +3,10 @@
 //! task and gives its stage to the person, who never acts on it.
 
 use cohort::actors::{GetAgentState, Host, HumanSend, start_team};
-use cohort::agent::HumanMessage;
 use cohort::config::load_team;
 use cohort::ids::{AgentId, StageRef};
 use cohort::monitor::StateKind;
+use cohort::step::HumanMessage;
 use std::path::Path;
 use std::time::Duration;
 

@@ -3,11 +3,11 @@
 //! of the steps that act on a goal or a notice, and spans of time. A change of wording shows
 //! as a diff to review; `UPDATE_GOLDEN=1 cargo test --test suite wording::` writes the file anew.
 
-use cohort::agent::receive_as_human;
 use cohort::ids::{AgentId, StageRef, TaskId};
 use cohort::message::Message;
 use cohort::notice::{Notice, StageReports};
 use cohort::state::{AgentState, ExecutionState, FailedStage, HumanConfig, TaskEnd};
+use cohort::step::receive_as_human;
 
 const GOLDEN: &str = "tests/golden/wording.txt";
 

@@ -25,13 +25,12 @@
 //!   field; every default the layers above use.
 //! - [`parse`]: LLM answers into typed skill answers (total: never panics).
 //! - [`skills`]: each skill's interpretation of its answer.
-//! - [`agent`]: the agent's step machine: receiving messages, completing steps, people.
-//! - [`sync`]: SyncState's core: tasks and stages, execute outputs, instructions, ask_info,
+//! - [`step`]: the agent's step machine: receiving messages, completing steps, people.
+//! - [`team`]: SyncState's core (the team's tasks and stages): tasks and stages, execute outputs, instructions, ask_info,
 //!   retention of finished tasks.
 
 #![warn(missing_docs)]
 
-pub mod agent;
 pub mod attachment;
 pub mod auth;
 pub mod call;
@@ -49,4 +48,5 @@ pub mod problem;
 pub mod prompt;
 pub mod skills;
 pub mod state;
-pub mod sync;
+pub mod step;
+pub mod team;

@@ -147,7 +147,7 @@ pub enum McpError {
     #[error("MCP server `{server}` refused the request: {reason}")]
     Request { server: String, reason: String },
     /// The server refused the request's parameters (JSON-RPC `invalid params`): for a tool
-    /// call, its arguments (see `agent::tool_refusal`).
+    /// call, its arguments (see `step::tool_refusal`).
     #[error("MCP server `{server}` refused the request's parameters: {reason}")]
     ParamsRefused { server: String, reason: String },
     #[error(

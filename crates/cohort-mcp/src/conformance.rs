@@ -11,9 +11,9 @@
 use super::client::{McpClient, McpError, McpOptions};
 use super::elicit::{Elicitation, Elicitor, Question};
 use crate::oauth::{FollowRedirect, TokenPlace};
-use cohort_core::agent::elicitation::ElicitationAnswer;
 use cohort_core::call::McpCall;
 use cohort_core::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport, OAuthSettings};
+use cohort_core::step::elicitation::ElicitationAnswer;
 use futures::future::BoxFuture;
 use serde_json::{Map, json};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! form's defaults filled in for what they left empty (SEP-1034), or their refusal. A client
 //! with no one to ask declines.
 
-use cohort_core::agent::elicitation::ElicitationAnswer;
+use cohort_core::step::elicitation::ElicitationAnswer;
 use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,

@@ -78,7 +78,7 @@ pub const REFUSAL_JUDGE: &str = "refusal_judge";
 /// The `skill` of a refused call's arguments written anew (`Repair::ArgumentsReasked`).
 pub const CORRECT_ARGUMENTS: &str = "correct_arguments";
 
-/// The `skill` of the summary of a stage's older history (`agent::history_summary`).
+/// The `skill` of the summary of a stage's older history (`step::history_summary`).
 pub const SUMMARIZE_HISTORY: &str = "summarize_history";
 
 /// A loaded script: `agent id or template name → skill → replies in order`.

@@ -87,7 +87,7 @@ pub enum Repair {
     /// A reply that asks nothing of its own does not wait for a reply back.
     ReplyClosesExchange,
     /// A tool's refusal whose words do not tell whether the call's arguments were at fault is
-    /// judged by the agent's model (`agent::tool_refusal`).
+    /// judged by the agent's model (`step::tool_refusal`).
     RefusalJudged,
     /// A tool call refused for its arguments, with no person to fill them in, is asked about
     /// again: the model, shown the refusal, writes the arguments anew, up to `reasks` times.

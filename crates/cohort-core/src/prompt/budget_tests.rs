@@ -78,14 +78,14 @@ fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entrie
     assert_eq!(prompt(None).history_omitted, 0);
 
     // The six left out are due for a summary; once the agent has one, it stands in for them.
-    let job = crate::agent::history_summary::summary_due(&a, &step, 6).expect("a summary is due");
+    let job = crate::step::history_summary::summary_due(&a, &step, 6).expect("a summary is due");
     assert!(
         job.prompt.contains("STEP_0")
             && job.prompt.contains("STEP_5")
             && !job.prompt.contains("STEP_6")
     );
     let summary =
-        crate::agent::history_summary::summary_of(&step, &job, "SUMMARY: wrote five drafts")
+        crate::step::history_summary::summary_of(&step, &job, "SUMMARY: wrote five drafts")
             .unwrap();
     let mut b = a.clone();
     b.history_summaries.push(summary);

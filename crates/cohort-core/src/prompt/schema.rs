@@ -121,7 +121,7 @@ text_group!(
         correct_arguments,
         /// Stands before the summary of older steps left out of a history.
         history_summary_note,
-        /// How the model summarizes older steps of its stage (`agent::history_summary`).
+        /// How the model summarizes older steps of its stage (`step::history_summary`).
         summarize_history,
         /// Says what the results of the steps the current step depends on are for.
         depends_note,

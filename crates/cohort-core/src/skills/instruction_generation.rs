@@ -108,7 +108,7 @@ mod tests {
         // The malformed call still reaches the tool step, which then fails with this reason.
         let tool = next_tool_step(&a, &ig).unwrap();
         assert_eq!(tool.instruction_content.as_ref().unwrap()["what"], "x");
-        let why = crate::agent::tool_call_for(&a, tool, "ws").unwrap_err();
+        let why = crate::step::tool_call_for(&a, tool, "ws").unwrap_err();
         assert!(why.contains("names no capability"), "{why}");
     }
 }

@@ -51,7 +51,7 @@ pub fn interpret(
     let note = close_reflection(planner, agent, step, asked, &mut accepted, &mut repairs);
     work_before_summary(planner, agent, step, &mut accepted, &mut repairs);
     let mut result = plan_answer(planner, asked, &accepted, &rejected, note);
-    // A plan a person checks first waits on this step (see `agent::plan_check`).
+    // A plan a person checks first waits on this step (see `step::plan_check`).
     if plan_check::checks(agent, planner) && !accepted.is_empty() {
         result[plan_check::KEY] = json!(plan_check::PlanCheck::new(accepted));
     } else {
@@ -576,7 +576,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        crate::agent::dependencies::advance(&mut a);
+        crate::step::dependencies::advance(&mut a);
         let again = a.start_next().unwrap();
         assert!(matches!(again.origin, StepOrigin::Replan { .. }));
         let new = r#"<planned_step>[{"step_intention": "finish up", "type": "skill", "executor": "think", "text_content": "f"}]</planned_step>"#;

@@ -165,7 +165,7 @@ pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<Tas
 /// What a task_manager answer is read against.
 #[derive(Clone, Debug, Default)]
 pub struct Asked<'a> {
-    /// An `add_stage` waits for a person's check (see `agent::plan_check`) instead of going
+    /// An `add_stage` waits for a person's check (see `step::plan_check`) instead of going
     /// to SyncState.
     pub check_stages: bool,
     /// The stage the step must decide on, if any.
@@ -655,7 +655,7 @@ mod tests {
         let results = results.iter().map(|r| r.to_string()).collect();
         let change = stage.completion_change(&"w".into(), report.into(), results);
         crate::event::apply_stage(&mut stage, &change.unwrap());
-        let message = crate::sync::notices::judge_task(&task, [&stage].into_iter());
+        let message = crate::team::notices::judge_task(&task, [&stage].into_iter());
         let notice = message.notice_body().unwrap();
         let asked = Asked {
             judged_task: Some(notice),
@@ -746,7 +746,7 @@ mod tests {
             "Write it".into(),
             [("w".into(), "write".into())].into(),
         );
-        let message = crate::sync::notices::judge_task(&task, [&stage].into_iter());
+        let message = crate::team::notices::judge_task(&task, [&stage].into_iter());
         let asked = || Asked {
             judged_task: message.notice_body(),
             repairs: Repairs::preset(crate::policy::Preset::SmallModel),

@@ -136,7 +136,7 @@ pub struct AgentState {
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub paused_tasks: BTreeSet<TaskId>,
     /// Summaries of older history its prompts leave out, one per open task and stage (see
-    /// `agent::history_summary`).
+    /// `step::history_summary`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history_summaries: Vec<crate::state::HistorySummary>,
     /// Stages this agent was started in and owes a summary for (internal bookkeeping: an

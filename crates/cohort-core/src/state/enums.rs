@@ -41,15 +41,15 @@ pub enum StepExecutionState {
     Pending,
     /// Being executed now.
     Running,
-    /// A tool call or a plan waits for a person's approval (see `agent::approval`).
+    /// A tool call or a plan waits for a person's approval (see `step::approval`).
     WaitingForApproval,
-    /// A tool call waits for a person to fill in arguments (see `agent::params`).
+    /// A tool call waits for a person to fill in arguments (see `step::params`).
     WaitingForParam,
     /// Ran to its end; its result is recorded.
     Finished,
     /// Could not be carried out; the failure is recorded.
     Failed,
-    /// Set aside: a person cancelled it (see `agent::cancel`), or its stage or task ended while
+    /// Set aside: a person cancelled it (see `step::cancel`), or its stage or task ended while
     /// it ran.
     Cancelled,
 }

@@ -1,5 +1,5 @@
 //! HistorySummary: a stage's older history folded into a few sentences by the agent's own
-//! model (seed 004), kept on the agent (see `agent::history_summary` for when it is written).
+//! model (seed 004), kept on the agent (see `step::history_summary` for when it is written).
 
 use crate::ids::{StageRef, StepId, TaskId};
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! PlanCheck: a plan waiting for a person's check (seed 001's agentPlanCheck), as the step that
 //! planned it records it: an agent's steps or a manager's stages, bound to their hash. What a
-//! person's verdict does with it is `agent::plan_check`.
+//! person's verdict does with it is `step::plan_check`.
 
 use super::{AgentState, PlannedStep, Skill, StepExecutionState, StepState};
 use crate::ids::TaskId;

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Where a step that waits for a person keeps, in its result, the arguments it asks for
-/// (`agent::params`).
+/// (`step::params`).
 pub const PARAMS_KEY: &str = "waiting_for_param";
-/// Where a step keeps the question its call's server asks a person (`agent::elicitation`).
+/// Where a step keeps the question its call's server asks a person (`step::elicitation`).
 pub const ELICITATION_KEY: &str = "elicitation";
 
 /// A step's `execute_result`: its output plus the runtime's typed facts about it.
@@ -36,7 +36,7 @@ pub struct StepResult {
     /// The repairs the runtime made to the model's answer (`policy::repairs`).
     pub repairs: Vec<Fired>,
     /// A step a restart cut off runs again as this step: the steps that waited for it wait
-    /// for that one (`agent::dependencies`).
+    /// for that one (`step::dependencies`).
     pub runs_again_as: Option<StepId>,
     /// A tool step's call made again after a passing failure, each try that failed
     /// (`policy::tool_retry`).

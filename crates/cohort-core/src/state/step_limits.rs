@@ -1,5 +1,5 @@
 //! StepLimits: how far one agent may go on in one stage, and how much one task may spend (the
-//! team file's `step_limits:`; enforced by `agent::limits` and SyncState's budgets).
+//! team file's `step_limits:`; enforced by `step::limits` and SyncState's budgets).
 
 /// The team file's `step_limits:`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

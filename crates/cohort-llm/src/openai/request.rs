@@ -170,7 +170,7 @@ fn round_messages(round: &ToolRound) -> Vec<ChatCompletionRequestMessage> {
 
 /// A constrained answer back in the tag format the skills read (one that is not whole JSON, cut
 /// off or stopped in a loop, stays as it came: mending it is the repair policy's, see
-/// `agent::complete`); a usage the endpoint did not report is counted with the model's
+/// `step::complete`); a usage the endpoint did not report is counted with the model's
 /// tokenizer (or estimated), so spend is never shown as zero.
 pub(super) fn finish_reply(
     mut reply: ChatReply,

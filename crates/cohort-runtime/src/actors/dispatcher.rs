@@ -96,9 +96,9 @@ pub enum ControlRefused {
     #[error("agent `{0}` did not answer: {1}")]
     Unreachable(AgentId, String),
     #[error(transparent)]
-    Refused(#[from] cohort_core::agent::approval::VerdictError),
+    Refused(#[from] cohort_core::step::approval::VerdictError),
     #[error(transparent)]
-    NotCancelled(#[from] cohort_core::agent::cancel::CancelError),
+    NotCancelled(#[from] cohort_core::step::cancel::CancelError),
 }
 
 /// A person cancels one agent's step; `Err` says why nothing was cancelled.

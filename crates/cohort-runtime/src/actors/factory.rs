@@ -12,7 +12,7 @@ use cohort_core::event::Change;
 use cohort_core::ids::AgentId;
 use cohort_core::prompt::PromptSet;
 use cohort_core::state::{AgentState, LlmSettings, Skill};
-use cohort_core::sync::Member;
+use cohort_core::team::Member;
 use cohort_llm::ChatModel;
 use cohort_llm::LlmError;
 use cohort_llm::breaker::Breaker;

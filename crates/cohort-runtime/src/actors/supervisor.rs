@@ -7,7 +7,7 @@ use super::factory::AgentFactory;
 use super::sync_state::SyncStateActor;
 use actix::prelude::*;
 use cohort_core::event::Change;
-use cohort_core::sync::Member;
+use cohort_core::team::Member;
 
 pub struct Supervisor {
     factory: AgentFactory,

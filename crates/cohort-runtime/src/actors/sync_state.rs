@@ -8,11 +8,11 @@ use super::dispatcher::{Dispatcher, Route};
 use super::supervisor::Hire;
 use crate::monitor::{Effect, Monitor};
 use actix::prelude::*;
-use cohort_core::agent::Settle;
 use cohort_core::event::Change;
 use cohort_core::ids::TaskId;
 use cohort_core::message::{ExecuteOutput, Message};
-use cohort_core::sync::{Applied, SyncCore, SyncError};
+use cohort_core::step::Settle;
+use cohort_core::team::{Applied, SyncCore, SyncError};
 use cohort_store::lease::AgentWrite;
 
 pub struct SyncStateActor {

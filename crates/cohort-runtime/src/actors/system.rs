@@ -10,7 +10,6 @@ use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
 use crate::monitor::Monitor;
 use actix::prelude::*;
-use cohort_core::agent::resume_after_restart;
 use cohort_core::config::TeamConfig;
 use cohort_core::event::trace_context::TraceParent;
 use cohort_core::ids::{AgentId, StageRef, TaskId};
@@ -18,7 +17,8 @@ use cohort_core::message::Message;
 use cohort_core::prompt::{PromptError, PromptSet};
 use cohort_core::state::{AgentState, ConversationPool, HumanConfig, Skill};
 use cohort_core::state::{Executor, StepExecutionState, TokenUsage};
-use cohort_core::sync::{Catalog, Member, SyncCore, SyncError, TaskBudget};
+use cohort_core::step::resume_after_restart;
+use cohort_core::team::{Catalog, Member, SyncCore, SyncError, TaskBudget};
 use cohort_llm::LlmError;
 use cohort_llm::{Answered, ChatModel};
 use cohort_mcp::{McpClient, McpOptions};
@@ -232,7 +232,7 @@ pub fn start_team_limited(
 /// `store:` says), carrying on from what it holds (`loaded`;
 /// a new team when the store is empty): tasks, stages, every agent (hired ones with their
 /// templates) with its steps, queue, waits and memory. A step that was running when the
-/// process stopped is settled by [`cohort_core::agent::resume_after_restart`].
+/// process stopped is settled by [`cohort_core::step::resume_after_restart`].
 pub fn start_team_stored(
     cfg: &TeamConfig,
     host: &Host,

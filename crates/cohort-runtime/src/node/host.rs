@@ -21,7 +21,7 @@ use cohort_core::call::media::{Blob, BlobId};
 use cohort_core::event::Change;
 use cohort_core::ids::{AgentId, StepId, TaskId};
 use cohort_core::state::AgentState;
-use cohort_core::sync::SyncError;
+use cohort_core::team::SyncError;
 use cohort_llm::ChatModel;
 use cohort_llm::recorded::{Call, CallOutcome};
 use futures::FutureExt;

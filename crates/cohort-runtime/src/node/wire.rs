@@ -7,15 +7,15 @@
 //! refused, so an agent that moved (or whose node was given up for dead) changes nothing from
 //! where it was.
 
-use cohort_core::agent::Settle;
-use cohort_core::agent::approval::{Verdict, VerdictError};
-use cohort_core::agent::cancel::CancelError;
 use cohort_core::event::AgentRecord;
 use cohort_core::event::Change;
 use cohort_core::event::trace_context::TraceParent;
 use cohort_core::ids::{AgentId, StepId, TaskId};
 use cohort_core::message::{ExecuteOutput, Message, TaskInstruction};
-use cohort_core::sync::SyncError;
+use cohort_core::step::Settle;
+use cohort_core::step::approval::{Verdict, VerdictError};
+use cohort_core::step::cancel::CancelError;
+use cohort_core::team::SyncError;
 use cohort_llm::recorded::{Call, CallOutcome};
 use serde::{Deserialize, Serialize};
 

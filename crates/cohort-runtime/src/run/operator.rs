@@ -6,8 +6,8 @@
 
 use super::waits::{Asked, PersonWait, person_waits};
 use crate::actors::{HumanSend, Team};
-use cohort_core::agent::HumanMessage;
 use cohort_core::ids::StageRef;
+use cohort_core::step::HumanMessage;
 use std::collections::{HashSet, VecDeque};
 
 /// The answers left, and the questions answered (agent, task, question), so one is answered

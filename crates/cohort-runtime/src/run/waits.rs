@@ -64,7 +64,7 @@ pub fn person_waits(s: &States) -> Vec<PersonWait> {
                     .unwrap_or_default()
                     .to_owned()
             };
-            let question = cohort_core::agent::elicitation::ElicitationRequest::of(step);
+            let question = cohort_core::step::elicitation::ElicitationRequest::of(step);
             let asked = match (step.execution_state, question) {
                 (StepExecutionState::WaitingForParam, Some(q)) => Asked::ServerQuestion {
                     step: step_name(),

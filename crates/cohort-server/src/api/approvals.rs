@@ -6,7 +6,7 @@
 //! (`POST /api/step/{id}/params {values}`, `kind` `params`), answers what a server asks during
 //! a call (the same route, `kind` `elicitation`; a rejection declines it) or rejects it
 //! (`POST /api/step/{id}/reject {reason}`: the call fails, the plan is planned again). The
-//! agent takes the verdict (see `agent::approval`, `agent::plan_check`): a stale hash or a
+//! agent takes the verdict (see `step::approval`, `step::plan_check`): a stale hash or a
 //! step no longer waiting is 409, an edit that cannot run 422.
 
 use super::error::{ApiJson, ApiPath};
@@ -14,12 +14,12 @@ use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use cohort_core::agent::approval::{DUE, Verdict, VerdictError};
-use cohort_core::agent::cancel::CancelError;
-use cohort_core::agent::params;
-use cohort_core::agent::plan_check::{self, EditedStep};
 use cohort_core::ids::{AgentId, StepId, TaskId};
 use cohort_core::state::{Executor, StepExecutionState};
+use cohort_core::step::approval::{DUE, Verdict, VerdictError};
+use cohort_core::step::cancel::CancelError;
+use cohort_core::step::params;
+use cohort_core::step::plan_check::{self, EditedStep};
 use cohort_runtime::actors::{CancelStep, CancelStepFor, ControlRefused, Decide, DecideFor};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -45,7 +45,7 @@ pub async fn approvals(
                     ("waiting_for_approval", "tool_call"),
                     (plan_check::KEY, "plan"),
                     (params::KEY, "params"),
-                    (cohort_core::agent::elicitation::KEY, "elicitation"),
+                    (cohort_core::step::elicitation::KEY, "elicitation"),
                 ] {
                     if let Some(Value::Object(req)) =
                         st.execute_result.as_ref().and_then(|r| r.get(key))

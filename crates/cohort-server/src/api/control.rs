@@ -13,9 +13,9 @@ use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use cohort_core::agent::cancel::CancelError;
 use cohort_core::ids::{AgentId, StageId, StepId, TaskId};
-use cohort_core::sync::SyncError;
+use cohort_core::step::cancel::CancelError;
+use cohort_core::team::SyncError;
 use cohort_runtime::actors::{
     CancelStage, CancelStep, CancelStepFor, CancelTask, ControlRefused, PauseFor, PauseTask,
     RetryStage,

@@ -9,10 +9,10 @@ use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use cohort_core::agent::{HumanError, HumanMessage, gives_a_goal};
 use cohort_core::event::trace_context::TraceParent;
 use cohort_core::ids::{AgentId, StageRef, TaskId, WaitId};
 use cohort_core::state::{ConversationPool, ExecutionState, PrivateMessage};
+use cohort_core::step::{HumanError, HumanMessage, gives_a_goal};
 use cohort_runtime::actors::{HumanSend, SendRefused};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -208,7 +208,7 @@ pub async fn send_message(
         SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
             AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
         }
-        SendRefused::Refused(e @ cohort_core::sync::SyncError::MemoryFull { .. }) => {
+        SendRefused::Refused(e @ cohort_core::team::SyncError::MemoryFull { .. }) => {
             AppError::Overloaded(e.to_string())
         }
         SendRefused::NotRunning(e) => AppError::Unavailable(e),

@@ -3,14 +3,14 @@
 //! While a hand-over is unanswered the agent publishes nothing, so its changes stay in order.
 //! Also the commits outside a step's end: messages it sends, and the runtime's closing of work
 //! in a manager's place (after a manager's second try at a notice failed or was refused too,
-//! `agent::FollowUp::Close` goes to SyncState as that manager's instruction).
+//! `step::FollowUp::Close` goes to SyncState as that manager's instruction).
 
 use super::AgentActor;
 use crate::actors::sync_state::{ApplyOutput, CheckTaskInstruction, SubmitMessages};
 use actix::prelude::*;
-use cohort_core::agent::Settle;
 use cohort_core::message::{ExecuteOutput, Message, TaskInstruction};
-use cohort_core::sync::SyncError;
+use cohort_core::step::Settle;
+use cohort_core::team::SyncError;
 use futures::future::Either;
 
 /// The agent's way to SyncState (the owner of tasks and stages): what it hands over, and the
@@ -106,7 +106,7 @@ impl AgentActor {
     }
 
     /// The runtime's closing of work this manager could not act on twice (see
-    /// `agent::FollowUp`): handed to SyncState as the manager's instruction, with the agent's
+    /// `step::FollowUp`): handed to SyncState as the manager's instruction, with the agent's
     /// changes so far (the step's result records it).
     pub(super) fn close_in_place(&mut self, closing: TaskInstruction, ctx: &mut Context<Self>) {
         tracing::warn!(agent = %self.state.agent_id, action = closing.action(), "the manager's second try could not be carried out; the runtime closes the work in its place");

@@ -8,12 +8,12 @@
 
 use super::AgentActor;
 use actix::prelude::*;
-use cohort_core::agent::elicitation::{
-    ElicitationAnswer, await_elicitation, elicitation_notice, elicitation_request, resume_call,
-};
-use cohort_core::agent::tool_call_for;
 use cohort_core::ids::StepId;
 use cohort_core::state::StepExecutionState;
+use cohort_core::step::elicitation::{
+    ElicitationAnswer, await_elicitation, elicitation_notice, elicitation_request, resume_call,
+};
+use cohort_core::step::tool_call_for;
 use cohort_mcp::McpCall;
 use cohort_mcp::elicit::{Elicitor, Question};
 use futures::future::BoxFuture;

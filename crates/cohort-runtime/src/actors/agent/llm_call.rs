@@ -5,8 +5,6 @@
 
 use super::AgentActor;
 use actix::prelude::*;
-use cohort_core::agent::history_summary::summary_due;
-use cohort_core::agent::{Asking, Completion, StepCompletion, complete_step, tool_chain};
 use cohort_core::event::StepUpdate;
 use cohort_core::ids::StepId;
 use cohort_core::prompt::tokens::TokenCounter;
@@ -15,6 +13,8 @@ use cohort_core::skills::answer_schema::{self, RECEIVERS_LISTED, answer_schema};
 use cohort_core::skills::next_tool_step;
 use cohort_core::state::StepResult;
 use cohort_core::state::{Executor, Skill, StepState};
+use cohort_core::step::history_summary::summary_due;
+use cohort_core::step::{Asking, Completion, StepCompletion, complete_step, tool_chain};
 use cohort_llm::{AnswerFormat, ChatRequest};
 
 impl AgentActor {

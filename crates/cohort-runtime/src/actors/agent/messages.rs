@@ -2,12 +2,12 @@
 //! handlers live with the concept each message belongs to (see the map in `mod.rs`).
 
 use actix::prelude::*;
-use cohort_core::agent::HumanMessage;
-use cohort_core::agent::approval::{Verdict, VerdictError};
-use cohort_core::agent::cancel::CancelError;
 use cohort_core::ids::{AgentId, StepId};
 use cohort_core::message::Message;
 use cohort_core::state::{AgentState, ModelWait};
+use cohort_core::step::HumanMessage;
+use cohort_core::step::approval::{Verdict, VerdictError};
+use cohort_core::step::cancel::CancelError;
 use std::sync::Arc;
 
 /// A message for this agent from the dispatcher, with SyncState's number for it (the agent
@@ -70,10 +70,10 @@ pub struct HumanSend(pub HumanMessage);
 pub enum SendRefused {
     /// It is not a message this person may send (see `HumanError`).
     #[error(transparent)]
-    Human(#[from] cohort_core::agent::HumanError),
+    Human(#[from] cohort_core::step::HumanError),
     /// SyncState refused it.
     #[error(transparent)]
-    Refused(cohort_core::sync::SyncError),
+    Refused(cohort_core::team::SyncError),
     /// The team is not running.
     #[error("the team is not running: {0}")]
     NotRunning(String),

@@ -36,27 +36,27 @@ use cohort_mcp::McpClient;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-mod cancel;
+mod cancel_step;
 mod commit;
 mod control;
+mod deliver;
 mod elicit;
-mod human;
+mod human_send;
 mod llm_call;
+mod mcp_call;
 mod messages;
 mod model;
+mod native_loop;
 mod next_step;
 mod outlet;
 mod person;
 mod phase;
-mod receive;
+mod refused_call;
 mod retire;
-mod settle;
+mod step_end;
 mod summary;
 mod timers;
-mod tool_call;
 mod tool_gate;
-mod tool_loop;
-mod tool_refusal;
 mod verdict;
 
 pub use commit::SyncLink;
@@ -108,10 +108,10 @@ pub struct AgentActor {
     /// Set while it moves to another node (see `retire.rs`): told once it has stopped.
     retiring: Option<tokio::sync::oneshot::Sender<bool>>,
     /// The messages it took lately (see `receive.rs`).
-    taken: receive::Taken,
+    taken: deliver::Taken,
     /// What each tool call under way has taken so far: retries, repairs (see `tool_call.rs`).
     tool_attempts:
-        std::collections::HashMap<cohort_core::ids::StepId, cohort_core::agent::ToolAttempts>,
+        std::collections::HashMap<cohort_core::ids::StepId, cohort_core::step::ToolAttempts>,
 }
 
 impl AgentActor {
@@ -143,7 +143,7 @@ impl AgentActor {
             approvers,
             allowance: super::StepAllowance::unlimited(),
             retiring: None,
-            taken: receive::Taken::default(),
+            taken: deliver::Taken::default(),
             tool_attempts: Default::default(),
         }
     }
@@ -190,12 +190,12 @@ impl Actor for AgentActor {
         // An agent carried over from a store: a tool call the restart cut off is made again
         // if its tool says that is harmless, else settled as a failed call; then whatever its
         // queue holds runs.
-        for id in cohort_core::agent::interrupted_tool_steps(&self.state) {
+        for id in cohort_core::step::interrupted_tool_steps(&self.state) {
             self.phase.start(id.clone());
             self.resume_tool_step(id, ctx);
         }
         // A call that was waiting for a person's approval waits on (they were told already).
-        if let Some(id) = cohort_core::agent::approval::waiting_for_approval(&self.state) {
+        if let Some(id) = cohort_core::step::approval::waiting_for_approval(&self.state) {
             if self.approvers.is_empty() {
                 let why = "the step waited for a person's approval, but the team no longer has \
                            an operator to ask";

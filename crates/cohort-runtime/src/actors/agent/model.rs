@@ -7,13 +7,13 @@ use super::AgentActor;
 use super::commit::Handover;
 use super::messages::ModelWaiting;
 use actix::prelude::*;
-use cohort_core::agent::{Completion, complete_step};
 use cohort_core::call::ModelWaitReport;
 use cohort_core::call::media::{Blob, MediaRef};
 use cohort_core::event::StepUpdate;
 use cohort_core::ids::StepId;
 use cohort_core::message::ExecuteOutput;
 use cohort_core::state::{StepExecutionState, StepState, TokenUsage};
+use cohort_core::step::{Completion, complete_step};
 use cohort_llm::{AnswerProgress, ChatRequest};
 use std::sync::Arc;
 

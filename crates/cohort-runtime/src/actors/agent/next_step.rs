@@ -5,11 +5,11 @@
 
 use super::AgentActor;
 use actix::prelude::*;
-use cohort_core::agent::dependencies::{advance, may_run_beside};
-use cohort_core::agent::tool_loop::runs_natively;
-use cohort_core::agent::{stop_reason, stop_step};
 use cohort_core::ids::StepId;
 use cohort_core::state::{Executor, StepState};
+use cohort_core::step::dependencies::{advance, may_run_beside};
+use cohort_core::step::tool_loop::runs_natively;
+use cohort_core::step::{stop_reason, stop_step};
 
 impl AgentActor {
     /// Starts the next runnable steps the agent may (one, or a graph plan's ready steps side

@@ -5,13 +5,13 @@
 
 use super::AgentActor;
 use actix::prelude::*;
-use cohort_core::agent::approval::verdict_due;
-use cohort_core::agent::cancel::fail_waiting_step;
-use cohort_core::agent::params::{await_params, param_request, params_notice};
-use cohort_core::agent::plan_check::{PlanCheck, plan_notice};
 use cohort_core::ids::{AgentId, StepId};
 use cohort_core::message::Message;
 use cohort_core::state::{Executor, StepState};
+use cohort_core::step::approval::verdict_due;
+use cohort_core::step::cancel::fail_waiting_step;
+use cohort_core::step::params::{await_params, param_request, params_notice};
+use cohort_core::step::plan_check::{PlanCheck, plan_notice};
 use cohort_mcp::McpCall;
 
 impl AgentActor {
@@ -138,7 +138,7 @@ impl AgentActor {
                     s.execution_state.waits_for_a_person()
                         && s.execute_result
                             .as_ref()
-                            .and_then(|r| r.get(cohort_core::agent::approval::DUE))
+                            .and_then(|r| r.get(cohort_core::step::approval::DUE))
                             .and_then(serde_json::Value::as_i64)
                             == Some(due)
                 });
@@ -182,14 +182,11 @@ impl AgentActor {
             // so the manager plans them again (and asks again), as after a rejection.
             let step = self.state.agent_step.get(&id).cloned();
             if let Some(step) = step {
-                let verdict = cohort_core::agent::plan_check::PlanVerdict::Reject { reason: why };
+                let verdict = cohort_core::step::plan_check::PlanVerdict::Reject { reason: why };
                 let by = AgentId::from(cohort_core::message::TASK_STATE_SENDER);
-                if let Err(e) = cohort_core::agent::plan_check::decide_plan(
-                    &mut self.state,
-                    &step,
-                    &by,
-                    verdict,
-                ) {
+                if let Err(e) =
+                    cohort_core::step::plan_check::decide_plan(&mut self.state, &step, &by, verdict)
+                {
                     tracing::warn!(agent = %self.state.agent_id, step = %id, "{e}");
                 }
             }

@@ -32,7 +32,7 @@ pub(super) enum Run {
 
 /// Where a person's answer to a server's question goes.
 pub(super) type Asked =
-    tokio::sync::oneshot::Sender<cohort_core::agent::elicitation::ElicitationAnswer>;
+    tokio::sync::oneshot::Sender<cohort_core::step::elicitation::ElicitationAnswer>;
 
 impl Run {
     fn running() -> Self {

@@ -1,12 +1,12 @@
 //! The agent actor writing a summary of its stage's older history before a step whose prompt
-//! leaves that history out (see `agent::history_summary`): one call to its own model, whose
+//! leaves that history out (see `step::history_summary`): one call to its own model, whose
 //! answer is kept on the agent; then the step runs. A summary that fails only leaves the step
 //! without it.
 
 use super::AgentActor;
 use actix::prelude::*;
-use cohort_core::agent::history_summary::{SummaryJob, summary_of};
 use cohort_core::state::{Skill, StepState};
+use cohort_core::step::history_summary::{SummaryJob, summary_of};
 use cohort_llm::scripted::SUMMARIZE_HISTORY;
 
 impl AgentActor {

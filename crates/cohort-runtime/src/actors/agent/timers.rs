@@ -1,11 +1,11 @@
 //! The timer for the agent's replies: each wait on its step lock has a deadline; one timer is
 //! armed for the soonest and re-armed whenever that changes. When it fires, the waits whose
-//! time is up are released by `agent::expire_waits` and the agent goes on.
+//! time is up are released by `step::expire_waits` and the agent goes on.
 
 use super::AgentActor;
 use actix::prelude::*;
-use cohort_core::agent::expire_waits;
 use cohort_core::clock::Now;
+use cohort_core::step::expire_waits;
 use std::time::Duration;
 
 /// The armed timer: the deadline it fires for (ms since the Unix epoch) and its handle.

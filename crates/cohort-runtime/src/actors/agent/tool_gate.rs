@@ -6,10 +6,10 @@
 
 use super::AgentActor;
 use actix::prelude::*;
-use cohort_core::agent::approval::{approval_needed, approval_notice, await_approval};
-use cohort_core::agent::risk_judge::{judge_prompt, with_judgement};
 use cohort_core::policy::{Risk, ToolRisk};
 use cohort_core::state::StepState;
+use cohort_core::step::approval::{approval_needed, approval_notice, await_approval};
+use cohort_core::step::risk_judge::{judge_prompt, with_judgement};
 use cohort_llm::scripted::RISK_JUDGE;
 use cohort_mcp::{McpCall, McpClient, McpError};
 use std::sync::Arc;
@@ -74,7 +74,7 @@ impl AgentActor {
     }
 
     /// Asks the agent's model how risky this exact call is; its judgement may only raise
-    /// `annotated` (see `agent::risk_judge`).
+    /// `annotated` (see `step::risk_judge`).
     fn judge_risk(
         &mut self,
         step: StepState,

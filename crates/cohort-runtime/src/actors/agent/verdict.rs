@@ -9,10 +9,10 @@ use super::commit::Handover;
 use super::messages::Decide;
 use crate::actors::CheckTaskInstruction;
 use actix::prelude::*;
-use cohort_core::agent::approval::{Decided, Verdict, VerdictError, decide};
-use cohort_core::agent::plan_check::{PlanCheck, confirmed_stages, finish_stage_check};
 use cohort_core::ids::StepId;
 use cohort_core::message::TaskInstruction;
+use cohort_core::step::approval::{Decided, Verdict, VerdictError, decide};
+use cohort_core::step::plan_check::{PlanCheck, confirmed_stages, finish_stage_check};
 use cohort_mcp::McpCall;
 
 /// A verdict that came while its step was being settled, and where its answer goes.

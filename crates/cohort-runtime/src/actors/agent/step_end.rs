@@ -8,8 +8,8 @@ use super::commit::{Answer, Handover};
 use super::verdict::PendingVerdict;
 use super::{AgentActor, LOOSE_HISTORY_KEPT};
 use actix::prelude::*;
-use cohort_core::agent::{FollowUp, Settle, StepCompletion};
 use cohort_core::ids::{StageRef, StepId};
+use cohort_core::step::{FollowUp, Settle, StepCompletion};
 
 impl AgentActor {
     /// Hands a finished step's output to SyncState with the agent's changes and how the step
@@ -47,8 +47,8 @@ impl AgentActor {
                 {
                     let barred = refused
                         .as_ref()
-                        .is_some_and(cohort_core::sync::SyncError::bars_the_action);
-                    match cohort_core::agent::act_again_after_refusal(
+                        .is_some_and(cohort_core::team::SyncError::bars_the_action);
+                    match cohort_core::step::act_again_after_refusal(
                         &mut self.state,
                         &id,
                         why,
@@ -110,7 +110,7 @@ impl AgentActor {
                 .state
                 .agent_step
                 .get(id)
-                .is_some_and(cohort_core::agent::plan_check::awaits_check)
+                .is_some_and(cohort_core::step::plan_check::awaits_check)
         {
             self.await_plan_check(id.clone(), ctx);
         }

@@ -347,7 +347,7 @@ mod tests {
         let mut a = agent();
         a.add_steps(vec![step("a", &[]), step("b", &["a"])]);
         a.start_next();
-        assert_eq!(crate::agent::resume_after_restart(&mut a), 1);
+        assert_eq!(crate::step::resume_after_restart(&mut a), 1);
         let copy = a.next_runnable().unwrap().clone();
         assert_eq!(copy.plan_id.as_deref(), Some("a"));
         assert_eq!(advance(&mut a), Advanced::default(), "b waits for the copy");

@@ -334,7 +334,7 @@ mod tests {
             let why = c.apply(&agent_out(by, i), "now").refused.expect("refused");
             assert!(why.to_string().contains(want), "{why}");
         }
-        crate::sync::tests::stage_done(&mut c, &t);
+        crate::team::tests::stage_done(&mut c, &t);
         let done = TaskInstruction::FinishTask {
             task_id: t.clone(),
             task_summary: String::new(),

@@ -8,8 +8,8 @@
 use super::AgentActor;
 use super::messages::Deliver;
 use actix::prelude::*;
-use cohort_core::agent::{receive_as_human, receive_message, release_for};
 use cohort_core::message::Message;
+use cohort_core::step::{receive_as_human, receive_message, release_for};
 use std::collections::{HashSet, VecDeque};
 
 /// How many message numbers an agent remembers having taken.

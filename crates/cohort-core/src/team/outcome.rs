@@ -219,7 +219,7 @@ fn why_no_result(s: &StageState) -> String {
 mod tests {
     use super::*;
     use crate::ids::AgentId;
-    use crate::sync::tests::{TryApply, by, two_stage_task};
+    use crate::team::tests::{TryApply, by, two_stage_task};
     use std::collections::BTreeMap;
 
     fn finish(t: &TaskId, summary: &str) -> crate::message::ExecuteOutput {

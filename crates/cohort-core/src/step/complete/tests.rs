@@ -102,7 +102,7 @@ fn manager_acting_on_message(task: &str, notice: &crate::message::Message) -> (A
     let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
     a.skills = vec![Skill::TaskManager];
     a.note_working_memory(task.into(), None);
-    crate::agent::receive_message(&mut a, notice);
+    crate::step::receive_message(&mut a, notice);
     let id = a.start_next().unwrap().step_id;
     (a, id)
 }
@@ -114,7 +114,7 @@ fn a_failed_step_on_the_operators_goal_is_tried_once_more_with_the_reason() {
     let again = a.agent_step.next().unwrap().clone();
     assert_eq!(again.executor, Executor::Skill(Skill::TaskManager));
     assert!(
-        crate::agent::asks_to_act(&again),
+        crate::step::asks_to_act(&again),
         "still a step that must act"
     );
     assert!(again.text_content.contains("Write a haiku."));
@@ -157,7 +157,7 @@ fn no_stage_left() -> crate::message::Message {
         "write it".into(),
         [("w".into(), "write".into())].into(),
     );
-    crate::sync::notices::judge_task(&task, [&stage].into_iter())
+    crate::team::notices::judge_task(&task, [&stage].into_iter())
 }
 
 fn manager_judging_task() -> (AgentState, StepId) {
@@ -171,7 +171,7 @@ fn manager_judging_task() -> (AgentState, StepId) {
     stage
         .completion_summary
         .insert("w".into(), "Rain on the roof".into());
-    let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter());
+    let notice = crate::team::notices::judge_task(&task, [&stage].into_iter());
     let (mut a, id) = manager_acting_on_message("t", &notice);
     a.base_task = Some("base".into());
     (a, id)
@@ -271,7 +271,7 @@ fn manager_judging_stage() -> (AgentState, StepId, crate::state::StageState) {
         "write it".into(),
         [("w".into(), "write".into())].into(),
     );
-    crate::agent::receive_message(&mut a, &crate::sync::notices::stage_complete(&task, &stage));
+    crate::step::receive_message(&mut a, &crate::team::notices::stage_complete(&task, &stage));
     let id = a.start_next().unwrap().step_id;
     (a, id, stage)
 }
@@ -318,7 +318,7 @@ fn a_verdict_its_action_keeps_contradicting_is_carried_out_once_the_reasks_are_s
     stage
         .completion_summary
         .insert("w".into(), "Rain on the roof".into());
-    let notice = crate::sync::notices::judge_task(&task, [&stage].into_iter());
+    let notice = crate::team::notices::judge_task(&task, [&stage].into_iter());
     let (mut a, id) = manager_acting_on_message("t", &notice);
     let add = r#"<goal_reached>true</goal_reached><task_instruction>{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "more", "agent_allocation": {"w": "more"}}]}</task_instruction>"#;
     // While it may be asked again, it is.
@@ -374,7 +374,7 @@ fn a_closing_action_stands_when_its_verdict_said_not_reached_after_the_reasks_a_
 }
 
 fn settle_step_for_test(a: &mut AgentState, id: &StepId) {
-    crate::agent::settle_step(a, id, Some("model down".into()), &[]);
+    crate::step::settle_step(a, id, Some("model down".into()), &[]);
 }
 
 #[test]
@@ -492,7 +492,7 @@ fn a_completion_report_carries_what_the_agents_work_steps_produced() {
         now(),
         false,
     ));
-    crate::agent::settle_step(&mut a, &id, None, &[]);
+    crate::step::settle_step(&mut a, &id, None, &[]);
     // The summary runs next, instead of the reflection the runtime queued.
     let queued = a.agent_step.next().expect("a reflection").step_id.clone();
     a.remove_step(&queued);

@@ -213,7 +213,7 @@ impl SyncCore {
 mod tests {
     use super::*;
     use crate::message::Instruction;
-    use crate::sync::tests::two_stage_task;
+    use crate::team::tests::two_stage_task;
 
     #[test]
     fn a_cancelled_stage_stops_its_agents_and_the_next_one_starts() {

@@ -27,7 +27,7 @@ fn finished_task(c: &mut SyncCore, name: &str) -> (TaskId, Vec<Change>) {
             "now",
         )
         .unwrap();
-    let worked = crate::sync::tests::stage_done(c, &t);
+    let worked = crate::team::tests::stage_done(c, &t);
     let done = c
         .try_apply(
             &by(

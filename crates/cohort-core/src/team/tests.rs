@@ -67,7 +67,7 @@ fn plan(intention: &str, agents: &[&str]) -> StagePlan {
 }
 
 /// Gives task `t` a stage of `a` and finishes it: a task with a finished stage may be finished
-/// (see `sync::outcome`); the changes that made.
+/// (see `team::outcome`); the changes that made.
 pub(super) fn stage_done(c: &mut SyncCore, t: &TaskId) -> Vec<Change> {
     let add = TaskInstruction::AddStage {
         task_id: t.clone(),

@@ -5,8 +5,8 @@ use super::commit::Handover;
 use super::messages::{HumanSend, SendRefused};
 use super::{AgentActor, LOOSE_HISTORY_KEPT};
 use actix::prelude::*;
-use cohort_core::agent::human_send;
 use cohort_core::message::Message;
+use cohort_core::step::human_send;
 
 impl Handler<HumanSend> for AgentActor {
     type Result = ResponseActFuture<Self, Result<Vec<Message>, SendRefused>>;

@@ -1,16 +1,16 @@
-//! The agent actor's native tool loop (see `agent::tool_loop`): describe the server, ask the
+//! The agent actor's native tool loop (see `step::tool_loop`): describe the server, ask the
 //! model with its tools as functions, run the calls it asks for, and ask again until it
 //! answers. Every LLM call and MCP call runs as a spawned future; the mailbox stays open.
 
-use super::tool_call::call_retrying;
+use super::mcp_call::call_retrying;
 use super::{AgentActor, STORE_DEADLINE};
 use actix::prelude::*;
-use cohort_core::agent::complete_tool_loop;
-use cohort_core::agent::tool_loop::{ToolLoop, ToolSet, arguments, call_step, shown};
 use cohort_core::policy::tool_retry::ToolRetry;
 use cohort_core::prompt::tokens::TokenCounter;
 use cohort_core::prompt::{PromptContext, build_tool_loop_prompt};
 use cohort_core::state::{StepState, TokenUsage};
+use cohort_core::step::complete_tool_loop;
+use cohort_core::step::tool_loop::{ToolLoop, ToolSet, arguments, call_step, shown};
 use cohort_llm::{ChatReply, ChatRequest, ToolCall, ToolRound};
 use cohort_mcp::{McpCall, McpClient};
 use futures::StreamExt;
@@ -184,7 +184,7 @@ impl AgentActor {
         if !running.state.may_call(reply.tool_calls.len()) {
             let why = format!(
                 "the tool loop reached its cap of {} calls without an answer",
-                cohort_core::agent::tool_loop::TOOL_LOOP_CAP
+                cohort_core::step::tool_loop::TOOL_LOOP_CAP
             );
             return self.end_loop(&running.step, Err(why), running.spent, ctx);
         }

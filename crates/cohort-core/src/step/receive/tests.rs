@@ -308,7 +308,7 @@ fn finish_stage_and_finish_task_drop_steps_as_failed() {
         ),
     ]);
     let done = a.start_next().unwrap().step_id.clone();
-    crate::agent::settle_step(&mut a, &done, None, &[]);
+    crate::step::settle_step(&mut a, &done, None, &[]);
     let r = receive_message(
         &mut a,
         &sys_i(Instruction::FinishStage {
@@ -517,12 +517,12 @@ fn rewording_a_notice_changes_no_decision() {
         [("w".into(), "write".into())].into(),
     );
     stage.completion_summary.insert("w".into(), "Rain".into());
-    let roster = [crate::sync::Member::new("w", "writer")];
+    let roster = [crate::team::Member::new("w", "writer")];
     let notices = [
-        crate::sync::notices::task_created(&task, &roster),
-        crate::sync::notices::stage_complete(&task, &stage),
-        crate::sync::notices::judge_task(&task, [&stage].into_iter()),
-        crate::sync::notices::agent_stuck(&task, &stage, &"w".into(), "model down"),
+        crate::team::notices::task_created(&task, &roster),
+        crate::team::notices::stage_complete(&task, &stage),
+        crate::team::notices::judge_task(&task, [&stage].into_iter()),
+        crate::team::notices::agent_stuck(&task, &stage, &"w".into(), "model down"),
     ];
     let manager = || {
         let mut m = AgentState::new("m".into(), "M".into(), "manager".into(), "p".into());

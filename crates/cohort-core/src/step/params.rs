@@ -28,7 +28,7 @@ pub struct ParamRequest {
     pub arguments: Value,
     /// Why the call was refused.
     pub reason: String,
-    /// The fields to fill, as a form (`agent::ask`).
+    /// The fields to fill, as a form (`step::ask`).
     pub form: Ask,
     /// Fields whose schema type is an array or object: their text is read as JSON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

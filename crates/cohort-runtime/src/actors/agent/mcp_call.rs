@@ -4,10 +4,10 @@
 
 use super::{AgentActor, STORE_DEADLINE};
 use actix::prelude::*;
-use cohort_core::agent::{ToolAttempts, complete_tool_step_after, tool_call_for};
 use cohort_core::ids::StepId;
 use cohort_core::policy::tool_retry::{ToolRetry, pause_before_retry};
 use cohort_core::state::StepState;
+use cohort_core::step::{ToolAttempts, complete_tool_step_after, tool_call_for};
 use cohort_mcp::{McpClient, McpError};
 use std::sync::Arc;
 
@@ -105,7 +105,7 @@ impl AgentActor {
     pub(super) fn resume_tool_step(&mut self, id: StepId, ctx: &mut Context<Self>) {
         let step = self.state.agent_step.get(&id).cloned();
         let interrupted = move |act: &mut Self, ctx: &mut Context<Self>| {
-            act.on_tool_result(id, Err(cohort_core::agent::interrupted_tool_call()), ctx)
+            act.on_tool_result(id, Err(cohort_core::step::interrupted_tool_call()), ctx)
         };
         let Some(step) = step else {
             return interrupted(self, ctx);

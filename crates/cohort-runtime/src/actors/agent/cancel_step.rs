@@ -1,16 +1,16 @@
 //! A step ended before its time. A person cancels it (`CancelStep`): a call in flight for it is
 //! abandoned, a wait for a person's verdict on it ends, and the step closes `cancelled`
-//! through SyncState like any step's end (see `agent::cancel`). Or its stage or task ended
+//! through SyncState like any step's end (see `step::cancel`). Or its stage or task ended
 //! under its call: the call is abandoned and the step records why.
 
 use super::AgentActor;
 use super::messages::CancelStep;
 use actix::prelude::*;
-use cohort_core::agent::cancel::{CancelError, cancel_step, check_cancel, mark_cancelled};
-use cohort_core::agent::{Completion, complete_step, complete_tool_step_after, release_for};
 use cohort_core::clock::Now;
 use cohort_core::ids::StepId;
 use cohort_core::state::{Executor, StepExecutionState};
+use cohort_core::step::cancel::{CancelError, cancel_step, check_cancel, mark_cancelled};
+use cohort_core::step::{Completion, complete_step, complete_tool_step_after, release_for};
 
 impl Handler<CancelStep> for AgentActor {
     type Result = Result<(), CancelError>;

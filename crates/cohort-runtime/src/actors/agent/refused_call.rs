@@ -1,18 +1,18 @@
-//! A tool call its server refused (`agent::tool_refusal` decides): a refusal the rules cannot
+//! A tool call its server refused (`step::tool_refusal` decides): a refusal the rules cannot
 //! place is judged by the agent's model; one about the arguments goes to a person's form, or,
 //! with nobody to ask, back to the model, which writes the arguments anew, and the corrected
 //! call is stored and made through the risk check like any call.
 
 use super::AgentActor;
 use actix::prelude::*;
-use cohort_core::agent::tool_refusal::{
-    Refusal, RefusalKind, RefusedCall, Route, Routes, changed_fields, read_correction,
-    read_judgement,
-};
 use cohort_core::event::StepUpdate;
 use cohort_core::ids::StepId;
 use cohort_core::policy::{Fired, Repair};
 use cohort_core::state::StepState;
+use cohort_core::step::tool_refusal::{
+    Refusal, RefusalKind, RefusedCall, Route, Routes, changed_fields, read_correction,
+    read_judgement,
+};
 use cohort_llm::scripted::{CORRECT_ARGUMENTS, REFUSAL_JUDGE};
 use cohort_mcp::{McpCall, McpError};
 use serde_json::json;
@@ -80,7 +80,7 @@ impl AgentActor {
         }
     }
 
-    /// What may be done about this agent's refused calls (see `agent::tool_refusal::Routes`).
+    /// What may be done about this agent's refused calls (see `step::tool_refusal::Routes`).
     fn refusal_routes(&self) -> Routes {
         Routes {
             ask_for_params: self.state.tool_approval.ask_for_params,

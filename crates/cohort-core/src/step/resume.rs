@@ -133,7 +133,7 @@ mod tests {
             std::slice::from_ref(&was.step_id)
         );
         // Settled as the actor does: the ordinary path of a failed tool call.
-        crate::agent::complete_tool_step(&mut a, &was.step_id, Err(interrupted_tool_call()));
+        crate::step::complete_tool_step(&mut a, &was.step_id, Err(interrupted_tool_call()));
         let s = a.agent_step.get(&was.step_id).unwrap();
         assert!(
             s.execute_result

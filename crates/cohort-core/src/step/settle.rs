@@ -11,7 +11,7 @@ use crate::policy::tool_retry::ToolRetry;
 use crate::state::{
     AgentState, Cancelled, ReplyTo, StepExecutionState, StepResult, StepState, Try,
 };
-use crate::sync::SyncError;
+use crate::team::SyncError;
 use serde_json::Value;
 
 /// How a step closes once SyncState answered its output.

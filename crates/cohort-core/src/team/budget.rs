@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn a_step_that_finishes_its_task_over_budget_finishes_it_once() {
-        let mut c = crate::sync::tests::core().with_budget(TaskBudget {
+        let mut c = crate::team::tests::core().with_budget(TaskBudget {
             tokens: Some(100),
             steps: None,
         });
@@ -105,9 +105,9 @@ mod tests {
             goal_step: None,
             trace_id: None,
         };
-        crate::sync::tests::TryApply::try_apply(&mut c, &crate::sync::tests::by("m", add), "now")
+        crate::team::tests::TryApply::try_apply(&mut c, &crate::team::tests::by("m", add), "now")
             .unwrap();
-        crate::sync::tests::stage_done(&mut c, &t);
+        crate::team::tests::stage_done(&mut c, &t);
         let mut out = step_of(&t, 500);
         out.agent_id = Some("m".into());
         out.task_instruction = Some(TaskInstruction::FinishTask {
@@ -134,14 +134,14 @@ mod tests {
 
     #[test]
     fn a_task_past_its_token_budget_is_stopped_and_its_agents_told() {
-        let mut c = crate::sync::tests::core().with_budget(TaskBudget {
+        let mut c = crate::team::tests::core().with_budget(TaskBudget {
             tokens: Some(250),
             steps: None,
         });
         let t = TaskId::random();
-        crate::sync::tests::TryApply::try_apply(
+        crate::team::tests::TryApply::try_apply(
             &mut c,
-            &crate::sync::tests::by(
+            &crate::team::tests::by(
                 "m",
                 TaskInstruction::AddTask {
                     attachments: Vec::new(),

@@ -31,8 +31,8 @@ mod tests {
     use crate::ids::AgentId;
     use crate::message::TaskInstruction;
     use crate::notice::Notice;
-    use crate::sync::Member;
-    use crate::sync::tests::{TryApply, by};
+    use crate::team::Member;
+    use crate::team::tests::{TryApply, by};
 
     #[test]
     fn a_stalled_task_tells_its_goal_giver_once() {

@@ -9,7 +9,7 @@ use crate::state::{AgentState, StepState};
 
 /// What a tool step's call took before its last answer: the tries made again after a passing
 /// failure (`policy::tool_retry`) and the repairs made on the way (a refusal judged by the
-/// model, arguments it wrote anew: `agent::tool_refusal`).
+/// model, arguments it wrote anew: `step::tool_refusal`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolAttempts {
     /// Each try that failed for a passing reason and was made again.
