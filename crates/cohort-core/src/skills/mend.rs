@@ -11,7 +11,7 @@ use crate::notice::{Notice, stages_for_operator};
 use crate::policy::echo::{hands_back, hands_back_instruction};
 use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::BTreeMap;
 
 /// Whether an answer only hands back the step's own instruction (its intention, or its text
@@ -147,17 +147,17 @@ const RESULT_CHARS: usize = 800;
 fn reported(step: &StepState) -> Option<String> {
     let result = step.execute_result.as_ref()?;
     let text = match step.executor {
-        Executor::Skill(Skill::Think) => result.get("think")?.as_str()?.to_owned(),
-        Executor::Skill(Skill::QuickThink) => result.get("quick_think")?.as_str()?.to_owned(),
+        Executor::Skill(Skill::Think | Skill::QuickThink) => {
+            result.read::<super::think::Thought>()?.text().to_owned()
+        }
         Executor::Skill(Skill::SendMessage) => {
-            let m = result.get("send_message")?;
-            let to: Vec<&str> = m
-                .get("receiver")?
-                .as_array()?
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            format!("sent to {}: {}", to.join(", "), m.get("message")?.as_str()?)
+            let super::send_message::SentMessages::One(m) =
+                result.read::<super::send_message::Sent>()?.send_message
+            else {
+                return None;
+            };
+            let to: Vec<&str> = m.receiver.iter().map(|r| r.as_str()).collect();
+            format!("sent to {}: {}", to.join(", "), m.message)
         }
         Executor::Tool(_) => serde_json::to_string(result).ok()?,
         _ => return None,

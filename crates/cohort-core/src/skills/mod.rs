@@ -18,7 +18,9 @@ mod think;
 pub use instruction_generation::next_tool_step;
 pub use mend::results_in_stage;
 pub use plan::{check_plan, plan_key, queue_plan};
-pub use task_manager::{closing, judges};
+pub use send_message::{Sent, SentMessages};
+pub use task_manager::{Instructed, closing, judges};
+pub use think::Thought;
 
 use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};

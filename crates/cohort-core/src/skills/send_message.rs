@@ -11,6 +11,24 @@ use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
 use serde_json::json;
 
+/// What a send_message step keeps: `{"send_message": …}`, the message it sent (a person's
+/// send, recorded as such a step: one message per receiver).
+#[derive(Debug, serde::Deserialize)]
+pub struct Sent {
+    /// The message, or a person's messages.
+    pub send_message: SentMessages,
+}
+
+/// One message, or a person's one per receiver.
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+pub enum SentMessages {
+    /// An agent's send.
+    One(Box<Message>),
+    /// A person's send.
+    Many(Vec<Message>),
+}
+
 pub fn interpret(
     agent: &mut AgentState,
     step: &StepState,
@@ -215,8 +233,8 @@ fn asked(step: &StepState) -> bool {
         && step
             .execute_result
             .as_ref()
-            .and_then(|r| r.get("send_message")?.get("ask"))
-            .is_some_and(|a| !a.is_null())
+            .and_then(|r| r.read::<Sent>())
+            .is_some_and(|s| matches!(s.send_message, SentMessages::One(m) if m.ask.is_some()))
 }
 
 #[cfg(test)]

@@ -211,6 +211,13 @@ impl<'a> Asked<'a> {
     }
 }
 
+/// What a task_manager step keeps: `{"task_instruction": …}`, the instruction it gave.
+#[derive(Debug, serde::Deserialize)]
+pub struct Instructed {
+    /// The instruction.
+    pub task_instruction: TaskInstruction,
+}
+
 pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillError> {
     let Asked {
         check_stages,

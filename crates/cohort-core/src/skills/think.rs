@@ -6,7 +6,26 @@ use super::{SkillError, SkillOutcome, working};
 use crate::parse;
 use crate::policy::Repair;
 use crate::state::{AgentState, Skill, StepState};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+
+/// What a think or quick_think step keeps: `{"think": text}` or `{"quick_think": text}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Thought {
+    /// With the stage's history.
+    Think(String),
+    /// Without it.
+    QuickThink(String),
+}
+
+impl Thought {
+    /// The text the agent wrote.
+    pub fn text(&self) -> &str {
+        match self {
+            Thought::Think(t) | Thought::QuickThink(t) => t,
+        }
+    }
+}
 
 pub fn interpret(
     skill: Skill,
@@ -14,17 +33,19 @@ pub fn interpret(
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
-    let (key, text) = match skill {
-        Skill::QuickThink => ("quick_think", parse::quick_think(answer)?),
-        _ => ("think", parse::think(answer)?),
+    let thought = match skill {
+        Skill::QuickThink => Thought::QuickThink(parse::quick_think(answer)?),
+        _ => Thought::Think(parse::think(answer)?),
     };
+    let text = thought.text();
     // The instruction or the goal handed back is no result: the model is asked again, and
     // still so after the re-asks, the step fails (issue: a 0.5B writer's "think" returned
     // its goal, and the task was reported finished with no haiku anywhere).
-    if agent.repairs.allows(Repair::Echo) && hands_back_work(agent, step, &text) {
-        return Err(SkillError::Echo(text));
+    if agent.repairs.allows(Repair::Echo) && hands_back_work(agent, step, text) {
+        return Err(SkillError::Echo(text.to_owned()));
     }
-    Ok(working(json!({ key: text })))
+    let result = serde_json::to_value(&thought).unwrap_or_default();
+    Ok(working(result))
 }
 
 #[cfg(test)]

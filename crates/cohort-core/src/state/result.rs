@@ -102,6 +102,12 @@ impl StepResult {
             .map(|f| f.what.as_str())
     }
 
+    /// The output read as a skill's typed result (`skills::think::Thought`, …): what code
+    /// reads of a skill's answer, never walked by key; none when the output is not that shape.
+    pub fn read<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        T::deserialize(Value::Object(self.output.clone())).ok()
+    }
+
     /// One field of the output.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.output.get(key)

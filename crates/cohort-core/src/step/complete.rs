@@ -335,9 +335,9 @@ pub fn act_again_after_refusal(
     let refused = step
         .execute_result
         .as_ref()
-        .and_then(|r| r.get("task_instruction"))
         .filter(|_| barred)
-        .and_then(|i| serde_json::from_value::<TaskInstruction>(i.clone()).ok());
+        .and_then(|r| r.read::<crate::skills::Instructed>())
+        .map(|i| i.task_instruction);
     follow_up(agent, &step, reason, refused, true)
 }
 
