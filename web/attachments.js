@@ -6,6 +6,7 @@
 import { h } from './dom.js';
 import { AuthError } from './api.js';
 import { app, ui } from './ctx.js';
+import { setStatus } from './composer.js';
 
 /** The most files one message carries (the server refuses more). */
 const MOST_FILES = 8;
@@ -32,14 +33,21 @@ export async function attachPicked(input, status) {
     try {
       const kept = await app.client.upload(file);
       Object.assign(chip, kept.attachment, { state: 'kept' });
-      if (ui.attached.filter((a) => a.id === chip.id).length > 1) ui.attached.splice(ui.attached.indexOf(chip), 1);
+      // The same file twice is one attachment.
+      if (ui.attached.some((a) => a !== chip && a.id === chip.id)) takeOff(chip);
     } catch (err) {
       if (err instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
-      ui.attached.splice(ui.attached.indexOf(chip), 1);
+      takeOff(chip);
       status('error', `“${file.name}” was not attached: ${err.message}`);
     }
     renderAttached();
   }
+}
+
+/** Takes `chip` off the message (if the person has not already). */
+function takeOff(chip) {
+  const at = ui.attached.indexOf(chip);
+  if (at >= 0) ui.attached.splice(at, 1);
 }
 
 /** The ids to send, or null while a file is still uploading. */
@@ -62,7 +70,7 @@ export function renderAttached() {
         { class: `file-chip ${a.state}`, testid: 'composer-attached-file', 'data-state': a.state, 'data-name': a.name },
         h('span', { class: 'file-name' }, a.name),
         h('span', { class: 'muted small' }, a.state === 'kept' ? `${a.mime} · ${size(a.bytes)}` : 'uploading…'),
-        h('button', { type: 'button', class: 'btn btn-link small', title: `Take ${a.name} off`, 'aria-label': `Take ${a.name} off`, onclick: () => { ui.attached.splice(ui.attached.indexOf(a), 1); renderAttached(); } }, '×'),
+        h('button', { type: 'button', class: 'btn btn-link small', title: `Take ${a.name} off`, 'aria-label': `Take ${a.name} off`, onclick: () => { takeOff(a); renderAttached(); } }, '×'),
       ),
     ),
   );
@@ -97,6 +105,6 @@ async function download(f) {
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   } catch (err) {
     if (err instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
-    alert(`${f.name} could not be downloaded: ${err.message}`);
+    setStatus('error', `${f.name} could not be downloaded: ${err.message}`);
   }
 }
