@@ -58,14 +58,8 @@ async fn upload(
 }
 
 async fn states(http: &reqwest::Client, s: &Served, token: &str, kind: &str) -> Value {
-    http.get(format!("{}/api/states?type={kind}", s.base))
-        .bearer_auth(token)
-        .send()
+    s.get(http, token, &format!("/api/states?type={kind}"))
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }
 
 async fn send(http: &reqwest::Client, s: &Served, token: &str, files: &[&str]) -> (u16, Value) {

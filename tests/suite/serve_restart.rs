@@ -20,24 +20,14 @@ async fn login(http: &reqwest::Client, s: &Served) -> String {
     s.login(http, ("operator", "cohort-demo")).await
 }
 
-async fn get(http: &reqwest::Client, s: &Served, token: &str, path: &str) -> Value {
-    http.get(format!("{}{path}", s.base))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 /// Every state the API shows, each kind.
 async fn all_states(http: &reqwest::Client, s: &Served, token: &str) -> Value {
     let mut out = serde_json::Map::new();
     for kind in ["task", "stage", "agent", "step"] {
         out.insert(
             kind.into(),
-            get(http, s, token, &format!("/api/states?type={kind}")).await,
+            s.get(http, token, &format!("/api/states?type={kind}"))
+                .await,
         );
     }
     Value::Object(out)
@@ -67,7 +57,7 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
 
     let s = start(&data, dir.join("first.log"));
     let token = login(&http, &s).await;
-    let base_task = get(&http, &s, &token, "/api/states?type=task").await;
+    let base_task = s.get(&http, &token, "/api/states?type=task").await;
     let base_task = base_task
         .as_object()
         .unwrap()
@@ -92,7 +82,7 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
     // The scripted manager asks the operator a waiting question: wait until it is pending.
     let deadline = Instant::now() + Duration::from_secs(30);
     let pending = loop {
-        let p = get(&http, &s, &token, "/api/human/operator/pending").await;
+        let p = s.get(&http, &token, "/api/human/operator/pending").await;
         if p["pending"].as_array().is_some_and(|a| !a.is_empty()) {
             break p;
         }
@@ -123,7 +113,7 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
     let after = all_states(&http, &s, &token).await;
     assert_eq!(after, before, "every state as it was before the stop");
     assert_eq!(
-        get(&http, &s, &token, "/api/human/operator/pending").await,
+        s.get(&http, &token, "/api/human/operator/pending").await,
         pending,
         "the waiting question still waits for its person"
     );
@@ -136,7 +126,7 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut answers = 0;
     let tasks = loop {
-        let pending = get(&http, &s, &token, "/api/human/operator/pending").await;
+        let pending = s.get(&http, &token, "/api/human/operator/pending").await;
         for q in pending["pending"].as_array().into_iter().flatten() {
             answers += 1;
             let r = http
@@ -155,7 +145,7 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
             assert!(r.status().is_success(), "{}", r.text().await.unwrap());
         }
         // The example's plans wait for the operator's check: confirmed as they are.
-        let waiting = get(&http, &s, &token, "/api/approvals").await;
+        let waiting = s.get(&http, &token, "/api/approvals").await;
         for a in waiting["approvals"].as_array().into_iter().flatten() {
             let r = http
                 .post(format!(
@@ -170,7 +160,7 @@ async fn serve_stopped_and_started_on_the_same_data_carries_on() {
                 .unwrap();
             assert!(r.status().is_success(), "{}", r.text().await.unwrap());
         }
-        let tasks = get(&http, &s, &token, "/api/states?type=task").await;
+        let tasks = s.get(&http, &token, "/api/states?type=task").await;
         let finished = tasks
             .as_object()
             .unwrap()

@@ -52,6 +52,18 @@ impl Served {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// `GET path` with `token`, its JSON.
+    pub async fn get(&self, http: &reqwest::Client, token: &str, path: &str) -> Value {
+        http.get(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Signs `who` in once the server answers (within 30 s); the token.
     pub async fn login(&self, http: &reqwest::Client, (who, password): (&str, &str)) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -230,17 +230,30 @@ impl TeamLlm {
         let Some(l) = raw else {
             return TeamLlm::Unset;
         };
-        match llm_config(l, base) {
-            Ok(c) => {
-                if let LlmConfig::Scripted { script, .. } = &c {
-                    out.scripts.push(("llm".into(), script.clone()));
-                }
-                TeamLlm::Valid(c)
+        match checked_llm(l, (team_file, "llm", base), out) {
+            Some(c) => TeamLlm::Valid(c),
+            None => TeamLlm::Invalid,
+        }
+    }
+}
+
+/// The `llm` block `l` at `field` of `file`, checked: its problems reported at
+/// `field.SUB`, a script it names kept for the check that it can be read.
+pub(super) fn checked_llm(
+    l: &RawLlm,
+    (file, field, base): (&Path, &str, &Path),
+    out: &mut Findings,
+) -> Option<LlmConfig> {
+    match llm_config(l, base) {
+        Ok(c) => {
+            if let LlmConfig::Scripted { script, .. } = &c {
+                out.scripts.push((field.to_owned(), script.clone()));
             }
-            Err((sub, msg)) => {
-                out.add(team_file, format!("llm.{sub}"), msg);
-                TeamLlm::Invalid
-            }
+            Some(c)
+        }
+        Err((sub, msg)) => {
+            out.add(file, format!("{field}.{sub}"), msg);
+            None
         }
     }
 }
@@ -295,18 +308,7 @@ pub(super) fn check_body(
         );
     }
     let llm = match (llm, team_llm) {
-        (Some(l), _) => match llm_config(l, site.base) {
-            Ok(c) => {
-                if let LlmConfig::Scripted { script, .. } = &c {
-                    out.scripts.push((site.field("llm"), script.clone()));
-                }
-                Some(c)
-            }
-            Err((sub, msg)) => {
-                out.add(site.file, site.field(&format!("llm.{sub}")), msg);
-                None
-            }
-        },
+        (Some(l), _) => checked_llm(l, (site.file, &site.field("llm"), site.base), out),
         (None, TeamLlm::Valid(c)) => Some(c.clone()),
         (None, TeamLlm::Invalid) => None,
         (None, TeamLlm::Unset) => {

@@ -2,7 +2,7 @@
 //! agent's `models:`, the names a message may choose for it. Each named model is an `llm:`
 //! block, checked as one; an agent naming a model the team lacks is a problem at its field.
 
-use super::agent::{Findings, Site, llm_config};
+use super::agent::{Findings, Site, checked_llm};
 use super::raw::RawLlm;
 use super::team::LlmConfig;
 use std::collections::BTreeMap;
@@ -26,14 +26,8 @@ pub(super) fn named_models(
             );
             continue;
         }
-        match llm_config(l, base) {
-            Ok(c) => {
-                if let LlmConfig::Scripted { script, .. } = &c {
-                    out.scripts.push((field, script.clone()));
-                }
-                models.insert(name.clone(), c);
-            }
-            Err((sub, msg)) => out.add(file, format!("{field}.{sub}"), msg),
+        if let Some(c) = checked_llm(l, (file, &field, base), out) {
+            models.insert(name.clone(), c);
         }
     }
     models

@@ -19,6 +19,11 @@ pub const UPLOAD_LIMIT: usize = attachment::MOST_ATTACHMENT_BYTES;
 /// The path uploads go to (their body may be larger than other requests').
 pub const UPLOAD_PATH: &str = "/api/attachments";
 
+/// Whether a request is an upload, whose body may carry one file at its cap.
+pub fn is_upload(parts: &axum::http::request::Parts) -> bool {
+    parts.method == axum::http::Method::POST && parts.uri.path() == UPLOAD_PATH
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UploadQuery {

@@ -63,8 +63,7 @@ pub async fn read_body_in_time(
 /// How large this request's body may be: an upload by a person with a live session may carry
 /// one file at its cap; any other request, [`BODY_LIMIT`].
 fn limit_of(state: &ApiState, parts: &axum::http::request::Parts) -> usize {
-    let upload = parts.method == axum::http::Method::POST
-        && parts.uri.path() == super::attachments::UPLOAD_PATH;
+    let upload = super::attachments::is_upload(parts);
     let live =
         || super::bearer(&parts.headers).is_some_and(|t| state.inner.sessions.human(t).is_some());
     if upload && live() {

@@ -170,9 +170,7 @@ async fn forward(
     let downstream = upgrade.then(|| hyper::upgrade::on(&mut req));
     let (parts, body) = req.into_parts();
     // An upload may carry one attached file; the node that runs the team checks who sends it.
-    let upload = parts.method == axum::http::Method::POST
-        && parts.uri.path() == crate::api::attachments::UPLOAD_PATH;
-    let limit = if upload {
+    let limit = if crate::api::attachments::is_upload(&parts) {
         crate::api::attachments::UPLOAD_LIMIT
     } else {
         crate::api::BODY_LIMIT

@@ -162,7 +162,7 @@ impl AgentActor {
 
     /// The model `step` calls: the named model its message chose, else the agent's own (none
     /// for a person). A choice the team no longer has (a team file edited since) falls back
-    /// to the agent's own, said once in the log per call.
+    /// to the agent's own, with a warning in the log.
     fn model_for(&self, step: &StepState) -> Option<&Arc<dyn ChatModel>> {
         let own = self.llm.as_ref()?;
         let Some(name) = cohort_core::state::chosen_model(step) else {
