@@ -8,7 +8,10 @@ use crate::support::nats;
 use crate::support::postgres;
 use crate::support::scratch;
 
+use cohort::config::MemoryBudget;
 use cohort::event::{Change, Event, StatesRecord, TaskChange};
+use cohort::node::bus::{Bus, BusOptions, Credentials, Tls};
+use cohort::node::follower::Follower;
 use cohort::state::TaskState;
 use cohort::store::lease::{AgentWrite, Fence, Seat, TEAM_LEASE, Taken};
 use cohort::store::{SnapshotJson, SqlStore, Store, StoreError, StoredEvent};
@@ -925,6 +928,292 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
     );
     assert!(b.log().contains("cannot connect to NATS"), "{}", b.log());
     assert!(!b.log().contains("wrong"), "{}", b.log());
+}
+
+/// Waits until `follower` holds the team at `version` (within 10 s).
+async fn until_followed(follower: &Follower, version: u64) -> cohort::monitor::Monitor {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(m) = follower.monitor()
+            && m.version() >= version
+        {
+            return m.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the follower did not reach {version}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A node's follower starts from the store, takes the changes published on the team's stream
+/// (one the store does not have shows it read the stream), reads from the store what the
+/// stream lacks (no relay published it, or a gap), and shows the glimpses of answers being
+/// written that the team's node passes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_takes_the_stream_and_what_it_lacks_from_the_store() {
+    let pg = postgres::Cluster::start("follower");
+    let nats = nats::Nats::start("follower");
+    let store = Arc::new(SqlStore::open_postgres_node(&pg.url()).await.unwrap());
+    store
+        .join(&seat("a"), Duration::from_secs(60))
+        .await
+        .unwrap();
+    let fence = held(take(&store, "a", Duration::from_secs(60)).await);
+    let writes = store.fenced(fence).await.unwrap();
+    writes
+        .append(&[task_created(1, "t1"), task_created(2, "t2")])
+        .await
+        .unwrap();
+    let options = BusOptions {
+        url: nats.url(),
+        credentials: Credentials::None,
+        tls: Tls::default(),
+    };
+    let bus = Arc::new(Bus::connect(&options, "crash", "f").await.unwrap());
+    let follower = Follower::start(bus.clone(), store.clone(), MemoryBudget::mib(16));
+    let monitor = until_followed(&follower, 2).await;
+    // In the store, published by nobody: read from the store once the stream is quiet.
+    writes.append(&[task_created(3, "t3")]).await.unwrap();
+    until_followed(&follower, 3).await;
+    // On the stream only: it came from the stream.
+    let stamp = store.store_id().await.unwrap();
+    let publish = async |e: StoredEvent| {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Cohort-Version", e.event.version.to_string().as_str());
+        headers.insert("Cohort-Store", stamp.as_str());
+        let json = serde_json::to_vec(&e.event).unwrap();
+        let subject = bus.names.events_subject.clone();
+        let ack = bus
+            .jetstream
+            .publish_with_headers(subject, headers, json.into());
+        ack.await.unwrap().await.unwrap();
+    };
+    publish(task_created(4, "t4")).await;
+    until_followed(&follower, 4).await;
+    assert!(monitor.read(|s| s.tasks.contains_key(&"t4".into())));
+    // A gap in the stream is filled from the store.
+    writes.append(&[task_created(5, "t5")]).await.unwrap();
+    publish(task_created(6, "t6")).await;
+    until_followed(&follower, 6).await;
+    assert_eq!(monitor.read(|s| s.tasks.len()), 6);
+
+    // Glimpses of an answer being written, from the team's node's monitor to this one's.
+    let leader = cohort::monitor::Monitor::new(16);
+    let _passing = cohort::node::writing::pass_on(bus.clone(), &leader);
+    let mut glimpses = monitor.subscribe_writing();
+    // The subscription reaches NATS asynchronously: tell it until it is seen.
+    let seen = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            leader.writing(&"w".into(), &"s1".into(), "so far");
+            let got = tokio::time::timeout(Duration::from_millis(200), glimpses.recv()).await;
+            if let Ok(Ok(w)) = got {
+                return w;
+            }
+        }
+    })
+    .await
+    .expect("no glimpse reached the follower");
+    assert_eq!(
+        (seen.step_id.as_str(), seen.text.as_str()),
+        ("s1", "so far")
+    );
+}
+
+/// A websocket feed of the states, as a test reads it: the version of its snapshot, every
+/// event's version after it (each checked to come later than the one before), the version it
+/// is at.
+struct Feed {
+    socket: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    from: u64,
+    seen: Vec<u64>,
+    version: u64,
+    snapshots: usize,
+}
+
+impl Feed {
+    /// Opens `node`'s feed with `token`; it must be served by `node` itself, not passed on.
+    async fn open(node: &Node, token: &str) -> Feed {
+        let url = format!(
+            "ws{}/ws?token={token}",
+            node.base.trim_start_matches("http")
+        );
+        let (socket, res) = tokio_tungstenite::connect_async(url).await.unwrap();
+        let by = res
+            .headers()
+            .get("cohort-node")
+            .map(|v| v.to_str().unwrap());
+        assert_eq!(by, Some(node.name()), "{:?}", res.headers());
+        assert!(
+            res.headers().get("cohort-via").is_none(),
+            "{:?}",
+            res.headers()
+        );
+        let mut feed = Feed {
+            socket,
+            from: 0,
+            seen: Vec::new(),
+            version: 0,
+            snapshots: 0,
+        };
+        assert!(feed.next(Duration::from_secs(10)).await, "no snapshot");
+        assert_eq!(feed.snapshots, 1);
+        feed
+    }
+
+    /// Reads one frame (false when the feed ended or `within` passed): a snapshot sets the
+    /// version, each event must be the one after it.
+    async fn next(&mut self, within: Duration) -> bool {
+        use futures::StreamExt;
+        let Ok(Some(Ok(frame))) = tokio::time::timeout(within, self.socket.next()).await else {
+            return false;
+        };
+        let Ok(text) = frame.to_text() else {
+            return !frame.is_close();
+        };
+        let frame: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        match frame["type"].as_str() {
+            Some("snapshot") => {
+                self.snapshots += 1;
+                self.version = frame["version"].as_u64().unwrap();
+                self.from = self.version;
+            }
+            Some("events") => {
+                for e in frame["events"].as_array().unwrap() {
+                    let v = e["version"].as_u64().unwrap();
+                    assert!(v > self.version, "an event out of order or twice: {e}");
+                    self.version = v;
+                    self.seen.push(v);
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Reads until the feed is at `version` (within `within`).
+    async fn until(&mut self, version: u64, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.version < version {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                self.next(left).await,
+                "the feed stopped at version {} short of {version}",
+                self.version
+            );
+        }
+    }
+}
+
+impl Node {
+    /// The node's name, as its log file starts.
+    fn name(&self) -> &str {
+        let file = self.log.file_name().unwrap().to_str().unwrap();
+        file.split('-').next().unwrap()
+    }
+}
+
+/// The newest version the store holds.
+async fn stored_version(url: &str) -> u64 {
+    let store = SqlStore::open_reader(url).await.unwrap();
+    let events = store.events_after(0, 1_000_000).await.unwrap();
+    events.last().map_or(0, |e| e.version)
+}
+
+/// The versions the operator's feed shows of what the store holds after `from` up to `to`:
+/// all but other people's private changes.
+async fn operators_versions(url: &str, from: u64, to: u64) -> Vec<u64> {
+    let store = SqlStore::open_reader(url).await.unwrap();
+    let events = store.events_after(from, 1_000_000).await.unwrap();
+    events
+        .iter()
+        .filter(|e| e.version <= to)
+        .filter(|e| {
+            e.change
+                .private_to()
+                .is_none_or(|o| o.as_str() == "operator")
+        })
+        .map(|e| e.version)
+        .collect()
+}
+
+/// With NATS, a node standing by serves the states feed itself, from the team's event
+/// stream: every change once and in order, and on through a kill -9 of the node running the
+/// team while another takes over; a logout on the running node ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standing_by_nodes_own_feed_follows_the_event_stream_through_a_takeover() {
+    let pg = postgres::Cluster::start("node-feed");
+    let nats = nats::Nats::start("node-feed");
+    let dir = Scratch::new("node-feed");
+    let http = reqwest::Client::new();
+    let url = nats.url();
+    let more = ["--nats", url.as_str()];
+    let mut a = Node::start_with("a", TEAM, &pg.url(), 2, &dir, &more, &[]);
+    let token = a.token(&http, Duration::from_secs(60)).await;
+    let b = Node::start_with("b", TEAM, &pg.url(), 2, &dir, &more, &[]);
+    let c = Node::start_with("c", TEAM, &pg.url(), 2, &dir, &more, &[]);
+    b.until_served_by(&http, "a", Duration::from_secs(60)).await;
+    c.until_served_by(&http, "a", Duration::from_secs(60)).await;
+    run_goal(&http, &a.base, &token, 1).await;
+    // The follower loads the team and serves; until then a feed is passed on to a.
+    let mut feeds = Vec::new();
+    for n in [&b, &c] {
+        n.poll("a feed of its own", Duration::from_secs(30), async || {
+            let url = format!("ws{}/ws?token={token}", n.base.trim_start_matches("http"));
+            let (_, res) = tokio_tungstenite::connect_async(url).await.ok()?;
+            (res.headers().get("cohort-node")?.to_str().ok()? == n.name()).then_some(())
+        })
+        .await;
+        feeds.push(Feed::open(n, &token).await);
+    }
+    for f in &mut feeds {
+        f.until(stored_version(&pg.url()).await, Duration::from_secs(20))
+            .await;
+    }
+
+    a.signal("-KILL");
+    a.wait_exit(Duration::from_secs(10));
+    let leader = a
+        .poll(
+            "a node running the team again",
+            Duration::from_secs(30),
+            async || {
+                for n in [&b, &c] {
+                    if n.served_by(&http).await.as_deref() == Some(n.name()) {
+                        return Some(n.name().to_owned());
+                    }
+                }
+                None
+            },
+        )
+        .await;
+    let (lead, stands) = if leader == "b" { (&b, 1) } else { (&c, 0) };
+    let before = feeds[stands].version;
+    run_goal(&http, &lead.base, &token, 2).await;
+    let feed = &mut feeds[stands];
+    feed.until(stored_version(&pg.url()).await, Duration::from_secs(20))
+        .await;
+    assert!(feed.version > before, "nothing after the takeover");
+    assert_eq!(feed.snapshots, 1, "the feed lagged and started again");
+    // Every change the operator may see, before and after the takeover, once and in order.
+    let shown = operators_versions(&pg.url(), feed.from, feed.version).await;
+    assert_eq!(feed.seen, shown);
+
+    // A logout on the running node ends the feed on the other within its session check.
+    let r = http
+        .post(format!("{}/api/logout", lead.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while feed.next(Duration::from_secs(15)).await {
+        assert!(Instant::now() < deadline, "the feed outlived the session");
+    }
 }
 
 /// Postgres itself restarts (as after a crash) while a goal runs: the node running the team

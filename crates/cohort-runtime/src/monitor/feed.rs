@@ -121,6 +121,18 @@ impl Feed {
         self.shared.pushed.notify_waiters();
     }
 
+    /// Drops every event held and makes every receiver lag (it takes a fresh snapshot): the
+    /// states they were following were replaced.
+    pub fn skip_all(&self) {
+        {
+            let mut ring = self.shared.lock();
+            ring.first += ring.events.len() as u64 + 1;
+            ring.events.clear();
+            ring.bytes = 0;
+        }
+        self.shared.pushed.notify_waiters();
+    }
+
     /// A receiver of the events sent from now on.
     pub fn subscribe(&self) -> FeedReceiver {
         let mut ring = self.shared.lock();

@@ -11,6 +11,7 @@
 
 mod compactor;
 pub mod feed;
+pub mod follow;
 pub mod journal;
 pub mod media;
 pub mod record;

@@ -64,6 +64,8 @@ pub struct TeamNames {
     pub events_stream: String,
     /// Where agents on other nodes call the team's node ([`super::wire::ToCore`]).
     pub core_subject: String,
+    /// Where the team's node tells the others of answers being written ([`super::writing`]).
+    pub writing_subject: String,
     /// Where the team's node calls node `<name>` (its agents): this, `.`, the name's token.
     hosts_prefix: String,
 }
@@ -76,6 +78,7 @@ impl TeamNames {
             events_subject: format!("cohort.{token}.events"),
             events_stream: format!("COHORT_{token}_EVENTS"),
             core_subject: format!("cohort.{token}.core"),
+            writing_subject: format!("cohort.{token}.writing"),
             hosts_prefix: format!("cohort.{token}.node"),
         }
     }

@@ -11,10 +11,13 @@
 //! - On the team's node: [`placer`], which node runs which agent, and moving one;
 //!   [`stand_in`], an agent elsewhere in the dispatcher's eyes; [`core_calls`], taking the
 //!   calls of agents elsewhere (under their leases) to SyncState and the monitor.
-//! - On the others: [`host`], running the agents the team's node placed there.
+//! - On the others: [`host`], running the agents the team's node placed there, and
+//!   [`follower`], the team's states kept from the event stream for the node's own feeds
+//!   (and [`writing`], the answers being written, passed on to them).
 
 pub mod bus;
 pub mod core_calls;
+pub mod follower;
 pub mod host;
 pub mod lease;
 pub mod link;
@@ -22,5 +25,6 @@ pub mod placer;
 pub mod relay;
 pub mod stand_in;
 pub mod wire;
+pub mod writing;
 
 pub use lease::{Keeper, wait_for_lease};

@@ -33,6 +33,8 @@ const MOST_PAUSE: Duration = Duration::from_secs(5);
 /// monitor's journal has closed, until it has published all that the store holds.
 pub struct Relay {
     task: tokio::task::JoinHandle<()>,
+    /// Answers being written, passed on to the nodes that follow the team ([`super::writing`]).
+    glimpses: tokio::task::JoinHandle<()>,
 }
 
 impl Relay {
@@ -40,6 +42,7 @@ impl Relay {
     pub fn start(bus: Arc<Bus>, store: Arc<SqlStore>, monitor: Monitor) -> Relay {
         let on = bus.clone();
         Relay {
+            glimpses: super::writing::pass_on(bus.clone(), &monitor),
             task: on.spawn(async move { relay(&bus, &store, &monitor).await }),
         }
     }
@@ -57,6 +60,7 @@ impl Relay {
 impl Drop for Relay {
     fn drop(&mut self) {
         self.task.abort();
+        self.glimpses.abort();
     }
 }
 

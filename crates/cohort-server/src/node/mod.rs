@@ -13,14 +13,17 @@ use cohort_core::lease::LeaseTerm;
 use cohort_runtime::actors::{Host, start_team_stored};
 use cohort_store::lease::{Fence, Seat};
 use cohort_store::{SqlStore, Store};
+use local_feed::LocalFeeds;
 
+pub mod local_feed;
 pub mod standby;
 
 // The node's runtime parts under this module, so `cohort::node::…` names them all.
-pub use cohort_runtime::node::{bus, lease, relay};
+pub use cohort_runtime::node::{bus, follower, lease, relay, writing};
 
 use cohort_runtime::node::bus::Bus;
 use cohort_runtime::node::core_calls::{CoreCalls, Grants};
+use cohort_runtime::node::follower::Follower;
 use cohort_runtime::node::host::{AgentHost, HostParts};
 use cohort_runtime::node::link::{Link, LinkError};
 use cohort_runtime::node::placer::Placer;
@@ -105,7 +108,17 @@ pub async fn serve_node(
     on_ready(bound);
     let stopping = stop_signal(stop);
     loop {
-        let stood_by = stand_by(&listener, bound, cfg, &store, &seat, node.term, &stopping).await?;
+        let stood_by = stand_by(
+            &listener,
+            bound,
+            cfg,
+            &store,
+            node.bus.as_ref(),
+            &seat,
+            node.term,
+            &stopping,
+        )
+        .await?;
         let Some((fence, keeper)) = stood_by else {
             release_agents(spread.as_ref()).await;
             break;
@@ -193,11 +206,13 @@ fn seat_of(node: &NodeOptions, bind: SocketAddr, bound: SocketAddr) -> Result<Se
 
 /// Serves the stand-by answer until this node holds the team's lease (Some) or is asked to
 /// stop (None).
+#[allow(clippy::too_many_arguments)]
 async fn stand_by(
     listener: &std::net::TcpListener,
     bound: SocketAddr,
     cfg: &TeamConfig,
     store: &Arc<SqlStore>,
+    bus: Option<&Arc<Bus>>,
     seat: &Seat,
     term: LeaseTerm,
     stopping: &watch::Receiver<bool>,
@@ -207,13 +222,28 @@ async fn stand_by(
     // The running node pings each feed every `feeds.ping_s`: a tunnel that carried nothing
     // for four pings is a connection that broke.
     let idle = 4 * cfg.feeds.ping;
-    let app = standby::router(seat.node.clone(), leader.clone(), (origins, idle));
+    // With NATS, the node follows the team's event stream and serves its own feeds.
+    let local = bus.map(|bus| {
+        let follower = Follower::start(bus.clone(), store.clone(), cfg.retention.memory);
+        Arc::new(LocalFeeds::new(&seat.node, follower, store.clone(), cfg))
+    });
+    let app = standby::router(
+        seat.node.clone(),
+        leader.clone(),
+        (origins, idle),
+        local.clone(),
+    );
     let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
     let http = cfg.http.clone();
     let served = spawn_serving(
         listener.try_clone().map_err(ServeError::Http)?,
         move |l| async move {
-            crate::api::serve_router(l, app, &http, || {}, async {
+            let closing = move || {
+                if let Some(local) = local {
+                    local.close();
+                }
+            };
+            crate::api::serve_router(l, app, &http, closing, async {
                 let _ = http_stopped.await;
             })
             .await

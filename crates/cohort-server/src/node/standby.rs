@@ -10,8 +10,11 @@
 //! origins, then passed on as from the running node's own origin; once both sides have
 //! switched protocols, the bytes are copied both ways until either side closes, or until
 //! neither has sent anything for the tunnel's idle deadline (the running node pings every
-//! feed, so only a connection that broke without a close goes that long).
+//! feed, so only a connection that broke without a close goes that long). With NATS, the
+//! states feed is not passed on: the node serves it from its own follower of the team's
+//! event stream ([`super::local_feed`]).
 
+use super::local_feed::LocalFeeds;
 use crate::api::AppError;
 use axum::Router;
 use axum::body::Body;
@@ -61,12 +64,26 @@ const FORWARD_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The router of a standing-by node `me`, which allows websockets from `origins` and closes a
 /// websocket's tunnel that carried nothing for `idle`.
-pub fn router(me: String, leader: Leader, (origins, idle): (Vec<String>, Duration)) -> Router {
+/// With `local`, a states feed (`GET /ws`) is served by this node itself, from its follower of
+/// the team's event stream ([`super::local_feed`]).
+pub fn router(
+    me: String,
+    leader: Leader,
+    (origins, idle): (Vec<String>, Duration),
+    local: Option<Arc<LocalFeeds>>,
+) -> Router {
     let shared = Arc::new((me, leader, origins));
     Router::new().fallback(move |req: Request<Body>| {
-        let shared = shared.clone();
+        let (shared, local) = (shared.clone(), local.clone());
         async move {
             let (me, leader, origins) = &*shared;
+            let req = match &local {
+                Some(local) => match local.serve(req, origins).await {
+                    Ok(served) => return served,
+                    Err(req) => req,
+                },
+                None => req,
+            };
             let running = leader.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let (node, address) = match running {
                 Running::Node { name, address } => (name, address),

@@ -1,0 +1,275 @@
+//! Following the team on a node that does not run it: a monitor of the node's own, kept at the
+//! team's states by the team's JetStream event stream, so the node serves its websocket feeds
+//! itself, every change once and in order, also while the team changes nodes.
+//!
+//! It starts from what the store holds (the latest snapshot and the events after it), then
+//! reads the stream from the first message after that version (found by its `Cohort-Version`
+//! header, a binary search over the stream's sequences). A change the stream lacks (one too
+//! large for NATS, one that left the stream, one the relay has not published yet while NATS or
+//! the team's node is down) is read from the store: whenever the stream is quiet for a
+//! [`QUIET`], the store is asked for what came after the follower's version, so a follower
+//! never falls further behind the store than that. Only when the store no longer has the
+//! missing changes either (compacted) does it load the team anew, and its feeds take a fresh
+//! snapshot.
+
+use super::bus::Bus;
+use super::relay::version_of;
+use crate::monitor::Monitor;
+use crate::monitor::follow::Gap;
+use async_nats::jetstream;
+use cohort_core::config::MemoryBudget;
+use cohort_core::event::Event;
+use cohort_store::{SqlStore, Store};
+use futures::StreamExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How long the stream may be quiet before the store is asked what came since.
+pub const QUIET: Duration = Duration::from_secs(1);
+/// Events read from the store at once.
+const PAGE: usize = 256;
+/// The longest pause between two tries when NATS or the store fails.
+const MOST_PAUSE: Duration = Duration::from_secs(5);
+/// The monitor's feed buffer (as the running node's).
+const BUFFER: usize = 8192;
+
+/// The follower of one node, running on the bus's thread until dropped.
+pub struct Follower {
+    monitor: Monitor,
+    ready: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+    /// Answers being written, told by the team's node ([`super::writing`]).
+    glimpses: tokio::task::JoinHandle<()>,
+}
+
+impl Follower {
+    /// Starts following the team whose store is `store` and whose stream `bus` reaches.
+    pub fn start(bus: Arc<Bus>, store: Arc<SqlStore>, memory: MemoryBudget) -> Follower {
+        let monitor = Monitor::following(BUFFER, Default::default(), 0, memory);
+        let ready = Arc::new(AtomicBool::new(false));
+        let on = bus.clone();
+        let (m, r) = (monitor.clone(), ready.clone());
+        let glimpses = super::writing::take_in(bus.clone(), monitor.clone());
+        let task = on.spawn(async move { follow(&bus, &store, &m, &r, memory).await });
+        Follower {
+            monitor,
+            ready,
+            task,
+            glimpses,
+        }
+    }
+
+    /// The followed team's monitor, once it holds what the store held when it started.
+    pub fn monitor(&self) -> Option<&Monitor> {
+        self.ready.load(Ordering::Acquire).then_some(&self.monitor)
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.glimpses.abort();
+    }
+}
+
+/// Why following stopped short.
+#[derive(Debug, thiserror::Error)]
+enum Stop {
+    /// The changes the follower lacks are gone from the stream and the store: load anew.
+    #[error("changes {from} to {to} are no longer in the store (compacted)")]
+    Lost { from: u64, to: u64 },
+    #[error("the store failed: {0}")]
+    Store(#[from] cohort_store::StoreError),
+}
+
+async fn follow(
+    bus: &Bus,
+    store: &SqlStore,
+    monitor: &Monitor,
+    ready: &AtomicBool,
+    memory: MemoryBudget,
+) {
+    let mut pause = Duration::from_millis(50);
+    let stamp = loop {
+        match store.store_id().await {
+            Ok(id) => break id,
+            Err(e) => {
+                tracing::warn!("the follower could not read the store's id (retrying): {e}");
+                tokio::time::sleep(MOST_PAUSE).await;
+            }
+        }
+    };
+    loop {
+        match cohort_store::load(store).await {
+            Ok(loaded) => {
+                monitor.reset_followed(loaded.states, loaded.version, memory);
+                ready.store(true, Ordering::Release);
+                pause = Duration::from_millis(50);
+                let why = follow_stream(bus, store, monitor, &stamp).await;
+                tracing::warn!("following the team again from the store: {why}");
+            }
+            Err(e) => {
+                tracing::warn!("the follower could not load the team (retrying): {e}");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MOST_PAUSE);
+            }
+        }
+    }
+}
+
+/// Follows the stream (reopened after any error) and the store, until changes are lost.
+async fn follow_stream(bus: &Bus, store: &SqlStore, monitor: &Monitor, stamp: &str) -> Stop {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let messages = match open(bus, monitor.version()).await {
+            Ok(m) => Some(m),
+            Err(why) => {
+                tracing::debug!("the follower cannot read the event stream now: {why}");
+                None
+            }
+        };
+        let read = match messages {
+            Some(m) => read_stream(m, store, monitor, stamp).await,
+            None => Ok(()),
+        };
+        // Whatever the stream could not give, the store can.
+        let caught = match read {
+            Ok(()) => catch_up(store, monitor).await,
+            Err(stop) => Err(stop),
+        };
+        match caught {
+            Err(Stop::Lost { from, to }) => return Stop::Lost { from, to },
+            Err(Stop::Store(e)) => tracing::warn!("the follower's store read failed: {e}"),
+            Ok(()) => {}
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MOST_PAUSE);
+    }
+}
+
+/// An ordered consumer of the team's stream from the first message after `version`.
+async fn open(bus: &Bus, version: u64) -> Result<jetstream::consumer::pull::Ordered, String> {
+    let mut stream = bus
+        .jetstream
+        .get_stream(&bus.names.events_stream)
+        .await
+        .map_err(|e| e.to_string())?;
+    let start = first_after(&mut stream, version).await?;
+    let config = jetstream::consumer::pull::OrderedConfig {
+        filter_subject: bus.names.events_subject.clone(),
+        deliver_policy: jetstream::consumer::DeliverPolicy::ByStartSequence {
+            start_sequence: start,
+        },
+        ..Default::default()
+    };
+    stream
+        .create_consumer(config)
+        .await
+        .map_err(|e| e.to_string())?
+        .messages()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The sequence of the stream's first message whose version is after `version` (the next
+/// sequence to come when there is none yet): a binary search, as versions grow with sequences.
+async fn first_after(stream: &mut jetstream::stream::Stream, version: u64) -> Result<u64, String> {
+    let state = stream
+        .info()
+        .await
+        .map_err(|e| e.to_string())?
+        .state
+        .clone();
+    if state.messages == 0 {
+        return Ok(state.last_sequence + 1);
+    }
+    let (mut lo, mut hi) = (state.first_sequence, state.last_sequence + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let m = stream
+            .get_raw_message(mid)
+            .await
+            .map_err(|e| format!("reading message {mid} of the stream: {e}"))?;
+        if version_of(&m.headers).unwrap_or(0) > version {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Ok(lo)
+}
+
+/// Applies the stream's messages until it fails, ends or is quiet for [`QUIET`] (Ok: the
+/// store is asked then).
+async fn read_stream(
+    mut messages: jetstream::consumer::pull::Ordered,
+    store: &SqlStore,
+    monitor: &Monitor,
+    stamp: &str,
+) -> Result<(), Stop> {
+    loop {
+        let message = match tokio::time::timeout(QUIET, messages.next()).await {
+            Ok(Some(Ok(m))) => m,
+            Ok(Some(Err(e))) => {
+                tracing::debug!("the event stream's consumer failed: {e}");
+                return Ok(());
+            }
+            Ok(None) | Err(_) => return Ok(()),
+        };
+        let headers = message.headers.as_ref();
+        if headers
+            .and_then(|h| h.get("Cohort-Store"))
+            .map(|s| s.as_str())
+            != Some(stamp)
+        {
+            // Another store's events (a second deployment of the team's name): not this team.
+            tracing::warn!("the event stream holds another store's events; following the store");
+            return Ok(());
+        }
+        let version = headers.and_then(version_of).unwrap_or(0);
+        let event = match serde_json::from_slice::<Event>(&message.payload) {
+            Ok(e) => e,
+            // Too large for NATS (published empty), or unreadable: the store has it.
+            Err(_) => {
+                fill(store, monitor, version).await?;
+                continue;
+            }
+        };
+        if let Err(Gap { got, .. }) = monitor.apply_followed(event.clone()) {
+            fill(store, monitor, got - 1).await?;
+            let _ = monitor.apply_followed(event);
+        }
+    }
+}
+
+/// Applies what the store holds after the monitor's version.
+async fn catch_up(store: &SqlStore, monitor: &Monitor) -> Result<(), Stop> {
+    fill(store, monitor, u64::MAX).await
+}
+
+/// Applies the stored changes after the monitor's version up to `to` (or as far as the store
+/// goes).
+async fn fill(store: &SqlStore, monitor: &Monitor, to: u64) -> Result<(), Stop> {
+    loop {
+        let at = monitor.version();
+        if at >= to {
+            return Ok(());
+        }
+        let want = usize::try_from(to - at).unwrap_or(PAGE).min(PAGE);
+        let page = store.events_after(at, want).await?;
+        let Some(first) = page.first() else {
+            return Ok(());
+        };
+        if first.version > at + 1 {
+            return Err(Stop::Lost {
+                from: at + 1,
+                to: first.version - 1,
+            });
+        }
+        for e in page {
+            // In order and following: no gap can come of it.
+            let _ = monitor.apply_followed(e);
+        }
+    }
+}
