@@ -831,6 +831,27 @@ async fn traceparents_on_nats(nats: &nats::Nats) -> Arc<Mutex<Vec<String>>> {
     seen
 }
 
+/// The consumer of `agent`'s inbox in team `team`'s inbox stream, once it has acknowledged a
+/// message (within 10 s).
+async fn inbox_of(
+    nats: &nats::Nats,
+    team: &str,
+    agent: &str,
+) -> async_nats::jetstream::consumer::Info {
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let stream = js.get_stream(format!("COHORT_{team}_INBOX")).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = stream.consumer_info(format!("inbox-{agent}")).await;
+        match info {
+            Ok(info) if info.ack_floor.stream_sequence > 0 => return info,
+            other => assert!(Instant::now() < deadline, "{other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The team's event stream, read back whole: each message's version and JSON.
 async fn stream_events(nats: &nats::Nats, stream: &str) -> Vec<(u64, Value)> {
     let (user, password) = nats.auth().unwrap();
@@ -1019,6 +1040,80 @@ async fn a_follower_takes_the_stream_and_what_it_lacks_from_the_store() {
         (seen.step_id.as_str(), seen.text.as_str()),
         ("s1", "so far")
     );
+}
+
+/// What an agent's inbox reader gave the agent, and how its receipts go: message 2's is not
+/// stored the first time, message 3's takes longer than the inbox's ack wait.
+#[derive(Clone, Default)]
+struct Taker {
+    taken: Arc<Mutex<Vec<u64>>>,
+}
+
+impl cohort::node::inbox::Receiver for Taker {
+    async fn deliver(&self, no: u64, _message: cohort::message::Message) -> bool {
+        self.taken.lock().unwrap().push(no);
+        true
+    }
+
+    async fn stored(&self) -> bool {
+        let (last, times) = {
+            let taken = self.taken.lock().unwrap();
+            let last = *taken.last().unwrap();
+            (last, taken.iter().filter(|n| **n == last).count())
+        };
+        match last {
+            2 => times > 1,
+            3 => {
+                tokio::time::sleep(cohort::node::inbox::ACK_WAIT + Duration::from_secs(2)).await;
+                true
+            }
+            _ => true,
+        }
+    }
+}
+
+/// An agent's JetStream inbox, read as its node reads it: in order, one message at a time; one
+/// whose receipt was not stored comes again; one whose receipt takes longer than the ack wait
+/// is kept in progress meanwhile (it does not come twice); a copy from an older placement is
+/// dropped; one from a newer placement stops the reader and waits for the agent's new node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_inbox_delivers_in_order_again_until_stored_and_keeps_a_slow_receipt_in_progress()
+{
+    use cohort::node::inbox;
+    use cohort::node::wire::Hold;
+    let nats = nats::Nats::start("inbox");
+    let options = BusOptions {
+        url: nats.url(),
+        credentials: Credentials::None,
+        tls: Tls::default(),
+    };
+    let bus = Arc::new(Bus::connect(&options, "inbox", "n").await.unwrap());
+    let agent = cohort::ids::AgentId::from("w");
+    let hold = |token| Hold { term: 1, token };
+    inbox::clear(&bus, &agent).await.unwrap();
+    for (token, no) in [(1, 1), (2, 2), (2, 3), (2, 2), (2, 4), (3, 5)] {
+        let m = cohort::message::Message::notice(
+            "t".into(),
+            "a".into(),
+            vec![agent.clone()],
+            cohort::ids::StageRef::NoRelative,
+            format!("message {no}"),
+        );
+        inbox::put(&bus, &agent, hold(token), no, &m).await.unwrap();
+    }
+    let taker = Taker::default();
+    let reading = inbox::read(&bus, &agent, hold(2), taker.clone());
+    tokio::time::timeout(Duration::from_secs(40), reading)
+        .await
+        .expect("the reader did not stop at the newer placement's message");
+    // 1 was an older placement's; the second 2 was the same message put again (JetStream
+    // dropped it); 2 came again after its receipt failed; 3 once, though its receipt took
+    // longer than the ack wait.
+    assert_eq!(*taker.taken.lock().unwrap(), [2, 2, 3, 4]);
+    let next = Taker::default();
+    let reading = inbox::read(&bus, &agent, hold(3), next.clone());
+    let _ = tokio::time::timeout(Duration::from_secs(3), reading).await;
+    assert_eq!(*next.taken.lock().unwrap(), [5]);
 }
 
 /// A websocket feed of the states, as a test reads it: the version of its snapshot, every
@@ -1405,6 +1500,11 @@ async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on
         "{}",
         b.log()
     );
+    // The goal's messages to the writer on node b went through its JetStream inbox: a
+    // durable consumer of its own, read one at a time, each acknowledged once taken.
+    let inbox = inbox_of(&t.nats, "spread", "writer").await;
+    assert_eq!(inbox.config.max_ack_pending, 1, "{inbox:?}");
+    assert!(inbox.ack_floor.stream_sequence > 0, "{inbox:?}");
     b.signal("-KILL");
     b.wait_exit(Duration::from_secs(10));
     finish_tasks(http, &a.base, &token, 1).await;

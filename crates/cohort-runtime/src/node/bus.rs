@@ -4,6 +4,7 @@
 //! Credentials are never logged: a URL is shown without its password.
 
 use async_nats::jetstream;
+use cohort_core::ids::AgentId;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -68,6 +69,10 @@ pub struct TeamNames {
     pub writing_subject: String,
     /// Where the team's node calls node `<name>` (its agents): this, `.`, the name's token.
     hosts_prefix: String,
+    /// The JetStream stream of the agents' inboxes ([`super::inbox`]).
+    pub inbox_stream: String,
+    /// An agent's inbox subject: this, `.`, the agent's token.
+    inbox_prefix: String,
 }
 
 impl TeamNames {
@@ -80,12 +85,24 @@ impl TeamNames {
             core_subject: format!("cohort.{token}.core"),
             writing_subject: format!("cohort.{token}.writing"),
             hosts_prefix: format!("cohort.{token}.node"),
+            inbox_stream: format!("COHORT_{token}_INBOX"),
+            inbox_prefix: format!("cohort.{token}.inbox"),
         }
     }
 
     /// Where the team's node calls node `node` about the agents it runs.
     pub fn host_subject(&self, node: &str) -> String {
         format!("{}.{}", self.hosts_prefix, subject_token(node))
+    }
+
+    /// The subject of `agent`'s inbox.
+    pub fn inbox_subject(&self, agent: &AgentId) -> String {
+        format!("{}.{}", self.inbox_prefix, subject_token(agent.as_str()))
+    }
+
+    /// The name of the durable consumer that reads `agent`'s inbox.
+    pub fn inbox_consumer(&self, agent: &AgentId) -> String {
+        format!("inbox-{}", subject_token(agent.as_str()))
     }
 }
 
@@ -114,6 +131,9 @@ fn subject_token(name: &str) -> String {
 
 /// The most the event stream keeps; older changes go first (the store keeps them all).
 pub const EVENTS_MAX_BYTES: i64 = 1 << 30;
+/// The most the agents' inboxes hold together; past it a message waits in the record (the
+/// team's node tries again).
+pub const INBOX_MAX_BYTES: i64 = 256 << 20;
 /// How long JetStream remembers a change's `Nats-Msg-Id` to drop a repeat of it.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
@@ -249,6 +269,23 @@ impl Bus {
             .map_err(|e| BusError::Stream {
                 url: shown.clone(),
                 stream: names.events_stream.clone(),
+                why: e.to_string(),
+            })?;
+        jetstream
+            .get_or_create_stream(jetstream::stream::Config {
+                name: names.inbox_stream.clone(),
+                subjects: vec![format!("{}.*", names.inbox_prefix)],
+                retention: jetstream::stream::RetentionPolicy::WorkQueue,
+                storage: jetstream::stream::StorageType::File,
+                max_bytes: INBOX_MAX_BYTES,
+                discard: jetstream::stream::DiscardPolicy::New,
+                duplicate_window: DUPLICATE_WINDOW,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| BusError::Stream {
+                url: shown.clone(),
+                stream: names.inbox_stream.clone(),
                 why: e.to_string(),
             })?;
         Ok((client, jetstream))

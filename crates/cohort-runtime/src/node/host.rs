@@ -1,7 +1,8 @@
 //! A node running agents for the team's node: it takes the [`ToHost`] calls on its own subject.
 //! It runs an agent it is granted, carrying on from the state the team's record has (a step
-//! its last node left running is settled as a restart settles it); it passes on what the agent
-//! is sent; and it lets the agent go when told,
+//! its last node left running is settled as a restart settles it); it reads the agent's
+//! JetStream inbox ([`super::inbox`]) for what the agent is sent; and it lets the agent go when
+//! told,
 //! once its steps under way have landed and are stored. The agent's own changes and hand-overs
 //! go to the team's node ([`CoreLink`]).
 
@@ -215,6 +216,34 @@ struct Hosted {
     hold: Hold,
     addr: Addr<AgentActor>,
     core: Arc<CoreLink>,
+    /// Reading its inbox; stops when the agent leaves this node.
+    _inbox: InboxReading,
+}
+
+/// The reading of one agent's inbox, stopped when dropped.
+struct InboxReading(tokio::task::JoinHandle<()>);
+
+impl Drop for InboxReading {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// An agent here as its inbox's reader sees it: messages go to its actor, and its receipt is
+/// stored once the team's node has stored what the agent sent it.
+struct AgentInbox {
+    addr: Addr<AgentActor>,
+    core: Arc<CoreLink>,
+}
+
+impl super::inbox::Receiver for AgentInbox {
+    async fn deliver(&self, no: u64, message: cohort_core::message::Message) -> bool {
+        self.addr.send(Deliver(no, Arc::new(message))).await.is_ok()
+    }
+
+    async fn stored(&self) -> bool {
+        self.core.stored().await
+    }
 }
 
 /// What this node runs agents with: the same settings and models as the team's node.
@@ -274,6 +303,7 @@ pub struct AgentHost {
 struct HostInner {
     parts: HostParts,
     link: Link,
+    bus: Arc<Bus>,
     core_subject: String,
     agents: Mutex<HashMap<AgentId, Hosted>>,
 }
@@ -296,6 +326,7 @@ impl AgentHost {
             inner: Arc::new(HostInner {
                 parts,
                 link,
+                bus: bus.clone(),
                 core_subject: bus.names.core_subject.clone(),
                 agents: Mutex::default(),
             }),
@@ -364,10 +395,6 @@ impl AgentHost {
                 },
                 _,
             ) => ready(self.run(hold, record.into_state(), base_task)),
-            (ToHost::Deliver { no, message, .. }, Some(addr)) => {
-                addr.do_send(Deliver(no, Arc::new(message)));
-                ready(Ok(()))
-            }
             (
                 ToHost::Decide {
                     step_id,
@@ -469,8 +496,24 @@ impl AgentHost {
         let outlet: Arc<dyn Outlet> = core.clone();
         let actor = settings.actor(state, Some(llm), tools, SyncLink::to(&proxy), outlet);
         let addr = AgentActor::start_in_arbiter(&arbiter, move |_| actor);
+        let reader = AgentInbox {
+            addr: addr.clone(),
+            core: core.clone(),
+        };
+        let (bus, id) = (self.inner.bus.clone(), agent.clone());
+        let inbox = InboxReading(
+            self.inner
+                .bus
+                .spawn(async move { super::inbox::read(&bus, &id, hold, reader).await }),
+        );
         tracing::info!(%agent, token = hold.token, "the agent runs on this node");
-        self.inner.lock().insert(agent, Hosted { hold, addr, core });
+        let hosted = Hosted {
+            hold,
+            addr,
+            core,
+            _inbox: inbox,
+        };
+        self.inner.lock().insert(agent, hosted);
         Ok(())
     }
 

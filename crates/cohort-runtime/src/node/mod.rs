@@ -7,7 +7,9 @@
 //! - [`relay`]: every change the store commits, published to the team's JetStream event
 //!   stream, in order and each once.
 //! - [`wire`]: what the team's node and the nodes that run agents for it say to each other;
-//!   [`link`]: saying it over NATS, in order, each call with its answer and a deadline.
+//!   [`link`]: saying it over NATS, in order, each call with its answer and a deadline;
+//!   [`inbox`]: the messages of an agent on another node, through a JetStream consumer of its
+//!   own.
 //! - On the team's node: [`placer`], which node runs which agent, and moving one;
 //!   [`stand_in`], an agent elsewhere in the dispatcher's eyes; [`core_calls`], taking the
 //!   calls of agents elsewhere (under their leases) to SyncState and the monitor.
@@ -19,6 +21,7 @@ pub mod bus;
 pub mod core_calls;
 pub mod follower;
 pub mod host;
+pub mod inbox;
 pub mod lease;
 pub mod link;
 pub mod placer;

@@ -6,9 +6,10 @@
 //! record, and routes to it again the messages it had not taken. People, and the agents
 //! managers hire, stay on the team's node.
 
-use super::bus::TeamNames;
+use super::bus::Bus;
 use super::core_calls::Grants;
 use super::host::RELEASE_WITHIN;
+use super::inbox;
 use super::link::Link;
 use super::stand_in::{Lost, StandIn};
 use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
@@ -62,7 +63,7 @@ struct Mover {
     term: LeaseTerm,
     store: Arc<SqlStore>,
     link: Link,
-    names: TeamNames,
+    bus: Arc<Bus>,
     grants: Arc<Grants>,
     monitor: Monitor,
     dispatcher: Addr<Dispatcher>,
@@ -95,7 +96,7 @@ impl Placer {
         term: LeaseTerm,
         store: Arc<SqlStore>,
         link: Link,
-        names: TeamNames,
+        bus: Arc<Bus>,
         grants: Arc<Grants>,
     ) -> Placer {
         let places = team
@@ -111,7 +112,7 @@ impl Placer {
                 term,
                 store,
                 link,
-                names,
+                bus,
                 grants,
                 monitor: team.monitor.clone(),
                 dispatcher: team.dispatcher.clone(),
@@ -349,9 +350,9 @@ impl Mover {
         let answer = self
             .link
             .ask(
-                self.names.host_subject(node),
+                self.bus.names.host_subject(node),
                 payload.into(),
-                call.traceparent(),
+                None,
                 deadline,
             )
             .await
@@ -379,6 +380,14 @@ impl Mover {
             token,
         };
         self.grants.set(agent.clone(), hold);
+        // The inbox starts afresh: the record routes again what the agent has not taken, in
+        // order (a copy left from an older placement would only be dropped there).
+        let bus = self.bus.clone();
+        let id = agent.clone();
+        let cleared = self.bus.spawn(async move { inbox::clear(&bus, &id).await });
+        if let Ok(Err(e)) | Err(e) = cleared.await.map_err(|e| e.to_string()) {
+            tracing::warn!(%agent, "the agent's inbox was not started afresh ({e}); older copies are dropped where it runs");
+        }
         let call = ToHost::Run {
             hold,
             record: Box::new(cohort_core::event::AgentRecord::of(&state)),
@@ -393,9 +402,9 @@ impl Mover {
             self.grants.revoke(agent, MOVE_DEADLINE).await;
             return None;
         }
-        let subject = self.names.host_subject(&to.name);
-        let lost = self.lost.clone();
-        let stand_in = StandIn::new(agent.clone(), hold, subject, self.link.clone(), lost).start();
+        let subject = self.bus.names.host_subject(&to.name);
+        let way = (subject, self.link.clone(), self.bus.clone());
+        let stand_in = StandIn::new(agent.clone(), hold, way, self.lost.clone()).start();
         self.dispatcher
             .do_send(RegisterControl(agent.clone(), Controls::of(&stand_in)));
         self.dispatcher

@@ -2,14 +2,15 @@
 //! with the dispatcher in the agent's place, it passes on what the agent is sent (messages, a
 //! person's verdicts, cancels, pauses) as [`ToHost`] calls to that node.
 //!
-//! Messages go one at a time, in the order they were routed, each once its predecessor was
-//! taken (one in flight per agent); one that found no answer is sent again. One the node says
-//! it no longer runs the agent for is left in flight: the team's record still has it, and
-//! it is delivered again wherever the agent runs next; the agent is noted [`Lost`], so the
-//! placer runs it again (that node restarted, or let it go). So is an agent whose node took no
-//! message for [`UNREACHABLE_AFTER`] (cut off from NATS): its old copy's writes are refused by
-//! its stale lease.
+//! Messages go into the agent's JetStream inbox ([`inbox`]), in the order they were routed,
+//! each once its predecessor is stored there; the agent's node reads them one at a time. An
+//! inbox its node has not read from for [`UNREACHABLE_AFTER`] while messages wait (the node was
+//! cut off from NATS, or restarted without the agent) gets the agent noted [`Lost`], so the
+//! placer runs it again from the record (which routes the messages again); the old copy's
+//! writes are refused by its stale lease.
 
+use super::bus::Bus;
+use super::inbox;
 use super::link::Link;
 use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
 use crate::actors::{CancelStep, Decide, Deliver, SetPaused};
@@ -24,13 +25,17 @@ use std::time::Duration;
 
 /// How long a call to the agent's node waits for its answer.
 const ANSWER_DEADLINE: Duration = Duration::from_secs(10);
-/// How long a message that found no answer waits before it is sent again.
+/// How long a message the inbox did not take waits before it is put again.
 const RESEND_AFTER: Duration = Duration::from_millis(500);
+/// How often the stand-in looks at how far the agent's node has read its inbox, while it has
+/// not read all of it.
+const LOOK_EVERY: Duration = Duration::from_secs(2);
 /// Messages waiting to be passed on at most; beyond it they stay in flight in the record.
 const QUEUED: usize = 100_000;
-/// How long the agent's node may go without taking a message before the agent counts as lost
-/// there (cut off from NATS while it still says it is alive in the store): it is placed again,
-/// and whatever the old copy still tries is refused by its stale lease.
+/// How long the agent's node may go without reading its inbox, while messages wait there,
+/// before the agent counts as lost there (cut off from NATS while it still says it is alive in
+/// the store, or restarted without it): it is placed again, and whatever the old copy still
+/// tries is refused by its stale lease.
 const UNREACHABLE_AFTER: Duration = Duration::from_secs(10);
 
 /// The agents whose node said it no longer runs them (under the hold they were placed with),
@@ -67,36 +72,48 @@ pub struct StandIn {
     /// The subject of the node the agent runs on.
     node: String,
     link: Link,
+    bus: Arc<Bus>,
     queue: VecDeque<(u64, Arc<Message>)>,
     sending: bool,
     lost: Arc<Lost>,
-    /// Since when the message at the front of the queue has found no answer.
-    failing_since: Option<std::time::Instant>,
+    /// The newest sequence put into the agent's inbox, and the newest its node acknowledged.
+    put_to: u64,
+    acked_to: u64,
+    /// Since when the inbox has held messages its node did not acknowledge (no progress).
+    stalled_since: Option<std::time::Instant>,
+    /// Whether a look at the node's progress is due or under way.
+    looking: bool,
 }
 
 impl StandIn {
-    pub fn new(agent: AgentId, hold: Hold, node: String, link: Link, lost: Arc<Lost>) -> Self {
+    pub fn new(
+        agent: AgentId,
+        hold: Hold,
+        (node, link, bus): (String, Link, Arc<Bus>),
+        lost: Arc<Lost>,
+    ) -> Self {
         StandIn {
             agent,
             hold,
             node,
             link,
+            bus,
             queue: VecDeque::new(),
             sending: false,
             lost,
-            failing_since: None,
+            put_to: 0,
+            acked_to: 0,
+            stalled_since: None,
+            looking: false,
         }
     }
 
     /// Asks the agent's node, answered with its answer (or why there is none).
     fn ask(&self, call: &ToHost) -> impl Future<Output = HostAnswer> + use<> {
         let payload = serde_json::to_vec(call).unwrap_or_default();
-        let asked = self.link.ask(
-            self.node.clone(),
-            payload.into(),
-            call.traceparent(),
-            ANSWER_DEADLINE,
-        );
+        let asked = self
+            .link
+            .ask(self.node.clone(), payload.into(), None, ANSWER_DEADLINE);
         async move {
             let answer = asked
                 .await
@@ -106,7 +123,8 @@ impl StandIn {
         }
     }
 
-    /// Passes the oldest waiting message on, unless one is on its way already.
+    /// Puts the oldest waiting message into the agent's inbox, unless one is on its way
+    /// already.
     fn pump(&mut self, ctx: &mut Context<Self>) {
         if self.sending {
             return;
@@ -115,37 +133,66 @@ impl StandIn {
             return;
         };
         self.sending = true;
-        let call = ToHost::Deliver {
-            agent: self.agent.clone(),
-            hold: self.hold,
-            no,
-            message: (*message).clone(),
-        };
-        ctx.spawn(self.ask(&call).into_actor(self).map(|answer, act, ctx| {
+        let (bus, agent, hold) = (self.bus.clone(), self.agent.clone(), self.hold);
+        let on = self.bus.clone();
+        let putting = on.spawn(async move { inbox::put(&bus, &agent, hold, no, &message).await });
+        ctx.spawn(putting.into_actor(self).map(|put, act, ctx| {
             act.sending = false;
-            match answer {
-                Ok(()) => {
-                    act.failing_since = None;
+            match put {
+                Ok(Ok(seq)) => {
                     act.queue.pop_front();
+                    act.put_to = seq;
+                    act.look_later(ctx);
                     act.pump(ctx);
                 }
-                Err(HostRefusal::NotHere(_)) => {
-                    tracing::warn!(agent = %act.agent, "the agent's node no longer runs it; its messages wait in the record and it is placed again");
-                    act.queue.clear();
-                    act.lost.note(act.agent.clone(), act.hold);
+                Ok(Err(e)) => act.again(ctx, &e),
+                Err(e) => act.again(ctx, &e.to_string()),
+            }
+        }));
+    }
+
+    /// Tries the inbox again after [`RESEND_AFTER`].
+    fn again(&mut self, ctx: &mut Context<Self>, why: &str) {
+        tracing::warn!(agent = %self.agent, "the agent's inbox did not take a message ({why}); tried again");
+        ctx.run_later(RESEND_AFTER, |act, ctx| act.pump(ctx));
+    }
+
+    /// Looks at how far the agent's node has read its inbox in a while, if it has not read
+    /// all of it.
+    fn look_later(&mut self, ctx: &mut Context<Self>) {
+        if self.looking || self.put_to <= self.acked_to {
+            return;
+        }
+        self.looking = true;
+        ctx.run_later(LOOK_EVERY, |act, ctx| act.look(ctx));
+    }
+
+    /// The node's progress: an inbox it has not read from for [`UNREACHABLE_AFTER`] while
+    /// messages wait in it means the node cannot be reached (cut off from NATS, or restarted
+    /// without the agent): the agent is noted lost, and placed again.
+    fn look(&mut self, ctx: &mut Context<Self>) {
+        let (bus, agent) = (self.bus.clone(), self.agent.clone());
+        let on = self.bus.clone();
+        let asking = on.spawn(async move { inbox::acked_to(&bus, &agent).await });
+        ctx.spawn(asking.into_actor(self).map(|acked, act, ctx| {
+            act.looking = false;
+            let now = std::time::Instant::now();
+            match acked {
+                Ok(Ok(seq)) if seq > act.acked_to => {
+                    act.acked_to = seq;
+                    act.stalled_since = None;
                 }
-                Err(e) => {
-                    let since = *act.failing_since.get_or_insert_with(std::time::Instant::now);
-                    if since.elapsed() >= UNREACHABLE_AFTER {
-                        tracing::warn!(agent = %act.agent, "the agent's node took no message for {UNREACHABLE_AFTER:?} ({e}); it is placed again");
+                _ => {
+                    let since = *act.stalled_since.get_or_insert(now);
+                    if now.duration_since(since) >= UNREACHABLE_AFTER {
+                        tracing::warn!(agent = %act.agent, "the agent's node read nothing of its inbox for {UNREACHABLE_AFTER:?}; it is placed again");
                         act.queue.clear();
                         act.lost.note(act.agent.clone(), act.hold);
                         return;
                     }
-                    tracing::warn!(agent = %act.agent, "a message to the agent's node found no answer ({e}); sent again");
-                    ctx.run_later(RESEND_AFTER, |act, ctx| act.pump(ctx));
                 }
             }
+            act.look_later(ctx);
         }));
     }
 }

@@ -111,13 +111,6 @@ pub enum ToHost {
         record: Box<AgentRecord>,
         base_task: TaskId,
     },
-    /// Deliver message `no` to it (0: a message no one tracks).
-    Deliver {
-        agent: AgentId,
-        hold: Hold,
-        no: u64,
-        message: Message,
-    },
     /// A person's verdict on one of its waiting steps.
     Decide {
         agent: AgentId,
@@ -150,19 +143,10 @@ impl ToHost {
     pub fn hold(&self) -> Option<Hold> {
         match self {
             ToHost::Run { .. } => None,
-            ToHost::Deliver { hold, .. }
-            | ToHost::Decide { hold, .. }
+            ToHost::Decide { hold, .. }
             | ToHost::Cancel { hold, .. }
             | ToHost::Pause { hold, .. }
             | ToHost::Release { hold, .. } => Some(*hold),
-        }
-    }
-
-    /// The trace context of the message the call delivers, if it delivers one.
-    pub fn traceparent(&self) -> Option<TraceParent> {
-        match self {
-            ToHost::Deliver { message, .. } => message.traceparent,
-            _ => None,
         }
     }
 
@@ -170,8 +154,7 @@ impl ToHost {
     pub fn agent(&self) -> &AgentId {
         match self {
             ToHost::Run { record, .. } => &record.agent.agent_id,
-            ToHost::Deliver { agent, .. }
-            | ToHost::Decide { agent, .. }
+            ToHost::Decide { agent, .. }
             | ToHost::Cancel { agent, .. }
             | ToHost::Pause { agent, .. }
             | ToHost::Release { agent, .. } => agent,

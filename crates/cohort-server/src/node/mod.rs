@@ -19,7 +19,7 @@ pub mod local_feed;
 pub mod standby;
 
 // The node's runtime parts under this module, so `cohort::node::…` names them all.
-pub use cohort_runtime::node::{bus, follower, lease, relay, writing};
+pub use cohort_runtime::node::{bus, follower, inbox, lease, relay, wire, writing};
 
 use cohort_runtime::node::bus::Bus;
 use cohort_runtime::node::core_calls::{CoreCalls, Grants};
@@ -486,7 +486,7 @@ impl Term<'_> {
             self.lease,
             self.store.clone(),
             spread.link.clone(),
-            spread.bus.names.clone(),
+            spread.bus.clone(),
             grants,
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
