@@ -116,6 +116,13 @@ enum Command {
     Inspect {
         #[command(flatten)]
         data: DataArgs,
+        /// With --nats: the team file, whose name says which team's inboxes to show.
+        #[arg(long, requires = "nats")]
+        team: Option<PathBuf>,
+        /// Also how far each agent's node is behind its JetStream inbox (a team across
+        /// machines): --nats and the credentials `serve --node` takes.
+        #[command(flatten)]
+        nats: Box<cli::node::NatsArgs>,
     },
     /// Write a stored team's state events (or one task's) to stdout as JSON lines.
     Export {
@@ -260,9 +267,15 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Check { team, strict } => check::check(&team, strict),
-        Command::Inspect { data } => {
+        Command::Inspect { data, team, nats } => {
             quiet_on_closed_pipe();
-            read_store(&data, None, false)
+            match read_store(&data, None, false) {
+                code if code != ExitCode::SUCCESS => code,
+                code => match nats.options() {
+                    Some(options) => cli::node::inspect_inboxes(&options, team.as_deref()),
+                    None => code,
+                },
+            }
         }
         Command::Export { data, task } => {
             quiet_on_closed_pipe();
@@ -277,13 +290,19 @@ fn main() -> ExitCode {
             data,
             no_data,
             node,
-        } => serve(
-            &team,
-            (bind, metrics_bind),
-            web,
-            (!no_data).then_some(data),
-            node.node(),
-        ),
+        } => match node.node() {
+            Ok(node) => serve(
+                &team,
+                (bind, metrics_bind),
+                web,
+                (!no_data).then_some(data),
+                node,
+            ),
+            Err(why) => {
+                eprintln!("error: {why}");
+                ExitCode::from(2)
+            }
+        },
         Command::Mcp { command } => mcp(command),
         Command::Bench {
             quick,

@@ -36,8 +36,15 @@ pub struct NodeArgs {
 }
 
 impl NodeArgs {
-    /// The node asked for, if any.
-    pub fn node(&self) -> Option<Node> {
+    /// The node asked for, if any; an error for NATS without a node.
+    pub fn node(&self) -> Result<Option<Node>, String> {
+        if self.node.is_none() && self.nats.nats.is_some() {
+            return Err("--nats is for a node of a team across machines: add --node NAME".into());
+        }
+        Ok(self.node_asked())
+    }
+
+    fn node_asked(&self) -> Option<Node> {
         Some(Node {
             name: self.node.clone()?,
             lease: std::time::Duration::from_secs(self.lease_secs),
@@ -94,7 +101,7 @@ pub struct NatsArgs {
     /// NATS with JetStream for a team across machines (`nats://host:4222`, `tls://…`; several
     /// comma-separated): the team's agents spread over the nodes, and every committed change
     /// is published on the team's event stream.
-    #[arg(long, env = "COHORT_NATS_URL", requires = "node")]
+    #[arg(long, env = "COHORT_NATS_URL")]
     pub nats: Option<String>,
     /// A NATS user (with --nats-password).
     #[arg(long, env = "COHORT_NATS_USER", requires = "nats_password")]
@@ -157,4 +164,48 @@ impl NatsArgs {
             tls,
         })
     }
+}
+
+/// `cohort inspect --nats URL --team FILE`: every inbox consumer of the team (an agent that ran
+/// on another node than the team's) with what waits in it, what is in flight and what was
+/// delivered again.
+pub fn inspect_inboxes(options: &BusOptions, team: Option<&Path>) -> std::process::ExitCode {
+    let listed = (|| -> anyhow::Result<_> {
+        let team = team.context("--nats needs --team FILE (the team's name names its streams)")?;
+        let cfg = cohort::config::load_team(team)
+            .with_context(|| format!("loading {}", team.display()))?;
+        let rt = tokio::runtime::Runtime::new()?;
+        rt.block_on(async {
+            let bus = Bus::connect(options, &cfg.name, "inspect").await?;
+            let lags = cohort::node::inbox::lags(&bus)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            Ok((bus.names.inbox_stream.clone(), lags))
+        })
+    })();
+    let (stream, lags) = match listed {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return std::process::ExitCode::from(3);
+        }
+    };
+    println!();
+    println!(
+        "Inboxes (JetStream stream {stream}): {} consumer(s)",
+        lags.len()
+    );
+    if !lags.is_empty() {
+        println!(
+            "  {:<32} {:>8} {:>9} {:>11}",
+            "consumer", "waiting", "in flight", "redelivered"
+        );
+    }
+    for l in &lags {
+        println!(
+            "  {:<32} {:>8} {:>9} {:>11}",
+            l.consumer, l.waiting, l.in_flight, l.redelivered
+        );
+    }
+    std::process::ExitCode::SUCCESS
 }

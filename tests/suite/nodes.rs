@@ -1505,6 +1505,24 @@ async fn the_teams_agents_spread_over_the_nodes_and_a_dead_nodes_agents_carry_on
     let inbox = inbox_of(&t.nats, "spread", "writer").await;
     assert_eq!(inbox.config.max_ack_pending, 1, "{inbox:?}");
     assert!(inbox.ack_floor.stream_sequence > 0, "{inbox:?}");
+    // `cohort inspect --nats` lists it with its lag.
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["inspect", "--database", &pg.url(), "--nats", &t.nats.url()])
+        .args(["--team", SPREAD])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        table.contains("Inboxes (JetStream stream COHORT_spread_INBOX)"),
+        "{table}"
+    );
+    assert!(table.contains("inbox-writer"), "{table}");
     b.signal("-KILL");
     b.wait_exit(Duration::from_secs(10));
     finish_tasks(http, &a.base, &token, 1).await;

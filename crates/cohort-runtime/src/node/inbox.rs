@@ -220,3 +220,34 @@ async fn messages(bus: &Bus, agent: &AgentId) -> Result<jetstream::consumer::pul
         .map_err(|e| e.to_string())?;
     consumer.messages().await.map_err(|e| e.to_string())
 }
+
+/// How far one agent's node is behind its inbox (`cohort inspect --nats`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InboxLag {
+    /// The consumer's name (`inbox-<agent>`).
+    pub consumer: String,
+    /// Messages not delivered yet.
+    pub waiting: u64,
+    /// Delivered, not acknowledged yet (at most one).
+    pub in_flight: usize,
+    /// Delivered more than once so far.
+    pub redelivered: usize,
+}
+
+/// Every inbox consumer of the team and its lag, most waiting first.
+pub async fn lags(bus: &Bus) -> Result<Vec<InboxLag>, String> {
+    let stream = inbox_stream(bus).await?;
+    let mut consumers = stream.consumers();
+    let mut out = Vec::new();
+    while let Some(info) = consumers.next().await {
+        let info = info.map_err(|e| format!("listing the inbox consumers: {e}"))?;
+        out.push(InboxLag {
+            consumer: info.name.clone(),
+            waiting: info.num_pending,
+            in_flight: info.num_ack_pending,
+            redelivered: info.num_redelivered,
+        });
+    }
+    out.sort_by(|a, b| b.waiting.cmp(&a.waiting).then(a.consumer.cmp(&b.consumer)));
+    Ok(out)
+}
