@@ -380,14 +380,7 @@ impl Mover {
             token,
         };
         self.grants.set(agent.clone(), hold);
-        // The inbox starts afresh: the record routes again what the agent has not taken, in
-        // order (a copy left from an older placement would only be dropped there).
-        let bus = self.bus.clone();
-        let id = agent.clone();
-        let cleared = self.bus.spawn(async move { inbox::clear(&bus, &id).await });
-        if let Ok(Err(e)) | Err(e) = cleared.await.map_err(|e| e.to_string()) {
-            tracing::warn!(%agent, "the agent's inbox was not started afresh ({e}); older copies are dropped where it runs");
-        }
+        self.clear_inbox(agent).await;
         let call = ToHost::Run {
             hold,
             record: Box::new(cohort_core::event::AgentRecord::of(&state)),
@@ -430,11 +423,23 @@ impl Mover {
         }
     }
 
+    /// Starts `agent`'s inbox afresh for a new placement: the record routes again what the
+    /// agent has not taken, in order, and a node it ran on before reads nothing more of it
+    /// (what it still holds would only be dropped there, or refused by its stale lease).
+    async fn clear_inbox(&self, agent: &AgentId) {
+        let (bus, id) = (self.bus.clone(), agent.clone());
+        let cleared = self.bus.spawn(async move { inbox::clear(&bus, &id).await });
+        if let Ok(Err(e)) | Err(e) = cleared.await.map_err(|e| e.to_string()) {
+            tracing::warn!(%agent, "the agent's inbox was not started afresh ({e}); older copies are dropped where it ran");
+        }
+    }
+
     /// Runs `agent` on this node again, from the record.
     async fn back_here(&self, agent: AgentId) -> Option<Place> {
         let mut state = self.monitor.read(|s| s.agents.get(&agent).cloned())?;
         let llm = self.models.get(&agent)?.clone();
         self.grant_here(&agent).await;
+        self.clear_inbox(&agent).await;
         crate::actors::resume_moved(&mut state, &llm);
         let addr = self
             .factory
