@@ -15,7 +15,6 @@
 use super::bus::Bus;
 use super::relay::version_of;
 use crate::monitor::Monitor;
-use crate::monitor::follow::Gap;
 use async_nats::jetstream;
 use cohort_core::config::MemoryBudget;
 use cohort_core::event::Event;
@@ -122,16 +121,15 @@ async fn follow(
 async fn follow_stream(bus: &Bus, store: &SqlStore, monitor: &Monitor, stamp: &str) -> Stop {
     let mut pause = Duration::from_millis(50);
     loop {
-        let messages = match open(bus, monitor.version()).await {
-            Ok(m) => Some(m),
+        let read = match open(bus, monitor.version()).await {
+            Ok(messages) => {
+                pause = Duration::from_millis(50);
+                read_stream(messages, store, monitor, stamp).await
+            }
             Err(why) => {
                 tracing::debug!("the follower cannot read the event stream now: {why}");
-                None
+                Ok(())
             }
-        };
-        let read = match messages {
-            Some(m) => read_stream(m, store, monitor, stamp).await,
-            None => Ok(()),
         };
         // Whatever the stream could not give, the store can.
         let caught = match read {
@@ -200,8 +198,9 @@ async fn first_after(stream: &mut jetstream::stream::Stream, version: u64) -> Re
     Ok(lo)
 }
 
-/// Applies the stream's messages until it fails, ends or is quiet for [`QUIET`] (Ok: the
-/// store is asked then).
+/// Applies the stream's messages until the consumer fails or ends (Ok: the store is asked
+/// then); whenever it is quiet for [`QUIET`], what the store holds after the follower's
+/// version is applied meanwhile.
 async fn read_stream(
     mut messages: jetstream::consumer::pull::Ordered,
     store: &SqlStore,
@@ -215,14 +214,14 @@ async fn read_stream(
                 tracing::debug!("the event stream's consumer failed: {e}");
                 return Ok(());
             }
-            Ok(None) | Err(_) => return Ok(()),
+            Ok(None) => return Ok(()),
+            Err(_) => {
+                catch_up(store, monitor).await?;
+                continue;
+            }
         };
         let headers = message.headers.as_ref();
-        if headers
-            .and_then(|h| h.get("Cohort-Store"))
-            .map(|s| s.as_str())
-            != Some(stamp)
-        {
+        if headers.and_then(|h| h.get("Cohort-Store")).map(|s| s.as_str()) != Some(stamp) {
             // Another store's events (a second deployment of the team's name): not this team.
             tracing::warn!("the event stream holds another store's events; following the store");
             return Ok(());
@@ -236,9 +235,13 @@ async fn read_stream(
                 continue;
             }
         };
-        if let Err(Gap { got, .. }) = monitor.apply_followed(event.clone()) {
-            fill(store, monitor, got - 1).await?;
-            let _ = monitor.apply_followed(event);
+        if event.version > monitor.version() + 1 {
+            fill(store, monitor, event.version - 1).await?;
+        }
+        if let Err(gap) = monitor.apply_followed(event) {
+            // The store lacks what came between (it cannot: the stream is published from
+            // it); the next look at the store goes on from where the follower is.
+            tracing::warn!("a followed change was left for the store: {gap}");
         }
     }
 }
