@@ -1055,7 +1055,7 @@ impl cohort::node::inbox::Receiver for Taker {
         true
     }
 
-    async fn stored(&self) -> bool {
+    async fn stored(&self, _seq: u64) -> bool {
         let (last, times) = {
             let taken = self.taken.lock().unwrap();
             let last = *taken.last().unwrap();

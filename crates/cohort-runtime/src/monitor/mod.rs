@@ -417,6 +417,11 @@ impl Monitor {
         self.inner.writing.subscribe()
     }
 
+    /// Whether anyone takes the answers being written now (a feed is open).
+    pub fn writing_watched(&self) -> bool {
+        self.inner.writing.receiver_count() > 0
+    }
+
     /// The newest version applied to the states (with a store: committed).
     pub fn version(&self) -> u64 {
         self.lock().version

@@ -67,6 +67,8 @@ pub struct TeamNames {
     pub core_subject: String,
     /// Where the team's node tells the others of answers being written ([`super::writing`]).
     pub writing_subject: String,
+    /// Where a node with a feed open says it wants them.
+    pub writing_wanted_subject: String,
     /// Where the team's node calls node `<name>` (its agents): this, `.`, the name's token.
     hosts_prefix: String,
     /// The JetStream stream of the agents' inboxes ([`super::inbox`]).
@@ -84,6 +86,7 @@ impl TeamNames {
             events_stream: format!("COHORT_{token}_EVENTS"),
             core_subject: format!("cohort.{token}.core"),
             writing_subject: format!("cohort.{token}.writing"),
+            writing_wanted_subject: format!("cohort.{token}.writing_wanted"),
             hosts_prefix: format!("cohort.{token}.node"),
             inbox_stream: format!("COHORT_{token}_INBOX"),
             inbox_prefix: format!("cohort.{token}.inbox"),

@@ -42,6 +42,8 @@ struct Granted {
     /// None once the agent is revoked, while calls begun before still run.
     hold: Option<Hold>,
     under_way: usize,
+    /// The newest sequence of its inbox its node said it took under this hold.
+    taken: u64,
 }
 
 /// A call under way under the agent's current hold; it ends when dropped.
@@ -71,8 +73,22 @@ impl Grants {
         let g = held.entry(agent).or_insert(Granted {
             hold: None,
             under_way: 0,
+            taken: 0,
         });
         g.hold = Some(hold);
+        g.taken = 0;
+    }
+
+    /// `agent`'s node took the message at `seq` of its inbox, under `hold`.
+    fn took(&self, agent: &AgentId, hold: Hold, seq: u64) {
+        if let Some(g) = self.lock().get_mut(agent).filter(|g| g.hold == Some(hold)) {
+            g.taken = g.taken.max(seq);
+        }
+    }
+
+    /// The newest sequence of `agent`'s inbox its node said it took under its hold now.
+    pub fn taken(&self, agent: &AgentId) -> u64 {
+        self.lock().get(agent).map_or(0, |g| g.taken)
     }
 
     /// The agent runs on no other node (it is back on this one, or moving): its calls are
@@ -282,7 +298,10 @@ impl Team {
                 .await
                 .map_err(unreachable)
                 .and_then(|r| r.map_err(CoreRefusal::Sync)),
-            CoreCall::Stored => {
+            CoreCall::Stored { taken } => {
+                if let Some(seq) = taken {
+                    self.grants.took(&agent, hold, seq);
+                }
                 let version = self.monitor.assigned_version();
                 match tokio::time::timeout(STORE_DEADLINE, self.monitor.durable(version)).await {
                     Ok(true) => Ok(()),

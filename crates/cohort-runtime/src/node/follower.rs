@@ -221,7 +221,11 @@ async fn read_stream(
             }
         };
         let headers = message.headers.as_ref();
-        if headers.and_then(|h| h.get("Cohort-Store")).map(|s| s.as_str()) != Some(stamp) {
+        if headers
+            .and_then(|h| h.get("Cohort-Store"))
+            .map(|s| s.as_str())
+            != Some(stamp)
+        {
             // Another store's events (a second deployment of the team's name): not this team.
             tracing::warn!("the event stream holds another store's events; following the store");
             return Ok(());

@@ -109,7 +109,9 @@ impl Outlet for CoreLink {
     }
 
     fn stored(&self) -> BoxFuture<'static, bool> {
-        self.ask(CoreCall::Stored).map(|a| a.is_ok()).boxed()
+        self.ask(CoreCall::Stored { taken: None })
+            .map(|a| a.is_ok())
+            .boxed()
     }
 
     fn writing(&self, _agent: &AgentId, step: &StepId, text: &str) {
@@ -241,8 +243,9 @@ impl super::inbox::Receiver for AgentInbox {
         self.addr.send(Deliver(no, Arc::new(message))).await.is_ok()
     }
 
-    async fn stored(&self) -> bool {
-        self.core.stored().await
+    async fn stored(&self, seq: u64) -> bool {
+        let asked = self.core.ask(CoreCall::Stored { taken: Some(seq) });
+        asked.await.is_ok()
     }
 }
 
@@ -536,7 +539,7 @@ impl AgentHost {
                 )));
             }
             host.inner.lock().remove(&agent);
-            core.ask(CoreCall::Stored)
+            core.ask(CoreCall::Stored { taken: None })
                 .await
                 .map_err(|e| HostRefusal::Failed(e.to_string()))
         }

@@ -96,17 +96,6 @@ pub async fn put(
     Ok(ack.await.map_err(|e| e.to_string())?.sequence)
 }
 
-/// The newest sequence of `agent`'s inbox its node has acknowledged (0 while its consumer does
-/// not exist yet).
-pub async fn acked_to(bus: &Bus, agent: &AgentId) -> Result<u64, String> {
-    let stream = inbox_stream(bus).await?;
-    match stream.consumer_info(bus.names.inbox_consumer(agent)).await {
-        Ok(info) => Ok(info.ack_floor.stream_sequence),
-        Err(e) if e.to_string().contains("not found") => Ok(0),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
 async fn inbox_stream(bus: &Bus) -> Result<jetstream::stream::Stream<()>, String> {
     bus.jetstream
         .get_stream_no_info(&bus.names.inbox_stream)
@@ -119,8 +108,9 @@ pub trait Receiver: Send + Sync + 'static {
     /// Gives the agent message `no`; resolves once the agent has taken it (its receipt went
     /// out), false if the agent is gone.
     fn deliver(&self, no: u64, message: Message) -> impl Future<Output = bool> + Send;
-    /// Resolves true once everything the agent sent so far (its receipt) is stored.
-    fn stored(&self) -> impl Future<Output = bool> + Send;
+    /// Resolves true once everything the agent sent so far (its receipt of the message at
+    /// `seq` of its inbox) is stored.
+    fn stored(&self, seq: u64) -> impl Future<Output = bool> + Send;
 }
 
 /// Reads `agent`'s inbox under `hold` for `receiver`, until the task is aborted (the agent
@@ -173,7 +163,8 @@ async fn take(m: &jetstream::Message, hold: Hold, receiver: &impl Receiver) -> T
         let _ = m.ack_with(AckKind::Nak(None)).await;
         return Taken::Stop;
     }
-    let stored = receiver.stored();
+    let seq = m.info().map(|i| i.stream_sequence).unwrap_or(0);
+    let stored = receiver.stored(seq);
     tokio::pin!(stored);
     let deadline = tokio::time::sleep(RECEIPT_DEADLINE);
     tokio::pin!(deadline);

@@ -397,7 +397,8 @@ impl Mover {
         }
         let subject = self.bus.names.host_subject(&to.name);
         let way = (subject, self.link.clone(), self.bus.clone());
-        let stand_in = StandIn::new(agent.clone(), hold, way, self.lost.clone()).start();
+        let watch = (self.lost.clone(), self.grants.clone());
+        let stand_in = StandIn::new(agent.clone(), hold, way, watch).start();
         self.dispatcher
             .do_send(RegisterControl(agent.clone(), Controls::of(&stand_in)));
         self.dispatcher

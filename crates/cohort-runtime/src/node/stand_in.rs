@@ -10,6 +10,7 @@
 //! writes are refused by its stale lease.
 
 use super::bus::Bus;
+use super::core_calls::Grants;
 use super::inbox;
 use super::link::Link;
 use super::wire::{Hold, HostAnswer, HostRefusal, ToHost};
@@ -76,7 +77,9 @@ pub struct StandIn {
     queue: VecDeque<(u64, Arc<Message>)>,
     sending: bool,
     lost: Arc<Lost>,
-    /// The newest sequence put into the agent's inbox, and the newest its node acknowledged.
+    /// What the agent's node says it took of the inbox (with each receipt it waits for).
+    grants: Arc<Grants>,
+    /// The newest sequence put into the agent's inbox, and the newest its node took.
     put_to: u64,
     acked_to: u64,
     /// Since when the inbox has held messages its node did not acknowledge (no progress).
@@ -90,7 +93,7 @@ impl StandIn {
         agent: AgentId,
         hold: Hold,
         (node, link, bus): (String, Link, Arc<Bus>),
-        lost: Arc<Lost>,
+        (lost, grants): (Arc<Lost>, Arc<Grants>),
     ) -> Self {
         StandIn {
             agent,
@@ -101,6 +104,7 @@ impl StandIn {
             queue: VecDeque::new(),
             sending: false,
             lost,
+            grants,
             put_to: 0,
             acked_to: 0,
             stalled_since: None,
@@ -167,33 +171,27 @@ impl StandIn {
         ctx.run_later(LOOK_EVERY, |act, ctx| act.look(ctx));
     }
 
-    /// The node's progress: an inbox it has not read from for [`UNREACHABLE_AFTER`] while
-    /// messages wait in it means the node cannot be reached (cut off from NATS, or restarted
-    /// without the agent): the agent is noted lost, and placed again.
+    /// The node's progress (the inbox sequence it said it took, with its receipt's `Stored`
+    /// call): an inbox it has not read from for [`UNREACHABLE_AFTER`] while messages wait in
+    /// it means the node cannot be reached (cut off from NATS, or restarted without the
+    /// agent): the agent is noted lost, and placed again.
     fn look(&mut self, ctx: &mut Context<Self>) {
-        let (bus, agent) = (self.bus.clone(), self.agent.clone());
-        let on = self.bus.clone();
-        let asking = on.spawn(async move { inbox::acked_to(&bus, &agent).await });
-        ctx.spawn(asking.into_actor(self).map(|acked, act, ctx| {
-            act.looking = false;
-            let now = std::time::Instant::now();
-            match acked {
-                Ok(Ok(seq)) if seq > act.acked_to => {
-                    act.acked_to = seq;
-                    act.stalled_since = None;
-                }
-                _ => {
-                    let since = *act.stalled_since.get_or_insert(now);
-                    if now.duration_since(since) >= UNREACHABLE_AFTER {
-                        tracing::warn!(agent = %act.agent, "the agent's node read nothing of its inbox for {UNREACHABLE_AFTER:?}; it is placed again");
-                        act.queue.clear();
-                        act.lost.note(act.agent.clone(), act.hold);
-                        return;
-                    }
-                }
+        self.looking = false;
+        let now = std::time::Instant::now();
+        let taken = self.grants.taken(&self.agent);
+        if taken > self.acked_to {
+            self.acked_to = taken;
+            self.stalled_since = None;
+        } else {
+            let since = *self.stalled_since.get_or_insert(now);
+            if now.duration_since(since) >= UNREACHABLE_AFTER {
+                tracing::warn!(agent = %self.agent, "the agent's node read nothing of its inbox for {UNREACHABLE_AFTER:?}; it is placed again");
+                self.queue.clear();
+                self.lost.note(self.agent.clone(), self.hold);
+                return;
             }
-            act.look_later(ctx);
-        }));
+        }
+        self.look_later(ctx);
     }
 }
 

@@ -56,8 +56,13 @@ pub enum CoreCall {
     },
     /// Whether it may give this task instruction now.
     Check { instruction: TaskInstruction },
-    /// Answered once everything it published or handed over before is stored.
-    Stored,
+    /// Answered once everything it published or handed over before is stored; `taken`, the
+    /// sequence of the message of its inbox it took last (the receipt it waits for), tells the
+    /// team's node that its node reads the inbox.
+    Stored {
+        #[serde(default)]
+        taken: Option<u64>,
+    },
     /// An answer being written (a glimpse for the live feed; never answered).
     Writing { step: StepId, text: String },
     /// A model call that ended, for the team's call log (the console's step view, the
