@@ -269,13 +269,7 @@ fn main() -> ExitCode {
         Command::Check { team, strict } => check::check(&team, strict),
         Command::Inspect { data, team, nats } => {
             quiet_on_closed_pipe();
-            match read_store(&data, None, false) {
-                code if code != ExitCode::SUCCESS => code,
-                code => match nats.options() {
-                    Some(options) => cli::node::inspect_inboxes(&options, team.as_deref()),
-                    None => code,
-                },
-            }
+            cli::data::inspect(&data, team.as_deref(), nats.options())
         }
         Command::Export { data, task } => {
             quiet_on_closed_pipe();
@@ -290,19 +284,13 @@ fn main() -> ExitCode {
             data,
             no_data,
             node,
-        } => match node.node() {
-            Ok(node) => serve(
-                &team,
-                (bind, metrics_bind),
-                web,
-                (!no_data).then_some(data),
-                node,
-            ),
-            Err(why) => {
-                eprintln!("error: {why}");
-                ExitCode::from(2)
-            }
-        },
+        } => serve(
+            &team,
+            (bind, metrics_bind),
+            web,
+            (!no_data).then_some(data),
+            *node,
+        ),
         Command::Mcp { command } => mcp(command),
         Command::Bench {
             quick,
@@ -670,8 +658,15 @@ fn serve(
     (bind, metrics_bind): (std::net::SocketAddr, Option<std::net::SocketAddr>),
     web: Option<PathBuf>,
     data: Option<DataArgs>,
-    node: Option<cli::node::Node>,
+    node: cli::node::NodeArgs,
 ) -> ExitCode {
+    let node = match node.node() {
+        Ok(node) => node,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
+    };
     let system = actix::System::new();
     let code = system.block_on(async move {
         let run = async {

@@ -128,3 +128,18 @@ pub fn read_store(data: &DataArgs, task: Option<String>, export: bool) -> ExitCo
         }
     }
 }
+
+/// `cohort inspect`: the store's table, then (with `--nats`) the team's inboxes.
+pub fn inspect(
+    data: &DataArgs,
+    team: Option<&std::path::Path>,
+    nats: Option<cohort::node::bus::BusOptions>,
+) -> ExitCode {
+    match read_store(data, None, false) {
+        code if code != ExitCode::SUCCESS => code,
+        code => match nats {
+            Some(options) => super::node::inspect_inboxes(&options, team),
+            None => code,
+        },
+    }
+}

@@ -1,6 +1,6 @@
 //! A monitor that follows another node's: on a node that does not run the team, the team's
-//! committed changes (read from its JetStream event stream or its store, see
-//! [`crate::node::follower`]) are applied here with the versions they were given there, so
+//! committed changes (read from its JetStream event stream or its store by the node's
+//! follower) are applied here with the versions they were given there, so
 //! this node's websocket feeds show the whole team without asking the node that runs it.
 
 use super::{Monitor, Published};

@@ -108,17 +108,7 @@ pub async fn serve_node(
     on_ready(bound);
     let stopping = stop_signal(stop);
     loop {
-        let stood_by = stand_by(
-            &listener,
-            bound,
-            cfg,
-            &store,
-            node.bus.as_ref(),
-            &seat,
-            node.term,
-            &stopping,
-        )
-        .await?;
+        let stood_by = stand_by(&listener, bound, cfg, &store, (&seat, &node), &stopping).await?;
         let Some((fence, keeper)) = stood_by else {
             release_agents(spread.as_ref()).await;
             break;
@@ -206,17 +196,15 @@ fn seat_of(node: &NodeOptions, bind: SocketAddr, bound: SocketAddr) -> Result<Se
 
 /// Serves the stand-by answer until this node holds the team's lease (Some) or is asked to
 /// stop (None).
-#[allow(clippy::too_many_arguments)]
 async fn stand_by(
     listener: &std::net::TcpListener,
     bound: SocketAddr,
     cfg: &TeamConfig,
     store: &Arc<SqlStore>,
-    bus: Option<&Arc<Bus>>,
-    seat: &Seat,
-    term: LeaseTerm,
+    (seat, node): (&Seat, &NodeOptions),
     stopping: &watch::Receiver<bool>,
 ) -> Result<Option<(Fence, Keeper)>, ServeError> {
+    let (bus, term) = (node.bus.as_ref(), node.term);
     let leader: standby::Leader = Arc::default();
     let origins = crate::serve::allowed_origins(bound);
     // The running node pings each feed every `feeds.ping_s`: a tunnel that carried nothing
@@ -250,7 +238,31 @@ async fn stand_by(
         },
     )
     .map_err(ServeError::Http)?;
-    let waiting = wait_for_lease(store, seat, term, |node, address| {
+    let waiting = wait_for_lease(store, seat, term, heard_of(seat, &leader));
+    let got = tokio::select! {
+        got = waiting => Some(got),
+        () = stopped(stopping) => None,
+    };
+    // Renewed from the moment it is taken: what follows (the stand-by server's last requests,
+    // loading the team) must not eat into the term.
+    let got = got.map(|(fence, sent)| {
+        let keeper = Keeper::start(store.clone(), seat.clone(), fence.clone(), sent, term);
+        (fence, keeper)
+    });
+    let _ = http_stop.send(());
+    // Requests still being passed on (to a node that went away) are not waited for long.
+    if tokio::time::timeout(STANDBY_DRAIN, served).await.is_err() {
+        tracing::warn!(
+            "requests passed on were still under way after {STANDBY_DRAIN:?}; left behind"
+        );
+    }
+    Ok(got)
+}
+
+/// What a standing-by node does when it hears which node holds the team's lease: says so, and
+/// passes requests on to it from then on.
+fn heard_of<'a>(seat: &'a Seat, leader: &'a standby::Leader) -> impl FnMut(&str, &str) + 'a {
+    move |node, address| {
         // Held under this node's own name: by its previous run (killed), until that lease
         // runs out. Nothing to pass requests on to; the address is this node's own now.
         let running = if node == seat.node {
@@ -272,25 +284,7 @@ async fn stand_by(
             ),
         }
         *leader.lock().unwrap_or_else(|e| e.into_inner()) = running;
-    });
-    let got = tokio::select! {
-        got = waiting => Some(got),
-        () = stopped(stopping) => None,
-    };
-    // Renewed from the moment it is taken: what follows (the stand-by server's last requests,
-    // loading the team) must not eat into the term.
-    let got = got.map(|(fence, sent)| {
-        let keeper = Keeper::start(store.clone(), seat.clone(), fence.clone(), sent, term);
-        (fence, keeper)
-    });
-    let _ = http_stop.send(());
-    // Requests still being passed on (to a node that went away) are not waited for long.
-    if tokio::time::timeout(STANDBY_DRAIN, served).await.is_err() {
-        tracing::warn!(
-            "requests passed on were still under way after {STANDBY_DRAIN:?}; left behind"
-        );
     }
-    Ok(got)
 }
 
 /// How long a stopping node's steps under way, here and on other nodes, get to land.
