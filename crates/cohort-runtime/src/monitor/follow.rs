@@ -67,21 +67,12 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cohort_core::event::{Change, TaskChange};
-    use cohort_core::state::TaskState;
 
     fn created(version: u64, id: &str) -> Event {
         Event {
             version,
             at: 0,
-            change: Change::Task(TaskChange::Created {
-                task: Box::new(TaskState::new(
-                    id.into(),
-                    "n".into(),
-                    "i".into(),
-                    "m".into(),
-                )),
-            }),
+            change: crate::monitor::tests::created(id),
         }
     }
 

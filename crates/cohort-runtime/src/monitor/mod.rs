@@ -509,7 +509,7 @@ mod tests {
     use cohort_core::event::TaskChange;
     use cohort_core::state::TaskState;
 
-    fn created(id: &str) -> Change {
+    pub(super) fn created(id: &str) -> Change {
         Change::Task(TaskChange::Created {
             task: Box::new(TaskState::new(
                 id.into(),

@@ -258,8 +258,8 @@ impl Bus {
                 why: e.to_string(),
             })?;
         let jetstream = jetstream::new(client.clone());
-        jetstream
-            .get_or_create_stream(jetstream::stream::Config {
+        let streams = [
+            jetstream::stream::Config {
                 name: names.events_stream.clone(),
                 subjects: vec![names.events_subject.clone()],
                 storage: jetstream::stream::StorageType::File,
@@ -267,15 +267,8 @@ impl Bus {
                 discard: jetstream::stream::DiscardPolicy::Old,
                 duplicate_window: DUPLICATE_WINDOW,
                 ..Default::default()
-            })
-            .await
-            .map_err(|e| BusError::Stream {
-                url: shown.clone(),
-                stream: names.events_stream.clone(),
-                why: e.to_string(),
-            })?;
-        jetstream
-            .get_or_create_stream(jetstream::stream::Config {
+            },
+            jetstream::stream::Config {
                 name: names.inbox_stream.clone(),
                 subjects: vec![format!("{}.*", names.inbox_prefix)],
                 retention: jetstream::stream::RetentionPolicy::WorkQueue,
@@ -284,13 +277,15 @@ impl Bus {
                 discard: jetstream::stream::DiscardPolicy::New,
                 duplicate_window: DUPLICATE_WINDOW,
                 ..Default::default()
-            })
-            .await
-            .map_err(|e| BusError::Stream {
-                url: shown.clone(),
-                stream: names.inbox_stream.clone(),
-                why: e.to_string(),
-            })?;
+            },
+        ];
+        for config in streams {
+            let stream = config.name.clone();
+            if let Err(e) = jetstream.get_or_create_stream(config).await {
+                let (url, why) = (shown.clone(), e.to_string());
+                return Err(BusError::Stream { url, stream, why });
+            }
+        }
         Ok((client, jetstream))
     }
 }

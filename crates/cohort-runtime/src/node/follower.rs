@@ -90,15 +90,7 @@ async fn follow(
     memory: MemoryBudget,
 ) {
     let mut pause = Duration::from_millis(50);
-    let stamp = loop {
-        match store.store_id().await {
-            Ok(id) => break id,
-            Err(e) => {
-                tracing::warn!("the follower could not read the store's id (retrying): {e}");
-                tokio::time::sleep(MOST_PAUSE).await;
-            }
-        }
-    };
+    let stamp = super::relay::store_id(store).await;
     loop {
         match cohort_store::load(store).await {
             Ok(loaded) => {

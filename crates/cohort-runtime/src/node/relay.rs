@@ -70,16 +70,10 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
     let mut pause = Duration::from_millis(50);
     let mut noted = Noted::default();
     let mut cursor: Option<Cursor> = None;
-    let stamp = loop {
-        match store.store_id().await {
-            Ok(id) => break id,
-            Err(e) => {
-                tracing::warn!("reading the store's id failed (retrying): {e}");
-                tokio::time::sleep(MOST_PAUSE).await;
-            }
-        }
+    let bus = &Stamped {
+        bus,
+        store: store_id(store).await,
     };
-    let bus = &Stamped { bus, store: stamp };
     loop {
         let at = match cursor {
             Some(v) => v,
@@ -118,6 +112,19 @@ async fn relay(bus: &Bus, store: &SqlStore, monitor: &Monitor) {
                 cursor = None;
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(MOST_PAUSE);
+            }
+        }
+    }
+}
+
+/// The store's own id (which its events carry on the stream), read until the store answers.
+pub async fn store_id(store: &SqlStore) -> String {
+    loop {
+        match store.store_id().await {
+            Ok(id) => return id,
+            Err(e) => {
+                tracing::warn!("reading the store's id failed (retrying): {e}");
+                tokio::time::sleep(MOST_PAUSE).await;
             }
         }
     }
