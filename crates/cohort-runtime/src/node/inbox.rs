@@ -34,6 +34,8 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// How long the host waits for the receipt to be stored before it leaves the message to be
 /// delivered again.
 const RECEIPT_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a message whose receipt was not stored waits before it is delivered again.
+const AGAIN_AFTER: Duration = Duration::from_secs(1);
 /// An inactive consumer (its agent moved, or its node went) is removed by NATS after this.
 const INACTIVE_CONSUMER: Duration = Duration::from_secs(3600);
 
@@ -177,7 +179,9 @@ async fn take(m: &jetstream::Message, hold: Hold, receiver: &impl Receiver) -> T
                         tracing::debug!("an inbox message's ack was not confirmed: {e}");
                     }
                 } else {
-                    let _ = m.ack_with(AckKind::Nak(None)).await;
+                    // Again after a pause: a refusal (the agent moved) would otherwise spin
+                    // until this node lets the agent go.
+                    let _ = m.ack_with(AckKind::Nak(Some(AGAIN_AFTER))).await;
                 }
                 return Taken::Next;
             }
