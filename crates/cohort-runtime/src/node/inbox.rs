@@ -57,7 +57,7 @@ pub async fn clear(bus: &Bus, agent: &AgentId) -> Result<(), String> {
     let name = bus.names.inbox_consumer(agent);
     match stream.delete_consumer(&name).await {
         Ok(_) => {}
-        Err(e) if e.to_string().contains("not found") => {}
+        Err(e) if not_found(e.kind()) => {}
         Err(e) => return Err(format!("deleting consumer {name}: {e}")),
     }
     stream
@@ -66,6 +66,12 @@ pub async fn clear(bus: &Bus, agent: &AgentId) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(|e| format!("purging {agent}'s inbox: {e}"))
+}
+
+/// Whether a consumer call failed because there is no such consumer (nothing to delete).
+fn not_found(kind: jetstream::stream::ConsumerErrorKind) -> bool {
+    matches!(kind, jetstream::stream::ConsumerErrorKind::JetStream(e)
+        if e.error_code() == jetstream::ErrorCode::CONSUMER_NOT_FOUND)
 }
 
 /// Puts message `no` into `agent`'s inbox under `hold`; its sequence in the stream once

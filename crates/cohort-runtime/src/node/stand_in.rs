@@ -81,8 +81,8 @@ pub struct StandIn {
     grants: Arc<Grants>,
     /// The newest sequence put into the agent's inbox, and the newest its node took.
     put_to: u64,
-    acked_to: u64,
-    /// Since when the inbox has held messages its node did not acknowledge (no progress).
+    taken_to: u64,
+    /// Since when the inbox has held messages its node did not take (no progress).
     stalled_since: Option<std::time::Instant>,
     /// Whether a look at the node's progress is due or under way.
     looking: bool,
@@ -106,7 +106,7 @@ impl StandIn {
             lost,
             grants,
             put_to: 0,
-            acked_to: 0,
+            taken_to: 0,
             stalled_since: None,
             looking: false,
         }
@@ -138,8 +138,9 @@ impl StandIn {
         };
         self.sending = true;
         let (bus, agent, hold) = (self.bus.clone(), self.agent.clone(), self.hold);
-        let on = self.bus.clone();
-        let putting = on.spawn(async move { inbox::put(&bus, &agent, hold, no, &message).await });
+        let putting = self
+            .bus
+            .spawn(async move { inbox::put(&bus, &agent, hold, no, &message).await });
         ctx.spawn(putting.into_actor(self).map(|put, act, ctx| {
             act.sending = false;
             match put {
@@ -164,7 +165,7 @@ impl StandIn {
     /// Looks at how far the agent's node has read its inbox in a while, if it has not read
     /// all of it.
     fn look_later(&mut self, ctx: &mut Context<Self>) {
-        if self.looking || self.put_to <= self.acked_to {
+        if self.looking || self.put_to <= self.taken_to {
             return;
         }
         self.looking = true;
@@ -179,8 +180,8 @@ impl StandIn {
         self.looking = false;
         let now = std::time::Instant::now();
         let taken = self.grants.taken(&self.agent);
-        if taken > self.acked_to {
-            self.acked_to = taken;
+        if taken > self.taken_to {
+            self.taken_to = taken;
             self.stalled_since = None;
         } else {
             let since = *self.stalled_since.get_or_insert(now);
