@@ -15,7 +15,7 @@ use super::servers::{Nats, Postgres};
 use super::team::{Scratch, TeamShape, write_team};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -110,7 +110,8 @@ pub fn nodes(goals: usize, slow_goals: usize, kills: usize, spread_workers: usiz
         let per_goal = goal_times(&pg, &nats, &instant, "instant", goals).await?;
         let per_slow_goal = goal_times(&pg, &nats, &slow, "slow", slow_goals).await?;
         let url = pg.create_database("failover")?;
-        let failover = failover(&instant, &url, &nats.url(), kills).await?;
+        let failover =
+            failover(&named(&instant, "failover", "")?, &url, &nats.url(), kills).await?;
         let spread = spread_goal(&pg, &nats, &hash, spread_workers).await?;
         Ok(json!({
             "goals": goals, "ms_per_goal": per_goal,
@@ -137,8 +138,9 @@ async fn goal_times(
     ];
     let mut served = Vec::new();
     for (name, more) in &ways {
-        let url = pg.create_database(&format!("{set}_{name}"))?;
-        let s = Served::start(team, &url, more)?;
+        let db = format!("{set}_{name}");
+        let url = pg.create_database(&db)?;
+        let s = Served::start(&named(team, &db, "")?, &url, more)?;
         let client = login(s.addr, Duration::from_secs(60)).await?;
         served.push((name, s, client, Vec::new()));
     }
@@ -281,8 +283,9 @@ async fn leading(nodes: &[Served], token: Option<&str>) -> Result<(usize, String
 const SPREAD_STEPS: usize = 7;
 
 /// One goal of a team of `workers` (each making ten calls of [`SLOW_MS`]), first on one node
-/// with NATS, then with its agents spread over three nodes (once every node holds its share):
-/// seconds until the task finished, and the critical path.
+/// with NATS (recording every model call, then none), then with its agents spread over three
+/// nodes (once every node holds its share): seconds until the task finished, and the critical
+/// path.
 async fn spread_goal(
     pg: &Postgres,
     nats: &Nats,
@@ -302,15 +305,19 @@ async fn spread_goal(
     let critical_s = (calls * SLOW_MS) as f64 / 1000.0;
     let nats_url = nats.url();
     let more = |name: &'static str| ["--node", name, "--nats", nats_url.as_str()];
-    let one = {
-        let url = pg.create_database("spread_one")?;
-        let node = Served::start(&team, &url, &more("a"))?;
+    let mut one_node = Vec::new();
+    // The same team with no model call recorded: what recording costs on Postgres.
+    let unrecorded = "retention:\n  recorded_calls_mib: 0\n";
+    for (db, more_yaml) in [("spread_one", ""), ("spread_unrecorded", unrecorded)] {
+        let url = pg.create_database(db)?;
+        let node = Served::start(&named(&team, db, more_yaml)?, &url, &more("a"))?;
         let client = login(node.addr, Duration::from_secs(120)).await?;
         let at = Instant::now();
         run_goal(&client, 1).await?;
-        at.elapsed().as_secs_f64()
-    };
+        one_node.push(at.elapsed().as_secs_f64());
+    }
     let url = pg.create_database("spread_three")?;
+    let team = named(&team, "spread_three", "")?;
     let mut nodes = vec![Served::start(&team, &url, &more("a"))?];
     let client = login(nodes[0].addr, Duration::from_secs(120)).await?;
     nodes.push(Served::start(&team, &url, &more("b"))?);
@@ -323,7 +330,7 @@ async fn spread_goal(
     let three = at.elapsed().as_secs_f64();
     Ok(json!({
         "workers": workers, "calls": calls, "critical_s": critical_s,
-        "one_node_s": one, "three_nodes_s": three, "placed_s": placed_s, "shares": shares,
+        "one_node_s": one_node[0], "one_node_unrecorded_s": one_node[1], "three_nodes_s": three, "placed_s": placed_s, "shares": shares,
     }))
 }
 
@@ -352,6 +359,18 @@ async fn spread_over(url: &str, nodes: usize, agents: usize) -> Result<Value, St
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A copy of the bench team `team` named `name` (so its streams on the bench's one NATS are
+/// its own: a stream holding another store's events is refused), with `more` YAML after it.
+fn named(team: &Path, name: &str, more: &str) -> Result<PathBuf, String> {
+    let text = std::fs::read_to_string(team).map_err(|e| e.to_string())?;
+    let body = text
+        .strip_prefix("name: bench\n")
+        .ok_or("the bench team's file starts with its name")?;
+    let file = team.with_file_name(format!("{name}.yaml"));
+    std::fs::write(&file, format!("name: {name}\n{body}{more}")).map_err(|e| e.to_string())?;
+    Ok(file)
 }
 
 /// Median and most of `xs`.
@@ -427,9 +446,10 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
                 f(&sp["critical_s"])
             ),
             format!(
-                "one node + NATS {:.2} ({:.2}×); three nodes {:.2} ({:.2}×), agents {} (placed in {:.1} s)",
+                "one node + NATS {:.2} ({:.2}×; {:.2} recording no call); three nodes {:.2} ({:.2}×), agents {} (placed in {:.1} s)",
                 f(&sp["one_node_s"]),
                 f(&sp["one_node_s"]) / f(&sp["critical_s"]),
+                f(&sp["one_node_unrecorded_s"]),
                 f(&sp["three_nodes_s"]),
                 f(&sp["three_nodes_s"]) / f(&sp["critical_s"]),
                 sp["shares"],

@@ -267,6 +267,45 @@ async fn model_calls(store: &SqlStore) {
     let all = store.model_calls(None, 0, 100).await.unwrap();
     assert_eq!(all.iter().filter(|c| c.seq == 17).count(), 1);
     system_texts(store, &call, &trim).await;
+    many_model_calls(store).await;
+}
+
+/// A batch larger than one statement's rows (the store writes many to a statement), each
+/// call's text sent with the first call that names it, some named twice in one batch: all
+/// read back whole, in order.
+async fn many_model_calls(store: &SqlStore) {
+    use cohort::store::model_calls::{StoredModelCall, SystemText, Trim};
+    let text = |n: u64| format!("SYS-{}", n % 3);
+    let calls: Vec<_> = (1_000..2_234u64)
+        .map(|seq| StoredModelCall {
+            seq,
+            agent_id: format!("m{}", seq % 7).as_str().into(),
+            task_id: Some("many".into()),
+            step_id: format!("s{seq}").as_str().into(),
+            // Long enough for Postgres to keep it out of line, compressed.
+            body: format!("{{\"seq\":{seq},\"prompt\":\"{}\"}}", "step ".repeat(600)),
+            system: Some(SystemText {
+                id: SystemText::id_of(&text(seq)),
+                text: (seq < 1_006).then(|| text(seq)),
+                bytes: text(seq).len(),
+            }),
+        })
+        .collect();
+    store.put_model_calls(calls, Trim::default()).await.unwrap();
+    let many: cohort::ids::TaskId = "many".into();
+    let mut back = Vec::new();
+    while back.len() < 1_234 {
+        let after = back.last().map_or(0, |c: &StoredModelCall| c.seq);
+        let page = store.model_calls(Some(&many), after, 500).await.unwrap();
+        assert!(!page.is_empty(), "{} of 1234 read back", back.len());
+        back.extend(page);
+    }
+    for (c, seq) in back.iter().zip(1_000u64..) {
+        let v: serde_json::Value = serde_json::from_str(&c.body).unwrap();
+        assert_eq!((c.seq, v["seq"].as_u64()), (seq, Some(seq)));
+        assert_eq!(v["system"].as_str(), Some(text(seq).as_str()), "call {seq}");
+        assert_eq!(c.agent_id.as_str(), format!("m{}", seq % 7));
+    }
 }
 
 /// A call's system prompt is kept once for every call that sends it, and read back in its
@@ -427,6 +466,22 @@ async fn postgres_store() {
     let pg = postgres::Cluster::start("store");
     let url = pg.url();
     suite(|| SqlStore::open_postgres(&url)).await;
+    // Large bodies are compressed with lz4 (Debian's Postgres has it), not pglz.
+    let compressed = {
+        use sqlx::{Connection, Row};
+        let mut c = sqlx::AnyConnection::connect(&url).await.unwrap();
+        sqlx::query(
+            "SELECT COALESCE(pg_column_compression(body)::text, '') FROM model_calls \
+             WHERE task_id = 'many' GROUP BY 1",
+        )
+        .fetch_all(&mut c)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<String, _>(0))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(compressed, ["lz4"]);
     set_schema_version(&url, 99).await;
     let err = SqlStore::open_postgres(&url).await.err().unwrap();
     assert!(

@@ -6,10 +6,10 @@
 //! cost of recording.
 
 use super::StoreError;
-use super::sql::{Db, SCHEMA_CALL_TEXTS, SCHEMA_MODEL_CALLS};
+use super::sql::{Db, ROWS_PER_INSERT, SCHEMA_CALL_TEXTS, SCHEMA_MODEL_CALLS, values_sql};
 use cohort_core::ids::{AgentId, StepId, TaskId};
-use sqlx::Row;
-use std::collections::BTreeSet;
+use sqlx::{AssertSqlSafe, Row};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One recorded model call as the store keeps it: its place, whose it is, and its JSON (the
 /// runtime's `llm::recorded::Call`).
@@ -82,7 +82,7 @@ impl Db {
         trim: Trim,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
-        write(&mut tx, Recorded { calls, trim }).await?;
+        write(&mut tx, Recorded { calls, trim }, self.nameless()).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -137,47 +137,64 @@ impl Db {
 }
 
 /// Keeps `calls` in the transaction `tx` (a call kept already is replaced), then trims the
-/// rings `trim` names.
+/// rings `trim` names. Many rows to a statement (a wide team records thousands of calls a
+/// second; one statement each cost a round trip each, on the journal's path).
 pub(super) async fn write(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     Recorded { calls, trim }: Recorded,
+    nameless: bool,
 ) -> Result<(), StoreError> {
-    let mut written = BTreeSet::new();
-    for c in calls {
-        let system_id = c.system.as_ref().map(|s| s.id.clone());
-        let text_bytes = c.system.as_ref().map_or(0, |s| s.bytes);
-        if let Some((id, text)) = c
-            .system
-            .and_then(|s| Some((s.id, s.text?)))
-            .filter(|(id, _)| written.insert(id.clone()))
-        {
-            sqlx::query(
-                "INSERT INTO model_call_texts (id, body) VALUES ($1, $2) \
-                 ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(id)
-            .bind(text)
-            .execute(&mut **tx)
-            .await?;
+    // One row per seq: a statement may not touch a row twice.
+    let calls: BTreeMap<u64, StoredModelCall> = calls.into_iter().map(|c| (c.seq, c)).collect();
+    let mut texts = BTreeMap::new();
+    for s in calls.values().filter_map(|c| c.system.as_ref()) {
+        if let Some(text) = &s.text {
+            texts.entry(s.id.as_str()).or_insert(text.as_str());
         }
-        // A call's bytes count its system prompt, kept once or not: the ring holds as many
-        // calls as before.
-        sqlx::query(
+    }
+    let texts: Vec<_> = texts.into_iter().collect();
+    for chunk in texts.chunks(ROWS_PER_INSERT) {
+        let sql = values_sql(
+            "INSERT INTO model_call_texts (id, body) VALUES ",
+            2,
+            chunk.len(),
+            nameless,
+            " ON CONFLICT (id) DO NOTHING",
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for (id, text) in chunk {
+            q = q.bind(id.to_string()).bind(text.to_string());
+        }
+        q.execute(&mut **tx).await?;
+    }
+    let mut calls: Vec<_> = calls.into_values().collect();
+    while !calls.is_empty() {
+        let chunk: Vec<_> = calls.drain(..calls.len().min(ROWS_PER_INSERT)).collect();
+        let sql = values_sql(
             "INSERT INTO model_calls (seq, agent_id, task_id, step_id, bytes, body, system_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (seq) DO UPDATE SET \
-             agent_id = excluded.agent_id, task_id = excluded.task_id, \
-             step_id = excluded.step_id, bytes = excluded.bytes, body = excluded.body, \
-             system_id = excluded.system_id",
-        )
-        .bind(c.seq as i64)
-        .bind(c.agent_id.as_str().to_owned())
-        .bind(c.task_id.as_ref().map(|t| t.as_str().to_owned()))
-        .bind(c.step_id.as_str().to_owned())
-        .bind((c.body.len() + text_bytes) as i64)
-        .bind(c.body)
-        .bind(system_id)
-        .execute(&mut **tx)
-        .await?;
+             VALUES ",
+            7,
+            chunk.len(),
+            nameless,
+            " ON CONFLICT (seq) DO UPDATE SET agent_id = excluded.agent_id, \
+             task_id = excluded.task_id, step_id = excluded.step_id, bytes = excluded.bytes, \
+             body = excluded.body, system_id = excluded.system_id",
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for c in chunk {
+            // A call's bytes count its system prompt, kept once or not: the ring holds as
+            // many calls as before.
+            let text_bytes = c.system.as_ref().map_or(0, |s| s.bytes);
+            q = q
+                .bind(c.seq as i64)
+                .bind(c.agent_id.as_str().to_owned())
+                .bind(c.task_id.as_ref().map(|t| t.as_str().to_owned()))
+                .bind(c.step_id.as_str().to_owned())
+                .bind((c.body.len() + text_bytes) as i64)
+                .bind(c.body)
+                .bind(c.system.map(|s| s.id));
+        }
+        q.execute(&mut **tx).await?;
     }
     let trimmed = !trim.agents.is_empty();
     for agent in trim.agents {

@@ -55,7 +55,7 @@ pub(super) const SCHEMA_ATTACHMENTS: i64 = 10;
 const WAL_KEPT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Events per INSERT: few round trips, well under both databases' parameter limits.
-const ROWS_PER_INSERT: usize = 500;
+pub(super) const ROWS_PER_INSERT: usize = 500;
 
 /// Which advisory lock a Postgres store takes (any fixed number; "cohort" in ASCII).
 const PG_LOCK_KEY: i64 = 0x636f_686f_7274;
@@ -302,6 +302,9 @@ impl Db {
         lock: Lock,
     ) -> Result<Db, StoreError> {
         migrate(&pool, &url).await?;
+        if matches!(backend, Backend::Postgres) {
+            compress_with_lz4(&pool).await;
+        }
         let store = Db {
             pool,
             leases,
@@ -355,25 +358,16 @@ impl Db {
         if !writers.is_empty() {
             check_agents(&mut tx, writers).await?;
         }
-        // SQLite finds a numbered parameter ($N) by a scan of the statement's names, so binding
-        // a chunk of them costs their number squared (a fifth of a busy journal's time went
-        // there); nameless ones (?) are bound in order at no cost. Postgres wants $N.
-        let nameless = matches!(self.backend, Backend::Sqlite(_));
+        let nameless = self.nameless();
         for chunk in rows.chunks(ROWS_PER_INSERT) {
-            let mut sql = String::from("INSERT INTO events (version, at, task_id, body) VALUES ");
-            for i in 0..chunk.len() {
-                let p = i * 4;
-                if i > 0 {
-                    sql.push(',');
-                }
-                if nameless {
-                    sql.push_str("(?, ?, ?, ?)");
-                } else {
-                    sql.push_str(&format!("(${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4));
-                }
-            }
-            // Only placeholders are put together here; the data goes in as parameters.
-            let mut q = sqlx::query(AssertSqlSafe(sql));
+            let head = "INSERT INTO events (version, at, task_id, body) VALUES ";
+            let mut q = sqlx::query(AssertSqlSafe(values_sql(
+                head,
+                4,
+                chunk.len(),
+                nameless,
+                "",
+            )));
             for r in chunk {
                 q = q
                     .bind(r.version as i64)
@@ -384,7 +378,7 @@ impl Db {
             q.execute(&mut *tx).await?;
         }
         if let Some(r) = recorded {
-            super::model_calls::write(&mut tx, r).await?;
+            super::model_calls::write(&mut tx, r, nameless).await?;
         }
         if let Err(e) = tx.commit().await {
             // The commit may have landed before its answer was lost: learn what is stored.
@@ -395,6 +389,14 @@ impl Db {
         }
         self.last.store(prev, Ordering::SeqCst);
         Ok(bytes)
+    }
+
+    /// Whether statements built with [`values_sql`] take nameless parameters (`?`): SQLite
+    /// finds a numbered one (`$N`) by a scan of the statement's names, so binding a chunk of
+    /// them costs their number squared (a fifth of a busy journal's time went there); nameless
+    /// ones are bound in order at no cost. Postgres wants `$N`.
+    pub(super) fn nameless(&self) -> bool {
+        matches!(self.backend, Backend::Sqlite(_))
     }
 
     /// Keeps a snapshot, its JSON in `parts` (one row each, so the database copies one part at
@@ -565,6 +567,36 @@ pub(super) struct EventRow {
     body: String,
 }
 
+/// `head`, then `rows` groups of `cols` parameters (`(?, ?)` or `($1, $2), ($3, $4)`, see
+/// [`Db::nameless`]), then `tail`: one statement for many rows. Only placeholders are put
+/// together here; the data goes in as parameters.
+pub(super) fn values_sql(
+    head: &str,
+    cols: usize,
+    rows: usize,
+    nameless: bool,
+    tail: &str,
+) -> String {
+    let mut sql = String::with_capacity(head.len() + tail.len() + rows * cols * 6);
+    sql.push_str(head);
+    for i in 0..rows {
+        sql.push_str(if i > 0 { ",(" } else { "(" });
+        for c in 0..cols {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            if nameless {
+                sql.push('?');
+            } else {
+                sql.push_str(&format!("${}", i * cols + c + 1));
+            }
+        }
+        sql.push(')');
+    }
+    sql.push_str(tail);
+    sql
+}
+
 pub(super) fn rows(events: &[StoredEvent]) -> Result<Vec<EventRow>, StoreError> {
     events
         .iter()
@@ -615,6 +647,56 @@ async fn migrate(pool: &AnyPool, url: &str) -> Result<(), StoreError> {
         tx.commit().await?;
     }
     Ok(())
+}
+
+/// The tables whose `body` may be large (a recorded call, a snapshot's part, a blob).
+const LARGE_BODIES: &[&str] = &[
+    "events",
+    "snapshots",
+    "snapshot_parts",
+    "task_archive",
+    "step_calls",
+    "blobs",
+    "model_calls",
+    "model_call_texts",
+    "attachments",
+];
+
+/// Has Postgres compress the large bodies it keeps out of line with lz4 where it can (from
+/// Postgres 14, when built with it, as Debian's is) instead of its default pglz: a wide
+/// team's journal writes tens of megabytes of recorded calls and snapshots a minute, and
+/// pglz made storing them most of each commit's time (BENCHMARKS.md, issue 45). Done once,
+/// at the first open: only a column not yet lz4 is changed (values stored before keep their
+/// compression; both read the same). A server without lz4 keeps pglz, said at debug level.
+async fn compress_with_lz4(pool: &AnyPool) {
+    let listed = LARGE_BODIES
+        .iter()
+        .map(|t| format!("'{t}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Only the fixed names above are put together here.
+    let find = format!(
+        "SELECT c.relname::text FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid \
+         WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' \
+         AND a.attname = 'body' AND a.attcompression <> 'l' AND c.relname IN ({listed})"
+    );
+    let tables: Vec<String> = match sqlx::query_scalar(AssertSqlSafe(find))
+        .fetch_all(pool)
+        .await
+    {
+        Ok(tables) => tables,
+        Err(e) => {
+            tracing::debug!("the store's bodies keep Postgres's default compression: {e}");
+            return;
+        }
+    };
+    for table in tables.iter().filter(|t| LARGE_BODIES.contains(&t.as_str())) {
+        let alter = format!("ALTER TABLE {table} ALTER COLUMN body SET COMPRESSION lz4");
+        if let Err(e) = sqlx::raw_sql(AssertSqlSafe(alter)).execute(pool).await {
+            tracing::debug!("{table}'s bodies keep Postgres's default compression: {e}");
+            return;
+        }
+    }
 }
 
 /// A snapshot's parts, joined in order (read a few at a time).
