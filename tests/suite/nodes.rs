@@ -12,6 +12,7 @@ use cohort::config::MemoryBudget;
 use cohort::event::{Change, Event, StatesRecord, TaskChange};
 use cohort::node::bus::{Bus, BusOptions, Credentials, Tls};
 use cohort::node::follower::Follower;
+use cohort::node::relay;
 use cohort::state::TaskState;
 use cohort::store::lease::{AgentWrite, Fence, Seat, TEAM_LEASE, Taken};
 use cohort::store::{SnapshotJson, SqlStore, Store, StoreError, StoredEvent};
@@ -852,8 +853,10 @@ async fn inbox_of(
     }
 }
 
-/// The team's event stream, read back whole: each message's version and JSON.
-async fn stream_events(nats: &nats::Nats, stream: &str) -> Vec<(u64, Value)> {
+/// The team's event stream, read back whole: each change's version and JSON (a message holds
+/// consecutive changes, a line each, its headers naming the first and the last), and how many
+/// messages held them.
+async fn stream_events(nats: &nats::Nats, stream: &str) -> (u64, Vec<(u64, Value)>) {
     let (user, password) = nats.auth().unwrap();
     let client = async_nats::ConnectOptions::with_user_and_password(user, password)
         .connect(nats.url())
@@ -865,16 +868,17 @@ async fn stream_events(nats: &nats::Nats, stream: &str) -> Vec<(u64, Value)> {
     let mut out = Vec::new();
     for seq in 1..=count {
         let m = stream.get_raw_message(seq).await.unwrap();
-        let v = m
-            .headers
-            .get("Cohort-Version")
-            .unwrap()
-            .as_str()
-            .parse()
-            .unwrap();
-        out.push((v, serde_json::from_slice(&m.payload).unwrap()));
+        let (first, last) = relay::versions_of(&m.headers).unwrap();
+        let held: Vec<Value> = relay::lines_of(&m.payload)
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        assert_eq!(held.len() as u64, last - first + 1, "message {seq}");
+        for (v, json) in (first..=last).zip(held) {
+            assert_eq!(json["version"], v, "message {seq}");
+            out.push((v, json));
+        }
     }
-    out
+    (count, out)
 }
 
 /// A node with NATS publishes every change its store commits on the team's stream, once and
@@ -904,8 +908,12 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
 
     let store = SqlStore::open_reader(&pg.url()).await.unwrap();
     let stored = store.events_after(0, 100_000).await.unwrap();
-    let published = stream_events(&nats, "COHORT_crash_EVENTS").await;
+    let (messages, published) = stream_events(&nats, "COHORT_crash_EVENTS").await;
     assert_eq!(published.len(), stored.len(), "every stored change, once");
+    assert!(
+        messages < published.len() as u64 / 2,
+        "changes committed together go out together: {messages} messages"
+    );
     for ((v, json), e) in published.iter().zip(&stored) {
         assert_eq!(*v, e.version);
         assert_eq!(json, &serde_json::to_value(e).unwrap());
@@ -932,7 +940,7 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
-        stream_events(&nats, "COHORT_crash_EVENTS").await.len(),
+        stream_events(&nats, "COHORT_crash_EVENTS").await.1.len(),
         stored.len(),
         "another store's events went into this team's stream"
     );
@@ -1019,6 +1027,46 @@ async fn a_follower_takes_the_stream_and_what_it_lacks_from_the_store() {
     publish(task_created(6, "t6")).await;
     until_followed(&follower, 6).await;
     assert_eq!(monitor.read(|s| s.tasks.len()), 6);
+    // Messages of several changes, a line each: one holding a change the follower has (6)
+    // and new ones; one whose first change is missing from its lines (read from the store).
+    let publish_lines = async |(first, last): (u64, u64), events: &[StoredEvent]| {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(relay::VERSION, last.to_string().as_str());
+        headers.insert(relay::FIRST_VERSION, first.to_string().as_str());
+        headers.insert("Cohort-Store", stamp.as_str());
+        let lines: Vec<String> = events
+            .iter()
+            .map(|e| serde_json::to_string(&e.event).unwrap())
+            .collect();
+        let subject = bus.names.events_subject.clone();
+        let ack = bus
+            .jetstream
+            .publish_with_headers(subject, headers, lines.join("\n").into());
+        ack.await.unwrap().await.unwrap();
+    };
+    let three = [
+        task_created(6, "t6"),
+        task_created(7, "t7"),
+        task_created(8, "t8"),
+    ];
+    publish_lines((6, 8), &three).await;
+    until_followed(&follower, 8).await;
+    assert_eq!(monitor.read(|s| s.tasks.len()), 8);
+    writes
+        .append(&[task_created(9, "t9"), task_created(10, "t10")])
+        .await
+        .unwrap();
+    // Says 9 to 10 but holds only 10; says 9 alone but holds 10: the follower takes what
+    // such a message says it holds from the store.
+    publish_lines((9, 9), &[task_created(10, "t10-wrong")]).await;
+    publish_lines((9, 10), &[task_created(10, "t10-wrong")]).await;
+    until_followed(&follower, 10).await;
+    assert!(
+        monitor.read(|s| s.tasks.contains_key(&"t10".into())),
+        "{:?}",
+        monitor.read(|s| s.tasks.keys().cloned().collect::<Vec<_>>())
+    );
+    assert!(!monitor.read(|s| s.tasks.contains_key(&"t10-wrong".into())));
 
     // Glimpses of an answer being written, from the team's node's monitor to this one's.
     let leader = cohort::monitor::Monitor::new(16);

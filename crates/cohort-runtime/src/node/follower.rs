@@ -3,8 +3,9 @@
 //! itself, every change once and in order, also while the team changes nodes.
 //!
 //! It starts from what the store holds (the latest snapshot and the events after it), then
-//! reads the stream from the first message after that version (found by its `Cohort-Version`
-//! header, a binary search over the stream's sequences). A change the stream lacks (one too
+//! reads the stream from the first message holding a later version (found by its
+//! `Cohort-Version` header, the last version it holds: a binary search over the stream's
+//! sequences). A change the stream lacks (one too
 //! large for NATS, one that left the stream, one the relay has not published yet while NATS or
 //! the team's node is down) is read from the store: whenever the stream is quiet for a
 //! [`QUIET`], the store is asked for what came after the follower's version, so a follower
@@ -13,7 +14,7 @@
 //! snapshot.
 
 use super::bus::Bus;
-use super::relay::version_of;
+use super::relay::{lines_of, version_of, versions_of};
 use crate::monitor::Monitor;
 use async_nats::jetstream;
 use cohort_core::config::MemoryBudget;
@@ -162,8 +163,9 @@ async fn open(bus: &Bus, version: u64) -> Result<jetstream::consumer::pull::Orde
         .map_err(|e| e.to_string())
 }
 
-/// The sequence of the stream's first message whose version is after `version` (the next
-/// sequence to come when there is none yet): a binary search, as versions grow with sequences.
+/// The sequence of the stream's first message whose last version is after `version` (the
+/// next sequence to come when there is none yet): a binary search, as versions grow with
+/// sequences.
 async fn first_after(stream: &mut jetstream::stream::Stream, version: u64) -> Result<u64, String> {
     let state = stream
         .info()
@@ -222,15 +224,36 @@ async fn read_stream(
             tracing::warn!("the event stream holds another store's events; following the store");
             return Ok(());
         }
-        let version = headers.and_then(version_of).unwrap_or(0);
-        let event = match serde_json::from_slice::<Event>(&message.payload) {
-            Ok(e) => e,
-            // Too large for NATS (published empty), or unreadable: the store has it.
-            Err(_) => {
-                fill(store, monitor, version).await?;
-                continue;
-            }
+        let Some((first, last)) = headers.and_then(versions_of) else {
+            // Not the relay's: what it should have held comes from the store when it is due.
+            tracing::debug!("a message of the event stream names no version: skipped");
+            continue;
         };
+        apply_message(store, monitor, (first, last), &message.payload).await?;
+    }
+}
+
+/// Applies the changes `first` to `last` one message of the stream holds (skipping those the
+/// follower has already); what it lacks (too large for NATS, published empty; unreadable; a gap
+/// before it) is read from the store.
+async fn apply_message(
+    store: &SqlStore,
+    monitor: &Monitor,
+    (first, last): (u64, u64),
+    payload: &[u8],
+) -> Result<(), Stop> {
+    if last <= monitor.version() {
+        return Ok(());
+    }
+    let events: Result<Vec<Event>, _> = lines_of(payload).map(serde_json::from_slice).collect();
+    let events = match events {
+        Ok(events) if events.iter().map(|e| e.version).eq(first..=last) => events,
+        _ => return fill(store, monitor, last).await,
+    };
+    for event in events {
+        if event.version <= monitor.version() {
+            continue;
+        }
         if event.version > monitor.version() + 1 {
             fill(store, monitor, event.version - 1).await?;
         }
@@ -240,6 +263,7 @@ async fn read_stream(
             tracing::warn!("a followed change was left for the store: {gap}");
         }
     }
+    Ok(())
 }
 
 /// Applies what the store holds after the monitor's version.

@@ -5,15 +5,18 @@
 //! The store is the outbox: a change is committed there first (the journal's transaction), and
 //! the relay publishes what the store holds after the last version the stream has. So a node
 //! killed between the two leaves nothing unpublished: the next node to run the team starts
-//! from the stream's last version. Each message carries its version as `Nats-Msg-Id` and
+//! from the stream's last version. Each message carries its last version as `Nats-Msg-Id` and
 //! expects the stream's sequence of the message before it (`Nats-Expected-Last-Subject-Sequence`,
 //! which JetStream keeps across its restarts): JetStream drops a repeat and refuses a message out
 //! of order, so two relays (one of a node that just lost the lease) can never publish a version
 //! twice or out of order.
 //!
-//! A message is the event's JSON as the store keeps it (`{"version", "at", …change}`), with
-//! header `Cohort-Version`. An event larger than NATS takes is published empty, with header
-//! `Cohort-Too-Large: true`: read that version from the store (`GET /api/…`, `cohort export`).
+//! A message holds consecutive events, each's JSON as the store keeps it (`{"version", "at",
+//! …change}`) on a line of its own, up to a budget of bytes (one message for a page of changes,
+//! not each: a wide team commits tens of thousands a second), with headers
+//! `Cohort-First-Version` and `Cohort-Version` (the last it holds; `Nats-Msg-Id` too). An event
+//! larger than NATS takes is published alone and empty, with header `Cohort-Too-Large: true`:
+//! read that version from the store (`GET /api/…`, `cohort export`).
 
 use super::bus::Bus;
 use crate::monitor::Monitor;
@@ -271,29 +274,33 @@ impl Noted {
     }
 }
 
-/// Publishes `events` (version and JSON, in order, following `cursor`) and waits for
-/// JetStream to take them; the last version published (None for no events).
+/// Publishes `events` (version and JSON, in order, following `cursor`), as few messages as
+/// fit, and waits for JetStream to take them; the last version published (None for no
+/// events).
 async fn publish(
     stamped: &Stamped<'_>,
     events: impl Iterator<Item = (u64, bytes::Bytes)>,
     cursor: Cursor,
 ) -> Result<Option<Cursor>, String> {
     let bus = stamped.bus;
+    let budget = message_budget(bus.client.server_info().max_payload);
     let mut acks = Vec::new();
     let mut last = cursor.version;
     // Only this relay publishes on the subject: each message lands right after the one before.
-    for ((version, json), expected) in events.zip(cursor.seq..) {
+    for (batch, expected) in batches(events, budget).into_iter().zip(cursor.seq..) {
         let message = PublishMessage::build()
-            .message_id(version.to_string())
+            .message_id(batch.last.to_string())
             .expected_last_subject_sequence(expected)
-            .header("Cohort-Version", version.to_string())
+            .header(VERSION, batch.last.to_string())
+            .header(FIRST_VERSION, batch.first.to_string())
             .header("Cohort-Store", stamped.store.as_str());
         let subject = bus.names.events_subject.clone();
         let sent = match bus
             .jetstream
-            .send_publish(subject.clone(), message.clone().payload(json))
+            .send_publish(subject.clone(), message.clone().payload(batch.lines))
             .await
         {
+            // Only a change alone in its message can be too large (see `batches`).
             Err(err) if err.kind() == PublishErrorKind::MaxPayloadExceeded => {
                 let stub = message.header("Cohort-Too-Large", "true");
                 bus.jetstream.send_publish(subject, stub).await
@@ -301,13 +308,60 @@ async fn publish(
             other => other,
         };
         acks.push(sent.map_err(|e| e.to_string())?);
-        last = version;
+        last = batch.last;
     }
     let mut seq = cursor.seq;
     for ack in acks {
         seq = ack.await.map_err(|e| e.to_string())?.sequence;
     }
     Ok((last > cursor.version).then_some(Cursor { version: last, seq }))
+}
+
+/// The most bytes of changes the relay puts in one message: well under what the server takes
+/// (its headers need room too), and small enough that a follower applies a message at once.
+fn message_budget(max_payload: usize) -> usize {
+    (max_payload.saturating_sub(4096) / 2).clamp(1, 256 * 1024)
+}
+
+/// Consecutive changes published as one message of the stream: their JSON lines.
+#[derive(Debug, PartialEq)]
+struct Batch {
+    first: u64,
+    last: u64,
+    lines: bytes::Bytes,
+}
+
+/// `events` cut into batches of at most `budget` bytes each (a change larger than that alone
+/// in its own), in order: one JetStream message, one store write and one acknowledgement for a
+/// page of changes instead of each (a wide team commits tens of thousands a second).
+fn batches(events: impl Iterator<Item = (u64, bytes::Bytes)>, budget: usize) -> Vec<Batch> {
+    let mut out: Vec<Batch> = Vec::new();
+    let mut lines = bytes::BytesMut::new();
+    let mut first = None;
+    let mut last = 0;
+    for (version, json) in events {
+        if first.is_some() && lines.len() + 1 + json.len() > budget {
+            out.push(Batch {
+                first: first.take().unwrap_or(last),
+                last,
+                lines: lines.split().freeze(),
+            });
+        }
+        if first.is_some() {
+            lines.extend_from_slice(b"\n");
+        }
+        lines.extend_from_slice(&json);
+        first.get_or_insert(version);
+        last = version;
+    }
+    if let Some(first) = first {
+        out.push(Batch {
+            first,
+            last,
+            lines: lines.freeze(),
+        });
+    }
+    out
 }
 
 /// Where the team's stream is (0 and 0 when it is empty), and the id of the store its last
@@ -340,7 +394,79 @@ pub async fn last_published(bus: &Bus) -> Result<(Cursor, Option<String>), Strin
     }
 }
 
-/// The `Cohort-Version` header of a message of the event stream.
+/// The header of a message of the event stream naming the last version it holds.
+pub const VERSION: &str = "Cohort-Version";
+/// The header naming the first version a message holds; a message without it holds only the
+/// version [`VERSION`] names (as each did before changes were published a page at a time).
+pub const FIRST_VERSION: &str = "Cohort-First-Version";
+
+/// The last version a message of the event stream holds (its [`VERSION`] header).
 pub fn version_of(headers: &HeaderMap) -> Option<u64> {
-    headers.get("Cohort-Version")?.as_str().parse().ok()
+    headers.get(VERSION)?.as_str().parse().ok()
+}
+
+/// The first and the last version a message of the event stream holds.
+pub fn versions_of(headers: &HeaderMap) -> Option<(u64, u64)> {
+    let last = version_of(headers)?;
+    let first = match headers.get(FIRST_VERSION) {
+        Some(v) => v.as_str().parse().ok()?,
+        None => last,
+    };
+    Some((first, last))
+}
+
+/// The changes' JSON a message of the event stream holds, one per line (JSON as serde writes
+/// it has no raw line breaks).
+pub fn lines_of(payload: &[u8]) -> impl Iterator<Item = &[u8]> {
+    payload.split(|b| *b == b'\n').filter(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(versions: std::ops::RangeInclusive<u64>, size: usize) -> Vec<(u64, bytes::Bytes)> {
+        versions
+            .map(|v| (v, bytes::Bytes::from(format!("{v:0size$}"))))
+            .collect()
+    }
+
+    #[test]
+    fn changes_go_out_a_page_to_a_message_within_the_budget_and_a_large_one_alone() {
+        // 10-byte changes, a 31-byte budget: two to a message (10 + 1 + 10; a third would
+        // make it 32).
+        let got = batches(events(1..=5, 10).into_iter(), 31);
+        let spans: Vec<_> = got.iter().map(|b| (b.first, b.last)).collect();
+        assert_eq!(spans, [(1, 2), (3, 4), (5, 5)]);
+        assert_eq!(&got[0].lines[..], b"0000000001\n0000000002");
+        let read: Vec<_> = lines_of(&got[1].lines).collect();
+        assert_eq!(read, [&b"0000000003"[..], &b"0000000004"[..]]);
+        // One larger than the budget goes alone, between the others.
+        let mut mixed = events(1..=1, 10);
+        mixed.extend(events(2..=2, 100));
+        mixed.extend(events(3..=3, 10));
+        let spans: Vec<_> = batches(mixed.into_iter(), 31)
+            .iter()
+            .map(|b| (b.first, b.last))
+            .collect();
+        assert_eq!(spans, [(1, 1), (2, 2), (3, 3)]);
+        assert!(batches(std::iter::empty(), 31).is_empty());
+        let spans: Vec<_> = batches(events(1..=3, 10).into_iter(), 32)
+            .iter()
+            .map(|b| (b.first, b.last))
+            .collect();
+        assert_eq!(spans, [(1, 3)], "exactly the budget fits");
+        assert_eq!(message_budget(1024 * 1024), 256 * 1024);
+        assert_eq!(message_budget(64 * 1024), 30 * 1024);
+    }
+
+    #[test]
+    fn a_messages_versions_are_read_from_its_headers_and_one_without_a_first_holds_one() {
+        let mut h = HeaderMap::new();
+        h.insert(VERSION, "9");
+        assert_eq!(versions_of(&h), Some((9, 9)));
+        h.insert(FIRST_VERSION, "7");
+        assert_eq!(versions_of(&h), Some((7, 9)));
+        assert_eq!(versions_of(&HeaderMap::new()), None);
+    }
 }
