@@ -158,6 +158,14 @@ where
     };
     store.put_session(&live).await.unwrap();
     store.put_session(&old).await.unwrap();
+    // One looked up by its hash: only while it lasts.
+    assert_eq!(
+        store.live_session("h-live", 1_000).await.unwrap().as_ref(),
+        Some(&live)
+    );
+    assert_eq!(store.live_session("h-live", 2_000).await.unwrap(), None);
+    assert_eq!(store.live_session("h-old", 1_000).await.unwrap(), None);
+    assert_eq!(store.live_session("h-none", 0).await.unwrap(), None);
     assert_eq!(
         store.live_sessions(1_000).await.unwrap(),
         std::slice::from_ref(&live)

@@ -539,6 +539,29 @@ impl Db {
         Ok(())
     }
 
+    pub(super) async fn session_live(
+        &self,
+        token_hash: &str,
+        now: i64,
+    ) -> Result<Option<StoredSession>, StoreError> {
+        let row = sqlx::query(
+            "SELECT token_hash, human, expires_at FROM sessions \
+             WHERE token_hash = $1 AND expires_at > $2",
+        )
+        .bind(token_hash.to_owned())
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            Ok(StoredSession {
+                token_hash: r.try_get(0)?,
+                human: r.try_get::<String, _>(1)?.into(),
+                expires_at: r.try_get(2)?,
+            })
+        })
+        .transpose()
+    }
+
     pub(super) async fn sessions_live(&self, now: i64) -> Result<Vec<StoredSession>, StoreError> {
         sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
             .bind(now)

@@ -66,6 +66,19 @@ impl SqlStore {
         })
     }
 
+    /// The session whose token hashes to `token_hash`, if it is not expired at `now` (ms since
+    /// the epoch): one row read, however many people are logged in (a node's feeds each look
+    /// theirs up every few seconds).
+    pub async fn live_session(
+        &self,
+        token_hash: &str,
+        now: i64,
+    ) -> Result<Option<crate::StoredSession>, StoreError> {
+        let hash = token_hash.to_owned();
+        self.call(move |db| async move { db.session_live(&hash, now).await })
+            .await
+    }
+
     /// Opens `spec`: a `postgres://` URL, or else a SQLite file path.
     pub async fn open(spec: &str) -> Result<SqlStore, StoreError> {
         if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use cohort_core::config::{Access, TeamConfig};
 use cohort_core::ids::AgentId;
 use cohort_runtime::node::follower::Follower;
-use cohort_store::{SqlStore, Store};
+use cohort_store::SqlStore;
 use futures::{SinkExt, StreamExt};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -139,14 +139,11 @@ impl LocalFeeds {
     /// The person a token was given to and when their session ends, from the store.
     async fn session(&self, token: &str) -> Result<Option<(AgentId, i64)>, AppError> {
         let now = chrono::Utc::now().timestamp_millis();
-        let hash = token_hash(token);
-        let live = self.store.live_sessions(now).await.map_err(|e| {
+        let live = self.store.live_session(&token_hash(token), now).await;
+        let live = live.map_err(|e| {
             AppError::Unavailable(format!("the store cannot say who is logged in: {e}"))
         })?;
-        Ok(live
-            .into_iter()
-            .find(|s| s.token_hash == hash)
-            .map(|s| (s.human, s.expires_at)))
+        Ok(live.map(|s| (s.human, s.expires_at)))
     }
 
     /// The closing channel of one feed: set when the node stops standing by, when the
