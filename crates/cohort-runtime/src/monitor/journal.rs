@@ -32,7 +32,8 @@ pub type Effect = Box<dyn FnOnce() + Send>;
 const QUEUE: usize = 8_192;
 /// At most this many events per transaction.
 const BATCH: usize = 4_096;
-/// A snapshot of the states after this many events, so recovery replays at most that many.
+/// A snapshot of the states after this many events, so recovery replays at most that many
+/// (once they add up to half the last snapshot's size: see [`snapshot_due`]).
 pub const SNAPSHOT_EVERY: u64 = 10_000;
 /// A snapshot also once the events since the last one add up to as many bytes as it (at least
 /// this many): then the events after the newest snapshot, which recovery needs and compaction
@@ -239,11 +240,17 @@ fn write_loop(
             durable.send_replace(committed);
             since_snapshot += count as u64;
         }
-        let due = since_snapshot >= SNAPSHOT_EVERY
-            || since_bytes >= snapshot_bytes.max(SNAPSHOT_MIN_BYTES);
+        let due = snapshot_due(since_snapshot, since_bytes, snapshot_bytes);
         if due || (closing && since_snapshot > 0) {
+            let started = std::time::Instant::now();
             match snapshot(&rt, store.as_ref(), &inner) {
-                Ok(bytes) => snapshot_bytes = bytes,
+                Ok(bytes) => {
+                    snapshot_bytes = bytes;
+                    let took = started.elapsed();
+                    tracing::debug!(
+                        "a snapshot of {bytes} bytes, {since_snapshot} events after the last, took {took:?}"
+                    );
+                }
                 Err(e) => tracing::error!("a snapshot of the states was not stored: {e}"),
             }
             (since_snapshot, since_bytes) = (0, 0);
@@ -293,6 +300,17 @@ fn batch(first: Item, rx: &Receiver<Item>) -> (Vec<Entry>, usize, bool) {
         next = rx.try_recv().ok();
     }
     (entries, count, closing)
+}
+
+/// Whether a snapshot is due after `events` events of `bytes` bytes since the last one, which
+/// took `snapshot_bytes` (0 before the first): after [`SNAPSHOT_EVERY`] events once they add up
+/// to half its size, or once they add up to its size (at least [`SNAPSHOT_MIN_BYTES`]). So the
+/// snapshots cost at most twice the bytes of the events they follow: a large team's states
+/// (10 MB for 1,000 agents at work) taken every 10,000 small events made the journal, which
+/// commits nothing while it writes one, spend a quarter of a wide goal writing snapshots.
+pub fn snapshot_due(events: u64, bytes: u64, snapshot_bytes: u64) -> bool {
+    (events >= SNAPSHOT_EVERY && bytes.saturating_mul(2) >= snapshot_bytes)
+        || bytes >= snapshot_bytes.max(SNAPSHOT_MIN_BYTES)
 }
 
 /// Stores a snapshot of the states as they are; its size in bytes.
@@ -536,5 +554,27 @@ fn reveal(inner: &Inner, entries: Vec<Entry>) {
     }
     for effect in effects {
         effect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_is_due_after_ten_thousand_events_worth_half_of_it_or_events_worth_all_of_it() {
+        const MB: u64 = 1 << 20;
+        // The first: after 10,000 events, whatever their size.
+        assert!(!snapshot_due(SNAPSHOT_EVERY - 1, MB, 0));
+        assert!(snapshot_due(SNAPSHOT_EVERY, 1, 0));
+        // A small team's: every 10,000 events.
+        assert!(snapshot_due(SNAPSHOT_EVERY, MB, MB));
+        // A large team's (10 MB): 10,000 small events are not enough, 5 MB of them are.
+        assert!(!snapshot_due(SNAPSHOT_EVERY, 3 * MB, 10 * MB));
+        assert!(snapshot_due(2 * SNAPSHOT_EVERY, 5 * MB, 10 * MB));
+        // Large events: as soon as they add up to its size, at least 8 MB.
+        assert!(snapshot_due(100, SNAPSHOT_MIN_BYTES, MB));
+        assert!(!snapshot_due(100, SNAPSHOT_MIN_BYTES - 1, MB));
+        assert!(snapshot_due(100, 12 * MB, 12 * MB));
     }
 }
