@@ -853,34 +853,6 @@ async fn inbox_of(
     }
 }
 
-/// The team's event stream, read back whole: each change's version and JSON (a message holds
-/// consecutive changes, a line each, its headers naming the first and the last), and how many
-/// messages held them.
-async fn stream_events(nats: &nats::Nats, stream: &str) -> (u64, Vec<(u64, Value)>) {
-    let (user, password) = nats.auth().unwrap();
-    let client = async_nats::ConnectOptions::with_user_and_password(user, password)
-        .connect(nats.url())
-        .await
-        .unwrap();
-    let js = async_nats::jetstream::new(client);
-    let mut stream = js.get_stream(stream).await.unwrap();
-    let count = stream.info().await.unwrap().state.messages;
-    let mut out = Vec::new();
-    for seq in 1..=count {
-        let m = stream.get_raw_message(seq).await.unwrap();
-        let (first, last) = relay::versions_of(&m.headers).unwrap();
-        let held: Vec<Value> = relay::lines_of(&m.payload)
-            .map(|l| serde_json::from_slice(l).unwrap())
-            .collect();
-        assert_eq!(held.len() as u64, last - first + 1, "message {seq}");
-        for (v, json) in (first..=last).zip(held) {
-            assert_eq!(json["version"], v, "message {seq}");
-            out.push((v, json));
-        }
-    }
-    (count, out)
-}
-
 /// A node with NATS publishes every change its store commits on the team's stream, once and
 /// in order, across a restart of NATS itself (its streams are file-backed) and a node's
 /// SIGTERM; its credentials never reach its log.
@@ -908,7 +880,7 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
 
     let store = SqlStore::open_reader(&pg.url()).await.unwrap();
     let stored = store.events_after(0, 100_000).await.unwrap();
-    let (messages, published) = stream_events(&nats, "COHORT_crash_EVENTS").await;
+    let (messages, published) = nats.stream_events("COHORT_crash_EVENTS").await;
     assert_eq!(published.len(), stored.len(), "every stored change, once");
     assert!(
         messages < published.len() as u64 / 2,
@@ -940,7 +912,7 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(
-        stream_events(&nats, "COHORT_crash_EVENTS").await.1.len(),
+        nats.stream_events("COHORT_crash_EVENTS").await.1.len(),
         stored.len(),
         "another store's events went into this team's stream"
     );

@@ -242,17 +242,8 @@ fn write_loop(
         }
         let due = snapshot_due(since_snapshot, since_bytes, snapshot_bytes);
         if due || (closing && since_snapshot > 0) {
-            let started = std::time::Instant::now();
-            match snapshot(&rt, store.as_ref(), &inner) {
-                Ok(bytes) => {
-                    snapshot_bytes = bytes;
-                    let took = started.elapsed();
-                    tracing::debug!(
-                        "a snapshot of {bytes} bytes, {since_snapshot} events after the last, took {took:?}"
-                    );
-                }
-                Err(e) => tracing::error!("a snapshot of the states was not stored: {e}"),
-            }
+            snapshot_bytes = timed_snapshot(&rt, store.as_ref(), &inner, since_snapshot)
+                .unwrap_or(snapshot_bytes);
             (since_snapshot, since_bytes) = (0, 0);
         }
     }
@@ -311,6 +302,30 @@ fn batch(first: Item, rx: &Receiver<Item>) -> (Vec<Entry>, usize, bool) {
 pub fn snapshot_due(events: u64, bytes: u64, snapshot_bytes: u64) -> bool {
     (events >= SNAPSHOT_EVERY && bytes.saturating_mul(2) >= snapshot_bytes)
         || bytes >= snapshot_bytes.max(SNAPSHOT_MIN_BYTES)
+}
+
+/// [`snapshot`], its size and time logged (at debug level); its size, None when it was not
+/// stored (logged as an error).
+fn timed_snapshot(
+    rt: &tokio::runtime::Runtime,
+    store: &dyn Store,
+    inner: &Inner,
+    events: u64,
+) -> Option<u64> {
+    let started = std::time::Instant::now();
+    match snapshot(rt, store, inner) {
+        Ok(bytes) => {
+            let took = started.elapsed();
+            tracing::debug!(
+                "a snapshot of {bytes} bytes, {events} events after the last, took {took:?}"
+            );
+            Some(bytes)
+        }
+        Err(e) => {
+            tracing::error!("a snapshot of the states was not stored: {e}");
+            None
+        }
+    }
 }
 
 /// Stores a snapshot of the states as they are; its size in bytes.
