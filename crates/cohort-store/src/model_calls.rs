@@ -144,15 +144,16 @@ pub(super) async fn write(
     Recorded { calls, trim }: Recorded,
     nameless: bool,
 ) -> Result<(), StoreError> {
-    // One row per seq: a statement may not touch a row twice.
-    let calls: BTreeMap<u64, StoredModelCall> = calls.into_iter().map(|c| (c.seq, c)).collect();
+    // Each text once (a call may send one a later call names), before calls are made one per
+    // seq: a statement may not touch a row twice.
     let mut texts = BTreeMap::new();
-    for s in calls.values().filter_map(|c| c.system.as_ref()) {
+    for s in calls.iter().filter_map(|c| c.system.as_ref()) {
         if let Some(text) = &s.text {
-            texts.entry(s.id.as_str()).or_insert(text.as_str());
+            texts.entry(s.id.clone()).or_insert(text.clone());
         }
     }
     let texts: Vec<_> = texts.into_iter().collect();
+    let calls: BTreeMap<u64, StoredModelCall> = calls.into_iter().map(|c| (c.seq, c)).collect();
     for chunk in texts.chunks(ROWS_PER_INSERT) {
         let sql = values_sql(
             "INSERT INTO model_call_texts (id, body) VALUES ",
@@ -163,7 +164,7 @@ pub(super) async fn write(
         );
         let mut q = sqlx::query(AssertSqlSafe(sql));
         for (id, text) in chunk {
-            q = q.bind(id.to_string()).bind(text.to_string());
+            q = q.bind(id.clone()).bind(text.clone());
         }
         q.execute(&mut **tx).await?;
     }

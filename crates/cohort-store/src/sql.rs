@@ -539,6 +539,7 @@ impl Db {
         Ok(())
     }
 
+    /// The session whose token hashes to `token_hash`, if it is not expired at `now`.
     pub(super) async fn session_live(
         &self,
         token_hash: &str,
@@ -552,14 +553,7 @@ impl Db {
         .bind(now)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|r| {
-            Ok(StoredSession {
-                token_hash: r.try_get(0)?,
-                human: r.try_get::<String, _>(1)?.into(),
-                expires_at: r.try_get(2)?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(session_of).transpose()
     }
 
     pub(super) async fn sessions_live(&self, now: i64) -> Result<Vec<StoredSession>, StoreError> {
@@ -570,16 +564,17 @@ impl Db {
         let rows = sqlx::query("SELECT token_hash, human, expires_at FROM sessions")
             .fetch_all(&self.pool)
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(StoredSession {
-                    token_hash: r.try_get(0)?,
-                    human: r.try_get::<String, _>(1)?.into(),
-                    expires_at: r.try_get(2)?,
-                })
-            })
-            .collect()
+        rows.iter().map(session_of).collect()
     }
+}
+
+/// A row of `sessions` (`token_hash, human, expires_at`).
+fn session_of(r: &sqlx::any::AnyRow) -> Result<StoredSession, StoreError> {
+    Ok(StoredSession {
+        token_hash: r.try_get(0)?,
+        human: r.try_get::<String, _>(1)?.into(),
+        expires_at: r.try_get(2)?,
+    })
 }
 
 /// An event as a row of the `events` table.
@@ -689,8 +684,9 @@ const LARGE_BODIES: &[&str] = &[
 /// Postgres 14, when built with it, as Debian's is) instead of its default pglz: a wide
 /// team's journal writes tens of megabytes of recorded calls and snapshots a minute, and
 /// pglz made storing them most of each commit's time (BENCHMARKS.md, issue 45). Done once,
-/// at the first open: only a column not yet lz4 is changed (values stored before keep their
-/// compression; both read the same). A server without lz4 keeps pglz, said at debug level.
+/// at the first open that can: only a column not yet lz4 is changed (values stored before keep
+/// their compression; both read the same). A server without lz4 keeps pglz, said at debug
+/// level.
 async fn compress_with_lz4(pool: &AnyPool) {
     let listed = LARGE_BODIES
         .iter()
@@ -714,12 +710,26 @@ async fn compress_with_lz4(pool: &AnyPool) {
         }
     };
     for table in tables.iter().filter(|t| LARGE_BODIES.contains(&t.as_str())) {
-        let alter = format!("ALTER TABLE {table} ALTER COLUMN body SET COMPRESSION lz4");
-        if let Err(e) = sqlx::raw_sql(AssertSqlSafe(alter)).execute(pool).await {
-            tracing::debug!("{table}'s bodies keep Postgres's default compression: {e}");
+        if let Err(e) = alter_to_lz4(pool, table).await {
+            tracing::debug!("{table}'s bodies keep Postgres's default compression for now: {e}");
             return;
         }
     }
+}
+
+/// Sets lz4 on `table`'s bodies, waiting at most a second for its lock: the change locks the
+/// table whole, and a running team's writes would queue behind a wait for a long read (the next
+/// open tries again).
+async fn alter_to_lz4(pool: &AnyPool, table: &str) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::raw_sql("SET LOCAL lock_timeout = '1s'")
+        .execute(&mut *tx)
+        .await?;
+    let alter = format!("ALTER TABLE {table} ALTER COLUMN body SET COMPRESSION lz4");
+    sqlx::raw_sql(AssertSqlSafe(alter))
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
 }
 
 /// A snapshot's parts, joined in order (read a few at a time).

@@ -324,7 +324,6 @@ fn message_budget(max_payload: usize) -> usize {
 }
 
 /// Consecutive changes published as one message of the stream: their JSON lines.
-#[derive(Debug, PartialEq)]
 struct Batch {
     first: u64,
     last: u64,
@@ -337,24 +336,22 @@ struct Batch {
 fn batches(events: impl Iterator<Item = (u64, bytes::Bytes)>, budget: usize) -> Vec<Batch> {
     let mut out: Vec<Batch> = Vec::new();
     let mut lines = bytes::BytesMut::new();
-    let mut first = None;
-    let mut last = 0;
+    // The first and last version of the batch being filled.
+    let mut span: Option<(u64, u64)> = None;
     for (version, json) in events {
-        if first.is_some() && lines.len() + 1 + json.len() > budget {
-            out.push(Batch {
-                first: first.take().unwrap_or(last),
-                last,
-                lines: lines.split().freeze(),
-            });
-        }
-        if first.is_some() {
-            lines.extend_from_slice(b"\n");
+        if let Some((first, last)) = span {
+            if lines.len() + 1 + json.len() > budget {
+                let lines = lines.split().freeze();
+                out.push(Batch { first, last, lines });
+                span = None;
+            } else {
+                lines.extend_from_slice(b"\n");
+            }
         }
         lines.extend_from_slice(&json);
-        first.get_or_insert(version);
-        last = version;
+        span = Some((span.map_or(version, |(first, _)| first), version));
     }
-    if let Some(first) = first {
+    if let Some((first, last)) = span {
         out.push(Batch {
             first,
             last,
