@@ -141,20 +141,52 @@ impl Db {
 /// second; one statement each cost a round trip each, on the journal's path).
 pub(super) async fn write(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    Recorded { calls, trim }: Recorded,
+    Recorded { mut calls, trim }: Recorded,
     nameless: bool,
 ) -> Result<(), StoreError> {
-    // Each text once (a call may send one a later call names), before calls are made one per
-    // seq: a statement may not touch a row twice.
+    // Each text once (a call may send one a later call names), taken before calls are made
+    // one per seq: a statement may not touch a row twice.
     let mut texts = BTreeMap::new();
-    for s in calls.iter().filter_map(|c| c.system.as_ref()) {
-        if let Some(text) = &s.text {
-            texts.entry(s.id.clone()).or_insert(text.clone());
+    for s in calls.iter_mut().filter_map(|c| c.system.as_mut()) {
+        if let Some(text) = s.text.take() {
+            texts.entry(s.id.clone()).or_insert(text);
         }
     }
-    let texts: Vec<_> = texts.into_iter().collect();
+    insert_texts(tx, texts.into_iter().collect(), nameless).await?;
     let calls: BTreeMap<u64, StoredModelCall> = calls.into_iter().map(|c| (c.seq, c)).collect();
-    for chunk in texts.chunks(ROWS_PER_INSERT) {
+    insert_calls(tx, calls.into_values().collect(), nameless).await?;
+    let trimmed = !trim.agents.is_empty();
+    for agent in trim.agents {
+        // The newest calls whose bytes, added up from the newest, stay within the cap.
+        sqlx::query(
+            "DELETE FROM model_calls WHERE agent_id = $1 AND seq <= COALESCE((\
+               SELECT MAX(seq) FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total \
+               FROM model_calls WHERE agent_id = $1) newest WHERE total > $2), -1)",
+        )
+        .bind(agent.as_str().to_owned())
+        .bind(trim.bytes_per_agent as i64)
+        .execute(&mut **tx)
+        .await?;
+    }
+    if trimmed {
+        sqlx::query(
+            "DELETE FROM model_call_texts WHERE NOT EXISTS \
+             (SELECT 1 FROM model_calls c WHERE c.system_id = model_call_texts.id)",
+        )
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Keeps the system texts `texts` (id and text; one kept already stays).
+async fn insert_texts(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    mut texts: Vec<(String, String)>,
+    nameless: bool,
+) -> Result<(), StoreError> {
+    while !texts.is_empty() {
+        let chunk: Vec<_> = texts.drain(..texts.len().min(ROWS_PER_INSERT)).collect();
         let sql = values_sql(
             "INSERT INTO model_call_texts (id, body) VALUES ",
             2,
@@ -164,11 +196,19 @@ pub(super) async fn write(
         );
         let mut q = sqlx::query(AssertSqlSafe(sql));
         for (id, text) in chunk {
-            q = q.bind(id.clone()).bind(text.clone());
+            q = q.bind(id).bind(text);
         }
         q.execute(&mut **tx).await?;
     }
-    let mut calls: Vec<_> = calls.into_values().collect();
+    Ok(())
+}
+
+/// Keeps `calls` (one per seq; a call kept already is replaced).
+async fn insert_calls(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    mut calls: Vec<StoredModelCall>,
+    nameless: bool,
+) -> Result<(), StoreError> {
     while !calls.is_empty() {
         let chunk: Vec<_> = calls.drain(..calls.len().min(ROWS_PER_INSERT)).collect();
         let sql = values_sql(
@@ -196,27 +236,6 @@ pub(super) async fn write(
                 .bind(c.system.map(|s| s.id));
         }
         q.execute(&mut **tx).await?;
-    }
-    let trimmed = !trim.agents.is_empty();
-    for agent in trim.agents {
-        // The newest calls whose bytes, added up from the newest, stay within the cap.
-        sqlx::query(
-            "DELETE FROM model_calls WHERE agent_id = $1 AND seq <= COALESCE((\
-               SELECT MAX(seq) FROM (SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total \
-               FROM model_calls WHERE agent_id = $1) newest WHERE total > $2), -1)",
-        )
-        .bind(agent.as_str().to_owned())
-        .bind(trim.bytes_per_agent as i64)
-        .execute(&mut **tx)
-        .await?;
-    }
-    if trimmed {
-        sqlx::query(
-            "DELETE FROM model_call_texts WHERE NOT EXISTS \
-             (SELECT 1 FROM model_calls c WHERE c.system_id = model_call_texts.id)",
-        )
-        .execute(&mut **tx)
-        .await?;
     }
     Ok(())
 }
