@@ -11,7 +11,7 @@
 use super::client::Client;
 use super::scenarios::Figures;
 use super::serve::PASSWORD;
-use super::servers::{Nats, Postgres};
+use super::servers::{Nats, Postgres, busy_share, cpu_seconds, machine_ticks};
 use super::team::{Scratch, TeamShape, write_team};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -308,13 +308,18 @@ async fn spread_goal(
     let mut one_node = Vec::new();
     // The same team with no model call recorded: what recording costs on Postgres.
     let unrecorded = "retention:\n  recorded_calls_mib: 0\n";
+    let mut one_node_cpu = json!(null);
     for (db, more_yaml) in [("spread_one", ""), ("spread_unrecorded", unrecorded)] {
         let url = pg.create_database(db)?;
         let node = Served::start(&named(&team, db, more_yaml)?, &url, &more("a"))?;
         let client = login(node.addr, Duration::from_secs(120)).await?;
+        let cpu = CpuUse::from(pg, nats, &[&node]);
         let at = Instant::now();
         run_goal(&client, 1).await?;
         one_node.push(at.elapsed().as_secs_f64());
+        if one_node_cpu.is_null() {
+            one_node_cpu = cpu.since();
+        }
     }
     let url = pg.create_database("spread_three")?;
     let team = named(&team, "spread_three", "")?;
@@ -325,13 +330,55 @@ async fn spread_goal(
     let placed_at = Instant::now();
     let shares = spread_over(&url, 3, workers + 1).await?;
     let placed_s = placed_at.elapsed().as_secs_f64();
+    let cpu = CpuUse::from(pg, nats, &nodes.iter().collect::<Vec<_>>());
     let at = Instant::now();
     run_goal(&client, 1).await?;
     let three = at.elapsed().as_secs_f64();
     Ok(json!({
         "workers": workers, "calls": calls, "critical_s": critical_s,
         "one_node_s": one_node[0], "one_node_unrecorded_s": one_node[1], "three_nodes_s": three, "placed_s": placed_s, "shares": shares,
+        "one_node_cpu": one_node_cpu, "three_nodes_cpu": cpu.since(),
     }))
+}
+
+/// Where the machine's CPU went while a goal ran: the seconds of each node, of Postgres (all
+/// its processes) and of NATS, and the share of the machine's time that was busy. Three nodes,
+/// NATS and Postgres on two cores share them: this tells a goal that waited for the CPU from
+/// one that waited on something else.
+struct CpuUse {
+    pids: Vec<(String, u32)>,
+    before: Vec<f64>,
+    ticks: (u64, u64),
+}
+
+impl CpuUse {
+    fn from(pg: &Postgres, nats: &Nats, nodes: &[&Served]) -> CpuUse {
+        let mut pids: Vec<(String, u32)> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (format!("node_{}", (b'a' + i as u8) as char), n.child.id()))
+            .collect();
+        pids.extend(pg.pid().map(|pid| ("postgres".to_owned(), pid)));
+        pids.push(("nats".to_owned(), nats.pid()));
+        let before = pids.iter().map(|(_, pid)| cpu_seconds(*pid)).collect();
+        CpuUse {
+            pids,
+            before,
+            ticks: machine_ticks(),
+        }
+    }
+
+    fn since(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        for ((name, pid), before) in self.pids.iter().zip(&self.before) {
+            out.insert(name.clone(), json!(cpu_seconds(*pid) - before));
+        }
+        out.insert(
+            "busy".into(),
+            json!(busy_share(self.ticks, machine_ticks())),
+        );
+        Value::Object(out)
+    }
 }
 
 /// Waits until the agents' leases in the store at `url` are held by `nodes` nodes, `agents` in
@@ -457,5 +504,32 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
             ),
             "three nodes ≤ 1.3× the critical path",
         ),
+        super::row(
+            "nodes",
+            "the same goal: CPU seconds (machine busy)".to_owned(),
+            format!(
+                "one node: {}; three nodes: {}",
+                cpu_line(&sp["one_node_cpu"]),
+                cpu_line(&sp["three_nodes_cpu"])
+            ),
+            "",
+        ),
     ]
+}
+
+/// `node_a 3.1, postgres 1.2, nats 0.2 (busy 74 %)`.
+fn cpu_line(cpu: &Value) -> String {
+    let Some(map) = cpu.as_object() else {
+        return "-".into();
+    };
+    let parts: Vec<String> = map
+        .iter()
+        .filter(|(k, _)| *k != "busy")
+        .map(|(k, v)| format!("{k} {:.1}", super::f(v)))
+        .collect();
+    format!(
+        "{} (busy {:.0} %)",
+        parts.join(", "),
+        super::f(&cpu["busy"]) * 100.0
+    )
 }

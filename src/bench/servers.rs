@@ -61,6 +61,12 @@ impl Postgres {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// The server's main process (its backends are its children).
+    pub fn pid(&self) -> Option<u32> {
+        let pid = std::fs::read_to_string(self.dir.join("postmaster.pid")).ok()?;
+        pid.lines().next()?.trim().parse().ok()
+    }
+
     fn start_server(&self) -> Result<(), String> {
         let opts = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
@@ -200,6 +206,10 @@ impl Nats {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the server and starts it again on the same port and streams: its file-backed
     /// streams still hold what they held.
     pub fn restart(&mut self) -> Result<(), String> {
@@ -262,4 +272,63 @@ fn nats_bin() -> Result<PathBuf, String> {
          into ~/.cache/cohort-ci/venv) or Debian's `nats-server`"
             .into()
     })
+}
+
+/// The CPU seconds process `pid` and its children used so far (user and system: its own, its
+/// children's that ended, and those of its children still running), 0 when it is gone. A
+/// scenario takes the difference over what it measures, to tell which process the machine's
+/// time went to.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    // SAFETY: sysconf reads a constant of the system; it has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let own = proc_stat(pid).map_or(0, |f| f.iter().skip(11).take(4).sum::<u64>());
+    let children: u64 = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(proc_stat)
+        .filter(|f| f[1] == u64::from(pid))
+        .map(|f| f[11] + f[12])
+        .sum();
+    (own + children) as f64 / ticks
+}
+
+/// The numeric fields of `/proc/<pid>/stat` after the command's name (`state` read as 0): field
+/// 1 is the parent's pid, 11–14 utime, stime, cutime, cstime.
+fn proc_stat(pid: u32) -> Option<Vec<u64>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    Some(
+        after_name
+            .split_whitespace()
+            .map(|f| f.parse().unwrap_or(0))
+            .collect(),
+    )
+}
+
+/// The share of the machine's CPU time that was busy between two readings of [`machine_ticks`].
+pub fn busy_share(before: (u64, u64), after: (u64, u64)) -> f64 {
+    let (total, idle) = (after.0 - before.0, after.1 - before.1);
+    if total == 0 {
+        return f64::NAN;
+    }
+    (total - idle) as f64 / total as f64
+}
+
+/// The machine's CPU time so far, all and idle (with waiting for I/O), in ticks (`/proc/stat`).
+pub fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap_or(0))
+        .collect();
+    (
+        f.iter().sum(),
+        f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0),
+    )
 }

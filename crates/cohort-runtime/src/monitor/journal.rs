@@ -32,8 +32,8 @@ pub type Effect = Box<dyn FnOnce() + Send>;
 const QUEUE: usize = 8_192;
 /// At most this many events per transaction.
 const BATCH: usize = 4_096;
-/// A snapshot of the states after this many events, so recovery replays at most that many
-/// (once they add up to half the last snapshot's size: see [`snapshot_due`]).
+/// A snapshot of the states after this many events, once they add up to the last snapshot's
+/// size (see [`snapshot_due`]).
 pub const SNAPSHOT_EVERY: u64 = 10_000;
 /// A snapshot also once the events since the last one add up to as many bytes as it (at least
 /// this many): then the events after the newest snapshot, which recovery needs and compaction
@@ -294,14 +294,15 @@ fn batch(first: Item, rx: &Receiver<Item>) -> (Vec<Entry>, usize, bool) {
 }
 
 /// Whether a snapshot is due after `events` events of `bytes` bytes since the last one, which
-/// took `snapshot_bytes` (0 before the first): after [`SNAPSHOT_EVERY`] events once they add up
-/// to half its size, or once they add up to its size (at least [`SNAPSHOT_MIN_BYTES`]). So the
-/// snapshots cost at most twice the bytes of the events they follow: a large team's states
-/// (10 MB for 1,000 agents at work) taken every 10,000 small events made the journal, which
-/// commits nothing while it writes one, spend a quarter of a wide goal writing snapshots.
+/// took `snapshot_bytes` (0 before the first): once the events add up to its size, and they
+/// are [`SNAPSHOT_EVERY`] events or [`SNAPSHOT_MIN_BYTES`] bytes. So the snapshots cost at
+/// most the bytes of the events they follow, and a start replays events worth at most the
+/// snapshot's size (or 8 MB). A large team's states (10 MB for 1,000 agents at work) taken
+/// every 10,000 small events made the journal, which commits nothing while it writes one
+/// (100–180 ms), spend a quarter of a wide goal writing snapshots; taken every half of their
+/// size, an eighth.
 pub fn snapshot_due(events: u64, bytes: u64, snapshot_bytes: u64) -> bool {
-    (events >= SNAPSHOT_EVERY && bytes.saturating_mul(2) >= snapshot_bytes)
-        || bytes >= snapshot_bytes.max(SNAPSHOT_MIN_BYTES)
+    bytes >= snapshot_bytes && (events >= SNAPSHOT_EVERY || bytes >= SNAPSHOT_MIN_BYTES)
 }
 
 /// [`snapshot`], its size and time logged (at debug level); its size, None when it was not
@@ -577,16 +578,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_snapshot_is_due_after_ten_thousand_events_worth_half_of_it_or_events_worth_all_of_it() {
+    fn a_snapshot_is_due_once_the_events_add_up_to_its_size() {
         const MB: u64 = 1 << 20;
-        // The first: after 10,000 events, whatever their size.
+        // The first: after 10,000 events, whatever their size, or 8 MB of them.
         assert!(!snapshot_due(SNAPSHOT_EVERY - 1, MB, 0));
         assert!(snapshot_due(SNAPSHOT_EVERY, 1, 0));
-        // A small team's: every 10,000 events.
+        assert!(snapshot_due(1, SNAPSHOT_MIN_BYTES, 0));
+        // A small team's (1 MB): every 10,000 events once they are worth 1 MB.
         assert!(snapshot_due(SNAPSHOT_EVERY, MB, MB));
-        // A large team's (10 MB): 10,000 small events are not enough, 5 MB of them are.
-        assert!(!snapshot_due(SNAPSHOT_EVERY, 3 * MB, 10 * MB));
-        assert!(snapshot_due(2 * SNAPSHOT_EVERY, 5 * MB, 10 * MB));
+        assert!(!snapshot_due(SNAPSHOT_EVERY, MB - 1, MB));
+        assert!(!snapshot_due(SNAPSHOT_EVERY - 1, MB, MB));
+        // A large team's (10 MB): neither 10,000 small events nor 8 MB are enough, 10 MB are.
+        assert!(!snapshot_due(3 * SNAPSHOT_EVERY, 5 * MB, 10 * MB));
+        assert!(!snapshot_due(
+            3 * SNAPSHOT_EVERY,
+            SNAPSHOT_MIN_BYTES,
+            10 * MB
+        ));
+        assert!(snapshot_due(3 * SNAPSHOT_EVERY, 10 * MB, 10 * MB));
         // Large events: as soon as they add up to its size, at least 8 MB.
         assert!(snapshot_due(100, SNAPSHOT_MIN_BYTES, MB));
         assert!(!snapshot_due(100, SNAPSHOT_MIN_BYTES - 1, MB));
