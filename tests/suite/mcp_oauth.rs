@@ -31,8 +31,13 @@ const LIFETIME: Duration = Duration::from_secs(4);
 /// What the authorization server has handed out.
 #[derive(Default)]
 struct Grants {
-    /// The live access token, and how many were issued.
-    access: Option<String>,
+    /// The access tokens it takes, newest last: a refresh does not end the ones before it (as
+    /// most servers do not). A client refreshes a token 30 s before it runs out (rmcp), so
+    /// with these short lifetimes every request refreshes: a refresh that ended the tokens
+    /// before it would refuse the request sent beside it (a stream's, a call's) for a token
+    /// just replaced, and the test fail on a loaded machine.
+    live: Vec<String>,
+    /// How many were issued.
     issued: usize,
     /// How many refresh grants it answered.
     refreshed: usize,
@@ -148,7 +153,7 @@ async fn token(State(g): State<Gate>, Form(f): Form<HashMap<String, String>>) ->
     }
     grants.issued += 1;
     let access = format!("access-secret-{}", grants.issued);
-    grants.access = Some(access.clone());
+    grants.live.push(access.clone());
     // Runs out soon: the next request after `LIFETIME` refreshes it. Not at once: the login's
     // own first call comes right after its consent, which a loaded machine may take a second
     // or more to finish, and a token run out by then would ask for a second consent.
@@ -161,13 +166,19 @@ async fn token(State(g): State<Gate>, Form(f): Form<HashMap<String, String>>) ->
 
 /// The protected resource: a request with the live token goes through to the MCP server.
 async fn mcp(State(g): State<Gate>, req: axum::extract::Request) -> Response {
-    let live = g.grants.lock().unwrap().access.clone();
     let bearer = req
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if live.is_none() || bearer != live.as_deref() {
+    let taken = g
+        .grants
+        .lock()
+        .unwrap()
+        .live
+        .iter()
+        .any(|t| Some(t.as_str()) == bearer);
+    if !taken {
         let challenge = format!(
             "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
             g.base
@@ -303,18 +314,23 @@ async fn a_person_logs_in_once_and_the_team_uses_and_refreshes_the_tokens() {
 
     // The team: its client finds the tokens, refreshes the one that ran out, and calls.
     let team = client(&file, TokenPlace::Dir(tokens.clone()));
+    let at_login = gate.grants.lock().unwrap().refreshed;
     tokio::time::sleep(LIFETIME + Duration::from_millis(100)).await;
     team.call("files", &write("a.txt")).await.unwrap();
     tokio::time::sleep(LIFETIME + Duration::from_millis(100)).await;
     team.call("files", &write("b.txt")).await.unwrap();
     assert!(root.join("a.txt").is_file() && root.join("b.txt").is_file());
+    assert!(
+        gate.grants.lock().unwrap().refreshed >= at_login + 2,
+        "each token that ran out was refreshed"
+    );
     // The team's client goes first: a stream of its own reconnecting now would refresh too,
     // and the counts below are of the refreshes this part makes.
     team.shutdown().await;
     // The server no longer takes the kept token (a refresh another request or process made
     // replaced it): refused with `invalid_token`, the team refreshes the kept tokens rather
     // than ask for a login nobody here could give; only a refusal after that asks for one.
-    gate.grants.lock().unwrap().access = Some("replaced-elsewhere".into());
+    gate.grants.lock().unwrap().live = vec!["replaced-elsewhere".into()];
     let oauth = cohort::mcp::oauth::OAuth::new(TokenPlace::Dir(tokens.clone()), None);
     let challenge = "Bearer error=\"invalid_token\"";
     let url = format!("{}/mcp", gate.base);
@@ -339,7 +355,7 @@ async fn a_person_logs_in_once_and_the_team_uses_and_refreshes_the_tokens() {
         "the tokens were refreshed ({refreshed} times)"
     );
     let on_disk = std::fs::read_to_string(&kept[0]).unwrap();
-    let live = gate.grants.lock().unwrap().access.clone().unwrap();
+    let live = gate.grants.lock().unwrap().live.last().unwrap().clone();
     assert!(
         on_disk.contains(&live),
         "the refreshed token is kept for the next start"
