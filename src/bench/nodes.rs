@@ -338,7 +338,60 @@ async fn spread_goal(
         "workers": workers, "calls": calls, "critical_s": critical_s,
         "one_node_s": one_node[0], "one_node_unrecorded_s": one_node[1], "three_nodes_s": three, "placed_s": placed_s, "shares": shares,
         "one_node_cpu": one_node_cpu, "three_nodes_cpu": cpu.since(),
+        "one_node_gaps_ms": call_gaps(&pg.url_of("spread_one")).await?,
+        "three_nodes_gaps_ms": call_gaps(&url).await?,
     }))
+}
+
+/// The milliseconds between one of a worker's model calls being answered and its next being
+/// sent (what a step costs beside its model), read from the calls the store recorded: the
+/// median and 90th percentile of all workers', and the median of the workers of each node.
+async fn call_gaps(url: &str) -> Result<Value, String> {
+    let store = crate::store::SqlStore::open_reader(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    let calls = crate::store::Store::model_calls(&store, None, 0, 1_000_000)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (_, leases) = store.placement().await.map_err(|e| e.to_string())?;
+    let node_of: std::collections::HashMap<String, String> = leases
+        .into_iter()
+        .filter_map(|l| Some((l.resource.strip_prefix("agent/")?.to_owned(), l.node)))
+        .collect();
+    // Each agent's (sent, answered), in the order they were sent.
+    let mut by_agent: std::collections::BTreeMap<String, Vec<(i64, i64)>> = Default::default();
+    for c in calls {
+        let body: Value = serde_json::from_str(&c.body).map_err(|e| e.to_string())?;
+        let (Some(sent), Some(answered)) = (body["sent_at"].as_i64(), body["answered_at"].as_i64())
+        else {
+            continue;
+        };
+        by_agent
+            .entry(c.agent_id.to_string())
+            .or_default()
+            .push((sent, answered));
+    }
+    let mut all = Vec::new();
+    let mut by_node: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for (agent, mut calls) in by_agent.into_iter().filter(|(a, _)| a != "manager") {
+        calls.sort();
+        let gaps = calls.windows(2).map(|w| (w[1].0 - w[0].1) as f64);
+        let node = node_of.get(&agent).cloned().unwrap_or_else(|| "-".into());
+        for g in gaps {
+            all.push(g);
+            by_node.entry(node.clone()).or_default().push(g);
+        }
+    }
+    let pick = |xs: &mut Vec<f64>, q: f64| {
+        xs.sort_by(f64::total_cmp);
+        xs.get(((xs.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+    };
+    let nodes: serde_json::Map<String, Value> = by_node
+        .iter_mut()
+        .map(|(n, xs)| (n.clone(), json!(pick(xs, 0.5))))
+        .collect();
+    Ok(json!({"median": pick(&mut all, 0.5), "p90": pick(&mut all, 0.9), "by_node": nodes}))
 }
 
 /// Where the machine's CPU went while a goal ran: the seconds of each node, of Postgres (all
@@ -514,7 +567,33 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
             ),
             "",
         ),
+        super::row(
+            "nodes",
+            "the same goal: ms between a worker's answer and its next call".to_owned(),
+            format!(
+                "one node: {}; three nodes: {}",
+                gaps_line(&sp["one_node_gaps_ms"]),
+                gaps_line(&sp["three_nodes_gaps_ms"])
+            ),
+            "",
+        ),
     ]
+}
+
+/// `median 4, p90 21 (by node: a 7, b 49, c 50)`.
+fn gaps_line(gaps: &Value) -> String {
+    let by_node: Vec<String> = gaps["by_node"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(node, median)| format!("{node} {:.0}", super::f(median)))
+        .collect();
+    format!(
+        "median {:.0}, p90 {:.0} (median by node: {})",
+        super::f(&gaps["median"]),
+        super::f(&gaps["p90"]),
+        by_node.join(", ")
+    )
 }
 
 /// `node_a 3.1, postgres 1.2, nats 0.2 (busy 74 %)`.

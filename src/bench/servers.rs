@@ -61,6 +61,11 @@ impl Postgres {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// The URL of its database `name`.
+    pub fn url_of(&self, name: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
+    }
+
     /// The server's main process (its backends are its children).
     pub fn pid(&self) -> Option<u32> {
         let pid = std::fs::read_to_string(self.dir.join("postmaster.pid")).ok()?;
