@@ -501,7 +501,6 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
         )
     };
     let fo = &v["failover"];
-    let sp = &v["spread"];
     vec![
         super::row(
             "nodes",
@@ -536,6 +535,17 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
             ),
             "≤ lease + 2 s after kill -9",
         ),
+    ]
+    .into_iter()
+    .chain(spread_rows(v))
+    .collect()
+}
+
+/// The wide goal's lines.
+fn spread_rows(v: &Value) -> Vec<super::Row> {
+    let f = super::f;
+    let sp = &v["spread"];
+    vec![
         super::row(
             "nodes",
             format!(
@@ -580,7 +590,7 @@ pub(super) fn rows(v: &Value) -> Vec<super::Row> {
     ]
 }
 
-/// `median 4, p90 21 (by node: a 7, b 49, c 50)`.
+/// `median 4, p90 21 (median by node: a 7, b 49, c 50)`.
 fn gaps_line(gaps: &Value) -> String {
     let by_node: Vec<String> = gaps["by_node"]
         .as_object()

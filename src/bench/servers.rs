@@ -58,7 +58,7 @@ impl Postgres {
     }
 
     pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        self.url_of("postgres")
     }
 
     /// The URL of its database `name`.
@@ -95,10 +95,7 @@ impl Postgres {
             "createdb",
             &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", name],
         )?;
-        Ok(format!(
-            "postgres://postgres@127.0.0.1:{}/{name}",
-            self.port
-        ))
+        Ok(self.url_of(name))
     }
 
     /// Stops the server as a crash would (`-m immediate`), waits `down`, and starts it again on
@@ -293,8 +290,8 @@ pub fn cpu_seconds(pid: u32) -> f64 {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(proc_stat)
-        .filter(|f| f[1] == u64::from(pid))
-        .map(|f| f[11] + f[12])
+        .filter(|f| f.get(1) == Some(&u64::from(pid)))
+        .map(|f| f.iter().skip(11).take(2).sum::<u64>())
         .sum();
     (own + children) as f64 / ticks
 }
