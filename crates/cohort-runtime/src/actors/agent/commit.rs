@@ -96,9 +96,10 @@ impl AgentActor {
     }
 
     /// Publishes the changes this agent made to itself since it last published (held while a
-    /// hand-over is unanswered: they go out with the next one, or once it is answered).
+    /// hand-over is unanswered: they go out with the next one, or once it is answered; and
+    /// never once a step's end could not be stored: nothing after it may be).
     pub(super) fn publish(&mut self) {
-        if self.unanswered.0 > 0 {
+        if self.unanswered.0 > 0 || self.phase.stopped() {
             return;
         }
         self.state.refresh_working_state();
