@@ -43,7 +43,7 @@ impl Postgres {
             "Postgres is not installed: this needs Debian's `postgresql` package \
              (`apt-get install postgresql`; .ci/run installs it)",
         )?;
-        let c = Postgres {
+        let mut c = Postgres {
             dir: fresh_dir("pg", name),
             bin,
             port: free_port()?,
@@ -53,8 +53,21 @@ impl Postgres {
             "initdb",
             &["-D", &dir, "-U", "postgres", "--auth=trust", "--no-sync"],
         )?;
-        c.start_server()?;
-        Ok(c)
+        // The free port found may be taken by another server started beside this one before
+        // this one binds it (tests start clusters side by side): the server then exits at once
+        // and `pg_ctl` says it "stopped waiting". Another port is tried, twice at most.
+        let mut tries = 1;
+        loop {
+            match c.start_server() {
+                Ok(()) => return Ok(c),
+                Err(e) if tries < 3 => {
+                    tracing::debug!("Postgres did not start on port {}: {e}", c.port);
+                    tries += 1;
+                    c.port = free_port()?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     pub fn url(&self) -> String {
@@ -78,14 +91,23 @@ impl Postgres {
             self.port,
             self.dir.display()
         );
-        let (dir, log) = (self.dir.display().to_string(), self.dir.join("log"));
-        let log = log.display().to_string();
+        let (dir, log_file) = (self.dir.display().to_string(), self.dir.join("log"));
+        let log = log_file.display().to_string();
         self.run(
             "pg_ctl",
             &[
                 "-D", &dir, "-o", &opts, "-l", &log, "-w", "-t", "60", "start",
             ],
         )
+        .map_err(|e| {
+            // The server's own words say why it stopped (a port taken, shared memory).
+            let said = std::fs::read_to_string(&log_file).unwrap_or_default();
+            let tail: Vec<&str> = said.lines().rev().take(3).collect();
+            format!(
+                "{e}; the server said: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            )
+        })
     }
 
     /// The URL of a new database `name` on this server.
