@@ -96,10 +96,9 @@ impl AgentActor {
     }
 
     /// Publishes the changes this agent made to itself since it last published (held while a
-    /// hand-over is unanswered: they go out with the next one, or once it is answered; and
-    /// never once a step's end could not be stored: nothing after it may be).
+    /// hand-over is unanswered: they go out with the next one, or once it is answered).
     pub(super) fn publish(&mut self) {
-        if self.unanswered.0 > 0 || self.phase.stopped() {
+        if self.unanswered.0 > 0 {
             return;
         }
         self.state.refresh_working_state();
