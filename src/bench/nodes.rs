@@ -308,7 +308,6 @@ async fn spread_goal(
     let mut one_node = Vec::new();
     // The same team with no model call recorded: what recording costs on Postgres.
     let unrecorded = "retention:\n  recorded_calls_mib: 0\n";
-    let mut one_node_cpu = json!(null);
     for (db, more_yaml) in [("spread_one", ""), ("spread_unrecorded", unrecorded)] {
         let url = pg.create_database(db)?;
         let node = Served::start(&named(&team, db, more_yaml)?, &url, &more("a"))?;
@@ -316,10 +315,7 @@ async fn spread_goal(
         let cpu = CpuUse::from(pg, nats, &[&node]);
         let at = Instant::now();
         run_goal(&client, 1).await?;
-        one_node.push(at.elapsed().as_secs_f64());
-        if one_node_cpu.is_null() {
-            one_node_cpu = cpu.since();
-        }
+        one_node.push((at.elapsed().as_secs_f64(), cpu.since()));
     }
     let url = pg.create_database("spread_three")?;
     let team = named(&team, "spread_three", "")?;
@@ -336,8 +332,8 @@ async fn spread_goal(
     let three = at.elapsed().as_secs_f64();
     Ok(json!({
         "workers": workers, "calls": calls, "critical_s": critical_s,
-        "one_node_s": one_node[0], "one_node_unrecorded_s": one_node[1], "three_nodes_s": three, "placed_s": placed_s, "shares": shares,
-        "one_node_cpu": one_node_cpu, "three_nodes_cpu": cpu.since(),
+        "one_node_s": one_node[0].0, "one_node_unrecorded_s": one_node[1].0, "three_nodes_s": three, "placed_s": placed_s, "shares": shares,
+        "one_node_cpu": one_node[0].1, "three_nodes_cpu": cpu.since(),
         "one_node_gaps_ms": call_gaps(&pg.url_of("spread_one")).await?,
         "three_nodes_gaps_ms": call_gaps(&url).await?,
     }))
@@ -413,7 +409,7 @@ impl CpuUse {
             .collect();
         pids.extend(pg.pid().map(|pid| ("postgres".to_owned(), pid)));
         pids.push(("nats".to_owned(), nats.pid()));
-        let before = pids.iter().map(|(_, pid)| cpu_seconds(*pid)).collect();
+        let before = cpu_seconds(&pids.iter().map(|(_, pid)| *pid).collect::<Vec<_>>());
         CpuUse {
             pids,
             before,
@@ -422,9 +418,10 @@ impl CpuUse {
     }
 
     fn since(&self) -> Value {
+        let now = cpu_seconds(&self.pids.iter().map(|(_, pid)| *pid).collect::<Vec<_>>());
         let mut out = serde_json::Map::new();
-        for ((name, pid), before) in self.pids.iter().zip(&self.before) {
-            out.insert(name.clone(), json!(cpu_seconds(*pid) - before));
+        for (((name, _), before), now) in self.pids.iter().zip(&self.before).zip(now) {
+            out.insert(name.clone(), json!(now - before));
         }
         out.insert(
             "busy".into(),
@@ -567,27 +564,29 @@ fn spread_rows(v: &Value) -> Vec<super::Row> {
             ),
             "three nodes ≤ 1.3× the critical path",
         ),
-        super::row(
-            "nodes",
-            "the same goal: CPU seconds (machine busy)".to_owned(),
-            format!(
-                "one node: {}; three nodes: {}",
-                cpu_line(&sp["one_node_cpu"]),
-                cpu_line(&sp["three_nodes_cpu"])
-            ),
-            "",
-        ),
-        super::row(
-            "nodes",
-            "the same goal: ms between a worker's answer and its next call".to_owned(),
-            format!(
-                "one node: {}; three nodes: {}",
-                gaps_line(&sp["one_node_gaps_ms"]),
-                gaps_line(&sp["three_nodes_gaps_ms"])
-            ),
-            "",
+        one_and_three(sp, "CPU seconds (machine busy)", "cpu", cpu_line),
+        one_and_three(
+            sp,
+            "ms between a worker's answer and its next call",
+            "gaps_ms",
+            gaps_line,
         ),
     ]
+}
+
+/// A line of the wide goal's `figure` on one node and on three (`one_node_<key>`,
+/// `three_nodes_<key>`), each written by `line`.
+fn one_and_three(sp: &Value, figure: &str, key: &str, line: fn(&Value) -> String) -> super::Row {
+    super::row(
+        "nodes",
+        format!("the same goal: {figure}"),
+        format!(
+            "one node: {}; three nodes: {}",
+            line(&sp[format!("one_node_{key}")]),
+            line(&sp[format!("three_nodes_{key}")])
+        ),
+        "",
+    )
 }
 
 /// `median 4, p90 21 (median by node: a 7, b 49, c 50)`.

@@ -102,11 +102,9 @@ impl Postgres {
         .map_err(|e| {
             // The server's own words say why it stopped (a port taken, shared memory).
             let said = std::fs::read_to_string(&log_file).unwrap_or_default();
-            let tail: Vec<&str> = said.lines().rev().take(3).collect();
-            format!(
-                "{e}; the server said: {}",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-            )
+            let lines: Vec<&str> = said.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(3)..];
+            format!("{e}; the server said: {}", tail.join(" | "))
         })
     }
 
@@ -298,24 +296,31 @@ fn nats_bin() -> Result<PathBuf, String> {
     })
 }
 
-/// The CPU seconds process `pid` and its children used so far (user and system: its own, its
-/// children's that ended, and those of its children still running), 0 when it is gone. A
-/// scenario takes the difference over what it measures, to tell which process the machine's
-/// time went to.
-pub fn cpu_seconds(pid: u32) -> f64 {
+/// The CPU seconds each of `pids` and its children used so far (user and system: its own, its
+/// children's that ended, and those of its children still running), 0 for one that is gone;
+/// the process table read once for all. A scenario takes the difference over what it
+/// measures, to tell which process the machine's time went to.
+pub fn cpu_seconds(pids: &[u32]) -> Vec<f64> {
     // SAFETY: sysconf reads a constant of the system; it has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let own = proc_stat(pid).map_or(0, |f| f.iter().skip(11).take(4).sum::<u64>());
-    let children: u64 = std::fs::read_dir("/proc")
+    let table: Vec<Vec<u64>> = std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(proc_stat)
-        .filter(|f| f.get(1) == Some(&u64::from(pid)))
-        .map(|f| f.iter().skip(11).take(2).sum::<u64>())
-        .sum();
-    (own + children) as f64 / ticks
+        .collect();
+    pids.iter()
+        .map(|&pid| {
+            let own = proc_stat(pid).map_or(0, |f| f.iter().skip(11).take(4).sum::<u64>());
+            let children: u64 = table
+                .iter()
+                .filter(|f| f.get(1) == Some(&u64::from(pid)))
+                .map(|f| f.iter().skip(11).take(2).sum::<u64>())
+                .sum();
+            (own + children) as f64 / ticks
+        })
+        .collect()
 }
 
 /// The numeric fields of `/proc/<pid>/stat` after the command's name (`state` read as 0): field

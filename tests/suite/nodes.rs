@@ -883,7 +883,7 @@ async fn every_committed_change_reaches_the_teams_event_stream_once_and_in_order
     let (messages, published) = nats.stream_events("COHORT_crash_EVENTS").await;
     assert_eq!(published.len(), stored.len(), "every stored change, once");
     assert!(
-        messages < published.len() as u64,
+        messages < published.len() as u64 / 2,
         "changes committed together go out together: {messages} messages"
     );
     for ((v, json), e) in published.iter().zip(&stored) {
