@@ -35,16 +35,18 @@ pub async fn run(
         eprintln!("{}", line(&p, &paint))
     })
     .await?;
-    print_results(&report, json)?;
+    // How the tasks ended is said in the team's language.
+    let texts = cfg.prompt_set()?.texts().clone();
+    print_results(&report, json, &texts)?;
     let tokens = report.tokens;
     let cost = report
         .cost_usd
         .map(|usd| format!(", ${usd:.4}"))
         .unwrap_or_default();
     let code = report.outcome.exit_code();
-    let what = match (&report.outcome, why_failed(&report.tasks)) {
+    let what = match (&report.outcome, why_failed(&report.tasks, &texts)) {
         (cohort::run::RunOutcome::Failed, Some(why)) => format!("task failed: {why}"),
-        (cohort::run::RunOutcome::Finished, _) => match failed_stages(&report.tasks) {
+        (cohort::run::RunOutcome::Finished, _) => match failed_stages(&report.tasks, &texts) {
             Some(which) => format!(
                 "{}, with stages that failed: {which}",
                 report.outcome.describe(opts.timeout)
@@ -80,7 +82,11 @@ pub async fn run(
 
 /// What the run gave, on stdout: its final states as JSON, or each task's summary (and how it
 /// ended, when there is more to say than its state).
-fn print_results(report: &cohort::run::RunReport, json: bool) -> anyhow::Result<()> {
+fn print_results(
+    report: &cohort::run::RunReport,
+    json: bool,
+    texts: &cohort::prompt::Texts,
+) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&report.states)?);
         return Ok(());
@@ -96,7 +102,7 @@ fn print_results(report: &cohort::run::RunReport, json: bool) -> anyhow::Result<
                 "({} {}: {})\n",
                 t.task_name,
                 t.execution_state,
-                end.render()
+                end.render(texts)
             );
         }
     }
@@ -137,14 +143,14 @@ fn stalled_on_people(
 }
 
 /// Why the first failed task failed: what its record says, or its summary's first line.
-fn why_failed(tasks: &[cohort::state::TaskState]) -> Option<String> {
+fn why_failed(tasks: &[cohort::state::TaskState], texts: &cohort::prompt::Texts) -> Option<String> {
     let t = tasks
         .iter()
         .find(|t| t.execution_state == cohort::state::ExecutionState::Failed)?;
     let said = t
         .outcome
         .as_ref()
-        .map(|e| e.render())
+        .map(|e| e.render(texts))
         .filter(|r| !r.is_empty());
     said.or_else(|| {
         let summary = t.task_summary.as_deref()?;
@@ -164,11 +170,14 @@ fn cached(u: cohort::state::TokenUsage) -> String {
 }
 
 /// Which stages of a finished task gave no result, and why; `None` when all gave one.
-fn failed_stages(tasks: &[cohort::state::TaskState]) -> Option<String> {
+fn failed_stages(
+    tasks: &[cohort::state::TaskState],
+    texts: &cohort::prompt::Texts,
+) -> Option<String> {
     tasks
         .iter()
         .filter_map(|t| t.outcome.as_ref())
-        .map(|e| e.render())
+        .map(|e| e.render(texts))
         .find(|r| !r.is_empty())
 }
 

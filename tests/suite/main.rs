@@ -72,3 +72,4 @@ mod web_server;
 mod wire;
 mod wording;
 mod ws;
+mod zh_team;

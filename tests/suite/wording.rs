@@ -1,55 +1,72 @@
-//! What people read, held to golden text (tests/golden/wording.txt): the notices a person gets
-//! (a task ended, failed, was cancelled or stalled; an agent waits for their reply), the titles
-//! of the steps that act on a goal or a notice, and spans of time. A change of wording shows
-//! as a diff to review; `UPDATE_GOLDEN=1 cargo test --test suite wording::` writes the file anew.
+//! What people read, held to golden text in each language (tests/golden/wording.txt for
+//! English, wording.zh.txt for Chinese): the notices a person gets (a task ended, failed, was
+//! cancelled or stalled; an agent waits for their reply), the titles of the steps that act on
+//! a goal or a notice, and spans of time. A change of wording shows as a diff to review;
+//! `UPDATE_GOLDEN=1 cargo test --test suite wording::` writes the files anew.
 
 use cohort::ids::{AgentId, StageRef, TaskId};
 use cohort::message::Message;
 use cohort::notice::{Notice, StageReports};
+use cohort::prompt::{Language, Texts};
 use cohort::state::{AgentState, ExecutionState, FailedStage, HumanConfig, TaskEnd};
 use cohort::step::receive_as_human;
 
-const GOLDEN: &str = "tests/golden/wording.txt";
+/// The golden file of `lang`.
+fn golden(lang: Language) -> String {
+    match lang {
+        Language::En => "tests/golden/wording.txt".into(),
+        other => format!("tests/golden/wording.{other}.txt"),
+    }
+}
 
-fn ended(state: ExecutionState, summary: &str, why: Option<TaskEnd>) -> Notice {
+fn ended(state: ExecutionState, summary: &str, why: Option<TaskEnd>, t: &Texts) -> Notice {
     Notice::TaskEnded {
         task_id: TaskId::from("t1"),
         task_name: "Haiku for the operator".into(),
         state,
         summary: summary.into(),
-        why: why.map(|w| w.render()),
+        why: why.map(|w| w.render(t)),
     }
 }
 
-fn notices() -> Vec<(&'static str, Notice)> {
+fn notices(t: &Texts) -> Vec<(&'static str, Notice)> {
     let failed_stage = TaskEnd {
         why: None,
         failed_stages: vec![FailedStage {
             stage_id: "s1".into(),
             stage_intention: "Write it".into(),
-            why: "it was closed with every agent in it failed (writer failed)".into(),
+            why: t
+                .stage_why_all_failed(t.stage_agents(t.stage_agent("writer", "failed")))
+                .trim()
+                .to_owned(),
         }],
     };
     let failed = TaskEnd {
-        why: Some("no stage of the task finished with a result".into()),
+        why: Some(t.hollow_no_stage()),
         failed_stages: Vec::new(),
     };
     vec![
         (
             "finished",
-            ended(ExecutionState::Finished, "Cold rain on the eaves", None),
+            ended(ExecutionState::Finished, "Cold rain on the eaves", None, t),
         ),
         (
             "finished, a stage gave nothing",
-            ended(ExecutionState::Finished, "Half of it", Some(failed_stage)),
+            ended(
+                ExecutionState::Finished,
+                "Half of it",
+                Some(failed_stage),
+                t,
+            ),
         ),
-        ("failed", ended(ExecutionState::Failed, "", Some(failed))),
+        ("failed", ended(ExecutionState::Failed, "", Some(failed), t)),
         (
             "cancelled",
             ended(
                 ExecutionState::Cancelled,
-                "Cancelled by `operator`: not needed",
+                &t.cancelled_by_because("operator", "not needed"),
                 None,
+                t,
             ),
         ),
         (
@@ -78,13 +95,14 @@ fn notices() -> Vec<(&'static str, Notice)> {
 }
 
 /// What a person's notice says when an agent waits for their reply.
-fn waiting_notice() -> String {
+fn waiting_notice(texts: &std::sync::Arc<Texts>) -> String {
     let mut person = AgentState::new(
         "operator".into(),
         "Operator".into(),
         "operator".into(),
         "p".into(),
     );
+    person.texts = texts.clone();
     person.human_config = Some(HumanConfig {
         display_name: "Operator".into(),
     });
@@ -101,36 +119,39 @@ fn waiting_notice() -> String {
     person.conversation_pool.unwrap().global_messages.join("\n")
 }
 
-fn wording() -> String {
+fn wording(lang: Language) -> String {
+    let t = Texts::builtin(lang);
     let mut out = String::new();
-    for (what, n) in notices() {
-        out.push_str(&format!("## {what}\nheadline: {}\n", n.headline()));
+    for (what, n) in notices(&t) {
+        out.push_str(&format!("## {what}\nheadline: {}\n", n.headline(&t)));
         if matches!(n, Notice::TaskEnded { .. } | Notice::TaskStalled { .. }) {
-            out.push_str(&format!("{}\n", n.render()));
+            out.push_str(&format!("{}\n", n.render(&t)));
         }
         out.push('\n');
     }
     out.push_str(&format!(
         "## a question waits for the person\n{}\n\n",
-        waiting_notice()
+        waiting_notice(&t)
     ));
     out.push_str("## spans\n");
     for s in [45, 180, 600, 7_500] {
-        out.push_str(&format!("{s} s: {}\n", cohort::clock::span(s)));
+        out.push_str(&format!("{s} s: {}\n", cohort::clock::span(s, &t)));
     }
     out
 }
 
 #[test]
-fn what_people_read_keeps_its_wording() {
-    let now = wording();
-    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
-        std::fs::write(GOLDEN, &now).unwrap();
-        return;
+fn what_people_read_keeps_its_wording_in_each_language() {
+    for lang in Language::ALL {
+        let (now, file) = (wording(lang), golden(lang));
+        if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+            std::fs::write(&file, &now).unwrap();
+            continue;
+        }
+        let golden = std::fs::read_to_string(&file).unwrap_or_default();
+        assert_eq!(
+            now, golden,
+            "the wording people read in {lang} changed (`UPDATE_GOLDEN=1 cargo test --test suite wording::` rewrites {file}; review its diff)"
+        );
     }
-    let golden = std::fs::read_to_string(GOLDEN).unwrap_or_default();
-    assert_eq!(
-        now, golden,
-        "the wording people read changed (`UPDATE_GOLDEN=1 cargo test --test suite wording::` rewrites {GOLDEN}; review its diff)"
-    );
 }

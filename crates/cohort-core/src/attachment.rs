@@ -266,22 +266,16 @@ pub fn show_size(bytes: u64) -> String {
     }
 }
 
-/// The lines a prompt shows for `files` (empty when there are none): each file's name, type,
-/// size and id, and how to read it.
-pub fn render(heading: &str, files: &[Attachment]) -> String {
+/// The lines a prompt shows for `files` below `heading` (which says how to read one; empty
+/// when there are none): each file's name, type, size and id.
+pub fn render(heading: &str, files: &[Attachment], t: &crate::texts::Texts) -> String {
     if files.is_empty() {
         return String::new();
     }
-    let mut out =
-        format!("\n\n{heading} (read one with the workspace tool `{READ_TOOL}` and its id):");
+    let mut out = format!("\n\n{heading}");
     for f in files {
-        out.push_str(&format!(
-            "\n- `{}` ({}, {}), id `{}`",
-            f.name,
-            f.mime,
-            show_size(f.bytes),
-            f.id
-        ));
+        out.push('\n');
+        out.push_str(&t.attachment_line(&f.name, &f.mime, show_size(f.bytes), &f.id));
     }
     out
 }
@@ -377,14 +371,28 @@ mod tests {
 
     #[test]
     fn a_prompt_lists_each_file_with_its_id_and_the_tool_that_reads_it() {
+        use crate::texts::{Language, Texts};
         let a = check("data.csv", "text/csv", b"a,b\n").unwrap();
-        let text = render("Files attached", std::slice::from_ref(&a));
-        assert!(text.contains("`data.csv` (text/csv, 4 B)"), "{text}");
-        assert!(
-            text.contains(a.id.as_str()) && text.contains(READ_TOOL),
-            "{text}"
+        for lang in Language::ALL {
+            let t = Texts::builtin(lang);
+            let heading = t.attached_to_message(READ_TOOL);
+            let text = render(&heading, std::slice::from_ref(&a), &t);
+            assert!(
+                text.contains("`data.csv`") && text.contains("4 B"),
+                "{text}"
+            );
+            assert!(
+                text.contains(a.id.as_str()) && text.contains(READ_TOOL),
+                "{text}"
+            );
+            assert_eq!(render(&heading, &[], &t), "");
+        }
+        let en = render(
+            "Files",
+            std::slice::from_ref(&a),
+            &Texts::builtin(Language::En),
         );
-        assert_eq!(render("Files attached", &[]), "");
+        assert!(en.contains("`data.csv` (text/csv, 4 B)"), "{en}");
         assert_eq!(show_size(4_200), "4.2 kB");
     }
 

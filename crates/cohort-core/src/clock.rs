@@ -34,14 +34,15 @@ impl Now {
     }
 }
 
-/// A span of seconds as people read it: `45 s`, `3 min`, `2 h 5 min`.
-pub fn span(secs: u64) -> String {
+/// A span of seconds as people read it, in the catalog's language: `45 s`, `3 min`,
+/// `2 h 5 min`.
+pub fn span(secs: u64, t: &crate::texts::Texts) -> String {
     match secs {
-        0..=89 => format!("{secs} s"),
-        90..=3_599 => format!("{} min", (secs + 30) / 60),
+        0..=89 => t.span_seconds(secs),
+        90..=3_599 => t.span_minutes((secs + 30) / 60),
         _ => match (secs / 3_600, secs % 3_600 / 60) {
-            (h, 0) => format!("{h} h"),
-            (h, m) => format!("{h} h {m} min"),
+            (h, 0) => t.span_hours(h),
+            (h, m) => t.span_hours_minutes(h, m),
         },
     }
 }
@@ -67,10 +68,16 @@ pub fn local_timestamp() -> String {
 mod tests {
     #[test]
     fn spans_read_in_the_unit_people_use() {
-        assert_eq!(super::span(45), "45 s");
-        assert_eq!(super::span(180), "3 min");
-        assert_eq!(super::span(7_500), "2 h 5 min");
-        assert_eq!(super::span(7_200), "2 h");
+        use crate::texts::{Language, Texts};
+        let en = Texts::builtin(Language::En);
+        assert_eq!(super::span(45, &en), "45 s");
+        assert_eq!(super::span(180, &en), "3 min");
+        assert_eq!(super::span(7_500, &en), "2 h 5 min");
+        assert_eq!(super::span(7_200, &en), "2 h");
+        assert_eq!(
+            super::span(7_500, &Texts::builtin(Language::Zh)),
+            "2 小时 5 分钟"
+        );
     }
 
     #[test]

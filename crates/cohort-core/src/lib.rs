@@ -50,3 +50,4 @@ pub mod skills;
 pub mod state;
 pub mod step;
 pub mod team;
+pub mod texts;

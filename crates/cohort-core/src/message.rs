@@ -3,6 +3,7 @@
 
 use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
 use crate::notice::Notice;
+use crate::texts::Texts;
 use crate::state::{StageAgentState, TokenUsage};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -101,10 +102,11 @@ impl Message {
         receiver: Vec<AgentId>,
         stage: StageRef,
         notice: Notice,
+        t: &Texts,
     ) -> Self {
         Message {
             body: Some(Box::new(MessageBody::Notice(notice.clone()))),
-            ..Self::notice(task_id, sender, receiver, stage, notice.render())
+            ..Self::notice(task_id, sender, receiver, stage, notice.render(t))
         }
     }
 
@@ -115,10 +117,11 @@ impl Message {
         receiver: Vec<AgentId>,
         stage: StageRef,
         i: &Instruction,
+        t: &Texts,
     ) -> Self {
         Message {
             body: Some(Box::new(MessageBody::Instruction(i.clone()))),
-            ..Self::notice(task_id, sender, receiver, stage, i.render())
+            ..Self::notice(task_id, sender, receiver, stage, i.render(t))
         }
     }
 
@@ -223,27 +226,21 @@ pub struct Colleague {
 impl Instruction {
     /// What the instruction asks, for a person reading the conversation (the receiver acts on
     /// the typed instruction, not on this).
-    pub fn render(&self) -> String {
+    pub fn render(&self, t: &Texts) -> String {
         match self {
             Instruction::StartStage { stage_id, goal, .. } => {
-                format!("[TaskState] Stage {stage_id} starts; your goal in it: {goal}")
+                t.instruction_start_stage(stage_id, goal)
             }
-            Instruction::FinishStage { stage_id } => {
-                format!("[TaskState] Stage {stage_id} is finished: stop your work in it.")
-            }
-            Instruction::FinishTask { task_id } => {
-                format!("[TaskState] Task {task_id} is finished: stop your work in it.")
-            }
+            Instruction::FinishStage { stage_id } => t.instruction_finish_stage(stage_id),
+            Instruction::FinishTask { task_id } => t.instruction_finish_task(task_id),
             Instruction::PauseTask { task_id, paused } => match paused {
-                true => format!("[TaskState] Task {task_id} is paused: start none of its steps."),
-                false => format!("[TaskState] Task {task_id} is resumed."),
+                true => t.instruction_pause_task(task_id),
+                false => t.instruction_resume_task(task_id),
             },
             Instruction::UpdateWorkingMemory { task_id, .. } => {
-                format!("[TaskState] Your working memory of task {task_id} is to be updated.")
+                t.instruction_update_memory(task_id)
             }
-            Instruction::AddToolDecision { tool_name } => {
-                format!("[TaskState] Decide how to go on using `{tool_name}`.")
-            }
+            Instruction::AddToolDecision { tool_name } => t.instruction_tool_decision(tool_name),
         }
     }
 }
@@ -568,6 +565,7 @@ mod tests {
             vec!["a".into()],
             StageRef::NoRelative,
             &i,
+            &crate::texts::Texts::builtin(crate::texts::Language::En),
         );
         assert_eq!(m.instruction_body(), Some(&i));
         assert!(!m.message.contains('{'), "{}", m.message);

@@ -3,6 +3,7 @@
 //! manager or a person reads is rendered from them ([`Notice::render`]) and never read back.
 
 use crate::ids::{AgentId, StageId, TaskId};
+use crate::texts::Texts;
 use crate::state::ExecutionState;
 use serde::{Deserialize, Serialize};
 
@@ -155,27 +156,27 @@ impl Notice {
     }
 
     /// What the notice reports, in a few words (a step's title).
-    pub fn headline(&self) -> String {
+    pub fn headline(&self, t: &Texts) -> String {
         match self {
-            Notice::TaskCreated { task_name, .. } => format!("task \"{task_name}\" was created"),
+            Notice::TaskCreated { task_name, .. } => t.headline_task_created(task_name),
             Notice::StageComplete { stage, .. } => {
-                format!("stage \"{}\" is complete", stage.stage_intention)
+                t.headline_stage_complete(&stage.stage_intention)
             }
-            Notice::NoStageLeft { .. } => "the task has no stage left".to_owned(),
+            Notice::NoStageLeft { .. } => t.headline_no_stage_left(),
             Notice::AgentStuck {
                 agent_id,
                 stage_intention,
                 ..
-            } => format!("`{agent_id}` cannot go on in stage \"{stage_intention}\""),
+            } => t.headline_agent_stuck(agent_id, stage_intention),
             Notice::TaskEnded {
                 task_name, state, ..
-            } => format!("task \"{task_name}\" {}", ended(*state)),
-            Notice::TaskStalled { task_name, .. } => format!("task \"{task_name}\" stalled"),
+            } => t.headline_task_ended(task_name, ended(*state, t)),
+            Notice::TaskStalled { task_name, .. } => t.headline_task_stalled(task_name),
         }
     }
 
     /// The notice as its receiver reads it: the manager, or the person whose task it reports.
-    pub fn render(&self) -> String {
+    pub fn render(&self, t: &Texts) -> String {
         match self {
             Notice::TaskCreated {
                 task_id,
@@ -183,13 +184,23 @@ impl Notice {
                 task_intention,
                 team,
                 unlisted,
-            } => render_task_created(task_id, task_name, task_intention, team, *unlisted),
-            Notice::StageComplete { task_id, stage } => render_stage_complete(task_id, stage),
+            } => {
+                let mut listed = lines(team.iter().map(|m| t.teammate_line(&m.agent_id, &m.role)));
+                listed.push_str(&more(*unlisted, t.more_agents(unlisted)));
+                t.notice_task_created(task_name, task_id, task_intention, listed)
+            }
+            Notice::StageComplete { task_id, stage } => render_stage_complete(task_id, stage, t),
             Notice::NoStageLeft {
                 task_id,
                 task_intention,
                 stages,
-            } => render_no_stage_left(task_id, task_intention, stages),
+            } => {
+                let stages = lines(stages.iter().map(|s| {
+                    let head = t.judged_stage(&s.stage_id, s.state, &s.stage_intention);
+                    format!("{head}\n{}", s.entries(false, t))
+                }));
+                t.notice_no_stage_left(task_id, task_intention, stages)
+            }
             Notice::AgentStuck {
                 task_id,
                 stage_id,
@@ -197,14 +208,13 @@ impl Notice {
                 agent_id,
                 goal,
                 reason,
-            } => format!(
-                "[TaskState] Agent `{agent_id}` cannot go on in stage {stage_id} of task \
-                 {task_id}: its last step failed and it has nothing left to run there.\n\
-                 Reason: {reason}\nIts goal: {}\nStage intention: {stage_intention}\n\n\
-                 As the manager, decide: retry the stage with task_manager retry_stage \
-                 (task_id {task_id}, stage_id {stage_id}) and a corrected allocation, or end it \
-                 with finish_stage if its goal is met anyway.",
-                goal.as_deref().unwrap_or("(none)")
+            } => t.notice_agent_stuck(
+                agent_id,
+                stage_id,
+                task_id,
+                reason,
+                goal.clone().unwrap_or_else(|| t.none()),
+                stage_intention,
             ),
             Notice::TaskEnded {
                 task_name,
@@ -213,13 +223,13 @@ impl Notice {
                 why,
                 ..
             } => {
-                let how = ended(*state);
+                let how = ended(*state, t);
                 let mut text = match (why, state) {
                     (Some(why), ExecutionState::Finished) => {
-                        format!("Your task \"{task_name}\" {how}, but {why}.")
+                        t.notice_task_ended_but(task_name, how, why)
                     }
-                    (Some(why), _) => format!("Your task \"{task_name}\" {how}: {why}."),
-                    (None, _) => format!("Your task \"{task_name}\" {how}."),
+                    (Some(why), _) => t.notice_task_ended_because(task_name, how, why),
+                    (None, _) => t.notice_task_ended(task_name, how),
                 };
                 if !summary.trim().is_empty() {
                     text.push_str(&format!("\n{summary}"));
@@ -231,23 +241,18 @@ impl Notice {
                 task_manager,
                 idle_secs,
                 ..
-            } => format!(
-                "Your task \"{task_name}\" has stalled: no agent has had anything to do in it \
-                 for {} and it is not over. Write to its manager `{task_manager}` in the task \
-                 to get it going, or cancel it.",
-                crate::clock::span(*idle_secs)
-            ),
+            } => t.notice_task_stalled(task_name, crate::clock::span(*idle_secs, t), task_manager),
         }
     }
 }
 
 /// How a task's end reads in a sentence.
-fn ended(state: ExecutionState) -> &'static str {
+fn ended(state: ExecutionState, t: &Texts) -> String {
     match state {
-        ExecutionState::Finished => "finished",
-        ExecutionState::Failed => "failed",
-        ExecutionState::Cancelled => "was cancelled",
-        _ => "ended",
+        ExecutionState::Finished => t.ended_finished(),
+        ExecutionState::Failed => t.ended_failed(),
+        ExecutionState::Cancelled => t.ended_cancelled(),
+        _ => t.ended_other(),
     }
 }
 
@@ -256,123 +261,47 @@ impl StageReports {
     /// id), then what each agent's work produced, or its report where the runtime recorded no
     /// results (a person's): the operator asked for the result, which a report may only
     /// describe.
-    pub fn for_operator(&self) -> String {
+    pub fn for_operator(&self, t: &Texts) -> String {
         format!(
-            "- stage ({}): {}\n{}",
-            self.state,
-            self.stage_intention,
-            self.entries(true)
+            "{}\n{}",
+            t.operator_stage(self.state, &self.stage_intention),
+            self.entries(true, t)
         )
-    }
-
-    /// What each agent reported, as its manager reads it.
-    fn reported(&self) -> String {
-        self.entries(false)
     }
 
     /// One entry an agent, several lines indented inside it: its work's results when
     /// `results` asks for them and they were recorded, else its summary.
-    fn entries(&self, results: bool) -> String {
-        let mut lines = self
-            .reports
-            .iter()
-            .filter_map(|r| {
-                let (said, text) = if results && !r.results.is_empty() {
-                    ("produced", r.results.join("\n\n"))
-                } else {
-                    ("reported", r.summary.clone()?)
-                };
-                Some(format!(
-                    "  - `{}` {said}:\n{}",
-                    r.agent_id,
-                    indented(&text, 4)
-                ))
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        lines.push_str(&more(self.unlisted, "summaries"));
-        lines
+    fn entries(&self, results: bool, t: &Texts) -> String {
+        let mut entries = lines(self.reports.iter().filter_map(|r| {
+            let (head, text) = if results && !r.results.is_empty() {
+                (t.report_produced(&r.agent_id), r.results.join("\n\n"))
+            } else {
+                (t.report_reported(&r.agent_id), r.summary.clone()?)
+            };
+            Some(format!("  {head}\n{}", indented(&text, 4)))
+        }));
+        entries.push_str(&more(self.unlisted, t.more_summaries(self.unlisted)));
+        entries
     }
 }
 
 /// The stages of a task judgement as an operator reads them.
-pub fn stages_for_operator(stages: &[StageReports]) -> String {
-    stages
-        .iter()
-        .map(StageReports::for_operator)
-        .collect::<Vec<_>>()
-        .join("\n")
+pub fn stages_for_operator(stages: &[StageReports], t: &Texts) -> String {
+    lines(stages.iter().map(|s| s.for_operator(t)))
 }
 
-fn render_task_created(
-    task_id: &TaskId,
-    name: &str,
-    intention: &str,
-    team: &[Teammate],
-    unlisted: usize,
-) -> String {
-    let mut listed = team
-        .iter()
-        .map(|m| format!("- `{}` ({})", m.agent_id, m.role))
-        .collect::<Vec<_>>()
-        .join("\n");
-    listed.push_str(&more(unlisted, "agents"));
-    format!(
-        "[TaskState] Task \"{name}\" was created with you as its manager.\n\
-         task_id: {task_id}\nTask intention: {intention}\n\n\
-         Next, split it into stages with the task_manager skill (action add_stage, task_id \
-         {task_id}), giving each stage an intention and an allocation {{agent_id: that agent's \
-         goal}}.\nAgents of the team:\n{listed}"
-    )
+fn render_stage_complete(task_id: &TaskId, stage: &StageReports, t: &Texts) -> String {
+    let mut reports = lines(stage.reports.iter().map(|r| {
+        let summary = r.summary.clone().unwrap_or_else(|| t.none());
+        t.stage_report(&r.agent_id, &r.goal, indented(&summary, 4))
+    }));
+    reports.push_str(&more(stage.unlisted, t.more_reports(stage.unlisted)));
+    t.notice_stage_complete(&stage.stage_id, task_id, &stage.stage_intention, reports)
 }
 
-fn render_stage_complete(task_id: &TaskId, stage: &StageReports) -> String {
-    let mut lines = stage
-        .reports
-        .iter()
-        .map(|r| {
-            format!(
-                "- agent `{}`\n  goal: {}\n  completion summary:\n{}",
-                r.agent_id,
-                r.goal,
-                indented(r.summary.as_deref().unwrap_or("(none)"), 4)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    lines.push_str(&more(stage.unlisted, "agents, each with a summary"));
-    let stage_id = &stage.stage_id;
-    format!(
-        "[TaskState] Every agent of stage {stage_id} of task {task_id} has submitted its \
-         completion summary.\nStage intention: {}\n{lines}\n\n\
-         As the manager, judge the stage: if it met its goal, end it with task_manager \
-         finish_stage (task_id {task_id}, stage_id {stage_id}); if not, correct course, e.g. \
-         with task_manager retry_stage and a corrected allocation.",
-        stage.stage_intention
-    )
-}
-
-fn render_no_stage_left(task_id: &TaskId, intention: &str, stages: &[StageReports]) -> String {
-    let lines = stages
-        .iter()
-        .map(|s| {
-            format!(
-                "- stage {} ({}): {}\n{}",
-                s.stage_id,
-                s.state,
-                s.stage_intention,
-                s.reported()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    format!(
-        "[TaskState] Task {task_id} has no stage left to run.\nTask intention: {intention}\n\
-         Stages:\n{lines}\n\nAs the manager, judge the whole task: if its goal is reached, end \
-         it with task_manager finish_task (task_id {task_id}, a task_summary for the operator \
-         that gives the result itself: the text, answer or file name, in full when it is short, \
-         such as a poem); if not, add the missing work with add_stage."
-    )
+/// `items`, one a line.
+fn lines(items: impl Iterator<Item = String>) -> String {
+    items.collect::<Vec<_>>().join("\n")
 }
 
 /// `text` with every line indented by `by` spaces: a summary of several lines (a composed one
@@ -385,10 +314,11 @@ fn indented(text: &str, by: usize) -> String {
         .join("\n")
 }
 
-/// "- … and N more" when `unlisted` is over zero.
-fn more(unlisted: usize, what: &str) -> String {
+/// The line that says a list was cut short (`said`) on a line of its own, when `unlisted` is
+/// over zero.
+fn more(unlisted: usize, said: String) -> String {
     if unlisted > 0 {
-        format!("\n- … and {unlisted} more {what} (ask_info lists them all)")
+        format!("\n{said}")
     } else {
         String::new()
     }

@@ -182,6 +182,14 @@ pub enum Access {
 }
 
 impl TeamConfig {
+    /// The team's prompts: its `prompts_dir:` in its language, or the built-in ones.
+    pub fn prompt_set(&self) -> Result<crate::prompt::PromptSet, crate::prompt::PromptError> {
+        match &self.prompts_dir {
+            Some(dir) => crate::prompt::PromptSet::load(dir, self.language),
+            None => Ok(crate::prompt::PromptSet::builtin(self.language)),
+        }
+    }
+
     /// Agents that can turn a goal into a task: those with the task_manager skill. They join
     /// the base task.
     pub fn managers(&self) -> impl Iterator<Item = &AgentConfig> {

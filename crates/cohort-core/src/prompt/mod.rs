@@ -30,53 +30,7 @@ pub use assemble::stage_history;
 pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt};
 pub use schema::{Headings, Phrases};
 pub use set::{PromptSet, check_prompt_dir};
-
-use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
-
-/// The language of a prompt set (`prompts/en/`, `prompts/zh/`).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Language {
-    /// English (`en`), the default.
-    #[default]
-    En,
-    /// Chinese (`zh`).
-    Zh,
-}
-
-impl Language {
-    /// Every language Cohort ships prompts for; each must have a complete prompt set.
-    pub const ALL: [Language; 2] = [Language::En, Language::Zh];
-
-    /// The folder name and wire name: `en` or `zh`.
-    pub fn code(self) -> &'static str {
-        match self {
-            Language::En => "en",
-            Language::Zh => "zh",
-        }
-    }
-}
-
-impl fmt::Display for Language {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.code())
-    }
-}
-
-impl FromStr for Language {
-    type Err = PromptError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim();
-        Language::ALL
-            .into_iter()
-            .find(|l| l.code().eq_ignore_ascii_case(t))
-            .ok_or_else(|| PromptError::UnknownLanguage(t.to_owned()))
-    }
-}
+pub use crate::texts::{Language, Texts, UnknownLanguage};
 
 /// The three texts of one skill.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,9 +52,6 @@ pub use crate::problem::Problem;
 /// Why a prompt language could not be chosen or its prompt files loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
-    /// A language name that is neither `en` nor `zh`.
-    #[error("`{0}` is not a prompt language (expected `en` or `zh`)")]
-    UnknownLanguage(String),
     /// Every problem found in the files of the language being loaded.
     #[error("invalid prompt files:{}", list(.0))]
     Invalid(Vec<Problem>),
@@ -119,7 +70,7 @@ mod tests {
         assert_eq!("zh".parse::<Language>().unwrap(), Language::Zh);
         assert_eq!(" EN ".parse::<Language>().unwrap(), Language::En);
         assert!(
-            matches!("fr".parse::<Language>(), Err(PromptError::UnknownLanguage(s)) if s == "fr")
+            matches!("fr".parse::<Language>(), Err(UnknownLanguage(s)) if s == "fr")
         );
         assert_eq!(
             serde_json::to_value(Language::Zh).unwrap(),

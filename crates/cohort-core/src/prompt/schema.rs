@@ -133,13 +133,15 @@ text_group!(
 pub enum PromptFile {
     Base,
     Mcp,
+    /// The runtime's own texts (`texts.yaml`, see [`super::Texts`]).
+    Texts,
     Skill(Skill),
 }
 
 impl PromptFile {
     /// Every file, in the order problems are reported.
     pub fn all() -> impl Iterator<Item = PromptFile> {
-        [PromptFile::Base, PromptFile::Mcp]
+        [PromptFile::Base, PromptFile::Mcp, PromptFile::Texts]
             .into_iter()
             .chain(Skill::ALL.into_iter().map(PromptFile::Skill))
     }
@@ -149,6 +151,7 @@ impl PromptFile {
         match self {
             PromptFile::Base => "base.yaml".into(),
             PromptFile::Mcp => "mcp.yaml".into(),
+            PromptFile::Texts => "texts.yaml".into(),
             PromptFile::Skill(s) => format!("skills/{}.yaml", s.name()),
         }
     }
@@ -163,6 +166,7 @@ impl PromptFile {
                 k
             }
             PromptFile::Mcp => vec!["mcp_base_prompt"],
+            PromptFile::Texts => super::Texts::KEYS.iter().map(|(k, _)| *k).collect(),
             PromptFile::Skill(Skill::Planning | Skill::Reflection) => {
                 vec!["description", "skill_prompt", "return_format", "with_tools"]
             }
@@ -194,6 +198,7 @@ impl PromptFile {
                     out.push("is written without the leading `#`".into());
                 }
             }
+            (PromptFile::Texts, k) => out.extend(super::Texts::problems(k, text)),
             (PromptFile::Skill(_), "description") => {
                 if text.lines().any(|l| heading_level(l).is_some()) {
                     out.push("must be one paragraph without headings".into());
@@ -302,8 +307,9 @@ mod tests {
     #[test]
     fn every_file_is_listed_once() {
         let files: Vec<_> = PromptFile::all().map(PromptFile::rel).collect();
-        assert_eq!(files.len(), 15);
+        assert_eq!(files.len(), 16);
         assert!(files.contains(&"skills/tool_decision.yaml".to_string()));
+        assert!(files.contains(&"texts.yaml".to_string()));
         let mut dedup = files.clone();
         dedup.sort();
         dedup.dedup();

@@ -2,6 +2,7 @@
 //! disk; and `check_prompt_dir`, which reports every problem of both languages at once.
 
 use super::schema::{Headings, Phrases, PromptFile};
+use crate::texts::Texts;
 use super::{Language, Problem, PromptError, SkillPrompt};
 use crate::state::Skill;
 use serde_yaml::Value;
@@ -17,6 +18,7 @@ pub struct PromptSet {
     mcp_base_prompt: String,
     headings: Headings,
     phrases: Phrases,
+    texts: std::sync::Arc<Texts>,
     skills: BTreeMap<Skill, SkillPrompt>,
 }
 
@@ -71,6 +73,11 @@ impl PromptSet {
         &self.phrases
     }
 
+    /// The runtime's own texts in this language (notices, the steps it adds, ...).
+    pub fn texts(&self) -> &std::sync::Arc<Texts> {
+        &self.texts
+    }
+
     /// Builds the set from files that passed validation.
     fn from_fields(
         language: Language,
@@ -85,6 +92,7 @@ impl PromptSet {
         };
         let mut base = take(PromptFile::Base);
         let mut mcp = take(PromptFile::Mcp);
+        let texts = std::sync::Arc::new(Texts::take(&mut take(PromptFile::Texts)));
         let skills = Skill::ALL
             .into_iter()
             .map(|s| {
@@ -105,6 +113,7 @@ impl PromptSet {
             persistent_memory_prompt: base.remove("persistent_memory_prompt").unwrap_or_default(),
             headings: Headings::take(&mut base),
             phrases: Phrases::take(&mut base),
+            texts,
             mcp_base_prompt: mcp.remove("mcp_base_prompt").unwrap_or_default(),
             skills,
         }
@@ -348,6 +357,7 @@ macro_rules! embed {
 const EMBEDDED: &[(&str, &str)] = embed!(
     "en/base.yaml",
     "en/mcp.yaml",
+    "en/texts.yaml",
     "en/skills/planning.yaml",
     "en/skills/reflection.yaml",
     "en/skills/summary.yaml",
@@ -363,6 +373,7 @@ const EMBEDDED: &[(&str, &str)] = embed!(
     "en/skills/tool_decision.yaml",
     "zh/base.yaml",
     "zh/mcp.yaml",
+    "zh/texts.yaml",
     "zh/skills/planning.yaml",
     "zh/skills/reflection.yaml",
     "zh/skills/summary.yaml",
@@ -533,9 +544,7 @@ mod tests {
 
         // Loading one language reports that language's problems only.
         let err = PromptSet::load(&dir, Language::En).unwrap_err();
-        let PromptError::Invalid(en_problems) = &err else {
-            panic!("{err}")
-        };
+        let PromptError::Invalid(en_problems) = &err;
         assert!(
             en_problems
                 .iter()

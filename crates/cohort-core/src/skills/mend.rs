@@ -57,12 +57,9 @@ pub(super) fn composed_summary(
     let newest = newest(agent, &results);
     // The results alone, as paragraphs: list items named by their steps' intentions ("write
     // the first line") read to a small manager as work still to plan.
-    let summary = format!(
-        "({COMPOSED_HEADING} from {}'s results in this stage; its model could not write the \
-         summary.)\n\n{}",
-        agent.name,
-        newest.join("\n\n")
-    );
+    let summary = agent
+        .texts
+        .composed_summary(&agent.name, newest.join("\n\n"));
     let mut what = format!("the summary was composed from the agent's results: {why}");
     if newest.len() < results.len() {
         what.push_str(&format!(
@@ -115,7 +112,7 @@ pub(super) fn summary_with_results(
 ) -> bool {
     let results = stage_results(agent, step);
     let mut goal = trigrams(&super::goal_in_stage(agent, step).unwrap_or_default());
-    goal.extend(trigrams(COMPOSED_HEADING));
+    goal.extend(runtime_words(agent.texts.as_ref(), &agent.name));
     let given = trigrams(summary);
     let mut found = results
         .iter()
@@ -126,18 +123,20 @@ pub(super) fn summary_with_results(
         return false;
     }
     summary.push_str(&format!(
-        "\n\n{RESULTS_ADDED_HEADING}:\n\n{}",
+        "\n\n{}:\n\n{}",
+        agent.texts.results_added(),
         newest(agent, &results).join("\n\n")
     ));
     true
 }
 
-/// The line above the results the runtime adds to a summary (its words are no result).
-pub(super) const RESULTS_ADDED_HEADING: &str =
-    "My results in this stage (added by the runtime: the summary gave none of them)";
-
-/// How a summary the runtime composed begins (its words are no result of the stage's).
-pub const COMPOSED_HEADING: &str = "Composed by the runtime";
+/// The trigrams of the runtime's own words in a summary (a composed summary's heading, written
+/// for `name`, and the line above the results it added): they are no result of the stage's.
+fn runtime_words(t: &crate::texts::Texts, name: &str) -> std::collections::HashSet<String> {
+    let mut words = trigrams(&t.composed_summary(name, ""));
+    words.extend(trigrams(&t.results_added()));
+    words
+}
 
 /// How much of one result a composed summary quotes.
 const RESULT_CHARS: usize = 800;
@@ -193,7 +192,11 @@ fn trigrams(text: &str) -> std::collections::HashSet<String> {
 /// steps produced (its report's summary, when it has no recorded results) that are not the
 /// goal's own words (the task's and stages' intentions, which a summary may restate without
 /// giving anything); the runtime's own notes in a report are not looked for.
-pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -> bool {
+pub(super) fn with_results(
+    instruction: &mut TaskInstruction,
+    notice: &Notice,
+    t: &crate::texts::Texts,
+) -> bool {
     let TaskInstruction::FinishTask {
         task_summary,
         outcome: TaskOutcome::Finished,
@@ -229,8 +232,11 @@ pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -
     }
     // The runtime's own words in a report (a composed summary's heading, the line above the
     // results it added) give no result.
-    goal.extend(trigrams(COMPOSED_HEADING));
-    goal.extend(trigrams(RESULTS_ADDED_HEADING));
+    for s in stages {
+        for r in &s.reports {
+            goal.extend(runtime_words(t, r.agent_id.as_str()));
+        }
+    }
     let results: Vec<String> = trigrams(&reported)
         .into_iter()
         .filter(|t| !goal.contains(t))
@@ -240,8 +246,8 @@ pub(super) fn with_results(instruction: &mut TaskInstruction, notice: &Notice) -
         return false;
     }
     task_summary.push_str(&format!(
-        "\n\nWhat the stages produced (added by the runtime: the summary gave no result):\n{}",
-        stages_for_operator(stages)
+        "\n\n{}",
+        t.stage_results_added(stages_for_operator(stages, t))
     ));
     true
 }

@@ -40,8 +40,8 @@ pub fn judged_task(step: &StepState) -> Option<&Notice> {
 }
 
 /// The stages of a judged task and what they reported, as an operator reads them.
-fn stage_reports(notice: &Notice) -> Option<String> {
-    notice.judged_stages().map(stages_for_operator)
+fn stage_reports(notice: &Notice, t: &crate::texts::Texts) -> Option<String> {
+    notice.judged_stages().map(|s| stages_for_operator(s, t))
 }
 
 /// A verdict and the action given with it must agree: the goal reached closes the work, the
@@ -105,13 +105,10 @@ pub(super) fn carry_out_verdict(
             stage_id: stage.clone(),
         }
     } else if let Some(notice) = judged_task(step) {
-        let reports = stage_reports(notice)?;
+        let reports = stage_reports(notice, &agent.texts)?;
         TaskInstruction::FinishTask {
             task_id: step.task_id.clone(),
-            task_summary: format!(
-                "(Composed by the runtime: the manager judged the goal reached but its model \
-                 did not close the task.)\n{reports}"
-            ),
+            task_summary: agent.texts.verdict_composed(reports),
             outcome: TaskOutcome::Finished,
         }
     } else {
@@ -148,12 +145,13 @@ pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<Tas
     if !in_a_task || !step.origin.asks_to_act() {
         return None;
     }
-    let mut task_summary = format!(
-        "(Closed by the runtime: the manager's answers could not be carried out twice; the \
-         last time: {reason})"
-    );
-    if let Some(reports) = step.origin.notice().and_then(stage_reports) {
-        task_summary.push_str(&format!("\nWhat the stages gave:\n{reports}"));
+    let mut task_summary = agent.texts.closed_by_runtime(reason);
+    if let Some(reports) = step
+        .origin
+        .notice()
+        .and_then(|n| stage_reports(n, &agent.texts))
+    {
+        task_summary.push_str(&format!("\n{}", agent.texts.stages_gave(reports)));
     }
     Some(TaskInstruction::FinishTask {
         task_id: step.task_id.clone(),
@@ -163,7 +161,7 @@ pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<Tas
 }
 
 /// What a task_manager answer is read against.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Asked<'a> {
     /// An `add_stage` waits for a person's check (see `step::plan_check`) instead of going
     /// to SyncState.
@@ -188,6 +186,28 @@ pub struct Asked<'a> {
     pub goal_trace: Option<crate::event::trace::TraceId>,
     /// The files attached to that goal: a task it creates lists them.
     pub goal_attachments: Vec<crate::attachment::Attachment>,
+    /// The runtime's texts in the agent's language (what a repair adds to a summary).
+    pub texts: std::sync::Arc<crate::texts::Texts>,
+}
+
+/// Nothing asked beyond the answer itself, in English (the unit tests' starting point).
+#[cfg(test)]
+impl Default for Asked<'_> {
+    fn default() -> Self {
+        Asked {
+            check_stages: false,
+            decided: None,
+            refused: None,
+            judged_task: None,
+            repairs: Repairs::default(),
+            requester: None,
+            goal: None,
+            goal_step: None,
+            goal_trace: None,
+            goal_attachments: Vec::new(),
+            texts: crate::texts::Texts::builtin(crate::texts::Language::En),
+        }
+    }
 }
 
 impl<'a> Asked<'a> {
@@ -200,6 +220,7 @@ impl<'a> Asked<'a> {
             refused: step.refused_instruction.as_ref(),
             judged_task: judged_task(step),
             repairs: agent.repairs.clone(),
+            texts: agent.texts.clone(),
             requester: requester(agent, step),
             goal: acted_on
                 .and_then(|s| s.origin.persons_goal())
@@ -230,6 +251,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         goal_step,
         goal_trace,
         goal_attachments,
+        texts,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
     check_not_refused(refused, &repairs, &instruction)?;
@@ -248,7 +270,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     let mut fired = Vec::new();
     if let Some(notice) = judged_task
         && repairs.allows(Repair::StageReportsAppended)
-        && super::mend::with_results(&mut instruction, notice)
+        && super::mend::with_results(&mut instruction, notice, &texts)
     {
         fired.push(Fired::new(
             Repair::StageReportsAppended,
@@ -662,7 +684,11 @@ mod tests {
         let results = results.iter().map(|r| r.to_string()).collect();
         let change = stage.completion_change(&"w".into(), report.into(), results);
         crate::event::apply_stage(&mut stage, &change.unwrap());
-        let message = crate::team::notices::judge_task(&task, [&stage].into_iter());
+        let message = crate::team::notices::judge_task(
+            &task,
+            [&stage].into_iter(),
+            &crate::texts::Texts::builtin(crate::texts::Language::En),
+        );
         let notice = message.notice_body().unwrap();
         let asked = Asked {
             judged_task: Some(notice),
@@ -698,7 +724,7 @@ mod tests {
         let (part, _) = finish("The writer wrote: the maple lets go.");
         assert!(!part.contains("added by the runtime"), "{part}");
         // The line the runtime put above results it added to a report is no result either.
-        let heading = crate::skills::mend::RESULTS_ADDED_HEADING;
+        let heading = crate::texts::Texts::builtin(crate::texts::Language::En).results_added();
         let report = format!("Done.\n\n{heading}:\n\n{poem}");
         let (copied, _) = finished_with("a haiku", &report, &format!("Finished. {heading}."));
         assert!(copied.contains("the maple lets go its red"), "{copied}");
@@ -753,7 +779,11 @@ mod tests {
             "Write it".into(),
             [("w".into(), "write".into())].into(),
         );
-        let message = crate::team::notices::judge_task(&task, [&stage].into_iter());
+        let message = crate::team::notices::judge_task(
+            &task,
+            [&stage].into_iter(),
+            &crate::texts::Texts::builtin(crate::texts::Language::En),
+        );
         let asked = || Asked {
             judged_task: message.notice_body(),
             repairs: Repairs::preset(crate::policy::Preset::SmallModel),

@@ -170,9 +170,17 @@ pub struct AgentState {
     /// tool loop, and plans need no instruction_generation.
     #[serde(skip)]
     pub native_tools: bool,
+    /// The runtime's texts in the team's language, for the steps and notices it writes for
+    /// this agent (the team's prompt set's; English until the actor is given it).
+    #[serde(skip, default = "english_texts")]
+    pub texts: std::sync::Arc<crate::texts::Texts>,
     /// Changes made and not yet published (see `agent_changes.rs`).
     #[serde(skip)]
     pub outbox: Vec<crate::event::Change>,
+}
+
+fn english_texts() -> std::sync::Arc<crate::texts::Texts> {
+    crate::texts::Texts::builtin(crate::texts::Language::En)
 }
 
 /// One persistent-memory instruction from an LLM answer.
@@ -223,6 +231,7 @@ impl AgentState {
             repairs: crate::policy::Repairs::default(),
             base_task: None,
             native_tools: false,
+            texts: english_texts(),
             outbox: Vec::new(),
         }
     }

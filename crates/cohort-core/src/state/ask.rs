@@ -289,27 +289,31 @@ impl Ask {
     }
 
     /// One line for a person: what kind of answer is wanted.
-    pub fn describe(&self) -> String {
+    pub fn describe(&self, t: &crate::texts::Texts) -> String {
         match self {
-            Ask::Text => "Answer in your own words.".to_owned(),
+            Ask::Text => t.ask_text(),
             Ask::Select {
                 options,
                 multiple: false,
-            } => format!("Choose one: {}.", listed(options)),
+            } => t.ask_select_one(listed(options)),
             Ask::Select {
                 options,
                 multiple: true,
-            } => format!("Choose one or more (a JSON list): {}.", listed(options)),
+            } => t.ask_select_many(listed(options)),
             Ask::Form { fields } => {
                 let list: Vec<String> = fields
                     .iter()
                     .map(|f| {
-                        let need = if f.required { ", required" } else { "" };
+                        let need = if f.required {
+                            t.ask_required()
+                        } else {
+                            String::new()
+                        };
                         let kind = format!("{:?}", f.kind).to_lowercase();
-                        format!("`{}` ({kind}{need})", f.key)
+                        t.ask_field(&f.key, kind, need)
                     })
                     .collect();
-                format!("Fill in the form (a JSON object): {}.", list.join(", "))
+                t.ask_form(list.join(", "))
             }
         }
     }
@@ -550,7 +554,10 @@ mod tests {
                 .to_string()
                 .contains("milk")
         );
-        assert!(a.describe().contains("one or more"));
+        assert!(
+            a.describe(&crate::texts::Texts::builtin(crate::texts::Language::En))
+                .contains("one or more")
+        );
     }
 
     #[test]
@@ -562,9 +569,10 @@ mod tests {
         assert_eq!(a.answer("S").unwrap(), "s", "by its key");
         assert_eq!(a.answer("a").unwrap(), "a");
         assert!(
-            a.describe().contains("s (Spring: blossoms) | Summer | a"),
+            a.describe(&crate::texts::Texts::builtin(crate::texts::Language::En))
+                .contains("s (Spring: blossoms) | Summer | a"),
             "{}",
-            a.describe()
+            a.describe(&crate::texts::Texts::builtin(crate::texts::Language::En))
         );
         // A plain option stays a plain string on the wire.
         assert_eq!(

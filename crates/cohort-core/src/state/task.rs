@@ -134,11 +134,11 @@ impl TaskEnd {
     }
 
     /// One line for people: why it failed, and which stages gave no result.
-    pub fn render(&self) -> String {
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
         let stages: Vec<String> = self
             .failed_stages
             .iter()
-            .map(|s| format!("stage \"{}\" failed: {}", s.stage_intention, s.why))
+            .map(|s| t.stage_failed(&s.stage_intention, &s.why))
             .collect();
         self.why
             .iter()

@@ -257,7 +257,7 @@ fn follow_up(
     }
     let allows = |rule| agent.repairs.allows(rule);
     if allows(Repair::SecondTry)
-        && let Some(again) = super::receive::act_again(step, reason, refused)
+        && let Some(again) = super::receive::act_again(&agent.texts, step, reason, refused)
     {
         let what = format!("tried once more as step {}", again.step_id);
         agent.add_next_steps(vec![again]);

@@ -130,23 +130,23 @@ pub fn resume_call(agent: &mut AgentState, id: &StepId) {
 }
 
 /// The message that tells a person what the server asks.
-pub fn elicitation_notice(step: &StepState, req: &ElicitationRequest) -> String {
+pub fn elicitation_notice(
+    step: &StepState,
+    req: &ElicitationRequest,
+    t: &crate::texts::Texts,
+) -> String {
     let form = req
         .form
         .as_ref()
-        .map_or("It asks for a yes or a no.".to_owned(), Ask::describe);
-    format!(
-        "A question from MCP server `{}`: agent `{}` is calling `{}` (step {}, \"{}\"), and the \
-         server asks:\n{}\n{}\nAnswer in the console, or with POST /api/step/{}/params \
-         {{values}}; decline it with /reject.",
-        req.server,
-        step.agent_id,
-        req.tool,
-        step.step_id,
-        step.step_intention,
-        req.message,
+        .map_or_else(|| t.elicitation_yes_no(), |f| f.describe(t));
+    t.elicitation_notice(
+        &req.server,
+        &step.agent_id,
+        &req.tool,
+        &step.step_id,
+        &step.step_intention,
+        &req.message,
         form,
-        step.step_id,
     )
 }
 
@@ -255,7 +255,12 @@ mod tests {
         assert_eq!(step.execution_state, StepExecutionState::WaitingForParam);
         assert_eq!(ElicitationRequest::of(&step), Some(req));
         assert!(
-            elicitation_notice(&step, &ElicitationRequest::of(&step).unwrap()).contains("Pick one")
+            elicitation_notice(
+                &step,
+                &ElicitationRequest::of(&step).unwrap(),
+                &crate::texts::Texts::builtin(crate::texts::Language::En)
+            )
+            .contains("Pick one")
         );
         let by = AgentId::from("op");
         let bad = Verdict::FillParams {

@@ -98,7 +98,7 @@ pub fn receive_as_human(
         // A notice for a person (a task they asked for ended or stalled) is a notice, not a
         // chat to answer.
         if let Some(n) = msg.notice_body() {
-            agent.add_notice(n.render());
+            agent.add_notice(n.render(&agent.texts));
             return Vec::new();
         }
     }
@@ -124,19 +124,14 @@ pub fn receive_as_human(
     let sender = msg.sender_id.clone();
     agent.add_private(&sender, entry);
     if msg.need_reply {
+        let t = agent.texts.clone();
         let mut notice = match wait {
-            Some(_) => format!(
-                "Agent `{sender}` is waiting for your reply (task {}).",
-                msg.task_id
-            ),
-            None => format!(
-                "Agent `{sender}` asks for your reply (task {}).",
-                msg.task_id
-            ),
+            Some(_) => t.person_waited_for(&sender, &msg.task_id),
+            None => t.person_asked(&sender, &msg.task_id),
         };
         if let Some(ask) = &msg.ask {
             notice.push(' ');
-            notice.push_str(&ask.describe());
+            notice.push_str(&ask.describe(&t));
         }
         agent.add_notice(notice);
     }
@@ -145,6 +140,7 @@ pub fn receive_as_human(
 
 fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState> {
     let note = |agent: &mut AgentState, text: String| agent.add_notice(text);
+    let t = agent.texts.clone();
     match i {
         Instruction::StartStage {
             stage_id,
@@ -155,31 +151,28 @@ fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState>
             agent.note_working_memory(msg.task_id.clone(), Some(StageRef::Stage(stage_id.clone())));
             note(
                 agent,
-                format!(
-                    "Stage {stage_id} of task {} starts with you in it: {stage_intention}. Your part: {goal}",
-                    msg.task_id
-                ),
+                t.person_stage_starts(&stage_id, &msg.task_id, stage_intention, goal),
             );
             Vec::new()
         }
         Instruction::FinishStage { stage_id } => {
-            note(
-                agent,
-                format!("Stage {stage_id} of task {} is finished.", msg.task_id),
-            );
+            note(agent, t.person_stage_finished(&stage_id, &msg.task_id));
             agent.finish_stage(
                 &msg.task_id,
                 &StageRef::Stage(stage_id),
-                "its stage was finished",
+                &t.dropped_stage_finished(),
             )
         }
         Instruction::FinishTask { task_id } => {
-            note(agent, format!("Task {task_id} is finished."));
-            agent.finish_task(&task_id, "its task was finished")
+            note(agent, t.person_task_finished(&task_id));
+            agent.finish_task(&task_id, &t.dropped_task_finished())
         }
         Instruction::PauseTask { task_id, paused } => {
-            let what = if paused { "paused" } else { "resumed" };
-            note(agent, format!("Task {task_id} was {what} by an operator."));
+            let said = match paused {
+                true => t.person_task_paused(&task_id),
+                false => t.person_task_resumed(&task_id),
+            };
+            note(agent, said);
             Vec::new()
         }
         Instruction::UpdateWorkingMemory { task_id, stage_id } => {
@@ -310,7 +303,7 @@ fn record_send(agent: &mut AgentState, m: &HumanMessage, sent: &[Message]) {
         m.stage_relative.clone(),
         agent.agent_id.clone(),
         Executor::Skill(Skill::SendMessage),
-        "Message sent by a person",
+        agent.texts.person_sent_intention(),
         m.content.clone(),
     )
     .with_origin(StepOrigin::Person);
@@ -655,6 +648,7 @@ mod tests {
             vec!["op".into()],
             StageRef::NoRelative,
             &i,
+            &crate::texts::Texts::builtin(crate::texts::Language::En),
         );
         receive_as_human(&mut h, &m, "n", 0);
         assert!(h.conversation_pool.as_ref().unwrap().global_messages[0].contains("finished"));

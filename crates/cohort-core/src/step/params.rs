@@ -179,19 +179,15 @@ pub fn await_params(
 }
 
 /// The message that tells a person which fields to fill.
-pub fn params_notice(step: &StepState, req: &ParamRequest) -> String {
-    format!(
-        "Parameters needed: agent `{}` called `{}` on MCP server `{}` (step {}, \"{}\") and \
-         the call was refused: {}.\n{}\nFill them in the console, or with POST \
-         /api/step/{}/params {{values}}; or reject the call with /reject.",
-        step.agent_id,
-        req.tool,
-        req.server,
-        step.step_id,
-        step.step_intention,
-        req.reason,
-        req.form.describe(),
-        step.step_id,
+pub fn params_notice(step: &StepState, req: &ParamRequest, t: &crate::texts::Texts) -> String {
+    t.params_notice(
+        &step.agent_id,
+        &req.tool,
+        &req.server,
+        &step.step_id,
+        &step.step_intention,
+        &req.reason,
+        req.form.describe(t),
     )
 }
 
@@ -341,7 +337,14 @@ mod tests {
             step.execute_result.as_ref().unwrap().repairs,
             so_far.repairs
         );
-        assert!(params_notice(&step, &req).contains("`content` (text, required)"));
+        assert!(
+            params_notice(
+                &step,
+                &req,
+                &crate::texts::Texts::builtin(crate::texts::Language::En)
+            )
+            .contains("`content` (text, required)")
+        );
         let e = fill_params(&mut a, &step, &"op".into(), &json!({"content": " "})).unwrap_err();
         assert!(e.to_string().contains("`content`: it is required"), "{e}");
         let call = fill_params(

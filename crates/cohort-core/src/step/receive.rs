@@ -6,11 +6,8 @@ use crate::ids::StageRef;
 use crate::message::{
     Instruction, Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction,
 };
+use crate::texts::Texts;
 use crate::state::{AgentState, Executor, ReplyTo, Skill, StepOrigin, StepState};
-
-/// How a stage's plan step names the agent's goal in it (for the model; the runtime reads the
-/// goal from the step's origin).
-const GOAL_LINE: &str = "Your goal in this stage: ";
 
 /// What receiving a message changed besides the agent state itself.
 #[derive(Debug, Default)]
@@ -69,17 +66,19 @@ fn queue_reply(agent: &mut AgentState, msg: &Message) {
     let sender = &msg.sender_id;
     // If the sender waits, the reply jumps the queue and its `reply_to` carries the wait id it
     // returns (never the text: a wait id is the runtime's, not something the model copies).
+    let t = agent.texts.clone();
     let text = format!(
-        "Message from agent `{sender}` (reply to it):\n\n{}{}",
+        "{}\n\n{}{}",
+        t.reply_heading(sender),
         msg.message,
-        attached(msg)
+        attached(msg, &t)
     );
     let wait = msg.wait_id_for(&me).cloned();
     let mut step = new_step(
         agent,
         msg,
         Skill::SendMessage,
-        format!("Reply to the message from agent `{sender}`"),
+        t.reply_intention(sender),
         text,
     )
     .with_origin(StepOrigin::Reply {
@@ -102,18 +101,15 @@ fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
     // A reply we were waiting for is digested first. A message that asks a manager to act goes
     // straight to the skill that acts on it.
     let act = acts(msg, answers_wait);
-    let text = format!(
-        "{}{}{}",
-        digest_heading(sender.as_str(), act),
-        msg.message,
-        attached(msg)
-    );
+    let t = agent.texts.clone();
+    let heading = match act {
+        true => t.act_heading(sender),
+        false => t.digest_heading(sender),
+    };
+    let text = format!("{heading}\n\n{}{}", msg.message, attached(msg, &t));
     let (skill, intention) = match acting_skill(agent, act) {
-        Some(skill) => (skill, acting_intention(msg)),
-        None => (
-            Skill::ProcessMessage,
-            format!("Process the message from agent `{sender}`"),
-        ),
+        Some(skill) => (skill, acting_intention(msg, &t)),
+        None => (Skill::ProcessMessage, t.digest_intention(sender)),
     };
     let origin = if act {
         let notice = msg.notice_body().cloned().map(Box::new);
@@ -138,8 +134,12 @@ fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
 }
 
 /// The lines that list the files a message carries (none: empty).
-fn attached(msg: &Message) -> String {
-    crate::attachment::render("Files attached to this message", &msg.attachments)
+fn attached(msg: &Message, t: &Texts) -> String {
+    crate::attachment::render(
+        &t.attached_to_message(crate::attachment::READ_TOOL),
+        &msg.attachments,
+        t,
+    )
 }
 
 /// Whether `msg` asks a manager to act: an operator's goal or a runtime notice (not a reply
@@ -149,21 +149,12 @@ fn acts(msg: &Message, answers_wait: bool) -> bool {
 }
 
 /// The title of a step acting on `msg`, as people read it in the console and the CLI.
-fn acting_intention(msg: &Message) -> String {
+fn acting_intention(msg: &Message, t: &Texts) -> String {
     match msg.notice_body() {
-        Some(n) => format!("Act on the notice: {}", n.headline()),
-        None => format!("Act on the goal from `{}`", msg.sender_id),
+        Some(n) => t.act_notice_intention(n.headline(t)),
+        None => t.act_goal_intention(&msg.sender_id),
     }
 }
-
-/// How a process_message step's text starts: it names the sender, and says so when the
-/// message asks the agent to act.
-fn digest_heading(sender: &str, act: bool) -> String {
-    let asks = if act { ACT_NOTE } else { "" };
-    format!("Message from agent `{sender}`{asks}:\n\n")
-}
-
-const ACT_NOTE: &str = " (it asks you to act)";
 
 /// The skill that acts at once on a message asking a manager to act. A runtime notice (a task
 /// created, a stage complete, a task to judge, an agent stuck) and an operator's goal call for
@@ -192,15 +183,13 @@ pub fn asks_to_act(step: &StepState) -> bool {
     step.origin.asks_to_act()
 }
 
-/// The intention of the second try at a message that asks to act.
-const ACT_AGAIN: &str = "Act again on the message: my last try failed";
-
 /// A step acting on a message that asks to act failed (after its re-asks), or SyncState
 /// refused its answer (`refused`): a fresh step on the same message, once, carrying the
 /// reason (and the refused answer, whose action it is not offered again), so one bad answer
 /// never leaves a goal or a notice unanswered for ever. `None` when `step` was that second
 /// try already.
 pub fn act_again(
+    t: &Texts,
     step: &StepState,
     failure: &str,
     refused: Option<TaskInstruction>,
@@ -211,12 +200,8 @@ pub fn act_again(
         step.stage_id.clone(),
         step.agent_id.clone(),
         step.executor.clone(),
-        ACT_AGAIN,
-        format!(
-            "{}\n\nYour first try at this failed: {failure}\nAct on the message now, with an answer \
-             in the required format.",
-            step.text_content
-        ),
+        t.act_again_intention(),
+        t.act_again_text(&step.text_content, failure),
     );
     again.refused_instruction = refused;
     // The same message's work: the same trace, caused by the same sender.
@@ -246,6 +231,7 @@ fn new_step(
 
 fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState> {
     let task = msg.task_id.clone();
+    let t = agent.texts.clone();
     match i {
         Instruction::StartStage {
             stage_id,
@@ -258,19 +244,20 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
         } => {
             let mut team = colleagues
                 .iter()
-                .map(|c| format!("- `{}` ({}): {}", c.agent_id, c.role, c.goal))
+                .map(|c| t.colleague_line(&c.agent_id, &c.role, &c.goal))
                 .collect::<Vec<_>>()
                 .join("\n");
             if colleagues_unlisted > 0 {
-                team.push_str(&format!(
-                    "\n- … and {colleagues_unlisted} more agents (ask_info stage_profiles lists them all)"
-                ));
+                team.push_str(&format!("\n{}", t.more_colleagues(colleagues_unlisted)));
             }
             let text = format!(
-                "A new stage starts and you take part in it. Plan the steps that reach your goal.\n\n\
-                 Task intention: {task_intention}\nStage id: {stage_id}\nStage intention: {stage_intention}\n\
-                 {GOAL_LINE}{goal}\n\nAgents of this stage (id, role, goal):\n{team}{}",
-                crate::attachment::render("Files attached to the task", &attachments)
+                "{}{}",
+                t.stage_plan_text(&task_intention, &stage_id, &stage_intention, &goal, team),
+                crate::attachment::render(
+                    &t.attached_to_task(crate::attachment::READ_TOOL),
+                    &attachments,
+                    &t
+                )
             );
             agent.open_goal(&task, &stage_id);
             let mut step = StepState::new(
@@ -278,7 +265,7 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                 StageRef::Stage(stage_id.clone()),
                 agent.agent_id.clone(),
                 Executor::Skill(Skill::Planning),
-                "Plan the steps for my goal in this stage",
+                t.stage_plan_intention(),
                 text,
             )
             .with_origin(StepOrigin::StageStart { stage_id, goal });
@@ -286,10 +273,14 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
             agent.add_steps(vec![step]);
             Vec::new()
         }
-        Instruction::FinishStage { stage_id } => {
-            agent.finish_stage(&task, &StageRef::Stage(stage_id), "its stage was finished")
+        Instruction::FinishStage { stage_id } => agent.finish_stage(
+            &task,
+            &StageRef::Stage(stage_id),
+            &t.dropped_stage_finished(),
+        ),
+        Instruction::FinishTask { task_id } => {
+            agent.finish_task(&task_id, &t.dropped_task_finished())
         }
-        Instruction::FinishTask { task_id } => agent.finish_task(&task_id, "its task was finished"),
         Instruction::PauseTask { task_id, paused } => {
             agent.set_task_paused(&task_id, paused);
             Vec::new()
@@ -304,10 +295,8 @@ fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> V
                 msg.stage_relative.clone(),
                 agent.agent_id.clone(),
                 Executor::Skill(Skill::ToolDecision),
-                format!("Decide whether and how to go on using `{tool_name}`"),
-                format!(
-                    "The last call to `{tool_name}` returned; its result is in the tool history."
-                ),
+                t.tool_decision_intention(&tool_name),
+                t.tool_decision_text(&tool_name),
             )
             .with_origin(StepOrigin::ToolDecision { tool_name });
             step.caused_by = msg.traceparent;

@@ -122,6 +122,7 @@ impl SyncCore {
                         task_id: task_id.clone(),
                         stage_id: None,
                     },
+                    &self.texts,
                 ));
             }
         }

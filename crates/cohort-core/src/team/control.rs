@@ -24,7 +24,7 @@ impl SyncCore {
         }
         self.open_task(task)?;
         let mut applied = Applied::default();
-        let why = cancelled_by(by, reason);
+        let why = cancelled_by(by, reason, &self.texts);
         self.close_task(
             task,
             ExecutionState::Cancelled,
@@ -49,10 +49,10 @@ impl SyncCore {
 }
 
 /// What a cancelled task or stage says of its end.
-fn cancelled_by(by: &AgentId, reason: &str) -> String {
+fn cancelled_by(by: &AgentId, reason: &str, t: &crate::texts::Texts) -> String {
     match reason.trim() {
-        "" => format!("Cancelled by `{by}`."),
-        r => format!("Cancelled by `{by}`: {r}"),
+        "" => t.cancelled_by(by),
+        r => t.cancelled_by_because(by, r),
     }
 }
 
@@ -91,6 +91,7 @@ impl SyncCore {
                 task_id: task.clone(),
                 paused,
             },
+            &self.texts,
         ));
         Ok(applied)
     }
@@ -141,7 +142,7 @@ impl SyncCore {
         let agents: Vec<AgentId> = s.agent_allocation.keys().cloned().collect();
         tracing::info!(task = %task, stage = %stage, by = %by, "an operator cancels a stage");
         let mut applied = Applied::default();
-        let why = cancelled_by(by, reason);
+        let why = cancelled_by(by, reason, &self.texts);
         self.emit(
             &mut applied,
             Change::Stage(StageChange::Completion {
@@ -156,7 +157,10 @@ impl SyncCore {
             applied
                 .messages
                 .push(super::instructions::finish_stage_message(
-                    task, stage, agents,
+                    task,
+                    stage,
+                    agents,
+                    &self.texts,
                 ));
             self.start_next_stage(task, &mut applied);
         }
@@ -177,6 +181,7 @@ impl SyncCore {
                 task_id: task.clone(),
                 paused: true,
             },
+            &self.texts,
         ));
     }
 

@@ -35,6 +35,7 @@ impl SyncCore {
             &summary,
             outcome.as_deref(),
             &self.roster,
+            &self.texts,
         );
         applied.messages.extend(told);
         self.emit(
@@ -54,6 +55,7 @@ impl SyncCore {
             &Instruction::FinishTask {
                 task_id: task_id.clone(),
             },
+            &self.texts,
         ));
         self.retire_task(task_id, applied);
     }
@@ -245,7 +247,7 @@ impl SyncCore {
                 self.count_opened();
                 applied
                     .messages
-                    .push(notices::task_created(&task, &self.roster));
+                    .push(notices::task_created(&task, &self.roster, &self.texts));
                 self.emit(
                     applied,
                     Change::Task(TaskChange::Created {
@@ -303,6 +305,7 @@ impl SyncCore {
                     task_id: task_id.clone(),
                     stage_id: Some(StageRef::Stage(stage.stage_id.clone())),
                 },
+                &self.texts,
             ));
             let at = self.tasks[task_id].stage_list.len();
             self.emit(
@@ -325,7 +328,7 @@ impl SyncCore {
         self.set_stage_state(stage_id, ExecutionState::Finished, applied);
         applied
             .messages
-            .push(finish_stage_message(task_id, stage_id, agents));
+            .push(finish_stage_message(task_id, stage_id, agents, &self.texts));
         self.start_next_stage(task_id, applied);
     }
 
@@ -357,9 +360,12 @@ impl SyncCore {
                 list_at: at,
             }),
         );
-        applied
-            .messages
-            .push(finish_stage_message(task_id, stage_id, old_agents));
+        applied.messages.push(finish_stage_message(
+            task_id,
+            stage_id,
+            old_agents,
+            &self.texts,
+        ));
         self.start_next_stage(task_id, applied);
     }
 
@@ -423,6 +429,7 @@ impl SyncCore {
             applied.messages.push(notices::judge_task(
                 task,
                 task.stage_list.iter().map(|s| &self.stages[s]),
+                &self.texts,
             ));
             return;
         };
@@ -472,6 +479,7 @@ impl SyncCore {
                 vec![agent.clone()],
                 StageRef::Stage(next.clone()),
                 &i,
+                &self.texts,
             ));
         }
     }
@@ -484,6 +492,7 @@ pub(super) fn finish_stage_message(
     task: &TaskId,
     stage: &StageId,
     agents: Vec<AgentId>,
+    t: &crate::texts::Texts,
 ) -> Message {
     Message::instruction(
         task.clone(),
@@ -493,6 +502,7 @@ pub(super) fn finish_stage_message(
         &Instruction::FinishStage {
             stage_id: stage.clone(),
         },
+        t,
     )
 }
 

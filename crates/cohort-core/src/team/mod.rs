@@ -314,6 +314,8 @@ pub struct SyncCore {
     hollow_refused: BTreeSet<TaskId>,
     /// Tasks whose goal-giver was told they stalled (once a task; see `report_stall`).
     stall_told: BTreeSet<TaskId>,
+    /// The runtime's texts in the team's language: the notices and instructions it sends.
+    texts: std::sync::Arc<crate::texts::Texts>,
 }
 
 pub use crate::config::SHARED_POOL_KEPT;
@@ -410,6 +412,7 @@ impl SyncCore {
             pools_total: 0,
             hollow_refused: BTreeSet::new(),
             stall_told: BTreeSet::new(),
+            texts: crate::texts::Texts::builtin(crate::texts::Language::En),
         }
     }
 
@@ -468,6 +471,13 @@ impl SyncCore {
     /// Gives SyncState the templates, skills and tools it describes and instantiates.
     pub fn with_catalog(mut self, catalog: Catalog) -> Self {
         self.catalog = catalog;
+        self
+    }
+
+    /// Gives SyncState the team's language: the texts of the notices and instructions it
+    /// sends (English until given).
+    pub fn with_texts(mut self, texts: std::sync::Arc<crate::texts::Texts>) -> Self {
+        self.texts = texts;
         self
     }
 
@@ -681,9 +691,13 @@ impl SyncCore {
         {
             let stage = stage.clone();
             if let Some(task) = self.tasks.get(&u.task_id) {
-                applied
-                    .messages
-                    .push(notices::agent_stuck(task, &stage, &u.agent_id, why));
+                applied.messages.push(notices::agent_stuck(
+                    task,
+                    &stage,
+                    &u.agent_id,
+                    why,
+                    &self.texts,
+                ));
             }
         }
     }
@@ -791,7 +805,9 @@ impl SyncCore {
             && stage.is_complete()
             && let Some(task) = self.tasks.get(&c.task_id)
         {
-            applied.messages.push(notices::stage_complete(task, stage));
+            applied
+                .messages
+                .push(notices::stage_complete(task, stage, &self.texts));
         }
     }
 

@@ -7,15 +7,17 @@ use super::Member;
 use crate::ids::{AgentId, StageRef};
 use crate::message::{Message, TASK_STATE_SENDER};
 use crate::notice::{AGENTS_LISTED, Notice, Report, StageReports, Teammate};
+use crate::texts::Texts;
 use crate::state::{ExecutionState, StageState, TaskEnd, TaskState};
 
-fn from_task(task: &TaskState, stage: StageRef, notice: Notice) -> Message {
+fn from_task(task: &TaskState, stage: StageRef, notice: Notice, t: &Texts) -> Message {
     Message::from_notice(
         task.task_id.clone(),
         AgentId::from(TASK_STATE_SENDER),
         vec![task.task_manager.clone()],
         stage,
         notice,
+        t,
     )
 }
 
@@ -28,6 +30,7 @@ pub fn task_ended(
     summary: &str,
     outcome: Option<&TaskEnd>,
     roster: &[Member],
+    t: &Texts,
 ) -> Option<Message> {
     to_goal_giver(
         task,
@@ -37,13 +40,19 @@ pub fn task_ended(
             task_name: task.task_name.clone(),
             state,
             summary: summary.to_owned(),
-            why: outcome.filter(|o| !o.is_empty()).map(TaskEnd::render),
+            why: outcome.filter(|o| !o.is_empty()).map(|o| o.render(t)),
         },
+        t,
     )
 }
 
 /// Tells the person whose goal `task` serves that it stalled, idle for `idle_secs`.
-pub fn task_stalled(task: &TaskState, idle_secs: u64, roster: &[Member]) -> Option<Message> {
+pub fn task_stalled(
+    task: &TaskState,
+    idle_secs: u64,
+    roster: &[Member],
+    t: &Texts,
+) -> Option<Message> {
     to_goal_giver(
         task,
         roster,
@@ -53,12 +62,18 @@ pub fn task_stalled(task: &TaskState, idle_secs: u64, roster: &[Member]) -> Opti
             task_manager: task.task_manager.clone(),
             idle_secs,
         },
+        t,
     )
 }
 
 /// `notice` as a message to the person whose goal `task` serves, when they are a person of
 /// the team.
-fn to_goal_giver(task: &TaskState, roster: &[Member], notice: Notice) -> Option<Message> {
+fn to_goal_giver(
+    task: &TaskState,
+    roster: &[Member],
+    notice: Notice,
+    t: &Texts,
+) -> Option<Message> {
     let person = task.requested_by.as_ref()?;
     if !roster.iter().any(|m| &m.id == person && m.human) {
         return None;
@@ -69,12 +84,13 @@ fn to_goal_giver(task: &TaskState, roster: &[Member], notice: Notice) -> Option<
         vec![person.clone()],
         StageRef::NoRelative,
         notice,
+        t,
     ))
 }
 
 /// Tells the manager of a new task its id, name and goal, and who is in the team (the first
 /// [`AGENTS_LISTED`] of the roster), so it can plan the task's stages.
-pub fn task_created(task: &TaskState, roster: &[Member]) -> Message {
+pub fn task_created(task: &TaskState, roster: &[Member], t: &Texts) -> Message {
     let team = roster
         .iter()
         .take(AGENTS_LISTED)
@@ -90,7 +106,7 @@ pub fn task_created(task: &TaskState, roster: &[Member]) -> Message {
         team,
         unlisted: roster.len().saturating_sub(AGENTS_LISTED),
     };
-    from_task(task, StageRef::NoRelative, notice)
+    from_task(task, StageRef::NoRelative, notice, t)
 }
 
 /// Every agent allocated to the stage, with its goal and what it reported.
@@ -138,29 +154,39 @@ fn listed(stage: &StageState, reports: impl Iterator<Item = Report>, total: usiz
 
 /// Tells the manager that every agent allocated to `stage` reported, with their goals and
 /// reports, so it can finish the stage or retry it.
-pub fn stage_complete(task: &TaskState, stage: &StageState) -> Message {
+pub fn stage_complete(task: &TaskState, stage: &StageState, t: &Texts) -> Message {
     let notice = Notice::StageComplete {
         task_id: task.task_id.clone(),
         stage: allocated(stage),
     };
-    from_task(task, StageRef::Stage(stage.stage_id.clone()), notice)
+    from_task(task, StageRef::Stage(stage.stage_id.clone()), notice, t)
 }
 
 /// Tells the manager that no stage of the task is left to start, with what each of `stages`
 /// reported, so it judges whether the task's goal is reached: it finishes the task or adds a
 /// stage.
-pub fn judge_task<'a>(task: &TaskState, stages: impl Iterator<Item = &'a StageState>) -> Message {
+pub fn judge_task<'a>(
+    task: &TaskState,
+    stages: impl Iterator<Item = &'a StageState>,
+    t: &Texts,
+) -> Message {
     let notice = Notice::NoStageLeft {
         task_id: task.task_id.clone(),
         task_intention: task.task_intention.clone(),
         stages: stages.map(reported).collect(),
     };
-    from_task(task, StageRef::NoRelative, notice)
+    from_task(task, StageRef::NoRelative, notice, t)
 }
 
 /// Tells the manager that `agent`, allocated to `stage`, failed and cannot go on (`why`), so
 /// it can retry or finish the stage rather than wait for a report that will not come.
-pub fn agent_stuck(task: &TaskState, stage: &StageState, agent: &AgentId, why: &str) -> Message {
+pub fn agent_stuck(
+    task: &TaskState,
+    stage: &StageState,
+    agent: &AgentId,
+    why: &str,
+    t: &Texts,
+) -> Message {
     let notice = Notice::AgentStuck {
         task_id: task.task_id.clone(),
         stage_id: stage.stage_id.clone(),
@@ -169,5 +195,5 @@ pub fn agent_stuck(task: &TaskState, stage: &StageState, agent: &AgentId, why: &
         goal: stage.agent_allocation.get(agent).cloned(),
         reason: why.to_owned(),
     };
-    from_task(task, StageRef::Stage(stage.stage_id.clone()), notice)
+    from_task(task, StageRef::Stage(stage.stage_id.clone()), notice, t)
 }

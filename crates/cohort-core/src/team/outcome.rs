@@ -10,6 +10,7 @@ use super::{SyncCore, SyncError};
 use crate::ids::{StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::policy::echo::hands_back;
+use crate::texts::Texts;
 use crate::state::{ExecutionState, FailedStage, StageAgentState, StageState, TaskEnd};
 
 /// Characters a task summary may add to the task's goal and still only hand it back (at most
@@ -27,30 +28,21 @@ pub(super) enum Hollow {
 
 impl Hollow {
     /// The reason, said to the manager: which stage gave nothing, and why.
-    fn detail(&self) -> String {
+    fn detail(&self, t: &Texts) -> String {
         match self {
-            Hollow::NoStageResult(Some(f)) => format!(
-                "{} (stage \"{}\": {})",
-                Self::NO_STAGE,
-                f.stage_intention,
-                f.why
-            ),
-            Hollow::NoStageResult(None) => Self::NO_STAGE.to_owned(),
-            Hollow::GoalHandedBack => Self::GOAL.to_owned(),
+            Hollow::NoStageResult(Some(f)) => t.hollow_no_stage_which(&f.stage_intention, &f.why),
+            Hollow::NoStageResult(None) => t.hollow_no_stage(),
+            Hollow::GoalHandedBack => t.hollow_goal(),
         }
     }
 
     /// The reason, in the task's record (its failed stages are listed beside it).
-    fn brief(&self) -> &'static str {
+    fn brief(&self, t: &Texts) -> String {
         match self {
-            Hollow::NoStageResult(_) => Self::NO_STAGE,
-            Hollow::GoalHandedBack => Self::GOAL,
+            Hollow::NoStageResult(_) => t.hollow_no_stage(),
+            Hollow::GoalHandedBack => t.hollow_goal(),
         }
     }
-
-    const NO_STAGE: &'static str = "no stage of the task finished with a result";
-    const GOAL: &'static str =
-        "the task summary only hands back the task's goal: say what the work gave";
 }
 
 impl SyncCore {
@@ -90,12 +82,9 @@ impl SyncCore {
             return Ok(());
         }
         match self.hollow_finish(i) {
-            Some(hollow) => Err(SyncError::HollowFinish(format!(
-                "{}. finish_task with outcome finished is for a task whose work produced a \
-                 result: finish it with outcome failed and say why, or add a stage that does \
-                 the missing work",
-                hollow.detail()
-            ))),
+            Some(hollow) => Err(SyncError::HollowFinish(
+                self.texts.hollow_refused(hollow.detail(&self.texts)),
+            )),
             None => Ok(()),
         }
     }
@@ -111,10 +100,7 @@ impl SyncCore {
         match self.hollow_finish(i) {
             Some(hollow) => (
                 ExecutionState::Failed,
-                Some(format!(
-                    "the manager declared it finished, but {}",
-                    hollow.brief()
-                )),
+                Some(self.texts.declared_finished_but(hollow.brief(&self.texts))),
             ),
             None => (asked, None),
         }
@@ -159,7 +145,7 @@ impl SyncCore {
             .map(|s| FailedStage {
                 stage_id: s.stage_id.clone(),
                 stage_intention: s.stage_intention.clone(),
-                why: why_no_result(s),
+                why: why_no_result(s, &self.texts),
             })
             .collect()
     }
@@ -197,22 +183,23 @@ fn retried_with_a_result(s: &StageState, stages: &[&StageState]) -> bool {
 }
 
 /// Why a stage that is over gave no result: how its agents ended in it.
-fn why_no_result(s: &StageState) -> String {
+fn why_no_result(s: &StageState, t: &Texts) -> String {
     let agents: Vec<String> = s
         .every_agent_state
         .iter()
-        .map(|(a, st)| format!("{a} {st}"))
+        .map(|(a, st)| t.stage_agent(a, st))
         .collect();
     let how = if agents.is_empty() {
         String::new()
     } else {
-        format!(" ({})", agents.join(", "))
+        t.stage_agents(agents.join(", "))
     };
-    match s.execution_state {
-        ExecutionState::Cancelled => format!("it was cancelled{how}"),
-        ExecutionState::Finished => format!("it was closed with every agent in it failed{how}"),
-        _ => format!("it ended {}{how}", s.execution_state),
-    }
+    let why = match s.execution_state {
+        ExecutionState::Cancelled => t.stage_why_cancelled(how),
+        ExecutionState::Finished => t.stage_why_all_failed(how),
+        _ => t.stage_why_ended(s.execution_state, how),
+    };
+    why.trim().to_owned()
 }
 
 #[cfg(test)]
@@ -294,10 +281,10 @@ mod tests {
             )
         );
         assert!(
-            end.render()
+            end.render(&crate::texts::Texts::builtin(crate::texts::Language::En))
                 .contains("; stage \"one\" failed: it ended failed"),
             "{}",
-            end.render()
+            end.render(&crate::texts::Texts::builtin(crate::texts::Language::En))
         );
     }
 
@@ -390,7 +377,10 @@ mod tests {
         let closed = stage(E::Finished, A::Failed);
         assert!(!gave_a_result(&closed));
         assert_eq!(
-            why_no_result(&closed),
+            why_no_result(
+                &closed,
+                &crate::texts::Texts::builtin(crate::texts::Language::En)
+            ),
             "it was closed with every agent in it failed (writer failed)"
         );
         let mut reported = closed.clone();
@@ -399,7 +389,10 @@ mod tests {
             .insert("writer".into(), "three lines".into());
         assert!(gave_a_result(&reported));
         assert_eq!(
-            why_no_result(&stage(E::Failed, A::Failed)),
+            why_no_result(
+                &stage(E::Failed, A::Failed),
+                &crate::texts::Texts::builtin(crate::texts::Language::En)
+            ),
             "it ended failed (writer failed)"
         );
     }

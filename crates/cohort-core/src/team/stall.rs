@@ -17,7 +17,7 @@ impl SyncCore {
         if t.execution_state.is_over() || t.paused || self.stall_told.contains(task) {
             return applied;
         }
-        if let Some(m) = notices::task_stalled(t, idle_secs, &self.roster) {
+        if let Some(m) = notices::task_stalled(t, idle_secs, &self.roster, &self.texts) {
             self.stall_told.insert(task.clone());
             applied.messages.push(m);
         }
@@ -61,7 +61,10 @@ mod tests {
             m.notice_body(),
             Some(Notice::TaskStalled { idle_secs: 180, .. })
         ));
-        let text = m.notice_body().unwrap().render();
+        let text = m
+            .notice_body()
+            .unwrap()
+            .render(&crate::texts::Texts::builtin(crate::texts::Language::En));
         assert!(
             text.contains("\"Haiku\" has stalled") && text.contains("3 min"),
             "{text}"

@@ -261,10 +261,7 @@ fn start(
     let cfg = &cfg.with_env(host.vars);
     monitor.hold_retired_to(cfg.retention.memory.retired_steps());
     monitor.hold_feed_to(cfg.retention.memory.feed());
-    let prompts = Arc::new(match &cfg.prompts_dir {
-        Some(dir) => PromptSet::load(dir, cfg.language)?,
-        None => PromptSet::builtin(cfg.language),
-    });
+    let prompts = Arc::new(cfg.prompt_set()?);
     let managers: Vec<AgentId> = cfg.managers().map(|a| a.id.clone()).collect();
     let humans: Vec<AgentId> = cfg.humans.iter().map(|h| h.id.clone()).collect();
     let (core, stored) = sync_core(cfg, &monitor, &prompts, &managers, &humans, resumed)?;
@@ -466,6 +463,7 @@ fn sync_core(
     };
     let core = core
         .with_catalog(catalog(cfg, prompts))
+        .with_texts(prompts.texts().clone())
         .with_retention(cfg.retention)
         .with_task_limits(cfg.task_limits)
         .with_repairs(cfg.repairs.clone())

@@ -271,10 +271,7 @@ impl HostParts {
         store: Option<Arc<dyn cohort_store::Store>>,
     ) -> Result<HostParts, crate::actors::SystemError> {
         let cfg = &cfg.with_env(host.vars);
-        let prompts = Arc::new(match &cfg.prompts_dir {
-            Some(dir) => cohort_core::prompt::PromptSet::load(dir, cfg.language)?,
-            None => cohort_core::prompt::PromptSet::builtin(cfg.language),
-        });
+        let prompts = Arc::new(cfg.prompt_set()?);
         let mut builder = crate::actors::ModelBuilder::new(host.vars, cfg.waits.model);
         let (models, _) = crate::actors::build_models(cfg, &mut builder)?;
         let named = crate::actors::named_models(cfg, &mut builder)?;

@@ -174,7 +174,11 @@ fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
     assert_eq!(names, ["add_stage", "finish_task"]);
     // Asked to judge a task whose stages all ran: its end is offered first.
     let task = crate::state::TaskState::new("t".into(), "h".into(), "a haiku".into(), "m".into());
-    let judge = crate::team::notices::judge_task(&task, std::iter::empty());
+    let judge = crate::team::notices::judge_task(
+        &task,
+        std::iter::empty(),
+        &crate::texts::Texts::builtin(crate::texts::Language::En),
+    );
     task_level.origin = crate::state::StepOrigin::Act {
         attachments: Vec::new(),
         from: crate::message::TASK_STATE_SENDER.into(),

@@ -157,7 +157,11 @@ fn no_stage_left() -> crate::message::Message {
         "write it".into(),
         [("w".into(), "write".into())].into(),
     );
-    crate::team::notices::judge_task(&task, [&stage].into_iter())
+    crate::team::notices::judge_task(
+        &task,
+        [&stage].into_iter(),
+        &crate::texts::Texts::builtin(crate::texts::Language::En),
+    )
 }
 
 fn manager_judging_task() -> (AgentState, StepId) {
@@ -171,7 +175,11 @@ fn manager_judging_task() -> (AgentState, StepId) {
     stage
         .completion_summary
         .insert("w".into(), "Rain on the roof".into());
-    let notice = crate::team::notices::judge_task(&task, [&stage].into_iter());
+    let notice = crate::team::notices::judge_task(
+        &task,
+        [&stage].into_iter(),
+        &crate::texts::Texts::builtin(crate::texts::Language::En),
+    );
     let (mut a, id) = manager_acting_on_message("t", &notice);
     a.base_task = Some("base".into());
     (a, id)
@@ -271,7 +279,14 @@ fn manager_judging_stage() -> (AgentState, StepId, crate::state::StageState) {
         "write it".into(),
         [("w".into(), "write".into())].into(),
     );
-    crate::step::receive_message(&mut a, &crate::team::notices::stage_complete(&task, &stage));
+    crate::step::receive_message(
+        &mut a,
+        &crate::team::notices::stage_complete(
+            &task,
+            &stage,
+            &crate::texts::Texts::builtin(crate::texts::Language::En),
+        ),
+    );
     let id = a.start_next().unwrap().step_id;
     (a, id, stage)
 }
@@ -318,7 +333,11 @@ fn a_verdict_its_action_keeps_contradicting_is_carried_out_once_the_reasks_are_s
     stage
         .completion_summary
         .insert("w".into(), "Rain on the roof".into());
-    let notice = crate::team::notices::judge_task(&task, [&stage].into_iter());
+    let notice = crate::team::notices::judge_task(
+        &task,
+        [&stage].into_iter(),
+        &crate::texts::Texts::builtin(crate::texts::Language::En),
+    );
     let (mut a, id) = manager_acting_on_message("t", &notice);
     let add = r#"<goal_reached>true</goal_reached><task_instruction>{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "more", "agent_allocation": {"w": "more"}}]}</task_instruction>"#;
     // While it may be asked again, it is.

@@ -90,7 +90,7 @@ impl AgentActor {
         };
         tracing::info!(agent = %self.state.agent_id, step = %id, server = %req.server, "a server's question waits for a person");
         await_elicitation(&mut self.state, &id, &req);
-        let notice = elicitation_notice(&step, &req);
+        let notice = elicitation_notice(&step, &req, &self.state.texts);
         self.tell_approvers(&step, notice, ctx);
         let patience = self.state.wait_patience.human;
         ctx.run_later(patience, move |act, ctx| {

@@ -128,6 +128,9 @@ impl AgentActor {
             mcp,
             approvers,
         } = tools;
+        let mut state = state;
+        // The steps and notices the runtime writes for this agent are in its team's language.
+        state.texts = prompts.texts().clone();
         AgentActor {
             state,
             llm,

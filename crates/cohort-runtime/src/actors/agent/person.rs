@@ -90,7 +90,7 @@ impl AgentActor {
         let so_far = self.attempts(id).clone();
         await_params(&mut self.state, id, &req, &so_far);
         self.hold_for_a_person(id.clone(), ctx);
-        self.tell_approvers(&step, params_notice(&step, &req), ctx);
+        self.tell_approvers(&step, params_notice(&step, &req, &self.state.texts), ctx);
         true
     }
 

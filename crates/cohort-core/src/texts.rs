@@ -1,0 +1,479 @@
+//! The catalog of texts the runtime itself writes (notices, the titles and texts of the steps
+//! it adds, instructions, what repairs write into summaries, a person's notices, attachment
+//! lists, spans of time), one per [`Language`], read from `prompts/<lang>/texts.yaml`. Each
+//! text is a method taking its placeholders as arguments, so a renderer cannot run without a
+//! catalog, a call site cannot leave a placeholder out, and a translation that drops or
+//! invents one fails to load. It sits below every module that writes text (the prompt loader
+//! reads a prompts folder's copy with the same checks).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::{self, Display};
+use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
+
+/// The language of a team: of its prompts (`prompts/en/`, `prompts/zh/`) and of every text the
+/// runtime writes for it.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// English (`en`), the default.
+    #[default]
+    En,
+    /// Chinese (`zh`).
+    Zh,
+}
+
+impl Language {
+    /// Every language Cohort ships prompts for; each must have a complete prompt set.
+    pub const ALL: [Language; 2] = [Language::En, Language::Zh];
+
+    /// The folder name and wire name: `en` or `zh`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Language::En => "en",
+            Language::Zh => "zh",
+        }
+    }
+}
+
+impl fmt::Display for Language {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// A language name that is neither `en` nor `zh`.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a prompt language (expected `en` or `zh`)")]
+pub struct UnknownLanguage(pub String);
+
+impl FromStr for Language {
+    type Err = UnknownLanguage;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        Language::ALL
+            .into_iter()
+            .find(|l| l.code().eq_ignore_ascii_case(t))
+            .ok_or_else(|| UnknownLanguage(t.to_owned()))
+    }
+}
+
+/// Declares the catalog: each text's key (its field in `texts.yaml`) and the placeholders it
+/// must use, and a method per text that fills them in.
+macro_rules! catalog {
+    ($( $(#[$doc:meta])* $key:ident ( $($arg:ident),* ) ),* $(,)?) => {
+        /// One language's runtime texts, complete and checked (see [`Texts::problems`]).
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct Texts {
+            $($key: String,)*
+        }
+
+        impl Texts {
+            /// Every text's key and the placeholders its text must use, each at least once.
+            pub const KEYS: &'static [(&'static str, &'static [&'static str])] =
+                &[$((stringify!($key), &[$(stringify!($arg)),*])),*];
+
+            /// Takes the texts out of a validated `texts.yaml`.
+            pub(crate) fn take(fields: &mut BTreeMap<String, String>) -> Self {
+                Texts {
+                    $($key: fields.remove(stringify!($key)).unwrap_or_default(),)*
+                }
+            }
+
+            $(
+                $(#[$doc])*
+                // A text's arguments are its placeholders, as many as its sentence has facts.
+                #[allow(clippy::too_many_arguments)]
+                pub fn $key(&self, $($arg: impl Display),*) -> String {
+                    fill(&self.$key, &[$((stringify!($arg), &$arg as &dyn Display)),*])
+                }
+            )*
+        }
+    };
+}
+
+catalog!(
+    // ---- notices from a task (`notice.rs`) ----
+    /// A task was created with the reader as its manager; `listed` is the team, one agent a line.
+    notice_task_created(name, task_id, intention, listed),
+    /// Every agent of a stage reported; `reports` is each agent's goal and summary.
+    notice_stage_complete(stage_id, task_id, intention, reports),
+    /// A task has no stage left; `stages` is each stage with what its agents reported.
+    notice_no_stage_left(task_id, intention, stages),
+    /// An agent cannot go on in a stage.
+    notice_agent_stuck(agent_id, stage_id, task_id, reason, goal, intention),
+    /// A task the reader gave ended, with a reason that qualifies a finish.
+    notice_task_ended_but(name, how, why),
+    /// A task the reader gave ended, with the reason.
+    notice_task_ended_because(name, how, why),
+    /// A task the reader gave ended.
+    notice_task_ended(name, how),
+    /// A task the reader gave stalled for `idle`.
+    notice_task_stalled(name, idle, manager),
+    /// How a task's end reads in a sentence: finished.
+    ended_finished(),
+    /// … failed.
+    ended_failed(),
+    /// … was cancelled.
+    ended_cancelled(),
+    /// … ended in another way.
+    ended_other(),
+    /// One agent of the team in a task-created notice.
+    teammate_line(agent_id, role),
+    /// One agent's goal and summary in a stage-complete notice (`summary` already indented).
+    stage_report(agent_id, goal, summary),
+    /// One stage in a no-stage-left notice (its agents' reports follow on lines of their own).
+    judged_stage(stage_id, state, intention),
+    /// One stage in a task's summary for the operator.
+    operator_stage(state, intention),
+    /// An agent's entry that lists what its work produced (the results follow, indented).
+    report_produced(agent_id),
+    /// An agent's entry that gives its summary (the summary follows, indented).
+    report_reported(agent_id),
+    /// Ends a list of agents cut short.
+    more_agents(count),
+    /// Ends a list of summaries cut short.
+    more_summaries(count),
+    /// Ends a list of agents with their summaries cut short.
+    more_reports(count),
+    /// Ends a stage's list of colleagues cut short.
+    more_colleagues(count),
+    /// Stands for a missing goal or summary.
+    none(),
+    /// One failed stage in the reason a task failed.
+    stage_failed(intention, why),
+    // ---- how a task or stage ended (`team/outcome.rs`, `team/control.rs`) ----
+    /// Why a stage gave no result: it was cancelled (`agents` says how each ended, or is empty;
+    /// the text is trimmed, so a space before it is dropped with it).
+    stage_why_cancelled(agents),
+    /// … it was closed with every agent in it failed.
+    stage_why_all_failed(agents),
+    /// … it ended in `state`.
+    stage_why_ended(state, agents),
+    /// How each agent of a stage ended, in a stage's reason (`list`: `writer failed, …`).
+    stage_agents(list),
+    /// One agent and how it ended in that list.
+    stage_agent(agent_id, state),
+    /// Why a finish was hollow: no stage finished with a result.
+    hollow_no_stage(),
+    /// … and the first stage that gave none, with why.
+    hollow_no_stage_which(intention, why),
+    /// … the summary only hands back the goal.
+    hollow_goal(),
+    /// The refusal of a hollow finish, said to the manager (`detail` is one of the above).
+    hollow_refused(detail),
+    /// Why a task whose hollow finish was given again failed.
+    declared_finished_but(reason),
+    /// A task or stage cancelled with no reason given.
+    cancelled_by(by),
+    /// A task or stage cancelled with a reason.
+    cancelled_by_because(by, reason),
+    // ---- what a repair writes into a summary (`skills/mend.rs`, `skills/task_manager.rs`) ----
+    /// A summary the runtime composed from the agent `name`'s results.
+    composed_summary(name, results),
+    /// Above the agent's results the runtime added to a summary that gave none.
+    results_added(),
+    /// Above the stages' results the runtime added to a task summary that gave none.
+    stage_results_added(reports),
+    /// A task summary the runtime composed when the manager judged the goal reached.
+    verdict_composed(reports),
+    /// A task summary the runtime wrote when it closed the task itself.
+    closed_by_runtime(reason),
+    /// What the stages gave, after that summary.
+    stages_gave(reports),
+    // ---- a notice's headline (a step's title) ----
+    /// Headline: a task was created.
+    headline_task_created(name),
+    /// Headline: a stage is complete.
+    headline_stage_complete(intention),
+    /// Headline: no stage is left.
+    headline_no_stage_left(),
+    /// Headline: an agent cannot go on.
+    headline_agent_stuck(agent_id, intention),
+    /// Headline: a task ended (`how` is one of the `ended_*` texts).
+    headline_task_ended(name, how),
+    /// Headline: a task stalled.
+    headline_task_stalled(name),
+    // ---- instructions (`message.rs`), as people read them ----
+    /// A stage starts, with the reader's goal in it.
+    instruction_start_stage(stage_id, goal),
+    /// A stage is finished.
+    instruction_finish_stage(stage_id),
+    /// A task is finished.
+    instruction_finish_task(task_id),
+    /// A task is paused.
+    instruction_pause_task(task_id),
+    /// A task is resumed.
+    instruction_resume_task(task_id),
+    /// A task is noted in the reader's working memory.
+    instruction_update_memory(task_id),
+    /// A tool call returned and is to be decided on.
+    instruction_tool_decision(tool_name),
+    // ---- steps the runtime adds (`step/receive.rs`) ----
+    /// Title of a step that replies to a message.
+    reply_intention(sender),
+    /// First line of a reply step's text (the message follows).
+    reply_heading(sender),
+    /// Title of a step that digests a message.
+    digest_intention(sender),
+    /// First line of a digest step's text (the message follows).
+    digest_heading(sender),
+    /// First line of a step acting on a goal or a notice (the message follows).
+    act_heading(sender),
+    /// Title of a step acting on a notice.
+    act_notice_intention(headline),
+    /// Title of a step acting on a goal.
+    act_goal_intention(sender),
+    /// Title of the second try at a message that asks to act.
+    act_again_intention(),
+    /// Text of that second try: the first try's text and why it failed.
+    act_again_text(text, failure),
+    /// Title of the planning step a stage's start adds.
+    stage_plan_intention(),
+    /// Text of that step; `team` is the stage's agents, one a line.
+    stage_plan_text(task_intention, stage_id, stage_intention, goal, team),
+    /// One agent of a stage in that text.
+    colleague_line(agent_id, role, goal),
+    /// Title of a tool_decision step.
+    tool_decision_intention(tool_name),
+    /// Text of a tool_decision step.
+    tool_decision_text(tool_name),
+    /// Why a step was dropped: its stage was finished.
+    dropped_stage_finished(),
+    /// Why a step was dropped: its task was finished.
+    dropped_task_finished(),
+    // ---- a person's notices (`step/human.rs`, `state/ask.rs`) ----
+    /// An agent waits for the person's reply.
+    person_waited_for(sender, task_id),
+    /// An agent asks for the person's reply (and does not wait).
+    person_asked(sender, task_id),
+    /// A stage starts with the person in it.
+    person_stage_starts(stage_id, task_id, intention, goal),
+    /// A stage the person is in is finished.
+    person_stage_finished(stage_id, task_id),
+    /// A task the person is in is finished.
+    person_task_finished(task_id),
+    /// An operator paused a task the person is in.
+    person_task_paused(task_id),
+    /// An operator resumed a task the person is in.
+    person_task_resumed(task_id),
+    /// Title of the step that records what a person sent.
+    person_sent_intention(),
+    /// What kind of answer is wanted: words of the person's own.
+    ask_text(),
+    /// … one of `options`.
+    ask_select_one(options),
+    /// … one or more of `options`.
+    ask_select_many(options),
+    /// … a form of `fields`.
+    ask_form(fields),
+    /// A form's field in that line (`required` is `ask_required` or empty).
+    ask_field(key, kind, required),
+    /// Marks a required field.
+    ask_required(),
+    /// An MCP server asks a question while an agent's call runs (`step/elicitation.rs`).
+    elicitation_notice(server, agent_id, tool, step_id, intention, message, form),
+    /// The form of an elicitation that asks only for a yes or a no.
+    elicitation_yes_no(),
+    /// A tool call was refused for its arguments and waits for a person (`step/params.rs`).
+    params_notice(agent_id, tool, server, step_id, intention, reason, form),
+    // ---- attachments (`attachment.rs`) ----
+    /// Above the files attached to a message; `tool` reads one.
+    attached_to_message(tool),
+    /// Above the files attached to a task; `tool` reads one.
+    attached_to_task(tool),
+    /// One attached file.
+    attachment_line(name, mime, size, id),
+    // ---- spans of time (`clock.rs`) ----
+    /// Seconds.
+    span_seconds(n),
+    /// Minutes.
+    span_minutes(n),
+    /// Whole hours.
+    span_hours(n),
+    /// Hours and minutes.
+    span_hours_minutes(hours, minutes),
+);
+
+impl Texts {
+    /// The built-in catalog of `lang` (`prompts/<lang>/texts.yaml`, embedded in the binary),
+    /// read once a language. Its validity is pinned by a unit test.
+    pub fn builtin(lang: Language) -> Arc<Texts> {
+        static EN: OnceLock<Arc<Texts>> = OnceLock::new();
+        static ZH: OnceLock<Arc<Texts>> = OnceLock::new();
+        let (cell, yaml) = match lang {
+            Language::En => (&EN, include_str!("../../../prompts/en/texts.yaml")),
+            Language::Zh => (&ZH, include_str!("../../../prompts/zh/texts.yaml")),
+        };
+        cell.get_or_init(|| match Texts::read(yaml) {
+            Ok(t) => Arc::new(t),
+            Err(e) => panic!("the built-in texts of {lang} are invalid: {e}"),
+        })
+        .clone()
+    }
+
+    /// A catalog from the text of a `texts.yaml`: every key present, none empty, each with
+    /// its placeholders (the prompt loader reports the same problems by file and field).
+    fn read(yaml: &str) -> Result<Texts, String> {
+        let map: BTreeMap<String, String> =
+            serde_yaml::from_str(yaml).map_err(|e| format!("not a mapping of texts: {e}"))?;
+        let mut fields: BTreeMap<String, String> = map
+            .into_iter()
+            .map(|(k, v)| (k, v.trim().to_owned()))
+            .collect();
+        for (key, _) in Texts::KEYS {
+            let text = fields.get(*key).map(String::as_str).unwrap_or_default();
+            if text.is_empty() {
+                return Err(format!("`{key}` is missing or empty"));
+            }
+            if let Some(p) = Texts::problems(key, text).first() {
+                return Err(format!("`{key}` {p}"));
+            }
+        }
+        Ok(Texts::take(&mut fields))
+    }
+
+    /// What is wrong with the text of `key`: a placeholder it must use and does not, one it
+    /// uses and has not, or an unmatched brace. Empty for a key the catalog does not have.
+    pub fn problems(key: &str, text: &str) -> Vec<String> {
+        let Some((_, args)) = Texts::KEYS.iter().find(|(k, _)| *k == key) else {
+            return Vec::new();
+        };
+        let used = match placeholders(text) {
+            Ok(used) => used,
+            Err(e) => return vec![e],
+        };
+        let mut out = Vec::new();
+        for a in args.iter().filter(|a| !used.iter().any(|u| u == *a)) {
+            out.push(format!("leaves out `{{{a}}}`, which it must show"));
+        }
+        for u in used.iter().filter(|u| !args.contains(&u.as_str())) {
+            let known = args
+                .iter()
+                .map(|a| format!("`{{{a}}}`"))
+                .collect::<Vec<_>>();
+            let known = if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            };
+            out.push(format!(
+                "uses `{{{u}}}`, which this text does not have (it has: {known}; write a brace \
+                 itself as `{{{{` or `}}}}`)"
+            ));
+        }
+        out
+    }
+}
+
+/// The placeholders `text` uses, in order; an error for a brace that is neither doubled nor
+/// part of a `{name}`.
+fn placeholders(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(['{', '}']) {
+        let (c, after) = (rest.as_bytes()[i], &rest[i + 1..]);
+        if after.as_bytes().first() == Some(&c) {
+            rest = &after[1..];
+            continue;
+        }
+        if c == b'}' {
+            return Err("has a `}` that closes nothing (write `}}` for a brace)".into());
+        }
+        let Some(end) = after.find('}') else {
+            return Err("has a `{` that is never closed (write `{{` for a brace)".into());
+        };
+        let name = &after[..end];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            return Err(format!(
+                "has `{{{name}}}`, not a placeholder (write `{{{{` for a brace)"
+            ));
+        }
+        out.push(name.to_owned());
+        rest = &after[end + 1..];
+    }
+    Ok(out)
+}
+
+/// `template` with each `{name}` replaced by its argument and `{{`/`}}` by one brace. The
+/// catalog's texts were checked at load, so every name has its argument.
+fn fill(template: &str, args: &[(&str, &dyn Display)]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(template.len() + 32);
+    let mut rest = template;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let (c, after) = (rest.as_bytes()[i], &rest[i + 1..]);
+        if after.as_bytes().first() == Some(&c) {
+            out.push(c as char);
+            rest = &after[1..];
+            continue;
+        }
+        let arg = after.find('}').and_then(|end| {
+            let (_, v) = args.iter().find(|(n, _)| *n == &after[..end])?;
+            Some((end, v))
+        });
+        match arg {
+            Some((end, v)) => {
+                let _ = write!(out, "{v}");
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push(c as char);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_puts_each_argument_in_its_place_and_undoubles_braces() {
+        let t = "{a} and {b}, {{literal}} {a}";
+        assert_eq!(
+            fill(t, &[("a", &1 as &dyn Display), ("b", &"x")]),
+            "1 and x, {literal} 1"
+        );
+    }
+
+    #[test]
+    fn a_text_that_drops_or_invents_a_placeholder_or_breaks_a_brace_is_named() {
+        assert!(Texts::problems("teammate_line", "- `{agent_id}` ({role})").is_empty());
+        let dropped = Texts::problems("teammate_line", "- `{agent_id}`");
+        assert!(dropped[0].contains("leaves out `{role}`"), "{dropped:?}");
+        let invented = Texts::problems("teammate_line", "{agent_id} {role} {goal}");
+        assert!(invented[0].contains("uses `{goal}`"), "{invented:?}");
+        assert!(
+            invented[0].contains("`{agent_id}`, `{role}`"),
+            "{invented:?}"
+        );
+        let open = Texts::problems("teammate_line", "{agent_id} {role} {");
+        assert!(open[0].contains("never closed"), "{open:?}");
+        let close = Texts::problems("none", "a } b");
+        assert!(close[0].contains("closes nothing"), "{close:?}");
+        assert!(Texts::problems("none", "{{ok}}").is_empty());
+    }
+
+    #[test]
+    fn every_language_has_every_text_with_its_placeholders() {
+        // A missing key or a bad placeholder makes the built-in set fail to load, which
+        // `builtin` turns into a panic: loading both is the check.
+        for lang in Language::ALL {
+            let t = Texts::builtin(lang);
+            assert!(!t.notice_task_created("n", "t", "i", "l").is_empty());
+            // The prompt loader reads the same file to the same catalog.
+            let set = crate::prompt::PromptSet::builtin(lang);
+            assert_eq!(set.texts().as_ref(), t.as_ref());
+        }
+        let broken = "none: '{a}'";
+        assert!(Texts::read(broken).unwrap_err().contains("missing"));
+    }
+}
