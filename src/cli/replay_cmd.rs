@@ -71,6 +71,11 @@ pub enum Answers {
 
 /// Replays (or forks) the run recorded in the store `args` names; exit 0 when the replayed
 /// run asked what the recorded one did and ended the same (a fork: when it finished), 1
+/// Replay reports to the person who debugs a team, in English whatever the team's language.
+fn english() -> std::sync::Arc<cohort::prompt::Texts> {
+    cohort::prompt::Texts::builtin(cohort::prompt::Language::En)
+}
+
 /// when it did not.
 pub async fn replay(args: &ReplayArgs) -> anyhow::Result<u8> {
     let cfg = load_team(&args.team).with_context(|| format!("loading {}", args.team.display()))?;
@@ -150,7 +155,7 @@ fn compare(
         "{} calls answered from the record, {} recorded calls not asked for; the run {}.",
         record.served(),
         record.left(),
-        report.outcome.describe(timeout)
+        report.outcome.describe(timeout, &english())
     );
     let tools_left = tools.map_or(0, |t| {
         eprintln!(
@@ -285,7 +290,7 @@ fn say_fork(report: &RunReport, record: &Record, timeout: Duration, out: &Path, 
     eprintln!(
         "The fork (task {}) {}: {} calls answered from the record, {} by the live model.",
         tasks.join(", "),
-        report.outcome.describe(timeout),
+        report.outcome.describe(timeout, &english()),
         record.served(),
         record.live()
     );

@@ -2,7 +2,7 @@
 //! then the tasks' summaries on stdout and one closing line whose words and exit code match
 //! the tasks' final states.
 
-use super::output::{Paint, count, duration};
+use super::output::{Paint, duration};
 use anyhow::Context as _;
 use cohort::actors::Host;
 use cohort::config::load_team;
@@ -31,52 +31,61 @@ pub async fn run(
     );
     host.attachments = opts.store_spec.clone();
     let paint = Paint(super::output::colour());
+    // How the tasks ended, and how the run did, is said in the team's language.
+    let texts = cfg.prompt_set()?.texts().clone();
+    let t = texts.as_ref();
     let report = run_goal(&cfg, goal, opts, &host, |p| {
-        eprintln!("{}", line(&p, &paint))
+        eprintln!("{}", line(&p, &paint, t))
     })
     .await?;
-    // How the tasks ended is said in the team's language.
-    let texts = cfg.prompt_set()?.texts().clone();
-    print_results(&report, json, &texts)?;
+    print_results(&report, json, t)?;
     let tokens = report.tokens;
     let cost = report
         .cost_usd
         .map(|usd| format!(", ${usd:.4}"))
         .unwrap_or_default();
     let code = report.outcome.exit_code();
-    let what = match (&report.outcome, why_failed(&report.tasks, &texts)) {
-        (cohort::run::RunOutcome::Failed, Some(why)) => format!("task failed: {why}"),
-        (cohort::run::RunOutcome::Finished, _) => match failed_stages(&report.tasks, &texts) {
-            Some(which) => format!(
-                "{}, with stages that failed: {which}",
-                report.outcome.describe(opts.timeout)
-            ),
-            None => report.outcome.describe(opts.timeout),
+    let said = report.outcome.describe(opts.timeout, t);
+    let what = match (&report.outcome, why_failed(&report.tasks, t)) {
+        (cohort::run::RunOutcome::Failed, Some(why)) => t.run_task_failed(why),
+        (cohort::run::RunOutcome::Finished, _) => match failed_stages(&report.tasks, t) {
+            Some(which) => t.run_with_failed_stages(said, which),
+            None => said,
         },
         (cohort::run::RunOutcome::Stalled, _) if !report.waiting.is_empty() => {
             for w in &report.waiting {
                 eprintln!("{} {}", paint.yellow("WAIT"), w.render());
             }
-            stalled_on_people(&report.waiting, team, data)
+            stalled_on_people(&report.waiting, team, data, t)
         }
-        _ => report.outcome.describe(opts.timeout),
+        _ => said,
     };
     let repairs = cohort::policy::repairs::counted(&report.repairs)
         .map(|r| format!(", {r}"))
         .unwrap_or_default();
-    eprintln!(
-        "{} ({}, {} prompt{} + {} completion tokens{cost} in {}{repairs})",
-        if code == 0 {
-            paint.green(&what)
-        } else {
-            paint.red(&what)
-        },
-        count(report.steps_run, "step"),
+    let steps = match report.steps_run {
+        1 => t.run_one_step(),
+        n => t.run_steps(n),
+    };
+    let tasks = match report.tasks.len() {
+        1 => t.run_one_task(),
+        n => t.run_tasks(n),
+    };
+    let totals = t.run_totals(
+        steps,
         tokens.prompt_tokens,
-        cached(tokens),
+        cached(tokens, t),
         tokens.completion_tokens,
-        count(report.tasks.len(), "task"),
+        cost,
+        tasks,
+        repairs,
     );
+    let what = if code == 0 {
+        paint.green(&what)
+    } else {
+        paint.red(&what)
+    };
+    eprintln!("{what} {totals}");
     Ok(code)
 }
 
@@ -95,7 +104,9 @@ fn print_results(
         println!(
             "# {}\n\n{}\n",
             t.task_name,
-            t.task_summary.as_deref().unwrap_or("(no summary)")
+            t.task_summary
+                .clone()
+                .unwrap_or_else(|| texts.run_no_summary())
         );
         if let Some(end) = &t.outcome {
             println!(
@@ -115,31 +126,23 @@ fn stalled_on_people(
     waiting: &[cohort::run::PersonWait],
     team: &Path,
     data: Option<&str>,
+    t: &cohort::prompt::Texts,
 ) -> String {
     let mut people: Vec<String> = Vec::new();
     for w in waiting {
         let who = w
             .person
             .as_ref()
-            .map_or_else(|| "an operator".to_owned(), |p| format!("`{p}`"));
+            .map_or_else(|| t.run_an_operator(), |p| format!("`{p}`"));
         if !people.contains(&who) {
             people.push(who);
         }
     }
     let answer = match data {
-        Some(d) => format!(
-            "to answer, run `cohort serve --team {} --data {d}` and reply in its console",
-            team.display()
-        ),
-        None => format!(
-            "to answer, run `cohort serve --team {}` and give the goal in its console (this run kept no data)",
-            team.display()
-        ),
+        Some(d) => t.run_answer_in_console(team.display(), d),
+        None => t.run_answer_without_data(team.display()),
     };
-    format!(
-        "the team stalled waiting for {}: {answer}",
-        people.join(", ")
-    )
+    t.run_stalled_on(people.join(", "), answer)
 }
 
 /// Why the first failed task failed: what its record says, or its summary's first line.
@@ -162,10 +165,10 @@ fn why_failed(tasks: &[cohort::state::TaskState], texts: &cohort::prompt::Texts)
 }
 
 /// " (1800 cached)": the prompt tokens the endpoint served from its cache, when it reported any.
-fn cached(u: cohort::state::TokenUsage) -> String {
+fn cached(u: cohort::state::TokenUsage, t: &cohort::prompt::Texts) -> String {
     match u.cached_prompt_tokens {
         0 => String::new(),
-        n => format!(" ({n} cached)"),
+        n => format!(" {}", t.run_cached(n)),
     }
 }
 
@@ -182,7 +185,7 @@ fn failed_stages(
 }
 
 /// One progress line (two for a failed step: its reason).
-pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
+pub fn line(p: &Progress<'_>, paint: &Paint, t: &cohort::prompt::Texts) -> String {
     match p {
         Progress::Step { step, agent, took } => {
             let mark = match step.execution_state {
@@ -201,7 +204,7 @@ pub fn line(p: &Progress<'_>, paint: &Paint) -> String {
                 paint.dim(&format!(
                     "({took}{}{}+{} tok)",
                     step.token_usage.prompt_tokens,
-                    cached(step.token_usage),
+                    cached(step.token_usage, t),
                     step.token_usage.completion_tokens
                 )),
             );
@@ -262,6 +265,7 @@ mod tests {
     #[test]
     fn progress_lines_say_what_ended_how_long_it_took_and_what_still_runs() {
         let plain = Paint(false);
+        let english = cohort::prompt::Texts::builtin(cohort::prompt::Language::En);
         let mut step = StepState::new(
             "t".into(),
             cohort::ids::StageRef::NoRelative,
@@ -281,7 +285,8 @@ mod tests {
                     agent: "Wren",
                     took
                 },
-                &plain
+                &plain,
+                &english
             ),
             "ok   Wren       think                  Draft the haiku (2.1 s, 812+64 tok)"
         );
@@ -294,6 +299,7 @@ mod tests {
                 took,
             },
             &plain,
+            &english,
         );
         assert!(
             shown.ends_with("(2.1 s, 812 (700 cached)+64 tok)"),
@@ -315,7 +321,8 @@ mod tests {
                     stage: &stage,
                     agents: vec!["Rook".into(), "Wren".into()]
                 },
-                &plain
+                &plain,
+                &english
             ),
             "stage started  Draft it (Rook, Wren)"
         );
@@ -328,9 +335,9 @@ mod tests {
             }],
         };
         assert_eq!(
-            line(&waiting, &plain),
+            line(&waiting, &plain, &english),
             "…    1m 35s in: Mira task_manager 48.0 s"
         );
-        assert!(line(&waiting, &Paint(true)).starts_with("\x1b[2m"));
+        assert!(line(&waiting, &Paint(true), &english).starts_with("\x1b[2m"));
     }
 }

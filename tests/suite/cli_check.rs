@@ -30,6 +30,7 @@ fn temp(name: &str, text: &str) -> (Scratch, PathBuf) {
 fn the_examples_pass_check() {
     for team in [
         "examples/quickstart/team.yaml",
+        "examples/quickstart_zh/team.yaml",
         "examples/openai/team.yaml",
         "examples/tools/team.yaml",
         "examples/tools/approval.yaml",

@@ -1,7 +1,8 @@
 //! A Chinese team runs in Chinese end to end: the zh quickstart (`examples/quickstart_zh`) run
 //! with `cohort run`, every prompt its model was sent read back from the record, and no English
 //! word the runtime wrote found in them: only ids, code, JSON keys, tags and the SPEC's names
-//! (skills, states, fields) may be ASCII. The notices the manager acts on read as Chinese.
+//! (skills, states, fields) may be ASCII. The notices the manager acts on, the titles of the
+//! steps the runtime adds and the run's closing line read as Chinese.
 
 use crate::support::scratch::Scratch;
 use std::collections::BTreeMap;
@@ -130,6 +131,8 @@ fn a_chinese_quickstart_sends_its_model_no_english_the_runtime_wrote() {
     // The steps the runtime titled read as Chinese in the run's progress lines.
     assert!(said.contains("处理通知：任务“秋雨俳句”已创建"), "{said}");
     assert!(said.contains("为我在本阶段的目标规划步骤"), "{said}");
+    // And so does how the run ended.
+    assert!(said.contains("任务已完成 （20 个步骤，"), "{said}");
 
     let export = cohort(&["export", "--data", &db]);
     let calls: Vec<serde_json::Value> = String::from_utf8_lossy(&export.stdout)

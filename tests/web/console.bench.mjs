@@ -87,15 +87,26 @@ try {
     return Date.now() - started;
   };
 
+  // How many steps the console holds. Polled here: waitForFunction takes an async predicate's
+  // promise as true at once (microsoft/playwright#29132), so it would not wait.
+  const steps = () => page.evaluate(async () => (await import('./ctx.js')).store.maps.step.size);
+  const untilSteps = async (n, every) => {
+    const deadline = Date.now() + 600_000;
+    while ((await steps()) < n) {
+      if (Date.now() > deadline) throw new Error(`the console never held ${n} steps (10 min)`);
+      await page.waitForTimeout(every);
+    }
+  };
+
   if (START) writeFileSync(START, 'ready\n');
   log('signed in; waiting for the team to start');
-  await page.waitForFunction(async () => (await import('./ctx.js')).store.maps.step.size > 200, null, { polling: 500 });
+  await untilSteps(201, 500);
   await phase('stages, while the team works', show('stages'));
   await phase('agents, while the team works', show('agents'));
   await phase('timeline, while the team works', show('timeline'));
   await phase('who talks, while the team works', show('graph'));
   log(`waiting for ${STEPS} steps`);
-  await page.waitForFunction(async (n) => (await import('./ctx.js')).store.maps.step.size >= n, STEPS, { polling: 1000 });
+  await untilSteps(STEPS, 1000);
   await phase('agents, all steps in', show('agents'));
   await phase('filter typed, all steps in', async () => {
     const started = Date.now();

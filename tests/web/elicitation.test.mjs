@@ -55,14 +55,22 @@ try {
   });
 
   await step('the call\'s result holds the answer, defaults and all', async () => {
-    const result = await page.waitForFunction(async () => {
+    // Polled here rather than with waitForFunction, which takes an async predicate's promise as
+    // true at once (microsoft/playwright#29132): under load it returned before the call ended.
+    const finished = () => page.evaluate(async () => {
       const { token } = JSON.parse(sessionStorage.getItem('cohort.session') || '{}');
       const r = await fetch('/api/states?type=step', { headers: { authorization: `Bearer ${token}` } });
       const steps = Object.values(await r.json());
       const call = steps.find((s) => s.executor === 'everything' && s.step_intention === 'Ask the person through the server' && s.execution_state === 'finished');
       return call ? JSON.stringify(call.execute_result) : null;
-    }, null, { polling: 250 });
-    const text = await result.jsonValue();
+    });
+    const deadline = Date.now() + 30_000;
+    let text = await finished();
+    while (!text) {
+      if (Date.now() > deadline) throw new Failure('the call did not finish within 30 s of the answer');
+      await page.waitForTimeout(250);
+      text = await finished();
+    }
     for (const want of ['Name: Ada Lovelace', 'Agreed to terms: true', 'Favorite Integer: 42']) {
       if (!text.includes(want)) throw new Failure(`the result lacks "${want}": ${text.slice(0, 600)}`);
     }

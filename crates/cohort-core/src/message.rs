@@ -3,8 +3,8 @@
 
 use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
 use crate::notice::Notice;
-use crate::texts::Texts;
 use crate::state::{StageAgentState, TokenUsage};
+use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -3,8 +3,8 @@
 //! manager or a person reads is rendered from them ([`Notice::render`]) and never read back.
 
 use crate::ids::{AgentId, StageId, TaskId};
-use crate::texts::Texts;
 use crate::state::ExecutionState;
+use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
 
 /// One notice from a task to its manager (SPEC §3: a message from `[TaskState]`).

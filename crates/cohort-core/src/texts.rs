@@ -184,6 +184,154 @@ catalog!(
     closed_by_runtime(reason),
     /// What the stages gave, after that summary.
     stages_gave(reports),
+    // ---- why an answer could not be used (`parse/mod.rs`, `skills/mod.rs`), told the model ----
+    /// The tag itself, as an error names the place.
+    where_tag(tag),
+    /// Item `n` of the list in a tag.
+    where_item(tag, n),
+    /// The plan as a whole in a tag.
+    where_plan(tag),
+    /// The answer has no tag.
+    parse_missing_tag(tag),
+    /// The answer has neither of two tags.
+    parse_missing_either(first, second),
+    /// The tag is empty.
+    parse_empty_tag(tag),
+    /// The tag is not JSON (`reason` is the JSON reader's).
+    parse_invalid_json(tag, reason),
+    /// The value at `place` is of the wrong kind.
+    parse_wrong_shape(place, expected, found),
+    /// A field is missing.
+    parse_missing_field(place, field),
+    /// A field is empty.
+    parse_empty_field(place, field),
+    /// A field is of the wrong kind.
+    parse_wrong_type(place, field, expected, found),
+    /// A field cannot be read.
+    parse_invalid_field(place, field, reason),
+    /// The tag's value cannot be read.
+    parse_invalid(tag, reason),
+    /// The tag names an action (or query type) that does not exist.
+    parse_unknown_action(tag, key, action, valid),
+    /// A field holds a value outside its set.
+    parse_unknown_value(place, field, value, valid),
+    /// A kind of JSON value: null.
+    kind_null(),
+    /// … a boolean.
+    kind_boolean(),
+    /// … a number.
+    kind_number(),
+    /// … a string.
+    kind_string(),
+    /// … a list.
+    kind_list(),
+    /// … an object.
+    kind_object(),
+    /// Wanted: a JSON object.
+    kind_json_object(),
+    /// Wanted: a JSON list.
+    kind_json_list(),
+    /// Wanted: true or false.
+    kind_true_or_false(),
+    /// Wanted: an id or a list of ids.
+    kind_id_or_ids(),
+    /// Wanted: a string or a list of strings.
+    kind_string_or_strings(),
+    /// Every planned step was rejected.
+    empty_plan(reasons),
+    /// The answer only hands back the step's instruction or goal.
+    echo(),
+    /// A tool step given to a skill.
+    no_tools(executor),
+    /// A judgement of "reached" whose action does not close the work.
+    disagree_reached(),
+    /// A judgement of "not reached" whose action closes the work.
+    disagree_not_reached(),
+    /// The answer was cut at the token limit.
+    cut_token_limit(error),
+    /// The answer repeated itself and was stopped.
+    cut_repetition(error),
+    /// Why a skill step failed.
+    step_failed(executor, why),
+    /// The re-ask: the prompt first sent, why its answer could not be used, and the answer.
+    reask(prompt, error, answer),
+    /// Stands for the middle of a long answer left out of a re-ask.
+    answer_cut(count),
+    // ---- why SyncState refused what a step gave (`team/mod.rs`) ----
+    /// No such task.
+    refused_unknown_task(task),
+    /// No such stage in the task.
+    refused_unknown_stage(task, stage),
+    /// No such agent.
+    refused_unknown_agent(agent),
+    /// The agent does not manage the task.
+    refused_not_manager(agent, task),
+    /// The task is over.
+    refused_task_over(task, state),
+    /// The base task has no stages.
+    refused_base_task(),
+    /// The stage is not running.
+    refused_stage_not_running(stage, state),
+    /// A stage of this goal ran too often.
+    refused_run_limit(goal, runs),
+    /// add_task outside the base task.
+    refused_add_task_outside_base(task),
+    /// Too many open tasks.
+    refused_open_tasks(open, max),
+    /// Too many tasks for one goal.
+    refused_tasks_per_goal(max),
+    /// Too many stages in the task.
+    refused_stages_per_task(task, stages, max),
+    /// Too many agent messages in the base task.
+    refused_base_messages(max),
+    /// The memory budget is full.
+    refused_memory_full(held, budget),
+    /// A step's output was refused (`refusal` says why).
+    refused_output(refusal),
+    /// A failed step's output was refused too.
+    refused_output_too(failure, refusal),
+    // ---- how `cohort run` says the run ended (`src/cli/run_cmd.rs`, `run.rs`) ----
+    /// The task finished.
+    run_finished(),
+    /// A task failed.
+    run_failed(),
+    /// The run timed out.
+    run_timed_out(secs),
+    /// The run stopped at `--max-steps 1`.
+    run_max_step(),
+    /// The run stopped at `--max-steps`.
+    run_max_steps(count),
+    /// The team stalled.
+    run_stalled(),
+    /// The run was interrupted.
+    run_interrupted(),
+    /// A task failed, and why.
+    run_task_failed(why),
+    /// The task finished with stages that failed.
+    run_with_failed_stages(outcome, which),
+    /// The team stalled waiting for people.
+    run_stalled_on(people, answer),
+    /// Who answers when no person is named.
+    run_an_operator(),
+    /// How to answer a stalled run that kept its data.
+    run_answer_in_console(team, data),
+    /// How to answer a stalled run that kept no data.
+    run_answer_without_data(team),
+    /// The run's totals after its closing line (`cached`, `cost`, `repairs` start with their
+    /// own separator or are empty).
+    run_totals(steps, prompt, cached, completion, cost, tasks, repairs),
+    /// One step run.
+    run_one_step(),
+    /// Steps run.
+    run_steps(count),
+    /// One task.
+    run_one_task(),
+    /// Tasks.
+    run_tasks(count),
+    /// Prompt tokens served from the endpoint's cache.
+    run_cached(count),
+    /// A task with no summary.
+    run_no_summary(),
     // ---- a notice's headline (a step's title) ----
     /// Headline: a task was created.
     headline_task_created(name),

@@ -86,22 +86,16 @@ pub enum RunOutcome {
 }
 
 impl RunOutcome {
-    pub fn describe(&self, timeout: Duration) -> String {
+    /// How the run ended, in a few words, in the language of `t`.
+    pub fn describe(&self, timeout: Duration, t: &cohort_core::texts::Texts) -> String {
         match self {
-            RunOutcome::Finished => "task finished".into(),
-            RunOutcome::Failed => "task failed (or, of several tasks, one failed)".into(),
-            RunOutcome::TimedOut => format!(
-                "timed out after {}s before the task finished",
-                timeout.as_secs()
-            ),
-            RunOutcome::MaxSteps(n) => format!(
-                "stopped after {n} step{} (--max-steps) before the task finished",
-                if *n == 1 { "" } else { "s" }
-            ),
-            RunOutcome::Stalled => {
-                "the team stalled: no agent has a step it can run, and the task is not over".into()
-            }
-            RunOutcome::Interrupted => "interrupted before the task finished".into(),
+            RunOutcome::Finished => t.run_finished(),
+            RunOutcome::Failed => t.run_failed(),
+            RunOutcome::TimedOut => t.run_timed_out(timeout.as_secs()),
+            RunOutcome::MaxSteps(1) => t.run_max_step(),
+            RunOutcome::MaxSteps(n) => t.run_max_steps(n),
+            RunOutcome::Stalled => t.run_stalled(),
+            RunOutcome::Interrupted => t.run_interrupted(),
         }
     }
 

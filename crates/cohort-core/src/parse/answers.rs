@@ -1,8 +1,8 @@
 //! Answers that carry plans, texts, tool calls and memory: `<planned_step>`,
 //! `<completion_summary>`, `<think>`, `<quick_think>`, `<tool_instruction>`, `<persistent_memory>`.
 
-use super::ParseError;
-use super::fields::{Obj, item_at, kind, list_items, tagged_json, tagged_text};
+use super::fields::{Obj, list_items, tagged_json, tagged_text};
+use super::{At, JsonKind, ParseError};
 use crate::state::MemoryOp;
 use serde_json::Value;
 
@@ -45,7 +45,7 @@ pub fn plan(text: &str) -> Result<RawPlan, ParseError> {
         .iter()
         .enumerate()
         .map(|(i, item)| {
-            let o = Obj::new(TAG, item_at(i), item)?;
+            let o = Obj::new(TAG, At::Item(i + 1), item)?;
             Ok(RawPlannedStep {
                 step_intention: o.str("step_intention")?,
                 step_type: o.str_any(&["type", "step_type"])?,
@@ -70,7 +70,7 @@ pub fn planned_steps(text: &str) -> Result<Vec<RawPlannedStep>, ParseError> {
 fn split_plan(tag: &'static str, value: Value) -> Result<(Value, Vec<String>), ParseError> {
     match value {
         whole @ Value::Object(_) if whole.get("steps").is_some_and(Value::is_array) => {
-            let replan = Obj::new(tag, "the plan".into(), &whole)?.id_list("replan")?;
+            let replan = Obj::new(tag, At::Plan, &whole)?.id_list("replan")?;
             let Value::Object(mut map) = whole else {
                 return Ok((Value::Null, replan));
             };
@@ -109,9 +109,9 @@ pub fn tool_instruction(text: &str) -> Result<Value, ParseError> {
         Value::Array(mut items) if items.len() == 1 && items[0].is_object() => Ok(items.remove(0)),
         other => Err(ParseError::WrongShape {
             tag: TAG,
-            at: String::new(),
-            expected: "a JSON object",
-            found: kind(&other),
+            at: At::Whole,
+            expected: JsonKind::JsonObject,
+            found: JsonKind::of(&other),
         }),
     }
 }
@@ -126,7 +126,7 @@ pub fn persistent_memory(text: &str) -> Result<Vec<MemoryOp>, ParseError> {
     };
     let mut ops = Vec::new();
     for (i, item) in list_items(TAG, value)?.iter().enumerate() {
-        let o = Obj::new(TAG, item_at(i), item)?;
+        let o = Obj::new(TAG, At::Item(i + 1), item)?;
         let add = o.opt_str("add")?;
         let delete = o.opt_str("delete")?;
         if add.is_none() && delete.is_none() {

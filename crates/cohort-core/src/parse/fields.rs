@@ -1,8 +1,8 @@
 //! Reading tagged JSON and its typed fields, with errors that name the tag, the item and the field.
 
-use super::ParseError;
 use super::json::lenient_json;
 use super::tags::{extract_tag, occurrences, strip_fences};
+use super::{At, JsonKind, ParseError};
 use serde_json::{Map, Value};
 
 /// The JSON value inside `<tag>`. The last occurrence is tried first; earlier ones are tried when
@@ -49,47 +49,31 @@ pub(super) fn list_items(tag: &'static str, value: Value) -> Result<Vec<Value>, 
         Value::Null => Ok(Vec::new()),
         other => Err(ParseError::WrongShape {
             tag,
-            at: String::new(),
-            expected: "a JSON list",
-            found: kind(&other),
+            at: At::Whole,
+            expected: JsonKind::JsonList,
+            found: JsonKind::of(&other),
         }),
     }
 }
 
 /// The location of the `n`th (0-based) entry of a list, as users count.
-pub(super) fn item_at(n: usize) -> String {
-    format!("item {}", n + 1)
-}
-
-/// How a JSON value is described in error messages.
-pub(super) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// One JSON object being read field by field. `null` counts as absent, extra fields are ignored,
 /// strings are trimmed.
 pub(super) struct Obj<'a> {
     tag: &'static str,
-    at: String,
+    at: At,
     map: &'a Map<String, Value>,
 }
 
 impl<'a> Obj<'a> {
-    pub(super) fn new(tag: &'static str, at: String, value: &'a Value) -> Result<Self, ParseError> {
+    pub(super) fn new(tag: &'static str, at: At, value: &'a Value) -> Result<Self, ParseError> {
         match value {
             Value::Object(map) => Ok(Obj { tag, at, map }),
             other => Err(ParseError::WrongShape {
                 tag,
                 at,
-                expected: "a JSON object",
-                found: kind(other),
+                expected: JsonKind::JsonObject,
+                found: JsonKind::of(other),
             }),
         }
     }
@@ -106,7 +90,7 @@ impl<'a> Obj<'a> {
     pub(super) fn missing(&self, field: &str) -> ParseError {
         ParseError::MissingField {
             tag: self.tag,
-            at: self.at.clone(),
+            at: self.at,
             field: field.to_owned(),
         }
     }
@@ -114,25 +98,25 @@ impl<'a> Obj<'a> {
     pub(super) fn empty(&self, field: &str) -> ParseError {
         ParseError::EmptyField {
             tag: self.tag,
-            at: self.at.clone(),
+            at: self.at,
             field: field.to_owned(),
         }
     }
 
-    pub(super) fn wrong(&self, field: &str, expected: &'static str, found: &Value) -> ParseError {
+    pub(super) fn wrong(&self, field: &str, expected: JsonKind, found: &Value) -> ParseError {
         ParseError::WrongType {
             tag: self.tag,
-            at: self.at.clone(),
+            at: self.at,
             field: field.to_owned(),
             expected,
-            found: kind(found),
+            found: JsonKind::of(found),
         }
     }
 
     fn string_of(&self, field: &str, v: &Value) -> Result<String, ParseError> {
         match v {
             Value::String(s) => Ok(s.trim().to_owned()),
-            other => Err(self.wrong(field, "a string", other)),
+            other => Err(self.wrong(field, JsonKind::String, other)),
         }
     }
 
@@ -177,7 +161,7 @@ impl<'a> Obj<'a> {
     /// An optional list of ids (strings or numbers); a single id is a list of one, absent is
     /// empty.
     pub(super) fn id_list(&self, name: &str) -> Result<Vec<String>, ParseError> {
-        const EXPECTED: &str = "an id or a list of ids";
+        const EXPECTED: JsonKind = JsonKind::IdOrIds;
         let items: &[Value] = match self.get(name) {
             None => return Ok(Vec::new()),
             Some(Value::Array(items)) => items,
@@ -206,16 +190,16 @@ impl<'a> Obj<'a> {
             Some(v @ Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
                 "true" | "yes" => Ok(true),
                 "false" | "no" => Ok(false),
-                _ => Err(self.wrong(name, "true or false", v)),
+                _ => Err(self.wrong(name, JsonKind::TrueOrFalse, v)),
             },
-            Some(other) => Err(self.wrong(name, "true or false", other)),
+            Some(other) => Err(self.wrong(name, JsonKind::TrueOrFalse, other)),
         }
     }
 
     /// A required list of non-empty strings; a single string is a list of one. Duplicates are
     /// dropped, keeping the first.
     pub(super) fn str_list(&self, name: &str) -> Result<Vec<String>, ParseError> {
-        const EXPECTED: &str = "a string or a list of strings";
+        const EXPECTED: JsonKind = JsonKind::StringOrStrings;
         let v = self.get(name).ok_or_else(|| self.missing(name))?;
         let items: &[Value] = match v {
             Value::Array(items) => items,
@@ -248,7 +232,7 @@ mod tests {
     #[test]
     fn fields_are_read_with_errors_naming_them() {
         let v = json!({"s": " x ", "n": 3, "b": "Yes", "l": "one", "z": null});
-        let o = Obj::new("t", "item 1".into(), &v).unwrap();
+        let o = Obj::new("t", At::Item(1), &v).unwrap();
         assert_eq!(o.str("s").unwrap(), "x");
         assert_eq!(
             o.str("z").unwrap_err().to_string(),

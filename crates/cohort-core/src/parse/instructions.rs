@@ -5,8 +5,8 @@
 //! there is read here without a second copy of the schema. This module only forgives what models
 //! write differently, and turns serde's errors into ones that name the field.
 
-use super::ParseError;
 use super::fields::tagged_json;
+use super::{At, JsonKind, ParseError};
 use crate::message::{AgentInstruction, AskInfoQuery, TaskInstruction};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -78,9 +78,9 @@ fn selected<T: DeserializeOwned>(
 fn not_an_object(tag: &'static str, value: &Value) -> ParseError {
     ParseError::WrongShape {
         tag,
-        at: String::new(),
-        expected: "a JSON object",
-        found: super::fields::kind(value),
+        at: At::Whole,
+        expected: JsonKind::JsonObject,
+        found: JsonKind::of(value),
     }
 }
 
@@ -102,7 +102,7 @@ fn typed<T: DeserializeOwned>(
     if let Some(field) = quoted_after(&err, "missing field ") {
         return Err(ParseError::MissingField {
             tag,
-            at: String::new(),
+            at: At::Whole,
             field,
         });
     }
@@ -125,14 +125,14 @@ fn typed<T: DeserializeOwned>(
     match quoted_after(&err, "unknown variant ") {
         Some(value) => Err(ParseError::UnknownValue {
             tag,
-            at: String::new(),
+            at: At::Whole,
             field,
             value,
             valid: expected_names(&err),
         }),
         None => Err(ParseError::InvalidField {
             tag,
-            at: String::new(),
+            at: At::Whole,
             field,
             reason: said,
         }),

@@ -1,9 +1,9 @@
 //! Answers about messages: `<send_message>` / `<get_more_info>`, process_message's optional
 //! `<react_action>` and digest.
 
-use super::ParseError;
 use super::fields::{Obj, tagged_json};
 use super::tags::{has_tag, remove_blocks};
+use super::{At, ParseError};
 use crate::ids::{AgentId, StageRef};
 use serde_json::Value;
 
@@ -53,7 +53,7 @@ const MORE: &str = "get_more_info";
 pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
     if has_tag(text, SEND) {
         let value = tagged_json(text, SEND)?;
-        let o = Obj::new(SEND, String::new(), &value)?;
+        let o = Obj::new(SEND, At::Whole, &value)?;
         let stage_relative = o
             .opt_str("stage_relative")?
             .map_or(StageRef::NoRelative, |s| StageRef::parse(&s));
@@ -72,7 +72,7 @@ pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
                 Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| {
                     ParseError::InvalidField {
                         tag: SEND,
-                        at: String::new(),
+                        at: At::Whole,
                         field: "ask".into(),
                         reason: format!(
                             "{e}; write {{\"mode\": \"text\"}}, {{\"mode\": \"select\", \"options\": [..]}} or {{\"mode\": \"form\", \"fields\": [{{\"key\": .., \"type\": \"text|number|boolean|select\", \"required\": ..}}]}}"
@@ -93,7 +93,7 @@ pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
 }
 
 fn step_request(tag: &'static str, value: &Value) -> Result<StepRequest, ParseError> {
-    let o = Obj::new(tag, String::new(), value)?;
+    let o = Obj::new(tag, At::Whole, value)?;
     Ok(StepRequest {
         step_intention: o.str("step_intention")?,
         text_content: o.text("text_content")?,

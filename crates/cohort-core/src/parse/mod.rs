@@ -35,25 +35,26 @@ pub use messages::{
 pub use stopped::closed_object;
 pub use tags::extract_tag;
 
+use crate::texts::Texts;
+
 /// The JSON inside an answer's `<tag>…</tag>`, if the tag is there (read as leniently as every
 /// answer tag).
 pub fn tag_json(text: &str, tag: &'static str) -> Option<Result<serde_json::Value, ParseError>> {
     tags::has_tag(text, tag).then(|| fields::tagged_json(text, tag))
 }
 
-/// Why an answer could not be read. Messages are written for the operator who sees a failed
-/// step, so they name the tag, and the field when there is one.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// Why an answer could not be read. Its message ([`ParseError::render`], in the team's
+/// language) is read by the model asked again and by the operator who sees a failed step, so
+/// it names the tag, and the field when there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParseError {
     /// The answer lacks the tag the skill expects.
-    #[error("the answer has no <{tag}> tag")]
     MissingTag {
         /// The tag name, without angle brackets.
         tag: &'static str,
     },
     /// The answer has neither of the two tags a skill accepts (`<send_message>` or
     /// `<get_more_info>`).
-    #[error("the answer has neither a <{first}> nor a <{second}> tag")]
     MissingEitherTag {
         /// The tag the skill looks for first.
         first: &'static str,
@@ -61,13 +62,11 @@ pub enum ParseError {
         second: &'static str,
     },
     /// The tag is there but holds nothing once trimmed and unfenced.
-    #[error("the <{tag}> tag is empty")]
     EmptyTag {
         /// The tag name.
         tag: &'static str,
     },
     /// The tag's content is not JSON, even read leniently.
-    #[error("<{tag}> is not valid JSON: {reason}")]
     InvalidJson {
         /// The tag name.
         tag: &'static str,
@@ -75,65 +74,59 @@ pub enum ParseError {
         reason: String,
     },
     /// The JSON is the wrong kind of value (a string where an object or a list belongs).
-    #[error("<{tag}>{} should be {expected}, found {found}", located(.at))]
     WrongShape {
         /// The tag name.
         tag: &'static str,
-        /// Where inside the tag ("item 2"); empty for the tag's whole value.
-        at: String,
-        /// The kind of value wanted ("a JSON object").
-        expected: &'static str,
-        /// The kind of value written ("a string", "a list", …).
-        found: &'static str,
+        /// Where inside the tag.
+        at: At,
+        /// The kind of value wanted.
+        expected: JsonKind,
+        /// The kind of value written.
+        found: JsonKind,
     },
     /// A required field is absent (or `null`).
-    #[error("<{tag}>{} field `{field}` is missing", located(.at))]
     MissingField {
         /// The tag name.
         tag: &'static str,
-        /// Which object inside the tag ("item 2"); empty for the top-level object.
-        at: String,
+        /// Which object inside the tag.
+        at: At,
         /// The missing field's key.
         field: String,
     },
     /// A required string field is empty once trimmed.
-    #[error("<{tag}>{} field `{field}` is empty", located(.at))]
     EmptyField {
         /// The tag name.
         tag: &'static str,
-        /// Which object inside the tag; empty for the top-level object.
-        at: String,
+        /// Which object inside the tag.
+        at: At,
         /// The empty field's key.
         field: String,
     },
     /// A field holds the wrong kind of JSON value.
-    #[error("<{tag}>{} field `{field}` should be {expected}, found {found}", located(.at))]
     WrongType {
         /// The tag name.
         tag: &'static str,
-        /// Which object inside the tag; empty for the top-level object.
-        at: String,
+        /// Which object inside the tag.
+        at: At,
         /// The field's key.
         field: String,
-        /// The kind of value wanted ("a string", "a boolean", …).
-        expected: &'static str,
+        /// The kind of value wanted.
+        expected: JsonKind,
         /// The kind of value written.
-        found: &'static str,
+        found: JsonKind,
     },
     /// A field has the right kind of value but it cannot be read (e.g. a malformed `ask`).
-    #[error("<{tag}>{} field `{field}` is invalid: {reason}", located(.at))]
     InvalidField {
         /// The tag name.
         tag: &'static str,
-        /// Which object inside the tag; empty for the top-level object.
-        at: String,
+        /// Which object inside the tag.
+        at: At,
         /// The field's key.
         field: String,
         /// What is wrong with it, and often how to write it.
         reason: String,
     },
     /// The tag's value is wrong in a way no single field can be blamed for.
-    #[error("<{tag}> is invalid: {reason}")]
     Invalid {
         /// The tag name.
         tag: &'static str,
@@ -141,7 +134,6 @@ pub enum ParseError {
         reason: String,
     },
     /// The field that picks an instruction's variant names none that exists.
-    #[error("<{tag}> has unknown {key} `{action}`; valid {key}s: {valid}")]
     UnknownAction {
         /// The tag name.
         tag: &'static str,
@@ -153,12 +145,11 @@ pub enum ParseError {
         valid: String,
     },
     /// A field whose value must be one of a fixed set holds something else.
-    #[error("<{tag}>{} field `{field}` has unknown value `{value}`; valid values: {valid}", located(.at))]
     UnknownValue {
         /// The tag name.
         tag: &'static str,
-        /// Which object inside the tag; empty for the top-level object.
-        at: String,
+        /// Which object inside the tag.
+        at: At,
         /// The field's key.
         field: String,
         /// The value the model wrote.
@@ -168,14 +159,146 @@ pub enum ParseError {
     },
 }
 
-/// Where inside the tag an error sits ("item 2", "stage 1"), as a prefix for the message.
-fn located(at: &str) -> String {
-    if at.is_empty() {
-        String::new()
-    } else {
-        format!(" {at}")
+/// Where inside a tag an error sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// The tag's whole value (its top-level object).
+    Whole,
+    /// Item `n` (from 1) of the list the tag holds.
+    Item(usize),
+    /// The plan as a whole, beside its steps (a graph plan's `replan`).
+    Plan,
+}
+
+/// A kind of JSON value, as an error names what was wanted and what was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonKind {
+    /// `null`.
+    Null,
+    /// `true` or `false` written.
+    Boolean,
+    /// A number.
+    Number,
+    /// A string.
+    String,
+    /// A list.
+    List,
+    /// An object.
+    Object,
+    /// Wanted: a JSON object (the whole tag's value, or an item's).
+    JsonObject,
+    /// Wanted: a JSON list.
+    JsonList,
+    /// Wanted: `true` or `false`.
+    TrueOrFalse,
+    /// Wanted: an id or a list of ids.
+    IdOrIds,
+    /// Wanted: a string or a list of strings.
+    StringOrStrings,
+}
+
+impl JsonKind {
+    /// The kind of `v`.
+    pub fn of(v: &serde_json::Value) -> JsonKind {
+        use serde_json::Value;
+        match v {
+            Value::Null => JsonKind::Null,
+            Value::Bool(_) => JsonKind::Boolean,
+            Value::Number(_) => JsonKind::Number,
+            Value::String(_) => JsonKind::String,
+            Value::Array(_) => JsonKind::List,
+            Value::Object(_) => JsonKind::Object,
+        }
+    }
+
+    fn render(self, t: &Texts) -> String {
+        match self {
+            JsonKind::Null => t.kind_null(),
+            JsonKind::Boolean => t.kind_boolean(),
+            JsonKind::Number => t.kind_number(),
+            JsonKind::String => t.kind_string(),
+            JsonKind::List => t.kind_list(),
+            JsonKind::Object => t.kind_object(),
+            JsonKind::JsonObject => t.kind_json_object(),
+            JsonKind::JsonList => t.kind_json_list(),
+            JsonKind::TrueOrFalse => t.kind_true_or_false(),
+            JsonKind::IdOrIds => t.kind_id_or_ids(),
+            JsonKind::StringOrStrings => t.kind_string_or_strings(),
+        }
     }
 }
+
+/// The tag `tag`, and where inside it, as an error message names the place.
+fn place(tag: &str, at: At, t: &Texts) -> String {
+    match at {
+        At::Whole => t.where_tag(tag),
+        At::Item(n) => t.where_item(tag, n),
+        At::Plan => t.where_plan(tag),
+    }
+}
+
+impl ParseError {
+    /// The message, in the language of `t`.
+    pub fn render(&self, t: &Texts) -> String {
+        use ParseError as E;
+        match self {
+            E::MissingTag { tag } => t.parse_missing_tag(tag),
+            E::MissingEitherTag { first, second } => t.parse_missing_either(first, second),
+            E::EmptyTag { tag } => t.parse_empty_tag(tag),
+            E::InvalidJson { tag, reason } => t.parse_invalid_json(tag, reason),
+            E::WrongShape {
+                tag,
+                at,
+                expected,
+                found,
+            } => t.parse_wrong_shape(place(tag, *at, t), expected.render(t), found.render(t)),
+            E::MissingField { tag, at, field } => t.parse_missing_field(place(tag, *at, t), field),
+            E::EmptyField { tag, at, field } => t.parse_empty_field(place(tag, *at, t), field),
+            E::WrongType {
+                tag,
+                at,
+                field,
+                expected,
+                found,
+            } => t.parse_wrong_type(
+                place(tag, *at, t),
+                field,
+                expected.render(t),
+                found.render(t),
+            ),
+            E::InvalidField {
+                tag,
+                at,
+                field,
+                reason,
+            } => t.parse_invalid_field(place(tag, *at, t), field, reason),
+            E::Invalid { tag, reason } => t.parse_invalid(tag, reason),
+            E::UnknownAction {
+                tag,
+                key,
+                action,
+                valid,
+            } => t.parse_unknown_action(tag, key, action, valid),
+            E::UnknownValue {
+                tag,
+                at,
+                field,
+                value,
+                valid,
+            } => t.parse_unknown_value(place(tag, *at, t), field, value, valid),
+        }
+    }
+}
+
+/// In English, as logs show it (the model and the console read [`ParseError::render`] in the
+/// team's language).
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&Texts::builtin(crate::texts::Language::En)))
+    }
+}
+
+impl std::error::Error for ParseError {}
 
 #[cfg(test)]
 mod tests {
@@ -326,18 +449,35 @@ mod tests {
     fn error_messages_read_as_sentences() {
         let e = ParseError::MissingField {
             tag: "planned_step",
-            at: "item 2".into(),
+            at: At::Item(2),
             field: "executor".into(),
         };
         assert_eq!(
             e.to_string(),
             "<planned_step> item 2 field `executor` is missing"
         );
+        let zh = Texts::builtin(crate::texts::Language::Zh);
+        assert_eq!(e.render(&zh), "<planned_step> 第 2 项 缺少字段 `executor`");
         let e = ParseError::MissingField {
             tag: "send_message",
-            at: String::new(),
+            at: At::Whole,
             field: "receiver".into(),
         };
         assert_eq!(e.to_string(), "<send_message> field `receiver` is missing");
+        let e = ParseError::WrongType {
+            tag: "send_message",
+            at: At::Whole,
+            field: "need_reply".into(),
+            expected: JsonKind::TrueOrFalse,
+            found: JsonKind::String,
+        };
+        assert_eq!(
+            e.to_string(),
+            "<send_message> field `need_reply` should be true or false, found a string"
+        );
+        assert_eq!(
+            e.render(&zh),
+            "<send_message> 的字段 `need_reply` 应为true 或 false，实际是字符串"
+        );
     }
 }

@@ -26,11 +26,11 @@ mod assemble_tests;
 #[cfg(test)]
 mod budget_tests;
 
+pub use crate::texts::{Language, Texts, UnknownLanguage};
 pub use assemble::stage_history;
 pub use assemble::{Prompt, PromptContext, build_prompt, build_tool_loop_prompt};
 pub use schema::{Headings, Phrases};
 pub use set::{PromptSet, check_prompt_dir};
-pub use crate::texts::{Language, Texts, UnknownLanguage};
 
 /// The three texts of one skill.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,9 +69,7 @@ mod tests {
     fn language_parses_and_serializes_by_code() {
         assert_eq!("zh".parse::<Language>().unwrap(), Language::Zh);
         assert_eq!(" EN ".parse::<Language>().unwrap(), Language::En);
-        assert!(
-            matches!("fr".parse::<Language>(), Err(UnknownLanguage(s)) if s == "fr")
-        );
+        assert!(matches!("fr".parse::<Language>(), Err(UnknownLanguage(s)) if s == "fr"));
         assert_eq!(
             serde_json::to_value(Language::Zh).unwrap(),
             serde_json::json!("zh")

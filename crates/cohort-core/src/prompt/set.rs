@@ -2,9 +2,9 @@
 //! disk; and `check_prompt_dir`, which reports every problem of both languages at once.
 
 use super::schema::{Headings, Phrases, PromptFile};
-use crate::texts::Texts;
 use super::{Language, Problem, PromptError, SkillPrompt};
 use crate::state::Skill;
+use crate::texts::Texts;
 use serde_yaml::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -60,32 +60,23 @@ impl SkillOutcome {
     }
 }
 
-/// Why a skill could not use an answer. The message is written for the model: while re-asks
-/// remain the step is asked again with it, so it says what to write instead.
-#[derive(Debug, thiserror::Error)]
+/// Why a skill could not use an answer. The message ([`SkillError::render`], in the team's
+/// language) is written for the model: while re-asks remain the step is asked again with it,
+/// so it says what to write instead.
+#[derive(Debug)]
 pub enum SkillError {
     /// The answer's tag is missing or cannot be read.
-    #[error(transparent)]
-    Parse(#[from] ParseError),
+    Parse(ParseError),
     /// Every planned step was rejected; the reasons, joined by `; `.
-    #[error("the plan has no usable step: {0}")]
     EmptyPlan(String),
     /// The answer reads but asks for something the skill cannot do; the message says why.
-    #[error("{0}")]
     Invalid(String),
     /// The answer (this text) only hands back the step's instruction or goal.
-    #[error(
-        "the answer only repeats this step's instruction or your goal, which produces \
-         nothing: do what it asks and answer with the result itself (for a poem, the poem's \
-         lines; for a question, the answer)"
-    )]
     Echo(String),
     /// The step runs an MCP server, not a skill (its executor named here); never re-asked.
-    #[error("step `{0}` is a tool step; tool steps are run by the MCP tool executor, not a skill")]
     NoTools(String),
     /// A judgement whose verdict (`reached`) and action disagree; the action is kept so that
     /// the runtime can carry out the verdict when the re-asks do not mend it.
-    #[error("{}", task_manager::disagreement(*reached))]
     Disagrees {
         /// The verdict the answer's `<goal_reached>` gave.
         reached: bool,
@@ -93,6 +84,37 @@ pub enum SkillError {
         instruction: Box<TaskInstruction>,
     },
 }
+
+impl SkillError {
+    /// The message, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        match self {
+            SkillError::Parse(e) => e.render(t),
+            SkillError::EmptyPlan(reasons) => t.empty_plan(reasons),
+            SkillError::Invalid(why) => why.clone(),
+            SkillError::Echo(_) => t.echo(),
+            SkillError::NoTools(executor) => t.no_tools(executor),
+            SkillError::Disagrees { reached: true, .. } => t.disagree_reached(),
+            SkillError::Disagrees { reached: false, .. } => t.disagree_not_reached(),
+        }
+    }
+}
+
+impl From<ParseError> for SkillError {
+    fn from(e: ParseError) -> Self {
+        SkillError::Parse(e)
+    }
+}
+
+/// In English, as logs show it.
+impl std::fmt::Display for SkillError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let en = crate::texts::Texts::builtin(crate::texts::Language::En);
+        f.write_str(&self.render(&en))
+    }
+}
+
+impl std::error::Error for SkillError {}
 
 /// Interprets `answer` as the result of `step` (a skill step of `agent`), applying the agent's
 /// local effects. Persistent-memory instructions in the answer are applied when the skill's

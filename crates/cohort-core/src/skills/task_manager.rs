@@ -67,17 +67,6 @@ fn check_verdict(answer: &str, instruction: &TaskInstruction) -> Result<(), Skil
     })
 }
 
-/// What the model is told when its verdict (`reached`) and its action disagree.
-pub(super) fn disagreement(reached: bool) -> &'static str {
-    if reached {
-        "you judged the goal reached, so close the work: finish_stage for a stage, \
-         finish_task (outcome finished) for a task"
-    } else {
-        "you judged the goal not reached, so correct course: retry_stage for a stage, \
-         add_stage with the missing work for a task (or finish_task with outcome failed)"
-    }
-}
-
 /// A judgement whose verdict and action still disagree after the re-asks closes the work:
 /// a verdict of "reached" is carried out (finish_stage on the stage decided, or finish_task
 /// with a summary composed from the stages' reports); an action that closes although the
@@ -120,7 +109,10 @@ pub(super) fn carry_out_verdict(
             Repair::VerdictCarriedOut,
             format!(
                 "the action kept contradicting the verdict: {}",
-                disagreement(reached)
+                match reached {
+                    true => agent.texts.disagree_reached(),
+                    false => agent.texts.disagree_not_reached(),
+                }
             ),
         )],
         ..working(json!({ "task_instruction": closing }))

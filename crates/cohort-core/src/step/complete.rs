@@ -169,7 +169,7 @@ fn read_answer(
                 skills::SkillError::Echo(_) => Repair::Echo,
                 _ => Repair::Reask,
             };
-            return Err((unusable(&e, reply.cut), reply.text, rule));
+            return Err((unusable(&e, reply.cut, &agent.texts), reply.text, rule));
         }
         // Its re-asks spent: what the runtime can do in the skill's place, it does.
         Err(e) => skills::repair(agent, step, &e).ok_or(e),
@@ -186,7 +186,8 @@ fn read_answer(
             }
         }
         Err(e) => {
-            let reason = format!("{} step failed: {}", step.executor, unusable(&e, reply.cut));
+            let t = &agent.texts;
+            let reason = t.step_failed(&step.executor, unusable(&e, reply.cut, t));
             let result = StepResult {
                 answer: Some(reply.text.into()),
                 ..StepResult::failed(reason.clone())
@@ -622,17 +623,16 @@ pub(super) fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
 }
 
 /// Why an answer could not be used; an answer that was cut short says why.
-fn unusable(e: &skills::SkillError, cut: Option<crate::call::Cut>) -> String {
+fn unusable(
+    e: &skills::SkillError,
+    cut: Option<crate::call::Cut>,
+    t: &crate::texts::Texts,
+) -> String {
+    let error = e.render(t);
     match cut {
-        Some(crate::call::Cut::TokenLimit) => format!(
-            "the answer was cut off at the model's token limit (max_tokens) before it was \
-             complete, so: {e}; answer shorter"
-        ),
-        Some(crate::call::Cut::Repetition) => format!(
-            "the answer wrote the same passage over and over, so it was stopped: {e}; write \
-             each part once and close every tag"
-        ),
-        None => e.to_string(),
+        Some(crate::call::Cut::TokenLimit) => t.cut_token_limit(error),
+        Some(crate::call::Cut::Repetition) => t.cut_repetition(error),
+        None => error,
     }
 }
 

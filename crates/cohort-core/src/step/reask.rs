@@ -31,11 +31,18 @@ pub struct Asking {
     stuck_stops: bool,
     /// Whether an echo is asked again as the same prompt alone (`echo_asked_afresh`).
     echo_afresh: bool,
+    /// The runtime's texts in the agent's language: how a re-ask is framed.
+    texts: std::sync::Arc<crate::texts::Texts>,
 }
 
 impl Asking {
-    /// The first try of `request`, re-asked as the team's repair policy says, none used yet.
-    pub fn new(request: ChatRequest, repairs: &Repairs) -> Self {
+    /// The first try of `request`, re-asked as the team's repair policy says (in the language
+    /// of `texts`), none used yet.
+    pub fn new(
+        request: ChatRequest,
+        repairs: &Repairs,
+        texts: std::sync::Arc<crate::texts::Texts>,
+    ) -> Self {
         Asking {
             request,
             tries: Vec::new(),
@@ -45,6 +52,7 @@ impl Asking {
             fired: Vec::new(),
             stuck_stops: repairs.allows(Repair::ReaskStuck),
             echo_afresh: repairs.allows(Repair::EchoAskedAfresh),
+            texts,
         }
     }
 
@@ -60,7 +68,10 @@ impl Asking {
     pub fn stuck_on(&self, answer: &str) -> bool {
         self.stuck_stops
             && self.fired.last() != Some(&Repair::EchoAskedAfresh)
-            && self.tries.last().is_some_and(|t| t.answer == shown(answer))
+            && self
+                .tries
+                .last()
+                .is_some_and(|t| t.answer == self.shown(answer))
     }
 
     /// Records an unusable answer, a firing of `rule`; returns the request that asks again.
@@ -73,9 +84,10 @@ impl Asking {
     ) -> ChatRequest {
         self.spent.add(usage);
         self.fired.push(rule);
+        let shown = self.shown(answer);
         self.tries.push(Try {
             error: error.to_owned(),
-            answer: shown(answer),
+            answer: shown.clone(),
         });
         let mut request = self.request.clone();
         request.retry = self.tries.len() as u32;
@@ -85,34 +97,31 @@ impl Asking {
             self.fired.push(Repair::EchoAskedAfresh);
             return request;
         }
-        request.prompt = format!(
-            "{}\n\n# Your previous answer could not be used\n\nError: {error}\n\nYour answer \
-             was:\n\n```\n{}\n```\n\nAnswer again, in exactly the format asked for above.",
-            self.request.prompt,
-            shown(answer)
-        );
+        request.prompt = self.texts.reask(&self.request.prompt, error, shown);
         request
     }
-}
 
-/// The start and the end of a long answer, with the cut marked.
-fn shown(answer: &str) -> String {
-    let n = answer.chars().count();
-    if n <= 2 * ANSWER_SHOWN {
-        return answer.to_owned();
+    /// The start and the end of a long answer, with the cut marked.
+    fn shown(&self, answer: &str) -> String {
+        let n = answer.chars().count();
+        if n <= 2 * ANSWER_SHOWN {
+            return answer.to_owned();
+        }
+        let head: String = answer.chars().take(ANSWER_SHOWN).collect();
+        let tail: String = answer.chars().skip(n - ANSWER_SHOWN).collect();
+        let cut = self.texts.answer_cut(n - 2 * ANSWER_SHOWN);
+        format!("{head}\n{cut}\n{tail}")
     }
-    let head: String = answer.chars().take(ANSWER_SHOWN).collect();
-    let tail: String = answer.chars().skip(n - ANSWER_SHOWN).collect();
-    format!(
-        "{head}\n[… {} characters cut …]\n{tail}",
-        n - 2 * ANSWER_SHOWN
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::policy::Preset;
+
+    fn en() -> std::sync::Arc<crate::texts::Texts> {
+        crate::texts::Texts::builtin(crate::texts::Language::En)
+    }
 
     fn request() -> ChatRequest {
         ChatRequest {
@@ -123,7 +132,7 @@ mod tests {
 
     #[test]
     fn each_try_carries_the_error_and_the_answer_and_the_tries_run_out() {
-        let mut a = Asking::new(request(), &Repairs::preset(Preset::Strict));
+        let mut a = Asking::new(request(), &Repairs::preset(Preset::Strict), en());
         let usage = TokenUsage::new(10, 2);
         let again = a.again("no <think> tag", "hello", usage, Repair::Reask);
         assert!(
@@ -154,7 +163,7 @@ mod tests {
 
     #[test]
     fn an_echo_is_asked_afresh_where_the_policy_says_so() {
-        let mut a = Asking::new(request(), &Repairs::default());
+        let mut a = Asking::new(request(), &Repairs::default(), en());
         let usage = TokenUsage::new(10, 2);
         let echo = "<think>Write a haiku</think>";
         let again = a.again("the answer only repeats …", echo, usage, Repair::Echo);
@@ -177,7 +186,7 @@ mod tests {
         // Switched off, an echo is quoted like any other slip.
         let mut off = Repairs::default();
         off.switched.insert(Repair::EchoAskedAfresh, false);
-        let mut a = Asking::new(request(), &off);
+        let mut a = Asking::new(request(), &off, en());
         let again = a.again("the answer only repeats …", echo, usage, Repair::Echo);
         assert!(again.prompt.contains(echo));
         assert_eq!(a.fired, [Repair::Echo]);
@@ -186,7 +195,7 @@ mod tests {
     #[test]
     fn a_long_answer_goes_back_cut_in_the_middle() {
         let long = format!("{}{}", "a".repeat(3_000), "b".repeat(3_000));
-        let s = shown(&long);
+        let s = Asking::new(request(), &Repairs::default(), en()).shown(&long);
         assert!(s.starts_with(&"a".repeat(ANSWER_SHOWN)) && s.ends_with(&"b".repeat(ANSWER_SHOWN)));
         assert!(s.contains("4000 characters cut"));
     }

@@ -6,8 +6,8 @@ use crate::ids::StageRef;
 use crate::message::{
     Instruction, Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction,
 };
-use crate::texts::Texts;
 use crate::state::{AgentState, Executor, ReplyTo, Skill, StepOrigin, StepState};
+use crate::texts::Texts;
 
 /// What receiving a message changed besides the agent state itself.
 #[derive(Debug, Default)]

@@ -78,11 +78,11 @@ impl Settle {
 
     /// Why the step failed, given SyncState's answer: its own failure, SyncState's refusal of
     /// its output, or both.
-    pub fn outcome(&self, refused: Option<&SyncError>) -> Option<String> {
+    pub fn outcome(&self, refused: Option<&SyncError>, t: &crate::texts::Texts) -> Option<String> {
         match (&self.failure, refused) {
             (f, None) => f.clone(),
-            (Some(f), Some(r)) => Some(format!("{f}; SyncState also refused the output: {r}")),
-            (None, Some(r)) => Some(format!("SyncState refused the step's output: {r}")),
+            (Some(f), Some(r)) => Some(t.refused_output_too(f, r.render(t))),
+            (None, Some(r)) => Some(t.refused_output(r.render(t))),
         }
     }
 
@@ -251,7 +251,10 @@ mod tests {
         let (a, id, mine) = running_reply();
         let settle = Settle::of(&a, &id, None, vec![mine.clone()]).unwrap();
         let refused = SyncError::Invalid("no such stage".into());
-        let failure = settle.outcome(Some(&refused));
+        let failure = settle.outcome(
+            Some(&refused),
+            &crate::texts::Texts::builtin(crate::texts::Language::En),
+        );
         assert_eq!(
             failure.as_deref(),
             Some("SyncState refused the step's output: no such stage")
@@ -339,7 +342,13 @@ mod tests {
     fn a_step_that_did_its_work_finishes_and_keeps_its_waits() {
         let (a, id, mine) = running_reply();
         let settle = Settle::of(&a, &id, None, vec![mine.clone()]).unwrap();
-        assert_eq!(settle.outcome(None), None);
+        assert_eq!(
+            settle.outcome(
+                None,
+                &crate::texts::Texts::builtin(crate::texts::Language::En)
+            ),
+            None
+        );
         let mut b = a.clone();
         b.apply_stored(settle.changes(None));
         assert_eq!(
@@ -350,7 +359,11 @@ mod tests {
         let own = Settle::of(&a, &id, Some("bad answer".into()), vec![]).unwrap();
         let refused = SyncError::Invalid("x".into());
         assert_eq!(
-            own.outcome(Some(&refused)).as_deref(),
+            own.outcome(
+                Some(&refused),
+                &crate::texts::Texts::builtin(crate::texts::Language::En)
+            )
+            .as_deref(),
             Some("bad answer; SyncState also refused the output: x")
         );
     }

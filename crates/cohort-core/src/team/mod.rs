@@ -25,15 +25,13 @@ use crate::state::{
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// Why SyncState refused a message, a task or agent instruction, or an operator's control.
-/// The text is what the refused step, its manager and the operators are told, so it says
-/// what to do instead.
-#[derive(Debug, thiserror::Error, PartialEq, serde::Serialize, serde::Deserialize)]
+/// Its text ([`SyncError::render`], in the team's language) is what the refused step, its
+/// manager and the operators are told, so it says what to do instead.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum SyncError {
     /// The message or instruction names a task SyncState does not hold.
-    #[error("there is no task `{0}`")]
     UnknownTask(TaskId),
     /// The stage named is not one of the task's stages.
-    #[error("task `{task}` has no stage `{stage}`")]
     UnknownStage {
         /// The task the stage was looked for in.
         task: TaskId,
@@ -42,10 +40,8 @@ pub enum SyncError {
     },
     /// A message's receiver, or an agent allocated to a stage or added to a task, is not on
     /// the roster.
-    #[error("there is no agent `{0}` in the team")]
     UnknownAgent(AgentId),
     /// Only a task's manager may instruct it (its stages, its end, who takes part).
-    #[error("agent `{agent}` is not the manager of task `{task}`")]
     NotManager {
         /// The agent that gave the instruction.
         agent: AgentId,
@@ -53,14 +49,11 @@ pub enum SyncError {
         task: TaskId,
     },
     /// The task is finished, failed or cancelled, with the state it ended in.
-    #[error("task `{0}` is already {1}")]
     TaskOver(TaskId, ExecutionState),
     /// The instruction would stage, finish or cancel the base task, which runs forever.
-    #[error("the base task never finishes and has no stages")]
     BaseTask,
     /// The stage is not running (not started yet, or over), so it cannot be finished or
     /// retried.
-    #[error("stage `{stage}` is {state}, not running")]
     StageNotRunning {
         /// The stage named.
         stage: StageId,
@@ -69,11 +62,6 @@ pub enum SyncError {
     },
     /// A stage with this goal already ran `repairs.stage_runs` times in the task: a manager
     /// asking for it again is looping, not working (the `stage_run_limit` repair).
-    #[error(
-        "a stage with this goal (\"{goal}\") has run {runs} times in this task, the most it \
-         may; accept what it gave (finish_stage, or finish_task if the task's goal is \
-         reached), or add a stage whose goal says what is still missing"
-    )]
     RunLimit {
         /// The stage goal asked for again.
         goal: String,
@@ -81,16 +69,8 @@ pub enum SyncError {
         runs: usize,
     },
     /// `add_task` came from a step in another task than the base task (`task_limits`).
-    #[error(
-        "add_task is given only in the base task, where a person's goals arrive; this step works \
-         in task `{0}`: add a stage to it (add_stage), or finish it (finish_task)"
-    )]
     AddTaskOutsideBase(TaskId),
     /// The team already has `task_limits.open_tasks` tasks open.
-    #[error(
-        "{open} tasks are open, the most this team allows (task_limits.open_tasks is {max}); \
-         finish or cancel one first"
-    )]
     OpenTasks {
         /// Tasks open now, besides the base task.
         open: usize,
@@ -99,19 +79,11 @@ pub enum SyncError {
     },
     /// The managers opened all the tasks the people's goals allow
     /// (`task_limits.tasks_per_goal` for each message of a person in the base task).
-    #[error(
-        "the tasks the goals given allow are opened already (task_limits.tasks_per_goal is \
-         {max} a goal); work on them, or wait for the next goal"
-    )]
     TasksPerGoal {
         /// `task_limits.tasks_per_goal`.
         max: usize,
     },
     /// The stages added or retried would take the task past `task_limits.stages_per_task`.
-    #[error(
-        "task `{task}` has {stages} stages; with these it would pass the most a task may have \
-         (task_limits.stages_per_task is {max}): finish the running stage or the task"
-    )]
     StagesPerTask {
         /// The task the stages were for.
         task: TaskId,
@@ -122,20 +94,12 @@ pub enum SyncError {
     },
     /// Agents sent all the messages in the base task that the people's messages allow
     /// (`task_limits.base_messages_per_goal` for each).
-    #[error(
-        "agents sent the messages the people's messages allow in the base task \
-         (task_limits.base_messages_per_goal is {max} for each); wait for a person"
-    )]
     BaseMessages {
         /// `task_limits.base_messages_per_goal`.
         max: usize,
     },
     /// The open tasks' messages and notes fill the team's memory budget
     /// (`retention.memory_mib`), so a person's new message is refused until work ends.
-    #[error(
-        "the team's open work holds {held} bytes of messages and notes, its share of the memory \
-         budget being {budget} (retention.memory_mib); finish or cancel a task, then send again"
-    )]
     MemoryFull {
         /// Bytes the open tasks' pools hold.
         held: usize,
@@ -144,13 +108,45 @@ pub enum SyncError {
     },
     /// A `finish_task` with `outcome: finished` for a task whose work produced no result (see
     /// `outcome`), with why and what to do instead.
-    #[error("{0}")]
     HollowFinish(String),
     /// Any other malformed message or instruction (no receiver, a text too long, a stage
     /// without agents, an ended stage...), with what is wrong.
-    #[error("{0}")]
     Invalid(String),
 }
+
+impl SyncError {
+    /// The refusal, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        use SyncError as E;
+        match self {
+            E::UnknownTask(task) => t.refused_unknown_task(task),
+            E::UnknownStage { task, stage } => t.refused_unknown_stage(task, stage),
+            E::UnknownAgent(agent) => t.refused_unknown_agent(agent),
+            E::NotManager { agent, task } => t.refused_not_manager(agent, task),
+            E::TaskOver(task, state) => t.refused_task_over(task, state),
+            E::BaseTask => t.refused_base_task(),
+            E::StageNotRunning { stage, state } => t.refused_stage_not_running(stage, state),
+            E::RunLimit { goal, runs } => t.refused_run_limit(goal, runs),
+            E::AddTaskOutsideBase(task) => t.refused_add_task_outside_base(task),
+            E::OpenTasks { open, max } => t.refused_open_tasks(open, max),
+            E::TasksPerGoal { max } => t.refused_tasks_per_goal(max),
+            E::StagesPerTask { task, stages, max } => t.refused_stages_per_task(task, stages, max),
+            E::BaseMessages { max } => t.refused_base_messages(max),
+            E::MemoryFull { held, budget } => t.refused_memory_full(held, budget),
+            E::HollowFinish(why) | E::Invalid(why) => why.clone(),
+        }
+    }
+}
+
+/// In English, as logs and the REST API's `error` show it.
+impl std::fmt::Display for SyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let en = crate::texts::Texts::builtin(crate::texts::Language::En);
+        f.write_str(&self.render(&en))
+    }
+}
+
+impl std::error::Error for SyncError {}
 
 impl SyncError {
     /// Whether giving the same action again cannot help (another goal, an ended stage or
@@ -479,6 +475,11 @@ impl SyncCore {
     pub fn with_texts(mut self, texts: std::sync::Arc<crate::texts::Texts>) -> Self {
         self.texts = texts;
         self
+    }
+
+    /// The runtime's texts in the team's language.
+    pub fn texts(&self) -> &std::sync::Arc<crate::texts::Texts> {
+        &self.texts
     }
 
     /// The base task: where people's goals arrive and managers open tasks; it never ends.

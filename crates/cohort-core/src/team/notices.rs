@@ -7,8 +7,8 @@ use super::Member;
 use crate::ids::{AgentId, StageRef};
 use crate::message::{Message, TASK_STATE_SENDER};
 use crate::notice::{AGENTS_LISTED, Notice, Report, StageReports, Teammate};
-use crate::texts::Texts;
 use crate::state::{ExecutionState, StageState, TaskEnd, TaskState};
+use crate::texts::Texts;
 
 fn from_task(task: &TaskState, stage: StageRef, notice: Notice, t: &Texts) -> Message {
     Message::from_notice(

@@ -10,8 +10,8 @@ use super::{SyncCore, SyncError};
 use crate::ids::{StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::policy::echo::hands_back;
-use crate::texts::Texts;
 use crate::state::{ExecutionState, FailedStage, StageAgentState, StageState, TaskEnd};
+use crate::texts::Texts;
 
 /// Characters a task summary may add to the task's goal and still only hand it back (at most
 /// half the goal's length).

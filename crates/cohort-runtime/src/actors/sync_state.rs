@@ -206,7 +206,7 @@ impl Handler<ApplyOutput> for SyncStateActor {
         let mut applied = self.core.apply(&msg.output, &now());
         let refused = applied.refused.take();
         if let Some(settle) = &msg.settle {
-            let failure = settle.outcome(refused.as_ref());
+            let failure = settle.outcome(refused.as_ref(), self.core.texts());
             applied.changes.extend(settle.changes(failure.as_deref()));
             // Whoever waited for this step's reply gets its wait id back.
             if let Some(m) = failure.as_deref().and_then(|f| settle.release(f)) {

@@ -74,7 +74,7 @@ impl AgentActor {
         };
         let id = step.step_id.clone();
         if model.is_none() {
-            let asking = Asking::new(request, &self.state.repairs);
+            let asking = Asking::new(request, &self.state.repairs, self.state.texts.clone());
             self.on_answer(
                 id,
                 Err("this agent has no LLM (a human agent's steps never run)".into()),
@@ -83,7 +83,11 @@ impl AgentActor {
             );
             return;
         }
-        let asking = Asking::new(request.clone(), &self.state.repairs);
+        let asking = Asking::new(
+            request.clone(),
+            &self.state.repairs,
+            self.state.texts.clone(),
+        );
         self.ask(id, request, asking, ctx);
     }
 
