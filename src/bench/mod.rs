@@ -133,7 +133,7 @@ pub enum Job {
         call_ms: u64,
     },
     PromptCache {
-        /// `quickstart` or `stage20`.
+        /// `quickstart`, `quickstart_zh` or `stage20`.
         team: String,
     },
     Nodes {

@@ -58,6 +58,8 @@ struct Seen {
     /// Whether the agent had a previous call.
     follows: bool,
     schema_tokens: usize,
+    /// Tokens of the system message (the system section and the memory rules).
+    system_tokens: usize,
     /// The tokens beyond the shared prefix, by the prompt part they are in ([`PARTS`]).
     new_by_part: [usize; PARTS.len()],
     /// Tokens the endpoint's cache reused (one slot per `id_slot`, else one for all).
@@ -69,8 +71,10 @@ struct Seen {
 struct Recorder {
     script: Arc<ScriptedModel>,
     tokens: TokenCounter,
-    /// The bench team's (English) section headings, to tell a prompt's parts apart.
+    /// The bench team's section headings (in its language), to tell a prompt's parts apart.
     headings: Headings,
+    /// How its prompts label the agent's id (`agent id`, `智能体 id`).
+    agent_label: String,
     seen: Mutex<Vec<Seen>>,
     /// The previous prompt of each agent.
     by_agent: Mutex<HashMap<String, String>>,
@@ -91,11 +95,12 @@ impl Drop for Endpoint {
     }
 }
 
-async fn serve(script: Script) -> std::io::Result<Endpoint> {
+async fn serve(script: Script, lang: Language) -> std::io::Result<Endpoint> {
     let recorder = Arc::new(Recorder {
         script: ScriptedModel::new(script),
         tokens: TokenCounter::for_model(MODEL),
-        headings: PromptSet::builtin(Language::En).headings().clone(),
+        headings: PromptSet::builtin(lang).headings().clone(),
+        agent_label: PromptSet::builtin(lang).phrases().agent_id.clone(),
         seen: Mutex::default(),
         by_agent: Mutex::default(),
         slots: Mutex::default(),
@@ -128,14 +133,14 @@ fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 /// `- task_id` / `- stage_id` (atop the stage's history, or in the current step for a skill
 /// without one), its skill from the current step's `- executor` line; and the asking agent.
 /// The step's own id is a fresh one: the prompt does not name it.
-fn asked(system: &str, user: &str) -> Option<(String, [String; 4])> {
+fn asked(rec: &Recorder, system: &str, user: &str) -> Option<(String, [String; 4])> {
     let lines: Vec<&str> = user.lines().collect();
     let at = (0..lines.len().saturating_sub(1)).find(|&i| {
         lines[i].starts_with("- task_id: ") && lines[i + 1].starts_with("- stage_id: ")
     })?;
     let ids = lines[at..at + 2].join("\n");
-    let current = &user[user.rfind("# Current step")?..];
-    let agent = ["agent id", "agent_id"]
+    let current = &user[user.rfind(&format!("# {}", rec.headings.current_step))?..];
+    let agent = [rec.agent_label.as_str(), "agent_id"]
         .iter()
         .find_map(|n| field(system, n).or_else(|| field(user, n)))?;
     Some((
@@ -150,7 +155,7 @@ fn asked(system: &str, user: &str) -> Option<(String, [String; 4])> {
 }
 
 /// The parts of a prompt the new tokens of a call are counted in: the system message, then the
-/// `user` message's level-1 sections by their heading (the bench team's prompts are English).
+/// `user` message's level-1 sections by their heading (in the bench team's language).
 const PARTS: [&str; 6] = [
     "system",
     "history",
@@ -227,7 +232,7 @@ async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
             .join("\n")
     };
     let (system, user) = (text_of("system"), text_of("user"));
-    let Some((agent, [task, stage, step, skill])) = asked(&system, &user) else {
+    let Some((agent, [task, stage, step, skill])) = asked(&rec, &system, &user) else {
         let e = json!({"error": {"message": "no current step in the prompt", "type": "invalid_request_error"}});
         return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
     };
@@ -241,7 +246,8 @@ async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
             )
         })
         .collect();
-    let seen = record(&rec, &req, agent.clone(), text);
+    let system_tokens = rec.tokens.count(&system);
+    let seen = record(&rec, &req, agent.clone(), text, system_tokens);
     let request = ChatRequest {
         system,
         prompt: user,
@@ -278,7 +284,7 @@ async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
 
 /// Records one request: its size, what it shares with the agent's previous call, what the
 /// endpoint's cache slot holds of it.
-fn record(rec: &Recorder, req: &Value, agent: String, text: String) -> Seen {
+fn record(rec: &Recorder, req: &Value, agent: String, text: String, system_tokens: usize) -> Seen {
     let count = |s: &str| rec.tokens.count(s);
     let previous = rec
         .by_agent
@@ -308,6 +314,7 @@ fn record(rec: &Recorder, req: &Value, agent: String, text: String) -> Seen {
             [0; PARTS.len()]
         },
         follows: previous.is_some(),
+        system_tokens,
         schema_tokens: if schema.is_null() {
             0
         } else {
@@ -332,10 +339,10 @@ fn record(rec: &Recorder, req: &Value, agent: String, text: String) -> Seen {
 fn write(dir: &Path, which: &str, base_url: &str) -> Result<(std::path::PathBuf, Script), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let (team, script) = match which {
-        "quickstart" => (
-            std::fs::read_to_string(root.join("examples/quickstart/team.yaml"))
+        "quickstart" | "quickstart_zh" => (
+            std::fs::read_to_string(root.join(format!("examples/{which}/team.yaml")))
                 .map_err(|e| e.to_string())?,
-            root.join("examples/quickstart/script.yaml"),
+            root.join(format!("examples/{which}/script.yaml")),
         ),
         _ => {
             let shape = TeamShape {
@@ -377,14 +384,20 @@ fn write(dir: &Path, which: &str, base_url: &str) -> Result<(std::path::PathBuf,
     Ok((file, script))
 }
 
-/// Runs `which` (`quickstart` or `stage20`) through the recording endpoint.
+/// Runs `which` (`quickstart`, `quickstart_zh` or `stage20`) through the recording endpoint.
 pub fn prompt_cache(which: &str) -> Figures {
+    let (lang, goal) = match which {
+        "quickstart_zh" => (Language::Zh, "写一首关于秋雨的俳句"),
+        _ => (Language::En, "Write a haiku about autumn rain"),
+    };
     let scratch = Scratch::new(&format!("prompt-cache-{which}")).map_err(|e| e.to_string())?;
     let rt = runtime()?;
     let script_dir = scratch.0.clone();
     // The endpoint's address is needed in the team file, and the script in the endpoint.
     let (file, script) = write(&script_dir, which, "http://127.0.0.1:1/v1")?;
-    let endpoint = rt.block_on(serve(script)).map_err(|e| e.to_string())?;
+    let endpoint = rt
+        .block_on(serve(script, lang))
+        .map_err(|e| e.to_string())?;
     let base = format!("http://{}/v1", endpoint.addr);
     let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
     std::fs::write(&file, text.replace("http://127.0.0.1:1/v1", &base))
@@ -401,16 +414,7 @@ pub fn prompt_cache(which: &str) -> Figures {
         std::env::current_exe().unwrap_or_else(|_| "cohort".into()),
     );
     let report = actix::System::new()
-        .block_on(async {
-            run_goal(
-                &cfg,
-                "Write a haiku about autumn rain",
-                &opts,
-                &host,
-                |_| {},
-            )
-            .await
-        })
+        .block_on(async { run_goal(&cfg, goal, &opts, &host, |_| {}).await })
         .map_err(|e| e.to_string())?;
     let seen = endpoint
         .recorder
@@ -446,6 +450,7 @@ fn figures(seen: &[Seen], report: &crate::run::RunReport) -> Value {
         "shared_pct": 100.0 * shared as f64 / of_following.max(1) as f64,
         "new_a_call": (tokens - shared as f64) / calls,
         "schema_tokens_a_call": sum(|s| s.schema_tokens) / calls,
+        "system_tokens_a_call": sum(|s| s.system_tokens) / calls,
         "new_by_part": by_part,
         "cached_pct": 100.0 * sum(|s| s.cached) / tokens.max(1.0),
         "client_cached": report.tokens.cached_prompt_tokens,
@@ -466,7 +471,7 @@ pub fn rows(
     note: &mut impl FnMut(&str, Result<Value, String>) -> Option<Value>,
     out: &mut Vec<Row>,
 ) {
-    for which in ["quickstart", "stage20"] {
+    for which in ["quickstart", "quickstart_zh", "stage20"] {
         eprintln!("bench: prompt_cache: every prompt of the {which} through a local endpoint …");
         let job = Job::PromptCache {
             team: which.to_owned(),
@@ -524,6 +529,12 @@ fn team_rows(which: &str, v: &Value, out: &mut Vec<Row>) {
         &name,
         "new tokens of a following call, by part",
         parts.join(" · "),
+        "",
+    ));
+    out.push(row(
+        &name,
+        "system message tokens a call",
+        format!("{:.0}", f(&v["system_tokens_a_call"])),
         "",
     ));
     out.push(row(

@@ -30,6 +30,8 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
         "| prompt_cache quickstart | tokens a call | ",
         "calls, Finished) |",
         "| prompt_cache stage20 | new tokens of a following call, by part | history ",
+        "| prompt_cache quickstart_zh | tokens a call | ",
+        "| prompt_cache quickstart_zh | system message tokens a call | ",
         "| nodes | 1 goals each way, 200 ms a reply: ms a goal | Postgres ",
         "| nodes | 3 nodes, lease 2 s: the team served again after | kill -9: ",
     ] {
