@@ -12,7 +12,7 @@
 //
 // Environment: COHORT_URL, COHORT_USER, COHORT_PASSWORD, COHORT_CHROMIUM (/usr/bin/chromium),
 // COHORT_PHASE_MS (how long each view is watched, default 6000), COHORT_STEPS (steps to wait
-// for before the last phases, default 5000), COHORT_START (a file: the bench writes the goal
+// for before the last phases, or the task's end, default 5000), COHORT_START (a file: the bench writes the goal
 // once this script is signed in and watching, when it sees the file; optional).
 
 import { chromium } from 'playwright-core';
@@ -89,10 +89,19 @@ try {
 
   // How many steps the console holds. Polled here: waitForFunction takes an async predicate's
   // promise as true at once (microsoft/playwright#29132), so it would not wait.
-  const steps = () => page.evaluate(async () => (await import('./ctx.js')).store.maps.step.size);
+  // `over`: a task other than the base task ended (the steps of a finished stage leave the
+  // console as they leave the agent, so the console may never hold every step at once).
+  const held = () => page.evaluate(async () => {
+    const { store } = await import('./ctx.js');
+    const over = [...store.maps.task.values()].some((r) => r.state.stage_list?.length
+      && ['finished', 'failed', 'cancelled'].includes(r.state.execution_state));
+    return { steps: store.maps.step.size, over };
+  });
   const untilSteps = async (n, every) => {
     const deadline = Date.now() + 600_000;
-    while ((await steps()) < n) {
+    for (;;) {
+      const h = await held();
+      if (h.steps >= n || h.over) return h;
       if (Date.now() > deadline) throw new Error(`the console never held ${n} steps (10 min)`);
       await page.waitForTimeout(every);
     }
@@ -105,8 +114,9 @@ try {
   await phase('agents, while the team works', show('agents'));
   await phase('timeline, while the team works', show('timeline'));
   await phase('who talks, while the team works', show('graph'));
-  log(`waiting for ${STEPS} steps`);
-  await untilSteps(STEPS, 1000);
+  log(`waiting for ${STEPS} steps, or the task's end`);
+  const end = await untilSteps(STEPS, 1000);
+  log(`${end.steps} steps held${end.over ? ' at the task\'s end' : ''}`);
   await phase('agents, all steps in', show('agents'));
   await phase('filter typed, all steps in', async () => {
     const started = Date.now();
