@@ -96,11 +96,12 @@ impl Drop for Endpoint {
 }
 
 async fn serve(script: Script, lang: Language) -> std::io::Result<Endpoint> {
+    let set = PromptSet::builtin(lang);
     let recorder = Arc::new(Recorder {
         script: ScriptedModel::new(script),
         tokens: TokenCounter::for_model(MODEL),
-        headings: PromptSet::builtin(lang).headings().clone(),
-        agent_label: PromptSet::builtin(lang).phrases().agent_id.clone(),
+        headings: set.headings().clone(),
+        agent_label: set.phrases().agent_id.clone(),
         seen: Mutex::default(),
         by_agent: Mutex::default(),
         slots: Mutex::default(),

@@ -71,11 +71,6 @@ pub enum Answers {
 
 /// Replays (or forks) the run recorded in the store `args` names; exit 0 when the replayed
 /// run asked what the recorded one did and ended the same (a fork: when it finished), 1
-/// Replay reports to the person who debugs a team, in English whatever the team's language.
-fn english() -> std::sync::Arc<cohort::prompt::Texts> {
-    cohort::prompt::Texts::builtin(cohort::prompt::Language::En)
-}
-
 /// when it did not.
 pub async fn replay(args: &ReplayArgs) -> anyhow::Result<u8> {
     let cfg = load_team(&args.team).with_context(|| format!("loading {}", args.team.display()))?;
@@ -155,7 +150,10 @@ fn compare(
         "{} calls answered from the record, {} recorded calls not asked for; the run {}.",
         record.served(),
         record.left(),
-        report.outcome.describe(timeout, &english())
+        // Replay reports to the person debugging a team: in English, whatever its language.
+        report
+            .outcome
+            .describe(timeout, &cohort::prompt::Texts::english())
     );
     let tools_left = tools.map_or(0, |t| {
         eprintln!(
@@ -290,7 +288,9 @@ fn say_fork(report: &RunReport, record: &Record, timeout: Duration, out: &Path, 
     eprintln!(
         "The fork (task {}) {}: {} calls answered from the record, {} by the live model.",
         tasks.join(", "),
-        report.outcome.describe(timeout, &english()),
+        report
+            .outcome
+            .describe(timeout, &cohort::prompt::Texts::english()),
         record.served(),
         record.live()
     );

@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn progress_lines_say_what_ended_how_long_it_took_and_what_still_runs() {
         let plain = Paint(false);
-        let english = cohort::prompt::Texts::builtin(cohort::prompt::Language::En);
+        let english = cohort::prompt::Texts::english();
         let mut step = StepState::new(
             "t".into(),
             cohort::ids::StageRef::NoRelative,

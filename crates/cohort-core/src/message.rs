@@ -565,7 +565,7 @@ mod tests {
             vec!["a".into()],
             StageRef::NoRelative,
             &i,
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
+            &crate::texts::Texts::english(),
         );
         assert_eq!(m.instruction_body(), Some(&i));
         assert!(!m.message.contains('{'), "{}", m.message);

@@ -186,7 +186,7 @@ impl Notice {
                 unlisted,
             } => {
                 let mut listed = lines(team.iter().map(|m| t.teammate_line(&m.agent_id, &m.role)));
-                listed.push_str(&more(*unlisted, t.more_agents(unlisted)));
+                listed.push_str(&more(*unlisted, |n| t.more_agents(n)));
                 t.notice_task_created(task_name, task_id, task_intention, listed)
             }
             Notice::StageComplete { task_id, stage } => render_stage_complete(task_id, stage, t),
@@ -280,7 +280,7 @@ impl StageReports {
             };
             Some(format!("  {head}\n{}", indented(&text, 4)))
         }));
-        entries.push_str(&more(self.unlisted, t.more_summaries(self.unlisted)));
+        entries.push_str(&more(self.unlisted, |n| t.more_summaries(n)));
         entries
     }
 }
@@ -295,7 +295,7 @@ fn render_stage_complete(task_id: &TaskId, stage: &StageReports, t: &Texts) -> S
         let summary = r.summary.clone().unwrap_or_else(|| t.none());
         t.stage_report(&r.agent_id, &r.goal, indented(&summary, 4))
     }));
-    reports.push_str(&more(stage.unlisted, t.more_reports(stage.unlisted)));
+    reports.push_str(&more(stage.unlisted, |n| t.more_reports(n)));
     t.notice_stage_complete(&stage.stage_id, task_id, &stage.stage_intention, reports)
 }
 
@@ -314,11 +314,11 @@ fn indented(text: &str, by: usize) -> String {
         .join("\n")
 }
 
-/// The line that says a list was cut short (`said`) on a line of its own, when `unlisted` is
-/// over zero.
-fn more(unlisted: usize, said: String) -> String {
+/// The line that says a list was cut short (`said` writes it, only when it is needed) on a
+/// line of its own, when `unlisted` is over zero.
+fn more(unlisted: usize, said: impl Fn(usize) -> String) -> String {
     if unlisted > 0 {
-        format!("\n{said}")
+        format!("\n{}", said(unlisted))
     } else {
         String::new()
     }

@@ -463,6 +463,12 @@ impl Texts {
         .clone()
     }
 
+    /// The built-in English catalog: the default until a team's language is given, and the
+    /// language of logs and of the tools that report to the person debugging a team.
+    pub fn english() -> Arc<Texts> {
+        Texts::builtin(Language::En)
+    }
+
     /// A catalog from the text of a `texts.yaml`: every key present, none empty, each with
     /// its placeholders (the prompt loader reports the same problems by file and field).
     fn read(yaml: &str) -> Result<Texts, String> {
@@ -495,10 +501,10 @@ impl Texts {
             Err(e) => return vec![e],
         };
         let mut out = Vec::new();
-        for a in args.iter().filter(|a| !used.iter().any(|u| u == *a)) {
+        for a in args.iter().filter(|a| !used.contains(a)) {
             out.push(format!("leaves out `{{{a}}}`, which it must show"));
         }
-        for u in used.iter().filter(|u| !args.contains(&u.as_str())) {
+        for u in used.iter().filter(|u| !args.contains(u)) {
             let known = args
                 .iter()
                 .map(|a| format!("`{{{a}}}`"))
@@ -517,33 +523,81 @@ impl Texts {
     }
 }
 
-/// The placeholders `text` uses, in order; an error for a brace that is neither doubled nor
-/// part of a `{name}`.
-fn placeholders(text: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(i) = rest.find(['{', '}']) {
-        let (c, after) = (rest.as_bytes()[i], &rest[i + 1..]);
+/// A piece of a text: a run of literal text (a doubled brace is one brace) or a placeholder's
+/// name.
+enum Piece<'a> {
+    Literal(&'a str),
+    Placeholder(&'a str),
+}
+
+/// The pieces of `text`, in order; an error for a brace that is neither doubled nor part of a
+/// `{name}`. One reading shared by the load-time check and by [`fill`].
+struct Pieces<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = Result<Piece<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let i = match self.rest.find(['{', '}']) {
+            Some(0) => 0,
+            Some(i) => return Some(Ok(Piece::Literal(self.take(i, i)))),
+            None => {
+                return Some(Ok(Piece::Literal(
+                    self.take(self.rest.len(), self.rest.len()),
+                )));
+            }
+        };
+        let (c, after) = (self.rest.as_bytes()[i], &self.rest[1..]);
         if after.as_bytes().first() == Some(&c) {
-            rest = &after[1..];
-            continue;
+            return Some(Ok(Piece::Literal(self.take(1, 2))));
         }
         if c == b'}' {
-            return Err("has a `}` that closes nothing (write `}}` for a brace)".into());
+            self.rest = "";
+            return Some(Err(
+                "has a `}` that closes nothing (write `}}` for a brace)".into(),
+            ));
         }
         let Some(end) = after.find('}') else {
-            return Err("has a `{` that is never closed (write `{{` for a brace)".into());
+            self.rest = "";
+            return Some(Err(
+                "has a `{` that is never closed (write `{{` for a brace)".into(),
+            ));
         };
         let name = &after[..end];
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-            return Err(format!(
+            self.rest = "";
+            return Some(Err(format!(
                 "has `{{{name}}}`, not a placeholder (write `{{{{` for a brace)"
-            ));
+            )));
         }
-        out.push(name.to_owned());
-        rest = &after[end + 1..];
+        self.rest = &after[end + 1..];
+        Some(Ok(Piece::Placeholder(name)))
     }
-    Ok(out)
+}
+
+impl<'a> Pieces<'a> {
+    /// The first `len` bytes of what is left, which then starts `skip` bytes on.
+    fn take(&mut self, len: usize, skip: usize) -> &'a str {
+        let piece = &self.rest[..len];
+        self.rest = &self.rest[skip..];
+        piece
+    }
+}
+
+/// The placeholders `text` uses, in order.
+fn placeholders(text: &str) -> Result<Vec<&str>, String> {
+    Pieces { rest: text }
+        .filter_map(|p| match p {
+            Ok(Piece::Placeholder(name)) => Some(Ok(name)),
+            Ok(Piece::Literal(_)) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect()
 }
 
 /// `template` with each `{name}` replaced by its argument and `{{`/`}}` by one brace. The
@@ -551,31 +605,16 @@ fn placeholders(text: &str) -> Result<Vec<String>, String> {
 fn fill(template: &str, args: &[(&str, &dyn Display)]) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(template.len() + 32);
-    let mut rest = template;
-    while let Some(i) = rest.find(['{', '}']) {
-        out.push_str(&rest[..i]);
-        let (c, after) = (rest.as_bytes()[i], &rest[i + 1..]);
-        if after.as_bytes().first() == Some(&c) {
-            out.push(c as char);
-            rest = &after[1..];
-            continue;
-        }
-        let arg = after.find('}').and_then(|end| {
-            let (_, v) = args.iter().find(|(n, _)| *n == &after[..end])?;
-            Some((end, v))
-        });
-        match arg {
-            Some((end, v)) => {
-                let _ = write!(out, "{v}");
-                rest = &after[end + 1..];
-            }
-            None => {
-                out.push(c as char);
-                rest = after;
+    for piece in (Pieces { rest: template }).flatten() {
+        match piece {
+            Piece::Literal(text) => out.push_str(text),
+            Piece::Placeholder(name) => {
+                if let Some((_, v)) = args.iter().find(|(n, _)| *n == name) {
+                    let _ = write!(out, "{v}");
+                }
             }
         }
     }
-    out.push_str(rest);
     out
 }
 

@@ -294,7 +294,7 @@ impl ParseError {
 /// team's language).
 impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.render(&Texts::builtin(crate::texts::Language::En)))
+        f.write_str(&self.render(&Texts::english()))
     }
 }
 

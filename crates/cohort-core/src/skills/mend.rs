@@ -112,7 +112,7 @@ pub(super) fn summary_with_results(
 ) -> bool {
     let results = stage_results(agent, step);
     let mut goal = trigrams(&super::goal_in_stage(agent, step).unwrap_or_default());
-    goal.extend(runtime_words(agent.texts.as_ref(), &agent.name));
+    goal.extend(runtime_words(&agent.texts));
     let given = trigrams(summary);
     let mut found = results
         .iter()
@@ -130,10 +130,10 @@ pub(super) fn summary_with_results(
     true
 }
 
-/// The trigrams of the runtime's own words in a summary (a composed summary's heading, written
-/// for `name`, and the line above the results it added): they are no result of the stage's.
-fn runtime_words(t: &crate::texts::Texts, name: &str) -> std::collections::HashSet<String> {
-    let mut words = trigrams(&t.composed_summary(name, ""));
+/// The trigrams of the runtime's own words in a summary (a composed summary's heading, and the
+/// line above the results it added): they are no result of the stage's.
+fn runtime_words(t: &crate::texts::Texts) -> std::collections::HashSet<String> {
+    let mut words = trigrams(&t.composed_summary("", ""));
     words.extend(trigrams(&t.results_added()));
     words
 }
@@ -232,11 +232,7 @@ pub(super) fn with_results(
     }
     // The runtime's own words in a report (a composed summary's heading, the line above the
     // results it added) give no result.
-    for s in stages {
-        for r in &s.reports {
-            goal.extend(runtime_words(t, r.agent_id.as_str()));
-        }
-    }
+    goal.extend(runtime_words(t));
     let results: Vec<String> = trigrams(&reported)
         .into_iter()
         .filter(|t| !goal.contains(t))

@@ -94,8 +94,7 @@ impl SkillError {
             SkillError::Invalid(why) => why.clone(),
             SkillError::Echo(_) => t.echo(),
             SkillError::NoTools(executor) => t.no_tools(executor),
-            SkillError::Disagrees { reached: true, .. } => t.disagree_reached(),
-            SkillError::Disagrees { reached: false, .. } => t.disagree_not_reached(),
+            SkillError::Disagrees { reached, .. } => task_manager::disagreement(*reached, t),
         }
     }
 }
@@ -109,7 +108,7 @@ impl From<ParseError> for SkillError {
 /// In English, as logs show it.
 impl std::fmt::Display for SkillError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let en = crate::texts::Texts::builtin(crate::texts::Language::En);
+        let en = crate::texts::Texts::english();
         f.write_str(&self.render(&en))
     }
 }

@@ -67,6 +67,14 @@ fn check_verdict(answer: &str, instruction: &TaskInstruction) -> Result<(), Skil
     })
 }
 
+/// What the model is told when its verdict (`reached`) and its action disagree.
+pub(super) fn disagreement(reached: bool, t: &crate::texts::Texts) -> String {
+    match reached {
+        true => t.disagree_reached(),
+        false => t.disagree_not_reached(),
+    }
+}
+
 /// A judgement whose verdict and action still disagree after the re-asks closes the work:
 /// a verdict of "reached" is carried out (finish_stage on the stage decided, or finish_task
 /// with a summary composed from the stages' reports); an action that closes although the
@@ -109,10 +117,7 @@ pub(super) fn carry_out_verdict(
             Repair::VerdictCarriedOut,
             format!(
                 "the action kept contradicting the verdict: {}",
-                match reached {
-                    true => agent.texts.disagree_reached(),
-                    false => agent.texts.disagree_not_reached(),
-                }
+                disagreement(reached, &agent.texts)
             ),
         )],
         ..working(json!({ "task_instruction": closing }))
@@ -197,7 +202,7 @@ impl Default for Asked<'_> {
             goal_step: None,
             goal_trace: None,
             goal_attachments: Vec::new(),
-            texts: crate::texts::Texts::builtin(crate::texts::Language::En),
+            texts: crate::texts::Texts::english(),
         }
     }
 }
@@ -679,7 +684,7 @@ mod tests {
         let message = crate::team::notices::judge_task(
             &task,
             [&stage].into_iter(),
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
+            &crate::texts::Texts::english(),
         );
         let notice = message.notice_body().unwrap();
         let asked = Asked {
@@ -716,7 +721,7 @@ mod tests {
         let (part, _) = finish("The writer wrote: the maple lets go.");
         assert!(!part.contains("added by the runtime"), "{part}");
         // The line the runtime put above results it added to a report is no result either.
-        let heading = crate::texts::Texts::builtin(crate::texts::Language::En).results_added();
+        let heading = crate::texts::Texts::english().results_added();
         let report = format!("Done.\n\n{heading}:\n\n{poem}");
         let (copied, _) = finished_with("a haiku", &report, &format!("Finished. {heading}."));
         assert!(copied.contains("the maple lets go its red"), "{copied}");
@@ -774,7 +779,7 @@ mod tests {
         let message = crate::team::notices::judge_task(
             &task,
             [&stage].into_iter(),
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
+            &crate::texts::Texts::english(),
         );
         let asked = || Asked {
             judged_task: message.notice_body(),

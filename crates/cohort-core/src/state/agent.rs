@@ -172,15 +172,11 @@ pub struct AgentState {
     pub native_tools: bool,
     /// The runtime's texts in the team's language, for the steps and notices it writes for
     /// this agent (the team's prompt set's; English until the actor is given it).
-    #[serde(skip, default = "english_texts")]
+    #[serde(skip, default = "crate::texts::Texts::english")]
     pub texts: std::sync::Arc<crate::texts::Texts>,
     /// Changes made and not yet published (see `agent_changes.rs`).
     #[serde(skip)]
     pub outbox: Vec<crate::event::Change>,
-}
-
-fn english_texts() -> std::sync::Arc<crate::texts::Texts> {
-    crate::texts::Texts::builtin(crate::texts::Language::En)
 }
 
 /// One persistent-memory instruction from an LLM answer.
@@ -231,7 +227,7 @@ impl AgentState {
             repairs: crate::policy::Repairs::default(),
             base_task: None,
             native_tools: false,
-            texts: english_texts(),
+            texts: crate::texts::Texts::english(),
             outbox: Vec::new(),
         }
     }

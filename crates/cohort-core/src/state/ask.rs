@@ -555,7 +555,7 @@ mod tests {
                 .contains("milk")
         );
         assert!(
-            a.describe(&crate::texts::Texts::builtin(crate::texts::Language::En))
+            a.describe(&crate::texts::Texts::english())
                 .contains("one or more")
         );
     }
@@ -569,10 +569,10 @@ mod tests {
         assert_eq!(a.answer("S").unwrap(), "s", "by its key");
         assert_eq!(a.answer("a").unwrap(), "a");
         assert!(
-            a.describe(&crate::texts::Texts::builtin(crate::texts::Language::En))
+            a.describe(&crate::texts::Texts::english())
                 .contains("s (Spring: blossoms) | Summer | a"),
             "{}",
-            a.describe(&crate::texts::Texts::builtin(crate::texts::Language::En))
+            a.describe(&crate::texts::Texts::english())
         );
         // A plain option stays a plain string on the wire.
         assert_eq!(

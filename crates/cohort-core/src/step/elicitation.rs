@@ -258,7 +258,7 @@ mod tests {
             elicitation_notice(
                 &step,
                 &ElicitationRequest::of(&step).unwrap(),
-                &crate::texts::Texts::builtin(crate::texts::Language::En)
+                &crate::texts::Texts::english()
             )
             .contains("Pick one")
         );

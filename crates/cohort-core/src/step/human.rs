@@ -648,7 +648,7 @@ mod tests {
             vec!["op".into()],
             StageRef::NoRelative,
             &i,
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
+            &crate::texts::Texts::english(),
         );
         receive_as_human(&mut h, &m, "n", 0);
         assert!(h.conversation_pool.as_ref().unwrap().global_messages[0].contains("finished"));

@@ -338,12 +338,8 @@ mod tests {
             so_far.repairs
         );
         assert!(
-            params_notice(
-                &step,
-                &req,
-                &crate::texts::Texts::builtin(crate::texts::Language::En)
-            )
-            .contains("`content` (text, required)")
+            params_notice(&step, &req, &crate::texts::Texts::english())
+                .contains("`content` (text, required)")
         );
         let e = fill_params(&mut a, &step, &"op".into(), &json!({"content": " "})).unwrap_err();
         assert!(e.to_string().contains("`content`: it is required"), "{e}");

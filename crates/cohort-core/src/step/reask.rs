@@ -120,7 +120,7 @@ mod tests {
     use crate::policy::Preset;
 
     fn en() -> std::sync::Arc<crate::texts::Texts> {
-        crate::texts::Texts::builtin(crate::texts::Language::En)
+        crate::texts::Texts::english()
     }
 
     fn request() -> ChatRequest {

@@ -251,10 +251,7 @@ mod tests {
         let (a, id, mine) = running_reply();
         let settle = Settle::of(&a, &id, None, vec![mine.clone()]).unwrap();
         let refused = SyncError::Invalid("no such stage".into());
-        let failure = settle.outcome(
-            Some(&refused),
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
-        );
+        let failure = settle.outcome(Some(&refused), &crate::texts::Texts::english());
         assert_eq!(
             failure.as_deref(),
             Some("SyncState refused the step's output: no such stage")
@@ -342,13 +339,7 @@ mod tests {
     fn a_step_that_did_its_work_finishes_and_keeps_its_waits() {
         let (a, id, mine) = running_reply();
         let settle = Settle::of(&a, &id, None, vec![mine.clone()]).unwrap();
-        assert_eq!(
-            settle.outcome(
-                None,
-                &crate::texts::Texts::builtin(crate::texts::Language::En)
-            ),
-            None
-        );
+        assert_eq!(settle.outcome(None, &crate::texts::Texts::english()), None);
         let mut b = a.clone();
         b.apply_stored(settle.changes(None));
         assert_eq!(
@@ -359,11 +350,8 @@ mod tests {
         let own = Settle::of(&a, &id, Some("bad answer".into()), vec![]).unwrap();
         let refused = SyncError::Invalid("x".into());
         assert_eq!(
-            own.outcome(
-                Some(&refused),
-                &crate::texts::Texts::builtin(crate::texts::Language::En)
-            )
-            .as_deref(),
+            own.outcome(Some(&refused), &crate::texts::Texts::english())
+                .as_deref(),
             Some("bad answer; SyncState also refused the output: x")
         );
     }

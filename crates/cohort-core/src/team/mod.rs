@@ -141,7 +141,7 @@ impl SyncError {
 /// In English, as logs and the REST API's `error` show it.
 impl std::fmt::Display for SyncError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let en = crate::texts::Texts::builtin(crate::texts::Language::En);
+        let en = crate::texts::Texts::english();
         f.write_str(&self.render(&en))
     }
 }
@@ -408,7 +408,7 @@ impl SyncCore {
             pools_total: 0,
             hollow_refused: BTreeSet::new(),
             stall_told: BTreeSet::new(),
-            texts: crate::texts::Texts::builtin(crate::texts::Language::En),
+            texts: crate::texts::Texts::english(),
         }
     }
 

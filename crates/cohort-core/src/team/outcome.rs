@@ -281,10 +281,10 @@ mod tests {
             )
         );
         assert!(
-            end.render(&crate::texts::Texts::builtin(crate::texts::Language::En))
+            end.render(&crate::texts::Texts::english())
                 .contains("; stage \"one\" failed: it ended failed"),
             "{}",
-            end.render(&crate::texts::Texts::builtin(crate::texts::Language::En))
+            end.render(&crate::texts::Texts::english())
         );
     }
 
@@ -377,10 +377,7 @@ mod tests {
         let closed = stage(E::Finished, A::Failed);
         assert!(!gave_a_result(&closed));
         assert_eq!(
-            why_no_result(
-                &closed,
-                &crate::texts::Texts::builtin(crate::texts::Language::En)
-            ),
+            why_no_result(&closed, &crate::texts::Texts::english()),
             "it was closed with every agent in it failed (writer failed)"
         );
         let mut reported = closed.clone();
@@ -391,7 +388,7 @@ mod tests {
         assert_eq!(
             why_no_result(
                 &stage(E::Failed, A::Failed),
-                &crate::texts::Texts::builtin(crate::texts::Language::En)
+                &crate::texts::Texts::english()
             ),
             "it ended failed (writer failed)"
         );

@@ -169,11 +169,7 @@ fn notices_to_the_manager_name_a_few_agents_and_count_the_rest() {
         .chain((0..50).map(|i| Member::new(format!("w{i:02}"), "worker")))
         .collect();
     let task = TaskState::new("t".into(), "n".into(), "i".into(), "m".into());
-    let created = notices::task_created(
-        &task,
-        &roster,
-        &crate::texts::Texts::builtin(crate::texts::Language::En),
-    );
+    let created = notices::task_created(&task, &roster, &crate::texts::Texts::english());
     assert!(created.message.contains("`w28`") && !created.message.contains("`w29`"));
     assert!(
         created.message.contains("… and 21 more agents"),
@@ -191,11 +187,7 @@ fn notices_to_the_manager_name_a_few_agents_and_count_the_rest() {
     for m in &roster[1..] {
         stage.completion_summary.insert(m.id.clone(), "done".into());
     }
-    let done = notices::stage_complete(
-        &task,
-        &stage,
-        &crate::texts::Texts::builtin(crate::texts::Language::En),
-    );
+    let done = notices::stage_complete(&task, &stage, &crate::texts::Texts::english());
     assert!(
         done.message.contains("… and 20 more agents"),
         "{}",

@@ -64,7 +64,7 @@ mod tests {
         let text = m
             .notice_body()
             .unwrap()
-            .render(&crate::texts::Texts::builtin(crate::texts::Language::En));
+            .render(&crate::texts::Texts::english());
         assert!(
             text.contains("\"Haiku\" has stalled") && text.contains("3 min"),
             "{text}"

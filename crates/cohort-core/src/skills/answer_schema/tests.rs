@@ -177,7 +177,7 @@ fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
     let judge = crate::team::notices::judge_task(
         &task,
         std::iter::empty(),
-        &crate::texts::Texts::builtin(crate::texts::Language::En),
+        &crate::texts::Texts::english(),
     );
     task_level.origin = crate::state::StepOrigin::Act {
         attachments: Vec::new(),

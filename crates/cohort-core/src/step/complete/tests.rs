@@ -157,11 +157,7 @@ fn no_stage_left() -> crate::message::Message {
         "write it".into(),
         [("w".into(), "write".into())].into(),
     );
-    crate::team::notices::judge_task(
-        &task,
-        [&stage].into_iter(),
-        &crate::texts::Texts::builtin(crate::texts::Language::En),
-    )
+    crate::team::notices::judge_task(&task, [&stage].into_iter(), &crate::texts::Texts::english())
 }
 
 fn manager_judging_task() -> (AgentState, StepId) {
@@ -178,7 +174,7 @@ fn manager_judging_task() -> (AgentState, StepId) {
     let notice = crate::team::notices::judge_task(
         &task,
         [&stage].into_iter(),
-        &crate::texts::Texts::builtin(crate::texts::Language::En),
+        &crate::texts::Texts::english(),
     );
     let (mut a, id) = manager_acting_on_message("t", &notice);
     a.base_task = Some("base".into());
@@ -281,11 +277,7 @@ fn manager_judging_stage() -> (AgentState, StepId, crate::state::StageState) {
     );
     crate::step::receive_message(
         &mut a,
-        &crate::team::notices::stage_complete(
-            &task,
-            &stage,
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
-        ),
+        &crate::team::notices::stage_complete(&task, &stage, &crate::texts::Texts::english()),
     );
     let id = a.start_next().unwrap().step_id;
     (a, id, stage)
@@ -336,7 +328,7 @@ fn a_verdict_its_action_keeps_contradicting_is_carried_out_once_the_reasks_are_s
     let notice = crate::team::notices::judge_task(
         &task,
         [&stage].into_iter(),
-        &crate::texts::Texts::builtin(crate::texts::Language::En),
+        &crate::texts::Texts::english(),
     );
     let (mut a, id) = manager_acting_on_message("t", &notice);
     let add = r#"<goal_reached>true</goal_reached><task_instruction>{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "more", "agent_allocation": {"w": "more"}}]}</task_instruction>"#;

@@ -56,7 +56,7 @@ fn sys_i(i: Instruction) -> Message {
         vec!["b".into()],
         StageRef::Stage(StageId::from("s")),
         &i,
-        &crate::texts::Texts::builtin(crate::texts::Language::En),
+        &crate::texts::Texts::english(),
     )
 }
 
@@ -520,27 +520,19 @@ fn rewording_a_notice_changes_no_decision() {
     stage.completion_summary.insert("w".into(), "Rain".into());
     let roster = [crate::team::Member::new("w", "writer")];
     let notices = [
-        crate::team::notices::task_created(
-            &task,
-            &roster,
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
-        ),
-        crate::team::notices::stage_complete(
-            &task,
-            &stage,
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
-        ),
+        crate::team::notices::task_created(&task, &roster, &crate::texts::Texts::english()),
+        crate::team::notices::stage_complete(&task, &stage, &crate::texts::Texts::english()),
         crate::team::notices::judge_task(
             &task,
             [&stage].into_iter(),
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
+            &crate::texts::Texts::english(),
         ),
         crate::team::notices::agent_stuck(
             &task,
             &stage,
             &"w".into(),
             "model down",
-            &crate::texts::Texts::builtin(crate::texts::Language::En),
+            &crate::texts::Texts::english(),
         ),
     ];
     let manager = || {
