@@ -78,6 +78,10 @@ pub struct Team {
     pub models: HashMap<AgentId, Arc<dyn ChatModel>>,
     /// The team's traces, when the environment asks for them (`crate::otel`).
     pub traces: Option<Arc<crate::otel::Traces>>,
+    /// The team's language (`language:`) and its catalog of runtime texts, for what the
+    /// edges (REST, the console) write to people.
+    pub language: cohort_core::texts::Language,
+    pub texts: Arc<cohort_core::texts::Texts>,
 }
 
 impl Team {
@@ -284,6 +288,7 @@ fn start(
 
     let dispatcher = Dispatcher::new(monitor.clone()).start();
     let tools = agent_tools(cfg, host);
+    let texts = prompts.texts().clone();
     let factory = AgentFactory {
         settings: agent_settings(
             cfg,
@@ -325,6 +330,8 @@ fn start(
         factory,
         models: by_agent,
         traces,
+        language: cfg.language,
+        texts,
     })
 }
 
