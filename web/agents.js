@@ -8,7 +8,8 @@ import { agentFailures, failureReason } from './failures.js';
 import { callsSection } from './calls.js';
 import { mediaSection } from './media.js';
 import { forkSection } from './fork.js';
-import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches, agentChip } from './ctx.js';
+import { $, app, store, ui, mark, taskName, stageName, truncate, NO_RELATIVE, matches, agentChip, stateLabel } from './ctx.js';
+import { t, tn } from './i18n.js';
 import { confirmCancel } from './control.js';
 import { waitingOn } from './plan.js';
 import { nodes, nodeTag } from './nodes.js';
@@ -100,7 +101,7 @@ export function renderTeamList() {
   const list = $('agent-list');
   const all = agentsInOrder();
   const agents = all.filter((r) => agentMatches(r.state));
-  $('team-count').textContent = agents.length === all.length ? (all.length ? String(all.length) : '') : `${agents.length} of ${all.length}`;
+  $('team-count').textContent = agents.length === all.length ? (all.length ? fmt.int(all.length) : '') : t('agents.count_of', { shown: fmt.int(agents.length), total: fmt.int(all.length) });
   keyed(
     list,
     agents,
@@ -115,12 +116,12 @@ export function renderTeamList() {
       const queued = ((a.agent_step && a.agent_step.todo) || []).length;
       const done = steps.filter((s) => ['finished', 'failed', 'cancelled'].includes(s.state.execution_state)).length;
       let doing;
-      if (lock.length) doing = `waits for ${lock.length === 1 ? 'a reply' : `${lock.length} replies`}`;
+      if (lock.length) doing = tn('agents.waits_for_replies', lock.length);
       // A graph plan's steps run side by side: the first, and how many more.
-      else if (running.length) doing = `▸ ${running[0].state.step_intention}${running.length > 1 ? ` +${running.length - 1} more` : ''}`;
-      else if (queued) doing = `${queued} queued`;
-      else if (a.agent_id === app.sess.human_agent_id) doing = `you${done ? ` · ${done} sent` : ''}`;
-      else doing = done ? `${done} step${done === 1 ? '' : 's'} done` : 'no steps yet';
+      else if (running.length) doing = running.length > 1 ? t('agents.running_more', { intention: running[0].state.step_intention, more: fmt.int(running.length - 1) }) : `▸ ${running[0].state.step_intention}`;
+      else if (queued) doing = t('agents.queued_count', { count: fmt.int(queued) });
+      else if (a.agent_id === app.sess.human_agent_id) doing = done ? t('agents.you_sent', { count: fmt.int(done) }) : t('agents.you');
+      else doing = done ? tn('agents.steps_done', done) : t('agents.no_steps_yet');
       return h(
         'li',
         {
@@ -146,21 +147,21 @@ export function renderTeamList() {
             'div',
             { class: 'agent-item-top' },
             h('span', { class: 'agent-name' }, a.name || a.agent_id),
-            h('span', { class: 'agent-role muted small', title: a.human_config ? 'a person' : '' }, a.role),
+            h('span', { class: 'agent-role muted small', title: a.human_config ? t('agents.a_person') : '' }, a.role),
           ),
           h('div', { class: 'agent-item-doing' }, doing),
         ),
         h(
           'div',
           { class: 'agent-item-side' },
-          h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-working-state' }, a.working_state),
+          h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-working-state' }, stateLabel(a.working_state)),
           fails.count
-            ? h('span', { class: `fail-mark${fails.lastFailed ? ' fail-last' : ''}`, testid: 'agent-failures', title: fails.lastFailed ? `last step failed: ${failureReason(fails.last)}` : `${fails.count} failed step${fails.count === 1 ? '' : 's'}` }, `✕ ${fails.count}`)
+            ? h('span', { class: `fail-mark${fails.lastFailed ? ' fail-last' : ''}`, testid: 'agent-failures', title: fails.lastFailed ? t('agents.last_step_failed', { reason: failureReason(fails.last) }) : tn('agents.failed_steps', fails.count) }, `✕ ${fmt.int(fails.count)}`)
             : null,
-          lock.length ? h('span', { class: 'lock', testid: 'agent-lock', title: `step lock: ${lock.join(', ')}` }, lockIcon(), ` ${lock.length}`) : null,
+          lock.length ? h('span', { class: 'lock', testid: 'agent-lock', title: t('agents.step_lock_ids', { ids: lock.join(', ') }) }, lockIcon(), ` ${fmt.int(lock.length)}`) : null,
           // Paused by an operator (the whole agent, or its work in some tasks).
           a.paused || (a.paused_tasks || []).length
-            ? h('span', { class: 'flag flag-wait', testid: 'agent-paused', title: a.paused ? 'paused: it starts no step until resumed' : `its work is paused in ${a.paused_tasks.length} task(s)` }, 'paused')
+            ? h('span', { class: 'flag flag-wait', testid: 'agent-paused', title: a.paused ? t('agents.paused_agent') : tn('agents.paused_in_tasks', a.paused_tasks.length) }, stateLabel('paused'))
             : null,
         ),
       );
@@ -233,7 +234,7 @@ export function renderAgentCards() {
     cardsInView,
   );
   showRevealed(box);
-  if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, ui.filter ? 'No agent or step matches the filter.' : 'No agents yet.'));
+  if (!agents.length) box.replaceChildren(h('div', { class: 'empty' }, ui.filter ? t('agents.none_match') : t('agents.none_yet_agents')));
 }
 
 /** Finished and queued steps a card lists by default. */
@@ -269,7 +270,7 @@ function moreButton(set, id, total, default_n) {
         mark('agents');
       },
     },
-    all ? 'show fewer' : total > LONGEST ? `show newest ${LONGEST} of ${total}` : `show all ${total}`,
+    all ? t('agents.show_fewer') : total > LONGEST ? t('agents.show_newest', { max: fmt.int(LONGEST), total: fmt.int(total) }) : t('agents.show_all', { total: fmt.int(total) }),
   );
 }
 
@@ -291,37 +292,37 @@ function agentCard(a) {
         'div',
         { class: 'agent-card-title' },
         h('div', null, h('b', null, a.name || a.agent_id), ' ', h('span', { class: 'muted mono small' }, a.agent_id)),
-        h('div', { class: 'muted small' }, a.role !== a.agent_id ? a.role : null, a.human_config ? h('span', { class: 'tag tag-human' }, 'human') : null, a.template ? h('span', { class: 'tag', testid: 'agent-card-template', title: 'created by a manager from this agent template' }, `hired · ${a.template}`) : null, a.agent_id === app.sess.human_agent_id ? h('span', { class: 'tag tag-human' }, 'you') : null, nodeTag(a.agent_id)),
+        h('div', { class: 'muted small' }, a.role !== a.agent_id ? a.role : null, a.human_config ? h('span', { class: 'tag tag-human' }, t('agents.human')) : null, a.template ? h('span', { class: 'tag mono', testid: 'agent-card-template', title: t('agents.hired_title') }, t('agents.hired', { template: a.template })) : null, a.agent_id === app.sess.human_agent_id ? h('span', { class: 'tag tag-human' }, t('agents.you')) : null, nodeTag(a.agent_id)),
       ),
       h('span', { class: 'spacer' }),
-      h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-card-state' }, a.working_state),
-      lock.length ? h('span', { class: 'lock', testid: 'agent-card-lock', title: lock.join('\n') }, lockIcon(), ` step lock · ${lock.length} wait${lock.length > 1 ? 's' : ''}`) : null,
+      h('span', { class: `ws-label ws-${a.working_state}`, testid: 'agent-card-state' }, stateLabel(a.working_state)),
+      lock.length ? h('span', { class: 'lock', testid: 'agent-card-lock', title: lock.join('\n') }, lockIcon(), ` ${tn('agents.step_lock_waits', lock.length)}`) : null,
     ),
     a.profile ? h('p', { class: 'agent-profile muted' }, a.profile) : null,
     lock.length
       ? h(
           'div',
           { class: 'agent-waits small', testid: 'agent-waits-for' },
-          h('span', { class: 'muted' }, 'waits for '),
-          waitsFor(a).map((w) => (w.from ? agentChip(w.from) : h('span', { class: 'mono muted', title: 'wait id' }, fmt.short(w.id)))),
+          h('span', { class: 'muted' }, `${t('agents.waits_for')} `),
+          waitsFor(a).map((w) => (w.from ? agentChip(w.from) : h('span', { class: 'mono muted', title: t('agents.wait_id') }, fmt.short(w.id)))),
         )
       : null,
     memorySection(a),
     h(
       'div',
       { class: 'agent-card-meta small muted' },
-      tokens ? h('span', null, `tokens ${tokens}`) : h('span', null, 'no tokens spent'),
-      (a.skills || []).length ? h('span', { title: (a.skills || []).join(', ') }, `${a.skills.length} skills`) : null,
-      (a.tools || []).length ? h('span', null, `tools: ${a.tools.join(', ')}`) : null,
-      lock.length ? h('span', { class: 'mono', title: 'wait ids' }, lock.map(fmt.short).join(' ')) : null,
+      tokens ? h('span', null, t('agents.tokens', { tokens })) : h('span', null, t('agents.no_tokens')),
+      (a.skills || []).length ? h('span', { title: (a.skills || []).join(', ') }, t('agents.skills_count', { count: fmt.int(a.skills.length) })) : null,
+      (a.tools || []).length ? h('span', { class: 'mono' }, t('agents.tools_list', { tools: a.tools.join(', ') })) : null,
+      lock.length ? h('span', { class: 'mono', title: t('agents.wait_ids') }, lock.map(fmt.short).join(' ')) : null,
     ),
     h(
       'div',
       { class: 'step-groups-now' },
-      stepGroup('Running', 'steps-running', running, 'nothing'),
-      stepGroup('Queued', 'steps-queued', queuedShown, 'empty', queued.length, moreButton(ui.showAllQueued, a.agent_id, queued.length, QUEUED_SHOWN)),
+      stepGroup(t('agents.running'), 'steps-running', running, t('agents.nothing')),
+      stepGroup(t('agents.queued'), 'steps-queued', queuedShown, t('agents.empty'), queued.length, moreButton(ui.showAllQueued, a.agent_id, queued.length, QUEUED_SHOWN)),
     ),
-    stepGroup('Finished', 'steps-finished', shown, 'none yet', done.length, moreButton(ui.showAllSteps, a.agent_id, done.length, FINISHED_SHOWN)),
+    stepGroup(t('agents.finished'), 'steps-finished', shown, t('agents.none_yet'), done.length, moreButton(ui.showAllSteps, a.agent_id, done.length, FINISHED_SHOWN)),
   );
 }
 
@@ -329,19 +330,19 @@ function agentCard(a) {
 function memorySection(a) {
   const notes = Object.entries(a.persistent_memory || {});
   const work = Object.entries(a.working_memory || {}).flatMap(([task, stages]) =>
-    Object.keys(stages || {}).map((stage) => `${taskName(task)} · ${stage === NO_RELATIVE ? 'no stage' : stageName(stage)}`),
+    Object.keys(stages || {}).map((stage) => `${taskName(task)} · ${stage === NO_RELATIVE ? t('agents.no_stage') : stageName(stage)}`),
   );
   if (!notes.length && !work.length) return null;
   return lazyDetails(
     `memory:${a.agent_id}`,
-    h('span', { testid: 'agent-memory' }, `Memory · ${notes.length} note${notes.length === 1 ? '' : 's'} · ${work.length} in hand`),
+    h('span', { testid: 'agent-memory' }, tn('agents.memory_summary', notes.length, { hand: fmt.int(work.length) })),
     () =>
       h(
         'div',
         { class: 'memory-body small' },
-        work.length ? h('div', null, h('div', { class: 'label' }, 'Working on'), h('ul', { class: 'memory-list' }, work.map((w) => h('li', null, w)))) : null,
+        work.length ? h('div', null, h('div', { class: 'label' }, t('agents.working_on')), h('ul', { class: 'memory-list' }, work.map((w) => h('li', null, w)))) : null,
         notes.length
-          ? h('div', null, h('div', { class: 'label' }, 'Persistent memory'), h('ul', { class: 'memory-list' }, notes.map(([k, text]) => h('li', { testid: 'memory-note' }, h('span', { class: 'mono muted' }, `${k} `), h('span', { class: 'pre' }, text)))))
+          ? h('div', null, h('div', { class: 'label' }, t('agents.persistent_memory')), h('ul', { class: 'memory-list' }, notes.map(([k, text]) => h('li', { testid: 'memory-note' }, h('span', { class: 'mono muted' }, `${k} `), h('span', { class: 'pre' }, text)))))
           : null,
       ),
     { class: 'fold memory-fold' },
@@ -352,7 +353,7 @@ function stepGroup(title, testid, steps, empty, total, extra) {
   return h(
     'section',
     { class: `step-group${steps.length ? '' : ' step-group-empty'}`, testid, 'data-count': String(total ?? steps.length) },
-    h('h4', null, title, ' ', h('span', { class: 'count' }, String(total ?? steps.length)), steps.length ? extra : h('span', { class: 'step-group-none' }, empty)),
+    h('h4', null, title, ' ', h('span', { class: 'count' }, fmt.int(total ?? steps.length)), steps.length ? extra : h('span', { class: 'step-group-none' }, empty)),
     steps.length ? h('ul', { class: 'steps' }, steps.map((r) => stepRow(r.state))) : null,
   );
 }
@@ -362,8 +363,14 @@ function repairsFlag(res) {
   const fired = res && Array.isArray(res.repairs) ? res.repairs : [];
   if (!fired.length) return null;
   const title = fired.map((f) => `${f.rule}: ${f.what}`).join('\n');
-  const label = fired.length === 1 ? `repaired: ${fired[0].rule}` : `${fired.length} repairs`;
-  return h('span', { class: 'flag flag-repair', testid: 'step-repairs', title }, label);
+  const label = fired.length === 1 ? t('agents.repaired', { rule: fired[0].rule }) : t('agents.repairs_count', { count: fmt.int(fired.length) });
+  return h('span', { class: 'flag flag-repair mono', testid: 'step-repairs', title }, label);
+}
+
+/** What a pending step of a graph plan waits for: the steps of its plan named, or its plan. */
+function waitsForSteps(s) {
+  const ids = waitingOn(store, s);
+  return ids.length ? t('agents.waits_for_steps', { steps: ids.join(', ') }) : t('agents.waits_for_plan');
 }
 
 function stepRow(s) {
@@ -376,28 +383,28 @@ function stepRow(s) {
   const summary = h(
     'span',
     { class: 'step-line' },
-    h('span', { class: `dot st-${s.execution_state}`, title: s.execution_state }),
+    h('span', { class: `dot st-${s.execution_state}`, title: stateLabel(s.execution_state) }),
     h(
       'span',
       { class: 'step-intention' },
-      s.step_intention || '(no intention)',
+      s.step_intention || t('agents.no_intention'),
       // A person's steps all say "Message sent by a person": show what was sent.
       human && s.text_content ? h('span', { class: 'muted' }, ` · “${truncate(s.text_content, 80)}”`) : null,
     ),
-    h('span', { class: `exec exec-${s.type}`, title: `type: ${s.type}` }, `${s.type === 'tool' ? 'tool' : 'skill'} · ${s.executor}`),
-    s.plan_id ? h('span', { class: 'tag mono', testid: 'step-plan-id', title: 'its id in its plan' }, s.plan_id) : null,
-    s.execution_state === 'pending' ? h('span', { class: 'flag flag-wait', testid: 'step-waits-for', title: 'it runs once these steps of its plan finished' }, `waits for ${waitingOn(store, s).join(', ') || 'its plan'}`) : null,
+    h('span', { class: `exec exec-${s.type} mono`, title: t('agents.type_title', { type: s.type }) }, s.type === 'tool' ? t('agents.exec_tool', { executor: s.executor }) : t('agents.exec_skill', { executor: s.executor })),
+    s.plan_id ? h('span', { class: 'tag mono', testid: 'step-plan-id', title: t('agents.plan_id_title') }, s.plan_id) : null,
+    s.execution_state === 'pending' ? h('span', { class: 'flag flag-wait mono', testid: 'step-waits-for', title: t('agents.waits_for_title') }, waitsForSteps(s)) : null,
     !ui.stepsThisTask && s.task_id !== ui.taskId ? h('span', { class: 'tag', title: s.task_id }, taskName(s.task_id)) : null,
-    dropped ? h('span', { class: 'flag' }, 'dropped') : null,
+    dropped ? h('span', { class: 'flag' }, t('agents.dropped')) : null,
     res && (res.tool_retries || []).length
-      ? h('span', { class: 'flag', testid: 'step-retried', title: res.tool_retries.map((r, i) => `try ${i + 1}: ${r.error} (then ${r.waited_ms} ms' pause)`).join('\n') }, `retried ${res.tool_retries.length}×`)
+      ? h('span', { class: 'flag', testid: 'step-retried', title: res.tool_retries.map((r, i) => t('agents.retry_try', { try: fmt.int(i + 1), error: r.error, ms: fmt.int(r.waited_ms) })).join('\n') }, t('agents.retried', { count: fmt.int(res.tool_retries.length) }))
       : null,
-    res && res.cached ? h('span', { class: 'flag', testid: 'step-cached', title: `served from the server's cache: the same call ${Math.round((res.cached.age_ms || 0) / 1000)} s before` }, 'cached') : null,
+    res && res.cached ? h('span', { class: 'flag', testid: 'step-cached', title: t('agents.cached_title', { s: fmt.int(Math.round((res.cached.age_ms || 0) / 1000)) }) }, t('agents.cached')) : null,
     repairsFlag(res),
     s.model_wait
-      ? h('span', { class: 'flag flag-wait', testid: 'step-model-wait', title: s.model_wait.reason }, `waiting for the model endpoint since ${fmt.clock(s.model_wait.since)}`)
+      ? h('span', { class: 'flag flag-wait', testid: 'step-model-wait', title: s.model_wait.reason }, t('agents.model_wait', { at: fmt.clock(s.model_wait.since) }))
       : null,
-    s.started_at ? h('span', { class: 'step-took muted', testid: 'step-took', title: `started ${fmt.clock(s.started_at)}` }, fmt.took(s, store.now())) : null,
+    s.started_at ? h('span', { class: 'step-took muted', testid: 'step-took', title: t('agents.started', { at: fmt.clock(s.started_at) }) }, fmt.took(s, store.now())) : null,
     tokens ? h('span', { class: 'step-tokens muted' }, tokens) : null,
   );
   const details = lazyDetails(
@@ -408,17 +415,17 @@ function stepRow(s) {
         'div',
         { class: 'step-body' },
         error ? h('p', { class: 'step-error' }, error) : null,
-        s.model_wait ? h('p', { class: 'step-error' }, `Waiting for the model endpoint since ${fmt.clock(s.model_wait.since)}: ${s.model_wait.reason}`) : null,
-        s.text_content ? h('div', null, h('div', { class: 'label' }, 'Input'), h('p', { class: 'pre' }, s.text_content)) : null,
-        s.instruction_content ? h('div', null, h('div', { class: 'label' }, 'Instruction'), jsonBlock(s.instruction_content)) : null,
-        h('div', null, h('div', { class: 'label' }, 'Result'), res === null || res === undefined ? h('span', { class: 'muted' }, 'none yet') : jsonBlock(res)),
+        s.model_wait ? h('p', { class: 'step-error' }, t('agents.model_wait_reason', { at: fmt.clock(s.model_wait.since), reason: s.model_wait.reason })) : null,
+        s.text_content ? h('div', null, h('div', { class: 'label' }, t('agents.input')), h('p', { class: 'pre' }, s.text_content)) : null,
+        s.instruction_content ? h('div', null, h('div', { class: 'label' }, t('agents.instruction')), jsonBlock(s.instruction_content)) : null,
+        h('div', null, h('div', { class: 'label' }, t('agents.result')), res === null || res === undefined ? h('span', { class: 'muted' }, t('agents.none_yet')) : jsonBlock(res)),
         res ? mediaSection(res, (id) => app.client.blob(id)) : null,
         !human ? callsSection(s.step_id, (id) => app.client.stepCalls(id)) : null,
         !human ? forkSection(s) : null,
-        h('div', { class: 'muted small mono' }, `step ${s.step_id} · ${s.stage_id === NO_RELATIVE ? 'no stage' : stageName(s.stage_id)}`, s.ready_at ? ` · ready ${fmt.clock(s.ready_at)}` : '', s.started_at ? ` · started ${fmt.clock(s.started_at)}${s.ended_at ? ` · ran ${fmt.took(s)}` : ''}` : ''),
+        h('div', { class: 'muted small mono' }, t('agents.step_meta', { id: s.step_id, stage: s.stage_id === NO_RELATIVE ? t('agents.no_stage') : stageName(s.stage_id) }), s.ready_at ? ` · ${t('agents.ready', { at: fmt.clock(s.ready_at) })}` : '', s.started_at ? ` · ${t('agents.started', { at: fmt.clock(s.started_at) })}${s.ended_at ? ` · ${t('agents.ran', { took: fmt.took(s) })}` : ''}` : ''),
         human || ['finished', 'failed', 'cancelled'].includes(s.execution_state)
           ? null
-          : h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'step-cancel', onclick: () => confirmCancel(`step “${s.step_intention}”`, (why) => app.client.cancelStep(s.step_id, why)) }, 'Cancel step'),
+          : h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'step-cancel', onclick: () => confirmCancel(t('agents.cancel_what', { intention: s.step_intention }), (why) => app.client.cancelStep(s.step_id, why)) }, t('agents.cancel_step')),
       ),
     { class: 'fold step-fold' },
   );
@@ -427,7 +434,7 @@ function stepRow(s) {
     'li',
     { class: `step st-${s.execution_state}`, testid: 'step-item', 'data-step-id': s.step_id, 'data-state': s.execution_state, 'data-executor': s.executor },
     details,
-    written !== undefined ? h('p', { class: 'pre step-writing', testid: 'step-writing', 'data-writing': s.step_id, title: 'the answer as the model writes it' }, written) : null,
+    written !== undefined ? h('p', { class: 'pre step-writing', testid: 'step-writing', 'data-writing': s.step_id, title: t('agents.writing_title') }, written) : null,
   );
 }
 

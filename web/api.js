@@ -1,7 +1,11 @@
 // REST calls and the live websocket. The session (token and human agent id) is kept in
 // sessionStorage: it lasts as long as the browser tab and is never written anywhere else.
 
+import { t } from './i18n.js';
+
 const SESSION_KEY = 'cohort.session';
+/** How long the page waits for the team's language before it starts in English. */
+const LANGUAGE_WAIT_MS = 3000;
 
 export class AuthError extends Error {}
 
@@ -32,7 +36,7 @@ async function request(method, path, { token, body, file } = {}) {
   try {
     res = await fetch(path, { method, headers, body: file || (body === undefined ? undefined : JSON.stringify(body)) });
   } catch (e) {
-    throw new Error(`the server cannot be reached (${e.message})`);
+    throw new Error(t('api.unreachable', { why: e.message }));
   }
   let data = null;
   const text = await res.text();
@@ -43,7 +47,7 @@ async function request(method, path, { token, body, file } = {}) {
       data = { error: text };
     }
   }
-  if (res.status === 401) throw new AuthError(errorText(data) || 'not signed in');
+  if (res.status === 401) throw new AuthError(errorText(data) || t('api.not_signed_in'));
   if (!res.ok) throw new Error(errorText(data) || `${res.status} ${res.statusText}`);
   return data;
 }
@@ -52,7 +56,7 @@ async function request(method, path, { token, body, file } = {}) {
  * attached), as a Blob (its MIME type from the server). */
 async function fetchBlob(id, token, base = '/api/blob') {
   const res = await fetch(`${base}/${encodeURIComponent(id)}`, { headers: { Authorization: `Bearer ${token}` } });
-  if (res.status === 401) throw new AuthError('not signed in');
+  if (res.status === 401) throw new AuthError(t('api.not_signed_in'));
   if (!res.ok) {
     const text = await res.text();
     let why = text;
@@ -64,18 +68,32 @@ async function fetchBlob(id, token, base = '/api/blob') {
   return res.blob();
 }
 
+/** Why the server refused: its message in the team's language, else its English reason. */
 function errorText(data) {
   if (!data) return '';
   if (typeof data === 'string') return data;
-  return data.error || data.message || data.detail || '';
+  return data.message || data.error || data.detail || '';
+}
+
+/** The team's language (`language:` in its team file), or null when the server does not say
+ * in time: the page then starts in English. */
+export async function teamLanguage() {
+  try {
+    const res = await fetch('/api/language', { headers: { Accept: 'application/json' }, signal: AbortSignal.timeout(LANGUAGE_WAIT_MS) });
+    if (!res.ok) return null;
+    const data = await res.json();
+    return typeof data.language === 'string' ? data.language : null;
+  } catch {
+    return null;
+  }
 }
 
 export async function bind(humanAgentId, password) {
   const data = await request('POST', '/api/bind_human_agent', { body: { human_agent_id: humanAgentId, password } }).catch((e) => {
-    if (e instanceof AuthError) throw new Error(e.message || 'wrong human agent id or password');
+    if (e instanceof AuthError) throw new Error(e.message || t('api.login_failed'));
     throw e;
   });
-  if (!data || data.success === false || !data.token) throw new Error(errorText(data) || 'wrong human agent id or password');
+  if (!data || data.success === false || !data.token) throw new Error(errorText(data) || t('api.login_failed'));
   return { token: data.token, human_agent_id: data.human_agent_id || humanAgentId };
 }
 

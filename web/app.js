@@ -13,7 +13,8 @@
 // changes (a message reached them, they sent one) and after each send.
 
 import { h, tickElapsed } from './dom.js';
-import { session, bind, api, Live, AuthError } from './api.js';
+import { t, tn, setLanguage, chosenLanguage, chooseLanguage, language, applyStatic, LANGUAGES } from './i18n.js';
+import { session, bind, api, Live, AuthError, teamLanguage } from './api.js';
 import { renderFailures } from './failures.js';
 import { renderTimeline } from './timeline.js';
 import { renderGraph } from './graph.js';
@@ -99,7 +100,7 @@ function renderSummaryLine() {
   const agents = store.all('agent').map((r) => r.state);
   const working = agents.filter((a) => a.working_state === 'working').length;
   const waiting = agents.filter((a) => a.working_state === 'waiting').length;
-  $('summary-line').textContent = `${agents.length} agents · ${working} working · ${waiting} waiting · ${running} running task${running === 1 ? '' : 's'} of ${tasks.length}`;
+  $('summary-line').textContent = tn('app.summary', running, { agents: agents.length, working, waiting, tasks: tasks.length });
 }
 
 function setTab(tab) {
@@ -121,7 +122,13 @@ function setConn(state, delay) {
   const el = $('conn');
   el.dataset.state = state;
   el.textContent =
-    state === 'live' ? 'live' : state === 'offline' ? `offline · retrying in ${Math.max(1, Math.round(delay / 1000))} s` : state === 'reconnecting' ? 'reconnecting…' : 'connecting…';
+    state === 'live'
+      ? t('conn.live')
+      : state === 'offline'
+        ? t('conn.offline', { s: Math.max(1, Math.round(delay / 1000)) })
+        : state === 'reconnecting'
+          ? t('conn.reconnecting')
+          : t('conn.connecting');
 }
 
 // ---------------------------------------------------------------- live data
@@ -151,7 +158,7 @@ function onWriting({ step_id, text }) {
   if (!el) {
     const row = document.querySelector(`li[data-step-id="${CSS.escape(step_id)}"][data-state="running"]`);
     if (!row) return;
-    el = h('p', { class: 'pre step-writing', testid: 'step-writing', 'data-writing': step_id, title: 'the answer as the model writes it' });
+    el = h('p', { class: 'pre step-writing', testid: 'step-writing', 'data-writing': step_id, title: t('app.writing') });
     row.append(el);
   }
   el.textContent = text;
@@ -205,7 +212,7 @@ function start(s) {
   $('login').hidden = true;
   $('app').hidden = false;
   $('whoami').textContent = s.human_agent_id;
-  document.title = `Cohort · ${s.human_agent_id}`;
+  document.title = t('page.title_signed_in', { who: s.human_agent_id });
   setTab(ui.tab);
   store.reset(0);
   markAll();
@@ -220,7 +227,7 @@ function start(s) {
         return false;
       } catch (e) {
         if (e instanceof AuthError) {
-          signOut('Your session has ended; sign in again.');
+          signOut(t('app.session_ended'));
           return true;
         }
         return false;
@@ -290,6 +297,14 @@ function wire() {
     }
   });
   $('logout').addEventListener('click', () => signOut());
+  for (const picker of [$('lang'), $('login-lang')]) {
+    picker.replaceChildren(...LANGUAGES.map((l) => h('option', { value: l.code, lang: l.code, selected: l.code === language() }, l.name)));
+    // The page is drawn anew in the chosen language; the session (sessionStorage) stays.
+    picker.addEventListener('change', () => {
+      chooseLanguage(picker.value);
+      location.reload();
+    });
+  }
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => setTab(b.dataset.tab));
   $('steps-this-task').addEventListener('change', (e) => {
     ui.stepsThisTask = e.target.checked;
@@ -330,8 +345,16 @@ function wire() {
 // The views reach these through `app` (ctx.js): importing the entry would be a cycle.
 app.signOut = signOut;
 app.setTab = setTab;
-wire();
-const saved = session.load();
-if (saved) start(saved);
-else showLogin();
+
+/** The language first (the person's choice on this browser, else the team's), then the page. */
+async function boot() {
+  setLanguage(chosenLanguage() || (await teamLanguage()));
+  applyStatic();
+  wire();
+  const saved = session.load();
+  if (saved) start(saved);
+  else showLogin();
+}
+
+boot();
 

@@ -4,6 +4,7 @@
 // their files, each a button that downloads it (the token goes in a header, so no plain link).
 
 import { h } from './dom.js';
+import { t, num } from './i18n.js';
 import { AuthError } from './api.js';
 import { app, ui } from './ctx.js';
 import { setStatus } from './composer.js';
@@ -13,9 +14,9 @@ const MOST_FILES = 8;
 
 /** "812 B", "4.2 kB", "1.3 MB". */
 export function size(bytes) {
-  if (bytes < 1000) return `${bytes} B`;
-  if (bytes < 1e6) return `${(bytes / 1e3).toFixed(1)} kB`;
-  return `${(bytes / 1e6).toFixed(1)} MB`;
+  if (bytes < 1000) return `${num(bytes)} B`;
+  if (bytes < 1e6) return `${num(bytes / 1e3, 1)} kB`;
+  return `${num(bytes / 1e6, 1)} MB`;
 }
 
 /** The files picked in `input`, uploaded one by one; each shows as it is kept or refused. */
@@ -24,7 +25,7 @@ export async function attachPicked(input, status) {
   input.value = '';
   for (const file of files) {
     if (ui.attached.length >= MOST_FILES) {
-      status('error', `At most ${MOST_FILES} files go with one message.`);
+      status('error', t('attachments.too_many', { most: num(MOST_FILES) }));
       break;
     }
     const chip = { name: file.name, state: 'uploading' };
@@ -36,9 +37,9 @@ export async function attachPicked(input, status) {
       // The same file twice is one attachment.
       if (ui.attached.some((a) => a !== chip && a.id === chip.id)) takeOff(chip);
     } catch (err) {
-      if (err instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
+      if (err instanceof AuthError) return app.signOut(t('app.session_ended'));
       takeOff(chip);
-      status('error', `“${file.name}” was not attached: ${err.message}`);
+      status('error', t('attachments.not_attached', { name: file.name, error: err.message }));
     }
     renderAttached();
   }
@@ -69,8 +70,8 @@ export function renderAttached() {
         'li',
         { class: `file-chip ${a.state}`, testid: 'composer-attached-file', 'data-state': a.state, 'data-name': a.name },
         h('span', { class: 'file-name' }, a.name),
-        h('span', { class: 'muted small' }, a.state === 'kept' ? `${a.mime} · ${size(a.bytes)}` : 'uploading…'),
-        h('button', { type: 'button', class: 'btn btn-link small', title: `Take ${a.name} off`, 'aria-label': `Take ${a.name} off`, onclick: () => { takeOff(a); renderAttached(); } }, '×'),
+        h('span', { class: a.state === 'kept' ? 'muted small mono' : 'muted small' }, a.state === 'kept' ? `${a.mime} · ${size(a.bytes)}` : t('attachments.uploading')),
+        h('button', { type: 'button', class: 'btn btn-link small', title: t('attachments.take_off', { name: a.name }), 'aria-label': t('attachments.take_off', { name: a.name }), onclick: () => { takeOff(a); renderAttached(); } }, '×'),
       ),
     ),
   );
@@ -81,13 +82,13 @@ export function fileList(files, testid) {
   if (!files || !files.length) return null;
   return h(
     'ul',
-    { class: 'file-list', testid, 'aria-label': 'attached files' },
-    h('li', { class: 'muted small', 'aria-hidden': 'true' }, 'attached'),
+    { class: 'file-list', testid, 'aria-label': t('attachments.files_label') },
+    h('li', { class: 'muted small', 'aria-hidden': 'true' }, t('attachments.attached')),
     files.map((f) =>
       h(
         'li',
         null,
-        h('button', { type: 'button', class: 'btn btn-link file-link', testid: 'attachment', 'data-attachment-id': f.id, title: `Download ${f.name} (${f.mime}, ${size(f.bytes)})`, onclick: () => download(f) }, f.name),
+        h('button', { type: 'button', class: 'btn btn-link file-link', testid: 'attachment', 'data-attachment-id': f.id, title: t('attachments.download', { name: f.name, mime: f.mime, size: size(f.bytes) }), onclick: () => download(f) }, f.name),
         h('span', { class: 'muted small' }, ` ${size(f.bytes)}`),
       ),
     ),
@@ -104,7 +105,7 @@ async function download(f) {
     a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   } catch (err) {
-    if (err instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
-    setStatus('error', `${f.name} could not be downloaded: ${err.message}`);
+    if (err instanceof AuthError) return app.signOut(t('app.session_ended'));
+    setStatus('error', t('attachments.download_failed', { name: f.name, error: err.message }));
   }
 }

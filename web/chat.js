@@ -4,6 +4,7 @@
 // "Waiting for you" strip, waiting.js), and notices with a count of the ones not seen yet.
 
 import { h, keyed, atBottom, fmt } from './dom.js';
+import { t, tn, num } from './i18n.js';
 import { messageBody, linkIds, systemSentence } from './text.js';
 import { $, app, store, ui, mark, agentName, agentChip, taskName, stageName, truncate, NO_RELATIVE } from './ctx.js';
 import { pendingOf } from './conversations.js';
@@ -24,15 +25,15 @@ const lookups = {
 export function renderChatCount() {
   const t = store.get('task', ui.taskId);
   const n = ((t && t.shared_conversation_pool) || []).length;
-  $('chat-count').textContent = n ? String(n) : '';
+  $('chat-count').textContent = n ? num(n) : '';
 }
 
 export function renderGroupChat() {
   const view = $('view-chat');
-  const t = store.get('task', ui.taskId);
-  const pool = (t && t.shared_conversation_pool) || [];
+  const task = store.get('task', ui.taskId);
+  const pool = (task && task.shared_conversation_pool) || [];
   const stick = atBottom(view);
-  const key = t ? t.task_id : '';
+  const key = task ? task.task_id : '';
   if (view.dataset.taskId !== key) {
     view.replaceChildren();
     view._keyed = null;
@@ -40,10 +41,10 @@ export function renderGroupChat() {
   }
   // Keyed by the entry's place in the whole conversation: when the oldest entries leave
   // (the pool is capped), the others keep their keys.
-  const omitted = (t && t.shared_conversation_omitted) || 0;
+  const omitted = (task && task.shared_conversation_omitted) || 0;
   const entries = pool.map((e, i) => ({ e, i: omitted + i }));
   keyed(view, entries, (x) => `${key}:${x.i}`, () => '1', (x) => groupMessage(x.e));
-  if (!pool.length) view.replaceChildren(h('div', { class: 'empty' }, t ? 'No messages in this task yet.' : ''));
+  if (!pool.length) view.replaceChildren(h('div', { class: 'empty' }, task ? t('chat.no_messages') : ''));
   if (stick || view.dataset.fresh !== key) view.scrollTop = view.scrollHeight;
   view.dataset.fresh = key;
 }
@@ -58,7 +59,7 @@ function systemBody(m) {
       'div',
       { class: 'msg-body', testid: 'system-sentence' },
       h('span', { class: 'pre' }, sentence),
-      h('details', { class: 'fold raw-fold', testid: 'system-message-raw' }, h('summary', null, 'raw'), h('pre', { class: 'call-text' }, text)),
+      h('details', { class: 'fold raw-fold', testid: 'system-message-raw' }, h('summary', null, t('chat.raw')), h('pre', { class: 'call-text' }, text)),
     );
   }
   const first = text.split('\n').find((l) => l.trim()) || text;
@@ -70,16 +71,16 @@ function groupMessage(entry) {
   const me = app.sess.human_agent_id;
   const system = m.sender_id === '[TaskState]';
   const flags = [];
-  if (m.waiting && m.waiting.length) flags.push(h('span', { class: 'flag flag-wait' }, 'waits for reply'));
-  else if (m.need_reply) flags.push(h('span', { class: 'flag' }, 'needs reply'));
-  if (m.return_waiting_id) flags.push(h('span', { class: 'flag flag-answer', title: `answers wait ${m.return_waiting_id}` }, 'answer'));
+  if (m.waiting && m.waiting.length) flags.push(h('span', { class: 'flag flag-wait' }, t('chat.waits_for_reply')));
+  else if (m.need_reply) flags.push(h('span', { class: 'flag' }, t('chat.needs_reply')));
+  if (m.return_waiting_id) flags.push(h('span', { class: 'flag flag-answer', title: t('text.answers_wait', { id: m.return_waiting_id }) }, t('chat.answer_flag')));
   return h(
     'div',
     { class: `msg${system ? ' msg-system' : ''}${m.sender_id === me ? ' msg-me' : ''}`, testid: 'group-message', 'data-sender': m.sender_id },
     h(
       'div',
       { class: 'msg-head' },
-      system ? h('span', { class: 'sender' }, 'Task system') : agentChip(m.sender_id),
+      system ? h('span', { class: 'sender' }, t('ctx.task_system')) : agentChip(m.sender_id),
       h('span', { class: 'arrow' }, '→'),
       (m.receiver || []).map((r) => agentChip(r)),
       m.stage_relative && m.stage_relative !== NO_RELATIVE ? h('span', { class: 'tag', title: m.stage_relative }, stageName(m.stage_relative)) : null,
@@ -105,24 +106,24 @@ export function renderInbox() {
   const pending = convs.reduce((n, c) => n + c.pending, 0);
   const pc = $('pending-count');
   pc.hidden = pending === 0;
-  pc.textContent = pending === 1 ? '1 reply pending' : `${pending} replies pending`;
+  pc.textContent = tn('chat.replies_pending', pending);
   pc.dataset.count = String(pending);
-  document.title = `${pending ? `(${pending}) ` : ''}Cohort · ${app.sess.human_agent_id}`;
+  document.title = `${pending ? `(${num(pending)}) ` : ''}${t('page.title_signed_in', { who: app.sess.human_agent_id })}`;
 
   // Notices, newest first.
   const notices = ui.pool.global_messages || [];
   // Counted over every notice ever received: only the newest are kept, so a length would
   // stop growing once the list is full.
   const total = (ui.pool.global_messages_omitted || 0) + notices.length;
-  $('notice-count').textContent = String(total);
+  $('notice-count').textContent = num(total);
   const unseen = Math.min(total - ui.noticesSeen, notices.length);
   $('notice-new').hidden = !(unseen > 0);
-  $('notice-new').textContent = unseen > 0 ? `${unseen} new` : '';
+  $('notice-new').textContent = unseen > 0 ? t('chat.unseen', { count: num(unseen) }) : '';
   if ($('notices').open) markNoticesSeen();
   $('notice-list').replaceChildren(
     ...(notices.length
       ? [...notices].reverse().map((n, i) => h('li', { testid: 'notice-item', class: i < unseen ? 'unseen' : '' }, linkIds(n, lookups)))
-      : [h('li', { class: 'empty' }, 'No notices.')]),
+      : [h('li', { class: 'empty' }, t('chat.no_notices'))]),
   );
 
   // Which conversation: the user's choice, else the first with a pending reply, else the latest.
@@ -148,10 +149,10 @@ export function renderInbox() {
           },
         },
         agentName(c.id),
-        c.pending ? h('span', { class: 'badge badge-pending' }, String(c.pending)) : null,
+        c.pending ? h('span', { class: 'badge badge-pending' }, num(c.pending)) : null,
       ),
   );
-  if (!convs.length) $('conv-tabs').replaceChildren(h('span', { class: 'muted small' }, 'No private messages yet.'));
+  if (!convs.length) $('conv-tabs').replaceChildren(h('span', { class: 'muted small' }, t('chat.no_private')));
 
   const body = $('conv-body');
   const stick = atBottom(body);
@@ -159,7 +160,7 @@ export function renderInbox() {
   const changed = body.dataset.conv !== (ui.conv || '');
   body.dataset.conv = ui.conv || '';
   body.replaceChildren(
-    ...(conv ? conv.msgs.map(privateMessage) : [h('div', { class: 'empty' }, 'Messages between you and an agent appear here.')]),
+    ...(conv ? conv.msgs.map(privateMessage) : [h('div', { class: 'empty' }, t('chat.private_empty'))]),
   );
   if (stick || changed) body.scrollTop = body.scrollHeight;
 }
@@ -183,11 +184,11 @@ function privateMessage(m) {
     h(
       'div',
       { class: 'msg-head' },
-      h('b', { class: 'sender' }, mine ? 'You' : agentName(m.sender_id)),
+      h('b', { class: 'sender' }, mine ? t('chat.you') : agentName(m.sender_id)),
       h('span', { class: 'tag', title: m.task_id, onclick: () => selectTask(m.task_id) }, taskName(m.task_id)),
-      pending ? h('span', { class: `flag ${m.waiting ? 'flag-wait' : ''}` }, m.waiting ? 'waiting for your reply' : 'asks for a reply') : null,
-      !mine && m.need_reply && m.replied ? h('span', { class: 'flag flag-done' }, 'answered') : null,
-      mine && m.return_waiting_id ? h('span', { class: 'flag flag-answer' }, 'answer') : null,
+      pending ? h('span', { class: `flag ${m.waiting ? 'flag-wait' : ''}` }, m.waiting ? t('chat.waiting_for_your_reply') : t('chat.asks_for_reply')) : null,
+      !mine && m.need_reply && m.replied ? h('span', { class: 'flag flag-done' }, t('chat.answered')) : null,
+      mine && m.return_waiting_id ? h('span', { class: 'flag flag-answer' }, t('chat.answer_flag')) : null,
       h('span', { class: 'time', title: m.timestamp }, fmt.time(m.timestamp)),
     ),
     messageBody(m.content || '', lookups),
@@ -196,7 +197,7 @@ function privateMessage(m) {
       ? h(
           'div',
           { class: 'msg-actions' },
-          h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'answer-button', disabled: answering, onclick: () => answer(m) }, answering ? 'Answering…' : 'Answer'),
+          h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'answer-button', disabled: answering, onclick: () => answer(m) }, answering ? t('chat.answering') : t('chat.answer')),
         )
       : null,
   );

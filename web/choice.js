@@ -4,6 +4,7 @@
 // there is something to choose; what is left as it is sends nothing.
 
 import { h } from './dom.js';
+import { t } from './i18n.js';
 import { store } from './ctx.js';
 
 /** What all `ids` share of a list each agent state has (`models` or `tools`). */
@@ -25,21 +26,21 @@ export function renderChoice(receivers) {
   const was = choiceBody();
   const llm = h(
     'select',
-    { id: 'c-llm', testid: 'composer-llm', title: 'The model that works on this message (the team’s named models the receivers may be given)' },
-    h('option', { value: '' }, 'its own model'),
-    models.map((m) => h('option', { value: m, selected: was.llm === m }, m)),
+    { id: 'c-llm', testid: 'composer-llm', title: t('choice.model_title') },
+    h('option', { value: '' }, t('choice.own_model')),
+    models.map((m) => h('option', { value: m, class: 'mono', selected: was.llm === m }, m)),
   );
-  const servers = tools.map((t) =>
+  const servers = tools.map((server) =>
     h(
       'label',
-      { class: 'check', testid: 'composer-server', 'data-server': t },
-      h('input', { type: 'checkbox', value: t, checked: !was.mcp_servers || was.mcp_servers.includes(t) }),
-      ` ${t}`,
+      { class: 'check mono', testid: 'composer-server', 'data-server': server },
+      h('input', { type: 'checkbox', value: server, checked: !was.mcp_servers || was.mcp_servers.includes(server) }),
+      ` ${server}`,
     ),
   );
   box.replaceChildren(
-    models.length ? h('label', null, 'Model ', llm) : null,
-    tools.length ? h('span', { class: 'choice-servers', title: 'The MCP servers the work on this message may use' }, h('span', { class: 'muted small' }, 'Tools'), servers) : null,
+    models.length ? h('label', null, t('choice.model'), ' ', llm) : '',
+    tools.length ? h('span', { class: 'choice-servers', title: t('choice.servers_title') }, h('span', { class: 'muted small' }, t('choice.tools')), servers) : '',
   );
 }
 

@@ -3,8 +3,9 @@
 // task and stage), picks receivers from the task group or every agent, and sends.
 
 import { h } from './dom.js';
+import { t, tn, num } from './i18n.js';
 import { AuthError } from './api.js';
-import { $, app, store, ui, mark, agentName, taskName, isBase, tasksInOrder, truncate, NO_RELATIVE } from './ctx.js';
+import { $, app, store, ui, mark, agentName, taskName, taskTitle, isBase, tasksInOrder, truncate, NO_RELATIVE } from './ctx.js';
 import { refreshConversations } from './conversations.js';
 import { attachedIds, clearAttached } from './attachments.js';
 import { renderChoice, choiceBody } from './choice.js';
@@ -67,23 +68,23 @@ export function renderComposer() {
   app.composerSig = sig;
   const open = tasks.filter((t) => !['finished', 'failed', 'cancelled'].includes(t.execution_state));
   const over = tasks.filter((t) => !open.includes(t));
-  const opt = (t) => h('option', { value: t.task_id, 'data-base': isBase(t) ? 'true' : 'false' }, isBase(t) ? `${t.task_name} (base)` : t.task_name);
-  sel.replaceChildren(...open.map(opt), over.length ? h('optgroup', { label: 'finished' }, over.map(opt)) : null);
+  const opt = (task) => h('option', { value: task.task_id, 'data-base': isBase(task) ? 'true' : 'false' }, isBase(task) ? t('composer.base_task', { task: taskTitle(task) }) : task.task_name);
+  sel.replaceChildren(...open.map(opt), over.length ? h('optgroup', { label: t('composer.tasks_over') }, over.map(opt)) : '');
   if (ui.composerTask) sel.value = ui.composerTask;
-  const t = store.get('task', ui.composerTask);
+  const task = store.get('task', ui.composerTask);
 
   const stageSel = $('c-stage');
   const prevStage = stageSel.value;
-  const stages = t ? store.stagesOf(t) : [];
+  const stages = task ? store.stagesOf(task) : [];
   stageSel.replaceChildren(
-    h('option', { value: NO_RELATIVE }, 'none'),
-    ...stages.map((r, i) => h('option', { value: r.state.stage_id }, `${i + 1}. ${r.state.stage_intention}${r.state.execution_state === 'running' ? ' (running)' : ''}`)),
+    h('option', { value: NO_RELATIVE }, t('composer.no_stage')),
+    ...stages.map((r, i) => h('option', { value: r.state.stage_id }, r.state.execution_state === 'running' ? t('composer.stage_running', { i: num(i + 1), stage: r.state.stage_intention }) : `${num(i + 1)}. ${r.state.stage_intention}`)),
   );
   stageSel.value = [...stageSel.options].some((o) => o.value === prevStage) ? prevStage : NO_RELATIVE;
 
   for (const b of document.querySelectorAll('.seg button')) b.classList.toggle('active', b.dataset.scope === ui.scope);
   const box = $('c-receivers');
-  const ids = receiverCandidates(t);
+  const ids = receiverCandidates(task);
   box.replaceChildren(
     ...(ids.length
       ? ids.map((id) => {
@@ -105,7 +106,7 @@ export function renderComposer() {
           );
           return label;
         })
-      : [h('span', { class: 'muted small' }, ui.scope === 'group' ? 'Nobody else is in this task group; choose “all agents”.' : 'No other agents.')]),
+      : [h('span', { class: 'muted small' }, ui.scope === 'group' ? t('composer.nobody_in_group') : t('composer.no_other_agents'))]),
   );
 
   renderChoice([...ui.receivers]);
@@ -114,13 +115,22 @@ export function renderComposer() {
   if (ui.replyTo) {
     rep.hidden = false;
     rep.replaceChildren(
-      h('span', null, 'Answering ', h('b', null, agentName(ui.replyTo.sender_id)), ': “', truncate(ui.replyTo.content, 90), '”'),
-      h('button', { type: 'button', class: 'btn btn-link small', title: 'Stop answering', onclick: () => { ui.replyTo = null; mark('composer', 'inbox'); } }, 'cancel'),
+      h('span', null, withNodes(t('composer.answering'), { who: h('b', null, agentName(ui.replyTo.sender_id)), text: truncate(ui.replyTo.content, 90) })),
+      h('button', { type: 'button', class: 'btn btn-link small', title: t('composer.stop_answering'), onclick: () => { ui.replyTo = null; mark('composer', 'inbox'); } }, t('composer.cancel_answer')),
     );
   } else {
     rep.hidden = true;
     rep.replaceChildren();
   }
+}
+
+/** A catalog text whose `{placeholders}` are filled with `parts` (nodes or strings), as a list of
+ * children for h(); the text around them stays text. */
+function withNodes(text, parts) {
+  return text
+    .split(/\{(\w+)\}/)
+    .map((s, i) => (i % 2 ? (s in parts ? parts[s] : `{${s}}`) : s))
+    .filter((x) => x !== '');
 }
 
 /** The line under the composer: what was sent, or why not. */
@@ -134,11 +144,11 @@ export async function send(e) {
   e.preventDefault();
   const content = $('c-content').value;
   const receiver = [...ui.receivers];
-  if (!ui.composerTask) return setStatus('error', 'Choose a task.');
-  if (!receiver.length) return setStatus('error', 'Choose at least one receiver.');
-  if (!content.trim()) return setStatus('error', 'Write a message first.');
+  if (!ui.composerTask) return setStatus('error', t('composer.choose_task'));
+  if (!receiver.length) return setStatus('error', t('composer.choose_receiver'));
+  if (!content.trim()) return setStatus('error', t('composer.write_first'));
   const attachments = attachedIds();
-  if (!attachments) return setStatus('error', 'Wait until the files are attached.');
+  if (!attachments) return setStatus('error', t('composer.wait_attached'));
   const body = {
     task_id: ui.composerTask,
     receiver,
@@ -151,19 +161,19 @@ export async function send(e) {
   Object.assign(body, choiceBody());
   const btn = $('c-send');
   btn.disabled = true;
-  setStatus('sending', 'Sending…');
+  setStatus('sending', t('composer.sending'));
   try {
     await app.client.sendMessage(body);
-    const files = attachments.length ? ` with ${attachments.length} file${attachments.length === 1 ? '' : 's'}` : '';
-    setStatus('sent', `Sent to ${receiver.map(agentName).join(', ')} in “${taskName(body.task_id)}”${files}.`);
+    const sent = { to: receiver.map(agentName).join(', '), task: taskName(body.task_id) };
+    setStatus('sent', attachments.length ? tn('composer.sent_with_files', attachments.length, sent) : t('composer.sent', sent));
     $('c-content').value = '';
     clearAttached();
     ui.replyTo = null;
     mark('composer', 'inbox');
     refreshConversations(0);
   } catch (err) {
-    if (err instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
-    setStatus('error', `Not sent: ${err.message}`);
+    if (err instanceof AuthError) return app.signOut(t('app.session_ended'));
+    setStatus('error', t('composer.not_sent', { error: err.message }));
   } finally {
     btn.disabled = false;
   }

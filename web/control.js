@@ -5,6 +5,7 @@
 import { AuthError } from './api.js';
 import { app, mark } from './ctx.js';
 import { setStatus } from './composer.js';
+import { t } from './i18n.js';
 
 let decisionTimer = 0;
 /** Fetches the decisions again after `delay` ms; calls close together make one fetch. */
@@ -17,7 +18,7 @@ export function refreshDecisions(delay = 150) {
       app.decisionItems = (r && r.approvals) || [];
       mark('decisions');
     } catch (e) {
-      if (e instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
+      if (e instanceof AuthError) return app.signOut(t('waiting.session_ended'));
       console.warn('approvals:', e.message);
     }
   }, delay);
@@ -26,14 +27,14 @@ export function refreshDecisions(delay = 150) {
 /** Runs an operator's control; its refusal (a member, a task already over) is shown. */
 export function control(p) {
   p.then(
-    () => setStatus('sent', 'Done.'),
+    () => setStatus('sent', t('decisions.done')),
     (e) => setStatus('error', e.message),
   );
 }
 
 /** Asks before cancelling (a reason is optional); nothing happens if the person declines. */
 export function confirmCancel(what, run) {
-  const why = window.prompt(`Cancel ${what}? Give a reason (optional):`, '');
+  const why = window.prompt(t('control.cancel_prompt', { what }), '');
   if (why === null) return;
   control(run(why));
 }

@@ -5,6 +5,7 @@
 
 import { AuthError } from './api.js';
 import { app, ui, mark } from './ctx.js';
+import { t } from './i18n.js';
 
 /** The messages in `list` still waiting for the person's reply. */
 export function pendingOf(list) {
@@ -46,7 +47,7 @@ async function fetchConversations() {
       mark('inbox', 'summary');
     }
   } catch (e) {
-    if (e instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
+    if (e instanceof AuthError) return app.signOut(t('app.session_ended'));
     console.warn('conversations:', e.message);
   } finally {
     convInFlight = false;

@@ -7,6 +7,7 @@
 // importing the entry, which would make an import cycle.
 
 import { h, fmt } from './dom.js';
+import { t } from './i18n.js';
 import { Store } from './store.js';
 
 export const $ = (id) => document.getElementById(id);
@@ -103,8 +104,8 @@ function flush() {
 // ---------------------------------------------------------------- names and lookups
 
 export function agentName(id) {
-  if (id === '[TaskState]') return 'Task system';
-  if (id === '[SyncState]') return 'the runtime (ask_info)';
+  if (id === '[TaskState]') return t('ctx.task_system');
+  if (id === '[SyncState]') return t('ctx.sync_state');
   const a = store.get('agent', id);
   return (a && a.name) || id;
 }
@@ -121,21 +122,31 @@ export function agentChip(id, extra) {
 }
 
 export function taskName(id) {
-  const t = store.get('task', id);
-  return t ? t.task_name : fmt.short(id);
+  const task = store.get('task', id);
+  return task ? taskTitle(task) : fmt.short(id);
+}
+
+/** A task's name for people: the base task's (the SPEC's `MAS base task`) in their language. */
+export function taskTitle(task) {
+  return isBase(task) ? t('ctx.base_task_name') : task.task_name;
 }
 
 export function stageName(id) {
   const s = store.get('stage', id);
-  return s ? `stage: ${s.stage_intention}` : `stage ${fmt.short(id)}`;
+  return s ? t('ctx.stage_named', { intention: s.stage_intention }) : t('ctx.stage_id', { id: fmt.short(id) });
 }
 
 export function isBase(t) {
   return t && t.task_name === BASE_TASK;
 }
 
+/** A state's name for people (the wire name in English; `data-state` keeps the wire name). */
+export function stateLabel(state) {
+  return t(`state.${state || 'none'}`);
+}
+
 export function badge(state, testid) {
-  return h('span', { class: `badge st-${state || 'none'}`, testid, 'data-state': state || '' }, state || '—');
+  return h('span', { class: `badge st-${state || 'none'}`, testid, 'data-state': state || '' }, stateLabel(state));
 }
 
 /** The base task first, then the others newest first. */

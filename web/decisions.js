@@ -8,6 +8,7 @@
 
 import { h, jsonBlock, keyed, fmt } from './dom.js';
 import { editable, isGraph, graphProblem, stepList, sketch } from './plan_check.js';
+import { t } from './i18n.js';
 
 /**
  * Renders `items` into `container`; `act` performs the verdicts and resolves when the server
@@ -20,7 +21,26 @@ export function renderDecisions(container, items, act, names) {
   keyed(container, items, (item) => item.step_id, sig, (item) => decision(item, act, names));
 }
 
-const KIND_TITLE = { tool_call: 'Tool call', plan: 'Plan check', params: 'Parameters needed', elicitation: 'A server asks' };
+const KIND_TITLE = {
+  tool_call: () => t('decisions.kind_tool_call'),
+  plan: () => t('decisions.kind_plan'),
+  params: () => t('decisions.kind_params'),
+  elicitation: () => t('decisions.kind_elicitation'),
+};
+const RISK = { low: () => t('decisions.risk_low'), medium: () => t('decisions.risk_medium'), high: () => t('decisions.risk_high') };
+
+/** A text of the catalog whose `{name}` places are filled with `parts` (elements or strings),
+ * so an element sits where the language puts it in the sentence. */
+function fillNodes(text, parts) {
+  const out = [];
+  text.split(/\{(\w+)\}/).forEach((piece, i) => {
+    const v = i % 2 ? (piece in parts ? parts[piece] : `{${piece}}`) : piece;
+    if (v === '' || v === null || v === undefined) return;
+    if (typeof v === 'string' && typeof out[out.length - 1] === 'string') out[out.length - 1] += v;
+    else out.push(v);
+  });
+  return out;
+}
 const BODY = { plan: planBody, params: paramsBody, elicitation: elicitationBody };
 
 function decision(item, act, names) {
@@ -28,11 +48,11 @@ function decision(item, act, names) {
   const busy = (p) => {
     for (const b of box.querySelectorAll('button')) b.disabled = true;
     status.dataset.state = 'sending';
-    status.textContent = 'Sending…';
+    status.textContent = t('waiting.sending');
     p.then(
       () => {
         status.dataset.state = 'ok';
-        status.textContent = 'Done.';
+        status.textContent = t('decisions.done');
       },
       (e) => {
         for (const b of box.querySelectorAll('button')) b.disabled = false;
@@ -42,7 +62,7 @@ function decision(item, act, names) {
     );
   };
   const asks = item.kind === 'elicitation';
-  const placeholder = item.kind === 'plan' ? 'comment: what to plan instead' : asks ? 'why not (kept with the step)' : 'reason (the agent reads it)';
+  const placeholder = item.kind === 'plan' ? t('decisions.plan_comment') : asks ? t('decisions.decline_reason') : t('decisions.reject_reason');
   const reason = h('input', { class: 'grow', placeholder, testid: 'decision-reason' });
   // Declining a server's question needs no reason: the server is told only that it was declined.
   const rejectWith = (then) => busy(act.reject(item, reason.value || (asks ? 'declined' : ''), then));
@@ -51,10 +71,10 @@ function decision(item, act, names) {
   const call = item.kind === 'tool_call';
   const reject = h(
     'button',
-    { type: 'button', class: `btn btn-ghost btn-sm${call ? ' btn-danger' : ''}`, testid: 'decision-reject', title: call ? 'the task is cancelled, and whoever gave its goal is told why' : null, onclick: () => rejectWith(call ? 'cancel_task' : undefined) },
-    asks ? 'Decline' : call ? 'Reject: cancel the task' : 'Reject',
+    { type: 'button', class: `btn btn-ghost btn-sm${call ? ' btn-danger' : ''}`, testid: 'decision-reject', title: call ? t('decisions.reject_call_title') : null, onclick: () => rejectWith(call ? 'cancel_task' : undefined) },
+    asks ? t('decisions.decline') : call ? t('decisions.reject_cancel_task') : t('decisions.reject'),
   );
-  const skip = call ? h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-skip', title: 'the call fails with your reason; the agent goes on without it', onclick: () => rejectWith('skip') }, 'Skip this call') : null;
+  const skip = call ? h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'decision-skip', title: t('decisions.skip_title'), onclick: () => rejectWith('skip') }, t('decisions.skip_call')) : null;
   const body = (BODY[item.kind] || toolBody)(item, act, busy);
   const due = item.decide_by_ms ? fmt.clock(item.decide_by_ms) : null;
   const box = h(
@@ -63,10 +83,10 @@ function decision(item, act, names) {
     h(
       'div',
       { class: 'msg-head' },
-      h('b', null, KIND_TITLE[item.kind] || item.kind),
+      h('b', null, KIND_TITLE[item.kind] ? KIND_TITLE[item.kind]() : item.kind),
       h('span', { class: 'muted' }, ` · ${names.agent(item.agent_id)}`),
-      h('span', { class: 'tag', title: `task ${item.task_id}` }, names.task(item.task_id)),
-      due ? h('span', { class: 'time', title: 'decide by' }, `by ${due}`) : null,
+      h('span', { class: 'tag', title: t('waiting.task_id', { id: item.task_id }) }, names.task(item.task_id)),
+      due ? h('span', { class: 'time', title: t('decisions.decide_by') }, t('waiting.by', { time: due })) : null,
     ),
     h('p', { class: 'small' }, item.step_intention || ''),
     body,
@@ -84,7 +104,7 @@ function toolBody(item, act, busy) {
     try {
       edited = JSON.parse(args.value);
     } catch (e) {
-      return busy(Promise.reject(new Error(`the arguments are not JSON: ${e.message}`)));
+      return busy(Promise.reject(new Error(t('decisions.arguments_not_json', { error: e.message }))));
     }
     const same = JSON.stringify(edited) === JSON.stringify(item.arguments ?? {});
     busy(act.approve(item, same ? { args_hash: item.args_hash } : { args_hash: item.args_hash, arguments: edited }));
@@ -92,11 +112,18 @@ function toolBody(item, act, busy) {
   return h(
     'div',
     null,
-    h('p', { class: 'small' }, h('b', null, `${item.tool}`), ` on ${item.server} · `, h('span', { class: `risk risk-${item.risk}`, testid: 'decision-risk' }, `risk ${String(item.risk || '').toUpperCase()}`), ` · ${item.reason || ''}`),
+    h(
+      'p',
+      { class: 'small' },
+      fillNodes(t('decisions.tool_on'), { tool: h('b', { class: 'mono' }, `${item.tool}`), server: h('span', { class: 'mono' }, `${item.server}`) }),
+      ' · ',
+      h('span', { class: `risk risk-${item.risk}`, testid: 'decision-risk' }, t('decisions.risk', { level: RISK[item.risk] ? RISK[item.risk]() : String(item.risk || '').toUpperCase() })),
+      ` · ${item.reason || ''}`,
+    ),
     // A HIGH call is asked with a warning (seed 000 §11.1): what it may do, said first.
     item.warning ? h('p', { class: 'decision-warning small', role: 'alert', testid: 'decision-warning' }, item.warning) : null,
     args,
-    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: approve }, 'Approve')),
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: approve }, t('decisions.approve'))),
   );
 }
 
@@ -114,7 +141,7 @@ function stagesBody(item, act, busy) {
     try {
       edited = JSON.parse(edit.value);
     } catch (e) {
-      return busy(Promise.reject(new Error(`the stages are not JSON: ${e.message}`)));
+      return busy(Promise.reject(new Error(t('decisions.stages_not_json', { error: e.message }))));
     }
     const same = JSON.stringify(edited) === JSON.stringify(stages);
     busy(act.approve(item, same ? { plan_hash: item.plan_hash } : { plan_hash: item.plan_hash, stages: edited }));
@@ -123,8 +150,8 @@ function stagesBody(item, act, busy) {
     'div',
     null,
     list,
-    h('details', { class: 'fold' }, h('summary', null, 'Edit the stages'), edit),
-    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: confirm }, 'Confirm stages')),
+    h('details', { class: 'fold' }, h('summary', null, t('decisions.edit_stages')), edit),
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: confirm }, t('decisions.confirm_stages'))),
   );
 }
 
@@ -140,10 +167,10 @@ function planBody(item, act, busy) {
     try {
       edited = JSON.parse(edit.value);
     } catch (e) {
-      return busy(Promise.reject(new Error(`the steps are not JSON: ${e.message}`)));
+      return busy(Promise.reject(new Error(t('decisions.steps_not_json', { error: e.message }))));
     }
     const problem = graphProblem(edited);
-    if (problem) return busy(Promise.reject(new Error(`not sent: ${problem}`)));
+    if (problem) return busy(Promise.reject(new Error(t('decisions.not_sent', { problem }))));
     const same = JSON.stringify(edited) === JSON.stringify(steps);
     busy(act.approve(item, same ? { plan_hash: item.plan_hash } : { plan_hash: item.plan_hash, steps: edited }));
   };
@@ -152,8 +179,8 @@ function planBody(item, act, busy) {
     null,
     stepList(steps),
     graph ? h('div', { class: 'plan-box' }, sketch(steps)) : null,
-    h('details', { class: 'fold' }, h('summary', null, graph ? 'Edit the steps (ids, depends_on, replan)' : 'Edit the steps'), edit),
-    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: confirm }, 'Confirm plan')),
+    h('details', { class: 'fold' }, h('summary', null, graph ? t('decisions.edit_steps_graph') : t('decisions.edit_steps')), edit),
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-approve', onclick: confirm }, t('decisions.confirm_plan'))),
   );
 }
 /** A form's inputs, and a function that reads the values filled in. */
@@ -177,11 +204,11 @@ function paramsBody(item, act, busy) {
   return h(
     'div',
     null,
-    h('p', { class: 'small' }, h('b', null, item.tool), ` on ${item.server}`),
+    h('p', { class: 'small' }, fillNodes(t('decisions.tool_on'), { tool: h('b', { class: 'mono' }, item.tool), server: h('span', { class: 'mono' }, `${item.server}`) })),
     item.reason ? h('p', { class: 'decision-message', testid: 'decision-refusal' }, item.reason) : null,
     jsonBlock(item.arguments ?? {}),
     form.view,
-    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: () => busy(act.fill(item, form.values())) }, 'Fill in and run')),
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: () => busy(act.fill(item, form.values())) }, t('decisions.fill_and_run'))),
   );
 }
 
@@ -191,10 +218,10 @@ function elicitationBody(item, act, busy) {
   return h(
     'div',
     null,
-    h('p', { class: 'small' }, `${item.server}, during `, h('b', null, item.tool || 'a call'), ':'),
+    h('p', { class: 'small' }, fillNodes(t('decisions.server_during'), { server: h('span', { class: 'mono' }, `${item.server}`), tool: item.tool ? h('b', { class: 'mono' }, item.tool) : h('b', null, t('decisions.a_call')) })),
     h('p', { class: 'decision-message', testid: 'decision-message' }, item.message || ''),
     form.view,
-    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: () => busy(act.fill(item, form.values())) }, 'Answer')),
+    h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: () => busy(act.fill(item, form.values())) }, t('decisions.answer'))),
   );
 }
 

@@ -1,5 +1,8 @@
 // Small DOM helpers. Every piece of text goes through text nodes or attributes, never through
 // innerHTML, so whatever an agent writes is shown as text and never interpreted as markup.
+// Numbers, times and spans are written by `fmt` in the person's language (i18n.js).
+
+import { t, num, clockTime, dateTime } from './i18n.js';
 
 /**
  * h('div', {class: 'x', testid: 'y', onclick: fn, 'data-id': id}, 'text', child, [more])
@@ -207,8 +210,8 @@ export function jsonBlock(value) {
  */
 export function elapsed(startedAt, endedAt, now, props = {}) {
   if (!startedAt) return null;
-  if (endedAt) return h('span', { ...props, title: `${fmt.clock(startedAt)} – ${fmt.clock(endedAt)}` }, fmt.duration(endedAt - startedAt));
-  return h('span', { ...props, 'data-since': String(startedAt), title: `since ${fmt.clock(startedAt)}` }, fmt.duration(Math.max(0, now - startedAt)));
+  if (endedAt) return h('span', { ...props, title: t('dom.span', { from: fmt.clock(startedAt), to: fmt.clock(endedAt) }) }, fmt.duration(endedAt - startedAt));
+  return h('span', { ...props, 'data-since': String(startedAt), title: t('dom.since', { at: fmt.clock(startedAt) }) }, fmt.duration(Math.max(0, now - startedAt)));
 }
 
 /** Updates every counting `elapsed` span to `now`. */
@@ -227,7 +230,7 @@ export function atBottom(el) {
 
 export const fmt = {
   int(n) {
-    return Number(n || 0).toLocaleString('en-US');
+    return num(n);
   },
   tokens(u) {
     if (!u) return null;
@@ -235,37 +238,42 @@ export const fmt = {
     const c = u.completion_tokens || 0;
     if (!p && !c) return null;
     // Prompt tokens the endpoint served from its cache are counted in, and said apart.
-    const cached = u.cached_prompt_tokens ? ` (${fmt.int(u.cached_prompt_tokens)} cached)` : '';
-    return `${fmt.int(p)} in${cached} · ${fmt.int(c)} out${u.cost_usd ? ` · ${fmt.usd(u.cost_usd)}` : ''}`;
+    const tokens = u.cached_prompt_tokens
+      ? t('fmt.tokens_cached', { in: fmt.int(p), cached: fmt.int(u.cached_prompt_tokens), out: fmt.int(c) })
+      : t('fmt.tokens', { in: fmt.int(p), out: fmt.int(c) });
+    return u.cost_usd ? `${tokens} · ${fmt.usd(u.cost_usd)}` : tokens;
   },
   /** 0.01234 → "$0.0123", 12.5 → "$12.50". */
   usd(x) {
-    return `$${x >= 1 ? x.toFixed(2) : x.toFixed(4)}`;
+    return `$${num(x, x >= 1 ? 2 : 4)}`;
   },
-  /** "2026-11-22 05:20:06" → "05:20:06" (the date only when it is not today). */
+  /** "2026-11-22 05:20:06" (the server's local time) → "05:20:06", the date only when it is
+   * not today; in the locale's way. */
   time(ts) {
     if (!ts) return '';
-    const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})/.exec(ts);
+    const m = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})/.exec(ts);
     if (!m) return ts;
+    const [y, mo, d, hh, mm, ss] = m.slice(1).map(Number);
+    const at = new Date(y, mo - 1, d, hh, mm, ss);
     const today = new Date();
-    const iso = `${today.getFullYear()}-${String(today.getMonth() + 1).padStart(2, '0')}-${String(today.getDate()).padStart(2, '0')}`;
-    return m[1] === iso ? m[2] : `${m[1]} ${m[2]}`;
+    const sameDay = at.getFullYear() === today.getFullYear() && at.getMonth() === today.getMonth() && at.getDate() === today.getDate();
+    return sameDay ? clockTime(at) : dateTime(at);
   },
   short(id) {
     return id && id.length > 12 ? id.slice(0, 8) : id;
   },
-  /** 850 → "850 ms", 12340 → "12.3 s", 125000 → "2m 05s". */
+  /** 850 → "850 ms", 12340 → "12.3 s", 125000 → "2m 05s" (in the person's language). */
   duration(ms) {
     if (ms === null || ms === undefined || !(ms >= 0)) return '';
-    if (ms < 1000) return `${Math.round(ms)} ms`;
-    if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+    if (ms < 1000) return t('fmt.ms', { n: num(Math.round(ms)) });
+    if (ms < 60000) return t('fmt.s', { n: num(ms / 1000, 1) });
     const s = Math.floor(ms / 1000);
-    return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+    return t('fmt.min_s', { m: num(Math.floor(s / 60)), s: String(s % 60).padStart(2, '0') });
   },
   /** A time in ms since the epoch → "05:20:06". */
   clock(ms) {
     if (!ms) return '';
-    return new Date(ms).toTimeString().slice(0, 8);
+    return clockTime(new Date(ms));
   },
   /** How long a step ran (or runs so far); '' when its start is unknown. */
   took(step, now = Date.now()) {

@@ -6,6 +6,8 @@
 
 import { h, keyed, fmt } from './dom.js';
 import { isFailure } from './store.js';
+import { stateLabel } from './ctx.js';
+import { t } from './i18n.js';
 
 /** Shown at once; the rest are counted. */
 const SHOWN = 50;
@@ -21,7 +23,7 @@ export function failedSteps(store) {
 
 export function failureReason(step) {
   const r = step.execute_result;
-  return r && typeof r.error === 'string' ? r.error : 'no reason recorded';
+  return r && typeof r.error === 'string' ? r.error : t('failures.no_reason');
 }
 
 /** An agent's failed steps, and whether the newest step that ended failed. */
@@ -43,10 +45,10 @@ export function failedTasks(store) {
 }
 
 /** Why a task failed: the runtime's reason, and its stages that gave no result. */
-export function taskFailureReason(t) {
-  const o = t.outcome || {};
-  const lines = [o.why, ...(o.failed_stages || []).map((f) => `stage "${f.stage_intention}" failed: ${f.why}`)].filter(Boolean);
-  return lines.length ? lines.join('\n') : t.task_summary || 'no reason recorded';
+export function taskFailureReason(task) {
+  const o = task.outcome || {};
+  const lines = [o.why, ...(o.failed_stages || []).map((f) => t('failures.stage_failed', { intention: f.stage_intention, why: f.why }))].filter(Boolean);
+  return lines.length ? lines.join('\n') : task.task_summary || t('failures.no_reason');
 }
 
 /** ctx: {store, agentName, taskName, showStep(step), showTask(id)} */
@@ -68,15 +70,15 @@ export function renderFailures(ctx, panel, list, count) {
   const redraw = () => renderFailures(ctx, panel, list, count);
   if (all.length > FIRST) {
     const more = expanded
-      ? h('button', { type: 'button', class: 'btn btn-link small', testid: 'failures-fewer', onclick: () => { expanded = false; redraw(); } }, 'show fewer')
-      : h('button', { type: 'button', class: 'btn btn-link small', testid: 'failures-all', onclick: () => { expanded = true; redraw(); } }, `show all ${Math.min(all.length, SHOWN)}`);
-    list.append(h('li', { class: 'failures-more' }, more, expanded && all.length > SHOWN ? h('span', { class: 'muted small' }, ` · ${all.length - SHOWN} older not shown`) : null));
+      ? h('button', { type: 'button', class: 'btn btn-link small', testid: 'failures-fewer', onclick: () => { expanded = false; redraw(); } }, t('failures.show_fewer'))
+      : h('button', { type: 'button', class: 'btn btn-link small', testid: 'failures-all', onclick: () => { expanded = true; redraw(); } }, t('failures.show_all', { total: fmt.int(Math.min(all.length, SHOWN)) }));
+    list.append(h('li', { class: 'failures-more' }, more, expanded && all.length > SHOWN ? h('span', { class: 'muted small' }, ` · ${t('failures.older_hidden', { count: fmt.int(all.length - SHOWN) })}`) : null));
   }
 }
 
 /** One entry of the panel: `who` and `what` in its head with the time it ended, an optional
  * line under it, the reason; a click or Enter opens it. */
-function item({ cls, data, title, open, who, what, at, line, reason }) {
+function item({ cls, data, title, open, who, what, whatClass = 'muted small', at, line, reason }) {
   return h(
     'li',
     {
@@ -91,23 +93,23 @@ function item({ cls, data, title, open, who, what, at, line, reason }) {
         if (e.key === 'Enter') open();
       },
     },
-    h('div', { class: 'failure-head' }, h('b', null, who), h('span', { class: 'muted small' }, what), h('span', { class: 'spacer' }), h('span', { class: 'muted small' }, fmt.clock(at))),
+    h('div', { class: 'failure-head' }, h('b', null, who), h('span', { class: whatClass }, what), h('span', { class: 'spacer' }), h('span', { class: 'muted small' }, fmt.clock(at))),
     line,
     h('p', { class: 'failure-reason pre', testid: 'failure-reason' }, reason),
   );
 }
 
-function taskItem(ctx, t) {
+function taskItem(ctx, task) {
   return item({
     cls: 'failure failure-task',
-    data: { 'data-kind': 'task', 'data-task-id': t.task_id },
-    title: 'show this task',
-    open: () => ctx.showTask(t.task_id),
-    who: `Task ${t.task_name}`,
-    what: ' · failed',
-    at: t.ended_at,
+    data: { 'data-kind': 'task', 'data-task-id': task.task_id },
+    title: t('failures.show_task'),
+    open: () => ctx.showTask(task.task_id),
+    who: t('failures.task_named', { name: task.task_name }),
+    what: ` · ${stateLabel('failed')}`,
+    at: task.ended_at,
     line: null,
-    reason: taskFailureReason(t),
+    reason: taskFailureReason(task),
   });
 }
 
@@ -115,10 +117,11 @@ function stepItem(ctx, s) {
   return item({
     cls: 'failure',
     data: { 'data-kind': 'step', 'data-step-id': s.step_id, 'data-agent-id': s.agent_id },
-    title: 'show this step',
+    title: t('failures.show_step'),
     open: () => ctx.showStep(s),
     who: ctx.agentName(s.agent_id),
     what: ` · ${s.executor}`,
+    whatClass: 'muted small mono',
     at: s.ended_at,
     line: h('div', { class: 'small' }, s.step_intention, h('span', { class: 'muted' }, ` · ${ctx.taskName(s.task_id)}`)),
     reason: failureReason(s),

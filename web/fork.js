@@ -5,10 +5,11 @@
 // command runs where the team's files are, while this console's team goes on.
 
 import { h, fmt } from './dom.js';
+import { t } from './i18n.js';
 
 /** "forked from “task” at step …" in a forked task's head; a click shows the recorded task. */
-export function forkedFromItem(t, names, select) {
-  const from = t.forked_from;
+export function forkedFromItem(task, names, select) {
+  const from = task.forked_from;
   if (!from) return null;
   return h(
     'button',
@@ -18,10 +19,10 @@ export function forkedFromItem(t, names, select) {
       testid: 'task-forked-from',
       'data-task-id': from.task_id,
       'data-step-id': from.step_id,
-      title: `replayed from the recorded task up to step ${from.step_id}, then gone on alone (click to see the recorded task)`,
+      title: t('fork.forked_from_title', { step: from.step_id }),
       onclick: () => select(from.task_id),
     },
-    `forked from “${names.task(from.task_id)}” at step ${fmt.short(from.step_id)}`,
+    t('fork.forked_from', { task: names.task(from.task_id), step: fmt.short(from.step_id) }),
   );
 }
 
@@ -45,7 +46,7 @@ export function forkSection(s) {
     class: 'fork-text',
     testid: 'step-fork-text',
     rows: 3,
-    'aria-label': 'the step text the fork runs with',
+    'aria-label': t('fork.step_text_label'),
     oninput: () => {
       command.textContent = forkCommand(s, text.value);
     },
@@ -55,9 +56,9 @@ export function forkSection(s) {
   const body = h(
     'div',
     { class: 'fork-body', hidden: true },
-    h('p', { class: 'muted small' }, 'Replays this run up to the step, then goes on from it with the live model as a new task beside this one, in a copy of the store (TEAM.yaml and STORE.db: the team file and the --data file this console runs on).'),
-    h('label', { class: 'label' }, 'Step text', text),
-    h('div', { class: 'fork-line' }, command, h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'step-fork-copy', onclick: copy }, 'Copy')),
+    h('p', { class: 'muted small' }, t('fork.explain')),
+    h('label', { class: 'label' }, t('fork.step_text'), text),
+    h('div', { class: 'fork-line' }, command, h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'step-fork-copy', onclick: copy }, t('fork.copy'))),
   );
   const open = h(
     'button',
@@ -71,7 +72,7 @@ export function forkSection(s) {
         open.setAttribute('aria-expanded', String(!body.hidden));
       },
     },
-    'Fork from here…',
+    t('fork.fork_from_here'),
   );
   return h('div', { class: 'fork', testid: 'step-fork-section' }, open, body);
 }

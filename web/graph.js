@@ -3,7 +3,8 @@
 // arrow whose newest message asked for a reply its sender still waits for drawn dashed. Read from the task's conversation
 // pool, which keeps the newest messages: the graph says how many it counts.
 
-import { h } from './dom.js';
+import { h, fmt } from './dom.js';
+import { t, tn } from './i18n.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const SIZE = 420;
@@ -43,14 +44,14 @@ export function edgesOf(pool) {
 export function renderGraph(ctx, view) {
   const { store, task } = ctx;
   if (!task) {
-    view.replaceChildren(h('div', { class: 'empty' }, 'No task selected.'));
+    view.replaceChildren(h('div', { class: 'empty' }, t('graph.no_task')));
     return;
   }
   const pool = task.shared_conversation_pool || [];
   const edges = edgesOf(pool);
   const ids = [...new Set([...(task.task_group || []), ...edges.flatMap((e) => [e.from, e.to])])];
   if (!ids.length) {
-    view.replaceChildren(h('div', { class: 'empty' }, 'No agents in this task yet.'));
+    view.replaceChildren(h('div', { class: 'empty' }, t('graph.no_agents')));
     return;
   }
   const c = SIZE / 2;
@@ -84,9 +85,9 @@ export function renderGraph(ctx, view) {
     return s(
       'g',
       { class: `g-edge${e.waits ? ' g-wait' : ''}`, 'data-testid': 'graph-edge', 'data-from': e.from, 'data-to': e.to, 'data-count': e.count },
-      s('title', null, `${ctx.agentName(e.from)} → ${ctx.agentName(e.to)}: ${e.count} message${e.count === 1 ? '' : 's'}${e.waits ? ' (its sender waits for a reply)' : ''}`),
+      s('title', null, e.waits ? tn('graph.edge_waiting', e.count, { from: ctx.agentName(e.from), to: ctx.agentName(e.to) }) : tn('graph.edge', e.count, { from: ctx.agentName(e.from), to: ctx.agentName(e.to) })),
       s('path', { d: `M${start.x},${start.y} Q${mid.x},${mid.y} ${end.x},${end.y}`, 'stroke-width': 1.5 + (3 * e.count) / most, 'marker-end': 'url(#g-arrow)', fill: 'none' }),
-      s('text', { x: mid.x, y: mid.y, class: 'g-count' }, e.count),
+      s('text', { x: mid.x, y: mid.y, class: 'g-count' }, fmt.int(e.count)),
     );
   });
   const nodes = ids.map((id) => {
@@ -97,7 +98,7 @@ export function renderGraph(ctx, view) {
     return s(
       'g',
       { class: `g-node${waiting ? ' g-waiting' : ''}${human ? ' g-human' : ''}`, 'data-testid': 'graph-node', 'data-agent-id': id, 'data-waiting': waiting ? 'true' : 'false', transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button' },
-      s('title', null, `${ctx.agentName(id)} (${id})${waiting ? ' · waiting for a reply' : ''}`),
+      s('title', null, `${ctx.agentName(id)} (${id})${waiting ? ` · ${t('graph.waiting_for_reply')}` : ''}`),
       s('circle', { r: NODE }),
       s('text', { class: 'g-initial', dy: '0.35em' }, (ctx.agentName(id) || id).slice(0, 1).toUpperCase()),
       s('text', { class: 'g-name', y: NODE + 14 }, ctx.agentName(id)),
@@ -111,12 +112,12 @@ export function renderGraph(ctx, view) {
       { class: 'graph', testid: 'message-graph' },
       s(
         'svg',
-        { viewBox: `0 0 ${SIZE} ${SIZE}`, class: 'graph-svg', role: 'img', 'aria-label': 'who talks to whom in this task' },
+        { viewBox: `0 0 ${SIZE} ${SIZE}`, class: 'graph-svg', role: 'img', 'aria-label': t('graph.label') },
         s('defs', null, s('marker', { id: 'g-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'g-arrowhead' }))),
         arrows,
         nodes,
       ),
-      h('p', { class: 'muted small' }, `${pool.length} message${pool.length === 1 ? '' : 's'} of the group conversation${omitted ? ` (the newest; ${omitted} older left out)` : ''}; runtime notices not drawn. A ringed agent waits for a reply; a dashed arrow's sender still waits for one.`),
+      h('p', { class: 'muted small' }, omitted ? tn('graph.legend_omitted', pool.length, { omitted: fmt.int(omitted) }) : tn('graph.legend', pool.length)),
     ),
   );
 }

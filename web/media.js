@@ -2,7 +2,8 @@
 // a reference to each (`{type, mimeType, blob, bytes}`), and the bytes are fetched from
 // `GET /api/blob/{id}` with the session's token, shown as a picture or a player.
 
-import { h } from './dom.js';
+import { h, fmt } from './dom.js';
+import { t } from './i18n.js';
 
 /** How deep a result is searched for references (as the runtime's `media_in`). */
 const DEPTH = 6;
@@ -27,22 +28,22 @@ export function mediaRefs(result) {
 export function mediaSection(result, loadBlob) {
   const refs = mediaRefs(result);
   if (!refs.length) return null;
-  return h('div', { class: 'media', testid: 'step-media' }, h('div', { class: 'label' }, refs.length === 1 ? 'Media' : `Media (${refs.length})`), ...refs.map((r) => mediaItem(r, loadBlob)));
+  return h('div', { class: 'media', testid: 'step-media' }, h('div', { class: 'label' }, refs.length === 1 ? t('media.media') : t('media.media_count', { count: fmt.int(refs.length) })), ...refs.map((r) => mediaItem(r, loadBlob)));
 }
 
 function mediaItem(ref, loadBlob) {
-  const what = `${ref.type} · ${ref.mimeType} · ${ref.bytes} bytes`;
+  const what = ref.type === 'image' ? t('media.what_image', { mime: ref.mimeType, bytes: fmt.int(ref.bytes) }) : t('media.what_audio', { mime: ref.mimeType, bytes: fmt.int(ref.bytes) });
   const isImage = ref.type === 'image';
   const el = isImage
-    ? h('img', { class: 'media-image', testid: 'step-media-image', alt: `an image a tool returned (${ref.mimeType})`, title: what })
+    ? h('img', { class: 'media-image', testid: 'step-media-image', alt: t('media.image_alt', { mime: ref.mimeType }), title: what })
     : h('audio', { class: 'media-audio', testid: 'step-media-audio', controls: 'controls', title: what });
-  const note = h('div', { class: 'muted small' }, what);
+  const note = h('div', { class: 'muted small mono' }, what);
   loadBlob(ref.blob)
     .then((blob) => {
       el.src = URL.createObjectURL(blob);
     })
     .catch((e) => {
-      note.textContent = `${what}: could not be loaded (${e.message || e})`;
+      note.textContent = t('media.load_failed', { what, error: e.message || e });
       note.className = 'step-error small';
     });
   return h('figure', { class: 'media-item' }, el, note);

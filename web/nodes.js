@@ -5,6 +5,7 @@
 
 import { h } from './dom.js';
 import { $, app, mark } from './ctx.js';
+import { t } from './i18n.js';
 
 const EVERY_MS = 3000;
 
@@ -46,6 +47,14 @@ function stateOf(name) {
   return nodes.list.find((n) => n.name === name)?.state;
 }
 
+/** A node's state (`up`, `stopped`, `gone`) for people; an unknown one as it came. */
+function stateText(state) {
+  if (state === 'up') return t('nodes.state_up');
+  if (state === 'stopped') return t('nodes.state_stopped');
+  if (state === 'gone') return t('nodes.state_gone');
+  return String(state);
+}
+
 /** The tag on an agent's card naming the node it runs on (marked when that node went away). */
 export function nodeTag(agentId) {
   const node = nodes.agents[agentId];
@@ -54,8 +63,8 @@ export function nodeTag(agentId) {
   const away = state !== 'up';
   return h(
     'span',
-    { class: `tag${away ? ' tag-gone' : ''}`, testid: 'agent-card-node', 'data-node': node, 'data-node-state': state || 'unknown', title: away ? `node ${node} went away (${state}); the agent moves to a live node` : `runs on node ${node}` },
-    away ? `node ${node} · ${state || 'gone'}` : `node ${node}`,
+    { class: `tag mono${away ? ' tag-gone' : ''}`, testid: 'agent-card-node', 'data-node': node, 'data-node-state': state || 'unknown', title: away ? t('nodes.went_away', { node, state: stateText(state) }) : t('nodes.runs_on', { node }) },
+    away ? t('nodes.node_state', { node, state: stateText(state || 'gone') }) : t('nodes.node', { node }),
   );
 }
 
@@ -68,8 +77,8 @@ export function renderNodes() {
     ...sorted.map((n) =>
       h(
         'span',
-        { class: `tag${n.state === 'up' ? '' : ' tag-gone'}`, testid: 'node', 'data-node': n.name, 'data-node-state': n.state, title: n.runs_team ? `node ${n.name} runs the team` : `node ${n.name} is ${n.state}` },
-        n.runs_team ? `${n.name} ★` : n.state === 'up' ? n.name : `${n.name} · ${n.state}`,
+        { class: `tag mono${n.state === 'up' ? '' : ' tag-gone'}`, testid: 'node', 'data-node': n.name, 'data-node-state': n.state, title: n.runs_team ? t('nodes.runs_team', { node: n.name }) : t('nodes.is_state', { node: n.name, state: stateText(n.state) }) },
+        n.runs_team ? `${n.name} ★` : n.state === 'up' ? n.name : `${n.name} · ${stateText(n.state)}`,
       ),
     ),
   );

@@ -6,7 +6,8 @@
 // (tasks.js); a click on a node opens the step in its agent's card.
 
 import { h, fmt } from './dom.js';
-import { truncate } from './ctx.js';
+import { truncate, stateLabel } from './ctx.js';
+import { t, tn } from './i18n.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 /** A node's size, the gaps between nodes and levels, and the margin around them (px). */
@@ -135,22 +136,22 @@ function status(store, st, now) {
   switch (st.execution_state) {
     case 'pending': {
       const waits = waitingOn(store, st);
-      return waits.length ? { line: `waits for ${waits.join(', ')}`, why: `It waits for ${waits.join(', ')} to finish.` } : { line: 'pending' };
+      return waits.length ? { line: t('plan.waits_for', { steps: waits.join(', ') }), why: t('plan.waits_for_why', { steps: waits.join(', ') }) } : { line: stateLabel('pending') };
     }
     case 'init':
-      return { line: st.ready_at ? 'ready' : 'queued' };
+      return { line: st.ready_at ? t('plan.ready') : t('plan.queued') };
     case 'running':
-      return { line: 'running' };
+      return { line: stateLabel('running') };
     case 'waiting_for_approval':
-      return { line: 'waits for approval' };
+      return { line: t('plan.waits_for_approval') };
     case 'waiting_for_param':
-      return { line: 'needs a parameter' };
+      return { line: t('plan.needs_parameter') };
     case 'finished':
-      return { line: took ? `finished · ${took}` : 'finished' };
+      return { line: took ? `${stateLabel('finished')} · ${took}` : stateLabel('finished') };
     default: {
       const dep = brokenDependency(store, st);
       const error = st.execute_result && typeof st.execute_result.error === 'string' ? st.execute_result.error : '';
-      return { line: dep ? `not run: ${planName(dep)} ${dep.execution_state}` : st.execution_state, why: error };
+      return { line: dep ? t('plan.not_run', { step: planName(dep), state: stateLabel(dep.execution_state) }) : stateLabel(st.execution_state), why: error };
     }
   }
 }
@@ -208,14 +209,14 @@ export function planGraph(ctx, plan) {
         d: `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`,
         'marker-end': `url(#${arrow})`,
       },
-      s('title', null, `${byName(to)} waits for ${byName(from)}${done ? ' (finished)' : ''}`),
+      s('title', null, done ? t('plan.edge_waits_finished', { to: byName(to), from: byName(from) }) : t('plan.edge_waits', { to: byName(to), from: byName(from) })),
     );
   });
   const boxes = nodes.map(({ step: st, x, y, level }) => {
     const { line, why } = status(store, st, ctx.now);
     const title = [
-      `${st.plan_id ? `${st.plan_id}: ` : ''}${st.step_intention || '(no intention)'}`,
-      `${st.execution_state}${st.started_at ? ` · started ${fmt.clock(st.started_at)}` : ''}${st.ended_at ? ` · ran ${fmt.took(st)}` : ''}${st.ready_at ? ` · ready ${fmt.clock(st.ready_at)}` : ''}`,
+      `${st.plan_id ? `${st.plan_id}: ` : ''}${st.step_intention || t('plan.no_intention')}`,
+      `${stateLabel(st.execution_state)}${st.started_at ? ` · ${t('plan.started_at', { at: fmt.clock(st.started_at) })}` : ''}${st.ended_at ? ` · ${t('plan.ran', { took: fmt.took(st) })}` : ''}${st.ready_at ? ` · ${t('plan.ready_at', { at: fmt.clock(st.ready_at) })}` : ''}`,
       why,
     ].filter(Boolean);
     const g = s(
@@ -238,8 +239,8 @@ export function planGraph(ctx, plan) {
       s(
         'g',
         { 'clip-path': `url(#${clip})` },
-        s('text', { class: 'pg-id', x: 8, y: 15 }, truncate(st.plan_id || '·', LINE)),
-        s('text', { class: 'pg-intent', x: 8, y: 29 }, truncate(st.step_intention || '(no intention)', LINE)),
+        s('text', { class: 'pg-id mono', x: 8, y: 15 }, truncate(st.plan_id || '·', LINE)),
+        s('text', { class: 'pg-intent', x: 8, y: 29 }, truncate(st.step_intention || t('plan.no_intention'), LINE)),
         s('text', { class: 'pg-status', 'data-testid': 'plan-node-status', x: 8, y: 43 }, truncate(line, LINE + 1)),
       ),
     );
@@ -256,7 +257,7 @@ export function planGraph(ctx, plan) {
   const agent = steps[0].agent_id;
   return figure(ctx, plan, nodes.map((n) => n.step), agent, s(
     'svg',
-    { class: 'plan-svg', width, height, viewBox: `0 0 ${width} ${height}`, role: 'group', 'aria-label': `the plan of ${ctx.agentName(agent)}, ${nodes.length} steps` },
+    { class: 'plan-svg', width, height, viewBox: `0 0 ${width} ${height}`, role: 'group', 'aria-label': tn('plan.graph_label', nodes.length, { agent: ctx.agentName(agent) }) },
     s(
       'defs',
       null,
@@ -273,29 +274,30 @@ function figure(ctx, plan, steps, agent, svg) {
   const { store } = ctx;
   const count = (...states) => steps.filter((st) => states.includes(st.execution_state)).length;
   const parts = [
-    [count('finished'), 'finished'],
-    [count('running', 'waiting_for_approval', 'waiting_for_param'), 'running'],
-    [count('init'), 'ready'],
-    [count('pending'), 'waiting'],
-    [count('failed'), 'failed'],
-    [count('cancelled'), 'cancelled'],
+    [count('finished'), (n) => t('plan.count_finished', { count: n })],
+    [count('running', 'waiting_for_approval', 'waiting_for_param'), (n) => t('plan.count_running', { count: n })],
+    [count('init'), (n) => t('plan.count_ready', { count: n })],
+    [count('pending'), (n) => t('plan.count_waiting', { count: n })],
+    [count('failed'), (n) => t('plan.count_failed', { count: n })],
+    [count('cancelled'), (n) => t('plan.count_cancelled', { count: n })],
   ].filter(([n]) => n > 0);
   const maker = store.get('step', plan.by);
   const again = store.replanned(plan.by);
   const note = (origin, words) => {
     const after = origin && store.get('step', origin.after);
-    return after ? ` · ${words} ${planName(after)}` : '';
+    return after ? ` · ${words(planName(after))}` : '';
   };
+  const counted = parts.map(([n, words]) => words(fmt.int(n))).join(t('plan.list_sep'));
   return h(
     'figure',
     { class: 'plan', testid: 'plan-graph', 'data-plan-by': plan.by, 'data-agent-id': agent, 'data-steps': String(steps.length) },
     h(
       'figcaption',
       { class: 'plan-head small' },
-      h('b', null, `Plan of ${ctx.agentName(agent)}`),
-      ` · ${steps.length} step${steps.length === 1 ? '' : 's'}${parts.length ? ': ' : ''}${parts.map(([n, w]) => `${n} ${w}`).join(', ')}`,
-      maker && maker.origin && maker.origin.kind === 'replan' ? note(maker.origin, 'made again after') : null,
-      again ? note(again.origin, 'replanned after') : null,
+      h('b', null, t('plan.plan_of', { agent: ctx.agentName(agent) })),
+      ` · ${parts.length ? tn('plan.steps_counted', steps.length, { counts: counted }) : tn('plan.steps', steps.length)}`,
+      maker && maker.origin && maker.origin.kind === 'replan' ? note(maker.origin, (step) => t('plan.made_again_after', { step })) : null,
+      again ? note(again.origin, (step) => t('plan.replanned_after', { step })) : null,
     ),
     h('div', { class: 'plan-box' }, svg),
   );

@@ -6,6 +6,7 @@
 
 import { h } from './dom.js';
 import { layout, s, NODE_W, NODE_H } from './plan.js';
+import { t } from './i18n.js';
 
 /** A planned step as the person sees and edits it: what the runtime reads of an edit. */
 export function editable(p) {
@@ -21,23 +22,23 @@ export const isGraph = (steps) => steps.some((p) => p.id);
 
 /** Why an edited plan's graph cannot run, or null: checked as the runtime checks a plan. */
 export function graphProblem(steps) {
-  if (!Array.isArray(steps) || !steps.length) return 'the plan needs at least one step (reject it to have it planned again)';
+  if (!Array.isArray(steps) || !steps.length) return t('plan_check.needs_a_step');
   const ids = new Set();
   for (const p of steps) {
-    if (!p || typeof p !== 'object') return 'each step is an object';
+    if (!p || typeof p !== 'object') return t('plan_check.step_not_object');
     if (p.id === undefined || p.id === null) continue;
-    if (typeof p.id !== 'string' || !p.id.trim()) return 'a step id is a non-empty text';
-    if (ids.has(p.id)) return `two steps have the id "${p.id}"`;
+    if (typeof p.id !== 'string' || !p.id.trim()) return t('plan_check.id_empty');
+    if (ids.has(p.id)) return t('plan_check.id_twice', { id: p.id });
     ids.add(p.id);
   }
   for (const p of steps) {
     for (const d of p.depends_on || []) {
-      if (d === p.id) return `step "${p.id}" waits for itself`;
-      if (!ids.has(d)) return `step "${p.id || p.step_intention}" waits for "${d}", which no step of the plan is`;
+      if (d === p.id) return t('plan_check.waits_for_itself', { id: p.id });
+      if (!ids.has(d)) return t('plan_check.waits_for_unknown', { step: p.id || p.step_intention, dep: d });
     }
   }
   const circle = findCircle(steps);
-  return circle ? `the steps ${circle.join(' → ')} wait for each other in a circle` : null;
+  return circle ? t('plan_check.circle', { steps: circle.join(' → ') }) : null;
 }
 
 /** A circle of dependencies (its ids, the first again at the end), or null. */
@@ -77,8 +78,8 @@ export function stepList(steps) {
         p.id ? h('span', { class: 'tag mono' }, p.id) : null,
         h('span', { class: 'mono' }, ` [${p.executor}] `),
         p.step_intention,
-        (p.depends_on || []).length ? h('span', { class: 'muted', testid: 'plan-check-after' }, ` · after ${p.depends_on.join(', ')}`) : null,
-        p.replan ? h('span', { class: 'flag', title: 'once it finishes, the rest of the plan is planned again' }, 'replan') : null,
+        (p.depends_on || []).length ? h('span', { class: 'muted', testid: 'plan-check-after' }, ` · ${t('plan_check.after', { steps: p.depends_on.join(', ') })}`) : null,
+        p.replan ? h('span', { class: 'flag', title: t('plan_check.replan_title') }, t('plan_check.replan')) : null,
       ),
     ),
   );
@@ -92,7 +93,7 @@ export function sketch(steps) {
   const at = new Map(nodes.map((n) => [n.step.step_id, n]));
   return s(
     'svg',
-    { class: 'plan-check-sketch', width, height, viewBox: `0 0 ${width} ${height}`, 'data-testid': 'plan-check-sketch', role: 'img', 'aria-label': 'the plan as a graph' },
+    { class: 'plan-check-sketch', width, height, viewBox: `0 0 ${width} ${height}`, 'data-testid': 'plan-check-sketch', role: 'img', 'aria-label': t('plan_check.sketch_label') },
     edges.map(({ from, to }) =>
       s('line', { class: 'pg-edge', 'data-testid': 'plan-check-edge', 'data-from': from.step.step_id, 'data-to': to.step.step_id, x1: from.x + NODE_W / 2, y1: from.y + NODE_H, x2: to.x + NODE_W / 2, y2: to.y }),
     ),
@@ -101,7 +102,7 @@ export function sketch(steps) {
         'g',
         { class: 'pg-node st-pending', 'data-testid': 'plan-check-node', 'data-plan-id': n.step.step_id },
         s('rect', { x: n.x, y: n.y, width: NODE_W, height: NODE_H, rx: 6 }),
-        s('text', { x: n.x + 8, y: n.y + 20, class: 'pg-id' }, n.step.step_id),
+        s('text', { x: n.x + 8, y: n.y + 20, class: 'pg-id mono' }, n.step.step_id),
         s('text', { x: n.x + 8, y: n.y + 38, class: 'pg-intent' }, String(n.step.step_intention || '').slice(0, 19)),
       ),
     ),

@@ -5,7 +5,8 @@
 // tasks start.
 
 import { h, keyed, lazyDetails, fmt, elapsed } from './dom.js';
-import { $, app, store, ui, mark, agentChip, agentName, isBase, badge, tasksInOrder, matches, taskName, NO_RELATIVE } from './ctx.js';
+import { $, app, store, ui, mark, agentChip, agentName, isBase, taskTitle, badge, stateLabel, tasksInOrder, matches, taskName, NO_RELATIVE } from './ctx.js';
+import { t, tn } from './i18n.js';
 import { control, confirmCancel } from './control.js';
 import { planGraph } from './plan.js';
 import { showStep } from './agents.js';
@@ -39,120 +40,120 @@ export function selectTask(id) {
   mark('tasks', 'detail', 'chat', 'agents', 'composer', 'timeline', 'graph');
 }
 
-function stageLabel(t) {
-  const stages = store.stagesOf(t);
-  if (!stages.length) return isBase(t) ? 'never finishes · send the manager a goal' : 'no stages yet';
+function stageLabel(task) {
+  const stages = store.stagesOf(task);
+  if (!stages.length) return isBase(task) ? t('tasks.base_never_finishes') : t('tasks.no_stages_yet');
   const i = stages.findIndex((r) => r.state.execution_state === 'running');
-  if (i >= 0) return `Stage ${i + 1}/${stages.length} · ${stages[i].state.stage_intention}`;
+  if (i >= 0) return t('tasks.stage_running', { no: fmt.int(i + 1), count: fmt.int(stages.length), intention: stages[i].state.stage_intention });
   const waiting = stages.findIndex((r) => r.state.execution_state === 'init');
-  if (waiting >= 0) return `Stage ${waiting + 1}/${stages.length} next · ${stages[waiting].state.stage_intention}`;
+  if (waiting >= 0) return t('tasks.stage_next', { no: fmt.int(waiting + 1), count: fmt.int(stages.length), intention: stages[waiting].state.stage_intention });
   // A stage the task's record says gave no result is not counted as finished.
-  const nothing = gaveNothing(t);
+  const nothing = gaveNothing(task);
   const done = stages.filter((r) => r.state.execution_state === 'finished' && !nothing.has(r.state.stage_id)).length;
-  return `${done}/${stages.length} stages finished`;
+  return t('tasks.stages_finished', { done: fmt.int(done), count: fmt.int(stages.length) });
 }
 
 export function renderTaskList() {
   const list = $('task-list');
   const all = tasksInOrder();
   const tasks = all.filter((r) => matches(r.state.task_name, r.state.task_intention, r.state.task_id));
-  $('task-count').textContent = tasks.length === all.length ? (all.length ? String(all.length) : '') : `${tasks.length} of ${all.length}`;
+  $('task-count').textContent = tasks.length === all.length ? (all.length ? fmt.int(all.length) : '') : t('tasks.count_of', { shown: fmt.int(tasks.length), all: fmt.int(all.length) });
   keyed(
     list,
     tasks,
     (r) => r.state.task_id,
     (r) => `${r.version}|${store.stagesOf(r.state).map((s) => s.version).join(',')}|${r.state.task_id === ui.taskId}|${waitsIn(r.state.task_id).length}`,
     (r) => {
-      const t = r.state;
-      const stages = store.stagesOf(t);
+      const task = r.state;
+      const stages = store.stagesOf(task);
       return h(
         'li',
         {
-          class: `task-item${t.task_id === ui.taskId ? ' selected' : ''}${isBase(t) ? ' base' : ''}`,
+          class: `task-item${task.task_id === ui.taskId ? ' selected' : ''}${isBase(task) ? ' base' : ''}`,
           testid: 'task-item',
-          'data-task-id': t.task_id,
-          'data-task-name': t.task_name,
-          'data-state': t.execution_state,
-          'data-base': isBase(t) ? 'true' : 'false',
+          'data-task-id': task.task_id,
+          'data-task-name': task.task_name,
+          'data-state': task.execution_state,
+          'data-base': isBase(task) ? 'true' : 'false',
           'data-stage-count': String(stages.length),
           tabindex: '0',
           role: 'button',
-          'aria-pressed': t.task_id === ui.taskId ? 'true' : 'false',
-          onclick: () => selectTask(t.task_id),
+          'aria-pressed': task.task_id === ui.taskId ? 'true' : 'false',
+          onclick: () => selectTask(task.task_id),
           onkeydown: (e) => {
             if (e.key === 'Enter' || e.key === ' ') {
               e.preventDefault();
-              selectTask(t.task_id);
+              selectTask(task.task_id);
             }
           },
         },
-        h('div', { class: 'task-item-top' }, h('span', { class: 'task-name' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base') : null, isBase(t) ? null : elapsed(t.started_at, t.ended_at, store.now(), { class: 'task-elapsed muted small', testid: 'task-elapsed' }), outcomeBadge(t, 'task-state')),
-        h('div', { class: 'task-item-stage', testid: 'task-running-stage' }, stageLabel(t), stagesFailedFlag(t), waitsIn(t.task_id).length ? h('span', { class: 'flag flag-you', testid: 'task-waits-you-flag' }, 'waits for you') : null),
+        h('div', { class: 'task-item-top' }, h('span', { class: 'task-name' }, taskTitle(task)), isBase(task) ? h('span', { class: 'tag' }, t('tasks.base')) : null, isBase(task) ? null : elapsed(task.started_at, task.ended_at, store.now(), { class: 'task-elapsed muted small', testid: 'task-elapsed' }), outcomeBadge(task, 'task-state')),
+        h('div', { class: 'task-item-stage', testid: 'task-running-stage' }, stageLabel(task), stagesFailedFlag(task), waitsIn(task.task_id).length ? h('span', { class: 'flag flag-you', testid: 'task-waits-you-flag' }, t('tasks.waits_for_you')) : null),
         stages.length
           ? h(
               'div',
               { class: 'stage-dots', 'aria-hidden': 'true' },
               stages.map((s) => {
-                const why = gaveNothing(t).get(s.state.stage_id);
+                const why = gaveNothing(task).get(s.state.stage_id);
                 const state = why ? 'failed' : s.state.execution_state;
-                return h('span', { class: `dot st-${state}`, title: `${s.state.stage_intention} — ${why ? `no result: ${why}` : state}` });
+                return h('span', { class: `dot st-${state}`, title: `${s.state.stage_intention} — ${why ? t('tasks.no_result_why', { why }) : stateLabel(state)}` });
               }),
             )
           : null,
       );
     },
   );
-  if (!tasks.length) list.replaceChildren(h('li', { class: 'empty' }, ui.filter ? 'No task matches the filter.' : 'No tasks yet.'));
+  if (!tasks.length) list.replaceChildren(h('li', { class: 'empty' }, ui.filter ? t('tasks.no_task_matches') : t('tasks.no_tasks_yet')));
 }
 
 export function renderTaskHead() {
   const head = $('task-head');
-  const t = store.get('task', ui.taskId);
-  if (!t) {
-    head.replaceChildren(h('div', { class: 'empty' }, 'Waiting for the team…'));
+  const task = store.get('task', ui.taskId);
+  if (!task) {
+    head.replaceChildren(h('div', { class: 'empty' }, t('tasks.waiting_for_team')));
     head.removeAttribute('data-task-id');
     return;
   }
-  head.dataset.taskId = t.task_id;
-  head.dataset.state = t.execution_state;
-  const tokens = fmt.tokens(t.token_usage);
-  const over = ['finished', 'failed', 'cancelled'].includes(t.execution_state);
-  const controls = isBase(t) || over
+  head.dataset.taskId = task.task_id;
+  head.dataset.state = task.execution_state;
+  const tokens = fmt.tokens(task.token_usage);
+  const over = ['finished', 'failed', 'cancelled'].includes(task.execution_state);
+  const controls = isBase(task) || over
     ? null
     : h(
         'span',
         { class: 'task-controls' },
-        h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'task-pause', onclick: () => control(app.client.pauseTask(t.task_id, !t.paused)) }, t.paused ? 'Resume' : 'Pause'),
-        h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'task-cancel', onclick: () => confirmCancel(`task “${t.task_name}”`, (why) => app.client.cancelTask(t.task_id, why)) }, 'Cancel task'),
+        h('button', { type: 'button', class: 'btn btn-ghost btn-sm', testid: 'task-pause', onclick: () => control(app.client.pauseTask(task.task_id, !task.paused)) }, task.paused ? t('tasks.resume') : t('tasks.pause')),
+        h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'task-cancel', onclick: () => confirmCancel(t('tasks.cancel_what_task', { name: task.task_name }), (why) => app.client.cancelTask(task.task_id, why)) }, t('tasks.cancel_task')),
       );
   head.replaceChildren(
-    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, t.task_name), isBase(t) ? h('span', { class: 'tag' }, 'base task') : null, outcomeBadge(t, 'task-detail-state'), stagesFailedFlag(t), controls),
-    h('p', { class: 'task-intention' }, t.task_intention || ''),
-    isBase(t) ? null : fileList(t.attachments, 'task-attachments'),
-    waitingNote(t) || '',
+    h('div', { class: 'task-head-top' }, h('h2', { class: 'task-title', testid: 'task-title' }, taskTitle(task)), isBase(task) ? h('span', { class: 'tag' }, t('tasks.base_task')) : null, outcomeBadge(task, 'task-detail-state'), stagesFailedFlag(task), controls),
+    h('p', { class: 'task-intention' }, task.task_intention || ''),
+    isBase(task) ? '' : fileList(task.attachments, 'task-attachments') || '',
+    waitingNote(task) || '',
     h(
       'div',
       { class: 'meta' },
-      h('span', { class: 'meta-item' }, h('span', { class: 'muted' }, 'manager '), agentChip(t.task_manager)),
-      h('span', { class: 'meta-item' }, h('span', { class: 'muted' }, 'group '), (t.task_group || []).map((id) => agentChip(id))),
-      !isBase(t) && t.started_at ? h('span', { class: 'meta-item muted' }, over ? 'ran ' : 'running for ', elapsed(t.started_at, t.ended_at, store.now(), { testid: 'task-head-elapsed' })) : null,
-      tokens ? h('span', { class: 'meta-item muted' }, `tokens ${tokens}`) : null,
-      h('span', { class: 'meta-item muted mono', title: 'task id' }, fmt.short(t.task_id)),
-      traceItem(t),
-      forkedFromItem(t, { task: taskName }, selectTask),
+      h('span', { class: 'meta-item' }, h('span', { class: 'muted' }, `${t('tasks.manager')} `), agentChip(task.task_manager)),
+      h('span', { class: 'meta-item' }, h('span', { class: 'muted' }, `${t('tasks.group')} `), (task.task_group || []).map((id) => agentChip(id))),
+      !isBase(task) && task.started_at ? h('span', { class: 'meta-item muted' }, `${over ? t('tasks.ran') : t('tasks.running_for')} `, elapsed(task.started_at, task.ended_at, store.now(), { testid: 'task-head-elapsed' })) : null,
+      tokens ? h('span', { class: 'meta-item muted' }, t('tasks.tokens', { tokens })) : null,
+      h('span', { class: 'meta-item muted mono', title: t('tasks.task_id') }, fmt.short(task.task_id)),
+      traceItem(task),
+      forkedFromItem(task, { task: taskName }, selectTask),
     ),
   );
 }
 
 /** The OpenTelemetry trace the task's work is in, to look up in a trace viewer (a click copies
  * it). */
-function traceItem(t) {
-  if (!t.trace_id) return null;
-  const copy = () => navigator.clipboard && navigator.clipboard.writeText(t.trace_id).catch(() => {});
+function traceItem(task) {
+  if (!task.trace_id) return null;
+  const copy = () => navigator.clipboard && navigator.clipboard.writeText(task.trace_id).catch(() => {});
   return h(
     'button',
-    { type: 'button', class: 'meta-item muted mono trace-id', testid: 'task-trace', 'data-trace-id': t.trace_id, title: 'OpenTelemetry trace id: find the task in Jaeger, Tempo or Langfuse (click to copy)', onclick: copy },
-    `trace ${t.trace_id}`,
+    { type: 'button', class: 'meta-item muted mono trace-id', testid: 'task-trace', 'data-trace-id': task.trace_id, title: t('tasks.trace_title'), onclick: copy },
+    t('tasks.trace', { id: task.trace_id }),
   );
 }
 
@@ -173,7 +174,10 @@ const nothingSpent = () => ({ prompt: 0, cached: 0, completion: 0, usd: 0, repai
  * scaled to the largest row. */
 function spentRow(testid, key, label, x, most) {
   const pct = (n) => `${((100 * n) / Math.max(most, 1)).toFixed(1)}%`;
-  const words = `${fmt.int(x.prompt)} in${x.cached ? ` (${fmt.int(x.cached)} cached)` : ''} · ${fmt.int(x.completion)} out${x.usd ? ` · ${fmt.usd(x.usd)}` : ''}${x.repairs ? ` · ${x.repairs} repair${x.repairs === 1 ? '' : 's'}` : ''}`;
+  const tokens = x.cached
+    ? t('fmt.tokens_cached', { in: fmt.int(x.prompt), cached: fmt.int(x.cached), out: fmt.int(x.completion) })
+    : t('fmt.tokens', { in: fmt.int(x.prompt), out: fmt.int(x.completion) });
+  const words = `${tokens}${x.usd ? ` · ${fmt.usd(x.usd)}` : ''}${x.repairs ? ` · ${tn('tasks.repairs', x.repairs)}` : ''}`;
   return h(
     'li',
     { class: 'spent-row', testid, 'data-key': key, 'data-tokens': x.prompt + x.completion, 'data-repairs': x.repairs },
@@ -191,9 +195,9 @@ function spentRow(testid, key, label, x, most) {
 
 /** What the task's steps spent, per agent and for its costliest steps: tokens (cached ones
  * apart), USD where the models have prices, repairs to the answers. */
-function spentCard(t) {
+function spentCard(task) {
   const steps = [];
-  for (const id of t.task_group || []) for (const r of store.stepsOf(id)) if (r.state.task_id === t.task_id) steps.push(r.state);
+  for (const id of task.task_group || []) for (const r of store.stepsOf(id)) if (r.state.task_id === task.task_id) steps.push(r.state);
   const total = (x) => x.prompt + x.completion;
   const spent = steps.map((s) => ({ s, x: addUp(nothingSpent(), s) })).filter(({ x }) => total(x) > 0 || x.repairs);
   if (!spent.length) return null;
@@ -205,9 +209,9 @@ function spentCard(t) {
   return h(
     'section',
     { class: 'spent-card', testid: 'task-spent' },
-    h('h3', { class: 'label' }, 'Spent by agent'),
+    h('h3', { class: 'label' }, t('tasks.spent_by_agent')),
     h('ul', { class: 'spent-list' }, byAgent.map(([id, x]) => spentRow('spent-agent', id, agentName(id), x, most))),
-    h('h3', { class: 'label' }, 'Costliest steps'),
+    h('h3', { class: 'label' }, t('tasks.costliest_steps')),
     h(
       'ul',
       { class: 'spent-list' },
@@ -217,77 +221,77 @@ function spentCard(t) {
 }
 
 /** "Waiting for you: …" under a task's goal while the task waits for the person. */
-function waitingNote(t) {
-  const waits = waitsIn(t.task_id);
+function waitingNote(task) {
+  const waits = waitsIn(task.task_id);
   if (!waits.length) return null;
-  const more = waits.length > 1 ? ` (and ${waits.length - 1} more)` : '';
-  return h('p', { class: 'task-waits-you', testid: 'task-waits-you', role: 'status' }, h('b', null, 'Waiting for you: '), waitLabel(waits[0]), more, '. Answer it at the top of the page.');
+  const note = waits.length > 1 ? t('tasks.waiting_note_more', { what: waitLabel(waits[0]), more: fmt.int(waits.length - 1) }) : t('tasks.waiting_note', { what: waitLabel(waits[0]) });
+  return h('p', { class: 'task-waits-you', testid: 'task-waits-you', role: 'status' }, h('b', null, t('tasks.waiting_for_you')), note);
 }
 
 /** The stages the task's record says gave no result (a stage closed as finished may have), by
  * id, with why. */
-function gaveNothing(t) {
-  return new Map(((t.outcome && t.outcome.failed_stages) || []).map((f) => [f.stage_id, f.why]));
+function gaveNothing(task) {
+  return new Map(((task.outcome && task.outcome.failed_stages) || []).map((f) => [f.stage_id, f.why]));
 }
 
 /** The task's state badge, its title saying why a failed task failed. */
-function outcomeBadge(t, testid) {
+function outcomeBadge(task, testid) {
   // A paused task is still `running` in its record; people see that it is paused.
-  const b = badge(t.paused && t.execution_state === 'running' ? 'paused' : t.execution_state, testid);
-  const o = t.outcome;
+  const b = badge(task.paused && task.execution_state === 'running' ? 'paused' : task.execution_state, testid);
+  const o = task.outcome;
   if (o && o.why) b.title = o.why;
   return b;
 }
 
 /** A finished task whose stages did not all give a result says how many did not. */
-function stagesFailedFlag(t) {
-  const failed = (t.outcome && t.outcome.failed_stages) || [];
-  if (t.execution_state !== 'finished' || !failed.length) return null;
+function stagesFailedFlag(task) {
+  const failed = (task.outcome && task.outcome.failed_stages) || [];
+  if (task.execution_state !== 'finished' || !failed.length) return null;
   const what = failed.map((f) => `${f.stage_intention}: ${f.why}`).join('\n');
-  return h('span', { class: 'flag flag-warn', testid: 'task-stages-failed', title: what }, `${failed.length} stage${failed.length === 1 ? '' : 's'} failed`);
+  return h('span', { class: 'flag flag-warn', testid: 'task-stages-failed', title: what }, tn('tasks.stages_failed', failed.length));
 }
 
 /** Why a task failed, and the stages that gave no result (a finished task may list some). */
-function outcomeNote(t) {
-  const o = t.outcome;
+function outcomeNote(task) {
+  const o = task.outcome;
   if (!o || (!o.why && !(o.failed_stages || []).length)) return null;
   const lines = [];
   if (o.why) lines.push(h('li', null, o.why));
   for (const f of o.failed_stages || []) {
-    lines.push(h('li', null, `Stage "${f.stage_intention}" failed: ${f.why}`));
+    lines.push(h('li', null, t('tasks.stage_failed_why', { intention: f.stage_intention, why: f.why })));
   }
   return h('ul', { class: 'outcome-note', testid: 'task-outcome' }, ...lines);
 }
 
 export function renderStages() {
   const view = $('view-stages');
-  const t = store.get('task', ui.taskId);
-  if (!t) {
+  const task = store.get('task', ui.taskId);
+  if (!task) {
     view.replaceChildren();
     return;
   }
   const parts = [];
-  if (t.task_summary) {
+  if (task.task_summary) {
     parts.push(
       h(
         'section',
-        { class: `summary-card st-border-${t.execution_state}`, testid: 'task-summary' },
-        h('h3', null, t.execution_state === 'failed' ? 'Task failed' : t.execution_state === 'cancelled' ? 'Task cancelled' : 'Task summary'),
-        outcomeNote(t),
-        h('p', { class: 'pre' }, t.task_summary),
+        { class: `summary-card st-border-${task.execution_state}`, testid: 'task-summary' },
+        h('h3', null, task.execution_state === 'failed' ? t('tasks.task_failed') : task.execution_state === 'cancelled' ? t('tasks.task_cancelled') : t('tasks.task_summary')),
+        outcomeNote(task),
+        h('p', { class: 'pre' }, task.task_summary),
       ),
     );
   }
   // The stage cards are keyed: a stage of a hundred agents is drawn again only when it changed.
   const list = (view._stages ||= h('ol', { class: 'stage-list', testid: 'stage-list' }));
-  const stages = store.stagesOf(t).map((r, i) => ({ r, i }));
+  const stages = store.stagesOf(task).map((r, i) => ({ r, i }));
   // A stage that gave no result, by the task's record (one closed as finished may have).
-  const nothing = gaveNothing(t);
+  const nothing = gaveNothing(task);
   keyed(
     list,
     stages,
     ({ r }) => r.state.stage_id,
-    ({ r, i }) => `${r.version}|${i}|${nothing.get(r.state.stage_id) || ''}|${waitsIn(t.task_id).map((w) => w.who).join(',')}`,
+    ({ r, i }) => `${r.version}|${i}|${nothing.get(r.state.stage_id) || ''}|${waitsIn(task.task_id).map((w) => w.who).join(',')}`,
     ({ r, i }) => stageCard(r.state, i, nothing.get(r.state.stage_id)),
   );
   if (!stages.length) {
@@ -295,30 +299,30 @@ export function renderStages() {
       h(
         'li',
         { class: 'empty' },
-        isBase(t)
-          ? 'The base task never finishes and has no stages: it is where you give the manager a goal, which becomes a task of its own.'
-          : waitsIn(t.task_id).length
-            ? 'No stages yet: the manager waits for you (see the top of the page).'
-            : 'No stages yet: the manager adds them.',
+        isBase(task)
+          ? t('tasks.base_no_stages')
+          : waitsIn(task.task_id).length
+            ? t('tasks.no_stages_manager_waits')
+            : t('tasks.no_stages_manager_adds'),
       ),
     );
   }
   // Each card's graph plans, kept apart from the card: a step changing redraws its plan alone.
-  for (const card of list.children) if (card._plans) fillPlans(card._plans, t.task_id, card.dataset.stageId);
+  for (const card of list.children) if (card._plans) fillPlans(card._plans, task.task_id, card.dataset.stageId);
   parts.push(list);
-  const spent = spentCard(t);
+  const spent = spentCard(task);
   if (spent) parts.push(spent);
   // Graph plans made outside any stage (a manager's, say).
-  const loose = (view._loose ||= h('section', { class: 'plans-loose', testid: 'plans-outside-stages' }, h('h3', { class: 'label' }, 'Plans outside stages'), h('div', { class: 'plans' })));
-  if (fillPlans(loose.lastChild, t.task_id, NO_RELATIVE)) parts.push(loose);
-  const info = t.shared_info_pool || [];
+  const loose = (view._loose ||= h('section', { class: 'plans-loose', testid: 'plans-outside-stages' }, h('h3', { class: 'label' }, t('tasks.plans_outside_stages')), h('div', { class: 'plans' })));
+  if (fillPlans(loose.lastChild, task.task_id, NO_RELATIVE)) parts.push(loose);
+  const info = task.shared_info_pool || [];
   if (info.length) {
     // Built again only when the pool changed (its entries are only appended or trimmed).
-    const sig = `${t.task_id}|${info.length}|${t.shared_info_omitted || 0}`;
+    const sig = `${task.task_id}|${info.length}|${task.shared_info_omitted || 0}`;
     if (!view._info || view._info.sig !== sig) {
       view._info = {
         sig,
-        el: lazyDetails(`info:${t.task_id}`, `Shared info (${info.length})`, () =>
+        el: lazyDetails(`info:${task.task_id}`, t('tasks.shared_info', { count: fmt.int(info.length) }), () =>
           h(
             'ul',
             { class: 'info-list' },
@@ -357,7 +361,7 @@ function stageCard(s, i, gaveNothing) {
   const card = h(
     'li',
     { class: `stage-card st-border-${s.execution_state}`, testid: 'stage-item', 'data-stage-id': s.stage_id, 'data-state': s.execution_state },
-    h('div', { class: 'stage-top' }, h('span', { class: 'stage-no' }, `Stage ${i + 1}`), h('span', { class: 'stage-intention' }, s.stage_intention), elapsed(s.started_at, s.ended_at, store.now(), { class: 'muted small', testid: 'stage-elapsed' }), badge(s.execution_state, 'stage-state'), gaveNothing ? h('span', { class: 'flag flag-warn', testid: 'stage-gave-nothing', title: gaveNothing }, 'no result') : null),
+    h('div', { class: 'stage-top' }, h('span', { class: 'stage-no' }, t('tasks.stage_no', { no: fmt.int(i + 1) })), h('span', { class: 'stage-intention' }, s.stage_intention), elapsed(s.started_at, s.ended_at, store.now(), { class: 'muted small', testid: 'stage-elapsed' }), badge(s.execution_state, 'stage-state'), gaveNothing ? h('span', { class: 'flag flag-warn', testid: 'stage-gave-nothing', title: gaveNothing }, t('tasks.no_result')) : null),
     s.execution_state === 'running' ? stageControls(s) : null,
     h(
       'table',
@@ -372,7 +376,7 @@ function stageCard(s, i, gaveNothing) {
               'td',
               { class: 'alloc-goal' },
               h('div', null, alloc[id] || ''),
-              sums[id] ? h('div', { class: 'alloc-summary', testid: 'stage-summary' }, h('span', { class: 'label' }, 'Summary '), sums[id]) : null,
+              sums[id] ? h('div', { class: 'alloc-summary', testid: 'stage-summary' }, h('span', { class: 'label' }, `${t('tasks.summary')} `), sums[id]) : null,
             ),
           ),
         ),
@@ -391,7 +395,7 @@ function agentInStage(s, id, state) {
   // (a stage cancelled while its agent worked keeps `working`).
   if (['finished', 'failed', 'cancelled'].includes(s.execution_state) && (!state || state === 'working')) return badge('stopped', 'stage-agent-state');
   const waiting = waitsIn(s.task_id).some((w) => w.who === id);
-  if (waiting && (!state || state === 'working' || state === 'idle')) return h('span', { class: 'badge st-waiting-you', testid: 'stage-agent-state', 'data-state': 'waiting_for_you' }, 'waits for you');
+  if (waiting && (!state || state === 'working' || state === 'idle')) return h('span', { class: 'badge st-waiting-you', testid: 'stage-agent-state', 'data-state': 'waiting_for_you' }, t('tasks.waits_for_you'));
   return badge(state || 'idle', 'stage-agent-state');
 }
 
@@ -406,13 +410,13 @@ function stageControls(s) {
         type: 'button',
         class: 'btn btn-ghost btn-sm',
         testid: 'stage-retry',
-        title: 'Fail this stage and start a fresh copy with the same agents and goals',
+        title: t('tasks.retry_stage_title'),
         onclick: () => {
-          if (window.confirm(`Retry stage “${s.stage_intention}” from the start?`)) control(app.client.retryStage(s.stage_id));
+          if (window.confirm(t('tasks.retry_stage_confirm', { intention: s.stage_intention }))) control(app.client.retryStage(s.stage_id));
         },
       },
-      'Retry stage',
+      t('tasks.retry_stage'),
     ),
-    h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'stage-cancel', onclick: () => confirmCancel(`stage “${s.stage_intention}”`, (why) => app.client.cancelStage(s.stage_id, why)) }, 'Cancel stage'),
+    h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-danger', testid: 'stage-cancel', onclick: () => confirmCancel(t('tasks.cancel_what_stage', { intention: s.stage_intention }), (why) => app.client.cancelStage(s.stage_id, why)) }, t('tasks.cancel_stage')),
   );
 }

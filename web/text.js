@@ -3,6 +3,8 @@
 // <return_waiting_id> becomes a small marker; task and stage ids become their names.
 
 import { h, jsonBlock } from './dom.js';
+import { t, num } from './i18n.js';
+import { stateLabel } from './ctx.js';
 
 const TAGS = /<(instruction|return_waiting_id)>([\s\S]*?)<\/\1>/g;
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
@@ -17,7 +19,7 @@ export function messageBody(text, lookups) {
     plain.push(text.slice(last, m.index));
     last = m.index + m[0].length;
     if (m[1] === 'instruction') plain.push(instructionChip(m[2]));
-    else plain.push(h('span', { class: 'flag flag-answer', title: `answers wait ${m[2].trim()}` }, 'answers a wait'));
+    else plain.push(h('span', { class: 'flag flag-answer', title: t('text.answers_wait', { id: m[2].trim() }) }, t('text.answers_a_wait')));
   }
   plain.push(text.slice(last));
   for (const part of plain) {
@@ -30,7 +32,7 @@ export function messageBody(text, lookups) {
 function textPart(s, lookups) {
   if (s.length <= LONG) return h('span', { class: 'pre' }, linkIds(s, lookups));
   const el = h('span', { class: 'pre' }, linkIds(`${s.slice(0, LONG)}…`, lookups));
-  const more = h('button', { type: 'button', class: 'btn btn-link small' }, 'show all');
+  const more = h('button', { type: 'button', class: 'btn btn-link small' }, t('text.show_all'));
   more.addEventListener('click', () => {
     el.replaceChildren(linkIds(s, lookups));
     more.remove();
@@ -45,7 +47,7 @@ function instructionChip(raw) {
   } catch {
     /* shown raw */
   }
-  let action = 'instruction';
+  let action = t('text.instruction');
   if (obj && typeof obj === 'object') {
     if (typeof obj.action === 'string') action = obj.action;
     else if (Object.keys(obj).length === 1) action = Object.keys(obj)[0];
@@ -53,7 +55,7 @@ function instructionChip(raw) {
   const inner = obj && typeof obj === 'object' && Object.keys(obj).length === 1 ? Object.values(obj)[0] : null;
   const hint = inner && typeof inner === 'object' ? inner.stage_intention || inner.goal || '' : '';
   const d = h('details', { class: 'instr' });
-  d.appendChild(h('summary', null, h('span', { class: 'instr-name' }, action.replace(/_/g, ' ')), hint ? h('span', { class: 'instr-hint' }, hint) : null));
+  d.appendChild(h('summary', null, h('span', { class: 'instr-name mono' }, action.replace(/_/g, ' ')), hint ? h('span', { class: 'instr-hint' }, hint) : null));
   d.addEventListener(
     'toggle',
     () => {
@@ -91,7 +93,7 @@ function linkPlain(text, lookups) {
       });
       frag.appendChild(chip);
     } else {
-      frag.appendChild(h('span', { class: 'chip', title: id }, `stage: ${stage.stage_intention}`));
+      frag.appendChild(h('span', { class: 'chip', title: id }, t('ctx.stage_named', { intention: stage.stage_intention })));
     }
   }
   frag.appendChild(document.createTextNode(text.slice(last)));
@@ -113,17 +115,17 @@ export function systemSentence(body, names) {
 function noticeSentence(n, names) {
   switch (n.kind) {
     case 'task_created':
-      return `Task “${n.task_name}” was created. The manager splits it into stages next.`;
+      return t('text.task_created', { task: n.task_name });
     case 'stage_complete':
-      return `Every agent of stage “${n.stage_intention}” reported (${n.state}). The manager judges the stage.`;
+      return t('text.stage_complete', { stage: n.stage_intention, state: stateLabel(n.state) });
     case 'no_stage_left':
-      return `Every stage of the task has run. The manager judges the whole task.`;
+      return t('text.no_stage_left');
     case 'agent_stuck':
-      return `${names.agent(n.agent_id)} cannot go on in stage “${n.stage_intention}”: ${n.reason}`;
+      return t('text.agent_stuck', { agent: names.agent(n.agent_id), stage: n.stage_intention, reason: n.reason });
     case 'task_ended':
-      return `The task ${n.state === 'cancelled' ? 'was cancelled' : n.state}; whoever gave its goal is told.`;
+      return n.state === 'cancelled' ? t('text.task_cancelled') : t('text.task_ended', { state: stateLabel(n.state) });
     case 'task_stalled':
-      return `No agent has had anything to do in this task for ${Math.max(1, Math.round(n.idle_secs / 60))} min; whoever gave its goal is told.`;
+      return t('text.task_stalled', { min: num(Math.max(1, Math.round(n.idle_secs / 60))) });
     default:
       return null;
   }
@@ -134,17 +136,17 @@ function instructionSentence(i, names) {
   if (!a || typeof a !== 'object') return null;
   switch (action) {
     case 'start_stage':
-      return `Stage “${a.stage_intention || names.stage(a.stage_id)}” starts. Goal: ${a.goal}`;
+      return t('text.stage_starts', { stage: a.stage_intention || names.stage(a.stage_id), goal: a.goal });
     case 'finish_stage':
-      return `Stage “${names.stage(a.stage_id)}” is finished.`;
+      return t('text.stage_finished', { stage: names.stage(a.stage_id) });
     case 'finish_task':
-      return `Task “${names.task(a.task_id)}” is finished.`;
+      return t('text.task_finished', { task: names.task(a.task_id) });
     case 'pause_task':
-      return `Task “${names.task(a.task_id)}” was ${a.paused ? 'paused' : 'resumed'} by an operator.`;
+      return a.paused ? t('text.task_paused', { task: names.task(a.task_id) }) : t('text.task_resumed', { task: names.task(a.task_id) });
     case 'update_working_memory':
-      return 'The working memory of this task is updated.';
+      return t('text.memory_updated');
     case 'add_tool_decision':
-      return `A tool (${a.tool_name}) returned: decide how to go on.`;
+      return t('text.tool_returned', { tool: a.tool_name });
     default:
       return null;
   }

@@ -13,6 +13,8 @@
 
 import { h, keyed, fmt, InView } from './dom.js';
 import { OVER } from './store.js';
+import { stateLabel } from './ctx.js';
+import { t, tn } from './i18n.js';
 
 /** Steps closer than this share of the axis join one bar: a lane of thousands of short steps
  * stays a few hundred elements (a 5,000-step task draws as fast as a small one). */
@@ -48,8 +50,7 @@ function laneBars(steps, join) {
 
 /** What the steps the timeline cannot place are. */
 function untimed(n, task) {
-  const steps = n === 1 ? '1 step' : `${n} steps`;
-  return ['finished', 'failed', 'cancelled'].includes(task.execution_state) ? `${steps} never ran (dropped when the work ended)` : `${steps} not started yet`;
+  return ['finished', 'failed', 'cancelled'].includes(task.execution_state) ? tn('timeline.never_ran', n) : tn('timeline.not_started', n);
 }
 
 /** A lane's steps (sorted by start) in rows, none of which holds two steps at once: each step
@@ -76,13 +77,13 @@ function legend() {
   return h(
     'div',
     { class: 'tl-legend muted small', testid: 'timeline-legend' },
-    item('tl-swatch st-running', 'running'),
-    item('tl-swatch st-finished', 'finished'),
-    item('tl-swatch st-failed', 'failed'),
-    item('tl-swatch st-cancelled', 'cancelled'),
-    item('tl-swatch st-waiting_for_approval', 'waits for a person', "a step's time waiting for your check, approval or parameters, drawn over its bar"),
-    item('tl-swatch tl-swatch-ready', 'ready → start', "a graph plan's step: from when the steps it depends on had all finished to when it started"),
-    h('span', { class: 'tl-key' }, 'steps of one agent at the same time: rows side by side'),
+    item('tl-swatch st-running', stateLabel('running')),
+    item('tl-swatch st-finished', stateLabel('finished')),
+    item('tl-swatch st-failed', stateLabel('failed')),
+    item('tl-swatch st-cancelled', stateLabel('cancelled')),
+    item('tl-swatch st-waiting_for_approval', t('timeline.key_person'), t('timeline.key_person_title')),
+    item('tl-swatch tl-swatch-ready', t('timeline.key_ready'), t('timeline.key_ready_title')),
+    h('span', { class: 'tl-key' }, t('timeline.key_rows')),
   );
 }
 
@@ -129,7 +130,7 @@ export function renderTimeline(ctx, view) {
   const { store, task, now } = ctx;
   if (!task) {
     view._tl = null;
-    view.replaceChildren(h('div', { class: 'empty' }, 'No task selected.'));
+    view.replaceChildren(h('div', { class: 'empty' }, t('timeline.no_task')));
     return;
   }
   if (!view._tl || view._tl.task !== task.task_id) view._tl = { task: task.task_id, lanes: new Map(), root: null };
@@ -145,7 +146,7 @@ export function renderTimeline(ctx, view) {
   if (!timed) {
     tl.root = null;
     view.replaceChildren(
-      h('div', { class: 'empty', testid: 'timeline-empty' }, waiting ? `${waiting} steps, none started yet.` : 'No steps in this task yet.'),
+      h('div', { class: 'empty', testid: 'timeline-empty' }, waiting ? t('timeline.none_started', { count: fmt.int(waiting) }) : t('timeline.no_steps')),
     );
     return;
   }
@@ -183,7 +184,7 @@ export function renderTimeline(ctx, view) {
       { class: 'timeline', testid: 'timeline' },
       legend(),
       tl.axis,
-      h('div', { class: 'tl-lane tl-stages' }, h('div', { class: 'tl-label muted small' }, 'Stages'), tl.stageTrack),
+      h('div', { class: 'tl-lane tl-stages' }, h('div', { class: 'tl-label muted small' }, t('timeline.stages')), tl.stageTrack),
       tl.laneBox,
       tl.untimed,
     );
@@ -218,7 +219,7 @@ export function renderTimeline(ctx, view) {
       return [
         h(
           'div',
-          { class: `tl-stage st-${st.execution_state}`, testid: 'timeline-stage', 'data-stage-id': st.stage_id, style: place(start, open ? null : end), title: `Stage ${i + 1}: ${st.stage_intention} · ${fmt.duration(took)}` },
+          { class: `tl-stage st-${st.execution_state}`, testid: 'timeline-stage', 'data-stage-id': st.stage_id, style: place(start, open ? null : end), title: t('timeline.stage_title', { i: fmt.int(i + 1), intention: st.stage_intention, took: fmt.duration(took) }) },
           `${i + 1}. ${st.stage_intention}`,
         ),
       ];
@@ -234,7 +235,7 @@ export function renderTimeline(ctx, view) {
       h(
         'div',
         { class: 'tl-lane', testid: 'timeline-lane', 'data-agent-id': agent, 'data-rows': String(l.rows.length) },
-        h('div', { class: 'tl-label', title: l.rows.length > 1 ? `${agent} · up to ${l.rows.length} steps at once` : agent }, ctx.agentName(agent)),
+        h('div', { class: 'tl-label', title: l.rows.length > 1 ? t('timeline.lane_title', { agent, rows: fmt.int(l.rows.length) }) : agent }, ctx.agentName(agent)),
         h(
           'div',
           { class: 'tl-track tl-steps' },
@@ -255,8 +256,8 @@ function drawBar(b, row, place) {
   el.className = `tl-step st-${b.state}${one ? '' : ' tl-joined'}`;
   el.style.cssText = place(b.start, b.end);
   el.title = one
-    ? `${s.plan_id ? `${s.plan_id}: ` : ''}${s.step_intention}\n${s.executor} · ${s.execution_state}${s.ended_at ? ` · ${fmt.took(s)}` : ''}${s.ready_at ? `\nready ${fmt.clock(s.ready_at)}, started ${fmt.duration(Math.max(0, s.started_at - s.ready_at))} later` : ''}`
-    : `${b.steps.length} short steps, from “${s.step_intention}”`;
+    ? `${s.plan_id ? `${s.plan_id}: ` : ''}${s.step_intention}\n${s.executor} · ${stateLabel(s.execution_state)}${s.ended_at ? ` · ${fmt.took(s)}` : ''}${s.ready_at ? `\n${t('timeline.ready_started', { at: fmt.clock(s.ready_at), wait: fmt.duration(Math.max(0, s.started_at - s.ready_at)) })}` : ''}`
+    : t('timeline.joined', { count: fmt.int(b.steps.length), intention: s.step_intention });
   const d = el.dataset;
   d.testid = 'timeline-step';
   d.stepId = s.step_id;
@@ -270,7 +271,7 @@ function drawBar(b, row, place) {
   const mark = document.createElement('div');
   mark.className = 'tl-ready';
   mark.style.cssText = place(s.ready_at, s.started_at);
-  mark.title = `ready at ${fmt.clock(s.ready_at)}: the steps it depends on had all finished; it started ${fmt.duration(s.started_at - s.ready_at)} later`;
+  mark.title = t('timeline.ready_title', { at: fmt.clock(s.ready_at), wait: fmt.duration(s.started_at - s.ready_at) });
   mark.dataset.testid = 'timeline-ready';
   mark.dataset.stepId = s.step_id;
   return [...out, mark];
@@ -283,7 +284,7 @@ function waitMark(s, place) {
   const mark = document.createElement('div');
   mark.className = 'tl-wait';
   mark.style.cssText = place(s.waited_from, end);
-  mark.title = `waited for a person from ${fmt.clock(s.waited_from)}${end ? ` for ${fmt.duration(end - s.waited_from)}` : ' (still waiting)'}`;
+  mark.title = end ? t('timeline.waited_for', { from: fmt.clock(s.waited_from), took: fmt.duration(end - s.waited_from) }) : t('timeline.waited_still', { from: fmt.clock(s.waited_from) });
   mark.dataset.testid = 'timeline-wait';
   mark.dataset.stepId = s.step_id;
   return mark;

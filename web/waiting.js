@@ -6,6 +6,7 @@
 // views ask `waitsIn` whether a task waits for the person.
 
 import { h, keyed, fmt } from './dom.js';
+import { t } from './i18n.js';
 import { AuthError } from './api.js';
 import { renderDecisions, fieldInput } from './decisions.js';
 import { $, app, ui, mark, agentName, taskName, NO_RELATIVE } from './ctx.js';
@@ -46,10 +47,10 @@ export function waitsIn(taskId) {
 /** What a waiting item asks, in a few words, for the task views. */
 export function waitLabel(w) {
   const who = agentName(w.who);
-  if (w.kind === 'question') return `${who} asks you: “${w.what}”`;
-  if (w.kind === 'plan') return `${who}'s plan waits for your check`;
-  if (w.kind === 'params') return `${who} needs parameters from you`;
-  return `${who} waits for your approval of a tool call`;
+  if (w.kind === 'question') return t('waiting.asks_you', { who, what: w.what });
+  if (w.kind === 'plan') return t('waiting.plan_waits', { who });
+  if (w.kind === 'params') return t('waiting.needs_params', { who });
+  return t('waiting.tool_waits', { who });
 }
 
 let lastSig = '';
@@ -111,17 +112,17 @@ function questionCard(q) {
   const answer = (content) => {
     for (const el of card.querySelectorAll('button, input, textarea, select')) el.disabled = true;
     status.dataset.state = 'sending';
-    status.textContent = 'Sending…';
+    status.textContent = t('waiting.sending');
     sendAnswer(q, content).then(
       () => {
         status.dataset.state = 'sent';
-        status.textContent = `Answered: ${content}`;
+        status.textContent = t('waiting.answered', { content });
       },
       (e) => {
-        if (e instanceof AuthError) return app.signOut('Your session has ended; sign in again.');
+        if (e instanceof AuthError) return app.signOut(t('waiting.session_ended'));
         for (const el of card.querySelectorAll('button, input, textarea, select')) el.disabled = false;
         status.dataset.state = 'error';
-        status.textContent = `Not sent: ${e.message}`;
+        status.textContent = t('waiting.not_sent', { error: e.message });
       },
     );
   };
@@ -129,11 +130,11 @@ function questionCard(q) {
     h(
       'div',
       { class: 'msg-head' },
-      h('b', null, 'Question'),
+      h('b', null, t('waiting.question')),
       h('span', { class: 'muted' }, ` · ${agentName(q.from)}`),
-      h('span', { class: 'tag tag-link', title: `task ${m.task_id}`, onclick: () => selectTask(m.task_id) }, taskName(m.task_id)),
-      h('span', { class: `flag ${m.waiting ? 'flag-wait' : ''}` }, m.waiting ? 'waits for your reply' : 'asks for a reply'),
-      m.reply_by_ms ? h('span', { class: 'time', testid: 'question-deadline', title: 'it stops waiting for your answer at' }, `by ${fmt.clock(m.reply_by_ms)}`) : null,
+      h('span', { class: 'tag tag-link', title: t('waiting.task_id', { id: m.task_id }), onclick: () => selectTask(m.task_id) }, taskName(m.task_id)),
+      h('span', { class: `flag ${m.waiting ? 'flag-wait' : ''}` }, m.waiting ? t('waiting.waits_for_reply') : t('waiting.asks_for_reply')),
+      m.reply_by_ms ? h('span', { class: 'time', testid: 'question-deadline', title: t('waiting.deadline_title') }, t('waiting.by', { time: fmt.clock(m.reply_by_ms) })) : null,
     ),
     h('p', { class: 'question-text' }, m.content || ''),
     answerControls(m, answer),
@@ -158,7 +159,7 @@ function answerControls(m, answer) {
       'div',
       { class: 'ask-options ask-multi', testid: 'ask-options' },
       boxes.map(([o, b]) => h('label', { class: 'small ask-choice' }, b, ` ${o.label}`)),
-      h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-choices-send', onclick: send }, 'Send'),
+      h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-choices-send', onclick: send }, t('waiting.send')),
     );
   }
   if (ask.mode === 'select') {
@@ -178,15 +179,15 @@ function answerControls(m, answer) {
       'div',
       { class: 'ask-form form-fields', testid: 'ask-form' },
       inputs.map(([f, input]) => h('label', { class: 'small' }, `${f.label || f.key}${f.required ? ' *' : ''}`, input, f.description ? h('span', { class: 'muted field-help' }, f.description) : null)),
-      h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-form-send', onclick: send }, 'Send')),
+      h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'ask-form-send', onclick: send }, t('waiting.send'))),
     );
   }
-  const input = h('input', { class: 'grow', placeholder: 'Your answer', testid: 'question-answer', 'aria-label': 'Your answer' });
+  const input = h('input', { class: 'grow', placeholder: t('waiting.your_answer'), testid: 'question-answer', 'aria-label': t('waiting.your_answer') });
   const send = () => {
     if (input.value.trim()) answer(input.value);
   };
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter') send();
   });
-  return h('div', { class: 'row' }, input, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'question-send', onclick: send }, 'Send'));
+  return h('div', { class: 'row' }, input, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'question-send', onclick: send }, t('waiting.send')));
 }

@@ -17,6 +17,7 @@ mod cli_mcp;
 mod cli_run;
 mod cli_store;
 mod console_api;
+mod console_texts;
 mod control;
 mod crash;
 mod elicitation;

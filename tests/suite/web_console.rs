@@ -27,6 +27,11 @@
 //! a file to a goal in the composer, sees the task list it, and downloads it; a seventh has
 //! `tests/web/choice.test.mjs` choose a message's model and tools in the composer.
 //!
+//! An eighth serves `examples/operator_zh` (a team whose language is zh) for
+//! `tests/web/zh.test.mjs`: the console in Chinese from the sign-in page to every tab of a
+//! finished task, no English word left, at 4.5:1 and within a 390 px phone, and switched to
+//! English and back by the person.
+//!
 //! Needs what `.ci/run` installs: Debian's chromium (`/usr/bin/chromium`) and
 //! `tests/web/node_modules` (`npm install --prefix tests/web`). Missing either fails the test.
 //! Artifacts: `target/web-console.png` (the console at the end), `target/web-console-agents.png`,
@@ -172,6 +177,16 @@ fn the_operators_first_hour_nothing_that_waits_is_hidden_in_either_theme_or_on_a
         name: "web-console-first-hour",
         team: "examples/operator/team.yaml".into(),
         script: "tests/web/first_hour.test.mjs",
+        prepare: None,
+    });
+}
+
+#[test]
+fn the_console_of_a_chinese_team_is_chinese_on_a_laptop_and_a_phone_and_switches_to_english() {
+    drive(&Run {
+        name: "web-console-zh",
+        team: "examples/operator_zh/team.yaml".into(),
+        script: "tests/web/zh.test.mjs",
         prepare: None,
     });
 }

@@ -96,6 +96,9 @@ macro_rules! catalog {
 }
 
 catalog!(
+    // ---- the team ----
+    /// The base task's intention (its name, `MAS base task`, is the SPEC's and stays).
+    base_task_intention(),
     // ---- notices from a task (`notice.rs`) ----
     /// A task was created with the reader as its manager; `listed` is the team, one agent a line.
     notice_task_created(name, task_id, intention, listed),
@@ -428,6 +431,36 @@ catalog!(
     elicitation_yes_no(),
     /// A tool call was refused for its arguments and waits for a person (`step/params.rs`).
     params_notice(agent_id, tool, server, step_id, intention, reason, form),
+    // ---- waits that ran out of time (`step/waits.rs`) ----
+    /// Who a wait was for: an agent.
+    no_reply_agent(agent_id),
+    /// Who a wait was for, when it was not one agent.
+    no_reply_receiver(),
+    /// Told to a person whose wait ran out.
+    no_reply_notice(from, task_id),
+    /// The title of the step an agent whose wait ran out gets next.
+    no_reply_intention(from),
+    /// Its text.
+    no_reply_text(from),
+    // ---- plans and calls a person checks (`step/plan_check.rs`, `step/approval.rs`) ----
+    /// A plan of steps waits for a person; `list` has one line a step.
+    plan_check_steps(agent_id, intention, list),
+    /// A manager's stages wait for a person; `list` has one `plan_check_stage` line a stage.
+    plan_check_stages(agent_id, intention, list),
+    /// One stage of a plan waiting for a person: its number, intention and agents.
+    plan_check_stage(n, intention, agents),
+    /// Told to the planner when a person rejected its plan; `proposed` lists the plan.
+    plan_rejected(by, proposed, reason),
+    /// One rejected stage, in `plan_rejected`'s list.
+    plan_rejected_stage(intention),
+    /// A tool call waits for a person's approval; `warning` is empty or a line of its own.
+    approval_notice(agent_id, tool, server, intention, warning, risk, reason, args),
+    /// Where a long list of a call's arguments was cut.
+    approval_args_cut(n),
+    /// A call's risk levels, as people read them.
+    risk_low(),
+    risk_medium(),
+    risk_high(),
     // ---- attachments (`attachment.rs`) ----
     /// Above the files attached to a message; `tool` reads one.
     attached_to_message(tool),

@@ -9,8 +9,9 @@ use super::plan_check::{EditedStep, PlanCheck, PlanVerdict, decide_plan};
 use crate::call::McpCall;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
-use crate::policy::{ToolRisk, args_hash};
+use crate::policy::{Risk, ToolRisk, args_hash};
 use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
+use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -178,16 +179,14 @@ pub fn await_approval(agent: &mut AgentState, id: &StepId, req: &ApprovalRequest
 /// `GET /api/approvals`; the hash binds the approval to them either way).
 const NOTICE_ARGS_CHARS: usize = 2_000;
 
-/// The message that tells an approver about `req`.
-pub fn approval_notice(step: &StepState, req: &ApprovalRequest) -> String {
+/// The message that tells an approver about `req`, in the team's language.
+pub fn approval_notice(step: &StepState, req: &ApprovalRequest, t: &Texts) -> String {
     let mut args = serde_json::to_string_pretty(&req.arguments).unwrap_or_default();
     let n = args.chars().count();
     if n > NOTICE_ARGS_CHARS {
         args = args.chars().take(NOTICE_ARGS_CHARS).collect();
-        args.push_str(&format!(
-            "\n[… {} more characters: see the step in the console]",
-            n - NOTICE_ARGS_CHARS
-        ));
+        args.push('\n');
+        args.push_str(&t.approval_args_cut(n - NOTICE_ARGS_CHARS));
     }
     // For people: no hash and no route (the console and GET /api/approvals carry those).
     let warning = req
@@ -195,16 +194,19 @@ pub fn approval_notice(step: &StepState, req: &ApprovalRequest) -> String {
         .as_ref()
         .map(|w| format!("{w}\n"))
         .unwrap_or_default();
-    format!(
-        "Approval needed: agent `{}` wants to call `{}` on MCP server `{}` (\"{}\").\n\
-         {warning}Risk {}: {}.\nArguments:\n{}\n\
-         Approve, edit the arguments or reject the call under \"Waiting for you\" in the console.",
-        step.agent_id,
-        req.tool,
-        req.server,
-        step.step_intention,
-        req.risk.risk,
-        req.risk.reason,
+    let risk = match req.risk.risk {
+        Risk::Low => t.risk_low(),
+        Risk::Medium => t.risk_medium(),
+        Risk::High => t.risk_high(),
+    };
+    t.approval_notice(
+        &step.agent_id,
+        &req.tool,
+        &req.server,
+        &step.step_intention,
+        warning,
+        risk,
+        &req.risk.reason,
         args,
     )
 }
@@ -455,7 +457,7 @@ mod tests {
         let (mut a, id, req) = waiting();
         let step = a.agent_step.get(&id).unwrap();
         assert_eq!(step.execution_state, StepExecutionState::WaitingForApproval);
-        let notice = approval_notice(step, &req);
+        let notice = approval_notice(step, &req, &Texts::english());
         assert!(notice.contains("Risk HIGH: it may overwrite"), "{notice}");
         // HIGH is asked with a warning that names what the call may do; MEDIUM without.
         assert!(
@@ -469,7 +471,7 @@ mod tests {
         assert_eq!(high_risk_warning("append_file", &medium), None);
         let mut big = req.clone();
         big.arguments = json!({ "content": "x".repeat(10_000) });
-        let notice = approval_notice(step, &big);
+        let notice = approval_notice(step, &big, &Texts::english());
         assert!(
             notice.len() < 3_000 && notice.contains("more characters"),
             "{notice}"

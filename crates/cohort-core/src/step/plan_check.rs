@@ -14,6 +14,7 @@ pub use crate::state::plan_check::{
     KEY, PlanCheck, StagesPlan, awaits_check, checks, checks_stages,
 };
 use crate::state::{AgentState, PlannedStep, Skill, StepExecutionState, StepResult, StepState};
+use crate::texts::Texts;
 use serde::Deserialize;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -47,43 +48,32 @@ fn skill() -> String {
     "skill".to_owned()
 }
 
-/// The message that tells a person about the plan waiting on `step`.
-pub fn plan_notice(step: &StepState, check: &PlanCheck) -> String {
-    let list: Vec<String> = match &check.stages {
-        Some(s) => s
-            .stages
-            .iter()
-            .enumerate()
-            .map(|(i, st)| {
-                let who: Vec<&str> = st.agent_allocation.keys().map(|a| a.as_str()).collect();
-                format!(
-                    "{}. stage \"{}\" ({})",
-                    i + 1,
-                    st.stage_intention,
-                    who.join(", ")
-                )
-            })
-            .collect(),
-        None => check
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, p)| format!("{}. [{}] {}", i + 1, p.executor, p.step_intention))
-            .collect(),
-    };
+/// The message that tells a person about the plan waiting on `step`, in the team's language.
+pub fn plan_notice(step: &StepState, check: &PlanCheck, t: &Texts) -> String {
     // For people: no hash and no route (the console and GET /api/approvals carry those).
-    let what = if check.stages.is_some() {
-        "stages"
-    } else {
-        "steps"
-    };
-    format!(
-        "Plan check: agent `{}` planned these {what} for \"{}\":\n{}\n\
-         Confirm, edit or reject the plan under \"Waiting for you\" in the console.",
-        step.agent_id,
-        step.step_intention,
-        list.join("\n"),
-    )
+    match &check.stages {
+        Some(s) => {
+            let list: Vec<String> = s
+                .stages
+                .iter()
+                .enumerate()
+                .map(|(i, st)| {
+                    let who: Vec<&str> = st.agent_allocation.keys().map(|a| a.as_str()).collect();
+                    t.plan_check_stage(i + 1, &st.stage_intention, who.join(", "))
+                })
+                .collect();
+            t.plan_check_stages(&step.agent_id, &step.step_intention, list.join("\n"))
+        }
+        None => {
+            let list: Vec<String> = check
+                .steps
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("{}. [{}] {}", i + 1, p.executor, p.step_intention))
+                .collect();
+            t.plan_check_steps(&step.agent_id, &step.step_intention, list.join("\n"))
+        }
+    }
 }
 
 /// A person's check of the plan waiting on `step`: `Ok(Some(steps))` confirms (or, edited,
@@ -138,7 +128,7 @@ pub fn decide_plan(
                 Some(s) => s
                     .stages
                     .iter()
-                    .map(|st| format!("- stage \"{}\"", st.stage_intention))
+                    .map(|st| agent.texts.plan_rejected_stage(&st.stage_intention))
                     .collect(),
                 None => check
                     .steps
@@ -154,10 +144,9 @@ pub fn decide_plan(
                 step.executor.clone(),
                 step.step_intention.clone(),
                 format!(
-                    "{}\n\nA person (`{by}`) rejected the plan you proposed:\n{}\nTheir comment: \
-                     {reason}\nPlan again, following the comment.",
+                    "{}\n\n{}",
                     step.text_content,
-                    proposed.join("\n"),
+                    agent.texts.plan_rejected(by, proposed.join("\n"), reason),
                 ),
             )
             .with_origin(step.origin.clone());

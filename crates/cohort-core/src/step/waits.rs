@@ -13,16 +13,14 @@ pub fn expire_waits(agent: &mut AgentState, now_ms: i64) -> Vec<Wait> {
     let ids: Vec<_> = expired.iter().map(|w| w.id.clone()).collect();
     agent.release_waits(&ids);
     let mut steps = Vec::new();
+    let t = agent.texts.clone();
     for w in &expired {
         let from = w
             .from
             .as_ref()
-            .map_or_else(|| "the receiver".to_owned(), |f| format!("agent `{f}`"));
+            .map_or_else(|| t.no_reply_receiver(), |f| t.no_reply_agent(f));
         if agent.human_config.is_some() {
-            agent.add_notice(format!(
-                "No reply from {from} came in time (task {}); you no longer wait for it.",
-                w.task
-            ));
+            agent.add_notice(t.no_reply_notice(&from, &w.task));
             continue;
         }
         // Work that ended meanwhile already freed its waits; this is only a guard.
@@ -40,12 +38,8 @@ pub fn expire_waits(agent: &mut AgentState, now_ms: i64) -> Vec<Wait> {
                 w.stage.clone(),
                 agent.agent_id.clone(),
                 Executor::Skill(skill),
-                format!("No reply from {from} came in time"),
-                format!(
-                    "You waited for a reply from {from}, and it did not come before the wait's \
-                 deadline. You no longer wait for it (a late reply will still reach you as a \
-                 message). Decide how to go on: carry on with what you have, or ask again."
-                ),
+                t.no_reply_intention(&from),
+                t.no_reply_text(&from),
             )
             .with_origin(StepOrigin::NoReply {
                 from: w.from.clone(),

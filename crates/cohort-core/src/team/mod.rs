@@ -340,7 +340,7 @@ impl SyncCore {
         let mut base = TaskState::new(
             base_task.clone(),
             "MAS base task".into(),
-            "Receive the operator's instructions and turn them into tasks.".into(),
+            crate::texts::Texts::english().base_task_intention(),
             first,
         );
         base.join(managers.iter().cloned());
@@ -472,7 +472,14 @@ impl SyncCore {
 
     /// Gives SyncState the team's language: the texts of the notices and instructions it
     /// sends (English until given).
+    /// The runtime's texts in the team's language; a new team's base task (not a restored
+    /// one, whose intention is on record) states its intention in them.
     pub fn with_texts(mut self, texts: std::sync::Arc<crate::texts::Texts>) -> Self {
+        if !self.restored
+            && let Some(base) = self.tasks.get_mut(&self.base_task)
+        {
+            base.task_intention = texts.base_task_intention();
+        }
         self.texts = texts;
         self
     }

@@ -72,6 +72,17 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../../../web/timeline.js"),
     ),
     ("store.js", JS, include_bytes!("../../../../web/store.js")),
+    ("i18n.js", JS, include_bytes!("../../../../web/i18n.js")),
+    (
+        "lang_en.json",
+        JSON,
+        include_bytes!("../../../../web/lang_en.json"),
+    ),
+    (
+        "lang_zh.json",
+        JSON,
+        include_bytes!("../../../../web/lang_zh.json"),
+    ),
     ("text.js", JS, include_bytes!("../../../../web/text.js")),
     (
         "waiting.js",
@@ -83,6 +94,8 @@ pub const FILES: &[(&str, &str, &[u8])] = &[
 const HTML: &str = "text/html; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
+/// The console's catalogs, imported as JSON modules: a browser takes them only with this type.
+const JSON: &str = "application/json";
 
 /// Answers a console request from the built-in files (`/` is `index.html`).
 pub async fn embedded(uri: Uri) -> Response {

@@ -127,6 +127,8 @@ struct Inner {
     memory: cohort_core::config::MemoryBudget,
     /// What became of the team's spans, when it sends traces.
     traces: Option<Arc<cohort_runtime::otel::TraceStats>>,
+    /// The team's language, for the console.
+    language: cohort_core::texts::Language,
 }
 
 /// A person who can log in: their agent's address, their password hash and what they may see.
@@ -191,6 +193,7 @@ impl ApiState {
                 flow_hub: std::sync::OnceLock::new(),
                 traces: team.traces.as_ref().map(|t| t.stats()),
                 memory: team.retention.memory,
+                language: team.language,
             }),
         }
     }
@@ -493,6 +496,7 @@ pub fn router(state: ApiState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let app = Router::new()
         .route("/api/bind_human_agent", post(human::bind))
+        .route("/api/language", get(language))
         .merge(protected)
         .route("/api/{*rest}", any(no_such_route))
         .route("/ws", get(ws::upgrade));
@@ -516,10 +520,18 @@ pub fn router(state: ApiState) -> Router {
     Router::new().fallback_service(json_405)
 }
 
+/// The team's language (`language:` in its team file), public: the console's sign-in page is
+/// drawn in it before anyone signs in.
+async fn language(State(state): State<ApiState>) -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({ "language": state.inner.language.code() }))
+}
+
 /// A path under `/api/` that names no route: the answer lists the routes there are, so a
 /// person guessing at the API (`/api/states/task`) is told what to use instead.
 async fn no_such_route(method: axum::http::Method, uri: axum::http::Uri) -> AppError {
-    let routes = std::iter::once("POST /api/bind_human_agent".to_owned())
+    let routes = ["POST /api/bind_human_agent", "GET /api/language"]
+        .into_iter()
+        .map(str::to_owned)
         .chain(
             PROTECTED_ROUTES
                 .iter()

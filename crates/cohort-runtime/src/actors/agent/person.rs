@@ -57,7 +57,7 @@ impl AgentActor {
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, "a plan waits for a person's check");
         self.hold_for_a_person(id, ctx);
-        self.tell_approvers(&step, plan_notice(&step, &check), ctx);
+        self.tell_approvers(&step, plan_notice(&step, &check, &self.state.texts), ctx);
     }
 
     /// A tool call refused for its arguments, to be put to a person (`told`: the refusal in

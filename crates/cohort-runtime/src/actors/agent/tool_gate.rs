@@ -133,7 +133,7 @@ impl AgentActor {
                 tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, risk = %req.risk.risk, "a tool call waits for approval");
                 await_approval(&mut self.state, &id, &req);
                 self.hold_for_a_person(id, ctx);
-                self.tell_approvers(&step, approval_notice(&step, &req), ctx);
+                self.tell_approvers(&step, approval_notice(&step, &req, &self.state.texts), ctx);
             }
         }
     }
