@@ -63,18 +63,6 @@ pub fn count(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
-/// `850 ms`, `12.3 s`, `2m 05s`.
-pub fn duration(d: std::time::Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1_000 {
-        format!("{ms} ms")
-    } else if ms < 60_000 {
-        format!("{:.1} s", d.as_secs_f64())
-    } else {
-        format!("{}m {:02}s", d.as_secs() / 60, d.as_secs() % 60)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,11 +82,7 @@ mod tests {
     }
 
     #[test]
-    fn durations_read_at_a_glance() {
-        use std::time::Duration;
-        assert_eq!(duration(Duration::from_millis(850)), "850 ms");
-        assert_eq!(duration(Duration::from_millis(12_340)), "12.3 s");
-        assert_eq!(duration(Duration::from_secs(125)), "2m 05s");
+    fn counts_read_at_a_glance() {
         assert_eq!(count(1, "problem"), "1 problem");
         assert_eq!(count(2, "problem"), "2 problems");
     }

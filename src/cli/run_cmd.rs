@@ -2,7 +2,7 @@
 //! then the tasks' summaries on stdout and one closing line whose words and exit code match
 //! the tasks' final states.
 
-use super::output::{Paint, duration};
+use super::output::Paint;
 use anyhow::Context as _;
 use cohort::actors::Host;
 use cohort::config::load_team;
@@ -54,7 +54,11 @@ pub async fn run(
         },
         (cohort::run::RunOutcome::Stalled, _) if !report.waiting.is_empty() => {
             for w in &report.waiting {
-                eprintln!("{} {}", paint.yellow("WAIT"), w.render());
+                eprintln!(
+                    "{} {}",
+                    paint.yellow(&pad(&t.run_mark_wait(), MARK)),
+                    w.render(t)
+                );
             }
             stalled_on_people(&report.waiting, team, data, t)
         }
@@ -184,45 +188,23 @@ fn failed_stages(
         .find(|r| !r.is_empty())
 }
 
-/// One progress line (two for a failed step: its reason).
+/// The widths, in a terminal's columns, a step's mark and a stage's word are padded to, so
+/// the lines' columns meet (`ok  `, `FAIL`; `stage started `, `stage finished`).
+const MARK: usize = 4;
+const STAGE_WORD: usize = 14;
+
+/// One progress line (two for a failed step: its reason), in the team's language.
 pub fn line(p: &Progress<'_>, paint: &Paint, t: &cohort::prompt::Texts) -> String {
     match p {
-        Progress::Step { step, agent, took } => {
-            let mark = match step.execution_state {
-                StepExecutionState::Finished => paint.green("ok  "),
-                StepExecutionState::Cancelled => paint.yellow("STOP"),
-                _ => paint.red("FAIL"),
-            };
-            let took = took
-                .map(|d| format!("{}, ", duration(d)))
-                .unwrap_or_default();
-            let mut line = format!(
-                "{mark} {:<10} {:<22} {} {}",
-                agent,
-                step.executor.name(),
-                step.step_intention.lines().next().unwrap_or_default(),
-                paint.dim(&format!(
-                    "({took}{}{}+{} tok)",
-                    step.token_usage.prompt_tokens,
-                    cached(step.token_usage, t),
-                    step.token_usage.completion_tokens
-                )),
-            );
-            // Why it failed, or why it was set aside (a person's cancel, its work ending).
-            let set_aside = (step.execution_state == StepExecutionState::Cancelled)
-                .then(|| step.execute_result.as_ref()?.error.as_deref())
-                .flatten();
-            if let Some(reason) = step.failure_reason().or(set_aside) {
-                line.push_str(&format!("\n       reason: {reason}"));
-            }
-            line
-        }
+        Progress::Step { step, agent, took } => step_line(step, agent, *took, paint, t),
         Progress::Stage { stage, agents } => {
             let word = match stage.execution_state {
-                ExecutionState::Running => paint.bold("stage started "),
-                ExecutionState::Finished => paint.green("stage finished"),
-                ExecutionState::Cancelled => paint.yellow("stage cancelled"),
-                _ => paint.red("stage failed  "),
+                ExecutionState::Running => paint.bold(&pad(&t.run_stage_started(), STAGE_WORD)),
+                ExecutionState::Finished => paint.green(&pad(&t.run_stage_finished(), STAGE_WORD)),
+                ExecutionState::Cancelled => {
+                    paint.yellow(&pad(&t.run_stage_cancelled(), STAGE_WORD))
+                }
+                _ => paint.red(&pad(&t.run_stage_failed(), STAGE_WORD)),
             };
             format!(
                 "{word} {} ({})",
@@ -235,24 +217,83 @@ pub fn line(p: &Progress<'_>, paint: &Paint, t: &cohort::prompt::Texts) -> Strin
             agent,
             reason,
         } => format!(
-            "{} {:<10} {:<22} the model endpoint is not answering; waiting for it (waits.model_secs)\n       reason: {reason}",
-            paint.yellow("WAIT"),
-            agent,
+            "{} {} {:<22} {}\n       {}",
+            paint.yellow(&pad(&t.run_mark_wait(), MARK)),
+            pad(agent, 10),
             step.executor.name(),
+            t.run_model_wait(),
+            t.run_reason(reason),
         ),
         Progress::Waiting { elapsed, running } => {
             let now = if running.is_empty() {
-                "nothing is running; waiting for a message or a person".to_owned()
+                t.run_nothing_running()
             } else {
                 running
                     .iter()
-                    .map(|r| format!("{} {} {}", r.agent, r.executor, duration(r.running_for)))
+                    .map(|r| format!("{} {} {}", r.agent, r.executor, span(r.running_for, t)))
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            paint.dim(&format!("…    {} in: {now}", duration(*elapsed)))
+            paint.dim(&t.run_waiting(span(*elapsed, t), now))
         }
     }
+}
+
+/// A step that ended: its mark, agent, executor, intention and tokens, and why it failed.
+fn step_line(
+    step: &cohort::state::StepState,
+    agent: &str,
+    took: Option<std::time::Duration>,
+    paint: &Paint,
+    t: &cohort::prompt::Texts,
+) -> String {
+    let mark = match step.execution_state {
+        StepExecutionState::Finished => paint.green(&pad(&t.run_mark_ok(), MARK)),
+        StepExecutionState::Cancelled => paint.yellow(&pad(&t.run_mark_stopped(), MARK)),
+        _ => paint.red(&pad(&t.run_mark_failed(), MARK)),
+    };
+    let u = step.token_usage;
+    let prompt = format!("{}{}", u.prompt_tokens, cached(u, t));
+    let usage = match took {
+        Some(d) => t.run_usage_took(span(d, t), prompt, u.completion_tokens),
+        None => t.run_usage(prompt, u.completion_tokens),
+    };
+    let mut line = format!(
+        "{mark} {} {:<22} {} {}",
+        pad(agent, 10),
+        step.executor.name(),
+        step.step_intention.lines().next().unwrap_or_default(),
+        paint.dim(&usage),
+    );
+    // Why it failed, or why it was set aside (a person's cancel, its work ending).
+    let set_aside = (step.execution_state == StepExecutionState::Cancelled)
+        .then(|| step.execute_result.as_ref()?.error.as_deref())
+        .flatten();
+    if let Some(reason) = step.failure_reason().or(set_aside) {
+        line.push_str(&format!("\n       {}", t.run_reason(reason)));
+    }
+    line
+}
+
+/// `850 ms`, `12.3 s`, `2m 05s`, in the team's language.
+fn span(d: std::time::Duration, t: &cohort::prompt::Texts) -> String {
+    let ms = d.as_millis();
+    if ms < 1_000 {
+        t.run_ms(ms)
+    } else if ms < 60_000 {
+        t.run_s(format!("{:.1}", d.as_secs_f64()))
+    } else {
+        t.run_min_s(d.as_secs() / 60, format!("{:02}", d.as_secs() % 60))
+    }
+}
+
+/// `text` padded with spaces to `width` terminal columns (a CJK character takes two).
+fn pad(text: &str, width: usize) -> String {
+    let cols: usize = text
+        .chars()
+        .map(|c| if c.len_utf8() >= 3 { 2 } else { 1 })
+        .sum();
+    format!("{text}{}", " ".repeat(width.saturating_sub(cols)))
 }
 
 #[cfg(test)]
@@ -339,5 +380,28 @@ mod tests {
             "…    1m 35s in: Mira task_manager 48.0 s"
         );
         assert!(line(&waiting, &Paint(true), &english).starts_with("\x1b[2m"));
+    }
+
+    #[test]
+    fn spans_and_marks_read_in_the_teams_language_and_keep_their_columns() {
+        use std::time::Duration;
+        let en = cohort::prompt::Texts::english();
+        assert_eq!(span(Duration::from_millis(850), &en), "850 ms");
+        assert_eq!(span(Duration::from_millis(12_340), &en), "12.3 s");
+        assert_eq!(span(Duration::from_secs(125), &en), "2m 05s");
+        let zh = cohort::prompt::Texts::builtin(cohort::prompt::Language::Zh);
+        assert_eq!(span(Duration::from_secs(125), &zh), "2 分 05 秒");
+        // A Chinese mark takes as many columns as the English one it stands for.
+        assert_eq!(pad(&zh.run_mark_ok(), MARK), "完成");
+        assert_eq!(pad(&en.run_mark_ok(), MARK), "ok  ");
+        assert_eq!(pad(&zh.run_stage_started(), STAGE_WORD), "阶段开始      ");
+        let waiting = Progress::Waiting {
+            elapsed: Duration::from_secs(95),
+            running: vec![],
+        };
+        assert_eq!(
+            line(&waiting, &Paint(false), &zh),
+            "…    已用 1 分 35 秒，正在运行：没有在运行的步骤；在等一条消息或一个人"
+        );
     }
 }

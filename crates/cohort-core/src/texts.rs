@@ -335,6 +335,55 @@ catalog!(
     run_cached(count),
     /// A task with no summary.
     run_no_summary(),
+    // ---- `cohort run`'s progress lines (`src/cli/run_cmd.rs`) ----
+    /// The marks before a step that ended, a wait, and a stage's start and end (the command
+    /// pads them to one width): a step that finished.
+    run_mark_ok(),
+    /// A step that was set aside.
+    run_mark_stopped(),
+    /// A step that failed.
+    run_mark_failed(),
+    /// A wait: for the model, or for a person.
+    run_mark_wait(),
+    /// A stage started.
+    run_stage_started(),
+    /// A stage finished.
+    run_stage_finished(),
+    /// A stage was cancelled.
+    run_stage_cancelled(),
+    /// A stage failed.
+    run_stage_failed(),
+    /// Why a step failed or was set aside, on the line under it.
+    run_reason(reason),
+    /// A step's tokens (`prompt` says its cached part).
+    run_usage(prompt, completion),
+    /// A step's time and tokens.
+    run_usage_took(took, prompt, completion),
+    /// A step waits for its model's endpoint.
+    run_model_wait(),
+    /// What runs while the run waits: nothing.
+    run_nothing_running(),
+    /// How long the run has gone, and what runs now.
+    run_waiting(elapsed, now),
+    /// Spans of time in progress lines: milliseconds.
+    run_ms(n),
+    /// Seconds, with one decimal.
+    run_s(n),
+    /// Minutes and seconds.
+    run_min_s(m, s),
+    // ---- what a stalled run waits for people to do (`run/waits.rs`) ----
+    /// An agent waits for a person to answer its question.
+    wait_reply(agent, who, question),
+    /// The same, its question no longer kept.
+    wait_reply_unknown(agent, who),
+    /// An agent waits for a person to check its plan.
+    wait_plan_check(agent, who, step),
+    /// An agent waits for a person to approve its tool call.
+    wait_approval(agent, who, step),
+    /// An agent waits for a person to fill in its call's arguments.
+    wait_params(agent, who, step),
+    /// An agent waits for a person to answer what an MCP server asks.
+    wait_server_question(agent, who, server, step, message),
     // ---- a notice's headline (a step's title) ----
     /// Headline: a task was created.
     headline_task_created(name),
@@ -457,9 +506,11 @@ catalog!(
     approval_notice(agent_id, tool, server, intention, warning, risk, reason, args),
     /// Where a long list of a call's arguments was cut.
     approval_args_cut(n),
-    /// A call's risk levels, as people read them.
+    /// A call's risk levels, as people read them: low.
     risk_low(),
+    /// Medium risk.
     risk_medium(),
+    /// High risk.
     risk_high(),
     // ---- attachments (`attachment.rs`) ----
     /// Above the files attached to a message; `tool` reads one.

@@ -6,6 +6,7 @@
 use cohort_core::event::States;
 use cohort_core::ids::{AgentId, TaskId};
 use cohort_core::state::{Executor, StepExecutionState};
+use cohort_core::texts::Texts;
 
 /// The most characters of a question a one-line report shows.
 pub const ASKED_CHARS: usize = 120;
@@ -115,32 +116,24 @@ pub fn shortened(text: &str) -> String {
 }
 
 impl PersonWait {
-    /// One line for a person: who waits, for whom, for what.
-    pub fn render(&self) -> String {
+    /// One line for a person, in the team's language: who waits, for whom, for what.
+    pub fn render(&self, t: &Texts) -> String {
         let who = self
             .person
             .as_ref()
-            .map_or_else(|| "an operator".to_owned(), |p| format!("`{p}`"));
+            .map_or_else(|| t.run_an_operator(), |p| format!("`{p}`"));
         let agent = &self.agent;
         match &self.asked {
-            Asked::Reply(Some(q)) => format!("`{agent}` waits for {who} to answer: \"{q}\""),
-            Asked::Reply(None) => format!("`{agent}` waits for {who} to answer its question"),
-            Asked::PlanCheck { step } => {
-                format!("`{agent}` waits for {who} to check the plan of its step \"{step}\"")
-            }
-            Asked::Approval { step } => {
-                format!("`{agent}` waits for {who} to approve the tool call of its step \"{step}\"")
-            }
-            Asked::Params { step } => {
-                format!("`{agent}` waits for {who} to fill in the arguments of its step \"{step}\"")
-            }
+            Asked::Reply(Some(q)) => t.wait_reply(agent, who, q),
+            Asked::Reply(None) => t.wait_reply_unknown(agent, who),
+            Asked::PlanCheck { step } => t.wait_plan_check(agent, who, step),
+            Asked::Approval { step } => t.wait_approval(agent, who, step),
+            Asked::Params { step } => t.wait_params(agent, who, step),
             Asked::ServerQuestion {
                 step,
                 server,
                 message,
-            } => format!(
-                "`{agent}` waits for {who} to answer MCP server `{server}`, which asks during its step \"{step}\": \"{message}\""
-            ),
+            } => t.wait_server_question(agent, who, server, step, message),
         }
     }
 }
@@ -171,7 +164,7 @@ mod tests {
             asked: Asked::Reply(Some("Which season?".into())),
         };
         assert_eq!(
-            w.render(),
+            w.render(&Texts::english()),
             "`manager` waits for `operator` to answer: \"Which season?\""
         );
         let plan = PersonWait {
@@ -182,7 +175,7 @@ mod tests {
             ..w
         };
         assert_eq!(
-            plan.render(),
+            plan.render(&Texts::english()),
             "`manager` waits for an operator to check the plan of its step \"Plan the steps\""
         );
     }
