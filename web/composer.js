@@ -3,7 +3,7 @@
 // task and stage), picks receivers from the task group or every agent, and sends.
 
 import { h } from './dom.js';
-import { t, tn, num } from './i18n.js';
+import { t, tn, num, tParts } from './i18n.js';
 import { AuthError } from './api.js';
 import { $, app, store, ui, mark, agentName, taskName, taskTitle, isBase, tasksInOrder, truncate, NO_RELATIVE } from './ctx.js';
 import { refreshConversations } from './conversations.js';
@@ -115,22 +115,13 @@ export function renderComposer() {
   if (ui.replyTo) {
     rep.hidden = false;
     rep.replaceChildren(
-      h('span', null, withNodes(t('composer.answering'), { who: h('b', null, agentName(ui.replyTo.sender_id)), text: truncate(ui.replyTo.content, 90) })),
+      h('span', null, tParts('composer.answering', { who: h('b', null, agentName(ui.replyTo.sender_id)), text: truncate(ui.replyTo.content, 90) })),
       h('button', { type: 'button', class: 'btn btn-link small', title: t('composer.stop_answering'), onclick: () => { ui.replyTo = null; mark('composer', 'inbox'); } }, t('composer.cancel_answer')),
     );
   } else {
     rep.hidden = true;
     rep.replaceChildren();
   }
-}
-
-/** A catalog text whose `{placeholders}` are filled with `parts` (nodes or strings), as a list of
- * children for h(); the text around them stays text. */
-function withNodes(text, parts) {
-  return text
-    .split(/\{(\w+)\}/)
-    .map((s, i) => (i % 2 ? (s in parts ? parts[s] : `{${s}}`) : s))
-    .filter((x) => x !== '');
 }
 
 /** The line under the composer: what was sent, or why not. */

@@ -8,7 +8,7 @@
 
 import { h, jsonBlock, keyed, fmt } from './dom.js';
 import { editable, isGraph, graphProblem, stepList, sketch } from './plan_check.js';
-import { t } from './i18n.js';
+import { t, tParts } from './i18n.js';
 
 /**
  * Renders `items` into `container`; `act` performs the verdicts and resolves when the server
@@ -29,18 +29,6 @@ const KIND_TITLE = {
 };
 const RISK = { low: () => t('decisions.risk_low'), medium: () => t('decisions.risk_medium'), high: () => t('decisions.risk_high') };
 
-/** A text of the catalog whose `{name}` places are filled with `parts` (elements or strings),
- * so an element sits where the language puts it in the sentence. */
-function fillNodes(text, parts) {
-  const out = [];
-  text.split(/\{(\w+)\}/).forEach((piece, i) => {
-    const v = i % 2 ? (piece in parts ? parts[piece] : `{${piece}}`) : piece;
-    if (v === '' || v === null || v === undefined) return;
-    if (typeof v === 'string' && typeof out[out.length - 1] === 'string') out[out.length - 1] += v;
-    else out.push(v);
-  });
-  return out;
-}
 const BODY = { plan: planBody, params: paramsBody, elicitation: elicitationBody };
 
 function decision(item, act, names) {
@@ -115,7 +103,7 @@ function toolBody(item, act, busy) {
     h(
       'p',
       { class: 'small' },
-      fillNodes(t('decisions.tool_on'), { tool: h('b', { class: 'mono' }, `${item.tool}`), server: h('span', { class: 'mono' }, `${item.server}`) }),
+      tParts('decisions.tool_on', { tool: h('b', { class: 'mono' }, `${item.tool}`), server: h('span', { class: 'mono' }, `${item.server}`) }),
       ' · ',
       h('span', { class: `risk risk-${item.risk}`, testid: 'decision-risk' }, t('decisions.risk', { level: RISK[item.risk] ? RISK[item.risk]() : String(item.risk || '').toUpperCase() })),
       ` · ${item.reason || ''}`,
@@ -204,7 +192,7 @@ function paramsBody(item, act, busy) {
   return h(
     'div',
     null,
-    h('p', { class: 'small' }, fillNodes(t('decisions.tool_on'), { tool: h('b', { class: 'mono' }, item.tool), server: h('span', { class: 'mono' }, `${item.server}`) })),
+    h('p', { class: 'small' }, tParts('decisions.tool_on', { tool: h('b', { class: 'mono' }, item.tool), server: h('span', { class: 'mono' }, `${item.server}`) })),
     item.reason ? h('p', { class: 'decision-message', testid: 'decision-refusal' }, item.reason) : null,
     jsonBlock(item.arguments ?? {}),
     form.view,
@@ -218,7 +206,7 @@ function elicitationBody(item, act, busy) {
   return h(
     'div',
     null,
-    h('p', { class: 'small' }, fillNodes(t('decisions.server_during'), { server: h('span', { class: 'mono' }, `${item.server}`), tool: item.tool ? h('b', { class: 'mono' }, item.tool) : h('b', null, t('decisions.a_call')) })),
+    h('p', { class: 'small' }, tParts('decisions.server_during', { server: h('span', { class: 'mono' }, `${item.server}`), tool: item.tool ? h('b', { class: 'mono' }, item.tool) : h('b', null, t('decisions.a_call')) })),
     h('p', { class: 'decision-message', testid: 'decision-message' }, item.message || ''),
     form.view,
     h('div', { class: 'row row-end' }, h('button', { type: 'button', class: 'btn btn-primary btn-sm', testid: 'decision-fill', onclick: () => busy(act.fill(item, form.values())) }, t('decisions.answer'))),

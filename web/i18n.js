@@ -73,6 +73,20 @@ export function tn(key, n, vars) {
   return fill(text, { ...vars, n: num(n) });
 }
 
+/**
+ * The text of `key` as a list of strings and elements: each `{name}` is `parts[name]` (an
+ * element, e.g. a bold name, or a string), so an element sits where the language puts it in
+ * the sentence. `h()` takes the list as a child.
+ */
+export function tParts(key, parts) {
+  const text = catalog[key];
+  if (typeof text !== 'string') return [missing(key)];
+  return text
+    .split(/\{(\w+)\}/)
+    .map((piece, i) => (i % 2 ? (piece in parts ? parts[piece] : `{${piece}}`) : piece))
+    .filter((x) => x !== '' && x !== null && x !== undefined);
+}
+
 function fill(text, vars) {
   if (!vars) return text;
   return text.replace(/\{(\w+)\}/g, (all, name) => (name in vars ? String(vars[name]) : all));

@@ -1,6 +1,6 @@
 //! The console's catalogs (`web/lang_en.json`, `web/lang_zh.json`) against each other and the
 //! code: the same keys in both, each with the same placeholders and plural shape; every key the
-//! views (`t('…')`, `tn('…')`) and the page (`data-i18n*="…"`) name exists; every key is used;
+//! views (`t('…')`, `tn('…')`, `tParts('…')`) and the page (`data-i18n*="…"`) name exists; every key is used;
 //! and the Chinese texts hold no English words beyond the names that stay (JSON, MCP, …).
 
 use serde_json::{Map, Value};
@@ -78,6 +78,7 @@ fn uses() -> Uses {
         match path.extension().and_then(|e| e.to_str()) {
             Some("js") => {
                 u.plain.extend(named_after(&src, "t('"));
+                u.plain.extend(named_after(&src, "tParts('"));
                 u.counted.extend(named_after(&src, "tn('"));
                 for built in named_after(&src, "t(`") {
                     u.prefixes
