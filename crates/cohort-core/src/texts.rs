@@ -506,6 +506,35 @@ catalog!(
     approval_notice(agent_id, tool, server, intention, warning, risk, reason, args),
     /// Where a long list of a call's arguments was cut.
     approval_args_cut(n),
+    /// Why a call has its risk (`policy/risk.rs`, `step/risk_judge.rs`): the server's
+    /// configuration sets the tool's level.
+    risk_configured_tool(tool, level),
+    /// The server's configuration sets every tool's level.
+    risk_configured_all(level),
+    /// The tool only reads.
+    risk_read_only(),
+    /// The tool only adds, within its own domain.
+    risk_additive_closed(),
+    /// The tool only adds, possibly in the outside world.
+    risk_additive_open(),
+    /// The tool says nothing of its effects.
+    risk_unannotated(),
+    /// The tool may overwrite or delete.
+    risk_destructive(),
+    /// The server could not be asked what the tool does.
+    risk_server_unreachable(error),
+    /// The model judged the call's arguments.
+    risk_judged(reason),
+    /// The model gave no reason.
+    risk_no_reason(),
+    /// The model's judgement could not be read.
+    risk_judge_unreadable(why),
+    /// The model could not judge.
+    risk_judge_failed(error),
+    /// The model judged the arguments no riskier than the annotations say.
+    risk_judged_lower(annotated, level, judged),
+    /// A HIGH call's warning to the person who approves it.
+    risk_high_warning(tool, reason),
     /// A call's risk levels, as people read them: low.
     risk_low(),
     /// Medium risk.

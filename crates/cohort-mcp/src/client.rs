@@ -48,6 +48,8 @@ pub struct McpOptions {
     pub replay: Option<Arc<crate::replay::ToolRecord>>,
     /// Variables given to the builtin servers only (the team's store, for attached files).
     pub builtin_env: BTreeMap<String, String>,
+    /// The team's texts: why a tool is as risky as it is is said in its language.
+    pub texts: Arc<cohort_core::texts::Texts>,
 }
 
 /// A [`Consent`] the options can carry.
@@ -76,6 +78,7 @@ impl McpOptions {
             consent: None,
             replay: None,
             builtin_env: BTreeMap::new(),
+            texts: cohort_core::texts::Texts::english(),
         }
     }
 
@@ -335,13 +338,13 @@ impl McpClient {
                     .as_array()
                     .and_then(|ts| ts.iter().find(|t| t["name"] == tool))
                     .and_then(|t| t.get("annotations"));
-                cohort_core::policy::judge(tool, annotations, &overrides)
+                cohort_core::policy::judge(tool, annotations, &overrides, &self.opts.texts)
             }
             Err(e) if overrides.is_empty() => cohort_core::policy::ToolRisk {
                 risk: cohort_core::policy::Risk::High,
-                reason: format!("the server could not be asked what the tool does: {e}"),
+                reason: self.opts.texts.risk_server_unreachable(e),
             },
-            Err(_) => cohort_core::policy::judge(tool, None, &overrides),
+            Err(_) => cohort_core::policy::judge(tool, None, &overrides, &self.opts.texts),
         }
     }
 
@@ -361,7 +364,12 @@ impl McpClient {
             tools
                 .filter_map(|t| {
                     let name = t["name"].as_str()?;
-                    let risk = cohort_core::policy::judge(name, t.get("annotations"), &overrides);
+                    let risk = cohort_core::policy::judge(
+                        name,
+                        t.get("annotations"),
+                        &overrides,
+                        &self.opts.texts,
+                    );
                     Some((name.to_owned(), risk))
                 })
                 .collect(),

@@ -3,6 +3,7 @@
 //! defines the hints' defaults: a tool that does not say it is read-only may change things,
 //! and one that does not say it is not destructive may destroy them.
 
+use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -45,19 +46,35 @@ pub struct ToolRisk {
 /// A server's `risk:` in its YAML: a level per tool name, `"*"` for every other tool.
 pub type RiskOverrides = BTreeMap<String, Risk>;
 
+impl Risk {
+    /// The level as people read it, in the team's language.
+    pub fn word(self, t: &Texts) -> String {
+        match self {
+            Risk::Low => t.risk_low(),
+            Risk::Medium => t.risk_medium(),
+            Risk::High => t.risk_high(),
+        }
+    }
+}
+
 /// The risk of calling `tool`, whose MCP annotations are `annotations` (the JSON the server
-/// described, camelCase hints), on a server with `overrides`.
-pub fn judge(tool: &str, annotations: Option<&Value>, overrides: &RiskOverrides) -> ToolRisk {
+/// described, camelCase hints), on a server with `overrides`; its reason in `t`'s language.
+pub fn judge(
+    tool: &str,
+    annotations: Option<&Value>,
+    overrides: &RiskOverrides,
+    t: &Texts,
+) -> ToolRisk {
     if let Some(r) = overrides.get(tool) {
         return ToolRisk {
             risk: *r,
-            reason: format!("the server's configuration sets `{tool}` to {r}"),
+            reason: t.risk_configured_tool(tool, r.word(t)),
         };
     }
     if let Some(r) = overrides.get("*") {
         return ToolRisk {
             risk: *r,
-            reason: format!("the server's configuration sets its tools to {r}"),
+            reason: t.risk_configured_all(r.word(t)),
         };
     }
     let hint = |name: &str| {
@@ -66,27 +83,18 @@ pub fn judge(tool: &str, annotations: Option<&Value>, overrides: &RiskOverrides)
             .and_then(Value::as_bool)
     };
     let (risk, reason) = if hint("readOnlyHint") == Some(true) {
-        (Risk::Low, "it only reads (readOnlyHint)".to_owned())
+        (Risk::Low, t.risk_read_only())
     } else if hint("destructiveHint") == Some(false) {
-        let reach = if hint("openWorldHint") == Some(false) {
-            "within its own domain"
+        let reason = if hint("openWorldHint") == Some(false) {
+            t.risk_additive_closed()
         } else {
-            "possibly in the outside world (openWorldHint)"
+            t.risk_additive_open()
         };
-        (
-            Risk::Medium,
-            format!("it changes things, but only additively (destructiveHint false), {reach}"),
-        )
+        (Risk::Medium, reason)
     } else if annotations.is_none() {
-        (
-            Risk::High,
-            "the tool says nothing of its effects, so it may change or delete things".to_owned(),
-        )
+        (Risk::High, t.risk_unannotated())
     } else {
-        (
-            Risk::High,
-            "it may overwrite or delete things (destructiveHint)".to_owned(),
-        )
+        (Risk::High, t.risk_destructive())
     };
     ToolRisk { risk, reason }
 }
@@ -96,22 +104,32 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn en() -> std::sync::Arc<Texts> {
+        Texts::english()
+    }
+
     #[test]
     fn annotations_give_the_risk_and_its_reason() {
         let none = RiskOverrides::new();
         let read = json!({"readOnlyHint": true});
-        assert_eq!(judge("read_file", Some(&read), &none).risk, Risk::Low);
+        assert_eq!(
+            judge("read_file", Some(&read), &none, &en()).risk,
+            Risk::Low
+        );
         let append = json!({"destructiveHint": false, "openWorldHint": false});
         assert_eq!(
-            judge("append_file", Some(&append), &none).risk,
+            judge("append_file", Some(&append), &none, &en()).risk,
             Risk::Medium
         );
         let write = json!({"destructiveHint": true, "openWorldHint": false});
-        let w = judge("write_file", Some(&write), &none);
+        let w = judge("write_file", Some(&write), &none, &en());
         assert_eq!(w.risk, Risk::High);
         assert!(w.reason.contains("destructiveHint"));
-        assert_eq!(judge("mystery", None, &none).risk, Risk::High);
-        assert_eq!(judge("mystery", Some(&json!({})), &none).risk, Risk::High);
+        assert_eq!(judge("mystery", None, &none, &en()).risk, Risk::High);
+        assert_eq!(
+            judge("mystery", Some(&json!({})), &none, &en()).risk,
+            Risk::High
+        );
     }
 
     #[test]
@@ -123,9 +141,28 @@ mod tests {
         .into_iter()
         .collect();
         let read = json!({"readOnlyHint": true});
-        assert_eq!(judge("write_file", None, &o).risk, Risk::Low);
-        let r = judge("read_file", Some(&read), &o);
+        assert_eq!(judge("write_file", None, &o, &en()).risk, Risk::Low);
+        let r = judge("read_file", Some(&read), &o, &en());
         assert_eq!(r.risk, Risk::Medium);
         assert!(r.reason.contains("configuration"));
+    }
+
+    #[test]
+    fn the_reason_is_said_in_the_teams_language() {
+        let zh = Texts::builtin(crate::texts::Language::Zh);
+        let read = json!({"readOnlyHint": true});
+        assert_eq!(
+            judge("read_file", Some(&read), &RiskOverrides::new(), &zh).reason,
+            "它只读取（readOnlyHint）"
+        );
+        let o: RiskOverrides = [("*".to_owned(), Risk::High)].into();
+        assert_eq!(
+            judge("x", None, &o, &zh).reason,
+            "服务器的配置把它的工具都设为高风险"
+        );
+        assert_eq!(
+            judge("x", None, &o, &en()).reason,
+            "the server's configuration sets its tools to HIGH"
+        );
     }
 }

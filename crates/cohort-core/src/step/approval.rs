@@ -9,7 +9,7 @@ use super::plan_check::{EditedStep, PlanCheck, PlanVerdict, decide_plan};
 use crate::call::McpCall;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
-use crate::policy::{Risk, ToolRisk, args_hash};
+use crate::policy::{ToolRisk, args_hash};
 use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
 use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
@@ -36,15 +36,9 @@ pub struct ApprovalRequest {
 }
 
 /// The warning a HIGH call of `tool` carries (none below HIGH): what it may do, from its risk's
-/// reason, and that the team cannot take it back.
-pub fn high_risk_warning(tool: &str, risk: &ToolRisk) -> Option<String> {
-    (risk.risk == crate::policy::Risk::High).then(|| {
-        format!(
-            "Careful: `{tool}` is HIGH risk: {}. What it does may not be undone by the team; \
-             read the arguments before you approve.",
-            risk.reason
-        )
-    })
+/// reason, and that the team cannot take it back; in `t`'s language.
+pub fn high_risk_warning(tool: &str, risk: &ToolRisk, t: &Texts) -> Option<String> {
+    (risk.risk == crate::policy::Risk::High).then(|| t.risk_high_warning(tool, &risk.reason))
 }
 
 /// A person's verdict on a waiting call or plan.
@@ -155,7 +149,7 @@ pub fn approval_needed(
         tool: name.clone(),
         args_hash: args_hash(&arguments),
         arguments,
-        warning: high_risk_warning(name, &risk),
+        warning: high_risk_warning(name, &risk, &agent.texts),
         risk,
     })
 }
@@ -194,11 +188,7 @@ pub fn approval_notice(step: &StepState, req: &ApprovalRequest, t: &Texts) -> St
         .as_ref()
         .map(|w| format!("{w}\n"))
         .unwrap_or_default();
-    let risk = match req.risk.risk {
-        Risk::Low => t.risk_low(),
-        Risk::Medium => t.risk_medium(),
-        Risk::High => t.risk_high(),
-    };
+    let risk = req.risk.risk.word(t);
     t.approval_notice(
         &step.agent_id,
         &req.tool,
@@ -468,7 +458,10 @@ mod tests {
             risk: Risk::Medium,
             reason: "it only adds".into(),
         };
-        assert_eq!(high_risk_warning("append_file", &medium), None);
+        assert_eq!(
+            high_risk_warning("append_file", &medium, &Texts::english()),
+            None
+        );
         let mut big = req.clone();
         big.arguments = json!({ "content": "x".repeat(10_000) });
         let notice = approval_notice(step, &big, &Texts::english());

@@ -5,6 +5,7 @@
 //! tool), and an answer that cannot be read counts as HIGH.
 
 use crate::policy::{Risk, ToolRisk};
+use crate::texts::Texts;
 use serde_json::Value;
 
 /// The longest arguments text shown to the judge, in characters.
@@ -29,16 +30,17 @@ pub fn judge_prompt(
     )
 }
 
-/// The risk after the judge answered `answer` (or failed with it), given the annotations'.
-pub fn with_judgement(annotated: ToolRisk, answer: Result<&str, &str>) -> ToolRisk {
+/// The risk after the judge answered `answer` (or failed with it), given the annotations';
+/// the reason in `t`'s language.
+pub fn with_judgement(annotated: ToolRisk, answer: Result<&str, &str>, t: &Texts) -> ToolRisk {
     let judged = match answer {
-        Ok(text) => read(text).unwrap_or_else(|why| ToolRisk {
+        Ok(text) => read(text, t).unwrap_or_else(|why| ToolRisk {
             risk: Risk::High,
-            reason: format!("the model's risk judgement could not be read ({why})"),
+            reason: t.risk_judge_unreadable(why),
         }),
         Err(e) => ToolRisk {
             risk: Risk::High,
-            reason: format!("the model could not judge the call's risk ({e})"),
+            reason: t.risk_judge_failed(e),
         },
     };
     if judged.risk > annotated.risk {
@@ -46,15 +48,12 @@ pub fn with_judgement(annotated: ToolRisk, answer: Result<&str, &str>) -> ToolRi
     } else {
         ToolRisk {
             risk: annotated.risk,
-            reason: format!(
-                "{}; the model judged these arguments {}: {}",
-                annotated.reason, judged.risk, judged.reason
-            ),
+            reason: t.risk_judged_lower(&annotated.reason, judged.risk.word(t), &judged.reason),
         }
     }
 }
 
-fn read(text: &str) -> Result<ToolRisk, String> {
+fn read(text: &str, t: &Texts) -> Result<ToolRisk, String> {
     let v = crate::parse::tag_json(text, "tool_risk")
         .ok_or("no <tool_risk> tag")?
         .map_err(|e| e.to_string())?;
@@ -74,10 +73,10 @@ fn read(text: &str) -> Result<ToolRisk, String> {
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|r| !r.is_empty())
-        .unwrap_or("no reason given");
+        .map_or_else(|| t.risk_no_reason(), str::to_owned);
     Ok(ToolRisk {
         risk,
-        reason: format!("judged by the model for these arguments: {reason}"),
+        reason: t.risk_judged(reason),
     })
 }
 
@@ -97,6 +96,7 @@ mod tests {
         let raised = with_judgement(
             low(),
             Ok(r#"<tool_risk>{"risk": "HIGH", "reason": "it reads the secrets file"}</tool_risk>"#),
+            &Texts::english(),
         );
         assert_eq!(raised.risk, Risk::High);
         assert!(
@@ -111,6 +111,7 @@ mod tests {
         let kept = with_judgement(
             high,
             Ok(r#"<tool_risk>{"risk": "low", "reason": "harmless"}</tool_risk>"#),
+            &Texts::english(),
         );
         assert_eq!(kept.risk, Risk::High);
         assert!(
@@ -126,7 +127,7 @@ mod tests {
             Ok(r#"<tool_risk>{"risk": "tiny"}</tool_risk>"#),
             Err("timeout"),
         ] {
-            let r = with_judgement(low(), answer);
+            let r = with_judgement(low(), answer, &Texts::english());
             assert_eq!(r.risk, Risk::High, "{answer:?}");
         }
         assert!(

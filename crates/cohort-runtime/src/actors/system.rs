@@ -287,8 +287,8 @@ fn start(
     }
 
     let dispatcher = Dispatcher::new(monitor.clone()).start();
-    let tools = agent_tools(cfg, host);
     let texts = prompts.texts().clone();
+    let tools = agent_tools(cfg, host, &texts);
     let factory = AgentFactory {
         settings: agent_settings(
             cfg,
@@ -566,7 +566,12 @@ pub fn named_models(
 }
 
 /// The tools every agent may use: the team's MCP servers, and who approves a call.
-pub fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
+/// `texts` are the team's: why a tool is as risky as it is is said in its language.
+pub fn agent_tools(
+    cfg: &TeamConfig,
+    host: &Host,
+    texts: &Arc<cohort_core::texts::Texts>,
+) -> AgentTools {
     let tools = AgentTools {
         descriptions: Arc::new(
             cfg.servers
@@ -585,6 +590,7 @@ pub fn agent_tools(cfg: &TeamConfig, host: &Host) -> AgentTools {
                         .iter()
                         .map(|s| (cohort_core::attachment::STORE_VAR.to_owned(), s.clone()))
                         .collect(),
+                    texts: texts.clone(),
                     ..McpOptions::new(host.cohort_exe.clone(), host.vars)
                         .passing_env_of(&cfg.servers, host.vars)
                 },

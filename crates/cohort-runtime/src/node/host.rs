@@ -275,7 +275,7 @@ impl HostParts {
         let mut builder = crate::actors::ModelBuilder::new(host.vars, cfg.waits.model);
         let (models, _) = crate::actors::build_models(cfg, &mut builder)?;
         let named = crate::actors::named_models(cfg, &mut builder)?;
-        let tools = crate::actors::agent_tools(cfg, host);
+        let tools = crate::actors::agent_tools(cfg, host, prompts.texts());
         // The base task is the record's: each run is told it.
         let base_task = TaskId::from("");
         let steps = crate::actors::StepAllowance::unlimited();

@@ -101,7 +101,11 @@ impl AgentActor {
         let system = self.prompts.phrases().risk_judge.clone();
         let ask = (RISK_JUDGE, system, prompt);
         let then = move |act: &mut Self, step, answer: Result<String, String>, ctx: &mut _| {
-            let risk = with_judgement(annotated, answer.as_deref().map_err(String::as_str));
+            let risk = with_judgement(
+                annotated,
+                answer.as_deref().map_err(String::as_str),
+                &act.state.texts,
+            );
             act.put_to_approver(step, server, call, client, risk, ctx);
         };
         self.ask_about_call(llm, step, ask, then, ctx);
