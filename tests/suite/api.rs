@@ -936,3 +936,95 @@ async fn a_persons_goals_are_held_to_five_in_fifteen_seconds() {
         .unwrap();
     assert!((1..=15).contains(&wait), "Retry-After {wait}");
 }
+
+/// Bad requests of every sort a person makes, each with the code its answer must carry.
+async fn bad_requests(app: &axum::Router, alice: &str) -> Vec<(&'static str, Reply)> {
+    let wrong = json!({"human_agent_id": "alice", "password": BOB_PASSWORD});
+    let to_nowhere = json!({"human_agent_id": "alice", "task_id": "no-such-task",
+        "receiver": ["manager"], "content": "hi"});
+    vec![
+        (
+            "login_failed",
+            post(app, "/api/bind_human_agent", None, wrong).await,
+        ),
+        (
+            "unknown_task",
+            post(app, "/api/send_message", Some(alice), to_nowhere).await,
+        ),
+        (
+            "malformed_json",
+            call(app, "POST", "/api/bind_human_agent", None, Some("{".into())).await,
+        ),
+        (
+            "method_not_allowed",
+            call(app, "GET", "/api/bind_human_agent", None, None).await,
+        ),
+        ("no_such_route", get(app, "/api/tasks", alice).await),
+        (
+            "no_token",
+            call(app, "GET", "/api/states?type=task", None, None).await,
+        ),
+        (
+            "no_such_task",
+            post(app, "/api/task/no-such-task/cancel", Some(alice), json!({})).await,
+        ),
+    ]
+}
+
+#[actix::test]
+async fn a_chinese_teams_errors_keep_their_code_and_english_and_add_a_chinese_message() {
+    let (team, cfg) = start_zh();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    for (code, r) in bad_requests(&app, &alice).await {
+        assert_eq!(r.body["error_code"], code, "{}", r.text);
+        assert_eq!(r.headers[header::CONTENT_TYPE], "application/json");
+        let (error, message) = (
+            r.body["error"].as_str().unwrap(),
+            r.body["message"].as_str().unwrap(),
+        );
+        assert!(error.is_ascii(), "`error` stays English: {error}");
+        let chinese = message
+            .chars()
+            .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+        assert!(chinese && message != error, "{code}: {message}");
+    }
+    let said: std::collections::BTreeMap<&str, Reply> =
+        bad_requests(&app, &alice).await.into_iter().collect();
+    let text = |code: &str, field: &str| said[code].body[field].as_str().unwrap().to_owned();
+    assert_eq!(
+        text("login_failed", "error"),
+        "wrong human_agent_id or password"
+    );
+    assert_eq!(text("login_failed", "message"), "human_agent_id 或密码错误");
+    assert_eq!(
+        text("unknown_task", "error"),
+        "there is no task `no-such-task`"
+    );
+    assert_eq!(text("unknown_task", "message"), "没有任务 `no-such-task`");
+    assert_eq!(text("no_such_task", "message"), "没有任务 `no-such-task`");
+    // A library's words stay English inside a Chinese lead.
+    let json_error = text("malformed_json", "error");
+    assert_eq!(
+        text("malformed_json", "message"),
+        format!("请求体不是有效的 JSON：{json_error}")
+    );
+    assert_eq!(
+        text("method_not_allowed", "message"),
+        "/api/bind_human_agent 不接受 GET；它接受的方法：POST"
+    );
+    assert!(text("no_such_route", "message").starts_with("没有这个路由：GET /api/tasks；"));
+}
+
+#[actix::test]
+async fn an_english_teams_errors_carry_their_code_and_a_message_that_is_the_error() {
+    let (team, cfg) = start();
+    let state = api(&team, &cfg);
+    let app = router(state.clone());
+    let alice = login(&state, "alice", ALICE_PASSWORD).await;
+    for (code, r) in bad_requests(&app, &alice).await {
+        assert_eq!(r.body["error_code"], code, "{}", r.text);
+        assert_eq!(r.body["message"], r.body["error"], "{code}");
+    }
+}

@@ -74,26 +74,53 @@ pub struct Attachment {
     pub bytes: u64,
 }
 
-/// Why a file was not taken.
-#[derive(Debug, thiserror::Error, PartialEq)]
+/// Why a file was not taken. Its text ([`AttachmentError::render`], in the team's language)
+/// is what the REST API answers.
+#[derive(Debug, PartialEq)]
 #[allow(missing_docs)]
 pub enum AttachmentError {
-    #[error("the file is empty")]
     Empty,
-    #[error("the file has {bytes} bytes; at most {MOST_ATTACHMENT_BYTES} may be attached")]
-    TooLarge { bytes: usize },
-    #[error(
-        "`{0}` is not a usable file name: give a name of 1 to {MOST_NAME_BYTES} bytes without \
-         folders (`/`, `\\`) or control characters"
-    )]
+    TooLarge {
+        bytes: usize,
+    },
     BadName(String),
-    #[error("files of type `{mime}` cannot be attached; the types taken are: {}", TAKEN.iter().map(|t| t.mime).collect::<Vec<_>>().join(", "))]
-    TypeNotTaken { mime: String },
-    #[error("the file is not what its type `{mime}` says: {why}")]
-    NotItsType { mime: String, why: &'static str },
-    #[error("a message may carry at most {MOST_ATTACHMENTS_PER_MESSAGE} files; it has {0}")]
+    TypeNotTaken {
+        mime: String,
+    },
+    /// `why` is the check's own words (in English).
+    NotItsType {
+        mime: String,
+        why: &'static str,
+    },
     TooMany(usize),
 }
+
+impl AttachmentError {
+    /// Why, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        use AttachmentError as E;
+        match self {
+            E::Empty => t.attachment_empty(),
+            E::TooLarge { bytes } => t.attachment_too_large(bytes, MOST_ATTACHMENT_BYTES),
+            E::BadName(name) => t.attachment_bad_name(name, MOST_NAME_BYTES),
+            E::TypeNotTaken { mime } => {
+                let taken = TAKEN.iter().map(|t| t.mime).collect::<Vec<_>>().join(", ");
+                t.attachment_type_not_taken(mime, taken)
+            }
+            E::NotItsType { mime, why } => t.attachment_not_its_type(mime, why),
+            E::TooMany(count) => t.attachment_too_many(MOST_ATTACHMENTS_PER_MESSAGE, count),
+        }
+    }
+}
+
+/// In English, as logs show it.
+impl std::fmt::Display for AttachmentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
+    }
+}
+
+impl std::error::Error for AttachmentError {}
 
 /// How a type's bytes are checked.
 #[derive(Clone, Copy)]

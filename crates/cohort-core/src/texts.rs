@@ -1,9 +1,9 @@
 //! The catalog of texts the runtime itself writes (notices, the titles and texts of the steps
 //! it adds, instructions, what repairs write into summaries, a person's notices, attachment
-//! lists, spans of time), one per [`Language`], read from `prompts/<lang>/texts.yaml`. Each
-//! text is a method taking its placeholders as arguments, so a renderer cannot run without a
-//! catalog, a call site cannot leave a placeholder out, and a translation that drops or
-//! invents one fails to load. It sits below every module that writes text (the prompt loader
+//! lists, spans of time, why a person's request was refused and the REST API's errors), one per
+//! [`Language`], read from `prompts/<lang>/texts.yaml`. Each text is a method taking its
+//! placeholders as arguments, so a renderer cannot run without a catalog, a call site cannot
+//! leave a placeholder out, and a translation that drops or invents one fails to load. It sits below every module that writes text (the prompt loader
 //! reads a prompts folder's copy with the same checks).
 
 use serde::{Deserialize, Serialize};
@@ -557,6 +557,271 @@ catalog!(
     span_hours(n),
     /// Hours and minutes.
     span_hours_minutes(hours, minutes),
+    // ---- why a person's message was refused (`step/human.rs`), as the REST API says it ----
+    /// The sender is not a person.
+    human_not_human(agent),
+    /// The message names no receiver.
+    human_no_receiver(),
+    /// The message is empty.
+    human_empty(),
+    /// The person is among the receivers.
+    human_to_self(),
+    /// `wait_secs` is out of its range.
+    human_bad_wait(max),
+    /// The text is not an answer the question takes (`why` is one of the `ask_*` texts).
+    human_bad_answer(to, why),
+    // ---- why a file cannot be attached (`attachment.rs`) ----
+    /// The file is empty.
+    attachment_empty(),
+    /// The file is over the cap.
+    attachment_too_large(bytes, max),
+    /// The name is not usable.
+    attachment_bad_name(name, max),
+    /// The type is not one taken (`taken`: the types that are).
+    attachment_type_not_taken(mime, taken),
+    /// The bytes are not what the type says (`why` is the check's, in English).
+    attachment_not_its_type(mime, why),
+    /// Too many files for one message.
+    attachment_too_many(max, count),
+    // ---- why a question or its answer does not hold (`state/ask.rs`) ----
+    /// A choice's options are wrong.
+    ask_bad_options(max),
+    /// A form's fields are wrong.
+    ask_bad_fields(max),
+    /// A select field has too few options.
+    ask_field_options(field),
+    /// A number field's bounds are the wrong way round.
+    ask_bad_bounds(field),
+    /// An option, key or label is too long.
+    ask_too_long(max),
+    /// The answer is empty.
+    ask_empty_answer(),
+    /// The answer is too long.
+    ask_answer_too_long(max),
+    /// A choice was answered with something not offered.
+    ask_not_an_option(options),
+    /// A form was answered with something other than a JSON object (`why` is the JSON reader's).
+    ask_not_a_form(why),
+    /// A form field's value does not fit it (`why` in English).
+    ask_bad_field(field, why),
+    // ---- why a message's choice does not fit its receiver (`state/choice.rs`) ----
+    /// The model is not one of the agent's (`allowed`: a list, or `choice_none`).
+    choice_model(agent, model, allowed),
+    /// The MCP server is not one of the agent's tools.
+    choice_server(agent, server, allowed),
+    /// Stands for an empty list of models or tools.
+    choice_none(),
+    // ---- why a step could not be cancelled (`step/cancel.rs`) ----
+    /// The agent has no such step.
+    cancel_no_step(agent, step),
+    /// The step is over already.
+    cancel_over(step, state),
+    /// The step's result is being stored.
+    cancel_ending(step),
+    /// The agent did not answer.
+    cancel_unavailable(detail),
+    // ---- why a person's verdict was refused (`step/approval.rs`) ----
+    /// The step waits for no person.
+    verdict_not_waiting(step),
+    /// The hash sent is not the one of what waits.
+    verdict_stale_hash(),
+    /// Edited arguments that are not a JSON object.
+    verdict_bad_arguments(),
+    /// A rejection with a blank reason.
+    verdict_no_reason(),
+    /// A verdict for another kind of wait (`waits_for` and `instead` in English).
+    verdict_wrong_kind(step, waits_for, instead),
+    /// An edited plan that cannot run (`why` in English).
+    verdict_bad_plan(why),
+    /// Values that do not fit a parameter request's form (`why` is one of the `ask_*` texts).
+    verdict_bad_params(why),
+    /// The runtime did not answer.
+    verdict_unavailable(detail),
+    // ---- the REST API's errors (`cohort-server`'s `api/reason.rs`) ----
+    /// Too many failed logins.
+    api_too_many_logins(secs),
+    /// A failed login.
+    api_login_failed(),
+    /// A login from the same address is being checked.
+    api_login_in_progress(),
+    /// Too many password checks at once.
+    api_password_checks_busy(),
+    /// A password check that failed to run.
+    api_password_check_failed(detail),
+    /// The session could not be stored.
+    api_session_not_stored(detail),
+    /// The logout could not be stored.
+    api_logout_not_stored(detail),
+    /// A logout without a bearer token.
+    api_no_bearer_token(),
+    /// A protected route without a token.
+    api_no_token(),
+    /// The websocket without a token.
+    api_no_token_in_url(),
+    /// A token unknown or expired.
+    api_invalid_token(),
+    /// A handler reached without a caller.
+    api_not_logged_in(),
+    /// The store cannot say whose a token is.
+    api_sessions_unreadable(detail),
+    /// Only an operator sees the nodes.
+    api_operator_only_nodes(),
+    /// … reads the metrics.
+    api_operator_only_metrics(),
+    /// … cancels a step.
+    api_operator_only_cancel_step(),
+    /// … cancels a task.
+    api_operator_only_cancel_task(),
+    /// … pauses or resumes a task.
+    api_operator_only_pause_task(),
+    /// … pauses or resumes an agent.
+    api_operator_only_pause_agent(),
+    /// … cancels a stage.
+    api_operator_only_cancel_stage(),
+    /// … retries a stage.
+    api_operator_only_retry_stage(),
+    /// … decides on waiting steps.
+    api_operator_only_decide(),
+    /// A token used for another person.
+    api_not_your_token(holder, human),
+    /// A message into a task the caller is not in.
+    api_not_in_task(task),
+    /// A message to an agent the caller cannot see.
+    api_receiver_out_of_reach(agent),
+    /// A websocket from an origin not allowed.
+    api_origin_not_allowed(origin),
+    /// A path under `/api/` that names no route (`routes`: those there are).
+    api_no_such_route(method, path, routes),
+    /// A method the path does not take (`takes`: the methods it does, or `api_no_method`).
+    api_method_not_allowed(method, path, takes),
+    /// Stands for an empty list of methods.
+    api_no_method(),
+    /// No such task (or not one the caller sees).
+    api_no_such_task(task),
+    /// No such task in memory, to follow.
+    api_task_not_in_memory(task),
+    /// No such stage.
+    api_no_such_stage(stage),
+    /// No such step.
+    api_no_such_step(step),
+    /// No such agent.
+    api_no_such_agent(agent),
+    /// No such person.
+    api_no_such_human(human),
+    /// No state with this id.
+    api_no_such_state(id),
+    /// No such attached file.
+    api_no_such_attachment(id),
+    /// No such image or sound.
+    api_no_such_blob(id),
+    /// The metrics listener serves nothing else.
+    api_only_metrics(),
+    /// A body that is not JSON (`detail`: axum's words, in English).
+    api_malformed_json(detail),
+    /// A JSON body that does not fit the route's (`detail`: axum's words).
+    api_json_mismatch(detail),
+    /// A body without the JSON content type (`detail`: axum's words).
+    api_not_json(detail),
+    /// A body axum could not take (`detail`: axum's words).
+    api_body_rejected(detail),
+    /// A query string that does not fit the route's (`detail`: axum's words).
+    api_malformed_query(detail),
+    /// A path segment that does not parse (`detail`: axum's words).
+    api_malformed_path(detail),
+    /// A websocket request that cannot be upgraded (`detail`: axum's words).
+    api_not_a_websocket(detail),
+    /// The body did not come in time.
+    api_body_timeout(secs),
+    /// The body is over the limit.
+    api_body_too_large(limit),
+    /// The body is over its route's limit (a standing-by node).
+    api_body_over_route_limit(),
+    /// The body could not be read (`detail`: the reader's words).
+    api_body_unreadable(detail),
+    /// A cancel's body that is neither empty nor `{reason}` (`detail`: the JSON reader's).
+    api_bad_cancel_body(detail),
+    /// `/api/states` without `type`.
+    api_missing_type(kinds),
+    /// `/api/states` with an unknown `type`.
+    api_unknown_type(name, kinds),
+    /// `limit=0`.
+    api_limit_too_small(),
+    /// `limit` over the page's most.
+    api_limit_too_large(max),
+    /// `max_bytes` out of range.
+    api_max_bytes_out_of_range(max),
+    /// `full` without one task.
+    api_full_needs_task(),
+    /// An approval of no known shape.
+    api_approve_shape(),
+    /// Parameter values that are not an object.
+    api_values_not_object(),
+    /// Websocket parameters on the event stream.
+    api_websocket_only_params(),
+    /// `format=flow` without a task.
+    api_flow_needs_task(),
+    /// An unknown websocket format.
+    api_unknown_format(format),
+    /// Flow parameters without `format=flow`.
+    api_flow_only_params(),
+    /// A message over the team's length.
+    api_message_too_long(chars, limit),
+    /// A message naming a file not uploaded.
+    api_attachment_not_uploaded(id, path),
+    /// Attached files need a store.
+    api_no_store(),
+    /// A receiver with its share of work queued.
+    api_receiver_busy(agent, steps, bytes),
+    /// A message sent but not confirmed stored.
+    api_message_not_confirmed(),
+    /// A rejection of a step that waits for nobody.
+    api_not_waiting_for_verdict(step),
+    /// A rejection that would cancel the base task.
+    api_base_task_not_cancelled(),
+    /// A rejection that cancels a task without a reason.
+    api_rejection_needs_reason(),
+    /// An agent on another node did not answer (`detail`: why).
+    api_agent_unreachable(agent, detail),
+    /// A goal held: the team runs its most tasks.
+    api_goal_held_running(running, max),
+    /// A goal held: the person gave their most goals lately.
+    api_goal_held_rate(given, window, retry),
+    /// A person has their most live feeds.
+    api_feed_limit_person(human, open),
+    /// The server has its most live feeds.
+    api_feed_limit_total(total),
+    /// The most tasks are followed.
+    api_too_many_followed(max),
+    /// The most large reads are being built.
+    api_reads_busy(reads),
+    /// Every connection place is taken.
+    api_too_many_connections(),
+    /// The team's actors are gone (`detail`: the mailbox's words).
+    api_team_not_running(detail),
+    /// The store did not answer (`detail`: the store's words, in English).
+    api_store_unavailable(detail),
+    /// The store could not be read.
+    api_store_unreadable(detail),
+    /// The store did not keep a file in time.
+    api_file_not_kept_in_time(),
+    /// The store did not keep a file.
+    api_file_not_kept(detail),
+    /// Reading a task back from the store failed.
+    api_store_read_failed(detail),
+    /// Reading a step's stored calls failed.
+    api_stored_calls_unreadable(detail),
+    /// A shared read failed to build.
+    api_read_failed(detail),
+    /// Anything else that should not happen.
+    api_internal(detail),
+    /// A standing-by node that does not know which node runs the team.
+    api_standby_leader_unknown(node),
+    /// … whose own previous run holds the team's lease.
+    api_standby_previous_run(node),
+    /// … that heard of a node that stands by too.
+    api_standby_leader_standing_by(node, leader, address),
+    /// … that cannot reach the node running the team.
+    api_standby_leader_unreachable(node, leader, address, detail),
 );
 
 impl Texts {

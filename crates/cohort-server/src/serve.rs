@@ -118,11 +118,12 @@ pub fn serve_metrics(
     let (listener, bound) = listen(bind)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (app, http) = (crate::api::metrics::router(state.clone()), http.clone());
+    let wording = state.wording();
     spawn_serving(listener, move |l| async move {
         let stop = async {
             let _ = stopped.await;
         };
-        crate::api::serve_router(l, app, &http, || {}, stop).await
+        crate::api::serve_router(l, (app, &wording), &http, || {}, stop).await
     })
     .map_err(ServeError::Http)?;
     tracing::info!("metrics for scrapers on http://{bound}/metrics");

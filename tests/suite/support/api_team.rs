@@ -31,8 +31,9 @@ fn hashes() -> &'static (String, String) {
     })
 }
 
-/// A fixture's team file plus a `humans:` list, written to a fresh folder (with its scripts).
-fn write_team(fixture: &Path) -> Scratch {
+/// A fixture's team file plus `more` (YAML of its own keys) and a `humans:` list, written to a
+/// fresh folder (with its scripts).
+fn write_team(fixture: &Path, more: &str) -> Scratch {
     let dir = Scratch::new("api-test");
     // Its scripts (every file but the team file itself; a named model may have its own).
     for entry in std::fs::read_dir(fixture).unwrap() {
@@ -44,6 +45,7 @@ fn write_team(fixture: &Path) -> Scratch {
     }
     let (alice, bob) = hashes();
     let mut team = std::fs::read_to_string(fixture.join("team.yaml")).unwrap();
+    team.push_str(more);
     team.push_str(&format!(
         "humans:\n  - {{id: alice, name: Alice, role: designer, access: operator, password_hash: \"{alice}\"}}\n  \
          - {{id: bob, name: Bob, role: reviewer, password_hash: \"{bob}\"}}\n"
@@ -65,7 +67,17 @@ pub fn start_fixture(fixture: &str) -> (Team, TeamConfig) {
 /// Starts the team of folder `dir` (its `team.yaml` and `script.yaml`; an example's, say) with
 /// alice and bob (inside an actix system).
 pub fn start_dir(fixture: &Path) -> (Team, TeamConfig) {
-    let dir = write_team(fixture);
+    start_with(fixture, "")
+}
+
+/// Starts the fixture team in Chinese (`language: zh`).
+pub fn start_zh() -> (Team, TeamConfig) {
+    start_with(&Path::new(FIXTURES).join("api"), "language: zh\n")
+}
+
+/// Starts the team of folder `dir` with `more` added to its team file.
+fn start_with(fixture: &Path, more: &str) -> (Team, TeamConfig) {
+    let dir = write_team(fixture, more);
     let cfg = load_team(&dir.join("team.yaml")).unwrap();
     let team = start_team(&cfg, &Host::new(&|_| None, env!("CARGO_BIN_EXE_cohort"))).unwrap();
     // The started team has read its files, so the folder can go now (its guard also removes

@@ -54,14 +54,17 @@ pub async fn post(app: &Router, uri: &str, token: Option<&str>, body: Value) -> 
     call(app, "POST", uri, token, Some(body.to_string())).await
 }
 
-/// A JSON error: the status and a non-empty reason.
+/// A JSON error: the status, a code, a non-empty reason and its message.
 pub fn assert_error(r: &Reply, status: StatusCode, what: &str) {
     assert_eq!(r.status, status, "{what}: {}", r.text);
-    assert!(
-        r.body["error"].as_str().is_some_and(|e| !e.is_empty()),
-        "{what}: no error reason in {}",
-        r.text
-    );
+    for field in ["error_code", "error", "message"] {
+        assert!(
+            r.body[field].as_str().is_some_and(|e| !e.is_empty()),
+            "{what}: no `{field}` in {}",
+            r.text
+        );
+    }
+    assert_eq!(r.body["success"], false, "{what}: {}", r.text);
 }
 
 pub fn base_task(team: &cohort::actors::Team) -> String {

@@ -156,45 +156,64 @@ pub enum FieldKind {
     Select,
 }
 
-/// Why a question cannot be asked, or why a person's answer does not fit it.
-#[derive(Debug, thiserror::Error, PartialEq, serde::Serialize, serde::Deserialize)]
+/// Why a question cannot be asked, or why a person's answer does not fit it. Its text
+/// ([`AskError::render`], in the team's language) is what the REST API answers a person.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AskError {
     /// A choice has too few, too many, empty or repeated options.
-    #[error("a choice needs 2 to {MAX_CHOICES} different, non-empty options")]
     BadOptions,
     /// A form has no fields, too many, or empty or repeated keys.
-    #[error("a form needs 1 to {MAX_CHOICES} fields, each with a different, non-empty key")]
     BadFields,
     /// A select field (named) has fewer than two options.
-    #[error("form field `{0}` is a select field without 2 or more options")]
     FieldOptions(String),
     /// A number field (named) has its min above its max.
-    #[error("form field `{0}` has a min above its max")]
     BadBounds(String),
     /// An option, key or label is too long.
-    #[error("options, keys and labels are at most {MAX_LABEL_CHARS} characters")]
     TooLong,
     /// The answer is empty.
-    #[error("the answer is empty")]
     Empty,
     /// The answer is over the length an answer may have.
-    #[error("the answer is longer than {MAX_ANSWER_CHARS} characters")]
     AnswerTooLong,
     /// A choice was answered with something not offered (the options listed).
-    #[error("the answer must be one of the options: {0}")]
     NotAnOption(String),
-    /// A form was answered with something other than a JSON object (why).
-    #[error("the answer to a form must be a JSON object of its fields: {0}")]
+    /// A form was answered with something other than a JSON object (why, in the JSON
+    /// reader's English).
     NotAForm(String),
     /// A form field's value does not fit it.
-    #[error("form field `{field}`: {why}")]
     BadField {
         /// The field's key.
         field: String,
-        /// What is wrong with its value.
+        /// What is wrong with its value (in English).
         why: String,
     },
 }
+
+impl AskError {
+    /// Why, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        match self {
+            AskError::BadOptions => t.ask_bad_options(MAX_CHOICES),
+            AskError::BadFields => t.ask_bad_fields(MAX_CHOICES),
+            AskError::FieldOptions(field) => t.ask_field_options(field),
+            AskError::BadBounds(field) => t.ask_bad_bounds(field),
+            AskError::TooLong => t.ask_too_long(MAX_LABEL_CHARS),
+            AskError::Empty => t.ask_empty_answer(),
+            AskError::AnswerTooLong => t.ask_answer_too_long(MAX_ANSWER_CHARS),
+            AskError::NotAnOption(options) => t.ask_not_an_option(options),
+            AskError::NotAForm(why) => t.ask_not_a_form(why),
+            AskError::BadField { field, why } => t.ask_bad_field(field, why),
+        }
+    }
+}
+
+/// In English, as logs and the model are shown it.
+impl std::fmt::Display for AskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
+    }
+}
+
+impl std::error::Error for AskError {}
 
 impl Ask {
     /// Whether the question can be answered at all (options and fields well-formed).

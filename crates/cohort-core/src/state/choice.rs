@@ -18,11 +18,11 @@ pub struct Choice {
     pub mcp_servers: Option<Vec<String>>,
 }
 
-/// Why a choice does not fit its receiver.
-#[derive(Debug, thiserror::Error, PartialEq)]
+/// Why a choice does not fit its receiver. Its text ([`ChoiceError::render`], in the team's
+/// language) is what the REST API answers.
+#[derive(Debug, PartialEq)]
 pub enum ChoiceError {
     /// The model is not one the agent may be given.
-    #[error("`{agent}` cannot be given the model `{model}` ({})", list_of("its models", .allowed))]
     Model {
         /// The receiver.
         agent: String,
@@ -32,7 +32,6 @@ pub enum ChoiceError {
         allowed: Vec<String>,
     },
     /// A server is not one the agent may call.
-    #[error("`{agent}` cannot call the MCP server `{server}` ({})", list_of("its tools", .allowed))]
     Server {
         /// The receiver.
         agent: String,
@@ -43,13 +42,36 @@ pub enum ChoiceError {
     },
 }
 
-fn list_of(what: &str, names: &[String]) -> String {
-    if names.is_empty() {
-        format!("{what}: none")
-    } else {
-        format!("{what}: {}", names.join(", "))
+impl ChoiceError {
+    /// Why, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        let list = |names: &[String]| match names.is_empty() {
+            true => t.choice_none(),
+            false => names.join(", "),
+        };
+        match self {
+            ChoiceError::Model {
+                agent,
+                model,
+                allowed,
+            } => t.choice_model(agent, model, list(allowed)),
+            ChoiceError::Server {
+                agent,
+                server,
+                allowed,
+            } => t.choice_server(agent, server, list(allowed)),
+        }
     }
 }
+
+/// In English, as logs show it.
+impl std::fmt::Display for ChoiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
+    }
+}
+
+impl std::error::Error for ChoiceError {}
 
 impl Choice {
     /// Whether it chooses nothing.

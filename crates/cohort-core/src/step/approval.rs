@@ -78,42 +78,59 @@ pub enum Verdict {
     },
 }
 
-/// Why a person's verdict was refused; the step keeps waiting, unchanged.
-#[derive(Debug, thiserror::Error, PartialEq, Serialize, Deserialize)]
+/// Why a person's verdict was refused; the step keeps waiting, unchanged. Its text
+/// ([`VerdictError::render`], in the team's language) is what the REST API answers.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 pub enum VerdictError {
     /// The step waits for no person: it never did, or its wait already ended (a verdict, a
     /// cancel or its deadline came first).
-    #[error("step `{0}` is not waiting for approval")]
     NotWaiting(StepId),
     /// The hash sent is not the hash of what waits. The right hash is not told: a verdict
     /// must be given on what the person read, not on a hash copied from an error.
-    #[error(
-        "the hash sent is not the hash of what waits for a verdict (it changed, or was misread); \
-         read the request again (GET /api/approvals)"
-    )]
     StaleHash,
     /// The edited arguments (or the ones waiting) are not a JSON object.
-    #[error("edited arguments must be a JSON object")]
     BadArguments,
     /// A rejection came with a blank reason.
-    #[error("a rejection needs a reason the agent can act on")]
     NoReason,
     /// The verdict is for another kind of wait: the step, what it waits for, and what to send
-    /// instead.
-    #[error("step `{0}` waits for {1}; {2}")]
+    /// instead (both in English).
     WrongKind(StepId, String, String),
     /// The person's edited plan or stages cannot run (empty, a step the agent may not run,
-    /// stages SyncState refuses), with why.
-    #[error("the edited plan cannot run: {0}")]
+    /// stages SyncState refuses), with why (in English).
     BadPlan(String),
     /// The values given for a parameter request do not fit its form.
-    #[error("the values do not fit the form: {0}")]
     BadParams(crate::state::AskError),
     /// The verdict could not be checked because the runtime did not answer (the team is
     /// stopping), with why.
-    #[error("the team is not running: {0}")]
     Unavailable(String),
 }
+
+impl VerdictError {
+    /// Why, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        match self {
+            VerdictError::NotWaiting(step) => t.verdict_not_waiting(step),
+            VerdictError::StaleHash => t.verdict_stale_hash(),
+            VerdictError::BadArguments => t.verdict_bad_arguments(),
+            VerdictError::NoReason => t.verdict_no_reason(),
+            VerdictError::WrongKind(step, waits_for, instead) => {
+                t.verdict_wrong_kind(step, waits_for, instead)
+            }
+            VerdictError::BadPlan(why) => t.verdict_bad_plan(why),
+            VerdictError::BadParams(why) => t.verdict_bad_params(why.render(t)),
+            VerdictError::Unavailable(why) => t.verdict_unavailable(why),
+        }
+    }
+}
+
+/// In English, as logs show it.
+impl std::fmt::Display for VerdictError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
+    }
+}
+
+impl std::error::Error for VerdictError {}
 
 /// What a verdict leaves to do.
 #[derive(Debug, PartialEq)]

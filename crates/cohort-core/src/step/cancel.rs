@@ -9,23 +9,41 @@ use crate::state::{
     AgentState, Cancelled, Executor, StageAgentState, StepExecutionState, StepResult,
 };
 
-/// Why a step could not be cancelled.
-#[derive(Debug, thiserror::Error, PartialEq, serde::Serialize, serde::Deserialize)]
+/// Why a step could not be cancelled. Its text ([`CancelError::render`], in the team's
+/// language) is what the REST API answers.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum CancelError {
     /// The agent has no step with this id.
-    #[error("agent `{0}` has no step `{1}`")]
     NoStep(AgentId, StepId),
     /// The step is over already: finished, failed or cancelled, as the state says.
-    #[error("step `{0}` is {1} already")]
     Over(StepId, StepExecutionState),
     /// The step's output is with SyncState and its closing is being stored; cancelling now
     /// would close it twice.
-    #[error("step `{0}` is ending already (its result is being stored)")]
     Ending(StepId),
     /// The agent could not be asked (it runs on another node that did not answer), with why.
-    #[error("the agent did not answer: {0}")]
     Unavailable(String),
 }
+
+impl CancelError {
+    /// Why, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        match self {
+            CancelError::NoStep(agent, step) => t.cancel_no_step(agent, step),
+            CancelError::Over(step, state) => t.cancel_over(step, state),
+            CancelError::Ending(step) => t.cancel_ending(step),
+            CancelError::Unavailable(why) => t.cancel_unavailable(why),
+        }
+    }
+}
+
+/// In English, as logs show it.
+impl std::fmt::Display for CancelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
+    }
+}
+
+impl std::error::Error for CancelError {}
 
 /// Why a cancelled step ended, as its result says.
 pub fn cancel_reason(by: &AgentId, reason: &str) -> String {

@@ -49,29 +49,23 @@ pub struct HumanMessage {
 
 pub use crate::config::MAX_WAIT_SECS;
 
-/// Why a person's message was refused; nothing of it was sent or recorded.
-#[derive(Debug, thiserror::Error, PartialEq)]
+/// Why a person's message was refused; nothing of it was sent or recorded. Its text
+/// ([`HumanError::render`], in the team's language) is what the REST API answers.
+#[derive(Debug, PartialEq)]
 pub enum HumanError {
     /// The sender is an LLM agent, not a person.
-    #[error("`{0}` is not a human agent")]
     NotHuman(AgentId),
     /// The message names no receiver.
-    #[error("the message has no receiver")]
     NoReceiver,
     /// The text is empty or blank.
-    #[error("the message is empty")]
     Empty,
     /// The person is among the receivers.
-    #[error("a person cannot send a message to themselves")]
     ToSelf,
     /// `wait_secs` is 0 or more than [`MAX_WAIT_SECS`].
-    #[error("wait_secs must be from 1 to {MAX_WAIT_SECS}")]
     BadWait,
     /// More files than one message may carry.
-    #[error("{0}")]
     Attachments(crate::attachment::AttachmentError),
     /// A receiver asked the person a question, and the text is not an answer its form takes.
-    #[error("`{to}` asked you a question and the answer does not fit it: {why}")]
     BadAnswer {
         /// The receiver that asked.
         to: AgentId,
@@ -79,6 +73,30 @@ pub enum HumanError {
         why: AskError,
     },
 }
+
+impl HumanError {
+    /// The refusal, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        match self {
+            HumanError::NotHuman(agent) => t.human_not_human(agent),
+            HumanError::NoReceiver => t.human_no_receiver(),
+            HumanError::Empty => t.human_empty(),
+            HumanError::ToSelf => t.human_to_self(),
+            HumanError::BadWait => t.human_bad_wait(MAX_WAIT_SECS),
+            HumanError::Attachments(e) => e.render(t),
+            HumanError::BadAnswer { to, why } => t.human_bad_answer(to, why.render(t)),
+        }
+    }
+}
+
+/// In English, as logs show it.
+impl std::fmt::Display for HumanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
+    }
+}
+
+impl std::error::Error for HumanError {}
 
 /// receive_message for a human agent, at `now` (the record's timestamp) and `now_ms` (from
 /// which a waiting sender's deadline is told: it waits `waits.human_secs` for a person).

@@ -10,13 +10,14 @@
 //! step no longer waiting is 409, an edit that cannot run 422.
 
 use super::error::{ApiJson, ApiPath};
+use super::reason::{Malformed, OperatorAction, Refused};
 use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use cohort_core::ids::{AgentId, StepId, TaskId};
 use cohort_core::state::{Executor, StepExecutionState};
-use cohort_core::step::approval::{DUE, Verdict, VerdictError};
+use cohort_core::step::approval::{DUE, Verdict};
 use cohort_core::step::cancel::CancelError;
 use cohort_core::step::params;
 use cohort_core::step::plan_check::{self, EditedStep};
@@ -157,11 +158,7 @@ pub async fn approve(
             stages: stages.into_iter().map(Into::into).collect(),
         },
         _ => {
-            return Err(AppError::BadRequest(
-                "approve a tool call with {args_hash, arguments?}, a plan with \
-                 {plan_hash, steps?} or a manager's stages with {plan_hash, stages?}"
-                    .into(),
-            ));
+            return Err(AppError::BadRequest(Malformed::ApproveShape.into()));
         }
     };
     give(&state, &caller, id, verdict).await
@@ -181,9 +178,7 @@ pub async fn fill_params(
     ApiJson(body): ApiJson<ParamsBody>,
 ) -> Result<Json<Value>, AppError> {
     if !body.values.is_object() {
-        return Err(AppError::BadRequest(
-            "values must be a JSON object of the fields asked for".into(),
-        ));
+        return Err(AppError::BadRequest(Malformed::ValuesNotObject.into()));
     }
     give(
         &state,
@@ -205,7 +200,7 @@ pub async fn reject(
     ApiPath(id): ApiPath<StepId>,
     ApiJson(body): ApiJson<RejectBody>,
 ) -> Result<Json<Value>, AppError> {
-    let agent = super::control::operator_step(&state, &caller, &id, "decides on waiting steps")?;
+    let agent = super::control::operator_step(&state, &caller, &id, OperatorAction::Decide)?;
     let waiting = state.inner.monitor.read(|s| {
         s.step(&id)
             .filter(|st| st.execution_state.waits_for_a_person())
@@ -216,9 +211,10 @@ pub async fn reject(
             })
     });
     let Some((task, tool_call)) = waiting else {
+        let step = id.clone();
         return Err(AppError::Rejected(
             StatusCode::CONFLICT,
-            format!("step `{id}` is not waiting for a person's verdict"),
+            Refused::NotWaitingForVerdict { step }.into(),
         ));
     };
     let in_base = task == state.inner.base_task;
@@ -243,11 +239,9 @@ fn after_reject(
     asked: Option<AfterReject>,
     tool_call: bool,
     in_base: bool,
-) -> Result<AfterReject, &'static str> {
+) -> Result<AfterReject, Refused> {
     match asked {
-        Some(AfterReject::CancelTask) if in_base => {
-            Err("the step is in the base task, which is never cancelled: skip the call instead")
-        }
+        Some(AfterReject::CancelTask) if in_base => Err(Refused::BaseTaskNotCancelled),
         Some(then) => Ok(then),
         None if tool_call && !in_base => Ok(AfterReject::CancelTask),
         None => Ok(AfterReject::Skip),
@@ -266,7 +260,7 @@ async fn cancel_task_at(
     if reason.trim().is_empty() {
         return Err(AppError::Rejected(
             StatusCode::UNPROCESSABLE_ENTITY,
-            "a rejection needs a reason: the person whose goal it was reads it".into(),
+            Refused::RejectionNeedsReason.into(),
         ));
     }
     let step = CancelStep {
@@ -279,10 +273,13 @@ async fn cancel_task_at(
         .dispatcher
         .send(CancelStepFor(agent, step))
         .await;
-    match cancelled.map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))? {
+    match cancelled? {
         // Over already (decided on meanwhile): the task is cancelled all the same.
         Ok(()) | Err(ControlRefused::NotCancelled(CancelError::Over(..))) => {}
-        Err(e) => return Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
+        Err(e) => {
+            let why = super::control::control_reason(e);
+            return Err(AppError::Rejected(StatusCode::CONFLICT, why));
+        }
     }
     let cancel = cohort_runtime::actors::CancelTask {
         task_id: task.clone(),
@@ -301,7 +298,7 @@ async fn give(
     verdict: Verdict,
 ) -> Result<Json<Value>, AppError> {
     // A member may not see most steps; one they see they still may not decide on.
-    let agent = super::control::operator_step(state, caller, &id, "decides on waiting steps")?;
+    let agent = super::control::operator_step(state, caller, &id, OperatorAction::Decide)?;
     let decide = Decide {
         step_id: id.clone(),
         by: caller.0.clone(),
@@ -311,22 +308,10 @@ async fn give(
         .inner
         .dispatcher
         .send(DecideFor(agent, decide))
-        .await
-        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
+        .await?;
     match answer {
         Ok(()) => Ok(Json(json!({ "success": true, "step_id": id }))),
-        Err(ControlRefused::Refused(
-            e @ (VerdictError::NotWaiting(_) | VerdictError::StaleHash),
-        )) => Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
-        Err(ControlRefused::Refused(e @ VerdictError::Unavailable(_))) => {
-            Err(AppError::Unavailable(e.to_string()))
-        }
-        Err(ControlRefused::Refused(e)) => Err(AppError::Rejected(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            e.to_string(),
-        )),
-        Err(e @ ControlRefused::NoAgent(_)) => Err(AppError::NotFound(e.to_string())),
-        Err(e) => Err(AppError::Unavailable(e.to_string())),
+        Err(e) => Err(super::control::unreached(e)),
     }
 }
 
@@ -354,6 +339,9 @@ mod tests {
             Ok(Skip),
             "the base task never ends"
         );
-        assert!(after_reject(Some(CancelTask), true, true).is_err());
+        assert!(matches!(
+            after_reject(Some(CancelTask), true, true),
+            Err(Refused::BaseTaskNotCancelled)
+        ));
     }
 }

@@ -4,6 +4,7 @@
 //! gives it back; `send_message` names the references in `attachments`.
 
 use super::error::{ApiPath, ApiQuery};
+use super::reason::{Fault, Missing, Refused};
 use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::body::Bytes;
@@ -50,7 +51,7 @@ pub async fn upload(
             attachment::AttachmentError::TypeNotTaken { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             _ => StatusCode::UNPROCESSABLE_ENTITY,
         };
-        AppError::Rejected(status, e.to_string())
+        AppError::Rejected(status, Refused::Attachment(e).into())
     })?;
     let store = store_of(&state)?;
     tokio::time::timeout(
@@ -58,8 +59,11 @@ pub async fn upload(
         store.put_attachment(file.clone(), body.to_vec()),
     )
     .await
-    .map_err(|_| AppError::Unavailable("the store did not keep the file in time".into()))?
-    .map_err(|e| AppError::Unavailable(format!("the store did not keep the file: {e}")))?;
+    .map_err(|_| AppError::Unavailable(Fault::FileNotKeptInTime.into()))?
+    .map_err(|e| {
+        let detail = e.to_string();
+        AppError::Unavailable(Fault::FileNotKept { detail }.into())
+    })?;
     tracing::info!(id = %file.id, name = %file.name, bytes = file.bytes, "a file was attached");
     let body = serde_json::json!({ "success": true, "attachment": file });
     Ok((StatusCode::CREATED, Json(body)).into_response())
@@ -72,13 +76,13 @@ pub async fn download(
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Response, AppError> {
-    let gone = || AppError::NotFound(format!("no attached file `{id}` is kept (any more)"));
+    let gone = || AppError::NotFound(Missing::Attachment { id: id.clone() }.into());
     let wanted = AttachmentId::parse(&id).ok_or_else(gone)?;
     let store = store_of(&state)?;
     let (file, bytes) = store
         .attachment(&wanted, true)
         .await
-        .map_err(|e| AppError::Unavailable(format!("the store could not be read: {e}")))?
+        .map_err(unreadable)?
         .ok_or_else(gone)?;
     // Shown by the browser only where that is safe (images, PDF, plain text); saved
     // otherwise; never run (`nosniff`, and no type that could be a page).
@@ -101,25 +105,22 @@ pub async fn resolve(state: &ApiState, ids: &[String]) -> Result<Vec<Attachment>
         let e = attachment::AttachmentError::TooMany(ids.len());
         return Err(AppError::Rejected(
             StatusCode::UNPROCESSABLE_ENTITY,
-            e.to_string(),
+            Refused::Attachment(e).into(),
         ));
     }
     let store = store_of(state)?;
     let mut files = Vec::new();
     for id in ids {
         let unknown = || {
-            AppError::Rejected(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!(
-                    "no attached file `{id}` is kept: upload it first with POST {UPLOAD_PATH}?name=NAME"
-                ),
-            )
+            let (id, path) = (id.clone(), UPLOAD_PATH);
+            let why = Refused::AttachmentNotUploaded { id, path };
+            AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, why.into())
         };
         let wanted = AttachmentId::parse(id).ok_or_else(unknown)?;
         let found = store
             .attachment(&wanted, false)
             .await
-            .map_err(|e| AppError::Unavailable(format!("the store could not be read: {e}")))?
+            .map_err(unreadable)?
             .ok_or_else(unknown)?;
         if !files.iter().any(|f: &Attachment| f.id == found.0.id) {
             files.push(found.0);
@@ -129,13 +130,16 @@ pub async fn resolve(state: &ApiState, ids: &[String]) -> Result<Vec<Attachment>
 }
 
 fn store_of(state: &ApiState) -> Result<&std::sync::Arc<dyn cohort_store::Store>, AppError> {
-    state.inner.store.as_ref().ok_or_else(|| {
-        AppError::Rejected(
-            StatusCode::CONFLICT,
-            "this team runs without a store (`--database`), and attached files are kept in it"
-                .into(),
-        )
-    })
+    state
+        .inner
+        .store
+        .as_ref()
+        .ok_or_else(|| AppError::Rejected(StatusCode::CONFLICT, Refused::NoStore.into()))
+}
+
+fn unreadable(e: cohort_store::StoreError) -> AppError {
+    let detail = e.to_string();
+    AppError::Unavailable(Fault::StoreUnreadable { detail }.into())
 }
 
 /// `name` for a `filename*` parameter (RFC 8187): every byte outside the safe set escaped.

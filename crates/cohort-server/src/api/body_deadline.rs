@@ -7,6 +7,7 @@
 //! body is read past the usual limit.
 
 use super::connections::ConnHandle;
+use super::reason::Malformed;
 use super::{ApiState, AppError, BODY_LIMIT};
 use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
@@ -32,24 +33,23 @@ pub async fn read_body_in_time(
         let read = tokio::time::timeout(within, Limited::new(body, limit).collect()).await;
         match read {
             Err(_) => {
+                let secs = within.as_secs();
                 return Err(AppError::Rejected(
                     StatusCode::REQUEST_TIMEOUT,
-                    format!(
-                        "the request body did not arrive within {} s",
-                        within.as_secs()
-                    ),
+                    Malformed::BodyTimeout { secs }.into(),
                 ));
             }
             Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
                 return Err(AppError::Rejected(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("the request body is larger than {limit} bytes"),
+                    Malformed::BodyTooLarge { limit }.into(),
                 ));
             }
             Ok(Err(e)) => {
-                return Err(AppError::BadRequest(format!(
-                    "the request body could not be read: {e}"
-                )));
+                let detail = e.to_string();
+                return Err(AppError::BadRequest(
+                    Malformed::BodyUnreadable { detail }.into(),
+                ));
             }
             Ok(Ok(collected)) => Body::from(collected.to_bytes()),
         }

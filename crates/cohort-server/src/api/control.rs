@@ -9,6 +9,7 @@
 //! caller cannot see, 403 for a member. A cancel's body may be left out (the reason is optional).
 
 use super::error::ApiPath;
+use super::reason::{Fault, Malformed, Missing, OperatorAction, Reason, Refused};
 use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::State;
@@ -40,7 +41,10 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for OptionalBody {
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, AppError> {
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
-            .map_err(|r| AppError::Rejected(r.status(), r.body_text()))?;
+            .map_err(|r| {
+                let detail = r.body_text();
+                AppError::Rejected(r.status(), Malformed::Body { detail }.into())
+            })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalBody(CancelBody::default()));
         }
@@ -51,10 +55,8 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for OptionalBody {
                     serde_json::error::Category::Data => StatusCode::UNPROCESSABLE_ENTITY,
                     _ => StatusCode::BAD_REQUEST,
                 };
-                AppError::Rejected(
-                    status,
-                    format!("the body must be empty or a JSON object {{\"reason\": \"…\"}}: {e}"),
-                )
+                let detail = e.to_string();
+                AppError::Rejected(status, Malformed::CancelBody { detail }.into())
             })
     }
 }
@@ -65,7 +67,7 @@ pub(super) fn operator_step(
     state: &ApiState,
     caller: &Caller,
     id: &StepId,
-    what: &str,
+    what: OperatorAction,
 ) -> Result<AgentId, AppError> {
     let agent = state.inner.monitor.read(|s| {
         let view = caller.view(s);
@@ -73,7 +75,8 @@ pub(super) fn operator_step(
             .filter(|st| view.sees_step_state(st))
             .map(|st| st.agent_id.clone())
     });
-    let agent = agent.ok_or_else(|| AppError::NotFound(format!("no step `{id}`")))?;
+    let agent =
+        agent.ok_or_else(|| AppError::NotFound(Missing::Step { step: id.clone() }.into()))?;
     caller.must_be_operator(what)?;
     Ok(agent)
 }
@@ -83,14 +86,16 @@ fn operator_task(
     state: &ApiState,
     caller: &Caller,
     id: &TaskId,
-    what: &str,
+    what: OperatorAction,
 ) -> Result<(), AppError> {
     let seen = state
         .inner
         .monitor
         .read(|s| caller.view(s).sees_task(id) && s.tasks.contains_key(id));
     if !seen {
-        return Err(AppError::NotFound(format!("no task `{id}`")));
+        return Err(AppError::NotFound(
+            Missing::Task { task: id.clone() }.into(),
+        ));
     }
     caller.must_be_operator(what)
 }
@@ -100,7 +105,7 @@ fn operator_stage(
     state: &ApiState,
     caller: &Caller,
     id: &StageId,
-    what: &str,
+    what: OperatorAction,
 ) -> Result<TaskId, AppError> {
     let task = state.inner.monitor.read(|s| {
         let view = caller.view(s);
@@ -109,7 +114,8 @@ fn operator_stage(
             .filter(|st| view.sees_task(&st.task_id))
             .map(|st| st.task_id.clone())
     });
-    let task = task.ok_or_else(|| AppError::NotFound(format!("no stage `{id}`")))?;
+    let stage = || Missing::Stage { stage: id.clone() }.into();
+    let task = task.ok_or_else(|| AppError::NotFound(stage()))?;
     caller.must_be_operator(what)?;
     Ok(task)
 }
@@ -120,17 +126,17 @@ pub(super) fn sync_reply(
     answer: Result<Result<(), SyncError>, actix::MailboxError>,
     ok: Value,
 ) -> Result<Json<Value>, AppError> {
-    match answer.map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))? {
+    match answer? {
         Ok(()) => Ok(Json(ok)),
         Err(
             e @ (SyncError::TaskOver(..) | SyncError::BaseTask | SyncError::StageNotRunning { .. }),
-        ) => Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string())),
+        ) => Err(AppError::Rejected(StatusCode::CONFLICT, e.into())),
         Err(e @ (SyncError::UnknownTask(_) | SyncError::UnknownStage { .. })) => {
-            Err(AppError::NotFound(e.to_string()))
+            Err(AppError::NotFound(e.into()))
         }
         Err(e) => Err(AppError::Rejected(
             StatusCode::UNPROCESSABLE_ENTITY,
-            e.to_string(),
+            e.into(),
         )),
     }
 }
@@ -143,7 +149,7 @@ pub async fn cancel_step(
     ApiPath(id): ApiPath<StepId>,
     OptionalBody(body): OptionalBody,
 ) -> Result<Json<Value>, AppError> {
-    let agent = operator_step(&state, &caller, &id, "cancels a step")?;
+    let agent = operator_step(&state, &caller, &id, OperatorAction::CancelStep)?;
     let cancel = CancelStep {
         step_id: id.clone(),
         by: caller.0.clone(),
@@ -153,20 +159,52 @@ pub async fn cancel_step(
         .inner
         .dispatcher
         .send(CancelStepFor(agent, cancel))
-        .await
-        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?;
+        .await?;
     match answer {
         Ok(()) => Ok(Json(json!({ "success": true, "step_id": id }))),
         Err(ControlRefused::NotCancelled(e @ (CancelError::Over(..) | CancelError::Ending(_)))) => {
-            Err(AppError::Rejected(StatusCode::CONFLICT, e.to_string()))
+            Err(AppError::Rejected(
+                StatusCode::CONFLICT,
+                Refused::Cancel(e).into(),
+            ))
         }
         Err(ControlRefused::NotCancelled(e @ CancelError::Unavailable(_))) => {
-            Err(AppError::Unavailable(e.to_string()))
+            Err(AppError::Unavailable(Refused::Cancel(e).into()))
         }
-        Err(e @ (ControlRefused::NoAgent(_) | ControlRefused::NotCancelled(_))) => {
-            Err(AppError::NotFound(e.to_string()))
+        Err(ControlRefused::NotCancelled(e)) => Err(AppError::NotFound(Refused::Cancel(e).into())),
+        Err(e) => Err(unreached(e)),
+    }
+}
+
+/// A person's control that reached no agent, or that the agent refused, as an answer: 404
+/// for an agent the team does not have, 503 for one that did not answer, and the refusal's
+/// own status otherwise (a verdict: 409 for one too late or on a stale hash, 422 for one that
+/// does not fit).
+pub(super) fn unreached(e: ControlRefused) -> AppError {
+    use cohort_core::step::approval::VerdictError as V;
+    match &e {
+        ControlRefused::NoAgent(_) => AppError::NotFound(control_reason(e)),
+        ControlRefused::Refused(V::NotWaiting(_) | V::StaleHash) => {
+            AppError::Rejected(StatusCode::CONFLICT, control_reason(e))
         }
-        Err(e) => Err(AppError::Unavailable(e.to_string())),
+        ControlRefused::Refused(V::Unavailable(_))
+        | ControlRefused::Unreachable(..)
+        | ControlRefused::NotCancelled(_) => AppError::Unavailable(control_reason(e)),
+        ControlRefused::Refused(_) => {
+            AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, control_reason(e))
+        }
+    }
+}
+
+/// Why a person's control reached no agent or was refused.
+pub(super) fn control_reason(e: ControlRefused) -> Reason {
+    match e {
+        ControlRefused::NoAgent(agent) => Missing::Agent { agent }.into(),
+        ControlRefused::Unreachable(agent, detail) => {
+            Fault::AgentUnreachable { agent, detail }.into()
+        }
+        ControlRefused::Refused(e) => Refused::Verdict(e).into(),
+        ControlRefused::NotCancelled(e) => Refused::Cancel(e).into(),
     }
 }
 
@@ -177,7 +215,7 @@ pub async fn cancel_task(
     ApiPath(id): ApiPath<TaskId>,
     OptionalBody(body): OptionalBody,
 ) -> Result<Json<Value>, AppError> {
-    operator_task(&state, &caller, &id, "cancels a task")?;
+    operator_task(&state, &caller, &id, OperatorAction::CancelTask)?;
     let cancel = CancelTask {
         task_id: id.clone(),
         by: caller.0.clone(),
@@ -211,7 +249,7 @@ async fn set_task_paused(
     id: TaskId,
     paused: bool,
 ) -> Result<Json<Value>, AppError> {
-    operator_task(state, caller, &id, "pauses or resumes a task")?;
+    operator_task(state, caller, &id, OperatorAction::PauseTask)?;
     let pause = PauseTask {
         task_id: id.clone(),
         by: caller.0.clone(),
@@ -253,16 +291,16 @@ async fn set_paused(
         .monitor
         .read(|s| caller.view(s).sees_agent(&id) && s.agents.contains_key(&id));
     if !seen {
-        return Err(AppError::NotFound(format!("no agent `{id}`")));
+        return Err(AppError::NotFound(Missing::Agent { agent: id }.into()));
     }
-    caller.must_be_operator("pauses or resumes an agent")?;
+    caller.must_be_operator(OperatorAction::PauseAgent)?;
     state
         .inner
         .dispatcher
         .send(PauseFor(id.clone(), paused))
-        .await
-        .map_err(|e| AppError::Unavailable(format!("the team is not running: {e}")))?
-        .map_err(|e| AppError::NotFound(e.to_string()))?;
+        .await?
+        // Whatever kept the agent from pausing, the caller is told it was not found.
+        .map_err(|e| AppError::NotFound(control_reason(e)))?;
     Ok(Json(
         json!({ "success": true, "agent_id": id, "paused": paused }),
     ))
@@ -277,7 +315,7 @@ pub async fn cancel_stage(
     ApiPath(id): ApiPath<StageId>,
     OptionalBody(body): OptionalBody,
 ) -> Result<Json<Value>, AppError> {
-    let task = operator_stage(&state, &caller, &id, "cancels a stage")?;
+    let task = operator_stage(&state, &caller, &id, OperatorAction::CancelStage)?;
     let cancel = CancelStage {
         task_id: task,
         stage_id: id.clone(),
@@ -294,7 +332,7 @@ pub async fn retry_stage(
     caller: Caller,
     ApiPath(id): ApiPath<StageId>,
 ) -> Result<Json<Value>, AppError> {
-    let task = operator_stage(&state, &caller, &id, "retries a stage")?;
+    let task = operator_stage(&state, &caller, &id, OperatorAction::RetryStage)?;
     let retry = RetryStage {
         task_id: task,
         stage_id: id.clone(),

@@ -35,25 +35,24 @@ impl Held {
     }
 }
 
-impl std::fmt::Display for Held {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Held {
+    /// Why, in the language of `t`.
+    pub fn render(&self, t: &cohort_core::texts::Texts) -> String {
         match self {
-            Held::Running { running, max } => write!(
-                f,
-                "the team runs {running} tasks, the most it takes goals for (http.running_tasks \
-                 is {max}); try again once one ends"
-            ),
+            Held::Running { running, max } => t.api_goal_held_running(running, max),
             Held::Rate {
                 given,
                 window,
                 retry_after,
-            } => write!(
-                f,
-                "you gave {given} goals within {}s, the most a person may (http.goals_per_person); \
-                 try again in {retry_after}s",
-                window.as_secs()
-            ),
+            } => t.api_goal_held_rate(given, window.as_secs(), retry_after),
         }
+    }
+}
+
+/// In English, as logs show it.
+impl std::fmt::Display for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&cohort_core::texts::Texts::english()))
     }
 }
 

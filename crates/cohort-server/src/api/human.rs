@@ -4,7 +4,7 @@
 
 use super::client_addr::ClientAddr;
 use super::error::{ApiJson, ApiPath};
-use super::password_checks::CheckRefused;
+use super::reason::{Denied, Fault, Limited, Malformed, Missing, Refused};
 use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::State;
@@ -13,6 +13,7 @@ use cohort_core::event::trace_context::TraceParent;
 use cohort_core::ids::{AgentId, StageRef, TaskId, WaitId};
 use cohort_core::state::{ConversationPool, ExecutionState, PrivateMessage};
 use cohort_core::step::{HumanError, HumanMessage, gives_a_goal};
+use cohort_core::team::SyncError;
 use cohort_runtime::actors::{HumanSend, SendRefused};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -20,8 +21,6 @@ use serde_json::{Value, json};
 /// An Argon2id hash (default parameters) of a password nobody has: checked against when the
 /// id is unknown, so an unknown id costs as much time as a wrong password.
 const DECOY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$qIVw8Eu6JsTGe+zNRuUUXA$tGtxKMJ1YzfoJr2OQJ0mAH+O4pxycXXphB26DCfRazY";
-
-const LOGIN_FAILED: &str = "wrong human_agent_id or password";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,11 +42,11 @@ pub async fn bind(
     let in_line = inner
         .password_checks
         .enter(ip)
-        .map_err(|e| AppError::Busy(e.to_string()))?;
+        .map_err(|e| AppError::Busy(Limited::PasswordCheck(e).into()))?;
     let attempt = inner
         .limiter
         .begin(&body.human_agent_id, ip)
-        .map_err(AppError::TooManyRequests)?;
+        .map_err(|secs| AppError::TooManyRequests(Limited::TooManyLogins { secs }.into(), secs))?;
     let id = AgentId::from(body.human_agent_id);
     let known = inner.humans.get(&id).map(|h| h.password_hash.clone());
     let is_known = known.is_some();
@@ -57,9 +56,11 @@ pub async fn bind(
         Err(e) => {
             // Nothing was checked: the attempt does not count as a failure.
             inner.limiter.succeeded(attempt);
-            return Err(match e {
-                CheckRefused::Failed(why) => AppError::Internal(why),
-                busy => AppError::Busy(busy.to_string()),
+            let failed = matches!(e, super::password_checks::CheckRefused::Failed(_));
+            let reason = Limited::PasswordCheck(e).into();
+            return Err(match failed {
+                true => AppError::Internal(reason),
+                false => AppError::Busy(reason),
             });
         }
     };
@@ -68,14 +69,12 @@ pub async fn bind(
             Some(proxy) => tracing::info!(human = %id, ?ip, %proxy, "failed login"),
             None => tracing::info!(human = %id, ?ip, "failed login"),
         }
-        return Err(AppError::Unauthorized(LOGIN_FAILED.into()));
+        return Err(AppError::Unauthorized(Denied::LoginFailed.into()));
     }
     inner.limiter.succeeded(attempt);
     let token = inner.sessions.open(id.clone()).await.map_err(|e| {
-        AppError::Rejected(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("the session could not be stored: {e}"),
-        )
+        let detail = e.to_string();
+        AppError::Unavailable(Fault::SessionNotStored { detail }.into())
     })?;
     Ok(Json(
         json!({ "success": true, "human_agent_id": id, "token": token }),
@@ -89,13 +88,11 @@ pub async fn logout(
     _caller: Caller,
     headers: axum::http::HeaderMap,
 ) -> Result<Json<Value>, AppError> {
-    let token =
-        super::bearer(&headers).ok_or_else(|| AppError::Unauthorized("no bearer token".into()))?;
+    let token = super::bearer(&headers)
+        .ok_or_else(|| AppError::Unauthorized(Denied::NoBearerToken.into()))?;
     state.inner.sessions.close(token).await.map_err(|e| {
-        AppError::Rejected(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("the logout could not be stored: {e}"),
-        )
+        let detail = e.to_string();
+        AppError::Unavailable(Fault::LogoutNotStored { detail }.into())
     })?;
     Ok(Json(json!({ "success": true })))
 }
@@ -206,13 +203,16 @@ pub async fn send_message(
     admit_goal(&state, &sender, &m)?;
     let sent = human.send(HumanSend(m)).await?.map_err(|e| match e {
         SendRefused::Human(e @ HumanError::BadAnswer { .. }) => {
-            AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+            AppError::Rejected(StatusCode::UNPROCESSABLE_ENTITY, Refused::Message(e).into())
         }
+        SendRefused::Human(e) => AppError::BadRequest(Refused::Message(e).into()),
         SendRefused::Refused(e @ cohort_core::team::SyncError::MemoryFull { .. }) => {
-            AppError::Overloaded(e.to_string())
+            AppError::Overloaded(e.into())
         }
-        SendRefused::NotRunning(e) => AppError::Unavailable(e),
-        e => AppError::BadRequest(e.to_string()),
+        SendRefused::Refused(e) => AppError::BadRequest(e.into()),
+        SendRefused::NotRunning(detail) => {
+            AppError::Unavailable(Fault::TeamNotRunning { detail }.into())
+        }
     })?;
     // Acknowledged only once stored (with a store): the person's send is on record before
     // they are told it went out.
@@ -221,12 +221,7 @@ pub async fn send_message(
     match tokio::time::timeout(STORE_DEADLINE, monitor.durable(recorded)).await {
         Ok(true) => {}
         _ => {
-            return Err(AppError::Rejected(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the message was accepted but the team's store has not confirmed it; \
-                 check the server's log before sending it again"
-                    .into(),
-            ));
+            return Err(AppError::Unavailable(Fault::MessageNotConfirmed.into()));
         }
     }
     let note = match sent.len() {
@@ -255,11 +250,10 @@ fn admit_goal(state: &ApiState, sender: &AgentId, m: &HumanMessage) -> Result<()
     let Some(running) = running else {
         return Ok(());
     };
-    state
-        .inner
-        .goals
-        .admit(sender, running)
-        .map_err(|held| AppError::Held(held.to_string(), held.retry_after()))
+    state.inner.goals.admit(sender, running).map_err(|held| {
+        let secs = held.retry_after();
+        AppError::TooManyRequests(Limited::Goal(held).into(), secs)
+    })
 }
 
 /// A member posts only into their own tasks, to agents they can see.
@@ -267,15 +261,16 @@ fn check_reach(state: &ApiState, caller: &Caller, m: &HumanMessage) -> Result<()
     let outside = state.inner.monitor.read(|s| {
         let view = caller.view(s);
         if !view.sees_task(&m.task_id) {
-            return Some(format!("you are not in the group of task `{}`", m.task_id));
+            let task = m.task_id.clone();
+            return Some(Denied::NotInTask { task });
         }
         m.receiver
             .iter()
             .find(|r| !view.sees_agent(r))
-            .map(|r| format!("`{r}` is not in any task of yours"))
+            .map(|r| Denied::ReceiverOutOfReach { agent: r.clone() })
     });
     match outside {
-        Some(why) => Err(AppError::Forbidden(why)),
+        Some(why) => Err(AppError::Forbidden(why.into())),
         None => Ok(()),
     }
 }
@@ -294,7 +289,7 @@ fn check_choice(state: &ApiState, m: &HumanMessage) -> Result<(), AppError> {
     match refused {
         Some(why) => Err(AppError::Rejected(
             StatusCode::UNPROCESSABLE_ENTITY,
-            why.to_string(),
+            Refused::Choice(why).into(),
         )),
         None => Ok(()),
     }
@@ -309,10 +304,7 @@ fn check_room(state: &ApiState, m: &HumanMessage) -> Result<(), AppError> {
     if chars > limit {
         return Err(AppError::Rejected(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the message has {chars} characters; this team accepts at most {limit} \
-                 (retention.message_chars in the team file)"
-            ),
+            Malformed::MessageTooLong { chars, limit }.into(),
         ));
     }
     let (task_known, unknown) = state.inner.monitor.read(|s| {
@@ -324,16 +316,13 @@ fn check_room(state: &ApiState, m: &HumanMessage) -> Result<(), AppError> {
                 .cloned(),
         )
     });
+    // Worded as SyncState would refuse them, had the message reached it.
     if !task_known {
-        return Err(AppError::NotFound(format!(
-            "there is no task `{}`",
-            m.task_id
-        )));
+        let unknown = SyncError::UnknownTask(m.task_id.clone());
+        return Err(AppError::NotFound(unknown.into()));
     }
     if let Some(r) = unknown {
-        return Err(AppError::BadRequest(format!(
-            "there is no agent `{r}` in the team"
-        )));
+        return Err(AppError::BadRequest(SyncError::UnknownAgent(r).into()));
     }
     if let Some(why) = state.inner.monitor.read(|s| {
         busy_receiver(
@@ -343,7 +332,7 @@ fn check_room(state: &ApiState, m: &HumanMessage) -> Result<(), AppError> {
             state.inner.agent_queue_bytes,
         )
     }) {
-        return Err(AppError::Overloaded(why));
+        return Err(AppError::Overloaded(why.into()));
     }
     Ok(())
 }
@@ -356,7 +345,7 @@ fn busy_receiver(
     receivers: &[AgentId],
     bytes: usize,
     cap: usize,
-) -> Option<String> {
+) -> Option<Limited> {
     receivers.iter().find_map(|r| {
         let agent = s.agents.get(r)?;
         let queued: usize = agent
@@ -365,12 +354,10 @@ fn busy_receiver(
             .filter_map(|id| agent.agent_step.get(id))
             .map(cohort_core::state::Held::held_bytes)
             .sum();
-        (queued + bytes > cap).then(|| {
-            format!(
-                "`{r}` has {} steps ({queued} bytes) queued, more than this team lets a person \
-                 add to (a share of retention.memory_mib); try again once it has caught up",
-                agent.agent_step.todo_len()
-            )
+        (queued + bytes > cap).then(|| Limited::ReceiverBusy {
+            agent: r.clone(),
+            steps: agent.agent_step.todo_len(),
+            bytes: queued,
         })
     })
 }
@@ -397,7 +384,10 @@ pub async fn conversations(
                     None => serde_json::to_vec(&ConversationPool::default()),
                 }
             });
-            let body = body.map_err(|e| AppError::Internal(e.to_string()))?;
+            let body = body.map_err(|e| {
+                let detail = e.to_string();
+                AppError::Internal(Fault::Internal { detail }.into())
+            })?;
             Ok(super::reads::Built {
                 body: body.into(),
                 headers: Vec::new(),
@@ -474,7 +464,7 @@ impl ApiState {
             .humans
             .get(id)
             .map(|h| &h.addr)
-            .ok_or_else(|| AppError::NotFound(format!("there is no human `{id}`")))
+            .ok_or_else(|| AppError::NotFound(Missing::Human { human: id.clone() }.into()))
     }
 }
 
@@ -552,6 +542,7 @@ mod tests {
             }));
         }
         let why = busy_receiver(&s, &receivers, 1000, 50_000).unwrap();
+        let why = crate::api::reason::Reason::from(why).to_string();
         assert!(
             why.contains("5 steps") && why.contains("memory_mib"),
             "{why}"

@@ -6,6 +6,7 @@
 //! model and outcome, store commits) and feeds. Operators only, or on a bind address of its own
 //! (`http.metrics_bind`, or `--metrics-bind`) for a scraper on the operators' network.
 
+use super::reason::{Missing, OperatorAction};
 use super::{ApiState, AppError, Caller};
 use axum::extract::State;
 use axum::http::header;
@@ -19,20 +20,25 @@ use std::fmt::Write;
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 pub async fn metrics(State(state): State<ApiState>, caller: Caller) -> Result<Response, AppError> {
-    caller.must_be_operator("reads the team's metrics")?;
+    caller.must_be_operator(OperatorAction::ReadMetrics)?;
     Ok(exposition(&state))
 }
 
 /// The metrics alone, without a token (the `http.metrics_bind` listener): any other path is
 /// not found.
 pub fn router(state: ApiState) -> axum::Router {
+    let wording = state.wording();
     axum::Router::new()
         .route(
             "/metrics",
             axum::routing::get(|State(s): State<ApiState>| async move { exposition(&s) }),
         )
-        .fallback(|| async { AppError::NotFound("only /metrics is served here".into()) })
+        .fallback(|| async { AppError::NotFound(Missing::OnlyMetrics.into()) })
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            wording,
+            super::error::in_team_language,
+        ))
 }
 
 /// The figures as a scrape's answer (no caller: the `http.metrics_bind` listener).

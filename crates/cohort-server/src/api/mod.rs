@@ -3,8 +3,10 @@
 //! files, as one axum `Router` over an `ApiState` that holds only actor addresses and the
 //! monitor. Handlers ask actors; they never touch actor state.
 //!
-//! - [`error`]: `AppError` (every failure as `{"success": false, "error": …}`) and extractors
-//!   whose rejections become `AppError`s.
+//! - [`error`]: `AppError` (every failure as `{"success": false, "error_code": …, "error": …,
+//!   "message": …}`, the message in the team's language) and extractors whose rejections
+//!   become `AppError`s; [`reason`]: why a request failed, each failure with its code and its
+//!   text in the team's catalog.
 //! - [`session`]: the session table (login, logout, expiry).
 //! - [`login_limit`]: the failed-login back-off.
 //! - [`human`]: `POST /api/bind_human_agent`, `POST /api/send_message`, a human's conversations
@@ -39,13 +41,14 @@ pub mod metrics;
 pub mod nodes;
 pub mod password_checks;
 pub mod reads;
+pub mod reason;
 pub mod server;
 pub mod session;
 pub mod states;
 pub mod task_events;
 pub mod ws;
 
-pub use error::AppError;
+pub use error::{AppError, Wording};
 pub use login_limit::LoginLimits;
 pub use server::{serve, serve_router};
 pub use session::SESSION_TTL;
@@ -64,6 +67,7 @@ use cohort_core::ids::{AgentId, TaskId};
 use cohort_runtime::actors::{AgentActor, Team};
 use cohort_runtime::monitor::Monitor;
 use login_limit::LoginLimiter;
+use reason::{Denied, Missing, OperatorAction};
 use session::Sessions;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -125,10 +129,10 @@ struct Inner {
     flow_hub: std::sync::OnceLock<Arc<flow_hub::FlowHub>>,
     /// The team's memory budget (`retention.memory_mib`), for the metrics of its use.
     memory: cohort_core::config::MemoryBudget,
+    /// The team's language and catalog, which error answers' `message` is written in.
+    wording: Wording,
     /// What became of the team's spans, when it sends traces.
     traces: Option<Arc<cohort_runtime::otel::TraceStats>>,
-    /// The team's language, for the console.
-    language: cohort_core::texts::Language,
 }
 
 /// A person who can log in: their agent's address, their password hash and what they may see.
@@ -193,7 +197,10 @@ impl ApiState {
                 flow_hub: std::sync::OnceLock::new(),
                 traces: team.traces.as_ref().map(|t| t.stats()),
                 memory: team.retention.memory,
-                language: team.language,
+                wording: Wording {
+                    language: team.language,
+                    texts: team.texts.clone(),
+                },
             }),
         }
     }
@@ -281,6 +288,12 @@ impl ApiState {
             .humans
             .get(human)
             .map_or(cohort_core::config::Access::Member, |h| h.access)
+    }
+
+    /// The team's language and catalog, which its error answers are worded in (the router's,
+    /// the metrics listener's, a connection refused for want of room).
+    pub fn wording(&self) -> Wording {
+        self.inner.wording.clone()
     }
 
     /// Ends every open websocket feed (also done by `serve` when its shutdown signal fires).
@@ -488,6 +501,7 @@ pub const PROTECTED_ROUTES: &[ApiRoute] = &[
 /// The whole API: public login, the protected routes, the websocket, and the web console
 /// (from `web_dir` when set, else the built-in one) for everything else.
 pub fn router(state: ApiState) -> Router {
+    let wording = state.wording();
     let protected = PROTECTED_ROUTES
         .iter()
         .fold(Router::new(), |r, route| {
@@ -514,16 +528,20 @@ pub fn router(state: ApiState) -> Router {
         ))
         .with_state(state);
     // Around the whole router, not each route: axum adds a 405's `Allow` header outside the
-    // routes' own layers.
+    // routes' own layers. The team's language is outermost, so the 405 is worded too.
     let json_405 =
         tower::Layer::layer(&middleware::from_fn(error::method_not_allowed_as_json), app);
-    Router::new().fallback_service(json_405)
+    let worded = tower::Layer::layer(
+        &middleware::from_fn_with_state(wording, error::in_team_language),
+        json_405,
+    );
+    Router::new().fallback_service(worded)
 }
 
 /// The team's language (`language:` in its team file), public: the console's sign-in page is
 /// drawn in it before anyone signs in.
 async fn language(State(state): State<ApiState>) -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({ "language": state.inner.language.code() }))
+    axum::Json(serde_json::json!({ "language": state.inner.wording.language.code() }))
 }
 
 /// A path under `/api/` that names no route: the answer lists the routes there are, so a
@@ -539,10 +557,15 @@ async fn no_such_route(method: axum::http::Method, uri: axum::http::Uri) -> AppE
         )
         .collect::<Vec<_>>()
         .join(", ");
-    AppError::NotFound(format!(
-        "no such route: {method} {}; the routes are: {routes}",
-        uri.path()
-    ))
+    let path = uri.path().to_owned();
+    AppError::NotFound(
+        Missing::Route {
+            method,
+            path,
+            routes,
+        }
+        .into(),
+    )
 }
 
 /// The human a request's bearer token belongs to, and their access (set by `require_token`).
@@ -551,11 +574,11 @@ pub struct Caller(pub AgentId, pub cohort_core::config::Access, pub TaskId);
 
 impl Caller {
     /// 403 unless the caller is an operator; `what` says what only an operator does.
-    pub fn must_be_operator(&self, what: &str) -> Result<(), AppError> {
+    pub fn must_be_operator(&self, what: OperatorAction) -> Result<(), AppError> {
         if self.1 == cohort_core::config::Access::Operator {
             Ok(())
         } else {
-            Err(AppError::Forbidden(format!("only an operator {what}")))
+            Err(AppError::Forbidden(Denied::OperatorOnly(what).into()))
         }
     }
 
@@ -577,10 +600,10 @@ impl Caller {
         if &self.0 == human {
             Ok(())
         } else {
-            Err(AppError::Forbidden(format!(
-                "this token belongs to `{}`, not to `{human}`",
-                self.0
-            )))
+            let (holder, human) = (self.0.clone(), human.clone());
+            Err(AppError::Forbidden(
+                Denied::NotYourToken { holder, human }.into(),
+            ))
         }
     }
 }
@@ -592,7 +615,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             .extensions
             .get::<Caller>()
             .cloned()
-            .ok_or_else(|| AppError::Unauthorized("not logged in".into()))
+            .ok_or_else(|| AppError::Unauthorized(Denied::NotLoggedIn.into()))
     }
 }
 
@@ -612,16 +635,13 @@ async fn require_token(
     mut req: Request,
     next: Next,
 ) -> Result<Response, AppError> {
-    let token = bearer(req.headers()).ok_or_else(|| {
-        AppError::Unauthorized(
-            "send `Authorization: Bearer <token>` (from /api/bind_human_agent)".into(),
-        )
-    })?;
+    let token =
+        bearer(req.headers()).ok_or_else(|| AppError::Unauthorized(Denied::NoToken.into()))?;
     let human = state
         .inner
         .sessions
         .human(token)
-        .ok_or_else(|| AppError::Unauthorized("the token is invalid or expired".into()))?;
+        .ok_or_else(|| AppError::Unauthorized(Denied::InvalidToken.into()))?;
     let access = state.access_of(&human);
     let base = state.inner.base_task.clone();
     req.extensions_mut().insert(Caller(human, access, base));

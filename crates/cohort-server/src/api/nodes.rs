@@ -2,6 +2,7 @@
 //! node runs each agent (the store's leases), and which nodes went away, for the console and
 //! for scripts. A team served by one process has no nodes: both lists are empty. Operators only.
 
+use super::reason::{Fault, OperatorAction};
 use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::State;
@@ -9,14 +10,14 @@ use cohort_store::lease::TEAM_LEASE;
 use serde_json::{Map, Value, json};
 
 pub async fn nodes(State(state): State<ApiState>, caller: Caller) -> Result<Json<Value>, AppError> {
-    caller.must_be_operator("sees the team's nodes")?;
+    caller.must_be_operator(OperatorAction::SeeNodes)?;
     let Some((store, live_ms)) = state.inner.nodes.get() else {
         return Ok(Json(json!({"nodes": [], "agents": {}})));
     };
-    let (nodes, leases) = store
-        .placement()
-        .await
-        .map_err(|e| AppError::Unavailable(format!("the store did not answer: {e}")))?;
+    let (nodes, leases) = store.placement().await.map_err(|e| {
+        let detail = e.to_string();
+        AppError::Unavailable(Fault::StoreUnavailable { detail }.into())
+    })?;
     let running = leases
         .iter()
         .find(|l| l.resource == TEAM_LEASE && l.expires_in_ms > 0)

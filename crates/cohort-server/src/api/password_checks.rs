@@ -22,15 +22,35 @@ pub const PER_CLIENT: usize = 2;
 pub const QUEUE_WAIT: Duration = Duration::from_secs(1);
 
 /// Why a check did not run.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum CheckRefused {
-    #[error("a login from this address is already being checked; try again in 1 s")]
+    /// A check for the same client address is waiting or running.
     ClientBusy,
-    #[error("the server is checking too many passwords at once; try again in 1 s")]
+    /// Every permit is taken, and none came free in time.
     Busy,
-    #[error("the password check failed: {0}")]
+    /// The check itself failed (its thread panicked or was cancelled), with why.
     Failed(String),
 }
+
+impl CheckRefused {
+    /// Why, in the language of `t`.
+    pub fn render(&self, t: &cohort_core::texts::Texts) -> String {
+        match self {
+            CheckRefused::ClientBusy => t.api_login_in_progress(),
+            CheckRefused::Busy => t.api_password_checks_busy(),
+            CheckRefused::Failed(why) => t.api_password_check_failed(why),
+        }
+    }
+}
+
+/// In English, as logs show it.
+impl std::fmt::Display for CheckRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&cohort_core::texts::Texts::english()))
+    }
+}
+
+impl std::error::Error for CheckRefused {}
 
 pub struct PasswordChecks {
     /// Shared with the blocking threads, which hold a permit until their check is over.

@@ -5,6 +5,7 @@
 //! permits a request waits briefly, then is told to come back (503 with Retry-After).
 
 use super::AppError;
+use super::reason::{Fault, Limited};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -48,9 +49,12 @@ impl Default for Reads {
 }
 
 fn busy() -> AppError {
-    AppError::Overloaded(format!(
-        "{READS_AT_ONCE} large reads are being built; try again in a moment"
-    ))
+    AppError::Overloaded(
+        Limited::ReadsBusy {
+            reads: READS_AT_ONCE,
+        }
+        .into(),
+    )
 }
 
 impl Reads {
@@ -68,14 +72,20 @@ impl Reads {
             let permit = tokio::time::timeout(READ_WAIT, permits.acquire_owned())
                 .await
                 .map_err(|_| busy())?
-                .map_err(|e| AppError::Internal(e.to_string()))?;
+                .map_err(|e| {
+                    let detail = e.to_string();
+                    AppError::Internal(Fault::Internal { detail }.into())
+                })?;
             // The permit goes with the build: a client that leaves does not free it early.
             let built = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
                 build()
             })
             .await
-            .map_err(|e| AppError::Internal(format!("a read failed: {e}")))??;
+            .map_err(|e| {
+                let detail = e.to_string();
+                AppError::Internal(Fault::ReadFailed { detail }.into())
+            })??;
             Ok(Arc::new(built))
         });
         // However many wait on one build, each waits at most this long.

@@ -11,7 +11,8 @@
 //! connection sits idle, so it cannot give an idle connection longer than a request head.
 
 use super::connections::{Admission, Conn, ConnHandle, ConnLimits, Connections, Slot};
-use super::{ApiState, router};
+use super::reason::{Limited, Reason};
+use super::{ApiState, Wording, router};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
@@ -48,21 +49,29 @@ pub async fn serve(
     state: ApiState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let http = state.inner.http.clone();
+    let (http, wording) = (state.inner.http.clone(), state.wording());
     let app = router(state.clone());
-    serve_router(listener, app, &http, move || state.close_feeds(), shutdown).await
+    let closing = move || state.close_feeds();
+    serve_router(listener, (app, &wording), &http, closing, shutdown).await
 }
 
 /// Serves `app` on `listener` under `http`'s limits until `shutdown` completes; then stops
 /// accepting, runs `closing` (which ends long-lived responses such as feeds), closes idle
-/// connections and waits for requests in flight to finish.
+/// connections and waits for requests in flight to finish. A connection refused for want of
+/// room is told so in `wording`, the team's language.
 pub async fn serve_router(
     listener: TcpListener,
-    app: Router,
+    (app, wording): (Router, &Wording),
     http: &Http,
     closing: impl FnOnce(),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
+    let refusal = wording
+        .body(
+            &Reason::from(Limited::TooManyConnections),
+            Default::default(),
+        )
+        .to_string();
     let limits = conn_limits(http, open_file_limit());
     let table = Connections::new(limits);
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -88,7 +97,7 @@ pub async fn serve_router(
             tracing::debug!("could not set TCP_NODELAY on a connection: {e}");
         }
         match table.admit(Instant::now()) {
-            Admission::Full => refuse(&tcp, peer),
+            Admission::Full => refuse(&tcp, peer, &refusal),
             Admission::Open(conn, slot) => {
                 let task = Connection {
                     conn,
@@ -170,14 +179,14 @@ async fn accept_failed(e: io::Error, last_warned: &mut Option<Instant>) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-/// The answer to a connection refused because every place is taken by one at work: written
-/// without waiting (a client that does not read it loses nothing but this answer).
-fn refuse(tcp: &TcpStream, peer: SocketAddr) {
-    const BODY: &str = r#"{"success":false,"error":"the server has too many open connections; try again shortly"}"#;
+/// The answer to a connection refused because every place is taken by one at work (`body`,
+/// the error's JSON): written without waiting (a client that does not read it loses nothing
+/// but this answer).
+fn refuse(tcp: &TcpStream, peer: SocketAddr, body: &str) {
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
-         connection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
-        BODY.len()
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
     );
     let _ = tcp.try_write(answer.as_bytes());
     tracing::debug!(%peer, "refused a connection: every place is taken by one at work");

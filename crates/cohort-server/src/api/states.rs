@@ -6,6 +6,7 @@
 use super::access::View;
 use super::error::{ApiPath, ApiQuery};
 use super::reads::Built;
+use super::reason::{Fault, Malformed, Missing};
 use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::RawQuery;
@@ -66,37 +67,35 @@ impl PageAsk {
                 .collect::<Vec<_>>()
                 .join("|")
         };
+        let bad = |why: Malformed| AppError::BadRequest(why.into());
         let name = q
             .kind
-            .ok_or_else(|| AppError::BadRequest(format!("missing `type` ({})", kinds())))?;
+            .ok_or_else(|| bad(Malformed::MissingType { kinds: kinds() }))?;
         let kind = parse_kind(&name).ok_or_else(|| {
-            AppError::BadRequest(format!("unknown type `{name}`; expected {}", kinds()))
+            bad(Malformed::UnknownType {
+                name: name.clone(),
+                kinds: kinds(),
+            })
         })?;
         let limit = match q.limit {
-            Some(0) => return Err(AppError::BadRequest("`limit` must be at least 1".into())),
+            Some(0) => return Err(bad(Malformed::LimitTooSmall)),
             Some(n) if n > PAGE_MAX => {
-                return Err(AppError::BadRequest(format!(
-                    "`limit` is at most {PAGE_MAX}; page with `after`"
-                )));
+                return Err(bad(Malformed::LimitTooLarge { max: PAGE_MAX }));
             }
             Some(n) => n,
             None => PAGE_MAX,
         };
         let max_bytes = match q.max_bytes {
             Some(n) if !(1024..=PAGE_BYTES_MAX).contains(&n) => {
-                return Err(AppError::BadRequest(format!(
-                    "`max_bytes` is from 1024 to {PAGE_BYTES_MAX}; page with `after`"
-                )));
+                return Err(bad(Malformed::MaxBytesOutOfRange {
+                    max: PAGE_BYTES_MAX,
+                }));
             }
             Some(n) => n,
             None => PAGE_BYTES,
         };
         if q.full && (kind != StateKind::Task || q.task.is_none()) {
-            return Err(AppError::BadRequest(
-                "`full` gives one task's pools: use it with `type=task&task=ID` (or read \
-                 GET /api/state/{id})"
-                    .into(),
-            ));
+            return Err(bad(Malformed::FullNeedsTask));
         }
         Ok(PageAsk {
             kind,
@@ -213,7 +212,7 @@ pub async fn state(
 ) -> Result<Response, AppError> {
     // What a member may not see answers as if it did not exist: 404, never 403, so ids of
     // other people's work cannot be probed.
-    let not_found = || AppError::NotFound(format!("no task, stage, agent or step `{id}`"));
+    let not_found = || AppError::NotFound(Missing::State { id: id.clone() }.into());
     let monitor = state.inner.monitor.clone();
     let key = format!("state:{}:{id}", caller.read_key());
     let (asked, who) = (id.clone(), caller.clone());
@@ -244,7 +243,10 @@ pub async fn state(
         )
         .into_response()),
         Ok(None) => Err(not_found()),
-        Err(e) => Err(AppError::Internal(format!("reading the store failed: {e}"))),
+        Err(e) => {
+            let detail = e.to_string();
+            Err(AppError::Internal(Fault::StoreReadFailed { detail }.into()))
+        }
     }
 }
 
@@ -290,7 +292,7 @@ pub async fn step_calls(
         .monitor
         .read(|s| s.step(&step).is_some() && caller.view(s) == View::All);
     if !seen {
-        return Err(AppError::NotFound(format!("no step `{id}`")));
+        return Err(AppError::NotFound(Missing::Step { step }.into()));
     }
     let calls = state.inner.calls.of_step(&step);
     if calls.is_empty()
@@ -319,10 +321,10 @@ async fn stored_calls(
     let Some(store) = &state.inner.store else {
         return Ok(None);
     };
-    let json = store
-        .step_calls(step)
-        .await
-        .map_err(|e| AppError::Internal(format!("reading the step's stored calls: {e}")))?;
+    let json = store.step_calls(step).await.map_err(|e| {
+        let detail = e.to_string();
+        AppError::Internal(Fault::StoredCallsUnreadable { detail }.into())
+    })?;
     Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
 }
 
@@ -335,7 +337,7 @@ pub async fn blob(
     ApiPath(id): ApiPath<String>,
 ) -> Result<axum::response::Response, AppError> {
     use axum::response::IntoResponse;
-    let gone = || AppError::NotFound(format!("no image or sound `{id}` is kept (any more)"));
+    let gone = || AppError::NotFound(Missing::Blob { id: id.clone() }.into());
     let blob_id = cohort_core::call::media::BlobId::parse(&id).ok_or_else(gone)?;
     let held = state.inner.monitor.blob(&blob_id).map(|b| (*b).clone());
     let blob = match (held, &state.inner.store) {
@@ -343,7 +345,10 @@ pub async fn blob(
         (None, Some(store)) => store
             .blob(&blob_id)
             .await
-            .map_err(|e| AppError::Unavailable(format!("the store could not be read: {e}")))?
+            .map_err(|e| {
+                let detail = e.to_string();
+                AppError::Unavailable(Fault::StoreUnreadable { detail }.into())
+            })?
             .ok_or_else(gone)?,
         (None, None) => return Err(gone()),
     };

@@ -10,6 +10,7 @@
 
 use super::error::{ApiPath, ApiQuery};
 use super::flow_hub::{FlowHub, Following, Told};
+use super::reason::{Limited, Malformed, Missing};
 use super::ws::{Closing, feed_closing};
 use super::{ApiState, AppError, Caller};
 use axum::extract::State;
@@ -69,16 +70,21 @@ fn follow(
     let inner = &state.inner;
     // What a member may not see answers as if it did not exist.
     if !inner.monitor.read(view) {
-        return Err(AppError::NotFound(format!("no task `{task}` in memory")));
+        return Err(AppError::NotFound(Missing::TaskInMemory { task }.into()));
     }
     let slot = inner
         .feed_slots
         .take(human, &inner.feed)
-        .map_err(|why| AppError::Held(why, 1))?;
+        .map_err(|why| AppError::TooManyRequests(Limited::FeedSlot(why).into(), 1))?;
     let hub = state.flow_hub();
     let following = hub.follow(&task, last).map_err(|e| match e {
-        super::flow_hub::FollowError::NoSuchTask(_) => AppError::NotFound(e.to_string()),
-        super::flow_hub::FollowError::TooMany => AppError::Held(e.to_string(), 5),
+        super::flow_hub::FollowError::NoSuchTask(task) => {
+            AppError::NotFound(Missing::TaskInMemory { task }.into())
+        }
+        super::flow_hub::FollowError::TooMany => {
+            let max = super::flow_hub::FOLLOWED_TASKS;
+            AppError::TooManyRequests(Limited::TooManyFollowed { max }.into(), 5)
+        }
     })?;
     let telling = Telling {
         hub,
@@ -112,11 +118,7 @@ pub async fn task_events(
     ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Response, AppError> {
     if q.token.is_some() || q.format.is_some() || q.task.is_some() {
-        return Err(AppError::BadRequest(
-            "`token`, `format` and `task` are for the websocket; here the token goes in \
-             `Authorization: Bearer` and the task in the path"
-                .into(),
-        ));
+        return Err(AppError::BadRequest(Malformed::WebsocketOnlyParams.into()));
     }
     let task = TaskId::from(id.as_str());
     let last = headers
@@ -156,7 +158,7 @@ pub async fn over_websocket(
     use futures::{SinkExt, StreamExt};
     let task = q
         .task
-        .ok_or_else(|| AppError::BadRequest("`format=flow` needs `task=<task id>`".into()))?;
+        .ok_or_else(|| AppError::BadRequest(Malformed::FlowNeedsTask.into()))?;
     let (access, base) = (state.access_of(&human), state.inner.base_task.clone());
     let sees = |s: &cohort_core::event::States| {
         super::access::View::of(&human, access, Some(&base), s).sees_task(&task)

@@ -15,6 +15,7 @@
 
 use super::access::View;
 use super::error::ApiQuery;
+use super::reason::{Denied, Malformed};
 use super::{ApiState, AppError};
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -107,13 +108,16 @@ pub async fn upgrade(
     let token = q
         .token
         .clone()
-        .ok_or_else(|| AppError::Unauthorized("add `?token=<token>` to the URL".into()))?;
+        .ok_or_else(|| AppError::Unauthorized(Denied::NoTokenInUrl.into()))?;
     let human = inner
         .sessions
         .human(&token)
-        .ok_or_else(|| AppError::Unauthorized("the token is invalid or expired".into()))?;
+        .ok_or_else(|| AppError::Unauthorized(Denied::InvalidToken.into()))?;
     let ws = ws
-        .map_err(|r| AppError::Rejected(r.status(), r.body_text()))?
+        .map_err(|r| {
+            let detail = r.body_text();
+            AppError::Rejected(r.status(), Malformed::NotAWebsocket { detail }.into())
+        })?
         // The feed takes no commands: refuse anything but small control frames from clients.
         .max_message_size(4 * 1024)
         .max_frame_size(4 * 1024);
@@ -122,14 +126,13 @@ pub async fn upgrade(
             return super::task_events::over_websocket(&state, human, &token, q, ws).await;
         }
         Some(other) => {
-            return Err(AppError::BadRequest(format!(
-                "unknown format `{other}`; `flow` is the one there is (leave it out for the states)"
-            )));
+            let format = other.to_owned();
+            return Err(AppError::BadRequest(
+                Malformed::UnknownFormat { format }.into(),
+            ));
         }
         None if !q.only_token() => {
-            return Err(AppError::BadRequest(
-                "`task`, `names` and `last_event_id` go with `format=flow`".into(),
-            ));
+            return Err(AppError::BadRequest(Malformed::FlowOnlyParams.into()));
         }
         None => {}
     }
@@ -154,10 +157,10 @@ pub async fn upgrade(
             Err(why) => {
                 let bye = Message::Close(Some(CloseFrame {
                     code: close_code::AGAIN,
-                    reason: why.clone().into(),
+                    reason: why.to_string().into(),
                 }));
                 let _ = tokio::time::timeout(cfg.send_timeout, sink.send(bye)).await;
-                FeedEnd::Refused(why)
+                FeedEnd::Refused(why.to_string())
             }
         };
         tracing::debug!(human = %human, ?end, "websocket feed ended");
@@ -178,9 +181,10 @@ pub fn check_origin(headers: &HeaderMap, allowed: &[String]) -> Result<(), AppEr
     if ok {
         Ok(())
     } else {
-        Err(AppError::Forbidden(format!(
-            "websocket connections from origin `{origin}` are not allowed"
-        )))
+        let origin = origin.to_owned();
+        Err(AppError::Forbidden(
+            Denied::OriginNotAllowed { origin }.into(),
+        ))
     }
 }
 

@@ -9,6 +9,7 @@
 
 use crate::api::AppError;
 use crate::api::feed_slots::FeedSlots;
+use crate::api::reason::{Denied, Fault, Malformed};
 use crate::api::session::token_hash;
 use crate::api::ws::{Closing, FeedConfig, Viewer, check_origin, run_feed};
 use axum::body::Body;
@@ -91,13 +92,14 @@ impl LocalFeeds {
     ) -> Result<Response, AppError> {
         check_origin(req.headers(), origins)?;
         let Some((human, expires_at)) = self.session(token).await? else {
-            return Err(AppError::Unauthorized(
-                "the token is invalid or expired".into(),
-            ));
+            return Err(AppError::Unauthorized(Denied::InvalidToken.into()));
         };
         let ws = WebSocketUpgrade::from_request(req, &())
             .await
-            .map_err(|r| AppError::Rejected(r.status(), r.body_text()))?
+            .map_err(|r| {
+                let detail = r.body_text();
+                AppError::Rejected(r.status(), Malformed::NotAWebsocket { detail }.into())
+            })?
             .max_message_size(4 * 1024)
             .max_frame_size(4 * 1024);
         let slot = self.slots.take(&human, &self.feed);
@@ -115,7 +117,7 @@ impl LocalFeeds {
                     // Over the limits: closed at once, saying why (a client tries again later).
                     let bye = Message::Close(Some(CloseFrame {
                         code: close_code::AGAIN,
-                        reason: why.into(),
+                        reason: why.to_string().into(),
                     }));
                     let _ = tokio::time::timeout(this.feed.send_timeout, sink.send(bye)).await;
                     return;
@@ -141,7 +143,8 @@ impl LocalFeeds {
         let now = chrono::Utc::now().timestamp_millis();
         let live = self.store.live_session(&token_hash(token), now).await;
         let live = live.map_err(|e| {
-            AppError::Unavailable(format!("the store cannot say who is logged in: {e}"))
+            let detail = e.to_string();
+            AppError::Unavailable(Fault::SessionsUnreadable { detail }.into())
         })?;
         Ok(live.map(|s| (s.human, s.expires_at)))
     }

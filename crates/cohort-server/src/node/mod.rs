@@ -215,11 +215,13 @@ async fn stand_by(
         let follower = Follower::start(bus.clone(), store.clone(), cfg.retention.memory);
         Arc::new(LocalFeeds::new(&seat.node, follower, store.clone(), cfg))
     });
+    let wording = standby_wording(cfg);
     let app = standby::router(
         seat.node.clone(),
         leader.clone(),
         (origins, idle),
         local.clone(),
+        wording.clone(),
     );
     let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
     let http = cfg.http.clone();
@@ -231,7 +233,7 @@ async fn stand_by(
                     local.close();
                 }
             };
-            crate::api::serve_router(l, app, &http, closing, async {
+            crate::api::serve_router(l, (app, &wording), &http, closing, async {
                 let _ = http_stopped.await;
             })
             .await
@@ -257,6 +259,19 @@ async fn stand_by(
         );
     }
     Ok(got)
+}
+
+/// The language a standing-by node answers in: the team's, from its prompts (the built-in
+/// ones when the team's cannot be read; loading the team will say why).
+fn standby_wording(cfg: &TeamConfig) -> crate::api::Wording {
+    let texts = match cfg.prompt_set() {
+        Ok(prompts) => prompts.texts().clone(),
+        Err(_) => cohort_core::texts::Texts::builtin(cfg.language),
+    };
+    crate::api::Wording {
+        language: cfg.language,
+        texts,
+    }
 }
 
 /// What a standing-by node does when it hears which node holds the team's lease: says so, and
@@ -379,12 +394,13 @@ impl Term<'_> {
         });
         let (http_stop, http_stopped) = tokio::sync::oneshot::channel::<()>();
         let app = standby::named(crate::api::router(state.clone()), &self.seat.node);
-        let http = self.cfg.http.clone();
+        let (http, wording) = (self.cfg.http.clone(), state.wording());
         let served = spawn_serving(listener, move |l| async move {
             let stop = async {
                 let _ = http_stopped.await;
             };
-            crate::api::serve_router(l, app, &http, move || state.close_feeds(), stop).await
+            let closing = move || state.close_feeds();
+            crate::api::serve_router(l, (app, &wording), &http, closing, stop).await
         })
         .map_err(ServeError::Http)?;
         let ended = tokio::select! {

@@ -15,7 +15,8 @@
 //! event stream ([`super::local_feed`]).
 
 use super::local_feed::LocalFeeds;
-use crate::api::AppError;
+use crate::api::reason::{Fault, Malformed};
+use crate::api::{AppError, Wording};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
@@ -65,15 +66,17 @@ const FORWARD_DEADLINE: Duration = Duration::from_secs(30);
 /// The router of a standing-by node `me`, which allows websockets from `origins` and closes a
 /// websocket's tunnel that carried nothing for `idle`.
 /// With `local`, a states feed (`GET /ws`) is served by this node itself, from its follower of
-/// the team's event stream ([`super::local_feed`]).
+/// the team's event stream ([`super::local_feed`]). Its own answers are worded in `wording`,
+/// the team's language.
 pub fn router(
     me: String,
     leader: Leader,
     (origins, idle): (Vec<String>, Duration),
     local: Option<Arc<LocalFeeds>>,
+    wording: Wording,
 ) -> Router {
     let shared = Arc::new((me, leader, origins));
-    Router::new().fallback(move |req: Request<Body>| {
+    let app = Router::new().fallback(move |req: Request<Body>| {
         let (shared, local) = (shared.clone(), local.clone());
         async move {
             let (me, leader, origins) = &*shared;
@@ -85,22 +88,27 @@ pub fn router(
                 None => req,
             };
             let running = leader.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let (node, address) = match running {
+            let node = me.clone();
+            let (leader, address) = match running {
                 Running::Node { name, address } => (name, address),
                 Running::Unknown => {
-                    return unavailable(me, None, "which node runs the team is not known yet");
+                    return unavailable(me, None, Fault::StandbyLeaderUnknown { node });
                 }
                 Running::PreviousRun => {
-                    let why = "the team's lease is held by this node's previous run until it \
-                               runs out";
-                    return unavailable(me, None, why);
+                    return unavailable(me, None, Fault::StandbyPreviousRun { node });
                 }
             };
+            let at = Some((leader.as_str(), address.as_str()));
             // Passed on once already: the node it went to stands by too (the team is changing
             // nodes). Never twice, so two nodes with stale news cannot pass it back and forth.
             if req.headers().contains_key(VIA_HEADER) {
-                let why = format!("node {node} at http://{address} does not run the team either");
-                return unavailable(me, Some((&node, &address)), &why);
+                let (leader, address) = (leader.clone(), address.clone());
+                let why = Fault::StandbyLeaderStandingBy {
+                    node,
+                    leader,
+                    address,
+                };
+                return unavailable(me, at, why);
             }
             match forward(&address, (origins, idle), req).await {
                 Ok(mut res) => {
@@ -111,33 +119,39 @@ pub fn router(
                 }
                 Err(Refused::Origin(refused)) => refused.into_response(),
                 Err(Refused::TooLarge) => {
-                    let why = "the request body is over the limit of its route".to_owned();
+                    let why = Malformed::BodyOverRouteLimit.into();
                     AppError::Rejected(StatusCode::PAYLOAD_TOO_LARGE, why).into_response()
                 }
-                Err(Refused::Unreachable(why)) => {
-                    let why = format!("node {node} at http://{address} cannot be reached ({why})");
-                    unavailable(me, Some((&node, &address)), &why)
+                Err(Refused::Unreachable(detail)) => {
+                    let (leader, address) = (leader.clone(), address.clone());
+                    let why = Fault::StandbyLeaderUnreachable {
+                        node,
+                        leader,
+                        address,
+                        detail,
+                    };
+                    unavailable(me, at, why)
                 }
             }
         }
-    })
+    });
+    app.layer(axum::middleware::from_fn_with_state(
+        wording,
+        crate::api::error::in_team_language,
+    ))
 }
 
 /// 503 from a standing-by node: why, and which node runs the team when it knows.
-fn unavailable(me: &str, leader: Option<(&str, &str)>, why: &str) -> Response {
+fn unavailable(me: &str, leader: Option<(&str, &str)>, why: Fault) -> Response {
     let (node, address) = leader.unwrap_or_default();
-    let body = serde_json::json!({
-        "error": format!("node {me} stands by: {why}"),
-        "node": me,
-        "role": "standby",
-        "leader": {"node": node, "address": address},
-    });
-    let mut res = (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [("retry-after", "1")],
-        axum::Json(body),
-    )
-        .into_response();
+    let mut extra = serde_json::Map::new();
+    extra.insert("node".into(), me.into());
+    extra.insert("role".into(), "standby".into());
+    let leader = serde_json::json!({"node": node, "address": address});
+    extra.insert("leader".into(), leader);
+    let mut res = crate::api::error::answer(StatusCode::SERVICE_UNAVAILABLE, why.into(), extra);
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     if let Ok(v) = HeaderValue::from_str(me) {
         res.headers_mut().insert(VIA_HEADER, v);
     }
