@@ -41,12 +41,13 @@ function englishLeft(page) {
       if (!el || el.closest(SKIP) || el.closest('[hidden]')) continue;
       if (!el.getClientRects().length || getComputedStyle(el).visibility === 'hidden') continue;
       const text = n.textContent;
-      // A file name, a flag or an id-like token (digits in it) is a name, not a word.
+      // A file name, a flag, an identifier (`human_agent_id`) or an id-like token (digits in
+      // it) is a name, not a word.
       const words = text
         .split(/[^A-Za-z0-9_.\-]+/)
         .filter((w) => !w.startsWith('-'))
         .map((w) => w.replace(/^[.\-]+|[.\-]+$/g, ''))
-        .filter((w) => w && !w.includes('.') && !/\d/.test(w));
+        .filter((w) => w && !w.includes('.') && !w.includes('_') && !/\d/.test(w));
       for (const w of words) {
         if ((w.match(/[A-Za-z]/g) || []).length >= 2 && !kept.includes(w)) {
           const where = `${el.tagName.toLowerCase()}${el.dataset.testid ? `[${el.dataset.testid}]` : el.className && typeof el.className === 'string' ? `.${el.className.trim().split(/\s+/).join('.')}` : ''}`;
@@ -60,7 +61,7 @@ function englishLeft(page) {
       for (const attr of ['title', 'placeholder', 'aria-label']) {
         const v = el.getAttribute(attr);
         if (!v) continue;
-        const words = v.split(/[^A-Za-z0-9_.\-]+/).filter((w) => w && !w.startsWith('-') && !w.includes('.') && !/\d/.test(w));
+        const words = v.split(/[^A-Za-z0-9_.\-]+/).filter((w) => w && !w.startsWith('-') && !w.includes('.') && !w.includes('_') && !/\d/.test(w));
         for (const w of words) if ((w.match(/[A-Za-z]/g) || []).length >= 2 && !kept.includes(w)) out.push({ word: w, text: `${attr}="${v.slice(0, 80)}"`, where: el.tagName.toLowerCase() });
       }
     }
