@@ -533,6 +533,8 @@ catalog!(
     risk_judge_failed(error),
     /// The model judged the arguments no riskier than the annotations say.
     risk_judged_lower(annotated, level, judged),
+    /// A plan's risk when none of its tool servers was described yet.
+    risk_servers_not_described(),
     /// A HIGH call's warning to the person who approves it.
     risk_high_warning(tool, reason),
     /// A call's risk levels, as people read them: low.

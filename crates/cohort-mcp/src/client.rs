@@ -325,6 +325,11 @@ impl McpClient {
         }
     }
 
+    /// The team's texts, which its risks' reasons are said in.
+    pub fn texts(&self) -> &Arc<cohort_core::texts::Texts> {
+        &self.opts.texts
+    }
+
     /// How risky calling `tool` on `server` is: from its annotations and the server's `risk:`
     /// overrides. A server that cannot be asked makes the call HIGH.
     pub async fn tool_risk(&self, server: &str, tool: &str) -> cohort_core::policy::ToolRisk {

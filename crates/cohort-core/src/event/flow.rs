@@ -52,6 +52,7 @@ pub struct FlowRisk {
 /// unknown.
 pub fn plan_risk<'a>(
     servers: impl IntoIterator<Item = (&'a str, Option<Vec<(String, ToolRisk)>>)>,
+    t: &crate::texts::Texts,
 ) -> Option<FlowRisk> {
     let mut highest: Option<(String, ToolRisk)> = None;
     let mut unknown_servers = Vec::new();
@@ -74,7 +75,7 @@ pub fn plan_risk<'a>(
             String::new(),
             ToolRisk {
                 risk: crate::policy::Risk::High,
-                reason: "its tool servers were not described yet".into(),
+                reason: t.risk_servers_not_described(),
             },
         ),
     };
@@ -999,12 +1000,25 @@ mod tests {
             ("read".to_owned(), r(Risk::Low, "reads")),
             ("write".to_owned(), r(Risk::Medium, "adds")),
         ];
-        let risk = plan_risk([("fs", Some(known)), ("web", None)]).unwrap();
+        let risk = plan_risk(
+            [("fs", Some(known)), ("web", None)],
+            &crate::texts::Texts::english(),
+        )
+        .unwrap();
         assert_eq!(risk.risk.risk, Risk::Medium);
         assert_eq!(risk.tool, "fs/write");
         assert_eq!(risk.unknown_servers, ["web"]);
-        assert_eq!(plan_risk([("fs", Some(Vec::new()))]), None);
-        assert_eq!(plan_risk([("web", None)]).unwrap().risk.risk, Risk::High);
+        assert_eq!(
+            plan_risk([("fs", Some(Vec::new()))], &crate::texts::Texts::english()),
+            None
+        );
+        assert_eq!(
+            plan_risk([("web", None)], &crate::texts::Texts::english())
+                .unwrap()
+                .risk
+                .risk,
+            Risk::High
+        );
     }
 
     #[test]

@@ -327,6 +327,7 @@ fn plan_risk(
         servers
             .into_iter()
             .map(|name| (name, mcp.known_risks(name))),
+        mcp.texts(),
     )
 }
 
