@@ -1,7 +1,8 @@
 //! What people read, held to golden text in each language (tests/golden/wording.txt for
 //! English, wording.zh.txt for Chinese): the notices a person gets (a task ended, failed, was
-//! cancelled or stalled; an agent waits for their reply), the titles of the steps that act on
-//! a goal or a notice, and spans of time. A change of wording shows as a diff to review;
+//! cancelled or stalled; an agent waits for their reply or its wait ran out), the titles of the
+//! steps that act on a goal or a notice, what a person is asked to check (a plan, a manager's
+//! stages, a HIGH tool call with its risk's reason) and spans of time. A change of wording shows as a diff to review;
 //! `UPDATE_GOLDEN=1 cargo test --test suite wording::` writes the files anew.
 
 use cohort::ids::{AgentId, StageRef, TaskId};
@@ -119,6 +120,50 @@ fn waiting_notice(texts: &std::sync::Arc<Texts>) -> String {
     person.conversation_pool.unwrap().global_messages.join("\n")
 }
 
+/// What a person is asked to check: a plan of steps, a manager's stages, a HIGH tool call.
+fn checks(t: &Texts) -> String {
+    use cohort::message::StagePlan;
+    use cohort::state::{Executor, PlannedStep, Skill, StepState};
+    use cohort::step::approval::{ApprovalRequest, approval_notice, high_risk_warning};
+    use cohort::step::plan_check::{PlanCheck, StagesPlan, plan_notice};
+    let step = StepState::new(
+        "t1".into(),
+        StageRef::NoRelative,
+        "writer".into(),
+        Executor::Skill(Skill::Planning),
+        "Write it",
+        "",
+    );
+    let steps = PlanCheck::new(vec![
+        PlannedStep::new(Executor::Skill(Skill::Think), "Draft", ""),
+        PlannedStep::new(Executor::Skill(Skill::Reflection), "Check it", ""),
+    ]);
+    let mut stages = PlanCheck::new(Vec::new());
+    stages.stages = Some(StagesPlan {
+        task_id: "t1".into(),
+        stages: vec![StagePlan {
+            stage_intention: "Write it".into(),
+            agent_allocation: [("writer".into(), "Write a haiku".into())].into(),
+        }],
+    });
+    let risk = cohort::policy::judge("write_file", None, &Default::default(), t);
+    let arguments = serde_json::json!({"path": "haiku.txt"});
+    let call = ApprovalRequest {
+        server: "fs".into(),
+        tool: "write_file".into(),
+        args_hash: cohort::policy::args_hash(&arguments),
+        arguments,
+        warning: high_risk_warning("write_file", &risk, t),
+        risk,
+    };
+    format!(
+        "## a plan of steps to check\n{}\n\n## stages to check\n{}\n\n## a HIGH call to approve\n{}\n\n",
+        plan_notice(&step, &steps, t),
+        plan_notice(&step, &stages, t),
+        approval_notice(&step, &call, t),
+    )
+}
+
 fn wording(lang: Language) -> String {
     let t = Texts::builtin(lang);
     let mut out = String::new();
@@ -132,6 +177,11 @@ fn wording(lang: Language) -> String {
     out.push_str(&format!(
         "## a question waits for the person\n{}\n\n",
         waiting_notice(&t)
+    ));
+    out.push_str(&checks(&t));
+    out.push_str(&format!(
+        "## a person's wait ran out\n{}\n\n",
+        t.no_reply_notice(t.no_reply_agent("manager"), "t1")
     ));
     out.push_str("## spans\n");
     for s in [45, 180, 600, 7_500] {
