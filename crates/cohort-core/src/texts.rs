@@ -99,6 +99,153 @@ catalog!(
     // ---- the team ----
     /// The base task's intention (its name, `MAS base task`, is the SPEC's and stays).
     base_task_intention(),
+    // ---- ask_info answers (team/ask_info.rs) ----
+    /// The first line of an answer; `kind` is the query's wire name.
+    info_answer(kind),
+    /// Stands for an empty value or list in an answer.
+    info_none(),
+    /// Heading: the tasks the asker manages.
+    info_managed(),
+    /// … when it manages none.
+    info_managed_none(),
+    /// Heading: the tasks the asker takes part in.
+    info_joined(),
+    /// … when it takes part in none.
+    info_joined_none(),
+    /// Heading: a task's latest shared information.
+    info_shared(),
+    /// One line of shared information (a list item).
+    info_shared_line(time, agent_id, role, stage_id, content),
+    /// Heading: a task, with its name.
+    info_task(task_id, name),
+    /// Heading: a task asked about by id.
+    info_task_title(task_id),
+    /// No such task.
+    info_no_task(task_id),
+    /// Label: a task's or stage's intention.
+    info_intention(),
+    /// Label: a task's or stage's state (the value is its wire name).
+    info_state(),
+    /// Label: a task's manager.
+    info_manager(),
+    /// Label: a task's group.
+    info_task_group(),
+    /// Said of the base task (a list item).
+    info_base_task(),
+    /// Label: a task's summary.
+    info_summary(),
+    /// Above a task's stages (a list item).
+    info_stages(count),
+    /// Heading: a stage, with its task.
+    info_stage(stage_id, task_id),
+    /// Heading: a stage asked about by id.
+    info_stage_title(stage_id),
+    /// The stage asked about is another task's.
+    info_stage_elsewhere(stage_id, task_id, asked),
+    /// No such stage.
+    info_no_stage(stage_id),
+    /// Label: a stage's allocation (its agents follow, one a line).
+    info_allocation(),
+    /// One agent of an allocation: its state (a wire name) and goal.
+    info_allocated(agent_id, state, goal),
+    /// Label: an agent's completion summary in a stage.
+    info_completion_summary(),
+    /// Stands for an agent's unknown state in a stage.
+    info_unknown(),
+    /// Heading: the agent templates.
+    info_templates(),
+    /// Says what the templates are for.
+    info_templates_hint(),
+    /// The team has no templates.
+    info_no_templates(),
+    /// Heading: one template.
+    info_template(name),
+    /// A template needs MCP servers the team lacks (`servers` lists them).
+    info_template_lacks(servers),
+    /// Heading: every agent in the system.
+    info_everyone(),
+    /// Heading: the team.
+    info_team(),
+    /// Heading: a task's group.
+    info_task_group_of(task_id),
+    /// An empty list of agents.
+    info_nobody(),
+    /// Heading: one agent, with its name.
+    info_member(agent_id, name),
+    /// Label: an agent's role.
+    info_role(),
+    /// Label: an agent's or template's profile.
+    info_profile(),
+    /// Label: whether an agent is a person or a model.
+    info_kind(),
+    /// That kind: a person.
+    info_human(),
+    /// That kind: a model.
+    info_llm_agent(),
+    /// The template an agent was made from (a list item).
+    info_from_template(template),
+    /// Label: skills.
+    info_skills(),
+    /// Label: MCP servers (tools).
+    info_tools(),
+    /// Label: the running stages an agent works in.
+    info_working_in(),
+    /// One running stage in that list.
+    info_running_stage(stage_id, task_id),
+    /// The agent works in no running stage.
+    info_no_running_stage(),
+    /// Heading: the agents of a stage.
+    info_stage_agents(stage_id, task_id),
+    /// Said of an allocated agent that is not in the team (a list item).
+    info_not_in_team(),
+    /// Label: an agent's goal in a stage.
+    info_goal_in_stage(),
+    /// Label: an agent's state in a stage.
+    info_state_in_stage(),
+    /// Heading: agent states.
+    info_agent_states(),
+    /// No agent was asked about.
+    info_no_agent_ids(),
+    /// Heading: one agent asked about.
+    info_agent(agent_id),
+    /// The agent has published no state yet.
+    info_unpublished(),
+    /// No such agent.
+    info_no_agent(agent_id),
+    /// Label: an agent's name.
+    info_name(),
+    /// Label: an agent's working state (a wire name).
+    info_working_state(),
+    /// Label: an agent's model.
+    info_llm(),
+    /// The tokens an agent spent (a list item).
+    info_tokens_spent(prompt, completion),
+    /// The steps an agent holds (a list item).
+    info_steps_held(all, todo),
+    /// Label: how many replies an agent waits for.
+    info_replies_waited(),
+    /// Label: the step an agent runs.
+    info_running(),
+    /// Above an agent's queued steps (a list item).
+    info_next_steps(count),
+    /// One step: who runs it, its state (a wire name), intention and place.
+    info_step(executor, state, intention, task_id, stage_id),
+    /// Above an agent's working memory (a list item).
+    info_working_memory(),
+    /// One task in it, with its stages and their step counts.
+    info_memory_task(task_id, stages),
+    /// A task in it with no stage.
+    info_no_stage_held(),
+    /// Label: an agent's persistent memory.
+    info_persistent_memory(),
+    /// Heading: the skills.
+    info_skills_heading(),
+    /// Heading: the MCP servers.
+    info_tools_heading(),
+    /// A skill or server with no description.
+    info_no_description(),
+    /// The team has no MCP servers.
+    info_no_servers(),
     // ---- notices from a task (`notice.rs`) ----
     /// A task was created with the reader as its manager; `listed` is the team, one agent a line.
     notice_task_created(name, task_id, intention, listed),
@@ -651,6 +798,46 @@ fn fill(template: &str, args: &[(&str, &dyn Display)]) -> String {
     out
 }
 
+/// The English words in `text` a reader of another language would trip on: ASCII words of two
+/// letters or more outside code spans, tags and ids, other than the names every language keeps
+/// (skills, states' wire names, identifiers with `_`, the product's and formats' names) and
+/// `kept`. For the tests that render texts in Chinese.
+#[cfg(test)]
+pub(crate) fn english_words(text: &str, kept: &[&str]) -> Vec<String> {
+    const NAMES: &[&str] = &[
+        "SyncState",
+        "TaskState",
+        "LLM",
+        "MCP",
+        "JSON",
+        "id",
+        "token",
+        "null",
+        "true",
+        "false",
+        "init",
+        "pending",
+        "running",
+        "finished",
+        "failed",
+        "cancelled",
+        "skipped",
+        "idle",
+        "working",
+        "waiting",
+        "paused",
+    ];
+    let code = regex::Regex::new(r"`[^`]*`|</?[a-z_]+>|[0-9a-f]{8}-[0-9a-f-]{27}").unwrap();
+    let word = regex::Regex::new(r"[A-Za-z][A-Za-z_]+").unwrap();
+    let bare = code.replace_all(text, " ");
+    word.find_iter(&bare)
+        .map(|m| m.as_str())
+        .filter(|w| !w.contains('_') && !NAMES.contains(w) && !kept.contains(w))
+        .filter(|w| crate::state::Skill::ALL.iter().all(|s| s.name() != *w))
+        .map(str::to_owned)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,6 +867,14 @@ mod tests {
         let close = Texts::problems("none", "a } b");
         assert!(close[0].contains("closes nothing"), "{close:?}");
         assert!(Texts::problems("none", "{{ok}}").is_empty());
+    }
+
+    #[test]
+    fn the_english_scan_finds_prose_and_passes_names_code_and_ids() {
+        let text = "你在本阶段的目标：Plan the steps（`add_task`、<planned_step>、running、\
+                    task_id、think、a1b2c3d4-0000-4000-8000-000000000000、LLM）";
+        assert_eq!(english_words(text, &[]), ["Plan", "the", "steps"]);
+        assert_eq!(english_words(text, &["Plan", "the"]), ["steps"]);
     }
 
     #[test]
