@@ -246,6 +246,134 @@ catalog!(
     info_no_description(),
     /// The team has no MCP servers.
     info_no_servers(),
+    // ---- why a skill refuses an answer it could read (`skills/refusal.rs`), told the model ----
+    /// A message names no receiver.
+    refusal_no_receiver(),
+    /// A message names its sender as a receiver.
+    refusal_message_to_self(),
+    /// A structured question (`ask`) for an agent.
+    refusal_ask_to_agent(agent),
+    /// A structured question that cannot be answered (`why` is one of the `ask_*` texts).
+    refusal_unanswerable(why),
+    /// A choice has too few, too many, empty or repeated options.
+    ask_bad_options(max),
+    /// A form has no fields, too many, or empty or repeated keys.
+    ask_bad_fields(max),
+    /// A select field has fewer than two options.
+    ask_field_options(field),
+    /// A number field has its min above its max.
+    ask_bad_bounds(field),
+    /// An option, key or label is too long.
+    ask_too_long(max),
+    /// The agent asked people all the questions a stage allows.
+    refusal_ask_limit(asked, cap),
+    /// add_stage with no stage.
+    refusal_no_stages(),
+    /// The action refused on the step's first try, given again.
+    refusal_refused_just_now(action),
+    /// add_stage from a step that decides on a stage.
+    refusal_stage_undecided(stage),
+    /// add_task without an intention.
+    refusal_no_task_intention(),
+    /// An allocation that gives an agent no goal; `example` is a JSON allocation.
+    refusal_no_goal(agent, example),
+    /// The example goal when the stage has no intention.
+    refusal_goal_example(),
+    /// A message asking to act, digested without a `<react_action>`.
+    refusal_must_react(),
+    /// A manager's plan for a message asking to act, with no task_manager step.
+    refusal_must_manage(),
+    /// A graph plan with some steps rejected (`rejected` lists them).
+    refusal_part_graph(rejected),
+    /// A summary outside any stage.
+    refusal_summary_outside_stage(),
+    /// A summary that only hands back the instruction or goal.
+    refusal_summary_echoes(),
+    /// An instruction_generation step with no tool step after it.
+    refusal_no_tool_step(),
+    /// A new agent's id that cannot be used.
+    refusal_bad_agent_id(id),
+    /// A tool instruction that is not a JSON object.
+    tool_instruction_not_object(),
+    /// A tool instruction whose `arguments` are not an object (`found` is their JSON).
+    tool_instruction_arguments(found),
+    /// A resource read without a URI.
+    tool_instruction_no_uri(),
+    /// A tool instruction that names no capability.
+    tool_instruction_no_capability(),
+    /// Two planned steps have the same id.
+    graph_duplicate_id(id),
+    /// A planned step depends on an id no step has.
+    graph_unknown_dependency(step, missing),
+    /// A planned step depends on itself.
+    graph_self_dependency(step),
+    /// Planned steps depend on each other in a circle (`steps`: `a → b → a`).
+    graph_cycle(steps),
+    /// `replan` names an id no step has.
+    graph_unknown_replan(id),
+    /// A planned step the agent may not run: its place, intention and why.
+    plan_step_rejected(n, intention, why),
+    /// Why: its executor names no skill.
+    plan_unknown_skill(skill),
+    /// … the agent lacks the skill.
+    plan_no_skill(skill),
+    /// … the planner may not plan it.
+    plan_not_plannable(skill, planner),
+    /// … a manager asked to act planned a skill that does the work.
+    plan_manager_skill(skill),
+    /// … a manager asked to act planned a tool.
+    plan_manager_tool(tool),
+    /// … the agent may not use the tool.
+    plan_no_tool(tool),
+    /// … its `type` is neither skill nor tool.
+    plan_bad_type(kind),
+    // ---- what the JSON reader says of broken JSON (`parse/json_fault.rs`) ----
+    /// Where the JSON reader found a fault (`what` is one of the `json_*` texts below).
+    json_fault(what, line, column),
+    /// The JSON ends inside a list.
+    json_end_in_list(),
+    /// … inside an object.
+    json_end_in_object(),
+    /// … inside a string.
+    json_end_in_string(),
+    /// … before a value.
+    json_end_before_value(),
+    /// A `:` belongs here.
+    json_expected_colon(),
+    /// A `,` or `]` belongs here.
+    json_expected_list_comma(),
+    /// A `,` or `}` belongs here.
+    json_expected_object_comma(),
+    /// A word that is not true, false or null.
+    json_expected_ident(),
+    /// A value belongs here.
+    json_expected_value(),
+    /// A `"` belongs here.
+    json_expected_quote(),
+    /// A backslash escape JSON does not have.
+    json_invalid_escape(),
+    /// A number JSON cannot read.
+    json_invalid_number(),
+    /// A number too large.
+    json_number_out_of_range(),
+    /// A `\u` escape that names no character.
+    json_invalid_code_point(),
+    /// A `\u` escape cut short.
+    json_hex_escape_end(),
+    /// A lone half of a surrogate pair.
+    json_lone_surrogate(),
+    /// A raw control character in a string.
+    json_control_character(),
+    /// An object key that is not a string.
+    json_key_not_string(),
+    /// A comma before a closing bracket.
+    json_trailing_comma(),
+    /// Text after the value.
+    json_trailing_characters(),
+    /// Nesting too deep.
+    json_too_deep(),
+    /// Why a message's `ask` cannot be read (`reason` is the deserializer's), and its forms.
+    parse_ask_forms(reason),
     // ---- notices from a task (`notice.rs`) ----
     /// A task was created with the reader as its manager; `listed` is the team, one agent a line.
     notice_task_created(name, task_id, intention, listed),
@@ -606,7 +734,9 @@ catalog!(
     approval_args_cut(n),
     /// A call's risk levels, as people read them.
     risk_low(),
+    /// … medium.
     risk_medium(),
+    /// … high.
     risk_high(),
     // ---- attachments (`attachment.rs`) ----
     /// Above the files attached to a message; `tool` reads one.

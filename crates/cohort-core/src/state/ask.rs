@@ -160,19 +160,19 @@ pub enum FieldKind {
 #[derive(Debug, thiserror::Error, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AskError {
     /// A choice has too few, too many, empty or repeated options.
-    #[error("a choice needs 2 to {MAX_CHOICES} different, non-empty options")]
+    #[error("{}", crate::texts::Texts::english().ask_bad_options(MAX_CHOICES))]
     BadOptions,
     /// A form has no fields, too many, or empty or repeated keys.
-    #[error("a form needs 1 to {MAX_CHOICES} fields, each with a different, non-empty key")]
+    #[error("{}", crate::texts::Texts::english().ask_bad_fields(MAX_CHOICES))]
     BadFields,
     /// A select field (named) has fewer than two options.
-    #[error("form field `{0}` is a select field without 2 or more options")]
+    #[error("{}", crate::texts::Texts::english().ask_field_options(.0))]
     FieldOptions(String),
     /// A number field (named) has its min above its max.
-    #[error("form field `{0}` has a min above its max")]
+    #[error("{}", crate::texts::Texts::english().ask_bad_bounds(.0))]
     BadBounds(String),
     /// An option, key or label is too long.
-    #[error("options, keys and labels are at most {MAX_LABEL_CHARS} characters")]
+    #[error("{}", crate::texts::Texts::english().ask_too_long(MAX_LABEL_CHARS))]
     TooLong,
     /// The answer is empty.
     #[error("the answer is empty")]
@@ -194,6 +194,22 @@ pub enum AskError {
         /// What is wrong with its value.
         why: String,
     },
+}
+
+impl AskError {
+    /// Why a question cannot be asked, in the language of `t`: the model that wrote it reads
+    /// this. The faults of a person's answer (which [`Ask::check`] never gives) are told to
+    /// the person in English, as the REST API's errors are.
+    pub fn render_question(&self, t: &crate::texts::Texts) -> String {
+        match self {
+            AskError::BadOptions => t.ask_bad_options(MAX_CHOICES),
+            AskError::BadFields => t.ask_bad_fields(MAX_CHOICES),
+            AskError::FieldOptions(field) => t.ask_field_options(field),
+            AskError::BadBounds(field) => t.ask_bad_bounds(field),
+            AskError::TooLong => t.ask_too_long(MAX_LABEL_CHARS),
+            answer => answer.to_string(),
+        }
+    }
 }
 
 impl Ask {

@@ -161,7 +161,7 @@ impl SyncCore {
         );
         let mut lines = vec![
             bullet(&t.info_intention(), &task.task_intention, level + 1, &none),
-            item(&t.info_state(), &task.execution_state),
+            item(&t.info_state(), task.execution_state),
             item(&t.info_manager(), format!("`{}`", task.task_manager)),
             item(&t.info_task_group(), ids(t, &task.task_group)),
         ];
@@ -343,7 +343,7 @@ fn stage_block(t: &Texts, s: &StageState, level: usize) -> String {
             level + 1,
             &t.info_none(),
         ),
-        item(&t.info_state(), &s.execution_state),
+        item(&t.info_state(), s.execution_state),
         format!("- {}:", t.info_allocation()),
     ];
     for (a, goal) in &s.agent_allocation {
