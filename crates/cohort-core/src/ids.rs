@@ -48,19 +48,35 @@ macro_rules! string_id {
 /// Whether `id` can name an agent or a person: not empty, no whitespace or angle brackets (ids
 /// appear inside tags), and no leading `[`, which runtime senders sign with (`[TaskState]`,
 /// `[SyncState]`) so that nobody can pass for the runtime.
-pub fn check_agent_id(id: &str) -> Result<(), String> {
+pub fn check_agent_id(id: &str) -> Result<(), BadAgentId> {
     if id.is_empty()
         || id.starts_with('[')
         || id
             .chars()
             .any(|c| c.is_whitespace() || c == '<' || c == '>')
     {
-        return Err(format!(
-            "`{id}` is not a usable id (no spaces or angle brackets, and no leading `[`, which \
-             is kept for runtime senders such as `[TaskState]`)"
-        ));
+        return Err(BadAgentId(id.to_owned()));
     }
     Ok(())
+}
+
+/// An id that cannot name an agent or a person (see [`check_agent_id`]); a model that chose
+/// it for a new agent reads why in its team's language.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadAgentId(pub String);
+
+impl BadAgentId {
+    /// Why the id cannot be used, in the language of `t`.
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        t.refusal_bad_agent_id(&self.0)
+    }
+}
+
+/// In English, as a team file's check reports it.
+impl fmt::Display for BadAgentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
+    }
 }
 
 string_id!(

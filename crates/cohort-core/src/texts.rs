@@ -99,6 +99,271 @@ catalog!(
     // ---- the team ----
     /// The base task's intention (its name, `MAS base task`, is the SPEC's and stays).
     base_task_intention(),
+    // ---- ask_info answers (team/ask_info.rs) ----
+    /// The first line of an answer; `kind` is the query's wire name.
+    info_answer(kind),
+    /// Stands for an empty value or list in an answer.
+    info_none(),
+    /// Heading: the tasks the asker manages.
+    info_managed(),
+    /// … when it manages none.
+    info_managed_none(),
+    /// Heading: the tasks the asker takes part in.
+    info_joined(),
+    /// … when it takes part in none.
+    info_joined_none(),
+    /// Heading: a task's latest shared information.
+    info_shared(),
+    /// One line of shared information (a list item).
+    info_shared_line(time, agent_id, role, stage_id, content),
+    /// Heading: a task, with its name.
+    info_task(task_id, name),
+    /// Heading: a task asked about by id.
+    info_task_title(task_id),
+    /// No such task.
+    info_no_task(task_id),
+    /// Label: a task's or stage's intention.
+    info_intention(),
+    /// Label: a task's or stage's state (the value is its wire name).
+    info_state(),
+    /// Label: a task's manager.
+    info_manager(),
+    /// Label: a task's group.
+    info_task_group(),
+    /// Said of the base task (a list item).
+    info_base_task(),
+    /// Label: a task's summary.
+    info_summary(),
+    /// Above a task's stages (a list item).
+    info_stages(count),
+    /// Heading: a stage, with its task.
+    info_stage(stage_id, task_id),
+    /// Heading: a stage asked about by id.
+    info_stage_title(stage_id),
+    /// The stage asked about is another task's.
+    info_stage_elsewhere(stage_id, task_id, asked),
+    /// No such stage.
+    info_no_stage(stage_id),
+    /// Label: a stage's allocation (its agents follow, one a line).
+    info_allocation(),
+    /// One agent of an allocation: its state (a wire name) and goal.
+    info_allocated(agent_id, state, goal),
+    /// Label: an agent's completion summary in a stage.
+    info_completion_summary(),
+    /// Stands for an agent's unknown state in a stage.
+    info_unknown(),
+    /// Heading: the agent templates.
+    info_templates(),
+    /// Says what the templates are for.
+    info_templates_hint(),
+    /// The team has no templates.
+    info_no_templates(),
+    /// Heading: one template.
+    info_template(name),
+    /// A template needs MCP servers the team lacks (`servers` lists them).
+    info_template_lacks(servers),
+    /// Heading: every agent in the system.
+    info_everyone(),
+    /// Heading: the team.
+    info_team(),
+    /// Heading: a task's group.
+    info_task_group_of(task_id),
+    /// An empty list of agents.
+    info_nobody(),
+    /// Heading: one agent, with its name.
+    info_member(agent_id, name),
+    /// Label: an agent's role.
+    info_role(),
+    /// Label: an agent's or template's profile.
+    info_profile(),
+    /// Label: whether an agent is a person or a model.
+    info_kind(),
+    /// That kind: a person.
+    info_human(),
+    /// That kind: a model.
+    info_llm_agent(),
+    /// The template an agent was made from (a list item).
+    info_from_template(template),
+    /// Label: skills.
+    info_skills(),
+    /// Label: MCP servers (tools).
+    info_tools(),
+    /// Label: the running stages an agent works in.
+    info_working_in(),
+    /// One running stage in that list.
+    info_running_stage(stage_id, task_id),
+    /// The agent works in no running stage.
+    info_no_running_stage(),
+    /// Heading: the agents of a stage.
+    info_stage_agents(stage_id, task_id),
+    /// Said of an allocated agent that is not in the team (a list item).
+    info_not_in_team(),
+    /// Label: an agent's goal in a stage.
+    info_goal_in_stage(),
+    /// Label: an agent's state in a stage.
+    info_state_in_stage(),
+    /// Heading: agent states.
+    info_agent_states(),
+    /// No agent was asked about.
+    info_no_agent_ids(),
+    /// Heading: one agent asked about.
+    info_agent(agent_id),
+    /// The agent has published no state yet.
+    info_unpublished(),
+    /// No such agent.
+    info_no_agent(agent_id),
+    /// Label: an agent's name.
+    info_name(),
+    /// Label: an agent's working state (a wire name).
+    info_working_state(),
+    /// Label: an agent's model.
+    info_llm(),
+    /// The tokens an agent spent (a list item).
+    info_tokens_spent(prompt, completion),
+    /// The steps an agent holds (a list item).
+    info_steps_held(all, todo),
+    /// Label: how many replies an agent waits for.
+    info_replies_waited(),
+    /// Label: the step an agent runs.
+    info_running(),
+    /// Above an agent's queued steps (a list item).
+    info_next_steps(count),
+    /// One step: who runs it, its state (a wire name), intention and place.
+    info_step(executor, state, intention, task_id, stage_id),
+    /// Above an agent's working memory (a list item).
+    info_working_memory(),
+    /// One task in it, with its stages and their step counts.
+    info_memory_task(task_id, stages),
+    /// A task in it with no stage.
+    info_no_stage_held(),
+    /// Label: an agent's persistent memory.
+    info_persistent_memory(),
+    /// Heading: the skills.
+    info_skills_heading(),
+    /// Heading: the MCP servers.
+    info_tools_heading(),
+    /// A skill or server with no description.
+    info_no_description(),
+    /// The team has no MCP servers.
+    info_no_servers(),
+    // ---- why a skill refuses an answer it could read (`skills/refusal.rs`), told the model ----
+    /// A message names no receiver.
+    refusal_no_receiver(),
+    /// A message names its sender as a receiver.
+    refusal_message_to_self(),
+    /// A structured question (`ask`) for an agent.
+    refusal_ask_to_agent(agent),
+    /// A structured question that cannot be answered (`why` is one of the `ask_*` texts).
+    refusal_unanswerable(why),
+    /// The agent asked people all the questions a stage allows.
+    refusal_ask_limit(asked, cap),
+    /// add_stage with no stage.
+    refusal_no_stages(),
+    /// The action refused on the step's first try, given again.
+    refusal_refused_just_now(action),
+    /// add_stage from a step that decides on a stage.
+    refusal_stage_undecided(stage),
+    /// add_task without an intention.
+    refusal_no_task_intention(),
+    /// An allocation that gives an agent no goal; `example` is a JSON allocation.
+    refusal_no_goal(agent, example),
+    /// The example goal when the stage has no intention.
+    refusal_goal_example(),
+    /// A message asking to act, digested without a `<react_action>`.
+    refusal_must_react(),
+    /// A manager's plan for a message asking to act, with no task_manager step.
+    refusal_must_manage(),
+    /// A graph plan with some steps rejected (`rejected` lists them).
+    refusal_part_graph(rejected),
+    /// A summary outside any stage.
+    refusal_summary_outside_stage(),
+    /// A summary that only hands back the instruction or goal.
+    refusal_summary_echoes(),
+    /// An instruction_generation step with no tool step after it.
+    refusal_no_tool_step(),
+    /// A new agent's id that cannot be used.
+    refusal_bad_agent_id(id),
+    /// A tool instruction that is not a JSON object.
+    tool_instruction_not_object(),
+    /// A tool instruction whose `arguments` are not an object (`found` is their JSON).
+    tool_instruction_arguments(found),
+    /// A resource read without a URI.
+    tool_instruction_no_uri(),
+    /// A tool instruction that names no capability.
+    tool_instruction_no_capability(),
+    /// Two planned steps have the same id.
+    graph_duplicate_id(id),
+    /// A planned step depends on an id no step has.
+    graph_unknown_dependency(step, missing),
+    /// A planned step depends on itself.
+    graph_self_dependency(step),
+    /// Planned steps depend on each other in a circle (`steps`: `a → b → a`).
+    graph_cycle(steps),
+    /// `replan` names an id no step has.
+    graph_unknown_replan(id),
+    /// A planned step the agent may not run: its place, intention and why.
+    plan_step_rejected(n, intention, why),
+    /// Why: its executor names no skill.
+    plan_unknown_skill(skill),
+    /// … the agent lacks the skill.
+    plan_no_skill(skill),
+    /// … the planner may not plan it.
+    plan_not_plannable(skill, planner),
+    /// … a manager asked to act planned a skill that does the work.
+    plan_manager_skill(skill),
+    /// … a manager asked to act planned a tool.
+    plan_manager_tool(tool),
+    /// … the agent may not use the tool.
+    plan_no_tool(tool),
+    /// … its `type` is neither skill nor tool.
+    plan_bad_type(kind),
+    // ---- what the JSON reader says of broken JSON (`parse/json_fault.rs`) ----
+    /// Where the JSON reader found a fault (`what` is one of the `json_*` texts below).
+    json_fault(what, line, column),
+    /// The JSON ends inside a list.
+    json_end_in_list(),
+    /// … inside an object.
+    json_end_in_object(),
+    /// … inside a string.
+    json_end_in_string(),
+    /// … before a value.
+    json_end_before_value(),
+    /// A `:` belongs here.
+    json_expected_colon(),
+    /// A `,` or `]` belongs here.
+    json_expected_list_comma(),
+    /// A `,` or `}` belongs here.
+    json_expected_object_comma(),
+    /// A word that is not true, false or null.
+    json_expected_ident(),
+    /// A value belongs here.
+    json_expected_value(),
+    /// A `"` belongs here.
+    json_expected_quote(),
+    /// A backslash escape JSON does not have.
+    json_invalid_escape(),
+    /// A number JSON cannot read.
+    json_invalid_number(),
+    /// A number too large.
+    json_number_out_of_range(),
+    /// A `\u` escape that names no character.
+    json_invalid_code_point(),
+    /// A `\u` escape cut short.
+    json_hex_escape_end(),
+    /// A lone half of a surrogate pair.
+    json_lone_surrogate(),
+    /// A raw control character in a string.
+    json_control_character(),
+    /// An object key that is not a string.
+    json_key_not_string(),
+    /// A comma before a closing bracket.
+    json_trailing_comma(),
+    /// Text after the value.
+    json_trailing_characters(),
+    /// Nesting too deep.
+    json_too_deep(),
+    /// Why a message's `ask` cannot be read (`reason` is the deserializer's), and its forms.
+    parse_ask_forms(reason),
     // ---- notices from a task (`notice.rs`) ----
     /// A task was created with the reader as its manager; `listed` is the team, one agent a line.
     notice_task_created(name, task_id, intention, listed),
@@ -998,6 +1263,46 @@ fn fill(template: &str, args: &[(&str, &dyn Display)]) -> String {
     out
 }
 
+/// The English words in `text` a reader of another language would trip on: ASCII words of two
+/// letters or more outside code spans, tags and ids, other than the names every language keeps
+/// (skills, states' wire names, identifiers with `_`, the product's and formats' names) and
+/// `kept`. For the tests that render texts in Chinese.
+#[cfg(test)]
+pub(crate) fn english_words(text: &str, kept: &[&str]) -> Vec<String> {
+    const NAMES: &[&str] = &[
+        "SyncState",
+        "TaskState",
+        "LLM",
+        "MCP",
+        "JSON",
+        "id",
+        "token",
+        "null",
+        "true",
+        "false",
+        "init",
+        "pending",
+        "running",
+        "finished",
+        "failed",
+        "cancelled",
+        "skipped",
+        "idle",
+        "working",
+        "waiting",
+        "paused",
+    ];
+    let code = regex::Regex::new(r"`[^`]*`|</?[a-z_]+>|[0-9a-f]{8}-[0-9a-f-]{27}").unwrap();
+    let word = regex::Regex::new(r"[A-Za-z][A-Za-z_]+").unwrap();
+    let bare = code.replace_all(text, " ");
+    word.find_iter(&bare)
+        .map(|m| m.as_str())
+        .filter(|w| !w.contains('_') && !NAMES.contains(w) && !kept.contains(w))
+        .filter(|w| crate::state::Skill::ALL.iter().all(|s| s.name() != *w))
+        .map(str::to_owned)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1027,6 +1332,14 @@ mod tests {
         let close = Texts::problems("none", "a } b");
         assert!(close[0].contains("closes nothing"), "{close:?}");
         assert!(Texts::problems("none", "{{ok}}").is_empty());
+    }
+
+    #[test]
+    fn the_english_scan_finds_prose_and_passes_names_code_and_ids() {
+        let text = "你在本阶段的目标：Plan the steps（`add_task`、<planned_step>、running、\
+                    task_id、think、a1b2c3d4-0000-4000-8000-000000000000、LLM）";
+        assert_eq!(english_words(text, &[]), ["Plan", "the", "steps"]);
+        assert_eq!(english_words(text, &["Plan", "the"]), ["steps"]);
     }
 
     #[test]

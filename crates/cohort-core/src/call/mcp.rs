@@ -35,15 +35,13 @@ pub enum McpCall {
 impl McpCall {
     /// Reads `{"instruction_type": "get_description"}`, `{"tool_name", "arguments"}`,
     /// `{"resource_name", "arguments": {"uri"}}` or `{"prompt_name", "arguments"}`.
-    pub fn from_instruction(v: &Value) -> Result<McpCall, String> {
-        let o = v
-            .as_object()
-            .ok_or("the tool instruction must be a JSON object")?;
-        let args = || -> Result<Map<String, Value>, String> {
+    pub fn from_instruction(v: &Value) -> Result<McpCall, InstructionError> {
+        let o = v.as_object().ok_or(InstructionError::NotAnObject)?;
+        let args = || -> Result<Map<String, Value>, InstructionError> {
             match o.get("arguments") {
                 None | Some(Value::Null) => Ok(Map::new()),
                 Some(Value::Object(m)) => Ok(m.clone()),
-                Some(other) => Err(format!("`arguments` must be an object, not {other}")),
+                Some(other) => Err(InstructionError::Arguments(other.to_string())),
             }
         };
         let text = |k: &str| {
@@ -72,7 +70,7 @@ impl McpCall {
                 .or_else(|| o.get("resource_uri"))
                 .and_then(Value::as_str)
                 .or(text("resource_name").filter(|n| n.contains("://")))
-                .ok_or("a resource read needs `arguments.uri`")?;
+                .ok_or(InstructionError::NoUri)?;
             return Ok(McpCall::Resource {
                 uri: uri.to_owned(),
             });
@@ -83,7 +81,39 @@ impl McpCall {
                 arguments: args()?,
             });
         }
-        Err("the tool instruction names no capability: give instruction_type get_description, tool_name, resource_name or prompt_name".into())
+        Err(InstructionError::NoCapability)
+    }
+}
+
+/// Why a tool instruction names no call the runtime can make.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InstructionError {
+    /// It is not a JSON object.
+    NotAnObject,
+    /// Its `arguments` are not an object (they are this JSON).
+    Arguments(String),
+    /// A resource read without a URI.
+    NoUri,
+    /// It names no tool, resource, prompt or description.
+    NoCapability,
+}
+
+impl InstructionError {
+    /// Why, in the language of `t` (the model that wrote the instruction reads it).
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        match self {
+            InstructionError::NotAnObject => t.tool_instruction_not_object(),
+            InstructionError::Arguments(found) => t.tool_instruction_arguments(found),
+            InstructionError::NoUri => t.tool_instruction_no_uri(),
+            InstructionError::NoCapability => t.tool_instruction_no_capability(),
+        }
+    }
+}
+
+/// In English, as logs show it.
+impl std::fmt::Display for InstructionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
     }
 }
 
@@ -134,16 +164,19 @@ mod tests {
         assert!(
             McpCall::from_instruction(&json!({"tool_name": "w", "arguments": [1]}))
                 .unwrap_err()
+                .to_string()
                 .contains("arguments")
         );
         assert!(
             McpCall::from_instruction(&json!({"resource_name": "r"}))
                 .unwrap_err()
+                .to_string()
                 .contains("uri")
         );
         assert!(
             McpCall::from_instruction(&json!({"foo": 1}))
                 .unwrap_err()
+                .to_string()
                 .contains("names no capability")
         );
     }

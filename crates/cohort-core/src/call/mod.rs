@@ -10,7 +10,7 @@ pub mod repetition;
 pub mod replay;
 pub mod structured;
 
-pub use mcp::McpCall;
+pub use mcp::{InstructionError, McpCall};
 
 use crate::ids::{AgentId, StageRef, StepId, TaskId};
 use crate::state::{ModelWait, TokenUsage};

@@ -495,7 +495,7 @@ fn check_scripts(raw: &RawTeam, templates: &[AgentTemplate], out: &mut Findings)
 /// Takes an id for an agent or a person: usable, and not taken (agents and humans share one
 /// id space, since both receive messages).
 fn claim_id(id: &str, seen: &mut BTreeSet<String>) -> Result<(), String> {
-    crate::ids::check_agent_id(id)?;
+    crate::ids::check_agent_id(id).map_err(|e| e.to_string())?;
     if !seen.insert(id.to_owned()) {
         return Err(format!(
             "id `{id}` is used twice (agents and people share one id space)"

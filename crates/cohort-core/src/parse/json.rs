@@ -1,6 +1,7 @@
 //! Lenient JSON: the almost-JSON models write (comments, trailing commas, Python literals, single
 //! or smart quotes, raw newlines in strings, prose around the value) → `serde_json::Value`.
 
+use super::json_fault::JsonFault;
 use super::json_scan::OutsideStrings;
 use super::tags::strip_fences;
 use serde_json::Value;
@@ -14,7 +15,7 @@ const MAX_SPAN_STARTS: usize = 32;
 /// Strict `serde_json` first, so valid JSON is never altered; then the repaired text; then the
 /// longest balanced `{…}`/`[…]` embedded in the text, strict and repaired. On failure the error is
 /// the strict parser's, whose line and column point into the text the model wrote.
-pub fn lenient_json(s: &str) -> Result<Value, String> {
+pub fn lenient_json(s: &str) -> Result<Value, JsonFault> {
     let text = strip_fences(s);
     let strict_err = match serde_json::from_str::<Value>(text) {
         Ok(v) => return Ok(v),
@@ -23,7 +24,7 @@ pub fn lenient_json(s: &str) -> Result<Value, String> {
     if let Ok(v) = serde_json::from_str(&repair(text)) {
         return Ok(v);
     }
-    embedded_value(text).ok_or_else(|| strict_err.to_string())
+    embedded_value(text).ok_or_else(|| JsonFault::of(&strict_err))
 }
 
 fn parse_either(s: &str) -> Option<Value> {
@@ -317,8 +318,13 @@ mod tests {
     #[test]
     fn broken_json_reports_the_strict_error_position() {
         let err = lenient_json("{\"a\": 1\n    \"b\": 2}").unwrap_err();
-        assert_eq!(err, "expected `,` or `}` at line 2 column 5");
-        assert!(lenient_json("[{\"a\": 1}").unwrap_err().contains("EOF"));
+        assert_eq!(err.to_string(), "expected `,` or `}` at line 2 column 5");
+        assert!(
+            lenient_json("[{\"a\": 1}")
+                .unwrap_err()
+                .to_string()
+                .contains("EOF")
+        );
         assert!(lenient_json("").is_err());
     }
 }

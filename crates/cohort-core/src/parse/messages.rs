@@ -69,16 +69,14 @@ pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
             waiting: o.bool_or("waiting", false)?,
             ask: match o.get("ask") {
                 None => None,
-                Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| {
-                    ParseError::InvalidField {
-                        tag: SEND,
-                        at: At::Whole,
-                        field: "ask".into(),
-                        reason: format!(
-                            "{e}; write {{\"mode\": \"text\"}}, {{\"mode\": \"select\", \"options\": [..]}} or {{\"mode\": \"form\", \"fields\": [{{\"key\": .., \"type\": \"text|number|boolean|select\", \"required\": ..}}]}}"
-                        ),
-                    }
-                })?),
+                Some(v) => {
+                    Some(
+                        serde_json::from_value(v.clone()).map_err(|e| ParseError::InvalidAsk {
+                            tag: SEND,
+                            reason: e.to_string(),
+                        })?,
+                    )
+                }
             },
         }))
     } else if has_tag(text, MORE) {

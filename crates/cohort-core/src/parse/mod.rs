@@ -17,6 +17,7 @@ mod answers;
 mod fields;
 mod instructions;
 mod json;
+mod json_fault;
 mod json_scan;
 mod messages;
 mod stopped;
@@ -28,6 +29,7 @@ pub use answers::{
 };
 pub use instructions::{agent_instruction, ask_info, task_instruction};
 pub use json::lenient_json;
+pub use json_fault::{Fault, JsonFault};
 pub use messages::{
     SendMessageAnswer, SendMessageDraft, StepRequest, process_message_digest, react_action,
     send_message,
@@ -71,7 +73,7 @@ pub enum ParseError {
         /// The tag name.
         tag: &'static str,
         /// The JSON reader's complaint.
-        reason: String,
+        reason: JsonFault,
     },
     /// The JSON is the wrong kind of value (a string where an object or a list belongs).
     WrongShape {
@@ -124,6 +126,14 @@ pub enum ParseError {
         /// The field's key.
         field: String,
         /// What is wrong with it, and often how to write it.
+        reason: String,
+    },
+    /// A message's `ask` (a question for a person) cannot be read; the refusal shows how to
+    /// write one.
+    InvalidAsk {
+        /// The tag name.
+        tag: &'static str,
+        /// The deserializer's complaint.
         reason: String,
     },
     /// The tag's value is wrong in a way no single field can be blamed for.
@@ -245,7 +255,7 @@ impl ParseError {
             E::MissingTag { tag } => t.parse_missing_tag(tag),
             E::MissingEitherTag { first, second } => t.parse_missing_either(first, second),
             E::EmptyTag { tag } => t.parse_empty_tag(tag),
-            E::InvalidJson { tag, reason } => t.parse_invalid_json(tag, reason),
+            E::InvalidJson { tag, reason } => t.parse_invalid_json(tag, reason.render(t)),
             E::WrongShape {
                 tag,
                 at,
@@ -272,6 +282,9 @@ impl ParseError {
                 field,
                 reason,
             } => t.parse_invalid_field(place(tag, *at, t), field, reason),
+            E::InvalidAsk { tag, reason } => {
+                t.parse_invalid_field(place(tag, At::Whole, t), "ask", t.parse_ask_forms(reason))
+            }
             E::Invalid { tag, reason } => t.parse_invalid(tag, reason),
             E::UnknownAction {
                 tag,

@@ -1,7 +1,7 @@
 //! agent_manager: an `<agent_instruction>` for SyncState (init_new_agent, add_task_participant).
 //! Whether the template and ids exist is SyncState's to judge; here only the shape is checked.
 
-use super::{SkillError, SkillOutcome, working};
+use super::{Refusal, SkillError, SkillOutcome, working};
 use crate::message::AgentInstruction;
 use crate::parse;
 use serde_json::json;
@@ -10,7 +10,7 @@ pub fn interpret(answer: &str) -> Result<SkillOutcome, SkillError> {
     let mut instruction = parse::agent_instruction(answer)?;
     if let AgentInstruction::InitNewAgent { agent_id, name, .. } = &mut instruction {
         let id = agent_id.as_str().trim().to_owned();
-        crate::ids::check_agent_id(&id).map_err(SkillError::Invalid)?;
+        crate::ids::check_agent_id(&id).map_err(Refusal::BadAgentId)?;
         *agent_id = id.as_str().into();
         if name.as_deref().is_none_or(|n| n.trim().is_empty()) {
             *name = Some(id);

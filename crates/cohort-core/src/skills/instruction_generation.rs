@@ -1,7 +1,7 @@
 //! instruction_generation: writes the next tool step's `instruction_content` from
 //! `<tool_instruction>`. (tool_decision, which follows every tool step, is a plan: `plan.rs`.)
 
-use super::{SkillError, SkillOutcome, working};
+use super::{Refusal, SkillError, SkillOutcome, working};
 use crate::call::McpCall;
 use crate::event::StepUpdate;
 use crate::parse;
@@ -30,9 +30,7 @@ pub fn interpret(
     let instruction = parse::tool_instruction(answer)?;
     let target = next_tool_step(agent, step)
         .map(|s| s.step_id.clone())
-        .ok_or_else(|| {
-            SkillError::Invalid("no tool step follows this instruction_generation step".into())
-        })?;
+        .ok_or(Refusal::NoToolStep)?;
     // Written even when malformed: the tool step then fails with the exact reason, and the
     // tool_decision after it sees that reason in the tool's call chain.
     agent.update_step(
@@ -42,7 +40,7 @@ pub fn interpret(
             ..Default::default()
         },
     );
-    McpCall::from_instruction(&instruction).map_err(SkillError::Invalid)?;
+    McpCall::from_instruction(&instruction).map_err(Refusal::ToolInstruction)?;
     Ok(working(
         json!({ "instruction_generation": instruction, "tool_step_id": target }),
     ))

@@ -10,6 +10,7 @@ mod mend;
 mod plan;
 pub mod plan_graph;
 mod process_message;
+mod refusal;
 mod send_message;
 mod summary;
 mod task_manager;
@@ -18,6 +19,7 @@ mod think;
 pub use instruction_generation::next_tool_step;
 pub use mend::results_in_stage;
 pub use plan::{check_plan, plan_key, queue_plan};
+pub use refusal::{Refusal, RejectedStep, StepRefusal};
 pub use send_message::{Sent, SentMessages};
 pub use task_manager::{Instructed, closing, judges};
 pub use think::Thought;
@@ -67,10 +69,10 @@ impl SkillOutcome {
 pub enum SkillError {
     /// The answer's tag is missing or cannot be read.
     Parse(ParseError),
-    /// Every planned step was rejected; the reasons, joined by `; `.
-    EmptyPlan(String),
-    /// The answer reads but asks for something the skill cannot do; the message says why.
-    Invalid(String),
+    /// Every planned step was rejected, each for its reason.
+    EmptyPlan(Vec<RejectedStep>),
+    /// The answer reads but asks for something the skill cannot do.
+    Refused(Refusal),
     /// The answer (this text) only hands back the step's instruction or goal.
     Echo(String),
     /// The step runs an MCP server, not a skill (its executor named here); never re-asked.
@@ -90,8 +92,8 @@ impl SkillError {
     pub fn render(&self, t: &crate::texts::Texts) -> String {
         match self {
             SkillError::Parse(e) => e.render(t),
-            SkillError::EmptyPlan(reasons) => t.empty_plan(reasons),
-            SkillError::Invalid(why) => why.clone(),
+            SkillError::EmptyPlan(rejected) => t.empty_plan(RejectedStep::join(rejected, t)),
+            SkillError::Refused(refusal) => refusal.render(t),
             SkillError::Echo(_) => t.echo(),
             SkillError::NoTools(executor) => t.no_tools(executor),
             SkillError::Disagrees { reached, .. } => task_manager::disagreement(*reached, t),
@@ -102,6 +104,12 @@ impl SkillError {
 impl From<ParseError> for SkillError {
     fn from(e: ParseError) -> Self {
         SkillError::Parse(e)
+    }
+}
+
+impl From<Refusal> for SkillError {
+    fn from(r: Refusal) -> Self {
+        SkillError::Refused(r)
     }
 }
 
@@ -156,7 +164,7 @@ pub fn interpret(
         Err(e) => set(
             &mut outcome.result,
             "persistent_memory_error",
-            Value::String(e.to_string()),
+            Value::String(e.render(&agent.texts)),
         ),
     }
     Ok(outcome)

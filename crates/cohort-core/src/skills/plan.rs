@@ -2,7 +2,7 @@
 //! what the agent may use, then appended (planning, reflection) or inserted next (decision,
 //! tool_decision, whose empty list means: stop using the tool).
 
-use super::{SkillError, SkillOutcome, working};
+use super::{Refusal, RejectedStep, SkillError, SkillOutcome, StepRefusal, working};
 use crate::event::StepUpdate;
 use crate::ids::StepId;
 use crate::parse::{self, RawPlannedStep};
@@ -32,24 +32,20 @@ pub fn interpret(
     let (mut accepted, rejected) =
         check_plan(raw, (agent, &offered), planner, acting, &mut repairs);
     if accepted.is_empty() && asked > 0 {
-        return Err(SkillError::EmptyPlan(rejected.join("; ")));
+        return Err(SkillError::EmptyPlan(rejected));
     }
     let graph = !replan.is_empty() || accepted.iter().any(PlannedStep::in_graph);
     if graph && !rejected.is_empty() {
-        return Err(SkillError::Invalid(format!(
-            "{}; the plan's steps depend on each other, so it runs whole or not at all: plan \
-             it again",
-            rejected.join("; ")
-        )));
+        return Err(Refusal::PartGraph(rejected).into());
     }
     if acting {
         check_acts(agent, &accepted)?;
     }
     insert_work_step(planner, agent, step, &mut accepted, graph, &mut repairs);
-    let mut accepted = super::plan_graph::arrange(accepted, &replan)
-        .map_err(|e| SkillError::Invalid(e.to_string()))?;
+    let mut accepted = super::plan_graph::arrange(accepted, &replan).map_err(Refusal::Graph)?;
     let note = close_reflection(planner, agent, step, asked, &mut accepted, &mut repairs);
     work_before_summary(planner, agent, step, &mut accepted, &mut repairs);
+    let rejected: Vec<String> = rejected.iter().map(|r| r.render(&agent.texts)).collect();
     let mut result = plan_answer(planner, asked, &accepted, &rejected, note);
     // A plan a person checks first waits on this step (see `step::plan_check`).
     if plan_check::checks(agent, planner) && !accepted.is_empty() {
@@ -73,11 +69,7 @@ fn check_acts(agent: &AgentState, accepted: &[PlannedStep]) -> Result<(), SkillE
             .iter()
             .any(|p| p.executor == Executor::Skill(Skill::TaskManager))
     {
-        return Err(SkillError::Invalid(
-            "this message asks you to act: plan a task_manager step that acts on it (a goal \
-             becomes a task with add_task), after whatever must come first (hiring, asking)"
-                .into(),
-        ));
+        return Err(Refusal::MustManage.into());
     }
     Ok(())
 }
@@ -408,7 +400,7 @@ pub fn check_plan(
     planner: Skill,
     acting: bool,
     repairs: &mut Vec<Fired>,
-) -> (Vec<PlannedStep>, Vec<String>) {
+) -> (Vec<PlannedStep>, Vec<RejectedStep>) {
     let mut ok: Vec<PlannedStep> = Vec::new();
     let mut rejected = Vec::new();
     for (i, r) in raw.into_iter().enumerate() {
@@ -440,7 +432,11 @@ pub fn check_plan(
                 depends_on: r.depends_on,
                 ..PlannedStep::new(e, r.step_intention, r.text_content)
             }),
-            Err(why) => rejected.push(format!("step {} ({}): {why}", i + 1, r.step_intention)),
+            Err(why) => rejected.push(RejectedStep {
+                n: i + 1,
+                intention: r.step_intention,
+                why,
+            }),
         }
     }
     (ok, rejected)
@@ -456,7 +452,7 @@ fn planned_executor(
     planner: Skill,
     acting: bool,
     repairs: &mut Vec<Fired>,
-) -> Result<Executor, String> {
+) -> Result<Executor, StepRefusal> {
     let kind = r.step_type.trim().to_ascii_lowercase();
     let named_skill = r
         .executor
@@ -478,27 +474,20 @@ fn planned_executor(
     };
     match kind {
         "skill" => match r.executor.parse::<Skill>() {
-            Err(e) => Err(e),
-            Ok(s) if !agent.skills.contains(&s) => Err(format!("the agent has no `{s}` skill")),
-            Ok(s) if !s.plannable_by(planner) => {
-                Err(format!("`{s}` may not be planned by {planner}"))
+            Err(_) => Err(StepRefusal::UnknownSkill(r.executor.clone())),
+            Ok(s) if !agent.skills.contains(&s) => Err(StepRefusal::NoSkill(s)),
+            Ok(skill) if !skill.plannable_by(planner) => {
+                Err(StepRefusal::NotPlannable { skill, planner })
             }
-            Ok(s) if acting && !s.acts_through_the_team() => Err(format!(
-                "this message asks you to act as a manager: plan task_manager (a goal becomes a \
-                 task with add_task), agent_manager, ask_info or send_message, not `{s}`: the \
-                 task's agents do the work"
-            )),
+            Ok(s) if acting && !s.acts_through_the_team() => Err(StepRefusal::ManagerSkill(s)),
             Ok(s) => Ok(Executor::Skill(s)),
         },
-        "tool" if acting => Err(format!(
-            "this message asks you to act as a manager: plan task_manager, not the tool `{}`",
-            r.executor.trim()
-        )),
+        "tool" if acting => Err(StepRefusal::ManagerTool(r.executor.trim().to_owned())),
         "tool" if tools.iter().any(|t| t == r.executor.trim()) => {
             Ok(Executor::Tool(r.executor.trim().to_owned()))
         }
-        "tool" => Err(format!("the agent may not use tool `{}`", r.executor)),
-        other => Err(format!("type must be skill or tool, not `{other}`")),
+        "tool" => Err(StepRefusal::NoTool(r.executor.clone())),
+        other => Err(StepRefusal::BadType(other.to_owned())),
     }
 }
 

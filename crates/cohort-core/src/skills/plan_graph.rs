@@ -7,13 +7,11 @@ use crate::state::PlannedStep;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Why a plan's structure cannot be run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GraphError {
     /// Two steps carry the same id.
-    #[error("two steps have the id `{0}`: each step's id must be unique in the plan")]
     DuplicateId(String),
     /// A step depends on an id no step has.
-    #[error("step `{step}` depends on `{missing}`, which no step of the plan has as its id")]
     UnknownDependency {
         /// The step that names it.
         step: String,
@@ -21,15 +19,36 @@ pub enum GraphError {
         missing: String,
     },
     /// A step depends on itself.
-    #[error("step `{0}` depends on itself")]
     SelfDependency(String),
     /// The dependencies go round in a circle, so none of its steps could ever start.
-    #[error("the steps {} depend on each other in a circle, so none of them could start", .0.join(" → "))]
     Cycle(Vec<String>),
     /// `replan` names an id no step has.
-    #[error("`replan` names `{0}`, which no step of the plan has as its id")]
     UnknownReplan(String),
 }
+
+impl GraphError {
+    /// Why, in the language of `t` (the planner reads it in a re-ask).
+    pub fn render(&self, t: &crate::texts::Texts) -> String {
+        match self {
+            GraphError::DuplicateId(id) => t.graph_duplicate_id(id),
+            GraphError::UnknownDependency { step, missing } => {
+                t.graph_unknown_dependency(step, missing)
+            }
+            GraphError::SelfDependency(step) => t.graph_self_dependency(step),
+            GraphError::Cycle(steps) => t.graph_cycle(steps.join(" → ")),
+            GraphError::UnknownReplan(id) => t.graph_unknown_replan(id),
+        }
+    }
+}
+
+/// In English, as logs and the REST API (a person's edited plan) show it.
+impl std::fmt::Display for GraphError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render(&crate::texts::Texts::english()))
+    }
+}
+
+impl std::error::Error for GraphError {}
 
 /// Checks the structure of `steps` (their ids, `depends_on`) and marks the steps `replan`
 /// names, then orders them so every step follows those it depends on (otherwise keeping the

@@ -1,6 +1,6 @@
 //! process_message: digest a message; `<react_action>` asks for a decision step right next.
 
-use super::{SkillError, SkillOutcome, working};
+use super::{Refusal, SkillError, SkillOutcome, working};
 
 use crate::parse;
 use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
@@ -13,9 +13,7 @@ pub fn interpret(
 ) -> Result<SkillOutcome, SkillError> {
     let react = parse::react_action(answer)?;
     if react.is_none() && step.origin.asks_to_act() && agent.skills.contains(&Skill::Decision) {
-        return Err(SkillError::Invalid(
-            "this message asks you to act: answer with a <react_action> saying what to do".into(),
-        ));
+        return Err(Refusal::MustReact.into());
     }
     let digest = parse::process_message_digest(answer);
     let mut result = json!({ "process_message": digest });

@@ -1,133 +1,175 @@
+//! Why a skill refuses an answer that reads (its tags parse) but asks for something the skill
+//! cannot do: each refusal with its facts, rendered through the team's catalog, since the
+//! model reads it in a re-ask and is to write the answer again in its own language. What is
+//! wrong with a planned step ([`StepRefusal`]) is kept per step, as the plan's `rejected` list
+//! shows it.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::texts::{Language, english_words};
+use crate::call::InstructionError;
+use crate::ids::{AgentId, BadAgentId, StageId};
+use crate::state::{AskError, Skill};
+use crate::texts::Texts;
+use std::fmt;
 
-    fn rejected() -> Vec<RejectedStep> {
-        let step = |n, why| RejectedStep {
-            n,
-            intention: "写初稿".into(),
-            why,
-        };
-        vec![
-            step(1, StepRefusal::UnknownSkill("dance".into())),
-            step(2, StepRefusal::NoSkill(Skill::Think)),
-            step(
-                3,
-                StepRefusal::NotPlannable {
-                    skill: Skill::Summary,
-                    planner: Skill::Decision,
-                },
-            ),
-            step(4, StepRefusal::ManagerSkill(Skill::Think)),
-            step(5, StepRefusal::ManagerTool("web".into())),
-            step(6, StepRefusal::NoTool("web".into())),
-            step(7, StepRefusal::BadType("job".into())),
-        ]
-    }
+use super::plan_graph::GraphError;
 
-    /// Every refusal, with facts a Chinese team would give (ids, its own words).
-    fn every_refusal() -> Vec<Refusal> {
-        let mut all = vec![
-            Refusal::NoReceiver,
-            Refusal::MessageToSelf,
-            Refusal::AskToAgent("a1".into()),
-            Refusal::AskLimit { asked: 3, cap: 3 },
-            Refusal::NoStages,
-            Refusal::RefusedJustNow("add_stage"),
-            Refusal::StageUndecided("s1".into()),
-            Refusal::NoTaskIntention,
-            Refusal::NoGoal {
-                agent: "a1".into(),
-                intention: String::new(),
-            },
-            Refusal::NoGoal {
-                agent: "a1".into(),
-                intention: "写一首俳句".into(),
-            },
-            Refusal::MustReact,
-            Refusal::MustManage,
-            Refusal::PartGraph(rejected()),
-            Refusal::SummaryOutsideStage,
-            Refusal::SummaryEchoes,
-            Refusal::NoToolStep,
-            Refusal::BadAgentId(BadAgentId("a 1".into())),
-        ];
-        all.extend(
-            [
-                AskError::BadOptions,
-                AskError::BadFields,
-                AskError::FieldOptions("颜色".into()),
-                AskError::BadBounds("数量".into()),
-                AskError::TooLong,
-            ]
-            .map(Refusal::Unanswerable),
-        );
-        all.extend(
-            [
-                InstructionError::NotAnObject,
-                InstructionError::Arguments("[1]".into()),
-                InstructionError::NoUri,
-                InstructionError::NoCapability,
-            ]
-            .map(Refusal::ToolInstruction),
-        );
-        all.extend(
-            [
-                GraphError::DuplicateId("1".into()),
-                GraphError::UnknownDependency {
-                    step: "2".into(),
-                    missing: "9".into(),
-                },
-                GraphError::SelfDependency("3".into()),
-                GraphError::Cycle(vec!["1".into(), "2".into(), "1".into()]),
-                GraphError::UnknownReplan("8".into()),
-            ]
-            .map(Refusal::Graph),
-        );
-        all
-    }
+/// Why a skill refuses an answer it could read.
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// A message names no receiver (and replies to no one).
+    NoReceiver,
+    /// A message names its own sender as a receiver.
+    MessageToSelf,
+    /// A structured question (`ask`) for an agent, which only people get.
+    AskToAgent(AgentId),
+    /// A structured question that cannot be answered (its options or fields are malformed).
+    Unanswerable(AskError),
+    /// The agent asked people `step_limits.asks` questions in this stage already.
+    AskLimit {
+        /// Questions asked in the stage.
+        asked: usize,
+        /// `step_limits.asks`.
+        cap: usize,
+    },
+    /// add_stage with no stage in it.
+    NoStages,
+    /// The action SyncState refused on the step's first try, given again (its name).
+    RefusedJustNow(&'static str),
+    /// add_stage from a step that decides on a stage, which it would leave open.
+    StageUndecided(StageId),
+    /// add_task without an intention.
+    NoTaskIntention,
+    /// An allocation that gives an agent no goal; `intention` is the stage's, the example of
+    /// a goal the refusal gives (the catalog's own example when it is empty).
+    NoGoal {
+        /// The agent without a goal.
+        agent: AgentId,
+        /// The stage's intention.
+        intention: String,
+    },
+    /// A message asking to act, digested without the `<react_action>` that acts on it.
+    MustReact,
+    /// A manager's plan for a message asking to act, with no task_manager step to act with.
+    MustManage,
+    /// A graph plan with some steps rejected: it runs whole or not at all.
+    PartGraph(Vec<RejectedStep>),
+    /// A plan whose structure (ids, `depends_on`, `replan`) cannot run.
+    Graph(GraphError),
+    /// A summary outside any stage.
+    SummaryOutsideStage,
+    /// A summary that only hands back the step's instruction or goal, with no result to
+    /// compose one from.
+    SummaryEchoes,
+    /// An instruction_generation step with no tool step after it.
+    NoToolStep,
+    /// A tool instruction that names no call the runtime can make.
+    ToolInstruction(InstructionError),
+    /// A new agent's id that cannot be used.
+    BadAgentId(BadAgentId),
+}
 
-    #[test]
-    fn a_chinese_team_reads_every_refusal_without_an_english_word() {
-        let zh = Texts::builtin(Language::Zh);
-        for r in every_refusal() {
-            let text = r.render(&zh);
-            assert!(english_words(&text, &[]).is_empty(), "{r:?}: {text}");
-        }
-        let empty = super::super::SkillError::EmptyPlan(rejected()).render(&zh);
-        assert!(english_words(&empty, &[]).is_empty(), "{empty}");
-    }
-
-    #[test]
-    fn the_english_refusals_keep_their_wording() {
-        let two = rejected()[1..=2].to_vec();
-        assert_eq!(
-            Refusal::PartGraph(two).to_string(),
-            "step 2 (写初稿): the agent has no `think` skill; step 3 (写初稿): `summary` may not \
-             be planned by decision; the plan's steps depend on each other, so it runs whole or \
-             not at all: plan it again"
-        );
-        assert_eq!(
-            Refusal::NoGoal {
-                agent: "w".into(),
-                intention: " ".into()
+impl Refusal {
+    /// Why, in the language of `t`.
+    pub fn render(&self, t: &Texts) -> String {
+        use Refusal as R;
+        match self {
+            R::NoReceiver => t.refusal_no_receiver(),
+            R::MessageToSelf => t.refusal_message_to_self(),
+            R::AskToAgent(agent) => t.refusal_ask_to_agent(agent),
+            R::Unanswerable(e) => t.refusal_unanswerable(e.render(t)),
+            R::AskLimit { asked, cap } => t.refusal_ask_limit(asked, cap),
+            R::NoStages => t.refusal_no_stages(),
+            R::RefusedJustNow(action) => t.refusal_refused_just_now(action),
+            R::StageUndecided(stage) => t.refusal_stage_undecided(stage),
+            R::NoTaskIntention => t.refusal_no_task_intention(),
+            R::NoGoal { agent, intention } => {
+                let example = match intention.trim() {
+                    "" => t.refusal_goal_example(),
+                    said => said.to_owned(),
+                };
+                let example = serde_json::json!({ agent.as_str(): example });
+                t.refusal_no_goal(agent, example)
             }
-            .to_string(),
-            "the allocation gives `w` no goal (none, a placeholder, or only its name): give each \
-             agent what it is to do in the stage, e.g. {\"w\":\"what it is to do, in the task's \
-             words\"}"
-        );
-        assert_eq!(
-            Refusal::Unanswerable(AskError::FieldOptions("c".into())).to_string(),
-            "the question in `ask` cannot be answered: form field `c` is a select field without \
-             2 or more options"
-        );
-        assert_eq!(
-            Refusal::Graph(GraphError::Cycle(vec!["a".into(), "b".into(), "a".into()]))
-                .to_string(),
-            "the steps a → b → a depend on each other in a circle, so none of them could start"
-        );
+            R::MustReact => t.refusal_must_react(),
+            R::MustManage => t.refusal_must_manage(),
+            R::PartGraph(rejected) => t.refusal_part_graph(RejectedStep::join(rejected, t)),
+            R::Graph(e) => e.render(t),
+            R::SummaryOutsideStage => t.refusal_summary_outside_stage(),
+            R::SummaryEchoes => t.refusal_summary_echoes(),
+            R::NoToolStep => t.refusal_no_tool_step(),
+            R::ToolInstruction(e) => e.render(t),
+            R::BadAgentId(e) => e.render(t),
+        }
+    }
+}
+
+/// Why the agent may not run a planned step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepRefusal {
+    /// Its executor names no skill (as written).
+    UnknownSkill(String),
+    /// The agent lacks the skill.
+    NoSkill(Skill),
+    /// The planner may not plan the skill.
+    NotPlannable {
+        /// The skill planned.
+        skill: Skill,
+        /// The skill that planned it.
+        planner: Skill,
+    },
+    /// A manager asked to act planned a skill that does the work itself.
+    ManagerSkill(Skill),
+    /// A manager asked to act planned a tool (its name).
+    ManagerTool(String),
+    /// The agent may not use the tool (its name, as written).
+    NoTool(String),
+    /// The step's `type` is neither skill nor tool (as written).
+    BadType(String),
+}
+
+/// A planned step the agent may not run: its place in the plan (from 1), intention and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedStep {
+    /// Its place in the plan, from 1.
+    pub n: usize,
+    /// Its intention, as planned.
+    pub intention: String,
+    /// Why it may not run.
+    pub why: StepRefusal,
+}
+
+impl RejectedStep {
+    /// The step and why, in the language of `t`.
+    pub fn render(&self, t: &Texts) -> String {
+        use StepRefusal as S;
+        let why = match &self.why {
+            S::UnknownSkill(name) => t.plan_unknown_skill(name.trim()),
+            S::NoSkill(skill) => t.plan_no_skill(skill),
+            S::NotPlannable { skill, planner } => t.plan_not_plannable(skill, planner),
+            S::ManagerSkill(skill) => t.plan_manager_skill(skill),
+            S::ManagerTool(tool) => t.plan_manager_tool(tool),
+            S::NoTool(tool) => t.plan_no_tool(tool),
+            S::BadType(kind) => t.plan_bad_type(kind),
+        };
+        t.plan_step_rejected(self.n, &self.intention, why)
+    }
+
+    /// Every step in `rejected` and why, in one line (`; ` between them).
+    pub fn join(rejected: &[RejectedStep], t: &Texts) -> String {
+        let all: Vec<String> = rejected.iter().map(|r| r.render(t)).collect();
+        all.join("; ")
+    }
+}
+
+/// In English, as logs and the REST API show it.
+impl fmt::Display for RejectedStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(&Texts::english()))
+    }
+}
+
+/// In English, as logs show it.
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(&Texts::english()))
     }
 }

@@ -2,7 +2,7 @@
 //! goes on the step lock) or, lacking information, insert a decision step and a copy of this
 //! send_message step (`<get_more_info>`).
 
-use super::{SkillError, SkillOutcome, working};
+use super::{Refusal, SkillError, SkillOutcome, working};
 use crate::clock::Now;
 use crate::ids::{StageRef, TaskId, WaitId};
 use crate::message::Message;
@@ -170,14 +170,10 @@ fn receivers(
         }
     }
     if receiver.is_empty() {
-        return Err(SkillError::Invalid(
-            "<send_message> names no receiver".into(),
-        ));
+        return Err(Refusal::NoReceiver.into());
     }
     if receiver.contains(&agent.agent_id) {
-        return Err(SkillError::Invalid(
-            "an agent cannot send a message to itself".into(),
-        ));
+        return Err(Refusal::MessageToSelf.into());
     }
     Ok(receiver)
 }
@@ -195,23 +191,15 @@ fn check_ask(
         .iter()
         .find(|r| !agent.wait_patience.humans.contains(*r))
     {
-        return Err(SkillError::Invalid(format!(
-            "`ask` is a question for a person, and `{r}` is an agent: send it \
-             without `ask`"
-        )));
+        return Err(Refusal::AskToAgent(r.clone()).into());
     }
-    ask.check().map_err(|e| {
-        SkillError::Invalid(format!("the question in `ask` cannot be answered: {e}"))
-    })?;
+    ask.check().map_err(Refusal::Unanswerable)?;
     let (asked, cap) = (
         asks_in_stage(agent, &step.task_id, &step.stage_id),
         agent.step_limits.asks,
     );
     if asked >= cap {
-        return Err(SkillError::Invalid(format!(
-            "no more questions in this stage: you asked {asked} already, the most \
-             allowed (step_limits.asks is {cap}); go on with what you know"
-        )));
+        return Err(Refusal::AskLimit { asked, cap }.into());
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! summary: the agent's `<completion_summary>` for its stage; it alone marks the agent
 //! finished in the stage.
 
-use super::{SkillError, SkillOutcome};
+use super::{Refusal, SkillError, SkillOutcome};
 use crate::parse;
 use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, StageAgentState, StepState};
@@ -18,9 +18,7 @@ pub fn interpret(
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
     if step.stage_id.stage().is_none() {
-        return Err(SkillError::Invalid(
-            "a summary closes a stage, but this step belongs to no stage".into(),
-        ));
+        return Err(Refusal::SummaryOutsideStage.into());
     }
     let summary = parse::completion_summary(answer)?;
     // A small model may hand back its own instruction ("summarise what was achieved") or its
@@ -50,14 +48,7 @@ pub fn interpret(
             Repair::ComposedSummary,
             "the model handed back the step's instruction or its goal",
         )
-        .ok_or_else(|| {
-            SkillError::Invalid(
-                "the summary repeats this step's instruction or your goal: report what you \
-                     did in the stage and what came of it, with the result itself when it is \
-                     short (a poem, a number, a name)"
-                    .into(),
-            )
-        });
+        .ok_or(SkillError::Refused(Refusal::SummaryEchoes));
     }
     // Otherwise an echo is asked about again, and never closes the stage as its result.
     if agent.repairs.allows(Repair::Echo) && handed_back(&summary) {
@@ -242,7 +233,9 @@ mod tests {
                 .contains("the model handed back the step's instruction or its goal")
         );
         // Also when the answer stays unreadable after its re-asks.
-        let err = SkillError::Invalid("no <completion_summary> tag".into());
+        let err = SkillError::Parse(crate::parse::ParseError::MissingTag {
+            tag: "completion_summary",
+        });
         let o = crate::skills::repair(&a, &echo, &err).unwrap();
         assert_eq!(o.repairs[0].rule, Repair::ComposedAfterReasks);
         assert!(o.repairs[0].what.contains("no <completion_summary> tag"));

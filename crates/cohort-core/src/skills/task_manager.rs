@@ -1,7 +1,7 @@
 //! task_manager: a `<task_instruction>` for SyncState (add_task, add_stage, finish_stage,
 //! finish_task, retry_stage). A new task's id is chosen here, so the step records it.
 
-use super::{SkillError, SkillOutcome, working};
+use super::{Refusal, SkillError, SkillOutcome, working};
 
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
@@ -293,7 +293,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     check_goals(&instruction, &repairs)?;
     if let TaskInstruction::AddStage { stages, task_id } = &instruction {
         if stages.is_empty() {
-            return Err(SkillError::Invalid("add_stage lists no stages".into()));
+            return Err(Refusal::NoStages.into());
         }
         if check_stages {
             let check =
@@ -343,10 +343,7 @@ fn check_not_refused(
         && repairs.allows(Repair::RefusedActionBarred)
         && refused.action() == instruction.action()
     {
-        return Err(SkillError::Invalid(format!(
-            "{} was refused just now (see above); choose another action",
-            refused.action()
-        )));
+        return Err(Refusal::RefusedJustNow(refused.action()).into());
     }
     Ok(())
 }
@@ -357,11 +354,7 @@ fn check_stage_decided(
     decided: Option<&StageId>,
 ) -> Result<(), SkillError> {
     if let (TaskInstruction::AddStage { .. }, Some(stage)) = (instruction, decided) {
-        return Err(SkillError::Invalid(format!(
-            "this step decides on stage {stage}, which stays open until it is finished or \
-             retried: answer finish_stage to accept it, or retry_stage to redo it with a \
-             corrected intention and allocation (add_stage would leave it open for ever)"
-        )));
+        return Err(Refusal::StageUndecided(stage.clone()).into());
     }
     Ok(())
 }
@@ -410,9 +403,7 @@ fn name_new_task(
         *trace_id = goal_trace;
         *attachments = goal_attachments;
         if task_intention.trim().is_empty() {
-            return Err(SkillError::Invalid(
-                "add_task needs a task_intention".into(),
-            ));
+            return Err(Refusal::NoTaskIntention.into());
         }
         // Never trust a model-made id for a new task: it could collide with an existing one.
         *task_id = TaskId::random();
@@ -448,15 +439,11 @@ fn check_goals(instruction: &TaskInstruction, repairs: &Repairs) -> Result<(), S
         // The example is the stage's own intention: a small model copies the example it is
         // given, and a fixed one ("Write the haiku and give it in full") became a 0.5B
         // writer's goal, without the task's subject.
-        let example = match intention.trim() {
-            "" => "what it is to do, in the task's words",
-            said => said,
-        };
-        return Err(SkillError::Invalid(format!(
-            "the allocation gives `{agent}` no goal (none, a placeholder, or only its name): \
-             give each agent what it is to do in the stage, e.g. {}",
-            serde_json::json!({ agent.as_str(): example })
-        )));
+        return Err(Refusal::NoGoal {
+            agent: agent.clone(),
+            intention: intention.to_owned(),
+        }
+        .into());
     }
     Ok(())
 }

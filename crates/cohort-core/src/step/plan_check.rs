@@ -257,6 +257,8 @@ fn checked_edit(
         ));
     }
     if !rejected.is_empty() {
+        // Said to the person who edited the plan, through the REST API: in English.
+        let rejected: Vec<String> = rejected.iter().map(ToString::to_string).collect();
         return Err(VerdictError::BadPlan(rejected.join("; ")));
     }
     crate::skills::plan_graph::arrange(ok, &replan)

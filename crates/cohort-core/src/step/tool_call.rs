@@ -45,7 +45,8 @@ pub fn tool_call_for(
         .instruction_content
         .as_ref()
         .ok_or("no instruction was written for this tool step (an instruction_generation step must come right before it)")?;
-    McpCall::from_instruction(instruction)
+    // The tool_decision after a failed tool step reads why, in the team's language.
+    McpCall::from_instruction(instruction).map_err(|e| e.render(&agent.texts))
 }
 
 #[cfg(test)]

@@ -452,3 +452,155 @@ fn a_query_is_answered_through_apply_even_when_nothing_else_is_asked() {
     assert_eq!(a.queries, vec![(AgentId::from("m"), req)]);
     assert!(a.refused.is_none());
 }
+
+/// A team with every kind of fact an answer shows (shared info, a summary, a completion
+/// summary, an agent made from a template, an allocated agent not in the team), and one with
+/// nothing (no templates, servers or agents), each asked every query; the answers' texts.
+fn every_answer(texts: std::sync::Arc<crate::texts::Texts>) -> Vec<String> {
+    let (mut c, t, stages) = setup();
+    let task = c.tasks.get_mut(&t).unwrap();
+    task.task_summary = Some("Half done.\nMore to come.".into());
+    task.shared_info_pool.push_back(crate::state::SharedInfo {
+        agent_id: "a".into(),
+        role: "analyst".into(),
+        stage_id: StageRef::Stage(stages[0].clone()),
+        content: "Found three sources.".into(),
+        timestamp: "2025-06-13 10:30:22".into(),
+    });
+    let first = c.stages.get_mut(&stages[0]).unwrap();
+    first
+        .completion_summary
+        .insert("a".into(), "Sources found.".into());
+    first
+        .agent_allocation
+        .insert("ghost".into(), "haunt".into());
+    c.roster.push(Member {
+        template: Some("researcher".into()),
+        ..member("r", "researcher", &[Skill::Think])
+    });
+    let c = c.with_texts(texts.clone());
+    let empty = SyncCore::new(vec![], &[], &[]).with_texts(texts);
+    let staged = |stage_id: &StageId, task_id: Option<TaskId>| {
+        [
+            AskInfoQuery::Stage {
+                task_id: task_id.clone(),
+                stage_id: stage_id.clone(),
+            },
+            AskInfoQuery::StageProfiles {
+                task_id,
+                stage_id: stage_id.clone(),
+            },
+        ]
+    };
+    let mut queries = vec![
+        AskInfoQuery::ManagedTasks,
+        AskInfoQuery::JoinedTasks,
+        AskInfoQuery::Task { task_id: t.clone() },
+        AskInfoQuery::Task {
+            task_id: "nope".into(),
+        },
+        AskInfoQuery::AgentTemplates,
+        AskInfoQuery::AllAgentProfiles,
+        AskInfoQuery::TeamProfiles,
+        AskInfoQuery::TaskGroupProfiles { task_id: t.clone() },
+        AskInfoQuery::TaskGroupProfiles {
+            task_id: "nope".into(),
+        },
+        AskInfoQuery::AgentStates {
+            agent_ids: vec!["a".into(), "b".into(), "zed".into()],
+        },
+        AskInfoQuery::AgentStates { agent_ids: vec![] },
+        AskInfoQuery::SkillsAndTools,
+    ];
+    queries.extend(staged(&stages[0], None));
+    queries.extend(staged(&stages[1], Some(t)));
+    queries.extend(staged(&stages[0], Some("other".into())));
+    queries.extend(staged(&"ghost".into(), None));
+    let mut out: Vec<String> = ["m", "a", "h"]
+        .into_iter()
+        .flat_map(|asker| queries.iter().map(move |q| (asker, q.clone())))
+        .map(|(asker, q)| ask(&c, asker, q).message)
+        .collect();
+    for q in queries {
+        let req = AskInfoRequest {
+            query: q,
+            waiting_id: "w".into(),
+            sender_task_id: empty.base_task().clone(),
+            sender_stage: StageRef::NoRelative,
+        };
+        out.push(empty.answer(&"m".into(), &req, &|_| None).message);
+    }
+    out
+}
+
+/// What the fixture's team wrote (names, intentions, goals, roles, profiles, descriptions,
+/// a published state's values): the team's words, in whatever language it writes them.
+const FACTS: &[&str] = &[
+    "A researcher for hire",
+    "A coder for hire",
+    "Think before acting.",
+    "Ask the runtime.",
+    "Files in a sandbox.",
+    "Found three sources.",
+    "Sources found.",
+    "Half done.",
+    "More to come.",
+    "Write the report",
+    "MAS base task",
+    "a: do research",
+    "b: do write",
+    "researcher role",
+    "coder role",
+    "openai gpt-x",
+    "likes tables",
+    "Ask b",
+    "Sum up",
+    "20250613T103022",
+    "Report",
+    "researcher",
+    "research",
+    "write",
+    "haunt",
+    "analyst",
+    "writer",
+    "manager",
+    "operator",
+    "does",
+    "work",
+    "Ann",
+    "st",
+];
+
+#[test]
+fn a_chinese_teams_answers_hold_no_english_word_the_runtime_wrote() {
+    let zh = crate::texts::Texts::builtin(crate::texts::Language::Zh);
+    for answer in every_answer(zh) {
+        let mut text = answer.clone();
+        for fact in FACTS {
+            text = text.replace(fact, " ");
+        }
+        let found = crate::texts::english_words(&text, &[]);
+        assert!(found.is_empty(), "English words {found:?} in:\n{answer}");
+    }
+}
+
+#[test]
+fn the_english_answers_keep_their_wording() {
+    // The catalog's English texts are the answers' former literals: a few whole lines.
+    let all = every_answer(crate::texts::Texts::english()).join("\n");
+    for line in [
+        "[SyncState] Answer to your ask_info query `managed_tasks`:\n\n### Tasks you manage\n",
+        "\n- 2025-06-13 10:30:22 `a` (analyst), stage ",
+        "\n- stages (2 in all, in order):\n",
+        "\n  - `ghost` (unknown): haunt\n",
+        "\n    completion summary: Sources found.\n",
+        "\n#### `ghost`\n- not in the team\n- goal in the stage: haunt\n- state in the stage: unknown\n",
+        "\n- kind: LLM agent\n- created from template `researcher`\n",
+        "\n- working memory (task → stage: steps):\n  - task `t1`: st: 2\n- persistent memory:\n",
+        "\n### Tasks you manage\nYou manage no task.",
+        "\n### The team\nNobody.",
+        "\n### Tools (MCP servers)\nThe team has no MCP servers.",
+    ] {
+        assert!(all.contains(line), "missing {line:?}");
+    }
+}
