@@ -44,7 +44,7 @@ export function setLanguage(code) {
   lang = CATALOGS[code] ? code : 'en';
   catalog = CATALOGS[lang];
   plurals = new Intl.PluralRules(LOCALES[lang]);
-  numbers.clear();
+  formatters.clear();
   document.documentElement.lang = LOCALES[lang];
 }
 
@@ -124,13 +124,15 @@ export function applyStatic(root = document) {
 
 // ---------------------------------------------------------------- numbers and times
 
-const numbers = new Map();
+/** The formatters of the language, made once each (Intl's are costly to make): numbers by
+ * their decimals, dates by kind. Emptied when the language changes. */
+const formatters = new Map();
 
 function numberFormat(digits) {
-  let f = numbers.get(digits);
+  let f = formatters.get(digits);
   if (!f) {
     f = new Intl.NumberFormat(LOCALES[lang], { minimumFractionDigits: digits, maximumFractionDigits: digits });
-    numbers.set(digits, f);
+    formatters.set(digits, f);
   }
   return f;
 }
@@ -140,12 +142,22 @@ export function num(n, digits = 0) {
   return numberFormat(digits).format(Number(n || 0));
 }
 
-/** A time of day, "05:20:06", in the locale's clock. */
+/** A time of day, "05:20:06", in the locale's clock (a formatter made once a language: a
+ * large team's steps each show a few). */
 export function clockTime(date) {
-  return date.toLocaleTimeString(LOCALES[lang], { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+  return dateFormat('clock', { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(date);
 }
 
 /** A date and time in the locale's way. */
 export function dateTime(date) {
-  return date.toLocaleString(LOCALES[lang], { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+  return dateFormat('date', { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(date);
+}
+
+function dateFormat(kind, options) {
+  let f = formatters.get(kind);
+  if (!f) {
+    f = new Intl.DateTimeFormat(LOCALES[lang], options);
+    formatters.set(kind, f);
+  }
+  return f;
 }
