@@ -17,25 +17,13 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   COHORT_SCREENSHOT=target/web-console-first-hour.png node tests/web/first_hour.test.mjs
 
-import { Failure, settings, step, log, elapsed, launch, signIn as logIn, reportFailure, lowContrast, overflowing } from './harness.mjs';
+import { Failure, settings, step, log, elapsed, launch, signIn as logIn, reportFailure, contrastOk, fitsOk, goalBecomesTask } from './harness.mjs';
 
 const S = settings('first-hour test', 'web-console-first-hour.png');
 const { WAIT, shot } = S;
 const LAPTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 const TABS = ['stages', 'chat', 'agents', 'timeline', 'graph'];
-
-/** Fails with every text below 4.5:1 on the page, naming `where`. */
-async function contrastOk(page, where) {
-  const bad = await lowContrast(page);
-  if (bad.length) throw new Failure(`${where}: ${bad.length} texts below 4.5:1, e.g. ${bad.slice(0, 5).map((b) => `"${b.text}" ${b.ratio}:1 (${b.fg} on ${b.bg}, ${b.where})`).join('; ')}`);
-}
-
-/** Fails when anything reaches past the phone's screen. */
-async function fitsOk(page, where) {
-  const out = await overflowing(page);
-  if (out.length) throw new Failure(`${where}: wider than the screen: ${out.slice(0, 12).map((o) => `${o.where} to ${o.right} px`).join(', ')}`);
-}
 
 /** Fails unless `locator` is wholly inside the viewport, outside any panel that scrolls. */
 async function inView(page, locator, what) {
@@ -92,17 +80,7 @@ let ok = false;
 try {
   ({ page } = await step('sign in on a laptop (light); the sign-in page reads at 4.5:1', () => signedIn(browser, LAPTOP, 'light', pageErrors)));
 
-  const task = await step('a goal sent with need_reply on (the API default) becomes a task', async () => {
-    const base = await page.locator('[data-testid="task-item"][data-base="true"]').first().getAttribute('data-task-id');
-    await page.getByTestId('composer-task').selectOption(base);
-    await page.getByTestId('composer-need-reply').check();
-    await page.getByTestId('composer-content').fill('Write a haiku about the season I choose.');
-    await page.getByTestId('composer-send').click();
-    const item = page.locator('[data-testid="task-item"][data-base="false"]').first();
-    await item.waitFor();
-    await item.click();
-    return item.getAttribute('data-task-id');
-  });
+  const task = await step('a goal sent with need_reply on (the API default) becomes a task', () => goalBecomesTask(page, 'Write a haiku about the season I choose.'));
 
   await step("the manager's question waits at the top, its options in view, and the task says so", async () => {
     const card = page.locator('[data-testid="decisions"] [data-testid="question"]').first();

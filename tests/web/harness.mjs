@@ -200,6 +200,32 @@ export function overflowing(page) {
   });
 }
 
+/** Fails with every text below 4.5:1 on the page, naming `where`. */
+export async function contrastOk(page, where) {
+  const bad = await lowContrast(page);
+  if (bad.length) throw new Failure(`${where}: ${bad.length} texts below 4.5:1, e.g. ${bad.slice(0, 5).map((b) => `"${b.text}" ${b.ratio}:1 (${b.fg} on ${b.bg}, ${b.where})`).join('; ')}`);
+}
+
+/** Fails when anything reaches past the screen's width. */
+export async function fitsOk(page, where) {
+  const out = await overflowing(page);
+  if (out.length) throw new Failure(`${where}: wider than the screen: ${out.slice(0, 12).map((o) => `${o.where} to ${o.right} px`).join(', ')}`);
+}
+
+/** Gives the manager `text` from the composer in the base task (need_reply as the API's
+ * default has it), waits for the task it becomes, selects it and returns its id. */
+export async function goalBecomesTask(page, text) {
+  const base = await page.locator('[data-testid="task-item"][data-base="true"]').first().getAttribute('data-task-id');
+  await page.getByTestId('composer-task').selectOption(base);
+  await page.getByTestId('composer-need-reply').check();
+  await page.getByTestId('composer-content').fill(text);
+  await page.getByTestId('composer-send').click();
+  const item = page.locator('[data-testid="task-item"][data-base="false"]').first();
+  await item.waitFor();
+  await item.click();
+  return item.getAttribute('data-task-id');
+}
+
 /**
  * A whole browser walk: Chromium started, a laptop-sized page whose errors are collected, the
  * person signed in, `body(page, browser)` run, a screenshot at `S.SHOT`, and the process ended

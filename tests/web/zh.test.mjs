@@ -14,7 +14,7 @@
 //   COHORT_URL=http://127.0.0.1:7878 COHORT_USER=operator COHORT_PASSWORD=cohort-demo \
 //   node tests/web/zh.test.mjs
 
-import { Failure, settings, step, log, elapsed, launch, signIn, reportFailure, lowContrast, overflowing } from './harness.mjs';
+import { Failure, settings, step, log, elapsed, launch, signIn, reportFailure, contrastOk, fitsOk, goalBecomesTask } from './harness.mjs';
 
 const S = settings('zh console test', 'web-console-zh.png');
 const { WAIT, shot } = S;
@@ -74,16 +74,6 @@ async function chineseOnly(page, where) {
   if (left.length) throw new Failure(`${where}: ${left.length} English words left, e.g. ${left.slice(0, 8).map((l) => `"${l.word}" in "${l.text}" (${l.where})`).join('; ')}`);
 }
 
-async function contrastOk(page, where) {
-  const bad = await lowContrast(page);
-  if (bad.length) throw new Failure(`${where}: ${bad.length} texts below 4.5:1, e.g. ${bad.slice(0, 5).map((b) => `"${b.text}" ${b.ratio}:1 (${b.where})`).join('; ')}`);
-}
-
-async function fitsOk(page, where) {
-  const out = await overflowing(page);
-  if (out.length) throw new Failure(`${where}: wider than the screen: ${out.slice(0, 12).map((o) => `${o.where} to ${o.right} px`).join(', ')}`);
-}
-
 /** Every tab: Chinese only, at 4.5:1, and (on a phone) within the screen. */
 async function everyTab(page, where, phone) {
   for (const tab of TABS) {
@@ -139,14 +129,7 @@ try {
   const task = await step('signed in, a goal given in the composer becomes a task; the page is Chinese', async () => {
     await signIn(page, S);
     await chineseOnly(page, 'the console before any task');
-    const base = await page.locator('[data-testid="task-item"][data-base="true"]').first().getAttribute('data-task-id');
-    await page.getByTestId('composer-task').selectOption(base);
-    await page.getByTestId('composer-content').fill('写一首关于我选的季节的俳句。');
-    await page.getByTestId('composer-send').click();
-    const item = page.locator('[data-testid="task-item"][data-base="false"]').first();
-    await item.waitFor();
-    await item.click();
-    return item.getAttribute('data-task-id');
+    return goalBecomesTask(page, '写一首关于我选的季节的俳句。');
   });
 
   await step("the manager's question waits at the top in Chinese, with its deadline on the locale's clock", async () => {
