@@ -1263,49 +1263,53 @@ fn fill(template: &str, args: &[(&str, &dyn Display)]) -> String {
     out
 }
 
-/// The English words in `text` a reader of another language would trip on: ASCII words of two
-/// letters or more outside code spans, tags and ids, other than the names every language keeps
-/// (skills, states' wire names, identifiers with `_`, the product's and formats' names) and
-/// `kept`. For the tests that render texts in Chinese.
+// For the tests that render texts in Chinese (it knows the skills' names, which this bottom
+// module's own code must not import).
 #[cfg(test)]
-pub(crate) fn english_words(text: &str, kept: &[&str]) -> Vec<String> {
-    const NAMES: &[&str] = &[
-        "SyncState",
-        "TaskState",
-        "LLM",
-        "MCP",
-        "JSON",
-        "id",
-        "token",
-        "null",
-        "true",
-        "false",
-        "init",
-        "pending",
-        "running",
-        "finished",
-        "failed",
-        "cancelled",
-        "skipped",
-        "idle",
-        "working",
-        "waiting",
-        "paused",
-    ];
-    let code = regex::Regex::new(r"`[^`]*`|</?[a-z_]+>|[0-9a-f]{8}-[0-9a-f-]{27}").unwrap();
-    let word = regex::Regex::new(r"[A-Za-z][A-Za-z_]+").unwrap();
-    let bare = code.replace_all(text, " ");
-    word.find_iter(&bare)
-        .map(|m| m.as_str())
-        .filter(|w| !w.contains('_') && !NAMES.contains(w) && !kept.contains(w))
-        .filter(|w| crate::state::Skill::ALL.iter().all(|s| s.name() != *w))
-        .map(str::to_owned)
-        .collect()
-}
+pub(crate) use tests::english_words;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The English words in `text` a reader of another language would trip on: ASCII words of two
+    /// letters or more outside code spans, tags and ids, other than the names every language keeps
+    /// (skills, states' wire names, identifiers with `_`, the product's and formats' names) and
+    /// `kept`. For the tests that render texts in Chinese.
+    pub(crate) fn english_words(text: &str, kept: &[&str]) -> Vec<String> {
+        const NAMES: &[&str] = &[
+            "SyncState",
+            "TaskState",
+            "LLM",
+            "MCP",
+            "JSON",
+            "id",
+            "token",
+            "null",
+            "true",
+            "false",
+            "init",
+            "pending",
+            "running",
+            "finished",
+            "failed",
+            "cancelled",
+            "skipped",
+            "idle",
+            "working",
+            "waiting",
+            "paused",
+        ];
+        let code = regex::Regex::new(r"`[^`]*`|</?[a-z_]+>|[0-9a-f]{8}-[0-9a-f-]{27}").unwrap();
+        let word = regex::Regex::new(r"[A-Za-z][A-Za-z_]+").unwrap();
+        let bare = code.replace_all(text, " ");
+        word.find_iter(&bare)
+            .map(|m| m.as_str())
+            .filter(|w| !w.contains('_') && !NAMES.contains(w) && !kept.contains(w))
+            .filter(|w| crate::state::Skill::ALL.iter().all(|s| s.name() != *w))
+            .map(str::to_owned)
+            .collect()
+    }
 
     #[test]
     fn fill_puts_each_argument_in_its_place_and_undoubles_braces() {
