@@ -64,8 +64,8 @@ pub async fn run(
         }
         _ => said,
     };
-    let repairs = cohort::policy::repairs::counted(&report.repairs)
-        .map(|r| format!(", {r}"))
+    let repairs = cohort::policy::repairs::counted(&report.repairs, t)
+        .map(|r| t.run_repairs(r))
         .unwrap_or_default();
     let steps = match report.steps_run {
         1 => t.run_one_step(),

@@ -1,6 +1,7 @@
 //! The catalog of texts the runtime itself writes (notices, the titles and texts of the steps
-//! it adds, instructions, what repairs write into summaries, a person's notices, attachment
-//! lists, spans of time, why a person's request was refused and the REST API's errors), one per
+//! it adds, instructions, what repairs write into summaries and record of what they did, why
+//! SyncState or a tool refused a step's work, a person's notices, attachment lists, spans of
+//! time, why a person's request was refused and the REST API's errors), one per
 //! [`Language`], read from `prompts/<lang>/texts.yaml`. Each text is a method taking its
 //! placeholders as arguments, so a renderer cannot run without a catalog, a call site cannot
 //! leave a placeholder out, and a translation that drops or invents one fails to load. It sits below every module that writes text (the prompt loader
@@ -364,6 +365,229 @@ catalog!(
     json_too_deep(),
     /// Why a message's `ask` cannot be read (`reason` is the deserializer's), and its forms.
     parse_ask_forms(reason),
+    // ---- why SyncState refuses a malformed message or instruction (`team/malformed.rs`) ----
+    /// A sender outside the team's steps that speaks as the runtime.
+    refused_reserved_sender(sender),
+    /// A message for a stage that is over.
+    refused_stage_over(stage, state),
+    /// A message with no receiver.
+    refused_no_receiver(),
+    /// A message over the team's length.
+    refused_too_long(chars, limit),
+    /// A waiting message without one wait id per receiver.
+    refused_wait_ids(),
+    /// init_new_agent names no template of the team (`known` is one of the two below).
+    refused_no_template(template, known),
+    /// … and the team has none.
+    refused_no_templates(),
+    /// … the team's templates (`list`: their names).
+    refused_templates(list),
+    /// The managers created as many agents as the team allows.
+    refused_hired_limit(hired),
+    /// A new agent's id that an agent has already.
+    refused_agent_id_taken(agent),
+    /// A template that names an MCP server the team lacks.
+    refused_template_lacks(template, file, server),
+    /// add_task with an id a task has already.
+    refused_task_exists(task),
+    /// A stage that allocates no agent.
+    refused_no_agent_allocated(intention),
+    /// The node running the team did not take a hand-over (`detail`: the transport's words).
+    refused_hand_over(detail),
+    // ---- what the runtime says of a step and the steps it adds (`step/*.rs`), read by the
+    // agent's model in its history and by people in the record ----
+    /// A tool step on a server the agent may not use (`tools`: the ones it may).
+    tool_server_not_allowed(agent, server, tools),
+    /// A tool step with no instruction written for it.
+    tool_no_instruction(),
+    /// Why a step whose stage or task ended while it ran changed nothing.
+    step_set_aside(),
+    /// The same, in short, as the step's cancellation says it.
+    step_set_aside_brief(),
+    /// Title of the tool_decision step after a tool step's call.
+    tool_decided_intention(server),
+    /// Its text when the call returned.
+    tool_returned_text(server, intention),
+    /// Its text when the call failed.
+    tool_failed_text(server, intention),
+    /// Title of the decision an agent gets when a failure left it nothing to run.
+    recovery_intention(),
+    /// Its text: the step that failed and why.
+    recovery_text(executor, intention, failure),
+    /// Title of the reflection an agent gets when its plan ran dry without a summary.
+    closing_reflection_intention(),
+    /// Its text.
+    closing_reflection_text(),
+    /// The shared-information line of a step that finished.
+    shared_step_finished(executor, intention),
+    /// … of a step that failed.
+    shared_step_failed(executor, intention),
+    /// Why a planned step will not run: a step it depends on is no longer held.
+    depends_not_held(step),
+    /// … a step it depends on failed (`step` as `step_named*` gives it).
+    depends_failed(step, reason),
+    /// … a step it depends on was cancelled.
+    depends_cancelled(step),
+    /// … a step it depends on was cancelled, and why.
+    depends_cancelled_because(step, reason),
+    /// Stands for the reason of a failure that recorded none.
+    depends_no_reason(),
+    /// A step named in a reason: its plan id and intention.
+    step_named_planned(id, intention),
+    /// A step named in a reason: its intention.
+    step_named(intention),
+    /// Why a step ended: cancelled by someone.
+    step_cancelled_by(by),
+    /// … cancelled by someone, with their reason.
+    step_cancelled_by_because(by, reason),
+    /// A tool step a restart cut off, not called again.
+    interrupted_tool_call(),
+    /// A skill step a restart cut off, run again.
+    interrupted_runs_again(),
+    /// A native tool loop's call that names no tool of the loop.
+    tool_loop_no_tool(name),
+    /// A loop call whose arguments are JSON but not an object (`found`).
+    tool_loop_arguments_not_object(tool, found),
+    /// A loop call whose arguments are not JSON (`why`: the JSON reader's).
+    tool_loop_arguments_not_json(tool, why),
+    /// A call's error, as the loop's model is shown it.
+    tool_loop_error(error),
+    /// Title of the step that records one call of a loop.
+    tool_loop_call_intention(tool, intention),
+    /// Its text: the loop's step.
+    tool_loop_call_text(step),
+    /// The store did not confirm a loop's start, so no tool was called.
+    tool_loop_not_stored(),
+    /// A loop that reached its cap of calls.
+    tool_loop_cap(cap),
+    /// A tool call in a team without an MCP client.
+    no_mcp_client(),
+    /// A tool step on a server the team does not have.
+    no_mcp_server(server),
+    /// The store did not confirm a tool step's start, so the tool was not called.
+    step_start_not_stored(),
+    /// A tool loop without the server or the model it needs.
+    tool_loop_unequipped(server),
+    /// The store did not confirm a tool loop's start, so no tool was called.
+    tool_loop_start_not_stored(),
+    /// A tool loop on a server that offers no tools.
+    server_offers_no_tools(server),
+    /// A tool loop of an agent without a model.
+    agent_has_no_model(),
+    /// An LLM step of an agent without one (a person's).
+    agent_has_no_llm(),
+    /// A person's verdict that could not be stored (`detail`: the store's words).
+    verdict_not_stored(detail),
+    /// A call that waited for an approval nobody is left to give.
+    approval_nobody_left(),
+    /// A wait for a person whose stage or task ended first.
+    person_wait_ended(),
+    /// A plan that waits for a check nobody can give.
+    plan_check_nobody(),
+    /// A tool's refusal in plain words (`which` is one of the three below; `said`: the tool's).
+    tool_refused(tool, which, said),
+    /// What was not accepted: the arguments.
+    tool_refused_arguments(),
+    /// … one field's value.
+    tool_refused_field(field),
+    /// … several fields' values (`fields`: all but the last, in backticks).
+    tool_refused_fields(fields, last),
+    /// A refusal that held after the model wrote the arguments anew `n` times.
+    tool_refused_after(told, n),
+    /// Marks JSON shown to a model cut short.
+    json_cut(),
+    /// A refused call as the model is shown it, to judge the refusal or write the arguments.
+    tool_refusal_prompt(tool, server, description, schema, intention, arguments, refusal),
+    /// An answer without the tag it had to give.
+    answer_no_tag(tag),
+    /// A judgement of a refusal whose `about_arguments` is not a boolean.
+    tool_judgement_not_bool(),
+    /// Corrected arguments that are not one object.
+    tool_arguments_not_object(),
+    /// Corrected arguments that are the refused ones.
+    tool_arguments_again(),
+    /// A refusal whose corrected arguments could not be used.
+    tool_correction_unusable(told, why),
+    /// A call as the model judging its risk is shown it.
+    risk_judge_prompt(tool, server, description, intention, arguments),
+    /// A risk judgement with no level it knows (`found`: what it gave).
+    risk_judge_bad_level(found),
+    /// The summary of older history so far, in the request to redo it.
+    history_summary_so_far(summary),
+    /// Above the steps to fold into that summary.
+    history_summary_steps(),
+    /// One of those steps.
+    history_summary_step(executor, state, intention, result),
+    // ---- the steps a skill adds or plans in the agent's place (`skills/*.rs`) ----
+    /// Title of the summary step that closes a stage.
+    summary_closing_intention(),
+    /// Its text; it names what to report.
+    summary_closing_text(),
+    /// A reflection's note when it planned nothing.
+    reflection_empty_note(),
+    /// Title of the step that does the agent's goal, put in its plan.
+    work_step_intention(),
+    /// Title of the planning step that plans the rest of a graph plan again.
+    replan_intention(step),
+    /// Its text: the plan, and the step that finished.
+    replan_text(plan, step),
+    /// What a planned step waits for, in a plan shown as a list.
+    plan_step_after(steps),
+    // ---- what a repair did, as the step's record says it (`policy/repairs.rs`'s `Fired`) ----
+    /// `second_try`.
+    repair_second_try(step),
+    /// `runtime_closing` (`instruction`: its JSON).
+    repair_runtime_closing(instruction),
+    /// `loop_cut`.
+    repair_loop_cut(),
+    /// `closed_json`.
+    repair_closed_json(),
+    /// `echoed_start_dropped`.
+    repair_echoed_start_dropped(),
+    /// Why `composed_summary` composed one.
+    repair_summary_handed_back(),
+    /// `summary_results_added`.
+    repair_summary_results_added(),
+    /// `composed_summary`, `composed_after_reasks` (`why`: what was wrong).
+    repair_composed_summary(why),
+    /// … with the older results left out.
+    repair_composed_summary_older(why, count),
+    /// `work_step_inserted`.
+    repair_work_step_inserted(),
+    /// `reflection_nothing_new`.
+    repair_reflection_nothing_new(),
+    /// `reflection_cap`.
+    repair_reflection_cap(),
+    /// `work_before_summary`.
+    repair_work_before_summary(),
+    /// `doubled_step_dropped` (`n`: the step's place in the plan).
+    repair_doubled_step_dropped(n),
+    /// `skill_named_as_tool`.
+    repair_skill_named_as_tool(n, skill),
+    /// `verdict_carried_out` (`why`: one of the `disagree_*` texts).
+    repair_verdict_carried_out(why),
+    /// `stage_reports_appended`.
+    repair_stage_reports_appended(),
+    /// `goal_kept_as_intention`.
+    repair_goal_kept_as_intention(),
+    /// `reply_closes_exchange`.
+    repair_reply_closes_exchange(),
+    /// `refusal_judged`: about the arguments.
+    repair_refusal_arguments(),
+    /// … about these fields.
+    repair_refusal_fields(fields),
+    /// … about something else.
+    repair_refusal_other(),
+    /// … a judgement that could not be used.
+    repair_refusal_unusable(why),
+    /// `arguments_reasked`: the refusal, and the fields changed.
+    repair_arguments_reasked(told, changed),
+    /// One repair made in a run or task (`names`: its rule).
+    repairs_one(names),
+    /// Repairs made in a run or task (`names`: each rule, `×n` for more than one firing).
+    repairs_counted(count, names),
+    /// Those repairs in `cohort run`'s totals, with the separator before them.
+    run_repairs(repairs),
     // ---- notices from a task (`notice.rs`) ----
     /// A task was created with the reader as its manager; `listed` is the team, one agent a line.
     notice_task_created(name, task_id, intention, listed),
@@ -1344,6 +1568,28 @@ pub(crate) mod tests {
                     task_id、think、a1b2c3d4-0000-4000-8000-000000000000、LLM）";
         assert_eq!(english_words(text, &[]), ["Plan", "the", "steps"]);
         assert_eq!(english_words(text, &["Plan", "the"]), ["steps"]);
+    }
+
+    /// The texts of SyncState's malformed-message refusals, of the steps the runtime adds and
+    /// of the repairs' records (issue 51), from `refused_reserved_sender` to the notices: in
+    /// Chinese, each holds no English word (its placeholders filled with code) and differs
+    /// from its English.
+    #[test]
+    fn refusals_steps_and_repairs_hold_no_english_word_in_chinese() {
+        let read = |yaml: &str| -> BTreeMap<String, String> { serde_yaml::from_str(yaml).unwrap() };
+        let en = read(include_str!("../../../prompts/en/texts.yaml"));
+        let zh = read(include_str!("../../../prompts/zh/texts.yaml"));
+        let at = |key: &str| Texts::KEYS.iter().position(|(k, _)| *k == key).unwrap();
+        let keys = &Texts::KEYS[at("refused_reserved_sender")..at("notice_task_created")];
+        assert!(keys.len() > 90, "{}", keys.len());
+        for (key, args) in keys {
+            let code: Vec<(&str, &dyn Display)> =
+                args.iter().map(|a| (*a, &"`x`" as &dyn Display)).collect();
+            let (english, chinese) = (fill(en[*key].trim(), &code), fill(zh[*key].trim(), &code));
+            let words = english_words(&chinese, &[]);
+            assert!(words.is_empty(), "{key}: {chinese} ({words:?})");
+            assert_ne!(english, chinese, "{key} is not translated");
+        }
     }
 
     #[test]

@@ -268,7 +268,8 @@ impl Repairs {
 pub struct Fired {
     /// The rule that fired.
     pub rule: Repair,
-    /// What it did to the step, in a sentence for the people reading its record.
+    /// What it did to the step, in a sentence for the people reading its record, in the
+    /// team's language (from the catalog's `repair_*` texts).
     pub what: String,
 }
 
@@ -282,8 +283,9 @@ impl Fired {
     }
 }
 
-/// "2 repairs: echo, loop_cut" for a count of firings per rule; `None` for none.
-pub fn counted(counts: &BTreeMap<Repair, u64>) -> Option<String> {
+/// "2 repairs: echo, loop_cut" for a count of firings per rule, in the language of `t` (the
+/// rules go by their names); `None` for none.
+pub fn counted(counts: &BTreeMap<Repair, u64>, t: &crate::texts::Texts) -> Option<String> {
     let total: u64 = counts.values().sum();
     if total == 0 {
         return None;
@@ -295,8 +297,11 @@ pub fn counted(counts: &BTreeMap<Repair, u64>) -> Option<String> {
             n => format!("{rule} ×{n}"),
         })
         .collect();
-    let noun = if total == 1 { "repair" } else { "repairs" };
-    Some(format!("{total} {noun}: {}", names.join(", ")))
+    let names = names.join(", ");
+    Some(match total {
+        1 => t.repairs_one(names),
+        n => t.repairs_counted(n, names),
+    })
 }
 
 #[cfg(test)]
@@ -344,11 +349,16 @@ mod tests {
 
     #[test]
     fn counts_read_as_one_line() {
+        let (en, zh) = (
+            crate::texts::Texts::english(),
+            crate::texts::Texts::builtin(crate::texts::Language::Zh),
+        );
         let mut c = BTreeMap::new();
-        assert_eq!(counted(&c), None);
+        assert_eq!(counted(&c, &en), None);
         c.insert(Repair::LoopCut, 1);
-        assert_eq!(counted(&c).unwrap(), "1 repair: loop_cut");
+        assert_eq!(counted(&c, &en).unwrap(), "1 repair: loop_cut");
         c.insert(Repair::Echo, 2);
-        assert_eq!(counted(&c).unwrap(), "3 repairs: loop_cut, echo ×2");
+        assert_eq!(counted(&c, &en).unwrap(), "3 repairs: loop_cut, echo ×2");
+        assert_eq!(counted(&c, &zh).unwrap(), "修复 3 次：loop_cut, echo ×2");
     }
 }

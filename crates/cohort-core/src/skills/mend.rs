@@ -60,13 +60,10 @@ pub(super) fn composed_summary(
     let summary = agent
         .texts
         .composed_summary(&agent.name, newest.join("\n\n"));
-    let mut what = format!("the summary was composed from the agent's results: {why}");
-    if newest.len() < results.len() {
-        what.push_str(&format!(
-            " ({} older results left out)",
-            results.len() - newest.len()
-        ));
-    }
+    let what = match results.len() - newest.len() {
+        0 => agent.texts.repair_composed_summary(why),
+        older => agent.texts.repair_composed_summary_older(why, older),
+    };
     Some(SkillOutcome {
         repairs: vec![Fired::new(rule, what)],
         ..super::summary::finished(json!({ "summary": summary }), summary)
@@ -315,7 +312,7 @@ pub(super) fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedS
     let goal = super::goal_in_stage(agent, step)?;
     Some(PlannedStep::new(
         Executor::Skill(skill),
-        "Do my goal in this stage",
+        agent.texts.work_step_intention(),
         goal,
     ))
 }

@@ -178,9 +178,12 @@ pub fn interpret(
 pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
     let allows = |rule| agent.repairs.allows(rule);
     match (step.executor.skill()?, error) {
-        (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => {
-            mend::composed_summary(agent, step, Repair::ComposedAfterReasks, &error.to_string())
-        }
+        (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => mend::composed_summary(
+            agent,
+            step,
+            Repair::ComposedAfterReasks,
+            &error.render(&agent.texts),
+        ),
         (
             Skill::TaskManager,
             SkillError::Disagrees {

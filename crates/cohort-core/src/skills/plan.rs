@@ -12,6 +12,7 @@ use crate::state::{
     AgentState, Cancelled, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin,
     StepResult, StepState,
 };
+use crate::texts::Texts;
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -46,7 +47,7 @@ pub fn interpret(
     let note = close_reflection(planner, agent, step, asked, &mut accepted, &mut repairs);
     work_before_summary(planner, agent, step, &mut accepted, &mut repairs);
     let rejected: Vec<String> = rejected.iter().map(|r| r.render(&agent.texts)).collect();
-    let mut result = plan_answer(planner, asked, &accepted, &rejected, note);
+    let mut result = plan_answer(planner, asked, &accepted, &rejected, note.as_deref());
     // A plan a person checks first waits on this step (see `step::plan_check`).
     if plan_check::checks(agent, planner) && !accepted.is_empty() {
         result[plan_check::KEY] = json!(plan_check::PlanCheck::new(accepted));
@@ -95,10 +96,8 @@ fn insert_work_step(
     {
         let work = work_first(work, accepted, graph);
         accepted.insert(0, work);
-        repairs.push(Fired::new(
-            Repair::WorkStepInserted,
-            "the plan had no step that does the work of the goal: a step doing it was put first",
-        ));
+        let what = agent.texts.repair_work_step_inserted();
+        repairs.push(Fired::new(Repair::WorkStepInserted, what));
     }
 }
 
@@ -110,7 +109,7 @@ fn close_reflection(
     asked: usize,
     accepted: &mut Vec<PlannedStep>,
     repairs: &mut Vec<Fired>,
-) -> Option<&'static str> {
+) -> Option<String> {
     // A reflection that plans only steps this agent already ran here, or only more reflecting,
     // plans nothing new: a real 1.5B model re-planned "check the result" and "summarise my
     // work" (as quick_think) after every reflection, for ever, and another planned only
@@ -127,27 +126,24 @@ fn close_reflection(
     if planner != Skill::Reflection || !(asked == 0 || nothing_new || last_reflection) {
         return None;
     }
-    // A reflection that plans nothing means nothing is left to correct: close the stage.
+    // A reflection that plans nothing means nothing is left to correct: close the stage. The
+    // summary step's text names what to report: a real 1.5B model handed back the older
+    // wording ("Reflection found nothing left to do; summarise what was achieved") as its
+    // summary, re-asked three times.
+    let t = &agent.texts;
     *accepted = vec![PlannedStep::new(
         Executor::Skill(Skill::Summary),
-        "Summarise my work in this stage",
-        super::summary::CLOSING,
+        t.summary_closing_intention(),
+        t.summary_closing_text(),
     )];
     if asked == 0 {
-        return Some("empty reflection: a summary step was added");
+        return Some(t.reflection_empty_note());
     }
     if nothing_new {
-        repairs.push(Fired::new(
-            Repair::ReflectionNothingNew,
-            "the reflection planned only steps already run in this stage: a summary step \
-             was planned instead",
-        ));
+        let what = t.repair_reflection_nothing_new();
+        repairs.push(Fired::new(Repair::ReflectionNothingNew, what));
     } else {
-        repairs.push(Fired::new(
-            Repair::ReflectionCap,
-            "the last reflection step_limits.reflections allows in this stage: a summary \
-             step was planned instead",
-        ));
+        repairs.push(Fired::new(Repair::ReflectionCap, t.repair_reflection_cap()));
     }
     None
 }
@@ -180,11 +176,8 @@ fn work_before_summary(
     }
     if let Some(work) = super::mend::work_step(agent, step) {
         accepted.insert(at, work);
-        repairs.push(Fired::new(
-            Repair::WorkBeforeSummary,
-            "the reflection planned the summary, but none of this agent's steps in the stage \
-             did the work: a step doing it was put before the summary",
-        ));
+        let what = agent.texts.repair_work_before_summary();
+        repairs.push(Fired::new(Repair::WorkBeforeSummary, what));
     }
 }
 
@@ -244,7 +237,7 @@ pub fn queue_plan(
     } else {
         0
     };
-    let shown = super::plan_graph::render(&plan);
+    let shown = super::plan_graph::render(&plan, &agent.texts);
     let mut ids: HashMap<String, StepId> = HashMap::new();
     let mut steps: Vec<StepState> = Vec::with_capacity(plan.len());
     for p in plan {
@@ -269,7 +262,7 @@ pub fn queue_plan(
         if let Some(id) = &s.plan_id {
             ids.insert(id.clone(), s.step_id.clone());
         }
-        let again = replan.then(|| replan_step(step, &s, &shown));
+        let again = replan.then(|| replan_step(step, &s, &shown, &agent.texts));
         replans_left -= usize::from(replan);
         steps.push(s);
         steps.extend(again);
@@ -283,21 +276,15 @@ pub fn queue_plan(
 
 /// The planning step that plans the rest of a graph plan again once its step `after` finished
 /// (seed 001 `handleReplan`): its text holds the plan; the results so far are in its history.
-fn replan_step(planner: &StepState, after: &StepState, plan: &str) -> StepState {
+fn replan_step(planner: &StepState, after: &StepState, plan: &str, t: &Texts) -> StepState {
     let name = after.plan_id.as_deref().unwrap_or("?");
     let mut s = StepState::new(
         planner.task_id.clone(),
         planner.stage_id.clone(),
         after.agent_id.clone(),
         Executor::Skill(Skill::Planning),
-        format!("Plan the rest of my plan again now that step `{name}` has finished"),
-        format!(
-            "My plan was:\n{plan}\nStep `{name}` has finished; its result and those of the other \
-             finished steps are in my history. Plan again the steps that are still to do, using \
-             what the finished steps found: the steps of the plan that have not started are \
-             replaced by the new plan, and finished or running steps stay as they are. Plan \
-             nothing that is already done."
-        ),
+        t.replan_intention(name),
+        t.replan_text(plan, name),
     )
     .with_origin(StepOrigin::Replan {
         after: after.step_id.clone(),
@@ -419,13 +406,8 @@ pub fn check_plan(
                             && (!in_graph || (p.id == r.id && p.depends_on == r.depends_on))
                     }) =>
             {
-                repairs.push(Fired::new(
-                    Repair::DoubledStepDropped,
-                    format!(
-                        "step {} repeated the step before it and was left out",
-                        i + 1
-                    ),
-                ));
+                let what = agent.texts.repair_doubled_step_dropped(i + 1);
+                repairs.push(Fired::new(Repair::DoubledStepDropped, what));
             }
             Ok(e) => ok.push(PlannedStep {
                 id: r.id,
@@ -464,10 +446,8 @@ fn planned_executor(
             if agent.repairs.allows(Repair::SkillNamedAsTool)
                 && !tools.iter().any(|t| t == r.executor.trim()) =>
         {
-            repairs.push(Fired::new(
-                Repair::SkillNamedAsTool,
-                format!("step {} named the skill `{s}` as a tool", i + 1),
-            ));
+            let what = agent.texts.repair_skill_named_as_tool(i + 1, s);
+            repairs.push(Fired::new(Repair::SkillNamedAsTool, what));
             "skill"
         }
         (k, _) => k,
@@ -903,6 +883,25 @@ mod tests {
                 .unwrap()
                 .contains("step_limits.reflections")
         );
+    }
+
+    #[test]
+    fn a_chinese_agents_closing_summary_and_repair_notes_are_chinese() {
+        let zh = crate::texts::Texts::builtin(crate::texts::Language::Zh);
+        let mut a = agent(&[Skill::Reflection, Skill::QuickThink, Skill::Summary]);
+        a.texts = zh;
+        a.step_limits.reflections = 1;
+        let r = running(&mut a, Skill::Reflection, "检查结果");
+        let more = r#"<planned_step>[{"step_intention": "写第六行", "type": "tool", "executor": "quick_think", "text_content": "第六行"}]</planned_step>"#;
+        let o = interpret(Skill::Reflection, &mut a, &r, more).unwrap();
+        let summary = a.agent_step.next().unwrap();
+        let mut said = vec![summary.step_intention.clone(), summary.text_content.clone()];
+        said.extend(o.repairs.iter().map(|f| f.what.clone()));
+        assert_eq!(said.len(), 4, "{said:?}");
+        for text in said {
+            let words = crate::texts::english_words(&text, &[]);
+            assert!(words.is_empty(), "{text}: {words:?}");
+        }
     }
 
     #[test]

@@ -105,8 +105,9 @@ pub fn arrange(
     Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
 }
 
-/// A plan as a list a prompt shows: each step's id, executor, intention and what it waits for.
-pub fn render(plan: &[PlannedStep]) -> String {
+/// A plan as a list a prompt shows: each step's id, executor, intention and what it waits for
+/// (in the language of `t`).
+pub fn render(plan: &[PlannedStep], t: &crate::texts::Texts) -> String {
     plan.iter()
         .map(|p| {
             let id =
@@ -116,7 +117,7 @@ pub fn render(plan: &[PlannedStep]) -> String {
             let waits = if p.depends_on.is_empty() {
                 String::new()
             } else {
-                format!(" (after {})", p.depends_on.join(", "))
+                format!(" {}", t.plan_step_after(p.depends_on.join(", ")))
             };
             format!("- {id}[{}] {}{waits}\n", p.executor, p.step_intention)
         })

@@ -110,10 +110,8 @@ fn send(
     let reply = closes;
     let mut repairs = Vec::new();
     if closes && (draft.waiting || draft.need_reply) {
-        repairs.push(Fired::new(
-            Repair::ReplyClosesExchange,
-            "the reply asked for a reply back; it closes its exchange instead",
-        ));
+        let what = agent.texts.repair_reply_closes_exchange();
+        repairs.push(Fired::new(Repair::ReplyClosesExchange, what));
     }
     // A question is asked to be answered: the sender waits for it.
     let waiting = (!reply && (draft.waiting || draft.ask.is_some())).then(|| {

@@ -7,11 +7,6 @@ use crate::policy::{Fired, Repair};
 use crate::state::{AgentState, StageAgentState, StepState};
 use serde_json::{Value, json};
 
-/// The text of the summary step the runtime adds when a reflection finds nothing left to do.
-/// It names what to report: a real 1.5B model handed back the older wording ("Reflection found
-/// nothing left to do; summarise what was achieved") as its summary, re-asked three times.
-pub const CLOSING: &str = "Report the result of my goal in this stage: the result itself (the text, answer or file name, in full when it is short, such as a poem) and how it was reached.";
-
 pub fn interpret(
     agent: &AgentState,
     step: &StepState,
@@ -31,10 +26,8 @@ pub fn interpret(
     if agent.repairs.allows(Repair::EchoedStartDropped) {
         let rest = super::mend::after_echoed_start(&summary, handed_back);
         if rest.len() < summary.len() {
-            repairs.push(Fired::new(
-                Repair::EchoedStartDropped,
-                "the summary's first paragraph handed back its instruction and was left out",
-            ));
+            let what = agent.texts.repair_echoed_start_dropped();
+            repairs.push(Fired::new(Repair::EchoedStartDropped, what));
             summary = rest.to_owned();
         }
     }
@@ -42,13 +35,9 @@ pub fn interpret(
         // An echo is an obvious slip: repaired from the agent's own results at once, as asking
         // again rarely helps (the same model echoed the reworded instruction four times in a
         // row, minutes a try on a CPU). Only with nothing to report is it asked again.
-        return super::mend::composed_summary(
-            agent,
-            step,
-            Repair::ComposedSummary,
-            "the model handed back the step's instruction or its goal",
-        )
-        .ok_or(SkillError::Refused(Refusal::SummaryEchoes));
+        let why = agent.texts.repair_summary_handed_back();
+        return super::mend::composed_summary(agent, step, Repair::ComposedSummary, &why)
+            .ok_or(SkillError::Refused(Refusal::SummaryEchoes));
     }
     // Otherwise an echo is asked about again, and never closes the stage as its result.
     if agent.repairs.allows(Repair::Echo) && handed_back(&summary) {
@@ -57,10 +46,8 @@ pub fn interpret(
     if agent.repairs.allows(Repair::SummaryResultsAdded)
         && super::mend::summary_with_results(agent, step, &mut summary)
     {
-        repairs.push(Fired::new(
-            Repair::SummaryResultsAdded,
-            "the summary gave none of the agent's results in the stage: its newest were added",
-        ));
+        let what = agent.texts.repair_summary_results_added();
+        repairs.push(Fired::new(Repair::SummaryResultsAdded, what));
     }
     Ok(SkillOutcome {
         repairs,
@@ -83,6 +70,11 @@ mod tests {
     use crate::skills::test_support::*;
     use crate::state::{Skill, StepExecutionState};
 
+    /// The text of the summary step that closes a stage, as an English team's runtime writes it.
+    fn closing() -> String {
+        crate::texts::Texts::english().summary_closing_text()
+    }
+
     #[test]
     fn summary_finishes_the_agent_in_its_stage() {
         let mut a = agent(&[Skill::Summary]);
@@ -96,11 +88,11 @@ mod tests {
         assert_eq!(o.completion.as_deref(), Some("wrote the draft"));
         assert_eq!(o.stage_state, StageAgentState::Finished);
         // Its own instruction handed back is no summary.
-        let echo = running(&mut a, Skill::Summary, CLOSING);
+        let echo = running(&mut a, Skill::Summary, &closing());
         let why = interpret(
             &a,
             &echo,
-            &format!("<completion_summary>{CLOSING}</completion_summary>"),
+            &format!("<completion_summary>{}</completion_summary>", closing()),
         )
         .err()
         .unwrap()
@@ -115,7 +107,7 @@ mod tests {
         let plan = planning_for(&mut a, goal);
         finish(&mut a, &plan, json!({ "planned_step": [] }));
         // Nothing done to report: asked again, saying why.
-        let step = running(&mut a, Skill::Summary, CLOSING);
+        let step = running(&mut a, Skill::Summary, &closing());
         let answer = format!("<completion_summary>{goal}.</completion_summary>");
         let why = interpret(&a, &step, &answer).err().unwrap().to_string();
         assert!(why.contains("or your goal"), "{why}");
@@ -150,7 +142,7 @@ mod tests {
         let goal = "Write a haiku about autumn rain";
         let plan = planning_for(&mut a, goal);
         finish(&mut a, &plan, json!({ "planned_step": [] }));
-        let step = running(&mut a, Skill::Summary, CLOSING);
+        let step = running(&mut a, Skill::Summary, &closing());
         let news = "<completion_summary>I have written a haiku about autumn rain, which meets \
                     the goal. I am done.</completion_summary>";
         // Nothing produced in the stage: nothing to add.
@@ -212,11 +204,11 @@ mod tests {
         finish(&mut a, &plan, json!({ "planned_step": [] }));
         let think = running(&mut a, Skill::Think, "write it");
         finish(&mut a, &think, json!({ "think": "Rain on red maples" }));
-        let echo = running(&mut a, Skill::Summary, CLOSING);
+        let echo = running(&mut a, Skill::Summary, &closing());
         let o = interpret(
             &a,
             &echo,
-            &format!("<completion_summary>{CLOSING}</completion_summary>"),
+            &format!("<completion_summary>{}</completion_summary>", closing()),
         )
         .unwrap();
         let summary = o.completion.clone().unwrap();
@@ -250,12 +242,13 @@ mod tests {
     #[test]
     fn an_instruction_handed_back_before_the_summary_is_left_out() {
         let mut a = agent(&[Skill::Summary]);
-        let step = running(&mut a, Skill::Summary, CLOSING);
+        let step = running(&mut a, Skill::Summary, &closing());
         let o = interpret(
             &a,
             &step,
             &format!(
-                "<completion_summary>{CLOSING}\n\nI wrote the haiku: Rain on red maples.</completion_summary>"
+                "<completion_summary>{}\n\nI wrote the haiku: Rain on red maples.</completion_summary>",
+                closing()
             ),
         )
         .unwrap();

@@ -115,10 +115,9 @@ pub(super) fn carry_out_verdict(
         task_instruction: Some(closing.clone()),
         repairs: vec![Fired::new(
             Repair::VerdictCarriedOut,
-            format!(
-                "the action kept contradicting the verdict: {}",
-                disagreement(reached, &agent.texts)
-            ),
+            agent
+                .texts
+                .repair_verdict_carried_out(disagreement(reached, &agent.texts)),
         )],
         ..working(json!({ "task_instruction": closing }))
     })
@@ -269,10 +268,8 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         && repairs.allows(Repair::StageReportsAppended)
         && super::mend::with_results(&mut instruction, notice, &texts)
     {
-        fired.push(Fired::new(
-            Repair::StageReportsAppended,
-            "the task summary gave none of the stages' results: they were added",
-        ));
+        let what = texts.repair_stage_reports_appended();
+        fired.push(Fired::new(Repair::StageReportsAppended, what));
     }
     check_stage_decided(&instruction, decided)?;
     name_new_task(
@@ -284,11 +281,8 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
     if let Some(goal) = goal.filter(|_| repairs.allows(Repair::GoalKeptAsIntention))
         && super::mend::keep_goal_as_intention(&mut instruction, &goal)
     {
-        fired.push(Fired::new(
-            Repair::GoalKeptAsIntention,
-            "the task's intention left out most of the person's goal: the goal, as they gave \
-             it, is its intention",
-        ));
+        let what = texts.repair_goal_kept_as_intention();
+        fired.push(Fired::new(Repair::GoalKeptAsIntention, what));
     }
     check_goals(&instruction, &repairs)?;
     if let TaskInstruction::AddStage { stages, task_id } = &instruction {

@@ -45,11 +45,12 @@ impl std::fmt::Display for CancelError {
 
 impl std::error::Error for CancelError {}
 
-/// Why a cancelled step ended, as its result says.
-pub fn cancel_reason(by: &AgentId, reason: &str) -> String {
+/// Why a cancelled step ended, as its result says (in the language of `t`: the tool_decision
+/// after a cancelled call reads it).
+pub fn cancel_reason(by: &AgentId, reason: &str, t: &crate::texts::Texts) -> String {
     match reason.trim() {
-        "" => format!("cancelled by `{by}`"),
-        r => format!("cancelled by `{by}`: {r}"),
+        "" => t.step_cancelled_by(by),
+        r => t.step_cancelled_by_because(by, r),
     }
 }
 
@@ -68,7 +69,7 @@ pub fn check_cancel(agent: &AgentState, id: &StepId) -> Result<(), CancelError> 
 /// Marks step `id` cancelled by `by` (it leaves the queue); the reason. What was tried
 /// before (repairs, a tool call's retries) stays on its result.
 pub fn mark_cancelled(agent: &mut AgentState, id: &StepId, by: &AgentId, reason: &str) -> String {
-    let why = cancel_reason(by, reason);
+    let why = cancel_reason(by, reason, &agent.texts);
     let before = agent
         .agent_step
         .get(id)
@@ -103,7 +104,7 @@ pub fn cancel_step(
     if tool {
         // A tool call ends as any call does, so a tool_decision step follows and the agent
         // decides how to go on with the tool.
-        let why = Err(cancel_reason(by, reason));
+        let why = Err(cancel_reason(by, reason, &agent.texts));
         let completion = super::complete_tool_step_after(agent, id, why, attempts);
         mark_cancelled(agent, id, by, reason);
         return completion;

@@ -16,6 +16,7 @@ use crate::state::{
     AgentState, Cancelled, Executor, Skill, StageAgentState, StepOrigin, StepResult, StepState,
     TokenUsage,
 };
+use crate::texts::Texts;
 
 /// What finishing a step's LLM call produced.
 #[derive(Debug)]
@@ -95,13 +96,13 @@ pub fn complete_step(
     let mut fired = Vec::new();
     let mut reply = reply;
     if let Ok(r) = &mut reply {
-        mend_reply(&agent.repairs, r, &mut fired);
+        mend_reply(&agent.repairs, r, &mut fired, &agent.texts);
     }
     let (mut result, failure) = match reply {
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
         // closed work, so the answer is kept for the record and nothing else happens.
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            (set_aside(), Some(STAGE_ENDED.to_owned()))
+            (set_aside(&agent.texts), Some(agent.texts.step_set_aside()))
         }
         Err(e) => {
             stage_state = StageAgentState::Failed;
@@ -260,7 +261,7 @@ fn follow_up(
     if allows(Repair::SecondTry)
         && let Some(again) = super::receive::act_again(&agent.texts, step, reason, refused)
     {
-        let what = format!("tried once more as step {}", again.step_id);
+        let what = agent.texts.repair_second_try(&again.step_id);
         agent.add_next_steps(vec![again]);
         note_repair(agent, &step.step_id, Fired::new(Repair::SecondTry, what));
         return FollowUp::Again;
@@ -271,11 +272,9 @@ fn follow_up(
     let Some(closing) = skills::closing(agent, step, reason) else {
         return FollowUp::Nothing;
     };
-    let what = format!(
-        "the manager's second try could not be carried out either: the runtime closed the \
-         work in its place ({})",
-        serde_json::to_string(&closing).unwrap_or_default()
-    );
+    let what = agent
+        .texts
+        .repair_runtime_closing(serde_json::to_string(&closing).unwrap_or_default());
     note_repair(
         agent,
         &step.step_id,
@@ -297,14 +296,11 @@ fn note_repair(agent: &mut AgentState, step_id: &StepId, fired: Fired) {
 /// The repairs a reply gets before its skill reads it: an answer the provider stopped in a
 /// loop is recorded (`loop_cut`), and a constrained one stopped inside its JSON is closed where
 /// it stopped (`closed_json`), rather than asked again into the same loop.
-fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>) {
+fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>, t: &Texts) {
     if reply.cut != Some(crate::call::Cut::Repetition) {
         return;
     }
-    fired.push(Fired::new(
-        Repair::LoopCut,
-        "the answer wrote one passage over and over: it was stopped after the first round",
-    ));
+    fired.push(Fired::new(Repair::LoopCut, t.repair_loop_cut()));
     if !repairs.allows(Repair::ClosedJson) {
         return;
     }
@@ -312,10 +308,7 @@ fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>) 
         .and_then(|closed| crate::call::structured::tagged_answer(&closed))
     {
         reply.text = tagged;
-        fired.push(Fired::new(
-            Repair::ClosedJson,
-            "the JSON answer stopped in a loop was closed where it stopped",
-        ));
+        fired.push(Fired::new(Repair::ClosedJson, t.repair_closed_json()));
     }
 }
 
@@ -342,18 +335,16 @@ pub fn act_again_after_refusal(
     follow_up(agent, &step, reason, refused, true)
 }
 
-/// Why a step whose stage or task ended while it ran changes nothing.
-const STAGE_ENDED: &str = "its stage or task ended (finished or cancelled) while the step ran; its call was abandoned or its answer set aside";
-
 /// The result of a step set aside because its work ended under it: it closes `cancelled`, not
-/// `failed` (the agent did nothing wrong), with the reason.
-fn set_aside() -> StepResult {
+/// `failed` (the agent did nothing wrong), with the reason (`step_set_aside`: why it changes
+/// nothing).
+fn set_aside(t: &Texts) -> StepResult {
     StepResult {
         cancelled: Some(Cancelled {
             by: None,
-            reason: "its stage or task ended".into(),
+            reason: t.step_set_aside_brief(),
         }),
-        ..StepResult::failed(STAGE_ENDED)
+        ..StepResult::failed(t.step_set_aside())
     }
 }
 
@@ -415,8 +406,8 @@ pub fn complete_tool_step_after(
     };
     let (mut value, failure, stage_state) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => (
-            set_aside(),
-            Some(STAGE_ENDED.to_owned()),
+            set_aside(&agent.texts),
+            Some(agent.texts.step_set_aside()),
             StageAgentState::Working,
         ),
         Ok(v) => (StepResult::output(v), None, StageAgentState::Working),
@@ -432,23 +423,19 @@ pub fn complete_tool_step_after(
     value.repairs.extend(attempts.repairs);
     agent.update_step(step_id, result_update(value));
     if agent.holds(&step.task_id, &step.stage_id) {
+        let t = &agent.texts;
+        let (server, intention) = (&step.executor, &step.step_intention);
+        let text = match &failure {
+            Some(_) => t.tool_failed_text(server, intention),
+            None => t.tool_returned_text(server, intention),
+        };
         let decision = StepState::new(
             step.task_id.clone(),
             step.stage_id.clone(),
             agent.agent_id.clone(),
             Executor::Skill(Skill::ToolDecision),
-            format!("Decide how to go on after calling `{}`", step.executor),
-            format!(
-                "The call to MCP server `{}` ({}) {}. Its result is the last entry of the tool history. \
-                 Decide whether the goal of this tool use is reached, or plan the next call.",
-                step.executor,
-                step.step_intention,
-                if failure.is_some() {
-                    "failed"
-                } else {
-                    "returned"
-                }
-            ),
+            t.tool_decided_intention(server),
+            text,
         )
         .with_origin(StepOrigin::ToolDecision {
             tool_name: step.executor.to_string(),
@@ -484,7 +471,7 @@ pub fn complete_tool_loop(
     }
     let (value, failure) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            (set_aside(), Some(STAGE_ENDED.to_owned()))
+            (set_aside(&agent.texts), Some(agent.texts.step_set_aside()))
         }
         Ok(v) => (StepResult::output(v), None),
         Err(e) => (StepResult::failed(e.clone()), Some(e)),
@@ -585,23 +572,16 @@ fn same_work(a: &StepState, b: &StepState) -> bool {
     a.task_id == b.task_id && a.stage_id == b.stage_id
 }
 
-/// The intention of the decision an agent gets when a failure left it nothing to run.
-const RECOVERY: &str = "Decide how to go on after my last step failed";
-
+/// The decision an agent gets when a failure left it nothing to run.
 fn add_recovery_decision(agent: &mut AgentState, step: &StepState, failure: &str) {
+    let t = &agent.texts;
     let s = StepState::new(
         step.task_id.clone(),
         step.stage_id.clone(),
         agent.agent_id.clone(),
         Executor::Skill(Skill::Decision),
-        RECOVERY,
-        format!(
-            "My {} step \"{}\" failed and nothing else is planned for my goal in this stage.\n\
-             Reason: {failure}\n\n\
-             Plan the steps that still reach the goal (another way if this one cannot work), or \
-             plan nothing if the goal is already met.",
-            step.executor, step.step_intention
-        ),
+        t.recovery_intention(),
+        t.recovery_text(&step.executor, &step.step_intention, failure),
     )
     .with_origin(StepOrigin::Recovery {
         after: step.step_id.clone(),
@@ -615,8 +595,8 @@ pub(super) fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
         step.stage_id.clone(),
         agent.agent_id.clone(),
         Executor::Skill(Skill::Reflection),
-        "Check my goal in this stage: every planned step has run",
-        "All planned steps of this stage have run and no summary was written yet. Compare the results with your goal: plan the missing steps, or plan the summary if the goal is met.",
+        agent.texts.closing_reflection_intention(),
+        agent.texts.closing_reflection_text(),
     )
     .with_origin(StepOrigin::ClosingReflection);
     agent.add_steps(vec![s]);
@@ -649,12 +629,15 @@ fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpda
         stage_id: step.stage_id.clone(),
         agent_id: agent.agent_id.clone(),
         role: agent.role.clone(),
-        content: format!(
-            "{} step \"{}\": {}",
-            step.executor,
-            step.step_intention,
-            if ok { "finished" } else { "failed" }
-        ),
+        content: if ok {
+            agent
+                .texts
+                .shared_step_finished(&step.executor, &step.step_intention)
+        } else {
+            agent
+                .texts
+                .shared_step_failed(&step.executor, &step.step_intention)
+        },
     }
 }
 

@@ -154,22 +154,22 @@ enum Blocker {
 }
 
 fn blocker(agent: &AgentState, step: &StepState) -> Blocker {
+    let t = &agent.texts;
     let mut waits = false;
     for dep in &step.depends_on {
         let dep = &standing_for(agent, dep);
         let Some(d) = agent.agent_step.get(dep) else {
             return Blocker::Ended {
                 cancelled: true,
-                why: format!("step {dep} it depends on is no longer held"),
+                why: t.depends_not_held(dep),
             };
         };
         match d.execution_state {
             StepExecutionState::Finished => {}
             StepExecutionState::Failed => {
-                let reason = d.failure_reason().unwrap_or("no reason was recorded");
                 return Blocker::Ended {
                     cancelled: false,
-                    why: depends_why(agent, dep, false, Some(reason)),
+                    why: depends_why(agent, dep, false, d.failure_reason()),
                 };
             }
             StepExecutionState::Cancelled => {
@@ -230,17 +230,24 @@ fn not_run(cancelled: bool, why: String) -> StepUpdate {
 
 /// Why a step will not run: the step `dep` it depends on failed or was `cancelled`, and why.
 fn depends_why(agent: &AgentState, dep: &StepId, cancelled: bool, reason: Option<&str>) -> String {
-    let how = if cancelled { "was cancelled" } else { "failed" };
-    let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
-    format!("it depends on step {}, which {how}{why}", named(agent, dep))
+    let (t, step) = (&agent.texts, named(agent, dep));
+    match (cancelled, reason) {
+        (true, None) => t.depends_cancelled(step),
+        (true, Some(r)) => t.depends_cancelled_because(step, r),
+        (false, r) => {
+            let r = r.map_or_else(|| t.depends_no_reason(), str::to_owned);
+            t.depends_failed(step, r)
+        }
+    }
 }
 
 /// A step as a reason names it: its plan id and intention when the agent holds it.
 fn named(agent: &AgentState, id: &StepId) -> String {
+    let t = &agent.texts;
     match agent.agent_step.get(id) {
         Some(s) => match &s.plan_id {
-            Some(p) => format!("`{p}` (\"{}\")", s.step_intention),
-            None => format!("\"{}\"", s.step_intention),
+            Some(p) => t.step_named_planned(p, &s.step_intention),
+            None => t.step_named(&s.step_intention),
         },
         None => id.to_string(),
     }

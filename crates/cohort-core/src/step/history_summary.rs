@@ -54,24 +54,27 @@ pub fn summary_due(agent: &AgentState, step: &StepState, omitted: usize) -> Opti
     if lag == 0 || (prev.is_some() && lag < SUMMARY_EVERY) {
         return None;
     }
+    // The request is in the team's language, as the `summarize_history` phrase that asks it.
+    let t = &agent.texts;
     let mut prompt = match prev {
-        Some(p) => format!("Your summary so far:\n{}\n\n", p.text),
+        Some(p) => format!("{}\n\n", t.history_summary_so_far(&p.text)),
         None => String::new(),
     };
-    prompt.push_str("Steps to fold into it, oldest first:\n");
+    prompt.push_str(&t.history_summary_steps());
+    prompt.push('\n');
     for s in &done[covered..omitted] {
         let result = s
             .execute_result
             .as_ref()
             .map(|v| serde_json::to_string(v).unwrap_or_default())
             .unwrap_or_default();
-        prompt.push_str(&format!(
-            "- {} ({}): {} — result: {}\n",
-            s.executor,
+        prompt.push_str(&t.history_summary_step(
+            &s.executor,
             s.execution_state,
             one_line(&s.step_intention),
-            one_line(&cut(&result, RESULT_SHOWN))
+            one_line(&cut(&result, RESULT_SHOWN)),
         ));
+        prompt.push('\n');
     }
     Some(SummaryJob {
         prompt,

@@ -34,9 +34,7 @@ pub use human::{
 pub use limits::stop_reason;
 pub use reask::Asking;
 pub use receive::{Received, asks_to_act, receive_message};
-pub use resume::{
-    INTERRUPTED, interrupted_tool_call, interrupted_tool_steps, resume_after_restart,
-};
+pub use resume::{interrupted_tool_call, interrupted_tool_steps, resume_after_restart};
 pub use settle::{Settle, release_for, settle_step};
 pub use tool_call::{ToolAttempts, tool_call_for};
 pub use tool_history::tool_chain;

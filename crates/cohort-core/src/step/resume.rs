@@ -9,13 +9,12 @@
 
 use crate::event::StepUpdate;
 use crate::state::{AgentState, Executor, StepExecutionState, StepResult, StepState};
+use crate::texts::Texts;
 
-/// What the failed step's result says.
-pub const INTERRUPTED: &str = "interrupted by a restart";
-
-/// Why an interrupted tool step failed.
-pub fn interrupted_tool_call() -> String {
-    format!("{INTERRUPTED}; the tool is not called again, since it may have acted already")
+/// Why an interrupted tool step failed, in the language of `t` (the tool_decision after it
+/// reads it).
+pub fn interrupted_tool_call(t: &Texts) -> String {
+    t.interrupted_tool_call()
 }
 
 /// The tool steps that were running when the process stopped (to settle as failed calls).
@@ -67,7 +66,7 @@ pub fn resume_after_restart(agent: &mut AgentState) -> usize {
                 execution_state: Some(StepExecutionState::Failed),
                 execute_result: Some(Box::new(StepResult {
                     runs_again_as: Some(copy.step_id.clone()),
-                    ..StepResult::failed(format!("{INTERRUPTED}; it runs again"))
+                    ..StepResult::failed(agent.texts.interrupted_runs_again())
                 })),
                 ..Default::default()
             },
@@ -112,7 +111,7 @@ mod tests {
                 .error
                 .as_deref()
                 .unwrap()
-                .contains(INTERRUPTED)
+                .contains("interrupted by a restart")
         );
         let next = a.agent_step.next().unwrap();
         assert_ne!(next.step_id, was.step_id);
@@ -133,7 +132,8 @@ mod tests {
             std::slice::from_ref(&was.step_id)
         );
         // Settled as the actor does: the ordinary path of a failed tool call.
-        crate::step::complete_tool_step(&mut a, &was.step_id, Err(interrupted_tool_call()));
+        let why = interrupted_tool_call(&a.texts);
+        crate::step::complete_tool_step(&mut a, &was.step_id, Err(why));
         let s = a.agent_step.get(&was.step_id).unwrap();
         assert!(
             s.execute_result
@@ -142,7 +142,7 @@ mod tests {
                 .error
                 .as_deref()
                 .unwrap()
-                .contains(INTERRUPTED)
+                .contains("interrupted by a restart")
         );
         let next = a.agent_step.next().expect("a tool_decision follows");
         assert_eq!(next.executor, Executor::Skill(Skill::ToolDecision));

@@ -11,23 +11,21 @@ use serde_json::Value;
 /// The longest arguments text shown to the judge, in characters.
 const ARGS_SHOWN: usize = 4_000;
 
-/// What the judge is asked about one call (the user part; the instructions are the prompt
-/// set's `risk_judge` phrase).
+/// What the judge is asked about one call (the user part, in the language of `t`; the
+/// instructions are the prompt set's `risk_judge` phrase).
 pub fn judge_prompt(
-    server: &str,
-    tool: &str,
+    (server, tool): (&str, &str),
     description: &str,
     arguments: &Value,
     intention: &str,
+    t: &Texts,
 ) -> String {
     let mut args = serde_json::to_string_pretty(arguments).unwrap_or_default();
     if args.chars().count() > ARGS_SHOWN {
-        args = args.chars().take(ARGS_SHOWN).collect::<String>() + "\n[… cut]";
+        let kept: String = args.chars().take(ARGS_SHOWN).collect();
+        args = format!("{kept}\n{}", t.json_cut());
     }
-    format!(
-        "Tool `{tool}` of MCP server `{server}`: {description}\n\nWhat the step wants: \
-         {intention}\n\nArguments:\n{args}"
-    )
+    t.risk_judge_prompt(tool, server, description, intention, args)
 }
 
 /// The risk after the judge answered `answer` (or failed with it), given the annotations';
@@ -55,8 +53,8 @@ pub fn with_judgement(annotated: ToolRisk, answer: Result<&str, &str>, t: &Texts
 
 fn read(text: &str, t: &Texts) -> Result<ToolRisk, String> {
     let v = crate::parse::tag_json(text, "tool_risk")
-        .ok_or("no <tool_risk> tag")?
-        .map_err(|e| e.to_string())?;
+        .ok_or_else(|| t.answer_no_tag("tool_risk"))?
+        .map_err(|e| e.render(t))?;
     let risk = match v
         .get("risk")
         .and_then(Value::as_str)
@@ -66,7 +64,7 @@ fn read(text: &str, t: &Texts) -> Result<ToolRisk, String> {
         Some("low") => Risk::Low,
         Some("medium") => Risk::Medium,
         Some("high") => Risk::High,
-        other => return Err(format!("risk must be low, medium or high, not {other:?}")),
+        other => return Err(t.risk_judge_bad_level(format!("{other:?}"))),
     };
     let reason = v
         .get("reason")
@@ -132,11 +130,11 @@ mod tests {
         }
         assert!(
             judge_prompt(
-                "ws",
-                "read_file",
+                ("ws", "read_file"),
                 "Read a file",
                 &serde_json::json!({"path": "a"}),
-                "read it"
+                "read it",
+                &Texts::english(),
             )
             .contains("\"path\": \"a\"")
         );

@@ -250,11 +250,11 @@ mod tests {
     fn the_closing_applied_elsewhere_leaves_the_agent_as_closing_it_here() {
         let (a, id, mine) = running_reply();
         let settle = Settle::of(&a, &id, None, vec![mine.clone()]).unwrap();
-        let refused = SyncError::Invalid("no such stage".into());
+        let refused = SyncError::Invalid(crate::team::Malformed::NoReceiver);
         let failure = settle.outcome(Some(&refused), &crate::texts::Texts::english());
         assert_eq!(
             failure.as_deref(),
-            Some("SyncState refused the step's output: no such stage")
+            Some("SyncState refused the step's output: the message has no receiver")
         );
         // SyncState stores `changes`; the agent applies the same, unpublished.
         let mut stored = a.clone();
@@ -269,7 +269,7 @@ mod tests {
         assert_eq!(
             step.execute_result.as_ref().map(StepResult::to_value),
             Some(serde_json::json!({
-                "error": "SyncState refused the step's output: no such stage",
+                "error": "SyncState refused the step's output: the message has no receiver",
                 "answer": "raw",
             }))
         );
@@ -278,7 +278,7 @@ mod tests {
         let back = settle.release(failure.as_deref().unwrap()).unwrap();
         assert_eq!(back.receiver, vec![AgentId::from("boss")]);
         assert_eq!(back.return_waiting_id, Some(WaitId::from("W-boss")));
-        assert!(back.message.contains("no such stage"));
+        assert!(back.message.contains("the message has no receiver"));
     }
 
     #[test]
@@ -348,11 +348,14 @@ mod tests {
         );
         assert!(b.step_lock.holds(&mine));
         let own = Settle::of(&a, &id, Some("bad answer".into()), vec![]).unwrap();
-        let refused = SyncError::Invalid("x".into());
+        let refused = SyncError::Invalid(crate::team::Malformed::WaitIds);
         assert_eq!(
             own.outcome(Some(&refused), &crate::texts::Texts::english())
                 .as_deref(),
-            Some("bad answer; SyncState also refused the output: x")
+            Some(
+                "bad answer; SyncState also refused the output: a waiting message needs one \
+                 wait id per receiver"
+            )
         );
     }
 }

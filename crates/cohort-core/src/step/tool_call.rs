@@ -25,28 +25,25 @@ impl ToolAttempts {
     }
 }
 
-/// The call tool step `step` makes on MCP server `server`, or why it may not make one: the
-/// agent is not allowed that server, or no instruction_generation step wrote the call.
+/// The call tool step `step` makes on MCP server `server`, or why it may not make one (in the
+/// team's language: the tool_decision after a failed tool step reads it): the agent is not
+/// allowed that server, or no instruction_generation step wrote the call.
 pub fn tool_call_for(
     agent: &AgentState,
     step: &StepState,
     server: &str,
 ) -> Result<McpCall, String> {
+    let t = &agent.texts;
     let offered = crate::state::offered_tools(agent, step);
-    if !offered.iter().any(|t| *t == server) {
-        let names: Vec<&str> = offered.iter().map(|t| t.as_str()).collect();
-        return Err(format!(
-            "agent `{}` may not use the MCP server `{server}` here (its tools: {})",
-            agent.agent_id,
-            names.join(", ")
-        ));
+    if !offered.iter().any(|o| *o == server) {
+        let names: Vec<&str> = offered.iter().map(|o| o.as_str()).collect();
+        return Err(t.tool_server_not_allowed(&agent.agent_id, server, names.join(", ")));
     }
     let instruction = step
         .instruction_content
         .as_ref()
-        .ok_or("no instruction was written for this tool step (an instruction_generation step must come right before it)")?;
-    // The tool_decision after a failed tool step reads why, in the team's language.
-    McpCall::from_instruction(instruction).map_err(|e| e.render(&agent.texts))
+        .ok_or_else(|| t.tool_no_instruction())?;
+    McpCall::from_instruction(instruction).map_err(|e| e.render(t))
 }
 
 #[cfg(test)]
@@ -97,5 +94,20 @@ mod tests {
                 .unwrap_err()
                 .contains("no instruction")
         );
+    }
+
+    #[test]
+    fn a_chinese_agent_is_told_why_in_chinese() {
+        let zh = crate::texts::Texts::builtin(crate::texts::Language::Zh);
+        for (tools, instruction) in [
+            (&["notes"], Some(json!({"tool_name": "x"}))),
+            (&["ws"], None),
+        ] {
+            let (mut a, s) = setup(tools, instruction);
+            a.texts = zh.clone();
+            let why = tool_call_for(&a, &s, "ws").unwrap_err();
+            let words = crate::texts::english_words(&why, &["notes"]);
+            assert!(words.is_empty(), "{why}: {words:?}");
+        }
     }
 }

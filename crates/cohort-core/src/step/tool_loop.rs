@@ -3,10 +3,14 @@
 //! them (several at once when it asks for several), each result goes back to it, until it
 //! answers in text or the loop reaches its cap. Each call is recorded as a finished tool step
 //! of its own. This file holds the loop's pure parts; the agent actor performs the calls.
+//! What the model and the record read (why a call went nowhere, a result cut short, the call
+//! steps' titles) is in the team's language.
 
 use crate::call::media::told;
 use crate::call::{ToolCall, ToolRound, ToolSpec};
+use crate::parse::JsonFault;
 use crate::state::{Executor, StepExecutionState, StepOrigin, StepResult, StepState};
+use crate::texts::Texts;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 
@@ -85,12 +89,12 @@ impl ToolSet {
         set
     }
 
-    /// The server and tool the offered name `name` calls.
-    pub fn route(&self, name: &str) -> Result<(&str, &str), String> {
+    /// The server and tool the offered name `name` calls, or why none (in the language of `t`).
+    pub fn route(&self, name: &str, t: &Texts) -> Result<(&str, &str), String> {
         self.routes
             .get(name)
             .map(|(server, tool)| (server.as_str(), tool.as_str()))
-            .ok_or_else(|| format!("no tool is named `{name}` in this loop"))
+            .ok_or_else(|| t.tool_loop_no_tool(name))
     }
 }
 
@@ -108,29 +112,24 @@ fn function_name(server: &str) -> String {
         .collect()
 }
 
-/// A call's arguments as the object MCP wants; an empty text is no arguments.
-pub fn arguments(call: &ToolCall) -> Result<Map<String, Value>, String> {
+/// A call's arguments as the object MCP wants; an empty text is no arguments. Why they are
+/// not, in the language of `t` (the model reads it as the call's result).
+pub fn arguments(call: &ToolCall, t: &Texts) -> Result<Map<String, Value>, String> {
     if call.arguments.trim().is_empty() {
         return Ok(Map::new());
     }
     match serde_json::from_str::<Value>(&call.arguments) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!(
-            "the arguments of `{}` are not a JSON object: {other}",
-            call.name
-        )),
-        Err(e) => Err(format!(
-            "the arguments of `{}` are not JSON: {e}",
-            call.name
-        )),
+        Ok(other) => Err(t.tool_loop_arguments_not_object(&call.name, other)),
+        Err(e) => Err(t.tool_loop_arguments_not_json(&call.name, JsonFault::of(&e).render(t))),
     }
 }
 
 /// What the model is shown of a call's result: the text of an MCP tool result (its text
 /// contents, or the JSON), or the error, cut to its first and last [`RESULT_SHOWN`] characters.
-pub fn shown(result: &Result<Value, String>) -> String {
+pub fn shown(result: &Result<Value, String>, t: &Texts) -> String {
     let text = match result {
-        Err(e) => format!("error: {e}"),
+        Err(e) => t.tool_loop_error(e),
         Ok(v) => {
             // An image or a sound is told of in words (a model that takes images is sent them
             // beside the prompt, see `call::media`).
@@ -148,36 +147,35 @@ pub fn shown(result: &Result<Value, String>) -> String {
                 texts.join("\n")
             };
             if v["isError"] == true {
-                format!("error: {body}")
+                t.tool_loop_error(body)
             } else {
                 body
             }
         }
     };
-    cut_middle(&text, RESULT_SHOWN)
+    cut_middle(&text, RESULT_SHOWN, t)
 }
 
-fn cut_middle(text: &str, keep: usize) -> String {
+fn cut_middle(text: &str, keep: usize, t: &Texts) -> String {
     let n = text.chars().count();
     if n <= 2 * keep {
         return text.to_owned();
     }
     let head: String = text.chars().take(keep).collect();
     let tail: String = text.chars().skip(n - keep).collect();
-    format!("{head}\n[… {} characters cut …]\n{tail}", n - 2 * keep)
+    format!("{head}\n{}\n{tail}", t.answer_cut(n - 2 * keep))
 }
 
-/// How a call step's text starts: it names the loop's step.
-const CALL_TEXT: &str = "Called by the tool loop of step ";
-
 /// The finished (or failed) tool step that records one call of the loop run by `parent`, made
-/// to the server and tool `route` (None: the call named no tool of the loop, and went nowhere).
+/// to the server and tool `route` (None: the call named no tool of the loop, and went nowhere);
+/// its title and text in the language of `t`.
 pub fn call_step(
     parent: &StepState,
     route: Option<(&str, &str)>,
     call: &ToolCall,
     result: &Result<Value, String>,
     retries: Vec<crate::policy::tool_retry::ToolRetry>,
+    t: &Texts,
 ) -> StepState {
     let (executor, tool) = match route {
         Some((server, tool)) => (Executor::Tool(server.to_owned()), tool),
@@ -188,13 +186,13 @@ pub fn call_step(
         parent.stage_id.clone(),
         parent.agent_id.clone(),
         executor,
-        format!("Call `{tool}` ({})", parent.step_intention),
-        format!("{CALL_TEXT}{}", parent.step_id),
+        t.tool_loop_call_intention(tool, &parent.step_intention),
+        t.tool_loop_call_text(&parent.step_id),
     )
     .with_origin(StepOrigin::ToolCall {
         parent: parent.step_id.clone(),
     });
-    let args = arguments(call).map_or_else(|_| json!(call.arguments), Value::Object);
+    let args = arguments(call, t).map_or_else(|_| json!(call.arguments), Value::Object);
     step.instruction_content = Some(json!({ "tool_name": tool, "arguments": args }));
     let failed = match result {
         Ok(v) => v["isError"] == true,
@@ -247,6 +245,10 @@ mod tests {
     use super::*;
     use crate::ids::StageRef;
 
+    fn en() -> std::sync::Arc<Texts> {
+        Texts::english()
+    }
+
     fn call(name: &str, args: &str) -> ToolCall {
         ToolCall {
             id: "c".into(),
@@ -286,11 +288,17 @@ mod tests {
             ],
             "the step's own server first, a shared name qualified on both"
         );
-        assert_eq!(set.route("add_note"), Ok(("my notes", "add_note")));
-        assert_eq!(set.route("my_notes__search"), Ok(("my notes", "search")));
-        assert_eq!(set.route("workspace__search"), Ok(("workspace", "search")));
+        assert_eq!(set.route("add_note", &en()), Ok(("my notes", "add_note")));
+        assert_eq!(
+            set.route("my_notes__search", &en()),
+            Ok(("my notes", "search"))
+        );
+        assert_eq!(
+            set.route("workspace__search", &en()),
+            Ok(("workspace", "search"))
+        );
         assert!(
-            set.route("search")
+            set.route("search", &en())
                 .unwrap_err()
                 .contains("no tool is named `search`")
         );
@@ -298,13 +306,16 @@ mod tests {
 
     #[test]
     fn arguments_must_be_an_object() {
-        assert!(arguments(&call("x", "")).unwrap().is_empty());
-        assert_eq!(arguments(&call("x", r#"{"a": 1}"#)).unwrap()["a"], 1);
-        assert!(arguments(&call("x", "[1]")).is_err());
-        assert!(
-            arguments(&call("x", "{oops"))
-                .unwrap_err()
-                .contains("not JSON")
+        let en = en();
+        assert!(arguments(&call("x", ""), &en).unwrap().is_empty());
+        assert_eq!(arguments(&call("x", r#"{"a": 1}"#), &en).unwrap()["a"], 1);
+        assert_eq!(
+            arguments(&call("x", "[1]"), &en).unwrap_err(),
+            "the arguments of `x` are not a JSON object: [1]"
+        );
+        assert_eq!(
+            arguments(&call("x", "{oops"), &en).unwrap_err(),
+            "the arguments of `x` are not JSON: key must be a string at line 1 column 2"
         );
     }
 
@@ -312,12 +323,13 @@ mod tests {
     fn a_long_result_is_shown_by_its_start_and_end() {
         let long = format!("HEAD{}TAIL", "x".repeat(5000));
         let r = Ok(json!({"content": [{"type": "text", "text": long}]}));
-        let s = shown(&r);
+        let s = shown(&r, &en());
         assert!(s.starts_with("HEAD") && s.ends_with("TAIL") && s.contains("characters cut"));
         assert!(s.chars().count() < 2 * RESULT_SHOWN + 50);
-        let e = shown(&Ok(
-            json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}),
-        ));
+        let e = shown(
+            &Ok(json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})),
+            &en(),
+        );
         assert_eq!(e, "error: no such file");
     }
 
@@ -338,6 +350,7 @@ mod tests {
             &call("write_file", r#"{"path": "a"}"#),
             &Ok(json!({"content": []})),
             Vec::new(),
+            &en(),
         );
         assert_eq!(s.execution_state, StepExecutionState::Finished);
         assert_eq!(
@@ -357,6 +370,7 @@ mod tests {
             &call("x", "{}"),
             &Err("down".into()),
             retried,
+            &en(),
         );
         assert_eq!(f.execution_state, StepExecutionState::Failed);
         assert_eq!(f.executor, parent.executor);
@@ -366,5 +380,34 @@ mod tests {
         assert!(l.may_call(TOOL_LOOP_CAP));
         l.calls = TOOL_LOOP_CAP - 1;
         assert!(l.may_call(1) && !l.may_call(2));
+    }
+
+    #[test]
+    fn a_chinese_loop_tells_its_model_in_chinese() {
+        let zh = Texts::builtin(crate::texts::Language::Zh);
+        let parent = StepState::new(
+            "t".into(),
+            StageRef::NoRelative,
+            "w".into(),
+            Executor::Tool("ws".into()),
+            "写一首诗",
+            "",
+        );
+        let failed = Err("`ENOENT`".to_owned());
+        let step = call_step(&parent, None, &call("x", "[1]"), &failed, Vec::new(), &zh);
+        let long = Ok(json!({"content": [{"type": "text", "text": "字".repeat(5000)}]}));
+        let said = [
+            step.step_intention,
+            step.text_content,
+            ToolSet::default().route("search", &zh).unwrap_err(),
+            arguments(&call("x", "[1]"), &zh).unwrap_err(),
+            arguments(&call("x", "{oops"), &zh).unwrap_err(),
+            shown(&failed, &zh),
+            shown(&long, &zh),
+        ];
+        for text in said {
+            let words = crate::texts::english_words(&text, &[]);
+            assert!(words.is_empty(), "{text}: {words:?}");
+        }
     }
 }

@@ -2,8 +2,10 @@
 //! repaired): judged by rules to be about the call's arguments or not, by the agent's model
 //! where the rules cannot say (`Repair::RefusalJudged`), told in plain words, and, with no
 //! person to fill the arguments in, the model asked to write them anew
-//! (`Repair::ArgumentsReasked`).
+//! (`Repair::ArgumentsReasked`). What the model and people read of it is in the team's
+//! language; the tool's own words are quoted as it wrote them.
 
+use crate::texts::Texts;
 use serde_json::{Map, Value};
 
 /// The longest part of a tool's own words kept in a description, in characters.
@@ -114,22 +116,19 @@ impl Refusal {
         }
     }
 
-    /// The refusal in plain words for a person or the model: which of the tool's fields were
-    /// not accepted, and why, in the tool's own words (a JSON error read for its message).
-    pub fn describe(&self, fields: &[String]) -> String {
+    /// The refusal in plain words for a person or the model, in the language of `t`: which
+    /// of the tool's fields were not accepted, and why, in the tool's own words (a JSON error
+    /// read for its message).
+    pub fn describe(&self, fields: &[String], t: &Texts) -> String {
         let which = match fields {
-            [] => "its arguments".to_owned(),
-            [one] => format!("the value of `{one}`"),
+            [] => t.tool_refused_arguments(),
+            [one] => t.tool_refused_field(one),
             [init @ .., last] => {
                 let init: Vec<String> = init.iter().map(|f| format!("`{f}`")).collect();
-                format!("the values of {} and `{last}`", init.join(", "))
+                t.tool_refused_fields(init.join(", "), last)
             }
         };
-        format!(
-            "the tool `{}` did not accept {which}: {}",
-            self.tool,
-            plain(&self.said)
-        )
+        t.tool_refused(&self.tool, which, plain(&self.said))
     }
 }
 
@@ -253,10 +252,11 @@ impl Routes {
 }
 
 /// JSON shown to the model, cut at [`JSON_SHOWN`] characters.
-fn shown(v: &Value) -> String {
+fn shown(v: &Value, t: &Texts) -> String {
     let text = serde_json::to_string_pretty(v).unwrap_or_default();
     if text.chars().count() > JSON_SHOWN {
-        text.chars().take(JSON_SHOWN).collect::<String>() + "\n[… cut]"
+        let kept: String = text.chars().take(JSON_SHOWN).collect();
+        format!("{kept}\n{}", t.json_cut())
     } else {
         text
     }
@@ -278,32 +278,31 @@ pub struct RefusedCall<'a> {
 }
 
 impl RefusedCall<'_> {
-    /// What the model is told of the call and its refusal.
-    pub fn prompt(&self, refusal: &Refusal, told: &str) -> String {
-        format!(
-            "Tool `{}` of MCP server `{}`: {}\n\nIts input schema:\n{}\n\nWhat the step wants: \
-             {}\n\nThe arguments sent:\n{}\n\nThe refusal: {told}",
-            refusal.tool,
+    /// What the model is told of the call and its refusal, in the language of `t`.
+    pub fn prompt(&self, refusal: &Refusal, told: &str, t: &Texts) -> String {
+        t.tool_refusal_prompt(
+            &refusal.tool,
             self.server,
             self.description,
-            shown(self.schema),
+            shown(self.schema, t),
             self.intention,
-            shown(&Value::Object(self.arguments.clone())),
+            shown(&Value::Object(self.arguments.clone()), t),
+            told,
         )
     }
 }
 
 /// The model's judgement of a refusal, read from
 /// `<tool_refusal>{"about_arguments": bool, "fields": [...]}</tool_refusal>`; the fields kept
-/// are the schema's.
-pub fn read_judgement(answer: &str, schema: &Value) -> Result<RefusalKind, String> {
+/// are the schema's. Why it cannot be read is in the language of `t`.
+pub fn read_judgement(answer: &str, schema: &Value, t: &Texts) -> Result<RefusalKind, String> {
     let v = crate::parse::tag_json(answer, "tool_refusal")
-        .ok_or("no <tool_refusal> tag")?
-        .map_err(|e| e.to_string())?;
+        .ok_or_else(|| t.answer_no_tag("tool_refusal"))?
+        .map_err(|e| e.render(t))?;
     let about = v
         .get("about_arguments")
         .and_then(Value::as_bool)
-        .ok_or("`about_arguments` must be true or false")?;
+        .ok_or_else(|| t.tool_judgement_not_bool())?;
     if !about {
         return Ok(RefusalKind::Other);
     }
@@ -321,19 +320,20 @@ pub fn read_judgement(answer: &str, schema: &Value) -> Result<RefusalKind, Strin
 }
 
 /// The arguments the model wrote anew, read from `<tool_arguments>{...}</tool_arguments>`;
-/// refused when they are the ones already refused.
+/// refused when they are the ones already refused (why, in the language of `t`).
 pub fn read_correction(
     answer: &str,
     refused: &Map<String, Value>,
+    t: &Texts,
 ) -> Result<Map<String, Value>, String> {
     let v = crate::parse::tag_json(answer, "tool_arguments")
-        .ok_or("no <tool_arguments> tag")?
-        .map_err(|e| e.to_string())?;
+        .ok_or_else(|| t.answer_no_tag("tool_arguments"))?
+        .map_err(|e| e.render(t))?;
     let Value::Object(arguments) = v else {
-        return Err("<tool_arguments> must hold one JSON object".into());
+        return Err(t.tool_arguments_not_object());
     };
     if &arguments == refused {
-        return Err("the model wrote the refused arguments again".into());
+        return Err(t.tool_arguments_again());
     }
     Ok(arguments)
 }
@@ -353,6 +353,10 @@ pub fn changed_fields(before: &Map<String, Value>, after: &Map<String, Value>) -
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn en() -> std::sync::Arc<Texts> {
+        Texts::english()
+    }
 
     fn schema() -> Value {
         json!({"type": "object", "properties": {
@@ -433,18 +437,18 @@ mod tests {
             &schema(),
         );
         assert_eq!(
-            r.describe(&["date".into()]),
+            r.describe(&["date".into()], &en()),
             "the tool `book_room` did not accept the value of `date`: date must be ISO"
         );
         assert_eq!(
-            r.describe(&["room".into(), "date".into(), "seats".into()]),
+            r.describe(&["room".into(), "date".into(), "seats".into()], &en()),
             "the tool `book_room` did not accept the values of `room`, `date` and `seats`: \
              date must be ISO"
         );
         let long = Refusal::of_result("t", &"x ".repeat(400), &schema());
-        assert!(long.describe(&[]).ends_with('…'));
+        assert!(long.describe(&[], &en()).ends_with('…'));
         assert!(
-            long.describe(&[])
+            long.describe(&[], &en())
                 .starts_with("the tool `t` did not accept its arguments: x x")
         );
     }
@@ -471,16 +475,16 @@ mod tests {
     fn the_models_judgement_is_read_and_keeps_only_the_schemas_fields() {
         let yes = r#"<tool_refusal>{"about_arguments": true, "fields": ["date", "color"]}</tool_refusal>"#;
         assert_eq!(
-            read_judgement(yes, &schema()),
+            read_judgement(yes, &schema(), &en()),
             Ok(RefusalKind::Arguments {
                 fields: vec!["date".into()]
             })
         );
         let no = r#"<tool_refusal>{"about_arguments": false}</tool_refusal>"#;
-        assert_eq!(read_judgement(no, &schema()), Ok(RefusalKind::Other));
-        assert!(read_judgement("yes", &schema()).is_err());
+        assert_eq!(read_judgement(no, &schema(), &en()), Ok(RefusalKind::Other));
+        assert!(read_judgement("yes", &schema(), &en()).is_err());
         let vague = r#"<tool_refusal>{"about_arguments": "maybe"}</tool_refusal>"#;
-        assert!(read_judgement(vague, &schema()).is_err());
+        assert!(read_judgement(vague, &schema(), &en()).is_err());
     }
 
     #[test]
@@ -488,16 +492,16 @@ mod tests {
         let refused = json!({"room": "A", "date": "monday"});
         let refused = refused.as_object().unwrap();
         let ok = r#"<tool_arguments>{"room": "A", "date": "2026-12-07"}</tool_arguments>"#;
-        let fixed = read_correction(ok, refused).unwrap();
+        let fixed = read_correction(ok, refused, &en()).unwrap();
         assert_eq!(changed_fields(refused, &fixed), ["date"]);
         let same = r#"<tool_arguments>{"date": "monday", "room": "A"}</tool_arguments>"#;
         assert!(
-            read_correction(same, refused)
+            read_correction(same, refused, &en())
                 .unwrap_err()
                 .contains("again")
         );
-        assert!(read_correction("<tool_arguments>[1]</tool_arguments>", refused).is_err());
-        assert!(read_correction("no tag", refused).is_err());
+        assert!(read_correction("<tool_arguments>[1]</tool_arguments>", refused, &en()).is_err());
+        assert!(read_correction("no tag", refused, &en()).is_err());
     }
 
     #[test]
@@ -512,8 +516,8 @@ mod tests {
             intention: "Book room A for Monday",
         };
         let r = Refusal::of_result("book_room", "date must be ISO", &schema);
-        let told = r.describe(&["date".into()]);
-        let p = call.prompt(&r, &told);
+        let told = r.describe(&["date".into()], &en());
+        let p = call.prompt(&r, &told, &en());
         for part in [
             "`book_room`",
             "`rooms`",
@@ -523,6 +527,47 @@ mod tests {
             &told,
         ] {
             assert!(p.contains(part), "{part} in {p}");
+        }
+    }
+
+    #[test]
+    fn a_chinese_team_reads_the_refusal_and_its_faults_in_chinese() {
+        let zh = Texts::builtin(crate::texts::Language::Zh);
+        let r = Refusal::of_result("book_room", "`date`", &schema());
+        let refused = json!({"date": "monday"});
+        let refused = refused.as_object().unwrap();
+        let call = RefusedCall {
+            server: "rooms",
+            description: "",
+            schema: &json!({"long": "x".repeat(JSON_SHOWN)}),
+            arguments: refused,
+            intention: "订会议室",
+        };
+        let mut said = vec![
+            r.describe(&[], &zh),
+            r.describe(&["date".into()], &zh),
+            r.describe(&["room".into(), "date".into()], &zh),
+            read_judgement("", &schema(), &zh).unwrap_err(),
+            read_judgement("<tool_refusal>{}</tool_refusal>", &schema(), &zh).unwrap_err(),
+            read_correction("<tool_arguments>[1]</tool_arguments>", refused, &zh).unwrap_err(),
+            read_correction(
+                r#"<tool_arguments>{"date": "monday"}</tool_arguments>"#,
+                refused,
+                &zh,
+            )
+            .unwrap_err(),
+        ];
+        let prompt = call.prompt(&r, "`told`", &zh);
+        // The schema and the arguments are JSON, shown as they are.
+        said.extend(
+            prompt
+                .lines()
+                .filter(|l| !l.contains('"'))
+                .map(str::to_owned),
+        );
+        for text in said {
+            let words = crate::texts::english_words(&text, &[]);
+            assert!(words.is_empty(), "{text}: {words:?}");
         }
     }
 }

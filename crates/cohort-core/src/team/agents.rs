@@ -2,7 +2,7 @@
 //! member on the roster (the actor then starts it from its template) and add_task_participant
 //! adds an existing agent to a task's group.
 
-use super::{Applied, Member, SyncCore, SyncError};
+use super::{Applied, Malformed, Member, SyncCore, SyncError};
 use crate::event::{Change, TaskChange};
 use crate::ids::{AgentId, StageRef};
 use crate::message::{AgentInstruction, Instruction, Message, TASK_STATE_SENDER};
@@ -18,38 +18,27 @@ impl SyncCore {
                 template, agent_id, ..
             } => {
                 let Some(t) = self.catalog.template(template) else {
-                    let known: Vec<&str> = self
-                        .catalog
-                        .templates
-                        .iter()
-                        .map(|t| t.name.as_str())
-                        .collect();
-                    return Err(SyncError::Invalid(format!(
-                        "there is no agent template `{template}` ({})",
-                        if known.is_empty() {
-                            "the team has no templates".to_owned()
-                        } else {
-                            format!("templates: {}", known.join(", "))
-                        }
-                    )));
+                    let known = self.catalog.templates.iter().map(|t| t.name.clone());
+                    return Err(SyncError::Invalid(Malformed::NoTemplate {
+                        template: template.clone(),
+                        known: known.collect(),
+                    }));
                 };
                 let hired = self.roster.iter().filter(|m| m.template.is_some()).count();
                 if hired >= self.catalog.max_hired {
-                    return Err(SyncError::Invalid(format!(
-                        "the team already has {hired} agents created by managers, its limit \
-                         (max_hired_agents in the team file)"
-                    )));
+                    return Err(SyncError::Invalid(Malformed::HiredLimit { hired }));
                 }
                 if self.knows(agent_id) {
-                    return Err(SyncError::Invalid(format!(
-                        "agent id `{agent_id}` is taken; choose another"
+                    return Err(SyncError::Invalid(Malformed::AgentIdTaken(
+                        agent_id.clone(),
                     )));
                 }
                 if let Some(missing) = self.catalog.missing_tools(t).first() {
-                    return Err(SyncError::Invalid(format!(
-                        "template `{template}` ({}) names MCP server `{missing}`, which this team does not have",
-                        t.file.display()
-                    )));
+                    return Err(SyncError::Invalid(Malformed::TemplateLacksServer {
+                        template: template.clone(),
+                        file: t.file.display().to_string(),
+                        server: (*missing).to_owned(),
+                    }));
                 }
                 Ok(())
             }

@@ -1,7 +1,7 @@
 //! The task_manager instructions as SyncState carries them out: add_task, add_stage,
 //! finish_stage, finish_task, retry_stage, and the stage hand-over they trigger.
 
-use super::{Applied, SyncCore, SyncError, notices};
+use super::{Applied, Malformed, SyncCore, SyncError, notices};
 use crate::event::{Change, StageChange, TaskChange};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Colleague, Instruction, Message, StagePlan, TaskInstruction, TaskOutcome};
@@ -68,9 +68,7 @@ impl SyncCore {
         match i {
             TaskInstruction::AddTask { task_id, .. } => {
                 if self.tasks.contains_key(task_id) {
-                    return Err(SyncError::Invalid(format!(
-                        "task `{task_id}` exists already"
-                    )));
+                    return Err(SyncError::Invalid(Malformed::TaskExists(task_id.clone())));
                 }
                 Ok(())
             }
@@ -210,9 +208,8 @@ impl SyncCore {
 
     fn check_plan(&self, s: &StagePlan) -> Result<(), SyncError> {
         if s.agent_allocation.is_empty() {
-            return Err(SyncError::Invalid(format!(
-                "stage \"{}\" allocates no agent",
-                s.stage_intention
+            return Err(SyncError::Invalid(Malformed::NoAgentAllocated(
+                s.stage_intention.clone(),
             )));
         }
         match s.agent_allocation.keys().find(|a| !self.knows(a)) {

@@ -10,8 +10,11 @@ mod retention;
 pub use budget::TaskBudget;
 mod instructions;
 pub mod limits;
+mod malformed;
+pub use malformed::Malformed;
 pub mod notices;
 mod outcome;
+pub use outcome::Hollow;
 mod stall;
 
 use crate::config::AgentTemplate;
@@ -107,11 +110,11 @@ pub enum SyncError {
         budget: usize,
     },
     /// A `finish_task` with `outcome: finished` for a task whose work produced no result (see
-    /// `outcome`), with why and what to do instead.
-    HollowFinish(String),
+    /// `outcome`), with why (its refusal says what to do instead).
+    HollowFinish(Hollow),
     /// Any other malformed message or instruction (no receiver, a text too long, a stage
     /// without agents, an ended stage...), with what is wrong.
-    Invalid(String),
+    Invalid(Malformed),
 }
 
 impl SyncError {
@@ -133,7 +136,8 @@ impl SyncError {
             E::StagesPerTask { task, stages, max } => t.refused_stages_per_task(task, stages, max),
             E::BaseMessages { max } => t.refused_base_messages(max),
             E::MemoryFull { held, budget } => t.refused_memory_full(held, budget),
-            E::HollowFinish(why) | E::Invalid(why) => why.clone(),
+            E::HollowFinish(hollow) => t.hollow_refused(hollow.detail(t)),
+            E::Invalid(malformed) => malformed.render(t),
         }
     }
 }
@@ -738,9 +742,8 @@ impl SyncCore {
         ]
         .contains(&m.sender_id.as_str())
         {
-            return Err(SyncError::Invalid(format!(
-                "`{}` is reserved for the runtime",
-                m.sender_id
+            return Err(SyncError::Invalid(Malformed::ReservedSender(
+                m.sender_id.clone(),
             )));
         }
         self.check_message(&m)?;
@@ -764,21 +767,20 @@ impl SyncCore {
         if let Some(stage) = m.stage_relative.stage().and_then(|s| self.stages.get(s))
             && stage.execution_state.is_over()
         {
-            return Err(SyncError::Invalid(format!(
-                "stage `{}` is already {}",
-                stage.stage_id, stage.execution_state
-            )));
+            return Err(SyncError::Invalid(Malformed::StageOver {
+                stage: stage.stage_id.clone(),
+                state: stage.execution_state,
+            }));
         }
         if m.receiver.is_empty() {
-            return Err(SyncError::Invalid("the message has no receiver".into()));
+            return Err(SyncError::Invalid(Malformed::NoReceiver));
         }
         let chars = m.message.chars().count();
         if chars > self.message_chars {
-            return Err(SyncError::Invalid(format!(
-                "the message has {chars} characters, more than the team's limit of {} \
-                 (retention.message_chars)",
-                self.message_chars
-            )));
+            return Err(SyncError::Invalid(Malformed::TooLong {
+                chars,
+                limit: self.message_chars,
+            }));
         }
         if let Some(r) = m.receiver.iter().find(|r| !self.knows(r)) {
             return Err(SyncError::UnknownAgent(r.clone()));
@@ -787,9 +789,7 @@ impl SyncCore {
             .as_ref()
             .is_some_and(|w| w.len() != m.receiver.len())
         {
-            return Err(SyncError::Invalid(
-                "a waiting message needs one wait id per receiver".into(),
-            ));
+            return Err(SyncError::Invalid(Malformed::WaitIds));
         }
         Ok(())
     }

@@ -18,8 +18,8 @@ use crate::texts::Texts;
 const SUMMARY_SLACK: usize = 40;
 
 /// Why a `finish_task` with `outcome: finished` reports work its task did not do.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum Hollow {
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Hollow {
     /// No stage finished with a result; the first stage that gave none, when there is one.
     NoStageResult(Option<FailedStage>),
     /// The task summary only hands back the task's goal.
@@ -28,7 +28,7 @@ pub(super) enum Hollow {
 
 impl Hollow {
     /// The reason, said to the manager: which stage gave nothing, and why.
-    fn detail(&self, t: &Texts) -> String {
+    pub(super) fn detail(&self, t: &Texts) -> String {
         match self {
             Hollow::NoStageResult(Some(f)) => t.hollow_no_stage_which(&f.stage_intention, &f.why),
             Hollow::NoStageResult(None) => t.hollow_no_stage(),
@@ -82,9 +82,7 @@ impl SyncCore {
             return Ok(());
         }
         match self.hollow_finish(i) {
-            Some(hollow) => Err(SyncError::HollowFinish(
-                self.texts.hollow_refused(hollow.detail(&self.texts)),
-            )),
+            Some(hollow) => Err(SyncError::HollowFinish(hollow)),
             None => Ok(()),
         }
     }

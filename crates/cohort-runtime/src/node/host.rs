@@ -22,7 +22,7 @@ use cohort_core::call::media::{Blob, BlobId};
 use cohort_core::event::Change;
 use cohort_core::ids::{AgentId, StepId, TaskId};
 use cohort_core::state::AgentState;
-use cohort_core::team::SyncError;
+use cohort_core::team::{Malformed, SyncError};
 use cohort_llm::ChatModel;
 use cohort_llm::recorded::{Call, CallOutcome};
 use futures::FutureExt;
@@ -177,7 +177,7 @@ impl CoreProxy {
                 }
                 ctx.stop();
                 // Never seen: the stopped proxy drops the answer, and the agent sees it closed.
-                Err(SyncError::Invalid(e.to_string()))
+                Err(SyncError::Invalid(Malformed::HandOver(e.to_string())))
             }
         }))
     }

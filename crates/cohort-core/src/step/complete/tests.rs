@@ -528,3 +528,57 @@ fn a_completion_report_carries_what_the_agents_work_steps_produced() {
     );
     assert!(completion.completion_summary.contains("I wrote it"));
 }
+
+/// Every English word in `text` a Chinese reader would trip on, but those of the intention
+/// `alone_in_stage` gives its step ("think it": data, not the runtime's words).
+fn english(text: &str) -> Vec<String> {
+    crate::texts::english_words(text, &["it"])
+}
+
+#[test]
+fn a_chinese_agent_gets_the_runtimes_steps_shared_lines_and_repair_notes_in_chinese() {
+    let zh = crate::texts::Texts::builtin(crate::texts::Language::Zh);
+    // A failure with nothing left to run: the recovery decision.
+    let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
+    a.texts = zh.clone();
+    let c = fail(&mut a, &id, "模型没有回答");
+    let shared = c.output.send_shared_info.unwrap().content;
+    let recovery = a.agent_step.next().unwrap().clone();
+    // A plan that ran dry: the closing reflection.
+    let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Reflection]);
+    a.texts = zh.clone();
+    let looped = Ok(ChatReply {
+        text: "<think>雨落屋檐</think>".into(),
+        cut: Some(crate::call::Cut::Repetition),
+        ..Default::default()
+    });
+    done(complete_step(&mut a, &id, looped, now(), false));
+    let step = a.agent_step.get(&id).unwrap();
+    let repairs = step.execute_result.as_ref().unwrap().repairs.clone();
+    let reflection = a.agent_step.next().unwrap().clone();
+    assert_eq!(reflection.origin, StepOrigin::ClosingReflection);
+    // A tool call that failed: the tool_decision after it.
+    let (mut a, _) = alone_in_stage(&[Skill::ToolDecision]);
+    a.texts = zh.clone();
+    let tool = StepState::new(
+        "t".into(),
+        StageRef::Stage(StageId::from("s")),
+        "w".into(),
+        Executor::Tool("ws".into()),
+        "读取文件",
+        "",
+    );
+    let tid = tool.step_id.clone();
+    a.add_next_steps(vec![tool]);
+    complete_tool_step(&mut a, &tid, Err("`ENOENT`".into()));
+    let decision = a.agent_step.next().unwrap().clone();
+    let mut said = vec![shared];
+    said.extend(repairs.iter().map(|f| f.what.clone()));
+    for s in [recovery, reflection, decision] {
+        said.extend([s.step_intention, s.text_content]);
+    }
+    assert!(repairs.len() == 1 && said.len() == 8, "{said:?}");
+    for text in said {
+        assert!(english(&text).is_empty(), "{text}: {:?}", english(&text));
+    }
+}

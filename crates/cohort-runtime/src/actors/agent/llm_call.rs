@@ -75,12 +75,7 @@ impl AgentActor {
         let id = step.step_id.clone();
         if model.is_none() {
             let asking = Asking::new(request, &self.state.repairs, self.state.texts.clone());
-            self.on_answer(
-                id,
-                Err("this agent has no LLM (a human agent's steps never run)".into()),
-                asking,
-                ctx,
-            );
+            self.on_answer(id, Err(self.state.texts.agent_has_no_llm()), asking, ctx);
             return;
         }
         let asking = Asking::new(

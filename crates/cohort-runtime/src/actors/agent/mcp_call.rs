@@ -17,11 +17,10 @@ impl AgentActor {
         let id = step.step_id.clone();
         match (tool_call_for(&self.state, &step, &server), &self.mcp) {
             (Err(why), _) => self.on_tool_result(id, Err(why), ctx),
-            (Ok(_), None) => self.on_tool_result(
-                id,
-                Err(format!("the team has no MCP server `{server}`")),
-                ctx,
-            ),
+            (Ok(_), None) => {
+                let why = self.state.texts.no_mcp_server(&server);
+                self.on_tool_result(id, Err(why), ctx)
+            }
             (Ok(call), Some(client)) => {
                 let client = client.clone();
                 self.gate_tool(step, server, call, client, ctx);
@@ -43,6 +42,7 @@ impl AgentActor {
         // not have reached the tool either.
         let stored = self.outlet.stored();
         let (asked, made) = (server.clone(), call.clone());
+        let not_stored = self.state.texts.step_start_not_stored();
         // A question the server asks during the call comes back to this agent.
         let asker: Arc<dyn cohort_mcp::elicit::Elicitor> = Arc::new(super::elicit::StepAsker {
             agent: ctx.address(),
@@ -51,11 +51,7 @@ impl AgentActor {
         let call_server = async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
-                return Err(
-                    "the team's store did not confirm the step's start in time; the \
-                            tool was not called"
-                        .to_owned(),
-                );
+                return Err(not_stored);
             }
             Ok(call_retrying(&client, &asked, &made, Some(asker)).await)
         };
@@ -105,7 +101,11 @@ impl AgentActor {
     pub(super) fn resume_tool_step(&mut self, id: StepId, ctx: &mut Context<Self>) {
         let step = self.state.agent_step.get(&id).cloned();
         let interrupted = move |act: &mut Self, ctx: &mut Context<Self>| {
-            act.on_tool_result(id, Err(cohort_core::step::interrupted_tool_call()), ctx)
+            act.on_tool_result(
+                id,
+                Err(cohort_core::step::interrupted_tool_call(&act.state.texts)),
+                ctx,
+            )
         };
         let Some(step) = step else {
             return interrupted(self, ctx);

@@ -200,9 +200,8 @@ impl Actor for AgentActor {
         // A call that was waiting for a person's approval waits on (they were told already).
         if let Some(id) = cohort_core::step::approval::waiting_for_approval(&self.state) {
             if self.approvers.is_empty() {
-                let why = "the step waited for a person's approval, but the team no longer has \
-                           an operator to ask";
-                self.fail_waiting(id, why.into(), ctx);
+                let why = self.state.texts.approval_nobody_left();
+                self.fail_waiting(id, why, ctx);
             } else {
                 // A tool call that waits is the agent's current step (its verdict runs it); a
                 // plan that waits was settled already, and nothing runs until it is checked.

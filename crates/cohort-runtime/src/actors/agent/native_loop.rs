@@ -38,7 +38,7 @@ impl AgentActor {
     ) {
         let model = self.model_for(&step).cloned();
         let (Some(mcp), Some(_)) = (self.mcp.clone(), &model) else {
-            let why = format!("the team has no MCP server `{server}` or the agent no model");
+            let why = self.state.texts.tool_loop_unequipped(&server);
             return self.end_loop(&step, Err(why), TokenUsage::default(), ctx);
         };
         let prompt = build_tool_loop_prompt(
@@ -63,14 +63,11 @@ impl AgentActor {
         };
         let stored = self.outlet.stored();
         let servers = self.loop_servers(&server);
+        let not_stored = self.state.texts.tool_loop_start_not_stored();
         let describe = async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
-                return Err(
-                    "the team's store did not confirm the step's start in time; no \
-                            tool was called"
-                        .to_owned(),
-                );
+                return Err(not_stored);
             }
             describe_servers(&mcp, servers).await
         };
@@ -85,7 +82,7 @@ impl AgentActor {
                 Err(e) => return act.end_loop(&step, Err(e), TokenUsage::default(), ctx),
             };
             if tools.specs.is_empty() {
-                let why = format!("MCP server `{server}` offers no tools");
+                let why = act.state.texts.server_offers_no_tools(&server);
                 return act.end_loop(&step, Err(why), TokenUsage::default(), ctx);
             }
             let mut request = request;
@@ -122,7 +119,7 @@ impl AgentActor {
             return;
         }
         let Some(llm) = self.model_for(&running.step).cloned() else {
-            let why = Err("the agent has no model".to_owned());
+            let why = Err(self.state.texts.agent_has_no_model());
             return self.end_loop(&running.step, why, running.spent, ctx);
         };
         // Its stage or task ended meanwhile: the loop stops (the step records why).
@@ -182,14 +179,14 @@ impl AgentActor {
             return self.end_loop(&running.step, result, running.spent, ctx);
         }
         if !running.state.may_call(reply.tool_calls.len()) {
-            let why = format!(
-                "the tool loop reached its cap of {} calls without an answer",
-                cohort_core::step::tool_loop::TOOL_LOOP_CAP
-            );
+            let why = self
+                .state
+                .texts
+                .tool_loop_cap(cohort_core::step::tool_loop::TOOL_LOOP_CAP);
             return self.end_loop(&running.step, Err(why), running.spent, ctx);
         }
         let Some(mcp) = self.mcp.clone() else {
-            let why = Err("the team has no MCP client".to_owned());
+            let why = Err(self.state.texts.no_mcp_client());
             return self.end_loop(&running.step, why, running.spent, ctx);
         };
         let calls = reply.tool_calls.clone();
@@ -207,15 +204,16 @@ impl AgentActor {
             act.add_images(&mut running.request, &results);
             let calls = reply.tool_calls;
             for ((call, result), retries) in calls.iter().zip(&results).zip(retries) {
-                let route = running.tools.route(&call.name).ok();
-                let done = call_step(&running.step, route, call, result, retries);
+                let texts = &act.state.texts;
+                let route = running.tools.route(&call.name, texts).ok();
+                let done = call_step(&running.step, route, call, result, retries, texts);
                 act.state.add_done(done);
             }
             act.publish();
             running.state.calls += calls.len();
             running.state.rounds.push(ToolRound {
                 text: reply.text,
-                results: results.iter().map(shown).collect(),
+                results: results.iter().map(|r| shown(r, &act.state.texts)).collect(),
                 calls,
             });
             act.ask_loop(running, ctx);
@@ -235,26 +233,27 @@ impl AgentActor {
     ) -> impl Future<Output = Vec<(Result<Value, String>, Vec<ToolRetry>)>> + use<> {
         let stored = self.outlet.stored();
         let at_once = self.state.step_limits.parallel_tool_calls.max(1);
+        // What the model is told of a call not made, in the team's language.
+        let texts = self.state.texts.clone();
         async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
-                let why = "the team's store did not confirm the loop in time; the tool was not \
-                           called";
+                let why = texts.tool_loop_not_stored();
                 return calls
                     .iter()
-                    .map(|_| (Err(why.to_owned()), Vec::new()))
+                    .map(|_| (Err(why.clone()), Vec::new()))
                     .collect();
             }
             let one = |call: ToolCall| {
-                let (mcp, tools) = (mcp.clone(), tools.clone());
+                let (mcp, tools, texts) = (mcp.clone(), tools.clone(), texts.clone());
                 async move {
-                    let routed = tools.route(&call.name).and_then(|(server, tool)| {
+                    let routed = tools.route(&call.name, &texts).and_then(|(server, tool)| {
                         let name = tool.to_owned();
                         Ok((
                             server,
                             McpCall::Tool {
                                 name,
-                                arguments: arguments(&call)?,
+                                arguments: arguments(&call, &texts)?,
                             },
                         ))
                     });

@@ -24,8 +24,8 @@ impl AgentActor {
                 Some(s) if s.execution_state.waits_for_a_person() => {
                     if !self.state.holds(&s.task_id, &s.stage_id) {
                         self.phase.stop_waiting(&id);
-                        let why = "its stage or task ended before a person decided on it";
-                        self.fail_waiting(id, why.into(), ctx);
+                        let why = self.state.texts.person_wait_ended();
+                        self.fail_waiting(id, why, ctx);
                     }
                 }
                 // It no longer waits (it ended, or left the agent): nothing holds the agent.
@@ -51,9 +51,8 @@ impl AgentActor {
             return;
         };
         if self.approvers.is_empty() {
-            let why = "the plan waits for a person's check (tool_approval.check_plans), but the \
-                       team has no operator to ask";
-            return self.fail_waiting(id, why.into(), ctx);
+            let why = self.state.texts.plan_check_nobody();
+            return self.fail_waiting(id, why, ctx);
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, "a plan waits for a person's check");
         self.hold_for_a_person(id, ctx);

@@ -102,7 +102,7 @@ impl AgentActor {
         fields: &[String],
         ctx: &mut Context<Self>,
     ) {
-        let told = refusal.describe(fields);
+        let told = refusal.describe(fields, &self.state.texts);
         let routes = self.refusal_routes();
         let made = self.attempts(&id).fired(Repair::ArgumentsReasked);
         if routes.route(made) == Route::Person
@@ -118,7 +118,7 @@ impl AgentActor {
         if without_person.route(made) != Route::Model {
             let why = match made {
                 0 => told,
-                n => format!("{told} (after the model wrote the arguments anew {n} times)"),
+                n => self.state.texts.tool_refused_after(told, n),
             };
             return self.on_tool_result(id, Err(why), ctx);
         }
@@ -164,7 +164,7 @@ impl AgentActor {
             arguments,
             intention: &step.step_intention,
         };
-        let prompt = shown.prompt(refusal, told);
+        let prompt = shown.prompt(refusal, told, &self.state.texts);
         let phrases = self.prompts.phrases();
         let (name, system) = match question {
             Question::Judge => (REFUSAL_JUDGE, phrases.refusal_judge.clone()),
@@ -195,20 +195,15 @@ impl AgentActor {
             .described_tool(&server, &refusal.tool)
             .map(|t| t.input_schema)
             .unwrap_or_default();
-        let judged = answer.and_then(|text| read_judgement(&text, &schema));
+        let t = self.state.texts.clone();
+        let judged = answer.and_then(|text| read_judgement(&text, &schema, &t));
         let what = match &judged {
             Ok(RefusalKind::Arguments { fields }) if fields.is_empty() => {
-                "the model judged the refusal to be about the call's arguments".to_owned()
+                t.repair_refusal_arguments()
             }
-            Ok(RefusalKind::Arguments { fields }) => format!(
-                "the model judged the refusal to be about the call's arguments ({})",
-                fields.join(", ")
-            ),
-            Ok(RefusalKind::Other) => {
-                "the model judged the refusal to be about something other than the arguments"
-                    .to_owned()
-            }
-            Err(why) => format!("the model's judgement of the refusal could not be used ({why})"),
+            Ok(RefusalKind::Arguments { fields }) => t.repair_refusal_fields(fields.join(", ")),
+            Ok(RefusalKind::Other) => t.repair_refusal_other(),
+            Err(why) => t.repair_refusal_unusable(why),
         };
         self.attempts(&id)
             .repairs
@@ -234,18 +229,16 @@ impl AgentActor {
         let McpCall::Tool { name, arguments } = call else {
             return self.on_tool_result(id, Err(told), ctx);
         };
-        let corrected = match answer.and_then(|text| read_correction(&text, &arguments)) {
+        let t = self.state.texts.clone();
+        let corrected = match answer.and_then(|text| read_correction(&text, &arguments, &t)) {
             Ok(corrected) => corrected,
             Err(why) => {
-                let why =
-                    format!("{told} (the model's corrected arguments could not be used: {why})");
+                let why = t.tool_correction_unusable(told, why);
                 return self.on_tool_result(id, Err(why), ctx);
             }
         };
-        let what = format!(
-            "{told}; the model wrote the arguments anew ({} changed)",
-            changed_fields(&arguments, &corrected).join(", ")
-        );
+        let changed = changed_fields(&arguments, &corrected);
+        let what = t.repair_arguments_reasked(&told, changed.join(", "));
         tracing::info!(agent = %self.state.agent_id, step = %id, tool = %name, "a call refused for its arguments is made again with the model's corrected ones");
         self.attempts(&id)
             .repairs

@@ -92,11 +92,11 @@ impl AgentActor {
             .map(|t| t.description)
             .unwrap_or_default();
         let prompt = judge_prompt(
-            &server,
-            name,
+            (&server, name),
             &description,
             &serde_json::Value::Object(arguments.clone()),
             &step.step_intention,
+            &self.state.texts,
         );
         let system = self.prompts.phrases().risk_judge.clone();
         let ask = (RISK_JUDGE, system, prompt);

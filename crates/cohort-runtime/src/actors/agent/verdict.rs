@@ -166,13 +166,13 @@ impl AgentActor {
                 Err(e) => Err(e.to_string()),
             };
             match (stored, act.mcp.clone(), step) {
-                (Err(e), _, _) => act.on_tool_result(
-                    id,
-                    Err(format!("the verdict could not be stored: {e}")),
-                    ctx,
-                ),
+                (Err(e), _, _) => {
+                    let why = act.state.texts.verdict_not_stored(e);
+                    act.on_tool_result(id, Err(why), ctx)
+                }
                 (_, None, _) | (_, _, None) => {
-                    act.on_tool_result(id, Err("the team has no MCP client".into()), ctx)
+                    let why = act.state.texts.no_mcp_client();
+                    act.on_tool_result(id, Err(why), ctx)
                 }
                 (Ok(()), Some(client), Some(step)) => {
                     let server = step.executor.name().to_owned();
