@@ -347,7 +347,13 @@ fn run(
     let code = system.block_on(async move {
         let mut opts = opts;
         let spec = data.spec();
-        match data.open(None).await {
+        // Said in the team's language, as the run is (English when the team file cannot be
+        // read: the run says why next).
+        let texts = cohort::config::load_team(team)
+            .ok()
+            .and_then(|cfg| cfg.prompt_set().ok())
+            .map_or_else(cohort::prompt::Texts::english, |p| p.texts().clone());
+        match data.open(None, &texts).await {
             Ok(opened) => {
                 opts.store_spec = opened.as_ref().map(|o| o.spec.clone());
                 opts.store = opened.map(|o| o.store);
@@ -692,7 +698,11 @@ fn serve(
             // Watched before the store is opened: a SIGTERM meanwhile is a clean stop too.
             let stop = cohort::run::stop_signal();
             let opened = match &data {
-                Some(d) => d.open(Some(cohort::store::default_path(team))).await?,
+                Some(d) => {
+                    let texts = cfg.prompt_set()?.texts().clone();
+                    d.open(Some(cohort::store::default_path(team)), &texts)
+                        .await?
+                }
                 None => None,
             };
             let place = opened.as_ref().map(|o| o.place.clone());

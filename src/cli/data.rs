@@ -27,9 +27,12 @@ pub struct Opened {
 
 impl DataArgs {
     /// Opens the store asked for, or `default` when neither flag is given; None for neither.
+    /// Opens the store named (or `default`), and says where the team's data is, in the
+    /// language of `t`.
     pub async fn open(
         &self,
         default: Option<PathBuf>,
+        t: &cohort::prompt::Texts,
     ) -> Result<Option<Opened>, cohort::store::StoreError> {
         use cohort::store::SqlStore;
         let (store, place, spec) = match (&self.database, self.data.clone().or(default)) {
@@ -48,7 +51,7 @@ impl DataArgs {
             ),
             (None, None) => return Ok(None),
         };
-        eprintln!("The team's data is in {}", store.url());
+        eprintln!("{}", t.data_is_in(store.url()));
         Ok(Some(Opened {
             store: std::sync::Arc::new(store),
             place,

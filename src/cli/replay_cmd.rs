@@ -15,6 +15,7 @@ use cohort::llm::recorded::Call;
 use cohort::llm::replay::Record;
 use cohort::mcp::McpCall;
 use cohort::mcp::replay::ToolRecord;
+use cohort::prompt::Texts;
 use cohort::run::{RunOptions, RunReport, run_goal};
 use cohort::state::{ForkedFrom, StepOrigin};
 use std::path::{Path, PathBuf};
@@ -74,10 +75,13 @@ pub enum Answers {
 /// when it did not.
 pub async fn replay(args: &ReplayArgs) -> anyhow::Result<u8> {
     let cfg = load_team(&args.team).with_context(|| format!("loading {}", args.team.display()))?;
+    // The report is in the team's language, as its runs are.
+    let texts = cfg.prompt_set()?.texts().clone();
+    let t = texts.as_ref();
     if let Some(step) = &args.fork_at {
-        return fork(args, &cfg, StepId::from(step.as_str())).await;
+        return fork(args, &cfg, StepId::from(step.as_str()), t).await;
     }
-    let opened = args.data.open(None).await?.context(
+    let opened = args.data.open(None, t).await?.context(
         "name the recorded run's store: --data FILE (as `cohort run --data` wrote it) or --database URL",
     )?;
     let task = args.task.as_deref().map(TaskId::from);
@@ -89,9 +93,11 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<u8> {
     // The store is let go: the replay keeps nothing.
     drop(opened);
     eprintln!(
-        "Replaying {} recorded model calls of the goal: {}",
-        recorded.calls.len(),
-        recorded.goal.lines().next().unwrap_or_default()
+        "{}",
+        t.replay_start(
+            recorded.calls.len(),
+            recorded.goal.lines().next().unwrap_or_default()
+        )
     );
     let record = Record::new(recorded.calls);
     let host = host(&record, &tools)?;
@@ -115,8 +121,8 @@ pub async fn replay(args: &ReplayArgs) -> anyhow::Result<u8> {
         tools.as_deref(),
         &report,
         timeout,
-        &json,
-        &replayed,
+        (&json, &replayed),
+        t,
     );
     Ok(if same { 0 } else { 1 })
 }
@@ -135,66 +141,62 @@ fn host<'a>(record: &Arc<Record>, tools: &Option<Arc<ToolRecord>>) -> anyhow::Re
     })
 }
 
-/// Says how the replayed run compares with the recorded one; whether they are the same.
+/// Says how the replayed run compares with the recorded one (`states`: the recorded run's
+/// final states and the replayed one's); whether they are the same.
 fn compare(
     record: &Record,
     tools: Option<&ToolRecord>,
     report: &RunReport,
     timeout: Duration,
-    recorded: &serde_json::Value,
-    replayed: &serde_json::Value,
+    (recorded, replayed): (&serde_json::Value, &serde_json::Value),
+    t: &Texts,
 ) -> bool {
     let divergences = record.divergences();
-    let differences = record.state_differences(recorded, replayed, SHOWN);
+    let differences = record.state_differences(recorded, replayed, SHOWN, t);
     eprintln!(
-        "{} calls answered from the record, {} recorded calls not asked for; the run {}.",
-        record.served(),
-        record.left(),
-        // Replay reports to the person debugging a team: in English, whatever its language.
-        report
-            .outcome
-            .describe(timeout, &cohort::prompt::Texts::english())
+        "{}",
+        t.replay_calls(
+            record.served(),
+            record.left(),
+            report.outcome.describe(timeout, t)
+        )
     );
-    let tools_left = tools.map_or(0, |t| {
-        eprintln!(
-            "{} tool calls answered from the record, {} recorded tool calls not made.",
-            t.served(),
-            t.left()
-        );
-        t.left()
+    let tools_left = tools.map_or(0, |tools| {
+        eprintln!("{}", t.replay_tools(tools.served(), tools.left()));
+        tools.left()
     });
-    say_divergences(record);
+    say_divergences(record, t);
     for d in &differences {
-        eprintln!("DIFFERS {d}");
+        eprintln!("{}", t.replay_differs(d));
     }
     let same =
         divergences.is_empty() && differences.is_empty() && record.left() == 0 && tools_left == 0;
     if same {
-        eprintln!(
-            "The replayed run asked what the recorded one asked and ended in the same states."
-        );
+        eprintln!("{}", t.replay_same());
     }
     same
 }
 
 /// Says how many requests differed from the recorded ones, and where the first did.
-fn say_divergences(record: &Record) {
+fn say_divergences(record: &Record, t: &Texts) {
     let divergences = record.divergences();
     if let Some(first) = divergences.first() {
         eprintln!(
-            "{} requests differ from the recorded ones; the first, {}'s {} call (its {}), at {}",
-            divergences.len(),
-            first.agent_id,
-            first.skill,
-            first.part,
-            first.difference
+            "{}",
+            t.replay_divergences(
+                divergences.len(),
+                &first.agent_id,
+                &first.skill,
+                first.part,
+                first.difference.render(t)
+            )
         );
     }
 }
 
 /// Forks the recorded run at `step`: the store copied to `--out`, the run replayed into the
 /// copy up to the step and gone on from there, its task marked as forked.
-async fn fork(args: &ReplayArgs, cfg: &TeamConfig, step: StepId) -> anyhow::Result<u8> {
+async fn fork(args: &ReplayArgs, cfg: &TeamConfig, step: StepId, t: &Texts) -> anyhow::Result<u8> {
     let Some(source) = &args.data.data else {
         anyhow::bail!(
             "a fork is written into a copy of a SQLite store (--data FILE); a Postgres store's \
@@ -243,16 +245,18 @@ async fn fork(args: &ReplayArgs, cfg: &TeamConfig, step: StepId) -> anyhow::Resu
         )))
     });
     eprintln!(
-        "Forking task {} at step {step} ({}): {} recorded model calls before it are answered \
-         from the record, then {}.",
-        at.task_id,
-        at.step_intention,
-        recorded.calls.iter().filter(|c| c.seq < point).count(),
-        if live {
-            "the live model answers"
-        } else {
-            "the record still answers"
-        }
+        "{}",
+        t.replay_forking(
+            &at.task_id,
+            &step,
+            &at.step_intention,
+            recorded.calls.iter().filter(|c| c.seq < point).count(),
+            if live {
+                t.replay_then_live()
+            } else {
+                t.replay_then_record()
+            }
+        )
     );
     let record = Record::forked(recorded.calls, live.then_some(point));
     let host = host(&record, &tools)?;
@@ -267,7 +271,7 @@ async fn fork(args: &ReplayArgs, cfg: &TeamConfig, step: StepId) -> anyhow::Resu
         ..RunOptions::default()
     };
     let report = run_goal(cfg, &recorded.goal, &opts, &host, |_| {}).await?;
-    say_fork(&report, &record, timeout, &out, &args.team);
+    say_fork(&report, &record, timeout, (&out, &args.team), t);
     Ok(if report.outcome == cohort::run::RunOutcome::Finished {
         0
     } else {
@@ -283,24 +287,26 @@ fn fork_file(store: &Path, step: &StepId) -> PathBuf {
 }
 
 /// Says how the fork went and where it is.
-fn say_fork(report: &RunReport, record: &Record, timeout: Duration, out: &Path, team: &Path) {
+fn say_fork(
+    report: &RunReport,
+    record: &Record,
+    timeout: Duration,
+    where_: (&Path, &Path),
+    t: &Texts,
+) {
+    let (out, team) = where_;
     let tasks: Vec<&str> = report.tasks.iter().map(|t| t.task_id.as_str()).collect();
     eprintln!(
-        "The fork (task {}) {}: {} calls answered from the record, {} by the live model.",
-        tasks.join(", "),
-        report
-            .outcome
-            .describe(timeout, &cohort::prompt::Texts::english()),
-        record.served(),
-        record.live()
+        "{}",
+        t.replay_fork_done(
+            tasks.join(", "),
+            report.outcome.describe(timeout, t),
+            record.served(),
+            record.live()
+        )
     );
-    say_divergences(record);
-    eprintln!(
-        "It is in {}, beside the recorded task: cohort serve --team {} --data {}",
-        out.display(),
-        team.display(),
-        out.display()
-    );
+    say_divergences(record, t);
+    eprintln!("{}", t.replay_fork_where(out.display(), team.display()));
 }
 
 /// A folder removed when dropped.

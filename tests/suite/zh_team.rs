@@ -87,10 +87,12 @@ fn names() -> Vec<String> {
     out
 }
 
-/// Every English word of `text` outside code spans, tags, JSON and ids, with its line.
+/// Every English word of `text` outside code spans, tags, JSON, ids and URLs, with its line.
 fn english_words(text: &str, names: &[String]) -> Vec<(String, String)> {
-    let code =
-        regex::Regex::new(r"`[^`]*`|</?[a-z_]+>|\{[^{}]*\}|\\n|[0-9a-f]{8}-[0-9a-f-]{27}").unwrap();
+    let code = regex::Regex::new(
+        r"`[^`]*`|</?[a-z_]+>|\{[^{}]*\}|\\n|[0-9a-f]{8}-[0-9a-f-]{27}|[a-z]+://\S*",
+    )
+    .unwrap();
     let word = regex::Regex::new(r"[A-Za-z][A-Za-z_]*").unwrap();
     let mut found = Vec::new();
     for line in text.lines() {
@@ -173,6 +175,17 @@ fn a_chinese_quickstart_sends_its_model_no_english_the_runtime_wrote() {
     ] {
         assert!(manager.contains(notice), "no notice saying {notice:?}");
     }
+
+    // The run replays from its record, and the replay's report is Chinese too.
+    let replay = cohort(&["replay", "--team", team, "--data", &db]);
+    let said = String::from_utf8_lossy(&replay.stderr);
+    assert_eq!(replay.status.code(), Some(0), "{said}");
+    assert!(said.contains("结束时的状态也相同"), "{said}");
+    let english = english_words(&said, &names);
+    assert!(
+        english.is_empty(),
+        "English in the replay's report: {english:?}"
+    );
 }
 
 #[test]

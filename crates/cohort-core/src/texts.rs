@@ -860,6 +860,53 @@ catalog!(
     run_s(n),
     /// Minutes and seconds.
     run_min_s(m, s),
+    /// Where the team's data is kept (`cohort run`, `serve`, `replay` at start).
+    data_is_in(place),
+    // ---- `cohort replay`'s report (`src/cli/replay_cmd.rs`, `call/replay.rs`) ----
+    /// The replay starts.
+    replay_start(calls, goal),
+    /// How the replayed run's calls went, and how the run ended.
+    replay_calls(served, left, outcome),
+    /// How its tool calls went.
+    replay_tools(served, left),
+    /// One way the final states differ.
+    replay_differs(what),
+    /// The replayed run did what the recorded one did.
+    replay_same(),
+    /// How many requests differed, and where the first did.
+    replay_divergences(count, agent, skill, part, difference),
+    /// The first line a request differs at.
+    replay_line(line, recorded, replayed),
+    /// Past the end of a text.
+    replay_text_ends(),
+    /// A state both runs have, its fields differing (`fields` joined by `;`).
+    replay_state_fields(kind, name, fields),
+    /// One field that differs.
+    replay_field(field, was, is),
+    /// A state only the recorded run has.
+    replay_only_recorded(kind, name),
+    /// A state only the replayed run has.
+    replay_only_replayed(kind, name),
+    /// A step, named by its intention and agent.
+    replay_step_name(intention, agent),
+    /// The kinds of state, as the report names them: a task.
+    replay_kind_task(),
+    /// A stage.
+    replay_kind_stage(),
+    /// An agent.
+    replay_kind_agent(),
+    /// A step.
+    replay_kind_step(),
+    /// A fork starts; `then` says who answers from its step on.
+    replay_forking(task, step, intention, calls, then),
+    /// From the fork's step on, the live model answers.
+    replay_then_live(),
+    /// From the fork's step on, the record still answers.
+    replay_then_record(),
+    /// How the fork went.
+    replay_fork_done(tasks, outcome, served, live),
+    /// Where the fork is, and how to see it.
+    replay_fork_where(out, team),
     // ---- what a stalled run waits for people to do (`run/waits.rs`) ----
     /// An agent waits for a person to answer its question.
     wait_reply(agent, who, question),

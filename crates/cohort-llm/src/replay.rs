@@ -103,9 +103,10 @@ impl Record {
         recorded: &serde_json::Value,
         replayed: &serde_json::Value,
         most: usize,
+        t: &cohort_core::texts::Texts,
     ) -> Vec<String> {
         let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
-        cohort_core::call::replay::state_differences(recorded, replayed, &ids, most)
+        cohort_core::call::replay::state_differences(recorded, replayed, &ids, most, t)
     }
 
     /// The answer to `request`: the agent's next recorded call's, checked and with its ids

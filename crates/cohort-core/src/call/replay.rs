@@ -5,6 +5,7 @@
 //! names the replayed run's tasks and stages, and a prompt that differs otherwise is a
 //! divergence, reported at its first differing line.
 
+use crate::texts::Texts;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -31,16 +32,18 @@ pub struct FirstDifference {
     pub replayed: Option<String>,
 }
 
+impl FirstDifference {
+    /// The line and its two versions, in the language of `t`.
+    pub fn render(&self, t: &Texts) -> String {
+        let show = |l: &Option<String>| l.clone().unwrap_or_else(|| t.replay_text_ends());
+        t.replay_line(self.line, show(&self.recorded), show(&self.replayed))
+    }
+}
+
+/// In English.
 impl std::fmt::Display for FirstDifference {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let show = |l: &Option<String>| l.clone().unwrap_or_else(|| "(the text ends)".into());
-        write!(
-            f,
-            "line {}:\n  - recorded: {}\n  + replayed: {}",
-            self.line,
-            show(&self.recorded),
-            show(&self.replayed)
-        )
+        f.write_str(&self.render(&Texts::english()))
     }
 }
 
@@ -166,9 +169,11 @@ pub fn state_differences(
     replayed: &Value,
     ids: &IdMap,
     most: usize,
+    t: &Texts,
 ) -> Vec<String> {
     let mut found = Vec::new();
     for kind in ["task", "stage", "agent", "step"] {
+        let (said, name_of) = (kind_of(kind, t), |v: &Value| name_of(kind, v, t));
         let (was, is) = (
             canonical_states(recorded, kind, ids, true),
             canonical_states(replayed, kind, ids, false),
@@ -177,19 +182,13 @@ pub fn state_differences(
         for w in &only_was {
             let counterpart = only_is.iter().find(|i| same_thing(kind, w, i));
             found.push(match counterpart {
-                Some(i) => format!("{kind} {}: {}", name_of(kind, w), fields_differing(w, i)),
-                None => format!(
-                    "{kind} {} of the recorded run is not in the replayed one",
-                    name_of(kind, w)
-                ),
+                Some(i) => t.replay_state_fields(&said, name_of(w), fields_differing(w, i, t)),
+                None => t.replay_only_recorded(&said, name_of(w)),
             });
         }
         for i in &only_is {
             if !only_was.iter().any(|w| same_thing(kind, w, i)) {
-                found.push(format!(
-                    "{kind} {} of the replayed run is not in the recorded one",
-                    name_of(kind, i)
-                ));
+                found.push(t.replay_only_replayed(&said, name_of(i)));
             }
         }
     }
@@ -260,7 +259,17 @@ fn same_thing(kind: &str, a: &Value, b: &Value) -> bool {
     key.iter().all(|k| a[k] == b[k]) && key.iter().all(|k| a[k] != Value::String("<id>".into()))
 }
 
-fn name_of(kind: &str, v: &Value) -> String {
+/// A kind of state as the report names it.
+fn kind_of(kind: &str, t: &Texts) -> String {
+    match kind {
+        "task" => t.replay_kind_task(),
+        "stage" => t.replay_kind_stage(),
+        "agent" => t.replay_kind_agent(),
+        _ => t.replay_kind_step(),
+    }
+}
+
+fn name_of(kind: &str, v: &Value, t: &Texts) -> String {
     let field = match kind {
         "task" => "task_name",
         "stage" => "stage_intention",
@@ -268,17 +277,16 @@ fn name_of(kind: &str, v: &Value) -> String {
         _ => "step_intention",
     };
     match kind {
-        "step" => format!(
-            "\"{}\" of {}",
+        "step" => t.replay_step_name(
             v[field].as_str().unwrap_or("?"),
-            v["agent_id"].as_str().unwrap_or("?")
+            v["agent_id"].as_str().unwrap_or("?"),
         ),
         _ => format!("\"{}\"", v[field].as_str().unwrap_or("?")),
     }
 }
 
 /// The top-level fields in which `was` and `is` differ, each with both values (cut short).
-fn fields_differing(was: &Value, is: &Value) -> String {
+fn fields_differing(was: &Value, is: &Value, t: &Texts) -> String {
     let cut = |v: &Value| {
         let t = v.to_string();
         match t.char_indices().nth(160) {
@@ -294,13 +302,7 @@ fn fields_differing(was: &Value, is: &Value) -> String {
         .collect();
     keys.into_iter()
         .filter(|k| was[k.as_str()] != is[k.as_str()])
-        .map(|k| {
-            format!(
-                "{k} was {} and is {}",
-                cut(&was[k.as_str()]),
-                cut(&is[k.as_str()])
-            )
-        })
+        .map(|k| t.replay_field(k, cut(&was[k.as_str()]), cut(&is[k.as_str()])))
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -374,10 +376,10 @@ mod tests {
         let replayed = serde_json::json!({"task": {X: {"task_id": X, "task_name": "Haiku",
             "started_at": 99, "execution_state": "finished"}},
             "step": {Y: {"step_id": Y, "task_id": X, "executor": "think", "ended_at": 77}}});
-        assert!(state_differences(&recorded, &replayed, &ids, 10).is_empty());
+        assert!(state_differences(&recorded, &replayed, &ids, 10, &Texts::english()).is_empty());
         let mut failed = replayed.clone();
         failed["task"][X]["execution_state"] = "failed".into();
-        let d = state_differences(&recorded, &failed, &ids, 10);
+        let d = state_differences(&recorded, &failed, &ids, 10, &Texts::english());
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(
             d[0],
@@ -385,7 +387,7 @@ mod tests {
         );
         let mut gone = replayed.clone();
         gone["task"] = serde_json::json!({});
-        let d = state_differences(&recorded, &gone, &ids, 10);
+        let d = state_differences(&recorded, &gone, &ids, 10, &Texts::english());
         assert_eq!(
             d,
             ["task \"Haiku\" of the recorded run is not in the replayed one"]
