@@ -651,11 +651,12 @@ fn hash_password(password: Option<String>) -> ExitCode {
     }
 }
 
-/// What `serve` says as it stops: that it stopped, and where the team's data is.
-fn stopped_line(place: Option<&str>) -> String {
+/// What `serve` says as it stops, in the team's language: that it stopped, and where the
+/// team's data is.
+fn stopped_line(place: Option<&str>, t: &cohort::prompt::Texts) -> String {
     match place {
-        Some(place) => format!("Cohort stopped; the team's data is in {place}"),
-        None => "Cohort stopped; nothing was stored (--no-data)".to_owned(),
+        Some(place) => t.serve_stopped(place),
+        None => t.serve_stopped_nothing_stored(),
     }
 }
 
@@ -697,9 +698,10 @@ fn serve(
             }
             // Watched before the store is opened: a SIGTERM meanwhile is a clean stop too.
             let stop = cohort::run::stop_signal();
+            // What serve says is in the team's language.
+            let texts = cfg.prompt_set()?.texts().clone();
             let opened = match &data {
                 Some(d) => {
-                    let texts = cfg.prompt_set()?.texts().clone();
                     d.open(Some(cohort::store::default_path(team)), &texts)
                         .await?
                 }
@@ -714,15 +716,10 @@ fn serve(
                 web,
                 opened.map(|o| o.store),
                 stop,
-                |addr| {
-                    eprintln!(
-                        "Cohort is serving {} on http://{addr} (Ctrl-C to stop)",
-                        team.display()
-                    );
-                },
+                |addr| eprintln!("{}", texts.serve_serving(team.display(), addr)),
             )
             .await?;
-            eprintln!("{}", stopped_line(place.as_deref()));
+            eprintln!("{}", stopped_line(place.as_deref(), &texts));
             anyhow::Ok(())
         };
         match run.await {

@@ -68,13 +68,15 @@ pub async fn serve(
     // cleanly as one later (the default action would kill it).
     let stop = cohort::run::stop_signal();
     let store = Arc::new(cohort::store::SqlStore::open_postgres_node(url).await?);
-    eprintln!("The team's data is in {}", store.url());
+    // What the node says is in the team's language.
+    let texts = cfg.prompt_set()?.texts().clone();
+    eprintln!("{}", texts.data_is_in(store.url()));
     let file = std::fs::read(team).with_context(|| format!("reading {}", team.display()))?;
     let bus = match &node.nats {
         Some(o) => {
             let bus = Bus::connect(o, &cfg.name, &node.name).await?;
             let (at, stream) = (&bus.shown, &bus.names.events_stream);
-            eprintln!("The team's events go to NATS at {at} (stream {stream})");
+            eprintln!("{}", texts.node_events_to_nats(at, stream));
             Some(Arc::new(bus))
         }
         None => None,
@@ -88,11 +90,10 @@ pub async fn serve(
     };
     let name = node.name;
     cohort::node::serve_node(cfg, host, bind, web, store.clone(), options, stop, |addr| {
-        let team = team.display();
-        eprintln!("Node {name} of {team} is up on http://{addr} (Ctrl-C to stop)");
+        eprintln!("{}", texts.node_up(&name, team.display(), addr));
     })
     .await?;
-    eprintln!("{}", crate::stopped_line(Some(store.url())));
+    eprintln!("{}", crate::stopped_line(Some(store.url()), &texts));
     Ok(())
 }
 

@@ -862,6 +862,16 @@ catalog!(
     run_min_s(m, s),
     /// Where the team's data is kept (`cohort run`, `serve`, `replay` at start).
     data_is_in(place),
+    /// `cohort serve` is serving the team on an address.
+    serve_serving(team, addr),
+    /// `cohort serve` stopped; where the team's data is.
+    serve_stopped(place),
+    /// `cohort serve` stopped, with nothing stored.
+    serve_stopped_nothing_stored(),
+    /// A node sends the team's events to NATS (`at`), in a stream.
+    node_events_to_nats(at, stream),
+    /// A node of the team is up on an address.
+    node_up(name, team, addr),
     // ---- `cohort replay`'s report (`src/cli/replay_cmd.rs`, `call/replay.rs`) ----
     /// The replay starts.
     replay_start(calls, goal),
