@@ -244,20 +244,8 @@ async fn fork(args: &ReplayArgs, cfg: &TeamConfig, step: StepId, t: &Texts) -> a
             since,
         )))
     });
-    eprintln!(
-        "{}",
-        t.replay_forking(
-            &at.task_id,
-            &step,
-            &at.step_intention,
-            recorded.calls.iter().filter(|c| c.seq < point).count(),
-            if live {
-                t.replay_then_live()
-            } else {
-                t.replay_then_record()
-            }
-        )
-    );
+    let before = recorded.calls.iter().filter(|c| c.seq < point).count();
+    say_forking(&at, before, live, t);
     let record = Record::forked(recorded.calls, live.then_some(point));
     let host = host(&record, &tools)?;
     let timeout = Duration::from_secs(args.timeout);
@@ -277,6 +265,20 @@ async fn fork(args: &ReplayArgs, cfg: &TeamConfig, step: StepId, t: &Texts) -> a
     } else {
         1
     })
+}
+
+/// Says what the fork does: where, how many recorded calls answer before its step, and who
+/// answers from it on.
+fn say_forking(at: &cohort::state::StepState, before: usize, live: bool, t: &Texts) {
+    let then = if live {
+        t.replay_then_live()
+    } else {
+        t.replay_then_record()
+    };
+    eprintln!(
+        "{}",
+        t.replay_forking(&at.task_id, &at.step_id, &at.step_intention, before, then)
+    );
 }
 
 /// `<store>.fork-<the step's first 8>.db`, beside the store.
