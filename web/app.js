@@ -2,7 +2,9 @@
 // This is the entry: the session (sign in, sign out), the live feed, which parts of the page a
 // change marks dirty, the painter that redraws them, the tabs and the page's event wiring. The
 // views are modules of their own: tasks.js, chat.js, agents.js, composer.js, control.js,
-// failures.js, timeline.js, nodes.js; what they share is in ctx.js.
+// failures.js, timeline.js, nodes.js; what they share is in ctx.js. Every text they write comes
+// from i18n.js, in the team's language or the one the person chose; it is set before anything
+// is drawn (`boot`).
 //
 // Data flow: the websocket sends a snapshot of the four states, then one event per change.
 // Events go into the Store (by version, older ones ignored); each marks the parts of the page
