@@ -521,7 +521,9 @@ catalog!(
     // ---- the steps a skill adds or plans in the agent's place (`skills/*.rs`) ----
     /// Title of the summary step that closes a stage.
     summary_closing_intention(),
-    /// Its text; it names what to report.
+    /// Its text. It names what to report (the result itself, and how it was reached): a
+    /// wording that only said "summarise what was achieved" was handed back as the summary
+    /// itself by a real 1.5B model, re-asked three times.
     summary_closing_text(),
     /// A reflection's note when it planned nothing.
     reflection_empty_note(),

@@ -126,10 +126,8 @@ fn close_reflection(
     if planner != Skill::Reflection || !(asked == 0 || nothing_new || last_reflection) {
         return None;
     }
-    // A reflection that plans nothing means nothing is left to correct: close the stage. The
-    // summary step's text names what to report: a real 1.5B model handed back the older
-    // wording ("Reflection found nothing left to do; summarise what was achieved") as its
-    // summary, re-asked three times.
+    // A reflection that plans nothing means nothing is left to correct: close the stage with a
+    // summary step (its text says what to report: see `Texts::summary_closing_text`).
     let t = &agent.texts;
     *accepted = vec![PlannedStep::new(
         Executor::Skill(Skill::Summary),
