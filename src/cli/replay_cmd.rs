@@ -12,7 +12,7 @@ use cohort::actors::Host;
 use cohort::config::{TeamConfig, load_team};
 use cohort::ids::{StepId, TaskId};
 use cohort::llm::recorded::Call;
-use cohort::llm::replay::Record;
+use cohort::llm::replay::{Record, TURN_WAIT};
 use cohort::mcp::McpCall;
 use cohort::mcp::replay::ToolRecord;
 use cohort::prompt::Texts;
@@ -161,6 +161,7 @@ fn compare(
             report.outcome.describe(timeout, t)
         )
     );
+    say_out_of_turn(record, t);
     let tools_left = tools.map_or(0, |tools| {
         eprintln!("{}", t.replay_tools(tools.served(), tools.left()));
         tools.left()
@@ -175,6 +176,14 @@ fn compare(
         eprintln!("{}", t.replay_same());
     }
     same
+}
+
+/// Says how many calls were answered out of their recorded turn, if any were.
+fn say_out_of_turn(record: &Record, t: &Texts) {
+    if record.out_of_turn() > 0 {
+        let seconds = TURN_WAIT.as_secs();
+        eprintln!("{}", t.replay_out_of_turn(record.out_of_turn(), seconds));
+    }
 }
 
 /// Says how many requests differed from the recorded ones, and where the first did.
@@ -307,6 +316,7 @@ fn say_fork(
             record.live()
         )
     );
+    say_out_of_turn(record, t);
     say_divergences(record, t);
     eprintln!("{}", t.replay_fork_where(out.display(), team.display()));
 }

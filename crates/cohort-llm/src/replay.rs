@@ -3,15 +3,27 @@
 //! checked against the recorded one (through the map of the two runs' ids, see
 //! `call::replay`): a prompt that differs is a divergence, kept with its first differing line,
 //! so a prompt change's effect shows without a model. No call leaves the process.
+//!
+//! The calls are also answered in the turn they were asked in across the team (see
+//! [`Record::in_turn`]): which step an agent takes next, and what it has heard by then, depend
+//! on which other agents' answers have come, so a replay answering everything at once could
+//! run another schedule than the recorded one and end in other states.
 
 use super::recorded::Call;
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use cohort_core::call::replay::{FirstDifference, IdMap};
 use cohort_core::ids::{AgentId, StepId};
 use futures::future::BoxFuture;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How long a call waits for the calls recorded before it to be asked. Replayed answers come
+/// at once, so a wait this long means the run has left the recorded schedule (a call the
+/// record has no turn for, or one it will never ask): the call then goes ahead.
+pub const TURN_WAIT: Duration = Duration::from_secs(5);
 
 /// A request that differs from the recorded one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,13 +49,18 @@ pub struct Record {
     served: AtomicUsize,
     /// How many calls went to the live model (past a fork's point).
     live: AtomicUsize,
+    /// The `seq` of each recorded call served from the record and not asked for yet.
+    unasked: Mutex<BTreeSet<u64>>,
+    /// Told whenever a recorded call is asked for.
+    asked: Notify,
+    /// How many calls went ahead after waiting [`TURN_WAIT`] for their turn.
+    out_of_turn: AtomicUsize,
 }
 
 /// How a request is answered.
 enum Answer {
-    Recorded(ChatReply),
-    /// Abandoned then: whatever abandoned it will do so again.
-    Abandoned,
+    /// The recorded call of this `seq` answers, once in its turn.
+    Recorded(u64, Result<Option<ChatReply>, LlmError>),
     /// Past a fork's point: the live model answers.
     Live,
 }
@@ -59,7 +76,11 @@ impl Record {
     pub fn forked(mut calls: Vec<Call>, live_from: Option<u64>) -> Arc<Record> {
         calls.sort_by_key(|c| c.seq);
         let mut by_agent: HashMap<AgentId, VecDeque<Call>> = HashMap::new();
+        let mut unasked = BTreeSet::new();
         for c in calls {
+            if live_from.is_none_or(|at| c.seq < at) {
+                unasked.insert(c.seq);
+            }
             by_agent.entry(c.agent_id.clone()).or_default().push_back(c);
         }
         Arc::new(Record {
@@ -69,6 +90,9 @@ impl Record {
             divergences: Mutex::default(),
             served: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
+            unasked: Mutex::new(unasked),
+            asked: Notify::new(),
+            out_of_turn: AtomicUsize::new(0),
         })
     }
 
@@ -88,6 +112,12 @@ impl Record {
     /// How many calls the live model answered (past a fork's point).
     pub fn live(&self) -> usize {
         self.live.load(Ordering::Relaxed)
+    }
+
+    /// How many calls were answered out of their recorded turn (the calls recorded before
+    /// them were not asked for within [`TURN_WAIT`]).
+    pub fn out_of_turn(&self) -> usize {
+        self.out_of_turn.load(Ordering::Relaxed)
     }
 
     /// How many recorded calls no request asked for.
@@ -133,9 +163,14 @@ impl Record {
         };
         self.served.fetch_add(1, Ordering::Relaxed);
         self.check(&call, request);
+        self.unasked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&call.seq);
+        self.asked.notify_waiters();
         let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
-        match (&call.reply, &call.error) {
-            (Some(text), _) => Ok(Answer::Recorded(ChatReply {
+        let reply = match (&call.reply, &call.error) {
+            (Some(text), _) => Ok(Some(ChatReply {
                 text: ids.to_replayed(text),
                 usage: call.usage,
                 cut: call.cut,
@@ -148,11 +183,38 @@ impl Record {
                     })
                     .collect(),
             })),
-            (None, Some(e)) if e.starts_with("abandoned") => Ok(Answer::Abandoned),
+            // Abandoned then: whatever abandoned it will do so again.
+            (None, Some(e)) if e.starts_with("abandoned") => Ok(None),
             (None, e) => Err(LlmError::Replay(format!(
                 "as recorded, the call failed: {}",
                 e.as_deref().unwrap_or("(no reason kept)")
             ))),
+        };
+        Ok(Answer::Recorded(call.seq, reply))
+    }
+
+    /// Waits until every call recorded before `seq` has been asked for (or [`TURN_WAIT`] has
+    /// passed, counted as out of turn), so the answers come in the recorded order.
+    async fn in_turn(&self, seq: u64) {
+        let deadline = tokio::time::Instant::now() + TURN_WAIT;
+        loop {
+            let asked = self.asked.notified();
+            tokio::pin!(asked);
+            // Registered before the check, so an ask between the two is not missed.
+            asked.as_mut().enable();
+            let first = self
+                .unasked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .first()
+                .copied();
+            if first.is_none_or(|first| first >= seq) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, asked).await.is_err() {
+                self.out_of_turn.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
         }
     }
 
@@ -222,13 +284,16 @@ impl ChatModel for Replayed {
     super::delegate_to_inner!();
 
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
-        let answer = match self.record.answer(&request) {
+        let (seq, answer) = match self.record.answer(&request) {
             Ok(Answer::Live) => return self.inner.chat(request),
-            Ok(Answer::Recorded(reply)) => Ok(Some(reply)),
-            Ok(Answer::Abandoned) => Ok(None),
-            Err(e) => Err(e),
+            Ok(Answer::Recorded(seq, answer)) => (Some(seq), answer),
+            Err(e) => (None, Err(e)),
         };
+        let record = self.record.clone();
         Box::pin(async move {
+            if let Some(seq) = seq {
+                record.in_turn(seq).await;
+            }
             match answer? {
                 Some(reply) => {
                     if let Some(p) = &request.progress {
@@ -287,6 +352,11 @@ mod tests {
         let a = model.chat(request("w", "first")).await.unwrap();
         assert_eq!(a.text, "first answer");
         assert_eq!(a.usage.prompt_tokens, 7);
+        let b = model.chat(request("w", "then, changed")).await.unwrap();
+        assert_eq!(
+            b.text, "second",
+            "a changed prompt is still answered as recorded"
+        );
         let m = model
             .chat(request("m", &format!("task {T2}")))
             .await
@@ -295,11 +365,6 @@ mod tests {
             m.text,
             format!("<finish>{T2}</finish>"),
             "the replayed task's id"
-        );
-        let b = model.chat(request("w", "then, changed")).await.unwrap();
-        assert_eq!(
-            b.text, "second",
-            "a changed prompt is still answered as recorded"
         );
         let d = record.divergences();
         assert_eq!(d.len(), 1, "{d:?}");
@@ -311,6 +376,44 @@ mod tests {
             "{more}"
         );
         assert_eq!((record.served(), record.left()), (3, 0));
+        assert_eq!(record.out_of_turn(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_is_answered_once_the_calls_recorded_before_it_were_asked() {
+        let record = Record::new(vec![
+            call("a", 1, "first", "a's"),
+            call("b", 2, "second", "b's"),
+            call("c", 3, "third", "c's"),
+        ]);
+        let shape = crate::scripted::ScriptedModel::new(
+            crate::scripted::Script::parse("replies: {}").unwrap(),
+        );
+        let model = Replayed::new(shape, record.clone());
+        let b = tokio::spawn(model.chat(request("b", "second")));
+        tokio::task::yield_now().await;
+        assert!(!b.is_finished(), "b waits for a's turn");
+        let a = model.chat(request("a", "first")).await.unwrap();
+        assert_eq!(a.text, "a's");
+        assert_eq!(b.await.unwrap().unwrap().text, "b's");
+        assert_eq!(record.out_of_turn(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_whose_turn_never_comes_goes_ahead_and_is_counted() {
+        let record = Record::new(vec![
+            call("a", 1, "never asked", "a's"),
+            call("b", 2, "second", "b's"),
+        ]);
+        let shape = crate::scripted::ScriptedModel::new(
+            crate::scripted::Script::parse("replies: {}").unwrap(),
+        );
+        let model = Replayed::new(shape, record.clone());
+        let started = tokio::time::Instant::now();
+        let b = model.chat(request("b", "second")).await.unwrap();
+        assert_eq!(b.text, "b's");
+        assert!(started.elapsed() >= TURN_WAIT);
+        assert_eq!((record.out_of_turn(), record.left()), (1, 1));
     }
 
     #[tokio::test]
