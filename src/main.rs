@@ -15,22 +15,13 @@ mod cli;
 use cli::data::{DataArgs, read_store};
 use cli::{check, output, run_cmd};
 
+/// mimalloc with its own defaults. Freed memory goes back to the system 10 ms after it was
+/// freed (`purge_delay`), not at once: at once, every burst of work faulted fresh pages in
+/// again (the kernel zeroing them), which made 1,000 workers ~1.7× slower and recording every
+/// model call cost 1.12× on the step path instead of 1.05×, and did not lower the memory
+/// flood's peak (BENCHMARKS.md, 2026-12-06).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e`, mimalloc.h; the Rust
-/// bindings name the options around it but not it).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// Memory a burst freed goes back to the system at once rather than 10 ms later: a team that
-/// just took a flood of large messages then holds what it keeps, not what it used for a
-/// moment (the load_memory bench: peak RSS 318 → 241 MiB; the step and 1,000-worker figures
-/// unchanged, see BENCHMARKS.md).
-fn return_freed_memory_at_once() {
-    // SAFETY: sets one of mimalloc's options to a value it documents (0: purge at once);
-    // called first thing in main, before any thread of ours starts.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-}
 
 #[derive(Parser)]
 #[command(name = "cohort", version, about = "An actor-based multi-agent runtime")]
@@ -252,7 +243,6 @@ fn quiet_on_closed_pipe() {
 }
 
 fn main() -> ExitCode {
-    return_freed_memory_at_once();
     tracing_subscriber::fmt()
         .with_ansi(output::colour())
         .with_env_filter(

@@ -101,13 +101,14 @@ fn memory_rows(v: &Value, out: &mut Vec<Row>) {
             v["feeds"]
         ),
         format!(
-            "{:.0} → {:.0} MiB ({:+.0} MiB); {} taken in {:.1} s, {} times told to wait (503) and sent again",
+            "{:.0} → {:.0} MiB ({:+.0} MiB); {} taken in {:.1} s, {} times told to wait (503) and sent again, {} refused otherwise",
             f(&v["rss_start_mib"]),
             f(&v["rss_peak_mib"]),
             f(&v["rss_peak_mib"]) - f(&v["rss_start_mib"]),
             v["accepted"],
             f(&v["flood_s"]),
-            v["refused"]
+            v["refused"],
+            v["failed"]
         ),
         "peak ≤ 512 MB, growth ≤ 256 MB",
     ));
@@ -130,11 +131,11 @@ fn memory_rows(v: &Value, out: &mut Vec<Row>) {
 
 /// The team of `load_memory` and `load_runaway`: a scripted manager answering as `manager`
 /// says, a worker that notes whatever it is told, and the operator.
-fn scripted_team(name: &str, manager: &str) -> Result<(Scratch, PathBuf), String> {
+fn scripted_team(name: &str, manager: &str, more: &str) -> Result<(Scratch, PathBuf), String> {
     let scratch = Scratch::new(name).map_err(|e| e.to_string())?;
     let hash = crate::auth::hash_password(PASSWORD)?;
     let team = format!(
-        "name: {name}\nllm: {{provider: scripted, script: script.yaml}}\n\
+        "name: {name}\nllm: {{provider: scripted, script: script.yaml}}\n{more}\
          agents:\n  - {{id: manager, role: manager, skills: [process_message, decision, task_manager]}}\n  \
          - {{id: worker, role: worker, skills: [planning, think, summary, process_message]}}\n\
          humans:\n  - id: operator\n    role: operator\n    access: operator\n    password_hash: \"{hash}\"\n"
@@ -213,7 +214,11 @@ async fn feeds(c: &Client, n: usize) -> Vec<tokio::task::JoinHandle<()>> {
 pub fn memory(messages: usize, chars: usize, readers: usize, feeds_each: usize) -> Figures {
     let rules = "      - {when: \"GOAL\", text: '<task_instruction>{\"action\": \"add_task\", \"task_name\": \"g\", \"task_intention\": \"Do it.\"}</task_instruction>'}\n      \
                  - {when: \"\", text: '<task_instruction>{\"action\": \"finish_task\", \"task_id\": \"{{task_id}}\", \"task_summary\": \"Done: it is done.\", \"outcome\": \"finished\"}</task_instruction>'}\n";
-    let (scratch, file) = scripted_team("load-memory", rules)?;
+    // Every message of the flood is a person's message in the base task, which the goal
+    // limits (`http.goals_per_person`, 5 in 15 s) would refuse from the sixth on: this
+    // scenario measures the memory a flood that is let in takes, so the limits let it in.
+    let limits = "http: {goals_per_person: 1000000, running_tasks: 1000000}\n";
+    let (scratch, file) = scripted_team("load-memory", rules, limits)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let server = ServeChild::start(&exe, &file, None, Some(&scratch.0.join("team.db")))?;
     runtime()?.block_on(async {
@@ -310,7 +315,7 @@ async fn read_list(c: &Arc<Client>, readers: usize) -> (f64, f64, Value, usize) 
 /// `seconds` later, and the server's RSS.
 pub fn runaway(seconds: u64) -> Figures {
     let rules = "      - {when: \"\", text: '<task_instruction>{\"action\": \"add_task\", \"task_name\": \"more\", \"task_intention\": \"Do more.\"}</task_instruction>'}\n";
-    let (_scratch, file) = scripted_team("load-runaway", rules)?;
+    let (_scratch, file) = scripted_team("load-runaway", rules, "")?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let server = ServeChild::start(&exe, &file, None, None)?;
     runtime()?.block_on(async {

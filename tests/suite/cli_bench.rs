@@ -41,3 +41,23 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
     assert!(!table.contains("NOT all committed"), "{table}");
     assert!(!table.contains("NOT all 200"), "{table}");
 }
+
+/// The memory flood measures what it says only when the server takes every message: a limit
+/// that refuses most of them (as the goal limit did, unnoticed, with the figure taken from 4
+/// messages of 2,000) leaves a figure of nothing.
+#[test]
+fn the_memory_floods_messages_are_all_taken() {
+    let job = r#"{"scenario": "load_memory", "messages": 40, "chars": 16384, "readers": 4, "feeds": 1}"#;
+    let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
+        .args(["bench", "--child", job])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    let figures: serde_json::Value = said
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no figures in {said}"));
+    assert_eq!(figures["accepted"], 40, "{figures}");
+    assert_eq!(figures["failed"], 0, "{figures}");
+}
