@@ -6,7 +6,7 @@
 //!
 //! | crate | modules |
 //! |---|---|
-//! | `cohort-core` | [`ids`], [`clock`], [`problem`], [`auth`], [`policy`], [`state`], [`event`], [`message`], [`notice`], [`call`], [`prompt`], [`config`], [`parse`], [`skills`], [`agent`], [`sync`] |
+//! | `cohort-core` | [`ids`], [`clock`], [`problem`], [`auth`], [`policy`], [`state`], [`event`], [`message`], [`notice`], [`call`], [`server_description`], [`prompt`], [`config`], [`parse`], [`skills`], [`agent`], [`sync`] |
 //! | `cohort-llm` | [`llm`] |
 //! | `cohort-mcp` | [`mcp`] |
 //! | `cohort-mcp-servers` | [`bundled`] |
@@ -19,7 +19,7 @@
 
 pub use cohort_core::{
     attachment, auth, call, clock, config, event, ids, lease, message, notice, parse, policy,
-    problem, prompt, skills, state, step, team,
+    problem, prompt, server_description, skills, state, step, team,
 };
 pub use cohort_llm as llm;
 pub use cohort_mcp as mcp;

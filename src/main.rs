@@ -547,7 +547,8 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
     let opts = cohort::mcp::McpOptions::new(exe, &vars);
     match command {
         McpCommand::Describe { server } => {
-            print_json(&cohort::mcp::cli::describe(&server, opts, &vars).await?)?;
+            let described = cohort::mcp::cli::describe(&server, opts, &vars).await?;
+            print_json(&serde_json::to_value(&*described)?)?;
         }
         McpCommand::Call {
             server,
@@ -583,7 +584,7 @@ async fn mcp_work(command: McpCommand) -> anyhow::Result<()> {
             };
             let place = opts.oauth_tokens.clone();
             let described = cohort::mcp::cli::describe(&server, opts, &vars).await?;
-            let tools = described["tools"].as_array().map_or(0, Vec::len);
+            let tools = described.tools.len();
             match place {
                 cohort::mcp::oauth::TokenPlace::Dir(dir) => eprintln!(
                     "Authorized: the server lists {tools} tools. Its tokens are kept in {} (only \

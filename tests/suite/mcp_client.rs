@@ -7,6 +7,7 @@
 use crate::support::mcp;
 
 use cohort::mcp::{McpCall, McpClient, McpError, McpOptions, McpServerConfig, McpTransport};
+use cohort::server_description::ServerDescription;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,12 +36,12 @@ fn long_operation(seconds: u64) -> McpCall {
     )
 }
 
-fn names(list: &Value) -> Vec<&str> {
-    list.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["name"].as_str().unwrap())
-        .collect()
+fn names(d: &ServerDescription) -> Vec<&str> {
+    d.tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+fn prompt_names(d: &ServerDescription) -> Vec<&str> {
+    d.prompts.iter().map(|p| p.name.as_str()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,25 +52,20 @@ async fn everything_server_is_described_and_its_tools_resources_and_prompts_call
         Duration::from_secs(30),
     )]);
     let d = c.describe("ev").await.unwrap();
-    let tools = names(&d["tools"]);
+    let tools = names(&d);
     assert!(
         tools.contains(&"echo") && tools.contains(&"get-sum"),
         "{tools:?}"
     );
-    let sum = d["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "get-sum")
-        .unwrap();
-    assert_eq!(sum["input_schema"]["required"], json!(["a", "b"]), "{sum}");
-    assert!(!d["resources"].as_array().unwrap().is_empty(), "{d}");
-    assert!(
-        !d["resource_templates"].as_array().unwrap().is_empty(),
-        "{d}"
+    let sum = d.tool("get-sum").unwrap();
+    assert_eq!(sum.input_schema["required"], json!(["a", "b"]), "{sum:?}");
+    assert!(!d.resources.is_empty(), "{d:?}");
+    assert!(!d.resource_templates.is_empty(), "{d:?}");
+    assert!(prompt_names(&d).contains(&"args-prompt"), "{d:?}");
+    assert_eq!(
+        c.call("ev", &McpCall::Describe).await.unwrap(),
+        serde_json::to_value(&*d).unwrap()
     );
-    assert!(names(&d["prompts"]).contains(&"args-prompt"), "{d}");
-    assert_eq!(c.call("ev", &McpCall::Describe).await.unwrap(), d);
 
     let echoed = c
         .call("ev", &tool("echo", json!({"message": "hello there"})))
@@ -82,7 +78,7 @@ async fn everything_server_is_described_and_its_tools_resources_and_prompts_call
         .unwrap();
     assert!(mcp::first_text(&sum).contains("5.5"), "{sum}");
 
-    let uri = d["resources"][0]["uri"].as_str().unwrap().to_owned();
+    let uri = d.resources[0].uri.clone();
     let read = c
         .call("ev", &McpCall::Resource { uri: uri.clone() })
         .await
@@ -125,18 +121,18 @@ async fn titles_and_output_schemas_are_kept_and_structured_results_checked_again
         Duration::from_secs(30),
     )]);
     let d = c.describe("ev").await.unwrap();
-    let tools = d["tools"].as_array().unwrap();
-    let structured = tools
-        .iter()
-        .find(|t| t["name"] == "get-structured-content")
-        .unwrap();
-    assert_eq!(structured["title"], "Get Structured Content Tool");
+    let structured = d.tool("get-structured-content").unwrap();
     assert_eq!(
-        structured["output_schema"]["required"],
-        json!(["temperature", "conditions", "humidity"]),
-        "{structured}"
+        structured.title.as_deref(),
+        Some("Get Structured Content Tool")
     );
-    let echo = tools.iter().find(|t| t["name"] == "echo").unwrap();
+    let output = structured.output_schema.as_ref().unwrap();
+    assert_eq!(
+        output["required"],
+        json!(["temperature", "conditions", "humidity"]),
+        "{structured:?}"
+    );
+    let echo = serde_json::to_value(d.tool("echo").unwrap()).unwrap();
     assert_eq!(echo.get("output_schema"), None, "no schema, none shown");
     let weather = c
         .call(
@@ -289,10 +285,11 @@ async fn unknown_tools_bad_arguments_and_server_errors_are_told_apart() {
 async fn time_server_from_pypi_tells_the_time() {
     let c = client(vec![mcp::time("time", &mcp::marker("time"))]);
     let d = c.describe("time").await.unwrap();
-    assert!(names(&d["tools"]).contains(&"get_current_time"), "{d}");
+    assert!(names(&d).contains(&"get_current_time"), "{d:?}");
     // It has no prompts or resources: empty lists, not errors.
-    assert_eq!(d["prompts"], json!([]));
-    assert_eq!(d["resources"], json!([]));
+    let listed = serde_json::to_value(&*d).unwrap();
+    assert_eq!(listed["prompts"], json!([]));
+    assert_eq!(listed["resources"], json!([]));
     let now = c
         .call(
             "time",
@@ -575,7 +572,7 @@ async fn streamable_http_servers_are_reached_by_url() {
         oauth: None,
     };
     let c = client(vec![config]);
-    assert!(names(&c.describe("web").await.unwrap()["tools"]).contains(&"echo"));
+    assert!(names(&c.describe("web").await.unwrap()).contains(&"echo"));
     let calls: Vec<McpCall> = (0..5)
         .map(|i| tool("echo", json!({"message": format!("over http {i}")})))
         .collect();
@@ -612,8 +609,8 @@ async fn bundled_workspace_and_notes_servers_run_as_children_of_the_real_binary(
         builtin("notes", &["--file", "notes.json"]),
     ]);
     let d = c.describe("workspace").await.unwrap();
-    assert!(names(&d["tools"]).contains(&"write_file"), "{d}");
-    assert!(names(&d["prompts"]).contains(&"review_file"), "{d}");
+    assert!(names(&d).contains(&"write_file"), "{d:?}");
+    assert!(prompt_names(&d).contains(&"review_file"), "{d:?}");
 
     let write = tool(
         "write_file",

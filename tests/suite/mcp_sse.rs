@@ -104,12 +104,7 @@ async fn an_sse_only_server_is_described_and_called_whether_named_or_found_out()
     for flavor in [HttpFlavor::Sse, HttpFlavor::Auto] {
         let c = client(config(&server.url(), flavor, Duration::from_secs(30)));
         let described = c.describe("old").await.unwrap();
-        let tools: Vec<&str> = described["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|t| t["name"].as_str())
-            .collect();
+        let tools: Vec<&str> = described.tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(tools, ["echo", "wait"], "{flavor:?}");
         // Calls at once share the one session; each gets its own answer.
         let calls: Vec<McpCall> = (0..5)

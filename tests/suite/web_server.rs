@@ -243,14 +243,9 @@ async fn agents_run_it_as_a_child_of_the_binary_with_its_key_passed_by_name() {
         .passing_env_of(std::slice::from_ref(&config), &vars);
     let c = McpClient::new(vec![config], opts);
     let described = c.describe("web").await.unwrap();
-    let tools: Vec<&str> = described["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let tools: Vec<&str> = described.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, ["fetch_url", "web_search"]);
-    assert_eq!(described["tools"][1]["annotations"]["readOnlyHint"], true);
+    assert!(described.tools[1].only_reads());
     let query = McpCall::Tool {
         name: "web_search".into(),
         arguments: json!({"query": "cohort"}).as_object().unwrap().clone(),

@@ -8,6 +8,8 @@
 //! - [`ids`], [`clock`], [`problem`], [`auth`]: newtype ids and `StageRef`, record timestamps,
 //!   config problems, password and session-token hashes; [`lease`], how a node of a team
 //!   across machines keeps its lease, and [`placement`], which node runs which agent.
+//! - [`server_description`]: what an MCP server says it offers (its tools, their schemas and
+//!   annotations, resources, prompts), typed from the MCP client on.
 //! - [`policy`]: a tool call's risk, whether it waits for a person's approval, and the repair
 //!   policy (every rule that mends a model's slip, named, counted and switchable).
 //! - The model layer, whose types refer to each other by design:
@@ -46,6 +48,7 @@ pub mod placement;
 pub mod policy;
 pub mod problem;
 pub mod prompt;
+pub mod server_description;
 pub mod skills;
 pub mod state;
 pub mod step;

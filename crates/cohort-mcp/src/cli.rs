@@ -3,8 +3,10 @@
 
 use super::client::{McpClient, McpOptions};
 use super::{McpCall, load_server};
+use cohort_core::server_description::ServerDescription;
 use serde_json::{Map, Value};
 use std::path::Path;
+use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -36,7 +38,11 @@ async fn with_server<T>(
 }
 
 /// The server's tools, resources, resource templates and prompts.
-pub async fn describe(file: &Path, opts: McpOptions, vars: Vars<'_>) -> Result<Value, CliError> {
+pub async fn describe(
+    file: &Path,
+    opts: McpOptions,
+    vars: Vars<'_>,
+) -> Result<Arc<ServerDescription>, CliError> {
     with_server(file, (opts, vars), async |c, name| {
         Ok(c.describe(name).await?)
     })

@@ -8,14 +8,16 @@
 use super::process::{EXIT_GRACE, INHERITED_VARS, Process, spawn};
 use super::schema::check_arguments;
 use crate::cache::ResultCache;
+use crate::describe::list;
 use crate::elicit::{Askers, Elicitation, Elicitor, Handler};
 use crate::oauth::{Consent, MOST_AUTHORIZATIONS, OAuth, TokenPlace};
 use crate::sse::SseTransport;
 use cohort_core::call::McpCall;
 use cohort_core::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
+use cohort_core::server_description::{ServerDescription, ToolDescription};
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, ErrorCode, GetPromptRequestParams, JsonObject, ReadResourceRequestParams,
+    CallToolRequestParams, GetPromptRequestParams, JsonObject, ReadResourceRequestParams,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -110,15 +112,6 @@ impl McpOptions {
     }
 }
 
-/// One tool as its server describes it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolInfo {
-    /// What the server says it does.
-    pub description: String,
-    /// The JSON schema of its arguments.
-    pub input_schema: Value,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
     #[error("no MCP server named `{0}`")]
@@ -205,7 +198,8 @@ pub struct McpClient {
 struct Slot {
     /// Held only while looking up or (re)connecting the session, never across a call.
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
-    description: Mutex<Option<Arc<Description>>>,
+    /// The server's description once it was asked for (or answered from a replay's record).
+    description: Mutex<Option<Arc<ServerDescription>>>,
     /// Who answers for each call under way (`call_asking`).
     askers: Arc<Askers>,
     /// Its read-only tools' results, when its file sets `cache_secs`.
@@ -221,21 +215,6 @@ impl Slot {
             cache: server.cache.map(ResultCache::new),
         }
     }
-}
-
-struct Description {
-    json: Value,
-    /// Tool name → input schema, for the argument check.
-    schemas: BTreeMap<String, Value>,
-    /// Tool name → what the server says it does.
-    descriptions: BTreeMap<String, String>,
-    /// Tool name → output schema, for the check of its structured results.
-    outputs: BTreeMap<String, Value>,
-    /// Tools that say they only read (`readOnlyHint`): their results may be cached.
-    read_only: BTreeSet<String>,
-    /// Tools whose annotations say calling them again does no harm (`readOnlyHint` or
-    /// `idempotentHint`).
-    repeatable: BTreeSet<String>,
 }
 
 struct Session {
@@ -278,11 +257,7 @@ impl McpClient {
     }
 
     /// The server's description if it was fetched already (never connects).
-    pub fn cached_description(&self, server: &str) -> Option<Value> {
-        self.cached(server).map(|d| d.json.clone())
-    }
-
-    fn cached(&self, server: &str) -> Option<Arc<Description>> {
+    pub fn cached_description(&self, server: &str) -> Option<Arc<ServerDescription>> {
         let i = self.servers.iter().position(|s| s.name == server)?;
         self.slots[i]
             .description
@@ -291,22 +266,17 @@ impl McpClient {
             .clone()
     }
 
-    /// `tool` of `server` as its description fetched already tells it (never connects): what
-    /// it does and its input schema; `None` when not described yet or it has no such tool.
-    pub fn cached_tool(&self, server: &str, tool: &str) -> Option<ToolInfo> {
-        let d = self.cached(server)?;
-        Some(ToolInfo {
-            description: d.descriptions.get(tool).cloned().unwrap_or_default(),
-            input_schema: d.schemas.get(tool)?.clone(),
-        })
+    /// `tool` of `server` as its description fetched already tells it (never connects); `None`
+    /// when not described yet or it has no such tool.
+    pub fn cached_tool(&self, server: &str, tool: &str) -> Option<ToolDescription> {
+        self.cached_description(server)?.tool(tool).cloned()
     }
 
-    /// `{"tools": [{name, description, input_schema}], "resources": [{uri, name, description,
-    /// mime_type}], "resource_templates": [{uri_template, …}], "prompts": [{name, description,
-    /// arguments}]}`; a capability the server lacks is an empty list. Cached after the first
-    /// success.
-    pub async fn describe(&self, server: &str) -> Result<Value, McpError> {
-        Ok(self.description(server, false).await?.json.clone())
+    /// The server's instructions, tools (with their schemas and annotations), resources,
+    /// resource templates and prompts; a capability the server lacks is an empty list. Cached
+    /// after the first success.
+    pub async fn describe(&self, server: &str) -> Result<Arc<ServerDescription>, McpError> {
+        self.description(server, false).await
     }
 
     /// Whether `call` may be made again after a restart cut it off: reading a resource or a
@@ -316,7 +286,7 @@ impl McpClient {
         match call {
             McpCall::Describe | McpCall::Resource { .. } | McpCall::Prompt { .. } => true,
             McpCall::Tool { name, .. } => match self.description(server, false).await {
-                Ok(d) => d.repeatable.contains(name),
+                Ok(d) => d.tool(name).is_some_and(ToolDescription::repeatable),
                 Err(e) => {
                     tracing::warn!(server, tool = %name, "cannot tell if the call may be repeated: {e}");
                     false
@@ -339,10 +309,7 @@ impl McpClient {
             .unwrap_or_default();
         match self.description(server, false).await {
             Ok(d) => {
-                let annotations = d.json["tools"]
-                    .as_array()
-                    .and_then(|ts| ts.iter().find(|t| t["name"] == tool))
-                    .and_then(|t| t.get("annotations"));
+                let annotations = d.tool(tool).and_then(|t| t.annotations.as_ref());
                 cohort_core::policy::judge(tool, annotations, &overrides, &self.opts.texts)
             }
             Err(e) if overrides.is_empty() => cohort_core::policy::ToolRisk {
@@ -364,21 +331,13 @@ impl McpClient {
             .server(server)
             .map(|s| s.risk.clone())
             .unwrap_or_default();
-        let tools = description["tools"].as_array().into_iter().flatten();
-        Some(
-            tools
-                .filter_map(|t| {
-                    let name = t["name"].as_str()?;
-                    let risk = cohort_core::policy::judge(
-                        name,
-                        t.get("annotations"),
-                        &overrides,
-                        &self.opts.texts,
-                    );
-                    Some((name.to_owned(), risk))
-                })
-                .collect(),
-        )
+        let judged = |t: &ToolDescription| {
+            let annotations = t.annotations.as_ref();
+            let risk =
+                cohort_core::policy::judge(&t.name, annotations, &overrides, &self.opts.texts);
+            (t.name.clone(), risk)
+        };
+        Some(description.tools.iter().map(judged).collect())
     }
 
     /// [`call`](Self::call), with a question the server asks during it going to `asker`
@@ -401,8 +360,14 @@ impl McpClient {
                 Some(Ok(described)) if matches!(call, McpCall::Describe) => {
                     // Described as then: what later prompts show of the server.
                     let (_, slot) = self.lookup(server)?;
-                    let description = Arc::new(Description::of(described.clone()));
-                    *slot.description.lock().expect("poisoned") = Some(description);
+                    match serde_json::from_value::<ServerDescription>(described.clone()) {
+                        Ok(then) => *slot.description.lock().expect("poisoned") = Some(then.into()),
+                        // Not a description this client wrote: the server describes itself
+                        // when asked.
+                        Err(e) => {
+                            tracing::warn!(server, "its recorded description is unreadable: {e}")
+                        }
+                    }
                     return Ok(described);
                 }
                 Some(outcome) => return outcome.map_err(McpError::Replayed),
@@ -417,7 +382,7 @@ impl McpClient {
             }
         }
         match call {
-            McpCall::Describe => self.describe(server).await,
+            McpCall::Describe => Ok(to_json(&*self.describe(server).await?)),
             McpCall::Tool { name, arguments } => self.call_tool(server, name, arguments).await,
             McpCall::Resource { uri } => {
                 let params = ReadResourceRequestParams::new(uri.clone());
@@ -475,10 +440,11 @@ impl McpClient {
         let (_, slot) = self.lookup(server)?;
         let description = self.description(server, false).await?;
         // A read-only tool's result, when the server's results are cached and this call's is.
+        let described = description.tool(tool);
         let cache = slot
             .cache
             .as_ref()
-            .filter(|_| description.read_only.contains(tool));
+            .filter(|_| described.is_some_and(ToolDescription::only_reads));
         if let Some((mut json, age)) = cache.and_then(|c| c.get(tool, arguments)) {
             json["cached"] = json!({ "age_ms": age.as_millis() as u64 });
             return Ok(json);
@@ -498,7 +464,8 @@ impl McpClient {
                 message: text_of(&json["content"]),
             });
         }
-        if let Some(schema) = description.outputs.get(tool) {
+        let output = described.and_then(|t| t.output_schema.as_ref());
+        if let Some(schema) = output.filter(|s| s.is_object()) {
             check_structured(schema, result.structured_content.as_ref()).map_err(|reason| {
                 McpError::BadResult {
                     server: server.into(),
@@ -522,25 +489,32 @@ impl McpClient {
         arguments: &Map<String, Value>,
     ) -> Result<(), McpError> {
         let mut description = self.description(server, false).await?;
-        if !description.schemas.contains_key(tool) {
+        if description.tool(tool).is_none() {
             // The server's tools may have changed since they were cached: look once more.
             description = self.description(server, true).await?;
         }
-        let Some(schema) = description.schemas.get(tool) else {
+        let Some(described) = description.tool(tool) else {
+            let names: BTreeSet<&String> = description.tools.iter().map(|t| &t.name).collect();
             return Err(McpError::UnknownTool {
                 server: server.into(),
                 tool: tool.into(),
-                available: description.schemas.keys().cloned().collect(),
+                available: names.into_iter().cloned().collect(),
             });
         };
-        check_arguments(schema, arguments).map_err(|reason| McpError::InvalidArguments {
-            server: server.into(),
-            tool: tool.into(),
-            reason,
+        check_arguments(&described.input_schema, arguments).map_err(|reason| {
+            McpError::InvalidArguments {
+                server: server.into(),
+                tool: tool.into(),
+                reason,
+            }
         })
     }
 
-    async fn description(&self, server: &str, refresh: bool) -> Result<Arc<Description>, McpError> {
+    async fn description(
+        &self,
+        server: &str,
+        refresh: bool,
+    ) -> Result<Arc<ServerDescription>, McpError> {
         let (_, slot) = self.lookup(server)?;
         if !refresh && let Some(cached) = slot.description.lock().expect("poisoned").clone() {
             return Ok(cached);
@@ -1020,107 +994,6 @@ fn challenge_in(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         cause = c.source();
     }
     None
-}
-
-/// Lists a server's tools, resources, resource templates and prompts; a capability the
-/// server does not declare (or a list method it does not know) is an empty list.
-async fn list(peer: Peer<RoleClient>) -> Result<Description, ServiceError> {
-    let caps = peer.peer_info().map(|info| info.capabilities.clone());
-    let declared =
-        |has: fn(&rmcp::model::ServerCapabilities) -> bool| caps.as_ref().is_none_or(has);
-    let tools = listed(declared(|c| c.tools.is_some()), peer.list_all_tools()).await?;
-    let has_resources = declared(|c| c.resources.is_some());
-    let resources = listed(has_resources, peer.list_all_resources()).await?;
-    let templates = listed(has_resources, peer.list_all_resource_templates()).await?;
-    let prompts = listed(declared(|c| c.prompts.is_some()), peer.list_all_prompts()).await?;
-    // The server's own instructions (e.g. the workspace root and its URI scheme) help an agent
-    // write correct calls.
-    let instructions = peer.peer_info().and_then(|info| info.instructions.clone());
-    let json = json!({
-        "instructions": instructions,
-        "tools": tools.iter().map(|t| {
-            let mut tool = json!({
-                "name": t.name, "description": t.description, "input_schema": t.input_schema,
-            });
-            if let Some(title) = &t.title {
-                tool["title"] = json!(title);
-            }
-            if let Some(output) = &t.output_schema {
-                tool["output_schema"] = json!(output);
-            }
-            if let Some(a) = &t.annotations {
-                tool["annotations"] = to_json(a);
-            }
-            tool
-        }).collect::<Vec<_>>(),
-        "resources": resources.iter().map(|r| json!({
-            "uri": r.uri, "name": r.name, "description": r.description, "mime_type": r.mime_type,
-        })).collect::<Vec<_>>(),
-        "resource_templates": templates.iter().map(|r| json!({
-            "uri_template": r.uri_template, "name": r.name, "description": r.description,
-            "mime_type": r.mime_type,
-        })).collect::<Vec<_>>(),
-        "prompts": prompts.iter().map(|p| json!({
-            "name": p.name, "description": p.description,
-            "arguments": p.arguments.iter().flatten().map(|a| json!({
-                "name": a.name, "description": a.description, "required": a.required.unwrap_or(false),
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    });
-    Ok(Description::of(json))
-}
-
-impl Description {
-    /// A description from its JSON (see [`McpClient::describe`]): each tool's schemas, and
-    /// which tools say they only read or may be called again.
-    fn of(json: Value) -> Description {
-        let tools: Vec<&Value> = json["tools"].as_array().into_iter().flatten().collect();
-        let named = |f: &dyn Fn(&Value) -> Option<Value>| -> BTreeMap<String, Value> {
-            tools
-                .iter()
-                .filter_map(|t| Some((t["name"].as_str()?.to_owned(), f(t)?)))
-                .collect()
-        };
-        let hinted = |hints: &[&str]| -> BTreeSet<String> {
-            tools
-                .iter()
-                .filter(|t| hints.iter().any(|h| t["annotations"][*h] == true))
-                .filter_map(|t| t["name"].as_str().map(str::to_owned))
-                .collect()
-        };
-        Description {
-            schemas: named(&|t| Some(t["input_schema"].clone())),
-            descriptions: tools
-                .iter()
-                .filter_map(|t| {
-                    Some((
-                        t["name"].as_str()?.into(),
-                        t["description"].as_str()?.into(),
-                    ))
-                })
-                .collect(),
-            outputs: named(&|t| t.get("output_schema").filter(|s| s.is_object()).cloned()),
-            read_only: hinted(&["readOnlyHint"]),
-            repeatable: hinted(&["readOnlyHint", "idempotentHint"]),
-            json,
-        }
-    }
-}
-
-/// Runs a list request only if the capability is declared; a server that does not know the
-/// method has nothing to list either.
-async fn listed<T>(
-    declared: bool,
-    request: impl Future<Output = Result<Vec<T>, ServiceError>>,
-) -> Result<Vec<T>, ServiceError> {
-    match if declared {
-        request.await
-    } else {
-        Ok(Vec::new())
-    } {
-        Err(ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => Ok(Vec::new()),
-        other => other,
-    }
 }
 
 /// Whether a tool's structured result fits its output schema: MCP has a tool that declares one

@@ -132,12 +132,7 @@ pub async fn run(
 /// What `scenario` asks of a client once it is connected.
 async fn act(client: &McpClient, scenario: &str) -> Result<(), ConformanceError> {
     let described = client.describe(SERVER).await?;
-    let tools: Vec<&str> = described["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let tools: Vec<&str> = described.tools.iter().map(|t| t.name.as_str()).collect();
     let call = async |name: &str, arguments: serde_json::Value| {
         if !tools.contains(&name) {
             return Err(ConformanceError::NoTool(name.to_owned()));

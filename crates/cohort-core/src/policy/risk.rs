@@ -3,9 +3,9 @@
 //! defines the hints' defaults: a tool that does not say it is read-only may change things,
 //! and one that does not say it is not destructive may destroy them.
 
+use crate::server_description::ToolAnnotations;
 use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// How much harm a tool call may do, ordered `Low < Medium < High`: `tool_approval.auto_run_up_to`
@@ -57,11 +57,11 @@ impl Risk {
     }
 }
 
-/// The risk of calling `tool`, whose MCP annotations are `annotations` (the JSON the server
-/// described, camelCase hints), on a server with `overrides`; its reason in `t`'s language.
+/// The risk of calling `tool`, whose MCP annotations are `annotations` (as its server described
+/// it), on a server with `overrides`; its reason in `t`'s language.
 pub fn judge(
     tool: &str,
-    annotations: Option<&Value>,
+    annotations: Option<&ToolAnnotations>,
     overrides: &RiskOverrides,
     t: &Texts,
 ) -> ToolRisk {
@@ -77,15 +77,11 @@ pub fn judge(
             reason: t.risk_configured_all(r.word(t)),
         };
     }
-    let hint = |name: &str| {
-        annotations
-            .and_then(|a| a.get(name))
-            .and_then(Value::as_bool)
-    };
-    let (risk, reason) = if hint("readOnlyHint") == Some(true) {
+    let hint = |of: fn(&ToolAnnotations) -> Option<bool>| annotations.and_then(of);
+    let (risk, reason) = if hint(|a| a.read_only_hint) == Some(true) {
         (Risk::Low, t.risk_read_only())
-    } else if hint("destructiveHint") == Some(false) {
-        let reason = if hint("openWorldHint") == Some(false) {
+    } else if hint(|a| a.destructive_hint) == Some(false) {
+        let reason = if hint(|a| a.open_world_hint) == Some(false) {
             t.risk_additive_closed()
         } else {
             t.risk_additive_open()
@@ -102,32 +98,45 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn en() -> std::sync::Arc<Texts> {
         Texts::english()
     }
 
+    /// Annotations giving these hints: read-only, destructive, open-world.
+    fn hints(
+        read_only: Option<bool>,
+        destructive: Option<bool>,
+        open_world: Option<bool>,
+    ) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only_hint: read_only,
+            destructive_hint: destructive,
+            open_world_hint: open_world,
+            ..ToolAnnotations::default()
+        }
+    }
+
     #[test]
     fn annotations_give_the_risk_and_its_reason() {
         let none = RiskOverrides::new();
-        let read = json!({"readOnlyHint": true});
+        let read = hints(Some(true), None, None);
         assert_eq!(
             judge("read_file", Some(&read), &none, &en()).risk,
             Risk::Low
         );
-        let append = json!({"destructiveHint": false, "openWorldHint": false});
+        let append = hints(None, Some(false), Some(false));
         assert_eq!(
             judge("append_file", Some(&append), &none, &en()).risk,
             Risk::Medium
         );
-        let write = json!({"destructiveHint": true, "openWorldHint": false});
+        let write = hints(None, Some(true), Some(false));
         let w = judge("write_file", Some(&write), &none, &en());
         assert_eq!(w.risk, Risk::High);
         assert!(w.reason.contains("destructiveHint"));
         assert_eq!(judge("mystery", None, &none, &en()).risk, Risk::High);
         assert_eq!(
-            judge("mystery", Some(&json!({})), &none, &en()).risk,
+            judge("mystery", Some(&ToolAnnotations::default()), &none, &en()).risk,
             Risk::High
         );
     }
@@ -140,7 +149,7 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let read = json!({"readOnlyHint": true});
+        let read = hints(Some(true), None, None);
         assert_eq!(judge("write_file", None, &o, &en()).risk, Risk::Low);
         let r = judge("read_file", Some(&read), &o, &en());
         assert_eq!(r.risk, Risk::Medium);
@@ -150,7 +159,7 @@ mod tests {
     #[test]
     fn the_reason_is_said_in_the_teams_language() {
         let zh = Texts::builtin(crate::texts::Language::Zh);
-        let read = json!({"readOnlyHint": true});
+        let read = hints(Some(true), None, None);
         assert_eq!(
             judge("read_file", Some(&read), &RiskOverrides::new(), &zh).reason,
             "它只读取（readOnlyHint）"

@@ -25,6 +25,7 @@ use super::markdown::{block, bullet, fenced, one_line};
 use super::set::PromptSet;
 use crate::call::media::{MediaRef, media_in};
 use crate::prompt::tokens::TokenCounter;
+use crate::server_description::ServerDescription;
 use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
 use std::collections::BTreeMap;
 
@@ -40,7 +41,7 @@ pub struct PromptContext<'a> {
     pub tool_step: Option<&'a StepState>,
     /// instruction_generation: that server's tools, resources and prompts with their schemas,
     /// when the client already knows them (so the call can be written without guessing).
-    pub tool_capabilities: Option<&'a serde_json::Value>,
+    pub tool_capabilities: Option<&'a ServerDescription>,
     /// tool_decision: this tool's call chain in the stage, oldest first.
     pub tool_history: Option<&'a [StepState]>,
     /// The most tokens the prompt may take (the model's context window less its answer), when

@@ -575,7 +575,10 @@ fn instruction_generation_shows_the_servers_known_capabilities() {
         "write",
         "write a.txt",
     );
-    let caps = json!({"tools": [{"name": "write_file", "input_schema": {"required": ["path", "content"]}}]});
+    let caps: crate::server_description::ServerDescription = serde_json::from_value(
+        json!({"tools": [{"name": "write_file", "input_schema": {"required": ["path", "content"]}}]}),
+    )
+    .unwrap();
     let set = PromptSet::builtin(Language::En);
     let descriptions: BTreeMap<String, String> = [("ws".to_owned(), "files".to_owned())].into();
     let ctx = PromptContext {

@@ -9,6 +9,7 @@
 use crate::call::media::told;
 use crate::call::{ToolCall, ToolRound, ToolSpec};
 use crate::parse::JsonFault;
+use crate::server_description::ServerDescription;
 use crate::state::{Executor, StepExecutionState, StepOrigin, StepResult, StepState};
 use crate::texts::Texts;
 use serde_json::{Map, Value, json};
@@ -21,27 +22,21 @@ pub const TOOL_LOOP_CAP: usize = 25;
 /// (seed 001); the step records the whole result.
 pub const RESULT_SHOWN: usize = 1_000;
 
-/// The functions of a server, from its description (`{"tools": [{name, description,
-/// input_schema}]}`, see `McpClient::describe`).
-pub fn tool_specs(description: &Value) -> Vec<ToolSpec> {
-    description["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| {
-                    Some(ToolSpec {
-                        name: t["name"].as_str()?.to_owned(),
-                        description: t["description"].as_str().unwrap_or_default().to_owned(),
-                        parameters: match &t["input_schema"] {
-                            v @ Value::Object(_) => v.clone(),
-                            _ => json!({ "type": "object" }),
-                        },
-                    })
-                })
-                .collect()
+/// The functions of a server, from its description (see `McpClient::describe`): a tool whose
+/// input schema is not an object takes an object all the same.
+pub fn tool_specs(description: &ServerDescription) -> Vec<ToolSpec> {
+    description
+        .tools
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone().unwrap_or_default(),
+            parameters: match &t.input_schema {
+                v @ Value::Object(_) => v.clone(),
+                _ => json!({ "type": "object" }),
+            },
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 /// The functions one loop offers the model, from the servers the agent may use (the step's own
@@ -57,11 +52,12 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
-    /// The set of `servers`' tools, each server with its description (see [`tool_specs`]).
-    pub fn new(servers: &[(String, Value)]) -> Self {
+    /// The set of `servers`' tools, each server named with its description (see
+    /// [`tool_specs`]).
+    pub fn new<'a>(servers: impl IntoIterator<Item = (&'a str, &'a ServerDescription)>) -> Self {
         let listed: Vec<(&str, Vec<ToolSpec>)> = servers
-            .iter()
-            .map(|(name, description)| (name.as_str(), tool_specs(description)))
+            .into_iter()
+            .map(|(name, description)| (name, tool_specs(description)))
             .collect();
         let mut servers_of: BTreeMap<&str, usize> = BTreeMap::new();
         for (_, specs) in &listed {
@@ -244,6 +240,7 @@ pub fn runs_natively(native_tools: bool, step: &StepState) -> bool {
 mod tests {
     use super::*;
     use crate::ids::StageRef;
+    use crate::server_description::ToolDescription;
 
     fn en() -> std::sync::Arc<Texts> {
         Texts::english()
@@ -259,24 +256,35 @@ mod tests {
 
     #[test]
     fn a_servers_tools_become_functions() {
-        let d = json!({"tools": [
+        let d: ServerDescription = serde_json::from_value(json!({"tools": [
             {"name": "read_file", "description": "Read", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}},
-            {"name": "ping"},
-            {"description": "no name"}
-        ]});
+            {"name": "ping"}
+        ]}))
+        .unwrap();
         let specs = tool_specs(&d);
         assert_eq!(specs.len(), 2);
         assert_eq!(specs[0].parameters["properties"]["path"]["type"], "string");
         assert_eq!(specs[1].parameters, json!({"type": "object"}));
+        assert_eq!(specs[1].description, "");
     }
 
     #[test]
     fn a_loop_offers_every_servers_tools_and_qualifies_a_shared_name() {
-        let tools = |names: &[&str]| json!({"tools": names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()});
-        let set = ToolSet::new(&[
-            ("workspace".into(), tools(&["read_file", "search"])),
-            ("my notes".into(), tools(&["add_note", "search"])),
-        ]);
+        let tools = |names: &[&str]| ServerDescription {
+            tools: names
+                .iter()
+                .map(|n| ToolDescription {
+                    name: (*n).to_owned(),
+                    ..ToolDescription::default()
+                })
+                .collect(),
+            ..ServerDescription::default()
+        };
+        let (workspace, notes) = (
+            tools(&["read_file", "search"]),
+            tools(&["add_note", "search"]),
+        );
+        let set = ToolSet::new([("workspace", &workspace), ("my notes", &notes)]);
         let names: Vec<&str> = set.specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,

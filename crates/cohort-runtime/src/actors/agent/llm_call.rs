@@ -45,7 +45,7 @@ impl AgentActor {
                 step: &step,
                 tool_descriptions: &self.tool_descriptions,
                 tool_step: tool_step.as_ref(),
-                tool_capabilities: tool_capabilities.as_ref(),
+                tool_capabilities: tool_capabilities.as_deref(),
                 tool_history: tool_history.as_deref(),
                 budget: model.as_ref().and_then(|m| m.prompt_budget()),
                 tokens: model

@@ -92,7 +92,11 @@ impl AgentActor {
     }
 
     /// `tool` of `server` as the client last saw it described.
-    pub(super) fn described_tool(&self, server: &str, tool: &str) -> Option<cohort_mcp::ToolInfo> {
+    pub(super) fn described_tool(
+        &self,
+        server: &str,
+        tool: &str,
+    ) -> Option<cohort_core::server_description::ToolDescription> {
         self.mcp.as_ref()?.cached_tool(server, tool)
     }
 

@@ -8,6 +8,7 @@ use actix::prelude::*;
 use cohort_core::policy::tool_retry::ToolRetry;
 use cohort_core::prompt::tokens::TokenCounter;
 use cohort_core::prompt::{PromptContext, build_tool_loop_prompt};
+use cohort_core::server_description::ServerDescription;
 use cohort_core::state::{StepState, TokenUsage};
 use cohort_core::step::complete_tool_loop;
 use cohort_core::step::tool_loop::{ToolLoop, ToolSet, arguments, call_step, shown};
@@ -78,7 +79,7 @@ impl AgentActor {
                 return;
             }
             let tools = match res {
-                Ok(described) => ToolSet::new(&described),
+                Ok(described) => ToolSet::new(described.iter().map(|(s, d)| (s.as_str(), &**d))),
                 Err(e) => return act.end_loop(&step, Err(e), TokenUsage::default(), ctx),
             };
             if tools.specs.is_empty() {
@@ -307,7 +308,7 @@ impl AgentActor {
 async fn describe_servers(
     mcp: &McpClient,
     servers: Vec<String>,
-) -> Result<Vec<(String, Value)>, String> {
+) -> Result<Vec<(String, Arc<ServerDescription>)>, String> {
     let described = futures::future::join_all(servers.iter().map(|s| mcp.describe(s))).await;
     let mut out = Vec::with_capacity(servers.len());
     for (i, (server, result)) in servers.into_iter().zip(described).enumerate() {

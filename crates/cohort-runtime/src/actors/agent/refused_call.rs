@@ -155,7 +155,7 @@ impl AgentActor {
         } = &refused;
         let tool = self.described_tool(server, &refusal.tool);
         let (description, schema) = tool
-            .map(|t| (t.description, t.input_schema))
+            .map(|t| (t.description.unwrap_or_default(), t.input_schema))
             .unwrap_or_default();
         let shown = RefusedCall {
             server,

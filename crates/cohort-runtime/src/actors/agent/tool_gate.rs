@@ -89,7 +89,7 @@ impl AgentActor {
         };
         let description = self
             .described_tool(&server, name)
-            .map(|t| t.description)
+            .and_then(|t| t.description)
             .unwrap_or_default();
         let prompt = judge_prompt(
             (&server, name),
