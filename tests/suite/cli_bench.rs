@@ -47,7 +47,8 @@ fn the_quick_bench_runs_its_scenarios_and_prints_a_table() {
 /// messages of 2,000) leaves a figure of nothing.
 #[test]
 fn the_memory_floods_messages_are_all_taken() {
-    let job = r#"{"scenario": "load_memory", "messages": 40, "chars": 16384, "readers": 4, "feeds": 1}"#;
+    let job =
+        r#"{"scenario": "load_memory", "messages": 40, "chars": 16384, "readers": 4, "feeds": 1}"#;
     let out = Command::new(env!("CARGO_BIN_EXE_cohort"))
         .args(["bench", "--child", job])
         .output()

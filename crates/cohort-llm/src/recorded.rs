@@ -48,6 +48,11 @@ pub struct Call {
     /// When it was sent and when its answer came, ms since the Unix epoch.
     pub sent_at: i64,
     pub answered_at: i64,
+    /// Its answer's place on the clock of [`Call::seq`], among the team's asks and answers: a
+    /// replay gives each answer in the turn it came. 0: no answer came (abandoned), or a
+    /// record from before answers were placed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub answered_seq: u64,
     /// The texts are shared (`Arc`): the log's copy and the record's are one allocation, so
     /// recording a call copies no text on the step's path.
     pub system: Arc<str>,
@@ -74,6 +79,10 @@ pub struct Call {
     pub usage: TokenUsage,
     /// Why the answer was cut short, when it was.
     pub cut: Option<crate::Cut>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Call {
@@ -309,6 +318,7 @@ impl Pending {
     fn answered(&mut self, result: &Result<ChatReply, LlmError>) {
         if let Some(mut call) = self.call.take() {
             call.answered_at = now_ms();
+            call.answered_seq = next_seq();
             let outcome = match result {
                 Ok(r) => {
                     call.reply = Some(Arc::from(r.text.as_str()));
@@ -354,6 +364,7 @@ impl ChatModel for Recorded {
                 step_text: request.step_text.clone(),
                 sent_at: now_ms(),
                 answered_at: 0,
+                answered_seq: 0,
                 system: Arc::from(request.system.as_str()),
                 prompt: Arc::from(request.prompt.as_str()),
                 tool_rounds: request.rounds.len(),

@@ -4,10 +4,11 @@
 //! `call::replay`): a prompt that differs is a divergence, kept with its first differing line,
 //! so a prompt change's effect shows without a model. No call leaves the process.
 //!
-//! The calls are also answered in the turn they were asked in across the team (see
+//! Each answer is also given in its recorded turn among the team's asks and answers (see
 //! [`Record::in_turn`]): which step an agent takes next, and what it has heard by then, depend
-//! on which other agents' answers have come, so a replay answering everything at once could
-//! run another schedule than the recorded one and end in other states.
+//! on which other agents' answers have come and which messages came before an answer, so a
+//! replay answering everything at once could run another schedule than the recorded one and
+//! end in other states.
 
 use super::recorded::Call;
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
@@ -20,9 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// How long a call waits for the calls recorded before it to be asked. Replayed answers come
-/// at once, so a wait this long means the run has left the recorded schedule (a call the
-/// record has no turn for, or one it will never ask): the call then goes ahead.
+/// How long an answer waits for the asks and answers recorded before it. Replayed answers
+/// come at once, so a wait this long means the run has left the recorded schedule (it asks
+/// something only after this answer that the recorded run asked before it): the answer then
+/// goes ahead.
 pub const TURN_WAIT: Duration = Duration::from_secs(5);
 
 /// A request that differs from the recorded one.
@@ -49,17 +51,18 @@ pub struct Record {
     served: AtomicUsize,
     /// How many calls went to the live model (past a fork's point).
     live: AtomicUsize,
-    /// The `seq` of each recorded call served from the record and not asked for yet.
-    unasked: Mutex<BTreeSet<u64>>,
-    /// Told whenever a recorded call is asked for.
-    asked: Notify,
+    /// The asks and answers of the recorded calls served from the record that have not come
+    /// yet, each by its place (a call's `seq`, its `answered_seq`: one clock).
+    to_come: Mutex<BTreeSet<u64>>,
+    /// Told whenever one of them comes.
+    came: Notify,
     /// How many calls went ahead after waiting [`TURN_WAIT`] for their turn.
     out_of_turn: AtomicUsize,
 }
 
 /// How a request is answered.
 enum Answer {
-    /// The recorded call of this `seq` answers, once in its turn.
+    /// The recorded call answers, once in its turn (its answer's place).
     Recorded(u64, Result<Option<ChatReply>, LlmError>),
     /// Past a fork's point: the live model answers.
     Live,
@@ -76,10 +79,13 @@ impl Record {
     pub fn forked(mut calls: Vec<Call>, live_from: Option<u64>) -> Arc<Record> {
         calls.sort_by_key(|c| c.seq);
         let mut by_agent: HashMap<AgentId, VecDeque<Call>> = HashMap::new();
-        let mut unasked = BTreeSet::new();
+        let mut to_come = BTreeSet::new();
         for c in calls {
             if live_from.is_none_or(|at| c.seq < at) {
-                unasked.insert(c.seq);
+                to_come.insert(c.seq);
+                if c.answered_seq > 0 {
+                    to_come.insert(c.answered_seq);
+                }
             }
             by_agent.entry(c.agent_id.clone()).or_default().push_back(c);
         }
@@ -90,8 +96,8 @@ impl Record {
             divergences: Mutex::default(),
             served: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
-            unasked: Mutex::new(unasked),
-            asked: Notify::new(),
+            to_come: Mutex::new(to_come),
+            came: Notify::new(),
             out_of_turn: AtomicUsize::new(0),
         })
     }
@@ -114,8 +120,8 @@ impl Record {
         self.live.load(Ordering::Relaxed)
     }
 
-    /// How many calls were answered out of their recorded turn (the calls recorded before
-    /// them were not asked for within [`TURN_WAIT`]).
+    /// How many calls were answered out of their recorded turn (what was recorded before
+    /// their answer did not come within [`TURN_WAIT`]).
     pub fn out_of_turn(&self) -> usize {
         self.out_of_turn.load(Ordering::Relaxed)
     }
@@ -163,11 +169,7 @@ impl Record {
         };
         self.served.fetch_add(1, Ordering::Relaxed);
         self.check(&call, request);
-        self.unasked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&call.seq);
-        self.asked.notify_waiters();
+        self.came_at(call.seq);
         let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
         let reply = match (&call.reply, &call.error) {
             (Some(text), _) => Ok(Some(ChatReply {
@@ -190,32 +192,50 @@ impl Record {
                 e.as_deref().unwrap_or("(no reason kept)")
             ))),
         };
-        Ok(Answer::Recorded(call.seq, reply))
+        // Its answer's turn: where the record placed it, else (a record from before answers
+        // were placed) right after its ask.
+        let turn = if call.answered_seq > 0 {
+            call.answered_seq
+        } else {
+            call.seq
+        };
+        Ok(Answer::Recorded(turn, reply))
     }
 
-    /// Waits until every call recorded before `seq` has been asked for (or [`TURN_WAIT`] has
-    /// passed, counted as out of turn), so the answers come in the recorded order.
-    async fn in_turn(&self, seq: u64) {
+    /// The ask or answer placed at `place` came.
+    fn came_at(&self, place: u64) {
+        self.to_come
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&place);
+        self.came.notify_waiters();
+    }
+
+    /// Waits until every ask and answer recorded before `turn` has come (or [`TURN_WAIT`] has
+    /// passed, counted as out of turn), then counts the answer placed at `turn` as come: the
+    /// answers come in their recorded turns.
+    async fn in_turn(&self, turn: u64) {
         let deadline = tokio::time::Instant::now() + TURN_WAIT;
         loop {
-            let asked = self.asked.notified();
-            tokio::pin!(asked);
-            // Registered before the check, so an ask between the two is not missed.
-            asked.as_mut().enable();
+            let came = self.came.notified();
+            tokio::pin!(came);
+            // Registered before the check, so one coming between the two is not missed.
+            came.as_mut().enable();
             let first = self
-                .unasked
+                .to_come
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .first()
                 .copied();
-            if first.is_none_or(|first| first >= seq) {
-                return;
+            if first.is_none_or(|first| first >= turn) {
+                break;
             }
-            if tokio::time::timeout_at(deadline, asked).await.is_err() {
+            if tokio::time::timeout_at(deadline, came).await.is_err() {
                 self.out_of_turn.fetch_add(1, Ordering::Relaxed);
-                return;
+                break;
             }
         }
+        self.came_at(turn);
     }
 
     /// Learns the two runs' ids from the request, and keeps where it differs.
@@ -284,15 +304,15 @@ impl ChatModel for Replayed {
     super::delegate_to_inner!();
 
     fn chat(&self, request: ChatRequest) -> BoxFuture<'static, Result<ChatReply, LlmError>> {
-        let (seq, answer) = match self.record.answer(&request) {
+        let (turn, answer) = match self.record.answer(&request) {
             Ok(Answer::Live) => return self.inner.chat(request),
-            Ok(Answer::Recorded(seq, answer)) => (Some(seq), answer),
+            Ok(Answer::Recorded(turn, answer)) => (Some(turn), answer),
             Err(e) => (None, Err(e)),
         };
         let record = self.record.clone();
         Box::pin(async move {
-            if let Some(seq) = seq {
-                record.in_turn(seq).await;
+            if let Some(turn) = turn {
+                record.in_turn(turn).await;
             }
             match answer? {
                 Some(reply) => {
@@ -396,6 +416,32 @@ mod tests {
         let a = model.chat(request("a", "first")).await.unwrap();
         assert_eq!(a.text, "a's");
         assert_eq!(b.await.unwrap().unwrap().text, "b's");
+        assert_eq!(record.out_of_turn(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_waits_for_what_was_asked_before_it_came() {
+        // Recorded: a asked (1), b asked (2), a answered (3), b answered (4); b's step heard
+        // nothing of a's answer.
+        let placed = |mut c: Call, answered: u64| {
+            c.answered_seq = answered;
+            c
+        };
+        let record = Record::new(vec![
+            placed(call("a", 1, "first", "a's"), 3),
+            placed(call("b", 2, "second", "b's"), 4),
+        ]);
+        let shape = crate::scripted::ScriptedModel::new(
+            crate::scripted::Script::parse("replies: {}").unwrap(),
+        );
+        let model = Replayed::new(shape, record.clone());
+        let a = tokio::spawn(model.chat(request("a", "first")));
+        tokio::task::yield_now().await;
+        assert!(!a.is_finished(), "a's answer waits for b's ask");
+        let b = model.chat(request("b", "second")).await.unwrap();
+        assert_eq!(b.text, "b's");
+        assert!(a.is_finished(), "b's answer came after a's");
+        assert_eq!(a.await.unwrap().unwrap().text, "a's");
         assert_eq!(record.out_of_turn(), 0);
     }
 
