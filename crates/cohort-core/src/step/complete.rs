@@ -67,13 +67,15 @@ pub enum Completion {
 pub fn complete_step(
     agent: &mut Agent,
     step_id: &StepId,
-    reply: Result<ChatReply, String>,
+    mut reply: Result<ChatReply, String>,
     now: Now,
     may_ask_again: bool,
 ) -> Completion {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
         return Completion::Done(StepCompletion::vanished());
     };
+    // Held apart from the agent, which the answer changes.
+    let settings = agent.settings.clone();
     let mut output = ExecuteOutput {
         agent_id: Some(agent.agent_id.clone()),
         task_id: Some(step.task_id.clone()),
@@ -94,21 +96,15 @@ pub fn complete_step(
     let mut stage_state = StageAgentState::Working;
     let answered = reply.is_ok();
     let mut fired = Vec::new();
-    let mut reply = reply;
     if let Ok(r) = &mut reply {
-        mend_reply(
-            &agent.settings.repairs,
-            r,
-            &mut fired,
-            &agent.settings.texts,
-        );
+        mend_reply(&settings.repairs, r, &mut fired, &settings.texts);
     }
     let (mut result, failure) = match reply {
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
         // closed work, so the answer is kept for the record and nothing else happens.
         _ if !agent.holds(&step.task_id, &step.stage_id) => (
-            set_aside(&agent.settings.texts),
-            Some(agent.settings.texts.step_set_aside()),
+            set_aside(&settings.texts),
+            Some(settings.texts.step_set_aside()),
         ),
         Err(e) => {
             stage_state = StageAgentState::Failed;

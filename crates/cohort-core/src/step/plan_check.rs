@@ -124,16 +124,12 @@ pub fn decide_plan(
                 id,
                 json!({ "planned_step": [], "plan_check": { "by": by, "rejected": reason } }),
             );
+            let t = &agent.settings.texts;
             let proposed: Vec<String> = match &check.stages {
                 Some(s) => s
                     .stages
                     .iter()
-                    .map(|st| {
-                        agent
-                            .settings
-                            .texts
-                            .plan_rejected_stage(&st.stage_intention)
-                    })
+                    .map(|st| t.plan_rejected_stage(&st.stage_intention))
                     .collect(),
                 None => check
                     .steps
@@ -151,10 +147,7 @@ pub fn decide_plan(
                 format!(
                     "{}\n\n{}",
                     step.text_content,
-                    agent
-                        .settings
-                        .texts
-                        .plan_rejected(by, proposed.join("\n"), reason),
+                    t.plan_rejected(by, proposed.join("\n"), reason),
                 ),
             )
             .with_origin(step.origin.clone());
