@@ -10,7 +10,7 @@ use crate::message::Message;
 use crate::monitor::Monitor;
 use crate::prompt::{PromptContext, PromptSet, build_prompt};
 use crate::run::{RunOptions, run_goal};
-use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::state::{Agent, AgentState, Executor, Skill, StepState};
 use crate::step::{complete_step, settle_step};
 use crate::team::{Member, SyncCore};
 use actix::prelude::*;
@@ -441,10 +441,15 @@ fn overhead_agent(
     monitor: &Monitor,
     sync: &SyncCore,
     history: usize,
-) -> Result<(AgentState, impl Fn(usize) -> StepState + use<>), String> {
+) -> Result<(Agent, impl Fn(usize) -> StepState + use<>), String> {
     let task = TaskId::from("t");
     let stage = StageRef::Stage(StageId::from("s"));
-    let mut agent = AgentState::new("w".into(), "W".into(), "worker".into(), "thinks".into());
+    let mut agent = Agent::from(AgentState::new(
+        "w".into(),
+        "W".into(),
+        "worker".into(),
+        "thinks".into(),
+    ));
     agent.skills = vec![
         Skill::Think,
         Skill::Planning,
@@ -489,7 +494,7 @@ fn one_step(
     model: &dyn ChatModel,
     sync: &mut SyncCore,
     monitor: &Monitor,
-    agent: &mut AgentState,
+    agent: &mut Agent,
     history: usize,
 ) -> Result<(), String> {
     let step = agent.start_next().ok_or("no step")?;
@@ -536,7 +541,7 @@ fn scripted_thoughts(
 fn think_request(
     prompts: &PromptSet,
     model: &dyn ChatModel,
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
 ) -> ChatRequest {
     let prompt = build_prompt(
@@ -577,7 +582,7 @@ fn think_request(
         progress: None,
         model_wait: None,
         retry: 0,
-        mending: crate::llm::Mending::of(&agent.repairs),
+        mending: crate::llm::Mending::of(&agent.settings.repairs),
     }
 }
 

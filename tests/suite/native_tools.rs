@@ -183,7 +183,7 @@ async fn an_agent_whose_calls_may_wait_for_approval_calls_tools_through_the_chai
         let clerk = team.agents[&"clerk".into()].clone();
         async move {
             clerk
-                .send(cohort::actors::GetAgentState)
+                .send(cohort::actors::GetAgentSettings)
                 .await
                 .unwrap()
                 .native_tools

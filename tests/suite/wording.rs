@@ -9,7 +9,7 @@ use cohort::ids::{AgentId, StageRef, TaskId};
 use cohort::message::Message;
 use cohort::notice::{Notice, StageReports};
 use cohort::prompt::{Language, Texts};
-use cohort::state::{AgentState, ExecutionState, FailedStage, HumanConfig, TaskEnd};
+use cohort::state::{Agent, AgentState, ExecutionState, FailedStage, HumanConfig, TaskEnd};
 use cohort::step::receive_as_human;
 
 /// The golden file of `lang`.
@@ -97,13 +97,13 @@ fn notices(t: &Texts) -> Vec<(&'static str, Notice)> {
 
 /// What a person's notice says when an agent waits for their reply.
 fn waiting_notice(texts: &std::sync::Arc<Texts>) -> String {
-    let mut person = AgentState::new(
+    let mut person = Agent::from(AgentState::new(
         "operator".into(),
         "Operator".into(),
         "operator".into(),
         "p".into(),
-    );
-    person.texts = texts.clone();
+    ));
+    person.settings_mut().texts = texts.clone();
     person.human_config = Some(HumanConfig {
         display_name: "Operator".into(),
     });
@@ -117,7 +117,9 @@ fn waiting_notice(texts: &std::sync::Arc<Texts>) -> String {
     m.need_reply = true;
     m.waiting = Some(vec!["w1".into()]);
     receive_as_human(&mut person, &m, "2026-11-27 10:00:00", 0);
-    person.conversation_pool.unwrap().global_messages.join("\n")
+    (person.into_state().conversation_pool.unwrap())
+        .global_messages
+        .join("\n")
 }
 
 /// What a person is asked to check: a plan of steps, a manager's stages, a HIGH tool call.

@@ -39,7 +39,7 @@ mod tests {
     use super::*;
     use crate::event::{AgentChange, Change, TaskChange};
     use crate::ids::StageRef;
-    use crate::state::{AgentState, Executor, Skill, StepState, TaskState};
+    use crate::state::{Agent, AgentState, Executor, Skill, StepState, TaskState};
 
     fn task(id: &str, requested_by: Option<&str>) -> Change {
         let mut t = TaskState::new(id.into(), "n".into(), "i".into(), "m".into());
@@ -50,7 +50,12 @@ mod tests {
     #[test]
     fn a_task_is_idle_when_no_agent_has_work_or_a_wait_in_it() {
         let mut s = States::default();
-        let mut m = AgentState::new("m".into(), "M".into(), "manager".into(), "p".into());
+        let mut m = Agent::from(AgentState::new(
+            "m".into(),
+            "M".into(),
+            "manager".into(),
+            "p".into(),
+        ));
         m.add_steps(vec![StepState::new(
             "busy".into(),
             StageRef::NoRelative,
@@ -66,7 +71,9 @@ mod tests {
             0,
             None,
         );
-        s.apply(&Change::Agent(AgentChange::Added { agent: Box::new(m) }));
+        s.apply(&Change::Agent(AgentChange::Added {
+            agent: Box::new(m.into_state()),
+        }));
         for (id, by) in [
             ("busy", Some("op")),
             ("waits", Some("op")),

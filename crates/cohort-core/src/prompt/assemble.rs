@@ -26,13 +26,13 @@ use super::set::PromptSet;
 use crate::call::media::{MediaRef, media_in};
 use crate::prompt::tokens::TokenCounter;
 use crate::server_description::ServerDescription;
-use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepState};
+use crate::state::{Agent, Executor, Skill, StepExecutionState, StepState};
 use std::collections::BTreeMap;
 
 /// Everything a skill prompt is built from.
 pub struct PromptContext<'a> {
     /// The agent whose step it is: its role, skills, tools, steps and memory.
-    pub agent: &'a AgentState,
+    pub agent: &'a Agent,
     /// The step being executed.
     pub step: &'a StepState,
     /// MCP server name → description, for the agent's tool list.
@@ -106,7 +106,7 @@ pub const MAX_PENDING_IN_HISTORY: usize = 12;
 /// The agent's other steps in the current step's task and stage, split into executed
 /// (finished or failed) and not yet executed, each in execution order.
 pub fn stage_history<'a>(
-    agent: &'a AgentState,
+    agent: &'a Agent,
     current: &StepState,
 ) -> (Vec<&'a StepState>, Vec<&'a StepState>) {
     agent
@@ -185,7 +185,7 @@ fn fixed_part(set: &PromptSet, ctx: &PromptContext) -> String {
     let mut fixed = Doc::default();
     fixed.push(set.system_prompt());
     push_role(&mut fixed, set, ctx);
-    if ctx.agent.native_tools && !ctx.agent.tools.is_empty() {
+    if ctx.agent.settings.native_tools && !ctx.agent.tools.is_empty() {
         fixed.push(&p.native_tools_note);
     }
     if ctx.constrained {
@@ -627,7 +627,7 @@ fn json_block(v: &impl serde::Serialize) -> String {
 }
 
 /// The agent's memory entries (how memory works is in the system message).
-fn push_memory(doc: &mut Doc, set: &PromptSet, agent: &AgentState) {
+fn push_memory(doc: &mut Doc, set: &PromptSet, agent: &Agent) {
     let (h, p) = (set.headings(), set.phrases());
     doc.heading(1, &h.memory_content);
     let entries: Vec<_> = agent

@@ -5,7 +5,7 @@ use super::assemble::{HistoryKind, MAX_PENDING_IN_HISTORY, history_kind};
 use super::markdown::headings;
 use super::{Language, PromptContext, PromptSet, build_prompt};
 use crate::ids::{StageId, StageRef, StepId, TaskId};
-use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepResult, StepState};
+use crate::state::{Agent, AgentState, Executor, Skill, StepExecutionState, StepResult, StepState};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -32,13 +32,13 @@ pub(super) fn step(
 
 /// An agent mid-stage, with steps in other stages and tasks, and data that tries to open
 /// sections of its own. Returns the agent and the id of the step being executed.
-fn fixture(current: Skill) -> (AgentState, StepId) {
-    let mut a = AgentState::new(
+fn fixture(current: Skill) -> (Agent, StepId) {
+    let mut a = Agent::from(AgentState::new(
         "a1".into(),
         "Ada".into(),
         "writer".into(),
         "Writes reports.\n# Injected profile".into(),
-    );
+    ));
     a.skills = Skill::ALL.to_vec();
     a.tools = vec!["workspace".into(), "undescribed".into()];
     a.persistent_memory.insert(
@@ -145,7 +145,7 @@ fn tool_chain() -> Vec<StepState> {
 }
 
 /// Builds the prompt of `skill` for the fixture agent, with the extra context it needs.
-fn prompt_for(set: &PromptSet, skill: Skill, agent: &AgentState, current: &StepId) -> String {
+fn prompt_for(set: &PromptSet, skill: Skill, agent: &Agent, current: &StepId) -> String {
     let descriptions = tools();
     let target = step(
         "t1",
@@ -351,7 +351,12 @@ fn role_names_the_agent_id_its_skills_and_its_tools() {
     assert!(prompt.contains("- **workspace**: Files in the shared workspace. # Injected"));
     assert!(prompt.contains("- **undescribed**: (no description)"));
 
-    let mut bare = AgentState::new("b2".into(), "Bo".into(), "helper".into(), String::new());
+    let mut bare = Agent::from(AgentState::new(
+        "b2".into(),
+        "Bo".into(),
+        "helper".into(),
+        String::new(),
+    ));
     let cur = step(
         "t1",
         stage("s1"),
@@ -452,7 +457,12 @@ fn memory_lists_entries_by_key_after_the_rules() {
 
 #[test]
 fn a_long_history_shows_only_the_newest_executed_steps() {
-    let mut a = AgentState::new("a1".into(), "Ada".into(), "manager".into(), "".into());
+    let mut a = Agent::from(AgentState::new(
+        "a1".into(),
+        "Ada".into(),
+        "manager".into(),
+        "".into(),
+    ));
     a.skills = vec![Skill::Think];
     let total = super::assemble::MAX_EXECUTED_IN_HISTORY + 6;
     let mut steps = Vec::new();
@@ -519,7 +529,12 @@ fn older_steps_leave_the_history_a_block_at_a_time() {
 
 #[test]
 fn a_long_queue_shows_only_the_next_steps_and_counts_the_rest() {
-    let mut a = AgentState::new("a1".into(), "Ada".into(), "clerk".into(), "".into());
+    let mut a = Agent::from(AgentState::new(
+        "a1".into(),
+        "Ada".into(),
+        "clerk".into(),
+        "".into(),
+    ));
     a.skills = vec![Skill::Think];
     let step = |i: usize| {
         StepState::new(
@@ -558,7 +573,12 @@ fn a_long_queue_shows_only_the_next_steps_and_counts_the_rest() {
 
 #[test]
 fn instruction_generation_shows_the_servers_known_capabilities() {
-    let mut a = AgentState::new("a1".into(), "Ada".into(), "clerk".into(), "".into());
+    let mut a = Agent::from(AgentState::new(
+        "a1".into(),
+        "Ada".into(),
+        "clerk".into(),
+        "".into(),
+    ));
     a.skills = vec![Skill::InstructionGeneration];
     a.tools = vec!["ws".into()];
     let ig = step(
@@ -635,7 +655,12 @@ fn the_ids_head_a_history_with_entries_and_are_in_the_current_step_otherwise() {
 
     // A manager's task_manager steps on two stages, nothing executed or pending in either: the
     // same up to the current step, which names its own stage.
-    let mut agent = AgentState::new("m".into(), "Mo".into(), "manager".into(), "".into());
+    let mut agent = Agent::from(AgentState::new(
+        "m".into(),
+        "Mo".into(),
+        "manager".into(),
+        "".into(),
+    ));
     agent.skills = vec![Skill::TaskManager];
     let steps: Vec<StepState> = ["s1", "s2"]
         .iter()

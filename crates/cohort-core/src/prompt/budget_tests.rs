@@ -4,7 +4,7 @@ use super::assemble_tests::step;
 use super::{Language, PromptContext, PromptSet, build_prompt};
 use crate::ids::{StageId, StageRef};
 use crate::state::StepResult;
-use crate::state::{AgentState, Executor, Skill, StepExecutionState};
+use crate::state::{Agent, AgentState, Executor, Skill, StepExecutionState};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -12,7 +12,12 @@ use std::collections::BTreeMap;
 fn a_prompt_over_its_budget_cuts_older_results_then_shows_only_the_newest_entries() {
     use super::assemble::KEPT_WHOLE;
     use crate::prompt::tokens::TokenCounter;
-    let mut a = AgentState::new("a1".into(), "Ada".into(), "writer".into(), "".into());
+    let mut a = Agent::from(AgentState::new(
+        "a1".into(),
+        "Ada".into(),
+        "writer".into(),
+        "".into(),
+    ));
     a.skills = vec![Skill::Think];
     let stage = StageRef::Stage(StageId::from("s"));
     let mut steps = Vec::new();

@@ -8,7 +8,7 @@
 //! parsers of `parse/` read one format whichever way the model was asked.
 
 use crate::call::structured::PLAIN_TEXT_KEY;
-use crate::state::{AgentState, Skill, StepState};
+use crate::state::{Agent, Skill, StepState};
 use serde_json::{Map, Value, json};
 
 /// The most steps one plan may hold. A model asked for "a plan" without a bound writes lists a
@@ -17,10 +17,10 @@ use serde_json::{Map, Value, json};
 /// the queue runs out without a summary the runtime adds a closing reflection anyway), and no
 /// more: a constrained model may fill a list to its bound, so a loose bound is paid for in
 /// generated tokens (BENCHMARKS.md, "a reflection's bound").
-fn max_plan_len(planner: Skill, agent: &AgentState) -> usize {
+fn max_plan_len(planner: Skill, agent: &Agent) -> usize {
     match planner {
         Skill::Planning => 6,
-        Skill::Reflection if agent.tools.is_empty() || agent.native_tools => 3,
+        Skill::Reflection if agent.tools.is_empty() || agent.settings.native_tools => 3,
         Skill::Reflection => 5,
         _ => 4,
     }
@@ -40,12 +40,7 @@ pub fn constrained(skill: Skill) -> bool {
 
 /// The schema of `skill`'s answer for `agent` running `step`. `agents` are the team's agents
 /// (a message's possible receivers) when there are at most [`RECEIVERS_LISTED`] of them.
-pub fn answer_schema(
-    skill: Skill,
-    agent: &AgentState,
-    step: &StepState,
-    agents: &[String],
-) -> Value {
+pub fn answer_schema(skill: Skill, agent: &Agent, step: &StepState, agents: &[String]) -> Value {
     match skill {
         Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
             let acting = skill == Skill::Decision && step.origin.asks_to_act();
@@ -175,14 +170,14 @@ fn memory() -> Value {
 
 /// A planned step list whose `type`/`executor` pairs are exactly what `planner` may plan for
 /// this agent: its plannable skills, or its tools.
-fn plan(planner: Skill, (agent, step): (&AgentState, &StepState), acting: bool) -> Value {
+fn plan(planner: Skill, (agent, step): (&Agent, &StepState), acting: bool) -> Value {
     let skills: Vec<&str> = agent
         .skills
         .iter()
         .filter(|s| s.plannable_by(planner))
         .filter(|s| !acting || s.acts_through_the_team())
         // A model that calls tools natively writes the calls itself.
-        .filter(|s| !(agent.native_tools && **s == Skill::InstructionGeneration))
+        .filter(|s| !(agent.settings.native_tools && **s == Skill::InstructionGeneration))
         .map(|s| s.name())
         .collect();
     let mut kinds = Vec::new();
@@ -246,7 +241,7 @@ fn step_request() -> Value {
     )
 }
 
-fn send_message(agent: &AgentState, agents: &[String]) -> Value {
+fn send_message(agent: &Agent, agents: &[String]) -> Value {
     let others: Vec<&String> = agents
         .iter()
         .filter(|a| **a != agent.agent_id.as_str())
@@ -332,7 +327,7 @@ fn variant(key: &str, name: &str, fields: Value, required: &[&str]) -> Value {
 
 /// A stage's allocation `{agent_id: goal}`. Its keys are the team's other agents when the list is
 /// known and fixed for this manager: one that may hire could name an agent it has just created.
-fn allocation(agent: &AgentState, agents: &[String]) -> Value {
+fn allocation(agent: &Agent, agents: &[String]) -> Value {
     let others: Vec<&String> = agents
         .iter()
         .filter(|a| **a != agent.agent_id.as_str())
@@ -345,7 +340,7 @@ fn allocation(agent: &AgentState, agents: &[String]) -> Value {
 }
 
 /// In the base task a manager creates tasks; in a task it manages, it shapes and ends that task.
-fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> Value {
+fn task_instruction(agent: &Agent, step: &StepState, agents: &[String]) -> Value {
     let add_task = variant(
         "action",
         "add_task",
@@ -353,7 +348,7 @@ fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> 
         &["task_name", "task_intention"],
     );
     let in_task = in_task_actions(agent, step, agents);
-    match &agent.base_task {
+    match &agent.settings.base_task {
         Some(base) if *base == step.task_id => add_task,
         Some(_) => json!({ "anyOf": in_task }),
         None => {
@@ -365,7 +360,7 @@ fn task_instruction(agent: &AgentState, step: &StepState, agents: &[String]) -> 
 }
 
 /// The actions a manager may take inside a task, in the order they are offered.
-fn in_task_actions(agent: &AgentState, step: &StepState, agents: &[String]) -> Vec<Value> {
+fn in_task_actions(agent: &Agent, step: &StepState, agents: &[String]) -> Vec<Value> {
     let (task_id, stage_id) = known_ids(agent, step);
     let mut in_task = stage_actions(agent, step, agents, &task_id, stage_id);
     let finish_task = variant(
@@ -386,6 +381,7 @@ fn in_task_actions(agent: &AgentState, step: &StepState, agents: &[String]) -> V
     // A second try after SyncState refused an action is offered the others (when there are).
     if let Some(refused) = &step.refused_instruction
         && agent
+            .settings
             .repairs
             .allows(crate::policy::Repair::RefusedActionBarred)
     {
@@ -398,10 +394,14 @@ fn in_task_actions(agent: &AgentState, step: &StepState, agents: &[String]) -> V
 }
 
 /// The schemas of the task id and (if any may be named) stage id an action names.
-fn known_ids(agent: &AgentState, step: &StepState) -> (Value, Option<Value>) {
+fn known_ids(agent: &Agent, step: &StepState) -> (Value, Option<Value>) {
     // Inside a task the ids are known: the step's own task, and its stage when the step
     // belongs to one (a stage complete, an agent stuck); stage actions need that stage.
-    let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
+    let in_a_task = agent
+        .settings
+        .base_task
+        .as_ref()
+        .is_some_and(|b| *b != step.task_id);
     let task_id = if in_a_task {
         json!({ "type": "string", "enum": [step.task_id.as_str()] })
     } else {
@@ -417,7 +417,7 @@ fn known_ids(agent: &AgentState, step: &StepState) -> (Value, Option<Value>) {
 
 /// The stage actions: add_stage, and finish_stage and retry_stage when a stage can be named.
 fn stage_actions(
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     agents: &[String],
     task_id: &Value,

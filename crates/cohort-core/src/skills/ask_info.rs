@@ -7,11 +7,11 @@ use crate::clock::Now;
 use crate::ids::{AgentId, WaitId};
 use crate::message::{AskInfoRequest, SYNC_STATE_SENDER};
 use crate::parse;
-use crate::state::{AgentState, StepState};
+use crate::state::{Agent, StepState};
 use serde_json::json;
 
 pub fn interpret(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     answer: &str,
     now: Now,

@@ -5,12 +5,12 @@ use super::{Refusal, SkillError, SkillOutcome, working};
 use crate::call::McpCall;
 use crate::event::StepUpdate;
 use crate::parse;
-use crate::state::{AgentState, Executor, StepState};
+use crate::state::{Agent, Executor, StepState};
 use serde_json::json;
 
 /// The tool step an instruction_generation step writes for: the next pending tool step of the
 /// same task and stage.
-pub fn next_tool_step<'a>(agent: &'a AgentState, ig: &StepState) -> Option<&'a StepState> {
+pub fn next_tool_step<'a>(agent: &'a Agent, ig: &StepState) -> Option<&'a StepState> {
     agent
         .agent_step
         .todo()
@@ -23,7 +23,7 @@ pub fn next_tool_step<'a>(agent: &'a AgentState, ig: &StepState) -> Option<&'a S
 }
 
 pub fn interpret(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
@@ -52,7 +52,7 @@ mod tests {
     use crate::skills::test_support::*;
     use crate::state::Skill;
 
-    fn with_tool(a: &mut AgentState, stage_of: &StepState) {
+    fn with_tool(a: &mut Agent, stage_of: &StepState) {
         a.tools = vec!["ws".into()];
         let tool = StepState::new(
             stage_of.task_id.clone(),

@@ -10,7 +10,7 @@ use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
 use crate::policy::echo::{hands_back, hands_back_instruction};
 use crate::policy::{Fired, Repair};
-use crate::state::{AgentState, Executor, PlannedStep, Skill, StepExecutionState, StepState};
+use crate::state::{Agent, Executor, PlannedStep, Skill, StepExecutionState, StepState};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -23,8 +23,8 @@ pub fn echoes(answer: &str, step: &StepState, slack: usize) -> bool {
 
 /// Whether a text the step produced (a thought, a summary, a message's body) only hands back
 /// the step's instruction or the agent's goal in its stage: no result, whatever skill wrote it.
-pub fn hands_back_work(agent: &AgentState, step: &StepState, text: &str) -> bool {
-    let slack = agent.repairs.thresholds.echo_slack;
+pub fn hands_back_work(agent: &Agent, step: &StepState, text: &str) -> bool {
+    let slack = agent.settings.repairs.thresholds.echo_slack;
     echoes(text, step, slack)
         || super::goal_in_stage(agent, step).is_some_and(|g| hands_back(text, &g, slack))
 }
@@ -45,7 +45,7 @@ pub fn after_echoed_start(answer: &str, handed_back: impl Fn(&str) -> bool) -> &
 /// when its model could not write one (`why`): the stage still closes on what was done, and
 /// the summary says it was composed. `None` when the agent has no result there to report.
 pub(super) fn composed_summary(
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     rule: Repair,
     why: &str,
@@ -58,11 +58,15 @@ pub(super) fn composed_summary(
     // The results alone, as paragraphs: list items named by their steps' intentions ("write
     // the first line") read to a small manager as work still to plan.
     let summary = agent
+        .settings
         .texts
         .composed_summary(&agent.name, newest.join("\n\n"));
     let what = match results.len() - newest.len() {
-        0 => agent.texts.repair_composed_summary(why),
-        older => agent.texts.repair_composed_summary_older(why, older),
+        0 => agent.settings.texts.repair_composed_summary(why),
+        older => agent
+            .settings
+            .texts
+            .repair_composed_summary_older(why, older),
     };
     Some(SkillOutcome {
         repairs: vec![Fired::new(rule, what)],
@@ -71,7 +75,7 @@ pub(super) fn composed_summary(
 }
 
 /// What the agent's finished steps in the stage of `step` produced, oldest first.
-fn stage_results(agent: &AgentState, step: &StepState) -> Vec<String> {
+fn stage_results(agent: &Agent, step: &StepState) -> Vec<String> {
     agent
         .agent_step
         .steps()
@@ -87,29 +91,25 @@ fn stage_results(agent: &AgentState, step: &StepState) -> Vec<String> {
 
 /// The newest of what the agent's finished steps in the stage of `step` produced (up to the
 /// policy's `reported`): what its completion report carries beside its summary.
-pub fn results_in_stage(agent: &AgentState, step: &StepState) -> Vec<String> {
+pub fn results_in_stage(agent: &Agent, step: &StepState) -> Vec<String> {
     newest(agent, &stage_results(agent, step)).to_vec()
 }
 
 /// The newest `reported` of `results`: what a summary the runtime writes to gives.
-fn newest<'a>(agent: &AgentState, results: &'a [String]) -> &'a [String] {
+fn newest<'a>(agent: &Agent, results: &'a [String]) -> &'a [String] {
     &results[results
         .len()
-        .saturating_sub(agent.repairs.thresholds.reported)..]
+        .saturating_sub(agent.settings.repairs.thresholds.reported)..]
 }
 
 /// `summary_results_added`: adds the agent's newest results in the stage to a `summary` that
 /// gives none of them, marked as added: the manager judges the stage, and the person reads it,
 /// on what it produced. A summary gives a result when it shares
 /// three words in a row with one that are not the agent's goal's own words.
-pub(super) fn summary_with_results(
-    agent: &AgentState,
-    step: &StepState,
-    summary: &mut String,
-) -> bool {
+pub(super) fn summary_with_results(agent: &Agent, step: &StepState, summary: &mut String) -> bool {
     let results = stage_results(agent, step);
     let mut goal = trigrams(&super::goal_in_stage(agent, step).unwrap_or_default());
-    goal.extend(runtime_words(&agent.texts));
+    goal.extend(runtime_words(&agent.settings.texts));
     let given = trigrams(summary);
     let mut found = results
         .iter()
@@ -121,7 +121,7 @@ pub(super) fn summary_with_results(
     }
     summary.push_str(&format!(
         "\n\n{}:\n\n{}",
-        agent.texts.results_added(),
+        agent.settings.texts.results_added(),
         newest(agent, &results).join("\n\n")
     ));
     true
@@ -305,14 +305,14 @@ pub(super) fn works(executor: &Executor) -> bool {
 /// the result itself in full …: write a haiku about autumn rain", Qwen2.5 0.5B handed the text
 /// back 3 times in 3; asked "Write a haiku about autumn rain." in the same prompt, it wrote a
 /// haiku 3 times in 3 (the skill's rules already say the answer is the result itself).
-pub(super) fn work_step(agent: &AgentState, step: &StepState) -> Option<PlannedStep> {
+pub(super) fn work_step(agent: &Agent, step: &StepState) -> Option<PlannedStep> {
     let skill = [Skill::Think, Skill::QuickThink]
         .into_iter()
         .find(|s| agent.skills.contains(s))?;
     let goal = super::goal_in_stage(agent, step)?;
     Some(PlannedStep::new(
         Executor::Skill(skill),
-        agent.texts.work_step_intention(),
+        agent.settings.texts.work_step_intention(),
         goal,
     ))
 }

@@ -28,7 +28,7 @@ use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
 use crate::parse::{self, ParseError};
 use crate::policy::Repair;
-use crate::state::{AgentState, Skill, StageAgentState, StepState};
+use crate::state::{Agent, Skill, StageAgentState, StepState};
 use serde_json::Value;
 
 /// What a skill made of an answer.
@@ -127,7 +127,7 @@ impl std::error::Error for SkillError {}
 /// local effects. Persistent-memory instructions in the answer are applied when the skill's
 /// own answer is good; a broken memory block is recorded in the result, not fatal.
 pub fn interpret(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     answer: &str,
     now: Now,
@@ -164,7 +164,7 @@ pub fn interpret(
         Err(e) => set(
             &mut outcome.result,
             "persistent_memory_error",
-            Value::String(e.render(&agent.texts)),
+            Value::String(e.render(&agent.settings.texts)),
         ),
     }
     Ok(outcome)
@@ -175,14 +175,14 @@ pub fn interpret(
 /// judgement whose action kept disagreeing with its verdict is carried out as the verdict
 /// says. A thought that kept handing back its instruction or goal is not repaired: its step
 /// fails (it produced nothing, and the agent's next decision sees why).
-pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
-    let allows = |rule| agent.repairs.allows(rule);
+pub fn repair(agent: &Agent, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
+    let allows = |rule| agent.settings.repairs.allows(rule);
     match (step.executor.skill()?, error) {
         (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => mend::composed_summary(
             agent,
             step,
             Repair::ComposedAfterReasks,
-            &error.render(&agent.texts),
+            &error.render(&agent.settings.texts),
         ),
         (
             Skill::TaskManager,
@@ -199,7 +199,7 @@ pub fn repair(agent: &AgentState, step: &StepState, error: &SkillError) -> Optio
 
 /// The agent's goal in the stage of `step`, as the stage's start gave it (the origin of the
 /// stage's first plan step); `None` outside a stage or once that step is gone.
-pub fn goal_in_stage(agent: &AgentState, step: &StepState) -> Option<String> {
+pub fn goal_in_stage(agent: &Agent, step: &StepState) -> Option<String> {
     step.stage_id.stage()?;
     agent
         .agent_step
@@ -232,24 +232,32 @@ fn working(result: Value) -> SkillOutcome {
 #[cfg(test)]
 pub mod test_support {
     use crate::ids::{StageId, StageRef};
-    use crate::state::{AgentState, Executor, Skill, StepExecutionState, StepOrigin, StepState};
+    use crate::state::{
+        Agent, AgentState, Executor, Skill, StepExecutionState, StepOrigin, StepState,
+    };
 
     /// An agent with `skills` whose model's slips are all mended (`repairs: small_model`), as
     /// the tests of each rule need.
-    pub fn agent(skills: &[Skill]) -> AgentState {
-        let mut a = AgentState::new("w".into(), "Wren".into(), "writer".into(), "writes".into());
+    pub fn agent(skills: &[Skill]) -> Agent {
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "Wren".into(),
+            "writer".into(),
+            "writes".into(),
+        ));
         a.skills = skills.to_vec();
-        a.repairs = crate::policy::Repairs::preset(crate::policy::Preset::SmallModel);
+        a.settings_mut().repairs =
+            crate::policy::Repairs::preset(crate::policy::Preset::SmallModel);
         a
     }
 
     /// Adds a running step of `skill` in task t / stage s and returns a copy of it.
-    pub fn running(a: &mut AgentState, skill: Skill, text: &str) -> StepState {
+    pub fn running(a: &mut Agent, skill: Skill, text: &str) -> StepState {
         running_for(a, skill, text, StepOrigin::Unknown)
     }
 
     /// A running step of `skill` acting on the operator's goal `text`.
-    pub fn acting(a: &mut AgentState, skill: Skill, text: &str) -> StepState {
+    pub fn acting(a: &mut Agent, skill: Skill, text: &str) -> StepState {
         let origin = StepOrigin::Act {
             from: "operator".into(),
             notice: None,
@@ -261,7 +269,7 @@ pub mod test_support {
     }
 
     /// The running plan step of a stage that gave the agent `goal`.
-    pub fn planning_for(a: &mut AgentState, goal: &str) -> StepState {
+    pub fn planning_for(a: &mut Agent, goal: &str) -> StepState {
         let origin = StepOrigin::StageStart {
             stage_id: "s".into(),
             goal: goal.into(),
@@ -270,7 +278,7 @@ pub mod test_support {
     }
 
     /// Ends `step` of `a` in `state` (finished, failed, …).
-    pub fn end(a: &mut AgentState, step: &StepState, state: StepExecutionState) {
+    pub fn end(a: &mut Agent, step: &StepState, state: StepExecutionState) {
         a.update_step(
             &step.step_id,
             crate::event::StepUpdate {
@@ -281,12 +289,7 @@ pub mod test_support {
     }
 
     /// A running step of `skill` with its origin.
-    pub fn running_for(
-        a: &mut AgentState,
-        skill: Skill,
-        text: &str,
-        origin: StepOrigin,
-    ) -> StepState {
+    pub fn running_for(a: &mut Agent, skill: Skill, text: &str, origin: StepOrigin) -> StepState {
         let s = StepState::new(
             "t".into(),
             StageRef::Stage(StageId::from("s")),

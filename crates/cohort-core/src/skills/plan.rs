@@ -9,8 +9,8 @@ use crate::parse::{self, RawPlannedStep};
 use crate::policy::{Fired, Repair};
 use crate::state::plan_check;
 use crate::state::{
-    AgentState, Cancelled, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin,
-    StepResult, StepState,
+    Agent, Cancelled, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin, StepResult,
+    StepState,
 };
 use crate::texts::Texts;
 use serde_json::json;
@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 pub fn interpret(
     planner: Skill,
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
@@ -46,7 +46,10 @@ pub fn interpret(
     let mut accepted = super::plan_graph::arrange(accepted, &replan).map_err(Refusal::Graph)?;
     let note = close_reflection(planner, agent, step, asked, &mut accepted, &mut repairs);
     work_before_summary(planner, agent, step, &mut accepted, &mut repairs);
-    let rejected: Vec<String> = rejected.iter().map(|r| r.render(&agent.texts)).collect();
+    let rejected: Vec<String> = rejected
+        .iter()
+        .map(|r| r.render(&agent.settings.texts))
+        .collect();
     let mut result = plan_answer(planner, asked, &accepted, &rejected, note.as_deref());
     // A plan a person checks first waits on this step (see `step::plan_check`).
     if plan_check::checks(agent, planner) && !accepted.is_empty() {
@@ -61,7 +64,7 @@ pub fn interpret(
 }
 
 /// Refuses a plan of a manager asked to act that has no task_manager step to act with.
-fn check_acts(agent: &AgentState, accepted: &[PlannedStep]) -> Result<(), SkillError> {
+fn check_acts(agent: &Agent, accepted: &[PlannedStep]) -> Result<(), SkillError> {
     // A goal or notice is acted on only by a task_manager step: what else the plan does first
     // (hire, ask, message) ends without any duty to go on, and the goal would be dropped.
     let manages = agent.skills.contains(&Skill::TaskManager);
@@ -79,7 +82,7 @@ fn check_acts(agent: &AgentState, accepted: &[PlannedStep]) -> Result<(), SkillE
 /// again after a replan point: the work may be done).
 fn insert_work_step(
     planner: Skill,
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     accepted: &mut Vec<PlannedStep>,
     graph: bool,
@@ -89,14 +92,14 @@ fn insert_work_step(
     // two reflections, and its summary then handed back its goal), gets one first: the goal
     // itself, done by thinking.
     if planner == Skill::Planning
-        && agent.repairs.allows(Repair::WorkStepInserted)
+        && agent.settings.repairs.allows(Repair::WorkStepInserted)
         && !matches!(step.origin, StepOrigin::Replan { .. })
         && !accepted.iter().any(super::mend::does_work)
         && let Some(work) = super::mend::work_step(agent, step)
     {
         let work = work_first(work, accepted, graph);
         accepted.insert(0, work);
-        let what = agent.texts.repair_work_step_inserted();
+        let what = agent.settings.texts.repair_work_step_inserted();
         repairs.push(Fired::new(Repair::WorkStepInserted, what));
     }
 }
@@ -104,7 +107,7 @@ fn insert_work_step(
 /// Closes the stage (a summary step) after a reflection that plans nothing (new) or is the last.
 fn close_reflection(
     planner: Skill,
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     asked: usize,
     accepted: &mut Vec<PlannedStep>,
@@ -115,20 +118,20 @@ fn close_reflection(
     // work" (as quick_think) after every reflection, for ever, and another planned only
     // "check the corrected result" three times over. Like an empty one, it closes the stage.
     let nothing_new = planner == Skill::Reflection
-        && agent.repairs.allows(Repair::ReflectionNothingNew)
+        && agent.settings.repairs.allows(Repair::ReflectionNothingNew)
         && !accepted.is_empty()
         && accepted.iter().all(|p| {
             p.executor == Executor::Skill(Skill::Reflection) || ran_before(agent, step, p)
         });
     let last_reflection = planner == Skill::Reflection
-        && agent.repairs.allows(Repair::ReflectionCap)
+        && agent.settings.repairs.allows(Repair::ReflectionCap)
         && last_reflection(agent, step);
     if planner != Skill::Reflection || !(asked == 0 || nothing_new || last_reflection) {
         return None;
     }
     // A reflection that plans nothing means nothing is left to correct: close the stage with a
     // summary step (its text says what to report: see `Texts::summary_closing_text`).
-    let t = &agent.texts;
+    let t = &agent.settings.texts;
     *accepted = vec![PlannedStep::new(
         Executor::Skill(Skill::Summary),
         t.summary_closing_intention(),
@@ -151,7 +154,7 @@ fn close_reflection(
 /// must close it).
 fn work_before_summary(
     planner: Skill,
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     accepted: &mut Vec<PlannedStep>,
     repairs: &mut Vec<Fired>,
@@ -159,7 +162,7 @@ fn work_before_summary(
     // A 0.5B writer whose one work step failed reflected, planned the summary, had it refused
     // for handing back its goal (there was nothing else to report), and did so again and again
     // until the stage's step limit: with nothing done, a summary can only echo its goal.
-    if planner != Skill::Reflection || !agent.repairs.allows(Repair::WorkBeforeSummary) {
+    if planner != Skill::Reflection || !agent.settings.repairs.allows(Repair::WorkBeforeSummary) {
         return;
     }
     let summary = Executor::Skill(Skill::Summary);
@@ -174,14 +177,14 @@ fn work_before_summary(
     }
     if let Some(work) = super::mend::work_step(agent, step) {
         accepted.insert(at, work);
-        let what = agent.texts.repair_work_before_summary();
+        let what = agent.settings.texts.repair_work_before_summary();
         repairs.push(Fired::new(Repair::WorkBeforeSummary, what));
     }
 }
 
 /// Whether `step`, a reflection, is the last one `step_limits.reflections` allows in its stage.
-fn last_reflection(agent: &AgentState, step: &StepState) -> bool {
-    reflections_before(agent, step) + 1 >= agent.step_limits.reflections
+fn last_reflection(agent: &Agent, step: &StepState) -> bool {
+    reflections_before(agent, step) + 1 >= agent.settings.step_limits.reflections
 }
 
 /// The key a planner's result holds its accepted plan under (decision for every acting skill).
@@ -218,24 +221,20 @@ fn plan_answer(
 /// (`pending`) for the steps they depend on, and a step named in its `replan` is followed by a
 /// planning step that plans the rest again (at most `step_limits.replans` in a stage). A plan
 /// made again replaces the steps of the plan before it that have not started.
-pub fn queue_plan(
-    agent: &mut AgentState,
-    step: &StepState,
-    planner: Skill,
-    plan: Vec<PlannedStep>,
-) {
+pub fn queue_plan(agent: &mut Agent, step: &StepState, planner: Skill, plan: Vec<PlannedStep>) {
     if let StepOrigin::Replan { plan: earlier, .. } = &step.origin {
         set_aside_unstarted(agent, earlier, &step.step_id);
     }
     let mut replans_left = if agent.skills.contains(&Skill::Planning) {
         agent
+            .settings
             .step_limits
             .replans
             .saturating_sub(replans_in(agent, step))
     } else {
         0
     };
-    let shown = super::plan_graph::render(&plan, &agent.texts);
+    let shown = super::plan_graph::render(&plan, &agent.settings.texts);
     let mut ids: HashMap<String, StepId> = HashMap::new();
     let mut steps: Vec<StepState> = Vec::with_capacity(plan.len());
     for p in plan {
@@ -260,7 +259,7 @@ pub fn queue_plan(
         if let Some(id) = &s.plan_id {
             ids.insert(id.clone(), s.step_id.clone());
         }
-        let again = replan.then(|| replan_step(step, &s, &shown, &agent.texts));
+        let again = replan.then(|| replan_step(step, &s, &shown, &agent.settings.texts));
         replans_left -= usize::from(replan);
         steps.push(s);
         steps.extend(again);
@@ -294,7 +293,7 @@ fn replan_step(planner: &StepState, after: &StepState, plan: &str, t: &Texts) ->
 }
 
 /// How many replans the agent queued in the task and stage of `step`.
-fn replans_in(agent: &AgentState, step: &StepState) -> usize {
+fn replans_in(agent: &Agent, step: &StepState) -> usize {
     agent
         .agent_step
         .steps()
@@ -306,7 +305,7 @@ fn replans_in(agent: &AgentState, step: &StepState) -> usize {
 
 /// The steps of the plan made by `plan` that have not started (and its other replans) are
 /// set aside: the plan made again by `by` replaces them.
-fn set_aside_unstarted(agent: &mut AgentState, plan: &StepId, by: &StepId) {
+fn set_aside_unstarted(agent: &mut Agent, plan: &StepId, by: &StepId) {
     let unstarted: Vec<StepId> = agent
         .agent_step
         .todo()
@@ -355,7 +354,7 @@ fn work_first(mut work: PlannedStep, plan: &mut [PlannedStep], graph: bool) -> P
 }
 
 /// How many reflections the agent ran in the task and stage of `step` before it.
-fn reflections_before(agent: &AgentState, step: &StepState) -> usize {
+fn reflections_before(agent: &Agent, step: &StepState) -> usize {
     agent
         .agent_step
         .ended_beside(step)
@@ -364,7 +363,7 @@ fn reflections_before(agent: &AgentState, step: &StepState) -> usize {
 }
 
 /// Whether `planned` repeats a step the agent finished in the same task and stage as `step`.
-fn ran_before(agent: &AgentState, step: &StepState, planned: &PlannedStep) -> bool {
+fn ran_before(agent: &Agent, step: &StepState, planned: &PlannedStep) -> bool {
     agent.agent_step.steps().iter().any(|s| {
         s.task_id == step.task_id
             && s.stage_id == step.stage_id
@@ -381,7 +380,7 @@ fn ran_before(agent: &AgentState, step: &StepState, planned: &PlannedStep) -> bo
 /// agent's, or those a message chose).
 pub fn check_plan(
     raw: Vec<RawPlannedStep>,
-    (agent, tools): (&AgentState, &[String]),
+    (agent, tools): (&Agent, &[String]),
     planner: Skill,
     acting: bool,
     repairs: &mut Vec<Fired>,
@@ -396,7 +395,7 @@ pub fn check_plan(
             // purpose, under ids of their own; one repeating the step before it id and all is
             // that step written twice.
             Ok(e)
-                if agent.repairs.allows(Repair::DoubledStepDropped)
+                if agent.settings.repairs.allows(Repair::DoubledStepDropped)
                     && ok.last().is_some_and(|p| {
                         p.executor == e
                             && p.step_intention == r.step_intention
@@ -404,7 +403,7 @@ pub fn check_plan(
                             && (!in_graph || (p.id == r.id && p.depends_on == r.depends_on))
                     }) =>
             {
-                let what = agent.texts.repair_doubled_step_dropped(i + 1);
+                let what = agent.settings.texts.repair_doubled_step_dropped(i + 1);
                 repairs.push(Fired::new(Repair::DoubledStepDropped, what));
             }
             Ok(e) => ok.push(PlannedStep {
@@ -428,7 +427,7 @@ pub fn check_plan(
 fn planned_executor(
     r: &RawPlannedStep,
     i: usize,
-    (agent, tools): (&AgentState, &[String]),
+    (agent, tools): (&Agent, &[String]),
     planner: Skill,
     acting: bool,
     repairs: &mut Vec<Fired>,
@@ -441,10 +440,10 @@ fn planned_executor(
         .filter(|s| agent.skills.contains(s));
     let kind = match (kind.as_str(), named_skill) {
         ("tool", Some(s))
-            if agent.repairs.allows(Repair::SkillNamedAsTool)
+            if agent.settings.repairs.allows(Repair::SkillNamedAsTool)
                 && !tools.iter().any(|t| t == r.executor.trim()) =>
         {
-            let what = agent.texts.repair_skill_named_as_tool(i + 1, s);
+            let what = agent.settings.texts.repair_skill_named_as_tool(i + 1, s);
             repairs.push(Fired::new(Repair::SkillNamedAsTool, what));
             "skill"
         }
@@ -479,7 +478,7 @@ mod tests {
         {"step_intention": "reflect", "type": "skill", "executor": "reflection", "text_content": "r"}
     ]</planned_step>"#;
 
-    fn todo_executors(a: &AgentState) -> Vec<String> {
+    fn todo_executors(a: &Agent) -> Vec<String> {
         a.agent_step
             .todo()
             .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
@@ -492,7 +491,7 @@ mod tests {
         {"id": "b", "step_intention": "part b", "type": "skill", "executor": "think", "text_content": "b"}
     ], "replan": ["a"]}</planned_step>"#;
 
-    fn todo_steps(a: &AgentState) -> Vec<StepState> {
+    fn todo_steps(a: &Agent) -> Vec<StepState> {
         a.agent_step
             .todo()
             .map(|id| a.agent_step.get(id).unwrap().clone())
@@ -759,7 +758,7 @@ mod tests {
                 .collect();
             format!("<planned_step>[{}]</planned_step>", steps.join(","))
         };
-        let decide = |a: &mut AgentState, ids: &[&str]| {
+        let decide = |a: &mut Agent, ids: &[&str]| {
             let step = running(a, Skill::Decision, "");
             interpret(Skill::Decision, a, &step, &plan(ids))
         };
@@ -774,7 +773,10 @@ mod tests {
         assert_eq!(todo_executors(&b), ["think", "think"]);
         // Without the repair, the repeated id refuses the plan.
         let mut c = agent(&skills);
-        c.repairs.switched.insert(Repair::DoubledStepDropped, false);
+        c.settings_mut()
+            .repairs
+            .switched
+            .insert(Repair::DoubledStepDropped, false);
         let err = decide(&mut c, &["d", "d"]).unwrap_err();
         assert!(err.to_string().contains("`d`"), "{err}");
     }
@@ -808,7 +810,7 @@ mod tests {
         assert_eq!(o.result["planned_step"].as_array().unwrap().len(), 2);
         // Without the rule (`repairs: auto`), the plan is the model's as it gave it.
         let mut c = agent(&[Skill::Planning, Skill::Think, Skill::Reflection]);
-        c.repairs = crate::policy::Repairs::default();
+        c.settings_mut().repairs = crate::policy::Repairs::default();
         let step = planning_for(&mut c, "Write a haiku about autumn rain");
         let o = interpret(Skill::Planning, &mut c, &step, only_checks).unwrap();
         assert!(o.repairs.is_empty());
@@ -826,8 +828,8 @@ mod tests {
                 Skill::Reflection,
                 Skill::Summary,
             ]);
-            a.repairs = repairs;
-            a.step_limits.reflections = 3;
+            a.settings_mut().repairs = repairs;
+            a.settings_mut().step_limits.reflections = 3;
             let plan = planning_for(&mut a, "Write a haiku about autumn rain");
             end(&mut a, &plan, StepExecutionState::Finished);
             let think = running(&mut a, Skill::Think, "Write the haiku");
@@ -864,7 +866,7 @@ mod tests {
         // An agent that already reflected `before` times in the stage reflects once more.
         let reflect_after = |before: usize| {
             let mut a = agent(&[Skill::Reflection, Skill::QuickThink, Skill::Summary]);
-            a.step_limits.reflections = 3;
+            a.settings_mut().step_limits.reflections = 3;
             for _ in 0..before {
                 let r = running(&mut a, Skill::Reflection, "every planned step has run");
                 end(&mut a, &r, StepExecutionState::Finished);
@@ -887,8 +889,8 @@ mod tests {
     fn a_chinese_agents_closing_summary_and_repair_notes_are_chinese() {
         let zh = crate::texts::Texts::builtin(crate::texts::Language::Zh);
         let mut a = agent(&[Skill::Reflection, Skill::QuickThink, Skill::Summary]);
-        a.texts = zh;
-        a.step_limits.reflections = 1;
+        a.settings_mut().texts = zh;
+        a.settings_mut().step_limits.reflections = 1;
         let r = running(&mut a, Skill::Reflection, "检查结果");
         let more = r#"<planned_step>[{"step_intention": "写第六行", "type": "tool", "executor": "quick_think", "text_content": "第六行"}]</planned_step>"#;
         let o = interpret(Skill::Reflection, &mut a, &r, more).unwrap();

@@ -3,11 +3,11 @@
 use super::{Refusal, SkillError, SkillOutcome, working};
 
 use crate::parse;
-use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
+use crate::state::{Agent, Executor, Skill, StepOrigin, StepState};
 use serde_json::json;
 
 pub fn interpret(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {

@@ -8,7 +8,7 @@ use crate::ids::{StageRef, TaskId, WaitId};
 use crate::message::Message;
 use crate::parse::{self, SendMessageAnswer};
 use crate::policy::{Fired, Repair};
-use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState};
+use crate::state::{Agent, Executor, Skill, StepOrigin, StepState};
 use serde_json::json;
 
 /// What a send_message step keeps: `{"send_message": …}`, the message it sent (a person's
@@ -30,7 +30,7 @@ pub enum SentMessages {
 }
 
 pub fn interpret(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     answer: &str,
     now: Now,
@@ -43,11 +43,7 @@ pub fn interpret(
 
 /// The model asks to learn more before it writes: a decision step with its question goes
 /// first, then the same send_message step again (still answering whoever it answered).
-fn get_more_info(
-    agent: &mut AgentState,
-    step: &StepState,
-    req: parse::StepRequest,
-) -> SkillOutcome {
+fn get_more_info(agent: &mut Agent, step: &StepState, req: parse::StepRequest) -> SkillOutcome {
     let decision = StepState::new(
         step.task_id.clone(),
         step.stage_id.clone(),
@@ -79,7 +75,7 @@ fn get_more_info(
 /// The message the model wrote, checked (receivers, its questions, its stage) and made ready
 /// for SyncState to route.
 fn send(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     draft: parse::SendMessageDraft,
     now: Now,
@@ -96,7 +92,7 @@ fn send(
     }
     // A body that only hands back the step's instruction or the sender's goal tells the
     // receiver nothing: the echo rule (`policy::echo`).
-    if agent.repairs.allows(Repair::Echo)
+    if agent.settings.repairs.allows(Repair::Echo)
         && super::mend::hands_back_work(agent, step, &draft.message)
     {
         return Err(SkillError::Echo(draft.message));
@@ -106,11 +102,11 @@ fn send(
     // question is a message of its own (a planned send_message), or a person's ask.
     let closes = step.reply_to.is_some()
         && draft.ask.is_none()
-        && agent.repairs.allows(Repair::ReplyClosesExchange);
+        && agent.settings.repairs.allows(Repair::ReplyClosesExchange);
     let reply = closes;
     let mut repairs = Vec::new();
     if closes && (draft.waiting || draft.need_reply) {
-        let what = agent.texts.repair_reply_closes_exchange();
+        let what = agent.settings.texts.repair_reply_closes_exchange();
         repairs.push(Fired::new(Repair::ReplyClosesExchange, what));
     }
     // A question is asked to be answered: the sender waits for it.
@@ -153,7 +149,7 @@ fn send(
 /// asker, whatever the model wrote), then the receivers the model named; never the agent
 /// itself, never nobody.
 fn receivers(
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     named: Vec<crate::ids::AgentId>,
 ) -> Result<Vec<crate::ids::AgentId>, SkillError> {
@@ -179,7 +175,7 @@ fn receivers(
 /// A question for a person (`ask`): only people get one, it must be answerable, and an agent
 /// asks at most `step_limits.asks` of them in one stage.
 fn check_ask(
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     ask: &crate::state::Ask,
     receiver: &[crate::ids::AgentId],
@@ -187,14 +183,14 @@ fn check_ask(
     // Only a person gets a question's options or form (and has the answer checked).
     if let Some(r) = receiver
         .iter()
-        .find(|r| !agent.wait_patience.humans.contains(*r))
+        .find(|r| !agent.settings.wait_patience.humans.contains(*r))
     {
         return Err(Refusal::AskToAgent(r.clone()).into());
     }
     ask.check().map_err(Refusal::Unanswerable)?;
     let (asked, cap) = (
         asks_in_stage(agent, &step.task_id, &step.stage_id),
-        agent.step_limits.asks,
+        agent.settings.step_limits.asks,
     );
     if asked >= cap {
         return Err(Refusal::AskLimit { asked, cap }.into());
@@ -204,7 +200,7 @@ fn check_ask(
 
 /// How many structured questions `agent` has put to people in `task`/`stage` (its
 /// send_message steps that carried an ask; the stage's step list is capped, so is this).
-fn asks_in_stage(agent: &AgentState, task: &TaskId, stage: &StageRef) -> usize {
+fn asks_in_stage(agent: &Agent, task: &TaskId, stage: &StageRef) -> usize {
     agent
         .agent_step
         .steps()
@@ -364,8 +360,9 @@ mod tests {
     #[test]
     fn a_question_waits_for_its_answer_and_a_stage_holds_at_most_three() {
         let mut a = agent(&[Skill::SendMessage]);
-        a.wait_patience.humans = std::sync::Arc::new(["alice".into()].into_iter().collect());
-        let ask = |a: &mut AgentState| {
+        a.settings_mut().wait_patience.humans =
+            std::sync::Arc::new(["alice".into()].into_iter().collect());
+        let ask = |a: &mut Agent| {
             let step = running(a, Skill::SendMessage, "ask alice");
             let got = interpret(
                 a,
@@ -403,7 +400,7 @@ mod tests {
         let first = running(&mut b, Skill::SendMessage, "ask");
         let why = interpret(&mut b, &first, r#"<send_message>{"receiver": ["alice"], "message": "?", "ask": {"mode": "text"}}</send_message>"#, now()).err().unwrap().to_string();
         assert!(why.contains("`alice` is an agent"), "{why}");
-        b.wait_patience.humans = a.wait_patience.humans.clone();
+        b.settings_mut().wait_patience.humans = a.settings.wait_patience.humans.clone();
         let step = running(&mut b, Skill::SendMessage, "ask");
         let why = interpret(&mut b, &step, r#"<send_message>{"receiver": ["alice"], "message": "?", "ask": {"mode": "select", "options": ["only"]}}</send_message>"#, now()).err().unwrap().to_string();
         assert!(why.contains("cannot be answered"), "{why}");

@@ -4,11 +4,11 @@
 use super::{Refusal, SkillError, SkillOutcome};
 use crate::parse;
 use crate::policy::{Fired, Repair};
-use crate::state::{AgentState, StageAgentState, StepState};
+use crate::state::{Agent, StageAgentState, StepState};
 use serde_json::{Value, json};
 
 pub fn interpret(
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
@@ -23,30 +23,30 @@ pub fn interpret(
     let handed_back = |text: &str| super::mend::hands_back_work(agent, step, text);
     let mut repairs = Vec::new();
     let mut summary = summary.trim().to_owned();
-    if agent.repairs.allows(Repair::EchoedStartDropped) {
+    if agent.settings.repairs.allows(Repair::EchoedStartDropped) {
         let rest = super::mend::after_echoed_start(&summary, handed_back);
         if rest.len() < summary.len() {
-            let what = agent.texts.repair_echoed_start_dropped();
+            let what = agent.settings.texts.repair_echoed_start_dropped();
             repairs.push(Fired::new(Repair::EchoedStartDropped, what));
             summary = rest.to_owned();
         }
     }
-    if agent.repairs.allows(Repair::ComposedSummary) && handed_back(&summary) {
+    if agent.settings.repairs.allows(Repair::ComposedSummary) && handed_back(&summary) {
         // An echo is an obvious slip: repaired from the agent's own results at once, as asking
         // again rarely helps (the same model echoed the reworded instruction four times in a
         // row, minutes a try on a CPU). Only with nothing to report is it asked again.
-        let why = agent.texts.repair_summary_handed_back();
+        let why = agent.settings.texts.repair_summary_handed_back();
         return super::mend::composed_summary(agent, step, Repair::ComposedSummary, &why)
             .ok_or(SkillError::Refused(Refusal::SummaryEchoes));
     }
     // Otherwise an echo is asked about again, and never closes the stage as its result.
-    if agent.repairs.allows(Repair::Echo) && handed_back(&summary) {
+    if agent.settings.repairs.allows(Repair::Echo) && handed_back(&summary) {
         return Err(SkillError::Echo(summary));
     }
-    if agent.repairs.allows(Repair::SummaryResultsAdded)
+    if agent.settings.repairs.allows(Repair::SummaryResultsAdded)
         && super::mend::summary_with_results(agent, step, &mut summary)
     {
-        let what = agent.texts.repair_summary_results_added();
+        let what = agent.settings.texts.repair_summary_results_added();
         repairs.push(Fired::new(Repair::SummaryResultsAdded, what));
     }
     Ok(SkillOutcome {
@@ -170,7 +170,8 @@ mod tests {
             "the poem is still added"
         );
         // Switched off, a summary is taken as written.
-        a.repairs
+        a.settings_mut()
+            .repairs
             .switched
             .insert(Repair::SummaryResultsAdded, false);
         assert!(interpret(&a, &step, news).unwrap().repairs.is_empty());
@@ -186,7 +187,7 @@ mod tests {
     }
 
     /// Finishes `step` of `a` with `result`.
-    fn finish(a: &mut AgentState, step: &StepState, result: Value) {
+    fn finish(a: &mut Agent, step: &StepState, result: Value) {
         a.update_step(
             &step.step_id,
             crate::event::StepUpdate {

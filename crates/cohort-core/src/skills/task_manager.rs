@@ -8,7 +8,7 @@ use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
 use crate::parse;
 use crate::policy::{Fired, Repair, Repairs};
-use crate::state::{AgentState, StepState};
+use crate::state::{Agent, StepState};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -16,8 +16,12 @@ use std::collections::BTreeMap;
 /// manages (its agents all reported, or one is stuck). Such a stage stays open until it is
 /// finished or retried, so `add_stage` is no answer there: a real 1.5B model re-added the stage
 /// it judged unmet, and the task waited for ever on the old one.
-pub fn stage_decided<'a>(agent: &AgentState, step: &'a StepState) -> Option<&'a StageId> {
-    let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
+pub fn stage_decided<'a>(agent: &Agent, step: &'a StepState) -> Option<&'a StageId> {
+    let in_a_task = agent
+        .settings
+        .base_task
+        .as_ref()
+        .is_some_and(|b| *b != step.task_id);
     step.origin
         .notice()
         .and_then(Notice::stage_decided)
@@ -30,7 +34,7 @@ pub const VERDICT: &str = "goal_reached";
 
 /// Whether the step judges work done: a stage whose agents all reported, or a task with no
 /// stage left to run.
-pub fn judges(agent: &AgentState, step: &StepState) -> bool {
+pub fn judges(agent: &Agent, step: &StepState) -> bool {
     stage_decided(agent, step).is_some() || judged_task(step).is_some()
 }
 
@@ -83,7 +87,7 @@ pub(super) fn disagreement(reached: bool, t: &crate::texts::Texts) -> String {
 /// the task's judgement or the operator sees it. `None` when the step judges nothing the
 /// runtime can close.
 pub(super) fn carry_out_verdict(
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     reached: bool,
     instruction: &TaskInstruction,
@@ -102,10 +106,10 @@ pub(super) fn carry_out_verdict(
             stage_id: stage.clone(),
         }
     } else if let Some(notice) = judged_task(step) {
-        let reports = stage_reports(notice, &agent.texts)?;
+        let reports = stage_reports(notice, &agent.settings.texts)?;
         TaskInstruction::FinishTask {
             task_id: step.task_id.clone(),
-            task_summary: agent.texts.verdict_composed(reports),
+            task_summary: agent.settings.texts.verdict_composed(reports),
             outcome: TaskOutcome::Finished,
         }
     } else {
@@ -116,8 +120,9 @@ pub(super) fn carry_out_verdict(
         repairs: vec![Fired::new(
             Repair::VerdictCarriedOut,
             agent
+                .settings
                 .texts
-                .repair_verdict_carried_out(disagreement(reached, &agent.texts)),
+                .repair_verdict_carried_out(disagreement(reached, &agent.settings.texts)),
         )],
         ..working(json!({ "task_instruction": closing }))
     })
@@ -130,24 +135,28 @@ pub(super) fn carry_out_verdict(
 /// judgement follows); a task it was judging or planning ends failed, its summary saying why
 /// and what the stages gave. `None` outside a task (an operator's goal: its failed steps say
 /// what happened).
-pub fn closing(agent: &AgentState, step: &StepState, reason: &str) -> Option<TaskInstruction> {
+pub fn closing(agent: &Agent, step: &StepState, reason: &str) -> Option<TaskInstruction> {
     if let Some(stage) = stage_decided(agent, step) {
         return Some(TaskInstruction::FinishStage {
             task_id: step.task_id.clone(),
             stage_id: stage.clone(),
         });
     }
-    let in_a_task = agent.base_task.as_ref().is_some_and(|b| *b != step.task_id);
+    let in_a_task = agent
+        .settings
+        .base_task
+        .as_ref()
+        .is_some_and(|b| *b != step.task_id);
     if !in_a_task || !step.origin.asks_to_act() {
         return None;
     }
-    let mut task_summary = agent.texts.closed_by_runtime(reason);
+    let mut task_summary = agent.settings.texts.closed_by_runtime(reason);
     if let Some(reports) = step
         .origin
         .notice()
-        .and_then(|n| stage_reports(n, &agent.texts))
+        .and_then(|n| stage_reports(n, &agent.settings.texts))
     {
-        task_summary.push_str(&format!("\n{}", agent.texts.stages_gave(reports)));
+        task_summary.push_str(&format!("\n{}", agent.settings.texts.stages_gave(reports)));
     }
     Some(TaskInstruction::FinishTask {
         task_id: step.task_id.clone(),
@@ -207,7 +216,7 @@ impl Default for Asked<'_> {
 }
 
 impl<'a> Asked<'a> {
-    pub fn of(agent: &AgentState, step: &'a StepState) -> Self {
+    pub fn of(agent: &Agent, step: &'a StepState) -> Self {
         let acted_on = acted_on(agent, step);
         let goal_of = acted_on.unwrap_or(step);
         Asked {
@@ -215,8 +224,8 @@ impl<'a> Asked<'a> {
             decided: stage_decided(agent, step),
             refused: step.refused_instruction.as_ref(),
             judged_task: judged_task(step),
-            repairs: agent.repairs.clone(),
-            texts: agent.texts.clone(),
+            repairs: agent.settings.repairs.clone(),
+            texts: agent.settings.texts.clone(),
             requester: requester(agent, step),
             goal: acted_on
                 .and_then(|s| s.origin.persons_goal())
@@ -355,13 +364,13 @@ fn check_stage_decided(
 
 /// Who gave the goal `step` acts on: the person whose goal the step (or the decision step
 /// that planned it) acts on; `None` for a task made on the manager's own initiative.
-fn requester(agent: &AgentState, step: &StepState) -> Option<AgentId> {
+fn requester(agent: &Agent, step: &StepState) -> Option<AgentId> {
     acted_on(agent, step).and_then(|s| s.origin.goal_from().cloned())
 }
 
 /// The step that acts on a message asking to act: `step` itself, or the decision step that
 /// planned it.
-fn acted_on<'a>(agent: &'a AgentState, step: &'a StepState) -> Option<&'a StepState> {
+fn acted_on<'a>(agent: &'a Agent, step: &'a StepState) -> Option<&'a StepState> {
     match &step.origin {
         crate::state::StepOrigin::Act { .. } => Some(step),
         crate::state::StepOrigin::Planned { by } => {
@@ -445,6 +454,7 @@ fn check_goals(instruction: &TaskInstruction, repairs: &Repairs) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::AgentState;
 
     /// Asked to decide on `stage`.
     fn at(stage: &StageId) -> Asked<'_> {
@@ -474,7 +484,12 @@ mod tests {
     #[test]
     fn a_new_task_records_whose_goal_it_serves() {
         use crate::state::{Executor, Skill, StepOrigin};
-        let mut manager = AgentState::new("m".into(), "M".into(), "manager".into(), "p".into());
+        let mut manager = Agent::from(AgentState::new(
+            "m".into(),
+            "M".into(),
+            "manager".into(),
+            "p".into(),
+        ));
         let step = |skill, origin| {
             StepState::new(
                 "base".into(),

@@ -5,7 +5,7 @@ use super::mend::hands_back_work;
 use super::{SkillError, SkillOutcome, working};
 use crate::parse;
 use crate::policy::Repair;
-use crate::state::{AgentState, Skill, StepState};
+use crate::state::{Agent, Skill, StepState};
 use serde::{Deserialize, Serialize};
 
 /// What a think or quick_think step keeps: `{"think": text}` or `{"quick_think": text}`.
@@ -29,7 +29,7 @@ impl Thought {
 
 pub fn interpret(
     skill: Skill,
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
@@ -41,7 +41,7 @@ pub fn interpret(
     // The instruction or the goal handed back is no result: the model is asked again, and
     // still so after the re-asks, the step fails (issue: a 0.5B writer's "think" returned
     // its goal, and the task was reported finished with no haiku anywhere).
-    if agent.repairs.allows(Repair::Echo) && hands_back_work(agent, step, text) {
+    if agent.settings.repairs.allows(Repair::Echo) && hands_back_work(agent, step, text) {
         return Err(SkillError::Echo(text.to_owned()));
     }
     let result = serde_json::to_value(&thought).unwrap_or_default();
@@ -127,8 +127,11 @@ mod tests {
     fn with_the_echo_rule_off_an_echo_is_the_answer_as_given() {
         for preset in [Preset::Strict, Preset::Auto] {
             let mut a = agent(&[Skill::Think]);
-            a.repairs = Repairs::preset(preset);
-            a.repairs.switched.insert(Repair::Echo, false);
+            a.settings_mut().repairs = Repairs::preset(preset);
+            a.settings_mut()
+                .repairs
+                .switched
+                .insert(Repair::Echo, false);
             let step = running(&mut a, Skill::Think, "Write a haiku about autumn rain.");
             let o = interpret(
                 Skill::Think,

@@ -85,7 +85,8 @@ pub struct ConversationPool {
 
 /// Serialised, this is the SPEC's wire form: steps and waits by id, no private pool, no
 /// bookkeeping. Read back, those parts come out empty (what a new agent has); the store keeps
-/// the whole of an agent as an `event::AgentRecord`.
+/// the whole of an agent as an `event::AgentRecord`. What the team file sets for it is no part
+/// of it: that is its [`AgentSettings`](super::AgentSettings), given anew to whoever runs it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
     /// The agent's id, unique in the team.
@@ -143,37 +144,6 @@ pub struct AgentState {
     /// agent whose plan runs dry in such a stage is given a closing reflection).
     #[serde(skip)]
     pub open_goals: BTreeSet<(TaskId, StageId)>,
-    /// The longest text a step of this agent keeps (`retention.step_chars`); longer text is
-    /// cut in the middle when the step is added or updated.
-    #[serde(skip, default = "super::default_step_chars")]
-    pub step_chars: usize,
-    /// The bytes one of this person's private conversations keeps (the memory budget's
-    /// share); the oldest messages leave first.
-    #[serde(skip, default = "super::default_private_bytes")]
-    pub private_bytes: usize,
-    /// How far this agent may go on in one stage (`step_limits:`).
-    #[serde(skip)]
-    pub step_limits: crate::state::StepLimits,
-    /// When its tool calls wait for a person (`tool_approval:`).
-    #[serde(skip)]
-    pub tool_approval: crate::policy::ApprovalPolicy,
-    /// Which of its model's slips the runtime mends (`repairs:`).
-    #[serde(skip)]
-    pub repairs: crate::policy::Repairs,
-    /// How long it waits for a reply before it decides without one (`waits:`).
-    #[serde(skip)]
-    pub wait_patience: super::WaitPatience,
-    /// The team's base task (where goals arrive and tasks are created), when known.
-    #[serde(skip)]
-    pub base_task: Option<TaskId>,
-    /// Its model calls tools natively (`tool_calling: native`): tool steps run the native
-    /// tool loop, and plans need no instruction_generation.
-    #[serde(skip)]
-    pub native_tools: bool,
-    /// The runtime's texts in the team's language, for the steps and notices it writes for
-    /// this agent (the team's prompt set's; English until the actor is given it).
-    #[serde(skip, default = "crate::texts::Texts::english")]
-    pub texts: std::sync::Arc<crate::texts::Texts>,
     /// Changes made and not yet published (see `agent_changes.rs`).
     #[serde(skip)]
     pub outbox: Vec<crate::event::Change>,
@@ -219,15 +189,6 @@ impl AgentState {
             paused_tasks: BTreeSet::new(),
             history_summaries: Vec::new(),
             open_goals: BTreeSet::new(),
-            step_chars: super::DEFAULT_STEP_CHARS,
-            private_bytes: super::PRIVATE_BYTES_KEPT,
-            step_limits: crate::state::StepLimits::default(),
-            wait_patience: super::WaitPatience::default(),
-            tool_approval: crate::policy::ApprovalPolicy::default(),
-            repairs: crate::policy::Repairs::default(),
-            base_task: None,
-            native_tools: false,
-            texts: crate::texts::Texts::english(),
             outbox: Vec::new(),
         }
     }
@@ -287,6 +248,7 @@ mod tests {
     use super::*;
     use crate::event::StepUpdate;
     use crate::ids::StageId;
+    use crate::state::Agent;
     use crate::state::{Executor, StepExecutionState, StepState};
     use chrono::NaiveDate;
 
@@ -304,8 +266,13 @@ mod tests {
             .unwrap()
     }
 
-    fn agent() -> AgentState {
-        AgentState::new("a".into(), "A".into(), "r".into(), "p".into())
+    fn agent() -> Agent {
+        Agent::from(AgentState::new(
+            "a".into(),
+            "A".into(),
+            "r".into(),
+            "p".into(),
+        ))
     }
 
     fn step(task: &str, stage: StageRef) -> StepState {

@@ -4,7 +4,7 @@
 //! Nothing else writes an agent's steps, queue, lock or memory.
 
 use super::{
-    AgentState, Held, MemoryOp, PrivateMessage, StepExecutionState, StepResult, StepState,
+    Agent, AgentState, Held, MemoryOp, PrivateMessage, StepExecutionState, StepResult, StepState,
     TokenUsage, memory_key,
 };
 use crate::event::trace::TraceId;
@@ -17,10 +17,6 @@ use chrono::NaiveDateTime;
 pub const PRIVATE_KEPT: usize = 500;
 /// How many bytes one private conversation keeps unless told (a 256 MiB budget's 128th).
 pub const PRIVATE_BYTES_KEPT: usize = 2 << 20;
-
-pub(super) fn default_private_bytes() -> usize {
-    PRIVATE_BYTES_KEPT
-}
 
 impl AgentState {
     /// Applies a change to this agent and keeps it for publishing; returns the steps it removed.
@@ -66,57 +62,6 @@ impl AgentState {
         self.agent_id.clone()
     }
 
-    fn step_added(&mut self, mut step: StepState, list_at: usize, todo_at: Option<usize>) {
-        let remember = todo_at.is_some();
-        let max = self.step_chars;
-        super::cap_str(&mut step.step_intention, max);
-        super::cap_str(&mut step.text_content, max);
-        if let Some(v) = &mut step.instruction_content {
-            super::cap_value(v, max);
-        }
-        if let Some(r) = &mut step.execute_result {
-            r.cap(max);
-        }
-        let maker = step.origin.made_by().and_then(|by| self.agent_step.get(by));
-        if step.trace_id.is_none() {
-            step.trace_id = Some(trace_of_new_step(&step, maker));
-        }
-        // A step planned by one a message chose the model or servers for keeps the choice.
-        if step.choice.is_none() {
-            step.choice = maker.and_then(|m| m.choice.clone());
-        }
-        self.emit(Change::Step(StepChange::Added {
-            agent_id: self.id(),
-            step: Box::new(step),
-            list_at,
-            todo_at,
-            remember,
-        }));
-    }
-
-    /// Appends steps to the queue and records them in working memory.
-    pub fn add_steps(&mut self, steps: Vec<StepState>) {
-        for step in steps {
-            let (list_at, todo_at) = self.agent_step.append_place();
-            self.step_added(step, list_at, Some(todo_at));
-        }
-    }
-
-    /// Inserts steps, in order, before the next pending one, and records them in working memory.
-    pub fn add_next_steps(&mut self, steps: Vec<StepState>) {
-        let at = self.agent_step.next_place();
-        for (i, step) in steps.into_iter().enumerate() {
-            self.step_added(step, at + i, Some(i));
-        }
-    }
-
-    /// Records a step that is already over (what a person did, a call a tool loop made); it
-    /// never enters the queue. It goes where it happened: before the steps still to run.
-    pub fn add_done(&mut self, step: StepState) {
-        let at = self.agent_step.next_place();
-        self.step_added(step, at, None);
-    }
-
     /// The step [`start_next`](Self::start_next) would start: the first queued one whose task
     /// is not paused and that waits for no step it depends on (`pending`).
     pub fn next_runnable(&self) -> Option<&StepState> {
@@ -139,24 +84,6 @@ impl AgentState {
         self.agent_step.get(&id).cloned()
     }
 
-    /// Records an update to one of its steps, its texts capped to `step_chars`; nothing if the
-    /// agent does not hold the step.
-    pub fn update_step(&mut self, id: &StepId, mut update: StepUpdate) {
-        if self.agent_step.get(id).is_some() {
-            if let Some(v) = &mut update.instruction_content {
-                super::cap_value(v, self.step_chars);
-            }
-            if let Some(r) = &mut update.execute_result {
-                r.cap(self.step_chars);
-            }
-            self.emit(Change::Step(StepChange::Updated {
-                agent_id: self.id(),
-                step_id: id.clone(),
-                update,
-            }));
-        }
-    }
-
     /// Removes one step (a running step whose stage was cleaned up while it ran).
     pub fn remove_step(&mut self, id: &StepId) {
         if self.agent_step.get(id).is_some() {
@@ -165,90 +92,6 @@ impl AgentState {
                 step_ids: vec![id.clone()],
             }));
         }
-    }
-
-    /// `finish_stage`: drops the stage's steps, its working memory and the waits taken in it.
-    /// Returns the dropped steps that never ran, marked failed with `why`.
-    pub fn finish_stage(&mut self, task: &TaskId, stage: &StageRef, why: &str) -> Vec<StepState> {
-        self.emit(Change::Agent(AgentChange::WorkCleared {
-            agent_id: self.id(),
-            task_id: task.clone(),
-            stage_id: Some(stage.clone()),
-        }));
-        if let Some(s) = stage.stage() {
-            self.close_goal(task, s);
-        }
-        self.finish_work(task, Some(stage), why)
-    }
-
-    /// `finish_task`: drops every step, the working memory and the waits of the task.
-    pub fn finish_task(&mut self, task: &TaskId, why: &str) -> Vec<StepState> {
-        self.emit(Change::Agent(AgentChange::WorkCleared {
-            agent_id: self.id(),
-            task_id: task.clone(),
-            stage_id: None,
-        }));
-        let goals: Vec<StageId> = self
-            .open_goals
-            .iter()
-            .filter(|(t, _)| t == task)
-            .map(|(_, s)| s.clone())
-            .collect();
-        for s in &goals {
-            self.close_goal(task, s);
-        }
-        // A finished task is paused no more (the set stays as small as the open tasks).
-        self.set_task_paused(task, false);
-        self.finish_work(task, None, why)
-    }
-
-    fn finish_work(
-        &mut self,
-        task: &TaskId,
-        stage: Option<&StageRef>,
-        why: &str,
-    ) -> Vec<StepState> {
-        let waits = self.step_lock.ids_in(task, stage);
-        self.release_waits(&waits);
-        let plan = self.agent_step.drop_plan(task, stage);
-        if !plan.cut.is_empty() {
-            self.emit(Change::Step(StepChange::CutLoose {
-                agent_id: self.id(),
-                step_ids: plan.cut,
-            }));
-        }
-        let mut never_ran = Vec::new();
-        for id in &plan.dropped {
-            if self
-                .agent_step
-                .get(id)
-                .is_some_and(|s| !s.execution_state.is_over())
-            {
-                self.update_step(
-                    id,
-                    StepUpdate {
-                        execution_state: Some(StepExecutionState::Failed),
-                        execute_result: Some(Box::new(StepResult {
-                            dropped: true,
-                            ..StepResult::failed(format!("dropped before it ran: {why}"))
-                        })),
-                        ..Default::default()
-                    },
-                );
-                never_ran.push(id.clone());
-            }
-        }
-        if plan.dropped.is_empty() {
-            return Vec::new();
-        }
-        let removed = self.emit(Change::Step(StepChange::Removed {
-            agent_id: self.id(),
-            step_ids: plan.dropped,
-        }));
-        removed
-            .into_iter()
-            .filter(|s| never_ran.contains(&s.step_id))
-            .collect()
     }
 
     /// Keeps at most `keep` finished or failed `no_relative` steps of a task in the step list
@@ -273,38 +116,6 @@ impl AgentState {
             agent_id: self.id(),
             task_id: task,
             stage_id: stage,
-        }));
-    }
-
-    /// Takes wait ids for a message sent from `task`/`stage`: each waits for the reply of its
-    /// receiver, until `now` plus `patience` (per question) or else the team's patience for
-    /// that receiver (`waits:`).
-    pub fn hold_waits(
-        &mut self,
-        waits: Vec<(WaitId, AgentId)>,
-        task: &TaskId,
-        stage: &StageRef,
-        now_ms: i64,
-        patience: Option<std::time::Duration>,
-    ) {
-        if waits.is_empty() {
-            return;
-        }
-        let until = waits
-            .iter()
-            .map(|(_, r)| {
-                let p = patience.unwrap_or_else(|| self.wait_patience.for_receiver(r));
-                now_ms.saturating_add(i64::try_from(p.as_millis()).unwrap_or(i64::MAX))
-            })
-            .collect();
-        let (ids, from) = waits.into_iter().unzip();
-        self.emit(Change::Agent(AgentChange::WaitsHeld {
-            agent_id: self.id(),
-            task_id: task.clone(),
-            stage_id: stage.clone(),
-            ids,
-            from,
-            until,
         }));
     }
 
@@ -440,58 +251,6 @@ impl AgentState {
         }
     }
 
-    /// A message in a person's private conversation with `with` (the oldest leave past
-    /// [`PRIVATE_KEPT`]).
-    pub fn add_private(&mut self, with: &AgentId, entry: PrivateMessage) {
-        self.emit(Change::Agent(AgentChange::PrivateMessage {
-            agent_id: self.id(),
-            with: with.clone(),
-            entry,
-        }));
-        let Some(chat) = self
-            .conversation_pool
-            .as_ref()
-            .and_then(|p| p.conversation_privates.get(with))
-        else {
-            return;
-        };
-        // The oldest leave first, but a question the person has not answered yet stays (its
-        // sender may be waiting for the answer) until the chat is twice its size.
-        let mut excess = chat.len().saturating_sub(PRIVATE_KEPT);
-        let bytes: usize = chat.iter().map(Held::held_bytes).sum();
-        if bytes > self.private_bytes {
-            // Down to seven eighths of its bytes, so that trimming is one change per many
-            // messages; the newest message stays whatever its size.
-            let target = self.private_bytes - self.private_bytes / 8;
-            let mut left = bytes;
-            let by_bytes = chat[..chat.len() - 1]
-                .iter()
-                .take_while(|m| {
-                    let go = left > target;
-                    left -= m.held_bytes();
-                    go
-                })
-                .count();
-            excess = excess.max(by_bytes);
-        }
-        let unanswered = |m: &PrivateMessage| m.need_reply && !m.replied;
-        let count = if chat.len() > 2 * PRIVATE_KEPT || bytes > 2 * self.private_bytes {
-            excess
-        } else {
-            chat.iter()
-                .take(excess)
-                .take_while(|m| !unanswered(m))
-                .count()
-        };
-        if count > 0 {
-            self.emit(Change::Agent(AgentChange::PrivateTrimmed {
-                agent_id: self.id(),
-                with: Some(with.clone()),
-                count,
-            }));
-        }
-    }
-
     /// A notice for a person (the oldest leave past [`PRIVATE_KEPT`]).
     pub fn add_notice(&mut self, text: String) {
         self.emit(Change::Agent(AgentChange::Notice {
@@ -518,6 +277,247 @@ impl AgentState {
             with: with.clone(),
             index,
         }));
+    }
+}
+
+/// The changes that follow the agent's settings: its steps' texts are capped to
+/// `step_chars`, its waits last its `waits:` patience, a person's chats keep `private_bytes`.
+impl Agent {
+    fn step_added(&mut self, mut step: StepState, list_at: usize, todo_at: Option<usize>) {
+        let remember = todo_at.is_some();
+        let max = self.settings.step_chars;
+        super::cap_str(&mut step.step_intention, max);
+        super::cap_str(&mut step.text_content, max);
+        if let Some(v) = &mut step.instruction_content {
+            super::cap_value(v, max);
+        }
+        if let Some(r) = &mut step.execute_result {
+            r.cap(max);
+        }
+        let maker = step.origin.made_by().and_then(|by| self.agent_step.get(by));
+        if step.trace_id.is_none() {
+            step.trace_id = Some(trace_of_new_step(&step, maker));
+        }
+        // A step planned by one a message chose the model or servers for keeps the choice.
+        if step.choice.is_none() {
+            step.choice = maker.and_then(|m| m.choice.clone());
+        }
+        self.state.emit(Change::Step(StepChange::Added {
+            agent_id: self.id(),
+            step: Box::new(step),
+            list_at,
+            todo_at,
+            remember,
+        }));
+    }
+
+    /// Appends steps to the queue and records them in working memory.
+    pub fn add_steps(&mut self, steps: Vec<StepState>) {
+        for step in steps {
+            let (list_at, todo_at) = self.agent_step.append_place();
+            self.step_added(step, list_at, Some(todo_at));
+        }
+    }
+
+    /// Inserts steps, in order, before the next pending one, and records them in working memory.
+    pub fn add_next_steps(&mut self, steps: Vec<StepState>) {
+        let at = self.agent_step.next_place();
+        for (i, step) in steps.into_iter().enumerate() {
+            self.step_added(step, at + i, Some(i));
+        }
+    }
+
+    /// Records a step that is already over (what a person did, a call a tool loop made); it
+    /// never enters the queue. It goes where it happened: before the steps still to run.
+    pub fn add_done(&mut self, step: StepState) {
+        let at = self.agent_step.next_place();
+        self.step_added(step, at, None);
+    }
+
+    /// Records an update to one of its steps, its texts capped to `step_chars`; nothing if the
+    /// agent does not hold the step.
+    pub fn update_step(&mut self, id: &StepId, mut update: StepUpdate) {
+        if self.agent_step.get(id).is_some() {
+            if let Some(v) = &mut update.instruction_content {
+                super::cap_value(v, self.settings.step_chars);
+            }
+            if let Some(r) = &mut update.execute_result {
+                r.cap(self.settings.step_chars);
+            }
+            self.state.emit(Change::Step(StepChange::Updated {
+                agent_id: self.id(),
+                step_id: id.clone(),
+                update,
+            }));
+        }
+    }
+
+    /// `finish_stage`: drops the stage's steps, its working memory and the waits taken in it.
+    /// Returns the dropped steps that never ran, marked failed with `why`.
+    pub fn finish_stage(&mut self, task: &TaskId, stage: &StageRef, why: &str) -> Vec<StepState> {
+        self.state.emit(Change::Agent(AgentChange::WorkCleared {
+            agent_id: self.id(),
+            task_id: task.clone(),
+            stage_id: Some(stage.clone()),
+        }));
+        if let Some(s) = stage.stage() {
+            self.close_goal(task, s);
+        }
+        self.finish_work(task, Some(stage), why)
+    }
+
+    /// `finish_task`: drops every step, the working memory and the waits of the task.
+    pub fn finish_task(&mut self, task: &TaskId, why: &str) -> Vec<StepState> {
+        self.state.emit(Change::Agent(AgentChange::WorkCleared {
+            agent_id: self.id(),
+            task_id: task.clone(),
+            stage_id: None,
+        }));
+        let goals: Vec<StageId> = self
+            .open_goals
+            .iter()
+            .filter(|(t, _)| t == task)
+            .map(|(_, s)| s.clone())
+            .collect();
+        for s in &goals {
+            self.close_goal(task, s);
+        }
+        // A finished task is paused no more (the set stays as small as the open tasks).
+        self.set_task_paused(task, false);
+        self.finish_work(task, None, why)
+    }
+
+    fn finish_work(
+        &mut self,
+        task: &TaskId,
+        stage: Option<&StageRef>,
+        why: &str,
+    ) -> Vec<StepState> {
+        let waits = self.step_lock.ids_in(task, stage);
+        self.release_waits(&waits);
+        let plan = self.agent_step.drop_plan(task, stage);
+        if !plan.cut.is_empty() {
+            self.state.emit(Change::Step(StepChange::CutLoose {
+                agent_id: self.id(),
+                step_ids: plan.cut,
+            }));
+        }
+        let mut never_ran = Vec::new();
+        for id in &plan.dropped {
+            if self
+                .agent_step
+                .get(id)
+                .is_some_and(|s| !s.execution_state.is_over())
+            {
+                self.update_step(
+                    id,
+                    StepUpdate {
+                        execution_state: Some(StepExecutionState::Failed),
+                        execute_result: Some(Box::new(StepResult {
+                            dropped: true,
+                            ..StepResult::failed(format!("dropped before it ran: {why}"))
+                        })),
+                        ..Default::default()
+                    },
+                );
+                never_ran.push(id.clone());
+            }
+        }
+        if plan.dropped.is_empty() {
+            return Vec::new();
+        }
+        let removed = self.state.emit(Change::Step(StepChange::Removed {
+            agent_id: self.id(),
+            step_ids: plan.dropped,
+        }));
+        removed
+            .into_iter()
+            .filter(|s| never_ran.contains(&s.step_id))
+            .collect()
+    }
+
+    /// Takes wait ids for a message sent from `task`/`stage`: each waits for the reply of its
+    /// receiver, until `now` plus `patience` (per question) or else the team's patience for
+    /// that receiver (`waits:`).
+    pub fn hold_waits(
+        &mut self,
+        waits: Vec<(WaitId, AgentId)>,
+        task: &TaskId,
+        stage: &StageRef,
+        now_ms: i64,
+        patience: Option<std::time::Duration>,
+    ) {
+        if waits.is_empty() {
+            return;
+        }
+        let until = waits
+            .iter()
+            .map(|(_, r)| {
+                let p = patience.unwrap_or_else(|| self.settings.wait_patience.for_receiver(r));
+                now_ms.saturating_add(i64::try_from(p.as_millis()).unwrap_or(i64::MAX))
+            })
+            .collect();
+        let (ids, from) = waits.into_iter().unzip();
+        self.state.emit(Change::Agent(AgentChange::WaitsHeld {
+            agent_id: self.id(),
+            task_id: task.clone(),
+            stage_id: stage.clone(),
+            ids,
+            from,
+            until,
+        }));
+    }
+
+    /// A message in a person's private conversation with `with` (the oldest leave past
+    /// [`PRIVATE_KEPT`]).
+    pub fn add_private(&mut self, with: &AgentId, entry: PrivateMessage) {
+        self.state.emit(Change::Agent(AgentChange::PrivateMessage {
+            agent_id: self.id(),
+            with: with.clone(),
+            entry,
+        }));
+        let Some(chat) = self
+            .conversation_pool
+            .as_ref()
+            .and_then(|p| p.conversation_privates.get(with))
+        else {
+            return;
+        };
+        // The oldest leave first, but a question the person has not answered yet stays (its
+        // sender may be waiting for the answer) until the chat is twice its size.
+        let mut excess = chat.len().saturating_sub(PRIVATE_KEPT);
+        let bytes: usize = chat.iter().map(Held::held_bytes).sum();
+        if bytes > self.settings.private_bytes {
+            // Down to seven eighths of its bytes, so that trimming is one change per many
+            // messages; the newest message stays whatever its size.
+            let target = self.settings.private_bytes - self.settings.private_bytes / 8;
+            let mut left = bytes;
+            let by_bytes = chat[..chat.len() - 1]
+                .iter()
+                .take_while(|m| {
+                    let go = left > target;
+                    left -= m.held_bytes();
+                    go
+                })
+                .count();
+            excess = excess.max(by_bytes);
+        }
+        let unanswered = |m: &PrivateMessage| m.need_reply && !m.replied;
+        let count = if chat.len() > 2 * PRIVATE_KEPT || bytes > 2 * self.settings.private_bytes {
+            excess
+        } else {
+            chat.iter()
+                .take(excess)
+                .take_while(|m| !unanswered(m))
+                .count()
+        };
+        if count > 0 {
+            self.state.emit(Change::Agent(AgentChange::PrivateTrimmed {
+                agent_id: self.id(),
+                with: Some(with.clone()),
+                count,
+            }));
+        }
     }
 }
 

@@ -260,6 +260,7 @@ impl Serialize for AgentStep {
 mod tests {
     use super::*;
     use crate::ids::{AgentId, StageId};
+    use crate::state::Agent;
     use crate::state::{AgentState, Executor, Skill};
 
     fn step(name: &str, stage: &str) -> StepState {
@@ -273,16 +274,21 @@ mod tests {
         )
     }
 
-    fn agent() -> AgentState {
-        AgentState::new("a".into(), "A".into(), "r".into(), "p".into())
+    fn agent() -> Agent {
+        Agent::from(AgentState::new(
+            "a".into(),
+            "A".into(),
+            "r".into(),
+            "p".into(),
+        ))
     }
 
-    fn order(a: &AgentState) -> Vec<String> {
+    fn order(a: &Agent) -> Vec<String> {
         let s = &a.agent_step;
         s.steps().iter().map(|s| s.step_intention.clone()).collect()
     }
 
-    fn todo(a: &AgentState) -> Vec<String> {
+    fn todo(a: &Agent) -> Vec<String> {
         let s = &a.agent_step;
         s.todo()
             .map(|id| s.get(id).unwrap().step_intention.clone())

@@ -15,6 +15,7 @@ pub mod plan_check;
 #[cfg(test)]
 mod props;
 mod result;
+mod settings;
 mod stage;
 mod step;
 mod step_limits;
@@ -26,7 +27,6 @@ pub use agent::{
     AgentState, ConversationPool, HumanConfig, LlmSettings, MemoryOp, PrivateMessage,
     WorkingMemory, memory_key,
 };
-use agent_changes::default_private_bytes;
 pub use agent_changes::{PRIVATE_BYTES_KEPT, PRIVATE_KEPT};
 pub use agent_step::AgentStep;
 pub use ask::{Ask, AskError, AskField, FieldKind, MAX_CHOICES, MAX_FIELDS};
@@ -37,10 +37,10 @@ pub use held::{Held, value_bytes};
 pub use history_summary::HistorySummary;
 pub use origin::StepOrigin;
 pub use result::{Cancelled, ELICITATION_KEY, PARAMS_KEY, StepResult, Try};
+pub use settings::{Agent, AgentSettings};
 pub use stage::StageState;
 pub use step::{ModelWait, PlannedStep, ReplyTo, StepState, TokenUsage};
 pub use step_limits::StepLimits;
 pub use step_lock::{StepLock, Wait, WaitPatience};
 pub use task::{ConversationEntry, FailedStage, ForkedFrom, SharedInfo, TaskEnd, TaskState};
-use text_cap::default_step_chars;
 pub use text_cap::{DEFAULT_STEP_CHARS, cap_str, cap_value};

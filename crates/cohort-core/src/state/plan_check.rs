@@ -2,7 +2,7 @@
 //! planned it records it: an agent's steps or a manager's stages, bound to their hash. What a
 //! person's verdict does with it is `step::plan_check`.
 
-use super::{AgentState, PlannedStep, Skill, StepExecutionState, StepState};
+use super::{Agent, PlannedStep, Skill, StepExecutionState, StepState};
 use crate::ids::TaskId;
 use crate::message::StagePlan;
 use crate::policy::args_hash;
@@ -66,8 +66,8 @@ fn plan_hash(steps: &[PlannedStep]) -> String {
 }
 
 /// Whether `agent` shows the plans of `planner` steps to a person first.
-pub fn checks(agent: &AgentState, planner: Skill) -> bool {
-    planner == Skill::Planning && agent.tool_approval.check_plans
+pub fn checks(agent: &Agent, planner: Skill) -> bool {
+    planner == Skill::Planning && agent.settings.tool_approval.check_plans
 }
 
 /// Whether `step` waits for a person to check its plan.
@@ -80,6 +80,6 @@ pub fn awaits_check(step: &StepState) -> bool {
 }
 
 /// Whether `agent` shows its `add_stage` stages to a person first.
-pub fn checks_stages(agent: &AgentState) -> bool {
-    agent.tool_approval.check_stages
+pub fn checks_stages(agent: &Agent) -> bool {
+    agent.settings.tool_approval.check_stages
 }

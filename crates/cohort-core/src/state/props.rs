@@ -3,7 +3,7 @@
 //! a plain model. A failure names its seed and the operations that led to it; set
 //! `COHORT_PROPS_SEED=<seed>` to rerun just that sequence.
 
-use super::{AgentState, Executor, Skill, StepExecutionState, StepState, WorkingState};
+use super::{Agent, AgentState, Executor, Skill, StepExecutionState, StepState, WorkingState};
 use crate::ids::{AgentId, NO_RELATIVE, StageRef, TaskId, WaitId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -159,7 +159,7 @@ fn blank_step() -> StepState {
 
 /// Applies one operation to the agent and the model alike; Err on a disagreement seen while
 /// doing so (the full state is compared afterwards by [`check`]).
-fn apply(agent: &mut AgentState, model: &mut Model, op: &Op) -> Result<(), String> {
+fn apply(agent: &mut Agent, model: &mut Model, op: &Op) -> Result<(), String> {
     match op {
         Op::Add(works) => {
             let (states, steps) = model.new_steps(works);
@@ -310,7 +310,7 @@ where
 }
 
 /// Compares the agent with the model and checks the invariants that hold after any operation.
-fn check(agent: &AgentState, model: &Model) -> Result<(), String> {
+fn check(agent: &Agent, model: &Model) -> Result<(), String> {
     let steps = agent.agent_step.steps();
     let ids = || steps.iter().map(|s| &s.step_id);
     differ("step_list", ids, || model.steps.iter().map(|s| &s.id))?;
@@ -421,7 +421,7 @@ fn check(agent: &AgentState, model: &Model) -> Result<(), String> {
 /// one (pending ones included, as `todo` lists only steps of step_list), no working memory
 /// and no wait of it. That all other work survives follows from `check`, as the model's
 /// finish touches nothing else.
-fn check_finish(agent: &AgentState, (task, stage): Finish) -> Result<(), String> {
+fn check_finish(agent: &Agent, (task, stage): Finish) -> Result<(), String> {
     let (task_id, stage_id) = finish_ids((task, stage));
     let inside = |t: &TaskId, s: &StageRef| t == task_id && stage_id.is_none_or(|st| s == st);
     let steps = agent.agent_step.steps().iter();
@@ -448,7 +448,12 @@ fn check_finish(agent: &AgentState, (task, stage): Finish) -> Result<(), String>
 /// Runs one sequence; on a failure, the seed, the failing check and the operations so far.
 fn run_sequence(seed: u64) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut agent = AgentState::new("a".into(), "A".into(), "r".into(), "p".into());
+    let mut agent = Agent::from(AgentState::new(
+        "a".into(),
+        "A".into(),
+        "r".into(),
+        "p".into(),
+    ));
     // A reader that starts from the agent as it was added and sees only its changes.
     let mut reader = agent.clone();
     let mut model = Model::default();
@@ -479,7 +484,7 @@ fn run_sequence(seed: u64) -> Result<(), String> {
 /// Applies the agent's new changes to the reader's copy, as the monitor does, each read back
 /// from its JSON as the store replays it; the copy must be the agent (the changes say
 /// everything, and say it exactly).
-fn same_as_reader(agent: &mut AgentState, reader: &mut AgentState) -> Result<(), String> {
+fn same_as_reader(agent: &mut Agent, reader: &mut Agent) -> Result<(), String> {
     for c in agent.take_changes() {
         let json = serde_json::to_string(&c).map_err(|e| e.to_string())?;
         let stored: crate::event::Change =
@@ -498,12 +503,12 @@ fn same_as_reader(agent: &mut AgentState, reader: &mut AgentState) -> Result<(),
 }
 
 /// The agent's full record (what the store keeps) reads back as the agent.
-fn same_record(agent: &AgentState) -> Result<(), String> {
+fn same_record(agent: &Agent) -> Result<(), String> {
     let record = crate::event::AgentRecord::of(agent);
     let json = serde_json::to_string(&record).map_err(|e| e.to_string())?;
     let back: crate::event::AgentRecord =
         serde_json::from_str(&json).map_err(|e| format!("{e}: {json}"))?;
-    if back.into_state() != *agent {
+    if back.into_state() != agent.state {
         return Err(format!("the agent's record reads back different: {json}"));
     }
     Ok(())
@@ -536,17 +541,22 @@ fn random_operations_keep_queue_working_memory_and_lock_consistent() {
 /// midway leaves B's steps, in their order, and the running A step until it settles.
 #[test]
 fn two_stages_interleave_and_finishing_one_keeps_the_others_order() {
-    fn run(agent: &mut AgentState, model: &mut Model, op: Op) {
+    fn run(agent: &mut Agent, model: &mut Model, op: Op) {
         if let Err(e) = apply(agent, model, &op).and_then(|()| check(agent, model)) {
             panic!("{op:?}: {e}");
         }
     }
-    fn stages(agent: &AgentState) -> Vec<&str> {
+    fn stages(agent: &Agent) -> Vec<&str> {
         let steps = agent.agent_step.steps().iter();
         steps.map(|s| s.stage_id.as_str()).collect()
     }
     let (a, b) = (Work { task: 1, stage: 0 }, Work { task: 1, stage: 1 });
-    let mut agent = AgentState::new("x".into(), "X".into(), "r".into(), "p".into());
+    let mut agent = Agent::from(AgentState::new(
+        "x".into(),
+        "X".into(),
+        "r".into(),
+        "p".into(),
+    ));
     let mut model = Model::default();
     run(&mut agent, &mut model, Op::Add(vec![a, b, a, a, b]));
     assert_eq!(stages(&agent), ["s1", "s2", "s1", "s1", "s2"]);

@@ -8,10 +8,6 @@ use serde_json::Value;
 /// `retention.step_chars` when the team file does not set it.
 pub const DEFAULT_STEP_CHARS: usize = 64 * 1024;
 
-pub fn default_step_chars() -> usize {
-    DEFAULT_STEP_CHARS
-}
-
 /// Cuts the middle out of `s` if it has more than `max` characters, keeping its start and
 /// end; says how much was cut. Returns whether it cut.
 pub fn cap_str(s: &mut String, max: usize) -> bool {
@@ -52,6 +48,7 @@ pub fn cap_value(v: &mut Value, max: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::Agent;
     use serde_json::json;
 
     #[test]
@@ -95,8 +92,13 @@ mod tests {
         use crate::event::{Change, StepChange, StepUpdate};
         use crate::ids::StageRef;
         use crate::state::{AgentState, Executor, StepResult, StepState};
-        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
-        a.step_chars = 10;
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "p".into(),
+        ));
+        a.settings_mut().step_chars = 10;
         let mut step = StepState::new(
             "t".into(),
             StageRef::NoRelative,

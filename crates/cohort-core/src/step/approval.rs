@@ -10,7 +10,7 @@ use crate::call::McpCall;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
 use crate::policy::{ToolRisk, args_hash};
-use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
+use crate::state::{Agent, StepExecutionState, StepResult, StepState};
 use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -149,7 +149,7 @@ pub enum Decided {
 
 /// The request for `call`, if it needs a person under the agent's policy.
 pub fn approval_needed(
-    agent: &AgentState,
+    agent: &Agent,
     server: &str,
     call: &McpCall,
     risk: ToolRisk,
@@ -157,7 +157,7 @@ pub fn approval_needed(
     let McpCall::Tool { name, arguments } = call else {
         return None;
     };
-    if !agent.tool_approval.needs_approval(risk.risk) {
+    if !agent.settings.tool_approval.needs_approval(risk.risk) {
         return None;
     }
     let arguments = Value::Object(arguments.clone());
@@ -166,14 +166,14 @@ pub fn approval_needed(
         tool: name.clone(),
         args_hash: args_hash(&arguments),
         arguments,
-        warning: high_risk_warning(name, &risk, &agent.texts),
+        warning: high_risk_warning(name, &risk, &agent.settings.texts),
         risk,
     })
 }
 
 /// Puts the running step `id` on hold for `req` (state `waiting_for_approval`, the request in
 /// its result for everyone to see).
-pub fn await_approval(agent: &mut AgentState, id: &StepId, req: &ApprovalRequest) {
+pub fn await_approval(agent: &mut Agent, id: &StepId, req: &ApprovalRequest) {
     agent.update_step(
         id,
         StepUpdate {
@@ -220,7 +220,7 @@ pub fn approval_notice(step: &StepState, req: &ApprovalRequest, t: &Texts) -> St
 
 /// Applies `by`'s verdict on step `id`.
 pub fn decide(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
     by: &AgentId,
     verdict: Verdict,
@@ -246,7 +246,7 @@ pub fn decide(
 
 /// Applies `by`'s verdict on `step`, which waits for the arguments of a call (`req`).
 fn decide_params(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
     step: &StepState,
     req: &ParamRequest,
@@ -273,7 +273,7 @@ fn decide_params(
 
 /// Applies `by`'s verdict on `step`, which waits for a person to check its plan.
 fn decide_plan_check(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
     step: &StepState,
     by: &AgentId,
@@ -296,7 +296,7 @@ fn decide_plan_check(
 
 /// Applies `by`'s verdict on `step`, which waits for the approval of a tool call.
 fn decide_call(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
     step: &StepState,
     by: &AgentId,
@@ -378,7 +378,7 @@ pub const DUE: &str = "decide_by_ms";
 /// When a person must have decided on the waiting step `id`: the time it already has, or
 /// `now_ms` plus `patience` (then recorded on the step, so a restart keeps it).
 pub fn verdict_due(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
     now_ms: i64,
     patience: std::time::Duration,
@@ -406,7 +406,7 @@ pub fn verdict_due(
 }
 
 /// Steps left waiting for approval (after a restart the agent waits on them again).
-pub fn waiting_for_approval(agent: &AgentState) -> Option<StepId> {
+pub fn waiting_for_approval(agent: &Agent) -> Option<StepId> {
     agent
         .agent_step
         .steps()
@@ -420,11 +420,17 @@ mod tests {
     use super::*;
     use crate::ids::StageRef;
     use crate::policy::{ApprovalPolicy, Risk};
+    use crate::state::AgentState;
     use crate::state::Executor;
 
-    fn waiting() -> (AgentState, StepId, ApprovalRequest) {
-        let mut a = AgentState::new("clerk".into(), "C".into(), "r".into(), "p".into());
-        a.tool_approval = ApprovalPolicy {
+    fn waiting() -> (Agent, StepId, ApprovalRequest) {
+        let mut a = Agent::from(AgentState::new(
+            "clerk".into(),
+            "C".into(),
+            "r".into(),
+            "p".into(),
+        ));
+        a.settings_mut().tool_approval = ApprovalPolicy {
             auto_run_up_to: Some(Risk::Medium),
             ..Default::default()
         };

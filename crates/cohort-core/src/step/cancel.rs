@@ -5,9 +5,7 @@
 
 use super::complete::{StepCompletion, finish_output, opening, result_update};
 use crate::ids::{AgentId, StepId};
-use crate::state::{
-    AgentState, Cancelled, Executor, StageAgentState, StepExecutionState, StepResult,
-};
+use crate::state::{Agent, Cancelled, Executor, StageAgentState, StepExecutionState, StepResult};
 
 /// Why a step could not be cancelled. Its text ([`CancelError::render`], in the team's
 /// language) is what the REST API answers.
@@ -55,7 +53,7 @@ pub fn cancel_reason(by: &AgentId, reason: &str, t: &crate::texts::Texts) -> Str
 }
 
 /// Whether step `id` of `agent` may be cancelled.
-pub fn check_cancel(agent: &AgentState, id: &StepId) -> Result<(), CancelError> {
+pub fn check_cancel(agent: &Agent, id: &StepId) -> Result<(), CancelError> {
     let step = agent
         .agent_step
         .get(id)
@@ -68,8 +66,8 @@ pub fn check_cancel(agent: &AgentState, id: &StepId) -> Result<(), CancelError> 
 
 /// Marks step `id` cancelled by `by` (it leaves the queue); the reason. What was tried
 /// before (repairs, a tool call's retries) stays on its result.
-pub fn mark_cancelled(agent: &mut AgentState, id: &StepId, by: &AgentId, reason: &str) -> String {
-    let why = cancel_reason(by, reason, &agent.texts);
+pub fn mark_cancelled(agent: &mut Agent, id: &StepId, by: &AgentId, reason: &str) -> String {
+    let why = cancel_reason(by, reason, &agent.settings.texts);
     let before = agent
         .agent_step
         .get(id)
@@ -91,7 +89,7 @@ pub fn mark_cancelled(agent: &mut AgentState, id: &StepId, by: &AgentId, reason:
 /// Ends step `id` as cancelled by `by` (check it with [`check_cancel`] first): its result
 /// says so, and the completion goes to SyncState like any step's end.
 pub fn cancel_step(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
     by: &AgentId,
     reason: &str,
@@ -104,7 +102,7 @@ pub fn cancel_step(
     if tool {
         // A tool call ends as any call does, so a tool_decision step follows and the agent
         // decides how to go on with the tool.
-        let why = Err(cancel_reason(by, reason, &agent.texts));
+        let why = Err(cancel_reason(by, reason, &agent.settings.texts));
         let completion = super::complete_tool_step_after(agent, id, why, attempts);
         mark_cancelled(agent, id, by, reason);
         return completion;
@@ -117,7 +115,7 @@ pub fn cancel_step(
 /// Ends step `id`, which waited for a person who never decided (or can no longer be asked),
 /// as failed with `why`; like after a cancel, an agent left with nothing to run in the stage
 /// decides how to go on.
-pub fn fail_waiting_step(agent: &mut AgentState, id: &StepId, why: String) -> StepCompletion {
+pub fn fail_waiting_step(agent: &mut Agent, id: &StepId, why: String) -> StepCompletion {
     end_step(agent, id, |agent| {
         agent.update_step(id, result_update(StepResult::failed(why.clone())));
         why
@@ -127,9 +125,9 @@ pub fn fail_waiting_step(agent: &mut AgentState, id: &StepId, why: String) -> St
 /// Ends step `id` with the reason `record` writes on it: the agent goes on in its stage, and
 /// decides how when nothing else is left there.
 fn end_step(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
-    record: impl FnOnce(&mut AgentState) -> String,
+    record: impl FnOnce(&mut Agent) -> String,
 ) -> StepCompletion {
     let Some((step, output, lock_before)) = opening(agent, id) else {
         return StepCompletion::vanished();
@@ -150,11 +148,17 @@ fn end_step(
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::AgentState;
     use crate::state::{Skill, StepState};
 
     #[test]
     fn a_cancelled_step_says_who_and_why_and_an_ended_one_cannot_be() {
-        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "".into());
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "".into(),
+        ));
         a.skills = vec![Skill::Think, Skill::Decision];
         let (task, stage) = (crate::ids::TaskId::from("t"), StageId::from("s"));
         a.open_goal(&task, &stage);

@@ -13,7 +13,7 @@ use crate::message::{
 use crate::policy::{Fired, Repair, Repairs};
 use crate::skills;
 use crate::state::{
-    AgentState, Cancelled, Executor, Skill, StageAgentState, StepOrigin, StepResult, StepState,
+    Agent, Cancelled, Executor, Skill, StageAgentState, StepOrigin, StepResult, StepState,
     TokenUsage,
 };
 use crate::texts::Texts;
@@ -65,15 +65,17 @@ pub enum Completion {
 /// as failed, unless `may_ask_again`: then nothing of the step changes but its tokens, and
 /// the caller asks the model again with the error (`super::reask`).
 pub fn complete_step(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step_id: &StepId,
-    reply: Result<ChatReply, String>,
+    mut reply: Result<ChatReply, String>,
     now: Now,
     may_ask_again: bool,
 ) -> Completion {
     let Some(step) = agent.agent_step.get(step_id).cloned() else {
         return Completion::Done(StepCompletion::vanished());
     };
+    // Held apart from the agent, which the answer changes.
+    let settings = agent.settings.clone();
     let mut output = ExecuteOutput {
         agent_id: Some(agent.agent_id.clone()),
         task_id: Some(step.task_id.clone()),
@@ -94,16 +96,16 @@ pub fn complete_step(
     let mut stage_state = StageAgentState::Working;
     let answered = reply.is_ok();
     let mut fired = Vec::new();
-    let mut reply = reply;
     if let Ok(r) = &mut reply {
-        mend_reply(&agent.repairs, r, &mut fired, &agent.texts);
+        mend_reply(&settings.repairs, r, &mut fired, &settings.texts);
     }
     let (mut result, failure) = match reply {
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
         // closed work, so the answer is kept for the record and nothing else happens.
-        _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            (set_aside(&agent.texts), Some(agent.texts.step_set_aside()))
-        }
+        _ if !agent.holds(&step.task_id, &step.stage_id) => (
+            set_aside(&settings.texts),
+            Some(settings.texts.step_set_aside()),
+        ),
         Err(e) => {
             stage_state = StageAgentState::Failed;
             (StepResult::failed(e.clone()), Some(e))
@@ -157,7 +159,7 @@ struct Read {
 /// made; `Err` with the error and the answer to ask again about, when the answer is unusable
 /// and may be asked about.
 fn read_answer(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     reply: ChatReply,
     now: Now,
@@ -170,7 +172,11 @@ fn read_answer(
                 skills::SkillError::Echo(_) => Repair::Echo,
                 _ => Repair::Reask,
             };
-            return Err((unusable(&e, reply.cut, &agent.texts), reply.text, rule));
+            return Err((
+                unusable(&e, reply.cut, &agent.settings.texts),
+                reply.text,
+                rule,
+            ));
         }
         // Its re-asks spent: what the runtime can do in the skill's place, it does.
         Err(e) => skills::repair(agent, step, &e).ok_or(e),
@@ -187,7 +193,7 @@ fn read_answer(
             }
         }
         Err(e) => {
-            let t = &agent.texts;
+            let t = &agent.settings.texts;
             let reason = t.step_failed(&step.executor, unusable(&e, reply.cut, t));
             let result = StepResult {
                 answer: Some(reply.text.into()),
@@ -207,7 +213,7 @@ fn read_answer(
 /// completion summary into the step's output for SyncState; its result, the agent's state in
 /// the stage and the repairs made on the way back to the step.
 fn take_outcome(
-    agent: &AgentState,
+    agent: &Agent,
     step: &StepState,
     o: skills::SkillOutcome,
     output: &mut ExecuteOutput,
@@ -248,7 +254,7 @@ pub enum FollowUp {
 /// model that did not answer at all (an endpoint down) closes nothing: a few minutes of outage
 /// must not end work for good; the task waits, and the failed steps say why.
 fn follow_up(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     reason: &str,
     refused: Option<TaskInstruction>,
@@ -257,11 +263,11 @@ fn follow_up(
     if !agent.holds(&step.task_id, &step.stage_id) {
         return FollowUp::Nothing;
     }
-    let allows = |rule| agent.repairs.allows(rule);
+    let allows = |rule| agent.settings.repairs.allows(rule);
     if allows(Repair::SecondTry)
-        && let Some(again) = super::receive::act_again(&agent.texts, step, reason, refused)
+        && let Some(again) = super::receive::act_again(&agent.settings.texts, step, reason, refused)
     {
-        let what = agent.texts.repair_second_try(&again.step_id);
+        let what = agent.settings.texts.repair_second_try(&again.step_id);
         agent.add_next_steps(vec![again]);
         note_repair(agent, &step.step_id, Fired::new(Repair::SecondTry, what));
         return FollowUp::Again;
@@ -273,6 +279,7 @@ fn follow_up(
         return FollowUp::Nothing;
     };
     let what = agent
+        .settings
         .texts
         .repair_runtime_closing(serde_json::to_string(&closing).unwrap_or_default());
     note_repair(
@@ -284,7 +291,7 @@ fn follow_up(
 }
 
 /// Records one firing of a repair rule on a step that already has its result.
-fn note_repair(agent: &mut AgentState, step_id: &StepId, fired: Fired) {
+fn note_repair(agent: &mut Agent, step_id: &StepId, fired: Fired) {
     let Some(step) = agent.agent_step.get(step_id) else {
         return;
     };
@@ -318,7 +325,7 @@ fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>, 
 /// answer (`barred`: the same action cannot help, so the second try is not offered it); after
 /// a refused second try, the runtime's closing (for the actor to hand to SyncState).
 pub fn act_again_after_refusal(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step_id: &StepId,
     reason: &str,
     barred: bool,
@@ -351,7 +358,7 @@ fn set_aside(t: &Texts) -> StepResult {
 /// What every ending of a step starts from: the step, an empty output from this agent, and
 /// the waits the agent held before (to tell which ones the step took).
 pub(super) fn opening(
-    agent: &AgentState,
+    agent: &Agent,
     step_id: &StepId,
 ) -> Option<(StepState, ExecuteOutput, Vec<WaitId>)> {
     let step = agent.agent_step.get(step_id).cloned()?;
@@ -366,7 +373,7 @@ pub(super) fn opening(
 /// A step a limit stops before it runs (see [`super::limits`]): it fails with `reason`, and
 /// when it leaves the agent nothing to run in the stage, the manager is told at once (a
 /// decision of the agent's own would run into the same limit).
-pub fn stop_step(agent: &mut AgentState, step_id: &StepId, reason: String) -> StepCompletion {
+pub fn stop_step(agent: &mut Agent, step_id: &StepId, reason: String) -> StepCompletion {
     let Some((step, output, lock_before)) = opening(agent, step_id) else {
         return StepCompletion::vanished();
     };
@@ -386,7 +393,7 @@ pub fn stop_step(agent: &mut AgentState, step_id: &StepId, reason: String) -> St
 /// failed). A tool_decision step goes in right after it, so the agent decides how to go on —
 /// also after a failure, whose reason the decision then sees.
 pub fn complete_tool_step(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step_id: &StepId,
     result: Result<serde_json::Value, String>,
 ) -> StepCompletion {
@@ -396,7 +403,7 @@ pub fn complete_tool_step(
 /// [`complete_tool_step`] for a call that took more than one try: the tries made again after
 /// a passing failure and the repairs made on the way are kept on the step.
 pub fn complete_tool_step_after(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step_id: &StepId,
     result: Result<serde_json::Value, String>,
     attempts: ToolAttempts,
@@ -406,8 +413,8 @@ pub fn complete_tool_step_after(
     };
     let (mut value, failure, stage_state) = match result {
         _ if !agent.holds(&step.task_id, &step.stage_id) => (
-            set_aside(&agent.texts),
-            Some(agent.texts.step_set_aside()),
+            set_aside(&agent.settings.texts),
+            Some(agent.settings.texts.step_set_aside()),
             StageAgentState::Working,
         ),
         Ok(v) => (StepResult::output(v), None, StageAgentState::Working),
@@ -423,7 +430,7 @@ pub fn complete_tool_step_after(
     value.repairs.extend(attempts.repairs);
     agent.update_step(step_id, result_update(value));
     if agent.holds(&step.task_id, &step.stage_id) {
-        let t = &agent.texts;
+        let t = &agent.settings.texts;
         let (server, intention) = (&step.executor, &step.step_intention);
         let text = match &failure {
             Some(_) => t.tool_failed_text(server, intention),
@@ -457,7 +464,7 @@ pub fn complete_tool_step_after(
 /// failed) and what all its LLM calls cost. The loop decided how to go on itself, so no
 /// tool_decision follows.
 pub fn complete_tool_loop(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step_id: &StepId,
     result: Result<serde_json::Value, String>,
     usage: TokenUsage,
@@ -470,9 +477,10 @@ pub fn complete_tool_loop(
         output.token_usage = Some((step.task_id.clone(), usage));
     }
     let (value, failure) = match result {
-        _ if !agent.holds(&step.task_id, &step.stage_id) => {
-            (set_aside(&agent.texts), Some(agent.texts.step_set_aside()))
-        }
+        _ if !agent.holds(&step.task_id, &step.stage_id) => (
+            set_aside(&agent.settings.texts),
+            Some(agent.settings.texts.step_set_aside()),
+        ),
         Ok(v) => (StepResult::output(v), None),
         Err(e) => (StepResult::failed(e.clone()), Some(e)),
     };
@@ -490,7 +498,7 @@ pub fn complete_tool_loop(
 /// The part every step shares once its result is recorded: the agent's state in the stage
 /// (and whether it is stuck there), the shared-info line, and the waits it took.
 pub(super) fn finish_output(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     stage_state: StageAgentState,
     failure: Option<String>,
@@ -554,7 +562,7 @@ pub(super) fn finish_output(
 
 /// No step of this stage is queued, the agent waits for no reply in it, and the step did
 /// not leave a plan waiting for a person's check (the plan is what comes next).
-pub(super) fn nothing_left_in_stage(agent: &AgentState, step: &StepState) -> bool {
+pub(super) fn nothing_left_in_stage(agent: &Agent, step: &StepState) -> bool {
     let queued = agent
         .agent_step
         .todo()
@@ -573,8 +581,8 @@ fn same_work(a: &StepState, b: &StepState) -> bool {
 }
 
 /// The decision an agent gets when a failure left it nothing to run.
-fn add_recovery_decision(agent: &mut AgentState, step: &StepState, failure: &str) {
-    let t = &agent.texts;
+fn add_recovery_decision(agent: &mut Agent, step: &StepState, failure: &str) {
+    let t = &agent.settings.texts;
     let s = StepState::new(
         step.task_id.clone(),
         step.stage_id.clone(),
@@ -589,14 +597,14 @@ fn add_recovery_decision(agent: &mut AgentState, step: &StepState, failure: &str
     agent.add_next_steps(vec![s]);
 }
 
-pub(super) fn add_closing_reflection(agent: &mut AgentState, step: &StepState) {
+pub(super) fn add_closing_reflection(agent: &mut Agent, step: &StepState) {
     let s = StepState::new(
         step.task_id.clone(),
         step.stage_id.clone(),
         agent.agent_id.clone(),
         Executor::Skill(Skill::Reflection),
-        agent.texts.closing_reflection_intention(),
-        agent.texts.closing_reflection_text(),
+        agent.settings.texts.closing_reflection_intention(),
+        agent.settings.texts.closing_reflection_text(),
     )
     .with_origin(StepOrigin::ClosingReflection);
     agent.add_steps(vec![s]);
@@ -623,7 +631,7 @@ pub(super) fn result_update(result: StepResult) -> StepUpdate {
     }
 }
 
-fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpdate {
+fn shared_info(agent: &Agent, step: &StepState, ok: bool) -> SharedInfoUpdate {
     SharedInfoUpdate {
         task_id: step.task_id.clone(),
         stage_id: step.stage_id.clone(),
@@ -631,10 +639,12 @@ fn shared_info(agent: &AgentState, step: &StepState, ok: bool) -> SharedInfoUpda
         role: agent.role.clone(),
         content: if ok {
             agent
+                .settings
                 .texts
                 .shared_step_finished(&step.executor, &step.step_intention)
         } else {
             agent
+                .settings
                 .texts
                 .shared_step_failed(&step.executor, &step.step_intention)
         },

@@ -5,7 +5,7 @@
 
 use crate::event::StepUpdate;
 use crate::ids::StepId;
-use crate::state::{AgentState, Cancelled, StepExecutionState, StepResult, StepState};
+use crate::state::{Agent, Cancelled, StepExecutionState, StepResult, StepState};
 
 /// What became of the pending steps: the ones now ready, and the ones that will not run.
 #[derive(Debug, Default, PartialEq)]
@@ -19,7 +19,7 @@ pub struct Advanced {
 /// Moves every pending step of the agent on by its dependencies' states (see the module doc).
 /// The queue holds a plan's steps after the steps they depend on, so one pass in its order
 /// carries a failure through a whole chain.
-pub fn advance(agent: &mut AgentState) -> Advanced {
+pub fn advance(agent: &mut Agent) -> Advanced {
     // Called on every turn of the agent: nothing to look through when nothing waits.
     if !agent.agent_step.has_pending() {
         return Advanced::default();
@@ -65,7 +65,7 @@ pub fn advance(agent: &mut AgentState) -> Advanced {
 
 /// A stage whose last queued steps will not run is looked back on, as one whose plan ran dry
 /// (the reflection sees which steps did not run and why).
-fn close_emptied_stages(agent: &mut AgentState, dropped: &[StepId]) {
+fn close_emptied_stages(agent: &mut Agent, dropped: &[StepId]) {
     let mut looked: Vec<StepState> = Vec::new();
     for id in dropped {
         let Some(step) = agent.agent_step.get(id).cloned() else {
@@ -93,7 +93,7 @@ fn close_emptied_stages(agent: &mut AgentState, dropped: &[StepId]) {
 /// those) end now with `reason`: the step failed (or a person cancelled it), so none of them
 /// can run. Used when its end is decided, before it is stored, so the agent knows at once what
 /// it has left.
-pub fn fail_dependents(agent: &mut AgentState, failed: &StepState, reason: &str) -> Vec<StepId> {
+pub fn fail_dependents(agent: &mut Agent, failed: &StepState, reason: &str) -> Vec<StepId> {
     if !agent.agent_step.has_pending() {
         return Vec::new();
     }
@@ -123,7 +123,7 @@ pub fn fail_dependents(agent: &mut AgentState, failed: &StepState, reason: &str)
 /// Whether `candidate` may start while the steps `under_way` run: only a graph plan's ready
 /// steps run side by side, all of one plan, at most `step_limits.parallel_steps` at once;
 /// anything else waits for the agent to be free, as a plain list's steps always did.
-pub fn may_run_beside(agent: &AgentState, candidate: &StepState, under_way: &[&StepId]) -> bool {
+pub fn may_run_beside(agent: &Agent, candidate: &StepState, under_way: &[&StepId]) -> bool {
     if under_way.is_empty() {
         return true;
     }
@@ -134,7 +134,7 @@ pub fn may_run_beside(agent: &AgentState, candidate: &StepState, under_way: &[&S
     let Some(plan) = plan_of(candidate) else {
         return false;
     };
-    under_way.len() < agent.step_limits.parallel_steps
+    under_way.len() < agent.settings.step_limits.parallel_steps
         && under_way.iter().all(|id| {
             agent
                 .agent_step
@@ -153,8 +153,8 @@ enum Blocker {
     Ended { cancelled: bool, why: String },
 }
 
-fn blocker(agent: &AgentState, step: &StepState) -> Blocker {
-    let t = &agent.texts;
+fn blocker(agent: &Agent, step: &StepState) -> Blocker {
+    let t = &agent.settings.texts;
     let mut waits = false;
     for dep in &step.depends_on {
         let dep = &standing_for(agent, dep);
@@ -186,7 +186,7 @@ fn blocker(agent: &AgentState, step: &StepState) -> Blocker {
 
 /// The step that stands for `id` now: the copy it runs again as after a restart cut it off
 /// (and that copy's own copy, if another restart cut that one off too), or itself.
-fn standing_for(agent: &AgentState, id: &StepId) -> StepId {
+fn standing_for(agent: &Agent, id: &StepId) -> StepId {
     let mut at = id.clone();
     // A chain of restarts is short; the bound only guards against a loop in bad data.
     for _ in 0..16 {
@@ -229,8 +229,8 @@ fn not_run(cancelled: bool, why: String) -> StepUpdate {
 }
 
 /// Why a step will not run: the step `dep` it depends on failed or was `cancelled`, and why.
-fn depends_why(agent: &AgentState, dep: &StepId, cancelled: bool, reason: Option<&str>) -> String {
-    let (t, step) = (&agent.texts, named(agent, dep));
+fn depends_why(agent: &Agent, dep: &StepId, cancelled: bool, reason: Option<&str>) -> String {
+    let (t, step) = (&agent.settings.texts, named(agent, dep));
     match (cancelled, reason) {
         (true, None) => t.depends_cancelled(step),
         (true, Some(r)) => t.depends_cancelled_because(step, r),
@@ -242,8 +242,8 @@ fn depends_why(agent: &AgentState, dep: &StepId, cancelled: bool, reason: Option
 }
 
 /// A step as a reason names it: its plan id and intention when the agent holds it.
-fn named(agent: &AgentState, id: &StepId) -> String {
-    let t = &agent.texts;
+fn named(agent: &Agent, id: &StepId) -> String {
+    let t = &agent.settings.texts;
     match agent.agent_step.get(id) {
         Some(s) => match &s.plan_id {
             Some(p) => t.step_named_planned(p, &s.step_intention),
@@ -257,10 +257,16 @@ fn named(agent: &AgentState, id: &StepId) -> String {
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::AgentState;
     use crate::state::{Executor, Skill};
 
-    fn agent() -> AgentState {
-        AgentState::new("w".into(), "W".into(), "writer".into(), "".into())
+    fn agent() -> Agent {
+        Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "writer".into(),
+            "".into(),
+        ))
     }
 
     fn step(id: &str, deps: &[&str]) -> StepState {
@@ -281,11 +287,11 @@ mod tests {
         s
     }
 
-    fn state(a: &AgentState, id: &str) -> StepExecutionState {
+    fn state(a: &Agent, id: &str) -> StepExecutionState {
         a.agent_step.get(&StepId::from(id)).unwrap().execution_state
     }
 
-    fn end(a: &mut AgentState, id: &str, to: StepExecutionState) {
+    fn end(a: &mut Agent, id: &str, to: StepExecutionState) {
         a.start_next();
         a.update_step(
             &StepId::from(id),

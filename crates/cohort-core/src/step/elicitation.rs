@@ -8,7 +8,7 @@ use super::approval::{Verdict, VerdictError};
 use super::params::field;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
-use crate::state::{AgentState, Ask, StepExecutionState, StepResult, StepState};
+use crate::state::{Agent, Ask, StepExecutionState, StepResult, StepState};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -106,7 +106,7 @@ pub fn elicitation_request(
 }
 
 /// Puts the running step `id` on hold for the server's question `req` (the call stays open).
-pub fn await_elicitation(agent: &mut AgentState, id: &StepId, req: &ElicitationRequest) {
+pub fn await_elicitation(agent: &mut Agent, id: &StepId, req: &ElicitationRequest) {
     agent.update_step(
         id,
         StepUpdate {
@@ -118,7 +118,7 @@ pub fn await_elicitation(agent: &mut AgentState, id: &StepId, req: &ElicitationR
 }
 
 /// The question is answered (or over): the step runs on, its call still open.
-pub fn resume_call(agent: &mut AgentState, id: &StepId) {
+pub fn resume_call(agent: &mut Agent, id: &StepId) {
     agent.update_step(
         id,
         StepUpdate {
@@ -153,7 +153,7 @@ pub fn elicitation_notice(
 /// `by`'s verdict on the question waiting on `step`: its answer (the values checked against
 /// the form), and the step running on.
 pub fn answer_elicitation(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     by: &AgentId,
     verdict: Verdict,
@@ -194,9 +194,10 @@ pub fn answer_elicitation(
 mod tests {
     use super::*;
     use crate::ids::StageRef;
+    use crate::state::AgentState;
     use crate::state::{Executor, FieldKind};
 
-    fn running_tool_step(agent: &mut AgentState) -> StepId {
+    fn running_tool_step(agent: &mut Agent) -> StepId {
         let step = StepState::new(
             "t".into(),
             StageRef::NoRelative,
@@ -247,7 +248,12 @@ mod tests {
 
     #[test]
     fn a_waiting_question_is_answered_checked_or_declined_and_its_step_runs_on() {
-        let mut agent = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+        let mut agent = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "p".into(),
+        ));
         let id = running_tool_step(&mut agent);
         let req = elicitation_request("everything", "ask", "Pick one", &schema()).unwrap();
         await_elicitation(&mut agent, &id, &req);

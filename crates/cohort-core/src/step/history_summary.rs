@@ -8,7 +8,7 @@
 
 use crate::ids::{StageRef, StepId, TaskId};
 use crate::prompt::stage_history;
-use crate::state::{AgentState, HistorySummary, StepState};
+use crate::state::{Agent, AgentState, HistorySummary, StepState};
 
 /// Left-out steps the summary may lag behind before it is redone.
 pub const SUMMARY_EVERY: usize = 5;
@@ -37,7 +37,7 @@ impl AgentState {
 
 /// The summary `step`'s prompt needs first, when it leaves the oldest `omitted` executed
 /// steps of its stage out and the stored summary lags [`SUMMARY_EVERY`] or more behind them.
-pub fn summary_due(agent: &AgentState, step: &StepState, omitted: usize) -> Option<SummaryJob> {
+pub fn summary_due(agent: &Agent, step: &StepState, omitted: usize) -> Option<SummaryJob> {
     if omitted == 0 {
         return None;
     }
@@ -55,7 +55,7 @@ pub fn summary_due(agent: &AgentState, step: &StepState, omitted: usize) -> Opti
         return None;
     }
     // The request is in the team's language, as the `summarize_history` phrase that asks it.
-    let t = &agent.texts;
+    let t = &agent.settings.texts;
     let mut prompt = match prev {
         Some(p) => format!("{}\n\n", t.history_summary_so_far(&p.text)),
         None => String::new(),
@@ -112,8 +112,13 @@ mod tests {
     use crate::ids::StageId;
     use crate::state::{Executor, Skill, StepExecutionState};
 
-    fn agent_with_done(n: usize) -> (AgentState, StepState) {
-        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "".into());
+    fn agent_with_done(n: usize) -> (Agent, StepState) {
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "".into(),
+        ));
         let stage = StageRef::Stage(StageId::from("s"));
         for i in 0..n {
             let s = StepState::new(

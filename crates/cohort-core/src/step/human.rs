@@ -7,7 +7,7 @@ use crate::clock::Now;
 use crate::ids::{AgentId, StageRef, TaskId, WaitId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER};
 use crate::state::{
-    AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepOrigin, StepResult,
+    Agent, AgentState, Executor, PrivateMessage, Skill, StepExecutionState, StepOrigin, StepResult,
     StepState,
 };
 use crate::state::{Ask, AskError};
@@ -101,7 +101,7 @@ impl std::error::Error for HumanError {}
 /// receive_message for a human agent, at `now` (the record's timestamp) and `now_ms` (from
 /// which a waiting sender's deadline is told: it waits `waits.human_secs` for a person).
 pub fn receive_as_human(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     msg: &Message,
     now: &str,
     now_ms: i64,
@@ -116,7 +116,7 @@ pub fn receive_as_human(
         // A notice for a person (a task they asked for ended or stalled) is a notice, not a
         // chat to answer.
         if let Some(n) = msg.notice_body() {
-            agent.add_notice(n.render(&agent.texts));
+            agent.state.add_notice(n.render(&agent.settings.texts));
             return Vec::new();
         }
     }
@@ -134,7 +134,8 @@ pub fn receive_as_human(
         replied: false,
         ask: msg.ask.clone(),
         reply_by_ms: wait.as_ref().map(|_| {
-            let patience = i64::try_from(agent.wait_patience.human.as_millis()).unwrap_or(i64::MAX);
+            let patience =
+                i64::try_from(agent.settings.wait_patience.human.as_millis()).unwrap_or(i64::MAX);
             now_ms.saturating_add(patience)
         }),
         attachments: msg.attachments.clone(),
@@ -142,7 +143,7 @@ pub fn receive_as_human(
     let sender = msg.sender_id.clone();
     agent.add_private(&sender, entry);
     if msg.need_reply {
-        let t = agent.texts.clone();
+        let t = agent.settings.texts.clone();
         let mut notice = match wait {
             Some(_) => t.person_waited_for(&sender, &msg.task_id),
             None => t.person_asked(&sender, &msg.task_id),
@@ -156,9 +157,9 @@ pub fn receive_as_human(
     Vec::new()
 }
 
-fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState> {
-    let note = |agent: &mut AgentState, text: String| agent.add_notice(text);
-    let t = agent.texts.clone();
+fn obey(agent: &mut Agent, msg: &Message, i: Instruction) -> Vec<StepState> {
+    let note = |agent: &mut Agent, text: String| agent.add_notice(text);
+    let t = agent.settings.texts.clone();
     match i {
         Instruction::StartStage {
             stage_id,
@@ -205,7 +206,7 @@ fn obey(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState>
 /// oldest unanswered waiting message, if any), recorded in the private conversations and as a
 /// finished send_message step. With `waiting`, the person holds a wait id per receiver.
 pub fn human_send(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     m: &HumanMessage,
     now: &Now,
 ) -> Result<Vec<Message>, HumanError> {
@@ -230,7 +231,7 @@ pub fn human_send(
 }
 
 /// The receivers of a person's send (each once, in order), or why the send is refused.
-fn check_send(agent: &AgentState, m: &HumanMessage) -> Result<Vec<AgentId>, HumanError> {
+fn check_send(agent: &Agent, m: &HumanMessage) -> Result<Vec<AgentId>, HumanError> {
     if agent.human_config.is_none() {
         return Err(HumanError::NotHuman(agent.agent_id.clone()));
     }
@@ -261,13 +262,7 @@ fn check_send(agent: &AgentState, m: &HumanMessage) -> Result<Vec<AgentId>, Huma
 }
 
 /// Sends `content` to `r` (answering its pending message, waiting if asked) and records it.
-fn send_to(
-    agent: &mut AgentState,
-    m: &HumanMessage,
-    r: AgentId,
-    content: String,
-    now: &Now,
-) -> Message {
+fn send_to(agent: &mut Agent, m: &HumanMessage, r: AgentId, content: String, now: &Now) -> Message {
     let answers = answer_pending(agent, &r, &m.task_id);
     let wait = m.waiting.then(WaitId::random);
     if let Some(w) = &wait {
@@ -315,13 +310,13 @@ fn send_to(
 }
 
 /// Records a person's send (`sent`) as a finished send_message step; it never runs.
-fn record_send(agent: &mut AgentState, m: &HumanMessage, sent: &[Message]) {
+fn record_send(agent: &mut Agent, m: &HumanMessage, sent: &[Message]) {
     let mut step = StepState::new(
         m.task_id.clone(),
         m.stage_relative.clone(),
         agent.agent_id.clone(),
         Executor::Skill(Skill::SendMessage),
-        agent.texts.person_sent_intention(),
+        agent.settings.texts.person_sent_intention(),
         m.content.clone(),
     )
     .with_origin(StepOrigin::Person);
@@ -355,7 +350,7 @@ fn pending<'a>(
 
 /// Marks the oldest unanswered message from `from` in `task` that needed a reply as answered,
 /// returning its wait id if its sender waits.
-fn answer_pending(agent: &mut AgentState, from: &AgentId, task: &TaskId) -> Option<WaitId> {
+fn answer_pending(agent: &mut Agent, from: &AgentId, task: &TaskId) -> Option<WaitId> {
     let (index, pending) = pending(agent, from, task)?;
     let wait = pending.return_waiting_id.clone();
     agent.mark_replied(from, index);
@@ -374,8 +369,13 @@ mod tests {
     use crate::state::ConversationPool;
     use crate::state::HumanConfig;
 
-    fn human() -> AgentState {
-        let mut a = AgentState::new("op".into(), "Op".into(), "operator".into(), "".into());
+    fn human() -> Agent {
+        let mut a = Agent::from(AgentState::new(
+            "op".into(),
+            "Op".into(),
+            "operator".into(),
+            "".into(),
+        ));
         a.human_config = Some(HumanConfig {
             display_name: "Op".into(),
         });
@@ -396,7 +396,7 @@ mod tests {
     #[test]
     fn a_chat_of_long_messages_is_held_to_its_bytes_and_keeps_the_newest() {
         let mut h = human();
-        h.private_bytes = 100 << 10;
+        h.settings_mut().private_bytes = 100 << 10;
         for i in 0..100 {
             receive_as_human(
                 &mut h,
@@ -563,7 +563,7 @@ mod tests {
         assert!(p.global_messages[0].contains("waiting for your reply"));
         // The sender stops waiting after the team's patience for a person: the console says by
         // when.
-        let patience = h.wait_patience.human.as_millis() as i64;
+        let patience = h.settings.wait_patience.human.as_millis() as i64;
         assert_eq!(q.reply_by_ms, Some(1_000 + patience));
         let mut chat = from("mgr", "FYI");
         chat.need_reply = true;

@@ -2,15 +2,15 @@
 //! steps it runs there, and a stop when it runs the same step again and again. A step past a
 //! limit fails without calling its model, and the manager is told the agent cannot go on.
 
-use crate::state::{AgentState, StepState};
+use crate::state::{Agent, StepState};
 
 /// Why `step` may not run, or `None`. Only stage work is limited: the base task's steps
 /// (goals, chat) are the team's whole life, not one piece of work.
 ///
 /// Cost: one pass over the agent's steps, which its step list's own retention bounds.
-pub fn stop_reason(agent: &AgentState, step: &StepState) -> Option<String> {
+pub fn stop_reason(agent: &Agent, step: &StepState) -> Option<String> {
     step.stage_id.stage()?;
-    let limits = &agent.step_limits;
+    let limits = &agent.settings.step_limits;
     let done: Vec<&StepState> = agent
         .agent_step
         .ended_beside(step)
@@ -44,11 +44,17 @@ pub fn stop_reason(agent: &AgentState, step: &StepState) -> Option<String> {
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::AgentState;
     use crate::state::StepLimits;
     use crate::state::{Executor, Skill, StepExecutionState};
 
-    fn agent_with(done: &[(&str, Skill)]) -> AgentState {
-        let mut a = AgentState::new("w".into(), "W".into(), "writer".into(), "".into());
+    fn agent_with(done: &[(&str, Skill)]) -> Agent {
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "writer".into(),
+            "".into(),
+        ));
         for (intention, skill) in done {
             run(&mut a, step(intention, *skill));
         }
@@ -56,7 +62,7 @@ mod tests {
     }
 
     /// Queues `s`, starts it and marks it finished.
-    fn run(a: &mut AgentState, s: StepState) {
+    fn run(a: &mut Agent, s: StepState) {
         a.add_steps(vec![s]);
         let s = a.start_next().unwrap();
         a.update_step(
@@ -108,17 +114,22 @@ mod tests {
         let names = ["a", "b", "c", "d"];
         let done: Vec<(&str, Skill)> = names.iter().map(|n| (*n, Skill::Think)).collect();
         let mut a = agent_with(&done[..3]);
-        a.step_limits = limits;
+        a.settings_mut().step_limits = limits;
         assert_eq!(stop_reason(&a, &step("e", Skill::Think)), None);
         let mut a = agent_with(&done);
-        a.step_limits = limits;
+        a.settings_mut().step_limits = limits;
         let why = stop_reason(&a, &step("e", Skill::Reflection)).unwrap();
         assert!(why.contains("4 steps already ran"), "{why}");
     }
 
     #[test]
     fn base_task_steps_are_not_limited() {
-        let mut a = AgentState::new("m".into(), "M".into(), "manager".into(), "".into());
+        let mut a = Agent::from(AgentState::new(
+            "m".into(),
+            "M".into(),
+            "manager".into(),
+            "".into(),
+        ));
         let mut goal = step("read", Skill::ProcessMessage);
         goal.stage_id = StageRef::NoRelative;
         for _ in 0..5 {
@@ -126,7 +137,7 @@ mod tests {
             s.step_id = crate::ids::StepId::random();
             run(&mut a, s);
         }
-        a.step_limits = StepLimits {
+        a.settings_mut().step_limits = StepLimits {
             per_stage: 1,
             repeats: 1,
             ..StepLimits::default()

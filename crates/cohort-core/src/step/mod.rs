@@ -1,7 +1,7 @@
-//! The agent's step machine as plain functions on `AgentState`: how a message becomes steps
-//! (`receive`), and how a finished LLM call becomes a finished or failed step plus the
-//! `ExecuteOutput` for SyncState (`complete`). The actor in `actors/agent/` only performs
-//! the effects these return.
+//! The agent's step machine as plain functions on an `Agent` (its state and settings): how a
+//! message becomes steps (`receive`), and how a finished LLM call becomes a finished or failed
+//! step plus the `ExecuteOutput` for SyncState (`complete`). The actor in `actors/agent/` only
+//! performs the effects these return.
 
 pub mod approval;
 pub mod cancel;

@@ -9,7 +9,7 @@ use super::approval::VerdictError;
 use crate::call::McpCall;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
-use crate::state::{AgentState, StepExecutionState, StepResult, StepState};
+use crate::state::{Agent, StepExecutionState, StepResult, StepState};
 use crate::state::{Ask, AskField, FieldKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -156,7 +156,7 @@ pub(crate) fn field(key: &str, prop: &Value, required: bool) -> AskField {
 
 /// Puts the step `id` on hold for `req` (state `waiting_for_param`).
 pub fn await_params(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
     req: &ParamRequest,
     so_far: &super::ToolAttempts,
@@ -194,7 +194,7 @@ pub fn params_notice(step: &StepState, req: &ParamRequest, t: &crate::texts::Tex
 /// `by` fills the fields of the request waiting on `step` with `values` (a JSON object):
 /// checked against the form, merged into the arguments, and the call to make again.
 pub fn fill_params(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     by: &AgentId,
     values: &Value,
@@ -252,6 +252,7 @@ fn json_text(v: &Value) -> Value {
 mod tests {
     use super::*;
     use crate::ids::StageRef;
+    use crate::state::AgentState;
     use crate::state::Executor;
 
     fn schema() -> Value {
@@ -301,7 +302,12 @@ mod tests {
 
     #[test]
     fn filled_values_are_checked_merged_and_the_call_made_again() {
-        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "p".into(),
+        ));
         let s = StepState::new(
             "t".into(),
             StageRef::NoRelative,

@@ -13,7 +13,7 @@ use crate::parse::RawPlannedStep;
 pub use crate::state::plan_check::{
     KEY, PlanCheck, StagesPlan, awaits_check, checks, checks_stages,
 };
-use crate::state::{AgentState, PlannedStep, Skill, StepExecutionState, StepResult, StepState};
+use crate::state::{Agent, PlannedStep, Skill, StepExecutionState, StepResult, StepState};
 use crate::texts::Texts;
 use serde::Deserialize;
 use serde::Serialize;
@@ -80,7 +80,7 @@ pub fn plan_notice(step: &StepState, check: &PlanCheck, t: &Texts) -> String {
 /// replaces) it, `Ok(None)` rejects it with `reason`. The steps are queued, or a new planning
 /// step that sees the comment is queued next; the step itself is finished either way.
 pub fn decide_plan(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step: &StepState,
     by: &AgentId,
     verdict: PlanVerdict,
@@ -124,11 +124,12 @@ pub fn decide_plan(
                 id,
                 json!({ "planned_step": [], "plan_check": { "by": by, "rejected": reason } }),
             );
+            let t = &agent.settings.texts;
             let proposed: Vec<String> = match &check.stages {
                 Some(s) => s
                     .stages
                     .iter()
-                    .map(|st| agent.texts.plan_rejected_stage(&st.stage_intention))
+                    .map(|st| t.plan_rejected_stage(&st.stage_intention))
                     .collect(),
                 None => check
                     .steps
@@ -146,7 +147,7 @@ pub fn decide_plan(
                 format!(
                     "{}\n\n{}",
                     step.text_content,
-                    agent.texts.plan_rejected(by, proposed.join("\n"), reason),
+                    t.plan_rejected(by, proposed.join("\n"), reason),
                 ),
             )
             .with_origin(step.origin.clone());
@@ -191,7 +192,7 @@ pub fn confirmed_stages(
 
 /// Records on `id` that `by` confirmed `add` (`edited`: not as proposed); the step is done.
 pub fn finish_stage_check(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     id: &StepId,
     by: &AgentId,
     edited: bool,
@@ -222,10 +223,7 @@ pub enum PlanVerdict {
 }
 
 /// An edited plan, checked like the model's: every step one the agent may run.
-fn checked_edit(
-    agent: &AgentState,
-    edit: Vec<EditedStep>,
-) -> Result<Vec<PlannedStep>, VerdictError> {
+fn checked_edit(agent: &Agent, edit: Vec<EditedStep>) -> Result<Vec<PlannedStep>, VerdictError> {
     let replan: Vec<String> = edit
         .iter()
         .filter(|e| e.replan)
@@ -265,7 +263,7 @@ fn checked_edit(
         .map_err(|e| VerdictError::BadPlan(e.to_string()))
 }
 
-fn finish(agent: &mut AgentState, id: &StepId, result: Value) {
+fn finish(agent: &mut Agent, id: &StepId, result: Value) {
     agent.update_step(
         id,
         StepUpdate {
@@ -280,12 +278,18 @@ fn finish(agent: &mut AgentState, id: &StepId, result: Value) {
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::AgentState;
     use crate::state::Executor;
 
-    fn waiting_plan() -> (AgentState, StepState) {
-        let mut a = AgentState::new("w".into(), "W".into(), "writer".into(), "".into());
+    fn waiting_plan() -> (Agent, StepState) {
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "writer".into(),
+            "".into(),
+        ));
         a.skills = vec![Skill::Planning, Skill::Think, Skill::Reflection];
-        a.tool_approval.check_plans = true;
+        a.settings_mut().tool_approval.check_plans = true;
         let s = StepState::new(
             "t".into(),
             StageRef::Stage(StageId::from("s")),
@@ -314,7 +318,7 @@ mod tests {
         (a, step)
     }
 
-    fn todo(a: &AgentState) -> Vec<(String, String)> {
+    fn todo(a: &Agent) -> Vec<(String, String)> {
         a.agent_step
             .todo()
             .map(|id| {

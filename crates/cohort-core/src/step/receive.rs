@@ -6,7 +6,7 @@ use crate::ids::StageRef;
 use crate::message::{
     Instruction, Message, OPERATOR, SYNC_STATE_SENDER, TASK_STATE_SENDER, TaskInstruction,
 };
-use crate::state::{AgentState, Executor, ReplyTo, Skill, StepOrigin, StepState};
+use crate::state::{Agent, Executor, ReplyTo, Skill, StepOrigin, StepState};
 use crate::texts::Texts;
 
 /// What receiving a message changed besides the agent state itself.
@@ -23,7 +23,7 @@ pub struct Received {
 /// finishes or pauses, ...); any other message becomes a step: a reply owed (`send_message`,
 /// ahead of the queue when the sender waits), a manager acting on a notice or goal
 /// (`task_manager` or `decision`), or else `process_message`.
-pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
+pub fn receive_message(agent: &mut Agent, msg: &Message) -> Received {
     let mut out = Received::default();
     // 1. A reply to something we wait for frees that wait id.
     let answers_wait = msg
@@ -61,12 +61,12 @@ pub fn receive_message(agent: &mut AgentState, msg: &Message) -> Received {
 }
 
 /// Queues the reply `msg` asks for: a send_message step addressed back to its sender.
-fn queue_reply(agent: &mut AgentState, msg: &Message) {
+fn queue_reply(agent: &mut Agent, msg: &Message) {
     let me = agent.agent_id.clone();
     let sender = &msg.sender_id;
     // If the sender waits, the reply jumps the queue and its `reply_to` carries the wait id it
     // returns (never the text: a wait id is the runtime's, not something the model copies).
-    let t = agent.texts.clone();
+    let t = agent.settings.texts.clone();
     let text = format!(
         "{}\n\n{}{}",
         t.reply_heading(sender),
@@ -96,12 +96,12 @@ fn queue_reply(agent: &mut AgentState, msg: &Message) {
 }
 
 /// Queues the step that digests (or acts on) `msg`, first when it `answers_wait`.
-fn queue_digest(agent: &mut AgentState, msg: &Message, answers_wait: bool) {
+fn queue_digest(agent: &mut Agent, msg: &Message, answers_wait: bool) {
     let sender = &msg.sender_id;
     // A reply we were waiting for is digested first. A message that asks a manager to act goes
     // straight to the skill that acts on it.
     let act = acts(msg, answers_wait);
-    let t = agent.texts.clone();
+    let t = agent.settings.texts.clone();
     let heading = match act {
         true => t.act_heading(sender),
         false => t.digest_heading(sender),
@@ -164,7 +164,7 @@ fn acting_intention(msg: &Message, t: &Texts) -> String {
 /// decision step, as it may want to hire before it acts; that step must plan something that
 /// acts through the team.
 /// `None`: the message is digested by process_message.
-fn acting_skill(agent: &AgentState, act: bool) -> Option<Skill> {
+fn acting_skill(agent: &Agent, act: bool) -> Option<Skill> {
     let has = |s| agent.skills.contains(&s);
     if !act || !has(Skill::TaskManager) {
         return None;
@@ -210,7 +210,7 @@ pub fn act_again(
 }
 
 fn new_step(
-    agent: &AgentState,
+    agent: &Agent,
     msg: &Message,
     skill: Skill,
     intention: String,
@@ -229,9 +229,9 @@ fn new_step(
     step
 }
 
-fn apply_instruction(agent: &mut AgentState, msg: &Message, i: Instruction) -> Vec<StepState> {
+fn apply_instruction(agent: &mut Agent, msg: &Message, i: Instruction) -> Vec<StepState> {
     let task = msg.task_id.clone();
-    let t = agent.texts.clone();
+    let t = agent.settings.texts.clone();
     match i {
         Instruction::StartStage {
             stage_id,

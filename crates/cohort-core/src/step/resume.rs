@@ -8,7 +8,7 @@
 //! agent goes on as after any failed tool call (a tool_decision sees why).
 
 use crate::event::StepUpdate;
-use crate::state::{AgentState, Executor, StepExecutionState, StepResult, StepState};
+use crate::state::{Agent, Executor, StepExecutionState, StepResult, StepState};
 use crate::texts::Texts;
 
 /// Why an interrupted tool step failed, in the language of `t` (the tool_decision after it
@@ -18,7 +18,7 @@ pub fn interrupted_tool_call(t: &Texts) -> String {
 }
 
 /// The tool steps that were running when the process stopped (to settle as failed calls).
-pub fn interrupted_tool_steps(agent: &AgentState) -> Vec<crate::ids::StepId> {
+pub fn interrupted_tool_steps(agent: &Agent) -> Vec<crate::ids::StepId> {
     agent
         .agent_step
         .steps()
@@ -33,7 +33,7 @@ pub fn interrupted_tool_steps(agent: &AgentState) -> Vec<crate::ids::StepId> {
 
 /// Settles the LLM steps that were running when the process stopped; returns how many are
 /// run again. The changes are left in the agent's outbox, to publish when it starts.
-pub fn resume_after_restart(agent: &mut AgentState) -> usize {
+pub fn resume_after_restart(agent: &mut Agent) -> usize {
     let running: Vec<StepState> = agent
         .agent_step
         .steps()
@@ -66,7 +66,7 @@ pub fn resume_after_restart(agent: &mut AgentState) -> usize {
                 execution_state: Some(StepExecutionState::Failed),
                 execute_result: Some(Box::new(StepResult {
                     runs_again_as: Some(copy.step_id.clone()),
-                    ..StepResult::failed(agent.texts.interrupted_runs_again())
+                    ..StepResult::failed(agent.settings.texts.interrupted_runs_again())
                 })),
                 ..Default::default()
             },
@@ -85,10 +85,16 @@ pub fn resume_after_restart(agent: &mut AgentState) -> usize {
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::AgentState;
     use crate::state::Skill;
 
-    fn agent_with_running(executor: Executor) -> (AgentState, StepState) {
-        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+    fn agent_with_running(executor: Executor) -> (Agent, StepState) {
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "p".into(),
+        ));
         let stage = StageRef::Stage(StageId::from("s"));
         a.note_working_memory("t".into(), Some(stage.clone()));
         let s = StepState::new("t".into(), stage, "w".into(), executor, "do it", "details");
@@ -132,7 +138,7 @@ mod tests {
             std::slice::from_ref(&was.step_id)
         );
         // Settled as the actor does: the ordinary path of a failed tool call.
-        let why = interrupted_tool_call(&a.texts);
+        let why = interrupted_tool_call(&a.settings.texts);
         crate::step::complete_tool_step(&mut a, &was.step_id, Err(why));
         let s = a.agent_step.get(&was.step_id).unwrap();
         assert!(

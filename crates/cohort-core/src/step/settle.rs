@@ -8,9 +8,7 @@ use crate::ids::{AgentId, StageRef, StepId, TaskId, WaitId};
 use crate::message::Message;
 use crate::policy::Fired;
 use crate::policy::tool_retry::ToolRetry;
-use crate::state::{
-    AgentState, Cancelled, ReplyTo, StepExecutionState, StepResult, StepState, Try,
-};
+use crate::state::{Agent, Cancelled, ReplyTo, StepExecutionState, StepResult, StepState, Try};
 use crate::team::SyncError;
 use serde_json::Value;
 
@@ -51,7 +49,7 @@ pub struct Settle {
 impl Settle {
     /// The plan for closing `step_id`; None if the step left the agent.
     pub fn of(
-        agent: &AgentState,
+        agent: &Agent,
         step_id: &StepId,
         failure: Option<String>,
         added_waits: Vec<WaitId>,
@@ -70,7 +68,7 @@ impl Settle {
             task_id: step.task_id.clone(),
             stage_id: step.stage_id.clone(),
             reply_to: step.reply_to.clone(),
-            step_chars: agent.step_chars,
+            step_chars: agent.settings.step_chars,
             awaits_check: result.is_some_and(|r| r.get(super::plan_check::KEY).is_some()),
             cancelled: result.and_then(|r| r.cancelled.clone()),
         })
@@ -150,7 +148,7 @@ impl Settle {
 /// Closes a step by the agent itself (no SyncState stored it): finished, or failed with the
 /// reason (then the wait ids it added are taken back, since its message was never sent).
 pub fn settle_step(
-    agent: &mut AgentState,
+    agent: &mut Agent,
     step_id: &StepId,
     failure: Option<String>,
     added_waits: &[WaitId],
@@ -169,7 +167,7 @@ pub fn settle_step(
 
 /// When a step that owed a waiting sender its reply fails or is dropped, the sender must still
 /// get its wait id back, with the reason, or it would wait forever.
-pub fn release_for(agent: &AgentState, step: &StepState, reason: &str) -> Option<Message> {
+pub fn release_for(agent: &Agent, step: &StepState, reason: &str) -> Option<Message> {
     release_message(
         &agent.agent_id,
         &step.task_id,
@@ -203,11 +201,17 @@ mod tests {
     use super::*;
     use crate::event::StepUpdate;
     use crate::ids::StageId;
+    use crate::state::AgentState;
     use crate::state::{Executor, Skill};
 
     /// An agent whose running step answered a waiting sender and held a wait of its own.
-    fn running_reply() -> (AgentState, StepId, WaitId) {
-        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+    fn running_reply() -> (Agent, StepId, WaitId) {
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "p".into(),
+        ));
         let stage = StageRef::Stage(StageId::from("s"));
         a.note_working_memory("t".into(), Some(stage.clone()));
         let mut s = StepState::new(
@@ -317,7 +321,7 @@ mod tests {
     #[test]
     fn a_long_failure_is_capped_like_any_step_text() {
         let (mut a, id, _) = running_reply();
-        a.step_chars = 100;
+        a.settings_mut().step_chars = 100;
         let settle = Settle::of(&a, &id, None, vec![]).unwrap();
         let long = "x".repeat(10_000);
         a.apply_stored(settle.changes(Some(&long)));

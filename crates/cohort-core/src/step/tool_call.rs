@@ -5,7 +5,7 @@
 use crate::call::McpCall;
 use crate::policy::tool_retry::ToolRetry;
 use crate::policy::{Fired, Repair};
-use crate::state::{AgentState, StepState};
+use crate::state::{Agent, StepState};
 
 /// What a tool step's call took before its last answer: the tries made again after a passing
 /// failure (`policy::tool_retry`) and the repairs made on the way (a refusal judged by the
@@ -28,12 +28,8 @@ impl ToolAttempts {
 /// The call tool step `step` makes on MCP server `server`, or why it may not make one (in the
 /// team's language: the tool_decision after a failed tool step reads it): the agent is not
 /// allowed that server, or no instruction_generation step wrote the call.
-pub fn tool_call_for(
-    agent: &AgentState,
-    step: &StepState,
-    server: &str,
-) -> Result<McpCall, String> {
-    let t = &agent.texts;
+pub fn tool_call_for(agent: &Agent, step: &StepState, server: &str) -> Result<McpCall, String> {
+    let t = &agent.settings.texts;
     let offered = crate::state::offered_tools(agent, step);
     if !offered.iter().any(|o| *o == server) {
         let names: Vec<&str> = offered.iter().map(|o| o.as_str()).collect();
@@ -50,11 +46,17 @@ pub fn tool_call_for(
 mod tests {
     use super::*;
     use crate::ids::StageRef;
+    use crate::state::AgentState;
     use crate::state::Executor;
     use serde_json::json;
 
-    fn setup(tools: &[&str], instruction: Option<serde_json::Value>) -> (AgentState, StepState) {
-        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+    fn setup(tools: &[&str], instruction: Option<serde_json::Value>) -> (Agent, StepState) {
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "p".into(),
+        ));
         a.tools = tools.iter().map(|t| t.to_string()).collect();
         let mut s = StepState::new(
             "t".into(),
@@ -104,7 +106,7 @@ mod tests {
             (&["ws"], None),
         ] {
             let (mut a, s) = setup(tools, instruction);
-            a.texts = zh.clone();
+            a.settings_mut().texts = zh.clone();
             let why = tool_call_for(&a, &s, "ws").unwrap_err();
             let words = crate::texts::english_words(&why, &["notes"]);
             assert!(words.is_empty(), "{why}: {words:?}");

@@ -3,7 +3,7 @@
 //! tool. instruction_generation and send_message steps in between are allowed gaps; any other
 //! step ends the chain, so an earlier, separate use of the tool is not mixed in.
 
-use crate::state::{AgentState, Executor, Skill, StepState};
+use crate::state::{Agent, Executor, Skill, StepState};
 
 fn is_gap(s: &StepState) -> bool {
     matches!(
@@ -17,7 +17,7 @@ fn is_decision(s: &StepState) -> bool {
 }
 
 /// The chain for the tool_decision step `current`, oldest first, without `current` itself.
-pub fn tool_chain(agent: &AgentState, current: &StepState) -> Vec<StepState> {
+pub fn tool_chain(agent: &Agent, current: &StepState) -> Vec<StepState> {
     let before: Vec<&StepState> = agent
         .agent_step
         .steps()
@@ -69,10 +69,16 @@ pub fn tool_chain(agent: &AgentState, current: &StepState) -> Vec<StepState> {
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::AgentState;
     use crate::state::StepExecutionState;
 
-    fn agent(seq: &[&str]) -> (AgentState, StepState) {
-        let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+    fn agent(seq: &[&str]) -> (Agent, StepState) {
+        let mut a = Agent::from(AgentState::new(
+            "w".into(),
+            "W".into(),
+            "r".into(),
+            "p".into(),
+        ));
         let stage = StageRef::Stage(StageId::from("s"));
         let mut steps: Vec<StepState> = seq
             .iter()

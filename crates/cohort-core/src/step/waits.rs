@@ -2,10 +2,10 @@
 //! the one who waited is told. An agent gets a step next that says whose reply never came
 //! and asks it to go on without it or ask again; a person gets a notice.
 
-use crate::state::{AgentState, Executor, Skill, StepOrigin, StepState, Wait};
+use crate::state::{Agent, Executor, Skill, StepOrigin, StepState, Wait};
 
 /// Releases every wait of `agent` whose deadline is at or before `now_ms`; returns them.
-pub fn expire_waits(agent: &mut AgentState, now_ms: i64) -> Vec<Wait> {
+pub fn expire_waits(agent: &mut Agent, now_ms: i64) -> Vec<Wait> {
     let expired = agent.step_lock.expired(now_ms);
     if expired.is_empty() {
         return expired;
@@ -13,7 +13,7 @@ pub fn expire_waits(agent: &mut AgentState, now_ms: i64) -> Vec<Wait> {
     let ids: Vec<_> = expired.iter().map(|w| w.id.clone()).collect();
     agent.release_waits(&ids);
     let mut steps = Vec::new();
-    let t = agent.texts.clone();
+    let t = agent.settings.texts.clone();
     for w in &expired {
         let from = w
             .from
@@ -54,10 +54,16 @@ pub fn expire_waits(agent: &mut AgentState, now_ms: i64) -> Vec<Wait> {
 mod tests {
     use super::*;
     use crate::ids::{StageId, StageRef};
+    use crate::state::AgentState;
     use crate::state::{ConversationPool, HumanConfig};
 
-    fn waiting(skills: &[Skill]) -> AgentState {
-        let mut a = AgentState::new("b".into(), "B".into(), "r".into(), "p".into());
+    fn waiting(skills: &[Skill]) -> Agent {
+        let mut a = Agent::from(AgentState::new(
+            "b".into(),
+            "B".into(),
+            "r".into(),
+            "p".into(),
+        ));
         a.skills = skills.to_vec();
         let s = StageRef::Stage(StageId::from("s"));
         a.note_working_memory("t".into(), Some(s.clone()));

@@ -11,7 +11,7 @@ use cohort_core::config::{AgentTemplate, LlmConfig};
 use cohort_core::event::Change;
 use cohort_core::ids::AgentId;
 use cohort_core::prompt::PromptSet;
-use cohort_core::state::{AgentState, LlmSettings, Skill};
+use cohort_core::state::{Agent, AgentSettings, AgentState, LlmSettings, Skill};
 use cohort_core::team::Member;
 use cohort_llm::ChatModel;
 use cohort_llm::LlmError;
@@ -32,7 +32,7 @@ pub type Templates = HashMap<String, (AgentTemplate, Arc<dyn ChatModel>)>;
 #[derive(Clone)]
 pub struct AgentFactory {
     /// What every agent is given.
-    pub settings: AgentSettings,
+    pub kit: AgentKit,
     pub monitor: Monitor,
     pub dispatcher: Addr<Dispatcher>,
     /// Each template with its model, built at start-up so a missing API key is found then,
@@ -43,30 +43,21 @@ pub struct AgentFactory {
 }
 
 /// What every agent of the team is given besides its own state: its prompts and tools, and
-/// the team file's settings that a stored state does not carry (they follow the team file).
-/// A node that runs agents for the team's node builds the same from the same file.
+/// the team file's settings, from which each agent's [`AgentSettings`] are made when its actor
+/// is (a stored state carries none). A node that runs agents for the team's node builds the
+/// same from the same file.
 #[derive(Clone)]
-pub struct AgentSettings {
+pub struct AgentKit {
     pub prompts: Arc<PromptSet>,
     pub tools: AgentTools,
-    /// `retention.step_chars`, given to every agent.
-    pub step_chars: usize,
-    /// The bytes one of a person's private conversations keeps (the memory budget's share).
-    pub private_bytes: usize,
-    /// `step_limits:`, given to every agent.
-    pub step_limits: cohort_core::state::StepLimits,
-    /// `repairs:`, given to every agent.
-    pub repairs: cohort_core::policy::Repairs,
-    /// `waits:` (with the team's humans), given to every agent.
-    pub wait_patience: cohort_core::state::WaitPatience,
+    /// The team's settings (`retention.step_chars`, `step_limits:`, `repairs:`, `waits:` with
+    /// the team's humans, `tool_approval:`, the base task, the team's texts), which an agent
+    /// follows unless its own entry in the team file says otherwise.
+    pub settings: AgentSettings,
     /// Each configured agent's `tool_approval` (others, hired ones, get the team's).
     pub tool_approvals: Arc<HashMap<AgentId, cohort_core::policy::ApprovalPolicy>>,
     /// The agents that set their own `parallel_steps`.
     pub parallel_steps: Arc<HashMap<AgentId, usize>>,
-    /// The team's `tool_approval`.
-    pub tool_approval: cohort_core::policy::ApprovalPolicy,
-    /// The team's base task, told to every agent.
-    pub base_task: cohort_core::ids::TaskId,
     /// The steps the team's agents may still start, shared by all of them.
     pub steps: super::StepAllowance,
     /// The team's named models (`models:`), which a message may choose.
@@ -75,56 +66,56 @@ pub struct AgentSettings {
     pub agent_models: Arc<HashMap<AgentId, Vec<String>>>,
 }
 
-impl AgentSettings {
-    /// Gives `state` the team file's settings and says which tools its actor gets (people
-    /// never call tools themselves).
-    pub fn prepare(&self, state: &mut AgentState, llm: Option<&Arc<dyn ChatModel>>) -> AgentTools {
+impl AgentKit {
+    /// `state` with its settings from the team file, `llm` its model (none for a person).
+    /// A state read back from a store is prepared before anything else is done with it, so
+    /// that it already follows the team file's settings.
+    pub fn prepare(&self, mut state: AgentState, llm: Option<&Arc<dyn ChatModel>>) -> Agent {
+        // The team file says which named models a message may choose for the agent (part of
+        // its state: readers show them).
+        let models = self.agent_models.get(&state.agent_id).cloned();
+        state.models = models.unwrap_or_default();
+        let settings = self.settings_of(&state.agent_id, llm);
+        Agent::new(state, Arc::new(settings))
+    }
+
+    /// The settings of agent `id`, whose model is `llm` (none for a person): the team's, with
+    /// its own `parallel_steps` and `tool_approval`.
+    fn settings_of(&self, id: &AgentId, llm: Option<&Arc<dyn ChatModel>>) -> AgentSettings {
+        let mut settings = self.settings.clone();
+        if let Some(n) = self.parallel_steps.get(id) {
+            settings.step_limits.parallel_steps = *n;
+        }
+        if let Some(policy) = self.tool_approvals.get(id) {
+            settings.tool_approval = *policy;
+        }
+        // A call that may wait for a person (for approval, or for its arguments where that is
+        // asked for outright) must be a step of its own, which the native loop (many calls
+        // inside one step) cannot give: such an agent calls tools through the
+        // instruction_generation → tool → tool_decision chain.
+        let policy = settings.tool_approval;
+        let may_wait = policy.auto_run_up_to != Some(cohort_core::policy::Risk::High)
+            || policy.ask_for_params == Some(true);
+        settings.native_tools = llm.is_some_and(|m| m.native_tools()) && !may_wait;
+        settings
+    }
+
+    /// The actor of `agent` (prepared), handing over through `sync` and publishing to
+    /// `outlet`; it gets the team's tools if it has a model (people never call tools
+    /// themselves).
+    pub fn actor(
+        &self,
+        agent: Agent,
+        llm: Option<Arc<dyn ChatModel>>,
+        sync: SyncLink,
+        outlet: Arc<dyn Outlet>,
+    ) -> AgentActor {
         let tools = if llm.is_some() {
             self.tools.clone()
         } else {
             AgentTools::default()
         };
-        let id = state.agent_id.clone();
-        state.native_tools = llm.is_some_and(|m| m.native_tools());
-        state.step_chars = self.step_chars;
-        state.private_bytes = self.private_bytes;
-        state.step_limits = self.step_limits;
-        if let Some(n) = self.parallel_steps.get(&id) {
-            state.step_limits.parallel_steps = *n;
-        }
-        state.repairs = self.repairs.clone();
-        state.wait_patience = self.wait_patience.clone();
-        // The team file says which named models a message may choose for the agent.
-        state.models = self.agent_models.get(&id).cloned().unwrap_or_default();
-        state.tool_approval = self
-            .tool_approvals
-            .get(&id)
-            .copied()
-            .unwrap_or(self.tool_approval);
-        // A call that may wait for a person (for approval, or for its arguments where that is
-        // asked for outright) must be a step of its own, which the native loop (many calls
-        // inside one step) cannot give: such an agent calls tools through the
-        // instruction_generation → tool → tool_decision chain.
-        if state.tool_approval.auto_run_up_to != Some(cohort_core::policy::Risk::High)
-            || state.tool_approval.ask_for_params == Some(true)
-        {
-            state.native_tools = false;
-        }
-        state.base_task = Some(self.base_task.clone());
-        tools
-    }
-
-    /// The actor of `state` (prepared), handing over through `sync` and publishing to
-    /// `outlet`.
-    pub fn actor(
-        &self,
-        state: AgentState,
-        llm: Option<Arc<dyn ChatModel>>,
-        tools: AgentTools,
-        sync: SyncLink,
-        outlet: Arc<dyn Outlet>,
-    ) -> AgentActor {
-        AgentActor::new(state, llm, self.prompts.clone(), tools, sync, outlet)
+        AgentActor::new(agent, llm, self.prompts.clone(), tools, sync, outlet)
             .with_allowance(self.steps.clone())
             .with_named_models(self.named_models.clone())
     }
@@ -197,6 +188,11 @@ impl Drop for Workers {
 }
 
 impl AgentFactory {
+    /// `state` with the settings the team file gives it (see [`AgentKit::prepare`]).
+    pub fn prepare(&self, state: AgentState, llm: Option<&Arc<dyn ChatModel>>) -> Agent {
+        self.kit.prepare(state, llm)
+    }
+
     /// Starts an agent actor for `state` and registers it with the dispatcher. Registration
     /// is queued before any message SyncState routes afterwards, so the new agent can be
     /// allocated at once.
@@ -206,40 +202,40 @@ impl AgentFactory {
         llm: Option<Arc<dyn ChatModel>>,
         sync: Addr<SyncStateActor>,
     ) -> Addr<AgentActor> {
-        self.start(state, llm, sync, true)
+        let agent = self.prepare(state, llm.as_ref());
+        self.start(agent, llm, sync, true)
     }
 
-    /// Starts an agent carried over from a store: readers already have it, so it is not
-    /// published as added (its own changes since, if any, go out when it starts).
+    /// Starts an agent carried over from a store (prepared, see [`AgentFactory::prepare`]):
+    /// readers already have it, so unless `announce` (it changed since) it is not published
+    /// as added (its own changes since, if any, go out when it starts).
     pub fn spawn_restored(
         &self,
-        state: AgentState,
-        llm: Option<Arc<dyn ChatModel>>,
-        sync: Addr<SyncStateActor>,
-    ) -> Addr<AgentActor> {
-        self.start(state, llm, sync, false)
-    }
-
-    fn start(
-        &self,
-        mut state: AgentState,
+        agent: Agent,
         llm: Option<Arc<dyn ChatModel>>,
         sync: Addr<SyncStateActor>,
         announce: bool,
     ) -> Addr<AgentActor> {
-        let tools = self.settings.prepare(&mut state, llm.as_ref());
-        let id = state.agent_id.clone();
+        self.start(agent, llm, sync, announce)
+    }
+
+    fn start(
+        &self,
+        mut agent: Agent,
+        llm: Option<Arc<dyn ChatModel>>,
+        sync: Addr<SyncStateActor>,
+        announce: bool,
+    ) -> Addr<AgentActor> {
+        let id = agent.agent_id.clone();
         if announce {
             // Published before it starts, so whoever learns of the agent next (an ask_info
             // answer, a client) finds it.
-            state.refresh_working_state();
-            state.take_changes();
-            self.monitor.publish(vec![state.added()]);
+            agent.refresh_working_state();
+            agent.take_changes();
+            self.monitor.publish(vec![agent.added()]);
         }
         let outlet: Arc<dyn Outlet> = Arc::new(self.monitor.clone());
-        let actor = self
-            .settings
-            .actor(state, llm, tools, SyncLink::to(&sync), outlet);
+        let actor = self.kit.actor(agent, llm, SyncLink::to(&sync), outlet);
         let addr = AgentActor::start_in_arbiter(&self.workers.pick(), move |_| actor);
         self.dispatcher
             .do_send(RegisterControl(id.clone(), Controls::of(&addr)));
@@ -270,14 +266,11 @@ impl AgentFactory {
             &template.llm,
         );
         state.template = Some(template.name.clone());
-        state.step_chars = self.settings.step_chars;
-        state.step_limits = self.settings.step_limits;
-        state.repairs = self.settings.repairs.clone();
-        state.base_task = Some(self.settings.base_task.clone());
         state.refresh_working_state();
         state.take_changes();
         let added = state.added();
-        Some((self.start(state, Some(llm.clone()), sync, false), added))
+        let agent = self.prepare(state, Some(llm));
+        Some((self.start(agent, Some(llm.clone()), sync, false), added))
     }
 }
 

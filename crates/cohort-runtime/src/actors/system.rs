@@ -4,7 +4,7 @@
 use super::agent::{AgentActor, AgentTools};
 use super::dispatcher::{Dispatcher, Route};
 use super::factory::{
-    AgentFactory, AgentSettings, ModelBuilder, Templates, Workers, llm_agent_state, llm_settings,
+    AgentFactory, AgentKit, ModelBuilder, Templates, Workers, llm_agent_state, llm_settings,
 };
 use super::supervisor::{Supervisor, Wire};
 use super::sync_state::{SubmitMessage, SyncStateActor};
@@ -15,7 +15,7 @@ use cohort_core::event::trace_context::TraceParent;
 use cohort_core::ids::{AgentId, StageRef, TaskId};
 use cohort_core::message::Message;
 use cohort_core::prompt::{PromptError, PromptSet};
-use cohort_core::state::{AgentState, ConversationPool, HumanConfig, Skill};
+use cohort_core::state::{Agent, AgentSettings, AgentState, ConversationPool, HumanConfig, Skill};
 use cohort_core::state::{Executor, StepExecutionState, TokenUsage};
 use cohort_core::step::resume_after_restart;
 use cohort_core::team::{Catalog, Member, SyncCore, SyncError, TaskBudget};
@@ -290,7 +290,7 @@ fn start(
     let texts = prompts.texts().clone();
     let tools = agent_tools(cfg, host, &texts);
     let factory = AgentFactory {
-        settings: agent_settings(
+        kit: agent_kit(
             cfg,
             (prompts, named),
             tools.clone(),
@@ -351,40 +351,46 @@ fn traces_of(
         .map(Arc::new)
 }
 
-/// What every agent of the team file `cfg` is given (see [`AgentSettings`]).
-pub fn agent_settings(
+/// What every agent of the team file `cfg` is given (see [`AgentKit`]).
+pub fn agent_kit(
     cfg: &TeamConfig,
     (prompts, named_models): (Arc<PromptSet>, super::agent::NamedModels),
     tools: AgentTools,
     base_task: TaskId,
     steps: super::StepAllowance,
-) -> AgentSettings {
+) -> AgentKit {
     let humans = cfg.humans.iter().map(|h| h.id.clone()).collect();
-    AgentSettings {
-        prompts,
-        tools,
+    let settings = AgentSettings {
         step_chars: cfg.retention.step_chars,
         private_bytes: cfg.retention.memory.private_chat(),
         step_limits: cfg.step_limits,
+        tool_approval: cfg.tool_approval,
         repairs: cfg.repairs.clone(),
         wait_patience: cohort_core::state::WaitPatience {
             humans: Arc::new(humans),
             ..cfg.waits.clone()
         },
+        base_task: Some(base_task),
+        native_tools: false,
+        // The steps and notices the runtime writes for an agent are in its team's language.
+        texts: prompts.texts().clone(),
+    };
+    AgentKit {
+        prompts,
+        tools,
+        settings,
         tool_approvals: Arc::new(
             cfg.agents
                 .iter()
                 .map(|a| (a.id.clone(), a.tool_approval))
                 .collect(),
         ),
-        tool_approval: cfg.tool_approval,
         parallel_steps: Arc::new(
             cfg.agents
                 .iter()
                 .filter_map(|a| Some((a.id.clone(), a.parallel_steps?)))
                 .collect(),
         ),
-        base_task,
         steps,
         named_models,
         agent_models: Arc::new(
@@ -625,18 +631,19 @@ fn spawn_agents(
     let mut agents = BTreeMap::new();
     for (a, llm) in cfg.agents.iter().zip(models) {
         let addr = match stored.remove(&a.id) {
-            Some(mut state) => {
-                resume_after_restart(&mut state);
+            Some(state) => {
+                let mut agent = factory.prepare(state, Some(&llm));
+                resume_after_restart(&mut agent);
                 // The team file is the truth for who an agent is: an edit since the last run
                 // (a skill or tool added, a new profile or model) applies, and is announced.
                 let edited = follow_team_file(
-                    &mut state,
+                    &mut agent,
                     &a.name,
                     &a.role,
                     &a.profile,
                     Some((a.skills.as_slice(), a.tools.as_slice(), &a.llm)),
                 );
-                restart(factory, state, edited, Some(llm), sync)
+                factory.spawn_restored(agent, Some(llm), sync.clone(), edited)
             }
             None => {
                 let state = llm_agent_state(
@@ -656,9 +663,10 @@ fn spawn_agents(
     // People are agents too: same actor, a human_config and a conversation pool, no LLM.
     for h in &cfg.humans {
         let addr = match stored.remove(&h.id) {
-            Some(mut state) => {
-                let edited = follow_team_file(&mut state, &h.name, &h.role, &h.profile, None);
-                restart(factory, state, edited, None, sync)
+            Some(state) => {
+                let mut person = factory.prepare(state, None);
+                let edited = follow_team_file(&mut person, &h.name, &h.role, &h.profile, None);
+                factory.spawn_restored(person, None, sync.clone(), edited)
             }
             None => factory.spawn(person_state(h), None, sync.clone()),
         };
@@ -666,21 +674,6 @@ fn spawn_agents(
     }
     spawn_hired(stored, factory, sync);
     agents
-}
-
-/// A stored agent's actor again: announced as new if the team file changed who it is.
-fn restart(
-    factory: &AgentFactory,
-    state: AgentState,
-    edited: bool,
-    llm: Option<Arc<dyn ChatModel>>,
-    sync: &Addr<SyncStateActor>,
-) -> Addr<AgentActor> {
-    if edited {
-        factory.spawn(state, llm, sync.clone())
-    } else {
-        factory.spawn_restored(state, llm, sync.clone())
-    }
 }
 
 /// A person of the team file, new.
@@ -705,7 +698,7 @@ fn spawn_hired(
     factory: &AgentFactory,
     sync: &Addr<SyncStateActor>,
 ) {
-    for (id, mut state) in stored {
+    for (id, state) in stored {
         let Some((_, llm)) = state
             .template
             .as_ref()
@@ -716,9 +709,9 @@ fn spawn_hired(
             );
             continue;
         };
-        let llm = llm.clone();
-        resume_after_restart(&mut state);
-        factory.spawn_restored(state, Some(llm), sync.clone());
+        let mut agent = factory.prepare(state, Some(llm));
+        resume_after_restart(&mut agent);
+        factory.spawn_restored(agent, Some(llm.clone()), sync.clone(), false);
     }
 }
 
@@ -815,10 +808,10 @@ pub fn answered_in(st: &cohort_core::state::StepState, template: Option<String>)
 /// An agent that comes to run on this node from the record (moved from another node, or its
 /// node gone): a step left running is settled as a restart settles it, and `llm` carries on
 /// from the calls its steps show answered.
-pub fn resume_moved(state: &mut AgentState, llm: &Arc<dyn ChatModel>) {
-    resume_after_restart(state);
-    let template = state.template.clone();
-    let answered: Vec<Answered> = state
+pub fn resume_moved(agent: &mut Agent, llm: &Arc<dyn ChatModel>) {
+    resume_after_restart(agent);
+    let template = agent.template.clone();
+    let answered: Vec<Answered> = agent
         .agent_step
         .steps()
         .iter()

@@ -11,7 +11,7 @@ use super::link::Link;
 use super::wire::{
     CoreAnswer, CoreCall, CoreRefusal, Hold, HostAnswer, HostRefusal, ToCore, ToHost,
 };
-use crate::actors::AgentSettings;
+use crate::actors::AgentKit;
 use crate::actors::stop::Stop;
 use crate::actors::{
     AgentActor, ApplyOutput, CancelStep, CheckTaskInstruction, Decide, Deliver, Outlet, Retire,
@@ -251,7 +251,7 @@ impl super::inbox::Receiver for AgentInbox {
 
 /// What this node runs agents with: the same settings and models as the team's node.
 pub struct HostParts {
-    pub settings: AgentSettings,
+    pub kit: AgentKit,
     /// Each agent of the team file's model.
     pub models: HashMap<AgentId, Arc<dyn ChatModel>>,
     pub workers: Arc<Workers>,
@@ -280,7 +280,7 @@ impl HostParts {
         let base_task = TaskId::from("");
         let steps = crate::actors::StepAllowance::unlimited();
         Ok(HostParts {
-            settings: crate::actors::agent_settings(cfg, (prompts, named), tools, base_task, steps),
+            kit: crate::actors::agent_kit(cfg, (prompts, named), tools, base_task, steps),
             models: cfg
                 .agents
                 .iter()
@@ -449,7 +449,7 @@ impl AgentHost {
     }
 
     /// Runs `state`'s agent under `hold` (replacing any run of it here under an older hold).
-    fn run(&self, hold: Hold, mut state: AgentState, base_task: TaskId) -> HostAnswer {
+    fn run(&self, hold: Hold, state: AgentState, base_task: TaskId) -> HostAnswer {
         let agent = state.agent_id.clone();
         let parts = &self.inner.parts;
         let Some(llm) = parts.models.get(&agent).cloned() else {
@@ -474,12 +474,10 @@ impl AgentHost {
                 !stale
             });
         }
-        crate::actors::resume_moved(&mut state, &llm);
-        let settings = AgentSettings {
-            base_task,
-            ..parts.settings.clone()
-        };
-        let tools = settings.prepare(&mut state, Some(&llm));
+        let mut kit = parts.kit.clone();
+        kit.settings.base_task = Some(base_task);
+        let mut prepared = kit.prepare(state, Some(&llm));
+        crate::actors::resume_moved(&mut prepared, &llm);
         let core = Arc::new(CoreLink {
             agent: agent.clone(),
             hold,
@@ -494,7 +492,7 @@ impl AgentHost {
             move |_| CoreProxy(core, host)
         });
         let outlet: Arc<dyn Outlet> = core.clone();
-        let actor = settings.actor(state, Some(llm), tools, SyncLink::to(&proxy), outlet);
+        let actor = kit.actor(prepared, Some(llm), SyncLink::to(&proxy), outlet);
         let addr = AgentActor::start_in_arbiter(&arbiter, move |_| actor);
         let reader = AgentInbox {
             addr: addr.clone(),

@@ -437,14 +437,16 @@ impl Mover {
 
     /// Runs `agent` on this node again, from the record.
     async fn back_here(&self, agent: AgentId) -> Option<Place> {
-        let mut state = self.monitor.read(|s| s.agents.get(&agent).cloned())?;
+        let state = self.monitor.read(|s| s.agents.get(&agent).cloned())?;
         let llm = self.models.get(&agent)?.clone();
         self.grant_here(&agent).await;
         self.clear_inbox(&agent).await;
-        crate::actors::resume_moved(&mut state, &llm);
+        let mut prepared = self.factory.prepare(state, Some(&llm));
+        crate::actors::resume_moved(&mut prepared, &llm);
+        let sync = self.sync.clone();
         let addr = self
             .factory
-            .spawn_restored(state, Some(llm), self.sync.clone());
+            .spawn_restored(prepared, Some(llm), sync, false);
         Some(Place::Here(addr))
     }
 

@@ -214,8 +214,12 @@ mod tests {
             refused
         );
         // An agent's record goes whole: its steps, not only their ids as the wire state has them.
-        let mut agent =
-            AgentState::new("writer".into(), "W".into(), "writer".into(), String::new());
+        let mut agent = cohort_core::state::Agent::from(AgentState::new(
+            "writer".into(),
+            "W".into(),
+            "writer".into(),
+            String::new(),
+        ));
         agent.add_next_steps(vec![cohort_core::state::StepState::new(
             TaskId::from("t1"),
             cohort_core::ids::StageRef::NoRelative,

@@ -70,7 +70,7 @@ fn a_reflection_adds_at_most_two_fixes_and_a_check_and_ids_are_labels() {
         Skill::Summary,
         Skill::InstructionGeneration,
     ]);
-    let list = |a: &AgentState, skill| {
+    let list = |a: &Agent, skill| {
         let step = running(&mut a.clone(), skill, "");
         answer_schema(skill, a, &step, &[])["properties"]["planned_step"]["anyOf"][0].clone()
     };
@@ -82,7 +82,7 @@ fn a_reflection_adds_at_most_two_fixes_and_a_check_and_ids_are_labels() {
     // A tool fix is two steps (its instruction and the call), unless the model calls natively.
     a.tools = vec!["workspace".into()];
     assert_eq!(list(&a, Skill::Reflection)["maxItems"], 5);
-    a.native_tools = true;
+    a.settings_mut().native_tools = true;
     assert_eq!(list(&a, Skill::Reflection)["maxItems"], 3);
 }
 
@@ -139,7 +139,7 @@ fn a_decision_on_a_notice_must_plan_something() {
 fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
     let mut a = agent(&[Skill::TaskManager]);
     let step = running(&mut a.clone(), Skill::TaskManager, "");
-    let actions = |a: &AgentState| {
+    let actions = |a: &Agent| {
         let mut names = Vec::new();
         let schema = answer_schema(Skill::TaskManager, a, &step, &[]);
         enums(&schema["properties"]["task_instruction"], &mut names);
@@ -147,9 +147,9 @@ fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
         names
     };
     assert_eq!(actions(&a).len(), 5, "base task unknown: every action");
-    a.base_task = Some(step.task_id.clone());
+    a.settings_mut().base_task = Some(step.task_id.clone());
     assert_eq!(actions(&a), ["add_task"]);
-    a.base_task = Some("base".into());
+    a.settings_mut().base_task = Some("base".into());
     // The step is in stage s of task t: its ids are the only ones it may name.
     let ids: Vec<String> = actions(&a)
         .into_iter()
@@ -209,10 +209,10 @@ fn a_message_goes_to_another_agent_of_the_team() {
 #[test]
 fn a_stage_allocates_the_teams_other_agents_unless_the_manager_may_hire() {
     let mut a = agent(&[Skill::TaskManager]);
-    a.base_task = Some("base".into());
+    a.settings_mut().base_task = Some("base".into());
     let step = running(&mut a.clone(), Skill::TaskManager, "");
     let team = ["w".to_owned(), "writer".to_owned(), "rook".to_owned()];
-    let allocation = |a: &AgentState| {
+    let allocation = |a: &Agent| {
         let schema = answer_schema(Skill::TaskManager, a, &step, &team);
         let add_stage = schema["properties"]["task_instruction"]["anyOf"][0].clone();
         assert_eq!(

@@ -2,10 +2,16 @@
 use super::*;
 use crate::ids::{StageId, StageRef};
 use crate::message::TaskInstruction;
+use crate::state::AgentState;
 
 /// An agent in stage `s` of task `t` with one running think step and nothing else queued.
-fn alone_in_stage(skills: &[Skill]) -> (AgentState, StepId) {
-    let mut a = AgentState::new("w".into(), "W".into(), "r".into(), "p".into());
+fn alone_in_stage(skills: &[Skill]) -> (Agent, StepId) {
+    let mut a = Agent::from(AgentState::new(
+        "w".into(),
+        "W".into(),
+        "r".into(),
+        "p".into(),
+    ));
     a.skills = skills.to_vec();
     let stage = StageRef::Stage(StageId::from("s"));
     a.note_working_memory("t".into(), Some(stage.clone()));
@@ -28,7 +34,7 @@ fn now() -> Now {
 }
 
 /// The step's model failed with `why`.
-fn fail(a: &mut AgentState, id: &StepId, why: &str) -> StepCompletion {
+fn fail(a: &mut Agent, id: &StepId, why: &str) -> StepCompletion {
     done(complete_step(a, id, Err(why.into()), now(), false))
 }
 
@@ -86,7 +92,7 @@ fn an_agent_without_decision_is_reported_stuck_at_once() {
 
 /// A manager with task_manager, running the step that acts on `text` from `sender` in
 /// task `task` (outside any stage).
-fn manager_acting_on(task: &str, sender: &str, text: &str) -> (AgentState, StepId) {
+fn manager_acting_on(task: &str, sender: &str, text: &str) -> (Agent, StepId) {
     let notice = crate::message::Message::notice(
         task.into(),
         sender.into(),
@@ -98,8 +104,13 @@ fn manager_acting_on(task: &str, sender: &str, text: &str) -> (AgentState, StepI
 }
 
 /// A manager with task_manager, running the step that acts on `notice` in task `task`.
-fn manager_acting_on_message(task: &str, notice: &crate::message::Message) -> (AgentState, StepId) {
-    let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
+fn manager_acting_on_message(task: &str, notice: &crate::message::Message) -> (Agent, StepId) {
+    let mut a = Agent::from(AgentState::new(
+        "m".into(),
+        "M".into(),
+        "r".into(),
+        "p".into(),
+    ));
     a.skills = vec![Skill::TaskManager];
     a.note_working_memory(task.into(), None);
     crate::step::receive_message(&mut a, notice);
@@ -160,7 +171,7 @@ fn no_stage_left() -> crate::message::Message {
     crate::team::notices::judge_task(&task, [&stage].into_iter(), &crate::texts::Texts::english())
 }
 
-fn manager_judging_task() -> (AgentState, StepId) {
+fn manager_judging_task() -> (Agent, StepId) {
     let task =
         crate::state::TaskState::new("t".into(), "haiku".into(), "a haiku".into(), "m".into());
     let mut stage = crate::state::StageState::new(
@@ -177,14 +188,14 @@ fn manager_judging_task() -> (AgentState, StepId) {
         &crate::texts::Texts::english(),
     );
     let (mut a, id) = manager_acting_on_message("t", &notice);
-    a.base_task = Some("base".into());
+    a.settings_mut().base_task = Some("base".into());
     (a, id)
 }
 
 const ADD_AGAIN: &str = r#"{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "write it", "agent_allocation": {"w": "write"}}]}"#;
 
 /// The step's answer was `ADD_AGAIN`, which SyncState refused.
-fn refused_add_stage(a: &mut AgentState, id: &StepId) -> FollowUp {
+fn refused_add_stage(a: &mut Agent, id: &StepId) -> FollowUp {
     let add: serde_json::Value = serde_json::from_str(ADD_AGAIN).unwrap();
     a.update_step(
         id,
@@ -265,10 +276,15 @@ fn a_judgement_refused_twice_is_closed_by_the_runtime_and_the_refused_action_is_
 
 /// The manager `m` of task `t` (base task `base`) running the step on the notice that stage
 /// "write it" of task `t` is complete.
-fn manager_judging_stage() -> (AgentState, StepId, crate::state::StageState) {
-    let mut a = AgentState::new("m".into(), "M".into(), "r".into(), "p".into());
+fn manager_judging_stage() -> (Agent, StepId, crate::state::StageState) {
+    let mut a = Agent::from(AgentState::new(
+        "m".into(),
+        "M".into(),
+        "r".into(),
+        "p".into(),
+    ));
     a.skills = vec![Skill::TaskManager];
-    a.base_task = Some("base".into());
+    a.settings_mut().base_task = Some("base".into());
     let task = crate::state::TaskState::new("t".into(), "n".into(), "i".into(), "m".into());
     let stage = crate::state::StageState::new(
         "t".into(),
@@ -384,7 +400,7 @@ fn a_closing_action_stands_when_its_verdict_said_not_reached_after_the_reasks_a_
     ));
 }
 
-fn settle_step_for_test(a: &mut AgentState, id: &StepId) {
+fn settle_step_for_test(a: &mut Agent, id: &StepId) {
     crate::step::settle_step(a, id, Some("model down".into()), &[]);
 }
 
@@ -486,7 +502,7 @@ fn a_json_answer_stopped_in_a_loop_is_closed_where_the_policy_allows_and_recorde
     );
     // `strict`: the answer is not mended, only asked about again.
     let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
-    a.repairs = crate::policy::Repairs::preset(crate::policy::Preset::Strict);
+    a.settings_mut().repairs = crate::policy::Repairs::preset(crate::policy::Preset::Strict);
     assert!(matches!(
         complete_step(&mut a, &id, looped(), now(), true),
         Completion::AskAgain { .. }
@@ -540,13 +556,13 @@ fn a_chinese_agent_gets_the_runtimes_steps_shared_lines_and_repair_notes_in_chin
     let zh = crate::texts::Texts::builtin(crate::texts::Language::Zh);
     // A failure with nothing left to run: the recovery decision.
     let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Decision]);
-    a.texts = zh.clone();
+    a.settings_mut().texts = zh.clone();
     let c = fail(&mut a, &id, "模型没有回答");
     let shared = c.output.send_shared_info.unwrap().content;
     let recovery = a.agent_step.next().unwrap().clone();
     // A plan that ran dry: the closing reflection.
     let (mut a, id) = alone_in_stage(&[Skill::Think, Skill::Reflection]);
-    a.texts = zh.clone();
+    a.settings_mut().texts = zh.clone();
     let looped = Ok(ChatReply {
         text: "<think>雨落屋檐</think>".into(),
         cut: Some(crate::call::Cut::Repetition),
@@ -559,7 +575,7 @@ fn a_chinese_agent_gets_the_runtimes_steps_shared_lines_and_repair_notes_in_chin
     assert_eq!(reflection.origin, StepOrigin::ClosingReflection);
     // A tool call that failed: the tool_decision after it.
     let (mut a, _) = alone_in_stage(&[Skill::ToolDecision]);
-    a.texts = zh.clone();
+    a.settings_mut().texts = zh.clone();
     let tool = StepState::new(
         "t".into(),
         StageRef::Stage(StageId::from("s")),

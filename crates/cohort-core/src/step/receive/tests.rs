@@ -1,10 +1,16 @@
 //! Unit tests of receive_message: waits, instructions, replies, digests and acting steps.
 use super::*;
 use crate::ids::{StageId, TaskId};
+use crate::state::AgentState;
 use crate::state::StepExecutionState;
 
-fn agent() -> AgentState {
-    AgentState::new("b".into(), "B".into(), "r".into(), "p".into())
+fn agent() -> Agent {
+    Agent::from(AgentState::new(
+        "b".into(),
+        "B".into(),
+        "r".into(),
+        "p".into(),
+    ))
 }
 
 /// A think step of agent b in task t, no stage.
@@ -20,14 +26,14 @@ fn think() -> StepState {
 }
 
 /// An agent with one think step queued (task t, no stage), so insertions show their place.
-fn agent_with_a_think_step() -> AgentState {
+fn agent_with_a_think_step() -> Agent {
     let mut a = agent();
     a.add_steps(vec![think()]);
     a
 }
 
 /// `a` holds wait `id` for `from`'s reply, taken in task t, `stage`.
-fn hold(a: &mut AgentState, id: &str, from: &str, stage: &StageRef) {
+fn hold(a: &mut Agent, id: &str, from: &str, stage: &StageRef) {
     a.hold_waits(vec![(id.into(), from.into())], &"t".into(), stage, 0, None);
 }
 
@@ -74,7 +80,7 @@ impl AsText for Instruction {
     }
 }
 
-fn executors(a: &AgentState) -> Vec<String> {
+fn executors(a: &Agent) -> Vec<String> {
     a.agent_step
         .todo()
         .map(|id| a.agent_step.get(id).unwrap().executor.to_string())
@@ -358,7 +364,7 @@ fn no_relative_messages_survive_the_cleanup_of_stages_and_of_other_tasks() {
             stage_id: "s".into(),
         }),
     );
-    let texts = |a: &AgentState| -> Vec<String> {
+    let texts = |a: &Agent| -> Vec<String> {
         a.agent_step
             .todo()
             .map(|id| a.agent_step.get(id).unwrap().text_content.clone())
@@ -536,9 +542,14 @@ fn rewording_a_notice_changes_no_decision() {
         ),
     ];
     let manager = || {
-        let mut m = AgentState::new("m".into(), "M".into(), "manager".into(), "p".into());
+        let mut m = Agent::from(AgentState::new(
+            "m".into(),
+            "M".into(),
+            "manager".into(),
+            "p".into(),
+        ));
         m.skills = vec![Skill::TaskManager];
-        m.base_task = Some("base".into());
+        m.settings_mut().base_task = Some("base".into());
         m.note_working_memory("t".into(), None);
         m
     };

@@ -90,9 +90,9 @@ impl AgentActor {
         };
         tracing::info!(agent = %self.state.agent_id, step = %id, server = %req.server, "a server's question waits for a person");
         await_elicitation(&mut self.state, &id, &req);
-        let notice = elicitation_notice(&step, &req, &self.state.texts);
+        let notice = elicitation_notice(&step, &req, &self.state.settings.texts);
         self.tell_approvers(&step, notice, ctx);
-        let patience = self.state.wait_patience.human;
+        let patience = self.state.settings.wait_patience.human;
         ctx.run_later(patience, move |act, ctx| {
             if let Some(to) = act.phase.take_asked(&id, Some(no)) {
                 tracing::info!(agent = %act.state.agent_id, step = %id, "nobody answered a server's question in time: it is cancelled");

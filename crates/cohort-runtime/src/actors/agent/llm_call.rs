@@ -74,14 +74,23 @@ impl AgentActor {
         };
         let id = step.step_id.clone();
         if model.is_none() {
-            let asking = Asking::new(request, &self.state.repairs, self.state.texts.clone());
-            self.on_answer(id, Err(self.state.texts.agent_has_no_llm()), asking, ctx);
+            let asking = Asking::new(
+                request,
+                &self.state.settings.repairs,
+                self.state.settings.texts.clone(),
+            );
+            self.on_answer(
+                id,
+                Err(self.state.settings.texts.agent_has_no_llm()),
+                asking,
+                ctx,
+            );
             return;
         }
         let asking = Asking::new(
             request.clone(),
-            &self.state.repairs,
-            self.state.texts.clone(),
+            &self.state.settings.repairs,
+            self.state.settings.texts.clone(),
         );
         self.ask(id, request, asking, ctx);
     }

@@ -18,7 +18,7 @@ impl AgentActor {
         match (tool_call_for(&self.state, &step, &server), &self.mcp) {
             (Err(why), _) => self.on_tool_result(id, Err(why), ctx),
             (Ok(_), None) => {
-                let why = self.state.texts.no_mcp_server(&server);
+                let why = self.state.settings.texts.no_mcp_server(&server);
                 self.on_tool_result(id, Err(why), ctx)
             }
             (Ok(call), Some(client)) => {
@@ -42,7 +42,7 @@ impl AgentActor {
         // not have reached the tool either.
         let stored = self.outlet.stored();
         let (asked, made) = (server.clone(), call.clone());
-        let not_stored = self.state.texts.step_start_not_stored();
+        let not_stored = self.state.settings.texts.step_start_not_stored();
         // A question the server asks during the call comes back to this agent.
         let asker: Arc<dyn cohort_mcp::elicit::Elicitor> = Arc::new(super::elicit::StepAsker {
             agent: ctx.address(),
@@ -107,7 +107,9 @@ impl AgentActor {
         let interrupted = move |act: &mut Self, ctx: &mut Context<Self>| {
             act.on_tool_result(
                 id,
-                Err(cohort_core::step::interrupted_tool_call(&act.state.texts)),
+                Err(cohort_core::step::interrupted_tool_call(
+                    &act.state.settings.texts,
+                )),
                 ctx,
             )
         };

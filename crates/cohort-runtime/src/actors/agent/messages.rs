@@ -4,7 +4,7 @@
 use actix::prelude::*;
 use cohort_core::ids::{AgentId, StepId};
 use cohort_core::message::Message;
-use cohort_core::state::{AgentState, ModelWait};
+use cohort_core::state::{AgentSettings, AgentState, ModelWait};
 use cohort_core::step::HumanMessage;
 use cohort_core::step::approval::{Verdict, VerdictError};
 use cohort_core::step::cancel::CancelError;
@@ -20,6 +20,11 @@ pub struct Deliver(pub u64, pub Arc<Message>);
 #[derive(Message)]
 #[rtype(result = "AgentState")]
 pub struct GetAgentState;
+
+/// The settings the agent follows (what its team file made of it).
+#[derive(Message)]
+#[rtype(result = "Arc<AgentSettings>")]
+pub struct GetAgentSettings;
 
 /// A step's model call began (`Some`) or stopped (`None`) waiting for its endpoint (sent by
 /// the agent's own calls; see `model.rs`).

@@ -30,7 +30,7 @@
 use actix::prelude::*;
 use cohort_core::ids::AgentId;
 use cohort_core::prompt::PromptSet;
-use cohort_core::state::{AgentState, StepState};
+use cohort_core::state::{Agent, StepState};
 use cohort_llm::ChatModel;
 use cohort_mcp::McpClient;
 use std::collections::BTreeMap;
@@ -61,7 +61,8 @@ mod verdict;
 
 pub use commit::SyncLink;
 pub use messages::{
-    CancelStep, Decide, Deliver, GetAgentState, HumanSend, Retire, SendRefused, SetPaused,
+    CancelStep, Decide, Deliver, GetAgentSettings, GetAgentState, HumanSend, Retire, SendRefused,
+    SetPaused,
 };
 pub use outlet::Outlet;
 
@@ -83,7 +84,8 @@ const LOOSE_HISTORY_KEPT: usize = 64;
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub struct AgentActor {
-    state: AgentState,
+    /// Its state and the settings it follows.
+    state: Agent,
     /// None for a human agent: its steps record what the person did and never run.
     llm: Option<Arc<dyn ChatModel>>,
     /// The team's named models, which a message may choose for its steps (`models:`).
@@ -116,7 +118,7 @@ pub struct AgentActor {
 
 impl AgentActor {
     pub fn new(
-        state: AgentState,
+        state: Agent,
         llm: Option<Arc<dyn ChatModel>>,
         prompts: Arc<PromptSet>,
         tools: AgentTools,
@@ -128,9 +130,6 @@ impl AgentActor {
             mcp,
             approvers,
         } = tools;
-        let mut state = state;
-        // The steps and notices the runtime writes for this agent are in its team's language.
-        state.texts = prompts.texts().clone();
         AgentActor {
             state,
             llm,
@@ -200,7 +199,7 @@ impl Actor for AgentActor {
         // A call that was waiting for a person's approval waits on (they were told already).
         if let Some(id) = cohort_core::step::approval::waiting_for_approval(&self.state) {
             if self.approvers.is_empty() {
-                let why = self.state.texts.approval_nobody_left();
+                let why = self.state.settings.texts.approval_nobody_left();
                 self.fail_waiting(id, why, ctx);
             } else {
                 // A tool call that waits is the agent's current step (its verdict runs it); a
@@ -215,6 +214,13 @@ impl Actor for AgentActor {
 impl Handler<GetAgentState> for AgentActor {
     type Result = MessageResult<GetAgentState>;
     fn handle(&mut self, _: GetAgentState, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.state.clone())
+        MessageResult(self.state.state.clone())
+    }
+}
+
+impl Handler<GetAgentSettings> for AgentActor {
+    type Result = MessageResult<GetAgentSettings>;
+    fn handle(&mut self, _: GetAgentSettings, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.state.settings.clone())
     }
 }

@@ -47,7 +47,7 @@ impl AgentActor {
             progress: None,
             model_wait: None,
             retry: 0,
-            mending: cohort_llm::Mending::of(&self.state.repairs),
+            mending: cohort_llm::Mending::of(&self.state.settings.repairs),
         }
     }
 

@@ -39,7 +39,7 @@ impl AgentActor {
     ) {
         let model = self.model_for(&step).cloned();
         let (Some(mcp), Some(_)) = (self.mcp.clone(), &model) else {
-            let why = self.state.texts.tool_loop_unequipped(&server);
+            let why = self.state.settings.texts.tool_loop_unequipped(&server);
             return self.end_loop(&step, Err(why), TokenUsage::default(), ctx);
         };
         let prompt = build_tool_loop_prompt(
@@ -64,7 +64,7 @@ impl AgentActor {
         };
         let stored = self.outlet.stored();
         let servers = self.loop_servers(&server);
-        let not_stored = self.state.texts.tool_loop_start_not_stored();
+        let not_stored = self.state.settings.texts.tool_loop_start_not_stored();
         let describe = async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {
@@ -83,7 +83,7 @@ impl AgentActor {
                 Err(e) => return act.end_loop(&step, Err(e), TokenUsage::default(), ctx),
             };
             if tools.specs.is_empty() {
-                let why = act.state.texts.server_offers_no_tools(&server);
+                let why = act.state.settings.texts.server_offers_no_tools(&server);
                 return act.end_loop(&step, Err(why), TokenUsage::default(), ctx);
             }
             let mut request = request;
@@ -120,7 +120,7 @@ impl AgentActor {
             return;
         }
         let Some(llm) = self.model_for(&running.step).cloned() else {
-            let why = Err(self.state.texts.agent_has_no_model());
+            let why = Err(self.state.settings.texts.agent_has_no_model());
             return self.end_loop(&running.step, why, running.spent, ctx);
         };
         // Its stage or task ended meanwhile: the loop stops (the step records why).
@@ -182,12 +182,13 @@ impl AgentActor {
         if !running.state.may_call(reply.tool_calls.len()) {
             let why = self
                 .state
+                .settings
                 .texts
                 .tool_loop_cap(cohort_core::step::tool_loop::TOOL_LOOP_CAP);
             return self.end_loop(&running.step, Err(why), running.spent, ctx);
         }
         let Some(mcp) = self.mcp.clone() else {
-            let why = Err(self.state.texts.no_mcp_client());
+            let why = Err(self.state.settings.texts.no_mcp_client());
             return self.end_loop(&running.step, why, running.spent, ctx);
         };
         let calls = reply.tool_calls.clone();
@@ -205,7 +206,7 @@ impl AgentActor {
             act.add_images(&mut running.request, &results);
             let calls = reply.tool_calls;
             for ((call, result), retries) in calls.iter().zip(&results).zip(retries) {
-                let texts = &act.state.texts;
+                let texts = &act.state.settings.texts;
                 let route = running.tools.route(&call.name, texts).ok();
                 let done = call_step(&running.step, route, call, result, retries, texts);
                 act.state.add_done(done);
@@ -214,7 +215,10 @@ impl AgentActor {
             running.state.calls += calls.len();
             running.state.rounds.push(ToolRound {
                 text: reply.text,
-                results: results.iter().map(|r| shown(r, &act.state.texts)).collect(),
+                results: results
+                    .iter()
+                    .map(|r| shown(r, &act.state.settings.texts))
+                    .collect(),
                 calls,
             });
             act.ask_loop(running, ctx);
@@ -233,9 +237,9 @@ impl AgentActor {
         calls: Vec<ToolCall>,
     ) -> impl Future<Output = Vec<(Result<Value, String>, Vec<ToolRetry>)>> + use<> {
         let stored = self.outlet.stored();
-        let at_once = self.state.step_limits.parallel_tool_calls.max(1);
+        let at_once = self.state.settings.step_limits.parallel_tool_calls.max(1);
         // What the model is told of a call not made, in the team's language.
-        let texts = self.state.texts.clone();
+        let texts = self.state.settings.texts.clone();
         async move {
             let stored = tokio::time::timeout(STORE_DEADLINE, stored).await;
             if !matches!(stored, Ok(true)) {

@@ -67,7 +67,7 @@ impl AgentActor {
             Executor::Skill(s) => *s,
             Executor::Tool(server) => {
                 let server = server.clone();
-                if runs_natively(self.state.native_tools, &step) {
+                if runs_natively(self.state.settings.native_tools, &step) {
                     self.run_tool_loop(step, server, ctx);
                 } else {
                     self.run_tool(step, server, ctx);

@@ -24,7 +24,7 @@ impl AgentActor {
                 Some(s) if s.execution_state.waits_for_a_person() => {
                     if !self.state.holds(&s.task_id, &s.stage_id) {
                         self.phase.stop_waiting(&id);
-                        let why = self.state.texts.person_wait_ended();
+                        let why = self.state.settings.texts.person_wait_ended();
                         self.fail_waiting(id, why, ctx);
                     }
                 }
@@ -51,12 +51,16 @@ impl AgentActor {
             return;
         };
         if self.approvers.is_empty() {
-            let why = self.state.texts.plan_check_nobody();
+            let why = self.state.settings.texts.plan_check_nobody();
             return self.fail_waiting(id, why, ctx);
         }
         tracing::info!(agent = %self.state.agent_id, step = %id, "a plan waits for a person's check");
         self.hold_for_a_person(id, ctx);
-        self.tell_approvers(&step, plan_notice(&step, &check, &self.state.texts), ctx);
+        self.tell_approvers(
+            &step,
+            plan_notice(&step, &check, &self.state.settings.texts),
+            ctx,
+        );
     }
 
     /// A tool call refused for its arguments, to be put to a person (`told`: the refusal in
@@ -89,7 +93,11 @@ impl AgentActor {
         let so_far = self.attempts(id).clone();
         await_params(&mut self.state, id, &req, &so_far);
         self.hold_for_a_person(id.clone(), ctx);
-        self.tell_approvers(&step, params_notice(&step, &req, &self.state.texts), ctx);
+        self.tell_approvers(
+            &step,
+            params_notice(&step, &req, &self.state.settings.texts),
+            ctx,
+        );
         true
     }
 
@@ -114,7 +122,7 @@ impl AgentActor {
     /// comes or its deadline (`waits.human_secs`) passes, when the step ends as not decided.
     pub(super) fn hold_for_a_person(&mut self, id: StepId, ctx: &mut Context<Self>) {
         let now = cohort_core::clock::Now::current().unix_ms;
-        let patience = self.state.wait_patience.human;
+        let patience = self.state.settings.wait_patience.human;
         // A tool call that waits is the agent's current step; a plan that waits was settled.
         let tool = self
             .state

@@ -60,7 +60,7 @@ impl AgentActor {
         ctx: &mut Context<Self>,
     ) {
         let made = self.attempts(&id).fired(Repair::ArgumentsReasked);
-        let judged = self.state.repairs.allows(Repair::RefusalJudged)
+        let judged = self.state.settings.repairs.allows(Repair::RefusalJudged)
             && self.llm.is_some()
             && self.refusal_routes().worth_judging(made);
         match refusal.kind.clone() {
@@ -83,10 +83,11 @@ impl AgentActor {
     /// What may be done about this agent's refused calls (see `step::tool_refusal::Routes`).
     fn refusal_routes(&self) -> Routes {
         Routes {
-            ask_for_params: self.state.tool_approval.ask_for_params,
+            ask_for_params: self.state.settings.tool_approval.ask_for_params,
             operator: !self.approvers.is_empty(),
-            model: self.llm.is_some() && self.state.repairs.allows(Repair::ArgumentsReasked),
-            reasks: self.state.repairs.thresholds.reasks,
+            model: self.llm.is_some()
+                && self.state.settings.repairs.allows(Repair::ArgumentsReasked),
+            reasks: self.state.settings.repairs.thresholds.reasks,
         }
     }
 
@@ -102,7 +103,7 @@ impl AgentActor {
         fields: &[String],
         ctx: &mut Context<Self>,
     ) {
-        let told = refusal.describe(fields, &self.state.texts);
+        let told = refusal.describe(fields, &self.state.settings.texts);
         let routes = self.refusal_routes();
         let made = self.attempts(&id).fired(Repair::ArgumentsReasked);
         if routes.route(made) == Route::Person
@@ -118,7 +119,7 @@ impl AgentActor {
         if without_person.route(made) != Route::Model {
             let why = match made {
                 0 => told,
-                n => self.state.texts.tool_refused_after(told, n),
+                n => self.state.settings.texts.tool_refused_after(told, n),
             };
             return self.on_tool_result(id, Err(why), ctx);
         }
@@ -164,7 +165,7 @@ impl AgentActor {
             arguments,
             intention: &step.step_intention,
         };
-        let prompt = shown.prompt(refusal, told, &self.state.texts);
+        let prompt = shown.prompt(refusal, told, &self.state.settings.texts);
         let phrases = self.prompts.phrases();
         let (name, system) = match question {
             Question::Judge => (REFUSAL_JUDGE, phrases.refusal_judge.clone()),
@@ -195,7 +196,7 @@ impl AgentActor {
             .described_tool(&server, &refusal.tool)
             .map(|t| t.input_schema)
             .unwrap_or_default();
-        let t = self.state.texts.clone();
+        let t = self.state.settings.texts.clone();
         let judged = answer.and_then(|text| read_judgement(&text, &schema, &t));
         let what = match &judged {
             Ok(RefusalKind::Arguments { fields }) if fields.is_empty() => {
@@ -229,7 +230,7 @@ impl AgentActor {
         let McpCall::Tool { name, arguments } = call else {
             return self.on_tool_result(id, Err(told), ctx);
         };
-        let t = self.state.texts.clone();
+        let t = self.state.settings.texts.clone();
         let corrected = match answer.and_then(|text| read_correction(&text, &arguments, &t)) {
             Ok(corrected) => corrected,
             Err(why) => {

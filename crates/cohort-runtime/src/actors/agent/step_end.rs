@@ -40,7 +40,7 @@ impl AgentActor {
             (Ok(answer), Some(settle)) => {
                 let verdict = self.phase.settled(&id);
                 let refused = answer.err();
-                let failure = settle.outcome(refused.as_ref(), &self.state.texts);
+                let failure = settle.outcome(refused.as_ref(), &self.state.settings.texts);
                 self.state.apply_stored(settle.changes(failure.as_deref()));
                 if let (None, Some(why)) = (&settle.failure, &failure)
                     && refused.is_some()

@@ -25,7 +25,7 @@ impl AgentActor {
         ctx: &mut Context<Self>,
     ) {
         let id = step.step_id.clone();
-        let never_asks = self.state.tool_approval.auto_run_up_to == Some(Risk::High);
+        let never_asks = self.state.settings.tool_approval.auto_run_up_to == Some(Risk::High);
         let (tool, args) = match &call {
             McpCall::Tool { name, arguments } if !never_asks => (name.clone(), arguments.clone()),
             _ => return self.call_tool(id, server, call, client, ctx),
@@ -51,8 +51,8 @@ impl AgentActor {
                 if !fits {
                     return act.call_tool(step.step_id, server, call, client, ctx);
                 }
-                let judged = act.state.tool_approval.judge_with_llm
-                    && !act.state.tool_approval.needs_approval(risk.risk)
+                let judged = act.state.settings.tool_approval.judge_with_llm
+                    && !act.state.settings.tool_approval.needs_approval(risk.risk)
                     && act.llm.is_some();
                 if judged {
                     act.judge_risk(step, server, call, client, risk, ctx);
@@ -96,7 +96,7 @@ impl AgentActor {
             &description,
             &serde_json::Value::Object(arguments.clone()),
             &step.step_intention,
-            &self.state.texts,
+            &self.state.settings.texts,
         );
         let system = self.prompts.phrases().risk_judge.clone();
         let ask = (RISK_JUDGE, system, prompt);
@@ -104,7 +104,7 @@ impl AgentActor {
             let risk = with_judgement(
                 annotated,
                 answer.as_deref().map_err(String::as_str),
-                &act.state.texts,
+                &act.state.settings.texts,
             );
             act.put_to_approver(step, server, call, client, risk, ctx);
         };
@@ -137,7 +137,11 @@ impl AgentActor {
                 tracing::info!(agent = %self.state.agent_id, step = %id, tool = %req.tool, risk = %req.risk.risk, "a tool call waits for approval");
                 await_approval(&mut self.state, &id, &req);
                 self.hold_for_a_person(id, ctx);
-                self.tell_approvers(&step, approval_notice(&step, &req, &self.state.texts), ctx);
+                self.tell_approvers(
+                    &step,
+                    approval_notice(&step, &req, &self.state.settings.texts),
+                    ctx,
+                );
             }
         }
     }

@@ -167,11 +167,11 @@ impl AgentActor {
             };
             match (stored, act.mcp.clone(), step) {
                 (Err(e), _, _) => {
-                    let why = act.state.texts.verdict_not_stored(e);
+                    let why = act.state.settings.texts.verdict_not_stored(e);
                     act.on_tool_result(id, Err(why), ctx)
                 }
                 (_, None, _) | (_, _, None) => {
-                    let why = act.state.texts.no_mcp_client();
+                    let why = act.state.settings.texts.no_mcp_client();
                     act.on_tool_result(id, Err(why), ctx)
                 }
                 (Ok(()), Some(client), Some(step)) => {
