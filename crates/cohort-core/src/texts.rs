@@ -665,7 +665,7 @@ catalog!(
     cancelled_by(by),
     /// A task or stage cancelled with a reason.
     cancelled_by_because(by, reason),
-    // ---- what a repair writes into a summary (`skills/mend.rs`, `skills/task_manager.rs`) ----
+    // ---- what a repair writes into a summary (`skills/repairs/`) ----
     /// A summary the runtime composed from the agent `name`'s results.
     composed_summary(name, results),
     /// Above the agent's results the runtime added to a summary that gave none.

@@ -6,6 +6,7 @@
 
 pub mod mcp;
 pub mod media;
+pub mod repairs;
 pub mod repetition;
 pub mod replay;
 pub mod structured;

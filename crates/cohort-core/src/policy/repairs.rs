@@ -10,6 +10,29 @@
 //!   unusable as it stands (cut off, contradicting itself, still broken after the re-asks).
 //! - `small_model`: every rule, including those that change or refuse an answer that could
 //!   be read (an echoed instruction, a plan without work, a summary without a result).
+//!
+//! This file is the catalog; each rule's body is in one module per group, by what it mends.
+//! The groups that mend a skill's answer read the agent's steps and the skills' answers, which
+//! the model layer below this policy cannot: they sit in `skills::repairs`.
+//! - answers handed back (`echo`): `skills::repairs::echo`, on the text tests of
+//!   [`super::echo`];
+//! - plans (`work_step_inserted`, `work_before_summary`, `reflection_nothing_new`,
+//!   `reflection_cap`, `doubled_step_dropped`): `skills::repairs::plans`;
+//!   `skill_named_as_tool` is one guard where the plan's step gets its executor
+//!   (`skills::plan`);
+//! - completion summaries (`echoed_start_dropped`, `composed_summary`,
+//!   `composed_after_reasks`, `summary_results_added`): `skills::repairs::summaries`;
+//! - a manager's instructions (`verdict_agrees`, `verdict_carried_out`,
+//!   `stage_reports_appended`, `goal_only_names_agent`, `goal_kept_as_intention`,
+//!   `refused_action_barred`): `skills::repairs::instructions`;
+//! - messages: `reply_closes_exchange` is one condition where a message is sent
+//!   (`skills::send_message`), its echo the `echo` group's;
+//! - the call: `loop_cut` and `closed_json` on a reply, `call::repairs` (the loop found by
+//!   `call::repetition`); the rest are switches on the machinery that runs the call, and stay
+//!   in it: `loop_cut`, `reask_temperature` for a provider (`call::Mending`), `reask`,
+//!   `reask_stuck`, `echo_asked_afresh` (`step::reask`), `second_try`, `runtime_closing`
+//!   (`step::complete`), `stage_run_limit` (`team::instructions`), `refusal_judged`,
+//!   `arguments_reasked` (`step::tool_refusal`, and the agent actor's refused tool call).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

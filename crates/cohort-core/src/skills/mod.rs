@@ -6,20 +6,20 @@ mod agent_manager;
 pub mod answer_schema;
 mod ask_info;
 mod instruction_generation;
-mod mend;
 mod plan;
 pub mod plan_graph;
 mod process_message;
 mod refusal;
+mod repairs;
 mod send_message;
 mod summary;
 mod task_manager;
 mod think;
 
 pub use instruction_generation::next_tool_step;
-pub use mend::results_in_stage;
 pub use plan::{check_plan, plan_key, queue_plan};
 pub use refusal::{Refusal, RejectedStep, StepRefusal};
+pub use repairs::summaries::results_in_stage;
 pub use send_message::{Sent, SentMessages};
 pub use task_manager::{Instructed, closing, judges};
 pub use think::Thought;
@@ -178,12 +178,14 @@ pub fn interpret(
 pub fn repair(agent: &Agent, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
     let allows = |rule| agent.settings.repairs.allows(rule);
     match (step.executor.skill()?, error) {
-        (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => mend::composed_summary(
-            agent,
-            step,
-            Repair::ComposedAfterReasks,
-            &error.render(&agent.settings.texts),
-        ),
+        (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => {
+            repairs::summaries::composed_summary(
+                agent,
+                step,
+                Repair::ComposedAfterReasks,
+                &error.render(&agent.settings.texts),
+            )
+        }
         (
             Skill::TaskManager,
             SkillError::Disagrees {
@@ -191,7 +193,7 @@ pub fn repair(agent: &Agent, step: &StepState, error: &SkillError) -> Option<Ski
                 instruction,
             },
         ) if allows(Repair::VerdictCarriedOut) => {
-            task_manager::carry_out_verdict(agent, step, *reached, instruction)
+            repairs::instructions::carry_out_verdict(agent, step, *reached, instruction)
         }
         _ => None,
     }

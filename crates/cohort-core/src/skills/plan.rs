@@ -2,6 +2,7 @@
 //! what the agent may use, then appended (planning, reflection) or inserted next (decision,
 //! tool_decision, whose empty list means: stop using the tool).
 
+use super::repairs::plans;
 use super::{Refusal, RejectedStep, SkillError, SkillOutcome, StepRefusal, working};
 use crate::event::StepUpdate;
 use crate::ids::StepId;
@@ -42,10 +43,10 @@ pub fn interpret(
     if acting {
         check_acts(agent, &accepted)?;
     }
-    insert_work_step(planner, agent, step, &mut accepted, graph, &mut repairs);
+    plans::insert_work_step(planner, agent, step, &mut accepted, graph, &mut repairs);
     let mut accepted = super::plan_graph::arrange(accepted, &replan).map_err(Refusal::Graph)?;
     let note = close_reflection(planner, agent, step, asked, &mut accepted, &mut repairs);
-    work_before_summary(planner, agent, step, &mut accepted, &mut repairs);
+    plans::work_before_summary(planner, agent, step, &mut accepted, &mut repairs);
     let rejected: Vec<String> = rejected
         .iter()
         .map(|r| r.render(&agent.settings.texts))
@@ -78,32 +79,6 @@ fn check_acts(agent: &Agent, accepted: &[PlannedStep]) -> Result<(), SkillError>
     Ok(())
 }
 
-/// Puts a step doing the goal's work first in a stage plan that has none (not in a plan made
-/// again after a replan point: the work may be done).
-fn insert_work_step(
-    planner: Skill,
-    agent: &Agent,
-    step: &StepState,
-    accepted: &mut Vec<PlannedStep>,
-    graph: bool,
-    repairs: &mut Vec<Fired>,
-) {
-    // A stage plan with no step that does the work, only checks of it (a 0.5B writer planned
-    // two reflections, and its summary then handed back its goal), gets one first: the goal
-    // itself, done by thinking.
-    if planner == Skill::Planning
-        && agent.settings.repairs.allows(Repair::WorkStepInserted)
-        && !matches!(step.origin, StepOrigin::Replan { .. })
-        && !accepted.iter().any(super::mend::does_work)
-        && let Some(work) = super::mend::work_step(agent, step)
-    {
-        let work = work_first(work, accepted, graph);
-        accepted.insert(0, work);
-        let what = agent.settings.texts.repair_work_step_inserted();
-        repairs.push(Fired::new(Repair::WorkStepInserted, what));
-    }
-}
-
 /// Closes the stage (a summary step) after a reflection that plans nothing (new) or is the last.
 fn close_reflection(
     planner: Skill,
@@ -113,19 +88,12 @@ fn close_reflection(
     accepted: &mut Vec<PlannedStep>,
     repairs: &mut Vec<Fired>,
 ) -> Option<String> {
-    // A reflection that plans only steps this agent already ran here, or only more reflecting,
-    // plans nothing new: a real 1.5B model re-planned "check the result" and "summarise my
-    // work" (as quick_think) after every reflection, for ever, and another planned only
-    // "check the corrected result" three times over. Like an empty one, it closes the stage.
     let nothing_new = planner == Skill::Reflection
         && agent.settings.repairs.allows(Repair::ReflectionNothingNew)
-        && !accepted.is_empty()
-        && accepted.iter().all(|p| {
-            p.executor == Executor::Skill(Skill::Reflection) || ran_before(agent, step, p)
-        });
+        && plans::plans_nothing_new(agent, step, accepted);
     let last_reflection = planner == Skill::Reflection
         && agent.settings.repairs.allows(Repair::ReflectionCap)
-        && last_reflection(agent, step);
+        && plans::last_reflection(agent, step);
     if planner != Skill::Reflection || !(asked == 0 || nothing_new || last_reflection) {
         return None;
     }
@@ -147,44 +115,6 @@ fn close_reflection(
         repairs.push(Fired::new(Repair::ReflectionCap, t.repair_reflection_cap()));
     }
     None
-}
-
-/// Puts a step doing the goal's work before the summary a reflection plans, when none of the
-/// agent's steps in the stage did any work (not on the last reflection the stage allows, which
-/// must close it).
-fn work_before_summary(
-    planner: Skill,
-    agent: &Agent,
-    step: &StepState,
-    accepted: &mut Vec<PlannedStep>,
-    repairs: &mut Vec<Fired>,
-) {
-    // A 0.5B writer whose one work step failed reflected, planned the summary, had it refused
-    // for handing back its goal (there was nothing else to report), and did so again and again
-    // until the stage's step limit: with nothing done, a summary can only echo its goal.
-    if planner != Skill::Reflection || !agent.settings.repairs.allows(Repair::WorkBeforeSummary) {
-        return;
-    }
-    let summary = Executor::Skill(Skill::Summary);
-    let Some(at) = accepted.iter().position(|p| p.executor == summary) else {
-        return;
-    };
-    let worked = agent.agent_step.ended_beside(step).any(|s| {
-        s.execution_state == StepExecutionState::Finished && super::mend::works(&s.executor)
-    });
-    if worked || accepted[..at].iter().any(super::mend::does_work) || last_reflection(agent, step) {
-        return;
-    }
-    if let Some(work) = super::mend::work_step(agent, step) {
-        accepted.insert(at, work);
-        let what = agent.settings.texts.repair_work_before_summary();
-        repairs.push(Fired::new(Repair::WorkBeforeSummary, what));
-    }
-}
-
-/// Whether `step`, a reflection, is the last one `step_limits.reflections` allows in its stage.
-fn last_reflection(agent: &Agent, step: &StepState) -> bool {
-    reflections_before(agent, step) + 1 >= agent.settings.step_limits.reflections
 }
 
 /// The key a planner's result holds its accepted plan under (decision for every acting skill).
@@ -336,43 +266,6 @@ fn set_aside_unstarted(agent: &mut Agent, plan: &StepId, by: &StepId) {
     }
 }
 
-/// The work step a repair puts first in a plan with none. In a graph plan it gets an id of its
-/// own, and the plan's steps that waited for nothing wait for it.
-fn work_first(mut work: PlannedStep, plan: &mut [PlannedStep], graph: bool) -> PlannedStep {
-    if !graph {
-        return work;
-    }
-    let mut id = "work".to_owned();
-    while plan.iter().any(|p| p.id.as_deref() == Some(&id)) {
-        id.push('_');
-    }
-    for p in plan.iter_mut().filter(|p| p.depends_on.is_empty()) {
-        p.depends_on.push(id.clone());
-    }
-    work.id = Some(id);
-    work
-}
-
-/// How many reflections the agent ran in the task and stage of `step` before it.
-fn reflections_before(agent: &Agent, step: &StepState) -> usize {
-    agent
-        .agent_step
-        .ended_beside(step)
-        .filter(|s| s.executor == Executor::Skill(Skill::Reflection))
-        .count()
-}
-
-/// Whether `planned` repeats a step the agent finished in the same task and stage as `step`.
-fn ran_before(agent: &Agent, step: &StepState, planned: &PlannedStep) -> bool {
-    agent.agent_step.steps().iter().any(|s| {
-        s.task_id == step.task_id
-            && s.stage_id == step.stage_id
-            && s.execution_state == StepExecutionState::Finished
-            && s.executor == planned.executor
-            && s.step_intention == planned.step_intention
-    })
-}
-
 /// Splits a raw plan into steps the agent may run and reasons for the ones it may not; the
 /// repairs made on the way are added to `repairs`. `acting`: the plan answers a message that
 /// asks a manager to act, so it may only act through the team
@@ -389,19 +282,10 @@ pub fn check_plan(
     let mut rejected = Vec::new();
     for (i, r) in raw.into_iter().enumerate() {
         let executor = planned_executor(&r, i, (agent, tools), planner, acting, repairs);
-        let in_graph = r.id.is_some() || !r.depends_on.is_empty();
         match executor {
-            // `doubled_step_dropped`. A graph's steps may do the same work side by side on
-            // purpose, under ids of their own; one repeating the step before it id and all is
-            // that step written twice.
             Ok(e)
                 if agent.settings.repairs.allows(Repair::DoubledStepDropped)
-                    && ok.last().is_some_and(|p| {
-                        p.executor == e
-                            && p.step_intention == r.step_intention
-                            && p.text_content == r.text_content
-                            && (!in_graph || (p.id == r.id && p.depends_on == r.depends_on))
-                    }) =>
+                    && plans::doubled(ok.last(), &e, &r) =>
             {
                 let what = agent.settings.texts.repair_doubled_step_dropped(i + 1);
                 repairs.push(Fired::new(Repair::DoubledStepDropped, what));

@@ -93,7 +93,7 @@ fn send(
     // A body that only hands back the step's instruction or the sender's goal tells the
     // receiver nothing: the echo rule (`policy::echo`).
     if agent.settings.repairs.allows(Repair::Echo)
-        && super::mend::hands_back_work(agent, step, &draft.message)
+        && super::repairs::echo::hands_back_work(agent, step, &draft.message)
     {
         return Err(SkillError::Echo(draft.message));
     }

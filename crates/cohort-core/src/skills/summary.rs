@@ -1,6 +1,7 @@
 //! summary: the agent's `<completion_summary>` for its stage; it alone marks the agent
 //! finished in the stage.
 
+use super::repairs::{echo, summaries};
 use super::{Refusal, SkillError, SkillOutcome};
 use crate::parse;
 use crate::policy::{Fired, Repair};
@@ -20,11 +21,11 @@ pub fn interpret(
     // goal ("Write a haiku about autumn rain", Qwen2.5 0.5B) as the summary; the manager
     // would then judge the stage on nothing (a 1.5B manager planned the whole stage again, a
     // 0.5B one finished the task with the goal as its result).
-    let handed_back = |text: &str| super::mend::hands_back_work(agent, step, text);
+    let handed_back = |text: &str| echo::hands_back_work(agent, step, text);
     let mut repairs = Vec::new();
     let mut summary = summary.trim().to_owned();
     if agent.settings.repairs.allows(Repair::EchoedStartDropped) {
-        let rest = super::mend::after_echoed_start(&summary, handed_back);
+        let rest = summaries::after_echoed_start(&summary, handed_back);
         if rest.len() < summary.len() {
             let what = agent.settings.texts.repair_echoed_start_dropped();
             repairs.push(Fired::new(Repair::EchoedStartDropped, what));
@@ -36,7 +37,7 @@ pub fn interpret(
         // again rarely helps (the same model echoed the reworded instruction four times in a
         // row, minutes a try on a CPU). Only with nothing to report is it asked again.
         let why = agent.settings.texts.repair_summary_handed_back();
-        return super::mend::composed_summary(agent, step, Repair::ComposedSummary, &why)
+        return summaries::composed_summary(agent, step, Repair::ComposedSummary, &why)
             .ok_or(SkillError::Refused(Refusal::SummaryEchoes));
     }
     // Otherwise an echo is asked about again, and never closes the stage as its result.
@@ -44,7 +45,7 @@ pub fn interpret(
         return Err(SkillError::Echo(summary));
     }
     if agent.settings.repairs.allows(Repair::SummaryResultsAdded)
-        && super::mend::summary_with_results(agent, step, &mut summary)
+        && summaries::summary_with_results(agent, step, &mut summary)
     {
         let what = agent.settings.texts.repair_summary_results_added();
         repairs.push(Fired::new(Repair::SummaryResultsAdded, what));
@@ -235,8 +236,7 @@ mod tests {
         // Another stage's results are not this one's.
         let mut other = echo.clone();
         other.stage_id = crate::ids::StageRef::Stage("s2".into());
-        let other_stage =
-            crate::skills::mend::composed_summary(&a, &other, Repair::ComposedAfterReasks, "x");
+        let other_stage = summaries::composed_summary(&a, &other, Repair::ComposedAfterReasks, "x");
         assert!(other_stage.is_none());
     }
 

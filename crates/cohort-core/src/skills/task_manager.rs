@@ -1,6 +1,7 @@
 //! task_manager: a `<task_instruction>` for SyncState (add_task, add_stage, finish_stage,
 //! finish_task, retry_stage). A new task's id is chosen here, so the step records it.
 
+use super::repairs::instructions;
 use super::{Refusal, SkillError, SkillOutcome, working};
 
 use crate::ids::{AgentId, StageId, TaskId};
@@ -10,7 +11,6 @@ use crate::parse;
 use crate::policy::{Fired, Repair, Repairs};
 use crate::state::{Agent, StepState};
 use serde_json::json;
-use std::collections::BTreeMap;
 
 /// The stage a step must decide on: a runtime notice about one stage of a task the agent
 /// manages (its agents all reported, or one is stuck). Such a stage stays open until it is
@@ -44,31 +44,8 @@ pub fn judged_task(step: &StepState) -> Option<&Notice> {
 }
 
 /// The stages of a judged task and what they reported, as an operator reads them.
-fn stage_reports(notice: &Notice, t: &crate::texts::Texts) -> Option<String> {
+pub(super) fn stage_reports(notice: &Notice, t: &crate::texts::Texts) -> Option<String> {
     notice.judged_stages().map(|s| stages_for_operator(s, t))
-}
-
-/// A verdict and the action given with it must agree: the goal reached closes the work, the
-/// goal missed corrects or adds to it.
-fn check_verdict(answer: &str, instruction: &TaskInstruction) -> Result<(), SkillError> {
-    let Some(reached) =
-        parse::extract_tag(answer, VERDICT).and_then(|v| v.trim().parse::<bool>().ok())
-    else {
-        return Ok(());
-    };
-    let closes = match instruction {
-        TaskInstruction::FinishStage { .. } => true,
-        TaskInstruction::FinishTask { outcome, .. } => *outcome == TaskOutcome::Finished,
-        TaskInstruction::AddStage { .. } | TaskInstruction::RetryStage { .. } => false,
-        _ => return Ok(()),
-    };
-    if reached == closes {
-        return Ok(());
-    }
-    Err(SkillError::Disagrees {
-        reached,
-        instruction: Box::new(instruction.clone()),
-    })
 }
 
 /// What the model is told when its verdict (`reached`) and its action disagree.
@@ -77,55 +54,6 @@ pub(super) fn disagreement(reached: bool, t: &crate::texts::Texts) -> String {
         true => t.disagree_reached(),
         false => t.disagree_not_reached(),
     }
-}
-
-/// A judgement whose verdict and action still disagree after the re-asks closes the work:
-/// a verdict of "reached" is carried out (finish_stage on the stage decided, or finish_task
-/// with a summary composed from the stages' reports); an action that closes although the
-/// verdict says "not reached" stands, a task so closed ending failed. Asking a model that cannot make up its mind
-/// once more only stalled the task (seen on Qwen2.5 0.5B); what was closed is recorded, and
-/// the task's judgement or the operator sees it. `None` when the step judges nothing the
-/// runtime can close.
-pub(super) fn carry_out_verdict(
-    agent: &Agent,
-    step: &StepState,
-    reached: bool,
-    instruction: &TaskInstruction,
-) -> Option<SkillOutcome> {
-    let closing = if !reached {
-        // The work closes as the action says, but a task is not called a success its manager
-        // judged unreached.
-        let mut closing = instruction.clone();
-        if let TaskInstruction::FinishTask { outcome, .. } = &mut closing {
-            *outcome = TaskOutcome::Failed;
-        }
-        closing
-    } else if let Some(stage) = stage_decided(agent, step) {
-        TaskInstruction::FinishStage {
-            task_id: step.task_id.clone(),
-            stage_id: stage.clone(),
-        }
-    } else if let Some(notice) = judged_task(step) {
-        let reports = stage_reports(notice, &agent.settings.texts)?;
-        TaskInstruction::FinishTask {
-            task_id: step.task_id.clone(),
-            task_summary: agent.settings.texts.verdict_composed(reports),
-            outcome: TaskOutcome::Finished,
-        }
-    } else {
-        return None;
-    };
-    Some(SkillOutcome {
-        task_instruction: Some(closing.clone()),
-        repairs: vec![Fired::new(
-            Repair::VerdictCarriedOut,
-            agent
-                .settings
-                .texts
-                .repair_verdict_carried_out(disagreement(reached, &agent.settings.texts)),
-        )],
-        ..working(json!({ "task_instruction": closing }))
-    })
 }
 
 /// When a manager's second try at a notice failed too, or SyncState refused it too: what the
@@ -259,23 +187,23 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         texts,
     } = asked;
     let mut instruction = parse::task_instruction(answer)?;
-    check_not_refused(refused, &repairs, &instruction)?;
+    instructions::check_not_refused(refused, &repairs, &instruction)?;
     if repairs.allows(Repair::VerdictAgrees) {
-        check_verdict(answer, &instruction)?;
+        instructions::check_verdict(answer, &instruction)?;
     }
     // A task summary that only hands back the task's goal produced nothing: asked again (the
     // echo rule), before any report is added to it (a 1.5B manager's summary was its goal, and
     // the writer's report only described a poem nobody wrote).
     if let Some(notice) = judged_task
         && repairs.allows(Repair::Echo)
-        && let Some(summary) = summary_echoing_goal(&instruction, notice, &repairs)
+        && let Some(summary) = instructions::summary_echoing_goal(&instruction, notice, &repairs)
     {
         return Err(SkillError::Echo(summary));
     }
     let mut fired = Vec::new();
     if let Some(notice) = judged_task
         && repairs.allows(Repair::StageReportsAppended)
-        && super::mend::with_results(&mut instruction, notice, &texts)
+        && instructions::with_results(&mut instruction, notice, &texts)
     {
         let what = texts.repair_stage_reports_appended();
         fired.push(Fired::new(Repair::StageReportsAppended, what));
@@ -288,12 +216,12 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         goal_attachments,
     )?;
     if let Some(goal) = goal.filter(|_| repairs.allows(Repair::GoalKeptAsIntention))
-        && super::mend::keep_goal_as_intention(&mut instruction, &goal)
+        && instructions::keep_goal_as_intention(&mut instruction, &goal)
     {
         let what = texts.repair_goal_kept_as_intention();
         fired.push(Fired::new(Repair::GoalKeptAsIntention, what));
     }
-    check_goals(&instruction, &repairs)?;
+    instructions::check_goals(&instruction, &repairs)?;
     if let TaskInstruction::AddStage { stages, task_id } = &instruction {
         if stages.is_empty() {
             return Err(Refusal::NoStages.into());
@@ -312,43 +240,6 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         repairs: fired,
         ..working(json!({ "task_instruction": instruction }))
     })
-}
-
-/// A finished task's summary, when it only hands back the task's goal (see `policy::echo`).
-fn summary_echoing_goal(
-    instruction: &TaskInstruction,
-    notice: &Notice,
-    repairs: &Repairs,
-) -> Option<String> {
-    let (
-        TaskInstruction::FinishTask {
-            task_summary,
-            outcome: TaskOutcome::Finished,
-            ..
-        },
-        Notice::NoStageLeft { task_intention, .. },
-    ) = (instruction, notice)
-    else {
-        return None;
-    };
-    let slack = repairs.thresholds.echo_slack;
-    crate::policy::echo::hands_back(task_summary, task_intention, slack)
-        .then(|| task_summary.clone())
-}
-
-/// Refuses the action SyncState refused on the step's first try.
-fn check_not_refused(
-    refused: Option<&TaskInstruction>,
-    repairs: &Repairs,
-    instruction: &TaskInstruction,
-) -> Result<(), SkillError> {
-    if let Some(refused) = refused
-        && repairs.allows(Repair::RefusedActionBarred)
-        && refused.action() == instruction.action()
-    {
-        return Err(Refusal::RefusedJustNow(refused.action()).into());
-    }
-    Ok(())
 }
 
 /// Refuses add_stage from a step that decides on stage `decided`, which it would leave open.
@@ -413,40 +304,6 @@ fn name_new_task(
         if task_name.trim().is_empty() {
             *task_name = task_intention.chars().take(48).collect();
         }
-    }
-    Ok(())
-}
-
-/// Refuses a stage allocation that gives an agent no goal: none, a placeholder, or its name.
-fn check_goals(instruction: &TaskInstruction, repairs: &Repairs) -> Result<(), SkillError> {
-    let allocations: Vec<(&BTreeMap<AgentId, String>, &str)> = match instruction {
-        TaskInstruction::AddStage { stages, .. } => stages
-            .iter()
-            .map(|s| (&s.agent_allocation, s.stage_intention.as_str()))
-            .collect(),
-        TaskInstruction::RetryStage {
-            agent_allocation,
-            stage_intention,
-            ..
-        } => vec![(
-            agent_allocation,
-            stage_intention.as_deref().unwrap_or_default(),
-        )],
-        _ => Vec::new(),
-    };
-    if let Some((agent, intention)) = allocations
-        .into_iter()
-        .find_map(|(a, intention)| super::mend::goal_missing(a).map(|agent| (agent, intention)))
-        .filter(|_| repairs.allows(Repair::GoalOnlyNamesAgent))
-    {
-        // The example is the stage's own intention: a small model copies the example it is
-        // given, and a fixed one ("Write the haiku and give it in full") became a 0.5B
-        // writer's goal, without the task's subject.
-        return Err(Refusal::NoGoal {
-            agent: agent.clone(),
-            intention: intention.to_owned(),
-        }
-        .into());
     }
     Ok(())
 }

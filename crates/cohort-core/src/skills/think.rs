@@ -1,7 +1,7 @@
 //! think (with the stage's history) and quick_think (without): text the agent writes for
 //! itself, kept in the step's result where later steps see it.
 
-use super::mend::hands_back_work;
+use super::repairs::echo::hands_back_work;
 use super::{SkillError, SkillOutcome, working};
 use crate::parse;
 use crate::policy::Repair;

@@ -10,7 +10,7 @@ use crate::ids::{StepId, WaitId};
 use crate::message::{
     CompletionUpdate, ExecuteOutput, SharedInfoUpdate, StageAgentUpdate, TaskInstruction,
 };
-use crate::policy::{Fired, Repair, Repairs};
+use crate::policy::{Fired, Repair};
 use crate::skills;
 use crate::state::{
     Agent, Cancelled, Executor, Skill, StageAgentState, StepOrigin, StepResult, StepState,
@@ -97,7 +97,7 @@ pub fn complete_step(
     let answered = reply.is_ok();
     let mut fired = Vec::new();
     if let Ok(r) = &mut reply {
-        mend_reply(&settings.repairs, r, &mut fired, &settings.texts);
+        crate::call::repairs::mend_reply(&settings.repairs, r, &mut fired, &settings.texts);
     }
     let (mut result, failure) = match reply {
         // Its stage or task ended while the LLM answered: acting on the answer would re-open
@@ -298,25 +298,6 @@ fn note_repair(agent: &mut Agent, step_id: &StepId, fired: Fired) {
     let mut result = step.execute_result.clone().unwrap_or_default();
     result.repairs.push(fired);
     agent.update_step(step_id, result_update(result));
-}
-
-/// The repairs a reply gets before its skill reads it: an answer the provider stopped in a
-/// loop is recorded (`loop_cut`), and a constrained one stopped inside its JSON is closed where
-/// it stopped (`closed_json`), rather than asked again into the same loop.
-fn mend_reply(repairs: &Repairs, reply: &mut ChatReply, fired: &mut Vec<Fired>, t: &Texts) {
-    if reply.cut != Some(crate::call::Cut::Repetition) {
-        return;
-    }
-    fired.push(Fired::new(Repair::LoopCut, t.repair_loop_cut()));
-    if !repairs.allows(Repair::ClosedJson) {
-        return;
-    }
-    if let Some(tagged) = crate::parse::closed_object(&reply.text)
-        .and_then(|closed| crate::call::structured::tagged_answer(&closed))
-    {
-        reply.text = tagged;
-        fired.push(Fired::new(Repair::ClosedJson, t.repair_closed_json()));
-    }
 }
 
 /// A step that did its part but whose output SyncState refused (an instruction that cannot
