@@ -15,13 +15,29 @@ mod cli;
 use cli::data::{DataArgs, read_store};
 use cli::{check, output, run_cmd};
 
-/// mimalloc with its own defaults. Freed memory goes back to the system 10 ms after it was
-/// freed (`purge_delay`), not at once: at once, every burst of work faulted fresh pages in
-/// again (the kernel zeroing them), which made 1,000 workers ~1.7× slower and recording every
-/// model call cost 1.12× on the step path instead of 1.05×, and did not lower the memory
-/// flood's peak (BENCHMARKS.md, 2026-12-06).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e`, mimalloc.h; the Rust
+/// bindings name the options around it but not it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// How long memory a burst freed stays with the process before it goes back to the system, in
+/// ms. At once (0), every burst of work faulted fresh pages in again, the kernel zeroing them:
+/// 1,000 workers ran ~1.5× slower and recording every model call cost 1.12× on the step path.
+/// mimalloc's own 10 ms let a flood of large messages peak ~80 MiB higher (issue 27's memory
+/// target). 3 ms does neither (BENCHMARKS.md, 2026-12-06). `MIMALLOC_PURGE_DELAY` set in the
+/// environment wins.
+const PURGE_DELAY_MS: std::ffi::c_long = 3;
+
+/// Sets [`PURGE_DELAY_MS`] unless the environment names a delay.
+fn set_purge_delay() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one of mimalloc's options to a value it documents (a delay in ms);
+        // called first thing in main, before any thread of ours starts.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
+}
 
 #[derive(Parser)]
 #[command(name = "cohort", version, about = "An actor-based multi-agent runtime")]
@@ -243,6 +259,7 @@ fn quiet_on_closed_pipe() {
 }
 
 fn main() -> ExitCode {
+    set_purge_delay();
     tracing_subscriber::fmt()
         .with_ansi(output::colour())
         .with_env_filter(
