@@ -52,7 +52,7 @@ impl IdMap {
     /// line by line, the ids of two lines that read the same but for their ids, in order, each
     /// pair whose ids are both new. A line only one text has (a fork's team knows a task the
     /// recorded one did not yet) is stepped over: the nearest line of the same shape within
-    /// [`RESYNC`] lines is where the two go on together.
+    /// `RESYNC` lines is where the two go on together.
     pub fn learn(&mut self, recorded: &str, replayed: &str) {
         let a: Vec<String> = recorded.lines().map(without_ids).collect();
         let b: Vec<String> = replayed.lines().map(without_ids).collect();

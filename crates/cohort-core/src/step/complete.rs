@@ -351,7 +351,7 @@ pub(super) fn opening(
     Some((step, output, agent.step_lock.ids().cloned().collect()))
 }
 
-/// A step a limit stops before it runs (see [`super::limits`]): it fails with `reason`, and
+/// A step a limit stops before it runs (see `step::limits`): it fails with `reason`, and
 /// when it leaves the agent nothing to run in the stage, the manager is told at once (a
 /// decision of the agent's own would run into the same limit).
 pub fn stop_step(agent: &mut Agent, step_id: &StepId, reason: String) -> StepCompletion {
