@@ -6,14 +6,14 @@
 //!
 //! | crate | modules |
 //! |---|---|
-//! | `cohort-core` | [`ids`], [`clock`], [`problem`], [`auth`], [`policy`], [`state`], [`event`], [`message`], [`notice`], [`call`], [`server_description`], [`prompt`], [`config`], [`parse`], [`skills`], [`agent`], [`sync`] |
+//! | `cohort-core` | [`ids`], [`clock`], [`problem`], [`auth`], [`policy`], [`state`], [`event`], [`message`], [`notice`], [`call`], [`server_description`], [`prompt`], [`config`], [`parse`], [`skills`], [`step`], [`team`] |
 //! | `cohort-llm` | [`llm`] |
 //! | `cohort-mcp` | [`mcp`] |
 //! | `cohort-mcp-servers` | [`bundled`] |
 //! | `cohort-store` | [`store`] |
 //! | `cohort-runtime` | [`actors`], [`monitor`], [`run`] |
 //! | `cohort-server` | [`api`], [`serve`] |
-//! | `cohort` (this one) | [`bench`], [`eval`] |
+//! | `cohort` (this one) | [`bench`](mod@bench), [`eval`] |
 //!
 //! docs/architecture.md draws how they stack.
 

@@ -15,7 +15,7 @@ pub struct Client {
 }
 
 impl Client {
-    /// Logs the operator in (password [`PASSWORD`]) and finds the base task.
+    /// Logs the operator in (password `PASSWORD`) and finds the base task.
     pub async fn login(addr: SocketAddr) -> Result<Client, String> {
         let http = reqwest::Client::new();
         let r: Value = http

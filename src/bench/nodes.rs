@@ -82,7 +82,7 @@ impl Drop for Served {
 const SLOW_MS: u64 = 200;
 
 /// `goals` goals in each of three ways of serving with instant replies, `slow_goals` with
-/// replies after [`SLOW_MS`], then `kills` kills and SIGTERMs of three nodes, then a goal of
+/// replies after `SLOW_MS`, then `kills` kills and SIGTERMs of three nodes, then a goal of
 /// `spread_workers` workers on one node and spread over three.
 pub fn nodes(goals: usize, slow_goals: usize, kills: usize, spread_workers: usize) -> Figures {
     let pg = Postgres::start("bench-nodes")?;

@@ -12,21 +12,21 @@
 //! * Its default executor (every `Client::new`, `with_config`, `build`, `with_http_client`)
 //!   wraps requests in its own `OpenAIRetryLayer` (3 retries, its own backoff), which would
 //!   multiply with ours. `with_http_service` replaces that whole executor, so the service
-//!   installed here ([`OneAttempt`], plain reqwest underneath) is the only thing that sends, and
+//!   installed here (`OneAttempt`, plain reqwest underneath) is the only thing that sends, and
 //!   it sends exactly once per `create`.
 //! * A failed call's `OpenAIError` drops what our policy needs: the headers (so `Retry-After`)
 //!   are gone, and a non-JSON error body (a proxy's HTML page, a plain-text 4xx from a local
-//!   server) becomes `JSONDeserialize` without its status. So [`OneAttempt`] answers a non-2xx
+//!   server) becomes `JSONDeserialize` without its status. So `OneAttempt` answers a non-2xx
 //!   response itself: it reads status, `Retry-After` and body and returns them as a typed
-//!   [`HttpStatus`] inside `OpenAIError::Boxed` (the middleware error channel), which
-//!   [`classify`] downcasts. 2xx responses pass through to async-openai untouched.
+//!   `HttpStatus` inside `OpenAIError::Boxed` (the middleware error channel), which
+//!   `classify` downcasts. 2xx responses pass through to async-openai untouched.
 //!
-//! Everything about retrying lives in [`call_with_retries`]; each attempt is one
+//! Everything about retrying lives in `call_with_retries`; each attempt is one
 //! `client.chat().create(..)` bounded by `request_timeout`.
 //!
 //! Local servers (llama.cpp, Ollama, vLLM variants) sometimes omit `id`, `object`, `created` or
 //! `usage.total_tokens`, or send a `finish_reason` async-openai does not know. Its strict types
-//! reject such a body (`JSONDeserialize`, which still carries the body), and [`reply_leniently`]
+//! reject such a body (`JSONDeserialize`, which still carries the body), and `reply_leniently`
 //! then reads `choices[0].message.content` and `usage` from the JSON itself.
 
 mod cache;
@@ -92,7 +92,7 @@ pub struct OpenAiSettings {
     /// image parts.
     pub multimodal: bool,
     /// `Some(idle timeout)`: answers are streamed (`stream: true`); the growing text goes to the
-    /// request's [`AnswerProgress`]. `request_timeout` then bounds the wait for the answer's
+    /// request's `AnswerProgress`. `request_timeout` then bounds the wait for the answer's
     /// first piece, and the idle timeout each wait after it: a stream that stops is given up on
     /// (and retried) after the idle timeout, one that keeps writing is never cut off.
     pub stream: Option<Duration>,

@@ -5,7 +5,7 @@
 //! so a prompt change's effect shows without a model. No call leaves the process.
 //!
 //! Each answer is also given in its recorded turn among the team's asks and answers (see
-//! [`Record::in_turn`]): which step an agent takes next, and what it has heard by then, depend
+//! `Record::in_turn`): which step an agent takes next, and what it has heard by then, depend
 //! on which other agents' answers have come and which messages came before an answer, so a
 //! replay answering everything at once could run another schedule than the recorded one and
 //! end in other states.

@@ -17,7 +17,7 @@ pub struct Stop;
 const STOP_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Asks `addr`'s actor to stop once its earlier messages are handled, then waits until its
-/// context is gone (so nothing it spawned runs on), at most [`STOP_DEADLINE`].
+/// context is gone (so nothing it spawned runs on), at most `STOP_DEADLINE`.
 pub async fn stop_actor<A>(addr: &Addr<A>)
 where
     A: Actor<Context = Context<A>> + Handler<Stop>,

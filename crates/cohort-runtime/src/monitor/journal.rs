@@ -10,7 +10,7 @@
 //! A store that refuses a batch for its fence (a node of a team across machines that lost
 //! the team's lease to another node, or a batch holding an agent's changes made under a lease
 //! the agent has since been granted to another node under) ends the journal at once: nothing of that batch or after
-//! it is shown, and [`Journal::fenced`] tells the node to stop its team.
+//! it is shown, and `Journal::fenced` tells the node to stop its team.
 
 use super::{Inner, Published};
 use cohort_core::event::{Change, Event, StageChange, StepChange};

@@ -7,7 +7,7 @@
 //!
 //! With a store ([`Monitor::with_store`]) the monitor writes ahead: changes reach the states
 //! and subscribers only once the [`journal`] has committed them, and effects queued with them
-//! ([`Monitor::publish_then`]) run after that. Its [`compactor`] keeps that store compacted.
+//! ([`Monitor::publish_then`]) run after that. Its `compactor` keeps that store compacted.
 
 mod compactor;
 pub mod feed;

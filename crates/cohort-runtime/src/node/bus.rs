@@ -78,7 +78,7 @@ pub struct TeamNames {
 }
 
 impl TeamNames {
-    /// The names of the team called `team` (its team file's `name`, as a [`subject_token`]).
+    /// The names of the team called `team` (its team file's `name`, as a `subject_token`).
     pub fn of(team: &str) -> Self {
         let token = subject_token(team);
         TeamNames {

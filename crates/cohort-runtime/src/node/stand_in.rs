@@ -4,7 +4,7 @@
 //!
 //! Messages go into the agent's JetStream inbox ([`inbox`]), in the order they were routed,
 //! each once its predecessor is stored there; the agent's node reads them one at a time. An
-//! inbox its node has not read from for [`UNREACHABLE_AFTER`] while messages wait (the node was
+//! inbox its node has not read from for `UNREACHABLE_AFTER` while messages wait (the node was
 //! cut off from NATS, or restarted without the agent) gets the agent noted [`Lost`], so the
 //! placer runs it again from the record (which routes the messages again); the old copy's
 //! writes are refused by its stale lease.

@@ -5,7 +5,7 @@
 //!
 //! They cost the node running the team only while someone watches: a follower with a feed
 //! open says so every [`WANTED_EVERY`] (`cohort.<team>.writing_wanted`), and the team's node
-//! takes glimpses from its monitor only until [`WANTED_FOR`] after it last heard that (with no
+//! takes glimpses from its monitor only until `WANTED_FOR` after it last heard that (with no
 //! taker, the monitor makes none).
 
 use super::bus::Bus;

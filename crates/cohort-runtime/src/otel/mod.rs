@@ -2,7 +2,7 @@
 //! (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, protocol from
 //! `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` by default, or `grpc`). A reader of the
 //! monitor's changes and of the team's call log plans each span as its work ends
-//! ([`cohort_core::event::trace`]) and [`export`] hands it to the OTLP exporter through a bounded
+//! ([`cohort_core::event::trace`]) and `export` hands it to the OTLP exporter through a bounded
 //! queue. Nothing of it exists without those variables, and it never holds the team back: the
 //! reader polls the monitor's feed (whose sender never waits, and never wakes it) and the
 //! queue drops, counting, what the exporter cannot take.

@@ -1,5 +1,5 @@
 //! A request's body must arrive whole within the header timeout of its head, and be at most
-//! [`BODY_LIMIT`](super::BODY_LIMIT): a client trickling a body byte by byte would otherwise
+//! [`super::BODY_LIMIT`]: a client trickling a body byte by byte would otherwise
 //! hold its connection "at work" for as long as it likes, out of reach of the timeouts and of
 //! the eviction that keeps room for logins. The body is read here, before any handler, and
 //! handed on as it came. An upload of an attached file from a person logged in may be as
