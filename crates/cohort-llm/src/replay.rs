@@ -345,6 +345,11 @@ mod tests {
         .unwrap()
     }
 
+    /// A model the replay is shaped as (asked nothing).
+    fn shape() -> Arc<dyn ChatModel> {
+        crate::scripted::ScriptedModel::new(crate::scripted::Script::parse("replies: {}").unwrap())
+    }
+
     fn request(agent: &str, prompt: &str) -> ChatRequest {
         ChatRequest {
             system: "SYS".into(),
@@ -365,10 +370,7 @@ mod tests {
             ),
             call("w", 1, "first", "first answer"),
         ]);
-        let shape = crate::scripted::ScriptedModel::new(
-            crate::scripted::Script::parse("replies: {}").unwrap(),
-        );
-        let model = Replayed::new(shape, record.clone());
+        let model = Replayed::new(shape(), record.clone());
         let a = model.chat(request("w", "first")).await.unwrap();
         assert_eq!(a.text, "first answer");
         assert_eq!(a.usage.prompt_tokens, 7);
@@ -406,10 +408,7 @@ mod tests {
             call("b", 2, "second", "b's"),
             call("c", 3, "third", "c's"),
         ]);
-        let shape = crate::scripted::ScriptedModel::new(
-            crate::scripted::Script::parse("replies: {}").unwrap(),
-        );
-        let model = Replayed::new(shape, record.clone());
+        let model = Replayed::new(shape(), record.clone());
         let b = tokio::spawn(model.chat(request("b", "second")));
         tokio::task::yield_now().await;
         assert!(!b.is_finished(), "b waits for a's turn");
@@ -431,10 +430,7 @@ mod tests {
             placed(call("a", 1, "first", "a's"), 3),
             placed(call("b", 2, "second", "b's"), 4),
         ]);
-        let shape = crate::scripted::ScriptedModel::new(
-            crate::scripted::Script::parse("replies: {}").unwrap(),
-        );
-        let model = Replayed::new(shape, record.clone());
+        let model = Replayed::new(shape(), record.clone());
         let a = tokio::spawn(model.chat(request("a", "first")));
         tokio::task::yield_now().await;
         assert!(!a.is_finished(), "a's answer waits for b's ask");
@@ -451,10 +447,7 @@ mod tests {
             call("a", 1, "never asked", "a's"),
             call("b", 2, "second", "b's"),
         ]);
-        let shape = crate::scripted::ScriptedModel::new(
-            crate::scripted::Script::parse("replies: {}").unwrap(),
-        );
-        let model = Replayed::new(shape, record.clone());
+        let model = Replayed::new(shape(), record.clone());
         let started = tokio::time::Instant::now();
         let b = model.chat(request("b", "second")).await.unwrap();
         assert_eq!(b.text, "b's");
