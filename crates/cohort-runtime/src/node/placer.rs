@@ -72,13 +72,36 @@ struct Mover {
     models: Arc<HashMap<AgentId, Arc<dyn ChatModel>>>,
     base_task: TaskId,
     lost: Arc<Lost>,
-    /// The nodes that did not take an agent lately, and when: alive in the store but not
-    /// reached over NATS, they get no agent (and keep none) for [`UNREACHABLE_FOR`].
-    unreachable: Arc<std::sync::Mutex<HashMap<String, std::time::Instant>>>,
+    unreachable: Arc<Unreached>,
 }
 
 /// How long a node that did not take an agent is left out of the placement.
 const UNREACHABLE_FOR: Duration = Duration::from_secs(10);
+
+/// The node processes that did not take an agent lately, and when: alive in the store but not
+/// reached over NATS, they get no agent (and keep none) for [`UNREACHABLE_FOR`]. Kept by
+/// instance, not name: a node restarted under its name is another process (a node killed and
+/// restarted at once was left out for 10 s because its dead self had not answered).
+#[derive(Default)]
+struct Unreached(std::sync::Mutex<HashMap<String, std::time::Instant>>);
+
+impl Unreached {
+    /// Marks the process serving as `n` as not reached, `at` that moment.
+    fn mark(&self, n: &NodeRow, at: std::time::Instant) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(n.instance.clone(), at);
+    }
+
+    /// Whether the process serving as `n` took the last agent it was asked to run, or was
+    /// asked long enough before `now` to be asked again.
+    fn reached(&self, n: &NodeRow, now: std::time::Instant) -> bool {
+        let mut marked = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        marked.retain(|_, at| now.saturating_duration_since(*at) < UNREACHABLE_FOR);
+        !marked.contains_key(&n.instance)
+    }
+}
 
 /// The team's node's placement of its agents.
 pub struct Placer {
@@ -265,12 +288,9 @@ impl Mover {
         live.get(node).is_none_or(|n| &n.instance != instance) || self.lost.take(agent, *hold)
     }
 
-    /// Whether node `n` took the last agent it was asked to run, or was asked long enough ago
-    /// to be asked again.
+    /// Whether node `n` may be given agents (see [`Unreached`]).
     fn reached(&self, n: &NodeRow) -> bool {
-        let mut unreachable = self.unreachable.lock().unwrap_or_else(|e| e.into_inner());
-        unreachable.retain(|_, at| at.elapsed() < UNREACHABLE_FOR);
-        !unreachable.contains_key(&n.name)
+        self.unreachable.reached(n, std::time::Instant::now())
     }
 
     /// Whether node `n` is alive: heard from within the lease's term, and not stopped.
@@ -388,10 +408,7 @@ impl Mover {
         };
         if let Err(e) = self.ask(&to.name, &call, MOVE_DEADLINE).await {
             tracing::warn!(%agent, node = %to.name, "the node did not run the agent ({e}); it stays here, and the node gets none for {UNREACHABLE_FOR:?}");
-            self.unreachable
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(to.name.clone(), std::time::Instant::now());
+            self.unreachable.mark(to, std::time::Instant::now());
             self.grants.revoke(agent, MOVE_DEADLINE).await;
             return None;
         }
@@ -465,5 +482,41 @@ impl Mover {
                 to: Some(vec![agent.clone()]),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn node(name: &str, instance: &str) -> NodeRow {
+        NodeRow {
+            name: name.into(),
+            instance: instance.into(),
+            address: String::new(),
+            team_hash: String::new(),
+            started_at: 0,
+            seen_ms_ago: 0,
+            stopped_at: None,
+        }
+    }
+
+    #[test]
+    fn a_node_that_did_not_take_an_agent_is_left_out_until_its_time_is_up() {
+        let unreached = Unreached::default();
+        let (b, at) = (node("b", "b-1"), Instant::now());
+        unreached.mark(&b, at);
+        assert!(!unreached.reached(&b, at + Duration::from_secs(1)));
+        assert!(unreached.reached(&b, at + UNREACHABLE_FOR));
+    }
+
+    #[test]
+    fn a_node_restarted_under_its_name_is_not_left_out_for_its_dead_self() {
+        let unreached = Unreached::default();
+        let at = Instant::now();
+        unreached.mark(&node("b", "b-1"), at);
+        assert!(unreached.reached(&node("b", "b-2"), at + Duration::from_secs(1)));
+        assert!(unreached.reached(&node("c", "c-1"), at));
     }
 }
