@@ -351,6 +351,28 @@ function fillPlans(box, taskId, stageId) {
   return plans.length > 0;
 }
 
+/** Agent `id`'s completion report in stage `s`: its summary in its own words, then what the
+ * runtime added to it (its results) or composed it from, marked as the runtime's. */
+export function agentReport(s, id) {
+  const written = (s.completion_written || {})[id];
+  const results = (s.completion_results || {})[id] || [];
+  const own = s.completion_summary[id];
+  return h(
+    'div',
+    { class: 'alloc-summary', testid: 'stage-summary', 'data-written': written || 'own' },
+    h('span', { class: 'label' }, `${t('tasks.summary')} `),
+    own,
+    written
+      ? h(
+          'div',
+          { class: 'summary-added', testid: 'stage-summary-added' },
+          h('span', { class: 'flag flag-warn' }, t(written === 'composed' ? 'tasks.summary_composed' : 'tasks.summary_results_added')),
+          results.map((r) => h('div', { class: 'summary-result' }, r)),
+        )
+      : null,
+  );
+}
+
 /** A stage's card; `gaveNothing`: why the task's record says the stage gave no result. */
 function stageCard(s, i, gaveNothing) {
   const alloc = s.agent_allocation || {};
@@ -376,7 +398,7 @@ function stageCard(s, i, gaveNothing) {
               'td',
               { class: 'alloc-goal' },
               h('div', null, alloc[id] || ''),
-              sums[id] ? h('div', { class: 'alloc-summary', testid: 'stage-summary' }, h('span', { class: 'label' }, `${t('tasks.summary')} `), sums[id]) : null,
+              id in sums ? agentReport(s, id) : null,
             ),
           ),
         ),

@@ -181,16 +181,26 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
     let stages = s["stage"].as_object().unwrap();
     assert_eq!(stages.len(), 3, "the stage ran three times, not a fourth");
     for stage in stages.values() {
-        let summary = stage["completion_summary"]["writer"].as_str().unwrap();
-        assert!(
-            summary.starts_with("(Composed by the runtime from Wren's results"),
-            "{summary}"
-        );
-        assert!(summary.contains(POEM), "{summary}");
-        // The report carried the work's result on its own, for the task's judgement.
+        // The report says so in a typed field, not in words the runtime put in the writer's:
+        // its own words are empty, its work's result is the report.
+        assert_eq!(stage["completion_summary"]["writer"], "");
+        assert_eq!(stage["completion_written"]["writer"], "composed");
         assert_eq!(stage["completion_results"]["writer"], json!([POEM]));
         assert_eq!(stage["execution_state"], "finished");
     }
+    // The manager read each composed report as such, with the poem.
+    let told = stub.requests().iter().any(|r| {
+        let prompt: String = r.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        skill_of(r).0 == "task_manager"
+            && prompt.contains("Composed by the runtime from writer's results")
+            && prompt.contains(POEM)
+    });
+    assert!(told, "the manager was shown the composed reports");
 
     // The stage notice's add_stage was asked again; its schema never offered add_stage, and
     // asks for the verdict before the action.

@@ -164,6 +164,28 @@ try {
     if (!(waits.waiting?.includes('HTTP 500') && waits.cleared && waits.over)) {
       throw new Failure(`a step's wait for its endpoint: ${JSON.stringify(waits)}`);
     }
+    // A report the runtime composed or added results to: the agent's words stay its own, the
+    // runtime's part is shown beside them, marked; given again in its own words, it is gone.
+    const reports = await page.evaluate(async () => {
+      const { Store } = await import('./store.js');
+      const { agentReport } = await import('./tasks.js');
+      const s = new Store();
+      const stage = { stage_id: 's1', task_id: 't', every_agent_state: { w: 'working' }, completion_summary: {} };
+      s.loadSnapshot(1, { task: {}, stage: { s1: stage }, agent: {}, step: {} });
+      const shown = () => {
+        const el = agentReport(s.get('stage', 's1'), 'w');
+        return { written: el.dataset.written, text: el.textContent, added: !!el.querySelector('[data-testid="stage-summary-added"]') };
+      };
+      s.apply({ version: 2, kind: 'stage', op: 'completion', stage_id: 's1', agent_id: 'w', summary: '', results: ['Rain on red maples'], written: 'composed' });
+      const composed = shown();
+      s.apply({ version: 3, kind: 'stage', op: 'completion', stage_id: 's1', agent_id: 'w', summary: 'Wrote it: rain on red maples.' });
+      return { composed, own: shown() };
+    });
+    const { composed, own } = reports;
+    if (composed.written !== 'composed' || !composed.added || !composed.text.includes('Rain on red maples') || !composed.text.includes('composed by the runtime')) {
+      throw new Failure(`a composed report: ${JSON.stringify(composed)}`);
+    }
+    if (own.written !== 'own' || own.added || !own.text.includes('Wrote it')) throw new Failure(`a report in its own words: ${JSON.stringify(own)}`);
     // Everything after this point must arrive live: this marker is lost on a reload.
     await page.evaluate(() => {
       window.__noReload = true;

@@ -19,7 +19,8 @@
 //!     owners and readers share, and `States`, a reader's copy of the team;
 //!   - [`message`]: `Message` with its typed body (a notice or a runtime instruction), and
 //!     [`attachment`], the files a person attaches to one;
-//!   - [`notice`]: the typed notices a task sends its manager, and their rendering.
+//!   - [`notice`]: the typed notices a task sends its manager, and their rendering;
+//!   - [`report`]: an agent's completion report (its words, and what the runtime added).
 //! - [`call`]: a model call and an MCP server call as data (request, reply, tool calls, what
 //!   a provider may mend), made by `cohort-llm` and `cohort-mcp`.
 //! - [`prompt`]: prompt files and the assembly of a skill's prompt from state.
@@ -48,6 +49,7 @@ pub mod placement;
 pub mod policy;
 pub mod problem;
 pub mod prompt;
+pub mod report;
 pub mod server_description;
 pub mod skills;
 pub mod state;

@@ -3,6 +3,7 @@
 
 use crate::ids::{AgentId, StageId, StageRef, TaskId, WaitId};
 use crate::notice::Notice;
+use crate::report::Written;
 use crate::state::{StageAgentState, TokenUsage};
 use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
@@ -510,13 +511,18 @@ pub struct CompletionUpdate {
     pub stage_id: StageId,
     /// The reporting agent.
     pub agent_id: AgentId,
-    /// What it did and found, for the manager's judgement of the stage.
+    /// What it did and found, in its own words, for the manager's judgement of the stage
+    /// (empty when the runtime composed the report: see `written`).
     pub completion_summary: String,
     /// What its work steps in the stage produced (the newest few, as their results recorded
     /// them): what a judgement of the task checks its summary against, since a summary's own
     /// words may be only news of the work.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<String>,
+    /// What the runtime added to the summary (its results, or the whole report), shown with
+    /// it (`Written::render`) and never written into it.
+    #[serde(default, skip_serializing_if = "Written::is_own")]
+    pub written: Written,
 }
 
 /// What one executed step asks SyncState to do. Every field is optional.

@@ -3,6 +3,7 @@
 //! manager or a person reads is rendered from them ([`Notice::render`]) and never read back.
 
 use crate::ids::{AgentId, StageId, TaskId};
+use crate::report::Written;
 use crate::state::ExecutionState;
 use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
@@ -117,13 +118,29 @@ pub struct Report {
     pub agent_id: AgentId,
     /// Its goal in the stage, from the stage's `agent_allocation`.
     pub goal: String,
-    /// Its completion summary, if it submitted one.
+    /// Its completion summary in its own words, if it submitted one.
     pub summary: Option<String>,
     /// What its work steps produced, as the runtime recorded them (see
     /// `CompletionUpdate::results`): what a task's summary is checked against, and what the
-    /// operator is given when it gives none. The manager reads the summary alone.
+    /// operator is given when it gives none. The manager reads them only where the runtime
+    /// added them to the summary (`written`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<String>,
+    /// What the runtime added to the summary (see `CompletionUpdate::written`).
+    #[serde(default, skip_serializing_if = "Written::is_own")]
+    pub written: Written,
+}
+
+impl Report {
+    /// The report as the manager and the operator read it (see [`Written::render`]), if the
+    /// agent gave one.
+    pub fn text(&self, t: &Texts) -> Option<String> {
+        let summary = self.summary.as_deref()?;
+        Some(
+            self.written
+                .render(&self.agent_id, summary, &self.results, t),
+        )
+    }
 }
 
 /// How many agents a notice names one by one; a team or stage of thousands is summed up after
@@ -276,7 +293,7 @@ impl StageReports {
             let (head, text) = if results && !r.results.is_empty() {
                 (t.report_produced(&r.agent_id), r.results.join("\n\n"))
             } else {
-                (t.report_reported(&r.agent_id), r.summary.clone()?)
+                (t.report_reported(&r.agent_id), r.text(t)?)
             };
             Some(format!("  {head}\n{}", indented(&text, 4)))
         }));
@@ -292,7 +309,7 @@ pub fn stages_for_operator(stages: &[StageReports], t: &Texts) -> String {
 
 fn render_stage_complete(task_id: &TaskId, stage: &StageReports, t: &Texts) -> String {
     let mut reports = lines(stage.reports.iter().map(|r| {
-        let summary = r.summary.clone().unwrap_or_else(|| t.none());
+        let summary = r.text(t).unwrap_or_else(|| t.none());
         t.stage_report(&r.agent_id, &r.goal, indented(&summary, 4))
     }));
     reports.push_str(&more(stage.unlisted, |n| t.more_reports(n)));

@@ -74,6 +74,7 @@ pub fn apply_stage(stage: &mut StageState, c: &StageChange) {
             agent_id,
             summary,
             results,
+            written,
             ..
         } => {
             stage
@@ -86,6 +87,11 @@ pub fn apply_stage(stage: &mut StageState, c: &StageChange) {
                 stage
                     .completion_results
                     .insert(agent_id.clone(), results.clone());
+            }
+            if written.is_own() {
+                stage.completion_written.remove(agent_id);
+            } else {
+                stage.completion_written.insert(agent_id.clone(), *written);
             }
             stage
                 .every_agent_state

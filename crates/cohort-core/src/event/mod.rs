@@ -25,6 +25,7 @@ pub mod trace;
 pub mod trace_context;
 
 use crate::ids::{AgentId, StageId, StageRef, StepId, TaskId, WaitId};
+use crate::report::Written;
 use crate::state::{
     AgentState, ConversationEntry, ExecutionState, PrivateMessage, SharedInfo, StageAgentState,
     StageState, StepExecutionState, StepState, TaskState, TokenUsage, WorkingState,
@@ -188,6 +189,9 @@ pub enum StageChange {
         /// What its work steps produced (see `CompletionUpdate::results`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         results: Vec<String>,
+        /// What the runtime added to the summary (see `CompletionUpdate::written`).
+        #[serde(default, skip_serializing_if = "Written::is_own")]
+        written: Written,
     },
 }
 

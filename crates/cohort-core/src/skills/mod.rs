@@ -46,8 +46,10 @@ pub struct SkillOutcome {
     pub agent_instruction: Option<AgentInstruction>,
     /// A query for SyncState; its wait id is already on the agent's step lock.
     pub ask_info: Option<AskInfoRequest>,
-    /// The agent's completion summary for the stage (summary skill).
+    /// The agent's completion summary for the stage, in its own words (summary skill).
     pub completion: Option<String>,
+    /// What the runtime added to that summary (its results), or whether it composed it.
+    pub written: crate::report::Written,
     /// The repairs made to the answer on the way (`policy::repairs`).
     pub repairs: Vec<crate::policy::Fired>,
 }

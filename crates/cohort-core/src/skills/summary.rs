@@ -5,8 +5,9 @@ use super::repairs::{echo, summaries};
 use super::{Refusal, SkillError, SkillOutcome};
 use crate::parse;
 use crate::policy::{Fired, Repair};
+use crate::report::Written;
 use crate::state::{Agent, StageAgentState, StepState};
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub fn interpret(
     agent: &Agent,
@@ -44,23 +45,35 @@ pub fn interpret(
     if agent.settings.repairs.allows(Repair::Echo) && handed_back(&summary) {
         return Err(SkillError::Echo(summary));
     }
+    let mut written = Written::Own;
     if agent.settings.repairs.allows(Repair::SummaryResultsAdded)
-        && summaries::summary_with_results(agent, step, &mut summary)
+        && summaries::gives_no_result(agent, step, &summary)
     {
         let what = agent.settings.texts.repair_summary_results_added();
         repairs.push(Fired::new(Repair::SummaryResultsAdded, what));
+        written = Written::ResultsAdded;
     }
     Ok(SkillOutcome {
         repairs,
-        ..finished(json!({ "summary": summary }), summary)
+        ..finished(agent, step, summary, written)
     })
 }
 
-pub(super) fn finished(result: Value, summary: String) -> SkillOutcome {
+/// The agent finished in its stage with `summary` (its own words), `written` as the runtime
+/// made the report; the step's result is the report as it reads.
+pub(super) fn finished(
+    agent: &Agent,
+    step: &StepState,
+    summary: String,
+    written: Written,
+) -> SkillOutcome {
+    let results = super::results_in_stage(agent, step);
+    let report = written.render(&agent.agent_id, &summary, &results, &agent.settings.texts);
     SkillOutcome {
-        result,
+        result: json!({ "summary": report }),
         stage_state: StageAgentState::Finished,
         completion: Some(summary),
+        written,
         ..Default::default()
     }
 }
@@ -70,6 +83,12 @@ mod tests {
     use super::*;
     use crate::skills::test_support::*;
     use crate::state::{Skill, StepExecutionState};
+    use serde_json::Value;
+
+    /// The report as it reads (the step's result): the summary with what the runtime added.
+    fn report(o: &SkillOutcome) -> String {
+        o.result["summary"].as_str().unwrap().to_owned()
+    }
 
     /// The text of the summary step that closes a stage, as an English team's runtime writes it.
     fn closing() -> String {
@@ -116,7 +135,9 @@ mod tests {
         let think = running(&mut a, Skill::Think, "write it");
         finish(&mut a, &think, json!({ "think": "Rain on red maples" }));
         let o = interpret(&a, &step, &answer).unwrap();
-        assert!(o.completion.unwrap().ends_with("Rain on red maples"));
+        assert_eq!(o.written, Written::Composed);
+        assert_eq!(o.completion.as_deref(), Some(""));
+        assert!(report(&o).ends_with("Rain on red maples"));
         let o = interpret(
             &a,
             &step,
@@ -153,10 +174,12 @@ mod tests {
         finish(&mut a, &think, json!({ "think": poem }));
         let o = interpret(&a, &step, news).unwrap();
         assert!(o.fired(Repair::SummaryResultsAdded).is_some());
-        let summary = o.completion.unwrap();
+        // The summary keeps the agent's words; the runtime's part is typed beside them.
+        assert!(o.completion.as_deref().unwrap().ends_with("I am done."));
+        assert_eq!(o.written, Written::ResultsAdded);
+        let summary = report(&o);
         assert!(summary.starts_with("I have written a haiku"), "{summary}");
         assert!(summary.contains("added by the runtime") && summary.ends_with(poem));
-        assert_eq!(o.result["summary"], summary);
         // A summary that gives the poem (three words of it in a row) is left as it is.
         let gives =
             "<completion_summary>Wrote it: the gutter hums all evening.</completion_summary>";
@@ -166,10 +189,7 @@ mod tests {
         finish(&mut a, &think, json!({ "think": goal }));
         let restated = "<completion_summary>Done: a haiku about autumn rain.</completion_summary>";
         let o = interpret(&a, &step, restated).unwrap();
-        assert!(
-            o.completion.unwrap().contains(poem),
-            "the poem is still added"
-        );
+        assert!(report(&o).contains(poem), "the poem is still added");
         // Switched off, a summary is taken as written.
         a.settings_mut()
             .repairs
@@ -213,8 +233,9 @@ mod tests {
             &format!("<completion_summary>{}</completion_summary>", closing()),
         )
         .unwrap();
-        let summary = o.completion.clone().unwrap();
-        assert!(summary.starts_with("(Composed by the runtime from Wren's results"));
+        assert_eq!(o.written, Written::Composed);
+        let summary = report(&o);
+        assert!(summary.starts_with("(Composed by the runtime from w's results"));
         assert!(summary.ends_with("\n\nRain on red maples"), "{summary}");
         assert!(
             !summary.contains("planned_step"),

@@ -311,6 +311,7 @@ fn name_new_task(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Written;
     use crate::state::AgentState;
 
     /// Asked to decide on `stage`.
@@ -514,14 +515,14 @@ mod tests {
     /// The summary task `t` (intention `intention`) finishes with when its manager answers
     /// `summary`, judging it after one stage "Write it" whose writer reported `report`.
     fn finished_with(intention: &str, report: &str, summary: &str) -> (String, StageId) {
-        finished_with_results(intention, report, &[], summary)
+        finished_with_results(intention, (report, &[], Written::Own), summary)
     }
 
-    /// As [`finished_with`], the writer's work steps having produced `results`.
+    /// As [`finished_with`], the writer's work steps having produced `results`, which the
+    /// runtime added to its report as `written` says.
     fn finished_with_results(
         intention: &str,
-        report: &str,
-        results: &[&str],
+        (report, results, written): (&str, &[&str], Written),
         summary: &str,
     ) -> (String, StageId) {
         let task =
@@ -531,8 +532,15 @@ mod tests {
             "Write it".into(),
             [("w".into(), "write".into())].into(),
         );
-        let results = results.iter().map(|r| r.to_string()).collect();
-        let change = stage.completion_change(&"w".into(), report.into(), results);
+        let update = crate::message::CompletionUpdate {
+            task_id: "t".into(),
+            stage_id: stage.stage_id.clone(),
+            agent_id: "w".into(),
+            completion_summary: report.into(),
+            results: results.iter().map(|r| r.to_string()).collect(),
+            written,
+        };
+        let change = stage.completion_change(&update);
         crate::event::apply_stage(&mut stage, &change.unwrap());
         let message = crate::team::notices::judge_task(
             &task,
@@ -573,10 +581,11 @@ mod tests {
         assert!(!given.contains("added by the runtime"), "{given}");
         let (part, _) = finish("The writer wrote: the maple lets go.");
         assert!(!part.contains("added by the runtime"), "{part}");
-        // The line the runtime put above results it added to a report is no result either.
+        // The line the runtime shows above results it added to a report is no result either:
+        // a summary that copies it gives none.
         let heading = crate::texts::Texts::english().results_added();
-        let report = format!("Done.\n\n{heading}:\n\n{poem}");
-        let (copied, _) = finished_with("a haiku", &report, &format!("Finished. {heading}."));
+        let added = ("Done.", &[poem][..], Written::ResultsAdded);
+        let (copied, _) = finished_with_results("a haiku", added, &format!("Finished. {heading}."));
         assert!(copied.contains("the maple lets go its red"), "{copied}");
     }
 
@@ -585,7 +594,7 @@ mod tests {
         let poem = "Cold rain on the eaves\nthe maple lets go its red\none leaf at a time";
         let report = format!("I wrote the haiku and the result was sent to the manager.\n\n{poem}");
         let news = "The haiku is done and the result was sent to the manager.";
-        let (summary, _) = finished_with_results("a haiku", &report, &[poem], news);
+        let (summary, _) = finished_with_results("a haiku", (&report, &[poem], Written::Own), news);
         assert!(summary.contains("added by the runtime"), "{summary}");
         // What the work produced is added, not the report's news of it.
         assert!(
@@ -601,8 +610,11 @@ mod tests {
         let (summary, _) = finished_with("a haiku", &report, news);
         assert!(!summary.contains("added by the runtime"), "{summary}");
         // A summary giving the result is left as it is.
-        let (summary, _) =
-            finished_with_results("a haiku", &report, &[poem], "The maple lets go its red.");
+        let (summary, _) = finished_with_results(
+            "a haiku",
+            (&report, &[poem], Written::Own),
+            "The maple lets go its red.",
+        );
         assert!(!summary.contains("added by the runtime"), "{summary}");
     }
 

@@ -3,6 +3,9 @@
 use super::{ExecutionState, StageAgentState};
 use crate::event::StageChange;
 use crate::ids::{AgentId, StageId, TaskId};
+use crate::message::CompletionUpdate;
+use crate::report::Written;
+use crate::texts::Texts;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -21,12 +24,16 @@ pub struct StageState {
     pub execution_state: ExecutionState,
     /// Each allocated agent's progress in the stage.
     pub every_agent_state: BTreeMap<AgentId, StageAgentState>,
-    /// The completion summaries submitted so far, by agent.
+    /// The completion summaries submitted so far, by agent, in the agents' own words.
     pub completion_summary: BTreeMap<AgentId, String>,
     /// What each reporting agent's work steps produced (see `CompletionUpdate::results`): the
     /// results a task's summary is checked against, beside the agents' own words.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub completion_results: BTreeMap<AgentId, Vec<String>>,
+    /// The reports the runtime added to or composed (see `CompletionUpdate::written`); an
+    /// agent not here wrote its own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub completion_written: BTreeMap<AgentId, Written>,
     /// The stage this one tries again (`retry_stage`), if it is a retry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_of: Option<StageId>,
@@ -52,6 +59,7 @@ impl StageState {
             every_agent_state,
             completion_summary: BTreeMap::new(),
             completion_results: BTreeMap::new(),
+            completion_written: BTreeMap::new(),
             retry_of: None,
         }
     }
@@ -77,20 +85,32 @@ impl StageState {
 
     /// The change that stores an allocated agent's completion summary (None for an agent not
     /// allocated here).
-    pub fn completion_change(
-        &self,
-        agent: &AgentId,
-        summary: String,
-        results: Vec<String>,
-    ) -> Option<StageChange> {
+    pub fn completion_change(&self, c: &CompletionUpdate) -> Option<StageChange> {
         self.agent_allocation
-            .contains_key(agent)
+            .contains_key(&c.agent_id)
             .then(|| StageChange::Completion {
                 stage_id: self.stage_id.clone(),
-                agent_id: agent.clone(),
-                summary,
-                results,
+                agent_id: c.agent_id.clone(),
+                summary: c.completion_summary.clone(),
+                results: c.results.clone(),
+                written: c.written,
             })
+    }
+
+    /// `agent`'s completion report as people and models read it (see [`Written::render`]),
+    /// if it gave one.
+    pub fn report_of(&self, agent: &AgentId, t: &Texts) -> Option<String> {
+        let summary = self.completion_summary.get(agent)?;
+        let written = self
+            .completion_written
+            .get(agent)
+            .copied()
+            .unwrap_or_default();
+        let results = self
+            .completion_results
+            .get(agent)
+            .map_or(&[][..], Vec::as_slice);
+        Some(written.render(agent, summary, results, t))
     }
 
     /// Whether every allocated agent submitted its completion summary.
@@ -118,7 +138,15 @@ mod tests {
     /// Records a summary as SyncState does; true when it completes the stage.
     fn complete(s: &mut StageState, agent: &str, text: &str) -> bool {
         let was = s.is_complete();
-        match s.completion_change(&agent.into(), text.into(), Vec::new()) {
+        let update = CompletionUpdate {
+            task_id: s.task_id.clone(),
+            stage_id: s.stage_id.clone(),
+            agent_id: agent.into(),
+            completion_summary: text.into(),
+            results: Vec::new(),
+            written: Written::Own,
+        };
+        match s.completion_change(&update) {
             Some(c) => apply_stage(s, &c),
             None => return false,
         }

@@ -229,6 +229,7 @@ fn take_outcome(
             agent_id: agent.agent_id.clone(),
             completion_summary: summary,
             results: skills::results_in_stage(agent, step),
+            written: o.written,
         });
     }
     (StepResult::output(o.result), o.stage_state, o.repairs)

@@ -349,9 +349,9 @@ fn stage_block(t: &Texts, s: &StageState, level: usize) -> String {
     for (a, goal) in &s.agent_allocation {
         let allocated = t.info_allocated(a, agent_state(t, s, a), one_line(goal));
         lines.push(format!("  - {allocated}"));
-        if let Some(summary) = s.completion_summary.get(a) {
+        if let Some(report) = s.report_of(a, t) {
             let label = t.info_completion_summary();
-            lines.push(format!("    {label}: {}", one_line(summary)));
+            lines.push(format!("    {label}: {}", one_line(&report)));
         }
     }
     out.push_str(&lines.join("\n"));

@@ -150,6 +150,7 @@ impl SyncCore {
                 agent_id: by.clone(),
                 summary: why,
                 results: Vec::new(),
+                written: crate::report::Written::Own,
             }),
         );
         self.set_stage_state(stage, ExecutionState::Cancelled, &mut applied);

@@ -802,9 +802,7 @@ impl SyncCore {
             return;
         }
         let was_complete = stage.is_complete();
-        let Some(change) =
-            stage.completion_change(&c.agent_id, c.completion_summary.clone(), c.results.clone())
-        else {
+        let Some(change) = stage.completion_change(c) else {
             return;
         };
         self.emit(applied, Change::Stage(change));

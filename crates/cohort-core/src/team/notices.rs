@@ -7,6 +7,7 @@ use super::Member;
 use crate::ids::{AgentId, StageRef};
 use crate::message::{Message, TASK_STATE_SENDER};
 use crate::notice::{AGENTS_LISTED, Notice, Report, StageReports, Teammate};
+use crate::report::Written;
 use crate::state::{ExecutionState, StageState, TaskEnd, TaskState};
 use crate::texts::Texts;
 
@@ -109,13 +110,22 @@ pub fn task_created(task: &TaskState, roster: &[Member], t: &Texts) -> Message {
     from_task(task, StageRef::NoRelative, notice, t)
 }
 
-/// Every agent allocated to the stage, with its goal and what it reported.
+/// Every agent allocated to the stage, with its goal and what it reported: its summary, and
+/// its work's results only where the runtime added them to it (the stage's judgement reads the
+/// reports as they read).
 fn allocated(stage: &StageState) -> StageReports {
-    let reports = stage.agent_allocation.iter().map(|(a, goal)| Report {
-        agent_id: a.clone(),
-        goal: goal.clone(),
-        summary: stage.completion_summary.get(a).cloned(),
-        results: Vec::new(),
+    let reports = stage.agent_allocation.iter().map(|(a, goal)| {
+        let written = written_of(stage, a);
+        Report {
+            agent_id: a.clone(),
+            goal: goal.clone(),
+            summary: stage.completion_summary.get(a).cloned(),
+            results: match written {
+                Written::Own => Vec::new(),
+                _ => results_of(stage, a),
+            },
+            written,
+        }
     });
     listed(stage, reports, stage.agent_allocation.len())
 }
@@ -128,6 +138,7 @@ fn reported(stage: &StageState) -> StageReports {
         goal: stage.agent_allocation.get(a).cloned().unwrap_or_default(),
         summary: Some(summary.clone()),
         results: results_of(stage, a),
+        written: written_of(stage, a),
     });
     listed(stage, reports, stage.completion_summary.len())
 }
@@ -138,6 +149,15 @@ fn results_of(stage: &StageState, agent: &AgentId) -> Vec<String> {
         .completion_results
         .get(agent)
         .cloned()
+        .unwrap_or_default()
+}
+
+/// What the runtime added to `agent`'s report in the stage.
+fn written_of(stage: &StageState, agent: &AgentId) -> Written {
+    stage
+        .completion_written
+        .get(agent)
+        .copied()
         .unwrap_or_default()
 }
 

@@ -153,6 +153,16 @@ pub(super) fn two_stage_task() -> (SyncCore, TaskId, Vec<StageId>) {
 }
 
 fn complete(c: &mut SyncCore, t: &TaskId, s: &StageId, agent: &str) -> Applied {
+    complete_as(c, (t, s), agent, crate::report::Written::Own)
+}
+
+/// As [`complete`], the runtime having made the report as `written` says.
+fn complete_as(
+    c: &mut SyncCore,
+    (t, s): (&TaskId, &StageId),
+    agent: &str,
+    written: crate::report::Written,
+) -> Applied {
     let out = ExecuteOutput {
         agent_id: Some(agent.into()),
         update_stage_agent_completion: Some(CompletionUpdate {
@@ -161,6 +171,7 @@ fn complete(c: &mut SyncCore, t: &TaskId, s: &StageId, agent: &str) -> Applied {
             agent_id: agent.into(),
             completion_summary: format!("{agent} done"),
             results: vec![format!("{agent}'s work")],
+            written,
         }),
         ..Default::default()
     };
@@ -198,11 +209,32 @@ fn the_manager_is_told_once_every_allocated_agent_has_summarised() {
     assert!(!m.need_reply);
     assert!(m.message.contains("a done") && m.message.contains("b done"));
     assert_eq!(m.stage_relative, StageRef::Stage(stages[0].clone()));
-    // A stage's judgement reads the reports; the work results are kept for the task's.
+    // A stage's judgement reads the reports; the work results are kept for the task's (they
+    // come with a report only where the runtime added them to it).
     let Some(Notice::StageComplete { stage, .. }) = m.notice_body() else {
         panic!("{m:?}")
     };
     assert!(stage.reports.iter().all(|r| r.results.is_empty()));
+}
+
+#[test]
+fn what_the_runtime_added_to_a_report_is_kept_beside_the_agents_words_and_shown_with_them() {
+    use crate::report::Written;
+    let (mut c, t, stages) = two_stage_task();
+    complete_as(&mut c, (&t, &stages[0]), "a", Written::ResultsAdded);
+    let out = complete(&mut c, &t, &stages[0], "b");
+    let stage = c.stage(&stages[0]).unwrap();
+    assert_eq!(stage.completion_summary[&AgentId::from("a")], "a done");
+    assert_eq!(stage.completion_written[&AgentId::from("a")], Written::ResultsAdded);
+    assert!(!stage.completion_written.contains_key(&AgentId::from("b")));
+    // The manager reads a's report with its results, b's as b wrote it.
+    let told = &out.messages[0].message;
+    assert!(told.contains("a done") && told.contains("a's work"), "{told}");
+    assert!(told.contains("added by the runtime"), "{told}");
+    assert!(!told.contains("b's work"), "{told}");
+    // Given again in its own words, the report drops what was added.
+    complete(&mut c, &t, &stages[0], "a");
+    assert!(c.stage(&stages[0]).unwrap().completion_written.is_empty());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! (`goal_only_names_agent`), a second try repeating the refused action
 //! (`refused_action_barred`).
 
-use super::words::{runtime_words, trigrams, words};
+use super::words::{trigrams, words};
 use crate::ids::AgentId;
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
@@ -64,9 +64,6 @@ pub(in crate::skills) fn with_results(
             reported.push('\n');
         }
     }
-    // The runtime's own words in a report (a composed summary's heading, the line above the
-    // results it added) give no result.
-    goal.extend(runtime_words(t));
     let results: Vec<String> = trigrams(&reported)
         .into_iter()
         .filter(|t| !goal.contains(t))

@@ -4,11 +4,11 @@
 //! results it leaves out (`summary_results_added`); and the agent's results in a stage, which
 //! its completion report also carries.
 
-use super::words::{runtime_words, trigrams};
+use super::words::trigrams;
 use crate::policy::{Fired, Repair};
+use crate::report::Written;
 use crate::skills::SkillOutcome;
 use crate::state::{Agent, Executor, Skill, StepExecutionState, StepState};
-use serde_json::json;
 
 /// An answer whose first paragraph only hands something back (`handed_back`: the step's
 /// instruction, say) before the real answer (a 1.5B reviewer began its summary with "Report
@@ -35,14 +35,10 @@ pub(in crate::skills) fn composed_summary(
     if results.is_empty() {
         return None;
     }
-    let newest = newest(agent, &results);
-    // The results alone, as paragraphs: list items named by their steps' intentions ("write
-    // the first line") read to a small manager as work still to plan.
-    let summary = agent
-        .settings
-        .texts
-        .composed_summary(&agent.name, newest.join("\n\n"));
-    let what = match results.len() - newest.len() {
+    // The report is the results alone, as paragraphs (`Written::Composed`): list items named
+    // by their steps' intentions ("write the first line") read to a small manager as work
+    // still to plan.
+    let what = match results.len() - newest(agent, &results).len() {
         0 => agent.settings.texts.repair_composed_summary(why),
         older => agent
             .settings
@@ -51,7 +47,7 @@ pub(in crate::skills) fn composed_summary(
     };
     Some(SkillOutcome {
         repairs: vec![Fired::new(rule, what)],
-        ..crate::skills::summary::finished(json!({ "summary": summary }), summary)
+        ..crate::skills::summary::finished(agent, step, String::new(), Written::Composed)
     })
 }
 
@@ -76,40 +72,27 @@ pub fn results_in_stage(agent: &Agent, step: &StepState) -> Vec<String> {
     newest(agent, &stage_results(agent, step)).to_vec()
 }
 
-/// The newest `reported` of `results`: what a summary the runtime writes to gives.
+/// The newest `reported` of `results`: what a report the runtime adds to or composes gives.
 fn newest<'a>(agent: &Agent, results: &'a [String]) -> &'a [String] {
     &results[results
         .len()
         .saturating_sub(agent.settings.repairs.thresholds.reported)..]
 }
 
-/// `summary_results_added`: adds the agent's newest results in the stage to a `summary` that
-/// gives none of them, marked as added: the manager judges the stage, and the person reads it,
-/// on what it produced. A summary gives a result when it shares
-/// three words in a row with one that are not the agent's goal's own words.
-pub(in crate::skills) fn summary_with_results(
-    agent: &Agent,
-    step: &StepState,
-    summary: &mut String,
-) -> bool {
+/// `summary_results_added`: whether `summary` gives none of the agent's results in the stage
+/// (its report then shows its newest results below it, `Written::ResultsAdded`: the manager
+/// judges the stage, and the person reads it, on what it produced). A summary gives a result
+/// when it shares three words in a row with one that are not the agent's goal's own words.
+pub(in crate::skills) fn gives_no_result(agent: &Agent, step: &StepState, summary: &str) -> bool {
     let results = stage_results(agent, step);
-    let mut goal = trigrams(&crate::skills::goal_in_stage(agent, step).unwrap_or_default());
-    goal.extend(runtime_words(&agent.settings.texts));
+    let goal = trigrams(&crate::skills::goal_in_stage(agent, step).unwrap_or_default());
     let given = trigrams(summary);
     let mut found = results
         .iter()
         .flat_map(|r| trigrams(r))
         .filter(|t| !goal.contains(t))
         .peekable();
-    if found.peek().is_none() || found.any(|t| given.contains(&t)) {
-        return false;
-    }
-    summary.push_str(&format!(
-        "\n\n{}:\n\n{}",
-        agent.settings.texts.results_added(),
-        newest(agent, &results).join("\n\n")
-    ));
-    true
+    found.peek().is_some() && !found.any(|t| given.contains(&t))
 }
 
 /// How much of one result a composed summary quotes.
