@@ -55,7 +55,8 @@ fn a_planning_answer_may_be_a_list_or_a_graph_and_both_parse() {
         {"id": "a", "step_intention": "x", "type": "skill", "executor": "think", "text_content": ""},
         {"id": "b", "depends_on": ["a"], "step_intention": "y", "type": "skill", "executor": "summary", "text_content": ""}],
         "replan": ["a"]}});
-    let plan = parse::plan(&tagged_answer(&graph.to_string()).unwrap()).unwrap();
+    let plan =
+        crate::skills::plan::answer::read(&tagged_answer(&graph.to_string()).unwrap()).unwrap();
     assert_eq!(plan.replan, ["a"]);
     assert_eq!(plan.steps[1].depends_on, ["a"]);
     assert_eq!(plan.steps[0].id.as_deref(), Some("a"));
@@ -77,8 +78,14 @@ fn a_reflection_adds_at_most_two_fixes_and_a_check_and_ids_are_labels() {
     assert_eq!(list(&a, Skill::Reflection)["maxItems"], 3);
     assert_eq!(list(&a, Skill::Planning)["maxItems"], 6);
     let item = &list(&a, Skill::Reflection)["items"]["properties"];
-    assert_eq!(item["id"]["maxLength"], ID_CHARS);
-    assert_eq!(item["depends_on"]["items"]["maxLength"], ID_CHARS);
+    assert_eq!(
+        item["id"]["maxLength"],
+        crate::skills::plan::schema::ID_CHARS
+    );
+    assert_eq!(
+        item["depends_on"]["items"]["maxLength"],
+        crate::skills::plan::schema::ID_CHARS
+    );
     // A tool fix is two steps (its instruction and the call), unless the model calls natively.
     a.tools = vec!["workspace".into()];
     assert_eq!(list(&a, Skill::Reflection)["maxItems"], 5);
@@ -250,23 +257,30 @@ fn a_constrained_answer_reads_like_the_tagged_one() {
     })
     .to_string();
     let tagged = tagged_answer(&answer).unwrap();
-    let steps = parse::planned_steps(&tagged).unwrap();
+    let steps = crate::skills::plan::answer::planned_steps(&tagged).unwrap();
     assert_eq!(steps.len(), 1);
     assert_eq!(steps[0].text_content, "say \"hi\" </planned_step>");
     assert!(!tagged.contains("persistent_memory"));
 
     let think = tagged_answer(r#"{"think": "a <b> c"}"#).unwrap();
-    assert_eq!(parse::think(&think).unwrap(), "a <b> c");
+    assert_eq!(parse::tagged_text(&think, "think").unwrap(), "a <b> c");
 
     let digest = tagged_answer(
         r#"{"text": "read it", "react_action": {"step_intention": "s", "text_content": "t"}}"#,
     )
     .unwrap();
-    assert_eq!(parse::process_message_digest(&digest), "read it");
-    assert!(parse::react_action(&digest).unwrap().is_some());
+    assert_eq!(
+        crate::skills::process_message::answer::digest(&digest),
+        "read it"
+    );
+    assert!(
+        crate::skills::process_message::answer::react_action(&digest)
+            .unwrap()
+            .is_some()
+    );
 
     let fenced = tagged_answer("```json\n{\"quick_think\": \"x\"}\n```").unwrap();
-    assert_eq!(parse::quick_think(&fenced).unwrap(), "x");
+    assert_eq!(parse::tagged_text(&fenced, "quick_think").unwrap(), "x");
     assert_eq!(tagged_answer("<think>plain</think>"), None);
     assert_eq!(tagged_answer("[1, 2]"), None);
 }
