@@ -105,5 +105,20 @@ pub(crate) fn variant(key: &str, name: &str, fields: Value, required: &[&str]) -
     object(Value::Object(properties), &all)
 }
 
+/// Every name an `enum` of `schema` offers, depth first (for the schemas' tests).
+#[cfg(test)]
+pub(crate) fn enums(schema: &Value, into: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Array(names)) = map.get("enum") {
+                into.extend(names.iter().filter_map(|n| n.as_str().map(str::to_owned)));
+            }
+            map.values().for_each(|v| enums(v, into));
+        }
+        Value::Array(items) => items.iter().for_each(|v| enums(v, into)),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -118,3 +118,123 @@ fn plan_or_graph(planner: Skill, acting: bool, steps: Value) -> Value {
     );
     json!({ "anyOf": [steps, graph] })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::structured::tagged_answer;
+    use crate::skills::answer_schema::{answer_schema, enums};
+    use crate::skills::test_support::{acting, agent, running};
+
+    #[test]
+    fn a_plan_may_only_name_what_the_planner_may_plan_for_this_agent() {
+        let mut a = agent(&[
+            Skill::Decision,
+            Skill::Think,
+            Skill::ProcessMessage,
+            Skill::Summary,
+        ]);
+        a.tools = vec!["workspace".into()];
+        let step = running(&mut a.clone(), Skill::Decision, "");
+        let schema = answer_schema(Skill::Decision, &a, &step, &[]);
+        // A decision on no goal may answer a list or a graph of the same steps.
+        let list = &schema["properties"]["planned_step"]["anyOf"][0];
+        let mut names = Vec::new();
+        enums(list, &mut names);
+        names.sort();
+        // decision may not plan itself, process_message or summary; the tool is its own kind.
+        assert_eq!(names, ["skill", "think", "tool", "workspace"]);
+        assert_eq!(list["maxItems"], 4);
+        assert_eq!(schema["required"], json!(["planned_step"]));
+    }
+
+    #[test]
+    fn a_planning_answer_may_be_a_list_or_a_graph_and_both_parse() {
+        let a = agent(&[Skill::Planning, Skill::Think, Skill::Summary]);
+        let step = running(&mut a.clone(), Skill::Planning, "");
+        let schema = answer_schema(Skill::Planning, &a, &step, &[]);
+        let forms = schema["properties"]["planned_step"]["anyOf"]
+            .as_array()
+            .unwrap();
+        assert_eq!(forms[0]["type"], "array");
+        assert_eq!(forms[1]["required"], json!(["steps"]));
+        assert_eq!(forms[1]["properties"]["steps"], forms[0]);
+        assert!(forms[0]["items"]["properties"]["depends_on"].is_object());
+        let graph = json!({"planned_step": {"steps": [
+        {"id": "a", "step_intention": "x", "type": "skill", "executor": "think", "text_content": ""},
+        {"id": "b", "depends_on": ["a"], "step_intention": "y", "type": "skill", "executor": "summary", "text_content": ""}],
+        "replan": ["a"]}});
+        let plan = super::super::answer::read(&tagged_answer(&graph.to_string()).unwrap()).unwrap();
+        assert_eq!(plan.replan, ["a"]);
+        assert_eq!(plan.steps[1].depends_on, ["a"]);
+        assert_eq!(plan.steps[0].id.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn a_reflection_adds_at_most_two_fixes_and_a_check_and_ids_are_labels() {
+        let mut a = agent(&[
+            Skill::Planning,
+            Skill::Reflection,
+            Skill::Think,
+            Skill::Summary,
+            Skill::InstructionGeneration,
+        ]);
+        let list = |a: &Agent, skill| {
+            let step = running(&mut a.clone(), skill, "");
+            answer_schema(skill, a, &step, &[])["properties"]["planned_step"]["anyOf"][0].clone()
+        };
+        assert_eq!(list(&a, Skill::Reflection)["maxItems"], 3);
+        assert_eq!(list(&a, Skill::Planning)["maxItems"], 6);
+        let item = &list(&a, Skill::Reflection)["items"]["properties"];
+        assert_eq!(item["id"]["maxLength"], ID_CHARS);
+        assert_eq!(item["depends_on"]["items"]["maxLength"], ID_CHARS);
+        // A tool fix is two steps (its instruction and the call), unless the model calls natively.
+        a.tools = vec!["workspace".into()];
+        assert_eq!(list(&a, Skill::Reflection)["maxItems"], 5);
+        a.settings_mut().native_tools = true;
+        assert_eq!(list(&a, Skill::Reflection)["maxItems"], 3);
+    }
+
+    #[test]
+    fn a_decision_on_a_notice_must_plan_something() {
+        let a = agent(&[
+            Skill::Decision,
+            Skill::TaskManager,
+            Skill::AgentManager,
+            Skill::Think,
+        ]);
+        let notice = acting(&mut a.clone(), Skill::Decision, "Write a haiku.");
+        let free = running(&mut a.clone(), Skill::Decision, "React to the review.");
+        let min = |step| {
+            answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"]["minItems"]
+                .clone()
+        };
+        assert_eq!(min(&notice), json!(1));
+        assert_eq!(min(&free), Value::Null);
+        // Acting on it goes through the team: the manager does not do the work itself. (A free
+        // decision's list is the first of its two forms, list or graph.)
+        let executors = |step| {
+            let plan =
+                answer_schema(Skill::Decision, &a, step, &[])["properties"]["planned_step"].clone();
+            let list = if plan["anyOf"].is_array() {
+                plan["anyOf"][0].clone()
+            } else {
+                plan
+            };
+            list["items"]["properties"]["executor"]["enum"].clone()
+        };
+        assert_eq!(executors(&notice), json!(["task_manager", "agent_manager"]));
+        assert_eq!(
+            executors(&free),
+            json!(["task_manager", "agent_manager", "think"])
+        );
+    }
+
+    #[test]
+    fn an_agent_without_plannable_executors_may_only_plan_nothing() {
+        let mut a = agent(&[Skill::Decision]);
+        let step = running(&mut a, Skill::Decision, "");
+        let schema = answer_schema(Skill::Decision, &a, &step, &[]);
+        assert_eq!(schema["properties"]["planned_step"]["maxItems"], 0);
+    }
+}

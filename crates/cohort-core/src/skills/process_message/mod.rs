@@ -82,6 +82,7 @@ impl SkillKind for ProcessMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skills::answer_schema::answer_schema;
     use crate::skills::test_support::*;
 
     #[test]
@@ -129,5 +130,20 @@ mod tests {
         let step = running(&mut a, Skill::ProcessMessage, "msg");
         interpret(&mut a, &step, "Understood, nothing to do.").unwrap();
         assert_eq!(a.agent_step.todo_len(), 0);
+    }
+
+    #[test]
+    fn a_notice_that_asks_to_act_requires_a_react_action() {
+        let a = agent(&[Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]);
+        let notice = acting(&mut a.clone(), Skill::ProcessMessage, "Stage done.");
+        let chat = running(
+            &mut a.clone(),
+            Skill::ProcessMessage,
+            "Message from agent `writer`:\n\nHi.",
+        );
+        let required =
+            |step| answer_schema(Skill::ProcessMessage, &a, step, &[])["required"].clone();
+        assert_eq!(required(&notice), json!(["text", "react_action"]));
+        assert_eq!(required(&chat), json!(["text"]));
     }
 }

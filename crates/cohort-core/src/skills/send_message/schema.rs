@@ -74,3 +74,24 @@ fn ask() -> Value {
         ),
     ]})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::answer_schema::answer_schema;
+    use crate::skills::test_support::{agent, running};
+    use crate::state::Skill;
+
+    #[test]
+    fn a_message_goes_to_another_agent_of_the_team() {
+        let a = agent(&[Skill::SendMessage]);
+        let step = running(&mut a.clone(), Skill::SendMessage, "");
+        let team = ["w".to_owned(), "rook".to_owned()];
+        let schema = answer_schema(Skill::SendMessage, &a, &step, &team);
+        let send = &schema["anyOf"][0]["properties"]["send_message"];
+        assert_eq!(
+            send["properties"]["receiver"]["items"]["enum"],
+            json!(["rook"])
+        );
+    }
+}

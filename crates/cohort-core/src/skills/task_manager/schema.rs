@@ -150,3 +150,96 @@ fn stage_actions(
     }
     actions
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::answer_schema::{answer_schema, enums};
+    use crate::skills::test_support::{agent, running};
+
+    #[test]
+    fn a_manager_creates_tasks_in_the_base_task_and_shapes_them_elsewhere() {
+        let mut a = agent(&[Skill::TaskManager]);
+        let step = running(&mut a.clone(), Skill::TaskManager, "");
+        let actions = |a: &Agent| {
+            let mut names = Vec::new();
+            let schema = answer_schema(Skill::TaskManager, a, &step, &[]);
+            enums(&schema["properties"]["task_instruction"], &mut names);
+            names.retain(|n| n != "finished" && n != "failed");
+            names
+        };
+        assert_eq!(actions(&a).len(), 5, "base task unknown: every action");
+        a.settings_mut().base_task = Some(step.task_id.clone());
+        assert_eq!(actions(&a), ["add_task"]);
+        a.settings_mut().base_task = Some("base".into());
+        // The step is in stage s of task t: its ids are the only ones it may name.
+        let ids: Vec<String> = actions(&a)
+            .into_iter()
+            .filter(|n| n == "t" || n == "s")
+            .collect();
+        assert!(ids.contains(&"t".to_owned()) && ids.contains(&"s".to_owned()));
+        let named: Vec<String> = actions(&a)
+            .into_iter()
+            .filter(|n| n != "t" && n != "s")
+            .collect();
+        assert_eq!(
+            named,
+            ["add_stage", "finish_stage", "retry_stage", "finish_task"]
+        );
+        // A task-level step (no stage) may not finish or retry a stage.
+        let mut task_level = step.clone();
+        task_level.stage_id = crate::ids::StageRef::NoRelative;
+        let schema = answer_schema(Skill::TaskManager, &a, &task_level, &[]);
+        let mut names = Vec::new();
+        enums(&schema["properties"]["task_instruction"], &mut names);
+        names.retain(|n| !["t", "finished", "failed"].contains(&n.as_str()));
+        assert_eq!(names, ["add_stage", "finish_task"]);
+        // Asked to judge a task whose stages all ran: its end is offered first.
+        let task =
+            crate::state::TaskState::new("t".into(), "h".into(), "a haiku".into(), "m".into());
+        let judge = crate::team::notices::judge_task(
+            &task,
+            std::iter::empty(),
+            &crate::texts::Texts::english(),
+        );
+        task_level.origin = crate::state::StepOrigin::Act {
+            attachments: Vec::new(),
+            from: crate::message::TASK_STATE_SENDER.into(),
+            notice: judge.notice_body().cloned().map(Box::new),
+            goal: None,
+            second_try: false,
+        };
+        let schema = answer_schema(Skill::TaskManager, &a, &task_level, &[]);
+        let mut names = Vec::new();
+        enums(&schema["properties"]["task_instruction"], &mut names);
+        names.retain(|n| !["t", "finished", "failed"].contains(&n.as_str()));
+        assert_eq!(names, ["finish_task", "add_stage"]);
+    }
+
+    #[test]
+    fn a_stage_allocates_the_teams_other_agents_unless_the_manager_may_hire() {
+        let mut a = agent(&[Skill::TaskManager]);
+        a.settings_mut().base_task = Some("base".into());
+        let step = running(&mut a.clone(), Skill::TaskManager, "");
+        let team = ["w".to_owned(), "writer".to_owned(), "rook".to_owned()];
+        let allocation = |a: &Agent| {
+            let schema = answer_schema(Skill::TaskManager, a, &step, &team);
+            let add_stage = schema["properties"]["task_instruction"]["anyOf"][0].clone();
+            assert_eq!(
+                add_stage["properties"]["action"]["enum"],
+                json!(["add_stage"])
+            );
+            add_stage["properties"]["stages"]["items"]["properties"]["agent_allocation"].clone()
+        };
+        let fixed = allocation(&a);
+        let names: Vec<&String> = fixed["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["rook", "writer"], "not the manager itself");
+        assert_eq!(fixed["additionalProperties"], false);
+        assert_eq!(fixed["minProperties"], 1);
+        a.skills.push(Skill::AgentManager);
+        assert!(
+            allocation(&a)["additionalProperties"].is_object(),
+            "a hire may be named"
+        );
+    }
+}
