@@ -26,8 +26,10 @@
 //! - [`prompt`]: prompt files and the assembly of a skill's prompt from state.
 //! - [`config`]: team files checked into `TeamConfig`, every problem naming its file and
 //!   field; every default the layers above use.
-//! - [`parse`]: LLM answers into typed skill answers (total: never panics).
-//! - [`skills`]: each skill's interpretation of its answer.
+//! - [`parse`]: the generic lenient reading of LLM answers: tags, JSON, fields, the memory
+//!   block (total: never panics).
+//! - [`skills`]: each skill as a folder behind one trait (`SkillKind`: its answer, schema,
+//!   tags, history, effects), listed once in the registry `state::for_each_skill`.
 //! - [`step`]: the agent's step machine: receiving messages, completing steps, people.
 //! - [`team`]: SyncState's core (the team's tasks and stages): tasks and stages, execute outputs, instructions, ask_info,
 //!   retention of finished tasks.

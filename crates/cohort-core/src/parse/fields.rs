@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 /// The JSON value inside `<tag>`. The last occurrence is tried first; earlier ones are tried when
 /// it is not JSON (a tag mentioned in prose after the real answer). The error, if all fail, is
 /// about the last occurrence.
-pub(super) fn tagged_json(text: &str, tag: &'static str) -> Result<Value, ParseError> {
+pub(crate) fn tagged_json(text: &str, tag: &'static str) -> Result<Value, ParseError> {
     let found = occurrences(text, tag);
     if found.is_empty() {
         return Err(ParseError::MissingTag { tag });
@@ -33,7 +33,7 @@ pub(super) fn tagged_json(text: &str, tag: &'static str) -> Result<Value, ParseE
 }
 
 /// The non-empty text inside `<tag>`.
-pub(super) fn tagged_text(text: &str, tag: &'static str) -> Result<String, ParseError> {
+pub(crate) fn tagged_text(text: &str, tag: &'static str) -> Result<String, ParseError> {
     match extract_tag(text, tag) {
         None => Err(ParseError::MissingTag { tag }),
         Some(s) if s.is_empty() => Err(ParseError::EmptyTag { tag }),
@@ -42,7 +42,7 @@ pub(super) fn tagged_text(text: &str, tag: &'static str) -> Result<String, Parse
 }
 
 /// The entries of a JSON list; a lone object counts as a list of one, and `null` as empty.
-pub(super) fn list_items(tag: &'static str, value: Value) -> Result<Vec<Value>, ParseError> {
+pub(crate) fn list_items(tag: &'static str, value: Value) -> Result<Vec<Value>, ParseError> {
     match value {
         Value::Array(items) => Ok(items),
         Value::Object(_) => Ok(vec![value]),
@@ -59,14 +59,14 @@ pub(super) fn list_items(tag: &'static str, value: Value) -> Result<Vec<Value>, 
 /// The location of the `n`th (0-based) entry of a list, as users count.
 /// One JSON object being read field by field. `null` counts as absent, extra fields are ignored,
 /// strings are trimmed.
-pub(super) struct Obj<'a> {
+pub(crate) struct Obj<'a> {
     tag: &'static str,
     at: At,
     map: &'a Map<String, Value>,
 }
 
 impl<'a> Obj<'a> {
-    pub(super) fn new(tag: &'static str, at: At, value: &'a Value) -> Result<Self, ParseError> {
+    pub(crate) fn new(tag: &'static str, at: At, value: &'a Value) -> Result<Self, ParseError> {
         match value {
             Value::Object(map) => Ok(Obj { tag, at, map }),
             other => Err(ParseError::WrongShape {
@@ -78,7 +78,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub(super) fn get(&self, name: &str) -> Option<&'a Value> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'a Value> {
         self.map.get(name).filter(|v| !v.is_null())
     }
 
@@ -87,7 +87,7 @@ impl<'a> Obj<'a> {
         names.iter().find_map(|n| self.get(n))
     }
 
-    pub(super) fn missing(&self, field: &str) -> ParseError {
+    pub(crate) fn missing(&self, field: &str) -> ParseError {
         ParseError::MissingField {
             tag: self.tag,
             at: self.at,
@@ -95,7 +95,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub(super) fn empty(&self, field: &str) -> ParseError {
+    pub(crate) fn empty(&self, field: &str) -> ParseError {
         ParseError::EmptyField {
             tag: self.tag,
             at: self.at,
@@ -103,7 +103,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub(super) fn wrong(&self, field: &str, expected: JsonKind, found: &Value) -> ParseError {
+    pub(crate) fn wrong(&self, field: &str, expected: JsonKind, found: &Value) -> ParseError {
         ParseError::WrongType {
             tag: self.tag,
             at: self.at,
@@ -121,12 +121,12 @@ impl<'a> Obj<'a> {
     }
 
     /// A required, non-empty string.
-    pub(super) fn str(&self, name: &str) -> Result<String, ParseError> {
+    pub(crate) fn str(&self, name: &str) -> Result<String, ParseError> {
         self.str_any(&[name])
     }
 
     /// A required, non-empty string under the first of `names` present; errors name `names[0]`.
-    pub(super) fn str_any(&self, names: &[&str]) -> Result<String, ParseError> {
+    pub(crate) fn str_any(&self, names: &[&str]) -> Result<String, ParseError> {
         let field = names.first().copied().unwrap_or_default();
         let v = self.get_any(names).ok_or_else(|| self.missing(field))?;
         let s = self.string_of(field, v)?;
@@ -138,7 +138,7 @@ impl<'a> Obj<'a> {
     }
 
     /// An optional string; empty counts as absent.
-    pub(super) fn opt_str(&self, name: &str) -> Result<Option<String>, ParseError> {
+    pub(crate) fn opt_str(&self, name: &str) -> Result<Option<String>, ParseError> {
         match self.get(name) {
             None => Ok(None),
             Some(v) => Ok(Some(self.string_of(name, v)?).filter(|s| !s.is_empty())),
@@ -146,12 +146,12 @@ impl<'a> Obj<'a> {
     }
 
     /// An optional string that defaults to empty.
-    pub(super) fn text(&self, name: &str) -> Result<String, ParseError> {
+    pub(crate) fn text(&self, name: &str) -> Result<String, ParseError> {
         Ok(self.opt_str(name)?.unwrap_or_default())
     }
 
     /// An optional id: a string, or a number as its digits (models number their steps).
-    pub(super) fn opt_id(&self, name: &str) -> Result<Option<String>, ParseError> {
+    pub(crate) fn opt_id(&self, name: &str) -> Result<Option<String>, ParseError> {
         match self.get(name) {
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
             _ => self.opt_str(name),
@@ -160,7 +160,7 @@ impl<'a> Obj<'a> {
 
     /// An optional list of ids (strings or numbers); a single id is a list of one, absent is
     /// empty.
-    pub(super) fn id_list(&self, name: &str) -> Result<Vec<String>, ParseError> {
+    pub(crate) fn id_list(&self, name: &str) -> Result<Vec<String>, ParseError> {
         const EXPECTED: JsonKind = JsonKind::IdOrIds;
         let items: &[Value] = match self.get(name) {
             None => return Ok(Vec::new()),
@@ -183,7 +183,7 @@ impl<'a> Obj<'a> {
     }
 
     /// A boolean; `"true"`/`"false"`/`"yes"`/`"no"` strings are accepted too.
-    pub(super) fn bool_or(&self, name: &str, default: bool) -> Result<bool, ParseError> {
+    pub(crate) fn bool_or(&self, name: &str, default: bool) -> Result<bool, ParseError> {
         match self.get(name) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
@@ -198,7 +198,7 @@ impl<'a> Obj<'a> {
 
     /// A required list of non-empty strings; a single string is a list of one. Duplicates are
     /// dropped, keeping the first.
-    pub(super) fn str_list(&self, name: &str) -> Result<Vec<String>, ParseError> {
+    pub(crate) fn str_list(&self, name: &str) -> Result<Vec<String>, ParseError> {
         const EXPECTED: JsonKind = JsonKind::StringOrStrings;
         let v = self.get(name).ok_or_else(|| self.missing(name))?;
         let items: &[Value] = match v {

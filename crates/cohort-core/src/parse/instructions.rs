@@ -1,13 +1,12 @@
-//! Instructions for the runtime: task_manager's `<task_instruction>` and the `<instruction>` a
-//! message may carry (SPEC §5, §6).
+//! Instructions as tagged JSON objects whose `action` (or `type`) picks the variant: the
+//! readers of task_manager's `<task_instruction>`, agent_manager's and ask_info's are built on it.
 //!
-//! The shapes are the serde derives of [`TaskInstruction`] and [`Instruction`], so a field added
+//! The shapes are the serde derives of `message::TaskInstruction` and the others, so a field added
 //! there is read here without a second copy of the schema. This module only forgives what models
 //! write differently, and turns serde's errors into ones that name the field.
 
 use super::fields::tagged_json;
 use super::{At, JsonKind, ParseError};
-use crate::message::{AgentInstruction, AskInfoQuery, TaskInstruction};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -29,33 +28,11 @@ fn drop_nulls(map: &mut Map<String, Value>) {
     map.retain(|_, v| !v.is_null());
 }
 
-/// `<task_instruction>{"action": …, …}`. An unknown action is an error that lists the valid ones.
-/// `stages` may be a single stage instead of a list.
-pub fn task_instruction(text: &str) -> Result<TaskInstruction, ParseError> {
-    selected(text, "task_instruction", "action", |map| {
-        if let Some(stage @ Value::Object(_)) = map.get_mut("stages") {
-            *stage = Value::Array(vec![stage.take()]);
-        }
-    })
-}
-
-/// `<agent_instruction>{"action": "init_new_agent" | "add_task_participant", …}`.
-pub fn agent_instruction(text: &str) -> Result<AgentInstruction, ParseError> {
-    selected(text, "agent_instruction", "action", |_| {})
-}
-
-/// `<ask_info>{"type": …, …}`. A single id where `agent_ids` wants a list is taken as that list.
-pub fn ask_info(text: &str) -> Result<AskInfoQuery, ParseError> {
-    selected(text, "ask_info", "type", |map| {
-        if let Some(id @ Value::String(_)) = map.get_mut("agent_ids") {
-            *id = Value::Array(vec![id.take()]);
-        }
-    })
-}
-
 /// A tagged JSON object whose `key` field (`action` or `type`) selects the variant of `T`;
-/// `fix` forgives shapes models get wrong before serde reads it.
-fn selected<T: DeserializeOwned>(
+/// `fix` forgives shapes models get wrong before serde reads it. The action's spelling is
+/// forgiven (`Add_Task`, `add-task`), a list of one object is that object, `null` fields are
+/// absent, and serde's errors become ones that name the field.
+pub fn tagged_variant<T: DeserializeOwned>(
     text: &str,
     tag: &'static str,
     key: &'static str,
@@ -223,248 +200,16 @@ fn expected_names(msg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::AgentId;
-    use crate::message::{StagePlan, TaskOutcome};
-    use std::collections::BTreeMap;
-
-    fn task(json: &str) -> Result<TaskInstruction, ParseError> {
-        task_instruction(&format!("<task_instruction>{json}</task_instruction>"))
-    }
 
     #[test]
-    fn a_malformed_field_is_said_in_jsons_words_not_rusts() {
-        let err = task(r#"{"action": "add_stage", "task_id": "t", "stages": "draft it"}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("expected an array"), "{err}");
-        let err = task(r#"{"action": "add_stage", "task_id": "t", "stages": ["draft it"]}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("expected an object") && !err.contains("StagePlan"),
-            "{err}"
-        );
+    fn serdes_words_become_jsons() {
         assert_eq!(
             json_words("invalid type: string \"x\", expected struct Colleague at line 1"),
             "invalid type: string \"x\", expected an object at line 1"
         );
-    }
-
-    #[test]
-    fn every_task_action_is_read() {
-        match task(r#"{"action": "add_task", "task_name": "诗", "task_intention": "写一首诗 🎋"}"#)
-            .unwrap()
-        {
-            TaskInstruction::AddTask {
-                task_name,
-                task_intention,
-                task_id,
-                ..
-            } => {
-                assert_eq!(
-                    (task_name.as_str(), task_intention.as_str()),
-                    ("诗", "写一首诗 🎋")
-                );
-                assert!(!task_id.as_str().is_empty());
-            }
-            other => panic!("{other:?}"),
-        }
         assert_eq!(
-            task(r#"{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "draft", "agent_allocation": {"a": "write"}}]}"#).unwrap(),
-            TaskInstruction::AddStage {
-                task_id: "t".into(),
-                stages: vec![StagePlan {
-                    stage_intention: "draft".into(),
-                    agent_allocation: BTreeMap::from([(AgentId::from("a"), "write".to_owned())]),
-                }],
-            }
-        );
-        assert_eq!(
-            task(r#"{"action": "finish_stage", "task_id": "t", "stage_id": "s"}"#).unwrap(),
-            TaskInstruction::FinishStage {
-                task_id: "t".into(),
-                stage_id: "s".into()
-            }
-        );
-        assert_eq!(
-            task(r#"{"action": "finish_task", "task_id": "t", "task_summary": "ok", "outcome": "failed"}"#).unwrap(),
-            TaskInstruction::FinishTask { task_id: "t".into(), task_summary: "ok".into(), outcome: TaskOutcome::Failed }
-        );
-        assert_eq!(
-            task(r#"{"action": "retry_stage", "task_id": "t", "stage_id": "s", "stage_intention": null, "agent_allocation": {"b": "fix"}}"#).unwrap(),
-            TaskInstruction::RetryStage {
-                task_id: "t".into(),
-                stage_id: "s".into(),
-                stage_intention: None,
-                agent_allocation: BTreeMap::from([(AgentId::from("b"), "fix".to_owned())]),
-            }
-        );
-    }
-
-    #[test]
-    fn a_noisy_task_instruction_is_read() {
-        let text = "I'll close the stage.\n```json\n<task_instruction>\n{\n  'action': 'Finish-Stage', // done\n  \
-                    'task_id': 't1', 'stage_id': 's1', 'extra': None,\n}\n</task_instruction>\n```";
-        assert_eq!(
-            task_instruction(text).unwrap(),
-            TaskInstruction::FinishStage {
-                task_id: "t1".into(),
-                stage_id: "s1".into()
-            }
-        );
-        let text = "Format: <task_instruction>{\"action\": \"...\"}</task_instruction>\n\
-                    <task_instruction>[{\"action\": \"add_task\", \"task_id\": null, \"task_intention\": \"x\"}]";
-        assert!(matches!(
-            task_instruction(text).unwrap(),
-            TaskInstruction::AddTask { .. }
-        ));
-        let one_stage = r#"{"action": "add_stage", "task_id": "t", "stages": {"stage_intention": "x", "agent_allocation": {}}}"#;
-        assert!(
-            matches!(task(one_stage).unwrap(), TaskInstruction::AddStage { stages, .. } if stages.len() == 1)
-        );
-    }
-
-    #[test]
-    fn broken_task_instructions_say_what_is_wrong() {
-        let err = |json: &str| task(json).unwrap_err().to_string();
-        assert_eq!(
-            err(r#"{"action": "dance"}"#),
-            "<task_instruction> has unknown action `dance`; valid actions: add_task, add_stage, finish_stage, finish_task, retry_stage"
-        );
-        assert_eq!(
-            err(r#"{"task_id": "t"}"#),
-            "<task_instruction> field `action` is missing"
-        );
-        assert_eq!(
-            err(r#"{"action": "finish_stage", "task_id": "t"}"#),
-            "<task_instruction> field `stage_id` is missing"
-        );
-        assert_eq!(
-            err(r#"{"action": "finish_stage", "task_id": 3, "stage_id": "s"}"#),
-            "<task_instruction> field `task_id` is invalid: invalid type: integer `3`, expected a string"
-        );
-        assert_eq!(
-            err(
-                r#"{"action": "add_stage", "task_id": "t", "stages": [{"stage_intention": "x", "agent_allocation": {}}, {"stage_intention": "y"}]}"#
-            ),
-            "<task_instruction> field `agent_allocation` is missing"
-        );
-        assert!(
-            err(r#"{"action": "retry_stage", "task_id": "t", "stage_id": "s", "agent_allocation": ["a"]}"#)
-                .starts_with("<task_instruction> field `agent_allocation` is invalid: invalid type: sequence")
-        );
-        assert_eq!(
-            err(r#"{"action": "finish_task", "task_id": "t", "outcome": "won"}"#),
-            "<task_instruction> field `outcome` has unknown value `won`; valid values: finished, failed"
-        );
-        // The model's own text inside serde's message must not be taken for serde's words.
-        assert_eq!(
-            err(
-                r#"{"action": "retry_stage", "task_id": "t", "stage_id": "s", "agent_allocation": "missing field `x`"}"#
-            ),
-            "<task_instruction> field `agent_allocation` is invalid: invalid type: string \"missing field `x`\", expected an object"
-        );
-        assert_eq!(
-            err("[1]"),
-            "<task_instruction> should be a JSON object, found a list"
-        );
-        assert_eq!(
-            task_instruction("no tag").unwrap_err().to_string(),
-            "the answer has no <task_instruction> tag"
-        );
-    }
-
-    #[test]
-    fn agent_instructions_are_read_with_forgiving_action_names() {
-        let i = agent_instruction(r#"<agent_instruction>{"action": "Init-New-Agent", "template": "analyst", "agent_id": "ana", "name": null}</agent_instruction>"#).unwrap();
-        assert_eq!(
-            i,
-            AgentInstruction::InitNewAgent {
-                template: "analyst".into(),
-                agent_id: "ana".into(),
-                name: None
-            }
-        );
-        let i = agent_instruction(r#"<agent_instruction>[{"action": "add_task_participant", "task_id": "t", "agent_id": "a"}]</agent_instruction>"#).unwrap();
-        assert_eq!(
-            i,
-            AgentInstruction::AddTaskParticipant {
-                task_id: "t".into(),
-                agent_id: "a".into()
-            }
-        );
-        let e =
-            agent_instruction(r#"<agent_instruction>{"action": "fire_agent"}</agent_instruction>"#)
-                .unwrap_err();
-        assert!(e.to_string().contains("init_new_agent"), "{e}");
-        let e = agent_instruction(r#"<agent_instruction>{"action": "init_new_agent", "agent_id": "x"}</agent_instruction>"#).unwrap_err();
-        assert!(e.to_string().contains("template"), "{e}");
-    }
-
-    #[test]
-    fn every_ask_info_type_is_read() {
-        let q = |json: &str| ask_info(&format!("<ask_info>{json}</ask_info>"));
-        for (json, want) in [
-            (r#"{"type": "managed_tasks"}"#, AskInfoQuery::ManagedTasks),
-            (r#"{"type": "joined_tasks"}"#, AskInfoQuery::JoinedTasks),
-            (
-                r#"{"type": "task", "task_id": "t"}"#,
-                AskInfoQuery::Task {
-                    task_id: "t".into(),
-                },
-            ),
-            (
-                r#"{"type": "stage", "stage_id": "s"}"#,
-                AskInfoQuery::Stage {
-                    task_id: None,
-                    stage_id: "s".into(),
-                },
-            ),
-            (
-                r#"{"type": "Agent Templates"}"#,
-                AskInfoQuery::AgentTemplates,
-            ),
-            (
-                r#"{"type": "all_agent_profiles"}"#,
-                AskInfoQuery::AllAgentProfiles,
-            ),
-            (r#"{"type": "team_profiles"}"#, AskInfoQuery::TeamProfiles),
-            (
-                r#"{"type": "task_group_profiles", "task_id": "t"}"#,
-                AskInfoQuery::TaskGroupProfiles {
-                    task_id: "t".into(),
-                },
-            ),
-            (
-                r#"{"type": "stage_profiles", "task_id": "t", "stage_id": "s"}"#,
-                AskInfoQuery::StageProfiles {
-                    task_id: Some("t".into()),
-                    stage_id: "s".into(),
-                },
-            ),
-            (
-                r#"{"type": "agent_states", "agent_ids": "a"}"#,
-                AskInfoQuery::AgentStates {
-                    agent_ids: vec!["a".into()],
-                },
-            ),
-            (
-                r#"{"type": "skills_and_tools"}"#,
-                AskInfoQuery::SkillsAndTools,
-            ),
-        ] {
-            assert_eq!(q(json).unwrap(), want, "{json}");
-        }
-        let e = q(r#"{"type": "weather"}"#).unwrap_err();
-        assert!(e.to_string().contains("unknown type `weather`"), "{e}");
-        assert!(e.to_string().contains("skills_and_tools"), "{e}");
-        let e = q(r#"{"type": "task"}"#).unwrap_err();
-        assert!(e.to_string().contains("task_id"), "{e}");
-        assert!(
-            q(r#"{"task_id": "t"}"#)
-                .unwrap_err()
-                .to_string()
-                .contains("type")
+            json_words("invalid type: string, expected a sequence"),
+            "invalid type: string, expected an array"
         );
     }
 }

@@ -1,5 +1,7 @@
-//! LLM answer text → typed skill answers (SPEC §7), tolerant of what real models write and total:
-//! every function returns a value or a [`ParseError`] for any input, and never panics.
+//! The generic lenient reading of LLM answer text (SPEC §7): tags, JSON, fields, the memory
+//! block every skill may add. Each skill reads its own answer with these, in its folder under
+//! `skills/`. Tolerant of what real models write and total: every function returns a value or
+//! a [`ParseError`] for any input, and never panics.
 //!
 //! What the parsers put up with, because models do it:
 //! - prose before and after the tag, and code fences around the tag or inside it;
@@ -13,29 +15,25 @@
 //!
 //! Tag names are matched exactly (`<planned_step>`, not `< Planned_Step >`).
 
-mod answers;
 mod fields;
 mod instructions;
 mod json;
 mod json_fault;
 mod json_scan;
-mod messages;
+mod memory;
+mod step_request;
 mod stopped;
 mod tags;
 
-pub use answers::{
-    RawPlan, RawPlannedStep, completion_summary, persistent_memory, plan, planned_steps,
-    quick_think, think, tool_instruction,
-};
-pub use instructions::{agent_instruction, ask_info, task_instruction};
+pub(crate) use fields::{Obj, list_items, tagged_json, tagged_text};
+pub use instructions::tagged_variant;
 pub use json::lenient_json;
 pub use json_fault::{Fault, JsonFault};
-pub use messages::{
-    SendMessageAnswer, SendMessageDraft, StepRequest, process_message_digest, react_action,
-    send_message,
-};
+pub use memory::persistent_memory;
+pub use step_request::{StepRequest, step_request};
 pub use stopped::closed_object;
 pub use tags::extract_tag;
+pub(crate) use tags::{has_tag, remove_blocks};
 
 use crate::texts::Texts;
 
@@ -409,15 +407,7 @@ mod tests {
     fn feed_every_parser(text: &str) {
         let _ = extract_tag(text, "planned_step");
         let _ = extract_tag(text, "");
-        let _ = planned_steps(text);
-        let _ = completion_summary(text);
-        let _ = think(text);
-        let _ = quick_think(text);
-        let _ = send_message(text);
-        let _ = react_action(text);
-        let _ = process_message_digest(text);
-        let _ = task_instruction(text);
-        let _ = tool_instruction(text);
+        crate::skills::read_every_answer(text);
         let _ = persistent_memory(text);
         let _ = lenient_json(text);
     }

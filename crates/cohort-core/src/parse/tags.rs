@@ -50,7 +50,7 @@ pub fn extract_tag(text: &str, tag: &str) -> Option<String> {
 }
 
 /// Whether `<tag>` appears at all (even unclosed).
-pub(super) fn has_tag(text: &str, tag: &str) -> bool {
+pub(crate) fn has_tag(text: &str, tag: &str) -> bool {
     text.contains(&format!("<{tag}>"))
 }
 
@@ -94,7 +94,7 @@ fn skip_info_string(rest: &str) -> &str {
 }
 
 /// `text` without any `<tag>…</tag>` block (an unclosed block runs to the end of the text).
-pub(super) fn remove_blocks(text: &str, tag: &str) -> String {
+pub(crate) fn remove_blocks(text: &str, tag: &str) -> String {
     let open = format!("<{tag}>");
     let close = format!("</{tag}>");
     let mut out = text.to_owned();

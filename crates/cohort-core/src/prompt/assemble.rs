@@ -26,6 +26,7 @@ use super::set::PromptSet;
 use crate::call::media::{MediaRef, media_in};
 use crate::prompt::tokens::TokenCounter;
 use crate::server_description::ServerDescription;
+use crate::skills::HistoryKind;
 use crate::state::{Agent, Executor, Skill, StepExecutionState, StepState};
 use std::collections::BTreeMap;
 
@@ -70,33 +71,6 @@ struct Fit {
 pub const KEPT_WHOLE: usize = 5;
 /// What a shortened history keeps of an older entry's result (seed 004).
 pub const OLDER_RESULT_CHARS: usize = 500;
-
-/// Which history section a skill's prompt has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HistoryKind {
-    None,
-    /// Every other step of the current task and stage.
-    Stage,
-    /// The tool's call chain (tool_decision).
-    ToolChain,
-}
-
-pub fn history_kind(skill: Skill) -> HistoryKind {
-    match skill {
-        Skill::Reflection
-        | Skill::Summary
-        | Skill::Think
-        | Skill::SendMessage
-        | Skill::ProcessMessage
-        | Skill::TaskManager
-        | Skill::AgentManager
-        | Skill::Decision => HistoryKind::Stage,
-        Skill::ToolDecision => HistoryKind::ToolChain,
-        Skill::Planning | Skill::QuickThink | Skill::InstructionGeneration | Skill::AskInfo => {
-            HistoryKind::None
-        }
-    }
-}
 
 /// At most this many executed steps are shown in a stage's history (the newest ones).
 pub const MAX_EXECUTED_IN_HISTORY: usize = 24;
@@ -169,7 +143,7 @@ pub fn build_prompt(set: &PromptSet, skill: Skill, ctx: &PromptContext) -> Promp
         let fits = ctx
             .budget
             .is_none_or(|b| ctx.tokens.count(&prompt.system) + ctx.tokens.count(&prompt.user) <= b);
-        if fits || history_kind(skill) == HistoryKind::None {
+        if fits || skill.kind().history() == HistoryKind::None {
             break;
         }
         prompt = assemble(set, skill, ctx, *fit);
@@ -225,7 +199,7 @@ fn assemble(set: &PromptSet, skill: Skill, ctx: &PromptContext, fit: Fit) -> Pro
     let mut doc = Doc::default();
     // What only grows first, then what rarely changes (memory, pending steps), the skill's
     // rules, and what changes each call, the current step last.
-    let kind = history_kind(skill);
+    let kind = skill.kind().history();
     let (done, pending) = match kind {
         HistoryKind::Stage => stage_history(ctx.agent, ctx.step),
         _ => (Vec::new(), Vec::new()),
@@ -341,7 +315,7 @@ fn push_role(doc: &mut Doc, set: &PromptSet, ctx: &PromptContext) {
 fn push_skill_rules(doc: &mut Doc, set: &PromptSet, skill: Skill, ctx: &PromptContext) {
     let h = set.headings();
     doc.heading(1, &format!("{}: {}", h.skill_at_hand, skill.name()));
-    if matches!(skill, Skill::InstructionGeneration | Skill::ToolDecision) {
+    if skill.kind().calls_tools() {
         doc.heading(2, &h.mcp_base);
         doc.push(set.mcp_base_prompt());
     }

@@ -1,10 +1,11 @@
 //! Tests of prompt assembly: section order for every skill in both languages, which history a
 //! skill sees, and that data written by agents or tools cannot break the section structure.
 
-use super::assemble::{HistoryKind, MAX_PENDING_IN_HISTORY, history_kind};
+use super::assemble::MAX_PENDING_IN_HISTORY;
 use super::markdown::headings;
 use super::{Language, PromptContext, PromptSet, build_prompt};
 use crate::ids::{StageId, StageRef, StepId, TaskId};
+use crate::skills::HistoryKind;
 use crate::state::{Agent, AgentState, Executor, Skill, StepExecutionState, StepResult, StepState};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -201,13 +202,13 @@ fn sections_appear_in_spec_order_for_every_skill_in_both_languages() {
             // data opened none): the system message's, then what only grows, then the skill's
             // rules, then what changes each call, the current step last.
             let mut want1 = vec![system_title.clone(), h.role.clone(), h.memory.clone()];
-            match history_kind(skill) {
+            match skill.kind().history() {
                 HistoryKind::Stage => want1.push(h.history.clone()),
                 HistoryKind::ToolChain => want1.push(h.tool_history.clone()),
                 HistoryKind::None => {}
             }
             want1.push(h.memory_content.clone());
-            if history_kind(skill) == HistoryKind::Stage {
+            if skill.kind().history() == HistoryKind::Stage {
                 want1.push(h.history_pending.clone());
             }
             want1.push(format!("{}: {}", h.skill_at_hand, skill.name()));

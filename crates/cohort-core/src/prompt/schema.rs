@@ -167,7 +167,7 @@ impl PromptFile {
             }
             PromptFile::Mcp => vec!["mcp_base_prompt"],
             PromptFile::Texts => super::Texts::KEYS.iter().map(|(k, _)| *k).collect(),
-            PromptFile::Skill(Skill::Planning | Skill::Reflection) => {
+            PromptFile::Skill(s) if s.kind().with_tools() => {
                 vec!["description", "skill_prompt", "return_format", "with_tools"]
             }
             PromptFile::Skill(_) => vec!["description", "skill_prompt", "return_format"],
@@ -230,47 +230,14 @@ impl PromptFile {
         let PromptFile::Skill(skill) = self else {
             return &[];
         };
-        match skill {
-            Skill::TaskManager => &[
-                "add_task",
-                "add_stage",
-                "finish_stage",
-                "finish_task",
-                "retry_stage",
-            ],
-            Skill::AgentManager => &["init_new_agent", "add_task_participant"],
-            Skill::AskInfo => &[
-                "managed_tasks",
-                "joined_tasks",
-                "`task`",
-                "`stage`",
-                "agent_templates",
-                "all_agent_profiles",
-                "team_profiles",
-                "task_group_profiles",
-                "stage_profiles",
-                "agent_states",
-                "skills_and_tools",
-            ],
-            Skill::SendMessage => &[
-                "receiver",
-                "stage_relative",
-                "need_reply",
-                "waiting",
-                "no_relative",
-            ],
-            Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
-                &["step_intention", "executor", "text_content"]
-            }
-            _ => &[],
-        }
+        skill.kind().contract_words()
     }
 }
 
 /// Markers one field must contain by itself: the answer tags in a skill's return format, the
 /// memory tag, the instruction shapes of the MCP prompt.
-fn required_words(file: PromptFile, key: &str) -> &'static [&'static str] {
-    match (file, key) {
+fn required_words(file: PromptFile, key: &str) -> Vec<&'static str> {
+    let words: &[&str] = match (file, key) {
         (PromptFile::Base, "persistent_memory_prompt") => {
             &["<persistent_memory>", "\"add\"", "\"delete\""]
         }
@@ -282,22 +249,14 @@ fn required_words(file: PromptFile, key: &str) -> &'static [&'static str] {
             "prompt_name",
             "uri",
         ],
-        (PromptFile::Skill(skill), "return_format") => match skill {
-            Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
-                &["<planned_step>", "<persistent_memory>"]
-            }
-            Skill::Summary => &["<completion_summary>", "<persistent_memory>"],
-            Skill::InstructionGeneration => &["<tool_instruction>", "<persistent_memory>"],
-            Skill::Think => &["<think>", "<persistent_memory>"],
-            Skill::QuickThink => &["<quick_think>", "<persistent_memory>"],
-            Skill::SendMessage => &["<send_message>", "<get_more_info>", "<persistent_memory>"],
-            Skill::ProcessMessage => &["<react_action>", "<persistent_memory>"],
-            Skill::TaskManager => &["<task_instruction>", "<persistent_memory>"],
-            Skill::AgentManager => &["<agent_instruction>", "<persistent_memory>"],
-            Skill::AskInfo => &["<ask_info>", "<persistent_memory>"],
-        },
+        (PromptFile::Skill(skill), "return_format") => {
+            let mut tags = skill.kind().answer_tags().to_vec();
+            tags.push("<persistent_memory>");
+            return tags;
+        }
         _ => &[],
-    }
+    };
+    words.to_vec()
 }
 
 #[cfg(test)]
@@ -307,7 +266,7 @@ mod tests {
     #[test]
     fn every_file_is_listed_once() {
         let files: Vec<_> = PromptFile::all().map(PromptFile::rel).collect();
-        assert_eq!(files.len(), 16);
+        assert_eq!(files.len(), 3 + Skill::COUNT);
         assert!(files.contains(&"skills/tool_decision.yaml".to_string()));
         assert!(files.contains(&"texts.yaml".to_string()));
         let mut dedup = files.clone();

@@ -343,51 +343,49 @@ fn read_disk(root: &Path, rel: &str) -> Read {
 fn read_embedded(rel: &str) -> Read {
     EMBEDDED
         .iter()
+        .flat_map(|files| files.iter())
         .find(|(p, _)| *p == rel)
         .map_or(Read::Missing, |(_, t)| Read::Text((*t).to_owned()))
 }
 
+/// The shipped prompt file at `$rel` inside `prompts/`, by its path and text.
 macro_rules! embed {
-    ($($rel:literal),* $(,)?) => {
-        &[$(($rel, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../prompts/", $rel)))),*]
+    ($rel:expr) => {
+        (
+            $rel,
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../prompts/", $rel)),
+        )
     };
 }
 
-/// The shipped prompt files, by path inside `prompts/`.
-const EMBEDDED: &[(&str, &str)] = embed!(
-    "en/base.yaml",
-    "en/mcp.yaml",
-    "en/texts.yaml",
-    "en/skills/planning.yaml",
-    "en/skills/reflection.yaml",
-    "en/skills/summary.yaml",
-    "en/skills/instruction_generation.yaml",
-    "en/skills/think.yaml",
-    "en/skills/quick_think.yaml",
-    "en/skills/decision.yaml",
-    "en/skills/send_message.yaml",
-    "en/skills/process_message.yaml",
-    "en/skills/task_manager.yaml",
-    "en/skills/agent_manager.yaml",
-    "en/skills/ask_info.yaml",
-    "en/skills/tool_decision.yaml",
-    "zh/base.yaml",
-    "zh/mcp.yaml",
-    "zh/texts.yaml",
-    "zh/skills/planning.yaml",
-    "zh/skills/reflection.yaml",
-    "zh/skills/summary.yaml",
-    "zh/skills/instruction_generation.yaml",
-    "zh/skills/think.yaml",
-    "zh/skills/quick_think.yaml",
-    "zh/skills/decision.yaml",
-    "zh/skills/send_message.yaml",
-    "zh/skills/process_message.yaml",
-    "zh/skills/task_manager.yaml",
-    "zh/skills/agent_manager.yaml",
-    "zh/skills/ask_info.yaml",
-    "zh/skills/tool_decision.yaml",
-);
+/// The shipped prompt files, by path inside `prompts/`: the base files here, each skill's
+/// two from the registry (`state::for_each_skill`), so a skill without them does not build.
+const EMBEDDED: &[&[(&str, &str)]] = &[
+    &[
+        embed!("en/base.yaml"),
+        embed!("en/mcp.yaml"),
+        embed!("en/texts.yaml"),
+        embed!("zh/base.yaml"),
+        embed!("zh/mcp.yaml"),
+        embed!("zh/texts.yaml"),
+    ],
+    SKILL_FILES,
+];
+
+/// Makes `SKILL_FILES`, each skill's English and Chinese prompt file, from the registry.
+macro_rules! skill_files {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal => $kind:path,)*) => {
+        /// Each skill's prompt files, English and Chinese.
+        const SKILL_FILES: &[(&str, &str)] = &[
+            $(
+                embed!(concat!("en/skills/", $name, ".yaml")),
+                embed!(concat!("zh/skills/", $name, ".yaml")),
+            )*
+        ];
+    };
+}
+
+crate::state::for_each_skill!(skill_files);
 
 #[cfg(test)]
 mod tests {
@@ -419,7 +417,10 @@ mod tests {
             for file in PromptFile::all() {
                 let rel = format!("{}/{}", lang.code(), file.rel());
                 assert!(
-                    EMBEDDED.iter().any(|(p, _)| *p == rel),
+                    EMBEDDED
+                        .iter()
+                        .flat_map(|f| f.iter())
+                        .any(|(p, _)| *p == rel),
                     "{rel} is not embedded"
                 );
             }

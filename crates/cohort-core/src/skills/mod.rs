@@ -1,13 +1,22 @@
 //! The skills: each turns an LLM answer into effects on the agent (new steps, memory, step
 //! lock) and into what SyncState must do. Prompt assembly lives in `prompt/`, the LLM call in
 //! the actor; `interpret` here is pure, so every skill is unit-tested on plain data.
+//!
+//! A skill is a folder (`plan/` serves the four planners, `think/` think and quick_think): its
+//! [`SkillKind`] (answer tags, schema, history, effects, repair), the reading of its answer
+//! and its schema. The registry (`state::for_each_skill`) lists each skill once, by variant,
+//! wire name and kind; the `Skill` enum, `Skill::kind` here and the embedded prompt files are
+//! made from it. A new skill is a line there, its folder declared below, and its two prompt
+//! files (`prompts/en/skills/<name>.yaml`, `prompts/zh/…`): the compiler names whichever is
+//! missing. `repairs/` (the mends, grouped by what they mend) and `refusal.rs` are not skills.
 
+// The skills' folders (each names its kinds in the registry), then what they share.
 mod agent_manager;
 pub mod answer_schema;
 mod ask_info;
 mod instruction_generation;
+mod kind;
 mod plan;
-pub mod plan_graph;
 mod process_message;
 mod refusal;
 mod repairs;
@@ -17,12 +26,31 @@ mod task_manager;
 mod think;
 
 pub use instruction_generation::next_tool_step;
-pub use plan::{check_plan, plan_key, queue_plan};
+pub use kind::{HistoryKind, SkillKind};
+pub use plan::graph as plan_graph;
+pub use plan::{RawPlan, RawPlannedStep, check_plan, plan_key, queue_plan};
 pub use refusal::{Refusal, RejectedStep, StepRefusal};
 pub use repairs::summaries::results_in_stage;
 pub use send_message::{Sent, SentMessages};
 pub use task_manager::{Instructed, closing, judges};
 pub use think::Thought;
+
+/// Makes `Skill::kind` from the registry's lines (`state::for_each_skill`): each skill's
+/// [`SkillKind`], at the path its line names (a folder of this module).
+macro_rules! skill_kinds {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal => $kind:path,)*) => {
+        impl Skill {
+            /// The skill's kind: its answer, schema, history and effects (`skills/<name>/`).
+            pub fn kind(self) -> &'static dyn SkillKind {
+                match self {
+                    $(Skill::$variant => &$kind,)*
+                }
+            }
+        }
+    };
+}
+
+crate::state::for_each_skill!(skill_kinds);
 
 use crate::clock::Now;
 use crate::message::{AgentInstruction, AskInfoRequest, Message, TaskInstruction};
@@ -138,21 +166,7 @@ pub fn interpret(
         Some(s) => s,
         None => return Err(SkillError::NoTools(step.executor.to_string())),
     };
-    let mut outcome = match skill {
-        Skill::Planning | Skill::Reflection | Skill::Decision | Skill::ToolDecision => {
-            plan::interpret(skill, agent, step, answer)?
-        }
-        Skill::Summary => summary::interpret(agent, step, answer)?,
-        Skill::Think | Skill::QuickThink => think::interpret(skill, agent, step, answer)?,
-        Skill::SendMessage => send_message::interpret(agent, step, answer, now)?,
-        Skill::ProcessMessage => process_message::interpret(agent, step, answer)?,
-        Skill::TaskManager => {
-            task_manager::interpret(answer, task_manager::Asked::of(agent, step))?
-        }
-        Skill::InstructionGeneration => instruction_generation::interpret(agent, step, answer)?,
-        Skill::AgentManager => agent_manager::interpret(answer)?,
-        Skill::AskInfo => ask_info::interpret(agent, step, answer, now)?,
-    };
+    let mut outcome = skill.kind().interpret(agent, step, answer, now)?;
     match parse::persistent_memory(answer) {
         Ok(ops) if !ops.is_empty() => {
             agent.apply_memory_ops(&ops, now.local);
@@ -173,32 +187,12 @@ pub fn interpret(
 }
 
 /// An answer still unusable after its re-asks, repaired where the runtime can do the skill's
-/// job itself: a summary is composed from the agent's own results in the stage; a manager's
-/// judgement whose action kept disagreeing with its verdict is carried out as the verdict
-/// says. A thought that kept handing back its instruction or goal is not repaired: its step
-/// fails (it produced nothing, and the agent's next decision sees why).
+/// job itself ([`SkillKind::repair`]): a summary is composed from the agent's own results in
+/// the stage; a manager's judgement whose action kept disagreeing with its verdict is carried
+/// out as the verdict says. A thought that kept handing back its instruction or goal is not
+/// repaired: its step fails (it produced nothing, and the agent's next decision sees why).
 pub fn repair(agent: &Agent, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
-    let allows = |rule| agent.settings.repairs.allows(rule);
-    match (step.executor.skill()?, error) {
-        (Skill::Summary, _) if allows(Repair::ComposedAfterReasks) => {
-            repairs::summaries::composed_summary(
-                agent,
-                step,
-                Repair::ComposedAfterReasks,
-                &error.render(&agent.settings.texts),
-            )
-        }
-        (
-            Skill::TaskManager,
-            SkillError::Disagrees {
-                reached,
-                instruction,
-            },
-        ) if allows(Repair::VerdictCarriedOut) => {
-            repairs::instructions::carry_out_verdict(agent, step, *reached, instruction)
-        }
-        _ => None,
-    }
+    step.executor.skill()?.kind().repair(agent, step, error)
 }
 
 /// The agent's goal in the stage of `step`, as the stage's start gave it (the origin of the
@@ -229,6 +223,22 @@ fn working(result: Value) -> SkillOutcome {
         result,
         stage_state: StageAgentState::Working,
         ..Default::default()
+    }
+}
+
+/// Feeds `text` to every skill's answer reader, for `parse`'s test that no reader panics.
+#[cfg(test)]
+pub(crate) fn read_every_answer(text: &str) {
+    let _ = plan::answer::planned_steps(text);
+    let _ = send_message::answer::read(text);
+    let _ = process_message::answer::react_action(text);
+    let _ = process_message::answer::digest(text);
+    let _ = task_manager::answer::read(text);
+    let _ = instruction_generation::answer::read(text);
+    let _ = agent_manager::read(text);
+    let _ = ask_info::read(text);
+    for tag in ["think", "quick_think", "completion_summary"] {
+        let _ = parse::tagged_text(text, tag);
     }
 }
 

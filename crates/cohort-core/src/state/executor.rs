@@ -1,105 +1,78 @@
-//! What runs a step: one of the thirteen skills, or a tool (an MCP server, by name).
+//! What runs a step: one of the skills (listed once, in `for_each_skill`), or a tool (an MCP
+//! server, by name).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// The thirteen skills of SPEC §7.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Skill {
-    /// Plans the agent's steps towards its goal in a stage (`<planned_step>`).
-    Planning,
-    /// Looks back on the work and plans corrective steps, or a `summary` when done.
-    Reflection,
-    /// Writes the agent's completion summary of a stage.
-    Summary,
-    /// Writes the next tool step's `instruction_content` (`<tool_instruction>`).
-    InstructionGeneration,
-    /// Thinks about the stage's history (`<think>`).
-    Think,
-    /// Thinks without history (`<quick_think>`).
-    QuickThink,
-    /// Inserts the next steps, outside any stage's plan.
-    Decision,
-    /// Sends a message, or asks for more information first (`<send_message>`).
-    SendMessage,
-    /// Digests a received message, optionally inserting a decision step.
-    ProcessMessage,
-    /// Manages tasks: add_task, add_stage, finish_stage, finish_task, retry_stage.
-    TaskManager,
-    /// Manages agents: init_new_agent, add_task_participant.
-    AgentManager,
-    /// Asks SyncState one of the ask_info queries and waits for the answer.
-    AskInfo,
-    /// After a tool step, decides whether and how to go on with the tool.
-    ToolDecision,
+/// The registry of skills, one line each: the `Skill` variant, its wire name, and the type
+/// under `skills/` that implements it (`skills::SkillKind`, the path read from `skills/mod.rs`).
+/// It hands the list to `$callback`, a macro that makes one thing of it: the [`Skill`] enum
+/// here, the dispatch to each skill's kind in `skills`, the embedded prompt files in `prompt`.
+/// Adding a skill is one line here, its folder `skills/<name>/` (declared in `skills/mod.rs`)
+/// and its two prompt files
+/// (`prompts/en/skills/<name>.yaml`, `prompts/zh/…`); the compiler names any of them missing.
+macro_rules! for_each_skill {
+    ($callback:ident) => {
+        $callback! {
+            /// Plans the agent's steps towards its goal in a stage (`<planned_step>`).
+            Planning => "planning" => plan::Planning,
+            /// Looks back on the work and plans corrective steps, or a `summary` when done.
+            Reflection => "reflection" => plan::Reflection,
+            /// Writes the agent's completion summary of a stage.
+            Summary => "summary" => summary::Summary,
+            /// Writes the next tool step's `instruction_content` (`<tool_instruction>`).
+            InstructionGeneration => "instruction_generation" => instruction_generation::InstructionGeneration,
+            /// Thinks about the stage's history (`<think>`).
+            Think => "think" => think::Think,
+            /// Thinks without history (`<quick_think>`).
+            QuickThink => "quick_think" => think::QuickThink,
+            /// Inserts the next steps, outside any stage's plan.
+            Decision => "decision" => plan::Decision,
+            /// Sends a message, or asks for more information first (`<send_message>`).
+            SendMessage => "send_message" => send_message::SendMessage,
+            /// Digests a received message, optionally inserting a decision step.
+            ProcessMessage => "process_message" => process_message::ProcessMessage,
+            /// Manages tasks: add_task, add_stage, finish_stage, finish_task, retry_stage.
+            TaskManager => "task_manager" => task_manager::TaskManager,
+            /// Manages agents: init_new_agent, add_task_participant.
+            AgentManager => "agent_manager" => agent_manager::AgentManager,
+            /// Asks SyncState one of the ask_info queries and waits for the answer.
+            AskInfo => "ask_info" => ask_info::AskInfo,
+            /// After a tool step, decides whether and how to go on with the tool.
+            ToolDecision => "tool_decision" => plan::ToolDecision,
+        }
+    };
+}
+pub(crate) use for_each_skill;
+
+/// Makes the [`Skill`] enum, [`Skill::ALL`] and [`Skill::name`] from the registry's lines.
+macro_rules! skill_enum {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal => $kind:path,)*) => {
+        /// The skills of SPEC §7, as the registry (`for_each_skill`) lists them.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum Skill {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl Skill {
+            /// How many skills there are.
+            pub const COUNT: usize = [$($name),*].len();
+
+            /// Every skill, in the SPEC's order.
+            pub const ALL: [Skill; Skill::COUNT] = [$(Skill::$variant),*];
+
+            /// The skill's wire name (`planning`, `quick_think`, …).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Skill::$variant => $name,)*
+                }
+            }
+        }
+    };
 }
 
-impl Skill {
-    /// Every skill, in the SPEC's order.
-    pub const ALL: [Skill; 13] = [
-        Skill::Planning,
-        Skill::Reflection,
-        Skill::Summary,
-        Skill::InstructionGeneration,
-        Skill::Think,
-        Skill::QuickThink,
-        Skill::Decision,
-        Skill::SendMessage,
-        Skill::ProcessMessage,
-        Skill::TaskManager,
-        Skill::AgentManager,
-        Skill::AskInfo,
-        Skill::ToolDecision,
-    ];
-
-    /// The skill's wire name (`planning`, `quick_think`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Skill::Planning => "planning",
-            Skill::Reflection => "reflection",
-            Skill::Summary => "summary",
-            Skill::InstructionGeneration => "instruction_generation",
-            Skill::Think => "think",
-            Skill::QuickThink => "quick_think",
-            Skill::Decision => "decision",
-            Skill::SendMessage => "send_message",
-            Skill::ProcessMessage => "process_message",
-            Skill::TaskManager => "task_manager",
-            Skill::AgentManager => "agent_manager",
-            Skill::AskInfo => "ask_info",
-            Skill::ToolDecision => "tool_decision",
-        }
-    }
-
-    /// Whether a decision on a message that asks a manager to act (an operator's goal, a runtime
-    /// notice) may plan this: what acts through the team (tasks, hiring, asking, messages), not
-    /// the work itself. A real 1.5B model answered a goal with a quick_think that wrote the
-    /// haiku, and the goal never became a task.
-    pub fn acts_through_the_team(self) -> bool {
-        matches!(
-            self,
-            Skill::TaskManager | Skill::AgentManager | Skill::AskInfo | Skill::SendMessage
-        )
-    }
-
-    /// Skills an agent may put in a plan (planning/reflection/decision/tool_decision).
-    /// `summary` only reflection may plan; `tool_decision` is never planned: the runtime
-    /// inserts it after every tool step.
-    pub fn plannable_by(self, planner: Skill) -> bool {
-        match self {
-            Skill::ToolDecision => false,
-            Skill::Summary => planner == Skill::Reflection,
-            // A decision that plans reading messages or deciding again loops: a model circles
-            // between the two until something times out.
-            Skill::ProcessMessage | Skill::Decision => planner != Skill::Decision,
-            // A plan that plans planning again never starts the work (a real 0.5B model did).
-            Skill::Planning => planner != Skill::Planning,
-            _ => true,
-        }
-    }
-}
+for_each_skill!(skill_enum);
 
 impl fmt::Display for Skill {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -184,14 +157,25 @@ mod tests {
     }
 
     #[test]
-    fn only_reflection_may_plan_a_summary_and_nobody_plans_tool_decision() {
-        assert!(Skill::Summary.plannable_by(Skill::Reflection));
-        assert!(!Skill::Summary.plannable_by(Skill::Planning));
-        assert!(!Skill::Planning.plannable_by(Skill::Planning));
-        assert!(Skill::Planning.plannable_by(Skill::Reflection));
-        assert!(!Skill::Summary.plannable_by(Skill::Decision));
-        assert!(!Skill::ToolDecision.plannable_by(Skill::Planning));
-        assert!(!Skill::ToolDecision.plannable_by(Skill::Reflection));
-        assert!(Skill::Think.plannable_by(Skill::Planning));
+    fn the_registry_lists_the_thirteen_wire_names_in_the_specs_order() {
+        let names: Vec<&str> = Skill::ALL.into_iter().map(Skill::name).collect();
+        assert_eq!(
+            names,
+            [
+                "planning",
+                "reflection",
+                "summary",
+                "instruction_generation",
+                "think",
+                "quick_think",
+                "decision",
+                "send_message",
+                "process_message",
+                "task_manager",
+                "agent_manager",
+                "ask_info",
+                "tool_decision",
+            ]
+        );
     }
 }

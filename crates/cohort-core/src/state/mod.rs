@@ -32,6 +32,7 @@ pub use agent_step::AgentStep;
 pub use ask::{Ask, AskError, AskField, FieldKind, MAX_CHOICES, MAX_FIELDS};
 pub use choice::{Choice, ChoiceError, chosen_model, offered_tools};
 pub use enums::{ExecutionState, StageAgentState, StepExecutionState, WorkingState};
+pub(crate) use executor::for_each_skill;
 pub use executor::{Executor, Skill};
 pub use held::{Held, value_bytes};
 pub use history_summary::HistorySummary;

@@ -9,7 +9,7 @@ use super::approval::VerdictError;
 use crate::event::StepUpdate;
 use crate::ids::{AgentId, StepId};
 use crate::message::{StagePlan, TaskInstruction};
-use crate::parse::RawPlannedStep;
+use crate::skills::RawPlannedStep;
 pub use crate::state::plan_check::{
     KEY, PlanCheck, StagesPlan, awaits_check, checks, checks_stages,
 };

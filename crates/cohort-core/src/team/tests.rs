@@ -225,11 +225,17 @@ fn what_the_runtime_added_to_a_report_is_kept_beside_the_agents_words_and_shown_
     let out = complete(&mut c, &t, &stages[0], "b");
     let stage = c.stage(&stages[0]).unwrap();
     assert_eq!(stage.completion_summary[&AgentId::from("a")], "a done");
-    assert_eq!(stage.completion_written[&AgentId::from("a")], Written::ResultsAdded);
+    assert_eq!(
+        stage.completion_written[&AgentId::from("a")],
+        Written::ResultsAdded
+    );
     assert!(!stage.completion_written.contains_key(&AgentId::from("b")));
     // The manager reads a's report with its results, b's as b wrote it.
     let told = &out.messages[0].message;
-    assert!(told.contains("a done") && told.contains("a's work"), "{told}");
+    assert!(
+        told.contains("a done") && told.contains("a's work"),
+        "{told}"
+    );
     assert!(told.contains("added by the runtime"), "{told}");
     assert!(!told.contains("b's work"), "{told}");
     // Given again in its own words, the report drops what was added.

@@ -4,8 +4,8 @@
 //! (`doubled_step_dropped`). A skill named as a tool (`skill_named_as_tool`) is one guard
 //! where a planned step gets its executor, and stays there (`skills::plan`).
 
-use crate::parse::RawPlannedStep;
 use crate::policy::{Fired, Repair};
+use crate::skills::RawPlannedStep;
 use crate::state::{
     Agent, Executor, PlannedStep, Skill, StepExecutionState, StepOrigin, StepState,
 };

@@ -1,9 +1,7 @@
-//! Answers that carry plans, texts, tool calls and memory: `<planned_step>`,
-//! `<completion_summary>`, `<think>`, `<quick_think>`, `<tool_instruction>`, `<persistent_memory>`.
+//! A planner's answer as the model wrote it: `<planned_step>`, a list of steps or a graph plan,
+//! read leniently (`parse`); what may be planned is checked by the skill.
 
-use super::fields::{Obj, list_items, tagged_json, tagged_text};
-use super::{At, JsonKind, ParseError};
-use crate::state::MemoryOp;
+use crate::parse::{At, Obj, ParseError, list_items, tagged_json};
 use serde_json::Value;
 
 /// One planned step as the model wrote it. Checking that the executor exists, and that this
@@ -37,7 +35,7 @@ pub struct RawPlan {
 /// `<planned_step>[{step_intention, type, executor, text_content}, …]</planned_step>`, or a graph
 /// plan `{"steps": [{"id", "depends_on", …}, …], "replan": [ids]}`. An empty list is valid
 /// (tool_decision: stop). `text_content` defaults to empty.
-pub fn plan(text: &str) -> Result<RawPlan, ParseError> {
+pub fn read(text: &str) -> Result<RawPlan, ParseError> {
     const TAG: &str = "planned_step";
     let (list, replan) = split_plan(TAG, tagged_json(text, TAG)?)?;
     let items = list_items(TAG, list)?;
@@ -59,9 +57,10 @@ pub fn plan(text: &str) -> Result<RawPlan, ParseError> {
     Ok(RawPlan { steps, replan })
 }
 
-/// The steps of a `<planned_step>` answer (see [`plan`]), for the skills whose plans are lists.
-pub fn planned_steps(text: &str) -> Result<Vec<RawPlannedStep>, ParseError> {
-    plan(text).map(|p| p.steps)
+#[cfg(test)]
+/// The steps of a `<planned_step>` answer (see [`read`]), for the skills whose plans are lists.
+pub(crate) fn planned_steps(text: &str) -> Result<Vec<RawPlannedStep>, ParseError> {
+    read(text).map(|p| p.steps)
 }
 
 /// A plan object's step list and its `replan` ids. `{"steps": […], "replan": […]}` is a graph
@@ -84,64 +83,9 @@ fn split_plan(tag: &'static str, value: Value) -> Result<(Value, Vec<String>), P
     }
 }
 
-/// `<completion_summary>`: what this agent achieved in the stage.
-pub fn completion_summary(text: &str) -> Result<String, ParseError> {
-    tagged_text(text, "completion_summary")
-}
-
-/// `<think>`. Reasoning models may open their answer with their own `<think>` block; the last
-/// block is the answer.
-pub fn think(text: &str) -> Result<String, ParseError> {
-    tagged_text(text, "think")
-}
-
-/// `<quick_think>`.
-pub fn quick_think(text: &str) -> Result<String, ParseError> {
-    tagged_text(text, "quick_think")
-}
-
-/// `<tool_instruction>`: a JSON object, checked by the tool executor. A list holding exactly one
-/// object is accepted as that object.
-pub fn tool_instruction(text: &str) -> Result<Value, ParseError> {
-    const TAG: &str = "tool_instruction";
-    match tagged_json(text, TAG)? {
-        v @ Value::Object(_) => Ok(v),
-        Value::Array(mut items) if items.len() == 1 && items[0].is_object() => Ok(items.remove(0)),
-        other => Err(ParseError::WrongShape {
-            tag: TAG,
-            at: At::Whole,
-            expected: JsonKind::JsonObject,
-            found: JsonKind::of(&other),
-        }),
-    }
-}
-
-/// `<persistent_memory>[{"add": "text"}, {"delete": "20250613T103022"}]`. Optional: no tag, an
-/// empty tag or `null` means no change. An entry holding both keys yields both operations.
-pub fn persistent_memory(text: &str) -> Result<Vec<MemoryOp>, ParseError> {
-    const TAG: &str = "persistent_memory";
-    let value = match tagged_json(text, TAG) {
-        Err(ParseError::MissingTag { .. } | ParseError::EmptyTag { .. }) => return Ok(Vec::new()),
-        other => other?,
-    };
-    let mut ops = Vec::new();
-    for (i, item) in list_items(TAG, value)?.iter().enumerate() {
-        let o = Obj::new(TAG, At::Item(i + 1), item)?;
-        let add = o.opt_str("add")?;
-        let delete = o.opt_str("delete")?;
-        if add.is_none() && delete.is_none() {
-            return Err(o.missing("add` or `delete"));
-        }
-        ops.extend(add.map(MemoryOp::Add));
-        ops.extend(delete.map(MemoryOp::Delete));
-    }
-    Ok(ops)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn step(intention: &str, ty: &str, executor: &str, text: &str) -> RawPlannedStep {
         RawPlannedStep {
@@ -250,128 +194,6 @@ mod tests {
         assert_eq!(
             err("<planned_step>[\"think\"]</planned_step>"),
             "<planned_step> item 1 should be a JSON object, found a string"
-        );
-    }
-
-    #[test]
-    fn text_answers_are_read_amid_noise() {
-        assert_eq!(
-            completion_summary("Done.\n<completion_summary>写完了 ✅</completion_summary>")
-                .unwrap(),
-            "写完了 ✅"
-        );
-        assert_eq!(
-            think("<think>draft reasoning</think>\n<think>final thought</think>").unwrap(),
-            "final thought"
-        );
-        assert_eq!(
-            quick_think("<quick_think>\n```\nshort\n```\n</quick_think>").unwrap(),
-            "short"
-        );
-        assert_eq!(
-            quick_think("<quick_think>cut off 中文").unwrap(),
-            "cut off 中文"
-        );
-    }
-
-    #[test]
-    fn broken_text_answers_say_what_is_wrong() {
-        assert_eq!(
-            think("just prose").unwrap_err().to_string(),
-            "the answer has no <think> tag"
-        );
-        assert_eq!(
-            quick_think("<quick_think></quick_think>")
-                .unwrap_err()
-                .to_string(),
-            "the <quick_think> tag is empty"
-        );
-        assert_eq!(
-            completion_summary("<think>x</think>").unwrap_err(),
-            ParseError::MissingTag {
-                tag: "completion_summary"
-            }
-        );
-    }
-
-    #[test]
-    fn tool_instructions_are_objects() {
-        let text = "Calling it:\n<tool_instruction>\n```json\n{\"tool_name\": \"read\", \"arguments\": {\"path\": \"a.md\",},}\n```\n</tool_instruction>";
-        assert_eq!(
-            tool_instruction(text).unwrap(),
-            json!({"tool_name": "read", "arguments": {"path": "a.md"}})
-        );
-        let one =
-            "<tool_instruction>[{\"instruction_type\": \"get_description\"}]</tool_instruction>";
-        assert_eq!(
-            tool_instruction(one).unwrap(),
-            json!({"instruction_type": "get_description"})
-        );
-        assert_eq!(
-            tool_instruction("<tool_instruction>[1, 2]</tool_instruction>")
-                .unwrap_err()
-                .to_string(),
-            "<tool_instruction> should be a JSON object, found a list"
-        );
-        assert_eq!(
-            tool_instruction("nothing").unwrap_err().to_string(),
-            "the answer has no <tool_instruction> tag"
-        );
-        assert!(
-            tool_instruction("<tool_instruction>{oops</tool_instruction>")
-                .unwrap_err()
-                .to_string()
-                .starts_with("<tool_instruction> is not valid JSON: ")
-        );
-    }
-
-    #[test]
-    fn memory_ops_are_read() {
-        let text = "Answer.\n<persistent_memory>[{\"add\": \"### 偏好\\nlikes tea\"}, {\"delete\": \"20250613T103022\"},]</persistent_memory>";
-        assert_eq!(
-            persistent_memory(text).unwrap(),
-            vec![
-                MemoryOp::Add("### 偏好\nlikes tea".into()),
-                MemoryOp::Delete("20250613T103022".into())
-            ]
-        );
-        assert_eq!(
-            persistent_memory("<persistent_memory>{'add': 'one'}</persistent_memory>").unwrap(),
-            vec![MemoryOp::Add("one".into())]
-        );
-    }
-
-    #[test]
-    fn absent_or_empty_memory_means_no_change() {
-        assert_eq!(persistent_memory("no memory here").unwrap(), vec![]);
-        assert_eq!(
-            persistent_memory("<persistent_memory></persistent_memory>").unwrap(),
-            vec![]
-        );
-        assert_eq!(
-            persistent_memory("<persistent_memory>[]</persistent_memory>").unwrap(),
-            vec![]
-        );
-        assert_eq!(
-            persistent_memory("<persistent_memory>null</persistent_memory>").unwrap(),
-            vec![]
-        );
-    }
-
-    #[test]
-    fn broken_memory_says_what_is_wrong() {
-        let err = |t: &str| persistent_memory(t).unwrap_err().to_string();
-        assert_eq!(
-            err("<persistent_memory>[{\"remember\": \"x\"}]</persistent_memory>"),
-            "<persistent_memory> item 1 field `add` or `delete` is missing"
-        );
-        assert_eq!(
-            err("<persistent_memory>[{\"add\": 5}]</persistent_memory>"),
-            "<persistent_memory> item 1 field `add` should be a string, found a number"
-        );
-        assert!(
-            err("<persistent_memory>[{\"add\": </persistent_memory>")
-                .starts_with("<persistent_memory> is not valid JSON")
         );
     }
 }

@@ -1,16 +1,19 @@
 //! task_manager: a `<task_instruction>` for SyncState (add_task, add_stage, finish_stage,
 //! finish_task, retry_stage). A new task's id is chosen here, so the step records it.
 
-use super::repairs::instructions;
-use super::{Refusal, SkillError, SkillOutcome, working};
+pub(super) mod answer;
+mod schema;
 
+use super::repairs::instructions;
+use super::{HistoryKind, Refusal, SkillError, SkillKind, SkillOutcome, working};
+
+use crate::clock::Now;
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
-use crate::parse;
 use crate::policy::{Fired, Repair, Repairs};
 use crate::state::{Agent, StepState};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The stage a step must decide on: a runtime notice about one stage of a task the agent
 /// manages (its agents all reported, or one is stuck). Such a stage stays open until it is
@@ -172,6 +175,8 @@ pub struct Instructed {
     pub task_instruction: TaskInstruction,
 }
 
+/// Reads the manager's action, checks it against what it was asked and completes what it
+/// leaves out (the requester, the goal's trace).
 pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillError> {
     let Asked {
         check_stages,
@@ -186,7 +191,7 @@ pub fn interpret(answer: &str, asked: Asked<'_>) -> Result<SkillOutcome, SkillEr
         goal_attachments,
         texts,
     } = asked;
-    let mut instruction = parse::task_instruction(answer)?;
+    let mut instruction = answer::read(answer)?;
     instructions::check_not_refused(refused, &repairs, &instruction)?;
     if repairs.allows(Repair::VerdictAgrees) {
         instructions::check_verdict(answer, &instruction)?;
@@ -306,6 +311,63 @@ fn name_new_task(
         }
     }
     Ok(())
+}
+
+/// task_manager: manages tasks (add_task, add_stage, finish_stage, finish_task, retry_stage).
+pub struct TaskManager;
+
+impl SkillKind for TaskManager {
+    fn answer_tags(&self) -> &'static [&'static str] {
+        &["<task_instruction>"]
+    }
+
+    fn contract_words(&self) -> &'static [&'static str] {
+        &[
+            "add_task",
+            "add_stage",
+            "finish_stage",
+            "finish_task",
+            "retry_stage",
+        ]
+    }
+
+    fn history(&self) -> HistoryKind {
+        HistoryKind::Stage
+    }
+
+    fn answer_schema(&self, agent: &Agent, step: &StepState, agents: &[String]) -> Value {
+        schema::answer_schema(agent, step, agents)
+    }
+
+    fn interpret(
+        &self,
+        agent: &mut Agent,
+        step: &StepState,
+        answer: &str,
+        _now: Now,
+    ) -> Result<SkillOutcome, SkillError> {
+        interpret(answer, Asked::of(agent, step))
+    }
+
+    fn acts_through_the_team(&self) -> bool {
+        true
+    }
+
+    /// A judgement whose action kept disagreeing with its verdict is carried out as the
+    /// verdict says.
+    fn repair(&self, agent: &Agent, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
+        let SkillError::Disagrees {
+            reached,
+            instruction,
+        } = error
+        else {
+            return None;
+        };
+        if !agent.settings.repairs.allows(Repair::VerdictCarriedOut) {
+            return None;
+        }
+        instructions::carry_out_verdict(agent, step, *reached, instruction)
+    }
 }
 
 #[cfg(test)]

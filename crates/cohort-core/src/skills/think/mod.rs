@@ -1,9 +1,13 @@
 //! think (with the stage's history) and quick_think (without): text the agent writes for
 //! itself, kept in the step's result where later steps see it.
 
+mod kind;
+
+pub use kind::{QuickThink, Think};
+
 use super::repairs::echo::hands_back_work;
 use super::{SkillError, SkillOutcome, working};
-use crate::parse;
+use crate::parse::{ParseError, tagged_text};
 use crate::policy::Repair;
 use crate::state::{Agent, Skill, StepState};
 use serde::{Deserialize, Serialize};
@@ -27,16 +31,23 @@ impl Thought {
     }
 }
 
+/// `<quick_think>` for quick_think, else `<think>`. Reasoning models may open their answer with
+/// their own `<think>` block; the last block is the answer.
+fn read(skill: Skill, answer: &str) -> Result<Thought, ParseError> {
+    Ok(match skill {
+        Skill::QuickThink => Thought::QuickThink(tagged_text(answer, "quick_think")?),
+        _ => Thought::Think(tagged_text(answer, "think")?),
+    })
+}
+
+/// Keeps the thought `skill` wrote, unless it only hands back the step's instruction or goal.
 pub fn interpret(
     skill: Skill,
     agent: &Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
-    let thought = match skill {
-        Skill::QuickThink => Thought::QuickThink(parse::quick_think(answer)?),
-        _ => Thought::Think(parse::think(answer)?),
-    };
+    let thought = read(skill, answer)?;
     let text = thought.text();
     // The instruction or the goal handed back is no result: the model is asked again, and
     // still so after the re-asks, the step fails (issue: a 0.5B writer's "think" returned
@@ -54,6 +65,43 @@ mod tests {
 
     use crate::policy::{Preset, Repairs};
     use crate::skills::test_support::*;
+
+    #[test]
+    fn thoughts_are_read_amid_noise() {
+        let text = |t: Result<Thought, ParseError>| t.unwrap().text().to_owned();
+        assert_eq!(
+            text(read(
+                Skill::Think,
+                "<think>draft reasoning</think>\n<think>final thought</think>"
+            )),
+            "final thought"
+        );
+        assert_eq!(
+            text(read(
+                Skill::QuickThink,
+                "<quick_think>\n```\nshort\n```\n</quick_think>"
+            )),
+            "short"
+        );
+        assert_eq!(
+            text(read(Skill::QuickThink, "<quick_think>cut off 中文")),
+            "cut off 中文"
+        );
+    }
+
+    #[test]
+    fn broken_thoughts_say_what_is_wrong() {
+        assert_eq!(
+            read(Skill::Think, "just prose").unwrap_err().to_string(),
+            "the answer has no <think> tag"
+        );
+        assert_eq!(
+            read(Skill::QuickThink, "<quick_think></quick_think>")
+                .unwrap_err()
+                .to_string(),
+            "the <quick_think> tag is empty"
+        );
+    }
 
     #[test]
     fn think_and_quick_think_read_their_own_tags() {

@@ -1,11 +1,8 @@
-//! Answers about messages: `<send_message>` / `<get_more_info>`, process_message's optional
-//! `<react_action>` and digest.
+//! A send_message answer as the model wrote it: `<send_message>` (a message to send) or
+//! `<get_more_info>` (a step to take first), read leniently.
 
-use super::fields::{Obj, tagged_json};
-use super::tags::{has_tag, remove_blocks};
-use super::{At, ParseError};
 use crate::ids::{AgentId, StageRef};
-use serde_json::Value;
+use crate::parse::{At, Obj, ParseError, StepRequest, has_tag, step_request, tagged_json};
 
 /// What the send_message skill decided.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,15 +31,6 @@ pub struct SendMessageDraft {
     pub ask: Option<crate::state::Ask>,
 }
 
-/// A step the model asks for (`{step_intention, text_content}`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StepRequest {
-    /// What the requested step is for, in one line.
-    pub step_intention: String,
-    /// The requested step's input text; empty when the model left it out.
-    pub text_content: String,
-}
-
 const SEND: &str = "send_message";
 const MORE: &str = "get_more_info";
 
@@ -50,7 +38,7 @@ const MORE: &str = "get_more_info";
 /// `<get_more_info>{step_intention, text_content}`; when both appear, the message is sent.
 /// `receiver` may be one id or a list; `need_reply` defaults to false (an omitted field must not start a reply ping-pong), `waiting` to false,
 /// `stage_relative` to `no_relative`.
-pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
+pub fn read(text: &str) -> Result<SendMessageAnswer, ParseError> {
     if has_tag(text, SEND) {
         let value = tagged_json(text, SEND)?;
         let o = Obj::new(SEND, At::Whole, &value)?;
@@ -90,68 +78,6 @@ pub fn send_message(text: &str) -> Result<SendMessageAnswer, ParseError> {
     }
 }
 
-fn step_request(tag: &'static str, value: &Value) -> Result<StepRequest, ParseError> {
-    let o = Obj::new(tag, At::Whole, value)?;
-    Ok(StepRequest {
-        step_intention: o.str("step_intention")?,
-        text_content: o.text("text_content")?,
-    })
-}
-
-/// process_message's optional `<react_action>{step_intention, text_content}`. No tag, or a tag
-/// holding nothing (empty, `null`, `{}`, `[]`, "none"), means no reaction; anything else must be a
-/// valid request. A list of exactly one request is accepted.
-pub fn react_action(text: &str) -> Result<Option<StepRequest>, ParseError> {
-    const TAG: &str = "react_action";
-    let value = match tagged_json(text, TAG) {
-        Err(ParseError::MissingTag { .. } | ParseError::EmptyTag { .. }) => return Ok(None),
-        other => other?,
-    };
-    match &value {
-        Value::Null => Ok(None),
-        Value::Object(map) if map.is_empty() => Ok(None),
-        Value::Array(items) if items.is_empty() => Ok(None),
-        Value::Array(items) if items.len() == 1 => step_request(TAG, &items[0]).map(Some),
-        Value::String(s)
-            if matches!(
-                s.trim().to_ascii_lowercase().as_str(),
-                "" | "none" | "null" | "no"
-            ) =>
-        {
-            Ok(None)
-        }
-        other => step_request(TAG, other).map(Some),
-    }
-}
-
-/// The digest process_message records: the answer without its `<react_action>` and
-/// `<persistent_memory>` blocks, which are instructions to the runtime, not content.
-pub fn process_message_digest(text: &str) -> String {
-    let without = remove_blocks(&remove_blocks(text, "react_action"), "persistent_memory");
-    collapse_blank_lines(without.trim())
-}
-
-/// Removing a block leaves the blank lines that surrounded it; keep at most one.
-fn collapse_blank_lines(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut blank_run = 0;
-    for line in text.lines() {
-        if line.trim().is_empty() {
-            blank_run += 1;
-            if blank_run > 1 {
-                continue;
-            }
-        } else {
-            blank_run = 0;
-        }
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(line);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,7 +97,7 @@ mod tests {
     #[test]
     fn a_clean_message_is_read() {
         let text = r#"<send_message>{"receiver": ["bob", "carol"], "message": "Status?", "stage_relative": "s1", "need_reply": false, "waiting": true}</send_message>"#;
-        let SendMessageAnswer::Send(d) = send_message(text).unwrap() else {
+        let SendMessageAnswer::Send(d) = read(text).unwrap() else {
             panic!("not a send")
         };
         assert_eq!(
@@ -187,12 +113,12 @@ mod tests {
     fn defaults_and_a_single_receiver_are_filled_in() {
         let text = "I'll write to Bob.\n```json\n<send_message>\n{'receiver': 'bob', 'message': '你好 👋',}\n</send_message>\n```";
         assert_eq!(
-            send_message(text).unwrap(),
+            read(text).unwrap(),
             SendMessageAnswer::Send(draft(&["bob"], "你好 👋"))
         );
         let text = "<send_message>{\"receiver\": [\"a\", \"a\"], \"message\": \"m\", \"stage_relative\": null}";
         assert_eq!(
-            send_message(text).unwrap(),
+            read(text).unwrap(),
             SendMessageAnswer::Send(draft(&["a"], "m"))
         );
     }
@@ -201,7 +127,7 @@ mod tests {
     fn smart_quotes_and_comments_are_read() {
         let text = "<send_message>\n{\n  “receiver”: “bob”, # the PM\n  “message”: “你好 👋”\n}\n</send_message>";
         assert_eq!(
-            send_message(text).unwrap(),
+            read(text).unwrap(),
             SendMessageAnswer::Send(draft(&["bob"], "你好 👋"))
         );
     }
@@ -209,7 +135,7 @@ mod tests {
     #[test]
     fn python_booleans_and_string_booleans_are_read() {
         let text = "<send_message>{\"receiver\": \"b\", \"message\": \"m\", \"need_reply\": False, \"waiting\": \"true\"}</send_message>";
-        let SendMessageAnswer::Send(d) = send_message(text).unwrap() else {
+        let SendMessageAnswer::Send(d) = read(text).unwrap() else {
             panic!("not a send")
         };
         assert!(!d.need_reply);
@@ -220,7 +146,7 @@ mod tests {
     fn get_more_info_asks_for_a_step_and_send_wins_over_it() {
         let text = "<get_more_info>{\"step_intention\": \"Find the deadline\", \"text_content\": \"ask PM\"}</get_more_info>";
         assert_eq!(
-            send_message(text).unwrap(),
+            read(text).unwrap(),
             SendMessageAnswer::GetMoreInfo(StepRequest {
                 step_intention: "Find the deadline".into(),
                 text_content: "ask PM".into()
@@ -230,14 +156,14 @@ mod tests {
             "{text}\n<send_message>{{\"receiver\": \"b\", \"message\": \"m\"}}</send_message>"
         );
         assert_eq!(
-            send_message(&both).unwrap(),
+            read(&both).unwrap(),
             SendMessageAnswer::Send(draft(&["b"], "m"))
         );
     }
 
     #[test]
     fn broken_messages_say_what_is_wrong() {
-        let err = |t: &str| send_message(t).unwrap_err().to_string();
+        let err = |t: &str| read(t).unwrap_err().to_string();
         assert_eq!(
             err("Hello Bob!"),
             "the answer has neither a <send_message> nor a <get_more_info> tag"
@@ -267,67 +193,6 @@ mod tests {
         assert_eq!(
             err("<get_more_info>{\"text_content\": \"x\"}</get_more_info>"),
             "<get_more_info> field `step_intention` is missing"
-        );
-    }
-
-    #[test]
-    fn react_action_is_optional() {
-        assert_eq!(react_action("Noted, nothing to do.").unwrap(), None);
-        assert_eq!(react_action("<react_action></react_action>").unwrap(), None);
-        assert_eq!(
-            react_action("<react_action>null</react_action>").unwrap(),
-            None
-        );
-        assert_eq!(
-            react_action("<react_action>{}</react_action>").unwrap(),
-            None
-        );
-        assert_eq!(
-            react_action("<react_action>none</react_action>").unwrap(),
-            None
-        );
-    }
-
-    #[test]
-    fn react_action_is_read_amid_noise() {
-        let text = "收到。\n<react_action>\n```json\n{'step_intention': '回复经理', 'text_content': 'draft 🎯',}\n```\n";
-        assert_eq!(
-            react_action(text).unwrap(),
-            Some(StepRequest {
-                step_intention: "回复经理".into(),
-                text_content: "draft 🎯".into()
-            })
-        );
-    }
-
-    #[test]
-    fn broken_react_action_is_an_error() {
-        assert_eq!(
-            react_action("<react_action>{\"text_content\": \"x\"}</react_action>")
-                .unwrap_err()
-                .to_string(),
-            "<react_action> field `step_intention` is missing"
-        );
-        assert!(
-            react_action("<react_action>{\"step_intention\": </react_action>")
-                .unwrap_err()
-                .to_string()
-                .starts_with("<react_action> is not valid JSON")
-        );
-    }
-
-    #[test]
-    fn the_digest_drops_runtime_blocks() {
-        let text = "The PM wants the draft by Friday.\n\n<react_action>{\"step_intention\": \"x\"}</react_action>\n\n\
-                    <persistent_memory>[{\"add\": \"deadline friday\"}]</persistent_memory>\n\n下周见 👋\n";
-        assert_eq!(
-            process_message_digest(text),
-            "The PM wants the draft by Friday.\n\n下周见 👋"
-        );
-        assert_eq!(process_message_digest("  plain  "), "plain");
-        assert_eq!(
-            process_message_digest("kept <react_action>{\"step_intention\": "),
-            "kept"
         );
     }
 }

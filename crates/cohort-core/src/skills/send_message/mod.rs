@@ -2,14 +2,18 @@
 //! goes on the step lock) or, lacking information, insert a decision step and a copy of this
 //! send_message step (`<get_more_info>`).
 
-use super::{Refusal, SkillError, SkillOutcome, working};
+pub(super) mod answer;
+mod schema;
+
+use super::{HistoryKind, Refusal, SkillError, SkillKind, SkillOutcome, working};
 use crate::clock::Now;
 use crate::ids::{StageRef, TaskId, WaitId};
 use crate::message::Message;
-use crate::parse::{self, SendMessageAnswer};
+use crate::parse::StepRequest;
 use crate::policy::{Fired, Repair};
 use crate::state::{Agent, Executor, Skill, StepOrigin, StepState};
-use serde_json::json;
+use answer::{SendMessageAnswer, SendMessageDraft};
+use serde_json::{Value, json};
 
 /// What a send_message step keeps: `{"send_message": …}`, the message it sent (a person's
 /// send, recorded as such a step: one message per receiver).
@@ -29,13 +33,15 @@ pub enum SentMessages {
     Many(Vec<Message>),
 }
 
+/// Sends the message (its wait ids on the step lock when it waits), or inserts the steps that
+/// get more information first.
 pub fn interpret(
     agent: &mut Agent,
     step: &StepState,
     answer: &str,
     now: Now,
 ) -> Result<SkillOutcome, SkillError> {
-    match parse::send_message(answer)? {
+    match answer::read(answer)? {
         SendMessageAnswer::GetMoreInfo(req) => Ok(get_more_info(agent, step, req)),
         SendMessageAnswer::Send(draft) => send(agent, step, draft, now),
     }
@@ -43,7 +49,7 @@ pub fn interpret(
 
 /// The model asks to learn more before it writes: a decision step with its question goes
 /// first, then the same send_message step again (still answering whoever it answered).
-fn get_more_info(agent: &mut Agent, step: &StepState, req: parse::StepRequest) -> SkillOutcome {
+fn get_more_info(agent: &mut Agent, step: &StepState, req: StepRequest) -> SkillOutcome {
     let decision = StepState::new(
         step.task_id.clone(),
         step.stage_id.clone(),
@@ -77,7 +83,7 @@ fn get_more_info(agent: &mut Agent, step: &StepState, req: parse::StepRequest) -
 fn send(
     agent: &mut Agent,
     step: &StepState,
-    draft: parse::SendMessageDraft,
+    draft: SendMessageDraft,
     now: Now,
 ) -> Result<SkillOutcome, SkillError> {
     let receiver = receivers(agent, step, draft.receiver)?;
@@ -217,6 +223,47 @@ fn asked(step: &StepState) -> bool {
             .as_ref()
             .and_then(|r| r.read::<Sent>())
             .is_some_and(|s| matches!(s.send_message, SentMessages::One(m) if m.ask.is_some()))
+}
+
+/// send_message: sends a message, or asks for more information first.
+pub struct SendMessage;
+
+impl SkillKind for SendMessage {
+    fn answer_tags(&self) -> &'static [&'static str] {
+        &["<send_message>", "<get_more_info>"]
+    }
+
+    fn contract_words(&self) -> &'static [&'static str] {
+        &[
+            "receiver",
+            "stage_relative",
+            "need_reply",
+            "waiting",
+            "no_relative",
+        ]
+    }
+
+    fn history(&self) -> HistoryKind {
+        HistoryKind::Stage
+    }
+
+    fn answer_schema(&self, agent: &Agent, _step: &StepState, agents: &[String]) -> Value {
+        schema::answer_schema(agent, agents)
+    }
+
+    fn interpret(
+        &self,
+        agent: &mut Agent,
+        step: &StepState,
+        answer: &str,
+        now: Now,
+    ) -> Result<SkillOutcome, SkillError> {
+        interpret(agent, step, answer, now)
+    }
+
+    fn acts_through_the_team(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

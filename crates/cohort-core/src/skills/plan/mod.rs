@@ -2,11 +2,18 @@
 //! what the agent may use, then appended (planning, reflection) or inserted next (decision,
 //! tool_decision, whose empty list means: stop using the tool).
 
+pub(super) mod answer;
+pub mod graph;
+mod kind;
+pub(super) mod schema;
+
+pub use answer::{RawPlan, RawPlannedStep};
+pub use kind::{Decision, Planning, Reflection, ToolDecision};
+
 use super::repairs::plans;
 use super::{Refusal, RejectedStep, SkillError, SkillOutcome, StepRefusal, working};
 use crate::event::StepUpdate;
 use crate::ids::StepId;
-use crate::parse::{self, RawPlannedStep};
 use crate::policy::{Fired, Repair};
 use crate::state::plan_check;
 use crate::state::{
@@ -17,13 +24,15 @@ use crate::texts::Texts;
 use serde_json::json;
 use std::collections::HashMap;
 
+/// Reads `planner`'s plan, checks it against what the agent may use and queues (or, when a
+/// person checks plans first, holds) the steps it accepts.
 pub fn interpret(
     planner: Skill,
     agent: &mut Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
-    let parse::RawPlan { steps: raw, replan } = parse::plan(answer)?;
+    let RawPlan { steps: raw, replan } = answer::read(answer)?;
     let asked = raw.len();
     let acting = planner == Skill::Decision && step.origin.asks_to_act();
     let mut repairs = Vec::new();
@@ -44,7 +53,7 @@ pub fn interpret(
         check_acts(agent, &accepted)?;
     }
     plans::insert_work_step(planner, agent, step, &mut accepted, graph, &mut repairs);
-    let mut accepted = super::plan_graph::arrange(accepted, &replan).map_err(Refusal::Graph)?;
+    let mut accepted = graph::arrange(accepted, &replan).map_err(Refusal::Graph)?;
     let note = close_reflection(planner, agent, step, asked, &mut accepted, &mut repairs);
     plans::work_before_summary(planner, agent, step, &mut accepted, &mut repairs);
     let rejected: Vec<String> = rejected
@@ -164,7 +173,7 @@ pub fn queue_plan(agent: &mut Agent, step: &StepState, planner: Skill, plan: Vec
     } else {
         0
     };
-    let shown = super::plan_graph::render(&plan, &agent.settings.texts);
+    let shown = graph::render(&plan, &agent.settings.texts);
     let mut ids: HashMap<String, StepId> = HashMap::new();
     let mut steps: Vec<StepState> = Vec::with_capacity(plan.len());
     for p in plan {

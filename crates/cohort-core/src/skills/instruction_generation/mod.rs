@@ -1,12 +1,14 @@
 //! instruction_generation: writes the next tool step's `instruction_content` from
 //! `<tool_instruction>`. (tool_decision, which follows every tool step, is a plan: `plan.rs`.)
 
-use super::{Refusal, SkillError, SkillOutcome, working};
+pub(super) mod answer;
+
+use super::{HistoryKind, Refusal, SkillError, SkillKind, SkillOutcome, answer_schema, working};
 use crate::call::McpCall;
+use crate::clock::Now;
 use crate::event::StepUpdate;
-use crate::parse;
 use crate::state::{Agent, Executor, StepState};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The tool step an instruction_generation step writes for: the next pending tool step of the
 /// same task and stage.
@@ -22,12 +24,13 @@ pub fn next_tool_step<'a>(agent: &'a Agent, ig: &StepState) -> Option<&'a StepSt
         })
 }
 
+/// Writes the instruction into the next tool step of the same task and stage.
 pub fn interpret(
     agent: &mut Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
-    let instruction = parse::tool_instruction(answer)?;
+    let instruction = answer::read(answer)?;
     let target = next_tool_step(agent, step)
         .map(|s| s.step_id.clone())
         .ok_or(Refusal::NoToolStep)?;
@@ -44,6 +47,37 @@ pub fn interpret(
     Ok(working(
         json!({ "instruction_generation": instruction, "tool_step_id": target }),
     ))
+}
+
+/// instruction_generation: writes the next tool step's `instruction_content`.
+pub struct InstructionGeneration;
+
+impl SkillKind for InstructionGeneration {
+    fn answer_tags(&self) -> &'static [&'static str] {
+        &["<tool_instruction>"]
+    }
+
+    fn history(&self) -> HistoryKind {
+        HistoryKind::None
+    }
+
+    fn answer_schema(&self, _agent: &Agent, _step: &StepState, _agents: &[String]) -> Value {
+        answer_schema::answer(&[("tool_instruction", answer::schema())], &[])
+    }
+
+    fn interpret(
+        &self,
+        agent: &mut Agent,
+        step: &StepState,
+        answer: &str,
+        _now: Now,
+    ) -> Result<SkillOutcome, SkillError> {
+        interpret(agent, step, answer)
+    }
+
+    fn calls_tools(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

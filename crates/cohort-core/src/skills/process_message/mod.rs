@@ -1,21 +1,25 @@
 //! process_message: digest a message; `<react_action>` asks for a decision step right next.
 
-use super::{Refusal, SkillError, SkillOutcome, working};
+pub(super) mod answer;
 
-use crate::parse;
+use super::answer_schema::{answer as object_of, step_request, text};
+use super::{HistoryKind, Refusal, SkillError, SkillKind, SkillOutcome, working};
+use crate::call::structured::PLAIN_TEXT_KEY;
+use crate::clock::Now;
 use crate::state::{Agent, Executor, Skill, StepOrigin, StepState};
-use serde_json::json;
+use serde_json::{Value, json};
 
+/// Records the digest; a `<react_action>` inserts a decision step right next.
 pub fn interpret(
     agent: &mut Agent,
     step: &StepState,
     answer: &str,
 ) -> Result<SkillOutcome, SkillError> {
-    let react = parse::react_action(answer)?;
+    let react = answer::react_action(answer)?;
     if react.is_none() && step.origin.asks_to_act() && agent.skills.contains(&Skill::Decision) {
         return Err(Refusal::MustReact.into());
     }
-    let digest = parse::process_message_digest(answer);
+    let digest = answer::digest(answer);
     let mut result = json!({ "process_message": digest });
     if let Some(r) = react {
         result["react_action"] =
@@ -36,9 +40,49 @@ pub fn interpret(
     Ok(working(result))
 }
 
+/// process_message: digests a received message, optionally inserting a decision step.
+pub struct ProcessMessage;
+
+impl SkillKind for ProcessMessage {
+    fn answer_tags(&self) -> &'static [&'static str] {
+        &["<react_action>"]
+    }
+
+    fn history(&self) -> HistoryKind {
+        HistoryKind::Stage
+    }
+
+    /// A message that asks the agent to act must be acted on (see `asks_to_act`).
+    fn answer_schema(&self, agent: &Agent, step: &StepState, _agents: &[String]) -> Value {
+        let digest = (PLAIN_TEXT_KEY, text());
+        let react = ("react_action", step_request());
+        if step.origin.asks_to_act() && agent.skills.contains(&Skill::Decision) {
+            object_of(&[digest, react], &[])
+        } else {
+            object_of(&[digest], &[react])
+        }
+    }
+
+    fn interpret(
+        &self,
+        agent: &mut Agent,
+        step: &StepState,
+        answer: &str,
+        _now: Now,
+    ) -> Result<SkillOutcome, SkillError> {
+        interpret(agent, step, answer)
+    }
+
+    /// Reading messages is not for a decision to plan: it would circle between the two.
+    fn plannable_by(&self, planner: Skill) -> bool {
+        planner != Skill::Decision
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skills::answer_schema::answer_schema;
     use crate::skills::test_support::*;
 
     #[test]
@@ -86,5 +130,20 @@ mod tests {
         let step = running(&mut a, Skill::ProcessMessage, "msg");
         interpret(&mut a, &step, "Understood, nothing to do.").unwrap();
         assert_eq!(a.agent_step.todo_len(), 0);
+    }
+
+    #[test]
+    fn a_notice_that_asks_to_act_requires_a_react_action() {
+        let a = agent(&[Skill::ProcessMessage, Skill::Decision, Skill::TaskManager]);
+        let notice = acting(&mut a.clone(), Skill::ProcessMessage, "Stage done.");
+        let chat = running(
+            &mut a.clone(),
+            Skill::ProcessMessage,
+            "Message from agent `writer`:\n\nHi.",
+        );
+        let required =
+            |step| answer_schema(Skill::ProcessMessage, &a, step, &[])["required"].clone();
+        assert_eq!(required(&notice), json!(["text", "react_action"]));
+        assert_eq!(required(&chat), json!(["text"]));
     }
 }

@@ -1,14 +1,18 @@
 //! summary: the agent's `<completion_summary>` for its stage; it alone marks the agent
 //! finished in the stage.
 
+use super::answer_schema::{answer, text};
 use super::repairs::{echo, summaries};
-use super::{Refusal, SkillError, SkillOutcome};
-use crate::parse;
+use super::{HistoryKind, Refusal, SkillError, SkillKind, SkillOutcome};
+use crate::clock::Now;
+use crate::parse::tagged_text;
 use crate::policy::{Fired, Repair};
 use crate::report::Written;
-use crate::state::{Agent, StageAgentState, StepState};
-use serde_json::json;
+use crate::state::{Agent, Skill, StageAgentState, StepState};
+use serde_json::{Value, json};
 
+/// Keeps the summary (mended where the repair policy allows) and finishes the agent in the
+/// stage.
 pub fn interpret(
     agent: &Agent,
     step: &StepState,
@@ -17,7 +21,7 @@ pub fn interpret(
     if step.stage_id.stage().is_none() {
         return Err(Refusal::SummaryOutsideStage.into());
     }
-    let summary = parse::completion_summary(answer)?;
+    let summary = tagged_text(answer, "completion_summary")?;
     // A small model may hand back its own instruction ("summarise what was achieved") or its
     // goal ("Write a haiku about autumn rain", Qwen2.5 0.5B) as the summary; the manager
     // would then judge the stage on nothing (a 1.5B manager planned the whole stage again, a
@@ -78,16 +82,80 @@ pub(super) fn finished(
     }
 }
 
+/// summary: the agent's completion summary of its stage; it alone finishes the agent there.
+pub struct Summary;
+
+impl SkillKind for Summary {
+    fn answer_tags(&self) -> &'static [&'static str] {
+        &["<completion_summary>"]
+    }
+
+    fn history(&self) -> HistoryKind {
+        HistoryKind::Stage
+    }
+
+    fn answer_schema(&self, _agent: &Agent, _step: &StepState, _agents: &[String]) -> Value {
+        answer(&[("completion_summary", text())], &[])
+    }
+
+    fn interpret(
+        &self,
+        agent: &mut Agent,
+        step: &StepState,
+        answer: &str,
+        _now: Now,
+    ) -> Result<SkillOutcome, SkillError> {
+        interpret(agent, step, answer)
+    }
+
+    /// A summary gains nothing from a schema (see `answer_schema::constrained`).
+    fn constrained(&self) -> bool {
+        false
+    }
+
+    /// Only reflection plans it: it ends the agent's work in the stage.
+    fn plannable_by(&self, planner: Skill) -> bool {
+        planner == Skill::Reflection
+    }
+
+    /// Composed from the agent's own results in the stage.
+    fn repair(&self, agent: &Agent, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
+        if !agent.settings.repairs.allows(Repair::ComposedAfterReasks) {
+            return None;
+        }
+        let why = error.render(&agent.settings.texts);
+        summaries::composed_summary(agent, step, Repair::ComposedAfterReasks, &why)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::skills::test_support::*;
-    use crate::state::{Skill, StepExecutionState};
-    use serde_json::Value;
+    use crate::state::StepExecutionState;
 
     /// The report as it reads (the step's result): the summary with what the runtime added.
     fn report(o: &SkillOutcome) -> String {
         o.result["summary"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn a_summary_is_read_amid_noise_and_its_tag_is_required() {
+        let mut a = agent(&[Skill::Summary]);
+        let step = running(&mut a, Skill::Summary, "Sum up");
+        let o = interpret(
+            &a,
+            &step,
+            "Done.\n<completion_summary>写完了 ✅</completion_summary>",
+        )
+        .unwrap();
+        assert_eq!(o.completion.as_deref(), Some("写完了 ✅"));
+        assert_eq!(
+            interpret(&a, &step, "<think>x</think>")
+                .unwrap_err()
+                .to_string(),
+            "the answer has no <completion_summary> tag"
+        );
     }
 
     /// The text of the summary step that closes a stage, as an English team's runtime writes it.

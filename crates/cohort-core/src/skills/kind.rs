@@ -1,0 +1,153 @@
+//! What a skill is, as one trait: its answer's tags and schema, the history its prompt shows,
+//! how its answer becomes effects, and what may plan it. Each skill's folder under `skills/`
+//! implements it; `Skill::kind` (made from the registry, `state::for_each_skill`) finds it.
+
+use super::{SkillError, SkillOutcome};
+use crate::clock::Now;
+use crate::state::{Agent, Skill, StepState};
+use serde_json::Value;
+
+/// Which history section a skill's prompt has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HistoryKind {
+    /// No history: the step's own text is all the skill needs.
+    None,
+    /// Every other step of the current task and stage.
+    Stage,
+    /// The tool's call chain (tool_decision).
+    ToolChain,
+}
+
+/// One skill: everything about it that is not its prompt text (`prompts/<lang>/skills/`).
+/// The required items are what every skill must say; the provided ones are the usual case.
+pub trait SkillKind {
+    /// The answer tags its prompt's `return_format` must show (SPEC §7), besides the
+    /// `<persistent_memory>` block every skill may add.
+    fn answer_tags(&self) -> &'static [&'static str];
+
+    /// Which history its prompt shows.
+    fn history(&self) -> HistoryKind;
+
+    /// The JSON schema of its answer for `agent` running `step`, for endpoints that constrain
+    /// a model by one (see `skills::answer_schema`). `agents` are the team's agents (a
+    /// message's possible receivers) when there are few enough to list.
+    fn answer_schema(&self, agent: &Agent, step: &StepState, agents: &[String]) -> Value;
+
+    /// Interprets `answer` as the result of `step`, applying the agent's local effects (new
+    /// steps, step lock) and saying what SyncState must do.
+    fn interpret(
+        &self,
+        agent: &mut Agent,
+        step: &StepState,
+        answer: &str,
+        now: Now,
+    ) -> Result<SkillOutcome, SkillError>;
+
+    /// Whether its answer is worth constraining by [`SkillKind::answer_schema`]: a free text
+    /// gains nothing from a schema (see `skills::answer_schema::constrained`).
+    fn constrained(&self) -> bool {
+        true
+    }
+
+    /// Words its prompt's `skill_prompt` or `return_format` must mention: the names of
+    /// actions, queries and fields its parser knows.
+    fn contract_words(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Whether its prompt file has a `with_tools` text, shown to an agent that has tools.
+    fn with_tools(&self) -> bool {
+        false
+    }
+
+    /// Whether it writes tool calls, so its prompt shows how MCP servers are called.
+    fn calls_tools(&self) -> bool {
+        false
+    }
+
+    /// Whether a step of it may be put in a plan by `planner` (planning, reflection, decision,
+    /// tool_decision).
+    fn plannable_by(&self, planner: Skill) -> bool {
+        let _ = planner;
+        true
+    }
+
+    /// Whether it acts through the team (tasks, hiring, asking, messages) rather than doing
+    /// the work itself: what a decision on a message asking a manager to act may plan.
+    fn acts_through_the_team(&self) -> bool {
+        false
+    }
+
+    /// An answer still unusable after its re-asks (failing with `error`), repaired where the
+    /// runtime can do the skill's job itself; `None` fails the step.
+    fn repair(&self, agent: &Agent, step: &StepState, error: &SkillError) -> Option<SkillOutcome> {
+        let _ = (agent, step, error);
+        None
+    }
+}
+
+impl Skill {
+    /// Whether a decision on a message that asks a manager to act (an operator's goal, a runtime
+    /// notice) may plan this: what acts through the team (tasks, hiring, asking, messages), not
+    /// the work itself. A real 1.5B model answered a goal with a quick_think that wrote the
+    /// haiku, and the goal never became a task.
+    pub fn acts_through_the_team(self) -> bool {
+        self.kind().acts_through_the_team()
+    }
+
+    /// Skills an agent may put in a plan (planning/reflection/decision/tool_decision): each
+    /// skill's [`SkillKind::plannable_by`].
+    pub fn plannable_by(self, planner: Skill) -> bool {
+        self.kind().plannable_by(planner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_reflection_may_plan_a_summary_and_nobody_plans_tool_decision() {
+        assert!(Skill::Summary.plannable_by(Skill::Reflection));
+        assert!(!Skill::Summary.plannable_by(Skill::Planning));
+        assert!(!Skill::Planning.plannable_by(Skill::Planning));
+        assert!(Skill::Planning.plannable_by(Skill::Reflection));
+        assert!(!Skill::Summary.plannable_by(Skill::Decision));
+        assert!(!Skill::ToolDecision.plannable_by(Skill::Planning));
+        assert!(!Skill::ToolDecision.plannable_by(Skill::Reflection));
+        assert!(Skill::Think.plannable_by(Skill::Planning));
+        assert!(!Skill::ProcessMessage.plannable_by(Skill::Decision));
+        assert!(!Skill::Decision.plannable_by(Skill::Decision));
+    }
+
+    #[test]
+    fn every_skills_schema_has_a_property_for_each_of_its_answer_tags() {
+        use crate::skills::test_support::{agent, running};
+        let a = agent(&Skill::ALL);
+        for skill in Skill::ALL {
+            let step = running(&mut a.clone(), skill, "");
+            let schema = skill.kind().answer_schema(&a, &step, &[]).to_string();
+            for tag in skill.kind().answer_tags() {
+                let key = tag.trim_start_matches('<').trim_end_matches('>');
+                assert!(schema.contains(&format!("\"{key}\"")), "{skill}: {key}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_managers_skills_and_messages_act_through_the_team() {
+        let acting: Vec<Skill> = Skill::ALL
+            .into_iter()
+            .filter(|s| s.acts_through_the_team())
+            .collect();
+        assert_eq!(
+            acting,
+            [
+                Skill::SendMessage,
+                Skill::TaskManager,
+                Skill::AgentManager,
+                Skill::AskInfo
+            ]
+        );
+    }
+}
