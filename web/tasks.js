@@ -366,7 +366,7 @@ export function agentReport(s, id) {
       ? h(
           'div',
           { class: 'summary-added', testid: 'stage-summary-added' },
-          h('span', { class: 'flag flag-warn' }, t(written === 'composed' ? 'tasks.summary_composed' : 'tasks.summary_results_added')),
+          h('span', { class: 'flag flag-warn' }, written === 'composed' ? t('tasks.summary_composed') : t('tasks.summary_results_added')),
           results.map((r) => h('div', { class: 'summary-result' }, r)),
         )
       : null,
