@@ -10,8 +10,8 @@ use std::str::FromStr;
 /// It hands the list to `$callback`, a macro that makes one thing of it: the [`Skill`] enum
 /// here, the dispatch to each skill's kind in `skills`, the embedded prompt files in `prompt`.
 /// Adding a skill is one line here, its folder `skills/<name>/` (declared in `skills/mod.rs`)
-/// and its two prompt files
-/// (`prompts/en/skills/<name>.yaml`, `prompts/zh/…`); the compiler names any of them missing.
+/// and its two prompt files (`prompts/en/skills/<name>.yaml`, `prompts/zh/…`); the compiler
+/// names any of them missing.
 macro_rules! for_each_skill {
     ($callback:ident) => {
         $callback! {
