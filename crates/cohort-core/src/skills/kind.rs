@@ -4,7 +4,7 @@
 
 use super::{SkillError, SkillOutcome};
 use crate::clock::Now;
-use crate::state::{Agent, Skill, StepState};
+use crate::state::{Agent, Skill, StepResult, StepState};
 use serde_json::Value;
 
 /// Which history section a skill's prompt has.
@@ -76,6 +76,14 @@ pub trait SkillKind {
     /// the work itself: what a decision on a message asking a manager to act may plan.
     fn acts_through_the_team(&self) -> bool {
         false
+    }
+
+    /// What a finished step of it produced that the agent's completion report gives (its
+    /// `result`, as the step recorded it): a thought, a message sent. `None` for the skills
+    /// that only plan, digest, ask or report (the usual case).
+    fn reported(&self, result: &StepResult) -> Option<String> {
+        let _ = result;
+        None
     }
 
     /// An answer still unusable after its re-asks (failing with `error`), repaired where the

@@ -31,9 +31,7 @@ pub use plan::graph as plan_graph;
 pub use plan::{RawPlan, RawPlannedStep, check_plan, plan_key, queue_plan};
 pub use refusal::{Refusal, RejectedStep, StepRefusal};
 pub use repairs::summaries::results_in_stage;
-pub use send_message::{Sent, SentMessages};
 pub use task_manager::{Instructed, closing, judges};
-pub use think::Thought;
 
 /// Makes `Skill::kind` from the registry's lines (`state::for_each_skill`): each skill's
 /// [`SkillKind`], at the path its line names (a folder of this module).

@@ -8,7 +8,7 @@ use super::words::trigrams;
 use crate::policy::{Fired, Repair};
 use crate::report::Written;
 use crate::skills::SkillOutcome;
-use crate::state::{Agent, Executor, Skill, StepExecutionState, StepState};
+use crate::state::{Agent, Executor, StepExecutionState, StepState};
 
 /// An answer whose first paragraph only hands something back (`handed_back`: the step's
 /// instruction, say) before the real answer (a 1.5B reviewer began its summary with "Report
@@ -98,27 +98,13 @@ pub(in crate::skills) fn gives_no_result(agent: &Agent, step: &StepState, summar
 /// How much of one result a composed summary quotes.
 const RESULT_CHARS: usize = 800;
 
-/// What a finished step produced that a summary reports: a thought, a message sent, or a
-/// tool's answer (the steps that only plan, digest or ask report nothing of their own).
+/// What a finished step produced that a summary reports: what its skill reports
+/// (`SkillKind::reported`: a thought, a message sent), or a tool's answer.
 fn reported(step: &StepState) -> Option<String> {
     let result = step.execute_result.as_ref()?;
-    let text = match step.executor {
-        Executor::Skill(Skill::Think | Skill::QuickThink) => result
-            .read::<crate::skills::think::Thought>()?
-            .text()
-            .to_owned(),
-        Executor::Skill(Skill::SendMessage) => {
-            let crate::skills::send_message::SentMessages::One(m) = result
-                .read::<crate::skills::send_message::Sent>()?
-                .send_message
-            else {
-                return None;
-            };
-            let to: Vec<&str> = m.receiver.iter().map(|r| r.as_str()).collect();
-            format!("sent to {}: {}", to.join(", "), m.message)
-        }
+    let text = match &step.executor {
+        Executor::Skill(skill) => skill.kind().reported(result)?,
         Executor::Tool(_) => serde_json::to_string(result).ok()?,
-        _ => return None,
     };
     let text = text.trim();
     if text.is_empty() {

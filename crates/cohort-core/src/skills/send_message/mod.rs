@@ -11,7 +11,7 @@ use crate::ids::{StageRef, TaskId, WaitId};
 use crate::message::Message;
 use crate::parse::StepRequest;
 use crate::policy::{Fired, Repair};
-use crate::state::{Agent, Executor, Skill, StepOrigin, StepState};
+use crate::state::{Agent, Executor, Skill, StepOrigin, StepResult, StepState};
 use answer::{SendMessageAnswer, SendMessageDraft};
 use serde_json::{Value, json};
 
@@ -29,8 +29,8 @@ pub struct Sent {
 pub enum SentMessages {
     /// An agent's send.
     One(Box<Message>),
-    /// A person's send.
-    Many(Vec<Message>),
+    /// A person's send (its messages are not read: a person's report is their own).
+    Many(serde::de::IgnoredAny),
 }
 
 /// Sends the message (its wait ids on the step lock when it waits), or inserts the steps that
@@ -264,12 +264,35 @@ impl SkillKind for SendMessage {
     fn acts_through_the_team(&self) -> bool {
         true
     }
+
+    /// The one message sent, and to whom.
+    fn reported(&self, result: &StepResult) -> Option<String> {
+        let SentMessages::One(m) = result.read::<Sent>()?.send_message else {
+            return None;
+        };
+        let to: Vec<&str> = m.receiver.iter().map(|r| r.as_str()).collect();
+        Some(format!("sent to {}: {}", to.join(", "), m.message))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::skills::test_support::*;
+
+    #[test]
+    fn a_sent_message_is_what_its_step_reports_and_a_persons_sends_are_not() {
+        let mut a = agent(&[Skill::SendMessage]);
+        let step = running(&mut a, Skill::SendMessage, "tell them");
+        let o = interpret(&mut a, &step, r#"<send_message>{"receiver": ["x", "y"], "message": "done", "stage_relative": "s", "need_reply": false}</send_message>"#, now()).unwrap();
+        let result = crate::state::StepResult::output(o.result);
+        assert_eq!(
+            SendMessage.reported(&result).as_deref(),
+            Some("sent to x, y: done")
+        );
+        let persons = crate::state::StepResult::output(json!({"send_message": [{}, {}]}));
+        assert_eq!(SendMessage.reported(&persons), None);
+    }
 
     #[test]
     fn waiting_takes_one_wait_id_per_receiver_onto_the_step_lock() {

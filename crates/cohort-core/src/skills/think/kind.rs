@@ -1,11 +1,11 @@
 //! think and quick_think as skills: a free text in their own tag, with the stage's history
 //! (think) or without (quick_think).
 
-use super::interpret;
+use super::{Thought, interpret};
 use crate::clock::Now;
 use crate::skills::answer_schema::{answer, text};
 use crate::skills::{HistoryKind, SkillError, SkillKind, SkillOutcome};
-use crate::state::{Agent, Skill, StepState};
+use crate::state::{Agent, Skill, StepResult, StepState};
 use serde_json::Value;
 
 /// think: thinks about the stage's history (`<think>`).
@@ -32,6 +32,11 @@ impl SkillKind for Think {
         _now: Now,
     ) -> Result<SkillOutcome, SkillError> {
         interpret(Skill::Think, agent, step, answer)
+    }
+
+    /// The thought.
+    fn reported(&self, result: &StepResult) -> Option<String> {
+        thought(result)
     }
 
     /// A thought gains nothing from a schema (see `answer_schema::constrained`).
@@ -66,8 +71,18 @@ impl SkillKind for QuickThink {
         interpret(Skill::QuickThink, agent, step, answer)
     }
 
+    /// The thought.
+    fn reported(&self, result: &StepResult) -> Option<String> {
+        thought(result)
+    }
+
     /// A thought gains nothing from a schema (see `answer_schema::constrained`).
     fn constrained(&self) -> bool {
         false
     }
+}
+
+/// The thought a think or quick_think step recorded.
+fn thought(result: &StepResult) -> Option<String> {
+    Some(result.read::<Thought>()?.text().to_owned())
 }
