@@ -816,7 +816,12 @@ async fn run_goal(http: &reqwest::Client, base: &str, token: &str, k: usize) {
 /// Every `traceparent` header on the team's NATS from now on, as it arrives.
 async fn traceparents_on_nats(nats: &nats::Nats) -> Arc<Mutex<Vec<String>>> {
     let client = async_nats::connect(nats.url()).await.unwrap();
-    let mut all = client.subscribe("cohort.>").await.unwrap();
+    // Only the subjects that carry a message (calls to the team's node, inboxes): the whole
+    // `cohort.>` brings the event stream's pages too, and a watcher run late on a loaded
+    // machine fell behind them and saw no header at all.
+    let core = client.subscribe("cohort.*.core").await.unwrap();
+    let inboxes = client.subscribe("cohort.*.inbox.>").await.unwrap();
+    let mut all = futures::stream::select(core, inboxes);
     client.flush().await.unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let into = seen.clone();
