@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// The registry of skills, one line each: the `Skill` variant, its wire name, and the type
-/// under `skills/` that implements it (`skills::SkillKind`, the path read from `skills/mod.rs`).
+/// The registry of skills, one line each: the `Skill` variant, its wire name, and its kind
+/// under `skills/` (a value implementing `skills::SkillKind`: a unit struct, or a constant of a
+/// kind several skills share; the path read from `skills/mod.rs`).
 /// It hands the list to `$callback`, a macro that makes one thing of it: the [`Skill`] enum
 /// here, the dispatch to each skill's kind in `skills`, the embedded prompt files in `prompt`.
 /// Adding a skill is one line here, its folder `skills/<name>/` (declared in `skills/mod.rs`)
@@ -24,9 +25,9 @@ macro_rules! for_each_skill {
             /// Writes the next tool step's `instruction_content` (`<tool_instruction>`).
             InstructionGeneration => "instruction_generation" => instruction_generation::InstructionGeneration,
             /// Thinks about the stage's history (`<think>`).
-            Think => "think" => think::Think,
+            Think => "think" => think::THINK,
             /// Thinks without history (`<quick_think>`).
-            QuickThink => "quick_think" => think::QuickThink,
+            QuickThink => "quick_think" => think::QUICK_THINK,
             /// Inserts the next steps, outside any stage's plan.
             Decision => "decision" => plan::Decision,
             /// Sends a message, or asks for more information first (`<send_message>`).

@@ -1,5 +1,5 @@
 //! think and quick_think as skills: a free text in their own tag, with the stage's history
-//! (think) or without (quick_think).
+//! (think) or without (quick_think). One kind, two settings.
 
 use super::{Thought, interpret};
 use crate::clock::Now;
@@ -8,57 +8,41 @@ use crate::skills::{HistoryKind, SkillError, SkillKind, SkillOutcome};
 use crate::state::{Agent, Skill, StepResult, StepState};
 use serde_json::Value;
 
-/// think: thinks about the stage's history (`<think>`).
-pub struct Think;
-
-impl SkillKind for Think {
-    fn answer_tags(&self) -> &'static [&'static str] {
-        &["<think>"]
-    }
-
-    fn history(&self) -> HistoryKind {
-        HistoryKind::Stage
-    }
-
-    fn answer_schema(&self, _agent: &Agent, _step: &StepState, _agents: &[String]) -> Value {
-        answer(&[("think", text())], &[])
-    }
-
-    fn interpret(
-        &self,
-        agent: &mut Agent,
-        step: &StepState,
-        answer: &str,
-        _now: Now,
-    ) -> Result<SkillOutcome, SkillError> {
-        interpret(Skill::Think, agent, step, answer)
-    }
-
-    /// The thought.
-    fn reported(&self, result: &StepResult) -> Option<String> {
-        thought(result)
-    }
-
-    /// A thought gains nothing from a schema (see `answer_schema::constrained`).
-    fn constrained(&self) -> bool {
-        false
-    }
+/// A thinking skill: which one, its answer's tag and the history its prompt shows.
+pub struct Thinking {
+    skill: Skill,
+    tag: &'static str,
+    history: HistoryKind,
 }
+
+/// think: thinks about the stage's history (`<think>`).
+pub const THINK: Thinking = Thinking {
+    skill: Skill::Think,
+    tag: "think",
+    history: HistoryKind::Stage,
+};
 
 /// quick_think: thinks without history (`<quick_think>`).
-pub struct QuickThink;
+pub const QUICK_THINK: Thinking = Thinking {
+    skill: Skill::QuickThink,
+    tag: "quick_think",
+    history: HistoryKind::None,
+};
 
-impl SkillKind for QuickThink {
+impl SkillKind for Thinking {
     fn answer_tags(&self) -> &'static [&'static str] {
-        &["<quick_think>"]
+        match self.skill {
+            Skill::QuickThink => &["<quick_think>"],
+            _ => &["<think>"],
+        }
     }
 
     fn history(&self) -> HistoryKind {
-        HistoryKind::None
+        self.history
     }
 
     fn answer_schema(&self, _agent: &Agent, _step: &StepState, _agents: &[String]) -> Value {
-        answer(&[("quick_think", text())], &[])
+        answer(&[(self.tag, text())], &[])
     }
 
     fn interpret(
@@ -68,21 +52,16 @@ impl SkillKind for QuickThink {
         answer: &str,
         _now: Now,
     ) -> Result<SkillOutcome, SkillError> {
-        interpret(Skill::QuickThink, agent, step, answer)
-    }
-
-    /// The thought.
-    fn reported(&self, result: &StepResult) -> Option<String> {
-        thought(result)
+        interpret(self.skill, agent, step, answer)
     }
 
     /// A thought gains nothing from a schema (see `answer_schema::constrained`).
     fn constrained(&self) -> bool {
         false
     }
-}
 
-/// The thought a think or quick_think step recorded.
-fn thought(result: &StepResult) -> Option<String> {
-    Some(result.read::<Thought>()?.text().to_owned())
+    /// The thought.
+    fn reported(&self, result: &StepResult) -> Option<String> {
+        Some(result.read::<Thought>()?.text().to_owned())
+    }
 }

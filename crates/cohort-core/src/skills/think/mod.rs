@@ -3,7 +3,7 @@
 
 mod kind;
 
-pub use kind::{QuickThink, Think};
+pub use kind::{QUICK_THINK, THINK};
 
 use super::repairs::echo::hands_back_work;
 use super::{SkillError, SkillOutcome, working};
