@@ -3,12 +3,12 @@
 //! the actor; `interpret` here is pure, so every skill is unit-tested on plain data.
 //!
 //! A skill is a folder (`plan/` serves the four planners, `think/` think and quick_think): its
-//! [`SkillKind`] (answer tags, schema, history, effects, repair), the reading of its answer
-//! and its schema. The registry (`state::for_each_skill`) lists each skill once, by variant,
-//! wire name and kind; the `Skill` enum, `Skill::kind` here and the embedded prompt files are
-//! made from it. A new skill is a line there, its folder declared below, and its two prompt
-//! files (`prompts/en/skills/<name>.yaml`, `prompts/zh/…`): the compiler names whichever is
-//! missing. `repairs/` (the mends, grouped by what they mend) and `refusal.rs` are not skills.
+//! [`SkillKind`] (answer tags, schema, history, effects, repair, what it reports), the reading
+//! of its answer and its schema. The registry (`state::for_each_skill`) lists each skill
+//! once, by variant, wire name and kind; the `Skill` enum, `Skill::kind` here and the embedded
+//! prompt files are made from it. A new skill is a line there, its folder declared below, and
+//! its two prompt files (`prompts/en/skills/<name>.yaml`, `prompts/zh/…`): the compiler names
+//! whichever is missing. `repairs/` (the mends, grouped by what they mend) and `refusal.rs` are not skills.
 
 // The skills' folders (each names its kinds in the registry), then what they share.
 mod agent_manager;
