@@ -568,14 +568,14 @@ fn push_steps_cut(
                 ));
             }
             Some(v) if i < whole_from => {
-                let text = result_line(v);
+                let text = result_line(&s.executor, v);
                 lines.push(format!(
                     "- execute_result (cut): {}",
                     cap_chars(&text, OLDER_RESULT_CHARS)
                 ));
             }
             Some(v) => {
-                lines.push(format!("- execute_result: {}", result_line(v)));
+                lines.push(format!("- execute_result: {}", result_line(&s.executor, v)));
                 doc.1.extend(media_in(v.output.values()));
             }
             None => {}

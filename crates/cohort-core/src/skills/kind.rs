@@ -5,7 +5,7 @@
 use super::{SkillError, SkillOutcome};
 use crate::clock::Now;
 use crate::state::{Agent, Skill, StepResult, StepState};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Which history section a skill's prompt has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +76,13 @@ pub trait SkillKind {
     /// the work itself: what a decision on a message asking a manager to act may plan.
     fn acts_through_the_team(&self) -> bool {
         false
+    }
+
+    /// Its recorded `output` as a prompt's history shows it: what the model wrote, without
+    /// what the runtime set around it (a plan as each step's outline, a message without its
+    /// ids). Every call after the step carries this line. As recorded, by default.
+    fn history_output(&self, output: &mut Map<String, Value>) {
+        let _ = output;
     }
 
     /// What a finished step of it produced that the agent's completion report gives (its

@@ -2,11 +2,12 @@
 //! answer (`<planned_step>`), its schema and its effects, and differ in the history they see
 //! and in what may plan them.
 
-use super::{interpret, schema};
+use super::{interpret, plan_key, schema};
 use crate::clock::Now;
 use crate::skills::{HistoryKind, SkillError, SkillKind, SkillOutcome};
-use crate::state::{Agent, Skill, StepState};
-use serde_json::Value;
+use crate::state::{Agent, PlannedStep, Skill, StepState};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
 
 /// What every planner's prompt must name: the fields of a planned step.
 const CONTRACT: &[&str] = &["step_intention", "executor", "text_content"];
@@ -35,7 +36,33 @@ macro_rules! plans {
         ) -> Result<SkillOutcome, SkillError> {
             interpret($skill, agent, step, answer)
         }
+
+        /// The plan as each step's outline (each planned step has an entry of its own, with
+        /// its text).
+        fn history_output(&self, output: &mut Map<String, Value>) {
+            outline(output, $skill);
+        }
     };
+}
+
+/// `planner`'s plan in `output` as each step's executor and intention.
+fn outline(output: &mut Map<String, Value>, planner: Skill) {
+    let Some(plan) = output.get_mut(plan_key(planner)) else {
+        return;
+    };
+    if let Ok(steps) = Vec::<PlannedStep>::deserialize(&*plan) {
+        *plan = steps.iter().map(step_outline).collect();
+    }
+}
+
+/// A planned step without its text (its own entry shows it).
+fn step_outline(s: &PlannedStep) -> Value {
+    let mut v = json!({"executor": s.executor.name(), "step_intention": s.step_intention});
+    if let Some(id) = &s.id {
+        v["id"] = json!(id);
+        v["depends_on"] = json!(s.depends_on);
+    }
+    v
 }
 
 /// planning: plans the agent's steps towards its goal in a stage, appended to its queue.

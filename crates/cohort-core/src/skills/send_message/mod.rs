@@ -13,7 +13,8 @@ use crate::parse::StepRequest;
 use crate::policy::{Fired, Repair};
 use crate::state::{Agent, Executor, Skill, StepOrigin, StepResult, StepState};
 use answer::{SendMessageAnswer, SendMessageDraft};
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
 
 /// What a send_message step keeps: `{"send_message": …}`, the message it sent (a person's
 /// send, recorded as such a step: one message per receiver).
@@ -263,6 +264,23 @@ impl SkillKind for SendMessage {
 
     fn acts_through_the_team(&self) -> bool {
         true
+    }
+
+    /// The message as its sender wrote it: the runtime's wait ids become `waiting: true` (left
+    /// out when it does not wait); the task and sender (the entry's own) are left out.
+    fn history_output(&self, output: &mut Map<String, Value>) {
+        if let Some(sent) = output.get_mut("send_message")
+            && let Ok(m) = Message::deserialize(&*sent)
+        {
+            *sent = json!({
+                "receiver": m.receiver,
+                "message": m.message,
+                "stage_relative": m.stage_relative,
+                "need_reply": m.need_reply,
+                "waiting": m.waiting.is_some().then_some(true),
+                "ask": m.ask,
+            });
+        }
     }
 
     /// The one message sent, and to whom.

@@ -13,7 +13,7 @@ use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
 use crate::policy::{Fired, Repair, Repairs};
 use crate::state::{Agent, StepState};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// The stage a step must decide on: a runtime notice about one stage of a task the agent
 /// manages (its agents all reported, or one is stuck). Such a stage stays open until it is
@@ -329,6 +329,15 @@ impl SkillKind for TaskManager {
             "finish_task",
             "retry_stage",
         ]
+    }
+
+    /// What the skill sets on a new task (whose goal, the trace) is not the model's to repeat.
+    fn history_output(&self, output: &mut Map<String, Value>) {
+        if let Some(Value::Object(task)) = output.get_mut("task_instruction") {
+            for key in ["requested_by", "goal_step", "trace_id"] {
+                task.remove(key);
+            }
+        }
     }
 
     fn history(&self) -> HistoryKind {
