@@ -345,7 +345,7 @@ fn push_current_step(
     doc.push(&step_head(ctx.step, ids_above));
     doc.heading(2, &h.intention);
     doc.push(&block(&one_line(&ctx.step.step_intention), 3, &p.none));
-    if skill == Some(Skill::InstructionGeneration) {
+    if skill.is_some_and(|s| s.kind().fills_a_tool_step()) {
         push_tool_step(doc, set, ctx);
     }
     doc.heading(2, &h.content);

@@ -65,6 +65,12 @@ pub trait SkillKind {
         false
     }
 
+    /// Whether it writes the call of a tool step queued for it, so its prompt shows that step
+    /// and its server's description (instruction_generation).
+    fn fills_a_tool_step(&self) -> bool {
+        false
+    }
+
     /// Whether a step of it may be put in a plan by `planner` (planning, reflection, decision,
     /// tool_decision).
     fn plannable_by(&self, planner: Skill) -> bool {

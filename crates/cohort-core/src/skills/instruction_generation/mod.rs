@@ -78,6 +78,10 @@ impl SkillKind for InstructionGeneration {
     fn calls_tools(&self) -> bool {
         true
     }
+
+    fn fills_a_tool_step(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
