@@ -43,6 +43,25 @@ impl Written {
     }
 }
 
+/// An agent's completion report as its summary step makes it: the summary in its own words,
+/// its work's newest results, and what the runtime did with them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Completion {
+    /// The agent's words (empty when the runtime composed the report).
+    pub summary: String,
+    /// What its work steps in the stage produced, newest few.
+    pub results: Vec<String>,
+    /// What the runtime added, or whether it composed the report.
+    pub written: Written,
+}
+
+impl Completion {
+    /// The report as people and models read it (see [`Written::render`]).
+    pub fn text(&self, agent: &AgentId, t: &Texts) -> String {
+        self.written.render(agent, &self.summary, &self.results, t)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

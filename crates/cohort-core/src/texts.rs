@@ -665,8 +665,9 @@ catalog!(
     cancelled_by(by),
     /// A task or stage cancelled with a reason.
     cancelled_by_because(by, reason),
-    // ---- what a repair writes into a summary (`skills/repairs/`) ----
-    /// A summary the runtime composed from the agent `name`'s results.
+    // ---- the runtime's part of a report (`report::Written`) and of a task's summary
+    // (`skills/repairs/`) ----
+    /// A report the runtime composed from the results of the agent `name` (its id).
     composed_summary(name, results),
     /// Above the agent's results the runtime added to a summary that gave none.
     results_added(),

@@ -30,7 +30,7 @@ pub use kind::{HistoryKind, SkillKind};
 pub use plan::graph as plan_graph;
 pub use plan::{RawPlan, RawPlannedStep, check_plan, plan_key, queue_plan};
 pub use refusal::{Refusal, RejectedStep, StepRefusal};
-pub use repairs::summaries::results_in_stage;
+use repairs::summaries::results_in_stage;
 pub use task_manager::{Instructed, closing, judges};
 
 /// Makes `Skill::kind` from the registry's lines (`state::for_each_skill`): each skill's
@@ -72,10 +72,8 @@ pub struct SkillOutcome {
     pub agent_instruction: Option<AgentInstruction>,
     /// A query for SyncState; its wait id is already on the agent's step lock.
     pub ask_info: Option<AskInfoRequest>,
-    /// The agent's completion summary for the stage, in its own words (summary skill).
-    pub completion: Option<String>,
-    /// What the runtime added to that summary (its results), or whether it composed it.
-    pub written: crate::report::Written,
+    /// The agent's completion report for the stage (summary skill).
+    pub completion: Option<crate::report::Completion>,
     /// The repairs made to the answer on the way (`policy::repairs`).
     pub repairs: Vec<crate::policy::Fired>,
 }

@@ -222,14 +222,14 @@ fn take_outcome(
     output.task_instruction = o.task_instruction;
     output.agent_instruction = o.agent_instruction;
     output.ask_info = o.ask_info;
-    if let (Some(summary), Some(stage)) = (o.completion, step.stage_id.stage()) {
+    if let (Some(c), Some(stage)) = (o.completion, step.stage_id.stage()) {
         output.update_stage_agent_completion = Some(CompletionUpdate {
             task_id: step.task_id.clone(),
             stage_id: stage.clone(),
             agent_id: agent.agent_id.clone(),
-            completion_summary: summary,
-            results: skills::results_in_stage(agent, step),
-            written: o.written,
+            completion_summary: c.summary,
+            results: c.results,
+            written: c.written,
         });
     }
     (StepResult::output(o.result), o.stage_state, o.repairs)

@@ -6,8 +6,7 @@ use super::answer_schema::{answer, line, variant};
 use super::{HistoryKind, SkillError, SkillKind, SkillOutcome, working};
 use crate::clock::Now;
 use crate::ids::{AgentId, WaitId};
-use crate::message::AskInfoQuery;
-use crate::message::{AskInfoRequest, SYNC_STATE_SENDER};
+use crate::message::{AskInfoQuery, AskInfoRequest, SYNC_STATE_SENDER};
 use crate::parse::{ParseError, tagged_variant};
 use crate::state::{Agent, StepState};
 use serde_json::{Value, json};
@@ -122,6 +121,8 @@ pub fn interpret(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skills::test_support::*;
+    use crate::state::Skill;
 
     #[test]
     fn every_ask_info_type_is_read() {
@@ -189,9 +190,6 @@ mod tests {
                 .contains("type")
         );
     }
-    use crate::message::AskInfoQuery;
-    use crate::skills::test_support::*;
-    use crate::state::Skill;
 
     #[test]
     fn a_query_takes_one_wait_id_that_the_request_carries() {

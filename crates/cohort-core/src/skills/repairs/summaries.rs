@@ -68,7 +68,7 @@ fn stage_results(agent: &Agent, step: &StepState) -> Vec<String> {
 
 /// The newest of what the agent's finished steps in the stage of `step` produced (up to the
 /// policy's `reported`): what its completion report carries beside its summary.
-pub fn results_in_stage(agent: &Agent, step: &StepState) -> Vec<String> {
+pub(in crate::skills) fn results_in_stage(agent: &Agent, step: &StepState) -> Vec<String> {
     newest(agent, &stage_results(agent, step)).to_vec()
 }
 

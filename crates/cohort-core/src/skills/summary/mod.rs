@@ -7,7 +7,7 @@ use super::{HistoryKind, Refusal, SkillError, SkillKind, SkillOutcome};
 use crate::clock::Now;
 use crate::parse::tagged_text;
 use crate::policy::{Fired, Repair};
-use crate::report::Written;
+use crate::report::{Completion, Written};
 use crate::state::{Agent, Skill, StageAgentState, StepState};
 use serde_json::{Value, json};
 
@@ -71,13 +71,15 @@ pub(super) fn finished(
     summary: String,
     written: Written,
 ) -> SkillOutcome {
-    let results = super::results_in_stage(agent, step);
-    let report = written.render(&agent.agent_id, &summary, &results, &agent.settings.texts);
-    SkillOutcome {
-        result: json!({ "summary": report }),
-        stage_state: StageAgentState::Finished,
-        completion: Some(summary),
+    let completion = Completion {
+        summary,
+        results: super::results_in_stage(agent, step),
         written,
+    };
+    SkillOutcome {
+        result: json!({ "summary": completion.text(&agent.agent_id, &agent.settings.texts) }),
+        stage_state: StageAgentState::Finished,
+        completion: Some(completion),
         ..Default::default()
     }
 }
@@ -134,6 +136,16 @@ mod tests {
     use crate::skills::test_support::*;
     use crate::state::StepExecutionState;
 
+    /// The agent's words in the report `o` carries.
+    fn summary_of(o: &SkillOutcome) -> Option<&str> {
+        o.completion.as_ref().map(|c| c.summary.as_str())
+    }
+
+    /// What the runtime did with the report `o` carries.
+    fn written_of(o: &SkillOutcome) -> Written {
+        o.completion.as_ref().unwrap().written
+    }
+
     /// The report as it reads (the step's result): the summary with what the runtime added.
     fn report(o: &SkillOutcome) -> String {
         o.result["summary"].as_str().unwrap().to_owned()
@@ -149,7 +161,7 @@ mod tests {
             "Done.\n<completion_summary>写完了 ✅</completion_summary>",
         )
         .unwrap();
-        assert_eq!(o.completion.as_deref(), Some("写完了 ✅"));
+        assert_eq!(summary_of(&o), Some("写完了 ✅"));
         assert_eq!(
             interpret(&a, &step, "<think>x</think>")
                 .unwrap_err()
@@ -173,7 +185,7 @@ mod tests {
             "Done.\n<completion_summary>wrote the draft</completion_summary>",
         )
         .unwrap();
-        assert_eq!(o.completion.as_deref(), Some("wrote the draft"));
+        assert_eq!(summary_of(&o), Some("wrote the draft"));
         assert_eq!(o.stage_state, StageAgentState::Finished);
         // Its own instruction handed back is no summary.
         let echo = running(&mut a, Skill::Summary, &closing());
@@ -203,8 +215,8 @@ mod tests {
         let think = running(&mut a, Skill::Think, "write it");
         finish(&mut a, &think, json!({ "think": "Rain on red maples" }));
         let o = interpret(&a, &step, &answer).unwrap();
-        assert_eq!(o.written, Written::Composed);
-        assert_eq!(o.completion.as_deref(), Some(""));
+        assert_eq!(written_of(&o), Written::Composed);
+        assert_eq!(summary_of(&o), Some(""));
         assert!(report(&o).ends_with("Rain on red maples"));
         let o = interpret(
             &a,
@@ -212,10 +224,7 @@ mod tests {
             &format!("<completion_summary>{goal}\n\nRain on red maples, a cold wind.</completion_summary>"),
         )
         .unwrap();
-        assert_eq!(
-            o.completion.as_deref(),
-            Some("Rain on red maples, a cold wind.")
-        );
+        assert_eq!(summary_of(&o), Some("Rain on red maples, a cold wind."));
         // A summary that says what was done in the goal's words is one.
         let o = interpret(
             &a,
@@ -243,8 +252,8 @@ mod tests {
         let o = interpret(&a, &step, news).unwrap();
         assert!(o.fired(Repair::SummaryResultsAdded).is_some());
         // The summary keeps the agent's words; the runtime's part is typed beside them.
-        assert!(o.completion.as_deref().unwrap().ends_with("I am done."));
-        assert_eq!(o.written, Written::ResultsAdded);
+        assert!(summary_of(&o).unwrap().ends_with("I am done."));
+        assert_eq!(written_of(&o), Written::ResultsAdded);
         let summary = report(&o);
         assert!(summary.starts_with("I have written a haiku"), "{summary}");
         assert!(summary.contains("added by the runtime") && summary.ends_with(poem));
@@ -301,7 +310,7 @@ mod tests {
             &format!("<completion_summary>{}</completion_summary>", closing()),
         )
         .unwrap();
-        assert_eq!(o.written, Written::Composed);
+        assert_eq!(written_of(&o), Written::Composed);
         let summary = report(&o);
         assert!(summary.starts_with("(Composed by the runtime from w's results"));
         assert!(summary.ends_with("\n\nRain on red maples"), "{summary}");
@@ -343,7 +352,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            o.completion.as_deref(),
+            summary_of(&o),
             Some("I wrote the haiku: Rain on red maples.")
         );
         // A first paragraph of its own stays.
@@ -354,7 +363,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            o.completion.as_deref(),
+            summary_of(&o),
             Some("The haiku is done.\n\nRain on red maples.")
         );
     }
