@@ -17,9 +17,9 @@ macro_rules! for_each_skill {
     ($callback:ident) => {
         $callback! {
             /// Plans the agent's steps towards its goal in a stage (`<planned_step>`).
-            Planning => "planning" => plan::Planning,
+            Planning => "planning" => plan::PLANNING,
             /// Looks back on the work and plans corrective steps, or a `summary` when done.
-            Reflection => "reflection" => plan::Reflection,
+            Reflection => "reflection" => plan::REFLECTION,
             /// Writes the agent's completion summary of a stage.
             Summary => "summary" => summary::Summary,
             /// Writes the next tool step's `instruction_content` (`<tool_instruction>`).
@@ -29,7 +29,7 @@ macro_rules! for_each_skill {
             /// Thinks without history (`<quick_think>`).
             QuickThink => "quick_think" => think::QUICK_THINK,
             /// Inserts the next steps, outside any stage's plan.
-            Decision => "decision" => plan::Decision,
+            Decision => "decision" => plan::DECISION,
             /// Sends a message, or asks for more information first (`<send_message>`).
             SendMessage => "send_message" => send_message::SendMessage,
             /// Digests a received message, optionally inserting a decision step.
@@ -41,7 +41,7 @@ macro_rules! for_each_skill {
             /// Asks SyncState one of the ask_info queries and waits for the answer.
             AskInfo => "ask_info" => ask_info::AskInfo,
             /// After a tool step, decides whether and how to go on with the tool.
-            ToolDecision => "tool_decision" => plan::ToolDecision,
+            ToolDecision => "tool_decision" => plan::TOOL_DECISION,
         }
     };
 }

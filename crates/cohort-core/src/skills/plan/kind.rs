@@ -1,6 +1,6 @@
 //! The four planners as skills: planning, reflection, decision and tool_decision share their
-//! answer (`<planned_step>`), its schema and its effects, and differ in the history they see
-//! and in what may plan them.
+//! answer (`<planned_step>`), its schema and its effects, and differ in the history they see,
+//! what they show of tools and what may plan them: one kind, four settings.
 
 use super::{interpret, plan_key, schema};
 use crate::clock::Now;
@@ -12,37 +12,102 @@ use serde_json::{Map, Value, json};
 /// What every planner's prompt must name: the fields of a planned step.
 const CONTRACT: &[&str] = &["step_intention", "executor", "text_content"];
 
-/// The items every planner implements alike, for `$skill`.
-macro_rules! plans {
-    ($skill:expr) => {
-        fn answer_tags(&self) -> &'static [&'static str] {
-            &["<planned_step>"]
-        }
+/// A planner: which one, the history its prompt shows, what its prompt shows of tools, and
+/// which planners may plan it.
+pub struct Planner {
+    skill: Skill,
+    history: HistoryKind,
+    /// Its prompt file has a `with_tools` text for an agent with tools.
+    with_tools: bool,
+    /// It writes tool calls (tool_decision).
+    calls_tools: bool,
+    plannable_by: fn(Skill) -> bool,
+}
 
-        fn contract_words(&self) -> &'static [&'static str] {
-            CONTRACT
-        }
+/// planning: plans the agent's steps towards its goal in a stage, appended to its queue.
+pub const PLANNING: Planner = Planner {
+    skill: Skill::Planning,
+    history: HistoryKind::None,
+    with_tools: true,
+    calls_tools: false,
+    // A plan that plans planning again never starts the work (a real 0.5B model did).
+    plannable_by: |planner| planner != Skill::Planning,
+};
 
-        fn answer_schema(&self, agent: &Agent, step: &StepState, _agents: &[String]) -> Value {
-            schema::answer_schema($skill, agent, step)
-        }
+/// reflection: looks back on the stage's work and plans fixes, or a summary when done.
+pub const REFLECTION: Planner = Planner {
+    skill: Skill::Reflection,
+    history: HistoryKind::Stage,
+    with_tools: true,
+    calls_tools: false,
+    plannable_by: |_| true,
+};
 
-        fn interpret(
-            &self,
-            agent: &mut Agent,
-            step: &StepState,
-            answer: &str,
-            _now: Now,
-        ) -> Result<SkillOutcome, SkillError> {
-            interpret($skill, agent, step, answer)
-        }
+/// decision: inserts the next steps, outside any stage's plan.
+pub const DECISION: Planner = Planner {
+    skill: Skill::Decision,
+    history: HistoryKind::Stage,
+    with_tools: false,
+    calls_tools: false,
+    // A decision that plans deciding again loops: a model circles between reading messages
+    // and deciding until something times out.
+    plannable_by: |planner| planner != Skill::Decision,
+};
 
-        /// The plan as each step's outline (each planned step has an entry of its own, with
-        /// its text).
-        fn history_output(&self, output: &mut Map<String, Value>) {
-            outline(output, $skill);
-        }
-    };
+/// tool_decision: after a tool step, plans how to go on with the tool (an empty plan stops).
+pub const TOOL_DECISION: Planner = Planner {
+    skill: Skill::ToolDecision,
+    history: HistoryKind::ToolChain,
+    with_tools: false,
+    calls_tools: true,
+    // Never planned: the runtime inserts it after every tool step.
+    plannable_by: |_| false,
+};
+
+impl SkillKind for Planner {
+    fn answer_tags(&self) -> &'static [&'static str] {
+        &["<planned_step>"]
+    }
+
+    fn contract_words(&self) -> &'static [&'static str] {
+        CONTRACT
+    }
+
+    fn history(&self) -> HistoryKind {
+        self.history
+    }
+
+    fn answer_schema(&self, agent: &Agent, step: &StepState, _agents: &[String]) -> Value {
+        schema::answer_schema(self.skill, agent, step)
+    }
+
+    fn interpret(
+        &self,
+        agent: &mut Agent,
+        step: &StepState,
+        answer: &str,
+        _now: Now,
+    ) -> Result<SkillOutcome, SkillError> {
+        interpret(self.skill, agent, step, answer)
+    }
+
+    fn with_tools(&self) -> bool {
+        self.with_tools
+    }
+
+    fn calls_tools(&self) -> bool {
+        self.calls_tools
+    }
+
+    fn plannable_by(&self, planner: Skill) -> bool {
+        (self.plannable_by)(planner)
+    }
+
+    /// The plan as each step's outline (each planned step has an entry of its own, with its
+    /// text).
+    fn history_output(&self, output: &mut Map<String, Value>) {
+        outline(output, self.skill);
+    }
 }
 
 /// `planner`'s plan in `output` as each step's executor and intention.
@@ -63,76 +128,4 @@ fn step_outline(s: &PlannedStep) -> Value {
         v["depends_on"] = json!(s.depends_on);
     }
     v
-}
-
-/// planning: plans the agent's steps towards its goal in a stage, appended to its queue.
-pub struct Planning;
-
-impl SkillKind for Planning {
-    plans!(Skill::Planning);
-
-    fn history(&self) -> HistoryKind {
-        HistoryKind::None
-    }
-
-    fn with_tools(&self) -> bool {
-        true
-    }
-
-    /// A plan that plans planning again never starts the work (a real 0.5B model did).
-    fn plannable_by(&self, planner: Skill) -> bool {
-        planner != Skill::Planning
-    }
-}
-
-/// reflection: looks back on the stage's work and plans fixes, or a summary when done.
-pub struct Reflection;
-
-impl SkillKind for Reflection {
-    plans!(Skill::Reflection);
-
-    fn history(&self) -> HistoryKind {
-        HistoryKind::Stage
-    }
-
-    fn with_tools(&self) -> bool {
-        true
-    }
-}
-
-/// decision: inserts the next steps, outside any stage's plan.
-pub struct Decision;
-
-impl SkillKind for Decision {
-    plans!(Skill::Decision);
-
-    fn history(&self) -> HistoryKind {
-        HistoryKind::Stage
-    }
-
-    /// A decision that plans deciding again loops: a model circles between reading messages
-    /// and deciding until something times out.
-    fn plannable_by(&self, planner: Skill) -> bool {
-        planner != Skill::Decision
-    }
-}
-
-/// tool_decision: after a tool step, plans how to go on with the tool (an empty plan stops).
-pub struct ToolDecision;
-
-impl SkillKind for ToolDecision {
-    plans!(Skill::ToolDecision);
-
-    fn history(&self) -> HistoryKind {
-        HistoryKind::ToolChain
-    }
-
-    fn calls_tools(&self) -> bool {
-        true
-    }
-
-    /// Never planned: the runtime inserts it after every tool step.
-    fn plannable_by(&self, _planner: Skill) -> bool {
-        false
-    }
 }

@@ -8,7 +8,7 @@ mod kind;
 pub(super) mod schema;
 
 pub use answer::{RawPlan, RawPlannedStep};
-pub use kind::{Decision, Planning, Reflection, ToolDecision};
+pub use kind::{DECISION, PLANNING, REFLECTION, TOOL_DECISION};
 
 use super::repairs::plans;
 use super::{Refusal, RejectedStep, SkillError, SkillOutcome, StepRefusal, working};
