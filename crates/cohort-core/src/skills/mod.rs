@@ -8,7 +8,8 @@
 //! once, by variant, wire name and kind; the `Skill` enum, `Skill::kind` here and the embedded
 //! prompt files are made from it. A new skill is a line there, its folder declared below, and
 //! its two prompt files (`prompts/en/skills/<name>.yaml`, `prompts/zh/…`): the compiler names
-//! whichever is missing. `repairs/` (the mends, grouped by what they mend) and `refusal.rs` are not skills.
+//! whichever is missing. `repairs/` (the mends, grouped by what they mend) and `refusal.rs`
+//! are not skills.
 
 // The skills' folders (each names its kinds in the registry), then what they share.
 mod agent_manager;

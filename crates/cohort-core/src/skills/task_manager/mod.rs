@@ -20,15 +20,19 @@ use serde_json::{Map, Value, json};
 /// finished or retried, so `add_stage` is no answer there: a real 1.5B model re-added the stage
 /// it judged unmet, and the task waited for ever on the old one.
 pub fn stage_decided<'a>(agent: &Agent, step: &'a StepState) -> Option<&'a StageId> {
-    let in_a_task = agent
-        .settings
-        .base_task
-        .as_ref()
-        .is_some_and(|b| *b != step.task_id);
     step.origin
         .notice()
         .and_then(Notice::stage_decided)
-        .filter(|_| in_a_task)
+        .filter(|_| in_a_task(agent, step))
+}
+
+/// Whether `step` works in one of the team's tasks, not in the agent's base task.
+fn in_a_task(agent: &Agent, step: &StepState) -> bool {
+    agent
+        .settings
+        .base_task
+        .as_ref()
+        .is_some_and(|b| *b != step.task_id)
 }
 
 /// The key of a judgement's verdict in a constrained answer (and its tag): whether the stage's
@@ -73,12 +77,7 @@ pub fn closing(agent: &Agent, step: &StepState, reason: &str) -> Option<TaskInst
             stage_id: stage.clone(),
         });
     }
-    let in_a_task = agent
-        .settings
-        .base_task
-        .as_ref()
-        .is_some_and(|b| *b != step.task_id);
-    if !in_a_task || !step.origin.asks_to_act() {
+    if !in_a_task(agent, step) || !step.origin.asks_to_act() {
         return None;
     }
     let mut task_summary = agent.settings.texts.closed_by_runtime(reason);
