@@ -208,10 +208,9 @@ export class Store {
         if (s) {
           s.completion_summary[ev.agent_id] = ev.summary;
           // A report given again replaces the one before, with what the runtime added to it.
-          s.completion_results = { ...s.completion_results, [ev.agent_id]: ev.results || [] };
-          s.completion_written = { ...s.completion_written };
-          if (ev.written) s.completion_written[ev.agent_id] = ev.written;
-          else delete s.completion_written[ev.agent_id];
+          (s.completion_results ||= {})[ev.agent_id] = ev.results || [];
+          if (ev.written) (s.completion_written ||= {})[ev.agent_id] = ev.written;
+          else if (s.completion_written) delete s.completion_written[ev.agent_id];
           s.every_agent_state[ev.agent_id] = 'finished';
         }
         break;
