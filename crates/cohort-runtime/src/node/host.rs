@@ -322,6 +322,11 @@ impl AgentHost {
             .subscribe(bus.names.host_subject(node))
             .await
             .map_err(|e| super::link::LinkError::Start(e.to_string()))?;
+        // The server has the subscription once this returns: a call sent after it is heard.
+        bus.client
+            .flush()
+            .await
+            .map_err(|e| super::link::LinkError::Start(e.to_string()))?;
         let host = AgentHost {
             inner: Arc::new(HostInner {
                 parts,

@@ -96,8 +96,9 @@ pub async fn serve_node(
     warn_beyond_loopback(bind);
     let (listener, bound) = listen(bind)?;
     let seat = seat_of(&node, bind, bound)?;
-    // A node whose team file differs from the running nodes' is refused before it serves.
-    store.join(&seat, node.term.ttl * 2).await?;
+    // The node listens for the team's node's calls before it is listed as live: listed first,
+    // a node restarted under its name was asked to run an agent before it listened, and the
+    // team's node, getting no answer, gave it none for a while.
     let spread = match &node.bus {
         Some(bus) => {
             let shared: Arc<dyn cohort_store::Store> = store.clone();
@@ -105,6 +106,8 @@ pub async fn serve_node(
         }
         None => None,
     };
+    // A node whose team file differs from the running nodes' is refused before it serves.
+    store.join(&seat, node.term.ttl * 2).await?;
     on_ready(bound);
     let stopping = stop_signal(stop);
     loop {
