@@ -186,6 +186,17 @@ try {
       throw new Failure(`a composed report: ${JSON.stringify(composed)}`);
     }
     if (own.written !== 'own' || own.added || !own.text.includes('Wrote it')) throw new Failure(`a report in its own words: ${JSON.stringify(own)}`);
+    // A decision or a question fetched after a task's last event redraws what asks whether the
+    // task waits for the person: the task list, the task's head and its stage cards.
+    const redrawn = await page.evaluate(async () => {
+      const { withReaders } = await import('./ctx.js');
+      return { decisions: [...withReaders(new Set(['decisions']))], inbox: [...withReaders(new Set(['inbox']))] };
+    });
+    for (const [from, parts] of Object.entries(redrawn)) {
+      for (const part of ['decisions', 'tasks', 'detail', 'stages']) {
+        if (!parts.includes(part)) throw new Failure(`a change of ${from} does not redraw ${part}: ${parts.join(', ')}`);
+      }
+    }
     // Everything after this point must arrive live: this marker is lost on a reload.
     await page.evaluate(() => {
       window.__noReload = true;
