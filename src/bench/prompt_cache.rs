@@ -267,6 +267,7 @@ async fn answer(State(rec): State<Arc<Recorder>>, body: Bytes) -> Response {
         model_wait: None,
         retry: 0,
         mending: Default::default(),
+        intake: None,
     };
     match rec.script.chat(request).await {
         Ok(reply) => axum::Json(json!({

@@ -583,6 +583,8 @@ fn think_request(
         model_wait: None,
         retry: 0,
         mending: crate::llm::Mending::of(&agent.settings.repairs),
+        // As an agent's calls: recording reads the count at the ask and the answer.
+        intake: Some(Default::default()),
     }
 }
 

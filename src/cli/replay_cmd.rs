@@ -178,7 +178,7 @@ fn compare(
     same
 }
 
-/// Says how many calls were answered out of their recorded turn, if any were.
+/// Says how many answers, messages and steps went ahead out of their recorded turn, if any.
 fn say_out_of_turn(record: &Record, t: &Texts) {
     if record.out_of_turn() > 0 {
         let seconds = TURN_WAIT.as_secs();

@@ -185,6 +185,7 @@ pub async fn judge_with(
         model_wait: None,
         retry: 0,
         mending: crate::llm::Mending::default(),
+        intake: None,
     };
     let tag = |text: &str, name: &str| -> Option<String> {
         let (open, close) = (format!("<{name}>"), format!("</{name}>"));

@@ -57,6 +57,7 @@ fn request(prompt: &str) -> ChatRequest {
         model_wait: None,
         retry: 0,
         mending: Default::default(),
+        intake: None,
     }
 }
 

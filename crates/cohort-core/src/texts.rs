@@ -882,7 +882,8 @@ catalog!(
     replay_calls(served, left, outcome),
     /// How its tool calls went.
     replay_tools(served, left),
-    /// How many calls were answered out of their recorded turn, and how long each waited.
+    /// How many answers, messages and steps went ahead out of their recorded turn, and how long
+    /// each waited.
     replay_out_of_turn(count, seconds),
     /// One way the final states differ.
     replay_differs(what),

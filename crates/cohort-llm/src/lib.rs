@@ -12,8 +12,8 @@ pub mod replay;
 pub mod scripted;
 
 pub use cohort_core::call::{
-    AnswerFormat, AnswerProgress, ChatReply, ChatRequest, Cut, Mending, ModelWaitReport, ToolCall,
-    ToolRound, ToolSpec, repetition, structured,
+    AnswerFormat, AnswerProgress, ChatReply, ChatRequest, Cut, Intake, Mending, ModelWaitReport,
+    ToolCall, ToolRound, ToolSpec, repetition, structured,
 };
 use cohort_core::ids::AgentId;
 use futures::future::BoxFuture;

@@ -79,23 +79,9 @@ mod tests {
         let limited = Limited::new(Arc::new(probe.clone()), 3);
         let calls = (0..20).map(|i| {
             limited.chat(ChatRequest {
-                mending: Default::default(),
-                system: String::new(),
-                prompt: String::new(),
-                answer_format: None,
-                tools: Vec::new(),
-                rounds: Vec::new(),
-                images: Vec::new(),
                 agent_id: format!("a{i}").into(),
-                skill: "think".into(),
-                task_id: "t".into(),
                 stage_id: StageRef::NoRelative,
-                step_id: "s".into(),
-                template: None,
-                step_text: String::new(),
-                progress: None,
-                model_wait: None,
-                retry: 0,
+                ..ChatRequest::test("a", "think")
             })
         });
         let results = futures::future::join_all(calls).await;

@@ -8,6 +8,7 @@
 //! ([`CallLog::forward_to`]), so the team's log holds every agent's calls wherever they ran.
 
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
+use cohort_core::call::Intake;
 use cohort_core::event::tally::Histogram;
 use cohort_core::ids::{AgentId, StepId, TaskId};
 use cohort_core::state::TokenUsage;
@@ -53,6 +54,14 @@ pub struct Call {
     /// record from before answers were placed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub answered_seq: u64,
+    /// How many messages its agent had taken when its request was made (its step started),
+    /// and when its answer came (see `call::Intake`): a replay gives the agent its messages,
+    /// steps and answers in this order again.
+    /// None: a record from before these were kept, or a call no agent counted for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_at_ask: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_at_answer: Option<u64>,
     /// The texts are shared (`Arc`): the log's copy and the record's are one allocation, so
     /// recording a call copies no text on the step's path.
     pub system: Arc<str>,
@@ -312,6 +321,8 @@ struct Pending {
     call: Option<Call>,
     log: Arc<CallLog>,
     model: Arc<str>,
+    /// The asking agent's count of messages taken, read again when the answer comes.
+    intake: Option<Intake>,
 }
 
 impl Pending {
@@ -319,6 +330,7 @@ impl Pending {
         if let Some(mut call) = self.call.take() {
             call.answered_at = now_ms();
             call.answered_seq = next_seq();
+            call.taken_at_answer = self.intake.as_ref().map(Intake::taken);
             let outcome = match result {
                 Ok(r) => {
                     call.reply = Some(Arc::from(r.text.as_str()));
@@ -365,6 +377,8 @@ impl ChatModel for Recorded {
                 sent_at: now_ms(),
                 answered_at: 0,
                 answered_seq: 0,
+                taken_at_ask: request.intake.as_ref().map(Intake::at_request),
+                taken_at_answer: None,
                 system: Arc::from(request.system.as_str()),
                 prompt: Arc::from(request.prompt.as_str()),
                 tool_rounds: request.rounds.len(),
@@ -380,6 +394,7 @@ impl ChatModel for Recorded {
             }),
             log: self.log.clone(),
             model: self.model.clone(),
+            intake: request.intake.clone(),
         };
         let answer = self.inner.chat(request);
         Box::pin(async move {
@@ -444,10 +459,25 @@ mod tests {
         assert_eq!(&*last.prompt, "DROPPED");
         assert!(last.error.unwrap().contains("abandoned"));
 
+        // A call keeps how many messages its agent had taken when its request was made and
+        // when its answer came.
+        let intake = Intake::default();
+        intake.took_one();
+        req.intake = Some(intake.for_request());
+        req.prompt = "x".into();
+        let answer = m.chat(req.clone());
+        intake.took_one();
+        answer.await.unwrap();
+        let last = log.of_step(&req.step_id).pop().unwrap();
+        assert_eq!(
+            (last.taken_at_ask, last.taken_at_answer),
+            (Some(1), Some(2))
+        );
+
         // Every call is timed, however it ended, and none is forgotten with the calls.
         let timings = log.timings();
         let count = |o| timings[&("scripted/x".to_owned(), o)].count;
-        assert_eq!(count(CallOutcome::Answered), KEPT as u64 + 2);
+        assert_eq!(count(CallOutcome::Answered), KEPT as u64 + 3);
         assert_eq!(count(CallOutcome::Abandoned), 1);
     }
 

@@ -8,14 +8,20 @@
 //! `Record::in_turn`): which step an agent takes next, and what it has heard by then, depend
 //! on which other agents' answers have come and which messages came before an answer, so a
 //! replay answering everything at once could run another schedule than the recorded one and
-//! end in other states.
+//! end in other states. For the same reason each agent takes its messages where the record
+//! has them among its own asks and answers (the counts of `call::Intake` each call kept): an
+//! answer waits for the messages its agent had taken when it came, a message waits for the
+//! asks and answers its agent made before taking it (`Record::may_take`), and an agent starts
+//! a step only once it has taken the messages it had when it asked that step's call
+//! (`Record::may_start`). A message's way to its agent goes through the store, which a loaded
+//! machine slows by any amount; without these a replay under load took another schedule.
 
 use super::recorded::Call;
 use super::{ChatModel, ChatReply, ChatRequest, LlmError};
 use cohort_core::call::replay::{FirstDifference, IdMap};
 use cohort_core::ids::{AgentId, StepId};
 use futures::future::BoxFuture;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -56,14 +62,31 @@ pub struct Record {
     to_come: Mutex<BTreeSet<u64>>,
     /// Told whenever one of them comes.
     came: Notify,
-    /// How many calls went ahead after waiting [`TURN_WAIT`] for their turn.
+    /// How many answers, messages and steps went ahead after waiting [`TURN_WAIT`] for their
+    /// turn.
     out_of_turn: AtomicUsize,
+    /// The agents whose calls all counted the messages taken, never falling (an agent that
+    /// moved between nodes counted afresh): only their messages and steps keep the record's
+    /// order (see the note at the top).
+    counted: HashSet<AgentId>,
+    /// By agent, the messages taken (`taken_at_answer`) of its calls asked and not answered
+    /// yet: its next message waits for those answers that came before it.
+    answering: Mutex<HashMap<AgentId, Vec<u64>>>,
+}
+
+/// When a recorded answer is given.
+struct Turn {
+    /// Its place among the team's asks and answers.
+    place: u64,
+    /// The messages its agent had taken when it came, where the record counted them.
+    taken: Option<u64>,
 }
 
 /// How a request is answered.
 enum Answer {
-    /// The recorded call answers, once in its turn (its answer's place).
-    Recorded(u64, Result<Option<ChatReply>, LlmError>),
+    /// The recorded call answers, once in its turn (its answer's place) and once its agent
+    /// has taken the messages it had then (when the record counted them).
+    Recorded(Turn, Result<Option<ChatReply>, LlmError>),
     /// Past a fork's point: the live model answers.
     Live,
 }
@@ -78,6 +101,7 @@ impl Record {
     /// call's `seq`: the fork's point); from there on, the live model answers.
     pub fn forked(mut calls: Vec<Call>, live_from: Option<u64>) -> Arc<Record> {
         calls.sort_by_key(|c| c.seq);
+        let counted = counted_throughout(&calls);
         let mut by_agent: HashMap<AgentId, VecDeque<Call>> = HashMap::new();
         let mut to_come = BTreeSet::new();
         for c in calls {
@@ -99,6 +123,8 @@ impl Record {
             to_come: Mutex::new(to_come),
             came: Notify::new(),
             out_of_turn: AtomicUsize::new(0),
+            counted,
+            answering: Mutex::default(),
         })
     }
 
@@ -120,8 +146,8 @@ impl Record {
         self.live.load(Ordering::Relaxed)
     }
 
-    /// How many calls were answered out of their recorded turn (what was recorded before
-    /// their answer did not come within [`TURN_WAIT`]).
+    /// How many answers, messages and steps went ahead out of their recorded turn (what was
+    /// recorded before them did not come within [`TURN_WAIT`]).
     pub fn out_of_turn(&self) -> usize {
         self.out_of_turn.load(Ordering::Relaxed)
     }
@@ -194,12 +220,88 @@ impl Record {
         };
         // Its answer's turn: where the record placed it, else (a record from before answers
         // were placed) right after its ask.
-        let turn = if call.answered_seq > 0 {
+        let place = if call.answered_seq > 0 {
             call.answered_seq
         } else {
             call.seq
         };
-        Ok(Answer::Recorded(turn, reply))
+        let taken = call
+            .taken_at_answer
+            .filter(|_| self.counted.contains(&request.agent_id) && matches!(reply, Ok(Some(_))));
+        if let Some(n) = taken {
+            self.answering(&request.agent_id, n, true);
+        }
+        Ok(Answer::Recorded(Turn { place, taken }, reply))
+    }
+
+    /// Whether `agent` may take its `k`-th message (from 1) now: in the record it took it
+    /// after every call it had asked with fewer messages taken, and after every answer that
+    /// came to it with fewer.
+    pub fn may_take(&self, agent: &AgentId, k: u64) -> bool {
+        if !self.counted.contains(agent) {
+            return true;
+        }
+        let answered = self
+            .answering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(agent)
+            .is_none_or(|waiting| waiting.iter().all(|&n| n >= k));
+        answered && self.next_ask(agent).is_none_or(|n| n >= k)
+    }
+
+    /// Whether `agent`, which has taken `taken` messages, may start its next step that asks
+    /// its model: in the record it asked its next call with at most as many taken.
+    pub fn may_start(&self, agent: &AgentId, taken: u64) -> bool {
+        !self.counted.contains(agent) || self.next_ask(agent).is_none_or(|n| n <= taken)
+    }
+
+    /// An agent took a message: what waits for it looks again.
+    pub fn took_message(&self) {
+        self.came.notify_waiters();
+    }
+
+    /// Waits until `ready` holds, or [`TURN_WAIT`] has passed (counted as out of turn, and
+    /// false): replayed work comes at once, so a wait that long means the run left the record.
+    pub async fn until(&self, ready: impl Fn(&Record) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + TURN_WAIT;
+        loop {
+            let came = self.came.notified();
+            tokio::pin!(came);
+            // Registered before the check, so a change between the two is not missed.
+            came.as_mut().enable();
+            if ready(self) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, came).await.is_err() {
+                self.out_of_turn.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+        }
+    }
+
+    /// The messages `agent` had taken when it asked its next recorded call (one made before
+    /// a fork's point), if the record counted them.
+    fn next_ask(&self, agent: &AgentId) -> Option<u64> {
+        let by_agent = self.by_agent.lock().unwrap_or_else(|p| p.into_inner());
+        let next = by_agent.get(agent)?.front()?;
+        if self.live_from.is_some_and(|at| next.seq >= at) {
+            return None;
+        }
+        next.taken_at_ask
+    }
+
+    /// `agent`'s answer that came with `taken` messages taken was given (or asked: `add`).
+    fn answering(&self, agent: &AgentId, taken: u64, add: bool) {
+        let mut answering = self.answering.lock().unwrap_or_else(|p| p.into_inner());
+        let waiting = answering.entry(agent.clone()).or_default();
+        if add {
+            waiting.push(taken);
+        } else if let Some(at) = waiting.iter().position(|&n| n == taken) {
+            waiting.swap_remove(at);
+        }
+        drop(answering);
+        self.came.notify_waiters();
     }
 
     /// The ask or answer placed at `place` came.
@@ -264,6 +366,27 @@ impl Record {
     }
 }
 
+/// The agents each of whose calls (`calls` in the order they were asked) counted the
+/// messages taken at its ask, the counts never falling from one ask to the next nor from an
+/// ask to its answer (an agent that moved between nodes in the recorded run counted afresh on
+/// its new node: its order cannot be kept by the counts).
+fn counted_throughout(calls: &[Call]) -> HashSet<AgentId> {
+    let mut last: HashMap<&AgentId, Option<u64>> = HashMap::new();
+    for c in calls {
+        let seen = last.entry(&c.agent_id).or_insert(Some(0));
+        let answer_after = c
+            .taken_at_answer
+            .is_none_or(|n| c.taken_at_ask.is_some_and(|at| n >= at));
+        *seen = match (*seen, c.taken_at_ask) {
+            (Some(before), Some(at)) if at >= before && answer_after => Some(at),
+            _ => None,
+        };
+    }
+    last.into_iter()
+        .filter_map(|(agent, ok)| ok.map(|_| agent.clone()))
+        .collect()
+}
+
 /// The agent's recorded call that answers `request`: its next call for the same skill and
 /// the same step text (an agent runs a plan's parallel steps side by side, and they may ask
 /// in another order than they did), else simply its next call; none made from `live_from` on.
@@ -311,8 +434,16 @@ impl ChatModel for Replayed {
         };
         let record = self.record.clone();
         Box::pin(async move {
-            if let Some(turn) = turn {
-                record.in_turn(turn).await;
+            if let Some(Turn { place, taken }) = turn {
+                // The messages its agent had taken when the answer came, first: the answer is
+                // taken in the same turn of the agent as it is counted come.
+                if let (Some(n), Some(intake)) = (taken, &request.intake) {
+                    record.until(|_| intake.taken() >= n).await;
+                }
+                record.in_turn(place).await;
+                if let Some(n) = taken {
+                    record.answering(&request.agent_id, n, false);
+                }
             }
             match answer? {
                 Some(reply) => {
@@ -331,6 +462,7 @@ impl ChatModel for Replayed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Intake;
 
     const T1: &str = "0b2b7c3e-1f0a-4c55-9a1e-5d6f7a8b9c0d";
     const T2: &str = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
@@ -453,6 +585,109 @@ mod tests {
         assert_eq!(b.text, "b's");
         assert!(started.elapsed() >= TURN_WAIT);
         assert_eq!((record.out_of_turn(), record.left()), (1, 1));
+    }
+
+    /// `c` as recorded with `ask` messages taken when its step started and `answer` when its
+    /// answer came.
+    fn counted(mut c: Call, ask: u64, answer: u64) -> Call {
+        c.taken_at_ask = Some(ask);
+        c.taken_at_answer = Some(answer);
+        c
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_message_waits_for_the_steps_and_answers_its_agent_had_before_it() {
+        // Recorded: a started its first step with nothing taken and was answered; it took a
+        // message; then it started its second step.
+        let record = Record::new(vec![
+            counted(call("a", 1, "first", "a's"), 0, 0),
+            counted(call("a", 2, "second", "a's second"), 1, 1),
+        ]);
+        let agent = AgentId::from("a");
+        assert!(!record.may_take(&agent, 1), "before a's first step");
+        assert!(record.may_start(&agent, 0));
+        let model = Replayed::new(shape(), record.clone());
+        let intake = Intake::default();
+        let first = ChatRequest {
+            intake: Some(intake.for_request()),
+            ..request("a", "first")
+        };
+        let answer = model.chat(first);
+        assert!(!record.may_take(&agent, 1), "asked, not yet answered");
+        assert_eq!(answer.await.unwrap().text, "a's");
+        assert!(record.may_take(&agent, 1), "after a's first answer");
+        assert!(
+            !record.may_start(&agent, 0),
+            "the second step waits for the message"
+        );
+        intake.took_one();
+        record.took_message();
+        assert!(record.may_start(&agent, intake.taken()));
+        assert!(
+            !record.may_take(&agent, 2),
+            "a took one message before its second step"
+        );
+        assert_eq!(record.out_of_turn(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_waits_for_the_messages_its_agent_had_when_it_came() {
+        let record = Record::new(vec![counted(call("a", 1, "first", "a's"), 0, 1)]);
+        let model = Replayed::new(shape(), record.clone());
+        let intake = Intake::default();
+        let asked = ChatRequest {
+            intake: Some(intake.for_request()),
+            ..request("a", "first")
+        };
+        let answer = tokio::spawn(model.chat(asked));
+        tokio::task::yield_now().await;
+        assert!(
+            !answer.is_finished(),
+            "the message came first in the record"
+        );
+        assert!(
+            record.may_take(&AgentId::from("a"), 1),
+            "the message may come"
+        );
+        intake.took_one();
+        record.took_message();
+        assert_eq!(answer.await.unwrap().unwrap().text, "a's");
+        assert_eq!(record.out_of_turn(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_message_whose_turn_never_comes_goes_ahead_and_is_counted() {
+        let record = Record::new(vec![counted(call("a", 1, "never asked", "a's"), 0, 0)]);
+        let agent = AgentId::from("a");
+        let started = tokio::time::Instant::now();
+        assert!(!record.until(|r| r.may_take(&agent, 1)).await);
+        assert!(started.elapsed() >= TURN_WAIT);
+        assert_eq!(record.out_of_turn(), 1);
+    }
+
+    #[test]
+    fn only_agents_counted_throughout_keep_their_messages_in_order() {
+        let calls = vec![
+            counted(call("a", 1, "", ""), 0, 1),
+            // Side by side: a's second step started before its first one's answer came.
+            counted(call("a", 2, "", ""), 0, 2),
+            counted(call("a", 3, "", ""), 2, 2),
+            // Moved to another node, which counted afresh.
+            counted(call("m", 4, "", ""), 3, 3),
+            counted(call("m", 5, "", ""), 0, 0),
+            // A record from before the counts.
+            call("old", 6, "", ""),
+        ];
+        let counted: Vec<String> = counted_throughout(&calls)
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(counted, ["a"]);
+        let record = Record::new(calls);
+        for agent in ["m", "old"] {
+            let agent = AgentId::from(agent);
+            assert!(record.may_take(&agent, 9) && record.may_start(&agent, 0));
+        }
     }
 
     #[tokio::test]

@@ -62,6 +62,46 @@ pub struct ChatRequest {
     /// What the provider may do about the model's slips while it answers (the repair policy's
     /// share of the call).
     pub mending: Mending,
+    /// How many messages the asking agent had taken when the request was made, and has when
+    /// the call is answered (see [`Intake`]). None: the caller counts none (a bench, a probe).
+    pub intake: Option<Intake>,
+}
+
+/// How many messages an agent has taken so far (its actor counts each the first time it takes
+/// it), shared with the agent's model calls, with the count when the call's request was made
+/// (its step started). A recorded call keeps the count at its request and at its answer; a
+/// replay gives the agent its messages, its steps and its answers in that order again, so a
+/// message that reached the agent during a call in the recorded run does so in the replay
+/// too, whatever the machine's load does to the message's way (`llm::replay`).
+#[derive(Clone, Debug, Default)]
+pub struct Intake {
+    count: Arc<std::sync::atomic::AtomicU64>,
+    at_request: u64,
+}
+
+impl Intake {
+    /// How many messages the agent has taken.
+    pub fn taken(&self) -> u64 {
+        self.count.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// How many it had taken when this request was made (see [`Intake::for_request`]).
+    pub fn at_request(&self) -> u64 {
+        self.at_request
+    }
+
+    /// Counts one more message taken.
+    pub fn took_one(&self) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// The same count, for a request made now: it keeps how many were taken so far.
+    pub fn for_request(&self) -> Intake {
+        Intake {
+            count: self.count.clone(),
+            at_request: self.taken(),
+        }
+    }
 }
 
 /// What a provider may do about a model's slips while it answers, as the team's repair policy
@@ -120,6 +160,7 @@ impl ChatRequest {
             model_wait: None,
             retry: 0,
             mending: Mending::default(),
+            intake: None,
         }
     }
 }

@@ -64,6 +64,9 @@ pub struct AgentKit {
     pub named_models: super::agent::NamedModels,
     /// The names each configured agent may be given (its `models:`).
     pub agent_models: Arc<HashMap<AgentId, Vec<String>>>,
+    /// In a replay, the record whose order each agent takes its messages and starts its
+    /// steps in (see `agent/replay_turns.rs`).
+    pub replay: Option<Arc<cohort_llm::replay::Record>>,
 }
 
 impl AgentKit {
@@ -100,6 +103,15 @@ impl AgentKit {
         settings
     }
 
+    /// The same kit, its agents taking their messages and starting their steps in `record`'s
+    /// order (a replay), or as they come (None).
+    pub fn replaying(self, record: Option<Arc<cohort_llm::replay::Record>>) -> Self {
+        AgentKit {
+            replay: record,
+            ..self
+        }
+    }
+
     /// The actor of `agent` (prepared), handing over through `sync` and publishing to
     /// `outlet`; it gets the team's tools if it has a model (people never call tools
     /// themselves).
@@ -118,6 +130,7 @@ impl AgentKit {
         AgentActor::new(agent, llm, self.prompts.clone(), tools, sync, outlet)
             .with_allowance(self.steps.clone())
             .with_named_models(self.named_models.clone())
+            .with_replay(self.replay.clone())
     }
 }
 

@@ -296,7 +296,8 @@ fn start(
             tools.clone(),
             base_task.clone(),
             steps.clone(),
-        ),
+        )
+        .replaying(host.replay.clone()),
         monitor: monitor.clone(),
         dispatcher: dispatcher.clone(),
         templates: Arc::new(templates),
@@ -399,6 +400,7 @@ pub fn agent_kit(
                 .map(|a| (a.id.clone(), a.models.clone()))
                 .collect(),
         ),
+        replay: None,
     }
 }
 

@@ -11,6 +11,7 @@ use actix::prelude::*;
 use cohort_core::message::Message;
 use cohort_core::step::{receive_as_human, receive_message, release_for};
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 
 /// How many message numbers an agent remembers having taken.
 const TAKEN_KEPT: usize = 4096;
@@ -44,9 +45,18 @@ impl Taken {
 impl Handler<Deliver> for AgentActor {
     type Result = ();
     fn handle(&mut self, Deliver(no, m): Deliver, ctx: &mut Context<Self>) {
-        if !self.taken.first(no) {
-            return;
+        if self.taken.first(no) {
+            self.take_in_turn(no, m, ctx);
         }
+    }
+}
+
+impl AgentActor {
+    /// Takes message `no`, new to the agent: counted, recorded as received, and made steps of
+    /// (or kept for its person).
+    pub(super) fn take(&mut self, no: u64, m: Arc<Message>, ctx: &mut Context<Self>) {
+        self.intake.took_one();
+        self.turns.took_message();
         // The receipt goes out with what the message made of this agent, in one commit.
         self.state.note_received(no);
         if self.state.human_config.is_some() {

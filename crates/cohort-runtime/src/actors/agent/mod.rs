@@ -52,6 +52,7 @@ mod outlet;
 mod person;
 mod phase;
 mod refused_call;
+mod replay_turns;
 mod retire;
 mod step_end;
 mod summary;
@@ -114,6 +115,10 @@ pub struct AgentActor {
     /// What each tool call under way has taken so far: retries, repairs (see `tool_call.rs`).
     tool_attempts:
         std::collections::HashMap<cohort_core::ids::StepId, cohort_core::step::ToolAttempts>,
+    /// How many messages it has taken, which its model calls read (see `call::Intake`).
+    intake: cohort_llm::Intake,
+    /// In a replay, the record's order of its messages and steps (see `replay_turns.rs`).
+    turns: replay_turns::Turns,
 }
 
 impl AgentActor {
@@ -147,6 +152,8 @@ impl AgentActor {
             retiring: None,
             taken: deliver::Taken::default(),
             tool_attempts: Default::default(),
+            intake: Default::default(),
+            turns: Default::default(),
         }
     }
 
@@ -159,6 +166,13 @@ impl AgentActor {
     /// The same agent, with the team's named models a message may choose.
     pub fn with_named_models(mut self, models: NamedModels) -> Self {
         self.named_models = models;
+        self
+    }
+
+    /// The same agent, taking its messages and starting its steps in `record`'s order (a
+    /// replay), or as they come (None).
+    pub fn with_replay(mut self, record: Option<Arc<cohort_llm::replay::Record>>) -> Self {
+        self.turns = replay_turns::Turns::of(record);
         self
     }
 

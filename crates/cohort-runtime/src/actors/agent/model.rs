@@ -48,6 +48,7 @@ impl AgentActor {
             model_wait: None,
             retry: 0,
             mending: cohort_llm::Mending::of(&self.state.settings.repairs),
+            intake: Some(self.intake.for_request()),
         }
     }
 

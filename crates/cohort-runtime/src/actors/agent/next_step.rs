@@ -19,7 +19,7 @@ impl AgentActor {
         advance(&mut self.state);
         self.arm_wait_timer(ctx);
         self.check_held(ctx);
-        while let Some(step) = self.next_to_start() {
+        while let Some(step) = self.next_to_start(ctx) {
             self.phase.start(step.step_id.clone());
             self.publish();
             self.run_step(step, ctx);
@@ -30,8 +30,9 @@ impl AgentActor {
 
     /// The next step to start now, taken off the queue: the agent is not paused, its step lock
     /// lets it run, and it is free, or runs only steps of the graph plan this one belongs to;
-    /// and the team's step allowance has a step left, which it takes.
-    fn next_to_start(&mut self) -> Option<StepState> {
+    /// in a replay, its turn has come; and the team's step allowance has a step left, which it
+    /// takes.
+    fn next_to_start(&mut self, ctx: &mut Context<Self>) -> Option<StepState> {
         // A reply owed to a waiting sender runs even while this agent waits itself: two agents
         // waiting on each other would otherwise block both for good.
         let may_run = self.state.step_lock.is_empty()
@@ -48,7 +49,11 @@ impl AgentActor {
         }
         let candidate = self.state.next_runnable()?;
         let under_way: Vec<&StepId> = self.phase.steps().collect();
-        if !may_run_beside(&self.state, candidate, &under_way) || !self.allowance.take() {
+        let asks_model = matches!(candidate.executor, Executor::Skill(_));
+        if !may_run_beside(&self.state, candidate, &under_way)
+            || !self.step_in_turn(asks_model, ctx)
+            || !self.allowance.take()
+        {
             return None;
         }
         self.state.start_next()
