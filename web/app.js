@@ -20,7 +20,7 @@ import { session, bind, api, Live, AuthError, teamLanguage } from './api.js';
 import { renderFailures } from './failures.js';
 import { renderTimeline } from './timeline.js';
 import { renderGraph } from './graph.js';
-import { $, app, store, ui, mark, onPaint, withReaders, agentName, taskName, isBase } from './ctx.js';
+import { $, app, store, ui, mark, onPaint, agentName, taskName, isBase } from './ctx.js';
 import { ensureSelectedTask, renderTaskList, renderTaskHead, renderStages, selectTask } from './tasks.js';
 import { renderGroupChat, renderChatCount, renderInbox, markNoticesSeen } from './chat.js';
 import { writing, renderTeamList, renderAgentCards, showStep, showAgent, forgetAgentViews } from './agents.js';
@@ -42,10 +42,10 @@ const VIEWS = new Set(['stages', 'chat', 'agents', 'timeline', 'graph']);
 const deferred = new Set();
 
 /** Redraws the parts marked dirty since the last frame (see `mark` in ctx.js). */
-function render(marked) {
+function render(parts) {
   if (!app.sess) return;
-  const parts = withReaders(marked);
   if (parts.has('tasks')) ensureSelectedTask();
+  if (parts.has('detail')) parts.add('stages');
   if (parts.has('chat')) renderChatCount();
   for (const view of VIEWS) {
     if (view !== ui.tab && parts.delete(view)) deferred.add(view);
@@ -68,6 +68,7 @@ function render(marked) {
   run('composer', renderComposer);
   run('summary', renderSummaryLine);
   run('nodes', renderNodes);
+  if (parts.has('inbox')) parts.add('decisions');
   run('decisions', renderWaiting);
   run('failures', () => renderFailures(viewCtx(), $('failures'), $('failure-list'), $('failure-count')));
   run('timeline', () => renderTimeline({ ...viewCtx(), task: store.get('task', ui.taskId), now: store.now(), redraw: () => mark('timeline') }, $('view-timeline')));

@@ -77,19 +77,6 @@ export function onPaint(fn) {
   paint = fn;
 }
 
-/** The parts drawn from another part's data: the task list, the task's head and its stage
- * cards ask `waitsIn` (waiting.js) what waits for the person, which is built from the inbox
- * (questions) and the decisions; a decision fetched after a task's last event must still mark
- * its stage "waits for you". A task's head is drawn with its stages. */
-const READ_BY = { inbox: ['decisions'], decisions: ['tasks', 'detail'], detail: ['stages'] };
-
-/** `parts` with every part drawn from them (transitively), for the painter. */
-export function withReaders(parts) {
-  const out = new Set(parts);
-  for (const p of out) for (const r of READ_BY[p] || []) out.add(r);
-  return out;
-}
-
 export function mark(...parts) {
   for (const p of parts) dirty.add(p);
   if (frame || timer) return;

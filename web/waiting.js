@@ -84,12 +84,20 @@ export function renderWaiting() {
     if (r.top < 0 || r.top > window.innerHeight - 80) $('decisions').scrollIntoView({ block: 'start' });
   }
   lastCount = n;
-  // The task list and the task's head say which tasks wait for the person.
-  const sig = [...qs.map((q) => q.m.task_id), ...ds.map((d) => d.task_id)].join('|');
+  // The task list, the task's head and its stage cards say which tasks wait for the person,
+  // and for whom in each.
+  const sig = waitSignature(qs, ds);
   if (sig !== lastSig) {
     lastSig = sig;
     mark('tasks', 'detail', 'stages');
   }
+}
+
+/** What the task views show of what waits (see `waitsIn`): each item's task, kind and who
+ * asks. A question answered and a plan check come in one fetch leave the task waiting, but
+ * for someone else: its stage must say so. */
+export function waitSignature(qs, ds) {
+  return [...qs.map((q) => `${q.m.task_id}:question:${q.from}`), ...ds.map((d) => `${d.task_id}:${d.kind}:${d.agent_id}`)].join('|');
 }
 
 /** Sends `content` as the person's answer to question `q`; resolves when the server took it. */

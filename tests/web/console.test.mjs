@@ -186,17 +186,15 @@ try {
       throw new Failure(`a composed report: ${JSON.stringify(composed)}`);
     }
     if (own.written !== 'own' || own.added || !own.text.includes('Wrote it')) throw new Failure(`a report in its own words: ${JSON.stringify(own)}`);
-    // A decision or a question fetched after a task's last event redraws what asks whether the
-    // task waits for the person: the task list, the task's head and its stage cards.
-    const redrawn = await page.evaluate(async () => {
-      const { withReaders } = await import('./ctx.js');
-      return { decisions: [...withReaders(new Set(['decisions']))], inbox: [...withReaders(new Set(['inbox']))] };
+    // A question answered and a plan check fetched together leave the task waiting, for
+    // someone else: the task views are drawn again (their stage says who waits).
+    const sigs = await page.evaluate(async () => {
+      const { waitSignature } = await import('./waiting.js');
+      const question = [{ from: 'manager', m: { task_id: 't' } }];
+      const plan = [{ task_id: 't', kind: 'plan', agent_id: 'writer' }];
+      return [waitSignature(question, []), waitSignature([], plan)];
     });
-    for (const [from, parts] of Object.entries(redrawn)) {
-      for (const part of ['decisions', 'tasks', 'detail', 'stages']) {
-        if (!parts.includes(part)) throw new Failure(`a change of ${from} does not redraw ${part}: ${parts.join(', ')}`);
-      }
-    }
+    if (sigs[0] === sigs[1]) throw new Failure(`a question and a plan check in one task have one signature: ${sigs[0]}`);
     // Everything after this point must arrive live: this marker is lost on a reload.
     await page.evaluate(() => {
       window.__noReload = true;

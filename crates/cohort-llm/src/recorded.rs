@@ -54,12 +54,13 @@ pub struct Call {
     /// record from before answers were placed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub answered_seq: u64,
-    /// How many messages its agent had taken when its request was made (its step started),
-    /// and when its answer came (see `call::Intake`): a replay gives the agent its messages,
-    /// steps and answers in this order again.
-    /// None: a record from before these were kept, or a call no agent counted for.
+    /// How many messages its agent had taken when it was asked (see `call::Intake`): a replay
+    /// starts the agent's steps and gives it its messages in this order again. None: a record
+    /// from before these were kept, or a call no agent counted for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken_at_ask: Option<u64>,
+    /// How many it had taken when the answer came: a replay gives the answer once the agent
+    /// has taken as many. None as above, or no answer came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken_at_answer: Option<u64>,
     /// The texts are shared (`Arc`): the log's copy and the record's are one allocation, so

@@ -27,10 +27,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// How long an answer waits for the asks and answers recorded before it. Replayed answers
-/// come at once, so a wait this long means the run has left the recorded schedule (it asks
-/// something only after this answer that the recorded run asked before it): the answer then
-/// goes ahead.
+/// How long an answer waits for the asks and answers recorded before it (and for its agent's
+/// messages), a message for its agent's asks and answers, a step for its agent's messages.
+/// Replayed work comes at once, so a wait this long means the run has left the recorded
+/// schedule (it does something only after this that the recorded run did before it): what
+/// waited then goes ahead.
 pub const TURN_WAIT: Duration = Duration::from_secs(5);
 
 /// A request that differs from the recorded one.
@@ -225,11 +226,12 @@ impl Record {
         } else {
             call.seq
         };
+        // An answer abandoned then never comes: no message waits for it.
         let taken = call
             .taken_at_answer
-            .filter(|_| self.counted.contains(&request.agent_id) && matches!(reply, Ok(Some(_))));
+            .filter(|_| self.counted.contains(&request.agent_id) && !matches!(reply, Ok(None)));
         if let Some(n) = taken {
-            self.answering(&request.agent_id, n, true);
+            self.answer_owed(&request.agent_id, n);
         }
         Ok(Answer::Recorded(Turn { place, taken }, reply))
     }
@@ -291,13 +293,18 @@ impl Record {
         next.taken_at_ask
     }
 
-    /// `agent`'s answer that came with `taken` messages taken was given (or asked: `add`).
-    fn answering(&self, agent: &AgentId, taken: u64, add: bool) {
+    /// `agent` asked a call whose answer came with `taken` messages taken.
+    fn answer_owed(&self, agent: &AgentId, taken: u64) {
         let mut answering = self.answering.lock().unwrap_or_else(|p| p.into_inner());
-        let waiting = answering.entry(agent.clone()).or_default();
-        if add {
-            waiting.push(taken);
-        } else if let Some(at) = waiting.iter().position(|&n| n == taken) {
+        answering.entry(agent.clone()).or_default().push(taken);
+    }
+
+    /// That answer was given, or will never be (its call was let go).
+    fn answer_settled(&self, agent: &AgentId, taken: u64) {
+        let mut answering = self.answering.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(waiting) = answering.get_mut(agent)
+            && let Some(at) = waiting.iter().position(|&n| n == taken)
+        {
             waiting.swap_remove(at);
         }
         drop(answering);
@@ -317,26 +324,11 @@ impl Record {
     /// passed, counted as out of turn), then counts the answer placed at `turn` as come: the
     /// answers come in their recorded turns.
     async fn in_turn(&self, turn: u64) {
-        let deadline = tokio::time::Instant::now() + TURN_WAIT;
-        loop {
-            let came = self.came.notified();
-            tokio::pin!(came);
-            // Registered before the check, so one coming between the two is not missed.
-            came.as_mut().enable();
-            let first = self
-                .to_come
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .first()
-                .copied();
-            if first.is_none_or(|first| first >= turn) {
-                break;
-            }
-            if tokio::time::timeout_at(deadline, came).await.is_err() {
-                self.out_of_turn.fetch_add(1, Ordering::Relaxed);
-                break;
-            }
-        }
+        self.until(|r| {
+            let to_come = r.to_come.lock().unwrap_or_else(|p| p.into_inner());
+            to_come.first().is_none_or(|&first| first >= turn)
+        })
+        .await;
         self.came_at(turn);
     }
 
@@ -423,6 +415,19 @@ impl Replayed {
     }
 }
 
+/// An answer owed to an agent (see [`Record::may_take`]), settled when dropped.
+struct Owed {
+    record: Arc<Record>,
+    agent: AgentId,
+    taken: u64,
+}
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        self.record.answer_settled(&self.agent, self.taken);
+    }
+}
+
 impl ChatModel for Replayed {
     super::delegate_to_inner!();
 
@@ -433,6 +438,13 @@ impl ChatModel for Replayed {
             Err(e) => (None, Err(e)),
         };
         let record = self.record.clone();
+        // Owed until given, or let go with its step (dropped): a message that waits for it
+        // must not wait for an answer that will never come.
+        let owed = turn.as_ref().and_then(|t| t.taken).map(|taken| Owed {
+            record: record.clone(),
+            agent: request.agent_id.clone(),
+            taken,
+        });
         Box::pin(async move {
             if let Some(Turn { place, taken }) = turn {
                 // The messages its agent had taken when the answer came, first: the answer is
@@ -441,10 +453,8 @@ impl ChatModel for Replayed {
                     record.until(|_| intake.taken() >= n).await;
                 }
                 record.in_turn(place).await;
-                if let Some(n) = taken {
-                    record.answering(&request.agent_id, n, false);
-                }
             }
+            drop(owed);
             match answer? {
                 Some(reply) => {
                     if let Some(p) = &request.progress {
@@ -653,6 +663,27 @@ mod tests {
         record.took_message();
         assert_eq!(answer.await.unwrap().unwrap().text, "a's");
         assert_eq!(record.out_of_turn(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_let_go_before_its_answer_holds_no_message() {
+        let record = Record::new(vec![counted(call("a", 1, "first", "a's"), 0, 1)]);
+        let model = Replayed::new(shape(), record.clone());
+        let intake = Intake::default();
+        let asked = model.chat(ChatRequest {
+            intake: Some(intake.for_request()),
+            ..request("a", "first")
+        });
+        let agent = AgentId::from("a");
+        assert!(
+            !record.may_take(&agent, 2),
+            "the answer came before the second message"
+        );
+        drop(asked);
+        assert!(
+            record.may_take(&agent, 2),
+            "its step let it go: it will never come"
+        );
     }
 
     #[tokio::test(start_paused = true)]

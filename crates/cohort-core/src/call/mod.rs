@@ -62,17 +62,18 @@ pub struct ChatRequest {
     /// What the provider may do about the model's slips while it answers (the repair policy's
     /// share of the call).
     pub mending: Mending,
-    /// How many messages the asking agent had taken when the request was made, and has when
-    /// the call is answered (see [`Intake`]). None: the caller counts none (a bench, a probe).
+    /// How many messages the asking agent had taken when the call was asked, and has when it
+    /// is answered (see [`Intake`]). None: the caller counts none (a bench, a probe).
     pub intake: Option<Intake>,
 }
 
 /// How many messages an agent has taken so far (its actor counts each the first time it takes
-/// it), shared with the agent's model calls, with the count when the call's request was made
-/// (its step started). A recorded call keeps the count at its request and at its answer; a
-/// replay gives the agent its messages, its steps and its answers in that order again, so a
-/// message that reached the agent during a call in the recorded run does so in the replay
-/// too, whatever the machine's load does to the message's way (`llm::replay`).
+/// it), shared with the agent's model calls, with the count when a call was asked (in the
+/// same turn of the agent as the step that asks started, for a step's first call). A
+/// recorded call keeps the count at its ask and at its answer; a replay gives the agent its
+/// messages, its steps and its answers in that order again, so a message that reached the
+/// agent during a call in the recorded run does so in the replay too, whatever the machine's
+/// load does to the message's way (`llm::replay`).
 #[derive(Clone, Debug, Default)]
 pub struct Intake {
     count: Arc<std::sync::atomic::AtomicU64>,
@@ -85,7 +86,7 @@ impl Intake {
         self.count.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// How many it had taken when this request was made (see [`Intake::for_request`]).
+    /// How many it had taken when this call was asked (see [`Intake::for_request`]).
     pub fn at_request(&self) -> u64 {
         self.at_request
     }
@@ -95,7 +96,7 @@ impl Intake {
         self.count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
-    /// The same count, for a request made now: it keeps how many were taken so far.
+    /// The same count, for a call asked now: it keeps how many were taken so far.
     pub fn for_request(&self) -> Intake {
         Intake {
             count: self.count.clone(),

@@ -362,17 +362,18 @@ impl<'a> ModelBuilder<'a> {
         if let Some(record) = &self.replay {
             endpoint = cohort_llm::replay::Replayed::new(endpoint, record.clone());
         }
-        let model: Arc<dyn ChatModel> = Breaker::new(
-            Limited::new(
-                Recorded::new(
-                    Priced::wrap(endpoint, llm.price()),
-                    self.calls.clone(),
-                    &llm_settings(llm).label(),
-                ),
-                llm.max_in_flight(),
-            ),
-            self.patience,
+        let recorded: Arc<dyn ChatModel> = Recorded::new(
+            Priced::wrap(endpoint, llm.price()),
+            self.calls.clone(),
+            &llm_settings(llm).label(),
         );
+        // A replay's answers wait for their turns: under a cap, one waiting would hold a place
+        // that the ask it waits for may need.
+        let capped = match self.replay {
+            Some(_) => recorded,
+            None => Limited::new(recorded, llm.max_in_flight()),
+        };
+        let model: Arc<dyn ChatModel> = Breaker::new(capped, self.patience);
         self.endpoints.insert(key, model.clone());
         Ok(model)
     }

@@ -119,6 +119,8 @@ impl AgentActor {
         let progress = self.answer_progress(&id);
         request.progress = Some(progress.clone());
         request.model_wait = Some(Self::wait_report(ctx, &id));
+        // Each ask (a re-ask too) counts the messages taken by then (a replay keeps that order).
+        request.intake = Some(self.intake.for_request());
         let step_id = id.clone();
         let call = ctx.spawn(
             llm.chat(request)

@@ -135,6 +135,8 @@ impl AgentActor {
         let progress = self.answer_progress(&running.step.step_id);
         request.progress = Some(progress.clone());
         request.model_wait = Some(Self::wait_report(ctx, &running.step.step_id));
+        // Each round counts the messages taken by its own ask (a replay keeps that order).
+        request.intake = Some(self.intake.for_request());
         let (id_out, id_back) = (running.step.step_id.clone(), running.step.step_id.clone());
         let handle = ctx.spawn(
             llm.chat(request)

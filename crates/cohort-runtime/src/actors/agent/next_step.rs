@@ -24,6 +24,7 @@ impl AgentActor {
             self.publish();
             self.run_step(step, ctx);
         }
+        self.turns.started();
         self.publish();
         self.leave_if_quiet(ctx);
     }
@@ -49,14 +50,22 @@ impl AgentActor {
         }
         let candidate = self.state.next_runnable()?;
         let under_way: Vec<&StepId> = self.phase.steps().collect();
-        let asks_model = matches!(candidate.executor, Executor::Skill(_));
-        if !may_run_beside(&self.state, candidate, &under_way)
-            || !self.step_in_turn(asks_model, ctx)
-            || !self.allowance.take()
-        {
+        let beside = may_run_beside(&self.state, candidate, &under_way);
+        let asks_model = self.turns.replaying() && self.asks_model(candidate);
+        if !beside || !self.step_in_turn(asks_model, ctx) || !self.allowance.take() {
             return None;
         }
         self.state.start_next()
+    }
+
+    /// Whether `step`, started now, asks a model (as `run_step` runs it): a skill's step or a
+    /// native tool loop, not past a limit, of an agent with a model.
+    fn asks_model(&self, step: &StepState) -> bool {
+        let by_model = match &step.executor {
+            Executor::Skill(_) => true,
+            Executor::Tool(_) => runs_natively(self.state.settings.native_tools, step),
+        };
+        by_model && self.model_for(step).is_some() && stop_reason(&self.state, step).is_none()
     }
 
     /// Runs a started step by its executor: a skill's prompt and model call, a tool call, or

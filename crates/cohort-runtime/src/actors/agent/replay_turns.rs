@@ -36,6 +36,16 @@ impl Turns {
         }
     }
 
+    /// Whether the agent runs in a replay.
+    pub(super) fn replaying(&self) -> bool {
+        self.record.is_some()
+    }
+
+    /// The agent started what it could: a wait that ran out lets no later step skip its turn.
+    pub(super) fn started(&mut self) {
+        self.start_anyway = false;
+    }
+
     /// The agent took a message: a replay's answers and steps waiting for it look again.
     pub(super) fn took_message(&self) {
         if let Some(record) = &self.record {
