@@ -73,6 +73,9 @@ pub struct Record {
     /// By agent, the messages taken (`taken_at_answer`) of its calls asked and not answered
     /// yet: its next message waits for those answers that came before it.
     answering: Mutex<HashMap<AgentId, Vec<u64>>>,
+    /// The agents a wait for their order ran out for: their run has left the record, and
+    /// holding their messages and steps would only make every later one wait as long.
+    left_order: Mutex<HashSet<AgentId>>,
 }
 
 /// When a recorded answer is given.
@@ -126,6 +129,7 @@ impl Record {
             out_of_turn: AtomicUsize::new(0),
             counted,
             answering: Mutex::default(),
+            left_order: Mutex::default(),
         })
     }
 
@@ -229,7 +233,7 @@ impl Record {
         // An answer abandoned then never comes: no message waits for it.
         let taken = call
             .taken_at_answer
-            .filter(|_| self.counted.contains(&request.agent_id) && !matches!(reply, Ok(None)));
+            .filter(|_| self.keeps_order(&request.agent_id) && !matches!(reply, Ok(None)));
         if let Some(n) = taken {
             self.answer_owed(&request.agent_id, n);
         }
@@ -240,7 +244,7 @@ impl Record {
     /// after every call it had asked with fewer messages taken, and after every answer that
     /// came to it with fewer.
     pub fn may_take(&self, agent: &AgentId, k: u64) -> bool {
-        if !self.counted.contains(agent) {
+        if !self.keeps_order(agent) {
             return true;
         }
         let answered = self
@@ -255,7 +259,32 @@ impl Record {
     /// Whether `agent`, which has taken `taken` messages, may start its next step that asks
     /// its model: in the record it asked its next call with at most as many taken.
     pub fn may_start(&self, agent: &AgentId, taken: u64) -> bool {
-        !self.counted.contains(agent) || self.next_ask(agent).is_none_or(|n| n <= taken)
+        !self.keeps_order(agent) || self.next_ask(agent).is_none_or(|n| n <= taken)
+    }
+
+    /// Whether `agent`'s messages and steps are kept in the record's order: its record counted
+    /// them throughout, and no wait for its order has run out.
+    fn keeps_order(&self, agent: &AgentId) -> bool {
+        self.counted.contains(agent)
+            && !self
+                .left_order
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(agent)
+    }
+
+    /// [`Record::until`] for a wait of `agent`'s order (its message, its step, its answer):
+    /// one that runs out leaves the agent to go on as things come.
+    pub async fn until_for(&self, agent: &AgentId, ready: impl Fn(&Record) -> bool) -> bool {
+        let came = self.until(ready).await;
+        if !came {
+            self.left_order
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(agent.clone());
+            self.came.notify_waiters();
+        }
+        came
     }
 
     /// An agent took a message: what waits for it looks again.
@@ -450,7 +479,10 @@ impl ChatModel for Replayed {
                 // The messages its agent had taken when the answer came, first: the answer is
                 // taken in the same turn of the agent as it is counted come.
                 if let (Some(n), Some(intake)) = (taken, &request.intake) {
-                    record.until(|_| intake.taken() >= n).await;
+                    let agent = &request.agent_id;
+                    record
+                        .until_for(agent, |r| !r.keeps_order(agent) || intake.taken() >= n)
+                        .await;
                 }
                 record.in_turn(place).await;
             }
@@ -691,9 +723,11 @@ mod tests {
         let record = Record::new(vec![counted(call("a", 1, "never asked", "a's"), 0, 0)]);
         let agent = AgentId::from("a");
         let started = tokio::time::Instant::now();
-        assert!(!record.until(|r| r.may_take(&agent, 1)).await);
+        assert!(!record.until_for(&agent, |r| r.may_take(&agent, 1)).await);
         assert!(started.elapsed() >= TURN_WAIT);
         assert_eq!(record.out_of_turn(), 1);
+        // Its run left the record: its later messages and steps wait no more.
+        assert!(record.may_take(&agent, 2) && record.may_start(&agent, 0));
     }
 
     #[test]

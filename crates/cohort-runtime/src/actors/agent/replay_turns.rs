@@ -2,8 +2,8 @@
 //! its model in the order the record has them among its asks and answers (see
 //! `llm::replay`): a message whose turn has not come is held, with every message after it,
 //! and taken once the record's order allows; a step waits for the messages its call had been
-//! asked with. A wait past the record's patience goes ahead and is counted as out of turn.
-//! Outside a replay nothing is held.
+//! asked with. A wait past the record's patience goes ahead, is counted as out of turn, and
+//! leaves the agent to go on as things come. Outside a replay nothing is held.
 
 use super::AgentActor;
 use actix::prelude::*;
@@ -77,7 +77,7 @@ impl AgentActor {
             if !std::mem::take(&mut anyway) && !record.may_take(&self.state.agent_id, k) {
                 self.turns.waiting_to_take = true;
                 let agent = self.state.agent_id.clone();
-                let wait = async move { record.until(|r| r.may_take(&agent, k)).await };
+                let wait = async move { record.until_for(&agent, |r| r.may_take(&agent, k)).await };
                 ctx.spawn(wait.into_actor(self).map(|came, act, ctx| {
                     act.turns.waiting_to_take = false;
                     act.take_held(!came, ctx);
@@ -106,7 +106,11 @@ impl AgentActor {
         if !self.turns.waiting_to_start {
             self.turns.waiting_to_start = true;
             let intake = self.intake.clone();
-            let wait = async move { record.until(|r| r.may_start(&agent, intake.taken())).await };
+            let wait = async move {
+                record
+                    .until_for(&agent, |r| r.may_start(&agent, intake.taken()))
+                    .await
+            };
             ctx.spawn(wait.into_actor(self).map(|came, act, ctx| {
                 act.turns.waiting_to_start = false;
                 act.turns.start_anyway = !came;
