@@ -67,8 +67,8 @@ pub struct Record {
     /// turn.
     out_of_turn: AtomicUsize,
     /// The agents whose calls all counted the messages taken, never falling (an agent that
-    /// moved between nodes counted afresh): only their messages and steps keep the record's
-    /// order (see the note at the top).
+    /// moved between nodes, or whose process restarted, counted afresh): only their messages
+    /// and steps keep the record's order (see the note at the top).
     counted: HashSet<AgentId>,
     /// By agent, the messages taken (`taken_at_answer`) of its calls asked and not answered
     /// yet: its next message waits for those answers that came before it.
@@ -273,7 +273,7 @@ impl Record {
                 .contains(agent)
     }
 
-    /// [`Record::until`] for a wait of `agent`'s order (its message, its step, its answer):
+    /// Waits as `until` does, for `agent`'s order (its message, its step, its answer):
     /// one that runs out leaves the agent to go on as things come.
     pub async fn until_for(&self, agent: &AgentId, ready: impl Fn(&Record) -> bool) -> bool {
         let came = self.until(ready).await;
@@ -294,7 +294,7 @@ impl Record {
 
     /// Waits until `ready` holds, or [`TURN_WAIT`] has passed (counted as out of turn, and
     /// false): replayed work comes at once, so a wait that long means the run left the record.
-    pub async fn until(&self, ready: impl Fn(&Record) -> bool) -> bool {
+    async fn until(&self, ready: impl Fn(&Record) -> bool) -> bool {
         let deadline = tokio::time::Instant::now() + TURN_WAIT;
         loop {
             let came = self.came.notified();
