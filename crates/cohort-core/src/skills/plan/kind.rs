@@ -30,7 +30,8 @@ pub const PLANNING: Planner = Planner {
     history: HistoryKind::None,
     with_tools: true,
     calls_tools: false,
-    // A plan that plans planning again never starts the work (a real 0.5B model did).
+    // The contract: planning plans the work of a stage, never another planning (such a step
+    // is refused, `StepRefusal::NotPlannable`, so a plan always leads to work).
     plannable_by: |planner| planner != Skill::Planning,
 };
 
@@ -49,8 +50,8 @@ pub const DECISION: Planner = Planner {
     history: HistoryKind::Stage,
     with_tools: false,
     calls_tools: false,
-    // A decision that plans deciding again loops: a model circles between reading messages
-    // and deciding until something times out.
+    // The contract: a decision plans what follows it, never another decision (refused as
+    // above, so deciding cannot follow itself for ever).
     plannable_by: |planner| planner != Skill::Decision,
 };
 
