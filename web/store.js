@@ -117,7 +117,11 @@ export class Store {
         const t = touch('task', ev.task_id);
         if (t) {
           t.execution_state = ev.execution_state;
-          if (ev.task_summary !== undefined) t.task_summary = ev.task_summary;
+          // The manager's words and what the runtime wrote of them come together.
+          if (ev.task_summary !== undefined) {
+            t.task_summary = ev.task_summary;
+            t.summary_written = ev.summary_written;
+          }
           // Why it failed, and its stages that gave nothing (absent when all went well).
           if (ev.outcome !== undefined) t.outcome = ev.outcome;
           if (OVER.has(ev.execution_state) && ev.at !== undefined) t.ended_at = ev.at;

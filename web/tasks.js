@@ -271,14 +271,15 @@ export function renderStages() {
     return;
   }
   const parts = [];
-  if (task.task_summary) {
+  if (task.task_summary || task.summary_written) {
     parts.push(
       h(
         'section',
         { class: `summary-card st-border-${task.execution_state}`, testid: 'task-summary' },
         h('h3', null, task.execution_state === 'failed' ? t('tasks.task_failed') : task.execution_state === 'cancelled' ? t('tasks.task_cancelled') : t('tasks.task_summary')),
         outcomeNote(task),
-        h('p', { class: 'pre' }, task.task_summary),
+        task.task_summary ? h('p', { class: 'pre' }, task.task_summary) : null,
+        taskSummaryAdded(task.summary_written),
       ),
     );
   }
@@ -349,6 +350,31 @@ function fillPlans(box, taskId, stageId) {
     (p) => planGraph(ctx, p),
   );
   return plans.length > 0;
+}
+
+/** What the runtime wrote of a task's summary (`w`: its `summary_written`), beside the
+ * manager's words and marked as the runtime's: the stages' reports it added or composed the
+ * summary from, or why it closed the task itself. */
+export function taskSummaryAdded(w) {
+  if (!w) return null;
+  return h(
+    'div',
+    { class: 'summary-added', testid: 'task-summary-added', 'data-written': w.written },
+    h('span', { class: 'flag flag-warn' }, taskWrittenFlag(w)),
+    w.reports ? h('div', { class: 'summary-result pre' }, w.reports) : null,
+  );
+}
+
+/** The flag over the runtime's part of a task summary: what it did, and why. */
+function taskWrittenFlag(w) {
+  switch (w.written) {
+    case 'composed':
+      return t('tasks.task_summary_composed');
+    case 'closed_by_runtime':
+      return t('tasks.task_closed_by_runtime', { reason: w.reason || '' });
+    default:
+      return t('tasks.task_results_added');
+  }
 }
 
 /** Agent `id`'s completion report in stage `s`: its summary in its own words, then what the

@@ -108,8 +108,7 @@ fn print_results(
         println!(
             "# {}\n\n{}\n",
             t.task_name,
-            t.task_summary
-                .clone()
+            t.summary_text(texts)
                 .unwrap_or_else(|| texts.run_no_summary())
         );
         if let Some(end) = &t.outcome {
@@ -160,7 +159,7 @@ fn why_failed(tasks: &[cohort::state::TaskState], texts: &cohort::prompt::Texts)
         .map(|e| e.render(texts))
         .filter(|r| !r.is_empty());
     said.or_else(|| {
-        let summary = t.task_summary.as_deref()?;
+        let summary = t.summary_text(texts)?;
         summary
             .lines()
             .find(|l| !l.trim().is_empty())

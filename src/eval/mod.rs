@@ -318,22 +318,18 @@ fn suite_place(suite: &Suite, goal: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// A run of `goal` that ended with `report`, judged by its checks (`verdicts`: the judge
-/// model's, in the order of its `judge` checks).
+/// A run of `goal` that ended with `report`, judged by its checks on its tasks' `summaries`
+/// (`verdicts`: the judge model's, in the order of its `judge` checks).
 fn judged_run(
     goal: &SuiteGoal,
     (run, file): (usize, &Path),
     report: &crate::run::RunReport,
-    verdicts: Vec<CheckResult>,
+    (summaries, verdicts): (Vec<String>, Vec<CheckResult>),
     wall_ms: u64,
 ) -> Judged {
     let facts = RunFacts {
         outcome: report.outcome.clone(),
-        summaries: report
-            .tasks
-            .iter()
-            .filter_map(|t| t.task_summary.clone())
-            .collect(),
+        summaries,
         steps: report.steps_run,
         tokens: report.tokens.prompt_tokens + report.tokens.completion_tokens,
         team_dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
@@ -374,10 +370,12 @@ fn one_run(
             ..RunOptions::default()
         };
         let report = run_goal(&cfg, &goal.goal, &opts, &host, |_| {}).await?;
+        // What the operator was given: the manager's words with what the runtime added.
+        let texts = cfg.prompt_set()?.texts().clone();
         let summaries: Vec<String> = report
             .tasks
             .iter()
-            .filter_map(|t| t.task_summary.clone())
+            .filter_map(|t| t.summary_text(&texts))
             .collect();
         let mut verdicts = Vec::new();
         for c in &goal.checks {
@@ -385,11 +383,14 @@ fn one_run(
                 verdicts.push(judge_with(model, &goal.goal, &summaries, rubric).await);
             }
         }
-        anyhow::Ok((report, verdicts))
+        anyhow::Ok((report, summaries, verdicts))
     });
     let wall_ms = started.elapsed().as_millis() as u64;
     match result {
-        Ok((report, verdicts)) => judged_run(goal, (run, file), &report, verdicts, wall_ms),
+        Ok((report, summaries, verdicts)) => {
+            let said = (summaries, verdicts);
+            judged_run(goal, (run, file), &report, said, wall_ms)
+        }
         Err(e) => Judged {
             goal: goal.id.clone(),
             run,

@@ -198,6 +198,7 @@ async fn a_compacted_task_exports_as_its_final_record_and_inspect_shows_sizes() 
             task_id: "t-one".into(),
             execution_state: cohort::state::ExecutionState::Finished,
             task_summary: Some("five, seven, five".into()),
+            summary_written: None,
             outcome: None,
         }),
     ]);

@@ -647,11 +647,13 @@ impl History {
             task_id: task.into(),
             execution_state: ExecutionState::Finished,
             task_summary: Some(format!("{task} is done")),
+            summary_written: None,
             outcome: None,
         };
         self.change(task, Change::Task(done), at);
         if evicted {
-            let summary = TaskSummaryLine::of(&self.states.tasks[&TaskId::from(task)]);
+            let task_state = &self.states.tasks[&TaskId::from(task)];
+            let summary = TaskSummaryLine::of(task_state, &cohort::prompt::Texts::english());
             let gone = TaskChange::Evicted {
                 task_id: task.into(),
                 summary,

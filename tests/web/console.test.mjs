@@ -186,6 +186,28 @@ try {
       throw new Failure(`a composed report: ${JSON.stringify(composed)}`);
     }
     if (own.written !== 'own' || own.added || !own.text.includes('Wrote it')) throw new Failure(`a report in its own words: ${JSON.stringify(own)}`);
+    // A task's summary likewise: the manager's words, and the runtime's part beside them.
+    const summaries = await page.evaluate(async () => {
+      const { Store } = await import('./store.js');
+      const { taskSummaryAdded } = await import('./tasks.js');
+      const s = new Store();
+      const task = { task_id: 't', task_name: 'n', task_group: [], stage_list: [], execution_state: 'running' };
+      s.loadSnapshot(1, { task: { t: task }, stage: {}, agent: {}, step: {} });
+      const shown = () => {
+        const el = taskSummaryAdded(s.get('task', 't').summary_written);
+        return { words: s.get('task', 't').task_summary, written: el?.dataset.written, text: el?.textContent || '' };
+      };
+      const written = { written: 'closed_by_runtime', reason: 'refused twice', reports: '- rain on red maples' };
+      s.apply({ version: 2, kind: 'task', op: 'state', task_id: 't', execution_state: 'failed', task_summary: '', summary_written: written });
+      const closed = shown();
+      s.apply({ version: 3, kind: 'task', op: 'state', task_id: 't', execution_state: 'finished', task_summary: 'Rain on red maples.' });
+      return { closed, own: shown() };
+    });
+    const closedTask = summaries.closed;
+    if (closedTask.written !== 'closed_by_runtime' || closedTask.words !== '' || !closedTask.text.includes('refused twice') || !closedTask.text.includes('rain on red maples')) {
+      throw new Failure(`a task the runtime closed: ${JSON.stringify(closedTask)}`);
+    }
+    if (summaries.own.written !== undefined || summaries.own.words !== 'Rain on red maples.') throw new Failure(`a task summary in the manager's words: ${JSON.stringify(summaries.own)}`);
     // A question answered and a plan check fetched together leave the task waiting, for
     // someone else: the task views are drawn again (their stage says who waits).
     const sigs = await page.evaluate(async () => {

@@ -344,6 +344,11 @@ pub enum TaskInstruction {
         /// Whether it reached its goal.
         #[serde(default)]
         outcome: TaskOutcome,
+        /// What the runtime wrote of the summary beside the manager's words (see
+        /// [`TaskWritten`](crate::report::TaskWritten)). Set by the skill; whatever a model
+        /// writes here is replaced.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary_written: Option<Box<crate::report::TaskWritten>>,
     },
     /// Replace a failed stage with a new one right after it, with a corrected allocation.
     RetryStage {

@@ -1,5 +1,6 @@
-//! An agent's completion report for a stage: its summary in its own words, what the runtime
-//! added to it (typed here, never written into those words), and how the whole reads.
+//! Completion reports: an agent's for a stage and a manager's for its task, each in its own
+//! words beside what the runtime added to them (typed here, never written into those words),
+//! and how the whole reads.
 
 use crate::ids::AgentId;
 use crate::texts::Texts;
@@ -62,6 +63,77 @@ impl Completion {
     }
 }
 
+/// What the runtime wrote of a task's summary, beside its manager's words (which it never
+/// writes into), so a rule or a judge that reads the summary reads the manager's words alone
+/// and the console shows the runtime's part as such. Each part keeps the stages' reports as
+/// the runtime rendered them for the operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "written", rename_all = "snake_case")]
+pub enum TaskWritten {
+    /// The manager's words gave none of the stages' results: what the stages produced
+    /// follows them (`stage_reports_appended`).
+    ResultsAdded {
+        /// The stages' reports.
+        reports: String,
+    },
+    /// The manager judged the goal reached but its model did not close the task: the runtime
+    /// closed it with a summary of the stages' reports (`verdict_carried_out`); the manager's
+    /// words are empty.
+    Composed {
+        /// The stages' reports.
+        reports: String,
+    },
+    /// The manager's answers could not be carried out twice: the runtime closed the task
+    /// itself, failed; the manager's words are empty.
+    ClosedByRuntime {
+        /// Why its last answer could not be carried out.
+        reason: String,
+        /// The stages' reports, when the step had them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reports: Option<String>,
+    },
+}
+
+impl TaskWritten {
+    /// The summary as people and models read it: the manager's `summary` with the runtime's
+    /// part, marked.
+    pub fn render(&self, summary: &str, t: &Texts) -> String {
+        match self {
+            TaskWritten::ResultsAdded { reports } => {
+                format!("{summary}\n\n{}", t.stage_results_added(reports))
+            }
+            TaskWritten::Composed { reports } => t.verdict_composed(reports),
+            TaskWritten::ClosedByRuntime { reason, reports } => {
+                let mut s = t.closed_by_runtime(reason);
+                if let Some(reports) = reports {
+                    s.push_str(&format!("\n{}", t.stages_gave(reports)));
+                }
+                s
+            }
+        }
+    }
+
+    /// The bytes its texts hold (what a feed's budget counts).
+    pub fn held_bytes(&self) -> usize {
+        match self {
+            TaskWritten::ResultsAdded { reports } | TaskWritten::Composed { reports } => {
+                reports.len()
+            }
+            TaskWritten::ClosedByRuntime { reason, reports } => {
+                reason.len() + reports.as_ref().map_or(0, String::len)
+            }
+        }
+    }
+
+    /// A task's `summary` as people and models read it, with what the runtime `written` of it.
+    pub fn whole(summary: &str, written: Option<&TaskWritten>, t: &Texts) -> String {
+        match written {
+            Some(w) => w.render(summary, t),
+            None => summary.to_owned(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +164,33 @@ mod tests {
             "results_added"
         );
         assert!(Written::default().is_own());
+    }
+
+    #[test]
+    fn a_tasks_summary_keeps_the_managers_words_and_the_runtimes_part_apart() {
+        let t = Texts::english();
+        let reports = "- `writer` reported: Rain on red maples".to_owned();
+        let added = TaskWritten::ResultsAdded {
+            reports: reports.clone(),
+        };
+        let whole = TaskWritten::whole("Done.", Some(&added), &t);
+        assert!(whole.starts_with("Done.\n\n"), "{whole}");
+        assert!(whole.contains("added by the runtime"), "{whole}");
+        assert!(whole.trim_end().ends_with("Rain on red maples"), "{whole}");
+        assert_eq!(TaskWritten::whole("Done.", None, &t), "Done.");
+        let closed = TaskWritten::ClosedByRuntime {
+            reason: "refused twice".into(),
+            reports: Some(reports),
+        };
+        let whole = closed.render("", &t);
+        assert!(whole.starts_with("(Closed by the runtime"), "{whole}");
+        assert!(whole.contains("refused twice") && whole.contains("Rain on red maples"));
+        let wire = serde_json::to_value(&closed).unwrap();
+        assert_eq!(wire["written"], "closed_by_runtime", "{wire}");
+        assert_eq!(
+            serde_json::from_value::<TaskWritten>(wire).unwrap(),
+            closed,
+            "read back as written"
+        );
     }
 }

@@ -116,6 +116,7 @@ mod tests {
                     task_id: t.clone(),
                     execution_state: ExecutionState::Finished,
                     task_summary: Some("done".into()),
+                    summary_written: None,
                     outcome: None,
                 }),
             ),
@@ -123,12 +124,10 @@ mod tests {
                 9,
                 Change::Task(TaskChange::Evicted {
                     task_id: t.clone(),
-                    summary: cohort_core::event::TaskSummaryLine::of(&TaskState::new(
-                        t.clone(),
-                        "n".into(),
-                        "i".into(),
-                        "m".into(),
-                    )),
+                    summary: cohort_core::event::TaskSummaryLine::of(
+                        &TaskState::new(t.clone(), "n".into(), "i".into(), "m".into()),
+                        &cohort_core::texts::Texts::english(),
+                    ),
                 }),
             ),
         ];

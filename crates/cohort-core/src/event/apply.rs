@@ -19,12 +19,14 @@ pub fn apply_task(task: &mut TaskState, c: &TaskChange) {
         TaskChange::State {
             execution_state,
             task_summary,
+            summary_written,
             outcome,
             ..
         } => {
             task.execution_state = *execution_state;
             if let Some(s) = task_summary {
                 task.task_summary = Some(s.clone());
+                task.summary_written = summary_written.clone();
             }
             if let Some(o) = outcome {
                 task.outcome = Some(o.clone());

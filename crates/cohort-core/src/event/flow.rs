@@ -140,6 +140,9 @@ pub enum FlowEvent {
         task_id: TaskId,
         #[serde(skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
+        /// What the runtime wrote of the summary beside the manager's words.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        summary_written: Option<Box<crate::report::TaskWritten>>,
     },
     /// The task ended without its goal.
     FlowFailed {
@@ -436,6 +439,8 @@ pub struct TaskView {
     pub paused: bool,
     /// The manager's summary, once it has one.
     pub summary: Option<String>,
+    /// What the runtime wrote of it beside the manager's words.
+    pub written: Option<Box<crate::report::TaskWritten>>,
     /// Why it failed, when it did.
     pub why: Option<String>,
 }
@@ -448,7 +453,19 @@ impl TaskView {
             state: t.execution_state,
             paused: t.paused,
             summary: t.task_summary.clone(),
+            written: t.summary_written.clone(),
             why: t.outcome.as_ref().and_then(|o| o.why.clone()),
+        }
+    }
+
+    /// Why a task without a recorded `why` failed: the runtime's reason when it closed the
+    /// task itself, else the manager's words.
+    fn failed_for(&self) -> Option<String> {
+        match self.written.as_deref() {
+            Some(crate::report::TaskWritten::ClosedByRuntime { reason, .. }) => {
+                Some(reason.clone())
+            }
+            _ => self.summary.clone().filter(|s| !s.is_empty()),
         }
     }
 
@@ -488,10 +505,11 @@ pub fn task_moved(
             ExecutionState::Finished => out.push(FlowEvent::FlowSuccess {
                 task_id,
                 summary: to.summary.clone(),
+                summary_written: to.written.clone(),
             }),
             ExecutionState::Failed => out.push(FlowEvent::FlowFailed {
                 task_id,
-                why: to.why.clone().or_else(|| to.summary.clone()),
+                why: to.why.clone().or_else(|| to.failed_for()),
             }),
             ExecutionState::Cancelled => out.push(FlowEvent::FlowCancel { task_id }),
             ExecutionState::Init | ExecutionState::Running => {}
@@ -628,12 +646,14 @@ impl TaskFlow {
             TaskChange::State {
                 execution_state,
                 task_summary,
+                summary_written,
                 outcome,
                 ..
             } => {
                 to.state = *execution_state;
                 if task_summary.is_some() {
                     to.summary = task_summary.clone();
+                    to.written = summary_written.clone();
                 }
                 to.why = outcome.as_ref().and_then(|o| o.why.clone());
             }
@@ -835,6 +855,7 @@ mod tests {
             task_id: "t".into(),
             execution_state: to,
             task_summary: Some("done".into()),
+            summary_written: None,
             outcome: None,
         })
     }

@@ -79,6 +79,9 @@ pub enum TaskChange {
         /// keeps the summary the task has.
         #[serde(skip_serializing_if = "Option::is_none")]
         task_summary: Option<String>,
+        /// What the runtime wrote of that summary beside the manager's words, set with it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary_written: Option<Box<crate::report::TaskWritten>>,
         /// Why it ended as it did, when there is more to say than its state.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<Box<crate::state::TaskEnd>>,

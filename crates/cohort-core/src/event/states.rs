@@ -35,10 +35,10 @@ pub struct TaskSummaryLine {
 }
 
 impl TaskSummaryLine {
-    /// The line kept of `task` when it is evicted.
-    pub fn of(task: &TaskState) -> Self {
+    /// The line kept of `task` when it is evicted: its summary's first, as people read it.
+    pub fn of(task: &TaskState, t: &crate::texts::Texts) -> Self {
         let summary: String = task
-            .task_summary
+            .summary_text(t)
             .as_deref()
             .and_then(|s| s.lines().next())
             .unwrap_or_default()
@@ -117,6 +117,8 @@ struct TaskListed<'a> {
     stage_list: &'a [StageId],
     execution_state: ExecutionState,
     task_summary: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary_written: Option<&'a crate::report::TaskWritten>,
     token_usage: TokenUsage,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     paused: bool,
@@ -522,6 +524,7 @@ impl States {
             stage_list: &t.stage_list,
             execution_state: t.execution_state,
             task_summary: t.task_summary.as_deref(),
+            summary_written: t.summary_written.as_deref(),
             token_usage: t.token_usage,
             paused: t.paused,
             shared_info_count,

@@ -339,6 +339,7 @@ mod tests {
                 task_id: "t".into(),
                 execution_state: ExecutionState::Finished,
                 task_summary: None,
+                summary_written: None,
                 outcome: None,
             }),
             90,

@@ -60,8 +60,11 @@ pub struct TaskState {
     pub stage_list: Vec<StageId>,
     /// Where the task is in its lifecycle.
     pub execution_state: ExecutionState,
-    /// What the task gave, as its manager summed it up in `finish_task`.
+    /// What the task gave, as its manager summed it up in `finish_task` (its words alone).
     pub task_summary: Option<String>,
+    /// What the runtime wrote of that summary beside the manager's words, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_written: Option<Box<crate::report::TaskWritten>>,
     /// Tokens its steps spent, summed.
     #[serde(default)]
     pub token_usage: TokenUsage,
@@ -170,6 +173,7 @@ impl TaskState {
             stage_list: Vec::new(),
             execution_state: ExecutionState::Init,
             task_summary: None,
+            summary_written: None,
             token_usage: TokenUsage::default(),
             paused: false,
             repairs: Default::default(),
@@ -180,6 +184,17 @@ impl TaskState {
             attachments: Vec::new(),
             forked_from: None,
         }
+    }
+
+    /// Its summary as people and models read it: the manager's words with what the runtime
+    /// wrote of it, marked (`None` until it has one).
+    pub fn summary_text(&self, t: &crate::texts::Texts) -> Option<String> {
+        let summary = self.task_summary.as_deref()?;
+        Some(crate::report::TaskWritten::whole(
+            summary,
+            self.summary_written.as_deref(),
+            t,
+        ))
     }
 
     /// Adds agents to the task group, keeping order and skipping those already in it.

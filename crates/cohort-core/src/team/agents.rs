@@ -329,6 +329,7 @@ mod tests {
             task_id: t.clone(),
             task_summary: String::new(),
             outcome: Default::default(),
+            summary_written: None,
         };
         c.apply(&task_out(&c, "m", done), "now");
         let why = c

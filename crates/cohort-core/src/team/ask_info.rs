@@ -168,8 +168,8 @@ impl SyncCore {
         if task.task_id == self.base_task {
             lines.push(format!("- {}", t.info_base_task()));
         }
-        if let Some(s) = &task.task_summary {
-            lines.push(bullet(&t.info_summary(), s, level + 1, &none));
+        if let Some(s) = task.summary_text(t) {
+            lines.push(bullet(&t.info_summary(), &s, level + 1, &none));
         }
         out.push_str(&lines.join("\n"));
         out.push('\n');

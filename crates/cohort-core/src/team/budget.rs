@@ -62,6 +62,7 @@ impl SyncCore {
             task_id: task.clone(),
             task_summary: why,
             outcome: TaskOutcome::Failed,
+            summary_written: None,
         };
         self.run_instruction(&manager, &stop, applied);
     }
@@ -114,6 +115,7 @@ mod tests {
             task_id: t.clone(),
             task_summary: "done well".into(),
             outcome: TaskOutcome::Finished,
+            summary_written: None,
         });
         let applied = c.apply(&out, "now");
         let task = c.task(&t).unwrap();

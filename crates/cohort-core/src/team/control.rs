@@ -28,7 +28,7 @@ impl SyncCore {
         self.close_task(
             task,
             ExecutionState::Cancelled,
-            why.clone(),
+            (why.clone(), None),
             Some(why),
             &mut applied,
         );

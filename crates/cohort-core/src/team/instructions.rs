@@ -6,16 +6,18 @@ use crate::event::{Change, StageChange, TaskChange};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Colleague, Instruction, Message, StagePlan, TaskInstruction, TaskOutcome};
 use crate::policy::Repair;
+use crate::report::TaskWritten;
 use crate::state::{ExecutionState, StageState, TaskState};
 
 impl SyncCore {
-    /// Ends a task as `state`: its open stages fail (or are cancelled with it), its group is
-    /// told to drop the task's work, and it is retired.
+    /// Ends a task as `state` with its summary (the words, and what the runtime wrote of it):
+    /// its open stages fail (or are cancelled with it), its group is told to drop the task's
+    /// work, and it is retired.
     pub(super) fn close_task(
         &mut self,
         task_id: &TaskId,
         state: ExecutionState,
-        summary: String,
+        (summary, written): (String, Option<Box<TaskWritten>>),
         why: Option<String>,
         applied: &mut Applied,
     ) {
@@ -32,7 +34,7 @@ impl SyncCore {
         let told = notices::task_ended(
             &self.tasks[task_id],
             state,
-            &summary,
+            &TaskWritten::whole(&summary, written.as_deref(), &self.texts),
             outcome.as_deref(),
             &self.roster,
             &self.texts,
@@ -44,6 +46,7 @@ impl SyncCore {
                 task_id: task_id.clone(),
                 execution_state: state,
                 task_summary: Some(summary),
+                summary_written: written,
                 outcome,
             }),
         );
@@ -262,13 +265,15 @@ impl SyncCore {
                 task_id,
                 task_summary,
                 outcome,
+                summary_written,
             } => {
                 let asked = match outcome {
                     TaskOutcome::Finished => ExecutionState::Finished,
                     TaskOutcome::Failed => ExecutionState::Failed,
                 };
                 let (state, why) = self.finish_state(i, asked);
-                self.close_task(&task_id, state, task_summary, why, applied);
+                let summary = (task_summary, summary_written);
+                self.close_task(&task_id, state, summary, why, applied);
             }
             TaskInstruction::RetryStage {
                 task_id,
@@ -437,6 +442,7 @@ impl SyncCore {
                     task_id: task_id.clone(),
                     execution_state: ExecutionState::Running,
                     task_summary: None,
+                    summary_written: None,
                     outcome: None,
                 }),
             );

@@ -729,7 +729,8 @@ impl SyncCore {
             .is_some_and(|t| !t.execution_state.is_over());
         if open {
             let why = format!("stopped: {why}");
-            self.close_task(task, ExecutionState::Failed, why.clone(), Some(why), out);
+            let summary = (why.clone(), None);
+            self.close_task(task, ExecutionState::Failed, summary, Some(why), out);
         }
     }
 

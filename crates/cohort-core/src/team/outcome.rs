@@ -10,6 +10,7 @@ use super::{SyncCore, SyncError};
 use crate::ids::{StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::policy::echo::hands_back;
+use crate::report::TaskWritten;
 use crate::state::{ExecutionState, FailedStage, StageAgentState, StageState, TaskEnd};
 use crate::texts::Texts;
 
@@ -53,6 +54,7 @@ impl SyncCore {
             task_id,
             task_summary,
             outcome: TaskOutcome::Finished,
+            summary_written,
         } = i
         else {
             return None;
@@ -71,8 +73,11 @@ impl SyncCore {
         // A few words added to a long goal ("… Done.") are still the goal; a short goal's
         // name followed by what happened is a summary.
         let slack = |g: &str| SUMMARY_SLACK.min(g.chars().count() / 2);
+        // What the operator is given: the results the runtime added to the words, or composed
+        // the summary from, are given too.
+        let given = TaskWritten::whole(task_summary, summary_written.as_deref(), &self.texts);
         goal.iter()
-            .any(|g| hands_back(task_summary, g, slack(g)))
+            .any(|g| hands_back(&given, g, slack(g)))
             .then_some(Hollow::GoalHandedBack)
     }
 
@@ -214,6 +219,7 @@ mod tests {
                 task_id: t.clone(),
                 task_summary: summary.into(),
                 outcome: TaskOutcome::Finished,
+                summary_written: None,
             },
         )
     }

@@ -108,7 +108,7 @@ impl SyncCore {
         let Some(t) = self.tasks.get(&old) else {
             return true;
         };
-        let summary = TaskSummaryLine::of(t);
+        let summary = TaskSummaryLine::of(t, &self.texts);
         let stages: Vec<StageId> = t.stage_list.clone();
         self.stuck_reported.retain(|(s, _)| !stages.contains(s));
         if let Some(b) = self.pool_bytes.remove(&old) {

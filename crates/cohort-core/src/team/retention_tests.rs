@@ -36,6 +36,7 @@ fn finished_task(c: &mut SyncCore, name: &str) -> (TaskId, Vec<Change>) {
                     task_id: t.clone(),
                     task_summary: format!("{name} is done\nmore detail"),
                     outcome: TaskOutcome::Finished,
+                    summary_written: None,
                 },
             ),
             "now",

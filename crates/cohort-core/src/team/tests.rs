@@ -312,6 +312,7 @@ fn finish_stage_hands_over_to_the_next_stage_then_asks_for_a_task_judgement() {
                     task_id: t.clone(),
                     task_summary: "all done".into(),
                     outcome: TaskOutcome::Finished,
+                    summary_written: None,
                 },
             ),
             "now",
@@ -388,6 +389,7 @@ fn only_the_manager_may_steer_and_bad_ids_change_nothing() {
                 task_id: base,
                 task_summary: String::new(),
                 outcome: TaskOutcome::Finished,
+                summary_written: None,
             },
         ),
         "now",
@@ -548,6 +550,7 @@ fn messages_into_finished_tasks_or_stages_are_refused_and_nobody_speaks_as_the_r
                 task_id: t.clone(),
                 task_summary: "s".into(),
                 outcome: TaskOutcome::Failed,
+                summary_written: None,
             },
         ),
         "now",
@@ -684,6 +687,7 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
                 task_id: t.clone(),
                 task_summary: "Cold rain on the eaves".into(),
                 outcome,
+                summary_written: None,
             },
         )
     };
@@ -730,6 +734,72 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
             .unwrap();
         assert!(told(&out).is_empty(), "{who:?}");
     }
+}
+
+#[test]
+fn what_the_runtime_wrote_of_a_task_summary_is_kept_beside_the_managers_words() {
+    let mut roster: Vec<Member> = ["m", "a"].iter().map(|id| Member::new(*id, "r")).collect();
+    roster.push(Member {
+        human: true,
+        ..Member::new("op", "operator")
+    });
+    let mut c = SyncCore::new(roster, &["m".into()], &[]);
+    let t = TaskId::random();
+    let add = TaskInstruction::AddTask {
+        attachments: Vec::new(),
+        task_id: t.clone(),
+        task_name: "Haiku".into(),
+        task_intention: "write one".into(),
+        requested_by: Some("op".into()),
+        goal_step: None,
+        trace_id: None,
+    };
+    c.try_apply(&by("m", add), "now").unwrap();
+    stage_done(&mut c, &t);
+    let written = crate::report::TaskWritten::ResultsAdded {
+        reports: "- `a` produced: Cold rain on the eaves".into(),
+    };
+    let finish = TaskInstruction::FinishTask {
+        task_id: t.clone(),
+        task_summary: "The haiku is written.".into(),
+        outcome: TaskOutcome::Finished,
+        summary_written: Some(Box::new(written.clone())),
+    };
+    let out = c.try_apply(&by_in(&t, "m", finish), "now").unwrap();
+    let task = c.task(&t).unwrap();
+    assert_eq!(task.execution_state, ExecutionState::Finished);
+    assert_eq!(task.task_summary.as_deref(), Some("The haiku is written."));
+    assert_eq!(task.summary_written.as_deref(), Some(&written));
+    // The person is told the whole, the runtime's part marked as its own.
+    let told = out
+        .messages
+        .iter()
+        .find(|m| matches!(m.notice_body(), Some(Notice::TaskEnded { .. })))
+        .unwrap();
+    assert!(
+        told.message.contains("The haiku is written.\n\n"),
+        "{}",
+        told.message
+    );
+    assert!(
+        told.message.contains("added by the runtime"),
+        "{}",
+        told.message
+    );
+    assert!(
+        told.message.contains("Cold rain on the eaves"),
+        "{}",
+        told.message
+    );
+    // A reader following the changes has both, apart.
+    let mut read = crate::state::TaskState::new(t.clone(), "Haiku".into(), "i".into(), "m".into());
+    for change in &out.changes {
+        if let crate::event::Change::Task(tc) = change {
+            crate::event::apply_task(&mut read, tc);
+        }
+    }
+    assert_eq!(read.task_summary, task.task_summary);
+    assert_eq!(read.summary_written, task.summary_written);
 }
 
 #[test]

@@ -64,8 +64,13 @@ fn cost(p: &Published) -> usize {
         }
         Change::Task(TaskChange::Conversation { entry, .. }) => entry.message.held_bytes(),
         Change::Task(TaskChange::SharedInfo { entry, .. }) => entry.held_bytes(),
-        Change::Task(TaskChange::State { task_summary, .. }) => {
+        Change::Task(TaskChange::State {
+            task_summary,
+            summary_written,
+            ..
+        }) => {
             task_summary.as_ref().map_or(0, String::len)
+                + summary_written.as_ref().map_or(0, |w| w.held_bytes())
         }
         Change::Agent(AgentChange::PrivateMessage { entry, .. }) => entry.held_bytes(),
         Change::Agent(AgentChange::Added { agent }) => agent

@@ -201,6 +201,7 @@ mod tests {
                     task_id: TaskId::from("t1"),
                     outcome: Default::default(),
                     task_summary: "done".into(),
+                    summary_written: None,
                 },
             },
         };

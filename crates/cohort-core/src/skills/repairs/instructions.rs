@@ -11,6 +11,7 @@ use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
 use crate::parse;
 use crate::policy::{Fired, Repair, Repairs};
+use crate::report::TaskWritten;
 use crate::skills::task_manager::{
     VERDICT, disagreement, judged_task, stage_decided, stage_reports,
 };
@@ -21,8 +22,8 @@ use std::collections::BTreeMap;
 
 /// A task finished with a summary that gives none of what its stages reported (a 1.5B
 /// manager wrote "The haiku about autumn rain is written and submitted by the writer agent.")
-/// gets what the stages produced added, marked: the operator asked for the result, not for
-/// news of it. A summary gives a result when it shares three words in a row with what an agent's work
+/// gets what the stages produced added beside it (`TaskWritten::ResultsAdded`): the operator
+/// asked for the result, not for news of it. A summary gives a result when it shares three words in a row with what an agent's work
 /// steps produced (its report's summary, when it has no recorded results) that are not the
 /// goal's own words (the task's and stages' intentions, which a summary may restate without
 /// giving anything); the runtime's own notes in a report are not looked for.
@@ -34,6 +35,7 @@ pub(in crate::skills) fn with_results(
     let TaskInstruction::FinishTask {
         task_summary,
         outcome: TaskOutcome::Finished,
+        summary_written,
         ..
     } = instruction
     else {
@@ -72,10 +74,9 @@ pub(in crate::skills) fn with_results(
     if results.is_empty() || results.iter().any(|r| given.contains(r)) {
         return false;
     }
-    task_summary.push_str(&format!(
-        "\n\n{}",
-        t.stage_results_added(stages_for_operator(stages, t))
-    ));
+    *summary_written = Some(Box::new(TaskWritten::ResultsAdded {
+        reports: stages_for_operator(stages, t),
+    }));
     true
 }
 
@@ -170,8 +171,9 @@ pub(in crate::skills) fn carry_out_verdict(
         let reports = stage_reports(notice, &agent.settings.texts)?;
         TaskInstruction::FinishTask {
             task_id: step.task_id.clone(),
-            task_summary: agent.settings.texts.verdict_composed(reports),
+            task_summary: String::new(),
             outcome: TaskOutcome::Finished,
+            summary_written: Some(Box::new(TaskWritten::Composed { reports })),
         }
     } else {
         return None;

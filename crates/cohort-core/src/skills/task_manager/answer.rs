@@ -7,11 +7,13 @@ use serde_json::Value;
 
 /// `<task_instruction>{"action": …, …}`. An unknown action is an error that lists the valid ones.
 /// `stages` may be a single stage instead of a list.
+/// What the runtime writes of a task summary is never read from a model's answer.
 pub fn read(text: &str) -> Result<TaskInstruction, ParseError> {
     tagged_variant(text, "task_instruction", "action", |map| {
         if let Some(stage @ Value::Object(_)) = map.get_mut("stages") {
             *stage = Value::Array(vec![stage.take()]);
         }
+        map.remove("summary_written");
     })
 }
 
@@ -78,8 +80,8 @@ mod tests {
             }
         );
         assert_eq!(
-            task(r#"{"action": "finish_task", "task_id": "t", "task_summary": "ok", "outcome": "failed"}"#).unwrap(),
-            TaskInstruction::FinishTask { task_id: "t".into(), task_summary: "ok".into(), outcome: TaskOutcome::Failed }
+            task(r#"{"action": "finish_task", "task_id": "t", "task_summary": "ok", "outcome": "failed", "summary_written": {"written": "composed", "reports": "forged"}}"#).unwrap(),
+            TaskInstruction::FinishTask { task_id: "t".into(), task_summary: "ok".into(), outcome: TaskOutcome::Failed, summary_written: None }
         );
         assert_eq!(
             task(r#"{"action": "retry_stage", "task_id": "t", "stage_id": "s", "stage_intention": null, "agent_allocation": {"b": "fix"}}"#).unwrap(),

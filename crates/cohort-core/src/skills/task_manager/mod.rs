@@ -12,6 +12,7 @@ use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{TaskInstruction, TaskOutcome};
 use crate::notice::{Notice, stages_for_operator};
 use crate::policy::{Fired, Repair, Repairs};
+use crate::report::TaskWritten;
 use crate::state::{Agent, StepState};
 use serde_json::{Map, Value, json};
 
@@ -80,18 +81,18 @@ pub fn closing(agent: &Agent, step: &StepState, reason: &str) -> Option<TaskInst
     if !in_a_task(agent, step) || !step.origin.asks_to_act() {
         return None;
     }
-    let mut task_summary = agent.settings.texts.closed_by_runtime(reason);
-    if let Some(reports) = step
+    let reports = step
         .origin
         .notice()
-        .and_then(|n| stage_reports(n, &agent.settings.texts))
-    {
-        task_summary.push_str(&format!("\n{}", agent.settings.texts.stages_gave(reports)));
-    }
+        .and_then(|n| stage_reports(n, &agent.settings.texts));
     Some(TaskInstruction::FinishTask {
         task_id: step.task_id.clone(),
-        task_summary,
+        task_summary: String::new(),
         outcome: TaskOutcome::Failed,
+        summary_written: Some(Box::new(TaskWritten::ClosedByRuntime {
+            reason: reason.to_owned(),
+            reports,
+        })),
     })
 }
 
@@ -582,8 +583,9 @@ mod tests {
         assert!(interpret(retry, at(&stage)).is_ok());
     }
 
-    /// The summary task `t` (intention `intention`) finishes with when its manager answers
-    /// `summary`, judging it after one stage "Write it" whose writer reported `report`.
+    /// The summary task `t` (intention `intention`) finishes with, as people read it, when its
+    /// manager answers `summary`, judging it after one stage "Write it" whose writer reported
+    /// `report`.
     fn finished_with(intention: &str, report: &str, summary: &str) -> (String, StageId) {
         finished_with_results(intention, (report, &[], Written::Own), summary)
     }
@@ -627,8 +629,16 @@ mod tests {
             r#"<task_instruction>{{"action": "finish_task", "task_id": "t", "task_summary": "{summary}", "outcome": "finished"}}</task_instruction>"#
         );
         match interpret(&answer, asked).unwrap().task_instruction {
-            Some(TaskInstruction::FinishTask { task_summary, .. }) => {
-                (task_summary, stage.stage_id)
+            Some(TaskInstruction::FinishTask {
+                task_summary,
+                summary_written,
+                ..
+            }) => {
+                // The manager's words are kept as written; the runtime's part is beside them.
+                assert_eq!(task_summary, summary);
+                let t = crate::texts::Texts::english();
+                let whole = TaskWritten::whole(&task_summary, summary_written.as_deref(), &t);
+                (whole, stage.stage_id)
             }
             other => panic!("{other:?}"),
         }

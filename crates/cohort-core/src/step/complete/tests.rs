@@ -2,6 +2,7 @@
 use super::*;
 use crate::ids::{StageId, StageRef};
 use crate::message::TaskInstruction;
+use crate::report::TaskWritten;
 use crate::state::AgentState;
 
 /// An agent in stage `s` of task `t` with one running think step and nothing else queued.
@@ -250,11 +251,19 @@ fn a_judgement_refused_twice_is_closed_by_the_runtime_and_the_refused_action_is_
             task_id,
             task_summary,
             outcome,
+            summary_written,
         }) => {
             assert_eq!(task_id.as_str(), "t");
             assert_eq!(outcome, crate::message::TaskOutcome::Failed);
-            assert!(task_summary.contains("has run 3 times"), "{task_summary}");
-            assert!(task_summary.contains("Rain on the roof"), "{task_summary}");
+            // The runtime's words are beside the manager's (none), not in them.
+            assert_eq!(task_summary, "");
+            let Some(TaskWritten::ClosedByRuntime { reason, reports }) = summary_written.as_deref()
+            else {
+                panic!("{summary_written:?}")
+            };
+            assert!(reason.contains("has run 3 times"), "{reason}");
+            let reports = reports.as_deref().unwrap_or_default();
+            assert!(reports.contains("Rain on the roof"), "{reports}");
         }
         other => panic!("{other:?}"),
     }
@@ -362,14 +371,18 @@ fn a_verdict_its_action_keeps_contradicting_is_carried_out_once_the_reasks_are_s
             task_id,
             task_summary,
             outcome,
+            summary_written,
         }) => {
             assert_eq!(task_id.as_str(), "t");
             assert_eq!(outcome, crate::message::TaskOutcome::Finished);
-            assert!(task_summary.contains("Rain on the roof"), "{task_summary}");
-            assert!(
-                task_summary.contains("Composed by the runtime"),
-                "{task_summary}"
-            );
+            assert_eq!(task_summary, "");
+            let Some(written @ TaskWritten::Composed { reports }) = summary_written.as_deref()
+            else {
+                panic!("{summary_written:?}")
+            };
+            assert!(reports.contains("Rain on the roof"), "{reports}");
+            let whole = written.render(&task_summary, &crate::texts::Texts::english());
+            assert!(whole.contains("Composed by the runtime"), "{whole}");
         }
         other => panic!("{other:?}"),
     }
