@@ -271,15 +271,18 @@ export function renderStages() {
     return;
   }
   const parts = [];
-  if (task.task_summary || task.summary_written) {
+  // The manager's words, what the runtime wrote of them, and why the task ended as it did.
+  const added = taskSummaryAdded(task.summary_written);
+  const note = outcomeNote(task);
+  if (task.task_summary || added || note) {
     parts.push(
       h(
         'section',
         { class: `summary-card st-border-${task.execution_state}`, testid: 'task-summary' },
         h('h3', null, task.execution_state === 'failed' ? t('tasks.task_failed') : task.execution_state === 'cancelled' ? t('tasks.task_cancelled') : t('tasks.task_summary')),
-        outcomeNote(task),
+        note,
         task.task_summary ? h('p', { class: 'pre' }, task.task_summary) : null,
-        taskSummaryAdded(task.summary_written),
+        added,
       ),
     );
   }
@@ -352,11 +355,15 @@ function fillPlans(box, taskId, stageId) {
   return plans.length > 0;
 }
 
+/** The parts of a task's summary the runtime wrote that the card shows below the manager's
+ * words; a task stopped or cancelled says why in its outcome note instead (`outcome.why`). */
+const SHOWN_WRITTEN = new Set(['results_added', 'composed', 'closed_by_runtime']);
+
 /** What the runtime wrote of a task's summary (`w`: its `summary_written`), beside the
  * manager's words and marked as the runtime's: the stages' reports it added or composed the
  * summary from, or why it closed the task itself. */
 export function taskSummaryAdded(w) {
-  if (!w) return null;
+  if (!w || !SHOWN_WRITTEN.has(w.written)) return null;
   return h(
     'div',
     { class: 'summary-added', testid: 'task-summary-added', 'data-written': w.written },

@@ -61,8 +61,12 @@ pub struct CheckResult {
 /// What a run left that the checks read.
 pub struct RunFacts {
     pub outcome: RunOutcome,
-    /// The summaries of the tasks the goal made.
+    /// The summaries of the tasks the goal made, as the operator reads them (the managers'
+    /// words with what the runtime added).
     pub summaries: Vec<String>,
+    /// The managers' words alone: an answer asked for as JSON is there, before anything the
+    /// runtime added.
+    pub words: Vec<String>,
     pub steps: usize,
     pub tokens: u64,
     /// The team file's folder (where `file_exists` paths start).
@@ -119,7 +123,9 @@ fn rule_broken(check: &Check, facts: &RunFacts, text: &str) -> Option<String> {
             Ok(_) => Some(format!("the summaries do not match `{r}`")),
             Err(e) => Some(e.to_string()),
         },
-        Check::JsonSchema(schema) => fits_schema(schema, &facts.summaries),
+        Check::JsonSchema(schema) => {
+            fits_schema(schema, facts.words.iter().chain(&facts.summaries))
+        }
         Check::FileExists(p) => {
             (!facts.team_dir.join(p).exists()).then(|| format!("{} does not exist", p.display()))
         }
@@ -135,7 +141,10 @@ fn rule_broken(check: &Check, facts: &RunFacts, text: &str) -> Option<String> {
 }
 
 /// None when a summary is a JSON object fitting `schema`; else why none is.
-fn fits_schema(schema: &serde_json::Value, summaries: &[String]) -> Option<String> {
+fn fits_schema<'a>(
+    schema: &serde_json::Value,
+    summaries: impl IntoIterator<Item = &'a String>,
+) -> Option<String> {
     let mut why = "no task summary is a JSON object".to_owned();
     for s in summaries {
         let body = s
@@ -330,6 +339,11 @@ fn judged_run(
     let facts = RunFacts {
         outcome: report.outcome.clone(),
         summaries,
+        words: report
+            .tasks
+            .iter()
+            .filter_map(|t| t.task_summary.clone())
+            .collect(),
         steps: report.steps_run,
         tokens: report.tokens.prompt_tokens + report.tokens.completion_tokens,
         team_dir: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
@@ -422,6 +436,7 @@ mod tests {
         RunFacts {
             outcome,
             summaries: vec![summary.into()],
+            words: vec![summary.into()],
             steps: 12,
             tokens: 900,
             team_dir: PathBuf::from("examples/tools"),
@@ -451,6 +466,10 @@ mod tests {
             &facts(RunOutcome::Finished, "```json\n{\"haiku\": \"x\"}\n```"),
         );
         assert!(json[0].held, "{json:?}");
+        // A JSON answer the runtime added the stages' results to still fits, in the words.
+        let mut added = facts(RunOutcome::Finished, "{\"haiku\": \"x\"}");
+        added.summaries = vec!["{\"haiku\": \"x\"}\n\nWhat the stages produced: …".into()];
+        assert!(check_run(&checks[2..3], &added)[0].held);
     }
 
     #[test]

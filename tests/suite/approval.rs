@@ -306,8 +306,17 @@ async fn a_rejected_call_cancels_its_task_as_seed_000_says_and_the_goal_giver_is
     assert_eq!(state("step", &step)["execution_state"], "cancelled");
     let t = state("task", &task);
     assert_eq!(t["execution_state"], "cancelled", "{t}");
+    // Who cancelled and why: the runtime's part of the summary, and the task's record.
+    assert_eq!(t["summary_written"]["written"], "cancelled", "{t}");
     assert!(
-        t["task_summary"]
+        t["summary_written"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("wrong folder altogether"),
+        "{t}"
+    );
+    assert!(
+        t["outcome"]["why"]
             .as_str()
             .unwrap()
             .contains("wrong folder altogether"),

@@ -105,8 +105,13 @@ async fn cancelling_a_task_abandons_the_call_in_flight_and_frees_the_agent() {
         "the minute-long call was not waited for"
     );
     let task_json = team.monitor.get(StateKind::Task, task.as_str()).unwrap();
+    assert_eq!(task_json["task_summary"], "", "no manager's words");
     assert_eq!(
-        task_json["task_summary"],
+        task_json["summary_written"],
+        serde_json::json!({"written": "cancelled", "by": "operator", "reason": "changed my mind"})
+    );
+    assert_eq!(
+        task_json["outcome"]["why"],
         "Cancelled by `operator`: changed my mind"
     );
     let step_json = team.monitor.get(StateKind::Step, step.as_str()).unwrap();

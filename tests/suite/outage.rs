@@ -135,7 +135,11 @@ async fn an_endpoint_down_past_the_wait_fails_its_task_with_the_reason() {
         .await
         .expect("the task ended");
     assert_eq!(task["execution_state"], "failed", "{task}");
-    let why = task["task_summary"].as_str().unwrap_or_default();
+    assert_eq!(
+        task["summary_written"]["written"], "endpoint_down",
+        "{task}"
+    );
+    let why = task["outcome"]["why"].as_str().unwrap_or_default();
     assert!(
         why.contains("did not answer") && why.contains("waits.model_secs"),
         "{why}"

@@ -26,6 +26,7 @@ fn ended(state: ExecutionState, summary: &str, why: Option<TaskEnd>, t: &Texts) 
         task_name: "Haiku for the operator".into(),
         state,
         summary: summary.into(),
+        summary_written: None,
         why: why.map(|w| w.render(t)),
     }
 }

@@ -66,8 +66,12 @@ pub enum Notice {
         task_name: String,
         /// How it ended: finished, failed or cancelled.
         state: ExecutionState,
-        /// Its summary (what it gave, or why it was cancelled).
+        /// Its summary in its manager's words.
         summary: String,
+        /// What the runtime wrote of the summary beside those words (the results it added, or
+        /// why it or a person ended the task).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary_written: Option<Box<crate::report::TaskWritten>>,
         /// Why it failed, or which of its stages gave nothing, when there is anything to say.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         why: Option<String>,
@@ -237,6 +241,7 @@ impl Notice {
                 task_name,
                 state,
                 summary,
+                summary_written,
                 why,
                 ..
             } => {
@@ -248,8 +253,12 @@ impl Notice {
                     (Some(why), _) => t.notice_task_ended_because(task_name, how, why),
                     (None, _) => t.notice_task_ended(task_name, how),
                 };
-                if !summary.trim().is_empty() {
-                    text.push_str(&format!("\n{summary}"));
+                // A task the runtime or a person ended has its reason as both `why` and the
+                // summary: said once.
+                let whole =
+                    crate::report::TaskWritten::whole(summary, summary_written.as_deref(), t);
+                if !whole.trim().is_empty() && why.as_ref() != Some(&whole) {
+                    text.push_str(&format!("\n{whole}"));
                 }
                 text
             }

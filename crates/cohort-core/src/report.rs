@@ -65,8 +65,8 @@ impl Completion {
 
 /// What the runtime wrote of a task's summary, beside its manager's words (which it never
 /// writes into), so a rule or a judge that reads the summary reads the manager's words alone
-/// and the console shows the runtime's part as such. Each part keeps the stages' reports as
-/// the runtime rendered them for the operator.
+/// and the console shows the runtime's part as such. A task the runtime or a person ended
+/// before its manager summed it up has no words, only this.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "written", rename_all = "snake_case")]
 pub enum TaskWritten {
@@ -92,6 +92,37 @@ pub enum TaskWritten {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reports: Option<String>,
     },
+    /// The runtime stopped the task, failed: it spent more than its budget.
+    OverBudget {
+        /// What went over: tokens or steps.
+        of: Budgeted,
+        /// How much it spent.
+        spent: u64,
+        /// Its budget (`step_limits.task_tokens` or `step_limits.task_steps`).
+        max: u64,
+    },
+    /// The runtime stopped the task, failed: a step's model endpoint stayed down past its wait.
+    EndpointDown {
+        /// What the endpoint last answered, or why it could not be reached.
+        why: String,
+    },
+    /// A person cancelled the task.
+    Cancelled {
+        /// Who.
+        by: AgentId,
+        /// Why, in their words (may be empty).
+        reason: String,
+    },
+}
+
+/// What a task's budget counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Budgeted {
+    /// Tokens its steps spent (`step_limits.task_tokens`).
+    Tokens,
+    /// Steps it ran in this process (`step_limits.task_steps`).
+    Steps,
 }
 
 impl TaskWritten {
@@ -99,6 +130,9 @@ impl TaskWritten {
     /// part, marked.
     pub fn render(&self, summary: &str, t: &Texts) -> String {
         match self {
+            TaskWritten::ResultsAdded { reports } if summary.is_empty() => {
+                t.stage_results_added(reports)
+            }
             TaskWritten::ResultsAdded { reports } => {
                 format!("{summary}\n\n{}", t.stage_results_added(reports))
             }
@@ -110,6 +144,21 @@ impl TaskWritten {
                 }
                 s
             }
+            TaskWritten::OverBudget {
+                of: Budgeted::Tokens,
+                spent,
+                max,
+            } => t.task_over_tokens(spent, max),
+            TaskWritten::OverBudget {
+                of: Budgeted::Steps,
+                spent,
+                max,
+            } => t.task_over_steps(spent, max),
+            TaskWritten::EndpointDown { why } => t.task_endpoint_down(why),
+            TaskWritten::Cancelled { by, reason } => match reason.trim() {
+                "" => t.cancelled_by(by),
+                r => t.cancelled_by_because(by, r),
+            },
         }
     }
 
@@ -122,6 +171,9 @@ impl TaskWritten {
             TaskWritten::ClosedByRuntime { reason, reports } => {
                 reason.len() + reports.as_ref().map_or(0, String::len)
             }
+            TaskWritten::OverBudget { .. } => 0,
+            TaskWritten::EndpointDown { why } => why.len(),
+            TaskWritten::Cancelled { by, reason } => by.as_str().len() + reason.len(),
         }
     }
 

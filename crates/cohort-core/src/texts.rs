@@ -679,6 +679,12 @@ catalog!(
     closed_by_runtime(reason),
     /// What the stages gave, after that summary.
     stages_gave(reports),
+    /// Why the runtime stopped a task that spent more tokens than its budget.
+    task_over_tokens(spent, max),
+    /// Why the runtime stopped a task that ran more steps than its budget.
+    task_over_steps(spent, max),
+    /// Why the runtime stopped a task whose step's model endpoint stayed down.
+    task_endpoint_down(why),
     // ---- why an answer could not be used (`parse/mod.rs`, `skills/mod.rs`), told the model ----
     /// The tag itself, as an error names the place.
     where_tag(tag),

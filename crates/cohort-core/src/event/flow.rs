@@ -440,7 +440,7 @@ pub struct TaskView {
     /// The manager's summary, once it has one.
     pub summary: Option<String>,
     /// What the runtime wrote of it beside the manager's words.
-    pub written: Option<Box<crate::report::TaskWritten>>,
+    pub summary_written: Option<Box<crate::report::TaskWritten>>,
     /// Why it failed, when it did.
     pub why: Option<String>,
 }
@@ -453,7 +453,7 @@ impl TaskView {
             state: t.execution_state,
             paused: t.paused,
             summary: t.task_summary.clone(),
-            written: t.summary_written.clone(),
+            summary_written: t.summary_written.clone(),
             why: t.outcome.as_ref().and_then(|o| o.why.clone()),
         }
     }
@@ -461,7 +461,7 @@ impl TaskView {
     /// Why a task without a recorded `why` failed: the runtime's reason when it closed the
     /// task itself, else the manager's words.
     fn failed_for(&self) -> Option<String> {
-        match self.written.as_deref() {
+        match self.summary_written.as_deref() {
             Some(crate::report::TaskWritten::ClosedByRuntime { reason, .. }) => {
                 Some(reason.clone())
             }
@@ -505,7 +505,7 @@ pub fn task_moved(
             ExecutionState::Finished => out.push(FlowEvent::FlowSuccess {
                 task_id,
                 summary: to.summary.clone(),
-                summary_written: to.written.clone(),
+                summary_written: to.summary_written.clone(),
             }),
             ExecutionState::Failed => out.push(FlowEvent::FlowFailed {
                 task_id,
@@ -653,7 +653,7 @@ impl TaskFlow {
                 to.state = *execution_state;
                 if task_summary.is_some() {
                     to.summary = task_summary.clone();
-                    to.written = summary_written.clone();
+                    to.summary_written = summary_written.clone();
                 }
                 to.why = outcome.as_ref().and_then(|o| o.why.clone());
             }
@@ -930,6 +930,49 @@ mod tests {
         finished.task_summary = Some("done".into());
         let caught = TaskFlow::new("t".into()).catch_up(Some(&finished), [&done], &no_risk);
         assert_eq!(caught, live);
+    }
+
+    #[test]
+    fn a_tasks_end_carries_what_the_runtime_wrote_of_its_summary() {
+        use crate::report::TaskWritten;
+        let ended = |to, words: &str, written: TaskWritten| {
+            let change = Change::Task(TaskChange::State {
+                task_id: "t".into(),
+                execution_state: to,
+                task_summary: Some(words.into()),
+                summary_written: Some(Box::new(written)),
+                outcome: None,
+            });
+            let created = Change::Task(TaskChange::Created {
+                task: Box::new(task()),
+            });
+            let mut flow = TaskFlow::new("t".into());
+            let live = follow(&mut flow, &[created, change]);
+            assert_eq!(flow.replay(), live, "a later reader is told the same");
+            live.last().cloned().unwrap()
+        };
+        let added = TaskWritten::ResultsAdded {
+            reports: "- a poem".into(),
+        };
+        let FlowEvent::FlowSuccess {
+            summary,
+            summary_written,
+            ..
+        } = ended(ExecutionState::Finished, "Done.", added.clone())
+        else {
+            panic!()
+        };
+        assert_eq!(summary.as_deref(), Some("Done."));
+        assert_eq!(summary_written.as_deref(), Some(&added));
+        // A task the runtime closed says the runtime's reason, not the (empty) words.
+        let closed = TaskWritten::ClosedByRuntime {
+            reason: "refused twice".into(),
+            reports: None,
+        };
+        let FlowEvent::FlowFailed { why, .. } = ended(ExecutionState::Failed, "", closed) else {
+            panic!()
+        };
+        assert_eq!(why.as_deref(), Some("refused twice"));
     }
 
     #[test]

@@ -67,5 +67,15 @@ mod tests {
         for set in ["requested_by", "goal_step", "trace_id", "4bf92f"] {
             assert!(!line.contains(set), "{set} in {line}");
         }
+        // Nor what the runtime wrote of a task's summary beside the model's words.
+        let result = StepResult::output(json!({"task_instruction": {
+            "action": "finish_task", "task_id": "t1", "task_summary": "Done.",
+            "summary_written": {"written": "results_added", "reports": "- stage: a poem"}}}));
+        let line = result_line(&Executor::Skill(crate::state::Skill::TaskManager), &result);
+        assert!(line.contains(r#""task_summary":"Done.""#), "{line}");
+        assert!(
+            !line.contains("summary_written") && !line.contains("a poem"),
+            "{line}"
+        );
     }
 }

@@ -84,6 +84,13 @@ pub trait SkillKind {
         false
     }
 
+    /// Whether a step of it does (part of) the agent's work itself, rather than planning,
+    /// judging, reporting, digesting or asking about it: a stage plan or a summary needs a step
+    /// that does (`work_step_inserted`, `work_before_summary`). Most skills do.
+    fn does_work(&self) -> bool {
+        true
+    }
+
     /// Its recorded `output` as a prompt's history shows it: what the model wrote, without
     /// what the runtime set around it (a plan as each step's outline, a message without its
     /// ids). Every call after the step carries this line. As recorded, by default.
@@ -116,6 +123,11 @@ impl Skill {
         self.kind().acts_through_the_team()
     }
 
+    /// Whether a step of it does (part of) the agent's work: its [`SkillKind::does_work`].
+    pub fn does_work(self) -> bool {
+        self.kind().does_work()
+    }
+
     /// Skills an agent may put in a plan (planning/reflection/decision/tool_decision): each
     /// skill's [`SkillKind::plannable_by`].
     pub fn plannable_by(self, planner: Skill) -> bool {
@@ -139,6 +151,64 @@ mod tests {
         assert!(Skill::Think.plannable_by(Skill::Planning));
         assert!(!Skill::ProcessMessage.plannable_by(Skill::Decision));
         assert!(!Skill::Decision.plannable_by(Skill::Decision));
+    }
+
+    /// Malformed answers a model might write inside a skill's tag.
+    const MALFORMED: &[&str] = &[
+        "",
+        "[",
+        "{",
+        "{\"a\":",
+        "null",
+        "5",
+        "\"text\"",
+        "[{}]",
+        "[null, 1, \"x\"]",
+        "{\"action\": 5}",
+        "{\"action\": \"finish_task\", \"task_id\": {}}",
+        "{\"steps\": [null]}",
+        "{\"receiver\": [], \"message\": null}",
+        "🎋\u{0}\u{202e}",
+        "}]}]",
+    ];
+
+    #[test]
+    fn no_skill_panics_on_a_malformed_answer_in_its_own_tags() {
+        use crate::skills::test_support::{agent, now, running};
+        let team = agent(&Skill::ALL);
+        let deep = "[".repeat(2000);
+        for skill in Skill::ALL {
+            for tag in skill.kind().answer_tags() {
+                let name = tag.trim_start_matches('<').trim_end_matches('>');
+                for body in MALFORMED.iter().copied().chain([deep.as_str()]) {
+                    for answer in [
+                        format!("<{name}>{body}</{name}>"),
+                        format!("<{name}>{body}"),
+                    ] {
+                        let mut a = team.clone();
+                        let step = running(&mut a, skill, "");
+                        let _ = skill.kind().interpret(&mut a, &step, &answer, now());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_planners_reports_digests_and_questions_do_no_work() {
+        let idle: Vec<Skill> = Skill::ALL.into_iter().filter(|s| !s.does_work()).collect();
+        assert_eq!(
+            idle,
+            [
+                Skill::Planning,
+                Skill::Reflection,
+                Skill::Summary,
+                Skill::Decision,
+                Skill::ProcessMessage,
+                Skill::AskInfo,
+                Skill::ToolDecision,
+            ]
+        );
     }
 
     #[test]

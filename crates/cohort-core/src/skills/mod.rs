@@ -223,7 +223,9 @@ fn working(result: Value) -> SkillOutcome {
     }
 }
 
-/// Feeds `text` to every skill's answer reader, for `parse`'s test that no reader panics.
+/// Feeds `text` to every skill's answer reader, for `parse`'s test that no reader panics (each
+/// skill of the registry is also fed malformed answers in its own tags: `skills::kind`'s
+/// tests).
 #[cfg(test)]
 pub(crate) fn read_every_answer(text: &str) {
     let _ = plan::answer::planned_steps(text);

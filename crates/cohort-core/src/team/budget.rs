@@ -1,10 +1,12 @@
 //! Per-task budgets (`step_limits.task_tokens`, `step_limits.task_steps`): a task that has spent
-//! more tokens or run more steps than its budget is stopped, failed with the reason as its
-//! summary, and its agents drop its work; the base task is never stopped.
+//! more tokens or run more steps than its budget is stopped, failed with the reason (the
+//! runtime's part of its summary, `TaskWritten::OverBudget`), and its agents drop its work; the
+//! base task is never stopped.
 
 use super::{Applied, SyncCore};
-use crate::ids::{AgentId, TaskId};
-use crate::message::{TaskInstruction, TaskOutcome};
+use crate::ids::TaskId;
+use crate::report::{Budgeted, TaskWritten};
+use crate::state::ExecutionState;
 
 /// What one task may spend; `None` is no limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -16,18 +18,13 @@ pub struct TaskBudget {
 }
 
 /// Why a task that spent `tokens` and ran `steps` is over `budget`, or `None`.
-pub fn over_budget(budget: &TaskBudget, tokens: u64, steps: u64) -> Option<String> {
-    if let Some(max) = budget.tokens.filter(|max| tokens > *max) {
-        return Some(format!(
-            "stopped: the task spent {tokens} tokens, over its budget of {max} \
-             (step_limits.task_tokens)"
-        ));
-    }
-    budget.steps.filter(|max| steps > *max).map(|max| {
-        format!(
-            "stopped: the task ran {steps} steps, over its budget of {max} (step_limits.task_steps)"
-        )
-    })
+pub fn over_budget(budget: &TaskBudget, tokens: u64, steps: u64) -> Option<TaskWritten> {
+    let over = |of, spent, max: Option<u64>| {
+        let max = max.filter(|max| spent > *max)?;
+        Some(TaskWritten::OverBudget { of, spent, max })
+    };
+    over(Budgeted::Tokens, tokens, budget.tokens)
+        .or_else(|| over(Budgeted::Steps, steps, budget.steps))
 }
 
 impl SyncCore {
@@ -52,19 +49,14 @@ impl SyncCore {
         };
         let steps = self.steps_run.entry(task.clone()).or_default();
         *steps += 1;
-        let Some(why) = over_budget(&self.budget, state.token_usage.total(), *steps) else {
+        let Some(over) = over_budget(&self.budget, state.token_usage.total(), *steps) else {
             return;
         };
+        let why = over.render("", &self.texts);
         tracing::warn!(task = %task, "{why}");
         self.steps_run.remove(task);
-        let manager: AgentId = state.task_manager.clone();
-        let stop = TaskInstruction::FinishTask {
-            task_id: task.clone(),
-            task_summary: why,
-            outcome: TaskOutcome::Failed,
-            summary_written: None,
-        };
-        self.run_instruction(&manager, &stop, applied);
+        let summary = (String::new(), Some(Box::new(over)));
+        self.close_task(task, ExecutionState::Failed, summary, Some(why), applied);
     }
 }
 
@@ -73,6 +65,7 @@ mod tests {
     use super::*;
     use crate::ids::StageRef;
     use crate::message::{ExecuteOutput, SharedInfoUpdate};
+    use crate::message::{TaskInstruction, TaskOutcome};
     use crate::state::{ExecutionState, TokenUsage};
 
     fn step_of(task: &TaskId, tokens: u64) -> ExecuteOutput {
@@ -163,7 +156,12 @@ mod tests {
         let applied = c.apply(&step_of(&t, 100), "now");
         let task = c.task(&t).unwrap();
         assert_eq!(task.execution_state, ExecutionState::Failed);
-        assert!(task.task_summary.as_deref().unwrap().contains("300 tokens"));
+        // No words of the manager's: the runtime's reason, in the task's record too.
+        assert_eq!(task.task_summary.as_deref(), Some(""));
+        let t_en = crate::texts::Texts::english();
+        let said = task.summary_text(&t_en).unwrap();
+        assert!(said.contains("300 tokens"), "{said}");
+        assert_eq!(task.outcome.as_ref().unwrap().why.as_deref(), Some(&*said));
         assert!(
             applied.messages.iter().any(|m| matches!(
                 m.instruction_body(),
@@ -186,7 +184,11 @@ mod tests {
             steps: Some(10),
         };
         assert_eq!(over_budget(&b, 1000, 10), None);
-        assert!(over_budget(&b, 1001, 1).unwrap().contains("1001 tokens"));
-        assert!(over_budget(&b, 5, 11).unwrap().contains("11 steps"));
+        let over = |of, spent, max| Some(TaskWritten::OverBudget { of, spent, max });
+        assert_eq!(over_budget(&b, 1001, 1), over(Budgeted::Tokens, 1001, 1000));
+        assert_eq!(over_budget(&b, 5, 11), over(Budgeted::Steps, 11, 10));
+        let t = crate::texts::Texts::english();
+        let said = over_budget(&b, 5, 11).unwrap().render("", &t);
+        assert!(said.contains("11 steps, over its budget of 10"), "{said}");
     }
 }

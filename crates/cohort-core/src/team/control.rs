@@ -9,6 +9,7 @@ use super::{Applied, SyncCore, SyncError};
 use crate::event::{Change, StageChange, TaskChange};
 use crate::ids::{AgentId, StageId, StageRef, TaskId};
 use crate::message::{Instruction, Message, TASK_STATE_SENDER, TaskInstruction};
+use crate::report::TaskWritten;
 use crate::state::{ExecutionState, TaskState};
 
 impl SyncCore {
@@ -24,11 +25,16 @@ impl SyncCore {
         }
         self.open_task(task)?;
         let mut applied = Applied::default();
-        let why = cancelled_by(by, reason, &self.texts);
+        let cancelled = TaskWritten::Cancelled {
+            by: by.clone(),
+            reason: reason.to_owned(),
+        };
+        let why = cancelled.render("", &self.texts);
+        let summary = (String::new(), Some(Box::new(cancelled)));
         self.close_task(
             task,
             ExecutionState::Cancelled,
-            (why.clone(), None),
+            summary,
             Some(why),
             &mut applied,
         );
@@ -331,10 +337,11 @@ mod tests {
         let a = c.cancel_task(&t, &"op".into(), "wrong goal").unwrap();
         let task = c.task(&t).unwrap();
         assert_eq!(task.execution_state, ExecutionState::Cancelled);
-        assert_eq!(
-            task.task_summary.as_deref(),
-            Some("Cancelled by `op`: wrong goal")
-        );
+        // Who and why are the runtime's record, not a manager's words.
+        assert_eq!(task.task_summary.as_deref(), Some(""));
+        let said = task.summary_text(&crate::texts::Texts::english());
+        assert_eq!(said.as_deref(), Some("Cancelled by `op`: wrong goal"));
+        assert_eq!(task.outcome.as_ref().unwrap().why, said);
         for s in &stages {
             assert_eq!(
                 c.stage(s).unwrap().execution_state,

@@ -34,7 +34,7 @@ impl SyncCore {
         let told = notices::task_ended(
             &self.tasks[task_id],
             state,
-            &TaskWritten::whole(&summary, written.as_deref(), &self.texts),
+            (&summary, written.as_deref()),
             outcome.as_deref(),
             &self.roster,
             &self.texts,

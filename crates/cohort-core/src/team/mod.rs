@@ -22,6 +22,7 @@ use crate::config::Retention;
 use crate::event::{Change, TaskChange, apply::apply_sync};
 use crate::ids::{AgentId, StageId, TaskId};
 use crate::message::{AskInfoRequest, ExecuteOutput, Message, StageAgentUpdate};
+use crate::report::TaskWritten;
 use crate::state::{
     ConversationEntry, ExecutionState, SharedInfo, Skill, StageAgentState, StageState, TaskState,
 };
@@ -728,9 +729,12 @@ impl SyncCore {
             .get(task)
             .is_some_and(|t| !t.execution_state.is_over());
         if open {
-            let why = format!("stopped: {why}");
-            let summary = (why.clone(), None);
-            self.close_task(task, ExecutionState::Failed, summary, Some(why), out);
+            let down = TaskWritten::EndpointDown {
+                why: why.to_owned(),
+            };
+            let said = down.render("", &self.texts);
+            let summary = (String::new(), Some(Box::new(down)));
+            self.close_task(task, ExecutionState::Failed, summary, Some(said), out);
         }
     }
 

@@ -22,13 +22,14 @@ fn from_task(task: &TaskState, stage: StageRef, notice: Notice, t: &Texts) -> Me
     )
 }
 
-/// Tells the person whose goal `task` served how it ended: its summary, and why it failed or
-/// which stages gave nothing. `None` when nobody is to be told (a task the manager made on its
-/// own, or one whose requester is not a person of the team).
+/// Tells the person whose goal `task` served how it ended: its summary (the manager's words
+/// and what the runtime `written` of it), and why it failed or which stages gave nothing.
+/// `None` when nobody is to be told (a task the manager made on its own, or one whose
+/// requester is not a person of the team).
 pub fn task_ended(
     task: &TaskState,
     state: ExecutionState,
-    summary: &str,
+    (summary, written): (&str, Option<&crate::report::TaskWritten>),
     outcome: Option<&TaskEnd>,
     roster: &[Member],
     t: &Texts,
@@ -41,6 +42,7 @@ pub fn task_ended(
             task_name: task.task_name.clone(),
             state,
             summary: summary.to_owned(),
+            summary_written: written.cloned().map(Box::new),
             why: outcome.filter(|o| !o.is_empty()).map(|o| o.render(t)),
         },
         t,

@@ -188,6 +188,7 @@ pub type HostAnswer = Result<(), HostRefusal>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cohort_core::report::TaskWritten;
     use cohort_core::state::AgentState;
 
     #[test]
@@ -201,13 +202,22 @@ mod tests {
                     task_id: TaskId::from("t1"),
                     outcome: Default::default(),
                     task_summary: "done".into(),
-                    summary_written: None,
+                    summary_written: Some(Box::new(TaskWritten::ResultsAdded {
+                        reports: "- a poem".into(),
+                    })),
                 },
             },
         };
         let back: ToCore = serde_json::from_slice(&serde_json::to_vec(&call).unwrap()).unwrap();
         assert_eq!(back.hold, hold);
-        assert!(matches!(back.call, CoreCall::Check { .. }));
+        // What the runtime wrote of a summary crosses to the team's node with the words.
+        let CoreCall::Check { instruction } = &back.call else {
+            panic!("{:?}", back.call)
+        };
+        let CoreCall::Check { instruction: sent } = &call.call else {
+            unreachable!()
+        };
+        assert_eq!(instruction, sent);
         let refused: CoreAnswer = Err(CoreRefusal::Sync(SyncError::BaseTask));
         let json = serde_json::to_vec(&refused).unwrap();
         assert_eq!(

@@ -19,6 +19,11 @@ impl SkillKind for AskInfo {
         &["<ask_info>"]
     }
 
+    /// It asks about the team; what it learns serves the steps that do the work.
+    fn does_work(&self) -> bool {
+        false
+    }
+
     fn contract_words(&self) -> &'static [&'static str] {
         &[
             "managed_tasks",

@@ -70,6 +70,11 @@ impl SkillKind for Planner {
         &["<planned_step>"]
     }
 
+    /// It plans or decides the work; the steps it plans do it.
+    fn does_work(&self) -> bool {
+        false
+    }
+
     fn contract_words(&self) -> &'static [&'static str] {
         CONTRACT
     }

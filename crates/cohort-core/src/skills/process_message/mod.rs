@@ -48,6 +48,11 @@ impl SkillKind for ProcessMessage {
         &["<react_action>"]
     }
 
+    /// It digests a message; a decision it inserts plans what follows.
+    fn does_work(&self) -> bool {
+        false
+    }
+
     fn history(&self) -> HistoryKind {
         HistoryKind::Stage
     }

@@ -20,16 +20,7 @@ fn does_work(planned: &PlannedStep) -> bool {
 pub(in crate::skills) fn works(executor: &Executor) -> bool {
     match executor {
         Executor::Tool(_) => true,
-        Executor::Skill(s) => !matches!(
-            s,
-            Skill::Planning
-                | Skill::Reflection
-                | Skill::Summary
-                | Skill::Decision
-                | Skill::ToolDecision
-                | Skill::ProcessMessage
-                | Skill::AskInfo
-        ),
+        Executor::Skill(s) => s.does_work(),
     }
 }
 

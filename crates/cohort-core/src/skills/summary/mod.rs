@@ -92,6 +92,11 @@ impl SkillKind for Summary {
         &["<completion_summary>"]
     }
 
+    /// It reports the work the other steps did.
+    fn does_work(&self) -> bool {
+        false
+    }
+
     fn history(&self) -> HistoryKind {
         HistoryKind::Stage
     }

@@ -68,8 +68,8 @@ pub(super) fn disagreement(reached: bool, t: &crate::texts::Texts) -> String {
 /// runtime does in its place, so that the task ends instead of waiting for ever on a manager
 /// that cannot act (seen on Qwen2.5 1.5B: a stage re-added past its run limit, twice). A
 /// stage it was deciding on is finished (what its agents gave is kept, and the task's own
-/// judgement follows); a task it was judging or planning ends failed, its summary saying why
-/// and what the stages gave. `None` outside a task (an operator's goal: its failed steps say
+/// judgement follows); a task it was judging or planning ends failed, the runtime's part of its
+/// summary (`TaskWritten::ClosedByRuntime`) saying why and what the stages gave. `None` outside a task (an operator's goal: its failed steps say
 /// what happened).
 pub fn closing(agent: &Agent, step: &StepState, reason: &str) -> Option<TaskInstruction> {
     if let Some(stage) = stage_decided(agent, step) {
@@ -331,10 +331,11 @@ impl SkillKind for TaskManager {
         ]
     }
 
-    /// What the skill sets on a new task (whose goal, the trace) is not the model's to repeat.
+    /// What the skill sets on a new task (whose goal, the trace) and the runtime's part of a
+    /// task's summary are not the model's to repeat.
     fn history_output(&self, output: &mut Map<String, Value>) {
         if let Some(Value::Object(task)) = output.get_mut("task_instruction") {
-            for key in ["requested_by", "goal_step", "trace_id"] {
+            for key in ["requested_by", "goal_step", "trace_id", "summary_written"] {
                 task.remove(key);
             }
         }
