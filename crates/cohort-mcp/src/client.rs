@@ -12,6 +12,7 @@ use crate::describe::list;
 use crate::elicit::{Askers, Elicitation, Elicitor, Handler};
 use crate::oauth::{Consent, MOST_AUTHORIZATIONS, OAuth, TokenPlace};
 use crate::sse::SseTransport;
+use crate::standalone::{self, ServeError};
 use cohort_core::call::McpCall;
 use cohort_core::config::mcp_servers::{HttpFlavor, McpServerConfig, McpTransport};
 use cohort_core::server_description::{ServerDescription, ToolDescription};
@@ -20,7 +21,6 @@ use rmcp::model::{
     CallToolRequestParams, GetPromptRequestParams, JsonObject, ReadResourceRequestParams,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::FixedInterval;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value, json};
@@ -826,12 +826,13 @@ async fn over_http(
         retry.max_times = Some(2);
         let mut http = StreamableHttpClientTransportConfig::with_uri(url);
         http.retry_config = Arc::new(retry);
-        let transport = StreamableHttpClientTransport::from_config(http);
-        match tokio::time::timeout(budget, handler.serve(transport)).await {
-            Ok(served) => served.map_err(|e| Refused::Other(format!("{url}: {e}"))),
-            Err(_) => Err(Refused::Timeout(format!(
+        let client = standalone::http_client().map_err(|e| Refused::Other(e.to_string()))?;
+        match standalone::serve(client, http, handler, budget).await {
+            Ok(service) => Ok(service),
+            Err(ServeError::Timeout) => Err(Refused::Timeout(format!(
                 "no answer from {url} within {budget:?}"
             ))),
+            Err(ServeError::Refused(e)) => Err(Refused::Other(format!("{url}: {e}"))),
         }
     };
     let sse = async |handler: Handler| {
@@ -873,11 +874,10 @@ async fn authorized(
     let mut http = StreamableHttpClientTransportConfig::with_uri(url);
     http.retry_config = Arc::new(retry);
     let client = rmcp::transport::AuthClient::new(reqwest::Client::default(), manager);
-    let transport = StreamableHttpClientTransport::with_client(client, http);
-    match tokio::time::timeout(budget, handler.serve(transport)).await {
-        Ok(Ok(service)) => Ok(service),
-        Ok(Err(e)) => {
-            let challenge = match &e {
+    match standalone::serve(client, http, handler, budget).await {
+        Ok(service) => Ok(service),
+        Err(ServeError::Refused(e)) => {
+            let challenge = match &*e {
                 rmcp::service::ClientInitializeError::TransportError { error, .. } => {
                     challenge_in(error)
                 }
@@ -885,7 +885,7 @@ async fn authorized(
             };
             Err((challenge, format!("{url}: {e}")))
         }
-        Err(_) => Err((None, format!("no answer from {url} within {budget:?}"))),
+        Err(ServeError::Timeout) => Err((None, format!("no answer from {url} within {budget:?}"))),
     }
 }
 

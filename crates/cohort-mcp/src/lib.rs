@@ -1,8 +1,9 @@
 //! Tools are MCP servers (SPEC §8): server configs (`cohort_core::config::mcp_servers`), the
 //! one shared rmcp client of a team (`client`), a server's typed description asked of it
 //! (`describe`, into `cohort_core::server_description`), the older HTTP+SSE transport rmcp lacks
-//! (`sse`), the argument check against a tool's input schema (`schema`), and the tool step's
-//! call (`cohort_core::call::McpCall`).
+//! (`sse`), a streamable HTTP session used only once its standalone stream is open
+//! (`standalone`), the argument check against a tool's input schema (`schema`), and the tool
+//! step's call (`cohort_core::call::McpCall`).
 
 mod cache;
 pub mod cli;
@@ -16,6 +17,7 @@ mod process;
 pub mod replay;
 pub mod schema;
 pub mod sse;
+mod standalone;
 
 pub use client::{McpClient, McpError, McpOptions};
 pub use cohort_core::call::McpCall;
