@@ -29,30 +29,13 @@ impl SyncCore {
 mod tests {
     use super::*;
     use crate::ids::AgentId;
-    use crate::message::TaskInstruction;
     use crate::notice::Notice;
-    use crate::team::Member;
-    use crate::team::tests::{TryApply, by};
+    use crate::team::tests::{add_task_for, with_a_person};
 
     #[test]
     fn a_stalled_task_tells_its_goal_giver_once() {
-        let mut roster: Vec<Member> = ["m"].iter().map(|id| Member::new(*id, "r")).collect();
-        roster.push(Member {
-            human: true,
-            ..Member::new("op", "operator")
-        });
-        let mut c = SyncCore::new(roster, &["m".into()], &[]);
-        let t = TaskId::random();
-        let add = TaskInstruction::AddTask {
-            attachments: Vec::new(),
-            task_id: t.clone(),
-            task_name: "Haiku".into(),
-            task_intention: "write one".into(),
-            requested_by: Some("op".into()),
-            goal_step: None,
-            trace_id: None,
-        };
-        c.try_apply(&by("m", add), "now").unwrap();
+        let mut c = with_a_person();
+        let t = add_task_for(&mut c, Some("op"));
         let told = c.report_stall(&t, 180);
         assert_eq!(told.messages.len(), 1);
         let m = &told.messages[0];

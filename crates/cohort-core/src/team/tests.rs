@@ -655,30 +655,38 @@ fn one_stage_goal_runs_at_most_three_times_in_a_task_by_add_stage_or_retry_stage
     c.try_apply(&again(plan("three", &["a"])), "now").unwrap();
 }
 
-/// A task made for a person's goal tells that person how it ended, with its summary; one the
-/// manager made on its own (or for someone who is not a person) tells nobody.
-#[test]
-fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
+/// A team of a manager `m`, an agent `a` and a person `op`.
+pub(super) fn with_a_person() -> SyncCore {
     let mut roster: Vec<Member> = ["m", "a"].iter().map(|id| Member::new(*id, "r")).collect();
     roster.push(Member {
         human: true,
         ..Member::new("op", "operator")
     });
-    let mut c = SyncCore::new(roster, &["m".into()], &[]);
-    let add = |c: &mut SyncCore, requested_by: Option<&str>| {
-        let t = TaskId::random();
-        let i = TaskInstruction::AddTask {
-            attachments: Vec::new(),
-            task_id: t.clone(),
-            task_name: "Haiku".into(),
-            task_intention: "write one".into(),
-            requested_by: requested_by.map(AgentId::from),
-            goal_step: None,
-            trace_id: None,
-        };
-        c.try_apply(&by("m", i), "now").unwrap();
-        t
+    SyncCore::new(roster, &["m".into()], &[])
+}
+
+/// A task "Haiku" `m` makes for `requested_by`'s goal.
+pub(super) fn add_task_for(c: &mut SyncCore, requested_by: Option<&str>) -> TaskId {
+    let t = TaskId::random();
+    let i = TaskInstruction::AddTask {
+        attachments: Vec::new(),
+        task_id: t.clone(),
+        task_name: "Haiku".into(),
+        task_intention: "write one".into(),
+        requested_by: requested_by.map(AgentId::from),
+        goal_step: None,
+        trace_id: None,
     };
+    c.try_apply(&by("m", i), "now").unwrap();
+    t
+}
+
+/// A task made for a person's goal tells that person how it ended, with its summary; one the
+/// manager made on its own (or for someone who is not a person) tells nobody.
+#[test]
+fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
+    let mut c = with_a_person();
+    let add = add_task_for;
     let finish = |t: &TaskId, outcome| {
         by_in(
             t,
@@ -738,23 +746,8 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
 
 #[test]
 fn what_the_runtime_wrote_of_a_task_summary_is_kept_beside_the_managers_words() {
-    let mut roster: Vec<Member> = ["m", "a"].iter().map(|id| Member::new(*id, "r")).collect();
-    roster.push(Member {
-        human: true,
-        ..Member::new("op", "operator")
-    });
-    let mut c = SyncCore::new(roster, &["m".into()], &[]);
-    let t = TaskId::random();
-    let add = TaskInstruction::AddTask {
-        attachments: Vec::new(),
-        task_id: t.clone(),
-        task_name: "Haiku".into(),
-        task_intention: "write one".into(),
-        requested_by: Some("op".into()),
-        goal_step: None,
-        trace_id: None,
-    };
-    c.try_apply(&by("m", add), "now").unwrap();
+    let mut c = with_a_person();
+    let t = add_task_for(&mut c, Some("op"));
     stage_done(&mut c, &t);
     let written = crate::report::TaskWritten::ResultsAdded {
         reports: "- `a` produced: Cold rain on the eaves".into(),
