@@ -666,7 +666,7 @@ catalog!(
     /// A task or stage cancelled with a reason.
     cancelled_by_because(by, reason),
     // ---- the runtime's part of a report (`report::Written`) and of a task's summary
-    // (`skills/repairs/`) ----
+    // (`report::TaskWritten`) ----
     /// A report the runtime composed from the results of the agent `name` (its id).
     composed_summary(name, results),
     /// Above the agent's results the runtime added to a summary that gave none.
