@@ -5,7 +5,8 @@
 //! `add_stage` (which would leave the stage open for ever) is asked again, and its schema does
 //! not offer `add_stage` in the first place; a finished stage asked for again runs again (a new
 //! try the judgement chose), past its third run it is refused, and the task's judgement is
-//! acted on once more with the refusal.
+//! acted on once more with the refusal; its summary, news of the work without the poem, is
+//! kept as written with the stages' results beside it (`summary_written`).
 
 use crate::support::openai_stub;
 use crate::support::scratch;
@@ -20,6 +21,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 const POEM: &str = "Cold rain on the eaves / the maple lets go its red / one leaf at a time";
+
+/// The manager's task summary: news of the work, none of its result.
+const NEWS: &str = "The haiku is written and submitted by the writer agent.";
 
 /// The team on the stub at `base_url`, in a fresh folder: the folder's guard and the file.
 fn team_file(base_url: &str) -> (Scratch, std::path::PathBuf) {
@@ -98,8 +102,10 @@ fn answer(req: &RecordedRequest, seen: &mut HashMap<String, usize>) -> StubRespo
             (Some(task), None) if !prompt.contains("has run 3 times") => {
                 json!({"goal_reached": false, "task_instruction": stage_again(&task)})
             }
+            // Its summary only news of the work (a 1.5B manager's): the stages' results are
+            // added beside it.
             (Some(task), None) => json!({"goal_reached": true, "task_instruction": {
-                "action": "finish_task", "task_id": task, "task_summary": POEM,
+                "action": "finish_task", "task_id": task, "task_summary": NEWS,
                 "outcome": "finished"}}),
         },
         "planning" => json!({"planned_step": [
@@ -145,6 +151,23 @@ async fn a_goal_reaches_its_end_through_the_slips_of_a_small_model() {
     .unwrap();
     assert_eq!(report.outcome, RunOutcome::Finished);
     let s = &report.states;
+    // The manager's words are kept as written; the poem the stages produced is beside them,
+    // the runtime's part, and the task is finished (the operator got the result).
+    let task = s["task"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|t| t["task_name"] == "Haiku")
+        .unwrap();
+    assert_eq!(task["execution_state"], "finished", "{task}");
+    assert_eq!(task["task_summary"], NEWS, "{task}");
+    assert_eq!(
+        task["summary_written"]["written"], "results_added",
+        "{task}"
+    );
+    let reports = task["summary_written"]["reports"].as_str().unwrap();
+    assert!(reports.contains("Cold rain on the eaves"), "{reports}");
+    assert_eq!(task["repairs"]["stage_reports_appended"], 1, "{task}");
     let steps: Vec<&Value> = s["step"].as_object().unwrap().values().collect();
     let of = |executor: &str| -> Vec<&Value> {
         steps
