@@ -48,7 +48,7 @@ export function failedTasks(store) {
 export function taskFailureReason(task) {
   const o = task.outcome || {};
   const lines = [o.why, ...(o.failed_stages || []).map((f) => t('failures.stage_failed', { intention: f.stage_intention, why: f.why }))].filter(Boolean);
-  return lines.length ? lines.join('\n') : task.summary_written?.reason || task.task_summary || t('failures.no_reason');
+  return lines.length ? lines.join('\n') : task.task_summary || t('failures.no_reason');
 }
 
 /** ctx: {store, agentName, taskName, showStep(step), showTask(id)} */

@@ -102,8 +102,8 @@ fn answer(req: &RecordedRequest, seen: &mut HashMap<String, usize>) -> StubRespo
             (Some(task), None) if !prompt.contains("has run 3 times") => {
                 json!({"goal_reached": false, "task_instruction": stage_again(&task)})
             }
-            // Its summary only news of the work (a 1.5B manager's): the stages' results are
-            // added beside it.
+            // A summary that gives news of the work and none of its result: the stages'
+            // results are added beside it (`stage_reports_appended`).
             (Some(task), None) => json!({"goal_reached": true, "task_instruction": {
                 "action": "finish_task", "task_id": task, "task_summary": NEWS,
                 "outcome": "finished"}}),

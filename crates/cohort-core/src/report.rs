@@ -155,10 +155,17 @@ impl TaskWritten {
                 max,
             } => t.task_over_steps(spent, max),
             TaskWritten::EndpointDown { why } => t.task_endpoint_down(why),
-            TaskWritten::Cancelled { by, reason } => match reason.trim() {
-                "" => t.cancelled_by(by),
-                r => t.cancelled_by_because(by, r),
-            },
+            TaskWritten::Cancelled { by, reason } => t.cancelled(by, reason),
+        }
+    }
+
+    /// Why the task ended as it did, when the runtime or a person ended it (its record's
+    /// `why`); `None` for a summary the runtime only added to or composed.
+    pub fn why(&self, t: &Texts) -> Option<String> {
+        match self {
+            TaskWritten::ResultsAdded { .. } | TaskWritten::Composed { .. } => None,
+            TaskWritten::ClosedByRuntime { reason, .. } => Some(t.closed_by_runtime(reason)),
+            _ => Some(self.render("", t)),
         }
     }
 

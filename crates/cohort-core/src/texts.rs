@@ -1385,6 +1385,15 @@ catalog!(
 );
 
 impl Texts {
+    /// What a task or stage `by` cancelled says of its end, with their `reason` when they gave
+    /// one.
+    pub fn cancelled(&self, by: impl Display, reason: &str) -> String {
+        match reason.trim() {
+            "" => self.cancelled_by(by),
+            r => self.cancelled_by_because(by, r),
+        }
+    }
+
     /// The built-in catalog of `lang` (`prompts/<lang>/texts.yaml`, embedded in the binary),
     /// read once a language. Its validity is pinned by a unit test.
     pub fn builtin(lang: Language) -> Arc<Texts> {

@@ -52,11 +52,10 @@ impl SyncCore {
         let Some(over) = over_budget(&self.budget, state.token_usage.total(), *steps) else {
             return;
         };
-        let why = over.render("", &self.texts);
-        tracing::warn!(task = %task, "{why}");
+        tracing::warn!(task = %task, "{}", over.render("", &self.texts));
         self.steps_run.remove(task);
         let summary = (String::new(), Some(Box::new(over)));
-        self.close_task(task, ExecutionState::Failed, summary, Some(why), applied);
+        self.close_task(task, ExecutionState::Failed, summary, None, applied);
     }
 }
 

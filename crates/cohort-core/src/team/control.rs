@@ -29,15 +29,8 @@ impl SyncCore {
             by: by.clone(),
             reason: reason.to_owned(),
         };
-        let why = cancelled.render("", &self.texts);
         let summary = (String::new(), Some(Box::new(cancelled)));
-        self.close_task(
-            task,
-            ExecutionState::Cancelled,
-            summary,
-            Some(why),
-            &mut applied,
-        );
+        self.close_task(task, ExecutionState::Cancelled, summary, None, &mut applied);
         Ok(applied)
     }
 
@@ -51,14 +44,6 @@ impl SyncCore {
             return Err(SyncError::TaskOver(task.clone(), t.execution_state));
         }
         Ok(t)
-    }
-}
-
-/// What a cancelled task or stage says of its end.
-fn cancelled_by(by: &AgentId, reason: &str, t: &crate::texts::Texts) -> String {
-    match reason.trim() {
-        "" => t.cancelled_by(by),
-        r => t.cancelled_by_because(by, r),
     }
 }
 
@@ -148,7 +133,7 @@ impl SyncCore {
         let agents: Vec<AgentId> = s.agent_allocation.keys().cloned().collect();
         tracing::info!(task = %task, stage = %stage, by = %by, "an operator cancels a stage");
         let mut applied = Applied::default();
-        let why = cancelled_by(by, reason, &self.texts);
+        let why = self.texts.cancelled(by, reason);
         self.emit(
             &mut applied,
             Change::Stage(StageChange::Completion {

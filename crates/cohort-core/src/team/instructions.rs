@@ -12,7 +12,8 @@ use crate::state::{ExecutionState, StageState, TaskState};
 impl SyncCore {
     /// Ends a task as `state` with its summary (the words, and what the runtime wrote of it):
     /// its open stages fail (or are cancelled with it), its group is told to drop the task's
-    /// work, and it is retired.
+    /// work, and it is retired. Its record says `why`, or why the runtime or a person ended it
+    /// (`TaskWritten::why`).
     pub(super) fn close_task(
         &mut self,
         task_id: &TaskId,
@@ -30,6 +31,7 @@ impl SyncCore {
                 self.set_stage_state(&sid, stage_state, applied);
             }
         }
+        let why = why.or_else(|| written.as_deref().and_then(|w| w.why(&self.texts)));
         let outcome = self.task_end(task_id, state, why);
         let told = notices::task_ended(
             &self.tasks[task_id],

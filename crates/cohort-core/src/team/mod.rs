@@ -732,9 +732,8 @@ impl SyncCore {
             let down = TaskWritten::EndpointDown {
                 why: why.to_owned(),
             };
-            let said = down.render("", &self.texts);
             let summary = (String::new(), Some(Box::new(down)));
-            self.close_task(task, ExecutionState::Failed, summary, Some(said), out);
+            self.close_task(task, ExecutionState::Failed, summary, None, out);
         }
     }
 

@@ -796,6 +796,24 @@ fn what_the_runtime_wrote_of_a_task_summary_is_kept_beside_the_managers_words() 
 }
 
 #[test]
+fn a_task_a_person_cancelled_tells_its_goal_giver_why_once() {
+    let mut c = with_a_person();
+    let t = add_task_for(&mut c, Some("op"));
+    let out = c.cancel_task(&t, &"op".into(), "wrong goal").unwrap();
+    let told = out
+        .messages
+        .iter()
+        .find(|m| matches!(m.notice_body(), Some(Notice::TaskEnded { .. })))
+        .unwrap();
+    assert_eq!(
+        told.message.matches("wrong goal").count(),
+        1,
+        "{}",
+        told.message
+    );
+}
+
+#[test]
 fn a_task_made_for_a_goal_names_the_trace_of_the_step_that_acted_on_it() {
     let roster: Vec<Member> = ["m"].iter().map(|id| Member::new(*id, "r")).collect();
     let mut c = SyncCore::new(roster, &["m".into()], &[]);
