@@ -367,10 +367,10 @@ async fn call_gaps(url: &str) -> Result<Value, String> {
             .or_default()
             .push((sent, answered));
     }
+    let timeline = timeline(&mut by_agent);
     let mut all = Vec::new();
     let mut by_node: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-    for (agent, mut calls) in by_agent.into_iter().filter(|(a, _)| a != "manager") {
-        calls.sort();
+    for (agent, calls) in by_agent.into_iter().filter(|(a, _)| a != "manager") {
         let gaps = calls.windows(2).map(|w| (w[1].0 - w[0].1) as f64);
         let node = node_of.get(&agent).cloned().unwrap_or_else(|| "-".into());
         for g in gaps {
@@ -387,7 +387,54 @@ async fn call_gaps(url: &str) -> Result<Value, String> {
         .iter_mut()
         .map(|(n, xs)| (n.clone(), json!(pick(xs, 0.5))))
         .collect();
-    Ok(json!({"median": pick(&mut all, 0.5), "p90": pick(&mut all, 0.9), "by_node": nodes}))
+    Ok(
+        json!({"median": pick(&mut all, 0.5), "p90": pick(&mut all, 0.9), "by_node": nodes, "timeline": timeline}),
+    )
+}
+
+/// Where a goal's time went, in seconds from its first call: each of the manager's calls
+/// (sent–answered), and when the workers sent their first call and had their last answer
+/// (median and last). Sorts each agent's calls.
+fn timeline(by_agent: &mut std::collections::BTreeMap<String, Vec<(i64, i64)>>) -> Value {
+    by_agent.values_mut().for_each(|calls| calls.sort());
+    let Some(t0) = by_agent
+        .values()
+        .filter_map(|c| c.first())
+        .map(|c| c.0)
+        .min()
+    else {
+        return Value::Null;
+    };
+    let s = |ms: i64| ((ms - t0) as f64 / 1000.0 * 100.0).round() / 100.0;
+    let manager: Vec<Value> = by_agent
+        .get("manager")
+        .into_iter()
+        .flatten()
+        .map(|&(sent, answered)| json!([s(sent), s(answered)]))
+        .collect();
+    let workers = by_agent.iter().filter(|(a, _)| a.as_str() != "manager");
+    let mut firsts: Vec<i64> = workers
+        .clone()
+        .filter_map(|(_, c)| c.first())
+        .map(|c| c.0)
+        .collect();
+    let mut lasts: Vec<i64> = workers.filter_map(|(_, c)| c.last()).map(|c| c.1).collect();
+    firsts.sort();
+    lasts.sort();
+    let median = |xs: &[i64]| xs.get(xs.len() / 2).map(|&x| s(x));
+    let mut took: Vec<i64> = by_agent
+        .iter()
+        .filter(|(a, _)| a.as_str() != "manager")
+        .flat_map(|(_, c)| c.iter().map(|(sent, answered)| answered - sent))
+        .collect();
+    took.sort();
+    let at = |q: f64| took.get(((took.len() as f64 - 1.0) * q) as usize);
+    json!({
+        "call_ms": [at(0.5), at(0.9), took.last()],
+        "manager": manager,
+        "workers_first": [median(&firsts), firsts.last().map(|&x| s(x))],
+        "workers_last": [median(&lasts), lasts.last().map(|&x| s(x))],
+    })
 }
 
 /// Where the machine's CPU went while a goal ran: the seconds of each node, of Postgres (all
@@ -565,6 +612,7 @@ fn spread_rows(v: &Value) -> Vec<super::Row> {
             "three nodes ≤ 1.3× the critical path",
         ),
         one_and_three(sp, "CPU seconds (machine busy)", "cpu", cpu_line),
+        one_and_three(sp, "s from its first call", "gaps_ms", timeline_line),
         one_and_three(
             sp,
             "ms between a worker's answer and its next call",
@@ -586,6 +634,29 @@ fn one_and_three(sp: &Value, figure: &str, key: &str, line: fn(&Value) -> String
             line(&sp[format!("three_nodes_{key}")])
         ),
         "",
+    )
+}
+
+/// `manager [0, 0.2] [0.2, 0.4] …; workers' first call 0.5 (median) 0.9 (last), last answer
+/// 2.6 / 3.1`.
+fn timeline_line(gaps: &Value) -> String {
+    let t = &gaps["timeline"];
+    let pair = |v: &Value| format!("{:.2} / {:.2}", super::f(&v[0]), super::f(&v[1]));
+    let manager: Vec<String> = t["manager"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(pair)
+        .collect();
+    let took = &t["call_ms"];
+    format!(
+        "manager's calls {}; workers' first call {}, last answer {} (median / last); a worker's call {} / {} / {} ms (median / p90 / most)",
+        manager.join(", "),
+        pair(&t["workers_first"]),
+        pair(&t["workers_last"]),
+        took[0],
+        took[1],
+        took[2]
     )
 }
 

@@ -50,6 +50,7 @@ mod outage;
 mod parallel_tools;
 mod plan_check;
 mod plan_graph;
+mod process;
 mod quickstart;
 mod repairs;
 mod replay;
