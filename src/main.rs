@@ -48,7 +48,7 @@ fn set_purge_delay() {
 /// memory back a 4 KiB page at a time: each burst of work faulted 2 MiB pages in again, the
 /// kernel zeroing all of each. In a wide goal (1,000 workers) that zeroing was half of the
 /// journal's and the store's CPU and put 200–800 ms on a model call's answer; without huge
-/// pages the goal ran 1.4× faster on one node and 1.5× on three, 1,000 workers 1.5× faster,
+/// pages the goal ran ~1.35× faster on one node and on three, 1,000 workers 1.2–1.7× faster,
 /// in less memory (BENCHMARKS.md, 2026-12-06, night). mimalloc reads its own option once, at
 /// its first allocation (before `main`), so the process's switch is set here as well: the
 /// kernel checks it at every fault from now on.
