@@ -30,10 +30,6 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// environment wins.
 const PURGE_DELAY_MS: std::ffi::c_long = 3;
 
-/// mimalloc's `mi_option_allow_thp` (its place in `mi_option_e` of the v3 mimalloc.h the
-/// crate builds; not named by the Rust bindings).
-const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
-
 /// Sets [`PURGE_DELAY_MS`] unless the environment names a delay.
 fn set_purge_delay() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
@@ -49,16 +45,13 @@ fn set_purge_delay() {
 /// kernel zeroing all of each. In a wide goal (1,000 workers) that zeroing was half of the
 /// journal's and the store's CPU and put 200–800 ms on a model call's answer; without huge
 /// pages the goal ran ~1.35× faster on one node and on three, 1,000 workers 1.2–1.7× faster,
-/// in less memory (BENCHMARKS.md, 2026-12-06, night). mimalloc reads its own option once, at
-/// its first allocation (before `main`), so the process's switch is set here as well: the
-/// kernel checks it at every fault from now on.
+/// in less memory (BENCHMARKS.md, 2026-12-06, night). The process's own switch, not
+/// mimalloc's option: mimalloc reads that once, at its first allocation (before `main`), and
+/// the kernel checks the switch at every fault, whatever was asked of a mapping.
 fn keep_off_huge_pages() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
-        // SAFETY: sets one of mimalloc's options to a value it documents (0: no huge pages),
-        // and the process's own THP switch (prctl with plain integer arguments); first thing
-        // in main, before any thread of ours starts.
+        // SAFETY: prctl with plain integer arguments, changing only this process's THP switch.
         unsafe {
-            libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0);
             libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
         }
     }

@@ -341,7 +341,8 @@ async fn spread_goal(
 
 /// The milliseconds between one of a worker's model calls being answered and its next being
 /// sent (what a step costs beside its model), read from the calls the store recorded: the
-/// median and 90th percentile of all workers', and the median of the workers of each node.
+/// median and 90th percentile of all workers', and the median of the workers of each node;
+/// and the goal's [`timeline`].
 async fn call_gaps(url: &str) -> Result<Value, String> {
     let store = crate::store::SqlStore::open_reader(url)
         .await
