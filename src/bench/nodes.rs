@@ -413,22 +413,36 @@ fn timeline(by_agent: &mut std::collections::BTreeMap<String, Vec<(i64, i64)>>) 
         .flatten()
         .map(|&(sent, answered)| json!([s(sent), s(answered)]))
         .collect();
-    let workers = by_agent.iter().filter(|(a, _)| a.as_str() != "manager");
-    let mut firsts: Vec<i64> = workers
-        .clone()
-        .filter_map(|(_, c)| c.first())
-        .map(|c| c.0)
-        .collect();
-    let mut lasts: Vec<i64> = workers.filter_map(|(_, c)| c.last()).map(|c| c.1).collect();
-    firsts.sort();
-    lasts.sort();
-    let median = |xs: &[i64]| xs.get(xs.len() / 2).map(|&x| s(x));
-    let mut took: Vec<i64> = by_agent
+    let workers: Vec<&Vec<(i64, i64)>> = by_agent
         .iter()
         .filter(|(a, _)| a.as_str() != "manager")
-        .flat_map(|(_, c)| c.iter().map(|(sent, answered)| answered - sent))
+        .map(|(_, calls)| calls)
         .collect();
-    took.sort();
+    let sorted = |mut xs: Vec<i64>| {
+        xs.sort();
+        xs
+    };
+    let firsts = sorted(
+        workers
+            .iter()
+            .filter_map(|c| c.first())
+            .map(|c| c.0)
+            .collect(),
+    );
+    let lasts = sorted(
+        workers
+            .iter()
+            .filter_map(|c| c.last())
+            .map(|c| c.1)
+            .collect(),
+    );
+    let took = sorted(
+        workers
+            .iter()
+            .flat_map(|c| c.iter().map(|(sent, answered)| answered - sent))
+            .collect(),
+    );
+    let median = |xs: &[i64]| xs.get(xs.len() / 2).map(|&x| s(x));
     let at = |q: f64| took.get(((took.len() as f64 - 1.0) * q) as usize);
     json!({
         "call_ms": [at(0.5), at(0.9), took.last()],

@@ -253,15 +253,10 @@ impl Notice {
                     (Some(why), _) => t.notice_task_ended_because(task_name, how, why),
                     (None, _) => t.notice_task_ended(task_name, how),
                 };
-                // A task the runtime or a person ended begins its summary with its `why`: said
-                // once, the rest (the stages' reports) after it.
-                let whole =
-                    crate::report::TaskWritten::whole(summary, summary_written.as_deref(), t);
-                let rest = why
-                    .as_deref()
-                    .and_then(|w| whole.strip_prefix(w))
-                    .unwrap_or(&whole)
-                    .trim_start_matches('\n');
+                // A task the runtime or a person ended has its `why` said once, above.
+                let written = summary_written.as_deref();
+                let rest =
+                    crate::report::TaskWritten::beyond_why(summary, written, why.as_deref(), t);
                 if !rest.trim().is_empty() {
                     text.push_str(&format!("\n{rest}"));
                 }

@@ -191,6 +191,27 @@ impl TaskWritten {
             None => summary.to_owned(),
         }
     }
+
+    /// The [`whole`](Self::whole) summary for a reader already `told` why the task ended:
+    /// where that is the why the runtime's part gives ([`why`](Self::why)), only what follows
+    /// it (the stages' reports of a task the runtime closed), so the why is said once.
+    pub fn beyond_why(
+        summary: &str,
+        written: Option<&TaskWritten>,
+        told: Option<&str>,
+        t: &Texts,
+    ) -> String {
+        match written {
+            Some(w) if told.is_some() && w.why(t).as_deref() == told => match w {
+                TaskWritten::ClosedByRuntime {
+                    reports: Some(reports),
+                    ..
+                } => t.stages_gave(reports),
+                _ => String::new(),
+            },
+            _ => Self::whole(summary, written, t),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -250,6 +271,40 @@ mod tests {
             serde_json::from_value::<TaskWritten>(wire).unwrap(),
             closed,
             "read back as written"
+        );
+    }
+
+    #[test]
+    fn a_reader_told_the_why_the_runtime_wrote_gets_only_what_follows_it() {
+        let t = Texts::english();
+        let closed = TaskWritten::ClosedByRuntime {
+            reason: "refused twice".into(),
+            reports: Some("- a poem".into()),
+        };
+        let why = closed.why(&t);
+        let rest = TaskWritten::beyond_why("", Some(&closed), why.as_deref(), &t);
+        assert_eq!(rest, t.stages_gave("- a poem"));
+        // Told another why, or none: the whole summary.
+        for told in [None, Some("stopped by hand")] {
+            let whole = TaskWritten::beyond_why("", Some(&closed), told, &t);
+            assert_eq!(whole, closed.render("", &t));
+        }
+        let cancelled = TaskWritten::Cancelled {
+            by: "op".into(),
+            reason: "wrong goal".into(),
+        };
+        let why = cancelled.why(&t);
+        assert_eq!(
+            TaskWritten::beyond_why("", Some(&cancelled), why.as_deref(), &t),
+            ""
+        );
+        let added = TaskWritten::ResultsAdded {
+            reports: "- a poem".into(),
+        };
+        let whole = TaskWritten::whole("Done.", Some(&added), &t);
+        assert_eq!(
+            TaskWritten::beyond_why("Done.", Some(&added), Some("x"), &t),
+            whole
         );
     }
 }

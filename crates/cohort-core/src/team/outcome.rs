@@ -2,10 +2,9 @@
 //! of its stages must have finished (a failed one counts only through a retry of it that
 //! finished), and its summary as the operator gets it (the manager's words, with the stages'
 //! results the runtime added when they gave none) must say more than the task's goal handed
-//! back. A manager's `finish_task` with
-//! `outcome: finished` that falls short is refused with the reason once (its second try sees
-//! it); given again, the task ends `failed`, saying why. A task that finished with stages
-//! that gave nothing says which, in its record.
+//! back. A manager's `finish_task` with `outcome: finished` that falls short is refused with
+//! the reason once (its second try sees it); given again, the task ends `failed`, saying why.
+//! A task that finished with stages that gave nothing says which, in its record.
 
 use super::{SyncCore, SyncError};
 use crate::ids::{StageId, TaskId};

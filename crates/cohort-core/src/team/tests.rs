@@ -686,7 +686,6 @@ pub(super) fn add_task_for(c: &mut SyncCore, requested_by: Option<&str>) -> Task
 #[test]
 fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
     let mut c = with_a_person();
-    let add = add_task_for;
     let finish = |t: &TaskId, outcome| {
         by_in(
             t,
@@ -707,7 +706,7 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
             .collect()
     };
 
-    let t = add(&mut c, Some("op"));
+    let t = add_task_for(&mut c, Some("op"));
     assert_eq!(c.task(&t).unwrap().requested_by, Some("op".into()));
     stage_done(&mut c, &t);
     let out = c
@@ -722,7 +721,7 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
     );
 
     // A failed one says so, with why.
-    let t = add(&mut c, Some("op"));
+    let t = add_task_for(&mut c, Some("op"));
     let out = c
         .try_apply(&finish(&t, TaskOutcome::Failed), "now")
         .unwrap();
@@ -736,7 +735,7 @@ fn the_person_whose_goal_a_task_served_is_told_how_it_ended() {
 
     // Nobody, or an LLM agent, is not told.
     for who in [None, Some("a")] {
-        let t = add(&mut c, who);
+        let t = add_task_for(&mut c, who);
         let out = c
             .try_apply(&finish(&t, TaskOutcome::Failed), "now")
             .unwrap();

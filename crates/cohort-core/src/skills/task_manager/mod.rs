@@ -69,8 +69,8 @@ pub(super) fn disagreement(reached: bool, t: &crate::texts::Texts) -> String {
 /// that cannot act (seen on Qwen2.5 1.5B: a stage re-added past its run limit, twice). A
 /// stage it was deciding on is finished (what its agents gave is kept, and the task's own
 /// judgement follows); a task it was judging or planning ends failed, the runtime's part of its
-/// summary (`TaskWritten::ClosedByRuntime`) saying why and what the stages gave. `None` outside a task (an operator's goal: its failed steps say
-/// what happened).
+/// summary (`TaskWritten::ClosedByRuntime`) saying why and what the stages gave. `None` outside
+/// a task (an operator's goal: its failed steps say what happened).
 pub fn closing(agent: &Agent, step: &StepState, reason: &str) -> Option<TaskInstruction> {
     if let Some(stage) = stage_decided(agent, step) {
         return Some(TaskInstruction::FinishStage {
