@@ -89,12 +89,16 @@ export async function sendGoal(page, text) {
 
 /** Says where and why a test failed, with the page's errors and a screenshot of the page at
  * `shot`; `more` (optional, async) says what else the page shows. */
-export async function reportFailure(test, e, { page, pageErrors, shot, more }) {
+export async function reportFailure(test, e, { page, pageErrors, refused = [], shot, more }) {
   console.error(`\n${test} FAILED at "${run.phase}":\n  ${e instanceof Failure ? e.message : firstLine(e)}`);
   if (pageErrors.length) console.error(`page errors:\n  ${pageErrors.join('\n  ')}`);
+  if (refused.length) console.error(`requests refused:\n  ${refused.join('\n  ')}`);
   if (!page) return;
   try {
     if (more) console.error(await more());
+    // What the task list shows, so a wait for a task's state says what it saw instead.
+    const tasks = await page.locator('[data-testid="task-item"]').evaluateAll((items) => items.map((i) => `${i.dataset.base === 'true' ? 'base' : 'task'} ${i.dataset.state}: ${(i.textContent || '').trim().slice(0, 80)}`));
+    if (tasks.length) console.error(`the task list:\n  ${tasks.join('\n  ')}`);
     await page.screenshot({ path: shot });
     console.error(`screenshot of the failure: ${shot}`);
   } catch {
@@ -234,12 +238,19 @@ export async function goalBecomesTask(page, text) {
 export async function walk(S, label, body) {
   const browser = await launch(S);
   const pageErrors = [];
+  const refused = [];
   let page;
   let ok = false;
   try {
     const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, deviceScaleFactor: 1 });
     page = await context.newPage();
     page.setDefaultTimeout(S.WAIT);
+    // Which request the server refused, and its reason: a console error names only the status.
+    page.on('response', async (r) => {
+      if (r.status() < 400 || !new URL(r.url()).pathname.startsWith('/api/')) return;
+      const body = await r.text().catch(() => '');
+      refused.push(`${elapsed()} s ${r.request().method()} ${new URL(r.url()).pathname} → ${r.status()} ${body.slice(0, 400)}`);
+    });
     page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
     // A test that provokes an error on purpose names it in `S.expectedErrors` (regexes).
     const expected = (text) => (S.expectedErrors || []).some((re) => re.test(text));
@@ -253,7 +264,7 @@ export async function walk(S, label, body) {
     ok = true;
     log(`passed in ${elapsed()} s`);
   } catch (e) {
-    await reportFailure(label, e, { page, pageErrors, shot: S.SHOT });
+    await reportFailure(label, e, { page, pageErrors, refused, shot: S.SHOT });
   } finally {
     await browser.close().catch(() => {});
   }

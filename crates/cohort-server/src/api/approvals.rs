@@ -10,7 +10,7 @@
 //! step no longer waiting is 409, an edit that cannot run 422.
 
 use super::error::{ApiJson, ApiPath};
-use super::reason::{Malformed, OperatorAction, Refused};
+use super::reason::{Fault, Malformed, OperatorAction, Refused};
 use super::{ApiState, AppError, Caller};
 use axum::Json;
 use axum::extract::State;
@@ -228,7 +228,17 @@ pub async fn reject(
             give(&state, &caller, id, verdict).await
         }
         AfterReject::CancelTask => {
-            cancel_task_at(&state, &caller, (agent, id), task, body.reason).await
+            // Both halves are done whatever becomes of the request: dropped by a client gone
+            // between them, the task's cancel would be skipped (an actor does not handle a
+            // message whose asker left) with the step already cancelled, and a retry refused
+            // as no longer waiting.
+            let whole = async move {
+                cancel_task_at(&state, &caller, (agent, id), task, body.reason).await
+            };
+            tokio::spawn(whole).await.map_err(|e| {
+                let detail = e.to_string();
+                AppError::Internal(Fault::Internal { detail }.into())
+            })?
         }
     }
 }
