@@ -953,10 +953,10 @@ async fn until_followed(follower: &Follower, version: u64) -> cohort::monitor::M
     }
 }
 
-/// A node's follower starts from the store, takes the changes published on the team's stream
-/// (one the store does not have shows it read the stream), reads from the store what the
-/// stream lacks (no relay published it, or a gap), and shows the glimpses of answers being
-/// written that the team's node passes on.
+/// A node's follower starts from the store once a feed wants it, takes the changes published
+/// on the team's stream (one the store does not have shows it read the stream), reads from
+/// the store what the stream lacks (no relay published it, or a gap), and shows the glimpses
+/// of answers being written that the team's node passes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_takes_the_stream_and_what_it_lacks_from_the_store() {
     let pg = postgres::Cluster::start("follower");
@@ -979,6 +979,10 @@ async fn a_follower_takes_the_stream_and_what_it_lacks_from_the_store() {
     };
     let bus = Arc::new(Bus::connect(&options, "crash", "f").await.unwrap());
     let follower = Follower::start(bus.clone(), store.clone(), MemoryBudget::mib(16));
+    // Nobody wants the states yet: nothing is loaded.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(follower.monitor().is_none(), "followed unwanted");
+    let _wanted = follower.want();
     let monitor = until_followed(&follower, 2).await;
     // In the store, published by nobody: read from the store once the stream is quiet.
     writes.append(&[task_created(3, "t3")]).await.unwrap();

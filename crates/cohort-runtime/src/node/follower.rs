@@ -12,6 +12,12 @@
 //! never falls further behind the store than that. Only when the store no longer has the
 //! missing changes either (compacted) does it load the team anew, and its feeds take a fresh
 //! snapshot.
+//!
+//! It follows only while it is wanted: from the first feed that asks for the states here
+//! ([`Follower::want`]) until [`LINGER`] after the last one ended. A node nobody watches
+//! spends nothing on the team's events (on a busy team, following costs a node about as much
+//! as running a third of its agents); a feed asked of it meanwhile is passed on to the node
+//! running the team, as while the follower loads.
 
 use super::bus::Bus;
 use super::relay::{lines_of, version_of, versions_of};
@@ -21,9 +27,11 @@ use cohort_core::config::MemoryBudget;
 use cohort_core::event::Event;
 use cohort_store::{SqlStore, Store};
 use futures::StreamExt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// How long the stream may be quiet before the store is asked what came since.
 pub const QUIET: Duration = Duration::from_secs(1);
@@ -33,31 +41,45 @@ const PAGE: usize = 256;
 const MOST_PAUSE: Duration = Duration::from_secs(5);
 /// The monitor's feed buffer (as the running node's).
 const BUFFER: usize = 8192;
+/// How long a follower goes on following after the last feed that wanted it ended (a console
+/// reloaded, a phone back online, is served from it again without loading the team anew).
+pub const LINGER: Duration = Duration::from_secs(60);
 
 /// The follower of one node, running on the bus's thread until dropped.
 pub struct Follower {
     monitor: Monitor,
     ready: Arc<AtomicBool>,
+    demand: Arc<Demand>,
     task: tokio::task::JoinHandle<()>,
     /// Answers being written, told by the team's node ([`super::writing`]).
     glimpses: tokio::task::JoinHandle<()>,
 }
 
 impl Follower {
-    /// Starts following the team whose store is `store` and whose stream `bus` reaches.
+    /// The follower of the team whose store is `store` and whose stream `bus` reaches: it
+    /// starts following once it is wanted ([`Follower::want`]).
     pub fn start(bus: Arc<Bus>, store: Arc<SqlStore>, memory: MemoryBudget) -> Follower {
         let monitor = Monitor::following(BUFFER, Default::default(), 0, memory);
         let ready = Arc::new(AtomicBool::new(false));
+        let demand = Arc::new(Demand::default());
         let on = bus.clone();
-        let (m, r) = (monitor.clone(), ready.clone());
+        let (m, r, d) = (monitor.clone(), ready.clone(), demand.clone());
         let glimpses = super::writing::take_in(bus.clone(), monitor.clone());
-        let task = on.spawn(async move { follow(&bus, &store, &m, &r, memory).await });
+        let task = on.spawn(async move { follow(&bus, &store, &m, &r, &d, memory).await });
         Follower {
             monitor,
             ready,
+            demand,
             task,
             glimpses,
         }
+    }
+
+    /// Wants the team's states here while the answer lives, and for [`LINGER`] after: the
+    /// follower starts (loading the team first) if it had stopped, and does not stop meanwhile,
+    /// so a monitor [`Follower::monitor`] gave while this is held stays followed.
+    pub fn want(&self) -> Wanted {
+        Demand::want(&self.demand)
     }
 
     /// The followed team's monitor, once it holds what the store held when it started.
@@ -83,22 +105,129 @@ enum Stop {
     Store(#[from] cohort_store::StoreError),
 }
 
+/// Who wants the followed states on this node: the feeds that hold a [`Wanted`], and until
+/// when the last one that ended still counts.
+#[derive(Default)]
+struct Demand {
+    state: Mutex<Wants>,
+    /// Told at every want and every end of one.
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct Wants {
+    open: usize,
+    until: Option<Instant>,
+}
+
+impl Demand {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Wants> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn want(this: &Arc<Demand>) -> Wanted {
+        this.lock().open += 1;
+        this.changed.notify_waiters();
+        Wanted(this.clone())
+    }
+
+    /// Resolves once someone wants the states (now or within the linger of the last).
+    async fn wanted(&self) {
+        loop {
+            let changed = self.changed.notified();
+            let wanted = {
+                let w = self.lock();
+                w.open > 0 || w.until.is_some_and(|t| Instant::now() < t)
+            };
+            if wanted {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// Resolves once nobody wants the states any more, `ready` cleared under the same lock a
+    /// want takes: a feed that wanted them first keeps them followed.
+    async fn unwanted(&self, ready: &AtomicBool) {
+        loop {
+            let changed = self.changed.notified();
+            // What to wait for: a change (a feed holds a want), the linger's end, or nothing.
+            let wait = {
+                let w = self.lock();
+                match (w.open, w.until) {
+                    (0, Some(t)) if Instant::now() < t => Some(Some(t)),
+                    (0, _) => {
+                        ready.store(false, Ordering::Release);
+                        None
+                    }
+                    _ => Some(None),
+                }
+            };
+            match wait {
+                None => return,
+                Some(None) => changed.await,
+                Some(Some(until)) => tokio::select! {
+                    () = changed => {}
+                    () = tokio::time::sleep_until(until) => {}
+                },
+            }
+        }
+    }
+}
+
+/// A feed's want of the followed states (see [`Follower::want`]).
+pub struct Wanted(Arc<Demand>);
+
+impl Drop for Wanted {
+    fn drop(&mut self) {
+        let mut w = self.0.lock();
+        w.open -= 1;
+        if w.open == 0 {
+            w.until = Some(Instant::now() + LINGER);
+        }
+        drop(w);
+        self.0.changed.notify_waiters();
+    }
+}
+
+/// Follows the team while it is wanted, and waits for the next want after.
 async fn follow(
     bus: &Bus,
     store: &SqlStore,
     monitor: &Monitor,
     ready: &AtomicBool,
+    demand: &Demand,
     memory: MemoryBudget,
 ) {
-    let mut pause = Duration::from_millis(50);
     let stamp = super::relay::store_id(store).await;
+    loop {
+        demand.wanted().await;
+        tokio::select! {
+            never = keep_following(bus, store, monitor, ready, memory, &stamp) => match never {},
+            () = demand.unwanted(ready) => {
+                tracing::debug!("no feed here wants the team's states: following stops");
+            }
+        }
+    }
+}
+
+/// Loads the team and follows it, loading it again whenever the changes it lacks are gone.
+async fn keep_following(
+    bus: &Bus,
+    store: &SqlStore,
+    monitor: &Monitor,
+    ready: &AtomicBool,
+    memory: MemoryBudget,
+    stamp: &str,
+) -> std::convert::Infallible {
+    let mut pause = Duration::from_millis(50);
     loop {
         match cohort_store::load(store).await {
             Ok(loaded) => {
                 monitor.reset_followed(loaded.states, loaded.version, memory);
                 ready.store(true, Ordering::Release);
                 pause = Duration::from_millis(50);
-                let why = follow_stream(bus, store, monitor, &stamp).await;
+                let why = follow_stream(bus, store, monitor, stamp).await;
                 tracing::warn!("following the team again from the store: {why}");
             }
             Err(e) => {
@@ -294,5 +423,56 @@ async fn fill(store: &SqlStore, monitor: &Monitor, to: u64) -> Result<(), Stop> 
             // In order and following: no gap can come of it.
             let _ = monitor.apply_followed(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `f` resolves within `d` of (paused) time.
+    async fn within<F: std::future::Future>(d: Duration, f: F) -> bool {
+        tokio::time::timeout(d, f).await.is_ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_states_are_followed_from_a_want_until_the_linger_after_the_last() {
+        let demand = Arc::new(Demand::default());
+        let ready = AtomicBool::new(true);
+        assert!(
+            !within(LINGER * 3, demand.wanted()).await,
+            "wanted by nobody"
+        );
+        let first = Demand::want(&demand);
+        assert!(within(Duration::ZERO, demand.wanted()).await);
+        // Held: never unwanted, however long.
+        assert!(!within(LINGER * 3, demand.unwanted(&ready)).await);
+        let second = Demand::want(&demand);
+        drop(first);
+        assert!(
+            !within(LINGER * 3, demand.unwanted(&ready)).await,
+            "one still held"
+        );
+        drop(second);
+        // The last ended: wanted for the linger, then not.
+        assert!(within(Duration::ZERO, demand.wanted()).await);
+        assert!(!within(LINGER / 2, demand.unwanted(&ready)).await);
+        assert!(
+            ready.load(Ordering::Acquire),
+            "still followed in the linger"
+        );
+        // A want in the linger keeps it.
+        let again = Demand::want(&demand);
+        assert!(!within(LINGER * 3, demand.unwanted(&ready)).await);
+        drop(again);
+        assert!(within(LINGER + Duration::from_millis(1), demand.unwanted(&ready)).await);
+        assert!(
+            !ready.load(Ordering::Acquire),
+            "a stopped follower's monitor is not given"
+        );
+        assert!(
+            !within(LINGER * 3, demand.wanted()).await,
+            "unwanted after the linger"
+        );
     }
 }

@@ -5,7 +5,8 @@
 //! feed is the running node's own loop ([`crate::api::ws::run_feed`]) over the follower's
 //! monitor, and the session is looked at again every [`SESSION_CHECK`], so a logout on any
 //! node closes it. A task's flow (`format=flow`), and any request while the follower has not
-//! loaded the team yet, is passed on as before.
+//! loaded the team yet, is passed on as before; a feed asked for starts the follower when it
+//! had stopped (it follows only while a feed here wants it).
 
 use crate::api::AppError;
 use crate::api::feed_slots::FeedSlots;
@@ -19,7 +20,7 @@ use axum::http::{HeaderValue, Method, Request};
 use axum::response::{IntoResponse, Response};
 use cohort_core::config::{Access, TeamConfig};
 use cohort_core::ids::AgentId;
-use cohort_runtime::node::follower::Follower;
+use cohort_runtime::node::follower::{Follower, Wanted};
 use cohort_store::SqlStore;
 use futures::{SinkExt, StreamExt};
 use std::collections::HashMap;
@@ -75,10 +76,13 @@ impl LocalFeeds {
         let Some(token) = feed_token(&req) else {
             return Err(req);
         };
+        // Wanted first: a follower that stopped starts again (this feed is passed on while it
+        // loads), and one following does not stop while this feed is served from it.
+        let wanted = self.follower.want();
         if self.follower.monitor().is_none() {
             return Err(req);
         }
-        Ok(match self.upgrade(req, origins, &token).await {
+        Ok(match self.upgrade(req, origins, &token, wanted).await {
             Ok(res) => res,
             Err(e) => e.into_response(),
         })
@@ -89,6 +93,7 @@ impl LocalFeeds {
         req: Request<Body>,
         origins: &[String],
         token: &str,
+        wanted: Wanted,
     ) -> Result<Response, AppError> {
         check_origin(req.headers(), origins)?;
         let Some((human, expires_at)) = self.session(token).await? else {
@@ -107,6 +112,7 @@ impl LocalFeeds {
         let access = self.access.get(&human).copied().unwrap_or(Access::Member);
         let this = self.clone();
         let mut res = ws.on_upgrade(move |socket| async move {
+            let _wanted = wanted;
             let Some(monitor) = this.follower.monitor() else {
                 return;
             };
