@@ -1288,6 +1288,28 @@ async fn a_standing_by_nodes_own_feed_follows_the_event_stream_through_a_takeove
     b.until_served_by(&http, "a", Duration::from_secs(60)).await;
     c.until_served_by(&http, "a", Duration::from_secs(60)).await;
     run_goal(&http, &a.base, &token, 1).await;
+    // A feed refused (its token opens no session) starts nothing: the next, the person's, is
+    // passed on to a, as before b's follower has loaded the team.
+    let feed_of =
+        |n: &Node, token: &str| format!("ws{}/ws?token={token}", n.base.trim_start_matches("http"));
+    let refused = tokio_tungstenite::connect_async(feed_of(&b, "nonesuch")).await;
+    match refused.map(|(_, res)| res.status()) {
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => assert_eq!(res.status(), 401),
+        other => panic!("a feed with a token of nobody's: {other:?}"),
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (_, res) = tokio_tungstenite::connect_async(feed_of(&b, &token))
+        .await
+        .unwrap();
+    let via = res
+        .headers()
+        .get("cohort-via")
+        .and_then(|v| v.to_str().ok());
+    assert_eq!(
+        via,
+        Some("b"),
+        "served by b's follower, started by the refused feed"
+    );
     // The follower loads the team and serves; until then a feed is passed on to a.
     let mut feeds = Vec::new();
     for n in [&b, &c] {

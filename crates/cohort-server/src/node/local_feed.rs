@@ -76,29 +76,42 @@ impl LocalFeeds {
         let Some(token) = feed_token(&req) else {
             return Err(req);
         };
-        // Wanted first: a follower that stopped starts again (this feed is passed on while it
-        // loads), and one following does not stop while this feed is served from it.
+        // Only a feed its person may open wants the states: one from a foreign page or with a
+        // token that opens no session is refused here, and starts nothing.
+        if let Err(e) = check_origin(req.headers(), origins) {
+            return Ok(e.into_response());
+        }
+        let session = match self.admit(&token).await {
+            Ok(session) => session,
+            Err(e) => return Ok(e.into_response()),
+        };
+        // Wanted before the follower's readiness is read: a follower that stopped starts again
+        // (this feed is passed on while it loads), and one following does not stop while this
+        // feed is served from it.
         let wanted = self.follower.want();
         if self.follower.monitor().is_none() {
             return Err(req);
         }
-        Ok(match self.upgrade(req, origins, &token, wanted).await {
+        Ok(match self.upgrade(req, &token, session, wanted).await {
             Ok(res) => res,
             Err(e) => e.into_response(),
         })
     }
 
+    /// The person `token` was given to and when their session ends; 401 if it opens none.
+    async fn admit(&self, token: &str) -> Result<(AgentId, i64), AppError> {
+        self.session(token)
+            .await?
+            .ok_or_else(|| AppError::Unauthorized(Denied::InvalidToken.into()))
+    }
+
     async fn upgrade(
         self: &Arc<Self>,
         req: Request<Body>,
-        origins: &[String],
         token: &str,
+        (human, expires_at): (AgentId, i64),
         wanted: Wanted,
     ) -> Result<Response, AppError> {
-        check_origin(req.headers(), origins)?;
-        let Some((human, expires_at)) = self.session(token).await? else {
-            return Err(AppError::Unauthorized(Denied::InvalidToken.into()));
-        };
         let ws = WebSocketUpgrade::from_request(req, &())
             .await
             .map_err(|r| {
