@@ -4,9 +4,9 @@
 //! changes nodes. The person's session is read from the store (sessions are kept there), the
 //! feed is the running node's own loop ([`crate::api::ws::run_feed`]) over the follower's
 //! monitor, and the session is looked at again every [`SESSION_CHECK`], so a logout on any
-//! node closes it. A task's flow (`format=flow`), and any request while the follower has not
-//! loaded the team yet, is passed on as before; a feed asked for starts the follower when it
-//! had stopped (it follows only while a feed here wants it).
+//! node closes it. A task's flow (`format=flow`), and a person's feed while the follower has
+//! not loaded the team yet, is passed on as before; a person's feed starts the follower when
+//! it had stopped (it follows only while a feed here wants it), a refused one starts nothing.
 
 use crate::api::AppError;
 use crate::api::feed_slots::FeedSlots;
@@ -66,8 +66,8 @@ impl LocalFeeds {
         self.closing.send_replace(true);
     }
 
-    /// Serves `req` if it is a states feed and the team is loaded; otherwise gives it back to
-    /// be passed on.
+    /// Serves `req` if it is a states feed and the team is loaded, refuses it if its person may
+    /// not open it; otherwise gives it back to be passed on.
     pub async fn serve(
         self: &Arc<Self>,
         req: Request<Body>,
