@@ -368,7 +368,8 @@ async fn call_gaps(url: &str) -> Result<Value, String> {
             .or_default()
             .push((sent, answered));
     }
-    let timeline = timeline(&mut by_agent);
+    by_agent.values_mut().for_each(|calls| calls.sort());
+    let timeline = timeline(&by_agent);
     let mut all = Vec::new();
     let mut by_node: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for (agent, calls) in by_agent.into_iter().filter(|(a, _)| a != "manager") {
@@ -395,9 +396,8 @@ async fn call_gaps(url: &str) -> Result<Value, String> {
 
 /// Where a goal's time went, in seconds from its first call: each of the manager's calls
 /// (sent–answered), and when the workers sent their first call and had their last answer
-/// (median and last). Sorts each agent's calls.
-fn timeline(by_agent: &mut std::collections::BTreeMap<String, Vec<(i64, i64)>>) -> Value {
-    by_agent.values_mut().for_each(|calls| calls.sort());
+/// (median and last); `by_agent`, each agent's calls in order.
+fn timeline(by_agent: &std::collections::BTreeMap<String, Vec<(i64, i64)>>) -> Value {
     let Some(t0) = by_agent
         .values()
         .filter_map(|c| c.first())
@@ -418,37 +418,30 @@ fn timeline(by_agent: &mut std::collections::BTreeMap<String, Vec<(i64, i64)>>) 
         .filter(|(a, _)| a.as_str() != "manager")
         .map(|(_, calls)| calls)
         .collect();
-    let sorted = |mut xs: Vec<i64>| {
+    fn sorted(xs: impl Iterator<Item = i64>) -> Vec<i64> {
+        let mut xs: Vec<i64> = xs.collect();
         xs.sort();
         xs
-    };
-    let firsts = sorted(
-        workers
-            .iter()
-            .filter_map(|c| c.first())
-            .map(|c| c.0)
-            .collect(),
-    );
-    let lasts = sorted(
-        workers
-            .iter()
-            .filter_map(|c| c.last())
-            .map(|c| c.1)
-            .collect(),
-    );
+    }
+    let firsts = sorted(workers.iter().filter_map(|c| c.first()).map(|c| c.0));
+    let lasts = sorted(workers.iter().filter_map(|c| c.last()).map(|c| c.1));
     let took = sorted(
         workers
             .iter()
-            .flat_map(|c| c.iter().map(|(sent, answered)| answered - sent))
-            .collect(),
+            .flat_map(|c| c.iter().map(|(sent, answered)| answered - sent)),
     );
-    let median = |xs: &[i64]| xs.get(xs.len() / 2).map(|&x| s(x));
+    let median_last = |xs: &[i64]| {
+        json!([
+            xs.get(xs.len() / 2).map(|&x| s(x)),
+            xs.last().map(|&x| s(x))
+        ])
+    };
     let at = |q: f64| took.get(((took.len() as f64 - 1.0) * q) as usize);
     json!({
         "call_ms": [at(0.5), at(0.9), took.last()],
         "manager": manager,
-        "workers_first": [median(&firsts), firsts.last().map(|&x| s(x))],
-        "workers_last": [median(&lasts), lasts.last().map(|&x| s(x))],
+        "workers_first": median_last(&firsts),
+        "workers_last": median_last(&lasts),
     })
 }
 
@@ -652,8 +645,8 @@ fn one_and_three(sp: &Value, figure: &str, key: &str, line: fn(&Value) -> String
     )
 }
 
-/// `manager [0, 0.2] [0.2, 0.4] …; workers' first call 0.5 (median) 0.9 (last), last answer
-/// 2.6 / 3.1`.
+/// `manager's calls 0.00 / 0.21, 0.21 / 0.41, …; workers' first call 0.47 / 0.50, last answer
+/// 2.59 / 2.65 (median / last); a worker's call 208 / 213 / 221 ms (median / p90 / most)`.
 fn timeline_line(gaps: &Value) -> String {
     let t = &gaps["timeline"];
     let pair = |v: &Value| format!("{:.2} / {:.2}", super::f(&v[0]), super::f(&v[1]));

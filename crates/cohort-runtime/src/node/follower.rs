@@ -120,6 +120,14 @@ struct Wants {
     until: Option<Instant>,
 }
 
+impl Wants {
+    /// Whether the states are wanted now: a feed holds a want, or the last one ended within
+    /// the linger.
+    fn now(&self) -> bool {
+        self.open > 0 || self.until.is_some_and(|t| Instant::now() < t)
+    }
+}
+
 impl Demand {
     fn lock(&self) -> std::sync::MutexGuard<'_, Wants> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -135,11 +143,7 @@ impl Demand {
     async fn wanted(&self) {
         loop {
             let changed = self.changed.notified();
-            let wanted = {
-                let w = self.lock();
-                w.open > 0 || w.until.is_some_and(|t| Instant::now() < t)
-            };
-            if wanted {
+            if self.lock().now() {
                 return;
             }
             changed.await;
@@ -151,24 +155,20 @@ impl Demand {
     async fn unwanted(&self, ready: &AtomicBool) {
         loop {
             let changed = self.changed.notified();
-            // What to wait for: a change (a feed holds a want), the linger's end, or nothing.
-            let wait = {
+            // Wanted: until a change, or (no feed holding a want) the linger's end.
+            let linger_ends = {
                 let w = self.lock();
-                match (w.open, w.until) {
-                    (0, Some(t)) if Instant::now() < t => Some(Some(t)),
-                    (0, _) => {
-                        ready.store(false, Ordering::Release);
-                        None
-                    }
-                    _ => Some(None),
+                if !w.now() {
+                    ready.store(false, Ordering::Release);
+                    return;
                 }
+                w.until.filter(|_| w.open == 0)
             };
-            match wait {
-                None => return,
-                Some(None) => changed.await,
-                Some(Some(until)) => tokio::select! {
+            match linger_ends {
+                None => changed.await,
+                Some(at) => tokio::select! {
                     () = changed => {}
-                    () = tokio::time::sleep_until(until) => {}
+                    () = tokio::time::sleep_until(at) => {}
                 },
             }
         }
