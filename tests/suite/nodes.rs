@@ -1104,13 +1104,15 @@ impl cohort::node::inbox::Receiver for Taker {
 /// An agent's JetStream inbox, read as its node reads it: in order, one message at a time; one
 /// whose receipt was not stored comes again; one whose receipt takes longer than the ack wait
 /// is kept in progress meanwhile (it does not come twice); a copy from an older placement is
-/// dropped; one from a newer placement stops the reader and waits for the agent's new node.
+/// dropped; one from a newer placement stops the reader and waits for the agent's new node,
+/// across a restart of NATS (the stream keeps it; the consumer, kept in NATS's memory, is made
+/// again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_inbox_delivers_in_order_again_until_stored_and_keeps_a_slow_receipt_in_progress()
 {
     use cohort::node::inbox;
     use cohort::node::wire::Hold;
-    let nats = nats::Nats::start("inbox");
+    let mut nats = nats::Nats::start("inbox");
     let options = BusOptions {
         url: nats.url(),
         credentials: Credentials::None,
@@ -1139,7 +1141,9 @@ async fn an_agents_inbox_delivers_in_order_again_until_stored_and_keeps_a_slow_r
     // dropped it); 2 came again after its receipt failed; 3 once, though its receipt took
     // longer than the ack wait.
     assert_eq!(*taker.taken.lock().unwrap(), [2, 2, 3, 4]);
-    // (The first reader's last pull may still hold it: it comes again after the ack wait.)
+    // NATS goes down and comes back: the message waits in the file-backed stream, and the
+    // new reader's consumer (NATS kept the old one in memory) is made again.
+    nats.restart();
     let next = Taker::default();
     let reader = next.clone();
     let reading = tokio::spawn(async move { inbox::read(&bus, &agent, hold(3), reader).await });

@@ -1,9 +1,10 @@
 //! Per-agent inboxes on JetStream: the messages of an agent that runs on another node than the
 //! team's go through the team's inbox stream (`COHORT_<team>_INBOX`, subject
 //! `cohort.<team>.inbox.<agent>`, work-queue retention, file-backed), read on the agent's node by
-//! a durable consumer of its own: in order, one in flight (`max_ack_pending` 1), acknowledged
-//! only once the agent's receipt is stored by the team's node (the deliveries ledger's
-//! transaction), with *progress* sent while that waits, and delivered again otherwise.
+//! a durable consumer of its own (kept in NATS's memory; see [`messages`]): in order, one in
+//! flight (`max_ack_pending` 1), acknowledged only once the agent's receipt is stored by the
+//! team's node (the deliveries ledger's transaction), with *progress* sent while that waits, and
+//! delivered again otherwise.
 //!
 //! The ledger stays the record: each placement of an agent starts with an empty inbox (its
 //! consumer deleted and its subject purged), and the messages the record says the agent has not
@@ -202,7 +203,11 @@ async fn take(m: &jetstream::Message, hold: Hold, receiver: &impl Receiver) -> T
     }
 }
 
-/// `agent`'s durable consumer (made if need be) and its messages.
+/// `agent`'s durable consumer (made if need be) and its messages. The consumer is kept in NATS's
+/// memory, not on its disk: the ledger, not the consumer, says what the agent took, and a work
+/// queue holds only what is not acknowledged, so a consumer a restart of NATS lost is made
+/// again here and reads what waits. On disk, each one's state was files NATS created and
+/// replaced as messages were taken: most of NATS's CPU while a wide goal started on three nodes.
 async fn messages(bus: &Bus, agent: &AgentId) -> Result<jetstream::consumer::pull::Stream, String> {
     let stream = inbox_stream(bus).await?;
     let name = bus.names.inbox_consumer(agent);
@@ -213,6 +218,7 @@ async fn messages(bus: &Bus, agent: &AgentId) -> Result<jetstream::consumer::pul
         ack_wait: ACK_WAIT,
         max_ack_pending: 1,
         inactive_threshold: INACTIVE_CONSUMER,
+        memory_storage: true,
         ..Default::default()
     };
     let consumer = stream
