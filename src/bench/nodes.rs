@@ -369,7 +369,7 @@ async fn call_gaps(url: &str) -> Result<Value, String> {
             .push((sent, answered));
     }
     by_agent.values_mut().for_each(|calls| calls.sort());
-    let timeline = timeline(&by_agent);
+    let timeline = timeline(&by_agent, &node_of);
     let mut all = Vec::new();
     let mut by_node: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for (agent, calls) in by_agent.into_iter().filter(|(a, _)| a != "manager") {
@@ -396,8 +396,12 @@ async fn call_gaps(url: &str) -> Result<Value, String> {
 
 /// Where a goal's time went, in seconds from its first call: each of the manager's calls
 /// (sent–answered), and when the workers sent their first call and had their last answer
-/// (median and last); `by_agent`, each agent's calls in order.
-fn timeline(by_agent: &std::collections::BTreeMap<String, Vec<(i64, i64)>>) -> Value {
+/// (median and last), of all and of each node's (`node_of`); `by_agent`, each agent's calls in
+/// order.
+fn timeline(
+    by_agent: &std::collections::BTreeMap<String, Vec<(i64, i64)>>,
+    node_of: &std::collections::HashMap<String, String>,
+) -> Value {
     let Some(t0) = by_agent
         .values()
         .filter_map(|c| c.first())
@@ -413,35 +417,49 @@ fn timeline(by_agent: &std::collections::BTreeMap<String, Vec<(i64, i64)>>) -> V
         .flatten()
         .map(|&(sent, answered)| json!([s(sent), s(answered)]))
         .collect();
-    let workers: Vec<&Vec<(i64, i64)>> = by_agent
+    let workers: Vec<(&String, &Vec<(i64, i64)>)> = by_agent
         .iter()
         .filter(|(a, _)| a.as_str() != "manager")
-        .map(|(_, calls)| calls)
         .collect();
     fn sorted(xs: impl Iterator<Item = i64>) -> Vec<i64> {
         let mut xs: Vec<i64> = xs.collect();
         xs.sort();
         xs
     }
-    let firsts = sorted(workers.iter().filter_map(|c| c.first()).map(|c| c.0));
-    let lasts = sorted(workers.iter().filter_map(|c| c.last()).map(|c| c.1));
-    let took = sorted(
-        workers
-            .iter()
-            .flat_map(|c| c.iter().map(|(sent, answered)| answered - sent)),
-    );
     let median_last = |xs: &[i64]| {
         json!([
             xs.get(xs.len() / 2).map(|&x| s(x)),
             xs.last().map(|&x| s(x))
         ])
     };
+    // When the workers of some (or all) nodes sent their first call and had their last answer.
+    let first_last = |on: &dyn Fn(&str) -> bool| {
+        let of = || workers.iter().filter(|(a, _)| on(a)).map(|(_, c)| c);
+        json!([
+            median_last(&sorted(of().filter_map(|c| c.first()).map(|c| c.0))),
+            median_last(&sorted(of().filter_map(|c| c.last()).map(|c| c.1))),
+        ])
+    };
+    let mut nodes: Vec<&String> = node_of.values().collect();
+    nodes.sort();
+    nodes.dedup();
+    let by_node: serde_json::Map<String, Value> = nodes
+        .into_iter()
+        .map(|n| (n.clone(), first_last(&|a| node_of.get(a) == Some(n))))
+        .collect();
+    let all = first_last(&|_| true);
+    let took = sorted(
+        workers
+            .iter()
+            .flat_map(|(_, c)| c.iter().map(|(sent, answered)| answered - sent)),
+    );
     let at = |q: f64| took.get(((took.len() as f64 - 1.0) * q) as usize);
     json!({
         "call_ms": [at(0.5), at(0.9), took.last()],
         "manager": manager,
-        "workers_first": median_last(&firsts),
-        "workers_last": median_last(&lasts),
+        "workers_first": all[0],
+        "workers_last": all[1],
+        "by_node": by_node,
     })
 }
 
@@ -646,7 +664,8 @@ fn one_and_three(sp: &Value, figure: &str, key: &str, line: fn(&Value) -> String
 }
 
 /// `manager's calls 0.00 / 0.21, 0.21 / 0.41, …; workers' first call 0.47 / 0.50, last answer
-/// 2.59 / 2.65 (median / last); a worker's call 208 / 213 / 221 ms (median / p90 / most)`.
+/// 2.59 / 2.65 (median / last; by node: a 0.47 / 0.50, 2.59 / 2.65); a worker's call 208 /
+/// 213 / 221 ms (median / p90 / most)`.
 fn timeline_line(gaps: &Value) -> String {
     let t = &gaps["timeline"];
     let pair = |v: &Value| format!("{:.2} / {:.2}", super::f(&v[0]), super::f(&v[1]));
@@ -657,11 +676,18 @@ fn timeline_line(gaps: &Value) -> String {
         .map(pair)
         .collect();
     let took = &t["call_ms"];
+    let by_node: Vec<String> = t["by_node"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(node, fl)| format!("{node} {}, {}", pair(&fl[0]), pair(&fl[1])))
+        .collect();
     format!(
-        "manager's calls {}; workers' first call {}, last answer {} (median / last); a worker's call {} / {} / {} ms (median / p90 / most)",
+        "manager's calls {}; workers' first call {}, last answer {} (median / last; by node: {}); a worker's call {} / {} / {} ms (median / p90 / most)",
         manager.join(", "),
         pair(&t["workers_first"]),
         pair(&t["workers_last"]),
+        by_node.join("; "),
         took[0],
         took[1],
         took[2]
