@@ -574,7 +574,8 @@ impl SyncCore {
         applied
     }
 
-    /// The first refusal of what the step asks: its message, task or agent instruction.
+    /// The first refusal of what the step asks: its message, task or agent instruction (only
+    /// those: see [`may_refuse`]).
     fn refusal(&self, agent: &AgentId, out: &ExecuteOutput) -> Option<SyncError> {
         out.send_message
             .as_ref()
@@ -862,6 +863,12 @@ impl SyncCore {
         self.pool_grew(&task, retention::Pool::Conversation, bytes, &mut applied);
         (no, m, applied.changes)
     }
+}
+
+/// Whether SyncState may refuse `out`: only its message, task instruction and agent
+/// instruction are checked ([`SyncCore::apply`]); whatever else it reports always lands.
+pub fn may_refuse(out: &ExecuteOutput) -> bool {
+    out.send_message.is_some() || out.task_instruction.is_some() || out.agent_instruction.is_some()
 }
 
 #[cfg(test)]

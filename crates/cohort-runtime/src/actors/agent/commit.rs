@@ -11,7 +11,9 @@ use actix::prelude::*;
 use cohort_core::message::{ExecuteOutput, Message, TaskInstruction};
 use cohort_core::step::Settle;
 use cohort_core::team::SyncError;
-use futures::future::Either;
+use futures::FutureExt;
+use futures::channel::oneshot;
+use futures::future::{BoxFuture, Shared};
 
 /// The agent's way to SyncState (the owner of tasks and stages): what it hands over, and the
 /// instructions it has checked before acting on them.
@@ -38,19 +40,44 @@ impl SyncLink {
     }
 }
 
-/// How many hand-overs SyncState has not answered yet. A count beside the `Phase`, not in it:
-/// hand-overs go out in any phase (a side call's cost while a step runs, a message sent while
-/// idle, a verdict stored before its call is made) and several may be unanswered at once. Only
-/// `commit` moves it (its field is private to this file).
+/// How many hand-overs SyncState has not answered yet, and the newest one's answer. A count
+/// beside the `Phase`, not in it: hand-overs go out in any phase (a side call's cost while a
+/// step runs, a message sent while idle, a verdict stored before its call is made, a step's
+/// end closed at once while the next step runs) and several may be unanswered at once. Only
+/// `commit` moves it (its fields are private to this file).
 #[derive(Default)]
-pub(super) struct Unanswered(u32);
+pub(super) struct Unanswered {
+    count: u32,
+    /// Resolves once the newest hand-over is answered (or dropped). The next one is sent
+    /// after it, so they reach SyncState in the order they were made: actix lets a send that
+    /// found SyncState's mailbox full in after a later send that found room, which put a
+    /// step's end before the hand-over that added the step.
+    newest: Option<Shared<BoxFuture<'static, ()>>>,
+}
 
 impl Unanswered {
     /// Whether every hand-over has been answered.
     pub(super) fn none(&self) -> bool {
-        self.0 == 0
+        self.count == 0
+    }
+
+    /// Counts a hand-over made now; resolves once the one made before it was answered, and
+    /// `answered` is to be sent once this one is.
+    fn after_the_one_before(&mut self) -> (impl Future<Output = ()> + use<>, Answered) {
+        self.count += 1;
+        let (answered, next) = oneshot::channel::<()>();
+        let before = self.newest.replace(next.map(|_| ()).boxed().shared());
+        let turn = async move {
+            if let Some(before) = before {
+                before.await;
+            }
+        };
+        (turn, Answered(answered))
     }
 }
+
+/// Sent once a hand-over was answered: the next may go (dropped unsent, it lets it go too).
+struct Answered(oneshot::Sender<()>);
 
 /// What the agent hands over to SyncState with its changes. Built to be sent at once, never
 /// kept: the size of the output variant costs nothing.
@@ -75,30 +102,45 @@ impl AgentActor {
     ) -> impl ActorFuture<Self, Output = Answer> + use<> {
         self.state.refresh_working_state();
         let held = self.state.take_changes();
-        self.unanswered.0 += 1;
-        let sent = match what {
-            Handover::Output(output, settle) => Either::Left(self.sync.apply.send(ApplyOutput {
-                output,
-                held,
-                settle,
-                writer: None,
-            })),
-            Handover::Messages(messages) => Either::Right(self.sync.submit.send(SubmitMessages {
-                messages,
-                held,
-                writer: None,
-            })),
+        let (turn, answered) = self.unanswered.after_the_one_before();
+        let (apply, submit) = (self.sync.apply.clone(), self.sync.submit.clone());
+        let sent = async move {
+            turn.await;
+            let answer = match what {
+                Handover::Output(output, settle) => {
+                    apply
+                        .send(ApplyOutput {
+                            output,
+                            held,
+                            settle,
+                            writer: None,
+                        })
+                        .await
+                }
+                Handover::Messages(messages) => {
+                    submit
+                        .send(SubmitMessages {
+                            messages,
+                            held,
+                            writer: None,
+                        })
+                        .await
+                }
+            };
+            let _ = answered.0.send(());
+            answer
         };
         sent.into_actor(self).map(|answer, act, _| {
-            act.unanswered.0 -= 1;
+            act.unanswered.count -= 1;
             answer
         })
     }
 
     /// Publishes the changes this agent made to itself since it last published (held while a
-    /// hand-over is unanswered: they go out with the next one, or once it is answered).
+    /// hand-over is unanswered: they go out with the next one, or once it is answered; and
+    /// never once a step's end could not be stored: nothing after it may be).
     pub(super) fn publish(&mut self) {
-        if self.unanswered.0 > 0 {
+        if self.unanswered.count > 0 || self.phase.stopped() {
             return;
         }
         self.state.refresh_working_state();
