@@ -96,40 +96,33 @@ fn host(vars: &dyn Fn(&str) -> Option<String>) -> Host<'_> {
     Host::new(vars, env!("CARGO_BIN_EXE_cohort"))
 }
 
-/// A SyncState that answers each hand-over only once told to, storing (here: publishing) the
-/// agent's changes and the step's closing then, as SyncState does in one commit; it counts
-/// the hand-overs that reached it.
+/// A SyncState that answers each hand-over only once told to, and keeps the messages handed
+/// over, in the order they reached it.
 struct HeldSync {
-    outlet: Arc<Kept>,
     release: tokio::sync::watch::Sender<bool>,
-    arrived: Arc<std::sync::atomic::AtomicUsize>,
+    arrived: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl actix::Actor for HeldSync {
     type Context = actix::Context<Self>;
 }
 
-impl actix::Handler<cohort::actors::ApplyOutput> for HeldSync {
+impl actix::Handler<cohort::actors::SubmitMessages> for HeldSync {
     type Result = actix::ResponseFuture<Result<(), cohort::team::SyncError>>;
-    fn handle(&mut self, m: cohort::actors::ApplyOutput, _: &mut Self::Context) -> Self::Result {
-        self.arrived
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let (outlet, mut release) = (self.outlet.clone(), self.release.subscribe());
+    fn handle(&mut self, m: cohort::actors::SubmitMessages, _: &mut Self::Context) -> Self::Result {
+        let contents = m.messages.iter().map(|m| m.message.clone());
+        self.arrived.lock().unwrap().extend(contents);
+        let mut release = self.release.subscribe();
         Box::pin(async move {
             let _ = release.wait_for(|r| *r).await;
-            let mut changes = m.held;
-            if let Some(s) = m.settle {
-                changes.extend(s.changes(s.failure.as_deref()));
-            }
-            outlet.kept.lock().unwrap().extend(changes);
             Ok(())
         })
     }
 }
 
-impl actix::Handler<cohort::actors::SubmitMessages> for HeldSync {
+impl actix::Handler<cohort::actors::ApplyOutput> for HeldSync {
     type Result = Result<(), cohort::team::SyncError>;
-    fn handle(&mut self, _: cohort::actors::SubmitMessages, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, _: cohort::actors::ApplyOutput, _: &mut Self::Context) -> Self::Result {
         Ok(())
     }
 }
@@ -145,29 +138,11 @@ impl actix::Handler<cohort::actors::CheckTaskInstruction> for HeldSync {
     }
 }
 
-/// An outlet that keeps what the agent published.
-#[derive(Default)]
-struct Kept {
-    kept: std::sync::Mutex<Vec<cohort::event::Change>>,
-}
+/// An outlet that publishes nowhere.
+struct Nowhere;
 
-impl Kept {
-    /// Whether step `id` was started or changed in what was published so far (its being
-    /// added, before the agent started, is not counted).
-    fn moved(&self, id: &cohort::ids::StepId) -> bool {
-        use cohort::event::{Change, StepChange};
-        let kept = self.kept.lock().unwrap();
-        kept.iter().any(|c| {
-            matches!(c, Change::Step(StepChange::Started { step_id, .. }
-                | StepChange::Updated { step_id, .. }) if step_id == id)
-        })
-    }
-}
-
-impl cohort::actors::Outlet for Kept {
-    fn publish(&self, changes: Vec<cohort::event::Change>) {
-        self.kept.lock().unwrap().extend(changes);
-    }
+impl cohort::actors::Outlet for Nowhere {
+    fn publish(&self, _: Vec<cohort::event::Change>) {}
     fn stored(&self) -> futures::future::BoxFuture<'static, bool> {
         Box::pin(async { true })
     }
@@ -181,99 +156,71 @@ impl cohort::actors::Outlet for Kept {
     }
 }
 
-/// A step's end SyncState cannot refuse (a thought: no message, no instruction) does not hold
-/// the agent's next step: it runs while SyncState stores the first (over NATS that is a round
-/// trip of 10–60 ms a step in a wide goal), and what it does is held back until SyncState
-/// answered, so nothing of it is stored before the end it follows; its own end is handed over
-/// after the first's answer.
+/// An agent's hand-overs reach SyncState one at a time, in the order it made them: a person's
+/// second message is handed over only once SyncState answered the first. actix lets a send
+/// that found SyncState's mailbox full in after a later send that found room, so two
+/// hand-overs under way at once could be stored in the wrong order.
 #[actix::test]
-async fn a_step_end_sync_state_cannot_refuse_does_not_hold_the_next_step() {
+async fn an_agents_hand_overs_reach_sync_state_one_at_a_time_in_their_order() {
     use actix::Actor;
-    use cohort::state::{AgentState, Executor, Skill, StepState};
-    let script =
-        "replies:\n  w:\n    think:\n      - '<think>one</think>'\n      - '<think>two</think>'\n";
-    let model = cohort::llm::scripted::ScriptedModel::new(
-        cohort::llm::scripted::Script::parse(script).unwrap(),
-    );
-    let mut state = cohort::state::Agent::from(AgentState::new(
-        "w".into(),
-        "W".into(),
-        "worker".into(),
-        String::new(),
-    ));
-    let step = |n: &str| {
-        StepState::new(
-            cohort::ids::TaskId::from("t1"),
-            cohort::ids::StageRef::NoRelative,
-            "w".into(),
-            Executor::Skill(Skill::Think),
-            n,
-            n,
-        )
-    };
-    let (first, second) = (step("first thought"), step("second thought"));
-    let ids = (first.step_id.clone(), second.step_id.clone());
-    state.add_next_steps(vec![first, second]);
-    let outlet = Arc::new(Kept::default());
+    use cohort::actors::HumanSend;
+    use cohort::state::{AgentState, HumanConfig};
+    let mut state = AgentState::new("op".into(), "Op".into(), "operator".into(), String::new());
+    state.human_config = Some(HumanConfig {
+        display_name: "Op".into(),
+    });
     let (release, _) = tokio::sync::watch::channel(false);
-    let arrived = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let arrived = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sync = HeldSync {
-        outlet: outlet.clone(),
         release: release.clone(),
         arrived: arrived.clone(),
     }
     .start();
-    let agent = cohort::actors::AgentActor::new(
-        state,
-        Some(model as Arc<dyn cohort::llm::ChatModel>),
+    let person = cohort::actors::AgentActor::new(
+        cohort::state::Agent::from(state),
+        None,
         Arc::new(cohort::prompt::PromptSet::builtin(
             cohort::prompt::Language::En,
         )),
         cohort::actors::AgentTools::default(),
         cohort::actors::SyncLink::to(&sync),
-        outlet.clone(),
+        Arc::new(Nowhere),
     )
     .start();
+    let says = |content: &str| {
+        HumanSend(cohort::step::HumanMessage {
+            choice: None,
+            attachments: Vec::new(),
+            task_id: "t1".into(),
+            receiver: vec!["manager".into()],
+            content: content.into(),
+            stage_relative: cohort::ids::StageRef::NoRelative,
+            need_reply: false,
+            waiting: false,
+            wait_secs: None,
+            traceparent: None,
+        })
+    };
+    let first = tokio::spawn(person.send(says("first")));
+    let second = tokio::spawn(person.send(says("second")));
 
-    // Both thoughts are had while SyncState holds the first one's end.
-    let mut both = false;
+    let mut one = false;
     for _ in 0..200 {
-        let s = agent.send(GetAgentState).await.unwrap();
-        let state_of = |id| s.agent_step.get(id).map(|st| st.execution_state);
-        if state_of(&ids.1) == Some(StepExecutionState::Finished) {
-            assert_eq!(state_of(&ids.0), Some(StepExecutionState::Finished));
-            both = true;
+        if !arrived.lock().unwrap().is_empty() {
+            one = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(
-        both,
-        "the second step waited for SyncState's answer to the first"
-    );
-    assert!(
-        !outlet.moved(&ids.1),
-        "nothing of the second step goes out before the first's end is stored"
-    );
+    assert!(one, "the first message was not handed over");
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
-        arrived.load(std::sync::atomic::Ordering::SeqCst),
-        1,
-        "the second step's end is handed over once the first's is answered, so the two reach \
-         SyncState in their order whatever room its mailbox has"
+        *arrived.lock().unwrap(),
+        ["first"],
+        "the second is handed over once the first is answered"
     );
-
-    // Answered: everything goes out, the second step's end after the first's.
     release.send_replace(true);
-    let mut out = false;
-    for _ in 0..200 {
-        if outlet.moved(&ids.1) {
-            out = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(
-        out,
-        "the second step's changes went out once SyncState answered"
-    );
+    first.await.unwrap().unwrap().unwrap();
+    second.await.unwrap().unwrap().unwrap();
+    assert_eq!(*arrived.lock().unwrap(), ["first", "second"]);
 }

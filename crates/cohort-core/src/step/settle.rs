@@ -84,19 +84,6 @@ impl Settle {
         }
     }
 
-    /// Whether the step closes the same whatever SyncState answers `output`, so the agent may
-    /// close it and go on at once while SyncState stores it: the output asks nothing SyncState
-    /// checks (a message, a task or agent instruction: see `team::may_refuse`), no question
-    /// (whose answer frees a wait), and tells of no endpoint down (which fails the task), and
-    /// the step put no wait on the lock. A step of another node's agent otherwise waited a NATS
-    /// round trip for the answer (10–60 ms in a wide goal) before its next model call.
-    pub fn closes_at_once(&self, output: &crate::message::ExecuteOutput) -> bool {
-        !crate::team::may_refuse(output)
-            && output.ask_info.is_none()
-            && output.endpoint_down.is_none()
-            && self.added_waits.is_empty()
-    }
-
     /// The changes that close the step: finished, or failed with the reason (and the waits it
     /// added taken back).
     pub fn changes(&self, failure: Option<&str>) -> Vec<Change> {

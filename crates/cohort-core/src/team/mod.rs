@@ -574,8 +574,7 @@ impl SyncCore {
         applied
     }
 
-    /// The first refusal of what the step asks: its message, task or agent instruction (only
-    /// those: see [`may_refuse`]).
+    /// The first refusal of what the step asks: its message, task or agent instruction.
     fn refusal(&self, agent: &AgentId, out: &ExecuteOutput) -> Option<SyncError> {
         out.send_message
             .as_ref()
@@ -863,12 +862,6 @@ impl SyncCore {
         self.pool_grew(&task, retention::Pool::Conversation, bytes, &mut applied);
         (no, m, applied.changes)
     }
-}
-
-/// Whether SyncState may refuse `out`: only its message, task instruction and agent
-/// instruction are checked ([`SyncCore::apply`]); whatever else it reports always lands.
-pub fn may_refuse(out: &ExecuteOutput) -> bool {
-    out.send_message.is_some() || out.task_instruction.is_some() || out.agent_instruction.is_some()
 }
 
 #[cfg(test)]

@@ -905,37 +905,3 @@ fn a_message_of_a_task_travels_in_the_tasks_trace_and_one_of_the_base_task_keeps
     c.place_in_trace(&mut b);
     assert_eq!(b.traceparent, Some(sender));
 }
-
-/// What `may_refuse` says SyncState cannot refuse, it never refuses: an agent closes such a
-/// step at once and goes on before SyncState answered (`Settle::closes_at_once`).
-#[test]
-fn an_output_without_a_message_or_instruction_is_never_refused() {
-    let mut c = core();
-    let unknown = TaskId::from("no-such-task");
-    let quiet = ExecuteOutput {
-        agent_id: Some("w".into()),
-        task_id: Some(unknown.clone()),
-        update_stage_agent_completion: Some(CompletionUpdate {
-            task_id: unknown.clone(),
-            stage_id: "no-such-stage".into(),
-            agent_id: "w".into(),
-            completion_summary: "done".into(),
-            results: Vec::new(),
-            written: crate::report::Written::Own,
-        }),
-        ..Default::default()
-    };
-    assert!(!may_refuse(&quiet));
-    assert!(c.apply(&quiet, "2026-01-01T00:00:00Z").refused.is_none());
-    let asking = ExecuteOutput {
-        task_instruction: Some(TaskInstruction::FinishTask {
-            task_id: unknown,
-            outcome: TaskOutcome::Finished,
-            task_summary: "done".into(),
-            summary_written: None,
-        }),
-        ..quiet
-    };
-    assert!(may_refuse(&asking));
-    assert!(c.apply(&asking, "2026-01-01T00:00:00Z").refused.is_some());
-}

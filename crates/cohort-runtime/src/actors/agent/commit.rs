@@ -42,16 +42,17 @@ impl SyncLink {
 
 /// How many hand-overs SyncState has not answered yet, and the newest one's answer. A count
 /// beside the `Phase`, not in it: hand-overs go out in any phase (a side call's cost while a
-/// step runs, a message sent while idle, a verdict stored before its call is made, a step's
-/// end closed at once while the next step runs) and several may be unanswered at once. Only
+/// step runs, a message sent while idle, a verdict stored before its call is made) and several
+/// may be unanswered at once. Only
 /// `commit` moves it (its fields are private to this file).
 #[derive(Default)]
 pub(super) struct Unanswered {
     count: u32,
     /// Resolves once the newest hand-over is answered (or dropped). The next one is sent
     /// after it, so they reach SyncState in the order they were made: actix lets a send that
-    /// found SyncState's mailbox full in after a later send that found room, which put a
-    /// step's end before the hand-over that added the step.
+    /// found SyncState's mailbox full in after a later send that found room (and the agent's
+    /// output and its messages go through two senders), which could store a step's end
+    /// before the hand-over that added the step.
     newest: Option<Shared<BoxFuture<'static, ()>>>,
 }
 
@@ -137,10 +138,9 @@ impl AgentActor {
     }
 
     /// Publishes the changes this agent made to itself since it last published (held while a
-    /// hand-over is unanswered: they go out with the next one, or once it is answered; and
-    /// never once a step's end could not be stored: nothing after it may be).
+    /// hand-over is unanswered: they go out with the next one, or once it is answered).
     pub(super) fn publish(&mut self) {
-        if self.unanswered.count > 0 || self.phase.stopped() {
+        if self.unanswered.count > 0 {
             return;
         }
         self.state.refresh_working_state();

@@ -254,11 +254,6 @@ impl Phase {
     pub(super) fn stop(&mut self) {
         self.stopped = true;
     }
-
-    /// Whether a step's end could not be stored (the team is stopping).
-    pub(super) fn stopped(&self) -> bool {
-        self.stopped
-    }
 }
 
 #[cfg(test)]

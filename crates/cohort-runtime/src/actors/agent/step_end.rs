@@ -2,10 +2,7 @@
 //! in one commit (a restart finds either nothing of the step's end, and it runs again, or all
 //! of it, and it never runs twice); once stored, the same closing applied here, and what
 //! follows: a refused instruction acted on again, history trimmed, a plan held for its check,
-//! a verdict that waited decided, the next step run. A step's end that closes the same whatever
-//! SyncState answers (`Settle::closes_at_once`) is closed here at once and the agent goes on
-//! while SyncState stores it: what it does meanwhile is held until the answer (see
-//! `commit.rs`), so a restart still finds the end stored before anything after it.
+//! a verdict that waited decided, the next step run.
 
 use super::commit::{Answer, Handover};
 use super::verdict::PendingVerdict;
@@ -24,16 +21,6 @@ impl AgentActor {
         ctx: &mut Context<Self>,
     ) {
         let settle = Settle::of(&self.state, &id, completion.failure, completion.added_waits);
-        if let Some(at_once) = settle
-            .as_ref()
-            .filter(|s| s.closes_at_once(&completion.output))
-        {
-            let at_once = at_once.clone();
-            let commit = self.commit(Handover::Output(completion.output, settle));
-            ctx.spawn(commit.map(move |res, act, ctx| act.stored_after(res, ctx)));
-            self.close_at_once(&id, &at_once, ctx);
-            return;
-        }
         self.phase.settle(id.clone());
         let commit = self.commit(Handover::Output(completion.output, settle.clone()));
         ctx.spawn(commit.map(move |res, act, ctx| act.on_stored(id, settle, res, ctx)));
@@ -88,33 +75,6 @@ impl AgentActor {
                 tracing::warn!(agent = %self.state.agent_id, step = %id, "SyncState is unreachable: {e}");
             }
         }
-    }
-
-    /// Closes step `id` as SyncState will store it (no answer changes how), and goes on.
-    fn close_at_once(&mut self, id: &StepId, settle: &Settle, ctx: &mut Context<Self>) {
-        self.phase.forget(id);
-        let failure = settle.outcome(None, &self.state.settings.texts);
-        self.state.apply_stored(settle.changes(failure.as_deref()));
-        self.settled(id, failure, None, ctx);
-    }
-
-    /// SyncState answered the hand-over of a step's end the agent closed at once: what it held
-    /// meanwhile goes out. Refused (it cannot be), the agent goes on as closed, saying so;
-    /// unreachable (the team is stopping), nothing of the end was stored, so nothing after it
-    /// may be: the agent stops.
-    fn stored_after(&mut self, res: Answer, ctx: &mut Context<Self>) {
-        match res {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::error!(agent = %self.state.agent_id, "SyncState refused a step's end that asks nothing it checks: {e}")
-            }
-            Err(e) => {
-                tracing::warn!(agent = %self.state.agent_id, "SyncState is unreachable: {e}");
-                self.phase.stop();
-                return;
-            }
-        }
-        self.try_run(ctx);
     }
 
     /// After a step closed: trims history, lets go of a step whose work ended meanwhile, holds
