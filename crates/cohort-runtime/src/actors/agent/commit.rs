@@ -11,9 +11,7 @@ use actix::prelude::*;
 use cohort_core::message::{ExecuteOutput, Message, TaskInstruction};
 use cohort_core::step::Settle;
 use cohort_core::team::SyncError;
-use futures::FutureExt;
 use futures::channel::oneshot;
-use futures::future::{BoxFuture, Shared};
 
 /// The agent's way to SyncState (the owner of tasks and stages): what it hands over, and the
 /// instructions it has checked before acting on them.
@@ -48,12 +46,12 @@ impl SyncLink {
 #[derive(Default)]
 pub(super) struct Unanswered {
     count: u32,
-    /// Resolves once the newest hand-over is answered (or dropped). The next one is sent
-    /// after it, so they reach SyncState in the order they were made: actix lets a send that
-    /// found SyncState's mailbox full in after a later send that found room (and the agent's
-    /// output and its messages go through two senders), which could store a step's end
-    /// before the hand-over that added the step.
-    newest: Option<Shared<BoxFuture<'static, ()>>>,
+    /// Told once the newest hand-over is answered (or dropped). The next one is sent after
+    /// it, so they reach SyncState in the order they were made: actix lets a send that found
+    /// SyncState's mailbox full in after a later send that found room (and the agent's output
+    /// and its messages go through two senders), which could store a step's end before the
+    /// hand-over that added the step.
+    newest: Option<oneshot::Receiver<()>>,
 }
 
 impl Unanswered {
@@ -67,10 +65,10 @@ impl Unanswered {
     fn after_the_one_before(&mut self) -> (impl Future<Output = ()> + use<>, Answered) {
         self.count += 1;
         let (answered, next) = oneshot::channel::<()>();
-        let before = self.newest.replace(next.map(|_| ()).boxed().shared());
+        let before = self.newest.replace(next);
         let turn = async move {
             if let Some(before) = before {
-                before.await;
+                let _ = before.await;
             }
         };
         (turn, Answered(answered))
