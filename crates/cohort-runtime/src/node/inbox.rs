@@ -1,7 +1,7 @@
 //! Per-agent inboxes on JetStream: the messages of an agent that runs on another node than the
 //! team's go through the team's inbox stream (`COHORT_<team>_INBOX`, subject
 //! `cohort.<team>.inbox.<agent>`, work-queue retention, file-backed), read on the agent's node by
-//! a durable consumer of its own (kept in NATS's memory; see [`messages`]): in order, one in
+//! a durable consumer of its own (kept in NATS's memory; see `messages`): in order, one in
 //! flight (`max_ack_pending` 1), acknowledged only once the agent's receipt is stored by the
 //! team's node (the deliveries ledger's transaction), with *progress* sent while that waits, and
 //! delivered again otherwise.

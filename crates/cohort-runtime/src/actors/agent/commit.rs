@@ -1,6 +1,7 @@
 //! Where the agent's changes go: published to the monitor at once, or handed to SyncState by
 //! `commit`, stored with what it applies there (a step's output, messages the agent sends).
-//! While a hand-over is unanswered the agent publishes nothing, so its changes stay in order.
+//! Hand-overs go one at a time, in the order they were made, and while one is unanswered the
+//! agent publishes nothing, so its changes stay in order.
 //! Also the commits outside a step's end: messages it sends, and the runtime's closing of work
 //! in a manager's place (after a manager's second try at a notice failed or was refused too,
 //! `step::FollowUp::Close` goes to SyncState as that manager's instruction).
@@ -41,8 +42,7 @@ impl SyncLink {
 /// How many hand-overs SyncState has not answered yet, and the newest one's answer. A count
 /// beside the `Phase`, not in it: hand-overs go out in any phase (a side call's cost while a
 /// step runs, a message sent while idle, a verdict stored before its call is made) and several
-/// may be unanswered at once. Only
-/// `commit` moves it (its fields are private to this file).
+/// may be unanswered at once. Only `commit` moves it (its fields are private to this file).
 #[derive(Default)]
 pub(super) struct Unanswered {
     count: u32,
