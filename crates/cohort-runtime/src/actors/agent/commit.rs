@@ -13,6 +13,7 @@ use cohort_core::message::{ExecuteOutput, Message, TaskInstruction};
 use cohort_core::step::Settle;
 use cohort_core::team::SyncError;
 use futures::channel::oneshot;
+use futures::future::Either;
 
 /// The agent's way to SyncState (the owner of tasks and stages): what it hands over, and the
 /// instructions it has checked before acting on them.
@@ -60,18 +61,16 @@ impl Unanswered {
         self.count == 0
     }
 
-    /// Counts a hand-over made now; resolves once the one made before it was answered, and
-    /// `answered` is to be sent once this one is.
-    fn after_the_one_before(&mut self) -> (impl Future<Output = ()> + use<>, Answered) {
+    /// Counts a hand-over made now: the one made before it, if that one is not answered yet
+    /// (this one goes once it is), and what this one sends once it is answered.
+    fn after_the_one_before(&mut self) -> (Option<oneshot::Receiver<()>>, Answered) {
         self.count += 1;
         let (answered, next) = oneshot::channel::<()>();
-        let before = self.newest.replace(next);
-        let turn = async move {
-            if let Some(before) = before {
-                let _ = before.await;
-            }
-        };
-        (turn, Answered(answered))
+        let before = self
+            .newest
+            .replace(next)
+            .and_then(|mut b| matches!(b.try_recv(), Ok(None)).then_some(b));
+        (before, Answered(answered))
     }
 }
 
@@ -101,31 +100,36 @@ impl AgentActor {
     ) -> impl ActorFuture<Self, Output = Answer> + use<> {
         self.state.refresh_working_state();
         let held = self.state.take_changes();
-        let (turn, answered) = self.unanswered.after_the_one_before();
+        let (before, answered) = self.unanswered.after_the_one_before();
         let (apply, submit) = (self.sync.apply.clone(), self.sync.submit.clone());
+        let send = move || match what {
+            Handover::Output(output, settle) => Either::Left(apply.send(ApplyOutput {
+                output,
+                held,
+                settle,
+                writer: None,
+            })),
+            Handover::Messages(messages) => Either::Right(submit.send(SubmitMessages {
+                messages,
+                held,
+                writer: None,
+            })),
+        };
+        // Sent now (into SyncState's mailbox before this handler ends, as a caller expects),
+        // unless the one before is still unanswered.
+        let request = match before {
+            None => Ok(send()),
+            Some(before) => Err((before, send)),
+        };
         let sent = async move {
-            turn.await;
-            let answer = match what {
-                Handover::Output(output, settle) => {
-                    apply
-                        .send(ApplyOutput {
-                            output,
-                            held,
-                            settle,
-                            writer: None,
-                        })
-                        .await
-                }
-                Handover::Messages(messages) => {
-                    submit
-                        .send(SubmitMessages {
-                            messages,
-                            held,
-                            writer: None,
-                        })
-                        .await
+            let request = match request {
+                Ok(request) => request,
+                Err((before, send)) => {
+                    let _ = before.await;
+                    send()
                 }
             };
+            let answer = request.await;
             let _ = answered.0.send(());
             answer
         };
