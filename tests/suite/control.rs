@@ -338,7 +338,8 @@ async fn cancelling_a_step_mid_llm_call_ends_it_at_once_and_its_agent_goes_on() 
             other => panic!("{other}"),
         }
     }
-    // The writer goes on with its next step in the stage (the task is still open).
+    // The writer goes on with its next step in the stage (the task was open when the draft
+    // was cancelled).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let later = team.monitor.read(|s| {

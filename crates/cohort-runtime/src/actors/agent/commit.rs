@@ -62,20 +62,18 @@ impl Unanswered {
     }
 
     /// Counts a hand-over made now: the one made before it, if that one is not answered yet
-    /// (this one goes once it is), and what this one sends once it is answered.
-    fn after_the_one_before(&mut self) -> (Option<oneshot::Receiver<()>>, Answered) {
+    /// (this one goes once it is), and what this one tells once it is answered (dropped
+    /// untold, it lets the next go too).
+    fn after_the_one_before(&mut self) -> (Option<oneshot::Receiver<()>>, oneshot::Sender<()>) {
         self.count += 1;
         let (answered, next) = oneshot::channel::<()>();
         let before = self
             .newest
             .replace(next)
             .and_then(|mut b| matches!(b.try_recv(), Ok(None)).then_some(b));
-        (before, Answered(answered))
+        (before, answered)
     }
 }
-
-/// Sent once a hand-over was answered: the next may go (dropped unsent, it lets it go too).
-struct Answered(oneshot::Sender<()>);
 
 /// What the agent hands over to SyncState with its changes. Built to be sent at once, never
 /// kept: the size of the output variant costs nothing.
@@ -118,19 +116,19 @@ impl AgentActor {
         // Sent now (into SyncState's mailbox before this handler ends, as a caller expects),
         // unless the one before is still unanswered.
         let request = match before {
-            None => Ok(send()),
-            Some(before) => Err((before, send)),
+            None => Either::Left(send()),
+            Some(before) => Either::Right((before, send)),
         };
         let sent = async move {
             let request = match request {
-                Ok(request) => request,
-                Err((before, send)) => {
+                Either::Left(request) => request,
+                Either::Right((before, send)) => {
                     let _ = before.await;
                     send()
                 }
             };
             let answer = request.await;
-            let _ = answered.0.send(());
+            let _ = answered.send(());
             answer
         };
         sent.into_actor(self).map(|answer, act, _| {
